@@ -1,0 +1,1 @@
+"""The kubetrain.io/v1 API: models, defaulting, validation and CRD generation (all pure)."""

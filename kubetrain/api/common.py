@@ -1,0 +1,133 @@
+"""Types shared by every job kind: replica specs, run policy, scheduling, status.
+
+Field names are those of Kubeflow's `kubeflow.org/v1` API (camelCase on the wire, snake_case in
+Python), so a Kubeflow manifest is accepted after changing only `apiVersion`.
+Pod templates stay plain dicts: they are Kubernetes PodTemplateSpecs, validated against the
+upstream schema by `kubetrain.api.validation`, and unknown fields in them are preserved.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
+CleanPodPolicy = Literal["All", "Running", "None"]
+ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+# A Kubernetes resource quantity: "4", "500m", "16Gi", or a bare number.
+Quantity = int | float | str
+
+RESTART_POLICIES: tuple[str, ...] = ("Always", "OnFailure", "Never", "ExitCode")
+CLEAN_POD_POLICIES: tuple[str, ...] = ("All", "Running", "None")
+
+
+class KubeModel(BaseModel):
+    """Base for every API object: camelCase aliases, unknown fields rejected, None omitted."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_assignment=False,
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: camelCase keys, unset (None) fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class ReplicaSpec(KubeModel):
+    """How many pods of one replica type to run, from which template, and how to restart them."""
+
+    replicas: int | None = None
+    template: dict[str, Any] = Field(default_factory=dict)
+    restart_policy: RestartPolicy | None = None
+
+
+class SchedulingPolicy(KubeModel):
+    """Gang-scheduling parameters passed to the PodGroup."""
+
+    min_available: int | None = None
+    queue: str | None = None
+    min_resources: dict[str, Quantity] | None = None
+    priority_class: str | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+class RunPolicy(KubeModel):
+    """Job-level run-time policy shared by every kind."""
+
+    clean_pod_policy: CleanPodPolicy | None = None
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    suspend: bool | None = None
+    managed_by: str | None = None
+    scheduling_policy: SchedulingPolicy | None = None
+
+
+class JobCondition(KubeModel):
+    type: ConditionType
+    status: ConditionStatus
+    reason: str | None = None
+    message: str | None = None
+    last_update_time: str | None = None
+    last_transition_time: str | None = None
+
+
+class LabelSelector(KubeModel):
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[dict[str, Any]] | None = None
+
+
+class ReplicaStatus(KubeModel):
+    """Pod counts of one replica type; `restarts` is persisted so an operator restart keeps it."""
+
+    active: int | None = None
+    pending: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    restarts: int | None = None
+    selector: str | None = None
+    label_selector: LabelSelector | None = None
+
+
+class JobStatus(KubeModel):
+    conditions: list[JobCondition] | None = None
+    replica_statuses: dict[str, ReplicaStatus] | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+    last_reconcile_time: str | None = None
+    observed_generation: int | None = None
+
+
+class ObjectMetaFields(KubeModel):
+    """Only what kubetrain reads from metadata; the full metadata dict is kept verbatim."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class JobSpecBase(KubeModel):
+    run_policy: RunPolicy | None = None
+
+    def replica_specs(self) -> dict[str, ReplicaSpec] | None:
+        """The kind's replica map (`tfReplicaSpecs`, …); overridden per kind."""
+        raise NotImplementedError
+
+
+class JobBase(KubeModel):
+    """Fields common to every job kind. `metadata` is the object's metadata, kept as a dict."""
+
+    api_version: str
+    kind: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    status: JobStatus | None = None

@@ -1,0 +1,68 @@
+"""Field errors in the shape of Kubernetes' field.ErrorList: a path, a kind and a message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ErrorKind(StrEnum):
+    REQUIRED = "Required"
+    INVALID = "Invalid"
+    FORBIDDEN = "Forbidden"
+    NOT_SUPPORTED = "NotSupported"
+    DUPLICATE = "Duplicate"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem with one field. `str()` gives `path: Kind: message`."""
+
+    path: str
+    kind: ErrorKind
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.kind.value}: {self.message}"
+
+
+def required(path: str, message: str) -> FieldError:
+    return FieldError(path, ErrorKind.REQUIRED, message)
+
+
+def invalid(path: str, message: str) -> FieldError:
+    return FieldError(path, ErrorKind.INVALID, message)
+
+
+def forbidden(path: str, message: str) -> FieldError:
+    return FieldError(path, ErrorKind.FORBIDDEN, message)
+
+
+def not_supported(path: str, value: object, valid: Iterable[str]) -> FieldError:
+    choices = ", ".join(f'"{v}"' for v in valid)
+    return FieldError(path, ErrorKind.NOT_SUPPORTED, f"{value!r} is not supported: must be one of {choices}")
+
+
+def duplicate(path: str, message: str) -> FieldError:
+    return FieldError(path, ErrorKind.DUPLICATE, message)
+
+
+def join_path(base: str, *parts: str | int) -> str:
+    """Append path segments: names with `.name`, ints and map keys with `[key]`.
+
+    A part written as `[Key]` is appended verbatim (a map key such as a replica type).
+    """
+    out = base
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith("["):
+            out += part
+        else:
+            out = f"{out}.{part}" if out else part
+    return out
+
+
+def format_errors(errors: Sequence[FieldError]) -> str:
+    return "; ".join(str(e) for e in errors)

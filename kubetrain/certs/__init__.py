@@ -1,0 +1,1 @@
+"""Webhook TLS: CA and serving certificates, Secret storage, rotation, caBundle injection."""

@@ -1,0 +1,1 @@
+"""An in-memory emulation of the Kubernetes API server for integration tests and `kubetrain dev`."""

@@ -1,0 +1,1 @@
+"""One module per training framework; `registry` maps a job kind to its Framework."""

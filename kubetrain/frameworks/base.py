@@ -1,0 +1,36 @@
+"""The Framework protocol: everything kubetrain needs to know that differs between frameworks.
+
+Adding a framework = one module implementing this protocol + one line in `registry.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kubetrain.api.common import JobBase
+from kubetrain.api.errors import FieldError
+
+
+class Framework(Protocol):
+    # --- identity and CRD naming -------------------------------------------------------------
+    kind: str  # "TFJob"
+    plural: str  # "tfjobs"
+    singular: str  # "tfjob"
+    short_names: tuple[str, ...]  # ("tfj",)
+    job_model: type[JobBase]
+    # --- replicas ------------------------------------------------------------------------------
+    replica_field: str  # wire name of the replica map: "tfReplicaSpecs"
+    replica_types: tuple[str, ...]  # canonical spellings, in priority order (who starts first)
+    # Replica types whose pod 0 carries `kubetrain.io/job-role: master` (Chief/Master/Scheduler).
+    master_types: tuple[str, ...]
+    # --- the framework container -----------------------------------------------------------------
+    container_name: str  # "tensorflow"
+    port_name: str  # "tfjob-port"
+    default_port: int  # 2222
+    default_restart_policy: str  # "Never"
+    # Environment variable names the operator sets (a user setting one gets a warning).
+    operator_env_names: frozenset[str]
+
+    def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
+        """Framework-specific rules of BEHAVIOUR.md §3 on a parsed (defaulted) job."""
+        ...

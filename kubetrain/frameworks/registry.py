@@ -1,0 +1,18 @@
+"""Job kind → Framework. Adding a framework is one line here plus its module."""
+
+from __future__ import annotations
+
+from kubetrain.frameworks import mxnet, pytorch, tensorflow
+from kubetrain.frameworks.base import Framework
+
+FRAMEWORKS: dict[str, Framework] = {
+    f.kind: f for f in (tensorflow.FRAMEWORK, pytorch.FRAMEWORK, mxnet.FRAMEWORK)
+}
+
+
+def get_framework(kind: str) -> Framework | None:
+    return FRAMEWORKS.get(kind)
+
+
+def known_kinds() -> tuple[str, ...]:
+    return tuple(FRAMEWORKS)

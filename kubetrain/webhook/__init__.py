@@ -1,0 +1,1 @@
+"""Admission webhooks: AdmissionReview v1 over HTTPS for defaulting and validation."""
