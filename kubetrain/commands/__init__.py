@@ -1,0 +1,1 @@
+"""`kubetrain` sub-commands, one module each (see kubetrain/cli.py)."""
