@@ -1,0 +1,136 @@
+"""Plain-HTTP operations endpoint: `/metrics`, `/healthz`, `/readyz` (BEHAVIOUR.md §10).
+
+```python
+health = HealthServer(host="0.0.0.0", port=8080)
+health.add_readiness_check("informers-synced", lambda: informers.synced)
+health.add_readiness_check("webhook-certs", webhook.certificates_loaded)
+await health.start()          # health.port is the bound port (useful with port=0)
+...
+await health.stop()
+```
+
+A check is a callable taking no argument and returning `bool` or an awaitable of `bool`;
+an exception counts as a failure (its message is shown, never a traceback). `/readyz`
+answers 200 `ok` when every readiness check passes and 503 otherwise; with `?verbose` (as
+kube-apiserver does) it lists each check as `[+]name ok` / `[-]name failed: reason`.
+`/healthz` works the same with the liveness checks (none by default: a process that can
+answer is alive). `/metrics` serves the prometheus_client text exposition of
+`kubetrain.metrics.REGISTRY` (or the registry given).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from kubetrain.metrics import REGISTRY
+
+log = logging.getLogger(__name__)
+
+Check = Callable[[], "bool | Awaitable[bool]"]
+
+
+async def run_check(check: Check) -> tuple[bool, str]:
+    """Run one check; returns (passed, reason). Exceptions become failures with their message."""
+    try:
+        result = check()
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:  # a failing check must never break the endpoint
+        return False, f"{type(exc).__name__}: {exc}"
+    return (True, "ok") if result else (False, "not ready")
+
+
+async def render_checks(request: web.Request, checks: dict[str, Check]) -> web.Response:
+    """The kube-apiserver style answer of /healthz or /readyz for `checks`."""
+    lines: list[str] = []
+    failed: list[str] = []
+    for name, check in list(checks.items()):
+        ok, reason = await run_check(check)
+        if ok:
+            lines.append(f"[+]{name} ok")
+        else:
+            failed.append(name)
+            lines.append(f"[-]{name} failed: {reason}")
+    verbose = "verbose" in request.query
+    if failed:
+        body = "\n".join(lines) + f"\n{request.path[1:]} check failed: {', '.join(failed)}\n"
+        return web.Response(status=503, text=body)
+    text = "\n".join([*lines, f"{request.path[1:]} check passed"]) + "\n" if verbose else "ok"
+    return web.Response(status=200, text=text)
+
+
+class HealthServer:
+    """aiohttp app on a plain-HTTP port with /metrics, /healthz and /readyz."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 8080,
+        registry: CollectorRegistry = REGISTRY,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.registry = registry
+        self._readiness: dict[str, Check] = {}
+        self._liveness: dict[str, Check] = {}
+        self._runner: web.AppRunner | None = None
+
+    def add_readiness_check(self, name: str, fn: Check) -> None:
+        """Register (or replace) a named readiness check shown on /readyz."""
+        self._readiness[name] = fn
+
+    def remove_readiness_check(self, name: str) -> None:
+        self._readiness.pop(name, None)
+
+    def add_liveness_check(self, name: str, fn: Check) -> None:
+        """Register (or replace) a named liveness check shown on /healthz."""
+        self._liveness[name] = fn
+
+    def build_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/livez", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        return app
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return await render_checks(request, self._liveness)
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        return await render_checks(request, self._readiness)
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(self.build_app(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        await site.start()
+        self._runner = runner
+        sockets = runner.addresses
+        if sockets:
+            self.port = int(sockets[0][1])
+        log.info("serving /metrics, /healthz and /readyz on http://%s:%d", self.host, self.port)
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> HealthServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

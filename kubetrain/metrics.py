@@ -1,0 +1,99 @@
+"""Every Prometheus metric kubetrain exports (BEHAVIOUR.md §10), defined once.
+
+The controller, the kube I/O layer and the webhook import the metric objects from here; the
+`HealthServer` (kubetrain.health) serves `REGISTRY` on `/metrics`. Metrics live in their own
+registry (plus the standard process/platform collectors) so that tests and embedding
+applications are not affected by whatever else registers into prometheus_client's global one.
+
+| metric | type | labels |
+|---|---|---|
+| `kubetrain_jobs_created_total` | counter | kind, namespace |
+| `kubetrain_jobs_succeeded_total` | counter | kind, namespace |
+| `kubetrain_jobs_failed_total` | counter | kind, namespace |
+| `kubetrain_jobs_restarted_total` | counter | kind, namespace |
+| `kubetrain_reconcile_duration_seconds` | histogram | kind |
+| `kubetrain_workqueue_depth` | gauge | queue |
+| `kubetrain_webhook_request_duration_seconds` | histogram | webhook, operation, kind, result |
+| `kubetrain_api_requests_total` | counter | verb, code |
+
+`result` of a webhook request is one of `allowed`, `patched` (allowed with a JSONPatch),
+`denied`, `bad_request` (HTTP 400) or `error` (an unexpected failure, answered as a denial).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+)
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+REGISTRY.register(PROCESS_COLLECTOR)
+REGISTRY.register(PLATFORM_COLLECTOR)
+
+JOBS_CREATED = Counter(
+    "kubetrain_jobs_created_total",
+    "Jobs seen for the first time by the controller.",
+    ["kind", "namespace"],
+    registry=REGISTRY,
+)
+JOBS_SUCCEEDED = Counter(
+    "kubetrain_jobs_succeeded_total",
+    "Jobs that reached the Succeeded condition.",
+    ["kind", "namespace"],
+    registry=REGISTRY,
+)
+JOBS_FAILED = Counter(
+    "kubetrain_jobs_failed_total",
+    "Jobs that reached the Failed condition.",
+    ["kind", "namespace"],
+    registry=REGISTRY,
+)
+JOBS_RESTARTED = Counter(
+    "kubetrain_jobs_restarted_total",
+    "Replica restarts performed by the controller (pod recreated after a retryable failure).",
+    ["kind", "namespace"],
+    registry=REGISTRY,
+)
+RECONCILE_DURATION = Histogram(
+    "kubetrain_reconcile_duration_seconds",
+    "Time spent in one reconcile of one job, including the API writes of its plan.",
+    ["kind"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "kubetrain_workqueue_depth",
+    "Keys waiting in the work queue (ready now, not counting delayed requeues).",
+    ["queue"],
+    registry=REGISTRY,
+)
+WEBHOOK_REQUEST_DURATION = Histogram(
+    "kubetrain_webhook_request_duration_seconds",
+    "Time to answer one AdmissionReview, by webhook (mutate|validate), operation, kind and result.",
+    ["webhook", "operation", "kind", "result"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
+    registry=REGISTRY,
+)
+API_REQUESTS = Counter(
+    "kubetrain_api_requests_total",
+    "Requests made to the Kubernetes API server, by verb and HTTP status code.",
+    ["verb", "code"],
+    registry=REGISTRY,
+)
+
+__all__ = [
+    "API_REQUESTS",
+    "JOBS_CREATED",
+    "JOBS_FAILED",
+    "JOBS_RESTARTED",
+    "JOBS_SUCCEEDED",
+    "QUEUE_DEPTH",
+    "RECONCILE_DURATION",
+    "REGISTRY",
+    "WEBHOOK_REQUEST_DURATION",
+]
