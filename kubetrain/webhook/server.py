@@ -1,0 +1,222 @@
+"""The admission webhook HTTPS server: `/mutate`, `/validate`, `/healthz`, `/readyz`.
+
+```python
+server = WebhookServer(cert_dir="/tmp/kubetrain/certs", host="0.0.0.0", port=9443,
+                       gang_scheduling=True)
+await server.start()        # server.port is the bound port (port=0 picks a free one)
+server.ready                # True once a certificate is loaded (what /readyz reports)
+server.tls.reload()         # re-check the certificate directory now (it is also polled)
+await server.stop()
+```
+
+Pass `tls=ReloadingTLS(...)` instead of `cert_dir` to share one certificate source (the
+self-managed certificate manager writes into the directory the ReloadingTLS follows).
+
+Every answer to a well-formed AdmissionReview is HTTP 200 with an AdmissionReview (a denial is
+`allowed: false`, never an HTTP error). A request that is not one — wrong method, wrong content
+type, a body over `max_body_bytes` (3 MiB, kube-apiserver's own request size limit), invalid
+JSON, wrong apiVersion/kind, no `request.uid` — is answered HTTP 400 with a plain-text message.
+An unexpected failure while deciding is logged with its traceback and answered as a denial
+with status code 500 in a well-formed AdmissionReview, so the client never sees a traceback.
+`dryRun` requests get the same answer as real ones: deciding has no side effects.
+Every request is timed in `kubetrain_webhook_request_duration_seconds`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from kubetrain.certs.tls import ReloadingTLS
+from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
+from kubetrain.webhook.mutate import is_job_kind, mutate
+from kubetrain.webhook.review import (
+    AdmissionRequest,
+    AdmissionResponse,
+    BadReview,
+    decode_review,
+    encode_review,
+)
+from kubetrain.webhook.validate import validate
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+JSON_CONTENT_TYPES = frozenset({"application/json"})
+
+Decide = Callable[[AdmissionRequest], AdmissionResponse]
+
+
+def _result_label(response: AdmissionResponse) -> str:
+    if not response.allowed:
+        return "error" if response.status_code == 500 else "denied"
+    return "patched" if response.patch else "allowed"
+
+
+class WebhookServer:
+    """aiohttp HTTPS server answering AdmissionReview v1 for every job kind."""
+
+    def __init__(
+        self,
+        *,
+        cert_dir: str | None = None,
+        tls: ReloadingTLS | None = None,
+        host: str = "0.0.0.0",
+        port: int = 9443,
+        gang_scheduling: bool = False,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        cert_poll_interval: float = 2.0,
+    ) -> None:
+        if tls is None:
+            if cert_dir is None:
+                raise ValueError("WebhookServer needs cert_dir or tls")
+            tls = ReloadingTLS(cert_dir, poll_interval=cert_poll_interval)
+        self.tls = tls
+        self.host = host
+        self.port = port
+        self.gang_scheduling = gang_scheduling
+        self.max_body_bytes = max_body_bytes
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Serving: the server is listening and a certificate is loaded."""
+        return self._runner is not None and self.tls.loaded
+
+    def certificates_loaded(self) -> bool:
+        """Readiness check for a HealthServer (`add_readiness_check("webhook-certs", ...)`)."""
+        return self.tls.loaded
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"https://{host}:{self.port}"
+
+    def build_app(self) -> web.Application:
+        # Bodies are read (and limited) by hand so that an oversized one gets a clear 400.
+        app = web.Application(client_max_size=self.max_body_bytes + 1)
+        app.router.add_post("/mutate", self._handle_mutate)
+        app.router.add_post("/validate", self._handle_validate)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        return app
+
+    def _mutate(self, request: AdmissionRequest) -> AdmissionResponse:
+        return mutate(request, gang_scheduling=self.gang_scheduling)
+
+    async def _handle_mutate(self, request: web.Request) -> web.Response:
+        return await self._review(request, "mutate", self._mutate)
+
+    async def _handle_validate(self, request: web.Request) -> web.Response:
+        return await self._review(request, "validate", validate)
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        length = request.content_length
+        if length is not None and length > self.max_body_bytes:
+            raise BadReview(f"the request body is {length} bytes; the limit is {self.max_body_bytes} bytes")
+        data = bytearray()
+        while True:
+            chunk = await request.content.read(65536)
+            if not chunk:
+                return bytes(data)
+            data += chunk
+            if len(data) > self.max_body_bytes:
+                raise BadReview(f"the request body exceeds the limit of {self.max_body_bytes} bytes")
+
+    async def _review(self, request: web.Request, webhook: str, decide: Decide) -> web.Response:
+        started = time.perf_counter()
+        operation, kind = "", ""
+        try:
+            if request.content_type not in JSON_CONTENT_TYPES:
+                raise BadReview(
+                    f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
+                )
+            review = decode_review(await self._read_body(request))
+        except BadReview as exc:
+            WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, "bad_request").observe(
+                time.perf_counter() - started
+            )
+            log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)
+            return web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n")
+        operation = review.operation
+        kind = review.kind if is_job_kind(review.kind) else "other"
+        try:
+            response = decide(review)
+        except Exception as exc:
+            log.exception(
+                "%s: failed to decide on %s %s/%s (uid %s)",
+                webhook,
+                review.kind,
+                review.namespace,
+                review.name,
+                review.uid,
+            )
+            response = AdmissionResponse.deny(
+                review.uid,
+                f"internal error in the kubetrain {webhook} webhook: {type(exc).__name__}",
+                code=500,
+                reason="InternalError",
+            )
+        body = json.dumps(encode_review(response), separators=(",", ":")).encode()
+        result = _result_label(response)
+        WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(
+            time.perf_counter() - started
+        )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s %s %s %s/%s uid=%s dryRun=%s -> %s",
+                webhook,
+                operation,
+                review.kind,
+                review.namespace,
+                review.name,
+                review.uid,
+                review.dry_run,
+                result,
+            )
+        return web.Response(body=body, content_type="application/json")
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        if self.tls.loaded:
+            return web.Response(text="ok")
+        return web.Response(status=503, text=f"no serving certificate loaded from {self.tls.cert_dir}\n")
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            return
+        await self.tls.start()
+        runner = web.AppRunner(self.build_app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=self.tls.ssl_context, reuse_address=True)
+        await site.start()
+        self._runner = runner
+        addresses: list[Any] = runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
+        log.info(
+            "webhook serving /mutate and /validate on https://%s:%d (certificate %s)",
+            self.host,
+            self.port,
+            "loaded" if self.tls.loaded else "not loaded yet",
+        )
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        await self.tls.stop()
+
+    async def __aenter__(self) -> WebhookServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
