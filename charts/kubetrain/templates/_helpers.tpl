@@ -1,0 +1,124 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "kubetrain.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name; kept short enough for the "-validating" suffix. */}}
+{{- define "kubetrain.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kubetrain.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kubetrain.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kubetrain.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kubetrain.labels" -}}
+helm.sh/chart: {{ include "kubetrain.chart" . }}
+{{ include "kubetrain.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kubetrain
+{{- end }}
+
+{{/* Names of the objects other templates and the operator's flags refer to. */}}
+{{- define "kubetrain.serviceAccountName" -}}{{ include "kubetrain.fullname" . }}{{- end }}
+{{- define "kubetrain.webhookServiceName" -}}{{ include "kubetrain.fullname" . }}-webhook{{- end }}
+{{- define "kubetrain.metricsServiceName" -}}{{ include "kubetrain.fullname" . }}-metrics{{- end }}
+{{- define "kubetrain.mutatingConfigName" -}}{{ include "kubetrain.fullname" . }}-mutating{{- end }}
+{{- define "kubetrain.validatingConfigName" -}}{{ include "kubetrain.fullname" . }}-validating{{- end }}
+{{- define "kubetrain.leaseName" -}}{{ include "kubetrain.fullname" . }}-controller{{- end }}
+{{- define "kubetrain.servingCertName" -}}{{ include "kubetrain.fullname" . }}-webhook{{- end }}
+{{- define "kubetrain.certSecretName" -}}
+{{- default (printf "%s-webhook-tls" (include "kubetrain.fullname" .)) .Values.certificates.secretName }}
+{{- end }}
+
+{{- define "kubetrain.certDir" -}}/tmp/kubetrain/certs{{- end }}
+
+{{/* Leader election is on when asked for, and always with more than one replica. */}}
+{{- define "kubetrain.leaderElect" -}}
+{{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) }}true{{- end }}
+{{- end }}
+
+{{/* The caBundle field for a webhook clientConfig (existingSecret mode only). */}}
+{{- define "kubetrain.caBundle" -}}
+{{- if eq .Values.certificates.mode "existingSecret" }}
+caBundle: {{ required "certificates.caBundle is required when certificates.mode is existingSecret (base64-encoded PEM of the CA that signed the Secret's certificate)" .Values.certificates.caBundle | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Annotation asking cert-manager's CA injector to fill caBundle (certManager mode). */}}
+{{- define "kubetrain.webhookAnnotations" -}}
+{{- if eq .Values.certificates.mode "certManager" }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "kubetrain.servingCertName" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The rules both webhooks match: the kubetrain job kinds only. */}}
+{{- define "kubetrain.webhookRules" -}}
+rules:
+  - apiGroups: ["kubetrain.io"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs"]
+    scope: Namespaced
+matchPolicy: Equivalent
+failurePolicy: Fail
+sideEffects: None
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+admissionReviewVersions: ["v1"]
+{{- with .Values.webhook.namespaceSelector }}
+namespaceSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* `kubetrain run` arguments, built from values (flags: /tmp/team.md "CLI flags"). */}}
+{{- define "kubetrain.args" -}}
+- run
+- --log-level={{ .Values.logLevel }}
+- --workers={{ .Values.controller.workers }}
+- --qps={{ .Values.controller.qps }}
+- --burst={{ .Values.controller.burst }}
+{{- with .Values.watchNamespaces }}
+- --namespaces={{ join "," . }}
+{{- end }}
+- --gang-scheduler={{ .Values.gangScheduler }}
+{{- with .Values.schedulerName }}
+- --scheduler-name={{ . }}
+{{- end }}
+{{- if include "kubetrain.leaderElect" . }}
+- --leader-elect
+- --leader-election-namespace={{ .Release.Namespace }}
+- --leader-election-id={{ include "kubetrain.leaseName" . }}
+{{- else }}
+- --no-leader-elect
+{{- end }}
+- --metrics-port={{ .Values.metrics.port }}
+- --webhook-port={{ .Values.webhook.port }}
+- --cert-dir={{ include "kubetrain.certDir" . }}
+{{- if eq .Values.certificates.mode "selfManaged" }}
+- --cert-mode=self-managed
+- --cert-secret={{ include "kubetrain.certSecretName" . }}
+- --webhook-service={{ include "kubetrain.webhookServiceName" . }}
+- --webhook-namespace={{ .Release.Namespace }}
+- --mutating-webhook-config={{ include "kubetrain.mutatingConfigName" . }}
+- --validating-webhook-config={{ include "kubetrain.validatingConfigName" . }}
+{{- else }}
+- --cert-mode=directory
+{{- end }}
+{{- end }}
