@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import FieldError
+from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.mxjob import MXJob
+from kubetrain.frameworks.checks import listing, replica_count, replica_path
 
 
 class MXNet:
     kind = "MXJob"
     plural = "mxjobs"
     singular = "mxjob"
-    short_names = ("mxj",)
+    short_names: tuple[str, ...] = ("mxj",)
     job_model: type[JobBase] = MXJob
     replica_field = "mxReplicaSpecs"
-    replica_types = ("Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner")
-    master_types = ("Scheduler",)
+    replica_types: tuple[str, ...] = ("Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner")
+    master_types: tuple[str, ...] = ("Scheduler",)
     container_name = "mxnet"
     port_name = "mxjob-port"
     default_port = 9091
@@ -34,7 +35,74 @@ class MXNet:
     )
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
-        raise NotImplementedError  # filled in by the validation work
+        """MXTrain is local (one Worker) or distributed (Scheduler + Servers + Workers);
+        MXTune needs TunerTracker, TunerServer and Tuner."""
+        if not isinstance(job, MXJob):
+            return []
+        replicas = job.spec.mx_replica_specs or {}
+        mode = job.spec.job_mode or "MXTrain"
+
+        def path(rtype: str) -> str:
+            return replica_path(base_path, self.replica_field, rtype)
+
+        errors: list[FieldError] = []
+        if mode == "MXTune":
+            for rtype in _TUNE_TYPES:
+                if rtype not in replicas:
+                    errors.append(required(path(rtype), f"jobMode MXTune needs {listing(_TUNE_TYPES)}"))
+            for rtype in _TRAIN_TYPES:
+                if rtype in replicas:
+                    errors.append(
+                        forbidden(
+                            path(rtype), f"not allowed in jobMode MXTune (it runs {listing(_TUNE_TYPES)})"
+                        )
+                    )
+            return errors
+        for rtype in _TUNE_TYPES:
+            if rtype in replicas:
+                errors.append(
+                    forbidden(
+                        path(rtype), f"not allowed in jobMode MXTrain ({rtype} belongs to jobMode MXTune)"
+                    )
+                )
+        if "Scheduler" in replicas or "Server" in replicas:
+            dist = "a distributed MXTrain job (with a Scheduler or Servers)"
+            if "Scheduler" not in replicas:
+                errors.append(required(path("Scheduler"), f"{dist} needs exactly one Scheduler"))
+            elif replica_count(replicas["Scheduler"]) != 1:
+                errors.append(
+                    forbidden(
+                        path("Scheduler") + ".replicas", f"must be 1 ({dist} has exactly one Scheduler)"
+                    )
+                )
+            for rtype in ("Server", "Worker"):
+                if rtype not in replicas:
+                    errors.append(required(path(rtype), f"{dist} needs at least one {rtype}"))
+                elif replica_count(replicas[rtype]) < 1:
+                    errors.append(invalid(path(rtype) + ".replicas", f"must be at least 1 in {dist}"))
+            return errors
+        if "Worker" not in replicas:
+            errors.append(
+                required(
+                    path("Worker"),
+                    "jobMode MXTrain needs a Worker (local training: one Worker; "
+                    "distributed training: a Scheduler, Servers and Workers)",
+                )
+            )
+        elif replica_count(replicas["Worker"]) > 1:
+            errors.append(
+                forbidden(
+                    path("Worker") + ".replicas",
+                    "must be 0 or 1 in a local MXTrain job (no Scheduler or Server); "
+                    "add a Scheduler and Servers for distributed training",
+                )
+            )
+        return errors
+
+
+_TRAIN_TYPES = ("Scheduler", "Server", "Worker")
+
+_TUNE_TYPES = ("TunerTracker", "TunerServer", "Tuner")
 
 
 FRAMEWORK = MXNet()

@@ -1,0 +1,169 @@
+"""Defaulting (BEHAVIOUR.md §2) on the wire form of a job.
+
+`default_job` works on the plain dict the API server stores (camelCase keys), so the mutating
+webhook can diff input and output into a JSONPatch, and so fields kubetrain does not model (pod
+template fields of newer Kubernetes versions, unknown keys) are carried over untouched, in their
+original order. It is pure (the input is never mutated) and idempotent.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.errors import join_path
+from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import get_framework
+
+DEFAULT_CLEAN_POD_POLICY = "Running"
+DEFAULT_NPROC_PER_NODE = "auto"
+DEFAULT_MX_JOB_MODE = "MXTrain"
+
+
+@dataclass(frozen=True)
+class Defaulted:
+    obj: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaulted:
+    """The job with every §2 default filled in, and the warnings defaulting produced.
+
+    An object of an unknown kind (or one too malformed to default) comes back unchanged; the
+    validation step reports what is wrong with it.
+    """
+    out = copy.deepcopy(obj)
+    if not isinstance(out, dict):
+        return Defaulted(out)
+    kind = out.get("kind")
+    framework = get_framework(kind) if isinstance(kind, str) else None
+    spec = out.get("spec")
+    if framework is None or not isinstance(spec, dict):
+        return Defaulted(out)
+    warnings: list[str] = []
+    replica_map = spec.get(framework.replica_field)
+    if isinstance(replica_map, dict):
+        replica_map = canonical_replica_keys(replica_map, framework.replica_types)
+        spec[framework.replica_field] = replica_map
+        for rtype, rspec in replica_map.items():
+            if isinstance(rspec, dict):
+                path = join_path("spec", framework.replica_field, f"[{rtype}]")
+                warnings.extend(_default_replica(rspec, framework, path))
+    _default_run_policy(spec, replica_map, gang_scheduling)
+    if framework.kind == "PyTorchJob":
+        warnings.extend(_default_pytorch(spec, replica_map))
+    elif framework.kind == "MXJob" and spec.get("jobMode") is None:
+        spec["jobMode"] = DEFAULT_MX_JOB_MODE
+    return Defaulted(out, warnings)
+
+
+def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str, ...]) -> dict[str, Any]:
+    """Replica type keys renamed to their canonical spelling (`worker` → `Worker`), order kept.
+
+    A key is left alone when its canonical spelling is also present (`worker` and `Worker`
+    together): validation reports the duplicate instead of defaulting silently dropping one.
+    """
+    canonical = {t.lower(): t for t in replica_types}
+    present = set(replica_map)
+    renamed: dict[str, Any] = {}
+    for key, value in replica_map.items():
+        target = canonical.get(key.lower(), key) if isinstance(key, str) else key
+        if target != key and (target in present or target in renamed):
+            target = key
+        renamed[target] = value
+    return renamed
+
+
+def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> list[str]:
+    if rspec.get("replicas") is None:
+        rspec["replicas"] = 1
+    if rspec.get("restartPolicy") is None:
+        rspec["restartPolicy"] = framework.default_restart_policy
+    template = rspec.get("template")
+    index = framework_container_index(template, framework.container_name)
+    if index is None:
+        return []
+    container = containers_of(template)[index]
+    if not isinstance(container, dict):
+        return []
+    warnings: list[str] = []
+    if container.get("name") != framework.container_name:
+        warnings.append(
+            default_container_warning(
+                join_path(path, "template", "spec", "containers"), container, framework.container_name
+            )
+        )
+    ports = container.get("ports")
+    if ports is None:
+        ports = container["ports"] = []
+    if isinstance(ports, list) and not any(
+        isinstance(p, dict) and p.get("name") == framework.port_name for p in ports
+    ):
+        ports.append({"name": framework.port_name, "containerPort": framework.default_port})
+    return warnings
+
+
+def total_replicas(replica_map: Any) -> int | None:
+    """Sum of `replicas` over the replica map (None when some count is not an integer)."""
+    if not isinstance(replica_map, dict):
+        return None
+    total = 0
+    for rspec in replica_map.values():
+        replicas = rspec.get("replicas", 1) if isinstance(rspec, dict) else None
+        if replicas is None:
+            replicas = 1
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            return None
+        total += replicas
+    return total
+
+
+def _default_run_policy(spec: dict[str, Any], replica_map: Any, gang_scheduling: bool) -> None:
+    run_policy = spec.get("runPolicy")
+    if run_policy is None:
+        run_policy = spec["runPolicy"] = {}
+    if not isinstance(run_policy, dict):
+        return
+    if run_policy.get("cleanPodPolicy") is None:
+        run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
+    if run_policy.get("suspend") is None:
+        run_policy["suspend"] = False
+    if not gang_scheduling:
+        return
+    total = total_replicas(replica_map)
+    if total is None:
+        return
+    scheduling = run_policy.get("schedulingPolicy")
+    if scheduling is None:
+        scheduling = run_policy["schedulingPolicy"] = {}
+    if isinstance(scheduling, dict) and scheduling.get("minAvailable") is None:
+        scheduling["minAvailable"] = total
+
+
+def _default_pytorch(spec: dict[str, Any], replica_map: Any) -> list[str]:
+    warnings: list[str] = []
+    elastic = spec.get("elasticPolicy")
+    if isinstance(elastic, dict):
+        deprecated = elastic.get("nProcPerNode")
+        if deprecated is not None and spec.get("nprocPerNode") is None:
+            spec["nprocPerNode"] = str(deprecated)
+            del elastic["nProcPerNode"]
+            warnings.append(
+                "spec.elasticPolicy.nProcPerNode is deprecated: its value was moved to spec.nprocPerNode"
+            )
+        min_r, max_r = elastic.get("minReplicas"), elastic.get("maxReplicas")
+        if min_r is None and max_r is not None:
+            elastic["minReplicas"] = max_r
+        elif max_r is None and min_r is not None:
+            elastic["maxReplicas"] = min_r
+        elif min_r is None and max_r is None:
+            worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
+            replicas = worker.get("replicas") if isinstance(worker, dict) else None
+            if isinstance(replicas, int) and not isinstance(replicas, bool):
+                elastic["minReplicas"] = replicas
+                elastic["maxReplicas"] = replicas
+    if spec.get("nprocPerNode") is None:
+        spec["nprocPerNode"] = DEFAULT_NPROC_PER_NODE
+    return warnings

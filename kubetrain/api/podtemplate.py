@@ -1,0 +1,262 @@
+"""Pod templates: the upstream PodTemplateSpec schema check and the framework-container rule.
+
+The schema is the official Kubernetes OpenAPI schema, converted to JSON Schema and shipped by the
+`kubernetes-validate` package (the "strict" flavour: unknown fields are errors). Two things the
+OpenAPI schema does not express are added to the loaded copy: the enum values of the common pod
+and container enums, and the syntax of resource quantities (`500m`, `16Gi`, `1e3`).
+
+Validation results are cached by template content: a webhook sees the same few templates over and
+over, and a cache hit costs one `json.dumps`.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Iterator
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from kubetrain.api.errors import ErrorKind, FieldError
+
+# The Kubernetes version whose PodTemplateSpec schema templates are checked against.
+KUBERNETES_SCHEMA_VERSION = "1.34.0"
+_SCHEMA_DIR = f"kubernetes-json-schema/v{KUBERNETES_SCHEMA_VERSION}-local-strict"
+_DEFS = "io.k8s.api.core.v1."
+_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+# A Kubernetes resource quantity (k8s.io/apimachinery/pkg/api/resource): a signed decimal number
+# with an optional binary-SI (Ki…Ei), decimal-SI (n u m k M G T P E) or exponent (e3, E-2) suffix.
+QUANTITY_PATTERN = r"^[+-]?(\d+\.?\d*|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$"
+QUANTITY_EXAMPLES = '"500m", "2", "1.5", "16Gi", "1e3"'
+
+# Enum values of the pod API that the OpenAPI schema leaves as plain strings.
+_ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "PodSpec": {
+        "restartPolicy": ("Always", "OnFailure", "Never"),
+        "dnsPolicy": ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"),
+        "preemptionPolicy": ("PreemptLowerPriority", "Never"),
+    },
+    "Container": {
+        "imagePullPolicy": ("Always", "IfNotPresent", "Never"),
+        "terminationMessagePolicy": ("File", "FallbackToLogsOnError"),
+    },
+    "EphemeralContainer": {
+        "imagePullPolicy": ("Always", "IfNotPresent", "Never"),
+        "terminationMessagePolicy": ("File", "FallbackToLogsOnError"),
+    },
+    "ContainerPort": {"protocol": ("TCP", "UDP", "SCTP")},
+    "Toleration": {
+        "operator": ("Exists", "Equal"),
+        "effect": ("NoSchedule", "PreferNoSchedule", "NoExecute"),
+    },
+    "EnvVarSource": {},
+}
+
+
+def _load(name: str) -> dict[str, Any]:
+    ref = resources.files("kubernetes_validate").joinpath(f"{_SCHEMA_DIR}/{name}")
+    data: dict[str, Any] = json.loads(ref.read_text(encoding="utf-8"))
+    return data
+
+
+def _rewrite_refs(node: Any) -> Any:
+    """Point `/api/_definitions.json#/$defs/X` references at the local `#/$defs/X`."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str) and "#/$defs/" in value:
+                out[key] = "#/$defs/" + value.split("#/$defs/", 1)[1]
+            else:
+                out[key] = _rewrite_refs(value)
+        return out
+    if isinstance(node, list):
+        return [_rewrite_refs(v) for v in node]
+    return node
+
+
+@lru_cache(maxsize=1)
+def pod_template_schema() -> dict[str, Any]:
+    """The self-contained JSON Schema of a PodTemplateSpec (with kubetrain's additions)."""
+    defs: dict[str, Any] = copy.deepcopy(_load("_definitions.json")["$defs"])
+    defs[_QUANTITY_DEF] = {
+        "x-kubetrain-kind": "quantity",
+        "anyOf": [{"type": "string", "pattern": QUANTITY_PATTERN}, {"type": ["number", "null"]}],
+    }
+    defs[_INT_OR_STRING_DEF] = {"x-kubetrain-kind": "int-or-string", "type": ["integer", "string", "null"]}
+    for definition, fields in _ENUMS.items():
+        props = defs[_DEFS + definition].get("properties", {})
+        for field, values in fields.items():
+            props[field] = {**props[field], "enum": [*values, None]}
+    root: dict[str, Any] = _rewrite_refs(_load("podtemplatespec-v1.json"))
+    root.pop("$id", None)
+    root["$defs"] = _rewrite_refs(defs)
+    return root
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = pod_template_schema()
+    return jsonschema.Draft202012Validator(schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# template → errors
+
+
+def template_errors(template: Any, base_path: str) -> list[FieldError]:
+    """Every schema problem of one pod template, with paths under `base_path` (`…template`)."""
+    try:
+        key = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return [FieldError(base_path, ErrorKind.INVALID, "must be a JSON object")]
+    return [FieldError(base_path + rel, kind, msg) for rel, kind, msg in _cached_errors(key)]
+
+
+@lru_cache(maxsize=2048)
+def _cached_errors(key: str) -> tuple[tuple[str, ErrorKind, str], ...]:
+    template = json.loads(key)
+    found: list[tuple[str, ErrorKind, str]] = []
+    for err in _validator().iter_errors(template):
+        found.extend(_convert(err))
+    found.sort(key=lambda e: e[0])
+    return tuple(dict.fromkeys(found))
+
+
+def _instance_path(err: ValidationError) -> str:
+    """`.spec.containers[0].resources.limits[cpu]`: properties with dots, items/map keys in []."""
+    steps = list(_descents(list(err.absolute_schema_path)))
+    out = ""
+    for i, part in enumerate(err.absolute_path):
+        how = steps[i] if i < len(steps) else ("item" if isinstance(part, int) else "prop")
+        if how == "prop":
+            out += f".{part}"
+        else:
+            out += f"[{part}]"
+    return out
+
+
+def _descents(schema_path: list[Any]) -> Iterator[str]:
+    """For each step into the instance, whether it went through properties, a map or items."""
+    i = 0
+    while i < len(schema_path):
+        token = schema_path[i]
+        if token == "properties" and i + 1 < len(schema_path):
+            yield "prop"
+            i += 2
+            continue
+        if token in ("additionalProperties", "patternProperties"):
+            yield "key"
+            i += 2 if token == "patternProperties" else 1
+            continue
+        if token in ("items", "prefixItems"):
+            yield "item"
+            i += 2 if token == "prefixItems" else 1
+            continue
+        i += 1
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "a list",
+}
+
+
+def _convert(err: ValidationError) -> list[tuple[str, ErrorKind, str]]:
+    path = _instance_path(err)
+    schema: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
+    marker = schema.get("x-kubetrain-kind")
+    if marker == "quantity":
+        return [
+            (
+                path,
+                ErrorKind.INVALID,
+                f"{err.instance!r} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
+            )
+        ]
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = sorted(schema.get("properties", {}))
+        out = []
+        for name in err.instance:
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f' (did you mean "{close[0]}"?)' if close else f"; valid fields are: {', '.join(known)}"
+            out.append((f"{path}.{name}", ErrorKind.INVALID, f'unknown field "{name}"{hint}'))
+        return out
+    expected: Any = err.validator_value
+    if err.validator == "required":
+        missing = [n for n in expected if isinstance(err.instance, dict) and n not in err.instance]
+        return [(f"{path}.{n}", ErrorKind.REQUIRED, "required field is missing") for n in missing]
+    if err.validator == "enum":
+        valid = ", ".join(f'"{v}"' for v in expected if v is not None)
+        return [(path, ErrorKind.NOT_SUPPORTED, f"{err.instance!r} is not supported: must be one of {valid}")]
+    if err.validator == "type":
+        wanted = expected if isinstance(expected, list) else [expected]
+        words = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in wanted if t != "null")
+        return [(path, ErrorKind.INVALID, f"must be {words}, got {_json_type(err.instance)}")]
+    return [(path, ErrorKind.INVALID, err.message)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the framework container
+
+
+def framework_container_index(template: Any, container_name: str) -> int | None:
+    """Index of the framework container: the one named `container_name`, else container 0.
+
+    None when the template has no containers (validation reports that).
+    """
+    containers = containers_of(template)
+    for i, container in enumerate(containers):
+        if isinstance(container, dict) and container.get("name") == container_name:
+            return i
+    return 0 if containers else None
+
+
+def containers_of(template: Any) -> list[Any]:
+    if not isinstance(template, dict):
+        return []
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    containers = spec.get("containers")
+    return containers if isinstance(containers, list) else []
+
+
+def default_container_warning(path: str, container: Any, container_name: str) -> str:
+    """The warning given when container 0 stands in for the framework container (same text from
+    the mutating and the validating webhook, so the API server shows it once)."""
+    shown = container.get("name") if isinstance(container, dict) else None
+    return (
+        f'{path}: no container is named "{container_name}"; container 0 ("{shown}") is used as the '
+        f'{container_name} container (name it "{container_name}" to make this explicit)'
+    )

@@ -1,0 +1,361 @@
+"""Validation (BEHAVIOUR.md §3) of a job in wire form, on create and on update.
+
+`validate_job` reports every problem at once: type errors from the model, the common rules
+(names, replica map, templates, run policy), the framework's own rules (`Framework.validate_spec`)
+and, on update, the immutability rules. Each error is a `FieldError` with the Kubernetes field
+path, a kind and a message that says what would be valid. Warnings are returned separately
+(they become AdmissionReview `warnings`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.common import JobBase
+from kubetrain.api.errors import (
+    FieldError,
+    duplicate,
+    forbidden,
+    invalid,
+    join_path,
+    not_supported,
+    required,
+)
+from kubetrain.api.jobs import InvalidJobError, check_type_meta, parse_job
+from kubetrain.api.podtemplate import (
+    QUANTITY_EXAMPLES,
+    QUANTITY_PATTERN,
+    containers_of,
+    default_container_warning,
+    template_errors,
+)
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import get_framework
+
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_LABEL_LENGTH = 63
+# generateName gets 5 random characters appended by the API server.
+GENERATED_SUFFIX_LENGTH = 5
+_QUANTITY = re.compile(QUANTITY_PATTERN)
+RECREATE = "delete and recreate the job to change it"
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> ValidationResult:
+    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE.
+
+    On update, a change that leaves `spec` as it was (metadata, status) is never blocked.
+    """
+    if (
+        old is not None
+        and isinstance(obj, dict)
+        and isinstance(old, dict)
+        and obj.get("spec") == old.get("spec")
+    ):
+        return ValidationResult()
+    type_errors = check_type_meta(obj)
+    if type_errors:
+        return ValidationResult(type_errors)
+    framework = get_framework(obj["kind"])
+    assert framework is not None
+    errors: list[FieldError] = []
+    warnings: list[str] = []
+    job: JobBase | None = None
+    try:
+        job = parse_job(obj)
+    except InvalidJobError as exc:
+        errors.extend(exc.errors)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        if spec is None:
+            errors.append(required("spec", f"a {framework.kind} needs a spec with {framework.replica_field}"))
+        return ValidationResult(_unique(errors), warnings)
+    replica_map = spec.get(framework.replica_field)
+    errors.extend(_name_errors(obj.get("metadata"), replica_map))
+    errors.extend(_replica_map_errors(replica_map, framework, warnings))
+    errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
+    if job is not None:
+        errors.extend(framework.validate_spec(job, "spec"))
+    if old is not None and isinstance(old.get("spec"), dict):
+        errors.extend(_update_errors(spec, old["spec"], framework))
+    return ValidationResult(_unique(errors), warnings)
+
+
+def _unique(errors: list[FieldError]) -> list[FieldError]:
+    return list(dict.fromkeys(errors))
+
+
+def _int(value: Any) -> int | None:
+    """`value` when it is a JSON integer (bools are not), else None (type errors come from the model)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# metadata.name
+
+
+def _name_errors(metadata: Any, replica_map: Any) -> list[FieldError]:
+    if not isinstance(metadata, dict):
+        return [required("metadata.name", "a job needs a name (a DNS-1035 label)")]
+    name = metadata.get("name")
+    path = "metadata.name"
+    budget_reserve = 0
+    if not name:
+        generate = metadata.get("generateName")
+        if not isinstance(generate, str) or not generate:
+            return [required(path, "a job needs a name (a DNS-1035 label) or metadata.generateName")]
+        path, name, budget_reserve = "metadata.generateName", generate + "x" * GENERATED_SUFFIX_LENGTH, 5
+    if not isinstance(name, str):
+        return [invalid(path, "must be a string")]
+    shown = name[: len(name) - budget_reserve] if budget_reserve else name
+    if len(name) > MAX_LABEL_LENGTH or not DNS1035_LABEL.match(name):
+        return [
+            invalid(
+                path,
+                f"{shown!r} is not a DNS-1035 label: at most {MAX_LABEL_LENGTH - budget_reserve} lower-case "
+                "letters, digits and '-', starting with a letter and ending with a letter or digit",
+            )
+        ]
+    longest = ""
+    if isinstance(replica_map, dict):
+        for rtype, rspec in replica_map.items():
+            replicas = _int(rspec.get("replicas", 1)) if isinstance(rspec, dict) else None
+            if replicas is None:
+                replicas = 1
+            pod = f"{name}-{str(rtype).lower()}-{max(replicas - 1, 0)}"
+            if len(pod) > len(longest):
+                longest = pod
+    if len(longest) > MAX_LABEL_LENGTH:
+        allowed = MAX_LABEL_LENGTH - (len(longest) - len(name)) - budget_reserve
+        return [
+            invalid(
+                path,
+                f"{shown!r} is too long: the pod name {longest!r} would be {len(longest)} characters "
+                f"(pod names are host names: at most {MAX_LABEL_LENGTH}); use at most {max(allowed, 0)} "
+                "characters for this job",
+            )
+        ]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# replica map and templates
+
+
+def _replica_map_errors(replica_map: Any, framework: Framework, warnings: list[str]) -> list[FieldError]:
+    map_path = f"spec.{framework.replica_field}"
+    valid_types = framework.replica_types
+    if replica_map is None or replica_map == {}:
+        return [required(map_path, f"at least one replica type is needed, one of {', '.join(valid_types)}")]
+    if not isinstance(replica_map, dict):
+        return []  # the model reports the type error
+    errors: list[FieldError] = []
+    seen: dict[str, str] = {}
+    for rtype, rspec in replica_map.items():
+        path = f"{map_path}[{rtype}]"
+        lowered = str(rtype).lower()
+        if lowered in seen:
+            errors.append(
+                duplicate(path, f"replica type {seen[lowered]!r} is already given (names ignore case)")
+            )
+        seen.setdefault(lowered, str(rtype))
+        if rtype not in valid_types and lowered not in {t.lower() for t in valid_types}:
+            errors.append(not_supported(path, rtype, valid_types))
+        if not isinstance(rspec, dict):
+            continue
+        replicas = _int(rspec.get("replicas"))
+        if replicas is not None and replicas < 0:
+            errors.append(invalid(f"{path}.replicas", f"must be greater than or equal to 0, got {replicas}"))
+        errors.extend(_template_errors(rspec.get("template"), f"{path}.template", framework, warnings))
+    return errors
+
+
+def _template_errors(template: Any, path: str, framework: Framework, warnings: list[str]) -> list[FieldError]:
+    if template is None or template == {}:
+        return [required(f"{path}.spec.containers", "a pod template with at least one container is needed")]
+    if not isinstance(template, dict):
+        return []  # the model reports the type error
+    errors = template_errors(template, path)
+    containers = containers_of(template)
+    containers_path = f"{path}.spec.containers"
+    if not containers:
+        if not any(e.path.startswith(containers_path) for e in errors):
+            errors.append(required(containers_path, "at least one container is needed"))
+        return errors
+    names: dict[str, int] = {}
+    has_framework_container = False
+    for i, container in enumerate(containers):
+        if not isinstance(container, dict):
+            continue
+        cpath = join_path(containers_path, i)
+        image = container.get("image")
+        if image is None or image == "":
+            errors.append(required(f"{cpath}.image", "every container needs an image"))
+        name = container.get("name")
+        if isinstance(name, str):
+            if name in names:
+                errors.append(
+                    duplicate(f"{cpath}.name", f"{name!r} is also the name of containers[{names[name]}]")
+                )
+            names.setdefault(name, i)
+            has_framework_container = has_framework_container or name == framework.container_name
+        env = container.get("env")
+        if isinstance(env, list):
+            for j, var in enumerate(env):
+                if isinstance(var, dict) and var.get("name") in framework.operator_env_names:
+                    warnings.append(
+                        f"{cpath}.env[{j}]: {var['name']} is also set by kubetrain for {framework.kind} "
+                        "pods; your value is used instead of the operator's"
+                    )
+    if not has_framework_container and isinstance(containers[0], dict):
+        warnings.append(default_container_warning(containers_path, containers[0], framework.container_name))
+    return errors
+
+
+# ---------------------------------------------------------------------------------------------
+# runPolicy
+
+
+def _run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
+    if not isinstance(run_policy, dict):
+        return []
+    errors: list[FieldError] = []
+    for name, minimum in (("backoffLimit", 0), ("activeDeadlineSeconds", 1), ("ttlSecondsAfterFinished", 0)):
+        value = _int(run_policy.get(name))
+        if value is not None and value < minimum:
+            errors.append(
+                invalid(f"spec.runPolicy.{name}", f"must be greater than or equal to {minimum}, got {value}")
+            )
+    scheduling = run_policy.get("schedulingPolicy")
+    if not isinstance(scheduling, dict):
+        return errors
+    base = "spec.runPolicy.schedulingPolicy"
+    min_available = _int(scheduling.get("minAvailable"))
+    total = _total(replica_map)
+    if min_available is not None and (min_available < 1 or (total is not None and min_available > total)):
+        upper = f"{total} (the total of replicas)" if total is not None else "the total of replicas"
+        errors.append(invalid(f"{base}.minAvailable", f"must be between 1 and {upper}, got {min_available}"))
+    timeout = _int(scheduling.get("scheduleTimeoutSeconds"))
+    if timeout is not None and timeout < 0:
+        errors.append(
+            invalid(f"{base}.scheduleTimeoutSeconds", f"must be greater than or equal to 0, got {timeout}")
+        )
+    resources = scheduling.get("minResources")
+    if isinstance(resources, dict):
+        for rname, quantity in resources.items():
+            if isinstance(quantity, str) and not _QUANTITY.match(quantity):
+                errors.append(
+                    invalid(
+                        f"{base}.minResources[{rname}]",
+                        f"{quantity!r} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
+                    )
+                )
+    return errors
+
+
+def _total(replica_map: Any) -> int | None:
+    if not isinstance(replica_map, dict):
+        return None
+    total = 0
+    for rspec in replica_map.values():
+        replicas = _int(rspec.get("replicas", 1)) if isinstance(rspec, dict) else None
+        if replicas is None:
+            return None
+        total += replicas
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# update
+
+
+def _suspended(spec: dict[str, Any]) -> bool:
+    run_policy = spec.get("runPolicy")
+    return isinstance(run_policy, dict) and run_policy.get("suspend") is True
+
+
+def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Framework) -> list[FieldError]:
+    errors: list[FieldError] = []
+    field_name = framework.replica_field
+    new_map, old_map = spec.get(field_name), old_spec.get(field_name)
+    if not isinstance(new_map, dict) or not isinstance(old_map, dict):
+        return errors
+    was_suspended = _suspended(old_spec)
+    if set(new_map) != set(old_map):
+        errors.append(
+            forbidden(
+                f"spec.{field_name}",
+                f"the set of replica types is immutable (was {', '.join(map(str, old_map))}; "
+                f"now {', '.join(map(str, new_map))}): {RECREATE}",
+            )
+        )
+    elastic_workers = framework.kind == "PyTorchJob" and isinstance(spec.get("elasticPolicy"), dict)
+    for rtype, rspec in new_map.items():
+        old_rspec = old_map.get(rtype)
+        if not isinstance(rspec, dict) or not isinstance(old_rspec, dict):
+            continue
+        path = f"spec.{field_name}[{rtype}]"
+        if rspec.get("template") != old_rspec.get("template"):
+            errors.append(forbidden(f"{path}.template", f"the pod template is immutable: {RECREATE}"))
+        replicas_changed = rspec.get("replicas", 1) != old_rspec.get("replicas", 1)
+        if replicas_changed and not was_suspended and not (elastic_workers and rtype == "Worker"):
+            errors.append(
+                forbidden(
+                    f"{path}.replicas",
+                    "can only change while the job is suspended (spec.runPolicy.suspend: true)"
+                    + (
+                        "; elastic Workers can change within minReplicas..maxReplicas"
+                        if elastic_workers
+                        else ""
+                    ),
+                )
+            )
+    if (spec.get("successPolicy") or "") != (old_spec.get("successPolicy") or ""):
+        errors.append(forbidden("spec.successPolicy", f"is immutable: {RECREATE}"))
+    errors.extend(_elastic_update_errors(spec.get("elasticPolicy"), old_spec.get("elasticPolicy")))
+    new_rp = _mapping(spec.get("runPolicy"))
+    old_rp = _mapping(old_spec.get("runPolicy"))
+    if new_rp.get("managedBy") != old_rp.get("managedBy"):
+        errors.append(forbidden("spec.runPolicy.managedBy", f"is immutable: {RECREATE}"))
+    new_sp = _mapping(new_rp.get("schedulingPolicy"))
+    old_sp = _mapping(old_rp.get("schedulingPolicy"))
+    if new_sp.get("queue") != old_sp.get("queue") and not was_suspended:
+        errors.append(
+            forbidden(
+                "spec.runPolicy.schedulingPolicy.queue",
+                "can only change while the job is suspended (spec.runPolicy.suspend: true); "
+                f"otherwise {RECREATE}",
+            )
+        )
+    return errors
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+_RENDEZVOUS_FIELDS = ("rdzvBackend", "rdzvHost", "rdzvPort", "rdzvId", "rdzvConf")
+
+
+def _elastic_update_errors(new: Any, old: Any) -> list[FieldError]:
+    if isinstance(new, dict) != isinstance(old, dict):
+        verb = "added to" if isinstance(new, dict) else "removed from"
+        return [forbidden("spec.elasticPolicy", f"cannot be {verb} an existing job: {RECREATE}")]
+    if not isinstance(new, dict) or not isinstance(old, dict):
+        return []
+    return [
+        forbidden(f"spec.elasticPolicy.{name}", f"rendezvous settings are immutable: {RECREATE}")
+        for name in _RENDEZVOUS_FIELDS
+        if new.get(name) != old.get(name)
+    ]
