@@ -1,0 +1,107 @@
+"""Platform defaults: fill fields the user left unset from the matching TrainingPolicies.
+
+Order and precedence (BEHAVIOUR.md §2, §9): the user's value always wins; otherwise the first
+matching policy in name order that defaults the field sets it; otherwise the built-in default
+(§2) stays. Policy defaults are applied *after* the built-in defaults, so "left unset" is
+judged on the object the user submitted (`user_job`), not on the built-in-defaulted one: a
+policy `cleanPodPolicy: All` replaces the built-in `Running` only when the user wrote none.
+
+Pure: the input is not mutated; applying the same policies again changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.policy import TrainingPolicy
+
+
+@dataclass(frozen=True)
+class PolicyDefaulted:
+    obj: dict[str, Any]
+    # One line per field set, e.g. `policy "team-a": spec.runPolicy.schedulingPolicy.queue = "a"`.
+    applied: list[str] = field(default_factory=list)
+
+
+def _defaults_of(policy: TrainingPolicy) -> list[tuple[tuple[str, ...], Any]]:
+    """(path under the job object, value) of every default the policy sets."""
+    out: list[tuple[tuple[str, ...], Any]] = []
+    defaults = policy.spec.defaults
+    if defaults is None:
+        return out
+    if defaults.run_policy is not None:
+        run_policy = defaults.run_policy.to_dict()
+        scheduling = run_policy.pop("schedulingPolicy", {})
+        for key, value in run_policy.items():
+            out.append((("spec", "runPolicy", key), value))
+        for key, value in scheduling.items():
+            out.append((("spec", "runPolicy", "schedulingPolicy", key), value))
+    for key, value in (defaults.labels or {}).items():
+        out.append((("metadata", "labels", key), value))
+    return out
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _set(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> bool:
+    """Set a nested value, creating maps on the way. False if a non-map is in the way."""
+    for part in path[:-1]:
+        child = obj.get(part)
+        if child is None:
+            child = {}
+            obj[part] = child
+        if not isinstance(child, dict):
+            return False
+        obj = child
+    obj[path[-1]] = copy.deepcopy(value)
+    return True
+
+
+def _display(path: tuple[str, ...]) -> str:
+    if path[:2] == ("metadata", "labels"):
+        return f"metadata.labels[{path[2]}]"
+    return ".".join(path)
+
+
+def apply_policy_defaults(
+    job: dict[str, Any],
+    policies: Iterable[TrainingPolicy],
+    *,
+    user_job: dict[str, Any] | None = None,
+) -> PolicyDefaulted:
+    """Apply the defaults of `policies` (already matched to the job) to `job`.
+
+    `user_job` is the object as the user submitted it (before built-in defaulting); a field
+    counts as set when it is present and not null there. Defaults to `job` itself.
+    """
+    original = job if user_job is None else user_job
+    out = copy.deepcopy(job)
+    applied: list[str] = []
+    taken: set[tuple[str, ...]] = set()
+    for policy in sorted(policies, key=lambda p: p.name):
+        for path, value in _defaults_of(policy):
+            if path in taken or _get(original, path) is not None:
+                continue
+            taken.add(path)
+            if _get(out, path) == value:
+                continue
+            if _set(out, path, value):
+                applied.append(f'policy "{policy.name}": {_display(path)} = {_json(value)}')
+    return PolicyDefaulted(obj=out, applied=applied)
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
