@@ -113,7 +113,7 @@ def test_decode_requires_uid_and_object() -> None:
     with pytest.raises(BadReview, match=r"request\.object is required for operation CREATE"):
         decode_review(json.dumps(review).encode())
     review = request_review(tfjob(), operation="PATCH")
-    with pytest.raises(BadReview, match="request.operation must be one of"):
+    with pytest.raises(BadReview, match=r"request\.operation must be one of"):
         decode_review(json.dumps(review).encode())
 
 
