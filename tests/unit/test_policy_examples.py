@@ -1,0 +1,131 @@
+"""The example policies in examples/policies/ are valid and do what their comments say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubetrain.api.policy import TrainingPolicy
+from kubetrain.policy import (
+    apply_policy_defaults,
+    check_policy_limits,
+    matching_policies,
+    parse_policy,
+    validate_policy,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "policies"
+NAMES = [
+    "gpu-quota",
+    "mandatory-deadline-ttl",
+    "allowed-registries",
+    "required-team-label",
+    "team-default-queue",
+]
+
+
+def load(name: str) -> TrainingPolicy:
+    return parse_policy(yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()))
+
+
+def ptjob(
+    gpus_per_worker: int = 1,
+    workers: int = 2,
+    image: str = "registry.example.com/ml/train:1",
+    labels: dict[str, str] | None = None,
+    run_policy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    def template(gpus: int) -> dict[str, Any]:
+        return {
+            "spec": {
+                "containers": [
+                    {"name": "pytorch", "image": image, "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+                ]
+            }
+        }
+
+    spec: dict[str, Any] = {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template(0)},
+            "Worker": {"replicas": workers, "template": template(gpus_per_worker)},
+        }
+    }
+    if run_policy is not None:
+        spec["runPolicy"] = run_policy
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "ns", "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_is_a_valid_policy_named_after_its_file(name: str) -> None:
+    raw = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+    assert validate_policy(raw) == []
+    assert load(name).name == name
+
+
+def test_every_example_is_listed() -> None:
+    assert sorted(p.stem for p in EXAMPLES.glob("*.yaml")) == sorted(NAMES)
+
+
+def test_gpu_quota() -> None:
+    policy = load("gpu-quota")
+    assert matching_policies([policy], "PyTorchJob", {"team": "vision"}) == [policy]
+    assert matching_policies([policy], "PyTorchJob", {"team": "nlp"}) == []
+    verdict = check_policy_limits(ptjob(gpus_per_worker=8, workers=6), [policy])
+    assert verdict.denials == [
+        'policy "gpu-quota": spec.pytorchReplicaSpecs[Worker]: total nvidia.com/gpu 48 exceeds 32'
+    ]
+    assert check_policy_limits(ptjob(gpus_per_worker=8, workers=4), [policy]).allowed
+
+
+def test_mandatory_deadline_ttl() -> None:
+    policy = load("mandatory-deadline-ttl")
+    assert matching_policies([policy], "TFJob", {"kubetrain.io/sandbox": "true"}) == []
+    job = apply_policy_defaults(ptjob(), [policy]).obj
+    assert job["spec"]["runPolicy"] == {"activeDeadlineSeconds": 259200, "ttlSecondsAfterFinished": 86400}
+    assert check_policy_limits(job, [policy]).allowed
+    long = ptjob(run_policy={"activeDeadlineSeconds": 10**6})
+    long = apply_policy_defaults(long, [policy]).obj
+    assert check_policy_limits(long, [policy]).denials == [
+        'policy "mandatory-deadline-ttl": spec.runPolicy.activeDeadlineSeconds: 1000000 exceeds 604800'
+    ]
+
+
+def test_allowed_registries_warns_only() -> None:
+    policy = load("allowed-registries")
+    assert matching_policies([policy], "MXJob", {"environment": "staging"}) == [policy]
+    assert matching_policies([policy], "MXJob", {"environment": "dev"}) == []
+    assert check_policy_limits(ptjob(image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"), [policy]).allowed
+    verdict = check_policy_limits(ptjob(image="quay.io/someone/miner:latest"), [policy])
+    assert verdict.allowed
+    assert len(verdict.warnings) == 2  # the Master's and the Worker's container
+    assert verdict.warnings[0].startswith('policy "allowed-registries": spec.pytorchReplicaSpecs[Master]')
+
+
+def test_required_team_label() -> None:
+    policy = load("required-team-label")
+    assert matching_policies([policy], "TFJob", {"kubernetes.io/metadata.name": "kube-system"}) == []
+    assert matching_policies([policy], "TFJob", {"kubernetes.io/metadata.name": "ml"}) == [policy]
+    assert check_policy_limits(ptjob(labels={"team": "a"}), [policy]).denials == [
+        'policy "required-team-label": metadata.labels[cost-center]: required label is missing'
+    ]
+    assert check_policy_limits(ptjob(labels={"team": "a", "cost-center": "1"}), [policy]).allowed
+
+
+def test_team_default_queue() -> None:
+    policy = load("team-default-queue")
+    assert matching_policies([policy], "MXJob", {"team": "nlp"}) == []
+    job = apply_policy_defaults(ptjob(labels={"team": "nlp-research"}), [policy]).obj
+    assert job["spec"]["runPolicy"] == {
+        "cleanPodPolicy": "All",
+        "backoffLimit": 3,
+        "schedulingPolicy": {"queue": "nlp", "priorityClass": "nlp-normal"},
+    }
+    assert job["metadata"]["labels"] == {"team": "nlp-research"}  # the user's label wins
