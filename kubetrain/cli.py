@@ -12,6 +12,8 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "validate",
     "crds",
+    "certs",
+    "webhook",
 )
 
 

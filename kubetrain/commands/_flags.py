@@ -1,0 +1,194 @@
+"""The flags `kubetrain run`, `kubetrain controller` and `kubetrain webhook` share.
+
+```python
+from kubetrain.commands._flags import add_common_flags, add_webhook_flags, add_controller_flags
+parser = sub.add_parser("run", ...)
+add_common_flags(parser)       # --kubeconfig --gang-scheduler --scheduler-name --metrics-port --log-level
+add_controller_flags(parser)   # --namespaces --workers --qps --burst --leader-elect ...
+add_webhook_flags(parser)      # --webhook-port --cert-mode --cert-dir --cert-secret ...
+```
+
+Defaults are the contract between the chart, the controller and the webhook (see /tmp/team.md
+"CLI flags"). `configure_logging(args)` applies `--log-level`; `pod_namespace()` is
+`$POD_NAMESPACE` (the chart sets it from the downward API).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+GANG_SCHEDULERS = ("none", "volcano", "scheduler-plugins")
+CERT_MODES = ("directory", "self-managed")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def pod_namespace() -> str | None:
+    return os.environ.get("POD_NAMESPACE") or None
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return n
+
+
+def _port(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
+    return n
+
+
+def _namespaces(value: str) -> list[str]:
+    return [ns.strip() for ns in value.split(",") if ns.strip()]
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags every long-running command has."""
+    g = parser.add_argument_group("cluster and process")
+    g.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        default=None,
+        help="kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)",
+    )
+    g.add_argument(
+        "--gang-scheduler",
+        choices=GANG_SCHEDULERS,
+        default="none",
+        help="gang scheduling through PodGroups of this scheduler (default: none); the "
+        "webhook then defaults runPolicy.schedulingPolicy.minAvailable",
+    )
+    g.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        default=None,
+        help="schedulerName set on pods (default: the gang scheduler's, else the cluster default)",
+    )
+    g.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=8080,
+        help="plain-HTTP port serving /metrics, /healthz and /readyz (default 8080)",
+    )
+    g.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+
+
+def add_controller_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags of the controller (`kubetrain run`, `kubetrain controller`)."""
+    g = parser.add_argument_group("controller")
+    g.add_argument(
+        "--namespaces",
+        type=_namespaces,
+        default=[],
+        metavar="NS1,NS2",
+        help="watch only these namespaces (default: all)",
+    )
+    g.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles (default 4)")
+    g.add_argument("--qps", type=float, default=50.0, help="client-side API request rate (default 50)")
+    g.add_argument("--burst", type=_positive_int, default=100, help="client-side API burst (default 100)")
+    g.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="elect a leader through a coordination.k8s.io Lease (default: on)",
+    )
+    g.add_argument(
+        "--leader-election-namespace",
+        metavar="NS",
+        default=pod_namespace(),
+        help="namespace of the Lease (default: $POD_NAMESPACE)",
+    )
+    g.add_argument(
+        "--leader-election-id",
+        metavar="NAME",
+        default="kubetrain-controller",
+        help="name of the Lease (default kubetrain-controller)",
+    )
+
+
+def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags of the admission webhook server (`kubetrain run`, `kubetrain webhook`)."""
+    g = parser.add_argument_group("webhook and certificates")
+    g.add_argument(
+        "--webhook-port", type=_port, default=9443, help="HTTPS port of /mutate and /validate (default 9443)"
+    )
+    g.add_argument(
+        "--webhook-host",
+        metavar="ADDRESS",
+        default="0.0.0.0",
+        help="address the webhook listens on (default 0.0.0.0)",
+    )
+    g.add_argument(
+        "--cert-mode",
+        choices=CERT_MODES,
+        default="directory",
+        help="directory: tls.crt/tls.key in --cert-dir, hot-reloaded (a mounted Secret, also what "
+        "cert-manager fills); self-managed: generate, keep in --cert-secret, inject caBundle",
+    )
+    g.add_argument(
+        "--cert-dir",
+        metavar="DIR",
+        default="/tmp/kubetrain/certs",
+        help="directory of tls.crt and tls.key (default /tmp/kubetrain/certs)",
+    )
+    g.add_argument(
+        "--cert-secret",
+        metavar="NAME",
+        default="kubetrain-webhook-certs",
+        help="self-managed: Secret holding the CA and serving certificate (default kubetrain-webhook-certs)",
+    )
+    g.add_argument(
+        "--webhook-service",
+        metavar="NAME",
+        default="kubetrain-webhook",
+        help="Service in front of the webhook; names the serving certificate (default kubetrain-webhook)",
+    )
+    g.add_argument(
+        "--webhook-namespace",
+        metavar="NS",
+        default=pod_namespace(),
+        help="namespace of the Service and the Secret (default: $POD_NAMESPACE)",
+    )
+    g.add_argument(
+        "--mutating-webhook-config",
+        metavar="NAME",
+        default=None,
+        help="self-managed: MutatingWebhookConfiguration to keep the caBundle of",
+    )
+    g.add_argument(
+        "--validating-webhook-config",
+        metavar="NAME",
+        default=None,
+        help="self-managed: ValidatingWebhookConfiguration to keep the caBundle of",
+    )
+    g.add_argument(
+        "--cert-extra-dns",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="self-managed: extra DNS name in the serving certificate (repeatable)",
+    )
+    g.add_argument(
+        "--cert-extra-ip",
+        metavar="IP",
+        action="append",
+        default=[],
+        help="self-managed: extra IP address in the serving certificate (repeatable)",
+    )
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )

@@ -1,0 +1,143 @@
+"""`kubetrain webhook`: the admission webhook server alone (BEHAVIOUR.md §2, §3, §10).
+
+`WebhookRuntime` is what `kubetrain run` embeds next to the controller:
+
+```python
+runtime = WebhookRuntime.from_args(args)     # the flags of kubetrain.commands._flags
+await runtime.start(health)                  # registers the "webhook-certs" readiness check
+...
+await runtime.stop()
+```
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+from kubetrain.certs.kubeapi import ApiClientCertApi
+from kubetrain.certs.selfmanaged import SelfManagedCertificates
+from kubetrain.commands._flags import add_common_flags, add_webhook_flags, configure_logging
+from kubetrain.health import HealthServer
+from kubetrain.webhook.server import WebhookServer
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(Exception):
+    """A flag combination that cannot work; the message says which flag to set."""
+
+
+async def api_client_for(kubeconfig: str | None) -> Any:
+    """A kubernetes_asyncio ApiClient: --kubeconfig, else in-cluster, else $KUBECONFIG/~/.kube/config."""
+    import os
+
+    from kubernetes_asyncio import config as kube_config
+    from kubernetes_asyncio.client import ApiClient, Configuration
+
+    configuration = Configuration()
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        await kube_config.load_kube_config(
+            config_file=kubeconfig, client_configuration=configuration, persist_config=False
+        )
+    return ApiClient(configuration=configuration)
+
+
+class WebhookRuntime:
+    """The webhook server plus, in self-managed mode, the certificate manager."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.server = WebhookServer(
+            cert_dir=args.cert_dir,
+            host=args.webhook_host,
+            port=args.webhook_port,
+            gang_scheduling=args.gang_scheduler != "none",
+        )
+        self.certs: SelfManagedCertificates | None = None
+        self._api_client: Any = None
+        if args.cert_mode == "self-managed" and not args.webhook_namespace:
+            raise ConfigError("--cert-mode self-managed needs --webhook-namespace (or $POD_NAMESPACE)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> WebhookRuntime:
+        return cls(args)
+
+    async def start(self, health: HealthServer | None = None) -> None:
+        if health is not None:
+            health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
+        await self.server.start()
+        if self.args.cert_mode == "self-managed":
+            self._api_client = await api_client_for(self.args.kubeconfig)
+            self.certs = SelfManagedCertificates(
+                ApiClientCertApi(self._api_client),
+                namespace=self.args.webhook_namespace,
+                secret_name=self.args.cert_secret,
+                service=self.args.webhook_service,
+                cert_dir=self.args.cert_dir,
+                mutating_config=self.args.mutating_webhook_config,
+                validating_config=self.args.validating_webhook_config,
+                extra_dns=self.args.cert_extra_dns,
+                extra_ips=self.args.cert_extra_ip,
+                on_update=self.server.tls.reload,
+            )
+            await self.certs.start()
+
+    async def stop(self) -> None:
+        if self.certs is not None:
+            await self.certs.stop()
+        await self.server.stop()
+        if self._api_client is not None:
+            await self._api_client.close()
+            self._api_client = None
+
+
+async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or `stop` is set), then shut down gracefully."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    health = HealthServer(port=args.metrics_port)
+    runtime = WebhookRuntime.from_args(args)
+    await health.start()
+    try:
+        await runtime.start(health)
+        await stop.wait()
+        log.info("stopping the webhook")
+    finally:
+        await runtime.stop()
+        await health.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args)
+    try:
+        asyncio.run(serve(args))
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    except OSError as exc:  # e.g. the port is taken
+        log.error("cannot start the webhook: %s", exc)
+        return 1
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "webhook",
+        help="serve the mutating and validating admission webhooks (HTTPS /mutate, /validate)",
+        description="Serve the kubetrain admission webhooks: defaulting (/mutate) and validation "
+        "(/validate) of TFJob, PyTorchJob and MXJob, over HTTPS (TLS 1.2+), with /metrics, /healthz "
+        "and /readyz on --metrics-port.",
+    )
+    add_common_flags(parser)
+    add_webhook_flags(parser)
+    parser.set_defaults(func=run)
