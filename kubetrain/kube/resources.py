@@ -1,0 +1,120 @@
+"""API resources kubetrain reads and writes, and how their REST paths are built.
+
+    PODS.path("ns")                           -> /api/v1/namespaces/ns/pods
+    PODS.path("ns", "p-0")                    -> /api/v1/namespaces/ns/pods/p-0
+    job_resource("TFJob").path("ns", "j", "status")
+                                              -> /apis/kubetrain.io/v1/namespaces/ns/tfjobs/j/status
+    LEASES.api_version                        -> coordination.k8s.io/v1
+
+`JOB_RESOURCES` (kind -> ResourceRef) is derived from `kubetrain.frameworks.registry`, so a new
+framework gets its resource without touching this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from kubetrain import GROUP as API_GROUP
+from kubetrain import VERSION as API_VERSION
+from kubetrain.frameworks.registry import FRAMEWORKS
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    group: str  # "" for the core API
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """The `apiVersion` of objects of this resource: "v1" or "<group>/<version>"."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version_path(self) -> str:
+        """/api/v1 for the core group, /apis/<group>/<version> otherwise."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        """REST path of the collection (no name) or of one object (and its subresource).
+
+        For a namespaced resource `namespace=None` addresses the collection across all
+        namespaces (list/watch only)."""
+        parts = [self.group_version_path]
+        if self.namespaced and namespace is not None:
+            parts.append(f"namespaces/{_seg(namespace)}")
+        elif not self.namespaced and namespace is not None:
+            raise ValueError(f"{self.plural} are cluster-scoped; got namespace {namespace!r}")
+        parts.append(self.plural)
+        if name is not None:
+            if self.namespaced and namespace is None:
+                raise ValueError(f"{self.plural} are namespaced; a namespace is needed for {name!r}")
+            parts.append(_seg(name))
+            if subresource:
+                parts.append(subresource)
+        elif subresource:
+            raise ValueError("a subresource needs an object name")
+        return "/".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}/{self.version}" if self.group else f"{self.plural}/{self.version}"
+
+
+PODS = ResourceRef("", "v1", "pods", "Pod", True)
+SERVICES = ResourceRef("", "v1", "services", "Service", True)
+EVENTS = ResourceRef("", "v1", "events", "Event", True)
+SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
+LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
+MUTATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    False,
+)
+VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
+)
+CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+VOLCANO_PODGROUPS = ResourceRef("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True)
+SCHEDULER_PLUGINS_PODGROUPS = ResourceRef("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True)
+TRAINING_POLICIES = ResourceRef(API_GROUP, API_VERSION, "trainingpolicies", "TrainingPolicy", False)
+
+JOB_RESOURCES: dict[str, ResourceRef] = {
+    kind: ResourceRef(API_GROUP, API_VERSION, fw.plural, kind, True) for kind, fw in FRAMEWORKS.items()
+}
+TFJOBS = JOB_RESOURCES["TFJob"]
+PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
+MXJOBS = JOB_RESOURCES["MXJob"]
+
+# gang scheduler name (the --gang-scheduler flag) -> the PodGroup resource it uses
+POD_GROUP_RESOURCES: dict[str, ResourceRef] = {
+    "volcano": VOLCANO_PODGROUPS,
+    "scheduler-plugins": SCHEDULER_PLUGINS_PODGROUPS,
+}
+
+
+def job_resource(kind: str) -> ResourceRef:
+    """The ResourceRef of a job kind ("TFJob", …); KeyError names the valid kinds."""
+    try:
+        return JOB_RESOURCES[kind]
+    except KeyError:
+        raise KeyError(
+            f"unknown job kind {kind!r}; known kinds: {', '.join(sorted(JOB_RESOURCES))}"
+        ) from None
