@@ -5,10 +5,12 @@ Adding a framework = one module implementing this protocol + one line in `regist
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 
 
 class Framework(Protocol):
@@ -33,4 +35,14 @@ class Framework(Protocol):
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """Framework-specific rules of BEHAVIOUR.md §3 on a parsed (defaulted) job."""
+        ...
+
+    # --- engine (BEHAVIOUR.md §4-§5; types in kubetrain.frameworks.env) -------------------------
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+        """The cluster variables for pod `index` of `replica_type` (`[{"name", "value"}]`), in a
+        stable order; empty (or only process-local settings) for a standalone job."""
+        ...
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+        """The framework's success rule over the observed per-type pod counts."""
         ...

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.mxjob import MXJob
 from kubetrain.frameworks.checks import listing, replica_count, replica_path
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 
 class MXNet:
@@ -99,10 +104,62 @@ class MXNet:
             )
         return errors
 
+    # --- engine (BEHAVIOUR.md §4-§5) ----------------------------------------------------------
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+        return mxnet_cluster_env(job, replica_type, index)
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+        return mxnet_succeeded(job, counts)
+
 
 _TRAIN_TYPES = ("Scheduler", "Server", "Worker")
-
 _TUNE_TYPES = ("TunerTracker", "TunerServer", "Tuner")
+
+
+def mx_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
+    """MX_CONFIG: `{"cluster": {type: [{"url", "port"}]}, "task": {"type", "index"}}`."""
+    cluster = {
+        r.lower: [{"url": job.pod_host(t, i), "port": r.port} for i in range(r.replicas)]
+        for t, r in job.replicas.items()
+        if r.replicas > 0
+    }
+    return {"cluster": cluster, "task": {"type": replica_type.lower(), "index": index}}
+
+
+def mxnet_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+    """MX_CONFIG and the DMLC_* variables ps-lite reads; nothing for a standalone (local) job.
+
+    DMLC_PS_ROOT_URI/PORT point at Scheduler 0 and are set only when the job has a Scheduler;
+    DMLC_ROLE is the lower-case replica type; DMLC_WORKER_ID is set on Workers only.
+    """
+    if job.is_standalone:
+        return []
+    env = [env_var("MX_CONFIG", json.dumps(mx_config(job, replica_type, index), separators=(",", ":")))]
+    if job.has("Scheduler"):
+        env += [
+            env_var("DMLC_PS_ROOT_URI", job.pod_host("Scheduler", 0)),
+            env_var("DMLC_PS_ROOT_PORT", job.port("Scheduler")),
+        ]
+    env += [
+        env_var("DMLC_NUM_SERVER", job.count("Server")),
+        env_var("DMLC_NUM_WORKER", job.count("Worker")),
+        env_var("DMLC_ROLE", replica_type.lower()),
+        env_var("DMLC_USE_KUBERNETES", "1"),
+    ]
+    if replica_type == "Worker":
+        env.append(env_var("DMLC_WORKER_ID", index))
+    return env
+
+
+def mxnet_succeeded(job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+    """Scheduler succeeded (distributed); the Tuner (MXTune); else every Worker (local)."""
+    empty = ReplicaCounts()
+    for decider in ("Scheduler", "Tuner", "Worker"):
+        if job.has(decider):
+            c = counts.get(decider, empty)
+            wanted = job.count(decider)
+            return sum(1 for i in c.succeeded_indices if i < wanted) >= wanted
+    return False
 
 
 FRAMEWORK = MXNet()

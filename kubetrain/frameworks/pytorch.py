@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.pytorchjob import PyTorchJob
 from kubetrain.frameworks.checks import replica_count, replica_path
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 
 class PyTorch:
@@ -128,11 +132,133 @@ class PyTorch:
             )
         return errors
 
+    # --- engine (BEHAVIOUR.md §4-§5) ----------------------------------------------------------
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+        return pytorch_cluster_env(job, replica_type, index)
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+        return pytorch_succeeded(job, counts)
+
 
 def _valid_nproc(value: str) -> bool:
     if value in ("auto", "cpu", "gpu"):
         return True
     return value.isdigit() and int(value) >= 1
+
+
+def _nproc_per_node(spec: Mapping[str, Any]) -> str | None:
+    """spec.nprocPerNode, else the deprecated elasticPolicy.nProcPerNode (as a string)."""
+    value = spec.get("nprocPerNode")
+    if value is not None:
+        return str(value)
+    elastic = spec.get("elasticPolicy")
+    if isinstance(elastic, Mapping) and elastic.get("nProcPerNode") is not None:
+        return str(elastic["nProcPerNode"])
+    return None
+
+
+def _elastic_range(job: JobLayout, elastic: Mapping[str, Any]) -> tuple[int, int]:
+    """(minReplicas, maxReplicas) with the §2 defaults (either one from the other, else Workers)."""
+    lo: Any = elastic.get("minReplicas")
+    hi: Any = elastic.get("maxReplicas")
+    if lo is None and hi is None:
+        workers = job.count("Worker")
+        return workers, workers
+    low = int(lo if lo is not None else hi)
+    high = int(hi if hi is not None else lo)
+    return low, high
+
+
+def _is_standalone(job: JobLayout, elastic: Mapping[str, Any] | None) -> bool:
+    if not job.is_standalone:
+        return False
+    # An elastic job that may grow past one pod is not standalone.
+    return elastic is None or _elastic_range(job, elastic)[1] <= 1
+
+
+def pytorch_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+    """PYTHONUNBUFFERED, MASTER_*/WORLD_SIZE/RANK (with a Master), PET_* (torchrun), elastic PET_RDZV_*.
+
+    A standalone job (one pod, not elastic beyond one) gets only PYTHONUNBUFFERED and
+    PET_NPROC_PER_NODE: neither describes a cluster, and torchrun needs the second to start the
+    right number of processes on the single node.
+    """
+    spec = job.spec
+    raw_elastic = spec.get("elasticPolicy")
+    elastic = raw_elastic if isinstance(raw_elastic, Mapping) else None
+    nproc = _nproc_per_node(spec)
+    env = [env_var("PYTHONUNBUFFERED", "1")]
+    if _is_standalone(job, elastic):
+        if nproc is not None:
+            env.append(env_var("PET_NPROC_PER_NODE", nproc))
+        return env
+    pods = job.total_replicas
+    if job.has("Master"):
+        host, port = job.pod_host("Master", 0), job.port("Master")
+        world_size = pods * int(nproc) if nproc is not None and nproc.isdigit() else pods
+        rank = 0 if replica_type == "Master" else index + 1
+        env += [
+            env_var("MASTER_ADDR", host),
+            env_var("MASTER_PORT", port),
+            env_var("PET_MASTER_ADDR", host),
+            env_var("PET_MASTER_PORT", port),
+            env_var("WORLD_SIZE", world_size),
+            env_var("RANK", rank),
+            env_var("PET_NODE_RANK", rank),
+        ]
+    if nproc is not None:
+        env.append(env_var("PET_NPROC_PER_NODE", nproc))
+    if elastic is None:
+        env.append(env_var("PET_NNODES", pods))
+        return env
+    lo, hi = _elastic_range(job, elastic)
+    env.append(env_var("PET_NNODES", f"{lo}:{hi}"))
+    env += _rendezvous_env(job, elastic)
+    return env
+
+
+def _rendezvous_env(job: JobLayout, elastic: Mapping[str, Any]) -> list[dict[str, str]]:
+    rdzv_type = "Worker" if job.has("Worker") else "Master"
+    host = elastic.get("rdzvHost") or job.pod_host(rdzv_type, 0)
+    port = elastic.get("rdzvPort") or job.port(rdzv_type)
+    env = [
+        env_var("PET_RDZV_ENDPOINT", f"{host}:{port}"),
+        env_var("PET_RDZV_BACKEND", elastic.get("rdzvBackend") or "c10d"),
+    ]
+    if elastic.get("rdzvId"):
+        env.append(env_var("PET_RDZV_ID", elastic["rdzvId"]))
+    conf = [
+        f"{c.get('key')}={c.get('value') if c.get('value') is not None else ''}"
+        for c in elastic.get("rdzvConf") or []
+        if isinstance(c, Mapping) and c.get("key")
+    ]
+    if conf:
+        env.append(env_var("PET_RDZV_CONF", ",".join(conf)))
+    if elastic.get("maxRestarts") is not None:
+        env.append(env_var("PET_MAX_RESTARTS", elastic["maxRestarts"]))
+    if elastic.get("standalone"):
+        # torchrun reads boolean flags from PET_* as integers: "1" turns --standalone on
+        # (the anchor's empty value makes torchrun fail to parse it).
+        env.append(env_var("PET_STANDALONE", "1"))
+    return env
+
+
+def pytorch_succeeded(job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+    """Master succeeded if present; else all Workers, or (elastic) any Worker."""
+    empty = ReplicaCounts()
+    if job.has("Master"):
+        return _done(job, "Master", counts.get("Master", empty))
+    if not job.has("Worker"):
+        return False
+    workers = counts.get("Worker", empty)
+    if _done(job, "Worker", workers):
+        return True
+    return job.spec.get("elasticPolicy") is not None and bool(workers.succeeded_indices)
+
+
+def _done(job: JobLayout, replica_type: str, c: ReplicaCounts) -> bool:
+    wanted = job.count(replica_type)
+    return sum(1 for i in c.succeeded_indices if i < wanted) >= wanted
 
 
 FRAMEWORK = PyTorch()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, forbidden
 from kubetrain.api.tfjob import TFJob
 from kubetrain.frameworks.checks import replica_count, replica_path
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 
 class TensorFlow:
@@ -46,6 +51,56 @@ class TensorFlow:
                     )
                 )
         return errors
+
+    # --- engine (BEHAVIOUR.md §4-§5) ----------------------------------------------------------
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+        return tf_cluster_env(job, replica_type, index)
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+        return tf_succeeded(job, counts)
+
+
+def tf_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
+    """TF_CONFIG: every replica type present (Evaluator included), addresses by index."""
+    cluster = {
+        r.lower: [job.pod_address(t, i) for i in range(r.replicas)]
+        for t, r in job.replicas.items()
+        if r.replicas > 0
+    }
+    return {
+        "cluster": cluster,
+        "task": {"type": replica_type.lower(), "index": index},
+        "environment": "cloud",
+    }
+
+
+def tf_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+    if job.is_standalone:
+        return []
+    value = json.dumps(tf_config(job, replica_type, index), separators=(",", ":"))
+    return [env_var("TF_CONFIG", value)]
+
+
+def tf_succeeded(job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+    """Chief/Master succeeded if present; else all Workers, or Worker 0 unless AllWorkers."""
+    empty = ReplicaCounts()
+    for master in ("Chief", "Master"):
+        if job.has(master):
+            return _all_done(job, master, counts.get(master, empty))
+    if job.has("Worker"):
+        workers = counts.get("Worker", empty)
+        if _all_done(job, "Worker", workers):
+            return True
+        return job.spec.get("successPolicy") != "AllWorkers" and 0 in workers.succeeded_indices
+    # Neither Chief/Master nor Worker (e.g. PS only): every pod of every type must succeed.
+    return job.total_replicas > 0 and all(
+        _all_done(job, t, counts.get(t, empty)) for t in job.replicas if job.has(t)
+    )
+
+
+def _all_done(job: JobLayout, replica_type: str, c: ReplicaCounts) -> bool:
+    wanted = job.count(replica_type)
+    return sum(1 for i in c.succeeded_indices if i < wanted) >= wanted
 
 
 FRAMEWORK = TensorFlow()

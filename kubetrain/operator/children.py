@@ -1,0 +1,286 @@
+"""The objects a job owns, built exactly as BEHAVIOUR.md §4 and §8 say: pods, the headless
+Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
+
+- Pod `<job>-<lower(type)>-<index>`, `hostname` = pod name, `subdomain` = job name, labels
+  (operator labels override template labels of the same key), controller ownerReference,
+  `restartPolicy` from the replica spec (ExitCode → Never), the framework's cluster variables
+  appended to every container unless the container already sets that name, the framework
+  container's named port added when missing, and the gang scheduler's schedulerName,
+  annotations and labels.
+- One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
+- A PodGroup named after the job: Volcano `scheduling.volcano.sh/v1beta1` or scheduler-plugins
+  `scheduling.x-k8s.io/v1alpha1`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.env import JobLayout, ReplicaLayout
+from kubetrain.operator.quantity import sum_resources
+
+LABEL_JOB_NAME = "kubetrain.io/job-name"
+LABEL_JOB_KIND = "kubetrain.io/job-kind"
+LABEL_REPLICA_TYPE = "kubetrain.io/replica-type"
+LABEL_REPLICA_INDEX = "kubetrain.io/replica-index"
+LABEL_JOB_ROLE = "kubetrain.io/job-role"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "kubetrain"
+# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
+# so that the restart count survives pod recreation and operator restarts (see restarts.py).
+ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
+
+GANG_NONE = "none"
+GANG_VOLCANO = "volcano"
+GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
+GANG_SCHEDULERS = (GANG_NONE, GANG_VOLCANO, GANG_SCHEDULER_PLUGINS)
+DEFAULT_SCHEDULER_NAMES = {GANG_VOLCANO: "volcano", GANG_SCHEDULER_PLUGINS: "scheduler-plugins-scheduler"}
+VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
+SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+SCHEDULER_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def owner_reference(job: JobLayout) -> dict[str, Any]:
+    return {
+        "apiVersion": job.api_version,
+        "kind": job.kind,
+        "name": job.name,
+        "uid": job.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def job_labels(job: JobLayout) -> dict[str, str]:
+    """Labels on every child: which job owns it and who manages it."""
+    return {
+        LABEL_JOB_NAME: job.name,
+        LABEL_JOB_KIND: job.kind,
+        LABEL_MANAGED_BY: MANAGED_BY_VALUE,
+    }
+
+
+def replica_selector(job: JobLayout, replica_type: str) -> str:
+    """The label selector string of one replica type (status.replicaStatuses[*].selector)."""
+    return f"{LABEL_JOB_NAME}={job.name},{LABEL_REPLICA_TYPE}={replica_type.lower()}"
+
+
+def master_slot(job: JobLayout, framework: Framework) -> tuple[str, int] | None:
+    """The pod that carries `kubetrain.io/job-role: master`: pod 0 of the first master type
+    present (Chief/Master, Scheduler), else Worker 0."""
+    for rtype in framework.master_types:
+        if job.has(rtype):
+            return rtype, 0
+    if job.has("Worker"):
+        return "Worker", 0
+    return None
+
+
+def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: int) -> dict[str, str]:
+    labels = job_labels(job)
+    labels[LABEL_REPLICA_TYPE] = replica_type.lower()
+    labels[LABEL_REPLICA_INDEX] = str(index)
+    if master_slot(job, framework) == (replica_type, index):
+        labels[LABEL_JOB_ROLE] = "master"
+    return labels
+
+
+def pod_restart_policy(replica_policy: str) -> str:
+    """ExitCode is the operator's policy; the kubelet must not restart such pods itself."""
+    return "Never" if replica_policy == "ExitCode" else replica_policy
+
+
+def scheduler_name(gang_scheduler: str, configured: str | None) -> str | None:
+    """The schedulerName pods get (None: leave the cluster default)."""
+    if configured:
+        return configured
+    return DEFAULT_SCHEDULER_NAMES.get(gang_scheduler)
+
+
+def build_pod(
+    job: JobLayout,
+    framework: Framework,
+    replica_type: str,
+    index: int,
+    *,
+    gang_scheduler: str = GANG_NONE,
+    scheduler: str | None = None,
+    prior_restarts: int = 0,
+) -> dict[str, Any]:
+    """Pod `index` of `replica_type`, ready to create."""
+    replica = job.replicas[replica_type]
+    template = replica.template
+    tmeta: Mapping[str, Any] = template.get("metadata") or {}
+    name = job.pod_name(replica_type, index)
+    labels = dict(tmeta.get("labels") or {})
+    labels.update(pod_labels(job, framework, replica_type, index))
+    annotations = dict(tmeta.get("annotations") or {})
+    if prior_restarts > 0:
+        annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
+    spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
+    if gang_scheduler == GANG_VOLCANO:
+        annotations[VOLCANO_GROUP_ANNOTATION] = job.name
+        annotations[VOLCANO_TASK_ANNOTATION] = replica_type.lower()
+    elif gang_scheduler == GANG_SCHEDULER_PLUGINS:
+        labels[SCHEDULER_PLUGINS_LABEL] = job.name
+    chosen_scheduler = scheduler_name(gang_scheduler, scheduler)
+    if chosen_scheduler and not spec.get("schedulerName"):
+        spec["schedulerName"] = chosen_scheduler
+    spec["hostname"] = name
+    spec["subdomain"] = job.name
+    spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
+    _ensure_port(spec, replica, job.port_name)
+    env = framework.cluster_env(job, replica_type, index)
+    if env:
+        for container in spec.get("containers") or []:
+            if isinstance(container, dict):
+                _append_env(container, env)
+    metadata: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
+    if annotations:
+        metadata["annotations"] = annotations
+    metadata["ownerReferences"] = [owner_reference(job)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _append_env(container: dict[str, Any], env: list[dict[str, str]]) -> None:
+    existing = container.get("env")
+    current: list[Any] = list(existing) if isinstance(existing, list) else []
+    taken = {e.get("name") for e in current if isinstance(e, Mapping)}
+    current.extend(dict(e) for e in env if e["name"] not in taken)
+    container["env"] = current
+
+
+def _ensure_port(spec: dict[str, Any], replica: ReplicaLayout, port_name: str) -> None:
+    containers = spec.get("containers") or []
+    if not port_name or replica.container_index >= len(containers):
+        return
+    container = containers[replica.container_index]
+    if not isinstance(container, dict):
+        return
+    ports = container.get("ports")
+    if not isinstance(ports, list):
+        ports = []
+    if any(isinstance(p, Mapping) and p.get("name") == port_name for p in ports):
+        return
+    container["ports"] = [*ports, {"name": port_name, "containerPort": replica.port}]
+
+
+def pod_slots(job: JobLayout) -> Iterator[tuple[str, int]]:
+    """Every (replica type, index) the job wants, in priority order."""
+    for rtype, replica in job.replicas.items():
+        for i in range(replica.replicas):
+            yield rtype, i
+
+
+def build_pods(
+    job: JobLayout, framework: Framework, *, gang_scheduler: str = GANG_NONE, scheduler: str | None = None
+) -> list[dict[str, Any]]:
+    """Every pod of the job in priority order (what `kubetrain render` prints)."""
+    return [
+        build_pod(job, framework, rtype, i, gang_scheduler=gang_scheduler, scheduler=scheduler)
+        for rtype, i in pod_slots(job)
+    ]
+
+
+def build_service(job: JobLayout) -> dict[str, Any]:
+    """The job's headless Service: every pod resolves at `<pod>.<job>.<ns>.svc` before ready."""
+    ports: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for replica in job.replicas.values():
+        if replica.port in seen:
+            continue
+        seen.add(replica.port)
+        # Port names are unique DNS labels of at most 15 characters.
+        name = job.port_name if not ports else f"port-{replica.port}"
+        ports.append({"name": name, "port": replica.port, "targetPort": replica.port, "protocol": "TCP"})
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": job_labels(job),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL_JOB_NAME: job.name},
+            "ports": ports,
+        },
+    }
+
+
+def scheduling_policy(job: JobLayout) -> Mapping[str, Any]:
+    run_policy = job.spec.get("runPolicy") or {}
+    policy = run_policy.get("schedulingPolicy") if isinstance(run_policy, Mapping) else None
+    return policy if isinstance(policy, Mapping) else {}
+
+
+def min_member(job: JobLayout) -> int:
+    value = scheduling_policy(job).get("minAvailable")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return job.total_replicas
+
+
+def pod_requests(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Per container and resource: the request, else the limit (what the scheduler reserves)."""
+    out: list[Mapping[str, Any]] = []
+    for container in (template.get("spec") or {}).get("containers") or []:
+        if not isinstance(container, Mapping):
+            continue
+        resources = container.get("resources") or {}
+        limits = dict(resources.get("limits") or {})
+        limits.update(resources.get("requests") or {})
+        out.append(limits)
+    return out
+
+
+def min_resources(job: JobLayout) -> dict[str, str]:
+    """Sum of requests (limits where no request) of the first minMember pods, in priority order."""
+    wanted = min_member(job)
+    lists: list[Mapping[str, Any]] = []
+    for count, (rtype, _) in enumerate(pod_slots(job)):
+        if count >= wanted:
+            break
+        lists.extend(pod_requests(job.replicas[rtype].template))
+    return sum_resources(lists)
+
+
+def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | None:
+    """The job's PodGroup for the configured gang scheduler (None for `none`)."""
+    if gang_scheduler not in (GANG_VOLCANO, GANG_SCHEDULER_PLUGINS):
+        return None
+    policy = scheduling_policy(job)
+    spec: dict[str, Any] = {"minMember": min_member(job)}
+    given = policy.get("minResources")
+    resources = {k: str(v) for k, v in given.items()} if isinstance(given, Mapping) else min_resources(job)
+    if resources:
+        spec["minResources"] = resources
+    if gang_scheduler == GANG_VOLCANO:
+        api_version = VOLCANO_API_VERSION
+        if policy.get("queue"):
+            spec["queue"] = policy["queue"]
+        if policy.get("priorityClass"):
+            spec["priorityClassName"] = policy["priorityClass"]
+    else:
+        api_version = SCHEDULER_PLUGINS_API_VERSION
+        if policy.get("scheduleTimeoutSeconds") is not None:
+            spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"]
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": job_labels(job),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": spec,
+    }
