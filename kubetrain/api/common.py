@@ -96,12 +96,17 @@ class ReplicaStatus(KubeModel):
 
 
 class JobStatus(KubeModel):
+    """Observed state. `replicas` (desired pods, all types) and `active` (running pods, all types)
+    are totals kept for the `Replicas`/`Active` printer columns (a JSONPath cannot sum a map)."""
+
     conditions: list[JobCondition] | None = None
     replica_statuses: dict[str, ReplicaStatus] | None = None
     start_time: str | None = None
     completion_time: str | None = None
     last_reconcile_time: str | None = None
     observed_generation: int | None = None
+    replicas: int | None = None
+    active: int | None = None
 
 
 class ObjectMetaFields(KubeModel):

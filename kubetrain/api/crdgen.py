@@ -1,0 +1,229 @@
+"""CustomResourceDefinitions (apiextensions.k8s.io/v1) generated from the pydantic job models.
+
+The pydantic JSON Schema is turned into a *structural* schema as kube-apiserver requires:
+every `$ref` inlined; `Optional[X]` (pydantic's `anyOf: [X, {type: null}]`) becomes plain `X`;
+resource quantities become `x-kubernetes-int-or-string` (the one `anyOf` shape structural schemas
+allow); free-form objects (pod templates, HPA metrics, label-selector expressions) become
+`type: object` + `x-kubernetes-preserve-unknown-fields`; `metadata` is a bare `type: object`
+(the API server validates it itself); titles, `default: null` and `additionalProperties: false`
+(not allowed next to `properties`) are dropped.
+Pod templates are not expanded (that would make each CRD several hundred KiB, too big for a
+client-side `kubectl apply`): the validating webhook checks them against the PodTemplateSpec schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from kubetrain.api import policy
+from kubetrain.api.jobs import API_GROUP, API_VERSION
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import FRAMEWORKS
+
+CATEGORY = "kubetrain"
+_LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
+_DROP_KEYS = ("title", "default", "description")
+
+
+def job_crds() -> list[dict[str, Any]]:
+    """One CRD per job kind, in registry order."""
+    return [job_crd(framework) for framework in FRAMEWORKS.values()]
+
+
+def all_crds() -> list[dict[str, Any]]:
+    """Every CRD kubetrain installs: the job kinds, then TrainingPolicy."""
+    return [*job_crds(), training_policy_crd()]
+
+
+def training_policy_crd() -> dict[str, Any]:
+    """The cluster-scoped TrainingPolicy (BEHAVIOUR.md §9); not in the `kubetrain` category so
+    `kubectl get kubetrain` lists jobs only."""
+    schema = model_schema(policy.TrainingPolicy)
+    schema["description"] = "TrainingPolicy: platform defaults and limits for training jobs (kubetrain.io)."
+    version: dict[str, Any] = {
+        "name": policy.VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": schema},
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [
+            {"name": "Enforcement", "type": "string", "jsonPath": ".spec.enforcement"},
+            {"name": "Valid", "type": "boolean", "jsonPath": ".status.valid"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{policy.PLURAL}.{policy.GROUP}", "labels": dict(_LABELS)},
+        "spec": {
+            "group": policy.GROUP,
+            "scope": "Cluster",
+            "names": {
+                "kind": policy.KIND,
+                "listKind": f"{policy.KIND}List",
+                "plural": policy.PLURAL,
+                "singular": policy.SINGULAR,
+                "shortNames": list(policy.SHORT_NAMES),
+            },
+            "versions": [version],
+        },
+    }
+
+
+def crd_file_name(crd: dict[str, Any]) -> str:
+    """`kubetrain.io_tfjobs.yaml` (the controller-gen naming convention)."""
+    return f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
+
+
+def job_crd(framework: Framework) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": API_VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": job_schema(framework)},
+        "subresources": _subresources(framework),
+        "additionalPrinterColumns": _printer_columns(),
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{framework.plural}.{API_GROUP}",
+            "labels": dict(_LABELS),
+        },
+        "spec": {
+            "group": API_GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": framework.kind,
+                "listKind": f"{framework.kind}List",
+                "plural": framework.plural,
+                "singular": framework.singular,
+                "shortNames": list(framework.short_names),
+                "categories": [CATEGORY],
+            },
+            "versions": [version],
+        },
+    }
+
+
+def job_schema(framework: Framework) -> dict[str, Any]:
+    """The structural openAPIV3Schema of one job kind."""
+    schema = model_schema(framework.job_model)
+    schema["description"] = f"{framework.kind} is a {framework.container_name} training job (kubetrain.io)."
+    return schema
+
+
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The structural schema of a top-level API object model."""
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    defs: dict[str, Any] = raw.get("$defs", {})
+    schema = _structural(raw, defs)
+    props = schema["properties"]
+    props["apiVersion"] = {"type": "string"}
+    props["kind"] = {"type": "string"}
+    props["metadata"] = {"type": "object"}
+    # The API server accepts objects without spec/status; the webhook reports what is missing.
+    schema.pop("required", None)
+    return schema
+
+
+def _subresources(framework: Framework) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if framework.kind == "PyTorchJob":
+        # `kubectl scale` / an HPA resize the Workers of an (elastic) PyTorchJob.
+        subresources["scale"] = {
+            "specReplicasPath": f".spec.{framework.replica_field}.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        }
+    return subresources
+
+
+def _printer_columns() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "State",
+            "type": "string",
+            "jsonPath": ".status.conditions[-1:].type",
+            "description": "The type of the latest condition",
+        },
+        {
+            "name": "Replicas",
+            "type": "integer",
+            "jsonPath": ".status.replicas",
+            "description": "Desired pods, all replica types",
+        },
+        {
+            "name": "Active",
+            "type": "integer",
+            "jsonPath": ".status.active",
+            "description": "Running pods, all replica types",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema (pydantic) → structural schema
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        extra = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**defs[name], **extra}
+    return node
+
+
+def _is_quantity(branches: list[dict[str, Any]]) -> bool:
+    types = {b.get("type") for b in branches}
+    return (
+        "string" in types and bool(types & {"integer", "number"}) and types <= {"string", "integer", "number"}
+    )
+
+
+def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    node = _resolve(node, defs)
+    branches = node.get("anyOf")
+    if branches is not None:
+        non_null = [_resolve(b, defs) for b in branches if b.get("type") != "null"]
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        if _is_quantity(non_null):
+            return {
+                **_clean(rest),
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+                "x-kubernetes-int-or-string": True,
+            }
+        if len(non_null) != 1:
+            raise ValueError(f"cannot express a union in a structural schema: {node}")
+        return _structural({**non_null[0], **rest}, defs)
+    out = _clean(node)
+    out.pop("$defs", None)
+    kind = node.get("type")
+    if kind == "object":
+        props = node.get("properties")
+        additional = node.get("additionalProperties")
+        out.pop("additionalProperties", None)
+        if props:
+            out["properties"] = {name: _structural(sub, defs) for name, sub in props.items()}
+            if "required" in node:
+                out["required"] = list(node["required"])
+        elif isinstance(additional, dict) and additional:
+            out["additionalProperties"] = _structural(additional, defs)
+        else:
+            # A free-form object: a pod template, an HPA MetricSpec, a selector expression.
+            out["x-kubernetes-preserve-unknown-fields"] = True
+    elif kind == "array":
+        out["items"] = _structural(node.get("items", {}), defs)
+    elif kind is None and "enum" not in node:
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def _clean(node: dict[str, Any]) -> dict[str, Any]:
+    skip = (*_DROP_KEYS, "properties", "items", "anyOf", "$ref")
+    return {k: v for k, v in node.items() if k not in skip}

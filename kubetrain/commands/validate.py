@@ -1,0 +1,160 @@
+"""`kubetrain validate FILE...`: default and validate job manifests offline.
+
+Every document of every file (multi-document YAML; `-` reads stdin; a `kind: List` is expanded)
+is defaulted exactly as the mutating webhook would, then validated exactly as the validating
+webhook would. Each error is printed on its own line, prefixed by the file and the document
+(`pytorch.yaml#2 (PyTorchJob/mnist): spec.pytorchReplicaSpecs[Master].replicas: Forbidden: …`),
+warnings likewise. Exit status: 1 when any document is invalid or a file cannot be read or
+parsed, else 0.
+
+With `--show-defaults` the defaulted objects are printed to stdout as a YAML stream and the
+findings go to stderr, so the output can be piped into `kubectl apply -f -`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import yaml
+
+from kubetrain.api.defaulting import default_job
+from kubetrain.api.jobs import check_type_meta
+from kubetrain.api.validation import validate_job
+
+
+@dataclass
+class Document:
+    label: str  # "file.yaml#2 (PyTorchJob/mnist)"
+    obj: Any
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="default and validate job manifests (exit 1 if any is invalid)",
+        description="Default and validate TFJob/PyTorchJob/MXJob manifests like the webhooks do.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML file(s); '-' reads stdin")
+    parser.add_argument(
+        "--show-defaults",
+        action="store_true",
+        help="print the defaulted objects as YAML on stdout (findings then go to stderr)",
+    )
+    parser.add_argument(
+        "--gang-scheduling",
+        action="store_true",
+        help="default as an operator with gang scheduling enabled (fills schedulingPolicy.minAvailable)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    report: TextIO = sys.stderr if args.show_defaults else sys.stdout
+    failed = False
+    defaulted_docs: list[Any] = []
+    for name in args.files:
+        documents, problem = read_documents(name)
+        if problem is not None:
+            print(problem, file=report)
+            failed = True
+            continue
+        if not documents:
+            print(f"{_display(name)}: no documents", file=report)
+            continue
+        for doc in documents:
+            ok, defaulted = check_document(doc, report, gang_scheduling=args.gang_scheduling)
+            failed = failed or not ok
+            if defaulted is not None:
+                defaulted_docs.append(defaulted)
+    if args.show_defaults and defaulted_docs:
+        sys.stdout.write(yaml.safe_dump_all(defaulted_docs, sort_keys=False, default_flow_style=False))
+    return 1 if failed else 0
+
+
+def _display(name: str) -> str:
+    return "<stdin>" if name == "-" else name
+
+
+def read_documents(name: str) -> tuple[list[Document], str | None]:
+    """The documents of one file, or a one-line description of why it cannot be read."""
+    shown = _display(name)
+    try:
+        if name == "-":
+            text = sys.stdin.read()
+        else:
+            with open(name, encoding="utf-8") as handle:
+                text = handle.read()
+    except FileNotFoundError:
+        return [], f"{shown}: cannot read: no such file"
+    except IsADirectoryError:
+        return [], f"{shown}: cannot read: is a directory"
+    except PermissionError:
+        return [], f"{shown}: cannot read: permission denied"
+    except UnicodeDecodeError:
+        return [], f"{shown}: cannot read: not UTF-8 text"
+    except OSError as exc:
+        return [], f"{shown}: cannot read: {exc.strerror or exc}"
+    try:
+        raw = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        return [], f"{shown}: not valid YAML: {_yaml_problem(exc)}"
+    documents: list[Document] = []
+    for index, obj in enumerate(raw, start=1):
+        if obj is None:
+            continue  # an empty document (`---` at the end of a file)
+        if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+            for i, item in enumerate(obj["items"]):
+                documents.append(Document(_label(f"{shown}#{index} items[{i}]", item), item))
+        else:
+            documents.append(Document(_label(f"{shown}#{index}", obj), obj))
+    return documents, None
+
+
+def _label(prefix: str, obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return prefix
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "?"
+    metadata = obj.get("metadata")
+    name = None
+    if isinstance(metadata, dict):
+        name = metadata.get("name") or metadata.get("generateName")
+    return f"{prefix} ({kind}/{name})" if name else f"{prefix} ({kind})"
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(problem)
+
+
+def check_document(
+    doc: Document, report: TextIO, *, gang_scheduling: bool = False
+) -> tuple[bool, dict[str, Any] | None]:
+    """Print the findings for one document; (valid?, the defaulted object or None)."""
+    obj = doc.obj
+    if not isinstance(obj, dict):
+        kind = "a list" if isinstance(obj, list) else f"a {type(obj).__name__}"
+        print(
+            f"{doc.label}: is {kind}, not a Kubernetes object (a mapping with apiVersion and kind)",
+            file=report,
+        )
+        return False, None
+    type_errors = check_type_meta(obj)
+    if type_errors:
+        for error in type_errors:
+            print(f"{doc.label}: {error}", file=report)
+        return False, None
+    defaulted = default_job(obj, gang_scheduling=gang_scheduling)
+    result = validate_job(defaulted.obj)
+    for warning in dict.fromkeys([*defaulted.warnings, *result.warnings]):
+        print(f"{doc.label}: warning: {warning}", file=report)
+    for error in result.errors:
+        print(f"{doc.label}: {error}", file=report)
+    if result.ok:
+        print(f"{doc.label}: valid", file=report)
+    return result.ok, defaulted.obj
