@@ -9,12 +9,16 @@ misconfigured webhook rule) are allowed untouched, with a warning in the log.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import jsonpatch
 
 from kubetrain.api.defaulting import default_job
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
+
+if TYPE_CHECKING:
+    from kubetrain.webhook.policies import PolicyAdmission
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +27,10 @@ def is_job_kind(kind: str) -> bool:
     return get_framework(kind) is not None
 
 
-def mutate(request: AdmissionRequest, *, gang_scheduling: bool = False) -> AdmissionResponse:
-    """Answer one mutating AdmissionReview request."""
+def mutate(
+    request: AdmissionRequest, *, gang_scheduling: bool = False, policies: PolicyAdmission | None = None
+) -> AdmissionResponse:
+    """Answer one mutating AdmissionReview request (TrainingPolicy defaults after the built-in ones)."""
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)
     if not is_job_kind(request.kind):
@@ -39,7 +45,8 @@ def mutate(request: AdmissionRequest, *, gang_scheduling: bool = False) -> Admis
     original = request.object
     assert original is not None  # decode_review guarantees an object for CREATE/UPDATE
     defaulted = default_job(original, gang_scheduling=gang_scheduling)
-    patch = jsonpatch.make_patch(original, defaulted.obj).patch
+    result = defaulted.obj if policies is None else policies.apply_defaults(request, defaulted.obj).obj
+    patch = jsonpatch.make_patch(original, result).patch
     response = AdmissionResponse.allow(request.uid, defaulted.warnings)
     response.patch = list(patch) or None
     return response

@@ -35,6 +35,7 @@ from aiohttp import web
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.mutate import is_job_kind, mutate
+from kubetrain.webhook.policies import PolicyAdmission
 from kubetrain.webhook.review import (
     AdmissionRequest,
     AdmissionResponse,
@@ -71,6 +72,7 @@ class WebhookServer:
         gang_scheduling: bool = False,
         max_body_bytes: int = MAX_BODY_BYTES,
         cert_poll_interval: float = 2.0,
+        policies: PolicyAdmission | None = None,
     ) -> None:
         if tls is None:
             if cert_dir is None:
@@ -81,6 +83,7 @@ class WebhookServer:
         self.port = port
         self.gang_scheduling = gang_scheduling
         self.max_body_bytes = max_body_bytes
+        self.policies = policies  # TrainingPolicy defaults and limits (kubetrain.webhook.policies)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -107,13 +110,16 @@ class WebhookServer:
         return app
 
     def _mutate(self, request: AdmissionRequest) -> AdmissionResponse:
-        return mutate(request, gang_scheduling=self.gang_scheduling)
+        return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
+
+    def _validate(self, request: AdmissionRequest) -> AdmissionResponse:
+        return validate(request, self.policies)
 
     async def _handle_mutate(self, request: web.Request) -> web.Response:
         return await self._review(request, "mutate", self._mutate)
 
     async def _handle_validate(self, request: web.Request) -> web.Response:
-        return await self._review(request, "validate", validate)
+        return await self._review(request, "validate", self._validate)
 
     async def _read_body(self, request: web.Request) -> bytes:
         length = request.content_length

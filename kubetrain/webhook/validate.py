@@ -17,7 +17,9 @@ from typing import Any
 from kubetrain.api.errors import FieldError
 from kubetrain.api.jobs import InvalidJobError
 from kubetrain.api.validation import validate_job
+from kubetrain.policy.limits import PolicyVerdict
 from kubetrain.webhook.mutate import is_job_kind
+from kubetrain.webhook.policies import PolicyAdmission, is_policy_kind, policy_denial, validate_policy_object
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 
 log = logging.getLogger(__name__)
@@ -34,10 +36,13 @@ def invalid_message(kind: str, obj: dict[str, Any], errors: Sequence[FieldError]
     return f'{kind} "{name}" is invalid: {listed}'
 
 
-def validate(request: AdmissionRequest) -> AdmissionResponse:
-    """Answer one validating AdmissionReview request."""
+def validate(request: AdmissionRequest, policies: PolicyAdmission | None = None) -> AdmissionResponse:
+    """Answer one validating AdmissionReview request (plus TrainingPolicy limits when given;
+    TrainingPolicy objects themselves are validated too)."""
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)
+    if is_policy_kind(request.kind):
+        return validate_policy_object(request)
     if not is_job_kind(request.kind):
         log.warning(
             "validate: %s %s/%s is not a kubetrain job kind; allowed "
@@ -50,14 +55,23 @@ def validate(request: AdmissionRequest) -> AdmissionResponse:
     obj = request.object
     assert obj is not None  # decode_review guarantees an object for CREATE/UPDATE
     old = request.old_object if request.operation == "UPDATE" else None
+    # Platform policy limits (ratcheted on UPDATE: only new violations are denied).
+    verdict = policies.check(request) if policies is not None else PolicyVerdict()
     if old is not None and old.get("spec") == obj.get("spec"):
-        return AdmissionResponse.allow(request.uid)  # metadata-only changes are never blocked
+        # metadata-only changes are never blocked by the job rules (only by new policy violations)
+        if verdict.denials:
+            return policy_denial(request.uid, verdict, [])
+        return AdmissionResponse.allow(request.uid, verdict.warnings)
     try:
         result = validate_job(obj, old)
     except InvalidJobError as exc:  # a job that does not even parse
         return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, exc.errors))
     if result.errors:
         return AdmissionResponse.deny(
-            request.uid, invalid_message(request.kind, obj, result.errors), warnings=result.warnings
+            request.uid,
+            invalid_message(request.kind, obj, result.errors),
+            warnings=result.warnings + verdict.denials + verdict.warnings,
         )
-    return AdmissionResponse.allow(request.uid, result.warnings)
+    if verdict.denials:
+        return policy_denial(request.uid, verdict, result.warnings)
+    return AdmissionResponse.allow(request.uid, result.warnings + verdict.warnings)

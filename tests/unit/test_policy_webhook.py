@@ -1,0 +1,192 @@
+"""TrainingPolicy in /mutate and /validate: defaults written into the job, limits enforced."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+import jsonpatch
+
+from kubetrain.api.defaulting import default_job
+from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.mutate import mutate
+from kubetrain.webhook.policies import PolicyAdmission
+from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, encode_review
+from kubetrain.webhook.validate import validate
+
+
+def tpol(name: str, team: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TrainingPolicy",
+        "metadata": {"name": name},
+        "spec": {"namespaceSelector": {"matchLabels": {"team": team}}, **spec},
+    }
+
+
+def ptjob(workers: int = 2, gpus: int = 8, **run_policy: Any) -> dict[str, Any]:
+    def template(n: int) -> dict[str, Any]:
+        container = {"name": "pytorch", "image": "registry.example.com/ml/bert:1"}
+        if n:
+            container["resources"] = {"limits": {"nvidia.com/gpu": n}}
+        return {"spec": {"containers": [container]}}
+
+    spec: dict[str, Any] = {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template(0)},
+            "Worker": {"replicas": workers, "template": template(gpus)},
+        }
+    }
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "vision"},
+        "spec": spec,
+    }
+
+
+def request(
+    obj: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None
+) -> AdmissionRequest:
+    return AdmissionRequest(
+        uid="u1",
+        group=obj["apiVersion"].split("/")[0],
+        version="v1",
+        kind=obj["kind"],
+        operation=operation,
+        name=obj["metadata"]["name"],
+        namespace=obj["metadata"].get("namespace", ""),
+        sub_resource="",
+        object=obj,
+        old_object=old,
+        dry_run=False,
+        raw={},
+    )
+
+
+def admission(*policies: dict[str, Any], team: str = "vision") -> PolicyAdmission:
+    index = PolicyIndex()
+    for p in policies:
+        index.on_policy_add(p)
+    index.on_namespace_add({"metadata": {"name": "vision", "labels": {"team": team}}})
+    return PolicyAdmission(index)
+
+
+def patched(obj: dict[str, Any], response: AdmissionResponse) -> dict[str, Any]:
+    review = encode_review(response)["response"]
+    ops = json.loads(base64.b64decode(review["patch"])) if "patch" in review else []
+    result: dict[str, Any] = jsonpatch.apply_patch(copy.deepcopy(obj), ops)
+    return result
+
+
+QUEUE = tpol(
+    "team-queue",
+    "vision",
+    defaults={
+        "runPolicy": {"cleanPodPolicy": "All", "schedulingPolicy": {"queue": "vision"}},
+        "labels": {"team": "vision"},
+    },
+)
+QUOTA = tpol("gpu-quota", "vision", limits={"maxTotalResources": {"nvidia.com/gpu": 32}})
+
+
+def test_mutate_writes_policy_defaults_after_the_built_in_ones() -> None:
+    job = ptjob()
+    stored = patched(job, mutate(request(job), policies=admission(QUEUE)))
+    rp = stored["spec"]["runPolicy"]
+    assert rp["cleanPodPolicy"] == "All"  # the policy replaces the built-in Running
+    assert rp["schedulingPolicy"]["queue"] == "vision"
+    assert rp["suspend"] is False  # built-in defaults still there
+    assert stored["metadata"]["labels"] == {"team": "vision"}
+    # Exactly the built-in defaulting plus the policy's fields.
+    assert stored["spec"]["pytorchReplicaSpecs"] == default_job(job).obj["spec"]["pytorchReplicaSpecs"]
+
+
+def test_mutate_keeps_user_values_and_ignores_other_teams() -> None:
+    job = ptjob(cleanPodPolicy="None")
+    stored = patched(job, mutate(request(job), policies=admission(QUEUE)))
+    assert stored["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+    other = patched(job, mutate(request(job), policies=admission(QUEUE, team="nlp")))
+    assert other == default_job(job).obj
+
+
+def test_mutate_does_not_apply_policy_defaults_on_update() -> None:
+    job = default_job(ptjob()).obj
+    stored = patched(job, mutate(request(job, "UPDATE", old=job), policies=admission(QUEUE)))
+    assert "schedulingPolicy" not in stored["spec"]["runPolicy"]
+
+
+def test_validate_denies_over_quota_naming_policy_field_and_limit() -> None:
+    job = default_job(ptjob(workers=6)).obj
+    response = validate(request(job), admission(QUOTA))
+    assert not response.allowed
+    assert response.status_code == 403
+    assert (
+        response.message
+        == 'policy "gpu-quota": spec.pytorchReplicaSpecs[Worker]: total nvidia.com/gpu 48 exceeds 32'
+    )
+    assert validate(request(default_job(ptjob(workers=4)).obj), admission(QUOTA)).allowed
+
+
+def test_validate_warn_mode_admits_with_the_same_text_as_warning() -> None:
+    warn = copy.deepcopy(QUOTA)
+    warn["spec"]["enforcement"] = "Warn"
+    job = default_job(ptjob(workers=6)).obj
+    response = validate(request(job), admission(warn))
+    assert response.allowed
+    assert (
+        'policy "gpu-quota": spec.pytorchReplicaSpecs[Worker]: total nvidia.com/gpu 48 exceeds 32'
+        in response.warnings
+    )
+
+
+def test_update_denies_only_new_violations() -> None:
+    policies = admission(QUOTA)
+    old = default_job(ptjob(workers=6)).obj  # already over quota (policy came later)
+    suspended = copy.deepcopy(old)
+    suspended["spec"]["runPolicy"]["suspend"] = True
+    response = validate(request(suspended, "UPDATE", old=old), policies)
+    assert response.allowed
+    assert any("48 exceeds 32" in w for w in response.warnings)
+    within = default_job(ptjob(workers=2)).obj
+    grown = copy.deepcopy(within)
+    grown["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 5
+    grown["spec"]["runPolicy"]["suspend"] = True
+    within["spec"]["runPolicy"]["suspend"] = True
+    response = validate(request(grown, "UPDATE", old=within), policies)
+    assert not response.allowed
+    assert response.message.endswith("total nvidia.com/gpu 40 exceeds 32")
+
+
+def test_metadata_only_update_removing_a_required_label_is_denied() -> None:
+    policies = admission(tpol("labels", "vision", limits={"requiredLabels": ["team"]}))
+    old = default_job(ptjob()).obj
+    old["metadata"]["labels"] = {"team": "vision"}
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {}
+    response = validate(request(new, "UPDATE", old=old), policies)
+    assert not response.allowed
+    assert response.message == 'policy "labels": metadata.labels[team]: required label is missing'
+
+
+def test_invalid_training_policy_is_refused_and_a_valid_one_admitted() -> None:
+    bad = tpol("bad", "vision", limits={"maxReplicasPerJob": -1, "allowedImages": ["[x"]})
+    response = validate(request(bad))
+    assert not response.allowed
+    assert response.message == (
+        'TrainingPolicy "bad" is invalid: [spec.limits.maxReplicasPerJob: Invalid: -1: '
+        "must be greater than or equal to 0, "
+        "spec.limits.allowedImages[0]: Invalid: '[x': has an unclosed '[' (character class)]"
+    )
+    assert validate(request(QUOTA)).allowed
+    assert validate(request(bad, "DELETE")).allowed
+
+
+def test_without_policies_the_webhook_behaves_as_before() -> None:
+    job = default_job(ptjob(workers=6)).obj
+    assert validate(request(job)).allowed
+    assert mutate(request(ptjob())).patch == mutate(request(ptjob()), policies=admission()).patch
