@@ -1,0 +1,202 @@
+"""End-to-end scenarios against a real API server (`pytest -m e2e`, needs KUBECONFIG).
+
+The real operator (`kubetrain run`) runs on this machine with URL-mode webhook configurations
+pointing at it; see tests/e2e/scenarios_support.py for the set-up, the environment variables
+and the clean-up (one throw-away namespace; CRDs removed only if this run created them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+
+def _load_support() -> ModuleType:
+    path = Path(__file__).with_name("scenarios_support.py")
+    spec = importlib.util.spec_from_file_location("kubetrain_e2e_scenarios_support", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+support = _load_support()
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+Obj = dict[str, Any]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster() -> AsyncIterator[Any]:
+    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"])
+    try:
+        yield handle
+    finally:
+        await cleanup()
+
+
+def succeeded(job: Obj) -> bool:
+    return bool(support.has_condition(job, "Succeeded"))
+
+
+JOBS = {
+    "TFJob": {"Chief": 1, "Worker": 1},
+    "PyTorchJob": {"Master": 1, "Worker": 1},
+    "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(JOBS))
+async def test_valid_job_of_each_kind_runs_to_succeeded(cluster: Any, kind: str) -> None:
+    name = f"ok-{kind.lower()}"
+    replicas = JOBS[kind]
+    created = await cluster.create_job(support.job_manifest(kind, name, cluster.namespace, replicas))
+    # The mutating webhook ran: defaults are stored in the object (BEHAVIOUR §2).
+    assert created["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+    total = sum(replicas.values())
+    pods = await cluster.wait_pods(name, total, running=False)
+    assert {p["metadata"]["name"] for p in pods} == {
+        f"{name}-{rtype.lower()}-{i}" for rtype, n in replicas.items() for i in range(n)
+    }
+    for pod in pods:
+        owner = pod["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"], owner["controller"]) == (kind, name, True)
+    await cluster.finish_pods(name, total)
+    job = await cluster.wait_job(kind, name, "Succeeded", succeeded)
+    assert job["status"]["completionTime"]
+    assert support.has_condition(job, "Running", "False")
+
+
+async def test_invalid_job_is_refused_at_apply_time(cluster: Any) -> None:
+    job = support.invalid_job(cluster.namespace, "no-image")
+    with pytest.raises(support.ApiError) as excinfo:
+        await cluster.create_job(job)
+    message = excinfo.value.message
+    assert 'admission webhook "validate.jobs.kubetrain.io" denied the request' in message
+    assert "image" in message  # names what is wrong
+    assert await cluster.get_job("PyTorchJob", "no-image") is None
+
+
+async def test_retryable_exit_code_recreates_the_pod_then_succeeds(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    name = "exitcode-retry"
+    job = support.job_manifest(
+        "PyTorchJob", name, cluster.namespace, {"Master": 1, "Worker": 1}, restart_policy="ExitCode"
+    )
+    await cluster.create_job(job)
+    pods = await cluster.wait_pods(name, 2, running=True)
+    worker = next(p for p in pods if p["metadata"]["name"] == f"{name}-worker-0")
+    old_uid = worker["metadata"]["uid"]
+    await cluster.simulator.finish(cluster.namespace, f"{name}-worker-0", exit_code=137)  # SIGKILL: retryable
+
+    async def recreated() -> bool:
+        for pod in await cluster.pods(name):
+            if pod["metadata"]["name"] == f"{name}-worker-0" and pod["metadata"]["uid"] != old_uid:
+                return True
+        return False
+
+    await support.eventually(recreated, within=90, what="worker-0 recreated under the same name")
+    job_now = await cluster.wait_job(
+        "PyTorchJob",
+        name,
+        "a counted restart",
+        lambda j: j.get("status", {}).get("replicaStatuses", {}).get("Worker", {}).get("restarts", 0) >= 1,
+    )
+    assert not support.has_condition(job_now, "Failed")
+    await cluster.finish_pods(name, 2)
+    await cluster.wait_job("PyTorchJob", name, "Succeeded", succeeded)
+
+
+async def test_permanent_exit_code_fails_the_job(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    name = "exitcode-permanent"
+    job = support.job_manifest(
+        "PyTorchJob", name, cluster.namespace, {"Master": 1, "Worker": 1}, restart_policy="ExitCode"
+    )
+    await cluster.create_job(job)
+    await cluster.wait_pods(name, 2, running=True)
+    await cluster.simulator.finish(cluster.namespace, f"{name}-worker-0", exit_code=1)
+    failed = await cluster.wait_job(
+        "PyTorchJob", name, "Failed", lambda j: support.has_condition(j, "Failed")
+    )
+    assert support.condition(failed, "Failed")["reason"] == "PermanentExitCode"
+
+
+async def test_ttl_deletes_the_finished_job(cluster: Any) -> None:
+    name = "ttl-zero"
+    job = support.job_manifest(
+        "TFJob", name, cluster.namespace, {"Worker": 1}, run_policy={"ttlSecondsAfterFinished": 0}
+    )
+    await cluster.create_job(job)
+    await cluster.finish_pods(name, 1)
+
+    async def gone() -> bool:
+        return bool(await cluster.get_job("TFJob", name) is None)
+
+    await support.eventually(gone, within=90, what="the TFJob to be deleted by its TTL")
+
+
+async def test_suspend_deletes_pods_and_resume_recreates_them(cluster: Any) -> None:
+    name = "suspend-resume"
+    job = support.job_manifest(
+        "PyTorchJob", name, cluster.namespace, {"Master": 1, "Worker": 1}, run_policy={"suspend": True}
+    )
+    await cluster.create_job(job)
+    suspended = await cluster.wait_job(
+        "PyTorchJob", name, "Suspended", lambda j: support.has_condition(j, "Suspended")
+    )
+    assert await cluster.pods(name) == []
+    assert suspended["status"].get("startTime") is None
+
+    await cluster.client.patch(
+        support.job_resource("PyTorchJob"),
+        cluster.namespace,
+        name,
+        {"spec": {"runPolicy": {"suspend": False}}},
+    )
+    resumed = await cluster.wait_job(
+        "PyTorchJob", name, "resumed", lambda j: support.has_condition(j, "Suspended", "False")
+    )
+    assert support.condition(resumed, "Suspended")["reason"] == "JobResumed"
+    await cluster.wait_pods(name, 2, running=False)
+
+    # Suspending a running job deletes its pods again.
+    await cluster.client.patch(
+        support.job_resource("PyTorchJob"),
+        cluster.namespace,
+        name,
+        {"spec": {"runPolicy": {"suspend": True}}},
+    )
+    await cluster.wait_job(
+        "PyTorchJob", name, "suspended again", lambda j: support.has_condition(j, "Suspended")
+    )
+
+    async def no_pods() -> bool:
+        return bool(await cluster.pods(name) == [])
+
+    await support.eventually(no_pods, within=90, what="the pods of the suspended job to be deleted")
+
+    await cluster.client.patch(
+        support.job_resource("PyTorchJob"),
+        cluster.namespace,
+        name,
+        {"spec": {"runPolicy": {"suspend": False}}},
+    )
+    await cluster.finish_pods(name, 2)
+    await cluster.wait_job("PyTorchJob", name, "Succeeded", succeeded)
