@@ -1,0 +1,90 @@
+"""Raw JSON requests through kubernetes_asyncio's ApiClient, for the pod simulator.
+
+kubernetes_asyncio does configuration, authentication (client certificates, tokens, exec
+plugins) and TLS; the bodies stay plain dicts (`_preload_content=False`, JSON decoded here), so
+no generated model classes are involved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client, config
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: Any) -> None:
+        message = body.get("message", "") if isinstance(body, dict) else str(body)
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.body = body
+
+
+class RawApi:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._client = api_client
+
+    @classmethod
+    async def from_kubeconfig(cls, path: str, user_agent: str) -> RawApi:
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=path, client_configuration=configuration)
+        api_client = client.ApiClient(configuration)
+        api_client.user_agent = user_agent
+        return cls(api_client)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None,
+        body: Any,
+        request_timeout: aiohttp.ClientTimeout | float | None,
+    ) -> aiohttp.ClientResponse:
+        response: aiohttp.ClientResponse = await self._client.call_api(
+            path,
+            method,
+            query_params=list((query or {}).items()),
+            header_params={"Content-Type": "application/json", "Accept": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=request_timeout,
+        )
+        return response
+
+    async def request(
+        self, method: str, path: str, *, query: dict[str, str] | None = None, body: Any = None
+    ) -> tuple[int, Any]:
+        """(HTTP status, decoded JSON body or None)."""
+        response = await self._send(method, path, query, body, 60)
+        async with response:
+            raw = await response.read()
+            status = response.status
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, {"message": raw.decode("utf-8", "replace")}
+
+    async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
+        """Watch events, one JSON object per line, until the server ends the stream."""
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=30, sock_read=float(query.get("timeoutSeconds", 300)) + 60
+        )
+        response = await self._send("GET", path, query, None, timeout)
+        async with response:
+            if response.status != 200:
+                raw = await response.read()
+                try:
+                    body: Any = json.loads(raw)
+                except ValueError:
+                    body = {"message": raw.decode("utf-8", "replace")}
+                raise ApiError(response.status, body)
+            async for line in response.content:
+                if line.strip():
+                    yield json.loads(line)
