@@ -2,14 +2,21 @@
 
 The defaulted object comes from the same pure function the controller uses
 (`kubetrain.api.defaulting.default_job`); the answer is the JSONPatch from the request's object to
-the defaulted one, computed by the `jsonpatch` library. Requests for kinds that are not ours (a
+the defaulted one, computed by the `jsonpatch` library. `json_patch` first narrows the comparison
+to what differs (the common keys of two dicts and the items of two lists of the same length are
+compared pairwise, equal ones skipped with one C-speed `==`) and lets `jsonpatch.make_patch`
+diff the rest: the keys present on one side only (add/remove/move) and everything else
+(lists of different lengths, changed types); its operations are re-rooted under the JSON pointer
+of that subtree. The result is the same
+kind of patch make_patch gives for the whole object, at a fraction of the cost for large jobs
+(make_patch's list comparison is quadratic in Python). Requests for kinds that are not ours (a
 misconfigured webhook rule) are allowed untouched, with a warning in the log.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 
@@ -25,6 +32,46 @@ log = logging.getLogger(__name__)
 
 def is_job_kind(kind: str) -> bool:
     return get_framework(kind) is not None
+
+
+def _escape(token: str | int) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def _reroot(ops: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    if not prefix:
+        return ops
+    out = []
+    for op in ops:
+        op = dict(op)
+        op["path"] = prefix + op["path"]
+        if "from" in op:
+            op["from"] = prefix + op["from"]
+        out.append(op)
+    return out
+
+
+def json_patch(src: Any, dst: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """The JSONPatch (RFC 6902) turning `src` into `dst`, computed by jsonpatch.make_patch."""
+    if src == dst:
+        return []
+    if isinstance(src, dict) and isinstance(dst, dict):
+        ops: list[dict[str, Any]] = []
+        for key, value in src.items():
+            if key in dst:
+                ops += json_patch(value, dst[key], f"{prefix}/{_escape(key)}")
+        # Keys only on one side: make_patch decides add/remove/move among them (e.g. a renamed key).
+        removed = {k: v for k, v in src.items() if k not in dst}
+        added = {k: v for k, v in dst.items() if k not in src}
+        if removed or added:
+            ops += _reroot(list(jsonpatch.make_patch(removed, added).patch), prefix)
+        return ops
+    if isinstance(src, list) and isinstance(dst, list) and len(src) == len(dst):
+        ops = []
+        for i, (a, b) in enumerate(zip(src, dst, strict=True)):
+            ops += json_patch(a, b, f"{prefix}/{i}")
+        return ops
+    return _reroot(list(jsonpatch.make_patch(src, dst).patch), prefix)
 
 
 def mutate(
@@ -46,7 +93,7 @@ def mutate(
     assert original is not None  # decode_review guarantees an object for CREATE/UPDATE
     defaulted = default_job(original, gang_scheduling=gang_scheduling)
     result = defaulted.obj if policies is None else policies.apply_defaults(request, defaulted.obj).obj
-    patch = jsonpatch.make_patch(original, result).patch
+    patch = json_patch(original, result)
     response = AdmissionResponse.allow(request.uid, defaulted.warnings)
-    response.patch = list(patch) or None
+    response.patch = patch or None
     return response
