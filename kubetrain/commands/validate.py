@@ -7,6 +7,12 @@ webhook would. Each error is printed on its own line, prefixed by the file and t
 warnings likewise. Exit status: 1 when any document is invalid or a file cannot be read or
 parsed, else 0.
 
+With `--policy FILE` (repeatable) the TrainingPolicies in FILE are applied too, as the webhooks
+would (kubetrain.policy.offline): their defaults after the built-in ones, then their limits;
+a Deny-mode violation is an error, a Warn-mode one a warning. `--namespace-labels k=v,...`
+says which namespace the jobs are meant for (without it every policy applies). A
+TrainingPolicy document among the FILEs is validated as a policy.
+
 With `--show-defaults` the defaulted objects are printed to stdout as a YAML stream and the
 findings go to stderr, so the output can be piped into `kubectl apply -f -`.
 """
@@ -22,7 +28,11 @@ import yaml
 
 from kubetrain.api.defaulting import default_job
 from kubetrain.api.jobs import check_type_meta
+from kubetrain.api.policy import KIND as POLICY_KIND
+from kubetrain.api.policy import TrainingPolicy
 from kubetrain.api.validation import validate_job
+from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
+from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
 
 
 @dataclass
@@ -48,12 +58,56 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="default as an operator with gang scheduling enabled (fills schedulingPolicy.minAvailable)",
     )
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="apply the TrainingPolicies in FILE (defaults, then limits) like the webhooks; repeatable",
+    )
+    parser.add_argument(
+        "--namespace-labels",
+        metavar="K=V,...",
+        help="labels of the jobs' namespace, to select which --policy policies apply (default: all)",
+    )
     parser.set_defaults(func=run)
+
+
+def load_policies(names: list[str], report: TextIO) -> tuple[list[TrainingPolicy], bool]:
+    """The TrainingPolicies of the --policy files; False when any file or policy is bad."""
+    policies: list[TrainingPolicy] = []
+    ok = True
+    for name in names:
+        documents, problem = read_documents(name)
+        if problem is not None:
+            print(problem, file=report)
+            ok = False
+        for doc in documents:
+            kind = doc.obj.get("kind") if isinstance(doc.obj, dict) else None
+            if kind != POLICY_KIND:
+                print(f"{doc.label}: --policy files hold TrainingPolicy objects only", file=report)
+                ok = False
+                continue
+            try:
+                policies.append(parse_policy(doc.obj))
+            except InvalidPolicyError as exc:
+                for error in exc.errors:
+                    print(f"{doc.label}: {error}", file=report)
+                ok = False
+    return policies, ok
 
 
 def run(args: argparse.Namespace) -> int:
     report: TextIO = sys.stderr if args.show_defaults else sys.stdout
-    failed = False
+    policies, policies_ok = load_policies(args.policy, report)
+    failed = not policies_ok
+    namespace_labels: dict[str, str] | None = None
+    if args.namespace_labels is not None:
+        try:
+            namespace_labels = parse_namespace_labels(args.namespace_labels)
+        except ValueError as exc:
+            print(f"--namespace-labels: {exc}", file=sys.stderr)
+            return 1
     defaulted_docs: list[Any] = []
     for name in args.files:
         documents, problem = read_documents(name)
@@ -65,7 +119,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"{_display(name)}: no documents", file=report)
             continue
         for doc in documents:
-            ok, defaulted = check_document(doc, report, gang_scheduling=args.gang_scheduling)
+            ok, defaulted = check_document(
+                doc,
+                report,
+                gang_scheduling=args.gang_scheduling,
+                policies=policies if args.policy else None,
+                namespace_labels=namespace_labels,
+            )
             failed = failed or not ok
             if defaulted is not None:
                 defaulted_docs.append(defaulted)
@@ -133,7 +193,12 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def check_document(
-    doc: Document, report: TextIO, *, gang_scheduling: bool = False
+    doc: Document,
+    report: TextIO,
+    *,
+    gang_scheduling: bool = False,
+    policies: list[TrainingPolicy] | None = None,
+    namespace_labels: dict[str, str] | None = None,
 ) -> tuple[bool, dict[str, Any] | None]:
     """Print the findings for one document; (valid?, the defaulted object or None)."""
     obj = doc.obj
@@ -144,17 +209,37 @@ def check_document(
             file=report,
         )
         return False, None
+    if obj.get("kind") == POLICY_KIND:
+        try:
+            parse_policy(obj)
+        except InvalidPolicyError as exc:
+            for error in exc.errors:
+                print(f"{doc.label}: {error}", file=report)
+            return False, None
+        print(f"{doc.label}: valid", file=report)
+        return True, obj
     type_errors = check_type_meta(obj)
     if type_errors:
         for error in type_errors:
             print(f"{doc.label}: {error}", file=report)
         return False, None
     defaulted = default_job(obj, gang_scheduling=gang_scheduling)
-    result = validate_job(defaulted.obj)
-    for warning in dict.fromkeys([*defaulted.warnings, *result.warnings]):
+    final, denials, policy_warnings = defaulted.obj, list[str](), list[str]()
+    if policies is not None:
+        verdict = evaluate_offline(
+            obj,
+            defaulted.obj,
+            policies,
+            namespace_labels=namespace_labels,
+            gang_scheduling=True if gang_scheduling else None,
+        )
+        final, denials, policy_warnings = verdict.obj, verdict.denials, verdict.warnings
+    result = validate_job(final)
+    for warning in dict.fromkeys([*defaulted.warnings, *result.warnings, *policy_warnings]):
         print(f"{doc.label}: warning: {warning}", file=report)
-    for error in result.errors:
-        print(f"{doc.label}: {error}", file=report)
-    if result.ok:
+    for line in [*map(str, result.errors), *denials]:
+        print(f"{doc.label}: {line}", file=report)
+    ok = result.ok and not denials
+    if ok:
         print(f"{doc.label}: valid", file=report)
-    return result.ok, defaulted.obj
+    return ok, final
