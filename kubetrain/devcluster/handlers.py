@@ -1,0 +1,363 @@
+"""HTTP: kube-apiserver's REST paths on an aiohttp app, request accounting, faults, watch streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Any
+
+from aiohttp import web
+
+from kubetrain.devcluster import deletion, discovery, errors, subresources, tables
+from kubetrain.devcluster.accounting import RequestLog, RequestRecord
+from kubetrain.devcluster.apiserver import ADMIN_USER, ApiServer, Result, Target
+from kubetrain.devcluster.errors import ApiError
+from kubetrain.devcluster.faults import FaultInjector
+from kubetrain.devcluster.reads import ListQuery, Reader, predicate
+from kubetrain.devcluster.store import Watcher, dumps
+from kubetrain.devcluster.types import Obj
+
+JSON = "application/json"
+WATCH_BATCH = 256
+
+
+def _json(obj: Any, code: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=dumps(obj), status=code, content_type=JSON, headers=headers)
+
+
+def _error(exc: ApiError) -> web.Response:
+    return web.Response(body=exc.body(), status=exc.code, content_type=JSON, headers=exc.headers or None)
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+class Handlers:
+    def __init__(
+        self,
+        api: ApiServer,
+        faults: FaultInjector,
+        requests: RequestLog,
+        token: str | None,
+        bookmark_interval: float,
+        server_address: str = "",
+    ) -> None:
+        self.api = api
+        self.reader = Reader(api)
+        self.faults = faults
+        self.requests = requests
+        self.token = token
+        self.bookmark_interval = bookmark_interval
+        self.server_address = server_address
+        self.streams: set[web.StreamResponse] = set()
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        return app
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            self._authenticate(request)
+            parts = [p for p in request.path.split("/") if p]
+            if not parts or parts[0] not in ("api", "apis"):
+                return self._misc(request, parts)
+            if parts[0] == "api":
+                if len(parts) == 1:
+                    return _json(discovery.api_versions(self.server_address or request.host))
+                group, version, rest = "", parts[1], parts[2:]
+            else:
+                if len(parts) == 1:
+                    return _json(discovery.api_group_list(self.api.registry))
+                if len(parts) == 2:
+                    doc = discovery.api_group(self.api.registry, parts[1])
+                    if doc is None:
+                        raise errors.ApiError(
+                            404, "NotFound", "the server could not find the requested resource"
+                        )
+                    return _json(doc)
+                group, version, rest = parts[1], parts[2], parts[3:]
+            if not rest:
+                doc = discovery.resource_list(self.api.registry, group, version)
+                if doc is None:
+                    raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+                return _json(doc)
+            return await self._resource(request, group, version, rest)
+        except ApiError as exc:
+            return _error(exc)
+
+    def _authenticate(self, request: web.Request) -> None:
+        header = request.headers.get("Authorization", "")
+        if self.token and header.startswith("Bearer ") and header[7:] != self.token:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+
+    def _misc(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
+        path = "/".join(parts)
+        if path == "version":
+            return _json(discovery.VERSION)
+        if path in ("healthz", "livez", "readyz"):
+            return web.Response(text="ok")
+        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    # ---- resource requests -------------------------------------------------------------------
+    def _target(self, request: web.Request, group: str, version: str, rest: list[str]) -> Target:
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        rt = self.api.registry.lookup(group, version, rest[0])
+        if rt is None:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and sub not in rt.subresources:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        if namespace and not rt.namespaced:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        if rt.namespaced and name and not namespace:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        dry = request.query.getall("dryRun", [])
+        if any(d != "All" for d in dry):
+            raise errors.bad_request(f'Invalid dry run value: {dry!r}: supported values: "All"')
+        user = dict(ADMIN_USER)
+        if not request.headers.get("Authorization"):
+            user = {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+        return Target(rt, version, namespace, name, sub, dry_run=bool(dry), user=user)
+
+    @staticmethod
+    def _verb(method: str, t: Target, query: Any) -> str:
+        if method == "GET":
+            if t.name:
+                return "get"
+            return "watch" if _truthy(query.get("watch")) else "list"
+        if method == "POST":
+            return "create"
+        if method == "PUT":
+            return "update"
+        if method == "PATCH":
+            return "patch"
+        if method == "DELETE":
+            return "delete" if t.name else "deletecollection"
+        raise errors.method_not_allowed(method)
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            ctype = request.headers.get("Content-Type", "")
+            if "yaml" in ctype:
+                import yaml
+
+                try:
+                    return yaml.safe_load(raw)
+                except yaml.YAMLError as exc:
+                    raise errors.bad_request(f"error decoding YAML: {exc}") from None
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {raw[:80]!r}") from None
+
+    async def _resource(
+        self, request: web.Request, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
+        t = self._target(request, group, version, rest)
+        verb = self._verb(request.method, t, request.query)
+        resource = t.rt.resource + (f"/{t.subresource}" if t.subresource else "")
+        record = RequestRecord(
+            verb, resource, group, t.namespace, t.name, request.headers.get("User-Agent", "")
+        )
+        self.requests.add(record)
+        await self.faults.check(verb, resource, group, t.namespace, t.name)
+        if verb not in t.rt.verbs and not t.subresource:
+            raise errors.method_not_allowed(verb)
+        if verb == "watch":
+            return await self._watch(request, t)
+        if verb == "list":
+            q = self._list_query(request)
+            listed = self.reader.list_page(t, q)
+            if tables.wants_table(request.headers.get("Accept", "")):
+                return _json(
+                    tables.table(t, listed["items"], listed["metadata"], request.query.get("includeObject"))
+                )
+            return _json(listed)
+        result = await self._single(request, t, verb)
+        headers = {"Warning": ", ".join(_warning(w) for w in result.warnings)} if result.warnings else None
+        if verb == "get" and not t.subresource and tables.wants_table(request.headers.get("Accept", "")):
+            return _json(
+                tables.table(
+                    t,
+                    [result.obj],
+                    {"resourceVersion": result.obj["metadata"].get("resourceVersion", "")},
+                    request.query.get("includeObject"),
+                ),
+                headers=headers,
+            )
+        return _json(result.obj, result.code, headers)
+
+    async def _single(self, request: web.Request, t: Target, verb: str) -> Result:
+        api = self.api
+        sub = t.subresource
+        if sub == "binding" and verb == "create":
+            return await subresources.bind(api, t, await self._body(request))
+        if sub == "eviction" and verb == "create":
+            return await subresources.evict(api, t, await self._body(request))
+        if sub == "scale":
+            return await subresources.scale(
+                api, t, request.method, request.headers.get("Content-Type", ""), await self._body(request)
+            )
+        if sub in ("binding", "eviction") or (sub and verb in ("create", "delete")):
+            raise errors.method_not_allowed(verb)
+        if verb == "get":
+            return Result(200, api.out(t, api.current(t)))
+        if verb == "create":
+            return await api.create(t, await self._body(request))
+        if verb == "update":
+            return await api.update(t, await self._body(request))
+        if verb == "patch":
+            return await api.patch(t, request.headers.get("Content-Type", ""), await self._body(request))
+        if verb == "delete":
+            return await deletion.delete(api, t, self._delete_options(request, await self._body(request)))
+        if verb == "deletecollection":
+            q = self._list_query(request)
+            items = await deletion.delete_collection(
+                api, t, self._delete_options(request, await self._body(request)), predicate(t, q)
+            )
+            return Result(
+                200,
+                {
+                    "kind": t.rt.list_kind,
+                    "apiVersion": t.api_version,
+                    "metadata": {"resourceVersion": str(api.store.rv)},
+                    "items": items,
+                },
+            )
+        raise errors.method_not_allowed(verb)
+
+    @staticmethod
+    def _list_query(request: web.Request) -> ListQuery:
+        q = request.query
+        try:
+            limit = int(q.get("limit", "0") or 0)
+        except ValueError:
+            raise errors.bad_request(f"invalid limit: {q.get('limit')}") from None
+        return ListQuery(
+            q.get("labelSelector", ""),
+            q.get("fieldSelector", ""),
+            limit,
+            q.get("continue", ""),
+            q.get("resourceVersion", ""),
+            q.get("resourceVersionMatch", ""),
+        )
+
+    @staticmethod
+    def _delete_options(request: web.Request, body: Any) -> dict[str, Any]:
+        options: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
+        q = request.query
+        if "gracePeriodSeconds" in q:
+            options["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+        if "propagationPolicy" in q:
+            options["propagationPolicy"] = q["propagationPolicy"]
+        if "orphanDependents" in q:
+            options["orphanDependents"] = _truthy(q["orphanDependents"])
+        return options
+
+    # ---- watch -------------------------------------------------------------------------------
+    async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
+        q = self._list_query(request)
+        bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
+        send_initial = request.query.get("sendInitialEvents")
+        timeout = request.query.get("timeoutSeconds")
+        seconds = float(timeout) if timeout else random.uniform(1800, 3600)
+        store = self.api.store
+        watcher: Watcher | None = None
+        error: ApiError | None = None
+        initial_end = False
+        try:
+            watcher, initial_end = self.reader.watch(
+                t, q, None if send_initial is None else _truthy(send_initial)
+            )
+        except ApiError as exc:
+            if exc.code != 410:
+                raise
+            error = exc
+        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        if error is not None:
+            await resp.write(dumps({"type": "ERROR", "object": error.status()}) + b"\n")
+            await resp.write_eof()
+            return resp
+        assert watcher is not None
+        self.streams.add(resp)
+        deadline = time.monotonic() + seconds
+        next_bookmark = time.monotonic() + self.bookmark_interval
+        try:
+            if initial_end and bookmarks:
+                await self._flush(resp, t, watcher)
+                await resp.write(self._bookmark(t, store.rv, initial_end=True))
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                wait = min(deadline, next_bookmark if bookmarks else deadline, now + 5.0) - now
+                try:
+                    item = await asyncio.wait_for(watcher.queue.get(), timeout=max(wait, 0.0))
+                except TimeoutError:
+                    item = ()  # type: ignore[assignment]
+                if item is None:
+                    break
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    break
+                if item:
+                    chunks = [self._line(t, item)]
+                    while not watcher.queue.empty() and len(chunks) < WATCH_BATCH:
+                        nxt = watcher.queue.get_nowait()
+                        if nxt is None:
+                            watcher.closed = True
+                            break
+                        chunks.append(self._line(t, nxt))
+                    await resp.write(b"".join(chunks))
+                    if watcher.closed and watcher.queue.empty():
+                        break
+                if bookmarks and time.monotonic() >= next_bookmark and watcher.queue.empty():
+                    await resp.write(self._bookmark(t, store.rv))
+                    next_bookmark = time.monotonic() + self.bookmark_interval
+            await resp.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError, RuntimeError):
+            pass
+        finally:
+            store.unwatch(watcher)
+            self.streams.discard(resp)
+        return resp
+
+    async def _flush(self, resp: web.StreamResponse, t: Target, watcher: Watcher) -> None:
+        chunks = []
+        while not watcher.queue.empty():
+            item = watcher.queue.get_nowait()
+            if item is None:
+                watcher.queue.put_nowait(None)
+                break
+            chunks.append(self._line(t, item))
+        if chunks:
+            await resp.write(b"".join(chunks))
+
+    def _line(self, t: Target, item: tuple[str, Obj]) -> bytes:
+        kind, obj = item
+        return dumps({"type": kind, "object": self.api.out(t, obj)}) + b"\n"
+
+    @staticmethod
+    def _bookmark(t: Target, rv: int, initial_end: bool = False) -> bytes:
+        md: dict[str, Any] = {"resourceVersion": str(rv), "creationTimestamp": None}
+        if initial_end:
+            md["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": t.rt.kind, "apiVersion": t.api_version, "metadata": md}
+        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _warning(text: str) -> str:
+    return '299 - "' + text.replace('"', '\\"') + '"'
