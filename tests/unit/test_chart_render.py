@@ -701,3 +701,37 @@ def test_run_args_parse_with_the_real_cli(chart: helm.Chart) -> None:
         args = container(render(chart, values))["args"]  # type: ignore[arg-type]
         parsed = parser.parse_args(args)
         assert parsed.command == "run"
+
+
+def test_run_args_parse_with_the_shared_operator_flags(chart: helm.Chart) -> None:
+    """The flags `kubetrain run` is built from (kubetrain.commands._flags) accept every rendered
+    argument list and read back the values the chart meant."""
+    import argparse
+
+    from kubetrain.commands import _flags
+
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    _flags.add_common_flags(parser)
+    _flags.add_controller_flags(parser)
+    _flags.add_webhook_flags(parser)
+    for param in COMBOS:
+        (values,) = param.values
+        args = container(render(chart, values))["args"]  # type: ignore[arg-type]
+        assert args[0] == "run"
+        parsed = parser.parse_args(args[1:])
+        assert parsed.gang_scheduler == values["gangScheduler"]  # type: ignore[index]
+        assert parsed.namespaces == values["watchNamespaces"]  # type: ignore[index]
+        assert parsed.leader_elect is True
+        assert parsed.leader_election_namespace == NAMESPACE
+        assert parsed.metrics_port == 8080 and parsed.webhook_port == 9443
+        assert parsed.cert_dir == "/tmp/kubetrain/certs"
+        mode = values["certificates"]["mode"]  # type: ignore[index]
+        assert parsed.cert_mode == ("self-managed" if mode == "selfManaged" else "directory")
+        if mode == "selfManaged":
+            assert parsed.cert_secret == f"{FULLNAME}-webhook-tls"
+            assert parsed.webhook_service == f"{FULLNAME}-webhook"
+            assert parsed.webhook_namespace == NAMESPACE
+            assert parsed.mutating_webhook_config == f"{FULLNAME}-mutating"
+            assert parsed.validating_webhook_config == f"{FULLNAME}-validating"
+    single = parser.parse_args(container(render(chart, {"leaderElection": {"enabled": False}}))["args"][1:])
+    assert single.leader_elect is False
