@@ -58,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "crds"
 CHART_DIR = ROOT / "charts" / "kubetrain"
 NODES = ResourceRef("", "v1", "nodes", "Node", False)
+SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_prefix
 T = TypeVar("T")
 Obj = dict[str, Any]
 
@@ -348,6 +349,8 @@ async def should_simulate_pods(client: KubeClient) -> bool:
         return False
     nodes = await client.list(NODES)
     for node in nodes.get("items", []):
+        if node["metadata"]["name"].startswith(SIMULATED_NODE_PREFIX):
+            continue  # left by an earlier simulated run, no kubelet behind it
         for cond in node.get("status", {}).get("conditions", []):
             if cond.get("type") == "Ready" and cond.get("status") == "True":
                 return False
