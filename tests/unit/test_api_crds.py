@@ -1,0 +1,112 @@
+"""Generated CRDs: structural-schema rules, size, subresources, columns, committed files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from kubetrain.api.crdgen import all_crds, crd_file_name, job_crds
+from kubetrain.commands.crds import render_crd
+
+CRDS = all_crds()
+IDS = [c["metadata"]["name"] for c in CRDS]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def schema_of(crd: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from nodes(sub, f"{path}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from nodes(schema["additionalProperties"], f"{path}[*]")
+    if isinstance(schema.get("items"), dict):
+        yield from nodes(schema["items"], f"{path}[]")
+
+
+@pytest.mark.parametrize("crd", CRDS, ids=IDS)
+def test_schema_is_structural(crd: dict[str, Any]) -> None:
+    for path, node in nodes(schema_of(crd)):
+        assert "$ref" not in node, path
+        int_or_string = node.get("x-kubernetes-int-or-string") is True
+        preserve = node.get("x-kubernetes-preserve-unknown-fields") is True
+        # every node has a type, except int-or-string ones
+        assert node.get("type") or int_or_string, path
+        if "anyOf" in node:
+            assert int_or_string and node["anyOf"] == [{"type": "integer"}, {"type": "string"}], path
+        assert not ("properties" in node and "additionalProperties" in node), path
+        assert node.get("additionalProperties") is not False, path
+        assert "nullable" not in node and "default" not in node, path
+        if node.get("type") == "object":
+            assert (
+                "properties" in node or "additionalProperties" in node or preserve or path == ".metadata"
+            ), path
+        if node.get("type") == "array":
+            assert "items" in node, path
+    assert schema_of(crd)["properties"]["metadata"] == {"type": "object"}
+
+
+@pytest.mark.parametrize("crd", CRDS, ids=IDS)
+def test_small_enough_for_client_side_apply(crd: dict[str, Any]) -> None:
+    # kubectl apply (client side) stores the object in an annotation limited to 256 KiB.
+    assert len(render_crd(crd).encode()) < 256 * 1024
+    assert len(json.dumps(crd).encode()) < 256 * 1024
+
+
+@pytest.mark.parametrize("crd", CRDS, ids=IDS)
+def test_is_a_valid_crd_object(crd: dict[str, Any]) -> None:
+    kubernetes_validate.validate(crd, "1.34", strict=True)
+
+
+def test_job_crds_names_subresources_and_columns() -> None:
+    by_kind = {c["spec"]["names"]["kind"]: c for c in job_crds()}
+    assert set(by_kind) == {"TFJob", "PyTorchJob", "MXJob"}
+    for kind, short in (("TFJob", "tfj"), ("PyTorchJob", "ptj"), ("MXJob", "mxj")):
+        spec = by_kind[kind]["spec"]
+        assert spec["group"] == "kubetrain.io" and spec["scope"] == "Namespaced"
+        assert spec["names"]["shortNames"] == [short]
+        assert spec["names"]["categories"] == ["kubetrain"]
+        (version,) = spec["versions"]
+        assert version["name"] == "v1" and version["served"] and version["storage"]
+        assert "status" in version["subresources"]
+        columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+        assert columns["State"] == ".status.conditions[-1:].type"
+        assert list(columns) == ["State", "Replicas", "Active", "Age"]
+    scale = by_kind["PyTorchJob"]["spec"]["versions"][0]["subresources"]["scale"]
+    assert scale == {
+        "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
+        "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+        "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+    }
+    assert "scale" not in by_kind["TFJob"]["spec"]["versions"][0]["subresources"]
+
+
+def test_templates_are_preserved_and_quantities_int_or_string() -> None:
+    schema = schema_of(next(c for c in job_crds() if c["spec"]["names"]["kind"] == "PyTorchJob"))
+    replica = schema["properties"]["spec"]["properties"]["pytorchReplicaSpecs"]["additionalProperties"]
+    assert replica["properties"]["template"] == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    assert replica["properties"]["restartPolicy"]["enum"] == ["Always", "OnFailure", "Never", "ExitCode"]
+    sched = schema["properties"]["spec"]["properties"]["runPolicy"]["properties"]["schedulingPolicy"]
+    assert sched["properties"]["minResources"]["additionalProperties"]["x-kubernetes-int-or-string"] is True
+    metrics = schema["properties"]["spec"]["properties"]["elasticPolicy"]["properties"]["metrics"]
+    assert metrics["items"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+@pytest.mark.parametrize("crd", CRDS, ids=IDS)
+def test_committed_file_matches_generator(crd: dict[str, Any]) -> None:
+    committed = ROOT / "crds" / crd_file_name(crd)
+    assert committed.read_text() == render_crd(crd)
+    assert yaml.safe_load(committed.read_text()) == crd
