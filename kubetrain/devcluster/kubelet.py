@@ -102,6 +102,7 @@ class PodSimulator:
         self._ip_counter = 0
         self._bind_counter = 0
         self._synced = asyncio.Event()
+        self._deleted: set[str] = set()  # uids this kubelet already removed
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -255,6 +256,10 @@ class PodSimulator:
         if kind == "DELETED":
             self._pods.pop(key, None)
             self._cancel_timer(key)
+            uid = str((pod.get("metadata") or {}).get("uid", ""))
+            self._deleted.discard(uid)
+            self._pod_ips.pop(uid, None)
+            self._starts = {k: v for k, v in self._starts.items() if k[0] != uid}
         else:
             old = self._pods.get(key)
             if old is not None and _rv_older(pod, old):
@@ -430,6 +435,8 @@ class PodSimulator:
     async def _finish_deletion(self, key: Key) -> None:
         self._cancel_timer(key)
         pod = self._pods[key]
+        if str(pod["metadata"].get("uid", "")) in self._deleted:
+            return
         if _phase(pod) not in podstatus.TERMINAL_PHASES:
 
             def build(p: dict[str, Any]) -> dict[str, Any] | None:
@@ -451,6 +458,7 @@ class PodSimulator:
         code, body = await self.api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body=options)
         if code not in (200, 202, 404, 409):
             raise ApiError(code, body)
+        self._deleted.add(str(pod["metadata"].get("uid", "")))
 
     async def _write_status(self, key: Key, build: StatusBuilder) -> dict[str, Any] | None:
         """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild."""

@@ -1,0 +1,94 @@
+"""The job as the planner sees it: defaulted, validated and laid out — once per spec generation.
+
+`prepare_job` applies `kubetrain.api.defaulting.default_job` in memory (the same function the
+mutating webhook uses, so a job stored without the webhook behaves the same), validates the
+result with `kubetrain.api.validation.validate_job` (pod templates included) and builds the
+engine's `JobLayout`. That work depends only on the spec, so `JobCache` keeps the result per
+(uid, generation, gang scheduling): a reconcile of an unchanged job does no deep copy, no
+defaulting and no schema validation.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.defaulting import default_job
+from kubetrain.api.validation import validate_job
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.env import JobLayout, build_layout
+from kubetrain.frameworks.registry import get_framework
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    framework: Framework | None  # None: a kind kubetrain does not know
+    layout: JobLayout | None  # None when the job is invalid
+    errors: list[str] = field(default_factory=list)  # "path: Kind: message" per problem
+    warnings: list[str] = field(default_factory=list)
+    defaulted: Mapping[str, Any] = field(default_factory=dict)  # the defaulted job (no status)
+
+    @property
+    def valid(self) -> bool:
+        return self.layout is not None and not self.errors
+
+
+def prepare_job(obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> PreparedJob:
+    """Default, validate and lay out one job (no caching; see `JobCache`)."""
+    kind = obj.get("kind")
+    framework = get_framework(kind) if isinstance(kind, str) else None
+    if framework is None:
+        return PreparedJob(None, None, [f"kind: Unsupported value: {kind!r}"])
+    bare = {k: v for k, v in obj.items() if k != "status"}
+    defaulted = default_job(bare, gang_scheduling=gang_scheduling)
+    result = validate_job(defaulted.obj)
+    errors = [str(e) for e in result.errors]
+    warnings = [*defaulted.warnings, *result.warnings]
+    layout, layout_errors = build_layout(defaulted.obj, framework)
+    if layout_errors and not errors:
+        errors = layout_errors
+    if errors:
+        return PreparedJob(framework, None, errors, warnings, defaulted.obj)
+    return PreparedJob(framework, layout, [], warnings, defaulted.obj)
+
+
+class JobCache:
+    """Prepared jobs by (uid, generation, gang scheduling), least recently used dropped first.
+
+    `metadata.generation` changes with every spec change of a CRD with the status subresource,
+    so a cached entry never goes stale. Objects without uid or generation (e.g. `render` input)
+    are prepared every time.
+    """
+
+    def __init__(self, max_entries: int = 8192) -> None:
+        self._entries: OrderedDict[tuple[str, int, bool], PreparedJob] = OrderedDict()
+        self._max = max_entries
+
+    def get(self, obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> PreparedJob:
+        meta = obj.get("metadata") or {}
+        uid, generation = meta.get("uid"), meta.get("generation")
+        if not isinstance(uid, str) or not uid or not isinstance(generation, int):
+            return prepare_job(obj, gang_scheduling=gang_scheduling)
+        key = (uid, generation, gang_scheduling)
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+            return hit
+        prepared = prepare_job(obj, gang_scheduling=gang_scheduling)
+        self._entries[key] = prepared
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        return prepared
+
+    def forget(self, uid: str) -> None:
+        """Drop every entry of a job (call when the job is deleted)."""
+        for key in [k for k in self._entries if k[0] == uid]:
+            del self._entries[key]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+DEFAULT_CACHE = JobCache()

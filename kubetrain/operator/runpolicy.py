@@ -1,0 +1,77 @@
+"""Run policy (BEHAVIOUR.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy.
+
+All times are computed, never polled: the planner returns the exact instant it must be woken
+(`Plan.requeue_at`) for a deadline or a TTL, and acts when `now` has reached it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+OPERATOR_MANAGER = "kubetrain.io/operator"
+DEFAULT_CLEAN_POD_POLICY = "Running"
+
+
+def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = spec.get("runPolicy")
+    return value if isinstance(value, Mapping) else {}
+
+
+def is_managed(job: Mapping[str, Any]) -> bool:
+    """False when `spec.runPolicy.managedBy` names another controller: leave the job alone."""
+    spec = job.get("spec")
+    manager = run_policy(spec).get("managedBy") if isinstance(spec, Mapping) else None
+    return manager in (None, "", OPERATOR_MANAGER)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def suspended(spec: Mapping[str, Any]) -> bool:
+    return run_policy(spec).get("suspend") is True
+
+
+def clean_pod_policy(spec: Mapping[str, Any]) -> str:
+    value = run_policy(spec).get("cleanPodPolicy")
+    return value if value in ("All", "Running", "None") else DEFAULT_CLEAN_POD_POLICY
+
+
+def backoff_limit(spec: Mapping[str, Any]) -> int | None:
+    return _int(run_policy(spec).get("backoffLimit"))
+
+
+def deadline(spec: Mapping[str, Any], start_time: datetime | None) -> datetime | None:
+    """startTime + activeDeadlineSeconds (None when either is unset)."""
+    seconds = _int(run_policy(spec).get("activeDeadlineSeconds"))
+    if seconds is None or start_time is None:
+        return None
+    return start_time + timedelta(seconds=seconds)
+
+
+def ttl_expiry(spec: Mapping[str, Any], completion_time: datetime | None) -> datetime | None:
+    """completionTime + ttlSecondsAfterFinished (None when unset, or while suspended)."""
+    seconds = _int(run_policy(spec).get("ttlSecondsAfterFinished"))
+    if seconds is None or completion_time is None or suspended(spec):
+        return None
+    return completion_time + timedelta(seconds=seconds)
+
+
+def is_active_pod(pod: Mapping[str, Any]) -> bool:
+    """Running or Pending (what "Running" cleanup and deadline/backoff failures delete)."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase in (None, "", "Pending", "Running", "Unknown")
+
+
+def pods_to_clean(policy: str, pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Names of the pods cleanPodPolicy removes once the job is finished."""
+    if policy == "None":
+        return []
+    return [p["metadata"]["name"] for p in pods if policy == "All" or is_active_pod(p)]
+
+
+def earliest(*times: datetime | None) -> datetime | None:
+    present = [t for t in times if t is not None]
+    return min(present) if present else None

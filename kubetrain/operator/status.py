@@ -1,0 +1,177 @@
+"""Job status per BEHAVIOUR.md §5: conditions, replica statuses, times — pure helpers.
+
+Conditions are `{type, status, reason, message, lastUpdateTime, lastTransitionTime}`.
+A condition is only touched when its status, reason or message changes (so an unchanged
+reconcile produces an identical status and no write): `lastUpdateTime` moves then, and
+`lastTransitionTime` only when `status` flips. Running and Restarting replace each other:
+setting one True sets the other False. A terminal condition (Succeeded/Failed) sets Running
+(and Restarting) False, and once a job is terminal its conditions never change again.
+
+Status writes are kept to a handful per job (DESIGN.md: ≤ 4 over a clean life): a change of the
+per-type pod counts alone (`active`, `pending`, `succeeded`, `failed`) does not make a write;
+the counts are refreshed with every write that happens for another reason (a condition,
+`restarts`, `startTime`, `completionTime`, `observedGeneration`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+CREATED = "Created"
+RUNNING = "Running"
+RESTARTING = "Restarting"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+SUSPENDED = "Suspended"
+TERMINAL = (SUCCEEDED, FAILED)
+
+REASON_CREATED = "JobCreated"
+REASON_RUNNING = "JobRunning"
+REASON_RESTARTING = "JobRestarting"
+REASON_SUCCEEDED = "JobSucceeded"
+REASON_FAILED = "JobFailed"
+REASON_PERMANENT_EXIT_CODE = "PermanentExitCode"
+REASON_BACKOFF_LIMIT = "BackoffLimitExceeded"
+REASON_DEADLINE = "DeadlineExceeded"
+REASON_SUSPENDED = "JobSuspended"
+REASON_RESUMED = "JobResumed"
+REASON_GANG = "GangScheduling"
+REASON_INVALID_SPEC = "InvalidSpec"
+REASON_SERVICE_CONFLICT = "ServiceConflict"
+
+COUNT_FIELDS = ("active", "pending", "succeeded", "failed")
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 with second precision, as metav1.Time is serialised."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def floor_second(t: datetime) -> datetime:
+    return t.replace(microsecond=0)
+
+
+def get_condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def is_true(status: dict[str, Any], ctype: str) -> bool:
+    cond = get_condition(status, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def terminal_condition(status: dict[str, Any]) -> str | None:
+    for ctype in TERMINAL:
+        if is_true(status, ctype):
+            return ctype
+    return None
+
+
+def set_condition(
+    status: dict[str, Any], ctype: str, value: bool, reason: str, message: str, now: datetime
+) -> bool:
+    """Set one condition in `status` (mutated); True when something changed.
+
+    A condition that does not exist yet is not created just to say False.
+    """
+    conditions = status.setdefault("conditions", [])
+    cond = get_condition(status, ctype)
+    new_status = "True" if value else "False"
+    if cond is None:
+        if not value:
+            return False
+        stamp = format_time(now)
+        conditions.append(
+            {
+                "type": ctype,
+                "status": new_status,
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+        )
+        return True
+    if cond.get("status") == new_status and cond.get("reason") == reason and cond.get("message") == message:
+        return False
+    stamp = format_time(now)
+    if cond.get("status") != new_status:
+        cond["lastTransitionTime"] = stamp
+    cond.update({"status": new_status, "reason": reason, "message": message, "lastUpdateTime": stamp})
+    return True
+
+
+def set_running(status: dict[str, Any], reason: str, message: str, now: datetime) -> bool:
+    changed = set_condition(status, RUNNING, True, reason, message, now)
+    if is_true(status, RESTARTING):
+        changed |= set_condition(status, RESTARTING, False, reason, message, now)
+    return changed
+
+
+def set_restarting(status: dict[str, Any], message: str, now: datetime) -> bool:
+    changed = set_condition(status, RESTARTING, True, REASON_RESTARTING, message, now)
+    if is_true(status, RUNNING):
+        changed |= set_condition(status, RUNNING, False, REASON_RESTARTING, message, now)
+    return changed
+
+
+def set_not_running(status: dict[str, Any], reason: str, message: str, now: datetime) -> bool:
+    """Running=False (created if missing: it says why the job is not running yet)."""
+    cond = get_condition(status, RUNNING)
+    if cond is None:
+        status.setdefault("conditions", [])
+        stamp = format_time(now)
+        status["conditions"].append(
+            {
+                "type": RUNNING,
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+        )
+        return True
+    return set_condition(status, RUNNING, False, reason, message, now)
+
+
+def set_terminal(status: dict[str, Any], ctype: str, reason: str, message: str, now: datetime) -> bool:
+    """Succeeded/Failed=True, Running and Restarting False, completionTime set."""
+    changed = set_condition(status, ctype, True, reason, message, now)
+    for other in (RUNNING, RESTARTING):
+        if is_true(status, other):
+            changed |= set_condition(status, other, False, reason, message, now)
+    if not status.get("completionTime"):
+        status["completionTime"] = format_time(now)
+        changed = True
+    return changed
+
+
+def without_counts(status: dict[str, Any]) -> dict[str, Any]:
+    """The status with the per-type pod counts left out (what decides whether to write)."""
+    out = dict(status)
+    replicas = status.get("replicaStatuses")
+    if isinstance(replicas, dict):
+        out["replicaStatuses"] = {
+            t: {k: v for k, v in (rs or {}).items() if k not in COUNT_FIELDS} if isinstance(rs, dict) else rs
+            for t, rs in replicas.items()
+        }
+    return out
+
+
+def status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return without_counts(old) != without_counts(new)

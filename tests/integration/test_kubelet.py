@@ -1,0 +1,221 @@
+"""The pod simulator against devcluster, through its public API only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kubetrain.devcluster import podstatus
+from kubetrain.devcluster.kubelet import PodSimulator
+from kubetrain.devcluster.kubelet_api import RawApi
+from kubetrain.devcluster.server import DevCluster
+from kubetrain.kube.clock import FakeClock
+
+NS = "default"
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[DevCluster]:
+    async with DevCluster() as c:
+        yield c
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def sim(cluster: DevCluster, clock: FakeClock) -> AsyncIterator[PodSimulator]:
+    async with PodSimulator(cluster.kubeconfig_path, nodes=2, clock=clock) as s:
+        yield s
+
+
+@pytest.fixture
+async def raw(cluster: DevCluster) -> AsyncIterator[RawApi]:
+    api = await RawApi.from_kubeconfig(cluster.kubeconfig_path, "kubelet-test")
+    yield api
+    await api.close()
+
+
+def pod_manifest(
+    name: str,
+    *,
+    restart_policy: str = "Never",
+    annotations: dict[str, str] | None = None,
+    scheduler: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "restartPolicy": restart_policy,
+        "containers": [{"name": "pytorch", "image": "trainer:1"}],
+    }
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
+        "spec": spec,
+    }
+
+
+async def create(raw: RawApi, pod: dict[str, Any]) -> dict[str, Any]:
+    code, body = await raw.request("POST", f"/api/v1/namespaces/{NS}/pods", body=pod)
+    assert code == 201, body
+    return dict(body)
+
+
+async def get(raw: RawApi, name: str) -> tuple[int, Any]:
+    return await raw.request("GET", f"/api/v1/namespaces/{NS}/pods/{name}")
+
+
+def main_container(pod: dict[str, Any]) -> dict[str, Any]:
+    return dict(pod["status"]["containerStatuses"][0])
+
+
+async def test_registers_ready_nodes_once(cluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
+    code, nodes = await raw.request("GET", "/api/v1/nodes")
+    assert code == 200
+    names = sorted(n["metadata"]["name"] for n in nodes["items"])
+    assert names == ["kubetrain-sim-node-0", "kubetrain-sim-node-1"]
+    for node in nodes["items"]:
+        ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+        assert ready["status"] == "True"
+    async with PodSimulator(cluster.kubeconfig_path, nodes=2):
+        pass
+    code, again = await raw.request("GET", "/api/v1/nodes")
+    assert len(again["items"]) == 2
+
+
+async def test_binds_and_runs_a_pod_and_holds_it(sim: PodSimulator, raw: RawApi, clock: FakeClock) -> None:
+    await create(raw, pod_manifest("held"))
+    await sim.wait_for_phase(NS, "held", "Running")
+    code, pod = await get(raw, "held")
+    assert code == 200
+    assert pod["spec"]["nodeName"] in sim.node_names
+    assert pod["status"]["phase"] == "Running"
+    assert pod["status"]["podIP"].startswith("10.244.")
+    assert pod["status"]["startTime"]
+    assert main_container(pod)["state"]["running"]
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    await clock.advance(3600)
+    code, pod = await get(raw, "held")
+    assert pod["status"]["phase"] == "Running"  # no run-seconds: held until a test says otherwise
+
+
+async def test_run_seconds_and_exit_code_annotations(
+    sim: PodSimulator, raw: RawApi, clock: FakeClock
+) -> None:
+    annotations = {podstatus.RUN_SECONDS: "30", podstatus.EXIT_CODE: "137", podstatus.REASON: "OOMKilled"}
+    await create(raw, pod_manifest("oom", annotations=annotations))
+    await sim.wait_for_phase(NS, "oom", "Running")
+    await clock.advance(29)
+    assert (await get(raw, "oom"))[1]["status"]["phase"] == "Running"
+    await clock.advance(1)
+    pod = await sim.wait_for_phase(NS, "oom", "Failed")
+    terminated = main_container(pod)["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "OOMKilled")
+    assert (await get(raw, "oom"))[1]["status"]["phase"] == "Failed"
+
+
+async def test_on_failure_restarts_in_place_then_gives_up(
+    sim: PodSimulator, raw: RawApi, clock: FakeClock
+) -> None:
+    annotations = {podstatus.RUN_SECONDS: "10", podstatus.EXIT_CODE: "1", podstatus.RESTARTS_BEFORE_EXIT: "2"}
+    await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
+    await sim.wait_for_phase(NS, "flaky", "Running")
+    for expected in (1, 2):
+        await clock.advance(10)
+        pod = await sim.wait_for(
+            NS, "flaky", lambda p, n=expected: p is not None and podstatus.restart_count(p) == n
+        )
+        assert pod is not None
+        status = main_container(pod)
+        assert pod["status"]["phase"] == "Running"
+        assert status["lastState"]["terminated"]["exitCode"] == 1
+        assert "running" in status["state"]
+    await clock.advance(10)
+    pod = await sim.wait_for_phase(NS, "flaky", "Failed")
+    assert main_container(pod)["restartCount"] == 2
+    assert main_container(pod)["state"]["terminated"]["exitCode"] == 1
+
+
+async def test_finish_evict_and_restart_container(sim: PodSimulator, raw: RawApi) -> None:
+    for name in ("done", "broken", "evicted"):
+        await create(raw, pod_manifest(name))
+    await create(raw, pod_manifest("restarting", restart_policy="OnFailure"))
+
+    await sim.finish(NS, "done")
+    await sim.finish(NS, "broken", exit_code=3)
+    await sim.evict(NS, "evicted")
+    await sim.restart_container(NS, "restarting", exit_code=137)
+
+    done = (await get(raw, "done"))[1]
+    assert done["status"]["phase"] == "Succeeded"
+    assert main_container(done)["state"]["terminated"]["reason"] == "Completed"
+    broken = (await get(raw, "broken"))[1]
+    assert broken["status"]["phase"] == "Failed"
+    assert main_container(broken)["state"]["terminated"] == {
+        **main_container(broken)["state"]["terminated"],
+        "exitCode": 3,
+        "reason": "Error",
+    }
+    evicted = (await get(raw, "evicted"))[1]
+    assert (evicted["status"]["phase"], evicted["status"]["reason"]) == ("Failed", "Evicted")
+    assert any(
+        c["type"] == "DisruptionTarget" and c["status"] == "True" for c in evicted["status"]["conditions"]
+    )
+    restarting = (await get(raw, "restarting"))[1]
+    assert restarting["status"]["phase"] == "Running"
+    assert main_container(restarting)["restartCount"] == 1
+    assert main_container(restarting)["lastState"]["terminated"]["exitCode"] == 137
+
+    with pytest.raises(ValueError, match="restartPolicy Never"):
+        await create(raw, pod_manifest("never"))
+        await sim.restart_container(NS, "never")
+    with pytest.raises(ValueError, match="already Succeeded"):
+        await sim.finish(NS, "done")
+
+
+async def test_only_its_schedulers_pods_are_bound(cluster: DevCluster, raw: RawApi) -> None:
+    async with PodSimulator(cluster.kubeconfig_path, nodes=1) as sim:
+        await create(raw, pod_manifest("gang", scheduler="volcano"))
+        await create(raw, pod_manifest("plain"))
+        await sim.wait_for_phase(NS, "plain", "Running")
+        assert not (await get(raw, "gang"))[1]["spec"].get("nodeName")
+    async with PodSimulator(
+        cluster.kubeconfig_path, nodes=1, scheduler_names=("default-scheduler", "volcano")
+    ) as sim:
+        await sim.wait_for_phase(NS, "gang", "Running")
+
+
+async def test_graceful_deletion_is_finished(cluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
+    await create(raw, pod_manifest("doomed"))
+    await sim.wait_for_phase(NS, "doomed", "Running")
+    code, body = await raw.request("DELETE", f"/api/v1/namespaces/{NS}/pods/doomed")
+    assert code in (200, 202), body
+    await sim.wait_for(NS, "doomed", lambda p: p is None)
+    assert (await get(raw, "doomed"))[0] == 404
+    # The API server only marked it; the simulated kubelet stopped the containers and removed it.
+    assert cluster.requests.count(verb="delete", resource="pods", user_agent="kubetrain-pod-simulator") == 1
+
+
+async def test_status_write_conflict_is_retried(cluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
+    await create(raw, pod_manifest("contended"))
+    await sim.wait_for_phase(NS, "contended", "Running")
+    rule = cluster.faults.fail(verb="update", resource="pods/status", name="contended", status=409)
+    await sim.finish(NS, "contended", exit_code=0)
+    assert rule.fired == 1
+    assert (await get(raw, "contended"))[1]["status"]["phase"] == "Succeeded"
+
+
+async def test_default_run_seconds(cluster: DevCluster, raw: RawApi, clock: FakeClock) -> None:
+    async with PodSimulator(cluster.kubeconfig_path, nodes=1, clock=clock, default_run_seconds=5) as sim:
+        await create(raw, pod_manifest("quick"))
+        await sim.wait_for_phase(NS, "quick", "Running")
+        await clock.advance(5)
+        pod = await sim.wait_for_phase(NS, "quick", "Succeeded")
+        assert json.dumps(main_container(pod)["state"]["terminated"]["exitCode"]) == "0"
