@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "crds",
     "certs",
     "webhook",
+    "render",
 )
 
 

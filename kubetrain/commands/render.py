@@ -35,7 +35,9 @@ def add_parser(subparsers: Any) -> None:
             "cluster environment (TF_CONFIG, MASTER_ADDR, PET_*, DMLC_*, MX_CONFIG)."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="job manifest (YAML, may hold several jobs); '-' reads stdin")
+    parser.add_argument(
+        "file", metavar="FILE", help="job manifest (YAML, may hold several jobs); '-' reads stdin"
+    )
     parser.add_argument(
         "-n", "--namespace", default=None, help="namespace when the manifest has none (default: default)"
     )
@@ -45,7 +47,9 @@ def add_parser(subparsers: Any) -> None:
         default="none",
         help="render as an operator with this gang scheduler (adds the PodGroup and pod decorations)",
     )
-    parser.add_argument("--scheduler-name", default=None, help="schedulerName the operator is configured with")
+    parser.add_argument(
+        "--scheduler-name", default=None, help="schedulerName the operator is configured with"
+    )
     parser.set_defaults(func=run)
 
 
