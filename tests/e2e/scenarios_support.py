@@ -425,6 +425,9 @@ class Cluster:
         if self.simulator is None:
             return
         pods = await self.wait_pods(job_name, count, running=True)
+        # The master-role pod last: its success ends the job, and cleanPodPolicy then deletes
+        # pods that are still running.
+        pods.sort(key=lambda p: p["metadata"].get("labels", {}).get("kubetrain.io/job-role") == "master")
         for pod in pods:
             name = pod["metadata"]["name"]
             await self.simulator.finish(self.namespace, name, exit_code=(exit_codes or {}).get(name, 0))
