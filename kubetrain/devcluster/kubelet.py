@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster import podstatus
-from kubetrain.devcluster.kubelet_api import ApiError, RawApi
+from kubetrain.devcluster.kubelet_api import ApiError, RawApi, list_then_watch, register_nodes, renew_lease
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,6 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
 
-LEASE_NAMESPACE = "kube-node-lease"
 HEARTBEAT_SECONDS = 10.0
 TERMINATION_EXIT_CODE = 143
 
@@ -115,8 +114,8 @@ class PodSimulator:
 
     async def start(self) -> None:
         self._api = await RawApi.from_kubeconfig(self.kubeconfig_path, self._user_agent)
-        await self._register_nodes()
-        self._spawn(self._watch_loop())
+        await register_nodes(self.api, self._host_ips, self.clock.now())
+        self._spawn(list_then_watch(self.api, self._pods_path(), self._observe, self._relisted))
         self._spawn(self._heartbeat_loop())
         await asyncio.wait_for(self._synced.wait(), 30)
 
@@ -146,110 +145,25 @@ class PodSimulator:
 
     # -- nodes ----------------------------------------------------------------------------------
 
-    async def _register_nodes(self) -> None:
-        for name in self.node_names:
-            now = self.clock.now()
-            code, node = await self.api.request("GET", f"/api/v1/nodes/{name}")
-            if code == 404:
-                code, node = await self.api.request(
-                    "POST", "/api/v1/nodes", body=podstatus.node_object(name, self._host_ips[name], now)
-                )
-                if code not in (200, 201, 409):
-                    raise ApiError(code, node)
-                code, node = await self.api.request("GET", f"/api/v1/nodes/{name}")
-            if code != 200:
-                raise ApiError(code, node)
-            node["status"] = podstatus.node_status(name, self._host_ips[name], now)
-            code, body = await self.api.request("PUT", f"/api/v1/nodes/{name}/status", body=node)
-            if code not in (200, 409):
-                raise ApiError(code, body)
-
     async def _heartbeat_loop(self) -> None:
         while True:
             for name in self.node_names:
                 try:
-                    await self._renew_lease(name)
-                except (ApiError, OSError, TimeoutError) as exc:
+                    await renew_lease(self.api, name, self.clock.now())
+                except (TimeoutError, ApiError, OSError) as exc:
                     log.debug("node lease %s not renewed: %s", name, exc)
             await self.clock.sleep(HEARTBEAT_SECONDS)
-
-    async def _renew_lease(self, node: str) -> None:
-        renew = self.clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
-        code, lease = await self.api.request("GET", f"{path}/{node}")
-        if code == 404:
-            lease = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": node, "namespace": LEASE_NAMESPACE},
-                "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
-            }
-            await self.api.request("POST", path, body=lease)
-        elif code == 200:
-            lease.setdefault("spec", {})["renewTime"] = renew
-            await self.api.request("PUT", f"{path}/{node}", body=lease)
-
-    # -- watching -------------------------------------------------------------------------------
 
     def _pods_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
 
-    async def _watch_loop(self) -> None:
-        resource_version: str | None = None
-        failures = 0
-        while True:
-            try:
-                if resource_version is None:
-                    resource_version = await self._relist()
-                    self._synced.set()
-                query = {
-                    "watch": "true",
-                    "resourceVersion": resource_version,
-                    "allowWatchBookmarks": "true",
-                    "timeoutSeconds": "300",
-                }
-                async for event in self.api.stream(self._pods_path(), query):
-                    failures = 0
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":
-                        if obj.get("code") == 410:
-                            resource_version = None
-                            break
-                        raise ApiError(int(obj.get("code") or 500), obj)
-                    resource_version = str(
-                        (obj.get("metadata") or {}).get("resourceVersion") or resource_version
-                    )
-                    if kind != "BOOKMARK":
-                        await self._observe(str(kind), obj)
-            except asyncio.CancelledError:
-                raise
-            except ApiError as exc:
-                if exc.status == 410:
-                    resource_version = None
-                failures += 1
-            except Exception as exc:  # connection loss, server restart: back off and re-watch
-                log.debug("pod watch interrupted: %s", exc)
-                failures += 1
-            if failures:
-                await asyncio.sleep(min(5.0, 0.05 * 2**failures))
-
-    async def _relist(self) -> str:
-        seen: set[Key] = set()
-        query: dict[str, str] = {"limit": "500"}
-        while True:
-            code, body = await self.api.request("GET", self._pods_path(), query=query)
-            if code != 200:
-                raise ApiError(code, body)
-            for pod in body.get("items") or []:
-                seen.add(_key(pod))
-                await self._observe("ADDED", pod)
-            meta = body.get("metadata") or {}
-            if not meta.get("continue"):
-                break
-            query = {"limit": "500", "continue": str(meta["continue"])}
+    async def _relisted(self, pods: list[dict[str, Any]]) -> None:
+        seen = {_key(pod) for pod in pods}
+        for pod in pods:
+            await self._observe("ADDED", pod)
         for key in [k for k in self._pods if k not in seen]:
             await self._observe("DELETED", self._pods[key])
-        return str(meta.get("resourceVersion", ""))
+        self._synced.set()
 
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
         key = _key(pod)

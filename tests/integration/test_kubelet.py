@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -72,6 +72,10 @@ async def get(raw: RawApi, name: str) -> tuple[int, Any]:
     return await raw.request("GET", f"/api/v1/namespaces/{NS}/pods/{name}")
 
 
+def restarted(times: int) -> Callable[[dict[str, Any] | None], bool]:
+    return lambda pod: pod is not None and podstatus.restart_count(pod) == times
+
+
 def main_container(pod: dict[str, Any]) -> dict[str, Any]:
     return dict(pod["status"]["containerStatuses"][0])
 
@@ -129,9 +133,7 @@ async def test_on_failure_restarts_in_place_then_gives_up(
     await sim.wait_for_phase(NS, "flaky", "Running")
     for expected in (1, 2):
         await clock.advance(10)
-        pod = await sim.wait_for(
-            NS, "flaky", lambda p, n=expected: p is not None and podstatus.restart_count(p) == n
-        )
+        pod = await sim.wait_for(NS, "flaky", restarted(expected))
         assert pod is not None
         status = main_container(pod)
         assert pod["status"]["phase"] == "Running"
