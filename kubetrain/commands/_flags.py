@@ -185,6 +185,13 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="self-managed: extra IP address in the serving certificate (repeatable)",
     )
+    g.add_argument(
+        "--training-policies",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="watch TrainingPolicies and Namespaces and apply matching policies' defaults and limits "
+        "(default on; /readyz waits for both caches)",
+    )
 
 
 def configure_logging(args: argparse.Namespace) -> None:

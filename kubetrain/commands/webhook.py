@@ -23,6 +23,9 @@ from kubetrain.certs.kubeapi import ApiClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags, configure_logging
 from kubetrain.health import HealthServer
+from kubetrain.kube.client import KubeClient
+from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,13 @@ class WebhookRuntime:
         )
         self.certs: SelfManagedCertificates | None = None
         self._api_client: Any = None
+        # TrainingPolicies (BEHAVIOUR.md §9): fed by watches, consulted on every review.
+        self.policy_watcher: PolicyWatcher | None = None
+        self._kube: KubeClient | None = None
+        if getattr(args, "training_policies", False):
+            self.server.policies = PolicyAdmission(
+                PolicyIndex(), gang_scheduling=args.gang_scheduler != "none"
+            )
         if args.cert_mode == "self-managed" and not args.webhook_namespace:
             raise ConfigError("--cert-mode self-managed needs --webhook-namespace (or $POD_NAMESPACE)")
 
@@ -72,6 +82,13 @@ class WebhookRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         if health is not None:
             health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
+        if self.server.policies is not None:
+            self._kube = await KubeClient.connect(self.args.kubeconfig)
+            self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
+            # Not ready before both caches are synced: a review must never miss a policy.
+            if health is not None:
+                health.add_readiness_check("training-policies", lambda: self._policies_synced())
+            await self.policy_watcher.start(wait=False)
         await self.server.start()
         if self.args.cert_mode == "self-managed":
             self._api_client = await api_client_for(self.args.kubeconfig)
@@ -89,10 +106,19 @@ class WebhookRuntime:
             )
             await self.certs.start()
 
+    def _policies_synced(self) -> bool:
+        return self.policy_watcher is not None and self.policy_watcher.has_synced
+
     async def stop(self) -> None:
         if self.certs is not None:
             await self.certs.stop()
         await self.server.stop()
+        if self.policy_watcher is not None:
+            await self.policy_watcher.stop()
+            self.policy_watcher = None
+        if self._kube is not None:
+            await self._kube.close()
+            self._kube = None
         if self._api_client is not None:
             await self._api_client.close()
             self._api_client = None

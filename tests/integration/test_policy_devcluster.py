@@ -1,0 +1,228 @@
+"""TrainingPolicy end to end through devcluster: the real webhook server over TLS, fed by watches.
+
+A namespace labelled for a team gets that team's defaults (written into the stored job) and
+limits (a violating create is refused naming policy, field and limit); relabelling the
+namespace changes what applies on the next request, without restarting anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.api.crdgen import all_crds
+from kubetrain.certs.generate import generate_bundle
+from kubetrain.devcluster.server import DevCluster
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    NAMESPACES,
+    PYTORCHJOBS,
+    TRAINING_POLICIES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+)
+from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
+from kubetrain.webhook.server import WebhookServer
+
+Obj = dict[str, Any]
+
+
+async def eventually(probe: Callable[[], Awaitable[bool] | bool], what: str, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        result = probe()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def webhook_configs(base_url: str, ca_pem: bytes) -> tuple[Obj, Obj]:
+    ca = base64.b64encode(ca_pem).decode()
+    jobs = {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["tfjobs", "pytorchjobs", "mxjobs"],
+    }
+    policies = {**jobs, "resources": ["trainingpolicies"]}
+
+    def hook(name: str, path: str, rules: list[Obj]) -> Obj:
+        return {
+            "name": name,
+            "clientConfig": {"url": f"{base_url}{path}", "caBundle": ca},
+            "rules": rules,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+        }
+
+    mutating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "kubetrain-mutating"},
+        "webhooks": [hook("mutate.jobs.kubetrain.io", "/mutate", [jobs])],
+    }
+    validating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "kubetrain-validating"},
+        "webhooks": [
+            hook("validate.jobs.kubetrain.io", "/validate", [jobs]),
+            hook("validate.trainingpolicies.kubetrain.io", "/validate", [policies]),
+        ],
+    }
+    return mutating, validating
+
+
+def policy(name: str, team: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TrainingPolicy",
+        "metadata": {"name": name},
+        "spec": {"namespaceSelector": {"matchLabels": {"team": team}}, **spec},
+    }
+
+
+def ptjob(name: str, workers: int, gpus: int = 8) -> Obj:
+    def template(n: int) -> Obj:
+        container: Obj = {"name": "pytorch", "image": "registry.example.com/ml/bert:1"}
+        if n:
+            container["resources"] = {"limits": {"nvidia.com/gpu": n}}
+        return {"spec": {"containers": [container]}}
+
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": "research"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template(0)},
+                "Worker": {"replicas": workers, "template": template(gpus)},
+            }
+        },
+    }
+
+
+POLICIES = [
+    policy(
+        "vision-defaults",
+        "vision",
+        defaults={
+            "runPolicy": {"ttlSecondsAfterFinished": 3600, "schedulingPolicy": {"queue": "vision"}},
+            "labels": {"team": "vision"},
+        },
+    ),
+    policy("vision-quota", "vision", limits={"maxTotalResources": {"nvidia.com/gpu": 32}}),
+    policy("nlp-defaults", "nlp", defaults={"runPolicy": {"schedulingPolicy": {"queue": "nlp"}}}),
+    policy("nlp-quota", "nlp", limits={"maxTotalResources": {"nvidia.com/gpu": 16}}, enforcement="Warn"),
+]
+
+
+@pytest.fixture
+async def stack(devcluster: DevCluster, tmp_path: Path) -> AsyncIterator[tuple[KubeClient, PolicyWatcher]]:
+    client = await KubeClient.connect(devcluster.kubeconfig_path)
+    watcher: PolicyWatcher | None = None
+    server: WebhookServer | None = None
+    try:
+        for crd in all_crds():
+            await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+        bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+        (tmp_path / "tls.crt").write_bytes(bundle.serving.cert_pem)
+        (tmp_path / "tls.key").write_bytes(bundle.serving.key_pem)
+        index = PolicyIndex()
+        server = WebhookServer(
+            cert_dir=str(tmp_path), host="127.0.0.1", port=0, policies=PolicyAdmission(index)
+        )
+        await server.start()
+        mutating, validating = webhook_configs(server.url, bundle.ca.cert_pem)
+        await client.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
+        await client.create(
+            NAMESPACES,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "research", "labels": {"team": "vision"}},
+            },
+        )
+        watcher = PolicyWatcher(client, index)
+        await asyncio.wait_for(watcher.start(), 10)
+        yield client, watcher
+    finally:
+        if watcher is not None:
+            await watcher.stop()
+        if server is not None:
+            await server.stop()
+        await client.close()
+
+
+async def test_team_defaults_and_limits_follow_namespace_labels(
+    stack: tuple[KubeClient, PolicyWatcher],
+) -> None:
+    client, watcher = stack
+    for obj in POLICIES:
+        await client.create(TRAINING_POLICIES, obj)
+    await eventually(lambda: len(watcher.index.policies()) == 4, "the policies to reach the webhook's cache")
+
+    # Vision namespace: vision defaults are stored, the vision quota (Deny) applies.
+    stored = await client.create(PYTORCHJOBS, ptjob("fits", workers=4), "research")
+    assert stored["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "vision"
+    assert stored["spec"]["runPolicy"]["ttlSecondsAfterFinished"] == 3600
+    assert stored["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"  # built-in default kept
+    assert stored["metadata"]["labels"]["team"] == "vision"
+    with pytest.raises(ApiError) as refused:
+        await client.create(PYTORCHJOBS, ptjob("too-big", workers=6), "research")
+    assert refused.value.status == 403
+    assert (
+        'policy "vision-quota": spec.pytorchReplicaSpecs[Worker]: total nvidia.com/gpu 48 exceeds 32'
+        in refused.value.message
+    )
+
+    # Relabel the namespace for the NLP team: no restart, the next request sees NLP's policies.
+    await client.patch(NAMESPACES, None, "research", {"metadata": {"labels": {"team": "nlp"}}})
+    await eventually(
+        lambda: watcher.index.namespace_labels("research").get("team") == "nlp", "the namespace relabel"
+    )
+    stored = await client.create(PYTORCHJOBS, ptjob("too-big", workers=6), "research")  # Warn only
+    assert stored["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "nlp"
+    assert "ttlSecondsAfterFinished" not in stored["spec"]["runPolicy"]
+    assert "team" not in (stored["metadata"].get("labels") or {})
+
+
+async def test_invalid_policy_is_refused_and_valid_ones_report_status(
+    stack: tuple[KubeClient, PolicyWatcher],
+) -> None:
+    client, _watcher = stack
+    bad = policy(
+        "bad", "vision", limits={"maxReplicasPerJob": -1, "allowedImages": ["registry.example.com/[x"]}
+    )
+    with pytest.raises(ApiError) as refused:
+        await client.create(TRAINING_POLICIES, bad)
+    assert refused.value.status == 422
+    assert 'TrainingPolicy "bad" is invalid' in refused.value.message
+    assert "spec.limits.maxReplicasPerJob: Invalid: -1" in refused.value.message
+    assert "spec.limits.allowedImages[0]" in refused.value.message
+
+    await client.create(TRAINING_POLICIES, POLICIES[1])
+
+    async def status_recorded() -> bool:
+        obj = await client.get(TRAINING_POLICIES, None, "vision-quota")
+        status = obj.get("status") or {}
+        return (
+            status.get("valid") is True and status.get("observedGeneration") == obj["metadata"]["generation"]
+        )
+
+    await eventually(status_recorded, "the policy status")
