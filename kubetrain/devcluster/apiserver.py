@@ -36,6 +36,7 @@ class Target:
     subresource: str = ""
     dry_run: bool = False
     user: dict[str, Any] = field(default_factory=lambda: dict(ADMIN_USER))
+    field_validation: str = "Warn"  # Strict | Warn | Ignore (the fieldValidation query parameter)
 
     @property
     def api_version(self) -> str:
@@ -104,11 +105,20 @@ class ApiServer:
             )
         return obj
 
-    def _default(self, t: Target, obj: Obj, old: Obj | None) -> Obj:
+    def _default(self, t: Target, obj: Obj, old: Obj | None, warnings: list[str] | None = None) -> Obj:
+        """Defaults (and pruning of custom resources). With `warnings`, this is the decoding of the
+        client's body: unknown fields are rejected (fieldValidation=Strict) or warned about (Warn)."""
         if t.rt.custom:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:
-                schema.prune(obj, sch)
+                dropped: list[str] = []
+                schema.prune(obj, sch, dropped=dropped if warnings is not None else None)
+                if dropped and warnings is not None and t.field_validation != "Ignore":
+                    unknown = [f'unknown field "{d.lstrip(".")}"' for d in dropped]
+                    if t.field_validation == "Strict":
+                        raise errors.bad_request(f'{t.rt.kind} in version "{t.version}" cannot be handled as a '
+                                                 f"{t.rt.kind}: strict decoding error: {', '.join(unknown)}")
+                    warnings.extend(unknown)
                 schema.apply_defaults(obj, sch)
         else:
             builtins.default_builtin(t.rt.resource, obj, old)
@@ -233,8 +243,10 @@ class ApiServer:
         meta.prepare_create(obj, t.rt, t.namespace, self.clock())
         if t.rt.has_status and t.rt.custom:
             obj.pop("status", None)
-        self._default(t, obj, None)
+        decode_warnings: list[str] = []
+        self._default(t, obj, None, decode_warnings)
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
+        warnings = decode_warnings + warnings
         assert mutated is not None
         obj = self._default(t, mutated, None)
         self._validate(t, obj, None)
@@ -315,8 +327,10 @@ class ApiServer:
                         )
                     ],
                 )
-        self._default(t, new, old)
+        decode_warnings: list[str] = []
+        self._default(t, new, old, decode_warnings)
         mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)
+        warnings = decode_warnings + warnings
         assert mutated is not None
         new = self._default(t, mutated, old)
         meta.bump_generation(new, old, t.rt)

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kubetrain.devcluster import deletion, discovery, errors, subresources, tables
+from kubetrain.devcluster import deletion, discovery, errors, openapi, subresources, tables
 from kubetrain.devcluster.accounting import RequestLog, RequestRecord
 from kubetrain.devcluster.apiserver import ADMIN_USER, ApiServer, Result, Target
 from kubetrain.devcluster.errors import ApiError
@@ -100,6 +100,17 @@ class Handlers:
             return _json(discovery.VERSION)
         if path in ("healthz", "livez", "readyz"):
             return web.Response(text="ok")
+        if path == "openapi/v3":
+            return _json(openapi.index(self.api.registry))
+        if path.startswith("openapi/v3/"):
+            gv = parts[2:]
+            doc = None
+            if len(gv) == 2 and gv[0] == "api":
+                doc = openapi.group_version_document(self.api.registry, "", gv[1])
+            elif len(gv) == 3 and gv[0] == "apis":
+                doc = openapi.group_version_document(self.api.registry, gv[1], gv[2])
+            if doc is not None:
+                return _json(doc)
         raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
 
     # ---- resource requests -------------------------------------------------------------------
@@ -126,7 +137,10 @@ class Handlers:
         user = dict(ADMIN_USER)
         if not request.headers.get("Authorization"):
             user = {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
-        return Target(rt, version, namespace, name, sub, dry_run=bool(dry), user=user)
+        validation = request.query.get("fieldValidation", "Warn")
+        if validation not in ("Strict", "Warn", "Ignore"):
+            raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")
+        return Target(rt, version, namespace, name, sub, dry_run=bool(dry), user=user, field_validation=validation)
 
     @staticmethod
     def _verb(method: str, t: Target, query: Any) -> str:

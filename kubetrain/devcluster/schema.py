@@ -22,7 +22,8 @@ from kubetrain.devcluster.types import Obj
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
 
 
-def prune(obj: Any, schema: Obj, root: bool = True) -> Any:
+def prune(obj: Any, schema: Obj, root: bool = True, dropped: list[str] | None = None, path: str = "") -> Any:
+    """Remove unspecified fields in place; their paths (`.spec.foo`) are appended to `dropped`."""
     if isinstance(obj, dict):
         if schema.get("x-kubernetes-embedded-resource"):
             root = True
@@ -32,16 +33,19 @@ def prune(obj: Any, schema: Obj, root: bool = True) -> Any:
         for key in list(obj):
             if root and key in _ROOT_KEEP:
                 continue
+            sub = f"{path}.{key}"
             if props is not None and key in props:
-                obj[key] = prune(obj[key], props[key], False)
+                obj[key] = prune(obj[key], props[key], False, dropped, sub)
             elif isinstance(additional, dict):
-                obj[key] = prune(obj[key], additional, False)
+                obj[key] = prune(obj[key], additional, False, dropped, sub)
             elif additional is True or preserve or (props is None and not schema.get("type")):
                 continue
             else:
                 del obj[key]
+                if dropped is not None:
+                    dropped.append(sub)
     elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        return [prune(item, schema["items"], False) for item in obj]
+        return [prune(item, schema["items"], False, dropped, f"{path}[{i}]") for i, item in enumerate(obj)]
     return obj
 
 
