@@ -48,6 +48,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kubetrain import __version__
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.kube.errors import ApiError, GoneError, api_error
 from kubetrain.kube.ratelimit import TokenBucket
 from kubetrain.kube.resources import ResourceRef
 from kubetrain.metrics import API_REQUESTS
@@ -66,69 +67,6 @@ PATCH_CONTENT_TYPES = {
 
 Obj = dict[str, Any]
 Objs = list[Obj]  # (module-level alias: `list` is also a KubeClient method name)
-
-
-class ApiError(Exception):
-    """An error answer of the API server (or status 0: the request did not get an answer)."""
-
-    def __init__(self, status: int, reason: str, message: str, body: Any = None) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-
-    @property
-    def is_not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def is_already_exists(self) -> bool:
-        return self.status == 409 and self.reason == "AlreadyExists"
-
-    @property
-    def is_conflict(self) -> bool:
-        """409 from optimistic concurrency (stale resourceVersion / failed precondition)."""
-        return self.status == 409 and self.reason != "AlreadyExists"
-
-    @property
-    def is_gone(self) -> bool:
-        return self.status == 410
-
-    @property
-    def is_invalid(self) -> bool:
-        return self.status == 422
-
-    @property
-    def is_forbidden(self) -> bool:
-        return self.status == 403
-
-    @property
-    def is_too_many_requests(self) -> bool:
-        return self.status == 429
-
-    @property
-    def is_retryable(self) -> bool:
-        """Transport failures, throttling and server-side errors: worth retrying later."""
-        return self.status in (0, 429, 500, 502, 503, 504)
-
-
-class GoneError(ApiError):
-    """410 Gone: the resourceVersion (watch) or continue token (list) is too old; relist."""
-
-
-def api_error(status: int, body: Any, default_reason: str = "") -> ApiError:
-    """Build the ApiError for an error answer (a metav1.Status dict when the server sent one)."""
-    reason, message = default_reason, ""
-    if isinstance(body, Mapping):
-        reason = str(body.get("reason") or default_reason)
-        message = str(body.get("message") or "")
-        if isinstance(body.get("code"), int) and status == 0:
-            status = body["code"]
-    elif isinstance(body, str):
-        message = body
-    cls = GoneError if status == 410 else ApiError
-    return cls(status, reason, message, body)
 
 
 def _query(**params: Any) -> dict[str, str]:
