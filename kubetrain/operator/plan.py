@@ -85,7 +85,9 @@ def plan(
     meta = job.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Plan()
-    prepared = (cache or DEFAULT_CACHE).get(job, gang_scheduling=config.gang_scheduler != "none")
+    prepared = (cache if cache is not None else DEFAULT_CACHE).get(
+        job, gang_scheduling=config.gang_scheduler != "none"
+    )
     if prepared.framework is None:
         return Plan()
     return _Reconcile(job, prepared, prepared.framework, observed, now, config).run()
@@ -170,6 +172,8 @@ class _Reconcile:
                 _Active(self, layout).run()
         if st.terminal_condition(self.status) is not None:
             self.finished()
+            if self.plan.delete_job:
+                return Plan(delete_job=True)  # children follow through ownerReferences
         if st.status_changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan
@@ -191,7 +195,9 @@ class _Reconcile:
             self.plan.delete_pod_group = True
         expiry = runpolicy.ttl_expiry(self.spec, st.parse_time(self.status.get("completionTime")))
         if expiry is not None:
-            if self.now >= expiry:
+            # The reconcile that finishes the job records status and events first; the job is
+            # deleted by a later one (requeue_at may then already be due: ttl 0).
+            if self.now >= expiry and st.terminal_condition(self.old) is not None:
                 self.plan.delete_job = True
             else:
                 self.plan.requeue_at = runpolicy.earliest(self.plan.requeue_at, expiry)

@@ -63,7 +63,7 @@ class JobCache:
     """
 
     def __init__(self, max_entries: int = 8192) -> None:
-        self._entries: OrderedDict[tuple[str, int, bool], PreparedJob] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, int, bool, str], PreparedJob] = OrderedDict()
         self._max = max_entries
 
     def get(self, obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> PreparedJob:
@@ -71,7 +71,7 @@ class JobCache:
         uid, generation = meta.get("uid"), meta.get("generation")
         if not isinstance(uid, str) or not uid or not isinstance(generation, int):
             return prepare_job(obj, gang_scheduling=gang_scheduling)
-        key = (uid, generation, gang_scheduling)
+        key = (uid, generation, gang_scheduling, str(obj.get("kind")))
         hit = self._entries.get(key)
         if hit is not None:
             self._entries.move_to_end(key)

@@ -15,6 +15,13 @@ KINDS = {
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
+_UIDS = iter(range(1, 10**9))
+
+
+def _next_uid() -> str:
+    return f"uid-{next(_UIDS)}"
+
+
 def ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -56,7 +63,7 @@ def job(
     *,
     name: str = "train",
     namespace: str = "ns",
-    uid: str = "uid-1",
+    uid: str | None = None,
     generation: int = 1,
     run_policy: dict[str, Any] | None = None,
     status: dict[str, Any] | None = None,
@@ -69,7 +76,12 @@ def job(
     obj: dict[str, Any] = {
         "apiVersion": "kubetrain.io/v1",
         "kind": kind,
-        "metadata": {"name": name, "namespace": namespace, "uid": uid, "generation": generation},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or _next_uid(),
+            "generation": generation,
+        },
         "spec": body,
     }
     if status is not None:
@@ -147,3 +159,114 @@ def pod(
 def env_of(pod_obj: dict[str, Any], container_index: int = 0) -> dict[str, str]:
     env = pod_obj["spec"]["containers"][container_index].get("env") or []
     return {e["name"]: e["value"] for e in env}
+
+
+class Sim:
+    """A tiny fake cluster for one job: applies Plans the way the controller does, and lets a
+    test move pods through phases. Time is whatever the test passes as `now`."""
+
+    def __init__(self, obj: dict[str, Any], config: Any = None) -> None:
+        from kubetrain.operator.plan import PlannerConfig
+        from kubetrain.operator.prepare import JobCache
+
+        self.job = copy.deepcopy(obj)
+        self.config = config or PlannerConfig()
+        self.cache = JobCache()
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.service: dict[str, Any] | None = None
+        self.pod_group: dict[str, Any] | None = None
+        self.crd_installed = True
+        self.status_writes = 0
+        self.created: list[str] = []
+        self.deleted: list[str] = []
+        self.events: list[Any] = []
+        self.job_deleted = False
+        self._uid = 0
+
+    def observed(self) -> Any:
+        from kubetrain.operator.plan import Observed
+
+        return Observed(
+            pods=list(self.pods.values()),
+            service=self.service,
+            pod_group=self.pod_group,
+            pod_group_crd_installed=self.crd_installed,
+        )
+
+    def plan(self, now: datetime) -> Any:
+        from kubetrain.operator.plan import plan
+
+        return plan(self.job, self.observed(), now, self.config, cache=self.cache)
+
+    def step(self, now: datetime) -> Any:
+        """One reconcile with its plan applied."""
+        p = self.plan(now)
+        if p.delete_job:
+            self.job_deleted = True
+            return p
+        if p.create_service is not None:
+            self.service = copy.deepcopy(p.create_service)
+        if p.create_pod_group is not None:
+            self.pod_group = copy.deepcopy(p.create_pod_group)
+        if p.delete_service:
+            self.service = None
+        if p.delete_pod_group:
+            self.pod_group = None
+        for name in p.delete_pods:
+            self.pods.pop(name, None)
+            self.deleted.append(name)
+        for new in p.create_pods:
+            obj = copy.deepcopy(new)
+            self._uid += 1
+            obj["metadata"]["uid"] = f"pod-uid-{self._uid}"
+            cname = obj["spec"]["containers"][0]["name"]
+            obj["status"] = {
+                "phase": "Pending",
+                "containerStatuses": [{"name": cname, "restartCount": 0, "state": {"waiting": {}}}],
+            }
+            self.pods[obj["metadata"]["name"]] = obj
+            self.created.append(obj["metadata"]["name"])
+        if p.status is not None:
+            self.job["status"] = copy.deepcopy(p.status)
+            self.status_writes += 1
+        self.events.extend(p.events)
+        return p
+
+    def set_phase(
+        self,
+        name: str,
+        phase: str,
+        *,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        restart_count: int | None = None,
+    ) -> None:
+        pod_obj = self.pods[name]
+        status = pod_obj["status"]
+        status["phase"] = phase
+        cs = status["containerStatuses"][0]
+        if exit_code is not None:
+            cs["state"] = {"terminated": {"exitCode": exit_code}}
+        elif phase == "Running":
+            cs["state"] = {"running": {}}
+        if restart_count is not None:
+            cs["restartCount"] = restart_count
+        if reason is not None:
+            status["reason"] = reason
+
+    def all_phase(self, phase: str, **kw: Any) -> None:
+        for name in list(self.pods):
+            self.set_phase(name, phase, **kw)
+
+    def condition(self, ctype: str) -> dict[str, Any] | None:
+        for c in (self.job.get("status") or {}).get("conditions") or []:
+            if c["type"] == ctype:
+                return dict(c)
+        return None
+
+    def is_true(self, ctype: str) -> bool:
+        c = self.condition(ctype)
+        return c is not None and c["status"] == "True"
+
+    def restarts(self, rtype: str) -> int:
+        return int(self.job["status"]["replicaStatuses"][rtype]["restarts"])

@@ -9,10 +9,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import job, replica  # noqa: E402
+from planner_builders import job, replica
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout  # noqa: E402
-from kubetrain.frameworks.mxnet import FRAMEWORK as MX  # noqa: E402
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
+from kubetrain.frameworks.mxnet import FRAMEWORK as MX
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
@@ -54,7 +54,10 @@ def test_worker_env_and_mx_config() -> None:
     assert cfg == {
         "cluster": {
             "scheduler": [{"url": "mx-scheduler-0.mx.ml.svc", "port": 9091}],
-            "server": [{"url": "mx-server-0.mx.ml.svc", "port": 9091}, {"url": "mx-server-1.mx.ml.svc", "port": 9091}],
+            "server": [
+                {"url": "mx-server-0.mx.ml.svc", "port": 9091},
+                {"url": "mx-server-1.mx.ml.svc", "port": 9091},
+            ],
             "worker": [{"url": f"mx-worker-{i}.mx.ml.svc", "port": 9091} for i in range(3)],
         },
         "task": {"type": "worker", "index": 2},
@@ -75,7 +78,9 @@ def test_local_job_is_standalone() -> None:
 
 def test_success_rules() -> None:
     def done(**by_type: set[int]) -> dict[str, ReplicaCounts]:
-        return {t: ReplicaCounts(succeeded=len(i), succeeded_indices=frozenset(i)) for t, i in by_type.items()}
+        return {
+            t: ReplicaCounts(succeeded=len(i), succeeded_indices=frozenset(i)) for t, i in by_type.items()
+        }
 
     assert MX.succeeded(layout(dist()), done(Scheduler={0}))
     assert not MX.succeeded(layout(dist()), done(Worker={0, 1, 2}, Server={0, 1}))
@@ -83,7 +88,11 @@ def test_success_rules() -> None:
     assert MX.succeeded(layout(local), done(Worker={0}))
     tune = job(
         "MXJob",
-        {"TunerTracker": replica("MXJob", 1), "TunerServer": replica("MXJob", 1), "Tuner": replica("MXJob", 1)},
+        {
+            "TunerTracker": replica("MXJob", 1),
+            "TunerServer": replica("MXJob", 1),
+            "Tuner": replica("MXJob", 1),
+        },
         jobMode="MXTune",
     )
     assert not MX.succeeded(layout(tune), done(TunerServer={0}))

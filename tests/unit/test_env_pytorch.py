@@ -9,11 +9,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import env_of, job, replica  # noqa: E402
+from planner_builders import env_of, job, replica
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout  # noqa: E402
-from kubetrain.frameworks.pytorch import FRAMEWORK as PT  # noqa: E402
-from kubetrain.operator.children import build_pods  # noqa: E402
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
+from kubetrain.frameworks.pytorch import FRAMEWORK as PT
+from kubetrain.operator.children import build_pods
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
@@ -139,7 +139,9 @@ def test_standalone_gets_only_process_local_variables() -> None:
 
 
 def test_single_worker_elastic_that_can_grow_is_not_standalone() -> None:
-    obj = job("PyTorchJob", {"Worker": replica("PyTorchJob", 1)}, elasticPolicy={"minReplicas": 1, "maxReplicas": 3})
+    obj = job(
+        "PyTorchJob", {"Worker": replica("PyTorchJob", 1)}, elasticPolicy={"minReplicas": 1, "maxReplicas": 3}
+    )
     assert env(obj, "Worker", 0)["PET_NNODES"] == "1:3"
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import env_of, job, replica  # noqa: E402
+from planner_builders import env_of, job, replica
 
-from kubetrain.frameworks.env import ReplicaCounts, build_layout  # noqa: E402
-from kubetrain.frameworks.tensorflow import FRAMEWORK as TF  # noqa: E402
-from kubetrain.operator.children import build_pods  # noqa: E402
+from kubetrain.frameworks.env import ReplicaCounts, build_layout
+from kubetrain.frameworks.tensorflow import FRAMEWORK as TF
+from kubetrain.operator.children import build_pods
 
 
 def layout(obj):  # type: ignore[no-untyped-def]
@@ -37,7 +37,13 @@ def ps_job():  # type: ignore[no-untyped-def]
 
 def test_tf_config_for_ps_worker_chief_evaluator() -> None:
     pods = {p["metadata"]["name"]: p for p in build_pods(layout(ps_job()), TF)}
-    assert list(pods) == ["mnist-chief-0", "mnist-ps-0", "mnist-worker-0", "mnist-worker-1", "mnist-evaluator-0"]
+    assert list(pods) == [
+        "mnist-chief-0",
+        "mnist-ps-0",
+        "mnist-worker-0",
+        "mnist-worker-1",
+        "mnist-evaluator-0",
+    ]
     raw = env_of(pods["mnist-worker-1"])["TF_CONFIG"]
     assert json.loads(raw) == {
         "cluster": {
@@ -51,7 +57,10 @@ def test_tf_config_for_ps_worker_chief_evaluator() -> None:
     }
     # Compact JSON, keys in a stable order: the same job always renders the same pods.
     assert raw.startswith('{"cluster":{"chief":["mnist-chief-0.mnist.team-a.svc:2222"],"ps":')
-    assert json.loads(env_of(pods["mnist-evaluator-0"])["TF_CONFIG"])["task"] == {"type": "evaluator", "index": 0}
+    assert json.loads(env_of(pods["mnist-evaluator-0"])["TF_CONFIG"])["task"] == {
+        "type": "evaluator",
+        "index": 0,
+    }
     assert json.loads(env_of(pods["mnist-chief-0"])["TF_CONFIG"])["task"] == {"type": "chief", "index": 0}
 
 
@@ -78,7 +87,9 @@ def test_env_appended_to_every_container() -> None:
         "TFJob",
         {
             "Worker": replica(
-                "TFJob", 2, containers=[{"name": "tensorflow", "image": "a"}, {"name": "sidecar", "image": "b"}]
+                "TFJob",
+                2,
+                containers=[{"name": "tensorflow", "image": "a"}, {"name": "sidecar", "image": "b"}],
             )
         },
     )

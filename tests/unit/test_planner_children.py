@@ -10,11 +10,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import job, replica  # noqa: E402
+from planner_builders import job, replica
 
-from kubetrain.frameworks.env import JobLayout, build_layout  # noqa: E402
-from kubetrain.frameworks.registry import get_framework  # noqa: E402
-from kubetrain.operator.children import build_pod_group, build_pods, build_service  # noqa: E402
+from kubetrain.frameworks.env import JobLayout, build_layout
+from kubetrain.frameworks.registry import get_framework
+from kubetrain.operator.children import build_pod_group, build_pods, build_service
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
@@ -50,6 +50,7 @@ def ddp(**kw: Any) -> dict[str, Any]:
         },
         name="ddp",
         namespace="ml",
+        uid="uid-1",
         **kw,
     )
 

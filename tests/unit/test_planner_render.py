@@ -1,0 +1,118 @@
+"""`kubetrain render`: the exact children the controller creates, as YAML; clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubetrain.cli import main
+
+PT_JOB = """
+apiVersion: kubetrain.io/v1
+kind: PyTorchJob
+metadata:
+  name: ddp
+spec:
+  pytorchReplicaSpecs:
+    master:
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: example.com/train:1
+            resources: {requests: {cpu: "2", memory: 4Gi}}
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: example.com/train:1
+            resources: {requests: {cpu: "2", memory: 4Gi}}
+"""
+
+
+def render(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, *args: str
+) -> tuple[int, list, str]:  # type: ignore[type-arg]
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    code = main(["render", str(path), *args])
+    out, err = capsys.readouterr()
+    return code, [d for d in yaml.safe_load_all(out) if d is not None], err
+
+
+def test_render_service_and_pods_with_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, err = render(tmp_path, capsys, PT_JOB, "-n", "team-a")
+    assert code == 0, err
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
+        ("Service", "ddp"),
+        ("Pod", "ddp-master-0"),
+        ("Pod", "ddp-worker-0"),
+        ("Pod", "ddp-worker-1"),
+    ]
+    assert all(d["metadata"]["namespace"] == "team-a" for d in docs)
+    env = {e["name"]: e["value"] for e in docs[3]["spec"]["containers"][0]["env"]}
+    assert env["MASTER_ADDR"] == "ddp-master-0.ddp.team-a.svc"
+    assert (env["RANK"], env["WORLD_SIZE"], env["PET_NPROC_PER_NODE"]) == ("2", "3", "auto")
+    assert docs[1]["spec"]["restartPolicy"] == "OnFailure"  # defaulted like the webhook does
+    assert "uid" not in docs[0]["metadata"]["ownerReferences"][0]
+
+
+def test_render_namespace_from_manifest_wins_and_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_ns = PT_JOB.replace("  name: ddp\n", "  name: ddp\n  namespace: ml\n")
+    _, docs, _ = render(tmp_path, capsys, with_ns, "-n", "other")
+    assert {d["metadata"]["namespace"] for d in docs} == {"ml"}
+    _, docs, _ = render(tmp_path, capsys, PT_JOB)
+    assert {d["metadata"]["namespace"] for d in docs} == {"default"}
+
+
+def test_render_with_volcano_pod_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, _ = render(tmp_path, capsys, PT_JOB, "--gang-scheduler", "volcano")
+    assert code == 0
+    group = docs[1]
+    assert group["kind"] == "PodGroup" and group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert group["spec"] == {"minMember": 3, "minResources": {"cpu": "6", "memory": "12Gi"}}
+    assert docs[2]["spec"]["schedulerName"] == "volcano"
+
+
+def test_render_tf_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tf = """
+apiVersion: kubetrain.io/v1
+kind: TFJob
+metadata: {name: tf, namespace: ml}
+spec:
+  tfReplicaSpecs:
+    PS: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: tf:2}]}}}
+    Worker: {replicas: 2, template: {spec: {containers: [{name: tensorflow, image: tf:2}]}}}
+"""
+    code, docs, _ = render(tmp_path, capsys, tf)
+    assert code == 0
+    env = {e["name"]: e["value"] for e in docs[2]["spec"]["containers"][0]["env"]}
+    assert json.loads(env["TF_CONFIG"])["task"] == {"type": "worker", "index": 0}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("kind: [unclosed", "not valid YAML"),
+        (PT_JOB.replace("replicas: 2", "replicas: -1"), "spec.pytorchReplicaSpecs[Worker].replicas"),
+        ("apiVersion: kubetrain.io/v1\nkind: Mystery\nmetadata: {name: x}\n", "kind"),
+    ],
+)
+def test_render_bad_input_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    code, docs, err = render(tmp_path, capsys, text)
+    assert code == 1 and docs == []
+    assert expected in err and "Traceback" not in err
+
+
+def test_render_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", "/nonexistent/job.yaml"]) == 1
+    assert "no such file" in capsys.readouterr().err

@@ -1,0 +1,159 @@
+"""plan() and BEHAVIOUR.md §6: exit-code restarts, OnFailure recreation, backoffLimit counting
+recreations and in-place container restarts, counts that survive an operator restart."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from planner_builders import Sim, at, job, replica
+
+from kubetrain.operator.prepare import JobCache
+
+
+def running_sim(obj: dict[str, Any]) -> Sim:
+    sim = Sim(obj)
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    return sim
+
+
+def exitcode_job(**run_policy: Any) -> dict[str, Any]:
+    return job(
+        "PyTorchJob",
+        {"Master": replica("PyTorchJob", 1, "ExitCode"), "Worker": replica("PyTorchJob", 2, "ExitCode")},
+        name="ec",
+        run_policy=run_policy or None,
+    )
+
+
+@pytest.mark.parametrize("code", [130, 137, 143, 255])
+def test_exitcode_signal_is_retried_under_the_same_name(code: int) -> None:
+    sim = running_sim(exitcode_job())
+    sim.set_phase("ec-worker-1", "Failed", exit_code=code)
+    p = sim.step(at(5))
+    assert p.delete_pods == ["ec-worker-1"] and p.create_pods == []
+    assert sim.is_true("Restarting") and not sim.is_true("Running")
+    assert sim.restarts("Worker") == 1
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "JobRestarting")]
+    assert f"exited with code {code}" in p.events[0].message
+    # Next reconcile: the pod is gone and is recreated under the same name, carrying its count.
+    p2 = sim.step(at(6))
+    assert [x["metadata"]["name"] for x in p2.create_pods] == ["ec-worker-1"]
+    assert p2.create_pods[0]["metadata"]["annotations"]["kubetrain.io/prior-restarts"] == "1"
+    assert p2.create_pods[0]["spec"]["restartPolicy"] == "Never"
+    sim.set_phase("ec-worker-1", "Running")
+    sim.step(at(7))
+    assert sim.is_true("Running") and not sim.is_true("Restarting")
+    assert sim.restarts("Worker") == 1  # counted once, whatever the number of reconciles
+
+
+@pytest.mark.parametrize("code", [1, 2, 127])
+def test_exitcode_permanent_fails_the_job(code: int) -> None:
+    sim = running_sim(exitcode_job())
+    sim.set_phase("ec-worker-0", "Failed", exit_code=code)
+    p = sim.step(at(5))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["status"] == "True" and failed["reason"] == "PermanentExitCode"
+    assert "pod ec-worker-0: container pytorch exited with code" in failed["message"]
+    assert str(code) in failed["message"]
+    assert p.create_pods == []
+    assert sorted(p.delete_pods) == ["ec-master-0", "ec-worker-1"]  # cleanPodPolicy Running
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "PermanentExitCode")]
+
+
+@pytest.mark.parametrize(
+    "pod_status",
+    [
+        {"reason": "Evicted"},
+        {"reason": "Preempted"},
+        {"reason": "NodeLost"},
+        {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]},
+    ],
+)
+def test_exitcode_disruption_is_retried_even_with_a_low_exit_code(pod_status: dict[str, Any]) -> None:
+    sim = running_sim(exitcode_job())
+    sim.set_phase("ec-worker-0", "Failed", exit_code=1)
+    sim.pods["ec-worker-0"]["status"].update(pod_status)
+    p = sim.step(at(5))
+    assert p.delete_pods == ["ec-worker-0"] and not sim.is_true("Failed")
+
+
+def test_never_policy_failed_pod_fails_the_job() -> None:
+    sim = running_sim(job("TFJob", {"Worker": replica("TFJob", 2)}, name="tf"))
+    sim.set_phase("tf-worker-1", "Failed", exit_code=137)
+    sim.step(at(5))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["reason"] == "JobFailed" and "tf-worker-1" in failed["message"]
+
+
+def test_onfailure_evicted_pod_is_recreated() -> None:
+    sim = running_sim(
+        job("PyTorchJob", {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 1)})
+    )
+    name = next(n for n in sim.pods if "worker" in n)
+    sim.set_phase(name, "Failed", reason="Evicted")
+    p = sim.step(at(5))
+    assert p.delete_pods == [name]
+    assert sim.is_true("Restarting")
+    p2 = sim.step(at(6))
+    assert [x["metadata"]["name"] for x in p2.create_pods] == [name]
+
+
+def test_backoff_limit_counts_in_place_restarts() -> None:
+    obj = job(
+        "PyTorchJob",
+        {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 2)},
+        name="bo",
+        run_policy={"backoffLimit": 3},
+    )
+    sim = running_sim(obj)
+    sim.set_phase("bo-worker-0", "Running", restart_count=2)  # the kubelet restarted it twice
+    p = sim.step(at(5))
+    assert sim.restarts("Worker") == 2 and sim.is_true("Restarting") and not sim.is_true("Failed")
+    assert "2 in-place container restart(s) of Worker pods" in p.events[0].message
+    sim.step(at(6))
+    assert sim.is_true("Running") and sim.restarts("Worker") == 2  # not counted twice
+    sim.set_phase("bo-worker-1", "Running", restart_count=1)
+    sim.step(at(7))
+    assert sim.restarts("Worker") == 3 and not sim.is_true("Failed")  # 3 restarts allowed
+    sim.set_phase("bo-worker-1", "Running", restart_count=2)
+    p = sim.step(at(8))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert sorted(p.delete_pods) == ["bo-master-0", "bo-worker-0", "bo-worker-1"]
+
+
+def test_backoff_limit_counts_recreations() -> None:
+    sim = running_sim(exitcode_job(backoffLimit=1))
+    sim.set_phase("ec-worker-0", "Failed", exit_code=137)
+    sim.step(at(5))
+    sim.step(at(6))  # recreated
+    sim.set_phase("ec-worker-0", "Failed", exit_code=137)
+    p = sim.step(at(7))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert p.create_pods == [] and "ec-master-0" in p.delete_pods
+
+
+def test_restarts_survive_an_operator_restart_and_pod_deletion() -> None:
+    sim = running_sim(exitcode_job())
+    sim.set_phase("ec-worker-0", "Running", restart_count=0)
+    sim.set_phase("ec-worker-1", "Failed", exit_code=137)
+    sim.step(at(5))
+    sim.step(at(6))
+    sim.set_phase("ec-worker-1", "Running")
+    sim.step(at(7))
+    assert sim.restarts("Worker") == 1
+    sim.cache = JobCache()  # a new operator process: only the cluster state remains
+    assert sim.step(at(8)).status is None
+    del sim.pods["ec-worker-1"]  # someone deletes the recreated pod
+    p = sim.step(at(9))
+    assert p.create_pods[0]["metadata"]["annotations"]["kubetrain.io/prior-restarts"] == "1"
+    assert sim.restarts("Worker") == 1

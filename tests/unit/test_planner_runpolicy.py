@@ -1,0 +1,135 @@
+"""plan() and BEHAVIOUR.md §7: exact deadline and TTL wake-ups, cleanPodPolicy, suspend/resume."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from planner_builders import Sim, at, job, replica
+
+
+def pt(**run_policy: Any) -> dict[str, Any]:
+    return job(
+        "PyTorchJob",
+        {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 2)},
+        name="rp",
+        run_policy=run_policy,
+    )
+
+
+def test_deadline_wakes_up_exactly_and_fires_at_that_instant() -> None:
+    sim = Sim(pt(activeDeadlineSeconds=600))
+    first = sim.step(at(0.4))  # startTime is stored with second precision: 12:00:00
+    deadline = at(600)
+    assert first.requeue_at == deadline
+    sim.all_phase("Running")
+    p = sim.step(at(1))
+    assert p.requeue_at is None or p.requeue_at == deadline
+    before = sim.plan(deadline - timedelta(microseconds=1))
+    assert before.requeue_at == deadline and before.status is None
+    fired = sim.step(deadline)
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["reason"] == "DeadlineExceeded"
+    assert sorted(fired.delete_pods) == ["rp-master-0", "rp-worker-0", "rp-worker-1"]
+    assert [(e.type, e.reason) for e in fired.events] == [("Warning", "DeadlineExceeded")]
+
+
+def test_deadline_deletes_active_pods_even_with_clean_pod_policy_none() -> None:
+    sim = Sim(pt(activeDeadlineSeconds=10, cleanPodPolicy="None"))
+    sim.step(at(0))
+    sim.set_phase("rp-worker-1", "Running")
+    fired = sim.step(at(10))
+    assert sorted(fired.delete_pods) == ["rp-master-0", "rp-worker-0", "rp-worker-1"]
+
+
+def finish(sim: Sim, when: float) -> Any:
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    sim.set_phase("rp-worker-1", "Failed", exit_code=1)
+    sim.set_phase("rp-worker-0", "Succeeded", exit_code=0)
+    sim.set_phase("rp-master-0", "Succeeded", exit_code=0)
+    return sim.step(at(when))
+
+
+def test_ttl_requeue_then_delete_job() -> None:
+    sim = Sim(pt(ttlSecondsAfterFinished=300))
+    done = finish(sim, 50)
+    assert sim.is_true("Succeeded")
+    assert done.requeue_at == at(350) and not done.delete_job
+    assert sim.plan(at(349)).requeue_at == at(350)
+    later = sim.plan(at(350))
+    assert later.delete_job
+
+
+def test_ttl_zero_deletes_at_once_and_never_while_suspended() -> None:
+    sim = Sim(pt(ttlSecondsAfterFinished=0))
+    done = finish(sim, 50)
+    # The finishing reconcile records Succeeded and its event; the deletion is due at once.
+    assert not done.delete_job and done.requeue_at == at(50) and done.status is not None
+    assert sim.plan(at(50)).delete_job
+    sim.job["spec"]["runPolicy"]["suspend"] = True
+    sim.job["metadata"]["generation"] = 2
+    assert not sim.plan(at(60)).delete_job
+
+
+@pytest.mark.parametrize(
+    ("policy", "deleted", "service_deleted"),
+    [
+        ("All", ["rp-master-0", "rp-worker-0", "rp-worker-1"], True),
+        ("Running", ["rp-worker-0"], True),
+        ("None", [], False),
+    ],
+)
+def test_clean_pod_policy(policy: str, deleted: list[str], service_deleted: bool) -> None:
+    sim = Sim(pt(cleanPodPolicy=policy))
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    sim.set_phase("rp-master-0", "Succeeded", exit_code=0)
+    sim.set_phase("rp-worker-1", "Succeeded", exit_code=0)
+    done = sim.step(at(2))
+    assert sim.is_true("Succeeded")
+    assert sorted(done.delete_pods) == deleted
+    assert done.delete_service is service_deleted
+
+
+def test_suspend_and_resume() -> None:
+    sim = Sim(pt())
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    sim.job["spec"]["runPolicy"]["suspend"] = True
+    sim.job["metadata"]["generation"] = 2
+    p = sim.step(at(100))
+    assert sorted(p.delete_pods) == ["rp-master-0", "rp-worker-0", "rp-worker-1"]
+    assert sim.is_true("Suspended") and not sim.is_true("Running")
+    assert all(rs["active"] == 0 for rs in sim.job["status"]["replicaStatuses"].values())
+    assert [(e.type, e.reason) for e in p.events] == [("Normal", "JobSuspended")]
+    assert sim.step(at(101)).create_pods == []  # stays suspended, no pods
+
+    sim.job["spec"]["runPolicy"]["suspend"] = False
+    sim.job["metadata"]["generation"] = 3
+    p = sim.step(at(200))
+    suspended = sim.condition("Suspended")
+    assert suspended is not None and (suspended["status"], suspended["reason"]) == ("False", "JobResumed")
+    assert len(p.create_pods) == 3
+    assert sim.job["status"]["startTime"] == "2024-05-01T12:03:20Z"  # reset on resume
+    assert [(e.type, e.reason) for e in p.events] == [("Normal", "JobResumed")]
+
+
+def test_suspend_deletes_the_pod_group() -> None:
+    from kubetrain.operator.plan import PlannerConfig
+
+    sim = Sim(pt(), PlannerConfig(gang_scheduler="scheduler-plugins"))
+    sim.step(at(0))
+    assert sim.pod_group is not None
+    sim.job["spec"]["runPolicy"]["suspend"] = True
+    sim.job["metadata"]["generation"] = 2
+    assert sim.step(at(1)).delete_pod_group
