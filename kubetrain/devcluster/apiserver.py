@@ -116,8 +116,11 @@ class ApiServer:
                 if dropped and warnings is not None and t.field_validation != "Ignore":
                     unknown = [f'unknown field "{d.lstrip(".")}"' for d in dropped]
                     if t.field_validation == "Strict":
-                        raise errors.bad_request(f'{t.rt.kind} in version "{t.version}" cannot be handled as a '
-                                                 f"{t.rt.kind}: strict decoding error: {', '.join(unknown)}")
+                        kind, version = t.rt.kind, t.version
+                        raise errors.bad_request(
+                            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                            f"strict decoding error: {', '.join(unknown)}"
+                        )
                     warnings.extend(unknown)
                 schema.apply_defaults(obj, sch)
         else:
@@ -369,6 +372,8 @@ class _Retry(Exception):
 
 
 def _graceful_pending(rt: ResourceType, obj: Obj) -> bool:
+    if rt.key == "namespaces":
+        return bool((obj.get("spec") or {}).get("finalizers"))
     return rt.key == "pods" and bool(obj["metadata"].get("deletionGracePeriodSeconds"))
 
 

@@ -103,7 +103,7 @@ async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None) -> R
             f for f in finalizers if f in (FOREGROUND, ORPHAN) and md.get("deletionTimestamp")
         ]
     already = bool(md.get("deletionTimestamp"))
-    if not finalizers and grace == 0:
+    if not finalizers and grace == 0 and not _namespace_pending(t, old):
         if t.dry_run:
             return Result(200, _deleted_result(t, old))
         try:
@@ -134,6 +134,11 @@ async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None) -> R
         return Result(200, api.out(t, new))
     stored = api.commit(t.rt, new, None)
     return Result(202 if orphan is False else 200, api.out(t, stored))
+
+
+def _namespace_pending(t: Target, obj: Obj) -> bool:
+    """A namespace with spec.finalizers waits for the namespace controller to empty it."""
+    return t.rt.key == "namespaces" and bool((obj.get("spec") or {}).get("finalizers"))
 
 
 def _deleted_result(t: Target, obj: Obj) -> Obj:

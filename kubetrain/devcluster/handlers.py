@@ -140,7 +140,9 @@ class Handlers:
         validation = request.query.get("fieldValidation", "Warn")
         if validation not in ("Strict", "Warn", "Ignore"):
             raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")
-        return Target(rt, version, namespace, name, sub, dry_run=bool(dry), user=user, field_validation=validation)
+        return Target(
+            rt, version, namespace, name, sub, dry_run=bool(dry), user=user, field_validation=validation
+        )
 
     @staticmethod
     def _verb(method: str, t: Target, query: Any) -> str:

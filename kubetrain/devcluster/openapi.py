@@ -52,7 +52,8 @@ def group_version_document(registry: Registry, group: str, version: str) -> Obj 
             continue
         found = True
         prefix = "/" + _gv_path(group, version)
-        base = f"{prefix}/namespaces/{{namespace}}/{rt.resource}" if rt.namespaced else f"{prefix}/{rt.resource}"
+        scope = f"{prefix}/namespaces/{{namespace}}" if rt.namespaced else prefix
+        base = f"{scope}/{rt.resource}"
         kind = rt.kind
         paths[base] = {
             "get": _op(rt, version, "list", f"list{kind}"),

@@ -1,0 +1,151 @@
+"""Fixtures for the shared conformance module (tests/e2e/test_conformance*.py).
+
+The conformance tests run against whichever API server `conformance_cluster` yields:
+- `devcluster` (default, part of the normal test run): a fresh `kubetrain.devcluster.DevCluster`;
+- `kubeconfig` (marked `e2e`, so selected by `pytest -m e2e`): the cluster named by $KUBECONFIG,
+  skipped when it is not set. Where the two disagree, devcluster is wrong.
+
+`kube` is a thin raw-request helper over a plain kubernetes-asyncio ApiClient (JSON in, dicts out,
+Status bodies of failures included) and `namespace` a throw-away namespace for one test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kubetrain.devcluster.server import DevCluster
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class ConformanceCluster:
+    kubeconfig_path: str
+    devcluster: DevCluster | None  # None when running against a real cluster
+
+
+@pytest.fixture(params=["devcluster", pytest.param("kubeconfig", marks=pytest.mark.e2e)])
+async def conformance_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ConformanceCluster]:
+    if request.param == "kubeconfig":
+        path = os.environ.get("KUBECONFIG")
+        if not path:
+            pytest.skip("conformance against a real cluster needs KUBECONFIG")
+        yield ConformanceCluster(path.split(os.pathsep)[0], None)
+        return
+    cluster = DevCluster(workdir=str(tmp_path_factory.mktemp("devcluster")), watch_window=100)
+    await cluster.start()
+    try:
+        yield ConformanceCluster(cluster.kubeconfig_path, cluster)
+    finally:
+        await cluster.stop()
+
+
+class Response:
+    def __init__(self, status: int, body: Any) -> None:
+        self.status = status
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"Response({self.status}, {self.body!r})"
+
+
+class Kube:
+    """Raw API requests through kubernetes-asyncio's ApiClient (auth, TLS and transport from the
+    kubeconfig), returning (status, decoded JSON) instead of raising on failures."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+    ) -> Response:
+        try:
+            resp = await self.api.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+            )
+            raw = await resp.read()
+            return Response(resp.status, json.loads(raw) if raw else None)
+        except ApiException as exc:
+            return Response(exc.status, json.loads(exc.body) if exc.body else None)
+
+    async def ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Obj:
+        resp = await self.request(method, path, body, **kw)
+        assert 200 <= resp.status < 300, resp
+        result: Obj = resp.body
+        return result
+
+    async def watch(self, path: str, query: dict[str, Any]) -> AsyncIterator[Obj]:
+        """Events of a watch (`watch=true` added) until the server ends the stream."""
+        resp = await self.api.call_api(
+            path,
+            "GET",
+            query_params=list({**query, "watch": "true"}.items()),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
+        try:
+            while True:
+                line = await resp.content.readline()
+                if not line:
+                    return
+                if line.strip():
+                    yield json.loads(line)
+        finally:
+            resp.release()
+
+    async def eventually_gone(self, path: str, within: float = 60) -> None:
+        """Poll (a plain client has nothing better for "is it gone yet") until GET is 404."""
+        async with asyncio.timeout(within):
+            while True:
+                if (await self.request("GET", path)).status == 404:
+                    return
+                await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def kube(conformance_cluster: ConformanceCluster) -> AsyncIterator[Kube]:
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=conformance_cluster.kubeconfig_path, client_configuration=configuration
+    )
+    async with client.ApiClient(configuration) as api:
+        yield Kube(api)
+
+
+@pytest.fixture
+async def namespace(kube: Kube) -> AsyncIterator[str]:
+    name = f"conformance-{uuid.uuid4().hex[:8]}"
+    await kube.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        await kube.request("DELETE", f"/api/v1/namespaces/{name}")
