@@ -141,6 +141,9 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     finally:
         await runtime.stop()
         await health.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
 
 
 def run(args: argparse.Namespace) -> int:
