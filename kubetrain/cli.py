@@ -15,6 +15,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "certs",
     "webhook",
     "render",
+    "controller",
+    "run",
+    "dev",
 )
 
 

@@ -1,0 +1,69 @@
+"""`kubetrain controller`: the job controller alone (BEHAVIOUR.md §4-§8, §10)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+from kubetrain.commands._flags import add_common_flags, add_controller_flags, configure_logging
+from kubetrain.health import HealthServer
+from kubetrain.operator.runtime import ControllerRuntime
+
+log = logging.getLogger(__name__)
+
+
+def install_stop_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+
+async def wait_for_stop(stop: asyncio.Event, runtime: ControllerRuntime) -> None:
+    """Return when asked to stop (signal) or when this replica lost the leader Lease."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(runtime.lost_leadership.wait())]
+    _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    if runtime.lost_leadership.is_set() and not stop.is_set():
+        log.warning("lost the leader Lease: stopping so that a fresh process can stand by for it")
+
+
+async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
+    stop = stop or asyncio.Event()
+    install_stop_signals(stop)
+    health = HealthServer(port=args.metrics_port)
+    runtime = ControllerRuntime(args)
+    await health.start()
+    try:
+        await runtime.start(health)
+        await wait_for_stop(stop, runtime)
+    finally:
+        await runtime.stop()
+        await health.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args)
+    try:
+        asyncio.run(serve(args))
+    except OSError as exc:
+        log.error("cannot start the controller: %s", exc)
+        return 1
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "controller",
+        help="run the job controller (reconciles TFJob, PyTorchJob and MXJob)",
+        description="Run the kubetrain controller: watches jobs and their pods, creates pods, the "
+        "headless Service and PodGroups, applies restart and run policies and writes job status.",
+    )
+    add_common_flags(parser)
+    add_controller_flags(parser)
+    parser.set_defaults(func=run)

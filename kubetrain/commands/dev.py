@@ -1,0 +1,188 @@
+"""`kubetrain dev`: the real operator and webhook against the built-in emulated control plane.
+
+Starts devcluster (the emulated API server), installs the CRDs, runs the admission webhooks,
+the controller and the simulated kubelet, applies an example job, prints its progress, and
+exits 0 when it succeeds (1 when it fails or is refused, 2 on timeout). `--keep-running`
+leaves everything up and prints the kubeconfig for kubectl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.commands._flags import GANG_SCHEDULERS
+from kubetrain.commands.controller import install_stop_signals
+from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.resources import job_resource
+
+log = logging.getLogger(__name__)
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+DEFAULT_EXAMPLE = "pytorch-ddp"
+
+
+def example_names() -> list[str]:
+    if not EXAMPLES_DIR.is_dir():
+        return []
+    names = [p.stem for p in sorted(EXAMPLES_DIR.glob("*.yaml"))]
+    names += [f"invalid/{p.stem}" for p in sorted((EXAMPLES_DIR / "invalid").glob("*.yaml"))]
+    return names
+
+
+class DevError(Exception):
+    """Bad input to `kubetrain dev`; the message says what is valid."""
+
+
+def load_job(args: argparse.Namespace) -> dict[str, Any]:
+    if args.file:
+        path = Path(args.file)
+    else:
+        path = EXAMPLES_DIR / f"{args.example}.yaml"
+        if not path.is_file():
+            valid = ", ".join(example_names()) or f"none found in {EXAMPLES_DIR}"
+            raise DevError(f"--example {args.example!r}: no such example (valid: {valid})")
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except OSError as err:
+        raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise DevError(f"{path}: not valid YAML: {err}") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise DevError(
+            f"{path}: expected exactly one job manifest (a YAML mapping), found {len(docs)} documents"
+        )
+    job: dict[str, Any] = docs[0]
+    return job
+
+
+def _condition(job: dict[str, Any]) -> str:
+    conditions = [c for c in (job.get("status") or {}).get("conditions") or () if c.get("status") == "True"]
+    return str(conditions[-1]["type"]) if conditions else "Pending"
+
+
+def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
+    """`Running  Master: 1 running · Worker: 2 running, 1 pending` from the job and its pods."""
+    by_type: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        phase = str((pod.get("status") or {}).get("phase") or "Pending").lower()
+        rtype = str(labels.get("kubetrain.io/replica-type", "?"))
+        counts = by_type.setdefault(rtype, {})
+        counts[phase] = counts.get(phase, 0) + 1
+    parts = []
+    for rtype in sorted(by_type):
+        counts = by_type[rtype]
+        parts.append(f"{rtype}: " + ", ".join(f"{n} {phase}" for phase, n in sorted(counts.items())))
+    restarts = sum(
+        int(rs.get("restarts") or 0)
+        for rs in ((job.get("status") or {}).get("replicaStatuses") or {}).values()
+    )
+    line = f"{_condition(job):<10} " + (" · ".join(parts) if parts else "no pods")
+    return line + (f" · restarts {restarts}" if restarts else "")
+
+
+async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -> int:
+    """Print the job's progress whenever it changes; 0 on Succeeded, 1 on Failed, 2 on timeout."""
+    assert stack.controller is not None
+    kind = str(job["kind"])
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    ref = job_resource(kind)
+    started = time.monotonic()
+    last = ""
+    while time.monotonic() - started < limit:
+        current = stack.controller.cache.store(ref).get(ns, name) or job
+        pods = stack.controller.observe(kind, ns, name).pods
+        line = describe_progress(current, pods)
+        if line != last:
+            print(f"[{time.monotonic() - started:6.1f}s] {line}", file=out, flush=True)
+            last = line
+        state = _condition(current)
+        if state in ("Succeeded", "Failed"):
+            for cond in (current.get("status") or {}).get("conditions") or ():
+                if cond.get("type") == state:
+                    print(f"{kind} {ns}/{name} {state}: {cond.get('message', '')}", file=out, flush=True)
+            return 0 if state == "Succeeded" else 1
+        await asyncio.sleep(0.1)
+    print(f"{kind} {ns}/{name}: not finished after {limit:.0f}s", file=out, flush=True)
+    return 2
+
+
+async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
+    job = load_job(args)
+    options = DevStackOptions(default_run_seconds=args.run_seconds, gang_scheduler=args.gang_scheduler)
+    async with DevStack(options) as stack:
+        print(f"devcluster API server: {stack.cluster.url}", file=out)
+        print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
+        metadata = job.setdefault("metadata", {})
+        metadata.setdefault("namespace", "default")
+        try:
+            created = await stack.apply(job)
+        except ApiError as err:
+            print(f"{job.get('kind')} {metadata.get('name')} refused: {err.message}", file=out, flush=True)
+            code = 1
+        except KeyError as err:
+            print(f"cannot apply: {err.args[0]}", file=out, flush=True)
+            code = 1
+        else:
+            meta = created["metadata"]
+            print(f"applied {created['kind']} {meta['namespace']}/{meta['name']}", file=out, flush=True)
+            code = await follow(stack, created, args.timeout, out)
+        if args.keep_running:
+            path = stack.cluster.kubeconfig_path
+            print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)
+            print("Press Ctrl-C to stop.", file=out, flush=True)
+            stop = asyncio.Event()
+            install_stop_signals(stop)
+            with contextlib.suppress(asyncio.CancelledError):
+                await stop.wait()
+        return code
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(dev(args))
+    except DevError as err:
+        print(f"kubetrain dev: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dev",
+        help="run kubetrain (operator + webhooks) against a built-in emulated cluster and apply an example",
+        description="Start the built-in emulated API server, install the CRDs, run the admission "
+        "webhooks, the controller and a simulated kubelet, apply an example job and follow it to "
+        "the end. Exit 0 when the job succeeds, 1 when it fails or is refused, 2 on timeout.",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--example",
+        default=DEFAULT_EXAMPLE,
+        help=f"example under examples/ (default {DEFAULT_EXAMPLE}; valid: {', '.join(example_names())})",
+    )
+    group.add_argument("-f", "--file", help="apply this job manifest instead of an example")
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=2.0,
+        help="how long each simulated container runs before exiting 0 (default 2)",
+    )
+    parser.add_argument("--timeout", type=float, default=120.0, help="give up after this many seconds")
+    parser.add_argument("--gang-scheduler", choices=GANG_SCHEDULERS, default="none")
+    parser.add_argument(
+        "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"
+    )
+    parser.set_defaults(func=run)

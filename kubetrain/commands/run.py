@@ -1,0 +1,65 @@
+"""`kubetrain run`: controller and admission webhook in one process (what the Helm chart runs)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from typing import Any
+
+from kubetrain.commands._flags import (
+    add_common_flags,
+    add_controller_flags,
+    add_webhook_flags,
+    configure_logging,
+)
+from kubetrain.commands.controller import install_stop_signals, wait_for_stop
+from kubetrain.commands.webhook import ConfigError, WebhookRuntime
+from kubetrain.health import HealthServer
+from kubetrain.operator.runtime import ControllerRuntime
+
+log = logging.getLogger(__name__)
+
+
+async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
+    stop = stop or asyncio.Event()
+    install_stop_signals(stop)
+    health = HealthServer(port=args.metrics_port)
+    webhook = WebhookRuntime.from_args(args)
+    controller = ControllerRuntime(args)
+    await health.start()
+    try:
+        await webhook.start(health)
+        await controller.start(health)
+        await wait_for_stop(stop, controller)
+        log.info("stopping")
+    finally:
+        await controller.stop()
+        await webhook.stop()
+        await health.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args)
+    try:
+        asyncio.run(serve(args))
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    except OSError as exc:
+        log.error("cannot start kubetrain: %s", exc)
+        return 1
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the controller and the admission webhooks in one process",
+        description="Run the kubetrain controller and its admission webhooks (/mutate, /validate) "
+        "in one process, with /metrics, /healthz and /readyz on --metrics-port.",
+    )
+    add_common_flags(parser)
+    add_controller_flags(parser)
+    add_webhook_flags(parser)
+    parser.set_defaults(func=run)

@@ -1,0 +1,175 @@
+"""DevStack: the whole of kubetrain on one machine, in one process.
+
+    async with DevStack(DevStackOptions(default_run_seconds=2)) as stack:
+        await stack.apply(job)                    # through the API server, webhooks included
+        stack.cluster.kubeconfig_path             # for kubectl
+
+It starts `kubetrain.devcluster.DevCluster` (the emulated API server, HTTPS), installs the
+CRDs, runs the real admission webhook server over TLS with a certificate made for loopback and
+registers it in URL mode, runs the real controller, and runs the pod simulator in place of
+kubelets. `kubetrain dev`, the integration tests and the benchmarks all use it, so what they
+exercise is exactly what a user runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from kubetrain.api.crdgen import all_crds
+from kubetrain.certs.generate import generate_bundle
+from kubetrain.certs.tls import write_cert_dir
+from kubetrain.devcluster.kubelet import PodSimulator
+from kubetrain.devcluster.server import DevCluster
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.kube.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    job_resource,
+)
+from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.configurations import webhook_configurations
+from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
+from kubetrain.webhook.server import WebhookServer
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class DevStackOptions:
+    webhook: bool = True
+    training_policies: bool = True
+    controller: bool = True
+    simulator: bool = True
+    # Pods without a sim.kubetrain.io/run-seconds annotation run this long (None: until told).
+    default_run_seconds: float | None = None
+    simulated_nodes: int = 3
+    gang_scheduler: str = "none"
+    workers: int = 4
+    qps: float = 1000.0
+    burst: int = 2000
+    watch_window: int = 10000
+    controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
+    simulator_clock: Clock | None = None
+
+
+class DevStack:
+    def __init__(self, options: DevStackOptions | None = None) -> None:
+        self.options = options or DevStackOptions()
+        self.cluster = DevCluster(watch_window=self.options.watch_window)
+        self.client: KubeClient | None = None
+        self.webhook: WebhookServer | None = None
+        self.policy_watcher: PolicyWatcher | None = None
+        self.controller: Controller | None = None
+        self.simulator: PodSimulator | None = None
+
+    @property
+    def kube(self) -> KubeClient:
+        if self.client is None:
+            raise RuntimeError("DevStack is not started")
+        return self.client
+
+    async def __aenter__(self) -> DevStack:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        opts = self.options
+        await self.cluster.start()
+        self.client = await KubeClient.connect(self.cluster.kubeconfig_path, qps=opts.qps, burst=opts.burst)
+        await self.install_crds()
+        if opts.webhook:
+            await self.start_webhook()
+        if opts.controller:
+            await self.start_controller()
+        if opts.simulator:
+            self.simulator = PodSimulator(
+                self.cluster.kubeconfig_path,
+                nodes=opts.simulated_nodes,
+                default_run_seconds=opts.default_run_seconds,
+                scheduler_names=("default-scheduler", "volcano"),
+                clock=opts.simulator_clock or SYSTEM_CLOCK,
+            )
+            await self.simulator.start()
+
+    async def install_crds(self) -> None:
+        for crd in all_crds():
+            try:
+                await self.kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+            except ApiError as err:
+                if not err.is_already_exists:
+                    raise
+        for crd in all_crds():
+            spec = crd["spec"]
+            version = spec["versions"][0]["name"]
+            for _ in range(200):
+                if await self.kube.has_api(spec["group"], version, spec["names"]["plural"]):
+                    break
+                await asyncio.sleep(0.01)
+
+    async def start_webhook(self) -> None:
+        opts = self.options
+        cert_dir = self.cluster.workdir / "webhook-certs"
+        bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+        write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
+        policies = None
+        if opts.training_policies:
+            policies = PolicyAdmission(PolicyIndex(), gang_scheduling=opts.gang_scheduler != "none")
+            self.policy_watcher = PolicyWatcher(self.kube, policies.index)
+            await self.policy_watcher.start(wait=True)
+        self.webhook = WebhookServer(
+            cert_dir=str(cert_dir),
+            host="127.0.0.1",
+            port=0,
+            gang_scheduling=opts.gang_scheduler != "none",
+            policies=policies,
+        )
+        await self.webhook.start()
+        mutating, validating = webhook_configurations(self.webhook.url, bundle.ca_bundle)
+        await self.kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
+        await self.kube.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
+
+    async def start_controller(self) -> None:
+        opts = self.options
+        self.controller = Controller(
+            self.kube,
+            ControllerConfig(workers=opts.workers, gang_scheduler=opts.gang_scheduler),
+            clock=opts.controller_clock,
+        )
+        await self.controller.start(sync_timeout=30)
+
+    async def apply(self, job: Obj, namespace: str | None = None) -> Obj:
+        """Create a job (or any kubetrain kind) through the API server, webhooks included."""
+        ns = namespace or (job.get("metadata") or {}).get("namespace") or "default"
+        return await self.kube.create(job_resource(str(job.get("kind"))), job, namespace=ns)
+
+    async def stop(self) -> None:
+        if self.simulator is not None:
+            await self.simulator.stop()
+            self.simulator = None
+        if self.controller is not None:
+            await self.controller.stop()
+            self.controller = None
+        if self.policy_watcher is not None:
+            await self.policy_watcher.stop()
+            self.policy_watcher = None
+        if self.webhook is not None:
+            await self.webhook.stop()
+            self.webhook = None
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        await self.cluster.stop()

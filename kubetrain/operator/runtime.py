@@ -1,0 +1,91 @@
+"""The controller as a process component: client, leader election, health and metrics wiring.
+
+`ControllerRuntime` is what `kubetrain controller`, `kubetrain run` and `kubetrain dev` start:
+
+    runtime = ControllerRuntime(args)        # the flags of kubetrain.commands._flags
+    await runtime.start(health)              # registers the "controller-caches" readiness check
+    ...
+    await runtime.stop()
+
+With leader election on, every replica waits for the Lease and only the leader runs informers
+and workers; losing the Lease stops them (another replica takes over). Readiness does not depend
+on leadership: a standby replica is ready (it still serves webhooks in `kubetrain run`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+
+from kubetrain.health import HealthServer
+from kubetrain.kube.client import KubeClient
+from kubetrain.kube.leader import LeaderElector
+from kubetrain.operator.controller import Controller, ControllerConfig
+
+log = logging.getLogger(__name__)
+
+
+class ControllerRuntime:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.client: KubeClient | None = None
+        self.controller: Controller | None = None
+        self.elector: LeaderElector | None = None
+        self._elector_task: asyncio.Task[None] | None = None
+        self.lost_leadership = asyncio.Event()
+
+    def _config(self) -> ControllerConfig:
+        return ControllerConfig(
+            namespaces=list(self.args.namespaces or []),
+            workers=self.args.workers,
+            gang_scheduler=self.args.gang_scheduler,
+            scheduler_name=self.args.scheduler_name,
+        )
+
+    async def start(self, health: HealthServer | None = None) -> None:
+        self.client = await KubeClient.connect(self.args.kubeconfig, qps=self.args.qps, burst=self.args.burst)
+        self.controller = Controller(self.client, self._config())
+        if health is not None:
+            health.add_readiness_check("controller", self.ready)
+        if not self.args.leader_elect:
+            await self.controller.start()
+            return
+        namespace = self.args.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
+        self.elector = LeaderElector(
+            self.client,
+            namespace=namespace,
+            name=self.args.leader_election_id,
+            on_started_leading=self._lead,
+            on_stopped_leading=self.lost_leadership.set,
+        )
+        self._elector_task = asyncio.create_task(self.elector.run(), name="leader election")
+
+    async def _lead(self) -> None:
+        assert self.controller is not None
+        await self.controller.start()
+        try:
+            await asyncio.Event().wait()  # lead until cancelled (leadership lost or stopping)
+        finally:
+            await self.controller.stop()
+
+    def ready(self) -> bool:
+        """Ready when the caches are synced, or when standing by for the Lease."""
+        if self.controller is None:
+            return False
+        if self.elector is not None and not self.elector.is_leader:
+            return True
+        return self.controller.synced
+
+    async def stop(self) -> None:
+        if self.elector is not None:
+            self.elector.stop()
+        if self._elector_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(self._elector_task, 10)
+        elif self.controller is not None:
+            await self.controller.stop()
+        if self.client is not None:
+            await self.client.close()

@@ -1,0 +1,91 @@
+"""The Mutating/ValidatingWebhookConfigurations kubetrain needs, built in code.
+
+The Helm chart templates the same objects for in-cluster installs (service references); this
+module builds them for URL-mode registration — `kubetrain dev`, the integration tests and the
+e2e tier, where the webhook runs on this machine's loopback.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kubetrain.frameworks.registry import FRAMEWORKS
+
+Obj = dict[str, Any]
+
+MUTATING_NAME = "kubetrain-mutating"
+VALIDATING_NAME = "kubetrain-validating"
+MUTATE_JOBS = "mutate.jobs.kubetrain.io"
+VALIDATE_JOBS = "validate.jobs.kubetrain.io"
+VALIDATE_POLICIES = "validate.trainingpolicies.kubetrain.io"
+
+
+def job_rule() -> Obj:
+    return {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": [fw.plural for fw in FRAMEWORKS.values()],
+        "scope": "Namespaced",
+    }
+
+
+def policy_rule() -> Obj:
+    return {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["trainingpolicies"],
+        "scope": "Cluster",
+    }
+
+
+def webhook_configurations(
+    base_url: str,
+    ca_pem: bytes,
+    *,
+    namespace_selector: Obj | None = None,
+    timeout_seconds: int = 10,
+    mutating_name: str = MUTATING_NAME,
+    validating_name: str = VALIDATING_NAME,
+) -> tuple[Obj, Obj]:
+    """(mutating, validating) configurations calling `base_url` + /mutate and /validate.
+
+    failurePolicy Fail (a job is never stored without defaulting and validation), sideEffects
+    None (dry-run requests are safe), admissionReviewVersions v1.
+    """
+    ca = base64.b64encode(ca_pem).decode()
+    base_url = base_url.rstrip("/")
+
+    def hook(name: str, path: str, rule: Obj, selector: Obj | None) -> Obj:
+        webhook: Obj = {
+            "name": name,
+            "clientConfig": {"url": f"{base_url}{path}", "caBundle": ca},
+            "rules": [rule],
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent",
+            "timeoutSeconds": timeout_seconds,
+        }
+        if selector is not None:
+            webhook["namespaceSelector"] = selector
+        return webhook
+
+    mutating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": mutating_name},
+        "webhooks": [hook(MUTATE_JOBS, "/mutate", job_rule(), namespace_selector)],
+    }
+    validating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": validating_name},
+        "webhooks": [
+            hook(VALIDATE_JOBS, "/validate", job_rule(), namespace_selector),
+            hook(VALIDATE_POLICIES, "/validate", policy_rule(), None),
+        ],
+    }
+    return mutating, validating
