@@ -94,8 +94,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="watch only these namespaces (default: all)",
     )
     g.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles (default 4)")
-    g.add_argument("--qps", type=float, default=50.0, help="client-side API request rate (default 50)")
-    g.add_argument("--burst", type=_positive_int, default=100, help="client-side API burst (default 100)")
+    g.add_argument("--qps", type=float, default=150.0, help="client-side API request rate (default 150)")
+    g.add_argument("--burst", type=_positive_int, default=300, help="client-side API burst (default 300)")
     g.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
