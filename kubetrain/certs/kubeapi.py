@@ -1,10 +1,9 @@
 """The few API calls the self-managed certificate mode makes, as plain dicts.
 
-`CertApi` is the protocol `SelfManagedCertificates` needs; `ApiClientCertApi` implements it with
-a kubernetes_asyncio `ApiClient` (configuration, authentication and transport) and raw JSON
-requests, so no generated `V1...` model is ever built. It is kept here, behind this one small
-class, because the shared kube I/O layer (kubetrain.kube.client) did not exist yet when the
-certificate code was written; switching to it only means another `CertApi` implementation.
+`CertApi` is the protocol `SelfManagedCertificates` needs. `KubeClientCertApi` implements it on
+the shared kube I/O layer (`kubetrain.kube.client.KubeClient`, what `kubetrain webhook` uses);
+`ApiClientCertApi` implements it directly on a kubernetes_asyncio `ApiClient` with raw JSON
+requests (no generated `V1...` model is ever built) for callers that only have an ApiClient.
 
 RBAC used: secrets in the operator's namespace (get, create, update, watch) and
 mutating/validatingwebhookconfigurations (get, watch, patch).
@@ -164,3 +163,80 @@ class ApiClientCertApi:
         self, namespace: str, name: str, resource_version: str
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         return self._watch(f"/api/v1/namespaces/{quote(namespace)}/secrets", name, resource_version)
+
+
+class KubeClientCertApi:
+    """`CertApi` over the shared kube I/O layer (`kubetrain.kube.client.KubeClient`): requests
+    count in `kubetrain_api_requests_total` and share the client's rate limit."""
+
+    def __init__(self, kube: Any) -> None:
+        from kubetrain.kube import resources
+
+        self.kube = kube
+        self._secrets = resources.SECRETS
+        self._configs = {
+            "MutatingWebhookConfiguration": resources.MUTATING_WEBHOOK_CONFIGURATIONS,
+            "ValidatingWebhookConfiguration": resources.VALIDATING_WEBHOOK_CONFIGURATIONS,
+        }
+
+    async def _get_or_none(self, ref: Any, namespace: str | None, name: str) -> dict[str, Any] | None:
+        from kubetrain.kube.errors import ApiError
+
+        try:
+            obj: dict[str, Any] = await self.kube.get(ref, namespace, name)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise CertApiError(exc.status, exc.reason, exc.message) from exc
+        return obj
+
+    async def _write(self, call: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        from kubetrain.kube.errors import ApiError
+
+        try:
+            obj: dict[str, Any] = await call(*args, **kwargs)
+        except ApiError as exc:
+            raise CertApiError(exc.status, exc.reason, exc.message) from exc
+        return obj
+
+    async def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return await self._get_or_none(self._secrets, namespace, name)
+
+    async def create_secret(self, namespace: str, secret: dict[str, Any]) -> dict[str, Any]:
+        return await self._write(self.kube.create, self._secrets, secret, namespace)
+
+    async def update_secret(self, namespace: str, secret: dict[str, Any]) -> dict[str, Any]:
+        return await self._write(self.kube.replace, self._secrets, secret)
+
+    async def get_webhook_config(self, kind: str, name: str) -> dict[str, Any] | None:
+        return await self._get_or_none(self._configs[kind], None, name)
+
+    async def patch_webhook_config(self, kind: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self._write(self.kube.patch, self._configs[kind], None, name, patch, patch_type="json")
+
+    async def _watch(
+        self, ref: Any, namespace: str | None, name: str, resource_version: str
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        events = self.kube.watch(
+            ref,
+            namespace,
+            resource_version=resource_version or None,
+            field_selector=f"metadata.name={name}",
+            timeout_seconds=300,
+        )
+        try:
+            async for etype, obj in events:
+                if etype != "BOOKMARK":
+                    yield etype, obj
+        finally:
+            await events.aclose()
+
+    def watch_webhook_config(
+        self, kind: str, name: str, resource_version: str
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        return self._watch(self._configs[kind], None, name, resource_version)
+
+    def watch_secret(
+        self, namespace: str, name: str, resource_version: str
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        return self._watch(self._secrets, namespace, name, resource_version)

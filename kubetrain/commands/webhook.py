@@ -19,7 +19,7 @@ import logging
 import signal
 from typing import Any
 
-from kubetrain.certs.kubeapi import ApiClientCertApi
+from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags, configure_logging
 from kubetrain.health import HealthServer
@@ -35,23 +35,6 @@ class ConfigError(Exception):
     """A flag combination that cannot work; the message says which flag to set."""
 
 
-async def api_client_for(kubeconfig: str | None) -> Any:
-    """A kubernetes_asyncio ApiClient: --kubeconfig, else in-cluster, else $KUBECONFIG/~/.kube/config."""
-    import os
-
-    from kubernetes_asyncio import config as kube_config
-    from kubernetes_asyncio.client import ApiClient, Configuration
-
-    configuration = Configuration()
-    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        await kube_config.load_kube_config(
-            config_file=kubeconfig, client_configuration=configuration, persist_config=False
-        )
-    return ApiClient(configuration=configuration)
-
-
 class WebhookRuntime:
     """The webhook server plus, in self-managed mode, the certificate manager."""
 
@@ -64,7 +47,6 @@ class WebhookRuntime:
             gang_scheduling=args.gang_scheduler != "none",
         )
         self.certs: SelfManagedCertificates | None = None
-        self._api_client: Any = None
         # TrainingPolicies (BEHAVIOUR.md §9): fed by watches, consulted on every review.
         self.policy_watcher: PolicyWatcher | None = None
         self._kube: KubeClient | None = None
@@ -91,9 +73,10 @@ class WebhookRuntime:
             await self.policy_watcher.start(wait=False)
         await self.server.start()
         if self.args.cert_mode == "self-managed":
-            self._api_client = await api_client_for(self.args.kubeconfig)
+            if self._kube is None:
+                self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.certs = SelfManagedCertificates(
-                ApiClientCertApi(self._api_client),
+                KubeClientCertApi(self._kube),
                 namespace=self.args.webhook_namespace,
                 secret_name=self.args.cert_secret,
                 service=self.args.webhook_service,
@@ -119,9 +102,6 @@ class WebhookRuntime:
         if self._kube is not None:
             await self._kube.close()
             self._kube = None
-        if self._api_client is not None:
-            await self._api_client.close()
-            self._api_client = None
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:

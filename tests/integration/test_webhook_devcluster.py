@@ -229,8 +229,9 @@ async def test_wrong_ca_bundle_fails_the_call(kube: KubeClient, webhook: Webhook
     assert "failed calling webhook" in info.value.message
 
 
+@pytest.mark.parametrize("adapter", ["KubeClient", "ApiClient"])
 async def test_self_managed_certificates_patch_ca_bundle(
-    tmp_path: Path, api: client.ApiClient, kube: KubeClient, devcluster: DevCluster
+    adapter: str, tmp_path: Path, api: client.ApiClient, kube: KubeClient, devcluster: DevCluster
 ) -> None:
     await register(kube, None)  # as the chart installs them in self-managed mode: no caBundle
     server = WebhookServer(
