@@ -219,6 +219,13 @@ class Handlers:
         sub = t.subresource
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
+        if t.rt.key == "bindings" and verb == "create":
+            body = await self._body(request)
+            pods = api.registry.by_key("pods")
+            assert pods is not None
+            name = ((body or {}).get("metadata") or {}).get("name", "")
+            pod_target = Target(pods, "v1", t.namespace, name, "binding", t.dry_run, t.user)
+            return await subresources.bind(api, pod_target, body)
         if sub == "eviction" and verb == "create":
             return await subresources.evict(api, t, await self._body(request))
         if sub == "scale":

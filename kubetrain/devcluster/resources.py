@@ -42,6 +42,7 @@ BUILTINS: list[ResourceType] = [
             "status.nominatedNodeName",
         ),
     ),
+    ResourceType("", ["v1"], "bindings", "Binding", True, verbs=("create",)),
     ResourceType(
         "",
         ["v1"],

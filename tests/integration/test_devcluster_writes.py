@@ -1,0 +1,222 @@
+"""devcluster write-path behaviour beyond the conformance module: pod binding and graceful deletion,
+admission webhooks in the write path, dry run, scale subresource, CRD removal, no-op updates."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kubetrain.certs.generate import generate_bundle
+from kubetrain.devcluster.server import DevCluster
+
+NS = "default"
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+
+
+async def test_binding_then_graceful_delete_left_for_the_kubelet(devcluster: DevCluster, api: Any) -> None:
+    v1 = client.CoreV1Api(api)
+    await v1.create_namespaced_pod(NS, pod("p"))
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+    }
+    await v1.create_namespaced_binding(NS, binding, _preload_content=False)
+    bound = await v1.read_namespaced_pod("p", NS)
+    assert bound.spec.node_name == "node-1"
+    again = await v1.create_namespaced_binding(NS, binding, _preload_content=False)
+    assert again.status == 409
+    assert "is already assigned to node" in (await again.json())["message"]
+
+    deleting = await v1.delete_namespaced_pod("p", NS)
+    assert deleting.metadata.deletion_grace_period_seconds == 30
+    assert deleting.metadata.deletion_timestamp is not None
+    still = await v1.read_namespaced_pod("p", NS)  # the kubelet has not confirmed yet
+    assert still.metadata.deletion_timestamp is not None
+    await v1.delete_namespaced_pod("p", NS, grace_period_seconds=0)
+    with pytest.raises(ApiException) as gone:
+        await v1.read_namespaced_pod("p", NS)
+    assert gone.value.status == 404
+
+
+async def test_no_op_update_keeps_the_resource_version(devcluster: DevCluster, api: Any) -> None:
+    v1 = client.CoreV1Api(api)
+    made = await v1.create_namespaced_config_map(NS, {"metadata": {"name": "same"}, "data": {"a": "b"}})
+    again = await v1.replace_namespaced_config_map("same", NS, made)
+    assert again.metadata.resource_version == made.metadata.resource_version
+
+
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "scalers.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "scalers", "singular": "scaler", "kind": "Scaler"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+                },
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_scale_subresource_and_crd_removal(devcluster: DevCluster, api: Any) -> None:
+    ext = client.ApiextensionsV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    await ext.create_custom_resource_definition(CRD)
+    body = {
+        "apiVersion": "example.com/v1",
+        "kind": "Scaler",
+        "metadata": {"name": "s"},
+        "spec": {"replicas": 2},
+    }
+    await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", body)
+    scale = await custom.get_namespaced_custom_object_scale("example.com", "v1", NS, "scalers", "s")
+    assert scale["spec"]["replicas"] == 2
+    await custom.patch_namespaced_custom_object_scale(
+        "example.com", "v1", NS, "scalers", "s", [{"op": "replace", "path": "/spec/replicas", "value": 5}]
+    )
+    obj = await custom.get_namespaced_custom_object("example.com", "v1", NS, "scalers", "s")
+    assert obj["spec"]["replicas"] == 5 and obj["metadata"]["generation"] == 2
+
+    await ext.delete_custom_resource_definition("scalers.example.com")
+    with pytest.raises(ApiException) as unserved:
+        await custom.get_namespaced_custom_object("example.com", "v1", NS, "scalers", "s")
+    assert unserved.value.status == 404
+    assert devcluster.list_objects("scalers", group="example.com") == []
+
+
+# ---- admission ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def webhook(tmp_path: Any) -> AsyncIterator[tuple[str, bytes, list[dict[str, Any]]]]:
+    """An HTTPS admission webhook: /mutate labels configmaps, /validate denies names starting with bad."""
+    bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+    (tmp_path / "tls.crt").write_bytes(bundle.serving.cert_pem)
+    (tmp_path / "tls.key").write_bytes(bundle.serving.key_pem)
+    seen: list[dict[str, Any]] = []
+
+    async def mutate(request: web.Request) -> web.Response:
+        review = await request.json()
+        seen.append(review["request"])
+        patch = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+        response = {
+            "uid": review["request"]["uid"],
+            "allowed": True,
+            "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
+        }
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+    async def validate(request: web.Request) -> web.Response:
+        review = await request.json()
+        seen.append(review["request"])
+        name = review["request"]["name"]
+        allowed = not name.startswith("bad")
+        response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": allowed}
+        if not allowed:
+            response["status"] = {"code": 403, "message": f"{name} is a bad name"}
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+    app = web.Application()
+    app.router.add_post("/mutate", mutate)
+    app.router.add_post("/validate", validate)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"https://127.0.0.1:{port}", bundle.ca.cert_pem, seen
+    finally:
+        await runner.cleanup()
+
+
+def _config(kind: str, url: str, ca: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": kind.lower()},
+        "webhooks": [
+            {
+                "name": f"{kind.lower()}.example.com",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca).decode()},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["configmaps"],
+                    }
+                ],
+            }
+        ],
+    }
+
+
+async def test_webhooks_mutate_and_deny_in_the_write_path(
+    devcluster: DevCluster, api: Any, webhook: tuple[str, bytes, list[dict[str, Any]]]
+) -> None:
+    url, ca, seen = webhook
+    reg = client.AdmissionregistrationV1Api(api)
+    await reg.create_mutating_webhook_configuration(
+        _config("MutatingWebhookConfiguration", url + "/mutate", ca)
+    )
+    await reg.create_validating_webhook_configuration(
+        _config("ValidatingWebhookConfiguration", url + "/validate", ca)
+    )
+    v1 = client.CoreV1Api(api)
+    made = await v1.create_namespaced_config_map(NS, {"metadata": {"name": "good"}})
+    assert made.metadata.labels == {"mutated": "yes"}
+    with pytest.raises(ApiException) as denied:
+        await v1.create_namespaced_config_map(NS, {"metadata": {"name": "bad-one"}})
+    body = json.loads(denied.value.body)
+    assert denied.value.status == 403
+    assert (
+        body["message"] == 'admission webhook "validatingwebhookconfiguration.example.com" denied the '
+        "request: bad-one is a bad name"
+    )
+    assert devcluster.get_object("configmaps", NS, "bad-one") is None
+
+    seen.clear()
+    await v1.create_namespaced_config_map(NS, {"metadata": {"name": "dry"}}, dry_run="All")
+    assert [r["dryRun"] for r in seen] == [True, True]
+    assert devcluster.get_object("configmaps", NS, "dry") is None
