@@ -1,0 +1,324 @@
+"""Shared helpers for the controller integration tests (tests/integration/test_controller_*.py).
+
+Everything runs against devcluster through `kubetrain.devstack.DevStack` (real API server
+emulation over HTTPS, real admission webhooks, the real controller, the pod simulator):
+
+- `Harness(stack)`: a test-side `KubeClient` with its own User-Agent (`kubetrain-tests`) so
+  request accounting can tell the controller's calls from the test's, plus helpers to create a
+  namespace per test, create jobs, read them back, list pods and events.
+- `eventually(fn, timeout=...)`: bounded polling of a sync or async function until it returns
+  something truthy (never a fixed sleep).
+- `job_manifest(...)`: a minimal job of any kind; pods run until the test finishes them with the
+  pod simulator (`stack.simulator.finish(...)`), unless annotated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    EVENTS,
+    NAMESPACES,
+    PODS,
+    SERVICES,
+    job_resource,
+)
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+TEST_USER_AGENT = "kubetrain-tests"
+CONTROLLER_USER_AGENT = "kubetrain/"  # KubeClient's default agent: the controller in DevStack
+JOB_NAME_LABEL = "kubetrain.io/job-name"
+WAIT = 20.0  # generous upper bound for one asynchronous step on a loaded 2-core CI machine
+
+CONTAINERS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet"}
+REPLICA_MAP = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}
+
+_ns_counter = itertools.count()
+
+
+class Timeout(AssertionError):
+    pass
+
+
+async def eventually(
+    fn: Callable[[], T | Awaitable[T]],
+    *,
+    timeout: float = WAIT,
+    interval: float = 0.02,
+    what: str | Callable[[], str] = "condition",
+) -> T:
+    """Poll `fn` (sync or async) until it returns a truthy value; return that value.
+    AssertionErrors raised by `fn` count as "not yet" (the last one is reported on timeout)."""
+    deadline = time.monotonic() + timeout
+    last_error: AssertionError | None = None
+    value: Any = None
+    while True:
+        try:
+            value = fn()
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                return value  # type: ignore[no-any-return]
+            last_error = None
+        except AssertionError as err:
+            last_error = err
+        if time.monotonic() >= deadline:
+            desc = what() if callable(what) else what
+            detail = f": {last_error}" if last_error else f" (last value {value!r})"
+            raise Timeout(f"timed out after {timeout:.0f}s waiting for {desc}{detail}")
+        await asyncio.sleep(interval)
+
+
+def job_manifest(
+    kind: str,
+    name: str,
+    replicas: dict[str, int],
+    *,
+    restart_policy: str | dict[str, str] | None = None,
+    run_policy: Obj | None = None,
+    annotations: dict[str, str] | None = None,
+    pod_annotations: dict[str, dict[str, str]] | None = None,
+    resources: Obj | None = None,
+    extra_spec: Obj | None = None,
+) -> Obj:
+    """A job with one framework container per replica type. `restart_policy` is one policy for
+    every type or a per-type dict; `pod_annotations` are per replica type."""
+    container = CONTAINERS[kind]
+    specs: Obj = {}
+    for rtype, n in replicas.items():
+        c: Obj = {"name": container, "image": "busybox:1.36", "command": ["sh", "-c", "true"]}
+        if resources is not None:
+            c["resources"] = resources
+        template: Obj = {"spec": {"containers": [c]}}
+        if pod_annotations and rtype in pod_annotations:
+            template["metadata"] = {"annotations": dict(pod_annotations[rtype])}
+        spec: Obj = {"replicas": n, "template": template}
+        policy = restart_policy.get(rtype) if isinstance(restart_policy, dict) else restart_policy
+        if policy:
+            spec["restartPolicy"] = policy
+        specs[rtype] = spec
+    job: Obj = {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, **({"annotations": annotations} if annotations else {})},
+        "spec": {REPLICA_MAP[kind]: specs, **(extra_spec or {})},
+    }
+    if run_policy:
+        job["spec"]["runPolicy"] = run_policy
+    return job
+
+
+def pod_env(pod: Obj, container: str | None = None) -> dict[str, str]:
+    containers = pod["spec"]["containers"]
+    c = next((c for c in containers if c["name"] == container), containers[0]) if container else containers[0]
+    return {e["name"]: e.get("value", "") for e in c.get("env") or ()}
+
+
+def condition(job: Obj | None, ctype: str) -> Obj | None:
+    for cond in ((job or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return None
+
+
+def is_true(job: Obj | None, ctype: str) -> bool:
+    cond = condition(job, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def replica_status(job: Obj | None, rtype: str) -> Obj:
+    return dict((((job or {}).get("status") or {}).get("replicaStatuses") or {}).get(rtype) or {})
+
+
+class Harness:
+    """Test-side API access to a DevStack (own client, own User-Agent)."""
+
+    def __init__(self, stack: DevStack, client: KubeClient) -> None:
+        self.stack = stack
+        self.kube = client
+
+    @classmethod
+    async def open(cls, stack: DevStack) -> Harness:
+        client = await KubeClient.connect(stack.cluster.kubeconfig_path, qps=0)
+        client.user_agent = TEST_USER_AGENT
+        return cls(stack, client)
+
+    async def close(self) -> None:
+        await self.kube.close()
+
+    @property
+    def requests(self) -> Any:
+        return self.stack.cluster.requests
+
+    @property
+    def faults(self) -> Any:
+        return self.stack.cluster.faults
+
+    @property
+    def sim(self) -> Any:
+        assert self.stack.simulator is not None
+        return self.stack.simulator
+
+    async def namespace(self, prefix: str = "t") -> str:
+        name = f"{prefix}-{next(_ns_counter)}-{time.monotonic_ns() % 100000}"
+        await self.kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        return name
+
+    async def create_job(self, job: Obj, namespace: str) -> Obj:
+        return await self.kube.create(job_resource(str(job["kind"])), job, namespace=namespace)
+
+    async def job(self, kind: str, namespace: str, name: str) -> Obj | None:
+        try:
+            return await self.kube.get(job_resource(kind), namespace, name)
+        except ApiError as err:
+            if err.is_not_found:
+                return None
+            raise
+
+    async def pods(self, namespace: str, job_name: str | None = None) -> list[Obj]:
+        selector = f"{JOB_NAME_LABEL}={job_name}" if job_name else JOB_NAME_LABEL
+        page = await self.kube.list(PODS, namespace, label_selector=selector)
+        return sorted(page["items"], key=lambda p: p["metadata"]["name"])
+
+    async def pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return await self.kube.get(PODS, namespace, name)
+        except ApiError as err:
+            if err.is_not_found:
+                return None
+            raise
+
+    async def service(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return await self.kube.get(SERVICES, namespace, name)
+        except ApiError as err:
+            if err.is_not_found:
+                return None
+            raise
+
+    async def events(self, namespace: str, name: str) -> list[Obj]:
+        page = await self.kube.list(EVENTS, namespace, field_selector=f"involvedObject.name={name}")
+        return list(page["items"])
+
+    async def event_reasons(self, namespace: str, name: str) -> list[str]:
+        return [str(e.get("reason")) for e in await self.events(namespace, name)]
+
+    async def wait_job(
+        self, kind: str, namespace: str, name: str, pred: Callable[[Obj], bool], what: str, timeout: float = WAIT
+    ) -> Obj:
+        last: list[Obj | None] = [None]
+
+        async def check() -> Obj | None:
+            job = await self.job(kind, namespace, name)
+            last[0] = job
+            return job if job is not None and pred(job) else None
+
+        def describe() -> str:
+            status = (last[0] or {}).get("status")
+            return f"{kind} {namespace}/{name}: {what}; status now {json.dumps(status, indent=1)}"
+
+        return await eventually(check, timeout=timeout, what=describe)
+
+    async def wait_condition(self, kind: str, namespace: str, name: str, ctype: str, timeout: float = WAIT) -> Obj:
+        return await self.wait_job(
+            kind, namespace, name, lambda j: is_true(j, ctype), f"condition {ctype}=True", timeout
+        )
+
+    async def wait_pods(self, namespace: str, job_name: str, n: int, *, phase: str | None = "Running") -> list[Obj]:
+        async def check() -> list[Obj] | None:
+            pods = [p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")]
+            if phase is not None:
+                pods = [p for p in pods if (p.get("status") or {}).get("phase") == phase]
+            return pods if len(pods) == n else None
+
+        return await eventually(check, what=f"{n} pods of {namespace}/{job_name} in phase {phase}")
+
+    async def wait_pod_names(self, namespace: str, job_name: str, names: list[str]) -> list[Obj]:
+        """Wait until exactly the pods `names` exist for the job (terminating ones count as gone)."""
+        last: list[list[str]] = [[]]
+
+        async def check() -> list[Obj] | None:
+            pods = [p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")]
+            last[0] = [p["metadata"]["name"] for p in pods]
+            return pods if sorted(last[0]) == sorted(names) else ([] if names else None) or None
+
+        if not names:
+            await eventually(lambda: self._none_left(namespace, job_name), what=f"no pods of {namespace}/{job_name}")
+            return []
+        return await eventually(check, what=lambda: f"pods {sorted(names)} of {namespace}/{job_name} (now {last[0]})")
+
+    async def _none_left(self, namespace: str, job_name: str) -> bool:
+        return not await self.pods(namespace, job_name)
+
+    async def wait_event(self, namespace: str, name: str, reason: str) -> Obj:
+        async def check() -> Obj | None:
+            return next((e for e in await self.events(namespace, name) if e.get("reason") == reason), None)
+
+        return await eventually(check, what=f"an event {reason} on {namespace}/{name}")
+
+    async def finish_all(self, namespace: str, job_name: str, exit_code: int = 0) -> None:
+        for pod in await self.pods(namespace, job_name):
+            await self.sim.finish(namespace, pod["metadata"]["name"], exit_code=exit_code)
+
+    async def install_crd(self, crd: Obj) -> None:
+        await self.kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+        spec = crd["spec"]
+        version = spec["versions"][0]["name"]
+        await eventually(
+            lambda: self.kube.has_api(spec["group"], version, spec["names"]["plural"]),
+            what=f"API {spec['group']}/{version} {spec['names']['plural']} served",
+        )
+
+
+async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
+    """Async generator body for fixtures: a started DevStack and a Harness on it."""
+    stack = DevStack(DevStackOptions(**options))
+    await stack.start()
+    harness = await Harness.open(stack)
+    try:
+        yield stack, harness
+    finally:
+        await harness.close()
+        await stack.stop()
+
+
+def pod_group_crd(group: str, version: str) -> Obj:
+    """A minimal PodGroup CRD (the gang schedulers' API) with a status subresource."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"podgroups.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup", "listKind": "PodGroupList"},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
