@@ -1,0 +1,231 @@
+"""Shared pieces of the controller benchmarks (not a benchmark itself).
+
+The operator always runs as its own process (`kubetrain controller --no-leader-elect`), so its
+peak RSS and CPU are its own; devcluster, the pod simulator and the load generator run in the
+benchmark process. Process figures come from /proc (Linux).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubetrain.api.defaulting import default_job
+from kubetrain.devcluster.accounting import RequestLog
+from kubetrain.kube.client import KubeClient
+
+RESULTS = Path(__file__).resolve().parent / "results"
+OPERATOR_AGENT = "kubetrain/"  # the operator's User-Agent prefix (kubetrain/<version>)
+BENCH_AGENT = "kubetrain-bench/1"  # the load generator, so its requests are not counted as the operator's
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pytorch_job(name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
+    """A defaulted PyTorchJob with `replicas` workers (what the mutating webhook would store)."""
+    job = {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Worker": {
+                    "replicas": replicas,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "pytorch",
+                                    "image": "pytorch/pytorch:2.3",
+                                    "resources": {"requests": {"cpu": "1"}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    return default_job(job).obj
+
+
+async def bench_client(kubeconfig: str, qps: float = 0.0, burst: int = 1) -> KubeClient:
+    """A client for the load generator: no client-side rate limit, its own User-Agent."""
+    client = await KubeClient.connect(kubeconfig, qps=qps, burst=burst, max_connections=64)
+    client.user_agent = BENCH_AGENT
+    return client
+
+
+@dataclass
+class Operator:
+    """`kubetrain controller` as a child process, with its metrics port."""
+
+    kubeconfig: str
+    extra: list[str] = field(default_factory=list)
+    metrics_port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+
+    def start(self) -> None:
+        self.metrics_port = free_port()
+        exe = Path(sys.executable).parent / "kubetrain"
+        cmd = [
+            str(exe),
+            "controller",
+            "--kubeconfig",
+            self.kubeconfig,
+            "--no-leader-elect",
+            "--metrics-port",
+            str(self.metrics_port),
+            "--log-level",
+            "warning",
+            *self.extra,
+        ]
+        self.started_at = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"http://127.0.0.1:{self.metrics_port}{path}") as r:
+                return r.status, await r.text()
+
+    async def wait_ready(self, timeout: float = 120.0) -> float:
+        """Seconds from process start until /readyz answers 200."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"operator exited with {self.proc.returncode}")
+            try:
+                status, _ = await self.get("/readyz")
+                if status == 200:
+                    return time.perf_counter() - self.started_at
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+        raise TimeoutError("operator not ready")
+
+    async def metrics(self) -> dict[str, Any]:
+        _, text = await self.get("/metrics")
+        return parse_reconcile_histogram(text)
+
+    def rss_peak_mb(self) -> float:
+        return proc_status_kb(self.pid, "VmHWM") / 1024
+
+    def rss_mb(self) -> float:
+        return proc_status_kb(self.pid, "VmRSS") / 1024
+
+    def cpu_seconds(self) -> float:
+        return proc_cpu_seconds(self.pid)
+
+
+def proc_status_kb(pid: int, field_name: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field_name + ":"):
+            return int(line.split()[1])
+    raise KeyError(field_name)
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, in seconds."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def parse_reconcile_histogram(text: str) -> dict[str, Any]:
+    """kubetrain_reconcile_duration_seconds summed over kinds: count, sum, cumulative buckets."""
+    buckets: dict[float, float] = {}
+    count = total = 0.0
+    for family in text_string_to_metric_families(text):
+        if family.name != "kubetrain_reconcile_duration_seconds":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                le = float(sample.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + sample.value
+            elif sample.name.endswith("_count"):
+                count += sample.value
+            elif sample.name.endswith("_sum"):
+                total += sample.value
+    return {"count": count, "sum": total, "buckets": sorted(buckets.items())}
+
+
+def histogram_diff(after: dict[str, Any], before: dict[str, Any] | None) -> dict[str, Any]:
+    if before is None:
+        return after
+    prev = dict(before["buckets"])
+    return {
+        "count": after["count"] - before["count"],
+        "sum": after["sum"] - before["sum"],
+        "buckets": [(le, v - prev.get(le, 0.0)) for le, v in after["buckets"]],
+    }
+
+
+def histogram_quantile(hist: dict[str, Any], q: float) -> float | None:
+    """Prometheus' histogram_quantile: linear interpolation inside the bucket holding rank q."""
+    buckets = hist["buckets"]
+    if not buckets or hist["count"] <= 0:
+        return None
+    total = buckets[-1][1]
+    rank = q * total
+    prev_le, prev_count = 0.0, 0.0
+    for le, cum in buckets:
+        if cum >= rank:
+            if le == float("inf"):
+                return prev_le
+            width = cum - prev_count
+            frac = (rank - prev_count) / width if width else 0.0
+            return prev_le + (le - prev_le) * frac
+        prev_le, prev_count = le, cum
+    return prev_le
+
+
+def requests_by_verb(log: RequestLog, agent: str = OPERATOR_AGENT) -> dict[str, int]:
+    """'verb resource' -> count of the requests made by `agent` (a User-Agent prefix)."""
+    out: dict[str, int] = {}
+    for r in log.records:
+        if r.user_agent.startswith(agent):
+            k = f"{r.verb} {r.resource}"
+            out[k] = out.get(k, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)

@@ -1,0 +1,344 @@
+"""Controller at scale against devcluster: many jobs submitted at once, and start-up with many jobs.
+
+    .venv/bin/python benchmarks/bench_controller_scale.py --jobs 1000 --replicas 4
+    .venv/bin/python benchmarks/bench_controller_scale.py --startup-jobs 10000
+
+Scale mode: devcluster and the pod simulator run in this process; the operator runs as its own
+process (`kubetrain controller --no-leader-elect`, default workers/QPS/burst) so its RSS and CPU
+are its own. After /readyz, `--jobs` PyTorchJobs of `--replicas` workers (already defaulted, as
+the mutating webhook would store them) are created at once by a separate client (32 concurrent
+requests, its own User-Agent). Measured: time until every pod exists, until every pod and job is
+Running; reconcile duration p50/p99 (the operator's kubetrain_reconcile_duration_seconds,
+interpolated within buckets); peak RSS (VmHWM); the operator's API requests by verb and
+resource (devcluster's request log, User-Agent kubetrain/...); idle CPU over `--idle-seconds`
+once everything is Running (utime+stime from /proc); then every pod is finished and the whole
+life's writes per job are counted once every job is Succeeded.
+
+Start-up mode: `--startup-jobs` finished PyTorchJobs (with status) plus one new job are put in
+devcluster directly (no HTTP, no webhooks) before the operator starts. Measured: seconds from
+process start to /readyz (caches synced), to the first reconcile, to the new job's first status
+write, and until every job was reconciled once; requests made and RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+from _common import (
+    Operator,
+    bench_client,
+    histogram_diff,
+    histogram_quantile,
+    load_average,
+    pytorch_job,
+    requests_by_verb,
+    write_result,
+)
+
+from kubetrain.devcluster.apiserver import Target
+from kubetrain.devcluster.store import Event
+from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.kube.resources import job_resource
+
+JOB_RKEY = "pytorchjobs.kubetrain.io"
+WRITE_VERBS = ("create", "update", "patch", "delete")
+
+
+def _true_conditions(obj: dict[str, Any]) -> set[str]:
+    return {
+        c.get("type", "") for c in (obj.get("status") or {}).get("conditions") or () if c.get("status") == "True"
+    }
+
+
+class Tracker:
+    """A devcluster store listener: when pods appear, run, and jobs change state."""
+
+    def __init__(self) -> None:
+        self.pods: dict[tuple[str, str], str] = {}  # (namespace, name) -> phase
+        self.jobs: dict[str, set[str]] = {}
+        self.job_status_writes = 0
+        self.first_status: dict[str, float] = {}
+        self.marks: dict[str, float] = {}
+        self.want_pods = 0
+
+    def __call__(self, ev: Event) -> None:
+        if ev.rkey == "pods":
+            meta = ev.obj["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            if ev.type == "DELETED":
+                self.pods.pop(key, None)
+                return
+            self.pods[key] = str((ev.obj.get("status") or {}).get("phase") or "Pending")
+            if ev.type == "ADDED" and len(self.pods) == self.want_pods and "all_pods" not in self.marks:
+                self.marks["all_pods"] = time.perf_counter()
+        elif ev.rkey == JOB_RKEY:
+            name = ev.obj["metadata"]["name"]
+            if ev.type == "DELETED":
+                self.jobs.pop(name, None)
+                return
+            if ev.prev is not None and ev.obj.get("status") != ev.prev.get("status"):
+                self.job_status_writes += 1
+                self.first_status.setdefault(name, time.perf_counter())
+            self.jobs[name] = _true_conditions(ev.obj)
+
+    def count_pods(self, phase: str) -> int:
+        return sum(1 for p in self.pods.values() if p == phase)
+
+    def count_jobs(self, condition: str) -> int:
+        return sum(1 for c in self.jobs.values() if condition in c)
+
+
+async def wait_until(pred: Any, timeout: float, what: str) -> None:
+    deadline = time.perf_counter() + timeout
+    while not pred():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def _quantiles(hist: dict[str, Any]) -> dict[str, Any]:
+    p50, p99 = histogram_quantile(hist, 0.5), histogram_quantile(hist, 0.99)
+    return {
+        "reconciles": int(hist["count"]),
+        "mean_ms": round(1000 * hist["sum"] / hist["count"], 2) if hist["count"] else None,
+        "p50_ms": round(p50 * 1000, 2) if p50 is not None else None,
+        "p99_ms": round(p99 * 1000, 2) if p99 is not None else None,
+    }
+
+
+def _stack_options() -> DevStackOptions:
+    return DevStackOptions(
+        webhook=False, training_policies=False, controller=False, simulator=True, watch_window=200_000
+    )
+
+
+async def scale(args: argparse.Namespace) -> dict[str, Any]:
+    jobs, replicas = args.jobs, args.replicas
+    tracker = Tracker()
+    tracker.want_pods = jobs * replicas
+    async with DevStack(_stack_options()) as stack:
+        stack.cluster.store.listeners.append(tracker)
+        client = await bench_client(stack.cluster.kubeconfig_path)
+        op = Operator(stack.cluster.kubeconfig_path)
+        log = stack.cluster.requests
+        try:
+            log.reset()
+            op.start()
+            ready_s = await op.wait_ready()
+            startup_requests = requests_by_verb(log)
+            log.reset()
+            before = await op.metrics()
+            ref = job_resource("PyTorchJob")
+            bodies = [pytorch_job(f"bench-{i:05d}", replicas) for i in range(jobs)]
+            sem = asyncio.Semaphore(32)
+
+            async def submit(body: dict[str, Any]) -> None:
+                async with sem:
+                    await client.create(ref, body, namespace="default")
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(submit(b) for b in bodies))
+            submitted_s = time.perf_counter() - t0
+            await wait_until(lambda: "all_pods" in tracker.marks, args.timeout, "every pod to exist")
+            all_pods_s = tracker.marks["all_pods"] - t0
+            await wait_until(
+                lambda: tracker.count_pods("Running") == jobs * replicas
+                and tracker.count_jobs("Running") == jobs,
+                args.timeout,
+                "every pod and job to be Running",
+            )
+            all_running_s = time.perf_counter() - t0
+            await asyncio.sleep(2)  # let the last status writes and events settle
+            hist_running = histogram_diff(await op.metrics(), before)
+            rss_running = op.rss_peak_mb()
+            requests_to_running = requests_by_verb(log)
+
+            cpu0, w0 = op.cpu_seconds(), time.perf_counter()
+            n0 = len(log.records)
+            await asyncio.sleep(args.idle_seconds)
+            idle_cpu = (op.cpu_seconds() - cpu0) / (time.perf_counter() - w0)
+            idle_requests: dict[str, int] = {}
+            for r in log.records[n0:]:
+                if r.user_agent.startswith("kubetrain/"):
+                    k = f"{r.verb} {r.resource}"
+                    idle_requests[k] = idle_requests.get(k, 0) + 1
+
+            finished_s = None
+            if not args.no_finish:
+                t1 = time.perf_counter()
+                names = list(tracker.pods)
+
+                async def finish(ns: str, name: str) -> None:
+                    async with sem:
+                        assert stack.simulator is not None
+                        await stack.simulator.finish(ns, name, wait_seconds=60)
+
+                await asyncio.gather(*(finish(ns, n) for ns, n in names))
+                await wait_until(
+                    lambda: tracker.count_jobs("Succeeded") == jobs, args.timeout, "every job to succeed"
+                )
+                await asyncio.sleep(2)
+                finished_s = time.perf_counter() - t1
+            hist_all = histogram_diff(await op.metrics(), before)
+            life_requests = requests_by_verb(log)
+            rss_peak = op.rss_peak_mb()
+        finally:
+            op.stop()
+            await client.close()
+
+    writes = {k: v for k, v in life_requests.items() if k.split()[0] in WRITE_VERBS}
+    job_writes = {k: v for k, v in writes.items() if not k.endswith(" events")}
+    reads_after_sync = {k: v for k, v in life_requests.items() if k.split()[0] in ("get", "list")}
+    return {
+        "benchmark": "controller_scale",
+        "jobs": jobs,
+        "replicas": replicas,
+        "pods": jobs * replicas,
+        "load_average_1m": load_average(),
+        "operator_ready_s": round(ready_s, 2),
+        "submit_s": round(submitted_s, 2),
+        "all_pods_exist_s": round(all_pods_s, 2),
+        "all_running_s": round(all_running_s, 2),
+        "all_succeeded_after_finish_s": round(finished_s, 2) if finished_s is not None else None,
+        "reconcile_until_running": _quantiles(hist_running),
+        "reconcile_whole_life": _quantiles(hist_all),
+        "rss_peak_mb_until_running": round(rss_running, 1),
+        "rss_peak_mb": round(rss_peak, 1),
+        "idle_seconds": args.idle_seconds,
+        "idle_cpu_percent_of_one_core": round(100 * idle_cpu, 3),
+        "idle_requests": idle_requests,
+        "startup_requests": startup_requests,
+        "requests_until_running": requests_to_running,
+        "requests_whole_life": life_requests,
+        "writes_per_job_excluding_events": round(sum(job_writes.values()) / jobs, 2),
+        "events_writes_per_job": round(sum(v for k, v in writes.items() if k.endswith(" events")) / jobs, 2),
+        "write_budget_per_job": replicas + 1 + 4,  # N pods + Service + 4 status writes (no gang)
+        "reads_after_sync": reads_after_sync,
+        "job_status_writes_seen": tracker.job_status_writes,
+    }
+
+
+def _finished_status(replicas: int) -> dict[str, Any]:
+    t = "2026-01-01T00:00:00Z"
+
+    def cond(type_: str, status: str, reason: str) -> dict[str, Any]:
+        return {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": f"PyTorchJob is {type_.lower()}",
+            "lastUpdateTime": t,
+            "lastTransitionTime": t,
+        }
+
+    return {
+        "conditions": [
+            cond("Created", "True", "PyTorchJobCreated"),
+            cond("Running", "False", "PyTorchJobSucceeded"),
+            cond("Succeeded", "True", "PyTorchJobSucceeded"),
+        ],
+        "replicaStatuses": {"Worker": {"succeeded": replicas, "active": 0, "failed": 0}},
+        "startTime": t,
+        "completionTime": t,
+    }
+
+
+async def startup(args: argparse.Namespace) -> dict[str, Any]:
+    n = args.startup_jobs
+    tracker = Tracker()
+    tracker.want_pods = args.replicas
+    async with DevStack(_stack_options()) as stack:
+        cluster = stack.cluster
+        rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
+        assert rt is not None
+        t_fill = time.perf_counter()
+        for i in range(n):
+            res = await cluster.api.create(Target(rt, "v1", "default", ""), pytorch_job(f"old-{i:05d}", args.replicas))
+            stored = res.obj
+            cluster.store.update(rt.key, {**stored, "status": _finished_status(args.replicas)}, None)
+        fill_s = time.perf_counter() - t_fill
+        await cluster.api.create(Target(rt, "v1", "default", ""), pytorch_job("fresh", args.replicas))
+        cluster.store.listeners.append(tracker)
+        op = Operator(cluster.kubeconfig_path)
+        log = cluster.requests
+        try:
+            log.reset()
+            op.start()
+            ready_s = await op.wait_ready(timeout=args.timeout)
+            first_reconcile_s = None
+            all_reconciled_s = None
+            deadline = time.perf_counter() + args.timeout
+            while time.perf_counter() < deadline:
+                m = await op.metrics()
+                now = time.perf_counter() - op.started_at
+                if first_reconcile_s is None and m["count"] >= 1:
+                    first_reconcile_s = now
+                if m["count"] >= n + 1:
+                    all_reconciled_s = now
+                    break
+                await asyncio.sleep(0.1)
+            await wait_until(lambda: "fresh" in tracker.first_status, 30, "the new job's status")
+            fresh_status_s = tracker.first_status["fresh"] - op.started_at
+            await asyncio.sleep(1)
+            hist = await op.metrics()
+            requests = requests_by_verb(log)
+            rss_peak = op.rss_peak_mb()
+        finally:
+            op.stop()
+    return {
+        "benchmark": "controller_startup",
+        "existing_jobs": n,
+        "replicas": args.replicas,
+        "load_average_1m": load_average(),
+        "fill_s": round(fill_s, 1),
+        "ready_s": round(ready_s, 2),
+        "first_reconcile_s": round(first_reconcile_s, 2) if first_reconcile_s is not None else None,
+        "new_job_first_status_write_s": round(fresh_status_s, 2),
+        "all_jobs_reconciled_s": round(all_reconciled_s, 2) if all_reconciled_s is not None else None,
+        "reconcile": _quantiles(hist),
+        "requests": requests,
+        "status_writes_to_existing_jobs": tracker.job_status_writes - 1,
+        "rss_peak_mb": round(rss_peak, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--replicas", type=int, default=4)
+    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--no-finish", action="store_true", help="skip finishing the pods (whole-life writes)")
+    parser.add_argument("--startup-jobs", type=int, default=0, help="start-up mode with this many existing jobs")
+    parser.add_argument("--timeout", type=float, default=240.0)
+    args = parser.parse_args()
+    if args.startup_jobs:
+        res = asyncio.run(startup(args))
+        print(
+            f"controller start-up with {res['existing_jobs']} existing jobs: ready (caches synced) in "
+            f"{res['ready_s']} s, first reconcile {res['first_reconcile_s']} s, new job's status "
+            f"{res['new_job_first_status_write_s']} s, all reconciled {res['all_jobs_reconciled_s']} s, "
+            f"peak RSS {res['rss_peak_mb']} MB"
+        )
+    else:
+        res = asyncio.run(scale(args))
+        r = res["reconcile_until_running"]
+        print(
+            f"controller {res['jobs']} jobs x {res['replicas']} replicas: all pods exist in "
+            f"{res['all_pods_exist_s']} s, all Running {res['all_running_s']} s; reconcile p50 "
+            f"{r['p50_ms']} ms p99 {r['p99_ms']} ms; peak RSS {res['rss_peak_mb']} MB; idle CPU "
+            f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
+            f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
+        )
+    path = write_result(res["benchmark"], res)
+    print(json.dumps(res))
+    print(f"written {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
