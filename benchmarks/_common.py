@@ -115,13 +115,13 @@ class Operator:
                 self.proc.wait(5)
 
     async def get(self, path: str) -> tuple[int, str]:
-        async with aiohttp.ClientSession() as s:
-            async with s.get(f"http://127.0.0.1:{self.metrics_port}{path}") as r:
-                return r.status, await r.text()
+        url = f"http://127.0.0.1:{self.metrics_port}{path}"
+        async with aiohttp.ClientSession() as s, s.get(url) as r:
+            return r.status, await r.text()
 
-    async def wait_ready(self, timeout: float = 120.0) -> float:
+    async def wait_ready(self, limit: float = 120.0) -> float:
         """Seconds from process start until /readyz answers 200."""
-        deadline = time.perf_counter() + timeout
+        deadline = time.perf_counter() + limit
         while time.perf_counter() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"operator exited with {self.proc.returncode}")

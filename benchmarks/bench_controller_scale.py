@@ -51,7 +51,9 @@ WRITE_VERBS = ("create", "update", "patch", "delete")
 
 def _true_conditions(obj: dict[str, Any]) -> set[str]:
     return {
-        c.get("type", "") for c in (obj.get("status") or {}).get("conditions") or () if c.get("status") == "True"
+        c.get("type", "")
+        for c in (obj.get("status") or {}).get("conditions") or ()
+        if c.get("status") == "True"
     }
 
 
@@ -93,8 +95,8 @@ class Tracker:
         return sum(1 for c in self.jobs.values() if condition in c)
 
 
-async def wait_until(pred: Any, timeout: float, what: str) -> None:
-    deadline = time.perf_counter() + timeout
+async def wait_until(pred: Any, limit: float, what: str) -> None:
+    deadline = time.perf_counter() + limit
     while not pred():
         if time.perf_counter() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
@@ -147,8 +149,9 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
             await wait_until(lambda: "all_pods" in tracker.marks, args.timeout, "every pod to exist")
             all_pods_s = tracker.marks["all_pods"] - t0
             await wait_until(
-                lambda: tracker.count_pods("Running") == jobs * replicas
-                and tracker.count_jobs("Running") == jobs,
+                lambda: (
+                    tracker.count_pods("Running") == jobs * replicas and tracker.count_jobs("Running") == jobs
+                ),
                 args.timeout,
                 "every pod and job to be Running",
             )
@@ -258,7 +261,8 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         assert rt is not None
         t_fill = time.perf_counter()
         for i in range(n):
-            res = await cluster.api.create(Target(rt, "v1", "default", ""), pytorch_job(f"old-{i:05d}", args.replicas))
+            body = pytorch_job(f"old-{i:05d}", args.replicas)
+            res = await cluster.api.create(Target(rt, "v1", "default", ""), body)
             stored = res.obj
             cluster.store.update(rt.key, {**stored, "status": _finished_status(args.replicas)}, None)
         fill_s = time.perf_counter() - t_fill
@@ -269,7 +273,7 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         try:
             log.reset()
             op.start()
-            ready_s = await op.wait_ready(timeout=args.timeout)
+            ready_s = await op.wait_ready(limit=args.timeout)
             first_reconcile_s = None
             all_reconciled_s = None
             deadline = time.perf_counter() + args.timeout
@@ -312,8 +316,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
-    parser.add_argument("--no-finish", action="store_true", help="skip finishing the pods (whole-life writes)")
-    parser.add_argument("--startup-jobs", type=int, default=0, help="start-up mode with this many existing jobs")
+    parser.add_argument("--no-finish", action="store_true", help="skip finishing pods")
+    parser.add_argument("--startup-jobs", type=int, default=0, help="start-up mode: N existing jobs")
     parser.add_argument("--timeout", type=float, default=240.0)
     args = parser.parse_args()
     if args.startup_jobs:
