@@ -6,7 +6,7 @@ emulation over HTTPS, real admission webhooks, the real controller, the pod simu
 - `Harness(stack)`: a test-side `KubeClient` with its own User-Agent (`kubetrain-tests`) so
   request accounting can tell the controller's calls from the test's, plus helpers to create a
   namespace per test, create jobs, read them back, list pods and events.
-- `eventually(fn, timeout=...)`: bounded polling of a sync or async function until it returns
+- `eventually(fn, within=...)`: bounded polling of a sync or async function until it returns
   something truthy (never a fixed sleep).
 - `job_manifest(...)`: a minimal job of any kind; pods run until the test finishes them with the
   pod simulator (`stack.simulator.finish(...)`), unless annotated.
@@ -15,6 +15,7 @@ emulation over HTTPS, real admission webhooks, the real controller, the pod simu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import json
@@ -54,13 +55,13 @@ class Timeout(AssertionError):
 async def eventually(
     fn: Callable[[], T | Awaitable[T]],
     *,
-    timeout: float = WAIT,
+    within: float = WAIT,
     interval: float = 0.02,
     what: str | Callable[[], str] = "condition",
 ) -> T:
     """Poll `fn` (sync or async) until it returns a truthy value; return that value.
     AssertionErrors raised by `fn` count as "not yet" (the last one is reported on timeout)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     last_error: AssertionError | None = None
     value: Any = None
     while True:
@@ -76,7 +77,7 @@ async def eventually(
         if time.monotonic() >= deadline:
             desc = what() if callable(what) else what
             detail = f": {last_error}" if last_error else f" (last value {value!r})"
-            raise Timeout(f"timed out after {timeout:.0f}s waiting for {desc}{detail}")
+            raise Timeout(f"timed out after {within:.0f}s waiting for {desc}{detail}")
         await asyncio.sleep(interval)
 
 
@@ -172,7 +173,9 @@ class Harness:
 
     async def namespace(self, prefix: str = "t") -> str:
         name = f"{prefix}-{next(_ns_counter)}-{time.monotonic_ns() % 100000}"
-        await self.kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        await self.kube.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
         return name
 
     async def create_job(self, job: Obj, namespace: str) -> Obj:
@@ -214,8 +217,17 @@ class Harness:
     async def event_reasons(self, namespace: str, name: str) -> list[str]:
         return [str(e.get("reason")) for e in await self.events(namespace, name)]
 
+    async def history(self, kind: str, namespace: str, name: str) -> JobHistory:
+        return await JobHistory(self.kube, kind, namespace, name).start()
+
     async def wait_job(
-        self, kind: str, namespace: str, name: str, pred: Callable[[Obj], bool], what: str, timeout: float = WAIT
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        pred: Callable[[Obj], bool],
+        what: str,
+        within: float = WAIT,
     ) -> Obj:
         last: list[Obj | None] = [None]
 
@@ -228,16 +240,22 @@ class Harness:
             status = (last[0] or {}).get("status")
             return f"{kind} {namespace}/{name}: {what}; status now {json.dumps(status, indent=1)}"
 
-        return await eventually(check, timeout=timeout, what=describe)
+        return await eventually(check, within=within, what=describe)
 
-    async def wait_condition(self, kind: str, namespace: str, name: str, ctype: str, timeout: float = WAIT) -> Obj:
+    async def wait_condition(
+        self, kind: str, namespace: str, name: str, ctype: str, within: float = WAIT
+    ) -> Obj:
         return await self.wait_job(
-            kind, namespace, name, lambda j: is_true(j, ctype), f"condition {ctype}=True", timeout
+            kind, namespace, name, lambda j: is_true(j, ctype), f"condition {ctype}=True", within
         )
 
-    async def wait_pods(self, namespace: str, job_name: str, n: int, *, phase: str | None = "Running") -> list[Obj]:
+    async def wait_pods(
+        self, namespace: str, job_name: str, n: int, *, phase: str | None = "Running"
+    ) -> list[Obj]:
         async def check() -> list[Obj] | None:
-            pods = [p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")]
+            pods = [
+                p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")
+            ]
             if phase is not None:
                 pods = [p for p in pods if (p.get("status") or {}).get("phase") == phase]
             return pods if len(pods) == n else None
@@ -249,14 +267,20 @@ class Harness:
         last: list[list[str]] = [[]]
 
         async def check() -> list[Obj] | None:
-            pods = [p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")]
+            pods = [
+                p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")
+            ]
             last[0] = [p["metadata"]["name"] for p in pods]
-            return pods if sorted(last[0]) == sorted(names) else ([] if names else None) or None
+            return pods if sorted(last[0]) == sorted(names) else None
 
         if not names:
-            await eventually(lambda: self._none_left(namespace, job_name), what=f"no pods of {namespace}/{job_name}")
+            await eventually(
+                lambda: self._none_left(namespace, job_name), what=f"no pods of {namespace}/{job_name}"
+            )
             return []
-        return await eventually(check, what=lambda: f"pods {sorted(names)} of {namespace}/{job_name} (now {last[0]})")
+        return await eventually(
+            check, what=lambda: f"pods {sorted(names)} of {namespace}/{job_name} (now {last[0]})"
+        )
 
     async def _none_left(self, namespace: str, job_name: str) -> bool:
         return not await self.pods(namespace, job_name)
@@ -281,6 +305,74 @@ class Harness:
         )
 
 
+class JobHistory:
+    """Every version of one job as a watch delivers it (so transient states such as a short
+    Restarting are seen however fast the controller moves on). Survives dropped watches and
+    expired resourceVersions (reconnects / relists)."""
+
+    def __init__(self, client: KubeClient, kind: str, namespace: str, name: str) -> None:
+        self.client, self.kind, self.namespace, self.name = client, kind, namespace, name
+        self.versions: list[Obj] = []
+        self.deleted = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> JobHistory:
+        ref = job_resource(self.kind)
+        page = await self.client.list(ref, self.namespace, field_selector=f"metadata.name={self.name}")
+        self.versions.extend(page["items"])
+        self._task = asyncio.create_task(self._run(str(page["metadata"]["resourceVersion"])))
+        return self
+
+    async def _run(self, rv: str) -> None:
+        ref = job_resource(self.kind)
+        while True:
+            try:
+                async for etype, obj in self.client.watch(
+                    ref, self.namespace, resource_version=rv, field_selector=f"metadata.name={self.name}"
+                ):
+                    rv = str(obj.get("metadata", {}).get("resourceVersion") or rv)
+                    if etype in ("ADDED", "MODIFIED"):
+                        self.versions.append(obj)
+                    elif etype == "DELETED":
+                        self.deleted = True
+            except ApiError as err:
+                if err.status == 410:
+                    page = await self.client.list(
+                        ref, self.namespace, field_selector=f"metadata.name={self.name}"
+                    )
+                    self.versions.extend(page["items"])
+                    rv = str(page["metadata"]["resourceVersion"])
+                else:
+                    await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def first(self, pred: Callable[[Obj], bool]) -> Obj | None:
+        return next((v for v in self.versions if pred(v)), None)
+
+    async def wait(self, pred: Callable[[Obj], bool], what: str, within: float = WAIT) -> Obj:
+        def describe() -> str:
+            last = self.versions[-1].get("status") if self.versions else None
+            return (
+                f"{self.kind} {self.namespace}/{self.name}: {what}; last status {json.dumps(last, indent=1)}"
+            )
+
+        return await eventually(lambda: self.first(pred), within=within, what=describe)
+
+    def statuses_written(self) -> int:
+        """How many distinct status versions the job went through (status-changing writes)."""
+        seen: list[Any] = []
+        for v in self.versions:
+            status = v.get("status")
+            if status and (not seen or seen[-1] != status):
+                seen.append(status)
+        return len(seen)
+
+
 async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
     """Async generator body for fixtures: a started DevStack and a Harness on it."""
     stack = DevStack(DevStackOptions(**options))
@@ -302,7 +394,12 @@ def pod_group_crd(group: str, version: str) -> Obj:
         "spec": {
             "group": group,
             "scope": "Namespaced",
-            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup", "listKind": "PodGroupList"},
+            "names": {
+                "plural": "podgroups",
+                "singular": "podgroup",
+                "kind": "PodGroup",
+                "listKind": "PodGroupList",
+            },
             "versions": [
                 {
                     "name": version,

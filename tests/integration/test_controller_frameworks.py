@@ -96,7 +96,7 @@ async def test_tf_ps_worker(env: tuple[DevStack, Harness]) -> None:
     pods = by_name(await h.wait_pods(ns, "tfps", 4))
     assert sorted(pods) == ["tfps-ps-0", "tfps-ps-1", "tfps-worker-0", "tfps-worker-1"]
     await check_service(h, ns, job)
-    addr = "{}.tfps.%s.svc:2222" % ns
+    addr = "{}.tfps." + ns + ".svc:2222"
     cluster = {
         "ps": [addr.format("tfps-ps-0"), addr.format("tfps-ps-1")],
         "worker": [addr.format("tfps-worker-0"), addr.format("tfps-worker-1")],
@@ -106,7 +106,11 @@ async def test_tf_ps_worker(env: tuple[DevStack, Harness]) -> None:
         check_pod_labels(pod, job, "PS" if rtype == "ps" else "Worker", index, master=name == "tfps-worker-0")
         assert pod["spec"]["restartPolicy"] == "Never"
         tf_config = json.loads(pod_env(pod, "tensorflow")["TF_CONFIG"])
-        assert tf_config == {"cluster": cluster, "task": {"type": rtype, "index": index}, "environment": "cloud"}
+        assert tf_config == {
+            "cluster": cluster,
+            "task": {"type": rtype, "index": index},
+            "environment": "cloud",
+        }
         ports = pod["spec"]["containers"][0]["ports"]
         assert {"name": "tfjob-port", "containerPort": 2222} in [
             {k: p[k] for k in ("name", "containerPort")} for p in ports
@@ -154,7 +158,9 @@ async def test_pytorch_ddp(env: tuple[DevStack, Harness]) -> None:
     await check_service(h, ns, job)
     for name, pod in pods.items():
         rtype, index = name.split("-")[1], int(name.split("-")[2])
-        check_pod_labels(pod, job, "Master" if rtype == "master" else "Worker", index, master=rtype == "master")
+        check_pod_labels(
+            pod, job, "Master" if rtype == "master" else "Worker", index, master=rtype == "master"
+        )
         assert pod["spec"]["restartPolicy"] == "OnFailure"
         env_vars = pod_env(pod, "pytorch")
         rank = 0 if rtype == "master" else index + 1

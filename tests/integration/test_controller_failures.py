@@ -1,0 +1,205 @@
+"""Failures and restarts (BEHAVIOUR.md §6) through the real controller against devcluster:
+ExitCode retryable vs permanent, OnFailure eviction, backoffLimit counting in-place restarts,
+a deleted pod recreated, and the Events users see for each."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.devstack import DevStack
+
+from .controller_support import (
+    Harness,
+    condition,
+    eventually,
+    is_true,
+    job_manifest,
+    open_stack,
+    replica_status,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack():
+        yield pair
+
+
+async def recreated(h: Harness, ns: str, name: str, old_uid: str) -> dict[str, object]:
+    """Wait for the pod `name` to exist again with another uid, Running."""
+
+    async def check() -> dict[str, object] | None:
+        pod = await h.pod(ns, name)
+        if pod is None or pod["metadata"]["uid"] == old_uid or pod["metadata"].get("deletionTimestamp"):
+            return None
+        return pod if (pod.get("status") or {}).get("phase") == "Running" else None
+
+    return await eventually(check, what=f"pod {ns}/{name} recreated (not uid {old_uid}) and Running")
+
+
+async def test_exit_code_retryable_recreates_pod_under_same_name(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("retry")
+    manifest = job_manifest("PyTorchJob", "ec", {"Master": 1, "Worker": 2}, restart_policy="ExitCode")
+    history = await h.history("PyTorchJob", ns, "ec")
+    await h.create_job(manifest, ns)
+    pods = {p["metadata"]["name"]: p for p in await h.wait_pods(ns, "ec", 3)}
+    assert pods["ec-worker-1"]["spec"]["restartPolicy"] == "Never"  # ExitCode becomes Never on the pod
+    await h.wait_condition("PyTorchJob", ns, "ec", "Running")
+    old_uid = pods["ec-worker-1"]["metadata"]["uid"]
+
+    await h.sim.finish(ns, "ec-worker-1", exit_code=137)
+    job = await history.wait(lambda j: is_true(j, "Restarting"), "Restarting=True")
+    cond = condition(job, "Restarting")
+    assert cond is not None and cond["reason"] == "JobRestarting"
+    assert "137" in cond["message"]
+    assert not is_true(job, "Running")  # Running and Restarting replace each other
+    assert replica_status(job, "Worker")["restarts"] == 1
+    assert replica_status(job, "Master")["restarts"] == 0
+    await recreated(h, ns, "ec-worker-1", old_uid)
+    event = await h.wait_event(ns, "ec", "JobRestarting")
+    assert event["type"] == "Warning"
+    assert "ec-worker-1" in event["message"] or "137" in event["message"]
+    assert event["involvedObject"]["kind"] == "PyTorchJob"
+
+    # Back to Running once every pod runs again; the restart count stays persisted.
+    job = await h.wait_condition("PyTorchJob", ns, "ec", "Running")
+    assert not is_true(job, "Restarting")
+    assert replica_status(job, "Worker")["restarts"] == 1
+    await h.sim.finish(ns, "ec-master-0")
+    job = await h.wait_condition("PyTorchJob", ns, "ec", "Succeeded")
+    assert replica_status(job, "Worker")["restarts"] == 1
+    await history.stop()
+
+
+async def test_exit_code_permanent_fails_job_naming_pod_container_code(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("perm")
+    manifest = job_manifest("TFJob", "perm", {"PS": 1, "Worker": 2}, restart_policy="ExitCode")
+    await h.create_job(manifest, ns)
+    await h.wait_pods(ns, "perm", 3)
+    await h.sim.finish(ns, "perm-worker-1", exit_code=1)
+    job = await h.wait_condition("TFJob", ns, "perm", "Failed")
+    cond = condition(job, "Failed")
+    assert cond is not None and cond["reason"] == "PermanentExitCode"
+    for part in ("perm-worker-1", "tensorflow", "1"):
+        assert part in cond["message"], cond["message"]
+    assert not is_true(job, "Running")
+    assert job["status"].get("completionTime")
+    assert replica_status(job, "Worker").get("restarts", 0) == 0
+    event = await h.wait_event(ns, "perm", "PermanentExitCode")
+    assert event["type"] == "Warning"
+    # The failed pod is not recreated; cleanPodPolicy Running removes the others.
+    await h.wait_pod_names(ns, "perm", ["perm-worker-1"])
+
+
+async def test_never_policy_failure_fails_job(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("never")
+    await h.create_job(job_manifest("MXJob", "nv", {"Scheduler": 1, "Server": 1, "Worker": 1}), ns)
+    await h.wait_pods(ns, "nv", 3)
+    await h.sim.finish(ns, "nv-server-0", exit_code=137)  # restartPolicy Never: even a signal fails it
+    job = await h.wait_condition("MXJob", ns, "nv", "Failed")
+    assert (condition(job, "Failed") or {})["reason"] == "JobFailed"
+    await h.wait_event(ns, "nv", "JobFailed")
+
+
+async def test_on_failure_evicted_pod_is_recreated(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("evict")
+    await h.create_job(job_manifest("PyTorchJob", "ev", {"Master": 1, "Worker": 1}), ns)  # OnFailure default
+    pods = {p["metadata"]["name"]: p for p in await h.wait_pods(ns, "ev", 2)}
+    await h.wait_condition("PyTorchJob", ns, "ev", "Running")
+    await h.sim.evict(ns, "ev-worker-0")
+    await recreated(h, ns, "ev-worker-0", pods["ev-worker-0"]["metadata"]["uid"])
+    job = await h.wait_job(
+        "PyTorchJob",
+        ns,
+        "ev",
+        lambda j: replica_status(j, "Worker").get("restarts") == 1,
+        "Worker restarts 1",
+    )
+    assert not is_true(job, "Failed")
+    event = await h.wait_event(ns, "ev", "JobRestarting")
+    assert "ev-worker-0" in event["message"] or "evict" in event["message"].lower()
+    await h.wait_condition("PyTorchJob", ns, "ev", "Running")
+
+
+async def test_backoff_limit_counts_in_place_restarts(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("backoff")
+    manifest = job_manifest("PyTorchJob", "bo", {"Master": 1, "Worker": 2}, run_policy={"backoffLimit": 2})
+    await h.create_job(manifest, ns)
+    await h.wait_pods(ns, "bo", 3)
+    await h.wait_condition("PyTorchJob", ns, "bo", "Running")
+
+    # Two in-place container restarts (the kubelet's, OnFailure): counted, within the limit.
+    for n in (1, 2):
+        await h.sim.restart_container(ns, "bo-worker-0", exit_code=137)
+        job = await h.wait_job(
+            "PyTorchJob",
+            ns,
+            "bo",
+            lambda j, n=n: replica_status(j, "Worker").get("restarts") == n,
+            f"restarts {n}",
+        )
+        assert not is_true(job, "Failed")
+    # An eviction: the operator recreation is the third restart, over the limit of 2.
+    await h.sim.evict(ns, "bo-worker-1")
+    job = await h.wait_condition("PyTorchJob", ns, "bo", "Failed")
+    cond = condition(job, "Failed")
+    assert cond is not None and cond["reason"] == "BackoffLimitExceeded"
+    assert "backoffLimit of 2" in cond["message"]
+    # Every running pod is deleted.
+    await h.wait_job("PyTorchJob", ns, "bo", lambda j: is_true(j, "Failed"), "Failed stays")
+    await eventually(lambda: _no_running(h, ns, "bo"), what="no Running pods of the failed job")
+    await h.wait_event(ns, "bo", "BackoffLimitExceeded")
+    reasons = await h.event_reasons(ns, "bo")
+    assert "JobRestarting" in reasons
+
+
+async def test_backoff_limit_exceeded_by_in_place_restarts_alone(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("inplace")
+    manifest = job_manifest("PyTorchJob", "ip", {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 1})
+    await h.create_job(manifest, ns)
+    await h.wait_condition("PyTorchJob", ns, "ip", "Running")
+    await h.sim.restart_container(ns, "ip-master-0", exit_code=1)
+    await h.wait_job(
+        "PyTorchJob", ns, "ip", lambda j: replica_status(j, "Master").get("restarts") == 1, "1 restart"
+    )
+    await h.sim.restart_container(ns, "ip-master-0", exit_code=1)
+    job = await h.wait_condition("PyTorchJob", ns, "ip", "Failed")
+    assert (condition(job, "Failed") or {})["reason"] == "BackoffLimitExceeded"
+    await h.wait_pod_names(ns, "ip", [])
+
+
+async def _no_running(h: Harness, ns: str, job_name: str) -> bool:
+    pods = await h.pods(ns, job_name)
+    return not [
+        p
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") in ("Running", "Pending")
+    ]
+
+
+async def test_deleted_pod_is_recreated_while_running(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("del")
+    await h.create_job(job_manifest("TFJob", "dp", {"Chief": 1, "Worker": 2}), ns)
+    pods = {p["metadata"]["name"]: p for p in await h.wait_pods(ns, "dp", 3)}
+    await h.wait_condition("TFJob", ns, "dp", "Running")
+    from kubetrain.kube.resources import PODS
+
+    await h.kube.delete(PODS, ns, "dp-worker-1")
+    pod = await recreated(h, ns, "dp-worker-1", pods["dp-worker-1"]["metadata"]["uid"])
+    assert pod["metadata"]["labels"]["kubetrain.io/replica-index"] == "1"  # type: ignore[index]
+    await h.wait_condition("TFJob", ns, "dp", "Running")
+    job = await h.job("TFJob", ns, "dp")
+    assert not is_true(job, "Failed")
