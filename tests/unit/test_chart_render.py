@@ -5,7 +5,8 @@ Every value combination that changes the output is rendered (3 certificate modes
 with `helm lint --strict`, and every manifest is validated strictly against the Kubernetes
 OpenAPI schemas (kubernetes-validate) of the oldest and the newest supported Kubernetes.
 On top: RBAC is exactly the documented least-privilege set, the pod passes Pod Security
-"restricted", the webhooks fail closed and only match kubetrain jobs, names cross-reference.
+"restricted", the webhooks fail closed and only match kubetrain jobs and TrainingPolicies (the
+same names and rules as kubetrain.webhook.configurations), names cross-reference.
 
 How to render the chart in a test (no helm binary, no network):
 
@@ -18,6 +19,7 @@ How to render the chart in a test (no helm binary, no network):
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 from collections.abc import Iterator
@@ -28,6 +30,10 @@ import helm_python as helm
 import kubernetes_validate
 import pytest
 import yaml
+
+from kubetrain.commands import _flags
+from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
+from kubetrain.webhook import configurations
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
 RELEASE = "kt"
@@ -41,30 +47,20 @@ CERT_MODES = ("selfManaged", "certManager", "existingSecret")
 GANG_SCHEDULERS = ("none", "volcano", "scheduler-plugins")
 WATCH_NAMESPACES: tuple[tuple[str, ...], ...] = ((), ("team-a", "team-b"))
 
-# The flags `kubetrain run` accepts (the team's CLI contract); a rendered arg outside this set
-# would crash-loop the pod.
-RUN_FLAGS = {
-    "--kubeconfig",
-    "--namespaces",
-    "--workers",
-    "--qps",
-    "--burst",
-    "--gang-scheduler",
-    "--scheduler-name",
-    "--leader-elect",
-    "--no-leader-elect",
-    "--leader-election-namespace",
-    "--leader-election-id",
-    "--metrics-port",
-    "--webhook-port",
-    "--cert-mode",
-    "--cert-dir",
-    "--cert-secret",
-    "--webhook-service",
-    "--webhook-namespace",
-    "--mutating-webhook-config",
-    "--validating-webhook-config",
-    "--log-level",
+
+def operator_parser() -> argparse.ArgumentParser:
+    """The flags `kubetrain run` is built from (kubetrain.commands._flags)."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    _flags.add_common_flags(parser)
+    _flags.add_controller_flags(parser)
+    _flags.add_webhook_flags(parser)
+    return parser
+
+
+# The flags `kubetrain run` accepts; a rendered arg outside this set would crash-loop the pod.
+RUN_FLAGS = {opt for action in operator_parser()._actions for opt in action.option_strings} - {
+    "-h",
+    "--help",
 }
 
 Manifest = dict[str, Any]
@@ -191,30 +187,39 @@ def expand(
     return {(group, r, v, names) for r in resources for v in verbs}
 
 
-JOB_KINDS = ["tfjobs", "pytorchjobs", "mxjobs"]
+# What `kubetrain run` does, call by call (kubetrain/operator/controller.py, kubetrain/kube/
+# {leader,events}.py, kubetrain/webhook/policies.py, kubetrain/certs/); the job kinds and PodGroup
+# APIs come from the code, so a new framework or gang scheduler cannot miss its grants.
+JOB_KINDS = [ref.plural for ref in JOB_RESOURCES.values()]
 EXPECTED_JOBS_ROLE = (
-    expand("kubetrain.io", JOB_KINDS, ["get", "list", "watch", "update", "patch", "delete"])
-    | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update", "patch"])
+    # informers (list + watch); TTL deletes the job
+    expand("kubetrain.io", JOB_KINDS, ["list", "watch", "delete"])
+    # status: a PUT to /status
+    | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update"])
+    # blockOwnerDeletion on children under OwnerReferencesPermissionEnforcement
+    | expand("kubetrain.io", [f"{k}/finalizers" for k in JOB_KINDS], ["update"])
     | expand("", ["pods"], ["list", "watch", "create", "delete"])
     | expand("", ["services"], ["list", "watch", "create", "delete"])
     | expand("", ["events"], ["create", "patch"])
-    | expand("scheduling.volcano.sh", ["podgroups"], ["list", "watch", "create", "delete"])
-    | expand("scheduling.x-k8s.io", ["podgroups"], ["list", "watch", "create", "delete"])
 )
+for _ref in POD_GROUP_RESOURCES.values():
+    EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "delete"])
 EXPECTED_CLUSTER_ROLE_BASE = (
     expand("", ["namespaces"], ["list", "watch"])
     | expand("kubetrain.io", ["trainingpolicies"], ["list", "watch"])
-    | expand("kubetrain.io", ["trainingpolicies/status"], ["update", "patch"])
+    # PolicyWatcher.sync_status: a merge patch of /status
+    | expand("kubetrain.io", ["trainingpolicies/status"], ["patch"])
 )
+# SelfManagedCertificates: get, watch with a metadata.name field selector, JSON patch of caBundle.
 EXPECTED_WEBHOOK_CONFIG_GRANTS = expand(
     "admissionregistration.k8s.io",
     ["mutatingwebhookconfigurations"],
-    ["get", "list", "watch", "patch"],
+    ["get", "watch", "patch"],
     (f"{FULLNAME}-mutating",),
 ) | expand(
     "admissionregistration.k8s.io",
     ["validatingwebhookconfigurations"],
-    ["get", "list", "watch", "patch"],
+    ["get", "watch", "patch"],
     (f"{FULLNAME}-validating",),
 )
 EXPECTED_LEASE_GRANTS = expand("coordination.k8s.io", ["leases"], ["create"]) | expand(
@@ -430,31 +435,47 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert service["spec"]["ports"] == [
         {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
     ]
-    paths = {"MutatingWebhookConfiguration": "/mutate", "ValidatingWebhookConfiguration": "/validate"}
-    for kind, path in paths.items():
+    job_rule = {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["tfjobs", "pytorchjobs", "mxjobs"],
+        "scope": "Namespaced",
+    }
+    policy_rule = {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["trainingpolicies"],
+        "scope": "Cluster",
+    }
+    expected = {
+        "MutatingWebhookConfiguration": [("mutate.jobs.kubetrain.io", "/mutate", job_rule)],
+        "ValidatingWebhookConfiguration": [
+            ("validate.jobs.kubetrain.io", "/validate", job_rule),
+            ("validate.trainingpolicies.kubetrain.io", "/validate", policy_rule),
+        ],
+    }
+    for kind, hooks in expected.items():
         config = one(docs, kind)
-        (hook,) = config["webhooks"]
-        assert hook["failurePolicy"] == "Fail"
-        assert hook["sideEffects"] == "None"
-        assert hook["timeoutSeconds"] <= 10
-        assert hook["admissionReviewVersions"] == ["v1"]
-        assert hook["matchPolicy"] == "Equivalent"
-        assert hook["rules"] == [
-            {
-                "apiGroups": ["kubetrain.io"],
-                "apiVersions": ["v1"],
-                "operations": ["CREATE", "UPDATE"],
-                "resources": ["tfjobs", "pytorchjobs", "mxjobs"],
-                "scope": "Namespaced",
+        assert [h["name"] for h in config["webhooks"]] == [name for name, _, _ in hooks]
+        for hook, (_, path, rule) in zip(config["webhooks"], hooks, strict=True):
+            assert hook["failurePolicy"] == "Fail"
+            assert hook["sideEffects"] == "None"
+            assert hook["timeoutSeconds"] == 10
+            assert hook["admissionReviewVersions"] == ["v1"]
+            assert hook["matchPolicy"] == "Equivalent"
+            assert hook["rules"] == [rule]
+            assert "namespaceSelector" not in hook
+            assert "objectSelector" not in hook
+            assert hook["clientConfig"]["service"] == {
+                "name": service["metadata"]["name"],
+                "namespace": NAMESPACE,
+                "path": path,
+                "port": 443,
             }
-        ]
-        assert "namespaceSelector" not in hook
-        assert hook["clientConfig"]["service"] == {
-            "name": service["metadata"]["name"],
-            "namespace": NAMESPACE,
-            "path": path,
-            "port": 443,
-        }
+            if kind == "MutatingWebhookConfiguration":
+                assert hook["reinvocationPolicy"] == "Never"
 
 
 def check_certificates(docs: list[Manifest], values: dict[str, Any]) -> None:
@@ -479,7 +500,8 @@ def check_certificates(docs: list[Manifest], values: dict[str, Any]) -> None:
         )
         assert "emptyDir" in volume and not mount.get("readOnly")
         for config in configs:
-            assert "caBundle" not in config["webhooks"][0]["clientConfig"]  # the operator patches it
+            for hook in config["webhooks"]:
+                assert "caBundle" not in hook["clientConfig"]  # the operator patches every webhook
             assert "annotations" not in config["metadata"]
         assert cm_objects == []
         return
@@ -495,7 +517,8 @@ def check_certificates(docs: list[Manifest], values: dict[str, Any]) -> None:
     if mode == "existingSecret":
         assert volume["secret"]["secretName"] == "my-webhook-tls"
         for config in configs:
-            assert config["webhooks"][0]["clientConfig"]["caBundle"] == CA_BUNDLE
+            for hook in config["webhooks"]:
+                assert hook["clientConfig"]["caBundle"] == CA_BUNDLE
         assert cm_objects == []
         return
     # certManager: self-signed root -> CA Certificate -> CA Issuer -> serving Certificate.
@@ -516,7 +539,8 @@ def check_certificates(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert root["spec"] == {"selfSigned": {}}
     for config in configs:
         assert config["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/{svc}"}
-        assert "caBundle" not in config["webhooks"][0]["clientConfig"]
+        for hook in config["webhooks"]:
+            assert "caBundle" not in hook["clientConfig"]  # the CA injector fills every webhook
 
 
 def check_metrics(docs: list[Manifest], values: dict[str, Any]) -> None:
@@ -622,19 +646,53 @@ def test_placement_and_pod_metadata_values_reach_the_pod(chart: helm.Chart) -> N
             validate_k8s(doc)
 
 
-def test_namespace_selector_applies_to_both_webhooks(chart: helm.Chart) -> None:
+def test_namespace_selector_applies_to_the_job_webhooks_only(chart: helm.Chart) -> None:
     selector = {
         "matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
         ]
     }
     docs = render(chart, {"webhook": {"namespaceSelector": selector, "timeoutSeconds": 5}})
+    hooks = {}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         config = one(docs, kind)
-        hook = config["webhooks"][0]
-        assert hook["namespaceSelector"] == selector
-        assert hook["timeoutSeconds"] == 5
         validate_k8s(config)
+        hooks.update({h["name"]: h for h in config["webhooks"]})
+    assert set(hooks) == {
+        "mutate.jobs.kubetrain.io",
+        "validate.jobs.kubetrain.io",
+        "validate.trainingpolicies.kubetrain.io",
+    }
+    for hook in hooks.values():
+        assert hook["timeoutSeconds"] == 5
+    assert hooks["mutate.jobs.kubetrain.io"]["namespaceSelector"] == selector
+    assert hooks["validate.jobs.kubetrain.io"]["namespaceSelector"] == selector
+    # TrainingPolicies are cluster-scoped: a namespaceSelector would not apply to them.
+    assert "namespaceSelector" not in hooks["validate.trainingpolicies.kubetrain.io"]
+
+
+def test_webhooks_match_the_url_mode_configurations_in_code(chart: helm.Chart) -> None:
+    """The chart (service references) and kubetrain.webhook.configurations (URL mode, used by
+    `kubetrain dev` and the integration tests) register the same webhooks with the same rules and
+    settings, so what is tested against devcluster is what the chart installs."""
+    docs = render(chart)
+    built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca")
+    for config, code in zip(
+        (one(docs, "MutatingWebhookConfiguration"), one(docs, "ValidatingWebhookConfiguration")),
+        built,
+        strict=True,
+    ):
+        assert config["kind"] == code["kind"]
+        ours = [
+            {k: v for k, v in h.items() if k not in ("clientConfig", "reinvocationPolicy")}
+            for h in config["webhooks"]
+        ]
+        theirs = [{k: v for k, v in h.items() if k != "clientConfig"} for h in code["webhooks"]]
+        assert ours == theirs
+        paths = [h["clientConfig"]["service"]["path"] for h in config["webhooks"]]
+        assert paths == [
+            h["clientConfig"]["url"].removeprefix("https://127.0.0.1:9443") for h in code["webhooks"]
+        ]
 
 
 def test_cert_manager_with_an_existing_issuer_skips_the_chart_ca(chart: helm.Chart) -> None:
@@ -690,30 +748,29 @@ def test_restricted_checker_catches_violations() -> None:
 
 
 def test_run_args_parse_with_the_real_cli(chart: helm.Chart) -> None:
-    """Once `kubetrain run` is registered, every rendered argument list must parse."""
+    """The container's args are a `kubetrain run` command line the real CLI accepts, for every
+    combination (an unknown flag would crash-loop the pod)."""
     from kubetrain import cli
+    from kubetrain.commands import run
 
-    if "run" not in cli.COMMAND_MODULES:
-        pytest.skip("`kubetrain run` is not registered in kubetrain.cli yet")
+    assert "run" in cli.COMMAND_MODULES
     parser = cli.build_parser()
     for param in COMBOS:
         (values,) = param.values
         args = container(render(chart, values))["args"]  # type: ignore[arg-type]
         parsed = parser.parse_args(args)
         assert parsed.command == "run"
+        assert parsed.func is run.run
+        assert parsed.namespaces == values["watchNamespaces"]  # type: ignore[index]
+        assert parsed.gang_scheduler == values["gangScheduler"]  # type: ignore[index]
+        assert (parsed.workers, parsed.qps, parsed.burst) == (4, 150.0, 300)
+        assert parsed.training_policies is True  # the policy webhook needs the policy watches
 
 
 def test_run_args_parse_with_the_shared_operator_flags(chart: helm.Chart) -> None:
     """The flags `kubetrain run` is built from (kubetrain.commands._flags) accept every rendered
     argument list and read back the values the chart meant."""
-    import argparse
-
-    from kubetrain.commands import _flags
-
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    _flags.add_common_flags(parser)
-    _flags.add_controller_flags(parser)
-    _flags.add_webhook_flags(parser)
+    parser = operator_parser()
     for param in COMBOS:
         (values,) = param.values
         args = container(render(chart, values))["args"]  # type: ignore[arg-type]

@@ -96,3 +96,26 @@ def test_bad_values_are_rejected_by_helm(chart: helm.Chart, values: dict[str, An
         chart.render(values, name="kt", namespace="kubetrain-system")
     report = helm.lint(CHART, values, namespace="kubetrain-system")
     assert report["errors"] or any(m["severity"] == 3 for m in report["messages"]), report
+
+
+def test_value_defaults_match_the_operator_flag_defaults(chart: helm.Chart) -> None:
+    """values.yaml documents the same defaults `kubetrain run` has (kubetrain.commands._flags),
+    so leaving a value unset in the chart and leaving the flag off mean the same thing."""
+    import argparse
+
+    from kubetrain.commands import _flags
+
+    parser = argparse.ArgumentParser()
+    _flags.add_common_flags(parser)
+    _flags.add_controller_flags(parser)
+    _flags.add_webhook_flags(parser)
+    flags = parser.parse_args([])
+    values = chart.values
+    assert values["controller"] == {"workers": flags.workers, "qps": flags.qps, "burst": flags.burst}
+    assert (values["controller"]["qps"], values["controller"]["burst"]) == (150, 300)
+    assert values["metrics"]["port"] == flags.metrics_port
+    assert values["webhook"]["port"] == flags.webhook_port
+    assert values["logLevel"] == flags.log_level
+    assert values["gangScheduler"] == flags.gang_scheduler
+    assert values["leaderElection"]["enabled"] is flags.leader_elect
+    assert values["watchNamespaces"] == flags.namespaces

@@ -68,23 +68,52 @@ annotations:
 {{- end }}
 {{- end }}
 
-{{/* The rules both webhooks match: the kubetrain job kinds only. */}}
-{{- define "kubetrain.webhookRules" -}}
+{{/* clientConfig of a webhook: the webhook Service, one path. Call with (dict "ctx" $ "path" "/x"). */}}
+{{- define "kubetrain.webhookClientConfig" -}}
+clientConfig:
+  service:
+    name: {{ include "kubetrain.webhookServiceName" .ctx }}
+    namespace: {{ .ctx.Release.Namespace }}
+    path: {{ .path }}
+    port: 443
+  {{- with include "kubetrain.caBundle" .ctx }}{{ . | trim | nindent 2 }}{{ end }}
+{{- end }}
+
+{{/* What every webhook shares: fail closed, no side effects (dry-run safe), v1 reviews. */}}
+{{- define "kubetrain.webhookSettings" -}}
+matchPolicy: Equivalent
+failurePolicy: Fail
+sideEffects: None
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+admissionReviewVersions: ["v1"]
+{{- end }}
+
+{{/* The job webhooks (mutate and validate): the kubetrain job kinds only, in the namespaces
+webhook.namespaceSelector selects (all when empty). */}}
+{{- define "kubetrain.jobWebhook" -}}
 rules:
   - apiGroups: ["kubetrain.io"]
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs"]
     scope: Namespaced
-matchPolicy: Equivalent
-failurePolicy: Fail
-sideEffects: None
-timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
-admissionReviewVersions: ["v1"]
+{{ include "kubetrain.webhookSettings" . }}
 {{- with .Values.webhook.namespaceSelector }}
 namespaceSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end }}
+
+{{/* The TrainingPolicy webhook (validate only). TrainingPolicies are cluster-scoped, so no
+namespaceSelector: Kubernetes ignores it for cluster-scoped objects anyway. */}}
+{{- define "kubetrain.policyWebhook" -}}
+rules:
+  - apiGroups: ["kubetrain.io"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["trainingpolicies"]
+    scope: Cluster
+{{ include "kubetrain.webhookSettings" . }}
 {{- end }}
 
 {{/* `kubetrain run` arguments, built from values (flags: /tmp/team.md "CLI flags"). */}}
