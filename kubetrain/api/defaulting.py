@@ -4,6 +4,12 @@
 webhook can diff input and output into a JSONPatch, and so fields kubetrain does not model (pod
 template fields of newer Kubernetes versions, unknown keys) are carried over untouched, in their
 original order. It is pure (the input is never mutated) and idempotent.
+
+Copy-on-write: only the dicts and lists on the path to a value defaulting sets are copied (the
+job, its spec, the replica map and each replica spec, a runPolicy, a container whose ports get
+the framework port…); everything else — pod templates without changes, metadata, status — is
+shared with the input. `copy.deepcopy` of a large job used to be most of the mutating webhook's
+time. Callers treat both the input and the result as read-only (copy before changing either).
 """
 
 from __future__ import annotations
@@ -34,14 +40,15 @@ def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaul
     An object of an unknown kind (or one too malformed to default) comes back unchanged; the
     validation step reports what is wrong with it.
     """
-    out = copy.deepcopy(obj)
-    if not isinstance(out, dict):
-        return Defaulted(out)
-    kind = out.get("kind")
+    if not isinstance(obj, dict):
+        return Defaulted(copy.deepcopy(obj))
+    kind = obj.get("kind")
     framework = get_framework(kind) if isinstance(kind, str) else None
-    spec = out.get("spec")
+    spec = obj.get("spec")
     if framework is None or not isinstance(spec, dict):
-        return Defaulted(out)
+        return Defaulted(copy.deepcopy(obj))
+    out = dict(obj)
+    spec = out["spec"] = dict(spec)
     warnings: list[str] = []
     replica_map = spec.get(framework.replica_field)
     if isinstance(replica_map, dict):
@@ -49,6 +56,7 @@ def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaul
         spec[framework.replica_field] = replica_map
         for rtype, rspec in replica_map.items():
             if isinstance(rspec, dict):
+                rspec = replica_map[rtype] = dict(rspec)
                 path = join_path("spec", framework.replica_field, f"[{rtype}]")
                 warnings.extend(_default_replica(rspec, framework, path))
     _default_run_policy(spec, replica_map, gang_scheduling)
@@ -83,7 +91,7 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> 
         rspec["restartPolicy"] = framework.default_restart_policy
     template = rspec.get("template")
     index = framework_container_index(template, framework.container_name)
-    if index is None:
+    if index is None or not isinstance(template, dict):
         return []
     container = containers_of(template)[index]
     if not isinstance(container, dict):
@@ -97,11 +105,17 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> 
         )
     ports = container.get("ports")
     if ports is None:
-        ports = container["ports"] = []
-    if isinstance(ports, list) and not any(
+        ports = []
+    elif not isinstance(ports, list) or any(
         isinstance(p, dict) and p.get("name") == framework.port_name for p in ports
     ):
-        ports.append({"name": framework.port_name, "containerPort": framework.default_port})
+        return warnings
+    # Copy-on-write along template.spec.containers[index].ports (the rest of the template is shared).
+    template = rspec["template"] = dict(template)
+    template_spec = template["spec"] = dict(template["spec"])
+    containers = template_spec["containers"] = list(template_spec["containers"])
+    container = containers[index] = dict(container)
+    container["ports"] = [*ports, {"name": framework.port_name, "containerPort": framework.default_port}]
     return warnings
 
 
@@ -123,9 +137,10 @@ def total_replicas(replica_map: Any) -> int | None:
 def _default_run_policy(spec: dict[str, Any], replica_map: Any, gang_scheduling: bool) -> None:
     run_policy = spec.get("runPolicy")
     if run_policy is None:
-        run_policy = spec["runPolicy"] = {}
-    if not isinstance(run_policy, dict):
+        run_policy = {}
+    elif not isinstance(run_policy, dict):
         return
+    run_policy = spec["runPolicy"] = dict(run_policy)
     if run_policy.get("cleanPodPolicy") is None:
         run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
     if run_policy.get("suspend") is None:
@@ -137,15 +152,16 @@ def _default_run_policy(spec: dict[str, Any], replica_map: Any, gang_scheduling:
         return
     scheduling = run_policy.get("schedulingPolicy")
     if scheduling is None:
-        scheduling = run_policy["schedulingPolicy"] = {}
+        scheduling = {}
     if isinstance(scheduling, dict) and scheduling.get("minAvailable") is None:
-        scheduling["minAvailable"] = total
+        run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
 
 
 def _default_pytorch(spec: dict[str, Any], replica_map: Any) -> list[str]:
     warnings: list[str] = []
     elastic = spec.get("elasticPolicy")
     if isinstance(elastic, dict):
+        elastic = spec["elasticPolicy"] = dict(elastic)
         deprecated = elastic.get("nProcPerNode")
         if deprecated is not None and spec.get("nprocPerNode") is None:
             spec["nprocPerNode"] = str(deprecated)

@@ -2,15 +2,16 @@
 
 The defaulted object comes from the same pure function the controller uses
 (`kubetrain.api.defaulting.default_job`); the answer is the JSONPatch from the request's object to
-the defaulted one, computed by the `jsonpatch` library. `json_patch` first narrows the comparison
-to what differs (the common keys of two dicts and the items of two lists of the same length are
-compared pairwise, equal ones skipped with one C-speed `==`) and lets `jsonpatch.make_patch`
-diff the rest: the keys present on one side only (add/remove/move) and everything else
-(lists of different lengths, changed types); its operations are re-rooted under the JSON pointer
-of that subtree. The result is the same
-kind of patch make_patch gives for the whole object, at a fraction of the cost for large jobs
-(make_patch's list comparison is quadratic in Python). Requests for kinds that are not ours (a
-misconfigured webhook rule) are allowed untouched, with a warning in the log.
+the defaulted one. `json_patch` narrows the comparison to what differs (the common keys of two
+dicts and the items of two lists of the same length are compared pairwise; sub-objects the
+defaulted job shares with the request are skipped by identity, equal ones with one C-speed `==`),
+writes the operations defaulting needs directly (add a key, append to a list, replace a scalar)
+and lets `jsonpatch.make_patch` diff the rest (renamed keys become `move`, other list changes),
+re-rooted under the JSON pointer of that subtree. The result is the same kind of patch
+make_patch gives for the whole object, at a fraction of the cost (make_patch's list comparison
+is quadratic in Python, and it deep-copies every value it puts into the patch). Requests for
+kinds that are not ours (a misconfigured webhook rule) are allowed untouched, with a warning in
+the log.
 """
 
 from __future__ import annotations
@@ -52,25 +53,41 @@ def _reroot(ops: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
 
 
 def json_patch(src: Any, dst: Any, prefix: str = "") -> list[dict[str, Any]]:
-    """The JSONPatch (RFC 6902) turning `src` into `dst`, computed by jsonpatch.make_patch."""
-    if src == dst:
+    """The JSONPatch (RFC 6902) turning `src` into `dst`.
+
+    The common cases of defaulting are written directly: keys only `dst` has become `add`, keys
+    only `src` has become `remove`, items appended to a list become `add` at their index, and a
+    changed scalar is a `replace`. Anything else (a renamed key, a list that changed other than
+    by appending, the root replaced) is left to `jsonpatch.make_patch`, re-rooted under `prefix`.
+    """
+    # default_job shares unchanged sub-objects with its input: skip them without comparing.
+    if src is dst or src == dst:
         return []
     if isinstance(src, dict) and isinstance(dst, dict):
         ops: list[dict[str, Any]] = []
         for key, value in src.items():
             if key in dst:
                 ops += json_patch(value, dst[key], f"{prefix}/{_escape(key)}")
-        # Keys only on one side: make_patch decides add/remove/move among them (e.g. a renamed key).
         removed = {k: v for k, v in src.items() if k not in dst}
         added = {k: v for k, v in dst.items() if k not in src}
-        if removed or added:
-            ops += _reroot(list(jsonpatch.make_patch(removed, added).patch), prefix)
+        if removed and added:
+            # make_patch turns a renamed key into a `move` instead of a remove and an add.
+            return ops + _reroot(list(jsonpatch.make_patch(removed, added).patch), prefix)
+        ops += [{"op": "remove", "path": f"{prefix}/{_escape(k)}"} for k in removed]
+        ops += [{"op": "add", "path": f"{prefix}/{_escape(k)}", "value": v} for k, v in added.items()]
         return ops
-    if isinstance(src, list) and isinstance(dst, list) and len(src) == len(dst):
-        ops = []
-        for i, (a, b) in enumerate(zip(src, dst, strict=True)):
-            ops += json_patch(a, b, f"{prefix}/{i}")
-        return ops
+    if isinstance(src, list) and isinstance(dst, list):
+        if len(src) == len(dst):
+            ops = []
+            for i, (a, b) in enumerate(zip(src, dst, strict=True)):
+                ops += json_patch(a, b, f"{prefix}/{i}")
+            return ops
+        if len(dst) > len(src) and dst[: len(src)] == src:
+            return [
+                {"op": "add", "path": f"{prefix}/{i}", "value": dst[i]} for i in range(len(src), len(dst))
+            ]
+    elif prefix and not isinstance(src, (dict, list)) and not isinstance(dst, (dict, list)):
+        return [{"op": "replace", "path": prefix, "value": dst}]
     return _reroot(list(jsonpatch.make_patch(src, dst).patch), prefix)
 
 

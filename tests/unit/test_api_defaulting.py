@@ -233,6 +233,21 @@ def test_input_is_not_mutated() -> None:
     assert job == before
 
 
+def test_template_shared_between_replica_types_is_not_mutated() -> None:
+    # The framework port is added (copy-on-write) to each replica's own copy of the container.
+    template = {"spec": {"containers": [tf_container(), container("sidecar")]}}
+    job = tfjob({"PS": {"template": template}, "Worker": {"replicas": 2, "template": template}})
+    before = copy.deepcopy(job)
+    out = default_job(job, gang_scheduling=True).obj
+    assert job == before
+    for rtype in ("PS", "Worker"):
+        containers = out["spec"]["tfReplicaSpecs"][rtype]["template"]["spec"]["containers"]
+        assert containers[0]["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+        assert "ports" not in containers[1]
+    assert out["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3}
+    assert default_job(out, gang_scheduling=True).obj == out
+
+
 def test_unknown_template_fields_are_preserved_in_order() -> None:
     c = container("pytorch", futureField={"x": 1})
     job = pytorch({"Worker": rspec(1, [c])})
