@@ -21,16 +21,32 @@ import logging
 import os
 
 from kubetrain.health import HealthServer
-from kubetrain.kube.client import KubeClient
-from kubetrain.kube.leader import LeaderElector
+from kubetrain.kube.client import USER_AGENT, KubeClient
+from kubetrain.kube.leader import LeaderElector, default_identity
 from kubetrain.operator.controller import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
 
 
 class ControllerRuntime:
-    def __init__(self, args: argparse.Namespace) -> None:
+    """`lease_duration`/`renew_deadline`/`retry_period` (seconds) and `identity` tune leader
+    election (client-go's defaults 15/10/2; tests use short ones). With leader election on, the
+    User-Agent carries the identity, so an API server's audit log tells the replicas apart."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        *,
+        identity: str | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+    ) -> None:
         self.args = args
+        self.identity = identity or default_identity()
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
         self.client: KubeClient | None = None
         self.controller: Controller | None = None
         self.elector: LeaderElector | None = None
@@ -54,10 +70,15 @@ class ControllerRuntime:
             await self.controller.start()
             return
         namespace = self.args.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
+        self.client.user_agent = f"{USER_AGENT} ({self.identity})"
         self.elector = LeaderElector(
             self.client,
             namespace=namespace,
             name=self.args.leader_election_id,
+            identity=self.identity,
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
             on_started_leading=self._lead,
             on_stopped_leading=self.lost_leadership.set,
         )
