@@ -70,17 +70,21 @@ def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaul
 def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str, ...]) -> dict[str, Any]:
     """Replica type keys renamed to their canonical spelling (`worker` → `Worker`), order kept.
 
-    A key is left alone when its canonical spelling is also present (`worker` and `Worker`
-    together): validation reports the duplicate instead of defaulting silently dropping one.
+    Keys that name the same replica type ignoring case (`worker` and `Worker`, or `worker` and
+    `WORKER`) are all left as they are, whatever their order: renaming one onto the other would
+    drop a replica spec, and renaming only some would depend on key order. Validation reports
+    the duplicate (`Duplicate` at the second spelling).
     """
     canonical = {t.lower(): t for t in replica_types}
-    present = set(replica_map)
+    spellings: dict[Any, int] = {}
+    for key in replica_map:
+        folded = key.lower() if isinstance(key, str) else key
+        spellings[folded] = spellings.get(folded, 0) + 1
     renamed: dict[str, Any] = {}
     for key, value in replica_map.items():
-        target = canonical.get(key.lower(), key) if isinstance(key, str) else key
-        if target != key and (target in present or target in renamed):
-            target = key
-        renamed[target] = value
+        if isinstance(key, str) and spellings[key.lower()] == 1:
+            key = canonical.get(key.lower(), key)
+        renamed[key] = value
     return renamed
 
 

@@ -166,15 +166,24 @@ def _replica_map_errors(replica_map: Any, framework: Framework, warnings: list[s
     if not isinstance(replica_map, dict):
         return []  # the model reports the type error
     errors: list[FieldError] = []
-    seen: dict[str, str] = {}
+    # The spelling each replica type is known by: the canonical one when present, else the first.
+    canonical = {t.lower(): t for t in valid_types}
+    primary: dict[str, str] = {}
+    for rtype in replica_map:
+        lowered = str(rtype).lower()
+        if lowered not in primary or rtype == canonical.get(lowered):
+            primary[lowered] = str(rtype)
     for rtype, rspec in replica_map.items():
         path = f"{map_path}[{rtype}]"
         lowered = str(rtype).lower()
-        if lowered in seen:
+        if str(rtype) != primary[lowered]:
             errors.append(
-                duplicate(path, f"replica type {seen[lowered]!r} is already given (names ignore case)")
+                duplicate(
+                    path,
+                    f'same replica type as "{primary[lowered]}" (replica type names ignore case); '
+                    "keep one of them",
+                )
             )
-        seen.setdefault(lowered, str(rtype))
         if rtype not in valid_types and lowered not in {t.lower() for t in valid_types}:
             errors.append(not_supported(path, rtype, valid_types))
         if not isinstance(rspec, dict):

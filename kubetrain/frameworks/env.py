@@ -162,6 +162,12 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
                 f"{', '.join(framework.replica_types)}"
             )
             continue
+        if ctype in found:  # `worker` and `Worker`: never let one silently replace the other
+            errors.append(
+                f"spec.{field_name}[{key}]: Duplicate value: same replica type as {found[ctype][0]!r} "
+                "(replica type names ignore case)"
+            )
+            continue
         found[ctype] = (str(key), rspec)
     replicas: dict[str, ReplicaLayout] = {}
     for ctype in framework.replica_types:  # priority order

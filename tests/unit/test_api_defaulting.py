@@ -82,6 +82,33 @@ def test_case_duplicate_is_not_merged_silently() -> None:
     assert list(default_job(job).obj["spec"]["tfReplicaSpecs"]) == ["Worker", "worker"]
 
 
+# (replica map keys in order, keys after defaulting): spellings of one type ignoring case are all
+# kept as given, whatever their order; a type spelled once is still renamed.
+CASE_DUPLICATE_KEYS: list[tuple[list[str], list[str]]] = [
+    (["worker", "Worker"], ["worker", "Worker"]),
+    (["Worker", "worker"], ["Worker", "worker"]),
+    (["worker", "WORKER"], ["worker", "WORKER"]),
+    (["WORKER", "worker", "ps"], ["WORKER", "worker", "PS"]),
+    (["chief", "Chief", "evaluator"], ["chief", "Chief", "Evaluator"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"), CASE_DUPLICATE_KEYS, ids=["/".join(c[0]) for c in CASE_DUPLICATE_KEYS]
+)
+def test_case_duplicates_keep_every_replica_spec_deterministically(
+    keys: list[str], expected: list[str]
+) -> None:
+    job = tfjob({key: rspec(i + 1, [tf_container()]) for i, key in enumerate(keys)})
+    out = default_job(job).obj
+    replica_map = out["spec"]["tfReplicaSpecs"]
+    assert list(replica_map) == expected
+    # no replica spec is lost or swapped: each keeps its own replica count, in order
+    assert [r["replicas"] for r in replica_map.values()] == list(range(1, len(keys) + 1))
+    assert default_job(out).obj == out  # idempotent
+    assert default_job(copy.deepcopy(job)).obj == out  # deterministic
+
+
 # --- replicas and restartPolicy ---------------------------------------------------------------
 
 

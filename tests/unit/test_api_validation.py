@@ -463,6 +463,29 @@ def test_create_rule(rule: str, valid: Job, bad: Job, path: str, kind: ErrorKind
     assert (path, kind) in errors_of(bad), rule
 
 
+# (replica map keys in order, expected Duplicate errors as (key, the spelling it duplicates))
+CASE_DUPLICATES: list[tuple[list[str], list[tuple[str, str]]]] = [
+    (["worker", "Worker"], [("worker", "Worker")]),
+    (["Worker", "worker"], [("worker", "Worker")]),
+    (["worker", "WORKER"], [("WORKER", "worker")]),
+    (["WORKER", "Worker", "worker"], [("WORKER", "Worker"), ("worker", "Worker")]),
+    (["Chief", "chief", "PS", "ps"], [("chief", "Chief"), ("ps", "PS")]),
+]
+
+
+@pytest.mark.parametrize(("keys", "expected"), CASE_DUPLICATES, ids=["/".join(c[0]) for c in CASE_DUPLICATES])
+def test_replica_types_equal_ignoring_case_are_duplicates(
+    keys: list[str], expected: list[tuple[str, str]]
+) -> None:
+    obj = job("TFJob", {k: i + 1 for i, k in enumerate(keys)})
+    for candidate in (obj, default_job(obj).obj):  # the same report before and after defaulting
+        dups = [e for e in validate_job(candidate).errors if e.kind is ErrorKind.DUPLICATE]
+        assert [e.path for e in dups] == [f"spec.tfReplicaSpecs[{key}]" for key, _ in expected]
+        for error, (_, other) in zip(dups, expected, strict=True):
+            assert f'same replica type as "{other}"' in error.message
+    assert str(dups[0]).startswith(f"spec.tfReplicaSpecs[{expected[0][0]}]: Duplicate: same replica type as")
+
+
 def test_all_problems_are_reported_at_once() -> None:
     bad = with_(BASE, lambda j: j["spec"].update(runPolicy={"backoffLimit": -1}))
     bad["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] = 2
