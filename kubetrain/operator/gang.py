@@ -67,12 +67,10 @@ def decide(
     if gang_scheduler == GANG_VOLCANO:
         phase = (pod_group.get("status") or {}).get("phase") or ""
         if phase in ("", "Pending"):
+            # Same message as before the PodGroup existed: the wait is one state for the user,
+            # and a message change would cost a status write (creation, then phase "" → Pending).
             return GangDecision(
                 may_create_pods=False,
-                waiting=(
-                    "GangScheduling",
-                    f"waiting for Volcano to admit PodGroup {job.name} (phase {phase or 'not set'})",
-                    None,
-                ),
+                waiting=("GangScheduling", f"waiting for Volcano to admit PodGroup {job.name}", None),
             )
     return GangDecision()
