@@ -160,6 +160,7 @@ class _Reconcile:
         generation = (self.job.get("metadata") or {}).get("generation")
         if isinstance(generation, int):
             self.status["observedGeneration"] = generation
+        active: _Active | None = None
         if st.terminal_condition(self.old) is None:
             st.set_condition(
                 self.status, st.CREATED, True, st.REASON_CREATED, f"{self.title} is created.", self.now
@@ -169,11 +170,16 @@ class _Reconcile:
                 message = f"{self.title} has an invalid spec: " + "; ".join(self.prepared.errors)
                 self.terminal(st.FAILED, st.REASON_INVALID_SPEC, message, delete_active=False)
             else:
-                _Active(self, layout).run()
+                active = _Active(self, layout)
+                active.run()
         if st.terminal_condition(self.status) is not None:
             self.finished()
             if self.plan.delete_job:
                 return Plan(delete_job=True)  # children follow through ownerReferences
+            if active is not None:
+                # Recount: pods that cleanPodPolicy deletes now are no longer active, so the
+                # last status a finished job gets does not show pods that are gone.
+                active.write_replica_statuses(active.tallies, finished=True)
         if st.status_changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan
@@ -209,6 +215,7 @@ class _Active:
     def __init__(self, r: _Reconcile, layout: JobLayout) -> None:
         self.r, self.layout, self.fw = r, layout, r.fw
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
+        self.tallies: dict[str, rs.TypeRestarts] = {}
         lower = {t.lower(): t for t in layout.replicas}
         for pod in r.pods:
             labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -231,7 +238,7 @@ class _Active:
 
     def run(self) -> None:
         r, spec = self.r, self.r.spec
-        tallies = self.tally_restarts()
+        tallies = self.tallies = self.tally_restarts()
         if runpolicy.suspended(spec):
             self.suspend()
             self.write_replica_statuses(tallies)
@@ -276,15 +283,20 @@ class _Active:
         self.write_replica_statuses(tallies)
 
     # --- observations --------------------------------------------------------------------------
-    def counts(self, *, exclude_deleting: bool) -> dict[str, ReplicaCounts]:
+    def counts(self, *, exclude_deleting: bool, keep_finished: bool = False) -> dict[str, ReplicaCounts]:
+        """Pod phases per type. `exclude_deleting`: pods this plan deletes do not count — except,
+        with `keep_finished`, Succeeded/Failed ones (clean-up of a finished job keeps its tally)."""
         out: dict[str, ReplicaCounts] = {}
         for rtype in self.layout.replicas:
             active = pending = succeeded = failed = 0
             done: set[int] = set()
             for (t, i), pod in self.slots.items():
-                if t != rtype or _terminating(pod) or (exclude_deleting and _name(pod) in self.r.deleting):
+                if t != rtype or _terminating(pod):
                     continue
                 phase = _phase(pod)
+                if exclude_deleting and _name(pod) in self.r.deleting:
+                    if not (keep_finished and phase in ("Succeeded", "Failed")):
+                        continue
                 if phase == "Running":
                     active += 1
                 elif phase == "Succeeded":
@@ -423,8 +435,8 @@ class _Active:
         if active > 0 and settled == wanted:
             st.set_running(r.status, st.REASON_RUNNING, f"{r.title} is running.", r.now)
 
-    def write_replica_statuses(self, tallies: dict[str, rs.TypeRestarts]) -> None:
-        counts = self.counts(exclude_deleting=True)
+    def write_replica_statuses(self, tallies: dict[str, rs.TypeRestarts], *, finished: bool = False) -> None:
+        counts = self.counts(exclude_deleting=True, keep_finished=finished)
         created: dict[str, int] = {}
         for pod in self.r.plan.create_pods:
             rtype = pod["metadata"]["labels"]["kubetrain.io/replica-type"]
@@ -440,3 +452,6 @@ class _Active:
             }
             for rtype, c in counts.items()
         }
+        # Totals for the printer columns Replicas and Active (a column cannot sum a map).
+        self.r.status["replicas"] = self.layout.total_replicas
+        self.r.status["active"] = sum(c.active for c in counts.values())

@@ -164,6 +164,7 @@ def set_terminal(status: dict[str, Any], ctype: str, reason: str, message: str, 
 def without_counts(status: dict[str, Any]) -> dict[str, Any]:
     """The status with the per-type pod counts left out (what decides whether to write)."""
     out = dict(status)
+    out.pop("active", None)
     replicas = status.get("replicaStatuses")
     if isinstance(replicas, dict):
         out["replicaStatuses"] = {

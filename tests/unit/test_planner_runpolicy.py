@@ -133,3 +133,25 @@ def test_suspend_deletes_the_pod_group() -> None:
     sim.job["spec"]["runPolicy"]["suspend"] = True
     sim.job["metadata"]["generation"] = 2
     assert sim.step(at(1)).delete_pod_group
+
+
+@pytest.mark.parametrize(("policy", "workers_active"), [("All", 0), ("Running", 0), ("None", 1)])
+def test_finished_job_status_does_not_count_pods_cleanPodPolicy_deletes(
+    policy: str, workers_active: int
+) -> None:
+    sim = Sim(pt(cleanPodPolicy=policy))
+    sim.step(at(0))
+    sim.all_phase("Running")
+    running = sim.step(at(1))
+    assert running.status is not None and running.status["active"] == 3 and running.status["replicas"] == 3
+    sim.set_phase("rp-master-0", "Succeeded", exit_code=0)
+    sim.set_phase("rp-worker-1", "Succeeded", exit_code=0)
+    sim.step(at(2))
+    status = sim.job["status"]
+    assert sim.is_true("Succeeded")
+    assert status["replicaStatuses"]["Worker"]["active"] == workers_active
+    assert status["replicaStatuses"]["Worker"]["succeeded"] == 1
+    assert status["active"] == workers_active
+    assert status["replicas"] == 3
+    # Nothing is left to write once the clean-up is observed.
+    assert sim.step(at(3)).status is None
