@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -320,34 +321,23 @@ class Handlers:
         next_bookmark = time.monotonic() + self.bookmark_interval
         try:
             if initial_end and bookmarks:
-                await self._flush(resp, t, watcher)
+                await self._flush(resp, t, watcher, len(watcher.items))
                 await resp.write(self._bookmark(t, store.rv, initial_end=True))
             while True:
                 now = time.monotonic()
                 if now >= deadline:
                     break
-                wait = min(deadline, next_bookmark if bookmarks else deadline, now + 5.0) - now
-                try:
-                    item = await asyncio.wait_for(watcher.queue.get(), timeout=max(wait, 0.0))
-                except TimeoutError:
-                    item = ()  # type: ignore[assignment]
-                if item is None:
-                    break
+                if not watcher.items and not watcher.closed:
+                    wait = min(deadline, next_bookmark if bookmarks else deadline, now + 5.0) - now
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(watcher.wake.wait(), timeout=max(wait, 0.0))
                 transport = request.transport
                 if transport is None or transport.is_closing():
                     break
-                if item:
-                    chunks = [self._line(t, item)]
-                    while not watcher.queue.empty() and len(chunks) < WATCH_BATCH:
-                        nxt = watcher.queue.get_nowait()
-                        if nxt is None:
-                            watcher.closed = True
-                            break
-                        chunks.append(self._line(t, nxt))
-                    await resp.write(b"".join(chunks))
-                    if watcher.closed and watcher.queue.empty():
-                        break
-                if bookmarks and time.monotonic() >= next_bookmark and watcher.queue.empty():
+                await self._flush(resp, t, watcher, WATCH_BATCH)
+                if watcher.closed and not watcher.items:
+                    break
+                if bookmarks and time.monotonic() >= next_bookmark and not watcher.items:
                     await resp.write(self._bookmark(t, store.rv))
                     next_bookmark = time.monotonic() + self.bookmark_interval
             await resp.write_eof()
@@ -358,16 +348,10 @@ class Handlers:
             self.streams.discard(resp)
         return resp
 
-    async def _flush(self, resp: web.StreamResponse, t: Target, watcher: Watcher) -> None:
-        chunks = []
-        while not watcher.queue.empty():
-            item = watcher.queue.get_nowait()
-            if item is None:
-                watcher.queue.put_nowait(None)
-                break
-            chunks.append(self._line(t, item))
-        if chunks:
-            await resp.write(b"".join(chunks))
+    async def _flush(self, resp: web.StreamResponse, t: Target, watcher: Watcher, limit: int) -> None:
+        items = watcher.take(limit)
+        if items:
+            await resp.write(b"".join(self._line(t, item) for item in items))
 
     def _line(self, t: Target, item: tuple[str, Obj]) -> bytes:
         kind, obj = item

@@ -36,10 +36,16 @@ class Event:
 
 @dataclass(eq=False)
 class Watcher:
+    """One watch: pending (type, object) items and a wake-up event for the stream writer.
+
+    (A deque plus an Event rather than an asyncio.Queue read with wait_for: on Python 3.11 a
+    wait_for timeout racing a completed get() can drop the item.)"""
+
     rkey: str
     namespace: str | None
     predicate: Predicate
-    queue: asyncio.Queue[tuple[str, Obj] | None] = field(default_factory=asyncio.Queue)
+    items: deque[tuple[str, Obj]] = field(default_factory=deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
 
     def offer(self, event: Event) -> None:
@@ -66,15 +72,24 @@ class Watcher:
     def put(self, item: tuple[str, Obj]) -> None:
         if self.closed:
             return
-        if self.queue.qsize() >= WATCH_QUEUE_LIMIT:
+        if len(self.items) >= WATCH_QUEUE_LIMIT:
             self.close()
             return
-        self.queue.put_nowait(item)
+        self.items.append(item)
+        self.wake.set()
+
+    def take(self, limit: int) -> list[tuple[str, Obj]]:
+        out: list[tuple[str, Obj]] = []
+        while self.items and len(out) < limit:
+            out.append(self.items.popleft())
+        if not self.items:
+            self.wake.clear()
+        return out
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.queue.put_nowait(None)
+        """Stop delivering; the stream ends once the items already queued are written."""
+        self.closed = True
+        self.wake.set()
 
 
 class Store:
