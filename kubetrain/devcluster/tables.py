@@ -6,6 +6,8 @@ additionalPrinterColumns (simple `.a.b` JSONPaths) and AGE by default; everythin
 
 from __future__ import annotations
 
+import contextlib
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,21 +49,36 @@ def _age(obj: Obj) -> str:
     return human_duration((datetime.now(UTC) - when).total_seconds())
 
 
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\*|-?\d*)(:?)(-?\d*)\]")
+
+
 def _path(obj: Obj, path: str) -> Any:
-    cur: Any = obj
-    for part in path.strip().lstrip(".").split("."):
-        if not part:
-            continue
-        if isinstance(cur, list):
-            try:
-                cur = cur[int(part.strip("[]"))]
-                continue
-            except (ValueError, IndexError):
-                return None
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(part)
-    return cur
+    """Evaluate the simple JSONPath of a CRD printer column (`.a.b`, `.a[0]`, `.a[-1:].b`).
+
+    Like kube-apiserver's column printer, several results (from a slice) are joined with ",".
+    """
+    values: list[Any] = [obj]
+    for m in _SEGMENT.finditer(path.strip()):
+        name, start, colon, stop = m.groups()
+        nxt: list[Any] = []
+        for cur in values:
+            if name is not None:
+                if isinstance(cur, dict) and name in cur:
+                    nxt.append(cur[name])
+            elif isinstance(cur, list):
+                if start == "*":
+                    nxt.extend(cur)
+                elif colon:
+                    nxt.extend(cur[slice(int(start) if start else None, int(stop) if stop else None)])
+                elif start:
+                    with contextlib.suppress(IndexError):
+                        nxt.append(cur[int(start)])
+        values = nxt
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return ",".join(str(v) for v in values)
 
 
 def _pod_row(obj: Obj) -> list[Any]:
