@@ -45,6 +45,7 @@ Obj = dict[str, Any]
 
 @dataclass
 class DevStackOptions:
+    install_crds: bool = True
     webhook: bool = True
     training_policies: bool = True
     controller: bool = True
@@ -90,7 +91,8 @@ class DevStack:
         opts = self.options
         await self.cluster.start()
         self.client = await KubeClient.connect(self.cluster.kubeconfig_path, qps=opts.qps, burst=opts.burst)
-        await self.install_crds()
+        if opts.install_crds:
+            await self.install_crds()
         if opts.webhook:
             await self.start_webhook()
         if opts.controller:

@@ -117,7 +117,26 @@ async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -
     return 2
 
 
+async def cluster_only(out: Any, watch_window: int) -> int:
+    """Serve devcluster alone (no CRDs, webhooks, controller or kubelet) until Ctrl-C: an empty
+    cluster for `pytest -m e2e` or for running `kubetrain run` against it by hand."""
+    async with DevStack(
+        DevStackOptions(
+            webhook=False, controller=False, simulator=False, install_crds=False, watch_window=watch_window
+        )
+    ) as stack:
+        print(f"devcluster API server: {stack.cluster.url}", file=out)
+        print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out)
+        print("Press Ctrl-C to stop.", file=out, flush=True)
+        stop = asyncio.Event()
+        install_stop_signals(stop)
+        await stop.wait()
+    return 0
+
+
 async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
+    if args.cluster_only:
+        return await cluster_only(out, args.watch_window)
     job = load_job(args)
     options = DevStackOptions(default_run_seconds=args.run_seconds, gang_scheduler=args.gang_scheduler)
     async with DevStack(options) as stack:
@@ -184,5 +203,18 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--gang-scheduler", choices=GANG_SCHEDULERS, default="none")
     parser.add_argument(
         "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"
+    )
+    parser.add_argument(
+        "--cluster-only",
+        action="store_true",
+        help="serve only the emulated API server (no CRDs, webhooks, controller or kubelet) until "
+        "Ctrl-C, e.g. as the KUBECONFIG of `pytest -m e2e`",
+    )
+    parser.add_argument(
+        "--watch-window",
+        type=int,
+        default=1000,
+        help="with --cluster-only: events kept per watch history; a watch from an older "
+        "resourceVersion gets 410 Gone (default 1000)",
     )
     parser.set_defaults(func=run)
