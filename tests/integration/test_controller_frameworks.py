@@ -177,6 +177,8 @@ async def test_pytorch_ddp(env: tuple[DevStack, Harness]) -> None:
     # The Master decides; workers still running are cleaned up (cleanPodPolicy Running).
     done = await run_to_success(h, ns, job, ["ddp-master-0"])
     assert replica_status(done, "Master").get("succeeded") == 1
+    # The last status does not show the workers cleanPodPolicy deletes as active.
+    assert replica_status(done, "Worker").get("active") == 0
     await h.wait_pod_names(ns, "ddp", ["ddp-master-0"])
 
 
