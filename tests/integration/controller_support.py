@@ -20,8 +20,8 @@ import inspect
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError, KubeClient
@@ -35,7 +35,6 @@ from kubetrain.kube.resources import (
 )
 
 Obj = dict[str, Any]
-T = TypeVar("T")
 
 TEST_USER_AGENT = "kubetrain-tests"
 CONTROLLER_USER_AGENT = "kubetrain/"  # KubeClient's default agent: the controller in DevStack
@@ -53,12 +52,12 @@ class Timeout(AssertionError):
 
 
 async def eventually(
-    fn: Callable[[], T | Awaitable[T]],
+    fn: Callable[[], Any],
     *,
     within: float = WAIT,
     interval: float = 0.02,
     what: str | Callable[[], str] = "condition",
-) -> T:
+) -> Any:
     """Poll `fn` (sync or async) until it returns a truthy value; return that value.
     AssertionErrors raised by `fn` count as "not yet" (the last one is reported on timeout)."""
     deadline = time.monotonic() + within
@@ -70,7 +69,7 @@ async def eventually(
             if inspect.isawaitable(value):
                 value = await value
             if value:
-                return value  # type: ignore[no-any-return]
+                return value
             last_error = None
         except AssertionError as err:
             last_error = err
