@@ -88,6 +88,16 @@ class Tracker:
                 self.first_status.setdefault(name, time.perf_counter())
             self.jobs[name] = _true_conditions(ev.obj)
 
+    def progress(self) -> str:
+        phases: dict[str, int] = {}
+        for p in self.pods.values():
+            phases[p] = phases.get(p, 0) + 1
+        conds: dict[str, int] = {}
+        for c in self.jobs.values():
+            for t in c:
+                conds[t] = conds.get(t, 0) + 1
+        return f"pods {phases}, jobs {len(self.jobs)} with true conditions {conds}"
+
     def count_pods(self, phase: str) -> int:
         return sum(1 for p in self.pods.values() if p == phase)
 
@@ -95,11 +105,16 @@ class Tracker:
         return sum(1 for c in self.jobs.values() if condition in c)
 
 
-async def wait_until(pred: Any, limit: float, what: str) -> None:
-    deadline = time.perf_counter() + limit
+async def wait_until(pred: Any, limit: float, what: str, progress: Any = None) -> None:
+    start = time.perf_counter()
+    deadline, report = start + limit, start + 10
     while not pred():
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
+        now = time.perf_counter()
+        if now > deadline:
+            raise TimeoutError(f"timed out waiting for {what}" + (f": {progress()}" if progress else ""))
+        if progress is not None and now > report:
+            print(f"  waiting for {what} ({now - start:.0f} s): {progress()}", file=sys.stderr, flush=True)
+            report = now + 10
         await asyncio.sleep(0.05)
 
 
@@ -126,12 +141,13 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
     async with DevStack(_stack_options()) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
-        op = Operator(stack.cluster.kubeconfig_path)
+        op = Operator(stack.cluster.kubeconfig_path, extra=args.operator_args.split())
         log = stack.cluster.requests
         try:
             log.reset()
             op.start()
             ready_s = await op.wait_ready()
+            cpu_ready = op.cpu_seconds()
             startup_requests = requests_by_verb(log)
             log.reset()
             before = await op.metrics()
@@ -146,7 +162,9 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
             t0 = time.perf_counter()
             await asyncio.gather(*(submit(b) for b in bodies))
             submitted_s = time.perf_counter() - t0
-            await wait_until(lambda: "all_pods" in tracker.marks, args.timeout, "every pod to exist")
+            await wait_until(
+                lambda: "all_pods" in tracker.marks, args.timeout, "every pod to exist", tracker.progress
+            )
             all_pods_s = tracker.marks["all_pods"] - t0
             await wait_until(
                 lambda: (
@@ -154,11 +172,13 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
                 ),
                 args.timeout,
                 "every pod and job to be Running",
+                tracker.progress,
             )
             all_running_s = time.perf_counter() - t0
             await asyncio.sleep(2)  # let the last status writes and events settle
             hist_running = histogram_diff(await op.metrics(), before)
             rss_running = op.rss_peak_mb()
+            cpu_to_running = op.cpu_seconds() - cpu_ready
             requests_to_running = requests_by_verb(log)
 
             cpu0, w0 = op.cpu_seconds(), time.perf_counter()
@@ -183,7 +203,10 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
 
                 await asyncio.gather(*(finish(ns, n) for ns, n in names))
                 await wait_until(
-                    lambda: tracker.count_jobs("Succeeded") == jobs, args.timeout, "every job to succeed"
+                    lambda: tracker.count_jobs("Succeeded") == jobs,
+                    args.timeout,
+                    "every job to succeed",
+                    tracker.progress,
                 )
                 await asyncio.sleep(2)
                 finished_s = time.perf_counter() - t1
@@ -210,6 +233,9 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
         "all_succeeded_after_finish_s": round(finished_s, 2) if finished_s is not None else None,
         "reconcile_until_running": _quantiles(hist_running),
         "reconcile_whole_life": _quantiles(hist_all),
+        "operator_args": args.operator_args,
+        "operator_cpu_s_until_running": round(cpu_to_running, 2),
+        "operator_cpu_ms_per_job_until_running": round(1000 * cpu_to_running / jobs, 2),
         "rss_peak_mb_until_running": round(rss_running, 1),
         "rss_peak_mb": round(rss_peak, 1),
         "idle_seconds": args.idle_seconds,
@@ -268,7 +294,7 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         fill_s = time.perf_counter() - t_fill
         await cluster.api.create(Target(rt, "v1", "default", ""), pytorch_job("fresh", args.replicas))
         cluster.store.listeners.append(tracker)
-        op = Operator(cluster.kubeconfig_path)
+        op = Operator(cluster.kubeconfig_path, extra=args.operator_args.split())
         log = cluster.requests
         try:
             log.reset()
@@ -319,6 +345,9 @@ def main() -> int:
     parser.add_argument("--no-finish", action="store_true", help="skip finishing pods")
     parser.add_argument("--startup-jobs", type=int, default=0, help="start-up mode: N existing jobs")
     parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument(
+        "--operator-args", default="", help="extra `kubetrain controller` flags, e.g. '--qps 0 --workers 8'"
+    )
     args = parser.parse_args()
     if args.startup_jobs:
         res = asyncio.run(startup(args))
