@@ -39,7 +39,7 @@ Obj = dict[str, Any]
 TEST_USER_AGENT = "kubetrain-tests"
 CONTROLLER_USER_AGENT = "kubetrain/"  # KubeClient's default agent: the controller in DevStack
 JOB_NAME_LABEL = "kubetrain.io/job-name"
-WAIT = 20.0  # generous upper bound for one asynchronous step on a loaded 2-core CI machine
+WAIT = 30.0  # generous upper bound for one asynchronous step on a loaded 2-core CI machine
 
 CONTAINERS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet"}
 REPLICA_MAP = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}

@@ -38,7 +38,7 @@ def runtime_args(kubeconfig: str) -> argparse.Namespace:
 
 def replica(args: argparse.Namespace, identity: str) -> ControllerRuntime:
     return ControllerRuntime(
-        args, identity=identity, lease_duration=2.0, renew_deadline=1.5, retry_period=0.2
+        args, identity=identity, lease_duration=4.0, renew_deadline=3.0, retry_period=0.2
     )
 
 
