@@ -102,7 +102,7 @@ class DevStack:
                 self.cluster.kubeconfig_path,
                 nodes=opts.simulated_nodes,
                 default_run_seconds=opts.default_run_seconds,
-                scheduler_names=("default-scheduler", "volcano"),
+                scheduler_names=("default-scheduler", "volcano", "scheduler-plugins-scheduler"),
                 clock=opts.simulator_clock or SYSTEM_CLOCK,
             )
             await self.simulator.start()

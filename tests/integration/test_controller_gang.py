@@ -133,13 +133,14 @@ async def test_scheduler_plugins_podgroup_and_pods() -> None:
         assert group["spec"]["scheduleTimeoutSeconds"] == 120
         assert group["spec"]["minResources"] == {"cpu": "4", "memory": "4Gi", "nvidia.com/gpu": "1"}
         assert "queue" not in group["spec"]
-        # No admission wait: pods come with the group (the coscheduling plugin holds them).
-        # Nothing schedules for scheduler-plugins here, so they stay Pending.
-        pods = await h.wait_pods(ns, "sp", 3, phase=None)
+        # No admission wait: pods come with the group (the coscheduling plugin holds them);
+        # DevStack's pod simulator plays the scheduler-plugins scheduler.
+        pods = await h.wait_pods(ns, "sp", 3)
         for pod in pods:
             assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "sp"
             assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
             assert "scheduling.k8s.io/group-name" not in (pod["metadata"].get("annotations") or {})
+        await h.wait_condition("PyTorchJob", ns, "sp", "Running")
 
 
 async def test_podgroup_crd_missing_is_reported_without_crashing() -> None:
