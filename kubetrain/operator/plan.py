@@ -294,9 +294,9 @@ class _Active:
                 if t != rtype or _terminating(pod):
                     continue
                 phase = _phase(pod)
-                if exclude_deleting and _name(pod) in self.r.deleting:
-                    if not (keep_finished and phase in ("Succeeded", "Failed")):
-                        continue
+                deleting = exclude_deleting and _name(pod) in self.r.deleting
+                if deleting and not (keep_finished and phase in ("Succeeded", "Failed")):
+                    continue
                 if phase == "Running":
                     active += 1
                 elif phase == "Succeeded":
