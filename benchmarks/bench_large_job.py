@@ -125,7 +125,7 @@ async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
     qps = args.qps if args.qps is not None else 150.0
     burst = args.burst if args.burst is not None else 300
     job_writes = replicas + 2  # pods, the Service, the first status write
-    bound = max(0.0, (job_writes - burst) / qps)
+    bound = max(0.0, (job_writes - burst) / qps) if qps > 0 else 0.0
     return {
         "replicas": replicas,
         "bare_client_s": round(bare_s, 2),
