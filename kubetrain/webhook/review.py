@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -176,15 +178,13 @@ def decode_review(body: bytes) -> AdmissionRequest:
     if not body:
         raise BadReview("the request body is empty; expected an AdmissionReview (admission.k8s.io/v1)")
     try:
-        review = json.loads(body)
-    except UnicodeDecodeError as exc:
-        raise BadReview(f"the request body is not UTF-8 text: {exc.reason}") from None
-    except json.JSONDecodeError as exc:
+        # orjson: about twice as fast as the stdlib on a 20 KB review, and strict JSON (no NaN,
+        # integers within 64 bits, valid UTF-8 only, nesting limited) — all a 400 here.
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
         raise BadReview(
             f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
-    except RecursionError:
-        raise BadReview("the request body is nested too deeply to be a Kubernetes object") from None
     return parse_review(review)
 
 

@@ -24,12 +24,12 @@ Every request is timed in `kubetrain_webhook_request_duration_seconds`.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
@@ -168,7 +168,7 @@ class WebhookServer:
                 code=500,
                 reason="InternalError",
             )
-        body = json.dumps(encode_review(response), separators=(",", ":")).encode()
+        body = orjson.dumps(encode_review(response))
         result = _result_label(response)
         WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(
             time.perf_counter() - started

@@ -31,7 +31,7 @@ json_leaf = (
     st.none()
     | st.booleans()
     | st.integers(-(2**40), 2**40)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)  # JSON has neither
     | st.text(max_size=8)
 )
 json_value = st.recursive(
@@ -200,3 +200,19 @@ async def test_job_specs_answered_and_patch_gives_the_defaults(
 @given(src=json_value, dst=json_value)
 def test_json_patch_turns_src_into_dst(src: Any, dst: Any) -> None:
     assert jsonpatch.apply_patch(src, json_patch(src, dst)) == dst
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", "x": NaN}}',
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", "x": Infinity}}',
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", "x": 1e999999}}',
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "\\ud800"}}',
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "\xff"}}',
+        b"[" * 2000 + b"]" * 2000,
+    ],
+)
+async def test_bodies_that_are_not_strict_json_get_a_400(server: WebhookServer, body: bytes) -> None:
+    status, text = await post(server, "/validate", body)
+    assert status == 400
