@@ -25,8 +25,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from _common import (
@@ -153,6 +156,29 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
             startup_requests = requests_by_verb(log)
             log.reset()
             before = await op.metrics()
+            profiler = None
+            if args.profile:
+                # py-spy (PyPI) samples the operator process from outside: --format raw gives
+                # collapsed stacks (flamegraph.pl / speedscope input), --nonblocking keeps it cheap.
+                exe = str(Path(sys.executable).parent / "py-spy")
+                profiler = await asyncio.create_subprocess_exec(
+                    *[
+                        exe,
+                        "record",
+                        "--pid",
+                        str(op.pid),
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "200",
+                        "--nonblocking",
+                        "-o",
+                        args.profile,
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                await asyncio.sleep(1)
             ref = job_resource("PyTorchJob")
             bodies = [pytorch_job(f"bench-{i:05d}", replicas) for i in range(jobs)]
             sem = asyncio.Semaphore(32)
@@ -178,6 +204,9 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
             )
             all_running_s = time.perf_counter() - t0
             await asyncio.sleep(2)  # let the last status writes and events settle
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                await asyncio.wait_for(profiler.wait(), 30)
             hist_running = histogram_diff(await op.metrics(), before)
             rss_running = op.rss_peak_mb()
             cpu_to_running = op.cpu_seconds() - cpu_ready
@@ -353,6 +382,9 @@ def main() -> int:
     parser.add_argument("--no-finish", action="store_true", help="skip finishing pods")
     parser.add_argument("--startup-jobs", type=int, default=0, help="start-up mode: N existing jobs")
     parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument(
+        "--profile", metavar="FILE", help="py-spy the operator until all Running (raw stacks)"
+    )
     parser.add_argument(
         "--operator-args", default="", help="extra `kubetrain controller` flags, e.g. '--qps 0 --workers 8'"
     )
