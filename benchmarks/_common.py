@@ -134,9 +134,9 @@ class Operator:
             await asyncio.sleep(0.05)
         raise TimeoutError("operator not ready")
 
-    async def metrics(self) -> dict[str, Any]:
+    async def metrics(self, name: str = "kubetrain_reconcile_duration_seconds") -> dict[str, Any]:
         _, text = await self.get("/metrics")
-        return parse_reconcile_histogram(text)
+        return parse_reconcile_histogram(text, name)
 
     def rss_peak_mb(self) -> float:
         return proc_status_kb(self.pid, "VmHWM") / 1024
@@ -162,12 +162,15 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def parse_reconcile_histogram(text: str) -> dict[str, Any]:
-    """kubetrain_reconcile_duration_seconds summed over kinds: count, sum, cumulative buckets."""
+def parse_reconcile_histogram(
+    text: str, name: str = "kubetrain_reconcile_duration_seconds"
+) -> dict[str, Any]:
+    """A reconcile histogram (default kubetrain_reconcile_duration_seconds) summed over kinds:
+    count, sum, cumulative buckets."""
     buckets: dict[float, float] = {}
     count = total = 0.0
     for family in text_string_to_metric_families(text):
-        if family.name != "kubetrain_reconcile_duration_seconds":
+        if family.name != name:
             continue
         for sample in family.samples:
             if sample.name.endswith("_bucket"):

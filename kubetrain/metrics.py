@@ -66,6 +66,13 @@ RECONCILE_DURATION = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
     registry=REGISTRY,
 )
+RECONCILE_PLAN_DURATION = Histogram(
+    "kubetrain_reconcile_plan_duration_seconds",
+    "Time spent deciding one reconcile (cache reads and the pure planner), without its API writes.",
+    ["kind"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    registry=REGISTRY,
+)
 QUEUE_DEPTH = Gauge(
     "kubetrain_workqueue_depth",
     "Keys waiting in the work queue (ready now, not counting delayed requeues).",
@@ -94,6 +101,7 @@ __all__ = [
     "JOBS_SUCCEEDED",
     "QUEUE_DEPTH",
     "RECONCILE_DURATION",
+    "RECONCILE_PLAN_DURATION",
     "REGISTRY",
     "WEBHOOK_REQUEST_DURATION",
 ]

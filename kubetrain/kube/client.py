@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from typing import Any
@@ -117,6 +119,8 @@ class KubeClient:
         self._clock = clock or SYSTEM_CLOCK
         self.limiter = TokenBucket(qps, burst, clock=self._clock)
         self._owns_api_client = owns_api_client
+        self._env_proxy = environment_proxy(self.host)
+        self._own_session: aiohttp.ClientSession | None = None
 
     # --- construction ---------------------------------------------------------------------------
     @classmethod
@@ -151,6 +155,9 @@ class KubeClient:
         )
 
     async def close(self) -> None:
+        if self._own_session is not None:
+            await self._own_session.close()  # not the connector: it belongs to the ApiClient
+            self._own_session = None
         if self._owns_api_client:
             await self.api_client.close()
 
@@ -165,8 +172,19 @@ class KubeClient:
     # --- transport ------------------------------------------------------------------------------
     @property
     def _session(self) -> aiohttp.ClientSession:
-        session: aiohttp.ClientSession = self.api_client.rest_client.pool_manager
-        return session
+        """A session on the ApiClient's connector (its TLS settings and pool) with `trust_env`
+        off: kubernetes-asyncio's own session re-reads ~/.netrc and the proxy variables on every
+        request (two thread-pool hops, about a third of the operator's CPU at scale). The proxy
+        from the environment is looked up once instead (`environment_proxy`)."""
+        if self._own_session is None or self._own_session.closed:
+            shared: aiohttp.ClientSession = self.api_client.rest_client.pool_manager
+            self._own_session = aiohttp.ClientSession(
+                connector=shared.connector,
+                connector_owner=False,
+                trust_env=False,
+                read_bufsize=2**21,  # watch events of large objects (etcd's limit is 1.5 MiB)
+            )
+        return self._own_session
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = dict(self.api_client.default_headers)
@@ -187,6 +205,8 @@ class KubeClient:
             kwargs["proxy"] = self.configuration.proxy
             if self.configuration.proxy_headers:
                 kwargs["proxy_headers"] = self.configuration.proxy_headers
+        elif self._env_proxy:
+            kwargs["proxy"] = self._env_proxy
         return kwargs
 
     async def request(
@@ -432,6 +452,14 @@ class KubeClient:
             raise
         resources = doc.get("resources") if isinstance(doc, dict) else None
         return any(r.get("name") == plural for r in resources or ())
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy $HTTPS_PROXY/$HTTP_PROXY name for `url`, honouring $NO_PROXY (None: direct)."""
+    parsed = urllib.parse.urlsplit(url)
+    if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
+        return None
+    return urllib.request.getproxies().get(parsed.scheme or "https")
 
 
 def default_kubeconfig_path() -> str:

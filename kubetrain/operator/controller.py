@@ -34,7 +34,14 @@ from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES, PODS, SERVICES, ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.metrics import JOBS_CREATED, JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED, RECONCILE_DURATION
+from kubetrain.metrics import (
+    JOBS_CREATED,
+    JOBS_FAILED,
+    JOBS_RESTARTED,
+    JOBS_SUCCEEDED,
+    RECONCILE_DURATION,
+    RECONCILE_PLAN_DURATION,
+)
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 
 log = logging.getLogger(__name__)
@@ -279,6 +286,7 @@ class Controller:
             return
         started = time.perf_counter()
         the_plan = plan(job, self.observe(kind, namespace, name), self.clock.now(), self.planner_config)
+        RECONCILE_PLAN_DURATION.labels(kind=kind).observe(time.perf_counter() - started)
         try:
             await self.apply(key, ref, job, the_plan)
         finally:
