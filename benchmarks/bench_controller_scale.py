@@ -410,7 +410,8 @@ def main() -> int:
         print(
             f"controller {res['jobs']} jobs x {res['replicas']} replicas: all pods exist in "
             f"{res['all_pods_exist_s']} s, all Running {res['all_running_s']} s; reconcile p50 "
-            f"{r['p50_ms']} ms p99 {r['p99_ms']} ms (decision alone p99 {res['plan_until_running']['p99_ms']} ms); peak RSS {res['rss_peak_mb']} MB; idle CPU "
+            f"{r['p50_ms']} ms p99 {r['p99_ms']} ms (decision alone p99 "
+            f"{res['plan_until_running']['p99_ms']} ms); peak RSS {res['rss_peak_mb']} MB; idle CPU "
             f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
             f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
         )
