@@ -60,11 +60,29 @@ def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaul
                 path = join_path("spec", framework.replica_field, f"[{rtype}]")
                 warnings.extend(_default_replica(rspec, framework, path))
     _default_run_policy(spec, replica_map, gang_scheduling)
+    if gang_scheduling and isinstance(replica_map, dict):
+        warnings.extend(_scheduler_name_warnings(replica_map, framework))
     if framework.kind == "PyTorchJob":
         warnings.extend(_default_pytorch(spec, replica_map))
     elif framework.kind == "MXJob" and spec.get("jobMode") is None:
         spec["jobMode"] = DEFAULT_MX_JOB_MODE
     return Defaulted(out, warnings)
+
+
+def _scheduler_name_warnings(replica_map: dict[str, Any], framework: Framework) -> list[str]:
+    """BEHAVIOUR.md §8: a user-set schedulerName is kept under gang scheduling, with a warning."""
+    warnings: list[str] = []
+    for rtype, rspec in replica_map.items():
+        template = rspec.get("template") if isinstance(rspec, dict) else None
+        tspec = template.get("spec") if isinstance(template, dict) else None
+        name = tspec.get("schedulerName") if isinstance(tspec, dict) else None
+        if isinstance(name, str) and name:
+            path = join_path("spec", framework.replica_field, f"[{rtype}]", "template.spec.schedulerName")
+            warnings.append(
+                f'{path}: "{name}" is kept; the gang scheduler\'s name is only set on pods without '
+                "one, so these pods are gang-scheduled only if that scheduler honours the PodGroup"
+            )
+    return warnings
 
 
 def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str, ...]) -> dict[str, Any]:

@@ -72,3 +72,53 @@ def test_finished_job_deletes_its_pod_group() -> None:
     sim.set_phase("g-worker-0", "Succeeded", exit_code=0)
     done = sim.step(at(2))
     assert sim.is_true("Succeeded") and done.delete_pod_group
+
+
+def _with_scheduler(name: str) -> dict[str, Any]:
+    obj = tf()
+    obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = name
+    return obj
+
+
+def test_user_scheduler_name_is_kept_on_pods() -> None:
+    sim = Sim(_with_scheduler("my-sched"), PlannerConfig(gang_scheduler="scheduler-plugins"))
+    p = sim.step(at(0))
+    by_name = {x["metadata"]["name"]: x["spec"].get("schedulerName") for x in p.create_pods}
+    assert by_name == {
+        "g-ps-0": "scheduler-plugins-scheduler",
+        "g-worker-0": "my-sched",
+        "g-worker-1": "my-sched",
+    }
+
+
+def test_user_scheduler_name_is_warned_about_under_gang_scheduling() -> None:
+    from kubetrain.api.defaulting import default_job
+    from kubetrain.webhook.mutate import mutate
+    from kubetrain.webhook.review import AdmissionRequest
+
+    obj = _with_scheduler("my-sched")
+    warnings = default_job(obj, gang_scheduling=True).warnings
+    assert len(warnings) == 1
+    path = "spec.tfReplicaSpecs[Worker].template.spec.schedulerName"
+    assert warnings[0].startswith(f'{path}: "my-sched" is kept')
+    assert default_job(obj).warnings == []  # no gang scheduler: a scheduler name is unremarkable
+    assert default_job(tf(), gang_scheduling=True).warnings == []
+
+    def review(gang: bool) -> list[str]:
+        request = AdmissionRequest(
+            uid="u1",
+            group="kubetrain.io",
+            version="v1",
+            kind="TFJob",
+            operation="CREATE",
+            name="g",
+            namespace="ns",
+            sub_resource="",
+            object=obj,
+            old_object=None,
+            dry_run=False,
+            raw={},
+        )
+        return list(mutate(request, gang_scheduling=gang).warnings)
+
+    assert review(True) == warnings and review(False) == []

@@ -157,3 +157,44 @@ def test_restarts_survive_an_operator_restart_and_pod_deletion() -> None:
     p = sim.step(at(9))
     assert p.create_pods[0]["metadata"]["annotations"]["kubetrain.io/prior-restarts"] == "1"
     assert sim.restarts("Worker") == 1
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "ExitCode"])
+def test_pod_in_phase_unknown_is_waited_for_not_failed_or_recreated(policy: str) -> None:
+    """Node lost, pod still bound (phase Unknown): not a failure, not recreated (its name is
+    taken until the node controller / pod GC removes it); it counts as pending."""
+    sim = running_sim(
+        job(
+            "PyTorchJob",
+            {"Master": replica("PyTorchJob", 1, policy), "Worker": replica("PyTorchJob", 2, policy)},
+            name="nl",
+            run_policy={"backoffLimit": 0},
+        )
+    )
+    sim.set_phase("nl-worker-1", "Unknown", reason="NodeLost")
+    p = sim.step(at(5))
+    assert p.delete_pods == [] and p.create_pods == []
+    assert not sim.is_true("Failed") and not sim.is_true("Restarting")
+    # Once the pod is gone (force-deleted by pod GC), it is recreated under the same name,
+    # without counting a restart (nothing of the training failed; backoffLimit 0 still holds).
+    del sim.pods["nl-worker-1"]
+    p = sim.step(at(6))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["nl-worker-1"]
+    assert not sim.is_true("Failed")
+    assert sim.restarts("Worker") == 0
+
+
+def test_terminating_disrupted_pod_is_replaced_only_once_gone() -> None:
+    """Taint-based eviction (DisruptionTarget, then deletion) of a Never pod: the job does not
+    fail; the pod is recreated once the old one has left the API."""
+    sim = running_sim(job("TFJob", {"Worker": replica("TFJob", 2)}, name="tb"))
+    victim = sim.pods["tb-worker-1"]
+    victim["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:05Z"
+    victim["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}
+    ]
+    p = sim.step(at(6))
+    assert p.create_pods == [] and p.delete_pods == [] and not sim.is_true("Failed")
+    del sim.pods["tb-worker-1"]
+    p = sim.step(at(7))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tb-worker-1"]
