@@ -298,9 +298,16 @@ class Controller:
         meta = job["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         if p.delete_job:
-            await self._ignore_not_found(
-                self.client.delete(ref, namespace, name, propagation_policy="Background")
+            failed: list[ApiError] = []
+            await self._delete_child(
+                job,
+                ref,
+                name,
+                failed,
+                self.client.delete(ref, namespace, name, propagation_policy="Background"),
             )
+            if failed:
+                raise failed[0]
             self.expectations.forget(key)
             return
         failures: list[ApiError] = []
@@ -309,9 +316,12 @@ class Controller:
         if p.create_pod_group is not None and self.pod_group_ref is not None:
             await self._create_child(job, self.pod_group_ref, p.create_pod_group, failures)
         if p.delete_service:
-            await self._ignore_not_found(self.client.delete(SERVICES, namespace, name), failures)
+            await self._delete_child(
+                job, SERVICES, name, failures, self.client.delete(SERVICES, namespace, name)
+            )
         if p.delete_pod_group and self.pod_group_ref is not None:
-            await self._ignore_not_found(self.client.delete(self.pod_group_ref, namespace, name), failures)
+            ref_pg = self.pod_group_ref
+            await self._delete_child(job, ref_pg, name, failures, self.client.delete(ref_pg, namespace, name))
         if p.delete_pods:
             self.expectations.expect_deletions(key, p.delete_pods)
             await asyncio.gather(
@@ -395,15 +405,18 @@ class Controller:
             self.recorder.emit(job, "Warning", "FailedDeletePod", f"could not delete pod {pod_name}: {err}")
             failures.append(err)
 
-    @staticmethod
-    async def _ignore_not_found(call: Any, failures: list[ApiError] | None = None) -> None:
+    async def _delete_child(
+        self, job: Obj, ref: ResourceRef, name: str, failures: list[ApiError], call: Any
+    ) -> None:
+        """Await a DELETE; NotFound is success, any other failure is a Warning event on the job."""
         try:
             await call
         except ApiError as err:
             if err.is_not_found:
                 return
-            if failures is None:
-                raise
+            self.recorder.emit(
+                job, "Warning", f"FailedDelete{ref.kind}", f"could not delete {ref.kind} {name}: {err}"
+            )
             failures.append(err)
 
 

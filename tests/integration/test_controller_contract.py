@@ -1,0 +1,155 @@
+"""Contract audit of BEHAVIOUR.md §4-§10 against the running controller (devcluster + DevStack):
+the scale subresource of elastic PyTorch Workers, Events for delete failures, and the
+Prometheus metrics a job's life produces (served on /metrics with their labels)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from kubetrain.devstack import DevStack
+from kubetrain.health import HealthServer
+from kubetrain.kube.resources import job_resource
+from kubetrain.metrics import REGISTRY
+
+from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack():
+        yield pair
+
+
+def elastic_job(name: str, workers: int) -> dict[str, object]:
+    return job_manifest(
+        "PyTorchJob",
+        name,
+        {"Worker": workers},
+        extra_spec={"elasticPolicy": {"minReplicas": 1, "maxReplicas": 4}},
+    )
+
+
+async def test_scale_subresource_resizes_elastic_workers(env: tuple[DevStack, Harness]) -> None:
+    """`kubectl scale ptj/NAME --replicas=N`: the scale subresource reads the Worker count and the
+    selector from status, and a write within min..max adds or removes Worker pods."""
+    _, h = env
+    ns = await h.namespace("scale")
+    ref = job_resource("PyTorchJob")
+    await h.create_job(elastic_job("el", 2), ns)
+    await h.wait_pods(ns, "el", 2)
+    job = await h.wait_job(
+        "PyTorchJob", ns, "el", lambda j: replica_status(j, "Worker").get("selector"), "Worker selector"
+    )
+    selector = replica_status(job, "Worker")["selector"]
+    assert selector == "kubetrain.io/job-name=el,kubetrain.io/replica-type=worker"
+
+    scale = await h.kube.request("get", "GET", ref.path(ns, "el", "scale"))
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2
+    assert scale["status"]["selector"] == selector
+
+    await h.kube.patch(ref, ns, "el", {"spec": {"replicas": 3}}, subresource="scale")
+    await h.wait_pod_names(ns, "el", ["el-worker-0", "el-worker-1", "el-worker-2"])
+    await h.wait_pods(ns, "el", 3)
+
+    await h.kube.patch(ref, ns, "el", {"spec": {"replicas": 1}}, subresource="scale")
+    await h.wait_pod_names(ns, "el", ["el-worker-0"])
+    job = await h.job("PyTorchJob", ns, "el")
+    assert job is not None and not any(
+        c["type"] == "Failed" and c["status"] == "True" for c in job["status"]["conditions"]
+    )
+
+
+async def test_failed_service_delete_is_an_event_and_retried(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("delsvc")
+    await h.create_job(job_manifest("TFJob", "ds", {"Worker": 1}), ns)
+    await h.wait_pods(ns, "ds", 1)
+    rule = h.faults.fail(verb="delete", resource="services", namespace=ns, status=500, count=1)
+    await h.finish_all(ns, "ds")
+    event = await h.wait_event(ns, "ds", "FailedDeleteService")
+    assert event["type"] == "Warning" and "ds" in event["message"]
+    assert rule.fired == 1
+    await eventually(lambda: _gone(h, ns, "ds"), what="Service ds deleted on the retry")
+
+
+async def _gone(h: Harness, ns: str, name: str) -> bool:
+    return await h.service(ns, name) is None
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_metrics_after_jobs_ran(env: tuple[DevStack, Harness]) -> None:
+    """Every §10 metric with its labels, scraped from /metrics after jobs succeeded, failed and
+    restarted."""
+    _, h = env
+    ns = await h.namespace("metrics")
+    labels = {"kind": "PyTorchJob", "namespace": ns}
+    tf_labels = {"kind": "TFJob", "namespace": ns}
+    await h.create_job(job_manifest("PyTorchJob", "ok", {"Master": 1, "Worker": 1}), ns)
+    await h.create_job(job_manifest("TFJob", "bad", {"Worker": 1}), ns)
+    await h.create_job(job_manifest("PyTorchJob", "rs", {"Master": 1}, restart_policy="ExitCode"), ns)
+    await h.wait_pods(ns, "ok", 2)
+    await h.wait_pods(ns, "bad", 1)
+    await h.wait_pods(ns, "rs", 1)
+    await h.finish_all(ns, "ok")
+    await h.finish_all(ns, "bad", exit_code=1)
+    await h.sim.finish(ns, "rs-master-0", exit_code=137)
+    await h.wait_condition("PyTorchJob", ns, "ok", "Succeeded")
+    await h.wait_condition("TFJob", ns, "bad", "Failed")
+    await h.wait_job(
+        "PyTorchJob", ns, "rs", lambda j: replica_status(j, "Master").get("restarts") == 1, "restart"
+    )
+
+    health = HealthServer(host="127.0.0.1", port=0)
+    await health.start()
+    try:
+        url = f"http://127.0.0.1:{health.port}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as resp:
+            assert resp.status == 200
+            text = await resp.text()
+    finally:
+        await health.stop()
+
+    def line(name: str, **lbl: str) -> str:
+        body = ",".join(f'{k}="{v}"' for k, v in lbl.items())
+        return f"{name}{{{body}}}"
+
+    assert f"{line('kubetrain_jobs_created_total', **labels)} 2.0" in text
+    assert f"{line('kubetrain_jobs_created_total', **tf_labels)} 1.0" in text
+    assert f"{line('kubetrain_jobs_succeeded_total', **labels)} 1.0" in text
+    assert f"{line('kubetrain_jobs_failed_total', **tf_labels)} 1.0" in text
+    assert f"{line('kubetrain_jobs_restarted_total', **labels)} 1.0" in text
+    assert _sample("kubetrain_reconcile_duration_seconds_count", kind="PyTorchJob") > 0
+    assert 'kubetrain_reconcile_duration_seconds_bucket{kind="TFJob",le="0.001"}' in text
+    assert 'kubetrain_workqueue_depth{queue="jobs"}' in text
+    assert _sample("kubetrain_api_requests_total", verb="create", code="201") > 0
+    assert _sample("kubetrain_api_requests_total", verb="update", code="200") > 0
+    # The admission webhooks of the dev stack answered the creates.
+    assert (
+        _sample(
+            "kubetrain_webhook_request_duration_seconds_count",
+            webhook="mutate",
+            operation="CREATE",
+            kind="PyTorchJob",
+            result="patched",
+        )
+        > 0
+    )
+    assert (
+        _sample(
+            "kubetrain_webhook_request_duration_seconds_count",
+            webhook="validate",
+            operation="CREATE",
+            kind="TFJob",
+            result="allowed",
+        )
+        > 0
+    )
