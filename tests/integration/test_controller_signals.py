@@ -1,0 +1,87 @@
+"""BEHAVIOUR.md §10 "graceful stop on SIGTERM": `kubetrain controller` and `kubetrain run` as real
+processes against devcluster. Holding the leader Lease, SIGTERM makes the process exit 0
+promptly and release the Lease (holderIdentity emptied) so a standby takes over at once."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.devstack import DevStack
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.resources import LEASES
+
+from .controller_support import Harness, eventually, open_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+STOP_WITHIN = 15.0  # generous for a loaded CI machine; a stop normally takes well under a second
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(controller=False, webhook=False, simulator=False, training_policies=False):
+        yield pair
+
+
+@pytest.mark.parametrize("command", ["controller", "run"])
+async def test_sigterm_stops_promptly_and_releases_the_lease(
+    env: tuple[DevStack, Harness], command: str, tmp_path: Path
+) -> None:
+    stack, h = env
+    ns = await h.namespace(f"sig-{command}")
+    lease = f"kubetrain-{command}"
+    argv = [
+        sys.executable,
+        "-m",
+        "kubetrain.cli",
+        command,
+        "--kubeconfig",
+        stack.cluster.kubeconfig_path,
+        "--leader-elect",
+        "--leader-election-namespace",
+        ns,
+        "--leader-election-id",
+        lease,
+        "--metrics-port",
+        "0",
+    ]
+    if command == "run":
+        argv += ["--cert-dir", str(tmp_path), "--webhook-port", "0", "--webhook-host", "127.0.0.1"]
+        argv += ["--no-training-policies"]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+
+        async def holder() -> str:
+            try:
+                obj = await h.kube.get(LEASES, ns, lease)
+            except ApiError as err:
+                if err.is_not_found:
+                    return ""
+                raise
+            return str((obj.get("spec") or {}).get("holderIdentity") or "")
+
+        async def leading() -> str:
+            assert proc.returncode is None, "the process exited before taking the Lease"
+            return await holder()
+
+        identity = await eventually(leading, what=f"kubetrain {command} to take Lease {lease}")
+        proc.send_signal(signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        _, stderr = await asyncio.wait_for(proc.communicate(), STOP_WITHIN)
+        assert proc.returncode == 0, stderr.decode(errors="replace")[-2000:]
+        assert loop.time() - started < STOP_WITHIN
+        assert await holder() == "", f"Lease still held by {identity} after SIGTERM"
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
