@@ -28,6 +28,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError
 
 from kubetrain.api.errors import ErrorKind, FieldError
+from kubetrain.api.quantity import QUANTITY_EXAMPLES, QUANTITY_PATTERN
 
 # The Kubernetes version whose PodTemplateSpec schema templates are checked against.
 KUBERNETES_SCHEMA_VERSION = "1.34.0"
@@ -35,11 +36,6 @@ _SCHEMA_DIR = f"kubernetes-json-schema/v{KUBERNETES_SCHEMA_VERSION}-local-strict
 _DEFS = "io.k8s.api.core.v1."
 _QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-
-# A Kubernetes resource quantity (k8s.io/apimachinery/pkg/api/resource): a signed decimal number
-# with an optional binary-SI (Ki…Ei), decimal-SI (n u m k M G T P E) or exponent (e3, E-2) suffix.
-QUANTITY_PATTERN = r"^[+-]?(\d+\.?\d*|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?\d+))?$"
-QUANTITY_EXAMPLES = '"500m", "2", "1.5", "16Gi", "1e3"'
 
 # Enum values of the pod API that the OpenAPI schema leaves as plain strings.
 _ENUMS: dict[str, dict[str, tuple[str, ...]]] = {

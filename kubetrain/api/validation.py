@@ -28,14 +28,13 @@ from kubetrain.api.errors import (
 from kubetrain.api.jobs import InvalidJobError, check_type_meta, parse_job
 from kubetrain.api.podtemplate import (
     NOT_JSON,
-    QUANTITY_EXAMPLES,
-    QUANTITY_PATTERN,
     cached_template_errors,
     containers_of,
     default_container_warning,
     template_from_key,
     template_key,
 )
+from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 
@@ -43,7 +42,6 @@ DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
-_QUANTITY = re.compile(QUANTITY_PATTERN)
 RECREATE = "delete and recreate the job to change it"
 
 
@@ -302,7 +300,7 @@ def _run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
     resources = scheduling.get("minResources")
     if isinstance(resources, dict):
         for rname, quantity in resources.items():
-            if isinstance(quantity, str) and not _QUANTITY.match(quantity):
+            if isinstance(quantity, str) and not is_quantity_string(quantity):
                 errors.append(
                     invalid(
                         f"{base}.minResources[{rname}]",

@@ -18,9 +18,9 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kubetrain.api.quantity import sum_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
-from kubetrain.operator.quantity import sum_resources
 
 LABEL_JOB_NAME = "kubetrain.io/job-name"
 LABEL_JOB_KIND = "kubetrain.io/job-kind"

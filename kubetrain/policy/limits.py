@@ -30,8 +30,8 @@ from fractions import Fraction
 from typing import Any
 
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
+from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.policy.images import image_allowed, normalize_image
-from kubetrain.policy.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.policy.resources import containers, pod_amounts, replica_groups, replica_map_path
 
 

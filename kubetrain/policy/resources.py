@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.api.quantity import QuantityError, parse_quantity
 from kubetrain.frameworks.registry import get_framework
-from kubetrain.policy.quantity import QuantityError, parse_quantity
 
 
 @dataclass(frozen=True)

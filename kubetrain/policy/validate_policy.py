@@ -36,9 +36,9 @@ from kubetrain.api.policy import (
     PolicyLimits,
     TrainingPolicy,
 )
+from kubetrain.api.quantity import QuantityError, parse_quantity
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.policy.images import glob_problem
-from kubetrain.policy.quantity import QuantityError, parse_quantity
 
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

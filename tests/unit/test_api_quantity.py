@@ -1,10 +1,19 @@
-"""Kubernetes quantities are parsed exactly (no float rounding can let a job past a limit)."""
+"""Kubernetes quantities are parsed exactly (no float rounding can let a job past a limit).
+
+One module serves job validation, PodGroup minResources sums and TrainingPolicy totals."""
 
 from fractions import Fraction
 
 import pytest
 
-from kubetrain.policy.quantity import QuantityError, format_quantity, is_binary, parse_quantity
+from kubetrain.api.quantity import (
+    QuantityError,
+    format_quantity,
+    is_binary,
+    is_quantity_string,
+    parse_quantity,
+    sum_resources,
+)
 
 
 @pytest.mark.parametrize(
@@ -81,3 +90,22 @@ def test_is_binary() -> None:
     assert is_binary("64Gi")
     assert not is_binary("64G")
     assert not is_binary(32)
+
+
+@pytest.mark.parametrize(
+    ("lists", "sums"),
+    [
+        ([{"memory": "4Gi"}, {"memory": "4Gi"}], {"memory": "8Gi"}),
+        ([{"cpu": "500m"}, {"cpu": "1"}], {"cpu": "1500m"}),
+        ([{"cpu": "1000"}, {"cpu": 1000}], {"cpu": "2000"}),
+        ([{"memory": "1Gi"}, {"memory": "512Mi"}], {"memory": "1536Mi"}),
+        ([{"gpu": "1", "cpu": "2"}, {"gpu": 1}], {"cpu": "2", "gpu": "2"}),
+    ],
+)
+def test_sums_keep_the_first_terms_suffix(lists: list[dict[str, object]], sums: dict[str, str]) -> None:
+    assert sum_resources(lists) == sums
+
+
+def test_the_grammar_is_checked_as_written() -> None:
+    assert is_quantity_string("16Gi") and is_quantity_string("1E") and is_quantity_string("-1.5e-3")
+    assert not is_quantity_string("4 cores") and not is_quantity_string(" 1") and not is_quantity_string("1e")
