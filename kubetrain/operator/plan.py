@@ -160,6 +160,9 @@ class _Reconcile:
         generation = (self.job.get("metadata") or {}).get("generation")
         if isinstance(generation, int):
             self.status["observedGeneration"] = generation
+        if self.prepared.adjustments and self.old.get("observedGeneration") != generation:
+            for adjustment in self.prepared.adjustments:  # once per spec generation
+                self.event("Warning", "SpecAdjusted", f"{self.title}: {adjustment}")
         active: _Active | None = None
         if st.terminal_condition(self.old) is None:
             st.set_condition(

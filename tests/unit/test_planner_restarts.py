@@ -198,3 +198,30 @@ def test_terminating_disrupted_pod_is_replaced_only_once_gone() -> None:
     del sim.pods["tb-worker-1"]
     p = sim.step(at(7))
     assert [x["metadata"]["name"] for x in p.create_pods] == ["tb-worker-1"]
+
+
+def test_elastic_workers_scaled_outside_min_max_run_at_the_bound() -> None:
+    """The scale subresource bypasses the webhook: 6 Workers with maxReplicas 4 run 4 (one
+    Warning event for that generation), the job does not fail."""
+    sim = running_sim(
+        job(
+            "PyTorchJob",
+            {"Worker": replica("PyTorchJob", 2)},
+            name="el",
+            elasticPolicy={"minReplicas": 1, "maxReplicas": 4},
+        )
+    )
+    sim.job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 6
+    sim.job["metadata"]["generation"] = 2
+    p = sim.step(at(2))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["el-worker-2", "el-worker-3"]
+    assert p.delete_pods == [] and not sim.is_true("Failed")
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "SpecAdjusted")]
+    assert "outside elasticPolicy minReplicas..maxReplicas (1..4): running 4 Workers" in p.events[0].message
+    assert sim.job["status"]["replicas"] == 4
+    assert sim.step(at(3)).events == []  # said once per generation
+    sim.job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 0
+    sim.job["metadata"]["generation"] = 3
+    p = sim.step(at(4))
+    assert sorted(p.delete_pods) == ["el-worker-1", "el-worker-2", "el-worker-3"]
+    assert not sim.is_true("Failed")
