@@ -7,7 +7,10 @@
 It starts `kubetrain.devcluster.DevCluster` (the emulated API server, HTTPS), installs the
 CRDs, runs the real admission webhook server over TLS with a certificate made for loopback and
 registers it in URL mode, runs the real controller, and runs the pod simulator in place of
-kubelets. `kubetrain dev`, the integration tests and the benchmarks all use it, so what they
+kubelets. With a gang scheduler it also installs that scheduler's PodGroup CRD and runs
+`GangSchedulerSimulator` in its place (`podgroup_crd=False`: no CRD, to see the operator report
+the missing API; `gang_simulator=False`: the test admits PodGroups itself and the pod simulator
+binds gang pods at once). `kubetrain dev`, the integration tests and the benchmarks all use it, so what they
 exercise is exactly what a user runs.
 """
 
@@ -22,6 +25,7 @@ from typing import Any
 from kubetrain.api.crdgen import all_crds
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
+from kubetrain.devcluster.gang import GangSchedulerSimulator, podgroup_crd
 from kubetrain.devcluster.kubelet import PodSimulator
 from kubetrain.devcluster.server import DevCluster
 from kubetrain.kube.client import ApiError, KubeClient
@@ -54,6 +58,11 @@ class DevStackOptions:
     default_run_seconds: float | None = None
     simulated_nodes: int = 3
     gang_scheduler: str = "none"
+    # With a gang scheduler: install its PodGroup CRD (None: yes) and run the gang scheduler
+    # simulator (None: when the stack installs the CRD and runs the pod simulator).
+    podgroup_crd: bool | None = None
+    gang_simulator: bool | None = None
+    node_allocatable: dict[str, str] | None = None  # per simulated node (default: PodSimulator's)
     workers: int = 4
     qps: float = 1000.0
     burst: int = 2000
@@ -71,6 +80,7 @@ class DevStack:
         self.policy_watcher: PolicyWatcher | None = None
         self.controller: Controller | None = None
         self.simulator: PodSimulator | None = None
+        self.gang_simulator: GangSchedulerSimulator | None = None
 
     @property
     def kube(self) -> KubeClient:
@@ -93,28 +103,62 @@ class DevStack:
         self.client = await KubeClient.connect(self.cluster.kubeconfig_path, qps=opts.qps, burst=opts.burst)
         if opts.install_crds:
             await self.install_crds()
+        if self.wants_podgroup_crd:
+            await self.install_podgroup_crd()
         if opts.webhook:
             await self.start_webhook()
         if opts.controller:
             await self.start_controller()
         if opts.simulator:
+            gang = self.wants_gang_simulator
             self.simulator = PodSimulator(
                 self.cluster.kubeconfig_path,
                 nodes=opts.simulated_nodes,
                 default_run_seconds=opts.default_run_seconds,
-                scheduler_names=("default-scheduler", "volcano", "scheduler-plugins-scheduler"),
+                # The gang simulator binds gang pods (all or nothing); without it every pod is bound.
+                scheduler_names=("default-scheduler",)
+                if gang
+                else ("default-scheduler", "volcano", "scheduler-plugins-scheduler"),
                 clock=opts.simulator_clock or SYSTEM_CLOCK,
             )
             await self.simulator.start()
+            if gang:
+                self.gang_simulator = GangSchedulerSimulator(
+                    self.cluster.kubeconfig_path,
+                    opts.gang_scheduler,
+                    node_names=self.simulator.node_names,
+                    allocatable=opts.node_allocatable,
+                )
+                await self.gang_simulator.start()
+
+    @property
+    def wants_podgroup_crd(self) -> bool:
+        opts = self.options
+        return opts.gang_scheduler != "none" and opts.podgroup_crd is not False
+
+    @property
+    def wants_gang_simulator(self) -> bool:
+        opts = self.options
+        if opts.gang_simulator is None:
+            return self.wants_podgroup_crd and opts.simulator
+        return opts.gang_simulator and opts.gang_scheduler != "none"
+
+    async def install_podgroup_crd(self) -> None:
+        """The configured gang scheduler's PodGroup CRD, served before the controller starts (it
+        detects the PodGroup API through discovery at start)."""
+        await self._install([podgroup_crd(self.options.gang_scheduler)])
 
     async def install_crds(self) -> None:
-        for crd in all_crds():
+        await self._install(all_crds())
+
+    async def _install(self, crds: list[Obj]) -> None:
+        for crd in crds:
             try:
                 await self.kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
             except ApiError as err:
                 if not err.is_already_exists:
                     raise
-        for crd in all_crds():
+        for crd in crds:
             spec = crd["spec"]
             version = spec["versions"][0]["name"]
             for _ in range(200):
@@ -159,6 +203,9 @@ class DevStack:
         return await self.kube.create(job_resource(str(job.get("kind"))), job, namespace=ns)
 
     async def stop(self) -> None:
+        if self.gang_simulator is not None:
+            await self.gang_simulator.stop()
+            self.gang_simulator = None
         if self.simulator is not None:
             await self.simulator.stop()
             self.simulator = None

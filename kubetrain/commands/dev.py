@@ -70,6 +70,18 @@ def _condition(job: dict[str, Any]) -> str:
     return str(conditions[-1]["type"]) if conditions else "Pending"
 
 
+def _display_state(job: dict[str, Any]) -> str:
+    """The last true condition, or `GangScheduling` while the job waits for its PodGroup."""
+    for cond in (job.get("status") or {}).get("conditions") or ():
+        if (
+            cond.get("type") == "Running"
+            and cond.get("status") == "False"
+            and cond.get("reason") == "GangScheduling"
+        ):
+            return "GangScheduling"
+    return _condition(job)
+
+
 def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     """`Running  Master: 1 running · Worker: 2 running, 1 pending` from the job and its pods."""
     by_type: dict[str, dict[str, int]] = {}
@@ -87,7 +99,7 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
         int(rs.get("restarts") or 0)
         for rs in ((job.get("status") or {}).get("replicaStatuses") or {}).values()
     )
-    line = f"{_condition(job):<10} " + (" · ".join(parts) if parts else "no pods")
+    line = f"{_display_state(job):<10} " + (" · ".join(parts) if parts else "no pods")
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
@@ -98,7 +110,7 @@ async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     ref = job_resource(kind)
     started = time.monotonic()
-    last = ""
+    last = last_wait = ""
     while time.monotonic() - started < limit:
         current = stack.controller.cache.store(ref).get(ns, name) or job
         pods = stack.controller.observe(kind, ns, name).pods
@@ -106,6 +118,10 @@ async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -
         if line != last:
             print(f"[{time.monotonic() - started:6.1f}s] {line}", file=out, flush=True)
             last = line
+        wait = _gang_wait(stack, current)
+        if wait and wait != last_wait:
+            print(f"           {wait}", file=out, flush=True)
+        last_wait = wait
         state = _condition(current)
         if state in ("Succeeded", "Failed"):
             for cond in (current.get("status") or {}).get("conditions") or ():
@@ -115,6 +131,24 @@ async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -
         await asyncio.sleep(0.1)
     print(f"{kind} {ns}/{name}: not finished after {limit:.0f}s", file=out, flush=True)
     return 2
+
+
+def _gang_wait(stack: DevStack, job: dict[str, Any]) -> str:
+    """Why a gang job waits: its condition message, and the PodGroup phase the simulated gang
+    scheduler gave it (empty when the job is not waiting for gang scheduling)."""
+    if _display_state(job) != "GangScheduling":
+        return ""
+    cond = next(c for c in job["status"]["conditions"] if c.get("type") == "Running")
+    text = str(cond.get("message", ""))
+    if stack.gang_simulator is not None:
+        group = stack.gang_simulator.group(job["metadata"]["namespace"], job["metadata"]["name"])
+        if group is not None:
+            status = group.get("status") or {}
+            text += f" (PodGroup phase {status.get('phase') or 'unset'})"
+            for c in status.get("conditions") or ():
+                if c.get("type") == "Unschedulable":
+                    text += f": {c.get('reason')}: {c.get('message')}"
+    return text
 
 
 async def cluster_only(out: Any, watch_window: int) -> int:
@@ -138,7 +172,11 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     if args.cluster_only:
         return await cluster_only(out, args.watch_window)
     job = load_job(args)
-    options = DevStackOptions(default_run_seconds=args.run_seconds, gang_scheduler=args.gang_scheduler)
+    options = DevStackOptions(
+        default_run_seconds=args.run_seconds,
+        gang_scheduler=args.gang_scheduler,
+        podgroup_crd=not getattr(args, "no_podgroup_crd", False),
+    )
     async with DevStack(options) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
@@ -200,7 +238,19 @@ def add_parser(subparsers: Any) -> None:
         help="how long each simulated container runs before exiting 0 (default 2)",
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="give up after this many seconds")
-    parser.add_argument("--gang-scheduler", choices=GANG_SCHEDULERS, default="none")
+    parser.add_argument(
+        "--gang-scheduler",
+        choices=GANG_SCHEDULERS,
+        default="none",
+        help="gang-schedule the job: install that scheduler's PodGroup CRD and run a simulated "
+        "Volcano / scheduler-plugins that admits and binds whole gangs (default none)",
+    )
+    parser.add_argument(
+        "--no-podgroup-crd",
+        action="store_true",
+        help="with --gang-scheduler: do not install the PodGroup CRD (the job then waits with "
+        "'PodGroup API not installed')",
+    )
     parser.add_argument(
         "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"
     )

@@ -89,7 +89,7 @@ async def test_budget_without_gang_scheduling() -> None:
 
 
 async def test_budget_with_volcano_gang_scheduling() -> None:
-    stack = DevStack(DevStackOptions(gang_scheduler="volcano", controller=False))
+    stack = DevStack(DevStackOptions(gang_scheduler="volcano", controller=False, podgroup_crd=False))
     await stack.start()
     h = await Harness.open(stack)
     try:

@@ -21,7 +21,7 @@ Obj = dict[str, Any]
 async def gang_stack(gang: str, crd: tuple[str, str] | None) -> AsyncIterator[tuple[DevStack, Harness]]:
     """A stack whose controller starts after the PodGroup CRD (if any) is served: the controller
     detects the PodGroup API through discovery when it starts."""
-    stack = DevStack(DevStackOptions(gang_scheduler=gang, controller=False))
+    stack = DevStack(DevStackOptions(gang_scheduler=gang, controller=False, podgroup_crd=False))
     await stack.start()
     h = await Harness.open(stack)
     try:
