@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 
 from kubetrain.commands._flags import add_common_flags, add_controller_flags
 from kubetrain.devstack import DevStack, DevStackOptions
@@ -95,6 +96,60 @@ async def test_only_the_leader_writes_and_the_standby_takes_over() -> None:
         assert writes_by(h, "replica-a") == a_writes  # the stopped replica wrote nothing more
         # Nothing was created twice across the hand-over.
         assert h.requests.count(verb="create", resource="pods", namespace=ns) == 5
+    finally:
+        await b.stop()
+        await a.stop()
+        await h.close()
+        await stack.stop()
+
+
+async def test_a_crashed_leader_is_replaced_once_its_lease_expires() -> None:
+    """A leader that dies without releasing the Lease (no graceful stop: the Lease keeps its
+    identity) is replaced only after the lease duration, then the standby finishes its job."""
+    stack = DevStack(DevStackOptions(controller=False))
+    await stack.start()
+    h = await Harness.open(stack)
+    args = runtime_args(stack.cluster.kubeconfig_path)
+    durations = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+    a = ControllerRuntime(args, identity="crash-a", **durations)
+    b = ControllerRuntime(args, identity="crash-b", **durations)
+    try:
+        await a.start()
+        await eventually(lambda: a.elector is not None and a.elector.is_leader, what="crash-a leads")
+        await b.start()
+        await eventually(
+            lambda: b.elector is not None and b.elector.leader == "crash-a", what="b sees a lead"
+        )
+        ns = await h.namespace("crash")
+        await h.create_job(job_manifest("PyTorchJob", "job", {"Master": 1, "Worker": 1}), ns)
+        await h.wait_pods(ns, "job", 2)
+        await h.wait_condition("PyTorchJob", ns, "job", "Running")
+
+        # The crash: replica-a's tasks end without the graceful release of the Lease.
+        assert a.elector is not None
+        a.elector.release_on_stop = False
+        await a.stop()
+        crashed = time.monotonic()
+        a_writes = writes_by(h, "crash-a")
+        lease = await h.kube.get(LEASES, "kube-system", "kubetrain-test-leader")
+        assert lease["spec"]["holderIdentity"] == "crash-a"  # still held: nothing released it
+        assert b.elector is not None and not b.elector.is_leader
+
+        await eventually(lambda: b.elector is not None and b.elector.is_leader, what="crash-b takes over")
+        waited = time.monotonic() - crashed
+        # Not before the lease expired (a's last renewal was at most one retry period before the
+        # crash), unlike a released Lease, which is taken at the standby's next retry.
+        assert waited >= durations["lease_duration"] - durations["retry_period"] - 0.1, waited
+        lease = await h.kube.get(LEASES, "kube-system", "kubetrain-test-leader")
+        assert lease["spec"]["holderIdentity"] == "crash-b"
+        assert lease["spec"]["leaseTransitions"] >= 1
+
+        # The new leader finishes the job the crashed one started, creating nothing twice.
+        await h.finish_all(ns, "job")
+        await h.wait_condition("PyTorchJob", ns, "job", "Succeeded")
+        assert writes_by(h, "crash-b") >= 1
+        assert writes_by(h, "crash-a") == a_writes
+        assert h.requests.count(verb="create", resource="pods", namespace=ns) == 2
     finally:
         await b.stop()
         await a.stop()
