@@ -85,7 +85,7 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> Vali
             errors.append(required("spec", f"a {framework.kind} needs a spec with {framework.replica_field}"))
         return ValidationResult(_unique(errors), warnings)
     replica_map = spec.get(framework.replica_field)
-    errors.extend(_name_errors(obj.get("metadata"), replica_map))
+    errors.extend(_name_errors(obj.get("metadata"), replica_map, _elastic_max_workers(spec, framework)))
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
     if job is not None:
@@ -108,7 +108,13 @@ def _int(value: Any) -> int | None:
 # metadata.name
 
 
-def _name_errors(metadata: Any, replica_map: Any) -> list[FieldError]:
+def _elastic_max_workers(spec: dict[str, Any], framework: Framework) -> int | None:
+    """`elasticPolicy.maxReplicas` of an elastic PyTorchJob: its Workers may scale up to it."""
+    elastic = spec.get("elasticPolicy") if framework.kind == "PyTorchJob" else None
+    return _int(elastic.get("maxReplicas")) if isinstance(elastic, dict) else None
+
+
+def _name_errors(metadata: Any, replica_map: Any, elastic_max: int | None = None) -> list[FieldError]:
     if not isinstance(metadata, dict):
         return [required("metadata.name", "a job needs a name (a DNS-1035 label)")]
     name = metadata.get("name")
@@ -136,6 +142,8 @@ def _name_errors(metadata: Any, replica_map: Any) -> list[FieldError]:
             replicas = _int(rspec.get("replicas", 1)) if isinstance(rspec, dict) else None
             if replicas is None:
                 replicas = 1
+            if elastic_max is not None and rtype == "Worker":
+                replicas = max(replicas, elastic_max)  # elastic Workers scale up to maxReplicas
             pod = f"{name}-{str(rtype).lower()}-{max(replicas - 1, 0)}"
             if len(pod) > len(longest):
                 longest = pod
