@@ -34,11 +34,14 @@ class Defaulted:
     warnings: list[str] = field(default_factory=list)
 
 
-def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaulted:
+def default_job(
+    obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
+) -> Defaulted:
     """The job with every §2 default filled in, and the warnings defaulting produced.
 
     An object of an unknown kind (or one too malformed to default) comes back unchanged; the
-    validation step reports what is wrong with it.
+    validation step reports what is wrong with it. `old` is the stored job on UPDATE: a
+    `minAvailable` that still holds the gang default of the stored job follows a replica change.
     """
     if not isinstance(obj, dict):
         return Defaulted(copy.deepcopy(obj))
@@ -59,13 +62,17 @@ def default_job(obj: dict[str, Any], *, gang_scheduling: bool = False) -> Defaul
                 rspec = replica_map[rtype] = dict(rspec)
                 path = join_path("spec", framework.replica_field, f"[{rtype}]")
                 warnings.extend(_default_replica(rspec, framework, path))
-    _default_run_policy(spec, replica_map, gang_scheduling)
-    if gang_scheduling and isinstance(replica_map, dict):
-        warnings.extend(_scheduler_name_warnings(replica_map, framework))
+    # PyTorch first: the gang default of an elastic job depends on the defaulted minReplicas.
     if framework.kind == "PyTorchJob":
         warnings.extend(_default_pytorch(spec, replica_map))
     elif framework.kind == "MXJob" and spec.get("jobMode") is None:
         spec["jobMode"] = DEFAULT_MX_JOB_MODE
+    old_spec = old.get("spec") if isinstance(old, dict) else None
+    _default_run_policy(
+        spec, replica_map, gang_scheduling, framework, old_spec if isinstance(old_spec, dict) else None
+    )
+    if gang_scheduling and isinstance(replica_map, dict):
+        warnings.extend(_scheduler_name_warnings(replica_map, framework))
     return Defaulted(out, warnings)
 
 
@@ -156,7 +163,36 @@ def total_replicas(replica_map: Any) -> int | None:
     return total
 
 
-def _default_run_policy(spec: dict[str, Any], replica_map: Any, gang_scheduling: bool) -> None:
+def gang_total(spec: dict[str, Any], framework: Framework) -> int | None:
+    """The `minAvailable` default: total replicas, with the Workers of an elastic PyTorchJob
+    counted at `minReplicas` (the smallest size the job runs at, so its Workers can be scaled
+    within minReplicas..maxReplicas without leaving a gang larger than the job)."""
+    replica_map = spec.get(framework.replica_field)
+    total = total_replicas(replica_map)
+    elastic = spec.get("elasticPolicy") if framework.kind == "PyTorchJob" else None
+    if total is None or not isinstance(elastic, dict) or not isinstance(replica_map, dict):
+        return total
+    worker = replica_map.get("Worker")
+    workers = worker.get("replicas", 1) if isinstance(worker, dict) else None
+    min_r = elastic.get("minReplicas")
+    if not isinstance(workers, int) or not isinstance(min_r, int) or isinstance(min_r, bool) or min_r < 1:
+        return total
+    return total - workers + min(min_r, workers)
+
+
+def _min_available(spec: dict[str, Any]) -> Any:
+    run_policy = spec.get("runPolicy")
+    scheduling = run_policy.get("schedulingPolicy") if isinstance(run_policy, dict) else None
+    return scheduling.get("minAvailable") if isinstance(scheduling, dict) else None
+
+
+def _default_run_policy(
+    spec: dict[str, Any],
+    replica_map: Any,
+    gang_scheduling: bool,
+    framework: Framework,
+    old_spec: dict[str, Any] | None,
+) -> None:
     run_policy = spec.get("runPolicy")
     if run_policy is None:
         run_policy = {}
@@ -169,14 +205,23 @@ def _default_run_policy(spec: dict[str, Any], replica_map: Any, gang_scheduling:
         run_policy["suspend"] = False
     if not gang_scheduling:
         return
-    total = total_replicas(replica_map)
+    total = gang_total(spec, framework)
     if total is None:
         return
     scheduling = run_policy.get("schedulingPolicy")
     if scheduling is None:
         scheduling = {}
-    if isinstance(scheduling, dict) and scheduling.get("minAvailable") is None:
+    if not isinstance(scheduling, dict):
+        return
+    current = scheduling.get("minAvailable")
+    if current is None:
         run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
+    elif old_spec is not None and current != total:
+        # UPDATE: the stored job's minAvailable was its gang default and is left as it was →
+        # it follows the new replica counts (a user-chosen value is kept).
+        old_default = gang_total(old_spec, framework)
+        if old_default is not None and current == _min_available(old_spec) == old_default:
+            run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
 
 
 def _default_pytorch(spec: dict[str, Any], replica_map: Any) -> list[str]:

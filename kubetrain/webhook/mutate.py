@@ -108,7 +108,8 @@ def mutate(
         return AdmissionResponse.allow(request.uid)
     original = request.object
     assert original is not None  # decode_review guarantees an object for CREATE/UPDATE
-    defaulted = default_job(original, gang_scheduling=gang_scheduling)
+    old = request.old_object if request.operation == "UPDATE" else None
+    defaulted = default_job(original, gang_scheduling=gang_scheduling, old=old)
     result = defaulted.obj if policies is None else policies.apply_defaults(request, defaulted.obj).obj
     patch = json_patch(original, result)
     response = AdmissionResponse.allow(request.uid, defaulted.warnings)
