@@ -109,10 +109,28 @@ def set_condition(
     if cond.get("status") == new_status and cond.get("reason") == reason and cond.get("message") == message:
         return False
     stamp = format_time(now)
-    if cond.get("status") != new_status:
+    flipped = cond.get("status") != new_status
+    if flipped:
         cond["lastTransitionTime"] = stamp
     cond.update({"status": new_status, "reason": reason, "message": message, "lastUpdateTime": stamp})
+    if flipped:
+        _place(conditions, cond)
     return True
+
+
+def _place(conditions: list[Any], cond: dict[str, Any]) -> None:
+    """Keep the `State` printer column (`.status.conditions[-1:].type`) on the latest condition
+    that became True: one turning True moves to the end, one that is not True moves in front
+    of every True one (so the list is: not-True conditions, then True ones by transition)."""
+    conditions[:] = [c for c in conditions if c is not cond]
+    if cond.get("status") == "True":
+        conditions.append(cond)
+        return
+    first_true = next(
+        (i for i, c in enumerate(conditions) if isinstance(c, dict) and c.get("status") == "True"),
+        len(conditions),
+    )
+    conditions.insert(first_true, cond)
 
 
 def set_running(status: dict[str, Any], reason: str, message: str, now: datetime) -> bool:
@@ -135,7 +153,8 @@ def set_not_running(status: dict[str, Any], reason: str, message: str, now: date
     if cond is None:
         status.setdefault("conditions", [])
         stamp = format_time(now)
-        status["conditions"].append(
+        _place(
+            status["conditions"],
             {
                 "type": RUNNING,
                 "status": "False",
@@ -143,7 +162,7 @@ def set_not_running(status: dict[str, Any], reason: str, message: str, now: date
                 "message": message,
                 "lastUpdateTime": stamp,
                 "lastTransitionTime": stamp,
-            }
+            },
         )
         return True
     return set_condition(status, RUNNING, False, reason, message, now)
