@@ -40,23 +40,22 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from kubetrain.api.quantity import QuantityError, parse_quantity
 from kubetrain.devcluster import podstatus
 from kubetrain.devcluster.gang_crds import SCHEDULER_PLUGINS, VOLCANO, podgroup_crd
+from kubetrain.devcluster.gang_resources import Resources, add, fits, pod_requests, resources, show, take
 from kubetrain.devcluster.kubelet_api import ApiError, RawApi, list_then_watch
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
-Resources = dict[str, Fraction]
 
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULER_NAMES = {VOLCANO: ("volcano",), SCHEDULER_PLUGINS: ("scheduler-plugins-scheduler",)}
 TERMINAL = ("Succeeded", "Failed")
 
-__all__ = ["GangSchedulerSimulator", "podgroup_crd"]
+__all__ = ["GangSchedulerSimulator", "pod_requests", "podgroup_crd"]
 
 
 def _key(obj: Obj) -> Key:
@@ -71,56 +70,6 @@ def _rv(obj: Obj) -> int:
 
 def _phase(obj: Obj) -> str:
     return str((obj.get("status") or {}).get("phase") or "")
-
-
-def _resources(values: Mapping[str, Any] | None) -> Resources:
-    out: Resources = {}
-    for name, value in (values or {}).items():
-        try:
-            out[str(name)] = parse_quantity(value)
-        except QuantityError:
-            log.warning("ignoring resource %s=%r: not a quantity", name, value)
-    return out
-
-
-def pod_requests(pod: Obj) -> Resources:
-    """What the scheduler reserves for a pod: per resource, the containers' summed requests (the
-    limit where no request is given), at least any init container's, plus one `pods` slot."""
-
-    def of(container: Obj) -> Resources:
-        res = container.get("resources") or {}
-        return {**_resources(res.get("limits")), **_resources(res.get("requests"))}
-
-    spec = pod.get("spec") or {}
-    total: Resources = {"pods": Fraction(1)}
-    for container in spec.get("containers") or ():
-        for name, value in of(container).items():
-            total[name] = total.get(name, Fraction(0)) + value
-    for container in spec.get("initContainers") or ():
-        for name, value in of(container).items():
-            total[name] = max(total.get(name, Fraction(0)), value)
-    return total
-
-
-def _fits(need: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> bool:
-    return all(value <= free.get(name, Fraction(0)) for name, value in need.items() if value > 0)
-
-
-def _take(free: Resources, need: Mapping[str, Fraction]) -> None:
-    for name, value in need.items():
-        free[name] = free.get(name, Fraction(0)) - value
-
-
-def _add(total: Resources, more: Mapping[str, Fraction]) -> None:
-    for name, value in more.items():
-        total[name] = total.get(name, Fraction(0)) + value
-
-
-def _show(res: Mapping[str, Fraction]) -> str:
-    def one(v: Fraction) -> str:
-        return str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
-
-    return ", ".join(f"{k}={one(v)}" for k, v in sorted(res.items()))
 
 
 def _now() -> str:
@@ -145,7 +94,7 @@ class GangSchedulerSimulator:
         self.group_path = f"/apis/{spec['group']}/{spec['versions'][0]['name']}"
         self.scheduler_names = scheduler_names or DEFAULT_SCHEDULER_NAMES[gang_scheduler]
         self.node_names = list(node_names)
-        self.allocatable = _resources(allocatable or podstatus.NODE_CAPACITY)
+        self.allocatable = resources(allocatable or podstatus.NODE_CAPACITY)
         self._user_agent = user_agent or f"kubetrain-gang-simulator ({gang_scheduler})"
         self._api: RawApi | None = None
         self._groups: dict[Key, Obj] = {}
@@ -269,11 +218,11 @@ class GangSchedulerSimulator:
             node = (pod.get("spec") or {}).get("nodeName")
             uid = str((pod.get("metadata") or {}).get("uid", ""))
             if node in free and _phase(pod) not in TERMINAL:
-                _take(free[node], pod_requests(pod))
+                take(free[node], pod_requests(pod))
                 counted.add(uid)
         for uid, (node, need) in self._assumed.items():
             if uid not in counted and node in free:
-                _take(free[node], need)
+                take(free[node], need)
         return free
 
     def _place(self, pods: list[Obj], free: dict[str, Resources]) -> list[tuple[Obj, str]] | None:
@@ -282,11 +231,11 @@ class GangSchedulerSimulator:
         placed: list[tuple[Obj, str]] = []
         for pod in pods:
             need = pod_requests(pod)
-            nodes = [n for n in self.node_names if _fits(need, trial[n])]
+            nodes = [n for n in self.node_names if fits(need, trial[n])]
             if not nodes:
                 return None
             node = max(nodes, key=lambda n: (trial[n].get("cpu", Fraction(0)), -self.node_names.index(n)))
-            _take(trial[node], need)
+            take(trial[node], need)
             placed.append((pod, node))
         free.update(trial)
         return placed
@@ -316,7 +265,7 @@ class GangSchedulerSimulator:
         for group in self._groups.values():
             bound = [p for p in members.get(_key(group), []) if self._is_bound(p)]
             if _phase(group) == "Inqueue" and len(bound) < self._min_member(group):
-                _add(reserved, self._min_need(group))
+                add(reserved, self._min_need(group))
         for group in sorted(self._groups.values(), key=order):
             if (group.get("metadata") or {}).get("deletionTimestamp"):
                 continue
@@ -337,7 +286,7 @@ class GangSchedulerSimulator:
 
     def _min_need(self, group: Obj) -> Resources:
         spec = group.get("spec") or {}
-        return {**_resources(spec.get("minResources")), "pods": Fraction(self._min_member(group))}
+        return {**resources(spec.get("minResources")), "pods": Fraction(self._min_member(group))}
 
     async def _volcano(
         self, group: Obj, pods: list[Obj], free: dict[str, Resources], reserved: Resources
@@ -355,16 +304,16 @@ class GangSchedulerSimulator:
             need = self._min_need(group)
             idle: Resources = {}
             for node_free in free.values():
-                _add(idle, node_free)
-            _take(idle, reserved)
-            if _fits(need, idle):
+                add(idle, node_free)
+            take(idle, reserved)
+            if fits(need, idle):
                 phase = "Inqueue"
-                _add(reserved, need)
+                add(reserved, need)
             else:
                 condition = (
                     "NotEnoughResources",
                     f"{min_member}/{len(pods)} tasks in gang unschedulable: pod group is not ready, "
-                    f"minResources ({_show(need)}) exceed the idle resources of the cluster ({_show(idle)})",
+                    f"minResources ({show(need)}) exceed the idle resources of the cluster ({show(idle)})",
                 )
         if phase in ("Inqueue", "Running") and unbound:
             if len(bound) + len(succeeded) + len(unbound) < min_member:
@@ -381,7 +330,7 @@ class GangSchedulerSimulator:
                     await self._bind(placed)
                     bound += [pod for pod, _ in placed]
                     if phase == "Inqueue":
-                        _take(reserved, self._min_need(group))
+                        take(reserved, self._min_need(group))
         # Volcano's jobStatus: allocated (bound or running) + succeeded >= minMember is Running;
         # short of that an admitted group stays Inqueue and any other goes back to Pending.
         if len(bound) + len(succeeded) >= min_member and phase in ("Inqueue", "Running"):
@@ -434,7 +383,7 @@ class GangSchedulerSimulator:
             for node_free in free.values():
                 for k, v in node_free.items():
                     idle[k] = idle.get(k, Fraction(0)) + v
-            if not bound and not _fits(_resources(spec.get("minResources")), idle):
+            if not bound and not fits(resources(spec.get("minResources")), idle):
                 placed = None
             else:
                 placed = self._place(unbound, free)

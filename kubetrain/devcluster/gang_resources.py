@@ -1,0 +1,69 @@
+"""Resource arithmetic of the simulated gang scheduler: what a pod requests, what fits.
+
+Quantities are exact `Fraction`s (kubetrain.api.quantity), keyed by resource name; a pod also
+takes one `pods` slot, as the kube-scheduler counts it against a node's `allocatable.pods`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from kubetrain.api.quantity import QuantityError, parse_quantity
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Resources = dict[str, Fraction]
+
+
+def resources(values: Mapping[str, Any] | None) -> Resources:
+    out: Resources = {}
+    for name, value in (values or {}).items():
+        try:
+            out[str(name)] = parse_quantity(value)
+        except QuantityError:
+            log.warning("ignoring resource %s=%r: not a quantity", name, value)
+    return out
+
+
+def pod_requests(pod: Obj) -> Resources:
+    """What the scheduler reserves for a pod: per resource, the containers' summed requests (the
+    limit where no request is given), at least any init container's, plus one `pods` slot."""
+
+    def of(container: Obj) -> Resources:
+        res = container.get("resources") or {}
+        return {**resources(res.get("limits")), **resources(res.get("requests"))}
+
+    spec = pod.get("spec") or {}
+    total: Resources = {"pods": Fraction(1)}
+    for container in spec.get("containers") or ():
+        for name, value in of(container).items():
+            total[name] = total.get(name, Fraction(0)) + value
+    for container in spec.get("initContainers") or ():
+        for name, value in of(container).items():
+            total[name] = max(total.get(name, Fraction(0)), value)
+    return total
+
+
+def fits(need: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> bool:
+    return all(value <= free.get(name, Fraction(0)) for name, value in need.items() if value > 0)
+
+
+def take(free: Resources, need: Mapping[str, Fraction]) -> None:
+    for name, value in need.items():
+        free[name] = free.get(name, Fraction(0)) - value
+
+
+def add(total: Resources, more: Mapping[str, Fraction]) -> None:
+    for name, value in more.items():
+        total[name] = total.get(name, Fraction(0)) + value
+
+
+def show(res: Mapping[str, Fraction]) -> str:
+    def one(v: Fraction) -> str:
+        return str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
+
+    return ", ".join(f"{k}={one(v)}" for k, v in sorted(res.items()))
