@@ -15,6 +15,7 @@ class RequestRecord:
     name: str
     user_agent: str
     code: int = 0
+    user: str = ""  # the authenticated username
 
 
 class RequestLog:

@@ -268,6 +268,10 @@ def default_crd(crd: Obj) -> None:
     ]
 
 
+_BINDINGS = ("rolebindings", "clusterrolebindings")
+_ROLE_REF_FIELDS = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
+
+
 def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
     if resource == "pods":
         return validate_pod(obj, old)
@@ -275,6 +279,16 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_service(obj)
     if resource == "customresourcedefinitions":
         return validate_crd(obj)
+    if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):
+        ref = obj.get("roleRef") or {}
+        shown = ", ".join(f'{k}:"{ref.get(f, "")}"' for k, f in _ROLE_REF_FIELDS)
+        return [
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: rbac.RoleRef{{{shown}}}: cannot change roleRef",
+                "roleRef",
+            )
+        ]
     return []
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kubetrain.devcluster import deletion, discovery, errors, openapi, subresources, tables
+from kubetrain.devcluster import deletion, discovery, errors, openapi, rbac, subresources, tables
 from kubetrain.devcluster.accounting import RequestLog, RequestRecord
 from kubetrain.devcluster.apiserver import ADMIN_USER, ApiServer, Result, Target
 from kubetrain.devcluster.errors import ApiError
@@ -21,6 +21,8 @@ from kubetrain.devcluster.store import Watcher, dumps
 from kubetrain.devcluster.types import Obj
 
 JSON = "application/json"
+ADMIN = rbac.UserInfo(str(ADMIN_USER["username"]), tuple(ADMIN_USER["groups"]))
+USER_KEY = web.RequestKey("devcluster.user", rbac.UserInfo)  # who the request authenticated as
 WATCH_BATCH = 256
 
 
@@ -54,6 +56,10 @@ class Handlers:
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
         self.streams: set[web.StreamResponse] = set()
+        # Bearer tokens besides the admin token -> who they authenticate as (ServiceAccount tokens).
+        self.identities: dict[str, rbac.UserInfo] = {}
+        self.authorizer: rbac.Authorizer | None = None  # None: every request is allowed
+        self.denials: list[rbac.Denial] = []
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -62,7 +68,10 @@ class Handlers:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
-            self._authenticate(request)
+            user = self._authenticate(request)
+            request[USER_KEY] = user
+            if self.authorizer is not None:
+                self._authorize(request, user)
             parts = [p for p in request.path.split("/") if p]
             if not parts or parts[0] not in ("api", "apis"):
                 return self._misc(request, parts)
@@ -90,10 +99,47 @@ class Handlers:
         except ApiError as exc:
             return _error(exc)
 
-    def _authenticate(self, request: web.Request) -> None:
+    def _authenticate(self, request: web.Request) -> rbac.UserInfo:
         header = request.headers.get("Authorization", "")
-        if self.token and header.startswith("Bearer ") and header[7:] != self.token:
+        if not header:
+            return rbac.ANONYMOUS
+        if not header.startswith("Bearer ") or not self.token or header[7:] == self.token:
+            return ADMIN
+        user = self.identities.get(header[7:])
+        if user is None or not self._account_exists(user):
             raise ApiError(401, "Unauthorized", "Unauthorized")
+        return user
+
+    def _account_exists(self, user: rbac.UserInfo) -> bool:
+        """A ServiceAccount token authenticates only while its ServiceAccount exists (as in kube)."""
+        if not user.username.startswith(rbac.SERVICE_ACCOUNT_PREFIX):
+            return True
+        namespace, _, name = user.username[len(rbac.SERVICE_ACCOUNT_PREFIX) :].partition(":")
+        return self.api.store.get("serviceaccounts", namespace, name) is not None
+
+    def _authorize(self, request: web.Request, user: rbac.UserInfo) -> None:
+        assert self.authorizer is not None
+        info = rbac.request_info(request.method, request.path, request.query)
+        decision = self.authorizer.authorize(user, info)
+        if decision.allowed:
+            return
+        error = rbac.forbidden(user, info, decision.reason)
+        self.denials.append(rbac.denial(user, info, error))
+        if info.resource_request:
+            resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+            self.requests.add(
+                RequestRecord(
+                    info.verb,
+                    resource,
+                    info.api_group,
+                    info.namespace,
+                    info.name,
+                    request.headers.get("User-Agent", ""),
+                    403,
+                    user.username,
+                )
+            )
+        raise error
 
     def _misc(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         path = "/".join(parts)
@@ -135,9 +181,8 @@ class Handlers:
         dry = request.query.getall("dryRun", [])
         if any(d != "All" for d in dry):
             raise errors.bad_request(f'Invalid dry run value: {dry!r}: supported values: "All"')
-        user = dict(ADMIN_USER)
-        if not request.headers.get("Authorization"):
-            user = {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+        identity = request.get(USER_KEY, ADMIN)
+        user = dict(ADMIN_USER) if identity is ADMIN else identity.to_dict()
         validation = request.query.get("fieldValidation", "Warn")
         if validation not in ("Strict", "Warn", "Ignore"):
             raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")
@@ -184,8 +229,15 @@ class Handlers:
         t = self._target(request, group, version, rest)
         verb = self._verb(request.method, t, request.query)
         resource = t.rt.resource + (f"/{t.subresource}" if t.subresource else "")
+        identity = request.get(USER_KEY, ADMIN)
         record = RequestRecord(
-            verb, resource, group, t.namespace, t.name, request.headers.get("User-Agent", "")
+            verb,
+            resource,
+            group,
+            t.namespace,
+            t.name,
+            request.headers.get("User-Agent", ""),
+            user=identity.username,
         )
         self.requests.add(record)
         await self.faults.check(verb, resource, group, t.namespace, t.name)

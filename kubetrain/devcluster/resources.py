@@ -108,6 +108,10 @@ BUILTINS: list[ResourceType] = [
         ),
     ),
     ResourceType("coordination.k8s.io", ["v1"], "leases", "Lease", True),
+    ResourceType("rbac.authorization.k8s.io", ["v1"], "roles", "Role", True),
+    ResourceType("rbac.authorization.k8s.io", ["v1"], "rolebindings", "RoleBinding", True),
+    ResourceType("rbac.authorization.k8s.io", ["v1"], "clusterroles", "ClusterRole", False),
+    ResourceType("rbac.authorization.k8s.io", ["v1"], "clusterrolebindings", "ClusterRoleBinding", False),
     ResourceType(
         "admissionregistration.k8s.io",
         ["v1"],

@@ -8,11 +8,20 @@
 The kubeconfig authenticates with a bearer token (any request without a token is served as
 system:anonymous; a wrong token gets 401). Namespaces default, kube-system, kube-public and
 kube-node-lease exist from the start.
+
+Authorization is off by default (every authenticated request is allowed). With
+`DevCluster(authorization="RBAC")` requests are authorized like kube-apiserver's
+`--authorization-mode=RBAC` (kubetrain.devcluster.rbac): the admin token is in system:masters
+(always allowed); `add_service_account_token(namespace, name)` returns a token that authenticates
+as that ServiceAccount (while it exists), `write_token_kubeconfig(path, token)` writes a kubeconfig
+for it; Roles/ClusterRoles/RoleBindings/ClusterRoleBindings in the store decide, and every
+refused request is in `denials` (and in `requests` with code 403).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import secrets
 import shutil
 import ssl
@@ -25,7 +34,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubetrain.devcluster import meta
+from kubetrain.devcluster import meta, rbac
 from kubetrain.devcluster.accounting import RequestLog
 from kubetrain.devcluster.admission import AdmissionChain
 from kubetrain.devcluster.apiserver import ApiServer
@@ -51,7 +60,10 @@ class DevCluster:
         service_ports: dict[tuple[str, str, int], int] | None = None,
         bookmark_interval: float = 1.0,
         clock: Callable[[], datetime] = meta.utcnow,
+        authorization: str = "AlwaysAllow",
     ) -> None:
+        if authorization not in ("AlwaysAllow", "RBAC"):
+            raise ValueError(f'authorization must be "AlwaysAllow" or "RBAC", not {authorization!r}')
         self.tls = tls
         self.host = host
         self.port = port
@@ -72,6 +84,10 @@ class DevCluster:
         self._runner: web.AppRunner | None = None
         for name in INITIAL_NAMESPACES:
             self._seed_namespace(name)
+        self.authorization = authorization
+        if authorization == "RBAC":
+            self.handlers.authorizer = rbac.Authorizer(self.store)
+            self._seed_rbac_policy()
 
     @property
     def service_ports(self) -> dict[tuple[str, str, int], int]:
@@ -87,6 +103,44 @@ class DevCluster:
         ns["status"] = {"phase": "Active"}
         ns["metadata"]["labels"] = {"kubernetes.io/metadata.name": name}
         self.store.create(NAMESPACES_KEY, ns)
+
+    def _seed_rbac_policy(self) -> None:
+        """The default ClusterRoles and ClusterRoleBindings a cluster starts with."""
+        for key, objects in (
+            (rbac.CLUSTER_ROLES_KEY, rbac.BOOTSTRAP_CLUSTER_ROLES),
+            (rbac.CLUSTER_ROLE_BINDINGS_KEY, rbac.BOOTSTRAP_CLUSTER_ROLE_BINDINGS),
+        ):
+            rt = self.registry.by_key(key)
+            assert rt is not None
+            for obj in objects:
+                obj = copy.deepcopy(obj)
+                meta.prepare_create(obj, rt, "", self.api.clock())
+                self.store.create(key, obj)
+
+    @property
+    def denials(self) -> list[rbac.Denial]:
+        """Requests the authorizer refused (403), oldest first; empty without authorization."""
+        return self.handlers.denials
+
+    def add_service_account_token(self, namespace: str, name: str) -> str:
+        """A bearer token that authenticates as ServiceAccount `namespace/name`: user
+        `system:serviceaccount:<namespace>:<name>`, groups system:serviceaccounts,
+        system:serviceaccounts:<namespace>, system:authenticated. Like kube's ServiceAccount
+        tokens, it is refused (401) while the ServiceAccount object does not exist."""
+        token = secrets.token_urlsafe(24)
+        self.handlers.identities[token] = rbac.service_account_user(namespace, name)
+        return token
+
+    def write_token_kubeconfig(self, path: str, token: str, namespace: str = "default") -> str:
+        """A kubeconfig file for this server that authenticates with `token`."""
+        config = self.kubeconfig()
+        config["users"][0]["user"] = {"token": token}
+        config["contexts"][0]["context"]["namespace"] = namespace
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(config, sort_keys=False))
+        target.chmod(0o600)
+        return str(target)
 
     async def __aenter__(self) -> DevCluster:
         await self.start()

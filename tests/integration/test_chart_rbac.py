@@ -1,0 +1,365 @@
+"""The Helm chart's RBAC is sufficient: `kubetrain run` under the chart's ServiceAccount never gets a 403.
+
+The chart is rendered by the real Helm engine (helm-python-sdk); its ServiceAccount, Roles,
+ClusterRoles, bindings and webhook configurations are applied to a devcluster that authorizes
+with Kubernetes RBAC semantics (`DevCluster(authorization="RBAC")`, kubetrain.devcluster.rbac),
+next to the CRDs. Then the real operator (`kubetrain.commands.run.serve`) runs in-process with the
+container args of the rendered Deployment, authenticated as that ServiceAccount. Only what a pod
+provides differently is overridden: free loopback ports, the kubeconfig (the ServiceAccount's
+token, as in-cluster config would), `--webhook-host 127.0.0.1` and a private `--cert-dir`.
+
+The operator then does everything it does in production: leader election (a Lease in the release
+namespace), self-managed certificates (creates its Secret, patches caBundle into the rendered
+webhook configurations, watches both by name), admission reviews from the API server through the
+rendered webhook Service reference, a PyTorchJob to Succeeded with events, TTL deletion, and a
+TrainingPolicy status write. The API server must refuse none of its requests. Removing one verb
+the operator needs from the chart's ClusterRole makes the same run produce a 403, so the check
+can fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import helm_python as helm
+import pytest
+import yaml
+
+from kubetrain import cli
+from kubetrain.api.crdgen import all_crds
+from kubetrain.commands import run
+from kubetrain.devcluster.kubelet import PodSimulator
+from kubetrain.devcluster.server import DevCluster
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    NAMESPACES,
+    TRAINING_POLICIES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    ResourceRef,
+    job_resource,
+)
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
+RELEASE = "kt"
+NAMESPACE = "kubetrain-system"
+WAIT = 60.0  # upper bound for one asynchronous step on a loaded 2-core CI machine
+
+Obj = dict[str, Any]
+
+# The kinds of the rendered chart applied to the API server (the Deployment is the operator
+# itself, run in-process; Services and the PodDisruptionBudget need no API permission).
+APPLIED: dict[str, ResourceRef] = {
+    "ServiceAccount": ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True),
+    "ClusterRole": ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    "ClusterRoleBinding": ResourceRef(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+    ),
+    "Role": ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    "RoleBinding": ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    "MutatingWebhookConfiguration": MUTATING_WEBHOOK_CONFIGURATIONS,
+    "ValidatingWebhookConfiguration": VALIDATING_WEBHOOK_CONFIGURATIONS,
+}
+
+
+def render(values: Obj) -> list[Obj]:
+    with helm.Chart.load(CHART) as chart:
+        rendered = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    docs: list[Obj] = []
+    for path, text in sorted(rendered.items()):
+        if not path.endswith("NOTES.txt"):
+            docs.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return docs
+
+
+def one(docs: list[Obj], kind: str) -> Obj:
+    found = [d for d in docs if d["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def eventually(fn: Callable[[], Any], what: str, within: float = WAIT) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        value = fn()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class Release:
+    docs: list[Obj]
+    cluster: DevCluster
+    admin: KubeClient
+    user: str  # the operator's username
+    metrics_port: int
+
+    def operator_denials(self) -> list[str]:
+        return [d.message for d in self.cluster.denials if d.user == self.user]
+
+
+def pytorch_job(name: str, ttl: int | None = None) -> Obj:
+    run_policy: Obj = {"cleanPodPolicy": "None"}
+    if ttl is not None:
+        run_policy["ttlSecondsAfterFinished"] = ttl
+    template = {
+        "metadata": {"annotations": {"sim.kubetrain.io/run-seconds": "0.2"}},
+        "spec": {"containers": [{"name": "pytorch", "image": "docker.io/pytorch/pytorch:2.3.0"}]},
+    }
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": run_policy,
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template},
+                "Worker": {"replicas": 2, "restartPolicy": "OnFailure", "template": template},
+            },
+        },
+    }
+
+
+SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
+CERT_SECRET = f"{RELEASE}-kubetrain-webhook-tls"
+
+
+async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj]) -> None:
+    namespaces = {NAMESPACE} | {d["metadata"]["namespace"] for d in docs if d["metadata"].get("namespace")}
+    for ns in sorted(namespaces):
+        with contextlib.suppress(ApiError):
+            await admin.create(
+                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            )
+    for crd in all_crds():
+        await admin.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+    for crd in all_crds():
+        spec = crd["spec"]
+        group, version, plural = spec["group"], spec["versions"][0]["name"], spec["names"]["plural"]
+        await eventually(functools.partial(admin.has_api, group, version, plural), f"the {plural} API")
+    for doc in docs:
+        ref = APPLIED.get(doc["kind"])
+        if ref is not None:
+            await admin.create(ref, doc, namespace=doc["metadata"].get("namespace"))
+
+
+@contextlib.asynccontextmanager
+async def running_release(
+    tmp_path: Path,
+    values: Obj,
+    edit: Callable[[list[Obj]], None] | None = None,
+    stale_secret: bool = False,
+) -> AsyncIterator[Release]:
+    """The chart applied to an RBAC-enforcing devcluster and the operator running as its
+    ServiceAccount. `stale_secret`: the certificate Secret exists without certificates (left
+    over from an earlier install), so the operator has to update it rather than create it."""
+    docs = render(values)
+    if edit is not None:
+        edit(docs)
+    container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    sa = one(docs, "ServiceAccount")["metadata"]["name"]
+    webhook_port, metrics_port = free_port(), free_port()
+    service = next(
+        d for d in docs if d["kind"] == "Service" and any(p["port"] == 443 for p in d["spec"]["ports"])
+    )
+    cluster = DevCluster(
+        workdir=str(tmp_path / "devcluster"),
+        authorization="RBAC",
+        service_ports={(NAMESPACE, service["metadata"]["name"], 443): webhook_port},
+    )
+    await cluster.start()
+    admin = await KubeClient.connect(cluster.kubeconfig_path)
+    stop = asyncio.Event()
+    operator: asyncio.Task[None] | None = None
+    simulator = PodSimulator(cluster.kubeconfig_path)
+    try:
+        await apply_chart(cluster, admin, docs)
+        if stale_secret:
+            secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "data": {}}
+            secret["metadata"] = {"name": CERT_SECRET}
+            await admin.create(SECRETS, secret, namespace=NAMESPACE)
+        token = cluster.add_service_account_token(NAMESPACE, sa)
+        args = cli.build_parser().parse_args(container["args"])
+        assert args.func is run.run
+        args.kubeconfig = cluster.write_token_kubeconfig(str(tmp_path / "sa-kubeconfig"), token, NAMESPACE)
+        args.metrics_port, args.webhook_port, args.webhook_host = metrics_port, webhook_port, "127.0.0.1"
+        args.cert_dir = str(tmp_path / "certs")  # the pod's emptyDir
+        operator = asyncio.create_task(run.serve(args, stop), name="kubetrain run")
+        release = Release(docs, cluster, admin, f"system:serviceaccount:{NAMESPACE}:{sa}", metrics_port)
+        await simulator.start()
+        yield release
+    finally:
+        stop.set()
+        if operator is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(operator, 30)
+        await simulator.stop()
+        await admin.close()
+        await cluster.stop()
+
+
+async def ready(release: Release) -> None:
+    async def check() -> bool:
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://127.0.0.1:{release.metrics_port}/readyz") as resp,
+            ):
+                return resp.status == 200
+        except aiohttp.ClientError:
+            return False
+
+    await eventually(check, "the operator's /readyz")
+
+
+async def ca_bundles_injected(release: Release) -> None:
+    for doc in release.docs:
+        if doc["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            ref, name = APPLIED[doc["kind"]], doc["metadata"]["name"]
+
+            async def injected(ref: ResourceRef = ref, name: str = name) -> bool:
+                config = await release.admin.get(ref, None, name)
+                return all(w["clientConfig"].get("caBundle") for w in config["webhooks"])
+
+            await eventually(injected, f"caBundle in {name}")
+
+
+async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
+    ref = job_resource("PyTorchJob")
+
+    async def succeeded() -> Obj | None:
+        job = await admin.get(ref, namespace, name)
+        conditions = (job.get("status") or {}).get("conditions") or []
+        done = any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
+        return job if done else None
+
+    result: Obj = await eventually(succeeded, f"PyTorchJob {namespace}/{name} Succeeded")
+    return result
+
+
+async def deleted(admin: KubeClient, ref: ResourceRef, namespace: str, name: str) -> None:
+    async def gone() -> bool:
+        try:
+            await admin.get(ref, namespace, name)
+        except ApiError as err:
+            return err.status == 404
+        return False
+
+    await eventually(gone, f"{ref.plural} {namespace}/{name} deleted")
+
+
+SCENARIOS = [
+    pytest.param({}, "default", False, id="defaults-all-namespaces"),
+    pytest.param(
+        {"watchNamespaces": ["team-a", "team-b"]}, "team-b", True, id="watch-namespaces-renew-secret"
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "job_namespace", "stale_secret"), SCENARIOS)
+async def test_operator_under_the_chart_rbac_is_never_refused(
+    tmp_path: Path, values: Obj, job_namespace: str, stale_secret: bool
+) -> None:
+    values = {**values, "certificates": {"mode": "selfManaged"}}
+    async with running_release(tmp_path, values, stale_secret=stale_secret) as release:
+        admin = release.admin
+        await ready(release)
+        await ca_bundles_injected(release)
+        # The operator's Secret: created (or, when stale, updated by name) under the Role.
+        secret = await admin.get(SECRETS, NAMESPACE, CERT_SECRET)
+        assert secret["type"] == "kubernetes.io/tls"
+        assert {"tls.crt", "tls.key", "ca.crt"} <= set(secret["data"])
+        records = release.cluster.requests.records
+        writes = {r.verb for r in records if r.user == release.user and r.resource == "secrets"}
+        assert ("update" if stale_secret else "create") in writes
+
+        # A PyTorchJob through the webhooks (Service reference -> the operator) to Succeeded.
+        jobs = job_resource("PyTorchJob")
+        created = await admin.create(jobs, pytorch_job("ddp"), namespace=job_namespace)
+        master = created["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        assert master["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]  # defaulted
+        await job_succeeded(admin, job_namespace, "ddp")
+        events = await admin.list(ResourceRef("", "v1", "events", "Event", True), job_namespace)
+        assert any(e["involvedObject"]["name"] == "ddp" for e in events["items"])
+
+        # TTL: a finished job with ttlSecondsAfterFinished 0 is deleted by the operator.
+        await admin.create(jobs, pytorch_job("ttl", ttl=0), namespace=job_namespace)
+        await deleted(admin, jobs, job_namespace, "ttl")
+
+        # A TrainingPolicy: the operator writes its status.
+        policy = yaml.safe_load((CHART.parents[1] / "examples/policies/gpu-quota.yaml").read_text())
+        await admin.create(TRAINING_POLICIES, policy)
+
+        async def policy_status() -> bool:
+            got = await admin.get(TRAINING_POLICIES, None, policy["metadata"]["name"])
+            return (got.get("status") or {}).get("observedGeneration") == got["metadata"]["generation"]
+
+        await eventually(policy_status, "the TrainingPolicy status")
+
+        # Leader election: the Lease was created, and is renewed (get + update by name).
+        lease_name = f"{RELEASE}-kubetrain-controller"
+        first = await admin.get(LEASES, NAMESPACE, lease_name)
+        assert first["spec"]["holderIdentity"]
+
+        async def renewed() -> bool:
+            lease = await admin.get(LEASES, NAMESPACE, lease_name)
+            return bool(lease["spec"]["renewTime"] != first["spec"]["renewTime"])
+
+        await eventually(renewed, "a Lease renewal")
+
+        operator_requests = [r for r in release.cluster.requests.records if r.user == release.user]
+        assert len(operator_requests) > 20, "the operator did talk to the API server as its ServiceAccount"
+        assert release.operator_denials() == []
+
+
+def _drop_verb(kind: str, resource: str, verb: str) -> Callable[[list[Obj]], None]:
+    def edit(docs: list[Obj]) -> None:
+        for doc in docs:
+            if doc["kind"] != kind:
+                continue
+            for rule in doc["rules"]:
+                if resource in rule["resources"] and verb in rule["verbs"]:
+                    rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+                    return
+        raise AssertionError(f"no {kind} grants {verb} {resource}")
+
+    return edit
+
+
+async def test_a_missing_verb_in_the_cluster_role_is_refused_with_kubes_message(tmp_path: Path) -> None:
+    values = {"certificates": {"mode": "selfManaged"}}
+    async with running_release(tmp_path, values, _drop_verb("ClusterRole", "pods", "create")) as release:
+        await ready(release)
+        await ca_bundles_injected(release)
+        await release.admin.create(job_resource("PyTorchJob"), pytorch_job("ddp"), namespace="default")
+        expected = (
+            f'pods is forbidden: User "{release.user}" cannot create resource "pods" '
+            'in API group "" in the namespace "default"'
+        )
+        await eventually(lambda: expected in release.operator_denials(), "the operator's 403 on pod create")
+        denied = [r for r in release.cluster.requests.records if r.code == 403]
+        assert denied and all(r.user == release.user for r in denied)
+        assert {(r.verb, r.resource, r.namespace) for r in denied} == {("create", "pods", "default")}
