@@ -27,6 +27,25 @@ class FieldError:
         return f"{self.path}: {self.kind.value}: {self.message}"
 
 
+def json_type(value: object) -> str:
+    """The JSON type of a wire value, as error messages name it ("got integer")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
 def required(path: str, message: str) -> FieldError:
     return FieldError(path, ErrorKind.REQUIRED, message)
 

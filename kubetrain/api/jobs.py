@@ -16,7 +16,15 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import ErrorKind, FieldError, format_errors, invalid, not_supported, required
+from kubetrain.api.errors import (
+    ErrorKind,
+    FieldError,
+    format_errors,
+    invalid,
+    json_type,
+    not_supported,
+    required,
+)
 from kubetrain.frameworks.registry import get_framework, known_kinds
 
 API_GROUP = "kubetrain.io"
@@ -35,7 +43,7 @@ class InvalidJobError(Exception):
 def check_type_meta(obj: Any) -> list[FieldError]:
     """`apiVersion` and `kind` problems (empty when the object names a known kind of ours)."""
     if not isinstance(obj, dict):
-        return [invalid("<root>", f"must be a mapping (a Kubernetes object), got {_json_type(obj)}")]
+        return [invalid("<root>", f"must be a mapping (a Kubernetes object), got {json_type(obj)}")]
     errors: list[FieldError] = []
     kind = obj.get("kind")
     if kind is None or kind == "":
@@ -98,7 +106,7 @@ def _convert(err: Any, model: type[BaseModel]) -> FieldError:
     if union is not None and etype not in ("missing", "extra_forbidden"):
         names = [_TYPE_NAMES.get(a, getattr(a, "__name__", str(a))) for a in get_args(union)]
         names = [n for n in names if n != "null"]
-        return invalid(path, f"must be {' or '.join(names)}, got {_json_type(value)}")
+        return invalid(path, f"must be {' or '.join(names)}, got {json_type(value)}")
     if etype == "missing":
         return required(path, "required field is missing")
     if etype == "extra_forbidden":
@@ -110,11 +118,11 @@ def _convert(err: Any, model: type[BaseModel]) -> FieldError:
             return not_supported(path, value, choices)
     expected = _EXPECTED.get(etype)
     if expected is not None:
-        return invalid(path, f"must be {expected}, got {_json_type(value)}")
+        return invalid(path, f"must be {expected}, got {json_type(value)}")
     if etype in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
-        return invalid(path, f"must be an object (a mapping), got {_json_type(value)}")
+        return invalid(path, f"must be an object (a mapping), got {json_type(value)}")
     if etype in ("list_type", "tuple_type"):
-        return invalid(path, f"must be a list, got {_json_type(value)}")
+        return invalid(path, f"must be a list, got {json_type(value)}")
     return invalid(path, str(err.get("msg", "invalid value")))
 
 
@@ -211,21 +219,3 @@ def _literal_values(tp: Any) -> list[str]:
     if get_origin(tp) is Literal:
         return [str(a) for a in get_args(tp)]
     return []
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__

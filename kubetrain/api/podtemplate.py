@@ -27,7 +27,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from kubetrain.api.errors import ErrorKind, FieldError
+from kubetrain.api.errors import ErrorKind, FieldError, json_type
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, QUANTITY_PATTERN
 
 # The Kubernetes version whose PodTemplateSpec schema templates are checked against.
@@ -193,24 +193,6 @@ def _descents(schema_path: list[Any]) -> Iterator[str]:
         i += 1
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 _TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",
@@ -253,7 +235,7 @@ def _convert(err: ValidationError) -> list[tuple[str, ErrorKind, str]]:
     if err.validator == "type":
         wanted = expected if isinstance(expected, list) else [expected]
         words = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in wanted if t != "null")
-        return [(path, ErrorKind.INVALID, f"must be {words}, got {_json_type(err.instance)}")]
+        return [(path, ErrorKind.INVALID, f"must be {words}, got {json_type(err.instance)}")]
     return [(path, ErrorKind.INVALID, err.message)]
 
 
