@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 from typing import Any
 
-from kubetrain.commands._flags import add_common_flags, add_controller_flags, configure_logging
+from kubetrain.commands._flags import add_common_flags, add_controller_flags
+from kubetrain.commands._process import run_service, stop_on_signals
 from kubetrain.health import HealthServer
 from kubetrain.operator.runtime import ControllerRuntime
 
 log = logging.getLogger(__name__)
-
-
-def install_stop_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
 
 
 async def wait_for_stop(stop: asyncio.Event, runtime: ControllerRuntime) -> None:
@@ -35,26 +27,20 @@ async def wait_for_stop(stop: asyncio.Event, runtime: ControllerRuntime) -> None
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
-    install_stop_signals(stop)
     health = HealthServer(port=args.metrics_port)
     runtime = ControllerRuntime(args)
-    await health.start()
-    try:
-        await runtime.start(health)
-        await wait_for_stop(stop, runtime)
-    finally:
-        await runtime.stop()
-        await health.stop()
+    with stop_on_signals(stop):
+        await health.start()
+        try:
+            await runtime.start(health)
+            await wait_for_stop(stop, runtime)
+        finally:
+            await runtime.stop()
+            await health.stop()
 
 
 def run(args: argparse.Namespace) -> int:
-    configure_logging(args)
-    try:
-        asyncio.run(serve(args))
-    except OSError as exc:
-        log.error("cannot start the controller: %s", exc)
-        return 1
-    return 0
+    return run_service(args, serve, log, "the controller")
 
 
 def add_parser(subparsers: Any) -> None:

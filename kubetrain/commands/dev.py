@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from kubetrain.commands._flags import GANG_SCHEDULERS
-from kubetrain.commands.controller import install_stop_signals
+from kubetrain.commands._process import install_stop_signals
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import job_resource

@@ -7,14 +7,10 @@ import asyncio
 import logging
 from typing import Any
 
-from kubetrain.commands._flags import (
-    add_common_flags,
-    add_controller_flags,
-    add_webhook_flags,
-    configure_logging,
-)
-from kubetrain.commands.controller import install_stop_signals, wait_for_stop
-from kubetrain.commands.webhook import ConfigError, WebhookRuntime
+from kubetrain.commands._flags import add_common_flags, add_controller_flags, add_webhook_flags
+from kubetrain.commands._process import run_service, stop_on_signals
+from kubetrain.commands.controller import wait_for_stop
+from kubetrain.commands.webhook import WebhookRuntime
 from kubetrain.health import HealthServer
 from kubetrain.operator.runtime import ControllerRuntime
 
@@ -23,33 +19,24 @@ log = logging.getLogger(__name__)
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
-    install_stop_signals(stop)
     health = HealthServer(port=args.metrics_port)
     webhook = WebhookRuntime.from_args(args)
     controller = ControllerRuntime(args)
-    await health.start()
-    try:
-        await webhook.start(health)
-        await controller.start(health)
-        await wait_for_stop(stop, controller)
-        log.info("stopping")
-    finally:
-        await controller.stop()
-        await webhook.stop()
-        await health.stop()
+    with stop_on_signals(stop):
+        await health.start()
+        try:
+            await webhook.start(health)
+            await controller.start(health)
+            await wait_for_stop(stop, controller)
+            log.info("stopping")
+        finally:
+            await controller.stop()
+            await webhook.stop()
+            await health.stop()
 
 
 def run(args: argparse.Namespace) -> int:
-    configure_logging(args)
-    try:
-        asyncio.run(serve(args))
-    except ConfigError as exc:
-        log.error("%s", exc)
-        return 2
-    except OSError as exc:
-        log.error("cannot start kubetrain: %s", exc)
-        return 1
-    return 0
+    return run_service(args, serve, log, "kubetrain")
 
 
 def add_parser(subparsers: Any) -> None:

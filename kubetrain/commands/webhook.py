@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 from typing import Any
 
 from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
-from kubetrain.commands._flags import add_common_flags, add_webhook_flags, configure_logging
+from kubetrain.commands._flags import add_common_flags, add_webhook_flags
+from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
 from kubetrain.health import HealthServer
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
@@ -29,10 +28,6 @@ from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 
 log = logging.getLogger(__name__)
-
-
-class ConfigError(Exception):
-    """A flag combination that cannot work; the message says which flag to set."""
 
 
 class WebhookRuntime:
@@ -107,36 +102,21 @@ class WebhookRuntime:
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or `stop` is set), then shut down gracefully."""
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     health = HealthServer(port=args.metrics_port)
     runtime = WebhookRuntime.from_args(args)
-    await health.start()
-    try:
-        await runtime.start(health)
-        await stop.wait()
-        log.info("stopping the webhook")
-    finally:
-        await runtime.stop()
-        await health.stop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(sig)
+    with stop_on_signals(stop):
+        await health.start()
+        try:
+            await runtime.start(health)
+            await stop.wait()
+            log.info("stopping the webhook")
+        finally:
+            await runtime.stop()
+            await health.stop()
 
 
 def run(args: argparse.Namespace) -> int:
-    configure_logging(args)
-    try:
-        asyncio.run(serve(args))
-    except ConfigError as exc:
-        log.error("%s", exc)
-        return 2
-    except OSError as exc:  # e.g. the port is taken
-        log.error("cannot start the webhook: %s", exc)
-        return 1
-    return 0
+    return run_service(args, serve, log, "the webhook")
 
 
 def add_parser(subparsers: Any) -> None:

@@ -1,0 +1,62 @@
+"""What `kubetrain controller`, `webhook` and `run` share as long-running processes: stopping on
+SIGTERM/SIGINT and turning start-up failures into exit codes (2: a flag combination that cannot
+work, 1: a resource such as a port that cannot be had) instead of tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+from kubetrain.commands._flags import configure_logging
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class ConfigError(Exception):
+    """A flag combination that cannot work; the message says which flag to set."""
+
+
+def install_stop_signals(stop: asyncio.Event) -> None:
+    """Set `stop` on SIGTERM or SIGINT (where the loop supports signal handlers)."""
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
+    """`install_stop_signals` for the duration of the block; the handlers are removed after."""
+    install_stop_signals(stop)
+    try:
+        yield
+    finally:
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+def run_service(
+    args: argparse.Namespace,
+    serve: Callable[[argparse.Namespace], Coroutine[Any, Any, None]],
+    log: logging.Logger,
+    what: str,
+) -> int:
+    """Run `serve(args)` to the end; the exit code of the process. `what` names the service in
+    the start-up error ("cannot start the webhook: …")."""
+    configure_logging(args)
+    try:
+        asyncio.run(serve(args))
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    except OSError as exc:  # e.g. the port is taken
+        log.error("cannot start %s: %s", what, exc)
+        return 1
+    return 0
