@@ -8,6 +8,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+import jsonpatch
 import pytest
 import yaml
 
@@ -16,6 +17,9 @@ from kubetrain.api.defaulting import default_job
 from kubetrain.api.errors import ErrorKind
 from kubetrain.api.validation import validate_job
 from kubetrain.operator.status import set_condition, set_not_running, set_restarting, set_running
+from kubetrain.webhook.mutate import mutate
+from kubetrain.webhook.review import AdmissionRequest
+from kubetrain.webhook.validate import validate
 
 Job = dict[str, Any]
 
@@ -601,3 +605,36 @@ def test_state_column_follows_the_latest_true_condition() -> None:
     set_condition(status, "Suspended", False, "JobResumed", "", T0)  # resumed, pods not yet running
     assert state(status) == "Created"
     assert [c["status"] for c in status["conditions"]] == ["False", "False", "False", "True"]
+
+
+# --- through the webhooks: a suspended resize with the gang default ------------------------------
+
+
+def review(obj: Job, operation: str, old: Job | None = None) -> AdmissionRequest:
+    return AdmissionRequest(
+        uid="u",
+        group="kubetrain.io",
+        version="v1",
+        kind=obj["kind"],
+        operation=operation,
+        name=obj["metadata"]["name"],
+        namespace="ns",
+        sub_resource="",
+        object=obj,
+        old_object=old,
+        dry_run=False,
+        raw={},
+    )
+
+
+def test_webhooks_let_a_suspended_gang_job_be_resized() -> None:
+    job = pt(runPolicy={"suspend": True})
+    response = mutate(review(job, "CREATE"), gang_scheduling=True)
+    stored: Job = jsonpatch.apply_patch(job, response.patch or [])
+    assert stored["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 3
+    edited = copy.deepcopy(stored)
+    edited["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 5
+    response = mutate(review(edited, "UPDATE", stored), gang_scheduling=True)
+    updated: Job = jsonpatch.apply_patch(edited, response.patch or [])
+    assert updated["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 6
+    assert validate(review(updated, "UPDATE", stored)).allowed
