@@ -36,6 +36,7 @@ import yaml
 from kubetrain import cli
 from kubetrain.api.crdgen import all_crds
 from kubetrain.commands import run
+from kubetrain.devcluster.gang import GangSchedulerSimulator, podgroup_crd
 from kubetrain.devcluster.kubelet import PodSimulator
 from kubetrain.devcluster.server import DevCluster
 from kubetrain.kube.client import ApiError, KubeClient
@@ -147,16 +148,17 @@ LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 CERT_SECRET = f"{RELEASE}-kubetrain-webhook-tls"
 
 
-async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj]) -> None:
+async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], gang: str) -> None:
     namespaces = {NAMESPACE} | {d["metadata"]["namespace"] for d in docs if d["metadata"].get("namespace")}
     for ns in sorted(namespaces):
         with contextlib.suppress(ApiError):
             await admin.create(
                 NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
             )
-    for crd in all_crds():
+    crds = all_crds() + ([podgroup_crd(gang)] if gang != "none" else [])
+    for crd in crds:
         await admin.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-    for crd in all_crds():
+    for crd in crds:
         spec = crd["spec"]
         group, version, plural = spec["group"], spec["versions"][0]["name"], spec["names"]["plural"]
         await eventually(functools.partial(admin.has_api, group, version, plural), f"the {plural} API")
@@ -194,9 +196,12 @@ async def running_release(
     admin = await KubeClient.connect(cluster.kubeconfig_path)
     stop = asyncio.Event()
     operator: asyncio.Task[None] | None = None
-    simulator = PodSimulator(cluster.kubeconfig_path)
+    gang = values.get("gangScheduler", "none")
+    # Binds default-scheduler pods; with a gang scheduler, its simulator binds the gang's pods.
+    simulator = PodSimulator(cluster.kubeconfig_path, scheduler_names=("default-scheduler",))
+    gang_simulator: GangSchedulerSimulator | None = None
     try:
-        await apply_chart(cluster, admin, docs)
+        await apply_chart(cluster, admin, docs, gang)
         if stale_secret:
             secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "data": {}}
             secret["metadata"] = {"name": CERT_SECRET}
@@ -210,12 +215,19 @@ async def running_release(
         operator = asyncio.create_task(run.serve(args, stop), name="kubetrain run")
         release = Release(docs, cluster, admin, f"system:serviceaccount:{NAMESPACE}:{sa}", metrics_port)
         await simulator.start()
+        if gang != "none":
+            gang_simulator = GangSchedulerSimulator(
+                cluster.kubeconfig_path, gang, node_names=simulator.node_names
+            )
+            await gang_simulator.start()
         yield release
     finally:
         stop.set()
         if operator is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(operator, 30)
+        if gang_simulator is not None:
+            await gang_simulator.stop()
         await simulator.stop()
         await admin.close()
         await cluster.stop()
@@ -276,6 +288,7 @@ SCENARIOS = [
     pytest.param(
         {"watchNamespaces": ["team-a", "team-b"]}, "team-b", True, id="watch-namespaces-renew-secret"
     ),
+    pytest.param({"gangScheduler": "volcano", "replicas": 2}, "default", False, id="volcano-two-replicas"),
 ]
 
 
@@ -329,6 +342,10 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
             return bool(lease["spec"]["renewTime"] != first["spec"]["renewTime"])
 
         await eventually(renewed, "a Lease renewal")
+
+        if values.get("gangScheduler", "none") != "none":  # the ddp job ran as a gang
+            podgroups = {r.verb for r in records if r.user == release.user and r.resource == "podgroups"}
+            assert {"list", "watch", "create"} <= podgroups
 
         operator_requests = [r for r in release.cluster.requests.records if r.user == release.user]
         assert len(operator_requests) > 20, "the operator did talk to the API server as its ServiceAccount"
