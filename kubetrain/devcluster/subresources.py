@@ -125,6 +125,9 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
         raise errors.conflict(t.rt.gr, t.name, errors.STALE)
     new = copy.deepcopy(api.out(t, obj))
     _set_path(new, (t.rt.scale or {}).get("specReplicasPath", ".spec.replicas"), replicas)
-    main = Target(t.rt, t.version, t.namespace, t.name, dry_run=t.dry_run, user=t.user)
+    # Admission sees a `<plural>/scale` request, as kube-apiserver sends it: webhooks registered
+    # for the main resource only are not called (their rules must name `<plural>/scale`).
+    # Deviation: the object passed is the updated custom resource, not an autoscaling/v1 Scale.
+    main = Target(t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user)
     result = await api.update(main, new)
     return Result(200, _scale_of(t, result.obj), result.warnings)

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 from kubetrain.health import HealthServer
-from kubetrain.kube.resources import job_resource
+from kubetrain.kube.resources import SERVICES, job_resource
 from kubetrain.metrics import REGISTRY
 
 from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
@@ -65,6 +65,23 @@ async def test_scale_subresource_resizes_elastic_workers(env: tuple[DevStack, Ha
     )
 
 
+async def test_scale_beyond_max_bypasses_the_webhook_and_is_clamped(env: tuple[DevStack, Harness]) -> None:
+    """As on kube-apiserver, a write to the scale subresource is not sent to webhooks registered
+    for the job resource, so `kubectl scale` past maxReplicas is stored; the controller then runs
+    maxReplicas Workers and says so with a SpecAdjusted Warning instead of failing the job."""
+    _, h = env
+    ns = await h.namespace("scalemax")
+    ref = job_resource("PyTorchJob")
+    await h.create_job(elastic_job("big", 2), ns)
+    await h.wait_pods(ns, "big", 2)
+    await h.kube.patch(ref, ns, "big", {"spec": {"replicas": 6}}, subresource="scale")
+    stored = await h.kube.get(ref, ns, "big")
+    assert stored["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 6
+    await h.wait_pod_names(ns, "big", [f"big-worker-{i}" for i in range(4)])
+    event = await h.wait_event(ns, "big", "SpecAdjusted")
+    assert event["type"] == "Warning"
+
+
 async def test_failed_service_delete_is_an_event_and_retried(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("delsvc")
@@ -75,11 +92,7 @@ async def test_failed_service_delete_is_an_event_and_retried(env: tuple[DevStack
     event = await h.wait_event(ns, "ds", "FailedDeleteService")
     assert event["type"] == "Warning" and "ds" in event["message"]
     assert rule.fired == 1
-    await eventually(lambda: _gone(h, ns, "ds"), what="Service ds deleted on the retry")
-
-
-async def _gone(h: Harness, ns: str, name: str) -> bool:
-    return await h.service(ns, name) is None
+    await eventually(lambda: h.absent(SERVICES, ns, "ds"), what="Service ds deleted on the retry")
 
 
 def _sample(name: str, **labels: str) -> float:
