@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime
-import ipaddress
 import json
 import ssl
 import tempfile
@@ -16,54 +14,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from kubetrain.certs.generate import generate_bundle, generate_ca
 from kubetrain.devcluster.admission import AdmissionAttributes, AdmissionChain
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | web.StreamResponse]]
-
-
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def _make_ca(cn: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(cn))
-        .issuer_name(_name(cn))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return key, cert
-
-
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
 
 
 @dataclass
@@ -101,41 +56,19 @@ def patch_of(ops: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _server_tls() -> tuple[ssl.SSLContext, str, str]:
     """A server context for hook.default.svc and 127.0.0.1, its CA bundle and an unrelated one."""
-    ca_key, ca_cert = _make_ca("test-ca")
-    _, other_ca = _make_ca("other-ca")
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("hook.default.svc"))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("hook.default.svc"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
+    bundle = generate_bundle(["hook.default.svc"], ["127.0.0.1"])
+    other_ca = generate_ca(common_name="other-ca")
     with tempfile.TemporaryDirectory() as tmp:
         cert_file, key_file = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-        cert_file.write_bytes(_pem(cert))
-        key_file.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
+        cert_file.write_bytes(bundle.serving.cert_pem)
+        key_file.write_bytes(bundle.serving.key_pem)
         server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         server_ssl.load_cert_chain(cert_file, key_file)
-    return server_ssl, base64.b64encode(_pem(ca_cert)).decode(), base64.b64encode(_pem(other_ca)).decode()
+    return (
+        server_ssl,
+        base64.b64encode(bundle.ca_bundle).decode(),
+        base64.b64encode(other_ca.cert_pem).decode(),
+    )
 
 
 @pytest.fixture
