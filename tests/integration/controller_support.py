@@ -31,6 +31,7 @@ from kubetrain.kube.resources import (
     NAMESPACES,
     PODS,
     SERVICES,
+    ResourceRef,
     job_resource,
 )
 
@@ -180,13 +181,20 @@ class Harness:
     async def create_job(self, job: Obj, namespace: str) -> Obj:
         return await self.kube.create(job_resource(str(job["kind"])), job, namespace=namespace)
 
-    async def job(self, kind: str, namespace: str, name: str) -> Obj | None:
+    async def get(self, ref: ResourceRef, namespace: str, name: str) -> Obj | None:
+        """The object, or None when it does not exist (404)."""
         try:
-            return await self.kube.get(job_resource(kind), namespace, name)
+            return await self.kube.get(ref, namespace, name)
         except ApiError as err:
             if err.is_not_found:
                 return None
             raise
+
+    async def absent(self, ref: ResourceRef, namespace: str, name: str) -> bool:
+        return await self.get(ref, namespace, name) is None
+
+    async def job(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return await self.get(job_resource(kind), namespace, name)
 
     async def pods(self, namespace: str, job_name: str | None = None) -> list[Obj]:
         selector = f"{JOB_NAME_LABEL}={job_name}" if job_name else JOB_NAME_LABEL
@@ -194,20 +202,25 @@ class Harness:
         return sorted(page["items"], key=lambda p: p["metadata"]["name"])
 
     async def pod(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return await self.kube.get(PODS, namespace, name)
-        except ApiError as err:
-            if err.is_not_found:
-                return None
-            raise
+        return await self.get(PODS, namespace, name)
+
+    async def running_pod(self, namespace: str, name: str, *, not_uid: str | None = None) -> Obj | None:
+        """The pod `name` when it is Running and not terminating (and, with `not_uid`, is a
+        new pod under the same name), else None."""
+        pod = await self.pod(namespace, name)
+        if pod is None or pod["metadata"].get("deletionTimestamp") or pod["metadata"]["uid"] == not_uid:
+            return None
+        return pod if (pod.get("status") or {}).get("phase") == "Running" else None
+
+    async def wait_recreated(self, namespace: str, name: str, old_uid: str) -> Obj:
+        """Wait for the pod `name` to exist again with another uid, Running."""
+        return await eventually(
+            lambda: self.running_pod(namespace, name, not_uid=old_uid),
+            what=f"pod {namespace}/{name} recreated (not uid {old_uid}) and Running",
+        )
 
     async def service(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return await self.kube.get(SERVICES, namespace, name)
-        except ApiError as err:
-            if err.is_not_found:
-                return None
-            raise
+        return await self.get(SERVICES, namespace, name)
 
     async def events(self, namespace: str, name: str) -> list[Obj]:
         page = await self.kube.list(EVENTS, namespace, field_selector=f"involvedObject.name={name}")

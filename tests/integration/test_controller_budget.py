@@ -102,7 +102,7 @@ async def test_budget_with_volcano_gang_scheduling() -> None:
 
         async def admit() -> None:
             # Volcano's part: admit the PodGroup once it exists.
-            group = await eventually(lambda: _group(h, ns, "gb"), what="PodGroup")
+            group = await eventually(lambda: h.get(VOLCANO_PODGROUPS, ns, "gb"), what="PodGroup")
             assert group is not None
             await h.kube.patch_status(VOLCANO_PODGROUPS, ns, "gb", {"status": {"phase": "Running"}})
 
@@ -114,9 +114,3 @@ async def test_budget_with_volcano_gang_scheduling() -> None:
     finally:
         await h.close()
         await stack.stop()
-
-
-async def _group(h: Harness, ns: str, name: str) -> Obj | None:
-    page = await h.kube.list(VOLCANO_PODGROUPS, ns, field_selector=f"metadata.name={name}")
-    items: list[Obj] = page["items"]
-    return items[0] if items else None

@@ -119,14 +119,9 @@ async def test_ttl_deletes_job_and_children_at_expiry(env: tuple[DevStack, Harne
     assert len(await h.pods(ns, "ttl")) == 2
 
     await advance_to(clock, expiry)
-    await eventually(lambda: _gone(h, ns, "ttl"), what="TFJob deleted at its TTL")
+    await eventually(lambda: h.absent(TFJOBS, ns, "ttl"), what="TFJob deleted at its TTL")
     # devcluster's garbage collector deletes the children through their ownerReferences.
     await eventually(lambda: _children_gone(h, ns, "ttl"), what="pods and Service garbage-collected")
-
-
-async def _gone(h: Harness, ns: str, name: str) -> bool:
-    page = await h.kube.list(TFJOBS, ns, field_selector=f"metadata.name={name}")
-    return not page["items"]
 
 
 async def _children_gone(h: Harness, ns: str, name: str) -> bool:

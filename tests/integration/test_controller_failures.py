@@ -30,18 +30,6 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
         yield pair
 
 
-async def recreated(h: Harness, ns: str, name: str, old_uid: str) -> dict[str, object]:
-    """Wait for the pod `name` to exist again with another uid, Running."""
-
-    async def check() -> dict[str, object] | None:
-        pod = await h.pod(ns, name)
-        if pod is None or pod["metadata"]["uid"] == old_uid or pod["metadata"].get("deletionTimestamp"):
-            return None
-        return pod if (pod.get("status") or {}).get("phase") == "Running" else None
-
-    return await eventually(check, what=f"pod {ns}/{name} recreated (not uid {old_uid}) and Running")
-
-
 async def test_exit_code_retryable_recreates_pod_under_same_name(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("retry")
@@ -61,7 +49,7 @@ async def test_exit_code_retryable_recreates_pod_under_same_name(env: tuple[DevS
     assert not is_true(job, "Running")  # Running and Restarting replace each other
     assert replica_status(job, "Worker")["restarts"] == 1
     assert replica_status(job, "Master")["restarts"] == 0
-    await recreated(h, ns, "ec-worker-1", old_uid)
+    await h.wait_recreated(ns, "ec-worker-1", old_uid)
     event = await h.wait_event(ns, "ec", "JobRestarting")
     assert event["type"] == "Warning"
     assert "ec-worker-1" in event["message"] or "137" in event["message"]
@@ -116,7 +104,7 @@ async def test_on_failure_evicted_pod_is_recreated(env: tuple[DevStack, Harness]
     pods = {p["metadata"]["name"]: p for p in await h.wait_pods(ns, "ev", 2)}
     await h.wait_condition("PyTorchJob", ns, "ev", "Running")
     await h.sim.evict(ns, "ev-worker-0")
-    await recreated(h, ns, "ev-worker-0", pods["ev-worker-0"]["metadata"]["uid"])
+    await h.wait_recreated(ns, "ev-worker-0", pods["ev-worker-0"]["metadata"]["uid"])
     job = await h.wait_job(
         "PyTorchJob",
         ns,
@@ -198,7 +186,7 @@ async def test_deleted_pod_is_recreated_while_running(env: tuple[DevStack, Harne
     from kubetrain.kube.resources import PODS
 
     await h.kube.delete(PODS, ns, "dp-worker-1")
-    pod = await recreated(h, ns, "dp-worker-1", pods["dp-worker-1"]["metadata"]["uid"])
+    pod = await h.wait_recreated(ns, "dp-worker-1", pods["dp-worker-1"]["metadata"]["uid"])
     assert pod["metadata"]["labels"]["kubetrain.io/replica-index"] == "1"  # type: ignore[index]
     await h.wait_condition("TFJob", ns, "dp", "Running")
     job = await h.job("TFJob", ns, "dp")

@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from kubetrain.devstack import DevStack, DevStackOptions
-from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef
+from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
 from .controller_support import Harness, condition, eventually, job_manifest, pod_group_crd
 
@@ -48,15 +47,6 @@ def gang_job(name: str, scheduling: Obj) -> Obj:
     return job
 
 
-async def get_group(h: Harness, ref: ResourceRef, ns: str, name: str) -> Obj | None:
-    try:
-        return await h.kube.get(ref, ns, name)
-    except ApiError as err:
-        if err.is_not_found:
-            return None
-        raise
-
-
 def check_owned(group: Obj, job: Obj) -> None:
     refs = group["metadata"]["ownerReferences"]
     assert [(r["kind"], r["name"], r["uid"], r.get("controller")) for r in refs] == [
@@ -70,7 +60,7 @@ async def test_volcano_podgroup_and_wait_for_admission() -> None:
         job = await h.create_job(
             gang_job("vc", {"minAvailable": 2, "queue": "research", "priorityClass": "high"}), ns
         )
-        group = await eventually(lambda: get_group(h, VOLCANO_PODGROUPS, ns, "vc"), what="Volcano PodGroup")
+        group = await eventually(lambda: h.get(VOLCANO_PODGROUPS, ns, "vc"), what="Volcano PodGroup")
         assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
         check_owned(group, job)
         spec = group["spec"]
@@ -115,7 +105,7 @@ async def test_volcano_running_phase_admits_too() -> None:
     async with gang_stack("volcano", ("scheduling.volcano.sh", "v1beta1")) as (_, h):
         ns = await h.namespace("vcr")
         await h.create_job(gang_job("vcr", {}), ns)
-        group = await eventually(lambda: get_group(h, VOLCANO_PODGROUPS, ns, "vcr"), what="Volcano PodGroup")
+        group = await eventually(lambda: h.get(VOLCANO_PODGROUPS, ns, "vcr"), what="Volcano PodGroup")
         assert group["spec"]["minMember"] == 3  # default: every replica
         assert "queue" not in group["spec"]
         await h.kube.patch_status(VOLCANO_PODGROUPS, ns, "vcr", {"status": {"phase": "Running"}})
@@ -126,7 +116,7 @@ async def test_scheduler_plugins_podgroup_and_pods() -> None:
     async with gang_stack("scheduler-plugins", ("scheduling.x-k8s.io", "v1alpha1")) as (_, h):
         ns = await h.namespace("sp")
         job = await h.create_job(gang_job("sp", {"scheduleTimeoutSeconds": 120}), ns)
-        group = await eventually(lambda: get_group(h, SCHEDULER_PLUGINS_PODGROUPS, ns, "sp"), what="PodGroup")
+        group = await eventually(lambda: h.get(SCHEDULER_PLUGINS_PODGROUPS, ns, "sp"), what="PodGroup")
         assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
         check_owned(group, job)
         assert group["spec"]["minMember"] == 3

@@ -66,7 +66,7 @@ async def test_operator_restart_mid_job_creates_nothing_twice(env: tuple[DevStac
 
     # The new operator recreates only the evicted pod, and counts both restarts.
     await eventually(
-        lambda: _running_with_new_uid(h, ns, "rs-worker-2", evicted["metadata"]["uid"]),
+        lambda: h.running_pod(ns, "rs-worker-2", not_uid=evicted["metadata"]["uid"]),
         what="rs-worker-2 recreated by the new operator",
     )
     job = await h.wait_job(
@@ -88,13 +88,6 @@ async def test_operator_restart_mid_job_creates_nothing_twice(env: tuple[DevStac
     job = await h.wait_condition("PyTorchJob", ns, "rs", "Succeeded")
     assert replica_status(job, "Worker")["restarts"] == 2
     assert pod_creates(h, ns) == 5
-
-
-async def _running_with_new_uid(h: Harness, ns: str, name: str, old_uid: str) -> bool:
-    pod = await h.pod(ns, name)
-    if pod is None or pod["metadata"]["uid"] == old_uid or pod["metadata"].get("deletionTimestamp"):
-        return False
-    return (pod.get("status") or {}).get("phase") == "Running"
 
 
 async def test_operator_restart_while_creating(env: tuple[DevStack, Harness]) -> None:
@@ -143,19 +136,12 @@ async def test_expired_resource_versions_lose_no_update(env: tuple[DevStack, Har
     h.faults.expire_resource_versions()
     h.faults.close_watches()
     await h.kube.delete(PODS, ns, "ex-server-0")
-    await eventually(lambda: _recreated(h, ns, "ex-server-0"), what="ex-server-0 recreated after relist")
+    await eventually(lambda: h.running_pod(ns, "ex-server-0"), what="ex-server-0 recreated after relist")
     h.faults.expire_resource_versions()
     h.faults.close_watches()
     await h.sim.finish(ns, "ex-scheduler-0")
     await h.wait_condition("MXJob", ns, "ex", "Succeeded")
     assert pod_creates(h, ns) == 4
-
-
-async def _recreated(h: Harness, ns: str, name: str) -> bool:
-    pod = await h.pod(ns, name)
-    return bool(
-        pod and not pod["metadata"].get("deletionTimestamp") and pod["status"].get("phase") == "Running"
-    )
 
 
 async def test_conflict_on_status_write_is_retried(env: tuple[DevStack, Harness]) -> None:

@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.devstack import DevStack
-from kubetrain.kube.resources import TFJOBS
+from kubetrain.kube.resources import SERVICES, TFJOBS
 
 from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
 
@@ -39,7 +39,7 @@ async def test_clean_pod_policy_all(env: tuple[DevStack, Harness]) -> None:
     await finish_with_one_still_running(h, ns, "cpa", "All")
     # Every pod, finished or not, and the Service are deleted.
     await h.wait_pod_names(ns, "cpa", [])
-    await eventually(lambda: _service_gone(h, ns, "cpa"), what="Service deleted")
+    await eventually(lambda: h.absent(SERVICES, ns, "cpa"), what="Service deleted")
     job = await h.job("TFJob", ns, "cpa")
     assert is_true(job, "Succeeded")
 
@@ -51,7 +51,7 @@ async def test_clean_pod_policy_running(env: tuple[DevStack, Harness]) -> None:
     # The running PS goes; the finished pods stay (their logs remain readable).
     pods = await h.wait_pod_names(ns, "cpr", ["cpr-chief-0", "cpr-worker-0"])
     assert {p["status"]["phase"] for p in pods} == {"Succeeded"}
-    await eventually(lambda: _service_gone(h, ns, "cpr"), what="Service deleted")
+    await eventually(lambda: h.absent(SERVICES, ns, "cpr"), what="Service deleted")
 
 
 async def test_clean_pod_policy_none(env: tuple[DevStack, Harness]) -> None:
@@ -76,10 +76,6 @@ async def test_clean_pod_policy_none(env: tuple[DevStack, Harness]) -> None:
     ]
     assert not any(p["metadata"].get("deletionTimestamp") for p in pods)
     assert await h.service(ns, "cpn") is not None
-
-
-async def _service_gone(h: Harness, ns: str, name: str) -> bool:
-    return await h.service(ns, name) is None
 
 
 async def test_managed_by_other_controller_is_left_alone(env: tuple[DevStack, Harness]) -> None:
