@@ -8,9 +8,7 @@ namespace changes what applies on the next request, without restarting anything.
 from __future__ import annotations
 
 import asyncio
-import base64
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,62 +27,13 @@ from kubetrain.kube.resources import (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
 from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 
+from .controller_support import eventually
+
 Obj = dict[str, Any]
-
-
-async def eventually(probe: Callable[[], Awaitable[bool] | bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = probe()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-def webhook_configs(base_url: str, ca_pem: bytes) -> tuple[Obj, Obj]:
-    ca = base64.b64encode(ca_pem).decode()
-    jobs = {
-        "apiGroups": ["kubetrain.io"],
-        "apiVersions": ["v1"],
-        "operations": ["CREATE", "UPDATE"],
-        "resources": ["tfjobs", "pytorchjobs", "mxjobs"],
-    }
-    policies = {**jobs, "resources": ["trainingpolicies"]}
-
-    def hook(name: str, path: str, rules: list[Obj]) -> Obj:
-        return {
-            "name": name,
-            "clientConfig": {"url": f"{base_url}{path}", "caBundle": ca},
-            "rules": rules,
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "timeoutSeconds": 10,
-        }
-
-    mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "kubetrain-mutating"},
-        "webhooks": [hook("mutate.jobs.kubetrain.io", "/mutate", [jobs])],
-    }
-    validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "kubetrain-validating"},
-        "webhooks": [
-            hook("validate.jobs.kubetrain.io", "/validate", [jobs]),
-            hook("validate.trainingpolicies.kubetrain.io", "/validate", [policies]),
-        ],
-    }
-    return mutating, validating
 
 
 def policy(name: str, team: str, **spec: Any) -> Obj:
@@ -147,7 +96,7 @@ async def stack(devcluster: DevCluster, tmp_path: Path) -> AsyncIterator[tuple[K
             cert_dir=str(tmp_path), host="127.0.0.1", port=0, policies=PolicyAdmission(index)
         )
         await server.start()
-        mutating, validating = webhook_configs(server.url, bundle.ca.cert_pem)
+        mutating, validating = webhook_configurations(server.url, bundle.ca.cert_pem)
         await client.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
         await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
         await client.create(
@@ -175,7 +124,11 @@ async def test_team_defaults_and_limits_follow_namespace_labels(
     client, watcher = stack
     for obj in POLICIES:
         await client.create(TRAINING_POLICIES, obj)
-    await eventually(lambda: len(watcher.index.policies()) == 4, "the policies to reach the webhook's cache")
+    await eventually(
+        lambda: len(watcher.index.policies()) == 4,
+        what="the policies to reach the webhook's cache",
+        within=10,
+    )
 
     # Vision namespace: vision defaults are stored, the vision quota (Deny) applies.
     stored = await client.create(PYTORCHJOBS, ptjob("fits", workers=4), "research")
@@ -194,7 +147,9 @@ async def test_team_defaults_and_limits_follow_namespace_labels(
     # Relabel the namespace for the NLP team: no restart, the next request sees NLP's policies.
     await client.patch(NAMESPACES, None, "research", {"metadata": {"labels": {"team": "nlp"}}})
     await eventually(
-        lambda: watcher.index.namespace_labels("research").get("team") == "nlp", "the namespace relabel"
+        lambda: watcher.index.namespace_labels("research").get("team") == "nlp",
+        what="the namespace relabel",
+        within=10,
     )
     stored = await client.create(PYTORCHJOBS, ptjob("too-big", workers=6), "research")  # Warn only
     assert stored["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "nlp"
@@ -225,4 +180,4 @@ async def test_invalid_policy_is_refused_and_valid_ones_report_status(
             status.get("valid") is True and status.get("observedGeneration") == obj["metadata"]["generation"]
         )
 
-    await eventually(status_recorded, "the policy status")
+    await eventually(status_recorded, what="the policy status", within=10)
