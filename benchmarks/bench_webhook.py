@@ -1,12 +1,19 @@
 """Webhook throughput and latency over TLS: 64 concurrent clients against one server process.
 
     .venv/bin/python benchmarks/bench_webhook.py [--clients 64] [--seconds 10] [--path /validate]
+        [--jobs small,large,xlarge] [--client-processes 1] [--server-cpu 0]
 
 The server (WebhookServer, one asyncio process, pinned to one CPU when the OS allows) runs in a
-child process; the clients run in this process with one keep-alive TLS connection each and
-send AdmissionReview requests back to back for a small job (1 replica type, 1 container) and
-a large job (5 replica types, 4 containers each with env, volumes, resources). Prints a
-one-line summary per job and a JSON document. Targets (DESIGN.md): >= 1,500 reviews/s, p99 <= 20 ms.
+child process; the clients run in `--client-processes` other child processes (default one),
+pinned to the remaining CPUs, with one keep-alive TLS connection each, and send
+AdmissionReview requests back to back. Each connection's first request (TLS handshake) is not
+measured; the processes start their measured window together and their latencies are merged.
+Jobs: small (1 replica type, 1 container), large (a TFJob with 4 replica types x 4 containers,
+each with env, volumes, resources) and xlarge (4 x 16 = 64 such containers). Reports the CPU
+utilisation of the client processes and of the server over the measured window, so a client
+that saturates its own core shows up as such. Prints a one-line summary per job, a JSON
+document, and writes it to benchmarks/results/. Targets (DESIGN.md): >= 1,500 reviews/s,
+p99 <= 20 ms.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+from _common import load_average, proc_cpu_seconds, write_result
 
 from kubetrain.api.defaulting import default_job
 from kubetrain.certs.generate import generate_bundle
@@ -49,7 +58,11 @@ def small_job() -> dict[str, Any]:
     }
 
 
-def large_job() -> dict[str, Any]:
+def tf_job(name: str, containers_per_template: int) -> dict[str, Any]:
+    """A TFJob with 4 replica types (Chief 1, PS 4, Worker 32, Evaluator 1) sharing one pod
+    template of `containers_per_template` containers, each with a command, args, 20 env vars,
+    resources, two volume mounts and a port."""
+
     def container(i: int) -> dict[str, Any]:
         return {
             "name": "tensorflow" if i == 0 else f"sidecar-{i}",
@@ -71,7 +84,7 @@ def large_job() -> dict[str, Any]:
     template = {
         "metadata": {"labels": {"team": "research"}, "annotations": {"a": "b"}},
         "spec": {
-            "containers": [container(i) for i in range(4)],
+            "containers": [container(i) for i in range(containers_per_template)],
             "volumes": [
                 {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
                 {"name": "cache", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
@@ -87,9 +100,35 @@ def large_job() -> dict[str, Any]:
     return {
         "apiVersion": "kubetrain.io/v1",
         "kind": "TFJob",
-        "metadata": {"name": "large", "namespace": "bench"},
+        "metadata": {"name": name, "namespace": "bench"},
         "spec": {"tfReplicaSpecs": specs, "runPolicy": {"backoffLimit": 3}},
     }
+
+
+def large_job() -> dict[str, Any]:
+    """4 replica types x 4 containers = 16 containers (~20 KB AdmissionReview)."""
+    return tf_job("large", 4)
+
+
+def xlarge_job() -> dict[str, Any]:
+    """4 replica types x 16 containers = 64 containers, each like the large job's (~75 KB)."""
+    return tf_job("xlarge", 16)
+
+
+JOBS = {"small": small_job, "large": large_job, "xlarge": xlarge_job}
+
+
+def parse_jobs(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in JOBS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"--jobs takes a comma-separated subset of {','.join(JOBS)}")
+    return names
+
+
+def count_containers(job: dict[str, Any]) -> int:
+    specs = next(iter(job["spec"].values()))
+    return sum(len(s["template"]["spec"]["containers"]) for s in specs.values())
 
 
 def serve(cert_dir: str, port_queue: Any, cpu: int | None) -> None:
@@ -106,78 +145,255 @@ def serve(cert_dir: str, port_queue: Any, cpu: int | None) -> None:
     asyncio.run(main())
 
 
-async def run_clients(
-    url: str, ctx: ssl.SSLContext, body: bytes, clients: int, seconds: float
+def cpu_jiffies() -> dict[str, list[int]]:
+    """Per-CPU counters from /proc/stat: "cpu0" -> [user, nice, system, idle, iowait, irq,
+    softirq, steal] (empty where /proc/stat is missing)."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        parts = line.split()
+        if parts and parts[0].startswith("cpu") and parts[0] != "cpu":
+            out[parts[0]] = [int(x) for x in parts[1:9]]
+    return out
+
+
+def cpu_breakdown(before: dict[str, list[int]], after: dict[str, list[int]]) -> dict[str, dict[str, float]]:
+    """Share of each CPU's time between two `cpu_jiffies()` samples that was busy (user, nice,
+    system, irq, softirq), idle (idle, iowait) or stolen by the hypervisor (steal)."""
+    out = {}
+    for cpu, b in before.items():
+        d = [x - y for x, y in zip(after.get(cpu, b), b, strict=True)]
+        total = sum(d) or 1
+        out[cpu] = {
+            "busy": round((d[0] + d[1] + d[2] + d[5] + d[6]) / total, 3),
+            "idle": round((d[3] + d[4]) / total, 3),
+            "steal": round(d[7] / total, 3),
+        }
+    return out
+
+
+def client_cpu_set(server_cpu: int | None) -> set[int] | None:
+    """The CPUs the client processes may use: every CPU this process may use except the server's
+    (None: no pinning — the server is not pinned, or there is no other CPU)."""
+    if server_cpu is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    others = os.sched_getaffinity(0) - {server_cpu}
+    return others or None
+
+
+async def drive(
+    url: str, ca_pem: str, body: bytes, clients: int, seconds: float, on_start: Any = None
 ) -> dict[str, Any]:
+    """`clients` keep-alive TLS connections sending `body` back to back for `seconds`.
+
+    Every connection first sends one request that is not measured (TLS handshake, connection
+    set-up); then `on_start()` (a cross-process barrier when there are several client
+    processes) and the measured window. Returns the raw latencies, the error count, the
+    window's wall time and this process's CPU time (`time.process_time`) over the window."""
+    ctx = ssl.create_default_context(cadata=ca_pem)
+    headers = {"Content-Type": "application/json"}
+    sessions = [
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=1)) for _ in range(clients)
+    ]
     latencies: list[float] = []
     errors = 0
-    deadline = time.perf_counter() + seconds
+    try:
 
-    async def client() -> None:
-        nonlocal errors
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=1)
-        async with aiohttp.ClientSession(connector=connector) as s:
+        async def warm(s: aiohttp.ClientSession) -> None:
+            async with s.post(url, data=body, headers=headers) as r:
+                await r.read()
+
+        await asyncio.gather(*(warm(s) for s in sessions))
+        if on_start is not None:
+            on_start()
+        cpu0 = time.process_time()
+        t0 = time.perf_counter()
+        deadline = t0 + seconds
+
+        async def client(s: aiohttp.ClientSession) -> None:
+            nonlocal errors
             while time.perf_counter() < deadline:
-                t0 = time.perf_counter()
-                async with s.post(url, data=body, headers={"Content-Type": "application/json"}) as r:
+                t = time.perf_counter()
+                async with s.post(url, data=body, headers=headers) as r:
                     await r.read()
                     if r.status != 200:
                         errors += 1
-                latencies.append(time.perf_counter() - t0)
+                latencies.append(time.perf_counter() - t)
 
-    # warm-up: open every connection (TLS handshakes are not what is measured)
-    started = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
-    elapsed = time.perf_counter() - started
-    latencies.sort()
+        await asyncio.gather(*(client(s) for s in sessions))
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions))
+    return {"latencies": latencies, "errors": errors, "wall": wall, "cpu": cpu}
+
+
+def client_process(
+    url: str,
+    ca_pem: str,
+    body: bytes,
+    clients: int,
+    seconds: float,
+    cpus: set[int] | None,
+    barrier: Any,
+    out: Any,
+) -> None:
+    """One client process (child): pinned to `cpus`, runs `drive`, puts its result on `out`."""
+    if cpus is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cpus)
+    try:
+        res = asyncio.run(drive(url, ca_pem, body, clients, seconds, on_start=barrier.wait))
+    except BaseException as e:  # reported to the parent, which raises
+        barrier.abort()
+        out.put({"error": repr(e)})
+        raise
+    out.put(res)
+
+
+def measure(
+    url: str,
+    ca_pem: str,
+    body: bytes,
+    *,
+    clients: int,
+    seconds: float,
+    client_processes: int = 1,
+    client_cpus: set[int] | None = None,
+    server_pid: int | None = None,
+) -> dict[str, Any]:
+    """Run `clients` connections split over `client_processes` child processes (pinned to
+    `client_cpus`), all starting their measured window together; merge the latencies.
+
+    CPU utilisation is CPU seconds over the measured window's wall time (1.0 = one core busy):
+    `client_cpu` sums the client processes (`client_cpu_per_process` lists each), `server_cpu`
+    is the server process's utime + stime from /proc/<pid>/stat (all its threads).
+    `machine_cpus` splits each CPU's time over the window into busy / idle / steal (time the
+    hypervisor gave to another guest, which no process's CPU time includes)."""
+    mp = multiprocessing.get_context("spawn")
+    n = max(1, min(client_processes, clients))
+    shares = [clients // n + (1 if i < clients % n else 0) for i in range(n)]
+    barrier = mp.Barrier(n + 1)
+    out = mp.Queue()
+    procs = [
+        mp.Process(
+            target=client_process,
+            args=(url, ca_pem, body, share, seconds, client_cpus, barrier, out),
+            daemon=True,
+        )
+        for share in shares
+    ]
+    for p in procs:
+        p.start()
+    try:
+        barrier.wait(timeout=120)
+        server0 = proc_cpu_seconds(server_pid) if server_pid else None
+        machine0 = cpu_jiffies()
+        parts = [out.get(timeout=seconds + 120) for _ in procs]
+        machine1 = cpu_jiffies()
+        server1 = proc_cpu_seconds(server_pid) if server_pid else None
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.terminate()
+    failed = [p["error"] for p in parts if "error" in p]
+    if failed:
+        raise RuntimeError(f"client process failed: {failed[0]}")
+    latencies = sorted(x for p in parts for x in p["latencies"])
+    wall = max(p["wall"] for p in parts)
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
-    return {
+    res: dict[str, Any] = {
         "requests": len(latencies),
-        "errors": errors,
-        "seconds": round(elapsed, 2),
-        "reviews_per_s": round(len(latencies) / elapsed, 1),
+        "errors": sum(p["errors"] for p in parts),
+        "seconds": round(wall, 2),
+        "reviews_per_s": round(len(latencies) / wall, 1),
         "p50_ms": round(q[49] * 1000, 2),
         "p99_ms": round(q[98] * 1000, 2),
+        "client_processes": n,
+        "client_cpus": sorted(client_cpus) if client_cpus else None,
+        "client_cpu": round(sum(p["cpu"] for p in parts) / wall, 3),
+        "client_cpu_per_process": [round(p["cpu"] / p["wall"], 3) for p in parts],
     }
+    res["machine_cpus"] = cpu_breakdown(machine0, machine1)
+    if server0 is not None and server1 is not None:
+        res["server_cpu"] = round((server1 - server0) / wall, 3)
+        res["server_cpu_ms_per_review"] = round((server1 - server0) * 1000 / len(latencies), 3)
+    return res
+
+
+def cpu_summary(res: dict[str, Any]) -> str:
+    server = f"server CPU {res['server_cpu']:.0%}" if "server_cpu" in res else "server CPU ?"
+    steal = "/".join(f"{v['steal']:.0%}" for v in res.get("machine_cpus", {}).values())
+    return f"client CPU {res['client_cpu']:.0%} ({res['client_processes']} proc), {server}" + (
+        f", steal {steal}" if steal else ""
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--path", default="/validate", choices=("/validate", "/mutate"))
+    parser.add_argument(
+        "--jobs", type=parse_jobs, default=list(JOBS), help="comma-separated: small,large,xlarge"
+    )
+    parser.add_argument(
+        "--client-processes", type=int, default=1, help="split the client connections over N processes"
+    )
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to (-1: no pinning)")
     args = parser.parse_args()
 
     bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+    ca_pem = bundle.ca.cert_pem.decode()
     with tempfile.TemporaryDirectory() as cert_dir:
         write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
-        ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
         mp = multiprocessing.get_context("spawn")
         ports = mp.Queue()
         cpu = None if args.server_cpu < 0 else args.server_cpu
+        client_cpus = client_cpu_set(cpu)
         proc = mp.Process(target=serve, args=(cert_dir, ports, cpu), daemon=True)
         proc.start()
         try:
             port = ports.get(timeout=30)
             url = f"https://127.0.0.1:{port}{args.path}"
             results: dict[str, Any] = {
+                "benchmark": "webhook",
                 "clients": args.clients,
+                "client_processes": args.client_processes,
+                "seconds": args.seconds,
                 "path": args.path,
                 "server_cpus": 1 if cpu is not None else None,
+                "load_average_1m": load_average(),
             }
-            for name, job in (("small", small_job()), ("large", large_job())):
+            for name in args.jobs:
+                job = JOBS[name]()
                 obj = default_job(job).obj if args.path == "/validate" else job
                 body = json.dumps(request_review(obj)).encode()
-                res = asyncio.run(run_clients(url, ctx, body, args.clients, args.seconds))
+                res = measure(
+                    url,
+                    ca_pem,
+                    body,
+                    clients=args.clients,
+                    seconds=args.seconds,
+                    client_processes=args.client_processes,
+                    client_cpus=client_cpus,
+                    server_pid=proc.pid,
+                )
                 res["body_bytes"] = len(body)
+                res["containers"] = count_containers(job)
                 results[name] = res
                 print(
                     f"webhook {args.path} {name} job ({len(body)} B): {res['reviews_per_s']} reviews/s, "
                     f"p50 {res['p50_ms']} ms, p99 {res['p99_ms']} ms, {res['errors']} errors "
-                    f"({args.clients} TLS clients, {res['requests']} requests)"
+                    f"({args.clients} TLS clients, {res['requests']} requests; {cpu_summary(res)})",
+                    flush=True,
                 )
+            path = write_result("webhook", results)
             print(json.dumps(results))
+            print(f"written {path}", file=sys.stderr)
         finally:
             proc.terminate()
             proc.join(5)

@@ -1,16 +1,18 @@
 """Webhook server stack, side by side: kubetrain's WebhookServer vs a minimal kopf admission handler.
 
     .venv/bin/python benchmarks/bench_webhook_kopf.py [--clients 64] [--seconds 8] [--path /validate]
-        [--rounds 2]
+        [--rounds 2] [--jobs small,large,xlarge] [--client-processes 1]
 
 Both servers do the same work through kubetrain's pure functions — /validate: `validate_job`
 (the request carries the already-defaulted job, as kube-apiserver sends it after mutation);
 /mutate: `default_job` and a JSONPatch back — so the ratio isolates the server stack (TLS,
-HTTP, AdmissionReview handling, framework overhead). The load is bench_webhook.py's: 64
-clients with one keep-alive TLS connection each, back to back, for the small and the large job
-(the large job has 4 replica types x 4 containers: the DESIGN's "64 replica types' worth of
-containers" is ~16 templates' worth here, kept identical to bench_webhook.py so the figures
-line up). Each server runs alone in a child process pinned to CPU 0; the clients run here.
+HTTP, AdmissionReview handling, framework overhead). The load is bench_webhook.py's (its
+`measure`): 64 clients with one keep-alive TLS connection each, back to back, for the small job,
+the large job (4 replica types x 4 containers) and the xlarge job (4 x 16 = 64 containers, the
+issue's "64 replica types' worth of containers"). Each server runs alone in a child process
+pinned to CPU 0; the clients run in `--client-processes` child processes pinned to the other
+CPUs. Client and server CPU utilisation over each measured window are reported as in
+bench_webhook.py.
 
 The kopf peer is a real kopf operator (`kopf.operator`, standalone, cluster-wide) against an
 in-process devcluster with kubetrain's CRDs installed (kopf discovers the resources it serves
@@ -37,7 +39,7 @@ from typing import Any
 
 import aiohttp
 from _common import free_port, load_average, write_result
-from bench_webhook import large_job, run_clients, serve, small_job
+from bench_webhook import JOBS, client_cpu_set, cpu_summary, measure, parse_jobs, serve
 
 from kubetrain.api.defaulting import default_job
 from kubetrain.certs.generate import generate_bundle
@@ -123,8 +125,10 @@ def _port_queue_server(cert_dir: str, cpu: int | None) -> tuple[Any, int]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cpu = None if args.server_cpu < 0 else args.server_cpu
     bundle = generate_bundle(["localhost"], ["127.0.0.1"])
-    ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-    jobs = {"small": small_job(), "large": large_job()}
+    ca_pem = bundle.ca.cert_pem.decode()
+    ctx = ssl.create_default_context(cadata=ca_pem)
+    client_cpus = client_cpu_set(cpu)
+    jobs = {name: JOBS[name]() for name in args.jobs}
     bodies = {
         name: json.dumps(request_review(default_job(job).obj if args.path == "/validate" else job)).encode()
         for name, job in jobs.items()
@@ -150,15 +154,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         proc.start()
                     try:
                         url = f"https://127.0.0.1:{port}{args.path}"
-                        await wait_serving(url, ctx, bodies["small"])
+                        await wait_serving(url, ctx, bodies[next(iter(bodies))])
                         for name, body in bodies.items():
-                            res = await run_clients(url, ctx, body, args.clients, args.seconds)
+                            res = await asyncio.to_thread(
+                                measure,
+                                url,
+                                ca_pem,
+                                body,
+                                clients=args.clients,
+                                seconds=args.seconds,
+                                client_processes=args.client_processes,
+                                client_cpus=client_cpus,
+                                server_pid=proc.pid,
+                            )
                             res["body_bytes"] = len(body)
                             row[f"{server}_{name}"] = res
                             print(
                                 f"round {i + 1} {server:9s} {args.path} {name}: "
                                 f"{res['reviews_per_s']} reviews/s, "
-                                f"p50 {res['p50_ms']} ms, p99 {res['p99_ms']} ms, {res['errors']} errors",
+                                f"p50 {res['p50_ms']} ms, p99 {res['p99_ms']} ms, {res['errors']} errors; "
+                                f"{cpu_summary(res)}",
                                 flush=True,
                             )
                     finally:
@@ -177,6 +192,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "webhook_kopf",
         "path": args.path,
         "clients": args.clients,
+        "client_processes": args.client_processes,
         "seconds": args.seconds,
         "server_cpus": 1 if cpu is not None else None,
         "load_average_1m": load_average(),
@@ -191,15 +207,24 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--path", default="/validate", choices=("/validate", "/mutate"))
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--jobs", type=parse_jobs, default=list(JOBS), help="comma-separated: small,large,xlarge"
+    )
+    parser.add_argument(
+        "--client-processes", type=int, default=1, help="split the client connections over N processes"
+    )
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to (-1: no pinning)")
     args = parser.parse_args()
     res = asyncio.run(run(args))
     s = res["summary"]
+    parts = [
+        f"{name} {s[f'kubetrain_{name}_best_reviews_per_s']} vs {s[f'kopf_{name}_best_reviews_per_s']} "
+        f"reviews/s (x{s[f'{name}_ratio_kubetrain_over_kopf']})"
+        for name in args.jobs
+    ]
     print(
-        f"webhook {args.path} kubetrain vs kopf ({args.clients} TLS clients, best of {args.rounds}): small "
-        f"{s['kubetrain_small_best_reviews_per_s']} vs {s['kopf_small_best_reviews_per_s']} reviews/s "
-        f"(x{s['small_ratio_kubetrain_over_kopf']}), large {s['kubetrain_large_best_reviews_per_s']} vs "
-        f"{s['kopf_large_best_reviews_per_s']} reviews/s (x{s['large_ratio_kubetrain_over_kopf']})"
+        f"webhook {args.path} kubetrain vs kopf ({args.clients} TLS clients, "
+        f"{args.client_processes} client process(es), best of {args.rounds}): " + ", ".join(parts)
     )
     path = write_result("webhook_kopf", res)
     print(json.dumps(res))
