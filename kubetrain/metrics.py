@@ -12,6 +12,7 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_jobs_failed_total` | counter | kind, namespace |
 | `kubetrain_jobs_restarted_total` | counter | kind, namespace |
 | `kubetrain_reconcile_duration_seconds` | histogram | kind |
+| `kubetrain_reconcile_plan_duration_seconds` | histogram | kind |
 | `kubetrain_workqueue_depth` | gauge | queue |
 | `kubetrain_webhook_request_duration_seconds` | histogram | webhook, operation, kind, result |
 | `kubetrain_api_requests_total` | counter | verb, code |

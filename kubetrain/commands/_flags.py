@@ -8,9 +8,10 @@ add_controller_flags(parser)   # --namespaces --workers --qps --burst --leader-e
 add_webhook_flags(parser)      # --webhook-port --cert-mode --cert-dir --cert-secret ...
 ```
 
-Defaults are the contract between the chart, the controller and the webhook (see /tmp/team.md
-"CLI flags"). `configure_logging(args)` applies `--log-level`; `pod_namespace()` is
-`$POD_NAMESPACE` (the chart sets it from the downward API).
+Defaults are the contract between the chart, the controller and the webhook (docs/operations.md,
+"`kubetrain run` flags", lists each flag with the chart value that sets it).
+`configure_logging(args)` applies `--log-level`; `pod_namespace()` is `$POD_NAMESPACE` (the
+chart sets it from the downward API).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `ControllerRuntime` is what `kubetrain controller`, `kubetrain run` and `kubetrain dev` start:
 
     runtime = ControllerRuntime(args)        # the flags of kubetrain.commands._flags
-    await runtime.start(health)              # registers the "controller-caches" readiness check
+    await runtime.start(health)              # registers the "controller" readiness check
     ...
     await runtime.stop()
 

@@ -7,7 +7,7 @@ reconcile produces an identical status and no write): `lastUpdateTime` moves the
 setting one True sets the other False. A terminal condition (Succeeded/Failed) sets Running
 (and Restarting) False, and once a job is terminal its conditions never change again.
 
-Status writes are kept to a handful per job (DESIGN.md: ≤ 4 over a clean life): a change of the
+Status writes are kept to a handful per job (at most 4 over a clean life): a change of the
 per-type pod counts alone (`active`, `pending`, `succeeded`, `failed`) does not make a write;
 the counts are refreshed with every write that happens for another reason (a condition,
 `restarts`, `startTime`, `completionTime`, `observedGeneration`).
