@@ -43,7 +43,8 @@ class DevError(Exception):
     """Bad input to `kubetrain dev`; the message says what is valid."""
 
 
-def load_job(args: argparse.Namespace) -> dict[str, Any]:
+def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The manifests to apply: every document of the example or file, in order."""
     if args.file:
         path = Path(args.file)
     else:
@@ -57,12 +58,14 @@ def load_job(args: argparse.Namespace) -> dict[str, Any]:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
         raise DevError(f"{path}: not valid YAML: {err}") from None
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise DevError(
-            f"{path}: expected exactly one job manifest (a YAML mapping), found {len(docs)} documents"
-        )
-    job: dict[str, Any] = docs[0]
-    return job
+    if not docs:
+        raise DevError(f"{path}: no manifest in it (expected a job as a YAML mapping)")
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise DevError(
+                f"{path}: document {i + 1} is a {type(doc).__name__}, not a manifest (a YAML mapping)"
+            )
+    return docs
 
 
 def _condition(job: dict[str, Any]) -> str:
@@ -86,6 +89,8 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     """`Running  Master: 1 running · Worker: 2 running, 1 pending` from the job and its pods."""
     by_type: dict[str, dict[str, int]] = {}
     for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue  # being deleted (clean-up, a restart): not part of the job's progress any more
         labels = (pod.get("metadata") or {}).get("labels") or {}
         phase = str((pod.get("status") or {}).get("phase") or "Pending").lower()
         rtype = str(labels.get("kubetrain.io/replica-type", "?"))
@@ -171,7 +176,7 @@ async def cluster_only(out: Any, watch_window: int) -> int:
 async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     if args.cluster_only:
         return await cluster_only(out, args.watch_window)
-    job = load_job(args)
+    jobs = load_jobs(args)
     options = DevStackOptions(
         default_run_seconds=args.run_seconds,
         gang_scheduler=args.gang_scheduler,
@@ -180,20 +185,24 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     async with DevStack(options) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
-        metadata = job.setdefault("metadata", {})
-        metadata.setdefault("namespace", "default")
-        try:
-            created = await stack.apply(job)
-        except ApiError as err:
-            print(f"{job.get('kind')} {metadata.get('name')} refused: {err.message}", file=out, flush=True)
-            code = 1
-        except KeyError as err:
-            print(f"cannot apply: {err.args[0]}", file=out, flush=True)
-            code = 1
-        else:
-            meta = created["metadata"]
-            print(f"applied {created['kind']} {meta['namespace']}/{meta['name']}", file=out, flush=True)
-            code = await follow(stack, created, args.timeout, out)
+        accepted: list[dict[str, Any]] = []
+        for job in jobs:
+            metadata = job.setdefault("metadata", {})
+            metadata.setdefault("namespace", "default")
+            try:
+                created = await stack.apply(job)
+            except ApiError as err:
+                print(
+                    f"{job.get('kind')} {metadata.get('name')} refused: {err.message}", file=out, flush=True
+                )
+            except KeyError as err:
+                print(f"cannot apply: {err.args[0]}", file=out, flush=True)
+            else:
+                meta = created["metadata"]
+                print(f"applied {created['kind']} {meta['namespace']}/{meta['name']}", file=out, flush=True)
+                accepted.append(created)
+        # Follow the first accepted job; a manifest with nothing accepted exits 1.
+        code = await follow(stack, accepted[0], args.timeout, out) if accepted else 1
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)

@@ -1,0 +1,53 @@
+"""`kubetrain dev`: what it applies and how it reports progress."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.commands.dev import DevError, describe_progress, load_jobs
+
+
+def args(**kw: Any) -> argparse.Namespace:
+    return argparse.Namespace(**{"file": None, "example": "pytorch-ddp", **kw})
+
+
+def pod(rtype: str, phase: str, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"labels": {"kubetrain.io/replica-type": rtype}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "status": {"phase": phase}}
+
+
+def test_every_document_of_a_manifest_is_applied_in_order() -> None:
+    jobs = load_jobs(args(example="invalid/mxnet-bad-mode"))
+    assert [j["kind"] for j in jobs] == ["MXJob", "TFJob"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no manifest in it"),
+        ("- a\n- b\n", "document 1 is a list, not a manifest"),
+        ("kind: [", "not valid YAML"),
+    ],
+)
+def test_bad_manifests_are_clear_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    with pytest.raises(DevError, match=message):
+        load_jobs(args(file=str(path)))
+
+
+def test_unknown_example_lists_the_valid_ones() -> None:
+    with pytest.raises(DevError, match=r"no such example \(valid: .*pytorch-ddp"):
+        load_jobs(args(example="nope"))
+
+
+def test_progress_ignores_pods_being_deleted() -> None:
+    job = {"status": {"conditions": [{"type": "Succeeded", "status": "True"}]}}
+    pods = [pod("master", "Succeeded"), pod("worker", "Failed", deleting=True)]
+    assert describe_progress(job, pods) == "Succeeded  master: 1 succeeded"
