@@ -1,4 +1,4 @@
-"""Plain-HTTP operations endpoint: `/metrics`, `/healthz`, `/readyz` (BEHAVIOUR.md §10).
+"""Plain-HTTP operations endpoint: `/metrics`, `/healthz`, `/readyz` (docs/behaviour.md §10).
 
 ```python
 health = HealthServer(host="0.0.0.0", port=8080)

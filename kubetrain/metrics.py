@@ -1,4 +1,4 @@
-"""Every Prometheus metric kubetrain exports (BEHAVIOUR.md §10), defined once.
+"""Every Prometheus metric kubetrain exports (docs/behaviour.md §10), defined once.
 
 The controller, the kube I/O layer and the webhook import the metric objects from here; the
 `HealthServer` (kubetrain.health) serves `REGISTRY` on `/metrics`. Metrics live in their own

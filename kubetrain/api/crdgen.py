@@ -38,7 +38,7 @@ def all_crds() -> list[dict[str, Any]]:
 
 
 def training_policy_crd() -> dict[str, Any]:
-    """The cluster-scoped TrainingPolicy (BEHAVIOUR.md §9); not in the `kubetrain` category so
+    """The cluster-scoped TrainingPolicy (docs/behaviour.md §9); not in the `kubetrain` category so
     `kubectl get kubetrain` lists jobs only."""
     schema = model_schema(policy.TrainingPolicy)
     schema["description"] = "TrainingPolicy: platform defaults and limits for training jobs (kubetrain.io)."

@@ -1,4 +1,4 @@
-"""Defaulting (BEHAVIOUR.md §2) on the wire form of a job.
+"""Defaulting (docs/behaviour.md §2) on the wire form of a job.
 
 `default_job` works on the plain dict the API server stores (camelCase keys), so the mutating
 webhook can diff input and output into a JSONPatch, and so fields kubetrain does not model (pod
@@ -77,7 +77,7 @@ def default_job(
 
 
 def _scheduler_name_warnings(replica_map: dict[str, Any], framework: Framework) -> list[str]:
-    """BEHAVIOUR.md §8: a user-set schedulerName is kept under gang scheduling, with a warning."""
+    """docs/behaviour.md §8: a user-set schedulerName is kept under gang scheduling, with a warning."""
     warnings: list[str] = []
     for rtype, rspec in replica_map.items():
         template = rspec.get("template") if isinstance(rspec, dict) else None

@@ -1,4 +1,4 @@
-"""Validation (BEHAVIOUR.md §3) of a job in wire form, on create and on update.
+"""Validation (docs/behaviour.md §3) of a job in wire form, on create and on update.
 
 `validate_job` reports every problem at once: type errors from the model, the common rules
 (names, replica map, templates, run policy), the framework's own rules (`Framework.validate_spec`)

@@ -1,4 +1,4 @@
-"""`kubetrain controller`: the job controller alone (BEHAVIOUR.md §4-§8, §10)."""
+"""`kubetrain controller`: the job controller alone (docs/behaviour.md §4-§8, §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`kubetrain webhook`: the admission webhook server alone (BEHAVIOUR.md §2, §3, §10).
+"""`kubetrain webhook`: the admission webhook server alone (docs/behaviour.md §2, §3, §10).
 
 `WebhookRuntime` is what `kubetrain run` embeds next to the controller:
 
@@ -42,7 +42,7 @@ class WebhookRuntime:
             gang_scheduling=args.gang_scheduler != "none",
         )
         self.certs: SelfManagedCertificates | None = None
-        # TrainingPolicies (BEHAVIOUR.md §9): fed by watches, consulted on every review.
+        # TrainingPolicies (docs/behaviour.md §9): fed by watches, consulted on every review.
         self.policy_watcher: PolicyWatcher | None = None
         self._kube: KubeClient | None = None
         if getattr(args, "training_policies", False):

@@ -34,10 +34,10 @@ class Framework(Protocol):
     operator_env_names: frozenset[str]
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
-        """Framework-specific rules of BEHAVIOUR.md §3 on a parsed (defaulted) job."""
+        """Framework-specific rules of docs/behaviour.md §3 on a parsed (defaulted) job."""
         ...
 
-    # --- engine (BEHAVIOUR.md §4-§5; types in kubetrain.frameworks.env) -------------------------
+    # --- engine (docs/behaviour.md §4-§5; types in kubetrain.frameworks.env) -------------------------
     def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
         """The cluster variables for pod `index` of `replica_type` (`[{"name", "value"}]`), in a
         stable order; empty (or only process-local settings) for a standalone job."""

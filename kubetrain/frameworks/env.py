@@ -4,7 +4,7 @@ A `JobLayout` is built once per job generation from the (defaulted) wire dict an
 frameworks' `cluster_env` and `succeeded` read. It never changes after it is built, so the
 planner caches it per (uid, generation).
 
-Addresses follow BEHAVIOUR.md §4: pod `<job>-<lower(type)>-<index>` resolves through the job's
+Addresses follow docs/behaviour.md §4: pod `<job>-<lower(type)>-<index>` resolves through the job's
 headless Service at `<pod>.<job>.<ns>.svc`; a replica type's port is the framework container's
 port named after the framework (`tfjob-port`, …), else the framework's default port.
 """
@@ -76,7 +76,7 @@ class JobLayout:
 
     @property
     def is_standalone(self) -> bool:
-        """One replica in total: such a job gets no cluster variables (BEHAVIOUR.md §4)."""
+        """One replica in total: such a job gets no cluster variables (docs/behaviour.md §4)."""
         return self.total_replicas == 1
 
 
@@ -100,7 +100,7 @@ def env_var(name: str, value: str | int) -> dict[str, str]:
 
 
 def framework_container_index(template: Mapping[str, Any], container_name: str) -> int:
-    """The container named after the framework, else container 0 (BEHAVIOUR.md §2)."""
+    """The container named after the framework, else container 0 (docs/behaviour.md §2)."""
     containers = (template.get("spec") or {}).get("containers") or []
     for i, c in enumerate(containers):
         if isinstance(c, Mapping) and c.get("name") == container_name:

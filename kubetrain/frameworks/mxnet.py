@@ -104,7 +104,7 @@ class MXNet:
             )
         return errors
 
-    # --- engine (BEHAVIOUR.md §4-§5) ----------------------------------------------------------
+    # --- engine (docs/behaviour.md §4-§5) ----------------------------------------------------------
     def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
         return mxnet_cluster_env(job, replica_type, index)
 

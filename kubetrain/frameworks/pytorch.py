@@ -132,7 +132,7 @@ class PyTorch:
             )
         return errors
 
-    # --- engine (BEHAVIOUR.md §4-§5) ----------------------------------------------------------
+    # --- engine (docs/behaviour.md §4-§5) ----------------------------------------------------------
     def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
         return pytorch_cluster_env(job, replica_type, index)
 

@@ -52,7 +52,7 @@ class TensorFlow:
                 )
         return errors
 
-    # --- engine (BEHAVIOUR.md §4-§5) ----------------------------------------------------------
+    # --- engine (docs/behaviour.md §4-§5) ----------------------------------------------------------
     def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
         return tf_cluster_env(job, replica_type, index)
 

@@ -57,7 +57,7 @@ from kubetrain.metrics import API_REQUESTS
 
 USER_AGENT = f"kubetrain/{__version__}"
 # 300 requests at once, then 150/s: 1,000 pods take ~4.7 s of limiter time, the time a bare
-# 16-concurrent client needs on a real API server (DESIGN.md), well under kube-apiserver's
+# 16-concurrent client needs on a real API server (docs/performance.md), well under kube-apiserver's
 # default in-flight limits (400 read / 200 mutating) because each request is short.
 DEFAULT_QPS = 150.0
 DEFAULT_BURST = 300

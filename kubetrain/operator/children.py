@@ -1,4 +1,4 @@
-"""The objects a job owns, built exactly as BEHAVIOUR.md §4 and §8 say: pods, the headless
+"""The objects a job owns, built exactly as docs/behaviour.md §4 and §8 say: pods, the headless
 Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
 
 - Pod `<job>-<lower(type)>-<index>`, `hostname` = pod name, `subdomain` = job name, labels

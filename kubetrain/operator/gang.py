@@ -1,4 +1,4 @@
-"""Gang scheduling (BEHAVIOUR.md §8): when a PodGroup is needed and whether pods may be created.
+"""Gang scheduling (docs/behaviour.md §8): when a PodGroup is needed and whether pods may be created.
 
 - `none`: no PodGroup, pods are created at once.
 - `volcano`: the PodGroup is created first; pods only once Volcano admitted it (its phase is

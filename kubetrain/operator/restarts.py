@@ -1,4 +1,4 @@
-"""Failures and restarts (BEHAVIOUR.md §6): what a failed pod means, and how restarts are counted.
+"""Failures and restarts (docs/behaviour.md §6): what a failed pod means, and how restarts are counted.
 
 Verdict on a pod in phase Failed, by the replica type's restartPolicy:
 - Never: the job fails (`JobFailed`).

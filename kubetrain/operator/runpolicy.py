@@ -1,4 +1,4 @@
-"""Run policy (BEHAVIOUR.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy.
+"""Run policy (docs/behaviour.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy.
 
 All times are computed, never polled: the planner returns the exact instant it must be woken
 (`Plan.requeue_at`) for a deadline or a TTL, and acts when `now` has reached it.

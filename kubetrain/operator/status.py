@@ -1,4 +1,4 @@
-"""Job status per BEHAVIOUR.md §5: conditions, replica statuses, times — pure helpers.
+"""Job status per docs/behaviour.md §5: conditions, replica statuses, times — pure helpers.
 
 Conditions are `{type, status, reason, message, lastUpdateTime, lastTransitionTime}`.
 A condition is only touched when its status, reason or message changes (so an unchanged

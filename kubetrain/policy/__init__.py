@@ -1,4 +1,4 @@
-"""Platform policy (TrainingPolicy, BEHAVIOUR.md §9): pure evaluation, no I/O.
+"""Platform policy (TrainingPolicy, docs/behaviour.md §9): pure evaluation, no I/O.
 
 The interface the webhook and `kubetrain validate --policy` use:
 

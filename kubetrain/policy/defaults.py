@@ -1,6 +1,6 @@
 """Platform defaults: fill fields the user left unset from the matching TrainingPolicies.
 
-Order and precedence (BEHAVIOUR.md §2, §9): the user's value always wins; otherwise the first
+Order and precedence (docs/behaviour.md §2, §9): the user's value always wins; otherwise the first
 matching policy in name order that defaults the field sets it; otherwise the built-in default
 (§2) stays. Policy defaults are applied *after* the built-in defaults, so "left unset" is
 judged on the object the user submitted (`user_job`), not on the built-in-defaulted one: a

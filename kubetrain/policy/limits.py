@@ -6,7 +6,7 @@ Every limit of every matching policy applies. Each violation is one line of the 
 A policy with `enforcement: Deny` (the default) turns its lines into denials; `Warn` turns them
 into admission warnings and the job is admitted.
 
-Limits (BEHAVIOUR.md §9):
+Limits (docs/behaviour.md §9):
 - `maxReplicasPerJob`: total pods (elastic PyTorch Workers count at `maxReplicas`).
 - `maxTotalResources`: per resource name, the sum over replica types of replicas x the pod's
   effective resources (containers' requests, or limits where a container has no request; init

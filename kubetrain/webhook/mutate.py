@@ -1,4 +1,4 @@
-"""The mutating webhook: write the defaults of BEHAVIOUR.md §2 into the stored job.
+"""The mutating webhook: write the defaults of docs/behaviour.md §2 into the stored job.
 
 The defaulted object comes from the same pure function the controller uses
 (`kubetrain.api.defaulting.default_job`); the answer is the JSONPatch from the request's object to

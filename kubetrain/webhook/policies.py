@@ -1,4 +1,4 @@
-"""Platform policy in the admission webhooks (BEHAVIOUR.md §9).
+"""Platform policy in the admission webhooks (docs/behaviour.md §9).
 
 Two parts:
 

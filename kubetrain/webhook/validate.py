@@ -1,4 +1,4 @@
-"""The validating webhook: BEHAVIOUR.md §3 at apply time.
+"""The validating webhook: docs/behaviour.md §3 at apply time.
 
 Every problem is reported at once, in one message that names each field path
 (`TFJob "mnist" is invalid: [spec.tfReplicaSpecs[Chief].replicas: Invalid: ..., ...]`, worded

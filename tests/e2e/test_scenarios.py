@@ -65,7 +65,7 @@ async def test_valid_job_of_each_kind_runs_to_succeeded(cluster: Any, kind: str)
     name = f"ok-{kind.lower()}"
     replicas = JOBS[kind]
     created = await cluster.create_job(support.job_manifest(kind, name, cluster.namespace, replicas))
-    # The mutating webhook ran: defaults are stored in the object (BEHAVIOUR §2).
+    # The mutating webhook ran: defaults are stored in the object (docs/behaviour.md §2).
     assert created["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
     total = sum(replicas.values())
     pods = await cluster.wait_pods(name, total, running=False)

@@ -1,4 +1,4 @@
-"""API-call budget (issue 4, DESIGN.md): over a clean life a job of N pods costs the operator at
+"""API-call budget (docs/performance.md): over a clean life a job of N pods costs the operator at
 most N pod creates + 1 Service + (1 PodGroup with gang scheduling) + 4 status writes, and no
 LIST or GET once its caches are synced. Counted with devcluster's request accounting, by the
 controller's User-Agent (the test and the pod simulator use their own)."""

@@ -1,4 +1,4 @@
-"""Contract audit of BEHAVIOUR.md §4-§10 against the running controller (devcluster + DevStack):
+"""Contract audit of docs/behaviour.md §4-§10 against the running controller (devcluster + DevStack):
 the scale subresource of elastic PyTorch Workers, Events for delete failures, and the
 Prometheus metrics a job's life produces (served on /metrics with their labels)."""
 

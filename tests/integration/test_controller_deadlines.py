@@ -1,4 +1,4 @@
-"""Time-driven run policy (BEHAVIOUR.md §7) with a FakeClock injected into the controller:
+"""Time-driven run policy (docs/behaviour.md §7) with a FakeClock injected into the controller:
 activeDeadlineSeconds fires exactly at the deadline with no other event, TTL deletes the job
 and (through devcluster's garbage collector) its children, suspend/resume resets startTime.
 No real time is slept for a deadline: the test advances the controller's clock."""

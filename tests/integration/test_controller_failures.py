@@ -1,4 +1,4 @@
-"""Failures and restarts (BEHAVIOUR.md §6) through the real controller against devcluster:
+"""Failures and restarts (docs/behaviour.md §6) through the real controller against devcluster:
 ExitCode retryable vs permanent, OnFailure eviction, backoffLimit counting in-place restarts,
 a deleted pod recreated, and the Events users see for each."""
 

@@ -1,4 +1,4 @@
-"""Gang scheduling (BEHAVIOUR.md §8) through the real controller against devcluster, with the
+"""Gang scheduling (docs/behaviour.md §8) through the real controller against devcluster, with the
 PodGroup CRDs of Volcano and scheduler-plugins installed by the test (or not installed)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run policy (BEHAVIOUR.md §7) that needs no clock: each cleanPodPolicy, and managedBy."""
+"""Run policy (docs/behaviour.md §7) that needs no clock: each cleanPodPolicy, and managedBy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BEHAVIOUR.md §10 "graceful stop on SIGTERM": `kubetrain controller` and `kubetrain run` as real
+"""docs/behaviour.md §10 "graceful stop on SIGTERM": `kubetrain controller` and `kubetrain run` as real
 processes against devcluster. Holding the leader Lease, SIGTERM makes the process exit 0
 promptly and release the Lease (holderIdentity emptied) so a standby takes over at once."""
 

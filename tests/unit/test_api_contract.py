@@ -1,4 +1,4 @@
-"""Contract audit (BEHAVIOUR.md §1-§3): Kubeflow manifests, elastic and gang edge cases, the
+"""Contract audit (docs/behaviour.md §1-§3): Kubeflow manifests, elastic and gang edge cases, the
 update rules one by one, the structural-schema rules kube-apiserver applies to the CRDs, and the
 `State` printer column."""
 

@@ -1,4 +1,4 @@
-"""Defaulting (BEHAVIOUR.md §2): one case where a default applies and one where it must not."""
+"""Defaulting (docs/behaviour.md §2): one case where a default applies and one where it must not."""
 
 from __future__ import annotations
 

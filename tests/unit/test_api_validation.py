@@ -1,4 +1,4 @@
-"""Validation (BEHAVIOUR.md §3): for every rule a valid case and an invalid case with its exact path."""
+"""Validation (docs/behaviour.md §3): for every rule a valid case and an invalid case with its exact path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MXNet environment (DMLC_*, MX_CONFIG) per BEHAVIOUR.md §4, and the MXJob success rule (§5)."""
+"""MXNet environment (DMLC_*, MX_CONFIG) per docs/behaviour.md §4, and the MXJob success rule (§5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PyTorch environment (MASTER_*, WORLD_SIZE, RANK, PET_*, elastic PET_RDZV_*) per BEHAVIOUR.md §4,
+"""PyTorch environment (MASTER_*, WORLD_SIZE, RANK, PET_*, elastic PET_RDZV_*) per docs/behaviour.md §4,
 and the PyTorchJob success rule (§5)."""
 
 from __future__ import annotations

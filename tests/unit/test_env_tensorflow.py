@@ -1,4 +1,4 @@
-"""TF_CONFIG exactly as BEHAVIOUR.md §4 says, and the TFJob success rule (§5)."""
+"""TF_CONFIG exactly as docs/behaviour.md §4 says, and the TFJob success rule (§5)."""
 
 from __future__ import annotations
 

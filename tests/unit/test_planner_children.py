@@ -1,4 +1,4 @@
-"""Children exactly as BEHAVIOUR.md §4/§8: pods, the headless Service, PodGroups."""
+"""Children exactly as docs/behaviour.md §4/§8: pods, the headless Service, PodGroups."""
 
 from __future__ import annotations
 

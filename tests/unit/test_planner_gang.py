@@ -1,4 +1,4 @@
-"""plan() and BEHAVIOUR.md §8: PodGroups, the Volcano admission wait, a missing PodGroup API."""
+"""plan() and docs/behaviour.md §8: PodGroups, the Volcano admission wait, a missing PodGroup API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""plan() and BEHAVIOUR.md §6: exit-code restarts, OnFailure recreation, backoffLimit counting
+"""plan() and docs/behaviour.md §6: exit-code restarts, OnFailure recreation, backoffLimit counting
 recreations and in-place container restarts, counts that survive an operator restart."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""plan() and BEHAVIOUR.md §7: exact deadline and TTL wake-ups, cleanPodPolicy, suspend/resume."""
+"""plan() and docs/behaviour.md §7: exact deadline and TTL wake-ups, cleanPodPolicy, suspend/resume."""
 
 from __future__ import annotations
 

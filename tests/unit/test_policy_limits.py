@@ -1,4 +1,4 @@
-"""Platform limits (BEHAVIOUR.md §9): one test per limit, several policies, Warn vs Deny."""
+"""Platform limits (docs/behaviour.md §9): one test per limit, several policies, Warn vs Deny."""
 
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ rules:
 {{ include "kubetrain.webhookSettings" . }}
 {{- end }}
 
-{{/* `kubetrain run` arguments, built from values (flags: /tmp/team.md "CLI flags"). */}}
+{{/* `kubetrain run` arguments, built from values (flags: kubetrain/commands/_flags.py). */}}
 {{- define "kubetrain.args" -}}
 - run
 - --log-level={{ .Values.logLevel }}
