@@ -271,7 +271,8 @@ def measure(
     `client_cpu` sums the client processes (`client_cpu_per_process` lists each), `server_cpu`
     is the server process's utime + stime from /proc/<pid>/stat (all its threads).
     `machine_cpus` splits each CPU's time over the window into busy / idle / steal (time the
-    hypervisor gave to another guest, which no process's CPU time includes)."""
+    hypervisor gave to another guest, which no process's CPU time includes); `other_cpu` is
+    the busy time (in cores) that was neither the clients' nor the server's."""
     mp = multiprocessing.get_context("spawn")
     n = max(1, min(client_processes, clients))
     shares = [clients // n + (1 if i < clients % n else 0) for i in range(n)]
@@ -321,15 +322,21 @@ def measure(
     if server0 is not None and server1 is not None:
         res["server_cpu"] = round((server1 - server0) / wall, 3)
         res["server_cpu_ms_per_review"] = round((server1 - server0) * 1000 / len(latencies), 3)
+        # busy CPU time on the machine that is neither the clients' nor the server's
+        # (other processes, the kernel's softirq work): > ~0.1 means the run was contended
+        busy = sum(v["busy"] for v in res["machine_cpus"].values())
+        res["other_cpu"] = round(max(0.0, busy - res["client_cpu"] - res["server_cpu"]), 3)
     return res
 
 
 def cpu_summary(res: dict[str, Any]) -> str:
-    server = f"server CPU {res['server_cpu']:.0%}" if "server_cpu" in res else "server CPU ?"
+    parts = [f"client CPU {res['client_cpu']:.0%} ({res['client_processes']} proc)"]
+    if "server_cpu" in res:
+        parts += [f"server CPU {res['server_cpu']:.0%}", f"other {res['other_cpu']:.0%}"]
     steal = "/".join(f"{v['steal']:.0%}" for v in res.get("machine_cpus", {}).values())
-    return f"client CPU {res['client_cpu']:.0%} ({res['client_processes']} proc), {server}" + (
-        f", steal {steal}" if steal else ""
-    )
+    if steal:
+        parts.append(f"steal {steal}")
+    return ", ".join(parts)
 
 
 def main() -> int:
