@@ -6,11 +6,11 @@ OpenAPI schema does not express are added to the loaded copy: the enum values of
 and container enums, and the syntax of resource quantities (`500m`, `16Gi`, `1e3`).
 
 Validation results are cached by template content: a webhook sees the same few templates over and
-over. The cache key (`template_key`) is the template's `marshal` serialisation (format version 2,
-which has no back-references, so equal JSON data gives equal bytes): about 6x cheaper than the
-`json.dumps(sort_keys=True)` it replaces, which was most of the cost of validating a large job
-whose templates were already cached. A template is only rebuilt from its key (through JSON, so
-it is validated exactly as the API server would send it) when the cache misses.
+over. The cache key (`template_key`) is the template's compact JSON from orjson (equal JSON data
+gives equal bytes): about 6x cheaper than the `marshal` key before it, which was itself 6x
+cheaper than `json.dumps(sort_keys=True)`; the key was the largest cost of validating a large
+job whose templates were already cached. A template is only rebuilt from its key (JSON, so it is
+validated exactly as the API server would receive it) when the cache misses.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import marshal
 from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import jsonschema
+import orjson
 from jsonschema.exceptions import ValidationError
 
 from kubetrain.api.errors import ErrorKind, FieldError, json_type
@@ -111,18 +111,20 @@ def _validator() -> jsonschema.Draft202012Validator:
 # template → errors
 
 
-# marshal format 2: no references between equal sub-objects, so the bytes depend on content only.
-_MARSHAL_VERSION = 2
 NOT_JSON = "must be a JSON object"
 
 
 def template_key(template: Any) -> bytes | str | None:
     """A hashable key equal for equal templates (same keys in the same order, same JSON types);
-    None when the template is not JSON data."""
+    None when the template is not JSON data.
+
+    orjson's compact JSON bytes: ~6x cheaper than marshal on a large template, and the key is the
+    JSON text kubectl would send (a YAML date becomes its string, as kubectl sends it).
+    """
     try:
-        return marshal.dumps(template, _MARSHAL_VERSION)
-    except ValueError:
-        pass  # e.g. a str subclass: fall back to JSON text
+        return orjson.dumps(template)
+    except TypeError:
+        pass  # e.g. non-string keys or integers beyond 64 bits: fall back to the stdlib
     try:
         return json.dumps(template, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
@@ -130,10 +132,10 @@ def template_key(template: Any) -> bytes | str | None:
 
 
 def template_from_key(key: bytes | str) -> Any:
-    """The JSON data a `template_key` stands for; raises TypeError/ValueError for non-JSON data."""
+    """The JSON data a `template_key` stands for."""
     if isinstance(key, str):
         return json.loads(key)
-    return json.loads(json.dumps(marshal.loads(key)))
+    return orjson.loads(key)
 
 
 def template_errors(template: Any, base_path: str) -> list[FieldError]:
