@@ -10,11 +10,16 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
 - One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
 - A PodGroup named after the job: Volcano `scheduling.volcano.sh/v1beta1` or scheduler-plugins
   `scheduling.x-k8s.io/v1alpha1`.
+- For an elastic PyTorchJob with `elasticPolicy.metrics`, an `autoscaling/v2`
+  HorizontalPodAutoscaler named after the job that scales the job itself (its scale
+  subresource) within `minReplicas..maxReplicas`.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -43,6 +48,10 @@ SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 SCHEDULER_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
+HPA_API_VERSION = "autoscaling/v2"
+# On the job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
+# the job asks for hashes differently (not when the API server normalised what was written).
+ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
 
 
 def owner_reference(job: JobLayout) -> dict[str, Any]:
@@ -280,6 +289,48 @@ def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | Non
             "name": job.name,
             "namespace": job.namespace,
             "labels": job_labels(job),
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": spec,
+    }
+
+
+def hpa_spec(job: JobLayout) -> dict[str, Any] | None:
+    """The HPA spec the job asks for: None unless it has an elasticPolicy with non-empty metrics."""
+    policy = job.spec.get("elasticPolicy")
+    if not isinstance(policy, Mapping):
+        return None
+    metrics = policy.get("metrics")
+    if not isinstance(metrics, list) or not metrics:
+        return None
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": job.api_version, "kind": job.kind, "name": job.name},
+    }
+    if isinstance(policy.get("minReplicas"), int):
+        spec["minReplicas"] = policy["minReplicas"]
+    if isinstance(policy.get("maxReplicas"), int):
+        spec["maxReplicas"] = policy["maxReplicas"]
+    spec["metrics"] = copy.deepcopy(metrics)
+    return spec
+
+
+def hpa_spec_hash(spec: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def build_hpa(job: JobLayout) -> dict[str, Any] | None:
+    """The job's HorizontalPodAutoscaler (None when the job asks for none)."""
+    spec = hpa_spec(job)
+    if spec is None:
+        return None
+    return {
+        "apiVersion": HPA_API_VERSION,
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": job_labels(job),
+            "annotations": {ANNOTATION_HPA_SPEC_HASH: hpa_spec_hash(spec)},
             "ownerReferences": [owner_reference(job)],
         },
         "spec": spec,

@@ -2,14 +2,16 @@
 
 How the controller uses a Plan (in this order; see docs/architecture.md):
 1. `delete_job`: DELETE the job (children follow through ownerReferences); nothing else.
-2. `create_service`, then `create_pod_group`; `delete_service`, `delete_pod_group`.
+2. `create_service`, then `create_pod_group`; `delete_service`, `delete_pod_group`; then the
+   HorizontalPodAutoscaler: `create_hpa`, `update_hpa` (a PUT carrying the observed
+   resourceVersion; 409 → requeue), `delete_hpa`.
 3. `delete_pods` (names; expect the deletes), then `create_pods` (dicts; expect the creates).
 4. `status`: when not None, write it to the `/status` subresource with the job's
    resourceVersion (409 → requeue; the next plan starts from the fresh job).
 5. `events`: record them on the job (after the status write succeeded, or when status is None).
 6. `requeue_at`: add the job's key to the work queue at exactly that time.
 What it must feed back: the job as last written (so the persisted restart counts are seen),
-the job's pods, its Service and PodGroup from the cache, whether the PodGroup API is installed;
+the job's pods, its Service, PodGroup and HPA from the cache, whether the PodGroup API is installed;
 and it must not call `plan` for a job while expected creates/deletes are not observed yet.
 
 This module holds the reconcile's frame (conditions, finished jobs, TTL); `active.py` the part
@@ -25,9 +27,11 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.env import JobLayout
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
 from kubetrain.operator.active import ActiveJob, controlled_by, pod_name, terminating
+from kubetrain.operator.children import ANNOTATION_HPA_SPEC_HASH, build_hpa
 from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache, PreparedJob
 
 MAX_EVENT_MESSAGE = 1024
@@ -46,6 +50,7 @@ class Observed:
     service: dict[str, Any] | None = None
     pod_group: dict[str, Any] | None = None
     pod_group_crd_installed: bool = True
+    hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
 
 
 @dataclass
@@ -62,6 +67,9 @@ class Plan:
     delete_service: bool = False
     create_pod_group: dict[str, Any] | None = None
     delete_pod_group: bool = False
+    create_hpa: dict[str, Any] | None = None
+    update_hpa: dict[str, Any] | None = None  # the whole HPA, with the observed resourceVersion
+    delete_hpa: bool = False
     status: dict[str, Any] | None = None  # the new status when it changed, else None
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None
@@ -158,6 +166,8 @@ class Reconcile:
                 # Recount: pods that cleanPodPolicy deletes now are no longer active, so the
                 # last status a finished job gets does not show pods that are gone.
                 active.write_replica_statuses(active.tallies, finished=True)
+        elif active is not None:
+            self.autoscaler(active.layout)
         if st.status_changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan
@@ -177,6 +187,9 @@ class Reconcile:
             self.plan.delete_service = True
         if group is not None and controlled_by(group, self.job):
             self.plan.delete_pod_group = True
+        hpa = self.observed.hpa
+        if hpa is not None and controlled_by(hpa, self.job) and not terminating(hpa):
+            self.plan.delete_hpa = True
         expiry = runpolicy.ttl_expiry(self.spec, st.parse_time(self.status.get("completionTime")))
         if expiry is not None:
             # The reconcile that finishes the job records status and events first; the job is
@@ -185,3 +198,29 @@ class Reconcile:
                 self.plan.delete_job = True
             else:
                 self.plan.requeue_at = runpolicy.earliest(self.plan.requeue_at, expiry)
+
+    def autoscaler(self, layout: JobLayout) -> None:
+        """The job's HorizontalPodAutoscaler (docs/behaviour.md §4) while it is not finished:
+        created when missing, replaced when the spec the job asks for (elasticPolicy bounds and
+        metrics) hashes differently from the one kubetrain last wrote, deleted when the job asks
+        for none. An HPA of that name the job does not own is left alone."""
+        observed = self.observed.hpa
+        if observed is not None and (not controlled_by(observed, self.job) or terminating(observed)):
+            return
+        wanted = build_hpa(layout)
+        if wanted is None:
+            if observed is not None:
+                self.plan.delete_hpa = True
+            return
+        if observed is None:
+            self.plan.create_hpa = wanted
+            return
+        meta: dict[str, Any] = copy.deepcopy(observed.get("metadata") or {})
+        annotations = meta.get("annotations") or {}
+        wanted_hash = wanted["metadata"]["annotations"][ANNOTATION_HPA_SPEC_HASH]
+        if annotations.get(ANNOTATION_HPA_SPEC_HASH) == wanted_hash:
+            return
+        meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
+        meta["annotations"] = {**annotations, **wanted["metadata"]["annotations"]}
+        meta["ownerReferences"] = wanted["metadata"]["ownerReferences"]
+        self.plan.update_hpa = {**wanted, "metadata": meta}

@@ -175,6 +175,8 @@ class Sim:
         self.pods: dict[str, dict[str, Any]] = {}
         self.service: dict[str, Any] | None = None
         self.pod_group: dict[str, Any] | None = None
+        self.hpa: dict[str, Any] | None = None
+        self.hpa_writes = 0
         self.crd_installed = True
         self.status_writes = 0
         self.created: list[str] = []
@@ -191,6 +193,7 @@ class Sim:
             service=self.service,
             pod_group=self.pod_group,
             pod_group_crd_installed=self.crd_installed,
+            hpa=self.hpa,
         )
 
     def plan(self, now: datetime) -> Any:
@@ -212,6 +215,19 @@ class Sim:
             self.service = None
         if p.delete_pod_group:
             self.pod_group = None
+        if p.create_hpa is not None:
+            self.hpa = copy.deepcopy(p.create_hpa)
+            self.hpa["metadata"]["resourceVersion"] = "1"
+            self.hpa_writes += 1
+        if p.update_hpa is not None:
+            assert self.hpa is not None
+            assert p.update_hpa["metadata"]["resourceVersion"] == self.hpa["metadata"]["resourceVersion"]
+            self.hpa = copy.deepcopy(p.update_hpa)
+            self.hpa["metadata"]["resourceVersion"] = str(int(self.hpa["metadata"]["resourceVersion"]) + 1)
+            self.hpa_writes += 1
+        if p.delete_hpa:
+            self.hpa = None
+            self.hpa_writes += 1
         for name in p.delete_pods:
             self.pods.pop(name, None)
             self.deleted.append(name)
