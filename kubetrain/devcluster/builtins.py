@@ -4,7 +4,9 @@ Pods get the defaults kube-apiserver (and its default admission plugins) give th
 restartPolicy Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, schedulerName
 default-scheduler, serviceAccountName default, container terminationMessagePath/Policy and
 imagePullPolicy, port protocol TCP. Services get type ClusterIP, an allocated clusterIP and
-port defaults. Namespaces get phase Active and the `kubernetes` finalizer.
+port defaults. Namespaces get phase Active and the `kubernetes` finalizer. autoscaling/v2
+HorizontalPodAutoscalers get minReplicas 1 and, without metrics, the 80 % CPU utilization
+target, and are checked for scaleTargetRef and 1 ≤ minReplicas ≤ maxReplicas.
 """
 
 from __future__ import annotations
@@ -223,6 +225,49 @@ def default_namespace(ns: Obj) -> None:
     labels["kubernetes.io/metadata.name"] = ns["metadata"]["name"]
 
 
+def default_hpa(hpa: Obj) -> None:
+    spec = hpa.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            }
+        ]
+
+
+def validate_hpa(hpa: Obj) -> list[Cause]:
+    spec = hpa.get("spec")
+    if not isinstance(spec, dict):
+        return [Cause("FieldValueRequired", "Required value", "spec")]
+    causes: list[Cause] = []
+    ref = spec.get("scaleTargetRef")
+    for field in ("kind", "name"):
+        if not isinstance(ref, dict) or not ref.get(field):
+            causes.append(Cause("FieldValueRequired", "Required value", f"spec.scaleTargetRef.{field}"))
+    low, high = spec.get("minReplicas"), spec.get("maxReplicas")
+    if not isinstance(high, int) or high < 1:
+        causes.append(
+            Cause("FieldValueInvalid", f"Invalid value: {high}: must be greater than 0", "spec.maxReplicas")
+        )
+    if not isinstance(low, int) or low < 1:
+        causes.append(
+            Cause("FieldValueInvalid", f"Invalid value: {low}: must be greater than 0", "spec.minReplicas")
+        )
+    elif isinstance(high, int) and low > high:
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {high}: must be greater than or equal to `minReplicas`",
+                "spec.maxReplicas",
+            )
+        )
+    return causes
+
+
 def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
     if resource == "pods" and old is None:
         default_pod(obj)
@@ -232,6 +277,8 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
         default_namespace(obj)
     elif resource == "customresourcedefinitions":
         default_crd(obj)
+    elif resource == "horizontalpodautoscalers":
+        default_hpa(obj)
 
 
 def default_crd(crd: Obj) -> None:
@@ -279,6 +326,8 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_service(obj)
     if resource == "customresourcedefinitions":
         return validate_crd(obj)
+    if resource == "horizontalpodautoscalers":
+        return validate_hpa(obj)
     if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):
         ref = obj.get("roleRef") or {}
         shown = ", ".join(f'{k}:"{ref.get(f, "")}"' for k, f in _ROLE_REF_FIELDS)

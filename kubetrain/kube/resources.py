@@ -75,6 +75,9 @@ EVENTS = ResourceRef("", "v1", "events", "Event", True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
+HORIZONTAL_POD_AUTOSCALERS = ResourceRef(
+    "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True
+)
 MUTATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
     "admissionregistration.k8s.io",
     "v1",

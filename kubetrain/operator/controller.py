@@ -32,7 +32,14 @@ from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
-from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES, PODS, SERVICES, ResourceRef
+from kubetrain.kube.resources import (
+    HORIZONTAL_POD_AUTOSCALERS,
+    JOB_RESOURCES,
+    POD_GROUP_RESOURCES,
+    PODS,
+    SERVICES,
+    ResourceRef,
+)
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.metrics import (
     JOBS_CREATED,
@@ -157,7 +164,15 @@ class Controller:
         services.add_handler(
             on_add=self._child_changed, on_update=self._child_updated, on_delete=self._child_changed
         )
-        self.informers += [pods, services]
+        # Every HorizontalPodAutoscaler too (elastic PyTorchJobs with metrics own one): an HPA of a
+        # job's name that the job does not own must be seen, so the job leaves it alone.
+        hpas = Informer(
+            self.client, HORIZONTAL_POD_AUTOSCALERS, cache=self.cache, namespaces=namespaces, clock=self.clock
+        )
+        hpas.add_handler(
+            on_add=self._child_changed, on_update=self._child_updated, on_delete=self._child_changed
+        )
+        self.informers += [pods, services, hpas]
         if self.pod_group_ref is not None and self.pod_group_api_installed:
             groups = Informer(
                 self.client, self.pod_group_ref, cache=self.cache, namespaces=namespaces, clock=self.clock
@@ -225,8 +240,8 @@ class Controller:
 
     def _child_changed(self, obj: Obj) -> None:
         key = owner_job_key(obj)
-        if key is None and obj.get("kind") == "Service":
-            # A Service not owned by a job may block the job of the same name.
+        if key is None and obj.get("kind") in ("Service", "HorizontalPodAutoscaler"):
+            # A Service (HPA) not owned by a job blocks the job's own of the same name.
             meta = obj.get("metadata") or {}
             for kind in JOB_RESOURCES:
                 if self.cache.get(JOB_RESOURCES[kind], meta.get("namespace"), meta.get("name", "")):
@@ -268,6 +283,7 @@ class Controller:
             service=service,
             pod_group=group,
             pod_group_crd_installed=self.pod_group_ref is None or self.pod_group_api_installed,
+            hpa=self.cache.store(HORIZONTAL_POD_AUTOSCALERS).get(namespace, name),
         )
 
     async def reconcile(self, key: str) -> None:
@@ -322,6 +338,15 @@ class Controller:
         if p.delete_pod_group and self.pod_group_ref is not None:
             ref_pg = self.pod_group_ref
             await self._delete_child(job, ref_pg, name, failures, self.client.delete(ref_pg, namespace, name))
+        hpa_ref = HORIZONTAL_POD_AUTOSCALERS
+        if p.create_hpa is not None:
+            await self._create_child(job, hpa_ref, p.create_hpa, failures)
+        if p.update_hpa is not None:
+            await self._replace_child(job, hpa_ref, p.update_hpa, failures)
+        if p.delete_hpa:
+            await self._delete_child(
+                job, hpa_ref, name, failures, self.client.delete(hpa_ref, namespace, name)
+            )
         if p.delete_pods:
             self.expectations.expect_deletions(key, p.delete_pods)
             await asyncio.gather(
@@ -380,6 +405,25 @@ class Controller:
                 "Warning",
                 f"FailedCreate{ref.kind}",
                 f"could not create {ref.kind} {body['metadata']['name']}: {err}",
+            )
+            failures.append(err)
+
+    async def _replace_child(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> None:
+        """PUT `body` with the resourceVersion the plan saw. 409/404: the cache is behind; the
+        watch event of the newer object (or its deletion) requeues the job."""
+        try:
+            await self.client.replace(ref, body)
+        except ApiError as err:
+            if err.is_conflict or err.is_not_found:
+                log.debug(
+                    "update of %s %s: %s, waiting for the watch", ref.kind, body["metadata"]["name"], err
+                )
+                return
+            self.recorder.emit(
+                job,
+                "Warning",
+                f"FailedUpdate{ref.kind}",
+                f"could not update {ref.kind} {body['metadata']['name']}: {err}",
             )
             failures.append(err)
 

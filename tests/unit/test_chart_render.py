@@ -201,6 +201,8 @@ EXPECTED_JOBS_ROLE = (
     | expand("", ["pods"], ["list", "watch", "create", "delete"])
     | expand("", ["services"], ["list", "watch", "create", "delete"])
     | expand("", ["events"], ["create", "patch"])
+    # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
+    | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
 )
 for _ref in POD_GROUP_RESOURCES.values():
     EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "delete"])
