@@ -22,6 +22,8 @@ After the initial sync an informer makes zero LIST calls unless a 410 forces a r
 
 Handlers are plain callables, run synchronously in the informer task in event order, and must
 not block (typically they enqueue a work-queue key). A failing handler is logged, never fatal.
+`on_forbidden`: a 403 on a LIST or WATCH is passed to it and that namespace's loop ends (no
+retries; the informer then never syncs) — for an optional watch the caller may lack RBAC for.
 Objects are stored as received (not copied; `metadata.managedFields` is dropped to save
 memory); list items get `apiVersion`/`kind` filled in like watch objects.
 """
@@ -67,6 +69,7 @@ class Informer:
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         clock: Clock | None = None,
+        on_forbidden: Callable[[ApiError], None] | None = None,
     ) -> None:
         """`watch_timeout`: server-side timeoutSeconds of each watch, randomised up to 2x like
         client-go so many informers do not reconnect in lock-step. `read_timeout`: client-side
@@ -87,6 +90,7 @@ class Informer:
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self._clock = clock or SYSTEM_CLOCK
+        self.on_forbidden = on_forbidden
         self._add: list[AddHandler] = []
         self._update: list[UpdateHandler] = []
         self._delete: list[DeleteHandler] = []
@@ -139,6 +143,12 @@ class Informer:
         finally:
             await self.stop()
 
+    def cancel(self) -> None:
+        """Cancel the background tasks at once: no store update or handler runs after this call
+        returns. `await stop()` then waits for them to end."""
+        for task in self._tasks:
+            task.cancel()
+
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
         for task in tasks:
@@ -174,6 +184,9 @@ class Informer:
             except asyncio.CancelledError:
                 raise
             except ApiError as err:
+                if err.status == 403 and self.on_forbidden is not None:
+                    self.on_forbidden(err)
+                    return
                 failures += 1
                 delay = self._delay(failures)
                 log.warning("%s %s: %s; retrying in %.1f s", self.ref, namespace or "*", err, delay)

@@ -12,6 +12,12 @@ says through `KubeClient`, and schedules the exact wake-ups the plan asks for.
 Keys in the queue are `Kind/namespace/name`. Expectations (`kubetrain.kube.expectations`)
 hold a job back while creates/deletes it made are not yet visible in the cache, so a cache
 lagging behind our own writes never causes duplicate creates or deletes.
+
+With a gang scheduler, an informer watches the one CustomResourceDefinition that serves its
+PodGroups (by name). While it exists and is Established, a PodGroup informer runs; the API
+counts as installed once that informer has synced, and every job is enqueued then (and again
+when the CRD goes away), so jobs waiting for the API proceed without an operator restart. Without
+RBAC for that CRD (403), discovery at start decides once, as before.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
     HORIZONTAL_POD_AUTOSCALERS,
     JOB_RESOURCES,
     POD_GROUP_RESOURCES,
@@ -86,6 +93,22 @@ def owner_job_key(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+def crd_name(ref: ResourceRef) -> str:
+    """The name of the CustomResourceDefinition that serves `ref`: `<plural>.<group>`."""
+    return f"{ref.plural}.{ref.group}"
+
+
+def crd_serves(crd: Mapping[str, Any], ref: ResourceRef) -> bool:
+    """Whether `crd` is Established, not being deleted, and serves `ref`'s version."""
+    if (crd.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    served = any(
+        v.get("name") == ref.version and v.get("served")
+        for v in (crd.get("spec") or {}).get("versions") or ()
+    )
+    return served and _has_condition(crd.get("status"), "Established")
+
+
 def _has_condition(status: Mapping[str, Any] | None, type_: str) -> bool:
     for cond in (status or {}).get("conditions") or ():
         if cond.get("type") == type_ and cond.get("status") == "True":
@@ -119,28 +142,40 @@ class Controller:
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.pod_group_api_installed = False
         self.informers: list[Informer] = []
+        # The PodGroup informer runs while the PodGroup CRD serves (started and stopped by the
+        # CRD informer's events); `_pod_groups_syncing` marks the API installed once it synced.
+        self._crd_informer: Informer | None = None
+        self._crd_forbidden = asyncio.Event()
+        self._crd_forbidden_error: ApiError | None = None
+        self._pod_groups: Informer | None = None
+        self._pod_groups_syncing: asyncio.Task[None] | None = None
+        self._retired: list[Informer] = []
         self._workers: list[asyncio.Task[None]] = []
         self._started = False
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
     def synced(self) -> bool:
+        """Started, and the informers started with the controller synced. A PodGroup informer
+        started later (its CRD installed meanwhile) does not count: until it has synced the
+        PodGroup API simply counts as not installed yet."""
         return self._started and all(i.has_synced for i in self.informers)
 
     async def start(self, *, sync_timeout: float | None = None) -> None:
         """Start the informers, wait for their initial lists, then start the workers."""
+        if sync_timeout is None:
+            await self._start_informers()
+        else:
+            await asyncio.wait_for(self._start_informers(), sync_timeout)
+        self._started = True
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"kubetrain worker {i}")
+            for i in range(self.config.workers)
+        ]
+        log.info("controller started: %d workers, caches synced", self.config.workers)
+
+    async def _start_informers(self) -> None:
         namespaces = self.config.namespaces or None
-        if self.pod_group_ref is not None:
-            ref = self.pod_group_ref
-            self.pod_group_api_installed = await self.client.has_api(ref.group, ref.version, ref.plural)
-            if not self.pod_group_api_installed:
-                log.error(
-                    "gang scheduler %r selected but the PodGroup API %s/%s is not installed: jobs "
-                    "will get a condition saying so and no pods until it is",
-                    self.config.gang_scheduler,
-                    ref.group,
-                    ref.version,
-                )
         for kind, ref in JOB_RESOURCES.items():
             informer = Informer(self.client, ref, cache=self.cache, namespaces=namespaces, clock=self.clock)
             informer.add_handler(
@@ -173,27 +208,137 @@ class Controller:
             on_add=self._child_changed, on_update=self._child_updated, on_delete=self._child_changed
         )
         self.informers += [pods, services, hpas]
-        if self.pod_group_ref is not None and self.pod_group_api_installed:
-            groups = Informer(
-                self.client, self.pod_group_ref, cache=self.cache, namespaces=namespaces, clock=self.clock
-            )
-            groups.add_handler(
-                on_add=self._child_changed, on_update=self._child_updated, on_delete=self._child_changed
-            )
-            self.informers.append(groups)
         for informer in self.informers:
             informer.start()
-        waits = asyncio.gather(*(i.wait_synced() for i in self.informers))
-        if sync_timeout is None:
-            await waits
+        if self.pod_group_ref is not None:
+            await self._start_pod_group_api_watch(self.pod_group_ref)
+        await asyncio.gather(*(i.wait_synced() for i in self.informers))
+
+    # --- the PodGroup API: installed when its CRD is Established --------------------------------
+    async def _start_pod_group_api_watch(self, ref: ResourceRef) -> None:
+        """Watch the PodGroup CRD by name until its initial list is in (or RBAC refuses the
+        watch: then discovery decides once), and wait for the PodGroup informer if it serves."""
+        name = crd_name(ref)
+        crds = Informer(
+            self.client,
+            CUSTOM_RESOURCE_DEFINITIONS,
+            cache=self.cache,
+            field_selector=f"metadata.name={name}",
+            clock=self.clock,
+            on_forbidden=self._crd_watch_forbidden,
+        )
+        crds.add_handler(
+            on_add=self._crd_changed,
+            on_update=lambda _old, new: self._crd_changed(new),
+            on_delete=self._crd_deleted,
+        )
+        self._crd_informer = crds
+        crds.start()
+        synced = asyncio.ensure_future(crds.wait_synced())
+        forbidden = asyncio.ensure_future(self._crd_forbidden.wait())
+        try:
+            await asyncio.wait((synced, forbidden), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            synced.cancel()
+            forbidden.cancel()
+        if crds.has_synced:
+            self.informers.append(crds)
         else:
-            await asyncio.wait_for(waits, sync_timeout)
-        self._started = True
-        self._workers = [
-            asyncio.create_task(self._worker(), name=f"kubetrain worker {i}")
-            for i in range(self.config.workers)
-        ]
-        log.info("controller started: %d workers, caches synced", self.config.workers)
+            log.warning(
+                "gang scheduler %r: no permission to watch CustomResourceDefinition %s (%s); "
+                "the PodGroup API is looked up once, now: after installing %s, restart the "
+                "operator (the chart's current RBAC grants list/watch on that CRD)",
+                self.config.gang_scheduler,
+                name,
+                self._crd_forbidden_error,
+                self.config.gang_scheduler,
+            )
+            await crds.stop()
+            self._crd_informer = None
+            if await self.client.has_api(ref.group, ref.version, ref.plural):
+                self._start_pod_groups()
+        # The PodGroup informer started from the CRD's initial list: wait for its sync (a CRD
+        # deleted meanwhile cancels the wait; one re-created meanwhile starts a new one).
+        while (syncing := self._pod_groups_syncing) is not None and not syncing.done():
+            await asyncio.wait((syncing,))
+        if not self.pod_group_api_installed:
+            log.error(
+                "gang scheduler %r selected but the PodGroup API %s/%s is not installed: jobs "
+                "will get a condition saying so and no pods until it is",
+                self.config.gang_scheduler,
+                ref.group,
+                ref.version,
+            )
+
+    def _crd_watch_forbidden(self, err: ApiError) -> None:
+        self._crd_forbidden_error = err
+        self._crd_forbidden.set()
+
+    def _crd_changed(self, crd: Obj) -> None:
+        assert self.pod_group_ref is not None
+        serves = crd_serves(crd, self.pod_group_ref)
+        if serves and self._pod_groups is None:
+            self._start_pod_groups()
+        elif not serves and self._pod_groups is not None:
+            self._stop_pod_groups(f"CustomResourceDefinition {crd_name(self.pod_group_ref)} no longer serves")
+
+    def _crd_deleted(self, crd: Obj) -> None:
+        if self._pod_groups is not None and self.pod_group_ref is not None:
+            self._stop_pod_groups(f"CustomResourceDefinition {crd_name(self.pod_group_ref)} was deleted")
+
+    def _start_pod_groups(self) -> None:
+        """Start the PodGroup informer; the API counts as installed once it has synced."""
+        assert self.pod_group_ref is not None
+        groups = Informer(
+            self.client,
+            self.pod_group_ref,
+            cache=self.cache,
+            namespaces=self.config.namespaces or None,
+            clock=self.clock,
+        )
+        groups.add_handler(
+            on_add=self._child_changed, on_update=self._child_updated, on_delete=self._child_changed
+        )
+        self._pod_groups = groups
+        groups.start()
+        self._pod_groups_syncing = asyncio.create_task(
+            self._pod_groups_synced(groups), name="kubetrain podgroups sync"
+        )
+
+    async def _pod_groups_synced(self, groups: Informer) -> None:
+        await groups.wait_synced()
+        if self._pod_groups is not groups:
+            return  # stopped meanwhile
+        self.pod_group_api_installed = True
+        if self._started:
+            ref = self.pod_group_ref
+            assert ref is not None
+            log.info("PodGroup API %s/%s installed: resuming gang-scheduled jobs", ref.group, ref.version)
+        self._enqueue_all_jobs()
+
+    def _stop_pod_groups(self, why: str) -> None:
+        """The PodGroup API went away: forget its PodGroups and let every job say so."""
+        groups, self._pod_groups = self._pod_groups, None
+        if groups is None:
+            return
+        groups.cancel()  # nothing more reaches the store from this informer
+        self._retired.append(groups)
+        if self._pod_groups_syncing is not None:
+            self._pod_groups_syncing.cancel()
+            self._pod_groups_syncing = None
+        self.pod_group_api_installed = False
+        store = self.cache.store(groups.ref)
+        for obj in store.list():
+            meta = obj.get("metadata") or {}
+            store.remove(meta.get("namespace"), meta.get("name", ""))
+        log.error("%s: the PodGroup API is not installed any more; gang-scheduled jobs wait", why)
+        self._enqueue_all_jobs()
+
+    def _enqueue_all_jobs(self) -> None:
+        for kind, ref in JOB_RESOURCES.items():
+            for job in self.cache.store(ref).list():
+                meta = job.get("metadata") or {}
+                self.queue.add(job_key(kind, meta.get("namespace", ""), meta.get("name", "")))
 
     async def stop(self) -> None:
         self.queue.shutdown()
@@ -203,9 +348,19 @@ class Controller:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._workers = []
-        for informer in self.informers:
+        if self._pod_groups_syncing is not None:
+            self._pod_groups_syncing.cancel()
+            self._pod_groups_syncing = None
+        if self._pod_groups is not None:
+            self._retired.append(self._pod_groups)
+            self._pod_groups = None
+        if self._crd_informer is not None and self._crd_informer not in self.informers:
+            self._retired.append(self._crd_informer)
+        self._crd_informer = None
+        for informer in self.informers + self._retired:
             await informer.stop()
         self.informers = []
+        self._retired = []
         await self.recorder.flush()
         self._started = False
 

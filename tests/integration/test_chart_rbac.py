@@ -346,6 +346,13 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
         if values.get("gangScheduler", "none") != "none":  # the ddp job ran as a gang
             podgroups = {r.verb for r in records if r.user == release.user and r.resource == "podgroups"}
             assert {"list", "watch", "create"} <= podgroups
+            # The PodGroup CRD is watched by name (installing the scheduler later needs no restart).
+            crds = {
+                r.verb
+                for r in records
+                if r.user == release.user and r.resource == "customresourcedefinitions"
+            }
+            assert crds == {"list", "watch"}
 
         operator_requests = [r for r in release.cluster.requests.records if r.user == release.user]
         assert len(operator_requests) > 20, "the operator did talk to the API server as its ServiceAccount"
@@ -380,3 +387,34 @@ async def test_a_missing_verb_in_the_cluster_role_is_refused_with_kubes_message(
         denied = [r for r in release.cluster.requests.records if r.code == 403]
         assert denied and all(r.user == release.user for r in denied)
         assert {(r.verb, r.resource, r.namespace) for r in denied} == {("create", "pods", "default")}
+
+
+def _drop_rule(kind: str, resource: str) -> Callable[[list[Obj]], None]:
+    def edit(docs: list[Obj]) -> None:
+        for doc in docs:
+            if doc["kind"] == kind and any(resource in r["resources"] for r in doc["rules"]):
+                doc["rules"] = [r for r in doc["rules"] if resource not in r["resources"]]
+                return
+        raise AssertionError(f"no {kind} grants {resource}")
+
+    return edit
+
+
+async def test_an_older_chart_without_the_podgroup_crd_rule_falls_back_to_discovery(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A chart from before the operator watched the PodGroup CRD: one 403 and one warning, then the
+    operator runs as before (discovery at start found the PodGroup API), not stalled in cache sync."""
+    values = {"gangScheduler": "volcano", "certificates": {"mode": "selfManaged"}}
+    edit = _drop_rule("ClusterRole", "customresourcedefinitions")
+    async with running_release(tmp_path, values, edit) as release:
+        await ready(release)
+        await ca_bundles_injected(release)
+        await release.admin.create(job_resource("PyTorchJob"), pytorch_job("ddp"), namespace="default")
+        await job_succeeded(release.admin, "default", "ddp")
+        denied = [r for r in release.cluster.requests.records if r.code == 403]
+        assert [(r.user, r.verb, r.resource) for r in denied] == [
+            (release.user, "list", "customresourcedefinitions")
+        ]
+        warnings = [r.getMessage() for r in caplog.records if "no permission to watch" in r.getMessage()]
+        assert len(warnings) == 1 and "podgroups.scheduling.volcano.sh" in warnings[0]

@@ -33,6 +33,7 @@ import yaml
 
 from kubetrain.commands import _flags
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
+from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
@@ -212,6 +213,12 @@ EXPECTED_CLUSTER_ROLE_BASE = (
     # PolicyWatcher.sync_status: a merge patch of /status
     | expand("kubetrain.io", ["trainingpolicies/status"], ["patch"])
 )
+# With a gang scheduler, the controller watches the CRD serving its PodGroups by name (list + watch
+# with a metadata.name field selector), so installing the scheduler later needs no restart.
+EXPECTED_POD_GROUP_CRD_GRANTS = {
+    gang: expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["list", "watch"], (crd_name(ref),))
+    for gang, ref in POD_GROUP_RESOURCES.items()
+}
 # SelfManagedCertificates: get, watch with a metadata.name field selector, JSON patch of caBundle.
 EXPECTED_WEBHOOK_CONFIG_GRANTS = expand(
     "admissionregistration.k8s.io",
@@ -348,8 +355,10 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
             assert not any("secrets" in r["resources"] for r in role["rules"]), name
 
     assert grants(roles[("ClusterRole", f"{FULLNAME}-jobs")]["rules"]) == EXPECTED_JOBS_ROLE
-    expected_cluster = EXPECTED_CLUSTER_ROLE_BASE | (
-        EXPECTED_WEBHOOK_CONFIG_GRANTS if self_managed else set()
+    expected_cluster = (
+        EXPECTED_CLUSTER_ROLE_BASE
+        | (EXPECTED_WEBHOOK_CONFIG_GRANTS if self_managed else set())
+        | EXPECTED_POD_GROUP_CRD_GRANTS.get(values["gangScheduler"], set())
     )
     assert grants(roles[("ClusterRole", f"{FULLNAME}-cluster")]["rules"]) == expected_cluster
 
