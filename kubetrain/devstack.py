@@ -144,8 +144,8 @@ class DevStack:
         return opts.gang_simulator and opts.gang_scheduler != "none"
 
     async def install_podgroup_crd(self) -> None:
-        """The configured gang scheduler's PodGroup CRD, served before the controller starts (it
-        detects the PodGroup API through discovery at start)."""
+        """The configured gang scheduler's PodGroup CRD, served before this returns (the
+        controller watches the CRD, so it may be installed before or after the controller starts)."""
         await self._install([podgroup_crd(self.options.gang_scheduler)])
 
     async def install_crds(self) -> None:

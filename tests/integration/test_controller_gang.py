@@ -18,8 +18,8 @@ Obj = dict[str, Any]
 
 @contextlib.asynccontextmanager
 async def gang_stack(gang: str, crd: tuple[str, str] | None) -> AsyncIterator[tuple[DevStack, Harness]]:
-    """A stack whose controller starts after the PodGroup CRD (if any) is served: the controller
-    detects the PodGroup API through discovery when it starts."""
+    """A stack whose controller starts after the PodGroup CRD (if any) is served (a CRD installed
+    later: test_controller_gang_late_crd.py)."""
     stack = DevStack(DevStackOptions(gang_scheduler=gang, controller=False, podgroup_crd=False))
     await stack.start()
     h = await Harness.open(stack)
