@@ -219,6 +219,7 @@ class Controller:
         """Watch the PodGroup CRD by name until its initial list is in (or RBAC refuses the
         watch: then discovery decides once), and wait for the PodGroup informer if it serves."""
         name = crd_name(ref)
+        self._crd_forbidden.clear()  # a controller may be started again after stop()
         crds = Informer(
             self.client,
             CUSTOM_RESOURCE_DEFINITIONS,
