@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from kubetrain.commands.validate import read_documents
-from kubetrain.operator.children import GANG_SCHEDULERS, build_pod_group, build_pods, build_service
+from kubetrain.operator.children import GANG_SCHEDULERS, build_hpa, build_pod_group, build_pods, build_service
 from kubetrain.operator.prepare import prepare_job
 
 
@@ -73,6 +73,9 @@ def render_job(
     group = build_pod_group(layout, gang_scheduler)
     if group is not None:
         children.append(group)
+    hpa = build_hpa(layout)  # elastic PyTorchJobs with elasticPolicy.metrics
+    if hpa is not None:
+        children.append(hpa)
     children.extend(build_pods(layout, framework, gang_scheduler=gang_scheduler, scheduler=scheduler_name))
     if not layout.uid:
         for child in children:

@@ -116,3 +116,39 @@ def test_render_bad_input_is_a_clear_error(
 def test_render_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["render", "/nonexistent/job.yaml"]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+ELASTIC_JOB = """
+apiVersion: kubetrain.io/v1
+kind: PyTorchJob
+metadata:
+  name: el
+spec:
+  elasticPolicy:
+    minReplicas: 1
+    maxReplicas: 4
+    metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: example.com/train:1
+"""
+
+
+def test_render_elastic_job_with_metrics_shows_its_hpa(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, docs, _ = render(tmp_path, capsys, ELASTIC_JOB)
+    assert code == 0
+    hpa = next(d for d in docs if d["kind"] == "HorizontalPodAutoscaler")
+    target = {"apiVersion": "kubetrain.io/v1", "kind": "PyTorchJob", "name": "el"}
+    assert hpa["spec"]["scaleTargetRef"] == target
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
+    assert hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"] == ["el-worker-0", "el-worker-1"]
