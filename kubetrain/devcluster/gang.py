@@ -27,6 +27,11 @@ A pod of ours without a group is bound alone when it fits. Capacity is `nodes` x
 (default: what `PodSimulator` reports for its Nodes). Binding only: `PodSimulator` (with
 `scheduler_names=("default-scheduler",)`) runs the pods once bound. Cycles are serial and
 event-driven (no timers), so tests wait on observable state, never on time.
+
+Where it lives: this module is the simulator (watch caches, the scheduling loop, bindings and
+status writes); `gang_phases` decides each PodGroup's status for Volcano and scheduler-plugins,
+`gang_resources` holds the resource arithmetic, node capacity and placement, `gang_crds` the
+PodGroup CRDs.
 """
 
 from __future__ import annotations
@@ -36,13 +41,28 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Iterable, Mapping
-from datetime import UTC, datetime
-from fractions import Fraction
 from typing import Any
 
 from kubetrain.devcluster import podstatus
 from kubetrain.devcluster.gang_crds import SCHEDULER_PLUGINS, VOLCANO, podgroup_crd
-from kubetrain.devcluster.gang_resources import Resources, add, fits, pod_requests, resources, show, take
+from kubetrain.devcluster.gang_phases import (
+    Scheduling,
+    coscheduling_status,
+    group_min_member,
+    group_min_need,
+    obj_key,
+    pod_phase,
+    volcano_status,
+)
+from kubetrain.devcluster.gang_resources import (
+    TERMINAL,
+    Resources,
+    add,
+    free_by_node,
+    place,
+    pod_requests,
+    resources,
+)
 from kubetrain.devcluster.kubelet_api import ApiError, RawApi, list_then_watch
 
 log = logging.getLogger(__name__)
@@ -53,27 +73,13 @@ Key = tuple[str, str]
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULER_NAMES = {VOLCANO: ("volcano",), SCHEDULER_PLUGINS: ("scheduler-plugins-scheduler",)}
-TERMINAL = ("Succeeded", "Failed")
 
 __all__ = ["GangSchedulerSimulator", "pod_requests", "podgroup_crd"]
-
-
-def _key(obj: Obj) -> Key:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
 def _rv(obj: Obj) -> int:
     rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
     return int(rv) if rv.isdigit() else -1
-
-
-def _phase(obj: Obj) -> str:
-    return str((obj.get("status") or {}).get("phase") or "")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class GangSchedulerSimulator:
@@ -106,6 +112,7 @@ class GangSchedulerSimulator:
         self._session = uuid.uuid4().hex[:8]
         self.cycles = 0
         self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node) in binding order
+        self._scheduling = Scheduling(self._place, self._is_bound, self._bind, self._session)
 
     async def __aenter__(self) -> GangSchedulerSimulator:
         await self.start()
@@ -155,7 +162,7 @@ class GangSchedulerSimulator:
 
     @staticmethod
     def _store(cache: dict[Key, Obj], kind: str, obj: Obj) -> None:
-        key = _key(obj)
+        key = obj_key(obj)
         if kind == "DELETED":
             cache.pop(key, None)
         elif key not in cache or _rv(obj) >= _rv(cache[key]):
@@ -174,7 +181,7 @@ class GangSchedulerSimulator:
 
     async def _relist(self, cache: dict[Key, Obj], items: list[Obj], synced: str) -> None:
         cache.clear()
-        cache.update({_key(obj): obj for obj in items})
+        cache.update({obj_key(obj): obj for obj in items})
         self._synced[synced].set()
         self._wake.set()
 
@@ -212,223 +219,55 @@ class GangSchedulerSimulator:
 
     def _free_by_node(self) -> dict[str, Resources]:
         """Each node's allocatable minus the requests of unfinished pods bound (or assumed) to it."""
-        free = {node: dict(self.allocatable) for node in self.node_names}
-        counted: set[str] = set()
-        for pod in self._pods.values():
-            node = (pod.get("spec") or {}).get("nodeName")
-            uid = str((pod.get("metadata") or {}).get("uid", ""))
-            if node in free and _phase(pod) not in TERMINAL:
-                take(free[node], pod_requests(pod))
-                counted.add(uid)
-        for uid, (node, need) in self._assumed.items():
-            if uid not in counted and node in free:
-                take(free[node], need)
-        return free
+        return free_by_node(self.allocatable, self.node_names, self._pods.values(), self._assumed)
 
     def _place(self, pods: list[Obj], free: dict[str, Resources]) -> list[tuple[Obj, str]] | None:
         """A node for every pod (most free CPU first), taken from `free`; None if one does not fit."""
-        trial = {node: dict(res) for node, res in free.items()}
-        placed: list[tuple[Obj, str]] = []
-        for pod in pods:
-            need = pod_requests(pod)
-            nodes = [n for n in self.node_names if fits(need, trial[n])]
-            if not nodes:
-                return None
-            node = max(nodes, key=lambda n: (trial[n].get("cpu", Fraction(0)), -self.node_names.index(n)))
-            take(trial[node], need)
-            placed.append((pod, node))
-        free.update(trial)
-        return placed
+        return place(pods, free, self.node_names)
 
     async def _cycle(self) -> None:
         free = self._free_by_node()
         members: dict[Key, list[Obj]] = {}
-        for pod in sorted(self._pods.values(), key=lambda p: _key(p)):
+        for pod in sorted(self._pods.values(), key=lambda p: obj_key(p)):
             if not self._ours(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             group_name = self._group_of(pod)
             if group_name is None:
-                if not (pod.get("spec") or {}).get("nodeName") and _phase(pod) not in TERMINAL:
+                if not (pod.get("spec") or {}).get("nodeName") and pod_phase(pod) not in TERMINAL:
                     placed = self._place([pod], free)
                     if placed:
                         await self._bind(placed)
                 continue
-            members.setdefault((_key(pod)[0], group_name), []).append(pod)
+            members.setdefault((obj_key(pod)[0], group_name), []).append(pod)
 
         def order(group: Obj) -> tuple[str, str, str]:
             meta = group.get("metadata") or {}
-            return str(meta.get("creationTimestamp", "")), *_key(group)
+            return str(meta.get("creationTimestamp", "")), *obj_key(group)
 
-        decide = self._volcano if self.gang_scheduler == VOLCANO else self._coscheduling
+        decide = volcano_status if self.gang_scheduler == VOLCANO else coscheduling_status
         # Volcano's enqueue: admitted groups whose pods are not bound yet hold their minResources.
         reserved: Resources = {}
         for group in self._groups.values():
-            bound = [p for p in members.get(_key(group), []) if self._is_bound(p)]
-            if _phase(group) == "Inqueue" and len(bound) < self._min_member(group):
-                add(reserved, self._min_need(group))
+            bound = [p for p in members.get(obj_key(group), []) if self._is_bound(p)]
+            if pod_phase(group) == "Inqueue" and len(bound) < group_min_member(group):
+                add(reserved, group_min_need(group))
         for group in sorted(self._groups.values(), key=order):
             if (group.get("metadata") or {}).get("deletionTimestamp"):
                 continue
-            status = await decide(group, members.get(_key(group), []), free, reserved)
+            status = await decide(group, members.get(obj_key(group), []), free, reserved, self._scheduling)
             if status is not None:
                 await self._write_status(group, status)
-
-    # -- Volcano --------------------------------------------------------------------------------
 
     def _is_bound(self, pod: Obj) -> bool:
         uid = str((pod.get("metadata") or {}).get("uid", ""))
         bound = bool((pod.get("spec") or {}).get("nodeName")) or uid in self._assumed
-        return bound and _phase(pod) not in TERMINAL
-
-    @staticmethod
-    def _min_member(group: Obj) -> int:
-        return int((group.get("spec") or {}).get("minMember") or 0)
-
-    def _min_need(self, group: Obj) -> Resources:
-        spec = group.get("spec") or {}
-        return {**resources(spec.get("minResources")), "pods": Fraction(self._min_member(group))}
-
-    async def _volcano(
-        self, group: Obj, pods: list[Obj], free: dict[str, Resources], reserved: Resources
-    ) -> Obj:
-        min_member = self._min_member(group)
-        status = dict(group.get("status") or {})
-        phase = status.get("phase") or ""
-        if phase == "":
-            return {**status, "phase": "Pending"}
-        bound = [p for p in pods if self._is_bound(p)]
-        succeeded = [p for p in pods if _phase(p) == "Succeeded"]
-        unbound = [p for p in pods if not self._is_bound(p) and _phase(p) not in TERMINAL]
-        condition: tuple[str, str] | None = None
-        if phase == "Pending":
-            need = self._min_need(group)
-            idle: Resources = {}
-            for node_free in free.values():
-                add(idle, node_free)
-            take(idle, reserved)
-            if fits(need, idle):
-                phase = "Inqueue"
-                add(reserved, need)
-            else:
-                condition = (
-                    "NotEnoughResources",
-                    f"{min_member}/{len(pods)} tasks in gang unschedulable: pod group is not ready, "
-                    f"minResources ({show(need)}) exceed the idle resources of the cluster ({show(idle)})",
-                )
-        if phase in ("Inqueue", "Running") and unbound:
-            if len(bound) + len(succeeded) + len(unbound) < min_member:
-                condition = (
-                    "NotEnoughTasks",
-                    f"{min_member - len(bound) - len(succeeded)}/{len(pods)} tasks in gang unschedulable: "
-                    f"pod group is not ready, {len(unbound)} Pending, {min_member} minAvailable",
-                )
-            else:
-                placed = self._place(unbound, free)
-                if placed is None:
-                    condition = ("NotEnoughResources", f"{len(unbound)} tasks in gang do not fit any node")
-                else:
-                    await self._bind(placed)
-                    bound += [pod for pod, _ in placed]
-                    if phase == "Inqueue":
-                        take(reserved, self._min_need(group))
-        # Volcano's jobStatus: allocated (bound or running) + succeeded >= minMember is Running;
-        # short of that an admitted group stays Inqueue and any other goes back to Pending.
-        if len(bound) + len(succeeded) >= min_member and phase in ("Inqueue", "Running"):
-            phase = "Running"
-        elif phase == "Running":
-            phase = "Pending"
-        counts = {
-            "running": sum(1 for p in pods if _phase(p) == "Running"),
-            "succeeded": len(succeeded),
-            "failed": sum(1 for p in pods if _phase(p) == "Failed"),
-        }
-        old = [c for c in status.get("conditions") or () if c.get("type") == "Unschedulable"]
-        conditions = [c for c in status.get("conditions") or () if c.get("type") != "Unschedulable"]
-        if condition is not None:
-            if old and (old[0].get("reason"), old[0].get("message")) == condition:
-                conditions.append(old[0])
-            else:
-                conditions.append(
-                    {
-                        "type": "Unschedulable",
-                        "status": "True",
-                        "reason": condition[0],
-                        "message": condition[1],
-                        "transitionID": self._session,
-                        "lastTransitionTime": _now(),
-                    }
-                )
-        new = {**status, "phase": phase, **counts}
-        if conditions or "conditions" in status:
-            new["conditions"] = conditions
-        return new
-
-    # -- scheduler-plugins ----------------------------------------------------------------------
-
-    async def _coscheduling(
-        self, group: Obj, pods: list[Obj], free: dict[str, Resources], reserved: Resources
-    ) -> Obj:
-        spec = group.get("spec") or {}
-        min_member = int(spec.get("minMember") or 0)
-        status = dict(group.get("status") or {})
-        phase = status.get("phase") or ""
-        if phase in ("Finished", "Failed"):
-            return status
-        unbound = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and _phase(p) not in TERMINAL]
-        bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
-        # The coscheduling plugin: PreFilter (minMember pods exist, minResources fit), then Permit
-        # releases the pods together.
-        if unbound and len(pods) >= min_member:
-            idle: Resources = {}
-            for node_free in free.values():
-                for k, v in node_free.items():
-                    idle[k] = idle.get(k, Fraction(0)) + v
-            if not bound and not fits(resources(spec.get("minResources")), idle):
-                placed = None
-            else:
-                placed = self._place(unbound, free)
-            if placed is not None and len(bound) + len(placed) >= min_member:
-                await self._bind(placed)
-                scheduled = int(status.get("scheduled") or 0) + len(placed)
-                status["scheduled"] = scheduled
-                status.setdefault("scheduleStartTime", _now())
-                if phase in ("PreScheduling", "Scheduling", "Pending", ""):
-                    phase = "Scheduled" if scheduled >= min_member else "Scheduling"
-        # The PodGroup controller.
-        if phase == "":
-            phase = "Pending"
-        elif phase == "Pending":
-            if len(pods) >= min_member:
-                phase = "PreScheduling"
-                owners = sorted(
-                    f"{_key(pods[0])[0]}/{ref.get('name')}"
-                    for ref in (pods[0].get("metadata") or {}).get("ownerReferences") or ()
-                )
-                if owners:
-                    status["occupiedBy"] = ",".join(owners)
-        else:
-            running = sum(1 for p in pods if _phase(p) == "Running")
-            succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
-            failed = sum(1 for p in pods if _phase(p) == "Failed")
-            status.update(running=running, succeeded=succeeded, failed=failed)
-            if not pods:
-                phase = "Pending"
-            else:
-                if int(status.get("scheduled") or 0) >= min_member and phase == "Scheduling":
-                    phase = "Scheduled"
-                if running + succeeded >= min_member and phase == "Scheduled":
-                    phase = "Running"
-                if failed and failed + running + succeeded >= min_member:
-                    phase = "Failed"
-                if succeeded >= min_member:
-                    phase = "Finished"
-        return {**status, "phase": phase}
+        return bound and pod_phase(pod) not in TERMINAL
 
     # -- writes ---------------------------------------------------------------------------------
 
     async def _bind(self, placed: list[tuple[Obj, str]]) -> None:
         for pod, node in placed:
-            ns, name = _key(pod)
+            ns, name = obj_key(pod)
             uid = str((pod.get("metadata") or {}).get("uid", ""))
             self._assumed[uid] = (node, pod_requests(pod))
             code, body = await self.api.request(
@@ -444,7 +283,7 @@ class GangSchedulerSimulator:
     async def _write_status(self, group: Obj, status: Obj) -> None:
         if status == (group.get("status") or {}):
             return
-        ns, name = _key(group)
+        ns, name = obj_key(group)
         path = f"{self.group_path}/namespaces/{ns}/podgroups/{name}/status"
         code, body = await self.api.request("PUT", path, body={**group, "status": status})
         if code == 200:

@@ -1,4 +1,5 @@
-"""Resource arithmetic of the simulated gang scheduler: what a pod requests, what fits.
+"""Resource arithmetic of the simulated gang scheduler: what a pod requests, what fits, and
+where: each node's free capacity (`free_by_node`) and all-or-nothing placement (`place`).
 
 Quantities are exact `Fraction`s (kubetrain.api.quantity), keyed by resource name; a pod also
 takes one `pods` slot, as the kube-scheduler counts it against a node's `allocatable.pods`.
@@ -7,7 +8,7 @@ takes one `pods` slot, as the kube-scheduler counts it against a node's `allocat
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -17,6 +18,8 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Resources = dict[str, Fraction]
+
+TERMINAL = ("Succeeded", "Failed")
 
 
 def resources(values: Mapping[str, Any] | None) -> Resources:
@@ -67,3 +70,41 @@ def show(res: Mapping[str, Fraction]) -> str:
         return str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
 
     return ", ".join(f"{k}={one(v)}" for k, v in sorted(res.items()))
+
+
+def free_by_node(
+    allocatable: Resources,
+    node_names: list[str],
+    pods: Iterable[Obj],
+    assumed: Mapping[str, tuple[str, Resources]],
+) -> dict[str, Resources]:
+    """Each node's allocatable minus the requests of unfinished pods bound (or assumed) to it."""
+    free = {node: dict(allocatable) for node in node_names}
+    counted: set[str] = set()
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        phase = str((pod.get("status") or {}).get("phase") or "")
+        if node in free and phase not in TERMINAL:
+            take(free[node], pod_requests(pod))
+            counted.add(uid)
+    for uid, (node, need) in assumed.items():
+        if uid not in counted and node in free:
+            take(free[node], need)
+    return free
+
+
+def place(pods: list[Obj], free: dict[str, Resources], node_names: list[str]) -> list[tuple[Obj, str]] | None:
+    """A node for every pod (most free CPU first), taken from `free`; None if one does not fit."""
+    trial = {node: dict(res) for node, res in free.items()}
+    placed: list[tuple[Obj, str]] = []
+    for pod in pods:
+        need = pod_requests(pod)
+        nodes = [n for n in node_names if fits(need, trial[n])]
+        if not nodes:
+            return None
+        node = max(nodes, key=lambda n: (trial[n].get("cpu", Fraction(0)), -node_names.index(n)))
+        take(trial[node], need)
+        placed.append((pod, node))
+    free.update(trial)
+    return placed

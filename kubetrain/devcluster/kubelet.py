@@ -31,6 +31,11 @@ container=None)` — an in-place restart (ValueError if the restartPolicy would 
 
 Durations run on an injectable `kubetrain.kube.clock.Clock` (tests pass a FakeClock and advance
 it). Start it with `async with PodSimulator(kubeconfig) as sim:` or start()/stop().
+
+Where it lives: this module is the simulator (nodes, the pod watch, the per-pod reconcile and the
+test API); `kubelet_scheduling` holds the per-pod locks and timers and the round-robin binder,
+`kubelet_status` the status transitions and their conflict-retrying writes, `podstatus` the pure
+status builders and `kubelet_api` the raw API client.
 """
 
 from __future__ import annotations
@@ -43,30 +48,21 @@ from typing import Any
 
 from kubetrain.devcluster import podstatus
 from kubetrain.devcluster.kubelet_api import ApiError, RawApi, list_then_watch, register_nodes, renew_lease
+from kubetrain.devcluster.kubelet_scheduling import Key, PodTimers, RoundRobinBinder, pod_key
+from kubetrain.devcluster.kubelet_status import (
+    TERMINATION_EXIT_CODE,
+    PodTransitions,
+    StatusBuilder,
+    pod_phase,
+    rv_older,
+)
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+
+__all__ = ["HEARTBEAT_SECONDS", "TERMINATION_EXIT_CODE", "Key", "PodSimulator", "StatusBuilder"]
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]
-StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
-
 HEARTBEAT_SECONDS = 10.0
-TERMINATION_EXIT_CODE = 143
-
-
-def _key(pod: dict[str, Any]) -> Key:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
-
-
-def _phase(pod: dict[str, Any] | None) -> str:
-    return str(((pod or {}).get("status") or {}).get("phase") or "Pending")
-
-
-def _rv_older(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    a = str((new.get("metadata") or {}).get("resourceVersion", ""))
-    b = str((old.get("metadata") or {}).get("resourceVersion", ""))
-    return a.isdigit() and b.isdigit() and int(a) < int(b)
 
 
 class PodSimulator:
@@ -93,15 +89,13 @@ class PodSimulator:
         self._api: RawApi | None = None
         self._pods: dict[Key, dict[str, Any]] = {}
         self._changed = asyncio.Condition()
-        self._locks: dict[Key, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._timers: dict[Key, tuple[tuple[Any, ...], asyncio.Task[None]]] = {}
-        self._starts: dict[tuple[str, int], float] = {}  # (uid, restartCount) -> clock.monotonic()
-        self._pod_ips: dict[str, str] = {}
-        self._ip_counter = 0
-        self._bind_counter = 0
+        self._timers = PodTimers(clock, self._current_uid)
+        self._binder = RoundRobinBinder(self.node_names)
+        self._status = PodTransitions(
+            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds
+        )
         self._synced = asyncio.Event()
-        self._deleted: set[str] = set()  # uids this kubelet already removed
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -120,7 +114,7 @@ class PodSimulator:
         await asyncio.wait_for(self._synced.wait(), 30)
 
     async def stop(self) -> None:
-        tasks = list(self._tasks) + [t for _, t in self._timers.values()]
+        tasks = list(self._tasks) + self._timers.tasks()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -158,7 +152,7 @@ class PodSimulator:
         return f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
 
     async def _relisted(self, pods: list[dict[str, Any]]) -> None:
-        seen = {_key(pod) for pod in pods}
+        seen = {pod_key(pod) for pod in pods}
         for pod in pods:
             await self._observe("ADDED", pod)
         for key in [k for k in self._pods if k not in seen]:
@@ -166,17 +160,14 @@ class PodSimulator:
         self._synced.set()
 
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
-        key = _key(pod)
+        key = pod_key(pod)
         if kind == "DELETED":
             self._pods.pop(key, None)
-            self._cancel_timer(key)
-            uid = str((pod.get("metadata") or {}).get("uid", ""))
-            self._deleted.discard(uid)
-            self._pod_ips.pop(uid, None)
-            self._starts = {k: v for k, v in self._starts.items() if k[0] != uid}
+            self._timers.cancel(key)
+            self._status.forget(str((pod.get("metadata") or {}).get("uid", "")))
         else:
             old = self._pods.get(key)
-            if old is not None and _rv_older(pod, old):
+            if old is not None and rv_older(pod, old):
                 return
             self._pods[key] = pod
         async with self._changed:
@@ -184,20 +175,15 @@ class PodSimulator:
         if kind != "DELETED":
             self._spawn(self._reconcile(key))
 
-    def _remember(self, pod: dict[str, Any]) -> None:
-        key = _key(pod)
-        old = self._pods.get(key)
-        if old is None or not _rv_older(pod, old):
-            self._pods[key] = pod
+    def _current_uid(self, key: Key) -> str | None:
+        pod = self._pods.get(key)
+        return None if pod is None else str(pod["metadata"].get("uid", ""))
 
     # -- reconcile ------------------------------------------------------------------------------
 
-    def _lock(self, key: Key) -> asyncio.Lock:
-        return self._locks.setdefault(key, asyncio.Lock())
-
     async def _reconcile(self, key: Key, attempt: int = 0) -> None:
         try:
-            async with self._lock(key):
+            async with self._timers.lock(key):
                 await self._reconcile_locked(key)
         except asyncio.CancelledError:
             raise
@@ -207,24 +193,21 @@ class PodSimulator:
                 await asyncio.sleep(min(5.0, 0.05 * 2**attempt))
                 await self._reconcile(key, attempt + 1)
 
-    def _ours(self, pod: dict[str, Any]) -> bool:
-        return (pod.get("spec") or {}).get("nodeName") in self._host_ips
-
     async def _reconcile_locked(self, key: Key) -> None:
         pod = self._pods.get(key)
         if pod is None:
             return
         spec = pod.get("spec") or {}
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            if self._ours(pod):
-                await self._finish_deletion(key)
+            if self._status.ours(pod):
+                await self._status.finish_deletion(key)
             return
         if not spec.get("nodeName"):
             if (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names:
-                await self._bind(pod)
+                await self._binder.bind(self.api, pod)
             return
-        if not self._ours(pod) or _phase(pod) in podstatus.TERMINAL_PHASES:
-            self._cancel_timer(key)
+        if not self._status.ours(pod) or pod_phase(pod) in podstatus.TERMINAL_PHASES:
+            self._timers.cancel(key)
             return
         try:
             behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
@@ -232,175 +215,17 @@ class PodSimulator:
             log.warning("pod %s/%s: %s; running it without simulated behaviour", *key, exc)
             behaviour = podstatus.Behaviour()
         uid = str(pod["metadata"].get("uid", ""))
-        if _phase(pod) == "Pending":
+        if pod_phase(pod) == "Pending":
             if behaviour.start_seconds > 0:
-                self._schedule(key, ("start", uid), behaviour.start_seconds, self._start)
+                self._timers.schedule(key, ("start", uid), behaviour.start_seconds, self._status.start)
             else:
-                await self._start(key)
+                await self._status.start(key)
             return
         if behaviour.run_seconds is not None:
             restarts = podstatus.restart_count(pod)
-            started = self._starts.setdefault((uid, restarts), self.clock.monotonic())
+            started = self._status.run_started(uid, restarts)
             remaining = behaviour.run_seconds - (self.clock.monotonic() - started)
-            self._schedule(key, ("exit", uid, restarts), remaining, self._run_ended)
-
-    def _schedule(
-        self, key: Key, marker: tuple[Any, ...], delay: float, action: Callable[[Key], Awaitable[None]]
-    ) -> None:
-        current = self._timers.get(key)
-        if current is not None and current[0] == marker and not current[1].done():
-            return
-        self._cancel_timer(key)
-
-        async def fire() -> None:
-            await self.clock.sleep(max(0.0, delay))
-            self._timers.pop(key, None)
-            async with self._lock(key):
-                pod = self._pods.get(key)
-                if pod is not None and str(pod["metadata"].get("uid", "")) == marker[1]:
-                    await action(key)
-
-        self._timers[key] = (marker, asyncio.ensure_future(fire()))
-
-    def _cancel_timer(self, key: Key) -> None:
-        timer = self._timers.pop(key, None)
-        if timer is not None and timer[1] is not asyncio.current_task():
-            timer[1].cancel()
-
-    async def _bind(self, pod: dict[str, Any]) -> None:
-        node = self.node_names[self._bind_counter % len(self.node_names)]
-        self._bind_counter += 1
-        ns, name = _key(pod)
-        code, body = await self.api.request(
-            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=podstatus.binding(pod, node)
-        )
-        if code not in (200, 201, 404, 409):
-            raise ApiError(code, body)
-
-    def _pod_ip(self, pod: dict[str, Any]) -> str:
-        spec = pod.get("spec") or {}
-        if spec.get("hostNetwork"):
-            return self._host_ips[spec["nodeName"]]
-        uid = str(pod["metadata"].get("uid", ""))
-        if uid not in self._pod_ips:
-            self._ip_counter += 1
-            self._pod_ips[uid] = f"10.244.{self._ip_counter // 250}.{self._ip_counter % 250 + 2}"
-        return self._pod_ips[uid]
-
-    async def _start(self, key: Key) -> None:
-        def build(pod: dict[str, Any]) -> dict[str, Any] | None:
-            if not self._ours(pod) or _phase(pod) != "Pending" or pod["metadata"].get("deletionTimestamp"):
-                return None
-            host_ip = self._host_ips[pod["spec"]["nodeName"]]
-            return podstatus.running_status(
-                pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=self.clock.now()
-            )
-
-        await self._write_status(key, build)
-
-    async def _run_ended(self, key: Key) -> None:
-        pod = self._pods.get(key)
-        if pod is None or _phase(pod) != "Running":
-            return
-        behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
-        if behaviour.reason == "Evicted":
-            await self._write_status(
-                key, self._running_only(lambda p: podstatus.evicted_status(p, now=self.clock.now()))
-            )
-            return
-        outcome = podstatus.exit_outcome(
-            pod, behaviour.exit_code, podstatus.restart_count(pod), behaviour.restarts_before_exit
-        )
-        if outcome == "restart":
-            await self._write_status(
-                key, self._running_only(self._restart_builder(behaviour.exit_code, behaviour.reason))
-            )
-        else:
-            await self._write_status(
-                key, self._running_only(self._exit_builder(behaviour.exit_code, behaviour.reason))
-            )
-
-    def _running_only(self, build: StatusBuilder) -> StatusBuilder:
-        def guarded(pod: dict[str, Any]) -> dict[str, Any] | None:
-            if _phase(pod) != "Running" or pod["metadata"].get("deletionTimestamp"):
-                return None
-            return build(pod)
-
-        return guarded
-
-    def _exit_builder(self, exit_code: int, reason: str | None) -> StatusBuilder:
-        return lambda pod: podstatus.terminated_status(
-            pod, exit_code=exit_code, reason=reason, now=self.clock.now()
-        )
-
-    def _restart_builder(
-        self, exit_code: int, reason: str | None, container: str | None = None
-    ) -> StatusBuilder:
-        def build(pod: dict[str, Any]) -> dict[str, Any]:
-            status = podstatus.restarted_status(
-                pod, exit_code=exit_code, reason=reason, now=self.clock.now(), container=container
-            )
-            uid = str(pod["metadata"].get("uid", ""))
-            self._starts[(uid, podstatus.restart_count({**pod, "status": status}))] = self.clock.monotonic()
-            return status
-
-        return build
-
-    async def _finish_deletion(self, key: Key) -> None:
-        self._cancel_timer(key)
-        pod = self._pods[key]
-        if str(pod["metadata"].get("uid", "")) in self._deleted:
-            return
-        if _phase(pod) not in podstatus.TERMINAL_PHASES:
-
-            def build(p: dict[str, Any]) -> dict[str, Any] | None:
-                if _phase(p) in podstatus.TERMINAL_PHASES:
-                    return None
-                return podstatus.terminated_status(
-                    p, exit_code=TERMINATION_EXIT_CODE, reason="Error", now=self.clock.now()
-                )
-
-            written = await self._write_status(key, build)
-            pod = written or pod
-        ns, name = key
-        options = {
-            "apiVersion": "v1",
-            "kind": "DeleteOptions",
-            "gracePeriodSeconds": 0,
-            "preconditions": {"uid": pod["metadata"].get("uid")},
-        }
-        code, body = await self.api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body=options)
-        if code not in (200, 202, 404, 409):
-            raise ApiError(code, body)
-        self._deleted.add(str(pod["metadata"].get("uid", "")))
-
-    async def _write_status(self, key: Key, build: StatusBuilder) -> dict[str, Any] | None:
-        """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild."""
-        ns, name = key
-        path = f"/api/v1/namespaces/{ns}/pods/{name}"
-        pod = self._pods.get(key)
-        for _ in range(20):
-            if pod is None:
-                return None
-            status = build(pod)
-            if status is None:
-                return pod
-            code, body = await self.api.request("PUT", f"{path}/status", body={**pod, "status": status})
-            if code == 200:
-                self._remember(body)
-                return dict(body)
-            if code == 404:
-                return None
-            if code != 409:
-                raise ApiError(code, body)
-            code, body = await self.api.request("GET", path)
-            if code == 404:
-                return None
-            if code != 200:
-                raise ApiError(code, body)
-            self._remember(body)
-            pod = body
-        raise ApiError(409, {"message": f"pod {ns}/{name}: status write kept conflicting"})
+            self._timers.schedule(key, ("exit", uid, restarts), remaining, self._status.run_ended)
 
     # -- test API -------------------------------------------------------------------------------
 
@@ -426,7 +251,7 @@ class PodSimulator:
         self, namespace: str, name: str, phase: str, wait_seconds: float = 10
     ) -> dict[str, Any]:
         pod = await self.wait_for(
-            namespace, name, lambda p: p is not None and _phase(p) == phase, wait_seconds
+            namespace, name, lambda p: p is not None and pod_phase(p) == phase, wait_seconds
         )
         assert pod is not None
         return pod
@@ -434,13 +259,14 @@ class PodSimulator:
     async def _running(self, namespace: str, name: str, wait_seconds: float) -> Key:
         def ready(pod: dict[str, Any] | None) -> bool:
             return pod is not None and (
-                _phase(pod) in podstatus.TERMINAL_PHASES or (self._ours(pod) and _phase(pod) == "Running")
+                pod_phase(pod) in podstatus.TERMINAL_PHASES
+                or (self._status.ours(pod) and pod_phase(pod) == "Running")
             )
 
         pod = await self.wait_for(namespace, name, ready, wait_seconds)
         assert pod is not None
-        if _phase(pod) != "Running":
-            raise ValueError(f"pod {namespace}/{name} is already {_phase(pod)}")
+        if pod_phase(pod) != "Running":
+            raise ValueError(f"pod {namespace}/{name} is already {pod_phase(pod)}")
         return namespace, name
 
     async def finish(
@@ -456,17 +282,19 @@ class PodSimulator:
         if reason == "Evicted":
             return await self.evict(namespace, name, wait_seconds=wait_seconds)
         key = await self._running(namespace, name, wait_seconds)
-        async with self._lock(key):
-            self._cancel_timer(key)
-            return await self._write_status(key, self._running_only(self._exit_builder(exit_code, reason)))
+        async with self._timers.lock(key):
+            self._timers.cancel(key)
+            return await self._status.write_status(
+                key, self._status.running_only(self._status.exit_builder(exit_code, reason))
+            )
 
     async def evict(self, namespace: str, name: str, *, wait_seconds: float = 10) -> dict[str, Any] | None:
         """A kubelet eviction: phase Failed, reason Evicted, DisruptionTarget condition."""
         key = await self._running(namespace, name, wait_seconds)
-        async with self._lock(key):
-            self._cancel_timer(key)
-            build = self._running_only(lambda p: podstatus.evicted_status(p, now=self.clock.now()))
-            return await self._write_status(key, build)
+        async with self._timers.lock(key):
+            self._timers.cancel(key)
+            build = self._status.running_only(self._status.evict_builder())
+            return await self._status.write_status(key, build)
 
     async def restart_container(
         self,
@@ -488,8 +316,8 @@ class PodSimulator:
                 f"pod {namespace}/{name} has restartPolicy {policy}: a kubelet does not restart a container "
                 f"that exits with {exit_code}; use finish()"
             )
-        async with self._lock(key):
-            self._cancel_timer(key)
-            return await self._write_status(
-                key, self._running_only(self._restart_builder(exit_code, reason, container))
+        async with self._timers.lock(key):
+            self._timers.cancel(key)
+            return await self._status.write_status(
+                key, self._status.running_only(self._status.restart_builder(exit_code, reason, container))
             )
