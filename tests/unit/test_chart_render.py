@@ -188,9 +188,10 @@ def expand(
     return {(group, r, v, names) for r in resources for v in verbs}
 
 
-# What `kubetrain run` does, call by call (kubetrain/operator/controller.py, kubetrain/kube/
-# {leader,events}.py, kubetrain/webhook/policies.py, kubetrain/certs/); the job kinds and PodGroup
-# APIs come from the code, so a new framework or gang scheduler cannot miss its grants.
+# What `kubetrain run` does, call by call (kubetrain/operator/{controller,apply,gang_api}.py,
+# kubetrain/kube/{leader,events}.py, kubetrain/webhook/policies.py, kubetrain/certs/); the job
+# kinds and PodGroup APIs come from the code, so a new framework or gang scheduler cannot miss
+# its grants.
 JOB_KINDS = [ref.plural for ref in JOB_RESOURCES.values()]
 EXPECTED_JOBS_ROLE = (
     # informers (list + watch); TTL deletes the job

@@ -1,0 +1,203 @@
+"""Carrying out a Plan: the API writes one reconcile decided, in a fixed order.
+
+    applier = PlanApplier(client, cache, queue, expectations, recorder, pod_group_ref)
+    await applier.apply("PyTorchJob/ns/name", JOB_RESOURCES["PyTorchJob"], job, the_plan)
+
+The order: a job delete alone; otherwise the Service and PodGroup, the HPA; pod deletes, then
+pod creates, under expectations; one status write with the resourceVersion the plan saw; events;
+the requeue time. A failed write is a Warning event on the job (`Failed<Verb><Kind>`); the rest
+of the plan still runs and the first failure is raised at the end, for the caller to requeue
+with back-off. A 409 on the status write requeues the key and skips the rest: the cache holds
+an older job, whose newer version is planned again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.kube.cache import Cache
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.events import EventRecorder
+from kubetrain.kube.expectations import Expectations
+from kubetrain.kube.resources import HORIZONTAL_POD_AUTOSCALERS, PODS, SERVICES, ResourceRef
+from kubetrain.kube.workqueue import WorkQueue
+from kubetrain.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
+from kubetrain.operator.plan import Plan
+from kubetrain.operator.status import FAILED, SUCCEEDED, is_true
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+HPAS = HORIZONTAL_POD_AUTOSCALERS
+
+
+@dataclass
+class PlanApplier:
+    client: KubeClient
+    cache: Cache
+    queue: WorkQueue[str]
+    expectations: Expectations
+    recorder: EventRecorder
+    pod_group_ref: ResourceRef | None  # None: no gang scheduler
+
+    async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
+        """Carry out `p` for `job` (of resource `ref`, queue key `key`)."""
+        name = job["metadata"]["name"]
+        failures: list[ApiError] = []
+        if p.delete_job:
+            await self._delete(job, ref, name, failures, propagation_policy="Background")
+            if failures:
+                raise failures[0]
+            self.expectations.forget(key)
+            return
+        if p.create_service is not None:
+            await self._create(job, SERVICES, p.create_service, failures)
+        if p.create_pod_group is not None and self.pod_group_ref is not None:
+            await self._create(job, self.pod_group_ref, p.create_pod_group, failures)
+        if p.delete_service:
+            await self._delete(job, SERVICES, name, failures)
+        if p.delete_pod_group and self.pod_group_ref is not None:
+            await self._delete(job, self.pod_group_ref, name, failures)
+        if p.create_hpa is not None:
+            await self._create(job, HPAS, p.create_hpa, failures)
+        if p.update_hpa is not None:
+            await self._replace(job, HPAS, p.update_hpa, failures)
+        if p.delete_hpa:
+            await self._delete(job, HPAS, name, failures)
+        if p.delete_pods:
+            self.expectations.expect_deletions(key, p.delete_pods)
+            await asyncio.gather(
+                *(self._delete_pod(key, job, pod_name, failures) for pod_name in p.delete_pods)
+            )
+        if p.create_pods:
+            self.expectations.expect_creations(key, [pod["metadata"]["name"] for pod in p.create_pods])
+            await asyncio.gather(*(self._create_pod(key, job, pod, failures) for pod in p.create_pods))
+        if p.status is not None and not await self._write_status(key, ref, job, p.status):
+            return
+        for event in p.events:
+            self.recorder.emit(job, event.type, event.reason, event.message)
+        if p.requeue_at is not None:
+            self.queue.add_at(key, p.requeue_at)
+        if failures:
+            raise failures[0]
+
+    async def _write_status(self, key: str, ref: ResourceRef, job: Obj, status: Obj) -> bool:
+        """PUT the status with the job's resourceVersion. False: the job is gone, or the write
+        conflicted (the cache holds an older job than the server; its update event requeues
+        the key, and so does the rate-limited requeue here)."""
+        try:
+            updated = await self.client.replace_status(ref, {**job, "status": status})
+        except ApiError as err:
+            if err.is_conflict:
+                log.debug("status of %s: conflict, waiting for the newer job", key)
+                self.queue.add_rate_limited(key)
+                return False
+            if err.is_not_found:
+                return False
+            raise
+        # The next reconcile must start from what was written (persisted restart counts),
+        # even if the watch event of this write has not arrived yet.
+        meta = job["metadata"]
+        store = self.cache.store(ref)
+        cached = store.get(meta["namespace"], meta["name"])
+        if cached is not None and cached["metadata"].get("resourceVersion") == meta.get("resourceVersion"):
+            store.upsert(updated)  # only over the version we planned from, never a newer one
+        _count_transitions(job, status)
+        return True
+
+    async def _create_pod(self, key: str, job: Obj, pod: Obj, failures: list[ApiError]) -> None:
+        if not await self._create(job, PODS, pod, failures):
+            # The informer will not report this pod as created by us: stop expecting it.
+            self.expectations.creation_observed(key, pod["metadata"]["name"])
+
+    async def _delete_pod(self, key: str, job: Obj, pod_name: str, failures: list[ApiError]) -> None:
+        if not await self._delete(job, PODS, pod_name, failures):
+            self.expectations.deletion_observed(key, pod_name)
+
+    async def _create(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
+        """POST `body` into the job's namespace. AlreadyExists: created by an earlier reconcile,
+        the cache has not seen it yet."""
+        return await self._write(
+            job,
+            "Create",
+            ref,
+            body["metadata"]["name"],
+            failures,
+            self.client.create(ref, body, namespace=job["metadata"]["namespace"]),
+            lambda err: err.is_already_exists,
+        )
+
+    async def _replace(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
+        """PUT `body` with the resourceVersion the plan saw. 409/404: the cache is behind; the
+        watch event of the newer object (or its deletion) requeues the job."""
+        return await self._write(
+            job,
+            "Update",
+            ref,
+            body["metadata"]["name"],
+            failures,
+            self.client.replace(ref, body),
+            lambda err: err.is_conflict or err.is_not_found,
+        )
+
+    async def _delete(
+        self, job: Obj, ref: ResourceRef, name: str, failures: list[ApiError], **options: Any
+    ) -> bool:
+        """DELETE `name` from the job's namespace; NotFound is success."""
+        return await self._write(
+            job,
+            "Delete",
+            ref,
+            name,
+            failures,
+            self.client.delete(ref, job["metadata"]["namespace"], name, **options),
+            lambda err: err.is_not_found,
+        )
+
+    async def _write(
+        self,
+        job: Obj,
+        verb: str,
+        ref: ResourceRef,
+        name: str,
+        failures: list[ApiError],
+        call: Coroutine[Any, Any, Any],
+        harmless: Callable[[ApiError], bool],
+    ) -> bool:
+        """Await one write for `job`; whether it succeeded. A `harmless` error is only logged;
+        any other is a Warning event on the job and a failure for `apply` to raise."""
+        try:
+            await call
+            return True
+        except ApiError as err:
+            if harmless(err):
+                log.debug("%s of %s %s: %s", verb.lower(), ref.kind, name, err)
+            else:
+                # Pods have always been "pod <name>" in these messages, other kinds "<Kind> <name>".
+                what = f"pod {name}" if ref == PODS else f"{ref.kind} {name}"
+                self.recorder.emit(
+                    job, "Warning", f"Failed{verb}{ref.kind}", f"could not {verb.lower()} {what}: {err}"
+                )
+                failures.append(err)
+            return False
+
+
+def _count_transitions(job: Obj, new: Obj) -> None:
+    """Count the job's Succeeded/Failed transitions and new restarts from its old status to `new`."""
+    old = job.get("status") or {}
+    labels = {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
+    if is_true(new, SUCCEEDED) and not is_true(old, SUCCEEDED):
+        JOBS_SUCCEEDED.labels(**labels).inc()
+    if is_true(new, FAILED) and not is_true(old, FAILED):
+        JOBS_FAILED.labels(**labels).inc()
+    restarted = _total_restarts(new) - _total_restarts(old)
+    if restarted > 0:
+        JOBS_RESTARTED.labels(**labels).inc(restarted)
+
+
+def _total_restarts(status: Mapping[str, Any]) -> int:
+    return sum(int(rs.get("restarts") or 0) for rs in (status.get("replicaStatuses") or {}).values())
