@@ -395,39 +395,3 @@ async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
     finally:
         await harness.close()
         await stack.stop()
-
-
-def pod_group_crd(group: str, version: str) -> Obj:
-    """A minimal PodGroup CRD (the gang schedulers' API) with a status subresource."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"podgroups.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {
-                "plural": "podgroups",
-                "singular": "podgroup",
-                "kind": "PodGroup",
-                "listKind": "PodGroupList",
-            },
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }

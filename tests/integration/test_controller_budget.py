@@ -9,10 +9,11 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from kubetrain.devcluster.gang_crds import podgroup_crd
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 
-from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest, pod_group_crd
+from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest
 
 Obj = dict[str, Any]
 
@@ -93,7 +94,7 @@ async def test_budget_with_volcano_gang_scheduling() -> None:
     await stack.start()
     h = await Harness.open(stack)
     try:
-        await h.install_crd(pod_group_crd("scheduling.volcano.sh", "v1beta1"))
+        await h.install_crd(podgroup_crd("volcano"))
         await stack.start_controller()
         ns = await h.namespace("gbudget")
         job = job_manifest("TFJob", "gb", {"Chief": 1, "PS": 1, "Worker": 4})

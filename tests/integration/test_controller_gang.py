@@ -8,24 +8,25 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kubetrain.devcluster.gang_crds import podgroup_crd
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
-from .controller_support import Harness, condition, eventually, job_manifest, pod_group_crd
+from .controller_support import Harness, condition, eventually, job_manifest
 
 Obj = dict[str, Any]
 
 
 @contextlib.asynccontextmanager
-async def gang_stack(gang: str, crd: tuple[str, str] | None) -> AsyncIterator[tuple[DevStack, Harness]]:
+async def gang_stack(gang: str, with_crd: bool) -> AsyncIterator[tuple[DevStack, Harness]]:
     """A stack whose controller starts after the PodGroup CRD (if any) is served (a CRD installed
     later: test_controller_gang_late_crd.py)."""
     stack = DevStack(DevStackOptions(gang_scheduler=gang, controller=False, podgroup_crd=False))
     await stack.start()
     h = await Harness.open(stack)
     try:
-        if crd is not None:
-            await h.install_crd(pod_group_crd(*crd))
+        if with_crd:
+            await h.install_crd(podgroup_crd(gang))
         await stack.start_controller()
         yield stack, h
     finally:
@@ -55,7 +56,7 @@ def check_owned(group: Obj, job: Obj) -> None:
 
 
 async def test_volcano_podgroup_and_wait_for_admission() -> None:
-    async with gang_stack("volcano", ("scheduling.volcano.sh", "v1beta1")) as (_, h):
+    async with gang_stack("volcano", True) as (_, h):
         ns = await h.namespace("vc")
         job = await h.create_job(
             gang_job("vc", {"minAvailable": 2, "queue": "research", "priorityClass": "high"}), ns
@@ -102,7 +103,7 @@ async def test_volcano_podgroup_and_wait_for_admission() -> None:
 
 
 async def test_volcano_running_phase_admits_too() -> None:
-    async with gang_stack("volcano", ("scheduling.volcano.sh", "v1beta1")) as (_, h):
+    async with gang_stack("volcano", True) as (_, h):
         ns = await h.namespace("vcr")
         await h.create_job(gang_job("vcr", {}), ns)
         group = await eventually(lambda: h.get(VOLCANO_PODGROUPS, ns, "vcr"), what="Volcano PodGroup")
@@ -113,7 +114,7 @@ async def test_volcano_running_phase_admits_too() -> None:
 
 
 async def test_scheduler_plugins_podgroup_and_pods() -> None:
-    async with gang_stack("scheduler-plugins", ("scheduling.x-k8s.io", "v1alpha1")) as (_, h):
+    async with gang_stack("scheduler-plugins", True) as (_, h):
         ns = await h.namespace("sp")
         job = await h.create_job(gang_job("sp", {"scheduleTimeoutSeconds": 120}), ns)
         group = await eventually(lambda: h.get(SCHEDULER_PLUGINS_PODGROUPS, ns, "sp"), what="PodGroup")
@@ -134,7 +135,7 @@ async def test_scheduler_plugins_podgroup_and_pods() -> None:
 
 
 async def test_podgroup_crd_missing_is_reported_without_crashing() -> None:
-    async with gang_stack("volcano", None) as (stack, h):
+    async with gang_stack("volcano", False) as (stack, h):
         assert stack.controller is not None and not stack.controller.pod_group_api_installed
         ns = await h.namespace("nocrd")
         for name in ("a", "b"):
