@@ -50,6 +50,8 @@ from kubetrain.kube.resources import (
     job_resource,
 )
 
+from .controller_support import eventually
+
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
 RELEASE = "kt"
 NAMESPACE = "kubetrain-system"
@@ -93,20 +95,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-async def eventually(fn: Callable[[], Any], what: str, within: float = WAIT) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        value = fn()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @dataclass
@@ -161,7 +149,9 @@ async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], g
     for crd in crds:
         spec = crd["spec"]
         group, version, plural = spec["group"], spec["versions"][0]["name"], spec["names"]["plural"]
-        await eventually(functools.partial(admin.has_api, group, version, plural), f"the {plural} API")
+        await eventually(
+            functools.partial(admin.has_api, group, version, plural), within=WAIT, what=f"the {plural} API"
+        )
     for doc in docs:
         ref = APPLIED.get(doc["kind"])
         if ref is not None:
@@ -244,7 +234,7 @@ async def ready(release: Release) -> None:
         except aiohttp.ClientError:
             return False
 
-    await eventually(check, "the operator's /readyz")
+    await eventually(check, within=WAIT, what="the operator's /readyz")
 
 
 async def ca_bundles_injected(release: Release) -> None:
@@ -256,7 +246,7 @@ async def ca_bundles_injected(release: Release) -> None:
                 config = await release.admin.get(ref, None, name)
                 return all(w["clientConfig"].get("caBundle") for w in config["webhooks"])
 
-            await eventually(injected, f"caBundle in {name}")
+            await eventually(injected, within=WAIT, what=f"caBundle in {name}")
 
 
 async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
@@ -268,7 +258,7 @@ async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
         done = any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
         return job if done else None
 
-    result: Obj = await eventually(succeeded, f"PyTorchJob {namespace}/{name} Succeeded")
+    result: Obj = await eventually(succeeded, within=WAIT, what=f"PyTorchJob {namespace}/{name} Succeeded")
     return result
 
 
@@ -280,7 +270,7 @@ async def deleted(admin: KubeClient, ref: ResourceRef, namespace: str, name: str
             return err.status == 404
         return False
 
-    await eventually(gone, f"{ref.plural} {namespace}/{name} deleted")
+    await eventually(gone, within=WAIT, what=f"{ref.plural} {namespace}/{name} deleted")
 
 
 SCENARIOS = [
@@ -330,7 +320,7 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
             got = await admin.get(TRAINING_POLICIES, None, policy["metadata"]["name"])
             return (got.get("status") or {}).get("observedGeneration") == got["metadata"]["generation"]
 
-        await eventually(policy_status, "the TrainingPolicy status")
+        await eventually(policy_status, within=WAIT, what="the TrainingPolicy status")
 
         # Leader election: the Lease was created, and is renewed (get + update by name).
         lease_name = f"{RELEASE}-kubetrain-controller"
@@ -341,7 +331,7 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
             lease = await admin.get(LEASES, NAMESPACE, lease_name)
             return bool(lease["spec"]["renewTime"] != first["spec"]["renewTime"])
 
-        await eventually(renewed, "a Lease renewal")
+        await eventually(renewed, within=WAIT, what="a Lease renewal")
 
         if values.get("gangScheduler", "none") != "none":  # the ddp job ran as a gang
             podgroups = {r.verb for r in records if r.user == release.user and r.resource == "podgroups"}
@@ -383,7 +373,11 @@ async def test_a_missing_verb_in_the_cluster_role_is_refused_with_kubes_message(
             f'pods is forbidden: User "{release.user}" cannot create resource "pods" '
             'in API group "" in the namespace "default"'
         )
-        await eventually(lambda: expected in release.operator_denials(), "the operator's 403 on pod create")
+        await eventually(
+            lambda: expected in release.operator_denials(),
+            within=WAIT,
+            what="the operator's 403 on pod create",
+        )
         denied = [r for r in release.cluster.requests.records if r.code == 403]
         assert denied and all(r.user == release.user for r in denied)
         assert {(r.verb, r.resource, r.namespace) for r in denied} == {("create", "pods", "default")}
