@@ -27,7 +27,7 @@ import jsonschema
 import orjson
 from jsonschema.exceptions import ValidationError
 
-from kubetrain.api.errors import ErrorKind, FieldError, json_type
+from kubetrain.api.errors import ErrorKind, json_type
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, QUANTITY_PATTERN
 
 # The Kubernetes version whose PodTemplateSpec schema templates are checked against.
@@ -136,15 +136,6 @@ def template_from_key(key: bytes | str) -> Any:
     if isinstance(key, str):
         return json.loads(key)
     return orjson.loads(key)
-
-
-def template_errors(template: Any, base_path: str) -> list[FieldError]:
-    """Every schema problem of one pod template, with paths under `base_path` (`…template`)."""
-    key = template_key(template)
-    found = None if key is None else cached_template_errors(key)
-    if found is None:
-        return [FieldError(base_path, ErrorKind.INVALID, NOT_JSON)]
-    return [FieldError(base_path + rel, kind, msg) for rel, kind, msg in found]
 
 
 @lru_cache(maxsize=2048)

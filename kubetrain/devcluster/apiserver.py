@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.devcluster import builtins, errors, meta, schema
@@ -379,7 +379,3 @@ def _graceful_pending(rt: ResourceType, obj: Obj) -> bool:
 
 def _warning(text: str) -> str:
     return '299 - "' + text.replace('"', '\\"') + '"'
-
-
-def with_target(t: Target, **changes: Any) -> Target:
-    return replace(t, **changes)

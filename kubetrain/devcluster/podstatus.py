@@ -41,10 +41,6 @@ def timestamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_timestamp(value: str) -> datetime:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
 @dataclass(frozen=True)
 class Behaviour:
     run_seconds: float | None = None

@@ -139,26 +139,6 @@ def parse_label_selector(text: str | None) -> Predicate:
     return lambda obj: all(r(obj) for r in reqs)
 
 
-def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """Match a metav1.LabelSelector (matchLabels + matchExpressions) against labels."""
-    if selector is None:
-        return True
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
 def field_value(obj: Obj, path: str) -> str:
     cur: Any = obj
     for part in path.split("."):

@@ -58,10 +58,6 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def floor_second(t: datetime) -> datetime:
-    return t.replace(microsecond=0)
-
-
 def get_condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
     for cond in status.get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == ctype:
