@@ -305,8 +305,12 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
         master = created["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
         assert master["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]  # defaulted
         await job_succeeded(admin, job_namespace, "ddp")
-        events = await admin.list(ResourceRef("", "v1", "events", "Event", True), job_namespace)
-        assert any(e["involvedObject"]["name"] == "ddp" for e in events["items"])
+
+        async def job_event() -> bool:  # Events are recorded right after the status write
+            events = await admin.list(ResourceRef("", "v1", "events", "Event", True), job_namespace)
+            return any(e["involvedObject"]["name"] == "ddp" for e in events["items"])
+
+        await eventually(job_event, within=WAIT, what="an Event on the job")
 
         # TTL: a finished job with ttlSecondsAfterFinished 0 is deleted by the operator.
         await admin.create(jobs, pytorch_job("ttl", ttl=0), namespace=job_namespace)
