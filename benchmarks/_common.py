@@ -22,7 +22,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.api.defaulting import default_job
-from kubetrain.devcluster.accounting import RequestLog
+from kubetrain.devcluster.apiserver.accounting import RequestLog
 from kubetrain.kube.client import KubeClient
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -43,8 +43,8 @@ from _common import (
     write_result,
 )
 
-from kubetrain.devcluster.apiserver import Target
-from kubetrain.devcluster.store import Event
+from kubetrain.devcluster.apiserver.core import Target
+from kubetrain.devcluster.apiserver.store import Event
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import job_resource
 

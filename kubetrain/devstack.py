@@ -25,9 +25,7 @@ from typing import Any
 from kubetrain.api.crdgen import all_crds
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
-from kubetrain.devcluster.gang import GangSchedulerSimulator, podgroup_crd
-from kubetrain.devcluster.kubelet import PodSimulator
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (

@@ -23,7 +23,7 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 
 Obj = dict[str, Any]
 

@@ -15,7 +15,7 @@ Environment:
   the webhook on this machine. Loopback works for an API server on this machine; for kind use
   the host's address on the kind network (e.g. 172.18.0.1).
 - `KUBETRAIN_E2E_SIMULATE_PODS` = auto (default) | 1 | 0: run
-  `kubetrain.devcluster.kubelet.PodSimulator`; auto = when no node is Ready.
+  `kubetrain.devcluster.kubelet.simulator.PodSimulator`; auto = when no node is Ready.
 - `KUBETRAIN_E2E_IMAGE` (default busybox:1.36): image of the job containers (real kubelets).
 """
 
@@ -498,7 +498,7 @@ async def open_cluster(kubeconfig: str) -> tuple[Cluster, Callable[[], Awaitable
 
         simulator = None
         if await should_simulate_pods(client):
-            kubelet = importlib.import_module("kubetrain.devcluster.kubelet")  # engineer C's module
+            kubelet = importlib.import_module("kubetrain.devcluster.kubelet.simulator")
             simulator = kubelet.PodSimulator(kubeconfig, nodes=3, namespace=namespace)
             await simulator.start()
 

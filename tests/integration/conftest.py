@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio import client, config
 
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from kubetrain.certs.generate import generate_bundle, generate_ca
-from kubetrain.devcluster.admission import AdmissionAttributes, AdmissionChain
+from kubetrain.devcluster.admission.chain import AdmissionAttributes, AdmissionChain
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | web.StreamResponse]]
 

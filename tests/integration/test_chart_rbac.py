@@ -2,7 +2,7 @@
 
 The chart is rendered by the real Helm engine (helm-python-sdk); its ServiceAccount, Roles,
 ClusterRoles, bindings and webhook configurations are applied to a devcluster that authorizes
-with Kubernetes RBAC semantics (`DevCluster(authorization="RBAC")`, kubetrain.devcluster.rbac),
+with Kubernetes RBAC semantics (`DevCluster(authorization="RBAC")`, kubetrain.devcluster.apiserver.rbac),
 next to the CRDs. Then the real operator (`kubetrain.commands.run.serve`) runs in-process with the
 container args of the rendered Deployment, authenticated as that ServiceAccount. Only what a pod
 provides differently is overridden: free loopback ports, the kubeconfig (the ServiceAccount's
@@ -36,9 +36,7 @@ import yaml
 from kubetrain import cli
 from kubetrain.api.crdgen import all_crds
 from kubetrain.commands import run
-from kubetrain.devcluster.gang import GangSchedulerSimulator, podgroup_crd
-from kubetrain.devcluster.kubelet import PodSimulator
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,

@@ -9,7 +9,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from kubetrain.devcluster.gang_crds import podgroup_crd
+from kubetrain.devcluster import podgroup_crd
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 

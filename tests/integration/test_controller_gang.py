@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kubetrain.devcluster.gang_crds import podgroup_crd
+from kubetrain.devcluster import podgroup_crd
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.devcluster.gang_crds import podgroup_crd
+from kubetrain.devcluster import podgroup_crd
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, VOLCANO_PODGROUPS
 

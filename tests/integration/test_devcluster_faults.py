@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 
 NS = "default"
 

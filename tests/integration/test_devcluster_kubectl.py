@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kubetrain.api.crdgen import job_crds
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, PODS, SECRETS, ResourceRef
 

@@ -15,7 +15,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubetrain.certs.generate import generate_bundle
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 
 NS = "default"
 

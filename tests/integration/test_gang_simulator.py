@@ -1,5 +1,5 @@
 """Gang scheduling end to end in the dev stack: DevStack installs the PodGroup CRD of the chosen
-gang scheduler and runs `GangSchedulerSimulator` (kubetrain.devcluster.gang), so a job goes
+gang scheduler and runs `GangSchedulerSimulator` (kubetrain.devcluster.gang.simulator), so a job goes
 GangScheduling -> Running -> Succeeded with no test playing Volcano by hand. Waits are on
 observable API state (watches, conditions), never on time."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from kubetrain.cli import build_parser
 from kubetrain.commands.dev import dev
-from kubetrain.devcluster.gang import pod_requests
+from kubetrain.devcluster.gang.simulator import pod_requests
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef

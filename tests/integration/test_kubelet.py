@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster import podstatus
-from kubetrain.devcluster.kubelet import PodSimulator
-from kubetrain.devcluster.kubelet_api import RawApi
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster, PodSimulator
+from kubetrain.devcluster.client import RawApi
+from kubetrain.devcluster.kubelet import podstatus
 from kubetrain.kube.clock import FakeClock
 
 NS = "default"

@@ -22,7 +22,7 @@ from kubetrain.certs.generate import CertificateBundle, generate_bundle, service
 from kubetrain.certs.kubeapi import ApiClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.certs.tls import write_cert_dir
-from kubetrain.devcluster.server import DevCluster
+from kubetrain.devcluster import DevCluster
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import (

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.admission_match import (
+from kubetrain.devcluster.admission.match import (
     MatchError,
     is_exempt_resource,
     rule_matches,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.devcluster.rbac import RequestInfo, forbidden, request_info, rule_allows, service_account_user
+from kubetrain.devcluster.apiserver.rbac import (
+    RequestInfo,
+    forbidden,
+    request_info,
+    rule_allows,
+    service_account_user,
+)
 
 
 @pytest.mark.parametrize(

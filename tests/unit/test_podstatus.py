@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster import podstatus
+from kubetrain.devcluster.kubelet import podstatus
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 

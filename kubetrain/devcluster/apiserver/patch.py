@@ -1,0 +1,139 @@
+"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+
+Strategic merge patch is implemented for the built-in core types as far as kubectl needs it: maps
+merge recursively, `null` deletes, lists named below merge by their merge key (containers, env,
+ports, volumes, ...), `finalizers` merge as a set, `$patch: replace|delete` directives are
+honoured and other `$` directives are dropped; every other list is replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+
+from kubetrain.devcluster.apiserver import errors
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+_MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "imagePullSecrets": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "ownerReferences": "uid",
+    "conditions": "type",
+    "hostAliases": "ip",
+    "topologySpreadConstraints": "topologyKey",
+    "containerStatuses": "name",
+    "initContainerStatuses": "name",
+    "podIPs": "ip",
+    "readinessGates": "conditionType",
+    "resourceClaims": "name",
+}
+_SET_LISTS = {"finalizers"}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def json_patch(target: Any, ops: Any) -> Any:
+    if not isinstance(ops, list):
+        raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    try:
+        return jsonpatch.JsonPatch(ops).apply(target, in_place=False)
+    except jsonpatch.JsonPatchTestFailed as exc:
+        raise errors.ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from exc
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as exc:
+        raise errors.ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from exc
+
+
+def _merge_key(field: str, items: list[Any]) -> str | None:
+    if field == "ports":
+        for item in items:
+            if isinstance(item, dict):
+                return "containerPort" if "containerPort" in item else "port"
+        return None
+    return _MERGE_KEYS.get(field)
+
+
+def strategic_merge(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if not k.startswith("$")}
+    if patch.get("$patch") == "delete":
+        return None
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            continue
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, list) and isinstance(result.get(key), list):
+            result[key] = _merge_list(key, result[key], value)
+        elif isinstance(value, dict):
+            result[key] = strategic_merge(result.get(key), value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def _merge_list(field: str, current: list[Any], patch: list[Any]) -> list[Any]:
+    if field in _SET_LISTS:
+        out = list(current)
+        for item in patch:
+            if item not in out:
+                out.append(item)
+        return out
+    key = _merge_key(field, patch + current)
+    if key is None or not all(isinstance(i, dict) for i in patch):
+        return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
+    out = list(current)
+    for item in patch:
+        if item.get("$patch") == "replace":
+            return [copy.deepcopy(i) for i in patch if "$patch" not in i]
+        idx = next(
+            (n for n, cur in enumerate(out) if isinstance(cur, dict) and cur.get(key) == item.get(key)), None
+        )
+        if item.get("$patch") == "delete":
+            if idx is not None:
+                out.pop(idx)
+        elif idx is None:
+            out.append(strategic_merge({}, item))
+        else:
+            out[idx] = strategic_merge(out[idx], item)
+    return out
+
+
+def apply_patch(content_type: str, target: Any, body: Any, *, custom: bool) -> Any:
+    ctype = content_type.split(";")[0].strip()
+    if ctype == MERGE_PATCH:
+        return merge_patch(target, body)
+    if ctype == JSON_PATCH:
+        return json_patch(target, body)
+    if ctype == STRATEGIC and not custom:
+        return strategic_merge(target, body)
+    accepted = [JSON_PATCH, MERGE_PATCH] + ([] if custom else [STRATEGIC])
+    raise errors.unsupported_media_type(ctype, accepted)

@@ -1,0 +1,187 @@
+"""LIST and WATCH: selectors, resourceVersion semantics, pagination with continue tokens.
+
+Pagination: the first page of a `limit`ed list takes a snapshot (references to the immutable stored
+objects, in key order) and its continue token names that snapshot, its resourceVersion and the last
+key returned, so every page comes from the same consistent state as in kube-apiserver (etcd
+serves later pages at the first page's revision). A token expires (410 Expired) when its version
+was compacted away (`FaultInjector.expire_resource_versions()`) or its snapshot fell out of the
+server's bounded snapshot cache (the 64 most recent paginated lists) -- devcluster's stand-in for
+etcd's compaction horizon.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.devcluster.apiserver import errors
+from kubetrain.devcluster.apiserver.core import ApiServer, Target
+from kubetrain.devcluster.apiserver.resources import all_field_selectors
+from kubetrain.devcluster.apiserver.selectors import (
+    Predicate,
+    exact_name,
+    parse_field_selector,
+    parse_label_selector,
+)
+from kubetrain.devcluster.apiserver.store import Watcher
+from kubetrain.devcluster.apiserver.types import Obj
+
+SNAPSHOT_CACHE = 64
+
+
+@dataclass
+class ListQuery:
+    label_selector: str = ""
+    field_selector: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+def predicate(t: Target, q: ListQuery) -> Predicate:
+    labels = parse_label_selector(q.label_selector)
+    fields = parse_field_selector(q.field_selector, all_field_selectors(t.rt), t.rt.kind)
+    return lambda o: labels(o) and fields(o)
+
+
+def _sort_key(obj: Obj) -> tuple[str, str]:
+    md = obj["metadata"]
+    return (md.get("namespace", ""), md["name"])
+
+
+def _encode_token(rv: int, snap: int, start: tuple[str, str]) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "s": snap, "start": "/".join(start) + "\x00"})
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[int, int, tuple[str, str]]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        ns, _, name = raw["start"].rstrip("\x00").partition("/")
+        return int(raw["rv"]), int(raw["s"]), (ns, name)
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise errors.bad_request(f"continue key is not valid: {token!r}") from None
+
+
+class Reader:
+    def __init__(self, api: ApiServer) -> None:
+        self.api = api
+        self._snapshots: OrderedDict[int, tuple[list[tuple[str, str]], list[Obj]]] = OrderedDict()
+        self._next_snapshot = 0
+
+    def _check_rv(self, q: ListQuery) -> None:
+        store = self.api.store
+        if q.resource_version in ("", "0"):
+            return
+        try:
+            rv = int(q.resource_version)
+        except ValueError:
+            raise errors.bad_request(f"invalid resource version: {q.resource_version}") from None
+        if rv > store.rv:
+            raise errors.too_large(rv, store.rv)
+        if q.resource_version_match == "Exact" and rv != store.rv:
+            if rv < store.compacted:
+                raise errors.gone("The resourceVersion for the provided list is too old.")
+            raise errors.bad_request(
+                "resourceVersionMatch=Exact is only served at the current resourceVersion by devcluster"
+            )
+
+    def list_page(self, t: Target, q: ListQuery) -> Obj:
+        store = self.api.store
+        ns = t.namespace if t.rt.namespaced and t.namespace else None
+        pred = predicate(t, q)
+        if q.continue_token:
+            rv, snap_id, start = _decode_token(q.continue_token)
+            snapshot = self._snapshots.get(snap_id)
+            if snapshot is None or rv < store.expired_before:
+                raise errors.gone(errors.CONTINUE_EXPIRED)
+            keys, objs = snapshot
+            begin = bisect.bisect_right(keys, start)
+            return self._page(t, q, keys, objs, begin, rv, snap_id)
+        self._check_rv(q)
+        rv = store.rv
+        name = exact_name(q.field_selector)
+        if name is not None:
+            if ns is not None:
+                one = store.get(t.rt.key, ns, name)
+                candidates = [one] if one is not None else []
+            else:
+                candidates = [o for o in store.items(t.rt.key) if o["metadata"]["name"] == name]
+        else:
+            candidates = list(store.items(t.rt.key, ns))
+        objs = [o for o in candidates if pred(o)]
+        objs.sort(key=_sort_key)
+        if q.limit <= 0 or len(objs) <= q.limit:
+            return self._list_obj(t, objs, rv, "", None)
+        keys = [_sort_key(o) for o in objs]
+        snap_id = self._next_snapshot
+        self._next_snapshot += 1
+        self._snapshots[snap_id] = (keys, objs)
+        while len(self._snapshots) > SNAPSHOT_CACHE:
+            self._snapshots.popitem(last=False)
+        return self._page(t, q, keys, objs, 0, rv, snap_id)
+
+    def _page(
+        self,
+        t: Target,
+        q: ListQuery,
+        keys: list[tuple[str, str]],
+        objs: list[Obj],
+        begin: int,
+        rv: int,
+        snap_id: int,
+    ) -> Obj:
+        end = begin + q.limit if q.limit > 0 else len(objs)
+        page = objs[begin:end]
+        if end >= len(objs):
+            self._snapshots.pop(snap_id, None)
+            return self._list_obj(t, page, rv, "", None)
+        token = _encode_token(rv, snap_id, keys[end - 1])
+        remaining = len(objs) - end if not q.label_selector and not q.field_selector else None
+        return self._list_obj(t, page, rv, token, remaining)
+
+    def _list_obj(self, t: Target, objs: list[Obj], rv: int, token: str, remaining: int | None) -> Obj:
+        md: dict[str, Any] = {"resourceVersion": str(rv)}
+        if token:
+            md["continue"] = token
+            if remaining is not None:
+                md["remainingItemCount"] = remaining
+        return {
+            "kind": t.rt.list_kind,
+            "apiVersion": t.api_version,
+            "metadata": md,
+            "items": [self.api.out(t, o) for o in objs],
+        }
+
+    def watch(self, t: Target, q: ListQuery, send_initial_events: bool | None) -> tuple[Watcher, bool]:
+        """Open a watch. Returns the watcher and whether an initial-events-end bookmark is due.
+        Raises ApiError 410 when the requested version is older than the history window."""
+        store = self.api.store
+        ns = t.namespace if t.rt.namespaced and t.namespace else None
+        pred = predicate(t, q)
+        rv_text = q.resource_version
+        explicit = send_initial_events is True
+        if send_initial_events is None:
+            send_initial_events = rv_text in ("", "0")
+        since: int | None = None
+        if rv_text not in ("", "0"):
+            try:
+                since = int(rv_text)
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {rv_text}") from None
+            if since > store.rv:
+                raise errors.too_large(since, store.rv)
+        initial: list[Obj] | None = None
+        if send_initial_events:
+            if since is not None:
+                store.check_not_too_old(since)
+            initial = sorted((o for o in store.items(t.rt.key, ns) if pred(o)), key=_sort_key)
+            since = None
+        watcher = store.watch(t.rt.key, ns, pred, since, initial)
+        return watcher, explicit

@@ -1,0 +1,133 @@
+"""Subresources besides status: pods/binding, pods/eviction, {custom}/scale."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubetrain.devcluster.apiserver import deletion, errors
+from kubetrain.devcluster.apiserver.core import ApiServer, Result, Target
+from kubetrain.devcluster.apiserver.patch import apply_patch
+from kubetrain.devcluster.apiserver.types import Obj
+
+
+def _success(code: int) -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+
+
+async def bind(api: ApiServer, t: Target, body: Any) -> Result:
+    """POST pods/{name}/binding: set spec.nodeName of an unbound pod."""
+    pod = api.current(t)
+    target = (body or {}).get("target") or {}
+    node = target.get("name")
+    if not node:
+        raise errors.invalid(
+            "Binding", "", t.name, [errors.Cause("FieldValueRequired", "Required value", "target.name")]
+        )
+    if pod["metadata"].get("deletionTimestamp"):
+        raise errors.conflict(t.rt.gr, t.name, f"pod {t.name} is being deleted, cannot be assigned to a host")
+    if (pod.get("spec") or {}).get("nodeName"):
+        raise errors.ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on pods/binding "{t.name}": pod '
+            f'{t.name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+            {"name": t.name, "kind": "pods/binding"},
+        )
+    new = copy.deepcopy(pod)
+    new["spec"]["nodeName"] = node
+    conditions = [
+        c for c in new.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+    ]
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": new["metadata"]["creationTimestamp"],
+        }
+    )
+    new["status"]["conditions"] = conditions
+    if not t.dry_run:
+        api.commit(t.rt, new, pod["metadata"]["resourceVersion"])
+    return Result(201, _success(201))
+
+
+async def evict(api: ApiServer, t: Target, body: Any) -> Result:
+    """POST pods/{name}/eviction: a delete with the eviction's delete options (no PDBs here)."""
+    options = (body or {}).get("deleteOptions") or {}
+    await deletion.delete(
+        api, Target(t.rt, t.version, t.namespace, t.name, dry_run=t.dry_run, user=t.user), options
+    )
+    return Result(201, _success(201))
+
+
+def _get_path(obj: Obj, path: str) -> Any:
+    cur: Any = obj
+    for part in path.lstrip(".").split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _set_path(obj: Obj, path: str, value: Any) -> None:
+    parts = path.lstrip(".").split(".")
+    cur = obj
+    for part in parts[:-1]:
+        cur = cur.setdefault(part, {})
+    cur[parts[-1]] = value
+
+
+def _scale_of(t: Target, obj: Obj) -> Obj:
+    spec_path = t.rt.scale or {}
+    md = obj["metadata"]
+    status: dict[str, Any] = {
+        "replicas": _get_path(obj, spec_path.get("statusReplicasPath", ".status.replicas")) or 0
+    }
+    if spec_path.get("labelSelectorPath"):
+        selector = _get_path(obj, spec_path["labelSelectorPath"])
+        if selector is not None:
+            status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md
+        },
+        "spec": {"replicas": _get_path(obj, spec_path.get("specReplicasPath", ".spec.replicas")) or 0},
+        "status": status,
+    }
+
+
+async def scale(api: ApiServer, t: Target, method: str, content_type: str, body: Any) -> Result:
+    obj = api.current(t)
+    current = _scale_of(t, obj)
+    if method == "GET":
+        return Result(200, current)
+    wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
+    replicas = ((wanted or {}).get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or replicas < 0:
+        raise errors.invalid(
+            "Scale",
+            "autoscaling",
+            t.name,
+            [
+                errors.Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {replicas}: must be greater than or equal to 0",
+                    "spec.replicas",
+                )
+            ],
+        )
+    rv = ((wanted or {}).get("metadata") or {}).get("resourceVersion")
+    if rv and rv != obj["metadata"]["resourceVersion"]:
+        raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+    new = copy.deepcopy(api.out(t, obj))
+    _set_path(new, (t.rt.scale or {}).get("specReplicasPath", ".spec.replicas"), replicas)
+    # Admission sees a `<plural>/scale` request, as kube-apiserver sends it: webhooks registered
+    # for the main resource only are not called (their rules must name `<plural>/scale`).
+    # Deviation: the object passed is the updated custom resource, not an autoscaling/v1 Scale.
+    main = Target(t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user)
+    result = await api.update(main, new)
+    return Result(200, _scale_of(t, result.obj), result.warnings)

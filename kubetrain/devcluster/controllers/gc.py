@@ -1,0 +1,294 @@
+"""The in-process controllers kube-controller-manager and apiextensions run for the API's semantics.
+
+- Garbage collector (ownerReferences): when an owner is gone, a dependent none of whose other
+  owners exists is deleted (background propagation), otherwise its reference to the gone owner is
+  removed; a dependent whose owners never existed is deleted too. An owner with the
+  `foregroundDeletion` finalizer has its dependents deleted and loses the finalizer once no
+  dependent with `blockOwnerDeletion: true` remains; an owner with the `orphan` finalizer has its
+  dependents' references to it removed, then loses the finalizer.
+- Namespace controller: a terminating namespace has all its content deleted, then its `kubernetes`
+  finalizer removed, then it is gone.
+- CRD controller: a stored CRD's resources are served (synchronously, so a CR can be created right
+  after its CRD); a deleted CRD's objects are removed.
+
+Work runs on one background task fed by store events, after the write that caused it, as in a real
+cluster (clients observe the results through watches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from collections.abc import Awaitable, Callable
+
+from kubetrain.devcluster.apiserver import deletion, errors
+from kubetrain.devcluster.apiserver.core import ApiServer, Target
+from kubetrain.devcluster.apiserver.resources import CRD_KEY, NAMESPACES_KEY, crd_resource_type
+from kubetrain.devcluster.apiserver.store import Event
+from kubetrain.devcluster.apiserver.types import Obj, ResourceType
+
+log = logging.getLogger(__name__)
+
+Work = Callable[[], Awaitable[None]]
+
+
+class Controllers:
+    def __init__(self, api: ApiServer) -> None:
+        self.api = api
+        self.store = api.store
+        self._queue: asyncio.Queue[Work] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.store.listeners.append(self._on_event)
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="devcluster-controllers")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def settle(self) -> None:
+        """Wait until the controllers have no queued work (for tests)."""
+        await self._idle.wait()
+
+    async def _run(self) -> None:
+        while True:
+            work = await self._queue.get()
+            self._idle.clear()
+            try:
+                await work()
+            except errors.ApiError as exc:
+                if exc.code not in (404, 409):
+                    log.warning("devcluster controller: %s", exc)
+            except Exception:
+                log.exception("devcluster controller failed")
+            finally:
+                if self._queue.empty():
+                    self._idle.set()
+
+    def _foreground_work(self, uid: str) -> Work:
+        return lambda: self._foreground(uid)
+
+    def _enqueue(self, work: Work) -> None:
+        self._idle.clear()
+        self._queue.put_nowait(work)
+
+    # ---- event routing -----------------------------------------------------------------------
+    def _on_event(self, ev: Event) -> None:
+        if ev.rkey == CRD_KEY:
+            self._on_crd(ev)
+        md = ev.obj["metadata"]
+        if ev.type == "DELETED":
+            uid = md.get("uid", "")
+            if self.store.dependents(uid):
+                self._enqueue(lambda: self._owner_gone(uid))
+            for ref in md.get("ownerReferences") or ():
+                self._enqueue(self._foreground_work(ref.get("uid", "")))
+            ns = md.get("namespace")
+            if ns:
+                self._enqueue(lambda: self._namespace_check(ns))
+            return
+        if md.get("deletionTimestamp"):
+            finalizers = md.get("finalizers") or ()
+            uid = md["uid"]
+            if deletion.FOREGROUND in finalizers:
+                self._enqueue(lambda: self._foreground(uid))
+            if deletion.ORPHAN in finalizers:
+                self._enqueue(lambda: self._orphan(uid))
+            if ev.rkey == NAMESPACES_KEY and (
+                ev.prev is None or not ev.prev["metadata"].get("deletionTimestamp")
+            ):
+                name = md["name"]
+                self._enqueue(lambda: self._terminate_namespace(name))
+        if ev.type == "ADDED" and md.get("ownerReferences"):
+            uid = md["uid"]
+            self._enqueue(lambda: self._dangling(uid))
+
+    def _on_crd(self, ev: Event) -> None:
+        registry = self.api.registry
+        crd = ev.obj
+        if ev.type == "DELETED":
+            rt = registry.remove(crd["metadata"]["name"])
+            if rt is not None:
+                self.store.drop_resource(rt.key)
+            return
+        try:
+            rt = crd_resource_type(crd)
+        except (KeyError, TypeError) as exc:
+            log.warning("CRD %s not served: %s", crd["metadata"].get("name"), exc)
+            return
+        registry.add(rt)
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _locate(self, uid: str) -> tuple[ResourceType, Obj] | None:
+        found = self.store.by_uid(uid)
+        if found is None:
+            return None
+        (rkey, _, _), obj = found
+        rt = self.api.registry.by_key(rkey)
+        return (rt, obj) if rt is not None else None
+
+    def _target(self, rt: ResourceType, obj: Obj) -> Target:
+        md = obj["metadata"]
+        return Target(
+            rt,
+            rt.versions[0],
+            md.get("namespace", ""),
+            md["name"],
+            user={"username": "system:serviceaccount:kube-system:generic-garbage-collector"},
+        )
+
+    async def _delete(self, rt: ResourceType, obj: Obj, policy: str = "Background") -> None:
+        if obj["metadata"].get("deletionTimestamp") and policy == "Background":
+            return
+        try:
+            await deletion.delete(
+                self.api,
+                self._target(rt, obj),
+                {"propagationPolicy": policy, "preconditions": {"uid": obj["metadata"]["uid"]}},
+            )
+        except errors.ApiError as exc:
+            if exc.code not in (404, 409):
+                raise
+
+    def _update(self, rt: ResourceType, new: Obj, expected_rv: str) -> None:
+        try:
+            self.api.commit(rt, new, expected_rv)
+        except errors.ApiError as exc:
+            if exc.code == 409:
+                uid = new["metadata"]["uid"]
+                self._enqueue(lambda: self._retry_update(uid))
+            elif exc.code != 404:
+                raise
+
+    async def _retry_update(self, uid: str) -> None:
+        found = self._locate(uid)
+        if found is None:
+            return
+        md = found[1]["metadata"]
+        if md.get("deletionTimestamp"):
+            await self._foreground(uid)
+            await self._orphan(uid)
+        for ref in md.get("ownerReferences") or ():
+            if self.store.by_uid(ref.get("uid", "")) is None:
+                await self._owner_gone(ref.get("uid", ""))
+
+    # ---- garbage collection ------------------------------------------------------------------
+    async def _owner_gone(self, owner_uid: str) -> None:
+        for (rkey, _, _), dep in self.store.dependents(owner_uid):
+            rt = self.api.registry.by_key(rkey)
+            if rt is None:
+                continue
+            refs = dep["metadata"].get("ownerReferences") or []
+            alive = [
+                r
+                for r in refs
+                if r.get("uid") != owner_uid and self.store.by_uid(r.get("uid", "")) is not None
+            ]
+            if alive:
+                new = copy.deepcopy(dep)
+                new["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != owner_uid]
+                self._update(rt, new, dep["metadata"]["resourceVersion"])
+            else:
+                await self._delete(rt, dep)
+
+    async def _dangling(self, uid: str) -> None:
+        found = self._locate(uid)
+        if found is None:
+            return
+        rt, obj = found
+        refs = obj["metadata"].get("ownerReferences") or []
+        if refs and all(self.store.by_uid(r.get("uid", "")) is None for r in refs):
+            await self._delete(rt, obj)
+
+    async def _foreground(self, uid: str) -> None:
+        found = self._locate(uid)
+        if found is None:
+            return
+        rt, owner = found
+        md = owner["metadata"]
+        if not md.get("deletionTimestamp") or deletion.FOREGROUND not in (md.get("finalizers") or ()):
+            return
+        for (rkey, _, _), dep in self.store.dependents(uid):
+            dep_rt = self.api.registry.by_key(rkey)
+            if dep_rt is not None and not dep["metadata"].get("deletionTimestamp"):
+                await self._delete(dep_rt, dep)
+        blocking = [
+            d
+            for _, d in self.store.dependents(uid)
+            if any(
+                r.get("uid") == uid and r.get("blockOwnerDeletion")
+                for r in d["metadata"].get("ownerReferences") or ()
+            )
+        ]
+        if not blocking:
+            current = self.store.by_uid(uid)
+            if current is None:
+                return
+            new = copy.deepcopy(current[1])
+            new["metadata"]["finalizers"] = [
+                f for f in new["metadata"].get("finalizers") or [] if f != deletion.FOREGROUND
+            ]
+            self._update(rt, new, current[1]["metadata"]["resourceVersion"])
+
+    async def _orphan(self, uid: str) -> None:
+        found = self._locate(uid)
+        if found is None:
+            return
+        rt, owner = found
+        md = owner["metadata"]
+        if not md.get("deletionTimestamp") or deletion.ORPHAN not in (md.get("finalizers") or ()):
+            return
+        for (rkey, _, _), dep in self.store.dependents(uid):
+            dep_rt = self.api.registry.by_key(rkey)
+            if dep_rt is None:
+                continue
+            new = copy.deepcopy(dep)
+            new["metadata"]["ownerReferences"] = [
+                r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != uid
+            ]
+            if not new["metadata"]["ownerReferences"]:
+                del new["metadata"]["ownerReferences"]
+            self._update(dep_rt, new, dep["metadata"]["resourceVersion"])
+        current = self.store.by_uid(uid)
+        if current is not None:
+            new = copy.deepcopy(current[1])
+            new["metadata"]["finalizers"] = [
+                f for f in new["metadata"].get("finalizers") or [] if f != deletion.ORPHAN
+            ]
+            self._update(rt, new, current[1]["metadata"]["resourceVersion"])
+
+    # ---- namespaces --------------------------------------------------------------------------
+    async def _terminate_namespace(self, name: str) -> None:
+        for rt in self.api.registry.all():
+            if not rt.namespaced:
+                continue
+            for obj in list(self.store.items(rt.key, name)):
+                await self._delete(rt, obj)
+        await self._namespace_check(name)
+
+    async def _namespace_check(self, name: str) -> None:
+        ns = self.store.get(NAMESPACES_KEY, "", name)
+        if ns is None or not ns["metadata"].get("deletionTimestamp"):
+            return
+        if any(self.store.count(rt.key, name) for rt in self.api.registry.all() if rt.namespaced):
+            return
+        rt = self.api.registry.by_key(NAMESPACES_KEY)
+        assert rt is not None
+        new = copy.deepcopy(ns)
+        spec = new.setdefault("spec", {})
+        spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != "kubernetes"]
+        if not spec["finalizers"]:
+            del spec["finalizers"]
+        if not new["metadata"].get("finalizers"):
+            self.store.remove(NAMESPACES_KEY, "", name)
+        else:
+            self._update(rt, new, ns["metadata"]["resourceVersion"])

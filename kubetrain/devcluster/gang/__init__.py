@@ -1,0 +1,1 @@
+"""The simulated gang scheduler (Volcano / scheduler-plugins) and its PodGroup CRDs."""

@@ -1,0 +1,1 @@
+"""The simulated kubelet (PodSimulator): nodes, pod binding and status transitions."""

@@ -1,0 +1,414 @@
+"""Pure builders for what a kubelet writes: pod status, node objects, bindings.
+
+No I/O and no hidden clock: every function takes `now`. `kubetrain.devcluster.kubelet.simulator` feeds
+these to the API server. Shapes follow core/v1 (PodStatus, ContainerStatus, Node) and the
+kubelet's own conventions (condition types and reasons, `PodCompleted` when containers stop,
+`Evicted` + `DisruptionTarget`/`TerminationByKubelet` for kubelet evictions).
+
+Per-pod behaviour comes from annotations (see `Behaviour.from_pod`):
+
+- `sim.kubetrain.io/run-seconds`: seconds the containers run before they exit; absent → the
+  pod stays Running until a test (or the simulator's `default_run_seconds`) says otherwise.
+- `sim.kubetrain.io/exit-code`: exit code of that exit (default 0).
+- `sim.kubetrain.io/reason`: termination reason (default `Completed` for 0, `Error` otherwise;
+  e.g. `OOMKilled`); `Evicted` makes the exit a kubelet eviction instead.
+- `sim.kubetrain.io/restarts-before-exit`: at most this many in-place restarts (restartPolicy
+  Always/OnFailure); the exit after that is terminal whatever the restartPolicy. Absent → the
+  restartPolicy alone decides, as a kubelet does (no back-off is simulated).
+- `sim.kubetrain.io/start-seconds`: seconds a bound pod stays Pending before it starts (default 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+ANNOTATION_PREFIX = "sim.kubetrain.io/"
+RUN_SECONDS = ANNOTATION_PREFIX + "run-seconds"
+EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
+REASON = ANNOTATION_PREFIX + "reason"
+RESTARTS_BEFORE_EXIT = ANNOTATION_PREFIX + "restarts-before-exit"
+START_SECONDS = ANNOTATION_PREFIX + "start-seconds"
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+EVICTION_MESSAGE = "The node was low on resource: memory. "
+TERMINATION_MESSAGE = "pod deleted: the kubelet stopped its containers"
+
+
+def timestamp(now: datetime) -> str:
+    """metav1.Time as JSON: RFC 3339, second precision, UTC."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    run_seconds: float | None = None
+    exit_code: int = 0
+    reason: str | None = None
+    restarts_before_exit: int | None = None
+    start_seconds: float = 0.0
+
+    @classmethod
+    def from_pod(cls, pod: dict[str, Any], default_run_seconds: float | None = None) -> Behaviour:
+        """The annotations of `pod`; a malformed value raises ValueError naming the annotation."""
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        run = _number(annotations, RUN_SECONDS)
+        restarts = _number(annotations, RESTARTS_BEFORE_EXIT)
+        exit_code = _number(annotations, EXIT_CODE)
+        start = _number(annotations, START_SECONDS)
+        if exit_code is not None and not (0 <= exit_code <= 255 and exit_code == int(exit_code)):
+            raise ValueError(f"annotation {EXIT_CODE}: {exit_code} is not an exit code (0-255)")
+        return cls(
+            run_seconds=run if run is not None else default_run_seconds,
+            exit_code=int(exit_code or 0),
+            reason=annotations.get(REASON) or None,
+            restarts_before_exit=int(restarts) if restarts is not None else None,
+            start_seconds=start or 0.0,
+        )
+
+
+def _number(annotations: dict[str, str], key: str) -> float | None:
+    if key not in annotations:
+        return None
+    try:
+        value = float(annotations[key])
+    except (TypeError, ValueError):
+        raise ValueError(f"annotation {key}: {annotations[key]!r} is not a number") from None
+    if value < 0:
+        raise ValueError(f"annotation {key}: {annotations[key]!r} must not be negative")
+    return value
+
+
+def termination_reason(exit_code: int, reason: str | None) -> str:
+    return reason or ("Completed" if exit_code == 0 else "Error")
+
+
+def exit_outcome(pod: dict[str, Any], exit_code: int, restarts_so_far: int, restart_limit: int | None) -> str:
+    """What a kubelet does when the containers exit: "restart" in place, or the terminal phase."""
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    limit_reached = restart_limit is not None and restarts_so_far >= restart_limit
+    restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+    if restarts and not limit_reached:
+        return "restart"
+    return "Succeeded" if exit_code == 0 else "Failed"
+
+
+def _containers(pod: dict[str, Any], key: str = "containers") -> list[dict[str, Any]]:
+    return list((pod.get("spec") or {}).get(key) or [])
+
+
+def _previous(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return {s.get("name", ""): s for s in statuses}
+
+
+def container_id(pod: dict[str, Any], name: str, restart_count: int) -> str:
+    uid = (pod.get("metadata") or {}).get("uid", "")
+    return f"containerd://sim-{uid}-{name}-{restart_count}"
+
+
+def restart_count(pod: dict[str, Any], container: str | None = None) -> int:
+    """The restartCount of `container` (default: the first container)."""
+    name = container or (_containers(pod)[0]["name"] if _containers(pod) else "")
+    return int(_previous(pod).get(name, {}).get("restartCount", 0))
+
+
+def _condition(kind: str, status: bool, now: datetime, reason: str | None = None) -> dict[str, Any]:
+    condition: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": timestamp(now),
+    }
+    if reason:
+        condition["reason"] = reason
+    return condition
+
+
+def _keep_transition(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep lastTransitionTime of conditions whose status did not change."""
+    by_type = {c.get("type"): c for c in old}
+    out = []
+    for condition in new:
+        before = by_type.get(condition["type"])
+        if (
+            before is not None
+            and before.get("status") == condition["status"]
+            and before.get("lastTransitionTime")
+        ):
+            condition = {**condition, "lastTransitionTime": before["lastTransitionTime"]}
+        out.append(condition)
+    # conditions others set (e.g. by a scheduler) that the kubelet does not own survive
+    owned = {c["type"] for c in new}
+    out.extend(c for c in old if c.get("type") not in owned)
+    return out
+
+
+def _base_status(pod: dict[str, Any], host_ip: str, pod_ip: str, now: datetime) -> dict[str, Any]:
+    old = pod.get("status") or {}
+    ips = [{"ip": pod_ip}]
+    return {
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": ips,
+        "startTime": old.get("startTime") or timestamp(now),
+        "qosClass": old.get("qosClass") or "BestEffort",
+    }
+
+
+def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "containerID": container_id(pod, c["name"], 0),
+            "ready": True,
+            "started": False,
+            "restartCount": 0,
+            "state": {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": timestamp(now),
+                    "finishedAt": timestamp(now),
+                    "containerID": container_id(pod, c["name"], 0),
+                }
+            },
+            "lastState": {},
+        }
+        for c in _containers(pod, "initContainers")
+    ]
+
+
+def running_status(pod: dict[str, Any], *, host_ip: str, pod_ip: str, now: datetime) -> dict[str, Any]:
+    """Pending → Running: every container started and ready."""
+    status = _base_status(pod, host_ip, pod_ip, now)
+    previous = _previous(pod)
+    statuses = []
+    for c in _containers(pod):
+        count = int(previous.get(c["name"], {}).get("restartCount", 0))
+        statuses.append(
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "containerID": container_id(pod, c["name"], count),
+                "ready": True,
+                "started": True,
+                "restartCount": count,
+                "state": {"running": {"startedAt": timestamp(now)}},
+                "lastState": previous.get(c["name"], {}).get("lastState") or {},
+            }
+        )
+    old_conditions = (pod.get("status") or {}).get("conditions") or []
+    conditions = [
+        _condition("PodReadyToStartContainers", True, now),
+        _condition("Initialized", True, now),
+        _condition("Ready", True, now),
+        _condition("ContainersReady", True, now),
+        _condition("PodScheduled", True, now),
+    ]
+    status.update(
+        phase="Running",
+        conditions=_keep_transition(conditions, old_conditions),
+        containerStatuses=statuses,
+    )
+    init = _init_statuses(pod, now)
+    if init:
+        status["initContainerStatuses"] = init
+    return status
+
+
+def _terminated(
+    pod: dict[str, Any], c: dict[str, Any], exit_code: int, reason: str, now: datetime
+) -> dict[str, Any]:
+    previous = _previous(pod).get(c["name"], {})
+    count = int(previous.get("restartCount", 0))
+    started = ((previous.get("state") or {}).get("running") or {}).get("startedAt") or timestamp(now)
+    return {
+        "exitCode": exit_code,
+        "reason": reason,
+        "startedAt": started,
+        "finishedAt": timestamp(now),
+        "containerID": container_id(pod, c["name"], count),
+    }
+
+
+def terminated_status(
+    pod: dict[str, Any],
+    *,
+    exit_code: int,
+    reason: str | None,
+    now: datetime,
+    phase: str | None = None,
+    pod_reason: str | None = None,
+    message: str | None = None,
+    disruption: str | None = None,
+    host_ip: str = "",
+    pod_ip: str = "",
+) -> dict[str, Any]:
+    """Containers exited with `exit_code`; the pod is in a terminal phase (from the exit code
+    unless `phase` is given). `disruption` adds a DisruptionTarget condition with that reason."""
+    old = pod.get("status") or {}
+    status = _base_status(pod, host_ip or old.get("hostIP", ""), pod_ip or old.get("podIP", ""), now)
+    previous = _previous(pod)
+    container_reason = termination_reason(exit_code, reason)
+    statuses = []
+    for c in _containers(pod):
+        before = previous.get(c["name"], {})
+        count = int(before.get("restartCount", 0))
+        statuses.append(
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "containerID": container_id(pod, c["name"], count),
+                "ready": False,
+                "started": False,
+                "restartCount": count,
+                "state": {"terminated": _terminated(pod, c, exit_code, container_reason, now)},
+                "lastState": before.get("lastState") or {},
+            }
+        )
+    conditions = [
+        _condition("PodReadyToStartContainers", False, now),
+        _condition("Initialized", True, now),
+        _condition("Ready", False, now, "PodCompleted"),
+        _condition("ContainersReady", False, now, "PodCompleted"),
+        _condition("PodScheduled", True, now),
+    ]
+    if disruption:
+        target = _condition("DisruptionTarget", True, now, disruption)
+        target["message"] = message or ""
+        conditions.append(target)
+    status.update(
+        phase=phase or ("Succeeded" if exit_code == 0 else "Failed"),
+        conditions=_keep_transition(conditions, old.get("conditions") or []),
+        containerStatuses=statuses,
+    )
+    if old.get("initContainerStatuses"):
+        status["initContainerStatuses"] = old["initContainerStatuses"]
+    if pod_reason:
+        status["reason"] = pod_reason
+    if message:
+        status["message"] = message
+    return status
+
+
+def evicted_status(pod: dict[str, Any], *, now: datetime, message: str = EVICTION_MESSAGE) -> dict[str, Any]:
+    """A kubelet eviction: phase Failed, reason Evicted, containers killed (137), DisruptionTarget."""
+    return terminated_status(
+        pod,
+        exit_code=137,
+        reason="Error",
+        now=now,
+        phase="Failed",
+        pod_reason="Evicted",
+        message=message,
+        disruption="TerminationByKubelet",
+    )
+
+
+def restarted_status(
+    pod: dict[str, Any], *, exit_code: int, reason: str | None, now: datetime, container: str | None = None
+) -> dict[str, Any]:
+    """An in-place restart of `container` (default: every container): restartCount + 1, the exit
+    kept in lastState.terminated, running again; the pod stays Running."""
+    status = dict(pod.get("status") or {})
+    names = {container} if container else {c["name"] for c in _containers(pod)}
+    statuses = []
+    for c in _containers(pod):
+        before = _previous(pod).get(c["name"])
+        if before is None or c["name"] not in names:
+            if before is not None:
+                statuses.append(before)
+            continue
+        count = int(before.get("restartCount", 0)) + 1
+        terminated = _terminated(pod, c, exit_code, termination_reason(exit_code, reason), now)
+        statuses.append(
+            {
+                **before,
+                "containerID": container_id(pod, c["name"], count),
+                "ready": True,
+                "started": True,
+                "restartCount": count,
+                "state": {"running": {"startedAt": timestamp(now)}},
+                "lastState": {"terminated": terminated},
+            }
+        )
+    status["containerStatuses"] = statuses
+    status["phase"] = "Running"
+    return status
+
+
+def binding(pod: dict[str, Any], node: str) -> dict[str, Any]:
+    """The v1 Binding a scheduler POSTs to pods/NAME/binding."""
+    meta = pod.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+NODE_CAPACITY = {
+    "cpu": "64",
+    "memory": "256Gi",
+    "pods": "250",
+    "ephemeral-storage": "1Ti",
+    "nvidia.com/gpu": "8",
+}
+
+
+def node_object(name: str, address: str, now: datetime) -> dict[str, Any]:
+    """A Ready Node as a kubelet registers it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "sim.kubetrain.io/simulated": "true",
+            },
+        },
+        "spec": {},
+        "status": node_status(name, address, now),
+    }
+
+
+def node_status(name: str, address: str, now: datetime) -> dict[str, Any]:
+    stamp = timestamp(now)
+    return {
+        "capacity": dict(NODE_CAPACITY),
+        "allocatable": dict(NODE_CAPACITY),
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status",
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+        ],
+        "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
+        "nodeInfo": {
+            "kubeletVersion": "v1.31.0-kubetrain-sim",
+            "containerRuntimeVersion": "containerd://sim",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+            "osImage": "kubetrain pod simulator",
+            "kernelVersion": "",
+            "kubeProxyVersion": "",
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+        },
+    }

@@ -1,0 +1,85 @@
+"""When and where for the pod simulator: per-pod locks and timers, and round-robin binding.
+
+`PodTimers` serialises the simulator's work on one pod (`lock(key)`) and holds at most one
+pending timer per pod (a start delay or a run's end), identified by a marker tuple whose second
+element is the pod's uid: scheduling the same marker again keeps the running timer, another
+marker replaces it, and a timer whose pod is gone or was recreated (another uid) does nothing.
+Delays run on an injectable `kubetrain.kube.clock.Clock`.
+
+`RoundRobinBinder` is the minimal scheduler: it binds a pod to the next node in turn through
+POST `pods/NAME/binding` (gangs are not its concern).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.kube.clock import Clock
+
+Key = tuple[str, str]
+
+
+def pod_key(pod: dict[str, Any]) -> Key:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+class PodTimers:
+    def __init__(self, clock: Clock, current_uid: Callable[[Key], str | None]) -> None:
+        self.clock = clock
+        self._current_uid = current_uid  # the uid of the pod now cached under a key, None if gone
+        self._locks: dict[Key, asyncio.Lock] = {}
+        self._timers: dict[Key, tuple[tuple[Any, ...], asyncio.Task[None]]] = {}
+
+    def lock(self, key: Key) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def schedule(
+        self, key: Key, marker: tuple[Any, ...], delay: float, action: Callable[[Key], Awaitable[None]]
+    ) -> None:
+        """Run `action(key)` under the pod's lock after `delay` seconds, if the pod (uid
+        `marker[1]`) is still there; replaces the pod's timer unless it has the same marker."""
+        current = self._timers.get(key)
+        if current is not None and current[0] == marker and not current[1].done():
+            return
+        self.cancel(key)
+
+        async def fire() -> None:
+            await self.clock.sleep(max(0.0, delay))
+            self._timers.pop(key, None)
+            async with self.lock(key):
+                if self._current_uid(key) == marker[1]:
+                    await action(key)
+
+        self._timers[key] = (marker, asyncio.ensure_future(fire()))
+
+    def cancel(self, key: Key) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None and timer[1] is not asyncio.current_task():
+            timer[1].cancel()
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return [task for _, task in self._timers.values()]
+
+    def clear(self) -> None:
+        self._timers.clear()
+
+
+class RoundRobinBinder:
+    def __init__(self, node_names: list[str]) -> None:
+        self.node_names = node_names
+        self._counter = 0
+
+    async def bind(self, api: RawApi, pod: dict[str, Any]) -> None:
+        node = self.node_names[self._counter % len(self.node_names)]
+        self._counter += 1
+        ns, name = pod_key(pod)
+        code, body = await api.request(
+            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=podstatus.binding(pod, node)
+        )
+        if code not in (200, 201, 404, 409):
+            raise ApiError(code, body)

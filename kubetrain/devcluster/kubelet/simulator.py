@@ -1,0 +1,323 @@
+"""PodSimulator: a simulated kubelet (and minimal scheduler) that is an ordinary API client.
+
+It talks to any API server through a kubeconfig (devcluster, or a real cluster whose nodes have
+no kubelets), with plain-dict bodies:
+
+- registers `nodes` Ready Node objects named `<node_prefix>-<i>` if absent, and renews their
+  Leases in `kube-node-lease` every 10 s (so a real node controller keeps them Ready);
+- watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
+  `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
+  cluster that has a scheduler) round-robin to its nodes via POST `pods/NAME/binding` — gangs are
+  NOT its concern;
+- runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
+  podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
+  the pod's resourceVersion and re-reading + retrying on 409;
+- finishes graceful deletions like a kubelet: a pod with deletionTimestamp gets its containers
+  terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
+
+Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.podstatus`):
+`sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
+`.../restarts-before-exit`, `.../start-seconds`. Without run-seconds a pod stays Running until the
+test API says otherwise, unless the simulator was given `default_run_seconds` (`kubetrain dev`).
+On exit the pod's restartPolicy decides like a kubelet: Never → terminal; OnFailure → restart in
+place unless the exit code is 0; Always → restart in place (restartCount + 1, lastState.terminated).
+
+Test API (each waits, up to `wait_seconds`, for the pod to be Running on a simulated node):
+`finish(ns, name, exit_code=0, reason=None)` — every container exits, the pod becomes Succeeded
+(exit 0) or Failed, whatever its restartPolicy; `evict(ns, name)` — kubelet eviction: Failed,
+reason Evicted, DisruptionTarget condition; `restart_container(ns, name, exit_code=137,
+container=None)` — an in-place restart (ValueError if the restartPolicy would not restart);
+`wait_for(ns, name, predicate)` / `wait_for_phase(ns, name, phase)`; `pod(ns, name)` (last seen).
+
+Durations run on an injectable `kubetrain.kube.clock.Clock` (tests pass a FakeClock and advance
+it). Start it with `async with PodSimulator(kubeconfig) as sim:` or start()/stop().
+
+Where it lives: this module is the simulator (nodes, the pod watch, the per-pod reconcile and the
+test API); `scheduling` holds the per-pod locks and timers and the round-robin binder, `status`
+the status transitions and their conflict-retrying writes, `podstatus` the pure status builders;
+`kubetrain.devcluster.client` is the raw API client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch, register_nodes, renew_lease
+from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
+from kubetrain.devcluster.kubelet.status import (
+    TERMINATION_EXIT_CODE,
+    PodTransitions,
+    StatusBuilder,
+    pod_phase,
+    rv_older,
+)
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+
+__all__ = ["HEARTBEAT_SECONDS", "TERMINATION_EXIT_CODE", "Key", "PodSimulator", "StatusBuilder"]
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 10.0
+
+
+class PodSimulator:
+    def __init__(
+        self,
+        kubeconfig_path: str,
+        *,
+        nodes: int = 3,
+        namespace: str | None = None,
+        scheduler_names: tuple[str, ...] = ("default-scheduler",),
+        default_run_seconds: float | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        node_prefix: str = "kubetrain-sim-node",
+        user_agent: str = "kubetrain-pod-simulator",
+    ) -> None:
+        self.kubeconfig_path = kubeconfig_path
+        self.namespace = namespace
+        self.scheduler_names = tuple(scheduler_names)
+        self.default_run_seconds = default_run_seconds
+        self.clock = clock
+        self.node_names = [f"{node_prefix}-{i}" for i in range(nodes)]
+        self._host_ips = {n: f"192.168.77.{i + 10}" for i, n in enumerate(self.node_names)}
+        self._user_agent = user_agent
+        self._api: RawApi | None = None
+        self._pods: dict[Key, dict[str, Any]] = {}
+        self._changed = asyncio.Condition()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._timers = PodTimers(clock, self._current_uid)
+        self._binder = RoundRobinBinder(self.node_names)
+        self._status = PodTransitions(
+            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds
+        )
+        self._synced = asyncio.Event()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> PodSimulator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._api = await RawApi.from_kubeconfig(self.kubeconfig_path, self._user_agent)
+        await register_nodes(self.api, self._host_ips, self.clock.now())
+        self._spawn(list_then_watch(self.api, self._pods_path(), self._observe, self._relisted))
+        self._spawn(self._heartbeat_loop())
+        await asyncio.wait_for(self._synced.wait(), 30)
+
+    async def stop(self) -> None:
+        tasks = list(self._tasks) + self._timers.tasks()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        self._timers.clear()
+        if self._api is not None:
+            await self._api.close()
+            self._api = None
+
+    @property
+    def api(self) -> RawApi:
+        if self._api is None:
+            raise RuntimeError("PodSimulator is not started")
+        return self._api
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            for name in self.node_names:
+                try:
+                    await renew_lease(self.api, name, self.clock.now())
+                except (TimeoutError, ApiError, OSError) as exc:
+                    log.debug("node lease %s not renewed: %s", name, exc)
+            await self.clock.sleep(HEARTBEAT_SECONDS)
+
+    def _pods_path(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
+
+    async def _relisted(self, pods: list[dict[str, Any]]) -> None:
+        seen = {pod_key(pod) for pod in pods}
+        for pod in pods:
+            await self._observe("ADDED", pod)
+        for key in [k for k in self._pods if k not in seen]:
+            await self._observe("DELETED", self._pods[key])
+        self._synced.set()
+
+    async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
+        key = pod_key(pod)
+        if kind == "DELETED":
+            self._pods.pop(key, None)
+            self._timers.cancel(key)
+            self._status.forget(str((pod.get("metadata") or {}).get("uid", "")))
+        else:
+            old = self._pods.get(key)
+            if old is not None and rv_older(pod, old):
+                return
+            self._pods[key] = pod
+        async with self._changed:
+            self._changed.notify_all()
+        if kind != "DELETED":
+            self._spawn(self._reconcile(key))
+
+    def _current_uid(self, key: Key) -> str | None:
+        pod = self._pods.get(key)
+        return None if pod is None else str(pod["metadata"].get("uid", ""))
+
+    # -- reconcile ------------------------------------------------------------------------------
+
+    async def _reconcile(self, key: Key, attempt: int = 0) -> None:
+        try:
+            async with self._timers.lock(key):
+                await self._reconcile_locked(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an API failure: retry with back-off, then wait for the next event
+            log.debug("pod %s/%s: %s", *key, exc)
+            if attempt < 6:
+                await asyncio.sleep(min(5.0, 0.05 * 2**attempt))
+                await self._reconcile(key, attempt + 1)
+
+    async def _reconcile_locked(self, key: Key) -> None:
+        pod = self._pods.get(key)
+        if pod is None:
+            return
+        spec = pod.get("spec") or {}
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            if self._status.ours(pod):
+                await self._status.finish_deletion(key)
+            return
+        if not spec.get("nodeName"):
+            if (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names:
+                await self._binder.bind(self.api, pod)
+            return
+        if not self._status.ours(pod) or pod_phase(pod) in podstatus.TERMINAL_PHASES:
+            self._timers.cancel(key)
+            return
+        try:
+            behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
+        except ValueError as exc:
+            log.warning("pod %s/%s: %s; running it without simulated behaviour", *key, exc)
+            behaviour = podstatus.Behaviour()
+        uid = str(pod["metadata"].get("uid", ""))
+        if pod_phase(pod) == "Pending":
+            if behaviour.start_seconds > 0:
+                self._timers.schedule(key, ("start", uid), behaviour.start_seconds, self._status.start)
+            else:
+                await self._status.start(key)
+            return
+        if behaviour.run_seconds is not None:
+            restarts = podstatus.restart_count(pod)
+            started = self._status.run_started(uid, restarts)
+            remaining = behaviour.run_seconds - (self.clock.monotonic() - started)
+            self._timers.schedule(key, ("exit", uid, restarts), remaining, self._status.run_ended)
+
+    # -- test API -------------------------------------------------------------------------------
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod as last seen by the simulator's watch."""
+        return self._pods.get((namespace, name))
+
+    async def wait_for(
+        self,
+        namespace: str,
+        name: str,
+        predicate: Callable[[dict[str, Any] | None], bool],
+        wait_seconds: float = 10,
+    ) -> dict[str, Any] | None:
+        key = (namespace, name)
+        async with self._changed:
+            await asyncio.wait_for(
+                self._changed.wait_for(lambda: predicate(self._pods.get(key))), wait_seconds
+            )
+        return self._pods.get(key)
+
+    async def wait_for_phase(
+        self, namespace: str, name: str, phase: str, wait_seconds: float = 10
+    ) -> dict[str, Any]:
+        pod = await self.wait_for(
+            namespace, name, lambda p: p is not None and pod_phase(p) == phase, wait_seconds
+        )
+        assert pod is not None
+        return pod
+
+    async def _running(self, namespace: str, name: str, wait_seconds: float) -> Key:
+        def ready(pod: dict[str, Any] | None) -> bool:
+            return pod is not None and (
+                pod_phase(pod) in podstatus.TERMINAL_PHASES
+                or (self._status.ours(pod) and pod_phase(pod) == "Running")
+            )
+
+        pod = await self.wait_for(namespace, name, ready, wait_seconds)
+        assert pod is not None
+        if pod_phase(pod) != "Running":
+            raise ValueError(f"pod {namespace}/{name} is already {pod_phase(pod)}")
+        return namespace, name
+
+    async def finish(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        exit_code: int = 0,
+        reason: str | None = None,
+        wait_seconds: float = 10,
+    ) -> dict[str, Any] | None:
+        """Every container exits with `exit_code`; the pod becomes Succeeded (0) or Failed."""
+        if reason == "Evicted":
+            return await self.evict(namespace, name, wait_seconds=wait_seconds)
+        key = await self._running(namespace, name, wait_seconds)
+        async with self._timers.lock(key):
+            self._timers.cancel(key)
+            return await self._status.write_status(
+                key, self._status.running_only(self._status.exit_builder(exit_code, reason))
+            )
+
+    async def evict(self, namespace: str, name: str, *, wait_seconds: float = 10) -> dict[str, Any] | None:
+        """A kubelet eviction: phase Failed, reason Evicted, DisruptionTarget condition."""
+        key = await self._running(namespace, name, wait_seconds)
+        async with self._timers.lock(key):
+            self._timers.cancel(key)
+            build = self._status.running_only(self._status.evict_builder())
+            return await self._status.write_status(key, build)
+
+    async def restart_container(
+        self,
+        namespace: str,
+        name: str,
+        exit_code: int = 137,
+        *,
+        reason: str | None = None,
+        container: str | None = None,
+        wait_seconds: float = 10,
+    ) -> dict[str, Any] | None:
+        """The container (default: every container) exits with `exit_code` and the kubelet
+        restarts it in place; ValueError if the pod's restartPolicy would not restart it."""
+        key = await self._running(namespace, name, wait_seconds)
+        pod = self._pods[key]
+        if podstatus.exit_outcome(pod, exit_code, 0, None) != "restart":
+            policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+            raise ValueError(
+                f"pod {namespace}/{name} has restartPolicy {policy}: a kubelet does not restart a container "
+                f"that exits with {exit_code}; use finish()"
+            )
+        async with self._timers.lock(key):
+            self._timers.cancel(key)
+            return await self._status.write_status(
+                key, self._status.running_only(self._status.restart_builder(exit_code, reason, container))
+            )

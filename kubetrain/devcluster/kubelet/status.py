@@ -1,0 +1,212 @@
+"""The pod simulator's status transitions and the writes that carry them.
+
+`PodTransitions` moves a pod bound to a simulated node through its life, as a kubelet would:
+`start` (Pending → Running: podIP, hostIP, containers running and ready), `run_ended` (the
+annotated run is over: exit, in-place restart or eviction, as the pod's restartPolicy and
+annotations decide), and `finish_deletion` (containers terminated with exit 143, then DELETE with
+gracePeriodSeconds=0). Each is a `StatusBuilder` — the new status computed from the newest pod by
+the pure builders of `kubetrain.devcluster.kubelet.podstatus`, or None for "nothing to write" — given to
+`write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
+re-reads and rebuilds. It also keeps what a kubelet remembers per pod: pod IPs, the start time
+of each container run, and the pods it already deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
+from kubetrain.kube.clock import Clock
+
+StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+TERMINATION_EXIT_CODE = 143
+
+
+def pod_phase(pod: dict[str, Any] | None) -> str:
+    return str(((pod or {}).get("status") or {}).get("phase") or "Pending")
+
+
+def rv_older(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    a = str((new.get("metadata") or {}).get("resourceVersion", ""))
+    b = str((old.get("metadata") or {}).get("resourceVersion", ""))
+    return a.isdigit() and b.isdigit() and int(a) < int(b)
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    return str(pod["metadata"].get("uid", ""))
+
+
+class PodTransitions:
+    def __init__(
+        self,
+        api: Callable[[], RawApi],
+        clock: Clock,
+        pods: dict[Key, dict[str, Any]],
+        host_ips: dict[str, str],
+        timers: PodTimers,
+        default_run_seconds: float | None,
+    ) -> None:
+        self._api = api
+        self.clock = clock
+        self._pods = pods  # the simulator's watch cache, shared
+        self._host_ips = host_ips
+        self._timers = timers
+        self.default_run_seconds = default_run_seconds
+        self._starts: dict[tuple[str, int], float] = {}  # (uid, restartCount) -> clock.monotonic()
+        self._pod_ips: dict[str, str] = {}
+        self._ip_counter = 0
+        self._deleted: set[str] = set()  # uids this kubelet already removed
+
+    def ours(self, pod: dict[str, Any]) -> bool:
+        return (pod.get("spec") or {}).get("nodeName") in self._host_ips
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop what was remembered about it."""
+        self._deleted.discard(uid)
+        self._pod_ips.pop(uid, None)
+        self._starts = {k: v for k, v in self._starts.items() if k[0] != uid}
+
+    def run_started(self, uid: str, restarts: int) -> float:
+        """clock.monotonic() when run `restarts` of the pod began (now, if not known yet)."""
+        return self._starts.setdefault((uid, restarts), self.clock.monotonic())
+
+    def remember(self, pod: dict[str, Any]) -> None:
+        key = pod_key(pod)
+        old = self._pods.get(key)
+        if old is None or not rv_older(pod, old):
+            self._pods[key] = pod
+
+    def _pod_ip(self, pod: dict[str, Any]) -> str:
+        spec = pod.get("spec") or {}
+        if spec.get("hostNetwork"):
+            return self._host_ips[spec["nodeName"]]
+        uid = _uid(pod)
+        if uid not in self._pod_ips:
+            self._ip_counter += 1
+            self._pod_ips[uid] = f"10.244.{self._ip_counter // 250}.{self._ip_counter % 250 + 2}"
+        return self._pod_ips[uid]
+
+    # -- transitions ----------------------------------------------------------------------------
+
+    async def start(self, key: Key) -> None:
+        def build(pod: dict[str, Any]) -> dict[str, Any] | None:
+            if not self.ours(pod) or pod_phase(pod) != "Pending" or pod["metadata"].get("deletionTimestamp"):
+                return None
+            host_ip = self._host_ips[pod["spec"]["nodeName"]]
+            return podstatus.running_status(
+                pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=self.clock.now()
+            )
+
+        await self.write_status(key, build)
+
+    async def run_ended(self, key: Key) -> None:
+        pod = self._pods.get(key)
+        if pod is None or pod_phase(pod) != "Running":
+            return
+        behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
+        if behaviour.reason == "Evicted":
+            await self.write_status(key, self.running_only(self.evict_builder()))
+            return
+        outcome = podstatus.exit_outcome(
+            pod, behaviour.exit_code, podstatus.restart_count(pod), behaviour.restarts_before_exit
+        )
+        if outcome == "restart":
+            await self.write_status(
+                key, self.running_only(self.restart_builder(behaviour.exit_code, behaviour.reason))
+            )
+        else:
+            await self.write_status(
+                key, self.running_only(self.exit_builder(behaviour.exit_code, behaviour.reason))
+            )
+
+    def running_only(self, build: StatusBuilder) -> StatusBuilder:
+        def guarded(pod: dict[str, Any]) -> dict[str, Any] | None:
+            if pod_phase(pod) != "Running" or pod["metadata"].get("deletionTimestamp"):
+                return None
+            return build(pod)
+
+        return guarded
+
+    def evict_builder(self) -> StatusBuilder:
+        return lambda pod: podstatus.evicted_status(pod, now=self.clock.now())
+
+    def exit_builder(self, exit_code: int, reason: str | None) -> StatusBuilder:
+        return lambda pod: podstatus.terminated_status(
+            pod, exit_code=exit_code, reason=reason, now=self.clock.now()
+        )
+
+    def restart_builder(
+        self, exit_code: int, reason: str | None, container: str | None = None
+    ) -> StatusBuilder:
+        def build(pod: dict[str, Any]) -> dict[str, Any]:
+            status = podstatus.restarted_status(
+                pod, exit_code=exit_code, reason=reason, now=self.clock.now(), container=container
+            )
+            self._starts[(_uid(pod), podstatus.restart_count({**pod, "status": status}))] = (
+                self.clock.monotonic()
+            )
+            return status
+
+        return build
+
+    async def finish_deletion(self, key: Key) -> None:
+        self._timers.cancel(key)
+        pod = self._pods[key]
+        if _uid(pod) in self._deleted:
+            return
+        if pod_phase(pod) not in podstatus.TERMINAL_PHASES:
+
+            def build(p: dict[str, Any]) -> dict[str, Any] | None:
+                if pod_phase(p) in podstatus.TERMINAL_PHASES:
+                    return None
+                return podstatus.terminated_status(
+                    p, exit_code=TERMINATION_EXIT_CODE, reason="Error", now=self.clock.now()
+                )
+
+            written = await self.write_status(key, build)
+            pod = written or pod
+        ns, name = key
+        options = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": pod["metadata"].get("uid")},
+        }
+        code, body = await self._api().request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", body=options)
+        if code not in (200, 202, 404, 409):
+            raise ApiError(code, body)
+        self._deleted.add(_uid(pod))
+
+    # -- the write ------------------------------------------------------------------------------
+
+    async def write_status(self, key: Key, build: StatusBuilder) -> dict[str, Any] | None:
+        """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild."""
+        ns, name = key
+        path = f"/api/v1/namespaces/{ns}/pods/{name}"
+        pod = self._pods.get(key)
+        for _ in range(20):
+            if pod is None:
+                return None
+            status = build(pod)
+            if status is None:
+                return pod
+            code, body = await self._api().request("PUT", f"{path}/status", body={**pod, "status": status})
+            if code == 200:
+                self.remember(body)
+                return dict(body)
+            if code == 404:
+                return None
+            if code != 409:
+                raise ApiError(code, body)
+            code, body = await self._api().request("GET", path)
+            if code == 404:
+                return None
+            if code != 200:
+                raise ApiError(code, body)
+            self.remember(body)
+            pod = body
+        raise ApiError(409, {"message": f"pod {ns}/{name}: status write kept conflicting"})
