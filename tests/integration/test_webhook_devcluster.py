@@ -19,7 +19,7 @@ from kubernetes_asyncio import client
 
 from kubetrain.api.crdgen import job_crds
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, service_dns_names
-from kubetrain.certs.kubeapi import ApiClientCertApi
+from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster import DevCluster
@@ -198,9 +198,16 @@ async def test_warning_surfaced_to_the_client(
     api: client.ApiClient, kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle
 ) -> None:
     await register(kube, bundle.ca.cert_pem)
-    raw = ApiClientCertApi(api)
     job = tfjob("warned", env=[{"name": "TF_CONFIG", "value": "{}"}])
-    resp = await raw._call("POST", "/apis/kubetrain.io/v1/namespaces/default/tfjobs", body=job)
+    resp = await api.call_api(
+        "/apis/kubetrain.io/v1/namespaces/default/tfjobs",
+        "POST",
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        body=job,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
     async with resp:
         assert resp.status == 201, await resp.text()
         warning = resp.headers.get("Warning", "")
@@ -229,9 +236,8 @@ async def test_wrong_ca_bundle_fails_the_call(kube: KubeClient, webhook: Webhook
     assert "failed calling webhook" in info.value.message
 
 
-@pytest.mark.parametrize("adapter", ["KubeClient", "ApiClient"])
 async def test_self_managed_certificates_patch_ca_bundle(
-    adapter: str, tmp_path: Path, api: client.ApiClient, kube: KubeClient, devcluster: DevCluster
+    tmp_path: Path, kube: KubeClient, devcluster: DevCluster
 ) -> None:
     await register(kube, None)  # as the chart installs them in self-managed mode: no caBundle
     server = WebhookServer(
@@ -240,7 +246,7 @@ async def test_self_managed_certificates_patch_ca_bundle(
     await server.start()
     devcluster.service_ports[(NS, SERVICE, 443)] = server.port
     certs = SelfManagedCertificates(
-        ApiClientCertApi(api),
+        KubeClientCertApi(kube),
         namespace=NS,
         secret_name="kubetrain-webhook-certs",
         service=SERVICE,
