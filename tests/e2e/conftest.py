@@ -1,7 +1,8 @@
 """Fixtures for the shared conformance module (tests/e2e/test_conformance*.py).
 
 The conformance tests run against whichever API server `conformance_cluster` yields:
-- `devcluster` (default, part of the normal test run): a fresh `kubetrain.devcluster.DevCluster`;
+- `devcluster` (default, part of the normal test run): a fresh `kubetrain.devcluster.DevCluster`
+  (the `devcluster` fixture of tests/conftest.py, with a short watch window);
 - `kubeconfig` (marked `e2e`, so selected by `pytest -m e2e`): the cluster named by $KUBECONFIG,
   skipped when it is not set. Where the two disagree, devcluster is wrong.
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubetrain.devcluster import DevCluster
@@ -34,22 +35,25 @@ class ConformanceCluster:
     devcluster: DevCluster | None  # None when running against a real cluster
 
 
+@pytest.fixture
+def devcluster_options() -> dict[str, Any]:
+    return {"watch_window": 100}  # a short watch window, so "410 Gone" is reachable in a test
+
+
 @pytest.fixture(params=["devcluster", pytest.param("kubeconfig", marks=pytest.mark.e2e)])
-async def conformance_cluster(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ConformanceCluster]:
+def conformance_cluster(request: pytest.FixtureRequest) -> ConformanceCluster:
     if request.param == "kubeconfig":
         path = os.environ.get("KUBECONFIG")
         if not path:
             pytest.skip("conformance against a real cluster needs KUBECONFIG")
-        yield ConformanceCluster(path.split(os.pathsep)[0], None)
-        return
-    cluster = DevCluster(workdir=str(tmp_path_factory.mktemp("devcluster")), watch_window=100)
-    await cluster.start()
-    try:
-        yield ConformanceCluster(cluster.kubeconfig_path, cluster)
-    finally:
-        await cluster.stop()
+        return ConformanceCluster(path.split(os.pathsep)[0], None)
+    cluster: DevCluster = request.getfixturevalue("devcluster")  # tests/conftest.py
+    return ConformanceCluster(cluster.kubeconfig_path, cluster)
+
+
+@pytest.fixture
+def kubeconfig_path(conformance_cluster: ConformanceCluster) -> str:
+    return conformance_cluster.kubeconfig_path
 
 
 class Response:
@@ -130,13 +134,9 @@ class Kube:
 
 
 @pytest.fixture
-async def kube(conformance_cluster: ConformanceCluster) -> AsyncIterator[Kube]:
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=conformance_cluster.kubeconfig_path, client_configuration=configuration
-    )
-    async with client.ApiClient(configuration) as api:
-        yield Kube(api)
+def kube(api: client.ApiClient) -> Kube:
+    """`api` (tests/conftest.py) is configured from `kubeconfig_path`, the conformance cluster's."""
+    return Kube(api)
 
 
 @pytest.fixture

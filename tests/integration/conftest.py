@@ -1,8 +1,9 @@
-"""Fixtures for the integration tier: a started devcluster and a kubernetes-asyncio client for it.
+"""Fixtures for the integration tier, on top of tests/conftest.py (`devcluster`, `api`).
 
-- `devcluster`: a started `kubetrain.devcluster.DevCluster` (HTTPS, generated CA, bearer token),
-  stopped after the test.
-- `api`: a `kubernetes_asyncio.client.ApiClient` configured from `devcluster.kubeconfig_path`.
+- `kube`: a `kubetrain.kube.client.KubeClient` on the devcluster (no rate limit).
+- `env`: one started DevStack (devcluster, CRDs, webhooks, controller, pod simulator) and a
+  `Harness` on it, shared by the tests of a module; a module that needs other DevStack options
+  overrides `env` with its own `open_stack(...)`.
 """
 
 from __future__ import annotations
@@ -10,24 +11,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from kubernetes_asyncio import client, config
+import pytest_asyncio
 
 from kubetrain.devcluster import DevCluster
+from kubetrain.devstack import DevStack
+from kubetrain.kube.client import KubeClient
+
+from .controller_support import Harness, open_stack
 
 
 @pytest.fixture
-async def devcluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevCluster]:
-    cluster = DevCluster(workdir=str(tmp_path_factory.mktemp("devcluster")))
-    await cluster.start()
-    try:
-        yield cluster
-    finally:
-        await cluster.stop()
+async def kube(devcluster: DevCluster) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.connect(devcluster.kubeconfig_path, qps=0) as client:
+        yield client
 
 
-@pytest.fixture
-async def api(devcluster: DevCluster) -> AsyncIterator[client.ApiClient]:
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=devcluster.kubeconfig_path, client_configuration=configuration)
-    async with client.ApiClient(configuration) as api_client:
-        yield api_client
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack():
+        yield pair

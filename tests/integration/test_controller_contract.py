@@ -4,26 +4,17 @@ Prometheus metrics a job's life produces (served on /metrics with their labels).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import pytest
-import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 from kubetrain.health import HealthServer
 from kubetrain.kube.resources import SERVICES, job_resource
 from kubetrain.metrics import REGISTRY
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+from .controller_support import Harness, eventually, job_manifest, replica_status
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
-        yield pair
 
 
 def elastic_job(name: str, workers: int) -> dict[str, object]:

@@ -4,10 +4,7 @@ a deleted pod recreated, and the Events users see for each."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 
@@ -17,17 +14,10 @@ from .controller_support import (
     eventually,
     is_true,
     job_manifest,
-    open_stack,
     replica_status,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
-        yield pair
 
 
 async def test_exit_code_retryable_recreates_pod_under_same_name(env: tuple[DevStack, Harness]) -> None:

@@ -4,11 +4,9 @@ headless Service it creates (names, labels, ownerReferences, env vars), then Suc
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 
@@ -17,7 +15,6 @@ from .controller_support import (
     condition,
     is_true,
     job_manifest,
-    open_stack,
     pod_env,
     replica_status,
 )
@@ -25,12 +22,6 @@ from .controller_support import (
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
-        yield pair
 
 
 def by_name(pods: list[Obj]) -> dict[str, Obj]:

@@ -5,16 +5,14 @@ job finishes; a job without metrics gets none."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 from kubetrain.kube.resources import HORIZONTAL_POD_AUTOSCALERS, PYTORCHJOBS
 
-from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest, open_stack
+from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -25,12 +23,6 @@ CPU = [
         "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
     }
 ]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
-        yield pair
 
 
 def elastic_job(name: str, metrics: list[dict[str, Any]] | None) -> dict[str, Any]:

@@ -5,10 +5,8 @@ restart mid-job, dropped watches, expired resourceVersions, a 409 on the status 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 from kubetrain.kube.resources import PODS
@@ -20,17 +18,10 @@ from .controller_support import (
     eventually,
     is_true,
     job_manifest,
-    open_stack,
     replica_status,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
-        yield pair
 
 
 def pod_creates(h: Harness, ns: str) -> int:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 from kubetrain.kube.resources import SERVICES, TFJOBS
 
-from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
+from .controller_support import Harness, eventually, is_true, job_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
-        yield pair
 
 
 async def finish_with_one_still_running(h: Harness, ns: str, name: str, policy: str) -> None:

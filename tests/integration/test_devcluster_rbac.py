@@ -24,14 +24,13 @@ Obj = dict[str, Any]
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[DevCluster]:
-    async with DevCluster(workdir=str(tmp_path / "dc"), authorization="RBAC") as dc:
-        yield dc
+def devcluster_options() -> dict[str, Any]:
+    return {"authorization": "RBAC"}
 
 
 @pytest.fixture
-async def admin(cluster: DevCluster) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(cluster.kubeconfig_path)
+async def admin(devcluster: DevCluster) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.connect(devcluster.kubeconfig_path)
     for ns in ("ops", "other"):
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "bot"}}, namespace="ops")
@@ -40,9 +39,9 @@ async def admin(cluster: DevCluster) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def bot(cluster: DevCluster, admin: KubeClient, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    token = cluster.add_service_account_token("ops", "bot")
-    client = await KubeClient.connect(cluster.write_token_kubeconfig(str(tmp_path / "bot"), token))
+async def bot(devcluster: DevCluster, admin: KubeClient, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    token = devcluster.add_service_account_token("ops", "bot")
+    client = await KubeClient.connect(devcluster.write_token_kubeconfig(str(tmp_path / "bot"), token))
     yield client
     await client.close()
 
@@ -67,7 +66,7 @@ async def refused(call: Any) -> ApiError:
     return info.value
 
 
-async def test_a_service_account_starts_with_discovery_only(cluster: DevCluster, bot: KubeClient) -> None:
+async def test_a_service_account_starts_with_discovery_only(devcluster: DevCluster, bot: KubeClient) -> None:
     assert await bot.has_api("coordination.k8s.io", "v1", "leases")  # system:discovery
     err = await refused(bot.list(PODS, "ops"))
     assert err.message == (
@@ -78,12 +77,12 @@ async def test_a_service_account_starts_with_discovery_only(cluster: DevCluster,
         f'clusterroles.{RBAC} "cluster-admin" is forbidden: User "{USER}" cannot get resource '
         f'"clusterroles" in API group "{RBAC}" at the cluster scope'
     )
-    assert [(d.user, d.verb, d.resource, d.namespace) for d in cluster.denials] == [
+    assert [(d.user, d.verb, d.resource, d.namespace) for d in devcluster.denials] == [
         (USER, "list", "pods", "ops"),
         (USER, "get", "clusterroles", ""),
     ]
-    assert cluster.requests.count(verb="list", resource="pods") == 1  # denied requests are counted
-    assert [r.code for r in cluster.requests.records if r.user == USER] == [403, 403]
+    assert devcluster.requests.count(verb="list", resource="pods") == 1  # denied requests are counted
+    assert [r.code for r in devcluster.requests.records if r.user == USER] == [403, 403]
 
 
 async def test_role_binding_grants_in_its_namespace_only(admin: KubeClient, bot: KubeClient) -> None:
@@ -157,10 +156,10 @@ async def test_role_ref_is_immutable(admin: KubeClient) -> None:
 
 
 async def test_a_token_of_a_missing_service_account_is_unauthorized(
-    cluster: DevCluster, tmp_path: Path
+    devcluster: DevCluster, tmp_path: Path
 ) -> None:
-    token = cluster.add_service_account_token("ops", "ghost")
-    client = await KubeClient.connect(cluster.write_token_kubeconfig(str(tmp_path / "ghost"), token))
+    token = devcluster.add_service_account_token("ops", "ghost")
+    client = await KubeClient.connect(devcluster.write_token_kubeconfig(str(tmp_path / "ghost"), token))
     try:
         with pytest.raises(ApiError) as info:
             await client.list(PODS, "default")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,12 +16,6 @@ from kubetrain.metrics import REGISTRY
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 NS = "default"
-
-
-@pytest.fixture
-async def client(devcluster: Any) -> AsyncIterator[KubeClient]:
-    async with await KubeClient.connect(devcluster.kubeconfig_path, qps=0) as kube:
-        yield kube
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:
@@ -43,109 +36,109 @@ def pod(name: str) -> dict[str, Any]:
     }
 
 
-async def test_crud_round_trip_as_plain_dicts(client: KubeClient) -> None:
-    created = await client.create(CONFIGMAPS, configmap("cm", a="1"))
+async def test_crud_round_trip_as_plain_dicts(kube: KubeClient) -> None:
+    created = await kube.create(CONFIGMAPS, configmap("cm", a="1"))
     assert type(created) is dict
     assert created["data"] == {"a": "1"}
     assert created["metadata"]["uid"] and created["metadata"]["resourceVersion"]
 
-    got = await client.get(CONFIGMAPS, NS, "cm")
+    got = await kube.get(CONFIGMAPS, NS, "cm")
     assert got["metadata"]["uid"] == created["metadata"]["uid"]
 
     got["data"]["b"] = "2"
-    replaced = await client.replace(CONFIGMAPS, got)
+    replaced = await kube.replace(CONFIGMAPS, got)
     assert replaced["data"] == {"a": "1", "b": "2"}
 
-    merged = await client.patch(CONFIGMAPS, NS, "cm", {"data": {"a": None, "c": "3"}})
+    merged = await kube.patch(CONFIGMAPS, NS, "cm", {"data": {"a": None, "c": "3"}})
     assert merged["data"] == {"b": "2", "c": "3"}
-    patched = await client.patch(
+    patched = await kube.patch(
         CONFIGMAPS, NS, "cm", [{"op": "replace", "path": "/data/b", "value": "20"}], patch_type="json"
     )
     assert patched["data"] == {"b": "20", "c": "3"}
 
-    page = await client.list(CONFIGMAPS, NS)
+    page = await kube.list(CONFIGMAPS, NS)
     assert [i["metadata"]["name"] for i in page["items"]] == ["cm"]
 
-    await client.delete(CONFIGMAPS, NS, "cm")
+    await kube.delete(CONFIGMAPS, NS, "cm")
     with pytest.raises(ApiError) as err:
-        await client.get(CONFIGMAPS, NS, "cm")
+        await kube.get(CONFIGMAPS, NS, "cm")
     assert err.value.is_not_found and err.value.status == 404
     assert err.value.reason == "NotFound"
     assert '"cm" not found' in err.value.message
 
 
-async def test_generate_name_and_namespace_from_metadata(client: KubeClient) -> None:
+async def test_generate_name_and_namespace_from_metadata(kube: KubeClient) -> None:
     obj = configmap("")
     del obj["metadata"]["name"]
     obj["metadata"]["generateName"] = "gen-"
-    created = await client.create(CONFIGMAPS, obj)
+    created = await kube.create(CONFIGMAPS, obj)
     assert created["metadata"]["name"].startswith("gen-")
     assert created["metadata"]["namespace"] == NS
 
 
-async def test_stale_write_is_a_conflict_and_duplicate_create_already_exists(client: KubeClient) -> None:
-    first = await client.create(CONFIGMAPS, configmap("c1", v="1"))
-    await client.patch(CONFIGMAPS, NS, "c1", {"data": {"v": "2"}})
+async def test_stale_write_is_a_conflict_and_duplicate_create_already_exists(kube: KubeClient) -> None:
+    first = await kube.create(CONFIGMAPS, configmap("c1", v="1"))
+    await kube.patch(CONFIGMAPS, NS, "c1", {"data": {"v": "2"}})
     first["data"]["v"] = "stale"
     with pytest.raises(ApiError) as err:
-        await client.replace(CONFIGMAPS, first)  # carries the old resourceVersion
+        await kube.replace(CONFIGMAPS, first)  # carries the old resourceVersion
     assert err.value.status == 409 and err.value.is_conflict and not err.value.is_already_exists
 
     with pytest.raises(ApiError) as dup:
-        await client.create(CONFIGMAPS, configmap("c1"))
+        await kube.create(CONFIGMAPS, configmap("c1"))
     assert dup.value.is_already_exists and not dup.value.is_conflict
 
 
-async def test_delete_preconditions_and_options(client: KubeClient) -> None:
-    await client.create(CONFIGMAPS, configmap("d1"))
+async def test_delete_preconditions_and_options(kube: KubeClient) -> None:
+    await kube.create(CONFIGMAPS, configmap("d1"))
     with pytest.raises(ApiError) as err:
-        await client.delete(CONFIGMAPS, NS, "d1", preconditions={"uid": "not-the-uid"})
+        await kube.delete(CONFIGMAPS, NS, "d1", preconditions={"uid": "not-the-uid"})
     assert err.value.is_conflict
-    await client.delete(CONFIGMAPS, NS, "d1", propagation_policy="Background", grace_period_seconds=0)
+    await kube.delete(CONFIGMAPS, NS, "d1", propagation_policy="Background", grace_period_seconds=0)
     with pytest.raises(ApiError) as gone:
-        await client.get(CONFIGMAPS, NS, "d1")
+        await kube.get(CONFIGMAPS, NS, "d1")
     assert gone.value.is_not_found
 
 
-async def test_status_subresource_writes_only_status(client: KubeClient) -> None:
-    created = await client.create(PODS, pod("p-status"))
+async def test_status_subresource_writes_only_status(kube: KubeClient) -> None:
+    created = await kube.create(PODS, pod("p-status"))
     created["status"] = {"phase": "Running"}
     created["metadata"]["labels"]["ignored"] = "yes"
-    updated = await client.replace_status(PODS, created)
+    updated = await kube.replace_status(PODS, created)
     assert updated["status"]["phase"] == "Running"
     assert "ignored" not in updated["metadata"]["labels"]
-    patched = await client.patch_status(PODS, NS, "p-status", {"status": {"phase": "Succeeded"}})
+    patched = await kube.patch_status(PODS, NS, "p-status", {"status": {"phase": "Succeeded"}})
     assert patched["status"]["phase"] == "Succeeded"
 
 
-async def test_list_pagination_and_list_all(client: KubeClient, devcluster: Any) -> None:
+async def test_list_pagination_and_list_all(kube: KubeClient, devcluster: Any) -> None:
     for i in range(25):
-        await client.create(CONFIGMAPS, configmap(f"page-{i:02d}"))
-    first = await client.list(CONFIGMAPS, NS, limit=10)
+        await kube.create(CONFIGMAPS, configmap(f"page-{i:02d}"))
+    first = await kube.list(CONFIGMAPS, NS, limit=10)
     assert len(first["items"]) == 10
     token = first["metadata"]["continue"]
     assert token
-    second = await client.list(CONFIGMAPS, NS, limit=10, continue_=token)
+    second = await kube.list(CONFIGMAPS, NS, limit=10, continue_=token)
     assert {i["metadata"]["name"] for i in first["items"]}.isdisjoint(
         i["metadata"]["name"] for i in second["items"]
     )
 
     devcluster.requests.reset()
-    items, rv = await client.list_all(CONFIGMAPS, NS, page_size=10)
+    items, rv = await kube.list_all(CONFIGMAPS, NS, page_size=10)
     assert sorted(i["metadata"]["name"] for i in items) == [f"page-{i:02d}" for i in range(25)]
     assert rv
     assert devcluster.requests.count(verb="list", resource="configmaps") == 3
 
-    selected = await client.list(CONFIGMAPS, NS, field_selector="metadata.name=page-07")
+    selected = await kube.list(CONFIGMAPS, NS, field_selector="metadata.name=page-07")
     assert [i["metadata"]["name"] for i in selected["items"]] == ["page-07"]
 
 
-async def test_watch_streams_events_from_a_resource_version(client: KubeClient) -> None:
-    _, rv = await client.list_all(CONFIGMAPS, NS)
+async def test_watch_streams_events_from_a_resource_version(kube: KubeClient) -> None:
+    _, rv = await kube.list_all(CONFIGMAPS, NS)
     seen: list[tuple[str, str]] = []
 
     async def consume() -> None:
-        async with contextlib.aclosing(client.watch(CONFIGMAPS, NS, resource_version=rv)) as events:
+        async with contextlib.aclosing(kube.watch(CONFIGMAPS, NS, resource_version=rv)) as events:
             async for event_type, obj in events:
                 if event_type == "BOOKMARK":
                     continue
@@ -154,59 +147,57 @@ async def test_watch_streams_events_from_a_resource_version(client: KubeClient) 
                     return
 
     task = asyncio.ensure_future(consume())
-    await client.create(CONFIGMAPS, configmap("w1"))
-    await client.patch(CONFIGMAPS, NS, "w1", {"data": {"x": "y"}})
-    await client.delete(CONFIGMAPS, NS, "w1")
+    await kube.create(CONFIGMAPS, configmap("w1"))
+    await kube.patch(CONFIGMAPS, NS, "w1", {"data": {"x": "y"}})
+    await kube.delete(CONFIGMAPS, NS, "w1")
     await asyncio.wait_for(task, 10)
     assert seen == [("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")]
 
 
-async def test_watch_from_an_expired_resource_version_raises_gone(
-    client: KubeClient, devcluster: Any
-) -> None:
-    await client.create(CONFIGMAPS, configmap("old"))
-    _, rv = await client.list_all(CONFIGMAPS, NS)
-    await client.create(CONFIGMAPS, configmap("newer"))
+async def test_watch_from_an_expired_resource_version_raises_gone(kube: KubeClient, devcluster: Any) -> None:
+    await kube.create(CONFIGMAPS, configmap("old"))
+    _, rv = await kube.list_all(CONFIGMAPS, NS)
+    await kube.create(CONFIGMAPS, configmap("newer"))
     devcluster.faults.expire_resource_versions()
     with pytest.raises(GoneError) as err:
-        async with contextlib.aclosing(client.watch(CONFIGMAPS, NS, resource_version=rv)) as events:
+        async with contextlib.aclosing(kube.watch(CONFIGMAPS, NS, resource_version=rv)) as events:
             async for _ in events:
                 pass
     assert err.value.is_gone and err.value.status == 410
 
 
-async def test_discovery_tells_installed_apis_apart(client: KubeClient) -> None:
-    assert await client.has_api(LEASES.group, LEASES.version, "leases")
-    assert await client.has_api("", "v1", "pods")
-    assert not await client.has_api("scheduling.volcano.sh", "v1beta1", "podgroups")
-    assert not await client.has_api("coordination.k8s.io", "v1", "nonexistent")
+async def test_discovery_tells_installed_apis_apart(kube: KubeClient) -> None:
+    assert await kube.has_api(LEASES.group, LEASES.version, "leases")
+    assert await kube.has_api("", "v1", "pods")
+    assert not await kube.has_api("scheduling.volcano.sh", "v1beta1", "podgroups")
+    assert not await kube.has_api("coordination.k8s.io", "v1", "nonexistent")
 
 
-async def test_user_agent_and_request_metric(client: KubeClient, devcluster: Any) -> None:
+async def test_user_agent_and_request_metric(kube: KubeClient, devcluster: Any) -> None:
     def count(code: str) -> float:
         return REGISTRY.get_sample_value("kubetrain_api_requests_total", {"verb": "get", "code": code}) or 0.0
 
     ok, missing = count("200"), count("404")
-    await client.create(CONFIGMAPS, configmap("ua"))
-    await client.get(CONFIGMAPS, NS, "ua")
+    await kube.create(CONFIGMAPS, configmap("ua"))
+    await kube.get(CONFIGMAPS, NS, "ua")
     with pytest.raises(ApiError):
-        await client.get(CONFIGMAPS, NS, "nope")
+        await kube.get(CONFIGMAPS, NS, "nope")
     assert count("200") == ok + 1
     assert count("404") == missing + 1
     assert devcluster.requests.count(verb="get", resource="configmaps", user_agent=USER_AGENT) == 2
 
 
-async def test_429_is_retried_transparently(client: KubeClient, devcluster: Any) -> None:
+async def test_429_is_retried_transparently(kube: KubeClient, devcluster: Any) -> None:
     devcluster.faults.fail(verb="create", resource="configmaps", status=429, count=2)
-    created = await client.create(CONFIGMAPS, configmap("throttled"))
+    created = await kube.create(CONFIGMAPS, configmap("throttled"))
     assert created["metadata"]["name"] == "throttled"
     assert devcluster.requests.count(verb="create", resource="configmaps") == 3
 
 
-async def test_server_errors_surface_as_retryable_api_errors(client: KubeClient, devcluster: Any) -> None:
+async def test_server_errors_surface_as_retryable_api_errors(kube: KubeClient, devcluster: Any) -> None:
     devcluster.faults.fail(verb="get", resource="configmaps", status=500)
     with pytest.raises(ApiError) as err:
-        await client.get(CONFIGMAPS, NS, "anything")
+        await kube.get(CONFIGMAPS, NS, "anything")
     assert err.value.status == 500 and err.value.is_retryable
 
 

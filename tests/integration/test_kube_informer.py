@@ -4,10 +4,8 @@ when watches are dropped or resourceVersions expire (B's FaultInjector); LIST bu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import KubeClient
@@ -15,12 +13,6 @@ from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import PODS
 
 NS = "default"
-
-
-@pytest.fixture
-async def client(devcluster: Any) -> AsyncIterator[KubeClient]:
-    async with await KubeClient.connect(devcluster.kubeconfig_path, qps=0) as kube:
-        yield kube
 
 
 def pod(name: str, job: str = "j", **labels: str) -> dict[str, Any]:
@@ -68,9 +60,9 @@ class Events:
                 await self.changed.wait()
 
 
-async def started(client: KubeClient, **kw: Any) -> tuple[Informer, Events, Cache]:
+async def started(kube: KubeClient, **kw: Any) -> tuple[Informer, Events, Cache]:
     cache = Cache()
-    informer = Informer(client, PODS, cache=cache, namespaces=[NS], **kw)
+    informer = Informer(kube, PODS, cache=cache, namespaces=[NS], **kw)
     events = Events(informer)
     informer.start()
     async with asyncio.timeout(10):
@@ -78,20 +70,20 @@ async def started(client: KubeClient, **kw: Any) -> tuple[Informer, Events, Cach
     return informer, events, cache
 
 
-async def test_sync_then_events_with_zero_lists_after_sync(client: KubeClient, devcluster: Any) -> None:
+async def test_sync_then_events_with_zero_lists_after_sync(kube: KubeClient, devcluster: Any) -> None:
     for i in range(7):
-        await client.create(PODS, pod(f"pre-{i}", job="old"))
+        await kube.create(PODS, pod(f"pre-{i}", job="old"))
     devcluster.requests.reset()
-    informer, events, cache = await started(client, page_size=3)
+    informer, events, cache = await started(kube, page_size=3)
     try:
         assert informer.has_synced
         assert devcluster.requests.count(verb="list", resource="pods") == 3  # 7 pods, pages of 3
         assert len(cache.for_job(PODS, NS, "old")) == 7
         assert sum(1 for e in events.log if e[0] == "add") == 7
 
-        await client.create(PODS, pod("new-0", job="j"))
-        await client.patch(PODS, NS, "new-0", {"metadata": {"labels": {"extra": "x"}}})
-        await client.delete(PODS, NS, "pre-0", grace_period_seconds=0)
+        await kube.create(PODS, pod("new-0", job="j"))
+        await kube.patch(PODS, NS, "new-0", {"metadata": {"labels": {"extra": "x"}}})
+        await kube.delete(PODS, NS, "pre-0", grace_period_seconds=0)
         await events.wait_for(lambda: cache.get(PODS, NS, "pre-0") is None)
         await events.wait_for(
             lambda: (
@@ -108,14 +100,14 @@ async def test_sync_then_events_with_zero_lists_after_sync(client: KubeClient, d
 
 
 async def test_closed_watches_are_resumed_without_relisting_or_losing_updates(
-    client: KubeClient, devcluster: Any
+    kube: KubeClient, devcluster: Any
 ) -> None:
-    await client.create(PODS, pod("p"))
-    informer, events, cache = await started(client, backoff_base=0.05)
+    await kube.create(PODS, pod("p"))
+    informer, events, cache = await started(kube, backoff_base=0.05)
     try:
         for round_ in range(3):
             await close_open_watches(devcluster)
-            await client.patch(PODS, NS, "p", {"metadata": {"labels": {"round": str(round_)}}})
+            await kube.patch(PODS, NS, "p", {"metadata": {"labels": {"round": str(round_)}}})
             expected = str(round_)
             await events.wait_for(lambda: label(cache, "p", "round") == expected)  # noqa: B023
         assert informer.lists == 1
@@ -126,20 +118,20 @@ async def test_closed_watches_are_resumed_without_relisting_or_losing_updates(
 
 
 async def test_expired_resource_version_relists_and_loses_no_update(
-    client: KubeClient, devcluster: Any
+    kube: KubeClient, devcluster: Any
 ) -> None:
-    await client.create(PODS, pod("keep"))
-    await client.create(PODS, pod("change"))
-    await client.create(PODS, pod("remove"))
-    informer, events, cache = await started(client, backoff_base=0.05)
+    await kube.create(PODS, pod("keep"))
+    await kube.create(PODS, pod("change"))
+    await kube.create(PODS, pod("remove"))
+    informer, events, cache = await started(kube, backoff_base=0.05)
     try:
         # Changes the informer does not see through its watch: the watch is dropped, the changes
         # happen, and history is compacted so the re-watch from the old version gets 410.
         await close_open_watches(devcluster)
         devcluster.faults.fail(verb="watch", resource="pods", status=503, count=10_000)
-        await client.patch(PODS, NS, "change", {"metadata": {"labels": {"v": "2"}}})
-        await client.delete(PODS, NS, "remove", grace_period_seconds=0)
-        await client.create(PODS, pod("added"))
+        await kube.patch(PODS, NS, "change", {"metadata": {"labels": {"v": "2"}}})
+        await kube.delete(PODS, NS, "remove", grace_period_seconds=0)
+        await kube.create(PODS, pod("added"))
         devcluster.faults.expire_resource_versions()
         devcluster.faults.clear()
 
@@ -153,21 +145,21 @@ async def test_expired_resource_version_relists_and_loses_no_update(
         assert sorted(cache.store(PODS).keys()) == [f"{NS}/added", f"{NS}/change", f"{NS}/keep"]
 
         # and the informer keeps working on the new watch
-        await client.create(PODS, pod("after"))
+        await kube.create(PODS, pod("after"))
         await events.wait_for(lambda: cache.get(PODS, NS, "after") is not None)
     finally:
         await informer.stop()
 
 
-async def test_silent_stream_is_abandoned_after_the_read_timeout(client: KubeClient, devcluster: Any) -> None:
-    informer, events, cache = await started(client, read_timeout=0.5, backoff_base=0.05)
+async def test_silent_stream_is_abandoned_after_the_read_timeout(kube: KubeClient, devcluster: Any) -> None:
+    informer, events, cache = await started(kube, read_timeout=0.5, backoff_base=0.05)
     try:
         # the next watch hangs before sending anything (a half-dead connection): it must be
         # given up after the read timeout and replaced by a working one
         await close_open_watches(devcluster)
         devcluster.faults.delay(5.0, verb="watch", resource="pods", count=1)
         await asyncio.sleep(0.1)
-        await client.create(PODS, pod("late"))
+        await kube.create(PODS, pod("late"))
         await events.wait_for(lambda: cache.get(PODS, NS, "late") is not None, limit=4)
         assert informer.lists == 1
     finally:

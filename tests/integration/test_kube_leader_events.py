@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.events import EventRecorder
@@ -16,15 +14,9 @@ from kubetrain.kube.resources import EVENTS, LEASES
 NS = "default"
 
 
-@pytest.fixture
-async def client(devcluster: Any) -> AsyncIterator[KubeClient]:
-    async with await KubeClient.connect(devcluster.kubeconfig_path, qps=0) as kube:
-        yield kube
-
-
-def elector(client: KubeClient, identity: str, leading: dict[str, bool]) -> LeaderElector:
+def elector(kube: KubeClient, identity: str, leading: dict[str, bool]) -> LeaderElector:
     return LeaderElector(
-        client,
+        kube,
         namespace=NS,
         name="kubetrain-controller",
         identity=identity,
@@ -45,9 +37,9 @@ async def wait_until(predicate: Callable[[], bool], limit: float = 10) -> None:
     assert predicate(), f"not true within {limit} s"
 
 
-async def test_only_one_elector_leads_and_the_other_takes_over_after_release(client: KubeClient) -> None:
+async def test_only_one_elector_leads_and_the_other_takes_over_after_release(kube: KubeClient) -> None:
     leading: dict[str, bool] = {}
-    a, b = elector(client, "a", leading), elector(client, "b", leading)
+    a, b = elector(kube, "a", leading), elector(kube, "b", leading)
     run_a = asyncio.ensure_future(a.run())
     await wait_until(lambda: a.is_leader)
     run_b = asyncio.ensure_future(b.run())
@@ -55,7 +47,7 @@ async def test_only_one_elector_leads_and_the_other_takes_over_after_release(cli
         await asyncio.sleep(2.5)  # longer than a lease: a keeps renewing, b never gets in
         assert a.is_leader and not b.is_leader
         assert leading == {"a": True}
-        lease = await client.get(LEASES, NS, "kubetrain-controller")
+        lease = await kube.get(LEASES, NS, "kubetrain-controller")
         assert lease["spec"]["holderIdentity"] == "a"
         assert lease["spec"]["leaseDurationSeconds"] == 2
         assert b.leader == "a"
@@ -64,7 +56,7 @@ async def test_only_one_elector_leads_and_the_other_takes_over_after_release(cli
         await asyncio.wait_for(run_a, 5)
         assert leading["a"] is False
         await wait_until(lambda: b.is_leader, limit=2)  # released: no need to wait out the lease
-        lease = await client.get(LEASES, NS, "kubetrain-controller")
+        lease = await kube.get(LEASES, NS, "kubetrain-controller")
         assert lease["spec"]["holderIdentity"] == "b"
         assert lease["spec"]["leaseTransitions"] == 1
     finally:
@@ -73,17 +65,17 @@ async def test_only_one_elector_leads_and_the_other_takes_over_after_release(cli
         await asyncio.gather(run_a, run_b, return_exceptions=True)
 
 
-async def test_a_crashed_leader_is_replaced_after_the_lease_expires(client: KubeClient) -> None:
+async def test_a_crashed_leader_is_replaced_after_the_lease_expires(kube: KubeClient) -> None:
     leading: dict[str, bool] = {}
-    a = elector(client, "a", leading)
+    a = elector(kube, "a", leading)
     a.release_on_stop = False  # a crash: the lease is left behind, held by "a"
     run_a = asyncio.ensure_future(a.run())
     await wait_until(lambda: a.is_leader)
     run_a.cancel()
     await asyncio.gather(run_a, return_exceptions=True)
-    assert (await client.get(LEASES, NS, "kubetrain-controller"))["spec"]["holderIdentity"] == "a"
+    assert (await kube.get(LEASES, NS, "kubetrain-controller"))["spec"]["holderIdentity"] == "a"
 
-    b = elector(client, "b", leading)
+    b = elector(kube, "b", leading)
     loop = asyncio.get_running_loop()
     start = loop.time()
     run_b = asyncio.ensure_future(b.run())
@@ -95,8 +87,8 @@ async def test_a_crashed_leader_is_replaced_after_the_lease_expires(client: Kube
         await asyncio.gather(run_b, return_exceptions=True)
 
 
-async def test_repeated_events_are_aggregated_on_the_server(client: KubeClient, devcluster: Any) -> None:
-    subject = await client.create(
+async def test_repeated_events_are_aggregated_on_the_server(kube: KubeClient, devcluster: Any) -> None:
+    subject = await kube.create(
         LEASES,
         {
             "apiVersion": "coordination.k8s.io/v1",
@@ -104,13 +96,13 @@ async def test_repeated_events_are_aggregated_on_the_server(client: KubeClient, 
             "metadata": {"name": "subject", "namespace": NS},
         },
     )
-    recorder = EventRecorder(client)
+    recorder = EventRecorder(kube)
     devcluster.requests.reset()
     for _ in range(3):
         await recorder.event(subject, "Warning", "FailedCreatePod", "pods is forbidden: exceeded quota")
     recorder.emit(subject, "Normal", "Other", "different message")
     await recorder.flush()
-    events = (await client.list(EVENTS, NS))["items"]
+    events = (await kube.list(EVENTS, NS))["items"]
     warning = [e for e in events if e["reason"] == "FailedCreatePod"]
     assert len(warning) == 1
     assert warning[0]["count"] == 3

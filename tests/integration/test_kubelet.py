@@ -17,25 +17,19 @@ NS = "default"
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[DevCluster]:
-    async with DevCluster() as c:
-        yield c
-
-
-@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
 
 
 @pytest.fixture
-async def sim(cluster: DevCluster, clock: FakeClock) -> AsyncIterator[PodSimulator]:
-    async with PodSimulator(cluster.kubeconfig_path, nodes=2, clock=clock) as s:
+async def sim(devcluster: DevCluster, clock: FakeClock) -> AsyncIterator[PodSimulator]:
+    async with PodSimulator(devcluster.kubeconfig_path, nodes=2, clock=clock) as s:
         yield s
 
 
 @pytest.fixture
-async def raw(cluster: DevCluster) -> AsyncIterator[RawApi]:
-    api = await RawApi.from_kubeconfig(cluster.kubeconfig_path, "kubelet-test")
+async def raw(devcluster: DevCluster) -> AsyncIterator[RawApi]:
+    api = await RawApi.from_kubeconfig(devcluster.kubeconfig_path, "kubelet-test")
     yield api
     await api.close()
 
@@ -79,7 +73,7 @@ def main_container(pod: dict[str, Any]) -> dict[str, Any]:
     return dict(pod["status"]["containerStatuses"][0])
 
 
-async def test_registers_ready_nodes_once(cluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
+async def test_registers_ready_nodes_once(devcluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
     code, nodes = await raw.request("GET", "/api/v1/nodes")
     assert code == 200
     names = sorted(n["metadata"]["name"] for n in nodes["items"])
@@ -87,7 +81,7 @@ async def test_registers_ready_nodes_once(cluster: DevCluster, sim: PodSimulator
     for node in nodes["items"]:
         ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
         assert ready["status"] == "True"
-    async with PodSimulator(cluster.kubeconfig_path, nodes=2):
+    async with PodSimulator(devcluster.kubeconfig_path, nodes=2):
         pass
     code, again = await raw.request("GET", "/api/v1/nodes")
     assert len(again["items"]) == 2
@@ -181,19 +175,19 @@ async def test_finish_evict_and_restart_container(sim: PodSimulator, raw: RawApi
         await sim.finish(NS, "done")
 
 
-async def test_only_its_schedulers_pods_are_bound(cluster: DevCluster, raw: RawApi) -> None:
-    async with PodSimulator(cluster.kubeconfig_path, nodes=1) as sim:
+async def test_only_its_schedulers_pods_are_bound(devcluster: DevCluster, raw: RawApi) -> None:
+    async with PodSimulator(devcluster.kubeconfig_path, nodes=1) as sim:
         await create(raw, pod_manifest("gang", scheduler="volcano"))
         await create(raw, pod_manifest("plain"))
         await sim.wait_for_phase(NS, "plain", "Running")
         assert not (await get(raw, "gang"))[1]["spec"].get("nodeName")
     async with PodSimulator(
-        cluster.kubeconfig_path, nodes=1, scheduler_names=("default-scheduler", "volcano")
+        devcluster.kubeconfig_path, nodes=1, scheduler_names=("default-scheduler", "volcano")
     ) as sim:
         await sim.wait_for_phase(NS, "gang", "Running")
 
 
-async def test_graceful_deletion_is_finished(cluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
+async def test_graceful_deletion_is_finished(devcluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
     await create(raw, pod_manifest("doomed"))
     await sim.wait_for_phase(NS, "doomed", "Running")
     code, body = await raw.request("DELETE", f"/api/v1/namespaces/{NS}/pods/doomed")
@@ -201,20 +195,24 @@ async def test_graceful_deletion_is_finished(cluster: DevCluster, sim: PodSimula
     await sim.wait_for(NS, "doomed", lambda p: p is None)
     assert (await get(raw, "doomed"))[0] == 404
     # The API server only marked it; the simulated kubelet stopped the containers and removed it.
-    assert cluster.requests.count(verb="delete", resource="pods", user_agent="kubetrain-pod-simulator") == 1
+    assert (
+        devcluster.requests.count(verb="delete", resource="pods", user_agent="kubetrain-pod-simulator") == 1
+    )
 
 
-async def test_status_write_conflict_is_retried(cluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
+async def test_status_write_conflict_is_retried(
+    devcluster: DevCluster, sim: PodSimulator, raw: RawApi
+) -> None:
     await create(raw, pod_manifest("contended"))
     await sim.wait_for_phase(NS, "contended", "Running")
-    rule = cluster.faults.fail(verb="update", resource="pods/status", name="contended", status=409)
+    rule = devcluster.faults.fail(verb="update", resource="pods/status", name="contended", status=409)
     await sim.finish(NS, "contended", exit_code=0)
     assert rule.fired == 1
     assert (await get(raw, "contended"))[1]["status"]["phase"] == "Succeeded"
 
 
-async def test_default_run_seconds(cluster: DevCluster, raw: RawApi, clock: FakeClock) -> None:
-    async with PodSimulator(cluster.kubeconfig_path, nodes=1, clock=clock, default_run_seconds=5) as sim:
+async def test_default_run_seconds(devcluster: DevCluster, raw: RawApi, clock: FakeClock) -> None:
+    async with PodSimulator(devcluster.kubeconfig_path, nodes=1, clock=clock, default_run_seconds=5) as sim:
         await create(raw, pod_manifest("quick"))
         await sim.wait_for_phase(NS, "quick", "Running")
         await clock.advance(5)

@@ -1,0 +1,50 @@
+"""The one devcluster fixture every tier shares.
+
+- `devcluster`: a started `kubetrain.devcluster.DevCluster` (HTTPS, generated CA, bearer token)
+  in a temporary workdir, stopped after the test. A module or directory changes how it is
+  started by overriding `devcluster_options` (keyword arguments of `DevCluster`, e.g.
+  `{"authorization": "RBAC"}` or `{"watch_window": 100}`).
+- `kubeconfig_path`: the kubeconfig the clients below use; devcluster's by default, overridden
+  where tests run against another cluster (tests/e2e).
+- `api`: a `kubernetes_asyncio.client.ApiClient` configured from `kubeconfig_path`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from kubetrain.devcluster import DevCluster
+
+
+@pytest.fixture
+def devcluster_options() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+async def devcluster(
+    tmp_path_factory: pytest.TempPathFactory, devcluster_options: dict[str, Any]
+) -> AsyncIterator[DevCluster]:
+    cluster = DevCluster(workdir=str(tmp_path_factory.mktemp("devcluster")), **devcluster_options)
+    await cluster.start()
+    try:
+        yield cluster
+    finally:
+        await cluster.stop()
+
+
+@pytest.fixture
+def kubeconfig_path(devcluster: DevCluster) -> str:
+    return devcluster.kubeconfig_path
+
+
+@pytest.fixture
+async def api(kubeconfig_path: str) -> AsyncIterator[client.ApiClient]:
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=kubeconfig_path, client_configuration=configuration)
+    async with client.ApiClient(configuration) as api_client:
+        yield api_client
