@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubetrain.devcluster import DevCluster
+from kubetrain.devcluster.client import RawApi
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, PODS, SECRETS, ResourceRef
 
@@ -184,3 +185,38 @@ async def test_without_authorization_every_authenticated_request_is_allowed(tmp_
         finally:
             await bot.close()
             await admin.close()
+
+
+async def test_pod_logs_are_authorized_as_their_own_subresource(
+    devcluster: DevCluster, admin: KubeClient, tmp_path: Path
+) -> None:
+    await admin.create(
+        PODS,
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        namespace="ops",
+    )
+    token = devcluster.add_service_account_token("ops", "bot")
+    bot = await RawApi.from_kubeconfig(devcluster.write_token_kubeconfig(str(tmp_path / "bot"), token), "bot")
+    try:
+        role = {
+            "metadata": {"name": "pods"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+        }
+        await admin.create(ROLES, role, namespace="ops")
+        await admin.create(ROLE_BINDINGS, binding("RoleBinding", "pods", "Role", "pods"), namespace="ops")
+        assert (await bot.request("GET", "/api/v1/namespaces/ops/pods/p"))[0] == 200
+        code, body = await bot.request("GET", "/api/v1/namespaces/ops/pods/p/log")
+        assert (code, body["message"]) == (
+            403,
+            f'pods "p" is forbidden: User "{USER}" cannot get resource "pods/log" in API group "" '
+            'in the namespace "ops"',
+        )
+        logs = {
+            "metadata": {"name": "logs"},
+            "rules": [{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}],
+        }
+        await admin.create(ROLES, logs, namespace="ops")
+        await admin.create(ROLE_BINDINGS, binding("RoleBinding", "logs", "Role", "logs"), namespace="ops")
+        assert (await bot.request("GET", "/api/v1/namespaces/ops/pods/p/log"))[0] == 200  # unbound: empty log
+    finally:
+        await bot.close()

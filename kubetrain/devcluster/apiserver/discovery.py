@@ -74,6 +74,8 @@ def _sub(rt: ResourceType, sub: str) -> Obj:
         return {**base, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": _STATUS_VERBS}
     if sub == "binding":
         return {**base, "kind": "Binding", "verbs": ["create"]}
+    if sub == "log":
+        return {**base, "kind": "Pod", "verbs": ["get"]}
     if sub == "eviction":
         return {**base, "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}
     return {**base, "kind": rt.kind, "verbs": ["update"]}

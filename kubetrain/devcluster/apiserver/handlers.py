@@ -11,7 +11,16 @@ from typing import Any
 
 from aiohttp import web
 
-from kubetrain.devcluster.apiserver import deletion, discovery, errors, openapi, rbac, subresources, tables
+from kubetrain.devcluster.apiserver import (
+    deletion,
+    discovery,
+    errors,
+    openapi,
+    podlogs,
+    rbac,
+    subresources,
+    tables,
+)
 from kubetrain.devcluster.apiserver.accounting import RequestLog, RequestRecord
 from kubetrain.devcluster.apiserver.core import ADMIN_USER, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.errors import ApiError
@@ -241,6 +250,10 @@ class Handlers:
         )
         self.requests.add(record)
         await self.faults.check(verb, resource, group, t.namespace, t.name)
+        if t.subresource == "log":
+            if verb != "get":
+                raise errors.method_not_allowed(verb)
+            return await podlogs.serve(request, self.api, t)
         if verb not in t.rt.verbs and not t.subresource:
             raise errors.method_not_allowed(verb)
         if verb == "watch":

@@ -28,7 +28,7 @@ BUILTINS: list[ResourceType] = [
         True,
         short_names=["po"],
         categories=["all"],
-        subresources=("status", "binding", "eviction"),
+        subresources=("status", "binding", "eviction", "log"),
         has_generation=True,
         return_deleted_object=True,
         field_selectors=(
