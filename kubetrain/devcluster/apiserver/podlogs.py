@@ -6,7 +6,7 @@ kube-apiserver: a missing pod is 404 `pods "x" not found`, invalid options are 4
 `PodLogOptions "x" is invalid`, the kubelet's refusals (which container, not started yet, no
 previous instance) are 400 with its message, a pod not yet bound to a node has an empty log, and
 the body is `text/plain`. With `follow=true` the stream stays open until the followed instance
-of the container ends (or the pod is deleted, or the server stops).
+of the container ends (or the pod is deleted, the client goes away, or the server stops).
 """
 
 from __future__ import annotations
@@ -86,7 +86,11 @@ async def _follow(
         await resp.write(first)
         done = budget is not None and budget <= 0
         while not done:
-            await watcher.wake.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(watcher.wake.wait(), timeout=5.0)
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break  # the client went away
             for kind, pod in watcher.take(64):
                 current = _instance_of(pod, name, str(followed.get("containerID", "")))
                 if kind == "DELETED" or current is None:
