@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import random
-import time
 from typing import Any
 
 from aiohttp import web
@@ -20,19 +16,18 @@ from kubetrain.devcluster.apiserver import (
     rbac,
     subresources,
     tables,
+    watchstream,
 )
 from kubetrain.devcluster.apiserver.accounting import RequestLog, RequestRecord
 from kubetrain.devcluster.apiserver.core import ADMIN_USER, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.faults import FaultInjector
 from kubetrain.devcluster.apiserver.reads import ListQuery, Reader, predicate
-from kubetrain.devcluster.apiserver.store import Watcher, dumps
-from kubetrain.devcluster.apiserver.types import Obj
+from kubetrain.devcluster.apiserver.store import dumps
 
 JSON = "application/json"
 ADMIN = rbac.UserInfo(str(ADMIN_USER["username"]), tuple(ADMIN_USER["groups"]))
 USER_KEY = web.RequestKey("devcluster.user", rbac.UserInfo)  # who the request authenticated as
-WATCH_BATCH = 256
 
 
 def _json(obj: Any, code: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -257,7 +252,10 @@ class Handlers:
         if verb not in t.rt.verbs and not t.subresource:
             raise errors.method_not_allowed(verb)
         if verb == "watch":
-            return await self._watch(request, t)
+            q = self._list_query(request)
+            return await watchstream.serve(
+                request, self.api, self.reader, t, q, self.bookmark_interval, self.streams
+            )
         if verb == "list":
             q = self._list_query(request)
             listed = self.reader.list_page(t, q)
@@ -353,82 +351,6 @@ class Handlers:
         if "orphanDependents" in q:
             options["orphanDependents"] = _truthy(q["orphanDependents"])
         return options
-
-    # ---- watch -------------------------------------------------------------------------------
-    async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
-        q = self._list_query(request)
-        bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
-        send_initial = request.query.get("sendInitialEvents")
-        timeout = request.query.get("timeoutSeconds")
-        seconds = float(timeout) if timeout else random.uniform(1800, 3600)
-        store = self.api.store
-        watcher: Watcher | None = None
-        error: ApiError | None = None
-        initial_end = False
-        try:
-            watcher, initial_end = self.reader.watch(
-                t, q, None if send_initial is None else _truthy(send_initial)
-            )
-        except ApiError as exc:
-            if exc.code != 410:
-                raise
-            error = exc
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        if error is not None:
-            await resp.write(dumps({"type": "ERROR", "object": error.status()}) + b"\n")
-            await resp.write_eof()
-            return resp
-        assert watcher is not None
-        self.streams.add(resp)
-        deadline = time.monotonic() + seconds
-        next_bookmark = time.monotonic() + self.bookmark_interval
-        try:
-            if initial_end and bookmarks:
-                await self._flush(resp, t, watcher, len(watcher.items))
-                await resp.write(self._bookmark(t, store.rv, initial_end=True))
-            while True:
-                now = time.monotonic()
-                if now >= deadline:
-                    break
-                if not watcher.items and not watcher.closed:
-                    wait = min(deadline, next_bookmark if bookmarks else deadline, now + 5.0) - now
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(watcher.wake.wait(), timeout=max(wait, 0.0))
-                transport = request.transport
-                if transport is None or transport.is_closing():
-                    break
-                await self._flush(resp, t, watcher, WATCH_BATCH)
-                if watcher.closed and not watcher.items:
-                    break
-                if bookmarks and time.monotonic() >= next_bookmark and not watcher.items:
-                    await resp.write(self._bookmark(t, store.rv))
-                    next_bookmark = time.monotonic() + self.bookmark_interval
-            await resp.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError, RuntimeError):
-            pass
-        finally:
-            store.unwatch(watcher)
-            self.streams.discard(resp)
-        return resp
-
-    async def _flush(self, resp: web.StreamResponse, t: Target, watcher: Watcher, limit: int) -> None:
-        items = watcher.take(limit)
-        if items:
-            await resp.write(b"".join(self._line(t, item) for item in items))
-
-    def _line(self, t: Target, item: tuple[str, Obj]) -> bytes:
-        kind, obj = item
-        return dumps({"type": kind, "object": self.api.out(t, obj)}) + b"\n"
-
-    @staticmethod
-    def _bookmark(t: Target, rv: int, initial_end: bool = False) -> bytes:
-        md: dict[str, Any] = {"resourceVersion": str(rv), "creationTimestamp": None}
-        if initial_end:
-            md["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": t.rt.kind, "apiVersion": t.api_version, "metadata": md}
-        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
 
 def _warning(text: str) -> str:
