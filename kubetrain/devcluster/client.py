@@ -1,5 +1,5 @@
-"""Raw JSON requests through kubernetes_asyncio's ApiClient, for the pod simulator: requests,
-watch streams, a list-then-watch loop, and Node/Lease registration.
+"""Raw JSON requests through kubernetes_asyncio's ApiClient, for the simulated kubelet and gang
+scheduler: requests, watch streams and a list-then-watch loop.
 
 kubernetes_asyncio does configuration, authentication (client certificates, tokens, exec
 plugins) and TLS; the bodies stay plain dicts (`_preload_content=False`, JSON decoded here), so
@@ -12,17 +12,12 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
 from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client, config
 
-from kubetrain.devcluster.kubelet import podstatus
-
 log = logging.getLogger(__name__)
-
-LEASE_NAMESPACE = "kube-node-lease"
 
 
 class ApiError(Exception):
@@ -158,40 +153,3 @@ async def _list_all(api: RawApi, path: str) -> tuple[list[dict[str, Any]], str]:
         if not meta.get("continue"):
             return items, str(meta.get("resourceVersion", ""))
         query = {"limit": "500", "continue": str(meta["continue"])}
-
-
-async def register_nodes(api: RawApi, host_ips: dict[str, str], now: datetime) -> None:
-    """Create each Node (name -> InternalIP) if absent and mark it Ready through `nodes/status`."""
-    for name, address in host_ips.items():
-        code, node = await api.request("GET", f"/api/v1/nodes/{name}")
-        if code == 404:
-            code, node = await api.request(
-                "POST", "/api/v1/nodes", body=podstatus.node_object(name, address, now)
-            )
-            if code not in (200, 201, 409):
-                raise ApiError(code, node)
-            code, node = await api.request("GET", f"/api/v1/nodes/{name}")
-        if code != 200:
-            raise ApiError(code, node)
-        node["status"] = podstatus.node_status(name, address, now)
-        code, body = await api.request("PUT", f"/api/v1/nodes/{name}/status", body=node)
-        if code not in (200, 409):
-            raise ApiError(code, body)
-
-
-async def renew_lease(api: RawApi, node: str, now: datetime) -> None:
-    """The node heartbeat: create or renew the node's Lease in kube-node-lease."""
-    renew = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
-    code, lease = await api.request("GET", f"{path}/{node}")
-    if code == 404:
-        lease = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": node, "namespace": LEASE_NAMESPACE},
-            "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
-        }
-        await api.request("POST", path, body=lease)
-    elif code == 200:
-        lease.setdefault("spec", {})["renewTime"] = renew
-        await api.request("PUT", f"{path}/{node}", body=lease)

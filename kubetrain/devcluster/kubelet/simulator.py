@@ -35,7 +35,8 @@ it). Start it with `async with PodSimulator(kubeconfig) as sim:` or start()/stop
 Where it lives: this module is the simulator (nodes, the pod watch, the per-pod reconcile and the
 test API); `scheduling` holds the per-pod locks and timers and the round-robin binder, `status`
 the status transitions and their conflict-retrying writes, `podstatus` the pure status builders;
-`kubetrain.devcluster.client` is the raw API client.
+`nodes` Node registration and Lease heartbeats; `kubetrain.devcluster.client` is the raw API
+client.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch, register_nodes, renew_lease
+from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
 from kubetrain.devcluster.kubelet.status import (
     TERMINATION_EXIT_CODE,
