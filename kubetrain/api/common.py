@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 CleanPodPolicy = Literal["All", "Running", "None"]
+DEFAULT_CLEAN_POD_POLICY: CleanPodPolicy = "Running"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 # A Kubernetes resource quantity: "4", "500m", "16Gi", or a bare number.

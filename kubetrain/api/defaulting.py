@@ -18,12 +18,13 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.errors import join_path
+from kubetrain.api.podresources import total_replicas
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 
-DEFAULT_CLEAN_POD_POLICY = "Running"
 DEFAULT_NPROC_PER_NODE = "auto"
 DEFAULT_MX_JOB_MODE = "MXTrain"
 
@@ -146,21 +147,6 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> 
     container = containers[index] = dict(container)
     container["ports"] = [*ports, {"name": framework.port_name, "containerPort": framework.default_port}]
     return warnings
-
-
-def total_replicas(replica_map: Any) -> int | None:
-    """Sum of `replicas` over the replica map (None when some count is not an integer)."""
-    if not isinstance(replica_map, dict):
-        return None
-    total = 0
-    for rspec in replica_map.values():
-        replicas = rspec.get("replicas", 1) if isinstance(rspec, dict) else None
-        if replicas is None:
-            replicas = 1
-        if not isinstance(replicas, int) or isinstance(replicas, bool):
-            return None
-        total += replicas
-    return total
 
 
 def gang_total(spec: dict[str, Any], framework: Framework) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.labels import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.operator import gang, runpolicy
 from kubetrain.operator import restarts as rs
@@ -53,8 +54,8 @@ class ActiveJob:
         lower = {t.lower(): t for t in layout.replicas}
         for pod in r.pods:
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            rtype = lower.get(str(labels.get("kubetrain.io/replica-type", "")))
-            index = str(labels.get("kubetrain.io/replica-index", ""))
+            rtype = lower.get(str(labels.get(LABEL_REPLICA_TYPE, "")))
+            index = str(labels.get(LABEL_REPLICA_INDEX, ""))
             if rtype is None or not index.isdigit() or int(index) >= layout.count(rtype):
                 if not terminating(pod):
                     r.delete([pod_name(pod)])  # a type or index the spec no longer has
@@ -273,7 +274,7 @@ class ActiveJob:
         counts = self.counts(exclude_deleting=True, keep_finished=finished)
         created: dict[str, int] = {}
         for pod in self.r.plan.create_pods:
-            rtype = pod["metadata"]["labels"]["kubetrain.io/replica-type"]
+            rtype = pod["metadata"]["labels"][LABEL_REPLICA_TYPE]
             created[rtype] = created.get(rtype, 0) + 1
         self.r.status["replicaStatuses"] = {
             rtype: {

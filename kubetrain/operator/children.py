@@ -23,20 +23,20 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kubetrain.api.quantity import sum_resources
+from kubetrain.api.labels import (
+    ANNOTATION_HPA_SPEC_HASH,
+    ANNOTATION_PRIOR_RESTARTS,
+    LABEL_JOB_KIND,
+    LABEL_JOB_NAME,
+    LABEL_JOB_ROLE,
+    LABEL_MANAGED_BY,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    MANAGED_BY_VALUE,
+)
+from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
-
-LABEL_JOB_NAME = "kubetrain.io/job-name"
-LABEL_JOB_KIND = "kubetrain.io/job-kind"
-LABEL_REPLICA_TYPE = "kubetrain.io/replica-type"
-LABEL_REPLICA_INDEX = "kubetrain.io/replica-index"
-LABEL_JOB_ROLE = "kubetrain.io/job-role"
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGED_BY_VALUE = "kubetrain"
-# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
-# so that the restart count survives pod recreation and operator restarts (see restarts.py).
-ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
 
 GANG_NONE = "none"
 GANG_VOLCANO = "volcano"
@@ -49,9 +49,6 @@ VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 SCHEDULER_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 HPA_API_VERSION = "autoscaling/v2"
-# On the job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
-# the job asks for hashes differently (not when the API server normalised what was written).
-ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
 
 
 def owner_reference(job: JobLayout) -> dict[str, Any]:
@@ -238,28 +235,13 @@ def min_member(job: JobLayout) -> int:
     return job.total_replicas
 
 
-def pod_requests(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Per container and resource: the request, else the limit (what the scheduler reserves)."""
-    out: list[Mapping[str, Any]] = []
-    for container in (template.get("spec") or {}).get("containers") or []:
-        if not isinstance(container, Mapping):
-            continue
-        resources = container.get("resources") or {}
-        limits = dict(resources.get("limits") or {})
-        limits.update(resources.get("requests") or {})
-        out.append(limits)
-    return out
-
-
 def min_resources(job: JobLayout) -> dict[str, str]:
-    """Sum of requests (limits where no request) of the first minMember pods, in priority order."""
+    """What the scheduler reserves for the first minMember pods, in priority order: per pod its
+    containers' requests (limits where no request), sidecars and init containers counted as the
+    scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
     wanted = min_member(job)
-    lists: list[Mapping[str, Any]] = []
-    for count, (rtype, _) in enumerate(pod_slots(job)):
-        if count >= wanted:
-            break
-        lists.extend(pod_requests(job.replicas[rtype].template))
-    return sum_resources(lists)
+    slots = list(pod_slots(job))[:wanted]
+    return sum_pod_resources(job.replicas[rtype].template for rtype, _ in slots)
 
 
 def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | None:

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
 from kubetrain.operator.active import ActiveJob, controlled_by, pod_name, terminating
-from kubetrain.operator.children import ANNOTATION_HPA_SPEC_HASH, build_hpa
+from kubetrain.operator.children import build_hpa
 from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache, PreparedJob
 
 MAX_EVENT_MESSAGE = 1024
