@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Any
 
+from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags
@@ -39,7 +40,7 @@ class WebhookRuntime:
             cert_dir=args.cert_dir,
             host=args.webhook_host,
             port=args.webhook_port,
-            gang_scheduling=args.gang_scheduler != "none",
+            gang_scheduling=defaults_min_available(args.gang_scheduler),
         )
         self.certs: SelfManagedCertificates | None = None
         # TrainingPolicies (docs/behaviour.md §9): fed by watches, consulted on every review.
@@ -47,7 +48,7 @@ class WebhookRuntime:
         self._kube: KubeClient | None = None
         if getattr(args, "training_policies", False):
             self.server.policies = PolicyAdmission(
-                PolicyIndex(), gang_scheduling=args.gang_scheduler != "none"
+                PolicyIndex(), gang_scheduling=defaults_min_available(args.gang_scheduler)
             )
         if args.cert_mode == "self-managed" and not args.webhook_namespace:
             raise ConfigError("--cert-mode self-managed needs --webhook-namespace (or $POD_NAMESPACE)")

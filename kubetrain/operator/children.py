@@ -8,8 +8,8 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
   container's named port added when missing, and the gang scheduler's schedulerName,
   annotations and labels.
 - One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
-- A PodGroup named after the job: Volcano `scheduling.volcano.sh/v1beta1` or scheduler-plugins
-  `scheduling.x-k8s.io/v1alpha1`.
+- A PodGroup named after the job, in the API of the configured gang scheduler
+  (`kubetrain.api.gangschedulers`).
 - For an elastic PyTorchJob with `elasticPolicy.metrics`, an `autoscaling/v2`
   HorizontalPodAutoscaler named after the job that scales the job itself (its scale
   subresource) within `minReplicas..maxReplicas`.
@@ -23,6 +23,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
     ANNOTATION_PRIOR_RESTARTS,
@@ -38,16 +40,6 @@ from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
 
-GANG_NONE = "none"
-GANG_VOLCANO = "volcano"
-GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
-GANG_SCHEDULERS = (GANG_NONE, GANG_VOLCANO, GANG_SCHEDULER_PLUGINS)
-DEFAULT_SCHEDULER_NAMES = {GANG_VOLCANO: "volcano", GANG_SCHEDULER_PLUGINS: "scheduler-plugins-scheduler"}
-VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
-SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
-SCHEDULER_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 HPA_API_VERSION = "autoscaling/v2"
 
 
@@ -105,7 +97,8 @@ def scheduler_name(gang_scheduler: str, configured: str | None) -> str | None:
     """The schedulerName pods get (None: leave the cluster default)."""
     if configured:
         return configured
-    return DEFAULT_SCHEDULER_NAMES.get(gang_scheduler)
+    gang = gang_scheduler_of(gang_scheduler)
+    return gang.scheduler_name if gang is not None else None
 
 
 def build_pod(
@@ -114,7 +107,7 @@ def build_pod(
     replica_type: str,
     index: int,
     *,
-    gang_scheduler: str = GANG_NONE,
+    gang_scheduler: str = NONE,
     scheduler: str | None = None,
     prior_restarts: int = 0,
 ) -> dict[str, Any]:
@@ -129,11 +122,10 @@ def build_pod(
     if prior_restarts > 0:
         annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
     spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
-    if gang_scheduler == GANG_VOLCANO:
-        annotations[VOLCANO_GROUP_ANNOTATION] = job.name
-        annotations[VOLCANO_TASK_ANNOTATION] = replica_type.lower()
-    elif gang_scheduler == GANG_SCHEDULER_PLUGINS:
-        labels[SCHEDULER_PLUGINS_LABEL] = job.name
+    gang = gang_scheduler_of(gang_scheduler)
+    if gang is not None:
+        annotations.update(gang.pod_annotations(job.name, replica_type.lower()))
+        labels.update(gang.pod_labels(job.name, replica_type.lower()))
     chosen_scheduler = scheduler_name(gang_scheduler, scheduler)
     if chosen_scheduler and not spec.get("schedulerName"):
         spec["schedulerName"] = chosen_scheduler
@@ -184,7 +176,7 @@ def pod_slots(job: JobLayout) -> Iterator[tuple[str, int]]:
 
 
 def build_pods(
-    job: JobLayout, framework: Framework, *, gang_scheduler: str = GANG_NONE, scheduler: str | None = None
+    job: JobLayout, framework: Framework, *, gang_scheduler: str = NONE, scheduler: str | None = None
 ) -> list[dict[str, Any]]:
     """Every pod of the job in priority order (what `kubetrain render` prints)."""
     return [
@@ -246,27 +238,16 @@ def min_resources(job: JobLayout) -> dict[str, str]:
 
 def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | None:
     """The job's PodGroup for the configured gang scheduler (None for `none`)."""
-    if gang_scheduler not in (GANG_VOLCANO, GANG_SCHEDULER_PLUGINS):
+    gang = gang_scheduler_of(gang_scheduler)
+    if gang is None:
         return None
     policy = scheduling_policy(job)
-    spec: dict[str, Any] = {"minMember": min_member(job)}
     given = policy.get("minResources")
     resources = {k: str(v) for k, v in given.items()} if isinstance(given, Mapping) else min_resources(job)
-    if resources:
-        spec["minResources"] = resources
-    if gang_scheduler == GANG_VOLCANO:
-        api_version = VOLCANO_API_VERSION
-        if policy.get("queue"):
-            spec["queue"] = policy["queue"]
-        if policy.get("priorityClass"):
-            spec["priorityClassName"] = policy["priorityClass"]
-    else:
-        api_version = SCHEDULER_PLUGINS_API_VERSION
-        if policy.get("scheduleTimeoutSeconds") is not None:
-            spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"]
+    spec = gang.pod_group_spec(min_member(job), resources, policy)
     return {
-        "apiVersion": api_version,
-        "kind": "PodGroup",
+        "apiVersion": gang.api_version,
+        "kind": gang.kind,
         "metadata": {
             "name": job.name,
             "namespace": job.namespace,

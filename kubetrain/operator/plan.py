@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
@@ -96,7 +97,7 @@ def plan(
     if meta.get("deletionTimestamp"):
         return Plan()
     prepared = (cache if cache is not None else DEFAULT_CACHE).get(
-        job, gang_scheduling=config.gang_scheduler != "none"
+        job, gang_scheduling=defaults_min_available(config.gang_scheduler)
     )
     if prepared.framework is None:
         return Plan()
