@@ -74,7 +74,7 @@ def render_job(
     group = build_pod_group(layout, gang_scheduler)
     if group is not None:
         children.append(group)
-    hpa = build_hpa(layout)  # elastic PyTorchJobs with elasticPolicy.metrics
+    hpa = build_hpa(layout, framework)  # when the framework says the job asks for one
     if hpa is not None:
         children.append(hpa)
     children.extend(build_pods(layout, framework, gang_scheduler=gang_scheduler, scheduler=scheduler_name))

@@ -22,6 +22,8 @@ from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags
 from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
+from kubetrain.frameworks.checks import listing
+from kubetrain.frameworks.registry import known_kinds
 from kubetrain.health import HealthServer
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
@@ -125,7 +127,7 @@ def add_parser(subparsers: Any) -> None:
         "webhook",
         help="serve the mutating and validating admission webhooks (HTTPS /mutate, /validate)",
         description="Serve the kubetrain admission webhooks: defaulting (/mutate) and validation "
-        "(/validate) of TFJob, PyTorchJob and MXJob, over HTTPS (TLS 1.2+), with /metrics, /healthz "
+        f"(/validate) of {listing(known_kinds())}, over HTTPS (TLS 1.2+), with /metrics, /healthz "
         "and /readyz on --metrics-port.",
     )
     add_common_flags(parser)

@@ -101,9 +101,6 @@ TRAINING_POLICIES = ResourceRef(API_GROUP, API_VERSION, "trainingpolicies", "Tra
 JOB_RESOURCES: dict[str, ResourceRef] = {
     kind: ResourceRef(API_GROUP, API_VERSION, fw.plural, kind, True) for kind, fw in FRAMEWORKS.items()
 }
-TFJOBS = JOB_RESOURCES["TFJob"]
-PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
-MXJOBS = JOB_RESOURCES["MXJob"]
 
 # gang scheduler name (the --gang-scheduler flag) -> the PodGroup resource it uses
 POD_GROUP_RESOURCES: dict[str, ResourceRef] = {

@@ -89,10 +89,15 @@ class ActiveJob:
         deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
         limit = runpolicy.backoff_limit(spec)
         base = sum(t.base for t in tallies.values())
-        if self.fw.succeeded(self.layout, counts):
+        succeeded = self.fw.succeeded(self.layout, counts)
+        framework_failure = None if succeeded else self.fw.failed(self.layout, counts)
+        if succeeded:
             r.terminal(
                 st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False
             )
+        elif framework_failure is not None:
+            message = f"{r.title} has failed: {framework_failure}"
+            r.terminal(st.FAILED, st.REASON_FAILED, message, delete_active=True)
         elif deadline is not None and r.now >= deadline:
             message = (
                 f"{r.title} has exceeded its activeDeadlineSeconds (started {r.status.get('startTime')})."

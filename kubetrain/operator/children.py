@@ -10,9 +10,9 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
 - One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
 - A PodGroup named after the job, in the API of the configured gang scheduler
   (`kubetrain.api.gangschedulers`).
-- For an elastic PyTorchJob with `elasticPolicy.metrics`, an `autoscaling/v2`
-  HorizontalPodAutoscaler named after the job that scales the job itself (its scale
-  subresource) within `minReplicas..maxReplicas`.
+- When the framework says the job asks for autoscaling (`Framework.autoscaling`: an elastic
+  PyTorchJob with metrics), an `autoscaling/v2` HorizontalPodAutoscaler named after the job that
+  scales the job itself (its scale subresource) within the bounds the framework gives.
 """
 
 from __future__ import annotations
@@ -258,22 +258,19 @@ def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | Non
     }
 
 
-def hpa_spec(job: JobLayout) -> dict[str, Any] | None:
-    """The HPA spec the job asks for: None unless it has an elasticPolicy with non-empty metrics."""
-    policy = job.spec.get("elasticPolicy")
-    if not isinstance(policy, Mapping):
-        return None
-    metrics = policy.get("metrics")
-    if not isinstance(metrics, list) or not metrics:
+def hpa_spec(job: JobLayout, framework: Framework) -> dict[str, Any] | None:
+    """The HPA spec the job asks for (None when the framework says it asks for none)."""
+    scaling = framework.autoscaling(job)
+    if scaling is None:
         return None
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": job.api_version, "kind": job.kind, "name": job.name},
     }
-    if isinstance(policy.get("minReplicas"), int):
-        spec["minReplicas"] = policy["minReplicas"]
-    if isinstance(policy.get("maxReplicas"), int):
-        spec["maxReplicas"] = policy["maxReplicas"]
-    spec["metrics"] = copy.deepcopy(metrics)
+    if scaling.min_replicas is not None:
+        spec["minReplicas"] = scaling.min_replicas
+    if scaling.max_replicas is not None:
+        spec["maxReplicas"] = scaling.max_replicas
+    spec["metrics"] = copy.deepcopy(scaling.metrics)
     return spec
 
 
@@ -281,9 +278,9 @@ def hpa_spec_hash(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def build_hpa(job: JobLayout) -> dict[str, Any] | None:
+def build_hpa(job: JobLayout, framework: Framework) -> dict[str, Any] | None:
     """The job's HorizontalPodAutoscaler (None when the job asks for none)."""
-    spec = hpa_spec(job)
+    spec = hpa_spec(job, framework)
     if spec is None:
         return None
     return {

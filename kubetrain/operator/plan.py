@@ -203,13 +203,13 @@ class Reconcile:
 
     def autoscaler(self, layout: JobLayout) -> None:
         """The job's HorizontalPodAutoscaler (docs/behaviour.md §4) while it is not finished:
-        created when missing, replaced when the spec the job asks for (elasticPolicy bounds and
-        metrics) hashes differently from the one kubetrain last wrote, deleted when the job asks
+        created when missing, replaced when the spec the job asks for (`Framework.autoscaling`:
+        bounds and metrics) hashes differently from the one kubetrain last wrote, deleted when the job asks
         for none. An HPA of that name the job does not own is left alone."""
         observed = self.observed.hpa
         if observed is not None and (not controlled_by(observed, self.job) or terminating(observed)):
             return
-        wanted = build_hpa(layout)
+        wanted = build_hpa(layout, self.fw)
         if wanted is None:
             if observed is not None:
                 self.plan.delete_hpa = True

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.podresources import replica_count
+from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 
 
@@ -29,15 +31,13 @@ def replica_groups(job: dict[str, Any]) -> Iterator[ReplicaGroup]:
     specs = spec.get(field)
     if not isinstance(specs, dict):
         return
-    elastic_max = _elastic_max(spec)
     for rtype, rspec in specs.items():
         if not isinstance(rspec, dict):
             continue
-        replicas = rspec.get("replicas")
-        count = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
-        if elastic_max is not None and str(rtype).lower() == "worker":
-            # An elastic job may scale its Workers up to maxReplicas at any time.
-            count = max(count, elastic_max)
+        count = replica_count(rspec)
+        count = 1 if count is None else count
+        # A scalable type (elastic Workers) may be scaled up to its maximum at any time.
+        count = framework.most_replicas(spec, _canonical(framework, str(rtype)), count)
         template = rspec.get("template")
         yield ReplicaGroup(
             path=f"spec.{field}[{rtype}]",
@@ -52,9 +52,7 @@ def replica_map_path(job: dict[str, Any]) -> str:
     return f"spec.{framework.replica_field}" if framework else "spec"
 
 
-def _elastic_max(spec: dict[str, Any]) -> int | None:
-    elastic = spec.get("elasticPolicy")
-    if not isinstance(elastic, dict):
-        return None
-    value = elastic.get("maxReplicas")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _canonical(framework: Framework, replica_type: str) -> str:
+    """The canonical spelling of a replica type (`worker` → `Worker`): TrainingPolicies see
+    jobs before defaulting renames the keys."""
+    return {t.lower(): t for t in framework.replica_types}.get(replica_type.lower(), replica_type)

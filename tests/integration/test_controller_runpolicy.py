@@ -8,9 +8,11 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.devstack import DevStack
-from kubetrain.kube.resources import SERVICES, TFJOBS
+from kubetrain.kube.resources import SERVICES, job_resource
 
 from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
+
+TFJOBS = job_resource("TFJob")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -22,9 +22,9 @@ from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
-    PYTORCHJOBS,
     TRAINING_POLICIES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
+    job_resource,
 )
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.configurations import webhook_configurations
@@ -32,6 +32,8 @@ from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 
 from .controller_support import eventually
+
+PYTORCHJOBS = job_resource("PyTorchJob")
 
 Obj = dict[str, Any]
 

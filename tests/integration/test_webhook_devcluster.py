@@ -29,11 +29,13 @@ from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
-    PYTORCHJOBS,
-    TFJOBS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
+    job_resource,
 )
 from kubetrain.webhook.server import WebhookServer
+
+PYTORCHJOBS = job_resource("PyTorchJob")
+TFJOBS = job_resource("TFJob")
 
 NS, SERVICE = "kubetrain-system", "kubetrain-webhook"
 MUTATING, VALIDATING = "kubetrain-mutating", "kubetrain-validating"
