@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from kubetrain.api.crdgen import all_crds
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster.gang import GangSchedulerSimulator, podgroup_crd
 from kubetrain.devcluster.kubelet import PodSimulator
 from kubetrain.devcluster.server import DevCluster
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (

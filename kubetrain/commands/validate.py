@@ -26,12 +26,12 @@ from typing import Any, TextIO
 
 import yaml
 
-from kubetrain.api.defaulting import default_job
-from kubetrain.api.jobs import check_type_meta
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
-from kubetrain.api.validation import validate_job
 from kubetrain.frameworks.registry import known_kinds
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.parse import check_type_meta
+from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
 

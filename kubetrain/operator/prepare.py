@@ -1,8 +1,8 @@
 """The job as the planner sees it: defaulted, validated and laid out — once per spec generation.
 
-`prepare_job` applies `kubetrain.api.defaulting.default_job` in memory (the same function the
+`prepare_job` applies `kubetrain.jobs.defaulting.default_job` in memory (the same function the
 mutating webhook uses, so a job stored without the webhook behaves the same), validates the
-result with `kubetrain.api.validation.validate_job` (pod templates included) and builds the
+result with `kubetrain.jobs.validation.validate_job` (pod templates included) and builds the
 engine's `JobLayout`. That work depends only on the spec, so `JobCache` keeps the result per
 (uid, generation, gang scheduling): a reconcile of an unchanged job does no deep copy, no
 defaulting and no schema validation.
@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.defaulting import default_job
-from kubetrain.api.validation import validate_job
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,11 @@ import pytest
 import yaml
 
 from kubetrain import cli
-from kubetrain.api.crdgen import all_crds
 from kubetrain.commands import run
 from kubetrain.devcluster.gang import GangSchedulerSimulator, podgroup_crd
 from kubetrain.devcluster.kubelet import PodSimulator
 from kubetrain.devcluster.server import DevCluster
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api.crdgen import all_crds
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.devcluster.server import DevCluster
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,

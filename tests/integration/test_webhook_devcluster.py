@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from kubetrain.api.crdgen import job_crds
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, service_dns_names
 from kubetrain.certs.kubeapi import ApiClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster.server import DevCluster
+from kubetrain.jobs.crdgen import job_crds
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import (

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api.crdgen import job_crd
-from kubetrain.api.defaulting import default_job
-from kubetrain.api.validation import validate_job
 from kubetrain.frameworks import registry
 from kubetrain.frameworks.base import Framework, ReplicaBounds
 from kubetrain.frameworks.tensorflow import TensorFlow
+from kubetrain.jobs.crdgen import job_crd
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
 from kubetrain.operator.prepare import prepare_job
 from kubetrain.policy.resources import replica_groups
 

@@ -26,7 +26,6 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
-from kubetrain.api.jobs import InvalidJobError, check_type_meta, parse_job
 from kubetrain.api.podresources import replica_count
 from kubetrain.api.podtemplate import (
     NOT_JSON,
@@ -39,6 +38,7 @@ from kubetrain.api.podtemplate import (
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63

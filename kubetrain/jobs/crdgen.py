@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kubetrain.api import policy
-from kubetrain.api.jobs import API_GROUP, API_VERSION
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.jobs.parse import API_GROUP, API_VERSION
 
 CATEGORY = "kubetrain"
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
