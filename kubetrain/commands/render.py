@@ -22,7 +22,7 @@ import yaml
 
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.commands.validate import read_documents
-from kubetrain.operator.children import build_hpa, build_pod_group, build_pods, build_service
+from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
 
 
@@ -69,15 +69,11 @@ def render_job(
     prepared = prepare_job(job, gang_scheduling=defaults_min_available(gang_scheduler))
     if prepared.framework is None or prepared.layout is None:
         return [], prepared.errors or ["cannot render this object"]
-    layout, framework = prepared.layout, prepared.framework
-    children: list[dict[str, Any]] = [build_service(layout)]
-    group = build_pod_group(layout, gang_scheduler)
-    if group is not None:
-        children.append(group)
-    hpa = build_hpa(layout, framework)  # when the framework says the job asks for one
-    if hpa is not None:
-        children.append(hpa)
-    children.extend(build_pods(layout, framework, gang_scheduler=gang_scheduler, scheduler=scheduler_name))
+    layout = prepared.layout
+    desired = desired_children(
+        layout, prepared.framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name
+    )
+    children = desired.all()  # exactly what the planner creates
     if not layout.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):

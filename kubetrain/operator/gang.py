@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
-from kubetrain.frameworks.env import JobLayout
-from kubetrain.operator.children import build_pod_group
+from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.status import REASON_GANG
 
 EVENT_CRD_MISSING = "PodGroupAPIMissing"
@@ -35,12 +34,14 @@ class GangDecision:
 
 
 def decide(
-    job: JobLayout,
-    gang_scheduler: str,
+    desired: DesiredChildren,
     pod_group: Mapping[str, Any] | None,
     crd_installed: bool,
 ) -> GangDecision:
-    gang = gang_scheduler_of(gang_scheduler)
+    """`pod_group`: the observed PodGroup of the job's name; `crd_installed`: whether the gang
+    scheduler's PodGroup API is served."""
+    gang = gang_scheduler_of(desired.gang_scheduler)
+    job = desired.layout
     if gang is None:
         return GangDecision()
     if not crd_installed:
@@ -54,7 +55,7 @@ def decide(
     # and a message change would cost a status write (creation, then phase "" → Pending).
     admission = (REASON_GANG, f"waiting for {gang.title} to admit PodGroup {job.name}", None)
     if pod_group is None:
-        group = build_pod_group(job, gang_scheduler)
+        group = desired.pod_group
         if gang.waits_for_admission:
             return GangDecision(create_pod_group=group, may_create_pods=False, waiting=admission)
         return GangDecision(create_pod_group=group)
