@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.devcluster.apiserver.accounting import RequestLog
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.kube.client import KubeClient
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -34,9 +34,9 @@ from typing import Any
 import aiohttp
 from _common import load_average, proc_cpu_seconds, write_result
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.review import request_review
 
 

@@ -41,10 +41,10 @@ import aiohttp
 from _common import free_port, load_average, write_result
 from bench_webhook import JOBS, client_cpu_set, cpu_summary, measure, parse_jobs, serve
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.review import request_review
 
 
@@ -56,7 +56,7 @@ def serve_kopf(kubeconfig: str, cert_dir: str, port: int, cpu: int | None) -> No
     logging.basicConfig(level=os.environ.get("BENCH_KOPF_LOG_LEVEL", "WARNING"))
     import kopf
 
-    from kubetrain.api.validation import validate_job
+    from kubetrain.jobs.validation import validate_job
 
     registry = kopf.OperatorRegistry()
 

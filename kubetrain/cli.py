@@ -7,6 +7,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from kubetrain.frameworks.registry import known_kinds
+
 # Each module exposes `add_parser(subparsers) -> None`; the parser it adds sets `func`
 # (a callable taking the parsed args and returning an exit code).
 COMMAND_MODULES: tuple[str, ...] = (
@@ -24,7 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubetrain",
-        description="Kubernetes operator for distributed training jobs (TFJob, PyTorchJob, MXJob).",
+        description=f"Kubernetes operator for distributed training jobs ({', '.join(known_kinds())}).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

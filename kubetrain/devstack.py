@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from kubetrain.api.crdgen import all_crds
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (

@@ -3,7 +3,7 @@
 Field names are those of Kubeflow's `kubeflow.org/v1` API (camelCase on the wire, snake_case in
 Python), so a Kubeflow manifest is accepted after changing only `apiVersion`.
 Pod templates stay plain dicts: they are Kubernetes PodTemplateSpecs, validated against the
-upstream schema by `kubetrain.api.validation`, and unknown fields in them are preserved.
+upstream schema by `kubetrain.jobs.validation`, and unknown fields in them are preserved.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 CleanPodPolicy = Literal["All", "Running", "None"]
+DEFAULT_CLEAN_POD_POLICY: CleanPodPolicy = "Running"
 ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 # A Kubernetes resource quantity: "4", "500m", "16Gi", or a bare number.

@@ -6,6 +6,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+# How update rules say that a field cannot change on an existing job.
+RECREATE = "delete and recreate the job to change it"
+
 
 class ErrorKind(StrEnum):
     REQUIRED = "Required"

@@ -145,7 +145,10 @@ def sum_resources(resource_lists: Iterable[Mapping[str, object]]) -> dict[str, s
             amount, suffix = parse_quantity_suffix(raw)
             totals[name] = totals.get(name, Fraction(0)) + amount
             suffixes.setdefault(name, suffix)
-    return {
-        name: format_quantity(totals[name], binary=suffixes[name] in _BINARY, suffix=suffixes[name])
-        for name in sorted(totals)
-    }
+    return {name: format_sum(totals[name], suffixes[name]) for name in sorted(totals)}
+
+
+def format_sum(value: Fraction, suffix: str) -> str:
+    """A sum written with the suffix of its first term when exact, else canonically in that
+    term's family (binary or decimal)."""
+    return format_quantity(value, binary=suffix in _BINARY, suffix=suffix)

@@ -20,7 +20,9 @@ import argparse
 import logging
 import os
 
-GANG_SCHEDULERS = ("none", "volcano", "scheduler-plugins")
+from kubetrain.api.gangschedulers import CHOICES
+
+GANG_SCHEDULERS = CHOICES
 CERT_MODES = ("directory", "self-managed")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from kubetrain.commands._flags import add_common_flags, add_controller_flags
 from kubetrain.commands._process import run_service, stop_on_signals
+from kubetrain.frameworks.checks import listing
+from kubetrain.frameworks.registry import known_kinds
 from kubetrain.health import HealthServer
 from kubetrain.operator.runtime import ControllerRuntime
 
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "controller",
-        help="run the job controller (reconciles TFJob, PyTorchJob and MXJob)",
+        help=f"run the job controller (reconciles {listing(known_kinds())})",
         description="Run the kubetrain controller: watches jobs and their pods, creates pods, the "
         "headless Service and PodGroups, applies restart and run policies and writes job status.",
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.commands._flags import GANG_SCHEDULERS
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.devstack import DevStack, DevStackOptions
@@ -93,7 +94,7 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
             continue  # being deleted (clean-up, a restart): not part of the job's progress any more
         labels = (pod.get("metadata") or {}).get("labels") or {}
         phase = str((pod.get("status") or {}).get("phase") or "Pending").lower()
-        rtype = str(labels.get("kubetrain.io/replica-type", "?"))
+        rtype = str(labels.get(LABEL_REPLICA_TYPE, "?"))
         counts = by_type.setdefault(rtype, {})
         counts[phase] = counts.get(phase, 0) + 1
     parts = []

@@ -20,8 +20,9 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.commands.validate import read_documents
-from kubetrain.operator.children import GANG_SCHEDULERS, build_hpa, build_pod_group, build_pods, build_service
+from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
 
 
@@ -43,8 +44,8 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--gang-scheduler",
-        choices=GANG_SCHEDULERS,
-        default="none",
+        choices=CHOICES,
+        default=NONE,
         help="render as an operator with this gang scheduler (adds the PodGroup and pod decorations)",
     )
     parser.add_argument(
@@ -57,7 +58,7 @@ def render_job(
     obj: dict[str, Any],
     *,
     namespace: str | None = None,
-    gang_scheduler: str = "none",
+    gang_scheduler: str = NONE,
     scheduler_name: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The children of one job in creation order, or the errors that prevent rendering."""
@@ -65,18 +66,14 @@ def render_job(
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
         meta["namespace"] = namespace or "default"
-    prepared = prepare_job(job, gang_scheduling=gang_scheduler != "none")
+    prepared = prepare_job(job, gang_scheduling=defaults_min_available(gang_scheduler))
     if prepared.framework is None or prepared.layout is None:
         return [], prepared.errors or ["cannot render this object"]
-    layout, framework = prepared.layout, prepared.framework
-    children: list[dict[str, Any]] = [build_service(layout)]
-    group = build_pod_group(layout, gang_scheduler)
-    if group is not None:
-        children.append(group)
-    hpa = build_hpa(layout)  # elastic PyTorchJobs with elasticPolicy.metrics
-    if hpa is not None:
-        children.append(hpa)
-    children.extend(build_pods(layout, framework, gang_scheduler=gang_scheduler, scheduler=scheduler_name))
+    layout = prepared.layout
+    desired = desired_children(
+        layout, prepared.framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name
+    )
+    children = desired.all()  # exactly what the planner creates
     if not layout.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):

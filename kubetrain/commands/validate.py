@@ -26,11 +26,12 @@ from typing import Any, TextIO
 
 import yaml
 
-from kubetrain.api.defaulting import default_job
-from kubetrain.api.jobs import check_type_meta
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
-from kubetrain.api.validation import validate_job
+from kubetrain.frameworks.registry import known_kinds
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.parse import check_type_meta
+from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
 
@@ -45,7 +46,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="default and validate job manifests (exit 1 if any is invalid)",
-        description="Default and validate TFJob/PyTorchJob/MXJob manifests like the webhooks do.",
+        description=f"Default and validate {'/'.join(known_kinds())} manifests like the webhooks do.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML file(s); '-' reads stdin")
     parser.add_argument(

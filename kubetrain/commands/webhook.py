@@ -17,10 +17,13 @@ import asyncio
 import logging
 from typing import Any
 
+from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags
 from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
+from kubetrain.frameworks.checks import listing
+from kubetrain.frameworks.registry import known_kinds
 from kubetrain.health import HealthServer
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
@@ -39,7 +42,7 @@ class WebhookRuntime:
             cert_dir=args.cert_dir,
             host=args.webhook_host,
             port=args.webhook_port,
-            gang_scheduling=args.gang_scheduler != "none",
+            gang_scheduling=defaults_min_available(args.gang_scheduler),
         )
         self.certs: SelfManagedCertificates | None = None
         # TrainingPolicies (docs/behaviour.md §9): fed by watches, consulted on every review.
@@ -47,7 +50,7 @@ class WebhookRuntime:
         self._kube: KubeClient | None = None
         if getattr(args, "training_policies", False):
             self.server.policies = PolicyAdmission(
-                PolicyIndex(), gang_scheduling=args.gang_scheduler != "none"
+                PolicyIndex(), gang_scheduling=defaults_min_available(args.gang_scheduler)
             )
         if args.cert_mode == "self-managed" and not args.webhook_namespace:
             raise ConfigError("--cert-mode self-managed needs --webhook-namespace (or $POD_NAMESPACE)")
@@ -124,7 +127,7 @@ def add_parser(subparsers: Any) -> None:
         "webhook",
         help="serve the mutating and validating admission webhooks (HTTPS /mutate, /validate)",
         description="Serve the kubetrain admission webhooks: defaulting (/mutate) and validation "
-        "(/validate) of TFJob, PyTorchJob and MXJob, over HTTPS (TLS 1.2+), with /metrics, /healthz "
+        f"(/validate) of {listing(known_kinds())}, over HTTPS (TLS 1.2+), with /metrics, /healthz "
         "and /readyz on --metrics-port.",
     )
     add_common_flags(parser)

@@ -1,19 +1,49 @@
-"""The Framework protocol: everything kubetrain needs to know that differs between frameworks.
+"""The Framework base class: everything kubetrain needs to know that differs between frameworks.
 
-Adding a framework = one module implementing this protocol + one line in `registry.py`.
+Adding a framework = one model module (`kubetrain/api/<kind>.py`), one module here subclassing
+`Framework`, and one line in `registry.py` (docs/architecture.md, "Adding a framework").
+
+The identity attributes, `validate_spec`, `cluster_env` and `succeeded` are what every framework
+defines. The rest are optional hooks with no-op defaults, in the manner of Kueue's jobframework
+optional interfaces: shared code calls them on every framework and never asks which kind a job
+is. A framework overrides only what it needs:
+
+- `default_spec`            defaulting beyond replicas, restart policy and ports (§2)
+- `scalable_replica_type`, `replica_bounds`, `scale_hint`
+                            the replica type `kubectl scale` / an HPA resize (the CRD's scale
+                            subresource) and the bounds it may be resized within
+- `validate_update`         update rules beyond the shared ones (§3)
+- `adjust`                  what the controller changes to run a stored job (clamps the
+                            scalable type into its bounds by default)
+- `autoscaling`             the HorizontalPodAutoscaler the job asks for
+- `failed`                  a failure rule beyond restart policies (§6)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError
+from kubetrain.api.podresources import replica_count
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 
+# (minimum, maximum) of the scalable replica type; either is None when not set to an integer.
+ReplicaBounds = tuple[int | None, int | None]
 
-class Framework(Protocol):
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """What the job's HorizontalPodAutoscaler scales on (`autoscaling/v2` spec fields)."""
+
+    min_replicas: int | None
+    max_replicas: int | None
+    metrics: list[Any]
+
+
+class Framework:
     # --- identity and CRD naming -------------------------------------------------------------
     kind: str  # "TFJob"
     plural: str  # "tfjobs"
@@ -22,7 +52,7 @@ class Framework(Protocol):
     job_model: type[JobBase]
     # --- replicas ------------------------------------------------------------------------------
     replica_field: str  # wire name of the replica map: "tfReplicaSpecs"
-    replica_types: tuple[str, ...]  # canonical spellings, in priority order (who starts first)
+    replica_types: tuple[str, ...]  # canonical spellings, in priority order
     # Replica types whose pod 0 carries `kubetrain.io/job-role: master` (Chief/Master/Scheduler).
     master_types: tuple[str, ...]
     # --- the framework container -----------------------------------------------------------------
@@ -33,16 +63,90 @@ class Framework(Protocol):
     # Environment variable names the operator sets (a user setting one gets a warning).
     operator_env_names: frozenset[str]
 
+    # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """Framework-specific rules of docs/behaviour.md §3 on a parsed (defaulted) job."""
-        ...
+        raise NotImplementedError
 
-    # --- engine (docs/behaviour.md §4-§5; types in kubetrain.frameworks.env) -------------------------
     def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
         """The cluster variables for pod `index` of `replica_type` (`[{"name", "value"}]`), in a
         stable order; empty (or only process-local settings) for a standalone job."""
-        ...
+        raise NotImplementedError
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
         """The framework's success rule over the observed per-type pod counts."""
-        ...
+        raise NotImplementedError
+
+    # --- optional hooks: defaulting and validation -----------------------------------------------
+    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+        """Framework defaults on the wire spec (after replica defaults, before runPolicy); returns
+        warnings. `spec` and its replica map are the caller's copies; copy any other nested
+        dict before changing it (defaulting is copy-on-write)."""
+        return []
+
+    def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
+        """Update rules of the framework's own fields (the shared ones are checked for every kind)."""
+        return []
+
+    # --- optional hooks: scaling ---------------------------------------------------------------------
+    # The replica type the scale subresource resizes (None: the CRD has no scale subresource).
+    scalable_replica_type: str | None = None
+    # Appended to the "replicas can only change while suspended" error of a scalable job.
+    scale_hint: str = ""
+
+    def replica_bounds(self, spec: Mapping[str, Any]) -> ReplicaBounds | None:
+        """The bounds the scalable replica type may be resized within, when this job is scalable
+        (None: its replicas are fixed like every other type's)."""
+        return None
+
+    def most_replicas(self, spec: Mapping[str, Any], replica_type: str, replicas: int) -> int:
+        """The most pods `replica_type` can have: a scalable type up to its maximum."""
+        bounds = self.replica_bounds(spec) if replica_type == self.scalable_replica_type else None
+        high = bounds[1] if bounds is not None else None
+        return max(replicas, high) if high is not None else replicas
+
+    def fewest_replicas(self, spec: Mapping[str, Any], replica_type: str, replicas: int) -> int:
+        """The fewest pods `replica_type` runs with: a scalable type down to its minimum (≥ 1)."""
+        bounds = self.replica_bounds(spec) if replica_type == self.scalable_replica_type else None
+        low = bounds[0] if bounds is not None else None
+        return min(low, replicas) if low is not None and low >= 1 else replicas
+
+    def adjust(self, obj: dict[str, Any]) -> list[str]:
+        """What the controller changes to run a stored (defaulted) job, one message per change.
+
+        By default: a scalable replica type outside its bounds runs at the nearest bound. The
+        scale subresource (`kubectl scale`, an HPA) changes `replicas` without the validating
+        webhook seeing the job, so an out-of-range count must not fail a running job. `obj` is
+        the defaulted copy (its replica specs are its own), changed in place."""
+        spec = obj.get("spec")
+        rtype = self.scalable_replica_type
+        if rtype is None or not isinstance(spec, dict):
+            return []
+        bounds = self.replica_bounds(spec)
+        replica_map = spec.get(self.replica_field)
+        rspec = replica_map.get(rtype) if isinstance(replica_map, dict) else None
+        if bounds is None or not isinstance(rspec, dict):
+            return []
+        lo, hi = bounds
+        n = replica_count(rspec)
+        if lo is None or hi is None or n is None or not 1 <= lo <= hi:
+            return []  # validation reports the bounds themselves
+        if lo <= n <= hi:
+            return []
+        rspec["replicas"] = min(max(n, lo), hi)
+        return [
+            f"spec.{self.replica_field}[{rtype}].replicas {n} is outside {self.bounds_name} "
+            f"({lo}..{hi}): running {rspec['replicas']} {rtype}s"
+        ]
+
+    # How messages name the bounds of `replica_bounds`: "elasticPolicy minReplicas..maxReplicas".
+    bounds_name: str = "the replica bounds"
+
+    def autoscaling(self, job: JobLayout) -> Autoscaling | None:
+        """The HorizontalPodAutoscaler the job asks for (scaling the job's scale subresource)."""
+        return None
+
+    # --- optional hooks: the engine ------------------------------------------------------------------
+    def failed(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> str | None:
+        """Why the job failed by a framework rule beyond restart policies (None: it did not)."""
+        return None

@@ -9,11 +9,14 @@ from typing import Any
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.mxjob import MXJob
+from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.checks import listing, replica_count, replica_path
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
+DEFAULT_JOB_MODE = "MXTrain"
 
-class MXNet:
+
+class MXNet(Framework):
     kind = "MXJob"
     plural = "mxjobs"
     singular = "mxjob"
@@ -39,13 +42,19 @@ class MXNet:
         }
     )
 
+    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+        """jobMode defaults to MXTrain."""
+        if spec.get("jobMode") is None:
+            spec["jobMode"] = DEFAULT_JOB_MODE
+        return []
+
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """MXTrain is local (one Worker) or distributed (Scheduler + Servers + Workers);
         MXTune needs TunerTracker, TunerServer and Tuner."""
         if not isinstance(job, MXJob):
             return []
         replicas = job.spec.mx_replica_specs or {}
-        mode = job.spec.job_mode or "MXTrain"
+        mode = job.spec.job_mode or DEFAULT_JOB_MODE
 
         def path(rtype: str) -> str:
             return replica_path(base_path, self.replica_field, rtype)

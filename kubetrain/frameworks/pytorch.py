@@ -1,4 +1,5 @@
-"""PyTorch: PyTorchJob replica types, MASTER_*/PET_* environment and success rules."""
+"""PyTorch: PyTorchJob replica types, elastic Workers (elasticPolicy), MASTER_*/PET_* environment
+and success rules."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import FieldError, forbidden, invalid, required
+from kubetrain.api.errors import RECREATE, FieldError, forbidden, invalid, required
 from kubetrain.api.pytorchjob import PyTorchJob
+from kubetrain.frameworks.base import Autoscaling, Framework, ReplicaBounds
 from kubetrain.frameworks.checks import replica_count, replica_path
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
+DEFAULT_NPROC_PER_NODE = "auto"
+_RENDEZVOUS_FIELDS = ("rdzvBackend", "rdzvHost", "rdzvPort", "rdzvId", "rdzvConf")
 
-class PyTorch:
+
+class PyTorch(Framework):
     kind = "PyTorchJob"
     plural = "pytorchjobs"
     singular = "pytorchjob"
@@ -45,6 +50,72 @@ class PyTorch:
             "PET_STANDALONE",
         }
     )
+
+    # `kubectl scale` / an HPA resize the Workers; an elastic job's within its elasticPolicy.
+    scalable_replica_type = "Worker"
+    scale_hint = "elastic Workers can change within minReplicas..maxReplicas"
+    bounds_name = "elasticPolicy minReplicas..maxReplicas"
+
+    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+        """nprocPerNode (from the deprecated elasticPolicy.nProcPerNode, else "auto"); elastic
+        minReplicas/maxReplicas from each other, else from the Worker count."""
+        warnings: list[str] = []
+        elastic = spec.get("elasticPolicy")
+        if isinstance(elastic, dict):
+            elastic = spec["elasticPolicy"] = dict(elastic)
+            deprecated = elastic.get("nProcPerNode")
+            if deprecated is not None and spec.get("nprocPerNode") is None:
+                spec["nprocPerNode"] = str(deprecated)
+                del elastic["nProcPerNode"]
+                warnings.append(
+                    "spec.elasticPolicy.nProcPerNode is deprecated: its value was moved to spec.nprocPerNode"
+                )
+            min_r, max_r = elastic.get("minReplicas"), elastic.get("maxReplicas")
+            if min_r is None and max_r is not None:
+                elastic["minReplicas"] = max_r
+            elif max_r is None and min_r is not None:
+                elastic["maxReplicas"] = min_r
+            elif min_r is None and max_r is None:
+                replica_map = spec.get(self.replica_field)
+                worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
+                replicas = worker.get("replicas") if isinstance(worker, dict) else None
+                if isinstance(replicas, int) and not isinstance(replicas, bool):
+                    elastic["minReplicas"] = replicas
+                    elastic["maxReplicas"] = replicas
+        if spec.get("nprocPerNode") is None:
+            spec["nprocPerNode"] = DEFAULT_NPROC_PER_NODE
+        return warnings
+
+    def replica_bounds(self, spec: Mapping[str, Any]) -> ReplicaBounds | None:
+        """elasticPolicy minReplicas..maxReplicas of an elastic job (None without elasticPolicy)."""
+        elastic = spec.get("elasticPolicy")
+        if not isinstance(elastic, Mapping):
+            return None
+        return _int(elastic.get("minReplicas")), _int(elastic.get("maxReplicas"))
+
+    def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
+        """elasticPolicy can be neither added nor removed; its rendezvous settings are immutable."""
+        new, old = spec.get("elasticPolicy"), old_spec.get("elasticPolicy")
+        if isinstance(new, Mapping) != isinstance(old, Mapping):
+            verb = "added to" if isinstance(new, Mapping) else "removed from"
+            return [forbidden("spec.elasticPolicy", f"cannot be {verb} an existing job: {RECREATE}")]
+        if not isinstance(new, Mapping) or not isinstance(old, Mapping):
+            return []
+        return [
+            forbidden(f"spec.elasticPolicy.{name}", f"rendezvous settings are immutable: {RECREATE}")
+            for name in _RENDEZVOUS_FIELDS
+            if new.get(name) != old.get(name)
+        ]
+
+    def autoscaling(self, job: JobLayout) -> Autoscaling | None:
+        """An HPA within minReplicas..maxReplicas when elasticPolicy.metrics is non-empty."""
+        policy = job.spec.get("elasticPolicy")
+        if not isinstance(policy, Mapping):
+            return None
+        metrics = policy.get("metrics")
+        if not isinstance(metrics, list) or not metrics:
+            return None
+        return Autoscaling(_int(policy.get("minReplicas")), _int(policy.get("maxReplicas")), metrics)
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """One Master; elastic Workers within minReplicas..maxReplicas; a valid nprocPerNode."""
@@ -138,6 +209,10 @@ class PyTorch:
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
         return pytorch_succeeded(job, counts)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _valid_nproc(value: str) -> bool:

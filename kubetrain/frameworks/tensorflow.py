@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import FieldError, forbidden
+from kubetrain.api.errors import RECREATE, FieldError, forbidden
 from kubetrain.api.tfjob import TFJob
+from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.checks import replica_count, replica_path
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 
-class TensorFlow:
+class TensorFlow(Framework):
     kind = "TFJob"
     plural = "tfjobs"
     singular = "tfjob"
@@ -27,6 +28,12 @@ class TensorFlow:
     default_port = 2222
     default_restart_policy = "Never"
     operator_env_names = frozenset({"TF_CONFIG"})
+
+    def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
+        """successPolicy is immutable."""
+        if (spec.get("successPolicy") or "") != (old_spec.get("successPolicy") or ""):
+            return [forbidden("spec.successPolicy", f"is immutable: {RECREATE}")]
+        return []
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """At most one of Chief and Master, with at most one replica."""

@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME
 from kubetrain.kube.resources import ResourceRef
 
 Obj = dict[str, Any]
 Objs = list[Obj]  # (module-level alias: `list` is also a method name below)
 
-JOB_NAME_LABEL = "kubetrain.io/job-name"
-JOB_KIND_LABEL = "kubetrain.io/job-kind"
+JOB_NAME_LABEL = LABEL_JOB_NAME
+JOB_KIND_LABEL = LABEL_JOB_KIND
 
 
 def object_key(obj: Obj) -> str:

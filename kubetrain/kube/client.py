@@ -16,10 +16,10 @@ built (their deserialisation dominates CPU at scale).
     async with contextlib.aclosing(client.watch(PODS, "ns", resource_version=rv)) as events:
         async for event_type, obj in events: ...      # ADDED/MODIFIED/DELETED/BOOKMARK
     await client.create(PODS, pod_dict)               # namespace from metadata (or namespace=…)
-    await client.replace(TFJOBS, job) / client.replace_status(TFJOBS, job)
+    await client.replace(JOBS, job) / client.replace_status(JOBS, job)   # JOBS = job_resource("TFJob")
     await client.patch(PODS, "ns", "name", {"metadata": {...}})                 # merge patch
     await client.patch(PODS, "ns", "name", [{"op": ...}], patch_type="json")    # JSON patch
-    await client.patch_status(TFJOBS, "ns", "name", {"status": {...}})
+    await client.patch_status(JOBS, "ns", "name", {"status": {...}})
     await client.delete(PODS, "ns", "name", propagation_policy="Background",
                         preconditions={"uid": uid}, grace_period_seconds=0)
     await client.has_api("scheduling.volcano.sh", "v1beta1", "podgroups")     # discovery

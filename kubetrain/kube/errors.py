@@ -2,7 +2,7 @@
 no answer came) with kube's error classes as properties, and `GoneError` for 410 Gone.
 
     try:
-        await client.replace_status(TFJOBS, job)
+        await client.replace_status(job_resource("TFJob"), job)
     except ApiError as err:
         if err.is_conflict: ...        # 409 stale resourceVersion: re-read and retry
         elif err.is_not_found: ...     # 404

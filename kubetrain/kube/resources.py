@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from kubetrain import GROUP as API_GROUP
 from kubetrain import VERSION as API_VERSION
+from kubetrain.api.gangschedulers import GANG_SCHEDULERS, SCHEDULER_PLUGINS, VOLCANO
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 
@@ -95,22 +96,18 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
 CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
-VOLCANO_PODGROUPS = ResourceRef("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True)
-SCHEDULER_PLUGINS_PODGROUPS = ResourceRef("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True)
 TRAINING_POLICIES = ResourceRef(API_GROUP, API_VERSION, "trainingpolicies", "TrainingPolicy", False)
 
 JOB_RESOURCES: dict[str, ResourceRef] = {
     kind: ResourceRef(API_GROUP, API_VERSION, fw.plural, kind, True) for kind, fw in FRAMEWORKS.items()
 }
-TFJOBS = JOB_RESOURCES["TFJob"]
-PYTORCHJOBS = JOB_RESOURCES["PyTorchJob"]
-MXJOBS = JOB_RESOURCES["MXJob"]
 
 # gang scheduler name (the --gang-scheduler flag) -> the PodGroup resource it uses
 POD_GROUP_RESOURCES: dict[str, ResourceRef] = {
-    "volcano": VOLCANO_PODGROUPS,
-    "scheduler-plugins": SCHEDULER_PLUGINS_PODGROUPS,
+    name: ResourceRef(g.group, g.version, g.plural, g.kind, True) for name, g in GANG_SCHEDULERS.items()
 }
+VOLCANO_PODGROUPS = POD_GROUP_RESOURCES[VOLCANO.name]
+SCHEDULER_PLUGINS_PODGROUPS = POD_GROUP_RESOURCES[SCHEDULER_PLUGINS.name]
 
 
 def job_resource(kind: str) -> ResourceRef:

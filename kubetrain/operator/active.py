@@ -4,57 +4,31 @@ pods and the per-replica-type status. Pure like the rest of the planner."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kubetrain.api.labels import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.operator import gang, runpolicy
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
-from kubetrain.operator.children import build_pod, build_service, pod_slots, replica_selector
-
-if TYPE_CHECKING:
-    from kubetrain.operator.plan import Reconcile
-
-
-def controlled_by(obj: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
-    meta = job.get("metadata") or {}
-    uid = meta.get("uid")
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if not isinstance(ref, Mapping) or not ref.get("controller"):
-            continue
-        if uid:
-            if ref.get("uid") == uid:
-                return True
-        elif ref.get("kind") == job.get("kind") and ref.get("name") == meta.get("name"):
-            return True
-    return False
-
-
-def pod_phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
-def terminating(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def pod_name(pod: Mapping[str, Any]) -> str:
-    return str(pod["metadata"]["name"])
+from kubetrain.operator.children import pod_slots, replica_selector
+from kubetrain.operator.desired import DesiredChildren
+from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 
 
 class ActiveJob:
     """The part of a reconcile for a valid job that is not finished yet."""
 
-    def __init__(self, r: Reconcile, layout: JobLayout) -> None:
-        self.r, self.layout, self.fw = r, layout, r.fw
+    def __init__(self, r: ReconcileDraft, layout: JobLayout, desired: DesiredChildren) -> None:
+        self.r, self.layout, self.fw, self.desired = r, layout, r.fw, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
         lower = {t.lower(): t for t in layout.replicas}
         for pod in r.pods:
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            rtype = lower.get(str(labels.get("kubetrain.io/replica-type", "")))
-            index = str(labels.get("kubetrain.io/replica-index", ""))
+            rtype = lower.get(str(labels.get(LABEL_REPLICA_TYPE, "")))
+            index = str(labels.get(LABEL_REPLICA_INDEX, ""))
             if rtype is None or not index.isdigit() or int(index) >= layout.count(rtype):
                 if not terminating(pod):
                     r.delete([pod_name(pod)])  # a type or index the spec no longer has
@@ -88,10 +62,15 @@ class ActiveJob:
         deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
         limit = runpolicy.backoff_limit(spec)
         base = sum(t.base for t in tallies.values())
-        if self.fw.succeeded(self.layout, counts):
+        succeeded = self.fw.succeeded(self.layout, counts)
+        framework_failure = None if succeeded else self.fw.failed(self.layout, counts)
+        if succeeded:
             r.terminal(
                 st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False
             )
+        elif framework_failure is not None:
+            message = f"{r.title} has failed: {framework_failure}"
+            r.terminal(st.FAILED, st.REASON_FAILED, message, delete_active=True)
         elif deadline is not None and r.now >= deadline:
             message = (
                 f"{r.title} has exceeded its activeDeadlineSeconds (started {r.status.get('startTime')})."
@@ -187,7 +166,7 @@ class ActiveJob:
         r = self.r
         service = r.observed.service
         if service is None:
-            r.plan.create_service = build_service(self.layout)
+            r.plan.create_service = self.desired.service
             return True
         if controlled_by(service, r.job):
             return True
@@ -201,9 +180,7 @@ class ActiveJob:
 
     def gang_ok(self) -> bool:
         r = self.r
-        decision = gang.decide(
-            self.layout, r.config.gang_scheduler, r.observed.pod_group, r.observed.pod_group_crd_installed
-        )
+        decision = gang.decide(self.desired, r.observed.pod_group, r.observed.pod_group_crd_installed)
         r.plan.create_pod_group = decision.create_pod_group
         if decision.waiting is not None and not st.is_true(r.status, st.RUNNING):
             reason, message, event_reason = decision.waiting
@@ -244,17 +221,7 @@ class ActiveJob:
             if rtype not in handed:
                 prior = tallies[rtype].unattributed
                 handed.add(rtype)
-            r.plan.create_pods.append(
-                build_pod(
-                    self.layout,
-                    self.fw,
-                    rtype,
-                    index,
-                    gang_scheduler=r.config.gang_scheduler,
-                    scheduler=r.config.scheduler_name,
-                    prior_restarts=prior,
-                )
-            )
+            r.plan.create_pods.append(self.desired.pod(rtype, index, prior_restarts=prior))
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
             r.status["startTime"] = st.format_time(r.now)
 
@@ -273,7 +240,7 @@ class ActiveJob:
         counts = self.counts(exclude_deleting=True, keep_finished=finished)
         created: dict[str, int] = {}
         for pod in self.r.plan.create_pods:
-            rtype = pod["metadata"]["labels"]["kubetrain.io/replica-type"]
+            rtype = pod["metadata"]["labels"][LABEL_REPLICA_TYPE]
             created[rtype] = created.get(rtype, 0) + 1
         self.r.status["replicaStatuses"] = {
             rtype: {

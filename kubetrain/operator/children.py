@@ -8,11 +8,11 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
   container's named port added when missing, and the gang scheduler's schedulerName,
   annotations and labels.
 - One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
-- A PodGroup named after the job: Volcano `scheduling.volcano.sh/v1beta1` or scheduler-plugins
-  `scheduling.x-k8s.io/v1alpha1`.
-- For an elastic PyTorchJob with `elasticPolicy.metrics`, an `autoscaling/v2`
-  HorizontalPodAutoscaler named after the job that scales the job itself (its scale
-  subresource) within `minReplicas..maxReplicas`.
+- A PodGroup named after the job, in the API of the configured gang scheduler
+  (`kubetrain.api.gangschedulers`).
+- When the framework says the job asks for autoscaling (`Framework.autoscaling`: an elastic
+  PyTorchJob with metrics), an `autoscaling/v2` HorizontalPodAutoscaler named after the job that
+  scales the job itself (its scale subresource) within the bounds the framework gives.
 """
 
 from __future__ import annotations
@@ -23,35 +23,24 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kubetrain.api.quantity import sum_resources
+from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
+from kubetrain.api.labels import (
+    ANNOTATION_HPA_SPEC_HASH,
+    ANNOTATION_PRIOR_RESTARTS,
+    LABEL_JOB_KIND,
+    LABEL_JOB_NAME,
+    LABEL_JOB_ROLE,
+    LABEL_MANAGED_BY,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    MANAGED_BY_VALUE,
+)
+from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
 
-LABEL_JOB_NAME = "kubetrain.io/job-name"
-LABEL_JOB_KIND = "kubetrain.io/job-kind"
-LABEL_REPLICA_TYPE = "kubetrain.io/replica-type"
-LABEL_REPLICA_INDEX = "kubetrain.io/replica-index"
-LABEL_JOB_ROLE = "kubetrain.io/job-role"
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGED_BY_VALUE = "kubetrain"
-# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
-# so that the restart count survives pod recreation and operator restarts (see restarts.py).
-ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
-
-GANG_NONE = "none"
-GANG_VOLCANO = "volcano"
-GANG_SCHEDULER_PLUGINS = "scheduler-plugins"
-GANG_SCHEDULERS = (GANG_NONE, GANG_VOLCANO, GANG_SCHEDULER_PLUGINS)
-DEFAULT_SCHEDULER_NAMES = {GANG_VOLCANO: "volcano", GANG_SCHEDULER_PLUGINS: "scheduler-plugins-scheduler"}
-VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
-SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
-SCHEDULER_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 HPA_API_VERSION = "autoscaling/v2"
-# On the job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
-# the job asks for hashes differently (not when the API server normalised what was written).
-ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
 
 
 def owner_reference(job: JobLayout) -> dict[str, Any]:
@@ -108,7 +97,8 @@ def scheduler_name(gang_scheduler: str, configured: str | None) -> str | None:
     """The schedulerName pods get (None: leave the cluster default)."""
     if configured:
         return configured
-    return DEFAULT_SCHEDULER_NAMES.get(gang_scheduler)
+    gang = gang_scheduler_of(gang_scheduler)
+    return gang.scheduler_name if gang is not None else None
 
 
 def build_pod(
@@ -117,7 +107,7 @@ def build_pod(
     replica_type: str,
     index: int,
     *,
-    gang_scheduler: str = GANG_NONE,
+    gang_scheduler: str = NONE,
     scheduler: str | None = None,
     prior_restarts: int = 0,
 ) -> dict[str, Any]:
@@ -132,11 +122,10 @@ def build_pod(
     if prior_restarts > 0:
         annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
     spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
-    if gang_scheduler == GANG_VOLCANO:
-        annotations[VOLCANO_GROUP_ANNOTATION] = job.name
-        annotations[VOLCANO_TASK_ANNOTATION] = replica_type.lower()
-    elif gang_scheduler == GANG_SCHEDULER_PLUGINS:
-        labels[SCHEDULER_PLUGINS_LABEL] = job.name
+    gang = gang_scheduler_of(gang_scheduler)
+    if gang is not None:
+        annotations.update(gang.pod_annotations(job.name, replica_type.lower()))
+        labels.update(gang.pod_labels(job.name, replica_type.lower()))
     chosen_scheduler = scheduler_name(gang_scheduler, scheduler)
     if chosen_scheduler and not spec.get("schedulerName"):
         spec["schedulerName"] = chosen_scheduler
@@ -187,7 +176,7 @@ def pod_slots(job: JobLayout) -> Iterator[tuple[str, int]]:
 
 
 def build_pods(
-    job: JobLayout, framework: Framework, *, gang_scheduler: str = GANG_NONE, scheduler: str | None = None
+    job: JobLayout, framework: Framework, *, gang_scheduler: str = NONE, scheduler: str | None = None
 ) -> list[dict[str, Any]]:
     """Every pod of the job in priority order (what `kubetrain render` prints)."""
     return [
@@ -238,53 +227,27 @@ def min_member(job: JobLayout) -> int:
     return job.total_replicas
 
 
-def pod_requests(template: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Per container and resource: the request, else the limit (what the scheduler reserves)."""
-    out: list[Mapping[str, Any]] = []
-    for container in (template.get("spec") or {}).get("containers") or []:
-        if not isinstance(container, Mapping):
-            continue
-        resources = container.get("resources") or {}
-        limits = dict(resources.get("limits") or {})
-        limits.update(resources.get("requests") or {})
-        out.append(limits)
-    return out
-
-
 def min_resources(job: JobLayout) -> dict[str, str]:
-    """Sum of requests (limits where no request) of the first minMember pods, in priority order."""
+    """What the scheduler reserves for the first minMember pods, in priority order: per pod its
+    containers' requests (limits where no request), sidecars and init containers counted as the
+    scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
     wanted = min_member(job)
-    lists: list[Mapping[str, Any]] = []
-    for count, (rtype, _) in enumerate(pod_slots(job)):
-        if count >= wanted:
-            break
-        lists.extend(pod_requests(job.replicas[rtype].template))
-    return sum_resources(lists)
+    slots = list(pod_slots(job))[:wanted]
+    return sum_pod_resources(job.replicas[rtype].template for rtype, _ in slots)
 
 
 def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | None:
     """The job's PodGroup for the configured gang scheduler (None for `none`)."""
-    if gang_scheduler not in (GANG_VOLCANO, GANG_SCHEDULER_PLUGINS):
+    gang = gang_scheduler_of(gang_scheduler)
+    if gang is None:
         return None
     policy = scheduling_policy(job)
-    spec: dict[str, Any] = {"minMember": min_member(job)}
     given = policy.get("minResources")
     resources = {k: str(v) for k, v in given.items()} if isinstance(given, Mapping) else min_resources(job)
-    if resources:
-        spec["minResources"] = resources
-    if gang_scheduler == GANG_VOLCANO:
-        api_version = VOLCANO_API_VERSION
-        if policy.get("queue"):
-            spec["queue"] = policy["queue"]
-        if policy.get("priorityClass"):
-            spec["priorityClassName"] = policy["priorityClass"]
-    else:
-        api_version = SCHEDULER_PLUGINS_API_VERSION
-        if policy.get("scheduleTimeoutSeconds") is not None:
-            spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"]
+    spec = gang.pod_group_spec(min_member(job), resources, policy)
     return {
-        "apiVersion": api_version,
-        "kind": "PodGroup",
+        "apiVersion": gang.api_version,
+        "kind": gang.kind,
         "metadata": {
             "name": job.name,
             "namespace": job.namespace,
@@ -295,22 +258,19 @@ def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | Non
     }
 
 
-def hpa_spec(job: JobLayout) -> dict[str, Any] | None:
-    """The HPA spec the job asks for: None unless it has an elasticPolicy with non-empty metrics."""
-    policy = job.spec.get("elasticPolicy")
-    if not isinstance(policy, Mapping):
-        return None
-    metrics = policy.get("metrics")
-    if not isinstance(metrics, list) or not metrics:
+def hpa_spec(job: JobLayout, framework: Framework) -> dict[str, Any] | None:
+    """The HPA spec the job asks for (None when the framework says it asks for none)."""
+    scaling = framework.autoscaling(job)
+    if scaling is None:
         return None
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": job.api_version, "kind": job.kind, "name": job.name},
     }
-    if isinstance(policy.get("minReplicas"), int):
-        spec["minReplicas"] = policy["minReplicas"]
-    if isinstance(policy.get("maxReplicas"), int):
-        spec["maxReplicas"] = policy["maxReplicas"]
-    spec["metrics"] = copy.deepcopy(metrics)
+    if scaling.min_replicas is not None:
+        spec["minReplicas"] = scaling.min_replicas
+    if scaling.max_replicas is not None:
+        spec["maxReplicas"] = scaling.max_replicas
+    spec["metrics"] = copy.deepcopy(scaling.metrics)
     return spec
 
 
@@ -318,9 +278,9 @@ def hpa_spec_hash(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def build_hpa(job: JobLayout) -> dict[str, Any] | None:
+def build_hpa(job: JobLayout, framework: Framework) -> dict[str, Any] | None:
     """The job's HorizontalPodAutoscaler (None when the job asks for none)."""
-    spec = hpa_spec(job)
+    spec = hpa_spec(job, framework)
     if spec is None:
         return None
     return {

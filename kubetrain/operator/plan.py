@@ -14,70 +14,30 @@ What it must feed back: the job as last written (so the persisted restart counts
 the job's pods, its Service, PodGroup and HPA from the cache, whether the PodGroup API is installed;
 and it must not call `plan` for a job while expected creates/deletes are not observed yet.
 
-This module holds the reconcile's frame (conditions, finished jobs, TTL); `active.py` the part
-for a valid job that is not finished yet.
+This module holds the reconcile's frame (conditions, finished jobs, TTL, the autoscaler);
+`active.py` the part for a valid job that is not finished yet. Both write into one explicit
+`ReconcileDraft` (`draft.py`); the children they compare with what they observe come from one
+`desired_children(...)` (`desired.py`), the same `kubetrain render` prints.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import JobLayout
+from kubetrain.api.gangschedulers import defaults_min_available
+from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
-from kubetrain.operator.active import ActiveJob, controlled_by, pod_name, terminating
-from kubetrain.operator.children import ANNOTATION_HPA_SPEC_HASH, build_hpa
-from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache, PreparedJob
+from kubetrain.operator.active import ActiveJob
+from kubetrain.operator.desired import DesiredChildren, desired_children
+from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
+from kubetrain.operator.pods import controlled_by, terminating
+from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
 
-MAX_EVENT_MESSAGE = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class EventSpec:
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-
-
-@dataclass
-class Observed:
-    pods: list[dict[str, Any]]
-    service: dict[str, Any] | None = None
-    pod_group: dict[str, Any] | None = None
-    pod_group_crd_installed: bool = True
-    hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
-
-
-@dataclass
-class PlannerConfig:
-    gang_scheduler: str = "none"  # none | volcano | scheduler-plugins
-    scheduler_name: str | None = None
-
-
-@dataclass
-class Plan:
-    create_pods: list[dict[str, Any]] = field(default_factory=list)
-    delete_pods: list[str] = field(default_factory=list)
-    create_service: dict[str, Any] | None = None
-    delete_service: bool = False
-    create_pod_group: dict[str, Any] | None = None
-    delete_pod_group: bool = False
-    create_hpa: dict[str, Any] | None = None
-    update_hpa: dict[str, Any] | None = None  # the whole HPA, with the observed resourceVersion
-    delete_hpa: bool = False
-    status: dict[str, Any] | None = None  # the new status when it changed, else None
-    events: list[EventSpec] = field(default_factory=list)
-    requeue_at: datetime | None = None
-    delete_job: bool = False
-
-    @property
-    def empty(self) -> bool:
-        return self == Plan()
+__all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan"]
 
 
 def plan(
@@ -95,48 +55,15 @@ def plan(
     if meta.get("deletionTimestamp"):
         return Plan()
     prepared = (cache if cache is not None else DEFAULT_CACHE).get(
-        job, gang_scheduling=config.gang_scheduler != "none"
+        job, gang_scheduling=defaults_min_available(config.gang_scheduler)
     )
     if prepared.framework is None:
         return Plan()
     return Reconcile(job, prepared, prepared.framework, observed, now, config).run()
 
 
-class Reconcile:
-    def __init__(
-        self,
-        job: Mapping[str, Any],
-        prepared: PreparedJob,
-        framework: Framework,
-        observed: Observed,
-        now: datetime,
-        config: PlannerConfig,
-    ) -> None:
-        self.job, self.prepared, self.fw, self.observed = job, prepared, framework, observed
-        self.now, self.config = now, config
-        meta = job.get("metadata") or {}
-        self.title = f"{job.get('kind')} {meta.get('name')}"
-        raw_status = job.get("status")
-        self.old: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
-        self.status: dict[str, Any] = copy.deepcopy(self.old)
-        self.plan = Plan()
-        self.pods = [p for p in observed.pods if controlled_by(p, job)]
-        self.deleting: set[str] = set()
-        spec = prepared.defaulted.get("spec")
-        self.spec: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
-
-    # --- helpers -------------------------------------------------------------------------------
-    def event(self, etype: str, reason: str, message: str) -> None:
-        self.plan.events.append(EventSpec(etype, reason, message[:MAX_EVENT_MESSAGE]))
-
-    def live_pods(self) -> list[dict[str, Any]]:
-        return [p for p in self.pods if not terminating(p) and pod_name(p) not in self.deleting]
-
-    def delete(self, names: list[str]) -> None:
-        for name in names:
-            if name not in self.deleting:
-                self.deleting.add(name)
-                self.plan.delete_pods.append(name)
+class Reconcile(ReconcileDraft):
+    """The reconcile's frame: conditions, the finished job (clean-up, TTL) and the autoscaler."""
 
     # --- the reconcile ------------------------------------------------------------------------
     def run(self) -> Plan:
@@ -156,7 +83,13 @@ class Reconcile:
                 message = f"{self.title} has an invalid spec: " + "; ".join(self.prepared.errors)
                 self.terminal(st.FAILED, st.REASON_INVALID_SPEC, message, delete_active=False)
             else:
-                active = ActiveJob(self, layout)
+                desired = desired_children(
+                    layout,
+                    self.fw,
+                    gang_scheduler=self.config.gang_scheduler,
+                    scheduler_name=self.config.scheduler_name,
+                )
+                active = ActiveJob(self, layout, desired)
                 active.run()
         if st.terminal_condition(self.status) is not None:
             self.finished()
@@ -167,16 +100,10 @@ class Reconcile:
                 # last status a finished job gets does not show pods that are gone.
                 active.write_replica_statuses(active.tallies, finished=True)
         elif active is not None:
-            self.autoscaler(active.layout)
+            self.autoscaler(active.desired)
         if st.status_changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan
-
-    def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
-        st.set_terminal(self.status, ctype, reason, message, self.now)
-        self.event("Normal" if ctype == st.SUCCEEDED else "Warning", reason, message)
-        if delete_active:
-            self.delete([pod_name(p) for p in self.live_pods() if runpolicy.is_active_pod(p)])
 
     def finished(self) -> None:
         """cleanPodPolicy, Service and PodGroup removal, TTL — on every reconcile of a finished job."""
@@ -199,15 +126,15 @@ class Reconcile:
             else:
                 self.plan.requeue_at = runpolicy.earliest(self.plan.requeue_at, expiry)
 
-    def autoscaler(self, layout: JobLayout) -> None:
+    def autoscaler(self, desired: DesiredChildren) -> None:
         """The job's HorizontalPodAutoscaler (docs/behaviour.md §4) while it is not finished:
-        created when missing, replaced when the spec the job asks for (elasticPolicy bounds and
-        metrics) hashes differently from the one kubetrain last wrote, deleted when the job asks
+        created when missing, replaced when the spec the job asks for (`Framework.autoscaling`:
+        bounds and metrics) hashes differently from the one kubetrain last wrote, deleted when the job asks
         for none. An HPA of that name the job does not own is left alone."""
         observed = self.observed.hpa
         if observed is not None and (not controlled_by(observed, self.job) or terminating(observed)):
             return
-        wanted = build_hpa(layout)
+        wanted = desired.hpa
         if wanted is None:
             if observed is not None:
                 self.plan.delete_hpa = True

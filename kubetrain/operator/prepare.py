@@ -1,8 +1,8 @@
 """The job as the planner sees it: defaulted, validated and laid out — once per spec generation.
 
-`prepare_job` applies `kubetrain.api.defaulting.default_job` in memory (the same function the
+`prepare_job` applies `kubetrain.jobs.defaulting.default_job` in memory (the same function the
 mutating webhook uses, so a job stored without the webhook behaves the same), validates the
-result with `kubetrain.api.validation.validate_job` (pod templates included) and builds the
+result with `kubetrain.jobs.validation.validate_job` (pod templates included) and builds the
 engine's `JobLayout`. That work depends only on the spec, so `JobCache` keeps the result per
 (uid, generation, gang scheduling): a reconcile of an unchanged job does no deep copy, no
 defaulting and no schema validation.
@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.defaulting import default_job
-from kubetrain.api.validation import validate_job
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class PreparedJob:
     errors: list[str] = field(default_factory=list)  # "path: Kind: message" per problem
     warnings: list[str] = field(default_factory=list)
     defaulted: Mapping[str, Any] = field(default_factory=dict)  # the defaulted job (no status)
-    # What the controller adjusted to run the job (e.g. elastic Workers clamped to min..max).
+    # What the controller adjusted to run the job (`Framework.adjust`: elastic Workers clamped).
     adjustments: list[str] = field(default_factory=list)
 
     @property
@@ -45,7 +45,7 @@ def prepare_job(obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> Pre
         return PreparedJob(None, None, [f"kind: Unsupported value: {kind!r}"])
     bare = {k: v for k, v in obj.items() if k != "status"}
     defaulted = default_job(bare, gang_scheduling=gang_scheduling)
-    adjustments = _clamp_elastic_workers(defaulted.obj)
+    adjustments = framework.adjust(defaulted.obj)
     result = validate_job(defaulted.obj)
     errors = [str(e) for e in result.errors]
     warnings = [*defaulted.warnings, *result.warnings]
@@ -55,35 +55,6 @@ def prepare_job(obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> Pre
     if errors:
         return PreparedJob(framework, None, errors, warnings, defaulted.obj, adjustments)
     return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments)
-
-
-def _clamp_elastic_workers(obj: dict[str, Any]) -> list[str]:
-    """Elastic PyTorch Workers outside minReplicas..maxReplicas are run at the nearest bound.
-
-    The scale subresource (`kubectl scale`, an HPA) changes `replicas` without the validating
-    webhook seeing the job, so an out-of-range count must not fail a running job. `obj` is the
-    defaulted copy (its replica specs are its own), changed in place."""
-    spec = obj.get("spec")
-    if obj.get("kind") != "PyTorchJob" or not isinstance(spec, dict):
-        return []
-    elastic, replica_map = spec.get("elasticPolicy"), spec.get("pytorchReplicaSpecs")
-    worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
-    if not isinstance(elastic, dict) or not isinstance(worker, dict):
-        return []
-    values = [elastic.get("minReplicas"), elastic.get("maxReplicas"), worker.get("replicas")]
-    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-    if len(ints) != 3:
-        return []
-    lo, hi, n = ints
-    if not 1 <= lo <= hi:
-        return []  # validation reports the policy itself
-    if lo <= n <= hi:
-        return []
-    worker["replicas"] = min(max(n, lo), hi)
-    return [
-        f"spec.pytorchReplicaSpecs[Worker].replicas {n} is outside elasticPolicy minReplicas..maxReplicas "
-        f"({lo}..{hi}): running {worker['replicas']} Workers"
-    ]
 
 
 class JobCache:

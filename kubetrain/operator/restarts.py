@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.operator.children import ANNOTATION_PRIOR_RESTARTS
+from kubetrain.api.labels import ANNOTATION_PRIOR_RESTARTS
 
 RETRY = "retry"
 FAIL = "fail"

@@ -10,8 +10,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
+
 OPERATOR_MANAGER = "kubetrain.io/operator"
-DEFAULT_CLEAN_POD_POLICY = "Running"
 
 
 def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:

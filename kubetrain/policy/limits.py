@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.api.podresources import pod_amounts, pod_containers
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.policy.images import image_allowed, normalize_image
-from kubetrain.policy.resources import containers, pod_amounts, replica_groups, replica_map_path
+from kubetrain.policy.resources import replica_groups, replica_map_path
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def _image_violations(job: dict[str, Any], globs: list[str]) -> list[str]:
     allowed = ", ".join(globs) if globs else "(no image is allowed)"
     for group in replica_groups(job):
         for kind in ("initContainers", "containers"):
-            for index, container in containers(group.template, kind):
+            for index, container in pod_containers(group.template, kind):
                 image = container.get("image")
                 if not isinstance(image, str) or not image:
                     continue  # the job validation requires an image

@@ -1,7 +1,7 @@
 """The mutating webhook: write the defaults of docs/behaviour.md §2 into the stored job.
 
 The defaulted object comes from the same pure function the controller uses
-(`kubetrain.api.defaulting.default_job`); the answer is the JSONPatch from the request's object to
+(`kubetrain.jobs.defaulting.default_job`); the answer is the JSONPatch from the request's object to
 the defaulted one. `json_patch` narrows the comparison to what differs (the common keys of two
 dicts and the items of two lists of the same length are compared pairwise; sub-objects the
 defaulted job shares with the request are skipped by identity, equal ones with one C-speed `==`),
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.errors import FieldError
-from kubetrain.api.jobs import InvalidJobError
-from kubetrain.api.validation import validate_job
+from kubetrain.jobs.parse import InvalidJobError
+from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.limits import PolicyVerdict
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission, is_policy_kind, policy_denial, validate_policy_object

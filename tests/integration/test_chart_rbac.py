@@ -34,9 +34,9 @@ import pytest
 import yaml
 
 from kubetrain import cli
-from kubetrain.api.crdgen import all_crds
 from kubetrain.commands import run
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,

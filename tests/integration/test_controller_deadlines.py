@@ -15,7 +15,7 @@ import pytest_asyncio
 
 from kubetrain.devstack import DevStack
 from kubetrain.kube.clock import FakeClock
-from kubetrain.kube.resources import PYTORCHJOBS, TFJOBS
+from kubetrain.kube.resources import job_resource
 from kubetrain.operator.status import parse_time
 
 from .controller_support import (
@@ -27,6 +27,9 @@ from .controller_support import (
     open_stack,
     replica_status,
 )
+
+PYTORCHJOBS = job_resource("PyTorchJob")
+TFJOBS = job_resource("TFJob")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from kubetrain.devstack import DevStack
-from kubetrain.kube.resources import HORIZONTAL_POD_AUTOSCALERS, PYTORCHJOBS
+from kubetrain.kube.resources import HORIZONTAL_POD_AUTOSCALERS, job_resource
 
 from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest
+
+PYTORCHJOBS = job_resource("PyTorchJob")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from kubetrain.devstack import DevStack
-from kubetrain.kube.resources import SERVICES, TFJOBS
+from kubetrain.kube.resources import SERVICES, job_resource
 
 from .controller_support import Harness, eventually, is_true, job_manifest
+
+TFJOBS = job_resource("TFJob")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

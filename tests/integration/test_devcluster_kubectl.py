@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.api.crdgen import job_crds
 from kubetrain.devcluster import DevCluster
+from kubetrain.jobs.crdgen import job_crds
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api.crdgen import all_crds
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.devcluster import DevCluster
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
-    PYTORCHJOBS,
     TRAINING_POLICIES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
+    job_resource,
 )
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.configurations import webhook_configurations
@@ -32,6 +32,8 @@ from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 
 from .controller_support import eventually
+
+PYTORCHJOBS = job_resource("PyTorchJob")
 
 Obj = dict[str, Any]
 

@@ -17,23 +17,25 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from kubetrain.api.crdgen import job_crds
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, service_dns_names
 from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster import DevCluster
+from kubetrain.jobs.crdgen import job_crds
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
-    PYTORCHJOBS,
-    TFJOBS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
+    job_resource,
 )
 from kubetrain.webhook.server import WebhookServer
+
+PYTORCHJOBS = job_resource("PyTorchJob")
+TFJOBS = job_resource("TFJob")
 
 NS, SERVICE = "kubetrain-system", "kubetrain-webhook"
 MUTATING, VALIDATING = "kubetrain-mutating", "kubetrain-validating"

@@ -12,10 +12,10 @@ import jsonpatch
 import pytest
 import yaml
 
-from kubetrain.api.crdgen import all_crds, job_crds
-from kubetrain.api.defaulting import default_job
 from kubetrain.api.errors import ErrorKind
-from kubetrain.api.validation import validate_job
+from kubetrain.jobs.crdgen import all_crds, job_crds
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
 from kubetrain.operator.status import set_condition, set_not_running, set_restarting, set_running
 from kubetrain.webhook.mutate import mutate
 from kubetrain.webhook.review import AdmissionRequest

@@ -11,8 +11,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from kubetrain.api.crdgen import all_crds, crd_file_name, job_crds
 from kubetrain.commands.crds import render_crd
+from kubetrain.jobs.crdgen import all_crds, crd_file_name, job_crds
 
 CRDS = all_crds()
 IDS = [c["metadata"]["name"] for c in CRDS]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubetrain.api.defaulting import default_job
+from kubetrain.jobs.defaulting import default_job
 
 
 def container(name: str = "pytorch", **extra: Any) -> dict[str, Any]:

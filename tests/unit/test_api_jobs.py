@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.api.errors import ErrorKind
-from kubetrain.api.jobs import InvalidJobError, parse_job
 from kubetrain.api.mxjob import MXJob
 from kubetrain.api.pytorchjob import PyTorchJob
 from kubetrain.api.tfjob import TFJob
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.parse import InvalidJobError, parse_job
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.api.errors import ErrorKind
-from kubetrain.api.validation import validate_job
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
 
 Job = dict[str, Any]
 

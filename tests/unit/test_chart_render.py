@@ -45,7 +45,7 @@ KUBE_VERSIONS = ("1.27", kubernetes_validate.latest_version())
 CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
 
 CERT_MODES = ("selfManaged", "certManager", "existingSecret")
-GANG_SCHEDULERS = ("none", "volcano", "scheduler-plugins")
+GANG_SCHEDULERS = _flags.GANG_SCHEDULERS  # every gang scheduler descriptor, and none
 WATCH_NAMESPACES: tuple[tuple[str, ...], ...] = ((), ("team-a", "team-b"))
 
 
@@ -451,7 +451,7 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
         "apiGroups": ["kubetrain.io"],
         "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"],
-        "resources": ["tfjobs", "pytorchjobs", "mxjobs"],
+        "resources": JOB_KINDS,  # every kind in the framework registry
         "scope": "Namespaced",
     }
     policy_rule = {

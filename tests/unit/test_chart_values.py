@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import helm_python as helm
 import jsonschema
 import pytest
+
+from kubetrain.api.gangschedulers import CHOICES
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "kubetrain"
@@ -119,3 +122,9 @@ def test_value_defaults_match_the_operator_flag_defaults(chart: helm.Chart) -> N
     assert values["gangScheduler"] == flags.gang_scheduler
     assert values["leaderElection"]["enabled"] is flags.leader_elect
     assert values["watchNamespaces"] == flags.namespaces
+
+
+def test_gang_scheduler_values_are_the_registered_gang_schedulers() -> None:
+    # A gang scheduler added to kubetrain.api.gangschedulers must be selectable in the chart.
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["properties"]["gangScheduler"]["enum"] == list(CHOICES)

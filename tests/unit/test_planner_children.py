@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import job, replica
+from planner_builders import container, job, replica
 
+from kubetrain.api.podresources import pod_amounts
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.operator.children import build_pod_group, build_pods, build_service
@@ -154,6 +156,32 @@ def test_volcano_pod_group_and_pod_decoration() -> None:
         "scheduling.k8s.io/group-name": "tf",
         "volcano.sh/task-spec": "worker",
     }
+
+
+def test_pod_group_min_resources_count_init_containers_and_sidecars_like_the_scheduler() -> None:
+    # A pod reserves max(sum of containers + sidecars, largest init container + sidecars started
+    # before it): a PodGroup sized on regular containers only would admit a gang that cannot run.
+    init = [
+        container("fetch", resources={"requests": {"cpu": "4", "memory": "1Gi"}}),
+        container("proxy", restartPolicy="Always", resources={"requests": {"cpu": "250m", "memory": "64Mi"}}),
+        container("warm", resources={"requests": {"cpu": "1", "memory": "6Gi"}}),
+    ]
+    main = container("pytorch", resources={"requests": {"cpu": "2", "memory": "4Gi"}})
+    obj = job(
+        "PyTorchJob",
+        {
+            "Master": replica("PyTorchJob", 1, containers=[main], initContainers=init),
+            "Worker": replica("PyTorchJob", 1, containers=[main]),
+        },
+        name="init",
+    )
+    pg = build_pod_group(layout(obj), "volcano")
+    assert pg is not None
+    # Master: cpu max(2 + 0.25, 4, 1 + 0.25) = 4, memory max(4Gi + 64Mi, 1Gi, 6Gi + 64Mi) = 6208Mi;
+    # Worker: cpu 2, memory 4Gi.
+    assert pg["spec"]["minResources"] == {"cpu": "6", "memory": "10304Mi"}
+    master_template = obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    assert pod_amounts(master_template) == {"cpu": Fraction(4), "memory": Fraction(6208 * 2**20)}
 
 
 def test_scheduler_plugins_pod_group_and_labels() -> None:

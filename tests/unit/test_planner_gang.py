@@ -92,7 +92,7 @@ def test_user_scheduler_name_is_kept_on_pods() -> None:
 
 
 def test_user_scheduler_name_is_warned_about_under_gang_scheduling() -> None:
-    from kubetrain.api.defaulting import default_job
+    from kubetrain.jobs.defaulting import default_job
     from kubetrain.webhook.mutate import mutate
     from kubetrain.webhook.review import AdmissionRequest
 

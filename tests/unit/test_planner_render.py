@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,23 @@ def test_render_elastic_job_with_metrics_shows_its_hpa(
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
     assert hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"] == ["el-worker-0", "el-worker-1"]
+
+
+@pytest.mark.parametrize("gang", ["none", "scheduler-plugins"])
+def test_render_prints_what_the_planner_creates(gang: str) -> None:
+    # One desired_children(...) serves both: the first reconcile of a job creates exactly the
+    # children `render` prints (scheduler-plugins: PodGroup and pods in the same reconcile).
+    from kubetrain.commands.render import render_job
+    from kubetrain.operator.plan import Observed, PlannerConfig, plan
+
+    job = yaml.safe_load(PT_JOB)
+    job["metadata"].update(namespace="ml", uid="uid-7", generation=1)
+    rendered, errors = render_job(job, gang_scheduler=gang)
+    assert errors == []
+    first = plan(job, Observed(pods=[]), planner_now(), PlannerConfig(gang_scheduler=gang))
+    created = [first.create_service, first.create_pod_group, *first.create_pods]
+    assert [c for c in created if c is not None] == rendered
+
+
+def planner_now() -> datetime:
+    return datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

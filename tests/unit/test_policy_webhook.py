@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonpatch
 
-from kubetrain.api.defaulting import default_job
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.mutate import mutate
 from kubetrain.webhook.policies import PolicyAdmission

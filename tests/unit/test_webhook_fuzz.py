@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetrain.api.defaulting import default_job
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.mutate import json_patch
 from kubetrain.webhook.review import request_review
 from kubetrain.webhook.server import WebhookServer

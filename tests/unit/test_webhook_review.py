@@ -10,7 +10,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from kubetrain.api.defaulting import default_job
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.mutate import mutate
 from kubetrain.webhook.review import (
     AdmissionResponse,

@@ -18,14 +18,12 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.errors import join_path
+from kubetrain.api.podresources import replica_count, total_replicas
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
-
-DEFAULT_CLEAN_POD_POLICY = "Running"
-DEFAULT_NPROC_PER_NODE = "auto"
-DEFAULT_MX_JOB_MODE = "MXTrain"
 
 
 @dataclass(frozen=True)
@@ -62,11 +60,8 @@ def default_job(
                 rspec = replica_map[rtype] = dict(rspec)
                 path = join_path("spec", framework.replica_field, f"[{rtype}]")
                 warnings.extend(_default_replica(rspec, framework, path))
-    # PyTorch first: the gang default of an elastic job depends on the defaulted minReplicas.
-    if framework.kind == "PyTorchJob":
-        warnings.extend(_default_pytorch(spec, replica_map))
-    elif framework.kind == "MXJob" and spec.get("jobMode") is None:
-        spec["jobMode"] = DEFAULT_MX_JOB_MODE
+    # Framework defaults first: the gang default depends on them (an elastic job's minimum).
+    warnings.extend(framework.default_spec(spec))
     old_spec = old.get("spec") if isinstance(old, dict) else None
     _default_run_policy(
         spec, replica_map, gang_scheduling, framework, old_spec if isinstance(old_spec, dict) else None
@@ -148,36 +143,19 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> 
     return warnings
 
 
-def total_replicas(replica_map: Any) -> int | None:
-    """Sum of `replicas` over the replica map (None when some count is not an integer)."""
-    if not isinstance(replica_map, dict):
-        return None
-    total = 0
-    for rspec in replica_map.values():
-        replicas = rspec.get("replicas", 1) if isinstance(rspec, dict) else None
-        if replicas is None:
-            replicas = 1
-        if not isinstance(replicas, int) or isinstance(replicas, bool):
-            return None
-        total += replicas
-    return total
-
-
 def gang_total(spec: dict[str, Any], framework: Framework) -> int | None:
-    """The `minAvailable` default: total replicas, with the Workers of an elastic PyTorchJob
-    counted at `minReplicas` (the smallest size the job runs at, so its Workers can be scaled
-    within minReplicas..maxReplicas without leaving a gang larger than the job)."""
+    """The `minAvailable` default: total replicas, with a scalable replica type (elastic
+    Workers) counted at its minimum (the smallest size the job runs at, so it can be scaled
+    within its bounds without leaving a gang larger than the job)."""
     replica_map = spec.get(framework.replica_field)
     total = total_replicas(replica_map)
-    elastic = spec.get("elasticPolicy") if framework.kind == "PyTorchJob" else None
-    if total is None or not isinstance(elastic, dict) or not isinstance(replica_map, dict):
+    rtype = framework.scalable_replica_type
+    if total is None or rtype is None or not isinstance(replica_map, dict) or rtype not in replica_map:
         return total
-    worker = replica_map.get("Worker")
-    workers = worker.get("replicas", 1) if isinstance(worker, dict) else None
-    min_r = elastic.get("minReplicas")
-    if not isinstance(workers, int) or not isinstance(min_r, int) or isinstance(min_r, bool) or min_r < 1:
+    count = replica_count(replica_map[rtype])
+    if count is None:
         return total
-    return total - workers + min(min_r, workers)
+    return total - count + framework.fewest_replicas(spec, rtype, count)
 
 
 def _min_available(spec: dict[str, Any]) -> Any:
@@ -222,31 +200,3 @@ def _default_run_policy(
         old_default = gang_total(old_spec, framework)
         if old_default is not None and current == _min_available(old_spec) == old_default:
             run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
-
-
-def _default_pytorch(spec: dict[str, Any], replica_map: Any) -> list[str]:
-    warnings: list[str] = []
-    elastic = spec.get("elasticPolicy")
-    if isinstance(elastic, dict):
-        elastic = spec["elasticPolicy"] = dict(elastic)
-        deprecated = elastic.get("nProcPerNode")
-        if deprecated is not None and spec.get("nprocPerNode") is None:
-            spec["nprocPerNode"] = str(deprecated)
-            del elastic["nProcPerNode"]
-            warnings.append(
-                "spec.elasticPolicy.nProcPerNode is deprecated: its value was moved to spec.nprocPerNode"
-            )
-        min_r, max_r = elastic.get("minReplicas"), elastic.get("maxReplicas")
-        if min_r is None and max_r is not None:
-            elastic["minReplicas"] = max_r
-        elif max_r is None and min_r is not None:
-            elastic["maxReplicas"] = min_r
-        elif min_r is None and max_r is None:
-            worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
-            replicas = worker.get("replicas") if isinstance(worker, dict) else None
-            if isinstance(replicas, int) and not isinstance(replicas, bool):
-                elastic["minReplicas"] = replicas
-                elastic["maxReplicas"] = replicas
-    if spec.get("nprocPerNode") is None:
-        spec["nprocPerNode"] = DEFAULT_NPROC_PER_NODE
-    return warnings

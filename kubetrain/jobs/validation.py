@@ -16,6 +16,7 @@ from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
+    RECREATE,
     ErrorKind,
     FieldError,
     duplicate,
@@ -25,7 +26,7 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
-from kubetrain.api.jobs import InvalidJobError, check_type_meta, parse_job
+from kubetrain.api.podresources import replica_count
 from kubetrain.api.podtemplate import (
     NOT_JSON,
     cached_template_errors,
@@ -37,12 +38,12 @@ from kubetrain.api.podtemplate import (
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
-RECREATE = "delete and recreate the job to change it"
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> Vali
             errors.append(required("spec", f"a {framework.kind} needs a spec with {framework.replica_field}"))
         return ValidationResult(_unique(errors), warnings)
     replica_map = spec.get(framework.replica_field)
-    errors.extend(_name_errors(obj.get("metadata"), replica_map, _elastic_max_workers(spec, framework)))
+    errors.extend(_name_errors(obj.get("metadata"), replica_map, spec, framework))
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
     if job is not None:
@@ -108,13 +109,9 @@ def _int(value: Any) -> int | None:
 # metadata.name
 
 
-def _elastic_max_workers(spec: dict[str, Any], framework: Framework) -> int | None:
-    """`elasticPolicy.maxReplicas` of an elastic PyTorchJob: its Workers may scale up to it."""
-    elastic = spec.get("elasticPolicy") if framework.kind == "PyTorchJob" else None
-    return _int(elastic.get("maxReplicas")) if isinstance(elastic, dict) else None
-
-
-def _name_errors(metadata: Any, replica_map: Any, elastic_max: int | None = None) -> list[FieldError]:
+def _name_errors(
+    metadata: Any, replica_map: Any, spec: dict[str, Any], framework: Framework
+) -> list[FieldError]:
     if not isinstance(metadata, dict):
         return [required("metadata.name", "a job needs a name (a DNS-1035 label)")]
     name = metadata.get("name")
@@ -139,11 +136,9 @@ def _name_errors(metadata: Any, replica_map: Any, elastic_max: int | None = None
     longest = ""
     if isinstance(replica_map, dict):
         for rtype, rspec in replica_map.items():
-            replicas = _int(rspec.get("replicas", 1)) if isinstance(rspec, dict) else None
-            if replicas is None:
-                replicas = 1
-            if elastic_max is not None and rtype == "Worker":
-                replicas = max(replicas, elastic_max)  # elastic Workers scale up to maxReplicas
+            replicas = replica_count(rspec) if isinstance(rspec, dict) else None
+            # A scalable type (elastic Workers) may be scaled up to its maximum.
+            replicas = framework.most_replicas(spec, str(rtype), 1 if replicas is None else replicas)
             pod = f"{name}-{str(rtype).lower()}-{max(replicas - 1, 0)}"
             if len(pod) > len(longest):
                 longest = pod
@@ -354,7 +349,7 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
                 f"now {', '.join(map(str, new_map))}): {RECREATE}",
             )
         )
-    elastic_workers = framework.kind == "PyTorchJob" and isinstance(spec.get("elasticPolicy"), dict)
+    scalable = framework.replica_bounds(spec) is not None
     for rtype, rspec in new_map.items():
         old_rspec = old_map.get(rtype)
         if not isinstance(rspec, dict) or not isinstance(old_rspec, dict):
@@ -363,21 +358,16 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
         if rspec.get("template") != old_rspec.get("template"):
             errors.append(forbidden(f"{path}.template", f"the pod template is immutable: {RECREATE}"))
         replicas_changed = rspec.get("replicas", 1) != old_rspec.get("replicas", 1)
-        if replicas_changed and not was_suspended and not (elastic_workers and rtype == "Worker"):
+        resizable = scalable and rtype == framework.scalable_replica_type
+        if replicas_changed and not was_suspended and not resizable:
             errors.append(
                 forbidden(
                     f"{path}.replicas",
                     "can only change while the job is suspended (spec.runPolicy.suspend: true)"
-                    + (
-                        "; elastic Workers can change within minReplicas..maxReplicas"
-                        if elastic_workers
-                        else ""
-                    ),
+                    + (f"; {framework.scale_hint}" if scalable and framework.scale_hint else ""),
                 )
             )
-    if (spec.get("successPolicy") or "") != (old_spec.get("successPolicy") or ""):
-        errors.append(forbidden("spec.successPolicy", f"is immutable: {RECREATE}"))
-    errors.extend(_elastic_update_errors(spec.get("elasticPolicy"), old_spec.get("elasticPolicy")))
+    errors.extend(framework.validate_update(spec, old_spec))
     new_rp = _mapping(spec.get("runPolicy"))
     old_rp = _mapping(old_spec.get("runPolicy"))
     if new_rp.get("managedBy") != old_rp.get("managedBy"):
@@ -399,17 +389,3 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-_RENDEZVOUS_FIELDS = ("rdzvBackend", "rdzvHost", "rdzvPort", "rdzvId", "rdzvConf")
-
-
-def _elastic_update_errors(new: Any, old: Any) -> list[FieldError]:
-    if isinstance(new, dict) != isinstance(old, dict):
-        verb = "added to" if isinstance(new, dict) else "removed from"
-        return [forbidden("spec.elasticPolicy", f"cannot be {verb} an existing job: {RECREATE}")]
-    if not isinstance(new, dict) or not isinstance(old, dict):
-        return []
-    return [
-        forbidden(f"spec.elasticPolicy.{name}", f"rendezvous settings are immutable: {RECREATE}")
-        for name in _RENDEZVOUS_FIELDS
-        if new.get(name) != old.get(name)
-    ]

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kubetrain.api import policy
-from kubetrain.api.jobs import API_GROUP, API_VERSION
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.jobs.parse import API_GROUP, API_VERSION
 
 CATEGORY = "kubetrain"
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
@@ -133,12 +133,13 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def _subresources(framework: Framework) -> dict[str, Any]:
     subresources: dict[str, Any] = {"status": {}}
-    if framework.kind == "PyTorchJob":
-        # `kubectl scale` / an HPA resize the Workers of an (elastic) PyTorchJob.
+    rtype = framework.scalable_replica_type
+    if rtype is not None:
+        # `kubectl scale` / an HPA resize this replica type.
         subresources["scale"] = {
-            "specReplicasPath": f".spec.{framework.replica_field}.Worker.replicas",
-            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
-            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+            "specReplicasPath": f".spec.{framework.replica_field}.{rtype}.replicas",
+            "statusReplicasPath": f".status.replicaStatuses.{rtype}.active",
+            "labelSelectorPath": f".status.replicaStatuses.{rtype}.selector",
         }
     return subresources
 

@@ -1,0 +1,22 @@
+"""Every label and annotation kubetrain writes or reads on the objects it manages — one home.
+
+Children of a job (pods, the Service, the PodGroup, the HPA) carry `job-name`, `job-kind` and
+`managed-by`; pods add their replica type and index, and pod 0 of the master type its role.
+"""
+
+from __future__ import annotations
+
+LABEL_JOB_NAME = "kubetrain.io/job-name"
+LABEL_JOB_KIND = "kubetrain.io/job-kind"
+LABEL_REPLICA_TYPE = "kubetrain.io/replica-type"  # lower-case replica type: "worker"
+LABEL_REPLICA_INDEX = "kubetrain.io/replica-index"
+LABEL_JOB_ROLE = "kubetrain.io/job-role"  # "master" on the pod that leads the job
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "kubetrain"
+
+# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
+# so that the restart count survives pod recreation and operator restarts (operator/restarts.py).
+ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
+# On a job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
+# the job asks for hashes differently (not when the API server normalised what was written).
+ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"

@@ -1,0 +1,72 @@
+"""The children a job should have — decided in one place, for the planner and `kubetrain render`.
+
+`desired_children(layout, framework, …)` gives the headless Service, the PodGroup (with a gang
+scheduler), the HorizontalPodAutoscaler (when the framework says the job asks for one) and every
+pod, built by `children.py`. The planner compares them with what it observes (creating what is
+missing, replacing a changed HPA); `render` prints them. Each is built on first use only: a
+reconcile of a large running job builds no pod it does not create. Pure.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from kubetrain.api.gangschedulers import NONE
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.env import JobLayout
+from kubetrain.operator.children import build_hpa, build_pod, build_pod_group, build_service, pod_slots
+
+
+class DesiredChildren:
+    def __init__(
+        self,
+        layout: JobLayout,
+        framework: Framework,
+        *,
+        gang_scheduler: str = NONE,
+        scheduler_name: str | None = None,
+    ) -> None:
+        self.layout, self.framework = layout, framework
+        self.gang_scheduler, self.scheduler_name = gang_scheduler, scheduler_name
+
+    @cached_property
+    def service(self) -> dict[str, Any]:
+        return build_service(self.layout)
+
+    @cached_property
+    def pod_group(self) -> dict[str, Any] | None:
+        """The PodGroup (None without a gang scheduler)."""
+        return build_pod_group(self.layout, self.gang_scheduler)
+
+    @cached_property
+    def hpa(self) -> dict[str, Any] | None:
+        """The HorizontalPodAutoscaler (None when the job asks for none)."""
+        return build_hpa(self.layout, self.framework)
+
+    def pod(self, replica_type: str, index: int, *, prior_restarts: int = 0) -> dict[str, Any]:
+        """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
+        return build_pod(
+            self.layout,
+            self.framework,
+            replica_type,
+            index,
+            gang_scheduler=self.gang_scheduler,
+            scheduler=self.scheduler_name,
+            prior_restarts=prior_restarts,
+        )
+
+    def pods(self) -> list[dict[str, Any]]:
+        """Every pod in priority order."""
+        return [self.pod(rtype, i) for rtype, i in pod_slots(self.layout)]
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every child in creation order: Service, PodGroup, HPA, pods."""
+        optional = [c for c in (self.pod_group, self.hpa) if c is not None]
+        return [self.service, *optional, *self.pods()]
+
+
+def desired_children(
+    layout: JobLayout, framework: Framework, *, gang_scheduler: str = NONE, scheduler_name: str | None = None
+) -> DesiredChildren:
+    return DesiredChildren(layout, framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)

@@ -1,0 +1,111 @@
+"""The planner's shared vocabulary: the Plan it returns, what it observed, its configuration, and
+the `ReconcileDraft` — the state of one reconcile that the planner's parts (`plan.py` for the
+frame, `active.py` for a job that is not finished) write into. Pure."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.gangschedulers import NONE
+from kubetrain.frameworks.base import Framework
+from kubetrain.operator import runpolicy
+from kubetrain.operator import status as st
+from kubetrain.operator.pods import controlled_by, pod_name, terminating
+from kubetrain.operator.prepare import PreparedJob
+
+MAX_EVENT_MESSAGE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass
+class Observed:
+    pods: list[dict[str, Any]]
+    service: dict[str, Any] | None = None
+    pod_group: dict[str, Any] | None = None
+    pod_group_crd_installed: bool = True
+    hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
+
+
+@dataclass
+class PlannerConfig:
+    gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
+    scheduler_name: str | None = None
+
+
+@dataclass
+class Plan:
+    create_pods: list[dict[str, Any]] = field(default_factory=list)
+    delete_pods: list[str] = field(default_factory=list)
+    create_service: dict[str, Any] | None = None
+    delete_service: bool = False
+    create_pod_group: dict[str, Any] | None = None
+    delete_pod_group: bool = False
+    create_hpa: dict[str, Any] | None = None
+    update_hpa: dict[str, Any] | None = None  # the whole HPA, with the observed resourceVersion
+    delete_hpa: bool = False
+    status: dict[str, Any] | None = None  # the new status when it changed, else None
+    events: list[EventSpec] = field(default_factory=list)
+    requeue_at: datetime | None = None
+    delete_job: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return self == Plan()
+
+
+class ReconcileDraft:
+    """What one reconcile has decided so far, and the facts it decides from: the job, its
+    prepared (defaulted, validated) form and framework, the observed children, the time and
+    the configuration; the plan and the new status being built. `plan.py` and `active.py`
+    work on it; neither reaches into the other."""
+
+    def __init__(
+        self,
+        job: Mapping[str, Any],
+        prepared: PreparedJob,
+        framework: Framework,
+        observed: Observed,
+        now: datetime,
+        config: PlannerConfig,
+    ) -> None:
+        self.job, self.prepared, self.fw, self.observed = job, prepared, framework, observed
+        self.now, self.config = now, config
+        meta = job.get("metadata") or {}
+        self.title = f"{job.get('kind')} {meta.get('name')}"
+        raw_status = job.get("status")
+        self.old: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+        self.status: dict[str, Any] = copy.deepcopy(self.old)
+        self.plan = Plan()
+        self.pods = [p for p in observed.pods if controlled_by(p, job)]
+        self.deleting: set[str] = set()
+        spec = prepared.defaulted.get("spec")
+        self.spec: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
+
+    # --- helpers -------------------------------------------------------------------------------
+    def event(self, etype: str, reason: str, message: str) -> None:
+        self.plan.events.append(EventSpec(etype, reason, message[:MAX_EVENT_MESSAGE]))
+
+    def live_pods(self) -> list[dict[str, Any]]:
+        return [p for p in self.pods if not terminating(p) and pod_name(p) not in self.deleting]
+
+    def delete(self, names: list[str]) -> None:
+        for name in names:
+            if name not in self.deleting:
+                self.deleting.add(name)
+                self.plan.delete_pods.append(name)
+
+    def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
+        st.set_terminal(self.status, ctype, reason, message, self.now)
+        self.event("Normal" if ctype == st.SUCCEEDED else "Warning", reason, message)
+        if delete_active:
+            self.delete([pod_name(p) for p in self.live_pods() if runpolicy.is_active_pod(p)])

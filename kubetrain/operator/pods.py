@@ -1,0 +1,33 @@
+"""Small facts about observed objects the planner's parts share: who controls an object, a
+pod's name and phase, whether it is being deleted. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def controlled_by(obj: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    meta = job.get("metadata") or {}
+    uid = meta.get("uid")
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if not isinstance(ref, Mapping) or not ref.get("controller"):
+            continue
+        if uid:
+            if ref.get("uid") == uid:
+                return True
+        elif ref.get("kind") == job.get("kind") and ref.get("name") == meta.get("name"):
+            return True
+    return False
+
+
+def pod_phase(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def terminating(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def pod_name(pod: Mapping[str, Any]) -> str:
+    return str(pod["metadata"]["name"])
