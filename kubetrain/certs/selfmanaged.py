@@ -37,6 +37,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kubetrain.api.labels import LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.certs.generate import (
     CertKeyPair,
     KeyType,
@@ -206,7 +207,7 @@ class SelfManagedCertificates:
                             "metadata": {
                                 "name": self.secret_name,
                                 "namespace": self.namespace,
-                                "labels": {"app.kubernetes.io/managed-by": "kubetrain"},
+                                "labels": {LABEL_MANAGED_BY: MANAGED_BY_VALUE},
                             },
                             "data": fresh.secret_data(),
                         },

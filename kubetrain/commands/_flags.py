@@ -20,7 +20,7 @@ import argparse
 import logging
 import os
 
-from kubetrain.api.gangschedulers import CHOICES
+from kubetrain.api.gangschedulers import CHOICES, NONE
 
 GANG_SCHEDULERS = CHOICES
 CERT_MODES = ("directory", "self-managed")
@@ -67,7 +67,7 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--gang-scheduler",
         choices=GANG_SCHEDULERS,
-        default="none",
+        default=NONE,
         help="gang scheduling through PodGroups of this scheduler (default: none); the "
         "webhook then defaults runPolicy.schedulingPolicy.minAvailable",
     )

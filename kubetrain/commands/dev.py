@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.commands._flags import GANG_SCHEDULERS
 from kubetrain.commands._process import install_stop_signals
@@ -251,7 +252,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--gang-scheduler",
         choices=GANG_SCHEDULERS,
-        default="none",
+        default=NONE,
         help="gang-schedule the job: install that scheduler's PodGroup CRD and run a simulated "
         "Volcano / scheduler-plugins that admits and binds whole gangs (default none)",
     )

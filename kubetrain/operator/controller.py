@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.gangschedulers import NONE
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.cache import JOB_NAME_LABEL, Cache
 from kubetrain.kube.client import ApiError, KubeClient
@@ -68,7 +69,7 @@ Obj = dict[str, Any]
 class ControllerConfig:
     namespaces: list[str] = field(default_factory=list)  # empty: every namespace
     workers: int = 4
-    gang_scheduler: str = "none"  # none | volcano | scheduler-plugins
+    gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
 
 

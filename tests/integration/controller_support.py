@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -42,8 +43,9 @@ CONTROLLER_USER_AGENT = "kubetrain/"  # KubeClient's default agent: the controll
 JOB_NAME_LABEL = "kubetrain.io/job-name"
 WAIT = 30.0  # generous upper bound for one asynchronous step on a loaded 2-core CI machine
 
-CONTAINERS = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet"}
-REPLICA_MAP = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}
+# Per kind, from the framework registry: a new kind needs no line here.
+CONTAINERS = {kind: f.container_name for kind, f in FRAMEWORKS.items()}
+REPLICA_MAP = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
 
 _ns_counter = itertools.count()
 

@@ -7,11 +7,11 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-KINDS = {
-    "TFJob": ("tfReplicaSpecs", "tensorflow"),
-    "PyTorchJob": ("pytorchReplicaSpecs", "pytorch"),
-    "MXJob": ("mxReplicaSpecs", "mxnet"),
-}
+from kubetrain.frameworks.registry import FRAMEWORKS
+
+# kind -> (replica map field, framework container), from the registry: one builder for every
+# registered kind, unit and integration tests alike.
+KINDS = {kind: (f.replica_field, f.container_name) for kind, f in FRAMEWORKS.items()}
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
