@@ -69,6 +69,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+# Pod events of a job whose namespace is being deleted (its pods go one by one) are coalesced
+# over this many seconds: every reconcile there would plan re-creating the missing pods in vain.
+CLOSED_NAMESPACE_WINDOW = 5.0
 
 
 @dataclass
@@ -262,9 +265,13 @@ class Controller:
                 self._enqueue_job(job)
 
     def batch_window(self, key: str) -> float:
-        """How long pod events of job `key` are coalesced: proportional to its last decision time."""
+        """How long pod events of job `key` are coalesced: proportional to its last decision time;
+        in a namespace being deleted (nothing can be created there) at least CLOSED_NAMESPACE_WINDOW."""
         cfg = self.config
-        return min(cfg.event_batch_max, cfg.event_batch_factor * self._decision_seconds.get(key, 0.0))
+        window = min(cfg.event_batch_max, cfg.event_batch_factor * self._decision_seconds.get(key, 0.0))
+        if split_job_key(key)[1] in self.applier.closed_namespaces:
+            return max(window, CLOSED_NAMESPACE_WINDOW)
+        return window
 
     def _job_added(self, job: Obj) -> None:
         if not job.get("status"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from kubetrain.kube.client import KubeClient
-from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.controller import CLOSED_NAMESPACE_WINDOW, Controller, ControllerConfig
 
 KEY = "PyTorchJob/ns/big"
 
@@ -112,3 +112,11 @@ async def test_deleting_the_job_forgets_its_decision_time() -> None:
     c._job_deleted(job("9"))
     assert c.batch_window(KEY) == 0.0
     c.queue.shutdown()
+
+
+async def test_a_job_in_a_namespace_being_deleted_is_batched_over_the_long_window() -> None:
+    c = controller()
+    c.applier.closed_namespaces["ns"] = set()
+    assert c.batch_window(KEY) == CLOSED_NAMESPACE_WINDOW
+    c.applier.namespace_accepts_creates("ns")  # a job was added there again
+    assert c.batch_window(KEY) == 0.5
