@@ -81,6 +81,7 @@ class Operator:
     metrics_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
+    source: str | None = None  # run the kubetrain package from this directory (before/after runs)
 
     def start(self) -> None:
         self.metrics_port = free_port()
@@ -98,7 +99,13 @@ class Operator:
             *self.extra,
         ]
         self.started_at = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+        env = None
+        if self.source:
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(filter(None, [self.source, os.environ.get("PYTHONPATH")])),
+            }
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=sys.stderr, env=env)
 
     @property
     def pid(self) -> int:

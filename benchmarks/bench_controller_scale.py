@@ -29,9 +29,12 @@ import signal
 import subprocess
 import sys
 import time
+import tracemalloc
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from _common import (
     Operator,
     bench_client,
@@ -45,8 +48,11 @@ from _common import (
 
 from kubetrain.devcluster.apiserver.core import Target
 from kubetrain.devcluster.apiserver.store import Event
+from kubetrain.devcluster.kubelet.podstatus import running_status
 from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.kube.cache import slim_pod
 from kubetrain.kube.resources import job_resource
+from kubetrain.operator.plan import Observed, PlannerConfig, plan
 
 JOB_RKEY = "pytorchjobs.kubetrain.io"
 WRITE_VERBS = ("create", "update", "patch", "delete")
@@ -324,16 +330,20 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
         assert rt is not None
         t_fill = time.perf_counter()
+        pods_rt = cluster.registry.lookup("", "v1", "pods")
+        assert pods_rt is not None
         for i in range(n):
             body = pytorch_job(f"old-{i:05d}", args.replicas)
             res = await cluster.api.create(Target(rt, "v1", "default", ""), body)
             stored = res.obj
-            status = {
-                **_finished_status(args.replicas),
-                "observedGeneration": stored["metadata"]["generation"],
-            }
+            if args.startup_running:
+                status = await _running_pods(cluster, pods_rt, stored)
+            else:
+                status = _finished_status(args.replicas)
+            status["observedGeneration"] = stored["metadata"]["generation"]
             cluster.store.update(rt.key, {**stored, "status": status}, None)
         fill_s = time.perf_counter() - t_fill
+        pod_bytes = cached_pod_bytes(cluster) if args.startup_running else None
         await cluster.api.create(Target(rt, "v1", "default", ""), pytorch_job("fresh", args.replicas))
         cluster.store.listeners.append(tracker)
         op = Operator(cluster.kubeconfig_path, extra=args.operator_args.split())
@@ -378,7 +388,44 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
             n for name, n in tracker.status_writes.items() if name != "fresh"
         ),
         "rss_peak_mb": round(rss_peak, 1),
+        "running_pods": n * args.replicas if args.startup_running else 0,
+        "cached_pod_bytes": pod_bytes,
     }
+
+
+async def _running_pods(cluster: Any, pods_rt: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Store the job's pods (as the planner builds them, then bound and Running, through
+    devcluster's create path so they get the API server's defaults) and return the status the
+    planner gives the job with them (so the operator has nothing to write at start-up)."""
+    now = datetime.now(UTC)
+    first = plan(job, Observed(pods=[], service=None, pod_group=None), now, PlannerConfig())
+    running = []
+    for i, pod in enumerate(first.create_pods):
+        created = (await cluster.api.create(Target(pods_rt, "v1", "default", ""), pod)).obj
+        created["spec"]["nodeName"] = f"kubetrain-sim-node-{i % 3}"
+        created["status"] = running_status(created, host_ip="192.168.77.10", pod_ip=f"10.0.{i}.1", now=now)
+        cluster.store.update(pods_rt.key, created, None)
+        running.append(created)
+    second = plan(job, Observed(pods=running, service=None, pod_group=None), now, PlannerConfig())
+    return dict(second.status or job.get("status") or {})
+
+
+def cached_pod_bytes(cluster: Any, samples: int = 2000) -> dict[str, int]:
+    """Memory of one pod as the operator caches it (tracemalloc of `samples` pods decoded from
+    the JSON the API server sends, as the informer does), with and without `slim_pod`."""
+    pod = next(iter(cluster.store.items("pods", "default")))
+    raw = orjson.dumps(pod)
+    out = {"json_bytes": len(raw)}
+    for label, transform in (("full", None), ("slim", slim_pod)):
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        kept = [orjson.loads(raw) for _ in range(samples)]
+        if transform is not None:
+            kept = [transform(p) for p in kept]
+        out[f"{label}_bytes"] = (tracemalloc.get_traced_memory()[0] - base) // samples
+        tracemalloc.stop()
+        del kept
+    return out
 
 
 def main() -> int:
@@ -388,6 +435,11 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--no-finish", action="store_true", help="skip finishing pods")
     parser.add_argument("--startup-jobs", type=int, default=0, help="start-up mode: N existing jobs")
+    parser.add_argument(
+        "--startup-running",
+        action="store_true",
+        help="start-up mode: the existing jobs are Running with --replicas Running pods each",
+    )
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument(
         "--profile", metavar="FILE", help="py-spy the operator until all Running (raw stacks)"
@@ -402,7 +454,7 @@ def main() -> int:
             f"controller start-up with {res['existing_jobs']} existing jobs: ready (caches synced) in "
             f"{res['ready_s']} s, first reconcile {res['first_reconcile_s']} s, new job's status "
             f"{res['new_job_first_status_write_s']} s, all reconciled {res['all_jobs_reconciled_s']} s, "
-            f"peak RSS {res['rss_peak_mb']} MB"
+            f"peak RSS {res['rss_peak_mb']} MB; cached pod {res['cached_pod_bytes']}"
         )
     else:
         res = asyncio.run(scale(args))

@@ -7,9 +7,9 @@
     pods.for_job("ns", "my-job")             # children labelled kubetrain.io/job-name=my-job
     pods.for_job("ns", "my-job", kind="TFJob")   # … and kubetrain.io/job-kind=TFJob
 
-Objects are stored exactly as the API server sent them (no copies): treat them as read-only,
-and copy before mutating one to write it back. Keys are "namespace/name" (just "name" for
-cluster-scoped objects): `object_key(obj)` / `split_key(key)`.
+Objects are stored as the API server sent them (no copies), less what an informer's transform
+drops (`slim_pod`): treat them as read-only, and copy before mutating one to write it back.
+Keys are "namespace/name" (just "name" for cluster-scoped objects): `object_key(obj)` / `split_key(key)`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,22 @@ Objs = list[Obj]  # (module-level alias: `list` is also a method name below)
 
 JOB_NAME_LABEL = LABEL_JOB_NAME
 JOB_KIND_LABEL = LABEL_JOB_KIND
+
+
+# What the operator reads of a pod's spec; the rest (containers, volumes, tolerations, …) is
+# most of a pod's size and is dropped from the cache.
+POD_SPEC_KEPT = ("nodeName", "schedulerName", "restartPolicy", "priorityClassName")
+
+
+def slim_pod(pod: Obj) -> Obj:
+    """A pod as the operator caches it (an informer transform, in place): metadata (without
+    managedFields) and status whole, of the spec only `POD_SPEC_KEPT`. The planner reads labels,
+    annotations, ownerReferences, deletionTimestamp and the status (phase, reason, conditions,
+    containerStatuses); the pods it creates come from the job's template, never from a cached pod."""
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        pod["spec"] = {k: spec[k] for k in POD_SPEC_KEPT if k in spec}
+    return pod
 
 
 def object_key(obj: Obj) -> str:

@@ -36,7 +36,6 @@ User-Agent is `kubetrain/<version>`.
 
 from __future__ import annotations
 
-import json
 import os
 import urllib.parse
 import urllib.request
@@ -45,6 +44,7 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
@@ -87,7 +87,7 @@ def _decode(raw: bytes) -> Any:
     if not raw:
         return {}
     try:
-        return json.loads(raw)
+        return orjson.loads(raw)
     except ValueError:
         return raw.decode("utf-8", "replace")
 
@@ -221,7 +221,7 @@ class KubeClient:
     ) -> Any:
         """Send one request and return the decoded JSON answer; raise ApiError otherwise.
         `verb` is the metric label (get, list, create, update, patch, delete)."""
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else orjson.dumps(body)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
         attempt = 0
         while True:
@@ -480,7 +480,7 @@ def _retry_after(header: str | None, attempt: int) -> float:
 
 
 def _watch_event(line: bytes) -> tuple[str, Obj]:
-    event = json.loads(line)
+    event = orjson.loads(line)
     event_type = event.get("type", "")
     obj = event.get("object") or {}
     if event_type == "ERROR":

@@ -25,7 +25,9 @@ not block (typically they enqueue a work-queue key). A failing handler is logged
 `on_forbidden`: a 403 on a LIST or WATCH is passed to it and that namespace's loop ends (no
 retries; the informer then never syncs) — for an optional watch the caller may lack RBAC for.
 Objects are stored as received (not copied; `metadata.managedFields` is dropped to save
-memory); list items get `apiVersion`/`kind` filled in like watch objects.
+memory); list items get `apiVersion`/`kind` filled in like watch objects. `transform` (like
+client-go's `SetTransform`) may slim each object further before it is stored and handed to the
+handlers — e.g. `kubetrain.kube.cache.slim_pod`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Informer:
         backoff_cap: float = 30.0,
         clock: Clock | None = None,
         on_forbidden: Callable[[ApiError], None] | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         """`watch_timeout`: server-side timeoutSeconds of each watch, randomised up to 2x like
         client-go so many informers do not reconnect in lock-step. `read_timeout`: client-side
@@ -91,6 +94,7 @@ class Informer:
         self.backoff_cap = backoff_cap
         self._clock = clock or SYSTEM_CLOCK
         self.on_forbidden = on_forbidden
+        self.transform = transform
         self._add: list[AddHandler] = []
         self._update: list[UpdateHandler] = []
         self._delete: list[DeleteHandler] = []
@@ -255,10 +259,11 @@ class Informer:
         meta = obj.get("metadata")
         if meta and "managedFields" in meta:
             del meta["managedFields"]
-        return obj
+        return obj if self.transform is None else self.transform(obj)
 
     def _on_upsert(self, obj: Obj) -> None:
-        old = self.store.upsert(self._prepare(obj))
+        obj = self._prepare(obj)
+        old = self.store.upsert(obj)
         if old is None:
             self._call_add(obj)
         else:
@@ -272,8 +277,7 @@ class Informer:
     def _replace(self, namespace: str | None, items: list[Obj]) -> None:
         """Make the store's content for `namespace` equal `items`, raising the differences."""
         seen: set[tuple[str, str]] = set()
-        for obj in items:
-            self._prepare(obj)
+        for obj in map(self._prepare, items):
             meta = obj.get("metadata") or {}
             seen.add((meta.get("namespace") or "", meta.get("name") or ""))
             old = self.store.upsert(obj)

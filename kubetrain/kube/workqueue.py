@@ -5,6 +5,7 @@
     queue.add_after("ns/job", 2.5)           # ready in 2.5 s
     queue.add_at("ns/job", deadline)         # ready at an absolute (aware) datetime
     queue.add_rate_limited("ns/job")         # ready after this key's exponential back-off
+    queue.add_batched("ns/job", 0.3)         # ready within 0.3 s, coalescing adds until then
 
     async def worker() -> None:
         while (key := await queue.get()) is not None:   # None once shut down
@@ -23,6 +24,11 @@ Guarantees:
 - Delays: `add_after`/`add_at` keep the *earliest* pending deadline per key; a plain `add` of a
   delayed key makes it ready immediately (the later delayed entry then just re-adds it, which
   dedupes). Delays are measured on the injected `Clock` (see `kubetrain.kube.clock.FakeClock`).
+- Batching: `add_batched(key, window)` makes the key ready `window` seconds of *real* time
+  after the first such call; further `add_batched` calls of that key until then (and while it
+  is already queued) add nothing, so a burst of events costs one hand-out per window — as
+  kube's Job controller batches a job's pod events. A plain `add` makes it ready at once. The
+  window is real time even with an injected clock: it spaces work out, no behaviour waits on it.
 - Back-off: `add_rate_limited(key)` waits `base * 2**failures` seconds (default 5 ms doubling up
   to a 1000 s cap, as client-go's default controller rate limiter); `forget(key)` resets it and
   `num_requeues(key)` reports it.
@@ -96,6 +102,7 @@ class WorkQueue(Generic[K]):
         self._seq = itertools.count()
         self._delay_changed = asyncio.Event()
         self._delay_task: asyncio.Task[None] | None = None
+        self._batched: dict[K, asyncio.TimerHandle] = {}
         self._gauge = QUEUE_DEPTH.labels(queue=name)
         self._gauge.set(0)
 
@@ -104,6 +111,9 @@ class WorkQueue(Generic[K]):
         """Make `key` ready now (no-op if it is already waiting to be processed)."""
         if self._shutting_down or key in self._dirty:
             return
+        handle = self._batched.pop(key, None)
+        if handle is not None:
+            handle.cancel()
         self._dirty.add(key)
         if key in self._processing:
             return  # handed out again by done()
@@ -124,6 +134,21 @@ class WorkQueue(Generic[K]):
         heapq.heappush(self._heap, (deadline, next(self._seq), key))
         self._delay_changed.set()
         self._ensure_delay_task()
+
+    def add_batched(self, key: K, window: float) -> None:
+        """Make `key` ready `window` seconds (real time) from the first call of a batch; calls
+        until then, or while the key is already waiting to be handed out, are coalesced."""
+        if self._shutting_down or key in self._dirty or key in self._batched:
+            return
+        if window <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        self._batched[key] = loop.call_later(window, self._batch_due, key)
+
+    def is_batched(self, key: K) -> bool:
+        """Whether `key` waits for the end of a batching window."""
+        return key in self._batched
 
     def add_at(self, key: K, when: datetime) -> None:
         """Make `key` ready at the wall-clock time `when` (timezone-aware)."""
@@ -172,6 +197,9 @@ class WorkQueue(Generic[K]):
     def shutdown(self) -> None:
         """Stop handing out keys: every `get()` returns None from now on."""
         self._shutting_down = True
+        for handle in self._batched.values():
+            handle.cancel()
+        self._batched.clear()
         if self._delay_task is not None:
             self._delay_task.cancel()
             self._delay_task = None
@@ -197,6 +225,10 @@ class WorkQueue(Generic[K]):
         self._queue.append(key)
         self._gauge.set(len(self._queue))
         self._wake_one()
+
+    def _batch_due(self, key: K) -> None:
+        if self._batched.pop(key, None) is not None:
+            self.add(key)
 
     def _wake_one(self) -> None:
         while self._getters:

@@ -9,6 +9,17 @@ the requeue time. A failed write is a Warning event on the job (`Failed<Verb><Ki
 of the plan still runs and the first failure is raised at the end, for the caller to requeue
 with back-off. A 409 on the status write requeues the key and skips the rest: the cache holds
 an older job, whose newer version is planned again.
+
+Creates are careful not to storm the API server:
+- Pods are created in slow-start batches (1, 2, 4, … like kube's ReplicaSet and Job
+  controllers); a batch with a failure, or a job that meanwhile left the cache, got a
+  deletionTimestamp or was replaced by a new job of its name (another uid), ends the wave.
+- A pod whose name the cache shows taken (an older pod of that name still terminating, or
+  someone else's) is not POSTed: its deletion event brings the job back.
+- A namespace that refuses new objects — 403 with cause NamespaceTerminating (kube's
+  NamespaceLifecycle admission) or 404 for the namespace itself — is closed for creates (and
+  Events, which are creates too) until a job is added to it again (`namespace_accepts_creates`);
+  one warning is logged per job, no Event, no back-off retries.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.kube.cache import Cache
@@ -33,6 +44,23 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 HPAS = HORIZONTAL_POD_AUTOSCALERS
+SLOW_START_INITIAL_BATCH = 1  # kube's controller.SlowStartInitialBatchSize
+NAMESPACE_TERMINATING = "NamespaceTerminating"  # the StatusCause kube's NamespaceLifecycle gives
+
+
+def namespace_closed(err: ApiError) -> bool:
+    """Whether a create failed because its namespace takes no new objects: being terminated
+    (403 Forbidden, cause NamespaceTerminating) or gone (404 for the namespace)."""
+    body = err.body if isinstance(err.body, Mapping) else {}
+    details = body.get("details")
+    details = details if isinstance(details, Mapping) else {}
+    if err.status == 403:
+        causes = details.get("causes") or ()
+        return (
+            any(isinstance(c, Mapping) and c.get("reason") == NAMESPACE_TERMINATING for c in causes)
+            or "because it is being terminated" in err.message
+        )
+    return err.status == 404 and details.get("kind") == "namespaces"
 
 
 @dataclass
@@ -43,11 +71,44 @@ class PlanApplier:
     expectations: Expectations
     recorder: EventRecorder
     pod_group_ref: ResourceRef | None  # None: no gang scheduler
+    # namespaces refusing creates -> uids of the jobs already told so in the log
+    closed_namespaces: dict[str, set[str]] = field(default_factory=dict)
+
+    def namespace_accepts_creates(self, namespace: str) -> None:
+        """A job was added to `namespace`: it takes new objects (again)."""
+        self.closed_namespaces.pop(namespace, None)
+
+    def creates_allowed(self, ref: ResourceRef, job: Obj) -> bool:
+        """Whether `job` may still create children: its namespace is not closed, and the cache
+        holds this very job (same uid) without a deletionTimestamp."""
+        meta = job["metadata"]
+        namespace = meta.get("namespace", "")
+        if namespace in self.closed_namespaces:
+            told = self.closed_namespaces[namespace]
+            if meta.get("uid", "") not in told:
+                told.add(meta.get("uid", ""))
+                log.warning(
+                    "%s %s/%s: namespace %s takes no new objects (being terminated or gone); "
+                    "not creating its pods",
+                    job.get("kind"),
+                    namespace,
+                    meta.get("name"),
+                    namespace,
+                )
+            return False
+        current = self.cache.get(ref, namespace, meta.get("name", ""))
+        return (
+            current is not None
+            and current["metadata"].get("uid") == meta.get("uid")
+            and not current["metadata"].get("deletionTimestamp")
+        )
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
         """Carry out `p` for `job` (of resource `ref`, queue key `key`)."""
         name = job["metadata"]["name"]
         failures: list[ApiError] = []
+        if not p.delete_job and not self.creates_allowed(ref, job):
+            p = _without_creates(p)
         if p.delete_job:
             await self._delete(job, ref, name, failures, propagation_policy="Background")
             if failures:
@@ -74,12 +135,12 @@ class PlanApplier:
                 *(self._delete_pod(key, job, pod_name, failures) for pod_name in p.delete_pods)
             )
         if p.create_pods:
-            self.expectations.expect_creations(key, [pod["metadata"]["name"] for pod in p.create_pods])
-            await asyncio.gather(*(self._create_pod(key, job, pod, failures) for pod in p.create_pods))
+            await self._create_pods(key, ref, job, p.create_pods, failures)
         if p.status is not None and not await self._write_status(key, ref, job, p.status):
             return
-        for event in p.events:
-            self.recorder.emit(job, event.type, event.reason, event.message)
+        if job["metadata"].get("namespace", "") not in self.closed_namespaces:
+            for event in p.events:
+                self.recorder.emit(job, event.type, event.reason, event.message)
         if p.requeue_at is not None:
             self.queue.add_at(key, p.requeue_at)
         if failures:
@@ -108,6 +169,32 @@ class PlanApplier:
             store.upsert(updated)  # only over the version we planned from, never a newer one
         _count_transitions(job, status)
         return True
+
+    async def _create_pods(
+        self, key: str, ref: ResourceRef, job: Obj, pods: list[Obj], failures: list[ApiError]
+    ) -> None:
+        """Create `pods` under expectations, in slow-start batches of 1, 2, 4, …; stop after a
+        batch with a failure or once the job may no longer create (see the module docstring)."""
+        if not self.creates_allowed(ref, job):  # e.g. the Service create just found the namespace closed
+            return
+        store = self.cache.store(PODS)
+        namespace = job["metadata"].get("namespace", "")
+        # A name the cache shows taken would be answered AlreadyExists: wait for its deletion.
+        todo = [pod for pod in pods if store.get(namespace, pod["metadata"]["name"]) is None]
+        if len(todo) < len(pods):
+            log.debug("%s: %d pod name(s) still taken, not creating them yet", key, len(pods) - len(todo))
+        self.expectations.expect_creations(key, [pod["metadata"]["name"] for pod in todo])
+        batch = SLOW_START_INITIAL_BATCH
+        while todo:
+            chunk, todo = todo[:batch], todo[batch:]
+            failed = len(failures)
+            await asyncio.gather(*(self._create_pod(key, job, pod, failures) for pod in chunk))
+            if todo and (len(failures) > failed or not self.creates_allowed(ref, job)):
+                for pod in todo:  # not sent: stop expecting them
+                    self.expectations.creation_observed(key, pod["metadata"]["name"])
+                log.debug("%s: stopped creating pods, %d not sent", key, len(todo))
+                return
+            batch *= 2
 
     async def _create_pod(self, key: str, job: Obj, pod: Obj, failures: list[ApiError]) -> None:
         if not await self._create(job, PODS, pod, failures):
@@ -174,7 +261,11 @@ class PlanApplier:
             await call
             return True
         except ApiError as err:
-            if harmless(err):
+            if verb == "Create" and namespace_closed(err):
+                namespace = job["metadata"].get("namespace", "")
+                self.closed_namespaces.setdefault(namespace, set())
+                self.creates_allowed(ref, job)  # logs it once for this job
+            elif harmless(err):
                 log.debug("%s of %s %s: %s", verb.lower(), ref.kind, name, err)
             else:
                 # Pods have always been "pod <name>" in these messages, other kinds "<Kind> <name>".
@@ -184,6 +275,11 @@ class PlanApplier:
                 )
                 failures.append(err)
             return False
+
+
+def _without_creates(p: Plan) -> Plan:
+    """`p` without the writes that create objects (and without its Events, which are creates too)."""
+    return replace(p, create_pods=[], create_service=None, create_pod_group=None, create_hpa=None, events=[])
 
 
 def _count_transitions(job: Obj, new: Obj) -> None:

@@ -13,6 +13,13 @@ Keys in the queue are `Kind/namespace/name`. Expectations (`kubetrain.kube.expec
 hold a job back while creates/deletes it made are not yet visible in the cache, so a cache
 lagging behind our own writes never causes duplicate creates or deletes.
 
+Pod status changes and the job's own status-only updates are coalesced: they make the job's
+key ready at the end of a short window (`WorkQueue.add_batched`) whose length follows the
+job's last decision time (`batch_window`), so a job of N pods is not re-planned for each of
+its pods' events — the cost per pod event stays flat in N. Spec or metadata changes of the
+job, a pod event that completes the job's pending creates/deletes, and Service/HPA/PodGroup
+events enqueue at once. Every event still leads to a reconcile that sees it (level-triggered).
+
 With a gang scheduler, `kubetrain.operator.gang_api` follows whether the PodGroup API is
 installed (its CRD is watched by name) and runs the PodGroup informer while it is; every job is
 enqueued when that changes, so jobs waiting for the API proceed without an operator restart.
@@ -24,13 +31,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.frameworks.registry import FRAMEWORKS
-from kubetrain.kube.cache import JOB_NAME_LABEL, Cache
+from kubetrain.kube.cache import JOB_KIND_LABEL, JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.events import EventRecorder
@@ -63,6 +70,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+# Pod events of a job whose namespace is being deleted (its pods go one by one) are coalesced
+# over this many seconds: every reconcile there would plan re-creating the missing pods in vain.
+CLOSED_NAMESPACE_WINDOW = 5.0
 
 
 @dataclass
@@ -71,6 +81,11 @@ class ControllerConfig:
     workers: int = 4
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
+    # Coalescing of pod events and status-only job updates per job: the window is
+    # `event_batch_factor` times the job's last decision time, at most `event_batch_max` seconds
+    # (so re-planning a job from its pods' events takes at most ~1/factor of a core).
+    event_batch_factor: float = 50.0
+    event_batch_max: float = 1.0
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
@@ -93,6 +108,29 @@ def owner_job_key(obj: Mapping[str, Any]) -> str | None:
         ):
             return job_key(ref["kind"], meta.get("namespace", ""), ref.get("name", ""))
     return None
+
+
+def _labelled_job_key(pod: Mapping[str, Any]) -> str | None:
+    """The key of the job a pod's kubetrain.io/job-name and job-kind labels name, if any."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    name, kind = labels.get(JOB_NAME_LABEL), labels.get(JOB_KIND_LABEL)
+    if isinstance(name, str) and name and kind in JOB_RESOURCES:
+        return job_key(str(kind), meta.get("namespace", ""), name)
+    return None
+
+
+def _resource_version(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether `new` differs from `old` in status (and resourceVersion) only: same generation
+    (the spec), same metadata otherwise (labels, annotations, deletionTimestamp, finalizers)."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if old_meta.get("generation") != new_meta.get("generation") or len(old_meta) != len(new_meta):
+        return False
+    return all(v == old_meta.get(k) for k, v in new_meta.items() if k != "resourceVersion")
 
 
 def _key_of(job: Mapping[str, Any]) -> str:
@@ -127,6 +165,7 @@ class Controller:
         self._pod_group_api: PodGroupApi | None = None  # while started, with a gang scheduler
         self._workers: list[asyncio.Task[None]] = []
         self._started = False
+        self._decision_seconds: dict[str, float] = {}  # key -> its last cache read + plan time
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -159,8 +198,8 @@ class Controller:
             informer = Informer(self.client, ref, cache=self.cache, namespaces=namespaces, clock=self.clock)
             informer.add_handler(
                 on_add=self._job_added,
-                on_update=lambda _old, new: self._enqueue_job(new),
-                on_delete=lambda job: self.expectations.forget(_key_of(job)),
+                on_update=self._job_updated,
+                on_delete=self._job_deleted,
             )
             self.informers.append(informer)
             log.debug("watching %s", kind)
@@ -171,8 +210,9 @@ class Controller:
             namespaces=namespaces,
             label_selector=JOB_NAME_LABEL,
             clock=self.clock,
+            transform=slim_pod,  # the planner reads no pod spec: most of a pod's bytes
         )
-        pods.add_handler(on_add=self._pod_added, on_update=self._child_updated, on_delete=self._pod_deleted)
+        pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
         # Every Service, not just ours: a Service of a job's name owned by someone else must be seen.
         # Every HorizontalPodAutoscaler too (elastic PyTorchJobs with metrics own one): an HPA of a
         # job's name that the job does not own must be seen, so the job leaves it alone.
@@ -225,23 +265,59 @@ class Controller:
             for job in self.cache.store(ref).list():
                 self._enqueue_job(job)
 
+    def batch_window(self, key: str) -> float:
+        """How long pod events of job `key` are coalesced: proportional to its last decision time;
+        in a namespace being deleted (nothing can be created there) at least CLOSED_NAMESPACE_WINDOW."""
+        cfg = self.config
+        window = min(cfg.event_batch_max, cfg.event_batch_factor * self._decision_seconds.get(key, 0.0))
+        if split_job_key(key)[1] in self.applier.closed_namespaces:
+            return max(window, CLOSED_NAMESPACE_WINDOW)
+        return window
+
     def _job_added(self, job: Obj) -> None:
         if not job.get("status"):
             meta = job.get("metadata") or {}
             JOBS_CREATED.labels(kind=str(job.get("kind")), namespace=meta.get("namespace", "")).inc()
+        self.applier.namespace_accepts_creates((job.get("metadata") or {}).get("namespace", ""))
         self._enqueue_job(job)
+
+    def _job_updated(self, old: Obj, new: Obj) -> None:
+        key = _key_of(new)
+        if _status_only(old, new):  # our own status write coming back, or someone's status edit
+            self.queue.add_batched(key, self.batch_window(key))
+        else:
+            self.queue.add(key)
+
+    def _job_deleted(self, job: Obj) -> None:
+        key = _key_of(job)
+        self.expectations.forget(key)
+        self._decision_seconds.pop(key, None)
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)
         if key is not None:
-            self.expectations.creation_observed(key, pod["metadata"]["name"])
-            self.queue.add(key)
+            self._pod_event(key, lambda: self.expectations.creation_observed(key, pod["metadata"]["name"]))
 
     def _pod_deleted(self, pod: Obj) -> None:
-        key = owner_job_key(pod)
+        # A pod no job controls (orphaned, an older job's) may hold a name a job waits for.
+        key = owner_job_key(pod) or _labelled_job_key(pod)
         if key is not None:
-            self.expectations.deletion_observed(key, pod["metadata"]["name"])
+            self._pod_event(key, lambda: self.expectations.deletion_observed(key, pod["metadata"]["name"]))
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        key = owner_job_key(new)
+        if key is not None and _resource_version(old) != _resource_version(new):
+            self.queue.add_batched(key, self.batch_window(key))
+
+    def _pod_event(self, key: str, observe: Callable[[], None]) -> None:
+        """A pod of job `key` was added or deleted: the job goes at once when this completes its
+        pending creates/deletes (the next step of a create or delete wave), else batched."""
+        waiting = not self.expectations.satisfied(key)
+        observe()
+        if waiting and self.expectations.satisfied(key):
             self.queue.add(key)
+        else:
+            self.queue.add_batched(key, self.batch_window(key))
 
     def _watch_child(self, informer: Informer) -> None:
         """Requeue the owning job on every change of a Service, HPA or PodGroup."""
@@ -262,9 +338,7 @@ class Controller:
             self.queue.add(key)
 
     def _child_updated(self, old: Obj, new: Obj) -> None:
-        if (old.get("metadata") or {}).get("resourceVersion") != (new.get("metadata") or {}).get(
-            "resourceVersion"
-        ):
+        if _resource_version(old) != _resource_version(new):
             self._child_changed(new)
 
     # --- workers ----------------------------------------------------------------------------------
@@ -311,7 +385,9 @@ class Controller:
             return
         started = time.perf_counter()
         the_plan = plan(job, self.observe(kind, namespace, name), self.clock.now(), self.planner_config)
-        RECONCILE_PLAN_DURATION.labels(kind=kind).observe(time.perf_counter() - started)
+        decided = time.perf_counter() - started
+        self._decision_seconds[key] = decided
+        RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)
         try:
             await self.apply(key, ref, job, the_plan)
         finally:

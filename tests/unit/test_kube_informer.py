@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from kubetrain.kube.cache import Cache, Store, object_key, split_key
+from kubetrain.kube.cache import Cache, Store, object_key, slim_pod, split_key
 from kubetrain.kube.client import ApiError, GoneError, KubeClient
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.informer import Informer
@@ -266,3 +266,40 @@ def test_resource_paths() -> None:
         PODS.path(None, "p")
     with pytest.raises(KeyError, match="known kinds"):
         job_resource("FooJob")
+
+
+def full_pod(name: str, rv: str) -> Obj:
+    p = pod(name, rv, job="j")
+    p["spec"] = {
+        "nodeName": "node-1",
+        "schedulerName": "default-scheduler",
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "c", "image": "x", "env": [{"name": f"E{i}", "value": "v"} for i in range(50)]}
+        ],
+        "volumes": [{"name": "token", "projected": {"sources": []}}],
+    }
+    p["status"] = {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 2}]}
+    return p
+
+
+async def test_a_transform_slims_listed_and_watched_objects_before_store_and_handlers() -> None:
+    client, clock = ScriptedClient(), FakeClock()
+    client.lists = [([full_pod("a", "1")], "10")]
+    client.watches = [[("MODIFIED", full_pod("a", "11")), ("ADDED", full_pod("b", "12"))]]
+    seen: list[Obj] = []
+    inf = make(client, clock, transform=slim_pod)
+    inf.add_handler(on_add=seen.append, on_update=lambda _old, new: seen.append(new))
+    inf.start()
+    await settle(client, clock, 2)
+    for obj in [*seen, *inf.store.list()]:
+        assert obj["spec"] == {
+            "nodeName": "node-1",
+            "schedulerName": "default-scheduler",
+            "restartPolicy": "Never",
+        }
+        assert obj["status"]["containerStatuses"][0]["restartCount"] == 2  # status kept whole
+        assert obj["metadata"]["labels"] == {"kubetrain.io/job-name": "j", "kubetrain.io/job-kind": "TFJob"}
+        assert "managedFields" not in obj["metadata"]
+    assert [o["metadata"]["resourceVersion"] for o in seen] == ["1", "11", "12"]
+    await inf.stop()

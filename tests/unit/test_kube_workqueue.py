@@ -208,3 +208,45 @@ async def test_depth_gauge_tracks_ready_keys() -> None:
     assert depth() == 2
     await _get_now(q)
     assert depth() == 1
+
+
+async def test_add_batched_coalesces_a_burst_into_one_hand_out_after_the_window() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())  # the window is real time, whatever the clock
+    for _ in range(50):
+        q.add_batched("job", 0.05)
+    assert q.is_batched("job") and len(q) == 0
+    assert await _nothing_ready(q)
+    assert await asyncio.wait_for(q.get(), 1) == "job"
+    q.done("job")
+    assert not q.is_batched("job")
+    assert await _nothing_ready(q)  # fifty adds, one hand-out
+
+
+async def test_plain_add_ends_a_batch_at_once_and_a_queued_key_is_not_batched_again() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q.add_batched("job", 30.0)
+    q.add("job")
+    assert not q.is_batched("job")
+    assert await _get_now(q) == "job"
+    q.done("job")
+    q.add("other")
+    q.add_batched("other", 30.0)  # already waiting to be handed out: nothing to batch
+    assert not q.is_batched("other")
+    assert await _get_now(q) == "other"
+
+
+async def test_add_batched_while_processing_hands_the_key_out_again_after_the_window() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q.add("job")
+    assert await _get_now(q) == "job"
+    q.add_batched("job", 0.02)  # an event the running reconcile may have missed
+    q.done("job")
+    assert await asyncio.wait_for(q.get(), 1) == "job"
+
+
+async def test_shutdown_cancels_pending_batches() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q.add_batched("job", 0.01)
+    q.shutdown()
+    assert not q.is_batched("job")
+    assert await q.get() is None

@@ -152,11 +152,21 @@ class ApiServer:
         if ns is None:
             raise errors.not_found(GroupResource("", "namespaces"), t.namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
+            # kube-apiserver's NamespaceLifecycle admission: 403 Forbidden with this cause.
+            err = errors.forbidden(
                 t.rt.gr,
                 name,
                 f"unable to create new content in namespace {t.namespace} because it is being terminated",
             )
+            assert err.details is not None
+            err.details["causes"] = [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {t.namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ]
+            raise err
 
     # ---- admission (C's chain) ---------------------------------------------------------------
     def _configs(self) -> tuple[list[Obj], list[Obj]]:
