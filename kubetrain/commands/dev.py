@@ -159,7 +159,8 @@ def _gang_wait(stack: DevStack, job: dict[str, Any]) -> str:
 
 def manifest_label(job: dict[str, Any]) -> str:
     """`PyTorchJob kubeflow/mnist`, or `PyTorchJob kubeflow/mnist-*` for a generateName."""
-    meta = job.get("metadata") if isinstance(job.get("metadata"), dict) else {}
+    raw = job.get("metadata")
+    meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "(no name)")
     return f"{job.get('kind')} {meta.get('namespace') or 'default'}/{name}"
 

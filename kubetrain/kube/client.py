@@ -73,6 +73,7 @@ PATCH_CONTENT_TYPES = {
 
 Obj = dict[str, Any]
 Objs = list[Obj]  # (module-level alias: `list` is also a KubeClient method name)
+Warnings = list[str]  # the texts of an answer's Warning headers
 
 
 def _query(**params: Any) -> dict[str, str]:
@@ -98,9 +99,7 @@ _WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 def parse_warnings(headers: list[str]) -> list[str]:
     """The texts of `Warning: 299 - "text"` headers (RFC 7234 §5.5; several may share a header)."""
-    return [
-        re.sub(r"\\(.)", r"\1", m.group(1)) for header in headers for m in _WARNING.finditer(header)
-    ]
+    return [re.sub(r"\\(.)", r"\1", m.group(1)) for header in headers for m in _WARNING.finditer(header)]
 
 
 def _meta(obj: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -229,7 +228,7 @@ class KubeClient:
         query: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str | None = "application/json",
-        warnings: list[str] | None = None,
+        warnings: Warnings | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON answer; raise ApiError otherwise.
         `verb` is the metric label (get, list, create, update, patch, delete). With `warnings`,
@@ -392,7 +391,7 @@ class KubeClient:
         namespace: str | None = None,
         *,
         field_validation: str | None = None,
-        warnings: list[str] | None = None,
+        warnings: Warnings | None = None,
     ) -> Obj:
         """POST `obj` (namespace from its metadata unless given; generateName works).
         `field_validation` is the fieldValidation query parameter (Strict, Warn, Ignore);

@@ -32,7 +32,11 @@ def batches() -> list[list[tuple[str, dict[str, Any]]]]:
             continue
         for job in jobs_of(relpath):
             meta = job["metadata"]
-            key = (job["kind"], meta.get("namespace") or "default", meta.get("name") or meta.get("generateName"))
+            key = (
+                job["kind"],
+                meta.get("namespace") or "default",
+                meta.get("name") or meta.get("generateName"),
+            )
             for batch, taken in zip(out, keys, strict=True):
                 if key not in taken:
                     batch.append((relpath, job))

@@ -22,8 +22,12 @@ REJECTED: dict[str, list[str]] = {
         "spec.pytorchReplicaSpecs[Worker].imagePullPolicy",
     ],
     "tf-operator/examples/v1/distribution_strategy/distributed_tfjob.yaml": ["spec.cleanPodPolicy"],
-    "tf-operator/examples/v1/distribution_strategy/estimator-API/distributed_tfjob.yaml": ["spec.cleanPodPolicy"],
-    "tf-operator/examples/v1/distribution_strategy/keras-API/multi_worker_tfjob.yaml": ["spec.cleanPodPolicy"],
+    "tf-operator/examples/v1/distribution_strategy/estimator-API/distributed_tfjob.yaml": [
+        "spec.cleanPodPolicy"
+    ],
+    "tf-operator/examples/v1/distribution_strategy/keras-API/multi_worker_tfjob.yaml": [
+        "spec.cleanPodPolicy"
+    ],
     "tf-operator/examples/v1/mnist_with_summaries/tf_job_mnist.yaml": ["spec.cleanPodPolicy"],
     "website/content/en/docs/components/training/user-guides/pytorch-1.yaml": ["spec.cleanPodPolicy"],
 }

@@ -105,7 +105,9 @@ def pytorch_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env
     env: Env = [("PYTHONUNBUFFERED", "1")]
     total = sum(_replicas(s) for s in specs.values())  # getTotalReplicas
     nproc = spec.get("nprocPerNode")
-    nproc_int = int(nproc) if nproc is not None and str(nproc).lstrip("-").isdigit() else 1  # getNprocPerNodeInt
+    nproc_int = (
+        int(nproc) if nproc is not None and str(nproc).lstrip("-").isdigit() else 1
+    )  # getNprocPerNodeInt
     if "Master" in specs:
         port = _port(specs["Master"], "pytorch", "pytorchjob-port")
         addr = host(job, "Master", 0)
@@ -141,7 +143,9 @@ def _pytorch_elastic_env(job: Mapping[str, Any], elastic: Mapping[str, Any]) -> 
     if elastic.get("rdzvId") is not None:
         env.append(("PET_RDZV_ID", str(elastic["rdzvId"])))
     if elastic.get("rdzvConf") is not None:  # generateEnvRDZVConf
-        env.append(("PET_RDZV_CONF", ",".join(f"{c['key']}={c.get('value', '')}" for c in elastic["rdzvConf"])))
+        env.append(
+            ("PET_RDZV_CONF", ",".join(f"{c['key']}={c.get('value', '')}" for c in elastic["rdzvConf"]))
+        )
     if elastic.get("standalone"):
         # Go writes "" (torchrun cannot parse an empty boolean); kubetrain writes "1"
         # (docs/behaviour.md §4, Decision).
@@ -162,7 +166,7 @@ def mxnet_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
     env: Env = [
         ("MX_CONFIG", json.dumps(config)),
         ("DMLC_PS_ROOT_PORT", str(root["port"])),
-        ("DMLC_PS_ROOT_URI", root["url"]),
+        ("DMLC_PS_ROOT_URI", str(root["url"])),
         ("DMLC_NUM_SERVER", str(len(config["cluster"].get("server") or []))),  # getConfigReplica
         ("DMLC_NUM_WORKER", str(len(config["cluster"].get("worker") or []))),
         ("DMLC_ROLE", rtype.lower()),

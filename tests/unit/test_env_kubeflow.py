@@ -127,12 +127,19 @@ def test_every_replica_gets_kubeflows_env(label: str, job: dict[str, Any]) -> No
     assert pods
     for pod in pods:
         labels = pod["metadata"]["labels"]
-        rtype, index = canonical[labels["kubetrain.io/replica-type"]], int(labels["kubetrain.io/replica-index"])
+        rtype, index = (
+            canonical[labels["kubetrain.io/replica-type"]],
+            int(labels["kubetrain.io/replica-index"]),
+        )
         expected = KUBEFLOW_ENV[kind](defaulted, rtype, index)
         assert [c["name"] for c in pod["spec"]["containers"]] == list(expected)
         for c in pod["spec"]["containers"]:
             user = {e["name"] for e in _template_env(defaulted, kind, rtype, c["name"])}
-            got = {e["name"]: comparable(e["name"], e["value"]) for e in c.get("env") or [] if e["name"] in operator_names and e["name"] not in user}
+            got = {
+                e["name"]: comparable(e["name"], e["value"])
+                for e in c.get("env") or []
+                if e["name"] in operator_names and e["name"] not in user
+            }
             want = {n: comparable(n, v) for n, v in expected[c["name"]] if n not in user}
             assert got == want, f"{pod['metadata']['name']} container {c['name']}"
             names = [e["name"] for e in c.get("env") or []]

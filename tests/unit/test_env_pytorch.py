@@ -134,7 +134,9 @@ def test_deprecated_elastic_nproc_is_used_when_not_defaulted() -> None:
 
 
 def test_single_master_job_gets_a_world_of_one() -> None:
-    obj = job("PyTorchJob", {"Master": replica("PyTorchJob", 1)}, name="one", namespace="ml", nprocPerNode="2")
+    obj = job(
+        "PyTorchJob", {"Master": replica("PyTorchJob", 1)}, name="one", namespace="ml", nprocPerNode="2"
+    )
     assert env(obj, "Master", 0) == {
         "PYTHONUNBUFFERED": "1",
         "MASTER_ADDR": "one-master-0.one.ml.svc",

@@ -40,7 +40,7 @@ def test_accepted_example_validates_and_renders(relpath: str) -> None:
     assert jobs
     for job in jobs:
         report = io.StringIO()
-        valid, defaulted = check_document(Document(relpath, job), report)
+        valid, _ = check_document(Document(relpath, job), report)
         assert valid, report.getvalue()
         children, errors = render_job(with_generated_name(job, relpath))
         assert errors == []

@@ -49,7 +49,10 @@ status:
 
 def test_timestamps_stay_strings() -> None:
     docs = load_all("a: 2024-01-01\nb: 2021-09-06T11:48:09Z\nc: !!timestamp 2020-01-01\nd: 7\ne: true\n---\n")
-    assert docs == [{"a": "2024-01-01", "b": "2021-09-06T11:48:09Z", "c": "2020-01-01", "d": 7, "e": True}, None]
+    assert docs == [
+        {"a": "2024-01-01", "b": "2021-09-06T11:48:09Z", "c": "2020-01-01", "d": 7, "e": True},
+        None,
+    ]
     assert load("x: 2024-01-01") == {"x": "2024-01-01"}
     # PyYAML's own safe loader is left as it is.
     assert not isinstance(yaml.safe_load("x: 2024-01-01")["x"], str)
