@@ -186,6 +186,9 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
     (fieldValidation=Strict) and the server's warnings are printed. The created job, or None
     when it is refused."""
     metadata = job.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        print(f"{job.get('kind')}: metadata must be a mapping (name, namespace, …)", file=out, flush=True)
+        return None
     namespace = metadata.setdefault("namespace", "default")
     warnings: list[str] = []
     refusal = ""
