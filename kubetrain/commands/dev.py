@@ -25,7 +25,8 @@ from kubetrain.commands._flags import GANG_SCHEDULERS
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import job_resource
+from kubetrain.kube.resources import NAMESPACES, job_resource
+from kubetrain.yamlload import load_all
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
             valid = ", ".join(example_names()) or f"none found in {EXAMPLES_DIR}"
             raise DevError(f"--example {args.example!r}: no such example (valid: {valid})")
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        docs = [d for d in load_all(path.read_text()) if d is not None]
     except OSError as err:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
@@ -158,6 +159,63 @@ def _gang_wait(stack: DevStack, job: dict[str, Any]) -> str:
     return text
 
 
+def manifest_label(job: dict[str, Any]) -> str:
+    """`PyTorchJob kubeflow/mnist`, or `PyTorchJob kubeflow/mnist-*` for a generateName."""
+    raw = job.get("metadata")
+    meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "(no name)")
+    return f"{job.get('kind')} {meta.get('namespace') or 'default'}/{name}"
+
+
+async def ensure_namespace(stack: DevStack, namespace: str, out: Any) -> None:
+    """Create the manifest's namespace when it is missing, as a user would with
+    `kubectl create namespace` before `kubectl apply` (Kubeflow's examples use `kubeflow`)."""
+    try:
+        await stack.kube.get(NAMESPACES, None, namespace)
+    except ApiError as err:
+        if err.status != 404:
+            raise
+        await stack.kube.create(NAMESPACES, {"metadata": {"name": namespace}})
+        print(
+            f"created namespace {namespace} (as `kubectl create namespace {namespace}` would)",
+            file=out,
+            flush=True,
+        )
+
+
+async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict[str, Any] | None:
+    """Create one manifest as `kubectl create -f` does: unknown fields are an error
+    (fieldValidation=Strict) and the server's warnings are printed. The created job, or None
+    when it is refused."""
+    metadata = job.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        print(f"{job.get('kind')}: metadata must be a mapping (name, namespace, …)", file=out, flush=True)
+        return None
+    namespace = metadata.setdefault("namespace", "default")
+    warnings: list[str] = []
+    refusal = ""
+    try:
+        ref = job_resource(str(job.get("kind")))
+    except KeyError as err:
+        print(f"cannot apply: {err.args[0]}", file=out, flush=True)
+        return None
+    try:
+        await ensure_namespace(stack, str(namespace), out)
+        created: dict[str, Any] = await stack.kube.create(
+            ref, job, namespace=str(namespace), field_validation="Strict", warnings=warnings
+        )
+    except ApiError as err:
+        created = {}
+        refusal = f"{manifest_label(job)} refused: {err.message}"
+    for warning in warnings:
+        print(f"Warning: {warning}", file=out, flush=True)
+    if not created:
+        print(refusal, file=out, flush=True)
+        return None
+    print(f"applied {manifest_label(created)}", file=out, flush=True)
+    return created
+
+
 async def cluster_only(out: Any, watch_window: int) -> int:
     """Serve devcluster alone (no CRDs, webhooks, controller or kubelet) until Ctrl-C: an empty
     cluster for `pytest -m e2e` or for running `kubetrain run` against it by hand."""
@@ -189,19 +247,8 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
         accepted: list[dict[str, Any]] = []
         for job in jobs:
-            metadata = job.setdefault("metadata", {})
-            metadata.setdefault("namespace", "default")
-            try:
-                created = await stack.apply(job)
-            except ApiError as err:
-                print(
-                    f"{job.get('kind')} {metadata.get('name')} refused: {err.message}", file=out, flush=True
-                )
-            except KeyError as err:
-                print(f"cannot apply: {err.args[0]}", file=out, flush=True)
-            else:
-                meta = created["metadata"]
-                print(f"applied {created['kind']} {meta['namespace']}/{meta['name']}", file=out, flush=True)
+            created = await apply_manifest(stack, job, out)
+            if created is not None:
                 accepted.append(created)
         # Follow the first accepted job; a manifest with nothing accepted exits 1.
         code = await follow(stack, accepted[0], args.timeout, out) if accepted else 1

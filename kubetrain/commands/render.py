@@ -81,6 +81,24 @@ def render_job(
     return children, []
 
 
+GENERATED_SUFFIX = "xxxxx"
+
+
+def with_generated_name(obj: dict[str, Any], label: str) -> dict[str, Any]:
+    """A job with `metadata.generateName` and no name is rendered under the name the API server
+    would give it: the prefix and five random characters, shown as `xxxxx` (a note on stderr)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") or not isinstance(meta.get("generateName"), str):
+        return obj
+    name = meta["generateName"] + GENERATED_SUFFIX
+    print(
+        f"{label}: metadata.generateName: rendered as {name!r}; the API server replaces "
+        f"{GENERATED_SUFFIX!r} with five random characters",
+        file=sys.stderr,
+    )
+    return {**obj, "metadata": {**meta, "name": name}}
+
+
 def run(args: argparse.Namespace) -> int:
     documents, problem = read_documents(args.file)
     if problem is not None:
@@ -96,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{doc.label}: not a Kubernetes object (expected a mapping)", file=sys.stderr)
             failed = True
             continue
+        obj = with_generated_name(doc.obj, doc.label)
         children, errors = render_job(
-            doc.obj,
+            obj,
             namespace=args.namespace,
             gang_scheduler=args.gang_scheduler,
             scheduler_name=args.scheduler_name,

@@ -34,6 +34,7 @@ from kubetrain.jobs.parse import check_type_meta
 from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
+from kubetrain.yamlload import load_all
 
 
 @dataclass
@@ -159,7 +160,7 @@ def read_documents(name: str) -> tuple[list[Document], str | None]:
     except OSError as exc:
         return [], f"{shown}: cannot read: {exc.strerror or exc}"
     try:
-        raw = list(yaml.safe_load_all(text))
+        raw = load_all(text)
     except yaml.YAMLError as exc:
         return [], f"{shown}: not valid YAML: {_yaml_problem(exc)}"
     documents: list[Document] = []

@@ -62,6 +62,9 @@ class Framework:
     default_restart_policy: str  # "Never"
     # Environment variable names the operator sets (a user setting one gets a warning).
     operator_env_names: frozenset[str]
+    # True: the cluster env goes only into the framework container (TF_CONFIG: a TensorFlow
+    # sidecar must not start a server for a task that is not its own); False: every container.
+    cluster_env_framework_container_only: bool = False
 
     # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:

@@ -125,31 +125,40 @@ _TRAIN_TYPES = ("Scheduler", "Server", "Worker")
 _TUNE_TYPES = ("TunerTracker", "TunerServer", "Tuner")
 
 
+TUNER_SERVER_KEY_ANNOTATION = "tuner-server-key"
+
+
 def mx_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
-    """MX_CONFIG: `{"cluster": {type: [{"url", "port"}]}, "task": {"type", "index"}}`."""
+    """MX_CONFIG: `{"cluster": {type: [{"url", "port"}]}, "labels": {type: key}, "task": {"type",
+    "index"}}`. `labels` maps every replica type to its pod template's `tuner-server-key`
+    annotation ("" without one): the key MXTune's TVM RPC servers register under."""
     cluster = {
         r.lower: [{"url": job.pod_host(t, i), "port": r.port} for i in range(r.replicas)]
         for t, r in job.replicas.items()
-        if r.replicas > 0
     }
-    return {"cluster": cluster, "task": {"type": replica_type.lower(), "index": index}}
+    labels = {r.lower: _tuner_server_key(r.template) for r in job.replicas.values()}
+    return {"cluster": cluster, "labels": labels, "task": {"type": replica_type.lower(), "index": index}}
+
+
+def _tuner_server_key(template: Mapping[str, Any]) -> str:
+    meta = template.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    value = annotations.get(TUNER_SERVER_KEY_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def mxnet_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
-    """MX_CONFIG and the DMLC_* variables ps-lite reads; nothing for a standalone (local) job.
+    """MX_CONFIG and the DMLC_* variables ps-lite reads, for every job (a local one too).
 
-    DMLC_PS_ROOT_URI/PORT point at Scheduler 0 and are set only when the job has a Scheduler;
-    DMLC_ROLE is the lower-case replica type; DMLC_WORKER_ID is set on Workers only.
+    DMLC_PS_ROOT_URI/PORT point at Scheduler 0; a job without a Scheduler (local, MXTune) gets
+    them empty and 0, as Kubeflow sets them. DMLC_ROLE is the lower-case replica type;
+    DMLC_WORKER_ID is set on Workers only.
     """
-    if job.is_standalone:
-        return []
-    env = [env_var("MX_CONFIG", json.dumps(mx_config(job, replica_type, index), separators=(",", ":")))]
-    if job.has("Scheduler"):
-        env += [
-            env_var("DMLC_PS_ROOT_URI", job.pod_host("Scheduler", 0)),
-            env_var("DMLC_PS_ROOT_PORT", job.port("Scheduler")),
-        ]
-    env += [
+    scheduler = job.has("Scheduler")
+    env = [
+        env_var("MX_CONFIG", json.dumps(mx_config(job, replica_type, index), separators=(",", ":"))),
+        env_var("DMLC_PS_ROOT_PORT", job.port("Scheduler") if scheduler else 0),
+        env_var("DMLC_PS_ROOT_URI", job.pod_host("Scheduler", 0) if scheduler else ""),
         env_var("DMLC_NUM_SERVER", job.count("Server")),
         env_var("DMLC_NUM_WORKER", job.count("Worker")),
         env_var("DMLC_ROLE", replica_type.lower()),

@@ -244,29 +244,18 @@ def _elastic_range(job: JobLayout, elastic: Mapping[str, Any]) -> tuple[int, int
     return low, high
 
 
-def _is_standalone(job: JobLayout, elastic: Mapping[str, Any] | None) -> bool:
-    if not job.is_standalone:
-        return False
-    # An elastic job that may grow past one pod is not standalone.
-    return elastic is None or _elastic_range(job, elastic)[1] <= 1
-
-
 def pytorch_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
     """PYTHONUNBUFFERED, MASTER_*/WORLD_SIZE/RANK (with a Master), PET_* (torchrun), elastic PET_RDZV_*.
 
-    A standalone job (one pod, not elastic beyond one) gets only PYTHONUNBUFFERED and
-    PET_NPROC_PER_NODE: neither describes a cluster, and torchrun needs the second to start the
-    right number of processes on the single node.
+    As Kubeflow's setPodEnv: a job with a Master gets the Master's address, WORLD_SIZE, RANK and
+    PET_NODE_RANK whatever its size — a one-pod job too (WORLD_SIZE=1, RANK=0), since training
+    code calls `init_process_group` unconditionally — and every non-elastic job PET_NNODES.
     """
     spec = job.spec
     raw_elastic = spec.get("elasticPolicy")
     elastic = raw_elastic if isinstance(raw_elastic, Mapping) else None
     nproc = _nproc_per_node(spec)
     env = [env_var("PYTHONUNBUFFERED", "1")]
-    if _is_standalone(job, elastic):
-        if nproc is not None:
-            env.append(env_var("PET_NPROC_PER_NODE", nproc))
-        return env
     pods = job.total_replicas
     if job.has("Master"):
         host, port = job.pod_host("Master", 0), job.port("Master")

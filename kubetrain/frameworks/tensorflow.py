@@ -28,6 +28,8 @@ class TensorFlow(Framework):
     default_port = 2222
     default_restart_policy = "Never"
     operator_env_names = frozenset({"TF_CONFIG"})
+    # TF_CONFIG goes into the framework container only (docs/behaviour.md §4, Decision).
+    cluster_env_framework_container_only = True
 
     def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
         """successPolicy is immutable."""
@@ -68,17 +70,22 @@ class TensorFlow(Framework):
 
 
 def tf_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
-    """TF_CONFIG: every replica type present (Evaluator included), addresses by index."""
-    cluster = {
-        r.lower: [job.pod_address(t, i) for i in range(r.replicas)]
-        for t, r in job.replicas.items()
-        if r.replicas > 0
-    }
-    return {
-        "cluster": cluster,
-        "task": {"type": replica_type.lower(), "index": index},
-        "environment": "cloud",
-    }
+    """TF_CONFIG: every replica type of the spec (Evaluator included), addresses by index.
+
+    With `enableDynamicWorker: true` it is sparse, as Kubeflow writes it for TensorFlow's
+    dynamic membership: a Worker sees the PS and only itself (`{"<index>": address}`), a PS
+    only itself, any other type neither; and there is no `environment`."""
+    cluster = {r.lower: [job.pod_address(t, i) for i in range(r.replicas)] for t, r in job.replicas.items()}
+    task = {"type": replica_type.lower(), "index": index}
+    if job.spec.get("enableDynamicWorker") is True:
+        sparse: dict[str, Any] = {"worker": {}, "ps": []}
+        if replica_type == "PS":
+            sparse["ps"] = [cluster["ps"][index]]
+        elif replica_type == "Worker":
+            sparse["ps"] = cluster.get("ps", [])
+            sparse["worker"] = {str(index): cluster["worker"][index]}
+        return {"cluster": sparse, "task": task}
+    return {"cluster": cluster, "task": task, "environment": "cloud"}
 
 
 def tf_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:

@@ -37,6 +37,7 @@ User-Agent is `kubetrain/<version>`.
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, Mapping
@@ -72,6 +73,7 @@ PATCH_CONTENT_TYPES = {
 
 Obj = dict[str, Any]
 Objs = list[Obj]  # (module-level alias: `list` is also a KubeClient method name)
+Warnings = list[str]  # the texts of an answer's Warning headers
 
 
 def _query(**params: Any) -> dict[str, str]:
@@ -90,6 +92,14 @@ def _decode(raw: bytes) -> Any:
         return orjson.loads(raw)
     except ValueError:
         return raw.decode("utf-8", "replace")
+
+
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def parse_warnings(headers: list[str]) -> list[str]:
+    """The texts of `Warning: 299 - "text"` headers (RFC 7234 §5.5; several may share a header)."""
+    return [re.sub(r"\\(.)", r"\1", m.group(1)) for header in headers for m in _WARNING.finditer(header)]
 
 
 def _meta(obj: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -218,9 +228,11 @@ class KubeClient:
         query: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str | None = "application/json",
+        warnings: Warnings | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON answer; raise ApiError otherwise.
-        `verb` is the metric label (get, list, create, update, patch, delete)."""
+        `verb` is the metric label (get, list, create, update, patch, delete). With `warnings`,
+        the texts of the answer's `Warning` headers are appended to it (as kubectl prints them)."""
         data = None if body is None else orjson.dumps(body)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
         attempt = 0
@@ -239,6 +251,8 @@ class KubeClient:
                     raw = await resp.read()
                     status = resp.status
                     retry_after = resp.headers.get("Retry-After")
+                    if warnings is not None:
+                        warnings.extend(parse_warnings(resp.headers.getall("Warning", [])))
             except (aiohttp.ClientError, TimeoutError) as err:
                 API_REQUESTS.labels(verb=verb, code="error").inc()
                 raise ApiError(0, type(err).__name__, f"{method} {path}: {err or 'timed out'}") from err
@@ -370,12 +384,29 @@ class KubeClient:
                 raise ApiError(0, "Timeout", f"watch {path}: no data for {read_timeout} s") from err
             raise ApiError(0, type(err).__name__, f"watch {path}: {err}") from err
 
-    async def create(self, ref: ResourceRef, obj: Obj, namespace: str | None = None) -> Obj:
-        """POST `obj` (namespace from its metadata unless given; generateName works)."""
+    async def create(
+        self,
+        ref: ResourceRef,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        field_validation: str | None = None,
+        warnings: Warnings | None = None,
+    ) -> Obj:
+        """POST `obj` (namespace from its metadata unless given; generateName works).
+        `field_validation` is the fieldValidation query parameter (Strict, Warn, Ignore);
+        `warnings` collects the server's Warning headers."""
         ns = namespace if namespace is not None else _meta(obj)[0]
         if ref.namespaced and not ns:
             raise ValueError(f"creating a {ref.kind} needs a namespace (metadata.namespace or namespace=)")
-        result: Obj = await self.request("create", "POST", ref.path(ns if ref.namespaced else None), body=obj)
+        result: Obj = await self.request(
+            "create",
+            "POST",
+            ref.path(ns if ref.namespaced else None),
+            query=_query(fieldValidation=field_validation),
+            body=obj,
+            warnings=warnings,
+        )
         return result
 
     async def replace(self, ref: ResourceRef, obj: Obj, *, subresource: str | None = None) -> Obj:

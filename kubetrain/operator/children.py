@@ -134,9 +134,10 @@ def build_pod(
     spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
     _ensure_port(spec, replica, job.port_name)
     env = framework.cluster_env(job, replica_type, index)
+    only_framework = framework.cluster_env_framework_container_only
     if env:
-        for container in spec.get("containers") or []:
-            if isinstance(container, dict):
+        for i, container in enumerate(spec.get("containers") or []):
+            if isinstance(container, dict) and (not only_framework or i == replica.container_index):
                 _append_env(container, env)
     metadata: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
     if annotations:

@@ -246,7 +246,10 @@ async def test_mxnet_local(env: tuple[DevStack, Harness]) -> None:
     job = await h.create_job(job_manifest("MXJob", "mxl", {"Worker": 1}), ns)
     pods = await h.wait_pods(ns, "mxl", 1)
     env_vars = pod_env(pods[0], "mxnet")
-    # Standalone (one replica in total): no cluster variables.
-    assert not any(k.startswith("DMLC_PS") or k == "MX_CONFIG" for k in env_vars), env_vars
+    # A local job gets MX_CONFIG and DMLC_* too, as Kubeflow sets them (no Scheduler: root "" / 0).
+    assert json.loads(env_vars["MX_CONFIG"])["task"] == {"type": "worker", "index": 0}
+    assert (env_vars["DMLC_PS_ROOT_URI"], env_vars["DMLC_PS_ROOT_PORT"]) == ("", "0")
+    role = (env_vars["DMLC_ROLE"], env_vars["DMLC_NUM_WORKER"], env_vars["DMLC_WORKER_ID"])
+    assert role == ("worker", "1", "0")
     done = await run_to_success(h, ns, job, ["mxl-worker-0"])
     assert replica_status(done, "Worker").get("succeeded") == 1

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from kubetrain.commands.dev import DevError, describe_progress, load_jobs
+from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs
+from kubetrain.devstack import DevStack
 
 
 def args(**kw: Any) -> argparse.Namespace:
@@ -51,3 +53,10 @@ def test_progress_ignores_pods_being_deleted() -> None:
     job = {"status": {"conditions": [{"type": "Succeeded", "status": "True"}]}}
     pods = [pod("master", "Succeeded"), pod("worker", "Failed", deleting=True)]
     assert describe_progress(job, pods) == "Succeeded  master: 1 succeeded"
+
+
+async def test_malformed_metadata_is_refused_without_a_call() -> None:
+    out = io.StringIO()
+    job = {"apiVersion": "kubetrain.io/v1", "kind": "TFJob", "metadata": "train"}
+    assert await apply_manifest(cast(DevStack, None), job, out) is None
+    assert out.getvalue() == "TFJob: metadata must be a mapping (name, namespace, …)\n"

@@ -60,6 +60,7 @@ def test_worker_env_and_mx_config() -> None:
             ],
             "worker": [{"url": f"mx-worker-{i}.mx.ml.svc", "port": 9091} for i in range(3)],
         },
+        "labels": {"scheduler": "", "server": "", "worker": ""},
         "task": {"type": "worker", "index": 2},
     }
 
@@ -71,9 +72,23 @@ def test_roles_and_worker_id_only_on_workers() -> None:
     assert json.loads(server["MX_CONFIG"])["task"] == {"type": "server", "index": 1}
 
 
-def test_local_job_is_standalone() -> None:
-    local = job("MXJob", {"Worker": replica("MXJob", 1)}, jobMode="MXTrain")
-    assert env(local, "Worker", 0) == {}
+def test_local_job_gets_mx_config_and_dmlc() -> None:
+    local = job("MXJob", {"Worker": replica("MXJob", 1)}, name="mx", namespace="ml", jobMode="MXTrain")
+    e = env(local, "Worker", 0)
+    assert json.loads(e.pop("MX_CONFIG")) == {
+        "cluster": {"worker": [{"url": "mx-worker-0.mx.ml.svc", "port": 9091}]},
+        "labels": {"worker": ""},
+        "task": {"type": "worker", "index": 0},
+    }
+    assert e == {
+        "DMLC_PS_ROOT_URI": "",
+        "DMLC_PS_ROOT_PORT": "0",
+        "DMLC_NUM_SERVER": "0",
+        "DMLC_NUM_WORKER": "1",
+        "DMLC_ROLE": "worker",
+        "DMLC_USE_KUBERNETES": "1",
+        "DMLC_WORKER_ID": "0",
+    }
 
 
 def test_success_rules() -> None:

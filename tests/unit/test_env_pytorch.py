@@ -133,9 +133,27 @@ def test_deprecated_elastic_nproc_is_used_when_not_defaulted() -> None:
     assert env(obj, "Worker", 0)["PET_NPROC_PER_NODE"] == "8"
 
 
-def test_standalone_gets_only_process_local_variables() -> None:
-    obj = job("PyTorchJob", {"Master": replica("PyTorchJob", 1)}, nprocPerNode="2")
-    assert env(obj, "Master", 0) == {"PYTHONUNBUFFERED": "1", "PET_NPROC_PER_NODE": "2"}
+def test_single_master_job_gets_a_world_of_one() -> None:
+    obj = job(
+        "PyTorchJob", {"Master": replica("PyTorchJob", 1)}, name="one", namespace="ml", nprocPerNode="2"
+    )
+    assert env(obj, "Master", 0) == {
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": "one-master-0.one.ml.svc",
+        "MASTER_PORT": "23456",
+        "PET_MASTER_ADDR": "one-master-0.one.ml.svc",
+        "PET_MASTER_PORT": "23456",
+        "WORLD_SIZE": "2",
+        "RANK": "0",
+        "PET_NODE_RANK": "0",
+        "PET_NPROC_PER_NODE": "2",
+        "PET_NNODES": "1",
+    }
+
+
+def test_single_worker_job_without_master_gets_nnodes_only() -> None:
+    obj = job("PyTorchJob", {"Worker": replica("PyTorchJob", 1)})
+    assert env(obj, "Worker", 0) == {"PYTHONUNBUFFERED": "1", "PET_NNODES": "1"}
 
 
 def test_single_worker_elastic_that_can_grow_is_not_standalone() -> None:

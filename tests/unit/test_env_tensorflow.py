@@ -82,7 +82,7 @@ def test_user_set_tf_config_wins_and_is_kept_once() -> None:
     assert worker["spec"]["containers"][0]["env"] == [{"name": "TF_CONFIG", "value": "mine"}]
 
 
-def test_env_appended_to_every_container() -> None:
+def test_tf_config_only_in_the_tensorflow_container() -> None:
     obj = job(
         "TFJob",
         {
@@ -94,7 +94,11 @@ def test_env_appended_to_every_container() -> None:
         },
     )
     pod0 = build_pods(layout(obj), TF)[0]
-    assert "TF_CONFIG" in env_of(pod0, 0) and "TF_CONFIG" in env_of(pod0, 1)
+    assert "TF_CONFIG" in env_of(pod0, 0) and "TF_CONFIG" not in env_of(pod0, 1)
+    # The framework container need not be the first one.
+    obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].reverse()
+    pod0 = build_pods(layout(obj), TF)[0]
+    assert "TF_CONFIG" not in env_of(pod0, 0) and "TF_CONFIG" in env_of(pod0, 1)
 
 
 def test_standalone_tfjob_gets_no_tf_config() -> None:

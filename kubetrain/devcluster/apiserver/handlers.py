@@ -221,8 +221,10 @@ class Handlers:
             if "yaml" in ctype:
                 import yaml
 
+                from kubetrain.yamlload import load
+
                 try:
-                    return yaml.safe_load(raw)
+                    return load(raw)
                 except yaml.YAMLError as exc:
                     raise errors.bad_request(f"error decoding YAML: {exc}") from None
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {raw[:80]!r}") from None
