@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
@@ -28,11 +27,12 @@ from kubetrain.api.errors import (
 from kubetrain.api.jobs import InvalidJobError, check_type_meta, parse_job
 from kubetrain.api.podtemplate import (
     NOT_JSON,
-    cached_template_errors,
+    TEMPLATE_CACHE,
     containers_of,
     default_container_warning,
     template_from_key,
     template_key,
+    template_schema_errors,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
@@ -43,6 +43,8 @@ MAX_LABEL_LENGTH = 63
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
 RECREATE = "delete and recreate the job to change it"
+# The operator-wide limit on the total replicas of one job (`--max-replicas-per-job`).
+DEFAULT_MAX_REPLICAS = 10_000
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,11 @@ class ValidationResult:
         return not self.errors
 
 
-def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE.
+def validate_job(
+    obj: dict[str, Any], old: dict[str, Any] | None = None, *, max_replicas: int = DEFAULT_MAX_REPLICAS
+) -> ValidationResult:
+    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE;
+    `max_replicas` is the operator's limit on the job's total replicas.
 
     On update, a change that leaves `spec` as it was (metadata, status) is never blocked.
     """
@@ -88,6 +93,7 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> Vali
     errors.extend(_name_errors(obj.get("metadata"), replica_map, _elastic_max_workers(spec, framework)))
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
+    errors.extend(_max_replicas_errors(spec, framework, max_replicas))
     if job is not None:
         errors.extend(framework.validate_spec(job, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):
@@ -220,11 +226,21 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
 _Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]
 
 
-@lru_cache(maxsize=2048)
 def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
     """Errors (relative path, kind, message) and warnings (text after the template's path) of
-    the template `key` stands for; None when it is not JSON data."""
-    schema_errors = cached_template_errors(key)
+    the template `key` stands for; None when it is not JSON data. Cached in TEMPLATE_CACHE."""
+    hit = TEMPLATE_CACHE.get((key, kind))
+    if hit is not None:
+        return cast(_Findings, hit)
+    findings = _compute_template_findings(key, kind)
+    if findings is not None:
+        cost = len(key) + sum(len(m) + len(p) + 64 for p, _, m in findings[0]) + sum(map(len, findings[1]))
+        TEMPLATE_CACHE.put((key, kind), findings, cost=cost + 256)
+    return findings
+
+
+def _compute_template_findings(key: bytes | str, kind: str) -> _Findings | None:
+    schema_errors = template_schema_errors(key)
     framework = get_framework(kind)
     if schema_errors is None or framework is None:
         return None
@@ -316,6 +332,28 @@ def _run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
                     )
                 )
     return errors
+
+
+def _max_replicas_errors(spec: dict[str, Any], framework: Framework, limit: int) -> list[FieldError]:
+    """The job's replicas (elastic Workers counted at maxReplicas) against the operator's limit."""
+    replica_map = spec.get(framework.replica_field)
+    total = _total(replica_map)
+    elastic_max = _elastic_max_workers(spec, framework)
+    if total is None or not isinstance(replica_map, dict):
+        return []
+    worker = replica_map.get("Worker")
+    if elastic_max is not None and isinstance(worker, dict):
+        total += max(0, elastic_max - (_int(worker.get("replicas", 1)) or 0))
+    if total <= limit:
+        return []
+    elastic = " (elastic Workers counted at elasticPolicy.maxReplicas)" if elastic_max is not None else ""
+    return [
+        invalid(
+            f"spec.{framework.replica_field}",
+            f"the job has {total} replicas in total{elastic}; this operator allows at most {limit} "
+            "replicas per job (--max-replicas-per-job)",
+        )
+    ]
 
 
 def _total(replica_map: Any) -> int | None:

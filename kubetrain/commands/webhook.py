@@ -26,6 +26,7 @@ from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
+from kubetrain.webhook.workers import WebhookWorkers
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,12 @@ class WebhookRuntime:
             host=args.webhook_host,
             port=args.webhook_port,
             gang_scheduling=args.gang_scheduler != "none",
+            max_replicas=args.max_replicas_per_job,
+            max_body_bytes=args.webhook_max_request_bytes,
+            reuse_port=args.webhook_reuse_port or args.webhook_workers > 1,
         )
+        # --webhook-workers N: N-1 more processes on the same port (kubetrain.webhook.workers).
+        self.workers = WebhookWorkers(args, args.webhook_workers - 1) if args.webhook_workers > 1 else None
         self.certs: SelfManagedCertificates | None = None
         # TrainingPolicies (docs/behaviour.md §9): fed by watches, consulted on every review.
         self.policy_watcher: PolicyWatcher | None = None
@@ -83,11 +89,15 @@ class WebhookRuntime:
                 on_update=self.server.tls.reload,
             )
             await self.certs.start()
+        if self.workers is not None:
+            await self.workers.start()
 
     def _policies_synced(self) -> bool:
         return self.policy_watcher is not None and self.policy_watcher.has_synced
 
     async def stop(self) -> None:
+        if self.workers is not None:
+            await self.workers.stop()
         if self.certs is not None:
             await self.certs.stop()
         await self.server.stop()
@@ -102,7 +112,7 @@ class WebhookRuntime:
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or `stop` is set), then shut down gracefully."""
     stop = stop or asyncio.Event()
-    health = HealthServer(port=args.metrics_port)
+    health = HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
     runtime = WebhookRuntime.from_args(args)
     with stop_on_signals(stop):
         await health.start()

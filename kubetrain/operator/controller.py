@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.cache import JOB_NAME_LABEL, Cache
 from kubetrain.kube.client import ApiError, KubeClient
@@ -70,6 +71,7 @@ class ControllerConfig:
     workers: int = 4
     gang_scheduler: str = "none"  # none | volcano | scheduler-plugins
     scheduler_name: str | None = None
+    max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
@@ -116,7 +118,9 @@ class Controller:
         self.queue: WorkQueue[str] = WorkQueue(name="jobs", clock=self.clock)
         self.expectations = Expectations(clock=self.clock)
         self.planner_config = PlannerConfig(
-            gang_scheduler=self.config.gang_scheduler, scheduler_name=self.config.scheduler_name
+            gang_scheduler=self.config.gang_scheduler,
+            scheduler_name=self.config.scheduler_name,
+            max_replicas=self.config.max_replicas,
         )
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.applier = PlanApplier(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.operator import runpolicy
@@ -57,6 +58,7 @@ class Observed:
 class PlannerConfig:
     gang_scheduler: str = "none"  # none | volcano | scheduler-plugins
     scheduler_name: str | None = None
+    max_replicas: int = DEFAULT_MAX_REPLICAS  # a job over this total is refused like an invalid spec
 
 
 @dataclass
@@ -95,7 +97,7 @@ def plan(
     if meta.get("deletionTimestamp"):
         return Plan()
     prepared = (cache if cache is not None else DEFAULT_CACHE).get(
-        job, gang_scheduling=config.gang_scheduler != "none"
+        job, gang_scheduling=config.gang_scheduler != "none", max_replicas=config.max_replicas
     )
     if prepared.framework is None:
         return Plan()

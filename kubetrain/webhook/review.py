@@ -29,6 +29,10 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 # kube-apiserver drops warnings longer than this and limits their number; stay within both.
 MAX_WARNING_LENGTH = 120 * 1024
 MAX_WARNINGS = 4096
+# ...and this webhook keeps its whole answer small: warnings beyond this many bytes are dropped.
+MAX_WARNINGS_BYTES = 256 * 1024
+# Objects nested deeper than this are refused (a pod template needs about 15 levels).
+MAX_NESTING_DEPTH = 64
 
 
 class BadReview(ValueError):
@@ -188,12 +192,35 @@ def decode_review(body: bytes) -> AdmissionRequest:
     return parse_review(review)
 
 
+def nesting_path(value: Any, max_depth: int = MAX_NESTING_DEPTH) -> str | None:
+    """The path (`spec.a.b[0].c`) of the first value nested more than `max_depth` objects/lists
+    deep, or None. Iterative: safe on input that would overflow a recursive walk."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if isinstance(node, dict):
+            items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in node.items())
+        elif isinstance(node, list):
+            items = ((f"{path}[{i}]", v) for i, v in enumerate(node))
+        else:
+            continue
+        if depth >= max_depth:
+            return path or "<root>"
+        stack.extend((v, p, depth + 1) for p, v in items if isinstance(v, dict | list))
+    return None
+
+
 def _clip_warnings(warnings: list[str]) -> list[str]:
     out: list[str] = []
+    budget = MAX_WARNINGS_BYTES
     for w in warnings[:MAX_WARNINGS]:
         # kube-apiserver rejects warnings with non-printable characters; keep them one-line.
-        text = " ".join(str(w).split())
-        out.append(text[:MAX_WARNING_LENGTH])
+        text = " ".join(str(w).split())[:MAX_WARNING_LENGTH]
+        if len(text) > budget:
+            out.append(f"{len(warnings) - len(out)} more warnings not shown")
+            break
+        budget -= len(text)
+        out.append(text)
     return out
 
 

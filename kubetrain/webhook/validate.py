@@ -16,7 +16,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError
 from kubetrain.api.jobs import InvalidJobError
-from kubetrain.api.validation import validate_job
+from kubetrain.api.validation import DEFAULT_MAX_REPLICAS, validate_job
 from kubetrain.policy.limits import PolicyVerdict
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission, is_policy_kind, policy_denial, validate_policy_object
@@ -25,20 +25,38 @@ from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 log = logging.getLogger(__name__)
 
 
+# The denial message lists at most this many errors and is cut at this many characters.
+MAX_LISTED_ERRORS = 100
+MAX_MESSAGE_CHARS = 32 * 1024
+
+
 def invalid_message(kind: str, obj: dict[str, Any], errors: Sequence[FieldError]) -> str:
-    """`<Kind> "<name>" is invalid: <error>` or `...: [<error>, <error>]` (kube-apiserver wording)."""
+    """`<Kind> "<name>" is invalid: <error>` or `...: [<error>, <error>]` (kube-apiserver wording),
+    at most MAX_LISTED_ERRORS errors and MAX_MESSAGE_CHARS characters."""
     meta = obj.get("metadata")
     name = ""
     if isinstance(meta, dict):
         raw = meta.get("name") or meta.get("generateName") or ""
-        name = raw if isinstance(raw, str) else ""
-    listed = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
-    return f'{kind} "{name}" is invalid: {listed}'
+        name = raw[:253] if isinstance(raw, str) else ""
+    shown = [str(e) for e in errors[:MAX_LISTED_ERRORS]]
+    if len(errors) > MAX_LISTED_ERRORS:
+        shown.append(f"and {len(errors) - MAX_LISTED_ERRORS} more errors")
+    listed = shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+    message = f'{kind} "{name}" is invalid: {listed}'
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 30] + "... (message truncated)"
+    return message
 
 
-def validate(request: AdmissionRequest, policies: PolicyAdmission | None = None) -> AdmissionResponse:
+def validate(
+    request: AdmissionRequest,
+    policies: PolicyAdmission | None = None,
+    *,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+) -> AdmissionResponse:
     """Answer one validating AdmissionReview request (plus TrainingPolicy limits when given;
-    TrainingPolicy objects themselves are validated too)."""
+    TrainingPolicy objects themselves are validated too). `max_replicas`: the operator-wide
+    limit on a job's total replicas."""
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)
     if is_policy_kind(request.kind):
@@ -63,7 +81,7 @@ def validate(request: AdmissionRequest, policies: PolicyAdmission | None = None)
             return policy_denial(request.uid, verdict, [])
         return AdmissionResponse.allow(request.uid, verdict.warnings)
     try:
-        result = validate_job(obj, old)
+        result = validate_job(obj, old, max_replicas=max_replicas)
     except InvalidJobError as exc:  # a job that does not even parse
         return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, exc.errors))
     if result.errors:
