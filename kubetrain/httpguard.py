@@ -15,6 +15,8 @@ guard.install(runner)                       # before the site starts
 - `header_timeout`: a new connection must deliver a complete request head within it;
 - `idle_timeout`: after a response, the next request head must be complete within it;
 - `max_connections`: connections past this number are closed at once;
+- a TLS handshake must complete within `header_timeout` too (`GuardedTCPSite`; asyncio's
+  default is 60 s), and a connection is only counted once its handshake is done;
 - the request body's timeout is the handler's (`ConnectionLimits.body_timeout`, used by
   WebhookServer while it reads a body), because only the handler reads the body.
 
@@ -114,3 +116,31 @@ class ConnectionGuard:
         finally:
             if transport is not None and transport in self._open and not transport.is_closing():
                 self._arm(transport, self.limits.idle_timeout)
+
+
+class GuardedTCPSite(web.TCPSite):
+    """A TCPSite whose TLS handshakes time out after `handshake_timeout` seconds."""
+
+    def __init__(self, runner: web.BaseRunner, *args: Any, handshake_timeout: float, **kwargs: Any) -> None:
+        super().__init__(runner, *args, **kwargs)
+        self._handshake_timeout = handshake_timeout
+
+    async def start(self) -> None:
+        if self._ssl_context is None:
+            await super().start()
+            return
+        await web.BaseSite.start(self)
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            server,
+            self._host,
+            self._port,
+            ssl=self._ssl_context,
+            ssl_handshake_timeout=self._handshake_timeout,
+            backlog=self._backlog,
+            reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port,
+        )
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port

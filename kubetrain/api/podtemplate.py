@@ -169,8 +169,7 @@ def template_schema_errors(key: bytes | str) -> tuple[tuple[str, ErrorKind, str]
         if len(found) > MAX_TEMPLATE_ERRORS:
             del found[MAX_TEMPLATE_ERRORS:]
             found.sort(key=lambda e: e[0])
-            found.append(("", ErrorKind.INVALID, TOO_MANY_ERRORS))
-            return tuple(dict.fromkeys(found))
+            return tuple(dict.fromkeys([("", ErrorKind.INVALID, TOO_MANY_ERRORS), *found]))
     found.sort(key=lambda e: e[0])
     return tuple(dict.fromkeys(found))
 

@@ -48,7 +48,7 @@ from aiohttp import web
 
 from kubetrain.api.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.certs.tls import ReloadingTLS
-from kubetrain.httpguard import ConnectionGuard, ConnectionLimits
+from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.mutate import is_job_kind, mutate
 from kubetrain.webhook.policies import PolicyAdmission
@@ -290,13 +290,14 @@ class WebhookServer:
         )
         await runner.setup()
         self.guard.install(runner)
-        site = web.TCPSite(
+        site = GuardedTCPSite(
             runner,
             self.host,
             self.port,
             ssl_context=self.tls.ssl_context,
             reuse_address=True,
             reuse_port=self.reuse_port or None,
+            handshake_timeout=self.guard.limits.header_timeout,
         )
         await site.start()
         self._runner = runner
