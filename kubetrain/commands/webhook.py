@@ -24,6 +24,7 @@ from kubetrain.commands._process import ConfigError, run_service, stop_on_signal
 from kubetrain.health import HealthServer
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 from kubetrain.webhook.workers import WebhookWorkers
@@ -65,8 +66,10 @@ class WebhookRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         if health is not None:
             health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
+        # The API client reads the job of a scale-subresource review (and feeds the policies).
+        self._kube = await KubeClient.connect(self.args.kubeconfig)
+        self.server.job_reader = kube_job_reader(self._kube)
         if self.server.policies is not None:
-            self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
             # Not ready before both caches are synced: a review must never miss a policy.
             if health is not None:
@@ -74,8 +77,6 @@ class WebhookRuntime:
             await self.policy_watcher.start(wait=False)
         await self.server.start()
         if self.args.cert_mode == "self-managed":
-            if self._kube is None:
-                self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.certs = SelfManagedCertificates(
                 KubeClientCertApi(self._kube),
                 namespace=self.args.webhook_namespace,

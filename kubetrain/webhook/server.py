@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -61,7 +61,7 @@ from kubetrain.webhook.review import (
     encode_review,
     nesting_path,
 )
-from kubetrain.webhook.validate import validate
+from kubetrain.webhook.validate import needs_job, validate, validate_scale
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,8 @@ REVIEW_THREADS = 4
 JSON_CONTENT_TYPES = frozenset({"application/json"})
 
 Decide = Callable[[AdmissionRequest], AdmissionResponse]
+# Reads the job a scale-subresource review is about (None when it does not exist).
+JobReader = Callable[[AdmissionRequest], Awaitable[dict[str, Any] | None]]
 
 
 class _TooBusy(Exception):
@@ -107,6 +109,7 @@ class WebhookServer:
         limits: ConnectionLimits | None = None,
         review_threads: int = REVIEW_THREADS,
         reuse_port: bool = False,
+        job_reader: JobReader | None = None,
     ) -> None:
         if tls is None:
             if cert_dir is None:
@@ -123,6 +126,7 @@ class WebhookServer:
         self.guard = ConnectionGuard(limits)
         self.review_threads = review_threads
         self.reuse_port = reuse_port  # several processes serving one port (--webhook-workers)
+        self.job_reader = job_reader  # for scale-subresource reviews
         self._inflight = 0
         self._executor: ThreadPoolExecutor | None = None
         self._runner: web.AppRunner | None = None
@@ -187,10 +191,48 @@ class WebhookServer:
             self._inflight -= counted
 
     def _answer(self, body: bytes, webhook: str, decide: Decide) -> tuple[AdmissionRequest, bytes, str]:
-        """Decode, decide and encode one review (runs in the thread pool); raises BadReview."""
+        """Decode, decide and encode one review (runs in the thread pool); raises BadReview.
+        A scale review to /validate comes back with an empty answer: the job must be read first."""
         review = decode_review(body)
-        response = self._decide(review, webhook, decide)
+        if webhook == "validate" and needs_job(review):
+            return review, b"", ""
+        return self._encode(review, self._decide(review, webhook, decide))
+
+    def _encode(
+        self, review: AdmissionRequest, response: AdmissionResponse
+    ) -> tuple[AdmissionRequest, bytes, str]:
         return review, orjson.dumps(encode_review(response)), _result_label(response)
+
+    async def _answer_scale(self, review: AdmissionRequest) -> tuple[AdmissionRequest, bytes, str]:
+        if self.job_reader is None:
+            response = AdmissionResponse.deny(
+                review.uid,
+                "the kubetrain webhook has no API client to read the job being scaled",
+                code=500,
+                reason="InternalError",
+            )
+            return self._encode(review, response)
+        try:
+            job = await self.job_reader(review)
+        except Exception as exc:
+            log.warning(
+                "validate: cannot read %s/%s for its scale review: %s", review.namespace, review.name, exc
+            )
+            response = AdmissionResponse.deny(
+                review.uid,
+                f"cannot read the job to check the scale change: {type(exc).__name__}; retry",
+                code=500,
+                reason="InternalError",
+            )
+            return self._encode(review, response)
+
+        def decide(request: AdmissionRequest) -> AdmissionResponse:
+            return validate_scale(request, job, max_replicas=self.max_replicas)
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, lambda: self._encode(review, self._decide(review, "validate", decide))
+        )
 
     def _decide(self, review: AdmissionRequest, webhook: str, decide: Decide) -> AdmissionResponse:
         for name, obj in (("object", review.object), ("oldObject", review.old_object)):
@@ -236,6 +278,8 @@ class WebhookServer:
             review, answer, result = await loop.run_in_executor(
                 self._executor, self._answer, body, webhook, decide
             )
+            if not answer:
+                review, answer, result = await self._answer_scale(review)
         except BadReview as exc:
             self._observe(webhook, "", "", "bad_request", started)
             log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)
