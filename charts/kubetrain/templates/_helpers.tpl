@@ -146,8 +146,12 @@ rules:
 {{- else }}
 - --no-leader-elect
 {{- end }}
+- --max-replicas-per-job={{ .Values.maxReplicasPerJob | int }}
 - --metrics-port={{ .Values.metrics.port }}
+- --metrics-bind-address={{ .Values.metrics.bindAddress }}
 - --webhook-port={{ .Values.webhook.port }}
+- --webhook-workers={{ .Values.webhook.workers | int }}
+- --webhook-max-request-bytes={{ .Values.webhook.maxRequestBytes | int }}
 - --cert-dir={{ include "kubetrain.certDir" . }}
 {{- if eq .Values.certificates.mode "selfManaged" }}
 - --cert-mode=self-managed
