@@ -163,6 +163,11 @@ def template_schema_errors(key: bytes | str) -> tuple[tuple[str, ErrorKind, str]
         template = template_from_key(key)
     except (TypeError, ValueError, RecursionError):
         return None
+    return schema_errors_of(template)
+
+
+def schema_errors_of(template: Any) -> tuple[tuple[str, ErrorKind, str], ...]:
+    """`template_schema_errors` of template data already decoded from its key."""
     found: list[tuple[str, ErrorKind, str]] = []
     for err in _validator().iter_errors(template):
         found.extend(_convert(err, MAX_TEMPLATE_ERRORS + 1 - len(found)))

@@ -30,9 +30,9 @@ from kubetrain.api.podtemplate import (
     TEMPLATE_CACHE,
     containers_of,
     default_container_warning,
+    schema_errors_of,
     template_from_key,
     template_key,
-    template_schema_errors,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
@@ -240,11 +240,14 @@ def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
 
 
 def _compute_template_findings(key: bytes | str, kind: str) -> _Findings | None:
-    schema_errors = template_schema_errors(key)
+    try:
+        template = template_from_key(key)  # decoded once: a large template costs one decode
+    except (TypeError, ValueError, RecursionError):
+        return None
+    schema_errors = schema_errors_of(template)
     framework = get_framework(kind)
     if schema_errors is None or framework is None:
         return None
-    template = template_from_key(key)
     errors = [FieldError(rel, k, msg) for rel, k, msg in schema_errors]
     warnings: list[str] = []
     containers = containers_of(template)

@@ -33,6 +33,9 @@ MAX_WARNINGS = 4096
 MAX_WARNINGS_BYTES = 256 * 1024
 # Objects nested deeper than this are refused (a pod template needs about 15 levels).
 MAX_NESTING_DEPTH = 64
+# Objects (maps) with more members than this are refused before any schema check: the schema
+# library's cost grows with unknown fields (it sorts and lists them all in one step).
+MAX_OBJECT_MEMBERS = 10_000
 
 
 class BadReview(ValueError):
@@ -192,20 +195,25 @@ def decode_review(body: bytes) -> AdmissionRequest:
     return parse_review(review)
 
 
-def nesting_path(value: Any, max_depth: int = MAX_NESTING_DEPTH) -> str | None:
-    """The path (`spec.a.b[0].c`) of the first value nested more than `max_depth` objects/lists
-    deep, or None. Iterative: safe on input that would overflow a recursive walk."""
+def shape_problem(
+    value: Any, max_depth: int = MAX_NESTING_DEPTH, max_members: int = MAX_OBJECT_MEMBERS
+) -> tuple[str, str] | None:
+    """(path, problem) of the first object nested more than `max_depth` objects/lists deep or
+    with more than `max_members` fields, or None. The path reads `spec.a.b[0].c`. Iterative:
+    safe on input that would overflow a recursive walk."""
     stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
         node, path, depth = stack.pop()
         if isinstance(node, dict):
+            if len(node) > max_members:
+                return path or "<root>", f"has {len(node)} fields; at most {max_members} are accepted"
             items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in node.items())
         elif isinstance(node, list):
             items = ((f"{path}[{i}]", v) for i, v in enumerate(node))
         else:
             continue
         if depth >= max_depth:
-            return path or "<root>"
+            return path or "<root>", f"nested more than {max_depth} objects or lists deep"
         stack.extend((v, p, depth + 1) for p, v in items if isinstance(v, dict | list))
     return None
 

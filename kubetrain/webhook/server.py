@@ -15,9 +15,9 @@ self-managed certificate manager writes into the directory the ReloadingTLS foll
 Every answer to a well-formed AdmissionReview is HTTP 200 with an AdmissionReview (a denial is
 `allowed: false`, never an HTTP error). A request that is not one — wrong method, wrong content
 type, a body over `max_body_bytes`, invalid JSON, wrong apiVersion/kind, no `request.uid` — is
-answered HTTP 400 with a plain-text message. An object nested deeper than MAX_NESTING_DEPTH is
-denied as a field error naming the path where the depth was exceeded. An unexpected failure
-while deciding is logged with its traceback and answered as a denial with status code 500 in a
+answered HTTP 400 with a plain-text message. An object nested deeper than MAX_NESTING_DEPTH, or
+a map with more than MAX_OBJECT_MEMBERS fields, is denied as a field error naming the path. An
+unexpected failure while deciding is logged with its traceback and answered as a denial with status code 500 in a
 well-formed AdmissionReview, so the client never sees a traceback. `dryRun` requests get the
 same answer as real ones: deciding has no side effects. Every request is timed in
 `kubetrain_webhook_request_duration_seconds`.
@@ -53,13 +53,12 @@ from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.mutate import is_job_kind, mutate
 from kubetrain.webhook.policies import PolicyAdmission
 from kubetrain.webhook.review import (
-    MAX_NESTING_DEPTH,
     AdmissionRequest,
     AdmissionResponse,
     BadReview,
     decode_review,
     encode_review,
-    nesting_path,
+    shape_problem,
 )
 from kubetrain.webhook.validate import needs_job, validate, validate_scale
 
@@ -236,12 +235,12 @@ class WebhookServer:
 
     def _decide(self, review: AdmissionRequest, webhook: str, decide: Decide) -> AdmissionResponse:
         for name, obj in (("object", review.object), ("oldObject", review.old_object)):
-            deep = nesting_path(obj, MAX_NESTING_DEPTH) if obj is not None else None
-            if deep is not None:
+            problem = shape_problem(obj) if obj is not None else None
+            if problem is not None:
+                path, what = problem
                 return AdmissionResponse.deny(
                     review.uid,
-                    f'{review.kind} "{review.name}" is invalid: {deep}: Invalid: nested more than '
-                    f"{MAX_NESTING_DEPTH} objects or lists deep (in the {name})",
+                    f'{review.kind} "{review.name}" is invalid: {path}: Invalid: {what} (in the {name})',
                 )
         try:
             return decide(review)

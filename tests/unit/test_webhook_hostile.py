@@ -88,7 +88,7 @@ async def validate(
 async def test_many_unknown_fields_get_a_bounded_answer(
     server: WebhookServer, session: aiohttp.ClientSession
 ) -> None:
-    container = {"name": "pytorch", "image": "p", **{f"junk{i}": i for i in range(20_000)}}
+    container = {"name": "pytorch", "image": "p", **{f"junk{i}": i for i in range(5_000)}}
     started = time.perf_counter()
     status, body = await validate(session, server, pytorchjob(container))
     elapsed = time.perf_counter() - started
@@ -100,6 +100,20 @@ async def test_many_unknown_fields_get_a_bounded_answer(
     assert "too many problems: only the first 100 are reported" in message
     assert len(body) < 64 * 1024  # not one error line per unknown field
     assert elapsed < 5
+
+
+async def test_a_map_with_too_many_fields_is_refused_before_the_schema_check(
+    server: WebhookServer, session: aiohttp.ClientSession
+) -> None:
+    container = {"name": "pytorch", "image": "p", **{f"f{i}": i for i in range(125_000)}}
+    started = time.perf_counter()
+    status, body = await validate(session, server, pytorchjob(container))
+    assert status == 200 and time.perf_counter() - started < 2
+    message = json.loads(body)["response"]["status"]["message"]
+    assert message == (
+        'PyTorchJob "big" is invalid: spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]: '
+        "Invalid: has 125003 fields; at most 10000 are accepted (in the object)"
+    )
 
 
 async def test_healthz_answers_while_a_review_is_being_decided(
