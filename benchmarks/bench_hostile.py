@@ -194,19 +194,10 @@ async def phase_idle(port: int, ctx: ssl.SSLContext) -> dict[str, Any]:
     return {"connections": 100, "open_after_15s": open_after}
 
 
-async def main(only: set[str]) -> dict[str, Any]:
-    workdir = tempfile.mkdtemp(prefix="bench-hostile-")
-    bundle = generate_bundle(["localhost"], ["127.0.0.1"])
-    write_cert_dir(Path(workdir), bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
-    ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-    port, health_port = free_port(), free_port()
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", workdir, str(port), str(health_port)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "ready"
+async def attack(
+    only: set[str], child: subprocess.Popen[str], port: int, health_port: int, ca: str
+) -> dict[str, Any]:
+    ctx = ssl.create_default_context(cadata=ca)
     url, health = f"https://127.0.0.1:{port}", f"http://127.0.0.1:{health_port}"
     result: dict[str, Any] = {}
     try:
@@ -220,8 +211,26 @@ async def main(only: set[str]) -> dict[str, Any]:
             result["idle"] = await phase_idle(port, ctx)
     finally:
         child.terminate()
-        child.wait(10)
     return result
+
+
+def main(only: set[str]) -> dict[str, Any]:
+    workdir = tempfile.mkdtemp(prefix="bench-hostile-")
+    bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+    write_cert_dir(Path(workdir), bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
+    port, health_port = free_port(), free_port()
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", workdir, str(port), str(health_port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    try:
+        return asyncio.run(attack(only, child, port, health_port, bundle.ca.cert_pem.decode()))
+    finally:
+        child.terminate()
+        child.wait(10)
 
 
 if __name__ == "__main__":
@@ -234,7 +243,7 @@ if __name__ == "__main__":
     parser.add_argument("--only", default="freeze,cache,slow,idle")
     parser.add_argument("--label", default="", help="a name for this run in the result file")
     ns = parser.parse_args()
-    data = asyncio.run(main(set(ns.only.split(","))))
+    data = main(set(ns.only.split(",")))
     data["kubetrain_path"] = os.path.dirname(
         os.path.dirname(os.path.abspath(sys.modules["kubetrain"].__file__ or ""))
     )

@@ -17,10 +17,10 @@ Every answer to a well-formed AdmissionReview is HTTP 200 with an AdmissionRevie
 type, a body over `max_body_bytes`, invalid JSON, wrong apiVersion/kind, no `request.uid` — is
 answered HTTP 400 with a plain-text message. An object nested deeper than MAX_NESTING_DEPTH, or
 a map with more than MAX_OBJECT_MEMBERS fields, is denied as a field error naming the path. An
-unexpected failure while deciding is logged with its traceback and answered as a denial with status code 500 in a
-well-formed AdmissionReview, so the client never sees a traceback. `dryRun` requests get the
-same answer as real ones: deciding has no side effects. Every request is timed in
-`kubetrain_webhook_request_duration_seconds`.
+unexpected failure while deciding is logged with its traceback and answered as a denial with
+status code 500 in a well-formed AdmissionReview, so the client never sees a traceback. `dryRun`
+requests get the same answer as real ones: deciding has no side effects. Every request is timed
+in `kubetrain_webhook_request_duration_seconds`.
 
 Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat model"):
 - the body is limited to `max_body_bytes` (default 7 MiB: kube-apiserver accepts objects up to

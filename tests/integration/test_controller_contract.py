@@ -11,8 +11,8 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.devstack import DevStack
-from kubetrain.kube.client import ApiError
 from kubetrain.health import HealthServer
+from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import SERVICES, job_resource
 from kubetrain.metrics import REGISTRY
 
