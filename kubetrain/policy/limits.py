@@ -32,6 +32,7 @@ from typing import Any
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.policy.images import image_allowed, normalize_image
+from kubetrain.policy.podsecurity import job_pod_security_errors
 from kubetrain.policy.resources import containers, pod_amounts, replica_groups, replica_map_path
 
 
@@ -129,6 +130,8 @@ def _violations(job: dict[str, Any], limits: PolicyLimits, gang_scheduling: bool
         for key in limits.required_labels:
             if key not in present:
                 out.append(f"metadata.labels[{key}]: required label is missing")
+    if limits.pod_security is not None:
+        out += [str(e) for e in job_pod_security_errors(job, limits.pod_security)]
     if limits.require_gang_scheduling:
         scheduling = run_policy.get("schedulingPolicy")
         min_available = _int(scheduling.get("minAvailable")) if isinstance(scheduling, dict) else None

@@ -25,6 +25,7 @@ from kubetrain.api.jobs import InvalidJobError
 from kubetrain.api.validation import DEFAULT_MAX_REPLICAS, validate_job
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.policy.limits import PolicyVerdict
+from kubetrain.policy.podsecurity import enforce_level, job_pod_security_errors
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission, is_policy_kind, policy_denial, validate_policy_object
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
@@ -95,6 +96,9 @@ def validate(
         result = validate_job(obj, old, max_replicas=max_replicas)
     except InvalidJobError as exc:  # a job that does not even parse
         return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, exc.errors))
+    if policies is not None and old is None:
+        # Pod Security of the namespace (templates are immutable: checked on CREATE only)
+        result.errors.extend(_pod_security_errors(request, obj, policies))
     if result.errors:
         return AdmissionResponse.deny(
             request.uid,
@@ -104,6 +108,15 @@ def validate(
     if verdict.denials:
         return policy_denial(request.uid, verdict, result.warnings)
     return AdmissionResponse.allow(request.uid, result.warnings + verdict.warnings)
+
+
+def _pod_security_errors(
+    request: AdmissionRequest, obj: dict[str, Any], policies: PolicyAdmission
+) -> list[FieldError]:
+    """The templates against the namespace's `pod-security.kubernetes.io/enforce` level
+    (TrainingPolicies' `limits.podSecurity` are checked with the other policy limits)."""
+    level = enforce_level(policies.index.namespace_labels(request.namespace))
+    return job_pod_security_errors(obj, level)
 
 
 SCALED_REPLICA_TYPE = "Worker"  # the CRD's scale subresource: .spec.<replicas field>.Worker.replicas
