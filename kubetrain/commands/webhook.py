@@ -26,6 +26,7 @@ from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
+from kubetrain.webhook.review import AdmissionRequest
 from kubetrain.webhook.server import WebhookServer
 from kubetrain.webhook.workers import WebhookWorkers
 
@@ -52,6 +53,7 @@ class WebhookRuntime:
         # TrainingPolicies (docs/behaviour.md §9): fed by watches, consulted on every review.
         self.policy_watcher: PolicyWatcher | None = None
         self._kube: KubeClient | None = None
+        self._connect_lock = asyncio.Lock()
         if getattr(args, "training_policies", False):
             self.server.policies = PolicyAdmission(
                 PolicyIndex(), gang_scheduling=args.gang_scheduler != "none"
@@ -66,10 +68,11 @@ class WebhookRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         if health is not None:
             health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
-        # The API client reads the job of a scale-subresource review (and feeds the policies).
-        self._kube = await KubeClient.connect(self.args.kubeconfig)
-        self.server.job_reader = kube_job_reader(self._kube)
+        # The job of a scale-subresource review is read through the API client (connected on
+        # first use when neither the policies nor the certificates need it earlier).
+        self.server.job_reader = self._read_job
         if self.server.policies is not None:
+            self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
             # Not ready before both caches are synced: a review must never miss a policy.
             if health is not None:
@@ -77,6 +80,8 @@ class WebhookRuntime:
             await self.policy_watcher.start(wait=False)
         await self.server.start()
         if self.args.cert_mode == "self-managed":
+            if self._kube is None:
+                self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.certs = SelfManagedCertificates(
                 KubeClientCertApi(self._kube),
                 namespace=self.args.webhook_namespace,
@@ -92,6 +97,12 @@ class WebhookRuntime:
             await self.certs.start()
         if self.workers is not None:
             await self.workers.start()
+
+    async def _read_job(self, request: AdmissionRequest) -> dict[str, Any] | None:
+        async with self._connect_lock:
+            if self._kube is None:
+                self._kube = await KubeClient.connect(self.args.kubeconfig)
+        return await kube_job_reader(self._kube)(request)
 
     def _policies_synced(self) -> bool:
         return self.policy_watcher is not None and self.policy_watcher.has_synced
