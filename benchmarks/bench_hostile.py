@@ -150,14 +150,18 @@ async def open_conn(port: int, ctx: ssl.SSLContext) -> tuple[asyncio.StreamReade
 
 
 async def still_open(readers: list[asyncio.StreamReader]) -> int:
+    """How many of the connections the server has not closed (an answer may be read first)."""
+
     async def is_open(reader: asyncio.StreamReader) -> bool:
         try:
-            data = await asyncio.wait_for(reader.read(65536), 0.05)
+            async with asyncio.timeout(0.5):
+                while await reader.read(65536):
+                    pass
         except TimeoutError:
             return True
         except (ConnectionError, ssl.SSLError):
             return False
-        return bool(data)
+        return False
 
     return sum(await asyncio.gather(*(is_open(r) for r in readers)))
 

@@ -83,6 +83,13 @@ class _Aborted(Exception):
     """The client went away (or stalled past the body timeout) before sending the whole body."""
 
 
+def _closing(response: web.Response) -> web.Response:
+    """An error answer after which the connection is closed: the unread rest of the body is
+    not drained (aiohttp would otherwise keep reading it to reuse the connection)."""
+    response.force_close()
+    return response
+
+
 def _result_label(response: AdmissionResponse) -> str:
     if not response.allowed:
         return "error" if response.status_code == 500 else "denied"
@@ -282,7 +289,7 @@ class WebhookServer:
         except BadReview as exc:
             self._observe(webhook, "", "", "bad_request", started)
             log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)
-            return web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n")
+            return _closing(web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n"))
         except _TooBusy:
             self._observe(webhook, "", "", "busy", started)
             log.warning(
@@ -291,11 +298,11 @@ class WebhookServer:
                 request.remote,
                 self.max_inflight_bytes,
             )
-            return web.Response(status=429, text="too many large requests in flight; retry\n")
+            return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
         except _Aborted as exc:
             self._observe(webhook, "", "", "aborted", started)
             log.debug("%s: %s did not send its whole request body (%s)", webhook, request.remote, exc)
-            return web.Response(status=408, text="the request body was not received in time\n")
+            return _closing(web.Response(status=408, text="the request body was not received in time\n"))
         kind = review.kind if is_job_kind(review.kind) else "other"
         self._observe(webhook, review.operation, kind, result, started)
         if log.isEnabledFor(logging.DEBUG):
