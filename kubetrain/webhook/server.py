@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 7 * 1024 * 1024
 MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 REVIEW_THREADS = 4
+ABORT_GRACE = 1.0
 JSON_CONTENT_TYPES = frozenset({"application/json"})
 
 Decide = Callable[[AdmissionRequest], AdmissionResponse]
@@ -88,6 +89,14 @@ def _closing(response: web.Response) -> web.Response:
     not drained (aiohttp would otherwise keep reading it to reuse the connection)."""
     response.force_close()
     return response
+
+
+def _abort_soon(request: web.Request) -> None:
+    """A client that stalled or overfilled the server may never read the answer nor finish the
+    TLS shutdown: its connection is aborted ABORT_GRACE seconds after the answer."""
+    transport = request.transport
+    if transport is not None:
+        asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
 
 
 def _result_label(response: AdmissionResponse) -> str:
@@ -291,6 +300,7 @@ class WebhookServer:
             log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)
             return _closing(web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n"))
         except _TooBusy:
+            _abort_soon(request)
             self._observe(webhook, "", "", "busy", started)
             log.warning(
                 "%s: 429 from %s: request bodies in flight exceed %d bytes",
@@ -300,6 +310,7 @@ class WebhookServer:
             )
             return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
         except _Aborted as exc:
+            _abort_soon(request)
             self._observe(webhook, "", "", "aborted", started)
             log.debug("%s: %s did not send its whole request body (%s)", webhook, request.remote, exc)
             return _closing(web.Response(status=408, text="the request body was not received in time\n"))
