@@ -200,7 +200,10 @@ def shape_problem(
 ) -> tuple[str, str] | None:
     """(path, problem) of the first object nested more than `max_depth` objects/lists deep or
     with more than `max_members` fields, or None. The path reads `spec.a.b[0].c`. Iterative:
-    safe on input that would overflow a recursive walk."""
+    safe on input that would overflow a recursive walk. The common case (no problem) is one
+    pass without building paths; only a problem found costs a second pass that names it."""
+    if _shape_ok(value, max_depth, max_members):
+        return None
     stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
         node, path, depth = stack.pop()
@@ -216,6 +219,23 @@ def shape_problem(
             return path or "<root>", f"nested more than {max_depth} objects or lists deep"
         stack.extend((v, p, depth + 1) for p, v in items if isinstance(v, dict | list))
     return None
+
+
+def _shape_ok(value: Any, max_depth: int, max_members: int) -> bool:
+    level: list[Any] = [value]
+    for _ in range(max_depth + 1):
+        below: list[Any] = []
+        for node in level:
+            if type(node) is dict:
+                if len(node) > max_members:
+                    return False
+                below.extend(v for v in node.values() if type(v) is dict or type(v) is list)
+            else:
+                below.extend(v for v in node if type(v) is dict or type(v) is list)
+        if not below:
+            return True
+        level = below
+    return False
 
 
 def _clip_warnings(warnings: list[str]) -> list[str]:

@@ -69,6 +69,8 @@ MAX_BODY_BYTES = 7 * 1024 * 1024
 MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 REVIEW_THREADS = 4
 ABORT_GRACE = 1.0
+# A map of MAX_OBJECT_MEMBERS fields takes at least this many bytes of JSON.
+SHAPE_CHECK_BYTES = 48 * 1024
 JSON_CONTENT_TYPES = frozenset({"application/json"})
 
 Decide = Callable[[AdmissionRequest], AdmissionResponse]
@@ -211,7 +213,7 @@ class WebhookServer:
         review = decode_review(body)
         if webhook == "validate" and needs_job(review):
             return review, b"", ""
-        return self._encode(review, self._decide(review, webhook, decide))
+        return self._encode(review, self._decide(review, webhook, decide, len(body)))
 
     def _encode(
         self, review: AdmissionRequest, response: AdmissionResponse
@@ -249,7 +251,7 @@ class WebhookServer:
             self._executor, lambda: self._encode(review, self._decide(review, "validate", decide))
         )
 
-    def _decide(self, review: AdmissionRequest, webhook: str, decide: Decide) -> AdmissionResponse:
+    def _shape_denial(self, review: AdmissionRequest) -> AdmissionResponse | None:
         for name, obj in (("object", review.object), ("oldObject", review.old_object)):
             problem = shape_problem(obj) if obj is not None else None
             if problem is not None:
@@ -258,9 +260,24 @@ class WebhookServer:
                     review.uid,
                     f'{review.kind} "{review.name}" is invalid: {path}: Invalid: {what} (in the {name})',
                 )
+        return None
+
+    def _decide(
+        self, review: AdmissionRequest, webhook: str, decide: Decide, body_bytes: int = 0
+    ) -> AdmissionResponse:
+        # The shape check costs more than deciding an ordinary review, so it runs up front only
+        # on bodies large enough to hold a map over MAX_OBJECT_MEMBERS fields; a small body
+        # nested too deep ends in a RecursionError, answered by the same check.
+        if body_bytes > SHAPE_CHECK_BYTES:
+            denial = self._shape_denial(review)
+            if denial is not None:
+                return denial
         try:
             return decide(review)
         except Exception as exc:
+            denial = self._shape_denial(review) if isinstance(exc, RecursionError) else None
+            if denial is not None:
+                return denial
             log.exception(
                 "%s: failed to decide on %s %s/%s (uid %s)",
                 webhook,
