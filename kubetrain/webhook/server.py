@@ -27,9 +27,11 @@ Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat m
   3 MiB and an UPDATE review carries the object and the old object) and must arrive within
   `limits.body_timeout`; the bodies being read at once are limited to `max_inflight_bytes` in
   total (a request past it gets HTTP 429);
-- decoding, deciding and encoding run in a thread pool (`review_threads`), never on the event
-  loop that also serves /healthz, the controller and leader election; the work per review is
-  bounded (validation stops after a fixed number of errors; messages and warnings are capped);
+- a review over INLINE_BYTES (64 KiB) is decoded, decided and encoded in a thread pool
+  (`review_threads`), not on the event loop that also serves /healthz, the controller and
+  leader election; a smaller one is decided inline (bounded to milliseconds; a thread hand-off
+  would cost more CPU than the review). The work per review is bounded (validation stops after
+  a fixed number of errors; messages and warnings are capped);
 - connections get header, idle and body deadlines and are capped in number
   (kubetrain.httpguard); an upload the client aborts is logged once at debug level.
 """
@@ -69,6 +71,9 @@ MAX_BODY_BYTES = 7 * 1024 * 1024
 MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 REVIEW_THREADS = 4
 ABORT_GRACE = 1.0
+# Reviews up to this size are decided on the event loop: their work is bounded to a few
+# milliseconds, and a thread hand-off would cost more CPU than the review itself.
+INLINE_BYTES = 64 * 1024
 # A map of MAX_OBJECT_MEMBERS fields takes at least this many bytes of JSON.
 SHAPE_CHECK_BYTES = 48 * 1024
 JSON_CONTENT_TYPES = frozenset({"application/json"})
@@ -208,7 +213,7 @@ class WebhookServer:
             self._inflight -= counted
 
     def _answer(self, body: bytes, webhook: str, decide: Decide) -> tuple[AdmissionRequest, bytes, str]:
-        """Decode, decide and encode one review (runs in the thread pool); raises BadReview.
+        """Decode, decide and encode one review (in the thread pool when large); raises BadReview.
         A scale review to /validate comes back with an empty answer: the job must be read first."""
         review = decode_review(body)
         if webhook == "validate" and needs_job(review):
@@ -306,10 +311,13 @@ class WebhookServer:
                     f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
                 )
             body = await self._read_body(request)
-            loop = asyncio.get_running_loop()
-            review, answer, result = await loop.run_in_executor(
-                self._executor, self._answer, body, webhook, decide
-            )
+            if len(body) <= INLINE_BYTES:
+                review, answer, result = self._answer(body, webhook, decide)
+            else:
+                loop = asyncio.get_running_loop()
+                review, answer, result = await loop.run_in_executor(
+                    self._executor, self._answer, body, webhook, decide
+                )
             if not answer:
                 review, answer, result = await self._answer_scale(review)
         except BadReview as exc:

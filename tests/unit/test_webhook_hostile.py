@@ -124,7 +124,9 @@ async def test_healthz_answers_while_a_review_is_being_decided(
         return AdmissionResponse.allow(request.uid)
 
     server._validate = slow_validate  # type: ignore[method-assign]
-    review = asyncio.create_task(validate(session, server, pytorchjob()))
+    large = pytorchjob()
+    large["metadata"]["annotations"] = {"padding": "x" * 100_000}  # over INLINE_BYTES: off the loop
+    review = asyncio.create_task(validate(session, server, large))
     await asyncio.sleep(0.1)
     started = time.perf_counter()
     async with session.get(server.url + "/healthz") as r:
