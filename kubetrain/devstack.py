@@ -37,6 +37,7 @@ from kubetrain.kube.resources import (
 from kubetrain.operator.controller import Controller, ControllerConfig
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.configurations import webhook_configurations
+from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
 
@@ -180,6 +181,7 @@ class DevStack:
             port=0,
             gang_scheduling=opts.gang_scheduler != "none",
             policies=policies,
+            job_reader=kube_job_reader(self.kube),
         )
         await self.webhook.start()
         mutating, validating = webhook_configurations(self.webhook.url, bundle.ca_bundle)

@@ -16,6 +16,9 @@ kube-apiserver does) it lists each check as `[+]name ok` / `[-]name failed: reas
 `/healthz` works the same with the liveness checks (none by default: a process that can
 answer is alive). `/metrics` serves the prometheus_client text exposition of
 `kubetrain.metrics.REGISTRY` (or the registry given).
+
+Connections get the limits of kubetrain.httpguard (header and idle deadlines, a connection cap),
+so that a client holding connections open cannot exhaust the port the kubelet probes.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kubetrain.httpguard import ConnectionGuard, ConnectionLimits
 from kubetrain.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -73,8 +77,12 @@ class HealthServer:
         host: str = "0.0.0.0",
         port: int = 8080,
         registry: CollectorRegistry = REGISTRY,
+        limits: ConnectionLimits | None = None,
+        reuse_port: bool = False,
     ) -> None:
         self.host = host
+        self.guard = ConnectionGuard(limits or ConnectionLimits(max_connections=128))
+        self.reuse_port = reuse_port
         self.port = port
         self.registry = registry
         self._readiness: dict[str, Check] = {}
@@ -93,7 +101,7 @@ class HealthServer:
         self._liveness[name] = fn
 
     def build_app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024, middlewares=[self.guard.middleware])
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/livez", self._healthz)
@@ -113,9 +121,12 @@ class HealthServer:
     async def start(self) -> None:
         if self._runner is not None:
             return
-        runner = web.AppRunner(self.build_app(), access_log=None)
+        runner = web.AppRunner(
+            self.build_app(), access_log=None, keepalive_timeout=self.guard.limits.idle_timeout
+        )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        self.guard.install(runner)
+        site = web.TCPSite(runner, self.host, self.port, reuse_port=self.reuse_port or None)
         await site.start()
         self._runner = runner
         sockets = runner.addresses

@@ -21,6 +21,7 @@ import logging
 import os
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 
 GANG_SCHEDULERS = CHOICES
 CERT_MODES = ("directory", "self-managed")
@@ -83,7 +84,22 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         default=8080,
         help="plain-HTTP port serving /metrics, /healthz and /readyz (default 8080)",
     )
+    g.add_argument(
+        "--metrics-bind-address",
+        metavar="ADDRESS",
+        default="0.0.0.0",
+        help="address the /metrics, /healthz and /readyz port listens on (default 0.0.0.0; the "
+        "kubelet's probes need the pod IP, so 127.0.0.1 only fits without probes on this port)",
+    )
     g.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+    g.add_argument(
+        "--max-replicas-per-job",
+        type=_positive_int,
+        default=DEFAULT_MAX_REPLICAS,
+        metavar="N",
+        help=f"refuse jobs with more than N replicas in total (elastic Workers counted at maxReplicas), "
+        f"at admission and in the controller (default {DEFAULT_MAX_REPLICAS})",
+    )
 
 
 def add_controller_flags(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +147,24 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
         default="0.0.0.0",
         help="address the webhook listens on (default 0.0.0.0)",
     )
+    g.add_argument(
+        "--webhook-max-request-bytes",
+        type=_positive_int,
+        default=7 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest AdmissionReview body accepted (default 7340032 = 7 MiB: kube-apiserver stores "
+        "objects up to 3 MiB and an UPDATE review carries the new and the old object)",
+    )
+    g.add_argument(
+        "--webhook-workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="processes serving the webhook port (SO_REUSEPORT; default 1): N > 1 uses N CPUs for "
+        "admission reviews",
+    )
+    # Set on the extra processes `--webhook-workers` starts (they share the port).
+    g.add_argument("--webhook-reuse-port", action="store_true", help=argparse.SUPPRESS)
     g.add_argument(
         "--cert-mode",
         choices=CERT_MODES,

@@ -29,7 +29,7 @@ async def wait_for_stop(stop: asyncio.Event, runtime: ControllerRuntime) -> None
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
-    health = HealthServer(port=args.metrics_port)
+    health = HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
     runtime = ControllerRuntime(args)
     with stop_on_signals(stop):
         await health.start()

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
-    health = HealthServer(port=args.metrics_port)
+    health = HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
     webhook = WebhookRuntime.from_args(args)
     controller = ControllerRuntime(args)
     with stop_on_signals(stop):

@@ -131,6 +131,11 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+def has_scale_subresource(framework: Framework) -> bool:
+    """Whether the framework's CRD has the scale subresource (`kubectl scale`, HPAs)."""
+    return "scale" in _subresources(framework)
+
+
 def _subresources(framework: Framework) -> dict[str, Any]:
     subresources: dict[str, Any] = {"status": {}}
     rtype = framework.scalable_replica_type

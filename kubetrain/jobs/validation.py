@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
@@ -29,9 +28,10 @@ from kubetrain.api.errors import (
 from kubetrain.api.podresources import replica_count
 from kubetrain.api.podtemplate import (
     NOT_JSON,
-    cached_template_errors,
+    TEMPLATE_CACHE,
     containers_of,
     default_container_warning,
+    schema_errors_of,
     template_from_key,
     template_key,
 )
@@ -44,6 +44,8 @@ DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
+# The operator-wide limit on the total replicas of one job (`--max-replicas-per-job`).
+DEFAULT_MAX_REPLICAS = 10_000
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,11 @@ class ValidationResult:
         return not self.errors
 
 
-def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE.
+def validate_job(
+    obj: dict[str, Any], old: dict[str, Any] | None = None, *, max_replicas: int = DEFAULT_MAX_REPLICAS
+) -> ValidationResult:
+    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE;
+    `max_replicas` is the operator's limit on the job's total replicas.
 
     On update, a change that leaves `spec` as it was (metadata, status) is never blocked.
     """
@@ -89,6 +94,7 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> Vali
     errors.extend(_name_errors(obj.get("metadata"), replica_map, spec, framework))
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
+    errors.extend(_max_replicas_errors(spec, framework, max_replicas))
     if job is not None:
         errors.extend(framework.validate_spec(job, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):
@@ -215,15 +221,28 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
 _Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]
 
 
-@lru_cache(maxsize=2048)
 def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
     """Errors (relative path, kind, message) and warnings (text after the template's path) of
-    the template `key` stands for; None when it is not JSON data."""
-    schema_errors = cached_template_errors(key)
+    the template `key` stands for; None when it is not JSON data. Cached in TEMPLATE_CACHE."""
+    hit = TEMPLATE_CACHE.get((key, kind))
+    if hit is not None:
+        return cast(_Findings, hit)
+    findings = _compute_template_findings(key, kind)
+    if findings is not None:
+        cost = len(key) + sum(len(m) + len(p) + 64 for p, _, m in findings[0]) + sum(map(len, findings[1]))
+        TEMPLATE_CACHE.put((key, kind), findings, cost=cost + 256)
+    return findings
+
+
+def _compute_template_findings(key: bytes | str, kind: str) -> _Findings | None:
+    try:
+        template = template_from_key(key)  # decoded once: a large template costs one decode
+    except (TypeError, ValueError, RecursionError):
+        return None
+    schema_errors = schema_errors_of(template)
     framework = get_framework(kind)
     if schema_errors is None or framework is None:
         return None
-    template = template_from_key(key)
     errors = [FieldError(rel, k, msg) for rel, k, msg in schema_errors]
     warnings: list[str] = []
     containers = containers_of(template)
@@ -311,6 +330,33 @@ def _run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
                     )
                 )
     return errors
+
+
+def _max_replicas_errors(spec: dict[str, Any], framework: Framework, limit: int) -> list[FieldError]:
+    """The job's replicas (a scalable type counted at its maximum) against the operator's limit."""
+    replica_map = spec.get(framework.replica_field)
+    total = _total(replica_map)
+    if total is None or not isinstance(replica_map, dict):
+        return []
+    most = sum(
+        framework.most_replicas(spec, str(rtype), _int(rspec.get("replicas", 1)) or 0)
+        for rtype, rspec in replica_map.items()
+        if isinstance(rspec, dict)
+    )
+    if most <= limit:
+        return []
+    scaled = (
+        f" ({framework.scalable_replica_type}s counted at the maximum of {framework.bounds_name})"
+        if most > total
+        else ""
+    )
+    return [
+        invalid(
+            f"spec.{framework.replica_field}",
+            f"the job has {most} replicas in total{scaled}; this operator allows at most {limit} "
+            "replicas per job (--max-replicas-per-job)",
+        )
+    ]
 
 
 def _total(replica_map: Any) -> int | None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import JOB_KIND_LABEL, JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -86,6 +87,7 @@ class ControllerConfig:
     # (so re-planning a job from its pods' events takes at most ~1/factor of a core).
     event_batch_factor: float = 50.0
     event_batch_max: float = 1.0
+    max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
@@ -155,7 +157,9 @@ class Controller:
         self.queue: WorkQueue[str] = WorkQueue(name="jobs", clock=self.clock)
         self.expectations = Expectations(clock=self.clock)
         self.planner_config = PlannerConfig(
-            gang_scheduler=self.config.gang_scheduler, scheduler_name=self.config.scheduler_name
+            gang_scheduler=self.config.gang_scheduler,
+            scheduler_name=self.config.scheduler_name,
+            max_replicas=self.config.max_replicas,
         )
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.applier = PlanApplier(

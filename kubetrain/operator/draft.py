@@ -12,6 +12,7 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.frameworks.base import Framework
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
@@ -40,6 +41,7 @@ class Observed:
 class PlannerConfig:
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
+    max_replicas: int = DEFAULT_MAX_REPLICAS  # a job over this total is refused like an invalid spec
 
 
 @dataclass

@@ -55,7 +55,7 @@ def plan(
     if meta.get("deletionTimestamp"):
         return Plan()
     prepared = (cache if cache is not None else DEFAULT_CACHE).get(
-        job, gang_scheduling=defaults_min_available(config.gang_scheduler)
+        job, gang_scheduling=defaults_min_available(config.gang_scheduler), max_replicas=config.max_replicas
     )
     if prepared.framework is None:
         return Plan()

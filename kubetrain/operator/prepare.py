@@ -19,7 +19,7 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.validation import validate_job
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,11 @@ class PreparedJob:
         return self.layout is not None and not self.errors
 
 
-def prepare_job(obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> PreparedJob:
-    """Default, validate and lay out one job (no caching; see `JobCache`)."""
+def prepare_job(
+    obj: Mapping[str, Any], *, gang_scheduling: bool = False, max_replicas: int = DEFAULT_MAX_REPLICAS
+) -> PreparedJob:
+    """Default, validate and lay out one job (no caching; see `JobCache`). A job over
+    `max_replicas` in total is invalid like any other spec error."""
     kind = obj.get("kind")
     framework = get_framework(kind) if isinstance(kind, str) else None
     if framework is None:
@@ -46,7 +49,7 @@ def prepare_job(obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> Pre
     bare = {k: v for k, v in obj.items() if k != "status"}
     defaulted = default_job(bare, gang_scheduling=gang_scheduling)
     adjustments = framework.adjust(defaulted.obj)
-    result = validate_job(defaulted.obj)
+    result = validate_job(defaulted.obj, max_replicas=max_replicas)
     errors = [str(e) for e in result.errors]
     warnings = [*defaulted.warnings, *result.warnings]
     layout, layout_errors = build_layout(defaulted.obj, framework)
@@ -66,20 +69,26 @@ class JobCache:
     """
 
     def __init__(self, max_entries: int = 8192) -> None:
-        self._entries: OrderedDict[tuple[str, int, bool, str], PreparedJob] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, int, bool, str, int], PreparedJob] = OrderedDict()
         self._max = max_entries
 
-    def get(self, obj: Mapping[str, Any], *, gang_scheduling: bool = False) -> PreparedJob:
+    def get(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        gang_scheduling: bool = False,
+        max_replicas: int = DEFAULT_MAX_REPLICAS,
+    ) -> PreparedJob:
         meta = obj.get("metadata") or {}
         uid, generation = meta.get("uid"), meta.get("generation")
         if not isinstance(uid, str) or not uid or not isinstance(generation, int):
-            return prepare_job(obj, gang_scheduling=gang_scheduling)
-        key = (uid, generation, gang_scheduling, str(obj.get("kind")))
+            return prepare_job(obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas)
+        key = (uid, generation, gang_scheduling, str(obj.get("kind")), max_replicas)
         hit = self._entries.get(key)
         if hit is not None:
             self._entries.move_to_end(key)
             return hit
-        prepared = prepare_job(obj, gang_scheduling=gang_scheduling)
+        prepared = prepare_job(obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas)
         self._entries[key] = prepared
         if len(self._entries) > self._max:
             self._entries.popitem(last=False)

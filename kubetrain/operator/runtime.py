@@ -59,6 +59,7 @@ class ControllerRuntime:
             workers=self.args.workers,
             gang_scheduler=self.args.gang_scheduler,
             scheduler_name=self.args.scheduler_name,
+            max_replicas=self.args.max_replicas_per_job,
         )
 
     async def start(self, health: HealthServer | None = None) -> None:

@@ -11,6 +11,7 @@ import base64
 from typing import Any
 
 from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.jobs.crdgen import has_scale_subresource
 
 Obj = dict[str, Any]
 
@@ -27,6 +28,18 @@ def job_rule() -> Obj:
         "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"],
         "resources": [fw.plural for fw in FRAMEWORKS.values()],
+        "scope": "Namespaced",
+    }
+
+
+def scale_rule() -> Obj:
+    """Writes to the scale subresource (`kubectl scale`, an HPA): kube-apiserver sends them to a
+    webhook only when a rule names `<plural>/scale`; the object is an autoscaling/v1 Scale."""
+    return {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["UPDATE"],
+        "resources": [f"{fw.plural}/scale" for fw in FRAMEWORKS.values() if has_scale_subresource(fw)],
         "scope": "Namespaced",
     }
 
@@ -58,11 +71,11 @@ def webhook_configurations(
     ca = base64.b64encode(ca_pem).decode()
     base_url = base_url.rstrip("/")
 
-    def hook(name: str, path: str, rule: Obj, selector: Obj | None) -> Obj:
+    def hook(name: str, path: str, rule: Obj | list[Obj], selector: Obj | None) -> Obj:
         webhook: Obj = {
             "name": name,
             "clientConfig": {"url": f"{base_url}{path}", "caBundle": ca},
-            "rules": [rule],
+            "rules": rule if isinstance(rule, list) else [rule],
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
             "failurePolicy": "Fail",
@@ -84,7 +97,7 @@ def webhook_configurations(
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": validating_name},
         "webhooks": [
-            hook(VALIDATE_JOBS, "/validate", job_rule(), namespace_selector),
+            hook(VALIDATE_JOBS, "/validate", [job_rule(), scale_rule()], namespace_selector),
             hook(VALIDATE_POLICIES, "/validate", policy_rule(), None),
         ],
     }

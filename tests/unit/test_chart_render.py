@@ -461,11 +461,19 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
         "resources": ["trainingpolicies"],
         "scope": "Cluster",
     }
+    # kubectl scale / HPAs write the scale subresource: validated like a spec update of replicas
+    scale_rule = {
+        "apiGroups": ["kubetrain.io"],
+        "apiVersions": ["v1"],
+        "operations": ["UPDATE"],
+        "resources": ["pytorchjobs/scale"],
+        "scope": "Namespaced",
+    }
     expected = {
-        "MutatingWebhookConfiguration": [("mutate.jobs.kubetrain.io", "/mutate", job_rule)],
+        "MutatingWebhookConfiguration": [("mutate.jobs.kubetrain.io", "/mutate", [job_rule])],
         "ValidatingWebhookConfiguration": [
-            ("validate.jobs.kubetrain.io", "/validate", job_rule),
-            ("validate.trainingpolicies.kubetrain.io", "/validate", policy_rule),
+            ("validate.jobs.kubetrain.io", "/validate", [job_rule, scale_rule]),
+            ("validate.trainingpolicies.kubetrain.io", "/validate", [policy_rule]),
         ],
     }
     for kind, hooks in expected.items():
@@ -477,7 +485,7 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
             assert hook["timeoutSeconds"] == 10
             assert hook["admissionReviewVersions"] == ["v1"]
             assert hook["matchPolicy"] == "Equivalent"
-            assert hook["rules"] == [rule]
+            assert hook["rules"] == rule
             assert "namespaceSelector" not in hook
             assert "objectSelector" not in hook
             assert hook["clientConfig"]["service"] == {
@@ -804,3 +812,41 @@ def test_run_args_parse_with_the_shared_operator_flags(chart: helm.Chart) -> Non
             assert parsed.validating_webhook_config == f"{FULLNAME}-validating"
     single = parser.parse_args(container(render(chart, {"leaderElection": {"enabled": False}}))["args"][1:])
     assert single.leader_elect is False
+
+
+def test_hardening_values_reach_the_flags(chart: helm.Chart) -> None:
+    f = flags(render(chart))
+    assert f["--max-replicas-per-job"] == "10000"
+    assert f["--webhook-workers"] == "1"
+    assert f["--webhook-max-request-bytes"] == str(7 * 1024 * 1024)
+    assert f["--metrics-bind-address"] == "0.0.0.0"
+    f = flags(
+        render(
+            chart,
+            {
+                "maxReplicasPerJob": 500,
+                "webhook": {"workers": 2, "maxRequestBytes": 4194304},
+                "metrics": {"bindAddress": "10.0.0.1"},
+            },
+        )
+    )
+    assert (f["--max-replicas-per-job"], f["--webhook-workers"]) == ("500", "2")
+    assert (f["--webhook-max-request-bytes"], f["--metrics-bind-address"]) == ("4194304", "10.0.0.1")
+
+
+def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Chart) -> None:
+    assert of_kind(render(chart), "NetworkPolicy") == []
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    api_server = {"ipBlock": {"cidr": "10.0.0.0/24"}}
+    docs = render(
+        chart,
+        {"networkPolicy": {"enabled": True, "webhookFrom": [api_server], "metricsFrom": [monitoring]}},
+    )
+    policy = one(docs, "NetworkPolicy")
+    pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [
+        {"ports": [{"protocol": "TCP", "port": 9443}], "from": [api_server]},
+        {"ports": [{"protocol": "TCP", "port": 8080}], "from": [monitoring]},
+    ]

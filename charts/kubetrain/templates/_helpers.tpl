@@ -97,8 +97,17 @@ rules:
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs"]
     scope: Namespaced
-{{ include "kubetrain.webhookSettings" . }}
-{{- with .Values.webhook.namespaceSelector }}
+{{- if .validating }}
+  {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
+  webhooks only when their rules name `<plural>/scale`. */}}
+  - apiGroups: ["kubetrain.io"]
+    apiVersions: ["v1"]
+    operations: ["UPDATE"]
+    resources: ["pytorchjobs/scale"]
+    scope: Namespaced
+{{- end }}
+{{ include "kubetrain.webhookSettings" .ctx }}
+{{- with .ctx.Values.webhook.namespaceSelector }}
 namespaceSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -137,8 +146,12 @@ rules:
 {{- else }}
 - --no-leader-elect
 {{- end }}
+- --max-replicas-per-job={{ .Values.maxReplicasPerJob | int }}
 - --metrics-port={{ .Values.metrics.port }}
+- --metrics-bind-address={{ .Values.metrics.bindAddress }}
 - --webhook-port={{ .Values.webhook.port }}
+- --webhook-workers={{ .Values.webhook.workers | int }}
+- --webhook-max-request-bytes={{ .Values.webhook.maxRequestBytes | int }}
 - --cert-dir={{ include "kubetrain.certDir" . }}
 {{- if eq .Values.certificates.mode "selfManaged" }}
 - --cert-mode=self-managed
