@@ -84,17 +84,7 @@ class PlanApplier:
         meta = job["metadata"]
         namespace = meta.get("namespace", "")
         if namespace in self.closed_namespaces:
-            told = self.closed_namespaces[namespace]
-            if meta.get("uid", "") not in told:
-                told.add(meta.get("uid", ""))
-                log.warning(
-                    "%s %s/%s: namespace %s takes no new objects (being terminated or gone); "
-                    "not creating its pods",
-                    job.get("kind"),
-                    namespace,
-                    meta.get("name"),
-                    namespace,
-                )
+            self._tell_closed(job)
             return False
         current = self.cache.get(ref, namespace, meta.get("name", ""))
         return (
@@ -102,6 +92,22 @@ class PlanApplier:
             and current["metadata"].get("uid") == meta.get("uid")
             and not current["metadata"].get("deletionTimestamp")
         )
+
+    def _tell_closed(self, job: Obj) -> None:
+        """Log, once per job, that its namespace takes no new objects."""
+        meta = job["metadata"]
+        namespace = meta.get("namespace", "")
+        told = self.closed_namespaces.setdefault(namespace, set())
+        if meta.get("uid", "") not in told:
+            told.add(meta.get("uid", ""))
+            log.warning(
+                "%s %s/%s: namespace %s takes no new objects (being terminated or gone); "
+                "not creating its pods",
+                job.get("kind"),
+                namespace,
+                meta.get("name"),
+                namespace,
+            )
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
         """Carry out `p` for `job` (of resource `ref`, queue key `key`)."""
@@ -262,9 +268,7 @@ class PlanApplier:
             return True
         except ApiError as err:
             if verb == "Create" and namespace_closed(err):
-                namespace = job["metadata"].get("namespace", "")
-                self.closed_namespaces.setdefault(namespace, set())
-                self.creates_allowed(ref, job)  # logs it once for this job
+                self._tell_closed(job)  # closes the namespace for creates; logged once per job
             elif harmless(err):
                 log.debug("%s of %s %s: %s", verb.lower(), ref.kind, name, err)
             else:

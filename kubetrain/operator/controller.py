@@ -296,6 +296,11 @@ class Controller:
         key = _key_of(job)
         self.expectations.forget(key)
         self._decision_seconds.pop(key, None)
+        namespace = (job.get("metadata") or {}).get("namespace", "")
+        if namespace in self.applier.closed_namespaces and not any(
+            self.cache.store(ref).list(namespace) for ref in JOB_RESOURCES.values()
+        ):
+            self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)
