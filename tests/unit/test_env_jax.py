@@ -9,10 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 sys.path.insert(0, str(Path(__file__).parent))
 
+from kubeflow_go_env import jax_env
 from planner_builders import container, job, replica
 
+from kubetrain.cli import main
 from kubetrain.commands.render import render_job
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
 from kubetrain.frameworks.jax import FRAMEWORK as JAX
@@ -86,3 +91,18 @@ def test_success_needs_every_worker() -> None:
         lay, {"Worker": ReplicaCounts(succeeded=1, active=2, succeeded_indices=frozenset({0}))}
     )
     assert not JAX.succeeded(lay, {})
+
+
+def test_render_of_the_example_gives_every_pod_kubeflows_env(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "jax-simple.yaml"
+    assert main(["render", str(example), "-n", "ml"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d is not None]
+    pods = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Pod"}
+    assert sorted(pods) == ["jaxjob-simple-worker-0", "jaxjob-simple-worker-1"]
+    stored = default_job(
+        {**yaml.safe_load(example.read_text()), "metadata": {"name": "jaxjob-simple", "namespace": "ml"}}
+    ).obj
+    for name, pod in pods.items():
+        expected = jax_env(stored, "Worker", int(name.rsplit("-", 1)[1]))  # kubeflow_go_env.py: setPodEnv
+        for c in pod["spec"]["containers"]:
+            assert [(e["name"], e["value"]) for e in c["env"]] == expected[c["name"]], name

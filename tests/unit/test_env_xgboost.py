@@ -9,10 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 sys.path.insert(0, str(Path(__file__).parent))
 
+from kubeflow_go_env import xgboost_env
 from planner_builders import container, job, replica
 
+from kubetrain.cli import main
 from kubetrain.commands.render import render_job
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
 from kubetrain.frameworks.xgboost import FRAMEWORK as XGB
@@ -104,3 +109,24 @@ def test_success_is_the_masters() -> None:
     all_workers = ReplicaCounts(succeeded=2, succeeded_indices=frozenset({0, 1}))
     assert not XGB.succeeded(lay, {"Worker": all_workers, "Master": ReplicaCounts(active=1)})
     assert not XGB.succeeded(lay, {})
+
+
+def test_render_of_the_example_gives_every_pod_kubeflows_env(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "xgboost-dist.yaml"
+    assert main(["render", str(example), "-n", "ml"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d is not None]
+    pods = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Pod"}
+    assert sorted(pods) == [
+        "xgboost-dist-iris-master-0",
+        "xgboost-dist-iris-worker-0",
+        "xgboost-dist-iris-worker-1",
+    ]
+    stored = default_job(
+        {**yaml.safe_load(example.read_text()), "metadata": {"name": "xgboost-dist-iris", "namespace": "ml"}}
+    ).obj
+    for name, pod in pods.items():
+        rtype, index = name.split("-")[-2].capitalize(), int(name.split("-")[-1])
+        expected = xgboost_env(stored, rtype, index)  # tests/unit/kubeflow_go_env.py: SetPodEnv
+        for c in pod["spec"]["containers"]:
+            assert [(e["name"], e["value"]) for e in c["env"]] == expected[c["name"]], name
+    assert dict(expected["xgboost"])["MASTER_PORT"] == "9991"  # the example's own port
