@@ -76,10 +76,12 @@ def xgboost_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[d
     MASTER_ADDR (Master 0), WORLD_SIZE (all pods), RANK (Master 0, Worker i → i + Masters),
     PYTHONUNBUFFERED=1; with more than one pod also WORKER_PORT and WORKER_ADDRS (the Worker
     addresses LightGBM's launcher reads: one per pod but the Master)."""
+    if "Master" not in job.replicas:
+        return []  # validation refuses such a job
     world_size = job.total_replicas
     rank = index + job.count("Master") if replica_type == "Worker" else index
     env = [
-        env_var("MASTER_PORT", job.port("Master") if job.has("Master") else job.port(replica_type)),
+        env_var("MASTER_PORT", job.port("Master")),
         env_var("MASTER_ADDR", job.pod_host("Master", 0)),
         env_var("WORLD_SIZE", world_size),
         env_var("RANK", rank),
