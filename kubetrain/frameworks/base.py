@@ -65,6 +65,9 @@ class Framework:
     # True: the cluster env goes only into the framework container (TF_CONFIG: a TensorFlow
     # sidecar must not start a server for a task that is not its own); False: every container.
     cluster_env_framework_container_only: bool = False
+    # True: every replica type must have a container named `container_name` (Kubeflow's webhook
+    # refuses XGBoostJobs and JAXJobs without one); False: container 0 stands in, with a warning.
+    framework_container_required: bool = False
 
     # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:

@@ -121,7 +121,7 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> 
     if not isinstance(container, dict):
         return []
     warnings: list[str] = []
-    if container.get("name") != framework.container_name:
+    if container.get("name") != framework.container_name and not framework.framework_container_required:
         warnings.append(
             default_container_warning(
                 join_path(path, "template", "spec", "containers"), container, framework.container_name

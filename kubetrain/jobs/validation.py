@@ -287,7 +287,17 @@ def _container_findings(
                         f"{cpath}.env[{j}]: {var['name']} is also set by kubetrain for {framework.kind} "
                         "pods; your value is used instead of the operator's"
                     )
-    if not has_framework_container and isinstance(containers[0], dict):
+    if has_framework_container:
+        return
+    if framework.framework_container_required:
+        errors.append(
+            required(
+                containers_path,
+                f'must have a container named "{framework.container_name}" ({framework.kind} pods '
+                f"get their {framework.port_name} port and cluster environment there)",
+            )
+        )
+    elif isinstance(containers[0], dict):
         warnings.append(default_container_warning(containers_path, containers[0], framework.container_name))
 
 
@@ -433,5 +443,3 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-

@@ -57,6 +57,8 @@ JOBS = {
     "TFJob": {"Chief": 1, "Worker": 1},
     "PyTorchJob": {"Master": 1, "Worker": 1},
     "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
+    "XGBoostJob": {"Master": 1, "Worker": 2},
+    "JAXJob": {"Worker": 2},
 }
 
 
@@ -79,6 +81,35 @@ async def test_valid_job_of_each_kind_runs_to_succeeded(cluster: Any, kind: str)
     job = await cluster.wait_job(kind, name, "Succeeded", succeeded)
     assert job["status"]["completionTime"]
     assert support.has_condition(job, "Running", "False")
+
+
+@pytest.mark.parametrize("kind", ["XGBoostJob", "JAXJob"])
+async def test_pods_get_kubeflows_env_and_the_job_succeeds(cluster: Any, kind: str) -> None:
+    """Every container of every pod carries the variables Kubeflow v1.9's Go code sets
+    (tests/unit/kubeflow_go_env.py), with the addresses under the job's headless Service."""
+    kubeflow_env = _kubeflow_env()
+    name = f"env-{kind.lower()}"
+    replicas = {"XGBoostJob": {"Master": 1, "Worker": 3}, "JAXJob": {"Worker": 3}}[kind]
+    created = await cluster.create_job(support.job_manifest(kind, name, cluster.namespace, replicas))
+    total = sum(replicas.values())
+    pods = await cluster.wait_pods(name, total, running=False)
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        rtype = labels["kubetrain.io/replica-type"].capitalize()
+        expected = kubeflow_env[kind](created, rtype, int(labels["kubetrain.io/replica-index"]))
+        for c in pod["spec"]["containers"]:
+            assert [(e["name"], e["value"]) for e in c["env"]] == expected[c["name"]], pod["metadata"]["name"]
+    await cluster.finish_pods(name, total)
+    await cluster.wait_job(kind, name, "Succeeded", succeeded)
+
+
+def _kubeflow_env() -> Any:
+    unit = str(Path(__file__).resolve().parents[1] / "unit")
+    if unit not in sys.path:
+        sys.path.insert(0, unit)
+    from kubeflow_go_env import KUBEFLOW_ENV
+
+    return KUBEFLOW_ENV
 
 
 async def test_invalid_job_is_refused_at_apply_time(cluster: Any) -> None:

@@ -1,15 +1,16 @@
 """The pod environment Kubeflow's training-operator v1 sets, transcribed from its Go code.
 
 Each function names the Go function it follows (training-operator `v1.9.0`,
-`pkg/controller.v1/{tensorflow,pytorch}`; MXNet from `v1.8.1`, `pkg/controller.v1/mxnet`, the last
-release with MXJob). The input is the defaulted job as a dict (Kubeflow's controller, too, works
-on the defaulted object); the output maps each container name to the variables Kubeflow adds to
-it, in the order it adds them.
+`pkg/controller.v1/{tensorflow,pytorch,xgboost,jax}`; MXNet from `v1.8.1`,
+`pkg/controller.v1/mxnet`, the last release with MXJob). The input is the defaulted job as a dict
+(Kubeflow's controller, too, works on the defaulted object); the output maps each container name
+to the variables Kubeflow adds to it, in the order it adds them.
 
 One substitution, everywhere Go writes an address: Kubeflow gives every pod a Service of its own
-and writes the pod's bare Service name `<job>-<type>-<index>` (TF: `<job>-<type>-<index>.<ns>.svc`);
-kubetrain has one headless Service per job and writes the pod's DNS name under it,
-`<job>-<type>-<index>.<job>.<ns>.svc` (docs/behaviour.md §4). `host()` is that substitution.
+and writes the pod's bare Service name `<job>-<type>-<index>` (TF: `<job>-<type>-<index>.<ns>.svc`;
+XGBoost and JAX: `replicaName`); kubetrain has one headless Service per job and writes the pod's
+DNS name under it, `<job>-<type>-<index>.<job>.<ns>.svc` (docs/behaviour.md §4). `host()` is that
+substitution.
 """
 
 from __future__ import annotations
@@ -190,5 +191,48 @@ def _mx_config(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Any]
     return {"cluster": cluster, "labels": labels, "task": {"type": rtype.lower(), "index": index}}
 
 
-KUBEFLOW_ENV = {"TFJob": tf_env, "PyTorchJob": pytorch_env, "MXJob": mxnet_env}
+# --- XGBoost: xgboost.go (v1.9.0) ------------------------------------------------------------------
+
+
+def xgboost_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
+    """SetPodEnv: the same variables in every container of the pod, whatever the job's size."""
+    specs = job["spec"]["xgbReplicaSpecs"]
+    rank = index + _replicas(specs["Master"]) if rtype == "Worker" else index  # "master offset"
+    total = sum(_replicas(s) for s in specs.values())  # computeTotalReplicas
+    env: Env = [
+        ("MASTER_PORT", str(_port(specs["Master"], "xgboost", "xgboostjob-port"))),  # getPortFromXGBoostJob
+        ("MASTER_ADDR", host(job, "Master", 0)),  # replicaName(job, Master, 0)
+        ("WORLD_SIZE", str(total)),
+        ("RANK", str(rank)),
+        ("PYTHONUNBUFFERED", "1"),
+    ]
+    if total > 1:  # "used if it is a LightGBM job"
+        env.append(("WORKER_PORT", str(_port(specs["Worker"], "xgboost", "xgboostjob-port"))))
+        env.append(("WORKER_ADDRS", ",".join(host(job, "Worker", i) for i in range(total - 1))))
+    return {name: list(env) for name in _containers(specs[rtype])}
+
+
+# --- JAX: envvar.go (v1.9.0) ------------------------------------------------------------------------
+
+
+def jax_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
+    """setPodEnv: the same variables in every container of the pod, whatever the job's size."""
+    specs = job["spec"]["jaxReplicaSpecs"]
+    env: Env = [
+        ("PYTHONUNBUFFERED", "1"),
+        ("COORDINATOR_PORT", str(_port(specs["Worker"], "jax", "jaxjob-port"))),  # getPortFromJAXJob
+        ("COORDINATOR_ADDRESS", host(job, "Worker", 0)),  # replicaName(job, Worker, 0)
+        ("NUM_PROCESSES", str(sum(_replicas(s) for s in specs.values()))),  # getTotalReplicas
+        ("PROCESS_ID", str(index)),
+    ]
+    return {name: list(env) for name in _containers(specs[rtype])}
+
+
+KUBEFLOW_ENV = {
+    "TFJob": tf_env,
+    "PyTorchJob": pytorch_env,
+    "MXJob": mxnet_env,
+    "XGBoostJob": xgboost_env,
+    "JAXJob": jax_env,
+}
 JSON_VALUES = frozenset({"TF_CONFIG", "MX_CONFIG"})

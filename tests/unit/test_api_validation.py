@@ -519,7 +519,7 @@ def test_unknown_field_message_names_valid_fields() -> None:
 def test_wrong_kind_and_api_version() -> None:
     obj = with_(BASE, lambda j: j.update(apiVersion="kubeflow.org/v1", kind="PyTorchJob"))
     assert [(e.path, e.kind) for e in validate_job(obj).errors] == [("apiVersion", ErrorKind.NOT_SUPPORTED)]
-    obj = with_(BASE, lambda j: j.update(kind="JAXJob"))
+    obj = with_(BASE, lambda j: j.update(kind="SparkJob"))
     assert [(e.path, e.kind) for e in validate_job(obj).errors] == [("kind", ErrorKind.NOT_SUPPORTED)]
 
 

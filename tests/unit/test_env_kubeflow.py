@@ -1,6 +1,7 @@
 """Every replica's environment equals what Kubeflow's Go code sets (tests/unit/kubeflow_go_env.py
 transcribes it, naming each Go function), for Kubeflow's example corpus and for the edge cases
-its examples lack: one-pod jobs, local and MXTune MXJobs, enableDynamicWorker, sidecars."""
+its examples lack: one-pod jobs, local and MXTune MXJobs, enableDynamicWorker, an XGBoostJob
+without Workers, sidecars."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from kubeflow_corpus import NOT_CREATABLE, accepted_files, jobs_of
 from kubeflow_go_env import JSON_VALUES, KUBEFLOW_ENV
 
 from kubetrain.commands.render import render_job, with_generated_name
-from kubetrain.frameworks.registry import get_framework
+from kubetrain.frameworks.registry import FRAMEWORKS, get_framework
 from kubetrain.jobs.defaulting import default_job
 
-REPLICA_FIELDS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}
+REPLICA_FIELDS = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
 
 
 def container(name: str, *, env: list[dict[str, str]] | None = None) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def container(name: str, *, env: list[dict[str, str]] | None = None) -> dict[str
 
 def make_job(kind: str, replicas: dict[str, Any], **spec: Any) -> dict[str, Any]:
     """A job of `kind`; `replicas` maps a type to a count or to (count, containers, annotations)."""
-    framework_container = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet"}[kind]
+    framework_container = FRAMEWORKS[kind].container_name
     specs: dict[str, Any] = {}
     for rtype, value in replicas.items():
         count, containers, annotations = value if isinstance(value, tuple) else (value, None, None)
@@ -100,6 +101,14 @@ EDGE_CASES: dict[str, dict[str, Any]] = {
         "TFJob", {"Chief": 1, "PS": 2, "Worker": 3, "Evaluator": 1}, enableDynamicWorker=True
     ),
     "tf-dynamic-worker-no-ps": make_job("TFJob", {"Worker": 2}, enableDynamicWorker=True),
+    # A Master alone: MASTER_*, WORLD_SIZE=1, RANK=0, no WORKER_* (total replicas 1).
+    "xgboost-master-only": make_job("XGBoostJob", {"Master": 1}),
+    "xgboost-zero-workers": make_job("XGBoostJob", {"Master": 1, "Worker": 0}),
+    "xgboost-sidecar": make_job(
+        "XGBoostJob", {"Master": 1, "Worker": (3, [container("xgboost"), container("log-shipper")], None)}
+    ),
+    "jax-one-process": make_job("JAXJob", {"Worker": 1}),
+    "jax-sidecar": make_job("JAXJob", {"Worker": (4, [container("metrics"), container("jax")], None)}),
 }
 
 
@@ -167,4 +176,4 @@ def test_mxtune_start_script_finds_its_labels() -> None:
 
 def test_corpus_cases_cover_every_kind() -> None:
     kinds = {job["kind"] for name, job in cases() if "/" in name and name.split("#")[0] not in NOT_CREATABLE}
-    assert kinds == {"TFJob", "PyTorchJob", "MXJob"}
+    assert kinds == set(FRAMEWORKS) == set(KUBEFLOW_ENV)

@@ -95,7 +95,7 @@ rules:
   - apiGroups: ["kubetrain.io"]
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
-    resources: ["tfjobs", "pytorchjobs", "mxjobs"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs"]
     scope: Namespaced
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
