@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
+from jobs import job, replica
 
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.policy import (
@@ -38,29 +39,16 @@ def ptjob(
     labels: dict[str, str] | None = None,
     run_policy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    def template(gpus: int) -> dict[str, Any]:
-        return {
-            "spec": {
-                "containers": [
-                    {"name": "pytorch", "image": image, "resources": {"limits": {"nvidia.com/gpu": gpus}}}
-                ]
-            }
-        }
+    def rep(n: int, gpus: int) -> dict[str, Any]:
+        return replica("PyTorchJob", n, image=image, resources={"limits": {"nvidia.com/gpu": gpus}})
 
-    spec: dict[str, Any] = {
-        "pytorchReplicaSpecs": {
-            "Master": {"replicas": 1, "template": template(0)},
-            "Worker": {"replicas": workers, "template": template(gpus_per_worker)},
-        }
-    }
-    if run_policy is not None:
-        spec["runPolicy"] = run_policy
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "bert", "namespace": "ns", "labels": labels or {}},
-        "spec": spec,
-    }
+    return job(
+        "PyTorchJob",
+        "bert",
+        {"Master": rep(1, 0), "Worker": rep(workers, gpus_per_worker)},
+        run_policy=run_policy,
+        metadata_extra={"labels": labels or {}},
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from jobs import job
 
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.policy import check_policy_limits, parse_policy
@@ -38,16 +39,14 @@ def replica(
 def ptjob(
     workers: dict[str, Any] | None = None, master: dict[str, Any] | None = None, **run_policy: Any
 ) -> dict[str, Any]:
-    specs = {"Master": master or replica(1), "Worker": workers or replica(2)}
-    spec: dict[str, Any] = {"pytorchReplicaSpecs": specs}
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "train", "namespace": "vision", "labels": {"team": "vision"}},
-        "spec": spec,
-    }
+    return job(
+        "PyTorchJob",
+        "train",
+        {"Master": master or replica(1), "Worker": workers or replica(2)},
+        namespace="vision",
+        run_policy=run_policy or None,
+        metadata_extra={"labels": {"team": "vision"}},
+    )
 
 
 GPU: dict[str, Any] = {"limits": {"nvidia.com/gpu": 8}}

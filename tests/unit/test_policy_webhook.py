@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import jsonpatch
+from jobs import job, replica
 
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.policy import PolicyIndex
@@ -27,26 +28,21 @@ def tpol(name: str, team: str, **spec: Any) -> dict[str, Any]:
 
 
 def ptjob(workers: int = 2, gpus: int = 8, **run_policy: Any) -> dict[str, Any]:
-    def template(n: int) -> dict[str, Any]:
-        container = {"name": "pytorch", "image": "registry.example.com/ml/bert:1"}
-        if n:
-            container["resources"] = {"limits": {"nvidia.com/gpu": n}}
-        return {"spec": {"containers": [container]}}
+    def rep(n: int, g: int) -> dict[str, Any]:
+        return replica(
+            "PyTorchJob", n, image=IMAGE, resources={"limits": {"nvidia.com/gpu": g}} if g else None
+        )
 
-    spec: dict[str, Any] = {
-        "pytorchReplicaSpecs": {
-            "Master": {"replicas": 1, "template": template(0)},
-            "Worker": {"replicas": workers, "template": template(gpus)},
-        }
-    }
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "bert", "namespace": "vision"},
-        "spec": spec,
-    }
+    return job(
+        "PyTorchJob",
+        "bert",
+        {"Master": rep(1, 0), "Worker": rep(workers, gpus)},
+        namespace="vision",
+        run_policy=run_policy or None,
+    )
+
+
+IMAGE = "registry.example.com/ml/bert:1"
 
 
 def request(

@@ -1,0 +1,97 @@
+"""One builder for training-job manifests, shared by every tier (unit, integration, e2e).
+
+Each kind's replica map field and framework container come from the framework registry, so a
+newly registered kind is buildable here with no change. Plain wire dicts, as a user would submit
+them. Import with `from jobs import job, replica` (tests/ is on pytest's `pythonpath`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.frameworks.registry import FRAMEWORKS
+
+Obj = dict[str, Any]
+
+API_VERSION = "kubetrain.io/v1"
+IMAGE = "example.com/train:1"
+
+
+def replica_field(kind: str) -> str:
+    return FRAMEWORKS[kind].replica_field
+
+
+def container_name(kind: str) -> str:
+    return FRAMEWORKS[kind].container_name
+
+
+def replica(
+    kind: str,
+    replicas: int | None = 1,
+    *,
+    image: str = IMAGE,
+    restart_policy: str | None = None,
+    resources: Obj | None = None,
+    container_extra: Obj | None = None,
+    containers: list[Obj] | None = None,
+    template_extra: Obj | None = None,
+    template_metadata: Obj | None = None,
+) -> Obj:
+    """One replica spec: `replicas` pods (None leaves the field out) of one framework container
+    (or `containers` as given), `template_extra` merged into the pod spec."""
+    if containers is None:
+        main: Obj = {"name": container_name(kind), "image": image, **(container_extra or {})}
+        if resources is not None:
+            main["resources"] = resources
+        containers = [main]
+    template: Obj = {"spec": {"containers": containers, **(template_extra or {})}}
+    if template_metadata is not None:
+        template["metadata"] = template_metadata
+    out: Obj = {"template": template}
+    if replicas is not None:
+        out = {"replicas": replicas, **out}
+    if restart_policy is not None:
+        out["restartPolicy"] = restart_policy
+    return out
+
+
+def job(
+    kind: str,
+    name: str = "train",
+    replicas: dict[str, int | Obj] | None = None,
+    *,
+    namespace: str | None = "ns",
+    image: str = IMAGE,
+    restart_policy: str | None = None,
+    resources: Obj | None = None,
+    container_extra: Obj | None = None,
+    template_extra: Obj | None = None,
+    run_policy: Obj | None = None,
+    spec_extra: Obj | None = None,
+    metadata_extra: Obj | None = None,
+    api_version: str = API_VERSION,
+) -> Obj:
+    """A job of `kind`. `replicas` maps replica type to a count ({"Worker": 2} by default) or to
+    a full replica spec (see `replica`); the keyword options apply to every counted type."""
+    specs: Obj = {}
+    for rtype, n in (replicas if replicas is not None else {"Worker": 2}).items():
+        if isinstance(n, dict):
+            specs[rtype] = n
+            continue
+        specs[rtype] = replica(
+            kind,
+            n,
+            image=image,
+            restart_policy=restart_policy,
+            resources=resources,
+            container_extra=container_extra,
+            template_extra=template_extra,
+        )
+    spec: Obj = {replica_field(kind): specs}
+    if run_policy is not None:
+        spec["runPolicy"] = run_policy
+    spec.update(spec_extra or {})
+    metadata: Obj = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata.update(metadata_extra or {})
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
