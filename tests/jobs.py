@@ -57,7 +57,7 @@ def replica(
 def job(
     kind: str,
     name: str = "train",
-    replicas: dict[str, int | Obj] | None = None,
+    replicas: dict[str, Any] | None = None,
     *,
     namespace: str | None = "ns",
     image: str = IMAGE,
@@ -71,11 +71,11 @@ def job(
     api_version: str = API_VERSION,
 ) -> Obj:
     """A job of `kind`. `replicas` maps replica type to a count ({"Worker": 2} by default) or to
-    a full replica spec (see `replica`); the keyword options apply to every counted type."""
+    a replica spec used as given (see `replica`); the keyword options apply to every counted type."""
     specs: Obj = {}
     for rtype, n in (replicas if replicas is not None else {"Worker": 2}).items():
-        if isinstance(n, dict):
-            specs[rtype] = n
+        if not isinstance(n, int) or isinstance(n, bool):
+            specs[rtype] = n  # a replica spec as given, well-formed or not
             continue
         specs[rtype] = replica(
             kind,

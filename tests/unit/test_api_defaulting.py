@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jobs import job
 
 from kubetrain.jobs.defaulting import default_job
 
@@ -26,30 +27,15 @@ def rspec(
 
 
 def pytorch(replica_specs: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "job", "namespace": "ns"},
-        "spec": {"pytorchReplicaSpecs": replica_specs, **spec},
-    }
+    return job("PyTorchJob", "job", replica_specs, spec_extra=spec)
 
 
 def tfjob(replica_specs: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": "job"},
-        "spec": {"tfReplicaSpecs": replica_specs, **spec},
-    }
+    return job("TFJob", "job", replica_specs, namespace=None, spec_extra=spec)
 
 
 def mxjob(replica_specs: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "MXJob",
-        "metadata": {"name": "job"},
-        "spec": {"mxReplicaSpecs": replica_specs, **spec},
-    }
+    return job("MXJob", "job", replica_specs, namespace=None, spec_extra=spec)
 
 
 def tf_container(name: str = "tensorflow") -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import job
 
 from kubetrain.frameworks import registry
 from kubetrain.frameworks.base import Framework, ReplicaBounds
@@ -52,19 +53,14 @@ def scalable_tf(monkeypatch: pytest.MonkeyPatch) -> Framework:
 
 
 def tfjob(workers: int, *, dynamic: bool = True) -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "tensorflow", "image": "example.com/tf:1"}]}}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": "dyn", "namespace": "ml"},
-        "spec": {
-            "enableDynamicWorker": dynamic,
-            "tfReplicaSpecs": {
-                "Chief": {"replicas": 1, "template": template},
-                "Worker": {"replicas": workers, "template": template},
-            },
-        },
-    }
+    return job(
+        "TFJob",
+        "dyn",
+        {"Chief": 1, "Worker": workers},
+        namespace="ml",
+        image="example.com/tf:1",
+        spec_extra={"enableDynamicWorker": dynamic},
+    )
 
 
 def test_a_plugged_in_framework_drives_shared_code_through_its_hooks(scalable_tf: Framework) -> None:

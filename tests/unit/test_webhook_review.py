@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from jobs import job
 
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.mutate import mutate
@@ -25,32 +26,21 @@ from kubetrain.webhook.validate import validate
 def tfjob(
     name: str = "mnist", *, workers: int = 2, env: list[dict[str, str]] | None = None
 ) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}
-    if env:
-        container["env"] = env
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {
-            "tfReplicaSpecs": {
-                "worker": {"replicas": workers, "template": {"spec": {"containers": [container]}}}
-            }
-        },
-    }
+    # "worker" in lower case on purpose: the webhook canonicalises the replica type's spelling.
+    return job(
+        "TFJob",
+        name,
+        {"worker": workers},
+        namespace="team-a",
+        image="tensorflow/tensorflow:2.15.0",
+        container_extra={"env": env} if env else None,
+    )
 
 
 def bad_pytorchjob() -> dict[str, Any]:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "Bad_Name", "namespace": "team-a"},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 2, "template": {"spec": {"containers": [{"name": "pytorch"}]}}}
-            }
-        },
-    }
+    # Invalid on purpose: a bad name, two Masters, a container without an image.
+    master = {"replicas": 2, "template": {"spec": {"containers": [{"name": "pytorch"}]}}}
+    return job("PyTorchJob", "Bad_Name", {"Master": master}, namespace="team-a")
 
 
 def decode(obj: dict[str, Any] | None, **kw: Any) -> Any:

@@ -15,6 +15,7 @@ import aiohttp
 import jsonpatch
 import pytest
 from cryptography import x509
+from jobs import job
 
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, generate_serving_cert
 from kubetrain.certs.tls import write_cert_dir
@@ -25,19 +26,7 @@ from kubetrain.webhook.server import WebhookServer
 
 
 def tfjob(name: str = "mnist") -> dict[str, Any]:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": "team-a"},
-        "spec": {
-            "tfReplicaSpecs": {
-                "Worker": {
-                    "replicas": 2,
-                    "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf:2.15"}]}},
-                }
-            }
-        },
-    }
+    return job("TFJob", name, {"Worker": 2}, namespace="team-a", image="tf:2.15")
 
 
 @pytest.fixture(scope="module")
