@@ -65,6 +65,7 @@ def job(
     resources: Obj | None = None,
     container_extra: Obj | None = None,
     template_extra: Obj | None = None,
+    template_metadata: Obj | None = None,
     run_policy: Obj | None = None,
     spec_extra: Obj | None = None,
     metadata_extra: Obj | None = None,
@@ -85,6 +86,7 @@ def job(
             resources=resources,
             container_extra=container_extra,
             template_extra=template_extra,
+            template_metadata=template_metadata,
         )
     spec: Obj = {replica_field(kind): specs}
     if run_policy is not None:

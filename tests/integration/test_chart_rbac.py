@@ -32,6 +32,7 @@ import aiohttp
 import helm_python as helm
 import pytest
 import yaml
+from jobs import job
 
 from kubetrain import cli
 from kubetrain.commands import run
@@ -111,22 +112,16 @@ def pytorch_job(name: str, ttl: int | None = None) -> Obj:
     run_policy: Obj = {"cleanPodPolicy": "None"}
     if ttl is not None:
         run_policy["ttlSecondsAfterFinished"] = ttl
-    template = {
-        "metadata": {"annotations": {"sim.kubetrain.io/run-seconds": "0.2"}},
-        "spec": {"containers": [{"name": "pytorch", "image": "docker.io/pytorch/pytorch:2.3.0"}]},
-    }
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runPolicy": run_policy,
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template},
-                "Worker": {"replicas": 2, "restartPolicy": "OnFailure", "template": template},
-            },
-        },
-    }
+    return job(
+        "PyTorchJob",
+        name,
+        {"Master": 1, "Worker": 2},
+        namespace=None,
+        image="docker.io/pytorch/pytorch:2.3.0",
+        restart_policy="OnFailure",
+        template_metadata={"annotations": {"sim.kubetrain.io/run-seconds": "0.2"}},
+        run_policy=run_policy,
+    )
 
 
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)

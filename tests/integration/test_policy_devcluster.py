@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import job, replica
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.devcluster import DevCluster
@@ -48,23 +49,11 @@ def policy(name: str, team: str, **spec: Any) -> Obj:
 
 
 def ptjob(name: str, workers: int, gpus: int = 8) -> Obj:
-    def template(n: int) -> Obj:
-        container: Obj = {"name": "pytorch", "image": "registry.example.com/ml/bert:1"}
-        if n:
-            container["resources"] = {"limits": {"nvidia.com/gpu": n}}
-        return {"spec": {"containers": [container]}}
+    def rep(n: int, g: int) -> Obj:
+        gpu = {"limits": {"nvidia.com/gpu": g}} if g else None
+        return replica("PyTorchJob", n, image="registry.example.com/ml/bert:1", resources=gpu)
 
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name, "namespace": "research"},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "template": template(0)},
-                "Worker": {"replicas": workers, "template": template(gpus)},
-            }
-        },
-    }
+    return job("PyTorchJob", name, {"Master": rep(1, 0), "Worker": rep(workers, gpus)}, namespace="research")
 
 
 POLICIES = [

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import job
 from kubernetes_asyncio import client
 
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, service_dns_names
@@ -100,17 +101,15 @@ async def register(kube: KubeClient, ca: bytes | None, failure_policy: str = "Fa
 
 
 def tfjob(name: str = "mnist", env: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0"}
-    if env:
-        container["env"] = env
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "tfReplicaSpecs": {"worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}}}
-        },
-    }
+    # "worker" in lower case on purpose: the webhook canonicalises the replica type's spelling.
+    return job(
+        "TFJob",
+        name,
+        {"worker": 2},
+        namespace="default",
+        image="tensorflow/tensorflow:2.15.0",
+        container_extra={"env": env} if env else None,
+    )
 
 
 @pytest.fixture
