@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from jobs import job
 
-from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -62,10 +62,6 @@ NODES = ResourceRef("", "v1", "nodes", "Node", False)
 SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_prefix
 T = TypeVar("T")
 Obj = dict[str, Any]
-
-# Every registered kind: its framework container and replica map field.
-FRAMEWORK_CONTAINER = {kind: f.container_name for kind, f in FRAMEWORKS.items()}
-REPLICA_FIELD = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,27 +111,17 @@ def job_manifest(
     image: str | None = None,
 ) -> Obj:
     """A minimal job whose containers exit 0 at once on a real kubelet."""
-    container = {
-        "name": FRAMEWORK_CONTAINER[kind],
-        "image": image or os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36"),
-        "command": ["sh", "-c", "exit 0"],
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-    }
-    specs: Obj = {}
-    for replica_type, count in replicas.items():
-        spec: Obj = {"replicas": count, "template": {"spec": {"containers": [dict(container)]}}}
-        if restart_policy:
-            spec["restartPolicy"] = restart_policy
-        specs[replica_type] = spec
-    body: Obj = {REPLICA_FIELD[kind]: specs}
-    if run_policy:
-        body["runPolicy"] = run_policy
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": body,
-    }
+    return job(
+        kind,
+        name,
+        replicas,
+        namespace=namespace,
+        image=image or os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36"),
+        restart_policy=restart_policy or None,
+        resources={"requests": {"cpu": "10m", "memory": "16Mi"}},
+        container_extra={"command": ["sh", "-c", "exit 0"]},
+        run_policy=run_policy or None,
+    )
 
 
 # --------------------------------------------------------------------------------------------
