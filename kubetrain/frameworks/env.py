@@ -120,9 +120,9 @@ def container_port(container: Mapping[str, Any] | None, port_name: str, default:
     return default
 
 
-def _replicas_value(raw: Any) -> int | None:
+def _replicas_value(raw: Any, default: int) -> int | None:
     if raw is None:
-        return 1
+        return default
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
         return None
     return raw
@@ -178,7 +178,7 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         if not isinstance(rspec, Mapping):
             errors.append(f"{path}: Invalid value: must be an object with replicas and template")
             continue
-        count = _replicas_value(rspec.get("replicas"))
+        count = _replicas_value(rspec.get("replicas"), framework.replicas_default(ctype))
         if count is None:
             value = rspec.get("replicas")
             errors.append(f"{path}.replicas: Invalid value: {value!r}: must be an integer >= 0")
@@ -188,7 +188,7 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         if not isinstance(containers, list) or not containers:
             errors.append(f"{path}.template.spec.containers: Required value: at least one container")
             continue
-        policy = rspec.get("restartPolicy") or framework.default_restart_policy
+        policy = rspec.get("restartPolicy") or framework.restart_policy_default(ctype)
         if policy not in RESTART_POLICIES:
             errors.append(
                 f"{path}.restartPolicy: Unsupported value: {policy!r}: must be one of "
@@ -233,3 +233,5 @@ class FrameworkInfo(Protocol):
     def default_port(self) -> int: ...
     @property
     def default_restart_policy(self) -> str: ...
+    def replicas_default(self, replica_type: str) -> int: ...
+    def restart_policy_default(self, replica_type: str) -> str: ...

@@ -113,7 +113,7 @@ def job_crd(framework: Framework) -> dict[str, Any]:
 def job_schema(framework: Framework) -> dict[str, Any]:
     """The structural openAPIV3Schema of one job kind."""
     schema = model_schema(framework.job_model)
-    schema["description"] = f"{framework.kind} is a {framework.container_name} training job (kubetrain.io)."
+    schema["description"] = f"{framework.kind} is a {framework.display_name} training job (kubetrain.io)."
     return schema
 
 

@@ -268,7 +268,7 @@ def _container_findings(
                         f"{cpath}.env[{j}]: {var['name']} is also set by kubetrain for {framework.kind} "
                         "pods; your value is used instead of the operator's"
                     )
-    if not has_framework_container and isinstance(containers[0], dict):
+    if framework.container_name and not has_framework_container and isinstance(containers[0], dict):
         warnings.append(default_container_warning(containers_path, containers[0], framework.container_name))
 
 
@@ -387,5 +387,3 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-

@@ -74,6 +74,10 @@ PODS = ResourceRef("", "v1", "pods", "Pod", True)
 SERVICES = ResourceRef("", "v1", "services", "Service", True)
 EVENTS = ResourceRef("", "v1", "events", "Event", True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
+# The kinds a framework's extra children (Framework.extra_children) may be, by kind. ConfigMaps
+# are watched (labelled with a job name only); Secrets are only ever created.
+EXTRA_CHILD_RESOURCES = {"ConfigMap": CONFIG_MAPS, "Secret": SECRETS}
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 HORIZONTAL_POD_AUTOSCALERS = ResourceRef(

@@ -14,7 +14,7 @@ from kubetrain.operator import status as st
 from kubetrain.operator.children import pod_slots, replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
-from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 
 
 class ActiveJob:
@@ -56,7 +56,7 @@ class ActiveJob:
             st.set_condition(r.status, st.SUSPENDED, False, st.REASON_RESUMED, message, r.now)
             r.status.pop("startTime", None)
             r.event("Normal", st.REASON_RESUMED, message)
-        may_create = self.service_ok() & self.gang_ok()
+        may_create = self.service_ok() & self.gang_ok() & self.extra_children_ok()
         counts = self.counts(exclude_deleting=False)
         failures, retries = self.failed_pods()
         deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
@@ -178,6 +178,51 @@ class ActiveJob:
             r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
         return False
 
+    def extra_children_ok(self) -> bool:
+        """The framework's extra children (`Framework.extra_children`): create-only ones, then
+        the observed ones, while an observed one is missing; an observed one whose content
+        differs is replaced. One of their names taken by an object the job does not own: a
+        condition and an event, no pods."""
+        r = self.r
+        wanted = self.desired.extra(r.pods)
+        if not wanted:
+            return True
+        seen = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in r.observed.extra}
+        missing = False
+        for child in wanted:
+            if not child.observed:
+                continue
+            kind, name = child.obj["kind"], child.obj["metadata"]["name"]
+            current = seen.get((kind, name))
+            if current is None:
+                missing = True
+            elif not controlled_by(current, r.job):
+                message = (
+                    f"{kind} {name} already exists and is not owned by {r.title}: "
+                    "delete or rename it; no pods are created until then"
+                )
+                if st.set_not_running(r.status, st.REASON_RESOURCE_EXISTS, message, r.now):
+                    r.event("Warning", st.REASON_RESOURCE_EXISTS, message)
+                return False
+            elif current.get("data") != child.obj.get("data") and not terminating(current):
+                r.plan.update_children.append({**current, "data": child.obj.get("data")})
+        if missing:
+            r.plan.create_children = [c.obj for c in wanted if not c.observed]
+            r.plan.create_children += [
+                c.obj for c in wanted if c.observed and (c.obj["kind"], c.obj["metadata"]["name"]) not in seen
+            ]
+        return True
+
+    def gates_open(self, rtype: str, gates: dict[str, tuple[str, ...]]) -> bool:
+        """Whether `rtype`'s missing pods may be created: every pod of the types it waits for
+        (`Framework.gates`) exists, is Running and Ready."""
+        for other in gates.get(rtype, ()):
+            for i in range(self.layout.count(other)):
+                pod = self.slots.get((other, i))
+                if pod is None or terminating(pod) or pod_phase(pod) != "Running" or not pod_ready(pod):
+                    return False
+        return True
+
     def gang_ok(self) -> bool:
         r = self.r
         decision = gang.decide(self.desired, r.observed.pod_group, r.observed.pod_group_crd_installed)
@@ -214,8 +259,9 @@ class ActiveJob:
     def create_missing(self, tallies: dict[str, rs.TypeRestarts]) -> None:
         r = self.r
         handed: set[str] = set()
+        gates = dict(self.fw.gates(self.layout))
         for rtype, index in pod_slots(self.layout):
-            if (rtype, index) in self.slots:
+            if (rtype, index) in self.slots or not self.gates_open(rtype, gates):
                 continue
             prior = 0
             if rtype not in handed:

@@ -3,7 +3,9 @@
     applier = PlanApplier(client, cache, queue, expectations, recorder, pod_group_ref)
     await applier.apply("PyTorchJob/ns/name", JOB_RESOURCES["PyTorchJob"], job, the_plan)
 
-The order: a job delete alone; otherwise the Service and PodGroup, the HPA; pod deletes, then
+The order: a job delete alone; otherwise the Service and PodGroup, the HPA; the framework's extra
+children (created in order, stopping at the first failure — then no pod is created either; an
+`kubernetes.io/ssh-auth` Secret without data gets its key pair here), their updates; pod deletes, then
 pod creates, under expectations; one status write with the resourceVersion the plan saw; events;
 the requeue time. A failed write is a Warning event on the job (`Failed<Verb><Kind>`); the rest
 of the plan still runs and the first failure is raised at the end, for the caller to requeue
@@ -30,11 +32,18 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubetrain.certs.sshkeys import with_generated_keys
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
-from kubetrain.kube.resources import HORIZONTAL_POD_AUTOSCALERS, PODS, SERVICES, ResourceRef
+from kubetrain.kube.resources import (
+    EXTRA_CHILD_RESOURCES,
+    HORIZONTAL_POD_AUTOSCALERS,
+    PODS,
+    SERVICES,
+    ResourceRef,
+)
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
 from kubetrain.operator.plan import Plan
@@ -129,12 +138,23 @@ class PlanApplier:
             await self._replace(job, HPAS, p.update_hpa, failures)
         if p.delete_hpa:
             await self._delete(job, HPAS, name, failures)
+        children_ok = True
+        for child in p.create_children:
+            before = len(failures)  # a 409 AlreadyExists is no failure: created by an earlier reconcile
+            await self._create(
+                job, EXTRA_CHILD_RESOURCES[child["kind"]], with_generated_keys(child), failures
+            )
+            if len(failures) > before:
+                children_ok = False
+                break
+        for child in p.update_children:
+            await self._replace(job, EXTRA_CHILD_RESOURCES[child["kind"]], child, failures)
         if p.delete_pods:
             self.expectations.expect_deletions(key, p.delete_pods)
             await asyncio.gather(
                 *(self._delete_pod(key, job, pod_name, failures) for pod_name in p.delete_pods)
             )
-        if p.create_pods:
+        if p.create_pods and children_ok:
             await self._create_pods(key, ref, job, p.create_pods, failures)
         if p.status is not None and not await self._write_status(key, ref, job, p.status):
             return
@@ -279,7 +299,15 @@ class PlanApplier:
 
 def _without_creates(p: Plan) -> Plan:
     """`p` without the writes that create objects (and without its Events, which are creates too)."""
-    return replace(p, create_pods=[], create_service=None, create_pod_group=None, create_hpa=None, events=[])
+    return replace(
+        p,
+        create_pods=[],
+        create_service=None,
+        create_pod_group=None,
+        create_hpa=None,
+        create_children=[],
+        events=[],
+    )
 
 
 def _count_transitions(job: Obj, new: Obj) -> None:

@@ -139,6 +139,7 @@ def build_pod(
         for i, container in enumerate(spec.get("containers") or []):
             if isinstance(container, dict) and (not only_framework or i == replica.container_index):
                 _append_env(container, env)
+    framework.customize_pod(job, replica_type, index, spec)
     metadata: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations
@@ -196,7 +197,9 @@ def build_service(job: JobLayout) -> dict[str, Any]:
         seen.add(replica.port)
         # Port names are unique DNS labels of at most 15 characters.
         name = job.port_name if not ports else f"port-{replica.port}"
-        ports.append({"name": name, "port": replica.port, "targetPort": replica.port, "protocol": "TCP"})
+        port: dict[str, Any] = {"name": name} if name else {}  # one unnamed port is valid
+        port.update({"port": replica.port, "targetPort": replica.port, "protocol": "TCP"})
+        ports.append(port)
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -213,6 +216,17 @@ def build_service(job: JobLayout) -> dict[str, Any]:
             "ports": ports,
         },
     }
+
+
+def build_extra_child(job: JobLayout, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A framework's extra child (`Framework.extra_children`) with the job's namespace, labels
+    and controller ownerReference added."""
+    out = copy.deepcopy(dict(obj))
+    meta = out["metadata"] = dict(out.get("metadata") or {})
+    meta["namespace"] = job.namespace
+    meta["labels"] = {**(meta.get("labels") or {}), **job_labels(job)}
+    meta["ownerReferences"] = [owner_reference(job)]
+    return out
 
 
 def scheduling_policy(job: JobLayout) -> Mapping[str, Any]:

@@ -44,6 +44,7 @@ from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import (
+    CONFIG_MAPS,
     HORIZONTAL_POD_AUTOSCALERS,
     JOB_RESOURCES,
     POD_GROUP_RESOURCES,
@@ -213,6 +214,17 @@ class Controller:
             transform=slim_pod,  # the planner reads no pod spec: most of a pod's bytes
         )
         pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        # ConfigMaps a framework's extra children include (MPIJob's hostfile), labelled with a job
+        # name only: the operator reads no other ConfigMap. Secrets are never read (create only).
+        config_maps = Informer(
+            self.client,
+            CONFIG_MAPS,
+            cache=self.cache,
+            namespaces=namespaces,
+            label_selector=JOB_NAME_LABEL,
+            clock=self.clock,
+        )
+        self._watch_child(config_maps)
         # Every Service, not just ours: a Service of a job's name owned by someone else must be seen.
         # Every HorizontalPodAutoscaler too (elastic PyTorchJobs with metrics own one): an HPA of a
         # job's name that the job does not own must be seen, so the job leaves it alone.
@@ -222,7 +234,7 @@ class Controller:
         ]
         for informer in children:
             self._watch_child(informer)
-        self.informers += [pods, *children]
+        self.informers += [pods, config_maps, *children]
         for informer in self.informers:
             informer.start()
         if self.pod_group_ref is not None:
@@ -367,6 +379,7 @@ class Controller:
             pod_group=group,
             pod_group_crd_installed=self.pod_group_ref is None or self.pod_group_api_installed,
             hpa=self.cache.store(HORIZONTAL_POD_AUTOSCALERS).get(namespace, name),
+            extra=self.cache.store(CONFIG_MAPS).for_job(namespace, name, kind=kind),
         )
 
     async def reconcile(self, key: str) -> None:

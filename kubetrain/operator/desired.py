@@ -9,13 +9,21 @@ reconcile of a large running job builds no pod it does not create. Pure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.base import ExtraChild, Framework
 from kubetrain.frameworks.env import JobLayout
-from kubetrain.operator.children import build_hpa, build_pod, build_pod_group, build_service, pod_slots
+from kubetrain.operator.children import (
+    build_extra_child,
+    build_hpa,
+    build_pod,
+    build_pod_group,
+    build_service,
+    pod_slots,
+)
 
 
 class DesiredChildren:
@@ -44,6 +52,13 @@ class DesiredChildren:
         """The HorizontalPodAutoscaler (None when the job asks for none)."""
         return build_hpa(self.layout, self.framework)
 
+    def extra(self, pods: Sequence[Mapping[str, Any]] = ()) -> list[ExtraChild]:
+        """The framework's extra children (ConfigMaps, Secrets) given the observed pods."""
+        return [
+            ExtraChild(build_extra_child(self.layout, c.obj), c.observed)
+            for c in self.framework.extra_children(self.layout, pods)
+        ]
+
     def pod(self, replica_type: str, index: int, *, prior_restarts: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
         return build_pod(
@@ -61,9 +76,9 @@ class DesiredChildren:
         return [self.pod(rtype, i) for rtype, i in pod_slots(self.layout)]
 
     def all(self) -> list[dict[str, Any]]:
-        """Every child in creation order: Service, PodGroup, HPA, pods."""
+        """Every child in creation order: Service, PodGroup, HPA, extra children, pods."""
         optional = [c for c in (self.pod_group, self.hpa) if c is not None]
-        return [self.service, *optional, *self.pods()]
+        return [self.service, *optional, *(c.obj for c in self.extra()), *self.pods()]
 
 
 def desired_children(

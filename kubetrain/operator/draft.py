@@ -34,6 +34,8 @@ class Observed:
     pod_group: dict[str, Any] | None = None
     pod_group_crd_installed: bool = True
     hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
+    # The job's observed extra children (`ExtraChild(observed=True)` kinds labelled with its name).
+    extra: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +55,10 @@ class Plan:
     create_hpa: dict[str, Any] | None = None
     update_hpa: dict[str, Any] | None = None  # the whole HPA, with the observed resourceVersion
     delete_hpa: bool = False
+    # Extra children (Framework.extra_children) to create, in order, before any pod; and whole
+    # objects to PUT (their `data` replaced, with the observed resourceVersion).
+    create_children: list[dict[str, Any]] = field(default_factory=list)
+    update_children: list[dict[str, Any]] = field(default_factory=list)
     status: dict[str, Any] | None = None  # the new status when it changed, else None
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None

@@ -39,6 +39,7 @@ REASON_RESUMED = "JobResumed"
 REASON_GANG = "GangScheduling"
 REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SERVICE_CONFLICT = "ServiceConflict"
+REASON_RESOURCE_EXISTS = "ErrResourceExists"  # an extra child's name is taken (mpi-operator's reason)
 
 COUNT_FIELDS = ("active", "pending", "succeeded", "failed")
 

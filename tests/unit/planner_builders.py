@@ -44,7 +44,7 @@ def replica(
     resources: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    cname = KINDS[kind][1]
+    cname = KINDS[kind][1] or "main"  # MPIJob: container 0, whatever its name
     main = container(cname)
     if resources is not None:
         main["resources"] = resources

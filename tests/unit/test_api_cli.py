@@ -112,6 +112,7 @@ def test_crds_prints_a_multi_document_stream(capsys: pytest.CaptureFixture[str])
         "tfjobs.kubetrain.io",
         "pytorchjobs.kubetrain.io",
         "mxjobs.kubetrain.io",
+        "mpijobs.kubetrain.io",
         "trainingpolicies.kubetrain.io",
     ]
 

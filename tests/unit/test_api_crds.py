@@ -70,8 +70,8 @@ def test_is_a_valid_crd_object(crd: dict[str, Any]) -> None:
 
 def test_job_crds_names_subresources_and_columns() -> None:
     by_kind = {c["spec"]["names"]["kind"]: c for c in job_crds()}
-    assert set(by_kind) == {"TFJob", "PyTorchJob", "MXJob"}
-    for kind, short in (("TFJob", "tfj"), ("PyTorchJob", "ptj"), ("MXJob", "mxj")):
+    assert set(by_kind) == {"TFJob", "PyTorchJob", "MXJob", "MPIJob"}
+    for kind, short in (("TFJob", "tfj"), ("PyTorchJob", "ptj"), ("MXJob", "mxj"), ("MPIJob", "mpij")):
         spec = by_kind[kind]["spec"]
         assert spec["group"] == "kubetrain.io" and spec["scope"] == "Namespaced"
         assert spec["names"]["shortNames"] == [short]

@@ -203,6 +203,10 @@ EXPECTED_JOBS_ROLE = (
     | expand("", ["pods"], ["list", "watch", "create", "delete"])
     | expand("", ["services"], ["list", "watch", "create", "delete"])
     | expand("", ["events"], ["create", "patch"])
+    # extra children: MPIJob's ConfigMap (informer on labelled ConfigMaps, create, PUT on change)
+    | expand("", ["configmaps"], ["list", "watch", "create", "update"])
+    # and its SSH Secret: create only, never read
+    | expand("", ["secrets"], ["create"])
     # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
     | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
 )
@@ -350,10 +354,13 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     for role in roles.values():
         text = json.dumps(role["rules"])
         assert "*" not in text, f"wildcard in {role['kind']} {role['metadata']['name']}"
-    # No cluster-wide Secret access in any ClusterRole.
+    # No cluster-wide Secret access in any ClusterRole but create (MPIJob's SSH Secret): never
+    # get, list, watch, update, patch or delete.
     for (kind, name), role in roles.items():
         if kind == "ClusterRole":
-            assert not any("secrets" in r["resources"] for r in role["rules"]), name
+            for rule in role["rules"]:
+                if "secrets" in rule["resources"]:
+                    assert rule["verbs"] == ["create"] and rule["resources"] == ["secrets"], name
 
     assert grants(roles[("ClusterRole", f"{FULLNAME}-jobs")]["rules"]) == EXPECTED_JOBS_ROLE
     expected_cluster = (
