@@ -161,6 +161,12 @@ def env_of(pod_obj: dict[str, Any], container_index: int = 0) -> dict[str, str]:
     return {e["name"]: e["value"] for e in env}
 
 
+def _with_version(obj: dict[str, Any], resource_version: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["resourceVersion"] = resource_version
+    return out
+
+
 class Sim:
     """A tiny fake cluster for one job: applies Plans the way the controller does, and lets a
     test move pods through phases. Time is whatever the test passes as `now`."""
@@ -177,6 +183,9 @@ class Sim:
         self.pod_group: dict[str, Any] | None = None
         self.hpa: dict[str, Any] | None = None
         self.hpa_writes = 0
+        # Extra children by (kind, name); only ConfigMaps are observed (Secrets are create-only).
+        self.extra: dict[tuple[str, str], dict[str, Any]] = {}
+        self.extra_writes: list[tuple[str, str, str]] = []  # (verb, kind, name)
         self.crd_installed = True
         self.status_writes = 0
         self.created: list[str] = []
@@ -194,6 +203,7 @@ class Sim:
             pod_group=self.pod_group,
             pod_group_crd_installed=self.crd_installed,
             hpa=self.hpa,
+            extra=[o for (kind, _), o in self.extra.items() if kind == "ConfigMap"],
         )
 
     def plan(self, now: datetime) -> Any:
@@ -228,6 +238,17 @@ class Sim:
         if p.delete_hpa:
             self.hpa = None
             self.hpa_writes += 1
+        for child in p.create_children:
+            key = (child["kind"], child["metadata"]["name"])
+            self.extra_writes.append(("create", *key))
+            if key not in self.extra:  # else: 409 AlreadyExists
+                self.extra[key] = _with_version(child, "1")
+        for child in p.update_children:
+            key = (child["kind"], child["metadata"]["name"])
+            assert child["metadata"]["resourceVersion"] == self.extra[key]["metadata"]["resourceVersion"]
+            self.extra_writes.append(("update", *key))
+            rv = str(int(child["metadata"]["resourceVersion"]) + 1)
+            self.extra[key] = _with_version(child, rv)
         for name in p.delete_pods:
             self.pods.pop(name, None)
             self.deleted.append(name)
