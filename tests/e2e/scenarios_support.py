@@ -62,8 +62,13 @@ SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_pref
 T = TypeVar("T")
 Obj = dict[str, Any]
 
-FRAMEWORK_CONTAINER = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet"}
-REPLICA_FIELD = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}
+FRAMEWORK_CONTAINER = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet", "MPIJob": "mpi"}
+REPLICA_FIELD = {
+    "TFJob": "tfReplicaSpecs",
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "MXJob": "mxReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
 
 
 # --------------------------------------------------------------------------------------------

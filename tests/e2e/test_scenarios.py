@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from kubetrain.kube.resources import CONFIG_MAPS, SECRETS
+
 
 def _load_support() -> ModuleType:
     path = Path(__file__).with_name("scenarios_support.py")
@@ -79,6 +81,40 @@ async def test_valid_job_of_each_kind_runs_to_succeeded(cluster: Any, kind: str)
     job = await cluster.wait_job(kind, name, "Succeeded", succeeded)
     assert job["status"]["completionTime"]
     assert support.has_condition(job, "Running", "False")
+
+
+async def test_mpijob_runs_to_succeeded_with_its_config_map_and_ssh_secret(cluster: Any) -> None:
+    """The launcher waits for Ready workers, mounts the hostfile ConfigMap and the SSH Secret the
+    operator created (it never reads Secrets back), and the job succeeds with it."""
+    name = "ok-mpijob"
+    manifest = support.job_manifest(
+        "MPIJob",
+        name,
+        cluster.namespace,
+        {"Launcher": 1, "Worker": 2},
+        run_policy={"cleanPodPolicy": "Running"},
+    )
+    manifest["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    # Workers run sshd in real MPI images; here they stay up until the launcher is done.
+    worker = manifest["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["command"] = ["sh", "-c", "sleep 3600"]
+    created = await cluster.create_job(manifest)
+    assert created["spec"]["mpiImplementation"] == "OpenMPI" and created["spec"]["slotsPerWorker"] == 1
+    await cluster.wait_pods(name, 3, running=False, within=120)
+    config = await cluster.client.get(CONFIG_MAPS, cluster.namespace, f"{name}-config")
+    ns = cluster.namespace
+    assert config["data"]["hostfile"] == "".join(
+        f"{name}-worker-{i}.{name}.{ns}.svc slots=1\n" for i in range(2)
+    )
+    secret = await cluster.client.get(SECRETS, ns, f"{name}-ssh")
+    assert secret["type"] == "kubernetes.io/ssh-auth" and set(secret["data"]) == {
+        "ssh-privatekey",
+        "ssh-publickey",
+    }
+    if cluster.simulator is not None:
+        await cluster.simulator.finish(ns, f"{name}-launcher-0")
+    job = await cluster.wait_job("MPIJob", name, "Succeeded", succeeded)
+    assert job["status"]["completionTime"]
 
 
 async def test_invalid_job_is_refused_at_apply_time(cluster: Any) -> None:
