@@ -11,8 +11,9 @@ token, as in-cluster config would), `--webhook-host 127.0.0.1` and a private `--
 The operator then does everything it does in production: leader election (a Lease in the release
 namespace), self-managed certificates (creates its Secret, patches caBundle into the rendered
 webhook configurations, watches both by name), admission reviews from the API server through the
-rendered webhook Service reference, a PyTorchJob to Succeeded with events, TTL deletion, and a
-TrainingPolicy status write. The API server must refuse none of its requests. Removing one verb
+rendered webhook Service reference, a PyTorchJob to Succeeded with events, an MPIJob to Succeeded
+(its ConfigMap and SSH Secret created — while the ServiceAccount is refused get and list on
+Secrets), TTL deletion, and a TrainingPolicy status write. The API server must refuse none of its requests. Removing one verb
 the operator needs from the chart's ClusterRole makes the same run produce a 403, so the check
 can fail.
 """
@@ -102,6 +103,7 @@ class Release:
     admin: KubeClient
     user: str  # the operator's username
     metrics_port: int
+    kubeconfig: str  # the operator's: its ServiceAccount token
 
     def operator_denials(self) -> list[str]:
         return [d.message for d in self.cluster.denials if d.user == self.user]
@@ -129,7 +131,28 @@ def pytorch_job(name: str, ttl: int | None = None) -> Obj:
     }
 
 
+def mpi_job(name: str) -> Obj:
+    template = {
+        "metadata": {"annotations": {"sim.kubetrain.io/run-seconds": "0.2"}},
+        "spec": {"containers": [{"name": "mpi", "image": "mpioperator/mpi-pi:openmpi"}]},
+    }
+    worker = {"metadata": {}, "spec": template["spec"]}  # sshd: runs until the launcher is done
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"template": template},
+                "Worker": {"replicas": 2, "template": worker},
+            },
+        },
+    }
+
+
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 CERT_SECRET = f"{RELEASE}-kubetrain-webhook-tls"
 
@@ -201,7 +224,8 @@ async def running_release(
         args.metrics_port, args.webhook_port, args.webhook_host = metrics_port, webhook_port, "127.0.0.1"
         args.cert_dir = str(tmp_path / "certs")  # the pod's emptyDir
         operator = asyncio.create_task(run.serve(args, stop), name="kubetrain run")
-        release = Release(docs, cluster, admin, f"system:serviceaccount:{NAMESPACE}:{sa}", metrics_port)
+        user = f"system:serviceaccount:{NAMESPACE}:{sa}"
+        release = Release(docs, cluster, admin, user, metrics_port, args.kubeconfig)
         await simulator.start()
         if gang != "none":
             gang_simulator = GangSchedulerSimulator(
@@ -247,8 +271,8 @@ async def ca_bundles_injected(release: Release) -> None:
             await eventually(injected, within=WAIT, what=f"caBundle in {name}")
 
 
-async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
-    ref = job_resource("PyTorchJob")
+async def job_succeeded(admin: KubeClient, namespace: str, name: str, kind: str = "PyTorchJob") -> Obj:
+    ref = job_resource(kind)
 
     async def succeeded() -> Obj | None:
         job = await admin.get(ref, namespace, name)
@@ -256,7 +280,7 @@ async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
         done = any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
         return job if done else None
 
-    result: Obj = await eventually(succeeded, within=WAIT, what=f"PyTorchJob {namespace}/{name} Succeeded")
+    result: Obj = await eventually(succeeded, within=WAIT, what=f"{kind} {namespace}/{name} Succeeded")
     return result
 
 
@@ -310,6 +334,37 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
 
         await eventually(job_event, within=WAIT, what="an Event on the job")
 
+        # An MPIJob: its ConfigMap and SSH Secret are created, and the operator reads no Secret.
+        await admin.create(job_resource("MPIJob"), mpi_job("pi"), namespace=job_namespace)
+        await job_succeeded(admin, job_namespace, "pi", kind="MPIJob")
+        ssh = await admin.get(SECRETS, job_namespace, "pi-ssh")
+        assert ssh["type"] == "kubernetes.io/ssh-auth" and set(ssh["data"]) == {
+            "ssh-privatekey",
+            "ssh-publickey",
+        }
+        config = await admin.get(CONFIG_MAPS, job_namespace, "pi-config")
+        assert config["data"]["hostfile"].count("slots=1") == 2
+        secret_verbs = {
+            r.verb
+            for r in records
+            if r.user == release.user and r.resource == "secrets" and r.namespace == job_namespace
+        }
+        assert secret_verbs == {"create"}
+        # The chart's ServiceAccount itself is refused reading Secrets (get, list in the job's
+        # namespace and cluster-wide): these probes are the only denials the run may show.
+        before = len(release.cluster.denials)
+        async with await KubeClient.connect(release.kubeconfig) as operator_client:
+            for attempt in (
+                operator_client.get(SECRETS, job_namespace, "pi-ssh"),
+                operator_client.list(SECRETS, job_namespace),
+                operator_client.list(SECRETS, None),
+            ):
+                with pytest.raises(ApiError) as refused:
+                    await attempt
+                assert refused.value.status == 403
+        probes = [d.message for d in release.cluster.denials[before:]]
+        assert len(probes) == 3 and all("secrets" in m for m in probes), probes
+
         # TTL: a finished job with ttlSecondsAfterFinished 0 is deleted by the operator.
         await admin.create(jobs, pytorch_job("ttl", ttl=0), namespace=job_namespace)
         await deleted(admin, jobs, job_namespace, "ttl")
@@ -348,7 +403,7 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
 
         operator_requests = [r for r in release.cluster.requests.records if r.user == release.user]
         assert len(operator_requests) > 20, "the operator did talk to the API server as its ServiceAccount"
-        assert release.operator_denials() == []
+        assert [m for m in release.operator_denials() if m not in probes] == []
 
 
 def _drop_verb(kind: str, resource: str, verb: str) -> Callable[[list[Obj]], None]:
