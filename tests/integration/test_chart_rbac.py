@@ -13,9 +13,9 @@ namespace), self-managed certificates (creates its Secret, patches caBundle into
 webhook configurations, watches both by name), admission reviews from the API server through the
 rendered webhook Service reference, a PyTorchJob to Succeeded with events, an MPIJob to Succeeded
 (its ConfigMap and SSH Secret created — while the ServiceAccount is refused get and list on
-Secrets), TTL deletion, and a TrainingPolicy status write. The API server must refuse none of its requests. Removing one verb
-the operator needs from the chart's ClusterRole makes the same run produce a 403, so the check
-can fail.
+Secrets), TTL deletion, and a TrainingPolicy status write. The API server must refuse none of
+its requests. Removing one verb the operator needs from the chart's ClusterRole makes the same
+run produce a 403, so the check can fail.
 """
 
 from __future__ import annotations
