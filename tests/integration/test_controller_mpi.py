@@ -109,3 +109,43 @@ async def test_wait_for_workers_ready_creates_the_launcher_after_the_workers(
     await eventually(launcher_after_ready_workers, what="the launcher, once both workers are Ready")
     await h.sim.finish(ns, "pi-launcher-0")
     await h.wait_condition("MPIJob", ns, "pi", "Succeeded")
+
+
+async def test_a_failed_secret_create_holds_the_pods_back_and_is_retried(
+    env: tuple[DevStack, Harness],
+) -> None:
+    _, h = env
+    ns = await h.namespace("mpif")
+    rule = h.faults.fail(verb="create", resource="secrets", namespace=ns, status=500, count=1)
+    await h.create_job(example("pi.yaml"), ns)
+    await h.wait_event(ns, "pi", "FailedCreateSecret")
+    pods = await h.wait_pods(ns, "pi", 3)  # after the retry with back-off
+    assert rule.exhausted
+    secret = await h.get(SECRETS, ns, "pi-ssh")
+    assert secret is not None
+    # No pod was created before the Secret and the ConfigMap existed.
+    created = min(p["metadata"]["creationTimestamp"] for p in pods)
+    config = await h.get(CONFIG_MAPS, ns, "pi-config")
+    assert config is not None
+    assert secret["metadata"]["creationTimestamp"] <= created
+    assert config["metadata"]["creationTimestamp"] <= created
+
+
+async def test_an_existing_secret_of_the_name_is_used_as_is(env: tuple[DevStack, Harness]) -> None:
+    """The operator cannot read Secrets: a create answered 409 counts as done (operations.md,
+    "Threat model")."""
+    _, h = env
+    ns = await h.namespace("mpie")
+    existing = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "pi-ssh"},
+        "type": "kubernetes.io/ssh-auth",
+        "data": {"ssh-privatekey": base64.b64encode(b"k").decode(), "ssh-publickey": "cA=="},
+    }
+    await h.kube.create(SECRETS, existing, namespace=ns)
+    await h.create_job(example("pi.yaml"), ns)
+    await h.wait_pods(ns, "pi", 3)
+    secret = await h.get(SECRETS, ns, "pi-ssh")
+    assert secret is not None and secret["data"]["ssh-publickey"] == "cA=="
+    assert "FailedCreateSecret" not in await h.event_reasons(ns, "pi")
