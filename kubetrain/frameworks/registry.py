@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kubetrain.frameworks import mxnet, pytorch, tensorflow
+from kubetrain.frameworks import mxnet, paddle, pytorch, tensorflow
 from kubetrain.frameworks.base import Framework
 
 FRAMEWORKS: dict[str, Framework] = {
-    f.kind: f for f in (tensorflow.FRAMEWORK, pytorch.FRAMEWORK, mxnet.FRAMEWORK)
+    f.kind: f for f in (tensorflow.FRAMEWORK, pytorch.FRAMEWORK, mxnet.FRAMEWORK, paddle.FRAMEWORK)
 }
 
 

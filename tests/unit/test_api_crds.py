@@ -13,6 +13,7 @@ import yaml
 
 from kubetrain.commands.crds import render_crd
 from kubetrain.jobs.crdgen import all_crds, crd_file_name, job_crds
+from kubetrain.frameworks.registry import known_kinds
 
 CRDS = all_crds()
 IDS = [c["metadata"]["name"] for c in CRDS]
@@ -70,11 +71,12 @@ def test_is_a_valid_crd_object(crd: dict[str, Any]) -> None:
 
 def test_job_crds_names_subresources_and_columns() -> None:
     by_kind = {c["spec"]["names"]["kind"]: c for c in job_crds()}
-    assert set(by_kind) == {"TFJob", "PyTorchJob", "MXJob"}
+    assert set(by_kind) == set(known_kinds())
     for kind, short in (("TFJob", "tfj"), ("PyTorchJob", "ptj"), ("MXJob", "mxj")):
+        assert by_kind[kind]["spec"]["names"]["shortNames"] == [short]
+    for kind in by_kind:
         spec = by_kind[kind]["spec"]
         assert spec["group"] == "kubetrain.io" and spec["scope"] == "Namespaced"
-        assert spec["names"]["shortNames"] == [short]
         assert spec["names"]["categories"] == ["kubetrain"]
         (version,) = spec["versions"]
         assert version["name"] == "v1" and version["served"] and version["storage"]

@@ -95,7 +95,7 @@ rules:
   - apiGroups: ["kubetrain.io"]
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
-    resources: ["tfjobs", "pytorchjobs", "mxjobs"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs", "paddlejobs"]
     scope: Namespaced
 {{ include "kubetrain.webhookSettings" . }}
 {{- with .Values.webhook.namespaceSelector }}
