@@ -146,7 +146,9 @@ class Paddle(Framework):
         else:
             workers = replica_count(replicas["Worker"])
             if workers < 1:
-                errors.append(invalid(f"{worker_path}.replicas", "must be at least 1 in an elastic PaddleJob"))
+                errors.append(
+                    invalid(f"{worker_path}.replicas", "must be at least 1 in an elastic PaddleJob")
+                )
             elif min_r is not None and max_r is not None and min_r <= max_r and not min_r <= workers <= max_r:
                 errors.append(
                     invalid(

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from kubetrain.commands.crds import render_crd
-from kubetrain.jobs.crdgen import all_crds, crd_file_name, job_crds
 from kubetrain.frameworks.registry import known_kinds
+from kubetrain.jobs.crdgen import all_crds, crd_file_name, job_crds
 
 CRDS = all_crds()
 IDS = [c["metadata"]["name"] for c in CRDS]
