@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -62,8 +63,8 @@ SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_pref
 T = TypeVar("T")
 Obj = dict[str, Any]
 
-FRAMEWORK_CONTAINER = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet"}
-REPLICA_FIELD = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}
+FRAMEWORK_CONTAINER = {kind: f.container_name for kind, f in FRAMEWORKS.items()}
+REPLICA_FIELD = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
 
 
 # --------------------------------------------------------------------------------------------
