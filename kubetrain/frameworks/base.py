@@ -74,9 +74,11 @@ class Framework:
         """Framework-specific rules of docs/behaviour.md §3 on a parsed (defaulted) job."""
         raise NotImplementedError
 
-    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
-        """The cluster variables for pod `index` of `replica_type` (`[{"name", "value"}]`), in a
-        stable order; empty (or only process-local settings) for a standalone job."""
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]:
+        """The cluster variables for pod `index` of `replica_type` as Kubernetes EnvVars
+        (`{"name", "value"}`, or `{"name", "valueFrom"}` for a value the kubelet fills in, e.g. the
+        pod's IP), in a stable order (a `$(VAR)` reference after the variable it names); empty (or
+        only process-local settings) for a standalone job."""
         raise NotImplementedError
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:

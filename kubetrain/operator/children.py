@@ -146,7 +146,7 @@ def build_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def _append_env(container: dict[str, Any], env: list[dict[str, str]]) -> None:
+def _append_env(container: dict[str, Any], env: list[dict[str, Any]]) -> None:
     existing = container.get("env")
     current: list[Any] = list(existing) if isinstance(existing, list) else []
     taken = {e.get("name") for e in current if isinstance(e, Mapping)}

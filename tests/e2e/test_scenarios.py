@@ -59,6 +59,7 @@ JOBS = {
     "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
     "XGBoostJob": {"Master": 1, "Worker": 2},
     "JAXJob": {"Worker": 2},
+    "PaddleJob": {"Master": 1, "Worker": 2},
 }
 
 
@@ -231,3 +232,31 @@ async def test_suspend_deletes_pods_and_resume_recreates_them(cluster: Any) -> N
     )
     await cluster.finish_pods(name, 2)
     await cluster.wait_job("PyTorchJob", name, "Succeeded", succeeded)
+
+
+async def test_paddlejob_collective_pods_get_kubeflows_env_and_succeed(cluster: Any) -> None:
+    """The API server stores the env as kubetrain writes it: Worker 0 reads its own IP
+    (`POD_IP_DUMMY` from `status.podIP`, referenced by PADDLE_MASTER), the others dial Worker 0."""
+    name = "paddle-collective"
+    job = support.job_manifest("PaddleJob", name, cluster.namespace, {"Worker": 3})
+    await cluster.create_job(job)
+    pods = {p["metadata"]["name"]: p for p in await cluster.wait_pods(name, 3, running=False)}
+    ns = cluster.namespace
+
+    def env(pod: str) -> dict[str, Any]:
+        container = pods[pod]["spec"]["containers"][0]
+        return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+    worker0 = env(f"{name}-worker-0")
+    assert worker0["POD_IP_DUMMY"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert worker0["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
+    for i in (1, 2):
+        assert env(f"{name}-worker-{i}") == {
+            "PYTHONUNBUFFERED": "1",
+            "PADDLE_JOB_ID": name,
+            "PADDLE_NNODES": "3",
+            "PADDLE_MASTER": f"{name}-worker-0.{name}.{ns}.svc:36543",
+        }
+    await cluster.finish_pods(name, 3)
+    done = await cluster.wait_job("PaddleJob", name, "Succeeded", succeeded)
+    assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 3

@@ -82,7 +82,7 @@ SHORT_NAMES = {
 def test_job_crds_names_subresources_and_columns() -> None:
     by_kind = {c["spec"]["names"]["kind"]: c for c in job_crds()}
     assert set(by_kind) == set(known_kinds())
-    assert {"TFJob", "PyTorchJob", "MXJob", "XGBoostJob", "JAXJob"} <= set(by_kind)
+    assert {"TFJob", "PyTorchJob", "MXJob", "XGBoostJob", "JAXJob", "PaddleJob"} <= set(by_kind)
     for kind in by_kind:
         spec = by_kind[kind]["spec"]
         assert spec["group"] == "kubetrain.io" and spec["scope"] == "Namespaced"

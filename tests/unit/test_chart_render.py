@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from kubetrain.commands import _flags
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
@@ -466,7 +467,7 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
         "apiGroups": ["kubetrain.io"],
         "apiVersions": ["v1"],
         "operations": ["UPDATE"],
-        "resources": ["pytorchjobs/scale"],
+        "resources": [f"{f.plural}/scale" for f in FRAMEWORKS.values() if f.scalable_replica_type],
         "scope": "Namespaced",
     }
     expected = {

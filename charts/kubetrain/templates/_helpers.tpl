@@ -95,7 +95,7 @@ rules:
   - apiGroups: ["kubetrain.io"]
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
-    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs"]
     scope: Namespaced
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
@@ -103,7 +103,7 @@ rules:
   - apiGroups: ["kubetrain.io"]
     apiVersions: ["v1"]
     operations: ["UPDATE"]
-    resources: ["pytorchjobs/scale"]
+    resources: ["pytorchjobs/scale", "paddlejobs/scale"]
     scope: Namespaced
 {{- end }}
 {{ include "kubetrain.webhookSettings" .ctx }}
