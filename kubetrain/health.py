@@ -24,17 +24,23 @@ whose user may `get` the non-resource URL `/metrics`: 401/403/500 answers are ku
 bodies. /healthz, /livez and /readyz stay unauthenticated: the kubelet probes them without a
 token. `on_stop` callables (awaitables) run after the server stopped (the API client of `auth`).
 
+`unix_path` serves the same app on a Unix socket too (a `--webhook-workers` child, so that the
+parent can read it); `add_metrics_peers(paths)` makes /metrics add the counters and histograms
+those sockets' /metrics show (kubetrain.metricsmerge), each read within 2 s or left out.
+
 Connections get the limits of kubetrain.httpguard (header and idle deadlines, a connection cap),
 so that a client holding connections open cannot exhaust the port the kubelet probes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -42,10 +48,12 @@ from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.httpguard import ConnectionGuard, ConnectionLimits
 from kubetrain.metrics import REGISTRY
 from kubetrain.metricsauth import MetricsAuthorizer
+from kubetrain.metricsmerge import MergedRegistry
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[], "bool | Awaitable[bool]"]
+PEER_TIMEOUT = 2.0
 
 
 async def run_check(check: Check) -> tuple[bool, str]:
@@ -92,8 +100,11 @@ class HealthServer:
         tls: ReloadingTLS | None = None,
         auth: MetricsAuthorizer | None = None,
         on_stop: list[Callable[[], Awaitable[None]]] | None = None,
+        unix_path: str | None = None,
     ) -> None:
         self.host = host
+        self.unix_path = unix_path
+        self._peers: Callable[[], list[str]] = list
         self.tls = tls
         self.auth = auth
         self._on_stop = list(on_stop or [])
@@ -111,6 +122,22 @@ class HealthServer:
 
     def remove_readiness_check(self, name: str) -> None:
         self._readiness.pop(name, None)
+
+    def add_metrics_peers(self, paths: Callable[[], list[str]]) -> None:
+        """/metrics adds what the HealthServers on these Unix sockets count (read per scrape)."""
+        self._peers = paths
+
+    async def _peer_text(self, path: str) -> str | None:
+        try:
+            timeout = aiohttp.ClientTimeout(total=PEER_TIMEOUT)
+            async with (
+                aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path), timeout=timeout) as session,
+                session.get("http://localhost/metrics") as resp,
+            ):
+                return await resp.text() if resp.status == 200 else None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.debug("metrics of %s not read: %s", path, exc)  # e.g. a worker restarting
+            return None
 
     def add_liveness_check(self, name: str, fn: Check) -> None:
         """Register (or replace) a named liveness check shown on /healthz."""
@@ -135,7 +162,12 @@ class HealthServer:
                 return web.Response(
                     status=verdict.code, text=json.dumps(verdict.body), content_type="application/json"
                 )
-        body = generate_latest(self.registry)
+        registry = self.registry
+        peers = self._peers()
+        if peers:
+            texts = await asyncio.gather(*(self._peer_text(p) for p in peers))
+            registry = MergedRegistry(self.registry, [t for t in texts if t is not None])
+        body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _healthz(self, request: web.Request) -> web.Response:
@@ -161,6 +193,8 @@ class HealthServer:
             runner, self.host, self.port, ssl_context=ssl_context, reuse_port=self.reuse_port or None
         )
         await site.start()
+        if self.unix_path is not None:
+            await web.UnixSite(runner, self.unix_path).start()
         self._runner = runner
         sockets = runner.addresses
         if sockets:

@@ -83,8 +83,7 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=_port,
         default=8080,
-        help="port serving /metrics, /healthz and /readyz (default 8080; plain HTTP unless "
-        "--metrics-secure)",
+        help="port serving /metrics, /healthz and /readyz (default 8080; plain HTTP unless --metrics-secure)",
     )
     g.add_argument(
         "--metrics-bind-address",
@@ -107,6 +106,8 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         help="with --metrics-secure: tls.crt/tls.key of the metrics port, reloaded when they "
         "change (default: a self-signed certificate generated at start)",
     )
+    # A --webhook-workers child also serves its metrics here, for the parent to add up.
+    g.add_argument("--metrics-unix-socket", metavar="PATH", default=None, help=argparse.SUPPRESS)
     g.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
     g.add_argument(
         "--max-replicas-per-job",

@@ -41,8 +41,9 @@ async def metrics_server(
     args: argparse.Namespace, *, clock: Callable[[], float] = time.monotonic
 ) -> HealthServer:
     """The HealthServer the flags ask for (`--metrics-*`); `clock` times the decision caches."""
+    unix_path = getattr(args, "metrics_unix_socket", None)
     if not getattr(args, "metrics_secure", False):
-        return HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
+        return HealthServer(host=args.metrics_bind_address, port=args.metrics_port, unix_path=unix_path)
     cert_dir = args.metrics_cert_dir
     temporary = cert_dir is None
     if cert_dir is None:
@@ -60,4 +61,5 @@ async def metrics_server(
         tls=ReloadingTLS(cert_dir),
         auth=MetricsAuthorizer(AccessReviews(client), clock=clock),
         on_stop=[cleanup],
+        unix_path=unix_path,
     )

@@ -72,6 +72,8 @@ class WebhookRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         if health is not None:
             health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
+            if self.workers is not None:  # one /metrics for every process on the webhook port
+                health.add_metrics_peers(self.workers.metrics_sockets)
         # The job of a scale-subresource review is read through the API client (connected on
         # first use when neither the policies nor the certificates need it earlier).
         self.server.job_reader = self._read_job
