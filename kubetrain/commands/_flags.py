@@ -3,7 +3,8 @@
 ```python
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags, add_controller_flags
 parser = sub.add_parser("run", ...)
-add_common_flags(parser)       # --kubeconfig --gang-scheduler --scheduler-name --metrics-port --log-level
+add_common_flags(parser)       # --kubeconfig --gang-scheduler --scheduler-name --metrics-port
+                               # --metrics-secure --metrics-cert-dir --log-level
 add_controller_flags(parser)   # --namespaces --workers --qps --burst --leader-elect ...
 add_webhook_flags(parser)      # --webhook-port --cert-mode --cert-dir --cert-secret ...
 ```
@@ -82,7 +83,7 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=_port,
         default=8080,
-        help="plain-HTTP port serving /metrics, /healthz and /readyz (default 8080)",
+        help="port serving /metrics, /healthz and /readyz (default 8080; plain HTTP unless --metrics-secure)",
     )
     g.add_argument(
         "--metrics-bind-address",
@@ -91,6 +92,22 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         help="address the /metrics, /healthz and /readyz port listens on (default 0.0.0.0; the "
         "kubelet's probes need the pod IP, so 127.0.0.1 only fits without probes on this port)",
     )
+    g.add_argument(
+        "--metrics-secure",
+        action="store_true",
+        help="serve the metrics port over HTTPS (TLS 1.2+) and answer /metrics only to a bearer "
+        "token whose user may get the non-resource URL /metrics (TokenReview + "
+        "SubjectAccessReview, decisions cached 10 s); /healthz and /readyz stay unauthenticated",
+    )
+    g.add_argument(
+        "--metrics-cert-dir",
+        metavar="DIR",
+        default=None,
+        help="with --metrics-secure: tls.crt/tls.key of the metrics port, reloaded when they "
+        "change (default: a self-signed certificate generated at start)",
+    )
+    # A --webhook-workers child also serves its metrics here, for the parent to add up.
+    g.add_argument("--metrics-unix-socket", metavar="PATH", default=None, help=argparse.SUPPRESS)
     g.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
     g.add_argument(
         "--max-replicas-per-job",

@@ -96,6 +96,11 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
 CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+# Create-only review resources (the secure /metrics endpoint authenticates and authorizes with them)
+TOKEN_REVIEWS = ResourceRef("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+SUBJECT_ACCESS_REVIEWS = ResourceRef(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
 TRAINING_POLICIES = ResourceRef(API_GROUP, API_VERSION, "trainingpolicies", "TrainingPolicy", False)
 
 JOB_RESOURCES: dict[str, ResourceRef] = {

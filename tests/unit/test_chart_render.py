@@ -1,7 +1,8 @@
 """The Helm chart, rendered and linted by the real Helm engine (helm-python-sdk, in-process).
 
 Every value combination that changes the output is rendered (3 certificate modes x replicas
-1/2 x ServiceMonitor off/on x 3 gang schedulers x all/some namespaces = 72 releases), linted
+1/2 x ServiceMonitor off/on x 3 gang schedulers x all/some namespaces = 72 releases; secure
+metrics with 2 replicas, so secure and plain metrics each meet ServiceMonitor off/on), linted
 with `helm lint --strict`, and every manifest is validated strictly against the Kubernetes
 OpenAPI schemas (kubernetes-validate) of the oldest and the newest supported Kubernetes.
 On top: RBAC is exactly the documented least-privilege set, the pod passes Pod Security
@@ -77,7 +78,7 @@ def combo_values(
     return {
         "certificates": certificates,
         "replicas": replicas,
-        "metrics": {"serviceMonitor": {"enabled": service_monitor}},
+        "metrics": {"serviceMonitor": {"enabled": service_monitor}, "secure": replicas > 1},
         "gangScheduler": gang,
         "watchNamespaces": list(namespaces),
     }
@@ -354,7 +355,7 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     # No cluster-wide Secret access in any ClusterRole.
     for (kind, name), role in roles.items():
         if kind == "ClusterRole":
-            assert not any("secrets" in r["resources"] for r in role["rules"]), name
+            assert not any("secrets" in r.get("resources", []) for r in role["rules"]), name
 
     assert grants(roles[("ClusterRole", f"{FULLNAME}-jobs")]["rules"]) == EXPECTED_JOBS_ROLE
     expected_cluster = (
@@ -363,6 +364,7 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
         | EXPECTED_POD_GROUP_CRD_GRANTS.get(values["gangScheduler"], set())
     )
     assert grants(roles[("ClusterRole", f"{FULLNAME}-cluster")]["rules"]) == expected_cluster
+    check_metrics_rbac(roles, docs, values["metrics"].get("secure", False))
 
     role = roles[("Role", FULLNAME)]  # leader election is on by default, so the Role exists
     assert role["metadata"]["namespace"] == NAMESPACE
@@ -392,6 +394,23 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert len(bound) == len(bindings)
 
 
+def check_metrics_rbac(roles: dict[tuple[str, str], Manifest], docs: list[Manifest], secure: bool) -> None:
+    """Secure metrics: the operator may create TokenReviews and SubjectAccessReviews (nothing
+    else), and a metrics-reader ClusterRole (bound by nobody in the chart) may get /metrics."""
+    auth, reader = ("ClusterRole", f"{FULLNAME}-metrics-auth"), ("ClusterRole", f"{FULLNAME}-metrics-reader")
+    binding = [b for b in of_kind(docs, "ClusterRoleBinding") if b["roleRef"]["name"] == auth[1]]
+    if not secure:
+        assert auth not in roles and reader not in roles and binding == []
+        return
+    assert grants(roles[auth]["rules"]) == {
+        ("authentication.k8s.io", "tokenreviews", "create", ()),
+        ("authorization.k8s.io", "subjectaccessreviews", "create", ()),
+    }
+    assert len(binding) == 1
+    assert roles[reader]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert not any(b["roleRef"]["name"] == reader[1] for b in of_kind(docs, "ClusterRoleBinding"))
+
+
 def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     deployment = one(docs, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
@@ -406,10 +425,12 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert pod["serviceAccountName"] == one(docs, "ServiceAccount")["metadata"]["name"]
     assert c["resources"]["requests"] and c["resources"]["limits"]
 
-    # Probes on the plain-HTTP metrics port.
+    # Probes on the metrics port: HTTPS when it is secure (unauthenticated either way).
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    scheme = {"scheme": "HTTPS"} if values["metrics"].get("secure") else {}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics", **scheme}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", **scheme}
+    assert ("--metrics-secure" in flags(docs)) == bool(values["metrics"].get("secure"))
     # Writable places with a read-only root filesystem: /tmp and the cert dir.
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -579,6 +600,14 @@ def check_metrics(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert endpoint["port"] == service["spec"]["ports"][0]["name"]
     assert endpoint["path"] == "/metrics"
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    if values["metrics"].get("secure"):
+        # The scraper authenticates with its ServiceAccount token; the certificate is self-signed.
+        assert endpoint["scheme"] == "https"
+        assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+        assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    else:
+        assert endpoint["scheme"] == "http"
+        assert "bearerTokenFile" not in endpoint and "tlsConfig" not in endpoint
 
 
 # ---------------------------------------------------------------------------------------------
@@ -833,6 +862,20 @@ def test_hardening_values_reach_the_flags(chart: helm.Chart) -> None:
     )
     assert (f["--max-replicas-per-job"], f["--webhook-workers"]) == ("500", "2")
     assert (f["--webhook-max-request-bytes"], f["--metrics-bind-address"]) == ("4194304", "10.0.0.1")
+
+
+def test_secure_metrics_value(chart: helm.Chart) -> None:
+    plain = render(chart)
+    assert "--metrics-secure" not in flags(plain)
+    assert "scheme" not in container(plain)["readinessProbe"]["httpGet"]
+    docs = render(chart, {"metrics": {"secure": True, "serviceMonitor": {"enabled": True}}})
+    assert "--metrics-secure" in flags(docs)
+    assert container(docs)["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert one(docs, "ServiceMonitor")["spec"]["endpoints"][0]["scheme"] == "https"
+    one(docs, "ClusterRole", f"{FULLNAME}-metrics-reader")
+    one(docs, "ClusterRoleBinding", f"{FULLNAME}-metrics-auth")
+    with pytest.raises(Exception, match="secure"):
+        render(chart, {"metrics": {"secure": "yes"}})
 
 
 def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Chart) -> None:

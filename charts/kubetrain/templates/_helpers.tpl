@@ -149,6 +149,9 @@ rules:
 - --max-replicas-per-job={{ .Values.maxReplicasPerJob | int }}
 - --metrics-port={{ .Values.metrics.port }}
 - --metrics-bind-address={{ .Values.metrics.bindAddress }}
+{{- if .Values.metrics.secure }}
+- --metrics-secure
+{{- end }}
 - --webhook-port={{ .Values.webhook.port }}
 - --webhook-workers={{ .Values.webhook.workers | int }}
 - --webhook-max-request-bytes={{ .Values.webhook.maxRequestBytes | int }}
