@@ -28,6 +28,7 @@ from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
     ANNOTATION_PRIOR_RESTARTS,
+    LABEL_ATTEMPT,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -110,14 +111,18 @@ def build_pod(
     gang_scheduler: str = NONE,
     scheduler: str | None = None,
     prior_restarts: int = 0,
+    attempt: int = 0,
 ) -> dict[str, Any]:
-    """Pod `index` of `replica_type`, ready to create."""
+    """Pod `index` of `replica_type`, ready to create; `attempt` > 0 (the job's `jobRestarts`)
+    is labelled so pods of an earlier attempt are told apart."""
     replica = job.replicas[replica_type]
     template = replica.template
     tmeta: Mapping[str, Any] = template.get("metadata") or {}
     name = job.pod_name(replica_type, index)
     labels = dict(tmeta.get("labels") or {})
     labels.update(pod_labels(job, framework, replica_type, index))
+    if attempt > 0:
+        labels[LABEL_ATTEMPT] = str(attempt)
     annotations = dict(tmeta.get("annotations") or {})
     if prior_restarts > 0:
         annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
