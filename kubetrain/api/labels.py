@@ -23,3 +23,10 @@ LABEL_ATTEMPT = "kubetrain.io/attempt"
 # On a job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
 # the job asks for hashes differently (not when the API server normalised what was written).
 ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
+
+# On a job: `host` runs its pods in the node's network namespace (hostNetwork, DNS policy
+# ClusterFirstWithHostNet), each on its own port from the range below (frameworks/hostnetwork.py).
+ANNOTATION_NETWORK_MODE = "kubetrain.io/network-mode"
+NETWORK_MODE_HOST = "host"
+# On a job in host network mode: the ports its pods are given, `FIRST-LAST` (default 20000-29999).
+ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"

@@ -36,6 +36,7 @@ from kubetrain.api.podtemplate import (
     template_key,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
+from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
@@ -90,6 +91,7 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> Vali
     errors.extend(_name_errors(obj.get("metadata"), replica_map, spec, framework))
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
+    errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))
