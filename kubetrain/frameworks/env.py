@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubetrain.frameworks import hostnetwork
+
 # Restart policies as written in the replica spec (ExitCode becomes Never on the pod).
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 
@@ -47,6 +49,12 @@ class JobLayout:
     spec: Mapping[str, Any]  # the defaulted spec (read-only)
     replicas: Mapping[str, ReplicaLayout]  # canonical type -> layout, in the framework's order
     port_name: str = ""
+    # Host network mode (frameworks/hostnetwork.py): every pod's own port, by (type, index).
+    host_ports: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+    @property
+    def host_network(self) -> bool:
+        return bool(self.host_ports)
 
     @property
     def total_replicas(self) -> int:
@@ -69,10 +77,15 @@ class JobLayout:
 
     def pod_address(self, replica_type: str, index: int) -> str:
         """`<pod>.<job>.<ns>.svc:<port>`."""
-        return f"{self.pod_host(replica_type, index)}:{self.replicas[replica_type].port}"
+        return f"{self.pod_host(replica_type, index)}:{self.pod_port(replica_type, index)}"
+
+    def pod_port(self, replica_type: str, index: int) -> int:
+        """The framework port of one pod: its own host port in host network mode."""
+        return self.host_ports.get((replica_type, index), self.replicas[replica_type].port)
 
     def port(self, replica_type: str) -> int:
-        return self.replicas[replica_type].port
+        """The type's port (pod 0's in host network mode: the one a leader listens on)."""
+        return self.pod_port(replica_type, 0)
 
     @property
     def is_standalone(self) -> bool:
@@ -203,6 +216,10 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
     if errors or not isinstance(name, str):
         return None, errors
     namespace = meta.get("namespace") or "default"
+    host_ports: dict[tuple[str, int], int] = {}
+    if hostnetwork.is_host_network(obj):
+        slots = [(t, i) for t, r in replicas.items() for i in range(r.replicas)]
+        host_ports = hostnetwork.assign_ports(str(namespace), name, slots, *hostnetwork.port_range(obj))
     layout = JobLayout(
         kind=str(obj.get("kind") or framework.kind),
         api_version=str(obj.get("apiVersion") or "kubetrain.io/v1"),
@@ -212,6 +229,7 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         spec=spec,
         replicas=replicas,
         port_name=framework.port_name,
+        host_ports=host_ports,
     )
     return layout, []
 

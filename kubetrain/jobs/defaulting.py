@@ -24,6 +24,7 @@ from kubetrain.api.podresources import replica_count, total_replicas
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.failurepolicy import default_pod_failure_policy
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ def _default_run_policy(
         run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
     if run_policy.get("suspend") is None:
         run_policy["suspend"] = False
+    default_pod_failure_policy(run_policy)
     if not gang_scheduling:
         return
     total = gang_total(spec, framework)

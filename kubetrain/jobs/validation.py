@@ -36,8 +36,10 @@ from kubetrain.api.podtemplate import (
     template_key,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
+from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -95,6 +97,10 @@ def validate_job(
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(_max_replicas_errors(spec, framework, max_replicas))
+    errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict):
+        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))
     if job is not None:
         errors.extend(framework.validate_spec(job, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):

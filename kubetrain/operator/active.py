@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.labels import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.operator import gang, runpolicy
 from kubetrain.operator import restarts as rs
@@ -16,6 +16,9 @@ from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 
+# A Failed pod to act on: its replica type, the pod, the verdict on it.
+Retry = tuple[str, dict[str, Any], rs.Verdict]
+
 
 class ActiveJob:
     """The part of a reconcile for a valid job that is not finished yet."""
@@ -24,6 +27,10 @@ class ActiveJob:
         self.r, self.layout, self.fw, self.desired = r, layout, r.fw, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
+        # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
+        # its slot refilled only once it is gone; it counts for nothing of the new attempt.
+        self.stale: set[tuple[str, int]] = set()
+        self.attempt = rs.job_attempt(r.old)
         lower = {t.lower(): t for t in layout.replicas}
         for pod in r.pods:
             labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -32,6 +39,11 @@ class ActiveJob:
             if rtype is None or not index.isdigit() or int(index) >= layout.count(rtype):
                 if not terminating(pod):
                     r.delete([pod_name(pod)])  # a type or index the spec no longer has
+                continue
+            if rs.pod_attempt(labels.get(LABEL_ATTEMPT)) != self.attempt:
+                if not terminating(pod):
+                    r.delete([pod_name(pod)])
+                self.stale.add((rtype, int(index)))
                 continue
             self.slots[(rtype, int(index))] = pod
 
@@ -58,10 +70,11 @@ class ActiveJob:
             r.event("Normal", st.REASON_RESUMED, message)
         may_create = self.service_ok() & self.gang_ok()
         counts = self.counts(exclude_deleting=False)
-        failures, retries = self.failed_pods()
+        failures, retries, restart_job = self.failed_pods()
         deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
         limit = runpolicy.backoff_limit(spec)
         base = sum(t.base for t in tallies.values())
+        added = self.new_restarts(retries, restart_job)
         succeeded = self.fw.succeeded(self.layout, counts)
         framework_failure = None if succeeded else self.fw.failed(self.layout, counts)
         if succeeded:
@@ -79,12 +92,15 @@ class ActiveJob:
         elif failures:
             reason, detail = failures[0]
             r.terminal(st.FAILED, reason, f"{r.title} has failed: {detail}", delete_active=False)
-        elif limit is not None and base + len(retries) > limit:
+        elif limit is not None and base + added > limit:
+            why = "" if not added else f", {restart_job[2].detail}" if restart_job else ", another pod failed"
             message = (
                 f"{r.title} has failed because it reached its backoffLimit of {limit} "
-                f"({base} restarts so far{', another pod failed' if retries else ''})."
+                f"({base} restarts so far{why})."
             )
             r.terminal(st.FAILED, st.REASON_BACKOFF_LIMIT, message, delete_active=True)
+        elif restart_job is not None:
+            self.restart_job(restart_job, tallies, limit)
         else:
             self.restart(retries, tallies, limit)
             if may_create:
@@ -135,18 +151,35 @@ class ActiveJob:
             tallies[rtype] = rs.TypeRestarts(persisted if isinstance(persisted, int) else 0, counted)
         return tallies
 
-    def failed_pods(self) -> tuple[list[tuple[str, str]], list[tuple[str, dict[str, Any], rs.Verdict]]]:
+    def failed_pods(
+        self,
+    ) -> tuple[list[tuple[str, str]], list[Retry], Retry | None]:
+        """The Failed pods' verdicts: job failures, pods to recreate, and the first pod whose
+        failure restarts the whole job (a RestartJob rule)."""
         failures: list[tuple[str, str]] = []
-        retries: list[tuple[str, dict[str, Any], rs.Verdict]] = []
+        retries: list[Retry] = []
+        restart_job: Retry | None = None
+        rules = runpolicy.failure_rules(self.r.spec)
         for (rtype, _), pod in self.slots.items():
             if terminating(pod) or pod_phase(pod) != "Failed" or pod_name(pod) in self.r.deleting:
                 continue
-            verdict = rs.classify_failed_pod(pod, self.restart_policy(rtype), self.container(rtype))
+            verdict = rs.classify_failed_pod(
+                pod, self.restart_policy(rtype), self.container(rtype), rules, rtype
+            )
             if verdict.action == rs.FAIL:
                 failures.append((verdict.reason, verdict.detail))
+            elif verdict.action == rs.RESTART_JOB:
+                restart_job = restart_job or (rtype, pod, verdict)
             else:
                 retries.append((rtype, pod, verdict))
-        return failures, retries
+        return failures, retries, restart_job
+
+    @staticmethod
+    def new_restarts(retries: list[Retry], restart_job: Retry | None) -> int:
+        """Restarts this reconcile adds to the backoffLimit count (a whole-job restart is one)."""
+        if restart_job is not None:
+            return 1
+        return sum(1 for _, _, verdict in retries if verdict.counted)
 
     # --- decisions -----------------------------------------------------------------------------
     def suspend(self) -> None:
@@ -188,17 +221,28 @@ class ActiveJob:
                 r.event("Warning", event_reason, message)
         return decision.may_create_pods
 
-    def restart(
-        self,
-        retries: list[tuple[str, dict[str, Any], rs.Verdict]],
-        tallies: dict[str, rs.TypeRestarts],
-        limit: int | None,
-    ) -> None:
+    def restart_job(self, trigger: Retry, tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
+        """Every pod of the job deleted, to be recreated as attempt `jobRestarts + 1` once all are
+        gone; one restart against backoffLimit, one Event, a Restarting condition naming the pod."""
+        r = self.r
+        rtype, _, verdict = trigger
+        r.delete([pod_name(p) for p in r.live_pods()])
+        tallies[rtype].recreations += 1
+        attempt = self.attempt + 1
+        r.status["jobRestarts"] = attempt
+        total = sum(t.total for t in tallies.values())
+        suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
+        message = f"{r.title} is restarting all its pods as attempt {attempt}: {verdict.detail} ({suffix})"
+        r.event("Warning", st.REASON_RESTART_JOB, message)
+        st.set_restarting(r.status, message, r.now, st.REASON_RESTART_JOB)
+
+    def restart(self, retries: list[Retry], tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         r = self.r
         messages: list[str] = []
         for rtype, pod, verdict in retries:
             r.delete([pod_name(pod)])
-            tallies[rtype].recreations += 1
+            if verdict.counted:
+                tallies[rtype].recreations += 1
             messages.append(f"{verdict.detail}; recreating it")
         for rtype, tally in tallies.items():
             if tally.in_place:
@@ -215,13 +259,15 @@ class ActiveJob:
         r = self.r
         handed: set[str] = set()
         for rtype, index in pod_slots(self.layout):
-            if (rtype, index) in self.slots:
+            if (rtype, index) in self.slots or (rtype, index) in self.stale:
                 continue
             prior = 0
             if rtype not in handed:
                 prior = tallies[rtype].unattributed
                 handed.add(rtype)
-            r.plan.create_pods.append(self.desired.pod(rtype, index, prior_restarts=prior))
+            r.plan.create_pods.append(
+                self.desired.pod(rtype, index, prior_restarts=prior, attempt=self.attempt)
+            )
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
             r.status["startTime"] = st.format_time(r.now)
 

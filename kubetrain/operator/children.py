@@ -28,6 +28,7 @@ from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
     ANNOTATION_PRIOR_RESTARTS,
+    LABEL_ATTEMPT,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -110,14 +111,18 @@ def build_pod(
     gang_scheduler: str = NONE,
     scheduler: str | None = None,
     prior_restarts: int = 0,
+    attempt: int = 0,
 ) -> dict[str, Any]:
-    """Pod `index` of `replica_type`, ready to create."""
+    """Pod `index` of `replica_type`, ready to create; `attempt` > 0 (the job's `jobRestarts`)
+    is labelled so pods of an earlier attempt are told apart."""
     replica = job.replicas[replica_type]
     template = replica.template
     tmeta: Mapping[str, Any] = template.get("metadata") or {}
     name = job.pod_name(replica_type, index)
     labels = dict(tmeta.get("labels") or {})
     labels.update(pod_labels(job, framework, replica_type, index))
+    if attempt > 0:
+        labels[LABEL_ATTEMPT] = str(attempt)
     annotations = dict(tmeta.get("annotations") or {})
     if prior_restarts > 0:
         annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
@@ -133,6 +138,8 @@ def build_pod(
     spec["subdomain"] = job.name
     spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
     _ensure_port(spec, replica, job.port_name)
+    if job.host_network:
+        _use_host_network(spec, replica, job.port_name, job.pod_port(replica_type, index))
     env = framework.cluster_env(job, replica_type, index)
     only_framework = framework.cluster_env_framework_container_only
     if env:
@@ -167,6 +174,26 @@ def _ensure_port(spec: dict[str, Any], replica: ReplicaLayout, port_name: str) -
     if any(isinstance(p, Mapping) and p.get("name") == port_name for p in ports):
         return
     container["ports"] = [*ports, {"name": port_name, "containerPort": replica.port}]
+
+
+def _use_host_network(spec: dict[str, Any], replica: ReplicaLayout, port_name: str, port: int) -> None:
+    """Host network mode: the node's network, cluster DNS still first, and the pod's own port as
+    containerPort and hostPort (so the scheduler keeps pods claiming one port off one node)."""
+    spec["hostNetwork"] = True
+    spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    containers = spec.get("containers") or []
+    if replica.container_index >= len(containers) or not isinstance(
+        containers[replica.container_index], dict
+    ):
+        return
+    container = containers[replica.container_index]
+    ports = [dict(p) if isinstance(p, Mapping) else p for p in container.get("ports") or []]
+    for p in ports:
+        if isinstance(p, dict) and p.get("name") == port_name:
+            p["containerPort"] = p["hostPort"] = port
+    if not any(isinstance(p, dict) and p.get("name") == port_name for p in ports):
+        ports.append({"name": port_name, "containerPort": port, "hostPort": port})
+    container["ports"] = ports
 
 
 def pod_slots(job: JobLayout) -> Iterator[tuple[str, int]]:

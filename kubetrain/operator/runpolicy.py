@@ -1,4 +1,5 @@
-"""Run policy (docs/behaviour.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy.
+"""Run policy (docs/behaviour.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy,
+and where the failure rules of §6 are read from.
 
 All times are computed, never polled: the planner returns the exact instant it must be woken
 (`Plan.requeue_at`) for a deadline or a TTL, and acts when `now` has reached it.
@@ -42,6 +43,13 @@ def clean_pod_policy(spec: Mapping[str, Any]) -> str:
 
 def backoff_limit(spec: Mapping[str, Any]) -> int | None:
     return _int(run_policy(spec).get("backoffLimit"))
+
+
+def failure_rules(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`runPolicy.podFailurePolicy.rules` (operator/restarts.py applies them), [] when unset."""
+    policy = run_policy(spec).get("podFailurePolicy")
+    rules = policy.get("rules") if isinstance(policy, Mapping) else None
+    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
 
 
 def deadline(spec: Mapping[str, Any], start_time: datetime | None) -> datetime | None:

@@ -39,6 +39,8 @@ REASON_RESUMED = "JobResumed"
 REASON_GANG = "GangScheduling"
 REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SERVICE_CONFLICT = "ServiceConflict"
+REASON_POD_FAILURE_POLICY = "PodFailurePolicy"  # Failed by a FailJob rule (batch/v1's reason)
+REASON_RESTART_JOB = "RestartJob"  # Restarting: every pod recreated by a RestartJob rule
 
 COUNT_FIELDS = ("active", "pending", "succeeded", "failed")
 
@@ -136,10 +138,12 @@ def set_running(status: dict[str, Any], reason: str, message: str, now: datetime
     return changed
 
 
-def set_restarting(status: dict[str, Any], message: str, now: datetime) -> bool:
-    changed = set_condition(status, RESTARTING, True, REASON_RESTARTING, message, now)
+def set_restarting(
+    status: dict[str, Any], message: str, now: datetime, reason: str = REASON_RESTARTING
+) -> bool:
+    changed = set_condition(status, RESTARTING, True, reason, message, now)
     if is_true(status, RUNNING):
-        changed |= set_condition(status, RUNNING, False, REASON_RESTARTING, message, now)
+        changed |= set_condition(status, RUNNING, False, reason, message, now)
     return changed
 
 

@@ -260,3 +260,56 @@ async def test_paddlejob_collective_pods_get_kubeflows_env_and_succeed(cluster: 
     await cluster.finish_pods(name, 3)
     done = await cluster.wait_job("PaddleJob", name, "Succeeded", succeeded)
     assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 3
+
+
+async def test_restart_job_rule_restarts_every_pod_once_then_succeeds(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    name = "restart-job"
+    rules = [{"action": "RestartJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+    job = support.job_manifest(
+        "PyTorchJob",
+        name,
+        cluster.namespace,
+        {"Master": 1, "Worker": 2},
+        restart_policy="ExitCode",
+        run_policy={"backoffLimit": 3, "podFailurePolicy": {"rules": rules}},
+    )
+    await cluster.create_job(job)
+    first = {p["metadata"]["uid"] for p in await cluster.wait_pods(name, 3, running=True)}
+    await cluster.simulator.finish(cluster.namespace, f"{name}-worker-1", exit_code=42)
+
+    async def all_recreated() -> bool:
+        pods = await cluster.pods(name)
+        return len(pods) == 3 and all(
+            p["metadata"]["uid"] not in first and p["metadata"]["labels"].get("kubetrain.io/attempt") == "1"
+            for p in pods
+        )
+
+    await support.eventually(all_recreated, within=90, what="every pod recreated as attempt 1")
+    await cluster.wait_pods(name, 3, running=True)
+    await cluster.finish_pods(name, 3)
+    done = await cluster.wait_job("PyTorchJob", name, "Succeeded", succeeded)
+    assert done["status"]["jobRestarts"] == 1
+    assert sum(s.get("restarts", 0) for s in done["status"]["replicaStatuses"].values()) == 1
+
+
+async def test_fail_job_rule_fails_at_once(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    name = "fail-job-rule"
+    rules = [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [137]}}]
+    job = support.job_manifest(
+        "TFJob",
+        name,
+        cluster.namespace,
+        {"Worker": 2},
+        restart_policy="ExitCode",
+        run_policy={"backoffLimit": 5, "podFailurePolicy": {"rules": rules}},
+    )
+    await cluster.create_job(job)
+    await cluster.wait_pods(name, 2, running=True)
+    await cluster.simulator.finish(cluster.namespace, f"{name}-worker-0", exit_code=137)
+    failed = await cluster.wait_job("TFJob", name, "Failed", lambda j: support.has_condition(j, "Failed"))
+    cond = support.condition(failed, "Failed")
+    assert cond["reason"] == "PodFailurePolicy" and "FailJob rule at index 0" in cond["message"]
