@@ -14,9 +14,6 @@ LABEL_JOB_ROLE = "kubetrain.io/job-role"  # "master" on the pod that leads the j
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubetrain"
 
-# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
-# so that the restart count survives pod recreation and operator restarts (operator/restarts.py).
-ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
 # On a job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
 # the job asks for hashes differently (not when the API server normalised what was written).
 ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"

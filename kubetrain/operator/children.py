@@ -27,7 +27,6 @@ from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
-    ANNOTATION_PRIOR_RESTARTS,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -109,7 +108,6 @@ def build_pod(
     *,
     gang_scheduler: str = NONE,
     scheduler: str | None = None,
-    prior_restarts: int = 0,
 ) -> dict[str, Any]:
     """Pod `index` of `replica_type`, ready to create."""
     replica = job.replicas[replica_type]
@@ -119,8 +117,6 @@ def build_pod(
     labels = dict(tmeta.get("labels") or {})
     labels.update(pod_labels(job, framework, replica_type, index))
     annotations = dict(tmeta.get("annotations") or {})
-    if prior_restarts > 0:
-        annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
     spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
     gang = gang_scheduler_of(gang_scheduler)
     if gang is not None:

@@ -292,6 +292,7 @@ class Controller:
         key = _key_of(job)
         self.expectations.forget(key)
         self._decision_seconds.pop(key, None)
+        self.applier.forget_job(job)
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)
@@ -384,7 +385,8 @@ class Controller:
                 self.queue.add_after(key, expires + 0.001)
             return
         started = time.perf_counter()
-        the_plan = plan(job, self.observe(kind, namespace, name), self.clock.now(), self.planner_config)
+        observed = self.applier.records(job, self.observe(kind, namespace, name))
+        the_plan = plan(job, observed, self.clock.now(), self.planner_config)
         decided = time.perf_counter() - started
         self._decision_seconds[key] = decided
         RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)
