@@ -56,7 +56,9 @@ def measure(label: str, job: dict[str, Any], observed: Observed, cache: JobCache
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--replicas", type=int, default=100_000, help="Workers of the job (default 100000)")
     args = parser.parse_args()
     job = pytorch_job("huge", args.replicas)
