@@ -122,13 +122,16 @@ class LabelSelector(KubeModel):
 
 
 class ReplicaStatus(KubeModel):
-    """Pod counts of one replica type; `restarts` is persisted so an operator restart keeps it."""
+    """Pod counts of one replica type; `restarts` is persisted so an operator restart keeps it,
+    `priorRestarts` is the part of it the present pods' container restart counts do not explain
+    (the operator's own record: restart counts never come from pod metadata)."""
 
     active: int | None = None
     pending: int | None = None
     succeeded: int | None = None
     failed: int | None = None
     restarts: int | None = None
+    prior_restarts: int | None = None
     selector: str | None = None
     label_selector: LabelSelector | None = None
 

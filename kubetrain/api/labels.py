@@ -14,9 +14,6 @@ LABEL_JOB_ROLE = "kubetrain.io/job-role"  # "master" on the pod that leads the j
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubetrain"
 
-# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
-# so that the restart count survives pod recreation and operator restarts (operator/restarts.py).
-ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
 # On a pod of a job restarted as a whole (a RestartJob rule): the attempt it belongs to, equal to
 # the job's `status.jobRestarts` when it was created; absent on attempt 0.
 LABEL_ATTEMPT = "kubetrain.io/attempt"

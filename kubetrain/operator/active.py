@@ -1,12 +1,19 @@
 """The part of a reconcile for a valid job that is not finished yet (see `plan.py`): slots of
 the observed pods, restarts and failures, suspend, the Service and gang gates, creating missing
-pods and the per-replica-type status. Pure like the rest of the planner."""
+pods and the per-replica-type status. Pure like the rest of the planner.
+
+A pod fills slot (type, index) only when the job controls it (controller ownerReference with the
+job's uid) AND its name is the slot's name `<job>-<type>-<index>` — a pod's name never changes,
+its labels and annotations can be edited by anyone allowed to edit pods, so they decide nothing.
+A controlled pod named for an index the spec no longer has (scaled down) is deleted; a pod with
+any other name is ignored: it counts for neither success, failure nor restarts.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.operator import gang, runpolicy
 from kubetrain.operator import restarts as rs
@@ -27,25 +34,19 @@ class ActiveJob:
         self.r, self.layout, self.fw, self.desired = r, layout, r.fw, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
+        self.slots, former = slot_pods(layout, r.pods)
+        r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
         # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
         # its slot refilled only once it is gone; it counts for nothing of the new attempt.
         self.stale: set[tuple[str, int]] = set()
         self.attempt = rs.job_attempt(r.old)
-        lower = {t.lower(): t for t in layout.replicas}
-        for pod in r.pods:
+        for slot, pod in list(self.slots.items()):
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            rtype = lower.get(str(labels.get(LABEL_REPLICA_TYPE, "")))
-            index = str(labels.get(LABEL_REPLICA_INDEX, ""))
-            if rtype is None or not index.isdigit() or int(index) >= layout.count(rtype):
-                if not terminating(pod):
-                    r.delete([pod_name(pod)])  # a type or index the spec no longer has
-                continue
             if rs.pod_attempt(labels.get(LABEL_ATTEMPT)) != self.attempt:
                 if not terminating(pod):
                     r.delete([pod_name(pod)])
-                self.stale.add((rtype, int(index)))
-                continue
-            self.slots[(rtype, int(index))] = pod
+                self.stale.add(slot)
+                del self.slots[slot]
 
     def restart_policy(self, rtype: str) -> str:
         return self.layout.replicas[rtype].restart_policy
@@ -104,7 +105,7 @@ class ActiveJob:
         else:
             self.restart(retries, tallies, limit)
             if may_create:
-                self.create_missing(tallies)
+                self.create_missing()
             self.update_running(tallies)
             # startTime may have been set just now: the deadline counts from it.
             deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
@@ -115,41 +116,16 @@ class ActiveJob:
     def counts(self, *, exclude_deleting: bool, keep_finished: bool = False) -> dict[str, ReplicaCounts]:
         """Pod phases per type. `exclude_deleting`: pods this plan deletes do not count — except,
         with `keep_finished`, Succeeded/Failed ones (clean-up of a finished job keeps its tally)."""
-        out: dict[str, ReplicaCounts] = {}
-        for rtype in self.layout.replicas:
-            active = pending = succeeded = failed = 0
-            done: set[int] = set()
-            for (t, i), pod in self.slots.items():
-                if t != rtype or terminating(pod):
-                    continue
-                phase = pod_phase(pod)
-                deleting = exclude_deleting and pod_name(pod) in self.r.deleting
-                if deleting and not (keep_finished and phase in ("Succeeded", "Failed")):
-                    continue
-                if phase == "Running":
-                    active += 1
-                elif phase == "Succeeded":
-                    succeeded += 1
-                    done.add(i)
-                elif phase == "Failed":
-                    failed += 1
-                else:
-                    pending += 1
-            out[rtype] = ReplicaCounts(active, pending, succeeded, failed, frozenset(done))
-        return out
+        deleting = self.r.deleting if exclude_deleting else set()
+        return phase_counts(self.layout, self.slots, deleting, keep_finished=keep_finished)
 
     def tally_restarts(self) -> dict[str, rs.TypeRestarts]:
-        old = self.r.old.get("replicaStatuses") or {}
-        tallies: dict[str, rs.TypeRestarts] = {}
-        for rtype in self.layout.replicas:
-            persisted = (old.get(rtype) or {}).get("restarts") if isinstance(old, dict) else None
-            counted = sum(
-                rs.slot_restarts(pod, self.container(rtype))
-                for (t, _), pod in self.slots.items()
-                if t == rtype
-            )
-            tallies[rtype] = rs.TypeRestarts(persisted if isinstance(persisted, int) else 0, counted)
-        return tallies
+        old = self.r.old.get("replicaStatuses")
+        old = old if isinstance(old, dict) else {}
+        present = dict.fromkeys(self.layout.replicas, 0)
+        for (rtype, _), pod in self.slots.items():
+            present[rtype] += rs.restart_count(pod, self.container(rtype))
+        return {rtype: rs.TypeRestarts.recorded(old.get(rtype), n) for rtype, n in present.items()}
 
     def failed_pods(
         self,
@@ -255,21 +231,36 @@ class ActiveJob:
             r.event("Warning", st.REASON_RESTARTING, m + suffix)
         st.set_restarting(r.status, f"{r.title} is restarting: " + "; ".join(messages) + suffix, r.now)
 
-    def create_missing(self, tallies: dict[str, rs.TypeRestarts]) -> None:
+    def create_missing(self) -> None:
+        """Plan the missing pods, in priority order, at most `max_pod_creates` of them: only
+        those are built, so a reconcile of a huge job costs what this pass creates."""
         r = self.r
-        handed: set[str] = set()
+        room = max(1, r.config.max_pod_creates)
+        missing = 0
         for rtype, index in pod_slots(self.layout):
             if (rtype, index) in self.slots or (rtype, index) in self.stale:
                 continue
-            prior = 0
-            if rtype not in handed:
-                prior = tallies[rtype].unattributed
-                handed.add(rtype)
-            r.plan.create_pods.append(
-                self.desired.pod(rtype, index, prior_restarts=prior, attempt=self.attempt)
-            )
+            missing += 1
+            r.plan.create_pods.append(self.desired.pod(rtype, index, attempt=self.attempt))
+            if missing >= room:
+                break
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
             r.status["startTime"] = st.format_time(r.now)
+        self.report_create_failure(missing > 0)
+
+    def report_create_failure(self, creating: bool) -> None:
+        """Say why pods cannot be created (the last wave's failure: a quota, a denial, a name held
+        by a pod the job does not own) with Running=False and a Warning event when it changes;
+        once a wave succeeded, or nothing is left to create, say that it cleared."""
+        r = self.r
+        failure = r.observed.create_failure
+        running = st.get_condition(r.status, st.RUNNING)
+        if failure is not None and creating:
+            if st.set_not_running(r.status, failure.reason, f"{r.title}: {failure.message}", r.now):
+                r.event("Warning", failure.reason, f"{r.title}: {failure.message}")
+        elif running is not None and running.get("reason") in st.CREATE_FAILURE_REASONS:
+            message = f"{r.title} is created; its pods can be created again."
+            st.set_condition(r.status, st.RUNNING, False, st.REASON_CREATED, message, r.now)
 
     def update_running(self, tallies: dict[str, rs.TypeRestarts]) -> None:
         r = self.r
@@ -295,6 +286,7 @@ class ActiveJob:
                 "succeeded": c.succeeded,
                 "failed": c.failed,
                 "restarts": tallies[rtype].total,
+                "priorRestarts": tallies[rtype].prior_after,
                 "selector": replica_selector(self.layout, rtype),
             }
             for rtype, c in counts.items()
@@ -302,3 +294,65 @@ class ActiveJob:
         # Totals for the printer columns Replicas and Active (a column cannot sum a map).
         self.r.status["replicas"] = self.layout.total_replicas
         self.r.status["active"] = sum(c.active for c in counts.values())
+
+
+def slot_pods(
+    layout: JobLayout, pods: list[dict[str, Any]]
+) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]]]:
+    """The job's controlled `pods` by the slot their name is for, and those named for an index
+    the spec no longer has. Pods with any other name are in neither (see the module docstring)."""
+    prefixes = [(layout.pod_name(t, 0)[:-1], t) for t in layout.replicas]  # "<job>-<type>-"
+    slots: dict[tuple[str, int], dict[str, Any]] = {}
+    former: list[dict[str, Any]] = []
+    for pod in pods:
+        slot = slot_of(pod_name(pod), prefixes)
+        if slot is None:
+            continue
+        if slot[1] >= layout.count(slot[0]):
+            former.append(pod)
+        else:
+            slots[slot] = pod
+    return slots, former
+
+
+def phase_counts(
+    layout: JobLayout,
+    slots: dict[tuple[str, int], dict[str, Any]],
+    deleting: set[str] | frozenset[str] = frozenset(),
+    *,
+    keep_finished: bool = False,
+) -> dict[str, ReplicaCounts]:
+    """Pod phases per type over the slot pods that are not terminating; pods in `deleting` do
+    not count — except, with `keep_finished`, Succeeded/Failed ones."""
+    out: dict[str, ReplicaCounts] = {}
+    for rtype in layout.replicas:
+        active = pending = succeeded = failed = 0
+        done: set[int] = set()
+        for (t, i), pod in slots.items():
+            if t != rtype or terminating(pod):
+                continue
+            phase = pod_phase(pod)
+            if pod_name(pod) in deleting and not (keep_finished and phase in ("Succeeded", "Failed")):
+                continue
+            if phase == "Running":
+                active += 1
+            elif phase == "Succeeded":
+                succeeded += 1
+                done.add(i)
+            elif phase == "Failed":
+                failed += 1
+            else:
+                pending += 1
+        out[rtype] = ReplicaCounts(active, pending, succeeded, failed, frozenset(done))
+    return out
+
+
+def slot_of(name: str, prefixes: list[tuple[str, str]]) -> tuple[str, int] | None:
+    """The (type, index) whose pod name is `name` (`<job>-<lower type>-<index>`, the index
+    written as a plain decimal), or None. `prefixes` pairs each type's `<job>-<type>-` with it."""
+    for prefix, rtype in prefixes:
+        if name.startswith(prefix):
+            digits = name[len(prefix) :]
+            if digits.isdigit() and digits.isascii() and str(int(digits)) == digits:
+                return rtype, int(digits)
+    return None

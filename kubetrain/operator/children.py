@@ -27,7 +27,6 @@ from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
-    ANNOTATION_PRIOR_RESTARTS,
     LABEL_ATTEMPT,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
@@ -110,7 +109,6 @@ def build_pod(
     *,
     gang_scheduler: str = NONE,
     scheduler: str | None = None,
-    prior_restarts: int = 0,
     attempt: int = 0,
 ) -> dict[str, Any]:
     """Pod `index` of `replica_type`, ready to create; `attempt` > 0 (the job's `jobRestarts`)
@@ -124,8 +122,6 @@ def build_pod(
     if attempt > 0:
         labels[LABEL_ATTEMPT] = str(attempt)
     annotations = dict(tmeta.get("annotations") or {})
-    if prior_restarts > 0:
-        annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
     spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
     gang = gang_scheduler_of(gang_scheduler)
     if gang is not None:

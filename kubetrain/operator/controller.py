@@ -301,6 +301,7 @@ class Controller:
             self.cache.store(ref).list(namespace) for ref in JOB_RESOURCES.values()
         ):
             self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
+        self.applier.forget_job(job)
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)
@@ -393,7 +394,8 @@ class Controller:
                 self.queue.add_after(key, expires + 0.001)
             return
         started = time.perf_counter()
-        the_plan = plan(job, self.observe(kind, namespace, name), self.clock.now(), self.planner_config)
+        observed = self.applier.records(job, self.observe(kind, namespace, name))
+        the_plan = plan(job, observed, self.clock.now(), self.planner_config)
         decided = time.perf_counter() - started
         self._decision_seconds[key] = decided
         RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)

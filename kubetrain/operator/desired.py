@@ -44,9 +44,7 @@ class DesiredChildren:
         """The HorizontalPodAutoscaler (None when the job asks for none)."""
         return build_hpa(self.layout, self.framework)
 
-    def pod(
-        self, replica_type: str, index: int, *, prior_restarts: int = 0, attempt: int = 0
-    ) -> dict[str, Any]:
+    def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
         return build_pod(
             self.layout,
@@ -55,7 +53,6 @@ class DesiredChildren:
             index,
             gang_scheduler=self.gang_scheduler,
             scheduler=self.scheduler_name,
-            prior_restarts=prior_restarts,
             attempt=attempt,
         )
 

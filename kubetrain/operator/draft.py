@@ -28,6 +28,14 @@ class EventSpec:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class CreateFailure:
+    """Why the last wave of pod creates of a job stopped (what the API server answered)."""
+
+    reason: str  # FailedCreatePod | PodNameConflict
+    message: str
+
+
 @dataclass
 class Observed:
     pods: list[dict[str, Any]]
@@ -35,6 +43,16 @@ class Observed:
     pod_group: dict[str, Any] | None = None
     pod_group_crd_installed: bool = True
     hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
+    # The controller's own records, not the cluster's: the last pod-create wave's failure (None
+    # when it succeeded), and whether this operator process wrote the job's terminal condition.
+    create_failure: CreateFailure | None = None
+    terminal_recorded: bool = False
+
+
+# Pods one reconcile creates at most, as kube's Job controller (MaxPodCreateDeletePerSync) and
+# ReplicaSet controller (burstReplicas): the planner builds no pod beyond them, so its cost does
+# not grow with the job's size; the next reconcile creates the next ones.
+MAX_POD_CREATES_PER_RECONCILE = 500
 
 
 @dataclass
@@ -42,6 +60,7 @@ class PlannerConfig:
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
     max_replicas: int = DEFAULT_MAX_REPLICAS  # a job over this total is refused like an invalid spec
+    max_pod_creates: int = MAX_POD_CREATES_PER_RECONCILE
 
 
 @dataclass

@@ -19,15 +19,18 @@ optionally only `containerName`) or `onPodConditions` (any listed condition with
 only for its `replicaTypes` when given. A pod no rule matches gets the verdict above; a disruption
 is then recreated without counting (except under `Never`, where it fails the job).
 
-Counting (backoffLimit counts every restart: recreations AND in-place container restarts):
-the restarts of a pod *slot* (type, index) are `prior + restartCount`, where `restartCount` is
-the framework container's in-place restart count of the pod that exists now and `prior`
-(annotation `kubetrain.io/prior-restarts` stamped on pods the operator recreates) is what the
-slot accumulated before that pod existed. So the count is derived from observed pods and nothing
-is counted twice across reconciles. `status.replicaStatuses[type].restarts` persists the type's
-total; when a slot's pod is gone (deleted for recreation, deleted by a user, suspended), the
-part of the persisted total no present pod explains is handed to the next pod created for that
-type, so an operator restart or a pod deletion forgets nothing.
+Counting (backoffLimit counts every restart: recreations AND in-place container restarts) uses
+only what the operator recorded and what the kubelet reports, never what a pod's own metadata
+says (anyone who may create or edit pods could write that):
+- `status.replicaStatuses[type].restarts` — the type's total, as the operator last wrote it;
+- `status.replicaStatuses[type].priorRestarts` — the part of that total the type's pods then
+  present did not explain by their framework container's `restartCount` (recreations, and
+  in-place restarts of pods that are gone);
+- the `restartCount` of the framework container of each pod that fills a slot now (written by
+  the kubelet through pods/status).
+Restarts now = max(restarts, priorRestarts + Σ restartCount); a pod that left takes its
+restartCount with it, which the recorded total keeps. With no `priorRestarts` recorded (a
+status written before it existed) the present pods are taken to be counted already.
 """
 
 from __future__ import annotations
@@ -35,8 +38,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from kubetrain.api.labels import ANNOTATION_PRIOR_RESTARTS
 
 RETRY = "retry"
 FAIL = "fail"
@@ -79,19 +80,6 @@ def job_attempt(status: Mapping[str, Any]) -> int:
     """The job's current attempt: `status.jobRestarts` (whole-job restarts so far)."""
     value = status.get("jobRestarts")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def prior_restarts(pod: Mapping[str, Any]) -> int:
-    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PRIOR_RESTARTS)
-    try:
-        value = int(raw) if raw is not None else 0
-    except (TypeError, ValueError):
-        return 0
-    return max(value, 0)
-
-
-def slot_restarts(pod: Mapping[str, Any], container_name: str) -> int:
-    return prior_restarts(pod) + restart_count(pod, container_name)
 
 
 def exit_code(pod: Mapping[str, Any], container_name: str) -> int | None:
@@ -223,27 +211,47 @@ def classify_failed_pod(
 
 @dataclass(slots=True)
 class TypeRestarts:
-    """Restart accounting of one replica type for one reconcile."""
+    """Restart accounting of one replica type for one reconcile (see the module docstring)."""
 
     persisted: int  # status.replicaStatuses[type].restarts as last written
-    counted: int  # sum over present pods of prior + restartCount
+    prior: int  # status.replicaStatuses[type].priorRestarts as last written
+    present: int  # Σ restartCount of the framework container over the pods filling slots now
     recreations: int = 0  # pods deleted this reconcile to be recreated
+
+    @classmethod
+    def recorded(cls, replica_status: Any, present: int) -> TypeRestarts:
+        """From the type's recorded replica status and the present pods' restart counts."""
+        status = replica_status if isinstance(replica_status, Mapping) else {}
+        persisted = _count(status.get("restarts"))
+        prior = status.get("priorRestarts")
+        if not isinstance(prior, int) or isinstance(prior, bool) or prior < 0:
+            prior = max(0, persisted - present)  # recorded before priorRestarts existed
+        return cls(persisted, prior, present)
+
+    @property
+    def counted(self) -> int:
+        return self.prior + self.present
 
     @property
     def base(self) -> int:
-        """Restarts that already happened (never less than what was persisted)."""
+        """Restarts that already happened (never less than what was recorded)."""
         return max(self.persisted, self.counted)
-
-    @property
-    def unattributed(self) -> int:
-        """Restarts of slots that have no pod now: handed to the next pod created."""
-        return self.base - self.counted
 
     @property
     def total(self) -> int:
         return self.base + self.recreations
 
     @property
+    def prior_after(self) -> int:
+        """`priorRestarts` to record: the total the present pods do not explain (a pod deleted
+        now is still present until it is gone; its restartCount leaves with it)."""
+        return self.total - self.present
+
+    @property
     def in_place(self) -> int:
-        """Restarts seen this reconcile that the persisted count did not know about."""
+        """Restarts seen this reconcile that the recorded count did not know about."""
         return max(0, self.counted - self.persisted)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

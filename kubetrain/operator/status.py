@@ -41,6 +41,10 @@ REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SERVICE_CONFLICT = "ServiceConflict"
 REASON_POD_FAILURE_POLICY = "PodFailurePolicy"  # Failed by a FailJob rule (batch/v1's reason)
 REASON_RESTART_JOB = "RestartJob"  # Restarting: every pod recreated by a RestartJob rule
+REASON_FAILED_CREATE_POD = "FailedCreatePod"  # the API server refused a pod (quota, admission)
+REASON_POD_NAME_CONFLICT = "PodNameConflict"  # a pod the job does not own holds a pod's name
+REASON_UNVERIFIED_STATUS = "UnverifiedStatus"  # a terminal status the operator did not write
+CREATE_FAILURE_REASONS = (REASON_FAILED_CREATE_POD, REASON_POD_NAME_CONFLICT)
 
 COUNT_FIELDS = ("active", "pending", "succeeded", "failed")
 

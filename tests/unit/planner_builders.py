@@ -184,6 +184,8 @@ class Sim:
         self.events: list[Any] = []
         self.job_deleted = False
         self._uid = 0
+        self.create_failure: Any = None  # the controller's record of the last create wave's failure
+        self.terminal_recorded = False  # whether "this operator process" wrote the terminal status
 
     def observed(self) -> Any:
         from kubetrain.operator.plan import Observed
@@ -194,6 +196,8 @@ class Sim:
             pod_group=self.pod_group,
             pod_group_crd_installed=self.crd_installed,
             hpa=self.hpa,
+            create_failure=self.create_failure,
+            terminal_recorded=self.terminal_recorded,
         )
 
     def plan(self, now: datetime) -> Any:
