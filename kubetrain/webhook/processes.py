@@ -47,6 +47,7 @@ PROCESS_BYTES = 256 * 1024
 REVIEW_PROCESSES = 2
 TIME_LIMIT = 5.0
 MAX_QUEUE = 8
+RESTART_DELAY = 1.0
 
 Answer = tuple[AdmissionRequest, bytes, str]
 Work = Callable[[bytes, str, Decider], Answer]
@@ -121,6 +122,7 @@ class ReviewProcesses:
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._workers: list[_Worker] = []
         self._waiting = 0
+        self._warming: set[asyncio.Task[None]] = set()
 
     @property
     def pids(self) -> list[int]:
@@ -152,26 +154,50 @@ class ReviewProcesses:
             worker = await self._idle.get()
         finally:
             self._waiting -= 1
+        fresh = False
         try:
             future = worker.executor.submit(self.work, body, webhook, decider)
             try:
                 return await asyncio.wait_for(asyncio.wrap_future(future), self.time_limit)
             except TimeoutError:
-                self._replace(worker, f"still busy after {self.time_limit:g}s")
+                fresh = self._replace(worker, f"still busy after {self.time_limit:g}s")
                 raise ReviewTimedOut() from None
             except BrokenProcessPool:
-                self._replace(worker, "died")
+                fresh = self._replace(worker, "died")
                 raise ReviewFailed() from None
         finally:
-            self._idle.put_nowait(worker)
+            if fresh:
+                # The replacement takes reviews once it has started (its start-up is not
+                # counted against the next review's time limit).
+                task = asyncio.get_running_loop().create_task(self._return_when_warm(worker))
+                self._warming.add(task)
+                task.add_done_callback(self._warming.discard)
+            else:
+                self._idle.put_nowait(worker)
 
-    def _replace(self, worker: _Worker, why: str) -> None:
+    def _replace(self, worker: _Worker, why: str) -> bool:
         log.error("webhook review process %s %s; replacing it", worker.pids or "(gone)", why)
         worker.replace()
         self.replaced += 1
+        return True
+
+    async def _return_when_warm(self, worker: _Worker) -> None:
+        while True:
+            try:
+                await worker.warm()
+            except Exception as exc:
+                log.error("webhook review process failed to start (%s); retrying", exc)
+                await asyncio.sleep(RESTART_DELAY)
+                worker.replace()
+                continue
+            if worker in self._workers:
+                self._idle.put_nowait(worker)
+            return
 
     async def stop(self) -> None:
         workers, self._workers = self._workers, []
+        for task in list(self._warming):
+            task.cancel()
         for worker in workers:
             worker.executor.shutdown(wait=False, cancel_futures=True)
         for worker in workers:
