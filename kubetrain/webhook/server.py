@@ -27,11 +27,14 @@ Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat m
   3 MiB and an UPDATE review carries the object and the old object) and must arrive within
   `limits.body_timeout`; the bodies being read at once are limited to `max_inflight_bytes` in
   total (a request past it gets HTTP 429);
-- a review over INLINE_BYTES (64 KiB) is decoded, decided and encoded in a thread pool
-  (`review_threads`), not on the event loop that also serves /healthz, the controller and
-  leader election; a smaller one is decided inline (bounded to milliseconds; a thread hand-off
-  would cost more CPU than the review). The work per review is bounded (validation stops after
-  a fixed number of errors; messages and warnings are capped);
+- a review over PROCESS_BYTES (256 KiB) is decoded, decided and encoded in one of
+  `review_processes` worker processes (kubetrain.webhook.processes: time limit, then HTTP 503;
+  bounded queue, then HTTP 429 with Retry-After), one over INLINE_BYTES (64 KiB) — or any, with
+  `review_processes=0` — in a thread pool (`review_threads`), not on the event loop that also
+  serves /healthz, the controller and leader election; a smaller one is decided inline
+  (bounded to milliseconds; a thread hand-off would cost more CPU than the review). The work
+  per review is bounded (validation stops after a fixed number of errors; messages and
+  warnings are capped);
 - connections get header, idle and body deadlines and are capped in number
   (kubetrain.httpguard); an upload the client aborts is logged once at debug level.
 """
