@@ -43,6 +43,26 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _non_negative_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be 0 or more")
+    return n
+
+
+def _positive_float(value: str) -> float:
+    try:
+        n = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not n > 0 or n == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a positive number of seconds")
+    return n
+
+
 def _port(value: str) -> int:
     try:
         n = int(value)
@@ -179,6 +199,22 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="processes serving the webhook port (SO_REUSEPORT; default 1): N > 1 uses N CPUs for "
         "admission reviews",
+    )
+    g.add_argument(
+        "--webhook-review-processes",
+        type=_non_negative_int,
+        default=2,
+        metavar="N",
+        help="worker processes that decode and decide reviews over 256 KiB, so a huge review never "
+        "pauses /healthz, small reviews or the controller (default 2; 0: decide them in a thread)",
+    )
+    g.add_argument(
+        "--webhook-review-time-limit",
+        type=_positive_float,
+        default=5.0,
+        metavar="SECONDS",
+        help="a review process still deciding after this long is killed and replaced; the review "
+        "gets HTTP 503 and kube-apiserver applies the failurePolicy (default 5)",
     )
     # Set on the extra processes `--webhook-workers` starts (they share the port).
     g.add_argument("--webhook-reuse-port", action="store_true", help=argparse.SUPPRESS)

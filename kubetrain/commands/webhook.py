@@ -50,6 +50,8 @@ class WebhookRuntime:
             max_replicas=args.max_replicas_per_job,
             max_body_bytes=args.webhook_max_request_bytes,
             reuse_port=args.webhook_reuse_port or args.webhook_workers > 1,
+            review_processes=args.webhook_review_processes,
+            review_time_limit=args.webhook_review_time_limit,
         )
         # --webhook-workers N: N-1 more processes on the same port (kubetrain.webhook.workers).
         self.workers = WebhookWorkers(args, args.webhook_workers - 1) if args.webhook_workers > 1 else None

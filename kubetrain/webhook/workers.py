@@ -46,6 +46,8 @@ def child_argv(args: argparse.Namespace) -> list[str]:
         f"--webhook-host={args.webhook_host}",
         f"--webhook-port={args.webhook_port}",
         f"--webhook-max-request-bytes={args.webhook_max_request_bytes}",
+        f"--webhook-review-processes={args.webhook_review_processes}",
+        f"--webhook-review-time-limit={args.webhook_review_time_limit}",
         "--cert-mode=directory",
         f"--cert-dir={args.cert_dir}",
         f"--gang-scheduler={args.gang_scheduler}",

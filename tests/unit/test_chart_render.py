@@ -849,19 +849,21 @@ def test_hardening_values_reach_the_flags(chart: helm.Chart) -> None:
     assert f["--max-replicas-per-job"] == "10000"
     assert f["--webhook-workers"] == "1"
     assert f["--webhook-max-request-bytes"] == str(7 * 1024 * 1024)
+    assert f["--webhook-review-processes"] == "2"
     assert f["--metrics-bind-address"] == "0.0.0.0"
     f = flags(
         render(
             chart,
             {
                 "maxReplicasPerJob": 500,
-                "webhook": {"workers": 2, "maxRequestBytes": 4194304},
+                "webhook": {"workers": 2, "maxRequestBytes": 4194304, "reviewProcesses": 0},
                 "metrics": {"bindAddress": "10.0.0.1"},
             },
         )
     )
     assert (f["--max-replicas-per-job"], f["--webhook-workers"]) == ("500", "2")
     assert (f["--webhook-max-request-bytes"], f["--metrics-bind-address"]) == ("4194304", "10.0.0.1")
+    assert f["--webhook-review-processes"] == "0"
 
 
 def test_secure_metrics_value(chart: helm.Chart) -> None:

@@ -155,6 +155,7 @@ rules:
 - --webhook-port={{ .Values.webhook.port }}
 - --webhook-workers={{ .Values.webhook.workers | int }}
 - --webhook-max-request-bytes={{ .Values.webhook.maxRequestBytes | int }}
+- --webhook-review-processes={{ .Values.webhook.reviewProcesses | int }}
 - --cert-dir={{ include "kubetrain.certDir" . }}
 {{- if eq .Values.certificates.mode "selfManaged" }}
 - --cert-mode=self-managed
