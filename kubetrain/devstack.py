@@ -56,6 +56,7 @@ class DevStackOptions:
     default_run_seconds: float | None = None
     simulated_nodes: int = 3
     gang_scheduler: str = "none"
+    service_mode: str = "headless"  # the controller's --service-mode
     # With a gang scheduler: install its PodGroup CRD (None: yes) and run the gang scheduler
     # simulator (None: when the stack installs the CRD and runs the pod simulator).
     podgroup_crd: bool | None = None
@@ -190,7 +191,9 @@ class DevStack:
         opts = self.options
         self.controller = Controller(
             self.kube,
-            ControllerConfig(workers=opts.workers, gang_scheduler=opts.gang_scheduler),
+            ControllerConfig(
+                workers=opts.workers, gang_scheduler=opts.gang_scheduler, service_mode=opts.service_mode
+            ),
             clock=opts.controller_clock,
         )
         await self.controller.start(sync_timeout=30)

@@ -20,3 +20,6 @@ ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
 # On a job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
 # the job asks for hashes differently (not when the API server normalised what was written).
 ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
+# On a job: how its pods are addressed, `headless` (one Service per job) or `per-pod` (one
+# Service per pod, as Kubeflow's operator makes them) — kubetrain.api.servicemode.
+ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"

@@ -21,6 +21,7 @@ import logging
 import os
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
+from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 
 GANG_SCHEDULERS = CHOICES
 CERT_MODES = ("directory", "self-managed")
@@ -95,6 +96,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NS1,NS2",
         help="watch only these namespaces (default: all)",
+    )
+    g.add_argument(
+        "--service-mode",
+        choices=SERVICE_MODES,
+        default=HEADLESS,
+        help="how pods are addressed unless a job's kubetrain.io/service-mode annotation says: "
+        "headless (one headless Service per job, <pod>.<job>.<ns>.svc; the default) or per-pod "
+        "(one Service per pod, the bare pod name resolves, as with Kubeflow's operator)",
     )
     g.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles (default 4)")
     g.add_argument("--qps", type=float, default=150.0, help="client-side API request rate (default 150)")

@@ -65,6 +65,9 @@ class Framework:
     # True: the cluster env goes only into the framework container (TF_CONFIG: a TensorFlow
     # sidecar must not start a server for a task that is not its own); False: every container.
     cluster_env_framework_container_only: bool = False
+    # The address of a pod in `per-pod` service mode (kubetrain.api.servicemode), as Kubeflow's
+    # operator writes it for this framework: "{pod}" (the bare Service name) or a longer form.
+    per_pod_host_format: str = "{pod}"
 
     # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:

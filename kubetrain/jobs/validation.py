@@ -36,6 +36,7 @@ from kubetrain.api.podtemplate import (
     template_key,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
+from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
@@ -59,21 +60,23 @@ class ValidationResult:
 def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> ValidationResult:
     """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE.
 
-    On update, a change that leaves `spec` as it was (metadata, status) is never blocked.
+    On update, a change that leaves `spec` as it was (metadata, status) is never blocked —
+    except a change of the `kubetrain.io/service-mode` annotation.
     """
+    mode_errors = service_mode_errors(obj, old) if isinstance(obj, dict) else []
     if (
         old is not None
         and isinstance(obj, dict)
         and isinstance(old, dict)
         and obj.get("spec") == old.get("spec")
     ):
-        return ValidationResult()
+        return ValidationResult(mode_errors)
     type_errors = check_type_meta(obj)
     if type_errors:
         return ValidationResult(type_errors)
     framework = get_framework(obj["kind"])
     assert framework is not None
-    errors: list[FieldError] = []
+    errors: list[FieldError] = list(mode_errors)
     warnings: list[str] = []
     job: JobBase | None = None
     try:

@@ -33,9 +33,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.cache import JOB_KIND_LABEL, JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
@@ -81,6 +83,7 @@ class ControllerConfig:
     workers: int = 4
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
+    service_mode: str = HEADLESS  # jobs without a kubetrain.io/service-mode annotation
     # Coalescing of pod events and status-only job updates per job: the window is
     # `event_batch_factor` times the job's last decision time, at most `event_batch_max` seconds
     # (so re-planning a job from its pods' events takes at most ~1/factor of a core).
@@ -155,7 +158,9 @@ class Controller:
         self.queue: WorkQueue[str] = WorkQueue(name="jobs", clock=self.clock)
         self.expectations = Expectations(clock=self.clock)
         self.planner_config = PlannerConfig(
-            gang_scheduler=self.config.gang_scheduler, scheduler_name=self.config.scheduler_name
+            gang_scheduler=self.config.gang_scheduler,
+            scheduler_name=self.config.scheduler_name,
+            service_mode=self.config.service_mode,
         )
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.applier = PlanApplier(
@@ -367,6 +372,8 @@ class Controller:
             pod_group=group,
             pod_group_crd_installed=self.pod_group_ref is None or self.pod_group_api_installed,
             hpa=self.cache.store(HORIZONTAL_POD_AUTOSCALERS).get(namespace, name),
+            job_services=self.cache.store(SERVICES).for_job(namespace, name, kind=kind),
+            service_named=partial(self.cache.store(SERVICES).get, namespace),
         )
 
     async def reconcile(self, key: str) -> None:

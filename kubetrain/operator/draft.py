@@ -5,12 +5,13 @@ frame, `active.py` for a job that is not finished) write into. Pure."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
@@ -27,6 +28,10 @@ class EventSpec:
     message: str
 
 
+def _no_service(name: str) -> dict[str, Any] | None:
+    return None
+
+
 @dataclass
 class Observed:
     pods: list[dict[str, Any]]
@@ -34,12 +39,17 @@ class Observed:
     pod_group: dict[str, Any] | None = None
     pod_group_crd_installed: bool = True
     hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
+    # Per-pod service mode: the Services labelled with the job's name, and a cache lookup of
+    # any Service in the job's namespace by name (one of a pod's name may belong to another).
+    job_services: list[dict[str, Any]] = field(default_factory=list)
+    service_named: Callable[[str], dict[str, Any] | None] = _no_service
 
 
 @dataclass
 class PlannerConfig:
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
+    service_mode: str = HEADLESS  # the default of jobs without the annotation (api/servicemode)
 
 
 @dataclass
@@ -48,6 +58,8 @@ class Plan:
     delete_pods: list[str] = field(default_factory=list)
     create_service: dict[str, Any] | None = None
     delete_service: bool = False
+    create_pod_services: list[dict[str, Any]] = field(default_factory=list)  # per-pod mode
+    delete_pod_services: list[str] = field(default_factory=list)
     create_pod_group: dict[str, Any] | None = None
     delete_pod_group: bool = False
     create_hpa: dict[str, Any] | None = None

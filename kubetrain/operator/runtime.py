@@ -59,6 +59,7 @@ class ControllerRuntime:
             workers=self.args.workers,
             gang_scheduler=self.args.gang_scheduler,
             scheduler_name=self.args.scheduler_name,
+            service_mode=self.args.service_mode,
         )
 
     async def start(self, health: HealthServer | None = None) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.errors import FieldError
+from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.jobs.parse import InvalidJobError
 from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.limits import PolicyVerdict
@@ -58,7 +59,11 @@ def validate(request: AdmissionRequest, policies: PolicyAdmission | None = None)
     # Platform policy limits (ratcheted on UPDATE: only new violations are denied).
     verdict = policies.check(request) if policies is not None else PolicyVerdict()
     if old is not None and old.get("spec") == obj.get("spec"):
-        # metadata-only changes are never blocked by the job rules (only by new policy violations)
+        # metadata-only changes are never blocked by the job rules (only by new policy violations
+        # and a changed kubetrain.io/service-mode annotation)
+        mode_errors = service_mode_errors(obj, old)
+        if mode_errors:
+            return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, mode_errors))
         if verdict.denials:
             return policy_denial(request.uid, verdict, [])
         return AdmissionResponse.allow(request.uid, verdict.warnings)

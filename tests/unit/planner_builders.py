@@ -174,6 +174,7 @@ class Sim:
         self.cache = JobCache()
         self.pods: dict[str, dict[str, Any]] = {}
         self.service: dict[str, Any] | None = None
+        self.pod_services: dict[str, dict[str, Any]] = {}  # per-pod service mode (and foreign ones)
         self.pod_group: dict[str, Any] | None = None
         self.hpa: dict[str, Any] | None = None
         self.hpa_writes = 0
@@ -188,12 +189,19 @@ class Sim:
     def observed(self) -> Any:
         from kubetrain.operator.plan import Observed
 
+        name = self.job["metadata"]["name"]
         return Observed(
             pods=list(self.pods.values()),
             service=self.service,
             pod_group=self.pod_group,
             pod_group_crd_installed=self.crd_installed,
             hpa=self.hpa,
+            job_services=[
+                s
+                for s in self.pod_services.values()
+                if (s["metadata"].get("labels") or {}).get("kubetrain.io/job-name") == name
+            ],
+            service_named=self.pod_services.get,
         )
 
     def plan(self, now: datetime) -> Any:
@@ -213,6 +221,11 @@ class Sim:
             self.pod_group = copy.deepcopy(p.create_pod_group)
         if p.delete_service:
             self.service = None
+        for new in p.create_pod_services:
+            assert new["metadata"]["name"] not in self.pod_services
+            self.pod_services[new["metadata"]["name"]] = copy.deepcopy(new)
+        for name in p.delete_pod_services:
+            self.pod_services.pop(name)
         if p.delete_pod_group:
             self.pod_group = None
         if p.create_hpa is not None:

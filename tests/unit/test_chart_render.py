@@ -581,6 +581,7 @@ def test_defaults_are_self_managed_single_replica_all_namespaces(chart: helm.Cha
     f = flags(docs)
     assert f["--cert-mode"] == "self-managed"
     assert f["--gang-scheduler"] == "none"
+    assert f["--service-mode"] == "headless"
     assert "--namespaces" not in f
     assert one(docs, "Deployment")["spec"]["replicas"] == 1
     assert of_kind(docs, "PodDisruptionBudget") == []
@@ -606,6 +607,7 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
             "image": {"repository": "registry.example/kt", "tag": "1.2.3", "pullPolicy": "Always"},
             "schedulerName": "my-volcano",
             "gangScheduler": "volcano",
+            "serviceMode": "per-pod",
             "controller": {"workers": 8, "qps": 200, "burst": 400},
             "logLevel": "debug",
         },
@@ -615,6 +617,7 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
     assert c["imagePullPolicy"] == "Always"
     f = flags(docs)
     assert f["--scheduler-name"] == "my-volcano"
+    assert f["--service-mode"] == "per-pod"
     assert (f["--workers"], f["--qps"], f["--burst"], f["--log-level"]) == ("8", "200", "400", "debug")
 
 

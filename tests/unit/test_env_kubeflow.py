@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from kubeflow_corpus import NOT_CREATABLE, accepted_files, jobs_of
 from kubeflow_go_env import JSON_VALUES, KUBEFLOW_ENV
-from kubetrain.jobs.defaulting import default_job
 
 from kubetrain.commands.render import render_job, with_generated_name
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.defaulting import default_job
 
 REPLICA_FIELDS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}
 

@@ -130,6 +130,7 @@ rules:
 {{- with .Values.schedulerName }}
 - --scheduler-name={{ . }}
 {{- end }}
+- --service-mode={{ .Values.serviceMode }}
 {{- if include "kubetrain.leaderElect" . }}
 - --leader-elect
 - --leader-election-namespace={{ .Release.Namespace }}
