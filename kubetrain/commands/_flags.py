@@ -21,6 +21,7 @@ import logging
 import os
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 
 GANG_SCHEDULERS = CHOICES
@@ -54,6 +55,16 @@ def _port(value: str) -> int:
 
 def _namespaces(value: str) -> list[str]:
     return [ns.strip() for ns in value.split(",") if ns.strip()]
+
+
+def _api_groups(text: str) -> list[str]:
+    groups = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in groups if g not in JOB_GROUPS]
+    if not groups or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or repr(text)}: must be a comma-separated list of {', '.join(JOB_GROUPS)}"
+        )
+    return list(dict.fromkeys(groups))
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +107,15 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NS1,NS2",
         help="watch only these namespaces (default: all)",
+    )
+    g.add_argument(
+        "--api-groups",
+        type=_api_groups,
+        default=[KUBETRAIN_GROUP],
+        metavar="GROUP[,GROUP]",
+        help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "
+        "(replacing Kubeflow's training operator; its CRDs from `kubetrain crds --group "
+        "kubeflow.org`), or both",
     )
     g.add_argument(
         "--service-mode",

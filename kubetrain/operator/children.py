@@ -26,9 +26,15 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
+from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
     ANNOTATION_PRIOR_RESTARTS,
+    KUBEFLOW_LABEL_JOB_NAME,
+    KUBEFLOW_LABEL_JOB_ROLE,
+    KUBEFLOW_LABEL_OPERATOR_NAME,
+    KUBEFLOW_LABEL_REPLICA_INDEX,
+    KUBEFLOW_LABEL_REPLICA_TYPE,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -84,8 +90,16 @@ def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: i
     labels = job_labels(job)
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
     labels[LABEL_REPLICA_INDEX] = str(index)
-    if master_slot(job, framework) == (replica_type, index):
+    master = master_slot(job, framework) == (replica_type, index)
+    if master:
         labels[LABEL_JOB_ROLE] = "master"
+    if group_of(job.api_version) == KUBEFLOW_GROUP:  # Kubeflow's labels too (api/labels.py)
+        labels[KUBEFLOW_LABEL_OPERATOR_NAME] = f"{job.kind.lower()}-controller"
+        labels[KUBEFLOW_LABEL_JOB_NAME] = job.name
+        labels[KUBEFLOW_LABEL_REPLICA_TYPE] = replica_type.lower()
+        labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index)
+        if master:
+            labels[KUBEFLOW_LABEL_JOB_ROLE] = "master"
     return labels
 
 

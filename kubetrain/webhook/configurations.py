@@ -8,8 +8,10 @@ e2e tier, where the webhook runs on this machine's loopback.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
+from kubetrain.api.groups import KUBETRAIN_GROUP
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 Obj = dict[str, Any]
@@ -21,9 +23,10 @@ VALIDATE_JOBS = "validate.jobs.kubetrain.io"
 VALIDATE_POLICIES = "validate.trainingpolicies.kubetrain.io"
 
 
-def job_rule() -> Obj:
+def job_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
+    """The job kinds of the API groups the operator serves (kubetrain.api.groups)."""
     return {
-        "apiGroups": ["kubetrain.io"],
+        "apiGroups": list(groups),
         "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"],
         "resources": [fw.plural for fw in FRAMEWORKS.values()],
@@ -49,6 +52,7 @@ def webhook_configurations(
     timeout_seconds: int = 10,
     mutating_name: str = MUTATING_NAME,
     validating_name: str = VALIDATING_NAME,
+    api_groups: Sequence[str] = (KUBETRAIN_GROUP,),
 ) -> tuple[Obj, Obj]:
     """(mutating, validating) configurations calling `base_url` + /mutate and /validate.
 
@@ -77,14 +81,14 @@ def webhook_configurations(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": mutating_name},
-        "webhooks": [hook(MUTATE_JOBS, "/mutate", job_rule(), namespace_selector)],
+        "webhooks": [hook(MUTATE_JOBS, "/mutate", job_rule(api_groups), namespace_selector)],
     }
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": validating_name},
         "webhooks": [
-            hook(VALIDATE_JOBS, "/validate", job_rule(), namespace_selector),
+            hook(VALIDATE_JOBS, "/validate", job_rule(api_groups), namespace_selector),
             hook(VALIDATE_POLICIES, "/validate", policy_rule(), None),
         ],
     }

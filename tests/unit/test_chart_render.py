@@ -33,6 +33,7 @@ import yaml
 
 from kubetrain.commands import _flags
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
+from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
 
@@ -807,3 +808,28 @@ def test_run_args_parse_with_the_shared_operator_flags(chart: helm.Chart) -> Non
             assert parsed.validating_webhook_config == f"{FULLNAME}-validating"
     single = parser.parse_args(container(render(chart, {"leaderElection": {"enabled": False}}))["args"][1:])
     assert single.leader_elect is False
+
+
+def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
+    """Serving kubeflow.org (too): the job rules, the webhook rules and the CRD read of the
+    ownership check follow `apiGroups`, for every registered kind."""
+    groups = ["kubetrain.io", "kubeflow.org"]
+    docs = render(chart, {"apiGroups": groups})
+    assert flags(docs)["--api-groups"] == "kubetrain.io,kubeflow.org"
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    for group in groups:
+        assert expand(group, JOB_KINDS, ["list", "watch", "delete"]) <= jobs_role
+        assert expand(group, [f"{k}/status" for k in JOB_KINDS], ["update"]) <= jobs_role
+        assert expand(group, [f"{k}/finalizers" for k in JOB_KINDS], ["update"]) <= jobs_role
+    cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    crds = tuple(sorted(crd_names("kubeflow.org")))
+    assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role
+    built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
+    chart_rules = [h["rules"] for h in one(docs, "MutatingWebhookConfiguration")["webhooks"]]
+    assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]
+    only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"]})
+    role = grants(one(only_kubeflow, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert not any(g == "kubetrain.io" for g, *_ in role)
+    assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
+    default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)

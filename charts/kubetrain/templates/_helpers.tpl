@@ -92,7 +92,7 @@ admissionReviewVersions: ["v1"]
 webhook.namespaceSelector selects (all when empty). */}}
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-  - apiGroups: ["kubetrain.io"]
+  - apiGroups: {{ .Values.apiGroups | toJson }}
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs"]
@@ -131,6 +131,7 @@ rules:
 - --scheduler-name={{ . }}
 {{- end }}
 - --service-mode={{ .Values.serviceMode }}
+- --api-groups={{ join "," .Values.apiGroups }}
 {{- if include "kubetrain.leaderElect" . }}
 - --leader-elect
 - --leader-election-namespace={{ .Release.Namespace }}
