@@ -67,7 +67,7 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
                 "is served as it is by an operator run with --api-groups including kubeflow.org)"
             )
         elif isinstance(api_version, str) and api_version.startswith("kubeflow.org/"):
-            hint = " (an older Kubeflow layout: rewrite it as kubeflow.org/v1)"
+            hint = " (an older Kubeflow version: `kubetrain migrate FILE` rewrites it)"
         errors.append(
             FieldError(
                 "apiVersion",
