@@ -28,8 +28,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    # Pods run 0.3 s and exit 0 unless told otherwise: the SDK's waits see jobs finish.
-    async for pair in open_stack(api_groups=("kubeflow.org",), default_run_seconds=0.3):
+    # Pods run until the test finishes them (the simulated kubelet), so every pod is seen.
+    async for pair in open_stack(api_groups=("kubeflow.org",)):
         yield pair
 
 
@@ -68,20 +68,27 @@ async def test_create_get_list_wait_pods_logs_delete(env: tuple[DevStack, Harnes
     names = sorted(j.metadata.name for j in await asyncio.to_thread(client.list_jobs))
     assert names == ["func-job", "image-job"]
 
-    done = await asyncio.to_thread(
-        client.wait_for_job_conditions, "image-job", timeout=60, polling_interval=0.2
-    )
-    assert client.is_job_succeeded(job=done)
-    await asyncio.to_thread(client.wait_for_job_conditions, "func-job", timeout=60, polling_interval=0.2)
+    async def three_pods() -> list[str] | None:
+        names = await asyncio.to_thread(client.get_job_pod_names, "image-job")
+        return sorted(names) if len(names) == 3 else None
 
-    pods = await asyncio.to_thread(client.get_job_pod_names, "image-job")
-    assert sorted(pods) == ["image-job-master-0", "image-job-worker-0", "image-job-worker-1"]
-    spec = done.spec.pytorch_replica_specs
-    assert (spec["Master"].replicas, spec["Worker"].replicas) == (1, 2)
+    pods = await eventually(three_pods, what="the SDK sees image-job's three pods")
+    assert pods == ["image-job-master-0", "image-job-worker-0", "image-job-worker-1"]
     master = await asyncio.to_thread(client.get_job_pod_names, "image-job", is_master=True)
     assert master == ["image-job-master-0"]
     workers = await asyncio.to_thread(client.get_job_pod_names, "image-job", replica_type="worker")
     assert sorted(workers) == ["image-job-worker-0", "image-job-worker-1"]
+
+    await h.wait_pod_names(ns, "func-job", ["func-job-master-0"])
+    for pod in ["image-job-worker-0", "image-job-worker-1", "image-job-master-0", "func-job-master-0"]:
+        await h.sim.finish(ns, pod)
+    done = await asyncio.to_thread(
+        client.wait_for_job_conditions, "image-job", timeout=60, polling_interval=0.2
+    )
+    assert client.is_job_succeeded(job=done)
+    spec = done.spec.pytorch_replica_specs
+    assert (spec["Master"].replicas, spec["Worker"].replicas) == (1, 2)
+    await asyncio.to_thread(client.wait_for_job_conditions, "func-job", timeout=60, polling_interval=0.2)
 
     logs, _ = await asyncio.to_thread(client.get_job_logs, "func-job")
     (log,) = logs.values()
