@@ -341,11 +341,16 @@ class Controller:
     def _child_changed(self, obj: Obj) -> None:
         key = owner_job_key(obj)
         if key is None and obj.get("kind") in ("Service", "HorizontalPodAutoscaler"):
-            # A Service (HPA) not owned by a job blocks the job's own of the same name.
+            # A Service (HPA) not owned by a job blocks the job's own of the same name — or,
+            # in per-pod service mode, the Service of a pod `<job>-<type>-<index>`.
             meta = obj.get("metadata") or {}
+            namespace, name = meta.get("namespace", ""), str(meta.get("name", ""))
+            parts = name.rsplit("-", 2)
+            names = [name, parts[0]] if len(parts) == 3 and parts[2].isdigit() else [name]
             for kind, ref in self.job_resources.items():
-                if self.cache.get(ref, meta.get("namespace"), meta.get("name", "")):
-                    self.queue.add(job_key(kind, meta.get("namespace", ""), meta.get("name", "")))
+                for job_name in names:
+                    if self.cache.get(ref, namespace, job_name):
+                        self.queue.add(job_key(kind, namespace, job_name))
             return
         if key is not None:
             self.queue.add(key)

@@ -60,3 +60,23 @@ async def test_per_pod_services_live_and_go_with_the_job(env: tuple[DevStack, Ha
         return True if await services_of(h, ns, "ddp") == [] else None
 
     await eventually(gone, what="the per-pod Services deleted with cleanPodPolicy Running")
+
+
+async def test_a_foreign_service_of_a_pod_name_blocks_until_deleted(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("svcblk")
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "blk-worker-0"},
+        "spec": {"clusterIP": "None", "selector": {"app": "other"}, "ports": [{"port": 80}]},
+    }
+    await h.kube.create(SERVICES, foreign, namespace=ns)
+    job = job_manifest("PyTorchJob", "blk", {"Master": 1, "Worker": 1}, annotations={MODE: "per-pod"})
+    await h.create_job(job, ns)
+    event = await h.wait_event(ns, "blk", "ServiceConflict")
+    assert "blk-worker-0" in event["message"]
+    assert await h.pods(ns, "blk") == []
+    await h.kube.delete(SERVICES, ns, "blk-worker-0")  # its deletion alone wakes the job up
+    await h.wait_pod_names(ns, "blk", ["blk-master-0", "blk-worker-0"])
+    assert await services_of(h, ns, "blk") == ["blk-master-0", "blk-worker-0"]
