@@ -27,3 +27,15 @@ ANNOTATION_NETWORK_MODE = "kubetrain.io/network-mode"
 NETWORK_MODE_HOST = "host"
 # On a job in host network mode: the ports its pods are given, `FIRST-LAST` (default 20000-29999).
 ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
+
+# On a job: how its pods are addressed, `headless` (one Service per job) or `per-pod` (one
+# Service per pod, as Kubeflow's operator makes them) — kubetrain.api.servicemode.
+ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"
+
+# Kubeflow's training-operator labels, which pods of kubeflow.org jobs carry too (Kueue, Katib,
+# the Kubeflow SDK's get_job_pod_names and dashboards select pods by them).
+KUBEFLOW_LABEL_JOB_NAME = "training.kubeflow.org/job-name"
+KUBEFLOW_LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # lower case
+KUBEFLOW_LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+KUBEFLOW_LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
+KUBEFLOW_LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"  # "<kind lower>-controller"

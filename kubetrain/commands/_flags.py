@@ -22,6 +22,8 @@ import logging
 import os
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
+from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 
 GANG_SCHEDULERS = CHOICES
@@ -75,6 +77,16 @@ def _port(value: str) -> int:
 
 def _namespaces(value: str) -> list[str]:
     return [ns.strip() for ns in value.split(",") if ns.strip()]
+
+
+def _api_groups(text: str) -> list[str]:
+    groups = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in groups if g not in JOB_GROUPS]
+    if not groups or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or repr(text)}: must be a comma-separated list of {', '.join(JOB_GROUPS)}"
+        )
+    return list(dict.fromkeys(groups))
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -148,6 +160,23 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NS1,NS2",
         help="watch only these namespaces (default: all)",
+    )
+    g.add_argument(
+        "--api-groups",
+        type=_api_groups,
+        default=[KUBETRAIN_GROUP],
+        metavar="GROUP[,GROUP]",
+        help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "
+        "(replacing Kubeflow's training operator; its CRDs from `kubetrain crds --group "
+        "kubeflow.org`), or both",
+    )
+    g.add_argument(
+        "--service-mode",
+        choices=SERVICE_MODES,
+        default=HEADLESS,
+        help="how pods are addressed unless a job's kubetrain.io/service-mode annotation says: "
+        "headless (one headless Service per job, <pod>.<job>.<ns>.svc; the default) or per-pod "
+        "(one Service per pod, the bare pod name resolves, as with Kubeflow's operator)",
     )
     g.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles (default 4)")
     g.add_argument("--qps", type=float, default=150.0, help="client-side API request rate (default 150)")

@@ -68,6 +68,9 @@ class Framework:
     # True: every replica type must have a container named `container_name` (Kubeflow's webhook
     # refuses XGBoostJobs and JAXJobs without one); False: container 0 stands in, with a warning.
     framework_container_required: bool = False
+    # The address of a pod in `per-pod` service mode (kubetrain.api.servicemode), as Kubeflow's
+    # operator writes it for this framework: "{pod}" (the bare Service name) or a longer form.
+    per_pod_host_format: str = "{pod}"
 
     # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:

@@ -12,7 +12,7 @@ port named after the framework (`tfjob-port`, …), else the framework's default
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from kubetrain.frameworks import hostnetwork
@@ -55,6 +55,10 @@ class JobLayout:
     @property
     def host_network(self) -> bool:
         return bool(self.host_ports)
+    # How a pod is addressed: under the job's headless Service (the default), or by its own
+    # Service in `per-pod` service mode (kubetrain.api.servicemode; the framework's form).
+    host_format: str = "{pod}.{job}.{namespace}.svc"
+    per_pod_services: bool = False  # one Service per pod instead of the job's headless one
 
     @property
     def total_replicas(self) -> int:
@@ -72,11 +76,13 @@ class JobLayout:
         return pod_name(self.name, replica_type, index)
 
     def pod_host(self, replica_type: str, index: int) -> str:
-        """`<pod>.<job>.<ns>.svc`: resolvable through the headless Service before readiness."""
-        return f"{self.pod_name(replica_type, index)}.{self.name}.{self.namespace}.svc"
+        """`<pod>.<job>.<ns>.svc`: resolvable through the headless Service before readiness
+        (per-pod service mode: the pod's own Service, e.g. the bare `<pod>`)."""
+        pod = self.pod_name(replica_type, index)
+        return self.host_format.format(pod=pod, job=self.name, namespace=self.namespace)
 
     def pod_address(self, replica_type: str, index: int) -> str:
-        """`<pod>.<job>.<ns>.svc:<port>`."""
+        """`<pod_host>:<port>`."""
         return f"{self.pod_host(replica_type, index)}:{self.pod_port(replica_type, index)}"
 
     def pod_port(self, replica_type: str, index: int) -> int:
@@ -141,8 +147,11 @@ def _replicas_value(raw: Any) -> int | None:
     return raw
 
 
-def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobLayout | None, list[str]]:
+def build_layout(
+    obj: Mapping[str, Any], framework: FrameworkInfo, *, per_pod_services: bool = False
+) -> tuple[JobLayout | None, list[str]]:
     """The engine's layout of a (defaulted) job dict, or the problems that prevent one.
+    `per_pod_services`: pods are addressed by their own Services (`per-pod` service mode).
 
     Tolerates a job that was not defaulted: replica keys are matched case-insensitively,
     `replicas` defaults to 1 and `restartPolicy` to the framework's default, so `render` and
@@ -231,6 +240,8 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         port_name=framework.port_name,
         host_ports=host_ports,
     )
+    if per_pod_services:
+        layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)
     return layout, []
 
 
@@ -251,3 +262,5 @@ class FrameworkInfo(Protocol):
     def default_port(self) -> int: ...
     @property
     def default_restart_policy(self) -> str: ...
+    @property
+    def per_pod_host_format(self) -> str: ...

@@ -173,6 +173,8 @@ class ActiveJob:
 
     def service_ok(self) -> bool:
         r = self.r
+        if self.layout.per_pod_services:
+            return self.pod_services_ok()
         service = r.observed.service
         if service is None:
             r.plan.create_service = self.desired.service
@@ -182,6 +184,32 @@ class ActiveJob:
         message = (
             f"Service {self.layout.name} already exists and is not owned by "
             f"{r.title}: delete or rename it; no pods are created until then"
+        )
+        if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
+            r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
+        return False
+
+    def pod_services_ok(self) -> bool:
+        """Per-pod service mode: every pod's Service exists before pods are created (as the job's
+        Service does otherwise); Services of pods the spec no longer has (a scale-down) go."""
+        r = self.r
+        wanted = {self.layout.pod_name(t, i): (t, i) for t, i in pod_slots(self.layout)}
+        for service in r.observed.job_services:
+            name = pod_name(service)
+            if name not in wanted and controlled_by(service, r.job) and not terminating(service):
+                r.plan.delete_pod_services.append(name)
+        foreign: list[str] = []
+        for name, (rtype, index) in wanted.items():
+            found = r.observed.service_named(name)
+            if found is None:
+                r.plan.create_pod_services.append(self.desired.pod_service(rtype, index))
+            elif not controlled_by(found, r.job):
+                foreign.append(name)
+        if not foreign:
+            return True
+        message = (
+            f"Service {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''} already exists and is "
+            f"not owned by {r.title}: delete or rename it; no pods are created until then"
         )
         if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
             r.event("Warning", st.REASON_SERVICE_CONFLICT, message)

@@ -154,10 +154,14 @@ class PlanApplier:
             return
         if p.create_service is not None:
             await self._create(job, SERVICES, p.create_service, failures)
+        if p.create_pod_services:  # per-pod service mode: before the pods that use the names
+            await self._create_all(ref, job, SERVICES, p.create_pod_services, failures)
         if p.create_pod_group is not None and self.pod_group_ref is not None:
             await self._create(job, self.pod_group_ref, p.create_pod_group, failures)
         if p.delete_service:
             await self._delete(job, SERVICES, name, failures)
+        if p.delete_pod_services:
+            await asyncio.gather(*(self._delete(job, SERVICES, n, failures) for n in p.delete_pod_services))
         if p.delete_pod_group and self.pod_group_ref is not None:
             await self._delete(job, self.pod_group_ref, name, failures)
         if p.create_hpa is not None:
@@ -250,6 +254,20 @@ class PlanApplier:
         self.create_failures[uid] = refusals[0]
         if len(failures) == 0:  # only names held in the cache: retry with back-off all the same
             failures.append(ApiError(409, "AlreadyExists", refusals[0].message))
+
+    async def _create_all(
+        self, job_ref: ResourceRef, job: Obj, ref: ResourceRef, bodies: list[Obj], failures: list[ApiError]
+    ) -> None:
+        """Create `bodies` in slow-start batches (1, 2, 4, …), stopping after a batch with a
+        failure or once the job may no longer create."""
+        batch, todo = SLOW_START_INITIAL_BATCH, bodies
+        while todo:
+            chunk, todo = todo[:batch], todo[batch:]
+            failed = len(failures)
+            await asyncio.gather(*(self._create(job, ref, body, failures) for body in chunk))
+            if len(failures) > failed or not self.creates_allowed(job_ref, job):
+                return
+            batch *= 2
 
     async def _create_pod(
         self,
@@ -366,7 +384,15 @@ def _name_conflict(job: Obj, name: str) -> CreateFailure:
 
 def _without_creates(p: Plan) -> Plan:
     """`p` without the writes that create objects (and without its Events, which are creates too)."""
-    return replace(p, create_pods=[], create_service=None, create_pod_group=None, create_hpa=None, events=[])
+    return replace(
+        p,
+        create_pods=[],
+        create_service=None,
+        create_pod_services=[],
+        create_pod_group=None,
+        create_hpa=None,
+        events=[],
+    )
 
 
 def _count_transitions(job: Obj, new: Obj) -> None:

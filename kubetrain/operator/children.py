@@ -7,7 +7,8 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
   appended to every container unless the container already sets that name, the framework
   container's named port added when missing, and the gang scheduler's schedulerName,
   annotations and labels.
-- One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
+- One headless Service per job, named after it, selecting `kubetrain.io/job-name` — or, in
+  per-pod service mode (`kubetrain.api.servicemode`), one headless Service per pod.
 - A PodGroup named after the job, in the API of the configured gang scheduler
   (`kubetrain.api.gangschedulers`).
 - When the framework says the job asks for autoscaling (`Framework.autoscaling`: an elastic
@@ -25,8 +26,14 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
+from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
+    KUBEFLOW_LABEL_JOB_NAME,
+    KUBEFLOW_LABEL_JOB_ROLE,
+    KUBEFLOW_LABEL_OPERATOR_NAME,
+    KUBEFLOW_LABEL_REPLICA_INDEX,
+    KUBEFLOW_LABEL_REPLICA_TYPE,
     LABEL_ATTEMPT,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
@@ -83,8 +90,16 @@ def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: i
     labels = job_labels(job)
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
     labels[LABEL_REPLICA_INDEX] = str(index)
-    if master_slot(job, framework) == (replica_type, index):
+    master = master_slot(job, framework) == (replica_type, index)
+    if master:
         labels[LABEL_JOB_ROLE] = "master"
+    if group_of(job.api_version) == KUBEFLOW_GROUP:  # Kubeflow's labels too (api/labels.py)
+        labels[KUBEFLOW_LABEL_OPERATOR_NAME] = f"{job.kind.lower()}-controller"
+        labels[KUBEFLOW_LABEL_JOB_NAME] = job.name
+        labels[KUBEFLOW_LABEL_REPLICA_TYPE] = replica_type.lower()
+        labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index)
+        if master:
+            labels[KUBEFLOW_LABEL_JOB_ROLE] = "master"
     return labels
 
 
@@ -233,6 +248,46 @@ def build_service(job: JobLayout) -> dict[str, Any]:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": {LABEL_JOB_NAME: job.name},
+            "ports": ports,
+        },
+    }
+
+
+def build_pod_service(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
+    """Per-pod service mode: the Service of one pod, in the shape Kubeflow's operator makes —
+    named after the pod, headless, selecting the pod by job name, replica type and index, with
+    the named ports of the framework container — plus `publishNotReadyAddresses`, so the name
+    resolves as soon as the pod has an IP (kubetrain adds no init container that waits)."""
+    replica = job.replicas[replica_type]
+    containers = (replica.template.get("spec") or {}).get("containers") or []
+    container = containers[replica.container_index] if replica.container_index < len(containers) else {}
+    ports: list[dict[str, Any]] = []
+    for p in (container.get("ports") or []) if isinstance(container, Mapping) else []:
+        if isinstance(p, Mapping) and p.get("name") and isinstance(p.get("containerPort"), int):
+            protocol = p.get("protocol", "TCP")
+            ports.append({"name": p["name"], "port": p["containerPort"], "protocol": protocol})
+    if job.port_name and not any(p["name"] == job.port_name for p in ports):
+        ports.append({"name": job.port_name, "port": replica.port, "protocol": "TCP"})
+    labels = job_labels(job)
+    labels[LABEL_REPLICA_TYPE] = replica_type.lower()
+    labels[LABEL_REPLICA_INDEX] = str(index)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": job.pod_name(replica_type, index),
+            "namespace": job.namespace,
+            "labels": labels,
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                LABEL_JOB_NAME: job.name,
+                LABEL_REPLICA_TYPE: replica_type.lower(),
+                LABEL_REPLICA_INDEX: str(index),
+            },
             "ports": ports,
         },
     }

@@ -34,7 +34,7 @@ from kubetrain.operator import status as st
 from kubetrain.operator.active import ActiveJob, phase_counts, slot_pods
 from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
-from kubetrain.operator.pods import controlled_by, pod_phase, terminating
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
 
 __all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan"]
@@ -55,7 +55,10 @@ def plan(
     if meta.get("deletionTimestamp"):
         return Plan()
     prepared = (cache if cache is not None else DEFAULT_CACHE).get(
-        job, gang_scheduling=defaults_min_available(config.gang_scheduler), max_replicas=config.max_replicas
+        job,
+        gang_scheduling=defaults_min_available(config.gang_scheduler),
+        max_replicas=config.max_replicas,
+        service_mode=config.service_mode,
     )
     if prepared.framework is None:
         return Plan()
@@ -142,6 +145,12 @@ class Reconcile(ReconcileDraft):
         service, group = self.observed.service, self.observed.pod_group
         if policy in ("All", "Running") and service is not None and controlled_by(service, self.job):
             self.plan.delete_service = True
+        if policy in ("All", "Running"):  # per-pod service mode: every pod's Service
+            self.plan.delete_pod_services = [
+                pod_name(s)
+                for s in self.observed.job_services
+                if pod_name(s) != pod_name(self.job) and controlled_by(s, self.job) and not terminating(s)
+            ]
         if group is not None and controlled_by(group, self.job):
             self.plan.delete_pod_group = True
         hpa = self.observed.hpa

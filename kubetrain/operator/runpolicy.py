@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
+from kubetrain.api.groups import KUBETRAIN_MANAGER, RECONCILED_MANAGERS
 
-OPERATOR_MANAGER = "kubetrain.io/operator"
+OPERATOR_MANAGER = KUBETRAIN_MANAGER
 
 
 def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -22,10 +23,11 @@ def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_managed(job: Mapping[str, Any]) -> bool:
-    """False when `spec.runPolicy.managedBy` names another controller: leave the job alone."""
+    """False when `spec.runPolicy.managedBy` names another controller (e.g. Kueue's MultiKueue):
+    leave the job alone. Kubeflow's operator's name counts as kubetrain's (api/groups.py)."""
     spec = job.get("spec")
     manager = run_policy(spec).get("managedBy") if isinstance(spec, Mapping) else None
-    return manager in (None, "", OPERATOR_MANAGER)
+    return manager in (None, "") or manager in RECONCILED_MANAGERS
 
 
 def _int(value: Any) -> int | None:

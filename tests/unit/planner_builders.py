@@ -174,6 +174,7 @@ class Sim:
         self.cache = JobCache()
         self.pods: dict[str, dict[str, Any]] = {}
         self.service: dict[str, Any] | None = None
+        self.pod_services: dict[str, dict[str, Any]] = {}  # per-pod service mode (and foreign ones)
         self.pod_group: dict[str, Any] | None = None
         self.hpa: dict[str, Any] | None = None
         self.hpa_writes = 0
@@ -190,6 +191,7 @@ class Sim:
     def observed(self) -> Any:
         from kubetrain.operator.plan import Observed
 
+        name = self.job["metadata"]["name"]
         return Observed(
             pods=list(self.pods.values()),
             service=self.service,
@@ -198,6 +200,12 @@ class Sim:
             hpa=self.hpa,
             create_failure=self.create_failure,
             terminal_recorded=self.terminal_recorded,
+            job_services=[
+                s
+                for s in self.pod_services.values()
+                if (s["metadata"].get("labels") or {}).get("kubetrain.io/job-name") == name
+            ],
+            service_named=self.pod_services.get,
         )
 
     def plan(self, now: datetime) -> Any:
@@ -217,6 +225,11 @@ class Sim:
             self.pod_group = copy.deepcopy(p.create_pod_group)
         if p.delete_service:
             self.service = None
+        for new in p.create_pod_services:
+            assert new["metadata"]["name"] not in self.pod_services
+            self.pod_services[new["metadata"]["name"]] = copy.deepcopy(new)
+        for name in p.delete_pod_services:
+            self.pod_services.pop(name)
         if p.delete_pod_group:
             self.pod_group = None
         if p.create_hpa is not None:

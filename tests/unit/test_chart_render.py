@@ -35,6 +35,7 @@ import yaml
 from kubetrain.commands import _flags
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
+from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
 
@@ -619,6 +620,7 @@ def test_defaults_are_self_managed_single_replica_all_namespaces(chart: helm.Cha
     f = flags(docs)
     assert f["--cert-mode"] == "self-managed"
     assert f["--gang-scheduler"] == "none"
+    assert f["--service-mode"] == "headless"
     assert "--namespaces" not in f
     assert one(docs, "Deployment")["spec"]["replicas"] == 1
     assert of_kind(docs, "PodDisruptionBudget") == []
@@ -644,6 +646,7 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
             "image": {"repository": "registry.example/kt", "tag": "1.2.3", "pullPolicy": "Always"},
             "schedulerName": "my-volcano",
             "gangScheduler": "volcano",
+            "serviceMode": "per-pod",
             "controller": {"workers": 8, "qps": 200, "burst": 400},
             "logLevel": "debug",
         },
@@ -653,6 +656,7 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
     assert c["imagePullPolicy"] == "Always"
     f = flags(docs)
     assert f["--scheduler-name"] == "my-volcano"
+    assert f["--service-mode"] == "per-pod"
     assert (f["--workers"], f["--qps"], f["--burst"], f["--log-level"]) == ("8", "200", "400", "debug")
 
 
@@ -896,3 +900,26 @@ def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Ch
         {"ports": [{"protocol": "TCP", "port": 9443}], "from": [api_server]},
         {"ports": [{"protocol": "TCP", "port": 8080}], "from": [monitoring]},
     ]
+def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
+    """Serving kubeflow.org (too): the job rules, the webhook rules and the CRD read of the
+    ownership check follow `apiGroups`, for every registered kind."""
+    groups = ["kubetrain.io", "kubeflow.org"]
+    docs = render(chart, {"apiGroups": groups})
+    assert flags(docs)["--api-groups"] == "kubetrain.io,kubeflow.org"
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    for group in groups:
+        assert expand(group, JOB_KINDS, ["list", "watch", "delete"]) <= jobs_role
+        assert expand(group, [f"{k}/status" for k in JOB_KINDS], ["update"]) <= jobs_role
+        assert expand(group, [f"{k}/finalizers" for k in JOB_KINDS], ["update"]) <= jobs_role
+    cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    crds = tuple(sorted(crd_names("kubeflow.org")))
+    assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role
+    built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
+    chart_rules = [h["rules"] for h in one(docs, "MutatingWebhookConfiguration")["webhooks"]]
+    assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]
+    only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"]})
+    role = grants(one(only_kubeflow, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert not any(g == "kubetrain.io" for g, *_ in role)
+    assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
+    default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)

@@ -92,7 +92,7 @@ admissionReviewVersions: ["v1"]
 webhook.namespaceSelector selects (all when empty). */}}
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-  - apiGroups: ["kubetrain.io"]
+  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs"]
@@ -100,7 +100,7 @@ rules:
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}
-  - apiGroups: ["kubetrain.io"]
+  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
     apiVersions: ["v1"]
     operations: ["UPDATE"]
     resources: ["pytorchjobs/scale", "paddlejobs/scale"]
@@ -139,6 +139,8 @@ rules:
 {{- with .Values.schedulerName }}
 - --scheduler-name={{ . }}
 {{- end }}
+- --service-mode={{ .Values.serviceMode }}
+- --api-groups={{ join "," .Values.apiGroups }}
 {{- if include "kubetrain.leaderElect" . }}
 - --leader-elect
 - --leader-election-namespace={{ .Release.Namespace }}
