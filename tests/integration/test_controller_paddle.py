@@ -81,6 +81,9 @@ async def test_elastic_collective_job_scales_its_workers(env: tuple[DevStack, Ha
     ref = job_resource("PaddleJob")
     scale = await h.kube.request("get", "GET", f"/apis/kubetrain.io/v1/namespaces/{ns}/paddlejobs/coll/scale")
     scale["spec"]["replicas"] = 3
+    # No resourceVersion, as `kubectl scale` sends it: the controller's status writes between the
+    # GET and the PUT must not make it a stale precondition (409).
+    scale["metadata"].pop("resourceVersion", None)
     await h.kube.request(
         "update", "PUT", f"/apis/kubetrain.io/v1/namespaces/{ns}/paddlejobs/coll/scale", body=scale
     )
