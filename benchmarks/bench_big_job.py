@@ -17,6 +17,10 @@ shared machine, unlike wall time) and RSS are its own. For each size, in a fresh
    namespace's pods and counts their events (ADDED/MODIFIED/DELETED — the operator's pod
    informer receives the same) until every pod and the job are Running;
 2. the namespace is deleted and this process waits until it is gone;
+   (`--start-seconds S` keeps simulated pods Pending S seconds after binding, so their status
+   events come after the create wave, spread out as on a real cluster — on devcluster pods
+   otherwise run at once, inside the operator's create reconcile, and their events are
+   deduplicated by the work queue while it runs);
 3. with `--cycles 2` or more, the namespace is created again with a job of the same name, which
    runs and is deleted with its namespace again (the AlreadyExists case).
 Measured per phase: operator CPU, CPU per pod event, reconciles (decisions) made, the operator's
@@ -41,6 +45,7 @@ from _common import Operator, bench_client, load_average, write_result
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.devcluster import PodSimulator
+from kubetrain.devcluster.kubelet.podstatus import START_SECONDS
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
@@ -48,9 +53,13 @@ from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 JOBS = job_resource("PyTorchJob")
 
 
-def big_job(name: str, replicas: int) -> dict[str, Any]:
-    """A PyTorchJob of `replicas` workers that request nothing (they fit any cluster)."""
+def big_job(name: str, replicas: int, start_seconds: float = 0.0) -> dict[str, Any]:
+    """A PyTorchJob of `replicas` workers that request nothing (they fit any cluster); the pod
+    simulator keeps each pod Pending `start_seconds` after it is bound (a real kubelet ignores it)."""
     container = {"name": "pytorch", "image": "pytorch/pytorch:2.3", "command": ["sleep", "infinity"]}
+    template: dict[str, Any] = {"spec": {"containers": [container]}}
+    if start_seconds:
+        template["metadata"] = {"annotations": {START_SECONDS: str(start_seconds)}}
     return {
         "apiVersion": "kubetrain.io/v1",
         "kind": "PyTorchJob",
@@ -60,7 +69,7 @@ def big_job(name: str, replicas: int) -> dict[str, Any]:
                 "Worker": {
                     "replicas": replicas,
                     "restartPolicy": "OnFailure",
-                    "template": {"spec": {"containers": [container]}},
+                    "template": template,
                 }
             }
         },
@@ -189,7 +198,7 @@ async def one_size(
         watch.start()
         try:
             async with Phase(op) as run:
-                await client.create(JOBS, big_job("big", replicas), namespace=namespace)
+                await client.create(JOBS, big_job("big", replicas, args.start_seconds), namespace=namespace)
 
                 async def all_running(pods: PodWatch = watch) -> bool:
                     return pods.running() == replicas and await job_running(client, namespace, "big")
@@ -287,6 +296,13 @@ def main() -> int:
         type=float,
         default=0.01,
         help="devcluster only: seconds its namespace controller takes per object",
+    )
+    parser.add_argument(
+        "--start-seconds",
+        type=float,
+        default=0.0,
+        help="pod simulator: pods stay Pending this long after binding, so their status events come "
+        "after the create wave, spread out as on a real cluster (kubelets ignore it)",
     )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--operator-args", default="", help="extra `kubetrain controller` flags")

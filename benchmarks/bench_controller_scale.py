@@ -155,7 +155,9 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
     async with DevStack(_stack_options()) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
-        op = Operator(stack.cluster.kubeconfig_path, extra=args.operator_args.split())
+        op = Operator(
+            stack.cluster.kubeconfig_path, extra=args.operator_args.split(), source=args.operator_source
+        )
         log = stack.cluster.requests
         try:
             log.reset()
@@ -346,7 +348,7 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         pod_bytes = cached_pod_bytes(cluster) if args.startup_running else None
         await cluster.api.create(Target(rt, "v1", "default", ""), pytorch_job("fresh", args.replicas))
         cluster.store.listeners.append(tracker)
-        op = Operator(cluster.kubeconfig_path, extra=args.operator_args.split())
+        op = Operator(cluster.kubeconfig_path, extra=args.operator_args.split(), source=args.operator_source)
         log = cluster.requests
         try:
             log.reset()
@@ -446,6 +448,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--operator-args", default="", help="extra `kubetrain controller` flags, e.g. '--qps 0 --workers 8'"
+    )
+    parser.add_argument(
+        "--operator-source",
+        metavar="DIR",
+        help="run the operator's kubetrain package from DIR (before/after)",
     )
     args = parser.parse_args()
     if args.startup_jobs:

@@ -2,13 +2,17 @@
 
     .venv/bin/python benchmarks/bench_large_job.py --sizes 250,500,1000 [--qps 150 --burst 300]
 
-For each size, on a fresh devcluster (no pod simulator: only pod creation is measured):
+    .venv/bin/python benchmarks/bench_large_job.py --sizes 250,500,1000 --kubeconfig ~/.kube/config
+
+For each size, on a fresh devcluster (no pod simulator: only pod creation is measured), or on
+the `--kubeconfig` cluster (kubetrain's CRDs installed, no other kubetrain operator running),
+each in fresh namespaces deleted afterwards:
 1. a bare client (its own process, no client-side rate limit, `--concurrency` 16 requests in
    flight) creates the same pods the planner builds for the job (without ownerReferences and
-   labels, in namespace `bare`); its time is from the first request to the last response;
+   labels); its time is from the first request to the last response;
 2. `kubetrain controller` (its own process, default --qps/--burst unless given) is started and
    once ready one PyTorchJob with that many workers is created; its time is from the create
-   request to the last pod appearing in devcluster's store.
+   request to the last pod's ADDED event on a watch of its namespace.
 The client-side rate limiter's bound is the time the token bucket needs to admit the job's
 writes (N pods + 1 Service + 1 status): max(0, (writes - burst) / qps).
 Target (DESIGN.md): the operator within 1.5x the bare client.
@@ -22,11 +26,13 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from _common import Operator, bench_client, load_average, pytorch_job, write_result
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
@@ -40,21 +46,22 @@ def planned_pods(replicas: int, namespace: str) -> list[dict[str, Any]]:
     job["metadata"].update(
         uid="00000000-0000-0000-0000-000000000000", creationTimestamp="2026-01-01T00:00:00Z"
     )
-    p = plan(job, Observed(pods=[], service=None, pod_group=None), datetime.now(UTC), PlannerConfig())
+    every_pod = PlannerConfig(max_pod_creates=replicas + 1)  # the bare client creates them all at once
+    p = plan(job, Observed(pods=[], service=None, pod_group=None), datetime.now(UTC), every_pod)
     for pod in p.create_pods:
         pod["metadata"].pop("ownerReferences", None)
         pod["metadata"].pop("labels", None)
     return p.create_pods
 
 
-async def bare_client(kubeconfig: str, replicas: int, concurrency: int) -> float:
+async def bare_client(kubeconfig: str, namespace: str, replicas: int, concurrency: int) -> float:
     client = await bench_client(kubeconfig)
-    pods = planned_pods(replicas, "bare")
+    pods = planned_pods(replicas, namespace)
     sem = asyncio.Semaphore(concurrency)
 
     async def create(pod: dict[str, Any]) -> None:
         async with sem:
-            await client.create(PODS, pod, namespace="bare")
+            await client.create(PODS, pod, namespace=namespace)
 
     try:
         t0 = time.perf_counter()
@@ -65,63 +72,86 @@ async def bare_client(kubeconfig: str, replicas: int, concurrency: int) -> float
 
 
 async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
+    if args.kubeconfig:
+        return await measure(args.kubeconfig, replicas, args)
     opts = DevStackOptions(webhook=False, training_policies=False, controller=False, simulator=False)
     async with DevStack(opts) as stack:
-        cluster = stack.cluster
-        client = await bench_client(cluster.kubeconfig_path)
-        await client.create(
-            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bare"}}
-        )
+        return await measure(stack.cluster.kubeconfig_path, replicas, args)
+
+
+async def new_namespace(client: Any, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+async def pod_added_times(client: Any, namespace: str, replicas: int, times: list[float]) -> None:
+    """Watch `namespace` from now, noting when each of the first `replicas` pods appears."""
+    _, rv = await client.list_all(PODS, namespace)
+    async for kind, _pod in client.watch(PODS, namespace, resource_version=rv, timeout_seconds=600):
+        if kind == "ADDED":
+            times.append(time.perf_counter())
+            if len(times) == replicas:
+                return
+
+
+async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> dict[str, Any]:
+    client = await bench_client(kubeconfig)
+    bare, job_ns = await new_namespace(client, "bench-bare"), await new_namespace(client, "bench-large")
+    try:
         cmd = [
             sys.executable,
             SCRIPT,
             "--bare-client",
-            cluster.kubeconfig_path,
+            kubeconfig,
+            "--bare-namespace",
+            bare,
             "--sizes",
             str(replicas),
             "--concurrency",
             str(args.concurrency),
         ]
-        # The bare client runs in its own process while this one serves it (devcluster).
+        # The bare client runs in its own process (while this one may serve it: devcluster).
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.PIPE)
         out, _ = await proc.communicate()
         bare_s = float(out.decode().strip().splitlines()[-1])
-        assert cluster.store.count("pods", "bare") == replicas
+        assert len((await client.list_all(PODS, bare))[0]) == replicas
 
         extra = []
         if args.qps is not None:
             extra += ["--qps", str(args.qps)]
         if args.burst is not None:
             extra += ["--burst", str(args.burst)]
-        op = Operator(cluster.kubeconfig_path, extra=extra)
+        op = Operator(kubeconfig, extra=extra, source=args.operator_source)
         op.start()
         try:
             await op.wait_ready()
-            done = asyncio.Event()
             last: list[float] = []
-
-            def listen(ev: Any) -> None:
-                if (
-                    ev.rkey == "pods"
-                    and ev.type == "ADDED"
-                    and ev.obj["metadata"].get("namespace") == "default"
-                ):
-                    last.append(time.perf_counter())
-                    if len(last) == replicas:
-                        done.set()
-
-            cluster.store.listeners.append(listen)
+            watcher = asyncio.ensure_future(pod_added_times(client, job_ns, replicas, last))
+            await asyncio.sleep(0.5)  # the watch is open
             t0 = time.perf_counter()
             await client.create(
-                job_resource("PyTorchJob"), pytorch_job("large", replicas), namespace="default"
+                job_resource("PyTorchJob"), pytorch_job("large", replicas, namespace=job_ns), namespace=job_ns
             )
-            await asyncio.wait_for(done.wait(), args.timeout)
+            await asyncio.wait_for(watcher, args.timeout)
             operator_s = last[-1] - t0
             first_pod_s = last[0] - t0
-            writes = cluster.requests.count(verb="create", resource="pods", user_agent="kubetrain/")
+            _, text = await op.get("/metrics")
+            writes = int(
+                sum(
+                    s.value
+                    for f in text_string_to_metric_families(text)
+                    for s in f.samples
+                    if s.name == "kubetrain_api_requests_total"
+                    and s.labels == {"verb": "create", "code": "201"}
+                )
+            )
         finally:
             op.stop()
-            await client.close()
+    finally:
+        for ns in (bare, job_ns):
+            await client.delete(NAMESPACES, None, ns)
+        await client.close()
     qps = args.qps if args.qps is not None else 150.0
     burst = args.burst if args.burst is not None else 300
     job_writes = replicas + 2  # pods, the Service, the first status write
@@ -136,7 +166,7 @@ async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
         "rate_limit_bound_s": round(bound, 2),
         "qps": qps,
         "burst": burst,
-        "operator_pod_creates": writes,
+        "operator_creates": writes,  # its pods, the Service (no Event on a clean create)
     }
 
 
@@ -161,10 +191,17 @@ def main() -> int:
     parser.add_argument("--qps", type=float, default=None, help="operator --qps (default: its own)")
     parser.add_argument("--burst", type=int, default=None, help="operator --burst (default: its own)")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--kubeconfig", help="run against this cluster instead of a fresh devcluster")
+    parser.add_argument(
+        "--operator-source", metavar="DIR", help="run the operator from the kubetrain package in DIR"
+    )
     parser.add_argument("--bare-client", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    parser.add_argument("--bare-namespace", default="bare", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_client:
-        print(asyncio.run(bare_client(args.bare_client, int(args.sizes), args.concurrency)))
+        print(
+            asyncio.run(bare_client(args.bare_client, args.bare_namespace, int(args.sizes), args.concurrency))
+        )
         return 0
     res = asyncio.run(run(args))
     path = write_result("large_job", res)

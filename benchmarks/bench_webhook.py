@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from _common import load_average, proc_cpu_seconds, write_result
+from _common import free_port, load_average, proc_cpu_seconds, write_result
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
@@ -131,13 +131,13 @@ def count_containers(job: dict[str, Any]) -> int:
     return sum(len(s["template"]["spec"]["containers"]) for s in specs.values())
 
 
-def serve(cert_dir: str, port_queue: Any, cpu: int | None) -> None:
+def serve(cert_dir: str, port_queue: Any, cpu: int | None, port: int = 0, reuse_port: bool = False) -> None:
     if cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {cpu})
     from kubetrain.webhook.server import WebhookServer
 
     async def main() -> None:
-        server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=0)
+        server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=port, reuse_port=reuse_port)
         await server.start()
         port_queue.put(server.port)
         await asyncio.Event().wait()
@@ -351,6 +351,13 @@ def main() -> int:
         "--client-processes", type=int, default=1, help="split the client connections over N processes"
     )
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to (-1: no pinning)")
+    parser.add_argument(
+        "--webhook-workers",
+        type=int,
+        default=1,
+        help="server processes sharing the port (SO_REUSEPORT, as `kubetrain webhook --webhook-workers N`); "
+        "with N > 1 they are not pinned and the server CPU is not reported",
+    )
     args = parser.parse_args()
 
     bundle = generate_bundle(["localhost"], ["127.0.0.1"])
@@ -359,12 +366,19 @@ def main() -> int:
         write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
         mp = multiprocessing.get_context("spawn")
         ports = mp.Queue()
-        cpu = None if args.server_cpu < 0 else args.server_cpu
+        workers = max(1, args.webhook_workers)
+        cpu = None if args.server_cpu < 0 or workers > 1 else args.server_cpu
         client_cpus = client_cpu_set(cpu)
-        proc = mp.Process(target=serve, args=(cert_dir, ports, cpu), daemon=True)
-        proc.start()
+        shared_port = free_port() if workers > 1 else 0
+        procs = [
+            mp.Process(target=serve, args=(cert_dir, ports, cpu, shared_port, workers > 1), daemon=True)
+            for _ in range(workers)
+        ]
+        for p in procs:
+            p.start()
+        proc = procs[0]
         try:
-            port = ports.get(timeout=30)
+            port = [ports.get(timeout=30) for _ in procs].pop()
             url = f"https://127.0.0.1:{port}{args.path}"
             results: dict[str, Any] = {
                 "benchmark": "webhook",
@@ -373,6 +387,7 @@ def main() -> int:
                 "seconds": args.seconds,
                 "path": args.path,
                 "server_cpus": 1 if cpu is not None else None,
+                "webhook_workers": workers,
                 "load_average_1m": load_average(),
             }
             for name in args.jobs:
@@ -387,7 +402,7 @@ def main() -> int:
                     seconds=args.seconds,
                     client_processes=args.client_processes,
                     client_cpus=client_cpus,
-                    server_pid=proc.pid,
+                    server_pid=proc.pid if workers == 1 else None,
                 )
                 res["body_bytes"] = len(body)
                 res["containers"] = count_containers(job)
@@ -402,8 +417,10 @@ def main() -> int:
             print(json.dumps(results))
             print(f"written {path}", file=sys.stderr)
         finally:
-            proc.terminate()
-            proc.join(5)
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.join(5)
     return 0
 
 

@@ -18,7 +18,10 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_api_requests_total` | counter | verb, code |
 
 `result` of a webhook request is one of `allowed`, `patched` (allowed with a JSONPatch),
-`denied`, `bad_request` (HTTP 400) or `error` (an unexpected failure, answered as a denial).
+`denied`, `bad_request` (HTTP 400), `busy` (HTTP 429: too many request bodies in flight),
+`aborted` (the body did not arrive in time) or `error` (an unexpected failure, answered as a
+denial). The series of a namespace are removed when the namespace is deleted
+(`forget_namespace`, called from the webhook's Namespace watch).
 """
 
 from __future__ import annotations
@@ -84,7 +87,8 @@ WEBHOOK_REQUEST_DURATION = Histogram(
     "kubetrain_webhook_request_duration_seconds",
     "Time to answer one AdmissionReview, by webhook (mutate|validate), operation, kind and result.",
     ["webhook", "operation", "kind", "result"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
+    # Up to 30 s, the longest timeoutSeconds a webhook configuration may have.
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
     registry=REGISTRY,
 )
 API_REQUESTS = Counter(
@@ -93,6 +97,21 @@ API_REQUESTS = Counter(
     ["verb", "code"],
     registry=REGISTRY,
 )
+
+NAMESPACED_METRICS = (JOBS_CREATED, JOBS_SUCCEEDED, JOBS_FAILED, JOBS_RESTARTED)
+
+
+def forget_namespace(namespace: str) -> int:
+    """Remove every series of a (deleted) namespace; returns how many were removed."""
+    removed = 0
+    for metric in NAMESPACED_METRICS:
+        names = metric._labelnames
+        position = names.index("namespace")
+        for labels in [key for key in list(metric._metrics) if key[position] == namespace]:
+            metric.remove(*labels)
+            removed += 1
+    return removed
+
 
 __all__ = [
     "API_REQUESTS",
@@ -105,4 +124,5 @@ __all__ = [
     "RECONCILE_PLAN_DURATION",
     "REGISTRY",
     "WEBHOOK_REQUEST_DURATION",
+    "forget_namespace",
 ]

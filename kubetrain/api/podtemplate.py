@@ -6,7 +6,12 @@ OpenAPI schema does not express are added to the loaded copy: the enum values of
 and container enums, and the syntax of resource quantities (`500m`, `16Gi`, `1e3`).
 
 Validation results are cached by template content: a webhook sees the same few templates over and
-over. The cache key (`template_key`) is the template's compact JSON from orjson (equal JSON data
+over. The cache (`TEMPLATE_CACHE`) is bounded by bytes (`TEMPLATE_CACHE_BYTES`, each entry charged
+its key plus its messages), not by entries, and a template over `TEMPLATE_CACHE_ENTRY_BYTES` is not
+kept: whole templates are the keys, and a hostile client can send many distinct large ones. The
+work per template is bounded too: the schema check stops after `MAX_TEMPLATE_ERRORS` problems
+(one more entry says so), so a container with 100,000 unknown fields costs as much as one with 100.
+The cache key (`template_key`) is the template's compact JSON from orjson (equal JSON data
 gives equal bytes): about 6x cheaper than the `marshal` key before it, which was itself 6x
 cheaper than `json.dumps(sort_keys=True)`; the key was the largest cost of validating a large
 job whose templates were already cached. A template is only rebuilt from its key (JSON, so it is
@@ -29,6 +34,7 @@ from jsonschema.exceptions import ValidationError
 
 from kubetrain.api.errors import ErrorKind, json_type
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, QUANTITY_PATTERN
+from kubetrain.api.sizedcache import SizedLRU
 
 # The Kubernetes version whose PodTemplateSpec schema templates are checked against.
 KUBERNETES_SCHEMA_VERSION = "1.34.0"
@@ -138,17 +144,37 @@ def template_from_key(key: bytes | str) -> Any:
     return orjson.loads(key)
 
 
-@lru_cache(maxsize=2048)
-def cached_template_errors(key: bytes | str) -> tuple[tuple[str, ErrorKind, str], ...] | None:
+# At most this many schema problems are computed per template; the rest are summed up in one.
+MAX_TEMPLATE_ERRORS = 100
+TOO_MANY_ERRORS = f"too many problems: only the first {MAX_TEMPLATE_ERRORS} are reported"
+# The per-template results cache (see the module docstring).
+TEMPLATE_CACHE_BYTES = 16 * 1024 * 1024
+TEMPLATE_CACHE_ENTRY_BYTES = 1024 * 1024
+TEMPLATE_CACHE: SizedLRU[tuple[bytes | str, str], Any] = SizedLRU(
+    max_bytes=TEMPLATE_CACHE_BYTES, max_entry_bytes=TEMPLATE_CACHE_ENTRY_BYTES
+)
+
+
+def template_schema_errors(key: bytes | str) -> tuple[tuple[str, ErrorKind, str], ...] | None:
     """Schema problems (relative path, kind, message) of the template `key` stands for, sorted
-    by path; None when it is not JSON data."""
+    by path, at most MAX_TEMPLATE_ERRORS (plus one saying there are more); None when it is not
+    JSON data."""
     try:
         template = template_from_key(key)
     except (TypeError, ValueError, RecursionError):
         return None
+    return schema_errors_of(template)
+
+
+def schema_errors_of(template: Any) -> tuple[tuple[str, ErrorKind, str], ...]:
+    """`template_schema_errors` of template data already decoded from its key."""
     found: list[tuple[str, ErrorKind, str]] = []
     for err in _validator().iter_errors(template):
-        found.extend(_convert(err))
+        found.extend(_convert(err, MAX_TEMPLATE_ERRORS + 1 - len(found)))
+        if len(found) > MAX_TEMPLATE_ERRORS:
+            del found[MAX_TEMPLATE_ERRORS:]
+            found.sort(key=lambda e: e[0])
+            return tuple(dict.fromkeys([("", ErrorKind.INVALID, TOO_MANY_ERRORS), *found]))
     found.sort(key=lambda e: e[0])
     return tuple(dict.fromkeys(found))
 
@@ -196,7 +222,8 @@ _TYPE_WORDS = {
 }
 
 
-def _convert(err: ValidationError) -> list[tuple[str, ErrorKind, str]]:
+def _convert(err: ValidationError, budget: int) -> list[tuple[str, ErrorKind, str]]:
+    """The problems one jsonschema error stands for (at most `budget` of them)."""
     path = _instance_path(err)
     schema: dict[str, Any] = err.schema if isinstance(err.schema, dict) else {}
     marker = schema.get("x-kubetrain-kind")
@@ -210,10 +237,12 @@ def _convert(err: ValidationError) -> list[tuple[str, ErrorKind, str]]:
         ]
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = sorted(schema.get("properties", {}))
-        out = []
+        out: list[tuple[str, ErrorKind, str]] = []
         for name in err.instance:
             if name in known:
                 continue
+            if len(out) >= budget:
+                break
             close = difflib.get_close_matches(name, known, n=1)
             hint = f' (did you mean "{close[0]}"?)' if close else f"; valid fields are: {', '.join(known)}"
             out.append((f"{path}.{name}", ErrorKind.INVALID, f'unknown field "{name}"{hint}'))

@@ -96,6 +96,9 @@ class PolicyLimits(KubeModel):
     # Label keys every job must carry in metadata.labels.
     required_labels: list[str] | None = None
     require_gang_scheduling: bool | None = None
+    # Pod Security Standards level the job's pod templates must meet (kubetrain.policy.podsecurity),
+    # for namespaces without a `pod-security.kubernetes.io/enforce` label (the stricter one wins).
+    pod_security: Literal["baseline", "restricted"] | None = None
 
 
 class TrainingPolicySpec(KubeModel):

@@ -21,14 +21,18 @@ from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags
+from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
 from kubetrain.frameworks.checks import listing
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.health import HealthServer
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
+from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
+from kubetrain.webhook.review import AdmissionRequest
 from kubetrain.webhook.server import WebhookServer
+from kubetrain.webhook.workers import WebhookWorkers
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +47,19 @@ class WebhookRuntime:
             host=args.webhook_host,
             port=args.webhook_port,
             gang_scheduling=defaults_min_available(args.gang_scheduler),
+            max_replicas=args.max_replicas_per_job,
+            max_body_bytes=args.webhook_max_request_bytes,
+            reuse_port=args.webhook_reuse_port or args.webhook_workers > 1,
+            review_processes=args.webhook_review_processes,
+            review_time_limit=args.webhook_review_time_limit,
         )
+        # --webhook-workers N: N-1 more processes on the same port (kubetrain.webhook.workers).
+        self.workers = WebhookWorkers(args, args.webhook_workers - 1) if args.webhook_workers > 1 else None
         self.certs: SelfManagedCertificates | None = None
         # TrainingPolicies (docs/behaviour.md §9): fed by watches, consulted on every review.
         self.policy_watcher: PolicyWatcher | None = None
         self._kube: KubeClient | None = None
+        self._connect_lock = asyncio.Lock()
         if getattr(args, "training_policies", False):
             self.server.policies = PolicyAdmission(
                 PolicyIndex(), gang_scheduling=defaults_min_available(args.gang_scheduler)
@@ -62,6 +74,11 @@ class WebhookRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         if health is not None:
             health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
+            if self.workers is not None:  # one /metrics for every process on the webhook port
+                health.add_metrics_peers(self.workers.metrics_sockets)
+        # The job of a scale-subresource review is read through the API client (connected on
+        # first use when neither the policies nor the certificates need it earlier).
+        self.server.job_reader = self._read_job
         if self.server.policies is not None:
             self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
@@ -86,11 +103,21 @@ class WebhookRuntime:
                 on_update=self.server.tls.reload,
             )
             await self.certs.start()
+        if self.workers is not None:
+            await self.workers.start()
+
+    async def _read_job(self, request: AdmissionRequest) -> dict[str, Any] | None:
+        async with self._connect_lock:
+            if self._kube is None:
+                self._kube = await KubeClient.connect(self.args.kubeconfig)
+        return await kube_job_reader(self._kube)(request)
 
     def _policies_synced(self) -> bool:
         return self.policy_watcher is not None and self.policy_watcher.has_synced
 
     async def stop(self) -> None:
+        if self.workers is not None:
+            await self.workers.stop()
         if self.certs is not None:
             await self.certs.stop()
         await self.server.stop()
@@ -105,7 +132,7 @@ class WebhookRuntime:
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or `stop` is set), then shut down gracefully."""
     stop = stop or asyncio.Event()
-    health = HealthServer(port=args.metrics_port)
+    health = await metrics_server(args)
     runtime = WebhookRuntime.from_args(args)
     with stop_on_signals(stop):
         await health.start()

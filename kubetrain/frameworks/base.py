@@ -96,15 +96,23 @@ class Framework:
     # True: the cluster env goes only into the framework container (TF_CONFIG: a TensorFlow
     # sidecar must not start a server for a task that is not its own); False: every container.
     cluster_env_framework_container_only: bool = False
+    # True: every replica type must have a container named `container_name` (Kubeflow's webhook
+    # refuses XGBoostJobs and JAXJobs without one); False: container 0 stands in, with a warning.
+    framework_container_required: bool = False
+    # The address of a pod in `per-pod` service mode (kubetrain.api.servicemode), as Kubeflow's
+    # operator writes it for this framework: "{pod}" (the bare Service name) or a longer form.
+    per_pod_host_format: str = "{pod}"
 
     # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """Framework-specific rules of docs/behaviour.md §3 on a parsed (defaulted) job."""
         raise NotImplementedError
 
-    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
-        """The cluster variables for pod `index` of `replica_type` (`[{"name", "value"}]`), in a
-        stable order; empty (or only process-local settings) for a standalone job."""
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]:
+        """The cluster variables for pod `index` of `replica_type` as Kubernetes EnvVars
+        (`{"name", "value"}`, or `{"name", "valueFrom"}` for a value the kubelet fills in, e.g. the
+        pod's IP), in a stable order (a `$(VAR)` reference after the variable it names); empty (or
+        only process-local settings) for a standalone job."""
         raise NotImplementedError
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:

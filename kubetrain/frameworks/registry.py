@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from kubetrain.frameworks import mpi, mxnet, pytorch, tensorflow
+from kubetrain.frameworks import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
 from kubetrain.frameworks.base import Framework
 
 FRAMEWORKS: dict[str, Framework] = {
-    f.kind: f for f in (tensorflow.FRAMEWORK, pytorch.FRAMEWORK, mxnet.FRAMEWORK, mpi.FRAMEWORK)
+    f.kind: f
+    for f in (
+        tensorflow.FRAMEWORK,
+        pytorch.FRAMEWORK,
+        mxnet.FRAMEWORK,
+        xgboost.FRAMEWORK,
+        jax.FRAMEWORK,
+        paddle.FRAMEWORK,
+        mpi.FRAMEWORK,
+    )
 }
 
 

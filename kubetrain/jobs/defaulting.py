@@ -24,6 +24,7 @@ from kubetrain.api.podresources import replica_count, total_replicas
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.failurepolicy import default_pod_failure_policy
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, pa
     if not isinstance(container, dict):
         return []
     warnings: list[str] = []
-    if container.get("name") != framework.container_name:
+    if container.get("name") != framework.container_name and not framework.framework_container_required:
         warnings.append(
             default_container_warning(
                 join_path(path, "template", "spec", "containers"), container, framework.container_name
@@ -183,6 +184,7 @@ def _default_run_policy(
         run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
     if run_policy.get("suspend") is None:
         run_policy["suspend"] = False
+    default_pod_failure_policy(run_policy)
     if not gang_scheduling:
         return
     total = gang_total(spec, framework)

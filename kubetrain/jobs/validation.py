@@ -10,9 +10,9 @@ path, a kind and a message that says what would be valid. Warnings are returned 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
@@ -26,24 +26,31 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
+from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.podresources import replica_count
 from kubetrain.api.podtemplate import (
     NOT_JSON,
-    cached_template_errors,
+    TEMPLATE_CACHE,
     containers_of,
     default_container_warning,
+    schema_errors_of,
     template_from_key,
     template_key,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
+from kubetrain.api.servicemode import service_mode_errors
+from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
+# The operator-wide limit on the total replicas of one job (`--max-replicas-per-job`).
+DEFAULT_MAX_REPLICAS = 10_000
 
 
 @dataclass(frozen=True)
@@ -56,28 +63,38 @@ class ValidationResult:
         return not self.errors
 
 
-def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE.
+def validate_job(
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    *,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    groups: Sequence[str] = JOB_GROUPS,
+) -> ValidationResult:
+    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE;
+    `max_replicas` is the operator's limit on the job's total replicas; `groups` the API groups
+    whose apiVersion is accepted (kubetrain.api.groups).
 
-    On update, a change that leaves `spec` as it was (metadata, status) is never blocked.
+    On update, a change that leaves `spec` as it was (metadata, status) is never blocked —
+    except a change of the `kubetrain.io/service-mode` annotation.
     """
+    mode_errors = service_mode_errors(obj, old) if isinstance(obj, dict) else []
     if (
         old is not None
         and isinstance(obj, dict)
         and isinstance(old, dict)
         and obj.get("spec") == old.get("spec")
     ):
-        return ValidationResult()
-    type_errors = check_type_meta(obj)
+        return ValidationResult(mode_errors)
+    type_errors = check_type_meta(obj, groups)
     if type_errors:
         return ValidationResult(type_errors)
     framework = get_framework(obj["kind"])
     assert framework is not None
-    errors: list[FieldError] = []
+    errors: list[FieldError] = list(mode_errors)
     warnings: list[str] = []
     job: JobBase | None = None
     try:
-        job = parse_job(obj)
+        job = parse_job(obj, groups)
     except InvalidJobError as exc:
         errors.extend(exc.errors)
     spec = obj.get("spec")
@@ -89,6 +106,11 @@ def validate_job(obj: dict[str, Any], old: dict[str, Any] | None = None) -> Vali
     errors.extend(_name_errors(obj.get("metadata"), replica_map, spec, framework))
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
+    errors.extend(_max_replicas_errors(spec, framework, max_replicas))
+    errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict):
+        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))
     if job is not None:
         errors.extend(framework.validate_spec(job, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):
@@ -215,15 +237,28 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
 _Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]
 
 
-@lru_cache(maxsize=2048)
 def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
     """Errors (relative path, kind, message) and warnings (text after the template's path) of
-    the template `key` stands for; None when it is not JSON data."""
-    schema_errors = cached_template_errors(key)
+    the template `key` stands for; None when it is not JSON data. Cached in TEMPLATE_CACHE."""
+    hit = TEMPLATE_CACHE.get((key, kind))
+    if hit is not None:
+        return cast(_Findings, hit)
+    findings = _compute_template_findings(key, kind)
+    if findings is not None:
+        cost = len(key) + sum(len(m) + len(p) + 64 for p, _, m in findings[0]) + sum(map(len, findings[1]))
+        TEMPLATE_CACHE.put((key, kind), findings, cost=cost + 256)
+    return findings
+
+
+def _compute_template_findings(key: bytes | str, kind: str) -> _Findings | None:
+    try:
+        template = template_from_key(key)  # decoded once: a large template costs one decode
+    except (TypeError, ValueError, RecursionError):
+        return None
+    schema_errors = schema_errors_of(template)
     framework = get_framework(kind)
     if schema_errors is None or framework is None:
         return None
-    template = template_from_key(key)
     errors = [FieldError(rel, k, msg) for rel, k, msg in schema_errors]
     warnings: list[str] = []
     containers = containers_of(template)
@@ -268,7 +303,17 @@ def _container_findings(
                         f"{cpath}.env[{j}]: {var['name']} is also set by kubetrain for {framework.kind} "
                         "pods; your value is used instead of the operator's"
                     )
-    if framework.container_name and not has_framework_container and isinstance(containers[0], dict):
+    if has_framework_container or not framework.container_name:
+        return  # no container_name: container 0 is the framework's (MPI)
+    if framework.framework_container_required:
+        errors.append(
+            required(
+                containers_path,
+                f'must have a container named "{framework.container_name}" ({framework.kind} pods '
+                f"get their {framework.port_name} port and cluster environment there)",
+            )
+        )
+    elif isinstance(containers[0], dict):
         warnings.append(default_container_warning(containers_path, containers[0], framework.container_name))
 
 
@@ -313,6 +358,33 @@ def _run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
     return errors
 
 
+def _max_replicas_errors(spec: dict[str, Any], framework: Framework, limit: int) -> list[FieldError]:
+    """The job's replicas (a scalable type counted at its maximum) against the operator's limit."""
+    replica_map = spec.get(framework.replica_field)
+    total = _total(replica_map)
+    if total is None or not isinstance(replica_map, dict):
+        return []
+    most = sum(
+        framework.most_replicas(spec, str(rtype), _int(rspec.get("replicas", 1)) or 0)
+        for rtype, rspec in replica_map.items()
+        if isinstance(rspec, dict)
+    )
+    if most <= limit:
+        return []
+    scaled = (
+        f" ({framework.scalable_replica_type}s counted at the maximum of {framework.bounds_name})"
+        if most > total
+        else ""
+    )
+    return [
+        invalid(
+            f"spec.{framework.replica_field}",
+            f"the job has {most} replicas in total{scaled}; this operator allows at most {limit} "
+            "replicas per job (--max-replicas-per-job)",
+        )
+    ]
+
+
 def _total(replica_map: Any) -> int | None:
     if not isinstance(replica_map, dict):
         return None
@@ -355,8 +427,18 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
         if not isinstance(rspec, dict) or not isinstance(old_rspec, dict):
             continue
         path = f"spec.{field_name}[{rtype}]"
-        if rspec.get("template") != old_rspec.get("template"):
-            errors.append(forbidden(f"{path}.template", f"the pod template is immutable: {RECREATE}"))
+        template, old_template = rspec.get("template"), old_rspec.get("template")
+        if template != old_template and not (
+            (was_suspended or _suspended(spec)) and _scheduling_change_only(template, old_template)
+        ):
+            errors.append(
+                forbidden(
+                    f"{path}.template",
+                    "the pod template is immutable, except its scheduling directives (labels, "
+                    f"annotations, {', '.join(SCHEDULING_DIRECTIVES)}) while the job is or becomes "
+                    f"suspended: {RECREATE}",
+                )
+            )
         replicas_changed = rspec.get("replicas", 1) != old_rspec.get("replicas", 1)
         resizable = scalable and rtype == framework.scalable_replica_type
         if replicas_changed and not was_suspended and not resizable:
@@ -383,6 +465,26 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
             )
         )
     return errors
+
+
+# Pod template fields a queueing controller (Kueue) sets when it admits a suspended job and
+# restores when it suspends it again — Kubernetes' mutable scheduling directives of a suspended
+# Job (KEP-2926), plus the template's labels and annotations.
+SCHEDULING_DIRECTIVES = ("nodeSelector", "tolerations", "affinity", "schedulingGates")
+
+
+def _scheduling_change_only(template: Any, old_template: Any) -> bool:
+    """Whether two pod templates differ at most in their scheduling directives."""
+    if not isinstance(template, dict) or not isinstance(old_template, dict):
+        return False
+
+    def rest(t: dict[str, Any]) -> tuple[Any, Any, Any]:
+        meta = {k: v for k, v in _mapping(t.get("metadata")).items() if k not in ("labels", "annotations")}
+        spec = {k: v for k, v in _mapping(t.get("spec")).items() if k not in SCHEDULING_DIRECTIVES}
+        others = {k: v for k, v in t.items() if k not in ("metadata", "spec")}
+        return meta, spec, others
+
+    return rest(template) == rest(old_template)
 
 
 def _mapping(value: Any) -> dict[str, Any]:

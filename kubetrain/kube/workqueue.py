@@ -256,6 +256,11 @@ class WorkQueue(Generic[K]):
             del self._waiting[key]
             self.add(key)
 
+    async def _sleep_until(self, deadline: float) -> None:
+        # The delay is computed when the sleep starts, not when it was scheduled: a clock that
+        # moved in between (a FakeClock advanced meanwhile) must not push the wake-up later.
+        await self._clock.sleep(deadline - self._clock.monotonic())
+
     async def _delay_loop(self) -> None:
         while not self._shutting_down:
             self._release_due()
@@ -263,8 +268,7 @@ class WorkQueue(Generic[K]):
             if not self._heap:
                 await self._delay_changed.wait()
                 continue
-            delay = self._heap[0][0] - self._clock.monotonic()
-            sleeper = asyncio.ensure_future(self._clock.sleep(delay))
+            sleeper = asyncio.ensure_future(self._sleep_until(self._heap[0][0]))
             changed = asyncio.ensure_future(self._delay_changed.wait())
             try:
                 await asyncio.wait({sleeper, changed}, return_when=asyncio.FIRST_COMPLETED)

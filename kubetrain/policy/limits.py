@@ -33,6 +33,7 @@ from kubetrain.api.podresources import pod_amounts, pod_containers
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.policy.images import image_allowed, normalize_image
+from kubetrain.policy.podsecurity import job_pod_security_errors
 from kubetrain.policy.resources import replica_groups, replica_map_path
 
 
@@ -130,6 +131,8 @@ def _violations(job: dict[str, Any], limits: PolicyLimits, gang_scheduling: bool
         for key in limits.required_labels:
             if key not in present:
                 out.append(f"metadata.labels[{key}]: required label is missing")
+    if limits.pod_security is not None:
+        out += [str(e) for e in job_pod_security_errors(job, limits.pod_security)]
     if limits.require_gang_scheduling:
         scheduling = run_policy.get("schedulingPolicy")
         min_available = _int(scheduling.get("minAvailable")) if isinstance(scheduling, dict) else None

@@ -37,6 +37,7 @@ from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import NAMESPACES, TRAINING_POLICIES
+from kubetrain.metrics import forget_namespace
 from kubetrain.policy import (
     PolicyDefaulted,
     PolicyIndex,
@@ -128,6 +129,10 @@ def validate_policy_object(request: AdmissionRequest) -> AdmissionResponse:
     return AdmissionResponse.deny(request.uid, f'{POLICY_KIND} "{name}" is invalid: {listed}')
 
 
+def _forget_namespace_metrics(namespace: dict[str, Any]) -> None:
+    forget_namespace(str((namespace.get("metadata") or {}).get("name") or ""))
+
+
 class PolicyWatcher:
     """Feeds a PolicyIndex from watches on TrainingPolicies and Namespaces."""
 
@@ -155,6 +160,8 @@ class PolicyWatcher:
             on_update=index.on_namespace_update,
             on_delete=index.on_namespace_delete,
         )
+        # A deleted namespace's metric series would otherwise be exported forever.
+        self.namespaces.add_handler(on_delete=_forget_namespace_metrics)
         self._status_queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._status_task: asyncio.Task[None] | None = None
 

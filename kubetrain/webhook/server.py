@@ -14,49 +14,97 @@ self-managed certificate manager writes into the directory the ReloadingTLS foll
 
 Every answer to a well-formed AdmissionReview is HTTP 200 with an AdmissionReview (a denial is
 `allowed: false`, never an HTTP error). A request that is not one — wrong method, wrong content
-type, a body over `max_body_bytes` (3 MiB, kube-apiserver's own request size limit), invalid
-JSON, wrong apiVersion/kind, no `request.uid` — is answered HTTP 400 with a plain-text message.
-An unexpected failure while deciding is logged with its traceback and answered as a denial
-with status code 500 in a well-formed AdmissionReview, so the client never sees a traceback.
-`dryRun` requests get the same answer as real ones: deciding has no side effects.
-Every request is timed in `kubetrain_webhook_request_duration_seconds`.
+type, a body over `max_body_bytes`, invalid JSON, wrong apiVersion/kind, no `request.uid` — is
+answered HTTP 400 with a plain-text message. An object nested deeper than MAX_NESTING_DEPTH, or
+a map with more than MAX_OBJECT_MEMBERS fields, is denied as a field error naming the path. An
+unexpected failure while deciding is logged with its traceback and answered as a denial with
+status code 500 in a well-formed AdmissionReview, so the client never sees a traceback. `dryRun`
+requests get the same answer as real ones: deciding has no side effects. Every request is timed
+in `kubetrain_webhook_request_duration_seconds`.
+
+Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat model"):
+- the body is limited to `max_body_bytes` (default 7 MiB: kube-apiserver accepts objects up to
+  3 MiB and an UPDATE review carries the object and the old object) and must arrive within
+  `limits.body_timeout`; the bodies being read at once are limited to `max_inflight_bytes` in
+  total (a request past it gets HTTP 429);
+- a review over PROCESS_BYTES (256 KiB) is decoded, decided and encoded in one of
+  `review_processes` worker processes (kubetrain.webhook.processes: time limit, then HTTP 503;
+  bounded queue, then HTTP 429 with Retry-After), one over INLINE_BYTES (64 KiB) — or any, with
+  `review_processes=0` — in a thread pool (`review_threads`), not on the event loop that also
+  serves /healthz, the controller and leader election; a smaller one is decided inline
+  (bounded to milliseconds; a thread hand-off would cost more CPU than the review). The work
+  per review is bounded (validation stops after a fixed number of errors; messages and
+  warnings are capped);
+- connections get header, idle and body deadlines and are capped in number
+  (kubetrain.httpguard); an upload the client aborts is logged once at debug level.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
+from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
-from kubetrain.webhook.mutate import is_job_kind, mutate
+from kubetrain.webhook.decider import Decider, decide_guarded, encode
+from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission
-from kubetrain.webhook.review import (
-    AdmissionRequest,
-    AdmissionResponse,
-    BadReview,
-    decode_review,
-    encode_review,
+from kubetrain.webhook.processes import (
+    MAX_QUEUE,
+    PROCESS_BYTES,
+    TIME_LIMIT,
+    PoolBusy,
+    ReviewFailed,
+    ReviewProcesses,
+    ReviewTimedOut,
 )
-from kubetrain.webhook.validate import validate
+from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, BadReview
+from kubetrain.webhook.validate import validate_scale
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 3 * 1024 * 1024
+# kube-apiserver refuses object writes over 3 MiB; an UPDATE review carries two such objects.
+MAX_BODY_BYTES = 7 * 1024 * 1024
+MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
+REVIEW_THREADS = 4
+ABORT_GRACE = 1.0
+# Reviews up to this size are decided on the event loop: their work is bounded to a few
+# milliseconds, and a thread hand-off would cost more CPU than the review itself.
+INLINE_BYTES = 64 * 1024
 JSON_CONTENT_TYPES = frozenset({"application/json"})
+# Reads the job a scale-subresource review is about (None when it does not exist).
+JobReader = Callable[[AdmissionRequest], Awaitable[dict[str, Any] | None]]
 
-Decide = Callable[[AdmissionRequest], AdmissionResponse]
+
+class _TooBusy(Exception):
+    """The bodies being read already fill `max_inflight_bytes`."""
 
 
-def _result_label(response: AdmissionResponse) -> str:
-    if not response.allowed:
-        return "error" if response.status_code == 500 else "denied"
-    return "patched" if response.patch else "allowed"
+class _Aborted(Exception):
+    """The client went away (or stalled past the body timeout) before sending the whole body."""
+
+
+def _closing(response: web.Response) -> web.Response:
+    """An error answer after which the connection is closed: the unread rest of the body is
+    not drained (aiohttp would otherwise keep reading it to reuse the connection)."""
+    response.force_close()
+    return response
+
+
+def _abort_soon(request: web.Request) -> None:
+    """A client that stalled or overfilled the server may never read the answer nor finish the
+    TLS shutdown: its connection is aborted ABORT_GRACE seconds after the answer."""
+    transport = request.transport
+    if transport is not None:
+        asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
 
 
 class WebhookServer:
@@ -71,8 +119,17 @@ class WebhookServer:
         port: int = 9443,
         gang_scheduling: bool = False,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_inflight_bytes: int = MAX_INFLIGHT_BYTES,
         cert_poll_interval: float = 2.0,
         policies: PolicyAdmission | None = None,
+        max_replicas: int = DEFAULT_MAX_REPLICAS,
+        limits: ConnectionLimits | None = None,
+        review_threads: int = REVIEW_THREADS,
+        reuse_port: bool = False,
+        job_reader: JobReader | None = None,
+        review_processes: int = 0,
+        review_time_limit: float = TIME_LIMIT,
+        review_queue: int = MAX_QUEUE,
     ) -> None:
         if tls is None:
             if cert_dir is None:
@@ -83,7 +140,21 @@ class WebhookServer:
         self.port = port
         self.gang_scheduling = gang_scheduling
         self.max_body_bytes = max_body_bytes
+        self.max_inflight_bytes = max(max_inflight_bytes, max_body_bytes)
         self.policies = policies  # TrainingPolicy defaults and limits (kubetrain.webhook.policies)
+        self.max_replicas = max_replicas
+        self.guard = ConnectionGuard(limits)
+        self.review_threads = review_threads
+        self.reuse_port = reuse_port  # several processes serving one port (--webhook-workers)
+        self.job_reader = job_reader  # for scale-subresource reviews
+        self._inflight = 0
+        self._executor: ThreadPoolExecutor | None = None
+        # Reviews over PROCESS_BYTES go to worker processes (kubetrain.webhook.processes).
+        self.processes = (
+            ReviewProcesses(review_processes, time_limit=review_time_limit, max_queue=review_queue)
+            if review_processes > 0
+            else None
+        )
         self._runner: web.AppRunner | None = None
 
     @property
@@ -102,82 +173,154 @@ class WebhookServer:
 
     def build_app(self) -> web.Application:
         # Bodies are read (and limited) by hand so that an oversized one gets a clear 400.
-        app = web.Application(client_max_size=self.max_body_bytes + 1)
+        app = web.Application(client_max_size=self.max_body_bytes + 1, middlewares=[self.guard.middleware])
         app.router.add_post("/mutate", self._handle_mutate)
         app.router.add_post("/validate", self._handle_validate)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         return app
 
-    def _mutate(self, request: AdmissionRequest) -> AdmissionResponse:
-        return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
-
-    def _validate(self, request: AdmissionRequest) -> AdmissionResponse:
-        return validate(request, self.policies)
+    def decider(self) -> Decider:
+        """What a decision needs, as configured now (sent along with a review to a process)."""
+        return Decider(self.gang_scheduling, self.max_replicas, self.policies)
 
     async def _handle_mutate(self, request: web.Request) -> web.Response:
-        return await self._review(request, "mutate", self._mutate)
+        return await self._review(request, "mutate")
 
     async def _handle_validate(self, request: web.Request) -> web.Response:
-        return await self._review(request, "validate", self._validate)
+        return await self._review(request, "validate")
 
     async def _read_body(self, request: web.Request) -> bytes:
         length = request.content_length
         if length is not None and length > self.max_body_bytes:
             raise BadReview(f"the request body is {length} bytes; the limit is {self.max_body_bytes} bytes")
         data = bytearray()
-        while True:
-            chunk = await request.content.read(65536)
-            if not chunk:
-                return bytes(data)
-            data += chunk
-            if len(data) > self.max_body_bytes:
-                raise BadReview(f"the request body exceeds the limit of {self.max_body_bytes} bytes")
+        counted = 0
+        try:
+            async with asyncio.timeout(self.guard.limits.body_timeout):
+                while True:
+                    chunk = await request.content.read(65536)
+                    if not chunk:
+                        return bytes(data)
+                    if self._inflight + len(chunk) > self.max_inflight_bytes:
+                        raise _TooBusy()
+                    self._inflight += len(chunk)
+                    counted += len(chunk)
+                    data += chunk
+                    if len(data) > self.max_body_bytes:
+                        raise BadReview(f"the request body exceeds the limit of {self.max_body_bytes} bytes")
+        except (ConnectionError, TimeoutError) as exc:
+            raise _Aborted(type(exc).__name__) from None
+        finally:
+            self._inflight -= counted
 
-    async def _review(self, request: web.Request, webhook: str, decide: Decide) -> web.Response:
+    async def _answer_scale(self, review: AdmissionRequest) -> tuple[AdmissionRequest, bytes, str]:
+        if self.job_reader is None:
+            response = AdmissionResponse.deny(
+                review.uid,
+                "the kubetrain webhook has no API client to read the job being scaled",
+                code=500,
+                reason="InternalError",
+            )
+            return encode(review, response)
+        try:
+            job = await self.job_reader(review)
+        except Exception as exc:
+            log.warning(
+                "validate: cannot read %s/%s for its scale review: %s", review.namespace, review.name, exc
+            )
+            response = AdmissionResponse.deny(
+                review.uid,
+                f"cannot read the job to check the scale change: {type(exc).__name__}; retry",
+                code=500,
+                reason="InternalError",
+            )
+            return encode(review, response)
+
+        def decide(request: AdmissionRequest) -> AdmissionResponse:
+            return validate_scale(request, job, max_replicas=self.max_replicas)
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, lambda: encode(review, decide_guarded(review, "validate", decide))
+        )
+
+    def _observe(self, webhook: str, operation: str, kind: str, result: str, started: float) -> None:
+        WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(
+            time.perf_counter() - started
+        )
+
+    async def _decode_and_decide(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
+        if len(body) <= INLINE_BYTES:
+            return self.decider().answer(body, webhook)
+        if self.processes is not None and len(body) > PROCESS_BYTES:
+            review, answer, result = await self.processes.answer(body, webhook, self.decider())
+            if answer:
+                return review, answer, result
+            # A scale review (the worker sent back no object): decode it here, then read the job.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self.decider().answer, body, webhook)
+
+    async def _review(self, request: web.Request, webhook: str) -> web.Response:
         started = time.perf_counter()
-        operation, kind = "", ""
+        body = b""
         try:
             if request.content_type not in JSON_CONTENT_TYPES:
                 raise BadReview(
                     f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
                 )
-            review = decode_review(await self._read_body(request))
+            body = await self._read_body(request)
+            review, answer, result = await self._decode_and_decide(body, webhook)
+            if not answer:
+                review, answer, result = await self._answer_scale(review)
         except BadReview as exc:
-            WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, "bad_request").observe(
-                time.perf_counter() - started
-            )
+            self._observe(webhook, "", "", "bad_request", started)
             log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)
-            return web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n")
-        operation = review.operation
-        kind = review.kind if is_job_kind(review.kind) else "other"
-        try:
-            response = decide(review)
-        except Exception as exc:
-            log.exception(
-                "%s: failed to decide on %s %s/%s (uid %s)",
+            return _closing(web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n"))
+        except _TooBusy:
+            _abort_soon(request)
+            self._observe(webhook, "", "", "busy", started)
+            log.warning(
+                "%s: 429 from %s: request bodies in flight exceed %d bytes",
                 webhook,
-                review.kind,
-                review.namespace,
-                review.name,
-                review.uid,
+                request.remote,
+                self.max_inflight_bytes,
             )
-            response = AdmissionResponse.deny(
-                review.uid,
-                f"internal error in the kubetrain {webhook} webhook: {type(exc).__name__}",
-                code=500,
-                reason="InternalError",
+            return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
+        except PoolBusy:
+            self._observe(webhook, "", "", "busy", started)
+            log.warning(
+                "%s: 429 to %s: every review process is busy and %d large reviews are queued",
+                webhook,
+                request.remote,
+                self.processes.max_queue if self.processes else 0,
             )
-        body = orjson.dumps(encode_review(response))
-        result = _result_label(response)
-        WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(
-            time.perf_counter() - started
-        )
+            return web.Response(
+                status=429,
+                text="too many large reviews queued; retry\n",
+                headers={"Retry-After": "1"},
+            )
+        except (ReviewTimedOut, ReviewFailed) as exc:
+            self._observe(webhook, "", "", "error", started)
+            what = (
+                f"was not decided within {self.processes.time_limit if self.processes else 0:g}s"
+                if isinstance(exc, ReviewTimedOut)
+                else "could not be decided: its review process died"
+            )
+            log.error("%s: 503 to %s: a review of %d bytes %s", webhook, request.remote, len(body), what)
+            return _closing(web.Response(status=503, text=f"the AdmissionReview {what}\n"))
+        except _Aborted as exc:
+            _abort_soon(request)
+            self._observe(webhook, "", "", "aborted", started)
+            log.debug("%s: %s did not send its whole request body (%s)", webhook, request.remote, exc)
+            return _closing(web.Response(status=408, text="the request body was not received in time\n"))
+        kind = review.kind if is_job_kind(review.kind) else "other"
+        self._observe(webhook, review.operation, kind, result, started)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "%s %s %s %s/%s uid=%s dryRun=%s -> %s",
                 webhook,
-                operation,
+                review.operation,
                 review.kind,
                 review.namespace,
                 review.name,
@@ -185,7 +328,7 @@ class WebhookServer:
                 review.dry_run,
                 result,
             )
-        return web.Response(body=body, content_type="application/json")
+        return web.Response(body=answer, content_type="application/json")
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -199,9 +342,26 @@ class WebhookServer:
         if self._runner is not None:
             return
         await self.tls.start()
-        runner = web.AppRunner(self.build_app(), access_log=None, handle_signals=False)
+        self._executor = ThreadPoolExecutor(self.review_threads, thread_name_prefix="kubetrain-review")
+        runner = web.AppRunner(
+            self.build_app(),
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=self.guard.limits.idle_timeout,
+        )
+        if self.processes is not None:
+            await self.processes.start()
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, ssl_context=self.tls.ssl_context, reuse_address=True)
+        self.guard.install(runner)
+        site = GuardedTCPSite(
+            runner,
+            self.host,
+            self.port,
+            ssl_context=self.tls.ssl_context,
+            reuse_address=True,
+            reuse_port=self.reuse_port or None,
+            handshake_timeout=self.guard.limits.header_timeout,
+        )
         await site.start()
         self._runner = runner
         addresses: list[Any] = runner.addresses
@@ -218,6 +378,11 @@ class WebhookServer:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        if self.processes is not None:
+            await self.processes.stop()
         await self.tls.stop()
 
     async def __aenter__(self) -> WebhookServer:

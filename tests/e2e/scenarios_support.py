@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -62,13 +63,11 @@ SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_pref
 T = TypeVar("T")
 Obj = dict[str, Any]
 
-FRAMEWORK_CONTAINER = {"TFJob": "tensorflow", "PyTorchJob": "pytorch", "MXJob": "mxnet", "MPIJob": "mpi"}
-REPLICA_FIELD = {
-    "TFJob": "tfReplicaSpecs",
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "MXJob": "mxReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
+# Every registered kind: its framework container and replica map field.
+FRAMEWORK_CONTAINER = {
+    kind: f.container_name or kind.lower().removesuffix("job") for kind, f in FRAMEWORKS.items()
 }
+REPLICA_FIELD = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
 
 
 # --------------------------------------------------------------------------------------------

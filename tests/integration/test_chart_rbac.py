@@ -104,6 +104,11 @@ class Release:
     user: str  # the operator's username
     metrics_port: int
     kubeconfig: str  # the operator's: its ServiceAccount token
+    scheme: str = "http"  # of the metrics port: https with metrics.secure
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.metrics_port}"
 
     def operator_denials(self) -> list[str]:
         return [d.message for d in self.cluster.denials if d.user == self.user]
@@ -155,6 +160,7 @@ SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
 CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 CERT_SECRET = f"{RELEASE}-kubetrain-webhook-tls"
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], gang: str) -> None:
@@ -224,8 +230,9 @@ async def running_release(
         args.metrics_port, args.webhook_port, args.webhook_host = metrics_port, webhook_port, "127.0.0.1"
         args.cert_dir = str(tmp_path / "certs")  # the pod's emptyDir
         operator = asyncio.create_task(run.serve(args, stop), name="kubetrain run")
+        scheme = "https" if "--metrics-secure" in container["args"] else "http"
         user = f"system:serviceaccount:{NAMESPACE}:{sa}"
-        release = Release(docs, cluster, admin, user, metrics_port, args.kubeconfig)
+        release = Release(docs, cluster, admin, user, metrics_port, args.kubeconfig, scheme)
         await simulator.start()
         if gang != "none":
             gang_simulator = GangSchedulerSimulator(
@@ -250,7 +257,7 @@ async def ready(release: Release) -> None:
         try:
             async with (
                 aiohttp.ClientSession() as session,
-                session.get(f"http://127.0.0.1:{release.metrics_port}/readyz") as resp,
+                session.get(f"{release.metrics_url}/readyz", ssl=False) as resp,
             ):
                 return resp.status == 200
         except aiohttp.ClientError:
@@ -406,13 +413,68 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
         assert [m for m in release.operator_denials() if m not in probes] == []
 
 
+SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
+
+
+async def test_secure_metrics_under_the_chart_rbac(tmp_path: Path) -> None:
+    """metrics.secure: the operator reviews a scraper's token and access under the chart's
+    ClusterRole (no 403 for its TokenReviews and SubjectAccessReviews); a scraper bound to the
+    chart's metrics-reader ClusterRole gets the metrics, one without the binding a 403."""
+    values = {"certificates": {"mode": "selfManaged"}, "metrics": {"secure": True}}
+    async with running_release(tmp_path, values) as release:
+        assert release.scheme == "https"
+        await ready(release)
+        admin, cluster = release.admin, release.cluster
+        await admin.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}}
+        )
+        for name in ("prometheus", "stranger"):
+            await admin.create(SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace="monitoring")
+        reader = next(
+            d
+            for d in release.docs
+            if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-metrics-reader")
+        )
+        await admin.create(
+            APPLIED["ClusterRoleBinding"],
+            {
+                "metadata": {"name": "prometheus-kubetrain"},
+                "roleRef": {
+                    "apiGroup": RBAC_GROUP,
+                    "kind": "ClusterRole",
+                    "name": reader["metadata"]["name"],
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+            },
+        )
+
+        async def scrape(token: str | None) -> tuple[int, str]:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"{release.metrics_url}/metrics", headers=headers, ssl=False) as resp,
+            ):
+                return resp.status, await resp.text()
+
+        assert (await scrape(None))[0] == 401
+        status, body = await scrape(cluster.add_service_account_token("monitoring", "stranger"))
+        assert status == 403 and 'cannot get path \\"/metrics\\"' in body
+        status, body = await scrape(cluster.add_service_account_token("monitoring", "prometheus"))
+        assert status == 200 and "kubetrain_api_requests_total" in body
+        reviews = {
+            r.resource for r in cluster.requests.records if r.user == release.user and r.verb == "create"
+        }
+        assert {"tokenreviews", "subjectaccessreviews"} <= reviews
+        assert release.operator_denials() == []
+
+
 def _drop_verb(kind: str, resource: str, verb: str) -> Callable[[list[Obj]], None]:
     def edit(docs: list[Obj]) -> None:
         for doc in docs:
             if doc["kind"] != kind:
                 continue
             for rule in doc["rules"]:
-                if resource in rule["resources"] and verb in rule["verbs"]:
+                if resource in rule.get("resources", []) and verb in rule["verbs"]:
                     rule["verbs"] = [v for v in rule["verbs"] if v != verb]
                     return
         raise AssertionError(f"no {kind} grants {verb} {resource}")
@@ -443,8 +505,8 @@ async def test_a_missing_verb_in_the_cluster_role_is_refused_with_kubes_message(
 def _drop_rule(kind: str, resource: str) -> Callable[[list[Obj]], None]:
     def edit(docs: list[Obj]) -> None:
         for doc in docs:
-            if doc["kind"] == kind and any(resource in r["resources"] for r in doc["rules"]):
-                doc["rules"] = [r for r in doc["rules"] if resource not in r["resources"]]
+            if doc["kind"] == kind and any(resource in r.get("resources", []) for r in doc["rules"]):
+                doc["rules"] = [r for r in doc["rules"] if resource not in r.get("resources", [])]
                 return
         raise AssertionError(f"no {kind} grants {resource}")
 

@@ -9,6 +9,7 @@ import pytest
 
 from kubetrain.devstack import DevStack
 from kubetrain.health import HealthServer
+from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import SERVICES, job_resource
 from kubetrain.metrics import REGISTRY
 
@@ -56,21 +57,50 @@ async def test_scale_subresource_resizes_elastic_workers(env: tuple[DevStack, Ha
     )
 
 
-async def test_scale_beyond_max_bypasses_the_webhook_and_is_clamped(env: tuple[DevStack, Harness]) -> None:
-    """As on kube-apiserver, a write to the scale subresource is not sent to webhooks registered
-    for the job resource, so `kubectl scale` past maxReplicas is stored; the controller then runs
-    maxReplicas Workers and says so with a SpecAdjusted Warning instead of failing the job."""
+async def test_scale_beyond_max_is_refused_by_the_webhook(env: tuple[DevStack, Harness]) -> None:
+    """The validating webhook is registered for `pytorchjobs/scale` (kube-apiserver sends scale
+    writes only to webhooks naming the subresource): `kubectl scale` past maxReplicas is refused
+    with the field and the range, and nothing changes."""
     _, h = env
     ns = await h.namespace("scalemax")
     ref = job_resource("PyTorchJob")
     await h.create_job(elastic_job("big", 2), ns)
     await h.wait_pods(ns, "big", 2)
-    await h.kube.patch(ref, ns, "big", {"spec": {"replicas": 6}}, subresource="scale")
+    with pytest.raises(ApiError) as denied:
+        await h.kube.patch(ref, ns, "big", {"spec": {"replicas": 6}}, subresource="scale")
+    assert denied.value.status == 422
+    assert "spec.pytorchReplicaSpecs[Worker].replicas" in str(denied.value)
+    assert "minReplicas..maxReplicas (1..4)" in str(denied.value)
     stored = await h.kube.get(ref, ns, "big")
-    assert stored["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 6
-    await h.wait_pod_names(ns, "big", [f"big-worker-{i}" for i in range(4)])
-    event = await h.wait_event(ns, "big", "SpecAdjusted")
-    assert event["type"] == "Warning"
+    assert stored["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+
+
+async def test_scale_of_a_running_non_elastic_job_is_refused(env: tuple[DevStack, Harness]) -> None:
+    """Workers of a running non-elastic job cannot change through /scale either (each pod's
+    WORLD_SIZE is fixed at creation); once suspended they can."""
+    _, h = env
+    ns = await h.namespace("scalefixed")
+    ref = job_resource("PyTorchJob")
+    await h.create_job(job_manifest("PyTorchJob", "fixed", {"Master": 1, "Worker": 3}), ns)
+    await h.wait_pods(ns, "fixed", 4)
+    with pytest.raises(ApiError) as denied:
+        await h.kube.patch(ref, ns, "fixed", {"spec": {"replicas": 4}}, subresource="scale")
+    assert denied.value.status == 422
+    assert (
+        "spec.pytorchReplicaSpecs[Worker].replicas: Forbidden: can only change while the job is suspended"
+        in str(denied.value)
+    )
+    await h.kube.patch(ref, ns, "fixed", {"spec": {"runPolicy": {"suspend": True}}})
+    await h.wait_pod_names(ns, "fixed", [])
+    for _ in range(5):  # the controller's status writes can race the scale write (409)
+        try:
+            await h.kube.patch(ref, ns, "fixed", {"spec": {"replicas": 4}}, subresource="scale")
+            break
+        except ApiError as err:
+            if err.status != 409:
+                raise
+    stored = await h.kube.get(ref, ns, "fixed")
+    assert stored["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
 
 
 async def test_failed_service_delete_is_an_event_and_retried(env: tuple[DevStack, Harness]) -> None:

@@ -86,9 +86,11 @@ async def test_active_deadline_fires_exactly_at_deadline(env: tuple[DevStack, Ha
     assert not is_true(job, "Failed") and is_true(job, "Running")
     assert len(await h.wait_pods(ns, "ads", 3)) == 3
 
-    # At the deadline exactly: the controller's own wake-up fails the job.
+    # At the deadline exactly: the controller's own wake-up fails the job. The wait ticks the fake
+    # clock by milliseconds (still within the deadline's second) so that a retried write's
+    # back-off, which runs on the same fake clock, can fire on a loaded machine.
     await advance_to(clock, deadline)
-    job = await h.wait_condition("PyTorchJob", ns, "ads", "Failed")
+    job = await ticking(clock, lambda: h.wait_condition("PyTorchJob", ns, "ads", "Failed"))
     cond = condition(job, "Failed")
     assert cond is not None and cond["reason"] == "DeadlineExceeded"
     assert "activeDeadlineSeconds" in cond["message"]

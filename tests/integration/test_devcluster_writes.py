@@ -115,6 +115,49 @@ async def test_scale_subresource_and_crd_removal(devcluster: DevCluster, api: An
     assert devcluster.list_objects("scalers", group="example.com") == []
 
 
+async def test_scale_write_without_resource_version_survives_a_concurrent_change(
+    devcluster: DevCluster, api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kube-apiserver re-applies a scale write that names no resourceVersion when the object
+    changed while the write was admitted (GuaranteedUpdate); one that names a stale
+    resourceVersion gets 409."""
+    ext = client.ApiextensionsV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    await ext.create_custom_resource_definition(CRD)
+    body = {
+        "apiVersion": "example.com/v1",
+        "kind": "Scaler",
+        "metadata": {"name": "c"},
+        "spec": {"replicas": 1},
+    }
+    made = await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", body)
+    admit = devcluster.api.admit
+    changed: list[str] = []
+
+    async def admit_while_status_changes(phase: str, t: Any, *args: Any, **kwargs: Any) -> Any:
+        if phase == "validating" and t.subresource == "scale" and not changed:
+            changed.append("status")  # another writer (a controller's status write) wins the race
+            status = [{"op": "add", "path": "/status", "value": {"replicas": 1}}]
+            await custom.patch_namespaced_custom_object_status(
+                "example.com", "v1", NS, "scalers", "c", status
+            )
+        return await admit(phase, t, *args, **kwargs)
+
+    monkeypatch.setattr(devcluster.api, "admit", admit_while_status_changes)
+    await custom.patch_namespaced_custom_object_scale(
+        "example.com", "v1", NS, "scalers", "c", [{"op": "replace", "path": "/spec/replicas", "value": 4}]
+    )
+    obj = await custom.get_namespaced_custom_object("example.com", "v1", NS, "scalers", "c")
+    assert changed and obj["spec"]["replicas"] == 4 and obj["status"] == {"replicas": 1}
+
+    stale = {"metadata": {"name": "c", "resourceVersion": made["metadata"]["resourceVersion"]}}
+    with pytest.raises(ApiException) as conflict:
+        await custom.replace_namespaced_custom_object_scale(
+            "example.com", "v1", NS, "scalers", "c", {**stale, "spec": {"replicas": 2}}
+        )
+    assert conflict.value.status == 409
+
+
 # ---- admission ---------------------------------------------------------------------------------
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kubetrain.frameworks.registry import known_kinds
 from kubetrain.yamlload import load_all
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "kubeflow"
-JOB_KINDS = ("TFJob", "PyTorchJob", "MXJob")
+JOB_KINDS = known_kinds()
 
 # Manifests of the old (pre-runPolicy) v1 layout: kube-apiserver refuses their unknown fields
 # against Kubeflow v1.9's CRD schema (`kubectl apply`: strict decoding error), so kubetrain's

@@ -1,15 +1,16 @@
 """The pod environment Kubeflow's training-operator v1 sets, transcribed from its Go code.
 
 Each function names the Go function it follows (training-operator `v1.9.0`,
-`pkg/controller.v1/{tensorflow,pytorch}`; MXNet from `v1.8.1`, `pkg/controller.v1/mxnet`, the last
-release with MXJob). The input is the defaulted job as a dict (Kubeflow's controller, too, works
-on the defaulted object); the output maps each container name to the variables Kubeflow adds to
-it, in the order it adds them.
+`pkg/controller.v1/{tensorflow,pytorch,xgboost,jax,paddlepaddle}`; MXNet from `v1.8.1`,
+`pkg/controller.v1/mxnet`, the last release with MXJob). The input is the defaulted job as a dict
+(Kubeflow's controller, too, works on the defaulted object); the output maps each container name
+to the variables Kubeflow adds to it, in the order it adds them.
 
 One substitution, everywhere Go writes an address: Kubeflow gives every pod a Service of its own
-and writes the pod's bare Service name `<job>-<type>-<index>` (TF: `<job>-<type>-<index>.<ns>.svc`);
-kubetrain has one headless Service per job and writes the pod's DNS name under it,
-`<job>-<type>-<index>.<job>.<ns>.svc` (docs/behaviour.md §4). `host()` is that substitution.
+and writes the pod's bare Service name `<job>-<type>-<index>` (TF: `<job>-<type>-<index>.<ns>.svc`;
+XGBoost and JAX: `replicaName`); kubetrain has one headless Service per job and writes the pod's
+DNS name under it, `<job>-<type>-<index>.<job>.<ns>.svc` (docs/behaviour.md §4). `host()` is that
+substitution.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-Env = list[tuple[str, str]]
+# (name, value); a value Kubernetes fills in is the EnvVar's `valueFrom` mapping instead.
+Env = list[tuple[str, Any]]
 
 
 def host(job: Mapping[str, Any], rtype: str, index: int) -> str:
@@ -190,5 +192,82 @@ def _mx_config(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Any]
     return {"cluster": cluster, "labels": labels, "task": {"type": rtype.lower(), "index": index}}
 
 
-KUBEFLOW_ENV = {"TFJob": tf_env, "PyTorchJob": pytorch_env, "MXJob": mxnet_env}
+# --- XGBoost: xgboost.go (v1.9.0) ------------------------------------------------------------------
+
+
+def xgboost_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
+    """SetPodEnv: the same variables in every container of the pod, whatever the job's size."""
+    specs = job["spec"]["xgbReplicaSpecs"]
+    rank = index + _replicas(specs["Master"]) if rtype == "Worker" else index  # "master offset"
+    total = sum(_replicas(s) for s in specs.values())  # computeTotalReplicas
+    env: Env = [
+        ("MASTER_PORT", str(_port(specs["Master"], "xgboost", "xgboostjob-port"))),  # getPortFromXGBoostJob
+        ("MASTER_ADDR", host(job, "Master", 0)),  # replicaName(job, Master, 0)
+        ("WORLD_SIZE", str(total)),
+        ("RANK", str(rank)),
+        ("PYTHONUNBUFFERED", "1"),
+    ]
+    if total > 1:  # "used if it is a LightGBM job"
+        env.append(("WORKER_PORT", str(_port(specs["Worker"], "xgboost", "xgboostjob-port"))))
+        env.append(("WORKER_ADDRS", ",".join(host(job, "Worker", i) for i in range(total - 1))))
+    return {name: list(env) for name in _containers(specs[rtype])}
+
+
+# --- JAX: envvar.go (v1.9.0) ------------------------------------------------------------------------
+
+
+def jax_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
+    """setPodEnv: the same variables in every container of the pod, whatever the job's size."""
+    specs = job["spec"]["jaxReplicaSpecs"]
+    env: Env = [
+        ("PYTHONUNBUFFERED", "1"),
+        ("COORDINATOR_PORT", str(_port(specs["Worker"], "jax", "jaxjob-port"))),  # getPortFromJAXJob
+        ("COORDINATOR_ADDRESS", host(job, "Worker", 0)),  # replicaName(job, Worker, 0)
+        ("NUM_PROCESSES", str(sum(_replicas(s) for s in specs.values()))),  # getTotalReplicas
+        ("PROCESS_ID", str(index)),
+    ]
+    return {name: list(env) for name in _containers(specs[rtype])}
+
+
+# --- PaddlePaddle: paddlepaddle/envvar.go ---------------------------------------------------------
+
+
+def paddle_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
+    """setPodEnv: the same variables in every container of the pod."""
+    specs = job["spec"]["paddleReplicaSpecs"]
+    total = sum(_replicas(s) for s in specs.values())  # getTotalReplicas
+    env: Env = [
+        ("PYTHONUNBUFFERED", "1"),
+        ("PADDLE_JOB_ID", job["metadata"]["name"]),  # EnvJobID
+        ("PADDLE_NNODES", str(total)),  # EnvNumNodes
+    ]
+    pod_ip = {"fieldRef": {"fieldPath": "status.podIP"}}
+    if "Master" not in specs:
+        # Collective mode: Worker 0 is the rendezvous endpoint; `rank == 0` (any type) listens
+        # on its own IP. replicaName(...) is host(), getPortFromPaddleJob is _port().
+        port = _port(specs["Worker"], "paddle", "master")
+        if index == 0:
+            env += [("POD_IP_DUMMY", pod_ip), ("PADDLE_MASTER", f"$(POD_IP_DUMMY):{port}")]
+        else:
+            env.append(("PADDLE_MASTER", f"{host(job, 'Worker', 0)}:{port}"))
+    else:
+        # PS mode: Master 0 is the rendezvous endpoint.
+        port = _port(specs["Master"], "paddle", "master")
+        if index == 0 and rtype == "Master":
+            env += [("POD_IP_DUMMY", pod_ip), ("PADDLE_MASTER", f"$(POD_IP_DUMMY):{port}")]
+        else:
+            env.append(("PADDLE_MASTER", f"{host(job, 'Master', 0)}:{port}"))
+        # "Each pod will have only one server or trainer."
+        env.append(("PADDLE_SERVER_NUM", "1") if rtype == "Master" else ("PADDLE_TRAINER_NUM", "1"))
+    return {name: list(env) for name in _containers(specs[rtype])}
+
+
+KUBEFLOW_ENV = {
+    "TFJob": tf_env,
+    "PyTorchJob": pytorch_env,
+    "MXJob": mxnet_env,
+    "XGBoostJob": xgboost_env,
+    "JAXJob": jax_env,
+    "PaddleJob": paddle_env,
+}
 JSON_VALUES = frozenset({"TF_CONFIG", "MX_CONFIG"})

@@ -180,6 +180,7 @@ class Sim:
         self.cache = JobCache()
         self.pods: dict[str, dict[str, Any]] = {}
         self.service: dict[str, Any] | None = None
+        self.pod_services: dict[str, dict[str, Any]] = {}  # per-pod service mode (and foreign ones)
         self.pod_group: dict[str, Any] | None = None
         self.hpa: dict[str, Any] | None = None
         self.hpa_writes = 0
@@ -193,10 +194,13 @@ class Sim:
         self.events: list[Any] = []
         self.job_deleted = False
         self._uid = 0
+        self.create_failure: Any = None  # the controller's record of the last create wave's failure
+        self.terminal_recorded = False  # whether "this operator process" wrote the terminal status
 
     def observed(self) -> Any:
         from kubetrain.operator.plan import Observed
 
+        name = self.job["metadata"]["name"]
         return Observed(
             pods=list(self.pods.values()),
             service=self.service,
@@ -204,6 +208,14 @@ class Sim:
             pod_group_crd_installed=self.crd_installed,
             hpa=self.hpa,
             extra=[o for (kind, _), o in self.extra.items() if kind == "ConfigMap"],
+            create_failure=self.create_failure,
+            terminal_recorded=self.terminal_recorded,
+            job_services=[
+                s
+                for s in self.pod_services.values()
+                if (s["metadata"].get("labels") or {}).get("kubetrain.io/job-name") == name
+            ],
+            service_named=self.pod_services.get,
         )
 
     def plan(self, now: datetime) -> Any:
@@ -223,6 +235,11 @@ class Sim:
             self.pod_group = copy.deepcopy(p.create_pod_group)
         if p.delete_service:
             self.service = None
+        for new in p.create_pod_services:
+            assert new["metadata"]["name"] not in self.pod_services
+            self.pod_services[new["metadata"]["name"]] = copy.deepcopy(new)
+        for name in p.delete_pod_services:
+            self.pod_services.pop(name)
         if p.delete_pod_group:
             self.pod_group = None
         if p.create_hpa is not None:

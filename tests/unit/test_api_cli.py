@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from kubetrain.cli import main
+from kubetrain.frameworks.registry import FRAMEWORKS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p) for p in (ROOT / "examples").glob("*.yaml"))
@@ -108,13 +109,12 @@ def test_warnings_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_crds_prints_a_multi_document_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    # One CRD per registered kind, in registry order, then TrainingPolicy.
     assert [d["metadata"]["name"] for d in docs] == [
-        "tfjobs.kubetrain.io",
-        "pytorchjobs.kubetrain.io",
-        "mxjobs.kubetrain.io",
-        "mpijobs.kubetrain.io",
+        *(f"{framework.plural}.kubetrain.io" for framework in FRAMEWORKS.values()),
         "trainingpolicies.kubetrain.io",
     ]
+    assert docs[0]["metadata"]["name"] == "tfjobs.kubetrain.io"
 
 
 def test_crds_out_then_check_and_drift(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

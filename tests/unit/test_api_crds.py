@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kubetrain.commands.crds import render_crd
+from kubetrain.frameworks.registry import FRAMEWORKS, known_kinds
 from kubetrain.jobs.crdgen import all_crds, crd_file_name, job_crds
 
 CRDS = all_crds()
@@ -68,13 +69,24 @@ def test_is_a_valid_crd_object(crd: dict[str, Any]) -> None:
     kubernetes_validate.validate(crd, "1.34", strict=True)
 
 
+# Short names users type (`kubectl get ptj`): fixed once published.
+SHORT_NAMES = {
+    "TFJob": ["tfj"],
+    "PyTorchJob": ["ptj"],
+    "MXJob": ["mxj"],
+    "XGBoostJob": ["xgbj"],
+    "JAXJob": ["jaxj"],
+}
+
+
 def test_job_crds_names_subresources_and_columns() -> None:
     by_kind = {c["spec"]["names"]["kind"]: c for c in job_crds()}
-    assert set(by_kind) == {"TFJob", "PyTorchJob", "MXJob", "MPIJob"}
-    for kind, short in (("TFJob", "tfj"), ("PyTorchJob", "ptj"), ("MXJob", "mxj"), ("MPIJob", "mpij")):
+    assert set(by_kind) == set(known_kinds())
+    assert {"TFJob", "PyTorchJob", "MXJob", "XGBoostJob", "JAXJob", "PaddleJob", "MPIJob"} <= set(by_kind)
+    for kind in by_kind:
         spec = by_kind[kind]["spec"]
         assert spec["group"] == "kubetrain.io" and spec["scope"] == "Namespaced"
-        assert spec["names"]["shortNames"] == [short]
+        assert spec["names"]["shortNames"] == SHORT_NAMES.get(kind, list(FRAMEWORKS[kind].short_names))
         assert spec["names"]["categories"] == ["kubetrain"]
         (version,) = spec["versions"]
         assert version["name"] == "v1" and version["served"] and version["storage"]
@@ -110,3 +122,26 @@ def test_committed_file_matches_generator(crd: dict[str, Any]) -> None:
     committed = ROOT / "crds" / crd_file_name(crd)
     assert committed.read_text() == render_crd(crd)
     assert yaml.safe_load(committed.read_text()) == crd
+
+
+def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kubetrain crds --group kubeflow.org`: the job kinds only (TrainingPolicy stays
+    kubetrain.io's), same schema and subresources, no short names (kubectl's `tfj` stays
+    unambiguous), and the label the operator's start-up check looks for."""
+    from kubetrain.cli import main
+
+    ours = {c["spec"]["names"]["kind"]: c for c in job_crds()}
+    theirs = all_crds("kubeflow.org")
+    assert [c["metadata"]["name"] for c in theirs] == [
+        f"{c['spec']['names']['plural']}.kubeflow.org" for c in ours.values()
+    ]
+    for crd in theirs:
+        twin = ours[crd["spec"]["names"]["kind"]]
+        assert crd["spec"]["group"] == "kubeflow.org"
+        assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
+        assert "shortNames" not in crd["spec"]["names"]
+        assert crd["spec"]["versions"] == twin["spec"]["versions"]
+        kubernetes_validate.validate(crd, "1.34", strict=True)
+    assert main(["crds", "--group", "kubeflow.org"]) == 0
+    printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert [d["metadata"]["name"] for d in printed] == [c["metadata"]["name"] for c in theirs]

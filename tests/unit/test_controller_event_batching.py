@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from kubetrain.kube.client import KubeClient
+from kubetrain.kube.resources import JOB_RESOURCES
 from kubetrain.operator.controller import CLOSED_NAMESPACE_WINDOW, Controller, ControllerConfig
 
 KEY = "PyTorchJob/ns/big"
@@ -120,3 +121,17 @@ async def test_a_job_in_a_namespace_being_deleted_is_batched_over_the_long_windo
     assert c.batch_window(KEY) == CLOSED_NAMESPACE_WINDOW
     c.applier.namespace_accepts_creates("ns")  # a job was added there again
     assert c.batch_window(KEY) == 0.5
+
+
+async def test_a_closed_namespace_is_forgotten_with_its_last_job() -> None:
+    c = controller()
+    other = job("3")
+    other["metadata"]["name"] = "other"
+    c.cache.store(JOB_RESOURCES["PyTorchJob"]).upsert(other)
+    c.applier.closed_namespaces["ns"] = {"u1"}
+    c._job_deleted(job("9"))
+    assert "ns" in c.applier.closed_namespaces  # another job of the namespace is still there
+    c.cache.store(JOB_RESOURCES["PyTorchJob"]).remove("ns", "other")
+    c._job_deleted(other)
+    assert "ns" not in c.applier.closed_namespaces
+    c.queue.shutdown()

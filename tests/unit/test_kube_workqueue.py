@@ -250,3 +250,24 @@ async def test_shutdown_cancels_pending_batches() -> None:
     q.shutdown()
     assert not q.is_batched("job")
     assert await q.get() is None
+
+
+@pytest.mark.parametrize("late", range(14))
+async def test_a_delay_added_while_the_clock_advances_fires_at_its_deadline(late: int) -> None:
+    """The delay loop may be woken by an add in the middle of `FakeClock.advance`: its wait must
+    still end at the key's deadline, not that much later (a deadline reconcile was lost so)."""
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
+
+    async def add_late() -> None:
+        for _ in range(late):
+            await asyncio.sleep(0)
+        q.add_after("job", 300)
+
+    adder = asyncio.ensure_future(add_late())
+    await clock.advance(10)
+    await adder
+    deadline = 300 + (0 if q.pending_delay("job") == 290 else 10)  # added before or after the move
+    await clock.advance(deadline - clock.monotonic() + 1e-6)  # 1 µs past the key's deadline
+    assert await asyncio.wait_for(q.get(), 1) == "job"
+    q.shutdown()

@@ -17,6 +17,7 @@ from kubeflow_corpus import CORPUS, REJECTED, accepted_files, corpus_files, jobs
 from kubetrain.cli import main
 from kubetrain.commands.render import render_job, with_generated_name
 from kubetrain.commands.validate import Document, check_document
+from kubetrain.frameworks.registry import FRAMEWORKS
 
 
 def test_corpus_is_complete() -> None:
@@ -47,7 +48,7 @@ def test_accepted_example_validates_and_renders(relpath: str) -> None:
         pods = [c for c in children if c["kind"] == "Pod"]
         wanted = sum(
             (r.get("replicas", 1) if r.get("replicas") is not None else 1)
-            for field in ("tfReplicaSpecs", "pytorchReplicaSpecs", "mxReplicaSpecs")
+            for field in (f.replica_field for f in FRAMEWORKS.values())
             for r in (job["spec"].get(field) or {}).values()
         )
         assert len(pods) == wanted

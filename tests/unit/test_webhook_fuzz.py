@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.mutate import json_patch
 from kubetrain.webhook.review import request_review
@@ -53,16 +54,16 @@ REPLICA_TYPES = [
     "Tuner",
     "Bogus",
 ]
-KINDS = ["TFJob", "PyTorchJob", "MXJob"]
+KINDS = sorted(FRAMEWORKS)
 
 
 @st.composite
 def jobs(draw: st.DrawFn) -> dict[str, Any]:
     """Job-shaped objects: mostly well-typed, with random junk where users make mistakes."""
     kind = draw(st.sampled_from(KINDS))
-    field = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MXJob": "mxReplicaSpecs"}[kind]
+    field = FRAMEWORKS[kind].replica_field
     container: dict[str, Any] = {
-        "name": draw(st.sampled_from(["tensorflow", "pytorch", "mxnet", "main"])),
+        "name": draw(st.sampled_from([*(f.container_name for f in FRAMEWORKS.values()), "main"])),
         "image": draw(st.sampled_from(["img:1", "", None])),
     }
     if draw(st.booleans()):

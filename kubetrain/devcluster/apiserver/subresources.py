@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from kubetrain.devcluster.apiserver import deletion, errors
-from kubetrain.devcluster.apiserver.core import ApiServer, Result, Target
+from kubetrain.devcluster.apiserver.core import PATCH_RETRIES, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.patch import apply_patch
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -101,33 +101,45 @@ def _scale_of(t: Target, obj: Obj) -> Obj:
 
 
 async def scale(api: ApiServer, t: Target, method: str, content_type: str, body: Any) -> Result:
-    obj = api.current(t)
-    current = _scale_of(t, obj)
+    """GET, PUT or PATCH `{custom}/scale`. Like kube-apiserver's GuaranteedUpdate, a write whose
+    Scale names no resourceVersion is re-applied to the newest object when the job changed while
+    the write was admitted; one that names a resourceVersion gets 409 when it is stale."""
     if method == "GET":
-        return Result(200, current)
-    wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
-    replicas = ((wanted or {}).get("spec") or {}).get("replicas")
-    if not isinstance(replicas, int) or replicas < 0:
-        raise errors.invalid(
-            "Scale",
-            "autoscaling",
-            t.name,
-            [
-                errors.Cause(
-                    "FieldValueInvalid",
-                    f"Invalid value: {replicas}: must be greater than or equal to 0",
-                    "spec.replicas",
-                )
-            ],
+        return Result(200, _scale_of(t, api.current(t)))
+    precondition = ((body if isinstance(body, dict) else {}).get("metadata") or {}).get("resourceVersion")
+    for _attempt in range(PATCH_RETRIES):
+        obj = api.current(t)
+        current = _scale_of(t, obj)
+        wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
+        replicas = ((wanted or {}).get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise errors.invalid(
+                "Scale",
+                "autoscaling",
+                t.name,
+                [
+                    errors.Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {replicas}: must be greater than or equal to 0",
+                        "spec.replicas",
+                    )
+                ],
+            )
+        if precondition and precondition != obj["metadata"]["resourceVersion"]:
+            raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+        new = copy.deepcopy(api.out(t, obj))
+        _set_path(new, (t.rt.scale or {}).get("specReplicasPath", ".spec.replicas"), replicas)
+        # Admission sees a `<plural>/scale` request, as kube-apiserver sends it: webhooks registered
+        # for the main resource only are not called (their rules must name `<plural>/scale`).
+        # Deviation: the object passed is the updated custom resource, not an autoscaling/v1 Scale.
+        main = Target(
+            t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user
         )
-    rv = ((wanted or {}).get("metadata") or {}).get("resourceVersion")
-    if rv and rv != obj["metadata"]["resourceVersion"]:
-        raise errors.conflict(t.rt.gr, t.name, errors.STALE)
-    new = copy.deepcopy(api.out(t, obj))
-    _set_path(new, (t.rt.scale or {}).get("specReplicasPath", ".spec.replicas"), replicas)
-    # Admission sees a `<plural>/scale` request, as kube-apiserver sends it: webhooks registered
-    # for the main resource only are not called (their rules must name `<plural>/scale`).
-    # Deviation: the object passed is the updated custom resource, not an autoscaling/v1 Scale.
-    main = Target(t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user)
-    result = await api.update(main, new)
-    return Result(200, _scale_of(t, result.obj), result.warnings)
+        try:
+            result = await api.update(main, new)
+        except errors.ApiError as e:
+            if e.code == 409 and not precondition:
+                continue  # the job changed during admission: re-apply to the newest object
+            raise
+        return Result(200, _scale_of(t, result.obj), result.warnings)
+    raise errors.conflict(t.rt.gr, t.name, errors.STALE)

@@ -1,0 +1,146 @@
+"""Connection limits for kubetrain's aiohttp servers (the webhook and the health/metrics port).
+
+aiohttp has no header or request-body timeout and no connection cap: a client that opens
+connections and sends nothing, half a header or half a body keeps them (and their buffers)
+forever. `guard_runner` adds those limits to an AppRunner's server:
+
+```python
+guard = ConnectionGuard(ConnectionLimits(header_timeout=10, idle_timeout=60, max_connections=512))
+app = web.Application(middlewares=[guard.middleware])
+runner = web.AppRunner(app, keepalive_timeout=guard.limits.idle_timeout)
+await runner.setup()
+guard.install(runner)                       # before the site starts
+```
+
+- `header_timeout`: a new connection must deliver a complete request head within it;
+- `idle_timeout`: after a response, the next request head must be complete within it;
+- `max_connections`: connections past this number are closed at once;
+- a TLS handshake must complete within `header_timeout` too (`GuardedTCPSite`; asyncio's
+  default is 60 s), and a connection is only counted once its handshake is done;
+- the request body's timeout is the handler's (`ConnectionLimits.body_timeout`, used by
+  WebhookServer while it reads a body), because only the handler reads the body.
+
+A connection over its deadline is aborted (no TLS close-notify wait) and logged at debug level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout: float = 10.0
+    body_timeout: float = 10.0
+    idle_timeout: float = 60.0
+    max_connections: int = 512
+
+
+class ConnectionGuard:
+    """Deadlines and a cap on the connections of one aiohttp `web.Server`."""
+
+    def __init__(self, limits: ConnectionLimits | None = None) -> None:
+        self.limits = limits or ConnectionLimits()
+        self._deadlines: dict[Any, asyncio.TimerHandle] = {}
+        self._open: set[Any] = set()
+        self._transports: dict[Any, Any] = {}  # request handler -> its transport
+        self.refused = 0  # connections closed because of max_connections
+        self.expired = 0  # connections closed because of a deadline
+
+    def install(self, runner: web.BaseRunner) -> None:
+        """Watch the connections of a set-up runner's server (call after `runner.setup()`)."""
+        server = runner.server
+        if server is None:
+            raise RuntimeError("ConnectionGuard.install needs a runner that is set up")
+        limits = self.limits
+        made, lost = server.connection_made, server.connection_lost
+
+        def connection_made(handler: Any, transport: asyncio.Transport) -> None:
+            made(handler, transport)
+            if len(self._open) >= limits.max_connections:
+                self.refused += 1
+                log.debug("closing a connection: %d connections are open already", len(self._open))
+                transport.abort()
+                return
+            self._open.add(transport)
+            self._transports[handler] = transport
+            self._arm(transport, limits.header_timeout)
+
+        def connection_lost(handler: Any, exc: BaseException | None = None) -> None:
+            lost(handler, exc)
+            transport = self._transports.pop(handler, None)
+            if transport is not None:
+                self._open.discard(transport)
+                self._disarm(transport)
+
+        server.connection_made = connection_made  # type: ignore[method-assign]
+        server.connection_lost = connection_lost  # type: ignore[method-assign]
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._open)
+
+    def _arm(self, transport: Any, seconds: float) -> None:
+        self._disarm(transport)
+        loop = asyncio.get_running_loop()
+        self._deadlines[transport] = loop.call_later(seconds, self._expire, transport)
+
+    def _disarm(self, transport: Any) -> None:
+        handle = self._deadlines.pop(transport, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _expire(self, transport: Any) -> None:
+        self._deadlines.pop(transport, None)
+        if transport in self._open:
+            self.expired += 1
+            log.debug("closing a connection that sent no complete request in time")
+            transport.abort()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        transport = request.transport
+        self._disarm(transport)
+        try:
+            return await handler(request)
+        finally:
+            if transport is not None and transport in self._open and not transport.is_closing():
+                self._arm(transport, self.limits.idle_timeout)
+
+
+class GuardedTCPSite(web.TCPSite):
+    """A TCPSite whose TLS handshakes time out after `handshake_timeout` seconds."""
+
+    def __init__(self, runner: web.BaseRunner, *args: Any, handshake_timeout: float, **kwargs: Any) -> None:
+        super().__init__(runner, *args, **kwargs)
+        self._handshake_timeout = handshake_timeout
+
+    async def start(self) -> None:
+        if self._ssl_context is None:
+            await super().start()
+            return
+        await web.BaseSite.start(self)
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            server,
+            self._host,
+            self._port,
+            ssl=self._ssl_context,
+            ssl_handshake_timeout=self._handshake_timeout,
+            backlog=self._backlog,
+            reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port,
+        )
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
