@@ -1,6 +1,7 @@
 """Hostile and huge admission reviews against one webhook process (loopback only, bounded loops).
 
-    .venv/bin/python benchmarks/bench_hostile.py [--only freeze,cache,slow,idle]
+    .venv/bin/python benchmarks/bench_hostile.py [--only freeze,flood,cache,slow,idle]
+        [--review-processes N]
 
 The server (WebhookServer on HTTPS plus a HealthServer on plain HTTP, as `kubetrain webhook`
 runs them) is a child process; this process is the attacker and the bystander. Phases:
@@ -9,6 +10,11 @@ runs them) is a child process; this process is the attacker and the bystander. P
   while /healthz is polled every 20 ms and a small ordinary review is sent every 50 ms; reports
   the hostile review's time and response size, the longest /healthz answer and the longest
   ordinary review during it.
+- flood: 4 clients send 5 MB reviews (20,000 env entries) back to back for 10 s while /healthz
+  and a small review are timed as above; reports their slowest and p99 times, how the large
+  reviews were answered (HTTP status counts), and the RSS of the server process and of its
+  review processes afterwards. `--review-processes 0` decides large reviews in the thread pool
+  (the behaviour before review processes); the default is what `kubetrain webhook` runs (2).
 - cache: RSS of the server idle, then after 150 distinct ~2.8 MB templates were validated.
 - slow: 100 connections each send 2.9 MB of a 3 MB body and stall; RSS peak while they hang
   and how many are still open after 15 s.
@@ -62,11 +68,12 @@ def review_bytes(obj: dict[str, Any]) -> bytes:
     return orjson.dumps(request_review(obj))
 
 
-async def serve(cert_dir: str, port: int, health_port: int) -> None:
+async def serve(cert_dir: str, port: int, health_port: int, processes: int) -> None:
     from kubetrain.health import HealthServer
     from kubetrain.webhook.server import WebhookServer
 
-    server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=port)
+    options: dict[str, Any] = {"review_processes": processes} if processes else {}
+    server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=port, **options)
     health = HealthServer(host="127.0.0.1", port=health_port)
     await health.start()
     await server.start()
@@ -76,6 +83,37 @@ async def serve(cert_dir: str, port: int, health_port: int) -> None:
 
 def rss_mb(pid: int) -> float:
     return proc_status_kb(pid, "VmRSS") / 1024
+
+
+def descendants(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return out
+    for child in map(int, children):
+        out += [child, *descendants(child)]
+    return out
+
+
+def helper_rss(pid: int) -> dict[str, float]:
+    """RSS (MB) of the processes the server started, by role: forkserver, its workers and the
+    multiprocessing resource tracker."""
+    helpers = {}
+    for helper in descendants(pid):
+        cmdline = Path(f"/proc/{helper}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        parent = int(Path(f"/proc/{helper}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        if parent != pid:
+            role = "worker"
+        else:
+            role = "resource_tracker" if "resource_tracker" in cmdline else "forkserver"
+        helpers[f"{role} {helper}"] = round(rss_mb(helper), 1)
+    return helpers
+
+
+def p99(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 async def timed(coro: Any) -> float:
@@ -126,6 +164,62 @@ async def phase_freeze(url: str, health: str, ctx: ssl.SSLContext) -> dict[str, 
         "response_bytes": len(answer),
         "healthz_max_ms": round(max(health_times) * 1000, 1),
         "ordinary_review_max_ms": round(max(small_times) * 1000, 1),
+    }
+
+
+async def phase_flood(url: str, health: str, ctx: ssl.SSLContext, pid: int) -> dict[str, Any]:
+    env = [{"name": f"VAR_{j}", "value": "x" * 200} for j in range(20_000)]
+    large = review_bytes(job({"name": "pytorch", "image": "p", "env": env}, "flood"))
+    small = review_bytes(job({"name": "pytorch", "image": "p"}, "small"))
+    headers = {"Content-Type": "application/json"}
+    done = asyncio.Event()
+    health_times: list[float] = []
+    small_times: list[float] = []
+    statuses: dict[str, int] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0)) as s:
+
+        async def poll_health() -> None:
+            while not done.is_set():
+                started = time.perf_counter()
+                async with s.get(health + "/healthz") as r:
+                    await r.read()
+                health_times.append(time.perf_counter() - started)
+                await asyncio.sleep(0.02)
+
+        async def ordinary() -> None:
+            while not done.is_set():
+                started = time.perf_counter()
+                async with s.post(url + "/validate", data=small, headers=headers) as r:
+                    await r.read()
+                small_times.append(time.perf_counter() - started)
+                await asyncio.sleep(0.05)
+
+        async def attacker() -> None:
+            while not done.is_set():
+                async with s.post(url + "/validate", data=large, headers=headers) as r:
+                    await r.read()
+                    statuses[str(r.status)] = statuses.get(str(r.status), 0) + 1
+                    if r.status == 429:
+                        await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+
+        for _ in range(3):
+            async with s.post(url + "/validate", data=small, headers=headers) as r:
+                await r.read()
+        tasks = [asyncio.create_task(poll_health()), asyncio.create_task(ordinary())]
+        tasks += [asyncio.create_task(attacker()) for _ in range(4)]
+        await asyncio.sleep(10)
+        done.set()
+        await asyncio.gather(*tasks)
+    helpers = helper_rss(pid)
+    return {
+        "large_review_bytes": len(large),
+        "large_review_statuses": statuses,
+        "healthz_max_ms": round(max(health_times) * 1000, 1),
+        "healthz_p99_ms": round(p99(health_times) * 1000, 1),
+        "ordinary_review_max_ms": round(max(small_times) * 1000, 1),
+        "ordinary_review_p99_ms": round(p99(small_times) * 1000, 1),
+        "rss_server_mb": round(rss_mb(pid), 1),
+        "rss_helper_processes_mb": helpers,
     }
 
 
@@ -207,6 +301,8 @@ async def attack(
     try:
         if "freeze" in only:
             result["freeze"] = await phase_freeze(url, health, ctx)
+        if "flood" in only:
+            result["flood"] = await phase_flood(url, health, ctx, child.pid)
         if "cache" in only:
             result["cache"] = await phase_cache(url, ctx, child.pid)
         if "slow" in only:
@@ -218,13 +314,13 @@ async def attack(
     return result
 
 
-def main(only: set[str]) -> dict[str, Any]:
+def main(only: set[str], processes: int) -> dict[str, Any]:
     workdir = tempfile.mkdtemp(prefix="bench-hostile-")
     bundle = generate_bundle(["localhost"], ["127.0.0.1"])
     write_cert_dir(Path(workdir), bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
     port, health_port = free_port(), free_port()
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", workdir, str(port), str(health_port)],
+        [sys.executable, __file__, "--serve", workdir, str(port), str(health_port), str(processes)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -238,16 +334,23 @@ def main(only: set[str]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--serve":
-        asyncio.run(serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    if len(sys.argv) == 6 and sys.argv[1] == "--serve":
+        asyncio.run(serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
         sys.exit(0)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default="freeze,cache,slow,idle")
+    parser.add_argument("--only", default="freeze,flood,cache,slow,idle")
+    parser.add_argument(
+        "--review-processes",
+        type=int,
+        default=2,
+        help="review processes of the server (0: large reviews in the thread pool)",
+    )
     parser.add_argument("--label", default="", help="a name for this run in the result file")
     ns = parser.parse_args()
-    data = main(set(ns.only.split(",")))
+    data = main(set(ns.only.split(",")), ns.review_processes)
+    data["review_processes"] = ns.review_processes
     data["kubetrain_path"] = os.path.dirname(
         os.path.dirname(os.path.abspath(sys.modules["kubetrain"].__file__ or ""))
     )

@@ -46,7 +46,8 @@ def planned_pods(replicas: int, namespace: str) -> list[dict[str, Any]]:
     job["metadata"].update(
         uid="00000000-0000-0000-0000-000000000000", creationTimestamp="2026-01-01T00:00:00Z"
     )
-    p = plan(job, Observed(pods=[], service=None, pod_group=None), datetime.now(UTC), PlannerConfig())
+    every_pod = PlannerConfig(max_pod_creates=replicas + 1)  # the bare client creates them all at once
+    p = plan(job, Observed(pods=[], service=None, pod_group=None), datetime.now(UTC), every_pod)
     for pod in p.create_pods:
         pod["metadata"].pop("ownerReferences", None)
         pod["metadata"].pop("labels", None)

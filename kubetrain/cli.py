@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "certs",
     "webhook",
     "render",
+    "migrate",
     "controller",
     "run",
     "dev",

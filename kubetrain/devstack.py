@@ -57,6 +57,8 @@ class DevStackOptions:
     default_run_seconds: float | None = None
     simulated_nodes: int = 3
     gang_scheduler: str = "none"
+    service_mode: str = "headless"  # the controller's --service-mode
+    api_groups: tuple[str, ...] = ("kubetrain.io",)  # the job groups served (--api-groups)
     # With a gang scheduler: install its PodGroup CRD (None: yes) and run the gang scheduler
     # simulator (None: when the stack installs the CRD and runs the pod simulator).
     podgroup_crd: bool | None = None
@@ -148,7 +150,11 @@ class DevStack:
         await self._install([podgroup_crd(self.options.gang_scheduler)])
 
     async def install_crds(self) -> None:
-        await self._install(all_crds())
+        await self._install([crd for group in self._crd_groups() for crd in all_crds(group)])
+
+    def _crd_groups(self) -> list[str]:
+        """kubetrain.io always (TrainingPolicy lives there), and every other group served."""
+        return list(dict.fromkeys(["kubetrain.io", *self.options.api_groups]))
 
     async def _install(self, crds: list[Obj]) -> None:
         for crd in crds:
@@ -184,7 +190,9 @@ class DevStack:
             job_reader=kube_job_reader(self.kube),
         )
         await self.webhook.start()
-        mutating, validating = webhook_configurations(self.webhook.url, bundle.ca_bundle)
+        mutating, validating = webhook_configurations(
+            self.webhook.url, bundle.ca_bundle, api_groups=opts.api_groups
+        )
         await self.kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
         await self.kube.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
 
@@ -192,7 +200,12 @@ class DevStack:
         opts = self.options
         self.controller = Controller(
             self.kube,
-            ControllerConfig(workers=opts.workers, gang_scheduler=opts.gang_scheduler),
+            ControllerConfig(
+                workers=opts.workers,
+                gang_scheduler=opts.gang_scheduler,
+                service_mode=opts.service_mode,
+                api_groups=opts.api_groups,
+            ),
             clock=opts.controller_clock,
         )
         await self.controller.start(sync_timeout=30)

@@ -1,4 +1,4 @@
-"""Plain-HTTP operations endpoint: `/metrics`, `/healthz`, `/readyz` (docs/behaviour.md §10).
+"""Operations endpoint: `/metrics`, `/healthz`, `/readyz` (docs/behaviour.md §10).
 
 ```python
 health = HealthServer(host="0.0.0.0", port=8080)
@@ -17,25 +17,43 @@ kube-apiserver does) it lists each check as `[+]name ok` / `[-]name failed: reas
 answer is alive). `/metrics` serves the prometheus_client text exposition of
 `kubetrain.metrics.REGISTRY` (or the registry given).
 
+Plain HTTP by default. With `tls` (a `kubetrain.certs.tls.ReloadingTLS`) the port serves HTTPS
+(TLS ≥ 1.2, hot-reloaded certificate; readiness check `metrics-certs`), and with `auth` (a
+`kubetrain.metricsauth.MetricsAuthorizer`) every /metrics request must carry a bearer token
+whose user may `get` the non-resource URL `/metrics`: 401/403/500 answers are kube `Status`
+bodies. /healthz, /livez and /readyz stay unauthenticated: the kubelet probes them without a
+token. `on_stop` callables (awaitables) run after the server stopped (the API client of `auth`).
+
+`unix_path` serves the same app on a Unix socket too (a `--webhook-workers` child, so that the
+parent can read it); `add_metrics_peers(paths)` makes /metrics add the counters and histograms
+those sockets' /metrics show (kubetrain.metricsmerge), each read within 2 s or left out.
+
 Connections get the limits of kubetrain.httpguard (header and idle deadlines, a connection cap),
 so that a client holding connections open cannot exhaust the port the kubelet probes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.httpguard import ConnectionGuard, ConnectionLimits
 from kubetrain.metrics import REGISTRY
+from kubetrain.metricsauth import MetricsAuthorizer
+from kubetrain.metricsmerge import MergedRegistry
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[], "bool | Awaitable[bool]"]
+PEER_TIMEOUT = 2.0
 
 
 async def run_check(check: Check) -> tuple[bool, str]:
@@ -69,7 +87,7 @@ async def render_checks(request: web.Request, checks: dict[str, Check]) -> web.R
 
 
 class HealthServer:
-    """aiohttp app on a plain-HTTP port with /metrics, /healthz and /readyz."""
+    """aiohttp app on one port (plain HTTP, or HTTPS with `tls`) with /metrics, /healthz and /readyz."""
 
     def __init__(
         self,
@@ -79,8 +97,17 @@ class HealthServer:
         registry: CollectorRegistry = REGISTRY,
         limits: ConnectionLimits | None = None,
         reuse_port: bool = False,
+        tls: ReloadingTLS | None = None,
+        auth: MetricsAuthorizer | None = None,
+        on_stop: list[Callable[[], Awaitable[None]]] | None = None,
+        unix_path: str | None = None,
     ) -> None:
         self.host = host
+        self.unix_path = unix_path
+        self._peers: Callable[[], list[str]] = list
+        self.tls = tls
+        self.auth = auth
+        self._on_stop = list(on_stop or [])
         self.guard = ConnectionGuard(limits or ConnectionLimits(max_connections=128))
         self.reuse_port = reuse_port
         self.port = port
@@ -96,6 +123,22 @@ class HealthServer:
     def remove_readiness_check(self, name: str) -> None:
         self._readiness.pop(name, None)
 
+    def add_metrics_peers(self, paths: Callable[[], list[str]]) -> None:
+        """/metrics adds what the HealthServers on these Unix sockets count (read per scrape)."""
+        self._peers = paths
+
+    async def _peer_text(self, path: str) -> str | None:
+        try:
+            timeout = aiohttp.ClientTimeout(total=PEER_TIMEOUT)
+            async with (
+                aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path), timeout=timeout) as session,
+                session.get("http://localhost/metrics") as resp,
+            ):
+                return await resp.text() if resp.status == 200 else None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.debug("metrics of %s not read: %s", path, exc)  # e.g. a worker restarting
+            return None
+
     def add_liveness_check(self, name: str, fn: Check) -> None:
         """Register (or replace) a named liveness check shown on /healthz."""
         self._liveness[name] = fn
@@ -108,8 +151,23 @@ class HealthServer:
         app.router.add_get("/readyz", self._readyz)
         return app
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
     async def _metrics(self, request: web.Request) -> web.Response:
-        body = generate_latest(self.registry)
+        if self.auth is not None:
+            verdict = await self.auth.check(request.headers.get("Authorization"), "/metrics", "get")
+            if verdict.body is not None:
+                return web.Response(
+                    status=verdict.code, text=json.dumps(verdict.body), content_type="application/json"
+                )
+        registry = self.registry
+        peers = self._peers()
+        if peers:
+            texts = await asyncio.gather(*(self._peer_text(p) for p in peers))
+            registry = MergedRegistry(self.registry, [t for t in texts if t is not None])
+        body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _healthz(self, request: web.Request) -> web.Response:
@@ -126,18 +184,38 @@ class HealthServer:
         )
         await runner.setup()
         self.guard.install(runner)
-        site = web.TCPSite(runner, self.host, self.port, reuse_port=self.reuse_port or None)
+        ssl_context = None
+        if self.tls is not None:
+            await self.tls.start()
+            self.add_readiness_check("metrics-certs", lambda: self.tls is not None and self.tls.loaded)
+            ssl_context = self.tls.ssl_context
+        site = web.TCPSite(
+            runner, self.host, self.port, ssl_context=ssl_context, reuse_port=self.reuse_port or None
+        )
         await site.start()
+        if self.unix_path is not None:
+            await web.UnixSite(runner, self.unix_path).start()
         self._runner = runner
         sockets = runner.addresses
         if sockets:
             self.port = int(sockets[0][1])
-        log.info("serving /metrics, /healthz and /readyz on http://%s:%d", self.host, self.port)
+        log.info(
+            "serving /metrics%s, /healthz and /readyz on %s://%s:%d",
+            " (bearer token, TokenReview + SubjectAccessReview)" if self.auth is not None else "",
+            self.scheme,
+            self.host,
+            self.port,
+        )
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        if self.tls is not None:
+            await self.tls.stop()
+        hooks, self._on_stop = self._on_stop, []
+        for hook in hooks:
+            await hook()
 
     async def __aenter__(self) -> HealthServer:
         await self.start()

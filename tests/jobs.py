@@ -21,7 +21,8 @@ def replica_field(kind: str) -> str:
 
 
 def container_name(kind: str) -> str:
-    return FRAMEWORKS[kind].container_name
+    # A kind whose framework container is container 0 whatever its name (MPIJob) gets "mpi".
+    return FRAMEWORKS[kind].container_name or kind.lower().removesuffix("job")
 
 
 def replica(

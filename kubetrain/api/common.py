@@ -58,6 +58,42 @@ class SchedulingPolicy(KubeModel):
     schedule_timeout_seconds: int | None = None
 
 
+PodFailurePolicyAction = Literal["FailJob", "Ignore", "Count", "RestartJob"]
+PodFailurePolicyOperator = Literal["In", "NotIn"]
+POD_FAILURE_POLICY_ACTIONS: tuple[str, ...] = ("FailJob", "Ignore", "Count", "RestartJob")
+
+
+class PodFailurePolicyOnExitCodes(KubeModel):
+    """Matches a failed pod by the exit codes of its containers (batch/v1 field names)."""
+
+    container_name: str | None = None
+    operator: PodFailurePolicyOperator | None = None
+    values: list[int] | None = None
+
+
+class PodFailurePolicyOnPodCondition(KubeModel):
+    """Matches a failed pod by one of its conditions, e.g. `DisruptionTarget` (status defaults to True)."""
+
+    type: str | None = None
+    status: ConditionStatus | None = None
+
+
+class PodFailurePolicyRule(KubeModel):
+    """One rule: an action, and a pattern of exactly one of `onExitCodes` or `onPodConditions`;
+    `replicaTypes` (kubetrain's addition) limits it to pods of those replica types."""
+
+    action: PodFailurePolicyAction | None = None
+    on_exit_codes: PodFailurePolicyOnExitCodes | None = None
+    on_pod_conditions: list[PodFailurePolicyOnPodCondition] | None = None
+    replica_types: list[str] | None = None
+
+
+class PodFailurePolicy(KubeModel):
+    """What a failed pod means, as batch/v1 Job's `podFailurePolicy`: the first matching rule wins."""
+
+    rules: list[PodFailurePolicyRule] | None = None
+
+
 class RunPolicy(KubeModel):
     """Job-level run-time policy shared by every kind."""
 
@@ -68,6 +104,7 @@ class RunPolicy(KubeModel):
     suspend: bool | None = None
     managed_by: str | None = None
     scheduling_policy: SchedulingPolicy | None = None
+    pod_failure_policy: PodFailurePolicy | None = None
 
 
 class JobCondition(KubeModel):
@@ -85,13 +122,16 @@ class LabelSelector(KubeModel):
 
 
 class ReplicaStatus(KubeModel):
-    """Pod counts of one replica type; `restarts` is persisted so an operator restart keeps it."""
+    """Pod counts of one replica type; `restarts` is persisted so an operator restart keeps it,
+    `priorRestarts` is the part of it the present pods' container restart counts do not explain
+    (the operator's own record: restart counts never come from pod metadata)."""
 
     active: int | None = None
     pending: int | None = None
     succeeded: int | None = None
     failed: int | None = None
     restarts: int | None = None
+    prior_restarts: int | None = None
     selector: str | None = None
     label_selector: LabelSelector | None = None
 
@@ -108,6 +148,9 @@ class JobStatus(KubeModel):
     observed_generation: int | None = None
     replicas: int | None = None
     active: int | None = None
+    # Whole-job restarts (a RestartJob rule): also the attempt that pods labelled
+    # `kubetrain.io/attempt` belong to (pods without the label are attempt 0).
+    job_restarts: int | None = None
 
 
 class ObjectMetaFields(KubeModel):

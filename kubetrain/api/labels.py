@@ -14,9 +14,28 @@ LABEL_JOB_ROLE = "kubetrain.io/job-role"  # "master" on the pod that leads the j
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubetrain"
 
-# On a pod the operator (re)created: restarts of its slot (type, index) before this pod existed,
-# so that the restart count survives pod recreation and operator restarts (operator/restarts.py).
-ANNOTATION_PRIOR_RESTARTS = "kubetrain.io/prior-restarts"
+# On a pod of a job restarted as a whole (a RestartJob rule): the attempt it belongs to, equal to
+# the job's `status.jobRestarts` when it was created; absent on attempt 0.
+LABEL_ATTEMPT = "kubetrain.io/attempt"
 # On a job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
 # the job asks for hashes differently (not when the API server normalised what was written).
 ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
+
+# On a job: `host` runs its pods in the node's network namespace (hostNetwork, DNS policy
+# ClusterFirstWithHostNet), each on its own port from the range below (frameworks/hostnetwork.py).
+ANNOTATION_NETWORK_MODE = "kubetrain.io/network-mode"
+NETWORK_MODE_HOST = "host"
+# On a job in host network mode: the ports its pods are given, `FIRST-LAST` (default 20000-29999).
+ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
+
+# On a job: how its pods are addressed, `headless` (one Service per job) or `per-pod` (one
+# Service per pod, as Kubeflow's operator makes them) — kubetrain.api.servicemode.
+ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"
+
+# Kubeflow's training-operator labels, which pods of kubeflow.org jobs carry too (Kueue, Katib,
+# the Kubeflow SDK's get_job_pod_names and dashboards select pods by them).
+KUBEFLOW_LABEL_JOB_NAME = "training.kubeflow.org/job-name"
+KUBEFLOW_LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # lower case
+KUBEFLOW_LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+KUBEFLOW_LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
+KUBEFLOW_LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"  # "<kind lower>-controller"

@@ -3,7 +3,8 @@
 ```python
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags, add_controller_flags
 parser = sub.add_parser("run", ...)
-add_common_flags(parser)       # --kubeconfig --gang-scheduler --scheduler-name --metrics-port --log-level
+add_common_flags(parser)       # --kubeconfig --gang-scheduler --scheduler-name --metrics-port
+                               # --metrics-secure --metrics-cert-dir --log-level
 add_controller_flags(parser)   # --namespaces --workers --qps --burst --leader-elect ...
 add_webhook_flags(parser)      # --webhook-port --cert-mode --cert-dir --cert-secret ...
 ```
@@ -21,6 +22,8 @@ import logging
 import os
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
+from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 
 GANG_SCHEDULERS = CHOICES
@@ -42,6 +45,26 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _non_negative_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be 0 or more")
+    return n
+
+
+def _positive_float(value: str) -> float:
+    try:
+        n = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not n > 0 or n == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a positive number of seconds")
+    return n
+
+
 def _port(value: str) -> int:
     try:
         n = int(value)
@@ -54,6 +77,16 @@ def _port(value: str) -> int:
 
 def _namespaces(value: str) -> list[str]:
     return [ns.strip() for ns in value.split(",") if ns.strip()]
+
+
+def _api_groups(text: str) -> list[str]:
+    groups = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in groups if g not in JOB_GROUPS]
+    if not groups or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or repr(text)}: must be a comma-separated list of {', '.join(JOB_GROUPS)}"
+        )
+    return list(dict.fromkeys(groups))
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +115,7 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=_port,
         default=8080,
-        help="plain-HTTP port serving /metrics, /healthz and /readyz (default 8080)",
+        help="port serving /metrics, /healthz and /readyz (default 8080; plain HTTP unless --metrics-secure)",
     )
     g.add_argument(
         "--metrics-bind-address",
@@ -91,6 +124,22 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         help="address the /metrics, /healthz and /readyz port listens on (default 0.0.0.0; the "
         "kubelet's probes need the pod IP, so 127.0.0.1 only fits without probes on this port)",
     )
+    g.add_argument(
+        "--metrics-secure",
+        action="store_true",
+        help="serve the metrics port over HTTPS (TLS 1.2+) and answer /metrics only to a bearer "
+        "token whose user may get the non-resource URL /metrics (TokenReview + "
+        "SubjectAccessReview, decisions cached 10 s); /healthz and /readyz stay unauthenticated",
+    )
+    g.add_argument(
+        "--metrics-cert-dir",
+        metavar="DIR",
+        default=None,
+        help="with --metrics-secure: tls.crt/tls.key of the metrics port, reloaded when they "
+        "change (default: a self-signed certificate generated at start)",
+    )
+    # A --webhook-workers child also serves its metrics here, for the parent to add up.
+    g.add_argument("--metrics-unix-socket", metavar="PATH", default=None, help=argparse.SUPPRESS)
     g.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
     g.add_argument(
         "--max-replicas-per-job",
@@ -111,6 +160,23 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NS1,NS2",
         help="watch only these namespaces (default: all)",
+    )
+    g.add_argument(
+        "--api-groups",
+        type=_api_groups,
+        default=[KUBETRAIN_GROUP],
+        metavar="GROUP[,GROUP]",
+        help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "
+        "(replacing Kubeflow's training operator; its CRDs from `kubetrain crds --group "
+        "kubeflow.org`), or both",
+    )
+    g.add_argument(
+        "--service-mode",
+        choices=SERVICE_MODES,
+        default=HEADLESS,
+        help="how pods are addressed unless a job's kubetrain.io/service-mode annotation says: "
+        "headless (one headless Service per job, <pod>.<job>.<ns>.svc; the default) or per-pod "
+        "(one Service per pod, the bare pod name resolves, as with Kubeflow's operator)",
     )
     g.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles (default 4)")
     g.add_argument("--qps", type=float, default=150.0, help="client-side API request rate (default 150)")
@@ -162,6 +228,22 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="processes serving the webhook port (SO_REUSEPORT; default 1): N > 1 uses N CPUs for "
         "admission reviews",
+    )
+    g.add_argument(
+        "--webhook-review-processes",
+        type=_non_negative_int,
+        default=2,
+        metavar="N",
+        help="worker processes that decode and decide reviews over 256 KiB, so a huge review never "
+        "pauses /healthz, small reviews or the controller (default 2; 0: decide them in a thread)",
+    )
+    g.add_argument(
+        "--webhook-review-time-limit",
+        type=_positive_float,
+        default=5.0,
+        metavar="SECONDS",
+        help="a review process still deciding after this long is killed and replaced; the review "
+        "gets HTTP 503 and kube-apiserver applies the failurePolicy (default 5)",
     )
     # Set on the extra processes `--webhook-workers` starts (they share the port).
     g.add_argument("--webhook-reuse-port", action="store_true", help=argparse.SUPPRESS)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from kubetrain.commands._flags import configure_logging
+from kubetrain.operator.apigroups import ApiGroupRefused
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -53,7 +54,7 @@ def run_service(
     configure_logging(args)
     try:
         asyncio.run(serve(args))
-    except ConfigError as exc:
+    except (ConfigError, ApiGroupRefused) as exc:
         log.error("%s", exc)
         return 2
     except OSError as exc:  # e.g. the port is taken

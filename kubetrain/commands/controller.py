@@ -8,10 +8,10 @@ import logging
 from typing import Any
 
 from kubetrain.commands._flags import add_common_flags, add_controller_flags
+from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import run_service, stop_on_signals
 from kubetrain.frameworks.checks import listing
 from kubetrain.frameworks.registry import known_kinds
-from kubetrain.health import HealthServer
 from kubetrain.operator.runtime import ControllerRuntime
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ async def wait_for_stop(stop: asyncio.Event, runtime: ControllerRuntime) -> None
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
-    health = HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
+    health = await metrics_server(args)
     runtime = ControllerRuntime(args)
     with stop_on_signals(stop):
         await health.start()

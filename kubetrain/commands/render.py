@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
+from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.commands.validate import read_documents
 from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
@@ -51,6 +52,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--scheduler-name", default=None, help="schedulerName the operator is configured with"
     )
+    parser.add_argument(
+        "--service-mode",
+        choices=SERVICE_MODES,
+        default=HEADLESS,
+        help="the operator's --service-mode (a job's kubetrain.io/service-mode annotation wins)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -60,13 +67,16 @@ def render_job(
     namespace: str | None = None,
     gang_scheduler: str = NONE,
     scheduler_name: str | None = None,
+    service_mode: str = HEADLESS,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The children of one job in creation order, or the errors that prevent rendering."""
     job = copy.deepcopy(obj)
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
         meta["namespace"] = namespace or "default"
-    prepared = prepare_job(job, gang_scheduling=defaults_min_available(gang_scheduler))
+    prepared = prepare_job(
+        job, gang_scheduling=defaults_min_available(gang_scheduler), service_mode=service_mode
+    )
     if prepared.framework is None or prepared.layout is None:
         return [], prepared.errors or ["cannot render this object"]
     layout = prepared.layout
@@ -120,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             namespace=args.namespace,
             gang_scheduler=args.gang_scheduler,
             scheduler_name=args.scheduler_name,
+            service_mode=args.service_mode,
         )
         for error in errors:
             print(f"{doc.label}: {error}", file=sys.stderr)

@@ -8,10 +8,10 @@ import logging
 from typing import Any
 
 from kubetrain.commands._flags import add_common_flags, add_controller_flags, add_webhook_flags
+from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import run_service, stop_on_signals
 from kubetrain.commands.controller import wait_for_stop
 from kubetrain.commands.webhook import WebhookRuntime
-from kubetrain.health import HealthServer
 from kubetrain.operator.runtime import ControllerRuntime
 
 log = logging.getLogger(__name__)
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
-    health = HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
+    health = await metrics_server(args)
     webhook = WebhookRuntime.from_args(args)
     controller = ControllerRuntime(args)
     with stop_on_signals(stop):

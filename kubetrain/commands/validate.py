@@ -26,8 +26,10 @@ from typing import Any, TextIO
 
 import yaml
 
+from kubetrain.api.groups import KUBETRAIN_GROUP
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
+from kubetrain.commands._flags import _api_groups
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.parse import check_type_meta
@@ -59,6 +61,14 @@ def add_parser(subparsers: Any) -> None:
         "--gang-scheduling",
         action="store_true",
         help="default as an operator with gang scheduling enabled (fills schedulingPolicy.minAvailable)",
+    )
+    parser.add_argument(
+        "--api-groups",
+        type=_api_groups,
+        default=[KUBETRAIN_GROUP],
+        metavar="GROUP[,GROUP]",
+        help="accept jobs of these API groups, as an operator run with the same --api-groups "
+        "(default kubetrain.io; kubeflow.org: Kubeflow's group)",
     )
     parser.add_argument(
         "--policy",
@@ -125,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 doc,
                 report,
                 gang_scheduling=args.gang_scheduling,
+                groups=tuple(args.api_groups),
                 policies=policies if args.policy else None,
                 namespace_labels=namespace_labels,
             )
@@ -199,6 +210,7 @@ def check_document(
     report: TextIO,
     *,
     gang_scheduling: bool = False,
+    groups: tuple[str, ...] = (KUBETRAIN_GROUP,),
     policies: list[TrainingPolicy] | None = None,
     namespace_labels: dict[str, str] | None = None,
 ) -> tuple[bool, dict[str, Any] | None]:
@@ -220,7 +232,7 @@ def check_document(
             return False, None
         print(f"{doc.label}: valid", file=report)
         return True, obj
-    type_errors = check_type_meta(obj)
+    type_errors = check_type_meta(obj, groups)
     if type_errors:
         for error in type_errors:
             print(f"{doc.label}: {error}", file=report)
@@ -236,7 +248,7 @@ def check_document(
             gang_scheduling=True if gang_scheduling else None,
         )
         final, denials, policy_warnings = verdict.obj, verdict.denials, verdict.warnings
-    result = validate_job(final)
+    result = validate_job(final, groups=groups)
     for warning in dict.fromkeys([*defaulted.warnings, *result.warnings, *policy_warnings]):
         print(f"{doc.label}: warning: {warning}", file=report)
     for line in [*map(str, result.errors), *denials]:

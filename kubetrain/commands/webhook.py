@@ -21,6 +21,7 @@ from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags
+from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
 from kubetrain.frameworks.checks import listing
 from kubetrain.frameworks.registry import known_kinds
@@ -49,6 +50,8 @@ class WebhookRuntime:
             max_replicas=args.max_replicas_per_job,
             max_body_bytes=args.webhook_max_request_bytes,
             reuse_port=args.webhook_reuse_port or args.webhook_workers > 1,
+            review_processes=args.webhook_review_processes,
+            review_time_limit=args.webhook_review_time_limit,
         )
         # --webhook-workers N: N-1 more processes on the same port (kubetrain.webhook.workers).
         self.workers = WebhookWorkers(args, args.webhook_workers - 1) if args.webhook_workers > 1 else None
@@ -71,6 +74,8 @@ class WebhookRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         if health is not None:
             health.add_readiness_check("webhook-certs", self.server.certificates_loaded)
+            if self.workers is not None:  # one /metrics for every process on the webhook port
+                health.add_metrics_peers(self.workers.metrics_sockets)
         # The job of a scale-subresource review is read through the API client (connected on
         # first use when neither the policies nor the certificates need it earlier).
         self.server.job_reader = self._read_job
@@ -127,7 +132,7 @@ class WebhookRuntime:
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or `stop` is set), then shut down gracefully."""
     stop = stop or asyncio.Event()
-    health = HealthServer(host=args.metrics_bind_address, port=args.metrics_port)
+    health = await metrics_server(args)
     runtime = WebhookRuntime.from_args(args)
     with stop_on_signals(stop):
         await health.start()

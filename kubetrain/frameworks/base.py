@@ -17,11 +17,19 @@ is. A framework overrides only what it needs:
                             scalable type into its bounds by default)
 - `autoscaling`             the HorizontalPodAutoscaler the job asks for
 - `failed`                  a failure rule beyond restart policies (§6)
+- `default_replicas`, `default_restart_policies`
+                            per-replica-type defaults differing from 1 and `default_restart_policy`
+- `customize_pod`           what the framework adds to a pod beyond its cluster env (volumes,
+                            mounts, a default command, the hostname)
+- `extra_children`          objects besides the Service/PodGroup/HPA/pods the job needs
+                            (ConfigMaps, Secrets), each `ExtraChild` observed or create-only
+- `gates`                   replica types whose pods are created only once the pods of other
+                            types are all Ready
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +51,24 @@ class Autoscaling:
     metrics: list[Any]
 
 
+@dataclass(frozen=True)
+class ExtraChild:
+    """An object besides the Service, PodGroup, HPA and pods a job owns: apiVersion, kind,
+    `metadata.name` and its content; the engine adds the namespace, the job's labels and the
+    controller ownerReference.
+
+    `observed=True`: the controller watches this kind (only objects labelled with the job name)
+    and the planner creates it when missing and replaces its `data` when it differs.
+    `observed=False`: the operator never reads it (no get/list/watch, e.g. a Secret): the planner
+    creates it, before every observed extra child, while any observed extra child is missing; a
+    create answered 409 AlreadyExists counts as done. A Secret of type `kubernetes.io/ssh-auth`
+    without `data` gets a fresh key pair when it is created (never earlier, so `kubetrain render`
+    and the pure planner hold no key)."""
+
+    obj: dict[str, Any]
+    observed: bool
+
+
 class Framework:
     # --- identity and CRD naming -------------------------------------------------------------
     kind: str  # "TFJob"
@@ -55,9 +81,14 @@ class Framework:
     replica_types: tuple[str, ...]  # canonical spellings, in priority order
     # Replica types whose pod 0 carries `kubetrain.io/job-role: master` (Chief/Master/Scheduler).
     master_types: tuple[str, ...]
+    @property
+    def display_name(self) -> str:
+        """How docs and the CRD description name the framework ("tensorflow", "MPI")."""
+        return self.container_name
+
     # --- the framework container -----------------------------------------------------------------
-    container_name: str  # "tensorflow"
-    port_name: str  # "tfjob-port"
+    container_name: str  # "tensorflow"; "" = container 0, whatever its name (no warning)
+    port_name: str  # "tfjob-port"; "" = no port is added to the framework container
     default_port: int  # 2222
     default_restart_policy: str  # "Never"
     # Environment variable names the operator sets (a user setting one gets a warning).
@@ -68,15 +99,20 @@ class Framework:
     # True: every replica type must have a container named `container_name` (Kubeflow's webhook
     # refuses XGBoostJobs and JAXJobs without one); False: container 0 stands in, with a warning.
     framework_container_required: bool = False
+    # The address of a pod in `per-pod` service mode (kubetrain.api.servicemode), as Kubeflow's
+    # operator writes it for this framework: "{pod}" (the bare Service name) or a longer form.
+    per_pod_host_format: str = "{pod}"
 
     # --- required rules ------------------------------------------------------------------------
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """Framework-specific rules of docs/behaviour.md §3 on a parsed (defaulted) job."""
         raise NotImplementedError
 
-    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
-        """The cluster variables for pod `index` of `replica_type` (`[{"name", "value"}]`), in a
-        stable order; empty (or only process-local settings) for a standalone job."""
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]:
+        """The cluster variables for pod `index` of `replica_type` as Kubernetes EnvVars
+        (`{"name", "value"}`, or `{"name", "valueFrom"}` for a value the kubelet fills in, e.g. the
+        pod's IP), in a stable order (a `$(VAR)` reference after the variable it names); empty (or
+        only process-local settings) for a standalone job."""
         raise NotImplementedError
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
@@ -156,3 +192,29 @@ class Framework:
     def failed(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> str | None:
         """Why the job failed by a framework rule beyond restart policies (None: it did not)."""
         return None
+
+    # Per replica type: the `replicas` default (else 1) and the `restartPolicy` default (else
+    # `default_restart_policy`).
+    default_replicas: Mapping[str, int] = {}
+    default_restart_policies: Mapping[str, str] = {}
+
+    def replicas_default(self, replica_type: str) -> int:
+        return self.default_replicas.get(replica_type, 1)
+
+    def restart_policy_default(self, replica_type: str) -> str:
+        return self.default_restart_policies.get(replica_type, self.default_restart_policy)
+
+    def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None:
+        """Change pod `index` of `replica_type`'s spec (the caller's copy, after the cluster env,
+        hostname, subdomain and restart policy are set) beyond the cluster env."""
+        return None
+
+    def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]:
+        """The job's extra children given its observed pods (slim: metadata and status), in
+        creation order (see `ExtraChild`)."""
+        return []
+
+    def gates(self, job: JobLayout) -> Mapping[str, tuple[str, ...]]:
+        """Replica type → the replica types whose pods must all exist and be Ready (condition
+        Ready True) before a missing pod of it is created."""
+        return {}

@@ -12,8 +12,10 @@ port named after the framework (`tfjob-port`, …), else the framework's default
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from kubetrain.frameworks import hostnetwork
 
 # Restart policies as written in the replica spec (ExitCode becomes Never on the pod).
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
@@ -47,6 +49,16 @@ class JobLayout:
     spec: Mapping[str, Any]  # the defaulted spec (read-only)
     replicas: Mapping[str, ReplicaLayout]  # canonical type -> layout, in the framework's order
     port_name: str = ""
+    # Host network mode (frameworks/hostnetwork.py): every pod's own port, by (type, index).
+    host_ports: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+    @property
+    def host_network(self) -> bool:
+        return bool(self.host_ports)
+    # How a pod is addressed: under the job's headless Service (the default), or by its own
+    # Service in `per-pod` service mode (kubetrain.api.servicemode; the framework's form).
+    host_format: str = "{pod}.{job}.{namespace}.svc"
+    per_pod_services: bool = False  # one Service per pod instead of the job's headless one
 
     @property
     def total_replicas(self) -> int:
@@ -64,15 +76,22 @@ class JobLayout:
         return pod_name(self.name, replica_type, index)
 
     def pod_host(self, replica_type: str, index: int) -> str:
-        """`<pod>.<job>.<ns>.svc`: resolvable through the headless Service before readiness."""
-        return f"{self.pod_name(replica_type, index)}.{self.name}.{self.namespace}.svc"
+        """`<pod>.<job>.<ns>.svc`: resolvable through the headless Service before readiness
+        (per-pod service mode: the pod's own Service, e.g. the bare `<pod>`)."""
+        pod = self.pod_name(replica_type, index)
+        return self.host_format.format(pod=pod, job=self.name, namespace=self.namespace)
 
     def pod_address(self, replica_type: str, index: int) -> str:
-        """`<pod>.<job>.<ns>.svc:<port>`."""
-        return f"{self.pod_host(replica_type, index)}:{self.replicas[replica_type].port}"
+        """`<pod_host>:<port>`."""
+        return f"{self.pod_host(replica_type, index)}:{self.pod_port(replica_type, index)}"
+
+    def pod_port(self, replica_type: str, index: int) -> int:
+        """The framework port of one pod: its own host port in host network mode."""
+        return self.host_ports.get((replica_type, index), self.replicas[replica_type].port)
 
     def port(self, replica_type: str) -> int:
-        return self.replicas[replica_type].port
+        """The type's port (pod 0's in host network mode: the one a leader listens on)."""
+        return self.pod_port(replica_type, 0)
 
     @property
     def is_standalone(self) -> bool:
@@ -120,16 +139,19 @@ def container_port(container: Mapping[str, Any] | None, port_name: str, default:
     return default
 
 
-def _replicas_value(raw: Any) -> int | None:
+def _replicas_value(raw: Any, default: int) -> int | None:
     if raw is None:
-        return 1
+        return default
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
         return None
     return raw
 
 
-def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobLayout | None, list[str]]:
+def build_layout(
+    obj: Mapping[str, Any], framework: FrameworkInfo, *, per_pod_services: bool = False
+) -> tuple[JobLayout | None, list[str]]:
     """The engine's layout of a (defaulted) job dict, or the problems that prevent one.
+    `per_pod_services`: pods are addressed by their own Services (`per-pod` service mode).
 
     Tolerates a job that was not defaulted: replica keys are matched case-insensitively,
     `replicas` defaults to 1 and `restartPolicy` to the framework's default, so `render` and
@@ -178,7 +200,7 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         if not isinstance(rspec, Mapping):
             errors.append(f"{path}: Invalid value: must be an object with replicas and template")
             continue
-        count = _replicas_value(rspec.get("replicas"))
+        count = _replicas_value(rspec.get("replicas"), framework.replicas_default(ctype))
         if count is None:
             value = rspec.get("replicas")
             errors.append(f"{path}.replicas: Invalid value: {value!r}: must be an integer >= 0")
@@ -188,7 +210,7 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         if not isinstance(containers, list) or not containers:
             errors.append(f"{path}.template.spec.containers: Required value: at least one container")
             continue
-        policy = rspec.get("restartPolicy") or framework.default_restart_policy
+        policy = rspec.get("restartPolicy") or framework.restart_policy_default(ctype)
         if policy not in RESTART_POLICIES:
             errors.append(
                 f"{path}.restartPolicy: Unsupported value: {policy!r}: must be one of "
@@ -203,6 +225,10 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
     if errors or not isinstance(name, str):
         return None, errors
     namespace = meta.get("namespace") or "default"
+    host_ports: dict[tuple[str, int], int] = {}
+    if hostnetwork.is_host_network(obj):
+        slots = [(t, i) for t, r in replicas.items() for i in range(r.replicas)]
+        host_ports = hostnetwork.assign_ports(str(namespace), name, slots, *hostnetwork.port_range(obj))
     layout = JobLayout(
         kind=str(obj.get("kind") or framework.kind),
         api_version=str(obj.get("apiVersion") or "kubetrain.io/v1"),
@@ -212,7 +238,10 @@ def build_layout(obj: Mapping[str, Any], framework: FrameworkInfo) -> tuple[JobL
         spec=spec,
         replicas=replicas,
         port_name=framework.port_name,
+        host_ports=host_ports,
     )
+    if per_pod_services:
+        layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)
     return layout, []
 
 
@@ -233,3 +262,7 @@ class FrameworkInfo(Protocol):
     def default_port(self) -> int: ...
     @property
     def default_restart_policy(self) -> str: ...
+    def replicas_default(self, replica_type: str) -> int: ...
+    def restart_policy_default(self, replica_type: str) -> str: ...
+    @property
+    def per_pod_host_format(self) -> str: ...

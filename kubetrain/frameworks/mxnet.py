@@ -133,7 +133,7 @@ def mx_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
     "index"}}`. `labels` maps every replica type to its pod template's `tuner-server-key`
     annotation ("" without one): the key MXTune's TVM RPC servers register under."""
     cluster = {
-        r.lower: [{"url": job.pod_host(t, i), "port": r.port} for i in range(r.replicas)]
+        r.lower: [{"url": job.pod_host(t, i), "port": job.pod_port(t, i)} for i in range(r.replicas)]
         for t, r in job.replicas.items()
     }
     labels = {r.lower: _tuner_server_key(r.template) for r in job.replicas.values()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubetrain.frameworks import jax, mxnet, pytorch, tensorflow, xgboost
+from kubetrain.frameworks import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
 from kubetrain.frameworks.base import Framework
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -13,6 +13,8 @@ FRAMEWORKS: dict[str, Framework] = {
         mxnet.FRAMEWORK,
         xgboost.FRAMEWORK,
         jax.FRAMEWORK,
+        paddle.FRAMEWORK,
+        mpi.FRAMEWORK,
     )
 }
 

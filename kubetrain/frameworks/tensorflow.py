@@ -30,6 +30,8 @@ class TensorFlow(Framework):
     operator_env_names = frozenset({"TF_CONFIG"})
     # TF_CONFIG goes into the framework container only (docs/behaviour.md §4, Decision).
     cluster_env_framework_container_only = True
+    # Kubeflow's TF_CONFIG names a pod's Service as `<pod>.<ns>.svc`.
+    per_pod_host_format = "{pod}.{namespace}.svc"
 
     def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
         """successPolicy is immutable."""

@@ -27,13 +27,16 @@ _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "
 _DROP_KEYS = ("title", "default", "description")
 
 
-def job_crds() -> list[dict[str, Any]]:
+def job_crds(group: str = API_GROUP) -> list[dict[str, Any]]:
     """One CRD per job kind, in registry order."""
-    return [job_crd(framework) for framework in FRAMEWORKS.values()]
+    return [job_crd(framework, group) for framework in FRAMEWORKS.values()]
 
 
-def all_crds() -> list[dict[str, Any]]:
-    """Every CRD kubetrain installs: the job kinds, then TrainingPolicy."""
+def all_crds(group: str = API_GROUP) -> list[dict[str, Any]]:
+    """Every CRD kubetrain installs: the job kinds, then TrainingPolicy. With another `group`
+    (kubeflow.org, kubetrain.api.groups) its job kinds only: TrainingPolicy stays kubetrain.io's."""
+    if group != API_GROUP:
+        return job_crds(group)
     return [*job_crds(), training_policy_crd()]
 
 
@@ -78,7 +81,11 @@ def crd_file_name(crd: dict[str, Any]) -> str:
     return f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
 
 
-def job_crd(framework: Framework) -> dict[str, Any]:
+def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
+    """The CRD of one job kind in `group`. Every CRD kubetrain generates carries the label
+    `app.kubernetes.io/part-of: kubetrain`: the operator refuses to serve a kubeflow.org kind
+    whose CRD lacks it (Kubeflow's operator installed it). Another group's CRDs have no short
+    names, so `tfj` stays unambiguous when both groups are served."""
     version: dict[str, Any] = {
         "name": API_VERSION,
         "served": True,
@@ -87,15 +94,15 @@ def job_crd(framework: Framework) -> dict[str, Any]:
         "subresources": _subresources(framework),
         "additionalPrinterColumns": _printer_columns(),
     }
-    return {
+    crd: dict[str, Any] = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{framework.plural}.{API_GROUP}",
+            "name": f"{framework.plural}.{group}",
             "labels": dict(_LABELS),
         },
         "spec": {
-            "group": API_GROUP,
+            "group": group,
             "scope": "Namespaced",
             "names": {
                 "kind": framework.kind,
@@ -108,12 +115,15 @@ def job_crd(framework: Framework) -> dict[str, Any]:
             "versions": [version],
         },
     }
+    if group != API_GROUP:
+        del crd["spec"]["names"]["shortNames"]
+    return crd
 
 
 def job_schema(framework: Framework) -> dict[str, Any]:
     """The structural openAPIV3Schema of one job kind."""
     schema = model_schema(framework.job_model)
-    schema["description"] = f"{framework.kind} is a {framework.container_name} training job (kubetrain.io)."
+    schema["description"] = f"{framework.kind} is a {framework.display_name} training job (kubetrain.io)."
     return schema
 
 

@@ -24,6 +24,7 @@ from kubetrain.api.podresources import replica_count, total_replicas
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.failurepolicy import default_pod_failure_policy
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def default_job(
             if isinstance(rspec, dict):
                 rspec = replica_map[rtype] = dict(rspec)
                 path = join_path("spec", framework.replica_field, f"[{rtype}]")
-                warnings.extend(_default_replica(rspec, framework, path))
+                warnings.extend(_default_replica(rspec, framework, str(rtype), path))
     # Framework defaults first: the gang default depends on them (an elastic job's minimum).
     warnings.extend(framework.default_spec(spec))
     old_spec = old.get("spec") if isinstance(old, dict) else None
@@ -108,11 +109,13 @@ def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str
     return renamed
 
 
-def _default_replica(rspec: dict[str, Any], framework: Framework, path: str) -> list[str]:
+def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, path: str) -> list[str]:
     if rspec.get("replicas") is None:
-        rspec["replicas"] = 1
+        rspec["replicas"] = framework.replicas_default(rtype)
     if rspec.get("restartPolicy") is None:
-        rspec["restartPolicy"] = framework.default_restart_policy
+        rspec["restartPolicy"] = framework.restart_policy_default(rtype)
+    if not framework.container_name:
+        return []  # container 0 is the framework container, whatever its name; no port added
     template = rspec.get("template")
     index = framework_container_index(template, framework.container_name)
     if index is None or not isinstance(template, dict):
@@ -181,6 +184,7 @@ def _default_run_policy(
         run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
     if run_policy.get("suspend") is None:
         run_policy["suspend"] = False
+    default_pod_failure_policy(run_policy)
     if not gang_scheduling:
         return
     total = gang_total(spec, framework)

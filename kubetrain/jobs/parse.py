@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import types
+from collections.abc import Sequence
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -25,10 +26,11 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
+from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
 from kubetrain.frameworks.registry import get_framework, known_kinds
 
-API_GROUP = "kubetrain.io"
-API_VERSION = "v1"
+API_GROUP = KUBETRAIN_GROUP
+API_VERSION = JOB_VERSION
 GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 
 
@@ -40,8 +42,10 @@ class InvalidJobError(Exception):
         super().__init__(format_errors(self.errors))
 
 
-def check_type_meta(obj: Any) -> list[FieldError]:
-    """`apiVersion` and `kind` problems (empty when the object names a known kind of ours)."""
+def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldError]:
+    """`apiVersion` and `kind` problems (empty when the object names a known kind of ours in one
+    of `groups`: the API groups served, kubetrain.api.groups — both for the webhook and the
+    controller, which only ever see the groups they serve; `kubetrain validate` says which)."""
     if not isinstance(obj, dict):
         return [invalid("<root>", f"must be a mapping (a Kubernetes object), got {json_type(obj)}")]
     errors: list[FieldError] = []
@@ -51,25 +55,32 @@ def check_type_meta(obj: Any) -> list[FieldError]:
     elif not isinstance(kind, str) or get_framework(kind) is None:
         errors.append(not_supported("kind", kind, known_kinds()))
     api_version = obj.get("apiVersion")
+    versions = [f"{g}/{JOB_VERSION}" for g in groups]
+    supported = " or ".join(f'"{gv}"' for gv in versions)
     if api_version is None or api_version == "":
-        errors.append(required("apiVersion", f'must be "{GROUP_VERSION}"'))
-    elif api_version != GROUP_VERSION:
+        errors.append(required("apiVersion", f"must be {supported}"))
+    elif api_version not in versions:
         hint = ""
-        if isinstance(api_version, str) and api_version.startswith("kubeflow.org/"):
-            hint = f' (a Kubeflow manifest migrates by changing apiVersion to "{GROUP_VERSION}")'
+        if api_version == f"{KUBEFLOW_GROUP}/{JOB_VERSION}":
+            hint = (
+                f' (a Kubeflow manifest migrates by changing apiVersion to "{GROUP_VERSION}", or '
+                "is served as it is by an operator run with --api-groups including kubeflow.org)"
+            )
+        elif isinstance(api_version, str) and api_version.startswith("kubeflow.org/"):
+            hint = " (an older Kubeflow version: `kubetrain migrate FILE` rewrites it)"
         errors.append(
             FieldError(
                 "apiVersion",
                 ErrorKind.NOT_SUPPORTED,
-                f'{api_version!r} is not supported: must be "{GROUP_VERSION}"{hint}',
+                f"{api_version!r} is not supported: must be {supported}{hint}",
             )
         )
     return errors
 
 
-def parse_job(obj: dict[str, Any]) -> JobBase:
+def parse_job(obj: dict[str, Any], groups: Sequence[str] = JOB_GROUPS) -> JobBase:
     """The typed model of a job in wire form; raises `InvalidJobError` listing every problem."""
-    errors = check_type_meta(obj)
+    errors = check_type_meta(obj, groups)
     if errors:
         raise InvalidJobError(errors)
     framework = get_framework(obj["kind"])

@@ -10,6 +10,7 @@ path, a kind and a message that says what would be valid. Warnings are returned 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -25,6 +26,7 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
+from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.podresources import replica_count
 from kubetrain.api.podtemplate import (
     NOT_JSON,
@@ -36,8 +38,11 @@ from kubetrain.api.podtemplate import (
     template_key,
 )
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
+from kubetrain.api.servicemode import service_mode_errors
+from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -59,30 +64,37 @@ class ValidationResult:
 
 
 def validate_job(
-    obj: dict[str, Any], old: dict[str, Any] | None = None, *, max_replicas: int = DEFAULT_MAX_REPLICAS
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    *,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    groups: Sequence[str] = JOB_GROUPS,
 ) -> ValidationResult:
     """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE;
-    `max_replicas` is the operator's limit on the job's total replicas.
+    `max_replicas` is the operator's limit on the job's total replicas; `groups` the API groups
+    whose apiVersion is accepted (kubetrain.api.groups).
 
-    On update, a change that leaves `spec` as it was (metadata, status) is never blocked.
+    On update, a change that leaves `spec` as it was (metadata, status) is never blocked —
+    except a change of the `kubetrain.io/service-mode` annotation.
     """
+    mode_errors = service_mode_errors(obj, old) if isinstance(obj, dict) else []
     if (
         old is not None
         and isinstance(obj, dict)
         and isinstance(old, dict)
         and obj.get("spec") == old.get("spec")
     ):
-        return ValidationResult()
-    type_errors = check_type_meta(obj)
+        return ValidationResult(mode_errors)
+    type_errors = check_type_meta(obj, groups)
     if type_errors:
         return ValidationResult(type_errors)
     framework = get_framework(obj["kind"])
     assert framework is not None
-    errors: list[FieldError] = []
+    errors: list[FieldError] = list(mode_errors)
     warnings: list[str] = []
     job: JobBase | None = None
     try:
-        job = parse_job(obj)
+        job = parse_job(obj, groups)
     except InvalidJobError as exc:
         errors.extend(exc.errors)
     spec = obj.get("spec")
@@ -95,6 +107,10 @@ def validate_job(
     errors.extend(_replica_map_errors(replica_map, framework, warnings))
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(_max_replicas_errors(spec, framework, max_replicas))
+    errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict):
+        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))
     if job is not None:
         errors.extend(framework.validate_spec(job, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):
@@ -287,8 +303,8 @@ def _container_findings(
                         f"{cpath}.env[{j}]: {var['name']} is also set by kubetrain for {framework.kind} "
                         "pods; your value is used instead of the operator's"
                     )
-    if has_framework_container:
-        return
+    if has_framework_container or not framework.container_name:
+        return  # no container_name: container 0 is the framework's (MPI)
     if framework.framework_container_required:
         errors.append(
             required(
@@ -411,8 +427,18 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
         if not isinstance(rspec, dict) or not isinstance(old_rspec, dict):
             continue
         path = f"spec.{field_name}[{rtype}]"
-        if rspec.get("template") != old_rspec.get("template"):
-            errors.append(forbidden(f"{path}.template", f"the pod template is immutable: {RECREATE}"))
+        template, old_template = rspec.get("template"), old_rspec.get("template")
+        if template != old_template and not (
+            (was_suspended or _suspended(spec)) and _scheduling_change_only(template, old_template)
+        ):
+            errors.append(
+                forbidden(
+                    f"{path}.template",
+                    "the pod template is immutable, except its scheduling directives (labels, "
+                    f"annotations, {', '.join(SCHEDULING_DIRECTIVES)}) while the job is or becomes "
+                    f"suspended: {RECREATE}",
+                )
+            )
         replicas_changed = rspec.get("replicas", 1) != old_rspec.get("replicas", 1)
         resizable = scalable and rtype == framework.scalable_replica_type
         if replicas_changed and not was_suspended and not resizable:
@@ -439,6 +465,26 @@ def _update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Fr
             )
         )
     return errors
+
+
+# Pod template fields a queueing controller (Kueue) sets when it admits a suspended job and
+# restores when it suspends it again — Kubernetes' mutable scheduling directives of a suspended
+# Job (KEP-2926), plus the template's labels and annotations.
+SCHEDULING_DIRECTIVES = ("nodeSelector", "tolerations", "affinity", "schedulingGates")
+
+
+def _scheduling_change_only(template: Any, old_template: Any) -> bool:
+    """Whether two pod templates differ at most in their scheduling directives."""
+    if not isinstance(template, dict) or not isinstance(old_template, dict):
+        return False
+
+    def rest(t: dict[str, Any]) -> tuple[Any, Any, Any]:
+        meta = {k: v for k, v in _mapping(t.get("metadata")).items() if k not in ("labels", "annotations")}
+        spec = {k: v for k, v in _mapping(t.get("spec")).items() if k not in SCHEDULING_DIRECTIVES}
+        others = {k: v for k, v in t.items() if k not in ("metadata", "spec")}
+        return meta, spec, others
+
+    return rest(template) == rest(old_template)
 
 
 def _mapping(value: Any) -> dict[str, Any]:

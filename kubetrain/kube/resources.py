@@ -12,12 +12,14 @@ framework gets its resource without touching this module.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from kubetrain import GROUP as API_GROUP
 from kubetrain import VERSION as API_VERSION
 from kubetrain.api.gangschedulers import GANG_SCHEDULERS, SCHEDULER_PLUGINS, VOLCANO
+from kubetrain.api.groups import JOB_VERSION
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 
@@ -74,6 +76,10 @@ PODS = ResourceRef("", "v1", "pods", "Pod", True)
 SERVICES = ResourceRef("", "v1", "services", "Service", True)
 EVENTS = ResourceRef("", "v1", "events", "Event", True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
+# The kinds a framework's extra children (Framework.extra_children) may be, by kind. ConfigMaps
+# are watched (labelled with a job name only); Secrets are only ever created.
+EXTRA_CHILD_RESOURCES = {"ConfigMap": CONFIG_MAPS, "Secret": SECRETS}
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 HORIZONTAL_POD_AUTOSCALERS = ResourceRef(
@@ -96,11 +102,32 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceRef(
 CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+# Create-only review resources (the secure /metrics endpoint authenticates and authorizes with them)
+TOKEN_REVIEWS = ResourceRef("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+SUBJECT_ACCESS_REVIEWS = ResourceRef(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
 TRAINING_POLICIES = ResourceRef(API_GROUP, API_VERSION, "trainingpolicies", "TrainingPolicy", False)
 
 JOB_RESOURCES: dict[str, ResourceRef] = {
     kind: ResourceRef(API_GROUP, API_VERSION, fw.plural, kind, True) for kind, fw in FRAMEWORKS.items()
 }
+
+
+def job_resource_id(kind: str, group: str) -> str:
+    """How the controller names a job resource in its queue keys: the kind for kubetrain.io
+    ("TFJob"), `<kind>.<group>` for another group ("TFJob.kubeflow.org")."""
+    return kind if group == API_GROUP else f"{kind}.{group}"
+
+
+def job_resources_in(groups: Iterable[str]) -> dict[str, ResourceRef]:
+    """Every job resource of the given API groups (kubetrain.api.groups), by `job_resource_id`."""
+    return {
+        job_resource_id(kind, group): ResourceRef(group, JOB_VERSION, fw.plural, kind, True)
+        for group in groups
+        for kind, fw in FRAMEWORKS.items()
+    }
+
 
 # gang scheduler name (the --gang-scheduler flag) -> the PodGroup resource it uses
 POD_GROUP_RESOURCES: dict[str, ResourceRef] = {

@@ -1,12 +1,19 @@
 """The part of a reconcile for a valid job that is not finished yet (see `plan.py`): slots of
 the observed pods, restarts and failures, suspend, the Service and gang gates, creating missing
-pods and the per-replica-type status. Pure like the rest of the planner."""
+pods and the per-replica-type status. Pure like the rest of the planner.
+
+A pod fills slot (type, index) only when the job controls it (controller ownerReference with the
+job's uid) AND its name is the slot's name `<job>-<type>-<index>` — a pod's name never changes,
+its labels and annotations can be edited by anyone allowed to edit pods, so they decide nothing.
+A controlled pod named for an index the spec no longer has (scaled down) is deleted; a pod with
+any other name is ignored: it counts for neither success, failure nor restarts.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.labels import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.operator import gang, runpolicy
 from kubetrain.operator import restarts as rs
@@ -14,7 +21,10 @@ from kubetrain.operator import status as st
 from kubetrain.operator.children import pod_slots, replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
-from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+
+# A Failed pod to act on: its replica type, the pod, the verdict on it.
+Retry = tuple[str, dict[str, Any], rs.Verdict]
 
 
 class ActiveJob:
@@ -24,16 +34,19 @@ class ActiveJob:
         self.r, self.layout, self.fw, self.desired = r, layout, r.fw, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
-        lower = {t.lower(): t for t in layout.replicas}
-        for pod in r.pods:
+        self.slots, former = slot_pods(layout, r.pods)
+        r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
+        # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
+        # its slot refilled only once it is gone; it counts for nothing of the new attempt.
+        self.stale: set[tuple[str, int]] = set()
+        self.attempt = rs.job_attempt(r.old)
+        for slot, pod in list(self.slots.items()):
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            rtype = lower.get(str(labels.get(LABEL_REPLICA_TYPE, "")))
-            index = str(labels.get(LABEL_REPLICA_INDEX, ""))
-            if rtype is None or not index.isdigit() or int(index) >= layout.count(rtype):
+            if rs.pod_attempt(labels.get(LABEL_ATTEMPT)) != self.attempt:
                 if not terminating(pod):
-                    r.delete([pod_name(pod)])  # a type or index the spec no longer has
-                continue
-            self.slots[(rtype, int(index))] = pod
+                    r.delete([pod_name(pod)])
+                self.stale.add(slot)
+                del self.slots[slot]
 
     def restart_policy(self, rtype: str) -> str:
         return self.layout.replicas[rtype].restart_policy
@@ -56,12 +69,13 @@ class ActiveJob:
             st.set_condition(r.status, st.SUSPENDED, False, st.REASON_RESUMED, message, r.now)
             r.status.pop("startTime", None)
             r.event("Normal", st.REASON_RESUMED, message)
-        may_create = self.service_ok() & self.gang_ok()
+        may_create = self.service_ok() & self.gang_ok() & self.extra_children_ok()
         counts = self.counts(exclude_deleting=False)
-        failures, retries = self.failed_pods()
+        failures, retries, restart_job = self.failed_pods()
         deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
         limit = runpolicy.backoff_limit(spec)
         base = sum(t.base for t in tallies.values())
+        added = self.new_restarts(retries, restart_job)
         succeeded = self.fw.succeeded(self.layout, counts)
         framework_failure = None if succeeded else self.fw.failed(self.layout, counts)
         if succeeded:
@@ -79,16 +93,19 @@ class ActiveJob:
         elif failures:
             reason, detail = failures[0]
             r.terminal(st.FAILED, reason, f"{r.title} has failed: {detail}", delete_active=False)
-        elif limit is not None and base + len(retries) > limit:
+        elif limit is not None and base + added > limit:
+            why = "" if not added else f", {restart_job[2].detail}" if restart_job else ", another pod failed"
             message = (
                 f"{r.title} has failed because it reached its backoffLimit of {limit} "
-                f"({base} restarts so far{', another pod failed' if retries else ''})."
+                f"({base} restarts so far{why})."
             )
             r.terminal(st.FAILED, st.REASON_BACKOFF_LIMIT, message, delete_active=True)
+        elif restart_job is not None:
+            self.restart_job(restart_job, tallies, limit)
         else:
             self.restart(retries, tallies, limit)
             if may_create:
-                self.create_missing(tallies)
+                self.create_missing()
             self.update_running(tallies)
             # startTime may have been set just now: the deadline counts from it.
             deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
@@ -99,54 +116,46 @@ class ActiveJob:
     def counts(self, *, exclude_deleting: bool, keep_finished: bool = False) -> dict[str, ReplicaCounts]:
         """Pod phases per type. `exclude_deleting`: pods this plan deletes do not count — except,
         with `keep_finished`, Succeeded/Failed ones (clean-up of a finished job keeps its tally)."""
-        out: dict[str, ReplicaCounts] = {}
-        for rtype in self.layout.replicas:
-            active = pending = succeeded = failed = 0
-            done: set[int] = set()
-            for (t, i), pod in self.slots.items():
-                if t != rtype or terminating(pod):
-                    continue
-                phase = pod_phase(pod)
-                deleting = exclude_deleting and pod_name(pod) in self.r.deleting
-                if deleting and not (keep_finished and phase in ("Succeeded", "Failed")):
-                    continue
-                if phase == "Running":
-                    active += 1
-                elif phase == "Succeeded":
-                    succeeded += 1
-                    done.add(i)
-                elif phase == "Failed":
-                    failed += 1
-                else:
-                    pending += 1
-            out[rtype] = ReplicaCounts(active, pending, succeeded, failed, frozenset(done))
-        return out
+        deleting = self.r.deleting if exclude_deleting else set()
+        return phase_counts(self.layout, self.slots, deleting, keep_finished=keep_finished)
 
     def tally_restarts(self) -> dict[str, rs.TypeRestarts]:
-        old = self.r.old.get("replicaStatuses") or {}
-        tallies: dict[str, rs.TypeRestarts] = {}
-        for rtype in self.layout.replicas:
-            persisted = (old.get(rtype) or {}).get("restarts") if isinstance(old, dict) else None
-            counted = sum(
-                rs.slot_restarts(pod, self.container(rtype))
-                for (t, _), pod in self.slots.items()
-                if t == rtype
-            )
-            tallies[rtype] = rs.TypeRestarts(persisted if isinstance(persisted, int) else 0, counted)
-        return tallies
+        old = self.r.old.get("replicaStatuses")
+        old = old if isinstance(old, dict) else {}
+        present = dict.fromkeys(self.layout.replicas, 0)
+        for (rtype, _), pod in self.slots.items():
+            present[rtype] += rs.restart_count(pod, self.container(rtype))
+        return {rtype: rs.TypeRestarts.recorded(old.get(rtype), n) for rtype, n in present.items()}
 
-    def failed_pods(self) -> tuple[list[tuple[str, str]], list[tuple[str, dict[str, Any], rs.Verdict]]]:
+    def failed_pods(
+        self,
+    ) -> tuple[list[tuple[str, str]], list[Retry], Retry | None]:
+        """The Failed pods' verdicts: job failures, pods to recreate, and the first pod whose
+        failure restarts the whole job (a RestartJob rule)."""
         failures: list[tuple[str, str]] = []
-        retries: list[tuple[str, dict[str, Any], rs.Verdict]] = []
+        retries: list[Retry] = []
+        restart_job: Retry | None = None
+        rules = runpolicy.failure_rules(self.r.spec)
         for (rtype, _), pod in self.slots.items():
             if terminating(pod) or pod_phase(pod) != "Failed" or pod_name(pod) in self.r.deleting:
                 continue
-            verdict = rs.classify_failed_pod(pod, self.restart_policy(rtype), self.container(rtype))
+            verdict = rs.classify_failed_pod(
+                pod, self.restart_policy(rtype), self.container(rtype), rules, rtype
+            )
             if verdict.action == rs.FAIL:
                 failures.append((verdict.reason, verdict.detail))
+            elif verdict.action == rs.RESTART_JOB:
+                restart_job = restart_job or (rtype, pod, verdict)
             else:
                 retries.append((rtype, pod, verdict))
-        return failures, retries
+        return failures, retries, restart_job
+
+    @staticmethod
+    def new_restarts(retries: list[Retry], restart_job: Retry | None) -> int:
+        """Restarts this reconcile adds to the backoffLimit count (a whole-job restart is one)."""
+        if restart_job is not None:
+            return 1
+        return sum(1 for _, _, verdict in retries if verdict.counted)
 
     # --- decisions -----------------------------------------------------------------------------
     def suspend(self) -> None:
@@ -164,6 +173,8 @@ class ActiveJob:
 
     def service_ok(self) -> bool:
         r = self.r
+        if self.layout.per_pod_services:
+            return self.pod_services_ok()
         service = r.observed.service
         if service is None:
             r.plan.create_service = self.desired.service
@@ -173,6 +184,77 @@ class ActiveJob:
         message = (
             f"Service {self.layout.name} already exists and is not owned by "
             f"{r.title}: delete or rename it; no pods are created until then"
+        )
+        if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
+            r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
+        return False
+
+    def extra_children_ok(self) -> bool:
+        """The framework's extra children (`Framework.extra_children`): create-only ones, then
+        the observed ones, while an observed one is missing; an observed one whose content
+        differs is replaced. One of their names taken by an object the job does not own: a
+        condition and an event, no pods."""
+        r = self.r
+        wanted = self.desired.extra(r.pods)
+        if not wanted:
+            return True
+        seen = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in r.observed.extra}
+        missing = False
+        for child in wanted:
+            if not child.observed:
+                continue
+            kind, name = child.obj["kind"], child.obj["metadata"]["name"]
+            current = seen.get((kind, name))
+            if current is None:
+                missing = True
+            elif not controlled_by(current, r.job):
+                message = (
+                    f"{kind} {name} already exists and is not owned by {r.title}: "
+                    "delete or rename it; no pods are created until then"
+                )
+                if st.set_not_running(r.status, st.REASON_RESOURCE_EXISTS, message, r.now):
+                    r.event("Warning", st.REASON_RESOURCE_EXISTS, message)
+                return False
+            elif current.get("data") != child.obj.get("data") and not terminating(current):
+                r.plan.update_children.append({**current, "data": child.obj.get("data")})
+        if missing:
+            r.plan.create_children = [c.obj for c in wanted if not c.observed]
+            r.plan.create_children += [
+                c.obj for c in wanted if c.observed and (c.obj["kind"], c.obj["metadata"]["name"]) not in seen
+            ]
+        return True
+
+    def gates_open(self, rtype: str, gates: dict[str, tuple[str, ...]]) -> bool:
+        """Whether `rtype`'s missing pods may be created: every pod of the types it waits for
+        (`Framework.gates`) exists, is Running and Ready."""
+        for other in gates.get(rtype, ()):
+            for i in range(self.layout.count(other)):
+                pod = self.slots.get((other, i))
+                if pod is None or terminating(pod) or pod_phase(pod) != "Running" or not pod_ready(pod):
+                    return False
+        return True
+
+    def pod_services_ok(self) -> bool:
+        """Per-pod service mode: every pod's Service exists before pods are created (as the job's
+        Service does otherwise); Services of pods the spec no longer has (a scale-down) go."""
+        r = self.r
+        wanted = {self.layout.pod_name(t, i): (t, i) for t, i in pod_slots(self.layout)}
+        for service in r.observed.job_services:
+            name = pod_name(service)
+            if name not in wanted and controlled_by(service, r.job) and not terminating(service):
+                r.plan.delete_pod_services.append(name)
+        foreign: list[str] = []
+        for name, (rtype, index) in wanted.items():
+            found = r.observed.service_named(name)
+            if found is None:
+                r.plan.create_pod_services.append(self.desired.pod_service(rtype, index))
+            elif not controlled_by(found, r.job):
+                foreign.append(name)
+        if not foreign:
+            return True
+        message = (
+            f"Service {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''} already exists and is "
+            f"not owned by {r.title}: delete or rename it; no pods are created until then"
         )
         if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
             r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
@@ -188,17 +270,28 @@ class ActiveJob:
                 r.event("Warning", event_reason, message)
         return decision.may_create_pods
 
-    def restart(
-        self,
-        retries: list[tuple[str, dict[str, Any], rs.Verdict]],
-        tallies: dict[str, rs.TypeRestarts],
-        limit: int | None,
-    ) -> None:
+    def restart_job(self, trigger: Retry, tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
+        """Every pod of the job deleted, to be recreated as attempt `jobRestarts + 1` once all are
+        gone; one restart against backoffLimit, one Event, a Restarting condition naming the pod."""
+        r = self.r
+        rtype, _, verdict = trigger
+        r.delete([pod_name(p) for p in r.live_pods()])
+        tallies[rtype].recreations += 1
+        attempt = self.attempt + 1
+        r.status["jobRestarts"] = attempt
+        total = sum(t.total for t in tallies.values())
+        suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
+        message = f"{r.title} is restarting all its pods as attempt {attempt}: {verdict.detail} ({suffix})"
+        r.event("Warning", st.REASON_RESTART_JOB, message)
+        st.set_restarting(r.status, message, r.now, st.REASON_RESTART_JOB)
+
+    def restart(self, retries: list[Retry], tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         r = self.r
         messages: list[str] = []
         for rtype, pod, verdict in retries:
             r.delete([pod_name(pod)])
-            tallies[rtype].recreations += 1
+            if verdict.counted:
+                tallies[rtype].recreations += 1
             messages.append(f"{verdict.detail}; recreating it")
         for rtype, tally in tallies.items():
             if tally.in_place:
@@ -211,19 +304,38 @@ class ActiveJob:
             r.event("Warning", st.REASON_RESTARTING, m + suffix)
         st.set_restarting(r.status, f"{r.title} is restarting: " + "; ".join(messages) + suffix, r.now)
 
-    def create_missing(self, tallies: dict[str, rs.TypeRestarts]) -> None:
+    def create_missing(self) -> None:
+        """Plan the missing pods, in priority order, at most `max_pod_creates` of them: only
+        those are built, so a reconcile of a huge job costs what this pass creates."""
         r = self.r
-        handed: set[str] = set()
+        room = max(1, r.config.max_pod_creates)
+        missing = 0
+        gates = dict(self.fw.gates(self.layout))
         for rtype, index in pod_slots(self.layout):
-            if (rtype, index) in self.slots:
+            taken = (rtype, index) in self.slots or (rtype, index) in self.stale
+            if taken or not self.gates_open(rtype, gates):
                 continue
-            prior = 0
-            if rtype not in handed:
-                prior = tallies[rtype].unattributed
-                handed.add(rtype)
-            r.plan.create_pods.append(self.desired.pod(rtype, index, prior_restarts=prior))
+            missing += 1
+            r.plan.create_pods.append(self.desired.pod(rtype, index, attempt=self.attempt))
+            if missing >= room:
+                break
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
             r.status["startTime"] = st.format_time(r.now)
+        self.report_create_failure(missing > 0)
+
+    def report_create_failure(self, creating: bool) -> None:
+        """Say why pods cannot be created (the last wave's failure: a quota, a denial, a name held
+        by a pod the job does not own) with Running=False and a Warning event when it changes;
+        once a wave succeeded, or nothing is left to create, say that it cleared."""
+        r = self.r
+        failure = r.observed.create_failure
+        running = st.get_condition(r.status, st.RUNNING)
+        if failure is not None and creating:
+            if st.set_not_running(r.status, failure.reason, f"{r.title}: {failure.message}", r.now):
+                r.event("Warning", failure.reason, f"{r.title}: {failure.message}")
+        elif running is not None and running.get("reason") in st.CREATE_FAILURE_REASONS:
+            message = f"{r.title} is created; its pods can be created again."
+            st.set_condition(r.status, st.RUNNING, False, st.REASON_CREATED, message, r.now)
 
     def update_running(self, tallies: dict[str, rs.TypeRestarts]) -> None:
         r = self.r
@@ -249,6 +361,7 @@ class ActiveJob:
                 "succeeded": c.succeeded,
                 "failed": c.failed,
                 "restarts": tallies[rtype].total,
+                "priorRestarts": tallies[rtype].prior_after,
                 "selector": replica_selector(self.layout, rtype),
             }
             for rtype, c in counts.items()
@@ -256,3 +369,65 @@ class ActiveJob:
         # Totals for the printer columns Replicas and Active (a column cannot sum a map).
         self.r.status["replicas"] = self.layout.total_replicas
         self.r.status["active"] = sum(c.active for c in counts.values())
+
+
+def slot_pods(
+    layout: JobLayout, pods: list[dict[str, Any]]
+) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]]]:
+    """The job's controlled `pods` by the slot their name is for, and those named for an index
+    the spec no longer has. Pods with any other name are in neither (see the module docstring)."""
+    prefixes = [(layout.pod_name(t, 0)[:-1], t) for t in layout.replicas]  # "<job>-<type>-"
+    slots: dict[tuple[str, int], dict[str, Any]] = {}
+    former: list[dict[str, Any]] = []
+    for pod in pods:
+        slot = slot_of(pod_name(pod), prefixes)
+        if slot is None:
+            continue
+        if slot[1] >= layout.count(slot[0]):
+            former.append(pod)
+        else:
+            slots[slot] = pod
+    return slots, former
+
+
+def phase_counts(
+    layout: JobLayout,
+    slots: dict[tuple[str, int], dict[str, Any]],
+    deleting: set[str] | frozenset[str] = frozenset(),
+    *,
+    keep_finished: bool = False,
+) -> dict[str, ReplicaCounts]:
+    """Pod phases per type over the slot pods that are not terminating; pods in `deleting` do
+    not count — except, with `keep_finished`, Succeeded/Failed ones."""
+    out: dict[str, ReplicaCounts] = {}
+    for rtype in layout.replicas:
+        active = pending = succeeded = failed = 0
+        done: set[int] = set()
+        for (t, i), pod in slots.items():
+            if t != rtype or terminating(pod):
+                continue
+            phase = pod_phase(pod)
+            if pod_name(pod) in deleting and not (keep_finished and phase in ("Succeeded", "Failed")):
+                continue
+            if phase == "Running":
+                active += 1
+            elif phase == "Succeeded":
+                succeeded += 1
+                done.add(i)
+            elif phase == "Failed":
+                failed += 1
+            else:
+                pending += 1
+        out[rtype] = ReplicaCounts(active, pending, succeeded, failed, frozenset(done))
+    return out
+
+
+def slot_of(name: str, prefixes: list[tuple[str, str]]) -> tuple[str, int] | None:
+    """The (type, index) whose pod name is `name` (`<job>-<lower type>-<index>`, the index
+    written as a plain decimal), or None. `prefixes` pairs each type's `<job>-<type>-` with it."""
+    for prefix, rtype in prefixes:
+        if name.startswith(prefix):
+            digits = name[len(prefix) :]
+            if digits.isdigit() and digits.isascii() and str(int(digits)) == digits:
+                return rtype, int(digits)
+    return None

@@ -7,7 +7,8 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
   appended to every container unless the container already sets that name, the framework
   container's named port added when missing, and the gang scheduler's schedulerName,
   annotations and labels.
-- One headless Service per job, named after it, selecting `kubetrain.io/job-name`.
+- One headless Service per job, named after it, selecting `kubetrain.io/job-name` — or, in
+  per-pod service mode (`kubetrain.api.servicemode`), one headless Service per pod.
 - A PodGroup named after the job, in the API of the configured gang scheduler
   (`kubetrain.api.gangschedulers`).
 - When the framework says the job asks for autoscaling (`Framework.autoscaling`: an elastic
@@ -25,9 +26,15 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
+from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
-    ANNOTATION_PRIOR_RESTARTS,
+    KUBEFLOW_LABEL_JOB_NAME,
+    KUBEFLOW_LABEL_JOB_ROLE,
+    KUBEFLOW_LABEL_OPERATOR_NAME,
+    KUBEFLOW_LABEL_REPLICA_INDEX,
+    KUBEFLOW_LABEL_REPLICA_TYPE,
+    LABEL_ATTEMPT,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -83,8 +90,16 @@ def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: i
     labels = job_labels(job)
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
     labels[LABEL_REPLICA_INDEX] = str(index)
-    if master_slot(job, framework) == (replica_type, index):
+    master = master_slot(job, framework) == (replica_type, index)
+    if master:
         labels[LABEL_JOB_ROLE] = "master"
+    if group_of(job.api_version) == KUBEFLOW_GROUP:  # Kubeflow's labels too (api/labels.py)
+        labels[KUBEFLOW_LABEL_OPERATOR_NAME] = f"{job.kind.lower()}-controller"
+        labels[KUBEFLOW_LABEL_JOB_NAME] = job.name
+        labels[KUBEFLOW_LABEL_REPLICA_TYPE] = replica_type.lower()
+        labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index)
+        if master:
+            labels[KUBEFLOW_LABEL_JOB_ROLE] = "master"
     return labels
 
 
@@ -109,18 +124,19 @@ def build_pod(
     *,
     gang_scheduler: str = NONE,
     scheduler: str | None = None,
-    prior_restarts: int = 0,
+    attempt: int = 0,
 ) -> dict[str, Any]:
-    """Pod `index` of `replica_type`, ready to create."""
+    """Pod `index` of `replica_type`, ready to create; `attempt` > 0 (the job's `jobRestarts`)
+    is labelled so pods of an earlier attempt are told apart."""
     replica = job.replicas[replica_type]
     template = replica.template
     tmeta: Mapping[str, Any] = template.get("metadata") or {}
     name = job.pod_name(replica_type, index)
     labels = dict(tmeta.get("labels") or {})
     labels.update(pod_labels(job, framework, replica_type, index))
+    if attempt > 0:
+        labels[LABEL_ATTEMPT] = str(attempt)
     annotations = dict(tmeta.get("annotations") or {})
-    if prior_restarts > 0:
-        annotations[ANNOTATION_PRIOR_RESTARTS] = str(prior_restarts)
     spec: dict[str, Any] = copy.deepcopy(dict(template.get("spec") or {}))
     gang = gang_scheduler_of(gang_scheduler)
     if gang is not None:
@@ -133,12 +149,15 @@ def build_pod(
     spec["subdomain"] = job.name
     spec["restartPolicy"] = pod_restart_policy(replica.restart_policy)
     _ensure_port(spec, replica, job.port_name)
+    if job.host_network:
+        _use_host_network(spec, replica, job.port_name, job.pod_port(replica_type, index))
     env = framework.cluster_env(job, replica_type, index)
     only_framework = framework.cluster_env_framework_container_only
     if env:
         for i, container in enumerate(spec.get("containers") or []):
             if isinstance(container, dict) and (not only_framework or i == replica.container_index):
                 _append_env(container, env)
+    framework.customize_pod(job, replica_type, index, spec)
     metadata: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations
@@ -146,7 +165,7 @@ def build_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def _append_env(container: dict[str, Any], env: list[dict[str, str]]) -> None:
+def _append_env(container: dict[str, Any], env: list[dict[str, Any]]) -> None:
     existing = container.get("env")
     current: list[Any] = list(existing) if isinstance(existing, list) else []
     taken = {e.get("name") for e in current if isinstance(e, Mapping)}
@@ -167,6 +186,26 @@ def _ensure_port(spec: dict[str, Any], replica: ReplicaLayout, port_name: str) -
     if any(isinstance(p, Mapping) and p.get("name") == port_name for p in ports):
         return
     container["ports"] = [*ports, {"name": port_name, "containerPort": replica.port}]
+
+
+def _use_host_network(spec: dict[str, Any], replica: ReplicaLayout, port_name: str, port: int) -> None:
+    """Host network mode: the node's network, cluster DNS still first, and the pod's own port as
+    containerPort and hostPort (so the scheduler keeps pods claiming one port off one node)."""
+    spec["hostNetwork"] = True
+    spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    containers = spec.get("containers") or []
+    if replica.container_index >= len(containers) or not isinstance(
+        containers[replica.container_index], dict
+    ):
+        return
+    container = containers[replica.container_index]
+    ports = [dict(p) if isinstance(p, Mapping) else p for p in container.get("ports") or []]
+    for p in ports:
+        if isinstance(p, dict) and p.get("name") == port_name:
+            p["containerPort"] = p["hostPort"] = port
+    if not any(isinstance(p, dict) and p.get("name") == port_name for p in ports):
+        ports.append({"name": port_name, "containerPort": port, "hostPort": port})
+    container["ports"] = ports
 
 
 def pod_slots(job: JobLayout) -> Iterator[tuple[str, int]]:
@@ -196,7 +235,9 @@ def build_service(job: JobLayout) -> dict[str, Any]:
         seen.add(replica.port)
         # Port names are unique DNS labels of at most 15 characters.
         name = job.port_name if not ports else f"port-{replica.port}"
-        ports.append({"name": name, "port": replica.port, "targetPort": replica.port, "protocol": "TCP"})
+        port: dict[str, Any] = {"name": name} if name else {}  # one unnamed port is valid
+        port.update({"port": replica.port, "targetPort": replica.port, "protocol": "TCP"})
+        ports.append(port)
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -210,6 +251,57 @@ def build_service(job: JobLayout) -> dict[str, Any]:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": {LABEL_JOB_NAME: job.name},
+            "ports": ports,
+        },
+    }
+
+
+def build_extra_child(job: JobLayout, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A framework's extra child (`Framework.extra_children`) with the job's namespace, labels
+    and controller ownerReference added."""
+    out = copy.deepcopy(dict(obj))
+    meta = out["metadata"] = dict(out.get("metadata") or {})
+    meta["namespace"] = job.namespace
+    meta["labels"] = {**(meta.get("labels") or {}), **job_labels(job)}
+    meta["ownerReferences"] = [owner_reference(job)]
+    return out
+
+
+def build_pod_service(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
+    """Per-pod service mode: the Service of one pod, in the shape Kubeflow's operator makes —
+    named after the pod, headless, selecting the pod by job name, replica type and index, with
+    the named ports of the framework container — plus `publishNotReadyAddresses`, so the name
+    resolves as soon as the pod has an IP (kubetrain adds no init container that waits)."""
+    replica = job.replicas[replica_type]
+    containers = (replica.template.get("spec") or {}).get("containers") or []
+    container = containers[replica.container_index] if replica.container_index < len(containers) else {}
+    ports: list[dict[str, Any]] = []
+    for p in (container.get("ports") or []) if isinstance(container, Mapping) else []:
+        if isinstance(p, Mapping) and p.get("name") and isinstance(p.get("containerPort"), int):
+            protocol = p.get("protocol", "TCP")
+            ports.append({"name": p["name"], "port": p["containerPort"], "protocol": protocol})
+    if job.port_name and not any(p["name"] == job.port_name for p in ports):
+        ports.append({"name": job.port_name, "port": replica.port, "protocol": "TCP"})
+    labels = job_labels(job)
+    labels[LABEL_REPLICA_TYPE] = replica_type.lower()
+    labels[LABEL_REPLICA_INDEX] = str(index)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": job.pod_name(replica_type, index),
+            "namespace": job.namespace,
+            "labels": labels,
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                LABEL_JOB_NAME: job.name,
+                LABEL_REPLICA_TYPE: replica_type.lower(),
+                LABEL_REPLICA_INDEX: str(index),
+            },
             "ports": ports,
         },
     }

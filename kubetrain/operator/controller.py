@@ -33,9 +33,12 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, group_of
+from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import JOB_KIND_LABEL, JOB_NAME_LABEL, Cache, slim_pod
@@ -45,12 +48,14 @@ from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import (
+    CONFIG_MAPS,
     HORIZONTAL_POD_AUTOSCALERS,
-    JOB_RESOURCES,
     POD_GROUP_RESOURCES,
     PODS,
     SERVICES,
     ResourceRef,
+    job_resource_id,
+    job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
@@ -82,6 +87,9 @@ class ControllerConfig:
     workers: int = 4
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
+    service_mode: str = HEADLESS  # jobs without a kubetrain.io/service-mode annotation
+    # API groups whose job kinds are reconciled (kubetrain.api.groups): kubetrain.io, kubeflow.org
+    api_groups: tuple[str, ...] = (KUBETRAIN_GROUP,)
     # Coalescing of pod events and status-only job updates per job: the window is
     # `event_batch_factor` times the job's last decision time, at most `event_batch_max` seconds
     # (so re-planning a job from its pods' events takes at most ~1/factor of a core).
@@ -91,6 +99,7 @@ class ControllerConfig:
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
+    """`kind` is a `job_resource_id`: "TFJob" (kubetrain.io) or "TFJob.kubeflow.org"."""
     return f"{kind}/{namespace}/{name}"
 
 
@@ -103,22 +112,20 @@ def owner_job_key(obj: Mapping[str, Any]) -> str | None:
     """The key of the job that controls `obj` (its controller ownerReference), if any."""
     meta = obj.get("metadata") or {}
     for ref in meta.get("ownerReferences") or ():
-        if (
-            ref.get("controller")
-            and ref.get("kind") in FRAMEWORKS
-            and str(ref.get("apiVersion", "")).startswith("kubetrain.io/")
-        ):
-            return job_key(ref["kind"], meta.get("namespace", ""), ref.get("name", ""))
+        group = group_of(ref.get("apiVersion"))
+        if ref.get("controller") and ref.get("kind") in FRAMEWORKS and group in JOB_GROUPS:
+            rid = job_resource_id(ref["kind"], group)
+            return job_key(rid, meta.get("namespace", ""), ref.get("name", ""))
     return None
 
 
-def _labelled_job_key(pod: Mapping[str, Any]) -> str | None:
-    """The key of the job a pod's kubetrain.io/job-name and job-kind labels name, if any."""
+def _labelled_job_key(pod: Mapping[str, Any], group: str = KUBETRAIN_GROUP) -> str | None:
+    """The key of the job of `group` that a pod's kubetrain.io/job-name and job-kind labels name."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     name, kind = labels.get(JOB_NAME_LABEL), labels.get(JOB_KIND_LABEL)
-    if isinstance(name, str) and name and kind in JOB_RESOURCES:
-        return job_key(str(kind), meta.get("namespace", ""), name)
+    if isinstance(name, str) and name and kind in FRAMEWORKS:
+        return job_key(job_resource_id(str(kind), group), meta.get("namespace", ""), name)
     return None
 
 
@@ -137,7 +144,8 @@ def _status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 def _key_of(job: Mapping[str, Any]) -> str:
     meta = job.get("metadata") or {}
-    return job_key(str(job.get("kind")), meta.get("namespace", ""), meta.get("name", ""))
+    rid = job_resource_id(str(job.get("kind")), group_of(job.get("apiVersion")) or KUBETRAIN_GROUP)
+    return job_key(rid, meta.get("namespace", ""), meta.get("name", ""))
 
 
 class Controller:
@@ -160,7 +168,9 @@ class Controller:
             gang_scheduler=self.config.gang_scheduler,
             scheduler_name=self.config.scheduler_name,
             max_replicas=self.config.max_replicas,
+            service_mode=self.config.service_mode,
         )
+        self.job_resources = job_resources_in(self.config.api_groups)
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.applier = PlanApplier(
             client, self.cache, self.queue, self.expectations, self.recorder, self.pod_group_ref
@@ -198,7 +208,7 @@ class Controller:
 
     async def _start_informers(self) -> None:
         namespaces = self.config.namespaces or None
-        for kind, ref in JOB_RESOURCES.items():
+        for kind, ref in self.job_resources.items():
             informer = Informer(self.client, ref, cache=self.cache, namespaces=namespaces, clock=self.clock)
             informer.add_handler(
                 on_add=self._job_added,
@@ -217,6 +227,17 @@ class Controller:
             transform=slim_pod,  # the planner reads no pod spec: most of a pod's bytes
         )
         pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        # ConfigMaps a framework's extra children include (MPIJob's hostfile), labelled with a job
+        # name only: the operator reads no other ConfigMap. Secrets are never read (create only).
+        config_maps = Informer(
+            self.client,
+            CONFIG_MAPS,
+            cache=self.cache,
+            namespaces=namespaces,
+            label_selector=JOB_NAME_LABEL,
+            clock=self.clock,
+        )
+        self._watch_child(config_maps)
         # Every Service, not just ours: a Service of a job's name owned by someone else must be seen.
         # Every HorizontalPodAutoscaler too (elastic PyTorchJobs with metrics own one): an HPA of a
         # job's name that the job does not own must be seen, so the job leaves it alone.
@@ -226,7 +247,7 @@ class Controller:
         ]
         for informer in children:
             self._watch_child(informer)
-        self.informers += [pods, *children]
+        self.informers += [pods, config_maps, *children]
         for informer in self.informers:
             informer.start()
         if self.pod_group_ref is not None:
@@ -265,7 +286,7 @@ class Controller:
         self.queue.add(_key_of(job))
 
     def _enqueue_all_jobs(self) -> None:
-        for ref in JOB_RESOURCES.values():
+        for ref in self.job_resources.values():
             for job in self.cache.store(ref).list():
                 self._enqueue_job(job)
 
@@ -298,9 +319,10 @@ class Controller:
         self._decision_seconds.pop(key, None)
         namespace = (job.get("metadata") or {}).get("namespace", "")
         if namespace in self.applier.closed_namespaces and not any(
-            self.cache.store(ref).list(namespace) for ref in JOB_RESOURCES.values()
+            self.cache.store(ref).list(namespace) for ref in self.job_resources.values()
         ):
             self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
+        self.applier.forget_job(job)
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)
@@ -309,9 +331,12 @@ class Controller:
 
     def _pod_deleted(self, pod: Obj) -> None:
         # A pod no job controls (orphaned, an older job's) may hold a name a job waits for.
-        key = owner_job_key(pod) or _labelled_job_key(pod)
-        if key is not None:
-            self._pod_event(key, lambda: self.expectations.deletion_observed(key, pod["metadata"]["name"]))
+        owner = owner_job_key(pod)
+        keys = [owner] if owner else [_labelled_job_key(pod, group) for group in self.config.api_groups]
+        name = pod["metadata"]["name"]
+        for key in keys:
+            if key is not None:
+                self._pod_event(key, partial(self.expectations.deletion_observed, key, name))
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         key = owner_job_key(new)
@@ -337,11 +362,16 @@ class Controller:
     def _child_changed(self, obj: Obj) -> None:
         key = owner_job_key(obj)
         if key is None and obj.get("kind") in ("Service", "HorizontalPodAutoscaler"):
-            # A Service (HPA) not owned by a job blocks the job's own of the same name.
+            # A Service (HPA) not owned by a job blocks the job's own of the same name — or,
+            # in per-pod service mode, the Service of a pod `<job>-<type>-<index>`.
             meta = obj.get("metadata") or {}
-            for kind, ref in JOB_RESOURCES.items():
-                if self.cache.get(ref, meta.get("namespace"), meta.get("name", "")):
-                    self.queue.add(job_key(kind, meta.get("namespace", ""), meta.get("name", "")))
+            namespace, name = meta.get("namespace", ""), str(meta.get("name", ""))
+            parts = name.rsplit("-", 2)
+            names = [name, parts[0]] if len(parts) == 3 and parts[2].isdigit() else [name]
+            for kind, ref in self.job_resources.items():
+                for job_name in names:
+                    if self.cache.get(ref, namespace, job_name):
+                        self.queue.add(job_key(kind, namespace, job_name))
             return
         if key is not None:
             self.queue.add(key)
@@ -376,11 +406,17 @@ class Controller:
             pod_group=group,
             pod_group_crd_installed=self.pod_group_ref is None or self.pod_group_api_installed,
             hpa=self.cache.store(HORIZONTAL_POD_AUTOSCALERS).get(namespace, name),
+            extra=self.cache.store(CONFIG_MAPS).for_job(namespace, name, kind=kind),
+            job_services=self.cache.store(SERVICES).for_job(namespace, name, kind=kind),
+            service_named=partial(self.cache.store(SERVICES).get, namespace),
         )
 
     async def reconcile(self, key: str) -> None:
-        kind, namespace, name = split_job_key(key)
-        ref = JOB_RESOURCES[kind]
+        rid, namespace, name = split_job_key(key)
+        ref = self.job_resources.get(rid)
+        if ref is None:  # a child owned by a job of a group this operator does not serve
+            return
+        kind = ref.kind
         job = self.cache.store(ref).get(namespace, name)
         if job is None:
             self.expectations.forget(key)
@@ -393,7 +429,8 @@ class Controller:
                 self.queue.add_after(key, expires + 0.001)
             return
         started = time.perf_counter()
-        the_plan = plan(job, self.observe(kind, namespace, name), self.clock.now(), self.planner_config)
+        observed = self.applier.records(job, self.observe(kind, namespace, name))
+        the_plan = plan(job, observed, self.clock.now(), self.planner_config)
         decided = time.perf_counter() - started
         self._decision_seconds[key] = decided
         RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)

@@ -1,6 +1,7 @@
 """The children a job should have — decided in one place, for the planner and `kubetrain render`.
 
-`desired_children(layout, framework, …)` gives the headless Service, the PodGroup (with a gang
+`desired_children(layout, framework, …)` gives the headless Service (or, in per-pod service
+mode, one Service per pod), the PodGroup (with a gang
 scheduler), the HorizontalPodAutoscaler (when the framework says the job asks for one) and every
 pod, built by `children.py`. The planner compares them with what it observes (creating what is
 missing, replacing a changed HPA); `render` prints them. Each is built on first use only: a
@@ -9,13 +10,22 @@ reconcile of a large running job builds no pod it does not create. Pure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.base import ExtraChild, Framework
 from kubetrain.frameworks.env import JobLayout
-from kubetrain.operator.children import build_hpa, build_pod, build_pod_group, build_service, pod_slots
+from kubetrain.operator.children import (
+    build_extra_child,
+    build_hpa,
+    build_pod,
+    build_pod_group,
+    build_pod_service,
+    build_service,
+    pod_slots,
+)
 
 
 class DesiredChildren:
@@ -31,8 +41,19 @@ class DesiredChildren:
         self.gang_scheduler, self.scheduler_name = gang_scheduler, scheduler_name
 
     @cached_property
-    def service(self) -> dict[str, Any]:
-        return build_service(self.layout)
+    def service(self) -> dict[str, Any] | None:
+        """The job's headless Service (None in per-pod service mode)."""
+        return None if self.layout.per_pod_services else build_service(self.layout)
+
+    def pod_service(self, replica_type: str, index: int) -> dict[str, Any]:
+        """Per-pod service mode: the Service of pod `index` of `replica_type`."""
+        return build_pod_service(self.layout, replica_type, index)
+
+    def pod_services(self) -> list[dict[str, Any]]:
+        """Per-pod service mode: every pod's Service in priority order (else none)."""
+        if not self.layout.per_pod_services:
+            return []
+        return [self.pod_service(rtype, i) for rtype, i in pod_slots(self.layout)]
 
     @cached_property
     def pod_group(self) -> dict[str, Any] | None:
@@ -44,7 +65,14 @@ class DesiredChildren:
         """The HorizontalPodAutoscaler (None when the job asks for none)."""
         return build_hpa(self.layout, self.framework)
 
-    def pod(self, replica_type: str, index: int, *, prior_restarts: int = 0) -> dict[str, Any]:
+    def extra(self, pods: Sequence[Mapping[str, Any]] = ()) -> list[ExtraChild]:
+        """The framework's extra children (ConfigMaps, Secrets) given the observed pods."""
+        return [
+            ExtraChild(build_extra_child(self.layout, c.obj), c.observed)
+            for c in self.framework.extra_children(self.layout, pods)
+        ]
+
+    def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
         return build_pod(
             self.layout,
@@ -53,7 +81,7 @@ class DesiredChildren:
             index,
             gang_scheduler=self.gang_scheduler,
             scheduler=self.scheduler_name,
-            prior_restarts=prior_restarts,
+            attempt=attempt,
         )
 
     def pods(self) -> list[dict[str, Any]]:
@@ -61,9 +89,9 @@ class DesiredChildren:
         return [self.pod(rtype, i) for rtype, i in pod_slots(self.layout)]
 
     def all(self) -> list[dict[str, Any]]:
-        """Every child in creation order: Service, PodGroup, HPA, pods."""
-        optional = [c for c in (self.pod_group, self.hpa) if c is not None]
-        return [self.service, *optional, *self.pods()]
+        """Every child in creation order: Service(s), PodGroup, HPA, extra children, pods."""
+        optional = [c for c in (self.service, self.pod_group, self.hpa) if c is not None]
+        return [*self.pod_services(), *optional, *(c.obj for c in self.extra()), *self.pods()]
 
 
 def desired_children(

@@ -5,12 +5,13 @@ frame, `active.py` for a job that is not finished) write into. Pure."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.operator import runpolicy
@@ -28,6 +29,18 @@ class EventSpec:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class CreateFailure:
+    """Why the last wave of pod creates of a job stopped (what the API server answered)."""
+
+    reason: str  # FailedCreatePod | PodNameConflict
+    message: str
+
+
+def _no_service(name: str) -> dict[str, Any] | None:
+    return None
+
+
 @dataclass
 class Observed:
     pods: list[dict[str, Any]]
@@ -35,6 +48,22 @@ class Observed:
     pod_group: dict[str, Any] | None = None
     pod_group_crd_installed: bool = True
     hpa: dict[str, Any] | None = None  # the HorizontalPodAutoscaler of the job's name
+    # The job's observed extra children (`ExtraChild(observed=True)` kinds labelled with its name).
+    extra: list[dict[str, Any]] = field(default_factory=list)
+    # The controller's own records, not the cluster's: the last pod-create wave's failure (None
+    # when it succeeded), and whether this operator process wrote the job's terminal condition.
+    create_failure: CreateFailure | None = None
+    terminal_recorded: bool = False
+    # Per-pod service mode: the Services labelled with the job's name, and a cache lookup of
+    # any Service in the job's namespace by name (one of a pod's name may belong to another).
+    job_services: list[dict[str, Any]] = field(default_factory=list)
+    service_named: Callable[[str], dict[str, Any] | None] = _no_service
+
+
+# Pods one reconcile creates at most, as kube's Job controller (MaxPodCreateDeletePerSync) and
+# ReplicaSet controller (burstReplicas): the planner builds no pod beyond them, so its cost does
+# not grow with the job's size; the next reconcile creates the next ones.
+MAX_POD_CREATES_PER_RECONCILE = 500
 
 
 @dataclass
@@ -42,6 +71,8 @@ class PlannerConfig:
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
     max_replicas: int = DEFAULT_MAX_REPLICAS  # a job over this total is refused like an invalid spec
+    max_pod_creates: int = MAX_POD_CREATES_PER_RECONCILE
+    service_mode: str = HEADLESS  # the default of jobs without the annotation (api/servicemode)
 
 
 @dataclass
@@ -50,11 +81,17 @@ class Plan:
     delete_pods: list[str] = field(default_factory=list)
     create_service: dict[str, Any] | None = None
     delete_service: bool = False
+    create_pod_services: list[dict[str, Any]] = field(default_factory=list)  # per-pod mode
+    delete_pod_services: list[str] = field(default_factory=list)
     create_pod_group: dict[str, Any] | None = None
     delete_pod_group: bool = False
     create_hpa: dict[str, Any] | None = None
     update_hpa: dict[str, Any] | None = None  # the whole HPA, with the observed resourceVersion
     delete_hpa: bool = False
+    # Extra children (Framework.extra_children) to create, in order, before any pod; and whole
+    # objects to PUT (their `data` replaced, with the observed resourceVersion).
+    create_children: list[dict[str, Any]] = field(default_factory=list)
+    update_children: list[dict[str, Any]] = field(default_factory=list)
     status: dict[str, Any] | None = None  # the new status when it changed, else None
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None

@@ -31,10 +31,10 @@ from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
-from kubetrain.operator.active import ActiveJob
+from kubetrain.operator.active import ActiveJob, phase_counts, slot_pods
 from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
-from kubetrain.operator.pods import controlled_by, terminating
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
 
 __all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan"]
@@ -55,7 +55,10 @@ def plan(
     if meta.get("deletionTimestamp"):
         return Plan()
     prepared = (cache if cache is not None else DEFAULT_CACHE).get(
-        job, gang_scheduling=defaults_min_available(config.gang_scheduler), max_replicas=config.max_replicas
+        job,
+        gang_scheduling=defaults_min_available(config.gang_scheduler),
+        max_replicas=config.max_replicas,
+        service_mode=config.service_mode,
     )
     if prepared.framework is None:
         return Plan()
@@ -67,6 +70,9 @@ class Reconcile(ReconcileDraft):
 
     # --- the reconcile ------------------------------------------------------------------------
     def run(self) -> Plan:
+        recorded_terminal = st.terminal_condition(self.old)
+        if recorded_terminal is not None and not self.finish_trusted(recorded_terminal):
+            return self.plan
         generation = (self.job.get("metadata") or {}).get("generation")
         if isinstance(generation, int):
             self.status["observedGeneration"] = generation
@@ -105,6 +111,33 @@ class Reconcile(ReconcileDraft):
             self.plan.status = self.status
         return self.plan
 
+    def finish_trusted(self, terminal: str) -> bool:
+        """Whether a terminal condition found in the status may be acted on (clean-up, TTL):
+        this operator process wrote it, or the job's pods bear it out — none of them is still
+        running or pending, a Succeeded job's pods meet the framework's success rule, a Failed
+        job has a failed pod (an invalid spec fails a job whatever its pods). A status written by
+        someone else (anyone with write access to the status subresource) deletes nothing:
+        the job is left as it is, with a Warning event, until its pods end."""
+        if self.observed.terminal_recorded:
+            return True
+        active = [p for p in self.live_pods() if runpolicy.is_active_pod(p)]
+        layout = self.prepared.layout
+        if not active or layout is None:
+            return not active or terminal == st.FAILED
+        slots, _ = slot_pods(layout, self.pods)
+        if terminal == st.SUCCEEDED:
+            if self.fw.succeeded(layout, phase_counts(layout, slots)):
+                return True
+        elif any(pod_phase(p) == "Failed" for p in slots.values() if not terminating(p)):
+            return True
+        self.event(
+            "Warning",
+            st.REASON_UNVERIFIED_STATUS,
+            f"{self.title}: its status says {terminal}, which kubetrain did not record and its pods "
+            f"do not show ({len(active)} still running or pending); nothing is deleted until they end",
+        )
+        return False
+
     def finished(self) -> None:
         """cleanPodPolicy, Service and PodGroup removal, TTL — on every reconcile of a finished job."""
         policy = runpolicy.clean_pod_policy(self.spec)
@@ -112,6 +145,12 @@ class Reconcile(ReconcileDraft):
         service, group = self.observed.service, self.observed.pod_group
         if policy in ("All", "Running") and service is not None and controlled_by(service, self.job):
             self.plan.delete_service = True
+        if policy in ("All", "Running"):  # per-pod service mode: every pod's Service
+            self.plan.delete_pod_services = [
+                pod_name(s)
+                for s in self.observed.job_services
+                if pod_name(s) != pod_name(self.job) and controlled_by(s, self.job) and not terminating(s)
+            ]
         if group is not None and controlled_by(group, self.job):
             self.plan.delete_pod_group = True
         hpa = self.observed.hpa

@@ -31,3 +31,11 @@ def terminating(pod: Mapping[str, Any]) -> bool:
 
 def pod_name(pod: Mapping[str, Any]) -> str:
     return str(pod["metadata"]["name"])
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """The pod's Ready condition is True (kube's podutil.IsPodReady)."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False

@@ -4,7 +4,7 @@
 mutating webhook uses, so a job stored without the webhook behaves the same), validates the
 result with `kubetrain.jobs.validation.validate_job` (pod templates included) and builds the
 engine's `JobLayout`. That work depends only on the spec, so `JobCache` keeps the result per
-(uid, generation, gang scheduling): a reconcile of an unchanged job does no deep copy, no
+(uid, generation, gang scheduling, service mode): a reconcile of an unchanged job does no deep copy, no
 defaulting and no schema validation.
 """
 
@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api import servicemode
+from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
@@ -38,10 +40,15 @@ class PreparedJob:
 
 
 def prepare_job(
-    obj: Mapping[str, Any], *, gang_scheduling: bool = False, max_replicas: int = DEFAULT_MAX_REPLICAS
+    obj: Mapping[str, Any],
+    *,
+    gang_scheduling: bool = False,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    service_mode: str = HEADLESS,
 ) -> PreparedJob:
     """Default, validate and lay out one job (no caching; see `JobCache`). A job over
-    `max_replicas` in total is invalid like any other spec error."""
+    `max_replicas` in total is invalid like any other spec error. `service_mode` is the
+    operator's default; the job's `kubetrain.io/service-mode` annotation overrides it."""
     kind = obj.get("kind")
     framework = get_framework(kind) if isinstance(kind, str) else None
     if framework is None:
@@ -52,7 +59,8 @@ def prepare_job(
     result = validate_job(defaulted.obj, max_replicas=max_replicas)
     errors = [str(e) for e in result.errors]
     warnings = [*defaulted.warnings, *result.warnings]
-    layout, layout_errors = build_layout(defaulted.obj, framework)
+    per_pod = servicemode.service_mode(defaulted.obj, service_mode) == servicemode.PER_POD
+    layout, layout_errors = build_layout(defaulted.obj, framework, per_pod_services=per_pod)
     if layout_errors and not errors:
         errors = layout_errors
     if errors:
@@ -61,7 +69,7 @@ def prepare_job(
 
 
 class JobCache:
-    """Prepared jobs by (uid, generation, gang scheduling), least recently used dropped first.
+    """Prepared jobs by (uid, generation, gang scheduling, service mode), least recently used dropped first.
 
     `metadata.generation` changes with every spec change of a CRD with the status subresource,
     so a cached entry never goes stale. Objects without uid or generation (e.g. `render` input)
@@ -78,17 +86,24 @@ class JobCache:
         *,
         gang_scheduling: bool = False,
         max_replicas: int = DEFAULT_MAX_REPLICAS,
+        service_mode: str = HEADLESS,
     ) -> PreparedJob:
         meta = obj.get("metadata") or {}
         uid, generation = meta.get("uid"), meta.get("generation")
         if not isinstance(uid, str) or not uid or not isinstance(generation, int):
-            return prepare_job(obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas)
-        key = (uid, generation, gang_scheduling, str(obj.get("kind")), max_replicas)
+            return prepare_job(
+                obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas, service_mode=service_mode
+            )
+        # The service mode is part of the key: an annotation change does not bump generation.
+        mode = servicemode.service_mode(obj, service_mode)
+        key = (uid, generation, gang_scheduling, f"{obj.get('kind')}/{mode}", max_replicas)
         hit = self._entries.get(key)
         if hit is not None:
             self._entries.move_to_end(key)
             return hit
-        prepared = prepare_job(obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas)
+        prepared = prepare_job(
+            obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas, service_mode=service_mode
+        )
         self._entries[key] = prepared
         if len(self._entries) > self._max:
             self._entries.popitem(last=False)

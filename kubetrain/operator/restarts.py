@@ -10,27 +10,39 @@ Verdict on a pod in phase Failed, by the replica type's restartPolicy:
   the framework container (it never ran, e.g. an admission error on the node) or with 0 (another
   container failed) is retried: that is not the training code's verdict.
 
-Counting (backoffLimit counts every restart: recreations AND in-place container restarts):
-the restarts of a pod *slot* (type, index) are `prior + restartCount`, where `restartCount` is
-the framework container's in-place restart count of the pod that exists now and `prior`
-(annotation `kubetrain.io/prior-restarts` stamped on pods the operator recreates) is what the
-slot accumulated before that pod existed. So the count is derived from observed pods and nothing
-is counted twice across reconciles. `status.replicaStatuses[type].restarts` persists the type's
-total; when a slot's pod is gone (deleted for recreation, deleted by a user, suspended), the
-part of the persisted total no present pod explains is handed to the next pod created for that
-type, so an operator restart or a pod deletion forgets nothing.
+Failure rules (`runPolicy.podFailurePolicy.rules`, batch/v1 Job's podFailurePolicy) come first:
+the first rule that matches a Failed pod decides — `FailJob` (fail now, reason `PodFailurePolicy`),
+`Ignore` (recreate the pod, not counted against backoffLimit), `Count` (recreate it, counted) or
+`RestartJob` (recreate every pod of the job as a new attempt, counted once). A rule matches on
+`onExitCodes` (a container's current termination with a non-zero code, In/NotIn the values,
+optionally only `containerName`) or `onPodConditions` (any listed condition with its status), and
+only for its `replicaTypes` when given. A pod no rule matches gets the verdict above; a disruption
+is then recreated without counting (except under `Never`, where it fails the job).
+
+Counting (backoffLimit counts every restart: recreations AND in-place container restarts) uses
+only what the operator recorded and what the kubelet reports, never what a pod's own metadata
+says (anyone who may create or edit pods could write that):
+- `status.replicaStatuses[type].restarts` — the type's total, as the operator last wrote it;
+- `status.replicaStatuses[type].priorRestarts` — the part of that total the type's pods then
+  present did not explain by their framework container's `restartCount` (recreations, and
+  in-place restarts of pods that are gone);
+- the `restartCount` of the framework container of each pod that fills a slot now (written by
+  the kubelet through pods/status).
+Restarts now = max(restarts, priorRestarts + Σ restartCount); a pod that left takes its
+restartCount with it, which the recorded total keeps. With no `priorRestarts` recorded (a
+status written before it existed) the present pods are taken to be counted already.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api.labels import ANNOTATION_PRIOR_RESTARTS
-
 RETRY = "retry"
 FAIL = "fail"
+RESTART_JOB = "restart-job"
+ACTIONS = {"FailJob": FAIL, "Ignore": RETRY, "Count": RETRY, "RestartJob": RESTART_JOB}
 DISRUPTION_REASONS = frozenset(
     {"Evicted", "Preempted", "NodeLost", "NodeShutdown", "Shutdown", "Terminated", "DeadlineExceededByNode"}
 )
@@ -38,9 +50,10 @@ DISRUPTION_REASONS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    action: str  # RETRY | FAIL
-    reason: str  # condition reason when FAIL: JobFailed | PermanentExitCode
+    action: str  # RETRY | FAIL | RESTART_JOB
+    reason: str  # condition reason when FAIL: JobFailed | PermanentExitCode | PodFailurePolicy
     detail: str  # "container pytorch exited with code 137", "evicted: …"
+    counted: bool = True  # whether the restart counts against backoffLimit
 
 
 def container_status(pod: Mapping[str, Any], container_name: str) -> Mapping[str, Any] | None:
@@ -57,17 +70,16 @@ def restart_count(pod: Mapping[str, Any], container_name: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def prior_restarts(pod: Mapping[str, Any]) -> int:
-    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PRIOR_RESTARTS)
-    try:
-        value = int(raw) if raw is not None else 0
-    except (TypeError, ValueError):
-        return 0
-    return max(value, 0)
+def pod_attempt(label: Any) -> int:
+    """The attempt a pod belongs to, from its `kubetrain.io/attempt` label (absent: 0)."""
+    text = str(label) if label is not None else "0"
+    return int(text) if text.isdigit() else 0
 
 
-def slot_restarts(pod: Mapping[str, Any], container_name: str) -> int:
-    return prior_restarts(pod) + restart_count(pod, container_name)
+def job_attempt(status: Mapping[str, Any]) -> int:
+    """The job's current attempt: `status.jobRestarts` (whole-job restarts so far)."""
+    value = status.get("jobRestarts")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def exit_code(pod: Mapping[str, Any], container_name: str) -> int | None:
@@ -99,8 +111,79 @@ def disruption(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def classify_failed_pod(pod: Mapping[str, Any], restart_policy: str, container_name: str) -> Verdict:
+def _terminated_containers(pod: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(container name, exit code) of every container (init containers too) whose current state
+    is terminated with a non-zero code — what batch/v1's onExitCodes looks at."""
+    status = pod.get("status") or {}
+    out: list[tuple[str, int]] = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key) or []:
+            if not isinstance(cs, Mapping):
+                continue
+            terminated = (cs.get("state") or {}).get("terminated")
+            code = terminated.get("exitCode") if isinstance(terminated, Mapping) else None
+            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+                out.append((str(cs.get("name", "")), code))
+    return out
+
+
+def _rule_match(rule: Mapping[str, Any], pod: Mapping[str, Any]) -> str | None:
+    """What in `pod` matches `rule` ("container c exited with code 3"), or None."""
+    on_exit = rule.get("onExitCodes")
+    if isinstance(on_exit, Mapping):
+        values = {v for v in on_exit.get("values") or [] if isinstance(v, int)}
+        wanted = on_exit.get("containerName")
+        negate = on_exit.get("operator") == "NotIn"
+        for cname, code in _terminated_containers(pod):
+            if (not wanted or wanted == cname) and ((code in values) != negate):
+                return f"container {cname} exited with code {code}"
+        return None
+    status = pod.get("status") or {}
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    for pattern in rule.get("onPodConditions") or []:
+        if not isinstance(pattern, Mapping):
+            continue
+        want = pattern.get("status") or "True"
+        for cond in conditions:
+            if cond.get("type") == pattern.get("type") and cond.get("status") == want:
+                why = f" ({cond['reason']})" if cond.get("reason") else ""
+                return f"condition {cond.get('type')}={want}{why}"
+    return None
+
+
+def match_rules(
+    rules: Sequence[Mapping[str, Any]], pod: Mapping[str, Any], replica_type: str
+) -> Verdict | None:
+    """The verdict of the first rule of `runPolicy.podFailurePolicy.rules` that matches the Failed
+    `pod` of `replica_type`, or None when none does."""
+    name = (pod.get("metadata") or {}).get("name", "?")
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, Mapping) or rule.get("action") not in ACTIONS:
+            continue
+        types = rule.get("replicaTypes")
+        if types and replica_type not in types:
+            continue
+        matched = _rule_match(rule, pod)
+        if matched is None:
+            continue
+        action = str(rule["action"])
+        detail = f"pod {name}: {matched}, matching {action} rule at index {index}"
+        reason = "PodFailurePolicy" if action == "FailJob" else ""
+        return Verdict(ACTIONS[action], reason, detail, counted=action != "Ignore")
+    return None
+
+
+def classify_failed_pod(
+    pod: Mapping[str, Any],
+    restart_policy: str,
+    container_name: str,
+    rules: Sequence[Mapping[str, Any]] = (),
+    replica_type: str = "",
+) -> Verdict:
     """What a pod in phase Failed means for the job (see the module docstring)."""
+    ruled = match_rules(rules, pod, replica_type) if rules else None
+    if ruled is not None:
+        return ruled
     name = (pod.get("metadata") or {}).get("name", "?")
     disrupted = disruption(pod)
     code = exit_code(pod, container_name)
@@ -112,10 +195,12 @@ def classify_failed_pod(pod: Mapping[str, Any], restart_policy: str, container_n
         detail = f"pod {name} failed ({(pod.get('status') or {}).get('reason') or 'no exit code'})"
     if restart_policy == "Never":
         return Verdict(FAIL, "JobFailed", detail)
+    if disrupted:
+        return Verdict(RETRY, "", detail + " (a disruption: not counted)", counted=False)
     if restart_policy in ("OnFailure", "Always"):
         return Verdict(RETRY, "", detail)
     # ExitCode
-    if disrupted or code is None or code == 0 or 128 <= code <= 255:
+    if code is None or code == 0 or 128 <= code <= 255:
         return Verdict(RETRY, "", detail + (" (retryable)" if code and code >= 128 else ""))
     return Verdict(
         FAIL,
@@ -126,27 +211,47 @@ def classify_failed_pod(pod: Mapping[str, Any], restart_policy: str, container_n
 
 @dataclass(slots=True)
 class TypeRestarts:
-    """Restart accounting of one replica type for one reconcile."""
+    """Restart accounting of one replica type for one reconcile (see the module docstring)."""
 
     persisted: int  # status.replicaStatuses[type].restarts as last written
-    counted: int  # sum over present pods of prior + restartCount
+    prior: int  # status.replicaStatuses[type].priorRestarts as last written
+    present: int  # Σ restartCount of the framework container over the pods filling slots now
     recreations: int = 0  # pods deleted this reconcile to be recreated
+
+    @classmethod
+    def recorded(cls, replica_status: Any, present: int) -> TypeRestarts:
+        """From the type's recorded replica status and the present pods' restart counts."""
+        status = replica_status if isinstance(replica_status, Mapping) else {}
+        persisted = _count(status.get("restarts"))
+        prior = status.get("priorRestarts")
+        if not isinstance(prior, int) or isinstance(prior, bool) or prior < 0:
+            prior = max(0, persisted - present)  # recorded before priorRestarts existed
+        return cls(persisted, prior, present)
+
+    @property
+    def counted(self) -> int:
+        return self.prior + self.present
 
     @property
     def base(self) -> int:
-        """Restarts that already happened (never less than what was persisted)."""
+        """Restarts that already happened (never less than what was recorded)."""
         return max(self.persisted, self.counted)
-
-    @property
-    def unattributed(self) -> int:
-        """Restarts of slots that have no pod now: handed to the next pod created."""
-        return self.base - self.counted
 
     @property
     def total(self) -> int:
         return self.base + self.recreations
 
     @property
+    def prior_after(self) -> int:
+        """`priorRestarts` to record: the total the present pods do not explain (a pod deleted
+        now is still present until it is gone; its restartCount leaves with it)."""
+        return self.total - self.present
+
+    @property
     def in_place(self) -> int:
-        """Restarts seen this reconcile that the persisted count did not know about."""
+        """Restarts seen this reconcile that the recorded count did not know about."""
         return max(0, self.counted - self.persisted)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

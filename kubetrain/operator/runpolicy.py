@@ -1,4 +1,5 @@
-"""Run policy (docs/behaviour.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy.
+"""Run policy (docs/behaviour.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy,
+and where the failure rules of §6 are read from.
 
 All times are computed, never polled: the planner returns the exact instant it must be woken
 (`Plan.requeue_at`) for a deadline or a TTL, and acts when `now` has reached it.
@@ -11,8 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
+from kubetrain.api.groups import KUBETRAIN_MANAGER, RECONCILED_MANAGERS
 
-OPERATOR_MANAGER = "kubetrain.io/operator"
+OPERATOR_MANAGER = KUBETRAIN_MANAGER
 
 
 def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -21,10 +23,11 @@ def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_managed(job: Mapping[str, Any]) -> bool:
-    """False when `spec.runPolicy.managedBy` names another controller: leave the job alone."""
+    """False when `spec.runPolicy.managedBy` names another controller (e.g. Kueue's MultiKueue):
+    leave the job alone. Kubeflow's operator's name counts as kubetrain's (api/groups.py)."""
     spec = job.get("spec")
     manager = run_policy(spec).get("managedBy") if isinstance(spec, Mapping) else None
-    return manager in (None, "", OPERATOR_MANAGER)
+    return manager in (None, "") or manager in RECONCILED_MANAGERS
 
 
 def _int(value: Any) -> int | None:
@@ -42,6 +45,13 @@ def clean_pod_policy(spec: Mapping[str, Any]) -> str:
 
 def backoff_limit(spec: Mapping[str, Any]) -> int | None:
     return _int(run_policy(spec).get("backoffLimit"))
+
+
+def failure_rules(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`runPolicy.podFailurePolicy.rules` (operator/restarts.py applies them), [] when unset."""
+    policy = run_policy(spec).get("podFailurePolicy")
+    rules = policy.get("rules") if isinstance(policy, Mapping) else None
+    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
 
 
 def deadline(spec: Mapping[str, Any], start_time: datetime | None) -> datetime | None:

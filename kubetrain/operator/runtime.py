@@ -23,6 +23,7 @@ import os
 from kubetrain.health import HealthServer
 from kubetrain.kube.client import USER_AGENT, KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
+from kubetrain.operator.apigroups import check_api_groups
 from kubetrain.operator.controller import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
@@ -60,11 +61,15 @@ class ControllerRuntime:
             gang_scheduler=self.args.gang_scheduler,
             scheduler_name=self.args.scheduler_name,
             max_replicas=self.args.max_replicas_per_job,
+            service_mode=self.args.service_mode,
+            api_groups=tuple(self.args.api_groups),
         )
 
     async def start(self, health: HealthServer | None = None) -> None:
         self.client = await KubeClient.connect(self.args.kubeconfig, qps=self.args.qps, burst=self.args.burst)
-        self.controller = Controller(self.client, self._config())
+        config = self._config()
+        await check_api_groups(self.client, config.api_groups)  # ApiGroupRefused: not ours to serve
+        self.controller = Controller(self.client, config)
         if health is not None:
             health.add_readiness_check("controller", self.ready)
         if not self.args.leader_elect:

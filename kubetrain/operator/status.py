@@ -39,6 +39,13 @@ REASON_RESUMED = "JobResumed"
 REASON_GANG = "GangScheduling"
 REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SERVICE_CONFLICT = "ServiceConflict"
+REASON_RESOURCE_EXISTS = "ErrResourceExists"  # an extra child's name is taken (mpi-operator's reason)
+REASON_POD_FAILURE_POLICY = "PodFailurePolicy"  # Failed by a FailJob rule (batch/v1's reason)
+REASON_RESTART_JOB = "RestartJob"  # Restarting: every pod recreated by a RestartJob rule
+REASON_FAILED_CREATE_POD = "FailedCreatePod"  # the API server refused a pod (quota, admission)
+REASON_POD_NAME_CONFLICT = "PodNameConflict"  # a pod the job does not own holds a pod's name
+REASON_UNVERIFIED_STATUS = "UnverifiedStatus"  # a terminal status the operator did not write
+CREATE_FAILURE_REASONS = (REASON_FAILED_CREATE_POD, REASON_POD_NAME_CONFLICT)
 
 COUNT_FIELDS = ("active", "pending", "succeeded", "failed")
 
@@ -136,10 +143,12 @@ def set_running(status: dict[str, Any], reason: str, message: str, now: datetime
     return changed
 
 
-def set_restarting(status: dict[str, Any], message: str, now: datetime) -> bool:
-    changed = set_condition(status, RESTARTING, True, REASON_RESTARTING, message, now)
+def set_restarting(
+    status: dict[str, Any], message: str, now: datetime, reason: str = REASON_RESTARTING
+) -> bool:
+    changed = set_condition(status, RESTARTING, True, reason, message, now)
     if is_true(status, RUNNING):
-        changed |= set_condition(status, RUNNING, False, REASON_RESTARTING, message, now)
+        changed |= set_condition(status, RUNNING, False, reason, message, now)
     return changed
 
 

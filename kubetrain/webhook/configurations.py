@@ -8,8 +8,10 @@ e2e tier, where the webhook runs on this machine's loopback.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
+from kubetrain.api.groups import KUBETRAIN_GROUP
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.crdgen import has_scale_subresource
 
@@ -22,9 +24,10 @@ VALIDATE_JOBS = "validate.jobs.kubetrain.io"
 VALIDATE_POLICIES = "validate.trainingpolicies.kubetrain.io"
 
 
-def job_rule() -> Obj:
+def job_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
+    """The job kinds of the API groups the operator serves (kubetrain.api.groups)."""
     return {
-        "apiGroups": ["kubetrain.io"],
+        "apiGroups": list(groups),
         "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"],
         "resources": [fw.plural for fw in FRAMEWORKS.values()],
@@ -32,11 +35,11 @@ def job_rule() -> Obj:
     }
 
 
-def scale_rule() -> Obj:
+def scale_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
     """Writes to the scale subresource (`kubectl scale`, an HPA): kube-apiserver sends them to a
     webhook only when a rule names `<plural>/scale`; the object is an autoscaling/v1 Scale."""
     return {
-        "apiGroups": ["kubetrain.io"],
+        "apiGroups": list(groups),
         "apiVersions": ["v1"],
         "operations": ["UPDATE"],
         "resources": [f"{fw.plural}/scale" for fw in FRAMEWORKS.values() if has_scale_subresource(fw)],
@@ -62,6 +65,7 @@ def webhook_configurations(
     timeout_seconds: int = 10,
     mutating_name: str = MUTATING_NAME,
     validating_name: str = VALIDATING_NAME,
+    api_groups: Sequence[str] = (KUBETRAIN_GROUP,),
 ) -> tuple[Obj, Obj]:
     """(mutating, validating) configurations calling `base_url` + /mutate and /validate.
 
@@ -90,14 +94,16 @@ def webhook_configurations(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": mutating_name},
-        "webhooks": [hook(MUTATE_JOBS, "/mutate", job_rule(), namespace_selector)],
+        "webhooks": [hook(MUTATE_JOBS, "/mutate", job_rule(api_groups), namespace_selector)],
     }
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": validating_name},
         "webhooks": [
-            hook(VALIDATE_JOBS, "/validate", [job_rule(), scale_rule()], namespace_selector),
+            hook(
+                VALIDATE_JOBS, "/validate", [job_rule(api_groups), scale_rule(api_groups)], namespace_selector
+            ),
             hook(VALIDATE_POLICIES, "/validate", policy_rule(), None),
         ],
     }

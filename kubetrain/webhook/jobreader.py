@@ -12,19 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.kube.client import ApiError, KubeClient
-from kubetrain.kube.resources import JOB_RESOURCES
+from kubetrain.kube.resources import job_resources_in
 from kubetrain.webhook.review import AdmissionRequest
 from kubetrain.webhook.server import JobReader
 
 
 def kube_job_reader(client: KubeClient) -> JobReader:
-    by_plural = {ref.plural: ref for ref in JOB_RESOURCES.values()}
+    # Every group the webhook may be asked about (kubetrain.io, kubeflow.org): the review names it.
+    by_resource = {(ref.group, ref.plural): ref for ref in job_resources_in(JOB_GROUPS).values()}
 
     async def read(request: AdmissionRequest) -> dict[str, Any] | None:
         resource = request.raw.get("resource")
-        plural = resource.get("resource") if isinstance(resource, dict) else None
-        ref = by_plural.get(str(plural))
+        if not isinstance(resource, dict):
+            return None
+        ref = by_resource.get((str(resource.get("group")), str(resource.get("resource"))))
         if ref is None:
             return None
         try:

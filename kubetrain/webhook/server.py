@@ -27,11 +27,14 @@ Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat m
   3 MiB and an UPDATE review carries the object and the old object) and must arrive within
   `limits.body_timeout`; the bodies being read at once are limited to `max_inflight_bytes` in
   total (a request past it gets HTTP 429);
-- a review over INLINE_BYTES (64 KiB) is decoded, decided and encoded in a thread pool
-  (`review_threads`), not on the event loop that also serves /healthz, the controller and
-  leader election; a smaller one is decided inline (bounded to milliseconds; a thread hand-off
-  would cost more CPU than the review). The work per review is bounded (validation stops after
-  a fixed number of errors; messages and warnings are capped);
+- a review over PROCESS_BYTES (256 KiB) is decoded, decided and encoded in one of
+  `review_processes` worker processes (kubetrain.webhook.processes: time limit, then HTTP 503;
+  bounded queue, then HTTP 429 with Retry-After), one over INLINE_BYTES (64 KiB) — or any, with
+  `review_processes=0` — in a thread pool (`review_threads`), not on the event loop that also
+  serves /healthz, the controller and leader election; a smaller one is decided inline
+  (bounded to milliseconds; a thread hand-off would cost more CPU than the review). The work
+  per review is bounded (validation stops after a fixed number of errors; messages and
+  warnings are capped);
 - connections get header, idle and body deadlines and are capped in number
   (kubetrain.httpguard); an upload the client aborts is logged once at debug level.
 """
@@ -45,24 +48,26 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
-from kubetrain.webhook.mutate import is_job_kind, mutate
+from kubetrain.webhook.decider import Decider, decide_guarded, encode
+from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission
-from kubetrain.webhook.review import (
-    AdmissionRequest,
-    AdmissionResponse,
-    BadReview,
-    decode_review,
-    encode_review,
-    shape_problem,
+from kubetrain.webhook.processes import (
+    MAX_QUEUE,
+    PROCESS_BYTES,
+    TIME_LIMIT,
+    PoolBusy,
+    ReviewFailed,
+    ReviewProcesses,
+    ReviewTimedOut,
 )
-from kubetrain.webhook.validate import needs_job, validate, validate_scale
+from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, BadReview
+from kubetrain.webhook.validate import validate_scale
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +79,7 @@ ABORT_GRACE = 1.0
 # Reviews up to this size are decided on the event loop: their work is bounded to a few
 # milliseconds, and a thread hand-off would cost more CPU than the review itself.
 INLINE_BYTES = 64 * 1024
-# A map of MAX_OBJECT_MEMBERS fields takes at least this many bytes of JSON.
-SHAPE_CHECK_BYTES = 48 * 1024
 JSON_CONTENT_TYPES = frozenset({"application/json"})
-
-Decide = Callable[[AdmissionRequest], AdmissionResponse]
 # Reads the job a scale-subresource review is about (None when it does not exist).
 JobReader = Callable[[AdmissionRequest], Awaitable[dict[str, Any] | None]]
 
@@ -106,12 +107,6 @@ def _abort_soon(request: web.Request) -> None:
         asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
 
 
-def _result_label(response: AdmissionResponse) -> str:
-    if not response.allowed:
-        return "error" if response.status_code == 500 else "denied"
-    return "patched" if response.patch else "allowed"
-
-
 class WebhookServer:
     """aiohttp HTTPS server answering AdmissionReview v1 for every job kind."""
 
@@ -132,6 +127,9 @@ class WebhookServer:
         review_threads: int = REVIEW_THREADS,
         reuse_port: bool = False,
         job_reader: JobReader | None = None,
+        review_processes: int = 0,
+        review_time_limit: float = TIME_LIMIT,
+        review_queue: int = MAX_QUEUE,
     ) -> None:
         if tls is None:
             if cert_dir is None:
@@ -151,6 +149,12 @@ class WebhookServer:
         self.job_reader = job_reader  # for scale-subresource reviews
         self._inflight = 0
         self._executor: ThreadPoolExecutor | None = None
+        # Reviews over PROCESS_BYTES go to worker processes (kubetrain.webhook.processes).
+        self.processes = (
+            ReviewProcesses(review_processes, time_limit=review_time_limit, max_queue=review_queue)
+            if review_processes > 0
+            else None
+        )
         self._runner: web.AppRunner | None = None
 
     @property
@@ -176,17 +180,15 @@ class WebhookServer:
         app.router.add_get("/readyz", self._readyz)
         return app
 
-    def _mutate(self, request: AdmissionRequest) -> AdmissionResponse:
-        return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
-
-    def _validate(self, request: AdmissionRequest) -> AdmissionResponse:
-        return validate(request, self.policies, max_replicas=self.max_replicas)
+    def decider(self) -> Decider:
+        """What a decision needs, as configured now (sent along with a review to a process)."""
+        return Decider(self.gang_scheduling, self.max_replicas, self.policies)
 
     async def _handle_mutate(self, request: web.Request) -> web.Response:
-        return await self._review(request, "mutate", self._mutate)
+        return await self._review(request, "mutate")
 
     async def _handle_validate(self, request: web.Request) -> web.Response:
-        return await self._review(request, "validate", self._validate)
+        return await self._review(request, "validate")
 
     async def _read_body(self, request: web.Request) -> bytes:
         length = request.content_length
@@ -212,19 +214,6 @@ class WebhookServer:
         finally:
             self._inflight -= counted
 
-    def _answer(self, body: bytes, webhook: str, decide: Decide) -> tuple[AdmissionRequest, bytes, str]:
-        """Decode, decide and encode one review (in the thread pool when large); raises BadReview.
-        A scale review to /validate comes back with an empty answer: the job must be read first."""
-        review = decode_review(body)
-        if webhook == "validate" and needs_job(review):
-            return review, b"", ""
-        return self._encode(review, self._decide(review, webhook, decide, len(body)))
-
-    def _encode(
-        self, review: AdmissionRequest, response: AdmissionResponse
-    ) -> tuple[AdmissionRequest, bytes, str]:
-        return review, orjson.dumps(encode_review(response)), _result_label(response)
-
     async def _answer_scale(self, review: AdmissionRequest) -> tuple[AdmissionRequest, bytes, str]:
         if self.job_reader is None:
             response = AdmissionResponse.deny(
@@ -233,7 +222,7 @@ class WebhookServer:
                 code=500,
                 reason="InternalError",
             )
-            return self._encode(review, response)
+            return encode(review, response)
         try:
             job = await self.job_reader(review)
         except Exception as exc:
@@ -246,78 +235,42 @@ class WebhookServer:
                 code=500,
                 reason="InternalError",
             )
-            return self._encode(review, response)
+            return encode(review, response)
 
         def decide(request: AdmissionRequest) -> AdmissionResponse:
             return validate_scale(request, job, max_replicas=self.max_replicas)
 
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, lambda: self._encode(review, self._decide(review, "validate", decide))
+            self._executor, lambda: encode(review, decide_guarded(review, "validate", decide))
         )
-
-    def _shape_denial(self, review: AdmissionRequest) -> AdmissionResponse | None:
-        for name, obj in (("object", review.object), ("oldObject", review.old_object)):
-            problem = shape_problem(obj) if obj is not None else None
-            if problem is not None:
-                path, what = problem
-                return AdmissionResponse.deny(
-                    review.uid,
-                    f'{review.kind} "{review.name}" is invalid: {path}: Invalid: {what} (in the {name})',
-                )
-        return None
-
-    def _decide(
-        self, review: AdmissionRequest, webhook: str, decide: Decide, body_bytes: int = 0
-    ) -> AdmissionResponse:
-        # The shape check costs more than deciding an ordinary review, so it runs up front only
-        # on bodies large enough to hold a map over MAX_OBJECT_MEMBERS fields; a small body
-        # nested too deep ends in a RecursionError, answered by the same check.
-        if body_bytes > SHAPE_CHECK_BYTES:
-            denial = self._shape_denial(review)
-            if denial is not None:
-                return denial
-        try:
-            return decide(review)
-        except Exception as exc:
-            denial = self._shape_denial(review) if isinstance(exc, RecursionError) else None
-            if denial is not None:
-                return denial
-            log.exception(
-                "%s: failed to decide on %s %s/%s (uid %s)",
-                webhook,
-                review.kind,
-                review.namespace,
-                review.name,
-                review.uid,
-            )
-            return AdmissionResponse.deny(
-                review.uid,
-                f"internal error in the kubetrain {webhook} webhook: {type(exc).__name__}",
-                code=500,
-                reason="InternalError",
-            )
 
     def _observe(self, webhook: str, operation: str, kind: str, result: str, started: float) -> None:
         WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(
             time.perf_counter() - started
         )
 
-    async def _review(self, request: web.Request, webhook: str, decide: Decide) -> web.Response:
+    async def _decode_and_decide(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
+        if len(body) <= INLINE_BYTES:
+            return self.decider().answer(body, webhook)
+        if self.processes is not None and len(body) > PROCESS_BYTES:
+            review, answer, result = await self.processes.answer(body, webhook, self.decider())
+            if answer:
+                return review, answer, result
+            # A scale review (the worker sent back no object): decode it here, then read the job.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self.decider().answer, body, webhook)
+
+    async def _review(self, request: web.Request, webhook: str) -> web.Response:
         started = time.perf_counter()
+        body = b""
         try:
             if request.content_type not in JSON_CONTENT_TYPES:
                 raise BadReview(
                     f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
                 )
             body = await self._read_body(request)
-            if len(body) <= INLINE_BYTES:
-                review, answer, result = self._answer(body, webhook, decide)
-            else:
-                loop = asyncio.get_running_loop()
-                review, answer, result = await loop.run_in_executor(
-                    self._executor, self._answer, body, webhook, decide
-                )
+            review, answer, result = await self._decode_and_decide(body, webhook)
             if not answer:
                 review, answer, result = await self._answer_scale(review)
         except BadReview as exc:
@@ -334,6 +287,28 @@ class WebhookServer:
                 self.max_inflight_bytes,
             )
             return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
+        except PoolBusy:
+            self._observe(webhook, "", "", "busy", started)
+            log.warning(
+                "%s: 429 to %s: every review process is busy and %d large reviews are queued",
+                webhook,
+                request.remote,
+                self.processes.max_queue if self.processes else 0,
+            )
+            return web.Response(
+                status=429,
+                text="too many large reviews queued; retry\n",
+                headers={"Retry-After": "1"},
+            )
+        except (ReviewTimedOut, ReviewFailed) as exc:
+            self._observe(webhook, "", "", "error", started)
+            what = (
+                f"was not decided within {self.processes.time_limit if self.processes else 0:g}s"
+                if isinstance(exc, ReviewTimedOut)
+                else "could not be decided: its review process died"
+            )
+            log.error("%s: 503 to %s: a review of %d bytes %s", webhook, request.remote, len(body), what)
+            return _closing(web.Response(status=503, text=f"the AdmissionReview {what}\n"))
         except _Aborted as exc:
             _abort_soon(request)
             self._observe(webhook, "", "", "aborted", started)
@@ -374,6 +349,8 @@ class WebhookServer:
             handle_signals=False,
             keepalive_timeout=self.guard.limits.idle_timeout,
         )
+        if self.processes is not None:
+            await self.processes.start()
         await runner.setup()
         self.guard.install(runner)
         site = GuardedTCPSite(
@@ -404,6 +381,8 @@ class WebhookServer:
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        if self.processes is not None:
+            await self.processes.stop()
         await self.tls.stop()
 
     async def __aenter__(self) -> WebhookServer:

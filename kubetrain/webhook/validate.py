@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.errors import FieldError
+from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.parse import InvalidJobError
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
@@ -88,7 +89,11 @@ def validate(
     # Platform policy limits (ratcheted on UPDATE: only new violations are denied).
     verdict = policies.check(request) if policies is not None else PolicyVerdict()
     if old is not None and old.get("spec") == obj.get("spec"):
-        # metadata-only changes are never blocked by the job rules (only by new policy violations)
+        # metadata-only changes are never blocked by the job rules (only by new policy violations
+        # and a changed kubetrain.io/service-mode annotation)
+        mode_errors = service_mode_errors(obj, old)
+        if mode_errors:
+            return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, mode_errors))
         if verdict.denials:
             return policy_denial(request.uid, verdict, [])
         return AdmissionResponse.allow(request.uid, verdict.warnings)

@@ -15,8 +15,10 @@ await workers.stop()                      # SIGTERM, then SIGKILL after `grace` 
 
 A child reads the serving certificate from the same `--cert-dir` (in self-managed mode the
 parent writes it there; every process polls the directory), keeps its own TrainingPolicy and
-Namespace watches, and serves its /healthz and /readyz on a loopback port of its own. Only the
-parent's /metrics is scraped: the children's review latencies are not in it (docs/operations.md).
+Namespace watches, and serves its /healthz, /readyz and /metrics on a loopback port of its own
+and on a Unix socket in a private directory of the parent (`metrics_sockets`): the parent's
+/metrics adds the children's counters and histograms to its own (kubetrain.metricsmerge), so one
+scrape sees every process's reviews.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
+import shutil
 import sys
+import tempfile
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +46,8 @@ def child_argv(args: argparse.Namespace) -> list[str]:
         f"--webhook-host={args.webhook_host}",
         f"--webhook-port={args.webhook_port}",
         f"--webhook-max-request-bytes={args.webhook_max_request_bytes}",
+        f"--webhook-review-processes={args.webhook_review_processes}",
+        f"--webhook-review-time-limit={args.webhook_review_time_limit}",
         "--cert-mode=directory",
         f"--cert-dir={args.cert_dir}",
         f"--gang-scheduler={args.gang_scheduler}",
@@ -63,6 +70,16 @@ class WebhookWorkers:
         self._tasks: list[asyncio.Task[None]] = []
         self._processes: dict[int, asyncio.subprocess.Process] = {}
         self._stopping = False
+        self._socket_dir: str | None = None
+
+    def metrics_socket(self, index: int) -> str:
+        if self._socket_dir is None:
+            self._socket_dir = tempfile.mkdtemp(prefix="kubetrain-workers-")
+        return os.path.join(self._socket_dir, f"worker-{index + 1}.sock")
+
+    def metrics_sockets(self) -> list[str]:
+        """The Unix sockets the running children serve /metrics on."""
+        return [self.metrics_socket(i) for i, p in self._processes.items() if p.returncode is None]
 
     @property
     def pids(self) -> list[int]:
@@ -75,7 +92,10 @@ class WebhookWorkers:
 
     async def _keep(self, index: int) -> None:
         while not self._stopping:
-            process = await asyncio.create_subprocess_exec(*self.argv)
+            socket_path = self.metrics_socket(index)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(socket_path)  # left by a child that did not stop cleanly
+            process = await asyncio.create_subprocess_exec(*self.argv, f"--metrics-unix-socket={socket_path}")
             self._processes[index] = process
             code = await process.wait()
             if self._stopping:
@@ -104,3 +124,6 @@ class WebhookWorkers:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None

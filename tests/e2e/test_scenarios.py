@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from kubetrain.kube.resources import CONFIG_MAPS, SECRETS
+
 
 def _load_support() -> ModuleType:
     path = Path(__file__).with_name("scenarios_support.py")
@@ -59,6 +61,7 @@ JOBS = {
     "MXJob": {"Scheduler": 1, "Server": 1, "Worker": 1},
     "XGBoostJob": {"Master": 1, "Worker": 2},
     "JAXJob": {"Worker": 2},
+    "PaddleJob": {"Master": 1, "Worker": 2},
 }
 
 
@@ -81,6 +84,40 @@ async def test_valid_job_of_each_kind_runs_to_succeeded(cluster: Any, kind: str)
     job = await cluster.wait_job(kind, name, "Succeeded", succeeded)
     assert job["status"]["completionTime"]
     assert support.has_condition(job, "Running", "False")
+
+
+async def test_mpijob_runs_to_succeeded_with_its_config_map_and_ssh_secret(cluster: Any) -> None:
+    """The launcher waits for Ready workers, mounts the hostfile ConfigMap and the SSH Secret the
+    operator created (it never reads Secrets back), and the job succeeds with it."""
+    name = "ok-mpijob"
+    manifest = support.job_manifest(
+        "MPIJob",
+        name,
+        cluster.namespace,
+        {"Launcher": 1, "Worker": 2},
+        run_policy={"cleanPodPolicy": "Running"},
+    )
+    manifest["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    # Workers run sshd in real MPI images; here they stay up until the launcher is done.
+    worker = manifest["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["command"] = ["sh", "-c", "sleep 3600"]
+    created = await cluster.create_job(manifest)
+    assert created["spec"]["mpiImplementation"] == "OpenMPI" and created["spec"]["slotsPerWorker"] == 1
+    await cluster.wait_pods(name, 3, running=False, within=120)
+    config = await cluster.client.get(CONFIG_MAPS, cluster.namespace, f"{name}-config")
+    ns = cluster.namespace
+    assert config["data"]["hostfile"] == "".join(
+        f"{name}-worker-{i}.{name}.{ns}.svc slots=1\n" for i in range(2)
+    )
+    secret = await cluster.client.get(SECRETS, ns, f"{name}-ssh")
+    assert secret["type"] == "kubernetes.io/ssh-auth" and set(secret["data"]) == {
+        "ssh-privatekey",
+        "ssh-publickey",
+    }
+    if cluster.simulator is not None:
+        await cluster.simulator.finish(ns, f"{name}-launcher-0")
+    job = await cluster.wait_job("MPIJob", name, "Succeeded", succeeded)
+    assert job["status"]["completionTime"]
 
 
 @pytest.mark.parametrize("kind", ["XGBoostJob", "JAXJob"])
@@ -231,3 +268,84 @@ async def test_suspend_deletes_pods_and_resume_recreates_them(cluster: Any) -> N
     )
     await cluster.finish_pods(name, 2)
     await cluster.wait_job("PyTorchJob", name, "Succeeded", succeeded)
+
+
+async def test_paddlejob_collective_pods_get_kubeflows_env_and_succeed(cluster: Any) -> None:
+    """The API server stores the env as kubetrain writes it: Worker 0 reads its own IP
+    (`POD_IP_DUMMY` from `status.podIP`, referenced by PADDLE_MASTER), the others dial Worker 0."""
+    name = "paddle-collective"
+    job = support.job_manifest("PaddleJob", name, cluster.namespace, {"Worker": 3})
+    await cluster.create_job(job)
+    pods = {p["metadata"]["name"]: p for p in await cluster.wait_pods(name, 3, running=False)}
+    ns = cluster.namespace
+
+    def env(pod: str) -> dict[str, Any]:
+        container = pods[pod]["spec"]["containers"][0]
+        return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+    worker0 = env(f"{name}-worker-0")
+    assert worker0["POD_IP_DUMMY"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert worker0["PADDLE_MASTER"] == "$(POD_IP_DUMMY):36543"
+    for i in (1, 2):
+        assert env(f"{name}-worker-{i}") == {
+            "PYTHONUNBUFFERED": "1",
+            "PADDLE_JOB_ID": name,
+            "PADDLE_NNODES": "3",
+            "PADDLE_MASTER": f"{name}-worker-0.{name}.{ns}.svc:36543",
+        }
+    await cluster.finish_pods(name, 3)
+    done = await cluster.wait_job("PaddleJob", name, "Succeeded", succeeded)
+    assert done["status"]["replicaStatuses"]["Worker"]["succeeded"] == 3
+
+
+async def test_restart_job_rule_restarts_every_pod_once_then_succeeds(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    name = "restart-job"
+    rules = [{"action": "RestartJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+    job = support.job_manifest(
+        "PyTorchJob",
+        name,
+        cluster.namespace,
+        {"Master": 1, "Worker": 2},
+        restart_policy="ExitCode",
+        run_policy={"backoffLimit": 3, "podFailurePolicy": {"rules": rules}},
+    )
+    await cluster.create_job(job)
+    first = {p["metadata"]["uid"] for p in await cluster.wait_pods(name, 3, running=True)}
+    await cluster.simulator.finish(cluster.namespace, f"{name}-worker-1", exit_code=42)
+
+    async def all_recreated() -> bool:
+        pods = await cluster.pods(name)
+        return len(pods) == 3 and all(
+            p["metadata"]["uid"] not in first and p["metadata"]["labels"].get("kubetrain.io/attempt") == "1"
+            for p in pods
+        )
+
+    await support.eventually(all_recreated, within=90, what="every pod recreated as attempt 1")
+    await cluster.wait_pods(name, 3, running=True)
+    await cluster.finish_pods(name, 3)
+    done = await cluster.wait_job("PyTorchJob", name, "Succeeded", succeeded)
+    assert done["status"]["jobRestarts"] == 1
+    assert sum(s.get("restarts", 0) for s in done["status"]["replicaStatuses"].values()) == 1
+
+
+async def test_fail_job_rule_fails_at_once(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    name = "fail-job-rule"
+    rules = [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [137]}}]
+    job = support.job_manifest(
+        "TFJob",
+        name,
+        cluster.namespace,
+        {"Worker": 2},
+        restart_policy="ExitCode",
+        run_policy={"backoffLimit": 5, "podFailurePolicy": {"rules": rules}},
+    )
+    await cluster.create_job(job)
+    await cluster.wait_pods(name, 2, running=True)
+    await cluster.simulator.finish(cluster.namespace, f"{name}-worker-0", exit_code=137)
+    failed = await cluster.wait_job("TFJob", name, "Failed", lambda j: support.has_condition(j, "Failed"))
+    cond = support.condition(failed, "Failed")
+    assert cond["reason"] == "PodFailurePolicy" and "FailJob rule at index 0" in cond["message"]

@@ -44,7 +44,7 @@ JOB_NAME_LABEL = "kubetrain.io/job-name"
 WAIT = 30.0  # generous upper bound for one asynchronous step on a loaded 2-core CI machine
 
 # Per kind, from the framework registry: a new kind needs no line here.
-CONTAINERS = {kind: f.container_name for kind, f in FRAMEWORKS.items()}
+CONTAINERS = {kind: f.container_name or "main" for kind, f in FRAMEWORKS.items()}  # MPIJob: container 0
 REPLICA_MAP = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
 
 _ns_counter = itertools.count()

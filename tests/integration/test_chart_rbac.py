@@ -11,10 +11,11 @@ token, as in-cluster config would), `--webhook-host 127.0.0.1` and a private `--
 The operator then does everything it does in production: leader election (a Lease in the release
 namespace), self-managed certificates (creates its Secret, patches caBundle into the rendered
 webhook configurations, watches both by name), admission reviews from the API server through the
-rendered webhook Service reference, a PyTorchJob to Succeeded with events, TTL deletion, and a
-TrainingPolicy status write. The API server must refuse none of its requests. Removing one verb
-the operator needs from the chart's ClusterRole makes the same run produce a 403, so the check
-can fail.
+rendered webhook Service reference, a PyTorchJob to Succeeded with events, an MPIJob to Succeeded
+(its ConfigMap and SSH Secret created — while the ServiceAccount is refused get and list on
+Secrets), TTL deletion, and a TrainingPolicy status write. The API server must refuse none of
+its requests. Removing one verb the operator needs from the chart's ClusterRole makes the same
+run produce a 403, so the check can fail.
 """
 
 from __future__ import annotations
@@ -103,6 +104,12 @@ class Release:
     admin: KubeClient
     user: str  # the operator's username
     metrics_port: int
+    kubeconfig: str  # the operator's: its ServiceAccount token
+    scheme: str = "http"  # of the metrics port: https with metrics.secure
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.metrics_port}"
 
     def operator_denials(self) -> list[str]:
         return [d.message for d in self.cluster.denials if d.user == self.user]
@@ -124,9 +131,31 @@ def pytorch_job(name: str, ttl: int | None = None) -> Obj:
     )
 
 
+def mpi_job(name: str) -> Obj:
+    template = {
+        "metadata": {"annotations": {"sim.kubetrain.io/run-seconds": "0.2"}},
+        "spec": {"containers": [{"name": "mpi", "image": "mpioperator/mpi-pi:openmpi"}]},
+    }
+    worker = {"metadata": {}, "spec": template["spec"]}  # sshd: runs until the launcher is done
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"template": template},
+                "Worker": {"replicas": 2, "template": worker},
+            },
+        },
+    }
+
+
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
+CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 CERT_SECRET = f"{RELEASE}-kubetrain-webhook-tls"
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], gang: str) -> None:
@@ -196,7 +225,9 @@ async def running_release(
         args.metrics_port, args.webhook_port, args.webhook_host = metrics_port, webhook_port, "127.0.0.1"
         args.cert_dir = str(tmp_path / "certs")  # the pod's emptyDir
         operator = asyncio.create_task(run.serve(args, stop), name="kubetrain run")
-        release = Release(docs, cluster, admin, f"system:serviceaccount:{NAMESPACE}:{sa}", metrics_port)
+        scheme = "https" if "--metrics-secure" in container["args"] else "http"
+        user = f"system:serviceaccount:{NAMESPACE}:{sa}"
+        release = Release(docs, cluster, admin, user, metrics_port, args.kubeconfig, scheme)
         await simulator.start()
         if gang != "none":
             gang_simulator = GangSchedulerSimulator(
@@ -221,7 +252,7 @@ async def ready(release: Release) -> None:
         try:
             async with (
                 aiohttp.ClientSession() as session,
-                session.get(f"http://127.0.0.1:{release.metrics_port}/readyz") as resp,
+                session.get(f"{release.metrics_url}/readyz", ssl=False) as resp,
             ):
                 return resp.status == 200
         except aiohttp.ClientError:
@@ -242,8 +273,8 @@ async def ca_bundles_injected(release: Release) -> None:
             await eventually(injected, within=WAIT, what=f"caBundle in {name}")
 
 
-async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
-    ref = job_resource("PyTorchJob")
+async def job_succeeded(admin: KubeClient, namespace: str, name: str, kind: str = "PyTorchJob") -> Obj:
+    ref = job_resource(kind)
 
     async def succeeded() -> Obj | None:
         job = await admin.get(ref, namespace, name)
@@ -251,7 +282,7 @@ async def job_succeeded(admin: KubeClient, namespace: str, name: str) -> Obj:
         done = any(c["type"] == "Succeeded" and c["status"] == "True" for c in conditions)
         return job if done else None
 
-    result: Obj = await eventually(succeeded, within=WAIT, what=f"PyTorchJob {namespace}/{name} Succeeded")
+    result: Obj = await eventually(succeeded, within=WAIT, what=f"{kind} {namespace}/{name} Succeeded")
     return result
 
 
@@ -305,6 +336,37 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
 
         await eventually(job_event, within=WAIT, what="an Event on the job")
 
+        # An MPIJob: its ConfigMap and SSH Secret are created, and the operator reads no Secret.
+        await admin.create(job_resource("MPIJob"), mpi_job("pi"), namespace=job_namespace)
+        await job_succeeded(admin, job_namespace, "pi", kind="MPIJob")
+        ssh = await admin.get(SECRETS, job_namespace, "pi-ssh")
+        assert ssh["type"] == "kubernetes.io/ssh-auth" and set(ssh["data"]) == {
+            "ssh-privatekey",
+            "ssh-publickey",
+        }
+        config = await admin.get(CONFIG_MAPS, job_namespace, "pi-config")
+        assert config["data"]["hostfile"].count("slots=1") == 2
+        secret_verbs = {
+            r.verb
+            for r in records
+            if r.user == release.user and r.resource == "secrets" and r.namespace == job_namespace
+        }
+        assert secret_verbs == {"create"}
+        # The chart's ServiceAccount itself is refused reading Secrets (get, list in the job's
+        # namespace and cluster-wide): these probes are the only denials the run may show.
+        before = len(release.cluster.denials)
+        async with await KubeClient.connect(release.kubeconfig) as operator_client:
+            for attempt in (
+                operator_client.get(SECRETS, job_namespace, "pi-ssh"),
+                operator_client.list(SECRETS, job_namespace),
+                operator_client.list(SECRETS, None),
+            ):
+                with pytest.raises(ApiError) as refused:
+                    await attempt
+                assert refused.value.status == 403
+        probes = [d.message for d in release.cluster.denials[before:]]
+        assert len(probes) == 3 and all("secrets" in m for m in probes), probes
+
         # TTL: a finished job with ttlSecondsAfterFinished 0 is deleted by the operator.
         await admin.create(jobs, pytorch_job("ttl", ttl=0), namespace=job_namespace)
         await deleted(admin, jobs, job_namespace, "ttl")
@@ -343,6 +405,61 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
 
         operator_requests = [r for r in release.cluster.requests.records if r.user == release.user]
         assert len(operator_requests) > 20, "the operator did talk to the API server as its ServiceAccount"
+        assert [m for m in release.operator_denials() if m not in probes] == []
+
+
+SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
+
+
+async def test_secure_metrics_under_the_chart_rbac(tmp_path: Path) -> None:
+    """metrics.secure: the operator reviews a scraper's token and access under the chart's
+    ClusterRole (no 403 for its TokenReviews and SubjectAccessReviews); a scraper bound to the
+    chart's metrics-reader ClusterRole gets the metrics, one without the binding a 403."""
+    values = {"certificates": {"mode": "selfManaged"}, "metrics": {"secure": True}}
+    async with running_release(tmp_path, values) as release:
+        assert release.scheme == "https"
+        await ready(release)
+        admin, cluster = release.admin, release.cluster
+        await admin.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}}
+        )
+        for name in ("prometheus", "stranger"):
+            await admin.create(SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace="monitoring")
+        reader = next(
+            d
+            for d in release.docs
+            if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-metrics-reader")
+        )
+        await admin.create(
+            APPLIED["ClusterRoleBinding"],
+            {
+                "metadata": {"name": "prometheus-kubetrain"},
+                "roleRef": {
+                    "apiGroup": RBAC_GROUP,
+                    "kind": "ClusterRole",
+                    "name": reader["metadata"]["name"],
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+            },
+        )
+
+        async def scrape(token: str | None) -> tuple[int, str]:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"{release.metrics_url}/metrics", headers=headers, ssl=False) as resp,
+            ):
+                return resp.status, await resp.text()
+
+        assert (await scrape(None))[0] == 401
+        status, body = await scrape(cluster.add_service_account_token("monitoring", "stranger"))
+        assert status == 403 and 'cannot get path \\"/metrics\\"' in body
+        status, body = await scrape(cluster.add_service_account_token("monitoring", "prometheus"))
+        assert status == 200 and "kubetrain_api_requests_total" in body
+        reviews = {
+            r.resource for r in cluster.requests.records if r.user == release.user and r.verb == "create"
+        }
+        assert {"tokenreviews", "subjectaccessreviews"} <= reviews
         assert release.operator_denials() == []
 
 
@@ -352,7 +469,7 @@ def _drop_verb(kind: str, resource: str, verb: str) -> Callable[[list[Obj]], Non
             if doc["kind"] != kind:
                 continue
             for rule in doc["rules"]:
-                if resource in rule["resources"] and verb in rule["verbs"]:
+                if resource in rule.get("resources", []) and verb in rule["verbs"]:
                     rule["verbs"] = [v for v in rule["verbs"] if v != verb]
                     return
         raise AssertionError(f"no {kind} grants {verb} {resource}")
@@ -383,8 +500,8 @@ async def test_a_missing_verb_in_the_cluster_role_is_refused_with_kubes_message(
 def _drop_rule(kind: str, resource: str) -> Callable[[list[Obj]], None]:
     def edit(docs: list[Obj]) -> None:
         for doc in docs:
-            if doc["kind"] == kind and any(resource in r["resources"] for r in doc["rules"]):
-                doc["rules"] = [r for r in doc["rules"] if resource not in r["resources"]]
+            if doc["kind"] == kind and any(resource in r.get("resources", []) for r in doc["rules"]):
+                doc["rules"] = [r for r in doc["rules"] if resource not in r.get("resources", [])]
                 return
         raise AssertionError(f"no {kind} grants {resource}")
 

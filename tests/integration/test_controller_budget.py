@@ -115,3 +115,20 @@ async def test_budget_with_volcano_gang_scheduling() -> None:
     finally:
         await h.close()
         await stack.stop()
+
+
+async def test_budget_in_per_pod_service_mode() -> None:
+    """Per-pod Services (docs/operations.md, "Service mode"): N Service creates instead of 1 and
+    N Service deletes at the end with cleanPodPolicy Running; everything else as above."""
+    async with DevStack(DevStackOptions(service_mode="per-pod")) as stack:
+        h = await Harness.open(stack)
+        try:
+            ns = await h.namespace("ppbudget")
+            job = job_manifest("PyTorchJob", "pp", {"Master": 1, "Worker": 7})
+            calls = await run_clean_life(h, stack, ns, job, "pp-master-0")
+            assert calls[("create", "services")] == 8, dict(calls)
+            calls[("create", "services")] = 1  # the rest of the budget is the headless mode's
+            check_budget(calls, "pytorchjobs", 8, gang=False)
+            assert calls[("delete", "services")] == 8, dict(calls)
+        finally:
+            await h.close()

@@ -1,7 +1,7 @@
 """The pod environment Kubeflow's training-operator v1 sets, transcribed from its Go code.
 
 Each function names the Go function it follows (training-operator `v1.9.0`,
-`pkg/controller.v1/{tensorflow,pytorch,xgboost,jax}`; MXNet from `v1.8.1`,
+`pkg/controller.v1/{tensorflow,pytorch,xgboost,jax,paddlepaddle}`; MXNet from `v1.8.1`,
 `pkg/controller.v1/mxnet`, the last release with MXJob). The input is the defaulted job as a dict
 (Kubeflow's controller, too, works on the defaulted object); the output maps each container name
 to the variables Kubeflow adds to it, in the order it adds them.
@@ -19,7 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-Env = list[tuple[str, str]]
+# (name, value); a value Kubernetes fills in is the EnvVar's `valueFrom` mapping instead.
+Env = list[tuple[str, Any]]
 
 
 def host(job: Mapping[str, Any], rtype: str, index: int) -> str:
@@ -228,11 +229,45 @@ def jax_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
     return {name: list(env) for name in _containers(specs[rtype])}
 
 
+# --- PaddlePaddle: paddlepaddle/envvar.go ---------------------------------------------------------
+
+
+def paddle_env(job: Mapping[str, Any], rtype: str, index: int) -> dict[str, Env]:
+    """setPodEnv: the same variables in every container of the pod."""
+    specs = job["spec"]["paddleReplicaSpecs"]
+    total = sum(_replicas(s) for s in specs.values())  # getTotalReplicas
+    env: Env = [
+        ("PYTHONUNBUFFERED", "1"),
+        ("PADDLE_JOB_ID", job["metadata"]["name"]),  # EnvJobID
+        ("PADDLE_NNODES", str(total)),  # EnvNumNodes
+    ]
+    pod_ip = {"fieldRef": {"fieldPath": "status.podIP"}}
+    if "Master" not in specs:
+        # Collective mode: Worker 0 is the rendezvous endpoint; `rank == 0` (any type) listens
+        # on its own IP. replicaName(...) is host(), getPortFromPaddleJob is _port().
+        port = _port(specs["Worker"], "paddle", "master")
+        if index == 0:
+            env += [("POD_IP_DUMMY", pod_ip), ("PADDLE_MASTER", f"$(POD_IP_DUMMY):{port}")]
+        else:
+            env.append(("PADDLE_MASTER", f"{host(job, 'Worker', 0)}:{port}"))
+    else:
+        # PS mode: Master 0 is the rendezvous endpoint.
+        port = _port(specs["Master"], "paddle", "master")
+        if index == 0 and rtype == "Master":
+            env += [("POD_IP_DUMMY", pod_ip), ("PADDLE_MASTER", f"$(POD_IP_DUMMY):{port}")]
+        else:
+            env.append(("PADDLE_MASTER", f"{host(job, 'Master', 0)}:{port}"))
+        # "Each pod will have only one server or trainer."
+        env.append(("PADDLE_SERVER_NUM", "1") if rtype == "Master" else ("PADDLE_TRAINER_NUM", "1"))
+    return {name: list(env) for name in _containers(specs[rtype])}
+
+
 KUBEFLOW_ENV = {
     "TFJob": tf_env,
     "PyTorchJob": pytorch_env,
     "MXJob": mxnet_env,
     "XGBoostJob": xgboost_env,
     "JAXJob": jax_env,
+    "PaddleJob": paddle_env,
 }
 JSON_VALUES = frozenset({"TF_CONFIG", "MX_CONFIG"})

@@ -44,7 +44,7 @@ def replica(
     resources: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    cname = KINDS[kind][1]
+    cname = KINDS[kind][1] or "main"  # MPIJob: container 0, whatever its name
     main = container(cname)
     if resources is not None:
         main["resources"] = resources
@@ -161,6 +161,12 @@ def env_of(pod_obj: dict[str, Any], container_index: int = 0) -> dict[str, str]:
     return {e["name"]: e["value"] for e in env}
 
 
+def _with_version(obj: dict[str, Any], resource_version: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["resourceVersion"] = resource_version
+    return out
+
+
 class Sim:
     """A tiny fake cluster for one job: applies Plans the way the controller does, and lets a
     test move pods through phases. Time is whatever the test passes as `now`."""
@@ -174,9 +180,13 @@ class Sim:
         self.cache = JobCache()
         self.pods: dict[str, dict[str, Any]] = {}
         self.service: dict[str, Any] | None = None
+        self.pod_services: dict[str, dict[str, Any]] = {}  # per-pod service mode (and foreign ones)
         self.pod_group: dict[str, Any] | None = None
         self.hpa: dict[str, Any] | None = None
         self.hpa_writes = 0
+        # Extra children by (kind, name); only ConfigMaps are observed (Secrets are create-only).
+        self.extra: dict[tuple[str, str], dict[str, Any]] = {}
+        self.extra_writes: list[tuple[str, str, str]] = []  # (verb, kind, name)
         self.crd_installed = True
         self.status_writes = 0
         self.created: list[str] = []
@@ -184,16 +194,28 @@ class Sim:
         self.events: list[Any] = []
         self.job_deleted = False
         self._uid = 0
+        self.create_failure: Any = None  # the controller's record of the last create wave's failure
+        self.terminal_recorded = False  # whether "this operator process" wrote the terminal status
 
     def observed(self) -> Any:
         from kubetrain.operator.plan import Observed
 
+        name = self.job["metadata"]["name"]
         return Observed(
             pods=list(self.pods.values()),
             service=self.service,
             pod_group=self.pod_group,
             pod_group_crd_installed=self.crd_installed,
             hpa=self.hpa,
+            extra=[o for (kind, _), o in self.extra.items() if kind == "ConfigMap"],
+            create_failure=self.create_failure,
+            terminal_recorded=self.terminal_recorded,
+            job_services=[
+                s
+                for s in self.pod_services.values()
+                if (s["metadata"].get("labels") or {}).get("kubetrain.io/job-name") == name
+            ],
+            service_named=self.pod_services.get,
         )
 
     def plan(self, now: datetime) -> Any:
@@ -213,6 +235,11 @@ class Sim:
             self.pod_group = copy.deepcopy(p.create_pod_group)
         if p.delete_service:
             self.service = None
+        for new in p.create_pod_services:
+            assert new["metadata"]["name"] not in self.pod_services
+            self.pod_services[new["metadata"]["name"]] = copy.deepcopy(new)
+        for name in p.delete_pod_services:
+            self.pod_services.pop(name)
         if p.delete_pod_group:
             self.pod_group = None
         if p.create_hpa is not None:
@@ -228,6 +255,17 @@ class Sim:
         if p.delete_hpa:
             self.hpa = None
             self.hpa_writes += 1
+        for child in p.create_children:
+            key = (child["kind"], child["metadata"]["name"])
+            self.extra_writes.append(("create", *key))
+            if key not in self.extra:  # else: 409 AlreadyExists
+                self.extra[key] = _with_version(child, "1")
+        for child in p.update_children:
+            key = (child["kind"], child["metadata"]["name"])
+            assert child["metadata"]["resourceVersion"] == self.extra[key]["metadata"]["resourceVersion"]
+            self.extra_writes.append(("update", *key))
+            rv = str(int(child["metadata"]["resourceVersion"]) + 1)
+            self.extra[key] = _with_version(child, rv)
         for name in p.delete_pods:
             self.pods.pop(name, None)
             self.deleted.append(name)

@@ -82,7 +82,7 @@ SHORT_NAMES = {
 def test_job_crds_names_subresources_and_columns() -> None:
     by_kind = {c["spec"]["names"]["kind"]: c for c in job_crds()}
     assert set(by_kind) == set(known_kinds())
-    assert {"TFJob", "PyTorchJob", "MXJob", "XGBoostJob", "JAXJob"} <= set(by_kind)
+    assert {"TFJob", "PyTorchJob", "MXJob", "XGBoostJob", "JAXJob", "PaddleJob", "MPIJob"} <= set(by_kind)
     for kind in by_kind:
         spec = by_kind[kind]["spec"]
         assert spec["group"] == "kubetrain.io" and spec["scope"] == "Namespaced"
@@ -122,3 +122,26 @@ def test_committed_file_matches_generator(crd: dict[str, Any]) -> None:
     committed = ROOT / "crds" / crd_file_name(crd)
     assert committed.read_text() == render_crd(crd)
     assert yaml.safe_load(committed.read_text()) == crd
+
+
+def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kubetrain crds --group kubeflow.org`: the job kinds only (TrainingPolicy stays
+    kubetrain.io's), same schema and subresources, no short names (kubectl's `tfj` stays
+    unambiguous), and the label the operator's start-up check looks for."""
+    from kubetrain.cli import main
+
+    ours = {c["spec"]["names"]["kind"]: c for c in job_crds()}
+    theirs = all_crds("kubeflow.org")
+    assert [c["metadata"]["name"] for c in theirs] == [
+        f"{c['spec']['names']['plural']}.kubeflow.org" for c in ours.values()
+    ]
+    for crd in theirs:
+        twin = ours[crd["spec"]["names"]["kind"]]
+        assert crd["spec"]["group"] == "kubeflow.org"
+        assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
+        assert "shortNames" not in crd["spec"]["names"]
+        assert crd["spec"]["versions"] == twin["spec"]["versions"]
+        kubernetes_validate.validate(crd, "1.34", strict=True)
+    assert main(["crds", "--group", "kubeflow.org"]) == 0
+    printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert [d["metadata"]["name"] for d in printed] == [c["metadata"]["name"] for c in theirs]

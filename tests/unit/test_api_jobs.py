@@ -92,7 +92,7 @@ def test_kind_and_api_version_errors() -> None:
     assert errors({"apiVersion": "kubetrain.io/v1", "kind": "Pod"}) == [("kind", ErrorKind.NOT_SUPPORTED)]
     assert errors({"kind": "TFJob"}) == [("apiVersion", ErrorKind.REQUIRED)]
     with pytest.raises(InvalidJobError, match="changing apiVersion"):
-        parse_job({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {}})
+        parse_job({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {}}, groups=("kubetrain.io",))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))

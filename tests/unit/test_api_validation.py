@@ -518,6 +518,11 @@ def test_unknown_field_message_names_valid_fields() -> None:
 
 def test_wrong_kind_and_api_version() -> None:
     obj = with_(BASE, lambda j: j.update(apiVersion="kubeflow.org/v1", kind="PyTorchJob"))
+    assert [(e.path, e.kind) for e in validate_job(obj, groups=("kubetrain.io",)).errors] == [
+        ("apiVersion", ErrorKind.NOT_SUPPORTED)
+    ]
+    assert validate_job(obj).errors == []  # served as kubeflow.org/v1 (kubetrain.api.groups)
+    obj = with_(BASE, lambda j: j.update(apiVersion="kubeflow.org/v1beta2", kind="PyTorchJob"))
     assert [(e.path, e.kind) for e in validate_job(obj).errors] == [("apiVersion", ErrorKind.NOT_SUPPORTED)]
     obj = with_(BASE, lambda j: j.update(kind="SparkJob"))
     assert [(e.path, e.kind) for e in validate_job(obj).errors] == [("kind", ErrorKind.NOT_SUPPORTED)]

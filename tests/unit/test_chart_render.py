@@ -1,7 +1,8 @@
 """The Helm chart, rendered and linted by the real Helm engine (helm-python-sdk, in-process).
 
 Every value combination that changes the output is rendered (3 certificate modes x replicas
-1/2 x ServiceMonitor off/on x 3 gang schedulers x all/some namespaces = 72 releases), linted
+1/2 x ServiceMonitor off/on x 3 gang schedulers x all/some namespaces = 72 releases; secure
+metrics with 2 replicas, so secure and plain metrics each meet ServiceMonitor off/on), linted
 with `helm lint --strict`, and every manifest is validated strictly against the Kubernetes
 OpenAPI schemas (kubernetes-validate) of the oldest and the newest supported Kubernetes.
 On top: RBAC is exactly the documented least-privilege set, the pod passes Pod Security
@@ -32,7 +33,9 @@ import pytest
 import yaml
 
 from kubetrain.commands import _flags
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
+from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
 
@@ -76,7 +79,7 @@ def combo_values(
     return {
         "certificates": certificates,
         "replicas": replicas,
-        "metrics": {"serviceMonitor": {"enabled": service_monitor}},
+        "metrics": {"serviceMonitor": {"enabled": service_monitor}, "secure": replicas > 1},
         "gangScheduler": gang,
         "watchNamespaces": list(namespaces),
     }
@@ -203,6 +206,10 @@ EXPECTED_JOBS_ROLE = (
     | expand("", ["pods"], ["list", "watch", "create", "delete"])
     | expand("", ["services"], ["list", "watch", "create", "delete"])
     | expand("", ["events"], ["create", "patch"])
+    # extra children: MPIJob's ConfigMap (informer on labelled ConfigMaps, create, PUT on change)
+    | expand("", ["configmaps"], ["list", "watch", "create", "update"])
+    # and its SSH Secret: create only, never read
+    | expand("", ["secrets"], ["create"])
     # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
     | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
 )
@@ -350,10 +357,13 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     for role in roles.values():
         text = json.dumps(role["rules"])
         assert "*" not in text, f"wildcard in {role['kind']} {role['metadata']['name']}"
-    # No cluster-wide Secret access in any ClusterRole.
+    # No cluster-wide Secret access in any ClusterRole but create (MPIJob's SSH Secret): never
+    # get, list, watch, update, patch or delete.
     for (kind, name), role in roles.items():
         if kind == "ClusterRole":
-            assert not any("secrets" in r["resources"] for r in role["rules"]), name
+            for rule in role["rules"]:
+                if "secrets" in rule.get("resources", []):
+                    assert rule["verbs"] == ["create"] and rule["resources"] == ["secrets"], name
 
     assert grants(roles[("ClusterRole", f"{FULLNAME}-jobs")]["rules"]) == EXPECTED_JOBS_ROLE
     expected_cluster = (
@@ -362,6 +372,7 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
         | EXPECTED_POD_GROUP_CRD_GRANTS.get(values["gangScheduler"], set())
     )
     assert grants(roles[("ClusterRole", f"{FULLNAME}-cluster")]["rules"]) == expected_cluster
+    check_metrics_rbac(roles, docs, values["metrics"].get("secure", False))
 
     role = roles[("Role", FULLNAME)]  # leader election is on by default, so the Role exists
     assert role["metadata"]["namespace"] == NAMESPACE
@@ -391,6 +402,23 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert len(bound) == len(bindings)
 
 
+def check_metrics_rbac(roles: dict[tuple[str, str], Manifest], docs: list[Manifest], secure: bool) -> None:
+    """Secure metrics: the operator may create TokenReviews and SubjectAccessReviews (nothing
+    else), and a metrics-reader ClusterRole (bound by nobody in the chart) may get /metrics."""
+    auth, reader = ("ClusterRole", f"{FULLNAME}-metrics-auth"), ("ClusterRole", f"{FULLNAME}-metrics-reader")
+    binding = [b for b in of_kind(docs, "ClusterRoleBinding") if b["roleRef"]["name"] == auth[1]]
+    if not secure:
+        assert auth not in roles and reader not in roles and binding == []
+        return
+    assert grants(roles[auth]["rules"]) == {
+        ("authentication.k8s.io", "tokenreviews", "create", ()),
+        ("authorization.k8s.io", "subjectaccessreviews", "create", ()),
+    }
+    assert len(binding) == 1
+    assert roles[reader]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert not any(b["roleRef"]["name"] == reader[1] for b in of_kind(docs, "ClusterRoleBinding"))
+
+
 def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     deployment = one(docs, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
@@ -405,10 +433,12 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert pod["serviceAccountName"] == one(docs, "ServiceAccount")["metadata"]["name"]
     assert c["resources"]["requests"] and c["resources"]["limits"]
 
-    # Probes on the plain-HTTP metrics port.
+    # Probes on the metrics port: HTTPS when it is secure (unauthenticated either way).
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    scheme = {"scheme": "HTTPS"} if values["metrics"].get("secure") else {}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics", **scheme}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", **scheme}
+    assert ("--metrics-secure" in flags(docs)) == bool(values["metrics"].get("secure"))
     # Writable places with a read-only root filesystem: /tmp and the cert dir.
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -466,7 +496,7 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
         "apiGroups": ["kubetrain.io"],
         "apiVersions": ["v1"],
         "operations": ["UPDATE"],
-        "resources": ["pytorchjobs/scale"],
+        "resources": [f"{f.plural}/scale" for f in FRAMEWORKS.values() if f.scalable_replica_type],
         "scope": "Namespaced",
     }
     expected = {
@@ -578,6 +608,14 @@ def check_metrics(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert endpoint["port"] == service["spec"]["ports"][0]["name"]
     assert endpoint["path"] == "/metrics"
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    if values["metrics"].get("secure"):
+        # The scraper authenticates with its ServiceAccount token; the certificate is self-signed.
+        assert endpoint["scheme"] == "https"
+        assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+        assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    else:
+        assert endpoint["scheme"] == "http"
+        assert "bearerTokenFile" not in endpoint and "tlsConfig" not in endpoint
 
 
 # ---------------------------------------------------------------------------------------------
@@ -589,6 +627,7 @@ def test_defaults_are_self_managed_single_replica_all_namespaces(chart: helm.Cha
     f = flags(docs)
     assert f["--cert-mode"] == "self-managed"
     assert f["--gang-scheduler"] == "none"
+    assert f["--service-mode"] == "headless"
     assert "--namespaces" not in f
     assert one(docs, "Deployment")["spec"]["replicas"] == 1
     assert of_kind(docs, "PodDisruptionBudget") == []
@@ -614,6 +653,7 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
             "image": {"repository": "registry.example/kt", "tag": "1.2.3", "pullPolicy": "Always"},
             "schedulerName": "my-volcano",
             "gangScheduler": "volcano",
+            "serviceMode": "per-pod",
             "controller": {"workers": 8, "qps": 200, "burst": 400},
             "logLevel": "debug",
         },
@@ -623,6 +663,7 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
     assert c["imagePullPolicy"] == "Always"
     f = flags(docs)
     assert f["--scheduler-name"] == "my-volcano"
+    assert f["--service-mode"] == "per-pod"
     assert (f["--workers"], f["--qps"], f["--burst"], f["--log-level"]) == ("8", "200", "400", "debug")
 
 
@@ -819,19 +860,35 @@ def test_hardening_values_reach_the_flags(chart: helm.Chart) -> None:
     assert f["--max-replicas-per-job"] == "10000"
     assert f["--webhook-workers"] == "1"
     assert f["--webhook-max-request-bytes"] == str(7 * 1024 * 1024)
+    assert f["--webhook-review-processes"] == "2"
     assert f["--metrics-bind-address"] == "0.0.0.0"
     f = flags(
         render(
             chart,
             {
                 "maxReplicasPerJob": 500,
-                "webhook": {"workers": 2, "maxRequestBytes": 4194304},
+                "webhook": {"workers": 2, "maxRequestBytes": 4194304, "reviewProcesses": 0},
                 "metrics": {"bindAddress": "10.0.0.1"},
             },
         )
     )
     assert (f["--max-replicas-per-job"], f["--webhook-workers"]) == ("500", "2")
     assert (f["--webhook-max-request-bytes"], f["--metrics-bind-address"]) == ("4194304", "10.0.0.1")
+    assert f["--webhook-review-processes"] == "0"
+
+
+def test_secure_metrics_value(chart: helm.Chart) -> None:
+    plain = render(chart)
+    assert "--metrics-secure" not in flags(plain)
+    assert "scheme" not in container(plain)["readinessProbe"]["httpGet"]
+    docs = render(chart, {"metrics": {"secure": True, "serviceMonitor": {"enabled": True}}})
+    assert "--metrics-secure" in flags(docs)
+    assert container(docs)["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert one(docs, "ServiceMonitor")["spec"]["endpoints"][0]["scheme"] == "https"
+    one(docs, "ClusterRole", f"{FULLNAME}-metrics-reader")
+    one(docs, "ClusterRoleBinding", f"{FULLNAME}-metrics-auth")
+    with pytest.raises(Exception, match="secure"):
+        render(chart, {"metrics": {"secure": "yes"}})
 
 
 def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Chart) -> None:
@@ -850,3 +907,26 @@ def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Ch
         {"ports": [{"protocol": "TCP", "port": 9443}], "from": [api_server]},
         {"ports": [{"protocol": "TCP", "port": 8080}], "from": [monitoring]},
     ]
+def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
+    """Serving kubeflow.org (too): the job rules, the webhook rules and the CRD read of the
+    ownership check follow `apiGroups`, for every registered kind."""
+    groups = ["kubetrain.io", "kubeflow.org"]
+    docs = render(chart, {"apiGroups": groups})
+    assert flags(docs)["--api-groups"] == "kubetrain.io,kubeflow.org"
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    for group in groups:
+        assert expand(group, JOB_KINDS, ["list", "watch", "delete"]) <= jobs_role
+        assert expand(group, [f"{k}/status" for k in JOB_KINDS], ["update"]) <= jobs_role
+        assert expand(group, [f"{k}/finalizers" for k in JOB_KINDS], ["update"]) <= jobs_role
+    cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    crds = tuple(sorted(crd_names("kubeflow.org")))
+    assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role
+    built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
+    chart_rules = [h["rules"] for h in one(docs, "MutatingWebhookConfiguration")["webhooks"]]
+    assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]
+    only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"]})
+    role = grants(one(only_kubeflow, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert not any(g == "kubetrain.io" for g, *_ in role)
+    assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
+    default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)

@@ -46,7 +46,8 @@ def test_exitcode_signal_is_retried_under_the_same_name(code: int) -> None:
     # Next reconcile: the pod is gone and is recreated under the same name, carrying its count.
     p2 = sim.step(at(6))
     assert [x["metadata"]["name"] for x in p2.create_pods] == ["ec-worker-1"]
-    assert p2.create_pods[0]["metadata"]["annotations"]["kubetrain.io/prior-restarts"] == "1"
+    assert "annotations" not in p2.create_pods[0]["metadata"]  # the count is the job's record
+    assert sim.job["status"]["replicaStatuses"]["Worker"]["priorRestarts"] == 1
     assert p2.create_pods[0]["spec"]["restartPolicy"] == "Never"
     sim.set_phase("ec-worker-1", "Running")
     sim.step(at(7))
@@ -155,8 +156,11 @@ def test_restarts_survive_an_operator_restart_and_pod_deletion() -> None:
     assert sim.step(at(8)).status is None
     del sim.pods["ec-worker-1"]  # someone deletes the recreated pod
     p = sim.step(at(9))
-    assert p.create_pods[0]["metadata"]["annotations"]["kubetrain.io/prior-restarts"] == "1"
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["ec-worker-1"]
     assert sim.restarts("Worker") == 1
+    sim.set_phase("ec-worker-1", "Running", restart_count=1)  # the new pod restarts in place
+    sim.step(at(10))
+    assert sim.restarts("Worker") == 2
 
 
 @pytest.mark.parametrize("policy", ["Never", "OnFailure", "ExitCode"])

@@ -20,6 +20,7 @@ from kubetrain.certs.generate import CertificateBundle, generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.httpguard import ConnectionLimits
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, request_review
 from kubetrain.webhook.server import WebhookServer
 
@@ -119,11 +120,12 @@ async def test_a_map_with_too_many_fields_is_refused_before_the_schema_check(
 async def test_healthz_answers_while_a_review_is_being_decided(
     server: WebhookServer, session: aiohttp.ClientSession
 ) -> None:
-    def slow_validate(request: AdmissionRequest) -> AdmissionResponse:
-        time.sleep(0.8)  # CPU-bound deciding (a thread holding the interpreter)
-        return AdmissionResponse.allow(request.uid)
+    class SlowDecider(Decider):
+        def validate(self, request: AdmissionRequest) -> AdmissionResponse:
+            time.sleep(0.8)  # CPU-bound deciding (a thread holding the interpreter)
+            return AdmissionResponse.allow(request.uid)
 
-    server._validate = slow_validate  # type: ignore[method-assign]
+    server.decider = SlowDecider  # type: ignore[method-assign]
     large = pytorchjob()
     large["metadata"]["annotations"] = {"padding": "x" * 100_000}  # over INLINE_BYTES: off the loop
     review = asyncio.create_task(validate(session, server, large))

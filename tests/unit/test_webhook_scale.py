@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.review import AdmissionRequest, parse_review, request_review
@@ -97,12 +98,14 @@ def test_validating_configuration_names_the_scale_subresource() -> None:
     _, validating = webhook_configurations("https://127.0.0.1:9443", b"ca")
     hook = next(h for h in validating["webhooks"] if h["name"] == "validate.jobs.kubetrain.io")
     scale_rules = [r for r in hook["rules"] if any(res.endswith("/scale") for res in r["resources"])]
+    assert {"pytorchjobs/scale", "paddlejobs/scale"} <= set(scale_rules[0]["resources"])
     assert scale_rules == [
         {
             "apiGroups": ["kubetrain.io"],
             "apiVersions": ["v1"],
             "operations": ["UPDATE"],
-            "resources": ["pytorchjobs/scale"],
+            # every kind with a scalable replica type (elastic PyTorch and Paddle Workers)
+            "resources": [f"{f.plural}/scale" for f in FRAMEWORKS.values() if f.scalable_replica_type],
             "scope": "Namespaced",
         }
     ]

@@ -92,18 +92,18 @@ admissionReviewVersions: ["v1"]
 webhook.namespaceSelector selects (all when empty). */}}
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-  - apiGroups: ["kubetrain.io"]
+  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
-    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs", "mpijobs"]
     scope: Namespaced
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}
-  - apiGroups: ["kubetrain.io"]
+  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
     apiVersions: ["v1"]
     operations: ["UPDATE"]
-    resources: ["pytorchjobs/scale"]
+    resources: ["pytorchjobs/scale", "paddlejobs/scale"]
     scope: Namespaced
 {{- end }}
 {{ include "kubetrain.webhookSettings" .ctx }}
@@ -139,6 +139,8 @@ rules:
 {{- with .Values.schedulerName }}
 - --scheduler-name={{ . }}
 {{- end }}
+- --service-mode={{ .Values.serviceMode }}
+- --api-groups={{ join "," .Values.apiGroups }}
 {{- if include "kubetrain.leaderElect" . }}
 - --leader-elect
 - --leader-election-namespace={{ .Release.Namespace }}
@@ -149,9 +151,13 @@ rules:
 - --max-replicas-per-job={{ .Values.maxReplicasPerJob | int }}
 - --metrics-port={{ .Values.metrics.port }}
 - --metrics-bind-address={{ .Values.metrics.bindAddress }}
+{{- if .Values.metrics.secure }}
+- --metrics-secure
+{{- end }}
 - --webhook-port={{ .Values.webhook.port }}
 - --webhook-workers={{ .Values.webhook.workers | int }}
 - --webhook-max-request-bytes={{ .Values.webhook.maxRequestBytes | int }}
+- --webhook-review-processes={{ .Values.webhook.reviewProcesses | int }}
 - --cert-dir={{ include "kubetrain.certDir" . }}
 {{- if eq .Values.certificates.mode "selfManaged" }}
 - --cert-mode=self-managed

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from kubetrain.devcluster.apiserver import (
+    accessreviews,
     deletion,
     discovery,
     errors,
@@ -113,6 +114,13 @@ class Handlers:
         if user is None or not self._account_exists(user):
             raise ApiError(401, "Unauthorized", "Unauthorized")
         return user
+
+    def user_for_token(self, token: str) -> rbac.UserInfo | None:
+        """Who a bearer token authenticates as (a TokenReview's answer), None for an unknown one."""
+        if self.token and token == self.token:
+            return ADMIN
+        user = self.identities.get(token)
+        return user if user is not None and self._account_exists(user) else None
 
     def _account_exists(self, user: rbac.UserInfo) -> bool:
         """A ServiceAccount token authenticates only while its ServiceAccount exists (as in kube)."""
@@ -285,6 +293,10 @@ class Handlers:
         sub = t.subresource
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
+        if t.rt.key == accessreviews.TOKEN_REVIEWS_KEY and verb == "create":
+            return accessreviews.token_review(t, await self._body(request), self.user_for_token)
+        if t.rt.key == accessreviews.SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
+            return accessreviews.subject_access_review(t, await self._body(request), self.authorizer)
         if t.rt.key == "bindings" and verb == "create":
             body = await self._body(request)
             pods = api.registry.by_key("pods")

@@ -1,0 +1,33 @@
+"""The API groups kubetrain can serve its job kinds in. Pure.
+
+- `kubetrain.io` (the default): kubetrain's own group; it runs beside Kubeflow's operator.
+- `kubeflow.org`: Kubeflow's group, for a cluster where kubetrain replaces Kubeflow's training
+  operator — the Kubeflow SDK, Kueue's Kubeflow integrations, Katib and Pipelines components
+  create `kubeflow.org/v1` jobs and work unchanged.
+
+An operator serves one of them or both (`--api-groups`, chart `apiGroups`); the job kinds,
+fields and behaviour are the same in either.
+"""
+
+from __future__ import annotations
+
+KUBETRAIN_GROUP = "kubetrain.io"
+KUBEFLOW_GROUP = "kubeflow.org"
+JOB_GROUPS = (KUBETRAIN_GROUP, KUBEFLOW_GROUP)
+JOB_VERSION = "v1"
+JOB_GROUP_VERSIONS = tuple(f"{g}/{JOB_VERSION}" for g in JOB_GROUPS)
+
+# runPolicy.managedBy values whose jobs kubetrain reconciles: unset/empty, its own name, and
+# Kubeflow's operator's (kubetrain serving kubeflow.org is that operator). Anything else — e.g.
+# Kueue's "kueue.x-k8s.io/multikueue" — is another controller's job, left alone.
+KUBETRAIN_MANAGER = "kubetrain.io/operator"
+KUBEFLOW_MANAGER = "kubeflow.org/training-operator"
+MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
+RECONCILED_MANAGERS = (KUBETRAIN_MANAGER, KUBEFLOW_MANAGER)
+
+
+def group_of(api_version: object) -> str:
+    """`kubeflow.org` of `kubeflow.org/v1` ("" for a core or malformed apiVersion)."""
+    if not isinstance(api_version, str) or "/" not in api_version:
+        return ""
+    return api_version.split("/", 1)[0]

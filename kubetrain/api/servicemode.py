@@ -1,0 +1,50 @@
+"""How a job's pods find each other: the job's one headless Service, or one Service per pod.
+
+- `headless` (the default): one headless Service named after the job; pod `<pod>` resolves at
+  `<pod>.<job>.<ns>.svc` (the pod's hostname under the Service named by its `subdomain`).
+- `per-pod`: one headless Service per pod, named after the pod and selecting it alone — the
+  shape Kubeflow's training operator creates — so the bare pod name (`<job>-master-0`) resolves
+  in the job's namespace, as scripts and `rdzvHost` values written for Kubeflow expect.
+
+A job chooses with the annotation `kubetrain.io/service-mode`; without it the operator's
+default (`--service-mode`, the chart's `serviceMode`) applies. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubetrain.api.errors import FieldError, forbidden, not_supported
+from kubetrain.api.labels import ANNOTATION_SERVICE_MODE
+
+HEADLESS = "headless"
+PER_POD = "per-pod"
+SERVICE_MODES = (HEADLESS, PER_POD)
+
+
+def requested_service_mode(obj: Mapping[str, Any]) -> Any:
+    """The job's `kubetrain.io/service-mode` annotation as written (None when absent)."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return annotations.get(ANNOTATION_SERVICE_MODE) if isinstance(annotations, Mapping) else None
+
+
+def service_mode(obj: Mapping[str, Any], default: str = HEADLESS) -> str:
+    """The mode a job runs in: its annotation when valid, else `default`."""
+    value = requested_service_mode(obj)
+    return value if value in SERVICE_MODES else default
+
+
+def service_mode_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:
+    """The annotation's value is one of SERVICE_MODES; on update it may not change (pods made
+    under one mode address each other by names the other mode does not serve)."""
+    path = f"metadata.annotations[{ANNOTATION_SERVICE_MODE}]"
+    value = requested_service_mode(obj)
+    if old is not None:
+        before = requested_service_mode(old)
+        if value != before:
+            return [forbidden(path, f"is immutable (was {before!r}): delete and recreate the job")]
+    if value is not None and value not in SERVICE_MODES:
+        return [not_supported(path, value, SERVICE_MODES)]
+    return []

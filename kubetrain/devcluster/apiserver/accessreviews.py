@@ -1,0 +1,140 @@
+"""TokenReview (authentication.k8s.io/v1) and SubjectAccessReview (authorization.k8s.io/v1):
+the create-only review resources a server uses to delegate authentication and authorization
+to the API server (what the `system:auth-delegator` ClusterRole allows).
+
+As kube-apiserver answers them (pkg/registry/authentication/tokenreview,
+pkg/registry/authorization/subjectaccessreview):
+
+- Nothing is stored; the answer (201) is the request with `status` filled in.
+- TokenReview: an empty `spec.token` is 400 `token is required for TokenReview in
+  authentication`. The tokens devcluster knows authenticate — the kubeconfig's admin token, and
+  the ServiceAccount tokens of `DevCluster.add_service_account_token` while their ServiceAccount
+  exists — with `status.user` (username, uid, groups) and `status.audiences` (the API server's
+  audience, `https://kubernetes.default.svc.cluster.local`). Any other token, or `spec.audiences`
+  that do not include the API server's, gives `authenticated: false` and `status.error`.
+- SubjectAccessReview: exactly one of `spec.resourceAttributes` / `spec.nonResourceAttributes`
+  and at least one of `spec.user` / `spec.groups`, else 422. With RBAC on, the review is
+  evaluated by the cluster's RBAC authorizer (`rbac.Authorizer`: bindings, nonResourceURLs,
+  system:masters); without it every review is allowed (AlwaysAllow). `status.allowed`, and
+  `status.reason` when the authorizer gave one.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from kubetrain.devcluster.apiserver import errors, rbac
+from kubetrain.devcluster.apiserver.core import Result, Target
+from kubetrain.devcluster.apiserver.errors import Cause
+from kubetrain.devcluster.apiserver.types import Obj
+
+TOKEN_REVIEWS_KEY = "tokenreviews.authentication.k8s.io"
+SUBJECT_ACCESS_REVIEWS_KEY = "subjectaccessreviews.authorization.k8s.io"
+KEYS = (TOKEN_REVIEWS_KEY, SUBJECT_ACCESS_REVIEWS_KEY)
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
+
+TokenAuthenticator = Callable[[str], "rbac.UserInfo | None"]
+
+
+def _answer(t: Target, body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"the body of a {t.rt.kind} must be a JSON object")
+    obj: Obj = copy.deepcopy(body)
+    obj["apiVersion"] = t.api_version
+    obj["kind"] = t.rt.kind
+    meta = obj.get("metadata")
+    obj["metadata"] = dict(meta) if isinstance(meta, dict) else {}
+    obj["metadata"].setdefault("creationTimestamp", None)
+    spec = obj.get("spec")
+    obj["spec"] = spec if isinstance(spec, dict) else {}
+    return obj
+
+
+def token_review(t: Target, body: Any, authenticate: TokenAuthenticator) -> Result:
+    obj = _answer(t, body)
+    spec = obj["spec"]
+    token = spec.get("token")
+    if not isinstance(token, str) or not token:
+        raise errors.bad_request("token is required for TokenReview in authentication")
+    audiences = [str(a) for a in spec.get("audiences") or []]
+    user = authenticate(token)
+    if user is None:
+        obj["status"] = {"user": {}, "error": "[invalid bearer token, unknown token]"}
+    elif audiences and API_AUDIENCE not in audiences:
+        obj["status"] = {"user": {}, "error": "token audiences is invalid for the target audiences"}
+    else:
+        obj["status"] = {
+            "authenticated": True,
+            "user": user.to_dict(),
+            "audiences": audiences or [API_AUDIENCE],
+        }
+    return Result(201, obj)
+
+
+def _request_info(spec: dict[str, Any]) -> rbac.RequestInfo:
+    resource = spec.get("resourceAttributes")
+    non_resource = spec.get("nonResourceAttributes")
+    if isinstance(non_resource, dict):
+        path, verb = non_resource.get("path"), non_resource.get("verb")
+        return rbac.RequestInfo(path=str(path or ""), verb=str(verb or ""))
+    assert isinstance(resource, dict)
+    return rbac.RequestInfo(
+        path="",
+        verb=str(resource.get("verb") or ""),
+        resource_request=True,
+        api_group=str(resource.get("group") or ""),
+        api_version=str(resource.get("version") or ""),
+        namespace=str(resource.get("namespace") or ""),
+        resource=str(resource.get("resource") or ""),
+        subresource=str(resource.get("subresource") or ""),
+        name=str(resource.get("name") or ""),
+    )
+
+
+_EXACTLY_ONE = "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+
+
+def _validate(spec: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    has_resource = spec.get("resourceAttributes") is not None
+    has_non_resource = spec.get("nonResourceAttributes") is not None
+    if has_resource == has_non_resource:
+        if has_resource:
+            reason, message = "FieldValueInvalid", f"Invalid value: {{...}}: {_EXACTLY_ONE}"
+        else:
+            reason, message = "FieldValueRequired", f"Required value: {_EXACTLY_ONE}"
+        causes.append(Cause(reason, message, "spec.resourceAttributes"))
+    for name in ("resourceAttributes", "nonResourceAttributes"):
+        value = spec.get(name)
+        if value is not None and not isinstance(value, dict):
+            causes.append(Cause("FieldValueInvalid", "Invalid value: must be an object", f"spec.{name}"))
+    if not spec.get("user") and not spec.get("groups"):
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                'Invalid value: "": at least one of user or group must be specified',
+                "spec.user,spec.groups",
+            )
+        )
+    return causes
+
+
+def subject_access_review(t: Target, body: Any, authorizer: rbac.Authorizer | None) -> Result:
+    obj = _answer(t, body)
+    spec = obj["spec"]
+    causes = _validate(spec)
+    if causes:
+        raise errors.invalid(t.rt.kind, t.rt.group, "", causes)
+    if authorizer is None:
+        obj["status"] = {"allowed": True}
+        return Result(201, obj)
+    groups = tuple(str(g) for g in spec.get("groups") or ())
+    user = rbac.UserInfo(str(spec.get("user") or ""), groups, str(spec.get("uid") or ""))
+    decision = authorizer.authorize(user, _request_info(spec))
+    status: dict[str, Any] = {"allowed": decision.allowed}
+    if decision.reason:
+        status["reason"] = decision.reason
+    obj["status"] = status
+    return Result(201, obj)

@@ -1,0 +1,304 @@
+"""MPI: MPIJob (Kubeflow mpi-operator v2beta1 semantics) — Launcher and Workers over SSH.
+
+Everything here follows mpi-operator's `pkg/controller/mpi_job_controller.go` and
+`pkg/apis/kubeflow/v2beta1` (defaults, validation); the Go function each rule comes from is
+named in its docstring. Differences, all documented in docs/behaviour.md: the Launcher is a pod
+the operator manages like any replica (mpi-operator wraps it in a batch Job), named
+`<job>-launcher-0` with hostname `<job>-launcher`; its restarts follow the replica restartPolicy
+and runPolicy.backoffLimit.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubetrain.api.common import JobBase
+from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.labels import LABEL_REPLICA_TYPE
+from kubetrain.api.mpijob import MPIJob
+from kubetrain.frameworks.base import ExtraChild, Framework
+from kubetrain.frameworks.checks import replica_path
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+
+LAUNCHER, WORKER = "Launcher", "Worker"
+DEFAULT_SLOTS = 1
+DEFAULT_SSH_PATH = "/root/.ssh"  # rootSSHPath
+DEFAULT_IMPLEMENTATION = "OpenMPI"
+DEFAULT_LAUNCHER_CREATION = "AtStartup"
+DEFAULT_CLEAN_POD_POLICY = "None"  # v2beta1 setDefaultsRunPolicy
+
+CONFIG_SUFFIX = "-config"
+CONFIG_VOLUME = "mpi-job-config"
+CONFIG_MOUNT_PATH = "/etc/mpi"
+HOSTFILE = "hostfile"
+DISCOVER_HOSTS = "discover_hosts.sh"
+SSH_SECRET_SUFFIX = "-ssh"
+SSH_VOLUME = "ssh-auth"
+SSH_TYPE = "kubernetes.io/ssh-auth"
+SSH_PRIVATE_KEY = "ssh-privatekey"  # corev1.SSHAuthPrivateKey
+SSH_PUBLIC_KEY = "ssh-publickey"
+HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"
+CONNECTION_ATTEMPTS = "-o ConnectionAttempts=10"
+
+# The implementation's launcher variables (ompiEnvVars, intelEnvVars, mpichEnvVars).
+IMPLEMENTATION_ENV: dict[str, tuple[tuple[str, str], ...]] = {
+    "OpenMPI": (
+        ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+        ("OMPI_MCA_orte_default_hostfile", HOSTFILE_PATH),
+        ("OMPI_MCA_plm_rsh_args", CONNECTION_ATTEMPTS),
+    ),
+    "Intel": (
+        ("I_MPI_HYDRA_HOST_FILE", HOSTFILE_PATH),
+        ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", CONNECTION_ATTEMPTS),
+    ),
+    "MPICH": (
+        ("HYDRA_HOST_FILE", HOSTFILE_PATH),
+        ("HYDRA_LAUNCH_EXTRA_ARGS", CONNECTION_ATTEMPTS),
+    ),
+}
+# The slots variable per implementation (openMPISlotsEnv, intelMPISlotsEnv; none for MPICH).
+SLOTS_ENV = {"OpenMPI": "OMPI_MCA_orte_set_default_slots", "Intel": "I_MPI_PERHOST"}
+NVIDIA_DISABLE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+ROLE_ENV = "K_MPI_JOB_ROLE"
+
+
+class MPI(Framework):
+    kind = "MPIJob"
+    plural = "mpijobs"
+    singular = "mpijob"
+    short_names: tuple[str, ...] = ("mpij",)
+    job_model: type[JobBase] = MPIJob
+    replica_field = "mpiReplicaSpecs"
+    replica_types: tuple[str, ...] = (LAUNCHER, WORKER)
+    master_types: tuple[str, ...] = (LAUNCHER,)
+    display_name = "MPI"
+    container_name = ""  # mpi-operator decorates containers[0], whatever its name
+    port_name = ""  # MPI declares no port: mpirun reaches workers' sshd
+    default_port = 22
+    default_restart_policy = "Never"  # DefaultRestartPolicy
+    default_replicas: Mapping[str, int] = {LAUNCHER: 1, WORKER: 0}
+    default_restart_policies: Mapping[str, str] = {LAUNCHER: "OnFailure"}  # DefaultLauncherRestartPolicy
+    operator_env_names = frozenset(
+        {ROLE_ENV, *NVIDIA_DISABLE_ENV, *SLOTS_ENV.values()}
+        | {name for env in IMPLEMENTATION_ENV.values() for name, _ in env}
+    )
+
+    # --- defaulting and validation (v2beta1 SetDefaults_MPIJob, validateMPIJobSpec) ------------------
+    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+        """slotsPerWorker 1, sshAuthMountPath /root/.ssh, mpiImplementation OpenMPI,
+        launcherCreationPolicy AtStartup, runPolicy.cleanPodPolicy None (SetDefaults_MPIJob)."""
+        for name, value in (
+            ("slotsPerWorker", DEFAULT_SLOTS),
+            ("sshAuthMountPath", DEFAULT_SSH_PATH),
+            ("mpiImplementation", DEFAULT_IMPLEMENTATION),
+            ("launcherCreationPolicy", DEFAULT_LAUNCHER_CREATION),
+        ):
+            if spec.get(name) is None or spec.get(name) == "":
+                spec[name] = value
+        run_policy = spec.get("runPolicy")
+        if run_policy is None:
+            run_policy = {}
+        if isinstance(run_policy, dict) and run_policy.get("cleanPodPolicy") is None:
+            spec["runPolicy"] = {**run_policy, "cleanPodPolicy": DEFAULT_CLEAN_POD_POLICY}
+        return []
+
+    def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
+        """Launcher required with exactly 1 replica (validateLauncherReplicaSpec); slotsPerWorker
+        ≥ 1; sshAuthMountPath an absolute path. Enums are checked by the model."""
+        if not isinstance(job, MPIJob):
+            return []
+        spec = job.spec
+        replicas = spec.mpi_replica_specs or {}
+        errors: list[FieldError] = []
+        launcher_path = replica_path(base_path, self.replica_field, LAUNCHER)
+        launcher = replicas.get(LAUNCHER)
+        if launcher is None:
+            errors.append(required(launcher_path, "an MPIJob needs exactly one Launcher (it runs mpirun)"))
+        elif launcher.replicas is not None and launcher.replicas != 1:
+            errors.append(invalid(f"{launcher_path}.replicas", f"must be 1, got {launcher.replicas}"))
+        slots = spec.slots_per_worker
+        if slots is not None and slots < 1:
+            errors.append(invalid(f"{base_path}.slotsPerWorker", f"must be at least 1, got {slots}"))
+        path = spec.ssh_auth_mount_path
+        if path is not None and (not path.startswith("/") or posixpath.normpath(path) == "/"):
+            errors.append(
+                invalid(
+                    f"{base_path}.sshAuthMountPath",
+                    f"must be an absolute directory other than / (like {DEFAULT_SSH_PATH}), got {path!r}",
+                )
+            )
+        return errors
+
+    # --- the engine ----------------------------------------------------------------------------------
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:
+        return []  # the MPI variables go into container 0 only: customize_pod
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+        """The job succeeds with its Launcher (updateMPIJobStatus: launcher Job complete)."""
+        launcher = counts.get(LAUNCHER)
+        return launcher is not None and 0 in launcher.succeeded_indices
+
+    def gates(self, job: JobLayout) -> Mapping[str, tuple[str, ...]]:
+        """WaitForWorkersReady: the Launcher is created once every Worker is Ready (syncHandler:
+        `countReadyWorkerPods(worker) == len(worker)`)."""
+        if settings(job).launcher_creation_policy == "WaitForWorkersReady":
+            return {LAUNCHER: (WORKER,)}
+        return {}
+
+    def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None:
+        mpi_pod_spec(job, replica_type, spec)
+
+    def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]:
+        """The SSH Secret (create-only: the operator never reads Secrets), then the ConfigMap."""
+        return [ExtraChild(ssh_secret(job), observed=False), ExtraChild(config_map(job, pods), observed=True)]
+
+
+class Settings:
+    """The MPIJob fields of a (defaulted) spec, read tolerantly."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        slots = spec.get("slotsPerWorker")
+        self.slots = slots if isinstance(slots, int) and not isinstance(slots, bool) else DEFAULT_SLOTS
+        self.launcher_as_worker = spec.get("runLauncherAsWorker") is True
+        impl = spec.get("mpiImplementation")
+        self.implementation = impl if impl in IMPLEMENTATION_ENV else DEFAULT_IMPLEMENTATION
+        path = spec.get("sshAuthMountPath")
+        self.ssh_path = path if isinstance(path, str) and path else DEFAULT_SSH_PATH
+        policy = spec.get("launcherCreationPolicy")
+        self.launcher_creation_policy = policy if isinstance(policy, str) else DEFAULT_LAUNCHER_CREATION
+
+
+def settings(job: JobLayout) -> Settings:
+    return Settings(job.spec)
+
+
+def launcher_hostname(job: JobLayout) -> str:
+    """`<job>-launcher`, the launcher's hostname in mpi-operator (launcherSuffix)."""
+    return f"{job.name}-launcher"
+
+
+def host(job: JobLayout, hostname: str) -> str:
+    """`<hostname>.<job>.<ns>.svc` (newConfigMap's domainFormat without a cluster domain)."""
+    return f"{hostname}.{job.name}.{job.namespace}.svc"
+
+
+def hostfile(job: JobLayout) -> str:
+    """newConfigMap: one line per host, the launcher first when it runs as a worker, then every
+    Worker: OpenMPI `<host> slots=<n>`, Intel and MPICH `<host>:<n>`."""
+    s = settings(job)
+    hosts = [launcher_hostname(job)] if s.launcher_as_worker else []
+    hosts += [job.pod_name(WORKER, i) for i in range(job.count(WORKER))]
+    fmt = "{} slots={}\n" if s.implementation == "OpenMPI" else "{}:{}\n"
+    return "".join(fmt.format(host(job, h), s.slots) for h in hosts)
+
+
+def discover_hosts(job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> str:
+    """updateDiscoverHostsInConfigMap: `#!/bin/sh` then `echo <host>` for the launcher when it
+    runs as a worker and for every Running Worker pod, sorted by pod name."""
+    lines = ["#!/bin/sh"]
+    if settings(job).launcher_as_worker:
+        lines.append(f"echo {host(job, launcher_hostname(job))}")
+    running = sorted(
+        str((p.get("metadata") or {}).get("name"))
+        for p in pods
+        if ((p.get("metadata") or {}).get("labels") or {}).get(LABEL_REPLICA_TYPE) == WORKER.lower()
+        and (p.get("status") or {}).get("phase") == "Running"
+        and not (p.get("metadata") or {}).get("deletionTimestamp")
+    )
+    lines += [f"echo {host(job, name)}" for name in running]
+    return "\n".join(lines) + "\n"
+
+
+def config_map(job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`<job>-config` with the hostfile and discover_hosts.sh (newConfigMap)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": job.name + CONFIG_SUFFIX},
+        "data": {HOSTFILE: hostfile(job), DISCOVER_HOSTS: discover_hosts(job, pods)},
+    }
+
+
+def ssh_secret(job: JobLayout) -> dict[str, Any]:
+    """`<job>-ssh` of type kubernetes.io/ssh-auth (newSSHAuthSecret); its key pair is generated
+    when it is created, so the desired object carries no data."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": job.name + SSH_SECRET_SUFFIX},
+        "type": SSH_TYPE,
+    }
+
+
+def _env(container: dict[str, Any], pairs: Sequence[tuple[str, str]]) -> None:
+    current = container.get("env")
+    env: list[Any] = list(current) if isinstance(current, list) else []
+    env += [{"name": n, "value": v} for n, v in pairs]
+    container["env"] = env
+
+
+def _mount(spec: dict[str, Any], container: dict[str, Any], volume: dict[str, Any], path: str) -> None:
+    spec["volumes"] = [*(spec.get("volumes") or []), volume]
+    container["volumeMounts"] = [
+        *(container.get("volumeMounts") or []),
+        {"name": volume["name"], "mountPath": path},
+    ]
+
+
+def mpi_pod_spec(job: JobLayout, replica_type: str, spec: dict[str, Any]) -> None:
+    """What mpi-operator adds to a pod (newWorker, newLauncherPodTemplate, setupSSHOnPod)."""
+    s = settings(job)
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers or not isinstance(containers[0], dict):
+        return
+    container = containers[0] = dict(containers[0])
+    if spec.get("hostNetwork") is True:
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    if replica_type == WORKER:
+        # The Intel and MPICH launchers reach workers (and back) through short hostnames.
+        search = f"{job.name}.{job.namespace}.svc.cluster.local"
+        dns = dict(spec.get("dnsConfig") or {})
+        dns["searches"] = [*(dns.get("searches") or []), search]
+        spec["dnsConfig"] = dns
+        if not container.get("command") and not container.get("args"):
+            container["command"] = ["/usr/sbin/sshd", "-De"]
+        _env(container, [(ROLE_ENV, "worker")])
+    else:
+        spec["hostname"] = launcher_hostname(job)
+        pairs = [(ROLE_ENV, "launcher"), *IMPLEMENTATION_ENV[s.implementation]]
+        if s.implementation in SLOTS_ENV:
+            pairs.append((SLOTS_ENV[s.implementation], str(s.slots)))
+        if not s.launcher_as_worker:
+            pairs += [(name, "") for name in NVIDIA_DISABLE_ENV]
+        _env(container, pairs)
+    ssh_volume: dict[str, Any] = {
+        "name": SSH_VOLUME,
+        "secret": {
+            "secretName": job.name + SSH_SECRET_SUFFIX,
+            "items": [
+                {"key": SSH_PRIVATE_KEY, "path": "id_rsa"},
+                {"key": SSH_PUBLIC_KEY, "path": "id_rsa.pub"},
+                {"key": SSH_PUBLIC_KEY, "path": "authorized_keys"},
+            ],
+        },
+    }
+    if s.ssh_path == DEFAULT_SSH_PATH:
+        ssh_volume["secret"]["defaultMode"] = 0o600
+    _mount(spec, container, ssh_volume, s.ssh_path)
+    if replica_type == LAUNCHER:
+        config_volume = {
+            "name": CONFIG_VOLUME,
+            "configMap": {
+                "name": job.name + CONFIG_SUFFIX,
+                "items": [
+                    {"key": HOSTFILE, "path": HOSTFILE, "mode": 0o444},
+                    {"key": DISCOVER_HOSTS, "path": DISCOVER_HOSTS, "mode": 0o555},
+                ],
+            },
+        }
+        _mount(spec, container, config_volume, CONFIG_MOUNT_PATH)
+
+
+FRAMEWORK = MPI()

@@ -1,0 +1,117 @@
+"""Older Kubeflow job layouts rewritten as `kubetrain.io/v1` (or `kubeflow.org/v1`). Pure.
+
+What is converted, mechanically, and said line by line:
+- `apiVersion` `kubeflow.org/v1alpha2`, `v1beta1`, `v1beta2` or `v1` (and `kubetrain.io/v1`) →
+  the target group's `v1`: the replica maps (`tfReplicaSpecs`, `pytorchReplicaSpecs`,
+  `mxReplicaSpecs`) kept their shape across those versions;
+- the run policy at spec level — tf-operator before 1.0's `v1`, pytorch-operator, and
+  mxnet-operator's `v1` (`RunPolicy` inlined): `cleanPodPolicy`, `ttlSecondsAfterFinished`,
+  `activeDeadlineSeconds`, `backoffLimit`, `schedulingPolicy` → `spec.runPolicy.*`.
+
+What is refused, saying why: `v1alpha1` (a list of replica specs with `tfReplicaType`, other
+fields with other meanings), another group, a kind kubetrain does not serve, a spec-level field
+that `runPolicy` already sets differently, and a result that does not validate (e.g.
+mxnet-operator's MXJob `successPolicy`, which MXJob no longer has).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.frameworks.registry import get_framework, known_kinds
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
+
+# Versions whose replica maps have today's shape.
+CONVERTIBLE_VERSIONS = ("v1alpha2", "v1beta1", "v1beta2", "v1")
+RUN_POLICY_FIELDS = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+)
+
+
+@dataclass
+class Migration:
+    obj: dict[str, Any] | None  # the rewritten job (None when refused)
+    changes: list[str] = field(default_factory=list)  # one line per change made
+    refusals: list[str] = field(default_factory=list)  # why it cannot be converted
+
+    @property
+    def ok(self) -> bool:
+        return self.obj is not None and not self.refusals
+
+
+def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
+    """`obj` in the `group/v1` layout, with what changed — or why it cannot be converted."""
+    if group not in JOB_GROUPS:
+        raise ValueError(f"group must be one of {', '.join(JOB_GROUPS)}, not {group!r}")
+    if not isinstance(obj, dict):
+        return Migration(None, refusals=["not a Kubernetes object (a mapping with apiVersion and kind)"])
+    kind = obj.get("kind")
+    framework = get_framework(kind) if isinstance(kind, str) else None
+    if framework is None:
+        served = ", ".join(known_kinds())
+        return Migration(None, refusals=[f"kind {kind!r} is not one kubetrain serves ({served})"])
+    api_version = obj.get("apiVersion")
+    source_group, _, version = str(api_version or "").partition("/")
+    if source_group not in (KUBEFLOW_GROUP, KUBETRAIN_GROUP):
+        refusal = f"apiVersion {api_version!r} is not a Kubeflow or kubetrain version"
+        return Migration(None, refusals=[refusal])
+    if version == "v1alpha1":
+        return Migration(
+            None,
+            refusals=[
+                "apiVersion kubeflow.org/v1alpha1 lays replicas out as a list (replicaSpecs with "
+                "tfReplicaType, terminationPolicy, tfImage) that has no mechanical "
+                f"{framework.replica_field} equivalent: rewrite it by hand as one map entry per "
+                "replica type"
+            ],
+        )
+    if version not in CONVERTIBLE_VERSIONS:
+        return Migration(None, refusals=[f"apiVersion {api_version!r} is not a version kubetrain knows"])
+    out = copy.deepcopy(obj)
+    changes: list[str] = []
+    target = f"{group}/{JOB_VERSION}"
+    if api_version != target:
+        out["apiVersion"] = target
+        changes.append(f"apiVersion: {api_version} → {target}")
+    spec = out.get("spec")
+    refusals: list[str] = []
+    if isinstance(spec, dict):
+        refusals += _move_run_policy(spec, changes)
+    if refusals:
+        return Migration(None, changes, refusals)
+    result = validate_job(default_job(out).obj, groups=(group,))
+    if not result.ok:
+        refusals = [f"the {target} result would be invalid: {e}" for e in result.errors]
+        return Migration(None, changes, refusals)
+    return Migration(out, changes)
+
+
+def _move_run_policy(spec: dict[str, Any], changes: list[str]) -> list[str]:
+    refusals: list[str] = []
+    present = [f for f in RUN_POLICY_FIELDS if f in spec]
+    if not present:
+        return refusals
+    run_policy = spec.get("runPolicy")
+    if run_policy is None:
+        run_policy = {}
+    if not isinstance(run_policy, dict):
+        return ["spec.runPolicy is not an object: cannot move spec-level run policy fields into it"]
+    for name in present:
+        value = spec.pop(name)
+        if name in run_policy and run_policy[name] != value:
+            refusals.append(
+                f"spec.{name} ({value!r}) and spec.runPolicy.{name} ({run_policy[name]!r}) disagree: keep one"
+            )
+            continue
+        run_policy[name] = value
+        changes.append(f"spec.{name} → spec.runPolicy.{name}")
+    spec["runPolicy"] = run_policy
+    return refusals

@@ -1,0 +1,122 @@
+"""One admission decision from the raw body to the encoded answer, the same in every process.
+
+`Decider` holds what a decision needs — the gang-scheduling flag, the replica limit and the
+TrainingPolicy state (`PolicyAdmission`, whose index is plain data) — and nothing tied to the
+process (no sockets, no event loop), so it can be pickled to a review process
+(kubetrain.webhook.processes) as well as used on the event loop or in a thread.
+
+```python
+decider = Decider(gang_scheduling=True, max_replicas=1000, policies=admission)
+review, answer, result = decider.answer(body, "validate")   # raises BadReview
+```
+
+`answer` is the encoded AdmissionReview (bytes); it is empty for a scale review to /validate,
+which needs the job read from the API first (the server does that).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
+from kubetrain.webhook.mutate import mutate
+from kubetrain.webhook.policies import PolicyAdmission
+from kubetrain.webhook.review import (
+    AdmissionRequest,
+    AdmissionResponse,
+    decode_review,
+    encode_review,
+    shape_problem,
+)
+from kubetrain.webhook.validate import needs_job, validate
+
+log = logging.getLogger(__name__)
+
+# A map of MAX_OBJECT_MEMBERS fields takes at least this many bytes of JSON.
+SHAPE_CHECK_BYTES = 48 * 1024
+WEBHOOKS = ("mutate", "validate")
+
+Decide = Callable[[AdmissionRequest], AdmissionResponse]
+
+
+def result_label(response: AdmissionResponse) -> str:
+    if not response.allowed:
+        return "error" if response.status_code == 500 else "denied"
+    return "patched" if response.patch else "allowed"
+
+
+def shape_denial(review: AdmissionRequest) -> AdmissionResponse | None:
+    for name, obj in (("object", review.object), ("oldObject", review.old_object)):
+        problem = shape_problem(obj) if obj is not None else None
+        if problem is not None:
+            path, what = problem
+            return AdmissionResponse.deny(
+                review.uid,
+                f'{review.kind} "{review.name}" is invalid: {path}: Invalid: {what} (in the {name})',
+            )
+    return None
+
+
+def encode(review: AdmissionRequest, response: AdmissionResponse) -> tuple[AdmissionRequest, bytes, str]:
+    return review, orjson.dumps(encode_review(response)), result_label(response)
+
+
+def decide_guarded(
+    review: AdmissionRequest, webhook: str, decide: Decide, body_bytes: int = 0
+) -> AdmissionResponse:
+    """`decide(review)` with the shape limits applied and any failure answered as a denial."""
+    # The shape check costs more than deciding an ordinary review, so it runs up front only
+    # on bodies large enough to hold a map over MAX_OBJECT_MEMBERS fields; a small body
+    # nested too deep ends in a RecursionError, answered by the same check.
+    if body_bytes > SHAPE_CHECK_BYTES:
+        denial = shape_denial(review)
+        if denial is not None:
+            return denial
+    try:
+        return decide(review)
+    except Exception as exc:
+        denial = shape_denial(review) if isinstance(exc, RecursionError) else None
+        if denial is not None:
+            return denial
+        log.exception(
+            "%s: failed to decide on %s %s/%s (uid %s)",
+            webhook,
+            review.kind,
+            review.namespace,
+            review.name,
+            review.uid,
+        )
+        return AdmissionResponse.deny(
+            review.uid,
+            f"internal error in the kubetrain {webhook} webhook: {type(exc).__name__}",
+            code=500,
+            reason="InternalError",
+        )
+
+
+@dataclass(frozen=True)
+class Decider:
+    """What /mutate and /validate decide with; picklable."""
+
+    gang_scheduling: bool = False
+    max_replicas: int = DEFAULT_MAX_REPLICAS
+    policies: PolicyAdmission | None = None
+
+    def mutate(self, request: AdmissionRequest) -> AdmissionResponse:
+        return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
+
+    def validate(self, request: AdmissionRequest) -> AdmissionResponse:
+        return validate(request, self.policies, max_replicas=self.max_replicas)
+
+    def answer(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
+        """Decode, decide and encode one review; raises BadReview. A scale review to /validate
+        comes back with an empty answer: the job must be read first."""
+        review = decode_review(body)
+        if webhook == "validate" and needs_job(review):
+            return review, b"", ""
+        decide = self.mutate if webhook == "mutate" else self.validate
+        return encode(review, decide_guarded(review, webhook, decide, len(body)))
