@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 import yaml
 from jobs import job
 
+from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -163,6 +164,7 @@ class OperatorProcess:
     metrics_port: int = field(default_factory=free_port)
     log_path: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
     process: subprocess.Popen[bytes] | None = None
+    api_groups: tuple[str, ...] = ("kubetrain.io",)
 
     def args(self) -> list[str]:
         listen = "127.0.0.1" if self.webhook_host in ("127.0.0.1", "localhost") else "0.0.0.0"
@@ -178,6 +180,7 @@ class OperatorProcess:
             f"--webhook-port={self.webhook_port}",
             "--cert-mode=directory",
             f"--cert-dir={self.cert_dir}",
+            f"--api-groups={','.join(self.api_groups)}",
         ]
 
     def start(self) -> None:
@@ -235,12 +238,15 @@ class OperatorProcess:
 # Cluster set-up and clean-up
 
 
-def chart_webhook_configurations(name: str, base_url: str, ca_pem: bytes, namespace: str) -> tuple[Obj, Obj]:
-    """The chart's two webhook configurations, switched to URL mode and limited to `namespace`."""
+def chart_webhook_configurations(
+    name: str, base_url: str, ca_pem: bytes, namespace: str, values: Obj | None = None
+) -> tuple[Obj, Obj]:
+    """The chart's two webhook configurations (rendered with `values`), switched to URL mode and
+    limited to `namespace`."""
     import helm_python as helm
 
     with helm.Chart.load(CHART_DIR) as chart:
-        rendered = chart.render({}, name="kubetrain-e2e", namespace=namespace)
+        rendered = chart.render(values or {}, name="kubetrain-e2e", namespace=namespace)
     docs = [d for d in yaml.safe_load_all(rendered["kubetrain/templates/webhooks.yaml"]) if d]
     by_kind = {d["kind"]: d for d in docs}
     ca_bundle = base64.b64encode(ca_pem).decode()
@@ -262,25 +268,23 @@ def chart_webhook_configurations(name: str, base_url: str, ca_pem: bytes, namesp
     return out[0], out[1]
 
 
-async def install_crds(client: KubeClient) -> list[str]:
-    """Create the job CRDs that are missing; returns the names this call created."""
+async def install_crds(client: KubeClient, groups: tuple[str, ...] = ("kubetrain.io",)) -> list[str]:
+    """Create the job CRDs that are missing (kubetrain.io's from crds/, another group's as
+    `kubetrain crds --group` makes them); returns the names this call created."""
     created: list[str] = []
     files = sorted(CRD_DIR.glob("*.yaml"))
     assert files, f"no CRDs in {CRD_DIR} (kubetrain crds --out crds/)"
-    for path in files:
-        for crd in yaml.safe_load_all(path.read_text()):
-            if not crd:
-                continue
-            try:
-                await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-                created.append(crd["metadata"]["name"])
-            except ApiError as exc:
-                if not exc.is_already_exists:
-                    raise
-    for path in files:
-        for crd in yaml.safe_load_all(path.read_text()):
-            if crd:
-                await wait_established(client, crd["metadata"]["name"])
+    crds = [crd for path in files for crd in yaml.safe_load_all(path.read_text()) if crd]
+    crds += [crd for group in groups if group != "kubetrain.io" for crd in all_crds(group)]
+    for crd in crds:
+        try:
+            await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+            created.append(crd["metadata"]["name"])
+        except ApiError as exc:
+            if not exc.is_already_exists:
+                raise
+    for crd in crds:
+        await wait_established(client, crd["metadata"]["name"])
     return created
 
 
@@ -421,8 +425,11 @@ class Cluster:
             await self.simulator.finish(self.namespace, name, exit_code=(exit_codes or {}).get(name, 0))
 
 
-async def open_cluster(kubeconfig: str) -> tuple[Cluster, Callable[[], Awaitable[None]]]:
-    """Set everything up; returns the cluster handle and the clean-up coroutine function."""
+async def open_cluster(
+    kubeconfig: str, api_groups: tuple[str, ...] = ("kubetrain.io",)
+) -> tuple[Cluster, Callable[[], Awaitable[None]]]:
+    """Set everything up, the operator serving `api_groups`; returns the cluster handle and the
+    clean-up coroutine function."""
     client = await KubeClient.connect(kubeconfig)
     namespace = f"kubetrain-e2e-{uuid.uuid4().hex[:8]}"
     host = os.environ.get("KUBETRAIN_E2E_WEBHOOK_HOST", "127.0.0.1")
@@ -435,7 +442,7 @@ async def open_cluster(kubeconfig: str) -> tuple[Cluster, Callable[[], Awaitable
         await client.close()
 
     try:
-        created_crds = await install_crds(client)
+        created_crds = await install_crds(client, api_groups)
 
         async def remove_crds() -> None:
             for name in created_crds:
@@ -459,7 +466,7 @@ async def open_cluster(kubeconfig: str) -> tuple[Cluster, Callable[[], Awaitable
 
         cert_dir = Path(tempfile.mkdtemp(prefix="kubetrain-e2e-certs-"))
         ca_pem = write_serving_certificate(cert_dir, host)
-        operator = OperatorProcess(kubeconfig, namespace, cert_dir, host)
+        operator = OperatorProcess(kubeconfig, namespace, cert_dir, host, api_groups=api_groups)
         operator.start()
 
         async def stop_operator() -> None:
@@ -470,7 +477,11 @@ async def open_cluster(kubeconfig: str) -> tuple[Cluster, Callable[[], Awaitable
 
         url_host = f"[{host}]" if ":" in host else host
         mutating, validating = chart_webhook_configurations(
-            namespace, f"https://{url_host}:{operator.webhook_port}", ca_pem, namespace
+            namespace,
+            f"https://{url_host}:{operator.webhook_port}",
+            ca_pem,
+            namespace,
+            {"apiGroups": list(api_groups)},
         )
         await client.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
         await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)

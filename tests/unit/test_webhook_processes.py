@@ -179,14 +179,17 @@ async def test_a_large_review_is_decided_in_a_worker_while_the_loop_serves_healt
     try:
         body = orjson.dumps(request_review(large(job())))
         review = asyncio.create_task(post(session, server, "/mutate", body))
-        await wait_for(pids.exists)
+        # The worker writes its pid when it starts deciding (created, then written: wait for both).
+        await wait_for(lambda: pids.exists() and pids.read_text().split())
         (worker,) = (int(line) for line in pids.read_text().split())
         assert server.processes is not None and worker in server.processes.pids and worker != os.getpid()
         for _ in range(5):  # the decision is still held in the worker; the parent answers at once
             started = time.perf_counter()
             async with session.get(server.url + "/healthz") as r:
                 assert r.status == 200
-            assert time.perf_counter() - started < 0.1
+            # Held in the worker until the gate opens, so any answer at all shows the loop is free;
+            # the bound is loose for loaded CI machines (benchmarks/bench_hostile.py measures it).
+            assert time.perf_counter() - started < 2.0
             small = orjson.dumps(request_review(job("small")))
             status, answer, _ = await post(session, server, "/mutate", small)
             assert status == 200 and orjson.loads(answer)["response"]["allowed"] is True

@@ -1,0 +1,97 @@
+"""The unmodified Kubeflow Python SDK (`kubeflow-training` 1.9, a dev dependency) against
+`kubetrain run` serving kubeflow.org/v1 (and kubetrain.io/v1) on the cluster $KUBECONFIG names,
+behind the chart's webhooks in URL mode: create_job, get_job, list_jobs, get_job_pod_names,
+wait_for_job_conditions, get_job_logs and delete_job, exactly as a notebook calls them.
+
+The SDK is synchronous: each call runs in a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+training = pytest.importorskip(
+    "kubeflow.training", reason="kubeflow-training (a dev dependency) is not installed"
+)
+
+
+def _load_support() -> ModuleType:
+    name = "kubetrain_e2e_scenarios_support"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+support = _load_support()
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster() -> AsyncIterator[Any]:
+    handle, cleanup = await support.open_cluster(
+        os.environ["KUBECONFIG"], api_groups=("kubetrain.io", "kubeflow.org")
+    )
+    try:
+        yield handle
+    finally:
+        await cleanup()
+
+
+async def test_the_kubeflow_sdk_runs_a_job_end_to_end(cluster: Any) -> None:
+    client = await asyncio.to_thread(
+        training.TrainingClient, config_file=cluster.kubeconfig, namespace=cluster.namespace
+    )
+    await asyncio.to_thread(
+        client.create_job,
+        name="sdk-job",
+        base_image=os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36"),
+        num_workers=3,  # the SDK's count includes the Master
+    )
+    job = await asyncio.to_thread(client.get_job, "sdk-job")
+    assert job.api_version == "kubeflow.org/v1" and job.kind == "PyTorchJob"
+    assert job.spec.run_policy.clean_pod_policy == "Running"  # defaulted by kubetrain's webhook
+    assert [j.metadata.name for j in await asyncio.to_thread(client.list_jobs)] == ["sdk-job"]
+
+    async def three_pods() -> list[str] | None:
+        names = await asyncio.to_thread(client.get_job_pod_names, "sdk-job")
+        return sorted(names) if len(names) == 3 else None
+
+    pods = await support.eventually(three_pods, within=90, what="the SDK sees sdk-job's three pods")
+    assert pods == ["sdk-job-master-0", "sdk-job-worker-0", "sdk-job-worker-1"]
+    master = await asyncio.to_thread(client.get_job_pod_names, "sdk-job", is_master=True)
+    assert master == ["sdk-job-master-0"]
+
+    await cluster.finish_pods("sdk-job", 3)
+    done = await asyncio.to_thread(
+        client.wait_for_job_conditions, "sdk-job", timeout=90, polling_interval=0.5
+    )
+    assert client.is_job_succeeded(job=done)
+
+    logs, _ = await asyncio.to_thread(client.get_job_logs, "sdk-job")
+    assert set(logs) == {"sdk-job-master-0"}  # the master's log, as the SDK reads it by default
+
+    await asyncio.to_thread(client.delete_job, "sdk-job")
+
+    async def gone() -> bool | None:
+        return True if not await asyncio.to_thread(client.list_jobs) else None
+
+    await support.eventually(gone, within=60, what="sdk-job deleted through the SDK")
