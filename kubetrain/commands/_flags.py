@@ -79,7 +79,8 @@ def _namespaces(value: str) -> list[str]:
     return [ns.strip() for ns in value.split(",") if ns.strip()]
 
 
-def _api_groups(text: str) -> list[str]:
+def api_groups_arg(text: str) -> list[str]:
+    """`--api-groups`: a comma-separated list of the job groups kubetrain can serve."""
     groups = [g.strip() for g in text.split(",") if g.strip()]
     unknown = [g for g in groups if g not in JOB_GROUPS]
     if not groups or unknown:
@@ -163,7 +164,7 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--api-groups",
-        type=_api_groups,
+        type=api_groups_arg,
         default=[KUBETRAIN_GROUP],
         metavar="GROUP[,GROUP]",
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "

@@ -20,12 +20,13 @@ from typing import Any
 import yaml
 
 from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
-from kubetrain.commands._flags import GANG_SCHEDULERS
+from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import NAMESPACES, job_resource
+from kubetrain.kube.resources import NAMESPACES, ResourceRef, job_resource_id, job_resources_in
 from kubetrain.yamlload import load_all
 
 log = logging.getLogger(__name__)
@@ -111,12 +112,29 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
+def job_ref(job: dict[str, Any]) -> ResourceRef:
+    """The API resource of a job manifest, by its kind and its apiVersion's group (kubetrain.io/v1
+    or kubeflow.org/v1); KeyError says what is valid."""
+    kind = str(job.get("kind"))
+    api_version = str(job.get("apiVersion") or "")
+    group = api_version.split("/")[0] if "/" in api_version else KUBETRAIN_GROUP
+    refs = job_resources_in(JOB_GROUPS)
+    try:
+        return refs[job_resource_id(kind, group)]
+    except KeyError:
+        kinds = sorted({ref.kind for ref in refs.values()})
+        raise KeyError(
+            f"unknown job {kind!r} of {api_version or 'no apiVersion'}; known kinds: {', '.join(kinds)} "
+            f"of {', '.join(f'{g}/v1' for g in JOB_GROUPS)}"
+        ) from None
+
+
 async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -> int:
     """Print the job's progress whenever it changes; 0 on Succeeded, 1 on Failed, 2 on timeout."""
     assert stack.controller is not None
     kind = str(job["kind"])
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
-    ref = job_resource(kind)
+    ref = job_ref(job)
     started = time.monotonic()
     last = last_wait = ""
     while time.monotonic() - started < limit:
@@ -195,7 +213,7 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
     warnings: list[str] = []
     refusal = ""
     try:
-        ref = job_resource(str(job.get("kind")))
+        ref = job_ref(job)
     except KeyError as err:
         print(f"cannot apply: {err.args[0]}", file=out, flush=True)
         return None
@@ -241,6 +259,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         default_run_seconds=args.run_seconds,
         gang_scheduler=args.gang_scheduler,
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
+        api_groups=tuple(getattr(args, "api_groups", None) or (KUBETRAIN_GROUP,)),
     )
     async with DevStack(options) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
@@ -308,6 +327,14 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="with --gang-scheduler: do not install the PodGroup CRD (the job then waits with "
         "'PodGroup API not installed')",
+    )
+    parser.add_argument(
+        "--api-groups",
+        type=api_groups_arg,
+        default=[KUBETRAIN_GROUP],
+        metavar="GROUP[,GROUP]",
+        help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org (a "
+        "Kubeflow manifest applies with no change at all), or both",
     )
     parser.add_argument(
         "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"

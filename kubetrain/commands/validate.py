@@ -29,7 +29,7 @@ import yaml
 from kubetrain.api.groups import KUBETRAIN_GROUP
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
-from kubetrain.commands._flags import _api_groups
+from kubetrain.commands._flags import api_groups_arg
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.parse import check_type_meta
@@ -64,7 +64,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--api-groups",
-        type=_api_groups,
+        type=api_groups_arg,
         default=[KUBETRAIN_GROUP],
         metavar="GROUP[,GROUP]",
         help="accept jobs of these API groups, as an operator run with the same --api-groups "

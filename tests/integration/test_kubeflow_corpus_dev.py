@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
 from controller_support import eventually
 from kubeflow_corpus import NOT_CREATABLE, accepted_files, jobs_of
 
-from kubetrain.commands.dev import apply_manifest
+from kubetrain.commands.dev import apply_manifest, job_ref
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, job_resource
 from kubetrain.yamlload import load_all
@@ -73,6 +73,29 @@ async def test_corpus_jobs_run_to_success(batch: int) -> None:
                 return _succeeded(await stack.kube.get(ref, meta["namespace"], meta["name"]))
 
             await eventually(done, within=60, what=f"{job['kind']} {meta['name']} to succeed")
+
+
+@pytest.mark.parametrize("batch", range(len(batches())))
+async def test_corpus_jobs_run_unchanged_when_serving_kubeflow_org(batch: int) -> None:
+    """With `--api-groups kubeflow.org` Kubeflow's manifests apply with no change at all: the
+    corpus's apiVersion back to Kubeflow's own `kubeflow.org/v1`, as in its repositories."""
+    jobs = [(relpath, {**job, "apiVersion": "kubeflow.org/v1"}) for relpath, job in batches()[batch]]
+    async with DevStack(DevStackOptions(default_run_seconds=0.2, api_groups=("kubeflow.org",))) as stack:
+        out = io.StringIO()
+        created = []
+        for relpath, job in jobs:
+            result = await apply_manifest(stack, job, out)
+            assert result is not None, f"{relpath}: {out.getvalue()}"
+            assert result["apiVersion"] == "kubeflow.org/v1"
+            created.append(result)
+        for job in created:
+            ref, meta = job_ref(job), job["metadata"]
+            assert ref.group == "kubeflow.org"
+
+            async def done(ref: Any = ref, meta: Any = meta) -> bool:
+                return _succeeded(await stack.kube.get(ref, meta["namespace"], meta["name"]))
+
+            await eventually(done, within=60, what=f"{job['kind']}.kubeflow.org {meta['name']} to succeed")
 
 
 MANIFEST = """
