@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.paddlejob import PaddleJob
+from kubetrain.frameworks import elastic
 from kubetrain.frameworks.base import Autoscaling, Framework, ReplicaBounds
 from kubetrain.frameworks.checks import replica_count, replica_path
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
@@ -57,40 +58,17 @@ class Paddle(Framework):
     def default_spec(self, spec: dict[str, Any]) -> list[str]:
         """Elastic minReplicas/maxReplicas from each other, else from the Worker count
         (Kubeflow's setPaddleElasticPolicy)."""
-        elastic = spec.get("elasticPolicy")
-        if not isinstance(elastic, dict):
-            return []
-        elastic = spec["elasticPolicy"] = dict(elastic)
-        min_r, max_r = elastic.get("minReplicas"), elastic.get("maxReplicas")
-        if min_r is None and max_r is not None:
-            elastic["minReplicas"] = max_r
-        elif max_r is None and min_r is not None:
-            elastic["maxReplicas"] = min_r
-        elif min_r is None and max_r is None:
-            replica_map = spec.get(self.replica_field)
-            worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
-            replicas = worker.get("replicas") if isinstance(worker, dict) else None
-            if isinstance(replicas, int) and not isinstance(replicas, bool):
-                elastic["minReplicas"] = replicas
-                elastic["maxReplicas"] = replicas
+        policy = spec.get("elasticPolicy")
+        if isinstance(policy, dict):
+            spec["elasticPolicy"] = dict(policy)
+            elastic.default_bounds(spec["elasticPolicy"], spec.get(self.replica_field))
         return []
 
     def replica_bounds(self, spec: Mapping[str, Any]) -> ReplicaBounds | None:
-        """elasticPolicy minReplicas..maxReplicas of an elastic job (None without elasticPolicy)."""
-        elastic = spec.get("elasticPolicy")
-        if not isinstance(elastic, Mapping):
-            return None
-        return _int(elastic.get("minReplicas")), _int(elastic.get("maxReplicas"))
+        return elastic.bounds(spec)
 
     def autoscaling(self, job: JobLayout) -> Autoscaling | None:
-        """An HPA within minReplicas..maxReplicas when elasticPolicy.metrics is non-empty."""
-        policy = job.spec.get("elasticPolicy")
-        if not isinstance(policy, Mapping):
-            return None
-        metrics = policy.get("metrics")
-        if not isinstance(metrics, list) or not metrics:
-            return None
-        return Autoscaling(_int(policy.get("minReplicas")), _int(policy.get("maxReplicas")), metrics)
+        return elastic.autoscaling(job.spec)
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """The rendezvous pod exists (Master 0, else Worker 0); elastic Workers within
@@ -123,46 +101,15 @@ class Paddle(Framework):
         return errors
 
     def _validate_elastic(self, job: PaddleJob, base_path: str) -> list[FieldError]:
-        elastic = job.spec.elastic_policy
-        assert elastic is not None
+        policy = job.spec.elastic_policy
+        assert policy is not None
         replicas = job.spec.paddle_replica_specs or {}
-        errors: list[FieldError] = []
-        path = f"{base_path}.elasticPolicy"
-        worker_path = replica_path(base_path, self.replica_field, "Worker")
-        min_r, max_r = elastic.min_replicas, elastic.max_replicas
-        if min_r is not None and min_r < 1:
-            errors.append(invalid(f"{path}.minReplicas", f"must be at least 1, got {min_r}"))
-        if min_r is not None and max_r is not None and max_r < min_r:
-            errors.append(
-                invalid(
-                    f"{path}.maxReplicas",
-                    f"must be greater than or equal to minReplicas ({min_r}), got {max_r}",
-                )
-            )
-        if "Worker" not in replicas:
-            errors.append(
-                required(worker_path, "an elastic PaddleJob (spec.elasticPolicy set) needs Workers")
-            )
-        else:
-            workers = replica_count(replicas["Worker"])
-            if workers < 1:
-                errors.append(
-                    invalid(f"{worker_path}.replicas", "must be at least 1 in an elastic PaddleJob")
-                )
-            elif min_r is not None and max_r is not None and min_r <= max_r and not min_r <= workers <= max_r:
-                errors.append(
-                    invalid(
-                        f"{worker_path}.replicas",
-                        f"{workers} is outside elasticPolicy minReplicas..maxReplicas ({min_r}..{max_r})",
-                    )
-                )
-        if elastic.max_restarts is not None and elastic.max_restarts < 0:
-            errors.append(
-                invalid(
-                    f"{path}.maxRestarts", f"must be greater than or equal to 0, got {elastic.max_restarts}"
-                )
-            )
-        return errors
+        return [
+            *elastic.worker_bounds_errors(
+                self.kind, base_path, self.replica_field, replicas, policy.min_replicas, policy.max_replicas
+            ),
+            *elastic.max_restarts_errors(base_path, policy.max_restarts),
+        ]
 
     # --- engine (docs/behaviour.md §4-§5) ----------------------------------------------------------
     def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]:
@@ -170,10 +117,6 @@ class Paddle(Framework):
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
         return paddle_succeeded(job, counts)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _has_master_spec(job: JobLayout) -> bool:

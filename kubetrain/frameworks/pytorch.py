@@ -7,10 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import RECREATE, FieldError, forbidden, invalid, required
+from kubetrain.api.errors import RECREATE, FieldError, forbidden, invalid
 from kubetrain.api.pytorchjob import PyTorchJob
 from kubetrain.frameworks.base import Autoscaling, Framework, ReplicaBounds
 from kubetrain.frameworks.checks import replica_count, replica_path
+from kubetrain.frameworks.elastic import (
+    autoscaling,
+    bounds,
+    default_bounds,
+    max_restarts_errors,
+    worker_bounds_errors,
+)
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 DEFAULT_NPROC_PER_NODE = "auto"
@@ -70,28 +77,13 @@ class PyTorch(Framework):
                 warnings.append(
                     "spec.elasticPolicy.nProcPerNode is deprecated: its value was moved to spec.nprocPerNode"
                 )
-            min_r, max_r = elastic.get("minReplicas"), elastic.get("maxReplicas")
-            if min_r is None and max_r is not None:
-                elastic["minReplicas"] = max_r
-            elif max_r is None and min_r is not None:
-                elastic["maxReplicas"] = min_r
-            elif min_r is None and max_r is None:
-                replica_map = spec.get(self.replica_field)
-                worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
-                replicas = worker.get("replicas") if isinstance(worker, dict) else None
-                if isinstance(replicas, int) and not isinstance(replicas, bool):
-                    elastic["minReplicas"] = replicas
-                    elastic["maxReplicas"] = replicas
+            default_bounds(elastic, spec.get(self.replica_field))
         if spec.get("nprocPerNode") is None:
             spec["nprocPerNode"] = DEFAULT_NPROC_PER_NODE
         return warnings
 
     def replica_bounds(self, spec: Mapping[str, Any]) -> ReplicaBounds | None:
-        """elasticPolicy minReplicas..maxReplicas of an elastic job (None without elasticPolicy)."""
-        elastic = spec.get("elasticPolicy")
-        if not isinstance(elastic, Mapping):
-            return None
-        return _int(elastic.get("minReplicas")), _int(elastic.get("maxReplicas"))
+        return bounds(spec)
 
     def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
         """elasticPolicy can be neither added nor removed; its rendezvous settings are immutable."""
@@ -108,14 +100,7 @@ class PyTorch(Framework):
         ]
 
     def autoscaling(self, job: JobLayout) -> Autoscaling | None:
-        """An HPA within minReplicas..maxReplicas when elasticPolicy.metrics is non-empty."""
-        policy = job.spec.get("elasticPolicy")
-        if not isinstance(policy, Mapping):
-            return None
-        metrics = policy.get("metrics")
-        if not isinstance(metrics, list) or not metrics:
-            return None
-        return Autoscaling(_int(policy.get("minReplicas")), _int(policy.get("maxReplicas")), metrics)
+        return autoscaling(job.spec)
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """One Master; elastic Workers within minReplicas..maxReplicas; a valid nprocPerNode."""
@@ -159,48 +144,17 @@ class PyTorch(Framework):
         elastic = job.spec.elastic_policy
         assert elastic is not None
         replicas = job.spec.pytorch_replica_specs or {}
-        errors: list[FieldError] = []
         path = f"{base_path}.elasticPolicy"
-        worker_path = replica_path(base_path, self.replica_field, "Worker")
-        min_r, max_r = elastic.min_replicas, elastic.max_replicas
-        if min_r is not None and min_r < 1:
-            errors.append(invalid(f"{path}.minReplicas", f"must be at least 1, got {min_r}"))
-        if min_r is not None and max_r is not None and max_r < min_r:
-            errors.append(
-                invalid(
-                    f"{path}.maxReplicas",
-                    f"must be greater than or equal to minReplicas ({min_r}), got {max_r}",
-                )
-            )
-        if "Worker" not in replicas:
-            errors.append(
-                required(worker_path, "an elastic PyTorchJob (spec.elasticPolicy set) needs Workers")
-            )
-        else:
-            workers = replica_count(replicas["Worker"])
-            if workers < 1:
-                errors.append(
-                    invalid(f"{worker_path}.replicas", "must be at least 1 in an elastic PyTorchJob")
-                )
-            elif min_r is not None and max_r is not None and min_r <= max_r and not min_r <= workers <= max_r:
-                errors.append(
-                    invalid(
-                        f"{worker_path}.replicas",
-                        f"{workers} is outside elasticPolicy minReplicas..maxReplicas ({min_r}..{max_r})",
-                    )
-                )
+        errors = worker_bounds_errors(
+            self.kind, base_path, self.replica_field, replicas, elastic.min_replicas, elastic.max_replicas
+        )
         if elastic.rdzv_port is not None and not 1 <= elastic.rdzv_port <= 65535:
             errors.append(
                 invalid(
                     f"{path}.rdzvPort", f"must be a port number between 1 and 65535, got {elastic.rdzv_port}"
                 )
             )
-        if elastic.max_restarts is not None and elastic.max_restarts < 0:
-            errors.append(
-                invalid(
-                    f"{path}.maxRestarts", f"must be greater than or equal to 0, got {elastic.max_restarts}"
-                )
-            )
+        errors.extend(max_restarts_errors(base_path, elastic.max_restarts))
         return errors
 
     # --- engine (docs/behaviour.md §4-§5) ----------------------------------------------------------
@@ -209,10 +163,6 @@ class PyTorch(Framework):
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
         return pytorch_succeeded(job, counts)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _valid_nproc(value: str) -> bool:
