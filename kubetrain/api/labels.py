@@ -24,6 +24,8 @@ ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
 # On a job: `host` runs its pods in the node's network namespace (hostNetwork, DNS policy
 # ClusterFirstWithHostNet), each on its own port from the range below (frameworks/hostnetwork.py).
 ANNOTATION_NETWORK_MODE = "kubetrain.io/network-mode"
+# KubeDL's name for the same annotation and value (its `AnnotationNetworkMode`): either one works.
+KUBEDL_ANNOTATION_NETWORK_MODE = "kubedl.io/network-mode"
 NETWORK_MODE_HOST = "host"
 # On a job in host network mode: the ports its pods are given, `FIRST-LAST` (default 20000-29999).
 ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
