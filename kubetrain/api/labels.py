@@ -41,3 +41,17 @@ KUBEFLOW_LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # lower case
 KUBEFLOW_LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
 KUBEFLOW_LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
 KUBEFLOW_LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"  # "<kind lower>-controller"
+
+# KubeDL's job annotations (its `apis/training/v1` constants), read on jobs of every group:
+# `kubedl.io/tenancy` (JSON: tenant, user, idc, region — kubetrain.jobs.tenancy),
+# `kubedl.io/git-sync-config` (JSON — kubetrain.jobs.codesync) and
+# `kubedl.io/tensorboard-config` (JSON — kubetrain.jobs.tensorboard).
+KUBEDL_ANNOTATION_TENANCY = "kubedl.io/tenancy"
+KUBEDL_ANNOTATION_GIT_SYNC = "kubedl.io/git-sync-config"
+KUBEDL_ANNOTATION_TENSORBOARD = "kubedl.io/tensorboard-config"
+# The tenancy of a job, as labels on the job and on every pod it owns (set from the annotation:
+# TrainingPolicy `jobSelector`s, label selectors and metrics use them).
+LABEL_TENANT = "tenancy.kubetrain.io/tenant"
+LABEL_TENANT_USER = "tenancy.kubetrain.io/user"
+LABEL_TENANT_IDC = "tenancy.kubetrain.io/idc"
+LABEL_TENANT_REGION = "tenancy.kubetrain.io/region"
