@@ -25,6 +25,7 @@ from kubetrain.api.podtemplate import containers_of, default_container_warning, 
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
+from kubetrain.jobs.kubedl import default_kubedl_annotations
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ def default_job(
     )
     if gang_scheduling and isinstance(replica_map, dict):
         warnings.extend(_scheduler_name_warnings(replica_map, framework))
+    default_kubedl_annotations(out)
     return Defaulted(out, warnings)
 
 

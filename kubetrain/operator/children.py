@@ -46,6 +46,7 @@ from kubetrain.api.labels import (
 from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
+from kubetrain.jobs.tenancy import labels_of_annotations
 
 HPA_API_VERSION = "autoscaling/v2"
 
@@ -87,7 +88,8 @@ def master_slot(job: JobLayout, framework: Framework) -> tuple[str, int] | None:
 
 
 def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: int) -> dict[str, str]:
-    labels = job_labels(job)
+    labels = labels_of_annotations(job.annotations)  # KubeDL's tenancy (jobs/tenancy.py)
+    labels.update(job_labels(job))
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
     labels[LABEL_REPLICA_INDEX] = str(index)
     master = master_slot(job, framework) == (replica_type, index)
