@@ -17,6 +17,7 @@ exercise is exactly what a user runs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from dataclasses import dataclass
 from types import TracebackType
@@ -195,6 +196,22 @@ class DevStack:
         )
         await self.kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
         await self.kube.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
+        if opts.install_crds:
+            await self.point_conversion_webhooks(bundle.ca_bundle)
+
+    async def point_conversion_webhooks(self, ca_bundle: bytes) -> None:
+        """The installed CRDs with a conversion webhook (mpijobs.kubeflow.org) call this stack's
+        webhook server at /convert, trusting its CA (what the chart's caBundle injection does)."""
+        assert self.webhook is not None
+        config = {"url": f"{self.webhook.url}/convert", "caBundle": base64.b64encode(ca_bundle).decode()}
+        for group in self._crd_groups():
+            for crd in group_crds(group):
+                if (crd["spec"].get("conversion") or {}).get("strategy") != "Webhook":
+                    continue
+                patch = [{"op": "replace", "path": "/spec/conversion/webhook/clientConfig", "value": config}]
+                await self.kube.patch(
+                    CUSTOM_RESOURCE_DEFINITIONS, None, crd["metadata"]["name"], patch, patch_type="json"
+                )
 
     async def start_controller(self) -> None:
         opts = self.options

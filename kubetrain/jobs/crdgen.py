@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from kubetrain.api import policy
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, job_version
 from kubetrain.jobs.parse import API_GROUP, API_VERSION
 
 CATEGORY = "kubetrain"
@@ -117,7 +117,69 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     }
     if group != API_GROUP:
         del crd["spec"]["names"]["shortNames"]
+    extra = converted_versions(framework.kind, group)
+    if extra:
+        version["name"] = job_version(framework.kind, group)
+        crd["spec"]["versions"] += [
+            {
+                **version,
+                "name": name,
+                "storage": False,
+                "schema": {"openAPIV3Schema": _converted_schema(framework, name)},
+            }
+            for name in extra
+        ]
+        crd["spec"]["conversion"] = {
+            "strategy": "Webhook",
+            "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": conversion_client_config()},
+        }
     return crd
+
+
+# The conversion webhook's default address: the chart's webhook Service for a release named
+# `kubetrain` in `kubetrain-system`; `kubetrain crds --conversion-service`, the chart and
+# `kubetrain dev` set their own (`with_conversion_client`).
+CONVERSION_SERVICE = ("kubetrain-system", "kubetrain-webhook")
+CONVERSION_PATH = "/convert"
+
+
+def conversion_client_config(namespace: str = "", name: str = "") -> dict[str, Any]:
+    """A CRD conversion webhook clientConfig reaching kubetrain's webhook Service at /convert."""
+    return {
+        "service": {
+            "namespace": namespace or CONVERSION_SERVICE[0],
+            "name": name or CONVERSION_SERVICE[1],
+            "path": CONVERSION_PATH,
+            "port": 443,
+        }
+    }
+
+
+def with_conversion_client(crds: list[dict[str, Any]], client_config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The CRDs with every conversion webhook's clientConfig replaced (a url, a caBundle, …)."""
+    out = []
+    for crd in crds:
+        webhook = (crd["spec"].get("conversion") or {}).get("webhook")
+        if webhook is not None:
+            conversion = {
+                **crd["spec"]["conversion"],
+                "webhook": {**webhook, "clientConfig": dict(client_config)},
+            }
+            crd = {**crd, "spec": {**crd["spec"], "conversion": conversion}}
+        out.append(crd)
+    return out
+
+
+def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
+    """The schema of a version served through conversion (MPIJob kubeflow.org/v1)."""
+    model = framework.converted_model(version)
+    assert model is not None, f"{framework.kind} {version} has no model"
+    schema = model_schema(model)
+    schema["description"] = (
+        f"{framework.kind} {version}, converted to and from {framework.kubeflow_version} (the storage "
+        "version) by kubetrain's conversion webhook."
+    )
+    return schema
 
 
 def job_schema(framework: Framework) -> dict[str, Any]:

@@ -20,8 +20,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
-from kubetrain.frameworks.registry import get_framework, known_kinds
+from kubetrain.api.groups import JOB_GROUPS, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.frameworks.registry import converted_versions, get_framework, job_version, known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 
@@ -73,11 +73,16 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
                 "replica type"
             ],
         )
-    if version not in CONVERTIBLE_VERSIONS:
+    stored = job_version(framework.kind, KUBEFLOW_GROUP)
+    if version not in CONVERTIBLE_VERSIONS and not (source_group == KUBEFLOW_GROUP and version == stored):
         return Migration(None, refusals=[f"apiVersion {api_version!r} is not a version kubetrain knows"])
     out = copy.deepcopy(obj)
     changes: list[str] = []
-    target = f"{group}/{JOB_VERSION}"
+    target = f"{group}/{job_version(framework.kind, group)}"
+    if source_group == KUBEFLOW_GROUP and version in converted_versions(framework.kind, KUBEFLOW_GROUP):
+        refusal = _converted_layout(out, framework.kind, version, changes)
+        if refusal:
+            return Migration(None, changes, [refusal])
     if api_version != target:
         out["apiVersion"] = target
         changes.append(f"apiVersion: {api_version} → {target}")
@@ -92,6 +97,35 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
         refusals = [f"the {target} result would be invalid: {e}" for e in result.errors]
         return Migration(None, changes, refusals)
     return Migration(out, changes)
+
+
+def _converted_layout(out: dict[str, Any], kind: str, version: str, changes: list[str]) -> str | None:
+    """A job in a layout served through conversion (training-operator's v1 MPIJob) rewritten in
+    the stored one — the conversion webhook's rules, minus the annotation that keeps what the
+    new layout has no field for: a `mainContainer` other than every template's first container
+    is refused (kubetrain runs the first one, as mpi-operator v2)."""
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    main = spec.pop("mainContainer", None)
+    if main is not None:
+        firsts = set()
+        for rspec in (spec.get("mpiReplicaSpecs") or {}).values():
+            containers = (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+            if containers and isinstance(containers[0], dict):
+                firsts.add(containers[0].get("name"))
+        if firsts - {main}:
+            return (
+                f"spec.mainContainer {main!r} is not the first container of every replica template "
+                f"({', '.join(sorted(str(n) for n in firsts))}): kubetrain runs mpirun and sshd in the "
+                "first container of each pod; reorder the containers"
+            )
+        changes.append(f"spec.mainContainer {main!r} removed: it is the first container, which {kind} runs")
+    changes.append(
+        f"{kind} {version} → stored layout: the Launcher reaches the Workers over SSH (a generated key "
+        "pair, sshd in each Worker), not through kubectl exec: the Worker image must provide sshd"
+    )
+    return None
 
 
 def _move_run_policy(spec: dict[str, Any], changes: list[str]) -> list[str]:

@@ -27,7 +27,7 @@ from kubetrain.api.errors import (
     required,
 )
 from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
-from kubetrain.frameworks.registry import get_framework, known_kinds
+from kubetrain.frameworks.registry import converted_versions, get_framework, job_version, known_kinds
 
 API_GROUP = KUBETRAIN_GROUP
 API_VERSION = JOB_VERSION
@@ -55,13 +55,25 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
     elif not isinstance(kind, str) or get_framework(kind) is None:
         errors.append(not_supported("kind", kind, known_kinds()))
     api_version = obj.get("apiVersion")
-    versions = [f"{g}/{JOB_VERSION}" for g in groups]
+    typed = kind if isinstance(kind, str) else ""
+    versions = [f"{g}/{job_version(typed, g)}" for g in groups]
     supported = " or ".join(f'"{gv}"' for gv in versions)
     if api_version is None or api_version == "":
         errors.append(required("apiVersion", f"must be {supported}"))
     elif api_version not in versions:
         hint = ""
-        if api_version == f"{KUBEFLOW_GROUP}/{JOB_VERSION}":
+        kubeflow_v1 = api_version == f"{KUBEFLOW_GROUP}/{JOB_VERSION}"
+        if (
+            kubeflow_v1
+            and JOB_VERSION in converted_versions(typed, KUBEFLOW_GROUP)
+            and KUBEFLOW_GROUP in groups
+        ):
+            stored = f"{KUBEFLOW_GROUP}/{job_version(typed, KUBEFLOW_GROUP)}"
+            hint = (
+                f" (served through kubetrain's conversion webhook: the API server converts it to "
+                f"{stored}; `kubetrain migrate FILE` rewrites the file)"
+            )
+        elif kubeflow_v1:
             hint = (
                 f' (a Kubeflow manifest migrates by changing apiVersion to "{GROUP_VERSION}", or '
                 "is served as it is by an operator run with --api-groups including kubeflow.org)"

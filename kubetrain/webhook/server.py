@@ -52,8 +52,8 @@ from typing import Any
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
+from kubetrain.frameworks import mpiconversion
 from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
-from kubetrain.jobs import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.decider import Decider, decide_guarded, encode
@@ -194,7 +194,7 @@ class WebhookServer:
         return await self._review(request, "validate")
 
     async def _handle_convert(self, request: web.Request) -> web.Response:
-        """The CRD conversion webhook of mpijobs.kubeflow.org (kubetrain.jobs.mpiconversion): a
+        """The CRD conversion webhook of mpijobs.kubeflow.org (kubetrain.frameworks.mpiconversion): a
         ConversionReview in, its answer out; 400 for a body that is not one."""
         try:
             if request.content_type not in JSON_CONTENT_TYPES:

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from kubetrain.commands import _flags
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.registry import FRAMEWORKS, conversion_crd_names
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.controller import crd_name
@@ -907,6 +907,8 @@ def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Ch
         {"ports": [{"protocol": "TCP", "port": 9443}], "from": [api_server]},
         {"ports": [{"protocol": "TCP", "port": 8080}], "from": [monitoring]},
     ]
+
+
 def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
     """Serving kubeflow.org (too): the job rules, the webhook rules and the CRD read of the
     ownership check follow `apiGroups`, for every registered kind."""
@@ -923,6 +925,13 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     crds = tuple(sorted(crd_names("kubeflow.org")))
     assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role
+    # Self-managed certificates: the caBundle of MPIJob's conversion webhook, injected and kept.
+    conversion = tuple(conversion_crd_names(groups))
+    assert conversion == ("mpijobs.kubeflow.org",)
+    crd_grants = expand(
+        "apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "watch", "patch"], conversion
+    )
+    assert crd_grants <= cluster_role
     built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
     chart_rules = [h["rules"] for h in one(docs, "MutatingWebhookConfiguration")["webhooks"]]
     assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]

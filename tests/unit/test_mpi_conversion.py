@@ -1,6 +1,6 @@
 """MPIJob conversion between kubeflow.org/v1 (training-operator) and kubeflow.org/v2beta1
 (mpi-operator, storage) and the ConversionReview the CRD conversion webhook answers
-(kubetrain.jobs.mpiconversion; docs/behaviour.md §1): lossless round trips and determinism over
+(kubetrain.frameworks.mpiconversion; docs/behaviour.md §1): lossless round trips and determinism over
 generated MPIJobs (hypothesis), the apiextensions.k8s.io/v1 review semantics, and
 training-operator's own v1 examples converting to valid v2beta1 jobs."""
 
@@ -16,8 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.mpiconversion import (
+from kubetrain.frameworks.mpiconversion import (
     ANNOTATION_V1_FIELDS,
     ANNOTATION_V2BETA1_FIELDS,
     V1,
@@ -29,6 +28,7 @@ from kubetrain.jobs.mpiconversion import (
     to_v1,
     to_v2beta1,
 )
+from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 
 Obj = dict[str, Any]

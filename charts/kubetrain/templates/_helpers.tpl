@@ -92,11 +92,28 @@ admissionReviewVersions: ["v1"]
 webhook.namespaceSelector selects (all when empty). */}}
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
+{{- /* One rule per group and version: MPIJob in kubeflow.org is admitted at v2beta1 only (its
+storage version), so the API server converts a kubeflow.org/v1 MPIJob for the webhooks. */}}
+{{- range .ctx.Values.apiGroups }}
+{{- if eq . "kubeflow.org" }}
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs"]
+    scope: Namespaced
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["v2beta1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["mpijobs"]
+    scope: Namespaced
+{{- else if eq . "kubetrain.io" }}
+  - apiGroups: ["kubetrain.io"]
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs", "mpijobs"]
     scope: Namespaced
+{{- end }}
+{{- end }}
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}

@@ -29,13 +29,12 @@ import json
 from typing import Any
 
 from kubetrain.api.groups import KUBEFLOW_GROUP
+from kubetrain.api.mpijob_v1 import ANNOTATION_V1_FIELDS, ANNOTATION_V2BETA1_FIELDS
 
 KIND = "MPIJob"
 V1 = f"{KUBEFLOW_GROUP}/v1"
 V2BETA1 = f"{KUBEFLOW_GROUP}/v2beta1"
 VERSIONS = (V2BETA1, V1)  # the storage version first
-ANNOTATION_V1_FIELDS = "kubetrain.io/mpijob-v1-fields"
-ANNOTATION_V2BETA1_FIELDS = "kubetrain.io/mpijob-v2beta1-fields"
 V1_ONLY = ("mainContainer", "cleanPodPolicy")
 V2BETA1_ONLY = ("runLauncherAsWorker", "mpiImplementation", "sshAuthMountPath", "launcherCreationPolicy")
 # The record's flags for the spec-level cleanPodPolicy copied into runPolicy.
