@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
@@ -75,8 +74,18 @@ class SchedulingPolicy:
     priority_class: str | None = None
     min_resources: Mapping[str, str] | None = None  # None: summed from the first minAvailable pods
     schedule_timeout_seconds: int | None = None
-    # The policy as written (gang scheduler descriptors map its fields onto PodGroup fields).
-    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def by_field_name(self) -> dict[str, Any]:
+        """The fields that are set, under `schedulingPolicy`'s field names — the vocabulary of
+        the gang scheduler descriptors (`kubetrain.api.gangschedulers`), which map them onto
+        PodGroup fields."""
+        named = {
+            "minAvailable": self.min_available,
+            "queue": self.queue,
+            "priorityClass": self.priority_class,
+            "scheduleTimeoutSeconds": self.schedule_timeout_seconds,
+        }
+        return {k: v for k, v in named.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,5 +94,4 @@ def scheduling_policy_of(policy: Mapping[str, Any]) -> SchedulingPolicy:
             else None
         ),
         schedule_timeout_seconds=int_or_none(policy.get("scheduleTimeoutSeconds")),
-        raw=policy,
     )

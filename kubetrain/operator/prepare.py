@@ -21,8 +21,8 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.shape import JobShape
-from kubetrain.jobs.v1shape import v1_shape
+from kubetrain.jobs.shape import JobShape, RunPolicy
+from kubetrain.jobs.v1shape import run_policy_of, v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 
 
@@ -37,6 +37,8 @@ class PreparedJob:
     adjustments: list[str] = field(default_factory=list)
     # The job as the planner reads it (kubetrain.jobs.shape); None when the job is invalid.
     shape: JobShape | None = None
+    # Its run policy — also of an invalid job, whose clean-up and TTL still apply.
+    run_policy: RunPolicy = field(default_factory=RunPolicy)
 
     @property
     def valid(self) -> bool:
@@ -68,9 +70,11 @@ def prepare_job(
     if layout_errors and not errors:
         errors = layout_errors
     if errors or layout is None:
-        return PreparedJob(framework, None, errors, warnings, defaulted.obj, adjustments)
+        spec = defaulted.obj.get("spec")
+        run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {})
+        return PreparedJob(framework, None, errors, warnings, defaulted.obj, adjustments, None, run_policy)
     shape = v1_shape(defaulted.obj["spec"], framework, layout)
-    return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments, shape)
+    return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments, shape, shape.run_policy)
 
 
 class JobCache:
