@@ -154,6 +154,16 @@ class JobShape:
         """Every (group, index) in priority order."""
         return [(name, i) for name, g in self.groups.items() for i in range(g.replicas)]
 
+    def gang_slots(self) -> list[tuple[str, int]]:
+        """The slots a gang (PodGroup) counts, in priority order: every slot but those of a group
+        that depends on a group with pods. Such a pod is created only once the others are Ready
+        (or Complete), which they cannot be while a gang that counts it waits for it
+        (mpi-operator issue #608: the WaitForWorkersReady Launcher)."""
+        left_out = {
+            name for name, g in self.groups.items() if sum(self.count(d.group) for d in g.depends_on) > 0
+        }
+        return [(name, i) for name, i in self.slots() if name not in left_out]
+
     def succeeded(self, counts: Mapping[str, ReplicaCounts]) -> bool:
         return self.rules.succeeded(self.layout, counts)
 

@@ -45,7 +45,8 @@ from kubetrain.api.labels import (
 )
 from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
-from kubetrain.jobs.shape import EnvPlugin, SchedulingPolicy
+from kubetrain.jobs.shape import EnvPlugin, JobShape
+from kubetrain.jobs.tenancy import labels_of_annotations
 
 HPA_API_VERSION = "autoscaling/v2"
 
@@ -87,7 +88,8 @@ def master_slot(job: JobLayout, framework: EnvPlugin) -> tuple[str, int] | None:
 
 
 def pod_labels(job: JobLayout, framework: EnvPlugin, replica_type: str, index: int) -> dict[str, str]:
-    labels = job_labels(job)
+    labels = labels_of_annotations(job.annotations)  # KubeDL's tenancy (jobs/tenancy.py)
+    labels.update(job_labels(job))
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
     labels[LABEL_REPLICA_INDEX] = str(index)
     master = master_slot(job, framework) == (replica_type, index)
@@ -307,29 +309,35 @@ def build_pod_service(job: JobLayout, replica_type: str, index: int) -> dict[str
     }
 
 
-def min_member(job: JobLayout, policy: SchedulingPolicy) -> int:
-    """The gang's size: `minAvailable`, else every pod of the job."""
-    return policy.min_available if policy.min_available is not None else job.total_replicas
+def min_member(shape: JobShape) -> int:
+    """`minAvailable`, at most the pods the gang can hold (a value counting a group left out of
+    the gang — set before the dependency, or by the user — could never be met), else every gang
+    slot (`JobShape.gang_slots`)."""
+    slots = len(shape.gang_slots())
+    value = shape.run_policy.scheduling.min_available
+    if value is not None:
+        return min(value, slots) if slots > 0 else value
+    return slots if slots > 0 else shape.total_replicas
 
 
-def min_resources(job: JobLayout, policy: SchedulingPolicy) -> dict[str, str]:
-    """What the scheduler reserves for the first minMember pods, in priority order: per pod its
-    containers' requests (limits where no request), sidecars and init containers counted as the
-    scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
-    wanted = min_member(job, policy)
-    slots = list(pod_slots(job))[:wanted]
-    return sum_pod_resources(job.replicas[rtype].template for rtype, _ in slots)
+def min_resources(shape: JobShape) -> dict[str, str]:
+    """What the scheduler reserves for the first minMember gang pods, in priority order: per
+    pod its containers' requests (limits where no request), sidecars and init containers
+    counted as the scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
+    slots = shape.gang_slots()[: min_member(shape)]
+    return sum_pod_resources(shape.groups[group].template for group, _ in slots)
 
 
-def build_pod_group(job: JobLayout, gang_scheduler: str, policy: SchedulingPolicy) -> dict[str, Any] | None:
+def build_pod_group(shape: JobShape, gang_scheduler: str) -> dict[str, Any] | None:
     """The job's PodGroup for the configured gang scheduler (None for `none`), from the job's
     scheduling policy (`JobShape.run_policy.scheduling`)."""
     gang = gang_scheduler_of(gang_scheduler)
     if gang is None:
         return None
+    job, policy = shape.layout, shape.run_policy.scheduling
     given = policy.min_resources
-    resources = dict(given) if given is not None else min_resources(job, policy)
-    spec = gang.pod_group_spec(min_member(job, policy), resources, policy.by_field_name())
+    resources = dict(given) if given is not None else min_resources(shape)
+    spec = gang.pod_group_spec(min_member(shape), resources, policy.by_field_name())
     return {
         "apiVersion": gang.api_version,
         "kind": gang.kind,

@@ -57,7 +57,7 @@ class DesiredChildren:
     @cached_property
     def pod_group(self) -> dict[str, Any] | None:
         """The PodGroup (None without a gang scheduler)."""
-        return build_pod_group(self.layout, self.gang_scheduler, self.shape.run_policy.scheduling)
+        return build_pod_group(self.shape, self.gang_scheduler)
 
     @cached_property
     def hpa(self) -> dict[str, Any] | None:
