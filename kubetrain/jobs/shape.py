@@ -169,8 +169,3 @@ class JobShape:
 
     def failed(self, counts: Mapping[str, ReplicaCounts]) -> str | None:
         return self.rules.failed(self.layout, counts)
-
-
-def int_or_none(value: Any) -> int | None:
-    """`value` when it is a JSON integer (bools are not), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
+from kubetrain.api.errors import json_int
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs.shape import (
@@ -24,7 +25,6 @@ from kubetrain.jobs.shape import (
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
-    int_or_none,
 )
 
 
@@ -71,9 +71,9 @@ def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
     return RunPolicy(
         clean_pod_policy=clean if clean in CLEAN_POD_POLICIES else DEFAULT_CLEAN_POD_POLICY,
         suspend=rp.get("suspend") is True,
-        backoff_limit=int_or_none(rp.get("backoffLimit")),
-        active_deadline_seconds=int_or_none(rp.get("activeDeadlineSeconds")),
-        ttl_seconds_after_finished=int_or_none(rp.get("ttlSecondsAfterFinished")),
+        backoff_limit=json_int(rp.get("backoffLimit")),
+        active_deadline_seconds=json_int(rp.get("activeDeadlineSeconds")),
+        ttl_seconds_after_finished=json_int(rp.get("ttlSecondsAfterFinished")),
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
         scheduling=scheduling_policy_of(_mapping(rp.get("schedulingPolicy"))),
@@ -81,7 +81,7 @@ def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
 
 
 def scheduling_policy_of(policy: Mapping[str, Any]) -> SchedulingPolicy:
-    minimum = int_or_none(policy.get("minAvailable"))
+    minimum = json_int(policy.get("minAvailable"))
     resources = policy.get("minResources")
     queue, priority = policy.get("queue"), policy.get("priorityClass")
     return SchedulingPolicy(
@@ -93,5 +93,5 @@ def scheduling_policy_of(policy: Mapping[str, Any]) -> SchedulingPolicy:
             if isinstance(resources, Mapping)
             else None
         ),
-        schedule_timeout_seconds=int_or_none(policy.get("scheduleTimeoutSeconds")),
+        schedule_timeout_seconds=json_int(policy.get("scheduleTimeoutSeconds")),
     )
