@@ -169,3 +169,14 @@ class JobShape:
 
     def failed(self, counts: Mapping[str, ReplicaCounts]) -> str | None:
         return self.rules.failed(self.layout, counts)
+
+
+@dataclass(frozen=True)
+class Produced:
+    """What a producer returns for one job: its shape, or why it has none (`errors`, one
+    "path: Kind: message" per problem), and its run policy either way — an invalid job's
+    clean-up and TTL still apply."""
+
+    shape: JobShape | None
+    run_policy: RunPolicy
+    errors: list[str] = field(default_factory=list)

@@ -4,7 +4,8 @@
 Each replica type is one group; the framework's gates (MPI's WaitForWorkersReady: the Launcher
 after every Worker is Ready) become `depends_on`; `runPolicy` becomes the typed `RunPolicy`;
 the framework is both the success/failure rules and the env plug-in. Called once per spec
-generation on the defaulted, validated job and its layout (`operator/prepare.py`).
+generation on the defaulted job (`operator/prepare.py`), which uses the shape only when the job
+is valid.
 """
 
 from __future__ import annotations
@@ -16,20 +17,28 @@ from typing import Any
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.errors import json_int
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.env import build_layout
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
     DependsOn,
     JobShape,
+    Produced,
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
 )
 
 
-def v1_shape(spec: Mapping[str, Any], framework: Framework, layout: JobLayout) -> JobShape:
-    """The shape of a defaulted, validated job whose `spec` has `framework.replica_field`."""
+def v1_shape(obj: Mapping[str, Any], framework: Framework, *, per_pod_services: bool = False) -> Produced:
+    """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
+    framework (`per_pod_services`: pods addressed by their own Services), or why it cannot be
+    laid out."""
+    spec = obj.get("spec")
+    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {})
+    layout, errors = build_layout(obj, framework, per_pod_services=per_pod_services)
+    if layout is None:
+        return Produced(None, run_policy, errors)
     gates = framework.gates(layout)
     groups = {
         name: ReplicaGroup(
@@ -43,18 +52,19 @@ def v1_shape(spec: Mapping[str, Any], framework: Framework, layout: JobLayout) -
         )
         for name, r in layout.replicas.items()
     }
-    return JobShape(
+    shape = JobShape(
         kind=layout.kind,
         api_version=layout.api_version,
         name=layout.name,
         namespace=layout.namespace,
         uid=layout.uid,
         groups=MappingProxyType(groups),
-        run_policy=run_policy_of(spec),
+        run_policy=run_policy,
         rules=framework,
         plugin=framework,
         layout=layout,
     )
+    return Produced(shape, run_policy)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

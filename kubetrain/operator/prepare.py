@@ -18,11 +18,11 @@ from typing import Any
 from kubetrain.api import servicemode
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import JobLayout, build_layout
+from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.shape import JobShape, RunPolicy
-from kubetrain.jobs.v1shape import run_policy_of, v1_shape
+from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 
 
@@ -66,15 +66,16 @@ def prepare_job(
     errors = [str(e) for e in result.errors]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = servicemode.service_mode(defaulted.obj, service_mode) == servicemode.PER_POD
-    layout, layout_errors = build_layout(defaulted.obj, framework, per_pod_services=per_pod)
-    if layout_errors and not errors:
-        errors = layout_errors
-    if errors or layout is None:
-        spec = defaulted.obj.get("spec")
-        run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {})
-        return PreparedJob(framework, None, errors, warnings, defaulted.obj, adjustments, None, run_policy)
-    shape = v1_shape(defaulted.obj["spec"], framework, layout)
-    return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments, shape, shape.run_policy)
+    produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)
+    errors = errors or produced.errors
+    shape = produced.shape
+    if errors or shape is None:
+        return PreparedJob(
+            framework, None, errors, warnings, defaulted.obj, adjustments, None, produced.run_policy
+        )
+    return PreparedJob(
+        framework, shape.layout, [], warnings, defaulted.obj, adjustments, shape, shape.run_policy
+    )
 
 
 class JobCache:
