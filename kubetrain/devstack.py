@@ -40,6 +40,7 @@ from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
+from kubetrain.webhook.trainerreader import kube_trainer_reader
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,7 @@ class DevStack:
             gang_scheduling=opts.gang_scheduler != "none",
             policies=policies,
             job_reader=kube_job_reader(self.kube),
+            trainer_reader=kube_trainer_reader(self.kube),
         )
         await self.webhook.start()
         mutating, validating = webhook_configurations(

@@ -212,19 +212,31 @@ async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[Dev
     assert "Restarting" in await h.event_reasons(ns, "boom")
 
 
+async def set_suspend(h: Harness, ns: str, name: str, value: bool) -> None:
+    from kubetrain.kube.client import ApiError
+
+    for _ in range(20):
+        tj = await get_tj(h, ns, name)
+        tj["spec"]["suspend"] = value
+        try:
+            await h.kube.replace(TRAINJOBS, tj)
+            return
+        except ApiError as err:
+            if not err.is_conflict:
+                raise
+    raise AssertionError("could not update the TrainJob")
+
+
 async def test_suspend_deletes_the_pods_and_resume_recreates_them(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("susp")
     await h.kube.create(TRAINJOBS, trainjob("pause", num_nodes=1), namespace=ns)
     await h.wait_pod_names(ns, "pause", ["pause-node-0-0"])
-    tj = await get_tj(h, ns, "pause")
-    tj["spec"]["suspend"] = True
-    await h.kube.replace(TRAINJOBS, tj)
+    await set_suspend(h, ns, "pause", True)
     tj = await wait_condition(h, ns, "pause", "Suspended")
     assert tj["status"]["conditions"][0]["reason"] == "Suspended"
     await eventually(lambda: h._none_left(ns, "pause"), what="pods of a suspended TrainJob deleted")
-    tj["spec"]["suspend"] = False
-    await h.kube.replace(TRAINJOBS, tj)
+    await set_suspend(h, ns, "pause", False)
     await h.wait_pod_names(ns, "pause", ["pause-node-0-0"])
     tj = await get_tj(h, ns, "pause")
     suspended = tj["status"]["conditions"][0]
@@ -239,3 +251,81 @@ async def test_a_trainjob_managed_by_multikueue_is_left_alone(env: tuple[DevStac
     await h.wait_pod_names(ns, "local", ["local-node-0-0"])
     assert await h.pods(ns, "remote") == []
     assert await h.service(ns, "remote") is None
+
+
+async def refusal(h: Harness, coro: Any) -> str:
+    from kubetrain.kube.client import ApiError
+
+    try:
+        await coro
+    except ApiError as err:
+        return str(err)
+    raise AssertionError("the API server accepted it")
+
+
+async def test_invalid_trainjobs_are_refused_naming_every_field(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("bad")
+    job = trainjob("bad", num_nodes=0)
+    job["spec"]["trainer"]["numProcPerNode"] = 0
+    job["spec"]["trainer"]["env"].append({"name": "PET_NNODES", "value": "9"})
+    job["spec"]["managedBy"] = "someone/else"
+    job["spec"]["runtimePatches"] = [
+        {
+            "manager": "me",
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "launcher"}]}}},
+        }
+    ]
+    message = await refusal(h, h.kube.create(TRAINJOBS, job, namespace=ns))
+    for path in (
+        "spec.trainer.numNodes",
+        "spec.trainer.numProcPerNode",
+        "spec.trainer.env[1].name",
+        "spec.managedBy",
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].name",
+    ):
+        assert path in message, (path, message)
+    missing = trainjob("nort", runtime="no-such-runtime")
+    message = await refusal(h, h.kube.create(TRAINJOBS, missing, namespace=ns))
+    assert "spec.runtimeRef.name" in message and "no-such-runtime" in message
+
+
+async def test_defaults_and_immutable_fields(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("imm")
+    created = await h.kube.create(TRAINJOBS, trainjob("imm", num_nodes=1), namespace=ns)
+    assert created["spec"]["runtimeRef"] == {
+        "name": "torch-distributed",
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+    }
+    assert created["spec"]["managedBy"] == "trainer.kubeflow.org/trainjob-controller"
+    changed = copy.deepcopy(created)
+    changed["spec"]["trainer"]["numNodes"] = 3
+    changed["spec"]["runtimeRef"]["name"] = "other"
+    message = await refusal(h, h.kube.replace(TRAINJOBS, changed))
+    assert "spec.trainer" in message and "spec.runtimeRef" in message
+
+
+async def test_runtimes_are_validated_and_protected_while_in_use(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("rt")
+    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": "unlabelled"}
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "worker"
+    message = await refusal(h, h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns))
+    assert "metadata.labels[trainer.kubeflow.org/framework]" in message
+    assert "spec.template.spec.replicatedJobs" in message and "'node'" in message
+    good = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
+    good["kind"] = "TrainingRuntime"
+    good["metadata"] = {"name": "used", "labels": good["metadata"]["labels"]}
+    await h.kube.create(TRAINING_RUNTIMES, good, namespace=ns)
+    job = trainjob("user", num_nodes=1, runtime="used")
+    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+    message = await refusal(h, h.kube.delete(TRAINING_RUNTIMES, ns, "used"))
+    assert f"{ns}/user" in message
+    await h.kube.delete(TRAINJOBS, ns, "user")
+    await eventually(lambda: h.absent(TRAINJOBS, ns, "user"), what="TrainJob deleted")
+    await h.kube.delete(TRAINING_RUNTIMES, ns, "used")
