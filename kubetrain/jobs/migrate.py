@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.groups import JOB_GROUPS, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import converted_versions, get_framework, job_version, known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
@@ -80,9 +81,9 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
     changes: list[str] = []
     target = f"{group}/{job_version(framework.kind, group)}"
     if source_group == KUBEFLOW_GROUP and version in converted_versions(framework.kind, KUBEFLOW_GROUP):
-        refusal = _converted_layout(out, framework.kind, version, changes)
-        if refusal:
-            return Migration(None, changes, [refusal])
+        layout_refusal = _converted_layout(out, framework, version, changes)
+        if layout_refusal:
+            return Migration(None, changes, [layout_refusal])
     if api_version != target:
         out["apiVersion"] = target
         changes.append(f"apiVersion: {api_version} → {target}")
@@ -99,7 +100,9 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
     return Migration(out, changes)
 
 
-def _converted_layout(out: dict[str, Any], kind: str, version: str, changes: list[str]) -> str | None:
+def _converted_layout(
+    out: dict[str, Any], framework: Framework, version: str, changes: list[str]
+) -> str | None:
     """A job in a layout served through conversion (training-operator's v1 MPIJob) rewritten in
     the stored one — the conversion webhook's rules, minus the annotation that keeps what the
     new layout has no field for: a `mainContainer` other than every template's first container
@@ -110,7 +113,7 @@ def _converted_layout(out: dict[str, Any], kind: str, version: str, changes: lis
     main = spec.pop("mainContainer", None)
     if main is not None:
         firsts = set()
-        for rspec in (spec.get("mpiReplicaSpecs") or {}).values():
+        for rspec in (spec.get(framework.replica_field) or {}).values():
             containers = (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
             if containers and isinstance(containers[0], dict):
                 firsts.add(containers[0].get("name"))
@@ -120,10 +123,13 @@ def _converted_layout(out: dict[str, Any], kind: str, version: str, changes: lis
                 f"({', '.join(sorted(str(n) for n in firsts))}): kubetrain runs mpirun and sshd in the "
                 "first container of each pod; reorder the containers"
             )
-        changes.append(f"spec.mainContainer {main!r} removed: it is the first container, which {kind} runs")
+        changes.append(
+            f"spec.mainContainer {main!r} removed: it is the first container, which {framework.kind} runs"
+        )
     changes.append(
-        f"{kind} {version} → stored layout: the Launcher reaches the Workers over SSH (a generated key "
-        "pair, sshd in each Worker), not through kubectl exec: the Worker image must provide sshd"
+        f"{framework.kind} {version} → stored layout: the Launcher reaches the Workers over SSH (a "
+        "generated key pair, sshd in each Worker), not through kubectl exec: the Worker image must "
+        "provide sshd"
     )
     return None
 
