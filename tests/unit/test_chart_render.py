@@ -941,3 +941,94 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
     default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
+
+
+GROUP_CRD_DIR = CHART / "files" / "crds"
+KUBEFLOW_GROUPS = ("kubeflow.org", "trainer.kubeflow.org")
+
+
+def test_group_crd_files_are_the_generators_output() -> None:
+    """charts/kubetrain/files/crds/ is `kubetrain crds --group G --out` for the groups the
+    chart can install (scripts/check fails on drift too)."""
+    from kubetrain.commands.crds import rendered_files
+
+    expected = {name: text for group in KUBEFLOW_GROUPS for name, text in rendered_files(group).items()}
+    present = {p.name: p.read_text() for p in GROUP_CRD_DIR.glob("*.yaml")}
+    assert present == expected
+
+
+@pytest.mark.parametrize("mode", ["selfManaged", "certManager", "existingSecret"])
+def test_install_group_crds_installs_the_served_groups_crds(chart: helm.Chart, mode: str) -> None:
+    from kubetrain.jobs.trainercrds import group_crds
+
+    certificates: dict[str, Any] = {"mode": mode}
+    if mode == "existingSecret":
+        certificates.update(secretName="kt-certs", caBundle="Y2EtYnVuZGxl")
+    groups = ["kubetrain.io", *KUBEFLOW_GROUPS]
+    docs = render(chart, {"apiGroups": groups, "installGroupCRDs": True, "certificates": certificates})
+    crds = {d["metadata"]["name"]: d for d in of_kind(docs, "CustomResourceDefinition")}
+    generated = {c["metadata"]["name"]: c for g in KUBEFLOW_GROUPS for c in group_crds(g)}
+    assert set(crds) == set(generated)  # kubetrain.io's come from crds/, not templates
+    service = one(docs, "Service", f"{FULLNAME}-webhook")
+    for name, crd in crds.items():
+        annotations = crd["metadata"]["annotations"]
+        assert annotations["helm.sh/resource-policy"] == "keep"  # uninstall never deletes the jobs
+        want = json.loads(json.dumps(generated[name]))
+        webhook = (crd["spec"].get("conversion") or {}).get("webhook")
+        if webhook is None:
+            assert crd["spec"] == want["spec"] and "cert-manager.io/inject-ca-from" not in annotations
+            continue
+        # MPIJob: its conversion webhook is this release's webhook Service at /convert.
+        client = webhook.pop("clientConfig")
+        want["spec"]["conversion"]["webhook"].pop("clientConfig")
+        assert crd["spec"] == want["spec"]
+        assert client["service"] == {
+            "namespace": NAMESPACE,
+            "name": service["metadata"]["name"],
+            "path": "/convert",
+            "port": service["spec"]["ports"][0]["port"],
+        }
+        if mode == "certManager":
+            assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/{FULLNAME}-webhook"
+        if mode == "existingSecret":
+            assert client["caBundle"] == "Y2EtYnVuZGxl"
+        if mode == "selfManaged":
+            assert "caBundle" not in client  # the operator injects it (RBAC: test_api_groups_...)
+        kubernetes_validate.validate(crd, "1.34", strict=True)
+    # Off by default, and only the served groups' CRDs when on.
+    assert of_kind(render(chart, {"apiGroups": groups}), "CustomResourceDefinition") == []
+    only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"], "installGroupCRDs": True})
+    names = {d["metadata"]["name"] for d in of_kind(only_kubeflow, "CustomResourceDefinition")}
+    assert names == set(crd_names("kubeflow.org"))
+
+
+def test_upgrade_from_kubetrain_io_only_to_kubeflow_org_keeps_every_running_job(chart: helm.Chart) -> None:
+    """`helm upgrade --set 'apiGroups={kubetrain.io,kubeflow.org}' --set installGroupCRDs=true`
+    from the defaults: nothing of the kubetrain.io release goes away or is renamed (its jobs, CRDs
+    from crds/, RBAC and webhook rules stay), the operator keeps serving kubetrain.io, and the new
+    group's CRDs, RBAC and webhook rules are added."""
+    before = render(chart)
+    after = render(chart, {"apiGroups": ["kubetrain.io", "kubeflow.org"], "installGroupCRDs": True})
+    keys = lambda docs: {(d["kind"], d["metadata"]["name"]) for d in docs}  # noqa: E731
+    assert keys(before) <= keys(after)
+    added = keys(after) - keys(before)
+    assert added == {("CustomResourceDefinition", n) for n in crd_names("kubeflow.org")}
+    old_deploy, new_deploy = one(before, "Deployment"), one(after, "Deployment")
+    assert old_deploy["spec"]["selector"] == new_deploy["spec"]["selector"]
+    assert flags(after)["--api-groups"] == "kubetrain.io,kubeflow.org"
+    for kind, name in (("ClusterRole", f"{FULLNAME}-jobs"), ("ClusterRole", f"{FULLNAME}-cluster")):
+        assert grants(one(before, kind, name)["rules"]) <= grants(one(after, kind, name)["rules"])
+
+    def matched(docs: list[Manifest], kind: str) -> set[tuple[str, str, str, str, str]]:
+        """(webhook, group, version, resource, operation) every rule of the configuration covers."""
+        return {
+            (h["name"], g, v, r, op)
+            for h in one(docs, kind)["webhooks"]
+            for rule in h["rules"]
+            for g, v, r, op in itertools.product(
+                rule["apiGroups"], rule["apiVersions"], rule["resources"], rule["operations"]
+            )
+        }
+
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert matched(before, kind) <= matched(after, kind)
