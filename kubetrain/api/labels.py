@@ -39,3 +39,9 @@ KUBEFLOW_LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # lower case
 KUBEFLOW_LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
 KUBEFLOW_LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
 KUBEFLOW_LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"  # "<kind lower>-controller"
+
+# On a job a cron (TrainingCron, KubeDL's Cron) created: the cron's name (the operator watches
+# jobs with this label only), and the scheduled time it was created for, RFC 3339 in the cron's
+# time zone (as batch.kubernetes.io/cronjob-scheduled-timestamp on a CronJob's Jobs).
+LABEL_CRON_NAME = "kubetrain.io/cron-name"
+ANNOTATION_CRON_SCHEDULED_TIMESTAMP = "kubetrain.io/cron-scheduled-timestamp"
