@@ -35,6 +35,7 @@ from kubetrain.kube.resources import (
     job_resource,
 )
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.crons import CronController, CronControllerConfig
 from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.jobreader import kube_job_reader
@@ -80,6 +81,7 @@ class DevStack:
         self.webhook: WebhookServer | None = None
         self.policy_watcher: PolicyWatcher | None = None
         self.controller: Controller | None = None
+        self.crons: CronController | None = None
         self.simulator: PodSimulator | None = None
         self.gang_simulator: GangSchedulerSimulator | None = None
 
@@ -209,6 +211,10 @@ class DevStack:
             clock=opts.controller_clock,
         )
         await self.controller.start(sync_timeout=30)
+        self.crons = CronController(
+            self.kube, CronControllerConfig(api_groups=opts.api_groups), clock=opts.controller_clock
+        )
+        await asyncio.wait_for(self.crons.start(), 30)
 
     async def apply(self, job: Obj, namespace: str | None = None) -> Obj:
         """Create a job (or any kubetrain kind) through the API server, webhooks included."""
@@ -222,6 +228,9 @@ class DevStack:
         if self.simulator is not None:
             await self.simulator.stop()
             self.simulator = None
+        if self.crons is not None:
+            await self.crons.stop()
+            self.crons = None
         if self.controller is not None:
             await self.controller.stop()
             self.controller = None

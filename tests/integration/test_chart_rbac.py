@@ -38,7 +38,7 @@ from jobs import job
 from kubetrain import cli
 from kubetrain.commands import run
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
-from kubetrain.jobs.crdgen import all_crds
+from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -165,7 +165,7 @@ async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], g
             await admin.create(
                 NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
             )
-    crds = all_crds() + ([podgroup_crd(gang)] if gang != "none" else [])
+    crds = group_crds("kubetrain.io") + ([podgroup_crd(gang)] if gang != "none" else [])
     for crd in crds:
         await admin.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
     for crd in crds:
@@ -395,13 +395,14 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
         if values.get("gangScheduler", "none") != "none":  # the ddp job ran as a gang
             podgroups = {r.verb for r in records if r.user == release.user and r.resource == "podgroups"}
             assert {"list", "watch", "create"} <= podgroups
-            # The PodGroup CRD is watched by name (installing the scheduler later needs no restart).
+            # The PodGroup CRD is watched by name (installing the scheduler later needs no restart);
+            # TrainingCron's is read by name at start.
             crds = {
                 r.verb
                 for r in records
                 if r.user == release.user and r.resource == "customresourcedefinitions"
             }
-            assert crds == {"list", "watch"}
+            assert crds == {"get", "list", "watch"}
 
         operator_requests = [r for r in release.cluster.requests.records if r.user == release.user]
         assert len(operator_requests) > 20, "the operator did talk to the API server as its ServiceAccount"
@@ -521,8 +522,10 @@ async def test_an_older_chart_without_the_podgroup_crd_rule_falls_back_to_discov
         await release.admin.create(job_resource("PyTorchJob"), pytorch_job("ddp"), namespace="default")
         await job_succeeded(release.admin, "default", "ddp")
         denied = [r for r in release.cluster.requests.records if r.code == 403]
-        assert [(r.user, r.verb, r.resource) for r in denied] == [
-            (release.user, "list", "customresourcedefinitions")
+        # without any CRD rule, reading TrainingCron's CRD is refused as well: discovery serves then
+        assert sorted((r.user, r.verb, r.resource) for r in denied) == [
+            (release.user, "get", "customresourcedefinitions"),
+            (release.user, "list", "customresourcedefinitions"),
         ]
         warnings = [r.getMessage() for r in caplog.records if "no permission to watch" in r.getMessage()]
         assert len(warnings) == 1 and "podgroups.scheduling.volcano.sh" in warnings[0]
