@@ -67,6 +67,19 @@ def name_at(cron: str, when: datetime) -> str:
     return f"{cron}-{int(when.timestamp()) // 60}"
 
 
+def catch_up(cron: Obj, clock: FakeClock, minutes: int, name: str) -> list[str]:
+    """The job a cron starts at once: the controller's clock runs ahead of the API server's (the
+    fake clock was advanced by earlier tests), so a scheduled time may lie between the cron's
+    creationTimestamp and the controller's now — the most recent one starts (batch/v1)."""
+    created = parse(cron["metadata"]["creationTimestamp"])
+    due = boundary_after(created, minutes)
+    if due > clock.now():
+        return []
+    while due + timedelta(minutes=minutes) <= clock.now():
+        due += timedelta(minutes=minutes)
+    return [name_at(name, due)]
+
+
 async def cron_jobs(h: Harness, ns: str, cron: str) -> list[Obj]:
     page = await h.kube.list(TFJOBS, ns, label_selector=f"{LABEL_CRON_NAME}={cron}")
     return sorted(page["items"], key=lambda j: j["metadata"]["name"])
@@ -164,9 +177,10 @@ async def test_replace_deletes_the_running_job(env: tuple[DevStack, Harness, Fak
         "repl", "*/5 * * * *", namespace=ns, template=tf_template(), concurrencyPolicy="Replace"
     )
     cron = await create_cron(h, ns, obj)
+    await wait_names(clock, h, ns, "repl", catch_up(cron, clock, 5, "repl"))
     first = boundary_after(max(parse(cron["metadata"]["creationTimestamp"]), clock.now()))
     await advance_to(clock, first + timedelta(seconds=1))
-    await wait_names(clock, h, ns, "repl", [name_at("repl", first)])
+    await wait_names(clock, h, ns, "repl", [name_at("repl", first)])  # the catch-up job replaced
     second = first + timedelta(minutes=5)
     await advance_to(clock, second + timedelta(seconds=1))
     await wait_names(clock, h, ns, "repl", [name_at("repl", second)])
@@ -181,17 +195,21 @@ async def test_kubedl_cron_layout_runs(env: tuple[DevStack, Harness, FakeClock])
     obj = kubedl_cron("kdl", "@hourly", namespace=ns, template=tf_template(), historyLimit=2)
     cron = await create_cron(h, ns, obj)
     first = boundary_after(max(parse(cron["metadata"]["creationTimestamp"]), clock.now()), 60)
+    earlier = catch_up(cron, clock, 60, "kdl")
     await advance_to(clock, first + timedelta(seconds=1))
-    await wait_names(clock, h, ns, "kdl", [name_at("kdl", first)])
+    await wait_names(clock, h, ns, "kdl", [*earlier, name_at("kdl", first)])
     await finish_job(clock, h, ns, name_at("kdl", first))
 
-    async def history() -> list[Obj]:
+    async def finished() -> Obj | None:
         stored = await h.get(KUBEDL_CRONS, ns, "kdl")
-        hist = ((stored or {}).get("status") or {}).get("history") or []
-        return hist if hist and hist[0].get("status") == "Succeeded" else []
+        for record in ((stored or {}).get("status") or {}).get("history") or []:
+            if record["object"]["name"] == name_at("kdl", first) and record.get("status") == "Succeeded":
+                return dict(record)
+        return None
 
-    records = await ticking(clock, lambda: eventually(history, what="KubeDL history with the finished job"))
-    assert records[0]["object"]["name"] == name_at("kdl", first)
+    record = await ticking(clock, lambda: eventually(finished, what="KubeDL history with the finished job"))
+    assert record["object"] == {"apiGroup": "kubetrain.io", "kind": "TFJob", "name": name_at("kdl", first)}
+    assert record.get("finished")
 
 
 async def test_admission_refuses_a_bad_schedule_naming_the_field(
