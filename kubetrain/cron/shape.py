@@ -24,8 +24,9 @@ from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.cron.schedule import ScheduleError, parse_schedule, zone
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.names import MAX_LABEL_LENGTH
 from kubetrain.jobs.parse import pydantic_errors
-from kubetrain.jobs.validation import MAX_LABEL_LENGTH, validate_job
+from kubetrain.jobs.validation import validate_job
 
 Obj = dict[str, Any]
 # A job's name is `<cron>-<scheduled time in minutes since the epoch>` (batch/v1 CronJob's rule):
