@@ -32,3 +32,17 @@ def test_nightly_example_runs_at_two_in_berlin() -> None:
 
 def test_examples_exist() -> None:
     assert {p.name for p in EXAMPLES} >= {"nightly-pytorch.yaml", "kubedl-cron-tfjob.yaml"}
+
+
+def test_kubetrain_validate_checks_crons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kubetrain.cli import main
+
+    assert main(["validate", *map(str, EXAMPLES)]) == 0
+    bad = yaml.safe_load((ROOT / "examples" / "crons" / "nightly-pytorch.yaml").read_text())
+    bad["spec"]["schedule"] = "0 25 * * *"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    capsys.readouterr()
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "spec.schedule: Invalid: '0 25 * * *': hour field: 25 is above the maximum 23" in out.out + out.err
