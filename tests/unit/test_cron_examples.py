@@ -46,3 +46,17 @@ def test_kubetrain_validate_checks_crons(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr()
     assert "spec.schedule: Invalid: '0 25 * * *': hour field: 25 is above the maximum 23" in out.out + out.err
+
+
+def test_kubetrain_dev_applies_crons_and_serves_kubedls_group() -> None:
+    import argparse
+
+    from kubetrain.commands.dev import job_ref, served_groups
+
+    nightly = yaml.safe_load((ROOT / "examples" / "crons" / "nightly-pytorch.yaml").read_text())
+    kubedl = yaml.safe_load((ROOT / "examples" / "crons" / "kubedl-cron-tfjob.yaml").read_text())
+    assert (job_ref(nightly).plural, job_ref(nightly).group) == ("trainingcrons", "kubetrain.io")
+    assert (job_ref(kubedl).plural, job_ref(kubedl).group) == ("crons", "apps.kubedl.io")
+    args = argparse.Namespace(api_groups=None)
+    assert served_groups(args, [nightly]) == ("kubetrain.io",)
+    assert served_groups(args, [kubedl]) == ("kubetrain.io", "apps.kubedl.io")
