@@ -149,6 +149,11 @@ class CronController:
 
     async def _crd_usable(self, group: str, ref: ResourceRef) -> bool:
         name = f"{ref.plural}.{group}"
+        if group == cronapi.GROUP:  # kubetrain's own group: served when installed (discovery)
+            if await self.client.has_api(group, ref.version, ref.plural):
+                return True
+            log.warning("CustomResourceDefinition %s is not installed: TrainingCrons are not served", name)
+            return False
         try:
             crd = await self.client.get(CUSTOM_RESOURCE_DEFINITIONS, None, name)
         except ApiError as err:
@@ -156,17 +161,12 @@ class CronController:
                 return await self.client.has_api(group, ref.version, ref.plural)
             if not err.is_not_found:
                 raise
-            if group == cronapi.GROUP:
-                log.warning(
-                    "CustomResourceDefinition %s is not installed: TrainingCrons are not served", name
-                )
-                return False
             raise ApiGroupRefused(
                 f"cannot serve {group}: CustomResourceDefinition {name} is not installed; install it with "
                 f"`kubetrain crds --group {group} | kubectl apply -f -`"
             ) from None
         labels = (crd.get("metadata") or {}).get("labels") or {}
-        if group != cronapi.GROUP and labels.get(PART_OF_LABEL) != PART_OF_VALUE:
+        if labels.get(PART_OF_LABEL) != PART_OF_VALUE:
             raise ApiGroupRefused(
                 f"refusing to serve {group}: CustomResourceDefinition {name} was not installed by kubetrain "
                 f"(no label {PART_OF_LABEL}={PART_OF_VALUE}); KubeDL's operator installs it and would "

@@ -18,8 +18,9 @@ from kubetrain.api.labels import LABEL_CRON_NAME
 from kubetrain.devstack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
-from kubetrain.kube.resources import job_resource
-from kubetrain.operator.crons import KUBEDL_CRONS, TRAINING_CRONS
+from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, job_resource
+from kubetrain.operator.apigroups import ApiGroupRefused
+from kubetrain.operator.crons import KUBEDL_CRONS, TRAINING_CRONS, CronController, CronControllerConfig
 
 from .controller_support import Harness, eventually, is_true, open_stack
 
@@ -228,3 +229,22 @@ async def test_admission_refuses_a_bad_schedule_naming_the_field(
     with pytest.raises(ApiError) as exc:
         await create_cron(h, ns, training_cron("badt", "@daily", namespace=ns, template=bad_template))
     assert "spec.template.spec.tfReplicaSpecs[Worker].replicas" in exc.value.message
+
+
+async def test_kubedls_cron_crd_must_be_kubetrains(env: tuple[DevStack, Harness, FakeClock]) -> None:
+    """Serving apps.kubedl.io is refused at start when its Cron CRD was installed by KubeDL (no
+    part-of label) — both controllers would create the same jobs — and when it is missing."""
+    _, h, _ = env
+    name = "crons.apps.kubedl.io"
+    patch = {"metadata": {"labels": {"app.kubernetes.io/part-of": None}}}
+    await h.kube.patch(CUSTOM_RESOURCE_DEFINITIONS, None, name, patch)
+    try:
+        crons = CronController(h.kube, CronControllerConfig(api_groups=("kubetrain.io", "apps.kubedl.io")))
+        with pytest.raises(ApiGroupRefused, match="was not installed by kubetrain"):
+            await crons.check()
+        served = CronController(h.kube, CronControllerConfig(api_groups=("kubetrain.io",)))
+        await served.check()  # not asked for: not read at all
+        assert served.served == ["kubetrain.io"]
+    finally:
+        restore = {"metadata": {"labels": {"app.kubernetes.io/part-of": "kubetrain"}}}
+        await h.kube.patch(CUSTOM_RESOURCE_DEFINITIONS, None, name, restore)

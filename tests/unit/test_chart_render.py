@@ -225,8 +225,6 @@ EXPECTED_CLUSTER_ROLE_BASE = (
     | expand("kubetrain.io", ["trainingpolicies"], ["list", "watch"])
     # PolicyWatcher.sync_status: a merge patch of /status
     | expand("kubetrain.io", ["trainingpolicies/status"], ["patch"])
-    # the cron controller reads TrainingCron's CRD by name at start (served only when installed)
-    | expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], ("trainingcrons.kubetrain.io",))
 )
 # With a gang scheduler, the controller watches the CRD serving its PodGroups by name (list + watch
 # with a metadata.name field selector), so installing the scheduler later needs no restart.
@@ -943,10 +941,7 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert not any(g == "kubetrain.io" and not r.startswith("trainingcrons") for g, r, *_ in role)
     assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
     default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
-    assert not any(
-        r == "customresourcedefinitions" and v == "get" and n != ("trainingcrons.kubetrain.io",)
-        for _, r, v, n in default_cluster
-    )
+    assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
 
 
 def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
@@ -958,7 +953,7 @@ def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -
     assert expand("apps.kubedl.io", ["crons"], ["get", "list", "watch"]) <= jobs_role
     assert expand("apps.kubedl.io", ["crons/status", "crons/finalizers"], ["update"]) <= jobs_role
     cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
-    names = ("crons.apps.kubedl.io", "trainingcrons.kubetrain.io")
+    names = ("crons.apps.kubedl.io",)
     assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], names) <= cluster_role
     hooks = {h["name"]: h for h in one(docs, "ValidatingWebhookConfiguration")["webhooks"]}
     assert hooks["validate.crons.kubetrain.io"]["rules"] == cron_rules(["kubetrain.io", "apps.kubedl.io"])
