@@ -27,7 +27,8 @@ from typing import Any
 from kubetrain.api.errors import format_errors
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob import children as ch
-from kubetrain.jobs.trainjob.resolve import ResolvedTrainJob, Step, resolve
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
+from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.operator.draft import MAX_EVENT_MESSAGE, EventSpec, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.runpolicy import is_active_pod
@@ -175,14 +176,33 @@ def plan_trainjob(
         return d.finish()
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
+    _policy_children(d, resolved)
     new_state = _run(d, resolved, state)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
         updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(new_state, sort_keys=True)
         d.plan.update_children.append(updated)
     elif snapshot is None and new_state != state:
-        d.plan.create_children[-1] = ch.build_snapshot(job, frozen, new_state)
+        d.plan.create_children[0] = ch.build_snapshot(job, frozen, new_state)
     return d.finish()
+
+
+def _policy_children(d: _Draft, resolved: ResolvedTrainJob) -> None:
+    """The ML policy's objects (MPI: SSH Secret, hostfile ConfigMap): created, before any pod,
+    while the ConfigMap is missing (the Secret is create-only: 409 counts as done); the
+    ConfigMap's data replaced when it differs."""
+    if not resolved.extra:
+        return
+    observed = {(cm.get("metadata") or {}).get("name"): cm for cm in d.observed.extra}
+    wanted = [ch.owned(obj, d.job) for obj in resolved.extra]
+    config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
+    if any(cm["metadata"]["name"] not in observed for cm in config_maps):
+        d.plan.create_children += wanted
+        return
+    for cm in config_maps:
+        current = observed[cm["metadata"]["name"]]
+        if current.get("data") != cm.get("data"):
+            d.plan.update_children.append({**current, "data": cm["data"]})
 
 
 def _suspend(d: _Draft, resolved: ResolvedTrainJob) -> None:
