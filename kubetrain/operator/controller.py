@@ -37,7 +37,7 @@ from functools import partial
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
+from kubetrain.api.groups import JOB_GROUPS, KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
@@ -59,6 +59,7 @@ from kubetrain.kube.resources import (
 )
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
+from kubetrain.operator.adopt_api import adopt_kubeflow_children
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.gang_api import PodGroupApi, crd_name, crd_serves
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
@@ -216,6 +217,7 @@ class Controller:
 
     async def _start_informers(self) -> None:
         namespaces = self.config.namespaces or None
+        await self._adopt(namespaces)
         for kind, ref in self.job_resources.items():
             informer = Informer(self.client, ref, cache=self.cache, namespaces=namespaces, clock=self.clock)
             informer.add_handler(
@@ -273,6 +275,18 @@ class Controller:
             )
             await self._pod_group_api.start()
         await asyncio.gather(*(i.wait_synced() for i in self.informers))
+
+    async def _adopt(self, namespaces: list[str] | None) -> None:
+        """Serving kubeflow.org: adopt the pods and Services of jobs Kubeflow's operator started
+        (adopt_api.py), before the informers list them. A failure is logged, not fatal."""
+        if not any(ref.group == KUBEFLOW_GROUP for ref in self.job_resources.values()):
+            return
+        try:
+            await adopt_kubeflow_children(
+                self.client, self.job_resources.values(), namespaces=namespaces, recorder=self.recorder
+            )
+        except ApiError as err:
+            log.warning("adopting Kubeflow-made pods failed, left as they are: %s", err)
 
     async def stop(self) -> None:
         self.queue.shutdown()
