@@ -158,3 +158,42 @@ def test_a_missing_runtime_is_an_event_not_a_condition() -> None:
     p = plan(trainjob(), [], [], runtime=None)
     assert [e.reason for e in p.events] == ["RuntimeNotFound"]
     assert p.status is None and not p.create_pods
+
+
+def gang_plan(job: Obj, runtime: Obj, gang: str, pods: list[Obj], pod_group: Obj | None) -> Any:
+    observed = Observed(
+        pods=pods, service={"metadata": {"name": "tj"}}, pod_group=pod_group, extra=[snapshot(job, runtime)]
+    )
+    return plan_trainjob(job, observed, runtime, NOW, PlannerConfig(gang_scheduler=gang))
+
+
+def test_pod_group_policy_volcano_gets_a_podgroup_and_pods_wait_for_admission() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["podGroupPolicy"] = {"volcano": {}}
+    job = trainjob(nodes=2, trainer={"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "2"}}})
+    p = gang_plan(job, runtime, "volcano", [], None)
+    assert p.create_pod_group is not None and not p.create_pods
+    assert p.create_pod_group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert p.create_pod_group["spec"] == {"minMember": 2, "minResources": {"cpu": "4"}}
+    assert p.create_pod_group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    pending = {"metadata": {"name": "tj"}, "status": {"phase": "Pending"}}
+    assert not gang_plan(job, runtime, "volcano", [], pending).create_pods
+    admitted = {"metadata": {"name": "tj"}, "status": {"phase": "Inqueue"}}
+    pods = gang_plan(job, runtime, "volcano", [], admitted).create_pods
+    assert [x["spec"]["schedulerName"] for x in pods] == ["volcano", "volcano"]
+    assert pods[0]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "tj"
+    assert pods[0]["metadata"]["annotations"]["volcano.sh/task-spec"] == "node"
+
+
+def test_coscheduling_needs_scheduler_plugins() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 100}}
+    job = trainjob(nodes=2)
+    p = gang_plan(job, runtime, "scheduler-plugins", [], None)
+    assert p.create_pod_group is not None
+    assert p.create_pod_group["spec"]["scheduleTimeoutSeconds"] == 100
+    assert p.create_pod_group["spec"]["minMember"] == 2
+    assert [x["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] for x in p.create_pods] == ["tj", "tj"]
+    p = gang_plan(job, runtime, "none", [], None)
+    assert p.create_pod_group is None and len(p.create_pods) == 2
+    assert "PodGroupPolicyNotServed" in [e.reason for e in p.events]
