@@ -109,6 +109,34 @@ async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:
     await support.eventually(gone, within=60, what=f"{name} deleted through the SDK")
 
 
+async def test_the_sdk_trains_an_mpi_job_to_complete(cluster: Any) -> None:
+    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
+    client = await asyncio.to_thread(trainer.TrainerClient, config)
+    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
+    name = await asyncio.to_thread(
+        client.train,
+        runtime="deepspeed-distributed",
+        trainer=trainer.CustomTrainerContainer(image=image, num_nodes=2),
+    )
+
+    async def launcher() -> Any:
+        try:
+            return await cluster.client.get(PODS, cluster.namespace, f"{name}-launcher-0-0")
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
+    pod = await support.eventually(launcher, within=120, what=f"{name}'s launcher (after its node is Ready)")
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    if cluster.simulator is not None:
+        await cluster.simulator.finish(cluster.namespace, f"{name}-launcher-0-0")
+    done = await asyncio.to_thread(client.wait_for_job_status, name, {"Complete"}, 180, 1)
+    assert done.status == "Complete"
+    await asyncio.to_thread(client.delete_job, name)
+
+
 async def test_an_invalid_trainjob_is_refused_naming_its_fields(cluster: Any) -> None:
     bad = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
