@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from kubetrain.api.trainerstatus import TrainerStatus
+
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 CleanPodPolicy = Literal["All", "Running", "None"]
 DEFAULT_CLEAN_POD_POLICY: CleanPodPolicy = "Running"
@@ -151,6 +153,9 @@ class JobStatus(KubeModel):
     # Whole-job restarts (a RestartJob rule): also the attempt that pods labelled
     # `kubetrain.io/attempt` belong to (pods without the label are attempt 0).
     job_restarts: int | None = None
+    # What the training code last reported (kubetrain.api.trainerstatus; written by the status
+    # endpoint only, carried over by every reconcile).
+    trainer_status: TrainerStatus | None = None
 
 
 class ObjectMetaFields(KubeModel):

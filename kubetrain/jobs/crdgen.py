@@ -179,6 +179,18 @@ def _printer_columns() -> list[dict[str, Any]]:
             "jsonPath": ".status.active",
             "description": "Running pods, all replica types",
         },
+        {
+            "name": "Progress",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.progressPercentage",
+            "description": "Percent done, as the training code last reported it",
+        },
+        {
+            "name": "ETA",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds",
+            "description": "Seconds left, as the training code last estimated them",
+        },
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 

@@ -93,7 +93,9 @@ def test_job_crds_names_subresources_and_columns() -> None:
         assert "status" in version["subresources"]
         columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
         assert columns["State"] == ".status.conditions[-1:].type"
-        assert list(columns) == ["State", "Replicas", "Active", "Age"]
+        assert list(columns) == ["State", "Replicas", "Active", "Progress", "ETA", "Age"]
+        assert columns["Progress"] == ".status.trainerStatus.progressPercentage"
+        assert columns["ETA"] == ".status.trainerStatus.estimatedRemainingSeconds"
     scale = by_kind["PyTorchJob"]["spec"]["versions"][0]["subresources"]["scale"]
     assert scale == {
         "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
