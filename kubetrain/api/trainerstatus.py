@@ -110,7 +110,7 @@ def _int_field(value: Any, name: str, low: int, high: int | None) -> int | Repor
     return value
 
 
-def parse_report(raw: bytes) -> dict[str, Any] | None | ReportError:
+def parse_report(raw: bytes) -> dict[str, Any] | ReportError | None:
     """A report body → the `trainerStatus` to store (wire form), None for a report without one
     (answered 200, nothing written, as Trainer does), or the error naming the field."""
     try:
@@ -144,9 +144,8 @@ def parse_report(raw: bytes) -> dict[str, Any] | None | ReportError:
             return checked
         out["metrics"] = checked
     stamp = status.get("lastUpdatedTime")
-    if stamp is not None:
-        if not isinstance(stamp, str) or parse_time(stamp) is None:
-            return ReportError(422, f"trainerStatus.lastUpdatedTime: must be an RFC 3339 time, not {stamp!r}")
+    if stamp is not None and (not isinstance(stamp, str) or parse_time(stamp) is None):
+        return ReportError(422, f"trainerStatus.lastUpdatedTime: must be an RFC 3339 time, not {stamp!r}")
     return out
 
 
@@ -168,7 +167,8 @@ def _metrics(metrics: Any) -> list[dict[str, str]] | ReportError:
             if not isinstance(text, str) or not 1 <= len(text) <= MAX_METRIC_TEXT:
                 return ReportError(
                     422,
-                    f"trainerStatus.metrics[{i}].{key}: must be a string of 1 to {MAX_METRIC_TEXT} characters",
+                    f"trainerStatus.metrics[{i}].{key}: must be a string of 1 to {MAX_METRIC_TEXT} "
+                    "characters",
                 )
         if metric["name"] in seen:
             return ReportError(422, f"trainerStatus.metrics[{i}].name: duplicate metric {metric['name']!r}")

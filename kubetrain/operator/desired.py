@@ -26,6 +26,7 @@ from kubetrain.operator.children import (
     build_service,
     pod_slots,
 )
+from kubetrain.operator.progressenv import ProgressInjection, config_map, enabled, inject
 
 
 class DesiredChildren:
@@ -36,9 +37,12 @@ class DesiredChildren:
         *,
         gang_scheduler: str = NONE,
         scheduler_name: str | None = None,
+        progress: ProgressInjection | None = None,
     ) -> None:
         self.layout, self.framework = layout, framework
         self.gang_scheduler, self.scheduler_name = gang_scheduler, scheduler_name
+        # The training-progress endpoint's env, token volume and CA ConfigMap (progressenv.py).
+        self.progress = progress if enabled(layout, progress) else None
 
     @cached_property
     def service(self) -> dict[str, Any] | None:
@@ -66,15 +70,21 @@ class DesiredChildren:
         return build_hpa(self.layout, self.framework)
 
     def extra(self, pods: Sequence[Mapping[str, Any]] = ()) -> list[ExtraChild]:
-        """The framework's extra children (ConfigMaps, Secrets) given the observed pods."""
-        return [
+        """The framework's extra children (ConfigMaps, Secrets) given the observed pods, and
+        the progress endpoint's CA ConfigMap."""
+        children = [
             ExtraChild(build_extra_child(self.layout, c.obj), c.observed)
             for c in self.framework.extra_children(self.layout, pods)
         ]
+        if self.progress is not None:
+            children.append(
+                ExtraChild(build_extra_child(self.layout, config_map(self.layout, self.progress)), True)
+            )
+        return children
 
     def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
-        return build_pod(
+        pod = build_pod(
             self.layout,
             self.framework,
             replica_type,
@@ -83,6 +93,9 @@ class DesiredChildren:
             scheduler=self.scheduler_name,
             attempt=attempt,
         )
+        if self.progress is not None:
+            inject(self.layout, self.framework.plural, self.progress, pod["spec"])
+        return pod
 
     def pods(self) -> list[dict[str, Any]]:
         """Every pod in priority order."""
@@ -95,6 +108,13 @@ class DesiredChildren:
 
 
 def desired_children(
-    layout: JobLayout, framework: Framework, *, gang_scheduler: str = NONE, scheduler_name: str | None = None
+    layout: JobLayout,
+    framework: Framework,
+    *,
+    gang_scheduler: str = NONE,
+    scheduler_name: str | None = None,
+    progress: ProgressInjection | None = None,
 ) -> DesiredChildren:
-    return DesiredChildren(layout, framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
+    return DesiredChildren(
+        layout, framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name, progress=progress
+    )

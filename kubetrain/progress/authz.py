@@ -11,7 +11,8 @@ job's `status.jobRestarts`). A finished job takes no reports.
 | answer | when |
 |---|---|
 | 401 | no `Authorization: Bearer <token>` header |
-| 403 | the token does not authenticate for this job's audience, is not bound to a pod, or its pod is gone (another uid) or is not this job's |
+| 403 | the token does not authenticate for this job's audience, is not bound to a pod, or its |
+|     | pod is gone (another uid) or is not this job's |
 | 404 | no such job (or not a kind this endpoint serves) |
 | 409 | the job is finished; the pod is terminating or from an earlier attempt of the job |
 """

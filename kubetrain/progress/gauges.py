@@ -9,6 +9,7 @@ loses its series. `forget(kind, namespace, name)` removes a job's series (job de
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import OrderedDict
 from typing import Any
@@ -54,12 +55,8 @@ def observe(kind: str, namespace: str, name: str, report: dict[str, Any]) -> Non
 def forget(kind: str, namespace: str, name: str) -> None:
     names = _jobs.pop((kind, namespace, name), set())
     for gauge in (JOB_PROGRESS, JOB_ETA):
-        try:
+        with contextlib.suppress(KeyError):
             gauge.remove(kind, namespace, name)
-        except KeyError:
-            pass
     for metric in names:
-        try:
+        with contextlib.suppress(KeyError):
             JOB_METRIC.remove(kind, namespace, name, metric)
-        except KeyError:
-            pass

@@ -126,11 +126,13 @@ class ProgressServer:
         interval: float = 5.0,
         recorder: EventRecorder | None = None,
         limits: ConnectionLimits | None = None,
+        manage_tls: bool = True,
     ) -> None:
         self.client = client
         self.routes = routes
         self.lookup = lookup
         self.tls = tls
+        self.manage_tls = manage_tls  # False: another server (the webhook) starts and stops it
         self.host = host
         self.port = port
         self.clock = clock
@@ -151,7 +153,8 @@ class ProgressServer:
         return app
 
     async def start(self) -> None:
-        await self.tls.start()
+        if self.manage_tls:
+            await self.tls.start()
         runner = web.AppRunner(
             self.build_app(),
             access_log=None,
@@ -188,7 +191,8 @@ class ProgressServer:
             await self._runner.cleanup()
             self._runner = None
         await self.recorder.flush()
-        await self.tls.stop()
+        if self.manage_tls:
+            await self.tls.stop()
 
     @property
     def ready(self) -> bool:
