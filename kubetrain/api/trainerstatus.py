@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from kubetrain.api.errors import FieldError, invalid, not_supported
+
 ENV_URL = "KUBEFLOW_TRAINER_SERVER_URL"
 ENV_CA_CERT = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
 ENV_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
@@ -32,6 +34,12 @@ CA_FILE = "ca.crt"
 VOLUME_NAME = "kubeflow-trainer-token"
 TOKEN_EXPIRATION_SECONDS = 3600
 CA_KEY = "ca.crt"
+
+# Opting a job out of the injection; the progress deadline of jobs outside kubetrain.io
+# (kubetrain.io jobs may use runPolicy.progressDeadlineSeconds).
+ANNOTATION_REPORTING = "kubetrain.io/progress-reporting"
+REPORTING_DISABLED = "disabled"
+ANNOTATION_DEADLINE = "kubetrain.io/progress-deadline-seconds"
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_METRICS = 256
@@ -183,3 +191,21 @@ def parse_time(value: str) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
+
+
+def annotation_errors(obj: Any) -> list[FieldError]:
+    """Problems of the progress annotations of a job (for the validating webhook)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):
+        return []
+    errors: list[FieldError] = []
+    deadline = annotations.get(ANNOTATION_DEADLINE)
+    if deadline is not None and (not str(deadline).isdigit() or int(str(deadline)) < 1):
+        path = f"metadata.annotations[{ANNOTATION_DEADLINE}]"
+        errors.append(invalid(path, f"must be a positive integer number of seconds, not {deadline!r}"))
+    reporting = annotations.get(ANNOTATION_REPORTING)
+    if reporting is not None and str(reporting) not in (REPORTING_DISABLED, "enabled"):
+        path = f"metadata.annotations[{ANNOTATION_REPORTING}]"
+        errors.append(not_supported(path, reporting, (REPORTING_DISABLED, "enabled")))
+    return errors

@@ -117,6 +117,9 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     }
     if group != API_GROUP:
         del crd["spec"]["names"]["shortNames"]
+        # Kubeflow's schema has no progress deadline: jobs there use the annotation.
+        run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
+        run_policy["properties"].pop("progressDeadlineSeconds", None)
     return crd
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from kubetrain.api import trainerstatus
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
     RECREATE,
@@ -110,6 +111,7 @@ def validate_job(
     errors.extend(_max_replicas_errors(spec, framework, max_replicas))
     errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
     errors.extend(kubedl_annotation_errors(obj))
+    errors.extend(trainerstatus.annotation_errors(obj))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))

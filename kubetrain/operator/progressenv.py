@@ -27,8 +27,8 @@ from typing import Any
 from kubetrain.api import trainerstatus as ts
 from kubetrain.frameworks.env import JobLayout
 
-ANNOTATION = "kubetrain.io/progress-reporting"
-DISABLED = "disabled"
+ANNOTATION = ts.ANNOTATION_REPORTING
+DISABLED = ts.REPORTING_DISABLED
 CONFIG_MAP_SUFFIX = "-trainer-status"
 
 

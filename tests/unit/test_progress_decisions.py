@@ -242,3 +242,47 @@ def test_opt_out() -> None:
     assert enabled(layout(), injection)
     assert not enabled(layout(**{"kubetrain.io/progress-reporting": "disabled"}), injection)
     assert not enabled(layout(), None)
+
+
+# ---- stall detection ------------------------------------------------------------------------
+
+
+def test_progress_deadline_comes_from_the_field_or_the_annotation() -> None:
+    from kubetrain.operator import stall
+
+    assert stall.deadline_seconds({"runPolicy": {"progressDeadlineSeconds": 60}}, {}) == 60
+    assert stall.deadline_seconds({}, {ts.ANNOTATION_DEADLINE: "90"}) == 90
+    assert (
+        stall.deadline_seconds({"runPolicy": {"progressDeadlineSeconds": 60}}, {ts.ANNOTATION_DEADLINE: "9"})
+        == 60
+    )
+    assert stall.deadline_seconds({}, {ts.ANNOTATION_DEADLINE: "soon"}) is None
+    assert stall.deadline_seconds({}, {}) is None
+    bad = ts.annotation_errors({"metadata": {"annotations": {ts.ANNOTATION_DEADLINE: "0"}}})
+    assert [str(e) for e in bad] == [
+        "metadata.annotations[kubetrain.io/progress-deadline-seconds]: Invalid: "
+        "must be a positive integer number of seconds, not '0'"
+    ]
+
+
+def test_only_a_report_of_the_current_run_starts_the_clock() -> None:
+    from datetime import UTC, datetime
+
+    from kubetrain.operator import stall
+
+    running = {"type": "Running", "status": "True", "lastTransitionTime": "2026-01-01T00:10:00Z"}
+    now = datetime(2026, 1, 1, 0, 20, tzinfo=UTC)
+
+    def status(last: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"conditions": [running]}
+        if last:
+            out["trainerStatus"] = {"lastUpdatedTime": last, "progressPercentage": 12}
+        return out
+
+    assert not stall.check(status(None), 60, now, "PyTorchJob ns/a").stalled  # never reported
+    assert not stall.check(status("2026-01-01T00:05:00Z"), 60, now, "t").stalled  # an earlier run's
+    verdict = stall.check(status("2026-01-01T00:18:00Z"), 60, now, "PyTorchJob ns/a")
+    assert verdict.stalled and "last report 2026-01-01T00:18:00Z at 12%" in verdict.message
+    waiting = stall.check(status("2026-01-01T00:19:30Z"), 60, now, "t")
+    assert not waiting.stalled and waiting.due == datetime(2026, 1, 1, 0, 20, 30, tzinfo=UTC)
+    assert not stall.check(status("2026-01-01T00:18:00Z"), None, now, "t").stalled  # none declared
