@@ -1,6 +1,6 @@
 """The children a job should have — decided in one place, for the planner and `kubetrain render`.
 
-`desired_children(layout, framework, …)` gives the headless Service (or, in per-pod service
+`desired_children(shape, …)` gives the headless Service (or, in per-pod service
 mode, one Service per pod), the PodGroup (with a gang
 scheduler), the HorizontalPodAutoscaler (when the framework says the job asks for one) and every
 pod, built by `children.py`. The planner compares them with what it observes (creating what is
@@ -15,8 +15,8 @@ from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.frameworks.base import ExtraChild, Framework
-from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.base import ExtraChild
+from kubetrain.jobs.shape import JobShape
 from kubetrain.operator.children import (
     build_extra_child,
     build_hpa,
@@ -32,17 +32,16 @@ from kubetrain.operator.progressenv import ProgressInjection, config_map, enable
 class DesiredChildren:
     def __init__(
         self,
-        layout: JobLayout,
-        framework: Framework,
+        shape: JobShape,
         *,
         gang_scheduler: str = NONE,
         scheduler_name: str | None = None,
         progress: ProgressInjection | None = None,
     ) -> None:
-        self.layout, self.framework = layout, framework
+        self.shape, self.layout, self.plugin = shape, shape.layout, shape.plugin
         self.gang_scheduler, self.scheduler_name = gang_scheduler, scheduler_name
         # The training-progress endpoint's env, token volume and CA ConfigMap (progressenv.py).
-        self.progress = progress if enabled(layout, progress) else None
+        self.progress = progress if enabled(self.layout, progress) else None
 
     @cached_property
     def service(self) -> dict[str, Any] | None:
@@ -62,31 +61,29 @@ class DesiredChildren:
     @cached_property
     def pod_group(self) -> dict[str, Any] | None:
         """The PodGroup (None without a gang scheduler)."""
-        return build_pod_group(self.layout, self.framework, self.gang_scheduler)
+        return build_pod_group(self.shape, self.gang_scheduler)
 
     @cached_property
     def hpa(self) -> dict[str, Any] | None:
         """The HorizontalPodAutoscaler (None when the job asks for none)."""
-        return build_hpa(self.layout, self.framework)
+        return build_hpa(self.layout, self.plugin)
 
     def extra(self, pods: Sequence[Mapping[str, Any]] = ()) -> list[ExtraChild]:
-        """The framework's extra children (ConfigMaps, Secrets) given the observed pods, and
-        the progress endpoint's CA ConfigMap."""
+        """The framework's extra children (ConfigMaps, Secrets) given the observed pods."""
         children = [
             ExtraChild(build_extra_child(self.layout, c.obj), c.observed)
-            for c in self.framework.extra_children(self.layout, pods)
+            for c in self.plugin.extra_children(self.layout, pods)
         ]
         if self.progress is not None:
-            children.append(
-                ExtraChild(build_extra_child(self.layout, config_map(self.layout, self.progress)), True)
-            )
+            child = build_extra_child(self.layout, config_map(self.layout, self.progress))
+            children.append(ExtraChild(child, True))
         return children
 
     def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
         pod = build_pod(
             self.layout,
-            self.framework,
+            self.plugin,
             replica_type,
             index,
             gang_scheduler=self.gang_scheduler,
@@ -94,7 +91,7 @@ class DesiredChildren:
             attempt=attempt,
         )
         if self.progress is not None:
-            inject(self.layout, self.framework.plural, self.progress, pod["spec"])
+            inject(self.layout, self.progress, pod["spec"])
         return pod
 
     def pods(self) -> list[dict[str, Any]]:
@@ -108,13 +105,12 @@ class DesiredChildren:
 
 
 def desired_children(
-    layout: JobLayout,
-    framework: Framework,
+    shape: JobShape,
     *,
     gang_scheduler: str = NONE,
     scheduler_name: str | None = None,
     progress: ProgressInjection | None = None,
 ) -> DesiredChildren:
     return DesiredChildren(
-        layout, framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name, progress=progress
+        shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name, progress=progress
     )

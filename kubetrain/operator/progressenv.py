@@ -26,6 +26,7 @@ from typing import Any
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.registry import FRAMEWORKS
 
 ANNOTATION = ts.ANNOTATION_REPORTING
 DISABLED = ts.REPORTING_DISABLED
@@ -42,9 +43,16 @@ def enabled(layout: JobLayout, injection: ProgressInjection | None) -> bool:
     return injection is not None and str(layout.annotations.get(ANNOTATION, "")).lower() != DISABLED
 
 
-def _route(layout: JobLayout, plural: str) -> tuple[str, str, str, str, str]:
+def plural(kind: str) -> str:
+    """The resource of a kind: the framework's plural, else Kubernetes' default (TrainJob →
+    trainjobs)."""
+    framework = FRAMEWORKS.get(kind)
+    return framework.plural if framework is not None else kind.lower() + "s"
+
+
+def _route(layout: JobLayout) -> tuple[str, str, str, str, str]:
     group, _, version = layout.api_version.rpartition("/")
-    return group, version, plural, layout.namespace, layout.name
+    return group, version, plural(layout.kind), layout.namespace, layout.name
 
 
 def config_map_name(layout: JobLayout) -> str:
@@ -67,9 +75,9 @@ def _upsert_env(container: dict[str, Any], env: list[dict[str, str]]) -> None:
     container["env"] = [*current, *(e for e in env if e["name"] not in taken)]
 
 
-def inject(layout: JobLayout, plural: str, injection: ProgressInjection, spec: dict[str, Any]) -> None:
+def inject(layout: JobLayout, injection: ProgressInjection, spec: dict[str, Any]) -> None:
     """Add the env, volume and mounts to a pod spec (mutated)."""
-    route = _route(layout, plural)
+    route = _route(layout)
     env = [
         {"name": ts.ENV_URL, "value": injection.base_url.rstrip("/") + ts.status_path(*route)},
         {"name": ts.ENV_CA_CERT, "value": f"{ts.MOUNT_PATH}/{ts.CA_FILE}"},

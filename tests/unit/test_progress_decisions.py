@@ -209,8 +209,8 @@ def test_injection_env_volume_and_ca() -> None:
         "containers": [{"name": "pytorch", "env": [{"name": ts.ENV_URL, "value": "mine"}]}, {"name": "side"}],
         "volumes": [{"name": "data", "emptyDir": {}}],
     }
-    inject(layout(), "pytorchjobs", injection, spec)
-    inject(layout(), "pytorchjobs", injection, spec)  # idempotent
+    inject(layout(), injection, spec)
+    inject(layout(), injection, spec)  # idempotent
     url = "https://kubetrain.sys.svc:10443/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs/mnist/status"
     side = {e["name"]: e["value"] for e in spec["containers"][1]["env"]}
     assert side == {
