@@ -70,12 +70,15 @@ class DevStackOptions:
     watch_window: int = 10000
     controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
     simulator_clock: Clock | None = None
+    authorization: str = "AlwaysAllow"  # "RBAC": devcluster authorizes like --authorization-mode=RBAC
 
 
 class DevStack:
     def __init__(self, options: DevStackOptions | None = None) -> None:
         self.options = options or DevStackOptions()
-        self.cluster = DevCluster(watch_window=self.options.watch_window)
+        self.cluster = DevCluster(
+            watch_window=self.options.watch_window, authorization=self.options.authorization
+        )
         self.client: KubeClient | None = None
         self.webhook: WebhookServer | None = None
         self.policy_watcher: PolicyWatcher | None = None
