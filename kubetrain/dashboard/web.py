@@ -95,6 +95,8 @@ def render(request: web.Request, template: str, status: int = 200, **context: An
     context.setdefault("user", user.display if user else "")
     context.setdefault("csrf", dash.sessions.csrf_token(user) if user else "")
     context.setdefault("auth_mode", dash.config.auth_mode)
-    context.setdefault("session_login", bool(user) and bool(user.token) and SESSION_COOKIE in request.cookies)
+    context.setdefault(
+        "session_login", user is not None and bool(user.token) and SESSION_COOKIE in request.cookies
+    )
     html = dash.templates.get_template(template).render(**context)
     return web.Response(text=html, status=status, content_type="text/html", charset="utf-8")
