@@ -62,6 +62,7 @@ from kubetrain.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_D
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.gang_api import PodGroupApi, crd_name, crd_serves
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.operator.tenantmetrics import count_tenant_job
 
 __all__ = [
     "Controller",
@@ -303,6 +304,7 @@ class Controller:
         if not job.get("status"):
             meta = job.get("metadata") or {}
             JOBS_CREATED.labels(kind=str(job.get("kind")), namespace=meta.get("namespace", "")).inc()
+            count_tenant_job(job, "created")
         self.applier.namespace_accepts_creates((job.get("metadata") or {}).get("namespace", ""))
         self._enqueue_job(job)
 
