@@ -50,6 +50,13 @@ def test_kinds_follow_the_registry_in_every_group_and_resolve_plural_or_qualifie
     assert url_segment(KINDS, TF) == "tfjobs" and url_segment(KINDS, TF_KF) == "tfjobs.kubeflow.org"
 
 
+def test_trainjobs_with_the_trainer_group() -> None:
+    kinds = served_kinds(["kubetrain.io", "trainer.kubeflow.org"])
+    assert [k for k in kinds if k.group == "trainer.kubeflow.org"] == [
+        JobKind("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
+    ]
+
+
 def test_a_registered_kind_is_served() -> None:
     trainjob = JobKind("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
     register(trainjob)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kubetrain.api.groups import JOB_VERSION
+from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, TRAINER_GROUP
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 
@@ -45,9 +45,21 @@ def register(kind: JobKind) -> None:
         _EXTRA.append(kind)
 
 
+TRAINJOB = JobKind(TRAINER_GROUP, "v1alpha1", "trainjobs", "TrainJob")
+
+
 def served_kinds(groups: Iterable[str]) -> list[JobKind]:
-    """Every registered framework's kind in each of `groups`, then the registered extras."""
-    kinds = [JobKind(g, JOB_VERSION, fw.plural, kind) for g in groups for kind, fw in FRAMEWORKS.items()]
+    """Every registered framework's kind in each job group of `groups` (kubetrain.io,
+    kubeflow.org), Trainer v2's TrainJob with trainer.kubeflow.org, then the registered extras."""
+    groups = list(groups)
+    kinds = [
+        JobKind(g, JOB_VERSION, fw.plural, kind)
+        for g in groups
+        if g in JOB_GROUPS
+        for kind, fw in FRAMEWORKS.items()
+    ]
+    if TRAINER_GROUP in groups:
+        kinds.append(TRAINJOB)
     return kinds + [k for k in _EXTRA if k not in kinds]
 
 
