@@ -4,7 +4,7 @@
     await server.start(); server.url; ...; await server.stop()
 
 Every page carries a strict Content-Security-Policy (scripts and styles only from /static, no
-inline script or style), `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` and
+inline script or style), `X-Content-Type-Options: nosniff`, `Referrer-Policy: same-origin` and
 `Cache-Control: no-store`. A request without credentials gets the login page (HTML) or 401;
 credentials the API server refuses (401) end the session. The access log names method, path and
 status only — never a header, a cookie or a token.
@@ -43,7 +43,7 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
         response = exc
     response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
     response.headers.setdefault("X-Frame-Options", "DENY")
     if not request.path.startswith("/static/"):
         response.headers.setdefault("Cache-Control", "no-store")

@@ -30,6 +30,13 @@ class Summary:
     replicas: tuple[ReplicaLine, ...]
 
 
+def _text(value: object) -> str:
+    """A field's value as the YAML shows it (`true`, not Python's `True`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def _resources(container: Mapping[str, Any]) -> str:
     res = (container.get("resources") or {}).get("requests") or (container.get("resources") or {}).get(
         "limits"
@@ -55,11 +62,11 @@ def summary(job: Mapping[str, Any]) -> Summary:
         "managedBy",
     ):
         if key in run:
-            fields.append((f"runPolicy.{key}", str(run[key])))
+            fields.append((f"runPolicy.{key}", _text(run[key])))
     sched = run.get("schedulingPolicy") or {}
     for key in ("minAvailable", "queue", "priorityClass"):
         if key in sched:
-            fields.append((f"runPolicy.schedulingPolicy.{key}", str(sched[key])))
+            fields.append((f"runPolicy.schedulingPolicy.{key}", _text(sched[key])))
     for key in ("elasticPolicy", "successPolicy", "runLauncherAsWorker", "slotsPerWorker"):
         if key in spec:
             value = spec[key]
@@ -68,7 +75,7 @@ def summary(job: Mapping[str, Any]) -> Summary:
                     key,
                     yaml.safe_dump(value, default_flow_style=True).strip()
                     if isinstance(value, dict | list)
-                    else str(value),
+                    else _text(value),
                 )
             )
     lines = []

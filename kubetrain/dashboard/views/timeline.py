@@ -23,7 +23,6 @@ ROW_HEIGHT = 20
 BAR_HEIGHT = 14
 AXIS_HEIGHT = 24
 MIN_BAR_WIDTH = 2.0
-RESTART_REASONS = ("Restarting", "RestartJob")
 # Replica types drawn first (the pod that leads the job), the rest alphabetically.
 LEADING_TYPES = ("launcher", "master", "chief", "scheduler", "server", "ps", "evaluator")
 
