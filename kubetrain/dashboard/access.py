@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from kubetrain.dashboard.views.auth import Credentials
+from kubetrain.dashboard.views.joblist import JobRow
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.kube.asuser import AsUser
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -77,13 +78,11 @@ def may_see(visible: set[tuple[str, str]], resource: str, namespace: str) -> boo
     return (resource, "") in visible or (resource, namespace) in visible
 
 
-def namespaces_by_kind(
-    kinds: Iterable[JobKind], rows: Iterable[tuple[str, str, str, str]]
-) -> dict[JobKind, set[str]]:
-    by_key = {(k.group, k.plural): k for k in kinds}
-    out: dict[JobKind, set[str]] = {k: set() for k in by_key.values()}
-    for group, plural, namespace, _ in rows:
-        kind = by_key.get((group, plural))
-        if kind is not None:
-            out[kind].add(namespace)
-    return out
+def visible_rows(rows: Iterable[JobRow], visible: set[tuple[str, str]]) -> list[JobRow]:
+    """The rows a user may see; a resource they may list everywhere costs no per-row check."""
+    everywhere = {resource for resource, ns in visible if not ns}
+    return [
+        row
+        for row in rows
+        if row.kind.resource in everywhere or (row.kind.resource, row.namespace) in visible
+    ]

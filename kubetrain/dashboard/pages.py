@@ -7,15 +7,15 @@ import asyncio
 from typing import Any
 
 from aiohttp import web
+from markupsafe import Markup
 
-from kubetrain.api.labels import LABEL_JOB_NAME
-from kubetrain.dashboard.access import may_see, namespaces_by_kind
+from kubetrain.dashboard.access import visible_rows
 from kubetrain.dashboard.views import joblist, jobpage, progress, timeline
 from kubetrain.dashboard.views.kinds import JobKind, resolve
-from kubetrain.dashboard.views.podhistory import merge_current, owner_uid
+from kubetrain.dashboard.views.podhistory import merge_current
 from kubetrain.dashboard.web import creds, dashboard, render, user_api
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import EVENTS, PODS, ResourceRef
+from kubetrain.kube.resources import EVENTS, ResourceRef
 
 LOG_TAIL_CHOICES = (50, 200, 1000, 5000)
 
@@ -27,11 +27,8 @@ def job_ref(kind: JobKind) -> ResourceRef:
 async def job_list(request: web.Request) -> web.Response:
     dash = dashboard(request)
     query, errors = joblist.parse_query(request.query, dash.kinds)
-    rows = dash.watch.rows
-    visible = await dash.access.visible(
-        user_api(request), creds(request), namespaces_by_kind(dash.kinds, rows)
-    )
-    mine = [row for row in rows.values() if may_see(visible, row.kind.resource, row.namespace)]
+    visible = await dash.access.visible(user_api(request), creds(request), dash.watch.namespaces_by_kind())
+    mine = visible_rows(dash.watch.rows.values(), visible)
     page = joblist.build_page(mine, query)
     return render(
         request,
@@ -87,11 +84,14 @@ async def job_page(request: web.Request) -> web.Response:
             )
         raise
     uid = str((job.get("metadata") or {}).get("uid") or "")
-    (pod_list, pods_error), (event_list, events_error) = await asyncio.gather(
-        _optional(api.list(PODS, ns, label_selector=f"{LABEL_JOB_NAME}={name}")),
+    may_list_pods, (event_list, events_error) = await asyncio.gather(
+        dash.access.allowed(api, creds(request), "list", "", "pods", ns),
         _optional(api.list(EVENTS, ns, field_selector=f"involvedObject.uid={uid}")),
     )
-    pods = [p for p in (pod_list or {}).get("items") or () if owner_uid(p) == uid]
+    # The pods come from the shared pod informer, shown to those who may list pods here.
+    pods = dash.watch.pods_of(ns, name, uid) if may_list_pods else []
+    pods_error = "" if may_list_pods else f'forbidden: you may not list pods in namespace "{ns}"'
+
     events = sorted(
         (event_list or {}).get("items") or (),
         key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""),
@@ -113,6 +113,7 @@ async def job_page(request: web.Request) -> web.Response:
         summary=jobpage.summary(job),
         conditions=timeline.condition_timeline(job),
         gantt=chart,
+        gantt_svg=Markup(timeline.gantt_svg(chart)),
         pods=pods,
         pods_error=pods_error,
         events=events,
@@ -123,7 +124,9 @@ async def job_page(request: web.Request) -> web.Response:
         yaml=jobpage.job_yaml(job),
         suspended=bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend")),
         finished=joblist.job_state(job) in joblist.TERMINAL,
-        containers={p["metadata"]["name"]: jobpage.pod_containers(p) for p in pods},
+        log_containers=next(
+            (jobpage.pod_containers(p) for p in pods if p["metadata"]["name"] == log_pod), []
+        ),
         log_text=log_text,
         log_error=log_error,
         log_pod=log_pod,

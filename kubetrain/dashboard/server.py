@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -35,21 +36,28 @@ PUBLIC = ("/static/", "/login", "/healthz", "/favicon.ico")
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs'
 
 
+STARTED = web.RequestKey("kubetrain.dashboard.started", float)
+
+
 @web.middleware
-async def security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
-    try:
-        response = await handler(request)
-    except web.HTTPException as exc:
-        response = exc
-    response.headers.setdefault("Content-Security-Policy", CSP)
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "same-origin")
-    response.headers.setdefault("X-Frame-Options", "DENY")
+async def timing(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request[STARTED] = time.perf_counter()
+    return await handler(request)
+
+
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every response, streams included, as it is sent: the security headers, and how long the
+    server took until then (`Server-Timing: app;dur=<ms>`)."""
+    headers = response.headers
+    headers.setdefault("Content-Security-Policy", CSP)
+    headers.setdefault("X-Content-Type-Options", "nosniff")
+    headers.setdefault("Referrer-Policy", "same-origin")
+    headers.setdefault("X-Frame-Options", "DENY")
     if not request.path.startswith("/static/"):
-        response.headers.setdefault("Cache-Control", "no-store")
-    if isinstance(response, web.HTTPException):
-        raise response
-    return response
+        headers.setdefault("Cache-Control", "no-store")
+    started = request.get(STARTED)
+    if started is not None:
+        headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
 
 
 @web.middleware
@@ -97,7 +105,8 @@ async def favicon(request: web.Request) -> web.Response:
 
 
 def build_app(dash: Dashboard) -> web.Application:
-    app = web.Application(middlewares=[security_headers, authenticate], client_max_size=2 * 1024 * 1024)
+    app = web.Application(middlewares=[timing, authenticate], client_max_size=2 * 1024 * 1024)
+    app.on_response_prepare.append(security_headers)
     app[DASHBOARD] = dash
     job = "/namespaces/{namespace}/{resource}/{name}"
     app.router.add_get("/", pages.job_list)

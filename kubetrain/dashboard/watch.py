@@ -47,6 +47,26 @@ def history_pod(pod: Obj) -> Obj:
     return pod
 
 
+def slim_job(job: Obj) -> Obj:
+    """What the dashboard keeps of a job (an informer transform): metadata without
+    managedFields and annotations, the status, and of the spec only each replica type's count —
+    what the list rows and plots read. The job page reads the whole job as the user."""
+    meta = job.get("metadata") or {}
+    job["metadata"] = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
+    spec = job.get("spec")
+    if isinstance(spec, dict):
+        slim: Obj = {}
+        for key, value in spec.items():
+            if key.endswith("ReplicaSpecs") and isinstance(value, dict):
+                slim[key] = {
+                    rtype: {"replicas": r.get("replicas", 1)}
+                    for rtype, r in value.items()
+                    if isinstance(r, dict)
+                }
+        job["spec"] = slim
+    return job
+
+
 @dataclass(frozen=True)
 class Change:
     """A job changed (or one of its pods did): who should look again."""
@@ -108,6 +128,9 @@ class JobWatch:
         self.hub = Hub()
         self.served: list[JobKind] = []  # the kinds whose API is installed
         self.informers: list[Informer] = []
+        self.pods: Informer | None = None
+        self._namespaces: tuple[int, dict[JobKind, set[str]]] | None = None
+        self.generation = 0  # bumped on every job added or deleted
 
     def _now(self) -> float:
         return self.clock.now().timestamp()
@@ -127,6 +150,7 @@ class JobWatch:
                 self.client,
                 ResourceRef(kind.group, kind.version, kind.plural, kind.kind, True),
                 on_forbidden=self._forbidden(kind.resource),
+                transform=slim_job,
             )
             on_job = self._on_job(kind)
             informer.add_handler(on_job, self._updated(on_job), self._on_job_delete(kind))
@@ -140,6 +164,7 @@ class JobWatch:
         )
         pods.add_handler(self._on_pod, lambda old, new: self._on_pod(new), self._on_pod_delete)
         self.informers.append(pods)
+        self.pods = pods
         for informer in self.informers:
             informer.start()
         try:
@@ -148,6 +173,24 @@ class JobWatch:
                     await informer.wait_synced()
         except TimeoutError:
             log.warning("dashboard: informers not synced after %.0f s; serving what is cached", sync_timeout)
+
+    def namespaces_by_kind(self) -> dict[JobKind, set[str]]:
+        """The namespaces that have jobs, per kind (recomputed only after jobs come or go)."""
+        if self._namespaces is None or self._namespaces[0] != self.generation:
+            by_key = {(k.group, k.plural): k for k in self.served}
+            out: dict[JobKind, set[str]] = {k: set() for k in self.served}
+            for group, plural, namespace, _ in self.rows:
+                kind = by_key.get((group, plural))
+                if kind is not None:
+                    out[kind].add(namespace)
+            self._namespaces = (self.generation, out)
+        return self._namespaces[1]
+
+    def pods_of(self, namespace: str, job_name: str, job_uid: str) -> list[Obj]:
+        """The job's pods now (from the pod informer; its controller uid must be the job's)."""
+        if self.pods is None:
+            return []
+        return [p for p in self.pods.store.by_label(namespace, job_name) if owner_uid(p) == job_uid]
 
     async def stop(self) -> None:
         for informer in self.informers:
@@ -169,6 +212,8 @@ class JobWatch:
         def handle(job: Obj) -> None:
             row = job_row(kind, job)
             key = row.key
+            if key not in self.rows:
+                self.generation += 1
             self.rows[key] = row
             if row.uid:
                 self.uids[row.uid] = kind
@@ -186,7 +231,8 @@ class JobWatch:
         def handle(job: Obj) -> None:
             meta = job.get("metadata") or {}
             key = (kind.group, kind.plural, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-            self.rows.pop(key, None)
+            if self.rows.pop(key, None) is not None:
+                self.generation += 1
             uid = str(meta.get("uid") or "")
             self.uids.pop(uid, None)
             self.names.pop(uid, None)

@@ -7,6 +7,7 @@ re-derivations (docs/performance.md).
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -226,13 +227,18 @@ def build_page(rows: Iterable[JobRow], query: ListQuery) -> ListPage:
             kind_counts[row.kind.resource] += 1
         if kind_ok and state_ok:
             selected.append(row)
-    selected.sort(key=_sort_key(query.sort), reverse=query.descending)
     total = len(selected)
     pages = max(1, -(-total // query.per_page))
     page = min(query.page, pages)
     start = (page - 1) * query.per_page
+    key = _sort_key(query.sort)
+    if start + query.per_page < total // 4:  # an early page: a partial sort is enough
+        pick = heapq.nlargest if query.descending else heapq.nsmallest
+        ordered = pick(start + query.per_page, selected, key=key)
+    else:
+        ordered = sorted(selected, key=key, reverse=query.descending)
     return ListPage(
-        rows=selected[start : start + query.per_page],
+        rows=ordered[start : start + query.per_page],
         total=total,
         page=page,
         pages=pages,

@@ -100,7 +100,8 @@ def job_yaml(job: Mapping[str, Any]) -> str:
     meta = dict(shown.get("metadata") or {})
     meta.pop("managedFields", None)
     shown["metadata"] = meta
-    return yaml.safe_dump(shown, sort_keys=False, default_flow_style=False)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when built with it
+    return yaml.dump(shown, Dumper=dumper, sort_keys=False, default_flow_style=False)
 
 
 def tensorboard_url(job: Mapping[str, Any]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, TRAINER_GROUP
 from kubetrain.frameworks.registry import FRAMEWORKS
@@ -25,12 +26,12 @@ class JobKind:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}"
 
-    @property
+    @cached_property  # read for every row of every list page
     def resource(self) -> str:
         """`tfjobs.kubeflow.org`: the plural qualified by its group, as kubectl spells it."""
         return f"{self.plural}.{self.group}"
 
-    @property
+    @cached_property
     def label(self) -> str:
         """What the list shows: `TFJob`, or `TFJob (kubeflow.org)` outside kubetrain.io."""
         return self.kind if self.group == "kubetrain.io" else f"{self.kind} ({self.group})"

@@ -225,9 +225,11 @@ class PodHistory:
 
 
 def merge_current(recorded: list[PodLife], pods: list[Obj], now: float) -> list[PodLife]:
-    """The recorded lives with the pods listed now (newer, or unrecorded, versions win)."""
+    """The recorded lives with the current pods (`pods` from the same informer as `recorded`:
+    a pod already recorded is taken as recorded; one not yet recorded is read now)."""
     by_uid = {life.uid: life for life in recorded}
     for pod in pods:
         uid = str((pod.get("metadata") or {}).get("uid") or (pod.get("metadata") or {}).get("name") or "")
-        by_uid[uid] = life_from_pod(pod, by_uid.get(uid), now)
+        if uid not in by_uid:
+            by_uid[uid] = life_from_pod(pod, None, now)
     return sorted(by_uid.values(), key=lambda life: (life.created, life.name))
