@@ -6,13 +6,16 @@ driven by Playwright against the dashboard of a real DevStack with RBAC.
 - `browser`: (module) Chromium, `--headless --no-sandbox --disable-gpu`;
 - `page_as(token)`: a fresh page whose requests carry that bearer token (None: no header).
 
-Screenshots of the main pages are written to docs/ (`SHOTS`), shown in the README.
+Screenshots of the main pages go to $KUBETRAIN_DASHBOARD_SHOTS when it is set — the README's
+images are refreshed with `KUBETRAIN_DASHBOARD_SHOTS=docs/images pytest -p no:xdist tests/browser`
+— and to a temporary directory otherwise, so a test run leaves the tree as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +33,9 @@ from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef
 
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
+SHOTS = Path(
+    os.environ.get("KUBETRAIN_DASHBOARD_SHOTS") or tempfile.mkdtemp(prefix="dashboard-shots-")
+).resolve()
 ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
 ROLE_BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
