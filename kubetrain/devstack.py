@@ -83,12 +83,15 @@ class DevStackOptions:
     # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
     progress: bool = False
     progress_interval: float = 5.0
+    authorization: str = "AlwaysAllow"  # "RBAC": devcluster authorizes like --authorization-mode=RBAC
 
 
 class DevStack:
     def __init__(self, options: DevStackOptions | None = None) -> None:
         self.options = options or DevStackOptions()
-        self.cluster = DevCluster(watch_window=self.options.watch_window)
+        self.cluster = DevCluster(
+            watch_window=self.options.watch_window, authorization=self.options.authorization
+        )
         self.client: KubeClient | None = None
         self.webhook: WebhookServer | None = None
         self.policy_watcher: PolicyWatcher | None = None
