@@ -103,9 +103,11 @@ def plan_trainjob(
     if is_true(d.status, c.COMPLETE) or is_true(d.status, c.FAILED):
         d.delete_active()
         return d.finish()
+    # Only this TrainJob's own: a ConfigMap left by an earlier TrainJob of the name (being
+    # garbage-collected) is not its snapshot.
+    owned = [cm for cm in observed.extra if controlled_by(cm, job)]
     snapshot = next(
-        (cm for cm in observed.extra if (cm.get("metadata") or {}).get("name") == ch.snapshot_name(d.name)),
-        None,
+        (cm for cm in owned if (cm.get("metadata") or {}).get("name") == ch.snapshot_name(d.name)), None
     )
     state: Obj = {}
     if snapshot is not None:
@@ -183,7 +185,9 @@ def _policy_children(d: _Draft, resolved: ResolvedTrainJob) -> None:
     ConfigMap's data replaced when it differs."""
     if not resolved.extra:
         return
-    observed = {(cm.get("metadata") or {}).get("name"): cm for cm in d.observed.extra}
+    observed = {
+        (cm.get("metadata") or {}).get("name"): cm for cm in d.observed.extra if controlled_by(cm, d.job)
+    }
     wanted = [ch.owned(obj, d.job) for obj in resolved.extra]
     config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
     if any(cm["metadata"]["name"] not in observed for cm in config_maps):

@@ -55,6 +55,7 @@ def pod(name: str, phase: str = "Running", attempt: int = 0, ready: bool = True)
 
 def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
     cm = ch.build_snapshot(job, runtime, state or {})
+    cm["metadata"]["ownerReferences"][0]["uid"] = UID
     cm["metadata"]["resourceVersion"] = "7"
     return cm
 
@@ -197,3 +198,13 @@ def test_coscheduling_needs_scheduler_plugins() -> None:
     p = gang_plan(job, runtime, "none", [], None)
     assert p.create_pod_group is None and len(p.create_pods) == 2
     assert "PodGroupPolicyNotServed" in [e.reason for e in p.events]
+
+
+def test_a_snapshot_of_an_earlier_trainjob_of_the_name_is_not_used() -> None:
+    job = trainjob()
+    old = snapshot(job, state={"restarts": 5})
+    old["metadata"]["ownerReferences"][0]["uid"] = "an-earlier-uid"
+    p = plan(job, [], [old])
+    [snap] = p.create_children  # its own, from the live runtime
+    assert json.loads(snap["data"]["state"]) == {"restarts": 0, "failures": {}}
+    assert p.create_pods[0]["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"

@@ -22,6 +22,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
 from kubetrain.jobs.trainjob import mpi
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
@@ -31,6 +32,8 @@ Obj = dict[str, Any]
 # ML policy sources kubetrain does not run yet (the TrainJob fails saying so).
 UNSUPPORTED_POLICIES = ("flux",)
 DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's
+# JobSet's success policy field, by the model's wire name.
+SUCCESS_POLICY = JobSetSpec.model_fields["success_policy"].alias or ""
 
 
 def _int(value: object, default: int) -> int:
@@ -119,7 +122,7 @@ def resolve(
     if isinstance(plugin, Torch):
         errors += _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
     network = jsspec.get("network") or {}
-    success = jsspec.get("successPolicy") or {}
+    success = jsspec.get(SUCCESS_POLICY) or {}
     failure = jsspec.get("failurePolicy") or {}
     resolved = ResolvedTrainJob(
         name=str(meta.get("name", "")),
