@@ -119,8 +119,12 @@ async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[De
     assert snapshot is not None and "torch-distributed" in snapshot["data"]["runtime"]
     tj = await get_tj(h, ns, "mnist")
     assert not (tj.get("status") or {}).get("conditions")  # the SDK computes Running itself
+    from kubetrain.metrics import REGISTRY
+
+    labels = {"kind": "TrainJob", "namespace": ns}
     await h.finish_all(ns, "mnist")
     tj = await wait_condition(h, ns, "mnist", "Complete")
+    assert REGISTRY.get_sample_value("kubetrain_jobs_succeeded_total", labels) == 1.0
     complete = tj["status"]["conditions"][-1]
     assert complete["reason"] == "AllJobsCompleted" and complete["lastTransitionTime"]
     assert {c["type"] for c in tj["status"]["conditions"]} == {"Complete"}
