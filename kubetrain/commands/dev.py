@@ -14,6 +14,7 @@ import contextlib
 import logging
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,10 @@ from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
+from kubetrain.dashboard.server import DashboardServer
+from kubetrain.dashboard.views.auth import LOCAL
+from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.dashboard.web import DashboardConfig
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
@@ -276,6 +281,27 @@ async def cluster_only(out: Any, watch_window: int) -> int:
     return 0
 
 
+@contextlib.asynccontextmanager
+async def dev_dashboard(stack: DevStack, args: argparse.Namespace) -> AsyncIterator[DashboardServer | None]:
+    """The web dashboard on loopback, acting as the kubeconfig's user (`--no-dashboard`: none)."""
+    if getattr(args, "no_dashboard", False):
+        yield None
+        return
+    server = DashboardServer(
+        stack.kube,
+        stack.kube,
+        served_kinds(stack.options.api_groups),
+        config=DashboardConfig(auth_mode=LOCAL),
+        host="127.0.0.1",
+        port=getattr(args, "dashboard_port", 0),
+    )
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
 def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple[str, ...]:
     """--api-groups (default kubetrain.io), plus trainer.kubeflow.org when a manifest is of it."""
     groups = list(getattr(args, "api_groups", None) or (KUBETRAIN_GROUP,))
@@ -294,9 +320,11 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
         api_groups=served_groups(args, jobs),
     )
-    async with DevStack(options) as stack:
+    async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
+        if dashboard is not None:
+            print(f"dashboard: {dashboard.url}", file=out, flush=True)
         accepted: list[dict[str, Any]] = []
         for job in jobs:
             created = await apply_manifest(stack, job, out)
@@ -312,6 +340,8 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)
+            if dashboard is not None:
+                print(f"  open {dashboard.url} (the web dashboard)", file=out)
             print("Press Ctrl-C to stop.", file=out, flush=True)
             stop = asyncio.Event()
             install_stop_signals(stop)
@@ -377,6 +407,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"
     )
+    parser.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=0,
+        help="serve the web dashboard on this loopback port (default 0: any free port; the URL is printed)",
+    )
+    parser.add_argument("--no-dashboard", action="store_true", help="do not serve the web dashboard")
     parser.add_argument(
         "--cluster-only",
         action="store_true",
