@@ -129,7 +129,15 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
         int(rs.get("restarts") or 0)
         for rs in ((job.get("status") or {}).get("replicaStatuses") or {}).values()
     )
-    line = f"{_display_state(job):<10} " + (" · ".join(parts) if parts else "no pods")
+    state = _display_state(job)
+    node = by_type.get(trainer.NODE, {})
+    if (
+        state == "Pending"
+        and job.get("kind") == trainer.TRAINJOB
+        and ("running" in node or "succeeded" in node)
+    ):
+        state = "Running"  # a TrainJob has no Running condition: the SDK's rule, from the node pods
+    line = f"{state:<10} " + (" · ".join(parts) if parts else "no pods")
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
