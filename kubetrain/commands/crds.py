@@ -7,6 +7,7 @@ kubetrain crds --group kubeflow.org   the job kinds' CRDs in Kubeflow's group in
 kubetrain crds --group trainer.kubeflow.org   Kubeflow Trainer v2's TrainJob and runtimes
 kubetrain crds --group kubeflow.org --conversion-service NS/NAME   MPIJob's conversion webhook
                                is the webhook Service NAME in NS (default kubetrain-system/kubetrain-webhook)
+kubetrain crds --group apps.kubedl.io   KubeDL's Cron (scheduled training)
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def add_parser(subparsers: Any) -> None:
         default=KUBETRAIN_GROUP,
         help="API group of the job kinds (default kubetrain.io; kubeflow.org: Kubeflow's group, "
         "for an operator run with --api-groups including kubeflow.org; "
-        f"{TRAINER_GROUP}: TrainJob, TrainingRuntime, ClusterTrainingRuntime)",
+        f"{TRAINER_GROUP}: TrainJob, TrainingRuntime, ClusterTrainingRuntime; "
+        "apps.kubedl.io: KubeDL's Cron)",
     )
     parser.add_argument(
         "--conversion-service",

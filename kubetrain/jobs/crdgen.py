@@ -117,6 +117,9 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     }
     if group != API_GROUP:
         del crd["spec"]["names"]["shortNames"]
+        # Kubeflow's schema has no progress deadline: jobs there use the annotation.
+        run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
+        run_policy["properties"].pop("progressDeadlineSeconds", None)
     extra = converted_versions(framework.kind, group)
     if extra:
         version["name"] = job_version(framework.kind, group)
@@ -175,6 +178,8 @@ def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
     model = framework.converted_model(version)
     assert model is not None, f"{framework.kind} {version} has no model"
     schema = model_schema(model)
+    # Served in kubeflow.org only, whose schemas have no progress deadline (see above).
+    schema["properties"]["spec"]["properties"]["runPolicy"]["properties"].pop("progressDeadlineSeconds", None)
     schema["description"] = (
         f"{framework.kind} {version}, converted to and from {framework.kubeflow_version} (the storage "
         "version) by kubetrain's conversion webhook."
@@ -240,6 +245,18 @@ def _printer_columns() -> list[dict[str, Any]]:
             "type": "integer",
             "jsonPath": ".status.active",
             "description": "Running pods, all replica types",
+        },
+        {
+            "name": "Progress",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.progressPercentage",
+            "description": "Percent done, as the training code last reported it",
+        },
+        {
+            "name": "ETA",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds",
+            "description": "Seconds left, as the training code last estimated them",
         },
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 
-from kubetrain.api.groups import KUBETRAIN_GROUP, job_groups
+from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP
+from kubetrain.api.trainer.constants import PLURALS as TRAINER_PLURALS
 from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, job_version
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
@@ -29,18 +30,35 @@ class ApiGroupRefused(Exception):
 
 
 def crd_names(group: str) -> list[str]:
+    if group == TRAINER_GROUP:
+        return [f"{plural}.{group}" for plural in TRAINER_PLURALS.values()]
     return [f"{fw.plural}.{group}" for fw in FRAMEWORKS.values()]
+
+
+# Who else installs a group's CRDs, and whose controller would then reconcile the same objects.
+_OWNER = {
+    TRAINER_GROUP: (
+        "Kubeflow Trainer's manifests install these and its controller (with JobSet) would "
+        "reconcile the same TrainJobs. Uninstall Kubeflow Trainer's controller manager and its "
+        "webhook configurations"
+    ),
+}
+_DEFAULT_OWNER = (
+    "Kubeflow's training operator installs these and would reconcile the same jobs. "
+    "Uninstall Kubeflow's training operator (its Deployment and webhook configuration)"
+)
 
 
 async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
     """Raise `ApiGroupRefused` when a served group's job CRDs are missing or not kubetrain's."""
-    for group in job_groups(groups):
+    for group in groups:
         if group == KUBETRAIN_GROUP:
             continue  # kubetrain's own group: its CRDs come with the chart
         missing: list[str] = []
         foreign: list[str] = []
         outdated: list[str] = []
-        for name, fw in zip(crd_names(group), FRAMEWORKS.values(), strict=True):
+        kinds = {f"{fw.plural}.{group}": fw.kind for fw in FRAMEWORKS.values()}
+        for name in crd_names(group):
             try:
                 crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, None, name)
             except ApiError as err:
@@ -61,8 +79,9 @@ async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
             if labels.get(PART_OF_LABEL) != PART_OF_VALUE:
                 foreign.append(name)
                 continue
+            kind = kinds.get(name)
             served = {v.get("name") for v in (crd.get("spec") or {}).get("versions") or [] if v.get("served")}
-            wanted = {job_version(fw.kind, group), *converted_versions(fw.kind, group)}
+            wanted = {job_version(kind, group), *converted_versions(kind, group)} if kind else set()
             if not wanted <= served:
                 have, need = ", ".join(sorted(map(str, served))), ", ".join(sorted(wanted))
                 outdated.append(f"{name} (serves {have}; needs {need})")
@@ -70,8 +89,7 @@ async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
             raise ApiGroupRefused(
                 f"refusing to serve {group}: CustomResourceDefinition {', '.join(foreign)} exists and "
                 f"was not installed by kubetrain (no label {PART_OF_LABEL}={PART_OF_VALUE}); "
-                "Kubeflow's training operator installs these and would reconcile the same jobs. "
-                "Uninstall Kubeflow's training operator (its Deployment and webhook configuration), "
+                f"{_OWNER.get(group, _DEFAULT_OWNER)}, "
                 f"then replace the CRDs, keeping the stored jobs: `kubetrain crds --group {group} | "
                 "kubectl replace -f -` — or serve only kubetrain.io (--api-groups kubetrain.io)"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,7 +94,9 @@ def test_job_crds_names_subresources_and_columns() -> None:
         assert "status" in version["subresources"]
         columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
         assert columns["State"] == ".status.conditions[-1:].type"
-        assert list(columns) == ["State", "Replicas", "Active", "Age"]
+        assert list(columns) == ["State", "Replicas", "Active", "Progress", "ETA", "Age"]
+        assert columns["Progress"] == ".status.trainerStatus.progressPercentage"
+        assert columns["ETA"] == ".status.trainerStatus.estimatedRemainingSeconds"
     scale = by_kind["PyTorchJob"]["spec"]["versions"][0]["subresources"]["scale"]
     assert scale == {
         "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
@@ -141,15 +144,25 @@ def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.Cap
         assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
         assert "shortNames" not in crd["spec"]["names"]
         fw = FRAMEWORKS[crd["spec"]["names"]["kind"]]
-        # The stored version is kubetrain.io's v1 under the framework's kubeflow.org name
-        # (MPIJob: mpi-operator's v2beta1) ...
+        # Same schema, but for runPolicy.progressDeadlineSeconds: kubeflow.org jobs declare a
+        # progress deadline with an annotation, so Kubeflow's runPolicy keeps its fields.
+        twin_versions = copy.deepcopy(twin["spec"]["versions"])
+        twin_run_policy = twin_versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        assert twin_run_policy["runPolicy"]["properties"].pop("progressDeadlineSeconds") == {
+            "minimum": 1,
+            "type": "integer",
+        }
+        # The stored version is that, under the framework's kubeflow.org name (MPIJob:
+        # mpi-operator's v2beta1) ...
         stored, *converted = crd["spec"]["versions"]
-        assert stored == {**twin["spec"]["versions"][0], "name": fw.kubeflow_version}
+        assert stored == {**twin_versions[0], "name": fw.kubeflow_version}
         # ... and further versions are served through the conversion webhook at /convert.
         assert [v["name"] for v in converted] == list(fw.kubeflow_converted_versions)
         for version in converted:
             assert version["served"] is True and version["storage"] is False
             assert version["subresources"] == stored["subresources"]
+            run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
+            assert "progressDeadlineSeconds" not in run_policy["properties"]
         if converted:
             webhook = crd["spec"]["conversion"]["webhook"]
             assert crd["spec"]["conversion"]["strategy"] == "Webhook"
