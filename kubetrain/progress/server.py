@@ -42,6 +42,7 @@ from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.resources import TOKEN_REVIEWS, ResourceRef
+from kubetrain.metrics import STATUS_REPORT_DURATION
 from kubetrain.progress import authz, gauges
 from kubetrain.progress.coalesce import Coalescer
 from kubetrain.progress.lookup import Lookup, Routes
@@ -52,6 +53,8 @@ REVIEW_TTL = 60.0
 NEGATIVE_REVIEW_TTL = 10.0
 REVIEW_CACHE_SIZE = 20000
 WRITE_CONCURRENCY = 16
+REVIEW_CONCURRENCY = 32  # TokenReviews in flight at once (a burst of new pods queues here)
+MAX_WAITING_REVIEWS = 512  # more waiting than this: 503 at once, the reporter retries later
 RETRY_AFTER_UNAVAILABLE = 5
 REASON_REPORTING = "ProgressReporting"
 
@@ -144,7 +147,8 @@ class ProgressServer:
         self._writer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._writes = asyncio.Semaphore(WRITE_CONCURRENCY)
-        self.latency: list[float] = []  # seconds per answered report, newest last (bounded)
+        self._reviews = asyncio.Semaphore(REVIEW_CONCURRENCY)
+        self._waiting_reviews = 0
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def build_app(self) -> web.Application:
@@ -201,14 +205,16 @@ class ProgressServer:
     # ---- requests -----------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
+        code = 500
         try:
-            return await self._handle(request)
+            response = await self._handle(request)
+            code = response.status
+            return response
         except _Unavailable as exc:
+            code = 503
             return _status(503, "ServiceUnavailable", str(exc), {"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
         finally:
-            self.latency.append(time.perf_counter() - started)
-            if len(self.latency) > 100_000:
-                del self.latency[:50_000]
+            STATUS_REPORT_DURATION.labels(str(code)).observe(time.perf_counter() - started)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         route = ts.parse_path(request.path)
@@ -291,7 +297,17 @@ class ProgressServer:
             "kind": "TokenReview",
             "spec": {"token": token, "audiences": [audience]},
         }
-        answer = await self._call(self.client.create(TOKEN_REVIEWS, body))
+        if self._waiting_reviews >= MAX_WAITING_REVIEWS:
+            raise _Unavailable("too many reports of new pods at once; retry in a few seconds")
+        self._waiting_reviews += 1
+        try:
+            async with self._reviews:
+                cached = self.reviews.get(token, audience)  # reviewed while this one waited
+                if cached is not None:
+                    return cached
+                answer = await self._call(self.client.create(TOKEN_REVIEWS, body))
+        finally:
+            self._waiting_reviews -= 1
         status: dict[str, Any] = dict(answer.get("status") or {})
         self.reviews.put(token, audience, status)
         return status
