@@ -47,9 +47,11 @@ from _common import (
     load_average,
     parse_reconcile_histogram,
     proc_cpu_seconds,
+    requests_by_verb,
 )
 
 REPORT_HISTOGRAM = "kubetrain_status_report_duration_seconds"
+WEBHOOK_HISTOGRAM = "kubetrain_webhook_request_duration_seconds"
 
 
 def job(name: str, workers: int) -> dict[str, Any]:
@@ -72,7 +74,7 @@ def job(name: str, workers: int) -> dict[str, Any]:
     }
 
 
-def quantiles(ms: list[float]) -> dict[str, float]:
+def quantiles(ms: list[float]) -> dict[str, Any]:
     if not ms:
         return {}
     ms = sorted(ms)
@@ -138,7 +140,7 @@ async def reporters(spec: dict[str, Any], duration: float, period: float, warmup
 # ---- admission probes ------------------------------------------------------------------------
 
 
-async def admission(url: str, ca: str, n: int) -> dict[str, float]:
+async def admission(url: str, ca: str, n: int) -> dict[str, Any]:
     review = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -165,9 +167,18 @@ async def admission(url: str, ca: str, n: int) -> dict[str, float]:
     return quantiles(out)
 
 
-async def server_histogram(port: int) -> dict[str, Any]:
+async def server_histogram(port: int, name: str = REPORT_HISTOGRAM) -> dict[str, Any]:
     async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/metrics") as resp:
-        return parse_reconcile_histogram(await resp.text(), REPORT_HISTOGRAM)
+        return parse_reconcile_histogram(await resp.text(), name)
+
+
+def summary(hist: dict[str, Any]) -> dict[str, Any]:
+    """What the operator itself measured (its histogram; quantiles interpolated in buckets)."""
+    return {
+        "n": int(hist["count"]),
+        "p50_ms": round(1000 * (histogram_quantile(hist, 0.5) or 0), 2),
+        "p99_ms": round(1000 * (histogram_quantile(hist, 0.99) or 0), 2),
+    }
 
 
 # ---- the run ---------------------------------------------------------------------------------
@@ -225,7 +236,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             spec_file = work / "reporters.json"
             spec_file.write_text(json.dumps({"ca": ca_file, "pods": pods}))
             webhook = f"https://127.0.0.1:{webhook_port}"
+            wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
             before = await admission(webhook, ca_file, args.probes)
+            before["server_side"] = summary(
+                histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
+            )
             idle_cpu0 = proc_cpu_seconds(operator.pid)
             await asyncio.sleep(args.duration / 3)
             idle_cpu = (proc_cpu_seconds(operator.pid) - idle_cpu0) / (args.duration / 3)
@@ -233,25 +248,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 sys.executable, __file__, "--client", str(spec_file), "--duration", str(args.duration),
                 "--period", str(args.period), "--warmup", str(args.warmup), stdout=asyncio.subprocess.PIPE,
             )  # fmt: skip
-            while (await server_histogram(metrics_port))["count"] < total:  # noqa: ASYNC110
-                await asyncio.sleep(0.5)  # every pod has reported once (TLS, TokenReview done)
+            assert client.stdout is not None
+            await client.stdout.readline()  # the reporters are running: pods start over the warm-up
+            await asyncio.sleep(args.warmup + args.period)
             stack.cluster.requests.reset()
             hist0 = await server_histogram(metrics_port)
             load0 = load_average()
             cpu0, t0 = proc_cpu_seconds(operator.pid), time.perf_counter()
+            wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
             during = await admission(webhook, ca_file, args.probes)
+            during["server_side"] = summary(
+                histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
+            )
             out, _ = await client.communicate()
             window = time.perf_counter() - t0
             busy_cpu = (proc_cpu_seconds(operator.pid) - cpu0) / window
             load = json.loads(out)
             served = histogram_diff(await server_histogram(metrics_port), hist0)
-            server_side = {
-                "n": served["count"],
-                "p50_ms": round(1000 * (histogram_quantile(served, 0.5) or 0), 2),
-                "p99_ms": round(1000 * (histogram_quantile(served, 0.99) or 0), 2),
-            }
+            server_side = summary(served)
             patches = stack.cluster.requests.count("patch", "pytorchjobs/status")
             reviews = stack.cluster.requests.count("create", "tokenreviews")
+            api_calls = requests_by_verb(stack.cluster.requests)
             return {
                 "pods": total,
                 "jobs": args.jobs,
@@ -265,6 +282,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 # the first report of a job is written at once, then at most one per 5 s
                 "status_writes_bound": args.jobs * (1 + int(window // 5)),
                 "token_reviews": reviews,
+                "operator_api_calls": api_calls,
                 "operator_cpu_cores_idle": round(idle_cpu, 3),
                 "operator_cpu_cores_loaded": round(busy_cpu, 3),
                 "operator_cpu_per_1000_pods": round((busy_cpu - idle_cpu) * 1000 / total, 3),
@@ -290,6 +308,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.client:
         spec = json.loads(Path(args.client).read_text())
+        print("started", flush=True)
         print(json.dumps(asyncio.run(reporters(spec, args.duration, args.period, args.warmup))))
         return 0
     print(json.dumps(asyncio.run(run(args)), indent=1))
