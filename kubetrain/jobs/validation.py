@@ -109,7 +109,7 @@ def validate_job(
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(_max_replicas_errors(spec, framework, max_replicas))
     errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
-    errors.extend(kubedl_annotation_errors(obj))
+    errors.extend(kubedl_annotation_errors(obj, framework.replica_field))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))

@@ -46,6 +46,7 @@ from kubetrain.api.labels import (
 from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
+from kubetrain.jobs.codesync import add_code_sync
 from kubetrain.jobs.tenancy import labels_of_annotations
 
 HPA_API_VERSION = "autoscaling/v2"
@@ -160,6 +161,7 @@ def build_pod(
             if isinstance(container, dict) and (not only_framework or i == replica.container_index):
                 _append_env(container, env)
     framework.customize_pod(job, replica_type, index, spec)
+    add_code_sync(job.annotations, spec)  # KubeDL's git-sync-config (jobs/codesync.py)
     metadata: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations
