@@ -48,7 +48,8 @@ async def test_every_replica_runs_the_recorded_commit_even_after_the_branch_move
 
     record = await eventually(recorded, what="status.codeSync recorded")
     assert record["repository"] == REPO and record["revision"] == "main" and record["commit"] == first
-    assert "CodeSyncCommit" in await h.event_reasons(ns, "cs")
+    event = await h.wait_event(ns, "cs", "CodeSyncCommit")
+    assert first in event["message"]
     moved = h.sim.git.push(REPO, "main")  # the branch moves during the job
     assert moved != first
     old = await h.pod(ns, "cs-worker-1")
