@@ -153,6 +153,8 @@ class TensorBoardStatus(KubeModel):
     url: str | None = None  # through the Ingress, when one is asked for
     phase: str | None = None  # the pod's phase
     expire_time: str | None = None  # when it is deleted (the job finished + its TTL)
+    config_hash: str | None = None  # of the annotation the objects were last built from
+    ingress: str | None = None  # the Ingress kubetrain created for it
 
 
 class JobStatus(KubeModel):

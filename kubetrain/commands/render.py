@@ -25,6 +25,7 @@ from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.commands.validate import read_documents
 from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
+from kubetrain.operator.tensorboard import tensorboard_children
 
 
 def add_parser(subparsers: Any) -> None:
@@ -84,6 +85,7 @@ def render_job(
         layout, prepared.framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name
     )
     children = desired.all()  # exactly what the planner creates
+    children += tensorboard_children(job, layout)  # kubedl.io/tensorboard-config
     if not layout.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):

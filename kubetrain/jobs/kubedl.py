@@ -6,6 +6,7 @@ validation call for them. Pure.
 - `kubedl.io/tenancy` → tenancy labels on the job and its pods (kubetrain.jobs.tenancy).
 - `kubedl.io/git-sync-config` → an init container fetching the code into a volume every container
   mounts (kubetrain.jobs.codesync).
+- `kubedl.io/tensorboard-config` → a TensorBoard pod, Service and Ingress (kubetrain.jobs.tensorboard).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError
-from kubetrain.jobs import codesync, tenancy
+from kubetrain.jobs import codesync, tenancy, tensorboard
 
 
 def default_kubedl_annotations(obj: dict[str, Any]) -> None:
@@ -27,6 +28,7 @@ def kubedl_annotation_errors(obj: dict[str, Any], replica_field: str = "") -> li
     and of the replica templates they would change."""
     errors = tenancy.tenancy_errors(obj)
     errors.extend(codesync.code_sync_errors(obj))
+    errors.extend(tensorboard.tensorboard_errors(obj))
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     spec = obj.get("spec")

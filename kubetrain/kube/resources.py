@@ -80,6 +80,7 @@ CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 # The kinds a framework's extra children (Framework.extra_children) may be, by kind. ConfigMaps
 # are watched (labelled with a job name only); Secrets are only ever created.
 EXTRA_CHILD_RESOURCES = {"ConfigMap": CONFIG_MAPS, "Secret": SECRETS}
+INGRESSES = ResourceRef("networking.k8s.io", "v1", "ingresses", "Ingress", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 HORIZONTAL_POD_AUTOSCALERS = ResourceRef(
