@@ -78,15 +78,12 @@ def render_job(
     prepared = prepare_job(
         job, gang_scheduling=defaults_min_available(gang_scheduler), service_mode=service_mode
     )
-    if prepared.framework is None or prepared.layout is None:
+    if prepared.shape is None:
         return [], prepared.errors or ["cannot render this object"]
-    layout = prepared.layout
-    desired = desired_children(
-        layout, prepared.framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name
-    )
+    desired = desired_children(prepared.shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
     children = desired.all()  # exactly what the planner creates
-    children += tensorboard_children(job, layout)  # kubedl.io/tensorboard-config
-    if not layout.uid:
+    children += tensorboard_children(job, prepared.shape.layout)  # kubedl.io/tensorboard-config
+    if not prepared.shape.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):
                 ref.pop("uid", None)

@@ -37,7 +37,7 @@ from functools import partial
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, group_of
+from kubetrain.api.groups import JOB_GROUPS, KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
@@ -59,10 +59,12 @@ from kubetrain.kube.resources import (
 )
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
+from kubetrain.operator.adopt_api import adopt_kubeflow_children
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.gang_api import PodGroupApi, crd_name, crd_serves
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 from kubetrain.operator.tenantmetrics import count_tenant_job
+from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs, is_trainjob_owner
 
 __all__ = [
     "Controller",
@@ -117,6 +119,8 @@ def owner_job_key(obj: Mapping[str, Any]) -> str | None:
         if ref.get("controller") and ref.get("kind") in FRAMEWORKS and group in JOB_GROUPS:
             rid = job_resource_id(ref["kind"], group)
             return job_key(rid, meta.get("namespace", ""), ref.get("name", ""))
+        if ref.get("controller") and is_trainjob_owner(ref):
+            return job_key(TRAINJOB_RESOURCE_ID, meta.get("namespace", ""), ref.get("name", ""))
     return None
 
 
@@ -172,6 +176,10 @@ class Controller:
             service_mode=self.config.service_mode,
         )
         self.job_resources = job_resources_in(self.config.api_groups)
+        self.trainjobs: TrainJobs | None = None
+        if TRAINER_GROUP in self.config.api_groups:
+            self.trainjobs = TrainJobs(client, self.cache, self.clock, self.queue.add)
+            self.job_resources[TRAINJOB_RESOURCE_ID] = TrainJobs.ref
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.applier = PlanApplier(
             client, self.cache, self.queue, self.expectations, self.recorder, self.pod_group_ref
@@ -209,6 +217,7 @@ class Controller:
 
     async def _start_informers(self) -> None:
         namespaces = self.config.namespaces or None
+        await self._adopt(namespaces)
         for kind, ref in self.job_resources.items():
             informer = Informer(self.client, ref, cache=self.cache, namespaces=namespaces, clock=self.clock)
             informer.add_handler(
@@ -249,6 +258,8 @@ class Controller:
         for informer in children:
             self._watch_child(informer)
         self.informers += [pods, config_maps, *children]
+        if self.trainjobs is not None:
+            self.informers += self.trainjobs.informers(namespaces)
         for informer in self.informers:
             informer.start()
         if self.pod_group_ref is not None:
@@ -264,6 +275,18 @@ class Controller:
             )
             await self._pod_group_api.start()
         await asyncio.gather(*(i.wait_synced() for i in self.informers))
+
+    async def _adopt(self, namespaces: list[str] | None) -> None:
+        """Serving kubeflow.org: adopt the pods and Services of jobs Kubeflow's operator started
+        (adopt_api.py), before the informers list them. A failure is logged, not fatal."""
+        if not any(ref.group == KUBEFLOW_GROUP for ref in self.job_resources.values()):
+            return
+        try:
+            await adopt_kubeflow_children(
+                self.client, self.job_resources.values(), namespaces=namespaces, recorder=self.recorder
+            )
+        except ApiError as err:
+            log.warning("adopting Kubeflow-made pods failed, left as they are: %s", err)
 
     async def stop(self) -> None:
         self.queue.shutdown()
@@ -432,7 +455,10 @@ class Controller:
             return
         started = time.perf_counter()
         observed = self.applier.records(job, self.observe(kind, namespace, name))
-        the_plan = plan(job, observed, self.clock.now(), self.planner_config)
+        if self.trainjobs is not None and rid == TRAINJOB_RESOURCE_ID:
+            the_plan = self.trainjobs.plan(job, observed, self.clock.now(), self.planner_config)
+        else:
+            the_plan = plan(job, observed, self.clock.now(), self.planner_config)
         decided = time.perf_counter() - started
         self._decision_seconds[key] = decided
         RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)
