@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from kubetrain.api.groups import KUBETRAIN_GROUP, job_groups
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 
@@ -28,7 +28,7 @@ class ApiGroupRefused(Exception):
 
 
 def crd_names(group: str) -> list[str]:
-    return [f"{fw.plural}.{group}" for fw in FRAMEWORKS.values()]
+    return [f"{fw.plural}.{group}" for kind, fw in FRAMEWORKS.items() if group_serves(group, kind)]
 
 
 async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:

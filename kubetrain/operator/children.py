@@ -26,9 +26,14 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
-from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
+from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
+    KUBEDL_LABEL_GROUP_NAME,
+    KUBEDL_LABEL_JOB_NAME,
+    KUBEDL_LABEL_JOB_ROLE,
+    KUBEDL_LABEL_REPLICA_INDEX,
+    KUBEDL_LABEL_REPLICA_TYPE,
     KUBEFLOW_LABEL_JOB_NAME,
     KUBEFLOW_LABEL_JOB_ROLE,
     KUBEFLOW_LABEL_OPERATOR_NAME,
@@ -103,6 +108,13 @@ def pod_labels(job: JobLayout, framework: EnvPlugin, replica_type: str, index: i
         labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index)
         if master:
             labels[KUBEFLOW_LABEL_JOB_ROLE] = "master"
+    if group_of(job.api_version) == KUBEDL_GROUP:  # KubeDL's labels too (api/labels.py)
+        labels[KUBEDL_LABEL_GROUP_NAME] = KUBEDL_GROUP
+        labels[KUBEDL_LABEL_JOB_NAME] = job.name
+        labels[KUBEDL_LABEL_REPLICA_TYPE] = replica_type.lower()
+        labels[KUBEDL_LABEL_REPLICA_INDEX] = str(index)
+        if master:
+            labels[KUBEDL_LABEL_JOB_ROLE] = "master"
     return labels
 
 
