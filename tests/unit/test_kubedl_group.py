@@ -142,3 +142,35 @@ def test_crds_and_resources_of_the_group() -> None:
     assert {"cleanPodPolicy", "backoffLimit", "schedulingPolicy", "modelVersion", "cacheBackend"} <= set(spec)
     refs = job_resources_in(["training.kubedl.io"])
     assert {r.version for r in refs.values()} == {"v1alpha1"} and len(refs) == 4
+
+
+def test_migrate_rewrites_kubedl_layouts_as_kubetrain_v1() -> None:
+    from kubetrain.jobs.migrate import migrate_job
+
+    result = migrate_job(load("xgboost/xgboostjob_v1alpha1_iris_train.yaml"))
+    assert result.ok and result.obj is not None
+    assert result.obj["apiVersion"] == "kubetrain.io/v1"
+    names = {
+        c["name"]
+        for r in result.obj["spec"]["xgbReplicaSpecs"].values()
+        for c in r["template"]["spec"]["containers"]
+    }
+    assert names == {"xgboost"}
+    assert "containers named 'xgboostjob' (KubeDL's) → 'xgboost' (kubetrain's)" in result.changes
+    tf = migrate_job(load("tf/tf_job_mnist.yaml"), group="kubeflow.org")
+    assert tf.ok and tf.obj is not None and tf.obj["spec"]["runPolicy"] == {"cleanPodPolicy": "None"}
+    assert tf.changes == [
+        "apiVersion: training.kubedl.io/v1alpha1 → kubeflow.org/v1",
+        "spec.cleanPodPolicy → spec.runPolicy.cleanPodPolicy",
+    ]
+    old = load("xgboost/xgboostjob_v1alpha1_iris_train.yaml")
+    old["apiVersion"] = "xgboostjob.kubeflow.org/v1alpha1"  # KubeDL 0.1's group
+    assert migrate_job(old).ok
+
+
+def test_migrate_refuses_what_kubetrain_does_not_run() -> None:
+    from kubetrain.jobs.migrate import migrate_job
+
+    result = migrate_job(load("tf/tf_job_mnist_modelversion.yaml"))
+    assert not result.ok
+    assert result.refusals[0].startswith("spec.modelVersion: not supported by kubetrain")
