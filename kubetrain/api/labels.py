@@ -64,3 +64,9 @@ KUBEDL_LABEL_JOB_NAME = "job-name"
 KUBEDL_LABEL_REPLICA_TYPE = "replica-type"
 KUBEDL_LABEL_REPLICA_INDEX = "replica-index"
 KUBEDL_LABEL_JOB_ROLE = "job-role"
+
+# On a job a cron (TrainingCron, KubeDL's Cron) created: the cron's name (the operator watches
+# jobs with this label only), and the scheduled time it was created for, RFC 3339 in the cron's
+# time zone (as batch.kubernetes.io/cronjob-scheduled-timestamp on a CronJob's Jobs).
+LABEL_CRON_NAME = "kubetrain.io/cron-name"
+ANNOTATION_CRON_SCHEDULED_TIMESTAMP = "kubetrain.io/cron-scheduled-timestamp"
