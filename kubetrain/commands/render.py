@@ -33,6 +33,7 @@ from kubetrain.cron.decide import next_job
 from kubetrain.cron.shape import read_cron, validate_cron
 from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
+from kubetrain.operator.tensorboard import tensorboard_children
 
 
 def add_parser(subparsers: Any) -> None:
@@ -89,6 +90,7 @@ def render_job(
         return [], prepared.errors or ["cannot render this object"]
     desired = desired_children(prepared.shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
     children = desired.all()  # exactly what the planner creates
+    children += tensorboard_children(job, prepared.shape.layout)  # kubedl.io/tensorboard-config
     if not prepared.shape.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):
