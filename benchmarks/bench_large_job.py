@@ -34,7 +34,7 @@ from typing import Any
 from _common import Operator, bench_client, load_average, pytorch_job, write_result
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 from kubetrain.operator.plan import Observed, PlannerConfig, plan
 

@@ -22,12 +22,12 @@ import yaml
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
+from kubetrain.api.manifests import load_all
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import NAMESPACES, ResourceRef, job_resource_id, job_resources_in
-from kubetrain.yamlload import load_all
 
 log = logging.getLogger(__name__)
 

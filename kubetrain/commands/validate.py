@@ -27,6 +27,7 @@ from typing import Any, TextIO
 import yaml
 
 from kubetrain.api.groups import KUBETRAIN_GROUP
+from kubetrain.api.manifests import load_all
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.commands._flags import api_groups_arg
@@ -36,7 +37,6 @@ from kubetrain.jobs.parse import check_type_meta
 from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
-from kubetrain.yamlload import load_all
 
 
 @dataclass

@@ -54,7 +54,7 @@ from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.errors import ApiError, GoneError, api_error
 from kubetrain.kube.ratelimit import TokenBucket
 from kubetrain.kube.resources import ResourceRef
-from kubetrain.metrics import API_REQUESTS
+from kubetrain.serving.metrics import API_REQUESTS
 
 USER_AGENT = f"kubetrain/{__version__}"
 # 300 requests at once, then 150/s: 1,000 pods take ~4.7 s of limiter time, the time a bare

@@ -51,7 +51,6 @@ from kubetrain.kube.resources import (
     ResourceRef,
 )
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
 from kubetrain.operator.draft import CreateFailure, Observed
 from kubetrain.operator.plan import Plan
 from kubetrain.operator.pods import controlled_by, terminating
@@ -63,6 +62,7 @@ from kubetrain.operator.status import (
     is_true,
     terminal_condition,
 )
+from kubetrain.serving.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
 
 log = logging.getLogger(__name__)
 

@@ -58,10 +58,10 @@ from kubetrain.kube.resources import (
     job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.gang_api import PodGroupApi, crd_name, crd_serves
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 
 __all__ = [
     "Controller",

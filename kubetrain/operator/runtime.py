@@ -20,11 +20,11 @@ import contextlib
 import logging
 import os
 
-from kubetrain.health import HealthServer
 from kubetrain.kube.client import USER_AGENT, KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
 from kubetrain.operator.apigroups import check_api_groups
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.serving.health import HealthServer
 
 log = logging.getLogger(__name__)
 

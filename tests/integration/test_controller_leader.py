@@ -8,7 +8,7 @@ import asyncio
 import time
 
 from kubetrain.commands._flags import add_common_flags, add_controller_flags
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.client import USER_AGENT
 from kubetrain.kube.resources import LEASES
 from kubetrain.operator.runtime import ControllerRuntime

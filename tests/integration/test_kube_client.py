@@ -12,7 +12,7 @@ import pytest
 
 from kubetrain.kube.client import USER_AGENT, ApiError, GoneError, KubeClient
 from kubetrain.kube.resources import LEASES, PODS, ResourceRef
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.metrics import REGISTRY
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 NS = "default"
