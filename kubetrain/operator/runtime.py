@@ -20,8 +20,9 @@ import contextlib
 import logging
 import os
 
-from kubetrain.kube.client import USER_AGENT, KubeClient
+from kubetrain.kube.client import KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
+from kubetrain.kube.transport import USER_AGENT
 from kubetrain.operator.apigroups import check_api_groups
 from kubetrain.operator.controller import Controller, ControllerConfig
 from kubetrain.serving.health import HealthServer

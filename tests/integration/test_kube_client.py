@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.kube.client import USER_AGENT, ApiError, GoneError, KubeClient
+from kubetrain.kube.client import ApiError, GoneError, KubeClient
 from kubetrain.kube.resources import LEASES, PODS, ResourceRef
+from kubetrain.kube.transport import USER_AGENT
 from kubetrain.serving.metrics import REGISTRY
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)

@@ -36,7 +36,7 @@ from kubetrain.commands import _flags
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
-from kubetrain.operator.controller import crd_name
+from kubetrain.operator.gang_api import crd_name
 from kubetrain.webhook import configurations
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
