@@ -11,11 +11,17 @@ fields and behaviour are the same in either.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 KUBETRAIN_GROUP = "kubetrain.io"
 KUBEFLOW_GROUP = "kubeflow.org"
 JOB_GROUPS = (KUBETRAIN_GROUP, KUBEFLOW_GROUP)
 JOB_VERSION = "v1"
 JOB_GROUP_VERSIONS = tuple(f"{g}/{JOB_VERSION}" for g in JOB_GROUPS)
+# Kubeflow Trainer v2's group (TrainJob, TrainingRuntime, ClusterTrainingRuntime: kubetrain.api.trainer):
+# served beside the job groups, with its own kinds.
+TRAINER_GROUP = "trainer.kubeflow.org"
+SERVABLE_GROUPS = (*JOB_GROUPS, TRAINER_GROUP)
 
 # runPolicy.managedBy values whose jobs kubetrain reconciles: unset/empty, its own name, and
 # Kubeflow's operator's (kubetrain serving kubeflow.org is that operator). Anything else — e.g.
@@ -31,3 +37,8 @@ def group_of(api_version: object) -> str:
     if not isinstance(api_version, str) or "/" not in api_version:
         return ""
     return api_version.split("/", 1)[0]
+
+
+def job_groups(groups: Iterable[str]) -> tuple[str, ...]:
+    """The groups of `groups` that serve the job kinds (TFJob, …): not trainer.kubeflow.org."""
+    return tuple(g for g in groups if g in JOB_GROUPS)

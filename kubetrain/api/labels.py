@@ -24,6 +24,8 @@ ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
 # On a job: `host` runs its pods in the node's network namespace (hostNetwork, DNS policy
 # ClusterFirstWithHostNet), each on its own port from the range below (frameworks/hostnetwork.py).
 ANNOTATION_NETWORK_MODE = "kubetrain.io/network-mode"
+# KubeDL's name for the same annotation and value (its `AnnotationNetworkMode`): either one works.
+KUBEDL_ANNOTATION_NETWORK_MODE = "kubedl.io/network-mode"
 NETWORK_MODE_HOST = "host"
 # On a job in host network mode: the ports its pods are given, `FIRST-LAST` (default 20000-29999).
 ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
@@ -39,3 +41,17 @@ KUBEFLOW_LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"  # lower case
 KUBEFLOW_LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
 KUBEFLOW_LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
 KUBEFLOW_LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"  # "<kind lower>-controller"
+
+# KubeDL's job annotations (its `apis/training/v1` constants), read on jobs of every group:
+# `kubedl.io/tenancy` (JSON: tenant, user, idc, region — kubetrain.jobs.tenancy),
+# `kubedl.io/git-sync-config` (JSON — kubetrain.jobs.codesync) and
+# `kubedl.io/tensorboard-config` (JSON — kubetrain.jobs.tensorboard).
+KUBEDL_ANNOTATION_TENANCY = "kubedl.io/tenancy"
+KUBEDL_ANNOTATION_GIT_SYNC = "kubedl.io/git-sync-config"
+KUBEDL_ANNOTATION_TENSORBOARD = "kubedl.io/tensorboard-config"
+# The tenancy of a job, as labels on the job and on every pod it owns (set from the annotation:
+# TrainingPolicy `jobSelector`s, label selectors and metrics use them).
+LABEL_TENANT = "tenancy.kubetrain.io/tenant"
+LABEL_TENANT_USER = "tenancy.kubetrain.io/user"
+LABEL_TENANT_IDC = "tenancy.kubetrain.io/idc"
+LABEL_TENANT_REGION = "tenancy.kubetrain.io/region"

@@ -103,6 +103,9 @@ class PolicyLimits(KubeModel):
 
 class TrainingPolicySpec(KubeModel):
     namespace_selector: NamespaceSelector | None = None
+    # A label selector over the job's own labels (after the built-in defaults, so KubeDL's tenancy
+    # labels `tenancy.kubetrain.io/tenant`, … are there): per-tenant rules. Absent or `{}`: every job.
+    job_selector: NamespaceSelector | None = None
     # Job kinds this policy applies to; absent or empty = every kind.
     kinds: list[str] | None = None
     defaults: PolicyDefaults | None = None

@@ -22,7 +22,7 @@ import logging
 import os
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
+from kubetrain.api.groups import KUBETRAIN_GROUP, SERVABLE_GROUPS
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 
@@ -80,12 +80,13 @@ def _namespaces(value: str) -> list[str]:
 
 
 def api_groups_arg(text: str) -> list[str]:
-    """`--api-groups`: a comma-separated list of the job groups kubetrain can serve."""
+    """`--api-groups`: a comma-separated list of the API groups kubetrain can serve."""
     groups = [g.strip() for g in text.split(",") if g.strip()]
-    unknown = [g for g in groups if g not in JOB_GROUPS]
+    unknown = [g for g in groups if g not in SERVABLE_GROUPS]
     if not groups or unknown:
         raise argparse.ArgumentTypeError(
-            f"{', '.join(unknown) or repr(text)}: must be a comma-separated list of {', '.join(JOB_GROUPS)}"
+            f"{', '.join(unknown) or repr(text)}: must be a comma-separated list of "
+            f"{', '.join(SERVABLE_GROUPS)}"
         )
     return list(dict.fromkeys(groups))
 
@@ -169,7 +170,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         metavar="GROUP[,GROUP]",
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "
         "(replacing Kubeflow's training operator; its CRDs from `kubetrain crds --group "
-        "kubeflow.org`), or both",
+        "kubeflow.org`), trainer.kubeflow.org (Kubeflow Trainer v2's TrainJob and runtimes; "
+        "CRDs from `kubetrain crds --group trainer.kubeflow.org`), in any combination",
     )
     g.add_argument(
         "--service-mode",

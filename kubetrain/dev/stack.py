@@ -25,7 +25,7 @@ from typing import Any
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
-from kubetrain.jobs.crdgen import all_crds
+from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (
@@ -150,7 +150,7 @@ class DevStack:
         await self._install([podgroup_crd(self.options.gang_scheduler)])
 
     async def install_crds(self) -> None:
-        await self._install([crd for group in self._crd_groups() for crd in all_crds(group)])
+        await self._install([crd for group in self._crd_groups() for crd in group_crds(group)])
 
     def _crd_groups(self) -> list[str]:
         """kubetrain.io always (TrainingPolicy lives there), and every other group served."""

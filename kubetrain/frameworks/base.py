@@ -214,7 +214,31 @@ class Framework:
         creation order (see `ExtraChild`)."""
         return []
 
-    def gates(self, job: JobLayout) -> Mapping[str, tuple[str, ...]]:
+    def spec_gates(self, spec: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
         """Replica type → the replica types whose pods must all exist and be Ready (condition
-        Ready True) before a missing pod of it is created."""
+        Ready True) before a missing pod of it is created, read from the (defaulted) spec."""
         return {}
+
+    def gates(self, job: JobLayout) -> Mapping[str, tuple[str, ...]]:
+        """`spec_gates` of the job's spec (what the planner reads)."""
+        return self.spec_gates(job.spec)
+
+    def gang_excluded_types(self, spec: Mapping[str, Any]) -> frozenset[str]:
+        """The replica types a PodGroup leaves out (docs/behaviour.md §8): those behind a gate
+        whose gating types have pods. Such a pod is created only once the others are Ready, which
+        they cannot be while a gang that counts it waits for it (mpi-operator issue #608: the
+        WaitForWorkersReady launcher), so the `minAvailable` default, the PodGroup's `minMember`
+        cap and its `minResources` count only the other types."""
+        replica_map = spec.get(self.replica_field)
+        if not isinstance(replica_map, Mapping):
+            return frozenset()
+
+        def pods(rtype: str) -> int:
+            n = replica_count(replica_map.get(rtype)) if rtype in replica_map else 0
+            return n if n is not None else 0
+
+        return frozenset(
+            gated
+            for gated, gating in self.spec_gates(spec).items()
+            if sum(pods(t) for t in gating) > 0
+        )

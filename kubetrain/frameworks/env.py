@@ -59,6 +59,8 @@ class JobLayout:
     # Service in `per-pod` service mode (kubetrain.api.servicemode; the framework's form).
     host_format: str = "{pod}.{job}.{namespace}.svc"
     per_pod_services: bool = False  # one Service per pod instead of the job's headless one
+    # The job's metadata.annotations (KubeDL's job features read theirs: kubetrain.jobs.kubedl).
+    annotations: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def total_replicas(self) -> int:
@@ -239,10 +241,16 @@ def build_layout(
         replicas=replicas,
         port_name=framework.port_name,
         host_ports=host_ports,
+        annotations=_annotations_of(meta),
     )
     if per_pod_services:
         layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)
     return layout, []
+
+
+def _annotations_of(meta: Mapping[str, Any]) -> dict[str, Any]:
+    value = meta.get("annotations")
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 class FrameworkInfo(Protocol):

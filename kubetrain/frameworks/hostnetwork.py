@@ -7,7 +7,8 @@ around the range) from an offset that a hash of `namespace/name` picks, so diffe
 different places of the range, and every pod's cluster env (TF_CONFIG, MASTER_PORT, MX_CONFIG, …)
 can name every other pod's port without asking the cluster. The pod declares its port as
 `containerPort` and `hostPort` both: the scheduler then never places two pods that claim the same
-port on one node (its NodePorts filter), whichever job they belong to. Pure.
+port on one node (its NodePorts filter), whichever job they belong to. KubeDL's annotation
+`kubedl.io/network-mode: host` turns the same mode on (either name works; both are validated). Pure.
 """
 
 from __future__ import annotations
@@ -18,10 +19,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, not_supported
-from kubetrain.api.labels import ANNOTATION_HOST_PORT_RANGE, ANNOTATION_NETWORK_MODE, NETWORK_MODE_HOST
+from kubetrain.api.labels import (
+    ANNOTATION_HOST_PORT_RANGE,
+    ANNOTATION_NETWORK_MODE,
+    KUBEDL_ANNOTATION_NETWORK_MODE,
+    NETWORK_MODE_HOST,
+)
 
 DEFAULT_PORT_RANGE = (20000, 29999)
 NETWORK_MODES = (NETWORK_MODE_HOST,)
+NETWORK_MODE_ANNOTATIONS = (ANNOTATION_NETWORK_MODE, KUBEDL_ANNOTATION_NETWORK_MODE)
 _RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 
 
@@ -32,7 +39,8 @@ def job_annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_host_network(obj: Mapping[str, Any]) -> bool:
-    return job_annotations(obj).get(ANNOTATION_NETWORK_MODE) == NETWORK_MODE_HOST
+    values = job_annotations(obj)
+    return any(values.get(key) == NETWORK_MODE_HOST for key in NETWORK_MODE_ANNOTATIONS)
 
 
 def parse_port_range(value: Any) -> tuple[int, int] | str:
@@ -67,9 +75,10 @@ def annotation_errors(obj: Mapping[str, Any], total_replicas: int | None) -> lis
     values = job_annotations(obj)
     errors: list[FieldError] = []
     base = "metadata.annotations"
-    mode = values.get(ANNOTATION_NETWORK_MODE)
-    if mode is not None and mode not in NETWORK_MODES:
-        errors.append(not_supported(f"{base}[{ANNOTATION_NETWORK_MODE}]", mode, NETWORK_MODES))
+    for key in NETWORK_MODE_ANNOTATIONS:
+        mode = values.get(key)
+        if mode is not None and mode not in NETWORK_MODES:
+            errors.append(not_supported(f"{base}[{key}]", mode, NETWORK_MODES))
     raw = values.get(ANNOTATION_HOST_PORT_RANGE)
     if raw is None:
         return errors

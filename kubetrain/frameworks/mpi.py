@@ -140,10 +140,11 @@ class MPI(Framework):
         launcher = counts.get(LAUNCHER)
         return launcher is not None and 0 in launcher.succeeded_indices
 
-    def gates(self, job: JobLayout) -> Mapping[str, tuple[str, ...]]:
+    def spec_gates(self, spec: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
         """WaitForWorkersReady: the Launcher is created once every Worker is Ready (syncHandler:
-        `countReadyWorkerPods(worker) == len(worker)`)."""
-        if settings(job).launcher_creation_policy == "WaitForWorkersReady":
+        `countReadyWorkerPods(worker) == len(worker)`). Under gang scheduling the PodGroup then
+        counts the Workers only (`Framework.gang_excluded_types`)."""
+        if Settings(spec).launcher_creation_policy == "WaitForWorkersReady":
             return {LAUNCHER: (WORKER,)}
         return {}
 

@@ -25,6 +25,7 @@ from kubetrain.api.podtemplate import containers_of, default_container_warning, 
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
+from kubetrain.jobs.kubedl import default_kubedl_annotations
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ def default_job(
     )
     if gang_scheduling and isinstance(replica_map, dict):
         warnings.extend(_scheduler_name_warnings(replica_map, framework))
+    default_kubedl_annotations(out)
     return Defaulted(out, warnings)
 
 
@@ -149,9 +151,13 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, pa
 def gang_total(spec: dict[str, Any], framework: Framework) -> int | None:
     """The `minAvailable` default: total replicas, with a scalable replica type (elastic
     Workers) counted at its minimum (the smallest size the job runs at, so it can be scaled
-    within its bounds without leaving a gang larger than the job)."""
+    within its bounds without leaving a gang larger than the job), and replica types behind a
+    gate left out (`Framework.gang_excluded_types`: MPI's WaitForWorkersReady Launcher)."""
     replica_map = spec.get(framework.replica_field)
     total = total_replicas(replica_map)
+    if total is not None and isinstance(replica_map, dict):
+        for excluded in framework.gang_excluded_types(spec):
+            total -= replica_count(replica_map.get(excluded)) or 0
     rtype = framework.scalable_replica_type
     if total is None or rtype is None or not isinstance(replica_map, dict) or rtype not in replica_map:
         return total

@@ -43,6 +43,7 @@ from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
+from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -108,6 +109,7 @@ def validate_job(
     errors.extend(_run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(_max_replicas_errors(spec, framework, max_replicas))
     errors.extend(hostnetwork.annotation_errors(obj, _total(replica_map)))
+    errors.extend(kubedl_annotation_errors(obj))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))

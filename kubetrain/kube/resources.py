@@ -19,7 +19,7 @@ from urllib.parse import quote
 from kubetrain import GROUP as API_GROUP
 from kubetrain import VERSION as API_VERSION
 from kubetrain.api.gangschedulers import GANG_SCHEDULERS, SCHEDULER_PLUGINS, VOLCANO
-from kubetrain.api.groups import JOB_VERSION
+from kubetrain.api.groups import JOB_VERSION, job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 
@@ -108,6 +108,14 @@ SUBJECT_ACCESS_REVIEWS = ResourceRef(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
 )
 TRAINING_POLICIES = ResourceRef(API_GROUP, API_VERSION, "trainingpolicies", "TrainingPolicy", False)
+# Kubeflow Trainer v2 (kubetrain.api.trainer)
+TRAINJOBS = ResourceRef("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", True)
+TRAINING_RUNTIMES = ResourceRef(
+    "trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime", True
+)
+CLUSTER_TRAINING_RUNTIMES = ResourceRef(
+    "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", False
+)
 
 JOB_RESOURCES: dict[str, ResourceRef] = {
     kind: ResourceRef(API_GROUP, API_VERSION, fw.plural, kind, True) for kind, fw in FRAMEWORKS.items()
@@ -124,7 +132,7 @@ def job_resources_in(groups: Iterable[str]) -> dict[str, ResourceRef]:
     """Every job resource of the given API groups (kubetrain.api.groups), by `job_resource_id`."""
     return {
         job_resource_id(kind, group): ResourceRef(group, JOB_VERSION, fw.plural, kind, True)
-        for group in groups
+        for group in job_groups(groups)
         for kind, fw in FRAMEWORKS.items()
     }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from kubetrain.api.groups import KUBETRAIN_GROUP
+from kubetrain.api.groups import KUBETRAIN_GROUP, job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
@@ -33,7 +33,7 @@ def crd_names(group: str) -> list[str]:
 
 async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
     """Raise `ApiGroupRefused` when a served group's job CRDs are missing or not kubetrain's."""
-    for group in groups:
+    for group in job_groups(groups):
         if group == KUBETRAIN_GROUP:
             continue  # kubetrain's own group: its CRDs come with the chart
         missing: list[str] = []

@@ -55,6 +55,7 @@ from kubetrain.operator.status import (
     is_true,
     terminal_condition,
 )
+from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.writes import ChildWriter
 from kubetrain.serving.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
 
@@ -188,8 +189,10 @@ def _count_transitions(job: Obj, new: Obj) -> None:
     labels = {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
     if is_true(new, SUCCEEDED) and not is_true(old, SUCCEEDED):
         JOBS_SUCCEEDED.labels(**labels).inc()
+        count_tenant_job(job, "succeeded")
     if is_true(new, FAILED) and not is_true(old, FAILED):
         JOBS_FAILED.labels(**labels).inc()
+        count_tenant_job(job, "failed")
     restarted = _total_restarts(new) - _total_restarts(old)
     if restarted > 0:
         JOBS_RESTARTED.labels(**labels).inc(restarted)

@@ -46,6 +46,7 @@ from kubetrain.api.labels import (
 from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
+from kubetrain.jobs.tenancy import labels_of_annotations
 
 HPA_API_VERSION = "autoscaling/v2"
 
@@ -87,7 +88,8 @@ def master_slot(job: JobLayout, framework: Framework) -> tuple[str, int] | None:
 
 
 def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: int) -> dict[str, str]:
-    labels = job_labels(job)
+    labels = labels_of_annotations(job.annotations)  # KubeDL's tenancy (jobs/tenancy.py)
+    labels.update(job_labels(job))
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
     labels[LABEL_REPLICA_INDEX] = str(index)
     master = master_slot(job, framework) == (replica_type, index)
@@ -313,31 +315,42 @@ def scheduling_policy(job: JobLayout) -> Mapping[str, Any]:
     return policy if isinstance(policy, Mapping) else {}
 
 
-def min_member(job: JobLayout) -> int:
+def gang_slots(job: JobLayout, framework: Framework) -> list[tuple[str, int]]:
+    """The pod slots a PodGroup counts, in priority order: every slot but those of a type
+    created only once the others are Ready (`Framework.gang_excluded_types`)."""
+    excluded = framework.gang_excluded_types(job.spec)
+    return [(rtype, i) for rtype, i in pod_slots(job) if rtype not in excluded]
+
+
+def min_member(job: JobLayout, framework: Framework) -> int:
+    """`minAvailable`, at most the pods the gang can hold (a value counting a gated type — set
+    before the gate, or by the user — could never be met), else every gang slot."""
+    slots = len(gang_slots(job, framework))
     value = scheduling_policy(job).get("minAvailable")
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return job.total_replicas
+        return min(value, slots) if slots > 0 else value
+    return slots if slots > 0 else job.total_replicas
 
 
-def min_resources(job: JobLayout) -> dict[str, str]:
-    """What the scheduler reserves for the first minMember pods, in priority order: per pod its
-    containers' requests (limits where no request), sidecars and init containers counted as the
-    scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
-    wanted = min_member(job)
-    slots = list(pod_slots(job))[:wanted]
+def min_resources(job: JobLayout, framework: Framework) -> dict[str, str]:
+    """What the scheduler reserves for the first minMember gang pods, in priority order: per
+    pod its containers' requests (limits where no request), sidecars and init containers
+    counted as the scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
+    slots = gang_slots(job, framework)[: min_member(job, framework)]
     return sum_pod_resources(job.replicas[rtype].template for rtype, _ in slots)
 
 
-def build_pod_group(job: JobLayout, gang_scheduler: str) -> dict[str, Any] | None:
+def build_pod_group(job: JobLayout, framework: Framework, gang_scheduler: str) -> dict[str, Any] | None:
     """The job's PodGroup for the configured gang scheduler (None for `none`)."""
     gang = gang_scheduler_of(gang_scheduler)
     if gang is None:
         return None
     policy = scheduling_policy(job)
     given = policy.get("minResources")
-    resources = {k: str(v) for k, v in given.items()} if isinstance(given, Mapping) else min_resources(job)
-    spec = gang.pod_group_spec(min_member(job), resources, policy)
+    resources = (
+        {k: str(v) for k, v in given.items()} if isinstance(given, Mapping) else min_resources(job, framework)
+    )
+    spec = gang.pod_group_spec(min_member(job, framework), resources, policy)
     return {
         "apiVersion": gang.api_version,
         "kind": gang.kind,

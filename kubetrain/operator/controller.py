@@ -69,6 +69,7 @@ from kubetrain.operator.keys import (
     status_only,
 )
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 
 __all__ = ["Controller", "ControllerConfig"]
@@ -253,6 +254,7 @@ class Controller:
         if not job.get("status"):
             meta = job.get("metadata") or {}
             JOBS_CREATED.labels(kind=str(job.get("kind")), namespace=meta.get("namespace", "")).inc()
+            count_tenant_job(job, "created")
         self.applier.namespace_accepts_creates((job.get("metadata") or {}).get("namespace", ""))
         self._enqueue_job(job)
 

@@ -58,7 +58,7 @@ class DesiredChildren:
     @cached_property
     def pod_group(self) -> dict[str, Any] | None:
         """The PodGroup (None without a gang scheduler)."""
-        return build_pod_group(self.layout, self.gang_scheduler)
+        return build_pod_group(self.layout, self.framework, self.gang_scheduler)
 
     @cached_property
     def hpa(self) -> dict[str, Any] | None:

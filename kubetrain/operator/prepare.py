@@ -3,9 +3,9 @@
 `prepare_job` applies `kubetrain.jobs.defaulting.default_job` in memory (the same function the
 mutating webhook uses, so a job stored without the webhook behaves the same), validates the
 result with `kubetrain.jobs.validation.validate_job` (pod templates included) and builds the
-engine's `JobLayout`. That work depends only on the spec, so `JobCache` keeps the result per
-(uid, generation, gang scheduling, service mode): a reconcile of an unchanged job does no deep copy, no
-defaulting and no schema validation.
+engine's `JobLayout` and the job's `JobShape` (kubetrain.jobs.shape). That work depends only on
+the spec, so `JobCache` keeps the result per (uid, generation, gang scheduling, service mode): a
+reconcile of an unchanged job does no deep copy, no defaulting and no schema validation.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 
 
@@ -33,10 +35,12 @@ class PreparedJob:
     defaulted: Mapping[str, Any] = field(default_factory=dict)  # the defaulted job (no status)
     # What the controller adjusted to run the job (`Framework.adjust`: elastic Workers clamped).
     adjustments: list[str] = field(default_factory=list)
+    # The job as the planner reads it (kubetrain.jobs.shape); None when the job is invalid.
+    shape: JobShape | None = None
 
     @property
     def valid(self) -> bool:
-        return self.layout is not None and not self.errors
+        return self.shape is not None and not self.errors
 
 
 def prepare_job(
@@ -63,9 +67,10 @@ def prepare_job(
     layout, layout_errors = build_layout(defaulted.obj, framework, per_pod_services=per_pod)
     if layout_errors and not errors:
         errors = layout_errors
-    if errors:
+    if errors or layout is None:
         return PreparedJob(framework, None, errors, warnings, defaulted.obj, adjustments)
-    return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments)
+    shape = v1_shape(defaulted.obj["spec"], framework, layout)
+    return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments, shape)
 
 
 class JobCache:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.policy import TrainingPolicy
+from kubetrain.policy.matching import select_by_job_labels
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def apply_policy_defaults(
     out = copy.deepcopy(job)
     applied: list[str] = []
     taken: set[tuple[str, ...]] = set()
-    for policy in sorted(policies, key=lambda p: p.name):
+    for policy in sorted(select_by_job_labels(policies, job), key=lambda p: p.name):
         for path, value in _defaults_of(policy):
             if path in taken or _get(original, path) is not None:
                 continue

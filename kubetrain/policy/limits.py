@@ -33,6 +33,7 @@ from kubetrain.api.podresources import pod_amounts, pod_containers
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.policy.images import image_allowed, normalize_image
+from kubetrain.policy.matching import select_by_job_labels
 from kubetrain.policy.podsecurity import job_pod_security_errors
 from kubetrain.policy.resources import replica_groups, replica_map_path
 
@@ -159,7 +160,7 @@ def check_policy_limits(
     """
     denials: list[str] = []
     warnings: list[str] = []
-    for policy in sorted(policies, key=lambda p: p.name):
+    for policy in sorted(select_by_job_labels(policies, job), key=lambda p: p.name):
         if policy.spec.limits is None:
             continue
         lines = [

@@ -54,3 +54,17 @@ def matching_policies(
     """The policies that apply, sorted by name (the order in which defaults are taken)."""
     selected = [p for p in policies if policy_applies(p, kind, namespace_labels)]
     return sorted(selected, key=lambda p: p.name)
+
+
+def job_labels_of(job: Mapping[str, object]) -> dict[str, str]:
+    meta = job.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+
+
+def select_by_job_labels(
+    policies: Iterable[TrainingPolicy], job: Mapping[str, object]
+) -> list[TrainingPolicy]:
+    """The policies whose `jobSelector` the job's labels satisfy (absent selector: all)."""
+    labels = job_labels_of(job)
+    return [p for p in policies if selector_matches(p.spec.job_selector, labels)]

@@ -201,6 +201,8 @@ def _semantic_errors(policy: TrainingPolicy) -> list[FieldError]:
     spec = policy.spec
     if spec.namespace_selector is not None:
         out += _selector_errors(spec.namespace_selector, "spec.namespaceSelector")
+    if spec.job_selector is not None:
+        out += _selector_errors(spec.job_selector, "spec.jobSelector")
     kinds = known_kinds()
     seen: set[str] = set()
     for index, kind in enumerate(spec.kinds or []):

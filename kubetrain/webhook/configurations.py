@@ -11,7 +11,7 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api.groups import KUBETRAIN_GROUP
+from kubetrain.api.groups import KUBETRAIN_GROUP, job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.crdgen import has_scale_subresource
 
@@ -90,21 +90,24 @@ def webhook_configurations(
             webhook["namespaceSelector"] = selector
         return webhook
 
+    served = job_groups(api_groups)
+    # A rule with no apiGroups is invalid: no job hooks when only trainer.kubeflow.org is served.
+    job_mutating = [hook(MUTATE_JOBS, "/mutate", job_rule(served), namespace_selector)] if served else []
+    job_validating = (
+        [hook(VALIDATE_JOBS, "/validate", [job_rule(served), scale_rule(served)], namespace_selector)]
+        if served
+        else []
+    )
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": mutating_name},
-        "webhooks": [hook(MUTATE_JOBS, "/mutate", job_rule(api_groups), namespace_selector)],
+        "webhooks": job_mutating,
     }
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": validating_name},
-        "webhooks": [
-            hook(
-                VALIDATE_JOBS, "/validate", [job_rule(api_groups), scale_rule(api_groups)], namespace_selector
-            ),
-            hook(VALIDATE_POLICIES, "/validate", policy_rule(), None),
-        ],
+        "webhooks": [*job_validating, hook(VALIDATE_POLICIES, "/validate", policy_rule(), None)],
     }
     return mutating, validating

@@ -125,3 +125,20 @@ def test_invalid_annotations(annotations: dict[str, str], message: str) -> None:
     assert any(
         e.path.startswith("metadata.annotations[kubetrain.io/") and message in e.message for e in errors
     )
+
+
+def test_kubedl_network_mode_annotation_is_the_same_mode() -> None:
+    """KubeDL's `kubedl.io/network-mode: host` gives exactly the pods kubetrain's annotation gives."""
+    ours = make("TFJob", "tfReplicaSpecs", "tensorflow", {"PS": 1, "Worker": 2})
+    kubedl = make("TFJob", "tfReplicaSpecs", "tensorflow", {"PS": 1, "Worker": 2})
+    kubedl["metadata"]["annotations"] = {"kubedl.io/network-mode": "host"}
+    assert pods(kubedl) == pods(ours)
+    assert all(p["spec"]["hostNetwork"] is True for p in pods(kubedl).values())
+
+
+def test_kubedl_network_mode_other_value_is_refused_naming_the_annotation() -> None:
+    obj = make("TFJob", "tfReplicaSpecs", "tensorflow", {"Worker": 1})
+    obj["metadata"]["annotations"] = {"kubedl.io/network-mode": "overlay"}
+    errors = validate_job(default_job(obj).obj).errors
+    assert [e.path for e in errors] == ["metadata.annotations[kubedl.io/network-mode]"]
+    assert 'must be one of "host"' in errors[0].message

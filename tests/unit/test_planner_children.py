@@ -27,6 +27,12 @@ def layout(obj: dict[str, Any]) -> JobLayout:
     return out
 
 
+def pod_group(obj: dict[str, Any], gang: str) -> dict[str, Any] | None:
+    fw = get_framework(obj["kind"])
+    assert fw is not None
+    return build_pod_group(layout(obj), fw, gang)
+
+
 def pods_of(obj: dict[str, Any], **kw: Any) -> dict[str, dict[str, Any]]:
     fw = get_framework(obj["kind"])
     assert fw is not None
@@ -139,7 +145,7 @@ def test_volcano_pod_group_and_pod_decoration() -> None:
         name="tf",
         run_policy={"schedulingPolicy": {"minAvailable": 3, "queue": "research", "priorityClass": "high"}},
     )
-    pg = build_pod_group(layout(obj), "volcano")
+    pg = pod_group(obj, "volcano")
     assert pg is not None
     assert pg["apiVersion"] == "scheduling.volcano.sh/v1beta1" and pg["kind"] == "PodGroup"
     assert pg["metadata"]["name"] == "tf" and pg["metadata"]["ownerReferences"][0]["controller"] is True
@@ -175,7 +181,7 @@ def test_pod_group_min_resources_count_init_containers_and_sidecars_like_the_sch
         },
         name="init",
     )
-    pg = build_pod_group(layout(obj), "volcano")
+    pg = pod_group(obj, "volcano")
     assert pg is not None
     # Master: cpu max(2 + 0.25, 4, 1 + 0.25) = 4, memory max(4Gi + 64Mi, 1Gi, 6Gi + 64Mi) = 6208Mi;
     # Worker: cpu 2, memory 4Gi.
@@ -186,7 +192,7 @@ def test_pod_group_min_resources_count_init_containers_and_sidecars_like_the_sch
 
 def test_scheduler_plugins_pod_group_and_labels() -> None:
     obj = ddp(run_policy={"schedulingPolicy": {"scheduleTimeoutSeconds": 120, "minResources": {"cpu": 8}}})
-    pg = build_pod_group(layout(obj), "scheduler-plugins")
+    pg = pod_group(obj, "scheduler-plugins")
     assert pg is not None
     assert pg["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
     assert pg["spec"] == {"minMember": 3, "minResources": {"cpu": "8"}, "scheduleTimeoutSeconds": 120}
@@ -205,4 +211,4 @@ def test_user_scheduler_name_is_kept() -> None:
 
 @pytest.mark.parametrize("gang", ["none", "bogus"])
 def test_no_pod_group_without_gang(gang: str) -> None:
-    assert build_pod_group(layout(ddp()), gang) is None
+    assert pod_group(ddp(), gang) is None

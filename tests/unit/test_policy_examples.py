@@ -25,6 +25,7 @@ NAMES = [
     "allowed-registries",
     "required-team-label",
     "team-default-queue",
+    "tenant-quota",
 ]
 
 
@@ -117,3 +118,21 @@ def test_team_default_queue() -> None:
         "schedulingPolicy": {"queue": "nlp", "priorityClass": "nlp-normal"},
     }
     assert job["metadata"]["labels"] == {"team": "nlp-research"}  # the user's label wins
+
+
+def test_tenant_quota_limits_only_the_vision_tenants_jobs() -> None:
+    from kubetrain.jobs.defaulting import default_job
+
+    policy = load("tenant-quota")
+
+    def tenant_job(tenant: str, gpus: int, image: str) -> dict[str, Any]:
+        obj = ptjob(gpus_per_worker=gpus, workers=3, image=image)
+        obj["metadata"]["annotations"] = {"kubedl.io/tenancy": f'{{"tenant": "{tenant}"}}'}
+        return default_job(obj).obj
+
+    over = check_policy_limits(tenant_job("vision", 8, "registry.example.com/vision/x:1"), [policy])
+    assert over.denials == [
+        'policy "tenant-quota": spec.pytorchReplicaSpecs[Worker]: total nvidia.com/gpu 24 exceeds 16'
+    ]
+    assert check_policy_limits(tenant_job("vision", 4, "registry.example.com/vision/x:1"), [policy]).allowed
+    assert check_policy_limits(tenant_job("nlp", 8, "docker.io/other:1"), [policy]).allowed

@@ -7,11 +7,14 @@ pkg/registry/authorization/subjectaccessreview):
 
 - Nothing is stored; the answer (201) is the request with `status` filled in.
 - TokenReview: an empty `spec.token` is 400 `token is required for TokenReview in
-  authentication`. The tokens devcluster knows authenticate — the kubeconfig's admin token, and
-  the ServiceAccount tokens of `DevCluster.add_service_account_token` while their ServiceAccount
-  exists — with `status.user` (username, uid, groups) and `status.audiences` (the API server's
-  audience, `https://kubernetes.default.svc.cluster.local`). Any other token, or `spec.audiences`
-  that do not include the API server's, gives `authenticated: false` and `status.error`.
+  authentication`. The tokens devcluster knows authenticate — the kubeconfig's admin token, the
+  ServiceAccount tokens of `DevCluster.add_service_account_token` while their ServiceAccount
+  exists (both for the API server's audience, `https://kubernetes.default.svc.cluster.local`,
+  only), and the bound tokens of the TokenRequest API (`tokens.py`: their own audiences, pod
+  claims in `status.user.extra`) — with `status.user` (username, uid, groups, extra) and
+  `status.audiences` (the requested audiences the token is valid for; the API server's when
+  none were requested). Any other token, or audiences the token is not valid for, gives
+  `authenticated: false` and `status.error` (`[invalid bearer token, <why>]`).
 - SubjectAccessReview: exactly one of `spec.resourceAttributes` / `spec.nonResourceAttributes`
   and at least one of `spec.user` / `spec.groups`, else 422. With RBAC on, the review is
   evaluated by the cluster's RBAC authorizer (`rbac.Authorizer`: bindings, nonResourceURLs,
@@ -28,6 +31,7 @@ from typing import Any
 from kubetrain.devcluster.apiserver import errors, rbac
 from kubetrain.devcluster.apiserver.core import Result, Target
 from kubetrain.devcluster.apiserver.errors import Cause
+from kubetrain.devcluster.apiserver.tokens import Authenticated
 from kubetrain.devcluster.apiserver.types import Obj
 
 TOKEN_REVIEWS_KEY = "tokenreviews.authentication.k8s.io"
@@ -35,7 +39,8 @@ SUBJECT_ACCESS_REVIEWS_KEY = "subjectaccessreviews.authorization.k8s.io"
 KEYS = (TOKEN_REVIEWS_KEY, SUBJECT_ACCESS_REVIEWS_KEY)
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 
-TokenAuthenticator = Callable[[str], "rbac.UserInfo | None"]
+# (token, requested audiences) -> who it is, or why it does not authenticate
+TokenAuthenticator = Callable[[str, list[str]], "Authenticated | str"]
 
 
 def _answer(t: Target, body: Any) -> Obj:
@@ -59,17 +64,14 @@ def token_review(t: Target, body: Any, authenticate: TokenAuthenticator) -> Resu
     if not isinstance(token, str) or not token:
         raise errors.bad_request("token is required for TokenReview in authentication")
     audiences = [str(a) for a in spec.get("audiences") or []]
-    user = authenticate(token)
-    if user is None:
-        obj["status"] = {"user": {}, "error": "[invalid bearer token, unknown token]"}
-    elif audiences and API_AUDIENCE not in audiences:
-        obj["status"] = {"user": {}, "error": "token audiences is invalid for the target audiences"}
+    answer = authenticate(token, audiences)
+    if isinstance(answer, str):
+        obj["status"] = {"user": {}, "error": f"[invalid bearer token, {answer}]"}
     else:
-        obj["status"] = {
-            "authenticated": True,
-            "user": user.to_dict(),
-            "audiences": audiences or [API_AUDIENCE],
-        }
+        user = answer.user.to_dict()
+        if answer.extra:
+            user["extra"] = answer.extra
+        obj["status"] = {"authenticated": True, "user": user, "audiences": list(answer.audiences)}
     return Result(201, obj)
 
 

@@ -17,6 +17,7 @@ from kubetrain.devcluster.apiserver import (
     rbac,
     subresources,
     tables,
+    tokens,
     watchstream,
 )
 from kubetrain.devcluster.apiserver.accounting import RequestLog, RequestRecord
@@ -65,6 +66,7 @@ class Handlers:
         self.identities: dict[str, rbac.UserInfo] = {}
         self.authorizer: rbac.Authorizer | None = None  # None: every request is allowed
         self.denials: list[rbac.Denial] = []
+        self.tokens = tokens.TokenIssuer(api.store, api.clock)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -110,17 +112,29 @@ class Handlers:
             return rbac.ANONYMOUS
         if not header.startswith("Bearer ") or not self.token or header[7:] == self.token:
             return ADMIN
+        if tokens.looks_like_jwt(header[7:]):
+            bound = self.tokens.authenticate(header[7:], [])
+            if isinstance(bound, str):
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            return bound.user
         user = self.identities.get(header[7:])
         if user is None or not self._account_exists(user):
             raise ApiError(401, "Unauthorized", "Unauthorized")
         return user
 
-    def user_for_token(self, token: str) -> rbac.UserInfo | None:
-        """Who a bearer token authenticates as (a TokenReview's answer), None for an unknown one."""
-        if self.token and token == self.token:
-            return ADMIN
-        user = self.identities.get(token)
-        return user if user is not None and self._account_exists(user) else None
+    def review_token(self, token: str, audiences: list[str]) -> tokens.Authenticated | str:
+        """A TokenReview's answer: who `token` is for `audiences`, or why it does not authenticate."""
+        if tokens.looks_like_jwt(token):
+            return self.tokens.authenticate(token, audiences)
+        user = ADMIN if self.token and token == self.token else self.identities.get(token)
+        if user is None or not self._account_exists(user):
+            return "unknown token"
+        if audiences and accessreviews.API_AUDIENCE not in audiences:
+            return (
+                f'token audiences ["{accessreviews.API_AUDIENCE}"] is invalid for the target audiences '
+                + json.dumps(audiences)
+            )
+        return tokens.Authenticated(user, (accessreviews.API_AUDIENCE,))
 
     def _account_exists(self, user: rbac.UserInfo) -> bool:
         """A ServiceAccount token authenticates only while its ServiceAccount exists (as in kube)."""
@@ -294,7 +308,10 @@ class Handlers:
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
         if t.rt.key == accessreviews.TOKEN_REVIEWS_KEY and verb == "create":
-            return accessreviews.token_review(t, await self._body(request), self.user_for_token)
+            return accessreviews.token_review(t, await self._body(request), self.review_token)
+        if t.rt.key == "serviceaccounts" and sub == "token" and verb == "create":
+            body = await self._body(request)
+            return Result(201, self.tokens.token_request(t.namespace, t.name, body))
         if t.rt.key == accessreviews.SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
             return accessreviews.subject_access_review(t, await self._body(request), self.authorizer)
         if t.rt.key == "bindings" and verb == "create":

@@ -86,7 +86,9 @@ BUILTINS: list[ResourceType] = [
     ),
     ResourceType("", ["v1"], "secrets", "Secret", True, field_selectors=("type",)),
     ResourceType("", ["v1"], "configmaps", "ConfigMap", True, short_names=["cm"]),
-    ResourceType("", ["v1"], "serviceaccounts", "ServiceAccount", True, short_names=["sa"]),
+    ResourceType(
+        "", ["v1"], "serviceaccounts", "ServiceAccount", True, short_names=["sa"], subresources=("token",)
+    ),
     ResourceType(
         "",
         ["v1"],

@@ -11,6 +11,8 @@
   gone. `namespace_delete_interval` (default 0) paces it: kube-apiserver deletes a collection
   one object at a time, so on a busy server a namespace of 1,000 pods takes tens of seconds
   while its other content (the jobs) still exists.
+- ServiceAccount controller (`serviceaccounts.py`): each live namespace has ServiceAccount
+  `default`.
 - CRD controller: a stored CRD's resources are served (synchronously, so a CR can be created right
   after its CRD); a deleted CRD's objects are removed.
 
@@ -31,6 +33,7 @@ from kubetrain.devcluster.apiserver.core import ApiServer, Target
 from kubetrain.devcluster.apiserver.resources import CRD_KEY, NAMESPACES_KEY, crd_resource_type
 from kubetrain.devcluster.apiserver.store import Event
 from kubetrain.devcluster.apiserver.types import Obj, ResourceType
+from kubetrain.devcluster.controllers import serviceaccounts
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +93,9 @@ class Controllers:
         if ev.rkey == CRD_KEY:
             self._on_crd(ev)
         md = ev.obj["metadata"]
+        account_ns = serviceaccounts.namespace_needing_account(ev)
+        if account_ns:
+            self._enqueue(lambda: self._default_account(account_ns))
         if ev.type == "DELETED":
             uid = md.get("uid", "")
             if self.store.dependents(uid):
@@ -269,6 +275,9 @@ class Controllers:
                 f for f in new["metadata"].get("finalizers") or [] if f != deletion.ORPHAN
             ]
             self._update(rt, new, current[1]["metadata"]["resourceVersion"])
+
+    async def _default_account(self, namespace: str) -> None:
+        serviceaccounts.ensure_default_account(self.api, namespace)
 
     # ---- namespaces --------------------------------------------------------------------------
     async def _terminate_namespace(self, name: str) -> None:

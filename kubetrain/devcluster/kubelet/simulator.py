@@ -12,6 +12,9 @@ no kubelets), with plain-dict bodies:
 - runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
   podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
   the pod's resourceVersion and re-reading + retrying on 409;
+- mounts projected volumes before starting a pod (`volumes.py`): a `serviceAccountToken` source
+  gets a pod-bound token from the TokenRequest API, ConfigMap/Secret sources their keys; a failed
+  mount keeps the pod Pending; `files(ns, name)` shows what a container reads;
 - finishes graceful deletions like a kubelet: a pod with deletionTimestamp gets its containers
   terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
 
@@ -48,7 +51,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import podstatus, volumes
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
@@ -99,6 +102,7 @@ class PodSimulator:
             lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds
         )
         self._synced = asyncio.Event()
+        self._mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -168,6 +172,7 @@ class PodSimulator:
             self._pods.pop(key, None)
             self._timers.cancel(key)
             self._status.forget(str((pod.get("metadata") or {}).get("uid", "")))
+            self._mounts.pop(str((pod.get("metadata") or {}).get("uid", "")), None)
         else:
             old = self._pods.get(key)
             if old is not None and rv_older(pod, old):
@@ -219,6 +224,8 @@ class PodSimulator:
             behaviour = Behaviour()
         uid = str(pod["metadata"].get("uid", ""))
         if pod_phase(pod) == "Pending":
+            if uid not in self._mounts and volumes.has_projected_volumes(pod):
+                self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
             if behaviour.start_seconds > 0:
                 self._timers.schedule(key, ("start", uid), behaviour.start_seconds, self._status.start)
             else:
@@ -231,6 +238,19 @@ class PodSimulator:
             self._timers.schedule(key, ("exit", uid, restarts), remaining, self._status.run_ended)
 
     # -- test API -------------------------------------------------------------------------------
+
+    async def files(self, namespace: str, name: str, container: str | None = None) -> dict[str, str]:
+        """The projected-volume files (service-account tokens, ConfigMap/Secret keys) a process
+        in `container` (default: the first) of a started pod reads, by absolute path; a token
+        past 80 % of its lifetime is requested anew first, as the kubelet rotates it."""
+        pod = self._pods.get((namespace, name))
+        uid = None if pod is None else str(pod["metadata"].get("uid", ""))
+        if pod is None or uid not in self._mounts:
+            raise KeyError(f"pod {namespace}/{name} has no mounted projected volumes")
+        mounted = self._mounts[uid]
+        if mounted.refresh_at is not None and self.clock.monotonic() >= mounted.refresh_at:
+            mounted = self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
+        return volumes.container_files(pod, mounted, container)
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as last seen by the simulator's watch."""

@@ -1,0 +1,106 @@
+"""Names Trainer v2 and JobSet give the objects they create, and the condition types and reasons
+Trainer writes (from kubeflow/trainer v2.3 `pkg/constants` and JobSet v0.12 `api/jobset/v1alpha2`).
+Pure."""
+
+from __future__ import annotations
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+TRAINJOB = "TrainJob"
+TRAINING_RUNTIME = "TrainingRuntime"
+CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
+KINDS = (TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME)
+PLURALS = {
+    TRAINJOB: "trainjobs",
+    TRAINING_RUNTIME: "trainingruntimes",
+    CLUSTER_TRAINING_RUNTIME: "clustertrainingruntimes",
+}
+
+# spec.managedBy values: Trainer's own controller (the default) and Kueue's MultiKueue.
+TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+MANAGERS = (TRAINJOB_CONTROLLER, MULTIKUEUE)
+
+# Runtime and step labels.
+LABEL_FRAMEWORK = "trainer.kubeflow.org/framework"
+LABEL_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+LABEL_SUPPORT = "trainer.kubeflow.org/support"
+ANCESTOR_TRAINER = "trainer"
+DATASET_INITIALIZER = "dataset-initializer"
+MODEL_INITIALIZER = "model-initializer"
+NODE = "node"
+LAUNCHER = "launcher"
+DATASET_MOUNT_PATH = "/workspace/dataset"
+MODEL_MOUNT_PATH = "/workspace/model"
+INITIALIZER_ENV_STORAGE_URI = "STORAGE_URI"
+RESOURCE_IN_USE_FINALIZER = f"{GROUP}/resource-in-use"
+RUNTIME_SNAPSHOT_SUFFIX = "-runtime-snapshot"
+
+# Condition types (metav1.Condition) and their reasons.
+SUSPENDED = "Suspended"
+COMPLETE = "Complete"
+FAILED = "Failed"
+CONDITION_TYPES = (SUSPENDED, COMPLETE, FAILED)
+REASON_SUSPENDED = "Suspended"
+REASON_RESUMED = "Resumed"
+REASON_RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
+REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"
+# JobSet's reasons, which Trainer copies from the JobSet's conditions.
+REASON_ALL_JOBS_COMPLETED = "AllJobsCompleted"
+REASON_FAILED_JOBS = "FailedJobs"
+REASON_REACHED_MAX_RESTARTS = "ReachedMaxRestarts"
+MESSAGE_SUSPENDED = "TrainJob is suspended"
+MESSAGE_RESUMED = "TrainJob is resumed"
+MESSAGE_DEADLINE_EXCEEDED = "TrainJob exceeded its active deadline"
+
+# JobSet's and Job's labels and annotations on the pods.
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
+REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
+GLOBAL_REPLICAS = "jobset.sigs.k8s.io/global-replicas"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"
+GROUP_NAME = "jobset.sigs.k8s.io/group-name"
+GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"
+JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOB_NAME = "batch.kubernetes.io/job-name"
+CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LEGACY = "job-name"
+CONTROLLER_UID_LEGACY = "controller-uid"
+COMPLETION_INDEX_FIELD_PATH = f"metadata.annotations['{COMPLETION_INDEX}']"
+
+# Torch (torchrun), MPI, XGBoost and JAX environment.
+TORCH_PORT = 29500
+PET_NNODES = "PET_NNODES"
+PET_NPROC_PER_NODE = "PET_NPROC_PER_NODE"
+PET_NODE_RANK = "PET_NODE_RANK"
+PET_MASTER_ADDR = "PET_MASTER_ADDR"
+PET_MASTER_PORT = "PET_MASTER_PORT"
+TORCH_RESERVED_ENV = frozenset(
+    {PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT}
+)
+OMPI_HOSTFILE = "OMPI_MCA_orte_default_hostfile"
+OMPI_RSH_ARGS = "OMPI_MCA_plm_rsh_args"
+OMPI_KEEP_FQDN = "OMPI_MCA_orte_keep_fqdn_hostnames"
+OMPI_DEFAULT_SLOTS = "OMPI_MCA_orte_set_default_slots"
+MPI_RESERVED_ENV = frozenset({OMPI_HOSTFILE, OMPI_RSH_ARGS, OMPI_KEEP_FQDN, OMPI_DEFAULT_SLOTS})
+DMLC_TRACKER_URI = "DMLC_TRACKER_URI"
+DMLC_TRACKER_PORT = "DMLC_TRACKER_PORT"
+DMLC_TASK_ID = "DMLC_TASK_ID"
+DMLC_NUM_WORKER = "DMLC_NUM_WORKER"
+XGBOOST_RESERVED_ENV = frozenset({DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID, DMLC_NUM_WORKER})
+MPI_SSH_SECRET_SUFFIX = "-mpi-ssh-auth"
+MPI_HOSTFILE_SUFFIX = "-mpi-hostfile"
+MPI_HOSTFILE_DIR = "/etc/mpi"
+
+# The ConfigMap the Kubeflow SDK reads the Trainer version from.
+PUBLIC_CONFIGMAP = "kubeflow-trainer-public"
+PUBLIC_CONFIGMAP_VERSION_KEY = "kubeflow_trainer_version"
+SYSTEM_NAMESPACE = "kubeflow-system"
+TRAINER_VERSION = "v2.3.0"

@@ -1,0 +1,157 @@
+"""The job shape: what the planner needs to know about a job, whatever kind of job it is.
+
+A `JobShape` is a job's replica groups — each a pod template run `replicas` times under a
+restart policy, possibly waiting for other groups (`depends_on`) — its run policy (suspend,
+deadlines, TTL, clean-up, back-off, failure rules, the gang's scheduling policy), its success
+and failure rules and the env plug-in that gives each pod its cluster environment. The planner,
+gang scheduling, restarts, TTL and status code read only this; none of them asks which kind of
+job it has or where in the job's spec a field came from.
+
+Producers turn one stored job into a shape (docs/architecture.md, "Adding a job shape"):
+`kubetrain.jobs.v1shape` for the seven `<kind>ReplicaSpecs` kinds (and MPIJob v2beta1, which has
+the same layout). A producer runs once per spec generation, on a defaulted, validated job; a
+shape never changes after it is built.
+
+Pure: no I/O, and nothing here depends on the wire form of any kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from kubetrain.frameworks.base import Autoscaling, ExtraChild
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+
+# The state every pod of a group must reach before the pods of a group that depends on it are
+# created: `Ready` (Running with condition Ready True) or `Complete` (Succeeded).
+READY = "Ready"
+COMPLETE = "Complete"
+DEPENDENCY_STATES = (READY, COMPLETE)
+
+# runPolicy.cleanPodPolicy values: which pods a finished job deletes.
+CLEAN_POD_POLICIES = ("All", "Running", "None")
+
+
+@dataclass(frozen=True, slots=True)
+class DependsOn:
+    """One group another group waits for, and the state all of its pods must be in."""
+
+    group: str
+    state: str = READY  # READY | COMPLETE
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroup:
+    """One group of identical pods: `replicas` pods from `template`, in slots 0..replicas-1."""
+
+    name: str  # canonical name ("Worker"); pods are named `<job>-<lower(name)>-<index>`
+    replicas: int
+    template: Mapping[str, Any]  # the PodTemplateSpec dict (never mutated)
+    restart_policy: str  # Always | OnFailure | Never | ExitCode
+    container_index: int  # which container of the template is the framework container
+    depends_on: tuple[DependsOn, ...] = ()
+    # Where the group is written in the job, for messages: `spec.tfReplicaSpecs[Worker]`.
+    path: str = ""
+
+    @property
+    def container_name(self) -> str:
+        """The name of the framework container ("" when the template names none)."""
+        containers = (self.template.get("spec") or {}).get("containers") or []
+        if self.container_index >= len(containers):
+            return ""
+        container = containers[self.container_index]
+        return str(container.get("name", "")) if isinstance(container, Mapping) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingPolicy:
+    """What a gang scheduler is told about the job (Kubeflow's `runPolicy.schedulingPolicy`)."""
+
+    min_available: int | None = None  # None: every pod of the job
+    queue: str | None = None
+    priority_class: str | None = None
+    min_resources: Mapping[str, str] | None = None  # None: summed from the first minAvailable pods
+    schedule_timeout_seconds: int | None = None
+    # The policy as written (gang scheduler descriptors map its fields onto PodGroup fields).
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class RunPolicy:
+    """How the job runs and ends (docs/behaviour.md §6 to §8), typed and defaulted."""
+
+    clean_pod_policy: str = "None"
+    suspend: bool = False
+    backoff_limit: int | None = None
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    managed_by: str | None = None
+    # batch/v1-style pod failure rules, matched in order to a Failed pod (operator/restarts.py).
+    failure_rules: tuple[Mapping[str, Any], ...] = ()
+    scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
+
+
+class JobRules(Protocol):
+    """A job's success and failure rules over the observed pod counts per group."""
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool: ...
+
+    def failed(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> str | None: ...
+
+
+class EnvPlugin(Protocol):
+    """What the job's framework adds to the pods and children the engine builds (a
+    `kubetrain.frameworks.base.Framework` is one)."""
+
+    @property
+    def master_types(self) -> tuple[str, ...]: ...
+    @property
+    def cluster_env_framework_container_only(self) -> bool: ...
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]: ...
+    def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None: ...
+    def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]: ...
+    def autoscaling(self, job: JobLayout) -> Autoscaling | None: ...
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """One job as the planner sees it. `groups` are in priority order (the order pods are
+    created in and statuses listed in); `layout` is the env plug-in's view of the same groups
+    (pod names, addresses and ports)."""
+
+    kind: str
+    api_version: str
+    name: str
+    namespace: str
+    uid: str
+    groups: Mapping[str, ReplicaGroup]
+    run_policy: RunPolicy
+    rules: JobRules
+    plugin: EnvPlugin
+    layout: JobLayout
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(g.replicas for g in self.groups.values())
+
+    def count(self, group: str) -> int:
+        g = self.groups.get(group)
+        return g.replicas if g is not None else 0
+
+    def slots(self) -> list[tuple[str, int]]:
+        """Every (group, index) in priority order."""
+        return [(name, i) for name, g in self.groups.items() for i in range(g.replicas)]
+
+    def succeeded(self, counts: Mapping[str, ReplicaCounts]) -> bool:
+        return self.rules.succeeded(self.layout, counts)
+
+    def failed(self, counts: Mapping[str, ReplicaCounts]) -> str | None:
+        return self.rules.failed(self.layout, counts)
+
+
+def int_or_none(value: Any) -> int | None:
+    """`value` when it is a JSON integer (bools are not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,126 @@
+"""The CustomResourceDefinitions of Kubeflow Trainer v2's kinds (`trainer.kubeflow.org/v1alpha1`):
+TrainJob and TrainingRuntime (namespaced), ClusterTrainingRuntime (cluster-scoped), generated
+from the models in `kubetrain.api.trainer` the same way as the job kinds' (`crdgen.model_schema`).
+
+Like every CRD kubetrain generates they carry `app.kubernetes.io/part-of: kubetrain`, so the
+operator can tell them from the CRDs Trainer's own chart installs (it refuses to serve the group
+beside Trainer's controller)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from kubetrain.api.groups import TRAINER_GROUP
+from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainer.runtime import ClusterTrainingRuntime, TrainingRuntime
+from kubetrain.api.trainer.trainjob import TrainJob
+from kubetrain.jobs.crdgen import all_crds, model_schema
+
+_LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
+CATEGORY = "kubeflow"  # `kubectl get kubeflow` lists TrainJobs and runtimes, as with Trainer's CRDs
+
+
+def group_crds(group: str) -> list[dict[str, Any]]:
+    """Every CRD of one servable API group (kubetrain.api.groups.SERVABLE_GROUPS)."""
+    return trainer_crds() if group == TRAINER_GROUP else all_crds(group)
+
+
+def trainer_crds() -> list[dict[str, Any]]:
+    """TrainJob, TrainingRuntime, ClusterTrainingRuntime."""
+    return [
+        _crd(
+            TrainJob,
+            c.TRAINJOB,
+            "Namespaced",
+            "TrainJob: one training run of a TrainingRuntime or ClusterTrainingRuntime "
+            "(Kubeflow Trainer v2).",
+            _trainjob_columns(),
+        ),
+        _crd(
+            TrainingRuntime,
+            c.TRAINING_RUNTIME,
+            "Namespaced",
+            "TrainingRuntime: a namespaced blueprint for TrainJobs (Kubeflow Trainer v2).",
+            _runtime_columns(),
+        ),
+        _crd(
+            ClusterTrainingRuntime,
+            c.CLUSTER_TRAINING_RUNTIME,
+            "Cluster",
+            "ClusterTrainingRuntime: a cluster-wide blueprint for TrainJobs (Kubeflow Trainer v2).",
+            _runtime_columns(),
+        ),
+    ]
+
+
+def _crd(
+    model: type[BaseModel], kind: str, scope: str, description: str, columns: list[dict[str, Any]]
+) -> dict[str, Any]:
+    schema = model_schema(model)
+    schema["description"] = description
+    plural = c.PLURALS[kind]
+    version: dict[str, Any] = {
+        "name": c.VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": schema},
+        "additionalPrinterColumns": columns,
+    }
+    if kind == c.TRAINJOB:
+        version["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{c.GROUP}", "labels": dict(_LABELS)},
+        "spec": {
+            "group": c.GROUP,
+            "scope": scope,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "categories": [CATEGORY],
+            },
+            "versions": [version],
+        },
+    }
+
+
+def _trainjob_columns() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "State",
+            "type": "string",
+            "jsonPath": ".status.conditions[-1:].type",
+            "description": "The type of the latest condition (empty while running)",
+        },
+        {
+            "name": "Nodes",
+            "type": "integer",
+            "jsonPath": ".spec.trainer.numNodes",
+            "description": "Training nodes asked for (empty: the runtime's mlPolicy.numNodes)",
+        },
+        {"name": "Runtime", "type": "string", "jsonPath": ".spec.runtimeRef.name"},
+        {
+            "name": "Progress",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.progressPercentage",
+            "description": "Training progress in percent, when the trainer reports it",
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+
+
+def _runtime_columns() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "Framework",
+            "type": "string",
+            "jsonPath": ".metadata.labels.trainer\\.kubeflow\\.org/framework",
+        },
+        {"name": "Nodes", "type": "integer", "jsonPath": ".spec.mlPolicy.numNodes"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]

@@ -1,0 +1,108 @@
+"""The job shape (kubetrain.jobs.shape) the v1 kinds produce: what the planner reads of a job."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubetrain.frameworks.env import ReplicaCounts
+from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.jobs.shape import COMPLETE, READY, DependsOn, JobShape
+from kubetrain.operator.prepare import prepare_job
+from tests.unit.planner_builders import job, replica
+
+
+def shape_of(obj: dict) -> JobShape:
+    prepared = prepare_job(obj)
+    assert prepared.errors == []
+    assert prepared.shape is not None
+    return prepared.shape
+
+
+@pytest.mark.parametrize("kind", sorted(FRAMEWORKS))
+def test_every_v1_kind_produces_one_group_per_replica_type_in_priority_order(kind: str) -> None:
+    framework = FRAMEWORKS[kind]
+    # The types given in reverse priority order: the shape lists them in the framework's order.
+    types = [
+        t
+        for t in reversed(framework.replica_types)
+        if t in ("Master", "Launcher", "Worker", "Scheduler", "Server")
+    ]
+    obj = job(kind, {t: replica(kind, 1) for t in types}, name="shape")
+    shape = shape_of(obj)
+    assert list(shape.groups) == [t for t in framework.replica_types if t in types]
+    for name, group in shape.groups.items():
+        assert group.name == name
+        assert group.path == f"spec.{framework.replica_field}[{name}]"
+        assert group.replicas == shape.layout.count(name)
+        assert group.restart_policy == shape.layout.replicas[name].restart_policy
+    assert shape.total_replicas == shape.layout.total_replicas
+    assert shape.slots()[0] == (next(iter(shape.groups)), 0)
+    assert (shape.kind, shape.name, shape.namespace) == (kind, "shape", "ns")
+
+
+def test_run_policy_is_typed_and_defaulted() -> None:
+    obj = job(
+        "TFJob",
+        {"Worker": replica("TFJob", 2)},
+        run_policy={
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": 600,
+            "ttlSecondsAfterFinished": 60,
+            "schedulingPolicy": {"minAvailable": 2, "queue": "q", "minResources": {"cpu": 4}},
+            "podFailurePolicy": {
+                "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}]
+            },
+        },
+    )
+    policy = shape_of(obj).run_policy
+    assert policy.clean_pod_policy == "Running"  # the default (docs/behaviour.md §2)
+    assert policy.suspend is False
+    assert (policy.backoff_limit, policy.active_deadline_seconds, policy.ttl_seconds_after_finished) == (
+        3,
+        600,
+        60,
+    )
+    assert policy.scheduling.min_available == 2
+    assert policy.scheduling.queue == "q"
+    assert dict(policy.scheduling.min_resources or {}) == {"cpu": "4"}
+    assert [r["action"] for r in policy.failure_rules] == ["FailJob"]
+
+
+def test_run_policy_unset_fields_are_none() -> None:
+    policy = shape_of(job("PyTorchJob", {"Master": replica("PyTorchJob", 1)})).run_policy
+    assert policy.backoff_limit is None
+    assert policy.active_deadline_seconds is None
+    assert policy.ttl_seconds_after_finished is None
+    assert policy.scheduling.min_available is None
+    assert policy.scheduling.min_resources is None
+    assert policy.failure_rules == ()
+
+
+def test_mpi_wait_for_workers_ready_is_a_ready_dependency() -> None:
+    specs = {"Launcher": replica("MPIJob", 1), "Worker": replica("MPIJob", 2)}
+    waiting = shape_of(job("MPIJob", specs, launcherCreationPolicy="WaitForWorkersReady"))
+    assert waiting.groups["Launcher"].depends_on == (DependsOn("Worker", READY),)
+    assert waiting.groups["Worker"].depends_on == ()
+    at_start = shape_of(job("MPIJob", specs))
+    assert at_start.groups["Launcher"].depends_on == ()
+    assert READY != COMPLETE
+
+
+def test_rules_are_the_frameworks_success_rule() -> None:
+    shape = shape_of(
+        job("PyTorchJob", {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 2)})
+    )
+    done = {
+        "Master": ReplicaCounts(succeeded=1, succeeded_indices=frozenset({0})),
+        "Worker": ReplicaCounts(active=2),
+    }
+    running = {"Master": ReplicaCounts(active=1), "Worker": ReplicaCounts(active=2)}
+    assert shape.succeeded(done) is True  # PyTorch: the Master succeeded
+    assert shape.succeeded(running) is False
+    assert shape.failed(running) is None
+
+
+def test_an_invalid_job_has_no_shape() -> None:
+    prepared = prepare_job(job("TFJob", {"Bogus": replica("TFJob", 1)}))
+    assert prepared.errors
+    assert prepared.shape is None
