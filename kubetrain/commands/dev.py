@@ -22,7 +22,7 @@ import yaml
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
-from kubetrain.api.manifests import load_all
+from kubetrain.api.manifests import load_all, yaml_problem
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.dev.stack import DevStack, DevStackOptions
@@ -61,7 +61,7 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
     except OSError as err:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
-        raise DevError(f"{path}: not valid YAML: {err}") from None
+        raise DevError(f"{path}: not valid YAML: {yaml_problem(err)}") from None
     if not docs:
         raise DevError(f"{path}: no manifest in it (expected a job as a YAML mapping)")
     for i, doc in enumerate(docs):

@@ -14,6 +14,7 @@ User-Agent is `kubetrain/<version>`. Errors are `ApiError` (status 0: no answer)
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import urllib.parse
@@ -24,12 +25,12 @@ from typing import Any, Self
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kubetrain import __version__
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
-from kubetrain.kube.errors import ApiError, api_error
+from kubetrain.kube.errors import ApiError, ApiUnreachable, api_error
+from kubetrain.kube.kubeconfig import default_kubeconfig_path, load_in_cluster, load_kubeconfig
 from kubetrain.kube.ratelimit import TokenBucket
 from kubetrain.serving.metrics import API_REQUESTS
 
@@ -41,6 +42,11 @@ DEFAULT_QPS = 150.0
 DEFAULT_BURST = 300
 DEFAULT_MAX_CONNECTIONS = 128
 DEFAULT_REQUEST_TIMEOUT = 60.0
+# How long a starting controller or webhook waits for the API server to answer before it exits
+# (kube-controller-manager likewise waits a bounded time for kube-apiserver's /healthz).
+STARTUP_TIMEOUT = 30.0
+
+log = logging.getLogger(__name__)
 
 Warnings = list[str]  # the texts of an answer's Warning headers
 
@@ -106,12 +112,10 @@ class Transport:
         (watches hold one each)."""
         configuration = Configuration()
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            load_in_cluster(configuration)
         else:
             path = kubeconfig or default_kubeconfig_path()
-            await kube_config.load_kube_config(
-                config_file=path, context=context, client_configuration=configuration, persist_config=False
-            )
+            await load_kubeconfig(path, context, configuration)
         configuration.connection_pool_maxsize = max_connections
         return cls(
             ApiClient(configuration=configuration),
@@ -222,6 +226,40 @@ class Transport:
                 continue
             raise api_error(status, decode_body(raw), resp.reason or "")
 
+    async def wait_reachable(self, within: float = STARTUP_TIMEOUT, retry: float = 1.0) -> None:
+        """Wait until the API server answers `GET /version` (any answer but 401 counts), retrying
+        for `within` seconds; raise ApiUnreachable otherwise, or at once for 401 (credentials
+        refused). A server that is down at start-up is logged once, as it is retried."""
+        deadline = self._clock.monotonic() + within
+        warned = False
+        while True:
+            try:  # an address that drops packets costs the request timeout per attempt
+                await self.request("get", "GET", "/version")
+                return
+            except ApiError as exc:
+                err = exc
+            if err.status == 401:
+                raise ApiUnreachable(
+                    f"the API server {self.host} refused the credentials (401 Unauthorized): "
+                    "check the kubeconfig's user (token or client certificate)"
+                ) from None
+            if err.status != 0 and err.status < 500:
+                return  # it answers (e.g. 403 for /version): reachable
+            if self._clock.monotonic() >= deadline:
+                raise ApiUnreachable(
+                    f"cannot reach the API server {self.host} within {within:g} s ({err.message}): "
+                    "check the server address in the kubeconfig and that the cluster is up"
+                ) from None
+            if not warned:
+                log.warning(
+                    "the API server %s does not answer yet (%s); retrying for %g s",
+                    self.host,
+                    err.message,
+                    within,
+                )
+                warned = True
+            await self._clock.sleep(min(retry, max(deadline - self._clock.monotonic(), 0.0)))
+
 
 def environment_proxy(url: str) -> str | None:
     """The proxy $HTTPS_PROXY/$HTTP_PROXY name for `url`, honouring $NO_PROXY (None: direct)."""
@@ -229,13 +267,6 @@ def environment_proxy(url: str) -> str | None:
     if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
         return None
     return urllib.request.getproxies().get(parsed.scheme or "https")
-
-
-def default_kubeconfig_path() -> str:
-    """$KUBECONFIG (the first file of a list), else ~/.kube/config."""
-    env = os.environ.get("KUBECONFIG", "")
-    first = env.split(os.pathsep)[0] if env else ""
-    return first or os.path.expanduser("~/.kube/config")
 
 
 def _retry_after(header: str | None, attempt: int) -> float:

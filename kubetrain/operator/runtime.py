@@ -68,6 +68,7 @@ class ControllerRuntime:
 
     async def start(self, health: HealthServer | None = None) -> None:
         self.client = await KubeClient.connect(self.args.kubeconfig, qps=self.args.qps, burst=self.args.burst)
+        await self.client.wait_reachable()  # ApiUnreachable: exit with one line, not retry forever
         config = self._config()
         await check_api_groups(self.client, config.api_groups)  # ApiGroupRefused: not ours to serve
         self.controller = Controller(self.client, config)
