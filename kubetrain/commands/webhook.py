@@ -81,7 +81,6 @@ class WebhookRuntime:
         self.server.job_reader = self._read_job
         if self.server.policies is not None:
             self._kube = await KubeClient.connect(self.args.kubeconfig)
-            await self._kube.wait_reachable()
             self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
             # Not ready before both caches are synced: a review must never miss a policy.
             if health is not None:
@@ -91,7 +90,6 @@ class WebhookRuntime:
         if self.args.cert_mode == "self-managed":
             if self._kube is None:
                 self._kube = await KubeClient.connect(self.args.kubeconfig)
-                await self._kube.wait_reachable()
             self.certs = SelfManagedCertificates(
                 KubeClientCertApi(self._kube),
                 namespace=self.args.webhook_namespace,
