@@ -30,6 +30,11 @@ class FieldError:
         return f"{self.path}: {self.kind.value}: {self.message}"
 
 
+def json_int(value: object) -> int | None:
+    """`value` when it is a JSON integer (booleans are not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def json_type(value: object) -> str:
     """The JSON type of a wire value, as error messages name it ("got integer")."""
     if value is None:

@@ -20,14 +20,27 @@ from typing import Any
 import yaml
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.manifests import load_all, yaml_problem
+from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import NAMESPACES, ResourceRef, job_resource_id, job_resources_in
+from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    NAMESPACES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    ResourceRef,
+    job_resource_id,
+    job_resources_in,
+)
+
+# Kubeflow Trainer v2's kinds (applied as they are; `kubetrain dev` serves the group when a
+# manifest is of it).
+TRAINER_REFS = {ref.kind: ref for ref in (TRAINJOBS, TRAINING_RUNTIMES, CLUSTER_TRAINING_RUNTIMES)}
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +110,7 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
             continue  # being deleted (clean-up, a restart): not part of the job's progress any more
         labels = (pod.get("metadata") or {}).get("labels") or {}
         phase = str((pod.get("status") or {}).get("phase") or "Pending").lower()
-        rtype = str(labels.get(LABEL_REPLICA_TYPE, "?"))
+        rtype = str(labels.get(LABEL_REPLICA_TYPE) or labels.get(trainer.REPLICATED_JOB_NAME) or "?")
         counts = by_type.setdefault(rtype, {})
         counts[phase] = counts.get(phase, 0) + 1
     parts = []
@@ -118,6 +131,8 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
     kind = str(job.get("kind"))
     api_version = str(job.get("apiVersion") or "")
     group = api_version.split("/")[0] if "/" in api_version else KUBETRAIN_GROUP
+    if group == TRAINER_GROUP and kind in TRAINER_REFS:
+        return TRAINER_REFS[kind]
     refs = job_resources_in(JOB_GROUPS)
     try:
         return refs[job_resource_id(kind, group)]
@@ -149,11 +164,11 @@ async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -
             print(f"           {wait}", file=out, flush=True)
         last_wait = wait
         state = _condition(current)
-        if state in ("Succeeded", "Failed"):
+        if state in ("Succeeded", "Complete", "Failed"):  # Complete: a TrainJob's
             for cond in (current.get("status") or {}).get("conditions") or ():
                 if cond.get("type") == state:
                     print(f"{kind} {ns}/{name} {state}: {cond.get('message', '')}", file=out, flush=True)
-            return 0 if state == "Succeeded" else 1
+            return 1 if state == "Failed" else 0
         await asyncio.sleep(0.1)
     print(f"{kind} {ns}/{name}: not finished after {limit:.0f}s", file=out, flush=True)
     return 2
@@ -209,7 +224,6 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
     if not isinstance(metadata, dict):
         print(f"{job.get('kind')}: metadata must be a mapping (name, namespace, …)", file=out, flush=True)
         return None
-    namespace = metadata.setdefault("namespace", "default")
     warnings: list[str] = []
     refusal = ""
     try:
@@ -217,10 +231,12 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
     except KeyError as err:
         print(f"cannot apply: {err.args[0]}", file=out, flush=True)
         return None
+    namespace = metadata.setdefault("namespace", "default") if ref.namespaced else None
     try:
-        await ensure_namespace(stack, str(namespace), out)
+        if namespace is not None:
+            await ensure_namespace(stack, str(namespace), out)
         created: dict[str, Any] = await stack.kube.create(
-            ref, job, namespace=str(namespace), field_validation="Strict", warnings=warnings
+            ref, job, namespace=namespace, field_validation="Strict", warnings=warnings
         )
     except ApiError as err:
         created = {}
@@ -251,6 +267,14 @@ async def cluster_only(out: Any, watch_window: int) -> int:
     return 0
 
 
+def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple[str, ...]:
+    """--api-groups (default kubetrain.io), plus trainer.kubeflow.org when a manifest is of it."""
+    groups = list(getattr(args, "api_groups", None) or (KUBETRAIN_GROUP,))
+    if any(group_of(j.get("apiVersion")) == TRAINER_GROUP for j in jobs) and TRAINER_GROUP not in groups:
+        groups.append(TRAINER_GROUP)
+    return tuple(groups)
+
+
 async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     if args.cluster_only:
         return await cluster_only(out, args.watch_window)
@@ -259,7 +283,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         default_run_seconds=args.run_seconds,
         gang_scheduler=args.gang_scheduler,
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
-        api_groups=tuple(getattr(args, "api_groups", None) or (KUBETRAIN_GROUP,)),
+        api_groups=served_groups(args, jobs),
     )
     async with DevStack(options) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
@@ -269,8 +293,13 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             created = await apply_manifest(stack, job, out)
             if created is not None:
                 accepted.append(created)
-        # Follow the first accepted job; a manifest with nothing accepted exits 1.
-        code = await follow(stack, accepted[0], args.timeout, out) if accepted else 1
+        # Follow the first accepted job (not a runtime); a manifest with none accepted exits 1.
+        runs = [
+            j
+            for j in accepted
+            if j.get("kind") not in (trainer.TRAINING_RUNTIME, trainer.CLUSTER_TRAINING_RUNTIME)
+        ]
+        code = await follow(stack, runs[0], args.timeout, out) if runs else 1
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)

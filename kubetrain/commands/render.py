@@ -77,14 +77,11 @@ def render_job(
     prepared = prepare_job(
         job, gang_scheduling=defaults_min_available(gang_scheduler), service_mode=service_mode
     )
-    if prepared.framework is None or prepared.layout is None:
+    if prepared.shape is None:
         return [], prepared.errors or ["cannot render this object"]
-    layout = prepared.layout
-    desired = desired_children(
-        layout, prepared.framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name
-    )
+    desired = desired_children(prepared.shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
     children = desired.all()  # exactly what the planner creates
-    if not layout.uid:
+    if not prepared.shape.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):
                 ref.pop("uid", None)

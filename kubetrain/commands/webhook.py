@@ -32,6 +32,8 @@ from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.review import AdmissionRequest
 from kubetrain.webhook.server import WebhookServer
+from kubetrain.webhook.trainer import TrainerFacts
+from kubetrain.webhook.trainerreader import kube_trainer_reader
 from kubetrain.webhook.workers import WebhookWorkers
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ class WebhookRuntime:
         # The job of a scale-subresource review is read through the API client (connected on
         # first use when neither the policies nor the certificates need it earlier).
         self.server.job_reader = self._read_job
+        self.server.trainer_reader = self._read_for_trainer
         if self.server.policies is not None:
             self._kube = await KubeClient.connect(self.args.kubeconfig)
             self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
@@ -111,6 +114,12 @@ class WebhookRuntime:
             if self._kube is None:
                 self._kube = await KubeClient.connect(self.args.kubeconfig)
         return await kube_job_reader(self._kube)(request)
+
+    async def _read_for_trainer(self, request: AdmissionRequest) -> TrainerFacts:
+        async with self._connect_lock:
+            if self._kube is None:
+                self._kube = await KubeClient.connect(self.args.kubeconfig)
+        return await kube_trainer_reader(self._kube)(request)
 
     def _policies_synced(self) -> bool:
         return self.policy_watcher is not None and self.policy_watcher.has_synced

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from kubetrain.api.groups import TRAINER_GROUP
+from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
@@ -29,8 +31,11 @@ from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIG_MAPS,
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
+    NAMESPACES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     job_resource,
 )
@@ -40,6 +45,7 @@ from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.server import WebhookServer
+from kubetrain.webhook.trainerreader import kube_trainer_reader
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +116,8 @@ class DevStack:
             await self.start_webhook()
         if opts.controller:
             await self.start_controller()
+        if opts.install_crds and TRAINER_GROUP in opts.api_groups:
+            await self.install_trainer_defaults()
         if opts.simulator:
             gang = self.wants_gang_simulator
             self.simulator = PodSimulator(
@@ -148,6 +156,33 @@ class DevStack:
         """The configured gang scheduler's PodGroup CRD, served before this returns (the
         controller watches the CRD, so it may be installed before or after the controller starts)."""
         await self._install([podgroup_crd(self.options.gang_scheduler)])
+
+    async def install_trainer_defaults(self) -> None:
+        """Trainer's default ClusterTrainingRuntimes and the `kubeflow-trainer-public` ConfigMap
+        (in kubeflow-system, created if missing), as Trainer's manifests install them."""
+        for runtime in default_runtimes():
+            try:
+                await self.kube.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+            except ApiError as err:
+                if not err.is_already_exists:
+                    raise
+        public = public_configmap()
+        for ref, obj in (
+            (
+                NAMESPACES,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": public["metadata"]["namespace"]},
+                },
+            ),
+            (CONFIG_MAPS, public),
+        ):
+            try:
+                await self.kube.create(ref, obj)
+            except ApiError as err:
+                if not err.is_already_exists:
+                    raise
 
     async def install_crds(self) -> None:
         await self._install([crd for group in self._crd_groups() for crd in group_crds(group)])
@@ -188,6 +223,7 @@ class DevStack:
             gang_scheduling=opts.gang_scheduler != "none",
             policies=policies,
             job_reader=kube_job_reader(self.kube),
+            trainer_reader=kube_trainer_reader(self.kube),
         )
         await self.webhook.start()
         mutating, validating = webhook_configurations(

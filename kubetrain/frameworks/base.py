@@ -237,8 +237,5 @@ class Framework:
             n = replica_count(replica_map.get(rtype)) if rtype in replica_map else 0
             return n if n is not None else 0
 
-        return frozenset(
-            gated
-            for gated, gating in self.spec_gates(spec).items()
-            if sum(pods(t) for t in gating) > 0
-        )
+        gates = self.spec_gates(spec).items()
+        return frozenset(gated for gated, gating in gates if sum(pods(t) for t in gating) > 0)

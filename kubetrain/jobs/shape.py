@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
@@ -75,8 +74,18 @@ class SchedulingPolicy:
     priority_class: str | None = None
     min_resources: Mapping[str, str] | None = None  # None: summed from the first minAvailable pods
     schedule_timeout_seconds: int | None = None
-    # The policy as written (gang scheduler descriptors map its fields onto PodGroup fields).
-    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def by_field_name(self) -> dict[str, Any]:
+        """The fields that are set, under `schedulingPolicy`'s field names — the vocabulary of
+        the gang scheduler descriptors (`kubetrain.api.gangschedulers`), which map them onto
+        PodGroup fields."""
+        named = {
+            "minAvailable": self.min_available,
+            "queue": self.queue,
+            "priorityClass": self.priority_class,
+            "scheduleTimeoutSeconds": self.schedule_timeout_seconds,
+        }
+        return {k: v for k, v in named.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +154,16 @@ class JobShape:
         """Every (group, index) in priority order."""
         return [(name, i) for name, g in self.groups.items() for i in range(g.replicas)]
 
+    def gang_slots(self) -> list[tuple[str, int]]:
+        """The slots a gang (PodGroup) counts, in priority order: every slot but those of a group
+        that depends on a group with pods. Such a pod is created only once the others are Ready
+        (or Complete), which they cannot be while a gang that counts it waits for it
+        (mpi-operator issue #608: the WaitForWorkersReady Launcher)."""
+        left_out = {
+            name for name, g in self.groups.items() if sum(self.count(d.group) for d in g.depends_on) > 0
+        }
+        return [(name, i) for name, i in self.slots() if name not in left_out]
+
     def succeeded(self, counts: Mapping[str, ReplicaCounts]) -> bool:
         return self.rules.succeeded(self.layout, counts)
 
@@ -152,6 +171,12 @@ class JobShape:
         return self.rules.failed(self.layout, counts)
 
 
-def int_or_none(value: Any) -> int | None:
-    """`value` when it is a JSON integer (bools are not), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+@dataclass(frozen=True)
+class Produced:
+    """What a producer returns for one job: its shape, or why it has none (`errors`, one
+    "path: Kind: message" per problem), and its run policy either way — an invalid job's
+    clean-up and TTL still apply."""
+
+    shape: JobShape | None
+    run_policy: RunPolicy
+    errors: list[str] = field(default_factory=list)

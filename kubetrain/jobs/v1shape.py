@@ -4,7 +4,8 @@
 Each replica type is one group; the framework's gates (MPI's WaitForWorkersReady: the Launcher
 after every Worker is Ready) become `depends_on`; `runPolicy` becomes the typed `RunPolicy`;
 the framework is both the success/failure rules and the env plug-in. Called once per spec
-generation on the defaulted, validated job and its layout (`operator/prepare.py`).
+generation on the defaulted job (`operator/prepare.py`), which uses the shape only when the job
+is valid.
 """
 
 from __future__ import annotations
@@ -14,22 +15,30 @@ from types import MappingProxyType
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
+from kubetrain.api.errors import json_int
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.env import build_layout
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
     DependsOn,
     JobShape,
+    Produced,
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
-    int_or_none,
 )
 
 
-def v1_shape(spec: Mapping[str, Any], framework: Framework, layout: JobLayout) -> JobShape:
-    """The shape of a defaulted, validated job whose `spec` has `framework.replica_field`."""
+def v1_shape(obj: Mapping[str, Any], framework: Framework, *, per_pod_services: bool = False) -> Produced:
+    """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
+    framework (`per_pod_services`: pods addressed by their own Services), or why it cannot be
+    laid out."""
+    spec = obj.get("spec")
+    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {})
+    layout, errors = build_layout(obj, framework, per_pod_services=per_pod_services)
+    if layout is None:
+        return Produced(None, run_policy, errors)
     gates = framework.gates(layout)
     groups = {
         name: ReplicaGroup(
@@ -43,18 +52,19 @@ def v1_shape(spec: Mapping[str, Any], framework: Framework, layout: JobLayout) -
         )
         for name, r in layout.replicas.items()
     }
-    return JobShape(
+    shape = JobShape(
         kind=layout.kind,
         api_version=layout.api_version,
         name=layout.name,
         namespace=layout.namespace,
         uid=layout.uid,
         groups=MappingProxyType(groups),
-        run_policy=run_policy_of(spec),
+        run_policy=run_policy,
         rules=framework,
         plugin=framework,
         layout=layout,
     )
+    return Produced(shape, run_policy)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -71,9 +81,9 @@ def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
     return RunPolicy(
         clean_pod_policy=clean if clean in CLEAN_POD_POLICIES else DEFAULT_CLEAN_POD_POLICY,
         suspend=rp.get("suspend") is True,
-        backoff_limit=int_or_none(rp.get("backoffLimit")),
-        active_deadline_seconds=int_or_none(rp.get("activeDeadlineSeconds")),
-        ttl_seconds_after_finished=int_or_none(rp.get("ttlSecondsAfterFinished")),
+        backoff_limit=json_int(rp.get("backoffLimit")),
+        active_deadline_seconds=json_int(rp.get("activeDeadlineSeconds")),
+        ttl_seconds_after_finished=json_int(rp.get("ttlSecondsAfterFinished")),
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
         scheduling=scheduling_policy_of(_mapping(rp.get("schedulingPolicy"))),
@@ -81,7 +91,7 @@ def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
 
 
 def scheduling_policy_of(policy: Mapping[str, Any]) -> SchedulingPolicy:
-    minimum = int_or_none(policy.get("minAvailable"))
+    minimum = json_int(policy.get("minAvailable"))
     resources = policy.get("minResources")
     queue, priority = policy.get("queue"), policy.get("priorityClass")
     return SchedulingPolicy(
@@ -93,6 +103,5 @@ def scheduling_policy_of(policy: Mapping[str, Any]) -> SchedulingPolicy:
             if isinstance(resources, Mapping)
             else None
         ),
-        schedule_timeout_seconds=int_or_none(policy.get("scheduleTimeoutSeconds")),
-        raw=policy,
+        schedule_timeout_seconds=json_int(policy.get("scheduleTimeoutSeconds")),
     )

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
+from kubetrain.jobs.shape import COMPLETE, JobShape
 from kubetrain.operator import gang, runpolicy
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
-from kubetrain.operator.children import pod_slots, replica_selector
+from kubetrain.operator.children import replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
@@ -26,11 +27,11 @@ Retry = tuple[str, dict[str, Any], rs.Verdict]
 class ActiveJob:
     """The part of a reconcile for a valid job that is not finished yet."""
 
-    def __init__(self, r: ReconcileDraft, layout: JobLayout, desired: DesiredChildren) -> None:
-        self.r, self.layout, self.fw, self.desired = r, layout, r.fw, desired
+    def __init__(self, r: ReconcileDraft, shape: JobShape, desired: DesiredChildren) -> None:
+        self.r, self.shape, self.layout, self.desired = r, shape, shape.layout, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
-        self.slots, former = slot_pods(layout, r.pods)
+        self.slots, former = slot_pods(shape, r.pods)
         r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
         # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
         # its slot refilled only once it is gone; it counts for nothing of the new attempt.
@@ -45,18 +46,15 @@ class ActiveJob:
                 del self.slots[slot]
 
     def restart_policy(self, rtype: str) -> str:
-        return self.layout.replicas[rtype].restart_policy
+        return self.shape.groups[rtype].restart_policy
 
     def container(self, rtype: str) -> str:
-        template = self.layout.replicas[rtype].template
-        containers = (template.get("spec") or {}).get("containers") or []
-        index = self.layout.replicas[rtype].container_index
-        return str(containers[index].get("name", "")) if index < len(containers) else ""
+        return self.shape.groups[rtype].container_name
 
     def run(self) -> None:
-        r, spec = self.r, self.r.spec
+        r, policy = self.r, self.r.run_policy
         tallies = self.tallies = self.tally_restarts()
-        if runpolicy.suspended(spec):
+        if policy.suspend:
             self.suspend()
             self.write_replica_statuses(tallies)
             return
@@ -68,12 +66,12 @@ class ActiveJob:
         may_create = self.service_ok() & self.gang_ok() & self.extra_children_ok()
         counts = self.counts(exclude_deleting=False)
         failures, retries, restart_job = self.failed_pods()
-        deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
-        limit = runpolicy.backoff_limit(spec)
+        deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
+        limit = policy.backoff_limit
         base = sum(t.base for t in tallies.values())
         added = self.new_restarts(retries, restart_job)
-        succeeded = self.fw.succeeded(self.layout, counts)
-        framework_failure = None if succeeded else self.fw.failed(self.layout, counts)
+        succeeded = self.shape.succeeded(counts)
+        framework_failure = None if succeeded else self.shape.failed(counts)
         if succeeded:
             r.terminal(
                 st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False
@@ -104,7 +102,7 @@ class ActiveJob:
                 self.create_missing()
             self.update_running(tallies)
             # startTime may have been set just now: the deadline counts from it.
-            deadline = runpolicy.deadline(spec, st.parse_time(r.status.get("startTime")))
+            deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, deadline)
         self.write_replica_statuses(tallies)
 
@@ -113,12 +111,12 @@ class ActiveJob:
         """Pod phases per type. `exclude_deleting`: pods this plan deletes do not count — except,
         with `keep_finished`, Succeeded/Failed ones (clean-up of a finished job keeps its tally)."""
         deleting = self.r.deleting if exclude_deleting else set()
-        return phase_counts(self.layout, self.slots, deleting, keep_finished=keep_finished)
+        return phase_counts(self.shape, self.slots, deleting, keep_finished=keep_finished)
 
     def tally_restarts(self) -> dict[str, rs.TypeRestarts]:
         old = self.r.old.get("replicaStatuses")
         old = old if isinstance(old, dict) else {}
-        present = dict.fromkeys(self.layout.replicas, 0)
+        present = dict.fromkeys(self.shape.groups, 0)
         for (rtype, _), pod in self.slots.items():
             present[rtype] += rs.restart_count(pod, self.container(rtype))
         return {rtype: rs.TypeRestarts.recorded(old.get(rtype), n) for rtype, n in present.items()}
@@ -131,7 +129,7 @@ class ActiveJob:
         failures: list[tuple[str, str]] = []
         retries: list[Retry] = []
         restart_job: Retry | None = None
-        rules = runpolicy.failure_rules(self.r.spec)
+        rules = self.r.run_policy.failure_rules
         for (rtype, _), pod in self.slots.items():
             if terminating(pod) or pod_phase(pod) != "Failed" or pod_name(pod) in self.r.deleting:
                 continue
@@ -220,13 +218,18 @@ class ActiveJob:
             ]
         return True
 
-    def gates_open(self, rtype: str, gates: dict[str, tuple[str, ...]]) -> bool:
-        """Whether `rtype`'s missing pods may be created: every pod of the types it waits for
-        (`Framework.gates`) exists, is Running and Ready."""
-        for other in gates.get(rtype, ()):
-            for i in range(self.layout.count(other)):
-                pod = self.slots.get((other, i))
-                if pod is None or terminating(pod) or pod_phase(pod) != "Running" or not pod_ready(pod):
+    def dependencies_met(self, rtype: str) -> bool:
+        """Whether `rtype`'s missing pods may be created: every pod of each group it depends on
+        (`ReplicaGroup.depends_on`) exists and is Running and Ready, or Succeeded (`Complete`)."""
+        for dependency in self.shape.groups[rtype].depends_on:
+            for i in range(self.shape.count(dependency.group)):
+                pod = self.slots.get((dependency.group, i))
+                if pod is None or terminating(pod):
+                    return False
+                if dependency.state == COMPLETE:
+                    if pod_phase(pod) != "Succeeded":
+                        return False
+                elif pod_phase(pod) != "Running" or not pod_ready(pod):
                     return False
         return True
 
@@ -234,7 +237,7 @@ class ActiveJob:
         """Per-pod service mode: every pod's Service exists before pods are created (as the job's
         Service does otherwise); Services of pods the spec no longer has (a scale-down) go."""
         r = self.r
-        wanted = {self.layout.pod_name(t, i): (t, i) for t, i in pod_slots(self.layout)}
+        wanted = {self.layout.pod_name(t, i): (t, i) for t, i in self.shape.slots()}
         for service in r.observed.job_services:
             name = pod_name(service)
             if name not in wanted and controlled_by(service, r.job) and not terminating(service):
@@ -306,10 +309,9 @@ class ActiveJob:
         r = self.r
         room = max(1, r.config.max_pod_creates)
         missing = 0
-        gates = dict(self.fw.gates(self.layout))
-        for rtype, index in pod_slots(self.layout):
+        for rtype, index in self.shape.slots():
             taken = (rtype, index) in self.slots or (rtype, index) in self.stale
-            if taken or not self.gates_open(rtype, gates):
+            if taken or not self.dependencies_met(rtype):
                 continue
             missing += 1
             r.plan.create_pods.append(self.desired.pod(rtype, index, attempt=self.attempt))
@@ -338,7 +340,7 @@ class ActiveJob:
         if any(t.recreations or t.in_place for t in tallies.values()) or r.plan.create_pods:
             return
         counts = self.counts(exclude_deleting=True)
-        wanted = self.layout.total_replicas
+        wanted = self.shape.total_replicas
         active = sum(c.active for c in counts.values())
         settled = sum(c.active + c.succeeded for c in counts.values())
         if active > 0 and settled == wanted:
@@ -363,5 +365,5 @@ class ActiveJob:
             for rtype, c in counts.items()
         }
         # Totals for the printer columns Replicas and Active (a column cannot sum a map).
-        self.r.status["replicas"] = self.layout.total_replicas
+        self.r.status["replicas"] = self.shape.total_replicas
         self.r.status["active"] = sum(c.active for c in counts.values())

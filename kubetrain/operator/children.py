@@ -44,8 +44,8 @@ from kubetrain.api.labels import (
     MANAGED_BY_VALUE,
 )
 from kubetrain.api.podresources import sum_pod_resources
-from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
+from kubetrain.jobs.shape import EnvPlugin, JobShape
 from kubetrain.jobs.tenancy import labels_of_annotations
 
 HPA_API_VERSION = "autoscaling/v2"
@@ -76,7 +76,7 @@ def replica_selector(job: JobLayout, replica_type: str) -> str:
     return f"{LABEL_JOB_NAME}={job.name},{LABEL_REPLICA_TYPE}={replica_type.lower()}"
 
 
-def master_slot(job: JobLayout, framework: Framework) -> tuple[str, int] | None:
+def master_slot(job: JobLayout, framework: EnvPlugin) -> tuple[str, int] | None:
     """The pod that carries `kubetrain.io/job-role: master`: pod 0 of the first master type
     present (Chief/Master, Scheduler), else Worker 0."""
     for rtype in framework.master_types:
@@ -87,7 +87,7 @@ def master_slot(job: JobLayout, framework: Framework) -> tuple[str, int] | None:
     return None
 
 
-def pod_labels(job: JobLayout, framework: Framework, replica_type: str, index: int) -> dict[str, str]:
+def pod_labels(job: JobLayout, framework: EnvPlugin, replica_type: str, index: int) -> dict[str, str]:
     labels = labels_of_annotations(job.annotations)  # KubeDL's tenancy (jobs/tenancy.py)
     labels.update(job_labels(job))
     labels[LABEL_REPLICA_TYPE] = replica_type.lower()
@@ -120,7 +120,7 @@ def scheduler_name(gang_scheduler: str, configured: str | None) -> str | None:
 
 def build_pod(
     job: JobLayout,
-    framework: Framework,
+    framework: EnvPlugin,
     replica_type: str,
     index: int,
     *,
@@ -218,7 +218,7 @@ def pod_slots(job: JobLayout) -> Iterator[tuple[str, int]]:
 
 
 def build_pods(
-    job: JobLayout, framework: Framework, *, gang_scheduler: str = NONE, scheduler: str | None = None
+    job: JobLayout, framework: EnvPlugin, *, gang_scheduler: str = NONE, scheduler: str | None = None
 ) -> list[dict[str, Any]]:
     """Every pod of the job in priority order (what `kubetrain render` prints)."""
     return [
@@ -309,48 +309,35 @@ def build_pod_service(job: JobLayout, replica_type: str, index: int) -> dict[str
     }
 
 
-def scheduling_policy(job: JobLayout) -> Mapping[str, Any]:
-    run_policy = job.spec.get("runPolicy") or {}
-    policy = run_policy.get("schedulingPolicy") if isinstance(run_policy, Mapping) else None
-    return policy if isinstance(policy, Mapping) else {}
-
-
-def gang_slots(job: JobLayout, framework: Framework) -> list[tuple[str, int]]:
-    """The pod slots a PodGroup counts, in priority order: every slot but those of a type
-    created only once the others are Ready (`Framework.gang_excluded_types`)."""
-    excluded = framework.gang_excluded_types(job.spec)
-    return [(rtype, i) for rtype, i in pod_slots(job) if rtype not in excluded]
-
-
-def min_member(job: JobLayout, framework: Framework) -> int:
-    """`minAvailable`, at most the pods the gang can hold (a value counting a gated type — set
-    before the gate, or by the user — could never be met), else every gang slot."""
-    slots = len(gang_slots(job, framework))
-    value = scheduling_policy(job).get("minAvailable")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+def min_member(shape: JobShape) -> int:
+    """`minAvailable`, at most the pods the gang can hold (a value counting a group left out of
+    the gang — set before the dependency, or by the user — could never be met), else every gang
+    slot (`JobShape.gang_slots`)."""
+    slots = len(shape.gang_slots())
+    value = shape.run_policy.scheduling.min_available
+    if value is not None:
         return min(value, slots) if slots > 0 else value
-    return slots if slots > 0 else job.total_replicas
+    return slots if slots > 0 else shape.total_replicas
 
 
-def min_resources(job: JobLayout, framework: Framework) -> dict[str, str]:
+def min_resources(shape: JobShape) -> dict[str, str]:
     """What the scheduler reserves for the first minMember gang pods, in priority order: per
     pod its containers' requests (limits where no request), sidecars and init containers
     counted as the scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
-    slots = gang_slots(job, framework)[: min_member(job, framework)]
-    return sum_pod_resources(job.replicas[rtype].template for rtype, _ in slots)
+    slots = shape.gang_slots()[: min_member(shape)]
+    return sum_pod_resources(shape.groups[group].template for group, _ in slots)
 
 
-def build_pod_group(job: JobLayout, framework: Framework, gang_scheduler: str) -> dict[str, Any] | None:
-    """The job's PodGroup for the configured gang scheduler (None for `none`)."""
+def build_pod_group(shape: JobShape, gang_scheduler: str) -> dict[str, Any] | None:
+    """The job's PodGroup for the configured gang scheduler (None for `none`), from the job's
+    scheduling policy (`JobShape.run_policy.scheduling`)."""
     gang = gang_scheduler_of(gang_scheduler)
     if gang is None:
         return None
-    policy = scheduling_policy(job)
-    given = policy.get("minResources")
-    resources = (
-        {k: str(v) for k, v in given.items()} if isinstance(given, Mapping) else min_resources(job, framework)
-    )
-    spec = gang.pod_group_spec(min_member(job, framework), resources, policy)
+    job, policy = shape.layout, shape.run_policy.scheduling
+    given = policy.min_resources
+    resources = dict(given) if given is not None else min_resources(shape)
+    spec = gang.pod_group_spec(min_member(shape), resources, policy.by_field_name())
     return {
         "apiVersion": gang.api_version,
         "kind": gang.kind,
@@ -364,7 +351,7 @@ def build_pod_group(job: JobLayout, framework: Framework, gang_scheduler: str) -
     }
 
 
-def hpa_spec(job: JobLayout, framework: Framework) -> dict[str, Any] | None:
+def hpa_spec(job: JobLayout, framework: EnvPlugin) -> dict[str, Any] | None:
     """The HPA spec the job asks for (None when the framework says it asks for none)."""
     scaling = framework.autoscaling(job)
     if scaling is None:
@@ -384,7 +371,7 @@ def hpa_spec_hash(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def build_hpa(job: JobLayout, framework: Framework) -> dict[str, Any] | None:
+def build_hpa(job: JobLayout, framework: EnvPlugin) -> dict[str, Any] | None:
     """The job's HorizontalPodAutoscaler (None when the job asks for none)."""
     spec = hpa_spec(job, framework)
     if spec is None:

@@ -38,7 +38,7 @@ from functools import partial
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import KUBETRAIN_GROUP
+from kubetrain.api.groups import KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import JOB_NAME_LABEL, Cache, slim_pod
@@ -57,6 +57,7 @@ from kubetrain.kube.resources import (
     job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
+from kubetrain.operator.adopt_api import adopt_kubeflow_children
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.gang_api import PodGroupApi
 from kubetrain.operator.keys import (
@@ -70,6 +71,7 @@ from kubetrain.operator.keys import (
 )
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 from kubetrain.operator.tenantmetrics import count_tenant_job
+from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
 from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 
 __all__ = ["Controller", "ControllerConfig"]
@@ -122,6 +124,10 @@ class Controller:
             service_mode=self.config.service_mode,
         )
         self.job_resources = job_resources_in(self.config.api_groups)
+        self.trainjobs: TrainJobs | None = None
+        if TRAINER_GROUP in self.config.api_groups:
+            self.trainjobs = TrainJobs(client, self.cache, self.clock, self.queue.add)
+            self.job_resources[TRAINJOB_RESOURCE_ID] = TrainJobs.ref
         self.pod_group_ref: ResourceRef | None = POD_GROUP_RESOURCES.get(self.config.gang_scheduler)
         self.applier = PlanApplier(
             client, self.cache, self.queue, self.expectations, self.recorder, self.pod_group_ref
@@ -159,6 +165,7 @@ class Controller:
 
     async def _start_informers(self) -> None:
         namespaces = self.config.namespaces or None
+        await self._adopt(namespaces)
         for kind, ref in self.job_resources.items():
             informer = Informer(self.client, ref, cache=self.cache, namespaces=namespaces, clock=self.clock)
             informer.add_handler(
@@ -199,6 +206,8 @@ class Controller:
         for informer in children:
             self._watch_child(informer)
         self.informers += [pods, config_maps, *children]
+        if self.trainjobs is not None:
+            self.informers += self.trainjobs.informers(namespaces)
         for informer in self.informers:
             informer.start()
         if self.pod_group_ref is not None:
@@ -214,6 +223,18 @@ class Controller:
             )
             await self._pod_group_api.start()
         await asyncio.gather(*(i.wait_synced() for i in self.informers))
+
+    async def _adopt(self, namespaces: list[str] | None) -> None:
+        """Serving kubeflow.org: adopt the pods and Services of jobs Kubeflow's operator started
+        (adopt_api.py), before the informers list them. A failure is logged, not fatal."""
+        if not any(ref.group == KUBEFLOW_GROUP for ref in self.job_resources.values()):
+            return
+        try:
+            await adopt_kubeflow_children(
+                self.client, self.job_resources.values(), namespaces=namespaces, recorder=self.recorder
+            )
+        except ApiError as err:
+            log.warning("adopting Kubeflow-made pods failed, left as they are: %s", err)
 
     async def stop(self) -> None:
         self.queue.shutdown()
@@ -382,7 +403,10 @@ class Controller:
             return
         started = time.perf_counter()
         observed = self.applier.records(job, self.observe(kind, namespace, name))
-        the_plan = plan(job, observed, self.clock.now(), self.planner_config)
+        if self.trainjobs is not None and rid == TRAINJOB_RESOURCE_ID:
+            the_plan = self.trainjobs.plan(job, observed, self.clock.now(), self.planner_config)
+        else:
+            the_plan = plan(job, observed, self.clock.now(), self.planner_config)
         decided = time.perf_counter() - started
         self._decision_seconds[key] = decided
         RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)

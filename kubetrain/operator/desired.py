@@ -1,6 +1,6 @@
 """The children a job should have — decided in one place, for the planner and `kubetrain render`.
 
-`desired_children(layout, framework, …)` gives the headless Service (or, in per-pod service
+`desired_children(shape, …)` gives the headless Service (or, in per-pod service
 mode, one Service per pod), the PodGroup (with a gang
 scheduler), the HorizontalPodAutoscaler (when the framework says the job asks for one) and every
 pod, built by `children.py`. The planner compares them with what it observes (creating what is
@@ -15,8 +15,8 @@ from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.frameworks.base import ExtraChild, Framework
-from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.base import ExtraChild
+from kubetrain.jobs.shape import JobShape
 from kubetrain.operator.children import (
     build_extra_child,
     build_hpa,
@@ -31,13 +31,12 @@ from kubetrain.operator.children import (
 class DesiredChildren:
     def __init__(
         self,
-        layout: JobLayout,
-        framework: Framework,
+        shape: JobShape,
         *,
         gang_scheduler: str = NONE,
         scheduler_name: str | None = None,
     ) -> None:
-        self.layout, self.framework = layout, framework
+        self.shape, self.layout, self.plugin = shape, shape.layout, shape.plugin
         self.gang_scheduler, self.scheduler_name = gang_scheduler, scheduler_name
 
     @cached_property
@@ -58,25 +57,25 @@ class DesiredChildren:
     @cached_property
     def pod_group(self) -> dict[str, Any] | None:
         """The PodGroup (None without a gang scheduler)."""
-        return build_pod_group(self.layout, self.framework, self.gang_scheduler)
+        return build_pod_group(self.shape, self.gang_scheduler)
 
     @cached_property
     def hpa(self) -> dict[str, Any] | None:
         """The HorizontalPodAutoscaler (None when the job asks for none)."""
-        return build_hpa(self.layout, self.framework)
+        return build_hpa(self.layout, self.plugin)
 
     def extra(self, pods: Sequence[Mapping[str, Any]] = ()) -> list[ExtraChild]:
         """The framework's extra children (ConfigMaps, Secrets) given the observed pods."""
         return [
             ExtraChild(build_extra_child(self.layout, c.obj), c.observed)
-            for c in self.framework.extra_children(self.layout, pods)
+            for c in self.plugin.extra_children(self.layout, pods)
         ]
 
     def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
         return build_pod(
             self.layout,
-            self.framework,
+            self.plugin,
             replica_type,
             index,
             gang_scheduler=self.gang_scheduler,
@@ -95,6 +94,6 @@ class DesiredChildren:
 
 
 def desired_children(
-    layout: JobLayout, framework: Framework, *, gang_scheduler: str = NONE, scheduler_name: str | None = None
+    shape: JobShape, *, gang_scheduler: str = NONE, scheduler_name: str | None = None
 ) -> DesiredChildren:
-    return DesiredChildren(layout, framework, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
+    return DesiredChildren(shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)

@@ -12,7 +12,6 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
-from kubetrain.frameworks.base import Framework
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
@@ -104,20 +103,20 @@ class Plan:
 
 class ReconcileDraft:
     """What one reconcile has decided so far, and the facts it decides from: the job, its
-    prepared (defaulted, validated) form and framework, the observed children, the time and
-    the configuration; the plan and the new status being built. `plan.py` and `active.py`
-    work on it; neither reaches into the other."""
+    prepared (defaulted, validated) form — its shape and run policy —, the observed children,
+    the time and the configuration; the plan and the new status being built. `plan.py` and
+    `active.py` work on it; neither reaches into the other."""
 
     def __init__(
         self,
         job: Mapping[str, Any],
         prepared: PreparedJob,
-        framework: Framework,
         observed: Observed,
         now: datetime,
         config: PlannerConfig,
     ) -> None:
-        self.job, self.prepared, self.fw, self.observed = job, prepared, framework, observed
+        self.job, self.prepared, self.observed = job, prepared, observed
+        self.run_policy = prepared.run_policy
         self.now, self.config = now, config
         meta = job.get("metadata") or {}
         self.title = f"{job.get('kind')} {meta.get('name')}"
@@ -127,8 +126,6 @@ class ReconcileDraft:
         self.plan = Plan()
         self.pods = [p for p in observed.pods if controlled_by(p, job)]
         self.deleting: set[str] = set()
-        spec = prepared.defaulted.get("spec")
-        self.spec: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
 
     # --- helpers -------------------------------------------------------------------------------
     def event(self, etype: str, reason: str, message: str) -> None:

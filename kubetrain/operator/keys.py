@@ -14,6 +14,7 @@ from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, group_of
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.cache import JOB_KIND_LABEL, JOB_NAME_LABEL
 from kubetrain.kube.resources import job_resource_id
+from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, is_trainjob_owner
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
@@ -34,6 +35,8 @@ def owner_job_key(obj: Mapping[str, Any]) -> str | None:
         if ref.get("controller") and ref.get("kind") in FRAMEWORKS and group in JOB_GROUPS:
             rid = job_resource_id(ref["kind"], group)
             return job_key(rid, meta.get("namespace", ""), ref.get("name", ""))
+        if ref.get("controller") and is_trainjob_owner(ref):
+            return job_key(TRAINJOB_RESOURCE_ID, meta.get("namespace", ""), ref.get("name", ""))
     return None
 
 

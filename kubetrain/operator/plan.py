@@ -61,9 +61,9 @@ def plan(
         max_replicas=config.max_replicas,
         service_mode=config.service_mode,
     )
-    if prepared.framework is None:
+    if prepared.framework is None:  # a kind kubetrain does not know
         return Plan()
-    return Reconcile(job, prepared, prepared.framework, observed, now, config).run()
+    return Reconcile(job, prepared, observed, now, config).run()
 
 
 class Reconcile(ReconcileDraft):
@@ -85,18 +85,17 @@ class Reconcile(ReconcileDraft):
             st.set_condition(
                 self.status, st.CREATED, True, st.REASON_CREATED, f"{self.title} is created.", self.now
             )
-            layout = self.prepared.layout
-            if layout is None:
+            shape = self.prepared.shape
+            if shape is None:
                 message = f"{self.title} has an invalid spec: " + "; ".join(self.prepared.errors)
                 self.terminal(st.FAILED, st.REASON_INVALID_SPEC, message, delete_active=False)
             else:
                 desired = desired_children(
-                    layout,
-                    self.fw,
+                    shape,
                     gang_scheduler=self.config.gang_scheduler,
                     scheduler_name=self.config.scheduler_name,
                 )
-                active = ActiveJob(self, layout, desired)
+                active = ActiveJob(self, shape, desired)
                 active.run()
         if st.terminal_condition(self.status) is not None:
             self.finished()
@@ -122,12 +121,12 @@ class Reconcile(ReconcileDraft):
         if self.observed.terminal_recorded:
             return True
         active = [p for p in self.live_pods() if runpolicy.is_active_pod(p)]
-        layout = self.prepared.layout
-        if not active or layout is None:
+        shape = self.prepared.shape
+        if not active or shape is None:
             return not active or terminal == st.FAILED
-        slots, _ = slot_pods(layout, self.pods)
+        slots, _ = slot_pods(shape, self.pods)
         if terminal == st.SUCCEEDED:
-            if self.fw.succeeded(layout, phase_counts(layout, slots)):
+            if shape.succeeded(phase_counts(shape, slots)):
                 return True
         elif any(pod_phase(p) == "Failed" for p in slots.values() if not terminating(p)):
             return True
@@ -141,7 +140,7 @@ class Reconcile(ReconcileDraft):
 
     def finished(self) -> None:
         """cleanPodPolicy, Service and PodGroup removal, TTL — on every reconcile of a finished job."""
-        policy = runpolicy.clean_pod_policy(self.spec)
+        policy = self.run_policy.clean_pod_policy
         self.delete(runpolicy.pods_to_clean(policy, self.live_pods()))
         service, group = self.observed.service, self.observed.pod_group
         if policy in ("All", "Running") and service is not None and controlled_by(service, self.job):
@@ -157,7 +156,7 @@ class Reconcile(ReconcileDraft):
         hpa = self.observed.hpa
         if hpa is not None and controlled_by(hpa, self.job) and not terminating(hpa):
             self.plan.delete_hpa = True
-        expiry = runpolicy.ttl_expiry(self.spec, st.parse_time(self.status.get("completionTime")))
+        expiry = runpolicy.ttl_expiry(self.run_policy, st.parse_time(self.status.get("completionTime")))
         if expiry is not None:
             # The reconcile that finishes the job records status and events first; the job is
             # deleted by a later one (requeue_at may then already be due: ttl 0).

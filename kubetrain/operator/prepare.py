@@ -18,10 +18,10 @@ from typing import Any
 from kubetrain.api import servicemode
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import JobLayout, build_layout
+from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 
@@ -37,6 +37,8 @@ class PreparedJob:
     adjustments: list[str] = field(default_factory=list)
     # The job as the planner reads it (kubetrain.jobs.shape); None when the job is invalid.
     shape: JobShape | None = None
+    # Its run policy — also of an invalid job, whose clean-up and TTL still apply.
+    run_policy: RunPolicy = field(default_factory=RunPolicy)
 
     @property
     def valid(self) -> bool:
@@ -64,13 +66,16 @@ def prepare_job(
     errors = [str(e) for e in result.errors]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = servicemode.service_mode(defaulted.obj, service_mode) == servicemode.PER_POD
-    layout, layout_errors = build_layout(defaulted.obj, framework, per_pod_services=per_pod)
-    if layout_errors and not errors:
-        errors = layout_errors
-    if errors or layout is None:
-        return PreparedJob(framework, None, errors, warnings, defaulted.obj, adjustments)
-    shape = v1_shape(defaulted.obj["spec"], framework, layout)
-    return PreparedJob(framework, layout, [], warnings, defaulted.obj, adjustments, shape)
+    produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)
+    errors = errors or produced.errors
+    shape = produced.shape
+    if errors or shape is None:
+        return PreparedJob(
+            framework, None, errors, warnings, defaulted.obj, adjustments, None, produced.run_policy
+        )
+    return PreparedJob(
+        framework, shape.layout, [], warnings, defaulted.obj, adjustments, shape, shape.run_policy
+    )
 
 
 class JobCache:

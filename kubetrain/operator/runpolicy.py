@@ -1,5 +1,5 @@
-"""Run policy (docs/behaviour.md §7): managedBy, suspend, activeDeadlineSeconds, TTL, cleanPodPolicy,
-and where the failure rules of §6 are read from.
+"""Run policy (docs/behaviour.md §7): managedBy, activeDeadlineSeconds, TTL, cleanPodPolicy, on
+the job shape's typed `RunPolicy` (kubetrain.jobs.shape).
 
 All times are computed, never polled: the planner returns the exact instant it must be woken
 (`Plan.requeue_at`) for a deadline or a TTL, and acts when `now` has reached it.
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.groups import KUBETRAIN_MANAGER, RECONCILED_MANAGERS
+from kubetrain.jobs.shape import RunPolicy
 
 OPERATOR_MANAGER = KUBETRAIN_MANAGER
 
@@ -30,42 +30,18 @@ def is_managed(job: Mapping[str, Any]) -> bool:
     return manager in (None, "") or manager in RECONCILED_MANAGERS
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def suspended(spec: Mapping[str, Any]) -> bool:
-    return run_policy(spec).get("suspend") is True
-
-
-def clean_pod_policy(spec: Mapping[str, Any]) -> str:
-    value = run_policy(spec).get("cleanPodPolicy")
-    return value if value in ("All", "Running", "None") else DEFAULT_CLEAN_POD_POLICY
-
-
-def backoff_limit(spec: Mapping[str, Any]) -> int | None:
-    return _int(run_policy(spec).get("backoffLimit"))
-
-
-def failure_rules(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """`runPolicy.podFailurePolicy.rules` (operator/restarts.py applies them), [] when unset."""
-    policy = run_policy(spec).get("podFailurePolicy")
-    rules = policy.get("rules") if isinstance(policy, Mapping) else None
-    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
-
-
-def deadline(spec: Mapping[str, Any], start_time: datetime | None) -> datetime | None:
+def deadline(policy: RunPolicy, start_time: datetime | None) -> datetime | None:
     """startTime + activeDeadlineSeconds (None when either is unset)."""
-    seconds = _int(run_policy(spec).get("activeDeadlineSeconds"))
+    seconds = policy.active_deadline_seconds
     if seconds is None or start_time is None:
         return None
     return start_time + timedelta(seconds=seconds)
 
 
-def ttl_expiry(spec: Mapping[str, Any], completion_time: datetime | None) -> datetime | None:
+def ttl_expiry(policy: RunPolicy, completion_time: datetime | None) -> datetime | None:
     """completionTime + ttlSecondsAfterFinished (None when unset, or while suspended)."""
-    seconds = _int(run_policy(spec).get("ttlSecondsAfterFinished"))
-    if seconds is None or completion_time is None or suspended(spec):
+    seconds = policy.ttl_seconds_after_finished
+    if seconds is None or completion_time is None or policy.suspend:
         return None
     return completion_time + timedelta(seconds=seconds)
 

@@ -11,23 +11,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
+from kubetrain.jobs.shape import JobShape
 from kubetrain.operator.pods import pod_name, pod_phase, terminating
 
 
 def slot_pods(
-    layout: JobLayout, pods: list[dict[str, Any]]
+    shape: JobShape, pods: list[dict[str, Any]]
 ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]]]:
     """The job's controlled `pods` by the slot their name is for, and those named for an index
     the spec no longer has. Pods with any other name are in neither (see the module docstring)."""
-    prefixes = [(layout.pod_name(t, 0)[:-1], t) for t in layout.replicas]  # "<job>-<type>-"
+    prefixes = [(shape.layout.pod_name(t, 0)[:-1], t) for t in shape.groups]  # "<job>-<type>-"
     slots: dict[tuple[str, int], dict[str, Any]] = {}
     former: list[dict[str, Any]] = []
     for pod in pods:
         slot = slot_of(pod_name(pod), prefixes)
         if slot is None:
             continue
-        if slot[1] >= layout.count(slot[0]):
+        if slot[1] >= shape.count(slot[0]):
             former.append(pod)
         else:
             slots[slot] = pod
@@ -35,7 +36,7 @@ def slot_pods(
 
 
 def phase_counts(
-    layout: JobLayout,
+    shape: JobShape,
     slots: dict[tuple[str, int], dict[str, Any]],
     deleting: set[str] | frozenset[str] = frozenset(),
     *,
@@ -44,7 +45,7 @@ def phase_counts(
     """Pod phases per type over the slot pods that are not terminating; pods in `deleting` do
     not count — except, with `keep_finished`, Succeeded/Failed ones."""
     out: dict[str, ReplicaCounts] = {}
-    for rtype in layout.replicas:
+    for rtype in shape.groups:
         active = pending = succeeded = failed = 0
         done: set[int] = set()
         for (t, i), pod in slots.items():

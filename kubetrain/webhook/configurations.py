@@ -11,7 +11,7 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api.groups import KUBETRAIN_GROUP, job_groups
+from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.crdgen import has_scale_subresource
 
@@ -22,6 +22,33 @@ VALIDATING_NAME = "kubetrain-validating"
 MUTATE_JOBS = "mutate.jobs.kubetrain.io"
 VALIDATE_JOBS = "validate.jobs.kubetrain.io"
 VALIDATE_POLICIES = "validate.trainingpolicies.kubetrain.io"
+MUTATE_TRAINER = "mutate.trainjobs.trainer.kubeflow.org"
+VALIDATE_TRAINER = "validate.trainer.kubeflow.org"
+
+
+def trainer_rules(validating: bool) -> list[Obj]:
+    """TrainJobs (CREATE, UPDATE); for validation also the runtimes, DELETE included (in-use
+    protection)."""
+    rules: list[Obj] = [
+        {
+            "apiGroups": [TRAINER_GROUP],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["trainjobs"],
+            "scope": "Namespaced",
+        }
+    ]
+    if validating:
+        rules.append(
+            {
+                "apiGroups": [TRAINER_GROUP],
+                "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE", "DELETE"],
+                "resources": ["trainingruntimes", "clustertrainingruntimes"],
+                "scope": "*",
+            }
+        )
+    return rules
 
 
 def job_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
@@ -98,16 +125,20 @@ def webhook_configurations(
         if served
         else []
     )
-    mutating = {
+    mutating: Obj = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": mutating_name},
         "webhooks": job_mutating,
     }
-    validating = {
+    if TRAINER_GROUP in api_groups:
+        mutating["webhooks"].append(hook(MUTATE_TRAINER, "/mutate", trainer_rules(False), namespace_selector))
+    validating: Obj = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": validating_name},
         "webhooks": [*job_validating, hook(VALIDATE_POLICIES, "/validate", policy_rule(), None)],
     }
+    if TRAINER_GROUP in api_groups:
+        validating["webhooks"].append(hook(VALIDATE_TRAINER, "/validate", trainer_rules(True), None))
     return mutating, validating

@@ -32,6 +32,7 @@ from kubetrain.webhook.review import (
     encode_review,
     shape_problem,
 )
+from kubetrain.webhook.trainer import is_trainer_review, mutate_trainer, needs_read, validate_trainer
 from kubetrain.webhook.validate import needs_job, validate
 
 log = logging.getLogger(__name__)
@@ -107,16 +108,21 @@ class Decider:
     policies: PolicyAdmission | None = None
 
     def mutate(self, request: AdmissionRequest) -> AdmissionResponse:
+        if is_trainer_review(request):
+            return mutate_trainer(request)
         return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
 
     def validate(self, request: AdmissionRequest) -> AdmissionResponse:
+        if is_trainer_review(request):
+            return validate_trainer(request)
         return validate(request, self.policies, max_replicas=self.max_replicas)
 
     def answer(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
         """Decode, decide and encode one review; raises BadReview. A scale review to /validate
-        comes back with an empty answer: the job must be read first."""
+        comes back with an empty answer: the job must be read first (so does a TrainJob review,
+        whose runtime must be read, and a runtime DELETE, whose TrainJobs must be listed)."""
         review = decode_review(body)
-        if webhook == "validate" and needs_job(review):
+        if webhook == "validate" and (needs_job(review) or needs_read(review)):
             return review, b"", ""
         decide = self.mutate if webhook == "mutate" else self.validate
         return encode(review, decide_guarded(review, webhook, decide, len(body)))

@@ -67,6 +67,7 @@ from kubetrain.webhook.processes import (
     ReviewTimedOut,
 )
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, BadReview
+from kubetrain.webhook.trainer import TrainerFacts, TrainerReader, needs_read, validate_trainer
 from kubetrain.webhook.validate import validate_scale
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class WebhookServer:
         review_threads: int = REVIEW_THREADS,
         reuse_port: bool = False,
         job_reader: JobReader | None = None,
+        trainer_reader: TrainerReader | None = None,
         review_processes: int = 0,
         review_time_limit: float = TIME_LIMIT,
         review_queue: int = MAX_QUEUE,
@@ -147,6 +149,7 @@ class WebhookServer:
         self.review_threads = review_threads
         self.reuse_port = reuse_port  # several processes serving one port (--webhook-workers)
         self.job_reader = job_reader  # for scale-subresource reviews
+        self.trainer_reader = trainer_reader  # for TrainJob and runtime DELETE reviews
         self._inflight = 0
         self._executor: ThreadPoolExecutor | None = None
         # Reviews over PROCESS_BYTES go to worker processes (kubetrain.webhook.processes).
@@ -245,6 +248,25 @@ class WebhookServer:
             self._executor, lambda: encode(review, decide_guarded(review, "validate", decide))
         )
 
+    async def _answer_trainer(self, review: AdmissionRequest) -> tuple[AdmissionRequest, bytes, str]:
+        """A TrainJob (its runtime read first) or a runtime DELETE (its TrainJobs listed first)."""
+        if self.trainer_reader is None:
+            facts = TrainerFacts()
+        else:
+            try:
+                facts = await self.trainer_reader(review)
+            except Exception as exc:
+                log.warning("validate: cannot read what %s %s needs: %s", review.kind, review.name, exc)
+                response = AdmissionResponse.deny(
+                    review.uid,
+                    f"cannot read the runtime or TrainJobs to check this {review.kind}: "
+                    f"{type(exc).__name__}; retry",
+                    code=500,
+                    reason="InternalError",
+                )
+                return encode(review, response)
+        return encode(review, decide_guarded(review, "validate", lambda r: validate_trainer(r, facts)))
+
     def _observe(self, webhook: str, operation: str, kind: str, result: str, started: float) -> None:
         WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(
             time.perf_counter() - started
@@ -272,7 +294,10 @@ class WebhookServer:
             body = await self._read_body(request)
             review, answer, result = await self._decode_and_decide(body, webhook)
             if not answer:
-                review, answer, result = await self._answer_scale(review)
+                if needs_read(review):
+                    review, answer, result = await self._answer_trainer(review)
+                else:
+                    review, answer, result = await self._answer_scale(review)
         except BadReview as exc:
             self._observe(webhook, "", "", "bad_request", started)
             log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)

@@ -154,8 +154,12 @@ async def test_kueue_admission_preemption_and_readmission(env: tuple[DevStack, H
         assert pod["spec"]["nodeSelector"] == {"flavor": "a"}
         assert toleration in pod["spec"]["tolerations"]
         assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "p"
-    job = await wait_true(h, ns, "q", "Created")
-    assert not is_true(job, "Suspended")
+    # The pods come before the status write that clears Suspended: wait for the status to follow.
+    async def running_unsuspended() -> Obj | None:
+        job = await h.get(PYTORCHJOBS, ns, "q")
+        return job if is_true(job, "Created") and not is_true(job, "Suspended") else None
+
+    await eventually(running_unsuspended, what="PyTorchJob q Created and no longer Suspended")
 
     # Preempted: suspended with the templates restored; the pods go, the job says Suspended.
     await update(h, ns, "q", lambda j: preempt(j, original))

@@ -918,6 +918,8 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
         assert expand(group, JOB_KINDS, ["list", "watch", "delete"]) <= jobs_role
         assert expand(group, [f"{k}/status" for k in JOB_KINDS], ["update"]) <= jobs_role
         assert expand(group, [f"{k}/finalizers" for k in JOB_KINDS], ["update"]) <= jobs_role
+    # The takeover adopts Kubeflow-made pods and Services by labelling them.
+    assert expand("", ["pods", "services"], ["patch"]) <= jobs_role
     cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     crds = tuple(sorted(crd_names("kubeflow.org")))
     assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role

@@ -20,6 +20,7 @@ from kubetrain.frameworks.mpi import FRAMEWORK, discover_hosts, hostfile
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 from kubetrain.operator.desired import desired_children
+from kubetrain.operator.prepare import prepare_job
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mpi-operator" / "examples" / "v2beta1"
 EXAMPLES = sorted(DATA.rglob("*.yaml"))
@@ -47,10 +48,9 @@ def mpijob(workers: int = 2, **spec: Any) -> dict[str, Any]:
 
 
 def children(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    defaulted = default_job(obj).obj
-    layout, errors = build_layout(defaulted, FRAMEWORK)
-    assert layout is not None, errors
-    return {(c["kind"], c["metadata"]["name"]): c for c in desired_children(layout, FRAMEWORK).all()}
+    prepared = prepare_job(obj)
+    assert prepared.shape is not None, prepared.errors
+    return {(c["kind"], c["metadata"]["name"]): c for c in desired_children(prepared.shape).all()}
 
 
 def env(pod: dict[str, Any]) -> list[tuple[str, str]]:

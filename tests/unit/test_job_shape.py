@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.shape import COMPLETE, READY, DependsOn, JobShape
-from kubetrain.operator.prepare import prepare_job
-from tests.unit.planner_builders import job, replica
+from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.plan import Reconcile
+from kubetrain.operator.prepare import PreparedJob, prepare_job
+from tests.unit.planner_builders import at, job, pod, replica
 
 
 def shape_of(obj: dict) -> JobShape:
@@ -106,3 +110,37 @@ def test_an_invalid_job_has_no_shape() -> None:
     prepared = prepare_job(job("TFJob", {"Bogus": replica("TFJob", 1)}))
     assert prepared.errors
     assert prepared.shape is None
+
+
+def launcher_created(prepared: PreparedJob, obj: dict, worker_phase: str) -> bool:
+    """Whether one reconcile creates the Launcher while both Workers are in `worker_phase`
+    (Running ones Ready)."""
+    ready = [{"type": "Ready", "status": "True"}] if worker_phase == "Running" else None
+    exit_code = 0 if worker_phase == "Succeeded" else None
+    pods = [pod(obj, "Worker", i, worker_phase, conditions=ready, exit_code=exit_code) for i in (0, 1)]
+    result = Reconcile(obj, prepared, Observed(pods=pods), at(0), PlannerConfig()).run()
+    return "pi-launcher-0" in [p["metadata"]["name"] for p in result.create_pods]
+
+
+def test_the_planner_honours_ready_and_complete_dependencies() -> None:
+    specs = {"Launcher": replica("MPIJob", 1), "Worker": replica("MPIJob", 2)}
+    obj = job("MPIJob", specs, name="pi", launcherCreationPolicy="WaitForWorkersReady")
+    prepared = prepare_job(obj)
+    assert prepared.shape is not None
+    assert launcher_created(prepared, obj, "Pending") is False
+    assert launcher_created(prepared, obj, "Running") is True  # Ready
+    # The same job read as a shape whose Launcher waits for the Workers to complete (a
+    # TrainJob's `dependsOn: Complete`): Ready Workers are not enough, Succeeded ones are.
+    shape = prepared.shape
+    launcher = replace(shape.groups["Launcher"], depends_on=(DependsOn("Worker", COMPLETE),))
+    complete = replace(prepared, shape=replace(shape, groups={**shape.groups, "Launcher": launcher}))
+    assert launcher_created(complete, obj, "Running") is False
+    assert launcher_created(complete, obj, "Succeeded") is True
+
+
+def test_a_group_waiting_for_a_group_with_pods_is_left_out_of_the_gang() -> None:
+    specs = {"Launcher": replica("MPIJob", 1), "Worker": replica("MPIJob", 3)}
+    waiting = shape_of(job("MPIJob", specs, launcherCreationPolicy="WaitForWorkersReady"))
+    assert waiting.gang_slots() == [("Worker", 0), ("Worker", 1), ("Worker", 2)]
+    at_start = shape_of(job("MPIJob", specs))
+    assert at_start.gang_slots() == at_start.slots()

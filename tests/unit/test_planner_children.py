@@ -16,7 +16,9 @@ from planner_builders import container, job, replica
 from kubetrain.api.podresources import pod_amounts
 from kubetrain.frameworks.env import JobLayout, build_layout
 from kubetrain.frameworks.registry import get_framework
-from kubetrain.operator.children import build_pod_group, build_pods, build_service
+from kubetrain.operator.children import build_pods, build_service
+from kubetrain.operator.desired import desired_children
+from kubetrain.operator.prepare import prepare_job
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
@@ -28,9 +30,10 @@ def layout(obj: dict[str, Any]) -> JobLayout:
 
 
 def pod_group(obj: dict[str, Any], gang: str) -> dict[str, Any] | None:
-    fw = get_framework(obj["kind"])
-    assert fw is not None
-    return build_pod_group(layout(obj), fw, gang)
+    """The job's PodGroup under `gang`, as the planner builds it (from the job's shape)."""
+    shape = prepare_job(obj).shape
+    assert shape is not None
+    return desired_children(shape, gang_scheduler=gang).pod_group
 
 
 def pods_of(obj: dict[str, Any], **kw: Any) -> dict[str, dict[str, Any]]:

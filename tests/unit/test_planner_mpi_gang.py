@@ -15,11 +15,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import Sim, at, job, replica
 
-from kubetrain.frameworks.env import build_layout
-from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.operator.children import build_pod_group
 from kubetrain.operator.plan import PlannerConfig
+from kubetrain.operator.prepare import prepare_job
 
 LAUNCHER_RES = {"requests": {"cpu": "1", "memory": "1Gi"}}
 WORKER_RES = {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"nvidia.com/gpu": "2"}}
@@ -47,11 +46,9 @@ def defaulted(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def pod_group_spec(obj: dict[str, Any], gang: str = "volcano") -> dict[str, Any]:
-    fw = get_framework("MPIJob")
-    assert fw is not None
-    layout, errors = build_layout(defaulted(obj), fw)
-    assert layout is not None, errors
-    group = build_pod_group(layout, fw, gang)
+    prepared = prepare_job(obj, gang_scheduling=True)
+    assert prepared.shape is not None, prepared.errors
+    group = build_pod_group(prepared.shape, gang)
     assert group is not None
     spec: dict[str, Any] = group["spec"]
     return spec

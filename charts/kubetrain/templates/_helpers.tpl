@@ -90,9 +90,39 @@ admissionReviewVersions: ["v1"]
 
 {{/* The job webhooks (mutate and validate): the kubetrain job kinds only, in the namespaces
 webhook.namespaceSelector selects (all when empty). */}}
+{{/* The served groups that hold the job kinds (trainer.kubeflow.org has its own kinds). */}}
+{{- define "kubetrain.jobGroups" -}}
+{{ without .Values.apiGroups "trainer.kubeflow.org" | toJson }}
+{{- end }}
+
+{{/* Kubeflow Trainer v2's webhook: TrainJobs (CREATE, UPDATE); validating also the runtimes,
+DELETE included (in-use protection). Names and rules as kubetrain.webhook.configurations. */}}
+{{- define "kubetrain.trainerWebhook" -}}
+rules:
+  - apiGroups: ["trainer.kubeflow.org"]
+    apiVersions: ["v1alpha1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["trainjobs"]
+    scope: Namespaced
+{{- if .validating }}
+  - apiGroups: ["trainer.kubeflow.org"]
+    apiVersions: ["v1alpha1"]
+    operations: ["CREATE", "UPDATE", "DELETE"]
+    resources: ["trainingruntimes", "clustertrainingruntimes"]
+    scope: "*"
+{{- end }}
+{{ include "kubetrain.webhookSettings" .ctx }}
+{{- if not .validating }}
+{{- with .ctx.Values.webhook.namespaceSelector }}
+namespaceSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
+  - apiGroups: {{ include "kubetrain.jobGroups" .ctx }}
     apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs", "mpijobs"]
@@ -100,7 +130,7 @@ rules:
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}
-  - apiGroups: {{ .ctx.Values.apiGroups | toJson }}
+  - apiGroups: {{ include "kubetrain.jobGroups" .ctx }}
     apiVersions: ["v1"]
     operations: ["UPDATE"]
     resources: ["pytorchjobs/scale", "paddlejobs/scale"]

@@ -1,0 +1,62 @@
+"""Job name rules (docs/behaviour.md §3): `metadata.name` (or `generateName`) is a DNS-1035
+label, short enough that every pod name it leads to is a host name."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.podresources import replica_count
+from kubetrain.frameworks.base import Framework
+
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_LABEL_LENGTH = 63
+# generateName gets 5 random characters appended by the API server.
+GENERATED_SUFFIX_LENGTH = 5
+
+
+def name_errors(
+    metadata: Any, replica_map: Any, spec: dict[str, Any], framework: Framework
+) -> list[FieldError]:
+    if not isinstance(metadata, dict):
+        return [required("metadata.name", "a job needs a name (a DNS-1035 label)")]
+    name = metadata.get("name")
+    path = "metadata.name"
+    budget_reserve = 0
+    if not name:
+        generate = metadata.get("generateName")
+        if not isinstance(generate, str) or not generate:
+            return [required(path, "a job needs a name (a DNS-1035 label) or metadata.generateName")]
+        path, name, budget_reserve = "metadata.generateName", generate + "x" * GENERATED_SUFFIX_LENGTH, 5
+    if not isinstance(name, str):
+        return [invalid(path, "must be a string")]
+    shown = name[: len(name) - budget_reserve] if budget_reserve else name
+    if len(name) > MAX_LABEL_LENGTH or not DNS1035_LABEL.match(name):
+        return [
+            invalid(
+                path,
+                f"{shown!r} is not a DNS-1035 label: at most {MAX_LABEL_LENGTH - budget_reserve} lower-case "
+                "letters, digits and '-', starting with a letter and ending with a letter or digit",
+            )
+        ]
+    longest = ""
+    if isinstance(replica_map, dict):
+        for rtype, rspec in replica_map.items():
+            replicas = replica_count(rspec) if isinstance(rspec, dict) else None
+            # A scalable type (elastic Workers) may be scaled up to its maximum.
+            replicas = framework.most_replicas(spec, str(rtype), 1 if replicas is None else replicas)
+            pod = f"{name}-{str(rtype).lower()}-{max(replicas - 1, 0)}"
+            if len(pod) > len(longest):
+                longest = pod
+    if len(longest) > MAX_LABEL_LENGTH:
+        allowed = MAX_LABEL_LENGTH - (len(longest) - len(name)) - budget_reserve
+        return [
+            invalid(
+                path,
+                f"{shown!r} is too long: the pod name {longest!r} would be {len(longest)} characters "
+                f"(pod names are host names: at most {MAX_LABEL_LENGTH}); use at most {max(allowed, 0)} "
+                "characters for this job",
+            )
+        ]
+    return []

@@ -1,0 +1,166 @@
+"""The replica map and its pod templates (docs/behaviour.md §3): replica type names (canonical,
+no case-insensitive duplicates), replica counts, and each template — the upstream
+PodTemplateSpec schema, images, container names, the framework container, operator-set env
+names. A template's findings depend only on its content and are cached per distinct template."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from kubetrain.api.errors import (
+    ErrorKind,
+    FieldError,
+    duplicate,
+    invalid,
+    join_path,
+    json_int,
+    not_supported,
+    required,
+)
+from kubetrain.api.podtemplate import (
+    NOT_JSON,
+    TEMPLATE_CACHE,
+    containers_of,
+    default_container_warning,
+    schema_errors_of,
+    template_from_key,
+    template_key,
+)
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import get_framework
+
+
+def replica_map_errors(replica_map: Any, framework: Framework, warnings: list[str]) -> list[FieldError]:
+    map_path = f"spec.{framework.replica_field}"
+    valid_types = framework.replica_types
+    if replica_map is None or replica_map == {}:
+        return [required(map_path, f"at least one replica type is needed, one of {', '.join(valid_types)}")]
+    if not isinstance(replica_map, dict):
+        return []  # the model reports the type error
+    errors: list[FieldError] = []
+    # The spelling each replica type is known by: the canonical one when present, else the first.
+    canonical = {t.lower(): t for t in valid_types}
+    primary: dict[str, str] = {}
+    for rtype in replica_map:
+        lowered = str(rtype).lower()
+        if lowered not in primary or rtype == canonical.get(lowered):
+            primary[lowered] = str(rtype)
+    for rtype, rspec in replica_map.items():
+        path = f"{map_path}[{rtype}]"
+        lowered = str(rtype).lower()
+        if str(rtype) != primary[lowered]:
+            errors.append(
+                duplicate(
+                    path,
+                    f'same replica type as "{primary[lowered]}" (replica type names ignore case); '
+                    "keep one of them",
+                )
+            )
+        if rtype not in valid_types and lowered not in {t.lower() for t in valid_types}:
+            errors.append(not_supported(path, rtype, valid_types))
+        if not isinstance(rspec, dict):
+            continue
+        replicas = json_int(rspec.get("replicas"))
+        if replicas is not None and replicas < 0:
+            errors.append(invalid(f"{path}.replicas", f"must be greater than or equal to 0, got {replicas}"))
+        errors.extend(_template_errors(rspec.get("template"), f"{path}.template", framework, warnings))
+    return errors
+
+
+def _template_errors(template: Any, path: str, framework: Framework, warnings: list[str]) -> list[FieldError]:
+    if template is None or template == {}:
+        return [required(f"{path}.spec.containers", "a pod template with at least one container is needed")]
+    if not isinstance(template, dict):
+        return []  # the model reports the type error
+    # Everything below depends only on the template's content: computed once per distinct
+    # template (and framework), then a cache hit costs one `template_key`.
+    key = template_key(template)
+    findings = None if key is None else _template_findings(key, framework.kind)
+    if findings is None:
+        return [invalid(path, NOT_JSON)]
+    rel_errors, rel_warnings = findings
+    warnings.extend(path + w for w in rel_warnings)
+    return [FieldError(path + rel, kind, msg) for rel, kind, msg in rel_errors]
+
+
+_Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]
+
+
+def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
+    """Errors (relative path, kind, message) and warnings (text after the template's path) of
+    the template `key` stands for; None when it is not JSON data. Cached in TEMPLATE_CACHE."""
+    hit = TEMPLATE_CACHE.get((key, kind))
+    if hit is not None:
+        return cast(_Findings, hit)
+    findings = _compute_template_findings(key, kind)
+    if findings is not None:
+        cost = len(key) + sum(len(m) + len(p) + 64 for p, _, m in findings[0]) + sum(map(len, findings[1]))
+        TEMPLATE_CACHE.put((key, kind), findings, cost=cost + 256)
+    return findings
+
+
+def _compute_template_findings(key: bytes | str, kind: str) -> _Findings | None:
+    try:
+        template = template_from_key(key)  # decoded once: a large template costs one decode
+    except (TypeError, ValueError, RecursionError):
+        return None
+    schema_errors = schema_errors_of(template)
+    framework = get_framework(kind)
+    if schema_errors is None or framework is None:
+        return None
+    errors = [FieldError(rel, k, msg) for rel, k, msg in schema_errors]
+    warnings: list[str] = []
+    containers = containers_of(template)
+    containers_path = ".spec.containers"
+    if not containers:
+        if not any(e.path.startswith(containers_path) for e in errors):
+            errors.append(required(containers_path, "at least one container is needed"))
+    else:
+        _container_findings(containers, containers_path, framework, errors, warnings)
+    return tuple((e.path, e.kind, e.message) for e in errors), tuple(warnings)
+
+
+def _container_findings(
+    containers: list[Any],
+    containers_path: str,
+    framework: Framework,
+    errors: list[FieldError],
+    warnings: list[str],
+) -> None:
+    names: dict[str, int] = {}
+    has_framework_container = False
+    for i, container in enumerate(containers):
+        if not isinstance(container, dict):
+            continue
+        cpath = join_path(containers_path, i)
+        image = container.get("image")
+        if image is None or image == "":
+            errors.append(required(f"{cpath}.image", "every container needs an image"))
+        name = container.get("name")
+        if isinstance(name, str):
+            if name in names:
+                errors.append(
+                    duplicate(f"{cpath}.name", f"{name!r} is also the name of containers[{names[name]}]")
+                )
+            names.setdefault(name, i)
+            has_framework_container = has_framework_container or name == framework.container_name
+        env = container.get("env")
+        if isinstance(env, list):
+            for j, var in enumerate(env):
+                if isinstance(var, dict) and var.get("name") in framework.operator_env_names:
+                    warnings.append(
+                        f"{cpath}.env[{j}]: {var['name']} is also set by kubetrain for {framework.kind} "
+                        "pods; your value is used instead of the operator's"
+                    )
+    if has_framework_container or not framework.container_name:
+        return  # no container_name: container 0 is the framework's (MPI)
+    if framework.framework_container_required:
+        errors.append(
+            required(
+                containers_path,
+                f'must have a container named "{framework.container_name}" ({framework.kind} pods '
+                f"get their {framework.port_name} port and cluster environment there)",
+            )
+        )
+    elif isinstance(containers[0], dict):
+        warnings.append(default_container_warning(containers_path, containers[0], framework.container_name))

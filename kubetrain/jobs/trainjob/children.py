@@ -1,0 +1,201 @@
+"""The objects kubetrain makes for a TrainJob, named and labelled as JobSet + the Job controller
+would make them, so tools that select JobSet's pods (the Kubeflow SDK, Kueue, dashboards) work:
+
+- pod `<tj>-<step>-<jobIndex>-<completionIndex>` — the hostname JobSet's Indexed Job gives it —
+  under subdomain `<tj>` (or the template's `network.subdomain`), with JobSet's labels and
+  annotations (`jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name`, `job-index`, …), the Job
+  controller's (`batch.kubernetes.io/job-name`, `controller-uid`, `job-completion-index` as label
+  and annotation) and kubetrain's own (`kubetrain.io/job-name`, `job-kind`); the restart policy
+  JobSet defaults (OnFailure);
+- the headless Service `<tj>` selecting `jobset.sigs.k8s.io/jobset-name`, publishing not-ready
+  addresses;
+- the ConfigMap `<tj>-runtime-snapshot`: the runtime as the TrainJob first ran with it, and the
+  run's own record (whole-gang restarts, failed pods per step).
+
+Pure."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
+from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob.resolve import ResolvedTrainJob, Step
+
+Obj = dict[str, Any]
+SNAPSHOT_KEY = "runtime"
+STATE_KEY = "state"
+
+
+def owner_reference(trainjob: Mapping[str, Any]) -> Obj:
+    meta = trainjob.get("metadata") or {}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB,
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def child_labels(name: str) -> dict[str, str]:
+    return {LABEL_JOB_NAME: name, LABEL_JOB_KIND: c.TRAINJOB, LABEL_MANAGED_BY: MANAGED_BY_VALUE}
+
+
+def job_name(tj: str, step: str, job_index: int) -> str:
+    return f"{tj}-{step}-{job_index}"
+
+
+def pod_name(tj: str, step: str, job_index: int, index: int) -> str:
+    return f"{job_name(tj, step, job_index)}-{index}"
+
+
+def pod_slots(resolved: ResolvedTrainJob, step: Step) -> list[tuple[int, int, str]]:
+    """(job index, completion index, pod name) of every pod of one step."""
+    return [
+        (j, i, pod_name(resolved.name, step.name, j, i))
+        for j in range(step.replicas)
+        for i in range(step.pods)
+    ]
+
+
+def _jobset_meta(resolved: ResolvedTrainJob, step: Step, job_index: int, restarts: int) -> dict[str, str]:
+    steps = resolved.steps
+    before = 0
+    for s in steps:
+        if s.name == step.name:
+            break
+        before += s.replicas
+    group_before = 0
+    for s in steps:
+        if s.group_name != step.group_name:
+            continue
+        if s.name == step.name:
+            break
+        group_before += s.replicas
+    jname = job_name(resolved.name, step.name, job_index)
+    return {
+        c.JOBSET_NAME: resolved.name,
+        c.JOBSET_UID: resolved.uid,
+        c.REPLICATED_JOB_NAME: step.name,
+        c.RESTART_ATTEMPT: str(restarts),
+        c.REPLICATED_JOB_REPLICAS: str(step.replicas),
+        c.GLOBAL_REPLICAS: str(sum(s.replicas for s in steps)),
+        c.JOB_INDEX: str(job_index),
+        c.JOB_KEY: hashlib.sha1(f"{resolved.namespace}/{jname}".encode()).hexdigest(),
+        c.JOB_GLOBAL_INDEX: str(before + job_index),
+        c.GROUP_NAME: step.group_name,
+        c.GROUP_REPLICAS: str(sum(s.replicas for s in steps if s.group_name == step.group_name)),
+        c.JOB_GROUP_INDEX: str(group_before + job_index),
+    }
+
+
+def build_pod(
+    resolved: ResolvedTrainJob,
+    trainjob: Mapping[str, Any],
+    step: Step,
+    job_index: int,
+    index: int,
+    *,
+    restarts: int = 0,
+) -> Obj:
+    """One pod of a step, ready to create."""
+    template = step.pod_template
+    tmeta: Mapping[str, Any] = template.get("metadata") or {}
+    name = pod_name(resolved.name, step.name, job_index, index)
+    jobset = _jobset_meta(resolved, step, job_index, restarts)
+    jname = job_name(resolved.name, step.name, job_index)
+    batch = {
+        c.CONTROLLER_UID: resolved.uid,
+        c.JOB_NAME: jname,
+        c.CONTROLLER_UID_LEGACY: resolved.uid,
+        c.JOB_NAME_LEGACY: jname,
+        c.COMPLETION_INDEX: str(index),
+    }
+    labels = {**(tmeta.get("labels") or {}), **jobset, **batch, **child_labels(resolved.name)}
+    annotations = {**(tmeta.get("annotations") or {}), **jobset, c.COMPLETION_INDEX: str(index)}
+    spec: Obj = copy.deepcopy(dict(template.get("spec") or {}))
+    spec["hostname"] = name
+    spec["subdomain"] = resolved.subdomain
+    spec.setdefault("restartPolicy", "OnFailure")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": resolved.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(trainjob)],
+        },
+        "spec": spec,
+    }
+
+
+def build_service(resolved: ResolvedTrainJob, trainjob: Mapping[str, Any]) -> Obj:
+    """The headless Service JobSet creates (named after the subdomain)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": resolved.subdomain,
+            "namespace": resolved.namespace,
+            "labels": child_labels(resolved.name),
+            "ownerReferences": [owner_reference(trainjob)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": {c.JOBSET_NAME: resolved.name},
+            "publishNotReadyAddresses": resolved.publish_not_ready_addresses,
+        },
+    }
+
+
+def snapshot_name(tj: str) -> str:
+    return f"{tj}{c.RUNTIME_SNAPSHOT_SUFFIX}"
+
+
+def snapshot_runtime(runtime: Mapping[str, Any]) -> Obj:
+    """What of a runtime the snapshot keeps: kind, name, labels, spec."""
+    meta = runtime.get("metadata") or {}
+    return {
+        "apiVersion": runtime.get("apiVersion", c.API_VERSION),
+        "kind": runtime.get("kind", ""),
+        "metadata": {"name": meta.get("name", ""), "labels": dict(meta.get("labels") or {})},
+        "spec": copy.deepcopy(runtime.get("spec") or {}),
+    }
+
+
+def build_snapshot(trainjob: Mapping[str, Any], runtime: Mapping[str, Any], state: Mapping[str, Any]) -> Obj:
+    meta = trainjob.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": snapshot_name(name),
+            "namespace": meta.get("namespace", ""),
+            "labels": child_labels(name),
+            "ownerReferences": [owner_reference(trainjob)],
+        },
+        "data": {
+            SNAPSHOT_KEY: json.dumps(snapshot_runtime(runtime), sort_keys=True),
+            STATE_KEY: json.dumps(dict(state), sort_keys=True),
+        },
+    }
+
+
+def read_snapshot(config_map: Mapping[str, Any]) -> tuple[Obj | None, Obj]:
+    """(the runtime, the run's state) a snapshot ConfigMap holds; (None, {}) when unreadable."""
+    data = config_map.get("data") or {}
+    try:
+        runtime = json.loads(data.get(SNAPSHOT_KEY) or "null")
+        state = json.loads(data.get(STATE_KEY) or "{}")
+    except ValueError:
+        return None, {}
+    return (runtime if isinstance(runtime, dict) else None), (state if isinstance(state, dict) else {})

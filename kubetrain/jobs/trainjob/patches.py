@@ -1,0 +1,125 @@
+"""`spec.runtimePatches` and the trainer/initializer overrides applied to a copy of the runtime's
+JobSet template, as Trainer 2.3 merges them (server-side-apply semantics of its apply
+configurations: maps merged key by key, lists of named items merged by name, other values
+replaced). Pure: wire dicts in, wire dicts out, every problem a FieldError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubetrain.api.errors import FieldError, invalid
+
+Obj = dict[str, Any]
+
+
+def upsert_env(container: Obj, env: Sequence[Mapping[str, Any]]) -> None:
+    """Set each variable of `env` on `container`: replace one of the same name in place, else append."""
+    current: list[Any] = list(container.get("env") or [])
+    index = {e.get("name"): i for i, e in enumerate(current) if isinstance(e, Mapping)}
+    for var in env:
+        name = var.get("name")
+        if name in index:
+            current[index[name]] = dict(var)
+        else:
+            index[name] = len(current)
+            current.append(dict(var))
+    container["env"] = current
+
+
+def merge_named(current: list[Any], items: Sequence[Mapping[str, Any]], key: str = "name") -> list[Any]:
+    """A list map merged by `key`: an item of the same key replaced, new ones appended."""
+    out = list(current)
+    index = {c.get(key): i for i, c in enumerate(out) if isinstance(c, Mapping)}
+    for item in items:
+        k = item.get(key)
+        if k in index:
+            out[index[k]] = {**out[index[k]], **item}
+        else:
+            index[k] = len(out)
+            out.append(dict(item))
+    return out
+
+
+def merge_metadata(target: Obj, patch: Mapping[str, Any] | None) -> None:
+    """Labels and annotations of `patch` merged into `target['metadata']`."""
+    if not patch:
+        return
+    meta = target.setdefault("metadata", {})
+    for field in ("labels", "annotations"):
+        extra = patch.get(field)
+        if isinstance(extra, Mapping) and extra:
+            meta[field] = {**(meta.get(field) or {}), **extra}
+
+
+def apply_runtime_patches(template: Obj, patches: Sequence[Mapping[str, Any]], path: str) -> list[FieldError]:
+    """Apply `spec.runtimePatches` in order to the JobSet template (a copy, changed in place)."""
+    errors: list[FieldError] = []
+    rjobs = {r.get("name"): r for r in ((template.get("spec") or {}).get("replicatedJobs") or [])}
+    for i, patch in enumerate(patches):
+        ppath = f"{path}[{i}].trainingRuntimeSpec.template"
+        tpatch = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
+        merge_metadata(template, tpatch.get("metadata"))
+        for j, rpatch in enumerate((tpatch.get("spec") or {}).get("replicatedJobs") or []):
+            rpath = f"{ppath}.spec.replicatedJobs[{j}]"
+            name = rpatch.get("name")
+            rjob = rjobs.get(name)
+            if rjob is None:
+                have = ", ".join(map(str, rjobs))
+                errors.append(
+                    invalid(f"{rpath}.name", f"the runtime has no replicated job {name!r} (it has: {have})")
+                )
+                continue
+            job_patch = rpatch.get("template") or {}
+            job_template = rjob.setdefault("template", {})
+            merge_metadata(job_template, job_patch.get("metadata"))
+            pod_patch = (job_patch.get("spec") or {}).get("template") or {}
+            pod_template = job_template.setdefault("spec", {}).setdefault("template", {})
+            merge_metadata(pod_template, pod_patch.get("metadata"))
+            errors += _patch_pod_spec(
+                pod_template.setdefault("spec", {}),
+                pod_patch.get("spec") or {},
+                f"{rpath}.template.spec.template.spec",
+            )
+    return errors
+
+
+def _patch_pod_spec(spec: Obj, patch: Mapping[str, Any], path: str) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for field in ("serviceAccountName", "securityContext", "affinity", "terminationGracePeriodSeconds"):
+        if patch.get(field) is not None:
+            spec[field] = patch[field]
+    if patch.get("nodeSelector"):
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **patch["nodeSelector"]}
+    if patch.get("volumes"):
+        spec["volumes"] = merge_named(spec.get("volumes") or [], patch["volumes"])
+    if patch.get("imagePullSecrets"):
+        spec["imagePullSecrets"] = merge_named(spec.get("imagePullSecrets") or [], patch["imagePullSecrets"])
+    if patch.get("schedulingGates"):
+        spec["schedulingGates"] = merge_named(spec.get("schedulingGates") or [], patch["schedulingGates"])
+    if patch.get("tolerations"):
+        spec["tolerations"] = [*(spec.get("tolerations") or []), *patch["tolerations"]]
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field) or []
+        by_name = {c.get("name"): c for c in containers if isinstance(c, dict)}
+        for k, cpatch in enumerate(patch.get(field) or []):
+            name = cpatch.get("name")
+            container = by_name.get(name)
+            if container is None:
+                have = ", ".join(map(str, by_name)) or "none"
+                errors.append(
+                    invalid(
+                        f"{path}.{field}[{k}].name",
+                        f"the replicated job has no {field[:-1]} {name!r} (it has: {have})",
+                    )
+                )
+                continue
+            if cpatch.get("env"):
+                upsert_env(container, cpatch["env"])
+            if cpatch.get("volumeMounts"):
+                container["volumeMounts"] = merge_named(
+                    container.get("volumeMounts") or [], cpatch["volumeMounts"], key="mountPath"
+                )
+            if cpatch.get("securityContext") is not None:
+                container["securityContext"] = cpatch["securityContext"]
+    return errors

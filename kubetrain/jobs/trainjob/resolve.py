@@ -1,0 +1,271 @@
+"""A TrainJob and its runtime → the steps kubetrain runs: each replicated job of the runtime's
+JobSet template with the TrainJob's patches and overrides applied, as Trainer 2.3 builds its
+JobSet (pkg/runtime/framework/plugins/jobset and the ML policy plug-ins):
+
+1. `spec.runtimePatches`, in order (`patches.apply_runtime_patches`);
+2. the initializer steps (label `trainer.kubeflow.org/trainjob-ancestor-step` =
+   `dataset-initializer` / `model-initializer`): one job; their container of the same name gets
+   `STORAGE_URI`, the TrainJob's env and its secretRef as envFrom;
+3. the trainer step (ancestor `trainer`): one job of `numNodes` pods (TrainJob's, else the
+   runtime's `mlPolicy.numNodes`, else 1); its `node` container gets the TrainJob's image,
+   command, args, resourcesPerNode and env, then the ML policy's env (`frameworks.mlpolicies`)
+   and port 29500.
+
+Pure; every problem a FieldError (paths in the TrainJob, or `runtime.` for the runtime)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.errors import FieldError, invalid, not_supported, required
+from kubetrain.api.trainer import constants as c
+from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
+from kubetrain.jobs.trainjob.patches import apply_runtime_patches, upsert_env
+
+Obj = dict[str, Any]
+# ML policy sources kubetrain does not run yet (the TrainJob fails saying so).
+UNSUPPORTED_POLICIES = ("mpi", "flux")
+DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's
+
+
+@dataclass(frozen=True)
+class Step:
+    """One replicated job: `replicas` jobs of `pods` indexed pods each."""
+
+    name: str
+    ancestor: str  # the trainjob-ancestor-step label ("" when none)
+    group_name: str
+    replicas: int
+    pods: int
+    backoff_limit: int
+    job_metadata: Mapping[str, Any]  # the Job template's labels/annotations
+    pod_template: Mapping[str, Any]  # the PodTemplateSpec after patches and overrides
+    depends_on: tuple[tuple[str, str], ...] = ()  # (step name, "Ready" | "Complete")
+
+
+@dataclass(frozen=True)
+class ResolvedTrainJob:
+    name: str
+    namespace: str
+    uid: str
+    steps: tuple[Step, ...]
+    num_nodes: int
+    subdomain: str
+    publish_not_ready_addresses: bool
+    success_operator: str  # All | Any
+    success_targets: tuple[str, ...]  # empty: every step
+    max_restarts: int
+    policy: str  # the ML policy source ("torch", …; "" for none)
+    pod_group_policy: Mapping[str, Any] = field(default_factory=dict)
+
+    def step(self, name: str) -> Step | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    @property
+    def total_pods(self) -> int:
+        return sum(s.replicas * s.pods for s in self.steps)
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def resolve(
+    trainjob: Mapping[str, Any], runtime: Mapping[str, Any]
+) -> tuple[ResolvedTrainJob | None, list[FieldError]]:
+    """The steps of `trainjob` run with `runtime` (a TrainingRuntime/ClusterTrainingRuntime dict)."""
+    meta = trainjob.get("metadata") or {}
+    spec = trainjob.get("spec") or {}
+    rspec = runtime.get("spec") or {}
+    ml_policy = rspec.get("mlPolicy") or {}
+    errors: list[FieldError] = []
+    for name in UNSUPPORTED_POLICIES:
+        if ml_policy.get(name) is not None:
+            errors.append(
+                not_supported(
+                    f"runtime.spec.mlPolicy.{name}", name, ("torch", "jax", "xgboost", "plain (none)")
+                )
+            )
+    template = copy.deepcopy(dict(rspec.get("template") or {}))
+    jsspec = template.setdefault("spec", {})
+    if not jsspec.get("replicatedJobs"):
+        errors.append(
+            required("runtime.spec.template.spec.replicatedJobs", "the runtime has no replicated jobs")
+        )
+    errors += apply_runtime_patches(template, spec.get("runtimePatches") or [], "spec.runtimePatches")
+    trainer = spec.get("trainer") or {}
+    num_nodes = _int(trainer.get("numNodes"), _int(ml_policy.get("numNodes"), 0))
+    plugin = plugin_for(ml_policy)
+    steps: list[Step] = []
+    trainer_found = False
+    for rjob in jsspec.get("replicatedJobs") or []:
+        jt = rjob.get("template") or {}
+        jmeta = jt.get("metadata") or {}
+        ancestor = str((jmeta.get("labels") or {}).get(c.LABEL_ANCESTOR, ""))
+        jspec = jt.get("spec") or {}
+        pod_template = copy.deepcopy(dict(jspec.get("template") or {}))
+        pods = _int(jspec.get("completions"), _int(jspec.get("parallelism"), 1))
+        replicas = _int(rjob.get("replicas"), 1)
+        if ancestor in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
+            replicas = 1
+            _initializer(pod_template, ancestor, spec.get("initializer") or {})
+        if ancestor == c.ANCESTOR_TRAINER:
+            trainer_found = True
+            replicas = 1
+            if num_nodes == 0:
+                num_nodes = _int(jspec.get("parallelism"), 1)
+            pods = num_nodes
+            errors += _trainer(pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, ml_policy)
+        depends = tuple(
+            (str(d.get("name", "")), str(d.get("status", "")))
+            for d in (rjob.get("dependsOn") or [])
+            if isinstance(d, Mapping)
+        )
+        steps.append(
+            Step(
+                name=str(rjob.get("name", "")),
+                ancestor=ancestor,
+                group_name=str(rjob.get("groupName") or "default"),
+                replicas=replicas,
+                pods=pods,
+                backoff_limit=_int(jspec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT),
+                job_metadata=jmeta,
+                pod_template=pod_template,
+                depends_on=depends,
+            )
+        )
+    if not trainer_found and jsspec.get("replicatedJobs"):
+        errors.append(
+            required(
+                "runtime.spec.template.spec.replicatedJobs",
+                f"no replicated job is labelled {c.LABEL_ANCESTOR}: {c.ANCESTOR_TRAINER}",
+            )
+        )
+    if isinstance(plugin, Torch):
+        errors += _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
+    network = jsspec.get("network") or {}
+    success = jsspec.get("successPolicy") or {}
+    failure = jsspec.get("failurePolicy") or {}
+    resolved = ResolvedTrainJob(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        steps=tuple(steps),
+        num_nodes=max(num_nodes, 1),
+        subdomain=str(network.get("subdomain") or meta.get("name", "")),
+        publish_not_ready_addresses=network.get("publishNotReadyAddresses") is not False,
+        success_operator=str(success.get("operator") or "All"),
+        success_targets=tuple(success.get("targetReplicatedJobs") or ()),
+        max_restarts=_int(failure.get("maxRestarts"), 0),
+        policy=plugin.name if plugin else "",
+        pod_group_policy=rspec.get("podGroupPolicy") or {},
+    )
+    return (None if errors else resolved), errors
+
+
+def _containers(pod_template: Obj) -> list[Obj]:
+    return [x for x in (pod_template.setdefault("spec", {}).get("containers") or []) if isinstance(x, dict)]
+
+
+def _initializer(pod_template: Obj, ancestor: str, initializer: Mapping[str, Any]) -> None:
+    source = initializer.get("dataset" if ancestor == c.DATASET_INITIALIZER else "model")
+    if not isinstance(source, Mapping):
+        return
+    for container in _containers(pod_template):
+        if container.get("name") != ancestor:
+            continue
+        if source.get("storageUri") is not None:
+            upsert_env(container, [{"name": c.INITIALIZER_ENV_STORAGE_URI, "value": source["storageUri"]}])
+        upsert_env(container, source.get("env") or [])
+        secret = (source.get("secretRef") or {}).get("name")
+        if secret:
+            container["envFrom"] = [*(container.get("envFrom") or []), {"secretRef": {"name": secret}}]
+
+
+def _trainer(
+    pod_template: Obj,
+    name: str,
+    trainer: Mapping[str, Any],
+    num_nodes: int,
+    plugin: MLPolicyPlugin | None,
+    ml_policy: Mapping[str, Any],
+) -> list[FieldError]:
+    node = next((x for x in _containers(pod_template) if x.get("name") == c.NODE), None)
+    if node is None:
+        return [
+            required(
+                "runtime.spec.template.spec.replicatedJobs",
+                f"the trainer step has no container named {c.NODE!r}",
+            )
+        ]
+    for key in ("image", "command", "args"):
+        if trainer.get(key) is not None:
+            node[key] = copy.deepcopy(trainer[key])
+    if trainer.get("resourcesPerNode") is not None:
+        node["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
+    upsert_env(node, trainer.get("env") or [])
+    if plugin is None:
+        return []
+    facts = TrainerFacts(
+        name=name,
+        num_nodes=num_nodes,
+        num_proc_per_node=trainer.get("numProcPerNode"),
+        resources=node.get("resources") or {},
+    )
+    upsert_env(node, plugin.trainer_env(facts))
+    port = plugin.port()
+    if port is not None:
+        ports = list(node.get("ports") or [])
+        if not any(isinstance(p, Mapping) and p.get("containerPort") == port for p in ports):
+            ports.append({"containerPort": port})
+        node["ports"] = ports
+    return []
+
+
+def _inject_env(
+    steps: list[Step],
+    torch: Torch,
+    name: str,
+    trainer: Mapping[str, Any],
+    num_nodes: int,
+    ml_policy: Mapping[str, Any],
+) -> list[FieldError]:
+    """torch.envInjection: the PET_* and master variables into other steps' containers too."""
+    errors: list[FieldError] = []
+    targets = ((ml_policy.get("torch") or {}).get("envInjection") or {}).get("targets") or []
+    trainer_step = next((s for s in steps if s.ancestor == c.ANCESTOR_TRAINER), None)
+    node = None
+    if trainer_step is not None:
+        node = next(
+            (
+                x
+                for x in trainer_step.pod_template.get("spec", {}).get("containers") or []
+                if x.get("name") == c.NODE
+            ),
+            None,
+        )
+    facts = TrainerFacts(
+        name=name,
+        num_nodes=num_nodes,
+        num_proc_per_node=trainer.get("numProcPerNode"),
+        resources=(node or {}).get("resources") or {},
+    )
+    by_name = {s.name: s for s in steps}
+    for i, target in enumerate(targets):
+        step = by_name.get(target.get("jobName"))
+        for j, cname in enumerate(target.get("containerNames") or []):
+            containers = step.pod_template.get("spec", {}).get("containers") or [] if step else []
+            container = next((x for x in containers if isinstance(x, dict) and x.get("name") == cname), None)
+            if container is None:
+                errors.append(
+                    invalid(
+                        f"runtime.spec.mlPolicy.torch.envInjection.targets[{i}].containerNames[{j}]",
+                        f"no container {cname!r} in replicated job {target.get('jobName')!r}",
+                    )
+                )
+                continue
+            upsert_env(container, [*torch.pet_env(facts), *torch.master_env(facts)])
+    return errors

@@ -1,0 +1,182 @@
+"""Admission rules for Kubeflow Trainer v2's kinds — every problem at once, each with its field
+path (docs/behaviour.md, "TrainJob"):
+
+TrainJob (`default_trainjob`, `validate_trainjob`): runtimeRef defaults to a
+ClusterTrainingRuntime in trainer.kubeflow.org and must name a runtime that exists; numNodes and
+numProcPerNode ≥ 1; no variable the runtime's ML policy sets (PET_*, DMLC_*, OMPI_*, JAX_*) in
+`trainer.env`; managedBy is Trainer's controller or MultiKueue; activeDeadlineSeconds ≥ 1;
+runtimePatches have distinct managers and name replicated jobs and containers the runtime has;
+the runtime can be run (`resolve`). On update runtimeRef, managedBy and activeDeadlineSeconds
+never change, initializer and trainer only while the TrainJob is suspended.
+
+TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): the `trainer.kubeflow.org/framework`
+label, at most one ML policy source, numNodes ≥ 1, distinct replicated job names, a replicated
+job named `node`, dependsOn naming other replicated jobs with status Ready or Complete.
+Pure."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, invalid, not_supported, required
+from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
+from kubetrain.frameworks.mlpolicies import plugin_for
+from kubetrain.jobs.trainjob.resolve import resolve
+
+Obj = dict[str, Any]
+RUNTIME_KINDS = (c.CLUSTER_TRAINING_RUNTIME, c.TRAINING_RUNTIME)
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# `<name>-<step>-<jobIndex>-<index>` must stay a DNS label (hostname ≤ 63): Trainer's own limit.
+MAX_TRAINJOB_NAME = 63
+ALWAYS_IMMUTABLE = ("runtimeRef", "managedBy", "activeDeadlineSeconds")
+IMMUTABLE_WHILE_RUNNING = ("initializer", "trainer")
+
+
+def default_trainjob(obj: Mapping[str, Any]) -> Obj:
+    """runtimeRef.apiGroup/kind and managedBy defaults (Trainer's CRD defaults)."""
+    out = copy.deepcopy(dict(obj))
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    ref = spec.get("runtimeRef")
+    if isinstance(ref, dict):
+        ref.setdefault("apiGroup", c.GROUP)
+        ref.setdefault("kind", c.CLUSTER_TRAINING_RUNTIME)
+    spec.setdefault("managedBy", c.TRAINJOB_CONTROLLER)
+    return out
+
+
+def _positive(value: object, path: str, errors: list[FieldError]) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        errors.append(invalid(path, f"must be an integer of at least 1, not {value!r}"))
+
+
+def validate_trainjob(
+    obj: Mapping[str, Any], old: Mapping[str, Any] | None, runtime: Mapping[str, Any] | None
+) -> list[FieldError]:
+    """Every problem of a (defaulted) TrainJob; `runtime` is the one its runtimeRef names (None:
+    it does not exist)."""
+    errors: list[FieldError] = []
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if name and (len(name) > MAX_TRAINJOB_NAME or not _DNS_LABEL.match(name)):
+        errors.append(
+            invalid(
+                "metadata.name",
+                f"must be a lowercase RFC 1035 label of at most {MAX_TRAINJOB_NAME} characters "
+                "(it names the TrainJob's headless Service and its pods' hostnames)",
+            )
+        )
+    spec = obj.get("spec") or {}
+    ref = spec.get("runtimeRef") or {}
+    if not ref.get("name"):
+        errors.append(
+            required("spec.runtimeRef.name", "the TrainingRuntime or ClusterTrainingRuntime to run")
+        )
+    if ref.get("apiGroup") not in (None, c.GROUP):
+        errors.append(not_supported("spec.runtimeRef.apiGroup", ref.get("apiGroup"), (c.GROUP,)))
+    kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME
+    if kind not in RUNTIME_KINDS:
+        errors.append(not_supported("spec.runtimeRef.kind", kind, RUNTIME_KINDS))
+    elif ref.get("name") and runtime is None and old is None:
+        where = f" in namespace {meta.get('namespace')!r}" if kind == c.TRAINING_RUNTIME else ""
+        errors.append(invalid("spec.runtimeRef.name", f"{kind} {ref.get('name')!r} not found{where}"))
+    trainer = spec.get("trainer") or {}
+    _positive(trainer.get("numNodes"), "spec.trainer.numNodes", errors)
+    _positive(trainer.get("numProcPerNode"), "spec.trainer.numProcPerNode", errors)
+    _positive(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds", errors)
+    manager = spec.get("managedBy")
+    if manager is not None and manager not in c.MANAGERS:
+        errors.append(not_supported("spec.managedBy", manager, c.MANAGERS))
+    managers: set[str] = set()
+    for i, patch in enumerate(spec.get("runtimePatches") or []):
+        mgr = patch.get("manager") if isinstance(patch, Mapping) else None
+        if not mgr:
+            errors.append(required(f"spec.runtimePatches[{i}].manager", "who owns this patch"))
+        elif mgr in managers:
+            errors.append(duplicate(f"spec.runtimePatches[{i}].manager", f"{mgr!r} has another patch"))
+        else:
+            managers.add(mgr)
+    if runtime is not None:
+        ml_policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
+        plugin = plugin_for(ml_policy)
+        reserved = plugin.reserved_env if plugin else frozenset()
+        if ml_policy.get("mpi") is not None:
+            reserved = c.MPI_RESERVED_ENV
+        for i, var in enumerate(trainer.get("env") or []):
+            if isinstance(var, Mapping) and var.get("name") in reserved:
+                errors.append(
+                    forbidden(
+                        f"spec.trainer.env[{i}].name",
+                        f"{var.get('name')} is set by the runtime's ML policy and cannot be set here",
+                    )
+                )
+        if old is None:
+            _, problems = resolve(obj, runtime)
+            errors += problems
+    if old is not None:
+        errors += _immutable(spec, old)
+    return errors
+
+
+def _immutable(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    old_spec = old.get("spec") or {}
+    for key in ALWAYS_IMMUTABLE:
+        if spec.get(key) != old_spec.get(key):
+            errors.append(invalid(f"spec.{key}", f"field is immutable; {RECREATE}"))
+    running = not (spec.get("suspend") is True and old_spec.get("suspend") is True)
+    for key in IMMUTABLE_WHILE_RUNNING:
+        if running and spec.get(key) != old_spec.get(key):
+            errors.append(invalid(f"spec.{key}", "field is immutable while the TrainJob is not suspended"))
+    return errors
+
+
+def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Every problem of a TrainingRuntime or ClusterTrainingRuntime."""
+    errors: list[FieldError] = []
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if not labels.get(c.LABEL_FRAMEWORK):
+        errors.append(
+            required(
+                f"metadata.labels[{c.LABEL_FRAMEWORK}]",
+                "the framework the runtime runs (torch, deepspeed, mlx, jax, xgboost, …): "
+                "the Kubeflow SDK needs it",
+            )
+        )
+    spec = obj.get("spec") or {}
+    ml_policy = spec.get("mlPolicy") or {}
+    sources = [k for k in ("torch", "mpi", "flux", "jax", "xgboost") if ml_policy.get(k) is not None]
+    if len(sources) > 1:
+        errors.append(invalid("spec.mlPolicy", f"at most one ML policy source, not {', '.join(sources)}"))
+    _positive(ml_policy.get("numNodes"), "spec.mlPolicy.numNodes", errors)
+    rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    path = "spec.template.spec.replicatedJobs"
+    names: list[str] = []
+    for i, rjob in enumerate(rjobs):
+        rname = str((rjob or {}).get("name") or "")
+        if not rname:
+            errors.append(required(f"{path}[{i}].name", "a DNS label"))
+        elif not _DNS_LABEL.match(rname):
+            errors.append(invalid(f"{path}[{i}].name", f"{rname!r} must be a lowercase RFC 1035 label"))
+        elif rname in names:
+            errors.append(duplicate(f"{path}[{i}].name", f"{rname!r} is used by another replicated job"))
+        names.append(rname)
+    if c.NODE not in names:
+        errors.append(required(path, f"a replicated job named {c.NODE!r} (the training nodes)"))
+    for i, rjob in enumerate(rjobs):
+        for j, dep in enumerate((rjob or {}).get("dependsOn") or []):
+            dname, status = (dep or {}).get("name"), (dep or {}).get("status")
+            if dname not in names or dname == (rjob or {}).get("name"):
+                errors.append(
+                    invalid(f"{path}[{i}].dependsOn[{j}].name", f"{dname!r} is not another replicated job")
+                )
+            if status not in DEPENDS_ON_STATUSES:
+                errors.append(
+                    not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
+                )
+    return errors

@@ -1,0 +1,121 @@
+"""Adopting the pods and Services of running jobs Kubeflow's training operator created, when the
+controller starts serving `kubeflow.org` (docs/operations.md, "Taking over running Kubeflow
+jobs"). The decisions are in `adoption.py`; this lists and patches.
+
+Run once by `Controller.start` (after leader election, before the informers list): every pod and
+Service labelled `training.kubeflow.org/job-name` but not `kubetrain.io/job-name` whose
+controller ownerReference is a stored job kubetrain reconciles (same uid, `managedBy` kubetrain's
+or Kubeflow's operator's) gets kubetrain's labels with one resourceVersion-guarded merge patch.
+The informers then list them as the job's own: no pod is created, deleted or restarted, and a
+Normal `Adopted` event on the job says how many were taken over. A patch refused (409, 404, 403)
+is logged and skipped — the object is left as it was; the job then waits for the name like for
+any pod it does not own (docs/behaviour.md §5).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.groups import KUBEFLOW_GROUP
+from kubetrain.kube.errors import ApiError
+from kubetrain.kube.events import EventRecorder
+from kubetrain.kube.resources import PODS, SERVICES, ResourceRef
+from kubetrain.operator.adoption import ADOPTION_SELECTOR, adoption_labels, kubeflow_owner, label_patch
+from kubetrain.operator.runpolicy import is_managed
+
+log = logging.getLogger("kubetrain.adopt")
+
+Obj = dict[str, Any]
+REASON_ADOPTED = "Adopted"
+
+
+@dataclass
+class Adoption:
+    """What one pass adopted: (namespace, name) per resource plural, and what it skipped."""
+
+    adopted: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    skipped: list[tuple[str, str, str, str]] = field(default_factory=list)  # plural, ns, name, why
+
+
+class _Jobs:
+    """The stored jobs adoption asks about, read once each."""
+
+    def __init__(self, client: Any, refs: Mapping[str, ResourceRef]) -> None:
+        self.client, self.refs = client, refs
+        self.seen: dict[tuple[str, str, str], Obj | None] = {}
+
+    async def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        key = (kind, namespace, name)
+        if key not in self.seen:
+            try:
+                self.seen[key] = await self.client.get(self.refs[kind], namespace, name)
+            except ApiError as err:
+                if not err.is_not_found:
+                    raise
+                self.seen[key] = None
+        return self.seen[key]
+
+
+async def adopt_kubeflow_children(
+    client: Any,
+    job_refs: Iterable[ResourceRef],
+    *,
+    namespaces: list[str] | None = None,
+    recorder: EventRecorder | None = None,
+) -> Adoption:
+    """Adopt Kubeflow-made pods and Services of the kubeflow.org jobs in `job_refs` (the served
+    job resources; those of other groups are ignored). `namespaces`: None for every namespace."""
+    refs = {ref.kind: ref for ref in job_refs if ref.group == KUBEFLOW_GROUP}
+    result = Adoption()
+    if not refs:
+        return result
+    jobs = _Jobs(client, refs)
+    counts: dict[tuple[str, str, str], dict[str, int]] = {}
+    for ref, is_pod in ((PODS, True), (SERVICES, False)):
+        scopes: list[str | None] = list(namespaces) if namespaces else [None]
+        for namespace in scopes:
+            items, _ = await client.list_all(ref, namespace, label_selector=ADOPTION_SELECTOR)
+            for obj in items:
+                meta = obj.get("metadata") or {}
+                ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+                def skip(why: str, plural: str = ref.plural, ns: str = ns, name: str = name) -> None:
+                    result.skipped.append((plural, ns, name, why))
+                    log.info("not adopting %s %s/%s: %s", plural, ns, name, why)
+
+                owner = kubeflow_owner(obj)
+                if owner is None or owner.kind not in refs:
+                    skip("its controller is not a kubeflow.org job kind this operator serves")
+                    continue
+                job = await jobs.get(owner.kind, ns, owner.name)
+                if job is None or (job.get("metadata") or {}).get("uid") != owner.uid:
+                    skip(f"its {owner.kind} {owner.name} (uid {owner.uid}) is gone")
+                    continue
+                if not is_managed(job):
+                    skip(f"{owner.kind} {owner.name} is managed by another controller (runPolicy.managedBy)")
+                    continue
+                labels = adoption_labels(obj, owner, pod=is_pod)
+                if labels is None:
+                    skip("its training.kubeflow.org labels name no replica of the job")
+                    continue
+                try:
+                    await client.patch(ref, ns, name, label_patch(obj, labels))
+                except ApiError as err:
+                    if err.is_conflict or err.is_not_found or err.is_forbidden:
+                        skip(f"the label patch was refused: {err}")
+                        continue
+                    raise
+                result.adopted.setdefault(ref.plural, []).append((ns, name))
+                per_job = counts.setdefault((owner.kind, ns, owner.name), {})
+                per_job[ref.plural] = per_job.get(ref.plural, 0) + 1
+    for (kind, ns, name), per in counts.items():
+        job = jobs.seen.get((kind, ns, name))
+        what = " and ".join(f"{n} {plural}" for plural, n in per.items())
+        message = f"adopted {what} created by Kubeflow's training operator (kept running, not recreated)"
+        log.info("%s %s/%s: %s", kind, ns, name, message)
+        if recorder is not None and job is not None:
+            recorder.emit(job, "Normal", REASON_ADOPTED, message)
+    return result

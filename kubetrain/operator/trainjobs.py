@@ -1,0 +1,86 @@
+"""What the controller adds to serve Kubeflow Trainer v2's group (`--api-groups` with
+`trainer.kubeflow.org`): the TrainJob resource among the job resources (same queue, workers,
+cache, expectations and `PlanApplier`), informers on TrainingRuntimes and
+ClusterTrainingRuntimes (a runtime created or changed requeues the TrainJobs naming it — only
+those without a snapshot yet act on it), and the TrainJob planner (`trainplan.plan_trainjob`)
+fed with the runtime from the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.groups import TRAINER_GROUP
+from kubetrain.api.trainer import constants as c
+from kubetrain.kube.cache import Cache
+from kubetrain.kube.client import KubeClient
+from kubetrain.kube.clock import Clock
+from kubetrain.kube.informer import Informer
+from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+    ResourceRef,
+    job_resource_id,
+)
+from kubetrain.operator.draft import Observed, Plan, PlannerConfig
+from kubetrain.operator.trainplan import plan_trainjob
+
+Obj = dict[str, Any]
+TRAINJOB_RESOURCE_ID = job_resource_id(c.TRAINJOB, TRAINER_GROUP)  # "TrainJob.trainer.kubeflow.org"
+
+
+def is_trainjob_owner(ref: Mapping[str, Any]) -> bool:
+    """An ownerReference naming a TrainJob."""
+    return ref.get("kind") == c.TRAINJOB and str(ref.get("apiVersion", "")).startswith(f"{TRAINER_GROUP}/")
+
+
+def runtime_of(cache: Cache, trainjob: Mapping[str, Any]) -> Obj | None:
+    """The runtime a TrainJob's runtimeRef names, from the cache (kind defaults to ClusterTrainingRuntime)."""
+    ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+    name = ref.get("name")
+    if not name:
+        return None
+    if (ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME) == c.TRAINING_RUNTIME:
+        namespace = (trainjob.get("metadata") or {}).get("namespace", "")
+        return cache.store(TRAINING_RUNTIMES).get(namespace, name)
+    return cache.store(CLUSTER_TRAINING_RUNTIMES).get(None, name)
+
+
+class TrainJobs:
+    """The TrainJob part of one controller."""
+
+    ref: ResourceRef = TRAINJOBS
+
+    def __init__(
+        self, client: KubeClient, cache: Cache, clock: Clock, enqueue: Callable[[str], None]
+    ) -> None:
+        self.client, self.cache, self.clock, self.enqueue = client, cache, clock, enqueue
+
+    def informers(self, namespaces: list[str] | None) -> list[Informer]:
+        runtimes = Informer(
+            self.client, TRAINING_RUNTIMES, cache=self.cache, namespaces=namespaces, clock=self.clock
+        )
+        cluster = Informer(self.client, CLUSTER_TRAINING_RUNTIMES, cache=self.cache, clock=self.clock)
+        for informer in (runtimes, cluster):
+            informer.add_handler(
+                on_add=self._runtime_changed,
+                on_update=lambda old, new: self._runtime_changed(new),
+                on_delete=self._runtime_changed,
+            )
+        return [runtimes, cluster]
+
+    def _runtime_changed(self, runtime: Obj) -> None:
+        meta = runtime.get("metadata") or {}
+        kind, name = runtime.get("kind"), meta.get("name")
+        for job in self.cache.store(TRAINJOBS).list(
+            meta.get("namespace") if kind == c.TRAINING_RUNTIME else None
+        ):
+            ref = (job.get("spec") or {}).get("runtimeRef") or {}
+            if ref.get("name") == name and (ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME) == kind:
+                jmeta = job.get("metadata") or {}
+                self.enqueue(f"{TRAINJOB_RESOURCE_ID}/{jmeta.get('namespace', '')}/{jmeta.get('name', '')}")
+
+    def plan(self, job: Mapping[str, Any], observed: Observed, now: datetime, config: PlannerConfig) -> Plan:
+        return plan_trainjob(job, observed, runtime_of(self.cache, job), now, config)

@@ -1,0 +1,351 @@
+"""The reconcile of a Kubeflow Trainer v2 TrainJob: (TrainJob, its runtime, observed children,
+now) → Plan, carried out by the same `PlanApplier` as every job (docs/behaviour.md, "TrainJob").
+Pure.
+
+What JobSet + the Job controller would do, done directly on pods:
+- at the first reconcile the runtime is copied into the `<tj>-runtime-snapshot` ConfigMap and
+  the TrainJob runs from that copy ever after (a later runtime edit changes no running job);
+- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete;
+- a failed pod is recreated until its step's `backoffLimit` is exceeded (restartPolicy Never:
+  failed pods; OnFailure: container restarts), then the step's job fails; the template's
+  `failurePolicy.maxRestarts` restarts every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`)
+  that many times, then the TrainJob fails (`FailedJobs`, or `ReachedMaxRestarts` after restarts);
+- the success policy (All / Any of the target steps) completes it (`AllJobsCompleted`);
+- `suspend` deletes the pods (`Suspended` condition), resuming recreates them; the deadline
+  (`activeDeadlineSeconds`, from creation or the last resume) fails it (`DeadlineExceeded`).
+Conditions are only Trainer's `Suspended`, `Complete`, `Failed`; `jobsStatus` one entry per step.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubetrain.api.errors import format_errors
+from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob import children as ch
+from kubetrain.jobs.trainjob.resolve import ResolvedTrainJob, Step, resolve
+from kubetrain.operator.draft import MAX_EVENT_MESSAGE, EventSpec, Observed, Plan, PlannerConfig
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.runpolicy import is_active_pod
+from kubetrain.operator.status import format_time, parse_time
+
+Obj = dict[str, Any]
+MESSAGE_COMPLETED = "jobset completed successfully"
+MESSAGE_FAILED_JOBS = "jobset failed due to one or more job failures"
+MESSAGE_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
+
+
+def condition(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def is_true(status: Mapping[str, Any], ctype: str) -> bool:
+    cond = condition(status, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
+    """A metav1.Condition: lastTransitionTime changes only with the status."""
+    conditions = [x for x in status.get("conditions") or [] if isinstance(x, dict)]
+    new_status = "True" if value else "False"
+    for i, cond in enumerate(conditions):
+        if cond.get("type") == ctype:
+            moved = cond.get("status") != new_status
+            conditions[i] = {
+                "type": ctype,
+                "status": new_status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": format_time(now) if moved else cond.get("lastTransitionTime"),
+            }
+            status["conditions"] = conditions
+            return
+    conditions.append(
+        {
+            "type": ctype,
+            "status": new_status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": format_time(now),
+        }
+    )
+    status["conditions"] = conditions
+
+
+class _Draft:
+    def __init__(
+        self, job: Mapping[str, Any], observed: Observed, now: datetime, config: PlannerConfig
+    ) -> None:
+        self.job, self.observed, self.now, self.config = job, observed, now, config
+        meta = job.get("metadata") or {}
+        self.name = str(meta.get("name", ""))
+        self.spec: Mapping[str, Any] = job.get("spec") or {}
+        raw = job.get("status")
+        self.old: Obj = raw if isinstance(raw, dict) else {}
+        self.status: Obj = copy.deepcopy(self.old)
+        self.plan = Plan()
+        self.pods = [p for p in observed.pods if controlled_by(p, job)]
+        self.deleting: set[str] = set()
+
+    def event(self, etype: str, reason: str, message: str) -> None:
+        self.plan.events.append(EventSpec(etype, reason, message[:MAX_EVENT_MESSAGE]))
+
+    def live(self) -> list[Obj]:
+        return [p for p in self.pods if not terminating(p) and pod_name(p) not in self.deleting]
+
+    def delete(self, names: list[str]) -> None:
+        for name in names:
+            if name not in self.deleting:
+                self.deleting.add(name)
+                self.plan.delete_pods.append(name)
+
+    def delete_active(self) -> None:
+        self.delete([pod_name(p) for p in self.live() if is_active_pod(p)])
+
+    def terminal(self, ctype: str, reason: str, message: str) -> None:
+        set_condition(self.status, ctype, True, reason, message, self.now)
+        self.event("Normal" if ctype == c.COMPLETE else "Warning", reason, message)
+        self.delete_active()
+
+    def finish(self) -> Plan:
+        if self.status != self.old:
+            self.plan.status = self.status
+        return self.plan
+
+
+def plan_trainjob(
+    job: Mapping[str, Any],
+    observed: Observed,
+    runtime: Mapping[str, Any] | None,
+    now: datetime,
+    config: PlannerConfig,
+) -> Plan:
+    """One reconcile of a TrainJob; `runtime` is the live runtime its runtimeRef names (None: not
+    found), read only until the snapshot exists."""
+    d = _Draft(job, observed, now, config)
+    meta = job.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return Plan()
+    manager = d.spec.get("managedBy")
+    if manager not in (None, "", c.TRAINJOB_CONTROLLER):
+        return Plan()  # another controller's (MultiKueue): left alone
+    if is_true(d.status, c.COMPLETE) or is_true(d.status, c.FAILED):
+        d.delete_active()
+        return d.finish()
+    snapshot = next(
+        (cm for cm in observed.extra if (cm.get("metadata") or {}).get("name") == ch.snapshot_name(d.name)),
+        None,
+    )
+    state: Obj = {}
+    if snapshot is not None:
+        frozen, state = ch.read_snapshot(snapshot)
+    else:
+        frozen = dict(runtime) if runtime is not None else None
+    if frozen is None:
+        ref = d.spec.get("runtimeRef") or {}
+        d.event(
+            "Warning",
+            "RuntimeNotFound",
+            f"{ref.get('kind') or c.CLUSTER_TRAINING_RUNTIME} {ref.get('name')!r} does not exist: "
+            "the TrainJob starts once it is created",
+        )
+        return d.finish()
+    resolved, errors = resolve(job, frozen)
+    if resolved is None:
+        d.terminal(c.FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
+        return d.finish()
+    if snapshot is None:
+        d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
+    if d.spec.get("suspend") is True:
+        _suspend(d, resolved)
+        return d.finish()
+    if is_true(d.status, c.SUSPENDED):
+        set_condition(d.status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
+        d.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
+    if _deadline_passed(d):
+        d.terminal(c.FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
+        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
+        return d.finish()
+    if observed.service is None:
+        d.plan.create_service = ch.build_service(resolved, job)
+    new_state = _run(d, resolved, state)
+    if snapshot is not None and new_state != state:
+        updated = copy.deepcopy(snapshot)
+        updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(new_state, sort_keys=True)
+        d.plan.update_children.append(updated)
+    elif snapshot is None and new_state != state:
+        d.plan.create_children[-1] = ch.build_snapshot(job, frozen, new_state)
+    return d.finish()
+
+
+def _suspend(d: _Draft, resolved: ResolvedTrainJob) -> None:
+    if not is_true(d.status, c.SUSPENDED):
+        set_condition(d.status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, d.now)
+        d.event("Normal", c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED)
+    d.delete([pod_name(p) for p in d.live()])
+    d.status["jobsStatus"] = [
+        {"name": s.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": s.replicas}
+        for s in resolved.steps
+    ]
+
+
+def _deadline_passed(d: _Draft) -> bool:
+    seconds = d.spec.get("activeDeadlineSeconds")
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
+        return False
+    resumed = condition(d.status, c.SUSPENDED)
+    start = parse_time((resumed or {}).get("lastTransitionTime")) if resumed else None
+    start = start or parse_time((d.job.get("metadata") or {}).get("creationTimestamp")) or d.now
+    deadline = start + timedelta(seconds=seconds)
+    if d.now >= deadline:
+        return True
+    d.plan.requeue_at = deadline
+    return False
+
+
+def _restart_count(pod: Mapping[str, Any]) -> int:
+    status = pod.get("status") or {}
+    return sum(
+        int(cs.get("restartCount") or 0)
+        for key in ("initContainerStatuses", "containerStatuses")
+        for cs in status.get(key) or []
+        if isinstance(cs, Mapping)
+    )
+
+
+def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
+    """The Job controller's backoffLimit rule for one job of the step."""
+    if failures > step.backoff_limit:
+        return True
+    if (step.pod_template.get("spec") or {}).get("restartPolicy", "OnFailure") != "OnFailure":
+        return False
+    restarts = sum(_restart_count(p) for p in pods if pod_phase(p) in ("Pending", "Running"))
+    return restarts > 0 if step.backoff_limit == 0 else restarts >= step.backoff_limit
+
+
+def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj) -> Obj:
+    """Pods of a running TrainJob: failures, restarts, success, creates. Returns the new state."""
+    restarts = int(state.get("restarts") or 0)
+    failures: dict[str, int] = {k: int(v) for k, v in (state.get("failures") or {}).items()}
+    attempt = str(restarts)
+    # pods of an earlier attempt go first
+    d.delete(
+        [
+            pod_name(p)
+            for p in d.live()
+            if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") != attempt
+        ]
+    )
+    by_name = {pod_name(p): p for p in d.pods}
+    failed_steps: set[str] = set()
+    for step in resolved.steps:
+        pods = [
+            by_name[n] for _, _, n in ch.pod_slots(resolved, step) if n in by_name and n not in d.deleting
+        ]
+        newly_failed = [pod_name(p) for p in pods if pod_phase(p) == "Failed" and not terminating(p)]
+        if newly_failed:
+            failures[step.name] = failures.get(step.name, 0) + len(newly_failed)
+            d.delete(newly_failed)
+        if _step_failed(step, pods, failures.get(step.name, 0)):
+            failed_steps.add(step.name)
+    if failed_steps:
+        names = ", ".join(sorted(failed_steps))
+        if restarts < resolved.max_restarts:
+            d.delete([pod_name(p) for p in d.live()])
+            d.event(
+                "Warning",
+                "Restarting",
+                f"step {names} failed: restarting every pod "
+                f"(restart {restarts + 1} of {resolved.max_restarts})",
+            )
+            d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+            return {"restarts": restarts + 1, "failures": {}}
+        reason, message = (
+            (c.REASON_REACHED_MAX_RESTARTS, MESSAGE_MAX_RESTARTS)
+            if resolved.max_restarts > 0
+            else (c.REASON_FAILED_JOBS, MESSAGE_FAILED_JOBS)
+        )
+        d.terminal(c.FAILED, reason, f"{message} (step {names})")
+        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        return {"restarts": restarts, "failures": failures}
+    if _succeeded(resolved, by_name):
+        d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
+        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        return {"restarts": restarts, "failures": failures}
+    _create_missing(d, resolved, by_name, restarts)
+    d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+    return {"restarts": restarts, "failures": failures}
+
+
+def _job_done(resolved: ResolvedTrainJob, step: Step, job_index: int, by_name: Mapping[str, Obj]) -> bool:
+    return all(
+        pod_phase(by_name.get(ch.pod_name(resolved.name, step.name, job_index, i), {})) == "Succeeded"
+        for i in range(step.pods)
+    )
+
+
+def _succeeded(resolved: ResolvedTrainJob, by_name: Mapping[str, Obj]) -> bool:
+    targets = [
+        s for s in resolved.steps if not resolved.success_targets or s.name in resolved.success_targets
+    ]
+    done = [_job_done(resolved, s, j, by_name) for s in targets for j in range(s.replicas)]
+    if not done:
+        return False
+    return any(done) if resolved.success_operator == "Any" else all(done)
+
+
+def _dependency_met(resolved: ResolvedTrainJob, name: str, status: str, by_name: Mapping[str, Obj]) -> bool:
+    step = resolved.step(name)
+    if step is None:
+        return False
+    for _, _, pod in ch.pod_slots(resolved, step):
+        p = by_name.get(pod)
+        if p is None:
+            return False
+        if pod_phase(p) == "Succeeded":
+            continue
+        if status == "Complete" or not pod_ready(p):
+            return False
+    return True
+
+
+def _create_missing(d: _Draft, resolved: ResolvedTrainJob, by_name: Mapping[str, Obj], restarts: int) -> None:
+    budget = d.config.max_pod_creates
+    for step in resolved.steps:
+        if not all(_dependency_met(resolved, n, s, by_name) for n, s in step.depends_on):
+            continue
+        for j, i, name in ch.pod_slots(resolved, step):
+            if name in by_name:
+                continue  # present (or still terminating): its slot is taken
+            if budget <= 0:
+                return
+            budget -= 1
+            d.plan.create_pods.append(ch.build_pod(resolved, d.job, step, j, i, restarts=restarts))
+
+
+def _jobs_status(d: _Draft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:
+    """JobSet's replicatedJobsStatus: per step, how many of its jobs are ready, succeeded, failed,
+    active (Trainer copies it into `jobsStatus`)."""
+    by_name = {pod_name(p): p for p in d.pods if pod_name(p) not in d.deleting}
+    out: list[Obj] = []
+    for step in resolved.steps:
+        counts = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+        for j in range(step.replicas):
+            pods = [by_name.get(ch.pod_name(resolved.name, step.name, j, i)) for i in range(step.pods)]
+            if step.name in failed_steps:
+                counts["failed"] += 1
+            elif _job_done(resolved, step, j, by_name):
+                counts["succeeded"] += 1
+            elif any(p is not None and is_active_pod(p) for p in pods):
+                counts["active"] += 1
+                if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
+                    counts["ready"] += 1
+        out.append({"name": step.name, **counts})
+    return out

@@ -1,0 +1,95 @@
+"""Admission of Kubeflow Trainer v2's kinds (trainer.kubeflow.org): the decisions of
+`kubetrain.jobs.trainjob.validate` answered as AdmissionReviews.
+
+- /mutate, TrainJob CREATE/UPDATE: Trainer's defaults (runtimeRef kind and group, managedBy).
+- /validate, TrainJob CREATE/UPDATE: needs the runtime its runtimeRef names, which the server
+  reads first (`TrainerReader`), then every problem in one denial.
+- /validate, runtime CREATE/UPDATE: the runtime's rules; DELETE: refused while TrainJobs that
+  are not finished name it (Trainer's in-use protection: the server lists them first)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+from kubetrain.webhook.mutate import json_patch
+from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
+from kubetrain.webhook.validate import invalid_message
+
+RUNTIME_KINDS = (c.TRAINING_RUNTIME, c.CLUSTER_TRAINING_RUNTIME)
+
+
+@dataclass
+class TrainerFacts:
+    """What the server read from the API for one review."""
+
+    runtime: dict[str, Any] | None = None  # the runtime a TrainJob names
+    users: list[str] = field(default_factory=list)  # unfinished TrainJobs naming a runtime being deleted
+
+
+# The server's reader: the facts one trainer review needs.
+TrainerReader = Callable[[AdmissionRequest], Awaitable[TrainerFacts]]
+
+
+def is_trainer_review(request: AdmissionRequest) -> bool:
+    return request.group == c.GROUP and request.kind in c.KINDS
+
+
+def needs_read(request: AdmissionRequest) -> bool:
+    """A validating review that needs the cluster read first."""
+    if not is_trainer_review(request) or request.sub_resource:
+        return False
+    if request.kind == c.TRAINJOB:
+        return request.operation in ("CREATE", "UPDATE")
+    return request.operation == "DELETE"
+
+
+def mutate_trainer(request: AdmissionRequest) -> AdmissionResponse:
+    if request.kind != c.TRAINJOB or request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
+        return AdmissionResponse.allow(request.uid)
+    original = request.object
+    assert original is not None
+    response = AdmissionResponse.allow(request.uid)
+    response.patch = json_patch(original, default_trainjob(original)) or None
+    return response
+
+
+def validate_trainer(request: AdmissionRequest, facts: TrainerFacts | None = None) -> AdmissionResponse:
+    facts = facts or TrainerFacts()
+    if request.sub_resource:
+        return AdmissionResponse.allow(request.uid)
+    if request.kind in RUNTIME_KINDS:
+        if request.operation == "DELETE":
+            return _delete_runtime(request, facts.users)
+        if request.operation not in ("CREATE", "UPDATE") or request.object is None:
+            return AdmissionResponse.allow(request.uid)
+        errors = validate_runtime(request.object)
+        if errors:
+            return AdmissionResponse.deny(request.uid, invalid_message(request.kind, request.object, errors))
+        return AdmissionResponse.allow(request.uid)
+    if request.kind != c.TRAINJOB or request.operation not in ("CREATE", "UPDATE") or request.object is None:
+        return AdmissionResponse.allow(request.uid)
+    obj = default_trainjob(request.object)
+    old = request.old_object if request.operation == "UPDATE" else None
+    if old is not None and old.get("spec") == request.object.get("spec"):
+        return AdmissionResponse.allow(request.uid)
+    errors = validate_trainjob(obj, old, facts.runtime)
+    if errors:
+        return AdmissionResponse.deny(request.uid, invalid_message(c.TRAINJOB, request.object, errors))
+    return AdmissionResponse.allow(request.uid)
+
+
+def _delete_runtime(request: AdmissionRequest, users: Sequence[str]) -> AdmissionResponse:
+    if not users:
+        return AdmissionResponse.allow(request.uid)
+    shown = ", ".join(users[:10]) + (f" and {len(users) - 10} more" if len(users) > 10 else "")
+    return AdmissionResponse.deny(
+        request.uid,
+        f'{request.kind} "{request.name}" is in use by TrainJobs that have not finished: {shown}; '
+        "delete them or wait for them to finish first",
+        code=409,
+        reason="Conflict",
+    )

@@ -1,0 +1,56 @@
+"""What the webhook reads for a Trainer v2 review (kubetrain.webhook.trainer): the runtime a
+TrainJob names (one GET), or the TrainJobs naming a runtime being deleted (one LIST, in its
+namespace for a TrainingRuntime, in every namespace for a ClusterTrainingRuntime)."""
+
+from __future__ import annotations
+
+from kubetrain.api.trainer import constants as c
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.webhook.review import AdmissionRequest
+from kubetrain.webhook.trainer import TrainerFacts, TrainerReader
+
+
+def _finished(job: dict[str, object]) -> bool:
+    status = job.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return any(
+        isinstance(x, dict) and x.get("type") in (c.COMPLETE, c.FAILED) and x.get("status") == "True"
+        for x in conditions or []
+    )
+
+
+def kube_trainer_reader(client: KubeClient) -> TrainerReader:
+    async def read(request: AdmissionRequest) -> TrainerFacts:
+        if request.kind == c.TRAINJOB:
+            ref = ((request.object or {}).get("spec") or {}).get("runtimeRef") or {}
+            name = ref.get("name")
+            if not name:
+                return TrainerFacts()
+            kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME
+            try:
+                if kind == c.TRAINING_RUNTIME:
+                    return TrainerFacts(runtime=await client.get(TRAINING_RUNTIMES, request.namespace, name))
+                if kind == c.CLUSTER_TRAINING_RUNTIME:
+                    return TrainerFacts(runtime=await client.get(CLUSTER_TRAINING_RUNTIMES, None, name))
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return TrainerFacts()
+                raise
+            return TrainerFacts()
+        namespace = request.namespace if request.kind == c.TRAINING_RUNTIME else None
+        users: list[str] = []
+        items, _ = await client.list_all(TRAINJOBS, namespace)
+        for job in items:
+            ref = (job.get("spec") or {}).get("runtimeRef") or {}
+            if (
+                ref.get("name") != request.name
+                or (ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME) != request.kind
+            ):
+                continue
+            if not _finished(job):
+                meta = job.get("metadata") or {}
+                users.append(f"{meta.get('namespace')}/{meta.get('name')}")
+        return TrainerFacts(users=users)
+
+    return read

@@ -1,0 +1,231 @@
+"""Taking over running Kubeflow jobs (docs/operations.md, "Taking over running Kubeflow jobs"):
+PyTorchJobs whose pods and Services Kubeflow's training operator created — its names, its
+`training.kubeflow.org/*` labels, its controller ownerReference — are running when kubetrain
+starts serving kubeflow.org. kubetrain adopts them: no pod is created, deleted or restarted, the
+restarts the kubelet already counted are the job's, and the job then finishes under kubetrain
+(cleanPodPolicy deletes the adopted workers). A job another controller manages is left alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
+
+from .controller_support import Harness, eventually, is_true
+
+Obj = dict[str, Any]
+PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
+IMAGE = "docker.io/kubeflowkatib/pytorch-mnist-cpu:v1beta1-21320b6"
+
+
+def kubeflow_job(name: str, workers: int, managed_by: str | None = None) -> Obj:
+    def replica(n: int) -> Obj:
+        container = {"name": "pytorch", "image": IMAGE, "command": ["python3", "/opt/mnist.py"]}
+        return {
+            "replicas": n,
+            "restartPolicy": "OnFailure",
+            "template": {"spec": {"containers": [container]}},
+        }
+
+    run_policy: Obj = {"cleanPodPolicy": "Running"}
+    if managed_by is not None:
+        run_policy["managedBy"] = managed_by
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": run_policy,
+            "pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)},
+        },
+    }
+
+
+def owner(job: Obj) -> Obj:
+    meta = job["metadata"]
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def kubeflow_labels(job: str, rtype: str, index: int) -> dict[str, str]:
+    """What training-operator v1.9 labels a pod and its Service with (GenLabels, SetPodLabels)."""
+    labels = {
+        "training.kubeflow.org/operator-name": "pytorchjob-controller",
+        "training.kubeflow.org/job-name": job,
+        "training.kubeflow.org/replica-type": rtype,
+        "training.kubeflow.org/replica-index": str(index),
+    }
+    if rtype == "master":
+        labels["training.kubeflow.org/job-role"] = "master"
+    return labels
+
+
+def kubeflow_pod(job: Obj, rtype: str, index: int) -> Obj:
+    """A pod as Kubeflow's operator makes it: `<job>-<type>-<index>`, its labels and env."""
+    name = job["metadata"]["name"]
+    env = [
+        {"name": "MASTER_PORT", "value": "23456"},
+        {"name": "MASTER_ADDR", "value": f"{name}-master-0"},
+        {"name": "WORLD_SIZE", "value": "3"},
+        {"name": "RANK", "value": str(index if rtype == "master" else index + 1)},
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{rtype}-{index}",
+            "labels": kubeflow_labels(name, rtype, index),
+            "ownerReferences": [owner(job)],
+        },
+        "spec": {
+            "restartPolicy": "OnFailure",
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": IMAGE,
+                    "env": env,
+                    "ports": [{"name": "pytorchjob-port", "containerPort": 23456}],
+                }
+            ],
+        },
+    }
+
+
+def kubeflow_service(job: Obj, rtype: str, index: int) -> Obj:
+    """Kubeflow's per-pod headless Service of the same name."""
+    name = job["metadata"]["name"]
+    labels = kubeflow_labels(name, rtype, index)
+    labels.pop("training.kubeflow.org/job-role", None)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{name}-{rtype}-{index}", "labels": labels, "ownerReferences": [owner(job)]},
+        "spec": {
+            "clusterIP": "None",
+            "selector": labels,
+            "ports": [{"name": "pytorchjob-port", "port": 23456, "targetPort": 23456}],
+        },
+    }
+
+
+SLOTS = [("master", 0), ("worker", 0), ("worker", 1)]
+
+
+async def kubeflow_started(h: Harness, ns: str, name: str, managed_by: str | None = None) -> dict[str, str]:
+    """A job as Kubeflow's operator left it running: pods Running, Services, a status. Returns
+    each pod's uid."""
+    job = await h.kube.create(PYTORCHJOBS, kubeflow_job(name, 2, managed_by), namespace=ns)
+    for rtype, i in SLOTS:
+        await h.kube.create(PODS, kubeflow_pod(job, rtype, i), namespace=ns)
+        await h.kube.create(SERVICES, kubeflow_service(job, rtype, i), namespace=ns)
+    uids = {}
+    for rtype, i in SLOTS:
+        pod = await h.sim.wait_for_phase(ns, f"{name}-{rtype}-{i}", "Running", 30)
+        uids[pod["metadata"]["name"]] = pod["metadata"]["uid"]
+    status = {
+        "conditions": [
+            {"type": "Created", "status": "True", "reason": "PyTorchJobCreated", "message": "created"},
+            {"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": "running"},
+        ],
+        "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2}},
+        "startTime": "2026-01-01T00:00:00Z",
+    }
+    await h.kube.patch_status(PYTORCHJOBS, ns, name, {"status": status})
+    return uids
+
+
+async def pods_of(h: Harness, ns: str, name: str) -> list[Obj]:
+    page = await h.kube.list(PODS, ns, label_selector=f"training.kubeflow.org/job-name={name}")
+    return list(page["items"])
+
+
+async def test_running_kubeflow_jobs_are_adopted_with_zero_new_pods() -> None:
+    stack = DevStack(DevStackOptions(api_groups=("kubeflow.org",), controller=False))
+    await stack.start()
+    h = await Harness.open(stack)
+    try:
+        ns = await h.namespace("takeover")
+        uids = await kubeflow_started(h, ns, "ddp")
+        # The kubelet restarted worker 1's container twice while Kubeflow's operator ran it.
+        for _ in range(2):
+            await h.sim.restart_container(ns, "ddp-worker-1")
+        await h.sim.wait_for(
+            ns,
+            "ddp-worker-1",
+            lambda p: (
+                p is not None
+                and p["status"].get("phase") == "Running"
+                and p["status"]["containerStatuses"][0]["restartCount"] == 2
+            ),
+            30,
+        )
+        # Another controller's job (Kueue's MultiKueue): its pods are not kubetrain's to adopt.
+        foreign_uids = await kubeflow_started(h, ns, "remote", managed_by="kueue.x-k8s.io/multikueue")
+
+        await stack.start_controller()
+
+        async def adopted_and_counted() -> Obj | None:
+            job = await h.get(PYTORCHJOBS, ns, "ddp")
+            worker = ((job or {}).get("status") or {}).get("replicaStatuses", {}).get("Worker", {})
+            return job if worker.get("restarts") == 2 and worker.get("active") == 2 else None
+
+        job = await eventually(adopted_and_counted, what="ddp's status: 2 active workers, 2 restarts")
+        assert is_true(job, "Running")
+        pods = await pods_of(h, ns, "ddp")
+        # The same pods (uids), now labelled as kubetrain's; none created or deleted.
+        assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods} == uids
+        for pod in pods:
+            labels = pod["metadata"]["labels"]
+            rtype, index = (
+                labels["training.kubeflow.org/replica-type"],
+                labels["training.kubeflow.org/replica-index"],
+            )
+            assert (
+                labels["kubetrain.io/job-name"] == "ddp" and labels["kubetrain.io/job-kind"] == "PyTorchJob"
+            )
+            assert (labels["kubetrain.io/replica-type"], labels["kubetrain.io/replica-index"]) == (
+                rtype,
+                index,
+            )
+            assert (labels.get("kubetrain.io/job-role") == "master") == (rtype == "master")
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/") == 0
+        assert h.requests.count(verb="delete", resource="pods", user_agent="kubetrain/") == 0
+        events = await h.events(ns, "ddp")
+        (adopted,) = [e for e in events if e["reason"] == "Adopted"]
+        assert "3 pods and 3 services" in adopted["message"]
+
+        # The foreign job's pods keep Kubeflow's labels only and its status is not written.
+        for pod in await pods_of(h, ns, "remote"):
+            assert "kubetrain.io/job-name" not in pod["metadata"]["labels"]
+            assert foreign_uids[pod["metadata"]["name"]] == pod["metadata"]["uid"]
+        remote = await h.get(PYTORCHJOBS, ns, "remote")
+        assert remote is not None and "restarts" not in remote["status"]["replicaStatuses"]["Worker"]
+
+        # kubetrain runs the adopted job to the end: the master succeeds, cleanPodPolicy Running
+        # deletes the running workers and the adopted per-pod Services.
+        await h.sim.finish(ns, "ddp-master-0")
+
+        async def succeeded() -> Obj | None:
+            obj = await h.get(PYTORCHJOBS, ns, "ddp")
+            return obj if is_true(obj, "Succeeded") else None
+
+        await eventually(succeeded, what="ddp Succeeded")
+        await eventually(
+            lambda: _names(h, ns, "ddp", ["ddp-master-0"]), what="the workers deleted by cleanPodPolicy"
+        )
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/") == 0
+    finally:
+        await h.close()
+        await stack.stop()
+
+
+async def _names(h: Harness, ns: str, name: str, want: list[str]) -> bool:
+    pods = await pods_of(h, ns, name)
+    return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")) == want

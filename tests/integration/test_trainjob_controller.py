@@ -1,0 +1,331 @@
+"""TrainJobs run natively (no JobSet) through the controller against devcluster: Trainer's own
+torch-distributed ClusterTrainingRuntime, a 2-node TrainJob → pods named, labelled and addressed
+as JobSet + Job make them, Trainer's torch env, the headless Service, the runtime snapshot,
+dependsOn ordering of initializers, Complete/Failed with JobSet's reasons, whole-gang restarts
+(maxRestarts), suspend/resume and managedBy."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
+
+from .controller_support import Harness, eventually, open_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+DATA = Path(__file__).resolve().parents[1] / "data" / "trainer"
+
+
+def load(path: str) -> list[Obj]:
+    return [d for d in yaml.safe_load_all((DATA / path).read_text()) if d]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
+        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, load("runtimes/torch_distributed.yaml")[0])
+        yield stack, h
+
+
+def trainjob(name: str, *, num_nodes: int = 2, runtime: str = "torch-distributed", **spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": runtime},
+            "trainer": {
+                "numNodes": num_nodes,
+                "command": ["torchrun", "train.py"],
+                "env": [{"name": "CUSTOM", "value": "x"}],
+                "resourcesPerNode": {"requests": {"cpu": "2"}},
+            },
+            **spec,
+        },
+    }
+
+
+async def get_tj(h: Harness, ns: str, name: str) -> Obj:
+    obj = await h.get(TRAINJOBS, ns, name)
+    assert obj is not None
+    return obj
+
+
+async def wait_condition(h: Harness, ns: str, name: str, ctype: str) -> Obj:
+    async def check() -> Obj | None:
+        tj = await get_tj(h, ns, name)
+        for cond in (tj.get("status") or {}).get("conditions") or []:
+            if cond["type"] == ctype and cond["status"] == "True":
+                return tj
+        return None
+
+    result: Obj = await eventually(check, what=f"TrainJob {name} {ctype}")
+    return result
+
+
+def env_of(pod: Obj, container: str = "node") -> dict[str, Any]:
+    for c in pod["spec"]["containers"]:
+        if c["name"] == container:
+            return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env") or []}
+    raise AssertionError(container)
+
+
+async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("tj")
+    await h.kube.create(TRAINJOBS, trainjob("mnist"), namespace=ns)
+    pods = await h.wait_pod_names(ns, "mnist", ["mnist-node-0-0", "mnist-node-0-1"])
+    for index, pod in enumerate(pods):
+        labels, annotations = pod["metadata"]["labels"], pod["metadata"]["annotations"]
+        assert labels["jobset.sigs.k8s.io/jobset-name"] == "mnist"
+        assert labels["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
+        assert labels["jobset.sigs.k8s.io/job-index"] == "0"
+        assert labels["batch.kubernetes.io/job-completion-index"] == str(index)
+        assert annotations["batch.kubernetes.io/job-completion-index"] == str(index)
+        assert labels["batch.kubernetes.io/job-name"] == "mnist-node-0"
+        assert pod["spec"]["hostname"] == f"mnist-node-0-{index}" and pod["spec"]["subdomain"] == "mnist"
+        assert pod["spec"]["restartPolicy"] == "OnFailure"
+        env = env_of(pod)
+        assert env["PET_NNODES"] == "2"
+        assert env["PET_NPROC_PER_NODE"] == "2"  # no GPU: the CPU request
+        assert env["PET_NODE_RANK"] == {
+            "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+        }
+        assert env["PET_MASTER_ADDR"] == "mnist-node-0-0.mnist"
+        assert env["PET_MASTER_PORT"] == "29500"
+        assert env["CUSTOM"] == "x"
+        node = pod["spec"]["containers"][0]
+        assert node["command"] == ["torchrun", "train.py"]
+        assert {"containerPort": 29500, "protocol": "TCP"} in node["ports"] or {
+            "containerPort": 29500
+        } in node["ports"]
+        assert node["resources"]["requests"]["cpu"] == "2"
+    service = await h.service(ns, "mnist")
+    assert service is not None
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == {"jobset.sigs.k8s.io/jobset-name": "mnist"}
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    snapshot = await h.get(CONFIG_MAPS, ns, "mnist-runtime-snapshot")
+    assert snapshot is not None and "torch-distributed" in snapshot["data"]["runtime"]
+    tj = await get_tj(h, ns, "mnist")
+    assert not (tj.get("status") or {}).get("conditions")  # the SDK computes Running itself
+    await h.finish_all(ns, "mnist")
+    tj = await wait_condition(h, ns, "mnist", "Complete")
+    complete = tj["status"]["conditions"][-1]
+    assert complete["reason"] == "AllJobsCompleted" and complete["lastTransitionTime"]
+    assert {c["type"] for c in tj["status"]["conditions"]} == {"Complete"}
+    assert tj["status"]["jobsStatus"] == [
+        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+    ]
+
+
+async def test_a_runtime_edit_after_start_changes_no_running_job(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("snap")
+    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": "mine", "labels": runtime["metadata"]["labels"]}
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    job = trainjob("snap", num_nodes=1, runtime="mine")
+    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+    [pod] = await h.wait_pod_names(ns, "snap", ["snap-node-0-0"])
+    image = pod["spec"]["containers"][0]["image"]
+    stored = await h.kube.get(TRAINING_RUNTIMES, ns, "mine")
+    container = stored["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"
+    ]["containers"][0]
+    container["image"] = "changed:latest"
+    await h.kube.replace(TRAINING_RUNTIMES, stored)
+    await h.kube.delete(__import__("kubetrain.kube.resources", fromlist=["PODS"]).PODS, ns, "snap-node-0-0")
+    recreated = await eventually(
+        lambda: _new_pod(h, ns, "snap-node-0-0", pod["metadata"]["uid"]), what="snap-node-0-0 recreated"
+    )
+    assert recreated["spec"]["containers"][0]["image"] == image
+
+
+async def _new_pod(h: Harness, ns: str, name: str, old_uid: str) -> Obj | None:
+    pod = await h.pod(ns, name)
+    return pod if pod is not None and pod["metadata"]["uid"] != old_uid else None
+
+
+async def test_initializers_finish_before_the_nodes_start(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("init")
+    runtime, job = load("examples/05-multi-step.yaml")
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+    name = job["metadata"]["name"]
+    [init] = await h.wait_pod_names(ns, name, [f"{name}-dataset-initializer-0-0"])
+    env_init = env_of(init, "dataset-initializer")
+    assert env_init["STORAGE_URI"] == "hf://tatsu-lab/alpaca"
+    assert [p["metadata"]["name"] for p in await h.pods(ns, name)] == [f"{name}-dataset-initializer-0-0"]
+    await h.sim.finish(ns, f"{name}-dataset-initializer-0-0")
+    await h.wait_pod_names(
+        ns, name, [f"{name}-dataset-initializer-0-0", f"{name}-node-0-0", f"{name}-node-0-1"]
+    )
+
+
+async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("fail")
+    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": "strict", "labels": runtime["metadata"]["labels"]}
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    rjob["template"]["spec"]["backoffLimit"] = 0
+    rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    job = trainjob("boom", num_nodes=2, runtime="strict")
+    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+    first = await h.wait_pod_names(ns, "boom", ["boom-node-0-0", "boom-node-0-1"])
+    await h.sim.finish(ns, "boom-node-0-1", exit_code=1)
+
+    async def second_attempt() -> list[Obj] | None:
+        pods = await h.pods(ns, "boom")
+        fresh = [
+            p
+            for p in pods
+            if p["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt") == "1"
+            and not p["metadata"].get("deletionTimestamp")
+        ]
+        return fresh if len(fresh) == 2 else None
+
+    await eventually(second_attempt, what="both pods recreated as restart attempt 1")
+    assert first[0]["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"
+    await h.sim.finish(ns, "boom-node-0-0", exit_code=1)
+    tj = await wait_condition(h, ns, "boom", "Failed")
+    failed = next(c for c in tj["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "ReachedMaxRestarts"
+    assert "Restarting" in await h.event_reasons(ns, "boom")
+
+
+async def set_suspend(h: Harness, ns: str, name: str, value: bool) -> None:
+    from kubetrain.kube.client import ApiError
+
+    for _ in range(20):
+        tj = await get_tj(h, ns, name)
+        tj["spec"]["suspend"] = value
+        try:
+            await h.kube.replace(TRAINJOBS, tj)
+            return
+        except ApiError as err:
+            if not err.is_conflict:
+                raise
+    raise AssertionError("could not update the TrainJob")
+
+
+async def test_suspend_deletes_the_pods_and_resume_recreates_them(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("susp")
+    await h.kube.create(TRAINJOBS, trainjob("pause", num_nodes=1), namespace=ns)
+    await h.wait_pod_names(ns, "pause", ["pause-node-0-0"])
+    await set_suspend(h, ns, "pause", True)
+    tj = await wait_condition(h, ns, "pause", "Suspended")
+    assert tj["status"]["conditions"][0]["reason"] == "Suspended"
+    await eventually(lambda: h._none_left(ns, "pause"), what="pods of a suspended TrainJob deleted")
+    await set_suspend(h, ns, "pause", False)
+    await h.wait_pod_names(ns, "pause", ["pause-node-0-0"])
+    tj = await get_tj(h, ns, "pause")
+    suspended = tj["status"]["conditions"][0]
+    assert suspended["status"] == "False" and suspended["reason"] == "Resumed"
+
+
+async def test_a_trainjob_managed_by_multikueue_is_left_alone(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("mk")
+    await h.kube.create(TRAINJOBS, trainjob("remote", managedBy="kueue.x-k8s.io/multikueue"), namespace=ns)
+    await h.kube.create(TRAINJOBS, trainjob("local", num_nodes=1), namespace=ns)
+    await h.wait_pod_names(ns, "local", ["local-node-0-0"])
+    assert await h.pods(ns, "remote") == []
+    assert await h.service(ns, "remote") is None
+
+
+async def refusal(h: Harness, coro: Any) -> str:
+    from kubetrain.kube.client import ApiError
+
+    try:
+        await coro
+    except ApiError as err:
+        return str(err)
+    raise AssertionError("the API server accepted it")
+
+
+async def test_invalid_trainjobs_are_refused_naming_every_field(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("bad")
+    job = trainjob("bad", num_nodes=0)
+    job["spec"]["trainer"]["numProcPerNode"] = 0
+    job["spec"]["trainer"]["env"].append({"name": "PET_NNODES", "value": "9"})
+    job["spec"]["managedBy"] = "someone/else"
+    job["spec"]["runtimePatches"] = [
+        {
+            "manager": "me",
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "launcher"}]}}},
+        }
+    ]
+    message = await refusal(h, h.kube.create(TRAINJOBS, job, namespace=ns))
+    for path in (
+        "spec.trainer.numNodes",
+        "spec.trainer.numProcPerNode",
+        "spec.trainer.env[1].name",
+        "spec.managedBy",
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].name",
+    ):
+        assert path in message, (path, message)
+    missing = trainjob("nort", runtime="no-such-runtime")
+    message = await refusal(h, h.kube.create(TRAINJOBS, missing, namespace=ns))
+    assert "spec.runtimeRef.name" in message and "no-such-runtime" in message
+
+
+async def test_defaults_and_immutable_fields(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("imm")
+    created = await h.kube.create(TRAINJOBS, trainjob("imm", num_nodes=1), namespace=ns)
+    assert created["spec"]["runtimeRef"] == {
+        "name": "torch-distributed",
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+    }
+    assert created["spec"]["managedBy"] == "trainer.kubeflow.org/trainjob-controller"
+    changed = copy.deepcopy(created)
+    changed["spec"]["trainer"]["numNodes"] = 3
+    changed["spec"]["runtimeRef"]["name"] = "other"
+    message = await refusal(h, h.kube.replace(TRAINJOBS, changed))
+    assert "spec.trainer" in message and "spec.runtimeRef" in message
+
+
+async def test_runtimes_are_validated_and_protected_while_in_use(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("rt")
+    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": "unlabelled"}
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "worker"
+    message = await refusal(h, h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns))
+    assert "metadata.labels[trainer.kubeflow.org/framework]" in message
+    assert "spec.template.spec.replicatedJobs" in message and "'node'" in message
+    good = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
+    good["kind"] = "TrainingRuntime"
+    good["metadata"] = {"name": "used", "labels": good["metadata"]["labels"]}
+    await h.kube.create(TRAINING_RUNTIMES, good, namespace=ns)
+    job = trainjob("user", num_nodes=1, runtime="used")
+    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+    message = await refusal(h, h.kube.delete(TRAINING_RUNTIMES, ns, "used"))
+    assert f"{ns}/user" in message
+    await h.kube.delete(TRAINJOBS, ns, "user")
+    await eventually(lambda: h.absent(TRAINJOBS, ns, "user"), what="TrainJob deleted")
+    await h.kube.delete(TRAINING_RUNTIMES, ns, "used")

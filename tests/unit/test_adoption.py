@@ -1,0 +1,85 @@
+"""Which Kubeflow-made objects kubetrain adopts when it takes over kubeflow.org jobs, and the
+labels it gives them (kubetrain.operator.adoption; the end-to-end path:
+tests/integration/test_kubeflow_takeover.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubetrain.operator.adoption import ADOPTION_SELECTOR, Owner, adoption_labels, kubeflow_owner, label_patch
+
+Obj = dict[str, Any]
+REF = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "u1", "controller": True}
+
+
+def obj(labels: dict[str, str], refs: list[Obj] | None = None) -> Obj:
+    return {
+        "metadata": {"name": "x", "labels": labels, "ownerReferences": refs if refs is not None else [REF]}
+    }
+
+
+def kf(rtype: str = "ps", index: str = "0", job: str = "mnist", **more: str) -> dict[str, str]:
+    return {
+        "training.kubeflow.org/job-name": job,
+        "training.kubeflow.org/replica-type": rtype,
+        "training.kubeflow.org/replica-index": index,
+        **more,
+    }
+
+
+def test_selector_lists_kubeflow_objects_not_yet_kubetrains() -> None:
+    assert ADOPTION_SELECTOR == "training.kubeflow.org/job-name,!kubetrain.io/job-name"
+
+
+def test_owner_is_the_controller_reference_to_a_served_kubeflow_kind() -> None:
+    assert kubeflow_owner(obj(kf())) == Owner("TFJob", "mnist", "u1")
+    not_controller = {**REF, "controller": False}
+    assert kubeflow_owner(obj(kf(), [not_controller])) is None
+    assert kubeflow_owner(obj(kf(), [{**REF, "apiVersion": "kubetrain.io/v1"}])) is None
+    assert kubeflow_owner(obj(kf(), [{**REF, "kind": "Notebook"}])) is None
+    assert kubeflow_owner(obj(kf(), [{**REF, "uid": ""}])) is None
+    assert kubeflow_owner(obj(kf(), [])) is None
+
+
+def test_pod_labels_mirror_kubeflows() -> None:
+    owner = Owner("TFJob", "mnist", "u1")
+    assert adoption_labels(
+        obj(kf("chief", "0", **{"training.kubeflow.org/job-role": "master"})), owner, pod=True
+    ) == {
+        "kubetrain.io/job-name": "mnist",
+        "kubetrain.io/job-kind": "TFJob",
+        "app.kubernetes.io/managed-by": "kubetrain",
+        "kubetrain.io/replica-type": "chief",
+        "kubetrain.io/replica-index": "0",
+        "kubetrain.io/job-role": "master",
+    }
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        kf(job="other"),  # the label names another job than the ownerReference
+        kf(rtype="launcher"),  # not a TFJob replica type
+        kf(index="one"),
+        kf(index=""),
+    ],
+)
+def test_a_pod_that_names_no_slot_of_the_job_is_left_alone(labels: dict[str, str]) -> None:
+    assert adoption_labels(obj(labels), Owner("TFJob", "mnist", "u1"), pod=True) is None
+
+
+def test_a_service_needs_only_the_job_name() -> None:
+    labels = {"training.kubeflow.org/job-name": "mnist"}
+    assert adoption_labels(obj(labels), Owner("TFJob", "mnist", "u1"), pod=False) == {
+        "kubetrain.io/job-name": "mnist",
+        "kubetrain.io/job-kind": "TFJob",
+        "app.kubernetes.io/managed-by": "kubetrain",
+    }
+
+
+def test_patch_is_guarded_by_the_resource_version() -> None:
+    o = obj(kf())
+    o["metadata"]["resourceVersion"] = "42"
+    assert label_patch(o, {"a": "b"}) == {"metadata": {"labels": {"a": "b"}, "resourceVersion": "42"}}
