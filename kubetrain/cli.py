@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "controller",
     "run",
     "dev",
+    "dashboard",
 )
 
 

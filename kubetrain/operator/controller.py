@@ -70,6 +70,7 @@ from kubetrain.operator.keys import (
     status_only,
 )
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
 from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
@@ -99,6 +100,7 @@ class ControllerConfig:
     event_batch_factor: float = 50.0
     event_batch_max: float = 1.0
     max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job
+    progress: ProgressInjection | None = None  # what pods get to report progress (--status-server-url)
 
 
 class Controller:
@@ -122,6 +124,7 @@ class Controller:
             scheduler_name=self.config.scheduler_name,
             max_replicas=self.config.max_replicas,
             service_mode=self.config.service_mode,
+            progress=self.config.progress,
         )
         self.job_resources = job_resources_in(self.config.api_groups)
         self.trainjobs: TrainJobs | None = None
