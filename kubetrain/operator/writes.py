@@ -2,9 +2,10 @@
 slow-start waves under expectations, and namespaces closed for creates (see `apply.py`'s
 docstring for the rules; `PlanApplier` decides which writes a Plan makes and in what order).
 
-- Pods are created in slow-start batches (1, 2, 4, … like kube's ReplicaSet and Job
-  controllers); a batch with a failure, or a job that meanwhile left the cache, got a
-  deletionTimestamp or was replaced by a new job of its name (another uid), ends the wave.
+- Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
+  controllers), then pipelined with 32 creates in flight; a batch with a failure (once pipelined:
+  a failure), or a job that meanwhile left the cache, got a deletionTimestamp or was replaced by
+  a new job of its name (another uid), ends the wave.
 - A failed write is a Warning event on the job (`Failed<Verb><Kind>`) and a failure for the
   caller to raise; a harmless one (AlreadyExists for a create, NotFound for a delete) is logged.
 - A namespace that refuses new objects is closed for creates until a job is added to it again.
@@ -32,6 +33,12 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 SLOW_START_INITIAL_BATCH = 1  # kube's controller.SlowStartInitialBatchSize
+# Pod creates: slow-start batches up to this size, each waiting for the one before; once a batch
+# this size went through, the rest is pipelined with PIPELINED_CREATES in flight — each create
+# sent as one returns — so that no batch waits for its slowest request (on a large job the
+# barriers cost more than the creates).
+SLOW_START_LAST_BATCH = 16
+PIPELINED_CREATES = 32
 NAMESPACE_TERMINATING = "NamespaceTerminating"  # the StatusCause kube's NamespaceLifecycle gives
 
 
@@ -101,8 +108,9 @@ class ChildWriter:
     async def _create_pods(
         self, key: str, ref: ResourceRef, job: Obj, pods: list[Obj], failures: list[ApiError]
     ) -> None:
-        """Create `pods` under expectations, in slow-start batches of 1, 2, 4, …; stop after a
-        batch with a failure or once the job may no longer create (see the module docstring)."""
+        """Create `pods` under expectations, in slow-start batches of 1, 2, 4, … 16, then
+        pipelined (PIPELINED_CREATES in flight); stop after a batch with a failure, at the first
+        failure once pipelined, or once the job may no longer create (see the module docstring)."""
         if not self.creates_allowed(ref, job):  # e.g. the Service create just found the namespace closed
             return
         store = self.cache.store(PODS)
@@ -122,10 +130,17 @@ class ChildWriter:
         self.expectations.expect_creations(key, [pod["metadata"]["name"] for pod in todo])
         batch = SLOW_START_INITIAL_BATCH
         while todo:
-            chunk, todo = todo[:batch], todo[batch:]
-            failed = len(failures)
-            await asyncio.gather(*(self._create_pod(key, ref, job, pod, failures, refusals) for pod in chunk))
-            if todo and (len(failures) > failed or not self.creates_allowed(ref, job)):
+            if batch > SLOW_START_LAST_BATCH:
+                todo = await self._create_pipelined(key, ref, job, todo, failures, refusals)
+                stopped = bool(todo)
+            else:
+                chunk, todo = todo[:batch], todo[batch:]
+                failed = len(failures)
+                await asyncio.gather(
+                    *(self._create_pod(key, ref, job, pod, failures, refusals) for pod in chunk)
+                )
+                stopped = bool(todo) and (len(failures) > failed or not self.creates_allowed(ref, job))
+            if stopped:
                 for pod in todo:  # not sent: stop expecting them
                     self.expectations.creation_observed(key, pod["metadata"]["name"])
                 log.debug("%s: stopped creating pods, %d not sent", key, len(todo))
@@ -139,6 +154,34 @@ class ChildWriter:
         self.create_failures[uid] = refusals[0]
         if len(failures) == 0:  # only names held in the cache: retry with back-off all the same
             failures.append(ApiError(409, "AlreadyExists", refusals[0].message))
+
+    async def _create_pipelined(
+        self,
+        key: str,
+        ref: ResourceRef,
+        job: Obj,
+        todo: list[Obj],
+        failures: list[ApiError],
+        refusals: list[CreateFailure],
+    ) -> list[Obj]:
+        """Create `todo` with PIPELINED_CREATES in flight, the next sent as one returns; the
+        first failure, or the job no longer allowed to create, stops sending (those in flight
+        finish). The pods not sent."""
+        sent = 0
+        stop = False
+
+        async def lane() -> None:
+            nonlocal sent, stop
+            while not stop and sent < len(todo):
+                pod = todo[sent]
+                sent += 1
+                failed = len(failures)
+                await self._create_pod(key, ref, job, pod, failures, refusals)
+                if len(failures) > failed or not self.creates_allowed(ref, job):
+                    stop = True
+
+        await asyncio.gather(*(lane() for _ in range(min(PIPELINED_CREATES, len(todo)))))
+        return todo[sent:]
 
     async def _create_all(
         self, job_ref: ResourceRef, job: Obj, ref: ResourceRef, bodies: list[Obj], failures: list[ApiError]
