@@ -59,7 +59,9 @@ def planned_pods(replicas: int, namespace: str, uid: str) -> list[dict[str, Any]
     return p.create_pods
 
 
-async def bare_client(kubeconfig: str, namespace: str, uid: str, replicas: int, concurrency: int) -> float:
+async def bare_client(
+    kubeconfig: str, namespace: str, uid: str, replicas: int, concurrency: int
+) -> tuple[float, float]:
     """A bare client: plain aiohttp, `concurrency` keep-alive connections (each POSTs the next
     pod as soon as its last answer is read), the pod bodies serialised before the clock starts,
     no rate limit, no metrics — the floor any client of this API server can reach."""
@@ -86,9 +88,9 @@ async def bare_client(kubeconfig: str, namespace: str, uid: str, replicas: int, 
                     await resp.read()
                     assert resp.status == 201, resp.status
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
 
 async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -154,7 +156,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
         # The bare client runs in its own process (while this one may serve it: devcluster).
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.PIPE)
         out, _ = await proc.communicate()
-        bare_s = float(out.decode().strip().splitlines()[-1])
+        bare_s, bare_cpu = (float(v) for v in out.decode().strip().splitlines()[-1].split())
         await asyncio.wait_for(bare_watch, args.timeout)
         assert len((await client.list_all(PODS, bare))[0]) == replicas
         # Gone before the operator starts: it would otherwise reconcile that job too.
@@ -176,12 +178,13 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             last: list[float] = []
             watcher = asyncio.ensure_future(pod_added_times(client, job_ns, replicas, last))
             await asyncio.sleep(0.5)  # the watch is open
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), op.cpu_seconds()
             await client.create(
                 job_resource("PyTorchJob"), pytorch_job("large", replicas, namespace=job_ns), namespace=job_ns
             )
             await asyncio.wait_for(watcher, args.timeout)
             operator_s = last[-1] - t0
+            operator_cpu = op.cpu_seconds() - cpu0
             first_pod_s = last[0] - t0
             _, text = await op.get("/metrics")
             writes = int(
@@ -211,6 +214,9 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
         "operator_s": round(operator_s, 2),
         "operator_first_pod_s": round(first_pod_s, 3),
         "ratio": round(operator_s / bare_s, 2),
+        # CPU seconds each client spent (load on the machine changes it less than the times)
+        "bare_client_cpu_s": round(bare_cpu, 2),
+        "operator_cpu_s": round(operator_cpu, 2),
         "rate_limit_bound_s": round(bound, 2),
         "qps": qps,
         "burst": burst,
@@ -225,7 +231,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         r = await one_size(n, args)
         results.append(r)
         print(
-            f"large job {n} replicas: operator {r['operator_s']} s vs bare client {r['bare_client_s']} s "
+            f"large job {n} replicas: operator {r['operator_s']} s (CPU {r['operator_cpu_s']} s) vs bare "
+            f"client {r['bare_client_s']} s (CPU {r['bare_client_cpu_s']} s) "
             f"(ratio {r['ratio']}, target <= 1.3 with the limiter opened; "
             f"rate-limit bound {r['rate_limit_bound_s']} s at "
             f"qps {r['qps']} burst {r['burst']})"
@@ -249,13 +256,12 @@ def main() -> int:
     parser.add_argument("--bare-uid", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_client:
-        print(
-            asyncio.run(
-                bare_client(
-                    args.bare_client, args.bare_namespace, args.bare_uid, int(args.sizes), args.concurrency
-                )
+        wall, cpu = asyncio.run(
+            bare_client(
+                args.bare_client, args.bare_namespace, args.bare_uid, int(args.sizes), args.concurrency
             )
         )
+        print(wall, cpu)
         return 0
     res = asyncio.run(run(args))
     path = write_result("large_job", res)
