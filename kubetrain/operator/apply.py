@@ -14,9 +14,10 @@ with back-off. A 409 on the status write requeues the key and skips the rest: th
 an older job, whose newer version is planned again.
 
 Creates are careful not to storm the API server:
-- Pods are created in slow-start batches (1, 2, 4, … like kube's ReplicaSet and Job
-  controllers); a batch with a failure, or a job that meanwhile left the cache, got a
-  deletionTimestamp or was replaced by a new job of its name (another uid), ends the wave.
+- Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
+  controllers), then 32 in flight, each sent as one returns; a failure, or a job that meanwhile
+  left the cache, got a deletionTimestamp or was replaced by a new job of its name (another
+  uid), ends the wave.
 - A refused pod create is no Event of its own: the wave's first refusal is remembered for the
   job (`records`), the planner turns it into Running=False (`FailedCreatePod`) with one Warning
   event when it changes, and the key is retried with back-off. A wave that creates everything
