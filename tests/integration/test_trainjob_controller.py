@@ -213,7 +213,7 @@ async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[Dev
     tj = await wait_condition(h, ns, "boom", "Failed")
     failed = next(c for c in tj["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "ReachedMaxRestarts"
-    assert "Restarting" in await h.event_reasons(ns, "boom")
+    assert "RestartJobSetFailurePolicyAction" in await h.event_reasons(ns, "boom")
 
 
 async def set_suspend(h: Harness, ns: str, name: str, value: bool) -> None:
