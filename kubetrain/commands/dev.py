@@ -24,6 +24,7 @@ from kubetrain.api.cron import KUBEDL_GROUP
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUP_VERSIONS, JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
+from kubetrain.api.manifests import load_all, yaml_problem
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
@@ -32,7 +33,7 @@ from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.auth import LOCAL
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dashboard.web import DashboardConfig
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -43,7 +44,6 @@ from kubetrain.kube.resources import (
     job_resource_id,
     job_resources_in,
 )
-from kubetrain.yamlload import load_all
 
 # Kubeflow Trainer v2's kinds (applied as they are; `kubetrain dev` serves the group when a
 # manifest is of it).
@@ -82,7 +82,7 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
     except OSError as err:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
-        raise DevError(f"{path}: not valid YAML: {err}") from None
+        raise DevError(f"{path}: not valid YAML: {yaml_problem(err)}") from None
     if not docs:
         raise DevError(f"{path}: no manifest in it (expected a job as a YAML mapping)")
     for i, doc in enumerate(docs):

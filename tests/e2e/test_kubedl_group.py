@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from kubetrain.api.manifests import load_all
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import job_resources_in
-from kubetrain.yamlload import load_all
 
 
 def _load_support() -> ModuleType:

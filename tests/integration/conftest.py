@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster import DevCluster
-from kubetrain.devstack import DevStack
 from kubetrain.kube.client import KubeClient
 
 from .controller_support import Harness, open_stack

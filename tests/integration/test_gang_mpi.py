@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
 from .controller_support import Harness, eventually

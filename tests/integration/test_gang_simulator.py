@@ -13,8 +13,8 @@ from typing import Any
 
 from kubetrain.cli import build_parser
 from kubetrain.commands.dev import dev
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster.gang.simulator import pod_requests
-from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef
 

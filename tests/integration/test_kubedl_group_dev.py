@@ -9,10 +9,10 @@ import io
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.manifests import load_all
 from kubetrain.commands.dev import apply_manifest, job_ref
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS
-from kubetrain.yamlload import load_all
 
 from .controller_support import eventually
 

@@ -10,7 +10,7 @@ import pytest
 
 from kubetrain.devcluster import DevCluster, PodSimulator
 from kubetrain.devcluster.client import RawApi
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import behaviour, podstatus
 from kubetrain.kube.clock import FakeClock
 
 NS = "default"
@@ -106,7 +106,7 @@ async def test_binds_and_runs_a_pod_and_holds_it(sim: PodSimulator, raw: RawApi,
 async def test_run_seconds_and_exit_code_annotations(
     sim: PodSimulator, raw: RawApi, clock: FakeClock
 ) -> None:
-    annotations = {podstatus.RUN_SECONDS: "30", podstatus.EXIT_CODE: "137", podstatus.REASON: "OOMKilled"}
+    annotations = {behaviour.RUN_SECONDS: "30", behaviour.EXIT_CODE: "137", behaviour.REASON: "OOMKilled"}
     await create(raw, pod_manifest("oom", annotations=annotations))
     await sim.wait_for_phase(NS, "oom", "Running")
     await clock.advance(29)
@@ -121,7 +121,7 @@ async def test_run_seconds_and_exit_code_annotations(
 async def test_on_failure_restarts_in_place_then_gives_up(
     sim: PodSimulator, raw: RawApi, clock: FakeClock
 ) -> None:
-    annotations = {podstatus.RUN_SECONDS: "10", podstatus.EXIT_CODE: "1", podstatus.RESTARTS_BEFORE_EXIT: "2"}
+    annotations = {behaviour.RUN_SECONDS: "10", behaviour.EXIT_CODE: "1", behaviour.RESTARTS_BEFORE_EXIT: "2"}
     await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
     await sim.wait_for_phase(NS, "flaky", "Running")
     for expected in (1, 2):

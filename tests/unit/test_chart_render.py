@@ -37,7 +37,7 @@ from kubetrain.commands._progress import add_progress_flags
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
-from kubetrain.operator.controller import crd_name
+from kubetrain.operator.gang_api import crd_name
 from kubetrain.webhook import configurations
 from kubetrain.webhook.crons import cron_rules
 

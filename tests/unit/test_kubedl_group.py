@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from kubetrain.api.manifests import load_all
 from kubetrain.commands.render import render_job
 from kubetrain.jobs.crdgen import job_crds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.kubedllayout import from_v1, to_v1
 from kubetrain.jobs.validation import validate_job
 from kubetrain.kube.resources import job_resources_in
-from kubetrain.yamlload import load_all
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kubedl" / "example"
 RUNNABLE = [

@@ -18,6 +18,7 @@ from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
 from kubetrain.devcluster.kubelet import initstatus, podstatus
+from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
 from kubetrain.kube.clock import Clock
@@ -127,11 +128,11 @@ class PodTransitions:
         pod = self._pods.get(key)
         if pod is None or pod_phase(pod) != "Running":
             return
-        behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
+        behaviour = Behaviour.from_pod(pod, self.default_run_seconds)
         if behaviour.reason == "Evicted":
             await self.write_status(key, self.running_only(self.evict_builder()))
             return
-        outcome = podstatus.exit_outcome(
+        outcome = exit_outcome(
             pod, behaviour.exit_code, podstatus.restart_count(pod), behaviour.restarts_before_exit
         )
         if outcome == "restart":
