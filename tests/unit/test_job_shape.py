@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +146,77 @@ def test_a_group_waiting_for_a_group_with_pods_is_left_out_of_the_gang() -> None
     assert waiting.gang_slots() == [("Worker", 0), ("Worker", 1), ("Worker", 2)]
     at_start = shape_of(job("MPIJob", specs))
     assert at_start.gang_slots() == at_start.slots()
+
+
+# The planner's parts: they read a job only through its JobShape (docs/architecture.md, "Job
+# shapes"). `runpolicy.is_managed` reads managedBy from the stored job before it is prepared.
+PLANNER = (
+    "plan",
+    "active",
+    "gang",
+    "desired",
+    "children",
+    "restarts",
+    "runpolicy",
+    "status",
+    "draft",
+    "pods",
+)
+EXEMPT = {("runpolicy", "run_policy"), ("runpolicy", "is_managed")}
+SPEC_FIELDS = {"runPolicy", "schedulingPolicy", "podFailurePolicy", "replicaSpecs"}
+
+
+def spec_reads(module: str, source: str | None = None) -> list[str]:
+    """Places where a planner module (its file, or `source`) reads the job's spec instead of
+    its shape."""
+    path = Path(__file__).parents[2] / "kubetrain" / "operator" / f"{module}.py"
+    tree = ast.parse(source if source is not None else path.read_text())
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if (module, name) in EXEMPT:
+                continue
+            bad = None
+            if isinstance(child, ast.Attribute) and child.attr in ("replica_field", "defaulted"):
+                bad = child.attr
+            elif isinstance(child, ast.Attribute) and child.attr == "spec":
+                bad = ast.unparse(child)
+            elif isinstance(child, ast.Constant) and (
+                child.value in SPEC_FIELDS or str(child.value).endswith("ReplicaSpecs")
+            ):
+                bad = repr(child.value)
+            if bad is not None:
+                found.append(f"operator/{module}.py:{getattr(child, 'lineno', 0)}: {bad}")
+            visit(child, name)
+
+    visit(tree, "")
+    return found
+
+
+def test_the_planner_reads_jobs_only_through_their_shape() -> None:
+    assert [place for module in PLANNER for place in spec_reads(module)] == []
+
+
+def test_the_spec_read_guard_sees_spec_reads() -> None:
+    source = (
+        "def f(layout, fw, prepared):\n"
+        "    a = layout.spec.get('runPolicy')\n"
+        "    b = fw.replica_field\n"
+        "    return prepared.defaulted, {'tfReplicaSpecs': 1}\n"
+        "def is_managed(job):\n"
+        "    return job.spec\n"
+    )
+    found = spec_reads("active", source)
+    assert found == [
+        "operator/active.py:2: layout.spec",
+        "operator/active.py:2: 'runPolicy'",
+        "operator/active.py:3: replica_field",
+        "operator/active.py:4: defaulted",
+        "operator/active.py:4: 'tfReplicaSpecs'",
+        "operator/active.py:6: job.spec",
+    ]
+    assert (
+        spec_reads("runpolicy", source)[-1] == "operator/runpolicy.py:4: 'tfReplicaSpecs'"
+    )  # is_managed is exempt
