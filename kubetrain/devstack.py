@@ -25,9 +25,10 @@ from typing import Any
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
-from kubetrain.certs.tls import write_cert_dir
+from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
 from kubetrain.jobs.trainercrds import group_crds
+from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (
@@ -40,7 +41,11 @@ from kubetrain.kube.resources import (
     job_resource,
 )
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.crons import CronController, CronControllerConfig
+from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.policy import PolicyIndex
+from kubetrain.progress.lookup import ApiLookup, Routes, choose
+from kubetrain.progress.server import ProgressServer
 from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
@@ -76,18 +81,27 @@ class DevStackOptions:
     watch_window: int = 10000
     controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
     simulator_clock: Clock | None = None
+    # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
+    progress: bool = False
+    progress_interval: float = 5.0
+    authorization: str = "AlwaysAllow"  # "RBAC": devcluster authorizes like --authorization-mode=RBAC
 
 
 class DevStack:
     def __init__(self, options: DevStackOptions | None = None) -> None:
         self.options = options or DevStackOptions()
-        self.cluster = DevCluster(watch_window=self.options.watch_window)
+        self.cluster = DevCluster(
+            watch_window=self.options.watch_window, authorization=self.options.authorization
+        )
         self.client: KubeClient | None = None
         self.webhook: WebhookServer | None = None
         self.policy_watcher: PolicyWatcher | None = None
         self.controller: Controller | None = None
+        self.crons: CronController | None = None
         self.simulator: PodSimulator | None = None
         self.gang_simulator: GangSchedulerSimulator | None = None
+        self.progress: ProgressServer | None = None
+        self.progress_injection: ProgressInjection | None = None
 
     @property
     def kube(self) -> KubeClient:
@@ -114,6 +128,8 @@ class DevStack:
             await self.install_podgroup_crd()
         if opts.webhook:
             await self.start_webhook()
+        if opts.progress:
+            await self.start_progress()
         if opts.controller:
             await self.start_controller()
         if opts.install_crds and TRAINER_GROUP in opts.api_groups:
@@ -241,10 +257,37 @@ class DevStack:
                 gang_scheduler=opts.gang_scheduler,
                 service_mode=opts.service_mode,
                 api_groups=opts.api_groups,
+                progress=self.progress_injection,
             ),
             clock=opts.controller_clock,
         )
         await self.controller.start(sync_timeout=30)
+        self.crons = CronController(
+            self.kube, CronControllerConfig(api_groups=opts.api_groups), clock=opts.controller_clock
+        )
+        await asyncio.wait_for(self.crons.start(), 30)
+
+    async def start_progress(self) -> None:
+        cert_dir = self.cluster.workdir / "progress-certs"
+        bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+        write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
+        self.progress = ProgressServer(
+            self.kube,
+            Routes.for_groups(self.options.api_groups),
+            choose(self._progress_cache, ApiLookup(self.kube)),
+            ReloadingTLS(cert_dir),
+            host="127.0.0.1",
+            port=0,
+            interval=self.options.progress_interval,
+            clock=self.options.controller_clock or SYSTEM_CLOCK,
+        )
+        await self.progress.start()
+        url = f"https://127.0.0.1:{self.progress.port}"
+        self.progress_injection = ProgressInjection(url, bundle.ca.cert_pem.decode())
+
+    def _progress_cache(self) -> Cache | None:
+        controller = self.controller
+        return controller.cache if controller is not None and controller.synced else None
 
     async def apply(self, job: Obj, namespace: str | None = None) -> Obj:
         """Create a job (or any kubetrain kind) through the API server, webhooks included."""
@@ -258,6 +301,12 @@ class DevStack:
         if self.simulator is not None:
             await self.simulator.stop()
             self.simulator = None
+        if self.crons is not None:
+            await self.crons.stop()
+            self.crons = None
+        if self.progress is not None:
+            await self.progress.stop()
+            self.progress = None
         if self.controller is not None:
             await self.controller.stop()
             self.controller = None

@@ -14,17 +14,24 @@ import contextlib
 import logging
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kubetrain.api.cron import KUBEDL_GROUP
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
+from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
+from kubetrain.dashboard.server import DashboardServer
+from kubetrain.dashboard.views.auth import LOCAL
+from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.dashboard.web import DashboardConfig
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
@@ -52,6 +59,7 @@ def example_names() -> list[str]:
     if not EXAMPLES_DIR.is_dir():
         return []
     names = [p.stem for p in sorted(EXAMPLES_DIR.glob("*.yaml"))]
+    names += [f"trainer/{p.stem}" for p in sorted((EXAMPLES_DIR / "trainer").glob("*.yaml"))]
     names += [f"invalid/{p.stem}" for p in sorted((EXAMPLES_DIR / "invalid").glob("*.yaml"))]
     return names
 
@@ -121,7 +129,15 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
         int(rs.get("restarts") or 0)
         for rs in ((job.get("status") or {}).get("replicaStatuses") or {}).values()
     )
-    line = f"{_display_state(job):<10} " + (" · ".join(parts) if parts else "no pods")
+    state = _display_state(job)
+    node = by_type.get(trainer.NODE, {})
+    if (
+        state == "Pending"
+        and job.get("kind") == trainer.TRAINJOB
+        and ("running" in node or "succeeded" in node)
+    ):
+        state = "Running"  # a TrainJob has no Running condition: the SDK's rule, from the node pods
+    line = f"{state:<10} " + (" · ".join(parts) if parts else "no pods")
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
@@ -133,6 +149,9 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
     group = api_version.split("/")[0] if "/" in api_version else KUBETRAIN_GROUP
     if group == TRAINER_GROUP and kind in TRAINER_REFS:
         return TRAINER_REFS[kind]
+    if is_cron(job):
+        ref: ResourceRef = cron_ref(job)
+        return ref
     refs = job_resources_in(JOB_GROUPS)
     try:
         return refs[job_resource_id(kind, group)]
@@ -267,11 +286,37 @@ async def cluster_only(out: Any, watch_window: int) -> int:
     return 0
 
 
+@contextlib.asynccontextmanager
+async def dev_dashboard(stack: DevStack, args: argparse.Namespace) -> AsyncIterator[DashboardServer | None]:
+    """The web dashboard on loopback, acting as the kubeconfig's user (`--no-dashboard`: none)."""
+    if getattr(args, "no_dashboard", False):
+        yield None
+        return
+    server = DashboardServer(
+        stack.kube,
+        stack.kube,
+        served_kinds(stack.options.api_groups),
+        config=DashboardConfig(auth_mode=LOCAL),
+        host="127.0.0.1",
+        port=getattr(args, "dashboard_port", 0),
+    )
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
 def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple[str, ...]:
     """--api-groups (default kubetrain.io), plus trainer.kubeflow.org when a manifest is of it."""
     groups = list(getattr(args, "api_groups", None) or (KUBETRAIN_GROUP,))
     if any(group_of(j.get("apiVersion")) == TRAINER_GROUP for j in jobs) and TRAINER_GROUP not in groups:
         groups.append(TRAINER_GROUP)
+    if (
+        any(is_cron(j) and group_of(j.get("apiVersion")) == KUBEDL_GROUP for j in jobs)
+        and KUBEDL_GROUP not in groups
+    ):
+        groups.append(KUBEDL_GROUP)  # KubeDL's Cron: served when a manifest is one
     return tuple(groups)
 
 
@@ -285,9 +330,11 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
         api_groups=served_groups(args, jobs),
     )
-    async with DevStack(options) as stack:
+    async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
+        if dashboard is not None:
+            print(f"dashboard: {dashboard.url}", file=out, flush=True)
         accepted: list[dict[str, Any]] = []
         for job in jobs:
             created = await apply_manifest(stack, job, out)
@@ -299,10 +346,18 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             for j in accepted
             if j.get("kind") not in (trainer.TRAINING_RUNTIME, trainer.CLUSTER_TRAINING_RUNTIME)
         ]
-        code = await follow(stack, runs[0], args.timeout, out) if runs else 1
+        if runs and is_cron(runs[0]):  # a cron: wait for its first job, then follow that
+            started = time.monotonic()
+            first = await wait_for_first_job(stack, runs[0], args.timeout, out)
+            remaining = args.timeout - (time.monotonic() - started)
+            code = await follow(stack, first, remaining, out) if first is not None else 2
+        else:
+            code = await follow(stack, runs[0], args.timeout, out) if runs else 1
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)
+            if dashboard is not None:
+                print(f"  open {dashboard.url} (the web dashboard)", file=out)
             print("Press Ctrl-C to stop.", file=out, flush=True)
             stop = asyncio.Event()
             install_stop_signals(stop)
@@ -368,6 +423,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"
     )
+    parser.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=0,
+        help="serve the web dashboard on this loopback port (default 0: any free port; the URL is printed)",
+    )
+    parser.add_argument("--no-dashboard", action="store_true", help="do not serve the web dashboard")
     parser.add_argument(
         "--cluster-only",
         action="store_true",

@@ -11,7 +11,8 @@ With `--policy FILE` (repeatable) the TrainingPolicies in FILE are applied too, 
 would (kubetrain.policy.offline): their defaults after the built-in ones, then their limits;
 a Deny-mode violation is an error, a Warn-mode one a warning. `--namespace-labels k=v,...`
 says which namespace the jobs are meant for (without it every policy applies). A
-TrainingPolicy document among the FILEs is validated as a policy.
+TrainingPolicy document among the FILEs is validated as a policy, a TrainingCron (or KubeDL's
+Cron) as the cron webhook does: schedule, time zone and the template's job rules.
 
 With `--show-defaults` the defaulted objects are printed to stdout as a YAML stream and the
 findings go to stderr, so the output can be piped into `kubectl apply -f -`.
@@ -26,10 +27,13 @@ from typing import Any, TextIO
 
 import yaml
 
-from kubetrain.api.groups import KUBETRAIN_GROUP
+from kubetrain.api.cron import CRON_KINDS
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.commands._flags import api_groups_arg
+from kubetrain.commands._trainervalidate import Runtimes, check_trainer_document, known_runtimes
+from kubetrain.cron.shape import validate_cron
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.parse import check_type_meta
@@ -121,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"--namespace-labels: {exc}", file=sys.stderr)
             return 1
     defaulted_docs: list[Any] = []
+    runtimes = known_runtimes()
     for name in args.files:
         documents, problem = read_documents(name)
         if problem is not None:
@@ -138,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 groups=tuple(args.api_groups),
                 policies=policies if args.policy else None,
                 namespace_labels=namespace_labels,
+                runtimes=runtimes,
             )
             failed = failed or not ok
             if defaulted is not None:
@@ -213,8 +219,10 @@ def check_document(
     groups: tuple[str, ...] = (KUBETRAIN_GROUP,),
     policies: list[TrainingPolicy] | None = None,
     namespace_labels: dict[str, str] | None = None,
+    runtimes: Runtimes | None = None,
 ) -> tuple[bool, dict[str, Any] | None]:
-    """Print the findings for one document; (valid?, the defaulted object or None)."""
+    """Print the findings for one document; (valid?, the defaulted object or None).
+    `runtimes`: the Trainer runtimes TrainJobs may name (earlier documents add theirs)."""
     obj = doc.obj
     if not isinstance(obj, dict):
         kind = "a list" if isinstance(obj, list) else f"a {type(obj).__name__}"
@@ -232,6 +240,18 @@ def check_document(
             return False, None
         print(f"{doc.label}: valid", file=report)
         return True, obj
+    if group_of(obj.get("apiVersion")) == TRAINER_GROUP:
+        return check_trainer_document(
+            obj, doc.label, report, runtimes if runtimes is not None else known_runtimes()
+        )
+    if obj.get("kind") in CRON_KINDS.values():
+        # a TrainingCron (KubeDL's Cron): its schedule, time zone and template, as the webhook
+        cron_errors = validate_cron(obj, groups=tuple(g for g in groups if g in JOB_GROUPS) or JOB_GROUPS)
+        for error in cron_errors:
+            print(f"{doc.label}: {error}", file=report)
+        if not cron_errors:
+            print(f"{doc.label}: valid", file=report)
+        return not cron_errors, obj if not cron_errors else None
     type_errors = check_type_meta(obj, groups)
     if type_errors:
         for error in type_errors:

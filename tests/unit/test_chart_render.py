@@ -33,11 +33,13 @@ import pytest
 import yaml
 
 from kubetrain.commands import _flags
+from kubetrain.commands._progress import add_progress_flags
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
+from kubetrain.webhook.crons import cron_rules
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
 RELEASE = "kt"
@@ -58,6 +60,7 @@ def operator_parser() -> argparse.ArgumentParser:
     _flags.add_common_flags(parser)
     _flags.add_controller_flags(parser)
     _flags.add_webhook_flags(parser)
+    add_progress_flags(parser)
     return parser
 
 
@@ -197,10 +200,17 @@ def expand(
 # its grants.
 JOB_KINDS = [ref.plural for ref in JOB_RESOURCES.values()]
 EXPECTED_JOBS_ROLE = (
-    # informers (list + watch); TTL deletes the job
-    expand("kubetrain.io", JOB_KINDS, ["list", "watch", "delete"])
-    # status: a PUT to /status
-    | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update"])
+    # informers (list + watch); TTL deletes the job; a TrainingCron creates (and deletes) its
+    # jobs and GETs an active one its cache does not show
+    expand("kubetrain.io", JOB_KINDS, ["get", "list", "watch", "create", "delete"])
+    # the TrainingCron informer, its status (PUT), blockOwnerDeletion on its jobs
+    | expand("kubetrain.io", ["trainingcrons"], ["get", "list", "watch"])
+    | expand("kubetrain.io", ["trainingcrons/status", "trainingcrons/finalizers"], ["update"])
+    # status: a PUT to /status; the status server's merge patch of status.trainerStatus
+    | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update", "patch"])
+    # the status server without the informer cache (a replica that does not lead): GETs
+    | expand("kubetrain.io", JOB_KINDS, ["get"])
+    | expand("", ["pods"], ["get"])
     # blockOwnerDeletion on children under OwnerReferencesPermissionEnforcement
     | expand("kubetrain.io", [f"{k}/finalizers" for k in JOB_KINDS], ["update"])
     | expand("", ["pods"], ["list", "watch", "create", "delete"])
@@ -373,6 +383,9 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     )
     assert grants(roles[("ClusterRole", f"{FULLNAME}-cluster")]["rules"]) == expected_cluster
     check_metrics_rbac(roles, docs, values["metrics"].get("secure", False))
+    # The status server (on by default) reviews report tokens: TokenReview create, nothing else.
+    status_auth = ("ClusterRole", f"{FULLNAME}-status-auth")
+    assert grants(roles[status_auth]["rules"]) == {("authentication.k8s.io", "tokenreviews", "create", ())}
 
     role = roles[("Role", FULLNAME)]  # leader election is on by default, so the Role exists
     assert role["metadata"]["namespace"] == NAMESPACE
@@ -448,6 +461,8 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert set(f) <= RUN_FLAGS, set(f) - RUN_FLAGS
     assert int(f["--metrics-port"] or 0) == ports["metrics"]
     assert int(f["--webhook-port"] or 0) == ports["webhook"]
+    assert int(f["--status-server-port"] or 0) == ports["status"] == 10443
+    assert f["--status-server-url"] == f"https://{FULLNAME}-webhook.{NAMESPACE}.svc:10443"
     assert f["--gang-scheduler"] == values["gangScheduler"]
     if values["watchNamespaces"]:
         assert f["--namespaces"] == ",".join(values["watchNamespaces"])
@@ -475,7 +490,9 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
 def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
     service = one(docs, "Service", f"{FULLNAME}-webhook")
     assert service["spec"]["ports"] == [
-        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"},
+        # the training-progress endpoint pods reach under the certificate's (this Service's) name
+        {"name": "status", "port": 10443, "targetPort": "status", "protocol": "TCP"},
     ]
     job_rule = {
         "apiGroups": ["kubetrain.io"],
@@ -504,6 +521,7 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
         "ValidatingWebhookConfiguration": [
             ("validate.jobs.kubetrain.io", "/validate", [job_rule, scale_rule]),
             ("validate.trainingpolicies.kubetrain.io", "/validate", [policy_rule]),
+            ("validate.crons.kubetrain.io", "/validate", cron_rules(["kubetrain.io"])),
         ],
     }
     for kind, hooks in expected.items():
@@ -723,7 +741,9 @@ def test_namespace_selector_applies_to_the_job_webhooks_only(chart: helm.Chart) 
         "mutate.jobs.kubetrain.io",
         "validate.jobs.kubetrain.io",
         "validate.trainingpolicies.kubetrain.io",
+        "validate.crons.kubetrain.io",
     }
+    assert hooks["validate.crons.kubetrain.io"]["namespaceSelector"] == selector
     for hook in hooks.values():
         assert hook["timeoutSeconds"] == 5
     assert hooks["mutate.jobs.kubetrain.io"]["namespaceSelector"] == selector
@@ -891,7 +911,7 @@ def test_secure_metrics_value(chart: helm.Chart) -> None:
         render(chart, {"metrics": {"secure": "yes"}})
 
 
-def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Chart) -> None:
+def test_network_policy_admits_only_the_webhook_status_and_metrics_ports(chart: helm.Chart) -> None:
     assert of_kind(render(chart), "NetworkPolicy") == []
     monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
     api_server = {"ipBlock": {"cidr": "10.0.0.0/24"}}
@@ -905,8 +925,11 @@ def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Ch
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     assert policy["spec"]["ingress"] == [
         {"ports": [{"protocol": "TCP", "port": 9443}], "from": [api_server]},
+        {"ports": [{"protocol": "TCP", "port": 10443}]},  # training pods, from any namespace
         {"ports": [{"protocol": "TCP", "port": 8080}], "from": [monitoring]},
     ]
+
+
 def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
     """Serving kubeflow.org (too): the job rules, the webhook rules and the CRD read of the
     ownership check follow `apiGroups`, for every registered kind."""
@@ -928,7 +951,37 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]
     only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"]})
     role = grants(one(only_kubeflow, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
-    assert not any(g == "kubetrain.io" for g, *_ in role)
+    assert not any(g == "kubetrain.io" and not r.startswith("trainingcrons") for g, r, *_ in role)
     assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
     default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
+
+
+def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
+    """kubedlCron: the operator serves apps.kubedl.io's Cron (flag), reads and updates crons,
+    reads their CRD by name, and the cron webhook validates them too."""
+    docs = render(chart, {"kubedlCron": True})
+    assert flags(docs)["--api-groups"] == "kubetrain.io,apps.kubedl.io"
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert expand("apps.kubedl.io", ["crons"], ["get", "list", "watch"]) <= jobs_role
+    assert expand("apps.kubedl.io", ["crons/status", "crons/finalizers"], ["update"]) <= jobs_role
+    cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    names = ("crons.apps.kubedl.io",)
+    assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], names) <= cluster_role
+    hooks = {h["name"]: h for h in one(docs, "ValidatingWebhookConfiguration")["webhooks"]}
+    assert hooks["validate.crons.kubetrain.io"]["rules"] == cron_rules(["kubetrain.io", "apps.kubedl.io"])
+    default = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert not any(g == "apps.kubedl.io" for g, *_ in default)
+
+
+def test_status_server_off_removes_its_port_flags_and_grants(chart: helm.Chart) -> None:
+    docs = render(chart, {"statusServer": {"enabled": False}})
+    f = flags(docs)
+    assert "--status-server-port" not in f and "--status-server-url" not in f
+    assert "status" not in {p["name"] for p in container(docs)["ports"]}
+    names = {d["metadata"]["name"] for d in of_kind(docs, "ClusterRole")}
+    assert f"{FULLNAME}-status-auth" not in names
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert ("", "pods", "get", ()) not in jobs_role
+    assert ("kubetrain.io", "pytorchjobs/status", "patch", ()) not in jobs_role
+    # (jobs keep `get` for the cron controller: an active job its cache does not show)

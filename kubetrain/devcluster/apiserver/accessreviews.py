@@ -20,6 +20,10 @@ pkg/registry/authorization/subjectaccessreview):
   evaluated by the cluster's RBAC authorizer (`rbac.Authorizer`: bindings, nonResourceURLs,
   system:masters); without it every review is allowed (AlwaysAllow). `status.allowed`, and
   `status.reason` when the authorizer gave one.
+- SelfSubjectAccessReview: the same question about the requester itself (what `kubectl auth
+  can-i` asks; every authenticated user may, through `system:basic-user`): exactly one of
+  `spec.resourceAttributes` / `spec.nonResourceAttributes`, else 422; evaluated for the user
+  the request authenticated as.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from kubetrain.devcluster.apiserver.types import Obj
 
 TOKEN_REVIEWS_KEY = "tokenreviews.authentication.k8s.io"
 SUBJECT_ACCESS_REVIEWS_KEY = "subjectaccessreviews.authorization.k8s.io"
-KEYS = (TOKEN_REVIEWS_KEY, SUBJECT_ACCESS_REVIEWS_KEY)
+SELF_SUBJECT_ACCESS_REVIEWS_KEY = "selfsubjectaccessreviews.authorization.k8s.io"
+KEYS = (TOKEN_REVIEWS_KEY, SUBJECT_ACCESS_REVIEWS_KEY, SELF_SUBJECT_ACCESS_REVIEWS_KEY)
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 
 # (token, requested audiences) -> who it is, or why it does not authenticate
@@ -135,6 +140,25 @@ def subject_access_review(t: Target, body: Any, authorizer: rbac.Authorizer | No
     groups = tuple(str(g) for g in spec.get("groups") or ())
     user = rbac.UserInfo(str(spec.get("user") or ""), groups, str(spec.get("uid") or ""))
     decision = authorizer.authorize(user, _request_info(spec))
+    status: dict[str, Any] = {"allowed": decision.allowed}
+    if decision.reason:
+        status["reason"] = decision.reason
+    obj["status"] = status
+    return Result(201, obj)
+
+
+def self_subject_access_review(
+    t: Target, body: Any, requester: rbac.UserInfo, authorizer: rbac.Authorizer | None
+) -> Result:
+    obj = _answer(t, body)
+    spec = obj["spec"]
+    causes = [c for c in _validate({**spec, "user": "-"}) if c.field != "spec.user,spec.groups"]
+    if causes:
+        raise errors.invalid(t.rt.kind, t.rt.group, "", causes)
+    if authorizer is None:
+        obj["status"] = {"allowed": True}
+        return Result(201, obj)
+    decision = authorizer.authorize(requester, _request_info(spec))
     status: dict[str, Any] = {"allowed": decision.allowed}
     if decision.reason:
         status["reason"] = decision.reason

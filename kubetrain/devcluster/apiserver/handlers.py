@@ -314,6 +314,10 @@ class Handlers:
             return Result(201, self.tokens.token_request(t.namespace, t.name, body))
         if t.rt.key == accessreviews.SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
             return accessreviews.subject_access_review(t, await self._body(request), self.authorizer)
+        if t.rt.key == accessreviews.SELF_SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
+            return accessreviews.self_subject_access_review(
+                t, await self._body(request), request[USER_KEY], self.authorizer
+            )
         if t.rt.key == "bindings" and verb == "create":
             body = await self._body(request)
             pods = api.registry.by_key("pods")

@@ -53,6 +53,14 @@ BUILTINS: list[ResourceType] = [
         verbs=("create",),
     ),
     ResourceType(
+        "authorization.k8s.io",
+        ["v1"],
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        False,
+        verbs=("create",),
+    ),
+    ResourceType(
         "",
         ["v1"],
         "services",

@@ -1,0 +1,351 @@
+"""The dashboard at scale against devcluster: the list page over 10,000 jobs, and the job page of a
+1,000-pod job rendered in headless Chromium.
+
+    .venv/bin/python benchmarks/bench_dashboard.py --jobs 10000
+    .venv/bin/python benchmarks/bench_dashboard.py --pods 1000
+
+devcluster runs in this process and is filled directly (no HTTP, no webhooks or controller); the
+dashboard runs as its own process (`kubetrain dashboard --auth local`), so its RSS is its own.
+
+List mode: `--jobs` PyTorchJobs over 20 namespaces in mixed states. After the dashboard lists them
+all: each query below `--repeat` times; the server time is the dashboard's `Server-Timing`
+header (handler start to response), the client time the whole request on loopback.
+
+Gantt mode: one PyTorchJob with `--pods` Worker pods (every third with an in-place restart in
+its lastState, every tenth Failed), stored Running/Failed. Chromium (Debian's) loads the job page
+`--repeat` times; measured: the server time, in the browser the time from the first response
+byte to the second animation frame after the load event (HTML parsed, SVG laid out and painted),
+and the renderer main thread's busy time for the page (DevTools `TaskDuration`: CPU spent parsing,
+styling, laying out and painting — what the page costs, less sensitive to a loaded machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from _common import free_port, load_average, write_result
+
+from kubetrain.devcluster.apiserver.core import Target
+from kubetrain.devstack import DevStack, DevStackOptions
+
+STATES = ("Running", "Succeeded", "Failed", "Created", "Restarting")
+
+
+def stamp(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def job_body(name: str, namespace: str, workers: int = 2) -> dict[str, Any]:
+    container = {"name": "pytorch", "image": "pytorch/pytorch:2.3", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
+                "Worker": {"replicas": workers, "template": {"spec": {"containers": [container]}}},
+            }
+        },
+    }
+
+
+def job_status(i: int, now: datetime) -> dict[str, Any]:
+    state = STATES[i % len(STATES)]
+    conditions = [
+        {"type": "Created", "status": "True", "reason": "JobCreated", "lastTransitionTime": stamp(now)}
+    ]
+    if state != "Created":
+        conditions.append(
+            {"type": state, "status": "True", "reason": f"Job{state}", "lastTransitionTime": stamp(now)}
+        )
+    return {
+        "conditions": conditions,
+        "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2, "restarts": i % 3}},
+    }
+
+
+class Dashboard:
+    def __init__(self, kubeconfig: str) -> None:
+        self.port = free_port()
+        exe = Path(sys.executable).parent / "kubetrain"
+        cmd = [
+            str(exe),
+            "dashboard",
+            "--kubeconfig",
+            kubeconfig,
+            "--auth",
+            "local",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+        ]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def rss_mb(self) -> dict[str, float]:
+        fields = {}
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = round(int(value.split()[0]) / 1024, 1)
+        return fields
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+async def get(session: aiohttp.ClientSession, url: str) -> tuple[float, float, str]:
+    started = time.perf_counter()
+    async with session.get(url, headers={"Accept": "text/html"}) as resp:
+        text = await resp.text()
+        assert resp.status == 200, (resp.status, text[:300])
+        server = float(resp.headers["Server-Timing"].split("dur=")[1])
+    return server, (time.perf_counter() - started) * 1000, text
+
+
+async def wait_listed(dash: Dashboard, want: int, limit: float) -> float:
+    started = time.perf_counter()
+    async with aiohttp.ClientSession() as session:
+        while time.perf_counter() - started < limit:
+            try:
+                _, _, text = await get(session, dash.url + "/?per_page=10")
+                if f"· {want} job" in text:
+                    return time.perf_counter() - started
+            except (aiohttp.ClientError, AssertionError, KeyError):
+                pass
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"the dashboard did not list {want} jobs within {limit} s")
+
+
+def quantiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50": round(statistics.median(ordered), 1),
+        "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 1),
+        "max": round(ordered[-1], 1),
+    }
+
+
+async def list_mode(args: argparse.Namespace) -> dict[str, Any]:
+    async with DevStack(
+        DevStackOptions(webhook=False, controller=False, simulator=False, training_policies=False)
+    ) as stack:
+        cluster = stack.cluster
+        rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
+        ns_rt = cluster.registry.lookup("", "v1", "namespaces")
+        assert rt is not None and ns_rt is not None
+        now = datetime.now(UTC)
+        t_fill = time.perf_counter()
+        for n in range(20):
+            await cluster.api.create(Target(ns_rt, "v1", None, ""), {"metadata": {"name": f"team-{n:02d}"}})
+        for i in range(args.jobs):
+            res = await cluster.api.create(
+                Target(rt, "v1", f"team-{i % 20:02d}", ""), job_body(f"job-{i:05d}", f"team-{i % 20:02d}")
+            )
+            cluster.store.update(rt.key, {**res.obj, "status": job_status(i, now)}, None)
+        fill_s = time.perf_counter() - t_fill
+        dash = Dashboard(cluster.kubeconfig_path)
+        try:
+            synced_s = await wait_listed(dash, args.jobs, args.timeout)
+            queries = {
+                "first page (newest 50)": "/",
+                "page 100": "/?page=100",
+                "one namespace": "/?namespace=team-07",
+                "state Failed, by name": "/?state=Failed&sort=name&order=asc",
+                "by progress, 500 per page": "/?sort=progress&per_page=500",
+            }
+            results: dict[str, Any] = {}
+            async with aiohttp.ClientSession() as session:
+                for label, path in queries.items():
+                    server, client = [], []
+                    for _ in range(args.repeat):
+                        s, c, _ = await get(session, dash.url + path)
+                        server.append(s)
+                        client.append(c)
+                    results[label] = {"server_ms": quantiles(server), "client_ms": quantiles(client)}
+            rss = dash.rss_mb()
+        finally:
+            dash.stop()
+    return {
+        "benchmark": "dashboard_list",
+        "jobs": args.jobs,
+        "fill_s": round(fill_s, 1),
+        "listed_after_s": round(synced_s, 1),
+        "queries": results,
+        "dashboard_rss_mb": rss,
+        "load_average_1m": load_average(),
+    }
+
+
+def pod_body(job: dict[str, Any], i: int, now: datetime) -> dict[str, Any]:
+    name = job["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-worker-{i}",
+            "namespace": "default",
+            "labels": {
+                "kubetrain.io/job-name": name,
+                "kubetrain.io/replica-type": "worker",
+                "kubetrain.io/replica-index": str(i),
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "kubetrain.io/v1",
+                    "kind": "PyTorchJob",
+                    "name": name,
+                    "uid": job["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3"}],
+            "nodeName": f"node-{i % 50}",
+        },
+    }
+
+
+def pod_status(i: int, now: datetime) -> dict[str, Any]:
+    start = now - timedelta(seconds=600 - (i % 60))
+    cs: dict[str, Any] = {"name": "pytorch", "restartCount": 0, "ready": True}
+    if i % 3 == 0:
+        cs["restartCount"] = 1
+        cs["lastState"] = {
+            "terminated": {
+                "exitCode": 137,
+                "reason": "OOMKilled",
+                "startedAt": stamp(start),
+                "finishedAt": stamp(start + timedelta(seconds=120)),
+            }
+        }
+        start = start + timedelta(seconds=125)
+    phase = "Failed" if i % 10 == 0 else "Running"
+    if phase == "Failed":
+        cs["state"] = {
+            "terminated": {
+                "exitCode": 1,
+                "reason": "Error",
+                "startedAt": stamp(start),
+                "finishedAt": stamp(start + timedelta(seconds=200)),
+            }
+        }
+    else:
+        cs["state"] = {"running": {"startedAt": stamp(start)}}
+    return {
+        "phase": phase,
+        "containerStatuses": [cs],
+        "startTime": stamp(start),
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastTransitionTime": stamp(now - timedelta(seconds=610)),
+            }
+        ],
+    }
+
+
+async def gantt_mode(args: argparse.Namespace) -> dict[str, Any]:
+    from playwright.async_api import async_playwright
+
+    async with DevStack(
+        DevStackOptions(webhook=False, controller=False, simulator=False, training_policies=False)
+    ) as stack:
+        cluster = stack.cluster
+        rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
+        pods_rt = cluster.registry.lookup("", "v1", "pods")
+        assert rt is not None and pods_rt is not None
+        now = datetime.now(UTC)
+        job = (
+            await cluster.api.create(Target(rt, "v1", "default", ""), job_body("big", "default", args.pods))
+        ).obj
+        cluster.store.update(rt.key, {**job, "status": job_status(0, now)}, None)
+        for i in range(args.pods):
+            pod = (await cluster.api.create(Target(pods_rt, "v1", "default", ""), pod_body(job, i, now))).obj
+            cluster.store.update(pods_rt.key, {**pod, "status": pod_status(i, now)}, None)
+        dash = Dashboard(cluster.kubeconfig_path)
+        try:
+            await wait_listed(dash, 1, args.timeout)
+            url = dash.url + "/namespaces/default/pytorchjobs/big"
+            server: list[float] = []
+            render: list[float] = []
+            busy: list[float] = []
+            bars = html_bytes = 0
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(
+                    executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"]
+                )
+                for _ in range(args.repeat):
+                    # a fresh page each time: its renderer's TaskDuration counts this page alone
+                    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+                    cdp = await page.context.new_cdp_session(page)
+                    await cdp.send("Performance.enable")
+                    response = await page.goto(url, wait_until="load")
+                    assert response is not None and response.status == 200
+                    server.append(float((await response.all_headers())["server-timing"].split("dur=")[1]))
+                    ms = await page.evaluate(
+                        """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {
+                            const nav = performance.getEntriesByType('navigation')[0];
+                            done(performance.now() - nav.responseStart);
+                        })))"""
+                    )
+                    render.append(float(ms))
+                    metrics = (await cdp.send("Performance.getMetrics"))["metrics"]
+                    busy.append(
+                        1000 * float(next(m["value"] for m in metrics if m["name"] == "TaskDuration"))
+                    )
+                    bars = await page.locator("rect.bar").count()
+                    html_bytes = len(await page.content())
+                    await page.close()
+                await browser.close()
+            rss = dash.rss_mb()
+        finally:
+            dash.stop()
+    return {
+        "benchmark": "dashboard_gantt",
+        "pods": args.pods,
+        "bars": bars,
+        "html_bytes": html_bytes,
+        "server_ms": quantiles(server),
+        "browser_render_ms": quantiles(render),
+        "browser_main_thread_ms": quantiles(busy),
+        "dashboard_rss_mb": rss,
+        "load_average_1m": load_average(),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--jobs", type=int, help="list mode: this many jobs")
+    mode.add_argument("--pods", type=int, help="Gantt mode: one job of this many pods")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    args = parser.parse_args()
+    result = asyncio.run(list_mode(args) if args.jobs else gantt_mode(args))
+    path = write_result(result["benchmark"], result)
+    import json
+
+    print(json.dumps(result, indent=2))
+    print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Which jobs a user may see: SelfSubjectAccessReviews made with the user's own credentials,
+answers cached for `ttl` seconds (bounded), so the list page asks the API server at most once per
+(user, resource, namespace) per `ttl`.
+
+A user allowed to `list` a job resource cluster-wide sees every job of it; otherwise one review per
+namespace that has jobs of it decides, namespace by namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from kubetrain.dashboard.views.auth import Credentials
+from kubetrain.dashboard.views.joblist import JobRow
+from kubetrain.dashboard.views.kinds import JobKind
+from kubetrain.kube.asuser import AsUser
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+
+CacheKey = tuple[str, str, str, str, str]  # fingerprint, verb, group, resource, namespace
+DEFAULT_TTL = 10.0
+DEFAULT_MAX_ENTRIES = 50_000
+CONCURRENT_REVIEWS = 16
+
+
+class AccessCache:
+    def __init__(
+        self, ttl: float = DEFAULT_TTL, max_entries: int = DEFAULT_MAX_ENTRIES, clock: Clock | None = None
+    ) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.clock = clock or SYSTEM_CLOCK
+        self._answers: OrderedDict[CacheKey, tuple[bool, float]] = OrderedDict()
+        self.reviews = 0  # SelfSubjectAccessReviews sent (tests, budgets)
+
+    async def allowed(
+        self, api: AsUser, creds: Credentials, verb: str, group: str, resource: str, namespace: str = ""
+    ) -> bool:
+        key = (creds.fingerprint, verb, group, resource, namespace)
+        now = self.clock.monotonic()
+        hit = self._answers.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        self.reviews += 1
+        answer = await api.can(verb=verb, group=group, resource=resource, namespace=namespace)
+        self._answers[key] = (answer, now + self.ttl)
+        self._answers.move_to_end(key)
+        while len(self._answers) > self.max_entries:
+            self._answers.popitem(last=False)
+        return answer
+
+    async def visible(
+        self, api: AsUser, creds: Credentials, namespaces: dict[JobKind, set[str]]
+    ) -> set[tuple[str, str]]:
+        """(kind resource, namespace) pairs of `namespaces` (the namespaces that have jobs of each
+        kind) this user may list; a pair with namespace "" means every namespace."""
+        gate = asyncio.Semaphore(CONCURRENT_REVIEWS)
+
+        async def check(kind: JobKind, namespace: str) -> tuple[str, str] | None:
+            async with gate:
+                ok = await self.allowed(api, creds, "list", kind.group, kind.plural, namespace)
+            return (kind.resource, namespace) if ok else None
+
+        wide = await asyncio.gather(*(check(kind, "") for kind in namespaces))
+        out = {pair for pair in wide if pair is not None}
+        everywhere = {resource for resource, _ in out}
+        narrow = [
+            (kind, ns) for kind, nss in namespaces.items() if kind.resource not in everywhere for ns in nss
+        ]
+        for pair in await asyncio.gather(*(check(kind, ns) for kind, ns in narrow)):
+            if pair is not None:
+                out.add(pair)
+        return out
+
+
+def may_see(visible: set[tuple[str, str]], resource: str, namespace: str) -> bool:
+    return (resource, "") in visible or (resource, namespace) in visible
+
+
+def visible_rows(rows: Iterable[JobRow], visible: set[tuple[str, str]]) -> list[JobRow]:
+    """The rows a user may see; a resource they may list everywhere costs no per-row check."""
+    everywhere = {resource for resource, ns in visible if not ns}
+    return [
+        row
+        for row in rows
+        if row.kind.resource in everywhere or (row.kind.resource, row.namespace) in visible
+    ]

@@ -1,0 +1,209 @@
+"""The dashboard's HTTP server: routes, security headers, who the request acts as.
+
+    server = await DashboardServer.connect(kubeconfig, host="127.0.0.1", port=8080)
+    await server.start(); server.url; ...; await server.stop()
+
+Every page carries a strict Content-Security-Policy (scripts and styles only from /static, no
+inline script or style), `X-Content-Type-Options: nosniff`, `Referrer-Policy: same-origin` and
+`Cache-Control: no-store`. A request without credentials gets the login page (HTML) or 401;
+credentials the API server refuses (401) end the session. The access log names method, path and
+status only — never a header, a cookie or a token.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from kubetrain.dashboard import actions, pages, streams
+from kubetrain.dashboard.access import AccessCache
+from kubetrain.dashboard.views.auth import LOCAL, PROXY, SESSION_COOKIE, Sessions, credentials
+from kubetrain.dashboard.views.kinds import JobKind
+from kubetrain.dashboard.watch import JobWatch
+from kubetrain.dashboard.web import CREDS, CSP, DASHBOARD, HERE, Dashboard, DashboardConfig, render
+from kubetrain.kube.asuser import anonymous_client
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+PUBLIC = ("/static/", "/login", "/healthz", "/favicon.ico")
+ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs'
+
+
+STARTED = web.RequestKey("kubetrain.dashboard.started", float)
+
+
+@web.middleware
+async def timing(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request[STARTED] = time.perf_counter()
+    return await handler(request)
+
+
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every response, streams included, as it is sent: the security headers, and how long the
+    server took until then (`Server-Timing: app;dur=<ms>`)."""
+    headers = response.headers
+    headers.setdefault("Content-Security-Policy", CSP)
+    headers.setdefault("X-Content-Type-Options", "nosniff")
+    headers.setdefault("Referrer-Policy", "same-origin")
+    headers.setdefault("X-Frame-Options", "DENY")
+    if not request.path.startswith("/static/"):
+        headers.setdefault("Cache-Control", "no-store")
+    started = request.get(STARTED)
+    if started is not None:
+        headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith(PUBLIC):
+        return await handler(request)
+    dash = request.app[DASHBOARD]
+    session = (
+        dash.sessions.open(request.cookies.get(SESSION_COOKIE, ""))
+        if SESSION_COOKIE in request.cookies
+        else ""
+    )
+    found = credentials(
+        dash.config.auth_mode, request.headers, session, dash.config.user_header, dash.config.groups_header
+    )
+    if found is None:
+        return await _unauthenticated(request)
+    request[CREDS] = found
+    try:
+        return await handler(request)
+    except ApiError as err:
+        if err.status == 401:
+            return await _unauthenticated(
+                request, "The API server no longer accepts your credentials; sign in again."
+            )
+        log.warning("dashboard: %s %s: API error %s %s", request.method, request.path, err.status, err.reason)
+        return render(request, "error.html", status=502, title="The API server failed", message=err.message)
+
+
+async def _unauthenticated(request: web.Request, why: str = "") -> web.StreamResponse:
+    if request.method == "GET" and "text/html" in request.headers.get("Accept", "text/html"):
+        response = await actions.login_form(request, why, 401 if why else 200)
+        if why:
+            response.del_cookie(SESSION_COOKIE, path="/")
+        return response
+    return web.json_response({"error": why or "credentials required"}, status=401)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def favicon(request: web.Request) -> web.Response:
+    return web.Response(status=204)
+
+
+def build_app(dash: Dashboard) -> web.Application:
+    app = web.Application(middlewares=[timing, authenticate], client_max_size=2 * 1024 * 1024)
+    app.on_response_prepare.append(security_headers)
+    app[DASHBOARD] = dash
+    job = "/namespaces/{namespace}/{resource}/{name}"
+    app.router.add_get("/", pages.job_list)
+    app.router.add_get(job, pages.job_page)
+    app.router.add_post(job + "/suspend", actions.suspend)
+    app.router.add_post(job + "/resume", actions.resume)
+    app.router.add_get(job + "/delete", actions.confirm_delete)
+    app.router.add_post(job + "/delete", actions.delete)
+    app.router.add_get(job + "/logs/{pod}/follow", streams.follow_log)
+    app.router.add_get("/submit", actions.submit_form)
+    app.router.add_post("/submit", actions.submit)
+    app.router.add_get("/stream", streams.job_changes)
+    app.router.add_get("/login", actions.login_form)
+    app.router.add_post("/login", actions.login)
+    app.router.add_post("/logout", actions.logout)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/favicon.ico", favicon)
+    app.router.add_static("/static/", HERE / "static", append_version=True)
+    return app
+
+
+class DashboardServer:
+    def __init__(
+        self,
+        client: KubeClient,
+        user_base: KubeClient,
+        kinds: list[JobKind],
+        *,
+        config: DashboardConfig | None = None,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        ssl_context: ssl.SSLContext | None = None,
+        session_key: bytes | None = None,
+        clock: Clock | None = None,
+        owns_clients: bool = False,
+    ) -> None:
+        self.config = config or DashboardConfig(tls=ssl_context is not None)
+        self.watch = JobWatch(client, kinds, clock=clock)
+        self.dashboard = Dashboard(
+            self.config,
+            self.watch,
+            user_base,
+            Sessions(session_key),
+            AccessCache(clock=clock),
+            clock or SYSTEM_CLOCK,
+        )
+        self.client = client
+        self.user_base = user_base
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self._owns_clients = owns_clients
+        self._runner: web.AppRunner | None = None
+        self.app = build_app(self.dashboard)
+
+    @classmethod
+    async def connect(
+        cls,
+        kubeconfig: str | None,
+        kinds: list[JobKind],
+        *,
+        config: DashboardConfig | None = None,
+        qps: float = 100.0,
+        burst: int = 200,
+        **kwargs: object,
+    ) -> DashboardServer:
+        """The dashboard's own client (informers; proxy mode's impersonating calls) and, in token
+        mode, a credential-less one for the users' calls."""
+        client = await KubeClient.connect(kubeconfig, qps=qps, burst=burst)
+        mode = (config or DashboardConfig()).auth_mode
+        user_base = (
+            client if mode in (PROXY, LOCAL) else await anonymous_client(kubeconfig, qps=qps, burst=burst)
+        )
+        return cls(client, user_base, kinds, config=config, owns_clients=True, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.ssl_context else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}/"
+
+    async def start(self, sync_timeout: float = 30.0) -> None:
+        await self.watch.start(sync_timeout)
+        self._runner = web.AppRunner(self.app, access_log_format=ACCESS_LOG_FORMAT, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
+        await site.start()
+        addresses = self._runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.watch.stop()
+        if self._owns_clients:
+            if self.user_base is not self.client:
+                await self.user_base.close()
+            await self.client.close()

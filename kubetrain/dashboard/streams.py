@@ -1,0 +1,109 @@
+"""Live updates over Server-Sent Events: job changes from the shared informers (each checked
+against the user's RBAC, cached), and a pod's log followed through the pod log API as the user."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from aiohttp import web
+
+from kubetrain.dashboard.pages import job_ref, resolve_kind
+from kubetrain.dashboard.views.podhistory import owner_uid
+from kubetrain.dashboard.web import creds, dashboard, user_api
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.resources import PODS
+
+
+async def _open(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )
+    await response.prepare(request)
+    return response
+
+
+def _event(name: str, data: object) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+async def job_changes(request: web.Request) -> web.StreamResponse:
+    """`/stream?namespace=NS&job=RESOURCE/NAME`: an `event: job` per change of a job this user may
+    list (of that namespace, of that job); `event: resync` when changes were missed."""
+    dash = dashboard(request)
+    user, api = creds(request), user_api(request)
+    namespace = request.query.get("namespace", "")
+    only = request.query.get("job", "")
+    resource, _, job_name = only.partition("/")
+    response = await _open(request)
+    with dash.watch.hub.subscribe() as queue:
+        await response.write(b": connected\n\n")
+        while True:
+            try:
+                change = await asyncio.wait_for(queue.get(), dash.config.sse_heartbeat)
+            except TimeoutError:
+                await response.write(b": heartbeat\n\n")
+                continue
+            if change.resync:
+                await response.write(_event("resync", {}))
+                continue
+            if namespace and change.namespace != namespace:
+                continue
+            qualified = f"{change.plural}.{change.group}"
+            if only and (job_name != change.name or resource not in (qualified, change.plural)):
+                continue
+            try:
+                if not await dash.access.allowed(
+                    api, user, "list", change.group, change.plural, change.namespace
+                ):
+                    continue
+            except ApiError:
+                break  # the token expired or was revoked: the browser reconnects and signs in again
+            await response.write(
+                _event(
+                    "job",
+                    {
+                        "resource": qualified,
+                        "namespace": change.namespace,
+                        "name": change.name,
+                        "state": change.state,
+                    },
+                )
+            )
+    return response
+
+
+async def follow_log(request: web.Request) -> web.StreamResponse:
+    """`.../logs/<pod>/follow?container=C`: the pod's log as it is written, one `data:` per line."""
+    kind = resolve_kind(request)
+    ns, name, pod_name = (
+        request.match_info["namespace"],
+        request.match_info["name"],
+        request.match_info["pod"],
+    )
+    api = user_api(request)
+    try:
+        job = await api.get(job_ref(kind), ns, name)
+        pod = await api.get(PODS, ns, pod_name)
+    except ApiError as err:
+        raise (
+            web.HTTPForbidden(text=err.message) if err.status == 403 else web.HTTPNotFound(text=err.message)
+        ) from err
+    if owner_uid(pod) != (job.get("metadata") or {}).get("uid"):
+        raise web.HTTPNotFound(text=f"pod {pod_name} is not a pod of {kind.kind} {ns}/{name}")
+    response = await _open(request)
+    pending = ""
+    with contextlib.suppress(ConnectionResetError):
+        try:
+            async for chunk in api.follow_pod_log(ns, pod_name, container=request.query.get("container", "")):
+                pending += chunk
+                *lines, pending = pending.split("\n")
+                for line in lines:
+                    await response.write(_event("line", line))
+            if pending:
+                await response.write(_event("line", pending))
+            await response.write(_event("end", "the container's log ended"))
+        except ApiError as err:
+            await response.write(_event("end", err.message))
+    return response

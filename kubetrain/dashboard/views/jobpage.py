@@ -1,0 +1,124 @@
+"""The job page's text parts: the spec summary, the YAML, the TensorBoard link, pod log choices. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from kubetrain.dashboard.views.joblist import replica_specs
+
+# A job links its TensorBoard with this annotation (an http(s) URL; anything else is not linked).
+TENSORBOARD_ANNOTATION = "kubetrain.io/tensorboard-url"
+
+
+@dataclass(frozen=True)
+class ReplicaLine:
+    type: str
+    replicas: str
+    restart_policy: str
+    images: str
+    requests: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    fields: tuple[tuple[str, str], ...]
+    replicas: tuple[ReplicaLine, ...]
+
+
+def _text(value: object) -> str:
+    """A field's value as the YAML shows it (`true`, not Python's `True`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _resources(container: Mapping[str, Any]) -> str:
+    res = (container.get("resources") or {}).get("requests") or (container.get("resources") or {}).get(
+        "limits"
+    )
+    return ", ".join(f"{k}={v}" for k, v in sorted((res or {}).items()))
+
+
+def summary(job: Mapping[str, Any]) -> Summary:
+    spec = job.get("spec") or {}
+    meta = job.get("metadata") or {}
+    run = spec.get("runPolicy") or {}
+    fields: list[tuple[str, str]] = [
+        ("apiVersion", str(job.get("apiVersion") or "")),
+        ("kind", str(job.get("kind") or "")),
+    ]
+    fields.append(("created", str(meta.get("creationTimestamp") or "")))
+    for key in (
+        "suspend",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+        "cleanPodPolicy",
+        "managedBy",
+    ):
+        if key in run:
+            fields.append((f"runPolicy.{key}", _text(run[key])))
+    sched = run.get("schedulingPolicy") or {}
+    for key in ("minAvailable", "queue", "priorityClass"):
+        if key in sched:
+            fields.append((f"runPolicy.schedulingPolicy.{key}", _text(sched[key])))
+    for key in ("elasticPolicy", "successPolicy", "runLauncherAsWorker", "slotsPerWorker"):
+        if key in spec:
+            value = spec[key]
+            fields.append(
+                (
+                    key,
+                    yaml.safe_dump(value, default_flow_style=True).strip()
+                    if isinstance(value, dict | list)
+                    else _text(value),
+                )
+            )
+    lines = []
+    for rtype, rspec in replica_specs(job).items():
+        pod_spec = (rspec.get("template") or {}).get("spec") or {}
+        containers = [c for c in pod_spec.get("containers") or () if isinstance(c, dict)]
+        lines.append(
+            ReplicaLine(
+                type=rtype,
+                replicas=str(rspec.get("replicas", 1)),
+                restart_policy=str(rspec.get("restartPolicy") or ""),
+                images=", ".join(str(c.get("image") or "") for c in containers),
+                requests="; ".join(r for c in containers if (r := _resources(c))),
+            )
+        )
+    return Summary(tuple(fields), tuple(lines))
+
+
+def job_yaml(job: Mapping[str, Any]) -> str:
+    """The job as `kubectl get -o yaml` shows it, without managedFields."""
+    shown = dict(job)
+    meta = dict(shown.get("metadata") or {})
+    meta.pop("managedFields", None)
+    shown["metadata"] = meta
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when built with it
+    return yaml.dump(shown, Dumper=dumper, sort_keys=False, default_flow_style=False)
+
+
+def tensorboard_url(job: Mapping[str, Any]) -> str:
+    """The job's TensorBoard URL (annotation), only when it is http(s) with a host."""
+    url = str(((job.get("metadata") or {}).get("annotations") or {}).get(TENSORBOARD_ANNOTATION) or "")
+    parts = urlsplit(url)
+    return url if parts.scheme in ("http", "https") and parts.netloc else ""
+
+
+def pod_containers(pod: Mapping[str, Any]) -> list[str]:
+    spec_names = [
+        str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)
+    ]
+    if spec_names:
+        return spec_names
+    return [
+        str(c.get("name"))
+        for c in (pod.get("status") or {}).get("containerStatuses") or ()
+        if isinstance(c, dict)
+    ]

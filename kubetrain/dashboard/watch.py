@@ -1,0 +1,257 @@
+"""The dashboard's shared informers: one watch per job resource and one for the jobs' pods, for
+every browser at once — never a poll of the API server per browser.
+
+They run with the dashboard's own (read-only) credentials and feed:
+- `rows`: one `JobRow` per job, recomputed only when the job changes (the list page filters,
+  sorts and slices them; each user sees only the rows their RBAC allows, `access.py`);
+- `history`: every pod's life (`PodHistory`) for the Gantt chart;
+- `progress`: the trainer's reports (`ProgressHistory`) for the plots;
+- `hub`: one `Change` per job change for the live-update streams (SSE), each subscriber a bounded
+  queue (a slow browser misses changes and is told to reload, it never holds memory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.api.labels import LABEL_JOB_NAME
+from kubetrain.dashboard.views.joblist import JobRow, job_row
+from kubetrain.dashboard.views.kinds import JobKind
+from kubetrain.dashboard.views.podhistory import PodHistory, owner_uid
+from kubetrain.dashboard.views.progress import ProgressHistory
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.kube.informer import Informer
+from kubetrain.kube.resources import PODS, ResourceRef
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+RowKey = tuple[str, str, str, str]  # group, plural, namespace, name
+POD_SPEC_KEPT = ("nodeName",)
+
+
+def history_pod(pod: Obj) -> Obj:
+    """What the dashboard keeps of a pod (an informer transform): metadata without managedFields
+    and annotations, the status, the node name."""
+    meta = pod.get("metadata") or {}
+    pod["metadata"] = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        pod["spec"] = {k: spec[k] for k in POD_SPEC_KEPT if k in spec}
+    return pod
+
+
+def slim_job(job: Obj) -> Obj:
+    """What the dashboard keeps of a job (an informer transform): metadata without
+    managedFields and annotations, the status, and of the spec only each replica type's count —
+    what the list rows and plots read. The job page reads the whole job as the user."""
+    meta = job.get("metadata") or {}
+    job["metadata"] = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
+    spec = job.get("spec")
+    if isinstance(spec, dict):
+        slim: Obj = {}
+        for key, value in spec.items():
+            if key.endswith("ReplicaSpecs") and isinstance(value, dict):
+                slim[key] = {
+                    rtype: {"replicas": r.get("replicas", 1)}
+                    for rtype, r in value.items()
+                    if isinstance(r, dict)
+                }
+        job["spec"] = slim
+    return job
+
+
+@dataclass(frozen=True)
+class Change:
+    """A job changed (or one of its pods did): who should look again."""
+
+    group: str
+    plural: str
+    namespace: str
+    name: str
+    state: str
+    resync: bool = False  # the subscriber missed changes: reload everything
+
+
+class Hub:
+    def __init__(self, queue_size: int = 256) -> None:
+        self.queue_size = queue_size
+        self._subscribers: set[asyncio.Queue[Change]] = set()
+
+    def publish(self, change: Change) -> None:
+        for queue in list(self._subscribers):
+            if queue.full():
+                continue  # the resync marker below is already waiting in it
+            if queue.qsize() == queue.maxsize - 1:
+                queue.put_nowait(Change("", "", "", "", "", resync=True))
+            else:
+                queue.put_nowait(change)
+
+    @contextlib.contextmanager
+    def subscribe(self) -> Iterator[asyncio.Queue[Change]]:
+        queue: asyncio.Queue[Change] = asyncio.Queue(self.queue_size)
+        self._subscribers.add(queue)
+        try:
+            yield queue
+        finally:
+            self._subscribers.discard(queue)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+
+class JobWatch:
+    def __init__(
+        self,
+        client: KubeClient,
+        kinds: list[JobKind],
+        *,
+        clock: Clock | None = None,
+        history: PodHistory | None = None,
+        progress: ProgressHistory | None = None,
+    ) -> None:
+        self.client = client
+        self.kinds = kinds
+        self.clock = clock or SYSTEM_CLOCK
+        self.rows: dict[RowKey, JobRow] = {}
+        self.uids: dict[str, JobKind] = {}  # job uid -> its kind (a pod's owner)
+        self.names: dict[str, RowKey] = {}  # job uid -> its row
+        self.history = history or PodHistory()
+        self.progress = progress or ProgressHistory()
+        self.hub = Hub()
+        self.served: list[JobKind] = []  # the kinds whose API is installed
+        self.informers: list[Informer] = []
+        self.pods: Informer | None = None
+        self._namespaces: tuple[int, dict[JobKind, set[str]]] | None = None
+        self.generation = 0  # bumped on every job added or deleted
+
+    def _now(self) -> float:
+        return self.clock.now().timestamp()
+
+    async def start(self, sync_timeout: float = 30.0) -> None:
+        for kind in self.kinds:
+            try:
+                installed = await self.client.has_api(kind.group, kind.version, kind.plural)
+            except ApiError as err:
+                log.warning("dashboard: cannot discover %s: %s", kind.resource, err)
+                installed = False
+            if not installed:
+                log.info("dashboard: %s is not served by this API server; not listed", kind.resource)
+                continue
+            self.served.append(kind)
+            informer = Informer(
+                self.client,
+                ResourceRef(kind.group, kind.version, kind.plural, kind.kind, True),
+                on_forbidden=self._forbidden(kind.resource),
+                transform=slim_job,
+            )
+            on_job = self._on_job(kind)
+            informer.add_handler(on_job, self._updated(on_job), self._on_job_delete(kind))
+            self.informers.append(informer)
+        pods = Informer(
+            self.client,
+            PODS,
+            label_selector=LABEL_JOB_NAME,
+            transform=history_pod,
+            on_forbidden=self._forbidden("pods"),
+        )
+        pods.add_handler(self._on_pod, lambda old, new: self._on_pod(new), self._on_pod_delete)
+        self.informers.append(pods)
+        self.pods = pods
+        for informer in self.informers:
+            informer.start()
+        try:
+            async with asyncio.timeout(sync_timeout):
+                for informer in self.informers:
+                    await informer.wait_synced()
+        except TimeoutError:
+            log.warning("dashboard: informers not synced after %.0f s; serving what is cached", sync_timeout)
+
+    def namespaces_by_kind(self) -> dict[JobKind, set[str]]:
+        """The namespaces that have jobs, per kind (recomputed only after jobs come or go)."""
+        if self._namespaces is None or self._namespaces[0] != self.generation:
+            by_key = {(k.group, k.plural): k for k in self.served}
+            out: dict[JobKind, set[str]] = {k: set() for k in self.served}
+            for group, plural, namespace, _ in self.rows:
+                kind = by_key.get((group, plural))
+                if kind is not None:
+                    out[kind].add(namespace)
+            self._namespaces = (self.generation, out)
+        return self._namespaces[1]
+
+    def pods_of(self, namespace: str, job_name: str, job_uid: str) -> list[Obj]:
+        """The job's pods now (from the pod informer; its controller uid must be the job's)."""
+        if self.pods is None:
+            return []
+        return [p for p in self.pods.store.by_label(namespace, job_name) if owner_uid(p) == job_uid]
+
+    async def stop(self) -> None:
+        for informer in self.informers:
+            await informer.stop()
+        self.informers = []
+
+    @staticmethod
+    def _forbidden(what: str) -> Callable[[ApiError], None]:
+        def report(err: ApiError) -> None:
+            log.error(
+                "dashboard: may not list/watch %s (%s); grant the dashboard's ServiceAccount read access",
+                what,
+                err,
+            )
+
+        return report
+
+    def _on_job(self, kind: JobKind) -> Callable[[Obj], None]:
+        def handle(job: Obj) -> None:
+            row = job_row(kind, job)
+            key = row.key
+            if key not in self.rows:
+                self.generation += 1
+            self.rows[key] = row
+            if row.uid:
+                self.uids[row.uid] = kind
+                self.names[row.uid] = key
+            self.progress.observe(job, self._now())
+            self.hub.publish(Change(kind.group, kind.plural, row.namespace, row.name, row.state))
+
+        return handle
+
+    @staticmethod
+    def _updated(handle: Callable[[Obj], None]) -> Callable[[Obj, Obj], None]:
+        return lambda old, new: handle(new)
+
+    def _on_job_delete(self, kind: JobKind) -> Callable[[Obj], None]:
+        def handle(job: Obj) -> None:
+            meta = job.get("metadata") or {}
+            key = (kind.group, kind.plural, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            if self.rows.pop(key, None) is not None:
+                self.generation += 1
+            uid = str(meta.get("uid") or "")
+            self.uids.pop(uid, None)
+            self.names.pop(uid, None)
+            self.history.forget_job(uid)
+            self.progress.forget_job(uid)
+            self.hub.publish(Change(kind.group, kind.plural, key[2], key[3], "Deleted"))
+
+        return handle
+
+    def _owner_change(self, pod: Obj) -> None:
+        key = self.names.get(owner_uid(pod))
+        if key is not None:
+            row = self.rows.get(key)
+            self.hub.publish(Change(key[0], key[1], key[2], key[3], row.state if row else ""))
+
+    def _on_pod(self, pod: Obj) -> None:
+        self.history.observe(pod, self._now())
+        self._owner_change(pod)
+
+    def _on_pod_delete(self, pod: Obj) -> None:
+        self.history.deleted(pod, self._now())
+        self._owner_change(pod)

@@ -1,0 +1,128 @@
+"""The dashboard in a real browser: the list, a restarted job's Gantt bars, a live state change,
+the inline field errors of a bad manifest, RBAC, and pages with JavaScript off."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from jobs import job
+from playwright.async_api import expect
+
+from kubetrain.kube.resources import job_resource
+
+from .conftest import SHOTS, PageFactory, Scene
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_the_list_shows_every_job_with_its_state_and_counts(scene: Scene, page_as: PageFactory) -> None:
+    page = await page_as(scene.admin)
+    await page.goto(scene.url("/"))
+    rows = page.locator("table.jobs tbody tr")
+    await expect(rows).to_have_count(5)
+    await expect(page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/llm-eval"] .state')).to_have_text(
+        "Suspended"
+    )
+    await expect(page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-b/secret-project"]')).to_have_count(
+        1
+    )
+    await page.select_option("select[name=namespace]", "team-a")
+    await page.click("form.filters button[type=submit]")
+    await expect(rows).to_have_count(4)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / "dashboard-list.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+async def test_a_user_without_rbac_for_a_namespace_sees_none_of_its_jobs(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    page = await page_as(scene.alice)
+    await page.goto(scene.url("/"))
+    await expect(page.locator("table.jobs tbody tr")).to_have_count(4)
+    await expect(page.locator("text=secret-project")).to_have_count(0)
+    await expect(page.locator("select[name=namespace] option", has_text="team-b")).to_have_count(0)
+    await page.goto(scene.url("/namespaces/team-b/pytorchjobs/secret-project"))
+    await expect(page.locator("h1")).to_contain_text("secret-project")
+    await expect(page.locator(".error-message")).to_contain_text("forbidden")
+
+
+async def test_a_restarted_pod_has_its_own_bars_with_the_exit_code(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    page = await page_as(scene.alice)
+    await page.goto(scene.url("/namespaces/team-a/pytorchjobs/mnist-ddp"))
+    row = page.locator('g.row[data-slot="worker-1"]')
+    failed = row.locator("rect.bar.failed")
+    await expect(failed).to_have_count(1)
+    await expect(row.locator("rect.bar.running")).to_have_count(1)  # its replacement, after the failed run
+    title = await failed.locator("title").text_content()
+    assert (
+        title is not None
+        and "exit code 137 (OOMKilled)" in title
+        and "JobRestarting" in title
+        and "recreating" in title
+    )
+    await expect(page.locator('g.row[data-slot="worker-0"] rect.bar.failed')).to_have_count(0)
+    await expect(page.locator("#events")).to_contain_text("exited with code 137")
+    await expect(page.locator("#log")).to_contain_text("MASTER_ADDR")
+    await page.screenshot(path=str(SHOTS / "dashboard-job.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+async def test_a_state_change_appears_live_without_a_reload(scene: Scene, page_as: PageFactory) -> None:
+    await scene.stack.apply(job("PyTorchJob", "live", {"Master": 1}, namespace="team-a"))
+    page = await page_as(scene.alice)
+    await page.goto(scene.url("/namespaces/team-a/pytorchjobs/live"))
+    await expect(page.locator("#live-status")).to_be_visible()
+    await expect(page.locator("#job-state")).to_have_text("Running")
+    await page.evaluate("window.__notReloaded = true")
+    await scene.stack.kube.patch(
+        job_resource("PyTorchJob"), "team-a", "live", {"spec": {"runPolicy": {"suspend": True}}}
+    )
+    await expect(page.locator("#job-state")).to_have_text("Suspended", timeout=10_000)
+    assert await page.evaluate("window.__notReloaded === true")
+    # and in the list
+    list_page = await page_as(scene.alice)
+    await list_page.goto(scene.url("/?namespace=team-a"))
+    await scene.stack.kube.patch(
+        job_resource("PyTorchJob"), "team-a", "live", {"spec": {"runPolicy": {"suspend": False}}}
+    )
+    cell = list_page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/live"] .state')
+    await expect(cell).not_to_have_text("Suspended", timeout=10_000)
+
+
+async def test_a_bad_manifest_shows_the_webhooks_field_errors_inline(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    page = await page_as(None)  # signs in through the login form
+    await page.goto(scene.url("/submit"))
+    await page.fill("input[name=token]", scene.alice)
+    await page.click("form.login button")
+    await expect(page.locator("h1")).to_have_text("Training jobs")
+    await page.goto(scene.url("/submit"))
+    bad = job("PyTorchJob", "typo", {"Master": 2}, namespace="team-a")
+    bad["spec"]["runPolicy"] = {"backoffLimit": -1}
+    await page.fill("textarea[name=manifest]", json.dumps(bad, indent=2))
+    await page.click("button[value=create]")
+    errors = page.locator("#field-errors")
+    await expect(errors).to_be_visible()
+    await expect(errors).to_contain_text("spec.pytorchReplicaSpecs[Master].replicas")
+    await expect(errors).to_contain_text("spec.runPolicy.backoffLimit")
+    await expect(page.locator("textarea[name=manifest]")).to_have_attribute("aria-invalid", "true")
+    await page.screenshot(path=str(SHOTS / "dashboard-submit.png"), full_page=True)
+    stored = await scene.stack.kube.list(job_resource("PyTorchJob"), "team-a")
+    assert "typo" not in [j["metadata"]["name"] for j in stored["items"]]
+
+
+async def test_pages_and_filters_work_with_javascript_off(scene: Scene, page_as: PageFactory) -> None:
+    page = await page_as(scene.admin, javascript=False)
+    await page.goto(scene.url("/"))
+    await page.select_option("select[name=state]", "Failed")
+    await page.click("form.filters button[type=submit]")
+    await expect(page.locator("table.jobs tbody tr")).to_have_count(1)
+    await expect(page.locator("table.jobs tbody")).to_contain_text("bert-finetune")
+    await page.click("text=bert-finetune")
+    await expect(page.locator("#job-state")).to_have_text("Failed")
+    await expect(page.locator("rect.bar.failed")).to_have_count(1)

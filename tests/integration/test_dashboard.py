@@ -1,0 +1,278 @@
+"""The dashboard against devcluster with RBAC: what each user sees and may do, through the real
+server (token mode), the real informers and the real operator.
+
+alice may read and change PyTorchJobs in team-a only; the admin may do anything."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from jobs import job
+
+from kubetrain.api.labels import LABEL_JOB_NAME
+from kubetrain.dashboard.server import DashboardServer
+from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.kube.asuser import anonymous_client
+from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+PYTORCH = job_resource("PyTorchJob")
+ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
+ROLE_BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
+SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
+
+
+class Env:
+    def __init__(self, stack: DevStack, server: DashboardServer, alice: str) -> None:
+        self.stack = stack
+        self.server = server
+        self.alice = alice
+        self.admin = stack.cluster.token
+
+    def headers(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}", "Accept": "text/html"}
+
+    async def get(self, path: str, token: str) -> tuple[int, str]:
+        url = self.server.url.rstrip("/") + path
+        async with aiohttp.ClientSession() as session, session.get(url, headers=self.headers(token)) as resp:
+            return resp.status, await resp.text()
+
+    async def post(self, path: str, token: str, form: dict[str, str]) -> tuple[int, str, str]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                self.server.url.rstrip("/") + path,
+                headers=self.headers(token),
+                data=form,
+                allow_redirects=False,
+            ) as resp,
+        ):
+            return resp.status, await resp.text(), resp.headers.get("Location", "")
+
+    async def csrf(self, path: str, token: str) -> str:
+        status, text = await self.get(path, token)
+        assert status == 200, text
+        match = re.search(r'name="csrf" value="([0-9a-f]+)"', text)
+        assert match, "no CSRF token in the page"
+        return match.group(1)
+
+
+async def grant_alice(stack: DevStack) -> str:
+    kube = stack.kube
+    for ns in ("team-a", "team-b"):
+        await kube.create(NAMESPACES, {"metadata": {"name": ns}})
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "alice"}}, namespace="team-a")
+    role = {
+        "metadata": {"name": "jobs"},
+        "rules": [
+            {
+                "apiGroups": ["kubetrain.io"],
+                "resources": ["pytorchjobs"],
+                "verbs": ["get", "list", "watch", "patch", "delete", "create"],
+            },
+            {
+                "apiGroups": [""],
+                "resources": ["pods", "pods/log", "events"],
+                "verbs": ["get", "list", "watch"],
+            },
+        ],
+    }
+    await kube.create(ROLES, role, namespace="team-a")
+    binding = {
+        "metadata": {"name": "alice-jobs"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs"},
+        "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team-a"}],
+    }
+    await kube.create(ROLE_BINDINGS, binding, namespace="team-a")
+    return stack.cluster.add_service_account_token("team-a", "alice")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[Env]:
+    stack = DevStack(DevStackOptions(authorization="RBAC"))
+    await stack.start()
+    user_base = await anonymous_client(stack.cluster.kubeconfig_path)
+    server = DashboardServer(stack.kube, user_base, served_kinds(["kubetrain.io"]), port=0)
+    try:
+        alice = await grant_alice(stack)
+        await server.start()
+        yield Env(stack, server, alice)
+    finally:
+        await server.stop()
+        await user_base.close()
+        await stack.stop()
+
+
+async def until(predicate: Any, seconds: float = 10.0) -> None:
+    """Wait for an async predicate (checked every 50 ms) to hold."""
+    for _ in range(int(seconds / 0.05)):
+        if await predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not true after {seconds} s: {predicate.__name__}")
+
+
+async def create(env: Env, manifest: dict[str, Any]) -> dict[str, Any]:
+    created = await env.stack.apply(manifest)
+
+    async def listed() -> bool:
+        key = ("kubetrain.io", "pytorchjobs", manifest["metadata"]["namespace"], manifest["metadata"]["name"])
+        return key in env.server.watch.rows
+
+    await until(listed)
+    return created
+
+
+async def test_a_user_sees_only_the_jobs_rbac_lets_them_list(env: Env) -> None:
+    await create(env, job("PyTorchJob", "mine", {"Master": 1}, namespace="team-a"))
+    await create(env, job("PyTorchJob", "theirs", {"Master": 1}, namespace="team-b"))
+    status, page = await env.get("/", env.alice)
+    assert status == 200
+    assert "/namespaces/team-a/pytorchjobs/mine" in page
+    assert "theirs" not in page and "team-b" not in page
+    status, page = await env.get("/?namespace=team-b", env.alice)
+    assert "theirs" not in page
+    status, page = await env.get("/", env.admin)
+    assert "/namespaces/team-a/pytorchjobs/mine" in page and "/namespaces/team-b/pytorchjobs/theirs" in page
+    status, page = await env.get("/namespaces/team-b/pytorchjobs/theirs", env.alice)
+    assert status == 403
+    assert env.alice not in page
+
+
+async def test_without_credentials_the_login_page_and_a_session_cookie(env: Env) -> None:
+    # unsafe: keep cookies of an IP address (127.0.0.1), as browsers do
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        base = env.server.url.rstrip("/")
+        async with session.get(base + "/", headers={"Accept": "text/html"}) as resp:
+            text = await resp.text()
+            assert resp.status == 200 and 'action="/login"' in text
+            csp = resp.headers["Content-Security-Policy"]
+            assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', text)
+        assert csrf
+        async with session.post(
+            base + "/login", data={"token": "not-a-token", "csrf": csrf.group(1)}, allow_redirects=False
+        ) as resp:
+            assert resp.status == 401
+        async with session.post(
+            base + "/login", data={"token": env.alice, "csrf": csrf.group(1)}, allow_redirects=False
+        ) as resp:
+            assert resp.status == 303
+            cookie = resp.headers["Set-Cookie"]
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert env.alice not in cookie
+        async with session.get(base + "/", headers={"Accept": "text/html"}) as resp:
+            page = await resp.text()
+            assert resp.status == 200 and "Training jobs" in page and env.alice not in page
+
+
+async def test_a_restarted_pod_is_two_bars_with_the_exit_code(env: Env) -> None:
+    await create(
+        env,
+        job("PyTorchJob", "flaky", {"Master": 1, "Worker": 1}, namespace="team-a", restart_policy="ExitCode"),
+    )
+    sim = env.stack.simulator
+    assert sim is not None
+    await sim.finish("team-a", "flaky-worker-0", exit_code=137)
+
+    async def recreated() -> bool:
+        pods = await env.stack.kube.list(PODS, "team-a", label_selector=f"{LABEL_JOB_NAME}=flaky")
+        return any(
+            p["metadata"]["name"] == "flaky-worker-0" and p["status"].get("phase") == "Running"
+            for p in pods["items"]
+        )
+
+    await until(recreated)
+    status, page = await env.get("/namespaces/team-a/pytorchjobs/flaky", env.alice)
+    assert status == 200
+    row = re.search(r'<g class="row" data-slot="worker-0">(.*?)</g>', page, re.S)
+    assert row, page
+    bars = re.findall(r'<rect class="bar (\w+)', row.group(1))
+    assert "failed" in bars and bars[-1] == "running"
+    assert "exit code 137" in row.group(1)
+
+
+async def test_actions_need_the_csrf_token_and_act_as_the_user(env: Env) -> None:
+    await create(env, job("PyTorchJob", "pause", {"Master": 1}, namespace="team-a"))
+    path = "/namespaces/team-a/pytorchjobs/pause"
+    status, _, _ = await env.post(path + "/suspend", env.alice, {})
+    assert status == 403
+    csrf = await env.csrf(path, env.alice)
+    status, _, location = await env.post(path + "/suspend", env.alice, {"csrf": csrf})
+    assert status == 303 and location == path
+    stored = await env.stack.kube.get(PYTORCH, "team-a", "pause")
+    assert stored["spec"]["runPolicy"]["suspend"] is True
+    # The admin's CSRF token is not alice's, and alice cannot act in team-b.
+    admin_csrf = await env.csrf(path, env.admin)
+    assert admin_csrf != csrf
+    status, _, _ = await env.post("/namespaces/team-b/pytorchjobs/theirs/suspend", env.alice, {"csrf": csrf})
+    assert status == 403
+    status, _, location = await env.post(path + "/delete", env.alice, {"csrf": csrf, "confirm": "pause"})
+    assert status == 303
+
+
+async def test_submit_shows_the_webhooks_field_errors_before_creating(env: Env) -> None:
+    csrf = await env.csrf("/submit", env.alice)
+    bad = job("PyTorchJob", "bad", {"Worker": -1}, namespace="team-a")
+    status, page, _ = await env.post(
+        "/submit", env.alice, {"csrf": csrf, "manifest": json.dumps(bad), "action": "create"}
+    )
+    assert status == 422
+    assert "field-errors" in page and "pytorchReplicaSpecs" in page
+    assert await env.stack.kube.list(PYTORCH, "team-a") is not None
+    names = [j["metadata"]["name"] for j in (await env.stack.kube.list(PYTORCH, "team-a"))["items"]]
+    assert "bad" not in names
+    good = job("PyTorchJob", "good", {"Master": 1}, namespace="team-a")
+    status, page, _ = await env.post(
+        "/submit", env.alice, {"csrf": csrf, "manifest": json.dumps(good), "action": "dryrun"}
+    )
+    assert status == 200 and "dry run passed" in page
+    names = [j["metadata"]["name"] for j in (await env.stack.kube.list(PYTORCH, "team-a"))["items"]]
+    assert "good" not in names
+    status, _, location = await env.post(
+        "/submit", env.alice, {"csrf": csrf, "manifest": json.dumps(good), "action": "create"}
+    )
+    assert status == 303 and location == "/namespaces/team-a/pytorchjobs/good"
+
+
+async def test_live_updates_reach_only_users_who_may_list_the_job(env: Env) -> None:
+    async def events(token: str, seen: list[dict[str, Any]]) -> None:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(env.server.url + "stream", headers={"Authorization": f"Bearer {token}"}) as resp,
+        ):
+            assert resp.status == 200
+            async for line in resp.content:
+                if line.startswith(b"data: {"):
+                    seen.append(json.loads(line[6:]))
+
+    alice_seen: list[dict[str, Any]] = []
+    admin_seen: list[dict[str, Any]] = []
+    tasks = [
+        asyncio.create_task(events(env.alice, alice_seen)),
+        asyncio.create_task(events(env.admin, admin_seen)),
+    ]
+    try:
+        await asyncio.sleep(0.3)
+        await env.stack.apply(job("PyTorchJob", "live-b", {"Master": 1}, namespace="team-b"))
+        await env.stack.apply(job("PyTorchJob", "live-a", {"Master": 1}, namespace="team-a"))
+
+        async def both() -> bool:
+            return any(e["name"] == "live-a" for e in alice_seen) and any(
+                e["name"] == "live-b" for e in admin_seen
+            )
+
+        await until(both)
+        assert not any(e["namespace"] == "team-b" for e in alice_seen)
+    finally:
+        for task in tasks:
+            task.cancel()
