@@ -22,7 +22,7 @@ import yaml
 
 from kubetrain.api.cron import KUBEDL_GROUP
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
+from kubetrain.api.groups import JOB_GROUP_VERSIONS, JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
@@ -142,8 +142,8 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
 
 
 def job_ref(job: dict[str, Any]) -> ResourceRef:
-    """The API resource of a job manifest, by its kind and its apiVersion's group (kubetrain.io/v1
-    or kubeflow.org/v1); KeyError says what is valid."""
+    """The API resource of a job manifest, by its kind and its apiVersion's group (kubetrain.io/v1,
+    kubeflow.org/v1 or training.kubedl.io/v1alpha1); KeyError says what is valid."""
     kind = str(job.get("kind"))
     api_version = str(job.get("apiVersion") or "")
     group = api_version.split("/")[0] if "/" in api_version else KUBETRAIN_GROUP
@@ -159,7 +159,7 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
         kinds = sorted({ref.kind for ref in refs.values()})
         raise KeyError(
             f"unknown job {kind!r} of {api_version or 'no apiVersion'}; known kinds: {', '.join(kinds)} "
-            f"of {', '.join(f'{g}/v1' for g in JOB_GROUPS)}"
+            f"of {', '.join(JOB_GROUP_VERSIONS)}"
         ) from None
 
 

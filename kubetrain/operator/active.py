@@ -16,7 +16,7 @@ from typing import Any
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.shape import COMPLETE, JobShape
-from kubetrain.operator import gang, runpolicy, stall
+from kubetrain.operator import codesyncstatus, gang, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
@@ -35,6 +35,7 @@ class ActiveJob:
         self.r, self.shape, self.layout, self.desired = r, shape, shape.layout, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
+        self.commit: str | None = None  # the code-sync commit new pods fetch
         self.slots, former = slot_pods(shape, r.pods)
         r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
         # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
@@ -68,6 +69,7 @@ class ActiveJob:
             r.status.pop("startTime", None)
             r.event("Normal", st.REASON_RESUMED, message)
         may_create = self.service_ok() & self.gang_ok() & self.extra_children_ok()
+        self.code_sync()
         counts = self.counts(exclude_deleting=False)
         failures, retries, restart_job = self.failed_pods()
         deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
@@ -161,6 +163,18 @@ class ActiveJob:
         return sum(1 for _, _, verdict in retries if verdict.counted)
 
     # --- decisions -----------------------------------------------------------------------------
+    def code_sync(self) -> None:
+        """Record the commit the job runs, pin new pods to it, recreate live pods that fetched
+        another one (operator/codesyncstatus.py)."""
+        r = self.r
+        sync = codesyncstatus.decide(self.layout.annotations, r.status, self.slots.values(), r.title)
+        if sync.record is not None:
+            r.status["codeSync"] = sync.record
+        self.commit = sync.commit
+        r.delete([name for name, _ in sync.recreate])
+        for etype, reason, message in sync.events:
+            r.event(etype, reason, message)
+
     def suspend(self) -> None:
         r = self.r
         r.delete([pod_name(p) for p in r.live_pods()])
@@ -343,7 +357,10 @@ class ActiveJob:
             if taken or not self.dependencies_met(rtype):
                 continue
             missing += 1
-            r.plan.create_pods.append(self.desired.pod(rtype, index, attempt=self.attempt))
+            pod = self.desired.pod(rtype, index, attempt=self.attempt)
+            if self.commit:
+                codesyncstatus.pin_commit(pod, self.commit)
+            r.plan.create_pods.append(pod)
             if missing >= room:
                 break
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):

@@ -47,6 +47,7 @@ from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.resources import (
     EXTRA_CHILD_RESOURCES,
     HORIZONTAL_POD_AUTOSCALERS,
+    INGRESSES,
     PODS,
     SERVICES,
     ResourceRef,
@@ -192,6 +193,7 @@ class PlanApplier:
                 break
         for child in p.update_children:
             await self._replace(job, EXTRA_CHILD_RESOURCES[child["kind"]], child, failures)
+        await self._tensorboard(job, p, failures)
         if p.delete_pods:
             self.expectations.expect_deletions(key, p.delete_pods)
             await asyncio.gather(
@@ -325,6 +327,17 @@ class PlanApplier:
     async def _delete_pod(self, key: str, job: Obj, pod_name: str, failures: list[ApiError]) -> None:
         if not await self._delete(job, PODS, pod_name, failures):
             self.expectations.deletion_observed(key, pod_name)
+
+    async def _tensorboard(self, job: Obj, p: Plan, failures: list[ApiError]) -> None:
+        """The job's TensorBoard Service and Ingress (its pod goes with the other pods)."""
+        refs = {"Service": SERVICES, "Ingress": INGRESSES}
+        for kind, name in p.tensorboard_deletes:
+            await self._delete(job, refs[kind], name, failures)
+        for body in p.tensorboard_replaces:
+            await self._delete(job, refs[body["kind"]], body["metadata"]["name"], failures)
+            await self._create(job, refs[body["kind"]], body, failures)
+        for body in p.tensorboard_creates:
+            await self._create(job, refs[body["kind"]], body, failures)
 
     async def _create(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
         """POST `body` into the job's namespace. AlreadyExists: created by an earlier reconcile,

@@ -36,6 +36,7 @@ from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
+from kubetrain.operator.tensorboard import plan_tensorboard
 
 __all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan"]
 
@@ -107,6 +108,7 @@ class Reconcile(ReconcileDraft):
                 active.write_replica_statuses(active.tallies, finished=True)
         elif active is not None:
             self.autoscaler(active.desired)
+        plan_tensorboard(self, self.prepared.layout)
         if st.status_changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan

@@ -158,7 +158,27 @@ def _base_status(pod: dict[str, Any], host_ip: str, pod_ip: str, now: datetime) 
     }
 
 
-def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
+InitOutcomes = dict[str, tuple[int, str]]  # init container name -> (exit code, message)
+
+
+def _init_terminated(
+    pod: dict[str, Any], name: str, code: int, message: str, now: datetime
+) -> dict[str, Any]:
+    terminated: dict[str, Any] = {
+        "exitCode": code,
+        "reason": "Completed" if code == 0 else "Error",
+        "startedAt": timestamp(now),
+        "finishedAt": timestamp(now),
+        "containerID": container_id(pod, name, 0),
+    }
+    if message:
+        terminated["message"] = message
+    return terminated
+
+
+def _init_statuses(
+    pod: dict[str, Any], now: datetime, outcomes: InitOutcomes | None = None
+) -> list[dict[str, Any]]:
     return [
         {
             "name": c["name"],
@@ -169,13 +189,9 @@ def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
             "started": False,
             "restartCount": 0,
             "state": {
-                "terminated": {
-                    "exitCode": 0,
-                    "reason": "Completed",
-                    "startedAt": timestamp(now),
-                    "finishedAt": timestamp(now),
-                    "containerID": container_id(pod, c["name"], 0),
-                }
+                "terminated": _init_terminated(
+                    pod, c["name"], 0, (outcomes or {}).get(c["name"], (0, ""))[1], now
+                )
             },
             "lastState": {},
         }
@@ -183,7 +199,14 @@ def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
     ]
 
 
-def running_status(pod: dict[str, Any], *, host_ip: str, pod_ip: str, now: datetime) -> dict[str, Any]:
+def running_status(
+    pod: dict[str, Any],
+    *,
+    host_ip: str,
+    pod_ip: str,
+    now: datetime,
+    init_outcomes: InitOutcomes | None = None,
+) -> dict[str, Any]:
     """Pending → Running: every container started and ready."""
     status = _base_status(pod, host_ip, pod_ip, now)
     previous = _previous(pod)
@@ -216,7 +239,7 @@ def running_status(pod: dict[str, Any], *, host_ip: str, pod_ip: str, now: datet
         conditions=_keep_transition(conditions, old_conditions),
         containerStatuses=statuses,
     )
-    init = _init_statuses(pod, now)
+    init = _init_statuses(pod, now, init_outcomes)
     if init:
         status["initContainerStatuses"] = init
     return status

@@ -52,6 +52,7 @@ from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.kubelet import podstatus, volumes
+from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
 from kubetrain.devcluster.kubelet.status import (
@@ -97,8 +98,10 @@ class PodSimulator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers = PodTimers(clock, self._current_uid)
         self._binder = RoundRobinBinder(self.node_names)
+        # The git remotes code-sync init containers fetch from (tests push branches, fail repos).
+        self.git = SimulatedGit()
         self._status = PodTransitions(
-            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds
+            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds, self.git
         )
         self._synced = asyncio.Event()
         self._mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
