@@ -75,9 +75,7 @@ class ActiveJob:
         succeeded = self.shape.succeeded(counts)
         framework_failure = None if succeeded else self.shape.failed(counts)
         stall.resumed(r.status, r.now)
-        job_meta = r.job.get("metadata") or {}
-        deadline_s = stall.deadline_seconds(r.job.get("spec") or {}, job_meta.get("annotations") or {})
-        stalled = stall.check(r.status, deadline_s, r.now, r.title)
+        stalled = stall.check(r.status, policy.progress_deadline_seconds, r.now, r.title)
         if succeeded:
             r.terminal(
                 st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False

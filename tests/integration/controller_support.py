@@ -402,3 +402,7 @@ async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
     finally:
         await harness.close()
         await stack.stop()
+
+
+# `async with running_stack(**options) as (stack, harness):` — `open_stack` inside one test.
+running_stack = contextlib.asynccontextmanager(open_stack)

@@ -33,11 +33,6 @@ MASTER = {
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 async def sim(devcluster: DevCluster, clock: FakeClock) -> AsyncIterator[PodSimulator]:
     async with PodSimulator(devcluster.kubeconfig_path, nodes=1, clock=clock) as s:
         yield s

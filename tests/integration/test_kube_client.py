@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from pods import pod_manifest
 
 from kubetrain.kube.client import ApiError, GoneError, KubeClient
 from kubetrain.kube.resources import LEASES, PODS, ResourceRef
@@ -29,12 +30,7 @@ def configmap(name: str, **data: str) -> dict[str, Any]:
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "t"}},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Never"},
-    }
+    return pod_manifest(name, namespace=NS, labels={"app": "t"})
 
 
 async def test_crud_round_trip_as_plain_dicts(kube: KubeClient) -> None:

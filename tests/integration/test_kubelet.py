@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pods
 import pytest
 
 from kubetrain.devcluster import DevCluster, PodSimulator
@@ -17,21 +18,9 @@ NS = "default"
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 async def sim(devcluster: DevCluster, clock: FakeClock) -> AsyncIterator[PodSimulator]:
     async with PodSimulator(devcluster.kubeconfig_path, nodes=2, clock=clock) as s:
         yield s
-
-
-@pytest.fixture
-async def raw(devcluster: DevCluster) -> AsyncIterator[RawApi]:
-    api = await RawApi.from_kubeconfig(devcluster.kubeconfig_path, "kubelet-test")
-    yield api
-    await api.close()
 
 
 def pod_manifest(
@@ -41,18 +30,16 @@ def pod_manifest(
     annotations: dict[str, str] | None = None,
     scheduler: str | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "restartPolicy": restart_policy,
-        "containers": [{"name": "pytorch", "image": "trainer:1"}],
-    }
-    if scheduler:
-        spec["schedulerName"] = scheduler
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
-        "spec": spec,
-    }
+    extra = {"schedulerName": scheduler} if scheduler else {}
+    return pods.pod_manifest(
+        name,
+        namespace=NS,
+        container="pytorch",
+        image="trainer:1",
+        annotations=annotations or {},
+        restart_policy=restart_policy,
+        **extra,
+    )
 
 
 async def create(raw: RawApi, pod: dict[str, Any]) -> dict[str, Any]:
