@@ -36,7 +36,7 @@ import aiohttp
 from kubetrain.api import trainerstatus as ts
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, job_resource
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
