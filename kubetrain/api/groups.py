@@ -58,4 +58,3 @@ def job_groups(groups: Iterable[str]) -> tuple[str, ...]:
 def group_version(group: str) -> str:
     """The version kubetrain serves a job group's kinds in: `v1alpha1` for KubeDL's, else `v1`."""
     return KUBEDL_VERSION if group == KUBEDL_GROUP else JOB_VERSION
-

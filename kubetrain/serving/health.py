@@ -66,6 +66,7 @@ class ServingTLS(Protocol):
 
     async def stop(self) -> None: ...
 
+
 Check = Callable[[], "bool | Awaitable[bool]"]
 PEER_TIMEOUT = 2.0
 
