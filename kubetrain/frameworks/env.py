@@ -55,6 +55,7 @@ class JobLayout:
     @property
     def host_network(self) -> bool:
         return bool(self.host_ports)
+
     # How a pod is addressed: under the job's headless Service (the default), or by its own
     # Service in `per-pod` service mode (kubetrain.api.servicemode; the framework's form).
     host_format: str = "{pod}.{job}.{namespace}.svc"

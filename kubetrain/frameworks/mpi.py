@@ -75,6 +75,7 @@ V1_WARNING = (
 
 class MPI(Framework):
     kind = "MPIJob"
+    kubedl_kind = True
     plural = "mpijobs"
     singular = "mpijob"
     short_names: tuple[str, ...] = ("mpij",)

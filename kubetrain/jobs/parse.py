@@ -27,7 +27,13 @@ from kubetrain.api.errors import (
     required,
 )
 from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
-from kubetrain.frameworks.registry import converted_versions, get_framework, job_version, known_kinds
+from kubetrain.frameworks.registry import (
+    converted_versions,
+    get_framework,
+    group_serves,
+    job_version,
+    known_kinds,
+)
 
 API_GROUP = KUBETRAIN_GROUP
 API_VERSION = JOB_VERSION
@@ -56,7 +62,11 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
         errors.append(not_supported("kind", kind, known_kinds()))
     api_version = obj.get("apiVersion")
     typed = kind if isinstance(kind, str) else ""
-    versions = [f"{g}/{job_version(typed, g)}" for g in groups]
+    versions = [
+        f"{g}/{job_version(typed, g)}"
+        for g in groups
+        if not isinstance(kind, str) or get_framework(kind) is None or group_serves(g, kind)
+    ]
     supported = " or ".join(f'"{gv}"' for gv in versions)
     if api_version is None or api_version == "":
         errors.append(required("apiVersion", f"must be {supported}"))

@@ -15,7 +15,7 @@ import logging
 
 from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP
 from kubetrain.api.trainer.constants import PLURALS as TRAINER_PLURALS
-from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, job_version
+from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, group_serves, job_version
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 
@@ -32,7 +32,7 @@ class ApiGroupRefused(Exception):
 def crd_names(group: str) -> list[str]:
     if group == TRAINER_GROUP:
         return [f"{plural}.{group}" for plural in TRAINER_PLURALS.values()]
-    return [f"{fw.plural}.{group}" for fw in FRAMEWORKS.values()]
+    return [f"{fw.plural}.{group}" for kind, fw in FRAMEWORKS.items() if group_serves(group, kind)]
 
 
 # Who else installs a group's CRDs, and whose controller would then reconcile the same objects.

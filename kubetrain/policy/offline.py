@@ -48,9 +48,7 @@ def applicable_policies(
 ) -> list[TrainingPolicy]:
     kind = str(job.get("kind", ""))
     if namespace_labels is None:
-        return sorted(
-            (p for p in policies if not p.spec.kinds or kind in p.spec.kinds), key=lambda p: p.name
-        )
+        return sorted((p for p in policies if not p.spec.kinds or kind in p.spec.kinds), key=lambda p: p.name)
     metadata = job.get("metadata")
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     labels = dict(namespace_labels)

@@ -6,8 +6,8 @@
                        "metrics": [{"name": "loss", "value": "0.31"}], "lastUpdatedTime": "…"}}
 
 HTTPS with the operator's certificate (a `ReloadingTLS`, shared with the webhook), connection
-limits of `kubetrain.httpguard`. Every report is checked (`authz.py`: a TokenReview for the
-job's audience — answers cached `review_ttl` seconds per token —, then the token's pod in the
+limits of `kubetrain.serving.guard`. Every report is checked (`authz.py`: a TokenReview for the
+job's audience — answers cached per token, reviews.py —, then the token's pod in the
 operator's view), limited per job and coalesced (`coalesce.py`), then answered at once: the
 write of `status.trainerStatus` — a JSON merge patch of that field only on the status
 subresource, no resourceVersion, so it never conflicts with the reconciler's writes — happens
@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +34,6 @@ from aiohttp import web
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.certs.tls import ReloadingTLS
-from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.errors import ApiError
@@ -45,13 +42,15 @@ from kubetrain.kube.resources import TOKEN_REVIEWS, ResourceRef
 from kubetrain.progress import authz, gauges
 from kubetrain.progress.coalesce import Coalescer
 from kubetrain.progress.lookup import Lookup, Routes
+from kubetrain.progress.reviews import ReviewCache
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
+from kubetrain.serving.metrics import STATUS_REPORT_DURATION
 
 log = logging.getLogger(__name__)
 
-REVIEW_TTL = 60.0
-NEGATIVE_REVIEW_TTL = 10.0
-REVIEW_CACHE_SIZE = 20000
 WRITE_CONCURRENCY = 16
+REVIEW_CONCURRENCY = 32  # TokenReviews in flight at once (a burst of new pods queues here)
+MAX_WAITING_REVIEWS = 512  # more waiting than this: 503 at once, the reporter retries later
 RETRY_AFTER_UNAVAILABLE = 5
 REASON_REPORTING = "ProgressReporting"
 
@@ -82,36 +81,6 @@ class _Unavailable(Exception):
     pass
 
 
-class ReviewCache:
-    """TokenReview answers by (token digest, audience), for `ttl` s (`negative_ttl` for refusals)."""
-
-    def __init__(
-        self, clock: Callable[[], float], ttl: float = REVIEW_TTL, size: int = REVIEW_CACHE_SIZE
-    ) -> None:
-        self.clock = clock
-        self.ttl = ttl
-        self.size = size
-        self._entries: OrderedDict[tuple[str, str], tuple[float, dict[str, Any]]] = OrderedDict()
-
-    @staticmethod
-    def _key(token: str, audience: str) -> tuple[str, str]:
-        return hashlib.sha256(token.encode()).hexdigest(), audience
-
-    def get(self, token: str, audience: str) -> dict[str, Any] | None:
-        key = self._key(token, audience)
-        entry = self._entries.get(key)
-        if entry is None or entry[0] <= self.clock():
-            self._entries.pop(key, None)
-            return None
-        return entry[1]
-
-    def put(self, token: str, audience: str, status: dict[str, Any]) -> None:
-        ttl = self.ttl if status.get("authenticated") else min(self.ttl, NEGATIVE_REVIEW_TTL)
-        self._entries[self._key(token, audience)] = (self.clock() + ttl, status)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-
-
 class ProgressServer:
     def __init__(
         self,
@@ -137,14 +106,16 @@ class ProgressServer:
         self.port = port
         self.clock = clock
         self.coalescer = Coalescer(clock, interval=interval)
-        self.reviews = ReviewCache(clock.monotonic)
+        self.reviews = ReviewCache(clock)
+        self._refreshing: set[tuple[str, str]] = set()  # reviews being refreshed in the background
         self.recorder = recorder or EventRecorder(client, clock=clock)
         self.guard = ConnectionGuard(limits or ConnectionLimits(max_connections=2048))
         self._runner: web.AppRunner | None = None
         self._writer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._writes = asyncio.Semaphore(WRITE_CONCURRENCY)
-        self.latency: list[float] = []  # seconds per answered report, newest last (bounded)
+        self._reviews = asyncio.Semaphore(REVIEW_CONCURRENCY)
+        self._waiting_reviews = 0
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def build_app(self) -> web.Application:
@@ -201,14 +172,16 @@ class ProgressServer:
     # ---- requests -----------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
+        code = 500
         try:
-            return await self._handle(request)
+            response = await self._handle(request)
+            code = response.status
+            return response
         except _Unavailable as exc:
+            code = 503
             return _status(503, "ServiceUnavailable", str(exc), {"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
         finally:
-            self.latency.append(time.perf_counter() - started)
-            if len(self.latency) > 100_000:
-                del self.latency[:50_000]
+            STATUS_REPORT_DURATION.labels(str(code)).observe(time.perf_counter() - started)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         route = ts.parse_path(request.path)
@@ -285,13 +258,34 @@ class ProgressServer:
     async def _review(self, token: str, audience: str) -> dict[str, Any]:
         cached = self.reviews.get(token, audience)
         if cached is not None:
-            return cached
+            status, stale = cached
+            key = ReviewCache.key(token, audience)
+            if stale and key not in self._refreshing:  # answer now, refresh in the background
+                self._refreshing.add(key)
+                task = asyncio.create_task(self._fresh_review(token, audience))
+                task.add_done_callback(lambda t: self._refreshed(key, t))
+            return status
+        return await self._fresh_review(token, audience)
+
+    def _refreshed(self, key: tuple[str, str], task: asyncio.Task[dict[str, Any]]) -> None:
+        self._refreshing.discard(key)
+        if not task.cancelled() and task.exception() is not None:  # the cached answer stays
+            log.debug("background TokenReview failed: %s", task.exception())
+
+    async def _fresh_review(self, token: str, audience: str) -> dict[str, Any]:
         body = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenReview",
             "spec": {"token": token, "audiences": [audience]},
         }
-        answer = await self._call(self.client.create(TOKEN_REVIEWS, body))
+        if self._waiting_reviews >= MAX_WAITING_REVIEWS:
+            raise _Unavailable("too many reports of new pods at once; retry in a few seconds")
+        self._waiting_reviews += 1
+        try:
+            async with self._reviews:
+                answer = await self._call(self.client.create(TOKEN_REVIEWS, body))
+        finally:
+            self._waiting_reviews -= 1
         status: dict[str, Any] = dict(answer.get("status") or {})
         self.reviews.put(token, audience, status)
         return status

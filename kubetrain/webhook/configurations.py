@@ -11,8 +11,8 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, job_groups
-from kubetrain.frameworks.registry import FRAMEWORKS, job_version
+from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, group_version, job_groups
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves, job_version
 from kubetrain.jobs.crdgen import has_scale_subresource
 from kubetrain.webhook.crons import VALIDATE_CRONS, cron_rules
 
@@ -54,14 +54,16 @@ def trainer_rules(validating: bool) -> list[Obj]:
 
 def job_rules(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> list[Obj]:
     """The job kinds of the API groups the operator serves (kubetrain.api.groups), one rule per
-    group and version: each kind at the version it is admitted at (MPIJob in kubeflow.org at
-    v2beta1 only, so the API server converts a kubeflow.org/v1 MPIJob to v2beta1 for the
-    webhooks — matchPolicy Equivalent)."""
+    group and version: each kind the group has (training.kubedl.io: KubeDL's kinds only, at
+    v1alpha1) at the version it is admitted at (MPIJob in kubeflow.org at v2beta1 only, so the
+    API server converts a kubeflow.org/v1 MPIJob to v2beta1 for the webhooks — matchPolicy
+    Equivalent)."""
     rules: list[Obj] = []
     for group in groups:
         by_version: dict[str, list[str]] = {}
-        for fw in FRAMEWORKS.values():
-            by_version.setdefault(job_version(fw.kind, group), []).append(fw.plural)
+        for kind, fw in FRAMEWORKS.items():
+            if group_serves(group, kind):
+                by_version.setdefault(job_version(kind, group), []).append(fw.plural)
         for version, plurals in by_version.items():
             rules.append(
                 {
@@ -80,7 +82,7 @@ def scale_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
     webhook only when a rule names `<plural>/scale`; the object is an autoscaling/v1 Scale."""
     return {
         "apiGroups": list(groups),
-        "apiVersions": ["v1"],
+        "apiVersions": sorted({group_version(g) for g in groups}),
         "operations": ["UPDATE"],
         "resources": [f"{fw.plural}/scale" for fw in FRAMEWORKS.values() if has_scale_subresource(fw)],
         "scope": "Namespaced",

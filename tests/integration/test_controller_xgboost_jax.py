@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 
 from .controller_support import Harness, eventually, is_true, job_manifest, pod_env, replica_status
 
@@ -36,6 +36,7 @@ async def test_xgboost_master_ends_the_job_and_running_workers_are_cleaned_up(
     await h.sim.finish(ns, "xgb-master-0")
     done = await h.wait_condition("XGBoostJob", ns, "xgb", "Succeeded")
     assert replica_status(done, "Master").get("succeeded") == 1
+
     # cleanPodPolicy Running (the default) deletes the Workers still running.
     async def only_master_left() -> bool:
         return [p["metadata"]["name"] for p in await h.pods(ns, "xgb")] == ["xgb-master-0"]

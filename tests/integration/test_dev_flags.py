@@ -8,7 +8,7 @@ import io
 from kubetrain.cli import build_parser
 from kubetrain.commands._devflags import devstack_options
 from kubetrain.commands.dev import dev
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, PODS, SERVICES
 
 from .controller_support import Harness, eventually, job_manifest

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, PODS, ResourceRef, job_resources_in
@@ -154,6 +154,7 @@ async def test_kueue_admission_preemption_and_readmission(env: tuple[DevStack, H
         assert pod["spec"]["nodeSelector"] == {"flavor": "a"}
         assert toleration in pod["spec"]["tolerations"]
         assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "p"
+
     # The pods come before the status write that clears Suspended: wait for the status to follow.
     async def running_unsuspended() -> Obj | None:
         job = await h.get(PYTORCHJOBS, ns, "q")

@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import ResourceRef
 

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.api import trainerstatus as ts
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS
 
 from .controller_support import Harness, eventually, job_manifest, open_stack, pod_env
@@ -217,3 +217,30 @@ async def test_a_finished_job_takes_no_reports(h: Harness, tmp_path: Path) -> No
         return code == 409
 
     await eventually(refused, what="a report to a finished job refused")
+
+
+async def test_the_stdlib_snippet_reports_like_the_sdk(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "examples" / "progress_report.py"
+    spec = importlib.util.spec_from_file_location("progress_report", path)
+    assert spec is not None and spec.loader is not None
+    snippet = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(snippet)
+    assert snippet.report(percent=10) is False  # outside a job's pod: nothing, no error
+    ns = await start_job(h, "stdlib")
+    for k, v in (await pod_files(h, ns, "stdlib-master-0", tmp_path)).items():
+        monkeypatch.setenv(k, v)
+    sent = await asyncio.to_thread(snippet.report, 70, 120, {"loss": 0.2, "phase": "eval"})
+    assert sent is True
+    assert await asyncio.to_thread(snippet.report, 71) is False  # throttled: one per 5 s
+    job = await h.wait_job(
+        "PyTorchJob", ns, "stdlib", lambda j: bool((j.get("status") or {}).get("trainerStatus")), "stored"
+    )
+    assert job["status"]["trainerStatus"]["progressPercentage"] == 70
+    assert job["status"]["trainerStatus"]["metrics"] == [
+        {"name": "loss", "value": "0.2"},
+        {"name": "phase", "value": "eval"},
+    ]

@@ -37,7 +37,7 @@ from kubetrain.commands._progress import add_progress_flags
 from kubetrain.frameworks.registry import FRAMEWORKS, conversion_crd_names
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
-from kubetrain.operator.controller import crd_name
+from kubetrain.operator.gang_api import crd_name
 from kubetrain.webhook import configurations
 from kubetrain.webhook.crons import cron_rules
 
@@ -222,6 +222,8 @@ EXPECTED_JOBS_ROLE = (
     | expand("", ["secrets"], ["create"])
     # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
     | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
+    # a job's TensorBoard Ingress (kubedl.io/tensorboard-config): create, delete, never read
+    | expand("networking.k8s.io", ["ingresses"], ["create", "delete"])
 )
 for _ref in POD_GROUP_RESOURCES.values():
     EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "delete"])
@@ -965,7 +967,40 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
 
 
 GROUP_CRD_DIR = CHART / "files" / "crds"
-KUBEFLOW_GROUPS = ("kubeflow.org", "trainer.kubeflow.org")
+KUBEFLOW_GROUPS = ("kubeflow.org", "training.kubedl.io", "trainer.kubeflow.org")
+
+
+def test_job_webhook_rules_per_group_and_version(chart: helm.Chart) -> None:
+    """Every job group served at once: the chart's job webhook rules are the code's, one rule per
+    group and version — kubeflow.org's MPIJob at v2beta1 only, training.kubedl.io with KubeDL's
+    kinds only at v1alpha1 — and the scale rule covers every group's version."""
+    groups = ["kubetrain.io", "kubeflow.org", "training.kubedl.io"]
+    docs = render(chart, {"apiGroups": groups})
+    built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
+    for doc, code in zip(
+        (one(docs, "MutatingWebhookConfiguration"), one(docs, "ValidatingWebhookConfiguration")),
+        built,
+        strict=True,
+    ):
+        chart_hooks = {h["name"]: h["rules"] for h in doc["webhooks"]}
+        code_hooks = {h["name"]: h["rules"] for h in code["webhooks"]}
+        assert chart_hooks.keys() == code_hooks.keys()
+        for name, rules in chart_hooks.items():
+            if name == "validate.jobs.kubetrain.io":  # the scale rule: versions and resources as sets
+                *rules, scale = rules
+                *code_rules, code_scale = code_hooks[name]
+                assert set(scale["apiVersions"]) == set(code_scale["apiVersions"]) == {"v1", "v1alpha1"}
+                assert set(scale["resources"]) == set(code_scale["resources"])
+                assert rules == code_rules
+            else:
+                assert rules == code_hooks[name]
+    jobs = one(docs, "MutatingWebhookConfiguration")["webhooks"][0]["rules"]
+    assert [(r["apiGroups"], r["apiVersions"], r["resources"]) for r in jobs] == [
+        (["kubetrain.io"], ["v1"], JOB_KINDS),
+        (["kubeflow.org"], ["v1"], [k for k in JOB_KINDS if k != "mpijobs"]),
+        (["kubeflow.org"], ["v2beta1"], ["mpijobs"]),
+        (["training.kubedl.io"], ["v1alpha1"], ["tfjobs", "pytorchjobs", "xgboostjobs", "mpijobs"]),
+    ]
 
 
 def test_group_crd_files_are_the_generators_output() -> None:

@@ -9,7 +9,7 @@ import argparse
 
 from kubetrain.cli import build_parser
 from kubetrain.commands._devflags import RUN_ONLY, SHARED, devstack_options
-from kubetrain.devstack import DevStackOptions
+from kubetrain.dev.stack import DevStackOptions
 
 
 def options(command: str) -> dict[str, argparse.Action]:

@@ -223,9 +223,7 @@ def test_elastic_rules() -> None:
     master_only = job(
         "PaddleJob", {"Master": replica("PaddleJob", 1)}, name="pd", elasticPolicy={"minReplicas": 1}
     )
-    assert any(
-        e.startswith("spec.paddleReplicaSpecs[Worker]: Required:") for e in errors_of(master_only)
-    )
+    assert any(e.startswith("spec.paddleReplicaSpecs[Worker]: Required:") for e in errors_of(master_only))
     outside = collective(5, elasticPolicy={"minReplicas": 1, "maxReplicas": 4})
     assert errors_of(outside) == [
         "spec.paddleReplicaSpecs[Worker].replicas: Invalid: 5 is outside elasticPolicy "

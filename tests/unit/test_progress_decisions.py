@@ -286,3 +286,41 @@ def test_only_a_report_of_the_current_run_starts_the_clock() -> None:
     waiting = stall.check(status("2026-01-01T00:19:30Z"), 60, now, "t")
     assert not waiting.stalled and waiting.due == datetime(2026, 1, 1, 0, 20, 30, tzinfo=UTC)
     assert not stall.check(status("2026-01-01T00:18:00Z"), None, now, "t").stalled  # none declared
+
+
+# ---- the TokenReview cache ------------------------------------------------------------------
+
+
+def jwt(exp: float) -> str:
+    import base64
+
+    def part(obj: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'RS256'})}.{part({'exp': exp})}.sig"
+
+
+async def test_review_cache_refreshes_early_and_never_outlives_the_token() -> None:
+    from kubetrain.progress.reviews import ReviewCache, token_expiry
+
+    clock = FakeClock()
+    cache = ReviewCache(clock)
+    ok = {"authenticated": True}
+    long_lived = jwt(clock.now().timestamp() + 3600)
+    assert token_expiry(long_lived) == clock.now().timestamp() + 3600
+    cache.put(long_lived, "aud", ok)
+    assert cache.get(long_lived, "aud") == (ok, False)
+    assert cache.get(long_lived, "other") is None  # per audience
+    await clock.advance(60)
+    assert cache.get(long_lived, "aud") == (ok, True)  # still answered; due for a refresh
+    await clock.advance(240)
+    assert cache.get(long_lived, "aud") is None  # 300 s at most
+    expiring = jwt(clock.now().timestamp() + 30)
+    cache.put(expiring, "aud", ok)
+    await clock.advance(30)
+    assert cache.get(expiring, "aud") is None  # not past the token's own exp
+    cache.put("opaque", "aud", {"authenticated": False, "error": "x"})
+    await clock.advance(9)
+    assert cache.get("opaque", "aud") is not None
+    await clock.advance(1)
+    assert cache.get("opaque", "aud") is None  # refusals: 10 s

@@ -95,6 +95,15 @@ webhook.namespaceSelector selects (all when empty). */}}
 {{ without .Values.apiGroups "trainer.kubeflow.org" | toJson }}
 {{- end }}
 
+{{/* The versions of the served job groups: v1, and KubeDL's v1alpha1 with training.kubedl.io. */}}
+{{- define "kubetrain.jobVersions" -}}
+{{- $groups := without .Values.apiGroups "trainer.kubeflow.org" -}}
+{{- $versions := list -}}
+{{- if or (has "kubetrain.io" $groups) (has "kubeflow.org" $groups) }}{{ $versions = append $versions "v1" }}{{ end -}}
+{{- if has "training.kubedl.io" $groups }}{{ $versions = append $versions "v1alpha1" }}{{ end -}}
+{{ $versions | toJson }}
+{{- end }}
+
 {{/* Kubeflow Trainer v2's webhook: TrainJobs (CREATE, UPDATE); validating also the runtimes,
 DELETE included (in-use protection). Names and rules as kubetrain.webhook.configurations. */}}
 {{- define "kubetrain.trainerWebhook" -}}
@@ -122,8 +131,9 @@ namespaceSelector:
 
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-{{- /* One rule per group and version: MPIJob in kubeflow.org is admitted at v2beta1 only (its
-storage version), so the API server converts a kubeflow.org/v1 MPIJob for the webhooks. */}}
+{{- /* One rule per group and version, as kubetrain.webhook.configurations.job_rules: MPIJob in
+kubeflow.org is admitted at v2beta1 only (its storage version), so the API server converts a
+kubeflow.org/v1 MPIJob for the webhooks; training.kubedl.io has KubeDL's kinds only, at v1alpha1. */}}
 {{- range .ctx.Values.apiGroups }}
 {{- if eq . "kubeflow.org" }}
   - apiGroups: ["kubeflow.org"]
@@ -135,6 +145,12 @@ storage version), so the API server converts a kubeflow.org/v1 MPIJob for the we
     apiVersions: ["v2beta1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["mpijobs"]
+    scope: Namespaced
+{{- else if eq . "training.kubedl.io" }}
+  - apiGroups: ["training.kubedl.io"]
+    apiVersions: ["v1alpha1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["tfjobs", "pytorchjobs", "xgboostjobs", "mpijobs"]
     scope: Namespaced
 {{- else if eq . "kubetrain.io" }}
   - apiGroups: ["kubetrain.io"]
@@ -148,7 +164,7 @@ storage version), so the API server converts a kubeflow.org/v1 MPIJob for the we
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}
   - apiGroups: {{ include "kubetrain.jobGroups" .ctx }}
-    apiVersions: ["v1"]
+    apiVersions: {{ include "kubetrain.jobVersions" .ctx }}
     operations: ["UPDATE"]
     resources: ["pytorchjobs/scale", "paddlejobs/scale"]
     scope: Namespaced

@@ -245,7 +245,7 @@ class Handlers:
             if "yaml" in ctype:
                 import yaml
 
-                from kubetrain.yamlload import load
+                from kubetrain.api.manifests import load
 
                 try:
                     return load(raw)

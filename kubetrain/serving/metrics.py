@@ -1,7 +1,7 @@
 """Every Prometheus metric kubetrain exports (docs/behaviour.md §10), defined once.
 
 The controller, the kube I/O layer and the webhook import the metric objects from here; the
-`HealthServer` (kubetrain.health) serves `REGISTRY` on `/metrics`. Metrics live in their own
+`HealthServer` (kubetrain.serving.health) serves `REGISTRY` on `/metrics`. Metrics live in their own
 registry (plus the standard process/platform collectors) so that tests and embedding
 applications are not affected by whatever else registers into prometheus_client's global one.
 
@@ -19,6 +19,7 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_job_progress_ratio` | gauge | kind, namespace, name |
 | `kubetrain_job_eta_seconds` | gauge | kind, namespace, name |
 | `kubetrain_job_metric` | gauge | kind, namespace, name, metric |
+| `kubetrain_status_report_duration_seconds` | histogram | code |
 
 `result` of a webhook request is one of `allowed`, `patched` (allowed with a JSONPatch),
 `denied`, `bad_request` (HTTP 400), `busy` (HTTP 429: too many request bodies in flight),
@@ -97,6 +98,13 @@ JOB_METRIC = Gauge(
     "kubetrain_job_metric",
     "Each numeric metric the job last reported (status.trainerStatus.metrics), by name.",
     ["kind", "namespace", "name", "metric"],
+    registry=REGISTRY,
+)
+STATUS_REPORT_DURATION = Histogram(
+    "kubetrain_status_report_duration_seconds",
+    "Time to answer one progress report on the status endpoint (after the TLS handshake), by HTTP code.",
+    ["code"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
     registry=REGISTRY,
 )
 QUEUE_DEPTH = Gauge(

@@ -1,0 +1,319 @@
+"""The training-progress endpoint under load: N pods reporting once per 5 s (the Kubeflow SDK's
+rate), against `kubetrain run` as its own process (webhook + controller + status server).
+
+    .venv/bin/python benchmarks/bench_progress.py [--jobs 100] [--pods-per-job 10] [--duration 30]
+
+devcluster, its CRDs and the pod simulator run in this process; the operator is a child
+process (`kubetrain run`, its certificate for 127.0.0.1); the reporters are a second child
+process (aiohttp, one keep-alive connection per pod, each pod reporting every `--period` s with
+a random phase, as the SDK would). The pods are real: the operator injects the SDK env and the
+projected volume, the simulated kubelet gets each pod a bound token by TokenRequest, and every
+report is checked by TokenReview (cached) and against the pod.
+
+Prints JSON: report latency (p50/p99/max, answer codes) seen by the reporters; status writes
+(merge patches of status.trainerStatus) per job per 5 s; the operator's CPU per 1,000 pods
+(minus its idle CPU over the same time); admission p99 (AdmissionReviews POSTed to /validate)
+before and during the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from kubetrain.api import trainerstatus as ts
+from kubetrain.certs.generate import generate_bundle
+from kubetrain.certs.tls import write_cert_dir
+from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.kube.resources import NAMESPACES, job_resource
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (
+    free_port,
+    histogram_diff,
+    histogram_quantile,
+    load_average,
+    parse_reconcile_histogram,
+    proc_cpu_seconds,
+    requests_by_verb,
+)
+
+REPORT_HISTOGRAM = "kubetrain_status_report_duration_seconds"
+WEBHOOK_HISTOGRAM = "kubetrain_webhook_request_duration_seconds"
+
+
+def job(name: str, workers: int) -> dict[str, Any]:
+    container = {"name": "pytorch", "image": "pytorch/pytorch:2.3"}
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                rtype: {
+                    "replicas": n,
+                    "restartPolicy": "OnFailure",
+                    "template": {"spec": {"containers": [container]}},
+                }
+                for rtype, n in (("Master", 1), ("Worker", workers - 1))
+                if n > 0
+            }
+        },
+    }
+
+
+def quantiles(ms: list[float]) -> dict[str, Any]:
+    if not ms:
+        return {}
+    ms = sorted(ms)
+    return {
+        "n": len(ms),
+        "p50_ms": round(statistics.median(ms), 2),
+        "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2),
+        "max_ms": round(ms[-1], 2),
+    }
+
+
+# ---- the reporters (child process) ----------------------------------------------------------
+
+
+async def reporters(spec: dict[str, Any], duration: float, period: float, warmup: float) -> dict[str, Any]:
+    ctx = ssl.create_default_context(cafile=spec["ca"])
+    connector = aiohttp.TCPConnector(limit=0, ssl=ctx)
+    latencies: list[float] = []  # every report after the warm-up
+    first: list[float] = []  # each pod's first report (its TLS handshake and TokenReview)
+    codes: dict[int, int] = {}
+
+    async def pod(url: str, token: str, index: int) -> None:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        # Pods start over the warm-up (as a job's pods start training), then report every period.
+        start_at = random.uniform(0, warmup)
+        await asyncio.sleep(start_at)
+        measure_from = time.monotonic() + (warmup - start_at)
+        end = measure_from + duration
+        step = 0
+        while time.monotonic() < end:
+            step += 1
+            body = {
+                "trainerStatus": {
+                    "progressPercentage": min(100, step),
+                    "estimatedRemainingSeconds": 3600 - step,
+                    "metrics": [
+                        {"name": "loss", "value": f"{1 / step:.4f}"},
+                        {"name": "step", "value": str(step)},
+                    ],
+                }
+            }
+            start = time.perf_counter()
+            try:
+                async with session.post(url, json=body, headers=headers) as resp:
+                    await resp.read()
+                    codes[resp.status] = codes.get(resp.status, 0) + 1
+            except aiohttp.ClientError:
+                codes[0] = codes.get(0, 0) + 1
+            elapsed = (time.perf_counter() - start) * 1000
+            if step == 1:
+                first.append(elapsed)
+            elif time.monotonic() >= measure_from:
+                latencies.append(elapsed)
+                codes[-1] = codes.get(-1, 0)  # placeholder removed below
+            await asyncio.sleep(period)
+
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.gather(*(pod(p["url"], p["token"], i) for i, p in enumerate(spec["pods"])))
+    codes.pop(-1, None)
+    return {"latency": quantiles(latencies), "first_report": quantiles(first), "codes": codes}
+
+
+# ---- admission probes ------------------------------------------------------------------------
+
+
+async def admission(url: str, ca: str, n: int) -> dict[str, Any]:
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "bench",
+            "kind": {"group": "kubetrain.io", "version": "v1", "kind": "PyTorchJob"},
+            "resource": {"group": "kubetrain.io", "version": "v1", "resource": "pytorchjobs"},
+            "namespace": "default",
+            "operation": "CREATE",
+            "userInfo": {"username": "bench"},
+            "object": {**job("probe", 4), "metadata": {"name": "probe", "namespace": "default"}},
+        },
+    }
+    ctx = ssl.create_default_context(cafile=ca)
+    out: list[float] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+        for _ in range(n):
+            start = time.perf_counter()
+            async with session.post(f"{url}/validate", json=review) as resp:
+                await resp.read()
+                assert resp.status == 200, resp.status
+            out.append((time.perf_counter() - start) * 1000)
+            await asyncio.sleep(0.02)
+    return quantiles(out)
+
+
+async def server_histogram(port: int, name: str = REPORT_HISTOGRAM) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/metrics") as resp:
+        return parse_reconcile_histogram(await resp.text(), name)
+
+
+def summary(hist: dict[str, Any]) -> dict[str, Any]:
+    """What the operator itself measured (its histogram; quantiles interpolated in buckets)."""
+    return {
+        "n": int(hist["count"]),
+        "p50_ms": round(1000 * (histogram_quantile(hist, 0.5) or 0), 2),
+        "p99_ms": round(1000 * (histogram_quantile(hist, 0.99) or 0), 2),
+    }
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="bench-progress-"))
+    cert_dir = work / "certs"
+    bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+    write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
+    ca_file = str(cert_dir / "ca.crt")
+    options = DevStackOptions(webhook=False, controller=False, simulated_nodes=10, watch_window=100000)
+    webhook_port, status_port, metrics_port = free_port(), free_port(), free_port()
+    async with DevStack(options) as stack:
+        exe = Path(sys.executable).parent / "kubetrain"
+        cmd = [
+            str(exe), "run", "--kubeconfig", stack.cluster.kubeconfig_path, "--no-leader-elect",
+            "--metrics-port", str(metrics_port), "--log-level", "warning", "--no-training-policies",
+            "--cert-dir", str(cert_dir), "--webhook-host", "127.0.0.1", "--webhook-port", str(webhook_port),
+            "--status-server-port", str(status_port), "--status-server-url", f"https://127.0.0.1:{status_port}",
+            "--qps", "0",
+        ]  # fmt: skip
+        operator = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.DEVNULL)
+        try:
+            ns = "bench"
+            await stack.kube.create(NAMESPACES, {"metadata": {"name": ns}})
+            sem = asyncio.Semaphore(16)
+
+            async def create(i: int) -> None:
+                async with sem:
+                    await stack.kube.create(
+                        job_resource("PyTorchJob"), job(f"j{i}", args.pods_per_job), namespace=ns
+                    )
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(create(i) for i in range(args.jobs)))
+            total = args.jobs * args.pods_per_job
+            sim = stack.simulator
+            assert sim is not None
+            while (  # noqa: ASYNC110 (polling the in-process cluster)
+                sum(
+                    1
+                    for p in stack.cluster.list_objects("pods", ns)
+                    if (p.get("status") or {}).get("phase") == "Running"
+                )
+                < total
+            ):
+                await asyncio.sleep(0.5)
+            setup = time.perf_counter() - t0
+            pods = []
+            for p in stack.cluster.list_objects("pods", ns):
+                env = {e["name"]: e.get("value") for e in p["spec"]["containers"][0].get("env", [])}
+                files = await sim.files(ns, p["metadata"]["name"])
+                pods.append({"url": env[ts.ENV_URL], "token": files[f"{ts.MOUNT_PATH}/{ts.TOKEN_FILE}"]})
+            spec_file = work / "reporters.json"
+            spec_file.write_text(json.dumps({"ca": ca_file, "pods": pods}))
+            webhook = f"https://127.0.0.1:{webhook_port}"
+            wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
+            before = await admission(webhook, ca_file, args.probes)
+            before["server_side"] = summary(
+                histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
+            )
+            idle_cpu0 = proc_cpu_seconds(operator.pid)
+            await asyncio.sleep(args.duration / 3)
+            idle_cpu = (proc_cpu_seconds(operator.pid) - idle_cpu0) / (args.duration / 3)
+            client = await asyncio.create_subprocess_exec(
+                sys.executable, __file__, "--client", str(spec_file), "--duration", str(args.duration),
+                "--period", str(args.period), "--warmup", str(args.warmup), stdout=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            assert client.stdout is not None
+            await client.stdout.readline()  # the reporters are running: pods start over the warm-up
+            await asyncio.sleep(args.warmup + args.period)
+            stack.cluster.requests.reset()
+            hist0 = await server_histogram(metrics_port)
+            load0 = load_average()
+            cpu0, t0 = proc_cpu_seconds(operator.pid), time.perf_counter()
+            wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
+            during = await admission(webhook, ca_file, args.probes)
+            during["server_side"] = summary(
+                histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
+            )
+            out, _ = await client.communicate()
+            window = time.perf_counter() - t0
+            busy_cpu = (proc_cpu_seconds(operator.pid) - cpu0) / window
+            load = json.loads(out)
+            served = histogram_diff(await server_histogram(metrics_port), hist0)
+            server_side = summary(served)
+            patches = stack.cluster.requests.count("patch", "pytorchjobs/status")
+            reviews = stack.cluster.requests.count("create", "tokenreviews")
+            api_calls = requests_by_verb(stack.cluster.requests)
+            return {
+                "pods": total,
+                "jobs": args.jobs,
+                "setup_seconds": round(setup, 1),
+                "load_average": [load0, load_average()],
+                "reports": load,
+                "reports_server_side": server_side,
+                "reports_per_second": round(load["latency"]["n"] / args.duration, 1),
+                "status_writes": patches,
+                "status_writes_per_job_per_5s": round(patches / args.jobs / (window / 5), 2),
+                # the first report of a job is written at once, then at most one per 5 s
+                "status_writes_bound": args.jobs * (1 + int(window // 5)),
+                "token_reviews": reviews,
+                "operator_api_calls": api_calls,
+                "operator_cpu_cores_idle": round(idle_cpu, 3),
+                "operator_cpu_cores_loaded": round(busy_cpu, 3),
+                "operator_cpu_per_1000_pods": round((busy_cpu - idle_cpu) * 1000 / total, 3),
+                "admission_before": before,
+                "admission_during": during,
+            }
+        finally:
+            operator.terminate()
+            await asyncio.wait_for(operator.wait(), 15)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--pods-per-job", type=int, default=10)
+    parser.add_argument("--duration", type=float, default=30.0)
+    parser.add_argument("--period", type=float, default=5.0)
+    parser.add_argument(
+        "--warmup", type=float, default=20.0, help="seconds over which the pods start reporting"
+    )
+    parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client:
+        spec = json.loads(Path(args.client).read_text())
+        print("started", flush=True)
+        print(json.dumps(asyncio.run(reporters(spec, args.duration, args.period, args.warmup))))
+        return 0
+    print(json.dumps(asyncio.run(run(args)), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
