@@ -19,6 +19,7 @@ from jobs import job
 from kubetrain.api.labels import LABEL_JOB_NAME
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.dashboard.web import DashboardConfig
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
@@ -276,3 +277,56 @@ async def test_live_updates_reach_only_users_who_may_list_the_job(env: Env) -> N
     finally:
         for task in tasks:
             task.cancel()
+
+
+CLUSTER_ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
+CLUSTER_ROLE_BINDINGS = ResourceRef(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+)
+
+
+async def test_proxy_mode_acts_as_the_forwarded_user_by_impersonation(env: Env, tmp_path: Any) -> None:
+    """The chart's proxy-mode rights: list/watch jobs and pods, impersonate users and groups."""
+    kube, cluster = env.stack.kube, env.stack.cluster
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "dashboard"}}, namespace="default")
+    rules = [
+        {"apiGroups": ["kubetrain.io"], "resources": ["pytorchjobs"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]},
+    ]
+    await kube.create(CLUSTER_ROLES, {"metadata": {"name": "dashboard"}, "rules": rules})
+    binding = {
+        "metadata": {"name": "dashboard"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "dashboard"},
+        "subjects": [{"kind": "ServiceAccount", "name": "dashboard", "namespace": "default"}],
+    }
+    await kube.create(CLUSTER_ROLE_BINDINGS, binding)
+    bob = {
+        "metadata": {"name": "bob-jobs"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs"},
+        "subjects": [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    await kube.create(ROLE_BINDINGS, bob, namespace="team-a")
+    await create(env, job("PyTorchJob", "for-bob", {"Master": 1}, namespace="team-a"))
+    token = cluster.add_service_account_token("default", "dashboard")
+    path = cluster.write_token_kubeconfig(str(tmp_path / "dashboard"), token)
+    server = await DashboardServer.connect(
+        path, served_kinds(["kubetrain.io"]), config=DashboardConfig(auth_mode="proxy"), port=0
+    )
+    try:
+        await server.start()
+        base = server.url.rstrip("/")
+        async with aiohttp.ClientSession() as session:
+            headers = {"X-Forwarded-User": "bob", "X-Forwarded-Groups": "ml", "Accept": "text/html"}
+            async with session.get(base + "/", headers=headers) as resp:
+                page = await resp.text()
+                assert resp.status == 200
+                assert "/namespaces/team-a/pytorchjobs/for-bob" in page and "team-b" not in page
+            async with session.get(base + "/namespaces/team-b/pytorchjobs/theirs", headers=headers) as resp:
+                assert resp.status == 403
+            async with session.get(base + "/namespaces/team-a/pytorchjobs/for-bob", headers=headers) as resp:
+                assert resp.status == 200 and "for-bob" in await resp.text()
+            async with session.get(base + "/", headers={"Accept": "text/html"}) as resp:
+                assert resp.status == 401  # no identity forwarded: nobody to act as
+    finally:
+        await server.stop()
