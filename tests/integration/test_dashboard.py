@@ -330,3 +330,47 @@ async def test_proxy_mode_acts_as_the_forwarded_user_by_impersonation(env: Env, 
                 assert resp.status == 401  # no identity forwarded: nobody to act as
     finally:
         await server.stop()
+
+
+async def test_pods_and_logs_follow_the_users_rights(env: Env) -> None:
+    kube, cluster = env.stack.kube, env.stack.cluster
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "carol"}}, namespace="team-a")
+    role = {
+        "metadata": {"name": "jobs-only"},
+        "rules": [{"apiGroups": ["kubetrain.io"], "resources": ["pytorchjobs"], "verbs": ["get", "list"]}],
+    }
+    await kube.create(ROLES, role, namespace="team-a")
+    binding = {
+        "metadata": {"name": "carol"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs-only"},
+        "subjects": [{"kind": "ServiceAccount", "name": "carol", "namespace": "team-a"}],
+    }
+    await kube.create(ROLE_BINDINGS, binding, namespace="team-a")
+    carol = cluster.add_service_account_token("team-a", "carol")
+    await create(env, job("PyTorchJob", "watched", {"Master": 1}, namespace="team-a"))
+
+    async def running() -> bool:
+        pods = await kube.list(PODS, "team-a", label_selector=f"{LABEL_JOB_NAME}=watched")
+        return any(p["status"].get("phase") == "Running" for p in pods["items"])
+
+    await until(running)
+    status, page = await env.get("/namespaces/team-a/pytorchjobs/watched", carol)
+    assert status == 200
+    assert "forbidden: you may not list pods in namespace &#34;team-a&#34;" in page
+    assert 'data-slot="master-0"' not in page
+    status, page = await env.get("/namespaces/team-a/pytorchjobs/watched", env.alice)
+    assert 'data-slot="master-0"' in page and "MASTER_ADDR" in page  # alice may: chart and log tail
+
+    url = env.server.url + "namespaces/team-a/pytorchjobs/watched/logs/watched-master-0/follow"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url, headers={"Authorization": f"Bearer {carol}"}) as resp:
+            assert resp.status == 403  # carol may not get the pod
+        lines: list[str] = []
+        async with session.get(url, headers={"Authorization": f"Bearer {env.alice}"}) as resp:
+            assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/event-stream")
+            async for raw in resp.content:
+                if raw.startswith(b"data: "):
+                    lines.append(json.loads(raw[6:]))
+                if any(line.startswith("MASTER_ADDR=") for line in lines):
+                    break
+        assert lines[0].startswith("devcluster: container")
