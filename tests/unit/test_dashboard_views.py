@@ -433,3 +433,21 @@ def test_sessions_seal_the_token_and_csrf_is_per_user() -> None:
     assert sessions.csrf_ok(alice, sessions.csrf_token(alice))
     assert not sessions.csrf_ok(bob, sessions.csrf_token(alice)) and not sessions.csrf_ok(alice, "")
     assert sessions.login_csrf_ok("n", sessions.login_csrf_token("n")) and not sessions.login_csrf_ok("", "")
+
+
+def test_tensorboard_from_status_only_http() -> None:
+    from kubetrain.dashboard.views.jobpage import TensorBoard, tensorboard
+
+    assert tensorboard({"status": {}}) is None
+    via_ingress = {
+        "url": "http://tb.example.com/j",
+        "address": "http://j-tensorboard.ns.svc:6006/",
+        "phase": "Running",
+    }
+    assert tensorboard({"status": {"tensorBoard": via_ingress}}) == TensorBoard(
+        "http://tb.example.com/j", "http://j-tensorboard.ns.svc:6006/", "Running"
+    )
+    hostile = {"url": "javascript:alert(1)", "address": "http://j-tensorboard.ns.svc:6006/"}
+    assert tensorboard({"status": {"tensorBoard": hostile}}) == TensorBoard(
+        "", "http://j-tensorboard.ns.svc:6006/", ""
+    )
