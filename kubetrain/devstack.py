@@ -25,9 +25,10 @@ from typing import Any
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
-from kubetrain.certs.tls import write_cert_dir
+from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
 from kubetrain.jobs.trainercrds import group_crds
+from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import (
@@ -40,7 +41,10 @@ from kubetrain.kube.resources import (
     job_resource,
 )
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.policy import PolicyIndex
+from kubetrain.progress.lookup import ApiLookup, Routes, choose
+from kubetrain.progress.server import ProgressServer
 from kubetrain.webhook.configurations import webhook_configurations
 from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
@@ -76,6 +80,9 @@ class DevStackOptions:
     watch_window: int = 10000
     controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
     simulator_clock: Clock | None = None
+    # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
+    progress: bool = False
+    progress_interval: float = 5.0
     authorization: str = "AlwaysAllow"  # "RBAC": devcluster authorizes like --authorization-mode=RBAC
 
 
@@ -91,6 +98,8 @@ class DevStack:
         self.controller: Controller | None = None
         self.simulator: PodSimulator | None = None
         self.gang_simulator: GangSchedulerSimulator | None = None
+        self.progress: ProgressServer | None = None
+        self.progress_injection: ProgressInjection | None = None
 
     @property
     def kube(self) -> KubeClient:
@@ -117,6 +126,8 @@ class DevStack:
             await self.install_podgroup_crd()
         if opts.webhook:
             await self.start_webhook()
+        if opts.progress:
+            await self.start_progress()
         if opts.controller:
             await self.start_controller()
         if opts.install_crds and TRAINER_GROUP in opts.api_groups:
@@ -244,10 +255,33 @@ class DevStack:
                 gang_scheduler=opts.gang_scheduler,
                 service_mode=opts.service_mode,
                 api_groups=opts.api_groups,
+                progress=self.progress_injection,
             ),
             clock=opts.controller_clock,
         )
         await self.controller.start(sync_timeout=30)
+
+    async def start_progress(self) -> None:
+        cert_dir = self.cluster.workdir / "progress-certs"
+        bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+        write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
+        self.progress = ProgressServer(
+            self.kube,
+            Routes.for_groups(self.options.api_groups),
+            choose(self._progress_cache, ApiLookup(self.kube)),
+            ReloadingTLS(cert_dir),
+            host="127.0.0.1",
+            port=0,
+            interval=self.options.progress_interval,
+            clock=self.options.controller_clock or SYSTEM_CLOCK,
+        )
+        await self.progress.start()
+        url = f"https://127.0.0.1:{self.progress.port}"
+        self.progress_injection = ProgressInjection(url, bundle.ca.cert_pem.decode())
+
+    def _progress_cache(self) -> Cache | None:
+        controller = self.controller
+        return controller.cache if controller is not None and controller.synced else None
 
     async def apply(self, job: Obj, namespace: str | None = None) -> Obj:
         """Create a job (or any kubetrain kind) through the API server, webhooks included."""
@@ -261,6 +295,9 @@ class DevStack:
         if self.simulator is not None:
             await self.simulator.stop()
             self.simulator = None
+        if self.progress is not None:
+            await self.progress.stop()
+            self.progress = None
         if self.controller is not None:
             await self.controller.stop()
             self.controller = None

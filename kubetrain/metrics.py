@@ -16,6 +16,9 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_workqueue_depth` | gauge | queue |
 | `kubetrain_webhook_request_duration_seconds` | histogram | webhook, operation, kind, result |
 | `kubetrain_api_requests_total` | counter | verb, code |
+| `kubetrain_job_progress_ratio` | gauge | kind, namespace, name |
+| `kubetrain_job_eta_seconds` | gauge | kind, namespace, name |
+| `kubetrain_job_metric` | gauge | kind, namespace, name, metric |
 
 `result` of a webhook request is one of `allowed`, `patched` (allowed with a JSONPatch),
 `denied`, `bad_request` (HTTP 400), `busy` (HTTP 429: too many request bodies in flight),
@@ -75,6 +78,25 @@ RECONCILE_PLAN_DURATION = Histogram(
     "Time spent deciding one reconcile (cache reads and the pure planner), without its API writes.",
     ["kind"],
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    registry=REGISTRY,
+)
+# Training progress reported by the jobs' pods (kubetrain.progress; series capped there).
+JOB_PROGRESS = Gauge(
+    "kubetrain_job_progress_ratio",
+    "The job's last reported progress, 0 to 1 (status.trainerStatus.progressPercentage / 100).",
+    ["kind", "namespace", "name"],
+    registry=REGISTRY,
+)
+JOB_ETA = Gauge(
+    "kubetrain_job_eta_seconds",
+    "The job's last reported estimate of its remaining seconds.",
+    ["kind", "namespace", "name"],
+    registry=REGISTRY,
+)
+JOB_METRIC = Gauge(
+    "kubetrain_job_metric",
+    "Each numeric metric the job last reported (status.trainerStatus.metrics), by name.",
+    ["kind", "namespace", "name", "metric"],
     registry=REGISTRY,
 )
 QUEUE_DEPTH = Gauge(

@@ -6,9 +6,14 @@ them. Import with `from jobs import job, replica` (tests/ is on pytest's `python
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any
 
+from kubetrain.api.errors import ErrorKind
 from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
 
 Obj = dict[str, Any]
 
@@ -23,6 +28,20 @@ def replica_field(kind: str) -> str:
 def container_name(kind: str) -> str:
     # A kind whose framework container is container 0 whatever its name (MPIJob) gets "mpi".
     return FRAMEWORKS[kind].container_name or kind.lower().removesuffix("job")
+
+
+def containers(*names: str, image: str = IMAGE) -> list[Obj]:
+    """One container per name, all of `image` (a template with sidecars, or without the
+    framework container)."""
+    return [{"name": name, "image": image} for name in names]
+
+
+def field_errors(valid: Obj, change: Callable[[Obj], Any]) -> list[tuple[str, ErrorKind]]:
+    """(path, kind) of every error of a copy of `valid` after `change`, defaulted and validated
+    as the webhooks do it."""
+    obj = copy.deepcopy(valid)
+    change(obj)
+    return [(e.path, e.kind) for e in validate_job(default_job(obj).obj).errors]
 
 
 def replica(

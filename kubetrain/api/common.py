@@ -13,10 +13,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from kubetrain.api.trainerstatus import TrainerStatus
+
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 CleanPodPolicy = Literal["All", "Running", "None"]
 DEFAULT_CLEAN_POD_POLICY: CleanPodPolicy = "Running"
-ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"]
+# Stalled: a Running job stopped reporting progress (kubetrain's; operator/stall.py)
+ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "Stalled"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 # A Kubernetes resource quantity: "4", "500m", "16Gi", or a bare number.
 Quantity = int | float | str
@@ -105,6 +108,10 @@ class RunPolicy(KubeModel):
     managed_by: str | None = None
     scheduling_policy: SchedulingPolicy | None = None
     pod_failure_policy: PodFailurePolicy | None = None
+    # Seconds a Running job that reported progress may go without a report (operator/stall.py);
+    # kubetrain.io only (the kubeflow.org CRDs leave it out: there, the annotation
+    # kubetrain.io/progress-deadline-seconds).
+    progress_deadline_seconds: int | None = Field(default=None, ge=1)
 
 
 class JobCondition(KubeModel):
@@ -151,6 +158,9 @@ class JobStatus(KubeModel):
     # Whole-job restarts (a RestartJob rule): also the attempt that pods labelled
     # `kubetrain.io/attempt` belong to (pods without the label are attempt 0).
     job_restarts: int | None = None
+    # What the training code last reported (kubetrain.api.trainerstatus; written by the status
+    # endpoint only, carried over by every reconcile).
+    trainer_status: TrainerStatus | None = None
 
 
 class ObjectMetaFields(KubeModel):

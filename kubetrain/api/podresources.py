@@ -27,6 +27,20 @@ def replica_count(rspec: Any) -> int | None:
     return replicas
 
 
+def replica_counts(replica_map: Any) -> dict[Any, int] | None:
+    """`replicas` of every replica spec by its key, in order (None when the map is not a mapping
+    or some count is not an integer)."""
+    if not isinstance(replica_map, Mapping):
+        return None
+    counts: dict[Any, int] = {}
+    for rtype, rspec in replica_map.items():
+        count = replica_count(rspec)
+        if count is None:
+            return None
+        counts[rtype] = count
+    return counts
+
+
 def total_replicas(replica_map: Any) -> int | None:
     """Sum of `replicas` over the replica map (None when some count is not an integer)."""
     if not isinstance(replica_map, Mapping):

@@ -10,6 +10,7 @@ from typing import Any
 from kubetrain.commands._flags import add_common_flags, add_controller_flags
 from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import run_service, stop_on_signals
+from kubetrain.commands._progress import ProgressRuntime, add_progress_flags
 from kubetrain.frameworks.checks import listing
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.operator.runtime import ControllerRuntime
@@ -31,12 +32,16 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     stop = stop or asyncio.Event()
     health = await metrics_server(args)
     runtime = ControllerRuntime(args)
+    progress = ProgressRuntime(args)
+    runtime.progress = progress.injection()
     with stop_on_signals(stop):
         await health.start()
         try:
             await runtime.start(health)
+            await progress.start(health, runtime)
             await wait_for_stop(stop, runtime)
         finally:
+            await progress.stop()
             await runtime.stop()
             await health.stop()
 
@@ -54,4 +59,5 @@ def add_parser(subparsers: Any) -> None:
     )
     add_common_flags(parser)
     add_controller_flags(parser)
+    add_progress_flags(parser)
     parser.set_defaults(func=run)

@@ -55,6 +55,7 @@ def example_names() -> list[str]:
     if not EXAMPLES_DIR.is_dir():
         return []
     names = [p.stem for p in sorted(EXAMPLES_DIR.glob("*.yaml"))]
+    names += [f"trainer/{p.stem}" for p in sorted((EXAMPLES_DIR / "trainer").glob("*.yaml"))]
     names += [f"invalid/{p.stem}" for p in sorted((EXAMPLES_DIR / "invalid").glob("*.yaml"))]
     return names
 

@@ -26,10 +26,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from kubetrain.api.groups import KUBETRAIN_GROUP
+from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.commands._flags import api_groups_arg
+from kubetrain.commands._trainervalidate import Runtimes, check_trainer_document, known_runtimes
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.parse import check_type_meta
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"--namespace-labels: {exc}", file=sys.stderr)
             return 1
     defaulted_docs: list[Any] = []
+    runtimes = known_runtimes()
     for name in args.files:
         documents, problem = read_documents(name)
         if problem is not None:
@@ -138,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
                 groups=tuple(args.api_groups),
                 policies=policies if args.policy else None,
                 namespace_labels=namespace_labels,
+                runtimes=runtimes,
             )
             failed = failed or not ok
             if defaulted is not None:
@@ -213,8 +216,10 @@ def check_document(
     groups: tuple[str, ...] = (KUBETRAIN_GROUP,),
     policies: list[TrainingPolicy] | None = None,
     namespace_labels: dict[str, str] | None = None,
+    runtimes: Runtimes | None = None,
 ) -> tuple[bool, dict[str, Any] | None]:
-    """Print the findings for one document; (valid?, the defaulted object or None)."""
+    """Print the findings for one document; (valid?, the defaulted object or None).
+    `runtimes`: the Trainer runtimes TrainJobs may name (earlier documents add theirs)."""
     obj = doc.obj
     if not isinstance(obj, dict):
         kind = "a list" if isinstance(obj, list) else f"a {type(obj).__name__}"
@@ -232,6 +237,10 @@ def check_document(
             return False, None
         print(f"{doc.label}: valid", file=report)
         return True, obj
+    if group_of(obj.get("apiVersion")) == TRAINER_GROUP:
+        return check_trainer_document(
+            obj, doc.label, report, runtimes if runtimes is not None else known_runtimes()
+        )
     type_errors = check_type_meta(obj, groups)
     if type_errors:
         for error in type_errors:

@@ -35,7 +35,7 @@ from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError
-from kubetrain.api.podresources import replica_count
+from kubetrain.api.podresources import replica_count, replica_counts
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 
 # (minimum, maximum) of the scalable replica type; either is None when not set to an integer.
@@ -81,6 +81,7 @@ class Framework:
     replica_types: tuple[str, ...]  # canonical spellings, in priority order
     # Replica types whose pod 0 carries `kubetrain.io/job-role: master` (Chief/Master/Scheduler).
     master_types: tuple[str, ...]
+
     @property
     def display_name(self) -> str:
         """How docs and the CRD description name the framework ("tensorflow", "MPI")."""
@@ -223,19 +224,22 @@ class Framework:
         """`spec_gates` of the job's spec (what the planner reads)."""
         return self.spec_gates(job.spec)
 
-    def gang_excluded_types(self, spec: Mapping[str, Any]) -> frozenset[str]:
+    def gang_excluded_types(self, spec: Mapping[str, Any], counts: Mapping[Any, int]) -> frozenset[str]:
         """The replica types a PodGroup leaves out (docs/behaviour.md §8): those behind a gate
-        whose gating types have pods. Such a pod is created only once the others are Ready, which
-        they cannot be while a gang that counts it waits for it (mpi-operator issue #608: the
-        WaitForWorkersReady launcher), so the `minAvailable` default, the PodGroup's `minMember`
-        cap and its `minResources` count only the other types."""
-        replica_map = spec.get(self.replica_field)
-        if not isinstance(replica_map, Mapping):
-            return frozenset()
-
-        def pods(rtype: str) -> int:
-            n = replica_count(replica_map.get(rtype)) if rtype in replica_map else 0
-            return n if n is not None else 0
-
+        whose gating types have pods (`counts`: replicas per type). Such a pod is created only
+        once the others are Ready, which they cannot be while a gang that counts it waits for it
+        (mpi-operator issue #608: the WaitForWorkersReady launcher), so the `minAvailable`
+        default, the PodGroup's `minMember` cap and its `minResources` count only the other types."""
         gates = self.spec_gates(spec).items()
-        return frozenset(gated for gated, gating in gates if sum(pods(t) for t in gating) > 0)
+        return frozenset(gated for gated, gating in gates if sum(counts.get(t, 0) for t in gating) > 0)
+
+    def gang_size(self, spec: Mapping[str, Any]) -> int | None:
+        """The `minAvailable` default: every pod, a scalable replica type (elastic Workers)
+        counted at its minimum — the smallest size the job runs at, so it can be scaled within
+        its bounds without leaving a gang larger than the job — and the types behind a gate left
+        out (`gang_excluded_types`); None when a replica count is not an integer."""
+        counts = replica_counts(spec.get(self.replica_field))
+        if counts is None:
+            return None
+        excluded = self.gang_excluded_types(spec, counts)
+        return sum(self.fewest_replicas(spec, str(t), n) for t, n in counts.items() if t not in excluded)

@@ -117,6 +117,9 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     }
     if group != API_GROUP:
         del crd["spec"]["names"]["shortNames"]
+        # Kubeflow's schema has no progress deadline: jobs there use the annotation.
+        run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
+        run_policy["properties"].pop("progressDeadlineSeconds", None)
     return crd
 
 
@@ -178,6 +181,18 @@ def _printer_columns() -> list[dict[str, Any]]:
             "type": "integer",
             "jsonPath": ".status.active",
             "description": "Running pods, all replica types",
+        },
+        {
+            "name": "Progress",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.progressPercentage",
+            "description": "Percent done, as the training code last reported it",
+        },
+        {
+            "name": "ETA",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds",
+            "description": "Seconds left, as the training code last estimated them",
         },
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]

@@ -20,7 +20,6 @@ from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.errors import join_path
-from kubetrain.api.podresources import replica_count, total_replicas
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
@@ -148,25 +147,6 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, pa
     return warnings
 
 
-def gang_total(spec: dict[str, Any], framework: Framework) -> int | None:
-    """The `minAvailable` default: total replicas, with a scalable replica type (elastic
-    Workers) counted at its minimum (the smallest size the job runs at, so it can be scaled
-    within its bounds without leaving a gang larger than the job), and replica types behind a
-    gate left out (`Framework.gang_excluded_types`: MPI's WaitForWorkersReady Launcher)."""
-    replica_map = spec.get(framework.replica_field)
-    total = total_replicas(replica_map)
-    if total is not None and isinstance(replica_map, dict):
-        for excluded in framework.gang_excluded_types(spec):
-            total -= replica_count(replica_map.get(excluded)) or 0
-    rtype = framework.scalable_replica_type
-    if total is None or rtype is None or not isinstance(replica_map, dict) or rtype not in replica_map:
-        return total
-    count = replica_count(replica_map[rtype])
-    if count is None:
-        return total
-    return total - count + framework.fewest_replicas(spec, rtype, count)
-
-
 def _min_available(spec: dict[str, Any]) -> Any:
     run_policy = spec.get("runPolicy")
     scheduling = run_policy.get("schedulingPolicy") if isinstance(run_policy, dict) else None
@@ -193,7 +173,7 @@ def _default_run_policy(
     default_pod_failure_policy(run_policy)
     if not gang_scheduling:
         return
-    total = gang_total(spec, framework)
+    total = framework.gang_size(spec)
     if total is None:
         return
     scheduling = run_policy.get("schedulingPolicy")
@@ -207,6 +187,6 @@ def _default_run_policy(
     elif old_spec is not None and current != total:
         # UPDATE: the stored job's minAvailable was its gang default and is left as it was →
         # it follows the new replica counts (a user-chosen value is kept).
-        old_default = gang_total(old_spec, framework)
+        old_default = framework.gang_size(old_spec)
         if old_default is not None and current == _min_available(old_spec) == old_default:
             run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api import trainerstatus
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
@@ -89,6 +90,7 @@ def validate_job(
     errors.extend(max_replicas_errors(spec, framework, max_replicas))
     errors.extend(hostnetwork.annotation_errors(obj, total_replicas_of(replica_map)))
     errors.extend(kubedl_annotation_errors(obj))
+    errors.extend(trainerstatus.annotation_errors(obj))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))

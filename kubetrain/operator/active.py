@@ -16,7 +16,7 @@ from typing import Any
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.shape import COMPLETE, JobShape
-from kubetrain.operator import gang, runpolicy
+from kubetrain.operator import gang, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
@@ -76,6 +76,10 @@ class ActiveJob:
         added = self.new_restarts(retries, restart_job)
         succeeded = self.shape.succeeded(counts)
         framework_failure = None if succeeded else self.shape.failed(counts)
+        stall.resumed(r.status, r.now)
+        job_meta = r.job.get("metadata") or {}
+        deadline_s = stall.deadline_seconds(r.job.get("spec") or {}, job_meta.get("annotations") or {})
+        stalled = stall.check(r.status, deadline_s, r.now, r.title)
         if succeeded:
             r.terminal(
                 st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False
@@ -100,6 +104,8 @@ class ActiveJob:
             r.terminal(st.FAILED, st.REASON_BACKOFF_LIMIT, message, delete_active=True)
         elif restart_job is not None:
             self.restart_job(restart_job, tallies, limit)
+        elif stalled.stalled:
+            self.on_stall(stalled.message, tallies, limit, base + added)
         else:
             self.restart(retries, tallies, limit)
             if may_create:
@@ -108,6 +114,7 @@ class ActiveJob:
             # startTime may have been set just now: the deadline counts from it.
             deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, deadline)
+            r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, stalled.due)
         self.write_replica_statuses(tallies)
 
     # --- observations --------------------------------------------------------------------------
@@ -287,6 +294,26 @@ class ActiveJob:
         message = f"{r.title} is restarting all its pods as attempt {attempt}: {verdict.detail} ({suffix})"
         r.event("Warning", st.REASON_RESTART_JOB, message)
         st.set_restarting(r.status, message, r.now, st.REASON_RESTART_JOB)
+
+    def on_stall(
+        self, message: str, tallies: dict[str, rs.TypeRestarts], limit: int | None, used: int
+    ) -> None:
+        """Stalled (stall.py): the whole job restarted as a new attempt (one restart against
+        backoffLimit) when its replicas may restart and the limit leaves room, else Failed."""
+        r = self.r
+        st.set_condition(r.status, stall.STALLED, True, stall.REASON, message, r.now)
+        policies = [group.restart_policy for group in self.shape.groups.values()]
+        if not stall.may_restart(policies) or (limit is not None and used + 1 > limit):
+            r.terminal(st.FAILED, stall.REASON, message, delete_active=True)
+            return
+        r.delete([pod_name(p) for p in r.live_pods()])
+        tallies[next(iter(self.shape.groups))].recreations += 1
+        r.status["jobRestarts"] = attempt = self.attempt + 1
+        total = sum(t.total for t in tallies.values())
+        suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
+        restart = f"{message} Restarting all its pods as attempt {attempt} ({suffix})."
+        r.event("Warning", stall.REASON, restart)
+        st.set_restarting(r.status, restart, r.now, stall.REASON)
 
     def restart(self, retries: list[Retry], tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         r = self.r

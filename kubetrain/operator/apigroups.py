@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from kubetrain.api.groups import KUBETRAIN_GROUP, job_groups
+from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP
+from kubetrain.api.trainer.constants import PLURALS as TRAINER_PLURALS
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
@@ -28,12 +29,28 @@ class ApiGroupRefused(Exception):
 
 
 def crd_names(group: str) -> list[str]:
+    if group == TRAINER_GROUP:
+        return [f"{plural}.{group}" for plural in TRAINER_PLURALS.values()]
     return [f"{fw.plural}.{group}" for fw in FRAMEWORKS.values()]
+
+
+# Who else installs a group's CRDs, and whose controller would then reconcile the same objects.
+_OWNER = {
+    TRAINER_GROUP: (
+        "Kubeflow Trainer's manifests install these and its controller (with JobSet) would "
+        "reconcile the same TrainJobs. Uninstall Kubeflow Trainer's controller manager and its "
+        "webhook configurations"
+    ),
+}
+_DEFAULT_OWNER = (
+    "Kubeflow's training operator installs these and would reconcile the same jobs. "
+    "Uninstall Kubeflow's training operator (its Deployment and webhook configuration)"
+)
 
 
 async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
     """Raise `ApiGroupRefused` when a served group's job CRDs are missing or not kubetrain's."""
-    for group in job_groups(groups):
+    for group in groups:
         if group == KUBETRAIN_GROUP:
             continue  # kubetrain's own group: its CRDs come with the chart
         missing: list[str] = []
@@ -62,8 +79,7 @@ async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
             raise ApiGroupRefused(
                 f"refusing to serve {group}: CustomResourceDefinition {', '.join(foreign)} exists and "
                 f"was not installed by kubetrain (no label {PART_OF_LABEL}={PART_OF_VALUE}); "
-                "Kubeflow's training operator installs these and would reconcile the same jobs. "
-                "Uninstall Kubeflow's training operator (its Deployment and webhook configuration), "
+                f"{_OWNER.get(group, _DEFAULT_OWNER)}, "
                 f"then replace the CRDs, keeping the stored jobs: `kubetrain crds --group {group} | "
                 "kubectl replace -f -` — or serve only kubetrain.io (--api-groups kubetrain.io)"
             )

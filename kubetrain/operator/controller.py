@@ -63,6 +63,7 @@ from kubetrain.operator.adopt_api import adopt_kubeflow_children
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.gang_api import PodGroupApi, crd_name, crd_serves
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs, is_trainjob_owner
 
@@ -99,6 +100,7 @@ class ControllerConfig:
     event_batch_factor: float = 50.0
     event_batch_max: float = 1.0
     max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job
+    progress: ProgressInjection | None = None  # what pods get to report progress (--status-server-url)
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
@@ -174,6 +176,7 @@ class Controller:
             scheduler_name=self.config.scheduler_name,
             max_replicas=self.config.max_replicas,
             service_mode=self.config.service_mode,
+            progress=self.config.progress,
         )
         self.job_resources = job_resources_in(self.config.api_groups)
         self.trainjobs: TrainJobs | None = None

@@ -26,6 +26,7 @@ from kubetrain.operator.children import (
     build_service,
     pod_slots,
 )
+from kubetrain.operator.progressenv import ProgressInjection, config_map, enabled, inject
 
 
 class DesiredChildren:
@@ -35,9 +36,12 @@ class DesiredChildren:
         *,
         gang_scheduler: str = NONE,
         scheduler_name: str | None = None,
+        progress: ProgressInjection | None = None,
     ) -> None:
         self.shape, self.layout, self.plugin = shape, shape.layout, shape.plugin
         self.gang_scheduler, self.scheduler_name = gang_scheduler, scheduler_name
+        # The training-progress endpoint's env, token volume and CA ConfigMap (progressenv.py).
+        self.progress = progress if enabled(self.layout, progress) else None
 
     @cached_property
     def service(self) -> dict[str, Any] | None:
@@ -66,14 +70,18 @@ class DesiredChildren:
 
     def extra(self, pods: Sequence[Mapping[str, Any]] = ()) -> list[ExtraChild]:
         """The framework's extra children (ConfigMaps, Secrets) given the observed pods."""
-        return [
+        children = [
             ExtraChild(build_extra_child(self.layout, c.obj), c.observed)
             for c in self.plugin.extra_children(self.layout, pods)
         ]
+        if self.progress is not None:
+            child = build_extra_child(self.layout, config_map(self.layout, self.progress))
+            children.append(ExtraChild(child, True))
+        return children
 
     def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it)."""
-        return build_pod(
+        pod = build_pod(
             self.layout,
             self.plugin,
             replica_type,
@@ -82,6 +90,9 @@ class DesiredChildren:
             scheduler=self.scheduler_name,
             attempt=attempt,
         )
+        if self.progress is not None:
+            inject(self.layout, self.progress, pod["spec"])
+        return pod
 
     def pods(self) -> list[dict[str, Any]]:
         """Every pod in priority order."""
@@ -94,6 +105,12 @@ class DesiredChildren:
 
 
 def desired_children(
-    shape: JobShape, *, gang_scheduler: str = NONE, scheduler_name: str | None = None
+    shape: JobShape,
+    *,
+    gang_scheduler: str = NONE,
+    scheduler_name: str | None = None,
+    progress: ProgressInjection | None = None,
 ) -> DesiredChildren:
-    return DesiredChildren(shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
+    return DesiredChildren(
+        shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name, progress=progress
+    )

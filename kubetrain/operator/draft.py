@@ -17,6 +17,7 @@ from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
 from kubetrain.operator.prepare import PreparedJob
+from kubetrain.operator.progressenv import ProgressInjection
 
 MAX_EVENT_MESSAGE = 1024
 
@@ -72,6 +73,8 @@ class PlannerConfig:
     max_replicas: int = DEFAULT_MAX_REPLICAS  # a job over this total is refused like an invalid spec
     max_pod_creates: int = MAX_POD_CREATES_PER_RECONCILE
     service_mode: str = HEADLESS  # the default of jobs without the annotation (api/servicemode)
+    # The training-progress endpoint pods report to (None: nothing injected; progressenv.py).
+    progress: ProgressInjection | None = None
 
 
 @dataclass

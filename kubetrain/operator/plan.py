@@ -93,6 +93,7 @@ class Reconcile(ReconcileDraft):
                     shape,
                     gang_scheduler=self.config.gang_scheduler,
                     scheduler_name=self.config.scheduler_name,
+                    progress=self.config.progress,
                 )
                 active = ActiveJob(self, shape, desired)
                 active.run()

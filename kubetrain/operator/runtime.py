@@ -25,6 +25,7 @@ from kubetrain.kube.client import USER_AGENT, KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
 from kubetrain.operator.apigroups import check_api_groups
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.progressenv import ProgressInjection
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class ControllerRuntime:
         self.elector: LeaderElector | None = None
         self._elector_task: asyncio.Task[None] | None = None
         self.lost_leadership = asyncio.Event()
+        self.progress: ProgressInjection | None = None  # set before start (commands/_progress.py)
 
     def _config(self) -> ControllerConfig:
         return ControllerConfig(
@@ -63,6 +65,7 @@ class ControllerRuntime:
             max_replicas=self.args.max_replicas_per_job,
             service_mode=self.args.service_mode,
             api_groups=tuple(self.args.api_groups),
+            progress=self.progress,
         )
 
     async def start(self, health: HealthServer | None = None) -> None:

@@ -25,58 +25,22 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubetrain.api.errors import format_errors
+from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob import children as ch
-from kubetrain.jobs.trainjob.resolve import ResolvedTrainJob, Step, resolve
+from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
+from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.operator.draft import MAX_EVENT_MESSAGE, EventSpec, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.runpolicy import is_active_pod
-from kubetrain.operator.status import format_time, parse_time
+from kubetrain.operator.status import parse_time
+from kubetrain.operator.trainstatus import condition, is_true, set_condition
 
 Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
 MESSAGE_FAILED_JOBS = "jobset failed due to one or more job failures"
 MESSAGE_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
-
-
-def condition(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in status.get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == ctype:
-            return cond
-    return None
-
-
-def is_true(status: Mapping[str, Any], ctype: str) -> bool:
-    cond = condition(status, ctype)
-    return cond is not None and cond.get("status") == "True"
-
-
-def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
-    """A metav1.Condition: lastTransitionTime changes only with the status."""
-    conditions = [x for x in status.get("conditions") or [] if isinstance(x, dict)]
-    new_status = "True" if value else "False"
-    for i, cond in enumerate(conditions):
-        if cond.get("type") == ctype:
-            moved = cond.get("status") != new_status
-            conditions[i] = {
-                "type": ctype,
-                "status": new_status,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": format_time(now) if moved else cond.get("lastTransitionTime"),
-            }
-            status["conditions"] = conditions
-            return
-    conditions.append(
-        {
-            "type": ctype,
-            "status": new_status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": format_time(now),
-        }
-    )
-    status["conditions"] = conditions
 
 
 class _Draft:
@@ -139,9 +103,11 @@ def plan_trainjob(
     if is_true(d.status, c.COMPLETE) or is_true(d.status, c.FAILED):
         d.delete_active()
         return d.finish()
+    # Only this TrainJob's own: a ConfigMap left by an earlier TrainJob of the name (being
+    # garbage-collected) is not its snapshot.
+    owned = [cm for cm in observed.extra if controlled_by(cm, job)]
     snapshot = next(
-        (cm for cm in observed.extra if (cm.get("metadata") or {}).get("name") == ch.snapshot_name(d.name)),
-        None,
+        (cm for cm in owned if (cm.get("metadata") or {}).get("name") == ch.snapshot_name(d.name)), None
     )
     state: Obj = {}
     if snapshot is not None:
@@ -175,14 +141,62 @@ def plan_trainjob(
         return d.finish()
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
-    new_state = _run(d, resolved, state)
+    _policy_children(d, resolved)
+    gang = _gang(d, resolved)
+    new_state = _run(d, resolved, state, gang)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
         updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(new_state, sort_keys=True)
         d.plan.update_children.append(updated)
     elif snapshot is None and new_state != state:
-        d.plan.create_children[-1] = ch.build_snapshot(job, frozen, new_state)
+        d.plan.create_children[0] = ch.build_snapshot(job, frozen, new_state)
     return d.finish()
+
+
+def _gang(d: _Draft, resolved: ResolvedTrainJob) -> GangScheduler | bool | None:
+    """The gang scheduler the pods are decorated for (None: no gang), or False: pods must wait
+    (the PodGroup is being created, or not yet admitted by a scheduler that admits)."""
+    wanted = gang_of(resolved, d.config.gang_scheduler)
+    if wanted.mismatch:
+        if not d.pods:
+            d.event("Warning", "PodGroupPolicyNotServed", wanted.mismatch)
+        return None
+    gang = wanted.scheduler
+    if gang is None:
+        return None
+    if not d.observed.pod_group_crd_installed:
+        if not d.pods:
+            d.event("Warning", "PodGroupAPIMissing", f"the PodGroup API {gang.api_version} is not installed")
+        return False
+    if d.observed.pod_group is None:
+        d.plan.create_pod_group = ch.owned(pod_group(resolved, gang), d.job)
+        return False if gang.waits_for_admission else gang
+    if gang.waits_for_admission and ((d.observed.pod_group.get("status") or {}).get("phase") or "") in (
+        "",
+        "Pending",
+    ):
+        return False
+    return gang
+
+
+def _policy_children(d: _Draft, resolved: ResolvedTrainJob) -> None:
+    """The ML policy's objects (MPI: SSH Secret, hostfile ConfigMap): created, before any pod,
+    while the ConfigMap is missing (the Secret is create-only: 409 counts as done); the
+    ConfigMap's data replaced when it differs."""
+    if not resolved.extra:
+        return
+    observed = {
+        (cm.get("metadata") or {}).get("name"): cm for cm in d.observed.extra if controlled_by(cm, d.job)
+    }
+    wanted = [ch.owned(obj, d.job) for obj in resolved.extra]
+    config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
+    if any(cm["metadata"]["name"] not in observed for cm in config_maps):
+        d.plan.create_children += wanted
+        return
+    for cm in config_maps:
+        current = observed[cm["metadata"]["name"]]
+        if current.get("data") != cm.get("data"):
+            d.plan.update_children.append({**current, "data": cm["data"]})
 
 
 def _suspend(d: _Draft, resolved: ResolvedTrainJob) -> None:
@@ -230,7 +244,7 @@ def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
     return restarts > 0 if step.backoff_limit == 0 else restarts >= step.backoff_limit
 
 
-def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj) -> Obj:
+def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler | bool | None = None) -> Obj:
     """Pods of a running TrainJob: failures, restarts, success, creates. Returns the new state."""
     restarts = int(state.get("restarts") or 0)
     failures: dict[str, int] = {k: int(v) for k, v in (state.get("failures") or {}).items()}
@@ -279,7 +293,8 @@ def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj) -> Obj:
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, "failures": failures}
-    _create_missing(d, resolved, by_name, restarts)
+    if gang is not False:
+        _create_missing(d, resolved, by_name, restarts, gang if isinstance(gang, GangScheduler) else None)
     d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
     return {"restarts": restarts, "failures": failures}
 
@@ -316,7 +331,13 @@ def _dependency_met(resolved: ResolvedTrainJob, name: str, status: str, by_name:
     return True
 
 
-def _create_missing(d: _Draft, resolved: ResolvedTrainJob, by_name: Mapping[str, Obj], restarts: int) -> None:
+def _create_missing(
+    d: _Draft,
+    resolved: ResolvedTrainJob,
+    by_name: Mapping[str, Obj],
+    restarts: int,
+    gang: GangScheduler | None = None,
+) -> None:
     budget = d.config.max_pod_creates
     for step in resolved.steps:
         if not all(_dependency_met(resolved, n, s, by_name) for n, s in step.depends_on):
@@ -327,7 +348,10 @@ def _create_missing(d: _Draft, resolved: ResolvedTrainJob, by_name: Mapping[str,
             if budget <= 0:
                 return
             budget -= 1
-            d.plan.create_pods.append(ch.build_pod(resolved, d.job, step, j, i, restarts=restarts))
+            new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
+            if gang is not None:
+                decorate(new, gang, resolved.name, step.name)
+            d.plan.create_pods.append(new)
 
 
 def _jobs_status(d: _Draft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:

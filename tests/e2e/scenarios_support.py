@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 import yaml
 from jobs import job
 
-from kubetrain.jobs.crdgen import all_crds
+from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -275,7 +275,7 @@ async def install_crds(client: KubeClient, groups: tuple[str, ...] = ("kubetrain
     files = sorted(CRD_DIR.glob("*.yaml"))
     assert files, f"no CRDs in {CRD_DIR} (kubetrain crds --out crds/)"
     crds = [crd for path in files for crd in yaml.safe_load_all(path.read_text()) if crd]
-    crds += [crd for group in groups if group != "kubetrain.io" for crd in all_crds(group)]
+    crds += [crd for group in groups if group != "kubetrain.io" for crd in group_crds(group)]
     for crd in crds:
         try:
             await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)

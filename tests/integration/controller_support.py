@@ -23,6 +23,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import jobs
+
 from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
@@ -44,8 +46,8 @@ JOB_NAME_LABEL = "kubetrain.io/job-name"
 WAIT = 30.0  # generous upper bound for one asynchronous step on a loaded 2-core CI machine
 
 # Per kind, from the framework registry: a new kind needs no line here.
-CONTAINERS = {kind: f.container_name or "main" for kind, f in FRAMEWORKS.items()}  # MPIJob: container 0
-REPLICA_MAP = {kind: f.replica_field for kind, f in FRAMEWORKS.items()}
+CONTAINERS = {kind: jobs.container_name(kind) for kind in FRAMEWORKS}  # MPIJob: container 0
+REPLICA_MAP = {kind: jobs.replica_field(kind) for kind in FRAMEWORKS}
 
 _ns_counter = itertools.count()
 
@@ -95,31 +97,34 @@ def job_manifest(
     resources: Obj | None = None,
     extra_spec: Obj | None = None,
 ) -> Obj:
-    """A job with one framework container per replica type. `restart_policy` is one policy for
-    every type or a per-type dict; `pod_annotations` are per replica type."""
-    container = CONTAINERS[kind]
-    specs: Obj = {}
-    for rtype, n in replicas.items():
-        c: Obj = {"name": container, "image": "busybox:1.36", "command": ["sh", "-c", "true"]}
-        if resources is not None:
-            c["resources"] = resources
-        template: Obj = {"spec": {"containers": [c]}}
-        if pod_annotations and rtype in pod_annotations:
-            template["metadata"] = {"annotations": dict(pod_annotations[rtype])}
-        spec: Obj = {"replicas": n, "template": template}
-        policy = restart_policy.get(rtype) if isinstance(restart_policy, dict) else restart_policy
-        if policy:
-            spec["restartPolicy"] = policy
-        specs[rtype] = spec
-    job: Obj = {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": kind,
-        "metadata": {"name": name, **({"annotations": annotations} if annotations else {})},
-        "spec": {REPLICA_MAP[kind]: specs, **(extra_spec or {})},
+    """A job (tests/jobs.py `job`) with one framework container per replica type that exits 0.
+    `restart_policy` is one policy for every type or a per-type dict; `pod_annotations` are per
+    replica type."""
+    specs = {
+        rtype: jobs.replica(
+            kind,
+            n,
+            image="busybox:1.36",
+            container_extra={"command": ["sh", "-c", "true"]},
+            restart_policy=restart_policy.get(rtype) if isinstance(restart_policy, dict) else restart_policy,
+            resources=resources,
+            template_metadata=(
+                {"annotations": dict(pod_annotations[rtype])}
+                if pod_annotations and rtype in pod_annotations
+                else None
+            ),
+        )
+        for rtype, n in replicas.items()
     }
-    if run_policy:
-        job["spec"]["runPolicy"] = run_policy
-    return job
+    return jobs.job(
+        kind,
+        name,
+        specs,
+        namespace=None,
+        run_policy=run_policy or None,
+        spec_extra=extra_spec,
+        metadata_extra={"annotations": annotations} if annotations else None,
+    )
 
 
 def pod_env(pod: Obj, container: str | None = None) -> dict[str, str]:

@@ -53,3 +53,34 @@ async def test_trainers_objects_are_stored_unchanged(kube: KubeClient) -> None:
             assert strip(stored) == strip(doc), path.name
             labels = doc["metadata"].get("labels") or {}
             assert stored["metadata"].get("labels", {}) == labels
+
+
+async def test_the_operator_refuses_trainers_own_crds(kube: KubeClient) -> None:
+    from kubetrain.operator.apigroups import ApiGroupRefused, check_api_groups
+
+    groups = ("kubetrain.io", "trainer.kubeflow.org")
+    with pytest.raises(
+        ApiGroupRefused, match=r"install them with `kubetrain crds --group trainer.kubeflow.org"
+    ):
+        await check_api_groups(kube, groups)
+    crds = trainer_crds()
+    foreign = {
+        **crds[0],
+        "metadata": {"name": crds[0]["metadata"]["name"]},
+    }  # as Trainer's manifests install it
+    for crd in [foreign, *crds[1:]]:
+        await kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+    with pytest.raises(ApiGroupRefused) as refused:
+        await check_api_groups(kube, groups)
+    message = str(refused.value)
+    assert "trainjobs.trainer.kubeflow.org exists and was not installed by kubetrain" in message
+    assert "Kubeflow Trainer's controller" in message and "trainingruntimes" not in message
+    current = await kube.get(CUSTOM_RESOURCE_DEFINITIONS, None, crds[0]["metadata"]["name"])
+    await kube.replace(
+        CUSTOM_RESOURCE_DEFINITIONS,
+        {
+            **crds[0],
+            "metadata": {**crds[0]["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]},
+        },
+    )
+    await check_api_groups(kube, groups)  # kubetrain's own: served

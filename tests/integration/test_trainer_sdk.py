@@ -117,3 +117,23 @@ async def test_train_get_logs_wait_events_delete(env: tuple[DevStack, Harness]) 
         return True if left == [func] else None
 
     await eventually(gone, what=f"{name} deleted through the SDK")
+
+
+async def test_the_sdk_trains_an_mpi_job_to_complete(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("sdkmpi")
+    c = await client(env, ns)
+    name = await asyncio.to_thread(
+        c.train,
+        runtime="deepspeed-distributed",
+        trainer=trainer.CustomTrainerContainer(image="docker.io/library/busybox:1.36", num_nodes=2),
+    )
+    # runLauncherAsNode: the launcher is one of the 2 nodes; it starts once the node pod is Ready
+    await h.wait_pod_names(ns, name, [f"{name}-launcher-0-0", f"{name}-node-0-0"])
+    job = await asyncio.to_thread(c.get_job, name)
+    assert {s.name for s in job.steps} >= {"node-0"}
+    await h.sim.finish(ns, f"{name}-launcher-0-0")
+    done = await asyncio.to_thread(c.wait_for_job_status, name, {"Complete"}, 60, 1)
+    assert done.status == "Complete"
+    logs = "\n".join(await asyncio.to_thread(lambda: list(c.get_job_logs(name, step="node-0"))))
+    assert "OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile" in logs

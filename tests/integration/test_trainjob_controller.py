@@ -16,7 +16,7 @@ import pytest_asyncio
 import yaml
 
 from kubetrain.devstack import DevStack
-from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
 from .controller_support import Harness, eventually, open_stack
 
@@ -32,8 +32,8 @@ def load(path: str) -> list[Obj]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    # DevStack installs Trainer's default ClusterTrainingRuntimes (torch-distributed among them).
     async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, load("runtimes/torch_distributed.yaml")[0])
         yield stack, h
 
 
@@ -329,3 +329,50 @@ async def test_runtimes_are_validated_and_protected_while_in_use(env: tuple[DevS
     await h.kube.delete(TRAINJOBS, ns, "user")
     await eventually(lambda: h.absent(TRAINJOBS, ns, "user"), what="TrainJob deleted")
     await h.kube.delete(TRAINING_RUNTIMES, ns, "used")
+
+
+async def test_an_mpi_trainjob_runs_launcher_and_nodes_with_ssh_keys_and_hostfile(
+    env: tuple[DevStack, Harness],
+) -> None:
+    from kubetrain.api.trainer.defaults import default_runtimes
+    from kubetrain.kube.resources import SECRETS
+
+    _, h = env
+    ns = await h.namespace("mpi")
+    [deepspeed] = [r for r in default_runtimes() if r["metadata"]["name"] == "deepspeed-distributed"]
+    runtime = copy.deepcopy(deepspeed)
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": "ds", "labels": runtime["metadata"]["labels"]}
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    job = trainjob("ds", num_nodes=3, runtime="ds")
+    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    job["spec"]["trainer"]["env"] = [{"name": "CUSTOM", "value": "x"}]
+    job["spec"]["trainer"]["command"] = ["mpirun", "python", "train.py"]
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+    # runLauncherAsNode: numNodes 3 = the launcher + 2 node pods; the launcher waits for them Ready
+    nodes = await h.wait_pod_names(ns, "ds", ["ds-node-0-0", "ds-node-0-1"])
+    hostfile = await h.get(CONFIG_MAPS, ns, "ds-mpi-hostfile")
+    assert hostfile is not None
+    assert hostfile["data"]["hostfile"] == (
+        "ds-node-0-0.ds slots=1\nds-node-0-1.ds slots=1\nds-launcher-0-0.ds slots=1\n"
+    )
+    secret = await h.get(SECRETS, ns, "ds-mpi-ssh-auth")
+    assert secret is not None and secret["type"] == "kubernetes.io/ssh-auth"
+    assert set(secret["data"]) == {"ssh-privatekey", "ssh-publickey"}
+    node = nodes[0]["spec"]
+    assert {"name": "mpi-ssh-auth", "mountPath": "/home/mpiuser/.ssh"} in node["containers"][0][
+        "volumeMounts"
+    ]
+    assert env_of(nodes[0])["CUSTOM"] == "x"  # the trainer's env on the nodes too (runLauncherAsNode)
+    pods = await h.wait_pod_names(ns, "ds", ["ds-launcher-0-0", "ds-node-0-0", "ds-node-0-1"])
+    launcher = pods[0]
+    lenv = env_of(launcher)
+    assert lenv["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    assert lenv["OMPI_MCA_orte_keep_fqdn_hostnames"] == "true"
+    assert lenv["OMPI_MCA_orte_set_default_slots"] == "1"
+    assert launcher["spec"]["containers"][0]["command"] == ["mpirun", "python", "train.py"]
+    mounts = {m["name"]: m["mountPath"] for m in launcher["spec"]["containers"][0]["volumeMounts"]}
+    assert mounts == {"mpi-ssh-auth": "/home/mpiuser/.ssh", "mpi-hostfile": "/etc/mpi"}
+    await h.sim.finish(ns, "ds-launcher-0-0")
+    tj = await wait_condition(h, ns, "ds", "Complete")  # the success policy targets the launcher
+    assert [s["name"] for s in tj["status"]["jobsStatus"]] == ["node", "launcher"]

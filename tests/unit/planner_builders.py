@@ -7,6 +7,8 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import jobs
+
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 # kind -> (replica map field, framework container), from the registry: one builder for every
@@ -44,17 +46,16 @@ def replica(
     resources: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    cname = KINDS[kind][1] or "main"  # MPIJob: container 0, whatever its name
-    main = container(cname)
-    if resources is not None:
-        main["resources"] = resources
-    template: dict[str, Any] = {"spec": {"containers": containers or [main], **spec}}
-    if labels:
-        template["metadata"] = {"labels": labels}
-    out: dict[str, Any] = {"replicas": replicas, "template": template}
-    if restart_policy:
-        out["restartPolicy"] = restart_policy
-    return out
+    """One replica spec (tests/jobs.py `replica`); `spec` is merged into the pod spec."""
+    return jobs.replica(
+        kind,
+        replicas,
+        restart_policy=restart_policy,
+        containers=containers,
+        resources=resources,
+        template_extra=spec,
+        template_metadata={"labels": labels} if labels else None,
+    )
 
 
 def job(
@@ -69,21 +70,16 @@ def job(
     status: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    field = KINDS[kind][0]
-    body: dict[str, Any] = {field: replica_specs, **spec}
-    if run_policy is not None:
-        body["runPolicy"] = run_policy
-    obj: dict[str, Any] = {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": kind,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid or _next_uid(),
-            "generation": generation,
-        },
-        "spec": body,
-    }
+    """A stored job (tests/jobs.py `job`) with the uid and generation the API server gives it."""
+    obj = jobs.job(
+        kind,
+        name,
+        replica_specs,
+        namespace=namespace,
+        run_policy=run_policy,
+        spec_extra=spec,
+        metadata_extra={"uid": uid or _next_uid(), "generation": generation},
+    )
     if status is not None:
         obj["status"] = status
     return obj

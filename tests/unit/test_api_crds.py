@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,7 +94,9 @@ def test_job_crds_names_subresources_and_columns() -> None:
         assert "status" in version["subresources"]
         columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
         assert columns["State"] == ".status.conditions[-1:].type"
-        assert list(columns) == ["State", "Replicas", "Active", "Age"]
+        assert list(columns) == ["State", "Replicas", "Active", "Progress", "ETA", "Age"]
+        assert columns["Progress"] == ".status.trainerStatus.progressPercentage"
+        assert columns["ETA"] == ".status.trainerStatus.estimatedRemainingSeconds"
     scale = by_kind["PyTorchJob"]["spec"]["versions"][0]["subresources"]["scale"]
     assert scale == {
         "specReplicasPath": ".spec.pytorchReplicaSpecs.Worker.replicas",
@@ -140,7 +143,15 @@ def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.Cap
         assert crd["spec"]["group"] == "kubeflow.org"
         assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
         assert "shortNames" not in crd["spec"]["names"]
-        assert crd["spec"]["versions"] == twin["spec"]["versions"]
+        # Same schema, but for runPolicy.progressDeadlineSeconds: kubeflow.org jobs declare a
+        # progress deadline with an annotation, so Kubeflow's runPolicy keeps its fields.
+        twin_versions = copy.deepcopy(twin["spec"]["versions"])
+        twin_run_policy = twin_versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        assert twin_run_policy["runPolicy"]["properties"].pop("progressDeadlineSeconds") == {
+            "minimum": 1,
+            "type": "integer",
+        }
+        assert crd["spec"]["versions"] == twin_versions
         kubernetes_validate.validate(crd, "1.34", strict=True)
     assert main(["crds", "--group", "kubeflow.org"]) == 0
     printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]

@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from kubetrain.commands import _flags
+from kubetrain.commands._progress import add_progress_flags
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
@@ -58,6 +59,7 @@ def operator_parser() -> argparse.ArgumentParser:
     _flags.add_common_flags(parser)
     _flags.add_controller_flags(parser)
     _flags.add_webhook_flags(parser)
+    add_progress_flags(parser)
     return parser
 
 
@@ -199,8 +201,11 @@ JOB_KINDS = [ref.plural for ref in JOB_RESOURCES.values()]
 EXPECTED_JOBS_ROLE = (
     # informers (list + watch); TTL deletes the job
     expand("kubetrain.io", JOB_KINDS, ["list", "watch", "delete"])
-    # status: a PUT to /status
-    | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update"])
+    # status: a PUT to /status; the status server's merge patch of status.trainerStatus
+    | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update", "patch"])
+    # the status server without the informer cache (a replica that does not lead): GETs
+    | expand("kubetrain.io", JOB_KINDS, ["get"])
+    | expand("", ["pods"], ["get"])
     # blockOwnerDeletion on children under OwnerReferencesPermissionEnforcement
     | expand("kubetrain.io", [f"{k}/finalizers" for k in JOB_KINDS], ["update"])
     | expand("", ["pods"], ["list", "watch", "create", "delete"])
@@ -373,6 +378,9 @@ def check_rbac(docs: list[Manifest], values: dict[str, Any]) -> None:
     )
     assert grants(roles[("ClusterRole", f"{FULLNAME}-cluster")]["rules"]) == expected_cluster
     check_metrics_rbac(roles, docs, values["metrics"].get("secure", False))
+    # The status server (on by default) reviews report tokens: TokenReview create, nothing else.
+    status_auth = ("ClusterRole", f"{FULLNAME}-status-auth")
+    assert grants(roles[status_auth]["rules"]) == {("authentication.k8s.io", "tokenreviews", "create", ())}
 
     role = roles[("Role", FULLNAME)]  # leader election is on by default, so the Role exists
     assert role["metadata"]["namespace"] == NAMESPACE
@@ -448,6 +456,8 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert set(f) <= RUN_FLAGS, set(f) - RUN_FLAGS
     assert int(f["--metrics-port"] or 0) == ports["metrics"]
     assert int(f["--webhook-port"] or 0) == ports["webhook"]
+    assert int(f["--status-server-port"] or 0) == ports["status"] == 10443
+    assert f["--status-server-url"] == f"https://{FULLNAME}-webhook.{NAMESPACE}.svc:10443"
     assert f["--gang-scheduler"] == values["gangScheduler"]
     if values["watchNamespaces"]:
         assert f["--namespaces"] == ",".join(values["watchNamespaces"])
@@ -475,7 +485,9 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
 def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
     service = one(docs, "Service", f"{FULLNAME}-webhook")
     assert service["spec"]["ports"] == [
-        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+        {"name": "https", "port": 443, "targetPort": "webhook", "protocol": "TCP"},
+        # the training-progress endpoint pods reach under the certificate's (this Service's) name
+        {"name": "status", "port": 10443, "targetPort": "status", "protocol": "TCP"},
     ]
     job_rule = {
         "apiGroups": ["kubetrain.io"],
@@ -891,7 +903,7 @@ def test_secure_metrics_value(chart: helm.Chart) -> None:
         render(chart, {"metrics": {"secure": "yes"}})
 
 
-def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Chart) -> None:
+def test_network_policy_admits_only_the_webhook_status_and_metrics_ports(chart: helm.Chart) -> None:
     assert of_kind(render(chart), "NetworkPolicy") == []
     monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
     api_server = {"ipBlock": {"cidr": "10.0.0.0/24"}}
@@ -905,8 +917,11 @@ def test_network_policy_admits_only_the_webhook_and_metrics_ports(chart: helm.Ch
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     assert policy["spec"]["ingress"] == [
         {"ports": [{"protocol": "TCP", "port": 9443}], "from": [api_server]},
+        {"ports": [{"protocol": "TCP", "port": 10443}]},  # training pods, from any namespace
         {"ports": [{"protocol": "TCP", "port": 8080}], "from": [monitoring]},
     ]
+
+
 def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
     """Serving kubeflow.org (too): the job rules, the webhook rules and the CRD read of the
     ownership check follow `apiGroups`, for every registered kind."""
@@ -932,3 +947,16 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
     default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
+
+
+def test_status_server_off_removes_its_port_flags_and_grants(chart: helm.Chart) -> None:
+    docs = render(chart, {"statusServer": {"enabled": False}})
+    f = flags(docs)
+    assert "--status-server-port" not in f and "--status-server-url" not in f
+    assert "status" not in {p["name"] for p in container(docs)["ports"]}
+    names = {d["metadata"]["name"] for d in of_kind(docs, "ClusterRole")}
+    assert f"{FULLNAME}-status-auth" not in names
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert ("", "pods", "get", ()) not in jobs_role
+    assert ("kubetrain.io", "pytorchjobs/status", "patch", ()) not in jobs_role
+    assert ("kubetrain.io", "pytorchjobs", "get", ()) not in jobs_role

@@ -126,3 +126,35 @@ def test_crds_command_prints_the_group() -> None:
         "trainingruntimes.trainer.kubeflow.org",
         "clustertrainingruntimes.trainer.kubeflow.org",
     ]
+
+
+def test_validate_checks_trainer_documents_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    examples = sorted(str(p) for p in DATA.glob("examples/*.yaml"))
+    assert main(["validate", *examples]) == 0
+    assert capsys.readouterr().out.count(": valid") == 7  # 5 files: 5 TrainJobs, 2 runtimes
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump_all(
+            [
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {"name": "bad"},
+                    "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 0}},
+                },
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {"name": "lost"},
+                    "spec": {"runtimeRef": {"name": "nowhere"}},
+                },
+            ]
+        )
+    )
+    assert main(["validate", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "bad.yaml#1 (TrainJob/bad): spec.trainer.numNodes: Invalid" in out
+    lost = "bad.yaml#2 (TrainJob/lost): spec.runtimeRef.name: Invalid: ClusterTrainingRuntime 'nowhere'"
+    assert lost in out

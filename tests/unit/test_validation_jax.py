@@ -9,6 +9,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import jobs
 import pytest
 
 from kubetrain.api.errors import ErrorKind
@@ -20,25 +21,18 @@ Job = dict[str, Any]
 
 
 def rspec(replicas: int | None, *names: str) -> dict[str, Any]:
-    containers = [{"name": n, "image": "docker.io/kubeflow/jaxjob-simple:latest"} for n in names]
-    out: dict[str, Any] = {"template": {"spec": {"containers": containers}}}
-    if replicas is not None:
-        out["replicas"] = replicas
-    return out
+    return jobs.replica(
+        "JAXJob",
+        replicas,
+        containers=jobs.containers(*names, image="docker.io/kubeflow/jaxjob-simple:latest"),
+    )
 
 
-VALID: Job = {
-    "apiVersion": "kubetrain.io/v1",
-    "kind": "JAXJob",
-    "metadata": {"name": "jaxjob-simple", "namespace": "ns"},
-    "spec": {"jaxReplicaSpecs": {"Worker": rspec(2, "jax")}},
-}
+VALID: Job = jobs.job("JAXJob", "jaxjob-simple", {"Worker": rspec(2, "jax")})
 
 
 def errors(change: Callable[[Job], Any]) -> list[tuple[str, ErrorKind]]:
-    obj = copy.deepcopy(VALID)
-    change(obj)
-    return [(e.path, e.kind) for e in validate_job(default_job(obj).obj).errors]
+    return jobs.field_errors(VALID, change)
 
 
 def worker(obj: Job) -> dict[str, Any]:

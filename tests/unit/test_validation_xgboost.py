@@ -9,6 +9,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import jobs
 import pytest
 
 from kubetrain.api.errors import ErrorKind
@@ -20,25 +21,20 @@ Job = dict[str, Any]
 
 
 def rspec(replicas: int | None, *names: str) -> dict[str, Any]:
-    containers = [{"name": n, "image": "docker.io/kubeflow/xgboost-dist-iris:latest"} for n in names]
-    out: dict[str, Any] = {"template": {"spec": {"containers": containers}}}
-    if replicas is not None:
-        out["replicas"] = replicas
-    return out
+    return jobs.replica(
+        "XGBoostJob",
+        replicas,
+        containers=jobs.containers(*names, image="docker.io/kubeflow/xgboost-dist-iris:latest"),
+    )
 
 
-VALID: Job = {
-    "apiVersion": "kubetrain.io/v1",
-    "kind": "XGBoostJob",
-    "metadata": {"name": "xgboost-dist", "namespace": "ns"},
-    "spec": {"xgbReplicaSpecs": {"Master": rspec(1, "xgboost"), "Worker": rspec(2, "xgboost")}},
-}
+VALID: Job = jobs.job(
+    "XGBoostJob", "xgboost-dist", {"Master": rspec(1, "xgboost"), "Worker": rspec(2, "xgboost")}
+)
 
 
 def errors(change: Callable[[Job], Any]) -> list[tuple[str, ErrorKind]]:
-    obj = copy.deepcopy(VALID)
-    change(obj)
-    return [(e.path, e.kind) for e in validate_job(default_job(obj).obj).errors]
+    return jobs.field_errors(VALID, change)
 
 
 def specs(obj: Job) -> dict[str, Any]:

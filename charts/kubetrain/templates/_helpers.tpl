@@ -189,6 +189,10 @@ rules:
 - --webhook-max-request-bytes={{ .Values.webhook.maxRequestBytes | int }}
 - --webhook-review-processes={{ .Values.webhook.reviewProcesses | int }}
 - --cert-dir={{ include "kubetrain.certDir" . }}
+{{- if .Values.statusServer.enabled }}
+- --status-server-port={{ .Values.statusServer.port | int }}
+- --status-server-url=https://{{ include "kubetrain.webhookServiceName" . }}.{{ .Release.Namespace }}.svc:{{ .Values.statusServer.port | int }}
+{{- end }}
 {{- if eq .Values.certificates.mode "selfManaged" }}
 - --cert-mode=self-managed
 - --cert-secret={{ include "kubetrain.certSecretName" . }}

@@ -24,7 +24,7 @@ from typing import Any
 
 from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.trainjob.resolve import ResolvedTrainJob, Step
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 
 Obj = dict[str, Any]
 SNAPSHOT_KEY = "runtime"
@@ -154,6 +154,20 @@ def build_service(resolved: ResolvedTrainJob, trainjob: Mapping[str, Any]) -> Ob
             "publishNotReadyAddresses": resolved.publish_not_ready_addresses,
         },
     }
+
+
+def owned(obj: Mapping[str, Any], trainjob: Mapping[str, Any]) -> Obj:
+    """An ML policy's object (kubetrain.jobs.trainjob.mpi) in the TrainJob's namespace, labelled
+    and owned by it."""
+    meta = trainjob.get("metadata") or {}
+    out = copy.deepcopy(dict(obj))
+    out["metadata"] = {
+        **out.get("metadata", {}),
+        "namespace": meta.get("namespace", ""),
+        "labels": child_labels(str(meta.get("name", ""))),
+        "ownerReferences": [owner_reference(trainjob)],
+    }
+    return out
 
 
 def snapshot_name(tj: str) -> str:

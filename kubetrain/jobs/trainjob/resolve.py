@@ -17,56 +17,23 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
+from kubetrain.jobs.trainjob import mpi
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import apply_runtime_patches, upsert_env
 
 Obj = dict[str, Any]
 # ML policy sources kubetrain does not run yet (the TrainJob fails saying so).
-UNSUPPORTED_POLICIES = ("mpi", "flux")
+UNSUPPORTED_POLICIES = ("flux",)
 DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's
-
-
-@dataclass(frozen=True)
-class Step:
-    """One replicated job: `replicas` jobs of `pods` indexed pods each."""
-
-    name: str
-    ancestor: str  # the trainjob-ancestor-step label ("" when none)
-    group_name: str
-    replicas: int
-    pods: int
-    backoff_limit: int
-    job_metadata: Mapping[str, Any]  # the Job template's labels/annotations
-    pod_template: Mapping[str, Any]  # the PodTemplateSpec after patches and overrides
-    depends_on: tuple[tuple[str, str], ...] = ()  # (step name, "Ready" | "Complete")
-
-
-@dataclass(frozen=True)
-class ResolvedTrainJob:
-    name: str
-    namespace: str
-    uid: str
-    steps: tuple[Step, ...]
-    num_nodes: int
-    subdomain: str
-    publish_not_ready_addresses: bool
-    success_operator: str  # All | Any
-    success_targets: tuple[str, ...]  # empty: every step
-    max_restarts: int
-    policy: str  # the ML policy source ("torch", …; "" for none)
-    pod_group_policy: Mapping[str, Any] = field(default_factory=dict)
-
-    def step(self, name: str) -> Step | None:
-        return next((s for s in self.steps if s.name == name), None)
-
-    @property
-    def total_pods(self) -> int:
-        return sum(s.replicas * s.pods for s in self.steps)
+# JobSet's success policy field, by the model's wire name.
+SUCCESS_POLICY = JobSetSpec.model_fields["success_policy"].alias or ""
 
 
 def _int(value: object, default: int) -> int:
@@ -86,7 +53,7 @@ def resolve(
         if ml_policy.get(name) is not None:
             errors.append(
                 not_supported(
-                    f"runtime.spec.mlPolicy.{name}", name, ("torch", "jax", "xgboost", "plain (none)")
+                    f"runtime.spec.mlPolicy.{name}", name, ("torch", "mpi", "jax", "xgboost", "plain (none)")
                 )
             )
     template = copy.deepcopy(dict(rspec.get("template") or {}))
@@ -117,7 +84,8 @@ def resolve(
             replicas = 1
             if num_nodes == 0:
                 num_nodes = _int(jspec.get("parallelism"), 1)
-            pods = num_nodes
+            if ml_policy.get("mpi") is None:  # MPI: the trainer step is the launcher
+                pods = num_nodes
             errors += _trainer(pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, ml_policy)
         depends = tuple(
             (str(d.get("name", "")), str(d.get("status", "")))
@@ -144,10 +112,17 @@ def resolve(
                 f"no replicated job is labelled {c.LABEL_ANCESTOR}: {c.ANCESTOR_TRAINER}",
             )
         )
+    extra: tuple[dict[str, Any], ...] = ()
+    if ml_policy.get("mpi") is not None and not errors:
+        mpi_policy = mpi.policy(ml_policy["mpi"], trainer, num_nodes)
+        subdomain = str((jsspec.get("network") or {}).get("subdomain") or meta.get("name", ""))
+        steps = [replace(s, pods=mpi_policy.node_count) if s.name == c.NODE else s for s in steps]
+        errors += mpi.enforce(steps, mpi_policy)
+        extra = mpi.children(str(meta.get("name", "")), subdomain, steps, mpi_policy)
     if isinstance(plugin, Torch):
         errors += _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
     network = jsspec.get("network") or {}
-    success = jsspec.get("successPolicy") or {}
+    success = jsspec.get(SUCCESS_POLICY) or {}
     failure = jsspec.get("failurePolicy") or {}
     resolved = ResolvedTrainJob(
         name=str(meta.get("name", "")),
@@ -160,8 +135,9 @@ def resolve(
         success_operator=str(success.get("operator") or "All"),
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
         max_restarts=_int(failure.get("maxRestarts"), 0),
-        policy=plugin.name if plugin else "",
+        policy=plugin.name if plugin else ("mpi" if ml_policy.get("mpi") is not None else ""),
         pod_group_policy=rspec.get("podGroupPolicy") or {},
+        extra=extra,
     )
     return (None if errors else resolved), errors
 

@@ -1,0 +1,56 @@
+"""`kubetrain validate` for Kubeflow Trainer v2 documents (trainer.kubeflow.org/v1alpha1): a
+TrainingRuntime or ClusterTrainingRuntime is checked with the webhook's runtime rules and kept
+for the TrainJobs after it; a TrainJob is defaulted and checked with the webhook's rules
+against the runtime it names — one of the files' (earlier documents) or Trainer's default
+ClusterTrainingRuntimes that kubetrain installs. Offline the namespace of a TrainingRuntime is
+not compared."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from kubetrain.api.errors import invalid
+from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainer.defaults import default_runtimes
+from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+
+Runtimes = dict[tuple[str, str], dict[str, Any]]
+
+
+def known_runtimes() -> Runtimes:
+    """Trainer's default ClusterTrainingRuntimes by (kind, name)."""
+    return {(r["kind"], r["metadata"]["name"]): r for r in default_runtimes()}
+
+
+def check_trainer_document(
+    obj: dict[str, Any], label: str, report: TextIO, runtimes: Runtimes
+) -> tuple[bool, Any]:
+    kind = obj.get("kind")
+    if kind in (c.TRAINING_RUNTIME, c.CLUSTER_TRAINING_RUNTIME):
+        errors = validate_runtime(obj)
+        if not errors:
+            runtimes[(str(kind), str((obj.get("metadata") or {}).get("name", "")))] = obj
+        final: dict[str, Any] = obj
+    elif kind == c.TRAINJOB:
+        final = default_trainjob(obj)
+        ref = (final.get("spec") or {}).get("runtimeRef") or {}
+        runtime = runtimes.get((str(ref.get("kind")), str(ref.get("name"))))
+        errors = validate_trainjob(final, None, runtime)
+        errors = [
+            invalid(
+                e.path,
+                f"{ref.get('kind')} {ref.get('name')!r} is neither one of Trainer's default runtimes "
+                "nor in an earlier document of the files given",
+            )
+            if runtime is None and e.path == "spec.runtimeRef.name" and "not found" in e.message
+            else e
+            for e in errors
+        ]
+    else:
+        print(f"{label}: kind: Unsupported value: {kind!r}: must be one of {', '.join(c.KINDS)}", file=report)
+        return False, None
+    for error in errors:
+        print(f"{label}: {error}", file=report)
+    if not errors:
+        print(f"{label}: valid", file=report)
+    return not errors, final

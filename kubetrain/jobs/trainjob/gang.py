@@ -1,0 +1,74 @@
+"""A TrainJob's runtime `podGroupPolicy` through kubetrain's gang scheduler descriptors
+(`kubetrain.api.gangschedulers`), as Trainer's coscheduling and volcano plugins make it:
+`coscheduling` ↔ the operator's `--gang-scheduler scheduler-plugins`, `volcano` ↔ `volcano`.
+The PodGroup is named after the TrainJob, `minMember` = every pod of every step,
+`minResources` = their requests summed; coscheduling passes `scheduleTimeoutSeconds` (default
+60, Trainer's), volcano `networkTopology`. Pods get the scheduler's name and decoration (the
+volcano task is the step's name). A policy the operator's gang scheduler does not serve gets no
+PodGroup (the planner says so in an event). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.api.gangschedulers import GangScheduler
+from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
+from kubetrain.api.podresources import sum_pod_resources
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob
+
+# podGroupPolicy source -> the --gang-scheduler that serves it
+SOURCES = {"coscheduling": "scheduler-plugins", "volcano": "volcano"}
+DEFAULT_SCHEDULE_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class TrainGang:
+    scheduler: GangScheduler | None  # None: no PodGroup
+    mismatch: str = ""  # why the runtime's policy gets none (empty: it asks for none, or gets one)
+
+
+def gang_of(resolved: ResolvedTrainJob, configured: str) -> TrainGang:
+    policy = resolved.pod_group_policy or {}
+    source = next((s for s in SOURCES if policy.get(s) is not None), None)
+    if source is None:
+        return TrainGang(None)
+    gang = gang_scheduler_of(configured)
+    if gang is None or gang.name != SOURCES[source]:
+        return TrainGang(
+            None,
+            f"the runtime's podGroupPolicy.{source} needs the operator's --gang-scheduler "
+            f"{SOURCES[source]} (it runs with {configured or 'none'}): the pods get no PodGroup",
+        )
+    return TrainGang(gang)
+
+
+def pod_group(resolved: ResolvedTrainJob, gang: GangScheduler) -> dict[str, Any]:
+    """The PodGroup (without namespace, labels and ownerReference)."""
+    templates = [s.pod_template for s in resolved.steps for _ in range(s.replicas * s.pods)]
+    policy: Mapping[str, Any] = resolved.pod_group_policy or {}
+    fields: dict[str, Any] = {}
+    if policy.get("coscheduling") is not None:
+        timeout = (policy.get("coscheduling") or {}).get("scheduleTimeoutSeconds")
+        fields["scheduleTimeoutSeconds"] = timeout if timeout is not None else DEFAULT_SCHEDULE_TIMEOUT
+    spec = gang.pod_group_spec(len(templates), sum_pod_resources(templates), fields)
+    topology = (policy.get("volcano") or {}).get("networkTopology")
+    if topology:
+        spec["networkTopology"] = dict(topology)
+    return {
+        "apiVersion": gang.api_version,
+        "kind": gang.kind,
+        "metadata": {"name": resolved.name},
+        "spec": spec,
+    }
+
+
+def decorate(pod: dict[str, Any], gang: GangScheduler, tj: str, step: str) -> None:
+    """schedulerName (unless the template sets one) and the scheduler's pod annotations/labels."""
+    spec = pod.setdefault("spec", {})
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = gang.scheduler_name
+    meta = pod.setdefault("metadata", {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), **gang.pod_annotations(tj, step)}
+    meta["labels"] = {**(meta.get("labels") or {}), **gang.pod_labels(tj, step)}

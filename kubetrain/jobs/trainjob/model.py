@@ -1,0 +1,48 @@
+"""The steps of a TrainJob as kubetrain runs them (built by `resolve`). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    """One replicated job: `replicas` jobs of `pods` indexed pods each."""
+
+    name: str
+    ancestor: str  # the trainjob-ancestor-step label ("" when none)
+    group_name: str
+    replicas: int
+    pods: int
+    backoff_limit: int
+    job_metadata: Mapping[str, Any]  # the Job template's labels/annotations
+    pod_template: Mapping[str, Any]  # the PodTemplateSpec after patches and overrides
+    depends_on: tuple[tuple[str, str], ...] = ()  # (step name, "Ready" | "Complete")
+
+
+@dataclass(frozen=True)
+class ResolvedTrainJob:
+    name: str
+    namespace: str
+    uid: str
+    steps: tuple[Step, ...]
+    num_nodes: int
+    subdomain: str
+    publish_not_ready_addresses: bool
+    success_operator: str  # All | Any
+    success_targets: tuple[str, ...]  # empty: every step
+    max_restarts: int
+    policy: str  # the ML policy source ("torch", …; "" for none)
+    pod_group_policy: Mapping[str, Any] = field(default_factory=dict)
+    # Objects the ML policy needs besides pods (MPI: the SSH Secret, the hostfile ConfigMap),
+    # without namespace, labels and ownerReference.
+    extra: tuple[dict[str, Any], ...] = ()
+
+    def step(self, name: str) -> Step | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    @property
+    def total_pods(self) -> int:
+        return sum(s.replicas * s.pods for s in self.steps)

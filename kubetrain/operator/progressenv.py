@@ -1,0 +1,113 @@
+"""What lets a job's pods report their progress (the training-progress endpoint) — pure.
+
+With a status-server URL configured (`kubetrain run --status-server-url https://HOST:PORT`),
+every container and init container of every pod of every kind gets, as Kubeflow Trainer's
+TrainJobStatus plugin gives a TrainJob's trainer containers:
+
+- `KUBEFLOW_TRAINER_SERVER_URL` = the URL + `/apis/<group>/<version>/namespaces/<ns>/<plural>/<name>/status`,
+  `KUBEFLOW_TRAINER_SERVER_CA_CERT` = `/var/run/secrets/kubeflow/trainer/ca.crt`,
+  `KUBEFLOW_TRAINER_SERVER_TOKEN` = `/var/run/secrets/kubeflow/trainer/token`
+  (a variable the template already sets is left as it is);
+- the projected volume `kubeflow-trainer-token` mounted read-only there: a service-account token
+  for the audience `<group>/<version>/namespaces/<ns>/<plural>/<name>/status`, 3600 s (the
+  kubelet binds it to the pod and rotates it), and `ca.crt` from the job's ConfigMap
+  `<job>-trainer-status` (the CA of the operator's serving certificate; an extra child of the
+  job, replaced when the CA changes).
+
+A job annotated `kubetrain.io/progress-reporting: "disabled"` gets none of it, nor does any job
+when no URL is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.api import trainerstatus as ts
+from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.registry import FRAMEWORKS
+
+ANNOTATION = ts.ANNOTATION_REPORTING
+DISABLED = ts.REPORTING_DISABLED
+CONFIG_MAP_SUFFIX = "-trainer-status"
+
+
+@dataclass(frozen=True)
+class ProgressInjection:
+    base_url: str  # https://HOST:PORT of the endpoint, as pods reach it
+    ca_pem: str  # the CA of its serving certificate
+
+
+def enabled(layout: JobLayout, injection: ProgressInjection | None) -> bool:
+    return injection is not None and str(layout.annotations.get(ANNOTATION, "")).lower() != DISABLED
+
+
+def plural(kind: str) -> str:
+    """The resource of a kind: the framework's plural, else Kubernetes' default (TrainJob →
+    trainjobs)."""
+    framework = FRAMEWORKS.get(kind)
+    return framework.plural if framework is not None else kind.lower() + "s"
+
+
+def _route(layout: JobLayout) -> tuple[str, str, str, str, str]:
+    group, _, version = layout.api_version.rpartition("/")
+    return group, version, plural(layout.kind), layout.namespace, layout.name
+
+
+def config_map_name(layout: JobLayout) -> str:
+    return f"{layout.name}{CONFIG_MAP_SUFFIX}"
+
+
+def config_map(layout: JobLayout, injection: ProgressInjection) -> dict[str, Any]:
+    """The ConfigMap carrying the endpoint's CA (namespace, labels, owner added by the caller)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": config_map_name(layout)},
+        "data": {ts.CA_KEY: injection.ca_pem},
+    }
+
+
+def _upsert_env(container: dict[str, Any], env: list[dict[str, str]]) -> None:
+    current = [e for e in container.get("env") or [] if isinstance(e, Mapping)]
+    taken = {e.get("name") for e in current}
+    container["env"] = [*current, *(e for e in env if e["name"] not in taken)]
+
+
+def inject(layout: JobLayout, injection: ProgressInjection, spec: dict[str, Any]) -> None:
+    """Add the env, volume and mounts to a pod spec (mutated)."""
+    route = _route(layout)
+    env = [
+        {"name": ts.ENV_URL, "value": injection.base_url.rstrip("/") + ts.status_path(*route)},
+        {"name": ts.ENV_CA_CERT, "value": f"{ts.MOUNT_PATH}/{ts.CA_FILE}"},
+        {"name": ts.ENV_TOKEN, "value": f"{ts.MOUNT_PATH}/{ts.TOKEN_FILE}"},
+    ]
+    mount = {"name": ts.VOLUME_NAME, "mountPath": ts.MOUNT_PATH, "readOnly": True}
+    for field in ("initContainers", "containers"):
+        for container in spec.get(field) or []:
+            if not isinstance(container, dict):
+                continue
+            _upsert_env(container, env)
+            mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, Mapping)]
+            if not any(m.get("name") == ts.VOLUME_NAME for m in mounts):
+                container["volumeMounts"] = [*mounts, dict(mount)]
+    volumes = [v for v in spec.get("volumes") or [] if isinstance(v, Mapping)]
+    if any(v.get("name") == ts.VOLUME_NAME for v in volumes):
+        return
+    token = {
+        "audience": ts.audience(*route),
+        "expirationSeconds": ts.TOKEN_EXPIRATION_SECONDS,
+        "path": ts.TOKEN_FILE,
+    }
+    items = [{"key": ts.CA_KEY, "path": ts.CA_FILE}]
+    volume = {
+        "name": ts.VOLUME_NAME,
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": token},
+                {"configMap": {"name": config_map_name(layout), "items": items}},
+            ]
+        },
+    }
+    spec["volumes"] = [*volumes, volume]

@@ -1,0 +1,90 @@
+"""Stall detection: a Running job whose training code reported progress and then went quiet.
+
+A job declares a progress deadline — `runPolicy.progressDeadlineSeconds` (kubetrain.io), or the
+annotation `kubetrain.io/progress-deadline-seconds` (any group: kubeflow.org schemas stay
+Kubeflow's). The clock starts at a report: when the job is Running and its last report
+(`status.trainerStatus.lastUpdatedTime`, stamped by the endpoint on receipt) was made in the
+current run (after the Running condition last became True) and is older than the deadline, the
+job is stalled. A job — or a run after a restart — that never reported is never stalled.
+
+What happens then (active.py): a `Stalled` condition (reason `ProgressDeadlineExceeded`,
+message with the last report's time and percent) and a Warning event; then the whole job is
+restarted as a new attempt when its replicas may restart (a restartPolicy other than Never)
+and backoffLimit leaves room — the restart counts against backoffLimit — else it fails with
+reason ProgressDeadlineExceeded. A later report of a new run sets `Stalled` back to False.
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubetrain.api.trainerstatus import ANNOTATION_DEADLINE
+from kubetrain.operator import status as st
+
+ANNOTATION = ANNOTATION_DEADLINE
+STALLED = "Stalled"
+REASON = "ProgressDeadlineExceeded"
+REASON_RESUMED = "ProgressReported"
+
+
+def deadline_seconds(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> int | None:
+    """The declared deadline (the field first), None when none or not a positive integer (the
+    webhook refuses those; a job stored without it is treated as declaring none)."""
+    run_policy = spec.get("runPolicy")
+    value = run_policy.get("progressDeadlineSeconds") if isinstance(run_policy, Mapping) else None
+    if value is None:
+        value = annotations.get(ANNOTATION)
+    try:
+        seconds = int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    stalled: bool
+    message: str = ""
+    due: datetime | None = None  # when to look again (the deadline of the last report)
+
+
+def check(status: Mapping[str, Any], deadline: int | None, now: datetime, title: str) -> Verdict:
+    if deadline is None or not st.is_true(dict(status), st.RUNNING):
+        return Verdict(False)
+    report = status.get("trainerStatus")
+    last = st.parse_time(report.get("lastUpdatedTime")) if isinstance(report, Mapping) else None
+    running = st.get_condition(dict(status), st.RUNNING) or {}
+    since = st.parse_time(running.get("lastTransitionTime"))
+    if last is None or (since is not None and last < since):
+        return Verdict(False)  # no report in this run: never called stalled
+    due = last + timedelta(seconds=deadline)
+    if now < due:
+        return Verdict(False, due=due)
+    percent = report.get("progressPercentage") if isinstance(report, Mapping) else None
+    at = f" at {percent}%" if percent is not None else ""
+    message = (
+        f"{title} has reported no progress for {deadline}s (progress deadline): "
+        f"last report {report.get('lastUpdatedTime') if isinstance(report, Mapping) else ''}{at}."
+    )
+    return Verdict(True, message)
+
+
+def resumed(status: dict[str, Any], now: datetime) -> None:
+    """A report newer than the Stalled condition turns it False (mutates `status`)."""
+    cond = st.get_condition(status, STALLED)
+    report = status.get("trainerStatus")
+    if cond is None or cond.get("status") != "True" or not isinstance(report, Mapping):
+        return
+    last, since = st.parse_time(report.get("lastUpdatedTime")), st.parse_time(cond.get("lastTransitionTime"))
+    if last is not None and since is not None and last > since:
+        st.set_condition(
+            status, STALLED, False, REASON_RESUMED, "The training code reports progress again.", now
+        )
+
+
+def may_restart(restart_policies: list[str]) -> bool:
+    return any(p != "Never" for p in restart_policies)

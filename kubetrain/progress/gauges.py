@@ -1,0 +1,62 @@
+"""Prometheus series for reported progress, with a cardinality cap.
+
+`kubetrain_job_progress_ratio` and `kubetrain_job_eta_seconds` have one series per job that
+reported; `kubetrain_job_metric` one per (job, metric name) for metrics whose value is a number
+(others are only in the job's status). At most `MAX_METRICS_PER_JOB` metric names per job (the
+first reported) and `MAX_JOBS` jobs are exported; past that the job heard from least recently
+loses its series. `forget(kind, namespace, name)` removes a job's series (job deleted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import OrderedDict
+from typing import Any
+
+from kubetrain.metrics import JOB_ETA, JOB_METRIC, JOB_PROGRESS
+
+MAX_JOBS = 2000
+MAX_METRICS_PER_JOB = 16
+
+_jobs: OrderedDict[tuple[str, str, str], set[str]] = OrderedDict()
+
+
+def _number(text: Any) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def observe(kind: str, namespace: str, name: str, report: dict[str, Any]) -> None:
+    job = (kind, namespace, name)
+    names = _jobs.pop(job, set())
+    _jobs[job] = names
+    while len(_jobs) > MAX_JOBS:
+        forget(*next(iter(_jobs)))
+    percent = report.get("progressPercentage")
+    if percent is not None:
+        JOB_PROGRESS.labels(kind, namespace, name).set(percent / 100)
+    eta = report.get("estimatedRemainingSeconds")
+    if eta is not None:
+        JOB_ETA.labels(kind, namespace, name).set(eta)
+    for metric in report.get("metrics") or []:
+        value = _number(metric.get("value"))
+        if value is None:
+            continue
+        if metric["name"] not in names and len(names) >= MAX_METRICS_PER_JOB:
+            continue
+        names.add(metric["name"])
+        JOB_METRIC.labels(kind, namespace, name, metric["name"]).set(value)
+
+
+def forget(kind: str, namespace: str, name: str) -> None:
+    names = _jobs.pop((kind, namespace, name), set())
+    for gauge in (JOB_PROGRESS, JOB_ETA):
+        with contextlib.suppress(KeyError):
+            gauge.remove(kind, namespace, name)
+    for metric in names:
+        with contextlib.suppress(KeyError):
+            JOB_METRIC.remove(kind, namespace, name, metric)

@@ -1,0 +1,153 @@
+"""The unmodified Kubeflow SDK (`kubeflow` 0.5, `TrainerClient`) against `kubetrain run` serving
+trainer.kubeflow.org on the cluster $KUBECONFIG names, behind the chart's webhooks in URL mode:
+list_runtimes (Trainer's default ClusterTrainingRuntimes, created when missing), train a 2-node
+torch TrainJob, get_job (steps node-0, node-1), wait_for_job_status Complete, get_job_events,
+delete_job; pods carry Trainer's env; an invalid TrainJob is refused naming its fields.
+
+The SDK is synchronous: each call runs in a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.api.trainer.defaults import default_runtimes
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINJOBS
+
+trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
+common = pytest.importorskip("kubeflow.common.types")
+
+
+def _load_support() -> ModuleType:
+    name = "kubetrain_e2e_scenarios_support"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+support = _load_support()
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster() -> AsyncIterator[Any]:
+    handle, cleanup = await support.open_cluster(
+        os.environ["KUBECONFIG"], api_groups=("kubetrain.io", "trainer.kubeflow.org")
+    )
+    created: list[str] = []
+    try:
+        for runtime in default_runtimes():
+            try:
+                await handle.client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+                created.append(runtime["metadata"]["name"])
+            except ApiError as exc:
+                if not exc.is_already_exists:
+                    raise
+        yield handle
+    finally:
+        for name in created:
+            await support.delete_quietly(handle.client, CLUSTER_TRAINING_RUNTIMES, None, name)
+        await cleanup()
+
+
+async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:
+    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
+    client = await asyncio.to_thread(trainer.TrainerClient, config)
+    names = {r.name for r in await asyncio.to_thread(client.list_runtimes)}
+    assert {"torch-distributed", "deepspeed-distributed", "jax-distributed"} <= names
+
+    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
+    name = await asyncio.to_thread(
+        client.train,
+        runtime="torch-distributed",
+        trainer=trainer.CustomTrainerContainer(image=image, num_nodes=2),
+    )
+
+    async def two_steps() -> Any:
+        job = await asyncio.to_thread(client.get_job, name)
+        return job if sorted(s.name for s in job.steps) == ["node-0", "node-1"] else None
+
+    await support.eventually(two_steps, within=90, what=f"the SDK sees {name}'s two node steps")
+    pod = await cluster.client.get(PODS, cluster.namespace, f"{name}-node-0-1")
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in pod["spec"]["containers"][0]["env"]}
+    assert env["PET_NNODES"] == "2" and env["PET_MASTER_ADDR"] == f"{name}-node-0-0.{name}"
+    assert env["PET_MASTER_PORT"] == "29500"
+    assert pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "1"
+    assert pod["spec"]["hostname"] == f"{name}-node-0-1" and pod["spec"]["subdomain"] == name
+
+    await cluster.finish_pods(name, 2)
+    done = await asyncio.to_thread(client.wait_for_job_status, name, {"Complete"}, 120, 1)
+    assert done.status == "Complete"
+    events = await asyncio.to_thread(client.get_job_events, name)
+    assert "AllJobsCompleted" in {e.reason for e in events}
+
+    await asyncio.to_thread(client.delete_job, name)
+
+    async def gone() -> bool | None:
+        return True if not await asyncio.to_thread(client.list_jobs) else None
+
+    await support.eventually(gone, within=60, what=f"{name} deleted through the SDK")
+
+
+async def test_the_sdk_trains_an_mpi_job_to_complete(cluster: Any) -> None:
+    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
+    client = await asyncio.to_thread(trainer.TrainerClient, config)
+    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
+    name = await asyncio.to_thread(
+        client.train,
+        runtime="deepspeed-distributed",
+        trainer=trainer.CustomTrainerContainer(image=image, num_nodes=2),
+    )
+
+    async def launcher() -> Any:
+        try:
+            return await cluster.client.get(PODS, cluster.namespace, f"{name}-launcher-0-0")
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
+    pod = await support.eventually(launcher, within=120, what=f"{name}'s launcher (after its node is Ready)")
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+    if cluster.simulator is not None:
+        await cluster.simulator.finish(cluster.namespace, f"{name}-launcher-0-0")
+    done = await asyncio.to_thread(client.wait_for_job_status, name, {"Complete"}, 180, 1)
+    assert done.status == "Complete"
+    await asyncio.to_thread(client.delete_job, name)
+
+
+async def test_an_invalid_trainjob_is_refused_naming_its_fields(cluster: Any) -> None:
+    bad = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "bad", "namespace": cluster.namespace},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 0, "env": [{"name": "PET_MASTER_ADDR", "value": "x"}]},
+        },
+    }
+    with pytest.raises(ApiError) as refused:
+        await cluster.client.create(TRAINJOBS, bad)
+    assert "spec.trainer.numNodes" in str(refused.value)
+    assert "spec.trainer.env[0].name" in str(refused.value)

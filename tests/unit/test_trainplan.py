@@ -1,0 +1,210 @@
+"""The TrainJob planner (operator/trainplan.py), pure: what it decides from a TrainJob, its
+runtime and observed pods — the snapshot taken once and used ever after, no duplicate pod after
+an operator restart, restarts counted from the snapshot's record, the deadline at its exact
+time, dependsOn, and Trainer's conditions only."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubetrain.jobs.trainjob import children as ch
+from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.trainplan import plan_trainjob
+
+Obj = dict[str, Any]
+RUNTIME = yaml.safe_load(
+    (
+        Path(__file__).resolve().parents[2] / "kubetrain/api/trainer/runtimes/torch_distributed.yaml"
+    ).read_text()
+)
+NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
+UID = "tj-uid"
+
+
+def trainjob(nodes: int = 2, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {
+            "name": "tj",
+            "namespace": "ns",
+            "uid": UID,
+            "creationTimestamp": "2026-11-25T11:59:00Z",
+        },
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": nodes}, **spec},
+    }
+
+
+def pod(name: str, phase: str = "Running", attempt: int = 0, ready: bool = True) -> Obj:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": {"jobset.sigs.k8s.io/restart-attempt": str(attempt)},
+            "ownerReferences": [{"controller": True, "uid": UID, "kind": "TrainJob", "name": "tj"}],
+        },
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
+    cm = ch.build_snapshot(job, runtime, state or {})
+    cm["metadata"]["ownerReferences"][0]["uid"] = UID
+    cm["metadata"]["resourceVersion"] = "7"
+    return cm
+
+
+def plan(
+    job: Obj, pods: list[Obj], extra: list[Obj], runtime: Obj | None = RUNTIME, now: datetime = NOW
+) -> Any:
+    observed = Observed(pods=pods, service={"metadata": {"name": "tj"}}, extra=extra)
+    return plan_trainjob(job, observed, runtime, now, PlannerConfig())
+
+
+def test_first_reconcile_snapshots_the_runtime_then_creates_every_node() -> None:
+    p = plan(trainjob(), [], [])
+    [snap] = p.create_children
+    assert snap["metadata"]["name"] == "tj-runtime-snapshot"
+    assert json.loads(snap["data"]["runtime"])["metadata"]["name"] == "torch-distributed"
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-0", "tj-node-0-1"]
+    assert p.status is not None and "conditions" not in p.status  # no Created/Running
+
+
+def test_the_snapshot_wins_over_a_changed_or_deleted_runtime() -> None:
+    job = trainjob()
+    changed = copy.deepcopy(RUNTIME)
+    node = changed["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    node["containers"][0]["image"] = "changed"
+    for live in (changed, None):
+        p = plan(job, [], [snapshot(job)], runtime=live)
+        assert {x["spec"]["containers"][0]["image"] for x in p.create_pods} == {
+            RUNTIME["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+                "containers"
+            ][0]["image"]
+        }
+        assert not p.create_children
+
+
+def test_after_an_operator_restart_existing_pods_are_not_created_again() -> None:
+    job = trainjob(nodes=3)
+    p = plan(job, [pod("tj-node-0-0"), pod("tj-node-0-2", phase="Pending")], [snapshot(job)])
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-1"]
+    assert not p.delete_pods
+
+
+def test_restarts_are_counted_from_the_snapshot_record() -> None:
+    job = trainjob()
+    runtime = copy.deepcopy(RUNTIME)
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    rjob["backoffLimit"] = 0
+    rjob["template"]["spec"]["restartPolicy"] = "Never"
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 2}
+    # attempt 1 already happened (recorded); a pod of attempt 1 fails now
+    snap = snapshot(job, runtime, {"restarts": 1, "failures": {}})
+    p = plan(job, [pod("tj-node-0-0", attempt=1), pod("tj-node-0-1", phase="Failed", attempt=1)], [snap])
+    assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
+    [update] = p.update_children
+    assert json.loads(update["data"]["state"]) == {"restarts": 2, "failures": {}}
+    assert update["metadata"]["resourceVersion"] == "7"
+    # the last allowed restart used: the next failure fails the TrainJob
+    snap = snapshot(job, runtime, {"restarts": 2, "failures": {}})
+    p = plan(job, [pod("tj-node-0-0", attempt=2), pod("tj-node-0-1", phase="Failed", attempt=2)], [snap])
+    failed = next(c for c in p.status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "ReachedMaxRestarts" and failed["lastTransitionTime"] == "2026-11-25T12:00:00Z"
+
+
+def test_pods_of_an_earlier_attempt_are_deleted_before_new_ones_are_made() -> None:
+    job = trainjob()
+    snap = snapshot(job, state={"restarts": 1})
+    p = plan(job, [pod("tj-node-0-0", attempt=0)], [snap])
+    assert p.delete_pods == ["tj-node-0-0"]
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-1"]  # 0-0's slot is still taken
+    assert p.create_pods[0]["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
+
+
+def test_the_deadline_requeues_at_its_exact_time_then_fails() -> None:
+    job = trainjob(activeDeadlineSeconds=120)
+    p = plan(job, [pod("tj-node-0-0"), pod("tj-node-0-1")], [snapshot(job)])
+    assert p.requeue_at == datetime(2026, 11, 25, 12, 1, 0, tzinfo=UTC)
+    p = plan(job, [pod("tj-node-0-0"), pod("tj-node-0-1")], [snapshot(job)], now=NOW + timedelta(seconds=60))
+    failed = next(c for c in p.status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
+
+
+def test_dependson_ready_waits_for_every_pod_ready() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjobs.insert(0, copy.deepcopy(rjobs[0]))
+    rjobs[0]["name"] = "warmup"
+    rjobs[0]["template"]["metadata"] = {}
+    rjobs[0]["template"]["spec"]["parallelism"] = 2
+    rjobs[0]["template"]["spec"]["completions"] = 2
+    rjobs[1]["dependsOn"] = [{"name": "warmup", "status": "Ready"}]
+    job = trainjob(nodes=1)
+    snap = snapshot(job, runtime)
+    p = plan(job, [pod("tj-warmup-0-0"), pod("tj-warmup-0-1", ready=False)], [snap])
+    assert not p.create_pods
+    p = plan(job, [pod("tj-warmup-0-0"), pod("tj-warmup-0-1")], [snap])
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-0"]
+
+
+def test_a_missing_runtime_is_an_event_not_a_condition() -> None:
+    p = plan(trainjob(), [], [], runtime=None)
+    assert [e.reason for e in p.events] == ["RuntimeNotFound"]
+    assert p.status is None and not p.create_pods
+
+
+def gang_plan(job: Obj, runtime: Obj, gang: str, pods: list[Obj], pod_group: Obj | None) -> Any:
+    observed = Observed(
+        pods=pods, service={"metadata": {"name": "tj"}}, pod_group=pod_group, extra=[snapshot(job, runtime)]
+    )
+    return plan_trainjob(job, observed, runtime, NOW, PlannerConfig(gang_scheduler=gang))
+
+
+def test_pod_group_policy_volcano_gets_a_podgroup_and_pods_wait_for_admission() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["podGroupPolicy"] = {"volcano": {}}
+    job = trainjob(nodes=2, trainer={"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "2"}}})
+    p = gang_plan(job, runtime, "volcano", [], None)
+    assert p.create_pod_group is not None and not p.create_pods
+    assert p.create_pod_group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert p.create_pod_group["spec"] == {"minMember": 2, "minResources": {"cpu": "4"}}
+    assert p.create_pod_group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    pending = {"metadata": {"name": "tj"}, "status": {"phase": "Pending"}}
+    assert not gang_plan(job, runtime, "volcano", [], pending).create_pods
+    admitted = {"metadata": {"name": "tj"}, "status": {"phase": "Inqueue"}}
+    pods = gang_plan(job, runtime, "volcano", [], admitted).create_pods
+    assert [x["spec"]["schedulerName"] for x in pods] == ["volcano", "volcano"]
+    assert pods[0]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "tj"
+    assert pods[0]["metadata"]["annotations"]["volcano.sh/task-spec"] == "node"
+
+
+def test_coscheduling_needs_scheduler_plugins() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 100}}
+    job = trainjob(nodes=2)
+    p = gang_plan(job, runtime, "scheduler-plugins", [], None)
+    assert p.create_pod_group is not None
+    assert p.create_pod_group["spec"]["scheduleTimeoutSeconds"] == 100
+    assert p.create_pod_group["spec"]["minMember"] == 2
+    assert [x["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] for x in p.create_pods] == ["tj", "tj"]
+    p = gang_plan(job, runtime, "none", [], None)
+    assert p.create_pod_group is None and len(p.create_pods) == 2
+    assert "PodGroupPolicyNotServed" in [e.reason for e in p.events]
+
+
+def test_a_snapshot_of_an_earlier_trainjob_of_the_name_is_not_used() -> None:
+    job = trainjob()
+    old = snapshot(job, state={"restarts": 5})
+    old["metadata"]["ownerReferences"][0]["uid"] = "an-earlier-uid"
+    p = plan(job, [], [old])
+    [snap] = p.create_children  # its own, from the live runtime
+    assert json.loads(snap["data"]["state"]) == {"restarts": 0, "failures": {}}
+    assert p.create_pods[0]["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"
