@@ -32,9 +32,12 @@ class Summary:
 
 
 def _text(value: object) -> str:
-    """A field's value as the YAML shows it (`true`, not Python's `True`)."""
+    """A field's value as the YAML shows it (`true`, not Python's `True`; maps and lists in flow
+    style)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return yaml.safe_dump(value, default_flow_style=True, sort_keys=False).strip()
     return str(value)
 
 
@@ -54,31 +57,13 @@ def summary(job: Mapping[str, Any]) -> Summary:
         ("kind", str(job.get("kind") or "")),
     ]
     fields.append(("created", str(meta.get("creationTimestamp") or "")))
-    for key in (
-        "suspend",
-        "backoffLimit",
-        "activeDeadlineSeconds",
-        "ttlSecondsAfterFinished",
-        "cleanPodPolicy",
-        "managedBy",
-    ):
-        if key in run:
-            fields.append((f"runPolicy.{key}", _text(run[key])))
-    sched = run.get("schedulingPolicy") or {}
-    for key in ("minAvailable", "queue", "priorityClass"):
-        if key in sched:
-            fields.append((f"runPolicy.schedulingPolicy.{key}", _text(sched[key])))
-    for key in ("elasticPolicy", "successPolicy", "runLauncherAsWorker", "slotsPerWorker"):
-        if key in spec:
-            value = spec[key]
-            fields.append(
-                (
-                    key,
-                    yaml.safe_dump(value, default_flow_style=True).strip()
-                    if isinstance(value, dict | list)
-                    else _text(value),
-                )
-            )
+    # The run policy and every other spec field but the replica specs, whatever the kind: the
+    # dashboard names no framework's fields (the replica table below covers the replica specs).
+    for key, value in run.items():
+        fields.append((f"runPolicy.{key}", _text(value)))
+    for key, value in spec.items():
+        if key != "runPolicy" and not key.endswith("ReplicaSpecs"):
+            fields.append((key, _text(value)))
     lines = []
     for rtype, rspec in replica_specs(job).items():
         pod_spec = (rspec.get("template") or {}).get("spec") or {}
