@@ -389,6 +389,28 @@ def test_manifest_must_be_one_served_job() -> None:
     assert not errors and kind == TF_KF and doc is not None
 
 
+def test_field_errors_of_an_invalid_list() -> None:
+    message = (
+        'admission webhook "validate.jobs.kubetrain.io" denied the request: '
+        'PyTorchJob "typo" is invalid: '
+        "[spec.runPolicy.backoffLimit: Invalid: must be greater than or equal to 0, got -1, "
+        "spec.pytorchReplicaSpecs[Master].replicas: Forbidden: "
+        "must be 1 (a PyTorchJob has exactly one Master)]"
+    )
+    errors = field_errors({}, message)
+    assert [(e.field, e.message) for e in errors] == [
+        (
+            "",
+            'admission webhook "validate.jobs.kubetrain.io" denied the request: PyTorchJob "typo" is invalid',
+        ),
+        ("spec.runPolicy.backoffLimit", "Invalid: must be greater than or equal to 0, got -1"),
+        (
+            "spec.pytorchReplicaSpecs[Master].replicas",
+            "Forbidden: must be 1 (a PyTorchJob has exactly one Master)",
+        ),
+    ]
+
+
 def test_field_errors_from_causes_or_from_the_denial_message() -> None:
     body = {"details": {"causes": [{"field": "spec.x", "message": "Invalid value: 1"}]}}
     assert [(e.field, e.message) for e in field_errors(body, "")] == [("spec.x", "Invalid value: 1")]
