@@ -41,6 +41,7 @@ from kubetrain.kube.resources import (
     job_resource,
 )
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.crons import CronController, CronControllerConfig
 from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.policy import PolicyIndex
 from kubetrain.progress.lookup import ApiLookup, Routes, choose
@@ -96,6 +97,7 @@ class DevStack:
         self.webhook: WebhookServer | None = None
         self.policy_watcher: PolicyWatcher | None = None
         self.controller: Controller | None = None
+        self.crons: CronController | None = None
         self.simulator: PodSimulator | None = None
         self.gang_simulator: GangSchedulerSimulator | None = None
         self.progress: ProgressServer | None = None
@@ -260,6 +262,10 @@ class DevStack:
             clock=opts.controller_clock,
         )
         await self.controller.start(sync_timeout=30)
+        self.crons = CronController(
+            self.kube, CronControllerConfig(api_groups=opts.api_groups), clock=opts.controller_clock
+        )
+        await asyncio.wait_for(self.crons.start(), 30)
 
     async def start_progress(self) -> None:
         cert_dir = self.cluster.workdir / "progress-certs"
@@ -295,6 +301,9 @@ class DevStack:
         if self.simulator is not None:
             await self.simulator.stop()
             self.simulator = None
+        if self.crons is not None:
+            await self.crons.stop()
+            self.crons = None
         if self.progress is not None:
             await self.progress.stop()
             self.progress = None

@@ -21,7 +21,10 @@ JOB_GROUP_VERSIONS = tuple(f"{g}/{JOB_VERSION}" for g in JOB_GROUPS)
 # Kubeflow Trainer v2's group (TrainJob, TrainingRuntime, ClusterTrainingRuntime: kubetrain.api.trainer):
 # served beside the job groups, with its own kinds.
 TRAINER_GROUP = "trainer.kubeflow.org"
-SERVABLE_GROUPS = (*JOB_GROUPS, TRAINER_GROUP)
+# KubeDL's apps group: its Cron (scheduled training, kubetrain.api.cron), served beside
+# kubetrain.io's TrainingCron when asked (`--api-groups` including apps.kubedl.io).
+KUBEDL_APPS_GROUP = "apps.kubedl.io"
+SERVABLE_GROUPS = (*JOB_GROUPS, TRAINER_GROUP, KUBEDL_APPS_GROUP)
 
 # runPolicy.managedBy values whose jobs kubetrain reconciles: unset/empty, its own name, and
 # Kubeflow's operator's (kubetrain serving kubeflow.org is that operator). Anything else — e.g.

@@ -55,3 +55,9 @@ LABEL_TENANT = "tenancy.kubetrain.io/tenant"
 LABEL_TENANT_USER = "tenancy.kubetrain.io/user"
 LABEL_TENANT_IDC = "tenancy.kubetrain.io/idc"
 LABEL_TENANT_REGION = "tenancy.kubetrain.io/region"
+
+# On a job a cron (TrainingCron, KubeDL's Cron) created: the cron's name (the operator watches
+# jobs with this label only), and the scheduled time it was created for, RFC 3339 in the cron's
+# time zone (as batch.kubernetes.io/cronjob-scheduled-timestamp on a CronJob's Jobs).
+LABEL_CRON_NAME = "kubetrain.io/cron-name"
+ANNOTATION_CRON_SCHEDULED_TIMESTAMP = "kubetrain.io/cron-scheduled-timestamp"

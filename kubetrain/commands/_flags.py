@@ -171,7 +171,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "
         "(replacing Kubeflow's training operator; its CRDs from `kubetrain crds --group "
         "kubeflow.org`), trainer.kubeflow.org (Kubeflow Trainer v2's TrainJob and runtimes; "
-        "CRDs from `kubetrain crds --group trainer.kubeflow.org`), in any combination",
+        "CRDs from `kubetrain crds --group trainer.kubeflow.org`), apps.kubedl.io (KubeDL's Cron "
+        "beside TrainingCron; CRD from `kubetrain crds --group apps.kubedl.io`), in any combination",
     )
     g.add_argument(
         "--service-mode",

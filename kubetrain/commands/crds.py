@@ -5,6 +5,7 @@ kubetrain crds --out DIR       one file per CRD (`kubetrain.io_tfjobs.yaml`, …
 kubetrain crds --check DIR     exit 1 when a file in DIR is missing or differs from the models
 kubetrain crds --group kubeflow.org   the job kinds' CRDs in Kubeflow's group instead
 kubetrain crds --group trainer.kubeflow.org   Kubeflow Trainer v2's TrainJob and runtimes
+kubetrain crds --group apps.kubedl.io   KubeDL's Cron (scheduled training)
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def add_parser(subparsers: Any) -> None:
         default=KUBETRAIN_GROUP,
         help="API group of the job kinds (default kubetrain.io; kubeflow.org: Kubeflow's group, "
         "for an operator run with --api-groups including kubeflow.org; "
-        f"{TRAINER_GROUP}: TrainJob, TrainingRuntime, ClusterTrainingRuntime)",
+        f"{TRAINER_GROUP}: TrainJob, TrainingRuntime, ClusterTrainingRuntime; "
+        "apps.kubedl.io: KubeDL's Cron)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--out", metavar="DIR", help="write one file per CRD into DIR (created if needed)")

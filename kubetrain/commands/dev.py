@@ -20,12 +20,14 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.cron import KUBEDL_GROUP
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
+from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.devstack import DevStack, DevStackOptions
@@ -125,7 +127,15 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
         int(rs.get("restarts") or 0)
         for rs in ((job.get("status") or {}).get("replicaStatuses") or {}).values()
     )
-    line = f"{_display_state(job):<10} " + (" · ".join(parts) if parts else "no pods")
+    state = _display_state(job)
+    node = by_type.get(trainer.NODE, {})
+    if (
+        state == "Pending"
+        and job.get("kind") == trainer.TRAINJOB
+        and ("running" in node or "succeeded" in node)
+    ):
+        state = "Running"  # a TrainJob has no Running condition: the SDK's rule, from the node pods
+    line = f"{state:<10} " + (" · ".join(parts) if parts else "no pods")
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
@@ -137,6 +147,9 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
     group = api_version.split("/")[0] if "/" in api_version else KUBETRAIN_GROUP
     if group == TRAINER_GROUP and kind in TRAINER_REFS:
         return TRAINER_REFS[kind]
+    if is_cron(job):
+        ref: ResourceRef = cron_ref(job)
+        return ref
     refs = job_resources_in(JOB_GROUPS)
     try:
         return refs[job_resource_id(kind, group)]
@@ -288,6 +301,11 @@ def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple
     groups = list(getattr(args, "api_groups", None) or (KUBETRAIN_GROUP,))
     if any(group_of(j.get("apiVersion")) == TRAINER_GROUP for j in jobs) and TRAINER_GROUP not in groups:
         groups.append(TRAINER_GROUP)
+    if (
+        any(is_cron(j) and group_of(j.get("apiVersion")) == KUBEDL_GROUP for j in jobs)
+        and KUBEDL_GROUP not in groups
+    ):
+        groups.append(KUBEDL_GROUP)  # KubeDL's Cron: served when a manifest is one
     return tuple(groups)
 
 
@@ -317,7 +335,13 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             for j in accepted
             if j.get("kind") not in (trainer.TRAINING_RUNTIME, trainer.CLUSTER_TRAINING_RUNTIME)
         ]
-        code = await follow(stack, runs[0], args.timeout, out) if runs else 1
+        if runs and is_cron(runs[0]):  # a cron: wait for its first job, then follow that
+            started = time.monotonic()
+            first = await wait_for_first_job(stack, runs[0], args.timeout, out)
+            remaining = args.timeout - (time.monotonic() - started)
+            code = await follow(stack, first, remaining, out) if first is not None else 2
+        else:
+            code = await follow(stack, runs[0], args.timeout, out) if runs else 1
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)

@@ -11,7 +11,8 @@ With `--policy FILE` (repeatable) the TrainingPolicies in FILE are applied too, 
 would (kubetrain.policy.offline): their defaults after the built-in ones, then their limits;
 a Deny-mode violation is an error, a Warn-mode one a warning. `--namespace-labels k=v,...`
 says which namespace the jobs are meant for (without it every policy applies). A
-TrainingPolicy document among the FILEs is validated as a policy.
+TrainingPolicy document among the FILEs is validated as a policy, a TrainingCron (or KubeDL's
+Cron) as the cron webhook does: schedule, time zone and the template's job rules.
 
 With `--show-defaults` the defaulted objects are printed to stdout as a YAML stream and the
 findings go to stderr, so the output can be piped into `kubectl apply -f -`.
@@ -26,11 +27,13 @@ from typing import Any, TextIO
 
 import yaml
 
-from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, group_of
+from kubetrain.api.cron import CRON_KINDS
+from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.commands._flags import api_groups_arg
 from kubetrain.commands._trainervalidate import Runtimes, check_trainer_document, known_runtimes
+from kubetrain.cron.shape import validate_cron
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.parse import check_type_meta
@@ -241,6 +244,14 @@ def check_document(
         return check_trainer_document(
             obj, doc.label, report, runtimes if runtimes is not None else known_runtimes()
         )
+    if obj.get("kind") in CRON_KINDS.values():
+        # a TrainingCron (KubeDL's Cron): its schedule, time zone and template, as the webhook
+        cron_errors = validate_cron(obj, groups=tuple(g for g in groups if g in JOB_GROUPS) or JOB_GROUPS)
+        for error in cron_errors:
+            print(f"{doc.label}: {error}", file=report)
+        if not cron_errors:
+            print(f"{doc.label}: valid", file=report)
+        return not cron_errors, obj if not cron_errors else None
     type_errors = check_type_meta(obj, groups)
     if type_errors:
         for error in type_errors:

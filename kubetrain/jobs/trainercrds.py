@@ -12,11 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kubetrain.api.groups import TRAINER_GROUP
+from kubetrain.api.groups import KUBEDL_APPS_GROUP, TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.runtime import ClusterTrainingRuntime, TrainingRuntime
 from kubetrain.api.trainer.trainjob import TrainJob
 from kubetrain.jobs.crdgen import all_crds, model_schema
+from kubetrain.jobs.croncrds import cron_crds
 
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
 CATEGORY = "kubeflow"  # `kubectl get kubeflow` lists TrainJobs and runtimes, as with Trainer's CRDs
@@ -24,7 +25,11 @@ CATEGORY = "kubeflow"  # `kubectl get kubeflow` lists TrainJobs and runtimes, as
 
 def group_crds(group: str) -> list[dict[str, Any]]:
     """Every CRD of one servable API group (kubetrain.api.groups.SERVABLE_GROUPS)."""
-    return trainer_crds() if group == TRAINER_GROUP else all_crds(group)
+    if group == TRAINER_GROUP:
+        return trainer_crds()
+    if group == KUBEDL_APPS_GROUP:
+        return cron_crds(group)
+    return [*all_crds(group), *cron_crds(group)]
 
 
 def trainer_crds() -> list[dict[str, Any]]:

@@ -67,6 +67,7 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._locks: dict[tuple[str, ...], tuple[asyncio.Lock, list[int]]] = {}  # key -> (lock, [users])
         self._pending: set[asyncio.Task[None]] = set()
+        self._last_nanos = 0
 
     def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         """Record in the background; never blocks, never raises."""
@@ -169,7 +170,9 @@ class EventRecorder:
             involved["uid"] = meta["uid"]
         if meta.get("resourceVersion"):
             involved["resourceVersion"] = meta["resourceVersion"]
-        nanos = int(now.timestamp() * 1e9)
+        # Unique per recorder even when the clock stands still (a fake clock, a coarse one): two
+        # events on one object in the same instant must not collide on the name.
+        nanos = self._last_nanos = max(int(now.timestamp() * 1e9), self._last_nanos + 1)
         stamp = rfc3339(now)
         return {
             "apiVersion": "v1",

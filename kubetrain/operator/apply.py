@@ -38,6 +38,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubetrain.api.trainer.constants import COMPLETE as TRAINJOB_COMPLETE
 from kubetrain.certs.sshkeys import with_generated_keys
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
@@ -421,7 +422,9 @@ def _count_transitions(job: Obj, new: Obj) -> None:
     """Count the job's Succeeded/Failed transitions and new restarts from its old status to `new`."""
     old = job.get("status") or {}
     labels = {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
-    if is_true(new, SUCCEEDED) and not is_true(old, SUCCEEDED):
+    # A Trainer TrainJob's success is its Complete condition (kubetrain.api.trainer).
+    succeeded = next((t for t in (SUCCEEDED, TRAINJOB_COMPLETE) if is_true(new, t)), None)
+    if succeeded is not None and not is_true(old, succeeded):
         JOBS_SUCCEEDED.labels(**labels).inc()
         count_tenant_job(job, "succeeded")
     if is_true(new, FAILED) and not is_true(old, FAILED):

@@ -25,6 +25,7 @@ from kubetrain.kube.client import USER_AGENT, KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
 from kubetrain.operator.apigroups import check_api_groups
 from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.crons import CronController, CronControllerConfig
 from kubetrain.operator.progressenv import ProgressInjection
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class ControllerRuntime:
         self.retry_period = retry_period
         self.client: KubeClient | None = None
         self.controller: Controller | None = None
+        self.crons: CronController | None = None
         self.elector: LeaderElector | None = None
         self._elector_task: asyncio.Task[None] | None = None
         self.lost_leadership = asyncio.Event()
@@ -73,10 +75,16 @@ class ControllerRuntime:
         config = self._config()
         await check_api_groups(self.client, config.api_groups)  # ApiGroupRefused: not ours to serve
         self.controller = Controller(self.client, config)
+        self.crons = CronController(
+            self.client,
+            CronControllerConfig(api_groups=config.api_groups, namespaces=config.namespaces),
+        )
+        await self.crons.check()  # ApiGroupRefused: apps.kubedl.io asked for, not ours to serve
         if health is not None:
             health.add_readiness_check("controller", self.ready)
         if not self.args.leader_elect:
             await self.controller.start()
+            await self.crons.start()
             return
         namespace = self.args.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
         self.client.user_agent = f"{USER_AGENT} ({self.identity})"
@@ -94,11 +102,13 @@ class ControllerRuntime:
         self._elector_task = asyncio.create_task(self.elector.run(), name="leader election")
 
     async def _lead(self) -> None:
-        assert self.controller is not None
+        assert self.controller is not None and self.crons is not None
         await self.controller.start()
         try:
+            await self.crons.start()
             await asyncio.Event().wait()  # lead until cancelled (leadership lost or stopping)
         finally:
+            await self.crons.stop()
             await self.controller.stop()
 
     def ready(self) -> bool:
@@ -107,7 +117,7 @@ class ControllerRuntime:
             return False
         if self.elector is not None and not self.elector.is_leader:
             return True
-        return self.controller.synced
+        return self.controller.synced and (self.crons is None or self.crons.started)
 
     async def stop(self) -> None:
         if self.elector is not None:
@@ -116,6 +126,8 @@ class ControllerRuntime:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(self._elector_task, 10)
         elif self.controller is not None:
+            if self.crons is not None:
+                await self.crons.stop()
             await self.controller.stop()
         if self.client is not None:
             await self.client.close()

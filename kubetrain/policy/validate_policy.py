@@ -37,6 +37,7 @@ from kubetrain.api.policy import (
     TrainingPolicy,
 )
 from kubetrain.api.quantity import QuantityError, parse_quantity
+from kubetrain.api.trainer.constants import TRAINJOB
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.policy.images import glob_problem
 
@@ -203,7 +204,7 @@ def _semantic_errors(policy: TrainingPolicy) -> list[FieldError]:
         out += _selector_errors(spec.namespace_selector, "spec.namespaceSelector")
     if spec.job_selector is not None:
         out += _selector_errors(spec.job_selector, "spec.jobSelector")
-    kinds = known_kinds()
+    kinds = (*known_kinds(), TRAINJOB)  # Kubeflow Trainer v2's TrainJob (kubetrain.policy.trainjob)
     seen: set[str] = set()
     for index, kind in enumerate(spec.kinds or []):
         if kind not in kinds:

@@ -14,6 +14,7 @@ from typing import Any
 from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.crdgen import has_scale_subresource
+from kubetrain.webhook.crons import VALIDATE_CRONS, cron_rules
 
 Obj = dict[str, Any]
 
@@ -137,7 +138,11 @@ def webhook_configurations(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": validating_name},
-        "webhooks": [*job_validating, hook(VALIDATE_POLICIES, "/validate", policy_rule(), None)],
+        "webhooks": [
+            *job_validating,
+            hook(VALIDATE_POLICIES, "/validate", policy_rule(), None),
+            hook(VALIDATE_CRONS, "/validate", cron_rules(api_groups), namespace_selector),
+        ],
     }
     if TRAINER_GROUP in api_groups:
         validating["webhooks"].append(hook(VALIDATE_TRAINER, "/validate", trainer_rules(True), None))

@@ -265,7 +265,9 @@ class WebhookServer:
                     reason="InternalError",
                 )
                 return encode(review, response)
-        return encode(review, decide_guarded(review, "validate", lambda r: validate_trainer(r, facts)))
+        return encode(
+            review, decide_guarded(review, "validate", lambda r: validate_trainer(r, facts, self.policies))
+        )
 
     def _observe(self, webhook: str, operation: str, kind: str, result: str, started: float) -> None:
         WEBHOOK_REQUEST_DURATION.labels(webhook, operation, kind, result).observe(

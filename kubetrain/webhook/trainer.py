@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+from kubetrain.policy.trainjob import check_trainjob_policies
 from kubetrain.webhook.mutate import json_patch
+from kubetrain.webhook.policies import PolicyAdmission, policy_denial
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 from kubetrain.webhook.validate import invalid_message
 
@@ -57,7 +60,11 @@ def mutate_trainer(request: AdmissionRequest) -> AdmissionResponse:
     return response
 
 
-def validate_trainer(request: AdmissionRequest, facts: TrainerFacts | None = None) -> AdmissionResponse:
+def validate_trainer(
+    request: AdmissionRequest, facts: TrainerFacts | None = None, policies: PolicyAdmission | None = None
+) -> AdmissionResponse:
+    """`policies`: TrainingPolicies whose kinds include TrainJob apply their limits to the
+    pods the TrainJob will run (on CREATE; `kubetrain.policy.trainjob`)."""
     facts = facts or TrainerFacts()
     if request.sub_resource:
         return AdmissionResponse.allow(request.uid)
@@ -79,7 +86,18 @@ def validate_trainer(request: AdmissionRequest, facts: TrainerFacts | None = Non
     errors = validate_trainjob(obj, old, facts.runtime)
     if errors:
         return AdmissionResponse.deny(request.uid, invalid_message(c.TRAINJOB, request.object, errors))
-    return AdmissionResponse.allow(request.uid)
+    if policies is None or old is not None or facts.runtime is None:
+        return AdmissionResponse.allow(request.uid)
+    matching = policies.index.for_job(
+        c.TRAINJOB, request.namespace or str((obj.get("metadata") or {}).get("namespace", ""))
+    )
+    resolved, _ = resolve(obj, facts.runtime)
+    if not matching or resolved is None:
+        return AdmissionResponse.allow(request.uid)
+    verdict = check_trainjob_policies(obj, resolved, matching)
+    if verdict.denials:
+        return policy_denial(request.uid, verdict, [])
+    return AdmissionResponse.allow(request.uid, verdict.warnings)
 
 
 def _delete_runtime(request: AdmissionRequest, users: Sequence[str]) -> AdmissionResponse:

@@ -27,6 +27,7 @@ from kubetrain.jobs.parse import InvalidJobError
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 from kubetrain.policy.limits import PolicyVerdict
 from kubetrain.policy.podsecurity import enforce_level, job_pod_security_errors
+from kubetrain.webhook.crons import is_cron_kind, validate_cron_object
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission, is_policy_kind, policy_denial, validate_policy_object
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
@@ -74,6 +75,8 @@ def validate(
         return AdmissionResponse.allow(request.uid)
     if is_policy_kind(request.kind):
         return validate_policy_object(request)
+    if is_cron_kind(request.kind):
+        return validate_cron_object(request)
     if not is_job_kind(request.kind):
         log.warning(
             "validate: %s %s/%s is not a kubetrain job kind; allowed "

@@ -38,7 +38,7 @@ from jobs import job
 from kubetrain import cli
 from kubetrain.commands import run
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
-from kubetrain.jobs.crdgen import all_crds
+from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -165,7 +165,7 @@ async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], g
             await admin.create(
                 NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
             )
-    crds = all_crds() + ([podgroup_crd(gang)] if gang != "none" else [])
+    crds = group_crds("kubetrain.io") + ([podgroup_crd(gang)] if gang != "none" else [])
     for crd in crds:
         await admin.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
     for crd in crds:

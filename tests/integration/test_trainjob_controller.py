@@ -119,8 +119,12 @@ async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[De
     assert snapshot is not None and "torch-distributed" in snapshot["data"]["runtime"]
     tj = await get_tj(h, ns, "mnist")
     assert not (tj.get("status") or {}).get("conditions")  # the SDK computes Running itself
+    from kubetrain.metrics import REGISTRY
+
+    labels = {"kind": "TrainJob", "namespace": ns}
     await h.finish_all(ns, "mnist")
     tj = await wait_condition(h, ns, "mnist", "Complete")
+    assert REGISTRY.get_sample_value("kubetrain_jobs_succeeded_total", labels) == 1.0
     complete = tj["status"]["conditions"][-1]
     assert complete["reason"] == "AllJobsCompleted" and complete["lastTransitionTime"]
     assert {c["type"] for c in tj["status"]["conditions"]} == {"Complete"}
@@ -376,3 +380,44 @@ async def test_an_mpi_trainjob_runs_launcher_and_nodes_with_ssh_keys_and_hostfil
     await h.sim.finish(ns, "ds-launcher-0-0")
     tj = await wait_condition(h, ns, "ds", "Complete")  # the success policy targets the launcher
     assert [s["name"] for s in tj["status"]["jobsStatus"]] == ["node", "launcher"]
+
+
+async def test_training_policies_limit_the_pods_a_trainjob_runs(env: tuple[DevStack, Harness]) -> None:
+    from kubetrain.kube.client import ApiError
+    from kubetrain.kube.resources import TRAINING_POLICIES
+
+    _, h = env
+    ns = await h.namespace("pol")
+    await h.kube.create(
+        TRAINING_POLICIES,
+        {
+            "apiVersion": "kubetrain.io/v1",
+            "kind": "TrainingPolicy",
+            "metadata": {"name": f"trainjob-quota-{ns}"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "kinds": ["TrainJob"],
+                "limits": {"maxReplicasPerJob": 3, "allowedImages": ["docker.io/pytorch/*"]},
+            },
+        },
+    )
+    job = trainjob("big", num_nodes=4)
+    job["spec"]["trainer"]["image"] = "busybox:1.36"
+
+    attempts = iter(range(1000))
+
+    async def refused() -> str | None:
+        # a new name per attempt: one created before the policy watcher saw the policy stays
+        attempt = copy.deepcopy(job)
+        attempt["metadata"]["name"] = f"big-{next(attempts)}"
+        try:
+            await h.kube.create(TRAINJOBS, attempt, namespace=ns)
+        except ApiError as err:
+            return str(err) if "trainjob-quota" in str(err) else None
+        return None
+
+    message = await eventually(refused, what="the TrainingPolicy applied to TrainJobs")
+    assert "spec.trainer.numNodes: total pods 4 exceeds 3" in message
+    assert 'spec.trainer.image: "docker.io/library/busybox:1.36" is not allowed' in message
+    ok = trainjob("small", num_nodes=3)
+    await h.kube.create(TRAINJOBS, ok, namespace=ns)  # the runtime's image is docker.io/pytorch/pytorch

@@ -109,12 +109,20 @@ def test_warnings_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_crds_prints_a_multi_document_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    # One CRD per registered kind, in registry order, then TrainingPolicy.
+    # One CRD per registered kind, in registry order, then TrainingPolicy and TrainingCron.
     assert [d["metadata"]["name"] for d in docs] == [
         *(f"{framework.plural}.kubetrain.io" for framework in FRAMEWORKS.values()),
         "trainingpolicies.kubetrain.io",
+        "trainingcrons.kubetrain.io",
     ]
     assert docs[0]["metadata"]["name"] == "tfjobs.kubetrain.io"
+
+
+def test_crds_of_kubedl_apps_group_is_the_cron(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crds", "--group", "apps.kubedl.io"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["metadata"]["name"] for d in docs] == ["crons.apps.kubedl.io"]
+    assert docs[0]["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
 
 
 def test_crds_out_then_check_and_drift(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,6 +39,7 @@ from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.controller import crd_name
 from kubetrain.webhook import configurations
+from kubetrain.webhook.crons import cron_rules
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
 RELEASE = "kt"
@@ -199,8 +200,12 @@ def expand(
 # its grants.
 JOB_KINDS = [ref.plural for ref in JOB_RESOURCES.values()]
 EXPECTED_JOBS_ROLE = (
-    # informers (list + watch); TTL deletes the job
-    expand("kubetrain.io", JOB_KINDS, ["list", "watch", "delete"])
+    # informers (list + watch); TTL deletes the job; a TrainingCron creates (and deletes) its
+    # jobs and GETs an active one its cache does not show
+    expand("kubetrain.io", JOB_KINDS, ["get", "list", "watch", "create", "delete"])
+    # the TrainingCron informer, its status (PUT), blockOwnerDeletion on its jobs
+    | expand("kubetrain.io", ["trainingcrons"], ["get", "list", "watch"])
+    | expand("kubetrain.io", ["trainingcrons/status", "trainingcrons/finalizers"], ["update"])
     # status: a PUT to /status; the status server's merge patch of status.trainerStatus
     | expand("kubetrain.io", [f"{k}/status" for k in JOB_KINDS], ["update", "patch"])
     # the status server without the informer cache (a replica that does not lead): GETs
@@ -516,6 +521,7 @@ def check_webhooks(docs: list[Manifest], values: dict[str, Any]) -> None:
         "ValidatingWebhookConfiguration": [
             ("validate.jobs.kubetrain.io", "/validate", [job_rule, scale_rule]),
             ("validate.trainingpolicies.kubetrain.io", "/validate", [policy_rule]),
+            ("validate.crons.kubetrain.io", "/validate", cron_rules(["kubetrain.io"])),
         ],
     }
     for kind, hooks in expected.items():
@@ -735,7 +741,9 @@ def test_namespace_selector_applies_to_the_job_webhooks_only(chart: helm.Chart) 
         "mutate.jobs.kubetrain.io",
         "validate.jobs.kubetrain.io",
         "validate.trainingpolicies.kubetrain.io",
+        "validate.crons.kubetrain.io",
     }
+    assert hooks["validate.crons.kubetrain.io"]["namespaceSelector"] == selector
     for hook in hooks.values():
         assert hook["timeoutSeconds"] == 5
     assert hooks["mutate.jobs.kubetrain.io"]["namespaceSelector"] == selector
@@ -943,10 +951,27 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]
     only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"]})
     role = grants(one(only_kubeflow, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
-    assert not any(g == "kubetrain.io" for g, *_ in role)
+    assert not any(g == "kubetrain.io" and not r.startswith("trainingcrons") for g, r, *_ in role)
     assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
     default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
+
+
+def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:
+    """kubedlCron: the operator serves apps.kubedl.io's Cron (flag), reads and updates crons,
+    reads their CRD by name, and the cron webhook validates them too."""
+    docs = render(chart, {"kubedlCron": True})
+    assert flags(docs)["--api-groups"] == "kubetrain.io,apps.kubedl.io"
+    jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert expand("apps.kubedl.io", ["crons"], ["get", "list", "watch"]) <= jobs_role
+    assert expand("apps.kubedl.io", ["crons/status", "crons/finalizers"], ["update"]) <= jobs_role
+    cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
+    names = ("crons.apps.kubedl.io",)
+    assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], names) <= cluster_role
+    hooks = {h["name"]: h for h in one(docs, "ValidatingWebhookConfiguration")["webhooks"]}
+    assert hooks["validate.crons.kubetrain.io"]["rules"] == cron_rules(["kubetrain.io", "apps.kubedl.io"])
+    default = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+    assert not any(g == "apps.kubedl.io" for g, *_ in default)
 
 
 def test_status_server_off_removes_its_port_flags_and_grants(chart: helm.Chart) -> None:
@@ -959,4 +984,4 @@ def test_status_server_off_removes_its_port_flags_and_grants(chart: helm.Chart) 
     jobs_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
     assert ("", "pods", "get", ()) not in jobs_role
     assert ("kubetrain.io", "pytorchjobs/status", "patch", ()) not in jobs_role
-    assert ("kubetrain.io", "pytorchjobs", "get", ()) not in jobs_role
+    # (jobs keep `get` for the cron controller: an active job its cache does not show)

@@ -155,6 +155,28 @@ rules:
 {{ include "kubetrain.webhookSettings" . }}
 {{- end }}
 
+{{/* The cron webhook (validate only): TrainingCrons, and KubeDL's Crons with kubedlCron. */}}
+{{- define "kubetrain.cronWebhook" -}}
+rules:
+  - apiGroups: ["kubetrain.io"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["trainingcrons"]
+    scope: Namespaced
+{{- if .Values.kubedlCron }}
+  - apiGroups: ["apps.kubedl.io"]
+    apiVersions: ["v1alpha1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["crons"]
+    scope: Namespaced
+{{- end }}
+{{ include "kubetrain.webhookSettings" . }}
+{{- with .Values.webhook.namespaceSelector }}
+namespaceSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
 {{/* `kubetrain run` arguments, built from values (flags: kubetrain/commands/_flags.py). */}}
 {{- define "kubetrain.args" -}}
 - run
@@ -170,7 +192,7 @@ rules:
 - --scheduler-name={{ . }}
 {{- end }}
 - --service-mode={{ .Values.serviceMode }}
-- --api-groups={{ join "," .Values.apiGroups }}
+- --api-groups={{ join "," .Values.apiGroups }}{{ if .Values.kubedlCron }},apps.kubedl.io{{ end }}
 {{- if include "kubetrain.leaderElect" . }}
 - --leader-elect
 - --leader-election-namespace={{ .Release.Namespace }}

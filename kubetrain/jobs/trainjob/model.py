@@ -39,6 +39,7 @@ class ResolvedTrainJob:
     # Objects the ML policy needs besides pods (MPI: the SSH Secret, the hostfile ConfigMap),
     # without namespace, labels and ownerReference.
     extra: tuple[dict[str, Any], ...] = ()
+    ttl_set: bool = False  # the runtime template sets ttlSecondsAfterFinished
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

@@ -138,6 +138,7 @@ def resolve(
         policy=plugin.name if plugin else ("mpi" if ml_policy.get("mpi") is not None else ""),
         pod_group_policy=rspec.get("podGroupPolicy") or {},
         extra=extra,
+        ttl_set=jsspec.get("ttlSecondsAfterFinished") is not None,
     )
     return (None if errors else resolved), errors
 
