@@ -44,9 +44,9 @@ from typing import Any
 from _common import Operator, bench_client, load_average, write_result
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import PodSimulator
-from kubetrain.devcluster.kubelet.podstatus import START_SECONDS
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.devcluster.kubelet.behaviour import START_SECONDS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 

@@ -46,10 +46,10 @@ from _common import (
     write_result,
 )
 
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster.apiserver.core import Target
 from kubetrain.devcluster.apiserver.store import Event
 from kubetrain.devcluster.kubelet.podstatus import running_status
-from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.cache import slim_pod
 from kubetrain.kube.resources import job_resource
 from kubetrain.operator.plan import Observed, PlannerConfig, plan

@@ -34,8 +34,8 @@ from typing import Any
 import aiohttp
 from _common import free_port, load_average, write_result
 
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster.apiserver.core import Target
-from kubetrain.devstack import DevStack, DevStackOptions
 
 STATES = ("Running", "Succeeded", "Failed", "Created", "Restarting")
 

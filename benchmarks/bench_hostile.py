@@ -69,7 +69,7 @@ def review_bytes(obj: dict[str, Any]) -> bytes:
 
 
 async def serve(cert_dir: str, port: int, health_port: int, processes: int) -> None:
-    from kubetrain.health import HealthServer
+    from kubetrain.serving.health import HealthServer
     from kubetrain.webhook.server import WebhookServer
 
     options: dict[str, Any] = {"review_processes": processes} if processes else {}

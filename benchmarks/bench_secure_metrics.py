@@ -23,11 +23,11 @@ import aiohttp
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.commands._metrics import self_signed_cert_dir
 from kubetrain.devcluster import DevCluster
-from kubetrain.health import HealthServer
 from kubetrain.kube.access import AccessReviews
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.resources import NAMESPACES, ResourceRef
-from kubetrain.metricsauth import MetricsAuthorizer
+from kubetrain.serving.auth import MetricsAuthorizer
+from kubetrain.serving.health import HealthServer
 
 RBAC = "rbac.authorization.k8s.io"
 

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 from _common import Operator, bench_client, load_average, proc_cpu_seconds, pytorch_job, write_result
 
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, PODS, TRAINJOBS, job_resource
 from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.review import decode_review

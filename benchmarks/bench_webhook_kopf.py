@@ -43,7 +43,7 @@ from bench_webhook import JOBS, client_cpu_set, cpu_summary, measure, parse_jobs
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.review import request_review
 

@@ -1,11 +1,19 @@
-"""The `kubetrain` command line: one sub-command per module in `kubetrain.commands`."""
+"""The `kubetrain` command line: one sub-command per module in `kubetrain.commands`.
+
+Every error is one line on stderr naming what to fix, and a non-zero exit code: a bad flag or
+flag value exits 2 (`Parser.error`), a command's own errors as the command says (missing files,
+bad YAML, start-up failures: 1 or 2), and anything unexpected exits 1 with the exception's one
+line — its traceback is logged at debug level (`--log-level debug`), never printed otherwise.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from kubetrain.frameworks.registry import known_kinds
 
@@ -25,8 +33,16 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: what is wrong and where the help is, without the usage
+    block (for `kubetrain run` that is some thirty lines above the one that matters)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kubetrain",
         description=f"Kubernetes operator for distributed training jobs ({', '.join(known_kinds())}).",
     )
@@ -45,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # the last resort: one line, never a traceback
+        logging.getLogger("kubetrain").debug("kubetrain %s failed", args.command, exc_info=True)
+        print(f"kubetrain {args.command}: error: {str(exc) or type(exc).__name__}", file=sys.stderr)
+        return 1
     return code
 
 

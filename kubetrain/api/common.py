@@ -143,6 +143,27 @@ class ReplicaStatus(KubeModel):
     label_selector: LabelSelector | None = None
 
 
+class CodeSyncStatus(KubeModel):
+    """The code a job runs (KubeDL's `kubedl.io/git-sync-config`, kubetrain.jobs.codesync): the
+    commit the first successful fetch resolved, which every later pod of the job is pinned to."""
+
+    repository: str | None = None
+    revision: str | None = None  # what the annotation asks for: a branch, tag or commit
+    commit: str | None = None  # the resolved commit SHA
+    pod: str | None = None  # the pod whose fetch resolved it
+
+
+class TensorBoardStatus(KubeModel):
+    """The job's TensorBoard (KubeDL's `kubedl.io/tensorboard-config`, kubetrain.jobs.tensorboard)."""
+
+    address: str | None = None  # http://<service>.<namespace>.svc:6006/
+    url: str | None = None  # through the Ingress, when one is asked for
+    phase: str | None = None  # the pod's phase
+    expire_time: str | None = None  # when it is deleted (the job finished + its TTL)
+    config_hash: str | None = None  # of the annotation the objects were last built from
+    ingress: str | None = None  # the Ingress kubetrain created for it
+
+
 class JobStatus(KubeModel):
     """Observed state. `replicas` (desired pods, all types) and `active` (running pods, all types)
     are totals kept for the `Replicas`/`Active` printer columns (a JSONPath cannot sum a map)."""
@@ -158,6 +179,8 @@ class JobStatus(KubeModel):
     # Whole-job restarts (a RestartJob rule): also the attempt that pods labelled
     # `kubetrain.io/attempt` belong to (pods without the label are attempt 0).
     job_restarts: int | None = None
+    code_sync: CodeSyncStatus | None = None
+    tensor_board: TensorBoardStatus | None = None
     # What the training code last reported (kubetrain.api.trainerstatus; written by the status
     # endpoint only, carried over by every reconcile).
     trainer_status: TrainerStatus | None = None

@@ -5,8 +5,11 @@
   operator — the Kubeflow SDK, Kueue's Kubeflow integrations, Katib and Pipelines components
   create `kubeflow.org/v1` jobs and work unchanged.
 
-An operator serves one of them or both (`--api-groups`, chart `apiGroups`); the job kinds,
-fields and behaviour are the same in either.
+- `training.kubedl.io` (`v1alpha1`): KubeDL's group, for KubeDL's kinds kubetrain runs (TFJob,
+  PyTorchJob, XGBoostJob, MPIJob) in KubeDL's spec layout (kubetrain.jobs.kubedllayout).
+
+An operator serves any of them (`--api-groups`, chart `apiGroups`); the job kinds, fields and
+behaviour are the same in each.
 """
 
 from __future__ import annotations
@@ -15,9 +18,14 @@ from collections.abc import Iterable
 
 KUBETRAIN_GROUP = "kubetrain.io"
 KUBEFLOW_GROUP = "kubeflow.org"
-JOB_GROUPS = (KUBETRAIN_GROUP, KUBEFLOW_GROUP)
+KUBEDL_GROUP = "training.kubedl.io"
+KUBEDL_VERSION = "v1alpha1"
+# KubeDL's kinds kubetrain runs are those whose framework says `kubedl_kind`
+# (kubetrain.frameworks.registry.group_serves); KubeDL's XDLJob, MarsJob and ElasticDLJob are not
+# served (docs/behaviour.md, "Serving training.kubedl.io").
+JOB_GROUPS = (KUBETRAIN_GROUP, KUBEFLOW_GROUP, KUBEDL_GROUP)
 JOB_VERSION = "v1"
-JOB_GROUP_VERSIONS = tuple(f"{g}/{JOB_VERSION}" for g in JOB_GROUPS)
+JOB_GROUP_VERSIONS = tuple(f"{g}/{KUBEDL_VERSION if g == KUBEDL_GROUP else JOB_VERSION}" for g in JOB_GROUPS)
 # Kubeflow Trainer v2's group (TrainJob, TrainingRuntime, ClusterTrainingRuntime: kubetrain.api.trainer):
 # served beside the job groups, with its own kinds.
 TRAINER_GROUP = "trainer.kubeflow.org"
@@ -45,3 +53,9 @@ def group_of(api_version: object) -> str:
 def job_groups(groups: Iterable[str]) -> tuple[str, ...]:
     """The groups of `groups` that serve the job kinds (TFJob, …): not trainer.kubeflow.org."""
     return tuple(g for g in groups if g in JOB_GROUPS)
+
+
+def group_version(group: str) -> str:
+    """The version kubetrain serves a job group's kinds in: `v1alpha1` for KubeDL's, else `v1`."""
+    return KUBEDL_VERSION if group == KUBEDL_GROUP else JOB_VERSION
+

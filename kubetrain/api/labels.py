@@ -56,6 +56,15 @@ LABEL_TENANT_USER = "tenancy.kubetrain.io/user"
 LABEL_TENANT_IDC = "tenancy.kubetrain.io/idc"
 LABEL_TENANT_REGION = "tenancy.kubetrain.io/region"
 
+# KubeDL's pod labels (its `apis/training/v1` constants), which pods of training.kubedl.io jobs
+# carry too: group-name (training.kubedl.io), job-name, replica-type (lower case), replica-index
+# and job-role (master).
+KUBEDL_LABEL_GROUP_NAME = "group-name"
+KUBEDL_LABEL_JOB_NAME = "job-name"
+KUBEDL_LABEL_REPLICA_TYPE = "replica-type"
+KUBEDL_LABEL_REPLICA_INDEX = "replica-index"
+KUBEDL_LABEL_JOB_ROLE = "job-role"
+
 # On a job a cron (TrainingCron, KubeDL's Cron) created: the cron's name (the operator watches
 # jobs with this label only), and the scheduled time it was created for, RFC 3339 in the cron's
 # time zone (as batch.kubernetes.io/cronjob-scheduled-timestamp on a CronJob's Jobs).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -209,3 +210,18 @@ def annotation_errors(obj: Any) -> list[FieldError]:
         path = f"metadata.annotations[{ANNOTATION_REPORTING}]"
         errors.append(not_supported(path, reporting, (REPORTING_DISABLED, "enabled")))
     return errors
+
+
+def progress_deadline_seconds(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> int | None:
+    """A job's progress deadline: `runPolicy.progressDeadlineSeconds`, else the
+    `ANNOTATION_DEADLINE` annotation; None when none or not a positive integer (the webhook
+    refuses those; a job stored without it is treated as declaring none)."""
+    run_policy = spec.get("runPolicy")
+    value = run_policy.get("progressDeadlineSeconds") if isinstance(run_policy, Mapping) else None
+    if value is None:
+        value = annotations.get(ANNOTATION_DEADLINE)
+    try:
+        seconds = int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None

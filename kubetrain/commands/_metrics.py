@@ -2,7 +2,7 @@
 plus bearer-token authentication and authorization of /metrics.
 
 ```python
-health = await metrics_server(args)      # a kubetrain.health.HealthServer, not started
+health = await metrics_server(args)      # a kubetrain.serving.health.HealthServer, not started
 await health.start(); ...; await health.stop()
 ```
 
@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
-from kubetrain.health import HealthServer
 from kubetrain.kube.access import AccessReviews
 from kubetrain.kube.client import KubeClient
-from kubetrain.metricsauth import MetricsAuthorizer
+from kubetrain.serving.auth import MetricsAuthorizer
+from kubetrain.serving.health import HealthServer
 
 
 def self_signed_cert_dir() -> str:

@@ -1,6 +1,7 @@
 """What `kubetrain controller`, `webhook` and `run` share as long-running processes: stopping on
-SIGTERM/SIGINT and turning start-up failures into exit codes (2: a flag combination that cannot
-work, 1: a resource such as a port that cannot be had) instead of tracebacks."""
+SIGTERM/SIGINT and turning start-up failures into one logged line and an exit code (2: a flag
+combination that cannot work, 1: a resource that cannot be had — a port, the kubeconfig, the
+API server) instead of tracebacks."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from kubetrain.commands._flags import configure_logging
+from kubetrain.kube.errors import ApiError, ApiUnreachable, KubeconfigError
 from kubetrain.operator.apigroups import ApiGroupRefused
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -57,6 +59,15 @@ def run_service(
     except (ConfigError, ApiGroupRefused) as exc:
         log.error("%s", exc)
         return 2
+    except KubeconfigError as exc:
+        log.error("cannot start %s: %s (give --kubeconfig a kubeconfig file, or set $KUBECONFIG)", what, exc)
+        return 1
+    except ApiUnreachable as exc:
+        log.error("cannot start %s: %s", what, exc)
+        return 1
+    except ApiError as exc:  # a start-up read the API server refused (e.g. RBAC)
+        log.error("cannot start %s: the API server answered %s", what, exc)
+        return 1
     except OSError as exc:  # e.g. the port is taken
         log.error("cannot start %s: %s", what, exc)
         return 1

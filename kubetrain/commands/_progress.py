@@ -27,13 +27,13 @@ from pathlib import Path
 
 from kubetrain.api.trainerstatus import CA_FILE
 from kubetrain.certs.tls import ReloadingTLS
-from kubetrain.health import HealthServer
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import KubeClient
 from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.runtime import ControllerRuntime
 from kubetrain.progress.lookup import ApiLookup, Routes, choose
 from kubetrain.progress.server import ProgressServer
+from kubetrain.serving.health import HealthServer
 
 log = logging.getLogger(__name__)
 

@@ -22,15 +22,16 @@ import yaml
 
 from kubetrain.api.cron import KUBEDL_GROUP
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
+from kubetrain.api.groups import JOB_GROUP_VERSIONS, JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
+from kubetrain.api.manifests import load_all, yaml_problem
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -41,7 +42,6 @@ from kubetrain.kube.resources import (
     job_resource_id,
     job_resources_in,
 )
-from kubetrain.yamlload import load_all
 
 # Kubeflow Trainer v2's kinds (applied as they are; `kubetrain dev` serves the group when a
 # manifest is of it).
@@ -80,7 +80,7 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
     except OSError as err:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
-        raise DevError(f"{path}: not valid YAML: {err}") from None
+        raise DevError(f"{path}: not valid YAML: {yaml_problem(err)}") from None
     if not docs:
         raise DevError(f"{path}: no manifest in it (expected a job as a YAML mapping)")
     for i, doc in enumerate(docs):
@@ -140,8 +140,8 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
 
 
 def job_ref(job: dict[str, Any]) -> ResourceRef:
-    """The API resource of a job manifest, by its kind and its apiVersion's group (kubetrain.io/v1
-    or kubeflow.org/v1); KeyError says what is valid."""
+    """The API resource of a job manifest, by its kind and its apiVersion's group (kubetrain.io/v1,
+    kubeflow.org/v1 or training.kubedl.io/v1alpha1); KeyError says what is valid."""
     kind = str(job.get("kind"))
     api_version = str(job.get("apiVersion") or "")
     group = api_version.split("/")[0] if "/" in api_version else KUBETRAIN_GROUP
@@ -157,7 +157,7 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
         kinds = sorted({ref.kind for ref in refs.values()})
         raise KeyError(
             f"unknown job {kind!r} of {api_version or 'no apiVersion'}; known kinds: {', '.join(kinds)} "
-            f"of {', '.join(f'{g}/v1' for g in JOB_GROUPS)}"
+            f"of {', '.join(JOB_GROUP_VERSIONS)}"
         ) from None
 
 

@@ -16,7 +16,7 @@ from kubetrain.api.groups import group_of
 from kubetrain.cron.decide import schedule_of
 from kubetrain.cron.schedule import ScheduleError
 from kubetrain.cron.shape import CronUnreadable, read_cron
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.operator.crons import CRON_RESOURCES
 
 Obj = dict[str, Any]

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP
+from kubetrain.api.groups import KUBETRAIN_GROUP
 from kubetrain.commands.validate import read_documents
-from kubetrain.jobs.migrate import migrate_job
+from kubetrain.jobs.migrate import MIGRATION_GROUPS, migrate_job
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,7 +29,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML file(s); '-' reads stdin")
     parser.add_argument(
         "--group",
-        choices=JOB_GROUPS,
+        choices=MIGRATION_GROUPS,
         default=KUBETRAIN_GROUP,
         help="API group of the result (default kubetrain.io; kubeflow.org for an operator serving it)",
     )

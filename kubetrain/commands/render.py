@@ -7,6 +7,9 @@ job is defaulted first, as the mutating webhook and the controller do. The names
 manifest's, else `-n/--namespace`, else `default`. A job read from a file has no uid yet, so
 the ownerReferences are printed without one (the API server assigns it on create).
 
+A cron (TrainingCron, KubeDL's Cron) renders as the job it creates at its next scheduled time,
+followed by that job's children.
+
 Bad input (unreadable file, invalid YAML, unknown kind, invalid job) → the problems on stderr,
 nothing on stdout, exit status 1.
 """
@@ -16,15 +19,21 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 
+from kubetrain.api.cron import CRON_KINDS
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
+from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.commands.validate import read_documents
+from kubetrain.cron.decide import next_job
+from kubetrain.cron.shape import read_cron, validate_cron
 from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
+from kubetrain.operator.tensorboard import tensorboard_children
 
 
 def add_parser(subparsers: Any) -> None:
@@ -81,11 +90,36 @@ def render_job(
         return [], prepared.errors or ["cannot render this object"]
     desired = desired_children(prepared.shape, gang_scheduler=gang_scheduler, scheduler_name=scheduler_name)
     children = desired.all()  # exactly what the planner creates
+    children += tensorboard_children(job, prepared.shape.layout)  # kubedl.io/tensorboard-config
     if not prepared.shape.uid:
         for child in children:
             for ref in child["metadata"].get("ownerReferences", []):
                 ref.pop("uid", None)
     return children, []
+
+
+def render_cron_job(
+    obj: dict[str, Any], label: str, namespace: str | None
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The job a cron (TrainingCron, KubeDL's Cron) creates at its next scheduled time from now,
+    printed before its children (a note on stderr says when); or the cron's problems."""
+    cron = copy.deepcopy(obj)
+    meta = cron.setdefault("metadata", {})
+    if isinstance(meta, dict) and not meta.get("namespace"):
+        meta["namespace"] = namespace or "default"
+    errors = [str(e) for e in validate_cron(cron)]
+    if errors:
+        return None, errors
+    planned = next_job(read_cron(cron), datetime.now(UTC))
+    if planned is None:
+        return None, ["spec.schedule: has no next time"]
+    when, job = planned
+    for ref in job["metadata"].get("ownerReferences", []):
+        if not ref.get("uid"):
+            ref.pop("uid", None)
+    local = job["metadata"]["annotations"].get(ANNOTATION_CRON_SCHEDULED_TIMESTAMP, when.isoformat())
+    print(f"{label}: the job it creates next, at {local}", file=sys.stderr)
+    return job, []
 
 
 GENERATED_SUFFIX = "xxxxx"
@@ -122,6 +156,15 @@ def run(args: argparse.Namespace) -> int:
             failed = True
             continue
         obj = with_generated_name(doc.obj, doc.label)
+        if obj.get("kind") in CRON_KINDS.values():
+            job, errors = render_cron_job(obj, doc.label, args.namespace)
+            if job is None:
+                for error in errors:
+                    print(f"{doc.label}: {error}", file=sys.stderr)
+                failed = True
+                continue
+            output.append(job)
+            obj = job
         children, errors = render_job(
             obj,
             namespace=args.namespace,

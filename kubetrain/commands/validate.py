@@ -29,6 +29,7 @@ import yaml
 
 from kubetrain.api.cron import CRON_KINDS
 from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
+from kubetrain.api.manifests import load_all, yaml_problem
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.commands._flags import api_groups_arg
@@ -40,7 +41,6 @@ from kubetrain.jobs.parse import check_type_meta
 from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
-from kubetrain.yamlload import load_all
 
 
 @dataclass
@@ -179,7 +179,7 @@ def read_documents(name: str) -> tuple[list[Document], str | None]:
     try:
         raw = load_all(text)
     except yaml.YAMLError as exc:
-        return [], f"{shown}: not valid YAML: {_yaml_problem(exc)}"
+        return [], f"{shown}: not valid YAML: {yaml_problem(exc)}"
     documents: list[Document] = []
     for index, obj in enumerate(raw, start=1):
         if obj is None:
@@ -201,14 +201,6 @@ def _label(prefix: str, obj: Any) -> str:
     if isinstance(metadata, dict):
         name = metadata.get("name") or metadata.get("generateName")
     return f"{prefix} ({kind}/{name})" if name else f"{prefix} ({kind})"
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is not None:
-        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    return str(problem)
 
 
 def check_document(

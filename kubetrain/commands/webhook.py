@@ -25,9 +25,9 @@ from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
 from kubetrain.frameworks.checks import listing
 from kubetrain.frameworks.registry import known_kinds
-from kubetrain.health import HealthServer
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
+from kubetrain.serving.health import HealthServer
 from kubetrain.webhook.jobreader import kube_job_reader
 from kubetrain.webhook.policies import PolicyAdmission, PolicyWatcher
 from kubetrain.webhook.review import AdmissionRequest

@@ -384,3 +384,11 @@ def _set(status: Obj, key: str, value: Any) -> None:
 def schedule_of(shape: CronShape) -> tuple[Schedule, tzinfo]:
     """The parsed schedule and zone of a valid cron (ScheduleError otherwise)."""
     return parse_schedule(shape.schedule), zone(shape.time_zone)
+
+
+def next_job(shape: CronShape, now: datetime) -> tuple[datetime, Obj] | None:
+    """The job the cron creates at its next scheduled time after `now` (`kubetrain render`), or
+    None for a schedule with no next time; ScheduleError for an invalid schedule or zone."""
+    schedule, tz = schedule_of(shape)
+    when = schedule.next_after(now, tz)
+    return None if when is None else (when, new_job(shape, when, tz))

@@ -100,6 +100,10 @@ class Framework:
     # True: every replica type must have a container named `container_name` (Kubeflow's webhook
     # refuses XGBoostJobs and JAXJobs without one); False: container 0 stands in, with a warning.
     framework_container_required: bool = False
+    # KubeDL (training.kubedl.io/v1alpha1) has this kind, in its spec layout
+    # (kubetrain.jobs.kubedllayout), and names the framework container this when it differs.
+    kubedl_kind: bool = False
+    kubedl_container_name: str = ""
     # The address of a pod in `per-pod` service mode (kubetrain.api.servicemode), as Kubeflow's
     # operator writes it for this framework: "{pod}" (the bare Service name) or a longer form.
     per_pod_host_format: str = "{pod}"

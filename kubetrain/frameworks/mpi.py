@@ -66,6 +66,7 @@ ROLE_ENV = "K_MPI_JOB_ROLE"
 
 class MPI(Framework):
     kind = "MPIJob"
+    kubedl_kind = True
     plural = "mpijobs"
     singular = "mpijob"
     short_names: tuple[str, ...] = ("mpij",)

@@ -26,6 +26,7 @@ _RENDEZVOUS_FIELDS = ("rdzvBackend", "rdzvHost", "rdzvPort", "rdzvId", "rdzvConf
 
 class PyTorch(Framework):
     kind = "PyTorchJob"
+    kubedl_kind = True
     plural = "pytorchjobs"
     singular = "pytorchjob"
     short_names: tuple[str, ...] = ("ptj",)

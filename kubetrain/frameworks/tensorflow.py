@@ -16,6 +16,7 @@ from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 class TensorFlow(Framework):
     kind = "TFJob"
+    kubedl_kind = True
     plural = "tfjobs"
     singular = "tfjob"
     short_names: tuple[str, ...] = ("tfj",)

@@ -15,6 +15,8 @@ from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 class XGBoost(Framework):
     kind = "XGBoostJob"
+    kubedl_kind = True
+    kubedl_container_name = "xgboostjob"  # KubeDL's XGBoostJobDefaultContainerName
     plural = "xgboostjobs"
     singular = "xgboostjob"
     short_names: tuple[str, ...] = ("xgbj",)

@@ -18,9 +18,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from kubetrain.api import policy
+from kubetrain.api.groups import KUBEDL_GROUP, group_version
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.registry import FRAMEWORKS
-from kubetrain.jobs.parse import API_GROUP, API_VERSION
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
+from kubetrain.jobs.kubedllayout import REFUSED, RUN_POLICY_FIELDS, SCHEDULING
+from kubetrain.jobs.parse import API_GROUP
 
 CATEGORY = "kubetrain"
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
@@ -28,8 +30,8 @@ _DROP_KEYS = ("title", "default", "description")
 
 
 def job_crds(group: str = API_GROUP) -> list[dict[str, Any]]:
-    """One CRD per job kind, in registry order."""
-    return [job_crd(framework, group) for framework in FRAMEWORKS.values()]
+    """One CRD per job kind the group has, in registry order."""
+    return [job_crd(fw, group) for kind, fw in FRAMEWORKS.items() if group_serves(group, kind)]
 
 
 def all_crds(group: str = API_GROUP) -> list[dict[str, Any]]:
@@ -86,11 +88,14 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     `app.kubernetes.io/part-of: kubetrain`: the operator refuses to serve a kubeflow.org kind
     whose CRD lacks it (Kubeflow's operator installed it). Another group's CRDs have no short
     names, so `tfj` stays unambiguous when both groups are served."""
+    schema = job_schema(framework)
+    if group == KUBEDL_GROUP:
+        kubedl_schema(schema)
     version: dict[str, Any] = {
-        "name": API_VERSION,
+        "name": group_version(group),
         "served": True,
         "storage": True,
-        "schema": {"openAPIV3Schema": job_schema(framework)},
+        "schema": {"openAPIV3Schema": schema},
         "subresources": _subresources(framework),
         "additionalPrinterColumns": _printer_columns(),
     }
@@ -121,6 +126,27 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
         run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
         run_policy["properties"].pop("progressDeadlineSeconds", None)
     return crd
+
+
+def kubedl_schema(schema: dict[str, Any]) -> None:
+    """KubeDL's spec layout in a job schema (kubetrain.jobs.kubedllayout): the run policy fields
+    inline, and the fields kubetrain refuses kept (not pruned) so the webhook can say why."""
+    spec = schema["properties"]["spec"]["properties"]
+    run_policy = spec["runPolicy"]["properties"]
+    for key in RUN_POLICY_FIELDS:
+        spec[key] = run_policy[key]
+    scheduling = dict(run_policy[SCHEDULING])
+    scheduling["properties"] = {
+        **scheduling["properties"],
+        "priorityClassName": {"type": "string"},
+        "priority": {"type": "integer", "format": "int32"},
+    }
+    spec[SCHEDULING] = scheduling
+    run_policy[SCHEDULING] = scheduling
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    for key in (*REFUSED, "mainContainer"):
+        spec[key] = {"type": "string"} if key == "mainContainer" else dict(free)
+    run_policy["cronPolicy"] = dict(free)
 
 
 def job_schema(framework: Framework) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
 from kubetrain.jobs.kubedl import default_kubedl_annotations
+from kubetrain.jobs.kubedllayout import from_v1, is_kubedl, to_v1
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,18 @@ class Defaulted:
 
 
 def default_job(
+    obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
+) -> Defaulted:
+    """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
+    comes back in KubeDL's (kubetrain.jobs.kubedllayout)."""
+    if isinstance(obj, dict) and is_kubedl(obj):
+        before = to_v1(old) if isinstance(old, dict) else None
+        result = default_v1(to_v1(obj), gang_scheduling=gang_scheduling, old=before)
+        return Defaulted(from_v1(result.obj, obj), result.warnings)
+    return default_v1(obj, gang_scheduling=gang_scheduling, old=old)
+
+
+def default_v1(
     obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
 ) -> Defaulted:
     """The job with every §2 default filled in, and the warnings defaulting produced.

@@ -8,6 +8,12 @@ What is converted, mechanically, and said line by line:
   mxnet-operator's `v1` (`RunPolicy` inlined): `cleanPodPolicy`, `ttlSecondsAfterFinished`,
   `activeDeadlineSeconds`, `backoffLimit`, `schedulingPolicy` → `spec.runPolicy.*`.
 
+KubeDL's layouts (`training.kubedl.io/v1alpha1`, and KubeDL 0.1's `xgboostjob.kubeflow.org/v1alpha1`
+XGBoostJob) are converted by `kubetrain.jobs.kubedllayout`: the inline run policy into
+`spec.runPolicy`, `schedulingPolicy.priorityClassName` → `priorityClass`, a framework container of
+KubeDL's name renamed (XGBoost's `xgboostjob` → `xgboost`); KubeDL fields kubetrain does not run
+(`cronPolicy`, `modelVersion`, `cacheBackend`, a numeric `priority`) are refused, saying why.
+
 What is refused, saying why: `v1alpha1` (a list of replica specs with `tfReplicaType`, other
 fields with other meanings), another group, a kind kubetrain does not serve, a spec-level field
 that `runPolicy` already sets differently, and a result that does not validate (e.g.
@@ -17,14 +23,19 @@ mxnet-operator's MXJob `successPolicy`, which MXJob no longer has).
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.api.groups import JOB_VERSION, KUBEDL_GROUP, KUBEDL_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
 from kubetrain.frameworks.registry import get_framework, known_kinds
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.kubedllayout import layout_errors, to_v1
 from kubetrain.jobs.validation import validate_job
 
+# The groups a job migrates to; KubeDL's XGBoostJob group of KubeDL 0.1 (xgboostjob.kubeflow.org).
+MIGRATION_GROUPS = (KUBETRAIN_GROUP, KUBEFLOW_GROUP)
+KUBEDL_XGBOOST_GROUP = "xgboostjob.kubeflow.org"
 # Versions whose replica maps have today's shape.
 CONVERTIBLE_VERSIONS = ("v1alpha2", "v1beta1", "v1beta2", "v1")
 RUN_POLICY_FIELDS = (
@@ -49,8 +60,8 @@ class Migration:
 
 def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
     """`obj` in the `group/v1` layout, with what changed — or why it cannot be converted."""
-    if group not in JOB_GROUPS:
-        raise ValueError(f"group must be one of {', '.join(JOB_GROUPS)}, not {group!r}")
+    if group not in MIGRATION_GROUPS:
+        raise ValueError(f"group must be one of {', '.join(MIGRATION_GROUPS)}, not {group!r}")
     if not isinstance(obj, dict):
         return Migration(None, refusals=["not a Kubernetes object (a mapping with apiVersion and kind)"])
     kind = obj.get("kind")
@@ -60,6 +71,8 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
         return Migration(None, refusals=[f"kind {kind!r} is not one kubetrain serves ({served})"])
     api_version = obj.get("apiVersion")
     source_group, _, version = str(api_version or "").partition("/")
+    if source_group in (KUBEDL_GROUP, KUBEDL_XGBOOST_GROUP) and version == KUBEDL_VERSION:
+        return _migrate_kubedl(obj, group)
     if source_group not in (KUBEFLOW_GROUP, KUBETRAIN_GROUP):
         refusal = f"apiVersion {api_version!r} is not a Kubeflow or kubetrain version"
         return Migration(None, refusals=[refusal])
@@ -87,11 +100,49 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
         refusals += _move_run_policy(spec, changes)
     if refusals:
         return Migration(None, changes, refusals)
+    return _validated(out, changes, group)
+
+
+def _validated(out: dict[str, Any], changes: list[str], group: str) -> Migration:
+    target = f"{group}/{JOB_VERSION}"
     result = validate_job(default_job(out).obj, groups=(group,))
     if not result.ok:
         refusals = [f"the {target} result would be invalid: {e}" for e in result.errors]
         return Migration(None, changes, refusals)
     return Migration(out, changes)
+
+
+def _migrate_kubedl(obj: dict[str, Any], group: str) -> Migration:
+    """A KubeDL job (training.kubedl.io/v1alpha1, or KubeDL 0.1's XGBoostJob group) in `group/v1`."""
+    source = obj["apiVersion"]
+    as_kubedl = {**obj, "apiVersion": f"{KUBEDL_GROUP}/{KUBEDL_VERSION}"}
+    refusals = [f"{e.path}: {e.message}" for e in layout_errors(as_kubedl)]
+    if refusals:
+        return Migration(None, refusals=refusals)
+    out = to_v1(as_kubedl)
+    target = f"{group}/{JOB_VERSION}"
+    out["apiVersion"] = target
+    changes = [f"apiVersion: {source} → {target}"]
+    spec, before = out.get("spec") or {}, obj.get("spec") or {}
+    for name in RUN_POLICY_FIELDS:
+        if name in before:
+            changes.append(f"spec.{name} → spec.runPolicy.{name}")
+    scheduling = (spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
+    if "priorityClass" in scheduling:
+        changes.append("schedulingPolicy.priorityClassName → spec.runPolicy.schedulingPolicy.priorityClass")
+    if "mainContainer" in before:
+        changes.append("spec.mainContainer removed (the framework container is found by name)")
+    framework = get_framework(str(obj.get("kind")))
+    old_name = framework.kubedl_container_name if framework is not None else ""
+    if (
+        framework is not None
+        and old_name
+        and json.dumps(before).count(f'"{old_name}"') > json.dumps(spec).count(f'"{old_name}"')
+    ):
+        changes.append(
+            f"containers named {old_name!r} (KubeDL's) → {framework.container_name!r} (kubetrain's)"
+        )
+    return _validated(out, changes, group)
 
 
 def _move_run_policy(spec: dict[str, Any], changes: list[str]) -> list[str]:

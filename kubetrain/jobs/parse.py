@@ -26,8 +26,14 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
-from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
-from kubetrain.frameworks.registry import get_framework, known_kinds
+from kubetrain.api.groups import (
+    JOB_GROUPS,
+    JOB_VERSION,
+    KUBEFLOW_GROUP,
+    KUBETRAIN_GROUP,
+    group_version,
+)
+from kubetrain.frameworks.registry import get_framework, group_serves, known_kinds
 
 API_GROUP = KUBETRAIN_GROUP
 API_VERSION = JOB_VERSION
@@ -55,7 +61,11 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
     elif not isinstance(kind, str) or get_framework(kind) is None:
         errors.append(not_supported("kind", kind, known_kinds()))
     api_version = obj.get("apiVersion")
-    versions = [f"{g}/{JOB_VERSION}" for g in groups]
+    versions = [
+        f"{g}/{group_version(g)}"
+        for g in groups
+        if not isinstance(kind, str) or get_framework(kind) is None or group_serves(g, kind)
+    ]
     supported = " or ".join(f'"{gv}"' for gv in versions)
     if api_version is None or api_version == "":
         errors.append(required("apiVersion", f"must be {supported}"))

@@ -100,6 +100,8 @@ class RunPolicy:
     managed_by: str | None = None
     # batch/v1-style pod failure rules, matched in order to a Failed pod (operator/restarts.py).
     failure_rules: tuple[Mapping[str, Any], ...] = ()
+    # How long a Running job may go without reporting progress (operator/stall.py).
+    progress_deadline_seconds: int | None = None
     scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
 
 

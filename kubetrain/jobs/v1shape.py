@@ -16,6 +16,7 @@ from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.errors import json_int
+from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import build_layout
 from kubetrain.jobs.shape import (
@@ -34,8 +35,9 @@ def v1_shape(obj: Mapping[str, Any], framework: Framework, *, per_pod_services: 
     """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
     framework (`per_pod_services`: pods addressed by their own Services), or why it cannot be
     laid out."""
-    spec = obj.get("spec")
-    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {})
+    spec, meta = obj.get("spec"), obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, _mapping(annotations))
     layout, errors = build_layout(obj, framework, per_pod_services=per_pod_services)
     if layout is None:
         return Produced(None, run_policy, errors)
@@ -71,8 +73,9 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
-    """Kubeflow's `runPolicy` (common/v1 RunPolicy) as the typed `RunPolicy`."""
+def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> RunPolicy:
+    """Kubeflow's `runPolicy` (common/v1 RunPolicy) as the typed `RunPolicy`; the progress
+    deadline may also come from the job's annotation."""
     rp = _mapping(spec.get("runPolicy"))
     clean = rp.get("cleanPodPolicy")
     failure = _mapping(rp.get("podFailurePolicy")).get("rules")
@@ -86,6 +89,7 @@ def run_policy_of(spec: Mapping[str, Any]) -> RunPolicy:
         ttl_seconds_after_finished=json_int(rp.get("ttlSecondsAfterFinished")),
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
+        progress_deadline_seconds=progress_deadline_seconds(spec, annotations),
         scheduling=scheduling_policy_of(_mapping(rp.get("schedulingPolicy"))),
     )
 

@@ -11,6 +11,7 @@ path, a kind and a message that says what would be valid. Warnings are returned 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
+from kubetrain.jobs.kubedllayout import is_kubedl, layout_errors, map_path, to_v1
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
@@ -45,6 +47,23 @@ class ValidationResult:
 
 
 def validate_job(
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    *,
+    max_replicas: int = DEFAULT_MAX_REPLICAS,
+    groups: Sequence[str] = JOB_GROUPS,
+) -> ValidationResult:
+    """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
+    with KubeDL's unsupported fields refused and paths named as its own layout names them."""
+    if isinstance(obj, dict) and is_kubedl(obj):
+        before = to_v1(old) if isinstance(old, dict) else None
+        result = validate_v1(to_v1(obj), before, max_replicas=max_replicas, groups=groups)
+        mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
+        return ValidationResult(_unique([*layout_errors(obj), *mapped]), result.warnings)
+    return validate_v1(obj, old, max_replicas=max_replicas, groups=groups)
+
+
+def validate_v1(
     obj: dict[str, Any],
     old: dict[str, Any] | None = None,
     *,
@@ -89,7 +108,7 @@ def validate_job(
     errors.extend(run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(max_replicas_errors(spec, framework, max_replicas))
     errors.extend(hostnetwork.annotation_errors(obj, total_replicas_of(replica_map)))
-    errors.extend(kubedl_annotation_errors(obj))
+    errors.extend(kubedl_annotation_errors(obj, framework.replica_field))
     errors.extend(trainerstatus.annotation_errors(obj))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):

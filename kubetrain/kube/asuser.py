@@ -27,8 +27,9 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from multidict import CIMultiDict
 
-from kubetrain.kube.client import KubeClient, default_kubeconfig_path
+from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError, api_error
+from kubetrain.kube.kubeconfig import default_kubeconfig_path
 from kubetrain.kube.resources import PODS, ResourceRef
 
 SELF_SUBJECT_ACCESS_REVIEWS = ResourceRef(

@@ -76,3 +76,13 @@ def api_error(status: int, body: Any, default_reason: str = "") -> ApiError:
         message = body
     cls = GoneError if status == 410 else ApiError
     return cls(status, reason, message, body)
+
+
+class KubeconfigError(Exception):
+    """The kubeconfig (or in-cluster configuration) cannot be used; `str()` is one line naming
+    the file and what is wrong with it."""
+
+
+class ApiUnreachable(Exception):
+    """The API server did not answer at start-up (or refused the credentials); `str()` is one
+    line naming the server and what to check."""

@@ -19,8 +19,8 @@ from urllib.parse import quote
 from kubetrain import GROUP as API_GROUP
 from kubetrain import VERSION as API_VERSION
 from kubetrain.api.gangschedulers import GANG_SCHEDULERS, SCHEDULER_PLUGINS, VOLCANO
-from kubetrain.api.groups import JOB_VERSION, job_groups
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.api.groups import group_version, job_groups
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
 
 
 def _seg(value: str) -> str:
@@ -80,6 +80,7 @@ CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 # The kinds a framework's extra children (Framework.extra_children) may be, by kind. ConfigMaps
 # are watched (labelled with a job name only); Secrets are only ever created.
 EXTRA_CHILD_RESOURCES = {"ConfigMap": CONFIG_MAPS, "Secret": SECRETS}
+INGRESSES = ResourceRef("networking.k8s.io", "v1", "ingresses", "Ingress", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 HORIZONTAL_POD_AUTOSCALERS = ResourceRef(
@@ -131,9 +132,10 @@ def job_resource_id(kind: str, group: str) -> str:
 def job_resources_in(groups: Iterable[str]) -> dict[str, ResourceRef]:
     """Every job resource of the given API groups (kubetrain.api.groups), by `job_resource_id`."""
     return {
-        job_resource_id(kind, group): ResourceRef(group, JOB_VERSION, fw.plural, kind, True)
+        job_resource_id(kind, group): ResourceRef(group, group_version(group), fw.plural, kind, True)
         for group in job_groups(groups)
         for kind, fw in FRAMEWORKS.items()
+        if group_serves(group, kind)
     }
 
 

@@ -49,7 +49,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
-from kubetrain.metrics import QUEUE_DEPTH
+from kubetrain.serving.metrics import QUEUE_DEPTH
 
 K = TypeVar("K", bound=Hashable)
 

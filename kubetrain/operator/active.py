@@ -1,12 +1,7 @@
-"""The part of a reconcile for a valid job that is not finished yet (see `plan.py`): slots of
-the observed pods, restarts and failures, suspend, the Service and gang gates, creating missing
-pods and the per-replica-type status. Pure like the rest of the planner.
-
-A pod fills slot (type, index) only when the job controls it (controller ownerReference with the
-job's uid) AND its name is the slot's name `<job>-<type>-<index>` — a pod's name never changes,
-its labels and annotations can be edited by anyone allowed to edit pods, so they decide nothing.
-A controlled pod named for an index the spec no longer has (scaled down) is deleted; a pod with
-any other name is ignored: it counts for neither success, failure nor restarts.
+"""The part of a reconcile for a valid job that is not finished yet (see `plan.py`): the
+observed pods in their slots (`slots.py`), restarts and failures, suspend, the Service and gang
+gates, creating missing pods and the per-replica-type status. Pure like the rest of the planner.
+A controlled pod named for an index the spec no longer has (scaled down) is deleted.
 """
 
 from __future__ import annotations
@@ -16,13 +11,14 @@ from typing import Any
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.shape import COMPLETE, JobShape
-from kubetrain.operator import gang, runpolicy, stall
+from kubetrain.operator import codesyncstatus, gang, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.slots import phase_counts, slot_pods
 
 # A Failed pod to act on: its replica type, the pod, the verdict on it.
 Retry = tuple[str, dict[str, Any], rs.Verdict]
@@ -35,6 +31,7 @@ class ActiveJob:
         self.r, self.shape, self.layout, self.desired = r, shape, shape.layout, desired
         self.slots: dict[tuple[str, int], dict[str, Any]] = {}
         self.tallies: dict[str, rs.TypeRestarts] = {}
+        self.commit: str | None = None  # the code-sync commit new pods fetch
         self.slots, former = slot_pods(shape, r.pods)
         r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
         # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
@@ -68,6 +65,7 @@ class ActiveJob:
             r.status.pop("startTime", None)
             r.event("Normal", st.REASON_RESUMED, message)
         may_create = self.service_ok() & self.gang_ok() & self.extra_children_ok()
+        self.code_sync()
         counts = self.counts(exclude_deleting=False)
         failures, retries, restart_job = self.failed_pods()
         deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
@@ -77,9 +75,7 @@ class ActiveJob:
         succeeded = self.shape.succeeded(counts)
         framework_failure = None if succeeded else self.shape.failed(counts)
         stall.resumed(r.status, r.now)
-        job_meta = r.job.get("metadata") or {}
-        deadline_s = stall.deadline_seconds(r.job.get("spec") or {}, job_meta.get("annotations") or {})
-        stalled = stall.check(r.status, deadline_s, r.now, r.title)
+        stalled = stall.check(r.status, policy.progress_deadline_seconds, r.now, r.title)
         if succeeded:
             r.terminal(
                 st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False
@@ -163,6 +159,18 @@ class ActiveJob:
         return sum(1 for _, _, verdict in retries if verdict.counted)
 
     # --- decisions -----------------------------------------------------------------------------
+    def code_sync(self) -> None:
+        """Record the commit the job runs, pin new pods to it, recreate live pods that fetched
+        another one (operator/codesyncstatus.py)."""
+        r = self.r
+        sync = codesyncstatus.decide(self.layout.annotations, r.status, self.slots.values(), r.title)
+        if sync.record is not None:
+            r.status["codeSync"] = sync.record
+        self.commit = sync.commit
+        r.delete([name for name, _ in sync.recreate])
+        for etype, reason, message in sync.events:
+            r.event(etype, reason, message)
+
     def suspend(self) -> None:
         r = self.r
         r.delete([pod_name(p) for p in r.live_pods()])
@@ -345,7 +353,10 @@ class ActiveJob:
             if taken or not self.dependencies_met(rtype):
                 continue
             missing += 1
-            r.plan.create_pods.append(self.desired.pod(rtype, index, attempt=self.attempt))
+            pod = self.desired.pod(rtype, index, attempt=self.attempt)
+            if self.commit:
+                codesyncstatus.pin_commit(pod, self.commit)
+            r.plan.create_pods.append(pod)
             if missing >= room:
                 break
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
@@ -398,65 +409,3 @@ class ActiveJob:
         # Totals for the printer columns Replicas and Active (a column cannot sum a map).
         self.r.status["replicas"] = self.shape.total_replicas
         self.r.status["active"] = sum(c.active for c in counts.values())
-
-
-def slot_pods(
-    shape: JobShape, pods: list[dict[str, Any]]
-) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]]]:
-    """The job's controlled `pods` by the slot their name is for, and those named for an index
-    the spec no longer has. Pods with any other name are in neither (see the module docstring)."""
-    prefixes = [(shape.layout.pod_name(t, 0)[:-1], t) for t in shape.groups]  # "<job>-<type>-"
-    slots: dict[tuple[str, int], dict[str, Any]] = {}
-    former: list[dict[str, Any]] = []
-    for pod in pods:
-        slot = slot_of(pod_name(pod), prefixes)
-        if slot is None:
-            continue
-        if slot[1] >= shape.count(slot[0]):
-            former.append(pod)
-        else:
-            slots[slot] = pod
-    return slots, former
-
-
-def phase_counts(
-    shape: JobShape,
-    slots: dict[tuple[str, int], dict[str, Any]],
-    deleting: set[str] | frozenset[str] = frozenset(),
-    *,
-    keep_finished: bool = False,
-) -> dict[str, ReplicaCounts]:
-    """Pod phases per type over the slot pods that are not terminating; pods in `deleting` do
-    not count — except, with `keep_finished`, Succeeded/Failed ones."""
-    out: dict[str, ReplicaCounts] = {}
-    for rtype in shape.groups:
-        active = pending = succeeded = failed = 0
-        done: set[int] = set()
-        for (t, i), pod in slots.items():
-            if t != rtype or terminating(pod):
-                continue
-            phase = pod_phase(pod)
-            if pod_name(pod) in deleting and not (keep_finished and phase in ("Succeeded", "Failed")):
-                continue
-            if phase == "Running":
-                active += 1
-            elif phase == "Succeeded":
-                succeeded += 1
-                done.add(i)
-            elif phase == "Failed":
-                failed += 1
-            else:
-                pending += 1
-        out[rtype] = ReplicaCounts(active, pending, succeeded, failed, frozenset(done))
-    return out
-
-
-def slot_of(name: str, prefixes: list[tuple[str, str]]) -> tuple[str, int] | None:
-    """The (type, index) whose pod name is `name` (`<job>-<lower type>-<index>`, the index
-    written as a plain decimal), or None. `prefixes` pairs each type's `<job>-<type>-` with it."""
-    for prefix, rtype in prefixes:
-        if name.startswith(prefix):
-            digits = name[len(prefix) :]
-            if digits.isdigit() and digits.isascii() and str(int(digits)) == digits:
-                return rtype, int(digits)
-    return None

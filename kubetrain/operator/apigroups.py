@@ -14,7 +14,7 @@ import logging
 
 from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP
 from kubetrain.api.trainer.constants import PLURALS as TRAINER_PLURALS
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 
@@ -31,7 +31,7 @@ class ApiGroupRefused(Exception):
 def crd_names(group: str) -> list[str]:
     if group == TRAINER_GROUP:
         return [f"{plural}.{group}" for plural in TRAINER_PLURALS.values()]
-    return [f"{fw.plural}.{group}" for fw in FRAMEWORKS.values()]
+    return [f"{fw.plural}.{group}" for kind, fw in FRAMEWORKS.items() if group_serves(group, kind)]
 
 
 # Who else installs a group's CRDs, and whose controller would then reconcile the same objects.

@@ -1,4 +1,5 @@
-"""Carrying out a Plan: the API writes one reconcile decided, in a fixed order.
+"""Carrying out a Plan: the API writes one reconcile decided, in a fixed order (each write,
+the pod create waves and closed namespaces are `writes.py`'s `ChildWriter`).
 
     applier = PlanApplier(client, cache, queue, expectations, recorder, pod_group_ref)
     await applier.apply("PyTorchJob/ns/name", JOB_RESOURCES["PyTorchJob"], job, the_plan)
@@ -13,9 +14,10 @@ with back-off. A 409 on the status write requeues the key and skips the rest: th
 an older job, whose newer version is planned again.
 
 Creates are careful not to storm the API server:
-- Pods are created in slow-start batches (1, 2, 4, … like kube's ReplicaSet and Job
-  controllers); a batch with a failure, or a job that meanwhile left the cache, got a
-  deletionTimestamp or was replaced by a new job of its name (another uid), ends the wave.
+- Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
+  controllers), then 32 in flight, each sent as one returns; a failure, or a job that meanwhile
+  left the cache, got a deletionTimestamp or was replaced by a new job of its name (another
+  uid), ends the wave.
 - A refused pod create is no Event of its own: the wave's first refusal is remembered for the
   job (`records`), the planner turns it into Running=False (`FailedCreatePod`) with one Warning
   event when it changes, and the key is retried with back-off. A wave that creates everything
@@ -34,74 +36,43 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.api.trainer.constants import COMPLETE as TRAINJOB_COMPLETE
 from kubetrain.certs.sshkeys import with_generated_keys
-from kubetrain.kube.cache import Cache
-from kubetrain.kube.client import ApiError, KubeClient
-from kubetrain.kube.events import EventRecorder
-from kubetrain.kube.expectations import Expectations
+from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     EXTRA_CHILD_RESOURCES,
     HORIZONTAL_POD_AUTOSCALERS,
-    PODS,
+    INGRESSES,
     SERVICES,
     ResourceRef,
 )
-from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
-from kubetrain.operator.draft import CreateFailure, Observed
+from kubetrain.operator.draft import Observed
 from kubetrain.operator.plan import Plan
-from kubetrain.operator.pods import controlled_by, terminating
 from kubetrain.operator.status import (
     FAILED,
-    REASON_FAILED_CREATE_POD,
-    REASON_POD_NAME_CONFLICT,
     SUCCEEDED,
     is_true,
     terminal_condition,
 )
 from kubetrain.operator.tenantmetrics import count_tenant_job
+from kubetrain.operator.writes import ChildWriter
+from kubetrain.serving.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 HPAS = HORIZONTAL_POD_AUTOSCALERS
-SLOW_START_INITIAL_BATCH = 1  # kube's controller.SlowStartInitialBatchSize
-NAMESPACE_TERMINATING = "NamespaceTerminating"  # the StatusCause kube's NamespaceLifecycle gives
-
-
-def namespace_closed(err: ApiError) -> bool:
-    """Whether a create failed because its namespace takes no new objects: being terminated
-    (403 Forbidden, cause NamespaceTerminating) or gone (404 for the namespace)."""
-    body = err.body if isinstance(err.body, Mapping) else {}
-    details = body.get("details")
-    details = details if isinstance(details, Mapping) else {}
-    if err.status == 403:
-        causes = details.get("causes") or ()
-        return (
-            any(isinstance(c, Mapping) and c.get("reason") == NAMESPACE_TERMINATING for c in causes)
-            or "because it is being terminated" in err.message
-        )
-    return err.status == 404 and details.get("kind") == "namespaces"
 
 
 @dataclass
-class PlanApplier:
-    client: KubeClient
-    cache: Cache
-    queue: WorkQueue[str]
-    expectations: Expectations
-    recorder: EventRecorder
-    pod_group_ref: ResourceRef | None  # None: no gang scheduler
-    # namespaces refusing creates -> uids of the jobs already told so in the log
-    closed_namespaces: dict[str, set[str]] = field(default_factory=dict)
+class PlanApplier(ChildWriter):
     # The operator's own records per job uid, fed back to the planner (`records`): why the last
-    # wave of pod creates stopped, and the jobs whose terminal condition this process wrote.
-    create_failures: dict[str, CreateFailure] = field(default_factory=dict)
+    # wave of pod creates stopped (`create_failures`, kept by ChildWriter), and the jobs whose
+    # terminal condition this process wrote.
     finished: set[str] = field(default_factory=set)
 
     def records(self, job: Obj, observed: Observed) -> Observed:
@@ -115,41 +86,6 @@ class PlanApplier:
         uid = (job.get("metadata") or {}).get("uid", "")
         self.create_failures.pop(uid, None)
         self.finished.discard(uid)
-
-    def namespace_accepts_creates(self, namespace: str) -> None:
-        """A job was added to `namespace`: it takes new objects (again)."""
-        self.closed_namespaces.pop(namespace, None)
-
-    def creates_allowed(self, ref: ResourceRef, job: Obj) -> bool:
-        """Whether `job` may still create children: its namespace is not closed, and the cache
-        holds this very job (same uid) without a deletionTimestamp."""
-        meta = job["metadata"]
-        namespace = meta.get("namespace", "")
-        if namespace in self.closed_namespaces:
-            self._tell_closed(job)
-            return False
-        current = self.cache.get(ref, namespace, meta.get("name", ""))
-        return (
-            current is not None
-            and current["metadata"].get("uid") == meta.get("uid")
-            and not current["metadata"].get("deletionTimestamp")
-        )
-
-    def _tell_closed(self, job: Obj) -> None:
-        """Log, once per job, that its namespace takes no new objects."""
-        meta = job["metadata"]
-        namespace = meta.get("namespace", "")
-        told = self.closed_namespaces.setdefault(namespace, set())
-        if meta.get("uid", "") not in told:
-            told.add(meta.get("uid", ""))
-            log.warning(
-                "%s %s/%s: namespace %s takes no new objects (being terminated or gone); "
-                "not creating its pods",
-                job.get("kind"),
-                namespace,
-                meta.get("name"),
-                namespace,
-            )
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
         """Carry out `p` for `job` (of resource `ref`, queue key `key`)."""
@@ -192,6 +128,7 @@ class PlanApplier:
                 break
         for child in p.update_children:
             await self._replace(job, EXTRA_CHILD_RESOURCES[child["kind"]], child, failures)
+        await self._tensorboard(job, p, failures)
         if p.delete_pods:
             self.expectations.expect_deletions(key, p.delete_pods)
             await asyncio.gather(
@@ -235,173 +172,16 @@ class PlanApplier:
         _count_transitions(job, status)
         return True
 
-    async def _create_pods(
-        self, key: str, ref: ResourceRef, job: Obj, pods: list[Obj], failures: list[ApiError]
-    ) -> None:
-        """Create `pods` under expectations, in slow-start batches of 1, 2, 4, …; stop after a
-        batch with a failure or once the job may no longer create (see the module docstring)."""
-        if not self.creates_allowed(ref, job):  # e.g. the Service create just found the namespace closed
-            return
-        store = self.cache.store(PODS)
-        namespace = job["metadata"].get("namespace", "")
-        uid = job["metadata"].get("uid", "")
-        refusals: list[CreateFailure] = []
-        # A name the cache shows taken would be answered AlreadyExists: wait for its deletion.
-        todo = []
-        for pod in pods:
-            held = store.get(namespace, pod["metadata"]["name"])
-            if held is None:
-                todo.append(pod)
-            elif not terminating(held) and not controlled_by(held, job):
-                refusals.append(_name_conflict(job, pod["metadata"]["name"]))
-        if len(todo) < len(pods):
-            log.debug("%s: %d pod name(s) still taken, not creating them yet", key, len(pods) - len(todo))
-        self.expectations.expect_creations(key, [pod["metadata"]["name"] for pod in todo])
-        batch = SLOW_START_INITIAL_BATCH
-        while todo:
-            chunk, todo = todo[:batch], todo[batch:]
-            failed = len(failures)
-            await asyncio.gather(*(self._create_pod(key, ref, job, pod, failures, refusals) for pod in chunk))
-            if todo and (len(failures) > failed or not self.creates_allowed(ref, job)):
-                for pod in todo:  # not sent: stop expecting them
-                    self.expectations.creation_observed(key, pod["metadata"]["name"])
-                log.debug("%s: stopped creating pods, %d not sent", key, len(todo))
-                break
-            batch *= 2
-        if not refusals:
-            self.create_failures.pop(uid, None)
-            return
-        # The API refusal (quota, admission) first: it is what the user can act on at once.
-        refusals.sort(key=lambda f: f.reason != REASON_FAILED_CREATE_POD)
-        self.create_failures[uid] = refusals[0]
-        if len(failures) == 0:  # only names held in the cache: retry with back-off all the same
-            failures.append(ApiError(409, "AlreadyExists", refusals[0].message))
-
-    async def _create_all(
-        self, job_ref: ResourceRef, job: Obj, ref: ResourceRef, bodies: list[Obj], failures: list[ApiError]
-    ) -> None:
-        """Create `bodies` in slow-start batches (1, 2, 4, …), stopping after a batch with a
-        failure or once the job may no longer create."""
-        batch, todo = SLOW_START_INITIAL_BATCH, bodies
-        while todo:
-            chunk, todo = todo[:batch], todo[batch:]
-            failed = len(failures)
-            await asyncio.gather(*(self._create(job, ref, body, failures) for body in chunk))
-            if len(failures) > failed or not self.creates_allowed(job_ref, job):
-                return
-            batch *= 2
-
-    async def _create_pod(
-        self,
-        key: str,
-        ref: ResourceRef,
-        job: Obj,
-        pod: Obj,
-        failures: list[ApiError],
-        refusals: list[CreateFailure],
-    ) -> None:
-        """POST one pod. A refusal is no Event of its own (see the module docstring)."""
-        name = pod["metadata"]["name"]
-        namespace = job["metadata"]["namespace"]
-        try:
-            await self.client.create(PODS, pod, namespace=namespace)
-            return
-        except ApiError as err:
-            # The informer will not report this pod as created by us: stop expecting it.
-            self.expectations.creation_observed(key, name)
-            if namespace_closed(err):
-                self.closed_namespaces.setdefault(namespace, set())
-                self.creates_allowed(ref, job)  # logs it once for this job
-                return
-            if err.is_already_exists:
-                # The cache does not show the pod holding the name (it has not our job-name
-                # label): it is not one of this job's pods.
-                refusals.append(_name_conflict(job, name))
-            else:
-                message = f"could not create pod {name}: {err.message or err}"
-                refusals.append(CreateFailure(REASON_FAILED_CREATE_POD, message))
-            failures.append(err)
-
-    async def _delete_pod(self, key: str, job: Obj, pod_name: str, failures: list[ApiError]) -> None:
-        if not await self._delete(job, PODS, pod_name, failures):
-            self.expectations.deletion_observed(key, pod_name)
-
-    async def _create(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
-        """POST `body` into the job's namespace. AlreadyExists: created by an earlier reconcile,
-        the cache has not seen it yet."""
-        return await self._write(
-            job,
-            "Create",
-            ref,
-            body["metadata"]["name"],
-            failures,
-            self.client.create(ref, body, namespace=job["metadata"]["namespace"]),
-            lambda err: err.is_already_exists,
-        )
-
-    async def _replace(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
-        """PUT `body` with the resourceVersion the plan saw. 409/404: the cache is behind; the
-        watch event of the newer object (or its deletion) requeues the job."""
-        return await self._write(
-            job,
-            "Update",
-            ref,
-            body["metadata"]["name"],
-            failures,
-            self.client.replace(ref, body),
-            lambda err: err.is_conflict or err.is_not_found,
-        )
-
-    async def _delete(
-        self, job: Obj, ref: ResourceRef, name: str, failures: list[ApiError], **options: Any
-    ) -> bool:
-        """DELETE `name` from the job's namespace; NotFound is success."""
-        return await self._write(
-            job,
-            "Delete",
-            ref,
-            name,
-            failures,
-            self.client.delete(ref, job["metadata"]["namespace"], name, **options),
-            lambda err: err.is_not_found,
-        )
-
-    async def _write(
-        self,
-        job: Obj,
-        verb: str,
-        ref: ResourceRef,
-        name: str,
-        failures: list[ApiError],
-        call: Coroutine[Any, Any, Any],
-        harmless: Callable[[ApiError], bool],
-    ) -> bool:
-        """Await one write for `job`; whether it succeeded. A `harmless` error is only logged;
-        any other is a Warning event on the job and a failure for `apply` to raise."""
-        try:
-            await call
-            return True
-        except ApiError as err:
-            if verb == "Create" and namespace_closed(err):
-                self._tell_closed(job)  # closes the namespace for creates; logged once per job
-            elif harmless(err):
-                log.debug("%s of %s %s: %s", verb.lower(), ref.kind, name, err)
-            else:
-                # Pods have always been "pod <name>" in these messages, other kinds "<Kind> <name>".
-                what = f"pod {name}" if ref == PODS else f"{ref.kind} {name}"
-                self.recorder.emit(
-                    job, "Warning", f"Failed{verb}{ref.kind}", f"could not {verb.lower()} {what}: {err}"
-                )
-                failures.append(err)
-            return False
-
-
-def _name_conflict(job: Obj, name: str) -> CreateFailure:
-    return CreateFailure(
-        REASON_POD_NAME_CONFLICT,
-        f"pod {name} already exists and is not owned by {job.get('kind')} {job['metadata'].get('name')}: "
-        "delete or rename it; that pod is not created until then",
-    )
+    async def _tensorboard(self, job: Obj, p: Plan, failures: list[ApiError]) -> None:
+        """The job's TensorBoard Service and Ingress (its pod goes with the other pods)."""
+        refs = {"Service": SERVICES, "Ingress": INGRESSES}
+        for kind, name in p.tensorboard_deletes:
+            await self._delete(job, refs[kind], name, failures)
+        for body in p.tensorboard_replaces:
+            await self._delete(job, refs[body["kind"]], body["metadata"]["name"], failures)
+            await self._create(job, refs[body["kind"]], body, failures)
+        for body in p.tensorboard_creates:
+            await self._create(job, refs[body["kind"]], body, failures)
 
 
 def _without_creates(p: Plan) -> Plan:

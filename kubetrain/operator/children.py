@@ -26,9 +26,14 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
-from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
+from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
     ANNOTATION_HPA_SPEC_HASH,
+    KUBEDL_LABEL_GROUP_NAME,
+    KUBEDL_LABEL_JOB_NAME,
+    KUBEDL_LABEL_JOB_ROLE,
+    KUBEDL_LABEL_REPLICA_INDEX,
+    KUBEDL_LABEL_REPLICA_TYPE,
     KUBEFLOW_LABEL_JOB_NAME,
     KUBEFLOW_LABEL_JOB_ROLE,
     KUBEFLOW_LABEL_OPERATOR_NAME,
@@ -45,6 +50,7 @@ from kubetrain.api.labels import (
 )
 from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
+from kubetrain.jobs.codesync import add_code_sync
 from kubetrain.jobs.shape import EnvPlugin, JobShape
 from kubetrain.jobs.tenancy import labels_of_annotations
 
@@ -102,6 +108,13 @@ def pod_labels(job: JobLayout, framework: EnvPlugin, replica_type: str, index: i
         labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index)
         if master:
             labels[KUBEFLOW_LABEL_JOB_ROLE] = "master"
+    if group_of(job.api_version) == KUBEDL_GROUP:  # KubeDL's labels too (api/labels.py)
+        labels[KUBEDL_LABEL_GROUP_NAME] = KUBEDL_GROUP
+        labels[KUBEDL_LABEL_JOB_NAME] = job.name
+        labels[KUBEDL_LABEL_REPLICA_TYPE] = replica_type.lower()
+        labels[KUBEDL_LABEL_REPLICA_INDEX] = str(index)
+        if master:
+            labels[KUBEDL_LABEL_JOB_ROLE] = "master"
     return labels
 
 
@@ -160,6 +173,7 @@ def build_pod(
             if isinstance(container, dict) and (not only_framework or i == replica.container_index):
                 _append_env(container, env)
     framework.customize_pod(job, replica_type, index, spec)
+    add_code_sync(job.annotations, spec)  # KubeDL's git-sync-config (jobs/codesync.py)
     metadata: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations

@@ -9,9 +9,10 @@ All decisions are made by the pure planner (`kubetrain.operator.plan.plan`); thi
 reads the shared informer cache (a reconcile makes no LIST or GET call), hands the plan to
 `kubetrain.operator.apply` for the API writes, and schedules the exact wake-ups the plan asks for.
 
-Keys in the queue are `Kind/namespace/name`. Expectations (`kubetrain.kube.expectations`)
-hold a job back while creates/deletes it made are not yet visible in the cache, so a cache
-lagging behind our own writes never causes duplicate creates or deletes.
+Keys in the queue are `Kind/namespace/name` (`kubetrain.operator.keys`). Expectations
+(`kubetrain.kube.expectations`) hold a job back while creates/deletes it made are not yet
+visible in the cache, so a cache lagging behind our own writes never causes duplicate creates or
+deletes.
 
 Pod status changes and the job's own status-only updates are coalesced: they make the job's
 key ready at the end of a short window (`WorkQueue.add_batched`) whose length follows the
@@ -31,17 +32,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import JOB_GROUPS, KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
+from kubetrain.api.groups import KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP
 from kubetrain.api.servicemode import HEADLESS
-from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
-from kubetrain.kube.cache import JOB_KIND_LABEL, JOB_NAME_LABEL, Cache, slim_pod
+from kubetrain.kube.cache import JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.events import EventRecorder
@@ -54,28 +54,28 @@ from kubetrain.kube.resources import (
     PODS,
     SERVICES,
     ResourceRef,
-    job_resource_id,
     job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 from kubetrain.operator.adopt_api import adopt_kubeflow_children
 from kubetrain.operator.apply import PlanApplier
-from kubetrain.operator.gang_api import PodGroupApi, crd_name, crd_serves
+from kubetrain.operator.gang_api import PodGroupApi
+from kubetrain.operator.keys import (
+    job_key,
+    key_of,
+    labelled_job_key,
+    owner_job_key,
+    resource_version,
+    split_job_key,
+    status_only,
+)
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.tenantmetrics import count_tenant_job
-from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs, is_trainjob_owner
+from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
+from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 
-__all__ = [
-    "Controller",
-    "ControllerConfig",
-    "crd_name",
-    "crd_serves",
-    "job_key",
-    "owner_job_key",
-    "split_job_key",
-]
+__all__ = ["Controller", "ControllerConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -101,58 +101,6 @@ class ControllerConfig:
     event_batch_max: float = 1.0
     max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job
     progress: ProgressInjection | None = None  # what pods get to report progress (--status-server-url)
-
-
-def job_key(kind: str, namespace: str, name: str) -> str:
-    """`kind` is a `job_resource_id`: "TFJob" (kubetrain.io) or "TFJob.kubeflow.org"."""
-    return f"{kind}/{namespace}/{name}"
-
-
-def split_job_key(key: str) -> tuple[str, str, str]:
-    kind, namespace, name = key.split("/", 2)
-    return kind, namespace, name
-
-
-def owner_job_key(obj: Mapping[str, Any]) -> str | None:
-    """The key of the job that controls `obj` (its controller ownerReference), if any."""
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        group = group_of(ref.get("apiVersion"))
-        if ref.get("controller") and ref.get("kind") in FRAMEWORKS and group in JOB_GROUPS:
-            rid = job_resource_id(ref["kind"], group)
-            return job_key(rid, meta.get("namespace", ""), ref.get("name", ""))
-        if ref.get("controller") and is_trainjob_owner(ref):
-            return job_key(TRAINJOB_RESOURCE_ID, meta.get("namespace", ""), ref.get("name", ""))
-    return None
-
-
-def _labelled_job_key(pod: Mapping[str, Any], group: str = KUBETRAIN_GROUP) -> str | None:
-    """The key of the job of `group` that a pod's kubetrain.io/job-name and job-kind labels name."""
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    name, kind = labels.get(JOB_NAME_LABEL), labels.get(JOB_KIND_LABEL)
-    if isinstance(name, str) and name and kind in FRAMEWORKS:
-        return job_key(job_resource_id(str(kind), group), meta.get("namespace", ""), name)
-    return None
-
-
-def _resource_version(obj: Mapping[str, Any]) -> Any:
-    return (obj.get("metadata") or {}).get("resourceVersion")
-
-
-def _status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether `new` differs from `old` in status (and resourceVersion) only: same generation
-    (the spec), same metadata otherwise (labels, annotations, deletionTimestamp, finalizers)."""
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    if old_meta.get("generation") != new_meta.get("generation") or len(old_meta) != len(new_meta):
-        return False
-    return all(v == old_meta.get(k) for k, v in new_meta.items() if k != "resourceVersion")
-
-
-def _key_of(job: Mapping[str, Any]) -> str:
-    meta = job.get("metadata") or {}
-    rid = job_resource_id(str(job.get("kind")), group_of(job.get("apiVersion")) or KUBETRAIN_GROUP)
-    return job_key(rid, meta.get("namespace", ""), meta.get("name", ""))
 
 
 class Controller:
@@ -310,7 +258,7 @@ class Controller:
 
     # --- informer handlers (never block) ------------------------------------------------------------
     def _enqueue_job(self, job: Obj) -> None:
-        self.queue.add(_key_of(job))
+        self.queue.add(key_of(job))
 
     def _enqueue_all_jobs(self) -> None:
         for ref in self.job_resources.values():
@@ -335,14 +283,14 @@ class Controller:
         self._enqueue_job(job)
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
-        key = _key_of(new)
-        if _status_only(old, new):  # our own status write coming back, or someone's status edit
+        key = key_of(new)
+        if status_only(old, new):  # our own status write coming back, or someone's status edit
             self.queue.add_batched(key, self.batch_window(key))
         else:
             self.queue.add(key)
 
     def _job_deleted(self, job: Obj) -> None:
-        key = _key_of(job)
+        key = key_of(job)
         self.expectations.forget(key)
         self._decision_seconds.pop(key, None)
         namespace = (job.get("metadata") or {}).get("namespace", "")
@@ -360,7 +308,7 @@ class Controller:
     def _pod_deleted(self, pod: Obj) -> None:
         # A pod no job controls (orphaned, an older job's) may hold a name a job waits for.
         owner = owner_job_key(pod)
-        keys = [owner] if owner else [_labelled_job_key(pod, group) for group in self.config.api_groups]
+        keys = [owner] if owner else [labelled_job_key(pod, group) for group in self.config.api_groups]
         name = pod["metadata"]["name"]
         for key in keys:
             if key is not None:
@@ -368,7 +316,7 @@ class Controller:
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         key = owner_job_key(new)
-        if key is not None and _resource_version(old) != _resource_version(new):
+        if key is not None and resource_version(old) != resource_version(new):
             self.queue.add_batched(key, self.batch_window(key))
 
     def _pod_event(self, key: str, observe: Callable[[], None]) -> None:
@@ -405,7 +353,7 @@ class Controller:
             self.queue.add(key)
 
     def _child_updated(self, old: Obj, new: Obj) -> None:
-        if _resource_version(old) != _resource_version(new):
+        if resource_version(old) != resource_version(new):
             self._child_changed(new)
 
     # --- workers ----------------------------------------------------------------------------------

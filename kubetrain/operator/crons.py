@@ -40,7 +40,7 @@ from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef, job_resources_in
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.apigroups import PART_OF_LABEL, PART_OF_VALUE, ApiGroupRefused
-from kubetrain.operator.apply import namespace_closed
+from kubetrain.operator.writes import namespace_closed
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -94,6 +94,11 @@ class Plan:
     # objects to PUT (their `data` replaced, with the observed resourceVersion).
     create_children: list[dict[str, Any]] = field(default_factory=list)
     update_children: list[dict[str, Any]] = field(default_factory=list)
+    # The job's TensorBoard (operator/tensorboard.py): its Service/Ingress to create, Ingresses
+    # to write anew (delete, then create), (kind, name) to delete. Its pod is in create_pods.
+    tensorboard_creates: list[dict[str, Any]] = field(default_factory=list)
+    tensorboard_replaces: list[dict[str, Any]] = field(default_factory=list)
+    tensorboard_deletes: list[tuple[str, str]] = field(default_factory=list)
     status: dict[str, Any] | None = None  # the new status when it changed, else None
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None
@@ -127,7 +132,9 @@ class ReconcileDraft:
         self.old: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
         self.status: dict[str, Any] = copy.deepcopy(self.old)
         self.plan = Plan()
-        self.pods = [p for p in observed.pods if controlled_by(p, job)]
+        # The job's pods; its TensorBoard pod is not one of them (operator/tensorboard.py).
+        tensorboard = f"{meta.get('name')}-tensorboard-0"
+        self.pods = [p for p in observed.pods if controlled_by(p, job) and pod_name(p) != tensorboard]
         self.deleting: set[str] = set()
 
     # --- helpers -------------------------------------------------------------------------------

@@ -31,11 +31,13 @@ from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
-from kubetrain.operator.active import ActiveJob, phase_counts, slot_pods
+from kubetrain.operator.active import ActiveJob
 from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
+from kubetrain.operator.slots import phase_counts, slot_pods
+from kubetrain.operator.tensorboard import plan_tensorboard
 
 __all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan"]
 
@@ -107,6 +109,7 @@ class Reconcile(ReconcileDraft):
                 active.write_replica_statuses(active.tallies, finished=True)
         elif active is not None:
             self.autoscaler(active.desired)
+        plan_tensorboard(self, self.prepared.layout)
         if st.status_changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan

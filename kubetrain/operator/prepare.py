@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.api import servicemode
@@ -21,6 +21,7 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.kubedllayout import layout_errors, to_v1
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
@@ -61,9 +62,11 @@ def prepare_job(
         return PreparedJob(None, None, [f"kind: Unsupported value: {kind!r}"])
     bare = {k: v for k, v in obj.items() if k != "status"}
     defaulted = default_job(bare, gang_scheduling=gang_scheduling)
+    # A training.kubedl.io job is run from kubetrain's layout of it (jobs/kubedllayout.py).
+    defaulted = replace(defaulted, obj=to_v1(defaulted.obj))
     adjustments = framework.adjust(defaulted.obj)
     result = validate_job(defaulted.obj, max_replicas=max_replicas)
-    errors = [str(e) for e in result.errors]
+    errors = [str(e) for e in [*layout_errors(bare), *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = servicemode.service_mode(defaulted.obj, service_mode) == servicemode.PER_POD
     produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)

@@ -111,6 +111,19 @@ def disruption(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+def failed_init_container(pod: Mapping[str, Any]) -> str | None:
+    """`<name> exited with code N: <termination message>` of the pod's failed init container
+    (e.g. a code-sync fetch: the message names the repository, revision and error), or None."""
+    for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        terminated = (cs.get("state") or {}).get("terminated") if isinstance(cs, Mapping) else None
+        code = terminated.get("exitCode") if isinstance(terminated, Mapping) else None
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            assert isinstance(terminated, Mapping)
+            message = " ".join(str(terminated.get("message") or "").split())[:300]
+            return f"{cs.get('name', '')} exited with code {code}" + (f": {message}" if message else "")
+    return None
+
+
 def _terminated_containers(pod: Mapping[str, Any]) -> list[tuple[str, int]]:
     """(container name, exit code) of every container (init containers too) whose current state
     is terminated with a non-zero code — what batch/v1's onExitCodes looks at."""
@@ -191,6 +204,8 @@ def classify_failed_pod(
         detail = f"pod {name} was disrupted ({disrupted})"
     elif code is not None:
         detail = f"pod {name}: container {container_name} exited with code {code}"
+    elif (init := failed_init_container(pod)) is not None:
+        detail = f"pod {name}: init container {init}"
     else:
         detail = f"pod {name} failed ({(pod.get('status') or {}).get('reason') or 'no exit code'})"
     if restart_policy == "Never":

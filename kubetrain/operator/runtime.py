@@ -20,13 +20,14 @@ import contextlib
 import logging
 import os
 
-from kubetrain.health import HealthServer
-from kubetrain.kube.client import USER_AGENT, KubeClient
+from kubetrain.kube.client import KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
+from kubetrain.kube.transport import USER_AGENT
 from kubetrain.operator.apigroups import check_api_groups
 from kubetrain.operator.controller import Controller, ControllerConfig
 from kubetrain.operator.crons import CronController, CronControllerConfig
 from kubetrain.operator.progressenv import ProgressInjection
+from kubetrain.serving.health import HealthServer
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class ControllerRuntime:
 
     async def start(self, health: HealthServer | None = None) -> None:
         self.client = await KubeClient.connect(self.args.kubeconfig, qps=self.args.qps, burst=self.args.burst)
+        await self.client.wait_reachable()  # ApiUnreachable: exit with one line, not retry forever
         config = self._config()
         await check_api_groups(self.client, config.api_groups)  # ApiGroupRefused: not ours to serve
         self.controller = Controller(self.client, config)

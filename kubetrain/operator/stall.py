@@ -22,27 +22,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubetrain.api.trainerstatus import ANNOTATION_DEADLINE
+from kubetrain.api.trainerstatus import ANNOTATION_DEADLINE, progress_deadline_seconds
 from kubetrain.operator import status as st
 
 ANNOTATION = ANNOTATION_DEADLINE
+# The deadline a job declares (the planner reads it from the job shape's RunPolicy).
+deadline_seconds = progress_deadline_seconds
 STALLED = "Stalled"
 REASON = "ProgressDeadlineExceeded"
 REASON_RESUMED = "ProgressReported"
-
-
-def deadline_seconds(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> int | None:
-    """The declared deadline (the field first), None when none or not a positive integer (the
-    webhook refuses those; a job stored without it is treated as declaring none)."""
-    run_policy = spec.get("runPolicy")
-    value = run_policy.get("progressDeadlineSeconds") if isinstance(run_policy, Mapping) else None
-    if value is None:
-        value = annotations.get(ANNOTATION)
-    try:
-        seconds = int(str(value)) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and seconds > 0 else None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from prometheus_client import Counter
 
 from kubetrain.api.labels import LABEL_TENANT
 from kubetrain.jobs.tenancy import tenancy_labels
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

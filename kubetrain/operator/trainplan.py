@@ -28,6 +28,7 @@ from kubetrain.api.errors import format_errors
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob import children as ch
+from kubetrain.jobs.trainjob import failurepolicy
 from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
@@ -39,8 +40,6 @@ from kubetrain.operator.trainstatus import condition, is_true, set_condition
 
 Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
-MESSAGE_FAILED_JOBS = "jobset failed due to one or more job failures"
-MESSAGE_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
 
 
 class _Draft:
@@ -248,6 +247,9 @@ def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler 
     """Pods of a running TrainJob: failures, restarts, success, creates. Returns the new state."""
     restarts = int(state.get("restarts") or 0)
     failures: dict[str, int] = {k: int(v) for k, v in (state.get("failures") or {}).items()}
+    counted = (
+        {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
+    )
     attempt = str(restarts)
     # pods of an earlier attempt go first
     d.delete(
@@ -270,33 +272,25 @@ def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler 
         if _step_failed(step, pods, failures.get(step.name, 0)):
             failed_steps.add(step.name)
     if failed_steps:
-        names = ", ".join(sorted(failed_steps))
-        if restarts < resolved.max_restarts:
-            d.delete([pod_name(p) for p in d.live()])
-            d.event(
-                "Warning",
-                "Restarting",
-                f"step {names} failed: restarting every pod "
-                f"(restart {restarts + 1} of {resolved.max_restarts})",
-            )
-            d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
-            return {"restarts": restarts + 1, "failures": {}}
-        reason, message = (
-            (c.REASON_REACHED_MAX_RESTARTS, MESSAGE_MAX_RESTARTS)
-            if resolved.max_restarts > 0
-            else (c.REASON_FAILED_JOBS, MESSAGE_FAILED_JOBS)
-        )
-        d.terminal(c.FAILED, reason, f"{message} (step {names})")
+        ordered = [s.name for s in resolved.steps if s.name in failed_steps]
+        # restarts that count towards maxRestarts (a record without the field: every restart)
+        so_far = int(state.get("countedRestarts", restarts) or 0)
+        verdict = failurepolicy.decide(resolved.name, resolved.failure_policy, ordered, so_far)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
-        return {"restarts": restarts, "failures": failures}
+        if verdict.restart:
+            d.delete([pod_name(p) for p in d.live()])
+            d.event("Warning", verdict.reason, verdict.message)
+            return {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+        d.terminal(c.FAILED, verdict.reason, verdict.message)
+        return {**state, "restarts": restarts, "failures": failures}
     if _succeeded(resolved, by_name):
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
-        return {"restarts": restarts, "failures": failures}
+        return {"restarts": restarts, **counted, "failures": failures}
     if gang is not False:
         _create_missing(d, resolved, by_name, restarts, gang if isinstance(gang, GangScheduler) else None)
     d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
-    return {"restarts": restarts, "failures": failures}
+    return {"restarts": restarts, **counted, "failures": failures}
 
 
 def _job_done(resolved: ResolvedTrainJob, step: Step, job_index: int, by_name: Mapping[str, Obj]) -> bool:

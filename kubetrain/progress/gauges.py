@@ -14,7 +14,7 @@ import math
 from collections import OrderedDict
 from typing import Any
 
-from kubetrain.metrics import JOB_ETA, JOB_METRIC, JOB_PROGRESS
+from kubetrain.serving.metrics import JOB_ETA, JOB_METRIC, JOB_PROGRESS
 
 MAX_JOBS = 2000
 MAX_METRICS_PER_JOB = 16

@@ -6,7 +6,7 @@
                        "metrics": [{"name": "loss", "value": "0.31"}], "lastUpdatedTime": "…"}}
 
 HTTPS with the operator's certificate (a `ReloadingTLS`, shared with the webhook), connection
-limits of `kubetrain.httpguard`. Every report is checked (`authz.py`: a TokenReview for the
+limits of `kubetrain.serving.guard`. Every report is checked (`authz.py`: a TokenReview for the
 job's audience — answers cached `review_ttl` seconds per token —, then the token's pod in the
 operator's view), limited per job and coalesced (`coalesce.py`), then answered at once: the
 write of `status.trainerStatus` — a JSON merge patch of that field only on the status
@@ -36,7 +36,6 @@ from aiohttp import web
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.certs.tls import ReloadingTLS
-from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.errors import ApiError
@@ -45,6 +44,7 @@ from kubetrain.kube.resources import TOKEN_REVIEWS, ResourceRef
 from kubetrain.progress import authz, gauges
 from kubetrain.progress.coalesce import Coalescer
 from kubetrain.progress.lookup import Lookup, Routes
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, job_groups
+from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, group_version, job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.crdgen import has_scale_subresource
 from kubetrain.webhook.crons import VALIDATE_CRONS, cron_rules
@@ -56,7 +56,7 @@ def job_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
     """The job kinds of the API groups the operator serves (kubetrain.api.groups)."""
     return {
         "apiGroups": list(groups),
-        "apiVersions": ["v1"],
+        "apiVersions": sorted({group_version(g) for g in groups}),
         "operations": ["CREATE", "UPDATE"],
         "resources": [fw.plural for fw in FRAMEWORKS.values()],
         "scope": "Namespaced",
@@ -68,7 +68,7 @@ def scale_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
     webhook only when a rule names `<plural>/scale`; the object is an autoscaling/v1 Scale."""
     return {
         "apiGroups": list(groups),
-        "apiVersions": ["v1"],
+        "apiVersions": sorted({group_version(g) for g in groups}),
         "operations": ["UPDATE"],
         "resources": [f"{fw.plural}/scale" for fw in FRAMEWORKS.values() if has_scale_subresource(fw)],
         "scope": "Namespaced",

@@ -37,7 +37,6 @@ from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import NAMESPACES, TRAINING_POLICIES
-from kubetrain.metrics import forget_namespace
 from kubetrain.policy import (
     PolicyDefaulted,
     PolicyIndex,
@@ -47,6 +46,7 @@ from kubetrain.policy import (
     policy_status,
     validate_policy,
 )
+from kubetrain.serving.metrics import forget_namespace
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 
 log = logging.getLogger(__name__)

@@ -31,6 +31,8 @@ import contextlib
 import dataclasses
 import logging
 import multiprocessing
+import os
+import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -73,30 +75,33 @@ def answer_in_worker(body: bytes, webhook: str, decider: Decider) -> Answer:
 
 
 def _warm() -> int:
-    return 0
+    """Run once in a fresh worker: it has started, and this is its pid."""
+    return os.getpid()
 
 
 class _Worker:
-    """One worker process, as a one-process executor that can be killed and replaced."""
+    """One worker process, as a one-process executor that can be killed and replaced. Its pid
+    is the one its first task (`warm`) reported: the executor's own process table is private."""
 
     def __init__(self, context: Any) -> None:
         self._context = context
         self.executor = ProcessPoolExecutor(1, mp_context=context)
+        self.pid: int | None = None
 
     async def warm(self) -> None:
-        await asyncio.wrap_future(self.executor.submit(_warm))
+        self.pid = await asyncio.wrap_future(self.executor.submit(_warm))
 
     @property
     def pids(self) -> list[int]:
-        processes: dict[int, Any] = getattr(self.executor, "_processes", None) or {}
-        return [p.pid for p in processes.values() if p.is_alive()]
+        return [] if self.pid is None else [self.pid]
 
-    def replace(self) -> None:
-        """Kill the process (whatever it is doing) and start a fresh executor."""
-        processes: dict[int, Any] = getattr(self.executor, "_processes", None) or {}
-        for process in list(processes.values()):
-            with contextlib.suppress(Exception):
-                process.kill()
+    def replace(self, *, kill: bool = True) -> None:
+        """Kill the process (whatever it is doing; `kill=False`: it already died) and start a
+        fresh executor."""
+        pid, self.pid = self.pid, None
+        if kill and pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.executor = ProcessPoolExecutor(1, mp_context=self._context)
 
@@ -163,7 +168,7 @@ class ReviewProcesses:
                 fresh = self._replace(worker, f"still busy after {self.time_limit:g}s")
                 raise ReviewTimedOut() from None
             except BrokenProcessPool:
-                fresh = self._replace(worker, "died")
+                fresh = self._replace(worker, "died", kill=False)
                 raise ReviewFailed() from None
         finally:
             if fresh:
@@ -175,9 +180,9 @@ class ReviewProcesses:
             else:
                 self._idle.put_nowait(worker)
 
-    def _replace(self, worker: _Worker, why: str) -> bool:
+    def _replace(self, worker: _Worker, why: str, *, kill: bool = True) -> bool:
         log.error("webhook review process %s %s; replacing it", worker.pids or "(gone)", why)
-        worker.replace()
+        worker.replace(kill=kill)
         self.replaced += 1
         return True
 
@@ -188,7 +193,7 @@ class ReviewProcesses:
             except Exception as exc:
                 log.error("webhook review process failed to start (%s); retrying", exc)
                 await asyncio.sleep(RESTART_DELAY)
-                worker.replace()
+                worker.replace(kill=False)
                 continue
             if worker in self._workers:
                 self._idle.put_nowait(worker)

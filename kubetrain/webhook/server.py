@@ -36,7 +36,7 @@ Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat m
   per review is bounded (validation stops after a fixed number of errors; messages and
   warnings are capped);
 - connections get header, idle and body deadlines and are capped in number
-  (kubetrain.httpguard); an upload the client aborts is logged once at debug level.
+  (kubetrain.serving.guard); an upload the client aborts is logged once at debug level.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from typing import Any
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
-from kubetrain.httpguard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
-from kubetrain.metrics import WEBHOOK_REQUEST_DURATION
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
+from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.decider import Decider, decide_guarded, encode
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission

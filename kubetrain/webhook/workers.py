@@ -17,7 +17,7 @@ A child reads the serving certificate from the same `--cert-dir` (in self-manage
 parent writes it there; every process polls the directory), keeps its own TrainingPolicy and
 Namespace watches, and serves its /healthz, /readyz and /metrics on a loopback port of its own
 and on a Unix socket in a private directory of the parent (`metrics_sockets`): the parent's
-/metrics adds the children's counters and histograms to its own (kubetrain.metricsmerge), so one
+/metrics adds the children's counters and histograms to its own (kubetrain.serving.merge), so one
 scrape sees every process's reviews.
 """
 

@@ -29,7 +29,7 @@ from jobs import job
 from kubetrain.api.labels import LABEL_JOB_NAME
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
 

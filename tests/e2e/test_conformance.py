@@ -226,14 +226,18 @@ async def test_list_pagination_is_a_consistent_snapshot(kube: Any, namespace: st
 
 
 async def test_watch_from_resource_version(kube: Any, namespace: str) -> None:
-    created = await kube.ok("POST", cms(namespace), cm("w"))
+    # Only this test's objects: a real controller-manager adds kube-root-ca.crt to a new
+    # namespace at a time of its own choosing, possibly after `start`.
+    own = {"test": "watch-from-version"}
+    created = await kube.ok("POST", cms(namespace), cm("w", own))
     start = created["metadata"]["resourceVersion"]
     updated = await kube.ok("PUT", f"{cms(namespace)}/w", {**created, "data": {"a": "b"}})
     await kube.ok("DELETE", f"{cms(namespace)}/w")
-    await kube.ok("POST", cms(namespace), cm("w2"))
+    await kube.ok("POST", cms(namespace), cm("w2", own))
     seen: list[tuple[str, str, str]] = []
+    query = {"resourceVersion": start, "timeoutSeconds": "5", "labelSelector": "test=watch-from-version"}
     async with asyncio.timeout(20):
-        async for ev in kube.watch(cms(namespace), {"resourceVersion": start, "timeoutSeconds": "5"}):
+        async for ev in kube.watch(cms(namespace), query):
             seen.append(
                 (ev["type"], ev["object"]["metadata"]["name"], ev["object"]["metadata"]["resourceVersion"])
             )
@@ -271,7 +275,10 @@ async def test_watch_without_version_starts_with_current_objects_then_streams(
 async def test_watch_times_out_after_timeout_seconds(kube: Any, namespace: str) -> None:
     loop = asyncio.get_running_loop()
     began = loop.time()
-    listed = await kube.ok("GET", cms(namespace))
+    # A selector no object matches: the namespace's kube-root-ca.crt (added by the
+    # controller-manager, possibly after the list) must not count as an event of this watch.
+    quiet = "test=watch-times-out"
+    listed = await kube.ok("GET", cms(namespace), query={"labelSelector": quiet})
     async with asyncio.timeout(30):
         events = [
             ev
@@ -281,6 +288,7 @@ async def test_watch_times_out_after_timeout_seconds(kube: Any, namespace: str) 
                     "resourceVersion": listed["metadata"]["resourceVersion"],
                     "timeoutSeconds": "1",
                     "allowWatchBookmarks": "true",
+                    "labelSelector": quiet,
                 },
             )
         ]

@@ -1,6 +1,8 @@
 """Fixtures for the integration tier, on top of tests/conftest.py (`devcluster`, `api`).
 
 - `kube`: a `kubetrain.kube.client.KubeClient` on the devcluster (no rate limit).
+- `raw`: the raw API client the simulated kubelet and gang scheduler use, on the devcluster.
+- `clock`: a `FakeClock` for a pod simulator the test drives.
 - `env`: one started DevStack (devcluster, CRDs, webhooks, controller, pod simulator) and a
   `Harness` on it, shared by the tests of a module; a module that needs other DevStack options
   overrides `env` with its own `open_stack(...)`.
@@ -13,9 +15,11 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster import DevCluster
-from kubetrain.devstack import DevStack
+from kubetrain.devcluster.client import RawApi
 from kubetrain.kube.client import KubeClient
+from kubetrain.kube.clock import FakeClock
 
 from .controller_support import Harness, open_stack
 
@@ -24,6 +28,18 @@ from .controller_support import Harness, open_stack
 async def kube(devcluster: DevCluster) -> AsyncIterator[KubeClient]:
     async with await KubeClient.connect(devcluster.kubeconfig_path, qps=0) as client:
         yield client
+
+
+@pytest.fixture
+async def raw(devcluster: DevCluster) -> AsyncIterator[RawApi]:
+    api = await RawApi.from_kubeconfig(devcluster.kubeconfig_path, "integration-test")
+    yield api
+    await api.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

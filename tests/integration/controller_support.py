@@ -1,6 +1,6 @@
 """Shared helpers for the controller integration tests (tests/integration/test_controller_*.py).
 
-Everything runs against devcluster through `kubetrain.devstack.DevStack` (real API server
+Everything runs against devcluster through `kubetrain.dev.stack.DevStack` (real API server
 emulation over HTTPS, real admission webhooks, the real controller, the pod simulator):
 
 - `Harness(stack)`: a test-side `KubeClient` with its own User-Agent (`kubetrain-tests`) so
@@ -25,7 +25,7 @@ from typing import Any
 
 import jobs
 
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
@@ -402,3 +402,7 @@ async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
     finally:
         await harness.close()
         await stack.stop()
+
+
+# `async with running_stack(**options) as (stack, harness):` — `open_stack` inside one test.
+running_stack = contextlib.asynccontextmanager(open_stack)

@@ -9,8 +9,8 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import podgroup_crd
-from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 
 from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest

@@ -7,11 +7,11 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from kubetrain.devstack import DevStack
-from kubetrain.health import HealthServer
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import SERVICES, job_resource
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.health import HealthServer
+from kubetrain.serving.metrics import REGISTRY
 
 from .controller_support import Harness, eventually, job_manifest, replica_status
 

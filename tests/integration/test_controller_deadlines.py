@@ -13,7 +13,7 @@ from typing import TypeVar
 import pytest
 import pytest_asyncio
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import job_resource
 from kubetrain.operator.status import parse_time

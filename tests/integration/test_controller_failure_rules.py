@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 
 from .controller_support import (
     Harness,

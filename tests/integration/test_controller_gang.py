@@ -8,8 +8,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import podgroup_crd
-from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
 from .controller_support import Harness, condition, eventually, job_manifest

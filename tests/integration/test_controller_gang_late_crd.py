@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import podgroup_crd
-from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, VOLCANO_PODGROUPS
 
 from .controller_support import CONTROLLER_USER_AGENT, Harness, condition, eventually, job_manifest

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import HORIZONTAL_POD_AUTOSCALERS, job_resource
 
 from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest

@@ -8,9 +8,9 @@ import asyncio
 import time
 
 from kubetrain.commands._flags import add_common_flags, add_controller_flags
-from kubetrain.devstack import DevStack, DevStackOptions
-from kubetrain.kube.client import USER_AGENT
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import LEASES
+from kubetrain.kube.transport import USER_AGENT
 from kubetrain.operator.runtime import ControllerRuntime
 
 from .controller_support import Harness, eventually, job_manifest

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, SECRETS
 
 from .controller_support import Harness, eventually, is_true

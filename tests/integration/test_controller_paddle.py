@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resource
 
 from .controller_support import Harness, condition, eventually, is_true, job_manifest, pod_env, replica_status

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import PODS
 from kubetrain.operator.controller import Controller
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import SERVICES, job_resource
 
 from .controller_support import Harness, eventually, is_true, job_manifest

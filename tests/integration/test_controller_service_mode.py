@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import SERVICES, job_resource
 

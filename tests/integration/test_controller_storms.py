@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import NAMESPACES, PODS, SERVICES, job_resource
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.metrics import REGISTRY
 
 from .controller_support import (
     CONTROLLER_USER_AGENT,

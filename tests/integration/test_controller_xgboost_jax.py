@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 
 from .controller_support import Harness, eventually, is_true, job_manifest, pod_env, replica_status
 

@@ -15,7 +15,7 @@ import pytest_asyncio
 from crons import kubedl_cron, template_of, training_cron
 
 from kubetrain.api.labels import LABEL_CRON_NAME
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, job_resource

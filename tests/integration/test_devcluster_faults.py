@@ -73,7 +73,10 @@ async def test_delay_slows_a_request_without_failing_it(devcluster: DevCluster, 
 
 
 async def test_close_watches_ends_open_streams(devcluster: DevCluster, api: Any) -> None:
-    task = asyncio.create_task(raw_watch(api, {"timeout_seconds": 60}))
+    # (not the namespace's kube-root-ca.crt, which a watch without a version would list first)
+    task = asyncio.create_task(
+        raw_watch(api, {"timeout_seconds": 60, "field_selector": "metadata.name!=kube-root-ca.crt"})
+    )
     async with asyncio.timeout(5):
         for _ in range(500):  # the watch opens asynchronously
             if devcluster.faults.close_watches():
@@ -154,6 +157,7 @@ async def test_send_initial_events_ends_with_an_annotated_bookmark(devcluster: D
             "resource_version_match": "NotOlderThan",
             "allow_watch_bookmarks": True,
             "timeout_seconds": 1,
+            "field_selector": "metadata.name=init",  # not the namespace's kube-root-ca.crt
         },
     )
     assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "init"

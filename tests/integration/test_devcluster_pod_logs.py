@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubetrain.devcluster import DevCluster, PodSimulator
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import behaviour
 from kubetrain.kube.clock import FakeClock
 
 from .test_devcluster_kubectl import KUBECTL, kubectl, ok
@@ -30,11 +30,6 @@ MASTER = {
         {"name": "RANK", "value": "0"},
     ],
 }
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture
@@ -106,7 +101,7 @@ async def test_log_errors_are_kube_apiserver_errors(core: client.CoreV1Api, sim:
     status, body = await refused(core.read_namespaced_pod_log("pair", NS, container="other"))
     assert (status, body["message"]) == (400, "container other is not valid for pod pair")
 
-    await create_pod(core, "slow", annotations={podstatus.START_SECONDS: "3600"})
+    await create_pod(core, "slow", annotations={behaviour.START_SECONDS: "3600"})
     await sim.wait_for(NS, "slow", lambda p: bool(p and p["spec"].get("nodeName")))
     status, body = await refused(core.read_namespaced_pod_log("slow", NS))
     assert (status, body["message"]) == (

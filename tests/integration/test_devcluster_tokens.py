@@ -3,10 +3,10 @@ and pod claims, the default ServiceAccount, and the simulated kubelet's projecte
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pods import pod_manifest
 
 from kubetrain.devcluster import DevCluster, PodSimulator
 from kubetrain.devcluster.client import RawApi
@@ -28,15 +28,9 @@ def devcluster_options(wall: FakeClock) -> dict[str, Any]:
     return {"clock": wall.now}
 
 
-@pytest.fixture
-async def raw(devcluster: DevCluster) -> AsyncIterator[RawApi]:
-    api = await RawApi.from_kubeconfig(devcluster.kubeconfig_path, "tokens-test")
-    yield api
-    await api.close()
-
-
 def pod(name: str, *, account: str | None = None, volumes: bool = False) -> dict[str, Any]:
-    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "trainer:1"}]}
+    manifest = pod_manifest(name, namespace=NS, image="trainer:1")
+    spec: dict[str, Any] = manifest["spec"]
     if account:
         spec["serviceAccountName"] = account
     if volumes:
@@ -60,7 +54,7 @@ def pod(name: str, *, account: str | None = None, volumes: bool = False) -> dict
         spec["containers"][0]["volumeMounts"] = [
             {"name": "trainer", "mountPath": "/var/run/secrets/kubeflow/trainer", "readOnly": True}
         ]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    return manifest
 
 
 async def create_pod(raw: RawApi, manifest: dict[str, Any]) -> dict[str, Any]:

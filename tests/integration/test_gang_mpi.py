@@ -8,33 +8,24 @@ running group. A PodGroup that counted the Launcher would hold the Workers forev
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
-from .controller_support import Harness, eventually
+from .controller_support import Harness, eventually, running_stack
 
 Obj = dict[str, Any]
 PI = Path(__file__).resolve().parents[1] / "data" / "mpi-operator" / "examples" / "v2beta1" / "pi" / "pi.yaml"
 GROUPS = {"volcano": VOLCANO_PODGROUPS, "scheduler-plugins": SCHEDULER_PLUGINS_PODGROUPS}
 
 
-@contextlib.asynccontextmanager
-async def stack(gang: str) -> AsyncIterator[tuple[DevStack, Harness]]:
-    s = DevStack(DevStackOptions(gang_scheduler=gang))
-    await s.start()
-    h = await Harness.open(s)
-    try:
-        yield s, h
-    finally:
-        await h.close()
-        await s.stop()
+def stack(gang: str, **options: Any) -> contextlib.AbstractAsyncContextManager[tuple[DevStack, Harness]]:
+    return running_stack(gang_scheduler=gang, **options)
 
 
 def waiting_pi() -> Obj:

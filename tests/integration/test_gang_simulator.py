@@ -8,17 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-from collections.abc import AsyncIterator
 from typing import Any
 
 from kubetrain.cli import build_parser
 from kubetrain.commands.dev import dev
+from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.gang.simulator import pod_requests
-from kubetrain.devstack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef
 
-from .controller_support import Harness, condition, eventually, is_true, job_manifest
+from .controller_support import Harness, condition, eventually, is_true, job_manifest, running_stack
 
 Obj = dict[str, Any]
 RUN = {"sim.kubetrain.io/run-seconds": "0.2"}
@@ -56,16 +55,8 @@ class PhaseRecorder:
                 await self._task
 
 
-@contextlib.asynccontextmanager
-async def stack(gang: str, **options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
-    s = DevStack(DevStackOptions(gang_scheduler=gang, **options))
-    await s.start()
-    h = await Harness.open(s)
-    try:
-        yield s, h
-    finally:
-        await h.close()
-        await s.stop()
+def stack(gang: str, **options: Any) -> contextlib.AbstractAsyncContextManager[tuple[DevStack, Harness]]:
+    return running_stack(gang_scheduler=gang, **options)
 
 
 def gang_job(name: str, replicas: dict[str, int], resources: Obj, **extra: Any) -> Obj:

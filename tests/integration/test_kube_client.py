@@ -9,10 +9,12 @@ import time
 from typing import Any
 
 import pytest
+from pods import pod_manifest
 
-from kubetrain.kube.client import USER_AGENT, ApiError, GoneError, KubeClient
+from kubetrain.kube.client import ApiError, GoneError, KubeClient
 from kubetrain.kube.resources import LEASES, PODS, ResourceRef
-from kubetrain.metrics import REGISTRY
+from kubetrain.kube.transport import USER_AGENT
+from kubetrain.serving.metrics import REGISTRY
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
 NS = "default"
@@ -28,12 +30,7 @@ def configmap(name: str, **data: str) -> dict[str, Any]:
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "t"}},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Never"},
-    }
+    return pod_manifest(name, namespace=NS, labels={"app": "t"})
 
 
 async def test_crud_round_trip_as_plain_dicts(kube: KubeClient) -> None:
@@ -56,8 +53,8 @@ async def test_crud_round_trip_as_plain_dicts(kube: KubeClient) -> None:
     )
     assert patched["data"] == {"b": "20", "c": "3"}
 
-    page = await kube.list(CONFIGMAPS, NS)
-    assert [i["metadata"]["name"] for i in page["items"]] == ["cm"]
+    page = await kube.list(CONFIGMAPS, NS)  # the namespace's kube-root-ca.crt, and ours
+    assert [i["metadata"]["name"] for i in page["items"]] == ["cm", "kube-root-ca.crt"]
 
     await kube.delete(CONFIGMAPS, NS, "cm")
     with pytest.raises(ApiError) as err:
@@ -125,7 +122,9 @@ async def test_list_pagination_and_list_all(kube: KubeClient, devcluster: Any) -
 
     devcluster.requests.reset()
     items, rv = await kube.list_all(CONFIGMAPS, NS, page_size=10)
-    assert sorted(i["metadata"]["name"] for i in items) == [f"page-{i:02d}" for i in range(25)]
+    # (devcluster, like a real cluster, also has the namespace's kube-root-ca.crt)
+    own = sorted(i["metadata"]["name"] for i in items if i["metadata"]["name"].startswith("page-"))
+    assert own == [f"page-{i:02d}" for i in range(25)]
     assert rv
     assert devcluster.requests.count(verb="list", resource="configmaps") == 3
 

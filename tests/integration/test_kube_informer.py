@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from pods import pod_manifest
+
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.informer import Informer
@@ -16,12 +18,7 @@ NS = "default"
 
 
 def pod(name: str, job: str = "j", **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"kubetrain.io/job-name": job, **labels}},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Never"},
-    }
+    return pod_manifest(name, namespace=NS, labels={"kubetrain.io/job-name": job, **labels})
 
 
 def label(cache: Cache, name: str, key: str) -> str | None:

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
 from controller_support import eventually
 from kubeflow_corpus import NOT_CREATABLE, accepted_files, jobs_of
 
+from kubetrain.api.manifests import load_all
 from kubetrain.commands.dev import apply_manifest, job_ref
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, job_resource
-from kubetrain.yamlload import load_all
 
 
 def batches() -> list[list[tuple[str, dict[str, Any]]]]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.jobs.crdgen import all_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, PODS, ResourceRef, job_resources_in

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 
 from .controller_support import Harness, eventually, open_stack
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.devstack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
 
 from .controller_support import Harness, eventually, is_true

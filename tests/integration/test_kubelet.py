@@ -6,32 +6,21 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pods
 import pytest
 
 from kubetrain.devcluster import DevCluster, PodSimulator
 from kubetrain.devcluster.client import RawApi
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import behaviour, podstatus
 from kubetrain.kube.clock import FakeClock
 
 NS = "default"
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 async def sim(devcluster: DevCluster, clock: FakeClock) -> AsyncIterator[PodSimulator]:
     async with PodSimulator(devcluster.kubeconfig_path, nodes=2, clock=clock) as s:
         yield s
-
-
-@pytest.fixture
-async def raw(devcluster: DevCluster) -> AsyncIterator[RawApi]:
-    api = await RawApi.from_kubeconfig(devcluster.kubeconfig_path, "kubelet-test")
-    yield api
-    await api.close()
 
 
 def pod_manifest(
@@ -41,18 +30,16 @@ def pod_manifest(
     annotations: dict[str, str] | None = None,
     scheduler: str | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "restartPolicy": restart_policy,
-        "containers": [{"name": "pytorch", "image": "trainer:1"}],
-    }
-    if scheduler:
-        spec["schedulerName"] = scheduler
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
-        "spec": spec,
-    }
+    extra = {"schedulerName": scheduler} if scheduler else {}
+    return pods.pod_manifest(
+        name,
+        namespace=NS,
+        container="pytorch",
+        image="trainer:1",
+        annotations=annotations or {},
+        restart_policy=restart_policy,
+        **extra,
+    )
 
 
 async def create(raw: RawApi, pod: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +93,7 @@ async def test_binds_and_runs_a_pod_and_holds_it(sim: PodSimulator, raw: RawApi,
 async def test_run_seconds_and_exit_code_annotations(
     sim: PodSimulator, raw: RawApi, clock: FakeClock
 ) -> None:
-    annotations = {podstatus.RUN_SECONDS: "30", podstatus.EXIT_CODE: "137", podstatus.REASON: "OOMKilled"}
+    annotations = {behaviour.RUN_SECONDS: "30", behaviour.EXIT_CODE: "137", behaviour.REASON: "OOMKilled"}
     await create(raw, pod_manifest("oom", annotations=annotations))
     await sim.wait_for_phase(NS, "oom", "Running")
     await clock.advance(29)
@@ -121,7 +108,7 @@ async def test_run_seconds_and_exit_code_annotations(
 async def test_on_failure_restarts_in_place_then_gives_up(
     sim: PodSimulator, raw: RawApi, clock: FakeClock
 ) -> None:
-    annotations = {podstatus.RUN_SECONDS: "10", podstatus.EXIT_CODE: "1", podstatus.RESTARTS_BEFORE_EXIT: "2"}
+    annotations = {behaviour.RUN_SECONDS: "10", behaviour.EXIT_CODE: "1", behaviour.RESTARTS_BEFORE_EXIT: "2"}
     await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
     await sim.wait_for_phase(NS, "flaky", "Running")
     for expected in (1, 2):

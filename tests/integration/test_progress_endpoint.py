@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.api import trainerstatus as ts
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS
 
 from .controller_support import Harness, eventually, job_manifest, open_stack, pod_env

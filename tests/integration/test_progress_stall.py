@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.api import trainerstatus as ts
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
 

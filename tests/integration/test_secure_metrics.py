@@ -20,9 +20,9 @@ import pytest
 
 from kubetrain.commands._metrics import metrics_server
 from kubetrain.devcluster import DevCluster
-from kubetrain.health import HealthServer
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, ResourceRef
+from kubetrain.serving.health import HealthServer
 
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_ROLES = ResourceRef(RBAC, "v1", "clusterroles", "ClusterRole", False)

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
 from .controller_support import Harness, eventually, open_stack
@@ -119,7 +119,7 @@ async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[De
     assert snapshot is not None and "torch-distributed" in snapshot["data"]["runtime"]
     tj = await get_tj(h, ns, "mnist")
     assert not (tj.get("status") or {}).get("conditions")  # the SDK computes Running itself
-    from kubetrain.metrics import REGISTRY
+    from kubetrain.serving.metrics import REGISTRY
 
     labels = {"kind": "TrainJob", "namespace": ns}
     await h.finish_all(ns, "mnist")
@@ -213,7 +213,7 @@ async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[Dev
     tj = await wait_condition(h, ns, "boom", "Failed")
     failed = next(c for c in tj["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "ReachedMaxRestarts"
-    assert "Restarting" in await h.event_reasons(ns, "boom")
+    assert "RestartJobSetFailurePolicyAction" in await h.event_reasons(ns, "boom")
 
 
 async def set_suspend(h: Harness, ns: str, name: str, value: bool) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.manifests import load_all
 from kubetrain.frameworks.registry import known_kinds
-from kubetrain.yamlload import load_all
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "kubeflow"
 JOB_KINDS = known_kinds()

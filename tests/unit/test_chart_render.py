@@ -37,7 +37,7 @@ from kubetrain.commands._progress import add_progress_flags
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
-from kubetrain.operator.controller import crd_name
+from kubetrain.operator.gang_api import crd_name
 from kubetrain.webhook import configurations
 from kubetrain.webhook.crons import cron_rules
 
@@ -222,6 +222,8 @@ EXPECTED_JOBS_ROLE = (
     | expand("", ["secrets"], ["create"])
     # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
     | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
+    # a job's TensorBoard Ingress (kubedl.io/tensorboard-config): create, delete, never read
+    | expand("networking.k8s.io", ["ingresses"], ["create", "delete"])
 )
 for _ref in POD_GROUP_RESOURCES.values():
     EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "delete"])

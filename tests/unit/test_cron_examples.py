@@ -60,3 +60,18 @@ def test_kubetrain_dev_applies_crons_and_serves_kubedls_group() -> None:
     args = argparse.Namespace(api_groups=None)
     assert served_groups(args, [nightly]) == ("kubetrain.io",)
     assert served_groups(args, [kubedl]) == ("kubetrain.io", "apps.kubedl.io")
+
+
+def test_kubetrain_render_shows_the_job_a_cron_creates_next(capsys: pytest.CaptureFixture[str]) -> None:
+    from kubetrain.cli import main
+
+    assert main(["render", str(ROOT / "examples" / "crons" / "nightly-pytorch.yaml")]) == 0
+    out = capsys.readouterr()
+    docs = list(yaml.safe_load_all(out.out))
+    job = docs[0]
+    assert job["kind"] == "PyTorchJob" and job["metadata"]["name"].startswith("nightly-mnist-")
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "TrainingCron"
+    stamp = job["metadata"]["annotations"]["kubetrain.io/cron-scheduled-timestamp"]
+    assert "T02:00:00+0" in stamp  # 02:00 on Berlin's wall clock
+    assert [d["kind"] for d in docs[1:]] == ["Service", "Pod", "Pod", "Pod"]
+    assert f"the job it creates next, at {stamp}" in out.err

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs
-from kubetrain.devstack import DevStack
+from kubetrain.dev.stack import DevStack
 
 
 def args(**kw: Any) -> argparse.Namespace:

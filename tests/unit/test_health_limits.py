@@ -7,9 +7,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kubetrain.health import HealthServer
-from kubetrain.httpguard import ConnectionLimits
-from kubetrain.metrics import JOBS_CREATED, JOBS_FAILED, REGISTRY, WEBHOOK_REQUEST_DURATION, forget_namespace
+from kubetrain.serving.guard import ConnectionLimits
+from kubetrain.serving.health import HealthServer
+from kubetrain.serving.metrics import (
+    JOBS_CREATED,
+    JOBS_FAILED,
+    REGISTRY,
+    WEBHOOK_REQUEST_DURATION,
+    forget_namespace,
+)
 
 
 @pytest.fixture

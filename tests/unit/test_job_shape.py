@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +72,17 @@ def test_run_policy_is_typed_and_defaulted() -> None:
     assert policy.scheduling.queue == "q"
     assert dict(policy.scheduling.min_resources or {}) == {"cpu": "4"}
     assert [r["action"] for r in policy.failure_rules] == ["FailJob"]
+    assert policy.progress_deadline_seconds is None
+
+
+def test_the_progress_deadline_comes_from_run_policy_else_the_annotation() -> None:
+    from kubetrain.api.trainerstatus import ANNOTATION_DEADLINE
+
+    obj = job("TFJob", {"Worker": replica("TFJob", 1)}, run_policy={"progressDeadlineSeconds": 60})
+    assert shape_of(obj).run_policy.progress_deadline_seconds == 60
+    annotated = job("TFJob", {"Worker": replica("TFJob", 1)})
+    annotated["metadata"]["annotations"] = {ANNOTATION_DEADLINE: "90"}
+    assert shape_of(annotated).run_policy.progress_deadline_seconds == 90
 
 
 def test_run_policy_unset_fields_are_none() -> None:
@@ -144,3 +157,88 @@ def test_a_group_waiting_for_a_group_with_pods_is_left_out_of_the_gang() -> None
     assert waiting.gang_slots() == [("Worker", 0), ("Worker", 1), ("Worker", 2)]
     at_start = shape_of(job("MPIJob", specs))
     assert at_start.gang_slots() == at_start.slots()
+
+
+# The planner's parts: they read a job only through its JobShape (docs/architecture.md, "Job
+# shapes"). `runpolicy.is_managed` reads managedBy from the stored job before it is prepared.
+PLANNER = (
+    "plan",
+    "active",
+    "gang",
+    "desired",
+    "children",
+    "restarts",
+    "runpolicy",
+    "status",
+    "draft",
+    "pods",
+)
+EXEMPT = {("runpolicy", "run_policy"), ("runpolicy", "is_managed")}
+SPEC_FIELDS = {"runPolicy", "schedulingPolicy", "podFailurePolicy", "replicaSpecs"}
+
+
+def spec_reads(module: str, source: str | None = None) -> list[str]:
+    """Places where a planner module (its file, or `source`) reads the job's spec instead of
+    its shape."""
+    path = Path(__file__).parents[2] / "kubetrain" / "operator" / f"{module}.py"
+    tree = ast.parse(source if source is not None else path.read_text())
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if (module, name) in EXEMPT:
+                continue
+            bad = None
+            if isinstance(child, ast.Attribute) and child.attr in ("replica_field", "defaulted"):
+                bad = child.attr
+            elif (isinstance(child, ast.Attribute) and child.attr == "spec") or (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and child.func.attr == "get"
+                and child.args
+                and isinstance(child.args[0], ast.Constant)
+                and child.args[0].value == "spec"
+                and ast.unparse(child.func.value).endswith("job")
+            ):
+                bad = ast.unparse(child)
+            elif isinstance(child, ast.Constant) and (
+                child.value in SPEC_FIELDS or str(child.value).endswith("ReplicaSpecs")
+            ):
+                bad = repr(child.value)
+            if bad is not None:
+                found.append(f"operator/{module}.py:{getattr(child, 'lineno', 0)}: {bad}")
+            visit(child, name)
+
+    visit(tree, "")
+    return found
+
+
+def test_the_planner_reads_jobs_only_through_their_shape() -> None:
+    assert [place for module in PLANNER for place in spec_reads(module)] == []
+
+
+def test_the_spec_read_guard_sees_spec_reads() -> None:
+    source = (
+        "def f(layout, fw, prepared):\n"
+        "    a = layout.spec.get('runPolicy')\n"
+        "    b = fw.replica_field\n"
+        "    return prepared.defaulted, {'tfReplicaSpecs': 1}\n"
+        "def is_managed(job):\n"
+        "    return job.spec\n"
+        "def g(r):\n"
+        "    return r.job.get('spec')\n"
+    )
+    found = spec_reads("active", source)
+    assert found == [
+        "operator/active.py:2: layout.spec",
+        "operator/active.py:2: 'runPolicy'",
+        "operator/active.py:3: replica_field",
+        "operator/active.py:4: defaulted",
+        "operator/active.py:4: 'tfReplicaSpecs'",
+        "operator/active.py:6: job.spec",
+        "operator/active.py:8: r.job.get('spec')",
+    ]
+    # In runpolicy.py, is_managed may read the stored job's spec.
+    assert "operator/runpolicy.py:6: job.spec" not in spec_reads("runpolicy", source)
+    assert "operator/runpolicy.py:4: 'tfReplicaSpecs'" in spec_reads("runpolicy", source)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.kube.client import environment_proxy
+from kubetrain.kube.transport import environment_proxy
 
 
 @pytest.fixture(autouse=True)

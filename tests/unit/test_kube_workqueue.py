@@ -10,7 +10,7 @@ import pytest
 
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.workqueue import ExponentialBackoff, WorkQueue
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.metrics import REGISTRY
 
 
 async def _get_now(queue: WorkQueue[str]) -> str | None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubetrain.api.manifests import load, load_all
 from kubetrain.cli import main
 from kubetrain.commands.dev import load_jobs
-from kubetrain.yamlload import load, load_all
 
 GET_OUTPUT = """\
 apiVersion: kubetrain.io/v1

@@ -1,4 +1,4 @@
-"""The decisions of kubetrain.metricsauth: bearer tokens, review bodies and answers, the caches."""
+"""The decisions of kubetrain.serving.auth: bearer tokens, review bodies and answers, the caches."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from kubetrain.kube.errors import ApiError
-from kubetrain.metricsauth import (
+from kubetrain.serving.auth import (
     DecisionCache,
     MetricsAuthorizer,
+    ReviewFailed,
     User,
     access_decision,
     bearer_token,
@@ -122,14 +122,14 @@ class FakeReviews:
     async def token_review(self, body: dict[str, Any]) -> dict[str, Any]:
         self.calls.append("TokenReview")
         if self.fail == "TokenReview":
-            raise ApiError(0, "ClientConnectorError", "no route")
+            raise ReviewFailed("0 ClientConnectorError: no route")
         user = self.users.get(body["spec"]["token"])
         return {"status": {"authenticated": True, "user": user} if user else {"user": {}}}
 
     async def subject_access_review(self, body: dict[str, Any]) -> dict[str, Any]:
         self.calls.append("SubjectAccessReview")
         if self.fail == "SubjectAccessReview":
-            raise ApiError(503, "ServiceUnavailable", "try later")
+            raise ReviewFailed("503 ServiceUnavailable: try later")
         return {"status": {"allowed": body["spec"]["user"] in self.allowed}}
 
 

@@ -1,11 +1,11 @@
-"""kubetrain.metricsmerge: the children's counters and histograms added to the parent's."""
+"""kubetrain.serving.merge: the children's counters and histograms added to the parent's."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrain.metricsmerge import MergedRegistry
+from kubetrain.serving.merge import MergedRegistry
 
 
 def registry() -> tuple[CollectorRegistry, Counter, Histogram, Gauge]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import behaviour, nodeobjects, podstatus
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -141,44 +141,44 @@ def test_restart_count_survives_a_later_termination() -> None:
 def test_exit_outcome_follows_restart_policy(
     policy: str, exit_code: int, restarts: int, limit: int | None, expected: str
 ) -> None:
-    assert podstatus.exit_outcome(pod(policy), exit_code, restarts, limit) == expected
+    assert behaviour.exit_outcome(pod(policy), exit_code, restarts, limit) == expected
 
 
 def test_behaviour_from_annotations() -> None:
-    b = podstatus.Behaviour.from_pod(
+    b = behaviour.Behaviour.from_pod(
         pod(
             annotations={
-                podstatus.RUN_SECONDS: "30",
-                podstatus.EXIT_CODE: "137",
-                podstatus.REASON: "OOMKilled",
-                podstatus.RESTARTS_BEFORE_EXIT: "2",
-                podstatus.START_SECONDS: "1.5",
+                behaviour.RUN_SECONDS: "30",
+                behaviour.EXIT_CODE: "137",
+                behaviour.REASON: "OOMKilled",
+                behaviour.RESTARTS_BEFORE_EXIT: "2",
+                behaviour.START_SECONDS: "1.5",
             }
         )
     )
-    assert b == podstatus.Behaviour(
+    assert b == behaviour.Behaviour(
         run_seconds=30.0, exit_code=137, reason="OOMKilled", restarts_before_exit=2, start_seconds=1.5
     )
-    assert podstatus.Behaviour.from_pod(pod()).run_seconds is None  # held until told
-    assert podstatus.Behaviour.from_pod(pod(), default_run_seconds=5).run_seconds == 5
-    assert podstatus.RUN_SECONDS == "sim.kubetrain.io/run-seconds"
+    assert behaviour.Behaviour.from_pod(pod()).run_seconds is None  # held until told
+    assert behaviour.Behaviour.from_pod(pod(), default_run_seconds=5).run_seconds == 5
+    assert behaviour.RUN_SECONDS == "sim.kubetrain.io/run-seconds"
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [(podstatus.RUN_SECONDS, "soon"), (podstatus.EXIT_CODE, "300"), (podstatus.RUN_SECONDS, "-1")],
+    [(behaviour.RUN_SECONDS, "soon"), (behaviour.EXIT_CODE, "300"), (behaviour.RUN_SECONDS, "-1")],
 )
 def test_bad_annotation_names_the_annotation(key: str, value: str) -> None:
     with pytest.raises(ValueError, match=key):
-        podstatus.Behaviour.from_pod(pod(annotations={key: value}))
+        behaviour.Behaviour.from_pod(pod(annotations={key: value}))
 
 
 def test_binding_and_node() -> None:
-    b = podstatus.binding(pod(), "node-3")
+    b = nodeobjects.binding(pod(), "node-3")
     assert b["kind"] == "Binding"
     assert b["metadata"] == {"name": "job-worker-0", "namespace": "ns", "uid": "u1"}
     assert b["target"] == {"apiVersion": "v1", "kind": "Node", "name": "node-3"}
-    node = podstatus.node_object("node-3", "192.168.0.13", T0)
+    node = nodeobjects.node_object("node-3", "192.168.0.13", T0)
     ready = node["status"]["conditions"][0]
     assert (ready["type"], ready["status"]) == ("Ready", "True")
     assert {"type": "InternalIP", "address": "192.168.0.13"} in node["status"]["addresses"]

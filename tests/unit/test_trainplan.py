@@ -110,7 +110,7 @@ def test_restarts_are_counted_from_the_snapshot_record() -> None:
     p = plan(job, [pod("tj-node-0-0", attempt=1), pod("tj-node-0-1", phase="Failed", attempt=1)], [snap])
     assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
     [update] = p.update_children
-    assert json.loads(update["data"]["state"]) == {"restarts": 2, "failures": {}}
+    assert json.loads(update["data"]["state"]) == {"restarts": 2, "countedRestarts": 2, "failures": {}}
     assert update["metadata"]["resourceVersion"] == "7"
     # the last allowed restart used: the next failure fails the TrainJob
     snap = snapshot(job, runtime, {"restarts": 2, "failures": {}})
@@ -208,3 +208,35 @@ def test_a_snapshot_of_an_earlier_trainjob_of_the_name_is_not_used() -> None:
     [snap] = p.create_children  # its own, from the live runtime
     assert json.loads(snap["data"]["state"]) == {"restarts": 0, "failures": {}}
     assert p.create_pods[0]["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"
+
+
+def test_jobset_failure_policy_rules() -> None:
+    from kubetrain.jobs.trainjob.failurepolicy import decide
+
+    assert decide("tj", None, ["node"], 0).reason == "FailedJobs"
+    never = decide("tj", {"maxRestarts": 0}, ["node"], 0)
+    assert (never.restart, never.reason) == (False, "ReachedMaxRestarts")
+    assert never.message.endswith("(first failed job: tj-node-0)")
+    policy = {
+        "maxRestarts": 1,
+        "rules": [
+            {"action": "FailJobSet", "targetReplicatedJobs": ["dataset-initializer"]},
+            {"action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureReasons": ["BackoffLimitExceeded"]},
+        ],
+    }
+    failed = decide("tj", policy, ["dataset-initializer", "node"], 0)
+    assert (failed.restart, failed.reason) == (False, "FailJobSetFailurePolicyAction")
+    ignoring = decide("tj", policy, ["node"], 5)
+    assert (ignoring.restart, ignoring.counts) == (True, False)
+    assert ignoring.reason == "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+    other = {
+        "maxRestarts": 1,
+        "rules": [{"action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]}],
+    }
+    restart = decide("tj", other, ["node"], 0)  # no rule applies: RestartJobSet
+    assert (restart.restart, restart.counts, restart.reason) == (
+        True,
+        True,
+        "RestartJobSetFailurePolicyAction",
+    )
+    assert decide("tj", other, ["node"], 1).reason == "ReachedMaxRestarts"

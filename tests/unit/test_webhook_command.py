@@ -13,7 +13,7 @@ from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.cli import build_parser
 from kubetrain.commands.webhook import ConfigError, WebhookRuntime, serve
-from kubetrain.health import HealthServer
+from kubetrain.serving.health import HealthServer
 
 
 def parse(*argv: str) -> object:

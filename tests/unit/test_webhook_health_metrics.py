@@ -5,8 +5,8 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from kubetrain.health import HealthServer
-from kubetrain.metrics import JOBS_CREATED, REGISTRY, WEBHOOK_REQUEST_DURATION
+from kubetrain.serving.health import HealthServer
+from kubetrain.serving.metrics import JOBS_CREATED, REGISTRY, WEBHOOK_REQUEST_DURATION
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ import pytest
 
 from kubetrain.certs.generate import CertificateBundle, generate_bundle
 from kubetrain.certs.tls import write_cert_dir
-from kubetrain.httpguard import ConnectionLimits
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.serving.guard import ConnectionLimits
 from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, request_review
 from kubetrain.webhook.server import WebhookServer

@@ -20,7 +20,7 @@ from jobs import job
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, generate_serving_cert
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.metrics import REGISTRY
 from kubetrain.webhook.review import request_review
 from kubetrain.webhook.server import WebhookServer
 

@@ -15,8 +15,8 @@ from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.cli import build_parser
 from kubetrain.commands.webhook import WebhookRuntime
-from kubetrain.health import HealthServer
-from kubetrain.metrics import REGISTRY
+from kubetrain.serving.health import HealthServer
+from kubetrain.serving.metrics import REGISTRY
 from kubetrain.webhook.review import request_review
 from kubetrain.webhook.workers import WebhookWorkers, child_argv
 

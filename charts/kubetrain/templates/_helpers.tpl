@@ -95,6 +95,15 @@ webhook.namespaceSelector selects (all when empty). */}}
 {{ without .Values.apiGroups "trainer.kubeflow.org" | toJson }}
 {{- end }}
 
+{{/* The versions of the served job groups: v1, and KubeDL's v1alpha1 with training.kubedl.io. */}}
+{{- define "kubetrain.jobVersions" -}}
+{{- $groups := without .Values.apiGroups "trainer.kubeflow.org" -}}
+{{- $versions := list -}}
+{{- if or (has "kubetrain.io" $groups) (has "kubeflow.org" $groups) }}{{ $versions = append $versions "v1" }}{{ end -}}
+{{- if has "training.kubedl.io" $groups }}{{ $versions = append $versions "v1alpha1" }}{{ end -}}
+{{ $versions | toJson }}
+{{- end }}
+
 {{/* Kubeflow Trainer v2's webhook: TrainJobs (CREATE, UPDATE); validating also the runtimes,
 DELETE included (in-use protection). Names and rules as kubetrain.webhook.configurations. */}}
 {{- define "kubetrain.trainerWebhook" -}}
@@ -123,7 +132,7 @@ namespaceSelector:
 {{- define "kubetrain.jobWebhook" -}}
 rules:
   - apiGroups: {{ include "kubetrain.jobGroups" .ctx }}
-    apiVersions: ["v1"]
+    apiVersions: {{ include "kubetrain.jobVersions" .ctx }}
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs", "mpijobs"]
     scope: Namespaced
@@ -131,7 +140,7 @@ rules:
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}
   - apiGroups: {{ include "kubetrain.jobGroups" .ctx }}
-    apiVersions: ["v1"]
+    apiVersions: {{ include "kubetrain.jobVersions" .ctx }}
     operations: ["UPDATE"]
     resources: ["pytorchjobs/scale", "paddlejobs/scale"]
     scope: Namespaced

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.manifests import load_all
 from kubetrain.dashboard.views.kinds import JobKind
-from kubetrain.yamlload import load_all
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 

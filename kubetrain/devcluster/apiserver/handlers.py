@@ -249,7 +249,7 @@ class Handlers:
             if "yaml" in ctype:
                 import yaml
 
-                from kubetrain.yamlload import load
+                from kubetrain.api.manifests import load
 
                 try:
                     return load(raw)

@@ -81,6 +81,7 @@ class DevCluster:
         self.url = ""
         self.kubeconfig_path = str(self.workdir / "kubeconfig")
         self.ca_path = str(self.workdir / "ca.crt")
+        self.ca_pem = ""  # the CA's certificate (PEM), once started with TLS
         self._runner: web.AppRunner | None = None
         for name in INITIAL_NAMESPACES:
             self._seed_namespace(name)
@@ -157,6 +158,7 @@ class DevCluster:
         cert = self.workdir / "apiserver.crt"
         key = self.workdir / "apiserver.key"
         Path(self.ca_path).write_bytes(bundle.ca.cert_pem)
+        self.ca_pem = bundle.ca.cert_pem.decode()
         cert.write_bytes(bundle.serving.cert_pem)
         key.write_bytes(bundle.serving.key_pem)
         key.chmod(0o600)
@@ -172,6 +174,8 @@ class DevCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         ssl_ctx = self._ssl_context() if self.tls else None
         self.controllers.start()
+        if self.tls:  # kube-root-ca.crt in every namespace, as kube-controller-manager publishes it
+            self.controllers.publish_root_ca(self.ca_pem)
         app = self.handlers.app()
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()

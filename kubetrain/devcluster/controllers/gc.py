@@ -13,6 +13,8 @@
   while its other content (the jobs) still exists.
 - ServiceAccount controller (`serviceaccounts.py`): each live namespace has ServiceAccount
   `default`.
+- Root CA publisher (`rootca.py`): each live namespace has ConfigMap `kube-root-ca.crt` with the
+  API server's CA (once `publish_root_ca` gave it one).
 - CRD controller: a stored CRD's resources are served (synchronously, so a CR can be created right
   after its CRD); a deleted CRD's objects are removed.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -33,7 +36,7 @@ from kubetrain.devcluster.apiserver.core import ApiServer, Target
 from kubetrain.devcluster.apiserver.resources import CRD_KEY, NAMESPACES_KEY, crd_resource_type
 from kubetrain.devcluster.apiserver.store import Event
 from kubetrain.devcluster.apiserver.types import Obj, ResourceType
-from kubetrain.devcluster.controllers import serviceaccounts
+from kubetrain.devcluster.controllers import rootca, serviceaccounts
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ class Controllers:
         self._idle = asyncio.Event()
         self._idle.set()
         self.namespace_delete_interval = 0.0  # seconds after each object a namespace deletion removes
+        self.root_ca: str | None = None  # the CA bundle kube-root-ca.crt publishes (PEM)
 
     def start(self) -> None:
         if self._task is None:
@@ -61,6 +65,12 @@ class Controllers:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    def publish_root_ca(self, ca_pem: str) -> None:
+        """Publish `ca_pem` as kube-root-ca.crt in every namespace, now and from now on."""
+        self.root_ca = ca_pem
+        for ns in list(self.store.items(NAMESPACES_KEY)):
+            self._enqueue(functools.partial(self._root_ca, str(ns["metadata"]["name"])))
 
     async def settle(self) -> None:
         """Wait until the controllers have no queued work (for tests)."""
@@ -96,6 +106,9 @@ class Controllers:
         account_ns = serviceaccounts.namespace_needing_account(ev)
         if account_ns:
             self._enqueue(lambda: self._default_account(account_ns))
+        root_ca_ns = rootca.namespace_needing_root_ca(ev)
+        if root_ca_ns and self.root_ca is not None:
+            self._enqueue(lambda: self._root_ca(root_ca_ns))
         if ev.type == "DELETED":
             uid = md.get("uid", "")
             if self.store.dependents(uid):
@@ -278,6 +291,10 @@ class Controllers:
 
     async def _default_account(self, namespace: str) -> None:
         serviceaccounts.ensure_default_account(self.api, namespace)
+
+    async def _root_ca(self, namespace: str) -> None:
+        if self.root_ca is not None:
+            rootca.ensure_root_ca(self.api, namespace, self.root_ca)
 
     # ---- namespaces --------------------------------------------------------------------------
     async def _terminate_namespace(self, name: str) -> None:

@@ -63,7 +63,7 @@ from kubetrain.devcluster.gang.resources import (
     pod_requests,
     resources,
 )
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import nodeobjects
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class GangSchedulerSimulator:
         self.group_path = f"/apis/{spec['group']}/{spec['versions'][0]['name']}"
         self.scheduler_names = scheduler_names or DEFAULT_SCHEDULER_NAMES[gang_scheduler]
         self.node_names = list(node_names)
-        self.allocatable = resources(allocatable or podstatus.NODE_CAPACITY)
+        self.allocatable = resources(allocatable or nodeobjects.NODE_CAPACITY)
         self._user_agent = user_agent or f"kubetrain-gang-simulator ({gang_scheduler})"
         self._api: RawApi | None = None
         self._groups: dict[Key, Obj] = {}
@@ -271,7 +271,7 @@ class GangSchedulerSimulator:
             uid = str((pod.get("metadata") or {}).get("uid", ""))
             self._assumed[uid] = (node, pod_requests(pod))
             code, body = await self.api.request(
-                "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=podstatus.binding(pod, node)
+                "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=nodeobjects.binding(pod, node)
             )
             if code in (200, 201):
                 self.bindings.append((ns, name, node))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubetrain.devcluster.client import ApiError, RawApi
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import nodeobjects
 
 LEASE_NAMESPACE = "kube-node-lease"
 
@@ -16,14 +16,14 @@ async def register_nodes(api: RawApi, host_ips: dict[str, str], now: datetime) -
         code, node = await api.request("GET", f"/api/v1/nodes/{name}")
         if code == 404:
             code, node = await api.request(
-                "POST", "/api/v1/nodes", body=podstatus.node_object(name, address, now)
+                "POST", "/api/v1/nodes", body=nodeobjects.node_object(name, address, now)
             )
             if code not in (200, 201, 409):
                 raise ApiError(code, node)
             code, node = await api.request("GET", f"/api/v1/nodes/{name}")
         if code != 200:
             raise ApiError(code, node)
-        node["status"] = podstatus.node_status(name, address, now)
+        node["status"] = nodeobjects.node_status(name, address, now)
         code, body = await api.request("PUT", f"/api/v1/nodes/{name}/status", body=node)
         if code not in (200, 409):
             raise ApiError(code, body)

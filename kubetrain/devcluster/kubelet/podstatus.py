@@ -1,35 +1,16 @@
-"""Pure builders for what a kubelet writes: pod status, node objects, bindings.
+"""Pure builders of the pod status a kubelet writes.
 
 No I/O and no hidden clock: every function takes `now`. `kubetrain.devcluster.kubelet.simulator` feeds
-these to the API server. Shapes follow core/v1 (PodStatus, ContainerStatus, Node) and the
-kubelet's own conventions (condition types and reasons, `PodCompleted` when containers stop,
-`Evicted` + `DisruptionTarget`/`TerminationByKubelet` for kubelet evictions).
-
-Per-pod behaviour comes from annotations (see `Behaviour.from_pod`):
-
-- `sim.kubetrain.io/run-seconds`: seconds the containers run before they exit; absent → the
-  pod stays Running until a test (or the simulator's `default_run_seconds`) says otherwise.
-- `sim.kubetrain.io/exit-code`: exit code of that exit (default 0).
-- `sim.kubetrain.io/reason`: termination reason (default `Completed` for 0, `Error` otherwise;
-  e.g. `OOMKilled`); `Evicted` makes the exit a kubelet eviction instead.
-- `sim.kubetrain.io/restarts-before-exit`: at most this many in-place restarts (restartPolicy
-  Always/OnFailure); the exit after that is terminal whatever the restartPolicy. Absent → the
-  restartPolicy alone decides, as a kubelet does (no back-off is simulated).
-- `sim.kubetrain.io/start-seconds`: seconds a bound pod stays Pending before it starts (default 0).
+these to the API server. Shapes follow core/v1 (PodStatus, ContainerStatus) and the kubelet's
+own conventions (condition types and reasons, `PodCompleted` when containers stop, `Evicted` +
+`DisruptionTarget`/`TerminationByKubelet` for kubelet evictions). What a pod's annotations ask
+of the simulated kubelet is `behaviour.py`'s; the Node and Binding objects `nodeobjects.py`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-ANNOTATION_PREFIX = "sim.kubetrain.io/"
-RUN_SECONDS = ANNOTATION_PREFIX + "run-seconds"
-EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
-REASON = ANNOTATION_PREFIX + "reason"
-RESTARTS_BEFORE_EXIT = ANNOTATION_PREFIX + "restarts-before-exit"
-START_SECONDS = ANNOTATION_PREFIX + "start-seconds"
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 EVICTION_MESSAGE = "The node was low on resource: memory. "
@@ -41,57 +22,8 @@ def timestamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
-class Behaviour:
-    run_seconds: float | None = None
-    exit_code: int = 0
-    reason: str | None = None
-    restarts_before_exit: int | None = None
-    start_seconds: float = 0.0
-
-    @classmethod
-    def from_pod(cls, pod: dict[str, Any], default_run_seconds: float | None = None) -> Behaviour:
-        """The annotations of `pod`; a malformed value raises ValueError naming the annotation."""
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        run = _number(annotations, RUN_SECONDS)
-        restarts = _number(annotations, RESTARTS_BEFORE_EXIT)
-        exit_code = _number(annotations, EXIT_CODE)
-        start = _number(annotations, START_SECONDS)
-        if exit_code is not None and not (0 <= exit_code <= 255 and exit_code == int(exit_code)):
-            raise ValueError(f"annotation {EXIT_CODE}: {exit_code} is not an exit code (0-255)")
-        return cls(
-            run_seconds=run if run is not None else default_run_seconds,
-            exit_code=int(exit_code or 0),
-            reason=annotations.get(REASON) or None,
-            restarts_before_exit=int(restarts) if restarts is not None else None,
-            start_seconds=start or 0.0,
-        )
-
-
-def _number(annotations: dict[str, str], key: str) -> float | None:
-    if key not in annotations:
-        return None
-    try:
-        value = float(annotations[key])
-    except (TypeError, ValueError):
-        raise ValueError(f"annotation {key}: {annotations[key]!r} is not a number") from None
-    if value < 0:
-        raise ValueError(f"annotation {key}: {annotations[key]!r} must not be negative")
-    return value
-
-
 def termination_reason(exit_code: int, reason: str | None) -> str:
     return reason or ("Completed" if exit_code == 0 else "Error")
-
-
-def exit_outcome(pod: dict[str, Any], exit_code: int, restarts_so_far: int, restart_limit: int | None) -> str:
-    """What a kubelet does when the containers exit: "restart" in place, or the terminal phase."""
-    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
-    limit_reached = restart_limit is not None and restarts_so_far >= restart_limit
-    restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
-    if restarts and not limit_reached:
-        return "restart"
-    return "Succeeded" if exit_code == 0 else "Failed"
 
 
 def _containers(pod: dict[str, Any], key: str = "containers") -> list[dict[str, Any]]:
@@ -158,7 +90,27 @@ def _base_status(pod: dict[str, Any], host_ip: str, pod_ip: str, now: datetime) 
     }
 
 
-def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
+InitOutcomes = dict[str, tuple[int, str]]  # init container name -> (exit code, message)
+
+
+def _init_terminated(
+    pod: dict[str, Any], name: str, code: int, message: str, now: datetime
+) -> dict[str, Any]:
+    terminated: dict[str, Any] = {
+        "exitCode": code,
+        "reason": "Completed" if code == 0 else "Error",
+        "startedAt": timestamp(now),
+        "finishedAt": timestamp(now),
+        "containerID": container_id(pod, name, 0),
+    }
+    if message:
+        terminated["message"] = message
+    return terminated
+
+
+def _init_statuses(
+    pod: dict[str, Any], now: datetime, outcomes: InitOutcomes | None = None
+) -> list[dict[str, Any]]:
     return [
         {
             "name": c["name"],
@@ -169,13 +121,9 @@ def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
             "started": False,
             "restartCount": 0,
             "state": {
-                "terminated": {
-                    "exitCode": 0,
-                    "reason": "Completed",
-                    "startedAt": timestamp(now),
-                    "finishedAt": timestamp(now),
-                    "containerID": container_id(pod, c["name"], 0),
-                }
+                "terminated": _init_terminated(
+                    pod, c["name"], 0, (outcomes or {}).get(c["name"], (0, ""))[1], now
+                )
             },
             "lastState": {},
         }
@@ -183,7 +131,14 @@ def _init_statuses(pod: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
     ]
 
 
-def running_status(pod: dict[str, Any], *, host_ip: str, pod_ip: str, now: datetime) -> dict[str, Any]:
+def running_status(
+    pod: dict[str, Any],
+    *,
+    host_ip: str,
+    pod_ip: str,
+    now: datetime,
+    init_outcomes: InitOutcomes | None = None,
+) -> dict[str, Any]:
     """Pending → Running: every container started and ready."""
     status = _base_status(pod, host_ip, pod_ip, now)
     previous = _previous(pod)
@@ -216,7 +171,7 @@ def running_status(pod: dict[str, Any], *, host_ip: str, pod_ip: str, now: datet
         conditions=_keep_transition(conditions, old_conditions),
         containerStatuses=statuses,
     )
-    init = _init_statuses(pod, now)
+    init = _init_statuses(pod, now, init_outcomes)
     if init:
         status["initContainerStatuses"] = init
     return status
@@ -342,73 +297,3 @@ def restarted_status(
     status["containerStatuses"] = statuses
     status["phase"] = "Running"
     return status
-
-
-def binding(pod: dict[str, Any], node: str) -> dict[str, Any]:
-    """The v1 Binding a scheduler POSTs to pods/NAME/binding."""
-    meta = pod.get("metadata") or {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid")},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-    }
-
-
-NODE_CAPACITY = {
-    "cpu": "64",
-    "memory": "256Gi",
-    "pods": "250",
-    "ephemeral-storage": "1Ti",
-    "nvidia.com/gpu": "8",
-}
-
-
-def node_object(name: str, address: str, now: datetime) -> dict[str, Any]:
-    """A Ready Node as a kubelet registers it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "sim.kubetrain.io/simulated": "true",
-            },
-        },
-        "spec": {},
-        "status": node_status(name, address, now),
-    }
-
-
-def node_status(name: str, address: str, now: datetime) -> dict[str, Any]:
-    stamp = timestamp(now)
-    return {
-        "capacity": dict(NODE_CAPACITY),
-        "allocatable": dict(NODE_CAPACITY),
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "KubeletReady",
-                "message": "kubelet is posting ready status",
-                "lastHeartbeatTime": stamp,
-                "lastTransitionTime": stamp,
-            }
-        ],
-        "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
-        "nodeInfo": {
-            "kubeletVersion": "v1.31.0-kubetrain-sim",
-            "containerRuntimeVersion": "containerd://sim",
-            "operatingSystem": "linux",
-            "architecture": "amd64",
-            "osImage": "kubetrain pod simulator",
-            "kernelVersion": "",
-            "kubeProxyVersion": "",
-            "machineID": "",
-            "systemUUID": "",
-            "bootID": "",
-        },
-    }

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import nodeobjects
 from kubetrain.kube.clock import Clock
 
 Key = tuple[str, str]
@@ -79,7 +79,7 @@ class RoundRobinBinder:
         self._counter += 1
         ns, name = pod_key(pod)
         code, body = await api.request(
-            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=podstatus.binding(pod, node)
+            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=nodeobjects.binding(pod, node)
         )
         if code not in (200, 201, 404, 409):
             raise ApiError(code, body)

@@ -18,7 +18,7 @@ no kubelets), with plain-dict bodies:
 - finishes graceful deletions like a kubelet: a pod with deletionTimestamp gets its containers
   terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
 
-Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.podstatus`):
+Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
 `sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
 `.../restarts-before-exit`, `.../start-seconds`. Without run-seconds a pod stays Running until the
 test API says otherwise, unless the simulator was given `default_run_seconds` (`kubetrain dev`).
@@ -52,6 +52,8 @@ from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.kubelet import podstatus, volumes
+from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
+from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
 from kubetrain.devcluster.kubelet.status import (
@@ -97,8 +99,10 @@ class PodSimulator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers = PodTimers(clock, self._current_uid)
         self._binder = RoundRobinBinder(self.node_names)
+        # The git remotes code-sync init containers fetch from (tests push branches, fail repos).
+        self.git = SimulatedGit()
         self._status = PodTransitions(
-            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds
+            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds, self.git
         )
         self._synced = asyncio.Event()
         self._mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
@@ -217,10 +221,10 @@ class PodSimulator:
             self._timers.cancel(key)
             return
         try:
-            behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
+            behaviour = Behaviour.from_pod(pod, self.default_run_seconds)
         except ValueError as exc:
             log.warning("pod %s/%s: %s; running it without simulated behaviour", *key, exc)
-            behaviour = podstatus.Behaviour()
+            behaviour = Behaviour()
         uid = str(pod["metadata"].get("uid", ""))
         if pod_phase(pod) == "Pending":
             if uid not in self._mounts and volumes.has_projected_volumes(pod):
@@ -332,7 +336,7 @@ class PodSimulator:
         restarts it in place; ValueError if the pod's restartPolicy would not restart it."""
         key = await self._running(namespace, name, wait_seconds)
         pod = self._pods[key]
-        if podstatus.exit_outcome(pod, exit_code, 0, None) != "restart":
+        if exit_outcome(pod, exit_code, 0, None) != "restart":
             policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
             raise ValueError(
                 f"pod {namespace}/{name} has restartPolicy {policy}: a kubelet does not restart a container "

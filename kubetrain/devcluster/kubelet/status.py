@@ -17,7 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
-from kubetrain.devcluster.kubelet import podstatus
+from kubetrain.devcluster.kubelet import initstatus, podstatus
+from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
+from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
 from kubetrain.kube.clock import Clock
 
@@ -49,6 +51,7 @@ class PodTransitions:
         host_ips: dict[str, str],
         timers: PodTimers,
         default_run_seconds: float | None,
+        git: SimulatedGit | None = None,
     ) -> None:
         self._api = api
         self.clock = clock
@@ -60,6 +63,7 @@ class PodTransitions:
         self._pod_ips: dict[str, str] = {}
         self._ip_counter = 0
         self._deleted: set[str] = set()  # uids this kubelet already removed
+        self.git = git if git is not None else SimulatedGit()  # the remotes code-sync fetches reach
 
     def ours(self, pod: dict[str, Any]) -> bool:
         return (pod.get("spec") or {}).get("nodeName") in self._host_ips
@@ -96,9 +100,26 @@ class PodTransitions:
         def build(pod: dict[str, Any]) -> dict[str, Any] | None:
             if not self.ours(pod) or pod_phase(pod) != "Pending" or pod["metadata"].get("deletionTimestamp"):
                 return None
+            if initstatus.init_backing_off(pod):
+                return None  # a failed init container the kubelet keeps retrying: no change
             host_ip = self._host_ips[pod["spec"]["nodeName"]]
+            now = self.clock.now()
+            outcomes: podstatus.InitOutcomes = {}
+            for container in pod["spec"].get("initContainers") or []:
+                code, message = self.git.init_outcome(container)
+                outcomes[container["name"]] = (code, message)
+                if code != 0:  # init containers run in order: the first failure stops the pod
+                    return initstatus.init_failed_status(
+                        pod,
+                        container["name"],
+                        code,
+                        message,
+                        host_ip=host_ip,
+                        pod_ip=self._pod_ip(pod),
+                        now=now,
+                    )
             return podstatus.running_status(
-                pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=self.clock.now()
+                pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=now, init_outcomes=outcomes
             )
 
         await self.write_status(key, build)
@@ -107,11 +128,11 @@ class PodTransitions:
         pod = self._pods.get(key)
         if pod is None or pod_phase(pod) != "Running":
             return
-        behaviour = podstatus.Behaviour.from_pod(pod, self.default_run_seconds)
+        behaviour = Behaviour.from_pod(pod, self.default_run_seconds)
         if behaviour.reason == "Evicted":
             await self.write_status(key, self.running_only(self.evict_builder()))
             return
-        outcome = podstatus.exit_outcome(
+        outcome = exit_outcome(
             pod, behaviour.exit_code, podstatus.restart_count(pod), behaviour.restarts_before_exit
         )
         if outcome == "restart":

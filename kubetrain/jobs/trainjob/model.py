@@ -39,7 +39,9 @@ class ResolvedTrainJob:
     # Objects the ML policy needs besides pods (MPI: the SSH Secret, the hostfile ConfigMap),
     # without namespace, labels and ownerReference.
     extra: tuple[dict[str, Any], ...] = ()
-    ttl_set: bool = False  # the runtime template sets ttlSecondsAfterFinished
+    ttl_set: bool = False
+    # The runtime template's JobSet failurePolicy (None: a failed step fails the TrainJob).
+    failure_policy: Mapping[str, Any] | None = None  # the runtime template sets ttlSecondsAfterFinished
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

@@ -139,6 +139,7 @@ def resolve(
         pod_group_policy=rspec.get("podGroupPolicy") or {},
         extra=extra,
         ttl_set=jsspec.get("ttlSecondsAfterFinished") is not None,
+        failure_policy=failure if jsspec.get("failurePolicy") is not None else None,
     )
     return (None if errors else resolved), errors
 

@@ -43,3 +43,12 @@ def load_all(text: str | bytes) -> list[Any]:
 def load(text: str | bytes) -> Any:
     """The single document of a YAML text; raises yaml.YAMLError."""
     return yaml.load(text, Loader=ManifestLoader)  # a SafeLoader subclass: safe
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: `line L, column C: problem`."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(problem)

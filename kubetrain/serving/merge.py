@@ -10,7 +10,7 @@ Only counters, histograms and summaries are added, sample by sample (same name a
 a label set only a child has is appended. Gauges (queue depths, per-process values), the
 `process_*`/`python_*` collectors and `_created` timestamps stay the parent's own: adding them
 up would be meaningless. A family no registry of the parent defines is ignored. Pure: the
-texts are fetched by kubetrain.health.
+texts are fetched by kubetrain.serving.health.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every Prometheus metric kubetrain exports (docs/behaviour.md §10), defined once.
 
 The controller, the kube I/O layer and the webhook import the metric objects from here; the
-`HealthServer` (kubetrain.health) serves `REGISTRY` on `/metrics`. Metrics live in their own
+`HealthServer` (kubetrain.serving.health) serves `REGISTRY` on `/metrics`. Metrics live in their own
 registry (plus the standard process/platform collectors) so that tests and embedding
 applications are not affected by whatever else registers into prometheus_client's global one.
 

@@ -15,20 +15,20 @@ answers 200 `ok` when every readiness check passes and 503 otherwise; with `?ver
 kube-apiserver does) it lists each check as `[+]name ok` / `[-]name failed: reason`.
 `/healthz` works the same with the liveness checks (none by default: a process that can
 answer is alive). `/metrics` serves the prometheus_client text exposition of
-`kubetrain.metrics.REGISTRY` (or the registry given).
+`kubetrain.serving.metrics.REGISTRY` (or the registry given).
 
-Plain HTTP by default. With `tls` (a `kubetrain.certs.tls.ReloadingTLS`) the port serves HTTPS
+Plain HTTP by default. With `tls` (a `ServingTLS`: `kubetrain.certs.tls.ReloadingTLS`) the port serves HTTPS
 (TLS ≥ 1.2, hot-reloaded certificate; readiness check `metrics-certs`), and with `auth` (a
-`kubetrain.metricsauth.MetricsAuthorizer`) every /metrics request must carry a bearer token
+`kubetrain.serving.auth.MetricsAuthorizer`) every /metrics request must carry a bearer token
 whose user may `get` the non-resource URL `/metrics`: 401/403/500 answers are kube `Status`
 bodies. /healthz, /livez and /readyz stay unauthenticated: the kubelet probes them without a
 token. `on_stop` callables (awaitables) run after the server stopped (the API client of `auth`).
 
 `unix_path` serves the same app on a Unix socket too (a `--webhook-workers` child, so that the
 parent can read it); `add_metrics_peers(paths)` makes /metrics add the counters and histograms
-those sockets' /metrics show (kubetrain.metricsmerge), each read within 2 s or left out.
+those sockets' /metrics show (kubetrain.serving.merge), each read within 2 s or left out.
 
-Connections get the limits of kubetrain.httpguard (header and idle deadlines, a connection cap),
+Connections get the limits of kubetrain.serving.guard (header and idle deadlines, a connection cap),
 so that a client holding connections open cannot exhaust the port the kubelet probes.
 """
 
@@ -38,19 +38,33 @@ import asyncio
 import inspect
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from kubetrain.certs.tls import ReloadingTLS
-from kubetrain.httpguard import ConnectionGuard, ConnectionLimits
-from kubetrain.metrics import REGISTRY
-from kubetrain.metricsauth import MetricsAuthorizer
-from kubetrain.metricsmerge import MergedRegistry
+from kubetrain.serving.auth import MetricsAuthorizer
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits
+from kubetrain.serving.merge import MergedRegistry
+from kubetrain.serving.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
+
+
+class ServingTLS(Protocol):
+    """A serving certificate that reloads itself (`kubetrain.certs.tls.ReloadingTLS`)."""
+
+    ssl_context: ssl.SSLContext
+
+    @property
+    def loaded(self) -> bool: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 Check = Callable[[], "bool | Awaitable[bool]"]
 PEER_TIMEOUT = 2.0
@@ -97,7 +111,7 @@ class HealthServer:
         registry: CollectorRegistry = REGISTRY,
         limits: ConnectionLimits | None = None,
         reuse_port: bool = False,
-        tls: ReloadingTLS | None = None,
+        tls: ServingTLS | None = None,
         auth: MetricsAuthorizer | None = None,
         on_stop: list[Callable[[], Awaitable[None]]] | None = None,
         unix_path: str | None = None,

@@ -36,8 +36,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from kubetrain.kube.errors import ApiError
-
 log = logging.getLogger(__name__)
 
 DEFAULT_TTL = 10.0
@@ -63,7 +61,14 @@ class Verdict:
     user: User | None = None
 
 
+class ReviewFailed(Exception):
+    """A TokenReview or SubjectAccessReview that got no answer, or an error answer."""
+
+
 class ReviewApi(Protocol):
+    """The two review creates (`kubetrain.kube.access.AccessReviews`); a failed review raises
+    `ReviewFailed`."""
+
     async def token_review(self, body: dict[str, Any]) -> dict[str, Any]: ...
     async def subject_access_review(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -220,7 +225,7 @@ class MetricsAuthorizer:
         self.decisions: DecisionCache[tuple[bool, str]] = DecisionCache(clock, ttl, max_entries)
 
     async def authenticate(self, token: str) -> User | None:
-        """The token's user, None when it does not authenticate; ApiError when the review failed."""
+        """The token's user, None when it does not authenticate; ReviewFailed when the review failed."""
         key = _token_key(token)
         hit, user = self.users.get(key)
         if hit:
@@ -230,7 +235,7 @@ class MetricsAuthorizer:
         return user
 
     async def authorize(self, user: User, path: str, verb: str) -> tuple[bool, str]:
-        """(allowed, reason); ApiError when the review failed."""
+        """(allowed, reason); ReviewFailed when the review failed."""
         key = (user, path, verb)
         hit, decision = self.decisions.get(key)
         if hit and decision is not None:
@@ -246,14 +251,14 @@ class MetricsAuthorizer:
             return Verdict(401, unauthorized_status())
         try:
             user = await self.authenticate(token)
-        except ApiError as exc:
+        except ReviewFailed as exc:
             log.warning("TokenReview failed, answering 401: %s", exc)
             return Verdict(401, unauthorized_status())
         if user is None:
             return Verdict(401, unauthorized_status())
         try:
             allowed, reason = await self.authorize(user, path, verb)
-        except ApiError as exc:
+        except ReviewFailed as exc:
             log.warning("SubjectAccessReview for %s failed: %s", user.username, exc)
             return Verdict(500, internal_error_status("cannot check access; see the operator's log"), user)
         if not allowed:

@@ -1,0 +1,214 @@
+"""KubeDL's spec layout (`training.kubedl.io/v1alpha1`) ↔ kubetrain's (`runPolicy`). Pure.
+
+KubeDL's TFJob, PyTorchJob and XGBoostJob inline their run policy in the spec
+(`spec.cleanPodPolicy`, `spec.ttlSecondsAfterFinished`, `spec.activeDeadlineSeconds`,
+`spec.backoffLimit`, `spec.schedulingPolicy`); its MPIJob has `spec.runPolicy` and, for older
+layouts, the same fields inline. A stored KubeDL job keeps KubeDL's layout: defaulting and
+validation work on the kubetrain layout `to_v1` gives (inline fields moved into `runPolicy`, a
+`runPolicy` of the job winning over inline ones), and the defaults go back inline (`from_v1`),
+so what the mutating webhook adds is in KubeDL's places. Differences:
+
+- `schedulingPolicy.priorityClassName` is kubetrain's `priorityClass`; `schedulingPolicy.priority`
+  (a number) is refused: use a PriorityClass.
+- `cronPolicy` (scheduled training), `modelVersion` (model images built by KubeDL's model
+  controller) and `cacheBackend` (Fluid dataset caches) are refused with a message saying so;
+  `mainContainer` (KubeDL's MPIJob) is accepted when it names the framework container kubetrain
+  runs (MPI: container 0 of each template).
+- Where KubeDL names the framework container differently (`Framework.kubedl_container_name`:
+  XGBoost's `xgboostjob`, kubetrain's `xgboost`), the job keeps KubeDL's name and its pods name
+  the container as kubetrain does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from kubetrain.api.common import RunPolicy
+from kubetrain.api.errors import FieldError, forbidden, invalid
+from kubetrain.api.groups import KUBEDL_GROUP, group_of
+from kubetrain.api.podtemplate import framework_container_index
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import get_framework
+
+SCHEDULING = "schedulingPolicy"
+# Every run policy field sits inline in KubeDL's layout: KubeDL's own (cleanPodPolicy,
+# ttlSecondsAfterFinished, activeDeadlineSeconds, backoffLimit, schedulingPolicy) and kubetrain's
+# further ones (suspend, managedBy, podFailurePolicy), so defaults land next to them.
+RUN_POLICY_FIELDS = tuple(
+    f.alias or name for name, f in RunPolicy.model_fields.items() if (f.alias or name) != SCHEDULING
+)
+REFUSED = {
+    "cronPolicy": "KubeDL's scheduled training; create a Cron-style schedule for the job instead",
+    "modelVersion": "KubeDL's model images are not built by kubetrain; push the model from the "
+    "training code or a follow-up job",
+    "cacheBackend": "KubeDL's Fluid dataset caches are not managed by kubetrain; mount a "
+    "PersistentVolumeClaim of the cache instead",
+}
+
+
+def is_kubedl(obj: Mapping[str, Any]) -> bool:
+    return group_of(obj.get("apiVersion")) == KUBEDL_GROUP
+
+
+def layout_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """KubeDL fields kubetrain does not run, each refused with why."""
+    spec = obj.get("spec")
+    if not is_kubedl(obj) or not isinstance(spec, Mapping):
+        return []
+    errors: list[FieldError] = []
+    for key, why in REFUSED.items():
+        if spec.get(key) is not None:
+            errors.append(forbidden(f"spec.{key}", f"not supported by kubetrain: {why}"))
+    for base in ("spec", "spec.runPolicy"):
+        holder = spec if base == "spec" else spec.get("runPolicy")
+        sched = holder.get(SCHEDULING) if isinstance(holder, Mapping) else None
+        if isinstance(sched, Mapping) and sched.get("priority") is not None:
+            errors.append(
+                forbidden(
+                    f"{base}.{SCHEDULING}.priority",
+                    "a numeric priority is not supported: name a PriorityClass in priorityClassName",
+                )
+            )
+        if isinstance(holder, Mapping) and base == "spec.runPolicy" and holder.get("cronPolicy") is not None:
+            errors.append(
+                forbidden("spec.runPolicy.cronPolicy", f"not supported by kubetrain: {REFUSED['cronPolicy']}")
+            )
+    main = spec.get("mainContainer")
+    framework = get_framework(str(obj.get("kind")))
+    if main is not None and framework is not None:
+        replicas = spec.get(framework.replica_field)
+        for rtype, rspec in (replicas if isinstance(replicas, Mapping) else {}).items():
+            template = rspec.get("template") if isinstance(rspec, Mapping) else None
+            containers = ((template or {}).get("spec") or {}).get("containers") or []
+            index = framework_container_index(template or {}, framework.container_name)
+            found = containers[index] if index is not None and index < len(containers) else None
+            name = found.get("name") if isinstance(found, Mapping) else None
+            if name != main:
+                errors.append(
+                    invalid(
+                        "spec.mainContainer",
+                        f"{main!r}: kubetrain runs the framework in container {name!r} of "
+                        f"{framework.replica_field}[{rtype}] (the first container, or the one "
+                        f"named {framework.container_name!r})",
+                    )
+                )
+                break
+    return errors
+
+
+def _scheduling_to_v1(value: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in value.items() if k not in ("priority", "priorityClassName")}
+    if value.get("priorityClassName"):
+        out["priorityClass"] = value["priorityClassName"]
+    return out
+
+
+def _scheduling_from_v1(value: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in value.items() if k != "priorityClass"}
+    if value.get("priorityClass"):
+        out["priorityClassName"] = value["priorityClass"]
+    return out
+
+
+def to_v1(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The job in kubetrain's layout (apiVersion kept); a non-KubeDL job comes back as a copy."""
+    out = copy.deepcopy(dict(obj))
+    spec = out.get("spec")
+    if not is_kubedl(obj) or not isinstance(spec, dict):
+        return out
+    for key in REFUSED:
+        spec.pop(key, None)
+    spec.pop("mainContainer", None)
+    inline = {k: spec.pop(k) for k in (*RUN_POLICY_FIELDS, SCHEDULING) if k in spec}
+    given = spec.get("runPolicy")
+    run_policy = {**inline, **(given if isinstance(given, dict) else {})}
+    run_policy.pop("cronPolicy", None)
+    if isinstance(run_policy.get(SCHEDULING), Mapping):
+        run_policy[SCHEDULING] = _scheduling_to_v1(run_policy[SCHEDULING])
+    if run_policy or "runPolicy" in spec:
+        spec["runPolicy"] = run_policy
+    framework = get_framework(str(out.get("kind")))
+    if framework is not None and framework.kubedl_container_name:
+        _rename_containers(
+            spec.get(framework.replica_field), framework.kubedl_container_name, framework.container_name
+        )
+    return out
+
+
+def from_v1(v1: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any]:
+    """`v1` (a `to_v1` result, e.g. defaulted) back in the layout `original` has."""
+    out = copy.deepcopy(dict(v1))
+    spec = out.get("spec")
+    if not is_kubedl(original) or not isinstance(spec, dict):
+        return out
+    ospec = original.get("spec") if isinstance(original.get("spec"), Mapping) else {}
+    assert isinstance(ospec, Mapping)
+    run_policy = spec.get("runPolicy")
+    if "runPolicy" not in ospec and isinstance(run_policy, dict):
+        del spec["runPolicy"]
+        for key, value in run_policy.items():
+            if key == SCHEDULING and isinstance(value, Mapping):
+                value = _scheduling_from_v1(value)
+            spec[key] = value  # KubeDL's inline place
+    elif isinstance(run_policy, dict) and isinstance(run_policy.get(SCHEDULING), Mapping):
+        run_policy[SCHEDULING] = _scheduling_from_v1(run_policy[SCHEDULING])
+    for key in (*REFUSED, "mainContainer"):
+        if key in ospec:
+            spec[key] = copy.deepcopy(ospec[key])
+    # What to_v1 left out is kept as the user wrote it, for validation to refuse.
+    for holder, original_holder in ((spec, ospec), (spec.get("runPolicy"), ospec.get("runPolicy"))):
+        before = original_holder.get(SCHEDULING) if isinstance(original_holder, Mapping) else None
+        if isinstance(holder, dict) and isinstance(before, Mapping) and "priority" in before:
+            holder[SCHEDULING] = {**(holder.get(SCHEDULING) or {}), "priority": before["priority"]}
+        if (
+            isinstance(holder, dict)
+            and isinstance(original_holder, Mapping)
+            and "cronPolicy" in original_holder
+        ):
+            holder["cronPolicy"] = copy.deepcopy(original_holder["cronPolicy"])
+    framework = get_framework(str(out.get("kind")))
+    if framework is not None and framework.kubedl_container_name:
+        _restore_names(spec.get(framework.replica_field), ospec.get(framework.replica_field), framework)
+    return out
+
+
+def _restore_names(replicas: Any, original: Any, framework: Framework) -> None:
+    """Containers `to_v1` renamed get their KubeDL name back."""
+    if not isinstance(replicas, dict) or not isinstance(original, Mapping):
+        return
+    for rtype, rspec in replicas.items():
+        before = original.get(rtype)
+        old = ((before or {}).get("template") or {}).get("spec") or {} if isinstance(before, Mapping) else {}
+        new = ((rspec or {}).get("template") or {}).get("spec") or {} if isinstance(rspec, dict) else {}
+        for i, container in enumerate(new.get("containers") or []):
+            olds = old.get("containers") or []
+            if (
+                isinstance(container, dict)
+                and container.get("name") == framework.container_name
+                and i < len(olds)
+                and isinstance(olds[i], Mapping)
+                and olds[i].get("name") == framework.kubedl_container_name
+            ):
+                container["name"] = framework.kubedl_container_name
+
+
+def map_path(path: str, obj: Mapping[str, Any]) -> str:
+    """A field path of the kubetrain layout as the KubeDL job the user wrote names it."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    if is_kubedl(obj) and "runPolicy" not in spec and path.startswith("spec.runPolicy."):
+        return "spec." + path[len("spec.runPolicy.") :]
+    return path
+
+
+def _rename_containers(replicas: Any, old: str, new: str) -> None:
+    if not isinstance(replicas, dict):
+        return
+    for rspec in replicas.values():
+        template = rspec.get("template") if isinstance(rspec, dict) else None
+        tspec = template.get("spec") if isinstance(template, dict) else None
+        for container in (tspec or {}).get("containers") or []:
+            if isinstance(container, dict) and container.get("name") == old:
+                container["name"] = new

@@ -1,0 +1,292 @@
+"""TensorBoard for a job (KubeDL's `kubedl.io/tensorboard-config` annotation). Pure.
+
+The annotation holds KubeDL's JSON: `logDir` (required), `image`, `ttlSecondsAfterJobFinished`,
+`ingressSpec` (`host`, `pathPrefix`, `annotations`). kubetrain runs, owned by the job:
+
+- one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the first replica type's
+  pod template (its volumes, so the pod reads the logDir from the volume the job writes it to;
+  its node selector, tolerations, service account, image pull secrets and security context) with
+  one container `tensorboard` running `tensorboard --logdir <logDir> --host 0.0.0.0 --port 6006`
+  (and `--path_prefix` behind an Ingress) in `image`, default the framework container's image;
+  it mounts the framework container's volume mounts;
+- a ClusterIP Service `<job>-tensorboard` on port 6006;
+- with `ingressSpec`, a networking.k8s.io/v1 Ingress `<job>-tensorboard` routing
+  `<host><pathPrefix>` (Prefix) to that Service, with the given annotations.
+
+The pod carries the job-name label (so it is watched) and replica-type `tensorboard`, but fills
+no replica slot: it never counts toward the job's success, failure, restarts, gang (no gang
+scheduler annotations or scheduler name) or TrainingPolicy totals. A hash of the config is an
+annotation on the pod: a changed annotation replaces the pod (and the Ingress).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from kubetrain.api.errors import FieldError, invalid, json_type, required
+from kubetrain.api.labels import (
+    KUBEDL_ANNOTATION_TENSORBOARD,
+    LABEL_JOB_KIND,
+    LABEL_JOB_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    MANAGED_BY_VALUE,
+)
+
+ANNOTATION_PATH = f"metadata.annotations[{KUBEDL_ANNOTATION_TENSORBOARD}]"
+ANNOTATION_HASH = "kubetrain.io/tensorboard-config-hash"
+LABEL_TENSORBOARD_OF = "kubetrain.io/tensorboard-of"  # on the Service and Ingress: the job's name
+REPLICA_TYPE = "TensorBoard"
+CONTAINER = "tensorboard"
+PORT = 6006
+FIELDS = ("logDir", "image", "ttlSecondsAfterJobFinished", "ingressSpec")
+INGRESS_FIELDS = ("host", "pathPrefix", "annotations")
+_REMOTE = ("gs://", "s3://", "hdfs://", "oss://", "az://")
+# Pod template fields the TensorBoard pod takes from the job's first replica type.
+_POD_FIELDS = (
+    "volumes",
+    "nodeSelector",
+    "tolerations",
+    "affinity",
+    "serviceAccountName",
+    "imagePullSecrets",
+    "securityContext",
+    "priorityClassName",
+)
+
+
+@dataclass(frozen=True)
+class TensorBoardConfig:
+    log_dir: str
+    image: str = ""
+    ttl_seconds: int | None = None
+    ingress_host: str = ""
+    path_prefix: str = ""
+    ingress_annotations: Mapping[str, str] = field(default_factory=dict)
+    has_ingress: bool = False
+    raw: str = ""
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.raw.encode()).hexdigest()[:16]
+
+
+def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldError]]:
+    if not isinstance(raw, str):
+        return None, [invalid(ANNOTATION_PATH, f"must be a JSON object string, not {json_type(raw)}")]
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, [invalid(ANNOTATION_PATH, f"not valid JSON: {exc}")]
+    if not isinstance(value, dict):
+        return None, [invalid(ANNOTATION_PATH, f"must be a JSON object, not {json_type(value)}")]
+    errors: list[FieldError] = []
+
+    def path(key: str) -> str:
+        return f"{ANNOTATION_PATH}.{key}"
+
+    for key in value:
+        if key not in FIELDS:
+            errors.append(invalid(path(key), f"unknown field; valid fields: {', '.join(FIELDS)}"))
+    log_dir = value.get("logDir")
+    if not log_dir:
+        errors.append(required(path("logDir"), "the directory the job writes its TensorBoard logs to"))
+    elif not isinstance(log_dir, str):
+        errors.append(invalid(path("logDir"), f"must be a string, not {json_type(log_dir)}"))
+    elif not (log_dir.startswith("/") or log_dir.startswith(_REMOTE)):
+        errors.append(
+            invalid(path("logDir"), f"{log_dir!r}: must be an absolute path or a gs://, s3://, hdfs:// URL")
+        )
+    image = value.get("image")
+    if image is not None and not isinstance(image, str):
+        errors.append(invalid(path("image"), f"must be a string, not {json_type(image)}"))
+    ttl = value.get("ttlSecondsAfterJobFinished")
+    if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
+        errors.append(invalid(path("ttlSecondsAfterJobFinished"), f"{ttl!r}: must be an integer >= 0"))
+    ingress = value.get("ingressSpec")
+    host, prefix, annotations = "", "", cast(dict[str, str], {})
+    if ingress is not None:
+        if not isinstance(ingress, dict):
+            errors.append(invalid(path("ingressSpec"), f"must be an object, not {json_type(ingress)}"))
+        else:
+            for key in ingress:
+                if key not in INGRESS_FIELDS:
+                    errors.append(
+                        invalid(
+                            path(f"ingressSpec.{key}"),
+                            f"unknown field; valid fields: {', '.join(INGRESS_FIELDS)}",
+                        )
+                    )
+            host = ingress.get("host") or ""
+            prefix = ingress.get("pathPrefix") or "/"
+            annotations = ingress.get("annotations") or {}
+            if not isinstance(host, str):
+                errors.append(invalid(path("ingressSpec.host"), f"must be a string, not {json_type(host)}"))
+            if not isinstance(prefix, str) or not prefix.startswith("/"):
+                errors.append(invalid(path("ingressSpec.pathPrefix"), f"{prefix!r}: must start with '/'"))
+            if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
+                errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
+    if errors:
+        return None, errors
+    assert isinstance(log_dir, str)
+    return (
+        TensorBoardConfig(
+            log_dir=log_dir,
+            image=image or "",
+            ttl_seconds=ttl,
+            ingress_host=host,
+            path_prefix=prefix,
+            ingress_annotations=dict(annotations),
+            has_ingress=ingress is not None,
+            raw=json.dumps(value, sort_keys=True),
+        ),
+        [],
+    )
+
+
+def tensorboard_of(annotations: Mapping[str, Any]) -> TensorBoardConfig | None:
+    raw = annotations.get(KUBEDL_ANNOTATION_TENSORBOARD)
+    return None if raw is None else parse_tensorboard(raw)[0]
+
+
+def tensorboard_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    raw = annotations.get(KUBEDL_ANNOTATION_TENSORBOARD) if isinstance(annotations, Mapping) else None
+    return [] if raw is None else parse_tensorboard(raw)[1]
+
+
+def name_of(job_name: str) -> str:
+    return f"{job_name}-tensorboard"
+
+
+def pod_name(job_name: str) -> str:
+    return f"{job_name}-tensorboard-0"
+
+
+def address(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str:
+    prefix = cfg.path_prefix if cfg.has_ingress else "/"
+    return f"http://{name_of(job_name)}.{namespace}.svc:{PORT}{prefix}"
+
+
+def url(cfg: TensorBoardConfig) -> str | None:
+    if not cfg.has_ingress or not cfg.ingress_host:
+        return None
+    return f"http://{cfg.ingress_host}{cfg.path_prefix}"
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """What the TensorBoard objects need to know of their job."""
+
+    kind: str
+    api_version: str
+    name: str
+    namespace: str
+    uid: str
+
+    def owner(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def meta(self, name: str, labels: dict[str, str]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "namespace": self.namespace,
+            "labels": labels,
+            "ownerReferences": [self.owner()],
+        }
+
+
+def _selector(job: JobRef) -> dict[str, str]:
+    return {LABEL_JOB_NAME: job.name, LABEL_REPLICA_TYPE: REPLICA_TYPE.lower()}
+
+
+def build_pod(
+    job: JobRef, cfg: TensorBoardConfig, template: Mapping[str, Any], container_index: int
+) -> dict[str, Any]:
+    """The TensorBoard pod from the first replica type's template."""
+    tspec: Mapping[str, Any] = template.get("spec") or {}
+    spec: dict[str, Any] = {k: copy.deepcopy(tspec[k]) for k in _POD_FIELDS if k in tspec}
+    containers = tspec.get("containers") or []
+    framework = containers[container_index] if container_index < len(containers) else {}
+    args = ["--logdir", cfg.log_dir, "--host", "0.0.0.0", "--port", str(PORT)]
+    if cfg.has_ingress and cfg.path_prefix not in ("", "/"):
+        args += ["--path_prefix", posixpath.normpath(cfg.path_prefix)]
+    container: dict[str, Any] = {
+        "name": CONTAINER,
+        "image": cfg.image or framework.get("image", "tensorflow/tensorflow"),
+        "command": ["tensorboard", *args],
+        "ports": [{"name": CONTAINER, "containerPort": PORT}],
+        "readinessProbe": {"httpGet": {"path": cfg.path_prefix if cfg.has_ingress else "/", "port": PORT}},
+    }
+    mounts = framework.get("volumeMounts")
+    if mounts:
+        container["volumeMounts"] = copy.deepcopy(mounts)
+    spec["containers"] = [container]
+    spec["restartPolicy"] = "Always"
+    labels = {
+        LABEL_JOB_NAME: job.name,
+        LABEL_JOB_KIND: job.kind,
+        LABEL_MANAGED_BY: MANAGED_BY_VALUE,
+        LABEL_REPLICA_TYPE: REPLICA_TYPE.lower(),
+        LABEL_REPLICA_INDEX: "0",
+    }
+    meta = job.meta(pod_name(job.name), labels)
+    meta["annotations"] = {ANNOTATION_HASH: cfg.hash}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def _owned_labels(job: JobRef) -> dict[str, str]:
+    return {LABEL_TENSORBOARD_OF: job.name, LABEL_JOB_KIND: job.kind, LABEL_MANAGED_BY: MANAGED_BY_VALUE}
+
+
+def build_service(job: JobRef) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": job.meta(name_of(job.name), _owned_labels(job)),
+        "spec": {
+            "selector": _selector(job),
+            "ports": [{"name": CONTAINER, "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
+        },
+    }
+
+
+def build_ingress(job: JobRef, cfg: TensorBoardConfig) -> dict[str, Any] | None:
+    if not cfg.has_ingress:
+        return None
+    meta = job.meta(name_of(job.name), _owned_labels(job))
+    meta["annotations"] = {**cfg.ingress_annotations, ANNOTATION_HASH: cfg.hash}
+    rule: dict[str, Any] = {
+        "http": {
+            "paths": [
+                {
+                    "path": cfg.path_prefix,
+                    "pathType": "Prefix",
+                    "backend": {"service": {"name": name_of(job.name), "port": {"number": PORT}}},
+                }
+            ]
+        }
+    }
+    if cfg.ingress_host:
+        rule["host"] = cfg.ingress_host
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": meta,
+        "spec": {"rules": [rule]},
+    }

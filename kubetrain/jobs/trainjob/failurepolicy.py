@@ -1,0 +1,107 @@
+"""What a failed step does to a TrainJob: the runtime template's JobSet `failurePolicy`, as
+JobSet v0.12 executes it (pkg/controllers/failure_policy.go) on the failed jobs (a step's job
+fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded):
+
+- no failurePolicy: the TrainJob fails, reason `FailedJobs`;
+- else the first rule (in order) whose `targetReplicatedJobs` (empty: any) holds a failed step and
+  whose `onJobFailureReasons` (empty: any) holds `BackoffLimitExceeded` decides; without one,
+  `RestartJobSet`:
+  - `FailJobSet`: fails, reason `FailJobSetFailurePolicyAction`;
+  - `RestartJobSet`: every pod restarts as a new attempt while the restarts counted so far are
+    below `maxRestarts`, else fails, reason `ReachedMaxRestarts`;
+  - `RestartJobSetAndIgnoreMaxRestarts`: restarts without counting towards `maxRestarts`.
+Messages name the first failed job (`<tj>-<step>-<jobIndex>`). Pure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.api.trainer import constants as c
+
+JOB_FAILURE_REASON = "BackoffLimitExceeded"
+JOB_FAILURE_MESSAGE = "Job has reached the specified backoff limit"
+FAIL = "FailJobSet"
+RESTART = "RestartJobSet"
+RESTART_IGNORING_MAX = "RestartJobSetAndIgnoreMaxRestarts"
+REASON_FAIL_ACTION = "FailJobSetFailurePolicyAction"
+REASON_RESTART_ACTION = "RestartJobSetFailurePolicyAction"
+REASON_RESTART_IGNORING_MAX = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+
+
+@dataclass(frozen=True)
+class FailureVerdict:
+    restart: bool  # True: restart every pod as a new attempt; False: the TrainJob fails
+    counts: bool  # the restart counts towards maxRestarts
+    reason: str  # the Failed condition's reason, or the restart event's
+    message: str
+
+
+def _applies(rule: Mapping[str, Any], step: str) -> bool:
+    reasons = rule.get("onJobFailureReasons") or []
+    targets = rule.get("targetReplicatedJobs") or []
+    patterns = rule.get("onJobFailureMessagePatterns") or []
+    if reasons and JOB_FAILURE_REASON not in reasons:
+        return False
+    if targets and step not in targets:
+        return False
+    return not patterns or any(_matches(p, JOB_FAILURE_MESSAGE) for p in patterns)
+
+
+def _matches(pattern: object, text: str) -> bool:
+    try:
+        return re.search(str(pattern), text) is not None
+    except re.error:
+        return False
+
+
+def decide(
+    tj: str, policy: Mapping[str, Any] | None, failed_steps: Sequence[str], counted_restarts: int
+) -> FailureVerdict:
+    """`failed_steps` in the runtime's step order; `counted_restarts`: restarts so far that count
+    towards maxRestarts."""
+    first = f"{tj}-{failed_steps[0]}-0"
+    if policy is None:
+        return FailureVerdict(
+            False,
+            False,
+            c.REASON_FAILED_JOBS,
+            f"jobset failed due to one or more job failures (first failed job: {first})",
+        )
+    action, job = RESTART, first
+    for rule in policy.get("rules") or []:
+        step = next((s for s in failed_steps if _applies(rule, s)), None)
+        if step is not None:
+            action, job = str(rule.get("action") or RESTART), f"{tj}-{step}-0"
+            break
+    if action == FAIL:
+        return FailureVerdict(
+            False,
+            False,
+            REASON_FAIL_ACTION,
+            f"applying FailJobSet failure policy action (first failed job: {job})",
+        )
+    if action == RESTART_IGNORING_MAX:
+        return FailureVerdict(
+            True,
+            False,
+            REASON_RESTART_IGNORING_MAX,
+            f"applying RestartJobSetAndIgnoreMaxRestarts failure policy action (first failed job: {job})",
+        )
+    max_restarts = policy.get("maxRestarts")
+    limit = max_restarts if isinstance(max_restarts, int) and not isinstance(max_restarts, bool) else 0
+    if counted_restarts >= limit:
+        return FailureVerdict(
+            False,
+            False,
+            c.REASON_REACHED_MAX_RESTARTS,
+            f"jobset failed due to reaching max number of restarts (first failed job: {job})",
+        )
+    return FailureVerdict(
+        True,
+        True,
+        REASON_RESTART_ACTION,
+        f"applying RestartJobSet failure policy action (first failed job: {job})",
+    )

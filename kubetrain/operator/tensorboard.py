@@ -1,0 +1,132 @@
+"""The planner's part for a job's TensorBoard (kubetrain.jobs.tensorboard). Pure.
+
+Read from the job as stored (not the per-generation cache), so editing the annotation takes
+effect at once: the pod `<job>-tensorboard-0`, the Service `<job>-tensorboard` and, with an
+`ingressSpec`, the Ingress of that name are created when missing; a pod whose config hash
+differs is replaced, an Ingress recorded with another hash is rewritten; removing the
+annotation deletes them. They outlive the job's pods: after the job finished they stay for
+`ttlSecondsAfterJobFinished` (from its completionTime; unset: as long as the job exists), then
+are deleted (`TensorBoardDeleted` event) — the controller requeues the job for exactly that time.
+`status.tensorBoard` holds the address (and the Ingress URL), the pod's phase and the expiry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from kubetrain.frameworks.env import JobLayout
+from kubetrain.jobs import tensorboard as tb
+from kubetrain.operator import runpolicy
+from kubetrain.operator import status as st
+from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
+
+REASON_CREATED = "TensorBoardCreated"
+REASON_DELETED = "TensorBoardDeleted"
+
+
+def _annotations(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = (job.get("metadata") or {}).get("annotations")
+    return value if isinstance(value, Mapping) else {}
+
+
+def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
+    meta = r.job.get("metadata") or {}
+    name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
+    cfg = tb.tensorboard_of(_annotations(r.job))
+    pod = next(
+        (p for p in r.observed.pods if pod_name(p) == tb.pod_name(name) and controlled_by(p, r.job)), None
+    )
+    service = r.observed.service_named(tb.name_of(name))
+    if service is not None and not controlled_by(service, r.job):
+        service = None
+    record = r.status.get("tensorBoard")
+    record = dict(record) if isinstance(record, Mapping) else {}
+
+    def remove_all() -> None:
+        if pod is not None and not terminating(pod):
+            r.delete([pod_name(pod)])
+        if service is not None and not terminating(service):
+            r.plan.tensorboard_deletes.append(("Service", tb.name_of(name)))
+        if record.get("ingress"):
+            r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
+
+    if cfg is None:
+        if pod is not None or service is not None or record:
+            remove_all()
+            r.status.pop("tensorBoard", None)
+        return
+    finished = st.terminal_condition(r.status) is not None
+    completion = st.parse_time(r.status.get("completionTime"))
+    expiry = None
+    if finished and cfg.ttl_seconds is not None and completion is not None:
+        expiry = completion + timedelta(seconds=cfg.ttl_seconds)
+        record["expireTime"] = st.format_time(expiry)
+    if expiry is not None and r.now >= expiry:
+        remove_all()
+        if record.get("phase") != "Deleted":
+            r.event(
+                "Normal",
+                REASON_DELETED,
+                f"TensorBoard of {r.title} deleted: {cfg.ttl_seconds}s after the job finished",
+            )
+        r.status["tensorBoard"] = {"phase": "Deleted", "expireTime": record["expireTime"]}
+        return
+    if expiry is not None:
+        r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, expiry)
+    if layout is None:
+        return
+    job = tb.JobRef(
+        str(r.job.get("kind")), str(r.job.get("apiVersion")), name, namespace, str(meta.get("uid", ""))
+    )
+    first = next(iter(layout.replicas.values()))
+    address = tb.address(name, namespace, cfg)
+    if pod is None:
+        r.plan.create_pods.append(tb.build_pod(job, cfg, first.template, first.container_index))
+        if record.get("configHash") != cfg.hash:
+            r.event(
+                "Normal",
+                REASON_CREATED,
+                f"TensorBoard of {r.title} at {address}" + (f" and {tb.url(cfg)}" if tb.url(cfg) else ""),
+            )
+    elif (
+        not terminating(pod)
+        and (pod.get("metadata") or {}).get("annotations", {}).get(tb.ANNOTATION_HASH) != cfg.hash
+    ):
+        r.delete([pod_name(pod)])  # the config changed: recreated with the new one next time
+    if service is None:
+        r.plan.tensorboard_creates.append(tb.build_service(job))
+    ingress = tb.build_ingress(job, cfg)
+    if ingress is not None and (record.get("configHash") != cfg.hash or not record.get("ingress")):
+        r.plan.tensorboard_replaces.append(ingress)
+    elif ingress is None and record.get("ingress"):
+        r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
+    new: dict[str, Any] = {
+        "address": address,
+        "phase": pod_phase(pod) if pod is not None else "Pending",
+        "configHash": cfg.hash,
+    }
+    if tb.url(cfg):
+        new["url"] = tb.url(cfg)
+    if ingress is not None:
+        new["ingress"] = tb.name_of(name)
+    if "expireTime" in record:
+        new["expireTime"] = record["expireTime"]
+    r.status["tensorBoard"] = new
+
+
+def tensorboard_children(job_obj: Mapping[str, Any], layout: JobLayout) -> list[dict[str, Any]]:
+    """The TensorBoard objects of a job (what `kubetrain render` prints): Service, Ingress, pod."""
+    cfg = tb.tensorboard_of(_annotations(job_obj))
+    if cfg is None:
+        return []
+    job = tb.JobRef(layout.kind, layout.api_version, layout.name, layout.namespace, layout.uid)
+    first = next(iter(layout.replicas.values()))
+    ingress = tb.build_ingress(job, cfg)
+    return [
+        tb.build_service(job),
+        *([ingress] if ingress is not None else []),
+        tb.build_pod(job, cfg, first.template, first.container_index),
+    ]

@@ -1,0 +1,83 @@
+"""KubeDL's own example manifests (tests/data/kubedl, unchanged) applied to devcluster with
+kubetrain serving training.kubedl.io: each runnable one is stored in KubeDL's layout, runs to
+Succeeded with KubeDL's pod labels; the ones with fields kubetrain does not run are refused by
+the webhook naming the field."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from kubetrain.api.manifests import load_all
+from kubetrain.commands.dev import apply_manifest, job_ref
+from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.kube.resources import PODS
+
+from .controller_support import eventually
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "kubedl" / "example"
+RUNNABLE = [
+    "tf/tf_job_mnist.yaml",
+    "tf/tf_job_mnist_distributed_simple.yaml",
+    "tf/tf_job_mnist_volume.yaml",
+    "pytorch/pytorch_job_mnist_mpi.yaml",
+    "xgboost/xgboostjob_v1alpha1_iris_train.yaml",
+]
+REFUSED = {
+    "tf/tf_job_mnist_modelversion.yaml": "spec.modelVersion: Forbidden: not supported by kubetrain",
+    "tf/tf_job_mnist_cache.yaml": "spec.cacheBackend: Forbidden: not supported by kubetrain",
+}
+
+
+def job_of(name: str) -> dict[str, Any]:
+    (job,) = [d for d in load_all((DATA / name).read_text()) if str(d.get("kind", "")).endswith("Job")]
+    return job
+
+
+def _condition(job: dict[str, Any], ctype: str) -> bool:
+    return any(
+        c.get("type") == ctype and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+async def test_kubedl_examples_apply_unchanged_and_succeed() -> None:
+    async with DevStack(
+        DevStackOptions(default_run_seconds=0.2, api_groups=("training.kubedl.io",))
+    ) as stack:
+        out = io.StringIO()
+        created = []
+        for name in RUNNABLE:
+            manifest = job_of(name)
+            result = await apply_manifest(stack, manifest, out)
+            assert result is not None, f"{name}: {out.getvalue()}"
+            assert result["apiVersion"] == "training.kubedl.io/v1alpha1"
+            assert "runPolicy" not in result["spec"]  # stored in KubeDL's layout
+            for key, value in manifest["spec"].items():
+                if key != next(k for k in manifest["spec"] if k.endswith("ReplicaSpecs")):
+                    assert result["spec"][key] == value, (name, key)
+            created.append(result)
+        for job in created:
+            ref, meta = job_ref(job), job["metadata"]
+            assert ref.group == "training.kubedl.io" and ref.version == "v1alpha1"
+
+            async def done(ref: Any = ref, meta: Any = meta) -> bool:
+                got = await stack.kube.get(ref, meta["namespace"], meta["name"])
+                assert not _condition(got, "Failed"), got["status"]
+                return _condition(got, "Succeeded")
+
+            await eventually(
+                done, within=60, what=f"{job['kind']}.training.kubedl.io {meta['name']} to succeed"
+            )
+        pods = (await stack.kube.list(PODS, "kubedl", label_selector="group-name=training.kubedl.io"))[
+            "items"
+        ]
+        names = {p["metadata"]["labels"]["job-name"] for p in pods}
+        assert {"mnist", "pytorch-dist-sendrecv-example"} <= names
+        for name, message in REFUSED.items():
+            out = io.StringIO()
+            manifest = job_of(name)
+            manifest["metadata"]["namespace"] = "refused"  # tf_job_mnist_volume.yaml has the same name
+            assert await apply_manifest(stack, manifest, out) is None
+            assert message in out.getvalue(), out.getvalue()

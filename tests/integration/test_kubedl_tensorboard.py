@@ -1,0 +1,140 @@
+"""TensorBoard (`kubedl.io/tensorboard-config`) through the real controller against devcluster,
+with a FakeClock in the controller: the pod, Service and Ingress are created, the address is in
+the status and an event, the TensorBoard pod counts for nothing of the job, an annotation change
+replaces the pod, and everything is deleted exactly at ttlSecondsAfterJobFinished after the job
+finished (no real time slept for the TTL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.clock import FakeClock
+from kubetrain.kube.resources import INGRESSES, SERVICES, job_resource
+from kubetrain.operator.status import parse_time
+
+from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+T = TypeVar("T")
+START = datetime.now(UTC).replace(microsecond=0)
+QUIET = 0.3
+TFJOBS = job_resource("TFJob")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
+    clock = FakeClock(start=START)
+    async for stack, h in open_stack(controller_clock=clock):
+        yield stack, h, clock
+
+
+async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
+    task = asyncio.ensure_future(fn())
+    try:
+        while not task.done():
+            await clock.advance(0.001)
+            await asyncio.sleep(0.02)
+        return task.result()
+    finally:
+        task.cancel()
+
+
+def config(**extra: Any) -> dict[str, str]:
+    value = {"logDir": "/logs/run", "ttlSecondsAfterJobFinished": 600, **extra}
+    return {"kubedl.io/tensorboard-config": json.dumps(value)}
+
+
+async def test_tensorboard_lives_for_its_ttl_after_the_job_and_never_counts(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    _, h, clock = env
+    ns = await h.namespace("tb")
+    ingress = {
+        "host": "tb.example.com",
+        "pathPrefix": "/tb",
+        "annotations": {"kubernetes.io/ingress.class": "nginx"},
+    }
+    job = job_manifest("TFJob", "tb", {"Worker": 2}, annotations=config(ingressSpec=ingress))
+    await h.create_job(job, ns)
+    pods = await ticking(clock, lambda: h.wait_pods(ns, "tb", 3, phase="Running"))
+    (board,) = [p for p in pods if p["metadata"]["name"] == "tb-tensorboard-0"]
+    assert board["spec"]["containers"][0]["command"][:3] == ["tensorboard", "--logdir", "/logs/run"]
+    assert "schedulerName" not in board["spec"] or board["spec"]["schedulerName"] == "default-scheduler"
+    service = await ticking(
+        clock, lambda: eventually(lambda: h.get(SERVICES, ns, "tb-tensorboard"), what="Service")
+    )
+    assert service["spec"]["ports"][0]["port"] == 6006
+    ing = await ticking(
+        clock, lambda: eventually(lambda: h.get(INGRESSES, ns, "tb-tensorboard"), what="Ingress")
+    )
+    assert ing["spec"]["rules"][0]["host"] == "tb.example.com"
+    assert ing["metadata"]["annotations"]["kubernetes.io/ingress.class"] == "nginx"
+
+    async def status() -> dict[str, Any] | None:
+        got = await h.job("TFJob", ns, "tb")
+        record = ((got or {}).get("status") or {}).get("tensorBoard")
+        return record if record and record.get("phase") == "Running" else None
+
+    record = await ticking(clock, lambda: eventually(status, what="status.tensorBoard Running"))
+    assert record["address"] == f"http://tb-tensorboard.{ns}.svc:6006/tb"
+    assert record["url"] == "http://tb.example.com/tb"
+    event = await ticking(clock, lambda: h.wait_event(ns, "tb", "TensorBoardCreated"))
+    assert record["address"] in event["message"]
+    # The TensorBoard pod is not a replica: the job's counts and success ignore it.
+    got = await h.job("TFJob", ns, "tb")
+    assert replica_status(got, "Worker").get("active") == 2 and got["status"].get("active") == 2
+    await h.sim.finish(ns, "tb-worker-0")
+    await h.sim.finish(ns, "tb-worker-1")
+    done = await ticking(clock, lambda: h.wait_condition("TFJob", ns, "tb", "Succeeded"))
+    completed = parse_time(done["status"]["completionTime"])
+    assert completed is not None
+    expiry = completed + timedelta(seconds=600)
+    # After the job: still there (cleanPodPolicy Running does not remove it) until the TTL.
+    await clock.advance((expiry - clock.now()).total_seconds() - 1)
+    await asyncio.sleep(QUIET)
+    assert await h.pod(ns, "tb-tensorboard-0") is not None
+    assert await h.get(SERVICES, ns, "tb-tensorboard") is not None
+    await clock.advance((expiry - clock.now()).total_seconds() + 1e-6)
+
+    async def gone() -> bool:
+        return (
+            await h.absent(SERVICES, ns, "tb-tensorboard")
+            and await h.absent(INGRESSES, ns, "tb-tensorboard")
+            and await h.pod(ns, "tb-tensorboard-0") is None
+        )
+
+    await eventually(gone, what="TensorBoard pod, Service and Ingress deleted at the TTL")
+    assert (await h.job("TFJob", ns, "tb"))["status"]["tensorBoard"]["phase"] == "Deleted"
+    await h.wait_event(ns, "tb", "TensorBoardDeleted")
+
+
+async def test_changing_the_annotation_replaces_the_tensorboard_pod(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    _, h, clock = env
+    ns = await h.namespace("tbu")
+    await h.create_job(job_manifest("TFJob", "tbu", {"Worker": 1}, annotations=config()), ns)
+    pods = await ticking(clock, lambda: h.wait_pods(ns, "tbu", 2, phase="Running"))
+    old = next(p for p in pods if p["metadata"]["name"] == "tbu-tensorboard-0")
+    await h.kube.patch(
+        TFJOBS,
+        ns,
+        "tbu",
+        {
+            "metadata": {
+                "annotations": {"kubedl.io/tensorboard-config": json.dumps({"logDir": "/logs/other"})}
+            }
+        },
+    )
+    new = await ticking(clock, lambda: h.wait_recreated(ns, "tbu-tensorboard-0", old["metadata"]["uid"]))
+    assert new["spec"]["containers"][0]["command"][:3] == ["tensorboard", "--logdir", "/logs/other"]
+    assert (await h.pod(ns, "tbu-worker-0"))["metadata"]["uid"]  # the job's own pod is untouched

@@ -1,0 +1,34 @@
+"""One builder for bare pod manifests (pods no job owns), shared by every tier: the kube client,
+informer, simulated kubelet, token and admission tests. A job's pods come from the planner
+(tests/unit/planner_builders.py `pod` builds them as the informer shows them). Import with
+`from pods import pod_manifest` (tests/ is on pytest's `pythonpath`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def pod_manifest(
+    name: str,
+    *,
+    namespace: str = "default",
+    container: str = "main",
+    image: str = "busybox",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    restart_policy: str | None = "Never",
+    **spec: Any,
+) -> Obj:
+    """A Pod of one container; `spec` fields (camelCase) are added to its spec, and
+    `restart_policy=None` leaves `restartPolicy` out."""
+    metadata: Obj = {"name": name, "namespace": namespace}
+    if labels is not None:
+        metadata["labels"] = labels
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    pod_spec: Obj = {"containers": [{"name": container, "image": image}], **spec}
+    if restart_policy is not None:
+        pod_spec["restartPolicy"] = restart_policy
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}

@@ -1,0 +1,134 @@
+"""`kubedl.io/tensorboard-config`: validated naming the annotation and field; `kubetrain render`
+shows the TensorBoard pod (the first replica type's volumes and mounts, the logDir), its Service
+and the Ingress; the pod carries no gang scheduling."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kubetrain.commands.render import render_job
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.validation import validate_job
+
+TB = "kubedl.io/tensorboard-config"
+
+
+def job(config: Any) -> dict[str, Any]:
+    template = {
+        "spec": {
+            "volumes": [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}],
+            "nodeSelector": {"pool": "cpu"},
+            "containers": [
+                {
+                    "name": "pytorch",
+                    "image": "pytorch/pytorch:2.3",
+                    "volumeMounts": [{"name": "logs", "mountPath": "/runs"}],
+                    "resources": {"limits": {"nvidia.com/gpu": 8}},
+                }
+            ],
+        }
+    }
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": "bert",
+            "namespace": "ns",
+            "annotations": {TB: config if isinstance(config, str) else json.dumps(config)},
+        },
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template},
+                "Worker": {"replicas": 2, "template": template},
+            }
+        },
+    }
+
+
+def test_render_shows_the_tensorboard_pod_service_and_ingress() -> None:
+    children, errors = render_job(
+        job(
+            {
+                "logDir": "/runs/bert",
+                "image": "tensorflow/tensorflow:2.16.1",
+                "ingressSpec": {"host": "tb.example.com", "pathPrefix": "/bert"},
+            }
+        ),
+        gang_scheduler="volcano",
+    )
+    assert errors == []
+    by_name = {(c["kind"], c["metadata"]["name"]): c for c in children}
+    pod = by_name[("Pod", "bert-tensorboard-0")]
+    assert pod["spec"]["volumes"] == [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
+    assert pod["spec"]["nodeSelector"] == {"pool": "cpu"}
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "tensorflow/tensorflow:2.16.1"
+    assert container["command"] == [
+        "tensorboard",
+        "--logdir",
+        "/runs/bert",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "6006",
+        "--path_prefix",
+        "/bert",
+    ]
+    assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/runs"}]
+    assert "resources" not in container  # no GPUs for TensorBoard
+    worker = by_name[("Pod", "bert-worker-0")]
+    assert worker["spec"]["schedulerName"] == "volcano"  # the job's pods are gang scheduled
+    assert "schedulerName" not in pod["spec"]  # TensorBoard is not part of the gang
+    assert list(pod["metadata"]["annotations"]) == ["kubetrain.io/tensorboard-config-hash"]
+    assert pod["metadata"]["labels"]["kubetrain.io/replica-type"] == "tensorboard"
+    service = by_name[("Service", "bert-tensorboard")]
+    assert service["spec"]["selector"] == {
+        "kubetrain.io/job-name": "bert",
+        "kubetrain.io/replica-type": "tensorboard",
+    }
+    ingress = by_name[("Ingress", "bert-tensorboard")]
+    rule = ingress["spec"]["rules"][0]
+    assert rule["host"] == "tb.example.com" and rule["http"]["paths"][0]["path"] == "/bert"
+    assert sum(1 for c in children if c["kind"] == "Pod") == 4
+
+
+def test_without_the_annotation_there_is_no_tensorboard() -> None:
+    obj = job({"logDir": "/runs"})
+    obj["metadata"].pop("annotations")
+    children, _ = render_job(obj)
+    assert not any("tensorboard" in c["metadata"]["name"] for c in children)
+
+
+@pytest.mark.parametrize(
+    ("config", "path", "message"),
+    [
+        ({}, ".logDir", "Required"),
+        ({"logDir": "runs"}, ".logDir", "absolute path"),
+        ({"logDir": "/runs", "ttlSecondsAfterJobFinished": -1}, ".ttlSecondsAfterJobFinished", ">= 0"),
+        (
+            {"logDir": "/runs", "ingressSpec": {"host": "x", "path": "/"}},
+            ".ingressSpec.path",
+            "unknown field",
+        ),
+        (
+            {"logDir": "/runs", "ingressSpec": {"pathPrefix": "tb"}},
+            ".ingressSpec.pathPrefix",
+            "start with '/'",
+        ),
+        ({"logDir": "/runs", "logdir": "/x"}, ".logdir", "unknown field"),
+        ("[]", "", "must be a JSON object"),
+    ],
+)
+def test_malformed_config_is_refused_naming_annotation_and_field(
+    config: Any, path: str, message: str
+) -> None:
+    errors = validate_job(default_job(job(config)).obj).errors
+    assert [e.path for e in errors] == [f"metadata.annotations[{TB}]{path}"]
+    assert message in str(errors[0])
+
+
+def test_remote_log_dir_is_accepted() -> None:
+    assert validate_job(default_job(job({"logDir": "gs://bucket/runs"})).obj).errors == []
