@@ -30,10 +30,8 @@ from kubetrain.commands._devflags import add_behaviour_flags, devstack_options
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
+from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
-from kubetrain.dashboard.views.auth import LOCAL
-from kubetrain.dashboard.views.kinds import served_kinds
-from kubetrain.dashboard.web import DashboardConfig
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
@@ -293,19 +291,10 @@ async def dev_dashboard(stack: DevStack, args: argparse.Namespace) -> AsyncItera
     if getattr(args, "no_dashboard", False):
         yield None
         return
-    server = DashboardServer(
-        stack.kube,
-        stack.kube,
-        served_kinds(stack.options.api_groups),
-        config=DashboardConfig(auth_mode=LOCAL),
-        host="127.0.0.1",
-        port=getattr(args, "dashboard_port", 0),
-    )
-    await server.start()
-    try:
+    async with local_dashboard(
+        stack.kube, stack.options.api_groups, getattr(args, "dashboard_port", 0)
+    ) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple[str, ...]:

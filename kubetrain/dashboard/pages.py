@@ -120,7 +120,7 @@ async def job_page(request: web.Request) -> web.Response:
         events_error=events_error,
         plots=progress.plots(samples),
         remaining=progress.remaining_text(samples),
-        tensorboard=jobpage.tensorboard_url(job),
+        tensorboard=jobpage.tensorboard(job),
         yaml=jobpage.job_yaml(job),
         suspended=bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend")),
         finished=joblist.job_state(job) in joblist.TERMINAL,

@@ -129,6 +129,8 @@ class JobWatch:
         self.served: list[JobKind] = []  # the kinds whose API is installed
         self.informers: list[Informer] = []
         self.pods: Informer | None = None
+        self.refused: set[str] = set()  # resources (`tfjobs.kubetrain.io/v1`) it may not list/watch
+        self._refusals: dict[str, asyncio.Event] = {}
         self._namespaces: tuple[int, dict[JobKind, set[str]]] | None = None
         self.generation = 0  # bumped on every job added or deleted
 
@@ -149,7 +151,7 @@ class JobWatch:
             informer = Informer(
                 self.client,
                 ResourceRef(kind.group, kind.version, kind.plural, kind.kind, True),
-                on_forbidden=self._forbidden(kind.resource),
+                on_forbidden=self._forbidden(kind.resource, kind),
                 transform=slim_job,
             )
             on_job = self._on_job(kind)
@@ -170,7 +172,17 @@ class JobWatch:
         try:
             async with asyncio.timeout(sync_timeout):
                 for informer in self.informers:
-                    await informer.wait_synced()
+                    # synced, or refused (a 403 never syncs: reported and left out)
+                    refused = self._refusals.setdefault(str(informer.ref), asyncio.Event())
+                    waits = [
+                        asyncio.ensure_future(informer.wait_synced()),
+                        asyncio.ensure_future(refused.wait()),
+                    ]
+                    try:
+                        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        for waiter in waits:
+                            waiter.cancel()
         except TimeoutError:
             log.warning("dashboard: informers not synced after %.0f s; serving what is cached", sync_timeout)
 
@@ -197,14 +209,18 @@ class JobWatch:
             await informer.stop()
         self.informers = []
 
-    @staticmethod
-    def _forbidden(what: str) -> Callable[[ApiError], None]:
+    def _forbidden(self, what: str, kind: JobKind | None = None) -> Callable[[ApiError], None]:
         def report(err: ApiError) -> None:
             log.error(
                 "dashboard: may not list/watch %s (%s); grant the dashboard's ServiceAccount read access",
                 what,
                 err,
             )
+            ref = f"{kind.resource}/{kind.version}" if kind is not None else str(PODS)
+            self.refused.add(ref)
+            self._refusals.setdefault(ref, asyncio.Event()).set()
+            if kind is not None and kind in self.served:
+                self.served.remove(kind)  # not offered in the filters: nobody would see its jobs
 
         return report
 

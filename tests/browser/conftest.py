@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.asuser import anonymous_client
-from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef
+from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(
@@ -150,7 +151,26 @@ async def build_scene(stack: DevStack) -> str:
         )
 
     await until(recreated)
+    await report_progress(stack, "team-a", "mnist-ddp")
     return stack.cluster.add_service_account_token("team-a", "alice")
+
+
+async def report_progress(stack: DevStack, namespace: str, name: str) -> None:
+    """What the training code reports (status.trainerStatus), five times, a minute apart."""
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    for i, (pct, loss, acc) in enumerate(
+        [(10, 2.3, 0.31), (30, 1.4, 0.62), (50, 0.9, 0.78), (70, 0.6, 0.86), (85, 0.45, 0.9)]
+    ):
+        status = {
+            "progressPercentage": pct,
+            "estimatedRemainingSeconds": (100 - pct) * 6,
+            "metrics": [{"name": "loss", "value": str(loss)}, {"name": "accuracy", "value": str(acc)}],
+            "lastUpdatedTime": (start + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        await stack.kube.patch_status(
+            job_resource("PyTorchJob"), namespace, name, {"status": {"trainerStatus": status}}
+        )
+        await asyncio.sleep(0.2)  # each report its own watch event
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -67,6 +67,11 @@ async def test_a_restarted_pod_has_its_own_bars_with_the_exit_code(
     await expect(page.locator('g.row[data-slot="worker-0"] rect.bar.failed')).to_have_count(0)
     await expect(page.locator("#events")).to_contain_text("exited with code 137")
     await expect(page.locator("#log")).to_contain_text("MASTER_ADDR")
+    plots = page.locator("#progress figure.plot")
+    await expect(plots).to_have_count(3)  # progress, loss, accuracy
+    await expect(plots.nth(0)).to_contain_text("progress 85%")
+    await expect(page.locator("#progress")).to_contain_text("about 1m30s left")
+    await expect(plots.nth(1).locator("path.plot-line")).to_have_count(1)
     await page.screenshot(path=str(SHOTS / "dashboard-job.png"), full_page=True)
     assert page.errors == []  # type: ignore[attr-defined]
 
@@ -108,8 +113,10 @@ async def test_a_bad_manifest_shows_the_webhooks_field_errors_inline(
     await page.click("button[value=create]")
     errors = page.locator("#field-errors")
     await expect(errors).to_be_visible()
-    await expect(errors).to_contain_text("spec.pytorchReplicaSpecs[Master].replicas")
-    await expect(errors).to_contain_text("spec.runPolicy.backoffLimit")
+    await expect(errors.locator("li")).to_have_count(3)  # the denial, then one line per field
+    await expect(errors.locator("code.field")).to_have_text(
+        ["spec.runPolicy.backoffLimit", "spec.pytorchReplicaSpecs[Master].replicas"]
+    )
     await expect(page.locator("textarea[name=manifest]")).to_have_attribute("aria-invalid", "true")
     await page.screenshot(path=str(SHOTS / "dashboard-submit.png"), full_page=True)
     stored = await scene.stack.kube.list(job_resource("PyTorchJob"), "team-a")

@@ -19,6 +19,7 @@ from jobs import job
 from kubetrain.api.labels import LABEL_JOB_NAME
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.dashboard.web import DashboardConfig
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
@@ -276,3 +277,100 @@ async def test_live_updates_reach_only_users_who_may_list_the_job(env: Env) -> N
     finally:
         for task in tasks:
             task.cancel()
+
+
+CLUSTER_ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
+CLUSTER_ROLE_BINDINGS = ResourceRef(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+)
+
+
+async def test_proxy_mode_acts_as_the_forwarded_user_by_impersonation(env: Env, tmp_path: Any) -> None:
+    """The chart's proxy-mode rights: list/watch jobs and pods, impersonate users and groups."""
+    kube, cluster = env.stack.kube, env.stack.cluster
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "dashboard"}}, namespace="default")
+    rules = [
+        {"apiGroups": ["kubetrain.io"], "resources": ["pytorchjobs"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]},
+    ]
+    await kube.create(CLUSTER_ROLES, {"metadata": {"name": "dashboard"}, "rules": rules})
+    binding = {
+        "metadata": {"name": "dashboard"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "dashboard"},
+        "subjects": [{"kind": "ServiceAccount", "name": "dashboard", "namespace": "default"}],
+    }
+    await kube.create(CLUSTER_ROLE_BINDINGS, binding)
+    bob = {
+        "metadata": {"name": "bob-jobs"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs"},
+        "subjects": [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    await kube.create(ROLE_BINDINGS, bob, namespace="team-a")
+    await create(env, job("PyTorchJob", "for-bob", {"Master": 1}, namespace="team-a"))
+    token = cluster.add_service_account_token("default", "dashboard")
+    path = cluster.write_token_kubeconfig(str(tmp_path / "dashboard"), token)
+    server = await DashboardServer.connect(
+        path, served_kinds(["kubetrain.io"]), config=DashboardConfig(auth_mode="proxy"), port=0
+    )
+    try:
+        await server.start()
+        base = server.url.rstrip("/")
+        async with aiohttp.ClientSession() as session:
+            headers = {"X-Forwarded-User": "bob", "X-Forwarded-Groups": "ml", "Accept": "text/html"}
+            async with session.get(base + "/", headers=headers) as resp:
+                page = await resp.text()
+                assert resp.status == 200
+                assert "/namespaces/team-a/pytorchjobs/for-bob" in page and "team-b" not in page
+            async with session.get(base + "/namespaces/team-b/pytorchjobs/theirs", headers=headers) as resp:
+                assert resp.status == 403
+            async with session.get(base + "/namespaces/team-a/pytorchjobs/for-bob", headers=headers) as resp:
+                assert resp.status == 200 and "for-bob" in await resp.text()
+            async with session.get(base + "/", headers={"Accept": "text/html"}) as resp:
+                assert resp.status == 401  # no identity forwarded: nobody to act as
+    finally:
+        await server.stop()
+
+
+async def test_pods_and_logs_follow_the_users_rights(env: Env) -> None:
+    kube, cluster = env.stack.kube, env.stack.cluster
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "carol"}}, namespace="team-a")
+    role = {
+        "metadata": {"name": "jobs-only"},
+        "rules": [{"apiGroups": ["kubetrain.io"], "resources": ["pytorchjobs"], "verbs": ["get", "list"]}],
+    }
+    await kube.create(ROLES, role, namespace="team-a")
+    binding = {
+        "metadata": {"name": "carol"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs-only"},
+        "subjects": [{"kind": "ServiceAccount", "name": "carol", "namespace": "team-a"}],
+    }
+    await kube.create(ROLE_BINDINGS, binding, namespace="team-a")
+    carol = cluster.add_service_account_token("team-a", "carol")
+    await create(env, job("PyTorchJob", "watched", {"Master": 1}, namespace="team-a"))
+
+    async def running() -> bool:
+        pods = await kube.list(PODS, "team-a", label_selector=f"{LABEL_JOB_NAME}=watched")
+        return any(p["status"].get("phase") == "Running" for p in pods["items"])
+
+    await until(running)
+    status, page = await env.get("/namespaces/team-a/pytorchjobs/watched", carol)
+    assert status == 200
+    assert "forbidden: you may not list pods in namespace &#34;team-a&#34;" in page
+    assert 'data-slot="master-0"' not in page
+    status, page = await env.get("/namespaces/team-a/pytorchjobs/watched", env.alice)
+    assert 'data-slot="master-0"' in page and "MASTER_ADDR" in page  # alice may: chart and log tail
+
+    url = env.server.url + "namespaces/team-a/pytorchjobs/watched/logs/watched-master-0/follow"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url, headers={"Authorization": f"Bearer {carol}"}) as resp:
+            assert resp.status == 403  # carol may not get the pod
+        lines: list[str] = []
+        async with session.get(url, headers={"Authorization": f"Bearer {env.alice}"}) as resp:
+            assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/event-stream")
+            async for raw in resp.content:
+                if raw.startswith(b"data: "):
+                    lines.append(json.loads(raw[6:]))
+                if any(line.startswith("MASTER_ADDR=") for line in lines):
+                    break
+        assert lines[0].startswith("devcluster: container")

@@ -389,6 +389,28 @@ def test_manifest_must_be_one_served_job() -> None:
     assert not errors and kind == TF_KF and doc is not None
 
 
+def test_field_errors_of_an_invalid_list() -> None:
+    message = (
+        'admission webhook "validate.jobs.kubetrain.io" denied the request: '
+        'PyTorchJob "typo" is invalid: '
+        "[spec.runPolicy.backoffLimit: Invalid: must be greater than or equal to 0, got -1, "
+        "spec.pytorchReplicaSpecs[Master].replicas: Forbidden: "
+        "must be 1 (a PyTorchJob has exactly one Master)]"
+    )
+    errors = field_errors({}, message)
+    assert [(e.field, e.message) for e in errors] == [
+        (
+            "",
+            'admission webhook "validate.jobs.kubetrain.io" denied the request: PyTorchJob "typo" is invalid',
+        ),
+        ("spec.runPolicy.backoffLimit", "Invalid: must be greater than or equal to 0, got -1"),
+        (
+            "spec.pytorchReplicaSpecs[Master].replicas",
+            "Forbidden: must be 1 (a PyTorchJob has exactly one Master)",
+        ),
+    ]
+
+
 def test_field_errors_from_causes_or_from_the_denial_message() -> None:
     body = {"details": {"causes": [{"field": "spec.x", "message": "Invalid value: 1"}]}}
     assert [(e.field, e.message) for e in field_errors(body, "")] == [("spec.x", "Invalid value: 1")]
@@ -433,3 +455,21 @@ def test_sessions_seal_the_token_and_csrf_is_per_user() -> None:
     assert sessions.csrf_ok(alice, sessions.csrf_token(alice))
     assert not sessions.csrf_ok(bob, sessions.csrf_token(alice)) and not sessions.csrf_ok(alice, "")
     assert sessions.login_csrf_ok("n", sessions.login_csrf_token("n")) and not sessions.login_csrf_ok("", "")
+
+
+def test_tensorboard_from_status_only_http() -> None:
+    from kubetrain.dashboard.views.jobpage import TensorBoard, tensorboard
+
+    assert tensorboard({"status": {}}) is None
+    via_ingress = {
+        "url": "http://tb.example.com/j",
+        "address": "http://j-tensorboard.ns.svc:6006/",
+        "phase": "Running",
+    }
+    assert tensorboard({"status": {"tensorBoard": via_ingress}}) == TensorBoard(
+        "http://tb.example.com/j", "http://j-tensorboard.ns.svc:6006/", "Running"
+    )
+    hostile = {"url": "javascript:alert(1)", "address": "http://j-tensorboard.ns.svc:6006/"}
+    assert tensorboard({"status": {"tensorBoard": hostile}}) == TensorBoard(
+        "", "http://j-tensorboard.ns.svc:6006/", ""
+    )

@@ -1,4 +1,4 @@
-"""The job page's text parts: the spec summary, the YAML, the TensorBoard link, pod log choices. Pure."""
+"""The job page's text parts: the spec summary, the YAML, the TensorBoard, pod log choices. Pure."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import yaml
 
 from kubetrain.dashboard.views.joblist import replica_specs
 
-# A job links its TensorBoard with this annotation (an http(s) URL; anything else is not linked).
-TENSORBOARD_ANNOTATION = "kubetrain.io/tensorboard-url"
+# KubeDL's TensorBoard (the `kubedl.io/tensorboard-config` annotation) reports itself in
+# `status.tensorBoard`: `url` (through its Ingress, what a browser can open) and `address` (the
+# in-cluster Service URL), `phase`.
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,12 @@ class Summary:
 
 
 def _text(value: object) -> str:
-    """A field's value as the YAML shows it (`true`, not Python's `True`)."""
+    """A field's value as the YAML shows it (`true`, not Python's `True`; maps and lists in flow
+    style)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return yaml.safe_dump(value, default_flow_style=True, sort_keys=False).strip()
     return str(value)
 
 
@@ -53,31 +57,13 @@ def summary(job: Mapping[str, Any]) -> Summary:
         ("kind", str(job.get("kind") or "")),
     ]
     fields.append(("created", str(meta.get("creationTimestamp") or "")))
-    for key in (
-        "suspend",
-        "backoffLimit",
-        "activeDeadlineSeconds",
-        "ttlSecondsAfterFinished",
-        "cleanPodPolicy",
-        "managedBy",
-    ):
-        if key in run:
-            fields.append((f"runPolicy.{key}", _text(run[key])))
-    sched = run.get("schedulingPolicy") or {}
-    for key in ("minAvailable", "queue", "priorityClass"):
-        if key in sched:
-            fields.append((f"runPolicy.schedulingPolicy.{key}", _text(sched[key])))
-    for key in ("elasticPolicy", "successPolicy", "runLauncherAsWorker", "slotsPerWorker"):
-        if key in spec:
-            value = spec[key]
-            fields.append(
-                (
-                    key,
-                    yaml.safe_dump(value, default_flow_style=True).strip()
-                    if isinstance(value, dict | list)
-                    else _text(value),
-                )
-            )
+    # The run policy and every other spec field but the replica specs, whatever the kind: the
+    # dashboard names no framework's fields (the replica table below covers the replica specs).
+    for key, value in run.items():
+        fields.append((f"runPolicy.{key}", _text(value)))
+    for key, value in spec.items():
+        if key != "runPolicy" and not key.endswith("ReplicaSpecs"):
+            fields.append((key, _text(value)))
     lines = []
     for rtype, rspec in replica_specs(job).items():
         pod_spec = (rspec.get("template") or {}).get("spec") or {}
@@ -104,11 +90,27 @@ def job_yaml(job: Mapping[str, Any]) -> str:
     return yaml.dump(shown, Dumper=dumper, sort_keys=False, default_flow_style=False)
 
 
-def tensorboard_url(job: Mapping[str, Any]) -> str:
-    """The job's TensorBoard URL (annotation), only when it is http(s) with a host."""
-    url = str(((job.get("metadata") or {}).get("annotations") or {}).get(TENSORBOARD_ANNOTATION) or "")
-    parts = urlsplit(url)
-    return url if parts.scheme in ("http", "https") and parts.netloc else ""
+@dataclass(frozen=True)
+class TensorBoard:
+    url: str  # http(s) through an Ingress: linked
+    address: str  # the in-cluster Service address: shown, not linked
+    phase: str
+
+
+def _http(value: object) -> str:
+    text = str(value or "")
+    parts = urlsplit(text)
+    return text if parts.scheme in ("http", "https") and parts.netloc else ""
+
+
+def tensorboard(job: Mapping[str, Any]) -> TensorBoard | None:
+    """The job's TensorBoard from `status.tensorBoard`, None when it has none (only http(s)
+    URLs are kept: a `javascript:` value is never linked)."""
+    tb = (job.get("status") or {}).get("tensorBoard")
+    if not isinstance(tb, dict):
+        return None
+    found = TensorBoard(_http(tb.get("url")), _http(tb.get("address")), str(tb.get("phase") or ""))
+    return found if found.url or found.address else None
 
 
 def pod_containers(pod: Mapping[str, Any]) -> list[str]:

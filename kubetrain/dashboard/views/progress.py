@@ -21,6 +21,7 @@ DEFAULT_MAX_JOBS = 5000
 PLOT_WIDTH = 320
 PLOT_HEIGHT = 120
 PAD = 6
+LEFT = 40  # room for the axis labels
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def _plot(
     t_span = (t1 - t0) or 1.0
     points = tuple(
         (
-            round(PAD + (t - t0) / t_span * (PLOT_WIDTH - 2 * PAD), 1),
+            round(LEFT + (t - t0) / t_span * (PLOT_WIDTH - LEFT - PAD), 1),
             round(PLOT_HEIGHT - PAD - (v - y_lo) / (y_hi - y_lo) * (PLOT_HEIGHT - 2 * PAD), 1),
         )
         for t, v in series

@@ -63,7 +63,9 @@ def parse_manifest(
     )
 
 
-_PATH_MESSAGE = re.compile(r"(?:^|; |\n|: )((?:spec|metadata|status)(?:\.[\w\[\]\-/\.]+)?): ")
+# `<path>: ` where a cause starts: at the start, after "; ", ", ", "[" (kube-apiserver's list of
+# causes in an Invalid message: `... is invalid: [spec.x: Invalid: ..., spec.y: Required: ...]`).
+_PATH_MESSAGE = re.compile(r"(?:^|; |, |\[|\n|: )((?:spec|metadata|status)(?:\.[\w\[\]\-/\.]+)?): ")
 
 
 def field_errors(body: Any, message: str) -> list[FieldError]:
@@ -83,6 +85,6 @@ def field_errors(body: Any, message: str) -> list[FieldError]:
     found = []
     for i, m in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(message)
-        found.append(FieldError(m.group(1), message[m.end() : end].strip().rstrip(";,")))
-    head = message[: starts[0].start()].strip()
+        found.append(FieldError(m.group(1), message[m.end() : end].strip().rstrip(";,]")))
+    head = message[: starts[0].start()].strip().rstrip(":[ ")
     return ([FieldError("", head)] if head else []) + found

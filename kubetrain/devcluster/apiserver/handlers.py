@@ -13,6 +13,7 @@ from kubetrain.devcluster.apiserver import (
     deletion,
     discovery,
     errors,
+    impersonation,
     openapi,
     podlogs,
     rbac,
@@ -77,7 +78,9 @@ class Handlers:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
-            user = self._authenticate(request)
+            user = impersonation.impersonated(
+                request.headers, self._authenticate(request), self.authorizer, self._denied
+            )
             request[USER_KEY] = user
             if self.authorizer is not None:
                 self._authorize(request, user)
@@ -144,6 +147,9 @@ class Handlers:
             return True
         namespace, _, name = user.username[len(rbac.SERVICE_ACCOUNT_PREFIX) :].partition(":")
         return self.api.store.get("serviceaccounts", namespace, name) is not None
+
+    def _denied(self, user: rbac.UserInfo, info: rbac.RequestInfo, error: ApiError) -> None:
+        self.denials.append(rbac.denial(user, info, error))
 
     def _authorize(self, request: web.Request, user: rbac.UserInfo) -> None:
         assert self.authorizer is not None

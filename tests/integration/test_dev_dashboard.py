@@ -1,0 +1,44 @@
+"""`kubetrain dev` serves the dashboard on loopback and prints its URL: the example job is on
+the list and its page shows its pods as a timeline, its logs and events — with no sign-in."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import re
+
+import aiohttp
+
+from kubetrain import cli
+from kubetrain.commands.dev import dev
+
+
+async def test_the_printed_url_shows_the_example_job() -> None:
+    args = cli.build_parser().parse_args(["dev", "--run-seconds", "30", "--timeout", "60"])
+    out = io.StringIO()
+    task = asyncio.create_task(dev(args, out))
+    try:
+        url = ""
+        for _ in range(600):
+            found = re.search(r"^dashboard: (http://127\.0\.0\.1:\d+/)$", out.getvalue(), re.M)
+            if found and "Running" in out.getvalue():
+                url = found.group(1)
+                break
+            await asyncio.sleep(0.05)
+        assert url, out.getvalue()
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url) as resp:
+                page = await resp.text()
+                assert resp.status == 200
+                assert 'href="/namespaces/default/pytorchjobs/pytorch-ddp-mnist"' in page
+            async with session.get(url + "namespaces/default/pytorchjobs/pytorch-ddp-mnist") as resp:
+                page = await resp.text()
+                assert resp.status == 200
+                assert 'data-slot="master-0"' in page and 'data-slot="worker-2"' in page
+                assert "MASTER_ADDR=" in page  # the log tail
+                assert "Created" in page  # the conditions
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,113 @@
+"""The dashboard's per-user access cache (TTL on an injected clock, bounded), the live-update
+hub (bounded queues that overflow into one resync), and the escaping of the Gantt SVG."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.dashboard.access import AccessCache, visible_rows
+from kubetrain.dashboard.views import joblist, podhistory, timeline
+from kubetrain.dashboard.views.auth import Credentials
+from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.dashboard.watch import Change, Hub, slim_job
+from kubetrain.kube.clock import FakeClock
+
+KINDS = served_kinds(["kubetrain.io"])
+PT = next(k for k in KINDS if k.kind == "PyTorchJob")
+TF = next(k for k in KINDS if k.kind == "TFJob")
+
+
+class Reviews:
+    """Stands in for AsUser.can: answers from a table, counts the reviews asked."""
+
+    def __init__(self, allowed: set[tuple[str, str]]) -> None:
+        self.allowed = allowed
+        self.asked: list[tuple[str, str]] = []
+
+    async def can(self, *, verb: str, group: str, resource: str, namespace: str = "", **_: Any) -> bool:
+        self.asked.append((resource, namespace))
+        return (resource, namespace) in self.allowed
+
+
+async def test_answers_are_cached_for_the_ttl_per_user() -> None:
+    clock = FakeClock()
+    cache = AccessCache(ttl=10, clock=clock)
+    api = Reviews({("pytorchjobs", "a")})
+    alice, bob = Credentials(token="a"), Credentials(token="b")
+    assert await cache.allowed(api, alice, "list", "kubetrain.io", "pytorchjobs", "a")  # type: ignore[arg-type]
+    assert await cache.allowed(api, alice, "list", "kubetrain.io", "pytorchjobs", "a")  # type: ignore[arg-type]
+    assert len(api.asked) == 1
+    await cache.allowed(api, bob, "list", "kubetrain.io", "pytorchjobs", "a")  # type: ignore[arg-type]
+    assert len(api.asked) == 2  # another user: asked again
+    api.allowed.clear()  # the right is revoked
+    await clock.advance(9.9)
+    assert await cache.allowed(api, alice, "list", "kubetrain.io", "pytorchjobs", "a")  # type: ignore[arg-type]
+    await clock.advance(0.2)
+    assert not await cache.allowed(api, alice, "list", "kubetrain.io", "pytorchjobs", "a")  # type: ignore[arg-type]
+
+
+async def test_visible_asks_cluster_wide_first_then_per_namespace() -> None:
+    cache = AccessCache(clock=FakeClock())
+    api = Reviews({("pytorchjobs", ""), ("tfjobs", "b")})
+    visible = await cache.visible(api, Credentials(token="t"), {PT: {"a", "b"}, TF: {"a", "b"}})  # type: ignore[arg-type]
+    assert visible == {(PT.resource, ""), (TF.resource, "b")}
+    assert sorted(api.asked) == [("pytorchjobs", ""), ("tfjobs", ""), ("tfjobs", "a"), ("tfjobs", "b")]
+    rows = [
+        joblist.job_row(kind, {"metadata": {"name": f"{kind.plural}-{ns}", "namespace": ns}})
+        for kind in (PT, TF)
+        for ns in ("a", "b")
+    ]
+    assert [r.name for r in visible_rows(rows, visible)] == ["pytorchjobs-a", "pytorchjobs-b", "tfjobs-b"]
+
+
+async def test_the_cache_is_bounded() -> None:
+    cache = AccessCache(max_entries=3, clock=FakeClock())
+    api = Reviews(set())
+    for ns in "abcde":
+        await cache.allowed(api, Credentials(token="t"), "list", "", "pods", ns)  # type: ignore[arg-type]
+    assert len(cache._answers) == 3
+
+
+def test_a_slow_subscriber_gets_one_resync_not_more_memory() -> None:
+    hub = Hub(queue_size=3)
+    with hub.subscribe() as queue:
+        for i in range(10):
+            hub.publish(Change("g", "p", "ns", f"j{i}", "Running"))
+        got = [queue.get_nowait() for _ in range(queue.qsize())]
+        assert [c.name for c in got[:2]] == ["j0", "j1"] and got[2].resync and len(got) == 3
+    assert hub.subscribers == 0
+
+
+def test_the_cached_job_keeps_what_rows_read() -> None:
+    job = {
+        "metadata": {"name": "j", "annotations": {"big": "x" * 1000}, "managedFields": [{}]},
+        "spec": {
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 3, "template": {"spec": {"containers": []}}}},
+            "runPolicy": {"suspend": True},
+        },
+        "status": {"conditions": [{"type": "Running", "status": "True"}]},
+    }
+    slim = slim_job(job)
+    assert slim["spec"] == {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}
+    assert "annotations" not in slim["metadata"] and "managedFields" not in slim["metadata"]
+    assert joblist.job_row(PT, slim).replicas == "Worker 0/3"
+
+
+def test_gantt_svg_escapes_every_text() -> None:
+    life = podhistory.PodLife(
+        uid="u",
+        name='p"><script>x</script>',
+        replica_type="worker",
+        index=0,
+        attempt=0,
+        created=0.0,
+        started=1.0,
+        finished=5.0,
+        phase="Failed",
+        exit_code=1,
+        reason="<b>Error</b>",
+        message="&amp;",
+    )
+    svg = timeline.gantt_svg(timeline.gantt([life], [], 10.0))
+    assert "<script>" not in svg and "<b>" not in svg
+    assert "&lt;script&gt;" in svg and "&lt;b&gt;Error&lt;/b&gt;" in svg and "&amp;amp;" in svg
