@@ -52,6 +52,7 @@ class KubeClientCertApi:
         self._configs = {
             "MutatingWebhookConfiguration": resources.MUTATING_WEBHOOK_CONFIGURATIONS,
             "ValidatingWebhookConfiguration": resources.VALIDATING_WEBHOOK_CONFIGURATIONS,
+            "CustomResourceDefinition": resources.CUSTOM_RESOURCE_DEFINITIONS,
         }
 
     async def _get_or_none(self, ref: Any, namespace: str | None, name: str) -> dict[str, Any] | None:

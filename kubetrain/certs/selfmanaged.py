@@ -22,9 +22,11 @@ await certs.stop()
 - The certificate files are written into `cert_dir` (the directory the server's ReloadingTLS
   follows) and `on_update()` is called so that new handshakes use them at once.
 - Every webhook of the named Mutating/Validating configurations gets `clientConfig.caBundle`,
-  with a JSONPatch guarded by a `test` of the webhook's name. The configurations and the Secret
-  are watched: if someone (a `helm upgrade`, `kubectl apply`) overwrites the caBundle it is put
-  back, and a Secret renewed by another replica is picked up.
+  with a JSONPatch guarded by a `test` of the webhook's name; so does the conversion webhook of
+  each named CRD (`conversion_crds`: mpijobs.kubeflow.org when kubeflow.org is served). The
+  configurations, the CRDs and the Secret are watched: if someone (a `helm upgrade`, `kubectl
+  apply`) overwrites the caBundle it is put back, and a Secret renewed by another replica is
+  picked up.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], dt.datetime]
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"
+CRD = "CustomResourceDefinition"  # a CRD with a conversion webhook (mpijobs.kubeflow.org)
 MAX_TIMER = dt.timedelta(hours=1)  # re-check at least hourly (clock jumps, suspended VMs)
 
 
@@ -124,6 +127,7 @@ class SelfManagedCertificates:
         cert_dir: str,
         mutating_config: str | None = None,
         validating_config: str | None = None,
+        conversion_crds: Sequence[str] = (),
         extra_dns: Sequence[str] = (),
         extra_ips: Sequence[str] = (),
         key_type: KeyType = "ecdsa",
@@ -146,6 +150,7 @@ class SelfManagedCertificates:
             self.configs.append((MUTATING, mutating_config))
         if validating_config:
             self.configs.append((VALIDATING, validating_config))
+        self.configs += [(CRD, name) for name in conversion_crds]
         self.current: StoredCertificates | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._written: bytes | None = None
@@ -257,6 +262,8 @@ class SelfManagedCertificates:
         return patched
 
     async def _patch_config(self, kind: str, name: str, config: dict[str, Any], bundle: bytes) -> int:
+        if kind == CRD:
+            return await self._patch_crd(name, config, bundle)
         ops: list[dict[str, Any]] = []
         for i, webhook in enumerate(config.get("webhooks") or []):
             client_config = webhook.get("clientConfig") or {}
@@ -270,6 +277,25 @@ class SelfManagedCertificates:
             return 0
         log.info("patching caBundle into %s %s", kind, name)
         await self.api.patch_webhook_config(kind, name, ops)
+        return 1
+
+    async def _patch_crd(self, name: str, crd: dict[str, Any], bundle: bytes) -> int:
+        """`spec.conversion.webhook.clientConfig.caBundle` of a CRD whose conversion strategy is
+        Webhook (guarded by a `test` of the strategy); a CRD without one is left alone."""
+        conversion = (crd.get("spec") or {}).get("conversion") or {}
+        webhook = conversion.get("webhook")
+        if conversion.get("strategy") != "Webhook" or not isinstance(webhook, dict):
+            return 0
+        if _unb64((webhook.get("clientConfig") or {}).get("caBundle")) == bundle:
+            return 0
+        ops: list[dict[str, Any]] = [{"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"}]
+        if "clientConfig" not in webhook:
+            ops.append({"op": "add", "path": "/spec/conversion/webhook/clientConfig", "value": {}})
+        ops.append(
+            {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": _b64(bundle)}
+        )
+        log.info("patching caBundle into the conversion webhook of %s %s", CRD, name)
+        await self.api.patch_webhook_config(CRD, name, ops)
         return 1
 
     # ---- background ------------------------------------------------------------------------

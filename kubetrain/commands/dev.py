@@ -26,6 +26,7 @@ from kubetrain.api.groups import JOB_GROUP_VERSIONS, JOB_GROUPS, KUBETRAIN_GROUP
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.manifests import load_all, yaml_problem
 from kubetrain.api.trainer import constants as trainer
+from kubetrain.commands._devflags import add_behaviour_flags, devstack_options
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
@@ -318,6 +319,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         gang_scheduler=args.gang_scheduler,
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
         api_groups=served_groups(args, jobs),
+        **devstack_options(args),
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
@@ -409,6 +411,7 @@ def add_parser(subparsers: Any) -> None:
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org (a "
         "Kubeflow manifest applies with no change at all), or both",
     )
+    add_behaviour_flags(parser)
     parser.add_argument(
         "--keep-running", action="store_true", help="leave the cluster up afterwards (Ctrl-C stops it)"
     )

@@ -21,10 +21,12 @@ from kubetrain.jobs.migrate import MIGRATION_GROUPS, migrate_job
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "migrate",
-        help="rewrite older Kubeflow job layouts (v1alpha2, v1beta1, v1beta2, spec-level run policy) as v1",
+        help="rewrite older Kubeflow job layouts (v1alpha2, v1beta1, v1beta2, spec-level run policy, "
+        "training-operator's v1 MPIJob) as the current one",
         description="Rewrite Kubeflow TFJob/PyTorchJob/MXJob manifests of older versions and layouts "
-        "as kubetrain.io/v1 (or kubeflow.org/v1): converted YAML on stdout, changes and refusals "
-        "on stderr.",
+        "as kubetrain.io/v1 (or kubeflow.org/v1), and training-operator's kubeflow.org/v1 MPIJobs "
+        "in mpi-operator's layout (kubetrain.io/v1, or kubeflow.org/v2beta1): converted YAML on "
+        "stdout, changes and refusals on stderr.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML file(s); '-' reads stdin")
     parser.add_argument(

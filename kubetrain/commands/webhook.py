@@ -24,7 +24,7 @@ from kubetrain.commands._flags import add_common_flags, add_webhook_flags
 from kubetrain.commands._metrics import metrics_server
 from kubetrain.commands._process import ConfigError, run_service, stop_on_signals
 from kubetrain.frameworks.checks import listing
-from kubetrain.frameworks.registry import known_kinds
+from kubetrain.frameworks.registry import conversion_crd_names, known_kinds
 from kubetrain.kube.client import KubeClient
 from kubetrain.policy import PolicyIndex
 from kubetrain.serving.health import HealthServer
@@ -101,6 +101,7 @@ class WebhookRuntime:
                 cert_dir=self.args.cert_dir,
                 mutating_config=self.args.mutating_webhook_config,
                 validating_config=self.args.validating_webhook_config,
+                conversion_crds=conversion_crd_names(getattr(self.args, "api_groups", None) or ()),
                 extra_dns=self.args.cert_extra_dns,
                 extra_ips=self.args.cert_extra_ip,
                 on_update=self.server.tls.reload,

@@ -17,6 +17,7 @@ exercise is exactly what a user runs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from dataclasses import dataclass
 from types import TracebackType
@@ -28,6 +29,7 @@ from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
 from kubetrain.jobs.trainercrds import group_crds
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -69,6 +71,9 @@ class DevStackOptions:
     simulated_nodes: int = 3
     gang_scheduler: str = "none"
     service_mode: str = "headless"  # the controller's --service-mode
+    scheduler_name: str | None = None  # --scheduler-name (bound by the pod simulator without a gang)
+    max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job (webhook and controller)
+    namespaces: tuple[str, ...] = ()  # the controller's --namespaces (empty: every namespace)
     api_groups: tuple[str, ...] = ("kubetrain.io",)  # the job groups served (--api-groups)
     # With a gang scheduler: install its PodGroup CRD (None: yes) and run the gang scheduler
     # simulator (None: when the stack installs the CRD and runs the pod simulator).
@@ -143,7 +148,12 @@ class DevStack:
                 # The gang simulator binds gang pods (all or nothing); without it every pod is bound.
                 scheduler_names=("default-scheduler",)
                 if gang
-                else ("default-scheduler", "volcano", "scheduler-plugins-scheduler"),
+                else (
+                    "default-scheduler",
+                    "volcano",
+                    "scheduler-plugins-scheduler",
+                    *self._custom_scheduler(),
+                ),
                 clock=opts.simulator_clock or SYSTEM_CLOCK,
             )
             await self.simulator.start()
@@ -155,6 +165,11 @@ class DevStack:
                     allocatable=opts.node_allocatable,
                 )
                 await self.gang_simulator.start()
+
+    def _custom_scheduler(self) -> tuple[str, ...]:
+        """A --scheduler-name the simulated kubelet plays too (a real cluster runs that scheduler)."""
+        name = self.options.scheduler_name
+        return (name,) if name else ()
 
     @property
     def wants_podgroup_crd(self) -> bool:
@@ -237,6 +252,7 @@ class DevStack:
             host="127.0.0.1",
             port=0,
             gang_scheduling=opts.gang_scheduler != "none",
+            max_replicas=opts.max_replicas,
             policies=policies,
             job_reader=kube_job_reader(self.kube),
             trainer_reader=kube_trainer_reader(self.kube),
@@ -247,6 +263,22 @@ class DevStack:
         )
         await self.kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, mutating)
         await self.kube.create(VALIDATING_WEBHOOK_CONFIGURATIONS, validating)
+        if opts.install_crds:
+            await self.point_conversion_webhooks(bundle.ca_bundle)
+
+    async def point_conversion_webhooks(self, ca_bundle: bytes) -> None:
+        """The installed CRDs with a conversion webhook (mpijobs.kubeflow.org) call this stack's
+        webhook server at /convert, trusting its CA (what the chart's caBundle injection does)."""
+        assert self.webhook is not None
+        config = {"url": f"{self.webhook.url}/convert", "caBundle": base64.b64encode(ca_bundle).decode()}
+        for group in self._crd_groups():
+            for crd in group_crds(group):
+                if (crd["spec"].get("conversion") or {}).get("strategy") != "Webhook":
+                    continue
+                patch = [{"op": "replace", "path": "/spec/conversion/webhook/clientConfig", "value": config}]
+                await self.kube.patch(
+                    CUSTOM_RESOURCE_DEFINITIONS, None, crd["metadata"]["name"], patch, patch_type="json"
+                )
 
     async def start_controller(self) -> None:
         opts = self.options
@@ -255,6 +287,9 @@ class DevStack:
             ControllerConfig(
                 workers=opts.workers,
                 gang_scheduler=opts.gang_scheduler,
+                scheduler_name=opts.scheduler_name,
+                max_replicas=opts.max_replicas,
+                namespaces=list(opts.namespaces),
                 service_mode=opts.service_mode,
                 api_groups=opts.api_groups,
                 progress=self.progress_injection,

@@ -219,6 +219,20 @@ class Framework:
         creation order (see `ExtraChild`)."""
         return []
 
+    # Serving kubeflow.org: the version the kind is stored, admitted and reconciled at, and the
+    # further versions served through the CRD conversion webhook (`/convert`) — MPIJob: v2beta1
+    # (mpi-operator's), and training-operator's v1. kubetrain.io serves every kind at v1 only.
+    kubeflow_version: str = "v1"
+    kubeflow_converted_versions: tuple[str, ...] = ()
+
+    def converted_model(self, version: str) -> type[JobBase] | None:
+        """The model of a version served through conversion (its CRD schema)."""
+        return None
+
+    def conversion_warning(self, version: str) -> str | None:
+        """The admission warning for a job its client wrote at a converted version."""
+        return None
+
     def spec_gates(self, spec: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
         """Replica type → the replica types whose pods must all exist and be Ready (condition
         Ready True) before a missing pod of it is created, read from the (defaulted) spec."""

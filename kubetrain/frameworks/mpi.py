@@ -10,6 +10,7 @@ and runPolicy.backoffLimit.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.mpijob import MPIJob
+from kubetrain.api.mpijob_v1 import ANNOTATION_V1_FIELDS, MPIJobV1
 from kubetrain.frameworks.base import ExtraChild, Framework
 from kubetrain.frameworks.checks import replica_path
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
@@ -62,6 +64,13 @@ IMPLEMENTATION_ENV: dict[str, tuple[tuple[str, str], ...]] = {
 SLOTS_ENV = {"OpenMPI": "OMPI_MCA_orte_set_default_slots", "Intel": "I_MPI_PERHOST"}
 NVIDIA_DISABLE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 ROLE_ENV = "K_MPI_JOB_ROLE"
+V1_WARNING = (
+    "kubeflow.org/v1 MPIJob: run as mpi-operator v2beta1 runs it (the stored version) — the "
+    "Launcher reaches the Workers over SSH, not through kubectl exec: the key pair is generated "
+    "into Secret <job>-ssh and mounted at sshAuthMountPath (/root/.ssh), each Worker's first "
+    "container runs `/usr/sbin/sshd -De` unless it has a command, so the Worker image must "
+    "provide sshd; kubectl-delivery and kubexec.sh are not used"
+)
 
 
 class MPI(Framework):
@@ -78,6 +87,8 @@ class MPI(Framework):
     container_name = ""  # mpi-operator decorates containers[0], whatever its name
     port_name = ""  # MPI declares no port: mpirun reaches workers' sshd
     default_port = 22
+    kubeflow_version = "v2beta1"  # mpi-operator's, the storage version of mpijobs.kubeflow.org
+    kubeflow_converted_versions: tuple[str, ...] = ("v1",)  # training-operator's (mpiconversion.py)
     default_restart_policy = "Never"  # DefaultRestartPolicy
     default_replicas: Mapping[str, int] = {LAUNCHER: 1, WORKER: 0}
     default_restart_policies: Mapping[str, str] = {LAUNCHER: "OnFailure"}  # DefaultLauncherRestartPolicy
@@ -85,6 +96,12 @@ class MPI(Framework):
         {ROLE_ENV, *NVIDIA_DISABLE_ENV, *SLOTS_ENV.values()}
         | {name for env in IMPLEMENTATION_ENV.values() for name, _ in env}
     )
+
+    def converted_model(self, version: str) -> type[JobBase] | None:
+        return MPIJobV1 if version == "v1" else None
+
+    def conversion_warning(self, version: str) -> str | None:
+        return V1_WARNING if version == "v1" else None
 
     # --- defaulting and validation (v2beta1 SetDefaults_MPIJob, validateMPIJobSpec) ------------------
     def default_spec(self, spec: dict[str, Any]) -> list[str]:
@@ -122,6 +139,7 @@ class MPI(Framework):
         slots = spec.slots_per_worker
         if slots is not None and slots < 1:
             errors.append(invalid(f"{base_path}.slotsPerWorker", f"must be at least 1, got {slots}"))
+        errors += main_container_errors(job, base_path)
         path = spec.ssh_auth_mount_path
         if path is not None and (not path.startswith("/") or posixpath.normpath(path) == "/"):
             errors.append(
@@ -155,6 +173,38 @@ class MPI(Framework):
     def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]:
         """The SSH Secret (create-only: the operator never reads Secrets), then the ConfigMap."""
         return [ExtraChild(ssh_secret(job), observed=False), ExtraChild(config_map(job, pods), observed=True)]
+
+
+def main_container_errors(job: MPIJob, base_path: str) -> list[FieldError]:
+    """A kubeflow.org/v1 MPIJob's `mainContainer` (kept by the conversion in an annotation) must
+    name the first container of the Launcher and Worker templates: kubetrain, like mpi-operator
+    v2, runs mpirun and sshd in container 0 and gives it the MPI environment."""
+    raw = (job.metadata.get("annotations") or {}).get(ANNOTATION_V1_FIELDS)
+    try:
+        record = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return []
+    main = record.get("mainContainer") if isinstance(record, dict) else None
+    if not isinstance(main, str) or not main:
+        return []
+    firsts: dict[str, Any] = {}
+    for rtype, replica in (job.spec.mpi_replica_specs or {}).items():
+        spec = replica.template.get("spec")
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        if isinstance(containers, list) and containers and isinstance(containers[0], dict):
+            firsts[rtype] = containers[0].get("name")
+    wrong = {rtype: name for rtype, name in firsts.items() if name != main}
+    if not wrong:
+        return []
+    listed = ", ".join(f"{rtype} starts with {name!r}" for rtype, name in sorted(wrong.items()))
+    return [
+        invalid(
+            f"{base_path}.mainContainer",
+            f"kubetrain runs mpirun and sshd in the first container of each pod (as mpi-operator v2), "
+            f"so {main!r} must be the first container of every replica template ({listed}): "
+            "reorder the containers",
+        )
+    ]
 
 
 class Settings:

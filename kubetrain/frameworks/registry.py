@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from kubetrain.api.groups import KUBEDL_GROUP
+from collections.abc import Iterable
+
+from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_version
 from kubetrain.frameworks import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
 from kubetrain.frameworks.base import Framework
 
@@ -26,6 +28,25 @@ def get_framework(kind: str) -> Framework | None:
 
 def known_kinds() -> tuple[str, ...]:
     return tuple(FRAMEWORKS)
+
+
+def job_version(kind: str, group: str) -> str:
+    """The version a job kind is stored, admitted and reconciled at in `group`."""
+    fw = FRAMEWORKS.get(kind)
+    return fw.kubeflow_version if fw is not None and group == KUBEFLOW_GROUP else group_version(group)
+
+
+def conversion_crd_names(groups: Iterable[str]) -> list[str]:
+    """The CRDs with a conversion webhook among the served groups' (mpijobs.kubeflow.org)."""
+    if KUBEFLOW_GROUP not in groups:
+        return []
+    return [f"{fw.plural}.{KUBEFLOW_GROUP}" for fw in FRAMEWORKS.values() if fw.kubeflow_converted_versions]
+
+
+def converted_versions(kind: str, group: str) -> tuple[str, ...]:
+    """The further versions the kind is served at in `group`, through the conversion webhook."""
+    fw = FRAMEWORKS.get(kind)
+    return fw.kubeflow_converted_versions if fw is not None and group == KUBEFLOW_GROUP else ()
 
 
 def group_serves(group: str, kind: str) -> bool:

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kubetrain.api import policy
-from kubetrain.api.groups import KUBEDL_GROUP, group_version
+from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
+from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, group_serves, job_version
 from kubetrain.jobs.kubedllayout import REFUSED, RUN_POLICY_FIELDS, SCHEDULING
 from kubetrain.jobs.parse import API_GROUP
 
@@ -92,7 +92,7 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     if group == KUBEDL_GROUP:
         kubedl_schema(schema)
     version: dict[str, Any] = {
-        "name": group_version(group),
+        "name": job_version(framework.kind, group),
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": schema},
@@ -125,7 +125,70 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
         # Kubeflow's schema has no progress deadline: jobs there use the annotation.
         run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
         run_policy["properties"].pop("progressDeadlineSeconds", None)
+    extra = converted_versions(framework.kind, group)
+    if extra:
+        crd["spec"]["versions"] += [
+            {
+                **version,
+                "name": name,
+                "storage": False,
+                "schema": {"openAPIV3Schema": _converted_schema(framework, name)},
+            }
+            for name in extra
+        ]
+        crd["spec"]["conversion"] = {
+            "strategy": "Webhook",
+            "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": conversion_client_config()},
+        }
     return crd
+
+
+# The conversion webhook's default address: the chart's webhook Service for a release named
+# `kubetrain` in `kubetrain-system`; `kubetrain crds --conversion-service`, the chart and
+# `kubetrain dev` set their own (`with_conversion_client`).
+CONVERSION_SERVICE = ("kubetrain-system", "kubetrain-webhook")
+CONVERSION_PATH = "/convert"
+
+
+def conversion_client_config(namespace: str = "", name: str = "") -> dict[str, Any]:
+    """A CRD conversion webhook clientConfig reaching kubetrain's webhook Service at /convert."""
+    return {
+        "service": {
+            "namespace": namespace or CONVERSION_SERVICE[0],
+            "name": name or CONVERSION_SERVICE[1],
+            "path": CONVERSION_PATH,
+            "port": 443,
+        }
+    }
+
+
+def with_conversion_client(crds: list[dict[str, Any]], client_config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The CRDs with every conversion webhook's clientConfig replaced (a url, a caBundle, …)."""
+    out = []
+    for crd in crds:
+        webhook = (crd["spec"].get("conversion") or {}).get("webhook")
+        if webhook is not None:
+            conversion = {
+                **crd["spec"]["conversion"],
+                "webhook": {**webhook, "clientConfig": dict(client_config)},
+            }
+            crd = {**crd, "spec": {**crd["spec"], "conversion": conversion}}
+        out.append(crd)
+    return out
+
+
+def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
+    """The schema of a version served through conversion (MPIJob kubeflow.org/v1)."""
+    model = framework.converted_model(version)
+    assert model is not None, f"{framework.kind} {version} has no model"
+    schema = model_schema(model)
+    # Served in kubeflow.org only, whose schemas have no progress deadline (see above).
+    schema["properties"]["spec"]["properties"]["runPolicy"]["properties"].pop("progressDeadlineSeconds", None)
+    schema["description"] = (
+        f"{framework.kind} {version}, converted to and from {framework.kubeflow_version} (the storage "
+        "version) by kubetrain's conversion webhook."
+    )
+    return schema
 
 
 def kubedl_schema(schema: dict[str, Any]) -> None:

@@ -27,8 +27,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.groups import JOB_VERSION, KUBEDL_GROUP, KUBEDL_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
-from kubetrain.frameworks.registry import get_framework, known_kinds
+from kubetrain.api.groups import KUBEDL_GROUP, KUBEDL_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import converted_versions, get_framework, job_version, known_kinds
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.kubedllayout import layout_errors, to_v1
 from kubetrain.jobs.validation import validate_job
@@ -86,11 +87,16 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
                 "replica type"
             ],
         )
-    if version not in CONVERTIBLE_VERSIONS:
+    stored = job_version(framework.kind, KUBEFLOW_GROUP)
+    if version not in CONVERTIBLE_VERSIONS and not (source_group == KUBEFLOW_GROUP and version == stored):
         return Migration(None, refusals=[f"apiVersion {api_version!r} is not a version kubetrain knows"])
     out = copy.deepcopy(obj)
     changes: list[str] = []
-    target = f"{group}/{JOB_VERSION}"
+    target = f"{group}/{job_version(framework.kind, group)}"
+    if source_group == KUBEFLOW_GROUP and version in converted_versions(framework.kind, KUBEFLOW_GROUP):
+        layout_refusal = _converted_layout(out, framework, version, changes)
+        if layout_refusal:
+            return Migration(None, changes, [layout_refusal])
     if api_version != target:
         out["apiVersion"] = target
         changes.append(f"apiVersion: {api_version} → {target}")
@@ -104,7 +110,7 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
 
 
 def _validated(out: dict[str, Any], changes: list[str], group: str) -> Migration:
-    target = f"{group}/{JOB_VERSION}"
+    target = f"{group}/{job_version(str(out.get('kind')), group)}"
     result = validate_job(default_job(out).obj, groups=(group,))
     if not result.ok:
         refusals = [f"the {target} result would be invalid: {e}" for e in result.errors]
@@ -112,15 +118,50 @@ def _validated(out: dict[str, Any], changes: list[str], group: str) -> Migration
     return Migration(out, changes)
 
 
+def _converted_layout(
+    out: dict[str, Any], framework: Framework, version: str, changes: list[str]
+) -> str | None:
+    """A job in a layout served through conversion (training-operator's v1 MPIJob) rewritten in
+    the stored one — the conversion webhook's rules, minus the annotation that keeps what the
+    new layout has no field for: a `mainContainer` other than every template's first container
+    is refused (kubetrain runs the first one, as mpi-operator v2)."""
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    main = spec.pop("mainContainer", None)
+    if main is not None:
+        firsts = set()
+        for rspec in (spec.get(framework.replica_field) or {}).values():
+            containers = (((rspec or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+            if containers and isinstance(containers[0], dict):
+                firsts.add(containers[0].get("name"))
+        if firsts - {main}:
+            return (
+                f"spec.mainContainer {main!r} is not the first container of every replica template "
+                f"({', '.join(sorted(str(n) for n in firsts))}): kubetrain runs mpirun and sshd in the "
+                "first container of each pod; reorder the containers"
+            )
+        changes.append(
+            f"spec.mainContainer {main!r} removed: it is the first container, which {framework.kind} runs"
+        )
+    changes.append(
+        f"{framework.kind} {version} → stored layout: the Launcher reaches the Workers over SSH (a "
+        "generated key pair, sshd in each Worker), not through kubectl exec: the Worker image must "
+        "provide sshd"
+    )
+    return None
+
+
 def _migrate_kubedl(obj: dict[str, Any], group: str) -> Migration:
-    """A KubeDL job (training.kubedl.io/v1alpha1, or KubeDL 0.1's XGBoostJob group) in `group/v1`."""
+    """A KubeDL job (training.kubedl.io/v1alpha1, or KubeDL 0.1's XGBoostJob group) in `group`'s
+    version of its kind (`v1`; MPIJob in kubeflow.org: `v2beta1`)."""
     source = obj["apiVersion"]
     as_kubedl = {**obj, "apiVersion": f"{KUBEDL_GROUP}/{KUBEDL_VERSION}"}
     refusals = [f"{e.path}: {e.message}" for e in layout_errors(as_kubedl)]
     if refusals:
         return Migration(None, refusals=refusals)
     out = to_v1(as_kubedl)
-    target = f"{group}/{JOB_VERSION}"
+    target = f"{group}/{job_version(str(obj.get('kind')), group)}"
     out["apiVersion"] = target
     changes = [f"apiVersion: {source} → {target}"]
     spec, before = out.get("spec") or {}, obj.get("spec") or {}

@@ -26,14 +26,14 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
-from kubetrain.api.groups import (
-    JOB_GROUPS,
-    JOB_VERSION,
-    KUBEFLOW_GROUP,
-    KUBETRAIN_GROUP,
-    group_version,
+from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.frameworks.registry import (
+    converted_versions,
+    get_framework,
+    group_serves,
+    job_version,
+    known_kinds,
 )
-from kubetrain.frameworks.registry import get_framework, group_serves, known_kinds
 
 API_GROUP = KUBETRAIN_GROUP
 API_VERSION = JOB_VERSION
@@ -61,8 +61,9 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
     elif not isinstance(kind, str) or get_framework(kind) is None:
         errors.append(not_supported("kind", kind, known_kinds()))
     api_version = obj.get("apiVersion")
+    typed = kind if isinstance(kind, str) else ""
     versions = [
-        f"{g}/{group_version(g)}"
+        f"{g}/{job_version(typed, g)}"
         for g in groups
         if not isinstance(kind, str) or get_framework(kind) is None or group_serves(g, kind)
     ]
@@ -71,7 +72,18 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
         errors.append(required("apiVersion", f"must be {supported}"))
     elif api_version not in versions:
         hint = ""
-        if api_version == f"{KUBEFLOW_GROUP}/{JOB_VERSION}":
+        kubeflow_v1 = api_version == f"{KUBEFLOW_GROUP}/{JOB_VERSION}"
+        if (
+            kubeflow_v1
+            and JOB_VERSION in converted_versions(typed, KUBEFLOW_GROUP)
+            and KUBEFLOW_GROUP in groups
+        ):
+            stored = f"{KUBEFLOW_GROUP}/{job_version(typed, KUBEFLOW_GROUP)}"
+            hint = (
+                f" (served through kubetrain's conversion webhook: the API server converts it to "
+                f"{stored}; `kubetrain migrate FILE` rewrites the file)"
+            )
+        elif kubeflow_v1:
             hint = (
                 f' (a Kubeflow manifest migrates by changing apiVersion to "{GROUP_VERSION}", or '
                 "is served as it is by an operator run with --api-groups including kubeflow.org)"

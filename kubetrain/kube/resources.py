@@ -19,8 +19,8 @@ from urllib.parse import quote
 from kubetrain import GROUP as API_GROUP
 from kubetrain import VERSION as API_VERSION
 from kubetrain.api.gangschedulers import GANG_SCHEDULERS, SCHEDULER_PLUGINS, VOLCANO
-from kubetrain.api.groups import group_version, job_groups
-from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
+from kubetrain.api.groups import job_groups
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves, job_version
 
 
 def _seg(value: str) -> str:
@@ -132,7 +132,7 @@ def job_resource_id(kind: str, group: str) -> str:
 def job_resources_in(groups: Iterable[str]) -> dict[str, ResourceRef]:
     """Every job resource of the given API groups (kubetrain.api.groups), by `job_resource_id`."""
     return {
-        job_resource_id(kind, group): ResourceRef(group, group_version(group), fw.plural, kind, True)
+        job_resource_id(kind, group): ResourceRef(group, job_version(kind, group), fw.plural, kind, True)
         for group in job_groups(groups)
         for kind, fw in FRAMEWORKS.items()
         if group_serves(group, kind)

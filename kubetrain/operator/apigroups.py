@@ -5,7 +5,8 @@ jobs. Before the controller starts, every job kind's CRD in a group other than k
 read: one missing (install it: `kubetrain crds --group kubeflow.org`) or one kubetrain did not
 generate — it lacks the label `app.kubernetes.io/part-of: kubetrain` every CRD kubetrain
 generates carries, so Kubeflow's operator (or another) installed it — stops the start-up with a
-message that says what to do. A 403 (no RBAC to read CRDs) is logged and not checked.
+message that says what to do; so does one kubetrain generated before a kind's versions changed
+(mpijobs.kubeflow.org serving v2beta1 and v1). A 403 (no RBAC to read CRDs) is logged and not checked.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 
 from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP
 from kubetrain.api.trainer.constants import PLURALS as TRAINER_PLURALS
-from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
+from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, group_serves, job_version
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 
@@ -55,6 +56,8 @@ async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
             continue  # kubetrain's own group: its CRDs come with the chart
         missing: list[str] = []
         foreign: list[str] = []
+        outdated: list[str] = []
+        kinds = {f"{fw.plural}.{group}": fw.kind for fw in FRAMEWORKS.values()}
         for name in crd_names(group):
             try:
                 crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, None, name)
@@ -75,6 +78,13 @@ async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
             labels = (crd.get("metadata") or {}).get("labels") or {}
             if labels.get(PART_OF_LABEL) != PART_OF_VALUE:
                 foreign.append(name)
+                continue
+            kind = kinds.get(name)
+            served = {v.get("name") for v in (crd.get("spec") or {}).get("versions") or [] if v.get("served")}
+            wanted = {job_version(kind, group), *converted_versions(kind, group)} if kind else set()
+            if not wanted <= served:
+                have, need = ", ".join(sorted(map(str, served))), ", ".join(sorted(wanted))
+                outdated.append(f"{name} (serves {have}; needs {need})")
         if foreign:
             raise ApiGroupRefused(
                 f"refusing to serve {group}: CustomResourceDefinition {', '.join(foreign)} exists and "
@@ -82,6 +92,12 @@ async def check_api_groups(client: KubeClient, groups: tuple[str, ...]) -> None:
                 f"{_OWNER.get(group, _DEFAULT_OWNER)}, "
                 f"then replace the CRDs, keeping the stored jobs: `kubetrain crds --group {group} | "
                 "kubectl replace -f -` — or serve only kubetrain.io (--api-groups kubetrain.io)"
+            )
+        if outdated:
+            raise ApiGroupRefused(
+                f"cannot serve {group}: CustomResourceDefinition {'; '.join(outdated)} is from an older "
+                f"kubetrain; replace it, keeping the stored jobs: `kubetrain crds --group {group} | "
+                "kubectl replace -f -`"
             )
         if missing:
             raise ApiGroupRefused(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.groups import KUBETRAIN_GROUP, TRAINER_GROUP, group_version, job_groups
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves, job_version
 from kubetrain.jobs.crdgen import has_scale_subresource
 from kubetrain.webhook.crons import VALIDATE_CRONS, cron_rules
 
@@ -52,15 +52,29 @@ def trainer_rules(validating: bool) -> list[Obj]:
     return rules
 
 
-def job_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
-    """The job kinds of the API groups the operator serves (kubetrain.api.groups)."""
-    return {
-        "apiGroups": list(groups),
-        "apiVersions": sorted({group_version(g) for g in groups}),
-        "operations": ["CREATE", "UPDATE"],
-        "resources": [fw.plural for fw in FRAMEWORKS.values()],
-        "scope": "Namespaced",
-    }
+def job_rules(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> list[Obj]:
+    """The job kinds of the API groups the operator serves (kubetrain.api.groups), one rule per
+    group and version: each kind the group has (training.kubedl.io: KubeDL's kinds only, at
+    v1alpha1) at the version it is admitted at (MPIJob in kubeflow.org at v2beta1 only, so the
+    API server converts a kubeflow.org/v1 MPIJob to v2beta1 for the webhooks — matchPolicy
+    Equivalent)."""
+    rules: list[Obj] = []
+    for group in groups:
+        by_version: dict[str, list[str]] = {}
+        for kind, fw in FRAMEWORKS.items():
+            if group_serves(group, kind):
+                by_version.setdefault(job_version(kind, group), []).append(fw.plural)
+        for version, plurals in by_version.items():
+            rules.append(
+                {
+                    "apiGroups": [group],
+                    "apiVersions": [version],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": plurals,
+                    "scope": "Namespaced",
+                }
+            )
+    return rules
 
 
 def scale_rule(groups: Sequence[str] = (KUBETRAIN_GROUP,)) -> Obj:
@@ -120,9 +134,9 @@ def webhook_configurations(
 
     served = job_groups(api_groups)
     # A rule with no apiGroups is invalid: no job hooks when only trainer.kubeflow.org is served.
-    job_mutating = [hook(MUTATE_JOBS, "/mutate", job_rule(served), namespace_selector)] if served else []
+    job_mutating = [hook(MUTATE_JOBS, "/mutate", job_rules(served), namespace_selector)] if served else []
     job_validating = (
-        [hook(VALIDATE_JOBS, "/validate", [job_rule(served), scale_rule(served)], namespace_selector)]
+        [hook(VALIDATE_JOBS, "/validate", [*job_rules(served), scale_rule(served)], namespace_selector)]
         if served
         else []
     )

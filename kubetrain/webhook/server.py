@@ -1,4 +1,5 @@
-"""The admission webhook HTTPS server: `/mutate`, `/validate`, `/healthz`, `/readyz`.
+"""The admission webhook HTTPS server: `/mutate`, `/validate`, `/convert` (MPIJob's CRD
+conversion webhook), `/healthz`, `/readyz`.
 
 ```python
 server = WebhookServer(cert_dir="/tmp/kubetrain/certs", host="0.0.0.0", port=9443,
@@ -51,6 +52,7 @@ from typing import Any
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
+from kubetrain.frameworks import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
@@ -179,6 +181,7 @@ class WebhookServer:
         app = web.Application(client_max_size=self.max_body_bytes + 1, middlewares=[self.guard.middleware])
         app.router.add_post("/mutate", self._handle_mutate)
         app.router.add_post("/validate", self._handle_validate)
+        app.router.add_post("/convert", self._handle_convert)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         return app
@@ -192,6 +195,26 @@ class WebhookServer:
 
     async def _handle_validate(self, request: web.Request) -> web.Response:
         return await self._review(request, "validate")
+
+    async def _handle_convert(self, request: web.Request) -> web.Response:
+        """The CRD conversion webhook of mpijobs.kubeflow.org (kubetrain.frameworks.mpiconversion): a
+        ConversionReview in, its answer out; 400 for a body that is not one."""
+        try:
+            if request.content_type not in JSON_CONTENT_TYPES:
+                raise BadReview(
+                    f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
+                )
+            answer = mpiconversion.answer(await self._read_body(request))
+        except (BadReview, mpiconversion.BadConversionReview) as exc:
+            log.info("convert: 400 Bad Request from %s: %s", request.remote, exc)
+            return _closing(web.Response(status=400, text=f"bad ConversionReview request: {exc}\n"))
+        except _TooBusy:
+            _abort_soon(request)
+            return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
+        except _Aborted:
+            _abort_soon(request)
+            return _closing(web.Response(status=408, text="the request body was not received in time\n"))
+        return web.Response(body=answer, content_type="application/json")
 
     async def _read_body(self, request: web.Request) -> bytes:
         length = request.content_length

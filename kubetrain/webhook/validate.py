@@ -22,7 +22,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError
 from kubetrain.api.servicemode import service_mode_errors
-from kubetrain.frameworks.registry import get_framework
+from kubetrain.frameworks.registry import converted_versions, get_framework
 from kubetrain.jobs.parse import InvalidJobError
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 from kubetrain.policy.limits import PolicyVerdict
@@ -104,6 +104,9 @@ def validate(
         result = validate_job(obj, old, max_replicas=max_replicas)
     except InvalidJobError as exc:  # a job that does not even parse
         return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, exc.errors))
+    warning = _conversion_warning(request) if old is None else None
+    if warning:
+        result.warnings.insert(0, warning)
     if policies is not None and old is None:
         # Pod Security of the namespace (templates are immutable: checked on CREATE only)
         result.errors.extend(_pod_security_errors(request, obj, policies))
@@ -116,6 +119,20 @@ def validate(
     if verdict.denials:
         return policy_denial(request.uid, verdict, result.warnings)
     return AdmissionResponse.allow(request.uid, result.warnings + verdict.warnings)
+
+
+def _conversion_warning(request: AdmissionRequest) -> str | None:
+    """The client wrote the job at a version served through the conversion webhook (a
+    kubeflow.org/v1 MPIJob): the API server converted it for this webhook, and requestKind names
+    what the client used — the framework says what that changes."""
+    kind = request.raw.get("requestKind")
+    if not isinstance(kind, dict) or kind.get("version") == request.version:
+        return None
+    fw = get_framework(str(kind.get("kind")))
+    version = str(kind.get("version"))
+    if fw is None or version not in converted_versions(fw.kind, str(kind.get("group"))):
+        return None
+    return fw.conversion_warning(version)
 
 
 def _pod_security_errors(

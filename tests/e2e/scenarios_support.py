@@ -494,6 +494,20 @@ async def open_cluster(
 
         cleanups.append(remove_webhooks)
         await wait_webhooks_active(client, namespace)
+        # CRDs with a conversion webhook (mpijobs.kubeflow.org) this call installed: /convert on
+        # the operator's webhook port, trusted by the same CA (the chart injects the caBundle).
+        for crd in [c for g in api_groups if g != "kubetrain.io" for c in group_crds(g)]:
+            if crd["spec"].get("conversion") and crd["metadata"]["name"] in created_crds:
+                client_config = {
+                    "url": f"https://{url_host}:{operator.webhook_port}/convert",
+                    "caBundle": base64.b64encode(ca_pem).decode(),
+                }
+                patch = [
+                    {"op": "replace", "path": "/spec/conversion/webhook/clientConfig", "value": client_config}
+                ]
+                await client.patch(
+                    CUSTOM_RESOURCE_DEFINITIONS, None, crd["metadata"]["name"], patch, patch_type="json"
+                )
 
         simulator = None
         if await should_simulate_pods(client):

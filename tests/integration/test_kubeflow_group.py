@@ -235,3 +235,21 @@ async def test_refuses_to_serve_kubeflow_org_over_crds_it_did_not_install(kube: 
         },
     )
     await check_api_groups(kube, GROUPS)  # replaced by kubetrain's: served
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_refuses_an_mpijob_crd_from_before_it_served_v2beta1(kube: KubeClient) -> None:
+    """mpijobs.kubeflow.org from an older kubetrain (v1 only, v2beta1's schema): the controller
+    reconciles MPIJobs at v2beta1, so the start-up says to replace the CRD."""
+    crds = all_crds("kubeflow.org")
+    for crd in crds:
+        if crd["spec"].get("conversion"):  # MPIJob: as older kubetrain generated it
+            crd = copy.deepcopy(crd)
+            del crd["spec"]["conversion"]
+            crd["spec"]["versions"] = [{**crd["spec"]["versions"][0], "name": "v1"}]
+        await kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+    with pytest.raises(ApiGroupRefused) as refused:
+        await check_api_groups(kube, GROUPS)
+    message = str(refused.value)
+    assert "mpijobs.kubeflow.org (serves v1; needs v1, v2beta1) is from an older kubetrain" in message
+    assert "kubetrain crds --group kubeflow.org | kubectl replace -f -" in message

@@ -143,6 +143,7 @@ def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.Cap
         assert crd["spec"]["group"] == "kubeflow.org"
         assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
         assert "shortNames" not in crd["spec"]["names"]
+        fw = FRAMEWORKS[crd["spec"]["names"]["kind"]]
         # Same schema, but for runPolicy.progressDeadlineSeconds: kubeflow.org jobs declare a
         # progress deadline with an annotation, so Kubeflow's runPolicy keeps its fields.
         twin_versions = copy.deepcopy(twin["spec"]["versions"])
@@ -151,8 +152,46 @@ def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.Cap
             "minimum": 1,
             "type": "integer",
         }
-        assert crd["spec"]["versions"] == twin_versions
+        # The stored version is that, under the framework's kubeflow.org name (MPIJob:
+        # mpi-operator's v2beta1) ...
+        stored, *converted = crd["spec"]["versions"]
+        assert stored == {**twin_versions[0], "name": fw.kubeflow_version}
+        # ... and further versions are served through the conversion webhook at /convert.
+        assert [v["name"] for v in converted] == list(fw.kubeflow_converted_versions)
+        for version in converted:
+            assert version["served"] is True and version["storage"] is False
+            assert version["subresources"] == stored["subresources"]
+            run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
+            assert "progressDeadlineSeconds" not in run_policy["properties"]
+        if converted:
+            webhook = crd["spec"]["conversion"]["webhook"]
+            assert crd["spec"]["conversion"]["strategy"] == "Webhook"
+            assert webhook["conversionReviewVersions"] == ["v1"]
+            assert webhook["clientConfig"]["service"]["path"] == "/convert"
+        else:
+            assert "conversion" not in crd["spec"]
         kubernetes_validate.validate(crd, "1.34", strict=True)
     assert main(["crds", "--group", "kubeflow.org"]) == 0
     printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert [d["metadata"]["name"] for d in printed] == [c["metadata"]["name"] for c in theirs]
+
+
+def test_mpijob_v1_schema_is_training_operators_layout() -> None:
+    """mpijobs.kubeflow.org's v1 version has training-operator's fields (mainContainer, the
+    spec-level cleanPodPolicy) and none of v2beta1's own."""
+    (mpi,) = [c for c in all_crds("kubeflow.org") if c["spec"]["names"]["kind"] == "MPIJob"]
+    versions = {
+        v["name"]: v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        for v in mpi["spec"]["versions"]
+    }
+    assert set(versions["v1"]) == {
+        "slotsPerWorker",
+        "cleanPodPolicy",
+        "mainContainer",
+        "mpiReplicaSpecs",
+        "runPolicy",
+    }
+    assert {"sshAuthMountPath", "mpiImplementation", "launcherCreationPolicy", "runLauncherAsWorker"} <= set(
+        versions["v2beta1"]
+    )
+    assert not {"mainContainer", "cleanPodPolicy"} & set(versions["v2beta1"])

@@ -246,3 +246,50 @@ async def test_missing_webhook_configuration_is_not_fatal(tmp_path: Path) -> Non
     m = manager(api, tmp_path, clock)
     await m.sync()
     assert SECRET in api.secrets and await m.inject_ca_bundle() == 0
+
+
+async def test_the_conversion_webhook_of_a_crd_gets_the_ca_bundle_and_keeps_it(tmp_path: Path) -> None:
+    """mpijobs.kubeflow.org's conversion webhook is called with the same TLS as the admission
+    webhooks: its clientConfig.caBundle is injected, and put back when overwritten."""
+    from kubetrain.certs.selfmanaged import CRD
+    from kubetrain.jobs.crdgen import all_crds
+
+    api, clock = FakeApi(), Clock()
+    api.add_config(MUTATING, "kubetrain-mutating")
+    (mpi,) = [c for c in all_crds("kubeflow.org") if c["spec"].get("conversion")]
+    name = mpi["metadata"]["name"]
+    api.configs[(CRD, name)] = api._bump(copy.deepcopy(mpi))
+    plain = copy.deepcopy(next(c for c in all_crds("kubeflow.org") if not c["spec"].get("conversion")))
+    api.configs[(CRD, plain["metadata"]["name"])] = api._bump(plain)
+
+    def bundle() -> bytes:
+        client = api.configs[(CRD, name)]["spec"]["conversion"]["webhook"]["clientConfig"]
+        return base64.b64decode(client.get("caBundle", ""))
+
+    m = manager(api, tmp_path, clock, conversion_crds=[name, plain["metadata"]["name"]])
+    await m.start()
+    try:
+        want = stored(api).ca_crt
+        assert bundle() == want
+        # The service reference is kept; a CRD without a conversion webhook is not touched.
+        assert (
+            api.configs[(CRD, name)]["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"]
+            == "/convert"
+        )
+        assert api.configs[(CRD, plain["metadata"]["name"])]["spec"] == plain["spec"]
+
+        async def until(cond: Any) -> None:
+            async def loop() -> None:
+                while not cond():  # noqa: ASYNC110 - yields to the loop only, no timed wait
+                    await asyncio.sleep(0)
+
+            await asyncio.wait_for(loop(), 10)
+
+        await until(lambda: len(api.watchers) == 5)  # the Secret, two configurations, two CRDs
+        crd = api.configs[(CRD, name)]
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = ""  # `kubectl replace`
+        api._bump(crd)
+        api._notify(f"{CRD}/{name}", "MODIFIED", crd)
+        await until(lambda: bundle() == want)
+    finally:
+        await m.stop()

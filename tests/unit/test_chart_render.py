@@ -34,7 +34,7 @@ import yaml
 
 from kubetrain.commands import _flags
 from kubetrain.commands._progress import add_progress_flags
-from kubetrain.frameworks.registry import FRAMEWORKS
+from kubetrain.frameworks.registry import FRAMEWORKS, conversion_crd_names
 from kubetrain.kube.resources import JOB_RESOURCES, POD_GROUP_RESOURCES
 from kubetrain.operator.apigroups import crd_names
 from kubetrain.operator.gang_api import crd_name
@@ -948,6 +948,13 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     crds = tuple(sorted(crd_names("kubeflow.org")))
     assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role
+    # Self-managed certificates: the caBundle of MPIJob's conversion webhook, injected and kept.
+    conversion = tuple(conversion_crd_names(groups))
+    assert conversion == ("mpijobs.kubeflow.org",)
+    crd_grants = expand(
+        "apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "watch", "patch"], conversion
+    )
+    assert crd_grants <= cluster_role
     built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
     chart_rules = [h["rules"] for h in one(docs, "MutatingWebhookConfiguration")["webhooks"]]
     assert chart_rules == [h["rules"] for h in built[0]["webhooks"]]
@@ -957,6 +964,130 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"]) >= EXPECTED_CLUSTER_ROLE_BASE
     default_cluster = grants(one(render(chart), "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
+
+
+GROUP_CRD_DIR = CHART / "files" / "crds"
+KUBEFLOW_GROUPS = ("kubeflow.org", "training.kubedl.io", "trainer.kubeflow.org")
+
+
+def test_job_webhook_rules_per_group_and_version(chart: helm.Chart) -> None:
+    """Every job group served at once: the chart's job webhook rules are the code's, one rule per
+    group and version — kubeflow.org's MPIJob at v2beta1 only, training.kubedl.io with KubeDL's
+    kinds only at v1alpha1 — and the scale rule covers every group's version."""
+    groups = ["kubetrain.io", "kubeflow.org", "training.kubedl.io"]
+    docs = render(chart, {"apiGroups": groups})
+    built = configurations.webhook_configurations("https://127.0.0.1:9443", b"ca", api_groups=groups)
+    for doc, code in zip(
+        (one(docs, "MutatingWebhookConfiguration"), one(docs, "ValidatingWebhookConfiguration")),
+        built,
+        strict=True,
+    ):
+        chart_hooks = {h["name"]: h["rules"] for h in doc["webhooks"]}
+        code_hooks = {h["name"]: h["rules"] for h in code["webhooks"]}
+        assert chart_hooks.keys() == code_hooks.keys()
+        for name, rules in chart_hooks.items():
+            if name == "validate.jobs.kubetrain.io":  # the scale rule: versions and resources as sets
+                *rules, scale = rules
+                *code_rules, code_scale = code_hooks[name]
+                assert set(scale["apiVersions"]) == set(code_scale["apiVersions"]) == {"v1", "v1alpha1"}
+                assert set(scale["resources"]) == set(code_scale["resources"])
+                assert rules == code_rules
+            else:
+                assert rules == code_hooks[name]
+    jobs = one(docs, "MutatingWebhookConfiguration")["webhooks"][0]["rules"]
+    assert [(r["apiGroups"], r["apiVersions"], r["resources"]) for r in jobs] == [
+        (["kubetrain.io"], ["v1"], JOB_KINDS),
+        (["kubeflow.org"], ["v1"], [k for k in JOB_KINDS if k != "mpijobs"]),
+        (["kubeflow.org"], ["v2beta1"], ["mpijobs"]),
+        (["training.kubedl.io"], ["v1alpha1"], ["tfjobs", "pytorchjobs", "xgboostjobs", "mpijobs"]),
+    ]
+
+
+def test_group_crd_files_are_the_generators_output() -> None:
+    """charts/kubetrain/files/crds/ is `kubetrain crds --group G --out` for the groups the
+    chart can install (scripts/check fails on drift too)."""
+    from kubetrain.commands.crds import rendered_files
+
+    expected = {name: text for group in KUBEFLOW_GROUPS for name, text in rendered_files(group).items()}
+    present = {p.name: p.read_text() for p in GROUP_CRD_DIR.glob("*.yaml")}
+    assert present == expected
+
+
+@pytest.mark.parametrize("mode", ["selfManaged", "certManager", "existingSecret"])
+def test_install_group_crds_installs_the_served_groups_crds(chart: helm.Chart, mode: str) -> None:
+    from kubetrain.jobs.trainercrds import group_crds
+
+    certificates: dict[str, Any] = {"mode": mode}
+    if mode == "existingSecret":
+        certificates.update(secretName="kt-certs", caBundle="Y2EtYnVuZGxl")
+    groups = ["kubetrain.io", *KUBEFLOW_GROUPS]
+    docs = render(chart, {"apiGroups": groups, "installGroupCRDs": True, "certificates": certificates})
+    crds = {d["metadata"]["name"]: d for d in of_kind(docs, "CustomResourceDefinition")}
+    generated = {c["metadata"]["name"]: c for g in KUBEFLOW_GROUPS for c in group_crds(g)}
+    assert set(crds) == set(generated)  # kubetrain.io's come from crds/, not templates
+    service = one(docs, "Service", f"{FULLNAME}-webhook")
+    for name, crd in crds.items():
+        annotations = crd["metadata"]["annotations"]
+        assert annotations["helm.sh/resource-policy"] == "keep"  # uninstall never deletes the jobs
+        want = json.loads(json.dumps(generated[name]))
+        webhook = (crd["spec"].get("conversion") or {}).get("webhook")
+        if webhook is None:
+            assert crd["spec"] == want["spec"] and "cert-manager.io/inject-ca-from" not in annotations
+            continue
+        # MPIJob: its conversion webhook is this release's webhook Service at /convert.
+        client = webhook.pop("clientConfig")
+        want["spec"]["conversion"]["webhook"].pop("clientConfig")
+        assert crd["spec"] == want["spec"]
+        assert client["service"] == {
+            "namespace": NAMESPACE,
+            "name": service["metadata"]["name"],
+            "path": "/convert",
+            "port": service["spec"]["ports"][0]["port"],
+        }
+        if mode == "certManager":
+            assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/{FULLNAME}-webhook"
+        if mode == "existingSecret":
+            assert client["caBundle"] == "Y2EtYnVuZGxl"
+        if mode == "selfManaged":
+            assert "caBundle" not in client  # the operator injects it (RBAC: test_api_groups_...)
+        kubernetes_validate.validate(crd, "1.34", strict=True)
+    # Off by default, and only the served groups' CRDs when on.
+    assert of_kind(render(chart, {"apiGroups": groups}), "CustomResourceDefinition") == []
+    only_kubeflow = render(chart, {"apiGroups": ["kubeflow.org"], "installGroupCRDs": True})
+    names = {d["metadata"]["name"] for d in of_kind(only_kubeflow, "CustomResourceDefinition")}
+    assert names == set(crd_names("kubeflow.org"))
+
+
+def test_upgrade_from_kubetrain_io_only_to_kubeflow_org_keeps_every_running_job(chart: helm.Chart) -> None:
+    """`helm upgrade --set 'apiGroups={kubetrain.io,kubeflow.org}' --set installGroupCRDs=true`
+    from the defaults: nothing of the kubetrain.io release goes away or is renamed (its jobs, CRDs
+    from crds/, RBAC and webhook rules stay), the operator keeps serving kubetrain.io, and the new
+    group's CRDs, RBAC and webhook rules are added."""
+    before = render(chart)
+    after = render(chart, {"apiGroups": ["kubetrain.io", "kubeflow.org"], "installGroupCRDs": True})
+    keys = lambda docs: {(d["kind"], d["metadata"]["name"]) for d in docs}  # noqa: E731
+    assert keys(before) <= keys(after)
+    added = keys(after) - keys(before)
+    assert added == {("CustomResourceDefinition", n) for n in crd_names("kubeflow.org")}
+    old_deploy, new_deploy = one(before, "Deployment"), one(after, "Deployment")
+    assert old_deploy["spec"]["selector"] == new_deploy["spec"]["selector"]
+    assert flags(after)["--api-groups"] == "kubetrain.io,kubeflow.org"
+    for kind, name in (("ClusterRole", f"{FULLNAME}-jobs"), ("ClusterRole", f"{FULLNAME}-cluster")):
+        assert grants(one(before, kind, name)["rules"]) <= grants(one(after, kind, name)["rules"])
+
+    def matched(docs: list[Manifest], kind: str) -> set[tuple[str, str, str, str, str]]:
+        """(webhook, group, version, resource, operation) every rule of the configuration covers."""
+        return {
+            (h["name"], g, v, r, op)
+            for h in one(docs, kind)["webhooks"]
+            for rule in h["rules"]
+            for g, v, r, op in itertools.product(
+                rule["apiGroups"], rule["apiVersions"], rule["resources"], rule["operations"]
+            )
+        }
+
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert matched(before, kind) <= matched(after, kind)
 
 
 def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:

@@ -174,3 +174,47 @@ def test_migrate_refuses_what_kubetrain_does_not_run() -> None:
     result = migrate_job(load("tf/tf_job_mnist_modelversion.yaml"))
     assert not result.ok
     assert result.refusals[0].startswith("spec.modelVersion: not supported by kubetrain")
+
+
+def test_kubedl_mpijob_is_served_at_v1alpha1_and_migrates_to_kubeflows_stored_version() -> None:
+    """KubeDL's MPIJob has one version (v1alpha1, no conversion webhook: that is kubeflow.org's
+    mpijobs only); `kubetrain migrate --group kubeflow.org` writes it at kubeflow.org's stored
+    MPIJob version, v2beta1, which the webhook admits."""
+    from kubetrain.frameworks.registry import converted_versions, job_version
+    from kubetrain.jobs.migrate import migrate_job
+    from kubetrain.webhook.configurations import job_rules
+
+    assert job_version("MPIJob", "training.kubedl.io") == "v1alpha1"
+    assert job_version("TFJob", "training.kubedl.io") == "v1alpha1"
+    assert converted_versions("MPIJob", "training.kubedl.io") == ()
+    (mpi,) = [c for c in job_crds("training.kubedl.io") if c["spec"]["names"]["kind"] == "MPIJob"]
+    assert [v["name"] for v in mpi["spec"]["versions"]] == ["v1alpha1"]
+    assert "conversion" not in mpi["spec"]
+    assert job_rules(["training.kubedl.io"]) == [
+        {
+            "apiGroups": ["training.kubedl.io"],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["tfjobs", "pytorchjobs", "xgboostjobs", "mpijobs"],
+            "scope": "Namespaced",
+        }
+    ]
+    container = {"name": "mpi", "image": "mpioperator/tensorflow-benchmarks:latest"}
+    job = {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "MPIJob",
+        "metadata": {"name": "mpi"},
+        "spec": {
+            "cleanPodPolicy": "Running",
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}},
+            },
+        },
+    }
+    assert validate_job(default_job(job).obj).ok
+    result = migrate_job(job, group="kubeflow.org")
+    assert result.ok and result.obj is not None, result.refusals
+    assert result.obj["apiVersion"] == "kubeflow.org/v2beta1"
+    assert result.changes[0] == "apiVersion: training.kubedl.io/v1alpha1 → kubeflow.org/v2beta1"
+    assert migrate_job(job).obj["apiVersion"] == "kubetrain.io/v1"  # type: ignore[index]

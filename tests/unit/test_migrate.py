@@ -135,3 +135,35 @@ def test_cli_prints_yaml_on_stdout_and_changes_on_stderr(capsys: pytest.CaptureF
     captured = capsys.readouterr()
     assert len(list(yaml.safe_load_all(captured.out))) == 1  # the convertible one is still printed
     assert f"{bad}#1 (TFJob/example-job): cannot convert: apiVersion kubeflow.org/v1alpha1" in captured.err
+
+
+MPI_V1 = Path(__file__).resolve().parents[1] / "data" / "training-operator-mpi" / "examples" / "mpi"
+
+
+@pytest.mark.parametrize(
+    ("group", "target"), [("kubetrain.io", "kubetrain.io/v1"), ("kubeflow.org", "kubeflow.org/v2beta1")]
+)
+def test_training_operator_v1_mpijob_becomes_mpi_operators_layout(group: str, target: str) -> None:
+    obj = yaml.safe_load((MPI_V1 / "tensorflow-mnist-elastic.yaml").read_text())
+    obj["spec"]["mainContainer"] = "mpi-launcher"
+    obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "mpi-launcher"
+    result = migrate_job(obj, group)
+    assert result.ok, result.refusals
+    assert result.obj is not None and result.obj["apiVersion"] == target
+    spec = result.obj["spec"]
+    assert "mainContainer" not in spec and "cleanPodPolicy" not in spec
+    assert spec["runPolicy"] == {"cleanPodPolicy": "Running"}
+    assert "kubetrain.io/mpijob-v1-fields" not in (result.obj["metadata"].get("annotations") or {})
+    assert any("over SSH" in c and "not through kubectl exec" in c for c in result.changes)
+    assert any("spec.mainContainer 'mpi-launcher' removed" in c for c in result.changes)
+    # mpi-operator's own v2beta1 manifest needs only its apiVersion changed for kubetrain.io.
+    v2 = migrate_job({**result.obj, "apiVersion": "kubeflow.org/v2beta1"}, "kubetrain.io")
+    assert v2.ok and v2.obj is not None and v2.obj["apiVersion"] == "kubetrain.io/v1"
+
+
+def test_a_v1_mpijob_main_container_kubetrain_cannot_run_is_refused() -> None:
+    obj = yaml.safe_load((MPI_V1 / "tensorflow-mnist.yaml").read_text())
+    obj["spec"]["mainContainer"] = "sidecar"
+    result = migrate_job(obj, "kubeflow.org")
+    assert not result.ok
+    assert "spec.mainContainer 'sidecar' is not the first container" in result.refusals[0]

@@ -286,3 +286,35 @@ async def test_unchanged_files_are_not_reloaded(server: WebhookServer) -> None:
     os.utime(server.tls.cert_path)  # touched, same content
     assert server.tls.reload() is False
     assert server.tls.reloads == loads
+
+
+async def test_convert_over_tls_answers_conversion_reviews(
+    server: WebhookServer, session: aiohttp.ClientSession
+) -> None:
+    v1 = {"apiVersion": "kubeflow.org/v1", "kind": "MPIJob", "metadata": {"name": "pi"}, "spec": {}}
+    request = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": "c-1", "desiredAPIVersion": "kubeflow.org/v2beta1", "objects": [v1]},
+    }
+    status, review = await post(session, server, "/convert", request)
+    assert status == 200 and review["kind"] == "ConversionReview"
+    response = review["response"]
+    assert response["uid"] == "c-1" and response["result"] == {"status": "Success"}
+    assert response["convertedObjects"][0]["apiVersion"] == "kubeflow.org/v2beta1"
+    # An unknown version: a failed review (200), not a server error.
+    request["request"]["desiredAPIVersion"] = "kubeflow.org/v9"
+    status, review = await post(session, server, "/convert", request)
+    assert status == 200 and review["response"]["result"]["status"] == "Failure"
+    # Not a ConversionReview at all: 400 with the reason.
+    for body, content_type, fragment in [
+        (b"{", "application/json", "not JSON"),
+        (b"{}", "text/plain", "Content-Type must be application/json"),
+        (
+            json.dumps({"kind": "AdmissionReview"}).encode(),
+            "application/json",
+            "expected kind ConversionReview",
+        ),
+    ]:
+        status, text = await post(session, server, "/convert", body, content_type)
+        assert status == 400 and fragment in text and "Traceback" not in text

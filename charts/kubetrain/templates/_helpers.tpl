@@ -131,11 +131,35 @@ namespaceSelector:
 
 {{- define "kubetrain.jobWebhook" -}}
 rules:
-  - apiGroups: {{ include "kubetrain.jobGroups" .ctx }}
-    apiVersions: {{ include "kubetrain.jobVersions" .ctx }}
+{{- /* One rule per group and version, as kubetrain.webhook.configurations.job_rules: MPIJob in
+kubeflow.org is admitted at v2beta1 only (its storage version), so the API server converts a
+kubeflow.org/v1 MPIJob for the webhooks; training.kubedl.io has KubeDL's kinds only, at v1alpha1. */}}
+{{- range .ctx.Values.apiGroups }}
+{{- if eq . "kubeflow.org" }}
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs"]
+    scope: Namespaced
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["v2beta1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["mpijobs"]
+    scope: Namespaced
+{{- else if eq . "training.kubedl.io" }}
+  - apiGroups: ["training.kubedl.io"]
+    apiVersions: ["v1alpha1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["tfjobs", "pytorchjobs", "xgboostjobs", "mpijobs"]
+    scope: Namespaced
+{{- else if eq . "kubetrain.io" }}
+  - apiGroups: ["kubetrain.io"]
+    apiVersions: ["v1"]
     operations: ["CREATE", "UPDATE"]
     resources: ["tfjobs", "pytorchjobs", "mxjobs", "xgboostjobs", "jaxjobs", "paddlejobs", "mpijobs"]
     scope: Namespaced
+{{- end }}
+{{- end }}
 {{- if .validating }}
   {{- /* `kubectl scale` and HPAs write the scale subresource, which kube-apiserver sends to
   webhooks only when their rules name `<plural>/scale`. */}}

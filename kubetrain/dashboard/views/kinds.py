@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
-from kubetrain.api.groups import JOB_GROUPS, TRAINER_GROUP, group_version
-from kubetrain.frameworks.registry import FRAMEWORKS, group_serves
+from kubetrain.api.groups import JOB_GROUPS, TRAINER_GROUP
+from kubetrain.frameworks.registry import FRAMEWORKS, group_serves, job_version
 
 
 @dataclass(frozen=True, order=True)
@@ -54,7 +54,7 @@ def served_kinds(groups: Iterable[str]) -> list[JobKind]:
     kubeflow.org), Trainer v2's TrainJob with trainer.kubeflow.org, then the registered extras."""
     groups = list(groups)
     kinds = [
-        JobKind(g, group_version(g), fw.plural, kind)
+        JobKind(g, job_version(kind, g), fw.plural, kind)
         for g in groups
         if g in JOB_GROUPS
         for kind, fw in FRAMEWORKS.items()

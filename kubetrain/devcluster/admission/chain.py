@@ -18,8 +18,9 @@ kube-apiserver (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook):
 - Configurations are ordered by name, webhooks in list order. Requests for webhook/policy
   configuration resources themselves never go to webhooks.
 - Matching (see `match`): rules, namespaceSelector, objectSelector, scope.
-  matchPolicy Equivalent behaves as Exact (devcluster serves one version per resource);
-  matchConditions (CEL) are not evaluated.
+  matchPolicy Equivalent behaves as Exact, except that a custom resource served through a
+  conversion webhook is admitted at its storage version (apiserver/conversion.py), with
+  requestKind naming the client's version; matchConditions (CEL) are not evaluated.
 - Calls: HTTPS POST of an AdmissionReview (v1, or v1beta1 if that is the first version the webhook
   accepts) to `clientConfig.url`, or for `clientConfig.service` {namespace, name, path, port=443}
   to https://127.0.0.1:<service_ports[(namespace, name, port)]><path> with TLS server name
@@ -101,6 +102,11 @@ __all__ = [
 class AdmissionChain:
     def __init__(self, service_ports: dict[tuple[str, str, int], int] | None = None) -> None:
         self._client = WebhookClient(service_ports)
+
+    @property
+    def client(self) -> WebhookClient:
+        """The HTTPS client webhooks are called with (CRD conversion webhooks use it too)."""
+        return self._client
 
     @property
     def service_ports(self) -> dict[tuple[str, str, int], int]:

@@ -12,9 +12,11 @@ Pure functions used by `kubetrain.devcluster.admission.chain`:
   error cases (an invalid selector is an internal error; a namespaceSelector that must be
   evaluated for a namespace that does not exist is a 404 NotFound for that namespace).
 
-matchPolicy `Equivalent` is treated as `Exact`: devcluster serves every resource at one version
-only, so there is no equivalent group/version to convert to. matchConditions (CEL) are not
-evaluated; a webhook with matchConditions is called as if they all matched.
+matchPolicy `Equivalent` is treated as `Exact`: the only versions devcluster converts between are
+a CRD's with a conversion webhook, whose writes are admitted at the storage version
+(apiserver/conversion.py) — as kube-apiserver does for a webhook registered for that version.
+matchConditions (CEL) are not evaluated; a webhook with matchConditions is called as if they all
+matched.
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ class AdmissionAttributes:
     user_info: dict[str, Any] = field(default_factory=dict)
     namespace_labels: dict[str, str] | None = None  # labels of the request's namespace, if it exists
     options: dict[str, Any] | None = None  # Create/Update/DeleteOptions; a default one if None
+    request_version: str = ""  # the client's version when it differs (a converted custom resource)
 
 
 @dataclass
@@ -195,8 +196,8 @@ def build_request(uid: str, attrs: AdmissionAttributes) -> dict[str, Any]:
         "uid": uid,
         "kind": gvk,
         "resource": gvr,
-        "requestKind": dict(gvk),
-        "requestResource": dict(gvr),
+        "requestKind": {**gvk, "version": attrs.request_version or kind_version},
+        "requestResource": {**gvr, "version": attrs.request_version or attrs.version},
         "operation": attrs.operation,
         "userInfo": attrs.user_info,
         "object": attrs.obj,

@@ -37,6 +37,9 @@ class Target:
     dry_run: bool = False
     user: dict[str, Any] = field(default_factory=lambda: dict(ADMIN_USER))
     field_validation: str = "Warn"  # Strict | Warn | Ignore (the fieldValidation query parameter)
+    # Served through a conversion webhook: the version the client asked for (this target is the
+    # storage version's); admission reports it as requestKind/requestResource.
+    request_version: str = ""
 
     @property
     def api_version(self) -> str:
@@ -206,6 +209,7 @@ class ApiServer:
             user_info=t.user,
             namespace_labels=self.namespace_labels(t.namespace) if t.rt.namespaced else None,
             options=options,
+            request_version=t.request_version,
         )
         outcome: AdmissionOutcome
         if phase == "mutating":

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from kubetrain.devcluster.apiserver import (
     accessreviews,
+    conversion,
     deletion,
     discovery,
     errors,
@@ -57,6 +58,7 @@ class Handlers:
     ) -> None:
         self.api = api
         self.reader = Reader(api)
+        self.converter = conversion.Converter(api.admission.client)
         self.faults = faults
         self.requests = requests
         self.token = token
@@ -281,6 +283,19 @@ class Handlers:
             return await podlogs.serve(request, self.api, t)
         if verb not in t.rt.verbs and not t.subresource:
             raise errors.method_not_allowed(verb)
+        if conversion.converts(t.rt, t.version) and t.subresource in ("", "status"):
+            return await conversion.serve(
+                self,
+                self.converter,
+                request,
+                t,
+                verb,
+                lambda: self._list_query(request),
+                lambda body: self._delete_options(request, body),
+                lambda obj, code, warnings: _json(
+                    obj, code, {"Warning": ", ".join(_warning(w) for w in warnings)} if warnings else None
+                ),
+            )
         if verb == "watch":
             q = self._list_query(request)
             return await watchstream.serve(

@@ -246,6 +246,7 @@ def crd_resource_type(crd: Obj) -> ResourceType:
     """The resource a CRD (apiextensions.k8s.io/v1) serves."""
     spec: dict[str, Any] = crd["spec"]
     names = spec["names"]
+    conversion = spec.get("conversion")
     served = [v for v in spec.get("versions", []) if v.get("served", True)]
     served.sort(key=lambda v: _version_priority(v["name"]))
     subresources: set[str] = set()
@@ -286,6 +287,8 @@ def crd_resource_type(crd: Obj) -> ResourceType:
         schemas=schemas,
         scale=scale,
         printer_columns=columns,
+        storage_version=next((v["name"] for v in served if v.get("storage")), ""),
+        conversion=conversion if (conversion or {}).get("strategy") == "Webhook" else None,
     )
 
 

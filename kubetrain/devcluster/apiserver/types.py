@@ -49,6 +49,10 @@ class ResourceType:
     schemas: dict[str, Obj] = field(default_factory=dict)
     scale: Obj | None = None  # CRD spec.versions[].subresources.scale
     printer_columns: list[Obj] = field(default_factory=list)
+    # CRDs: the version objects are stored at, and `spec.conversion` when its strategy is Webhook
+    # (requests at another version are converted: devcluster/apiserver/conversion.py).
+    storage_version: str = ""
+    conversion: Obj | None = None
 
     def __post_init__(self) -> None:
         if not self.singular:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -32,6 +33,7 @@ async def serve(
     q: ListQuery,
     bookmark_interval: float,
     streams: set[web.StreamResponse],
+    convert: Callable[[list[Obj]], Awaitable[list[Obj]]] | None = None,
 ) -> web.StreamResponse:
     """A watch: initial events or the replay since resourceVersion, then changes, bookmarks
     every `bookmark_interval` when asked for, until timeoutSeconds (default 30-60 min), the
@@ -63,7 +65,7 @@ async def serve(
     next_bookmark = time.monotonic() + bookmark_interval
     try:
         if initial_end and bookmarks:
-            await _flush(resp, api, t, watcher, len(watcher.items))
+            await _flush(resp, api, t, watcher, len(watcher.items), convert)
             await resp.write(_bookmark(t, store.rv, initial_end=True))
         while True:
             now = time.monotonic()
@@ -76,7 +78,7 @@ async def serve(
             transport = request.transport
             if transport is None or transport.is_closing():
                 break
-            await _flush(resp, api, t, watcher, WATCH_BATCH)
+            await _flush(resp, api, t, watcher, WATCH_BATCH, convert)
             if watcher.closed and not watcher.items:
                 break
             if bookmarks and time.monotonic() >= next_bookmark and not watcher.items:
@@ -91,9 +93,20 @@ async def serve(
     return resp
 
 
-async def _flush(resp: web.StreamResponse, api: ApiServer, t: Target, watcher: Watcher, limit: int) -> None:
+async def _flush(
+    resp: web.StreamResponse,
+    api: ApiServer,
+    t: Target,
+    watcher: Watcher,
+    limit: int,
+    convert: Callable[[list[Obj]], Awaitable[list[Obj]]] | None = None,
+) -> None:
     items = watcher.take(limit)
-    if items:
+    if items and convert is not None:  # a converted version: one conversion per batch
+        objs = await convert([obj for _, obj in items])
+        events = zip(items, objs, strict=True)
+        await resp.write(b"".join(dumps({"type": k, "object": o}) + b"\n" for (k, _), o in events))
+    elif items:
         await resp.write(b"".join(_line(api, t, item) for item in items))
 
 

@@ -1,0 +1,34 @@
+"""MPIJob `kubeflow.org/v1`: Kubeflow training-operator v1's layout (pkg/apis/kubeflow.org/v1/
+mpi_types.go), served beside mpi-operator's `kubeflow.org/v2beta1` (kubetrain.api.mpijob, the
+storage version) and converted to and from it by the CRD conversion webhook
+(kubetrain.frameworks.mpiconversion). Only the CRD schema of the v1 version is built from this model:
+the webhooks and the controller see every MPIJob as v2beta1.
+
+v1's own fields: `cleanPodPolicy` at spec level (deprecated there, `runPolicy.cleanPodPolicy`
+wins) and `mainContainer`, the container the operator decorates (kubetrain, like mpi-operator
+v2, decorates container 0 of each pod). It has none of v2beta1's `runLauncherAsWorker`,
+`mpiImplementation`, `sshAuthMountPath` or `launcherCreationPolicy`.
+"""
+
+from __future__ import annotations
+
+from kubetrain.api.common import CleanPodPolicy, JobBase, JobSpecBase, ReplicaSpec
+
+# On a v2beta1 MPIJob converted from v1: v1's fields it has no place for (JSON); on a v1 one
+# converted from v2beta1: v2beta1's. kubetrain.frameworks.mpiconversion writes and reads them.
+ANNOTATION_V1_FIELDS = "kubetrain.io/mpijob-v1-fields"
+ANNOTATION_V2BETA1_FIELDS = "kubetrain.io/mpijob-v2beta1-fields"
+
+
+class MPIJobV1Spec(JobSpecBase):
+    slots_per_worker: int | None = None
+    clean_pod_policy: CleanPodPolicy | None = None
+    main_container: str | None = None
+    mpi_replica_specs: dict[str, ReplicaSpec] | None = None
+
+    def replica_specs(self) -> dict[str, ReplicaSpec] | None:
+        return self.mpi_replica_specs
+
+
+class MPIJobV1(JobBase):
+    spec: MPIJobV1Spec

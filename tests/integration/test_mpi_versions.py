@@ -1,0 +1,190 @@
+"""mpijobs.kubeflow.org served as v2beta1 (storage) and v1 through the conversion webhook at
+/convert, with devcluster converting as kube-apiserver does (docs/behaviour.md §1, "MPIJob
+versions and conversion"): training-operator's v1 examples and mpi-operator's v2beta1 examples
+apply unchanged with kubectl and run to Succeeded; `kubectl get mpijobs.v1.kubeflow.org` and
+`.v2beta1.` both list every MPIJob; a v1 write keeps the v2beta1-only fields; a v1 MPIJob gets
+the SSH-delivery warning, and one whose mainContainer kubetrain cannot honour is refused with the
+field path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.resources import ResourceRef
+
+from .controller_support import Harness, eventually, is_true, open_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+DATA = Path(__file__).resolve().parents[1] / "data"
+V1_EXAMPLES = DATA / "training-operator-mpi" / "examples" / "mpi"
+V2_EXAMPLES = DATA / "mpi-operator" / "examples" / "v2beta1"
+V1 = ResourceRef("kubeflow.org", "v1", "mpijobs", "MPIJob", True)
+V2 = ResourceRef("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", True)
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
+        yield pair
+
+
+async def kubectl(stack: DevStack, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    assert KUBECTL is not None
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        stack.cluster.kubeconfig_path,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def read(path: Path) -> str:
+    return path.read_text()
+
+
+async def run_to_succeeded(h: Harness, ns: str, name: str, ref: ResourceRef) -> Obj:
+    await h.wait_pods(ns, name, 3)
+    await h.sim.finish(ns, f"{name}-launcher-0")
+
+    async def succeeded() -> Obj | None:
+        job = await h.get(ref, ns, name)
+        return job if is_true(job, "Succeeded") else None
+
+    done: Obj = await eventually(succeeded, what=f"MPIJob {name} Succeeded (read at {ref.version})")
+    return done
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@pytest.mark.parametrize("path", sorted(V1_EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+async def test_training_operator_v1_examples_apply_unchanged_and_run(
+    env: tuple[DevStack, Harness], path: Path
+) -> None:
+    stack, h = env
+    ns = await h.namespace("mpiv1")
+    text = read(path)
+    manifest = yaml.safe_load(text)
+    name = manifest["metadata"]["name"]
+    code, out, err = await kubectl(stack, "apply", "-n", ns, "-f", "-", stdin=text)
+    assert code == 0, err
+    # The SSH delivery warning, as kubectl prints admission warnings.
+    assert "Warning: kubeflow.org/v1 MPIJob: run as mpi-operator v2beta1 runs it" in err
+    assert "over SSH, not through kubectl exec" in err
+    # Stored as v2beta1 (the controller reads that); v1 readers see their own layout back.
+    stored = await h.kube.get(V2, ns, name)
+    assert stored["apiVersion"] == "kubeflow.org/v2beta1"
+    assert stored["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+    assert stored["spec"]["launcherCreationPolicy"] == "AtStartup"  # defaulted at admission
+    as_v1 = await h.kube.get(V1, ns, name)
+    assert as_v1["apiVersion"] == "kubeflow.org/v1"
+    assert as_v1["spec"]["mpiReplicaSpecs"] == stored["spec"]["mpiReplicaSpecs"]
+    assert "launcherCreationPolicy" not in as_v1["spec"]
+    assert (
+        json.loads(as_v1["metadata"]["annotations"]["kubetrain.io/mpijob-v2beta1-fields"])[
+            "launcherCreationPolicy"
+        ]
+        == "AtStartup"
+    )
+    # kubectl lists it at both versions.
+    for version in ("v1", "v2beta1"):
+        code, out, err = await kubectl(
+            stack, "get", f"mpijobs.{version}.kubeflow.org", "-n", ns, "-o", "json"
+        )
+        assert code == 0, err
+        items = json.loads(out)["items"]
+        assert [(i["apiVersion"], i["metadata"]["name"]) for i in items] == [
+            (f"kubeflow.org/{version}", name)
+        ]
+    done = await run_to_succeeded(h, ns, name, V1)
+    assert done["apiVersion"] == "kubeflow.org/v1"
+    # The pods belong to the v2beta1 object the controller reconciles.
+    launcher = await h.pod(ns, f"{name}-launcher-0")
+    assert launcher is not None
+    assert launcher["metadata"]["ownerReferences"][0]["apiVersion"] == "kubeflow.org/v2beta1"
+
+
+@pytest.mark.parametrize("file", ["pi.yaml", "pi-intel.yaml", "pi-mpich.yaml", "tensorflow-mnist.yaml"])
+async def test_mpi_operator_v2beta1_examples_run_and_read_as_v1(
+    env: tuple[DevStack, Harness], file: str
+) -> None:
+    _, h = env
+    ns = await h.namespace("mpiv2")
+    manifest: Obj = yaml.safe_load(next(V2_EXAMPLES.rglob(file)).read_text())
+    manifest["apiVersion"] = (
+        "kubeflow.org/v2beta1"  # mpi-operator's own apiVersion (the corpus uses kubetrain.io)
+    )
+    name = manifest["metadata"]["name"]
+    created = await h.kube.create(V2, manifest, namespace=ns)
+    assert created["apiVersion"] == "kubeflow.org/v2beta1"
+    as_v1 = await h.kube.get(V1, ns, name)
+    v2_only = json.loads(as_v1["metadata"]["annotations"]["kubetrain.io/mpijob-v2beta1-fields"])
+    assert v2_only.get("sshAuthMountPath") == manifest["spec"].get("sshAuthMountPath", "/root/.ssh")
+    # A v1 client's write (a label) keeps what only v2beta1 has.
+    patched = await h.kube.patch(V1, ns, name, {"metadata": {"labels": {"team": "hpc"}}})
+    assert patched["apiVersion"] == "kubeflow.org/v1" and patched["metadata"]["labels"]["team"] == "hpc"
+    again = await h.kube.get(V2, ns, name)
+    assert again["spec"] == created["spec"] and again["metadata"]["labels"]["team"] == "hpc"
+    await run_to_succeeded(h, ns, name, V2)
+
+
+async def test_a_v1_watch_gets_converted_events(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("mpiwatch")
+    page = await h.kube.list(V1, ns)
+    events: list[Obj] = []
+
+    async def collect() -> None:
+        async for etype, obj in h.kube.watch(V1, ns, resource_version=page["metadata"]["resourceVersion"]):
+            events.append({"type": etype, "object": obj})
+
+    task = asyncio.create_task(collect())
+    try:
+        manifest = yaml.safe_load((V1_EXAMPLES / "tensorflow-mnist.yaml").read_text())
+        await h.kube.create(V1, manifest, namespace=ns)
+        await eventually(lambda: bool(events), what="a watch event at v1")
+        assert events[0]["type"] == "ADDED"
+        assert events[0]["object"]["apiVersion"] == "kubeflow.org/v1"
+        assert "mpiImplementation" not in events[0]["object"]["spec"]
+    finally:
+        task.cancel()
+
+
+async def test_a_main_container_kubetrain_cannot_honour_is_refused_with_its_path(
+    env: tuple[DevStack, Harness],
+) -> None:
+    _, h = env
+    ns = await h.namespace("mpimain")
+    manifest = yaml.safe_load((V1_EXAMPLES / "tensorflow-mnist-elastic.yaml").read_text())
+    manifest["spec"]["mainContainer"] = "mpi"  # the containers are mpi-launcher and mpi-worker
+    with pytest.raises(ApiError) as caught:
+        await h.kube.create(V1, manifest, namespace=ns)
+    message = str(caught.value)
+    assert "spec.mainContainer" in message
+    assert "first container of each pod" in message and "Launcher starts with 'mpi-launcher'" in message
+    # Naming the first container is fine (the container training-operator decorates).
+    manifest["spec"]["mainContainer"] = "mpi-launcher"
+    for replica in manifest["spec"]["mpiReplicaSpecs"].values():
+        replica["template"]["spec"]["containers"][0]["name"] = "mpi-launcher"
+    created = await h.kube.create(V1, manifest, namespace=ns)
+    assert created["spec"]["mainContainer"] == "mpi-launcher"
