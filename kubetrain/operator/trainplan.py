@@ -101,6 +101,7 @@ def plan_trainjob(
         return Plan()  # another controller's (MultiKueue): left alone
     if is_true(d.status, c.COMPLETE) or is_true(d.status, c.FAILED):
         d.delete_active()
+        _ttl_after_finished(d)
         return d.finish()
     # Only this TrainJob's own: a ConfigMap left by an earlier TrainJob of the name (being
     # garbage-collected) is not its snapshot.
@@ -207,6 +208,35 @@ def _suspend(d: _Draft, resolved: ResolvedTrainJob) -> None:
         {"name": s.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": s.replicas}
         for s in resolved.steps
     ]
+
+
+def _ttl_after_finished(d: _Draft) -> None:
+    """JobSet's `ttlSecondsAfterFinished` (the snapshot's template): once that long has passed
+    since the Complete/Failed condition, the finished pods are deleted, as JobSet's deletion of
+    itself would take them (the TrainJob stays, as in Trainer); until then, a requeue at that
+    exact time."""
+    snapshot = next(
+        (
+            cm
+            for cm in d.observed.extra
+            if controlled_by(cm, d.job) and (cm.get("metadata") or {}).get("name") == ch.snapshot_name(d.name)
+        ),
+        None,
+    )
+    frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
+    template = ((frozen or {}).get("spec") or {}).get("template") or {}
+    seconds = (template.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
+        return
+    done = condition(d.status, c.COMPLETE if is_true(d.status, c.COMPLETE) else c.FAILED)
+    finished = parse_time((done or {}).get("lastTransitionTime"))
+    if finished is None:
+        return
+    expiry = finished + timedelta(seconds=seconds)
+    if d.now >= expiry:
+        d.delete([pod_name(p) for p in d.pods if not terminating(p)])
+    else:
+        d.plan.requeue_at = expiry
 
 
 def _deadline_passed(d: _Draft) -> bool:

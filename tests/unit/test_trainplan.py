@@ -240,3 +240,46 @@ def test_jobset_failure_policy_rules() -> None:
         "RestartJobSetFailurePolicyAction",
     )
     assert decide("tj", other, ["node"], 1).reason == "ReachedMaxRestarts"
+
+
+def finished_trainjob(ctype: str = "Complete") -> Obj:
+    job = trainjob()
+    job["status"] = {
+        "conditions": [
+            {
+                "type": ctype,
+                "status": "True",
+                "reason": "AllJobsCompleted" if ctype == "Complete" else "FailedJobs",
+                "message": "done",
+                "lastTransitionTime": "2026-11-25T12:00:00Z",
+            }
+        ]
+    }
+    return job
+
+
+def runtime_with_ttl(seconds: int) -> Obj:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["template"]["spec"]["ttlSecondsAfterFinished"] = seconds
+    return runtime
+
+
+def test_ttl_after_finished_deletes_the_finished_pods_at_its_exact_time() -> None:
+    job = finished_trainjob()
+    pods = [pod("tj-node-0-0", phase="Succeeded"), pod("tj-node-0-1", phase="Succeeded")]
+    snap = snapshot(job, runtime_with_ttl(60))
+    p = plan(job, pods, [snap], now=NOW + timedelta(seconds=59))
+    assert p.delete_pods == []
+    assert p.requeue_at == NOW + timedelta(seconds=60)
+    p = plan(job, pods, [snap], now=NOW + timedelta(seconds=60))
+    assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
+    assert p.status is None  # the TrainJob and its conditions stay, as in Trainer
+
+
+def test_a_failed_trainjob_honours_the_ttl_and_no_ttl_keeps_the_pods() -> None:
+    job = finished_trainjob("Failed")
+    pods = [pod("tj-node-0-0", phase="Failed")]
+    p = plan(job, pods, [snapshot(job, runtime_with_ttl(0))])
+    assert p.delete_pods == ["tj-node-0-0"]
+    p = plan(job, pods, [snapshot(job)], now=NOW + timedelta(days=30))
+    assert p.delete_pods == [] and p.requeue_at is None
