@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 # How update rules say that a field cannot change on an existing job.
 RECREATE = "delete and recreate the job to change it"
@@ -52,6 +54,20 @@ def json_type(value: object) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def json_object(raw: object, path: str) -> tuple[dict[str, Any] | None, list[FieldError]]:
+    """An annotation value that must hold a JSON object: the object, or the one error (at `path`)
+    saying why it is not one."""
+    if not isinstance(raw, str):
+        return None, [invalid(path, f"must be a JSON object string, not {json_type(raw)}")]
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, [invalid(path, f"not valid JSON: {exc}")]
+    if not isinstance(value, dict):
+        return None, [invalid(path, f"must be a JSON object, not {json_type(value)}")]
+    return value, []
 
 
 def required(path: str, message: str) -> FieldError:

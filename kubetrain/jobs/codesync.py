@@ -28,7 +28,6 @@ same code even when the branch moves (kubetrain.operator.codesyncstatus).
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Mapping
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubetrain.api.errors import FieldError, forbidden, invalid, json_type, required
+from kubetrain.api.errors import FieldError, forbidden, invalid, json_object, json_type, required
 from kubetrain.api.labels import KUBEDL_ANNOTATION_GIT_SYNC
 
 ANNOTATION_PATH = f"metadata.annotations[{KUBEDL_ANNOTATION_GIT_SYNC}]"
@@ -137,14 +136,9 @@ def default_dest(source: str) -> str:
 
 def parse_code_sync(raw: Any) -> tuple[CodeSync | None, list[FieldError]]:
     """The config of an annotation value, or every problem with it (each naming its field)."""
-    if not isinstance(raw, str):
-        return None, [invalid(ANNOTATION_PATH, f"must be a JSON object string, not {json_type(raw)}")]
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return None, [invalid(ANNOTATION_PATH, f"not valid JSON: {exc}")]
-    if not isinstance(value, dict):
-        return None, [invalid(ANNOTATION_PATH, f"must be a JSON object, not {json_type(value)}")]
+    value, problems = json_object(raw, ANNOTATION_PATH)
+    if value is None:
+        return None, problems
     errors: list[FieldError] = []
 
     def path(key: str) -> str:

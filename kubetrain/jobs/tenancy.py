@@ -17,12 +17,11 @@ annotation keeps whatever labels it has (a platform may label tenants itself).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, json_type
+from kubetrain.api.errors import FieldError, invalid, json_object, json_type
 from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENANCY,
     LABEL_TENANT,
@@ -53,14 +52,9 @@ def _annotation(obj: Mapping[str, Any]) -> Any:
 
 def parse_tenancy(raw: Any) -> tuple[dict[str, str], list[FieldError]]:
     """The tenancy fields of an annotation value (empty ones left out), and what is wrong with it."""
-    if not isinstance(raw, str):
-        return {}, [invalid(ANNOTATION_PATH, f"must be a JSON object string, not {json_type(raw)}")]
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, [invalid(ANNOTATION_PATH, f"not valid JSON: {exc}")]
-    if not isinstance(value, dict):
-        return {}, [invalid(ANNOTATION_PATH, f"must be a JSON object, not {json_type(value)}")]
+    value, problems = json_object(raw, ANNOTATION_PATH)
+    if value is None:
+        return {}, problems
     fields: dict[str, str] = {}
     errors: list[FieldError] = []
     for key, item in value.items():

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from kubetrain.api.errors import FieldError, invalid, json_type, required
+from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
 from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
     LABEL_JOB_KIND,
@@ -79,14 +79,9 @@ class TensorBoardConfig:
 
 
 def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldError]]:
-    if not isinstance(raw, str):
-        return None, [invalid(ANNOTATION_PATH, f"must be a JSON object string, not {json_type(raw)}")]
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return None, [invalid(ANNOTATION_PATH, f"not valid JSON: {exc}")]
-    if not isinstance(value, dict):
-        return None, [invalid(ANNOTATION_PATH, f"must be a JSON object, not {json_type(value)}")]
+    value, problems = json_object(raw, ANNOTATION_PATH)
+    if value is None:
+        return None, problems
     errors: list[FieldError] = []
 
     def path(key: str) -> str:
