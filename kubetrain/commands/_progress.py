@@ -27,6 +27,7 @@ from pathlib import Path
 
 from kubetrain.api.trainerstatus import CA_FILE
 from kubetrain.certs.tls import ReloadingTLS
+from kubetrain.commands._flags import _port
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import KubeClient
 from kubetrain.operator.progressenv import ProgressInjection
@@ -44,16 +45,6 @@ def _url(value: str) -> str:
             f"{value!r} must be an https:// URL (pods verify the server's certificate)"
         )
     return value.rstrip("/")
-
-
-def _port(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
-    if not 0 <= n <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
-    return n
 
 
 def _seconds(value: str) -> float:
