@@ -5,11 +5,14 @@ Pure.
 What JobSet + the Job controller would do, done directly on pods:
 - at the first reconcile the runtime is copied into the `<tj>-runtime-snapshot` ConfigMap and
   the TrainJob runs from that copy ever after (a later runtime edit changes no running job);
-- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete;
+- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete (and, with
+  `startupPolicy: InOrder`, once the steps before them have started: `jobsetpolicy.py`);
 - a failed pod is recreated until its step's `backoffLimit` is exceeded (restartPolicy Never:
   failed pods; OnFailure: container restarts), then the step's job fails; the template's
   `failurePolicy.maxRestarts` restarts every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`)
-  that many times, then the TrainJob fails (`FailedJobs`, or `ReachedMaxRestarts` after restarts);
+  that many times (`restartStrategy: BlockingRecreate`: the new attempt's pods only once every
+  pod of the earlier one is gone), then the TrainJob fails (`FailedJobs`, or
+  `ReachedMaxRestarts` after restarts);
 - the success policy (All / Any of the target steps) completes it (`AllJobsCompleted`);
 - `suspend` deletes the pods (`Suspended` condition), resuming recreates them; the deadline
   (`activeDeadlineSeconds`, from creation or the last resume) fails it (`DeadlineExceeded`).
@@ -338,6 +341,18 @@ def _dependency_met(resolved: ResolvedTrainJob, name: str, status: str, by_name:
     return True
 
 
+def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj]) -> bool:
+    """JobSet's `allReplicasStarted`: every job of the step Ready, Succeeded or Failed — here,
+    every pod of it present and Ready, Succeeded or Failed."""
+    for _, _, name in ch.pod_slots(resolved, step):
+        pod = by_name.get(name)
+        if pod is None or terminating(pod):
+            return False
+        if not pod_ready(pod) and pod_phase(pod) not in ("Succeeded", "Failed"):
+            return False
+    return True
+
+
 def _create_missing(
     d: TrainJobDraft,
     resolved: ResolvedTrainJob,
@@ -345,6 +360,14 @@ def _create_missing(
     restarts: int,
     gang: GangScheduler | None = None,
 ) -> None:
+    """The missing pods of every step whose dependencies are met, in step order, at most
+    `max_pod_creates`. `startupPolicy: InOrder`: none past a step not started yet;
+    `restartStrategy: BlockingRecreate`: none while a pod of an earlier attempt is left."""
+    attempt = str(restarts)
+    if resolved.blocking_recreate and any(
+        (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") != attempt for p in d.pods
+    ):
+        return
     budget = d.config.max_pod_creates
     for step in resolved.steps:
         if not all(_dependency_met(resolved, n, s, by_name) for n, s in step.depends_on):
@@ -359,6 +382,8 @@ def _create_missing(
             if gang is not None:
                 decorate(new, gang, resolved.name, step.name)
             d.plan.create_pods.append(new)
+        if resolved.in_order and not _started(resolved, step, by_name):
+            return
 
 
 def _jobs_status(d: TrainJobDraft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:
