@@ -27,7 +27,7 @@ from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.kubedllayout import is_kubedl, layout_errors, map_path, to_v1
 from kubetrain.jobs.names import name_errors
-from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
+from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_model
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
 from kubetrain.jobs.templates import replica_map_errors
 from kubetrain.jobs.updates import update_errors
@@ -94,7 +94,7 @@ def validate_v1(
     warnings: list[str] = []
     job: JobBase | None = None
     try:
-        job = parse_job(obj, groups)
+        job = parse_model(obj, framework.job_model)  # its kind and apiVersion are checked above
     except InvalidJobError as exc:
         errors.extend(exc.errors)
     spec = obj.get("spec")
