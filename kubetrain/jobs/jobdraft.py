@@ -11,7 +11,10 @@ What the draft settles once, so no later stage asks again:
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.to_v1`), and the KubeDL fields kubetrain does not run are errors of the draft
   (`kubedllayout.layout_errors`), named as the user wrote them;
-- the service mode the job asks for (`kubetrain.io/service-mode`, kubetrain.api.servicemode).
+- the service mode the job asks for (`kubetrain.io/service-mode`, kubetrain.api.servicemode);
+- KubeDL's annotations (tenancy, code sync, TensorBoard: `kubetrain.jobs.kubedl`), each parsed
+  into its typed value and its errors, which defaulting and validation take instead of parsing
+  the annotation again.
 
 `wire` is the job without its status, in kubetrain's layout: the form the next stages default
 and validate. It is a copy; the input is never changed.
@@ -27,6 +30,7 @@ from kubetrain.api import servicemode
 from kubetrain.api.errors import FieldError
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
 from kubetrain.jobs.kubedllayout import layout_errors, to_v1
 
 
@@ -39,6 +43,7 @@ class JobDraft:
     wire: dict[str, Any]  # the job without status, in kubetrain's layout
     errors: list[FieldError] = field(default_factory=list)  # what the parse stage refuses
     service_mode: Any = None  # the `kubetrain.io/service-mode` annotation as written
+    kubedl: KubeDLAnnotations = field(default_factory=KubeDLAnnotations)  # tenancy, code sync, TensorBoard
 
     def runs_service_mode(self, default: str) -> str:
         """The mode the job runs in: its annotation when valid, else the operator's `default`."""
@@ -58,4 +63,5 @@ def read_job(obj: Mapping[str, Any]) -> JobDraft:
         to_v1(bare),
         layout_errors(bare),
         servicemode.requested_service_mode(bare),
+        read_kubedl_annotations(bare),
     )
