@@ -73,7 +73,7 @@ from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
-from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION
+from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION, forget_job
 
 __all__ = ["Controller", "ControllerConfig"]
 
@@ -299,6 +299,7 @@ class Controller:
         ):
             self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
         self.applier.forget_job(job)
+        forget_job(str(job.get("kind", "")), namespace, (job.get("metadata") or {}).get("name", ""))
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)
