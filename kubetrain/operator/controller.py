@@ -71,6 +71,7 @@ from kubetrain.operator.keys import (
 )
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 from kubetrain.operator.progressenv import ProgressInjection
+from kubetrain.operator.stall import report_only
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
 from kubetrain.serving.metrics import JOBS_CREATED, RECONCILE_DURATION, RECONCILE_PLAN_DURATION, forget_job
@@ -284,6 +285,8 @@ class Controller:
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
         key = key_of(new)
+        if status_only(old, new) and report_only(old, new):
+            return  # a progress report written, and no progress deadline: nothing to decide
         if status_only(old, new):  # our own status write coming back, or someone's status edit
             self.queue.add_batched(key, self.batch_window(key))
         else:
