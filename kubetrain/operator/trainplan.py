@@ -30,14 +30,17 @@ from typing import Any
 from kubetrain.api.errors import format_errors
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.shape import JobShape
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob import failurepolicy
 from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
+from kubetrain.jobs.trainjob.shape import trainjob_shape
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.runpolicy import is_active_pod
+from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
 from kubetrain.operator.status import parse_time
 from kubetrain.operator.trainstatus import condition, is_true, set_condition
 
@@ -126,7 +129,8 @@ def plan_trainjob(
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
     gang = _gang(d, resolved)
-    new_state = _run(d, resolved, state, gang)
+    shape = trainjob_shape(job, resolved, (frozen.get("spec") or {}).get("template", {}).get("spec") or {})
+    new_state = _run(d, resolved, shape, state, gang)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
         updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(new_state, sort_keys=True)
@@ -257,7 +261,11 @@ def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
 
 
 def _run(
-    d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler | bool | None = None
+    d: TrainJobDraft,
+    resolved: ResolvedTrainJob,
+    shape: JobShape,
+    state: Obj,
+    gang: GangScheduler | bool | None = None,
 ) -> Obj:
     """Pods of a running TrainJob: failures, restarts, success, creates. Returns the new state."""
     restarts = int(state.get("restarts") or 0)
@@ -275,6 +283,11 @@ def _run(
         ]
     )
     by_name = {pod_name(p): p for p in d.pods}
+    # The slots of the current attempt (JobShape naming): success and dependencies count only them.
+    current = [
+        p for p in d.pods if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
+    ]
+    slots, _ = slot_pods(shape, current)
     failed_steps: set[str] = set()
     for step in resolved.steps:
         pods = [
@@ -299,12 +312,14 @@ def _run(
             return {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
         d.terminal(c.FAILED, verdict.reason, verdict.message)
         return {**state, "restarts": restarts, "failures": failures}
-    if _succeeded(resolved, by_name):
+    if shape.succeeded(phase_counts(shape, slots)):
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
     if gang is not False:
-        _create_missing(d, resolved, by_name, restarts, gang if isinstance(gang, GangScheduler) else None)
+        _create_missing(
+            d, resolved, shape, slots, by_name, restarts, gang if isinstance(gang, GangScheduler) else None
+        )
     d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
     return {"restarts": restarts, **counted, "failures": failures}
 
@@ -314,31 +329,6 @@ def _job_done(resolved: ResolvedTrainJob, step: Step, job_index: int, by_name: M
         pod_phase(by_name.get(ch.pod_name(resolved.name, step.name, job_index, i), {})) == "Succeeded"
         for i in range(step.pods)
     )
-
-
-def _succeeded(resolved: ResolvedTrainJob, by_name: Mapping[str, Obj]) -> bool:
-    targets = [
-        s for s in resolved.steps if not resolved.success_targets or s.name in resolved.success_targets
-    ]
-    done = [_job_done(resolved, s, j, by_name) for s in targets for j in range(s.replicas)]
-    if not done:
-        return False
-    return any(done) if resolved.success_operator == "Any" else all(done)
-
-
-def _dependency_met(resolved: ResolvedTrainJob, name: str, status: str, by_name: Mapping[str, Obj]) -> bool:
-    step = resolved.step(name)
-    if step is None:
-        return False
-    for _, _, pod in ch.pod_slots(resolved, step):
-        p = by_name.get(pod)
-        if p is None:
-            return False
-        if pod_phase(p) == "Succeeded":
-            continue
-        if status == "Complete" or not pod_ready(p):
-            return False
-    return True
 
 
 def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj]) -> bool:
@@ -356,6 +346,8 @@ def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj])
 def _create_missing(
     d: TrainJobDraft,
     resolved: ResolvedTrainJob,
+    shape: JobShape,
+    slots: dict[tuple[str, int], Obj],
     by_name: Mapping[str, Obj],
     restarts: int,
     gang: GangScheduler | None = None,
@@ -370,7 +362,7 @@ def _create_missing(
         return
     budget = d.config.max_pod_creates
     for step in resolved.steps:
-        if not all(_dependency_met(resolved, n, s, by_name) for n, s in step.depends_on):
+        if not dependencies_met(shape, step.name, slots):
             continue
         for j, i, name in ch.pod_slots(resolved, step):
             if name in by_name:
