@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from kubetrain.api.errors import format_errors
@@ -36,7 +36,8 @@ from kubetrain.jobs.trainjob import failurepolicy
 from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.jobs.trainjob.shape import trainjob_shape
+from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
+from kubetrain.operator import runpolicy
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.runpolicy import is_active_pod
@@ -113,15 +114,18 @@ def plan_trainjob(
     if resolved is None:
         d.terminal(c.FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
         return d.finish()
+    shape = trainjob_shape(
+        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}
+    )
     if snapshot is None:
         d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
-    if d.spec.get("suspend") is True:
+    if shape.run_policy.suspend:
         _suspend(d, resolved)
         return d.finish()
     if is_true(d.status, c.SUSPENDED):
         set_condition(d.status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
         d.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
-    if _deadline_passed(d):
+    if _deadline_passed(d, shape):
         d.terminal(c.FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
         return d.finish()
@@ -129,7 +133,6 @@ def plan_trainjob(
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
     gang = _gang(d, resolved)
-    shape = trainjob_shape(job, resolved, (frozen.get("spec") or {}).get("template", {}).get("spec") or {})
     new_state = _run(d, resolved, shape, state, gang)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
@@ -198,10 +201,10 @@ def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
 
 
 def _ttl_after_finished(d: TrainJobDraft) -> None:
-    """JobSet's `ttlSecondsAfterFinished` (the snapshot's template): once that long has passed
-    since the Complete/Failed condition, the finished pods are deleted, as JobSet's deletion of
-    itself would take them (the TrainJob stays, as in Trainer); until then, a requeue at that
-    exact time."""
+    """JobSet's `ttlSecondsAfterFinished` (the snapshot's template), the shared TTL rule: once
+    that long has passed since the Complete/Failed condition, the finished pods are deleted, as
+    JobSet's deletion of itself would take them (the TrainJob stays, as in Trainer); until then,
+    a requeue at that exact time."""
     snapshot = next(
         (
             cm
@@ -212,28 +215,25 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
     )
     frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
     template = ((frozen or {}).get("spec") or {}).get("template") or {}
-    seconds = (template.get("spec") or {}).get("ttlSecondsAfterFinished")
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
-        return
     done = condition(d.status, c.COMPLETE if is_true(d.status, c.COMPLETE) else c.FAILED)
-    finished = parse_time((done or {}).get("lastTransitionTime"))
-    if finished is None:
+    policy = run_policy_of(d.job, template.get("spec") or {})
+    expiry = runpolicy.ttl_expiry(policy, parse_time((done or {}).get("lastTransitionTime")))
+    if expiry is None:
         return
-    expiry = finished + timedelta(seconds=seconds)
     if d.now >= expiry:
         d.delete([pod_name(p) for p in d.pods if not terminating(p)])
     else:
         d.plan.requeue_at = expiry
 
 
-def _deadline_passed(d: TrainJobDraft) -> bool:
-    seconds = d.spec.get("activeDeadlineSeconds")
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
-        return False
+def _deadline_passed(d: TrainJobDraft, shape: JobShape) -> bool:
+    """The shared deadline rule, counted from the creation or the last resume."""
     resumed = condition(d.status, c.SUSPENDED)
     start = parse_time((resumed or {}).get("lastTransitionTime")) if resumed else None
     start = start or parse_time((d.job.get("metadata") or {}).get("creationTimestamp")) or d.now
-    deadline = start + timedelta(seconds=seconds)
+    deadline = runpolicy.deadline(shape.run_policy, start)
+    if deadline is None:
+        return False
     if d.now >= deadline:
         return True
     d.plan.requeue_at = deadline
