@@ -119,3 +119,19 @@ def test_a_ready_pod_of_an_earlier_attempt_does_not_meet_a_new_attempts_dependen
     assert names(p) == []  # the warmup slots are still taken, and the node waits for the new ones
     fresh = [pod("tj-warmup-0-0", attempt=1), pod("tj-warmup-0-1", attempt=1)]
     assert names(plan(job, runtime, fresh, {"restarts": 1})) == ["tj-node-0-0"]
+
+
+def test_the_ttl_of_a_suspended_finished_trainjob_waits_as_every_kinds_does() -> None:
+    from datetime import timedelta
+
+    from .test_trainplan import NOW, finished_trainjob, runtime_with_ttl, snapshot
+    from .test_trainplan import plan as plan_with
+
+    job = finished_trainjob()
+    pods = [pod("tj-node-0-0", phase="Succeeded")]
+    job["spec"]["suspend"] = True
+    p = plan_with(job, pods, [snapshot(job, runtime_with_ttl(0))], now=NOW + timedelta(days=1))
+    assert p.delete_pods == [] and p.requeue_at is None
+    job["spec"]["suspend"] = False
+    p = plan_with(job, pods, [snapshot(job, runtime_with_ttl(0))], now=NOW + timedelta(days=1))
+    assert p.delete_pods == ["tj-node-0-0"]
