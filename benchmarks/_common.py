@@ -82,12 +82,16 @@ class Operator:
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     source: str | None = None  # run the kubetrain package from this directory (before/after runs)
+    profile: str | None = None  # write a cProfile of the whole process here (when it stops)
 
     def start(self) -> None:
         self.metrics_port = free_port()
         exe = Path(sys.executable).parent / "kubetrain"
+        program = [str(exe)]
+        if self.profile:
+            program = [sys.executable, "-m", "cProfile", "-o", self.profile, "-m", "kubetrain.cli"]
         cmd = [
-            str(exe),
+            *program,
             "controller",
             "--kubeconfig",
             self.kubeconfig,

@@ -171,7 +171,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             extra += ["--qps", str(args.qps)]
         if args.burst is not None:
             extra += ["--burst", str(args.burst)]
-        op = Operator(kubeconfig, extra=extra, source=args.operator_source)
+        op = Operator(kubeconfig, extra=extra, source=args.operator_source, profile=args.profile)
         op.start()
         try:
             await op.wait_ready()
@@ -250,6 +250,9 @@ def main() -> int:
     parser.add_argument("--kubeconfig", help="run against this cluster instead of a fresh devcluster")
     parser.add_argument(
         "--operator-source", metavar="DIR", help="run the operator from the kubetrain package in DIR"
+    )
+    parser.add_argument(
+        "--profile", metavar="FILE", help="write a cProfile of the operator process to FILE (pstats)"
     )
     parser.add_argument("--bare-client", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--bare-namespace", default="bare", help=argparse.SUPPRESS)
