@@ -21,13 +21,18 @@ GPU_IMAGE = "registry.example.com/ml/bert:1"
 
 
 def review_of(
-    obj: Obj, operation: str = "CREATE", old: Obj | None = None, *, namespace: str | None = None
+    obj: Obj,
+    operation: str = "CREATE",
+    old: Obj | None = None,
+    *,
+    namespace: str | None = None,
+    group: str | None = None,
 ) -> AdmissionRequest:
     """The AdmissionRequest kube-apiserver sends for `operation` on `obj` (its group from the
-    apiVersion, its namespace unless given)."""
+    apiVersion and its namespace, unless given)."""
     return AdmissionRequest(
         uid="u1",
-        group=obj["apiVersion"].split("/")[0],
+        group=obj["apiVersion"].split("/")[0] if group is None else group,
         version="v1",
         kind=obj["kind"],
         operation=operation,
