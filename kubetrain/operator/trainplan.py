@@ -38,36 +38,20 @@ from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
 from kubetrain.operator import runpolicy, trainprogress
-from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
+from kubetrain.operator.draft import Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
-from kubetrain.operator.runpolicy import is_active_pod
 from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
 from kubetrain.operator.status import parse_time
-from kubetrain.operator.trainstatus import condition, is_true, set_condition
+from kubetrain.operator.trainstatus import (
+    TrainJobDraft,
+    condition,
+    is_true,
+    jobs_status,
+    set_condition,
+)
 
 Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
-
-
-class TrainJobDraft(Draft):
-    """A TrainJob's reconcile: the shared `Draft` with Trainer's conditions."""
-
-    def __init__(
-        self, job: Mapping[str, Any], observed: Observed, now: datetime, config: PlannerConfig
-    ) -> None:
-        super().__init__(job, observed, now, config)
-        self.name = str((job.get("metadata") or {}).get("name", ""))
-        self.spec: Mapping[str, Any] = job.get("spec") or {}
-
-    def terminal(self, ctype: str, reason: str, message: str) -> None:
-        set_condition(self.status, ctype, True, reason, message, self.now)
-        self.event("Normal" if ctype == c.COMPLETE else "Warning", reason, message)
-        self.delete_active()
-
-    def finish(self) -> Plan:
-        if self.status != self.old:
-            self.plan.status = self.status
-        return self.plan
 
 
 def plan_trainjob(
@@ -127,7 +111,7 @@ def plan_trainjob(
         d.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
     if _deadline_passed(d, shape):
         d.terminal(c.FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
         return d.finish()
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
@@ -205,7 +189,7 @@ def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: 
         d.event("Warning", trainprogress.REASON, stall.message)
     else:
         d.terminal(c.FAILED, trainprogress.REASON, stall.message)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
     return stall.new_state
 
 
@@ -326,7 +310,7 @@ def _run(
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
         verdict = failurepolicy.decide(resolved.name, resolved.failure_policy, ordered, so_far)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         if verdict.restart:
             d.delete([pod_name(p) for p in d.live_pods()])
             d.event("Warning", verdict.reason, verdict.message)
@@ -337,7 +321,7 @@ def _run(
         return {**state, "restarts": restarts, "failures": failures}
     if shape.succeeded(phase_counts(shape, slots)):
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
     stalled = _stalled(d, resolved, state, attempt)
     if stalled is not None:
@@ -346,15 +330,8 @@ def _run(
         _create_missing(
             d, resolved, shape, slots, by_name, restarts, gang if isinstance(gang, GangScheduler) else None
         )
-    d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+    d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
     return {"restarts": restarts, **counted, "failures": failures}
-
-
-def _job_done(resolved: ResolvedTrainJob, step: Step, job_index: int, by_name: Mapping[str, Obj]) -> bool:
-    return all(
-        pod_phase(by_name.get(ch.pod_name(resolved.name, step.name, job_index, i), {})) == "Succeeded"
-        for i in range(step.pods)
-    )
 
 
 def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj]) -> bool:
@@ -403,24 +380,3 @@ def _create_missing(
             d.plan.create_pods.append(new)
         if resolved.in_order and not _started(resolved, step, by_name):
             return
-
-
-def _jobs_status(d: TrainJobDraft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:
-    """JobSet's replicatedJobsStatus: per step, how many of its jobs are ready, succeeded, failed,
-    active (Trainer copies it into `jobsStatus`)."""
-    by_name = {pod_name(p): p for p in d.pods if pod_name(p) not in d.deleting}
-    out: list[Obj] = []
-    for step in resolved.steps:
-        counts = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
-        for j in range(step.replicas):
-            pods = [by_name.get(ch.pod_name(resolved.name, step.name, j, i)) for i in range(step.pods)]
-            if step.name in failed_steps:
-                counts["failed"] += 1
-            elif _job_done(resolved, step, j, by_name):
-                counts["succeeded"] += 1
-            elif any(p is not None and is_active_pod(p) for p in pods):
-                counts["active"] += 1
-                if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
-                    counts["ready"] += 1
-        out.append({"name": step.name, **counts})
-    return out
