@@ -195,8 +195,8 @@ def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: 
         d.plan.requeue_at = trainprogress.earlier(d.plan.requeue_at, stall.due)
     elif stall.restart:
         d.delete([pod_name(p) for p in d.live_pods()])
-        d.event("Warning", trainprogress.REASON, stall.message)
         d.plan.restarts += 1
+        d.event("Warning", trainprogress.REASON, stall.message)
     else:
         d.terminal(c.FAILED, trainprogress.REASON, stall.message)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
