@@ -308,7 +308,10 @@ async def gantt_mode(args: argparse.Namespace) -> dict[str, Any]:
                     busy.append(
                         1000 * float(next(m["value"] for m in metrics if m["name"] == "TaskDuration"))
                     )
-                    bars = await page.locator("rect.bar").count()
+                    bars = await page.evaluate(
+                        """() => [...document.querySelectorAll('.gantt text.row')]
+                            .reduce((n, row) => n + row.dataset.bars.split(';').length, 0)"""
+                    )
                     html_bytes = len(await page.content())
                     await page.close()
                 await browser.close()

@@ -10,7 +10,7 @@ from aiohttp import web
 from markupsafe import Markup
 
 from kubetrain.dashboard.access import visible_rows
-from kubetrain.dashboard.views import joblist, jobpage, progress, timeline
+from kubetrain.dashboard.views import ganttsvg, joblist, jobpage, progress, timeline
 from kubetrain.dashboard.views.kinds import JobKind, resolve
 from kubetrain.dashboard.views.podhistory import merge_current
 from kubetrain.dashboard.web import creds, dashboard, render, user_api
@@ -113,7 +113,7 @@ async def job_page(request: web.Request) -> web.Response:
         summary=jobpage.summary(job),
         conditions=timeline.condition_timeline(job),
         gantt=chart,
-        gantt_svg=Markup(timeline.gantt_svg(chart)),
+        gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,
         events=events,

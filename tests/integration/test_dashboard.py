@@ -195,11 +195,11 @@ async def test_a_restarted_pod_is_two_bars_with_the_exit_code(env: Env) -> None:
     await until(recreated)
     status, page = await env.get("/namespaces/team-a/pytorchjobs/flaky", env.alice)
     assert status == 200
-    row = re.search(r'<g class="row" data-slot="worker-0">(.*?)</g>', page, re.S)
+    row = re.search(r'data-slot="worker-0" data-bars="([^"]*)">(.*?)</text>', page, re.S)
     assert row, page
-    bars = re.findall(r'<rect class="bar (\w+)', row.group(1))
+    bars = [b.split()[2] for b in row.group(1).split(";")]
     assert "failed" in bars and bars[-1] == "running"
-    assert "exit code 137" in row.group(1)
+    assert "exit code 137" in row.group(2)
 
 
 async def test_actions_need_the_csrf_token_and_act_as_the_user(env: Env) -> None:
