@@ -10,7 +10,7 @@ from aiohttp import web
 from markupsafe import Markup
 
 from kubetrain.dashboard.access import visible_rows
-from kubetrain.dashboard.views import ganttsvg, joblist, jobpage, progress, timeline
+from kubetrain.dashboard.views import earlier, ganttsvg, joblist, jobpage, progress, timeline
 from kubetrain.dashboard.views.kinds import JobKind, resolve
 from kubetrain.dashboard.views.podhistory import merge_current
 from kubetrain.dashboard.web import creds, dashboard, render, user_api
@@ -98,6 +98,7 @@ async def job_page(request: web.Request) -> web.Response:
     )
     now = dash.now()
     lives = merge_current(dash.watch.history.lives(uid), pods, now) if not pods_error else []
+    lives, gantt_notes = earlier.earlier_lives(lives, events, job) if lives else (lives, [])
     chart = timeline.gantt(lives, timeline.causes_from_events(events), now)
     dash.watch.progress.observe(job, now)
     samples = dash.watch.progress.samples(uid)
@@ -113,6 +114,7 @@ async def job_page(request: web.Request) -> web.Response:
         summary=jobpage.summary(job),
         conditions=timeline.condition_timeline(job),
         gantt=chart,
+        gantt_notes=gantt_notes,
         gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,

@@ -122,6 +122,8 @@ async def favicon(request: web.Request) -> web.Response:
 def build_app(dash: Dashboard) -> web.Application:
     app = web.Application(middlewares=[timing, authenticate], client_max_size=2 * 1024 * 1024)
     app.on_response_prepare.append(security_headers)
+    app[streams.STREAMS] = set()
+    app.on_shutdown.append(streams.close_streams)
     app[DASHBOARD] = dash
     job = "/namespaces/{namespace}/{resource}/{name}"
     app.router.add_get("/", pages.job_list)

@@ -116,6 +116,8 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
     """The bars of one pod: pending, each earlier run ended by an in-place restart, the latest run."""
     bars: list[Bar] = []
     head = f"{life.name}" + (f" (attempt {life.attempt})" if life.attempt else "")
+    if life.estimated:
+        head += " (before the dashboard started: from the job's events, start estimated)"
     end = life.end
     first_run = min(
         [r.start for r in life.runs if r.start is not None] + ([life.started] if life.started else []),
