@@ -18,6 +18,7 @@ from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import EVENTS, ResourceRef
 
 LOG_TAIL_CHOICES = (50, 200, 1000, 5000)
+POD_SELECT_MAX = 100  # more pods than this: the log form names the pod in a text field with suggestions
 
 
 def job_ref(kind: JobKind) -> ResourceRef:
@@ -135,6 +136,7 @@ async def job_page(request: web.Request) -> web.Response:
         log_container=log_container,
         tail=tail,
         tail_choices=LOG_TAIL_CHOICES,
+        pod_select_max=POD_SELECT_MAX,
         stream=f"/stream?namespace={ns}&job={kind.resource}/{name}",
     )
 
