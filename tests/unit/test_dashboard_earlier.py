@@ -25,7 +25,8 @@ def recreated(seconds: float, pod: str, code: int, restart: int) -> dict[str, An
     return event(
         seconds,
         "JobRestarting",
-        f"pod {pod}: container pytorch exited with code {code}; recreating it (restart {restart} of backoffLimit 5)",
+        f"pod {pod}: container pytorch exited with code {code}; recreating it"
+        f" (restart {restart} of backoffLimit 5)",
     )
 
 

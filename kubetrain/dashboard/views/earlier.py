@@ -104,15 +104,23 @@ def earlier_lives(
     by_slot: dict[str, list[PodLife]] = {}
     for life in lives:
         by_slot.setdefault(life.slot, []).append(life)
+    whole = [e for e in ends if e.whole_job]
+    by_pod: dict[str, list[Ending]] = {}
+    for e in ends:
+        if not e.whole_job:
+            by_pod.setdefault(e.pod, []).append(e)
     out = list(lives)
     for slot, known in by_slot.items():
         first = min(known, key=lambda life: life.created)
         names = {life.name for life in known}
-        mine = [
-            e
-            for e in ends
-            if (e.whole_job or e.pod in names) and e.time <= first.created and not _known(known, e)
-        ]
+        mine = sorted(
+            (
+                e
+                for e in whole + [e for name in names for e in by_pod.get(name, ())]
+                if e.time <= first.created and not _known(known, e)
+            ),
+            key=lambda e: e.time,
+        )
         begin = start if start is not None and (not mine or start <= mine[0].time) else None
         attempt = max(0, first.attempt - sum(e.whole_job for e in mine))
         for i, e in enumerate(mine):
