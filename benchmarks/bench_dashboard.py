@@ -284,6 +284,8 @@ async def gantt_mode(args: argparse.Namespace) -> dict[str, Any]:
             server: list[float] = []
             render: list[float] = []
             busy: list[float] = []
+            layout: list[float] = []
+            style: list[float] = []
             bars = html_bytes = 0
             async with async_playwright() as pw:
                 browser = await pw.chromium.launch(
@@ -305,10 +307,14 @@ async def gantt_mode(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     render.append(float(ms))
                     metrics = (await cdp.send("Performance.getMetrics"))["metrics"]
-                    busy.append(
-                        1000 * float(next(m["value"] for m in metrics if m["name"] == "TaskDuration"))
+                    values = {m["name"]: float(m["value"]) for m in metrics}
+                    busy.append(1000 * values["TaskDuration"])
+                    layout.append(1000 * values.get("LayoutDuration", 0.0))
+                    style.append(1000 * values.get("RecalcStyleDuration", 0.0))
+                    bars = await page.evaluate(
+                        """() => [...document.querySelectorAll('.gantt text.row')]
+                            .reduce((n, row) => n + row.dataset.bars.split(';').length, 0)"""
                     )
-                    bars = await page.locator("rect.bar").count()
                     html_bytes = len(await page.content())
                     await page.close()
                 await browser.close()
@@ -323,6 +329,8 @@ async def gantt_mode(args: argparse.Namespace) -> dict[str, Any]:
         "server_ms": quantiles(server),
         "browser_render_ms": quantiles(render),
         "browser_main_thread_ms": quantiles(busy),
+        "browser_layout_ms": quantiles(layout),
+        "browser_style_ms": quantiles(style),
         "dashboard_rss_mb": rss,
         "load_average_1m": load_average(),
     }

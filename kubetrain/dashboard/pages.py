@@ -10,7 +10,7 @@ from aiohttp import web
 from markupsafe import Markup
 
 from kubetrain.dashboard.access import visible_rows
-from kubetrain.dashboard.views import joblist, jobpage, progress, timeline
+from kubetrain.dashboard.views import earlier, ganttsvg, joblist, jobpage, progress, timeline
 from kubetrain.dashboard.views.kinds import JobKind, resolve
 from kubetrain.dashboard.views.podhistory import merge_current
 from kubetrain.dashboard.web import creds, dashboard, render, user_api
@@ -18,6 +18,7 @@ from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import EVENTS, ResourceRef
 
 LOG_TAIL_CHOICES = (50, 200, 1000, 5000)
+POD_SELECT_MAX = 100  # more pods than this: the log form names the pod in a text field with suggestions
 
 
 def job_ref(kind: JobKind) -> ResourceRef:
@@ -98,6 +99,7 @@ async def job_page(request: web.Request) -> web.Response:
     )
     now = dash.now()
     lives = merge_current(dash.watch.history.lives(uid), pods, now) if not pods_error else []
+    lives, gantt_notes = earlier.earlier_lives(lives, events, job) if lives else (lives, [])
     chart = timeline.gantt(lives, timeline.causes_from_events(events), now)
     dash.watch.progress.observe(job, now)
     samples = dash.watch.progress.samples(uid)
@@ -113,7 +115,8 @@ async def job_page(request: web.Request) -> web.Response:
         summary=jobpage.summary(job),
         conditions=timeline.condition_timeline(job),
         gantt=chart,
-        gantt_svg=Markup(timeline.gantt_svg(chart)),
+        gantt_notes=gantt_notes,
+        gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,
         events=events,
@@ -133,6 +136,7 @@ async def job_page(request: web.Request) -> web.Response:
         log_container=log_container,
         tail=tail,
         tail_choices=LOG_TAIL_CHOICES,
+        pod_select_max=POD_SELECT_MAX,
         stream=f"/stream?namespace={ns}&job={kind.resource}/{name}",
     )
 

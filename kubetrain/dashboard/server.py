@@ -16,6 +16,7 @@ import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from aiohttp import web
 
@@ -24,7 +25,17 @@ from kubetrain.dashboard.access import AccessCache
 from kubetrain.dashboard.views.auth import LOCAL, PROXY, SESSION_COOKIE, Sessions, credentials
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.dashboard.watch import JobWatch
-from kubetrain.dashboard.web import CREDS, CSP, DASHBOARD, HERE, Dashboard, DashboardConfig, render
+from kubetrain.dashboard.web import (
+    CREDS,
+    CSP,
+    DASHBOARD,
+    HERE,
+    Dashboard,
+    DashboardConfig,
+    render,
+    user_api,
+)
+from kubetrain.dashboard.whoami import WhoAmI
 from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -77,6 +88,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
         return await _unauthenticated(request)
     request[CREDS] = found
     try:
+        if not found.user or found.local:  # a token, or the kubeconfig: ask who it is
+            name = await dash.whoami.name(user_api(request), found)
+            if name:
+                request[CREDS] = replace(found, user=name)
         return await handler(request)
     except ApiError as err:
         if err.status == 401:
@@ -107,6 +122,8 @@ async def favicon(request: web.Request) -> web.Response:
 def build_app(dash: Dashboard) -> web.Application:
     app = web.Application(middlewares=[timing, authenticate], client_max_size=2 * 1024 * 1024)
     app.on_response_prepare.append(security_headers)
+    app[streams.STREAMS] = set()
+    app.on_shutdown.append(streams.close_streams)
     app[DASHBOARD] = dash
     job = "/namespaces/{namespace}/{resource}/{name}"
     app.router.add_get("/", pages.job_list)
@@ -152,6 +169,7 @@ class DashboardServer:
             Sessions(session_key),
             AccessCache(clock=clock),
             clock or SYSTEM_CLOCK,
+            WhoAmI(clock=clock),
         )
         self.client = client
         self.user_base = user_base

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from typing import Any
 
 from aiohttp import web
 
@@ -15,8 +16,22 @@ from kubetrain.dashboard.web import creds, dashboard, user_api
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import PODS
 
+STREAMS = web.AppKey("kubetrain.dashboard.streams", set[asyncio.Task[Any]])
+
+
+async def close_streams(app: web.Application) -> None:
+    """On shutdown (before the server waits for its handlers): end every open stream, so a
+    stopping dashboard does not wait for browsers to go away."""
+    for task in list(app.get(STREAMS, ())):
+        task.cancel()
+
 
 async def _open(request: web.Request) -> web.StreamResponse:
+    task = asyncio.current_task()
+    streams = request.app.get(STREAMS)
+    if task is not None and streams is not None:
+        streams.add(task)
+        task.add_done_callback(streams.discard)
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )

@@ -14,6 +14,7 @@ from kubetrain.dashboard.views.auth import SESSION_COOKIE, Credentials, Sessions
 from kubetrain.dashboard.views.kinds import JobKind, url_segment
 from kubetrain.dashboard.views.timeutil import format_time, short_duration
 from kubetrain.dashboard.watch import JobWatch
+from kubetrain.dashboard.whoami import WhoAmI
 from kubetrain.kube.asuser import AsUser
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -44,6 +45,7 @@ class Dashboard:
     sessions: Sessions
     access: AccessCache
     clock: Clock = SYSTEM_CLOCK
+    whoami: WhoAmI = field(default_factory=WhoAmI)
     templates: jinja2.Environment = field(init=False)
 
     def __post_init__(self) -> None:

@@ -105,6 +105,9 @@ CUSTOM_RESOURCE_DEFINITIONS = ResourceRef(
 )
 # Create-only review resources (the secure /metrics endpoint authenticates and authorizes with them)
 TOKEN_REVIEWS = ResourceRef("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+SELF_SUBJECT_REVIEWS = ResourceRef(
+    "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False
+)
 SUBJECT_ACCESS_REVIEWS = ResourceRef(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
 )

@@ -3,15 +3,22 @@ the inline field errors of a bad manifest, RBAC, and pages with JavaScript off."
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable
+from typing import Any
 
 import pytest
 from jobs import job
 from playwright.async_api import expect
 
-from kubetrain.kube.resources import job_resource
+from kubetrain.api.labels import LABEL_JOB_NAME
+from kubetrain.dashboard.server import DashboardServer
+from kubetrain.dashboard.views.kinds import served_kinds
+from kubetrain.kube.asuser import anonymous_client
+from kubetrain.kube.resources import PODS, job_resource
 
-from .conftest import SHOTS, PageFactory, Scene
+from .conftest import SHOTS, PageFactory, Scene, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -41,6 +48,9 @@ async def test_a_user_without_rbac_for_a_namespace_sees_none_of_its_jobs(
     page = await page_as(scene.alice)
     await page.goto(scene.url("/"))
     await expect(page.locator("table.jobs tbody tr")).to_have_count(4)
+    # the header names the user the token is (a SelfSubjectReview), never the token
+    await expect(page.locator("header .who")).to_contain_text("system:serviceaccount:team-a:alice")
+    assert scene.alice not in await page.content()
     await expect(page.locator("text=secret-project")).to_have_count(0)
     await expect(page.locator("select[name=namespace] option", has_text="team-b")).to_have_count(0)
     await page.goto(scene.url("/namespaces/team-b/pytorchjobs/secret-project"))
@@ -53,18 +63,24 @@ async def test_a_restarted_pod_has_its_own_bars_with_the_exit_code(
 ) -> None:
     page = await page_as(scene.alice)
     await page.goto(scene.url("/namespaces/team-a/pytorchjobs/mnist-ddp"))
-    row = page.locator('g.row[data-slot="worker-1"]')
-    failed = row.locator("rect.bar.failed")
-    await expect(failed).to_have_count(1)
-    await expect(row.locator("rect.bar.running")).to_have_count(1)  # its replacement, after the failed run
-    title = await failed.locator("title").text_content()
-    assert (
-        title is not None
-        and "exit code 137 (OOMKilled)" in title
-        and "JobRestarting" in title
-        and "recreating" in title
-    )
-    await expect(page.locator('g.row[data-slot="worker-0"] rect.bar.failed')).to_have_count(0)
+    row = page.locator('.gantt text.row[data-slot="worker-1"]')
+    bars = (await row.get_attribute("data-bars") or "").split(";")
+    assert [b.split()[2] for b in bars][-2:] == ["failed", "running"]  # the failed run, its replacement
+    lines = (await row.locator("title").text_content() or "").split("\n")
+    assert len(lines) == len(bars)
+    failed = lines[-2]
+    assert "exit code 137 (OOMKilled)" in failed and "JobRestarting" in failed and "recreating" in failed
+    worker0 = await page.locator('.gantt text.row[data-slot="worker-0"]').get_attribute("data-bars")
+    assert worker0 is not None and "failed" not in worker0
+    # one tooltip for the whole chart: pointing at the failed bar shows its line
+    x, width, _ = bars[-2].split()
+    await row.scroll_into_view_if_needed()
+    svg_box = await row.locator("xpath=ancestor::*[local-name()='svg'][1]").bounding_box()
+    row_box = await row.bounding_box()
+    assert svg_box is not None and row_box is not None
+    await page.mouse.move(svg_box["x"] + float(x) + float(width) / 2, row_box["y"] + row_box["height"] / 2)
+    await expect(page.locator(".gantt-tip")).to_contain_text("exit code 137 (OOMKilled)")
+    await expect(page.locator("rect.gantt-hover")).to_have_count(1)
     await expect(page.locator("#events")).to_contain_text("exited with code 137")
     await expect(page.locator("#log")).to_contain_text("MASTER_ADDR")
     plots = page.locator("#progress figure.plot")
@@ -132,4 +148,53 @@ async def test_pages_and_filters_work_with_javascript_off(scene: Scene, page_as:
     await expect(page.locator("table.jobs tbody")).to_contain_text("bert-finetune")
     await page.click("text=bert-finetune")
     await expect(page.locator("#job-state")).to_have_text("Failed")
-    await expect(page.locator("rect.bar.failed")).to_have_count(1)
+    await expect(page.locator("path.bar.failed")).to_have_count(1)
+
+
+async def test_a_job_restarted_before_the_dashboard_started_shows_its_earlier_bars(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    stack = scene.stack
+    await stack.apply(
+        job("PyTorchJob", "before", {"Worker": 2}, namespace="team-a", restart_policy="ExitCode")
+    )
+
+    async def pods(phase: str) -> list[dict[str, Any]]:
+        found = await stack.kube.list(PODS, "team-a", label_selector=f"{LABEL_JOB_NAME}=before")
+        return [p for p in found["items"] if p["status"].get("phase") == phase]
+
+    await until(lambda: _count(pods("Running"), 2))
+    first = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await pods("Running")}
+    await asyncio.sleep(1.0)  # a visible first run
+    assert stack.simulator is not None
+    await stack.simulator.finish("team-a", "before-worker-1", exit_code=137, reason="OOMKilled")
+
+    async def replaced() -> bool:
+        now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await pods("Running")}
+        return "before-worker-1" in now and now["before-worker-1"] != first["before-worker-1"]
+
+    await until(replaced)
+    # A dashboard started only now has seen neither the failed pod nor its deletion.
+    user_base = await anonymous_client(stack.cluster.kubeconfig_path)
+    late = DashboardServer(stack.kube, user_base, served_kinds(["kubetrain.io"]), port=0)
+    await late.start()
+    page = await page_as(scene.alice)
+    try:
+        await page.goto(late.url.rstrip("/") + "/namespaces/team-a/pytorchjobs/before")
+        row = page.locator('.gantt text.row[data-slot="worker-1"]')
+        states = [b.split()[2] for b in (await row.get_attribute("data-bars") or "").split(";")]
+        assert states[0] == "failed" and states[-1] == "running", states
+        lines = (await row.locator("title").text_content() or "").split("\n")
+        assert "start estimated" in lines[0] and "exit code 137" in lines[0] and "recreating" in lines[0]
+        worker0 = await page.locator('.gantt text.row[data-slot="worker-0"]').get_attribute("data-bars")
+        assert worker0 is not None and "failed" not in worker0
+        await expect(page.locator("#live-status")).to_be_visible()  # its live-update stream is open
+    finally:
+        # a stopping dashboard ends open streams rather than waiting (60 s) for browsers to leave
+        await asyncio.wait_for(late.stop(), 10)
+        await page.close()
+        await user_base.close()
+
+
+async def _count(found: Awaitable[list[dict[str, Any]]], want: int) -> bool:
+    return len(await found) == want

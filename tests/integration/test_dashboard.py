@@ -17,6 +17,7 @@ import pytest_asyncio
 from jobs import job
 
 from kubetrain.api.labels import LABEL_JOB_NAME
+from kubetrain.dashboard import pages
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dashboard.web import DashboardConfig
@@ -195,11 +196,30 @@ async def test_a_restarted_pod_is_two_bars_with_the_exit_code(env: Env) -> None:
     await until(recreated)
     status, page = await env.get("/namespaces/team-a/pytorchjobs/flaky", env.alice)
     assert status == 200
-    row = re.search(r'<g class="row" data-slot="worker-0">(.*?)</g>', page, re.S)
+    row = re.search(r'data-slot="worker-0" data-bars="([^"]*)">(.*?)</text>', page, re.S)
     assert row, page
-    bars = re.findall(r'<rect class="bar (\w+)', row.group(1))
+    bars = [b.split()[2] for b in row.group(1).split(";")]
     assert "failed" in bars and bars[-1] == "running"
-    assert "exit code 137" in row.group(1)
+    assert "exit code 137" in row.group(2)
+
+
+async def test_a_big_jobs_log_form_names_the_pod_in_a_text_field_with_suggestions(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past POD_SELECT_MAX pods, no <select> of every pod (the browser measures each option)."""
+    path = "/namespaces/team-a/pytorchjobs/flaky"
+    _, small = await env.get(path, env.alice)
+    assert '<select name="pod">' in small and 'list="job-pods"' not in small
+    monkeypatch.setattr(pages, "POD_SELECT_MAX", 1)
+    _, big = await env.get(path + "?pod=flaky-worker-0", env.alice)
+    assert '<select name="pod">' not in big
+    assert re.search(r'<input name="pod" list="job-pods" value="flaky-worker-0"', big)
+    suggested = re.search(r'<datalist id="job-pods">(.*?)</datalist>', big, re.S)
+    assert suggested is not None
+    assert sorted(re.findall(r'<option value="([^"]+)">', suggested.group(1))) == [
+        "flaky-master-0",
+        "flaky-worker-0",
+    ]
 
 
 async def test_actions_need_the_csrf_token_and_act_as_the_user(env: Env) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.dashboard.access import AccessCache, visible_rows
-from kubetrain.dashboard.views import joblist, podhistory, timeline
+from kubetrain.dashboard.views import ganttsvg, joblist, podhistory, timeline
 from kubetrain.dashboard.views.auth import Credentials
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dashboard.watch import Change, Hub, slim_job
@@ -108,6 +108,6 @@ def test_gantt_svg_escapes_every_text() -> None:
         reason="<b>Error</b>",
         message="&amp;",
     )
-    svg = timeline.gantt_svg(timeline.gantt([life], [], 10.0))
+    svg = ganttsvg.gantt_html(timeline.gantt([life], [], 10.0))
     assert "<script>" not in svg and "<b>" not in svg
     assert "&lt;script&gt;" in svg and "&lt;b&gt;Error&lt;/b&gt;" in svg and "&amp;amp;" in svg

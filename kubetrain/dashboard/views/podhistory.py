@@ -56,6 +56,7 @@ class PodLife:
     restart_count: int = 0
     node: str = ""
     containers: tuple[str, ...] = ()
+    estimated: bool = False  # reconstructed from the job's events (views/earlier.py), start estimated
 
     @property
     def slot(self) -> str:

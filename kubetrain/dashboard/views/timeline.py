@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 from kubetrain.dashboard.views.podhistory import PodLife
@@ -117,6 +116,8 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
     """The bars of one pod: pending, each earlier run ended by an in-place restart, the latest run."""
     bars: list[Bar] = []
     head = f"{life.name}" + (f" (attempt {life.attempt})" if life.attempt else "")
+    if life.estimated:
+        head += " (before the dashboard started: from the job's events, start estimated)"
     end = life.end
     first_run = min(
         [r.start for r in life.runs if r.start is not None] + ([life.started] if life.started else []),
@@ -296,36 +297,6 @@ def gantt(lives: Sequence[PodLife], causes: Sequence[Cause], now: float) -> Gant
         AXIS_HEIGHT + len(placed) * ROW_HEIGHT + 4,
         LABEL_WIDTH,
     )
-
-
-def gantt_svg(chart: Gantt) -> str:
-    """The chart as SVG markup (every text escaped): built here rather than in a template,
-    because a 1,000-pod chart is thousands of elements (docs/performance.md)."""
-    out = [
-        f'<svg class="gantt" width="{chart.width}" height="{chart.height}"'
-        f' viewBox="0 0 {chart.width} {chart.height}"'
-        f' role="img" aria-label="{len(chart.rows)} replica slots, {chart.bar_count} bars"><g class="axis">'
-    ]
-    for t in chart.ticks:
-        out.append(f'<line x1="{t.x}" x2="{t.x}" y1="16" y2="{chart.height}"/>')
-        out.append(f'<text x="{t.x}" y="12">{escape(t.label)}</text>')
-    out.append("</g>")
-    for row in chart.rows:
-        slot = escape(row.label)
-        out.append(f'<g class="row" data-slot="{slot}">')
-        out.append(f'<text class="row-label" x="4" y="{row.y + 14}">{slot}</text>')
-        for b in row.bars:
-            state = b.state + (" open" if b.open else "")
-            out.append(
-                f'<rect class="bar {state}" x="{b.x}" y="{b.y}" width="{b.width}"'
-                f' height="{BAR_HEIGHT}" rx="2" data-pod="{escape(b.pod)}">'
-                f"<title>{escape(b.title)}</title></rect>"
-            )
-            if b.label and b.width > 46:
-                out.append(f'<text class="bar-label" x="{b.x + 3}" y="{b.y + 11}">{escape(b.label)}</text>')
-        out.append("</g>")
-    out.append("</svg>")
-    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,12 @@ pkg/registry/authorization/subjectaccessreview):
   can-i` asks; every authenticated user may, through `system:basic-user`): exactly one of
   `spec.resourceAttributes` / `spec.nonResourceAttributes`, else 422; evaluated for the user
   the request authenticated as.
+- SelfSubjectReview (authentication.k8s.io/v1, GA in 1.28; `kubectl auth whoami`): who the
+  request authenticated as — after impersonation, the impersonated user. Nothing in the body is
+  read but its kind; the answer (201) is a new object with `metadata.creationTimestamp` now and
+  `status.userInfo` (username, uid when the user has one, groups). Every authenticated user may
+  create one (`system:basic-user`). devcluster keeps no `extra` of a request's user, so
+  `userInfo.extra` is never set here (kube-apiserver returns it, lowercased keys).
 """
 
 from __future__ import annotations
@@ -41,7 +47,13 @@ from kubetrain.devcluster.apiserver.types import Obj
 TOKEN_REVIEWS_KEY = "tokenreviews.authentication.k8s.io"
 SUBJECT_ACCESS_REVIEWS_KEY = "subjectaccessreviews.authorization.k8s.io"
 SELF_SUBJECT_ACCESS_REVIEWS_KEY = "selfsubjectaccessreviews.authorization.k8s.io"
-KEYS = (TOKEN_REVIEWS_KEY, SUBJECT_ACCESS_REVIEWS_KEY, SELF_SUBJECT_ACCESS_REVIEWS_KEY)
+SELF_SUBJECT_REVIEWS_KEY = "selfsubjectreviews.authentication.k8s.io"
+KEYS = (
+    TOKEN_REVIEWS_KEY,
+    SUBJECT_ACCESS_REVIEWS_KEY,
+    SELF_SUBJECT_ACCESS_REVIEWS_KEY,
+    SELF_SUBJECT_REVIEWS_KEY,
+)
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 
 # (token, requested audiences) -> who it is, or why it does not authenticate
@@ -164,3 +176,18 @@ def self_subject_access_review(
         status["reason"] = decision.reason
     obj["status"] = status
     return Result(201, obj)
+
+
+def self_subject_review(t: Target, body: Any, requester: rbac.UserInfo, now: str) -> Result:
+    """Who the request authenticated as (`now`: the RFC 3339 creation time of the answer)."""
+    if not isinstance(body, dict) or body.get("kind") not in (None, t.rt.kind):
+        raise errors.bad_request(f"not a {t.rt.kind}")
+    return Result(
+        201,
+        {
+            "kind": t.rt.kind,
+            "apiVersion": t.api_version,
+            "metadata": {"creationTimestamp": now},
+            "status": {"userInfo": requester.to_dict()},
+        },
+    )

@@ -28,6 +28,7 @@ from kubetrain.devcluster.apiserver.authn import ADMIN, Authentication
 from kubetrain.devcluster.apiserver.core import ADMIN_USER, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.faults import FaultInjector
+from kubetrain.devcluster.apiserver.meta import timestamp
 from kubetrain.devcluster.apiserver.reads import ListQuery, Reader, predicate
 from kubetrain.devcluster.apiserver.store import dumps
 
@@ -213,6 +214,10 @@ class Handlers:
         if t.rt.key == accessreviews.SELF_SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
             return accessreviews.self_subject_access_review(
                 t, await self._body(request), request[USER_KEY], self.auth.authorizer
+            )
+        if t.rt.key == accessreviews.SELF_SUBJECT_REVIEWS_KEY and verb == "create":
+            return accessreviews.self_subject_review(
+                t, await self._body(request), request[USER_KEY], timestamp(api.clock())
             )
         if t.rt.key == "bindings" and verb == "create":
             body = await self._body(request)

@@ -347,10 +347,15 @@ BOOTSTRAP_CLUSTER_ROLES: list[Obj] = [
         "system:basic-user",
         [
             {
+                "apiGroups": ["authentication.k8s.io"],
+                "resources": ["selfsubjectreviews"],
+                "verbs": ["create"],
+            },
+            {
                 "apiGroups": ["authorization.k8s.io"],
                 "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
                 "verbs": ["create"],
-            }
+            },
         ],
     ),
 ]

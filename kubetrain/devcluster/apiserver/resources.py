@@ -45,6 +45,9 @@ BUILTINS: list[ResourceType] = [
     ResourceType("", ["v1"], "bindings", "Binding", True, verbs=("create",)),
     ResourceType("authentication.k8s.io", ["v1"], "tokenreviews", "TokenReview", False, verbs=("create",)),
     ResourceType(
+        "authentication.k8s.io", ["v1"], "selfsubjectreviews", "SelfSubjectReview", False, verbs=("create",)
+    ),
+    ResourceType(
         "authorization.k8s.io",
         ["v1"],
         "subjectaccessreviews",
