@@ -90,6 +90,7 @@ class WebhookRuntime:
                 self._kube,
                 self.server.policies.index,
                 job_resources=job_resources_in(groups).values(),  # tenant quotas count these
+                namespaces=getattr(self.args, "namespaces", None) or (),
             )
             # Not ready before both caches are synced: a review must never miss a policy.
             if health is not None:

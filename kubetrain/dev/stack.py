@@ -247,7 +247,10 @@ class DevStack:
         if opts.training_policies:
             policies = PolicyAdmission(PolicyIndex(), gang_scheduling=opts.gang_scheduler != "none")
             self.policy_watcher = PolicyWatcher(
-                self.kube, policies.index, job_resources=job_resources_in(opts.api_groups).values()
+                self.kube,
+                policies.index,
+                job_resources=job_resources_in(opts.api_groups).values(),
+                namespaces=opts.namespaces,
             )
             await self.policy_watcher.start(wait=True)
         self.webhook = WebhookServer(

@@ -154,6 +154,7 @@ class PolicyWatcher:
         write_status: bool = True,
         now: Callable[[], datetime] | None = None,
         job_resources: Iterable[ResourceRef] = (),
+        namespaces: Iterable[str] = (),
     ) -> None:
         self.client = client
         self.index = index
@@ -173,8 +174,12 @@ class PolicyWatcher:
         )
         # A deleted namespace's metric series would otherwise be exported forever.
         self.namespaces.add_handler(on_delete=_forget_namespace_metrics)
-        # Tenant quotas: the jobs of the served kinds that carry a tenant label.
-        self.jobs = [Informer(client, ref, label_selector=LABEL_TENANT) for ref in job_resources]
+        # Tenant quotas: the jobs of the served kinds that carry a tenant label, in the watched
+        # namespaces (every namespace when none are given; RBAC may allow no more).
+        scope = list(namespaces) or None
+        self.jobs = [
+            Informer(client, ref, namespaces=scope, label_selector=LABEL_TENANT) for ref in job_resources
+        ]
         for informer in self.jobs:
             jobs, kind = index.tenant_jobs, informer.ref.kind
             informer.add_handler(
