@@ -81,6 +81,18 @@ class PolicyDefaults(KubeModel):
     labels: dict[str, str] | None = None
 
 
+class TenantQuota(KubeModel):
+    """Per-tenant totals over the tenant's unfinished jobs this policy applies to, the new job
+    included (kubetrain.policy.tenantquota). The tenant is the job's `tenancy.kubetrain.io/tenant`
+    label (set from `kubedl.io/tenancy`); a job without one is not counted or limited."""
+
+    max_jobs: int | None = None
+    # Pods, summed as maxReplicasPerJob counts them.
+    max_replicas: int | None = None
+    # Resource name -> quantity, summed as maxTotalResources counts them.
+    max_total_resources: dict[str, Quantity] | None = None
+
+
 class PolicyLimits(KubeModel):
     # Total pods of the job (sum of replicas; elastic PyTorch Workers count at maxReplicas).
     max_replicas_per_job: int | None = None
@@ -99,6 +111,8 @@ class PolicyLimits(KubeModel):
     # Pod Security Standards level the job's pod templates must meet (kubetrain.policy.podsecurity),
     # for namespaces without a `pod-security.kubernetes.io/enforce` label (the stricter one wins).
     pod_security: Literal["baseline", "restricted"] | None = None
+    # Per-tenant quota: the tenant's jobs together (best-effort at admission, see tenantquota).
+    tenant_quota: TenantQuota | None = None
 
 
 class TrainingPolicySpec(KubeModel):

@@ -26,6 +26,7 @@ from kubetrain.commands._process import ConfigError, run_service, stop_on_signal
 from kubetrain.frameworks.checks import listing
 from kubetrain.frameworks.registry import conversion_crd_names, known_kinds
 from kubetrain.kube.client import KubeClient
+from kubetrain.kube.resources import job_resources_in
 from kubetrain.policy import PolicyIndex
 from kubetrain.serving.health import HealthServer
 from kubetrain.webhook.jobreader import kube_job_reader
@@ -84,7 +85,13 @@ class WebhookRuntime:
         self.server.trainer_reader = self._read_for_trainer
         if self.server.policies is not None:
             self._kube = await KubeClient.connect(self.args.kubeconfig)
-            self.policy_watcher = PolicyWatcher(self._kube, self.server.policies.index)
+            groups = getattr(self.args, "api_groups", None) or ("kubetrain.io",)
+            self.policy_watcher = PolicyWatcher(
+                self._kube,
+                self.server.policies.index,
+                job_resources=job_resources_in(groups).values(),  # tenant quotas count these
+                namespaces=getattr(self.args, "namespaces", None) or (),
+            )
             # Not ready before both caches are synced: a review must never miss a policy.
             if health is not None:
                 health.add_readiness_check("training-policies", lambda: self._policies_synced())

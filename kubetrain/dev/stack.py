@@ -41,6 +41,7 @@ from kubetrain.kube.resources import (
     NAMESPACES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     job_resource,
+    job_resources_in,
 )
 from kubetrain.operator.controller import Controller, ControllerConfig
 from kubetrain.operator.crons import CronController, CronControllerConfig
@@ -251,7 +252,12 @@ class DevStack:
         policies = None
         if opts.training_policies:
             policies = PolicyAdmission(PolicyIndex(), gang_scheduling=opts.gang_scheduler != "none")
-            self.policy_watcher = PolicyWatcher(self.kube, policies.index)
+            self.policy_watcher = PolicyWatcher(
+                self.kube,
+                policies.index,
+                job_resources=job_resources_in(opts.api_groups).values(),
+                namespaces=opts.namespaces,
+            )
             await self.policy_watcher.start(wait=True)
         self.webhook = WebhookServer(
             cert_dir=str(cert_dir),

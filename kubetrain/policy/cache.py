@@ -20,6 +20,7 @@ from typing import Any
 from kubetrain.api.errors import FieldError
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.policy.matching import matching_policies
+from kubetrain.policy.tenantquota import TenantJobs
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy
 
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -36,6 +37,8 @@ class PolicyIndex:
         self._invalid: dict[str, list[FieldError]] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self._memo: dict[tuple[str, str], list[TrainingPolicy]] = {}
+        # The tenants' unfinished jobs, for tenant quotas (fed by the webhook's job watch).
+        self.tenant_jobs = TenantJobs()
 
     # --- TrainingPolicy events --------------------------------------------------------------
     def on_policy_add(self, obj: dict[str, Any]) -> None:
@@ -107,3 +110,4 @@ class PolicyIndex:
         self._invalid.clear()
         self._namespaces.clear()
         self._memo.clear()
+        self.tenant_jobs.clear()

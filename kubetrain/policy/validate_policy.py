@@ -174,6 +174,19 @@ def _limits_errors(limits: PolicyLimits, base: str) -> list[FieldError]:
                 out.append(invalid(path, f"{raw!r}: must be greater than or equal to 0"))
         except QuantityError as exc:
             out.append(invalid(path, str(exc)))
+    quota = limits.tenant_quota
+    if quota is not None:
+        _min(f"{base}.tenantQuota.maxJobs", quota.max_jobs, 0, out)
+        _min(f"{base}.tenantQuota.maxReplicas", quota.max_replicas, 0, out)
+        for name, raw in (quota.max_total_resources or {}).items():
+            path = f"{base}.tenantQuota.maxTotalResources[{name}]"
+            if (problem := label_key_problem(name)) is not None:
+                out.append(invalid(path, f"resource name {name!r}: {problem}"))
+            try:
+                if parse_quantity(raw) < 0:
+                    out.append(invalid(path, f"{raw!r}: must be greater than or equal to 0"))
+            except QuantityError as exc:
+                out.append(invalid(path, str(exc)))
     for index, glob in enumerate(limits.allowed_images or []):
         if (problem := glob_problem(glob)) is not None:
             out.append(invalid(f"{base}.allowedImages[{index}]", f"{glob!r}: {problem}"))

@@ -29,14 +29,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from kubetrain.api.labels import LABEL_TENANT
 from kubetrain.api.policy import KIND as POLICY_KIND
+from kubetrain.api.policy import TrainingPolicy
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.informer import Informer
-from kubetrain.kube.resources import NAMESPACES, TRAINING_POLICIES
+from kubetrain.kube.resources import NAMESPACES, TRAINING_POLICIES, ResourceRef
 from kubetrain.policy import (
     PolicyDefaulted,
     PolicyIndex,
@@ -46,6 +49,7 @@ from kubetrain.policy import (
     policy_status,
     validate_policy,
 )
+from kubetrain.policy.tenantquota import check_tenant_quotas
 from kubetrain.serving.metrics import forget_namespace
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 
@@ -87,14 +91,20 @@ class PolicyAdmission:
         policies = self.index.for_job(request.kind, _namespace_of(request, obj))
         if not policies:
             return PolicyVerdict()
-        verdict = check_policy_limits(obj, policies, gang_scheduling=self.gang_scheduling)
+        verdict = self._verdict(obj, policies)
         old = request.old_object if request.operation == "UPDATE" else None
         if old is None or not verdict.denials:
             return verdict
-        existing = set(check_policy_limits(old, policies, gang_scheduling=self.gang_scheduling).denials)
+        existing = set(self._verdict(old, policies).denials)
         new = [line for line in verdict.denials if line not in existing]
         kept = [line for line in verdict.denials if line in existing]
         return PolicyVerdict(denials=new, warnings=verdict.warnings + kept)
+
+    def _verdict(self, obj: dict[str, Any], policies: list[TrainingPolicy]) -> PolicyVerdict:
+        """The job's own limits, then the tenant quotas (kubetrain.policy.tenantquota)."""
+        own = check_policy_limits(obj, policies, gang_scheduling=self.gang_scheduling)
+        quota = check_tenant_quotas(obj, policies, self.index.tenant_jobs, self.index.namespace_labels)
+        return PolicyVerdict(denials=own.denials + quota.denials, warnings=own.warnings + quota.warnings)
 
 
 def deny_message(denials: list[str]) -> str:
@@ -143,6 +153,8 @@ class PolicyWatcher:
         *,
         write_status: bool = True,
         now: Callable[[], datetime] | None = None,
+        job_resources: Iterable[ResourceRef] = (),
+        namespaces: Iterable[str] = (),
     ) -> None:
         self.client = client
         self.index = index
@@ -162,16 +174,35 @@ class PolicyWatcher:
         )
         # A deleted namespace's metric series would otherwise be exported forever.
         self.namespaces.add_handler(on_delete=_forget_namespace_metrics)
+        # Tenant quotas: the jobs of the served kinds that carry a tenant label, in the watched
+        # namespaces (every namespace when none are given; RBAC may allow no more).
+        scope = list(namespaces) or None
+        self.jobs = [
+            Informer(client, ref, namespaces=scope, label_selector=LABEL_TENANT) for ref in job_resources
+        ]
+        for informer in self.jobs:
+            jobs, kind = index.tenant_jobs, informer.ref.kind
+            informer.add_handler(
+                on_add=partial(jobs.on_job, kind),
+                on_update=partial(jobs.on_job_update, kind),
+                on_delete=partial(jobs.on_job_delete, kind),
+            )
         self._status_queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._status_task: asyncio.Task[None] | None = None
 
     @property
     def has_synced(self) -> bool:
-        return self.policies.has_synced and self.namespaces.has_synced
+        return (
+            self.policies.has_synced
+            and self.namespaces.has_synced
+            and all(informer.has_synced for informer in self.jobs)
+        )
 
     async def start(self, *, wait: bool = True) -> None:
         self.policies.start()
         self.namespaces.start()
+        for informer in self.jobs:
+            informer.start()
         if self.write_status and self._status_task is None:
             self._status_task = asyncio.get_running_loop().create_task(
                 self._status_worker(), name="trainingpolicy status"
@@ -179,10 +210,14 @@ class PolicyWatcher:
         if wait:
             await self.policies.wait_synced()
             await self.namespaces.wait_synced()
+            for informer in self.jobs:
+                await informer.wait_synced()
 
     async def stop(self) -> None:
         await self.policies.stop()
         await self.namespaces.stop()
+        for informer in self.jobs:
+            await informer.stop()
         task, self._status_task = self._status_task, None
         if task is not None:
             task.cancel()

@@ -8,6 +8,7 @@ namespace changes what applies on the next request, without restarting anything.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ async def stack(devcluster: DevCluster, tmp_path: Path) -> AsyncIterator[tuple[K
                 "metadata": {"name": "research", "labels": {"team": "vision"}},
             },
         )
-        watcher = PolicyWatcher(client, index)
+        watcher = PolicyWatcher(client, index, job_resources=[PYTORCHJOBS])
         await asyncio.wait_for(watcher.start(), 10)
         yield client, watcher
     finally:
@@ -172,3 +173,57 @@ async def test_invalid_policy_is_refused_and_valid_ones_report_status(
         )
 
     await eventually(status_recorded, what="the policy status", within=10)
+
+
+def tenant_job(name: str, tenant: str, workers: int) -> Obj:
+    obj = ptjob(name, workers=workers)
+    obj["metadata"]["annotations"] = {"kubedl.io/tenancy": json.dumps({"tenant": tenant, "user": "bob"})}
+    return obj
+
+
+async def test_a_tenancy_quota_refuses_a_tenants_over_quota_job(
+    stack: tuple[KubeClient, PolicyWatcher],
+) -> None:
+    client, watcher = stack
+    quota = policy(
+        "tenant-quota",
+        "vision",
+        jobSelector={"matchExpressions": [{"key": "tenancy.kubetrain.io/tenant", "operator": "Exists"}]},
+        limits={"tenantQuota": {"maxJobs": 2, "maxTotalResources": {"nvidia.com/gpu": 24}}},
+    )
+    await client.create(TRAINING_POLICIES, quota)
+    await eventually(lambda: len(watcher.index.policies()) == 1, what="the policy in the cache", within=10)
+    first = await client.create(PYTORCHJOBS, tenant_job("a1", "team-a", workers=1), "research")
+    assert first["metadata"]["labels"]["tenancy.kubetrain.io/tenant"] == "team-a"
+    await eventually(
+        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 1, what="a1 seen", within=10
+    )
+    await client.create(PYTORCHJOBS, tenant_job("a2", "team-a", workers=2), "research")  # 24 GPUs: fits
+    await eventually(
+        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 2, what="a2 seen", within=10
+    )
+    with pytest.raises(ApiError) as refused:
+        await client.create(PYTORCHJOBS, tenant_job("a3", "team-a", workers=1), "research")
+    assert refused.value.status == 403
+    message = refused.value.message
+    assert (
+        'policy "tenant-quota": spec.limits.tenantQuota.maxJobs: tenant "team-a" would have 3 unfinished '
+        "jobs (2 already), exceeds 2" in message
+    )
+    assert (
+        'spec.limits.tenantQuota.maxTotalResources[nvidia.com/gpu]: tenant "team-a" would use 32 '
+        "(24 in its other jobs), exceeds 24" in message
+    )
+    # Another tenant has a quota of its own.
+    await client.create(PYTORCHJOBS, tenant_job("b1", "team-b", workers=3), "research")
+    # A finished job no longer counts: a1 succeeds, a3 fits.
+    await client.patch_status(
+        PYTORCHJOBS,
+        "research",
+        "a1",
+        {"status": {"conditions": [{"type": "Succeeded", "status": "True", "reason": "JobSucceeded"}]}},
+    )
+    await eventually(
+        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 1, what="a1 finished", within=10
+    )
+    await client.create(PYTORCHJOBS, tenant_job("a3", "team-a", workers=1), "research")

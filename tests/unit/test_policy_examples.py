@@ -136,3 +136,18 @@ def test_tenant_quota_limits_only_the_vision_tenants_jobs() -> None:
     ]
     assert check_policy_limits(tenant_job("vision", 4, "registry.example.com/vision/x:1"), [policy]).allowed
     assert check_policy_limits(tenant_job("nlp", 8, "docker.io/other:1"), [policy]).allowed
+    # tenantQuota: the vision tenant's jobs together (3 workers x 4 GPUs = 12 each).
+    from kubetrain.policy.tenantquota import TenantJobs, check_tenant_quotas
+
+    running = TenantJobs()
+    for name in ("v1", "v2"):
+        obj = tenant_job("vision", 4, "registry.example.com/vision/x:1")
+        obj["metadata"]["name"] = name
+        running.on_job("PyTorchJob", obj)
+    new = tenant_job("vision", 4, "registry.example.com/vision/x:1")
+    assert check_tenant_quotas(new, [policy], running, lambda _: {}).denials == [
+        'policy "tenant-quota": spec.limits.tenantQuota.maxTotalResources[nvidia.com/gpu]: '
+        'tenant "vision" would use 36 (24 in its other jobs), exceeds 32'
+    ]
+    other = tenant_job("nlp", 4, "docker.io/other:1")
+    assert check_tenant_quotas(other, [policy], running, lambda _: {}).allowed
