@@ -256,8 +256,16 @@ class Framework:
         counted at its minimum — the smallest size the job runs at, so it can be scaled within
         its bounds without leaving a gang larger than the job — and the types behind a gate left
         out (`gang_excluded_types`); None when a replica count is not an integer."""
+        # The spec is read once — gates, bounds, counts — and the size decided from those.
+        gates = self.spec_gates(spec)
+        bounds = self.replica_bounds(spec) if self.scalable_replica_type is not None else None
         counts = replica_counts(spec.get(self.replica_field))
         if counts is None:
             return None
-        excluded = self.gang_excluded_types(spec, counts)
-        return sum(self.fewest_replicas(spec, str(t), n) for t, n in counts.items() if t not in excluded)
+        excluded = {gated for gated, gating in gates.items() if sum(counts.get(t, 0) for t in gating) > 0}
+        low = bounds[0] if bounds is not None else None
+        return sum(
+            min(low, n) if t == self.scalable_replica_type and low is not None and low >= 1 else n
+            for t, n in counts.items()
+            if t not in excluded
+        )

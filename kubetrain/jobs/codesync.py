@@ -122,12 +122,6 @@ class CodeSync:
         return posixpath.join(self.root_path, self.dest_path)
 
 
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    value = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def default_dest(source: str) -> str:
     """KubeDL's default destPath: the repository's last path element without `.git`."""
     last = source.strip("/").split("/")[-1].split(":")[-1]
@@ -265,11 +259,6 @@ def code_sync_of(annotations: Mapping[str, Any]) -> CodeSync | None:
     return None if raw is None else parse_code_sync(raw)[0]
 
 
-def code_sync_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    raw = _annotations(obj).get(KUBEDL_ANNOTATION_GIT_SYNC)
-    return [] if raw is None else parse_code_sync(raw)[1]
-
-
 def _env(name: str, value: str) -> dict[str, Any]:
     return {"name": name, "value": value}
 
@@ -354,10 +343,10 @@ def add_code_sync(annotations: Mapping[str, Any], spec: dict[str, Any]) -> None:
         container["volumeMounts"] = mounts
 
 
-def template_errors(annotations: Mapping[str, Any], replica_path: str, template: Any) -> list[FieldError]:
+def template_errors(replica_path: str, template: Any) -> list[FieldError]:
     """A template that already has a volume named like the code-sync ones, or an init container
-    named `git-sync-code`, cannot take code sync."""
-    if code_sync_of(annotations) is None or not isinstance(template, Mapping):
+    named `git-sync-code`, cannot take code sync (asked of a job with a valid code-sync config)."""
+    if not isinstance(template, Mapping):
         return []
     spec = template.get("spec")
     if not isinstance(spec, Mapping):

@@ -24,7 +24,7 @@ from kubetrain.api.podtemplate import containers_of, default_container_warning, 
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.kubedl import default_kubedl_annotations
+from kubetrain.jobs.kubedl import KubeDLAnnotations, default_kubedl_annotations, read_kubedl_annotations
 from kubetrain.jobs.kubedllayout import from_v1, is_kubedl, to_v1
 
 
@@ -38,18 +38,25 @@ def default_job(
     obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
 ) -> Defaulted:
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
-    comes back in KubeDL's (kubetrain.jobs.kubedllayout)."""
+    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job's KubeDL annotations are read
+    here, once (kubetrain.jobs.kubedl)."""
+    kubedl = read_kubedl_annotations(obj) if isinstance(obj, dict) else KubeDLAnnotations()
     if isinstance(obj, dict) and is_kubedl(obj):
         before = to_v1(old) if isinstance(old, dict) else None
-        result = default_v1(to_v1(obj), gang_scheduling=gang_scheduling, old=before)
+        result = default_v1(to_v1(obj), kubedl, gang_scheduling=gang_scheduling, old=before)
         return Defaulted(from_v1(result.obj, obj), result.warnings)
-    return default_v1(obj, gang_scheduling=gang_scheduling, old=old)
+    return default_v1(obj, kubedl, gang_scheduling=gang_scheduling, old=old)
 
 
 def default_v1(
-    obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
+    obj: dict[str, Any],
+    kubedl: KubeDLAnnotations,
+    *,
+    gang_scheduling: bool = False,
+    old: dict[str, Any] | None = None,
 ) -> Defaulted:
-    """The job with every §2 default filled in, and the warnings defaulting produced.
+    """The job with every §2 default filled in, and the warnings defaulting produced; `kubedl`
+    is the job's KubeDL annotations as read at the edge (`read_kubedl_annotations`).
 
     An object of an unknown kind (or one too malformed to default) comes back unchanged; the
     validation step reports what is wrong with it. `old` is the stored job on UPDATE: a
@@ -82,7 +89,7 @@ def default_v1(
     )
     if gang_scheduling and isinstance(replica_map, dict):
         warnings.extend(_scheduler_name_warnings(replica_map, framework))
-    default_kubedl_annotations(out)
+    default_kubedl_annotations(out, kubedl)
     return Defaulted(out, warnings)
 
 

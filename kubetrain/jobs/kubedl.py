@@ -1,5 +1,6 @@
-"""KubeDL's job annotations, on jobs of every kind and API group: the one place defaulting and
-validation call for them. Pure.
+"""KubeDL's job annotations, on jobs of every kind and API group: read once into their typed
+values (`read_kubedl_annotations`, the parse stage's — kubetrain.jobs.jobdraft — and the webhooks'
+edge), which defaulting and validation then take. Pure.
 
 - `kubedl.io/network-mode: host` is kubetrain's host network mode (kubetrain.frameworks.hostnetwork
   reads and validates both names).
@@ -12,30 +13,70 @@ validation call for them. Pure.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import (
+    KUBEDL_ANNOTATION_GIT_SYNC,
+    KUBEDL_ANNOTATION_TENANCY,
+    KUBEDL_ANNOTATION_TENSORBOARD,
+)
 from kubetrain.jobs import codesync, tenancy, tensorboard
 
 
-def default_kubedl_annotations(obj: dict[str, Any]) -> None:
-    """What the annotations add to the job itself (in place, copying what it changes)."""
-    tenancy.default_tenancy_labels(obj)
+@dataclass(frozen=True)
+class KubeDLAnnotations:
+    """The job's KubeDL annotations, each parsed once: its typed value — None without the
+    annotation or with one validation refuses — and every problem found, in the order validation
+    reports them (tenancy, code sync, TensorBoard)."""
+
+    tenancy: Mapping[str, str] | None = None  # the tenancy fields (`tenant`, `user`, …)
+    code_sync: codesync.CodeSync | None = None
+    tensorboard: tensorboard.TensorBoardConfig | None = None
+    errors: tuple[FieldError, ...] = ()
 
 
-def kubedl_annotation_errors(obj: dict[str, Any], replica_field: str = "") -> list[FieldError]:
-    """Every problem of the job's KubeDL annotations, each naming the annotation and its field,
-    and of the replica templates they would change."""
-    errors = tenancy.tenancy_errors(obj)
-    errors.extend(codesync.code_sync_errors(obj))
-    errors.extend(tensorboard.tensorboard_errors(obj))
+def read_kubedl_annotations(obj: Mapping[str, Any]) -> KubeDLAnnotations:
+    """The KubeDL annotations of a wire-form job, parsed."""
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    spec = obj.get("spec")
+    if not isinstance(annotations, Mapping):
+        return KubeDLAnnotations()
+    errors: list[FieldError] = []
+    fields: Mapping[str, str] | None = None
+    raw = annotations.get(KUBEDL_ANNOTATION_TENANCY)
+    if raw is not None:
+        parsed, problems = tenancy.parse_tenancy(raw)
+        errors.extend(problems)
+        fields = None if problems else parsed
+    sync: codesync.CodeSync | None = None
+    raw = annotations.get(KUBEDL_ANNOTATION_GIT_SYNC)
+    if raw is not None:
+        sync, problems = codesync.parse_code_sync(raw)
+        errors.extend(problems)
+    board: tensorboard.TensorBoardConfig | None = None
+    raw = annotations.get(KUBEDL_ANNOTATION_TENSORBOARD)
+    if raw is not None:
+        board, problems = tensorboard.parse_tensorboard(raw)
+        errors.extend(problems)
+    return KubeDLAnnotations(fields, sync, board, tuple(errors))
+
+
+def default_kubedl_annotations(obj: dict[str, Any], read: KubeDLAnnotations) -> None:
+    """What the annotations (`read` from the job) add to the job itself (in place, copying what
+    it changes)."""
+    tenancy.default_tenancy_labels(obj, read.tenancy)
+
+
+def kubedl_annotation_errors(read: KubeDLAnnotations, spec: Any, replica_field: str = "") -> list[FieldError]:
+    """Every problem of the job's KubeDL annotations (`read` from the job), each naming the
+    annotation and its field, and of the replica templates (in `spec`) they would change."""
+    errors = list(read.errors)
     replicas = spec.get(replica_field) if isinstance(spec, Mapping) and replica_field else None
-    if isinstance(annotations, Mapping) and isinstance(replicas, Mapping):
+    if read.code_sync is not None and isinstance(replicas, Mapping):
         for rtype, rspec in replicas.items():
             if isinstance(rspec, Mapping):
                 path = f"spec.{replica_field}[{rtype}]"
-                errors.extend(codesync.template_errors(annotations, path, rspec.get("template")))
+                errors.extend(codesync.template_errors(path, rspec.get("template")))
     return errors

@@ -107,7 +107,12 @@ def parse_job(obj: dict[str, Any], groups: Sequence[str] = JOB_GROUPS) -> JobBas
         raise InvalidJobError(errors)
     framework = get_framework(obj["kind"])
     assert framework is not None  # checked by check_type_meta
-    model = framework.job_model
+    return parse_model(obj, framework.job_model)
+
+
+def parse_model(obj: dict[str, Any], model: type[JobBase]) -> JobBase:
+    """`obj` (whose kind and apiVersion `check_type_meta` accepted) as `model`; raises
+    `InvalidJobError` listing every problem."""
     try:
         # strict: like the API server, "3" is not an integer and "true" is not a boolean.
         return model.model_validate(obj, strict=True)

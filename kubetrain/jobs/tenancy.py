@@ -46,10 +46,6 @@ def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return annotations if isinstance(annotations, Mapping) else {}
 
 
-def _annotation(obj: Mapping[str, Any]) -> Any:
-    return _annotations(obj).get(KUBEDL_ANNOTATION_TENANCY)
-
-
 def parse_tenancy(raw: Any) -> tuple[dict[str, str], list[FieldError]]:
     """The tenancy fields of an annotation value (empty ones left out), and what is wrong with it."""
     value, problems = json_object(raw, ANNOTATION_PATH)
@@ -79,12 +75,6 @@ def parse_tenancy(raw: Any) -> tuple[dict[str, str], list[FieldError]]:
     return fields, errors
 
 
-def tenancy_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    """What is wrong with the job's tenancy annotation (nothing when it has none)."""
-    raw = _annotation(obj)
-    return [] if raw is None else parse_tenancy(raw)[1]
-
-
 def tenancy_labels(obj: Mapping[str, Any]) -> dict[str, str]:
     """The tenancy labels the job's annotation asks for ({} without one, or a malformed one)."""
     return labels_of_annotations(_annotations(obj))
@@ -101,17 +91,16 @@ def labels_of_annotations(annotations: Mapping[str, Any]) -> dict[str, str]:
     return {FIELD_LABELS[k]: v for k, v in fields.items()}
 
 
-def default_tenancy_labels(obj: dict[str, Any]) -> None:
-    """Make the job's tenancy labels follow its annotation (in place; `metadata` is copied)."""
+def default_tenancy_labels(obj: dict[str, Any], fields: Mapping[str, str] | None) -> None:
+    """Make the job's tenancy labels follow its annotation's `fields` (`parse_tenancy` of it; None
+    without the annotation or with one validation refuses: the job is left as it is). In place;
+    `metadata` is copied."""
     meta = obj.get("metadata")
-    if not isinstance(meta, dict):
+    if not isinstance(meta, dict) or fields is None:
         return
     raw_labels = meta.get("labels")
     labels = dict(raw_labels) if isinstance(raw_labels, Mapping) else {}
-    raw = _annotation(obj)
-    if raw is None or parse_tenancy(raw)[1]:
-        return  # no annotation, or one validation refuses: leave the job as it is
-    wanted = tenancy_labels(obj)
+    wanted = {FIELD_LABELS[k]: v for k, v in fields.items()}
     updated = {k: v for k, v in labels.items() if k not in FIELD_LABELS.values() or k in wanted}
     updated.update(wanted)
     if updated == labels:

@@ -151,13 +151,6 @@ def tensorboard_of(annotations: Mapping[str, Any]) -> TensorBoardConfig | None:
     return None if raw is None else parse_tensorboard(raw)[0]
 
 
-def tensorboard_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    raw = annotations.get(KUBEDL_ANNOTATION_TENSORBOARD) if isinstance(annotations, Mapping) else None
-    return [] if raw is None else parse_tensorboard(raw)[1]
-
-
 def name_of(job_name: str) -> str:
     return f"{job_name}-tensorboard"
 

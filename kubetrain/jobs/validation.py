@@ -24,10 +24,10 @@ from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
-from kubetrain.jobs.kubedl import kubedl_annotation_errors
+from kubetrain.jobs.kubedl import KubeDLAnnotations, kubedl_annotation_errors, read_kubedl_annotations
 from kubetrain.jobs.kubedllayout import is_kubedl, layout_errors, map_path, to_v1
 from kubetrain.jobs.names import name_errors
-from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_job
+from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_model
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
 from kubetrain.jobs.templates import replica_map_errors
 from kubetrain.jobs.updates import update_errors
@@ -54,23 +54,27 @@ def validate_job(
     groups: Sequence[str] = JOB_GROUPS,
 ) -> ValidationResult:
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
-    with KubeDL's unsupported fields refused and paths named as its own layout names them."""
+    with KubeDL's unsupported fields refused and paths named as its own layout names them. The
+    job's KubeDL annotations are read here, once (kubetrain.jobs.kubedl)."""
+    kubedl = read_kubedl_annotations(obj) if isinstance(obj, dict) else KubeDLAnnotations()
     if isinstance(obj, dict) and is_kubedl(obj):
         before = to_v1(old) if isinstance(old, dict) else None
-        result = validate_v1(to_v1(obj), before, max_replicas=max_replicas, groups=groups)
+        result = validate_v1(to_v1(obj), kubedl, before, max_replicas=max_replicas, groups=groups)
         mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
         return ValidationResult(_unique([*layout_errors(obj), *mapped]), result.warnings)
-    return validate_v1(obj, old, max_replicas=max_replicas, groups=groups)
+    return validate_v1(obj, kubedl, old, max_replicas=max_replicas, groups=groups)
 
 
 def validate_v1(
     obj: dict[str, Any],
+    kubedl: KubeDLAnnotations,
     old: dict[str, Any] | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     groups: Sequence[str] = JOB_GROUPS,
 ) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `old` is the stored object on UPDATE;
+    """Every problem of `obj` (a defaulted job); `kubedl` its KubeDL annotations as read at the
+    edge (`read_kubedl_annotations`); `old` is the stored object on UPDATE;
     `max_replicas` is the operator's limit on the job's total replicas; `groups` the API groups
     whose apiVersion is accepted (kubetrain.api.groups).
 
@@ -94,7 +98,7 @@ def validate_v1(
     warnings: list[str] = []
     job: JobBase | None = None
     try:
-        job = parse_job(obj, groups)
+        job = parse_model(obj, framework.job_model)  # its kind and apiVersion are checked above
     except InvalidJobError as exc:
         errors.extend(exc.errors)
     spec = obj.get("spec")
@@ -108,7 +112,7 @@ def validate_v1(
     errors.extend(run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(max_replicas_errors(spec, framework, max_replicas))
     errors.extend(hostnetwork.annotation_errors(obj, total_replicas_of(replica_map)))
-    errors.extend(kubedl_annotation_errors(obj, framework.replica_field))
+    errors.extend(kubedl_annotation_errors(kubedl, spec, framework.replica_field))
     errors.extend(trainerstatus.annotation_errors(obj))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):

@@ -1,30 +1,36 @@
-"""The job as the planner sees it: defaulted, validated and laid out — once per spec generation.
+"""The job as the planner sees it: parsed, defaulted, validated and laid out — once per spec
+generation.
 
-`prepare_job` applies `kubetrain.jobs.defaulting.default_job` in memory (the same function the
-mutating webhook uses, so a job stored without the webhook behaves the same), validates the
-result with `kubetrain.jobs.validation.validate_job` (pod templates included) and builds the
-engine's `JobLayout` and the job's `JobShape` (kubetrain.jobs.shape). That work depends only on
-the spec, so `JobCache` keeps the result per (uid, generation, gang scheduling, service mode): a
-reconcile of an unchanged job does no deep copy, no defaulting and no schema validation.
+`prepare_job` is one pipeline whose stages each take the previous stage's output, in floor order:
+
+1. parse (`kubetrain.jobs.jobdraft.read_job`): the wire dict → a `JobDraft` — the framework, the
+   job in kubetrain's layout (a KubeDL job converted here, once), the parse stage's own errors;
+2. default (`kubetrain.jobs.defaulting.default_v1`, the function the mutating webhook uses, so a
+   job stored without the webhook behaves the same) → the defaulted job and its warnings;
+3. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
+4. lay out (`kubetrain.jobs.v1shape.v1_shape`) → the engine's `JobLayout` and the `JobShape`.
+
+That work depends only on the spec, so `JobCache` keeps the result per (uid, generation, gang
+scheduling, service mode): a reconcile of an unchanged job does no deep copy, no defaulting and
+no schema validation.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api import servicemode
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
-from kubetrain.frameworks.registry import get_framework
-from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.kubedllayout import layout_errors, to_v1
+from kubetrain.jobs.defaulting import default_v1
+from kubetrain.jobs.jobdraft import read_job
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
-from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
+from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
 
 
 @dataclass(frozen=True)
@@ -56,20 +62,17 @@ def prepare_job(
     """Default, validate and lay out one job (no caching; see `JobCache`). A job over
     `max_replicas` in total is invalid like any other spec error. `service_mode` is the
     operator's default; the job's `kubetrain.io/service-mode` annotation overrides it."""
-    kind = obj.get("kind")
-    framework = get_framework(kind) if isinstance(kind, str) else None
+    draft = read_job(obj)  # 1. parse
+    framework = draft.framework
     if framework is None:
-        return PreparedJob(None, None, [f"kind: Unsupported value: {kind!r}"])
-    bare = {k: v for k, v in obj.items() if k != "status"}
-    defaulted = default_job(bare, gang_scheduling=gang_scheduling)
-    # A training.kubedl.io job is run from kubetrain's layout of it (jobs/kubedllayout.py).
-    defaulted = replace(defaulted, obj=to_v1(defaulted.obj))
+        return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
+    defaulted = default_v1(draft.wire, draft.kubedl, gang_scheduling=gang_scheduling)  # 2. default
     adjustments = framework.adjust(defaulted.obj)
-    result = validate_job(defaulted.obj, max_replicas=max_replicas)
-    errors = [str(e) for e in [*layout_errors(bare), *result.errors]]
+    result = validate_v1(defaulted.obj, draft.kubedl, max_replicas=max_replicas)  # 3. validate
+    errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
-    per_pod = servicemode.service_mode(defaulted.obj, service_mode) == servicemode.PER_POD
-    produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)
+    per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
+    produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)  # 4. lay out
     errors = errors or produced.errors
     shape = produced.shape
     if errors or shape is None:

@@ -63,7 +63,7 @@ JOBS_FAILED = Counter(
 )
 JOBS_RESTARTED = Counter(
     "kubetrain_jobs_restarted_total",
-    "Replica restarts performed by the controller (pod recreated after a retryable failure).",
+    "Restarts performed by the controller (a pod recreated after a retryable failure, a whole-job restart).",
     ["kind", "namespace"],
     registry=REGISTRY,
 )

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 import yaml
 from jobs import job
 
@@ -63,6 +64,14 @@ NODES = ResourceRef("", "v1", "nodes", "Node", False)
 SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_prefix
 T = TypeVar("T")
 Obj = dict[str, Any]
+
+# The marks of every e2e module (`pytestmark = support.E2E`): run with `-m e2e` against the
+# cluster $KUBECONFIG names, one event loop per module (the `cluster` fixture of conftest.py).
+E2E = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
+    pytest.mark.asyncio(loop_scope="module"),
+]
 
 
 # --------------------------------------------------------------------------------------------

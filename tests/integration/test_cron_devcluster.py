@@ -6,9 +6,9 @@ finished job, and admission refuses a bad schedule naming spec.schedule."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -22,10 +22,16 @@ from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, job_resource
 from kubetrain.operator.apigroups import ApiGroupRefused
 from kubetrain.operator.crons import KUBEDL_CRONS, TRAINING_CRONS, CronController, CronControllerConfig
 
-from .controller_support import Harness, eventually, is_true, open_stack
+from .controller_support import (
+    Harness,
+    advance_to,
+    eventually,
+    is_true,
+    open_clocked_stack,
+    ticking,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-T = TypeVar("T")
 Obj = dict[str, Any]
 TFJOBS = job_resource("TFJob")
 START = datetime.now(UTC).replace(microsecond=0)
@@ -34,25 +40,8 @@ QUIET = 0.4  # real seconds to watch for something that must NOT happen
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=START)
-    async for stack, h in open_stack(controller_clock=clock, api_groups=("kubetrain.io", "apps.kubedl.io")):
-        yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    """Wait for `fn` while nudging the fake clock 1 ms per poll (work-queue back-offs run on it)."""
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
-
-
-async def advance_to(clock: FakeClock, when: datetime) -> None:
-    await clock.advance(max((when - clock.now()).total_seconds(), 0) + 1e-6)
+    async for triple in open_clocked_stack(START, api_groups=("kubetrain.io", "apps.kubedl.io")):
+        yield triple
 
 
 def boundary_after(when: datetime, minutes: int = 5) -> datetime:

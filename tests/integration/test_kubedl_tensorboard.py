@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -20,11 +20,17 @@ from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import INGRESSES, SERVICES, job_resource
 from kubetrain.operator.status import parse_time
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+from .controller_support import (
+    Harness,
+    eventually,
+    job_manifest,
+    open_clocked_stack,
+    replica_status,
+    ticking,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-T = TypeVar("T")
 START = datetime.now(UTC).replace(microsecond=0)
 QUIET = 0.3
 TFJOBS = job_resource("TFJob")
@@ -32,20 +38,8 @@ TFJOBS = job_resource("TFJob")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=START)
-    async for stack, h in open_stack(controller_clock=clock):
-        yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
+    async for triple in open_clocked_stack(START):
+        yield triple
 
 
 def config(**extra: Any) -> dict[str, str]:

@@ -1,0 +1,67 @@
+"""The parse stage: a wire-form job read once, at the edge, into a typed draft. Pure.
+
+`read_job` is the first stage of the operator's pipeline (`operator/prepare.py`: parse →
+default → validate → lay out). It is lenient, like the mutating webhook must be: a job that is
+invalid still gives a draft — what could be read, plus the field errors of what could not — so
+defaulting and validation carry on and report every problem at once.
+
+What the draft settles once, so no later stage asks again:
+
+- the framework (`kind` through the registry); None for a kind kubetrain does not know;
+- the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
+  (`kubedllayout.to_v1`), and the KubeDL fields kubetrain does not run are errors of the draft
+  (`kubedllayout.layout_errors`), named as the user wrote them;
+- the service mode the job asks for (`kubetrain.io/service-mode`, kubetrain.api.servicemode);
+- KubeDL's annotations (tenancy, code sync, TensorBoard: `kubetrain.jobs.kubedl`), each parsed
+  into its typed value and its errors, which defaulting and validation take instead of parsing
+  the annotation again.
+
+`wire` is the job without its status, in kubetrain's layout: the form the next stages default
+and validate. It is a copy; the input is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api import servicemode
+from kubetrain.api.errors import FieldError
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
+from kubetrain.jobs.kubedllayout import layout_errors, to_v1
+
+
+@dataclass(frozen=True)
+class JobDraft:
+    """A job as parsed at the edge (see the module docstring)."""
+
+    framework: Framework | None  # None: a kind kubetrain does not know
+    kind: Any  # `kind` as written
+    wire: dict[str, Any]  # the job without status, in kubetrain's layout
+    errors: list[FieldError] = field(default_factory=list)  # what the parse stage refuses
+    service_mode: Any = None  # the `kubetrain.io/service-mode` annotation as written
+    kubedl: KubeDLAnnotations = field(default_factory=KubeDLAnnotations)  # tenancy, code sync, TensorBoard
+
+    def runs_service_mode(self, default: str) -> str:
+        """The mode the job runs in: its annotation when valid, else the operator's `default`."""
+        return self.service_mode if self.service_mode in servicemode.SERVICE_MODES else default
+
+
+def read_job(obj: Mapping[str, Any]) -> JobDraft:
+    """The draft of one wire-form job (never raises; problems are the draft's `errors`)."""
+    kind = obj.get("kind")
+    framework = get_framework(kind) if isinstance(kind, str) else None
+    if framework is None:
+        return JobDraft(None, kind, {})
+    bare = {k: v for k, v in obj.items() if k != "status"}
+    return JobDraft(
+        framework,
+        kind,
+        to_v1(bare),
+        layout_errors(bare),
+        servicemode.requested_service_mode(bare),
+        read_kubedl_annotations(bare),
+    )
