@@ -40,6 +40,7 @@ from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 
+SHUTDOWN_SECONDS = 1.0  # what open requests (streams) get to finish when the server stops
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -208,7 +209,15 @@ class DashboardServer:
 
     async def start(self, sync_timeout: float = 30.0) -> None:
         await self.watch.start(sync_timeout)
-        self._runner = web.AppRunner(self.app, access_log_format=ACCESS_LOG_FORMAT, handler_cancellation=True)
+        # Live-update and log-follow streams never end on their own: on stop they are cancelled
+        # after SHUTDOWN_SECONDS instead of aiohttp's 60 s each (Ctrl-C of `kubetrain dev` with
+        # a page open).
+        self._runner = web.AppRunner(
+            self.app,
+            access_log_format=ACCESS_LOG_FORMAT,
+            handler_cancellation=True,
+            shutdown_timeout=SHUTDOWN_SECONDS,
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
         await site.start()

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import io
 import re
+import time
 
 import aiohttp
 
@@ -48,6 +49,16 @@ async def test_the_printed_url_shows_the_example_job() -> None:
             r"^ +progress \[[#.]{24}\] +(\d+)%  ETA \d+:\d\d  loss [0-9.]+ · step \d+$", out.getvalue(), re.M
         )
         assert bar is not None, out.getvalue()
+
+        # Ctrl-C while a page's live-update stream is open: dev stops promptly (the stream is
+        # cancelled, not waited for).
+        async with aiohttp.ClientSession() as session, session.get(url + "stream") as stream:
+            assert (await stream.content.readline()).startswith(b": connected")
+            stopping = time.monotonic()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - stopping < 15
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

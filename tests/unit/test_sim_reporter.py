@@ -6,6 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
+from kubetrain.devcluster.kubelet.behaviour import Behaviour
 from kubetrain.devcluster.kubelet.reporter import endpoint, report_body, wants_report
 
 NOW = datetime(2026, 11, 25, 21, 0, tzinfo=UTC)
@@ -28,17 +31,28 @@ def pod(
 ON = {"sim.kubetrain.io/report-progress": "true"}
 
 
+def asks(p: Any, by_default: bool = False) -> bool:
+    return wants_report(p, Behaviour.from_pod(p).report_progress, by_default)
+
+
 def test_only_asked_rank0_pods_with_the_endpoint_env_report() -> None:
-    assert wants_report(pod(ON), by_default=False)
-    assert not wants_report(pod(), by_default=False)  # off unless asked
-    assert wants_report(pod(), by_default=True)
-    assert not wants_report(pod({"sim.kubetrain.io/report-progress": "false"}), by_default=True)
-    assert not wants_report(pod(ON, env=[]), by_default=False)  # no URL injected: nothing to call
-    assert not wants_report(pod(ON, {"kubetrain.io/replica-index": "1"}), by_default=False)
-    assert wants_report(pod(ON, {"kubetrain.io/replica-index": "0"}), by_default=False)
-    assert not wants_report(pod(ON, {"batch.kubernetes.io/job-completion-index": "2"}), by_default=False)
-    assert not wants_report(pod(ON, env=[*ENV, {"name": "RANK", "value": "3"}]), by_default=False)
-    assert not wants_report(pod(ON, env=[*ENV, {"name": "PET_NODE_RANK", "value": "1"}]), by_default=False)
+    assert asks(pod(ON))
+    assert asks(pod({"sim.kubetrain.io/report-progress": " True"}))
+    assert not asks(pod())  # off unless asked
+    assert asks(pod(), by_default=True)
+    assert not asks(pod({"sim.kubetrain.io/report-progress": "false"}), by_default=True)
+    assert not asks(pod(ON, env=[]))  # no URL injected: nothing to call
+    assert not asks(pod(ON, {"kubetrain.io/replica-index": "1"}))
+    assert asks(pod(ON, {"kubetrain.io/replica-index": "0"}))
+    assert not asks(pod(ON, {"batch.kubernetes.io/job-completion-index": "2"}))
+    assert not asks(pod(ON, env=[*ENV, {"name": "RANK", "value": "3"}]))
+    assert not asks(pod(ON, env=[*ENV, {"name": "PET_NODE_RANK", "value": "1"}]))
+
+
+def test_a_malformed_annotation_is_an_error_naming_it() -> None:
+    with pytest.raises(ValueError) as err:
+        Behaviour.from_pod(pod({"sim.kubetrain.io/report-progress": "yes"}))
+    assert str(err.value) == 'annotation sim.kubetrain.io/report-progress: \'yes\' is not "true" or "false"'
 
 
 def test_the_body_is_the_sdk_wire_format_rising_with_run_time() -> None:

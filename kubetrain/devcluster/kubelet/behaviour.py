@@ -39,6 +39,7 @@ class Behaviour:
     reason: str | None = None
     restarts_before_exit: int | None = None
     start_seconds: float = 0.0
+    report_progress: bool | None = None  # the report-progress annotation (None: absent)
 
     @classmethod
     def from_pod(cls, pod: dict[str, Any], default_run_seconds: float | None = None) -> Behaviour:
@@ -50,7 +51,11 @@ class Behaviour:
         start = _number(annotations, START_SECONDS)
         if exit_code is not None and not (0 <= exit_code <= 255 and exit_code == int(exit_code)):
             raise ValueError(f"annotation {EXIT_CODE}: {exit_code} is not an exit code (0-255)")
+        report = annotations.get(REPORT_PROGRESS)
+        if report is not None and str(report).strip().lower() not in ("true", "false"):
+            raise ValueError(f'annotation {REPORT_PROGRESS}: {report!r} is not "true" or "false"')
         return cls(
+            report_progress=None if report is None else str(report).strip().lower() == "true",
             run_seconds=run if run is not None else default_run_seconds,
             exit_code=int(exit_code or 0),
             reason=annotations.get(REASON) or None,

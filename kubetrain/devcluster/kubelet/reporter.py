@@ -41,8 +41,6 @@ from typing import Any
 
 import aiohttp
 
-from kubetrain.devcluster.kubelet.behaviour import REPORT_PROGRESS
-
 log = logging.getLogger(__name__)
 
 ENV_URL = "KUBEFLOW_TRAINER_SERVER_URL"
@@ -73,12 +71,12 @@ class Endpoint:
     ca_pem: str
 
 
-def wants_report(pod: dict[str, Any], by_default: bool) -> bool:
-    """Whether this pod's (simulated) training code reports its progress."""
-    meta = pod.get("metadata") or {}
-    flag = str((meta.get("annotations") or {}).get(REPORT_PROGRESS, "")).strip().lower()
-    if flag not in ("true", "") or (flag == "" and not by_default):
+def wants_report(pod: dict[str, Any], asked: bool | None, by_default: bool) -> bool:
+    """Whether this pod's (simulated) training code reports its progress: `asked` is its
+    report-progress annotation (`Behaviour.report_progress`; None when absent)."""
+    if not (asked if asked is not None else by_default):
         return False
+    meta = pod.get("metadata") or {}
     for source in (meta.get("labels") or {}, meta.get("annotations") or {}):
         for key in INDEX_KEYS:
             if key in source and str(source[key]) != "0":

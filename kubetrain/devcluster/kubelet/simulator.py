@@ -251,7 +251,9 @@ class PodSimulator:
             else:
                 await self._status.start(key)
             return
-        if uid not in self._reporting and reporter.wants_report(pod, self.report_progress):
+        if uid not in self._reporting and reporter.wants_report(
+            pod, behaviour.report_progress, self.report_progress
+        ):
             self._reporting.add(uid)
             self._spawn(self._report_loop(key, uid, behaviour.run_seconds))
         if behaviour.run_seconds is not None:

@@ -1,0 +1,73 @@
+"""Issue 28's acceptance in a real browser: a new user runs the README's dev command (`kubetrain
+dev`, its default example), opens the printed URL and sees the example job's pods as a timeline,
+its logs and events, and a progress plot — the progress its rank-0 pod reports through the
+training-progress endpoint (played by the simulated kubelet), updating live."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import re
+import time
+
+import pytest
+from playwright.async_api import expect
+
+from kubetrain import cli
+from kubetrain.commands.dev import dev
+
+from .conftest import SHOTS, PageFactory
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+JOB_PAGE = "namespaces/default/pytorchjobs/pytorch-ddp-mnist"
+
+
+async def test_the_dev_example_shows_its_timeline_logs_events_and_a_live_progress_plot(
+    page_as: PageFactory,
+) -> None:
+    args = cli.build_parser().parse_args(["dev", "--timeout", "90"])  # the README's command
+    out = io.StringIO()
+    task = asyncio.create_task(dev(args, out))
+    try:
+        url = ""
+        for _ in range(600):
+            found = re.search(r"^dashboard: (http://127\.0\.0\.1:\d+/)$", out.getvalue(), re.M)
+            if found and "progress [" in out.getvalue():
+                url = found.group(1)
+                break
+            await asyncio.sleep(0.05)
+        assert url, out.getvalue()
+
+        page = await page_as(None)  # on loopback the dashboard acts as the kubeconfig's user
+        await page.goto(url)
+        await page.click('a[href="/namespaces/default/pytorchjobs/pytorch-ddp-mnist"]')
+        await expect(page.locator("h1")).to_contain_text("pytorch-ddp-mnist")
+        for slot in ("master-0", "worker-0", "worker-2"):  # the Gantt chart: one row per pod
+            await expect(page.locator(f'g.row[data-slot="{slot}"] rect.bar.running')).to_have_count(1)
+        await expect(page.locator("#log")).to_contain_text("MASTER_ADDR")
+        await expect(page.locator("#events")).to_contain_text("started reporting progress")
+
+        plots = page.locator("#progress figure.plot")
+        await expect(plots).to_have_count(3)  # progress, loss, step — what the example reports
+        await expect(plots.nth(1)).to_contain_text("loss")
+        # The next reports (every 5 s) arrive live: the plot moves past 0 % without a reload.
+        await expect(plots.nth(0)).to_contain_text(re.compile(r"progress (4\d|8\d)%"), timeout=15_000)
+        await expect(page.locator("#progress")).to_contain_text("left")
+        path = await plots.nth(0).locator("path.plot-line").get_attribute("d")
+        assert path is not None and " L" in path  # a line through more than one report
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(SHOTS / "dashboard-dev-example.png"), full_page=True)
+        assert page.errors == []  # type: ignore[attr-defined]
+
+        stopping = time.monotonic()  # Ctrl-C with the page (its live-update stream) still open
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - stopping < 15, "kubetrain dev hangs on its open dashboard streams"
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
