@@ -1,10 +1,12 @@
 """The job as the planner sees it: parsed, defaulted, validated and laid out — once per spec
 generation.
 
-`prepare_job` is one pipeline whose stages each take the previous stage's output, in floor order:
+`prepare_job` is one pipeline whose stages each take the previous stage's output
+(docs/architecture.md, "One form per stage"):
 
 1. parse (`kubetrain.jobs.jobdraft.read_job`): the wire dict → a `JobDraft` — the framework, the
-   job in kubetrain's layout (a KubeDL job converted here, once), the parse stage's own errors;
+   job in kubetrain's layout (a KubeDL job converted here, once), the parse stage's own errors,
+   the KubeDL annotations parsed (which stages 2 and 3 take);
 2. default (`kubetrain.jobs.defaulting.default_v1`, the function the mutating webhook uses, so a
    job stored without the webhook behaves the same) → the defaulted job and its warnings;
 3. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
