@@ -44,8 +44,9 @@ async def test_the_dev_example_shows_its_timeline_logs_events_and_a_live_progres
         await page.goto(url)
         await page.click('a[href="/namespaces/default/pytorchjobs/pytorch-ddp-mnist"]')
         await expect(page.locator("h1")).to_contain_text("pytorch-ddp-mnist")
-        for slot in ("master-0", "worker-0", "worker-2"):  # the Gantt chart: one row per pod
-            await expect(page.locator(f'g.row[data-slot="{slot}"] rect.bar.running')).to_have_count(1)
+        for slot in ("master-0", "worker-0", "worker-2"):  # the Gantt chart: one row per pod, running now
+            row = page.locator(f'.gantt text.row[data-slot="{slot}"]')
+            await expect(row).to_have_attribute("data-bars", re.compile(r"(^|;)\S+ \S+ running[^;]*$"))
         await expect(page.locator("#log")).to_contain_text("MASTER_ADDR")
         await expect(page.locator("#events")).to_contain_text("started reporting progress")
 
