@@ -53,12 +53,12 @@ RUN_ONLY = {
     "--cert-extra-ip": "dev generates its own certificate",
     "--mutating-webhook-config": "dev registers its own webhook configurations",
     "--validating-webhook-config": "dev registers its own webhook configurations",
-    # Not yet: `kubetrain dev` does not run the training-progress endpoint, so jobs there get no
-    # KUBEFLOW_TRAINER_SERVER_* env (a gap, not a deployment detail).
-    "--status-server-port": "not run by dev yet",
-    "--status-server-url": "not run by dev yet",
-    "--status-server-cert-dir": "not run by dev yet",
-    "--status-server-interval": "not run by dev yet",
+    # `kubetrain dev` always serves the training-progress endpoint, on a free loopback port with
+    # its own certificate, and injects its URL into pods.
+    "--status-server-port": "dev serves the progress endpoint on a free loopback port",
+    "--status-server-url": "dev injects its loopback endpoint's URL",
+    "--status-server-cert-dir": "dev generates its own certificate",
+    "--status-server-interval": "write rate of the server process: deployment (dev uses 5 s)",
 }
 
 

@@ -1,8 +1,9 @@
 """`kubetrain dev`: the real operator and webhook against the built-in emulated control plane.
 
 Starts devcluster (the emulated API server), installs the CRDs, runs the admission webhooks,
-the controller and the simulated kubelet, applies an example job, prints its progress, and
-exits 0 when it succeeds (1 when it fails or is refused, 2 on timeout). `--keep-running`
+the controller, the training-progress endpoint (on loopback) and the simulated kubelet, applies
+an example job, prints its state and the progress its pods report (commands/_devprogress.py),
+and exits 0 when it succeeds (1 when it fails or is refused, 2 on timeout). `--keep-running`
 leaves everything up and prints the kubeconfig for kubectl.
 """
 
@@ -23,10 +24,10 @@ import yaml
 from kubetrain.api.cron import KUBEDL_GROUP
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUP_VERSIONS, JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
-from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.manifests import load_all, yaml_problem
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._devflags import add_behaviour_flags, devstack_options
+from kubetrain.commands._devprogress import describe_progress, follow
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
 from kubetrain.commands._process import install_stop_signals
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 DEFAULT_EXAMPLE = "pytorch-ddp"
+DEFAULT_RUN_SECONDS = 12.0
+__all__ = ["describe_progress", "follow"]  # what `kubetrain dev` prints (commands/_devprogress.py)
 
 
 def example_names() -> list[str]:
@@ -92,54 +95,6 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
     return docs
 
 
-def _condition(job: dict[str, Any]) -> str:
-    conditions = [c for c in (job.get("status") or {}).get("conditions") or () if c.get("status") == "True"]
-    return str(conditions[-1]["type"]) if conditions else "Pending"
-
-
-def _display_state(job: dict[str, Any]) -> str:
-    """The last true condition, or `GangScheduling` while the job waits for its PodGroup."""
-    for cond in (job.get("status") or {}).get("conditions") or ():
-        if (
-            cond.get("type") == "Running"
-            and cond.get("status") == "False"
-            and cond.get("reason") == "GangScheduling"
-        ):
-            return "GangScheduling"
-    return _condition(job)
-
-
-def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
-    """`Running  Master: 1 running · Worker: 2 running, 1 pending` from the job and its pods."""
-    by_type: dict[str, dict[str, int]] = {}
-    for pod in pods:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            continue  # being deleted (clean-up, a restart): not part of the job's progress any more
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        phase = str((pod.get("status") or {}).get("phase") or "Pending").lower()
-        rtype = str(labels.get(LABEL_REPLICA_TYPE) or labels.get(trainer.REPLICATED_JOB_NAME) or "?")
-        counts = by_type.setdefault(rtype, {})
-        counts[phase] = counts.get(phase, 0) + 1
-    parts = []
-    for rtype in sorted(by_type):
-        counts = by_type[rtype]
-        parts.append(f"{rtype}: " + ", ".join(f"{n} {phase}" for phase, n in sorted(counts.items())))
-    restarts = sum(
-        int(rs.get("restarts") or 0)
-        for rs in ((job.get("status") or {}).get("replicaStatuses") or {}).values()
-    )
-    state = _display_state(job)
-    node = by_type.get(trainer.NODE, {})
-    if (
-        state == "Pending"
-        and job.get("kind") == trainer.TRAINJOB
-        and ("running" in node or "succeeded" in node)
-    ):
-        state = "Running"  # a TrainJob has no Running condition: the SDK's rule, from the node pods
-    line = f"{state:<10} " + (" · ".join(parts) if parts else "no pods")
-    return line + (f" · restarts {restarts}" if restarts else "")
-
-
 def job_ref(job: dict[str, Any]) -> ResourceRef:
     """The API resource of a job manifest, by its kind and its apiVersion's group (kubetrain.io/v1,
     kubeflow.org/v1 or training.kubedl.io/v1alpha1); KeyError says what is valid."""
@@ -160,54 +115,6 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
             f"unknown job {kind!r} of {api_version or 'no apiVersion'}; known kinds: {', '.join(kinds)} "
             f"of {', '.join(JOB_GROUP_VERSIONS)}"
         ) from None
-
-
-async def follow(stack: DevStack, job: dict[str, Any], limit: float, out: Any) -> int:
-    """Print the job's progress whenever it changes; 0 on Succeeded, 1 on Failed, 2 on timeout."""
-    assert stack.controller is not None
-    kind = str(job["kind"])
-    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
-    ref = job_ref(job)
-    started = time.monotonic()
-    last = last_wait = ""
-    while time.monotonic() - started < limit:
-        current = stack.controller.cache.store(ref).get(ns, name) or job
-        pods = stack.controller.observe(kind, ns, name).pods
-        line = describe_progress(current, pods)
-        if line != last:
-            print(f"[{time.monotonic() - started:6.1f}s] {line}", file=out, flush=True)
-            last = line
-        wait = _gang_wait(stack, current)
-        if wait and wait != last_wait:
-            print(f"           {wait}", file=out, flush=True)
-        last_wait = wait
-        state = _condition(current)
-        if state in ("Succeeded", "Complete", "Failed"):  # Complete: a TrainJob's
-            for cond in (current.get("status") or {}).get("conditions") or ():
-                if cond.get("type") == state:
-                    print(f"{kind} {ns}/{name} {state}: {cond.get('message', '')}", file=out, flush=True)
-            return 1 if state == "Failed" else 0
-        await asyncio.sleep(0.1)
-    print(f"{kind} {ns}/{name}: not finished after {limit:.0f}s", file=out, flush=True)
-    return 2
-
-
-def _gang_wait(stack: DevStack, job: dict[str, Any]) -> str:
-    """Why a gang job waits: its condition message, and the PodGroup phase the simulated gang
-    scheduler gave it (empty when the job is not waiting for gang scheduling)."""
-    if _display_state(job) != "GangScheduling":
-        return ""
-    cond = next(c for c in job["status"]["conditions"] if c.get("type") == "Running")
-    text = str(cond.get("message", ""))
-    if stack.gang_simulator is not None:
-        group = stack.gang_simulator.group(job["metadata"]["namespace"], job["metadata"]["name"])
-        if group is not None:
-            status = group.get("status") or {}
-            text += f" (PodGroup phase {status.get('phase') or 'unset'})"
-            for c in status.get("conditions") or ():
-                if c.get("type") == "Unschedulable":
-                    text += f": {c.get('reason')}: {c.get('message')}"
-    return text
 
 
 def manifest_label(job: dict[str, Any]) -> str:
@@ -319,6 +226,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         gang_scheduler=args.gang_scheduler,
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
         api_groups=served_groups(args, jobs),
+        progress=True,  # the training-progress endpoint: pods get its URL, token and CA
         **devstack_options(args),
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
@@ -341,9 +249,9 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             started = time.monotonic()
             first = await wait_for_first_job(stack, runs[0], args.timeout, out)
             remaining = args.timeout - (time.monotonic() - started)
-            code = await follow(stack, first, remaining, out) if first is not None else 2
+            code = await follow(stack, first, job_ref(first), remaining, out) if first is not None else 2
         else:
-            code = await follow(stack, runs[0], args.timeout, out) if runs else 1
+            code = await follow(stack, runs[0], job_ref(runs[0]), args.timeout, out) if runs else 1
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)
@@ -386,8 +294,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--run-seconds",
         type=float,
-        default=2.0,
-        help="how long each simulated container runs before exiting 0 (default 2)",
+        default=DEFAULT_RUN_SECONDS,
+        help=f"how long each simulated container runs before exiting 0 (default {DEFAULT_RUN_SECONDS:g}: "
+        "long enough to see the example's reported progress move)",
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="give up after this many seconds")
     parser.add_argument(

@@ -89,6 +89,10 @@ class DevStackOptions:
     # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
     progress: bool = False
     progress_interval: float = 5.0
+    # Simulated pods report progress: every rank-0 pod with the endpoint's env (True), or only
+    # those annotated sim.kubetrain.io/report-progress: "true" (False); one report per interval.
+    report_progress: bool = False
+    report_interval: float = 5.0
     authorization: str = "AlwaysAllow"  # "RBAC": devcluster authorizes like --authorization-mode=RBAC
 
 
@@ -155,6 +159,8 @@ class DevStack:
                     *self._custom_scheduler(),
                 ),
                 clock=opts.simulator_clock or SYSTEM_CLOCK,
+                report_progress=opts.report_progress,
+                report_interval=opts.report_interval,
             )
             await self.simulator.start()
             if gang:

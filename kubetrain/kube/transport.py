@@ -190,16 +190,20 @@ class Transport:
         body: Any = None,
         content_type: str | None = "application/json",
         warnings: Warnings | None = None,
+        accept: str | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON answer; raise ApiError otherwise.
         `verb` is the metric label (get, list, create, update, patch, delete). With `warnings`,
-        the texts of the answer's `Warning` headers are appended to it (as kubectl prints them)."""
+        the texts of the answer's `Warning` headers are appended to it (as kubectl prints them).
+        `accept` replaces `application/json`, e.g. to ask for server-side printing (a Table)."""
         data = None if body is None else orjson.dumps(body)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout)
         attempt = 0
         while True:
             await self.limiter.acquire()
             headers = await self._headers(content_type if data is not None else None)
+            if accept:
+                headers["Accept"] = accept
             try:
                 async with self._session.request(
                     method,

@@ -1,7 +1,8 @@
 """The part of a reconcile for a valid job that is not finished yet (see `plan.py`): the
-observed pods in their slots (`slots.py`), restarts and failures, suspend, the Service and gang
-gates, creating missing pods and the per-replica-type status. Pure like the rest of the planner.
-A controlled pod named for an index the spec no longer has (scaled down) is deleted.
+observed pods in their slots (`slots.py`), restarts and failures, suspend, the gates pods wait
+behind (`gates.py`: Service, extra children, gang), creating missing pods and the
+per-replica-type status. Pure like the rest of the planner. A controlled pod named for an
+index the spec no longer has (scaled down) is deleted.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from typing import Any
 
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
+from kubetrain.jobs.codesync import code_sync_of
 from kubetrain.jobs.shape import COMPLETE, JobShape
-from kubetrain.operator import codesyncstatus, gang, runpolicy, stall
+from kubetrain.operator import codesyncfailure, codesyncstatus, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
@@ -64,10 +66,13 @@ class ActiveJob:
             st.set_condition(r.status, st.SUSPENDED, False, st.REASON_RESUMED, message, r.now)
             r.status.pop("startTime", None)
             r.event("Normal", st.REASON_RESUMED, message)
-        may_create = self.service_ok() & self.gang_ok() & self.extra_children_ok()
+        may_create = gates.service_ok(r, self.desired) & gates.gang_ok(r, self.desired)
+        may_create &= gates.extra_children_ok(r, self.desired)
         self.code_sync()
         counts = self.counts(exclude_deleting=False)
         failures, retries, restart_job = self.failed_pods()
+        # A fetch the kubelet keeps restarting (restartPolicy other than Never) that failed for good.
+        failures += codesyncfailure.fetch_failures(self.slots.values(), code_sync_of(self.layout.annotations))
         deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
         limit = policy.backoff_limit
         base = sum(t.base for t in tallies.values())
@@ -184,59 +189,6 @@ class ActiveJob:
             if st.is_true(r.status, ctype):
                 st.set_condition(r.status, ctype, False, st.REASON_SUSPENDED, message, r.now)
 
-    def service_ok(self) -> bool:
-        r = self.r
-        if self.layout.per_pod_services:
-            return self.pod_services_ok()
-        service = r.observed.service
-        if service is None:
-            r.plan.create_service = self.desired.service
-            return True
-        if controlled_by(service, r.job):
-            return True
-        message = (
-            f"Service {self.layout.name} already exists and is not owned by "
-            f"{r.title}: delete or rename it; no pods are created until then"
-        )
-        if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
-            r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
-        return False
-
-    def extra_children_ok(self) -> bool:
-        """The framework's extra children (`Framework.extra_children`): create-only ones, then
-        the observed ones, while an observed one is missing; an observed one whose content
-        differs is replaced. One of their names taken by an object the job does not own: a
-        condition and an event, no pods."""
-        r = self.r
-        wanted = self.desired.extra(r.pods)
-        if not wanted:
-            return True
-        seen = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in r.observed.extra}
-        missing = False
-        for child in wanted:
-            if not child.observed:
-                continue
-            kind, name = child.obj["kind"], child.obj["metadata"]["name"]
-            current = seen.get((kind, name))
-            if current is None:
-                missing = True
-            elif not controlled_by(current, r.job):
-                message = (
-                    f"{kind} {name} already exists and is not owned by {r.title}: "
-                    "delete or rename it; no pods are created until then"
-                )
-                if st.set_not_running(r.status, st.REASON_RESOURCE_EXISTS, message, r.now):
-                    r.event("Warning", st.REASON_RESOURCE_EXISTS, message)
-                return False
-            elif current.get("data") != child.obj.get("data") and not terminating(current):
-                r.plan.update_children.append({**current, "data": child.obj.get("data")})
-        if missing:
-            r.plan.create_children = [c.obj for c in wanted if not c.observed]
-            r.plan.create_children += [
-                c.obj for c in wanted if c.observed and (c.obj["kind"], c.obj["metadata"]["name"]) not in seen
-            ]
-        return True
-
     def dependencies_met(self, rtype: str) -> bool:
         """Whether `rtype`'s missing pods may be created: every pod of each group it depends on
         (`ReplicaGroup.depends_on`) exists and is Running and Ready, or Succeeded (`Complete`)."""
@@ -251,42 +203,6 @@ class ActiveJob:
                 elif pod_phase(pod) != "Running" or not pod_ready(pod):
                     return False
         return True
-
-    def pod_services_ok(self) -> bool:
-        """Per-pod service mode: every pod's Service exists before pods are created (as the job's
-        Service does otherwise); Services of pods the spec no longer has (a scale-down) go."""
-        r = self.r
-        wanted = {self.layout.pod_name(t, i): (t, i) for t, i in self.shape.slots()}
-        for service in r.observed.job_services:
-            name = pod_name(service)
-            if name not in wanted and controlled_by(service, r.job) and not terminating(service):
-                r.plan.delete_pod_services.append(name)
-        foreign: list[str] = []
-        for name, (rtype, index) in wanted.items():
-            found = r.observed.service_named(name)
-            if found is None:
-                r.plan.create_pod_services.append(self.desired.pod_service(rtype, index))
-            elif not controlled_by(found, r.job):
-                foreign.append(name)
-        if not foreign:
-            return True
-        message = (
-            f"Service {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''} already exists and is "
-            f"not owned by {r.title}: delete or rename it; no pods are created until then"
-        )
-        if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
-            r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
-        return False
-
-    def gang_ok(self) -> bool:
-        r = self.r
-        decision = gang.decide(self.desired, r.observed.pod_group, r.observed.pod_group_crd_installed)
-        r.plan.create_pod_group = decision.create_pod_group
-        if decision.waiting is not None and not st.is_true(r.status, st.RUNNING):
-            reason, message, event_reason = decision.waiting
-            if st.set_not_running(r.status, reason, message, r.now) and event_reason:
-                r.event("Warning", event_reason, message)
-        return decision.may_create_pods
 
     def restart_job(self, trigger: Retry, tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         """Every pod of the job deleted, to be recreated as attempt `jobRestarts + 1` once all are

@@ -126,8 +126,11 @@ class PlanApplier(ChildWriter):
             if len(failures) > before:
                 children_ok = False
                 break
+        before = len(failures)
         for child in p.update_children:
             await self._replace(job, EXTRA_CHILD_RESOURCES[child["kind"]], child, failures)
+        # A restart the status does not record is recorded by these children (the snapshot).
+        restarts_recorded = children_ok and len(failures) == before
         await self._tensorboard(job, p, failures)
         if p.delete_pods:
             self.expectations.expect_deletions(key, p.delete_pods)
@@ -138,6 +141,8 @@ class PlanApplier(ChildWriter):
             await self._create_pods(key, ref, job, p.create_pods, failures)
         if p.status is not None and not await self._write_status(key, ref, job, p.status):
             return
+        if p.restarts > 0 and restarts_recorded:
+            JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
         if job["metadata"].get("namespace", "") not in self.closed_namespaces:
             for event in p.events:
                 self.recorder.emit(job, event.type, event.reason, event.message)
@@ -201,7 +206,7 @@ def _without_creates(p: Plan) -> Plan:
 def _count_transitions(job: Obj, new: Obj) -> None:
     """Count the job's Succeeded/Failed transitions and new restarts from its old status to `new`."""
     old = job.get("status") or {}
-    labels = {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
+    labels = _metric_labels(job)
     # A Trainer TrainJob's success is its Complete condition (kubetrain.api.trainer).
     succeeded = next((t for t in (SUCCEEDED, TRAINJOB_COMPLETE) if is_true(new, t)), None)
     if succeeded is not None and not is_true(old, succeeded):
@@ -213,6 +218,10 @@ def _count_transitions(job: Obj, new: Obj) -> None:
     restarted = _total_restarts(new) - _total_restarts(old)
     if restarted > 0:
         JOBS_RESTARTED.labels(**labels).inc(restarted)
+
+
+def _metric_labels(job: Obj) -> dict[str, str]:
+    return {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
 
 
 def _total_restarts(status: Mapping[str, Any]) -> int:

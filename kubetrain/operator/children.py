@@ -1,5 +1,6 @@
-"""The objects a job owns, built exactly as docs/behaviour.md §4 and §8 say: pods, the headless
-Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
+"""The objects a job owns, built exactly as docs/behaviour.md §4 and §8 say: pods and the
+headless Service(s) (the PodGroup and HPA, which stand for the whole job, are `jobchildren.py`'s).
+Pure; used by the planner and by `kubetrain render`.
 
 - Pod `<job>-<lower(type)>-<index>`, `hostname` = pod name, `subdomain` = job name, labels
   (operator labels override template labels of the same key), controller ownerReference,
@@ -9,18 +10,11 @@ Service, the PodGroup. Pure; used by the planner and by `kubetrain render`.
   annotations and labels.
 - One headless Service per job, named after it, selecting `kubetrain.io/job-name` — or, in
   per-pod service mode (`kubetrain.api.servicemode`), one headless Service per pod.
-- A PodGroup named after the job, in the API of the configured gang scheduler
-  (`kubetrain.api.gangschedulers`).
-- When the framework says the job asks for autoscaling (`Framework.autoscaling`: an elastic
-  PyTorchJob with metrics), an `autoscaling/v2` HorizontalPodAutoscaler named after the job that
-  scales the job itself (its scale subresource) within the bounds the framework gives.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -28,7 +22,6 @@ from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
-    ANNOTATION_HPA_SPEC_HASH,
     KUBEDL_LABEL_GROUP_NAME,
     KUBEDL_LABEL_JOB_NAME,
     KUBEDL_LABEL_JOB_ROLE,
@@ -48,13 +41,10 @@ from kubetrain.api.labels import (
     LABEL_REPLICA_TYPE,
     MANAGED_BY_VALUE,
 )
-from kubetrain.api.podresources import sum_pod_resources
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
 from kubetrain.jobs.codesync import add_code_sync
-from kubetrain.jobs.shape import EnvPlugin, JobShape
+from kubetrain.jobs.shape import EnvPlugin
 from kubetrain.jobs.tenancy import labels_of_annotations
-
-HPA_API_VERSION = "autoscaling/v2"
 
 
 def owner_reference(job: JobLayout) -> dict[str, Any]:
@@ -320,85 +310,4 @@ def build_pod_service(job: JobLayout, replica_type: str, index: int) -> dict[str
             },
             "ports": ports,
         },
-    }
-
-
-def min_member(shape: JobShape) -> int:
-    """`minAvailable`, at most the pods the gang can hold (a value counting a group left out of
-    the gang — set before the dependency, or by the user — could never be met), else every gang
-    slot (`JobShape.gang_slots`)."""
-    slots = len(shape.gang_slots())
-    value = shape.run_policy.scheduling.min_available
-    if value is not None:
-        return min(value, slots) if slots > 0 else value
-    return slots if slots > 0 else shape.total_replicas
-
-
-def min_resources(shape: JobShape) -> dict[str, str]:
-    """What the scheduler reserves for the first minMember gang pods, in priority order: per
-    pod its containers' requests (limits where no request), sidecars and init containers
-    counted as the scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
-    slots = shape.gang_slots()[: min_member(shape)]
-    return sum_pod_resources(shape.groups[group].template for group, _ in slots)
-
-
-def build_pod_group(shape: JobShape, gang_scheduler: str) -> dict[str, Any] | None:
-    """The job's PodGroup for the configured gang scheduler (None for `none`), from the job's
-    scheduling policy (`JobShape.run_policy.scheduling`)."""
-    gang = gang_scheduler_of(gang_scheduler)
-    if gang is None:
-        return None
-    job, policy = shape.layout, shape.run_policy.scheduling
-    given = policy.min_resources
-    resources = dict(given) if given is not None else min_resources(shape)
-    spec = gang.pod_group_spec(min_member(shape), resources, policy.by_field_name())
-    return {
-        "apiVersion": gang.api_version,
-        "kind": gang.kind,
-        "metadata": {
-            "name": job.name,
-            "namespace": job.namespace,
-            "labels": job_labels(job),
-            "ownerReferences": [owner_reference(job)],
-        },
-        "spec": spec,
-    }
-
-
-def hpa_spec(job: JobLayout, framework: EnvPlugin) -> dict[str, Any] | None:
-    """The HPA spec the job asks for (None when the framework says it asks for none)."""
-    scaling = framework.autoscaling(job)
-    if scaling is None:
-        return None
-    spec: dict[str, Any] = {
-        "scaleTargetRef": {"apiVersion": job.api_version, "kind": job.kind, "name": job.name},
-    }
-    if scaling.min_replicas is not None:
-        spec["minReplicas"] = scaling.min_replicas
-    if scaling.max_replicas is not None:
-        spec["maxReplicas"] = scaling.max_replicas
-    spec["metrics"] = copy.deepcopy(scaling.metrics)
-    return spec
-
-
-def hpa_spec_hash(spec: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-
-
-def build_hpa(job: JobLayout, framework: EnvPlugin) -> dict[str, Any] | None:
-    """The job's HorizontalPodAutoscaler (None when the job asks for none)."""
-    spec = hpa_spec(job, framework)
-    if spec is None:
-        return None
-    return {
-        "apiVersion": HPA_API_VERSION,
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {
-            "name": job.name,
-            "namespace": job.namespace,
-            "labels": job_labels(job),
-            "annotations": {ANNOTATION_HPA_SPEC_HASH: hpa_spec_hash(spec)},
-            "ownerReferences": [owner_reference(job)],
-        },
-        "spec": spec,
     }

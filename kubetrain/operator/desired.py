@@ -19,13 +19,12 @@ from kubetrain.frameworks.base import ExtraChild
 from kubetrain.jobs.shape import JobShape
 from kubetrain.operator.children import (
     build_extra_child,
-    build_hpa,
     build_pod,
-    build_pod_group,
     build_pod_service,
     build_service,
     pod_slots,
 )
+from kubetrain.operator.jobchildren import build_hpa, build_pod_group
 from kubetrain.operator.progressenv import ProgressInjection, config_map, enabled, inject
 
 

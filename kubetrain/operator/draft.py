@@ -58,6 +58,9 @@ class Observed:
     # any Service in the job's namespace by name (one of a pod's name may belong to another).
     job_services: list[dict[str, Any]] = field(default_factory=list)
     service_named: Callable[[str], dict[str, Any] | None] = _no_service
+    # The TensorBoard Ingresses of the namespace by name (the controller watches those labelled
+    # kubetrain.io/tensorboard-of); None: not observed, the Ingress is written only on a change.
+    tensorboard_ingress: Callable[[str], dict[str, Any] | None] | None = None
 
 
 # Pods one reconcile creates at most, as kube's Job controller (MaxPodCreateDeletePerSync) and
@@ -103,41 +106,40 @@ class Plan:
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None
     delete_job: bool = False
+    # Whole-job restarts this plan decides that the status does not record (a TrainJob's
+    # JobSet restarts live in its snapshot): counted in kubetrain_jobs_restarted_total once the
+    # plan's children are created and updated (the record written). Restarts the status
+    # records are counted from the status.
+    restarts: int = 0
 
     @property
     def empty(self) -> bool:
         return self == Plan()
 
 
-class ReconcileDraft:
-    """What one reconcile has decided so far, and the facts it decides from: the job, its
-    prepared (defaulted, validated) form — its shape and run policy —, the observed children,
-    the time and the configuration; the plan and the new status being built. `plan.py` and
-    `active.py` work on it; neither reaches into the other."""
+class Draft:
+    """What one reconcile of a job has decided so far, and the facts it decides from: the job,
+    the observed children (`pods`: those the job controls), the time and the configuration; the
+    plan and the new status being built. Every planner's reconcile is one (`ReconcileDraft` for
+    the jobs prepared into a shape, `trainplan.TrainJobDraft` for TrainJobs)."""
 
     def __init__(
         self,
         job: Mapping[str, Any],
-        prepared: PreparedJob,
         observed: Observed,
         now: datetime,
         config: PlannerConfig,
+        *,
+        skip_pod: str | None = None,
     ) -> None:
-        self.job, self.prepared, self.observed = job, prepared, observed
-        self.run_policy = prepared.run_policy
-        self.now, self.config = now, config
-        meta = job.get("metadata") or {}
-        self.title = f"{job.get('kind')} {meta.get('name')}"
+        self.job, self.observed, self.now, self.config = job, observed, now, config
         raw_status = job.get("status")
         self.old: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
         self.status: dict[str, Any] = copy.deepcopy(self.old)
         self.plan = Plan()
-        # The job's pods; its TensorBoard pod is not one of them (operator/tensorboard.py).
-        tensorboard = f"{meta.get('name')}-tensorboard-0"
-        self.pods = [p for p in observed.pods if controlled_by(p, job) and pod_name(p) != tensorboard]
+        self.pods = [p for p in observed.pods if controlled_by(p, job) and pod_name(p) != skip_pod]
         self.deleting: set[str] = set()
 
-    # --- helpers -------------------------------------------------------------------------------
     def event(self, etype: str, reason: str, message: str) -> None:
         self.plan.events.append(EventSpec(etype, reason, message[:MAX_EVENT_MESSAGE]))
 
@@ -150,8 +152,32 @@ class ReconcileDraft:
                 self.deleting.add(name)
                 self.plan.delete_pods.append(name)
 
+    def delete_active(self) -> None:
+        """Delete every live pod that is still running or pending."""
+        self.delete([pod_name(p) for p in self.live_pods() if runpolicy.is_active_pod(p)])
+
+
+class ReconcileDraft(Draft):
+    """A reconcile of a job prepared into a shape: also its prepared (defaulted, validated)
+    form — its shape and run policy. `plan.py` and `active.py` work on it; neither reaches into
+    the other. Its pods leave out the job's TensorBoard pod (operator/tensorboard.py)."""
+
+    def __init__(
+        self,
+        job: Mapping[str, Any],
+        prepared: PreparedJob,
+        observed: Observed,
+        now: datetime,
+        config: PlannerConfig,
+    ) -> None:
+        meta = job.get("metadata") or {}
+        super().__init__(job, observed, now, config, skip_pod=f"{meta.get('name')}-tensorboard-0")
+        self.prepared = prepared
+        self.run_policy = prepared.run_policy
+        self.title = f"{job.get('kind')} {meta.get('name')}"
+
     def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
         st.set_terminal(self.status, ctype, reason, message, self.now)
         self.event("Normal" if ctype == st.SUCCEEDED else "Warning", reason, message)
         if delete_active:
-            self.delete([pod_name(p) for p in self.live_pods() if runpolicy.is_active_pod(p)])
+            self.delete_active()

@@ -5,11 +5,14 @@ Pure.
 What JobSet + the Job controller would do, done directly on pods:
 - at the first reconcile the runtime is copied into the `<tj>-runtime-snapshot` ConfigMap and
   the TrainJob runs from that copy ever after (a later runtime edit changes no running job);
-- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete;
+- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete (and, with
+  `startupPolicy: InOrder`, once the steps before them have started: `jobsetpolicy.py`);
 - a failed pod is recreated until its step's `backoffLimit` is exceeded (restartPolicy Never:
   failed pods; OnFailure: container restarts), then the step's job fails; the template's
   `failurePolicy.maxRestarts` restarts every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`)
-  that many times, then the TrainJob fails (`FailedJobs`, or `ReachedMaxRestarts` after restarts);
+  that many times (`restartStrategy: BlockingRecreate`: the new attempt's pods only once every
+  pod of the earlier one is gone), then the TrainJob fails (`FailedJobs`, or
+  `ReachedMaxRestarts` after restarts);
 - the success policy (All / Any of the target steps) completes it (`AllJobsCompleted`);
 - `suspend` deletes the pods (`Suspended` condition), resuming recreates them; the deadline
   (`activeDeadlineSeconds`, from creation or the last resume) fails it (`DeadlineExceeded`).
@@ -32,7 +35,8 @@ from kubetrain.jobs.trainjob import failurepolicy
 from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.operator.draft import MAX_EVENT_MESSAGE, EventSpec, Observed, Plan, PlannerConfig
+from kubetrain.operator import trainprogress
+from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.runpolicy import is_active_pod
 from kubetrain.operator.status import parse_time
@@ -42,35 +46,15 @@ Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
 
 
-class _Draft:
+class TrainJobDraft(Draft):
+    """A TrainJob's reconcile: the shared `Draft` with Trainer's conditions."""
+
     def __init__(
         self, job: Mapping[str, Any], observed: Observed, now: datetime, config: PlannerConfig
     ) -> None:
-        self.job, self.observed, self.now, self.config = job, observed, now, config
-        meta = job.get("metadata") or {}
-        self.name = str(meta.get("name", ""))
+        super().__init__(job, observed, now, config)
+        self.name = str((job.get("metadata") or {}).get("name", ""))
         self.spec: Mapping[str, Any] = job.get("spec") or {}
-        raw = job.get("status")
-        self.old: Obj = raw if isinstance(raw, dict) else {}
-        self.status: Obj = copy.deepcopy(self.old)
-        self.plan = Plan()
-        self.pods = [p for p in observed.pods if controlled_by(p, job)]
-        self.deleting: set[str] = set()
-
-    def event(self, etype: str, reason: str, message: str) -> None:
-        self.plan.events.append(EventSpec(etype, reason, message[:MAX_EVENT_MESSAGE]))
-
-    def live(self) -> list[Obj]:
-        return [p for p in self.pods if not terminating(p) and pod_name(p) not in self.deleting]
-
-    def delete(self, names: list[str]) -> None:
-        for name in names:
-            if name not in self.deleting:
-                self.deleting.add(name)
-                self.plan.delete_pods.append(name)
-
-    def delete_active(self) -> None:
-        self.delete([pod_name(p) for p in self.live() if is_active_pod(p)])
 
     def terminal(self, ctype: str, reason: str, message: str) -> None:
         set_condition(self.status, ctype, True, reason, message, self.now)
@@ -92,7 +76,7 @@ def plan_trainjob(
 ) -> Plan:
     """One reconcile of a TrainJob; `runtime` is the live runtime its runtimeRef names (None: not
     found), read only until the snapshot exists."""
-    d = _Draft(job, observed, now, config)
+    d = TrainJobDraft(job, observed, now, config)
     meta = job.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Plan()
@@ -142,6 +126,7 @@ def plan_trainjob(
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
+    trainprogress.ca_children(d.job, d.config.progress, d.observed.extra, d.plan)
     gang = _gang(d, resolved)
     new_state = _run(d, resolved, state, gang)
     if snapshot is not None and new_state != state:
@@ -153,7 +138,7 @@ def plan_trainjob(
     return d.finish()
 
 
-def _gang(d: _Draft, resolved: ResolvedTrainJob) -> GangScheduler | bool | None:
+def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob) -> GangScheduler | bool | None:
     """The gang scheduler the pods are decorated for (None: no gang), or False: pods must wait
     (the PodGroup is being created, or not yet admitted by a scheduler that admits)."""
     wanted = gang_of(resolved, d.config.gang_scheduler)
@@ -179,7 +164,7 @@ def _gang(d: _Draft, resolved: ResolvedTrainJob) -> GangScheduler | bool | None:
     return gang
 
 
-def _policy_children(d: _Draft, resolved: ResolvedTrainJob) -> None:
+def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
     """The ML policy's objects (MPI: SSH Secret, hostfile ConfigMap): created, before any pod,
     while the ConfigMap is missing (the Secret is create-only: 409 counts as done); the
     ConfigMap's data replaced when it differs."""
@@ -199,18 +184,37 @@ def _policy_children(d: _Draft, resolved: ResolvedTrainJob) -> None:
             d.plan.update_children.append({**current, "data": cm["data"]})
 
 
-def _suspend(d: _Draft, resolved: ResolvedTrainJob) -> None:
+def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: str) -> Obj | None:
+    """Progress deadline exceeded (trainprogress.py): the state after a whole-gang restart or
+    after failing the TrainJob; None while it is not stalled."""
+    pods = [
+        p for p in d.live_pods() if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
+    ]
+    stall = trainprogress.decide(d.job, state, pods, d.now, resolved.failure_policy)
+    if stall.new_state is None:
+        d.plan.requeue_at = trainprogress.earlier(d.plan.requeue_at, stall.due)
+    elif stall.restart:
+        d.delete([pod_name(p) for p in d.live_pods()])
+        d.plan.restarts += 1
+        d.event("Warning", trainprogress.REASON, stall.message)
+    else:
+        d.terminal(c.FAILED, trainprogress.REASON, stall.message)
+        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
+    return stall.new_state
+
+
+def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
     if not is_true(d.status, c.SUSPENDED):
         set_condition(d.status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, d.now)
         d.event("Normal", c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED)
-    d.delete([pod_name(p) for p in d.live()])
+    d.delete([pod_name(p) for p in d.live_pods()])
     d.status["jobsStatus"] = [
         {"name": s.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": s.replicas}
         for s in resolved.steps
     ]
 
 
-def _ttl_after_finished(d: _Draft) -> None:
+def _ttl_after_finished(d: TrainJobDraft) -> None:
     """JobSet's `ttlSecondsAfterFinished` (the snapshot's template): once that long has passed
     since the Complete/Failed condition, the finished pods are deleted, as JobSet's deletion of
     itself would take them (the TrainJob stays, as in Trainer); until then, a requeue at that
@@ -239,7 +243,7 @@ def _ttl_after_finished(d: _Draft) -> None:
         d.plan.requeue_at = expiry
 
 
-def _deadline_passed(d: _Draft) -> bool:
+def _deadline_passed(d: TrainJobDraft) -> bool:
     seconds = d.spec.get("activeDeadlineSeconds")
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
         return False
@@ -273,19 +277,23 @@ def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
     return restarts > 0 if step.backoff_limit == 0 else restarts >= step.backoff_limit
 
 
-def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler | bool | None = None) -> Obj:
+def _run(
+    d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler | bool | None = None
+) -> Obj:
     """Pods of a running TrainJob: failures, restarts, success, creates. Returns the new state."""
     restarts = int(state.get("restarts") or 0)
     failures: dict[str, int] = {k: int(v) for k, v in (state.get("failures") or {}).items()}
     counted = (
         {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
     )
+    if trainprogress.RESTARTED_AT in state:  # when this attempt began (stall detection)
+        counted[trainprogress.RESTARTED_AT] = state[trainprogress.RESTARTED_AT]
     attempt = str(restarts)
     # pods of an earlier attempt go first
     d.delete(
         [
             pod_name(p)
-            for p in d.live()
+            for p in d.live_pods()
             if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") != attempt
         ]
     )
@@ -308,15 +316,20 @@ def _run(d: _Draft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler 
         verdict = failurepolicy.decide(resolved.name, resolved.failure_policy, ordered, so_far)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
         if verdict.restart:
-            d.delete([pod_name(p) for p in d.live()])
+            d.delete([pod_name(p) for p in d.live_pods()])
             d.event("Warning", verdict.reason, verdict.message)
-            return {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+            d.plan.restarts += 1
+            new = {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+            return trainprogress.restarted(new, d.now)
         d.terminal(c.FAILED, verdict.reason, verdict.message)
         return {**state, "restarts": restarts, "failures": failures}
     if _succeeded(resolved, by_name):
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
+    stalled = _stalled(d, resolved, state, attempt)
+    if stalled is not None:
+        return stalled
     if gang is not False:
         _create_missing(d, resolved, by_name, restarts, gang if isinstance(gang, GangScheduler) else None)
     d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
@@ -355,13 +368,33 @@ def _dependency_met(resolved: ResolvedTrainJob, name: str, status: str, by_name:
     return True
 
 
+def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj]) -> bool:
+    """JobSet's `allReplicasStarted`: every job of the step Ready, Succeeded or Failed — here,
+    every pod of it present and Ready, Succeeded or Failed."""
+    for _, _, name in ch.pod_slots(resolved, step):
+        pod = by_name.get(name)
+        if pod is None or terminating(pod):
+            return False
+        if not pod_ready(pod) and pod_phase(pod) not in ("Succeeded", "Failed"):
+            return False
+    return True
+
+
 def _create_missing(
-    d: _Draft,
+    d: TrainJobDraft,
     resolved: ResolvedTrainJob,
     by_name: Mapping[str, Obj],
     restarts: int,
     gang: GangScheduler | None = None,
 ) -> None:
+    """The missing pods of every step whose dependencies are met, in step order, at most
+    `max_pod_creates`. `startupPolicy: InOrder`: none past a step not started yet;
+    `restartStrategy: BlockingRecreate`: none while a pod of an earlier attempt is left."""
+    attempt = str(restarts)
+    if resolved.blocking_recreate and any(
+        (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") != attempt for p in d.pods
+    ):
+        return
     budget = d.config.max_pod_creates
     for step in resolved.steps:
         if not all(_dependency_met(resolved, n, s, by_name) for n, s in step.depends_on):
@@ -373,12 +406,15 @@ def _create_missing(
                 return
             budget -= 1
             new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
+            trainprogress.inject_pod(d.job, d.config.progress, new)
             if gang is not None:
                 decorate(new, gang, resolved.name, step.name)
             d.plan.create_pods.append(new)
+        if resolved.in_order and not _started(resolved, step, by_name):
+            return
 
 
-def _jobs_status(d: _Draft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:
+def _jobs_status(d: TrainJobDraft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:
     """JobSet's replicatedJobsStatus: per step, how many of its jobs are ready, succeeded, failed,
     active (Trainer copies it into `jobsStatus`)."""
     by_name = {pod_name(p): p for p in d.pods if pod_name(p) not in d.deleting}

@@ -15,8 +15,8 @@ from typing import Any
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import job_resources_in
+from kubetrain.webhook.reads import JobReader
 from kubetrain.webhook.review import AdmissionRequest
-from kubetrain.webhook.server import JobReader
 
 
 def kube_job_reader(client: KubeClient) -> JobReader:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -56,23 +55,19 @@ from kubetrain.frameworks import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
-from kubetrain.webhook.decider import Decider, decide_guarded, encode
+from kubetrain.webhook.body import BodyReader
+from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission
-from kubetrain.webhook.processes import (
-    MAX_QUEUE,
-    PROCESS_BYTES,
-    TIME_LIMIT,
-    PoolBusy,
-    ReviewFailed,
-    ReviewProcesses,
-    ReviewTimedOut,
-)
-from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, BadReview
-from kubetrain.webhook.trainer import TrainerFacts, TrainerReader, needs_read, validate_trainer
-from kubetrain.webhook.validate import validate_scale
+from kubetrain.webhook.processes import MAX_QUEUE, PROCESS_BYTES, TIME_LIMIT, ReviewProcesses
+from kubetrain.webhook.reads import Answer, JobReader, answer_scale, answer_trainer
+from kubetrain.webhook.refusals import Refusal, refuse
+from kubetrain.webhook.review import AdmissionRequest, BadReview
+from kubetrain.webhook.trainer import TrainerReader, needs_read
 
 log = logging.getLogger(__name__)
+
+__all__ = ["JobReader", "WebhookServer"]
 
 # kube-apiserver refuses object writes over 3 MiB; an UPDATE review carries two such objects.
 MAX_BODY_BYTES = 7 * 1024 * 1024
@@ -83,31 +78,26 @@ ABORT_GRACE = 1.0
 # milliseconds, and a thread hand-off would cost more CPU than the review itself.
 INLINE_BYTES = 64 * 1024
 JSON_CONTENT_TYPES = frozenset({"application/json"})
-# Reads the job a scale-subresource review is about (None when it does not exist).
-JobReader = Callable[[AdmissionRequest], Awaitable[dict[str, Any] | None]]
 
 
-class _TooBusy(Exception):
-    """The bodies being read already fill `max_inflight_bytes`."""
-
-
-class _Aborted(Exception):
-    """The client went away (or stalled past the body timeout) before sending the whole body."""
-
-
-def _closing(response: web.Response) -> web.Response:
-    """An error answer after which the connection is closed: the unread rest of the body is
-    not drained (aiohttp would otherwise keep reading it to reuse the connection)."""
-    response.force_close()
+def _send(request: web.Request, refusal: Refusal) -> web.Response:
+    """The HTTP answer of a refusal. With `close`, the connection is closed after it: the unread
+    rest of the body is not drained (aiohttp would otherwise keep reading it to reuse the
+    connection). With `abort`, a client that stalled or overfilled the server, which may never
+    read the answer nor finish the TLS shutdown, has its connection aborted ABORT_GRACE seconds
+    after the answer."""
+    transport = request.transport
+    if refusal.abort and transport is not None:
+        asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+    response = web.Response(status=refusal.status, text=refusal.text, headers=refusal.headers or None)
+    if refusal.close:
+        response.force_close()
     return response
 
 
-def _abort_soon(request: web.Request) -> None:
-    """A client that stalled or overfilled the server may never read the answer nor finish the
-    TLS shutdown: its connection is aborted ABORT_GRACE seconds after the answer."""
-    transport = request.transport
-    if transport is not None:
-        asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+def _check_content_type(request: web.Request) -> None:
+    if request.content_type not in JSON_CONTENT_TYPES:
+        raise BadReview(f"Content-Type must be application/json, got {request.content_type or 'none'!r}")
 
 
 class WebhookServer:
@@ -152,7 +142,11 @@ class WebhookServer:
         self.reuse_port = reuse_port  # several processes serving one port (--webhook-workers)
         self.job_reader = job_reader  # for scale-subresource reviews
         self.trainer_reader = trainer_reader  # for TrainJob and runtime DELETE reviews
-        self._inflight = 0
+        self.bodies = BodyReader(
+            max_body_bytes=max_body_bytes,
+            max_inflight_bytes=max_inflight_bytes,
+            timeout=self.guard.limits.body_timeout,
+        )
         self._executor: ThreadPoolExecutor | None = None
         # Reviews over PROCESS_BYTES go to worker processes (kubetrain.webhook.processes).
         self.processes = (
@@ -200,96 +194,28 @@ class WebhookServer:
         """The CRD conversion webhook of mpijobs.kubeflow.org (kubetrain.frameworks.mpiconversion): a
         ConversionReview in, its answer out; 400 for a body that is not one."""
         try:
-            if request.content_type not in JSON_CONTENT_TYPES:
-                raise BadReview(
-                    f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
-                )
+            _check_content_type(request)
             answer = mpiconversion.answer(await self._read_body(request))
-        except (BadReview, mpiconversion.BadConversionReview) as exc:
-            log.info("convert: 400 Bad Request from %s: %s", request.remote, exc)
-            return _closing(web.Response(status=400, text=f"bad ConversionReview request: {exc}\n"))
-        except _TooBusy:
-            _abort_soon(request)
-            return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
-        except _Aborted:
-            _abort_soon(request)
-            return _closing(web.Response(status=408, text="the request body was not received in time\n"))
+        except mpiconversion.BadConversionReview as exc:
+            return self._refuse_convert(request, BadReview(str(exc)))
+        except Exception as exc:
+            return self._refuse_convert(request, exc)
         return web.Response(body=answer, content_type="application/json")
 
+    def _refuse_convert(self, request: web.Request, exc: Exception) -> web.Response:
+        refusal = refuse(exc, what="ConversionReview", max_inflight_bytes=self.max_inflight_bytes)
+        if refusal is None:
+            raise exc
+        if refusal.status == 400:
+            log.info("convert: %s", refusal.log_line(request.remote))
+        return _send(request, refusal)
+
     async def _read_body(self, request: web.Request) -> bytes:
-        length = request.content_length
-        if length is not None and length > self.max_body_bytes:
-            raise BadReview(f"the request body is {length} bytes; the limit is {self.max_body_bytes} bytes")
-        data = bytearray()
-        counted = 0
-        try:
-            async with asyncio.timeout(self.guard.limits.body_timeout):
-                while True:
-                    chunk = await request.content.read(65536)
-                    if not chunk:
-                        return bytes(data)
-                    if self._inflight + len(chunk) > self.max_inflight_bytes:
-                        raise _TooBusy()
-                    self._inflight += len(chunk)
-                    counted += len(chunk)
-                    data += chunk
-                    if len(data) > self.max_body_bytes:
-                        raise BadReview(f"the request body exceeds the limit of {self.max_body_bytes} bytes")
-        except (ConnectionError, TimeoutError) as exc:
-            raise _Aborted(type(exc).__name__) from None
-        finally:
-            self._inflight -= counted
+        return await self.bodies.read(request.content_length, request.content.read)
 
-    async def _answer_scale(self, review: AdmissionRequest) -> tuple[AdmissionRequest, bytes, str]:
-        if self.job_reader is None:
-            response = AdmissionResponse.deny(
-                review.uid,
-                "the kubetrain webhook has no API client to read the job being scaled",
-                code=500,
-                reason="InternalError",
-            )
-            return encode(review, response)
-        try:
-            job = await self.job_reader(review)
-        except Exception as exc:
-            log.warning(
-                "validate: cannot read %s/%s for its scale review: %s", review.namespace, review.name, exc
-            )
-            response = AdmissionResponse.deny(
-                review.uid,
-                f"cannot read the job to check the scale change: {type(exc).__name__}; retry",
-                code=500,
-                reason="InternalError",
-            )
-            return encode(review, response)
-
-        def decide(request: AdmissionRequest) -> AdmissionResponse:
-            return validate_scale(request, job, max_replicas=self.max_replicas)
-
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, lambda: encode(review, decide_guarded(review, "validate", decide))
-        )
-
-    async def _answer_trainer(self, review: AdmissionRequest) -> tuple[AdmissionRequest, bytes, str]:
-        """A TrainJob (its runtime read first) or a runtime DELETE (its TrainJobs listed first)."""
-        if self.trainer_reader is None:
-            facts = TrainerFacts()
-        else:
-            try:
-                facts = await self.trainer_reader(review)
-            except Exception as exc:
-                log.warning("validate: cannot read what %s %s needs: %s", review.kind, review.name, exc)
-                response = AdmissionResponse.deny(
-                    review.uid,
-                    f"cannot read the runtime or TrainJobs to check this {review.kind}: "
-                    f"{type(exc).__name__}; retry",
-                    code=500,
-                    reason="InternalError",
-                )
-                return encode(review, response)
-        return encode(
-            review, decide_guarded(review, "validate", lambda r: validate_trainer(r, facts, self.policies))
+    async def _answer_scale(self, review: AdmissionRequest) -> Answer:
+        return await answer_scale(
+            review, self.job_reader, max_replicas=self.max_replicas, executor=self._executor
         )
 
     def _observe(self, webhook: str, operation: str, kind: str, result: str, started: float) -> None:
@@ -297,7 +223,7 @@ class WebhookServer:
             time.perf_counter() - started
         )
 
-    async def _decode_and_decide(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
+    async def _decode_and_decide(self, body: bytes, webhook: str) -> Answer:
         if len(body) <= INLINE_BYTES:
             return self.decider().answer(body, webhook)
         if self.processes is not None and len(body) > PROCESS_BYTES:
@@ -312,58 +238,27 @@ class WebhookServer:
         started = time.perf_counter()
         body = b""
         try:
-            if request.content_type not in JSON_CONTENT_TYPES:
-                raise BadReview(
-                    f"Content-Type must be application/json, got {request.content_type or 'none'!r}"
-                )
+            _check_content_type(request)
             body = await self._read_body(request)
             review, answer, result = await self._decode_and_decide(body, webhook)
             if not answer:
                 if needs_read(review):
-                    review, answer, result = await self._answer_trainer(review)
+                    review, answer, result = await answer_trainer(review, self.trainer_reader, self.policies)
                 else:
                     review, answer, result = await self._answer_scale(review)
-        except BadReview as exc:
-            self._observe(webhook, "", "", "bad_request", started)
-            log.info("%s: 400 Bad Request from %s: %s", webhook, request.remote, exc)
-            return _closing(web.Response(status=400, text=f"bad AdmissionReview request: {exc}\n"))
-        except _TooBusy:
-            _abort_soon(request)
-            self._observe(webhook, "", "", "busy", started)
-            log.warning(
-                "%s: 429 from %s: request bodies in flight exceed %d bytes",
-                webhook,
-                request.remote,
-                self.max_inflight_bytes,
+        except Exception as exc:
+            refusal = refuse(
+                exc,
+                max_inflight_bytes=self.max_inflight_bytes,
+                max_queue=self.processes.max_queue if self.processes else 0,
+                time_limit=self.processes.time_limit if self.processes else 0,
+                body_bytes=len(body),
             )
-            return _closing(web.Response(status=429, text="too many large requests in flight; retry\n"))
-        except PoolBusy:
-            self._observe(webhook, "", "", "busy", started)
-            log.warning(
-                "%s: 429 to %s: every review process is busy and %d large reviews are queued",
-                webhook,
-                request.remote,
-                self.processes.max_queue if self.processes else 0,
-            )
-            return web.Response(
-                status=429,
-                text="too many large reviews queued; retry\n",
-                headers={"Retry-After": "1"},
-            )
-        except (ReviewTimedOut, ReviewFailed) as exc:
-            self._observe(webhook, "", "", "error", started)
-            what = (
-                f"was not decided within {self.processes.time_limit if self.processes else 0:g}s"
-                if isinstance(exc, ReviewTimedOut)
-                else "could not be decided: its review process died"
-            )
-            log.error("%s: 503 to %s: a review of %d bytes %s", webhook, request.remote, len(body), what)
-            return _closing(web.Response(status=503, text=f"the AdmissionReview {what}\n"))
-        except _Aborted as exc:
-            _abort_soon(request)
-            self._observe(webhook, "", "", "aborted", started)
-            log.debug("%s: %s did not send its whole request body (%s)", webhook, request.remote, exc)
-            return _closing(web.Response(status=408, text="the request body was not received in time\n"))
+            if refusal is None:
+                raise
+            self._observe(webhook, "", "", refusal.result, started)
+            log.log(refusal.log_level, "%s: %s", webhook, refusal.log_line(request.remote))
+            return _send(request, refusal)
         kind = review.kind if is_job_kind(review.kind) else "other"
         self._observe(webhook, review.operation, kind, result, started)
         if log.isEnabledFor(logging.DEBUG):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -149,3 +150,22 @@ async def namespace(kube: Kube) -> AsyncIterator[str]:
         yield name
     finally:
         await kube.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+# --------------------------------------------------------------------------------------------
+# The e2e modules (test_scenarios.py, the SDK, KubeDL, MPI-version and cron modules)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """One e2e cluster per test module (tests/e2e/scenarios_support.py: CRDs, `kubetrain run`,
+    URL-mode webhooks, a throw-away namespace), the operator serving the module's
+    `E2E_API_GROUPS` (default: kubetrain.io)."""
+    from e2e import scenarios_support as support
+
+    groups = getattr(request.module, "E2E_API_GROUPS", ("kubetrain.io",))
+    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"], api_groups=groups)
+    try:
+        yield handle
+    finally:
+        await cleanup()

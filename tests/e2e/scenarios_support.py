@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 import yaml
 from jobs import job
 
@@ -63,6 +64,14 @@ NODES = ResourceRef("", "v1", "nodes", "Node", False)
 SIMULATED_NODE_PREFIX = "kubetrain-sim-node"  # PodSimulator's default node_prefix
 T = TypeVar("T")
 Obj = dict[str, Any]
+
+# The marks of every e2e module (`pytestmark = support.E2E`): run with `-m e2e` against the
+# cluster $KUBECONFIG names, one event loop per module (the `cluster` fixture of conftest.py).
+E2E = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
+    pytest.mark.asyncio(loop_scope="module"),
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,6 +157,7 @@ def write_serving_certificate(cert_dir: Path, host: str) -> bytes:
     cert_dir.mkdir(parents=True, exist_ok=True)
     (cert_dir / "tls.crt").write_bytes(bundle.serving.cert_pem)
     (cert_dir / "tls.key").write_bytes(bundle.serving.key_pem)
+    (cert_dir / "ca.crt").write_bytes(bundle.ca.cert_pem)  # what pods verify the progress endpoint with
     return bundle.ca_bundle
 
 
@@ -165,6 +175,7 @@ class OperatorProcess:
     log_path: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
     process: subprocess.Popen[bytes] | None = None
     api_groups: tuple[str, ...] = ("kubetrain.io",)
+    extra_args: tuple[str, ...] = ()  # more `kubetrain run` flags (e.g. the progress endpoint's)
 
     def args(self) -> list[str]:
         listen = "127.0.0.1" if self.webhook_host in ("127.0.0.1", "localhost") else "0.0.0.0"
@@ -181,6 +192,7 @@ class OperatorProcess:
             "--cert-mode=directory",
             f"--cert-dir={self.cert_dir}",
             f"--api-groups={','.join(self.api_groups)}",
+            *self.extra_args,
         ]
 
     def start(self) -> None:
@@ -426,10 +438,13 @@ class Cluster:
 
 
 async def open_cluster(
-    kubeconfig: str, api_groups: tuple[str, ...] = ("kubetrain.io",)
+    kubeconfig: str,
+    api_groups: tuple[str, ...] = ("kubetrain.io",),
+    operator_args: Callable[[str], tuple[str, ...]] | None = None,
 ) -> tuple[Cluster, Callable[[], Awaitable[None]]]:
-    """Set everything up, the operator serving `api_groups`; returns the cluster handle and the
-    clean-up coroutine function."""
+    """Set everything up, the operator serving `api_groups` (with the extra `kubetrain run`
+    flags `operator_args(host)` returns, `host` being the address the operator is reached at);
+    returns the cluster handle and the clean-up coroutine function."""
     client = await KubeClient.connect(kubeconfig)
     namespace = f"kubetrain-e2e-{uuid.uuid4().hex[:8]}"
     host = os.environ.get("KUBETRAIN_E2E_WEBHOOK_HOST", "127.0.0.1")
@@ -466,7 +481,14 @@ async def open_cluster(
 
         cert_dir = Path(tempfile.mkdtemp(prefix="kubetrain-e2e-certs-"))
         ca_pem = write_serving_certificate(cert_dir, host)
-        operator = OperatorProcess(kubeconfig, namespace, cert_dir, host, api_groups=api_groups)
+        operator = OperatorProcess(
+            kubeconfig,
+            namespace,
+            cert_dir,
+            host,
+            api_groups=api_groups,
+            extra_args=operator_args(host) if operator_args is not None else (),
+        )
         operator.start()
 
         async def stop_operator() -> None:

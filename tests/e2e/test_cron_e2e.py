@@ -11,54 +11,22 @@ tests/integration/test_cron_devcluster.py and tests/unit/test_cron_decide.py.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from crons import template_of, training_cron
+from e2e import scenarios_support as support
 
 from kubetrain.api.labels import LABEL_CRON_NAME
 from kubetrain.kube.resources import job_resource
 from kubetrain.operator.crons import TRAINING_CRONS
 
-
-def _support() -> Any:
-    """tests/e2e/scenarios_support.py, loaded once under the name test_scenarios.py gives it."""
-    name = "kubetrain_e2e_scenarios_support"
-    if name not in sys.modules:
-        path = os.path.join(os.path.dirname(__file__), "scenarios_support.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-support = _support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
+pytestmark = support.E2E
 Obj = dict[str, Any]
 MARGIN = 25.0  # the operator's pass, the create, a pod started
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"])
-    try:
-        yield handle
-    finally:
-        await cleanup()
 
 
 def seconds_to_next_minute() -> float:

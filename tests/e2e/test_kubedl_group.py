@@ -6,41 +6,18 @@ does not run are refused by the webhook naming the field."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from e2e import scenarios_support as support
 
 from kubetrain.api.manifests import load_all
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import job_resources_in
 
-
-def _load_support() -> ModuleType:
-    name = "kubetrain_e2e_scenarios_support"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
+pytestmark = support.E2E
+E2E_API_GROUPS = ("kubetrain.io", "training.kubedl.io")  # what the operator serves (the `cluster` fixture)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kubedl" / "example"
 RUNNABLE = [
@@ -60,17 +37,6 @@ def job_of(name: str, namespace: str) -> dict[str, Any]:
     (job,) = [d for d in load_all((DATA / name).read_text()) if str(d.get("kind", "")).endswith("Job")]
     job["metadata"]["namespace"] = namespace
     return job
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(
-        os.environ["KUBECONFIG"], api_groups=("kubetrain.io", "training.kubedl.io")
-    )
-    try:
-        yield handle
-    finally:
-        await cleanup()
 
 
 def _true(job: dict[str, Any], ctype: str) -> bool:

@@ -8,52 +8,19 @@ The SDK is synchronous: each call runs in a worker thread."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
-import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from e2e import scenarios_support as support
 
 training = pytest.importorskip(
     "kubeflow.training", reason="kubeflow-training (a dev dependency) is not installed"
 )
 
 
-def _load_support() -> ModuleType:
-    name = "kubetrain_e2e_scenarios_support"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(
-        os.environ["KUBECONFIG"], api_groups=("kubetrain.io", "kubeflow.org")
-    )
-    try:
-        yield handle
-    finally:
-        await cleanup()
+pytestmark = support.E2E
+E2E_API_GROUPS = ("kubetrain.io", "kubeflow.org")  # what the operator serves (the `cluster` fixture)
 
 
 async def test_the_kubeflow_sdk_runs_a_job_end_to_end(cluster: Any) -> None:

@@ -6,40 +6,17 @@ listed at v1 and v2beta1) and, where pods are simulated, run to Succeeded."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
+from e2e import scenarios_support as support
 
 from kubetrain.kube.resources import ResourceRef
 
-
-def _load_support() -> ModuleType:
-    name = "kubetrain_e2e_scenarios_support"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
+pytestmark = support.E2E
+E2E_API_GROUPS = ("kubetrain.io", "kubeflow.org")  # what the operator serves (the `cluster` fixture)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 V1 = ResourceRef("kubeflow.org", "v1", "mpijobs", "MPIJob", True)
@@ -48,17 +25,6 @@ EXAMPLES = [
     ("v1", DATA / "training-operator-mpi" / "examples" / "mpi" / "tensorflow-mnist.yaml"),
     ("v2beta1", DATA / "mpi-operator" / "examples" / "v2beta1" / "pi" / "pi.yaml"),
 ]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(
-        os.environ["KUBECONFIG"], api_groups=("kubetrain.io", "kubeflow.org")
-    )
-    try:
-        yield handle
-    finally:
-        await cleanup()
 
 
 def manifest(version: str, path: Path) -> dict[str, Any]:

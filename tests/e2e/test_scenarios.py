@@ -7,48 +7,18 @@ and the clean-up (one throw-away namespace; CRDs removed only if this run create
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from e2e import scenarios_support as support
 
 from kubetrain.kube.resources import CONFIG_MAPS, SECRETS
 
-
-def _load_support() -> ModuleType:
-    path = Path(__file__).with_name("scenarios_support.py")
-    spec = importlib.util.spec_from_file_location("kubetrain_e2e_scenarios_support", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
+pytestmark = support.E2E
 
 Obj = dict[str, Any]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"])
-    try:
-        yield handle
-    finally:
-        await cleanup()
 
 
 def succeeded(job: Obj) -> bool:

@@ -9,16 +9,13 @@ The SDK is synchronous: each call runs in a worker thread."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from e2e import scenarios_support as support
 
 from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.kube.client import ApiError
@@ -28,46 +25,26 @@ trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev depend
 common = pytest.importorskip("kubeflow.common.types")
 
 
-def _load_support() -> ModuleType:
-    name = "kubetrain_e2e_scenarios_support"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+pytestmark = support.E2E
+E2E_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")  # what the operator serves (the `cluster` fixture)
 
 
-support = _load_support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(
-        os.environ["KUBECONFIG"], api_groups=("kubetrain.io", "trainer.kubeflow.org")
-    )
+@pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
+async def runtimes(cluster: Any) -> AsyncIterator[None]:
+    """Trainer's default ClusterTrainingRuntimes, created where missing (removed again after)."""
     created: list[str] = []
     try:
         for runtime in default_runtimes():
             try:
-                await handle.client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+                await cluster.client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
                 created.append(runtime["metadata"]["name"])
             except ApiError as exc:
                 if not exc.is_already_exists:
                     raise
-        yield handle
+        yield
     finally:
         for name in created:
-            await support.delete_quietly(handle.client, CLUSTER_TRAINING_RUNTIMES, None, name)
-        await cleanup()
+            await support.delete_quietly(cluster.client, CLUSTER_TRAINING_RUNTIMES, None, name)
 
 
 async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:

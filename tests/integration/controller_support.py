@@ -20,14 +20,16 @@ import inspect
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
 
 import jobs
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     EVENTS,
@@ -406,3 +408,38 @@ async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
 
 # `async with running_stack(**options) as (stack, harness):` — `open_stack` inside one test.
 running_stack = contextlib.asynccontextmanager(open_stack)
+
+
+# --------------------------------------------------------------------------------------------
+# A controller on a FakeClock (time-driven behaviour: deadlines, TTLs, crons, stalls)
+
+T = TypeVar("T")
+
+
+async def open_clocked_stack(
+    start: datetime, **options: Any
+) -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
+    """`open_stack` with the controller on a FakeClock starting at `start`."""
+    clock = FakeClock(start=start)
+    async for stack, harness in open_stack(controller_clock=clock, **options):
+        yield stack, harness, clock
+
+
+async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
+    """Wait for an API-driven step while nudging the fake clock forward 1 ms per poll, so the
+    controller's work-queue back-offs (5 ms and up, on the fake clock) still fire. Deadline
+    checks never use this: they advance to an exact instant (`advance_to`)."""
+    task = asyncio.ensure_future(fn())
+    try:
+        while not task.done():
+            await clock.advance(0.001)
+            await asyncio.sleep(0.02)
+        return task.result()
+    finally:
+        task.cancel()
+
+
+async def advance_to(clock: FakeClock, when: datetime) -> None:
+    """Advance the fake clock to the instant `when` (not back, if it is past). FakeClock keeps
+    float seconds, so a 1 µs margin (below any timestamp's resolution) absorbs the rounding."""
+    await clock.advance(max((when - clock.now()).total_seconds(), 0) + 1e-6)

@@ -6,9 +6,8 @@ No real time is slept for a deadline: the test advances the controller's clock."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
 
 import pytest
 import pytest_asyncio
@@ -20,12 +19,14 @@ from kubetrain.operator.status import parse_time
 
 from .controller_support import (
     Harness,
+    advance_to,
     condition,
     eventually,
     is_true,
     job_manifest,
-    open_stack,
+    open_clocked_stack,
     replica_status,
+    ticking,
 )
 
 PYTORCHJOBS = job_resource("PyTorchJob")
@@ -33,36 +34,14 @@ TFJOBS = job_resource("TFJob")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-T = TypeVar("T")
 START = datetime.now(UTC).replace(microsecond=0)
 QUIET = 0.3  # real seconds to watch for something that must NOT happen (negative checks)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=START)
-    async for stack, h in open_stack(controller_clock=clock):
-        yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    """Run a wait while nudging the fake clock forward 1 ms per poll, so the controller's
-    work-queue back-offs (5 ms and up, on the fake clock) still fire while the test waits for an
-    API-driven step. Deadline checks never use this: they advance to an exact instant."""
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
-
-
-async def advance_to(clock: FakeClock, when: datetime) -> None:
-    """Advance the fake clock to the instant `when`. FakeClock keeps float seconds, so a 1 µs
-    margin (below any timestamp's resolution) absorbs the rounding of the subtraction."""
-    await clock.advance((when - clock.now()).total_seconds() + 1e-6)
+    async for triple in open_clocked_stack(START):
+        yield triple
 
 
 async def test_active_deadline_fires_exactly_at_deadline(env: tuple[DevStack, Harness, FakeClock]) -> None:

@@ -6,9 +6,9 @@ finished job, and admission refuses a bad schedule naming spec.schedule."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -21,11 +21,18 @@ from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, job_resource
 from kubetrain.operator.apigroups import ApiGroupRefused
 from kubetrain.operator.crons import KUBEDL_CRONS, TRAINING_CRONS, CronController, CronControllerConfig
+from kubetrain.serving.metrics import REGISTRY
 
-from .controller_support import Harness, eventually, is_true, open_stack
+from .controller_support import (
+    Harness,
+    advance_to,
+    eventually,
+    is_true,
+    open_clocked_stack,
+    ticking,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-T = TypeVar("T")
 Obj = dict[str, Any]
 TFJOBS = job_resource("TFJob")
 START = datetime.now(UTC).replace(microsecond=0)
@@ -34,25 +41,8 @@ QUIET = 0.4  # real seconds to watch for something that must NOT happen
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=START)
-    async for stack, h in open_stack(controller_clock=clock, api_groups=("kubetrain.io", "apps.kubedl.io")):
-        yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    """Wait for `fn` while nudging the fake clock 1 ms per poll (work-queue back-offs run on it)."""
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
-
-
-async def advance_to(clock: FakeClock, when: datetime) -> None:
-    await clock.advance(max((when - clock.now()).total_seconds(), 0) + 1e-6)
+    async for triple in open_clocked_stack(START, api_groups=("kubetrain.io", "apps.kubedl.io")):
+        yield triple
 
 
 def boundary_after(when: datetime, minutes: int = 5) -> datetime:
@@ -155,6 +145,13 @@ async def test_forbid_holds_the_next_run_until_the_job_ends(env: tuple[DevStack,
         ),
     )
     assert "SuccessfulCreate" in reasons
+    # The cron's series: one job created, the second time skipped once (however often the cron
+    # was looked at meanwhile), the last schedule time the first one.
+    labels = {"kind": "TrainingCron", "namespace": ns, "name": "forbid"}
+    assert metric("kubetrain_cron_jobs_created_total", labels) == 1
+    assert metric("kubetrain_cron_jobs_skipped_total", labels) == 1
+    assert metric("kubetrain_cron_jobs_failed_to_create_total", labels) in (None, 0)
+    assert metric("kubetrain_cron_last_schedule_timestamp_seconds", labels) == first.timestamp()
 
     # the first job ends: the unmet second time starts, late; its completion is recorded
     await finish_job(clock, h, ns, name_at("forbid", first))
@@ -162,9 +159,23 @@ async def test_forbid_holds_the_next_run_until_the_job_ends(env: tuple[DevStack,
     stored = await h.get(TRAINING_CRONS, ns, "forbid")
     assert stored is not None and stored["status"].get("lastSuccessfulTime")
 
+    assert metric("kubetrain_cron_jobs_created_total", labels) == 2
+    assert metric("kubetrain_cron_jobs_skipped_total", labels) == 1
+    assert metric("kubetrain_cron_last_schedule_timestamp_seconds", labels) == second.timestamp()
+
     # the second ends too: the history limit (1 succeeded job) deletes the first
     await finish_job(clock, h, ns, name_at("forbid", second))
     await wait_names(clock, h, ns, "forbid", [name_at("forbid", second)])
+    await h.kube.delete(TRAINING_CRONS, ns, "forbid")  # a deleted cron's series go with it
+
+    async def forgotten() -> bool:
+        return metric("kubetrain_cron_jobs_created_total", labels) is None
+
+    await ticking(clock, lambda: eventually(forgotten, what="the deleted cron's series removed"))
+
+
+def metric(name: str, labels: dict[str, str]) -> float | None:
+    return REGISTRY.get_sample_value(name, labels)
 
 
 async def _has(h: Harness, ns: str, name: str, reason: str) -> bool:

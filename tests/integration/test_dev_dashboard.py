@@ -1,5 +1,7 @@
 """`kubetrain dev` serves the dashboard on loopback and prints its URL: the example job is on
-the list and its page shows its pods as a timeline, its logs and events — with no sign-in."""
+the list and its page shows its pods as a timeline, its logs and events, and the progress its
+rank-0 pod reports (through the training-progress endpoint) as plots — with no sign-in; the
+command itself prints the progress bar."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ async def test_the_printed_url_shows_the_example_job() -> None:
         url = ""
         for _ in range(600):
             found = re.search(r"^dashboard: (http://127\.0\.0\.1:\d+/)$", out.getvalue(), re.M)
-            if found and "Running" in out.getvalue():
+            if found and "progress [" in out.getvalue():
                 url = found.group(1)
                 break
             await asyncio.sleep(0.05)
@@ -38,6 +40,14 @@ async def test_the_printed_url_shows_the_example_job() -> None:
                 assert 'data-slot="master-0"' in page and 'data-slot="worker-2"' in page
                 assert "MASTER_ADDR=" in page  # the log tail
                 assert "Created" in page  # the conditions
+                # The example's rank 0 reported (0 % at its start): progress and loss plots.
+                assert '<figure class="plot">' in page
+                assert re.search(r"<figcaption>progress <b>\d+%</b>", page), page
+                assert re.search(r"<figcaption>loss <b>[0-9.]+</b>", page)
+        bar = re.search(
+            r"^ +progress \[[#.]{24}\] +(\d+)%  ETA \d+:\d\d  loss [0-9.]+ · step \d+$", out.getvalue(), re.M
+        )
+        assert bar is not None, out.getvalue()
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 import pytest
@@ -21,33 +21,27 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
 
-from .controller_support import Harness, condition, eventually, is_true, job_manifest, open_stack, pod_env
+from .controller_support import (
+    Harness,
+    condition,
+    eventually,
+    is_true,
+    job_manifest,
+    open_clocked_stack,
+    pod_env,
+    ticking,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-T = TypeVar("T")
 START = datetime.now(UTC).replace(microsecond=0)
 QUIET = 0.3  # real seconds to watch for something that must NOT happen
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=START)
-    async for stack, h in open_stack(controller_clock=clock, progress=True, progress_interval=0.001):
-        yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    """Wait for an API-driven step while nudging the fake clock 1 ms per poll (work-queue
-    back-offs run on it); deadlines are reached with explicit advances only."""
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
+    async for triple in open_clocked_stack(START, progress=True, progress_interval=0.001):
+        yield triple
 
 
 async def report(h: Harness, ns: str, pod: str, percent: int) -> int:

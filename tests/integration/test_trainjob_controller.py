@@ -17,6 +17,7 @@ import yaml
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.serving.metrics import REGISTRY
 
 from .controller_support import Harness, eventually, open_stack
 
@@ -209,11 +210,19 @@ async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[Dev
 
     await eventually(second_attempt, what="both pods recreated as restart attempt 1")
     assert first[0]["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "0"
+    # the whole-gang restart is counted like any other kind's restarts, exactly once
+    assert restarted(ns) == 1.0
     await h.sim.finish(ns, "boom-node-0-0", exit_code=1)
     tj = await wait_condition(h, ns, "boom", "Failed")
+    assert restarted(ns) == 1.0  # reaching maxRestarts fails it: no further restart
     failed = next(c for c in tj["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "ReachedMaxRestarts"
     assert "RestartJobSetFailurePolicyAction" in await h.event_reasons(ns, "boom")
+
+
+def restarted(ns: str) -> float:
+    labels = {"kind": "TrainJob", "namespace": ns}
+    return REGISTRY.get_sample_value("kubetrain_jobs_restarted_total", labels) or 0.0
 
 
 async def set_suspend(h: Harness, ns: str, name: str, value: bool) -> None:

@@ -8,7 +8,8 @@ from typing import Any, cast
 
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.resources import JOB_RESOURCES
-from kubetrain.operator.controller import CLOSED_NAMESPACE_WINDOW, Controller, ControllerConfig
+from kubetrain.operator.controller import Controller, ControllerConfig
+from kubetrain.operator.jobevents import CLOSED_NAMESPACE_WINDOW
 
 KEY = "PyTorchJob/ns/big"
 

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from kubetrain.commands._devprogress import progress_bar
 from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs
 from kubetrain.dev.stack import DevStack
 
@@ -60,3 +61,23 @@ async def test_malformed_metadata_is_refused_without_a_call() -> None:
     job = {"apiVersion": "kubetrain.io/v1", "kind": "TFJob", "metadata": "train"}
     assert await apply_manifest(cast(DevStack, None), job, out) is None
     assert out.getvalue() == "TFJob: metadata must be a mapping (name, namespace, …)\n"
+
+
+def test_the_progress_bar_shows_percent_eta_and_the_latest_metrics() -> None:
+    job = {
+        "status": {
+            "trainerStatus": {
+                "progressPercentage": 25,
+                "estimatedRemainingSeconds": 3725,
+                "metrics": [{"name": f"m{i}", "value": str(i)} for i in range(6)],
+            }
+        }
+    }
+    bar = progress_bar(job)
+    assert bar.startswith("progress [######..................]  25%  ETA 1:02:05  m0 0 · m1 1")
+    assert bar.endswith("m3 3 · +2 more")
+    assert progress_bar({"status": {}}) == ""  # nothing reported: no bar
+    metrics_only = progress_bar(
+        {"status": {"trainerStatus": {"metrics": [{"name": "loss", "value": "0.5"}]}}}
+    )
+    assert metrics_only == "progress  loss 0.5"

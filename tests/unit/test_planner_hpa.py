@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import Sim, at, job, replica
 
-from kubetrain.operator.children import ANNOTATION_HPA_SPEC_HASH
+from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 
 CPU = [
     {

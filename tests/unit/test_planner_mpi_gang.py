@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from planner_builders import Sim, at, job, replica
 
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.operator.children import build_pod_group
+from kubetrain.operator.jobchildren import build_pod_group
 from kubetrain.operator.plan import PlannerConfig
 from kubetrain.operator.prepare import prepare_job
 

@@ -164,7 +164,8 @@ async def post(
         return r.status, await r.read(), r.headers
 
 
-async def wait_for(predicate: Any, seconds: float = 20.0) -> None:
+async def wait_for(predicate: Any, seconds: float = 120.0) -> None:
+    """Poll `predicate` until true; `seconds` is only an upper bound for a loaded machine."""
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
@@ -216,7 +217,10 @@ async def test_a_worker_past_the_time_limit_is_killed_and_replaced(
         assert text.decode() == "the AdmissionReview was not decided within 0.5s\n"
         assert server.processes.replaced == 1
         await wait_for(lambda: not os.path.exists(f"/proc/{stuck}") or _zombie(stuck))
-        gate_file.touch()  # the replacement decides at once
+        # The replacement decides at once; what it takes is not what this test times (a loaded
+        # machine may need more than 0.5 s to move a large review through a process).
+        server.processes.time_limit = 120.0
+        gate_file.touch()
         status, answer, _ = await post(session, server, "/validate", body)
         assert status == 200 and answer == Decider().answer(body, "validate")[1]
         assert stuck not in server.processes.pids and len(server.processes.pids) == 1

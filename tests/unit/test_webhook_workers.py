@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import socket
 import ssl
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -19,6 +23,24 @@ from kubetrain.serving.health import HealthServer
 from kubetrain.serving.metrics import REGISTRY
 from kubetrain.webhook.review import request_review
 from kubetrain.webhook.workers import WebhookWorkers, child_argv
+
+# Only an upper bound, for a 2-core machine at load 16: starting a worker normally takes a second.
+WITHIN = 180.0
+
+
+async def until(check: Callable[[], Any], what: str, last: Callable[[], object] | None = None) -> None:
+    """Poll `check` (sync or async) until it is truthy; fail after WITHIN seconds."""
+    deadline = time.monotonic() + WITHIN
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
+        if time.monotonic() > deadline:
+            detail = f" (last: {last()!r})" if last else ""
+            raise AssertionError(f"timed out after {WITHIN:.0f}s waiting for {what}{detail}")
+        await asyncio.sleep(0.1)
 
 
 def parse(*argv: str) -> object:
@@ -55,13 +77,12 @@ async def test_workers_start_and_stop(tmp_path: Path) -> None:
     args = parse(f"--cert-dir={tmp_path}", "--webhook-port=0", "--no-training-policies")
     workers = WebhookWorkers(args, 1, grace=5)  # type: ignore[arg-type]
     await workers.start()
-    for _ in range(100):
-        if workers.pids:
-            break
-        await asyncio.sleep(0.05)
-    [pid] = workers.pids
-    os.kill(pid, 0)  # running
-    await workers.stop()
+    try:
+        await until(lambda: workers.pids, "the worker process to start")
+        [pid] = workers.pids
+        os.kill(pid, 0)  # running
+    finally:
+        await workers.stop()
     assert workers.pids == []
 
 
@@ -96,30 +117,46 @@ async def test_parent_metrics_add_the_childrens_reviews(tmp_path: Path) -> None:
             },
         }
         async with aiohttp.ClientSession() as session:
-            for _ in range(200):  # the child is up once it answers
-                try:
-                    async with session.post(
-                        f"https://127.0.0.1:{port}/validate", json=request_review(job), ssl=ctx
-                    ) as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.05)
-            for _ in range(2):
+
+            async def validate() -> int:
                 async with session.post(
                     f"https://127.0.0.1:{port}/validate", json=request_review(job), ssl=ctx
                 ) as resp:
-                    assert resp.status == 200
-            async with session.get(f"http://127.0.0.1:{parent.port}/metrics") as resp:
-                text = await resp.text()
-        counts = [
-            s.value
-            for f in text_string_to_metric_families(text)
-            for s in f.samples
-            if s.name == "kubetrain_webhook_request_duration_seconds_count" and s.labels == labels
-        ]
-        # Every review was answered by the child (the only process on the port): 3 of them.
+                    return resp.status
+
+            async def answered() -> bool:  # the child is up once it answers
+                try:
+                    return await validate() == 200
+                except aiohttp.ClientError:
+                    return False
+
+            await until(answered, "the worker to answer on the webhook port")
+            for _ in range(2):
+                assert await validate() == 200
+
+            async def merged() -> list[float]:
+                async with session.get(f"http://127.0.0.1:{parent.port}/metrics") as resp:
+                    text = await resp.text()
+                return [
+                    s.value
+                    for f in text_string_to_metric_families(text)
+                    for s in f.samples
+                    if s.name == "kubetrain_webhook_request_duration_seconds_count" and s.labels == labels
+                ]
+
+            # Every review was answered by the child (the only process on the port): 3 of them.
+            # A scrape may miss a child that is slow to answer it (it is then left out), so the
+            # parent is scraped until the child's count is in; a merge that drops it never is.
+            counts: list[float] = []
+
+            async def has_childs_count() -> bool:
+                nonlocal counts
+                counts = await merged()
+                return counts == [own + 3]
+
+            await until(
+                has_childs_count, "the parent's /metrics to add the child's 3 reviews", lambda: counts
+            )
         assert counts == [own + 3]
         assert REGISTRY.get_sample_value("kubetrain_webhook_request_duration_seconds_count", labels) in (
             None,

@@ -1,8 +1,9 @@
-"""HTTP: kube-apiserver's REST paths on an aiohttp app, request accounting, faults, watch streams."""
+"""HTTP: kube-apiserver's REST paths on an aiohttp app, request accounting, faults, watch streams.
+Who is asking is authn.py; what the request asks for (target, verb, query, body) is
+requestparse.py; this module routes and answers."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
@@ -19,10 +20,11 @@ from kubetrain.devcluster.apiserver import (
     rbac,
     subresources,
     tables,
-    tokens,
     watchstream,
 )
+from kubetrain.devcluster.apiserver import requestparse as rp
 from kubetrain.devcluster.apiserver.accounting import RequestLog, RequestRecord
+from kubetrain.devcluster.apiserver.authn import ADMIN, Authentication
 from kubetrain.devcluster.apiserver.core import ADMIN_USER, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.faults import FaultInjector
@@ -30,7 +32,6 @@ from kubetrain.devcluster.apiserver.reads import ListQuery, Reader, predicate
 from kubetrain.devcluster.apiserver.store import dumps
 
 JSON = "application/json"
-ADMIN = rbac.UserInfo(str(ADMIN_USER["username"]), tuple(ADMIN_USER["groups"]))
 USER_KEY = web.RequestKey("devcluster.user", rbac.UserInfo)  # who the request authenticated as
 
 
@@ -40,10 +41,6 @@ def _json(obj: Any, code: int = 200, headers: dict[str, str] | None = None) -> w
 
 def _error(exc: ApiError) -> web.Response:
     return web.Response(body=exc.body(), status=exc.code, content_type=JSON, headers=exc.headers or None)
-
-
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1")
 
 
 class Handlers:
@@ -61,15 +58,10 @@ class Handlers:
         self.converter = conversion.Converter(api.admission.client)
         self.faults = faults
         self.requests = requests
-        self.token = token
+        self.auth = Authentication(api.store, api.clock, token)
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
         self.streams: set[web.StreamResponse] = set()
-        # Bearer tokens besides the admin token -> who they authenticate as (ServiceAccount tokens).
-        self.identities: dict[str, rbac.UserInfo] = {}
-        self.authorizer: rbac.Authorizer | None = None  # None: every request is allowed
-        self.denials: list[rbac.Denial] = []
-        self.tokens = tokens.TokenIssuer(api.store, api.clock)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -78,12 +70,19 @@ class Handlers:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
+            auth = self.auth
             user = impersonation.impersonated(
-                request.headers, self._authenticate(request), self.authorizer, self._denied
+                request.headers, auth.authenticate(request.headers), auth.authorizer, auth.denied
             )
             request[USER_KEY] = user
-            if self.authorizer is not None:
-                self._authorize(request, user)
+            auth.authorize(
+                user,
+                request.method,
+                request.path,
+                request.query,
+                request.headers.get("User-Agent", ""),
+                self.requests,
+            )
             parts = [p for p in request.path.split("/") if p]
             if not parts or parts[0] not in ("api", "apis"):
                 return self._misc(request, parts)
@@ -97,83 +96,17 @@ class Handlers:
                 if len(parts) == 2:
                     doc = discovery.api_group(self.api.registry, parts[1])
                     if doc is None:
-                        raise errors.ApiError(
-                            404, "NotFound", "the server could not find the requested resource"
-                        )
+                        raise rp.not_found()
                     return _json(doc)
                 group, version, rest = parts[1], parts[2], parts[3:]
             if not rest:
                 doc = discovery.resource_list(self.api.registry, group, version)
                 if doc is None:
-                    raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+                    raise rp.not_found()
                 return _json(doc)
             return await self._resource(request, group, version, rest)
         except ApiError as exc:
             return _error(exc)
-
-    def _authenticate(self, request: web.Request) -> rbac.UserInfo:
-        header = request.headers.get("Authorization", "")
-        if not header:
-            return rbac.ANONYMOUS
-        if not header.startswith("Bearer ") or not self.token or header[7:] == self.token:
-            return ADMIN
-        if tokens.looks_like_jwt(header[7:]):
-            bound = self.tokens.authenticate(header[7:], [])
-            if isinstance(bound, str):
-                raise ApiError(401, "Unauthorized", "Unauthorized")
-            return bound.user
-        user = self.identities.get(header[7:])
-        if user is None or not self._account_exists(user):
-            raise ApiError(401, "Unauthorized", "Unauthorized")
-        return user
-
-    def review_token(self, token: str, audiences: list[str]) -> tokens.Authenticated | str:
-        """A TokenReview's answer: who `token` is for `audiences`, or why it does not authenticate."""
-        if tokens.looks_like_jwt(token):
-            return self.tokens.authenticate(token, audiences)
-        user = ADMIN if self.token and token == self.token else self.identities.get(token)
-        if user is None or not self._account_exists(user):
-            return "unknown token"
-        if audiences and accessreviews.API_AUDIENCE not in audiences:
-            return (
-                f'token audiences ["{accessreviews.API_AUDIENCE}"] is invalid for the target audiences '
-                + json.dumps(audiences)
-            )
-        return tokens.Authenticated(user, (accessreviews.API_AUDIENCE,))
-
-    def _account_exists(self, user: rbac.UserInfo) -> bool:
-        """A ServiceAccount token authenticates only while its ServiceAccount exists (as in kube)."""
-        if not user.username.startswith(rbac.SERVICE_ACCOUNT_PREFIX):
-            return True
-        namespace, _, name = user.username[len(rbac.SERVICE_ACCOUNT_PREFIX) :].partition(":")
-        return self.api.store.get("serviceaccounts", namespace, name) is not None
-
-    def _denied(self, user: rbac.UserInfo, info: rbac.RequestInfo, error: ApiError) -> None:
-        self.denials.append(rbac.denial(user, info, error))
-
-    def _authorize(self, request: web.Request, user: rbac.UserInfo) -> None:
-        assert self.authorizer is not None
-        info = rbac.request_info(request.method, request.path, request.query)
-        decision = self.authorizer.authorize(user, info)
-        if decision.allowed:
-            return
-        error = rbac.forbidden(user, info, decision.reason)
-        self.denials.append(rbac.denial(user, info, error))
-        if info.resource_request:
-            resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
-            self.requests.add(
-                RequestRecord(
-                    info.verb,
-                    resource,
-                    info.api_group,
-                    info.namespace,
-                    info.name,
-                    request.headers.get("User-Agent", ""),
-                    403,
-                    user.username,
-                )
-            )
-        raise error
 
     def _misc(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         path = "/".join(parts)
@@ -192,78 +125,22 @@ class Handlers:
                 doc = openapi.group_version_document(self.api.registry, gv[1], gv[2])
             if doc is not None:
                 return _json(doc)
-        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise rp.not_found()
 
     # ---- resource requests -------------------------------------------------------------------
     def _target(self, request: web.Request, group: str, version: str, rest: list[str]) -> Target:
-        namespace = ""
-        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
-            namespace, rest = rest[1], rest[2:]
-        if len(rest) > 3:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        rt = self.api.registry.lookup(group, version, rest[0])
-        if rt is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        name = rest[1] if len(rest) > 1 else ""
-        sub = rest[2] if len(rest) > 2 else ""
-        if sub and sub not in rt.subresources:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        if namespace and not rt.namespaced:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        if rt.namespaced and name and not namespace:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        dry = request.query.getall("dryRun", [])
-        if any(d != "All" for d in dry):
-            raise errors.bad_request(f'Invalid dry run value: {dry!r}: supported values: "All"')
         identity = request.get(USER_KEY, ADMIN)
         user = dict(ADMIN_USER) if identity is ADMIN else identity.to_dict()
-        validation = request.query.get("fieldValidation", "Warn")
-        if validation not in ("Strict", "Warn", "Ignore"):
-            raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")
-        return Target(
-            rt, version, namespace, name, sub, dry_run=bool(dry), user=user, field_validation=validation
-        )
-
-    @staticmethod
-    def _verb(method: str, t: Target, query: Any) -> str:
-        if method == "GET":
-            if t.name:
-                return "get"
-            return "watch" if _truthy(query.get("watch")) else "list"
-        if method == "POST":
-            return "create"
-        if method == "PUT":
-            return "update"
-        if method == "PATCH":
-            return "patch"
-        if method == "DELETE":
-            return "delete" if t.name else "deletecollection"
-        raise errors.method_not_allowed(method)
+        return rp.target(rest, group, version, self.api.registry, request.query, user)
 
     async def _body(self, request: web.Request) -> Any:
-        raw = await request.read()
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            ctype = request.headers.get("Content-Type", "")
-            if "yaml" in ctype:
-                import yaml
-
-                from kubetrain.api.manifests import load
-
-                try:
-                    return load(raw)
-                except yaml.YAMLError as exc:
-                    raise errors.bad_request(f"error decoding YAML: {exc}") from None
-            raise errors.bad_request(f"couldn't get version/kind; json parse error: {raw[:80]!r}") from None
+        return rp.decode_body(await request.read(), request.headers.get("Content-Type", ""))
 
     async def _resource(
         self, request: web.Request, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         t = self._target(request, group, version, rest)
-        verb = self._verb(request.method, t, request.query)
+        verb = rp.verb(request.method, t, request.query)
         resource = t.rt.resource + (f"/{t.subresource}" if t.subresource else "")
         identity = request.get(USER_KEY, ADMIN)
         record = RequestRecord(
@@ -292,9 +169,7 @@ class Handlers:
                 verb,
                 lambda: self._list_query(request),
                 lambda body: self._delete_options(request, body),
-                lambda obj, code, warnings: _json(
-                    obj, code, {"Warning": ", ".join(_warning(w) for w in warnings)} if warnings else None
-                ),
+                lambda obj, code, warnings: _json(obj, code, rp.warning_header(warnings)),
             )
         if verb == "watch":
             q = self._list_query(request)
@@ -310,7 +185,7 @@ class Handlers:
                 )
             return _json(listed)
         result = await self._single(request, t, verb)
-        headers = {"Warning": ", ".join(_warning(w) for w in result.warnings)} if result.warnings else None
+        headers = rp.warning_header(result.warnings)
         if verb == "get" and not t.subresource and tables.wants_table(request.headers.get("Accept", "")):
             return _json(
                 tables.table(
@@ -329,15 +204,15 @@ class Handlers:
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
         if t.rt.key == accessreviews.TOKEN_REVIEWS_KEY and verb == "create":
-            return accessreviews.token_review(t, await self._body(request), self.review_token)
+            return accessreviews.token_review(t, await self._body(request), self.auth.review_token)
         if t.rt.key == "serviceaccounts" and sub == "token" and verb == "create":
             body = await self._body(request)
-            return Result(201, self.tokens.token_request(t.namespace, t.name, body))
+            return Result(201, self.auth.tokens.token_request(t.namespace, t.name, body))
         if t.rt.key == accessreviews.SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
-            return accessreviews.subject_access_review(t, await self._body(request), self.authorizer)
+            return accessreviews.subject_access_review(t, await self._body(request), self.auth.authorizer)
         if t.rt.key == accessreviews.SELF_SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
             return accessreviews.self_subject_access_review(
-                t, await self._body(request), request[USER_KEY], self.authorizer
+                t, await self._body(request), request[USER_KEY], self.auth.authorizer
             )
         if t.rt.key == "bindings" and verb == "create":
             body = await self._body(request)
@@ -382,32 +257,8 @@ class Handlers:
 
     @staticmethod
     def _list_query(request: web.Request) -> ListQuery:
-        q = request.query
-        try:
-            limit = int(q.get("limit", "0") or 0)
-        except ValueError:
-            raise errors.bad_request(f"invalid limit: {q.get('limit')}") from None
-        return ListQuery(
-            q.get("labelSelector", ""),
-            q.get("fieldSelector", ""),
-            limit,
-            q.get("continue", ""),
-            q.get("resourceVersion", ""),
-            q.get("resourceVersionMatch", ""),
-        )
+        return rp.list_query(request.query)
 
     @staticmethod
     def _delete_options(request: web.Request, body: Any) -> dict[str, Any]:
-        options: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
-        q = request.query
-        if "gracePeriodSeconds" in q:
-            options["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
-        if "propagationPolicy" in q:
-            options["propagationPolicy"] = q["propagationPolicy"]
-        if "orphanDependents" in q:
-            options["orphanDependents"] = _truthy(q["orphanDependents"])
-        return options
-
-
-def _warning(text: str) -> str:
-    return '299 - "' + text.replace('"', '\\"') + '"'
+        return rp.delete_options(request.query, body)

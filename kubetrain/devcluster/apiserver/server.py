@@ -87,7 +87,7 @@ class DevCluster:
             self._seed_namespace(name)
         self.authorization = authorization
         if authorization == "RBAC":
-            self.handlers.authorizer = rbac.Authorizer(self.store)
+            self.handlers.auth.authorizer = rbac.Authorizer(self.store)
             self._seed_rbac_policy()
 
     @property
@@ -121,7 +121,7 @@ class DevCluster:
     @property
     def denials(self) -> list[rbac.Denial]:
         """Requests the authorizer refused (403), oldest first; empty without authorization."""
-        return self.handlers.denials
+        return self.handlers.auth.denials
 
     def add_service_account_token(self, namespace: str, name: str) -> str:
         """A bearer token that authenticates as ServiceAccount `namespace/name`: user
@@ -129,7 +129,7 @@ class DevCluster:
         system:serviceaccounts:<namespace>, system:authenticated. Like kube's ServiceAccount
         tokens, it is refused (401) while the ServiceAccount object does not exist."""
         token = secrets.token_urlsafe(24)
-        self.handlers.identities[token] = rbac.service_account_user(namespace, name)
+        self.handlers.auth.identities[token] = rbac.service_account_user(namespace, name)
         return token
 
     def write_token_kubeconfig(self, path: str, token: str, namespace: str = "default") -> str:

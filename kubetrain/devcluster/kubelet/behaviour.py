@@ -10,6 +10,12 @@ containers exit — pure (see `Behaviour.from_pod`):
   Always/OnFailure); the exit after that is terminal whatever the restartPolicy. Absent → the
   restartPolicy alone decides, as a kubelet does (no back-off is simulated).
 - `sim.kubetrain.io/start-seconds`: seconds a bound pod stays Pending before it starts (default 0).
+- `sim.kubetrain.io/report-progress`: `"true"` makes the running pod's (simulated) training code
+  report its progress to the URL in its `KUBEFLOW_TRAINER_SERVER_URL` env with its projected
+  token and CA, as the Kubeflow SDK does — rising with the run-seconds, a falling `loss`, an ETA,
+  once at start and then every 5 s; only rank 0 (replica/completion index absent or 0) reports
+  (`reporter.py`). `"false"` opts a pod out when the simulator reports for every pod
+  (`PodSimulator(report_progress=True)`). Off by default.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
 REASON = ANNOTATION_PREFIX + "reason"
 RESTARTS_BEFORE_EXIT = ANNOTATION_PREFIX + "restarts-before-exit"
 START_SECONDS = ANNOTATION_PREFIX + "start-seconds"
+REPORT_PROGRESS = ANNOTATION_PREFIX + "report-progress"
 
 
 @dataclass(frozen=True)

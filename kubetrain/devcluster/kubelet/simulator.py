@@ -20,7 +20,10 @@ no kubelets), with plain-dict bodies:
 
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
 `sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
-`.../restarts-before-exit`, `.../start-seconds`. Without run-seconds a pod stays Running until the
+`.../restarts-before-exit`, `.../start-seconds`, `.../report-progress` (the running pod's rank 0
+reports training progress to its KUBEFLOW_TRAINER_SERVER_URL like the Kubeflow SDK, `reporter.py`;
+`report_progress=True` makes every pod with that env report, `report_interval` replaces the SDK's
+5 s). Without run-seconds a pod stays Running until the
 test API says otherwise, unless the simulator was given `default_run_seconds` (`kubetrain dev`).
 On exit the pod's restartPolicy decides like a kubelet: Never → terminal; OnFailure → restart in
 place unless the exit code is 0; Always → restart in place (restartCount + 1, lastState.terminated).
@@ -51,7 +54,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
-from kubetrain.devcluster.kubelet import podstatus, volumes
+from kubetrain.devcluster.kubelet import initstatus, podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
@@ -84,6 +87,8 @@ class PodSimulator:
         clock: Clock = SYSTEM_CLOCK,
         node_prefix: str = "kubetrain-sim-node",
         user_agent: str = "kubetrain-pod-simulator",
+        report_progress: bool = False,
+        report_interval: float = reporter.SDK_INTERVAL_SECONDS,
     ) -> None:
         self.kubeconfig_path = kubeconfig_path
         self.namespace = namespace
@@ -106,6 +111,12 @@ class PodSimulator:
         )
         self._synced = asyncio.Event()
         self._mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
+        self.report_progress = report_progress
+        self.report_interval = report_interval
+        self._reporter = reporter.Reporter()
+        self._reporting: set[str] = set()  # uids of pods whose reporting loop runs
+        self.report_statuses: dict[Key, int] = {}  # the HTTP status of each pod's last report
+        self.report_counts: dict[Key, int] = {}  # reports each pod sent
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -132,6 +143,7 @@ class PodSimulator:
                 await task
         self._tasks.clear()
         self._timers.clear()
+        await self._reporter.close()
         if self._api is not None:
             await self._api.close()
             self._api = None
@@ -227,6 +239,11 @@ class PodSimulator:
             behaviour = Behaviour()
         uid = str(pod["metadata"].get("uid", ""))
         if pod_phase(pod) == "Pending":
+            due = initstatus.retry_due(pod)
+            if due is not None:  # a failed init container: restarted after the back-off
+                delay = (due[1] - self.clock.now()).total_seconds()
+                self._timers.schedule(key, ("init-retry", uid, due[0]), delay, self._status.retry_init)
+                return
             if uid not in self._mounts and volumes.has_projected_volumes(pod):
                 self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
             if behaviour.start_seconds > 0:
@@ -234,11 +251,39 @@ class PodSimulator:
             else:
                 await self._status.start(key)
             return
+        if uid not in self._reporting and reporter.wants_report(pod, self.report_progress):
+            self._reporting.add(uid)
+            self._spawn(self._report_loop(key, uid, behaviour.run_seconds))
         if behaviour.run_seconds is not None:
             restarts = podstatus.restart_count(pod)
             started = self._status.run_started(uid, restarts)
             remaining = behaviour.run_seconds - (self.clock.monotonic() - started)
             self._timers.schedule(key, ("exit", uid, restarts), remaining, self._status.run_ended)
+
+    async def _report_loop(self, key: Key, uid: str, run_seconds: float | None) -> None:
+        """The pod's training code reporting its progress until its containers stop running."""
+        try:
+            while True:
+                pod = self._pods.get(key)
+                if (
+                    pod is None
+                    or pod["metadata"].get("uid") != uid
+                    or pod["metadata"].get("deletionTimestamp")
+                    or pod_phase(pod) != "Running"
+                ):
+                    return
+                started = self._status.run_started(uid, podstatus.restart_count(pod))
+                elapsed = self.clock.monotonic() - started
+                with contextlib.suppress(KeyError):  # no projected volume: nothing to send with
+                    target = reporter.endpoint(pod, await self.files(*key))
+                    if target is not None:
+                        body = reporter.report_body(elapsed, run_seconds, self.clock.now())
+                        self.report_statuses[key] = status = await self._reporter.post(target, body)
+                        self.report_counts[key] = self.report_counts.get(key, 0) + 1
+                        log.debug("pod %s/%s reported %s: %s", *key, body["trainerStatus"], status)
+                await self.clock.sleep(self.report_interval)
+        finally:
+            self._reporting.discard(uid)
 
     # -- test API -------------------------------------------------------------------------------
 

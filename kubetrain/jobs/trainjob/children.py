@@ -5,8 +5,9 @@ would make them, so tools that select JobSet's pods (the Kubeflow SDK, Kueue, da
   under subdomain `<tj>` (or the template's `network.subdomain`), with JobSet's labels and
   annotations (`jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name`, `job-index`, …), the Job
   controller's (`batch.kubernetes.io/job-name`, `controller-uid`, `job-completion-index` as label
-  and annotation) and kubetrain's own (`kubetrain.io/job-name`, `job-kind`); the restart policy
-  JobSet defaults (OnFailure);
+  and annotation), the coordinator's address when the template names one
+  (`jobset.sigs.k8s.io/coordinator`) and kubetrain's own (`kubetrain.io/job-name`, `job-kind`);
+  the restart policy JobSet defaults (OnFailure);
 - the headless Service `<tj>` selecting `jobset.sigs.k8s.io/jobset-name`, publishing not-ready
   addresses;
 - the ConfigMap `<tj>-runtime-snapshot`: the runtime as the TrainJob first ran with it, and the
@@ -117,6 +118,8 @@ def build_pod(
         c.JOB_NAME_LEGACY: jname,
         c.COMPLETION_INDEX: str(index),
     }
+    if resolved.coordinator:
+        jobset[c.COORDINATOR] = resolved.coordinator
     labels = {**(tmeta.get("labels") or {}), **jobset, **batch, **child_labels(resolved.name)}
     annotations = {**(tmeta.get("annotations") or {}), **jobset, c.COMPLETION_INDEX: str(index)}
     spec: Obj = copy.deepcopy(dict(template.get("spec") or {}))

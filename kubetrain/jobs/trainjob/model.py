@@ -42,6 +42,11 @@ class ResolvedTrainJob:
     ttl_set: bool = False
     # The runtime template's JobSet failurePolicy (None: a failed step fails the TrainJob).
     failure_policy: Mapping[str, Any] | None = None  # the runtime template sets ttlSecondsAfterFinished
+    # JobSet's run policies (jobsetpolicy.py): startupPolicy InOrder, restartStrategy
+    # BlockingRecreate, the coordinator's address ("" for none).
+    in_order: bool = False
+    blocking_recreate: bool = False
+    coordinator: str = ""
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

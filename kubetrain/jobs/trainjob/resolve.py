@@ -24,7 +24,7 @@ from kubetrain.api.errors import FieldError, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import mpi
+from kubetrain.jobs.trainjob import jobsetpolicy, mpi
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import apply_runtime_patches, upsert_env
 
@@ -122,6 +122,11 @@ def resolve(
     if isinstance(plugin, Torch):
         errors += _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
     network = jsspec.get("network") or {}
+    subdomain = str(network.get("subdomain") or meta.get("name", ""))
+    endpoint, coordinator_errors = jobsetpolicy.coordinator(
+        jsspec, str(meta.get("name", "")), subdomain, steps
+    )
+    errors += coordinator_errors
     success = jsspec.get(SUCCESS_POLICY) or {}
     failure = jsspec.get("failurePolicy") or {}
     resolved = ResolvedTrainJob(
@@ -130,7 +135,7 @@ def resolve(
         uid=str(meta.get("uid", "")),
         steps=tuple(steps),
         num_nodes=max(num_nodes, 1),
-        subdomain=str(network.get("subdomain") or meta.get("name", "")),
+        subdomain=subdomain,
         publish_not_ready_addresses=network.get("publishNotReadyAddresses") is not False,
         success_operator=str(success.get("operator") or "All"),
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
@@ -140,6 +145,9 @@ def resolve(
         extra=extra,
         ttl_set=jsspec.get("ttlSecondsAfterFinished") is not None,
         failure_policy=failure if jsspec.get("failurePolicy") is not None else None,
+        in_order=jobsetpolicy.in_order(jsspec),
+        blocking_recreate=jobsetpolicy.blocking_recreate(jsspec),
+        coordinator=endpoint,
     )
     return (None if errors else resolved), errors
 

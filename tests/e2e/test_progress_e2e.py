@@ -1,0 +1,294 @@
+"""Issue 25's acceptance against the cluster named by $KUBECONFIG (devcluster in `scripts/check`,
+or a real kube-apiserver): `kubetrain run` serves the training-progress endpoint, and
+
+- the unmodified Kubeflow SDK function `update_trainjob_status`, run with a token bound to a
+  job's pod (TokenRequest with `boundObjectRef` to the pod, for the audience the operator
+  injected), moves that job's `status.trainerStatus` and its PROGRESS/ETA printer columns (read
+  through the Table API, as `kubectl get` does);
+- the same call with a token bound to another job's pod is refused (403) and changes nothing;
+- a job with a progress deadline that reported once and then went quiet is `Stalled` and
+  restarted as a new attempt, as its restartPolicy and backoffLimit declare.
+
+Only documented kube-apiserver behaviour is relied on: TokenRequest (`authentication.k8s.io/v1`,
+`expirationSeconds` ≥ 600), TokenReview by the operator, server-side printing of CRD
+additionalPrinterColumns. The pods only need to exist (their containers sleep on a real
+kubelet); the tokens are requested by the test, as the kubelet would for the pod."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import ssl
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from jobs import job
+
+from kubetrain.api import trainerstatus as ts
+from kubetrain.kube.resources import CONFIG_MAPS, job_resource
+
+sdk_utils = pytest.importorskip(
+    "kubeflow.trainer.backends.kubernetes.utils", reason="kubeflow (a dev dependency) is not installed"
+)
+
+
+def _load_support() -> ModuleType:
+    name = "kubetrain_e2e_scenarios_support"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+support = _load_support()
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+Obj = dict[str, Any]
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+STATUS_PORT = support.free_port()
+
+
+def progress_flags(host: str) -> tuple[str, ...]:
+    url_host = f"[{host}]" if ":" in host else host
+    return (
+        f"--status-server-port={STATUS_PORT}",
+        f"--status-server-url=https://{url_host}:{STATUS_PORT}",
+        "--status-server-interval=0.5",
+    )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster() -> AsyncIterator[Any]:
+    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"], operator_args=progress_flags)
+    try:
+        yield handle
+    finally:
+        await cleanup()
+
+
+@pytest.fixture
+def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    def reset() -> None:  # the SDK throttles (5 s) and caches the token (300 s) per process
+        monkeypatch.setattr(sdk_utils, "_last_update_time", 0.0)
+        monkeypatch.setattr(sdk_utils, "_cached_token", None)
+
+    reset()
+    yield reset
+
+
+def training_job(cluster: Any, name: str, **run_policy: Any) -> Obj:
+    """One Master whose container keeps running on a real kubelet (the simulated one holds it
+    Running until told), so its pod lives while the SDK reports."""
+    return job(
+        "PyTorchJob",
+        name,
+        {"Master": 1},
+        namespace=cluster.namespace,
+        image=os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36"),
+        restart_policy="OnFailure",
+        resources={"requests": {"cpu": "10m", "memory": "16Mi"}},
+        container_extra={"command": ["sh", "-c", "sleep 3600"]},
+        run_policy=run_policy or None,
+    )
+
+
+async def running_pod(cluster: Any, name: str) -> Obj:
+    await cluster.create_job(training_job(cluster, name))
+    pods: list[Obj] = await cluster.wait_pods(name, 1, running=True)
+    return pods[0]
+
+
+def audience_of(pod: Obj) -> str:
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == ts.VOLUME_NAME)
+    return str(volume["projected"]["sources"][0]["serviceAccountToken"]["audience"])
+
+
+def env_of(pod: Obj) -> dict[str, str]:
+    container = pod["spec"]["containers"][0]
+    return {e["name"]: e.get("value", "") for e in container.get("env") or []}
+
+
+async def pod_token(cluster: Any, pod: Obj, audience: str) -> str:
+    """A token bound to `pod` for `audience`, requested as the kubelet requests the projected one."""
+    md = pod["metadata"]
+    account = pod["spec"].get("serviceAccountName") or "default"
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {
+            "audiences": [audience],
+            "expirationSeconds": 600,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]},
+        },
+    }
+    answer = await cluster.client.request(
+        "create", "POST", f"/api/v1/namespaces/{md['namespace']}/serviceaccounts/{account}/token", body=body
+    )
+    return str(answer["status"]["token"])
+
+
+async def sdk_env(cluster: Any, pod: Obj, token: str, url: str, tmp: Path) -> dict[str, str]:
+    """The three variables the SDK reads, with the token and the job's CA written where they point."""
+    job_name = pod["metadata"]["labels"]["kubetrain.io/job-name"]
+    cm = await cluster.client.get(CONFIG_MAPS, cluster.namespace, f"{job_name}-trainer-status")
+    out = tmp / pod["metadata"]["name"]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ts.TOKEN_FILE).write_text(token)
+    (out / ts.CA_FILE).write_text(cm["data"][ts.CA_KEY])
+    return {ts.ENV_URL: url, ts.ENV_TOKEN: str(out / ts.TOKEN_FILE), ts.ENV_CA_CERT: str(out / ts.CA_FILE)}
+
+
+async def call_sdk(reset: Any, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **kwargs: Any) -> bool:
+    reset()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return bool(await asyncio.to_thread(sdk_utils.update_trainjob_status, **kwargs))
+
+
+def token_in(env: dict[str, str]) -> str:
+    return Path(env[ts.ENV_TOKEN]).read_text()
+
+
+async def post(env: dict[str, str], body: Obj) -> int:
+    ctx = ssl.create_default_context(cafile=env[ts.ENV_CA_CERT])
+    headers = {"Authorization": f"Bearer {token_in(env)}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(env[ts.ENV_URL], data=json.dumps(body), headers=headers, ssl=ctx) as resp,
+    ):
+        return resp.status
+
+
+async def printed_row(cluster: Any, name: str) -> dict[str, Any]:
+    """The job as `kubectl get` prints it: the Table API's columns by name."""
+    ref = job_resource("PyTorchJob")
+    table = await cluster.client.request("get", "GET", ref.path(cluster.namespace, name), accept=TABLE)
+    assert table["kind"] == "Table", table
+    names = [c["name"] for c in table["columnDefinitions"]]
+    return dict(zip(names, table["rows"][0]["cells"], strict=False))
+
+
+def trainer_status(job: Obj) -> Obj:
+    return dict((job.get("status") or {}).get("trainerStatus") or {})
+
+
+async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_column(
+    cluster: Any, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pod = await running_pod(cluster, "reports")
+    url = env_of(pod)[ts.ENV_URL]
+    assert url.endswith(f"/apis/kubetrain.io/v1/namespaces/{cluster.namespace}/pytorchjobs/reports/status")
+    token = await pod_token(cluster, pod, audience_of(pod))
+    env = await sdk_env(cluster, pod, token, url, tmp_path)
+
+    assert await call_sdk(
+        sdk, monkeypatch, env, progress_percent=40, estimated_remaining_seconds=600, metrics={"loss": 0.31}
+    )
+    job = await cluster.wait_job(
+        "PyTorchJob",
+        "reports",
+        "trainerStatus 40 %",
+        lambda j: trainer_status(j).get("progressPercentage") == 40,
+    )
+    stored = trainer_status(job)
+    assert stored["estimatedRemainingSeconds"] == 600
+    assert stored["metrics"] == [{"name": "loss", "value": "0.31"}]
+    row = await printed_row(cluster, "reports")
+    assert row["Progress"] == 40 and row["ETA"] == 600, row
+
+    # A later report moves it again.
+    assert await call_sdk(sdk, monkeypatch, env, progress_percent=55, estimated_remaining_seconds=420)
+    await cluster.wait_job(
+        "PyTorchJob",
+        "reports",
+        "trainerStatus 55 %",
+        lambda j: trainer_status(j).get("progressPercentage") == 55,
+    )
+    row = await printed_row(cluster, "reports")
+    assert row["Progress"] == 55 and row["ETA"] == 420, row
+
+
+async def test_a_token_bound_to_another_jobs_pod_is_refused_and_changes_nothing(
+    cluster: Any, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pod = await running_pod(cluster, "victim")
+    other = await running_pod(cluster, "intruder")
+    url = env_of(pod)[ts.ENV_URL]
+    own = await sdk_env(cluster, pod, await pod_token(cluster, pod, audience_of(pod)), url, tmp_path)
+    assert await call_sdk(sdk, monkeypatch, own, progress_percent=10)
+    await cluster.wait_job(
+        "PyTorchJob",
+        "victim",
+        "trainerStatus 10 %",
+        lambda j: trainer_status(j).get("progressPercentage") == 10,
+    )
+
+    # The other job's pod, with a token for this job's audience (valid, but bound to a pod this
+    # job does not control) and with its own job's token: both refused.
+    for audience in (audience_of(pod), audience_of(other)):
+        stolen = await sdk_env(cluster, other, await pod_token(cluster, other, audience), url, tmp_path)
+        assert not await call_sdk(sdk, monkeypatch, stolen, progress_percent=99)
+        assert await post(stolen, {"trainerStatus": {"progressPercentage": 99}}) == 403
+    await asyncio.sleep(2)  # four status-write intervals: a wrongly accepted report would be written
+    job = await cluster.get_job("PyTorchJob", "victim")
+    assert job is not None and trainer_status(job)["progressPercentage"] == 10
+    assert (await printed_row(cluster, "victim"))["Progress"] == 10
+    intruder = await cluster.get_job("PyTorchJob", "intruder")
+    assert intruder is not None and trainer_status(intruder) == {}
+
+
+async def test_a_job_that_goes_quiet_past_its_progress_deadline_is_stalled_and_restarted(
+    cluster: Any, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    await cluster.create_job(training_job(cluster, "quiet", progressDeadlineSeconds=3, backoffLimit=2))
+    pod = (await cluster.wait_pods("quiet", 1, running=True))[0]
+    await cluster.wait_job("PyTorchJob", "quiet", "Running", lambda j: support.has_condition(j, "Running"))
+    env = await sdk_env(
+        cluster, pod, await pod_token(cluster, pod, audience_of(pod)), env_of(pod)[ts.ENV_URL], tmp_path
+    )
+    assert await call_sdk(sdk, monkeypatch, env, progress_percent=30)
+    await cluster.wait_job(
+        "PyTorchJob",
+        "quiet",
+        "trainerStatus 30 %",
+        lambda j: trainer_status(j).get("progressPercentage") == 30,
+    )
+
+    job = await cluster.wait_job(
+        "PyTorchJob", "quiet", "Stalled", lambda j: support.has_condition(j, "Stalled"), within=60
+    )
+    stalled = support.condition(job, "Stalled")
+    assert stalled["reason"] == "ProgressDeadlineExceeded" and "at 30%" in stalled["message"]
+    # Restarted as declared (restartPolicy OnFailure, backoffLimit 2): a new attempt whose pod
+    # replaces the quiet one, counted against backoffLimit.
+    job = await cluster.wait_job(
+        "PyTorchJob", "quiet", "restarted", lambda j: (j.get("status") or {}).get("jobRestarts") == 1
+    )
+    assert job["status"]["replicaStatuses"]["Master"]["restarts"] >= 1
+
+    async def replaced() -> Obj | None:
+        pods = await cluster.pods("quiet")
+        fresh = [p for p in pods if p["metadata"]["uid"] != pod["metadata"]["uid"]]
+        return fresh[0] if fresh else None
+
+    new_pod = await support.eventually(replaced, within=60, what="the new attempt's pod")
+    assert new_pod["metadata"]["labels"].get("kubetrain.io/attempt") == "1"
+    # The quiet pod's token is refused now (its pod is gone or of an old attempt).
+    assert await post(env, {"trainerStatus": {"progressPercentage": 31}}) in (403, 409)
