@@ -72,6 +72,7 @@ class CronPlan:
     status: Obj  # the cron's status after this pass, without the job being created
     create: Obj | None = None
     scheduled_time: datetime | None = None  # of `create`: becomes lastScheduleTime
+    skipped: datetime | None = None  # a scheduled time not started: Forbid with an active job
     delete: list[JobRef] = field(default_factory=list)
     events: list[CronEvent] = field(default_factory=list)
     requeue_at: datetime | None = None
@@ -230,6 +231,7 @@ def _schedule(
         plan.status["lastScheduleTime"] = _rfc3339(scheduled)  # created before a crash recorded it
         return
     if shape.concurrency_policy == "Forbid" and active:
+        plan.skipped = scheduled
         plan.events.append(
             CronEvent(
                 NORMAL,

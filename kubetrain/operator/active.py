@@ -11,8 +11,9 @@ from typing import Any
 
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
+from kubetrain.jobs.codesync import code_sync_of
 from kubetrain.jobs.shape import COMPLETE, JobShape
-from kubetrain.operator import codesyncstatus, gates, runpolicy, stall
+from kubetrain.operator import codesyncfailure, codesyncstatus, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
@@ -70,6 +71,8 @@ class ActiveJob:
         self.code_sync()
         counts = self.counts(exclude_deleting=False)
         failures, retries, restart_job = self.failed_pods()
+        # A fetch the kubelet keeps restarting (restartPolicy other than Never) that failed for good.
+        failures += codesyncfailure.fetch_failures(self.slots.values(), code_sync_of(self.layout.annotations))
         deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
         limit = policy.backoff_limit
         base = sum(t.base for t in tallies.values())

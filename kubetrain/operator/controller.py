@@ -35,6 +35,7 @@ from typing import Any
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP
 from kubetrain.api.servicemode import HEADLESS
+from kubetrain.jobs.tensorboard import LABEL_TENSORBOARD_OF
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
@@ -45,6 +46,7 @@ from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import (
     CONFIG_MAPS,
     HORIZONTAL_POD_AUTOSCALERS,
+    INGRESSES,
     POD_GROUP_RESOURCES,
     PODS,
     SERVICES,
@@ -192,6 +194,17 @@ class Controller(JobEvents):
             Informer(self.client, r, cache=self.cache, namespaces=namespaces, clock=self.clock)
             for r in (SERVICES, HORIZONTAL_POD_AUTOSCALERS)
         ]
+        # The Ingresses of jobs' TensorBoards, so a deleted or hand-edited one is repaired.
+        children.append(
+            Informer(
+                self.client,
+                INGRESSES,
+                cache=self.cache,
+                namespaces=namespaces,
+                label_selector=LABEL_TENSORBOARD_OF,
+                clock=self.clock,
+            )
+        )
         for informer in children:
             self._watch_child(informer)
         self.informers += [pods, config_maps, *children]
@@ -271,6 +284,7 @@ class Controller(JobEvents):
             extra=self.cache.store(CONFIG_MAPS).for_job(namespace, name, kind=kind),
             job_services=self.cache.store(SERVICES).for_job(namespace, name, kind=kind),
             service_named=partial(self.cache.store(SERVICES).get, namespace),
+            tensorboard_ingress=partial(self.cache.store(INGRESSES).get, namespace),
         )
 
     async def reconcile(self, key: str) -> None:

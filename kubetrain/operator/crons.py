@@ -31,7 +31,7 @@ from kubetrain.api import cron as cronapi
 from kubetrain.api.groups import KUBETRAIN_GROUP, group_of, job_groups
 from kubetrain.api.labels import LABEL_CRON_NAME
 from kubetrain.cron.decide import CronEvent, CronPlan, decide, finished_condition, job_ref
-from kubetrain.cron.shape import CronShape, CronUnreadable, read_cron
+from kubetrain.cron.shape import CronShape, CronUnreadable, parse_time, read_cron
 from kubetrain.kube.cache import Store
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -39,6 +39,7 @@ from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef, job_resources_in
 from kubetrain.kube.workqueue import WorkQueue
+from kubetrain.operator import cronmetrics
 from kubetrain.operator.apigroups import PART_OF_LABEL, PART_OF_VALUE, ApiGroupRefused
 from kubetrain.operator.writes import namespace_closed
 
@@ -204,6 +205,8 @@ class CronController:
     def _cron_deleted(self, cron: Obj) -> None:
         meta = cron.get("metadata") or {}
         group = group_of(cron.get("apiVersion")) or cronapi.GROUP
+        kind = str(cron.get("kind") or (CRON_RESOURCES[group].kind if group in CRON_RESOURCES else ""))
+        cronmetrics.forget((kind, meta.get("namespace", ""), meta.get("name", "")))
         self.queue.forget(cron_key(group, meta.get("namespace", ""), meta.get("name", "")))
 
     def _job_changed(self, job: Obj) -> None:
@@ -282,6 +285,12 @@ class CronController:
         finally:
             for event in plan.events:
                 self.recorder.emit(cron, event.type, event.reason, event.message)
+            cronmetrics.observe(
+                (shape.kind, shape.namespace, shape.name),
+                [event.reason for event in plan.events],
+                plan.skipped,
+                parse_time(plan.status.get("lastScheduleTime")),
+            )
         if plan.requeue_at is not None:
             self.queue.add_at(key, plan.requeue_at)
 

@@ -58,6 +58,9 @@ class Observed:
     # any Service in the job's namespace by name (one of a pod's name may belong to another).
     job_services: list[dict[str, Any]] = field(default_factory=list)
     service_named: Callable[[str], dict[str, Any] | None] = _no_service
+    # The TensorBoard Ingresses of the namespace by name (the controller watches those labelled
+    # kubetrain.io/tensorboard-of); None: not observed, the Ingress is written only on a change.
+    tensorboard_ingress: Callable[[str], dict[str, Any] | None] | None = None
 
 
 # Pods one reconcile creates at most, as kube's Job controller (MaxPodCreateDeletePerSync) and

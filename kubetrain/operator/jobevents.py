@@ -30,8 +30,9 @@ from kubetrain.operator.keys import (
     split_job_key,
     status_only,
 )
+from kubetrain.operator.stall import report_only
 from kubetrain.operator.tenantmetrics import count_tenant_job
-from kubetrain.serving.metrics import JOBS_CREATED
+from kubetrain.serving.metrics import JOBS_CREATED, forget_job
 
 if TYPE_CHECKING:
     from kubetrain.operator.controller import ControllerConfig
@@ -80,6 +81,8 @@ class JobEvents:
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
         key = key_of(new)
+        if status_only(old, new) and report_only(old, new):
+            return  # a progress report written, and no progress deadline: nothing to decide
         if status_only(old, new):  # our own status write coming back, or someone's status edit
             self.queue.add_batched(key, self.batch_window(key))
         else:
@@ -95,6 +98,7 @@ class JobEvents:
         ):
             self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
         self.applier.forget_job(job)
+        forget_job(str(job.get("kind", "")), namespace, (job.get("metadata") or {}).get("name", ""))
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)

@@ -8,6 +8,12 @@ annotation deletes them. They outlive the job's pods: after the job finished the
 `ttlSecondsAfterJobFinished` (from its completionTime; unset: as long as the job exists), then
 are deleted (`TensorBoardDeleted` event) — the controller requeues the job for exactly that time.
 `status.tensorBoard` holds the address (and the Ingress URL), the pod's phase and the expiry.
+
+Like the job's other children they are kept as desired: a deleted pod, Service or Ingress is
+created again on the next reconcile, and a Service or Ingress edited by hand (its spec, or the
+labels and annotations kubetrain sets on it, no longer what the annotation asks for) is replaced
+(delete + create). Fields the API server fills in (a Service's clusterIP, type, …) and labels or
+annotations others add are not differences.
 """
 
 from __future__ import annotations
@@ -30,6 +36,35 @@ REASON_DELETED = "TensorBoardDeleted"
 def _annotations(job: Mapping[str, Any]) -> Mapping[str, Any]:
     value = (job.get("metadata") or {}).get("annotations")
     return value if isinstance(value, Mapping) else {}
+
+
+def drifted(desired: Any, observed: Any) -> bool:
+    """Whether `observed` lacks something of `desired`: every key of a desired mapping must be
+    there with an equal value (recursively; keys only observed are filled in by others), lists
+    element by element."""
+    if isinstance(desired, Mapping):
+        return not isinstance(observed, Mapping) or any(
+            drifted(value, observed.get(key)) for key, value in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            not isinstance(observed, list)
+            or len(desired) != len(observed)
+            or any(drifted(d, o) for d, o in zip(desired, observed, strict=True))
+        )
+    return bool(desired != observed)
+
+
+def _edited(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
+    meta, seen = desired.get("metadata") or {}, observed.get("metadata") or {}
+    selector = (desired.get("spec") or {}).get("selector")
+    return (
+        drifted(desired.get("spec"), observed.get("spec"))
+        # A Service's selector is exact: a key added to it changes which pods it selects.
+        or (selector is not None and selector != (observed.get("spec") or {}).get("selector"))
+        or drifted(meta.get("labels") or {}, seen.get("labels") or {})
+        or drifted(meta.get("annotations") or {}, seen.get("annotations") or {})
+    )
 
 
 def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
@@ -96,13 +131,37 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         and (pod.get("metadata") or {}).get("annotations", {}).get(tb.ANNOTATION_HASH) != cfg.hash
     ):
         r.delete([pod_name(pod)])  # the config changed: recreated with the new one next time
+    desired_service = tb.build_service(job)
     if service is None:
-        r.plan.tensorboard_creates.append(tb.build_service(job))
+        r.plan.tensorboard_creates.append(desired_service)
+    elif not terminating(service) and _edited(desired_service, service):
+        r.plan.tensorboard_replaces.append(desired_service)  # edited by hand: back to desired
     ingress = tb.build_ingress(job, cfg)
-    if ingress is not None and (record.get("configHash") != cfg.hash or not record.get("ingress")):
+    observed = r.observed.tensorboard_ingress
+    seen = observed(tb.name_of(name)) if observed is not None else None
+    if seen is not None and not controlled_by(seen, r.job):
+        return _set_record(r, address, pod, cfg, None, record)  # someone else's: left alone
+    if ingress is not None and observed is not None:
+        if seen is None:
+            r.plan.tensorboard_creates.append(ingress)
+        elif not terminating(seen) and _edited(ingress, seen):
+            r.plan.tensorboard_replaces.append(ingress)
+    elif ingress is not None and (record.get("configHash") != cfg.hash or not record.get("ingress")):
         r.plan.tensorboard_replaces.append(ingress)
-    elif ingress is None and record.get("ingress"):
+    elif ingress is None and (record.get("ingress") or seen is not None):
         r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
+    _set_record(r, address, pod, cfg, ingress, record)
+
+
+def _set_record(
+    r: ReconcileDraft,
+    address: str,
+    pod: Mapping[str, Any] | None,
+    cfg: tb.TensorBoardConfig,
+    ingress: Mapping[str, Any] | None,
+    record: Mapping[str, Any],
+) -> None:
+    name = str((r.job.get("metadata") or {}).get("name", ""))
     new: dict[str, Any] = {
         "address": address,
         "phase": pod_phase(pod) if pod is not None else "Pending",

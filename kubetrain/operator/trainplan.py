@@ -35,6 +35,7 @@ from kubetrain.jobs.trainjob import failurepolicy
 from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
+from kubetrain.operator import trainprogress
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.runpolicy import is_active_pod
@@ -125,6 +126,7 @@ def plan_trainjob(
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
+    trainprogress.ca_children(d.job, d.config.progress, d.observed.extra, d.plan)
     gang = _gang(d, resolved)
     new_state = _run(d, resolved, state, gang)
     if snapshot is not None and new_state != state:
@@ -180,6 +182,25 @@ def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
         current = observed[cm["metadata"]["name"]]
         if current.get("data") != cm.get("data"):
             d.plan.update_children.append({**current, "data": cm["data"]})
+
+
+def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: str) -> Obj | None:
+    """Progress deadline exceeded (trainprogress.py): the state after a whole-gang restart or
+    after failing the TrainJob; None while it is not stalled."""
+    pods = [
+        p for p in d.live_pods() if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
+    ]
+    stall = trainprogress.decide(d.job, state, pods, d.now, resolved.failure_policy)
+    if stall.new_state is None:
+        d.plan.requeue_at = trainprogress.earlier(d.plan.requeue_at, stall.due)
+    elif stall.restart:
+        d.delete([pod_name(p) for p in d.live_pods()])
+        d.plan.restarts += 1
+        d.event("Warning", trainprogress.REASON, stall.message)
+    else:
+        d.terminal(c.FAILED, trainprogress.REASON, stall.message)
+        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
+    return stall.new_state
 
 
 def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
@@ -265,6 +286,8 @@ def _run(
     counted = (
         {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
     )
+    if trainprogress.RESTARTED_AT in state:  # when this attempt began (stall detection)
+        counted[trainprogress.RESTARTED_AT] = state[trainprogress.RESTARTED_AT]
     attempt = str(restarts)
     # pods of an earlier attempt go first
     d.delete(
@@ -296,13 +319,17 @@ def _run(
             d.delete([pod_name(p) for p in d.live_pods()])
             d.event("Warning", verdict.reason, verdict.message)
             d.plan.restarts += 1
-            return {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+            new = {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+            return trainprogress.restarted(new, d.now)
         d.terminal(c.FAILED, verdict.reason, verdict.message)
         return {**state, "restarts": restarts, "failures": failures}
     if _succeeded(resolved, by_name):
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
+    stalled = _stalled(d, resolved, state, attempt)
+    if stalled is not None:
+        return stalled
     if gang is not False:
         _create_missing(d, resolved, by_name, restarts, gang if isinstance(gang, GangScheduler) else None)
     d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
@@ -379,6 +406,7 @@ def _create_missing(
                 return
             budget -= 1
             new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
+            trainprogress.inject_pod(d.job, d.config.progress, new)
             if gang is not None:
                 decorate(new, gang, resolved.name, step.name)
             d.plan.create_pods.append(new)

@@ -21,6 +21,7 @@ from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, job_resource
 from kubetrain.operator.apigroups import ApiGroupRefused
 from kubetrain.operator.crons import KUBEDL_CRONS, TRAINING_CRONS, CronController, CronControllerConfig
+from kubetrain.serving.metrics import REGISTRY
 
 from .controller_support import (
     Harness,
@@ -144,6 +145,13 @@ async def test_forbid_holds_the_next_run_until_the_job_ends(env: tuple[DevStack,
         ),
     )
     assert "SuccessfulCreate" in reasons
+    # The cron's series: one job created, the second time skipped once (however often the cron
+    # was looked at meanwhile), the last schedule time the first one.
+    labels = {"kind": "TrainingCron", "namespace": ns, "name": "forbid"}
+    assert metric("kubetrain_cron_jobs_created_total", labels) == 1
+    assert metric("kubetrain_cron_jobs_skipped_total", labels) == 1
+    assert metric("kubetrain_cron_jobs_failed_to_create_total", labels) in (None, 0)
+    assert metric("kubetrain_cron_last_schedule_timestamp_seconds", labels) == first.timestamp()
 
     # the first job ends: the unmet second time starts, late; its completion is recorded
     await finish_job(clock, h, ns, name_at("forbid", first))
@@ -151,9 +159,23 @@ async def test_forbid_holds_the_next_run_until_the_job_ends(env: tuple[DevStack,
     stored = await h.get(TRAINING_CRONS, ns, "forbid")
     assert stored is not None and stored["status"].get("lastSuccessfulTime")
 
+    assert metric("kubetrain_cron_jobs_created_total", labels) == 2
+    assert metric("kubetrain_cron_jobs_skipped_total", labels) == 1
+    assert metric("kubetrain_cron_last_schedule_timestamp_seconds", labels) == second.timestamp()
+
     # the second ends too: the history limit (1 succeeded job) deletes the first
     await finish_job(clock, h, ns, name_at("forbid", second))
     await wait_names(clock, h, ns, "forbid", [name_at("forbid", second)])
+    await h.kube.delete(TRAINING_CRONS, ns, "forbid")  # a deleted cron's series go with it
+
+    async def forgotten() -> bool:
+        return metric("kubetrain_cron_jobs_created_total", labels) is None
+
+    await ticking(clock, lambda: eventually(forgotten, what="the deleted cron's series removed"))
+
+
+def metric(name: str, labels: dict[str, str]) -> float | None:
+    return REGISTRY.get_sample_value(name, labels)
 
 
 async def _has(h: Harness, ns: str, name: str, reason: str) -> bool:

@@ -84,3 +84,25 @@ async def test_a_failed_fetch_fails_the_job_naming_repository_revision_and_error
         "pod bad-master-0: init container git-sync-code exited with code 1: code sync failed: fetching "
         f"{repo} at v1.2: fatal: could not read Username for 'https://github.com': terminal prompts disabled"
     ) in message
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])
+async def test_a_failed_fetch_the_kubelet_keeps_restarting_fails_the_job_as_under_never(
+    env: tuple[DevStack, Harness], policy: str
+) -> None:
+    _, h = env
+    ns = await h.namespace(f"syncloop-{policy.lower()}")
+    repo = "https://github.com/kubetrain/gone.git"
+    h.sim.git.fail(repo, "fatal: repository 'https://github.com/kubetrain/gone.git/' not found")
+    annotations = {"kubedl.io/git-sync-config": json.dumps({"source": repo, "branch": "dev"})}
+    job = job_manifest("PyTorchJob", "loop", {"Master": 1}, restart_policy=policy, annotations=annotations)
+    await h.create_job(job, ns)
+    failed = await h.wait_condition("PyTorchJob", ns, "loop", "Failed")
+    cond = condition(failed, "Failed") or {}
+    expected = (
+        "pod loop-master-0: init container git-sync-code exited with code 1: code sync failed: fetching "
+        f"{repo} at dev: fatal: repository 'https://github.com/kubetrain/gone.git/' not found"
+    )
+    assert cond.get("reason") == "JobFailed" and expected in cond.get("message", "")
+    event = await h.wait_event(ns, "loop", "JobFailed")
+    assert expected in event["message"]

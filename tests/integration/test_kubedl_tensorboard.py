@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.clock import FakeClock
-from kubetrain.kube.resources import INGRESSES, SERVICES, job_resource
+from kubetrain.kube.resources import INGRESSES, PODS, SERVICES, job_resource
 from kubetrain.operator.status import parse_time
 
 from .controller_support import (
@@ -132,3 +132,75 @@ async def test_changing_the_annotation_replaces_the_tensorboard_pod(
     new = await ticking(clock, lambda: h.wait_recreated(ns, "tbu-tensorboard-0", old["metadata"]["uid"]))
     assert new["spec"]["containers"][0]["command"][:3] == ["tensorboard", "--logdir", "/logs/other"]
     assert (await h.pod(ns, "tbu-worker-0"))["metadata"]["uid"]  # the job's own pod is untouched
+
+
+async def test_a_deleted_or_hand_edited_service_and_ingress_are_put_back(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    _, h, clock = env
+    ns = await h.namespace("tbr")
+    ingress = {"host": "tbr.example.com", "pathPrefix": "/tb", "annotations": {"team": "a"}}
+    await h.create_job(
+        job_manifest("TFJob", "tbr", {"Worker": 1}, annotations=config(ingressSpec=ingress)), ns
+    )
+    await ticking(clock, lambda: h.wait_pods(ns, "tbr", 2, phase="Running"))
+    first = await ticking(
+        clock, lambda: eventually(lambda: h.get(INGRESSES, ns, "tbr-tensorboard"), what="Ingress")
+    )
+    service = await h.get(SERVICES, ns, "tbr-tensorboard")
+    assert service is not None
+
+    # An Ingress edited by hand (its host and its annotation) is rewritten to the desired one.
+    await h.kube.patch(
+        INGRESSES,
+        ns,
+        "tbr-tensorboard",
+        {"metadata": {"annotations": {"team": "b"}}, "spec": {"rules": [{"host": "evil.example.com"}]}},
+    )
+
+    async def repaired(name: str, uid: str) -> dict[str, Any] | None:
+        got = await h.get(INGRESSES, ns, name)
+        ok = got is not None and got["metadata"]["uid"] != uid
+        return got if ok and got["spec"]["rules"][0].get("host") == "tbr.example.com" else None
+
+    fixed = await ticking(
+        clock,
+        lambda: eventually(
+            lambda: repaired("tbr-tensorboard", first["metadata"]["uid"]), what="Ingress repaired"
+        ),
+    )
+    assert fixed["metadata"]["annotations"]["team"] == "a"
+    assert fixed["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/tb"
+
+    # A deleted Ingress is created again.
+    await h.kube.delete(INGRESSES, ns, "tbr-tensorboard")
+    await ticking(
+        clock,
+        lambda: eventually(
+            lambda: repaired("tbr-tensorboard", fixed["metadata"]["uid"]), what="Ingress back"
+        ),
+    )
+
+    # A Service whose selector was edited is replaced; a deleted one is created again.
+    await h.kube.patch(SERVICES, ns, "tbr-tensorboard", {"spec": {"selector": {"app": "other"}}})
+
+    async def service_back(uid: str) -> dict[str, Any] | None:
+        got = await h.get(SERVICES, ns, "tbr-tensorboard")
+        if got is None or got["metadata"]["uid"] == uid:
+            return None
+        return got if "app" not in got["spec"]["selector"] else None
+
+    again = await ticking(
+        clock, lambda: eventually(lambda: service_back(service["metadata"]["uid"]), what="Service")
+    )
+    assert again["spec"]["ports"][0]["port"] == 6006
+    await h.kube.delete(SERVICES, ns, "tbr-tensorboard")
+    await ticking(
+        clock, lambda: eventually(lambda: service_back(again["metadata"]["uid"]), what="Service back")
+    )
+
+    # A TensorBoard pod deleted by hand is created again too.
+    board = await h.pod(ns, "tbr-tensorboard-0")
+    assert board is not None
+    await h.kube.delete(PODS, ns, "tbr-tensorboard-0")
+    await ticking(clock, lambda: h.wait_recreated(ns, "tbr-tensorboard-0", board["metadata"]["uid"]))

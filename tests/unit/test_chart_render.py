@@ -223,7 +223,7 @@ EXPECTED_JOBS_ROLE = (
     # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
     | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
     # a job's TensorBoard Ingress (kubedl.io/tensorboard-config): create, delete, never read
-    | expand("networking.k8s.io", ["ingresses"], ["create", "delete"])
+    | expand("networking.k8s.io", ["ingresses"], ["list", "watch", "create", "delete"])
 )
 for _ref in POD_GROUP_RESOURCES.values():
     EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "delete"])

@@ -186,3 +186,63 @@ def test_without_policies_the_webhook_behaves_as_before() -> None:
     job = default_job(ptjob(workers=6)).obj
     assert validate(request(job)).allowed
     assert mutate(request(ptjob())).patch == mutate(request(ptjob()), policies=admission()).patch
+
+
+def test_trainjob_create_gets_the_policy_defaults_a_trainjob_has_fields_for() -> None:
+    from kubetrain.webhook.trainer import mutate_trainer
+
+    policy = tpol(
+        "a-defaults",
+        "vision",
+        kinds=["TrainJob"],
+        defaults={
+            "labels": {"cost-center": "vision"},
+            "runPolicy": {
+                "activeDeadlineSeconds": 7200,
+                "suspend": True,
+                "managedBy": "kueue.x-k8s.io/multikueue",
+                "backoffLimit": 2,
+                "ttlSecondsAfterFinished": 600,
+            },
+        },
+    )
+    later = tpol("b-later", "vision", defaults={"runPolicy": {"activeDeadlineSeconds": 60}})
+    tj = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "vision", "labels": {"cost-center": "mine"}},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}},
+    }
+    response = mutate_trainer(request(tj), admission(policy, later))
+    out = patched(tj, response)
+    assert out["metadata"]["labels"] == {"cost-center": "mine"}  # the user's value wins
+    assert out["spec"]["activeDeadlineSeconds"] == 7200  # the first policy by name wins
+    assert out["spec"]["suspend"] is True
+    assert out["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert out["spec"]["runtimeRef"] == {
+        "name": "torch-distributed",
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+    }
+    assert "runPolicy" not in out["spec"]
+    suffix = ": not applied, no TrainJob field takes it"
+    assert sorted(response.warnings) == [
+        'policy "a-defaults": defaults.runPolicy.backoffLimit' + suffix,
+        'policy "a-defaults": defaults.runPolicy.ttlSecondsAfterFinished' + suffix,
+    ]
+    # set by the user: kept; an UPDATE gets no policy defaults
+    mine = copy.deepcopy(tj)
+    mine["spec"].update(activeDeadlineSeconds=30, suspend=False)
+    out = patched(mine, mutate_trainer(request(mine), admission(policy)))
+    assert out["spec"]["activeDeadlineSeconds"] == 30 and out["spec"]["suspend"] is False
+    out = patched(tj, mutate_trainer(request(tj, "UPDATE", old=tj), admission(policy)))
+    assert "activeDeadlineSeconds" not in out["spec"]
+    # a manager a TrainJob cannot have (the v1 kinds' kubetrain.io/operator): Trainer's stays, warned
+    own = tpol(
+        "own", "vision", kinds=["TrainJob"], defaults={"runPolicy": {"managedBy": "kubetrain.io/operator"}}
+    )
+    response = mutate_trainer(request(tj), admission(own))
+    assert patched(tj, response)["spec"]["managedBy"] == "trainer.kubeflow.org/trainjob-controller"
+    assert response.warnings == [
+        'policy "own": defaults.runPolicy.managedBy: not applied, no TrainJob field takes it'
+    ]

@@ -1,13 +1,16 @@
 """Pod status when an init container fails (e.g. a code-sync fetch, kubelet/git.py). Pure.
 
 Under restartPolicy Never the pod fails and its containers never start; otherwise the kubelet
-restarts the init container with back-off, so the pod stays Pending with the failure in the
-init container's lastState (the simulated kubelet does not retry it).
+restarts the failed init container in place with back-off (10s, doubled after each failure, at
+most 300s — the kubelet's crash-loop back-off), so the pod stays Pending: the init container's
+`restartCount` counts the restarts, `lastState.terminated` holds the latest failure and its
+state is `waiting` with reason `CrashLoopBackOff` until the next try (`retry_due`). A try that
+succeeds lets the pod start, the init container's `restartCount` kept.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubetrain.devcluster.kubelet.podstatus import (
@@ -17,6 +20,59 @@ from kubetrain.devcluster.kubelet.podstatus import (
     _init_terminated,
     _keep_transition,
 )
+
+BACKOFF_INITIAL_SECONDS = 10
+BACKOFF_MAX_SECONDS = 300
+
+
+def backoff_seconds(restarts: int) -> int:
+    """The kubelet's crash-loop back-off before restart number `restarts + 1`."""
+    seconds: int = BACKOFF_INITIAL_SECONDS * 2 ** min(8, max(0, restarts - 1))
+    return min(BACKOFF_MAX_SECONDS, seconds)
+
+
+def _parse(value: str) -> datetime | None:
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _init_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if isinstance(cs, dict) and cs.get("name") == name:
+            return cs
+    return {}
+
+
+def _restarts(cs: dict[str, Any]) -> int:
+    value = cs.get("restartCount")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def retry_due(pod: dict[str, Any]) -> tuple[int, datetime] | None:
+    """(restartCount, when the kubelet restarts it) of the pod's backing-off init container."""
+    for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if ((cs.get("state") or {}).get("waiting") or {}).get("reason") != "CrashLoopBackOff":
+            continue
+        restarts = _restarts(cs)
+        finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+        at = _parse(finished) if isinstance(finished, str) else None
+        if at is None:
+            return None
+        return restarts, at + timedelta(seconds=backoff_seconds(restarts))
+    return None
+
+
+def keep_init_restarts(pod: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """`status` (the pod started after an init container's restarts) with each init container's
+    `restartCount` and `lastState` carried over from the pod's current status (in place)."""
+    for cs in status.get("initContainerStatuses") or []:
+        old = _init_status(pod, cs.get("name", ""))
+        if _restarts(old):
+            cs["restartCount"] = _restarts(old)
+            cs["lastState"] = old.get("lastState") or {}
+    return status
 
 
 def init_backing_off(pod: dict[str, Any]) -> bool:
@@ -32,7 +88,7 @@ def init_failed_status(
 ) -> dict[str, Any]:
     """Init container `name` exited with `code`: under restartPolicy Never the pod fails (the
     containers never start); otherwise the kubelet restarts the init container with back-off,
-    so the pod stays Pending with the failure in its lastState (restarts are not simulated)."""
+    so the pod stays Pending with the failure in its lastState and one more restart counted."""
     status = _base_status(pod, host_ip, pod_ip, now)
     never = (pod.get("spec") or {}).get("restartPolicy") == "Never"
     inits = []
@@ -52,14 +108,20 @@ def init_failed_status(
         elif c["name"] == name:
             reached = True
             terminated = _init_terminated(pod, name, code, message, now)
+            restarts = _restarts(_init_status(pod, name))
             if never:
-                entry["state"] = {"terminated": terminated}
+                entry.update(restartCount=restarts, state={"terminated": terminated})
             else:
-                entry.update(restartCount=1, lastState={"terminated": terminated})
+                restarts += 1
+                meta = pod.get("metadata") or {}
+                entry.update(restartCount=restarts, lastState={"terminated": terminated})
                 entry["state"] = {
                     "waiting": {
                         "reason": "CrashLoopBackOff",
-                        "message": "back-off restarting failed container",
+                        "message": (
+                            f"back-off {backoff_seconds(restarts)}s restarting failed container={name} "
+                            f"pod={meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
+                        ),
                     }
                 }
         else:

@@ -54,7 +54,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
-from kubetrain.devcluster.kubelet import podstatus, reporter, volumes
+from kubetrain.devcluster.kubelet import initstatus, podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
@@ -239,6 +239,11 @@ class PodSimulator:
             behaviour = Behaviour()
         uid = str(pod["metadata"].get("uid", ""))
         if pod_phase(pod) == "Pending":
+            due = initstatus.retry_due(pod)
+            if due is not None:  # a failed init container: restarted after the back-off
+                delay = (due[1] - self.clock.now()).total_seconds()
+                self._timers.schedule(key, ("init-retry", uid, due[0]), delay, self._status.retry_init)
+                return
             if uid not in self._mounts and volumes.has_projected_volumes(pod):
                 self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
             if behaviour.start_seconds > 0:

@@ -97,11 +97,18 @@ class PodTransitions:
     # -- transitions ----------------------------------------------------------------------------
 
     async def start(self, key: Key) -> None:
+        await self._start(key, retry=False)
+
+    async def retry_init(self, key: Key) -> None:
+        """The back-off of a failed init container is over: run it again (initstatus.py)."""
+        await self._start(key, retry=True)
+
+    async def _start(self, key: Key, *, retry: bool) -> None:
         def build(pod: dict[str, Any]) -> dict[str, Any] | None:
             if not self.ours(pod) or pod_phase(pod) != "Pending" or pod["metadata"].get("deletionTimestamp"):
                 return None
-            if initstatus.init_backing_off(pod):
-                return None  # a failed init container the kubelet keeps retrying: no change
+            if initstatus.init_backing_off(pod) != retry:
+                return None  # backing off: only its retry runs it again; not: nothing to retry
             host_ip = self._host_ips[pod["spec"]["nodeName"]]
             now = self.clock.now()
             outcomes: podstatus.InitOutcomes = {}
@@ -118,8 +125,11 @@ class PodTransitions:
                         pod_ip=self._pod_ip(pod),
                         now=now,
                     )
-            return podstatus.running_status(
-                pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=now, init_outcomes=outcomes
+            return initstatus.keep_init_restarts(
+                pod,
+                podstatus.running_status(
+                    pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=now, init_outcomes=outcomes
+                ),
             )
 
         await self.write_status(key, build)
