@@ -5,6 +5,7 @@ printed."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -30,3 +31,16 @@ async def test_example_runs_to_succeeded(example: str) -> None:
     out = io.StringIO()
     assert await dev(args, out) == 0, out.getvalue()
     assert " Succeeded: " in out.getvalue() or " Complete: jobset completed successfully" in out.getvalue()
+
+
+@pytest.mark.parametrize("example", ["pytorch-ddp", "trainer/trainjob-torch"])
+async def test_the_reporting_examples_print_their_rising_progress(example: str) -> None:
+    """The examples whose training loop reports (and whose pods carry the simulated kubelet's
+    report-progress annotation): `kubetrain dev` prints the reports as they arrive through the
+    training-progress endpoint — at the start, then 5 s later."""
+    args = build_parser().parse_args(["dev", "--example", example, "--run-seconds", "6", "--timeout", "60"])
+    out = io.StringIO()
+    assert await dev(args, out) == 0, out.getvalue()
+    percents = [int(p) for p in re.findall(r"^ +progress \[[#.]+\] +(\d+)%  ETA ", out.getvalue(), re.M)]
+    assert percents[:1] == [0] and len(percents) >= 2 and percents[-1] >= 80, out.getvalue()
+    assert "loss " in out.getvalue()
