@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.expectations import Expectations
@@ -21,6 +21,7 @@ from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.apply import PlanApplier
+from kubetrain.operator.controllerconfig import ControllerConfig
 from kubetrain.operator.keys import (
     job_key,
     key_of,
@@ -33,9 +34,6 @@ from kubetrain.operator.keys import (
 from kubetrain.operator.stall import report_only
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.serving.metrics import JOBS_CREATED, forget_job
-
-if TYPE_CHECKING:
-    from kubetrain.operator.controller import ControllerConfig
 
 Obj = dict[str, Any]
 # Pod events of a job whose namespace is being deleted (its pods go one by one) are coalesced
