@@ -44,14 +44,16 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 STATUS_PORT = support.free_port()
 
 
-def E2E_OPERATOR_ARGS(host: str) -> tuple[str, ...]:
-    """`kubetrain run` serves the training-progress endpoint, reached at `host` like the webhook."""
+def progress_flags(host: str) -> tuple[str, ...]:
     url_host = f"[{host}]" if ":" in host else host
     return (
         f"--status-server-port={STATUS_PORT}",
         f"--status-server-url=https://{url_host}:{STATUS_PORT}",
         "--status-server-interval=0.5",
     )
+
+
+E2E_OPERATOR_ARGS = progress_flags  # the `cluster` fixture (conftest.py) runs the operator with these
 
 
 @pytest.fixture
