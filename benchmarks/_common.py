@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubetrain.devcluster.apiserver.accounting import RequestLog
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.kube.client import KubeClient
+from kubetrain.kube.errors import ApiError
+from kubetrain.kube.resources import NAMESPACES, PODS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OPERATOR_AGENT = "kubetrain/"  # the operator's User-Agent prefix (kubetrain/<version>)
@@ -82,12 +85,16 @@ class Operator:
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     source: str | None = None  # run the kubetrain package from this directory (before/after runs)
+    profile: str | None = None  # write a cProfile of the whole process here (when it stops)
 
     def start(self) -> None:
         self.metrics_port = free_port()
         exe = Path(sys.executable).parent / "kubetrain"
+        program = [str(exe)]
+        if self.profile:
+            program = [sys.executable, "-m", "cProfile", "-o", self.profile, "-m", "kubetrain.cli"]
         cmd = [
-            str(exe),
+            *program,
             "controller",
             "--kubeconfig",
             self.kubeconfig,
@@ -239,3 +246,30 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
 
 def load_average() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+async def new_namespace(client: KubeClient, prefix: str) -> str:
+    """A fresh namespace `<prefix>-<6 hex digits>`."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+async def namespace_exists(client: KubeClient, namespace: str) -> bool:
+    try:
+        await client.get(NAMESPACES, None, namespace)
+    except ApiError as err:
+        if err.is_not_found:
+            return False
+        raise
+    return True
+
+
+async def pod_added_times(client: KubeClient, namespace: str, count: int, times: list[float]) -> None:
+    """Watch `namespace` from now, noting (perf_counter) when each of the first `count` pods appears."""
+    _, rv = await client.list_all(PODS, namespace)
+    async for kind, _pod in client.watch(PODS, namespace, resource_version=rv, timeout_seconds=600):
+        if kind == "ADDED":
+            times.append(time.perf_counter())
+            if len(times) == count:
+                return

@@ -41,7 +41,7 @@ import time
 import uuid
 from typing import Any
 
-from _common import Operator, bench_client, load_average, write_result
+from _common import Operator, bench_client, load_average, namespace_exists, write_result
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
@@ -175,14 +175,8 @@ async def job_running(client: KubeClient, namespace: str, name: str) -> bool:
     )
 
 
-async def namespace_gone(client: KubeClient, namespace: str) -> bool:
-    try:
-        await client.get(NAMESPACES, None, namespace)
-    except ApiError as err:
-        if err.is_not_found:
-            return True
-        raise
-    return False
+async def _gone(client: KubeClient, namespace: str) -> bool:
+    return not await namespace_exists(client, namespace)
 
 
 async def one_size(
@@ -207,7 +201,7 @@ async def one_size(
             events = watch.events
             async with Phase(op) as gone:
                 await client.delete(NAMESPACES, None, namespace)
-                await wait_until(lambda: namespace_gone(client, namespace), args.timeout, "namespace gone")
+                await wait_until(lambda: _gone(client, namespace), args.timeout, "namespace gone")
         finally:
             await watch.stop()
         row = {

@@ -122,6 +122,41 @@ async def timed(coro: Any) -> float:
     return time.perf_counter() - started
 
 
+async def start_pollers(
+    s: aiohttp.ClientSession,
+    url: str,
+    health: str,
+    small: bytes,
+    done: asyncio.Event,
+    health_times: list[float],
+    small_times: list[float],
+) -> list[asyncio.Task[None]]:
+    """After three warm-up reviews (connections, schema): /healthz every 20 ms and an ordinary
+    small review every 50 ms until `done`, each one's latency noted."""
+    headers = {"Content-Type": "application/json"}
+    for _ in range(3):
+        async with s.post(url + "/validate", data=small, headers=headers) as r:
+            await r.read()
+
+    async def poll_health() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            async with s.get(health + "/healthz") as r:
+                await r.read()
+            health_times.append(time.perf_counter() - started)
+            await asyncio.sleep(0.02)
+
+    async def ordinary() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            async with s.post(url + "/validate", data=small, headers=headers) as r:
+                await r.read()
+            small_times.append(time.perf_counter() - started)
+            await asyncio.sleep(0.05)
+
+    return [asyncio.create_task(poll_health()), asyncio.create_task(ordinary())]
+
+
 async def phase_freeze(url: str, health: str, ctx: ssl.SSLContext) -> dict[str, Any]:
     hostile = review_bytes(job({"name": "pytorch", "image": "p", **{f"f{i}": i for i in range(125_000)}}))
     small = review_bytes(job({"name": "pytorch", "image": "p"}, "small"))
@@ -130,27 +165,7 @@ async def phase_freeze(url: str, health: str, ctx: ssl.SSLContext) -> dict[str, 
     health_times: list[float] = []
     small_times: list[float] = []
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0)) as s:
-
-        async def poll_health() -> None:
-            while not done.is_set():
-                started = time.perf_counter()
-                async with s.get(health + "/healthz") as r:
-                    await r.read()
-                health_times.append(time.perf_counter() - started)
-                await asyncio.sleep(0.02)
-
-        async def ordinary() -> None:
-            while not done.is_set():
-                started = time.perf_counter()
-                async with s.post(url + "/validate", data=small, headers=headers) as r:
-                    await r.read()
-                small_times.append(time.perf_counter() - started)
-                await asyncio.sleep(0.05)
-
-        for _ in range(3):  # warm up: connections, schema
-            async with s.post(url + "/validate", data=small, headers=headers) as r:
-                await r.read()
-        pollers = [asyncio.create_task(poll_health()), asyncio.create_task(ordinary())]
+        pollers = await start_pollers(s, url, health, small, done, health_times, small_times)
         started = time.perf_counter()
         async with s.post(url + "/validate", data=hostile, headers=headers) as r:
             answer = await r.read()
@@ -178,22 +193,6 @@ async def phase_flood(url: str, health: str, ctx: ssl.SSLContext, pid: int) -> d
     statuses: dict[str, int] = {}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0)) as s:
 
-        async def poll_health() -> None:
-            while not done.is_set():
-                started = time.perf_counter()
-                async with s.get(health + "/healthz") as r:
-                    await r.read()
-                health_times.append(time.perf_counter() - started)
-                await asyncio.sleep(0.02)
-
-        async def ordinary() -> None:
-            while not done.is_set():
-                started = time.perf_counter()
-                async with s.post(url + "/validate", data=small, headers=headers) as r:
-                    await r.read()
-                small_times.append(time.perf_counter() - started)
-                await asyncio.sleep(0.05)
-
         async def attacker() -> None:
             while not done.is_set():
                 async with s.post(url + "/validate", data=large, headers=headers) as r:
@@ -202,10 +201,7 @@ async def phase_flood(url: str, health: str, ctx: ssl.SSLContext, pid: int) -> d
                     if r.status == 429:
                         await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
 
-        for _ in range(3):
-            async with s.post(url + "/validate", data=small, headers=headers) as r:
-                await r.read()
-        tasks = [asyncio.create_task(poll_health()), asyncio.create_task(ordinary())]
+        tasks = await start_pollers(s, url, health, small, done, health_times, small_times)
         tasks += [asyncio.create_task(attacker()) for _ in range(4)]
         await asyncio.sleep(10)
         done.set()

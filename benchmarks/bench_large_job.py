@@ -29,18 +29,25 @@ import ssl
 import subprocess
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
-from _common import Operator, bench_client, load_average, pytorch_job, write_result
+from _common import (
+    Operator,
+    bench_client,
+    load_average,
+    namespace_exists,
+    new_namespace,
+    pod_added_times,
+    pytorch_job,
+    write_result,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.kube.errors import ApiError
 from kubetrain.kube.kubeconfig import load_kubeconfig
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 from kubetrain.kube.transport import Configuration
@@ -101,32 +108,6 @@ async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
         return await measure(stack.cluster.kubeconfig_path, replicas, args)
 
 
-async def new_namespace(client: Any, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
-
-
-async def exists(client: Any, namespace: str) -> bool:
-    try:
-        await client.get(NAMESPACES, None, namespace)
-    except ApiError as err:
-        if err.is_not_found:
-            return False
-        raise
-    return True
-
-
-async def pod_added_times(client: Any, namespace: str, replicas: int, times: list[float]) -> None:
-    """Watch `namespace` from now, noting when each of the first `replicas` pods appears."""
-    _, rv = await client.list_all(PODS, namespace)
-    async for kind, _pod in client.watch(PODS, namespace, resource_version=rv, timeout_seconds=600):
-        if kind == "ADDED":
-            times.append(time.perf_counter())
-            if len(times) == replicas:
-                return
-
-
 async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> dict[str, Any]:
     client = await bench_client(kubeconfig)
     bare, job_ns = await new_namespace(client, "bench-bare"), await new_namespace(client, "bench-large")
@@ -162,7 +143,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
         # Gone before the operator starts: it would otherwise reconcile that job too.
         await client.delete(NAMESPACES, None, bare)
         for _ in range(int(args.timeout / 0.2)):
-            if not await exists(client, bare):
+            if not await namespace_exists(client, bare):
                 break
             await asyncio.sleep(0.2)
 
@@ -171,7 +152,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             extra += ["--qps", str(args.qps)]
         if args.burst is not None:
             extra += ["--burst", str(args.burst)]
-        op = Operator(kubeconfig, extra=extra, source=args.operator_source)
+        op = Operator(kubeconfig, extra=extra, source=args.operator_source, profile=args.profile)
         op.start()
         try:
             await op.wait_ready()
@@ -200,7 +181,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             op.stop()
     finally:
         for ns in (bare, job_ns):
-            if await exists(client, ns):
+            if await namespace_exists(client, ns):
                 await client.delete(NAMESPACES, None, ns)
         await client.close()
     qps = args.qps if args.qps is not None else 150.0
@@ -250,6 +231,9 @@ def main() -> int:
     parser.add_argument("--kubeconfig", help="run against this cluster instead of a fresh devcluster")
     parser.add_argument(
         "--operator-source", metavar="DIR", help="run the operator from the kubetrain package in DIR"
+    )
+    parser.add_argument(
+        "--profile", metavar="FILE", help="write a cProfile of the operator process to FILE (pstats)"
     )
     parser.add_argument("--bare-client", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--bare-namespace", default="bare", help=argparse.SUPPRESS)

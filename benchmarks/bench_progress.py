@@ -2,6 +2,7 @@
 rate), against `kubetrain run` as its own process (webhook + controller + status server).
 
     .venv/bin/python benchmarks/bench_progress.py [--jobs 100] [--pods-per-job 10] [--duration 30]
+        [--webhook-workers 2]
 
 devcluster, its CRDs and the pod simulator run in this process; the operator is a child
 process (`kubetrain run`, its certificate for 127.0.0.1); the reporters are a second child
@@ -52,6 +53,7 @@ from _common import (
 
 REPORT_HISTOGRAM = "kubetrain_status_report_duration_seconds"
 WEBHOOK_HISTOGRAM = "kubetrain_webhook_request_duration_seconds"
+RECONCILE_HISTOGRAM = "kubetrain_reconcile_duration_seconds"
 
 
 def job(name: str, workers: int) -> dict[str, Any]:
@@ -199,7 +201,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "--metrics-port", str(metrics_port), "--log-level", "warning", "--no-training-policies",
             "--cert-dir", str(cert_dir), "--webhook-host", "127.0.0.1", "--webhook-port", str(webhook_port),
             "--status-server-port", str(status_port), "--status-server-url", f"https://127.0.0.1:{status_port}",
-            "--qps", "0",
+            "--qps", "0", "--webhook-workers", str(args.webhook_workers),
         ]  # fmt: skip
         operator = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.DEVNULL)
         try:
@@ -253,6 +255,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(args.warmup + args.period)
             stack.cluster.requests.reset()
             hist0 = await server_histogram(metrics_port)
+            rec0 = await server_histogram(metrics_port, RECONCILE_HISTOGRAM)
             load0 = load_average()
             cpu0, t0 = proc_cpu_seconds(operator.pid), time.perf_counter()
             wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
@@ -265,6 +268,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             busy_cpu = (proc_cpu_seconds(operator.pid) - cpu0) / window
             load = json.loads(out)
             served = histogram_diff(await server_histogram(metrics_port), hist0)
+            reconciles = histogram_diff(await server_histogram(metrics_port, RECONCILE_HISTOGRAM), rec0)
             server_side = summary(served)
             patches = stack.cluster.requests.count("patch", "pytorchjobs/status")
             reviews = stack.cluster.requests.count("create", "tokenreviews")
@@ -282,6 +286,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 # the first report of a job is written at once, then at most one per 5 s
                 "status_writes_bound": args.jobs * (1 + int(window // 5)),
                 "token_reviews": reviews,
+                # reconciles while reporting (a progress write wakes none without a deadline)
+                "reconciles": int(reconciles["count"]),
                 "operator_api_calls": api_calls,
                 "operator_cpu_cores_idle": round(idle_cpu, 3),
                 "operator_cpu_cores_loaded": round(busy_cpu, 3),
@@ -304,6 +310,8 @@ def main() -> int:
         "--warmup", type=float, default=20.0, help="seconds over which the pods start reporting"
     )
     parser.add_argument("--probes", type=int, default=200)
+    # >1: admission also answered by worker processes of their own (`kubetrain run --webhook-workers`)
+    parser.add_argument("--webhook-workers", type=int, default=1)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:

@@ -31,10 +31,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import Operator, bench_client, load_average, proc_cpu_seconds, pytorch_job, write_result
+from _common import (
+    Operator,
+    bench_client,
+    load_average,
+    new_namespace,
+    pod_added_times,
+    proc_cpu_seconds,
+    pytorch_job,
+    write_result,
+)
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.kube.resources import NAMESPACES, PODS, TRAINJOBS, job_resource
+from kubetrain.kube.resources import TRAINJOBS, job_resource
 from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.review import decode_review
 from kubetrain.webhook.trainer import TrainerFacts, validate_trainer
@@ -57,21 +66,6 @@ def trainjob(name: str, nodes: int, namespace: str) -> dict[str, Any]:
             },
         },
     }
-
-
-async def new_namespace(client: Any, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
-
-
-async def pod_added_times(client: Any, namespace: str, count: int, times: list[float]) -> None:
-    _, rv = await client.list_all(PODS, namespace)
-    async for kind, _pod in client.watch(PODS, namespace, resource_version=rv, timeout_seconds=600):
-        if kind == "ADDED":
-            times.append(time.perf_counter())
-            if len(times) == count:
-                return
 
 
 async def one_job(

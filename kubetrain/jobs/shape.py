@@ -9,8 +9,13 @@ job it has or where in the job's spec a field came from.
 
 Producers turn one stored job into a shape (docs/architecture.md, "Adding a job shape"):
 `kubetrain.jobs.v1shape` for the seven `<kind>ReplicaSpecs` kinds (and MPIJob v2beta1, which has
-the same layout). A producer runs once per spec generation, on a defaulted, validated job; a
-shape never changes after it is built.
+the same layout), `kubetrain.jobs.trainjob.shape` for Trainer's TrainJob (its replicated jobs,
+from the runtime snapshot). A producer runs once per spec generation (a TrainJob: per snapshot),
+on a defaulted, validated job; a shape never changes after it is built.
+
+What differs between producers is data, not a kind check: a group's dependencies say whether a
+Succeeded pod counts as Ready (`DependsOn.succeeded_is_ready`), and a shape may name its pods
+its own way (`JobShape.naming`; the default is `<job>-<lower(group)>-<index>`).
 
 Pure: no I/O, and nothing here depends on the wire form of any kind.
 """
@@ -40,6 +45,9 @@ class DependsOn:
 
     group: str
     state: str = READY  # READY | COMPLETE
+    # READY met by a pod that already Succeeded too (JobSet's dependsOn Ready counts succeeded
+    # jobs); otherwise READY needs every pod Running and Ready (MPI's WaitForWorkersReady).
+    succeeded_is_ready: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,12 @@ class RunPolicy:
     scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
 
 
+class PodNaming(Protocol):
+    """How a shape names the pod of a slot, when not `<job>-<lower(group)>-<index>`."""
+
+    def pod_name(self, group: str, index: int) -> str: ...
+
+
 class JobRules(Protocol):
     """A job's success and failure rules over the observed pod counts per group."""
 
@@ -143,6 +157,15 @@ class JobShape:
     rules: JobRules
     plugin: EnvPlugin
     layout: JobLayout
+    naming: PodNaming | None = None  # None: the layout's `<job>-<lower(group)>-<index>`
+
+    def pod_name(self, group: str, index: int) -> str:
+        """The name of the pod of slot (group, index)."""
+        return (
+            self.naming.pod_name(group, index)
+            if self.naming is not None
+            else self.layout.pod_name(group, index)
+        )
 
     @property
     def total_replicas(self) -> int:

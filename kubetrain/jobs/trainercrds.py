@@ -115,6 +115,12 @@ def _trainjob_columns() -> list[dict[str, Any]]:
             "jsonPath": ".status.trainerStatus.progressPercentage",
             "description": "Training progress in percent, when the trainer reports it",
         },
+        {
+            "name": "ETA",
+            "type": "integer",
+            "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds",
+            "description": "Seconds left, as the training code last estimated them",
+        },
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 

@@ -12,15 +12,15 @@ from typing import Any
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
-from kubetrain.jobs.shape import COMPLETE, JobShape
+from kubetrain.jobs.shape import JobShape
 from kubetrain.operator import codesyncfailure, codesyncstatus, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
-from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
-from kubetrain.operator.slots import phase_counts, slot_pods
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
+from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
 
 # A Failed pod to act on: its replica type, the pod, the verdict on it.
 Retry = tuple[str, dict[str, Any], rs.Verdict]
@@ -189,21 +189,6 @@ class ActiveJob:
             if st.is_true(r.status, ctype):
                 st.set_condition(r.status, ctype, False, st.REASON_SUSPENDED, message, r.now)
 
-    def dependencies_met(self, rtype: str) -> bool:
-        """Whether `rtype`'s missing pods may be created: every pod of each group it depends on
-        (`ReplicaGroup.depends_on`) exists and is Running and Ready, or Succeeded (`Complete`)."""
-        for dependency in self.shape.groups[rtype].depends_on:
-            for i in range(self.shape.count(dependency.group)):
-                pod = self.slots.get((dependency.group, i))
-                if pod is None or terminating(pod):
-                    return False
-                if dependency.state == COMPLETE:
-                    if pod_phase(pod) != "Succeeded":
-                        return False
-                elif pod_phase(pod) != "Running" or not pod_ready(pod):
-                    return False
-        return True
-
     def restart_job(self, trigger: Retry, tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         """Every pod of the job deleted, to be recreated as attempt `jobRestarts + 1` once all are
         gone; one restart against backoffLimit, one Event, a Restarting condition naming the pod."""
@@ -266,7 +251,7 @@ class ActiveJob:
         missing = 0
         for rtype, index in self.shape.slots():
             taken = (rtype, index) in self.slots or (rtype, index) in self.stale
-            if taken or not self.dependencies_met(rtype):
+            if taken or not dependencies_met(self.shape, rtype, self.slots):
                 continue
             missing += 1
             pod = self.desired.pod(rtype, index, attempt=self.attempt)

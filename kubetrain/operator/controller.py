@@ -28,15 +28,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from kubetrain.api.gangschedulers import NONE
-from kubetrain.api.groups import KUBEFLOW_GROUP, KUBETRAIN_GROUP, TRAINER_GROUP
-from kubetrain.api.servicemode import HEADLESS
+from kubetrain.api.groups import KUBEFLOW_GROUP, TRAINER_GROUP
 from kubetrain.jobs.tensorboard import LABEL_TENSORBOARD_OF
-from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -56,13 +52,13 @@ from kubetrain.kube.resources import (
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.adopt_api import adopt_kubeflow_children
 from kubetrain.operator.apply import PlanApplier
+from kubetrain.operator.controllerconfig import ControllerConfig
 from kubetrain.operator.gang_api import PodGroupApi
 from kubetrain.operator.jobevents import JobEvents
 from kubetrain.operator.keys import (
     split_job_key,
 )
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
-from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
 from kubetrain.serving.metrics import RECONCILE_DURATION, RECONCILE_PLAN_DURATION
 
@@ -71,24 +67,6 @@ __all__ = ["Controller", "ControllerConfig"]
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-
-
-@dataclass
-class ControllerConfig:
-    namespaces: list[str] = field(default_factory=list)  # empty: every namespace
-    workers: int = 4
-    gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
-    scheduler_name: str | None = None
-    service_mode: str = HEADLESS  # jobs without a kubetrain.io/service-mode annotation
-    # API groups whose job kinds are reconciled (kubetrain.api.groups): kubetrain.io, kubeflow.org
-    api_groups: tuple[str, ...] = (KUBETRAIN_GROUP,)
-    # Coalescing of pod events and status-only job updates per job: the window is
-    # `event_batch_factor` times the job's last decision time, at most `event_batch_max` seconds
-    # (so re-planning a job from its pods' events takes at most ~1/factor of a core).
-    event_batch_factor: float = 50.0
-    event_batch_max: float = 1.0
-    max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job
-    progress: ProgressInjection | None = None  # what pods get to report progress (--status-server-url)
 
 
 class Controller(JobEvents):

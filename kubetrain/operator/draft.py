@@ -121,7 +121,7 @@ class Draft:
     """What one reconcile of a job has decided so far, and the facts it decides from: the job,
     the observed children (`pods`: those the job controls), the time and the configuration; the
     plan and the new status being built. Every planner's reconcile is one (`ReconcileDraft` for
-    the jobs prepared into a shape, `trainplan.TrainJobDraft` for TrainJobs)."""
+    the jobs prepared into a shape, `trainstatus.TrainJobDraft` for TrainJobs)."""
 
     def __init__(
         self,

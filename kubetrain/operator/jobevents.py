@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.expectations import Expectations
@@ -21,6 +21,7 @@ from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.apply import PlanApplier
+from kubetrain.operator.controllerconfig import ControllerConfig
 from kubetrain.operator.keys import (
     job_key,
     key_of,
@@ -30,11 +31,9 @@ from kubetrain.operator.keys import (
     split_job_key,
     status_only,
 )
+from kubetrain.operator.stall import report_only
 from kubetrain.operator.tenantmetrics import count_tenant_job
-from kubetrain.serving.metrics import JOBS_CREATED
-
-if TYPE_CHECKING:
-    from kubetrain.operator.controller import ControllerConfig
+from kubetrain.serving.metrics import JOBS_CREATED, forget_job
 
 Obj = dict[str, Any]
 # Pod events of a job whose namespace is being deleted (its pods go one by one) are coalesced
@@ -80,6 +79,8 @@ class JobEvents:
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
         key = key_of(new)
+        if status_only(old, new) and report_only(old, new):
+            return  # a progress report written, and no progress deadline: nothing to decide
         if status_only(old, new):  # our own status write coming back, or someone's status edit
             self.queue.add_batched(key, self.batch_window(key))
         else:
@@ -95,6 +96,7 @@ class JobEvents:
         ):
             self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
         self.applier.forget_job(job)
+        forget_job(str(job.get("kind", "")), namespace, (job.get("metadata") or {}).get("name", ""))
 
     def _pod_added(self, pod: Obj) -> None:
         key = owner_job_key(pod)

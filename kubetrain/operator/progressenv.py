@@ -16,21 +16,66 @@ TrainJobStatus plugin gives a TrainJob's trainer containers:
 
 A job annotated `kubetrain.io/progress-reporting: "disabled"` gets none of it, nor does any job
 when no URL is configured.
+
+A TrainJob (trainer.kubeflow.org/v1alpha1) gets exactly what Trainer 2.3's TrainJobStatus plugin
+gives it — URL `…/apis/trainer.kubeflow.org/v1alpha1/namespaces/<ns>/trainjobs/<name>/status`,
+the same audience without `/apis/`, the CA from the ConfigMap `<tj>-tls-config` — in every
+container of its pods (node, launcher, initializers; Trainer: the trainer step's only):
+`JobRef.of(trainjob)` names it, `trainjob_config_map` is that ConfigMap.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kubetrain.api import trainerstatus as ts
-from kubetrain.frameworks.env import JobLayout
+from kubetrain.api.trainer.constants import TRAINJOB
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 ANNOTATION = ts.ANNOTATION_REPORTING
 DISABLED = ts.REPORTING_DISABLED
 CONFIG_MAP_SUFFIX = "-trainer-status"
+TRAINJOB_CONFIG_MAP_SUFFIX = "-tls-config"  # Trainer's name for a TrainJob's CA ConfigMap
+
+
+class Job(Protocol):
+    """What the injection reads of a job (a JobLayout is one)."""
+
+    @property
+    def api_version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def annotations(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """A job that has no JobLayout (a TrainJob)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    annotations: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, job: Mapping[str, Any]) -> JobRef:
+        meta = job.get("metadata") or {}
+        return cls(
+            str(job.get("apiVersion", "")),
+            str(job.get("kind", "")),
+            str(meta.get("namespace", "")),
+            str(meta.get("name", "")),
+            dict(meta.get("annotations") or {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -39,7 +84,7 @@ class ProgressInjection:
     ca_pem: str  # the CA of its serving certificate
 
 
-def enabled(layout: JobLayout, injection: ProgressInjection | None) -> bool:
+def enabled(layout: Job, injection: ProgressInjection | None) -> bool:
     return injection is not None and str(layout.annotations.get(ANNOTATION, "")).lower() != DISABLED
 
 
@@ -50,16 +95,18 @@ def plural(kind: str) -> str:
     return framework.plural if framework is not None else kind.lower() + "s"
 
 
-def _route(layout: JobLayout) -> tuple[str, str, str, str, str]:
+def _route(layout: Job) -> tuple[str, str, str, str, str]:
     group, _, version = layout.api_version.rpartition("/")
     return group, version, plural(layout.kind), layout.namespace, layout.name
 
 
-def config_map_name(layout: JobLayout) -> str:
+def config_map_name(layout: Job) -> str:
+    if layout.kind == TRAINJOB:
+        return f"{layout.name}{TRAINJOB_CONFIG_MAP_SUFFIX}"
     return f"{layout.name}{CONFIG_MAP_SUFFIX}"
 
 
-def config_map(layout: JobLayout, injection: ProgressInjection) -> dict[str, Any]:
+def config_map(layout: Job, injection: ProgressInjection) -> dict[str, Any]:
     """The ConfigMap carrying the endpoint's CA (namespace, labels, owner added by the caller)."""
     return {
         "apiVersion": "v1",
@@ -75,7 +122,7 @@ def _upsert_env(container: dict[str, Any], env: list[dict[str, str]]) -> None:
     container["env"] = [*current, *(e for e in env if e["name"] not in taken)]
 
 
-def inject(layout: JobLayout, injection: ProgressInjection, spec: dict[str, Any]) -> None:
+def inject(layout: Job, injection: ProgressInjection, spec: dict[str, Any]) -> None:
     """Add the env, volume and mounts to a pod spec (mutated)."""
     route = _route(layout)
     env = [

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 
+from kubetrain.api import podtemplate
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.leader import LeaderElector, default_identity
 from kubetrain.kube.transport import USER_AGENT
@@ -74,6 +75,8 @@ class ControllerRuntime:
     async def start(self, health: HealthServer | None = None) -> None:
         self.client = await KubeClient.connect(self.args.kubeconfig, qps=self.args.qps, burst=self.args.burst)
         await self.client.wait_reachable()  # ApiUnreachable: exit with one line, not retry forever
+        # The pod template validator is built once, here, not on the first job's create path.
+        warming = asyncio.ensure_future(asyncio.to_thread(podtemplate.warm))
         config = self._config()
         await check_api_groups(self.client, config.api_groups)  # ApiGroupRefused: not ours to serve
         self.controller = Controller(self.client, config)
@@ -82,6 +85,7 @@ class ControllerRuntime:
             CronControllerConfig(api_groups=config.api_groups, namespaces=config.namespaces),
         )
         await self.crons.check()  # ApiGroupRefused: apps.kubedl.io asked for, not ours to serve
+        await warming
         if health is not None:
             health.add_readiness_check("controller", self.ready)
         if not self.args.leader_elect:

@@ -1,7 +1,8 @@
 """Which observed pod fills which slot of a job, and the pod phases per replica type — pure.
 
 A pod fills slot (type, index) only when the job controls it (controller ownerReference with the
-job's uid) AND its name is the slot's name `<job>-<type>-<index>` — a pod's name never changes,
+job's uid) AND its name is the slot's name (`JobShape.pod_name`: `<job>-<type>-<index>`, or the
+shape's own naming) — a pod's name never changes,
 its labels and annotations can be edited by anyone allowed to edit pods, so they decide nothing.
 A controlled pod named for an index the spec no longer has (scaled down) is reported apart; a pod
 with any other name is ignored: it counts for neither success, failure nor restarts.
@@ -12,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.frameworks.env import ReplicaCounts
-from kubetrain.jobs.shape import JobShape
-from kubetrain.operator.pods import pod_name, pod_phase, terminating
+from kubetrain.jobs.shape import COMPLETE, JobShape
+from kubetrain.operator.pods import pod_name, pod_phase, pod_ready, terminating
 
 
 def slot_pods(
@@ -21,9 +22,16 @@ def slot_pods(
 ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]]]:
     """The job's controlled `pods` by the slot their name is for, and those named for an index
     the spec no longer has. Pods with any other name are in neither (see the module docstring)."""
-    prefixes = [(shape.layout.pod_name(t, 0)[:-1], t) for t in shape.groups]  # "<job>-<type>-"
     slots: dict[tuple[str, int], dict[str, Any]] = {}
     former: list[dict[str, Any]] = []
+    if shape.naming is not None:  # names of the shape's own: each slot's name looked up
+        named = {shape.pod_name(group, i): (group, i) for group, i in shape.slots()}
+        for pod in pods:
+            slot = named.get(pod_name(pod))
+            if slot is not None:
+                slots[slot] = pod
+        return slots, former
+    prefixes = [(shape.layout.pod_name(t, 0)[:-1], t) for t in shape.groups]  # "<job>-<type>-"
     for pod in pods:
         slot = slot_of(pod_name(pod), prefixes)
         if slot is None:
@@ -76,3 +84,23 @@ def slot_of(name: str, prefixes: list[tuple[str, str]]) -> tuple[str, int] | Non
             if digits.isdigit() and digits.isascii() and str(int(digits)) == digits:
                 return rtype, int(digits)
     return None
+
+
+def dependencies_met(shape: JobShape, group: str, slots: dict[tuple[str, int], dict[str, Any]]) -> bool:
+    """Whether `group`'s missing pods may be created: every pod of each group it depends on
+    (`ReplicaGroup.depends_on`) fills its slot, is not terminating, and is Running and Ready
+    (`Ready`; or Succeeded, when the dependency says so) or Succeeded (`Complete`)."""
+    for dependency in shape.groups[group].depends_on:
+        for i in range(shape.count(dependency.group)):
+            pod = slots.get((dependency.group, i))
+            if pod is None or terminating(pod):
+                return False
+            phase = pod_phase(pod)
+            if dependency.state == COMPLETE:
+                if phase != "Succeeded":
+                    return False
+            elif not (phase == "Succeeded" and dependency.succeeded_is_ready) and (
+                phase != "Running" or not pod_ready(pod)
+            ):
+                return False
+    return True

@@ -74,5 +74,21 @@ def resumed(status: dict[str, Any], now: datetime) -> None:
         )
 
 
+def report_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """An update the planner needs not see: only `status.trainerStatus` changed (a progress
+    write; the caller has checked that spec and metadata did not) and the job declares no
+    progress deadline — nothing it decides reads a report then. With a deadline every report
+    is reconciled (the deadline moves; a first report of a run starts the clock)."""
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    if old_status.get("trainerStatus") == new_status.get("trainerStatus"):
+        return False
+    rest = {k: v for k, v in new_status.items() if k != "trainerStatus"}
+    if rest != {k: v for k, v in old_status.items() if k != "trainerStatus"}:
+        return False
+    meta = new.get("metadata") or {}
+    spec = new.get("spec")
+    return deadline_seconds(spec if isinstance(spec, Mapping) else {}, meta.get("annotations") or {}) is None
+
+
 def may_restart(restart_policies: list[str]) -> bool:
     return any(p != "Never" for p in restart_policies)

@@ -24,46 +24,34 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from kubetrain.api.errors import format_errors
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.shape import JobShape
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob import failurepolicy
 from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
+from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
+from kubetrain.operator import runpolicy, trainprogress
+from kubetrain.operator.draft import Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
-from kubetrain.operator.runpolicy import is_active_pod
+from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
 from kubetrain.operator.status import parse_time
-from kubetrain.operator.trainstatus import condition, is_true, set_condition
+from kubetrain.operator.trainstatus import (
+    TrainJobDraft,
+    condition,
+    is_true,
+    jobs_status,
+    set_condition,
+)
 
 Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
-
-
-class TrainJobDraft(Draft):
-    """A TrainJob's reconcile: the shared `Draft` with Trainer's conditions."""
-
-    def __init__(
-        self, job: Mapping[str, Any], observed: Observed, now: datetime, config: PlannerConfig
-    ) -> None:
-        super().__init__(job, observed, now, config)
-        self.name = str((job.get("metadata") or {}).get("name", ""))
-        self.spec: Mapping[str, Any] = job.get("spec") or {}
-
-    def terminal(self, ctype: str, reason: str, message: str) -> None:
-        set_condition(self.status, ctype, True, reason, message, self.now)
-        self.event("Normal" if ctype == c.COMPLETE else "Warning", reason, message)
-        self.delete_active()
-
-    def finish(self) -> Plan:
-        if self.status != self.old:
-            self.plan.status = self.status
-        return self.plan
 
 
 def plan_trainjob(
@@ -110,23 +98,27 @@ def plan_trainjob(
     if resolved is None:
         d.terminal(c.FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
         return d.finish()
+    shape = trainjob_shape(
+        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}
+    )
     if snapshot is None:
         d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
-    if d.spec.get("suspend") is True:
+    if shape.run_policy.suspend:
         _suspend(d, resolved)
         return d.finish()
     if is_true(d.status, c.SUSPENDED):
         set_condition(d.status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
         d.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
-    if _deadline_passed(d):
+    if _deadline_passed(d, shape):
         d.terminal(c.FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps=set())
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
         return d.finish()
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
+    trainprogress.ca_children(d.job, d.config.progress, d.observed.extra, d.plan)
     gang = _gang(d, resolved)
-    new_state = _run(d, resolved, state, gang)
+    new_state = _run(d, resolved, shape, state, gang)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
         updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(new_state, sort_keys=True)
@@ -182,6 +174,25 @@ def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
             d.plan.update_children.append({**current, "data": cm["data"]})
 
 
+def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: str) -> Obj | None:
+    """Progress deadline exceeded (trainprogress.py): the state after a whole-gang restart or
+    after failing the TrainJob; None while it is not stalled."""
+    pods = [
+        p for p in d.live_pods() if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
+    ]
+    stall = trainprogress.decide(d.job, state, pods, d.now, resolved.failure_policy)
+    if stall.new_state is None:
+        d.plan.requeue_at = trainprogress.earlier(d.plan.requeue_at, stall.due)
+    elif stall.restart:
+        d.delete([pod_name(p) for p in d.live_pods()])
+        d.plan.restarts += 1
+        d.event("Warning", trainprogress.REASON, stall.message)
+    else:
+        d.terminal(c.FAILED, trainprogress.REASON, stall.message)
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
+    return stall.new_state
+
+
 def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
     if not is_true(d.status, c.SUSPENDED):
         set_condition(d.status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, d.now)
@@ -194,10 +205,10 @@ def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
 
 
 def _ttl_after_finished(d: TrainJobDraft) -> None:
-    """JobSet's `ttlSecondsAfterFinished` (the snapshot's template): once that long has passed
-    since the Complete/Failed condition, the finished pods are deleted, as JobSet's deletion of
-    itself would take them (the TrainJob stays, as in Trainer); until then, a requeue at that
-    exact time."""
+    """JobSet's `ttlSecondsAfterFinished` (the snapshot's template), the shared TTL rule: once
+    that long has passed since the Complete/Failed condition, the finished pods are deleted, as
+    JobSet's deletion of itself would take them (the TrainJob stays, as in Trainer); until then,
+    a requeue at that exact time."""
     snapshot = next(
         (
             cm
@@ -208,28 +219,25 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
     )
     frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
     template = ((frozen or {}).get("spec") or {}).get("template") or {}
-    seconds = (template.get("spec") or {}).get("ttlSecondsAfterFinished")
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
-        return
     done = condition(d.status, c.COMPLETE if is_true(d.status, c.COMPLETE) else c.FAILED)
-    finished = parse_time((done or {}).get("lastTransitionTime"))
-    if finished is None:
+    policy = run_policy_of(d.job, template.get("spec") or {})
+    expiry = runpolicy.ttl_expiry(policy, parse_time((done or {}).get("lastTransitionTime")))
+    if expiry is None:
         return
-    expiry = finished + timedelta(seconds=seconds)
     if d.now >= expiry:
         d.delete([pod_name(p) for p in d.pods if not terminating(p)])
     else:
         d.plan.requeue_at = expiry
 
 
-def _deadline_passed(d: TrainJobDraft) -> bool:
-    seconds = d.spec.get("activeDeadlineSeconds")
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds <= 0:
-        return False
+def _deadline_passed(d: TrainJobDraft, shape: JobShape) -> bool:
+    """The shared deadline rule, counted from the creation or the last resume."""
     resumed = condition(d.status, c.SUSPENDED)
     start = parse_time((resumed or {}).get("lastTransitionTime")) if resumed else None
     start = start or parse_time((d.job.get("metadata") or {}).get("creationTimestamp")) or d.now
-    deadline = start + timedelta(seconds=seconds)
+    deadline = runpolicy.deadline(shape.run_policy, start)
+    if deadline is None:
+        return False
     if d.now >= deadline:
         return True
     d.plan.requeue_at = deadline
@@ -257,7 +265,11 @@ def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
 
 
 def _run(
-    d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, gang: GangScheduler | bool | None = None
+    d: TrainJobDraft,
+    resolved: ResolvedTrainJob,
+    shape: JobShape,
+    state: Obj,
+    gang: GangScheduler | bool | None = None,
 ) -> Obj:
     """Pods of a running TrainJob: failures, restarts, success, creates. Returns the new state."""
     restarts = int(state.get("restarts") or 0)
@@ -265,6 +277,8 @@ def _run(
     counted = (
         {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
     )
+    if trainprogress.RESTARTED_AT in state:  # when this attempt began (stall detection)
+        counted[trainprogress.RESTARTED_AT] = state[trainprogress.RESTARTED_AT]
     attempt = str(restarts)
     # pods of an earlier attempt go first
     d.delete(
@@ -275,6 +289,11 @@ def _run(
         ]
     )
     by_name = {pod_name(p): p for p in d.pods}
+    # The slots of the current attempt (JobShape naming): success and dependencies count only them.
+    current = [
+        p for p in d.pods if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
+    ]
+    slots, _ = slot_pods(shape, current)
     failed_steps: set[str] = set()
     for step in resolved.steps:
         pods = [
@@ -291,54 +310,28 @@ def _run(
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
         verdict = failurepolicy.decide(resolved.name, resolved.failure_policy, ordered, so_far)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         if verdict.restart:
             d.delete([pod_name(p) for p in d.live_pods()])
             d.event("Warning", verdict.reason, verdict.message)
             d.plan.restarts += 1
-            return {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+            new = {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
+            return trainprogress.restarted(new, d.now)
         d.terminal(c.FAILED, verdict.reason, verdict.message)
         return {**state, "restarts": restarts, "failures": failures}
-    if _succeeded(resolved, by_name):
+    if shape.succeeded(phase_counts(shape, slots)):
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
-        d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
+    stalled = _stalled(d, resolved, state, attempt)
+    if stalled is not None:
+        return stalled
     if gang is not False:
-        _create_missing(d, resolved, by_name, restarts, gang if isinstance(gang, GangScheduler) else None)
-    d.status["jobsStatus"] = _jobs_status(d, resolved, failed_steps)
+        _create_missing(
+            d, resolved, shape, slots, by_name, restarts, gang if isinstance(gang, GangScheduler) else None
+        )
+    d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
     return {"restarts": restarts, **counted, "failures": failures}
-
-
-def _job_done(resolved: ResolvedTrainJob, step: Step, job_index: int, by_name: Mapping[str, Obj]) -> bool:
-    return all(
-        pod_phase(by_name.get(ch.pod_name(resolved.name, step.name, job_index, i), {})) == "Succeeded"
-        for i in range(step.pods)
-    )
-
-
-def _succeeded(resolved: ResolvedTrainJob, by_name: Mapping[str, Obj]) -> bool:
-    targets = [
-        s for s in resolved.steps if not resolved.success_targets or s.name in resolved.success_targets
-    ]
-    done = [_job_done(resolved, s, j, by_name) for s in targets for j in range(s.replicas)]
-    if not done:
-        return False
-    return any(done) if resolved.success_operator == "Any" else all(done)
-
-
-def _dependency_met(resolved: ResolvedTrainJob, name: str, status: str, by_name: Mapping[str, Obj]) -> bool:
-    step = resolved.step(name)
-    if step is None:
-        return False
-    for _, _, pod in ch.pod_slots(resolved, step):
-        p = by_name.get(pod)
-        if p is None:
-            return False
-        if pod_phase(p) == "Succeeded":
-            continue
-        if status == "Complete" or not pod_ready(p):
-            return False
-    return True
 
 
 def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj]) -> bool:
@@ -356,6 +349,8 @@ def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj])
 def _create_missing(
     d: TrainJobDraft,
     resolved: ResolvedTrainJob,
+    shape: JobShape,
+    slots: dict[tuple[str, int], Obj],
     by_name: Mapping[str, Obj],
     restarts: int,
     gang: GangScheduler | None = None,
@@ -370,7 +365,7 @@ def _create_missing(
         return
     budget = d.config.max_pod_creates
     for step in resolved.steps:
-        if not all(_dependency_met(resolved, n, s, by_name) for n, s in step.depends_on):
+        if not dependencies_met(shape, step.name, slots):
             continue
         for j, i, name in ch.pod_slots(resolved, step):
             if name in by_name:
@@ -379,29 +374,9 @@ def _create_missing(
                 return
             budget -= 1
             new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
+            trainprogress.inject_pod(d.job, d.config.progress, new)
             if gang is not None:
                 decorate(new, gang, resolved.name, step.name)
             d.plan.create_pods.append(new)
         if resolved.in_order and not _started(resolved, step, by_name):
             return
-
-
-def _jobs_status(d: TrainJobDraft, resolved: ResolvedTrainJob, failed_steps: set[str]) -> list[Obj]:
-    """JobSet's replicatedJobsStatus: per step, how many of its jobs are ready, succeeded, failed,
-    active (Trainer copies it into `jobsStatus`)."""
-    by_name = {pod_name(p): p for p in d.pods if pod_name(p) not in d.deleting}
-    out: list[Obj] = []
-    for step in resolved.steps:
-        counts = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
-        for j in range(step.replicas):
-            pods = [by_name.get(ch.pod_name(resolved.name, step.name, j, i)) for i in range(step.pods)]
-            if step.name in failed_steps:
-                counts["failed"] += 1
-            elif _job_done(resolved, step, j, by_name):
-                counts["succeeded"] += 1
-            elif any(p is not None and is_active_pod(p) for p in pods):
-                counts["active"] += 1
-                if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
-                    counts["ready"] += 1
-        out.append({"name": step.name, **counts})
-    return out

@@ -12,7 +12,7 @@ Pure: the input is not mutated; applying the same policies again changes nothing
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,8 @@ class PolicyDefaulted:
     obj: dict[str, Any]
     # One line per field set, e.g. `policy "team-a": spec.runPolicy.schedulingPolicy.queue = "a"`.
     applied: list[str] = field(default_factory=list)
+    # Defaults the job's kind has no field for (a TrainJob's): `policy "p": defaults.runPolicy.backoffLimit`.
+    skipped: list[str] = field(default_factory=list)
 
 
 def _defaults_of(policy: TrainingPolicy) -> list[tuple[tuple[str, ...], Any]]:
@@ -73,23 +75,36 @@ def _display(path: tuple[str, ...]) -> str:
     return ".".join(path)
 
 
+# Where a default goes in a job of another layout: (path, value) → the path there (None: it
+# has no such field). The job kinds' own layout is the identity.
+Placement = Callable[[tuple[str, ...], Any], "tuple[str, ...] | None"]
+
+
 def apply_policy_defaults(
     job: dict[str, Any],
     policies: Iterable[TrainingPolicy],
     *,
     user_job: dict[str, Any] | None = None,
+    place: Placement | None = None,
 ) -> PolicyDefaulted:
     """Apply the defaults of `policies` (already matched to the job) to `job`.
 
     `user_job` is the object as the user submitted it (before built-in defaulting); a field
-    counts as set when it is present and not null there. Defaults to `job` itself.
+    counts as set when it is present and not null there. Defaults to `job` itself. `place`
+    maps each default to the job's field (a TrainJob's, `kubetrain.policy.trainjob`); one it
+    maps to None is listed in `skipped`.
     """
     original = job if user_job is None else user_job
     out = copy.deepcopy(job)
     applied: list[str] = []
+    skipped: list[str] = []
     taken: set[tuple[str, ...]] = set()
     for policy in sorted(select_by_job_labels(policies, job), key=lambda p: p.name):
-        for path, value in _defaults_of(policy):
+        for default_path, value in _defaults_of(policy):
+            path = default_path if place is None else place(default_path, value)
+            if path is None:
+                skipped.append(f'policy "{policy.name}": defaults.{_display(default_path[1:])}')
+                continue
             if path in taken or _get(original, path) is not None:
                 continue
             taken.add(path)
@@ -97,7 +112,7 @@ def apply_policy_defaults(
                 continue
             if _set(out, path, value):
                 applied.append(f'policy "{policy.name}": {_display(path)} = {_json(value)}')
-    return PolicyDefaulted(obj=out, applied=applied)
+    return PolicyDefaulted(obj=out, applied=applied, skipped=skipped)
 
 
 def _json(value: Any) -> str:

@@ -13,6 +13,15 @@ of the runtime and the TrainJob set them. Lines and enforcement as `limits.check
 - `requiredLabels`: the TrainJob's labels;
 - `podSecurity`: every step's pod template;
 - `requireGangScheduling`: the runtime's `podGroupPolicy`.
+
+`defaults` on CREATE (`apply_trainjob_defaults`, after Trainer's defaults, only to fields the
+user left unset, the first policy by name winning — as for the other kinds): `labels` →
+`metadata.labels`; `runPolicy.activeDeadlineSeconds` → `spec.activeDeadlineSeconds`;
+`runPolicy.suspend` → `spec.suspend`; `runPolicy.managedBy` → `spec.managedBy` when it is a
+TrainJob manager (`kueue.x-k8s.io/multikueue`; kubetrain's own `kubetrain.io/operator` is the
+TrainJob controller, already the default). The rest — `cleanPodPolicy`,
+`ttlSecondsAfterFinished`, `backoffLimit`, `schedulingPolicy` — has no TrainJob field (those
+are the runtime's): not applied, and listed in `skipped` (the webhook warns).
 Pure."""
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
+from kubetrain.policy.defaults import PolicyDefaulted, apply_policy_defaults
 from kubetrain.policy.images import image_allowed, normalize_image
 from kubetrain.policy.limits import PolicyVerdict
 from kubetrain.policy.matching import select_by_job_labels
@@ -111,3 +121,24 @@ def check_trainjob_policies(
         else:
             denials += lines
     return PolicyVerdict(denials=denials, warnings=warnings)
+
+
+_TRAINJOB_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("spec", "runPolicy", "activeDeadlineSeconds"): ("spec", "activeDeadlineSeconds"),
+    ("spec", "runPolicy", "suspend"): ("spec", "suspend"),
+}
+
+
+def _trainjob_place(path: tuple[str, ...], value: Any) -> tuple[str, ...] | None:
+    if path[:2] == ("metadata", "labels"):
+        return path
+    if path == ("spec", "runPolicy", "managedBy"):
+        return ("spec", "managedBy") if value in c.MANAGERS and value != c.TRAINJOB_CONTROLLER else None
+    return _TRAINJOB_FIELDS.get(path)
+
+
+def apply_trainjob_defaults(
+    job: dict[str, Any], policies: Iterable[TrainingPolicy], *, user_job: dict[str, Any]
+) -> PolicyDefaulted:
+    """The TrainingPolicy defaults of a TrainJob CREATE (`user_job`: as submitted)."""
+    return apply_policy_defaults(job, policies, user_job=user_job, place=_trainjob_place)

@@ -6,7 +6,9 @@ pod (kube's `authentication.kubernetes.io/pod-name` and `pod-uid` extra claims, 
 pod-bound tokens carry), and that pod — still in the operator's view of the cluster, with the
 token's uid — must be controlled by the job (its controller ownerReference has the job's uid),
 not be terminating, and belong to the job's current attempt (`kubetrain.io/attempt`, the
-job's `status.jobRestarts`). A finished job takes no reports.
+job's `status.jobRestarts`). A finished job (Succeeded, a TrainJob's Complete, Failed) takes no
+reports. A TrainJob has no attempt in its status: a whole-gang restart deletes every pod of the
+earlier attempt at once, so their reports are refused as terminating (409) or gone (403).
 
 | answer | when |
 |---|---|
@@ -27,7 +29,7 @@ from kubetrain.api.labels import LABEL_ATTEMPT
 POD_NAME = "authentication.kubernetes.io/pod-name"
 POD_UID = "authentication.kubernetes.io/pod-uid"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
-TERMINAL = ("Succeeded", "Failed")
+TERMINAL = ("Succeeded", "Complete", "Failed")  # Complete: a TrainJob's success
 
 Obj = dict[str, Any]
 

@@ -4,7 +4,9 @@
 reported; `kubetrain_job_metric` one per (job, metric name) for metrics whose value is a number
 (others are only in the job's status). At most `MAX_METRICS_PER_JOB` metric names per job (the
 first reported) and `MAX_JOBS` jobs are exported; past that the job heard from least recently
-loses its series. `forget(kind, namespace, name)` removes a job's series (job deleted).
+loses its series. `forget(kind, namespace, name)` removes a job's series: called through
+`kubetrain.serving.metrics.forget_job` when the controller sees the job deleted. A finished job
+keeps its last values until then (the job's other series, the kind/namespace counters, stay too).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 from collections import OrderedDict
 from typing import Any
 
-from kubetrain.serving.metrics import JOB_ETA, JOB_METRIC, JOB_PROGRESS
+from kubetrain.serving.metrics import JOB_ETA, JOB_METRIC, JOB_PROGRESS, on_forget_job
 
 MAX_JOBS = 2000
 MAX_METRICS_PER_JOB = 16
@@ -60,3 +62,6 @@ def forget(kind: str, namespace: str, name: str) -> None:
     for metric in names:
         with contextlib.suppress(KeyError):
             JOB_METRIC.remove(kind, namespace, name, metric)
+
+
+on_forget_job(forget)

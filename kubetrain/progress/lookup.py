@@ -2,8 +2,8 @@
 process leads (no API request per report), else GETs through its own API client.
 
 `Routes` is the table of job resources the endpoint serves, by (group, version, plural): the
-served groups' job kinds by default (`for_groups`); another kind (TrainJob) plugs in with
-`register(ref)`.
+served groups' job kinds (`for_groups`), TrainJob (trainer.kubeflow.org/v1alpha1 trainjobs)
+when the trainer group is served; another kind plugs in with `register(ref)`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.labels import LABEL_JOB_NAME
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
-from kubetrain.kube.resources import PODS, ResourceRef, job_resources_in
+from kubetrain.kube.resources import PODS, TRAINJOBS, ResourceRef, job_resources_in
 
 Obj = dict[str, Any]
 
@@ -28,7 +29,11 @@ class Routes:
 
     @classmethod
     def for_groups(cls, groups: Iterable[str]) -> Routes:
-        return cls(job_resources_in(groups).values())
+        groups = list(groups)
+        refs = list(job_resources_in(groups).values())
+        if TRAINER_GROUP in groups:
+            refs.append(TRAINJOBS)
+        return cls(refs)
 
     def register(self, ref: ResourceRef) -> None:
         self._refs[(ref.group, ref.version, ref.plural)] = ref

@@ -25,10 +25,14 @@ applications are not affected by whatever else registers into prometheus_client'
 `denied`, `bad_request` (HTTP 400), `busy` (HTTP 429: too many request bodies in flight),
 `aborted` (the body did not arrive in time) or `error` (an unexpected failure, answered as a
 denial). The series of a namespace are removed when the namespace is deleted
-(`forget_namespace`, called from the webhook's Namespace watch).
+(`forget_namespace`, called from the webhook's Namespace watch); a job's progress series
+(`kubetrain_job_*`) when the job is deleted (`forget_job`, called from the controller's job
+watch; kubetrain.progress.gauges registers what it exported with `on_forget_job`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from prometheus_client import (
     PLATFORM_COLLECTOR,
@@ -128,6 +132,22 @@ API_REQUESTS = Counter(
     registry=REGISTRY,
 )
 
+# Who exported series of a single job: called with (kind, namespace, name) when it is deleted.
+_job_forgetters: list[Callable[[str, str, str], None]] = []
+
+
+def on_forget_job(hook: Callable[[str, str, str], None]) -> None:
+    """Register `hook(kind, namespace, name)`, called by `forget_job` (once per hook)."""
+    if hook not in _job_forgetters:
+        _job_forgetters.append(hook)
+
+
+def forget_job(kind: str, namespace: str, name: str) -> None:
+    """Remove the series of a deleted job (its reported progress, ETA and metrics)."""
+    for hook in list(_job_forgetters):
+        hook(kind, namespace, name)
+
+
 NAMESPACED_METRICS = (JOBS_CREATED, JOBS_SUCCEEDED, JOBS_FAILED, JOBS_RESTARTED)
 
 
@@ -154,5 +174,7 @@ __all__ = [
     "RECONCILE_PLAN_DURATION",
     "REGISTRY",
     "WEBHOOK_REQUEST_DURATION",
+    "forget_job",
     "forget_namespace",
+    "on_forget_job",
 ]

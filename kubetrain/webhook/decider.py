@@ -109,7 +109,7 @@ class Decider:
 
     def mutate(self, request: AdmissionRequest) -> AdmissionResponse:
         if is_trainer_review(request):
-            return mutate_trainer(request)
+            return mutate_trainer(request, self.policies)
         return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
 
     def validate(self, request: AdmissionRequest) -> AdmissionResponse:

@@ -1,7 +1,8 @@
 """Admission of Kubeflow Trainer v2's kinds (trainer.kubeflow.org): the decisions of
 `kubetrain.jobs.trainjob.validate` answered as AdmissionReviews.
 
-- /mutate, TrainJob CREATE/UPDATE: Trainer's defaults (runtimeRef kind and group, managedBy).
+- /mutate, TrainJob CREATE/UPDATE: Trainer's defaults (runtimeRef kind and group, managedBy);
+  on CREATE then the matching TrainingPolicies' defaults.
 - /validate, TrainJob CREATE/UPDATE: needs the runtime its runtimeRef names, which the server
   reads first (`TrainerReader`), then every problem in one denial.
 - /validate, runtime CREATE/UPDATE: the runtime's rules; DELETE: refused while TrainJobs that
@@ -16,7 +17,7 @@ from typing import Any
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
-from kubetrain.policy.trainjob import check_trainjob_policies
+from kubetrain.policy.trainjob import apply_trainjob_defaults, check_trainjob_policies
 from kubetrain.webhook.mutate import json_patch
 from kubetrain.webhook.policies import PolicyAdmission, policy_denial
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
@@ -50,13 +51,25 @@ def needs_read(request: AdmissionRequest) -> bool:
     return request.operation == "DELETE"
 
 
-def mutate_trainer(request: AdmissionRequest) -> AdmissionResponse:
+def mutate_trainer(request: AdmissionRequest, policies: PolicyAdmission | None = None) -> AdmissionResponse:
+    """Trainer's defaults; on CREATE then the TrainingPolicy defaults of policies whose kinds
+    include TrainJob (`kubetrain.policy.trainjob`), with a warning per default a TrainJob has
+    no field for."""
     if request.kind != c.TRAINJOB or request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)
     original = request.object
     assert original is not None
-    response = AdmissionResponse.allow(request.uid)
-    response.patch = json_patch(original, default_trainjob(original)) or None
+    defaulted = default_trainjob(original)
+    warnings: list[str] = []
+    if policies is not None and request.operation == "CREATE":
+        namespace = request.namespace or str((original.get("metadata") or {}).get("namespace", ""))
+        matching = policies.index.for_job(c.TRAINJOB, namespace)
+        if matching:
+            result = apply_trainjob_defaults(defaulted, matching, user_job=original)
+            defaulted = result.obj
+            warnings = [f"{line}: not applied, no TrainJob field takes it" for line in result.skipped]
+    response = AdmissionResponse.allow(request.uid, warnings or None)
+    response.patch = json_patch(original, defaulted) or None
     return response
 
 

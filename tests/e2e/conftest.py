@@ -160,11 +160,15 @@ async def namespace(kube: Kube) -> AsyncIterator[str]:
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """One e2e cluster per test module (tests/e2e/scenarios_support.py: CRDs, `kubetrain run`,
     URL-mode webhooks, a throw-away namespace), the operator serving the module's
-    `E2E_API_GROUPS` (default: kubetrain.io)."""
+    `E2E_API_GROUPS` (default: kubetrain.io) with the extra flags its `E2E_OPERATOR_ARGS(host)`
+    returns (default: none)."""
     from e2e import scenarios_support as support
 
     groups = getattr(request.module, "E2E_API_GROUPS", ("kubetrain.io",))
-    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"], api_groups=groups)
+    operator_args = getattr(request.module, "E2E_OPERATOR_ARGS", None)
+    handle, cleanup = await support.open_cluster(
+        os.environ["KUBECONFIG"], api_groups=groups, operator_args=operator_args
+    )
     try:
         yield handle
     finally:

@@ -17,19 +17,16 @@ kubelet); the tokens are requested by the test, as the kubelet would for the pod
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import ssl
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
+from e2e import scenarios_support as support
 from jobs import job
 
 from kubetrain.api import trainerstatus as ts
@@ -40,25 +37,7 @@ sdk_utils = pytest.importorskip(
 )
 
 
-def _load_support() -> ModuleType:
-    name = "kubetrain_e2e_scenarios_support"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scenarios_support.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-support = _load_support()
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.environ.get("KUBECONFIG"), reason="e2e needs a cluster: set KUBECONFIG"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
+pytestmark = support.E2E
 
 Obj = dict[str, Any]
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -74,13 +53,7 @@ def progress_flags(host: str) -> tuple[str, ...]:
     )
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def cluster() -> AsyncIterator[Any]:
-    handle, cleanup = await support.open_cluster(os.environ["KUBECONFIG"], operator_args=progress_flags)
-    try:
-        yield handle
-    finally:
-        await cleanup()
+E2E_OPERATOR_ARGS = progress_flags  # the `cluster` fixture (conftest.py) runs the operator with these
 
 
 @pytest.fixture

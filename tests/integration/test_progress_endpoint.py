@@ -18,7 +18,7 @@ import pytest_asyncio
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.dev.stack import DevStack
-from kubetrain.kube.resources import CONFIG_MAPS
+from kubetrain.kube.resources import CONFIG_MAPS, job_resource
 
 from .controller_support import Harness, eventually, job_manifest, open_stack, pod_env
 
@@ -244,3 +244,49 @@ async def test_the_stdlib_snippet_reports_like_the_sdk(
         {"name": "loss", "value": "0.2"},
         {"name": "phase", "value": "eval"},
     ]
+
+
+def gauge(name: str, labels: dict[str, str]) -> float | None:
+    from kubetrain.serving.metrics import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels)
+
+
+async def test_a_deleted_jobs_progress_series_are_removed(h: Harness, tmp_path: Path) -> None:
+    ns = await start_job(h, "gone")
+    env = await pod_files(h, ns, "gone-master-0", tmp_path)
+    body = {
+        "trainerStatus": {
+            "progressPercentage": 30,
+            "estimatedRemainingSeconds": 90,
+            "metrics": [{"name": "loss", "value": "0.5"}],
+        }
+    }
+    assert (await post(env, body))[0] == 200
+    labels = {"kind": "PyTorchJob", "namespace": ns, "name": "gone"}
+
+    async def exported() -> bool:
+        return gauge("kubetrain_job_progress_ratio", labels) == 0.3
+
+    await eventually(exported, what="the progress series")
+    assert gauge("kubetrain_job_eta_seconds", labels) == 90
+    assert gauge("kubetrain_job_metric", {**labels, "metric": "loss"}) == 0.5
+    other = await start_job(h, "stays")
+    other_env = await pod_files(h, other, "stays-master-0", tmp_path)
+    assert (await post(other_env, {"trainerStatus": {"progressPercentage": 60}}))[0] == 200
+    kept = {"kind": "PyTorchJob", "namespace": other, "name": "stays"}
+
+    async def other_exported() -> bool:
+        return gauge("kubetrain_job_progress_ratio", kept) == 0.6
+
+    await eventually(other_exported, what="the other job's series")
+
+    await h.kube.delete(job_resource("PyTorchJob"), ns, "gone")
+
+    async def removed() -> bool:
+        return gauge("kubetrain_job_progress_ratio", labels) is None
+
+    await eventually(removed, what="the deleted job's series removed")
+    assert gauge("kubetrain_job_eta_seconds", labels) is None
+    assert gauge("kubetrain_job_metric", {**labels, "metric": "loss"}) is None
+    assert gauge("kubetrain_job_progress_ratio", kept) == 0.6

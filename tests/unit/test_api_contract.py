@@ -11,6 +11,7 @@ from typing import Any
 import jsonpatch
 import pytest
 import yaml
+from admission import review_of
 
 from kubetrain.api.errors import ErrorKind
 from kubetrain.jobs.crdgen import all_crds, job_crds
@@ -613,20 +614,7 @@ def test_state_column_follows_the_latest_true_condition() -> None:
 
 
 def review(obj: Job, operation: str, old: Job | None = None) -> AdmissionRequest:
-    return AdmissionRequest(
-        uid="u",
-        group="kubetrain.io",
-        version="v1",
-        kind=obj["kind"],
-        operation=operation,
-        name=obj["metadata"]["name"],
-        namespace="ns",
-        sub_resource="",
-        object=obj,
-        old_object=old,
-        dry_run=False,
-        raw={},
-    )
+    return review_of(obj, operation, old, namespace="ns", group="kubetrain.io")
 
 
 def test_webhooks_let_a_suspended_gang_job_be_resized() -> None:

@@ -38,6 +38,10 @@ def test_default_runtimes_and_public_configmap() -> None:
     [public] = [d for d in docs if d["kind"] == "ConfigMap"]
     assert public["metadata"]["name"] == "kubeflow-trainer-public"
     assert public["data"] == {"kubeflow_trainer_version": "v2.3.0"}
+    assert public["metadata"]["namespace"] == "kubetrain-system"  # the release's, by default
+    moved = render({"apiGroups": GROUPS, "trainer": {"publicNamespace": "kubeflow-system"}})
+    [public] = [d for d in moved["kubetrain/templates/trainer-runtimes.yaml"] if d["kind"] == "ConfigMap"]
+    assert public["metadata"]["namespace"] == "kubeflow-system"  # where the SDK looks by default
     off = render({"apiGroups": GROUPS, "trainer": {"defaultRuntimes": False}})
     assert not off.get("kubetrain/templates/trainer-runtimes.yaml")
     assert not render({})["kubetrain/templates/trainer-runtimes.yaml"]

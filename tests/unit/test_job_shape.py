@@ -164,9 +164,12 @@ def test_a_group_waiting_for_a_group_with_pods_is_left_out_of_the_gang() -> None
 PLANNER = (
     "plan",
     "active",
+    "gates",
+    "slots",
     "gang",
     "desired",
     "children",
+    "jobchildren",
     "restarts",
     "runpolicy",
     "status",

@@ -4,83 +4,24 @@ recorded as labels on the job (mutating webhook) and on every pod, selectable by
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 from typing import Any
 
-import jsonpatch
 import pytest
-from jobs import job as make_job
-from jobs import replica
+from admission import GPU_IMAGE, gpu_job, patched, policy_admission, review_of, training_policy
 
 from kubetrain.commands.render import render_job
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
-from kubetrain.policy import PolicyIndex
 from kubetrain.webhook.mutate import mutate
-from kubetrain.webhook.policies import PolicyAdmission
-from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, encode_review
 from kubetrain.webhook.validate import validate
 
 TENANCY = "kubedl.io/tenancy"
-IMAGE = "registry.example.com/ml/bert:1"
-
-
-def tpol(name: str, team: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TrainingPolicy",
-        "metadata": {"name": name},
-        "spec": {"namespaceSelector": {"matchLabels": {"team": team}}, **spec},
-    }
-
-
-def ptjob(workers: int = 2, gpus: int = 8) -> dict[str, Any]:
-    def rep(n: int, g: int) -> dict[str, Any]:
-        return replica(
-            "PyTorchJob", n, image=IMAGE, resources={"limits": {"nvidia.com/gpu": g}} if g else None
-        )
-
-    return make_job(
-        "PyTorchJob", "bert", {"Master": rep(1, 0), "Worker": rep(workers, gpus)}, namespace="vision"
-    )
-
-
-def request(obj: dict[str, Any]) -> AdmissionRequest:
-    return AdmissionRequest(
-        uid="u1",
-        group=obj["apiVersion"].split("/")[0],
-        version="v1",
-        kind=obj["kind"],
-        operation="CREATE",
-        name=obj["metadata"]["name"],
-        namespace=obj["metadata"].get("namespace", ""),
-        sub_resource="",
-        object=obj,
-        old_object=None,
-        dry_run=False,
-        raw={},
-    )
-
-
-def admission(*policies: dict[str, Any]) -> PolicyAdmission:
-    index = PolicyIndex()
-    for p in policies:
-        index.on_policy_add(p)
-    index.on_namespace_add({"metadata": {"name": "vision", "labels": {"team": "vision"}}})
-    return PolicyAdmission(index)
-
-
-def patched(obj: dict[str, Any], response: AdmissionResponse) -> dict[str, Any]:
-    review = encode_review(response)["response"]
-    ops = json.loads(base64.b64decode(review["patch"])) if "patch" in review else []
-    result: dict[str, Any] = jsonpatch.apply_patch(copy.deepcopy(obj), ops)
-    return result
 
 
 def tenanted(value: Any, **kw: Any) -> dict[str, Any]:
-    job = ptjob(**kw)
+    job = gpu_job(**kw)
     job["metadata"].setdefault("annotations", {})[TENANCY] = (
         value if isinstance(value, str) else json.dumps(value)
     )
@@ -89,7 +30,7 @@ def tenanted(value: Any, **kw: Any) -> dict[str, Any]:
 
 def test_mutate_labels_the_job_with_its_tenancy() -> None:
     job = tenanted({"tenant": "vision", "user": "alice", "region": "eu-west-1", "idc": ""})
-    stored = patched(job, mutate(request(job)))
+    stored = patched(job, mutate(review_of(job)))
     assert stored["metadata"]["labels"] == {
         "tenancy.kubetrain.io/tenant": "vision",
         "tenancy.kubetrain.io/user": "alice",
@@ -106,7 +47,7 @@ def test_labels_follow_the_annotation_and_leave_other_labels_alone() -> None:
     }
     labels = default_job(job).obj["metadata"]["labels"]
     assert labels == {"team": "x", "tenancy.kubetrain.io/tenant": "nlp"}
-    plain = ptjob()
+    plain = gpu_job()
     plain["metadata"]["labels"] = {"tenancy.kubetrain.io/tenant": "ops"}
     assert default_job(plain).obj["metadata"]["labels"] == {"tenancy.kubetrain.io/tenant": "ops"}
 
@@ -142,12 +83,12 @@ def test_malformed_tenancy_is_refused_naming_annotation_and_field(
     errors = validate_job(default_job(job).obj).errors
     assert [e.path for e in errors] == [path]
     assert message in errors[0].message
-    response = validate(request(default_job(job).obj))
+    response = validate(review_of(default_job(job).obj))
     assert not response.allowed and path in response.message
     assert "labels" not in default_job(job).obj["metadata"]
 
 
-TENANT_QUOTA = tpol(
+TENANT_QUOTA = training_policy(
     "vision-quota",
     "vision",
     jobSelector={"matchLabels": {"tenancy.kubetrain.io/tenant": "vision"}},
@@ -156,30 +97,30 @@ TENANT_QUOTA = tpol(
 
 
 def test_tenant_quota_refuses_that_tenants_over_quota_job_only() -> None:
-    policies = admission(TENANT_QUOTA)
+    policies = policy_admission(TENANT_QUOTA)
     over = default_job(tenanted({"tenant": "vision"}, workers=3)).obj  # 24 GPUs
-    response = validate(request(over), policies)
+    response = validate(review_of(over), policies)
     assert not response.allowed
     assert (
         'policy "vision-quota": spec.pytorchReplicaSpecs[Worker]: total nvidia.com/gpu 24 exceeds 16'
         in response.message
     )
-    assert f'[Worker].template.spec.containers[0].image: "{IMAGE}" is not allowed' in response.message
+    assert f'[Worker].template.spec.containers[0].image: "{GPU_IMAGE}" is not allowed' in response.message
     other = default_job(tenanted({"tenant": "nlp"}, workers=3)).obj
-    assert validate(request(other), policies).allowed
-    untenanted = default_job(ptjob(workers=3)).obj
-    assert validate(request(untenanted), policies).allowed
+    assert validate(review_of(other), policies).allowed
+    untenanted = default_job(gpu_job(workers=3)).obj
+    assert validate(review_of(untenanted), policies).allowed
 
 
 def test_tenant_within_quota_with_allowed_image_is_admitted() -> None:
     job = tenanted({"tenant": "vision"}, workers=2)
     for rspec in job["spec"]["pytorchReplicaSpecs"].values():
         rspec["template"]["spec"]["containers"][0]["image"] = "registry.example.com/vision/bert:2"
-    assert validate(request(default_job(job).obj), admission(TENANT_QUOTA)).allowed
+    assert validate(review_of(default_job(job).obj), policy_admission(TENANT_QUOTA)).allowed
 
 
 def test_job_selector_picks_which_policy_defaults_apply() -> None:
-    queue = tpol(
+    queue = training_policy(
         "vision-queue",
         "vision",
         jobSelector={
@@ -190,10 +131,10 @@ def test_job_selector_picks_which_policy_defaults_apply() -> None:
         defaults={"runPolicy": {"schedulingPolicy": {"queue": "vision"}}},
     )
     job = tenanted({"tenant": "vision"})
-    stored = patched(job, mutate(request(job), policies=admission(queue)))
+    stored = patched(job, mutate(review_of(job), policies=policy_admission(queue)))
     assert stored["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "vision"
     other = tenanted({"tenant": "nlp"})
-    stored = patched(other, mutate(request(other), policies=admission(queue)))
+    stored = patched(other, mutate(review_of(other), policies=policy_admission(queue)))
     assert "queue" not in (stored["spec"]["runPolicy"].get("schedulingPolicy") or {})
 
 
@@ -202,7 +143,7 @@ def test_invalid_job_selector_is_refused() -> None:
     bad["spec"]["jobSelector"] = {
         "matchExpressions": [{"key": "tenancy.kubetrain.io/tenant", "operator": "Is"}]
     }
-    response = validate(request(bad))
+    response = validate(review_of(bad))
     assert not response.allowed and "spec.jobSelector.matchExpressions[0].operator" in response.message
 
 
@@ -221,7 +162,7 @@ def test_tenant_metric_series_are_capped() -> None:
     ]
     assert tenant_of(tenanted({"tenant": "vision"})) == "vision"  # from the annotation
     assert tenant_of(default_job(tenanted({"tenant": "vision"})).obj) == "vision"  # from the label
-    assert tenant_of(ptjob()) == ""
+    assert tenant_of(gpu_job()) == ""
     from kubetrain.operator.tenantmetrics import count_tenant_job
 
     before = TENANT_JOBS.labels(tenant="metrics-tenant", event="created")._value.get()

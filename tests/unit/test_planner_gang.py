@@ -8,6 +8,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from admission import review_of
 from planner_builders import Sim, at, job, replica
 
 from kubetrain.operator.plan import PlannerConfig
@@ -94,7 +95,6 @@ def test_user_scheduler_name_is_kept_on_pods() -> None:
 def test_user_scheduler_name_is_warned_about_under_gang_scheduling() -> None:
     from kubetrain.jobs.defaulting import default_job
     from kubetrain.webhook.mutate import mutate
-    from kubetrain.webhook.review import AdmissionRequest
 
     obj = _with_scheduler("my-sched")
     warnings = default_job(obj, gang_scheduling=True).warnings
@@ -105,20 +105,7 @@ def test_user_scheduler_name_is_warned_about_under_gang_scheduling() -> None:
     assert default_job(tf(), gang_scheduling=True).warnings == []
 
     def review(gang: bool) -> list[str]:
-        request = AdmissionRequest(
-            uid="u1",
-            group="kubetrain.io",
-            version="v1",
-            kind="TFJob",
-            operation="CREATE",
-            name="g",
-            namespace="ns",
-            sub_resource="",
-            object=obj,
-            old_object=None,
-            dry_run=False,
-            raw={},
-        )
+        request = review_of(obj, namespace="ns", group="kubetrain.io")
         return list(mutate(request, gang_scheduling=gang).warnings)
 
     assert review(True) == warnings and review(False) == []

@@ -324,3 +324,23 @@ async def test_review_cache_refreshes_early_and_never_outlives_the_token() -> No
     assert cache.get("opaque", "aud") is not None
     await clock.advance(1)
     assert cache.get("opaque", "aud") is None  # refusals: 10 s
+
+
+def test_a_progress_write_wakes_the_planner_only_when_a_deadline_reads_it() -> None:
+    from kubetrain.operator.stall import report_only
+
+    def job(report: int | None, annotations: dict[str, str] | None = None, **status: Any) -> dict[str, Any]:
+        st: dict[str, Any] = {"conditions": [{"type": "Running", "status": "True"}], **status}
+        if report is not None:
+            st["trainerStatus"] = {"progressPercentage": report, "lastUpdatedTime": "2026-11-25T12:00:00Z"}
+        return {"metadata": {"annotations": annotations or {}}, "spec": {"runPolicy": {}}, "status": st}
+
+    assert report_only(job(None), job(10))  # no deadline: the report changes no decision
+    assert report_only(job(10), job(20))
+    assert not report_only(job(10), job(10))  # nothing changed in the report: some other status edit
+    assert not report_only(job(10), job(20, jobRestarts=1))  # more than the report changed
+    deadline = {ts.ANNOTATION_DEADLINE: "60"}
+    assert not report_only(job(10, deadline), job(20, deadline))  # the deadline moves
+    with_field = job(20)
+    with_field["spec"]["runPolicy"]["progressDeadlineSeconds"] = 60
+    assert not report_only(job(10), with_field)

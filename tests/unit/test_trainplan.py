@@ -110,7 +110,12 @@ def test_restarts_are_counted_from_the_snapshot_record() -> None:
     p = plan(job, [pod("tj-node-0-0", attempt=1), pod("tj-node-0-1", phase="Failed", attempt=1)], [snap])
     assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
     [update] = p.update_children
-    assert json.loads(update["data"]["state"]) == {"restarts": 2, "countedRestarts": 2, "failures": {}}
+    assert json.loads(update["data"]["state"]) == {
+        "restarts": 2,
+        "countedRestarts": 2,
+        "failures": {},
+        "restartedAt": "2026-11-25T12:00:00Z",  # when attempt 2 began (stall detection)
+    }
     assert update["metadata"]["resourceVersion"] == "7"
     # the last allowed restart used: the next failure fails the TrainJob
     snap = snapshot(job, runtime, {"restarts": 2, "failures": {}})

@@ -8,16 +8,14 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+from webhooks import client_context
 
-from kubetrain.certs.generate import CertificateBundle, generate_bundle
-from kubetrain.certs.tls import write_cert_dir
+from kubetrain.certs.generate import CertificateBundle
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.serving.guard import ConnectionLimits
 from kubetrain.webhook.decider import Decider
@@ -47,30 +45,9 @@ def pytorchjob(container: dict[str, Any] | None = None) -> dict[str, Any]:
     ).obj
 
 
-@pytest.fixture(scope="module")
-def bundle() -> CertificateBundle:
-    return generate_bundle(["localhost"], ["127.0.0.1"])
-
-
-def client_context(bundle: CertificateBundle) -> ssl.SSLContext:
-    return ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-
-
 @pytest.fixture
-async def server(tmp_path: Path, bundle: CertificateBundle) -> AsyncIterator[WebhookServer]:
-    write_cert_dir(tmp_path, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
-    srv = WebhookServer(
-        cert_dir=str(tmp_path), host="127.0.0.1", port=0, cert_poll_interval=3600, limits=LIMITS
-    )
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def session(bundle: CertificateBundle) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_context(bundle))) as s:
-        yield s
+def webhook_options() -> dict[str, Any]:
+    return {"limits": LIMITS}
 
 
 async def validate(

@@ -7,7 +7,7 @@ import asyncio
 import functools
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import aiohttp
 import orjson
 import pytest
 
-from kubetrain.certs.generate import CertificateBundle, generate_bundle
+from kubetrain.certs.generate import CertificateBundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.policy import PolicyIndex
@@ -114,11 +114,6 @@ async def test_answers_from_worker_processes_equal_in_process_answers() -> None:
         await pool.stop()
 
 
-@pytest.fixture(scope="module")
-def bundle() -> CertificateBundle:
-    return generate_bundle(["localhost"], ["127.0.0.1"])
-
-
 @pytest.fixture
 def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path, Any]]:
     """A gated work function (the decision waits until the gate file exists), the pid file it
@@ -146,15 +141,6 @@ async def gated_server(tmp_path: Path, bundle: CertificateBundle, work: Any, **o
     server.processes.work = work
     await server.start()
     return server
-
-
-@pytest.fixture
-async def session(bundle: CertificateBundle) -> AsyncIterator[aiohttp.ClientSession]:
-    import ssl
-
-    context = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as s:
-        yield s
 
 
 async def post(

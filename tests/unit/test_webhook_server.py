@@ -16,6 +16,7 @@ import jsonpatch
 import pytest
 from cryptography import x509
 from jobs import job
+from webhooks import client_context
 
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, generate_serving_cert
 from kubetrain.certs.tls import write_cert_dir
@@ -29,31 +30,9 @@ def tfjob(name: str = "mnist") -> dict[str, Any]:
     return job("TFJob", name, {"Worker": 2}, namespace="team-a", image="tf:2.15")
 
 
-@pytest.fixture(scope="module")
-def bundle() -> CertificateBundle:
-    return generate_bundle(["localhost"], ["127.0.0.1"])
-
-
-def client_context(bundle: CertificateBundle) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-    return ctx
-
-
 @pytest.fixture
-async def server(tmp_path: Path, bundle: CertificateBundle) -> AsyncIterator[WebhookServer]:
-    write_cert_dir(tmp_path, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
-    srv = WebhookServer(
-        cert_dir=str(tmp_path), host="127.0.0.1", port=0, max_body_bytes=64 * 1024, cert_poll_interval=3600
-    )
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def session(bundle: CertificateBundle) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_context(bundle))) as s:
-        yield s
+def webhook_options() -> dict[str, Any]:
+    return {"max_body_bytes": 64 * 1024}
 
 
 async def post(

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api import trainerstatus
 from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
@@ -120,6 +121,7 @@ def validate_trainjob(
             errors += problems
     if old is not None:
         errors += _immutable(spec, old)
+    errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
     return errors
 
 

@@ -1,0 +1,151 @@
+"""The job shape of a Trainer TrainJob: the third producer of `kubetrain.jobs.shape.JobShape`
+(beside `jobs/v1shape.py`'s `<kind>ReplicaSpecs` kinds and MPIJob v2beta1).
+
+A TrainJob resolved against its runtime snapshot (`resolve.py`) is one group per replicated
+job, in the runtime's order: `replicas` jobs of `pods` indexed pods each are the group's
+`replicas * pods` slots, slot `k` being pod `<tj>-<rjob>-<k // pods>-<k % pods>` (JobSet's
+`<jobset>-<rjob>-<jobIndex>-<completionIndex>`: `JobShape.naming`). `dependsOn` becomes
+`depends_on` with JobSet's meaning of Ready (a job whose pods Succeeded counts as Ready); the
+success policy (All / Any of the target replicated jobs, a job done when all its pods
+Succeeded) is the shape's rules; the TrainJob's `suspend`, `activeDeadlineSeconds` and
+`managedBy` and the template's `ttlSecondsAfterFinished` are its run policy. The ML policy's env
+is already in the templates (`resolve.py`), so the env plug-in adds nothing.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from kubetrain.api.errors import json_int
+from kubetrain.api.trainer import constants as c
+from kubetrain.frameworks.base import Autoscaling, ExtraChild
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
+from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob
+
+# The trainer container Trainer's runtimes name; other steps' first container otherwise.
+NODE_CONTAINER = c.NODE
+
+
+@dataclass(frozen=True, slots=True)
+class JobSetNaming:
+    """JobSet's pod names: `<tj>-<rjob>-<jobIndex>-<completionIndex>`."""
+
+    name: str
+    pods: Mapping[str, int]  # pods per job of each replicated job
+
+    def pod_name(self, group: str, index: int) -> str:
+        per_job = max(self.pods.get(group, 1), 1)
+        return f"{self.name}-{group}-{index // per_job}-{index % per_job}"
+
+
+@dataclass(frozen=True, slots=True)
+class SuccessPolicy:
+    """JobSet's successPolicy over the replicated jobs' jobs; a TrainJob fails only through its
+    failure policy (decided by the planner from the jobs' backoff limits), never by a rule here."""
+
+    operator: str  # All | Any
+    targets: tuple[str, ...]  # empty: every replicated job
+    pods: Mapping[str, int]
+
+    def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
+        done: list[bool] = []
+        for group, layout in job.replicas.items():
+            if self.targets and group not in self.targets:
+                continue
+            per_job = max(self.pods.get(group, 1), 1)
+            indices = counts[group].succeeded_indices if group in counts else frozenset()
+            for j in range(layout.replicas // per_job):
+                done.append(all(j * per_job + i in indices for i in range(per_job)))
+        if not done:
+            return False
+        return any(done) if self.operator == "Any" else all(done)
+
+    def failed(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> str | None:
+        return None
+
+
+class NoEnv:
+    """The env plug-in of a TrainJob: nothing to add, the ML policy's env is in the templates."""
+
+    master_types: tuple[str, ...] = ()
+    cluster_env_framework_container_only = True
+
+    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]:
+        return []
+
+    def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None:
+        return None
+
+    def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]:
+        return []
+
+    def autoscaling(self, job: JobLayout) -> Autoscaling | None:
+        return None
+
+
+def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -> RunPolicy:
+    spec = trainjob.get("spec") or {}
+    deadline = json_int(spec.get("activeDeadlineSeconds"))
+    ttl = json_int(jobset_spec.get("ttlSecondsAfterFinished"))
+    manager = spec.get("managedBy")
+    return RunPolicy(
+        clean_pod_policy="Running",  # Complete/Failed delete the pods still running or pending
+        suspend=spec.get("suspend") is True,
+        active_deadline_seconds=deadline if deadline is not None and deadline > 0 else None,
+        ttl_seconds_after_finished=ttl if ttl is not None and ttl >= 0 else None,
+        managed_by=manager if isinstance(manager, str) and manager else None,
+    )
+
+
+def trainjob_shape(
+    trainjob: Mapping[str, Any], resolved: ResolvedTrainJob, jobset_spec: Mapping[str, Any]
+) -> JobShape:
+    """The shape of `trainjob` resolved as `resolved` from a runtime whose JobSet template spec
+    is `jobset_spec`."""
+    pods = MappingProxyType({s.name: s.pods for s in resolved.steps})
+    groups: dict[str, ReplicaGroup] = {}
+    replicas: dict[str, ReplicaLayout] = {}
+    for step in resolved.steps:
+        template = step.pod_template
+        policy = str((template.get("spec") or {}).get("restartPolicy") or "OnFailure")
+        container = framework_container_index(template, NODE_CONTAINER)
+        groups[step.name] = ReplicaGroup(
+            name=step.name,
+            replicas=step.replicas * step.pods,
+            template=template,
+            restart_policy=policy,
+            container_index=container,
+            depends_on=tuple(DependsOn(n, s, succeeded_is_ready=True) for n, s in step.depends_on),
+            path=f"runtime.spec.template.spec.replicatedJobs[{step.name}]",
+        )
+        replicas[step.name] = ReplicaLayout(
+            step.name, step.replicas * step.pods, template, policy, 0, container
+        )
+    layout = JobLayout(
+        kind=c.TRAINJOB,
+        api_version=c.API_VERSION,
+        name=resolved.name,
+        namespace=resolved.namespace,
+        uid=resolved.uid,
+        spec=MappingProxyType(dict(trainjob.get("spec") or {})),
+        replicas=MappingProxyType(replicas),
+    )
+    return JobShape(
+        kind=c.TRAINJOB,
+        api_version=c.API_VERSION,
+        name=resolved.name,
+        namespace=resolved.namespace,
+        uid=resolved.uid,
+        groups=MappingProxyType(groups),
+        run_policy=run_policy_of(trainjob, jobset_spec),
+        rules=SuccessPolicy(resolved.success_operator, resolved.success_targets, pods),
+        plugin=NoEnv(),
+        layout=layout,
+        naming=JobSetNaming(resolved.name, pods),
+    )
