@@ -21,7 +21,7 @@ from .conftest import SHOTS, PageFactory
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-JOB_PAGE = "namespaces/default/pytorchjobs/pytorch-ddp-mnist"
+JOB_PAGE = "namespaces/default/pytorchjobs/pytorch-ddp"
 
 
 async def test_the_dev_example_shows_its_timeline_logs_events_and_a_live_progress_plot(
@@ -42,8 +42,8 @@ async def test_the_dev_example_shows_its_timeline_logs_events_and_a_live_progres
 
         page = await page_as(None)  # on loopback the dashboard acts as the kubeconfig's user
         await page.goto(url)
-        await page.click('a[href="/namespaces/default/pytorchjobs/pytorch-ddp-mnist"]')
-        await expect(page.locator("h1")).to_contain_text("pytorch-ddp-mnist")
+        await page.click('a[href="/namespaces/default/pytorchjobs/pytorch-ddp"]')
+        await expect(page.locator("h1")).to_contain_text("pytorch-ddp")
         for slot in ("master-0", "worker-0", "worker-2"):  # the Gantt chart: one row per pod, running now
             row = page.locator(f'.gantt text.row[data-slot="{slot}"]')
             await expect(row).to_have_attribute("data-bars", re.compile(r"(^|;)\S+ \S+ running[^;]*$"))

@@ -34,8 +34,8 @@ async def test_the_printed_url_shows_the_example_job() -> None:
             async with session.get(url) as resp:
                 page = await resp.text()
                 assert resp.status == 200
-                assert 'href="/namespaces/default/pytorchjobs/pytorch-ddp-mnist"' in page
-            async with session.get(url + "namespaces/default/pytorchjobs/pytorch-ddp-mnist") as resp:
+                assert 'href="/namespaces/default/pytorchjobs/pytorch-ddp"' in page
+            async with session.get(url + "namespaces/default/pytorchjobs/pytorch-ddp") as resp:
                 page = await resp.text()
                 assert resp.status == 200
                 assert 'data-slot="master-0"' in page and 'data-slot="worker-2"' in page

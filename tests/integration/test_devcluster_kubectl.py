@@ -76,23 +76,21 @@ async def test_kubectl_manages_jobs_and_pods(devcluster: DevCluster, tmp_path: P
     assert "customresourcedefinition.apiextensions.k8s.io/pytorchjobs.kubetrain.io created" in out
 
     out = await ok(devcluster, "apply", "-f", str(ROOT / "examples" / "pytorch-ddp.yaml"))
-    assert "pytorchjob.kubetrain.io/pytorch-ddp-mnist created" in out
+    assert "pytorchjob.kubetrain.io/pytorch-ddp created" in out
     # applying again is a no-op, applying a change patches the job
     assert "unchanged" in await ok(devcluster, "apply", "-f", str(ROOT / "examples" / "pytorch-ddp.yaml"))
 
     listed = await ok(devcluster, "get", "pytorchjobs")
     assert listed.splitlines()[0].split()[:2] == ["NAME", "STATE"]
-    assert "pytorch-ddp-mnist" in listed
-    job = json.loads(await ok(devcluster, "get", "pytorchjob", "pytorch-ddp-mnist", "-o", "json"))
+    assert "pytorch-ddp" in listed
+    job = json.loads(await ok(devcluster, "get", "pytorchjob", "pytorch-ddp", "-o", "json"))
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
 
     for i in range(2):
-        await ok(
-            devcluster, "apply", "-f", "-", stdin=json.dumps(pod_of(job, f"pytorch-ddp-mnist-worker-{i}"))
-        )
-    pods = await ok(devcluster, "get", "pods", "-l", "kubetrain.io/job-name=pytorch-ddp-mnist")
+        await ok(devcluster, "apply", "-f", "-", stdin=json.dumps(pod_of(job, f"pytorch-ddp-worker-{i}")))
+    pods = await ok(devcluster, "get", "pods", "-l", "kubetrain.io/job-name=pytorch-ddp")
     assert pods.splitlines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
-    assert "pytorch-ddp-mnist-worker-1   0/1     Pending" in pods
+    assert "pytorch-ddp-worker-1   0/1     Pending" in pods
 
     event = {
         "apiVersion": "v1",
@@ -101,9 +99,9 @@ async def test_kubectl_manages_jobs_and_pods(devcluster: DevCluster, tmp_path: P
         "involvedObject": {
             "apiVersion": "v1",
             "kind": "Pod",
-            "name": "pytorch-ddp-mnist-worker-0",
+            "name": "pytorch-ddp-worker-0",
             "namespace": "default",
-            "uid": devcluster.get_object("pods", "default", "pytorch-ddp-mnist-worker-0")["metadata"]["uid"],  # type: ignore[index]
+            "uid": devcluster.get_object("pods", "default", "pytorch-ddp-worker-0")["metadata"]["uid"],  # type: ignore[index]
         },
         "reason": "Scheduled",
         "message": "assigned to node-1",
@@ -112,15 +110,15 @@ async def test_kubectl_manages_jobs_and_pods(devcluster: DevCluster, tmp_path: P
         "count": 1,
     }
     await ok(devcluster, "create", "-f", "-", stdin=json.dumps(event))
-    described = await ok(devcluster, "describe", "pod", "pytorch-ddp-mnist-worker-0")
+    described = await ok(devcluster, "describe", "pod", "pytorch-ddp-worker-0")
     assert "Status:           Pending" in described
     assert "Scheduled" in described and "assigned to node-1" in described
-    described_job = await ok(devcluster, "describe", "pytorchjob", "pytorch-ddp-mnist")
+    described_job = await ok(devcluster, "describe", "pytorchjob", "pytorch-ddp")
     assert "Kind:         PyTorchJob" in described_job
 
-    out = await ok(devcluster, "delete", "pytorchjob", "pytorch-ddp-mnist")
-    assert 'pytorchjob.kubetrain.io "pytorch-ddp-mnist" deleted' in out
-    code, _, err = await kubectl(devcluster, "get", "pytorchjob", "pytorch-ddp-mnist")
+    out = await ok(devcluster, "delete", "pytorchjob", "pytorch-ddp")
+    assert 'pytorchjob.kubetrain.io "pytorch-ddp" deleted' in out
+    code, _, err = await kubectl(devcluster, "get", "pytorchjob", "pytorch-ddp")
     assert code == 1 and "NotFound" in err
     await devcluster.settle()  # the garbage collector removes the job's pods
     remaining = await ok(devcluster, "get", "pods", "-o", "name")
