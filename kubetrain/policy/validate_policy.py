@@ -14,6 +14,7 @@ a policy's default deadline within its own `maxActiveDeadlineSeconds`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -161,12 +162,10 @@ def _defaults_errors(defaults: PolicyDefaults, base: str) -> list[FieldError]:
     return out
 
 
-def _limits_errors(limits: PolicyLimits, base: str) -> list[FieldError]:
-    out: list[FieldError] = []
-    _min(f"{base}.maxReplicasPerJob", limits.max_replicas_per_job, 0, out)
-    _min(f"{base}.maxActiveDeadlineSeconds", limits.max_active_deadline_seconds, 1, out)
-    for name, raw in (limits.max_total_resources or {}).items():
-        path = f"{base}.maxTotalResources[{name}]"
+def _resources(base: str, amounts: Mapping[str, Any] | None, out: list[FieldError]) -> None:
+    """A map of resource name → non-negative quantity (`maxTotalResources`)."""
+    for name, raw in (amounts or {}).items():
+        path = f"{base}[{name}]"
         if (problem := label_key_problem(name)) is not None:
             out.append(invalid(path, f"resource name {name!r}: {problem}"))
         try:
@@ -174,19 +173,18 @@ def _limits_errors(limits: PolicyLimits, base: str) -> list[FieldError]:
                 out.append(invalid(path, f"{raw!r}: must be greater than or equal to 0"))
         except QuantityError as exc:
             out.append(invalid(path, str(exc)))
+
+
+def _limits_errors(limits: PolicyLimits, base: str) -> list[FieldError]:
+    out: list[FieldError] = []
+    _min(f"{base}.maxReplicasPerJob", limits.max_replicas_per_job, 0, out)
+    _min(f"{base}.maxActiveDeadlineSeconds", limits.max_active_deadline_seconds, 1, out)
+    _resources(f"{base}.maxTotalResources", limits.max_total_resources, out)
     quota = limits.tenant_quota
     if quota is not None:
         _min(f"{base}.tenantQuota.maxJobs", quota.max_jobs, 0, out)
         _min(f"{base}.tenantQuota.maxReplicas", quota.max_replicas, 0, out)
-        for name, raw in (quota.max_total_resources or {}).items():
-            path = f"{base}.tenantQuota.maxTotalResources[{name}]"
-            if (problem := label_key_problem(name)) is not None:
-                out.append(invalid(path, f"resource name {name!r}: {problem}"))
-            try:
-                if parse_quantity(raw) < 0:
-                    out.append(invalid(path, f"{raw!r}: must be greater than or equal to 0"))
-            except QuantityError as exc:
-                out.append(invalid(path, str(exc)))
+        _resources(f"{base}.tenantQuota.maxTotalResources", quota.max_total_resources, out)
     for index, glob in enumerate(limits.allowed_images or []):
         if (problem := glob_problem(glob)) is not None:
             out.append(invalid(f"{base}.allowedImages[{index}]", f"{glob!r}: {problem}"))
