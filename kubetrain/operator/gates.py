@@ -23,13 +23,7 @@ def service_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
         return True
     if controlled_by(service, r.job):
         return True
-    message = (
-        f"Service {desired.layout.name} already exists and is not owned by "
-        f"{r.title}: delete or rename it; no pods are created until then"
-    )
-    if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
-        r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
-    return False
+    return _service_conflict(r, [desired.layout.name])
 
 
 def pod_services_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
@@ -49,13 +43,7 @@ def pod_services_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
             foreign.append(name)
     if not foreign:
         return True
-    message = (
-        f"Service {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''} already exists and is "
-        f"not owned by {r.title}: delete or rename it; no pods are created until then"
-    )
-    if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
-        r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
-    return False
+    return _service_conflict(r, foreign)
 
 
 def extra_children_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
@@ -101,3 +89,16 @@ def gang_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
         if st.set_not_running(r.status, reason, message, r.now) and event_reason:
             r.event("Warning", event_reason, message)
     return decision.may_create_pods
+
+
+def _service_conflict(r: ReconcileDraft, names: list[str]) -> bool:
+    """Services the job needs are taken by objects it does not own: a condition and an event
+    (once), no pods. Always False (the gate stays closed)."""
+    shown = ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
+    message = (
+        f"Service {shown} already exists and is not owned by "
+        f"{r.title}: delete or rename it; no pods are created until then"
+    )
+    if st.set_not_running(r.status, st.REASON_SERVICE_CONFLICT, message, r.now):
+        r.event("Warning", st.REASON_SERVICE_CONFLICT, message)
+    return False
