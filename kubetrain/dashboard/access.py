@@ -9,14 +9,14 @@ namespace that has jobs of it decides, namespace by namespace.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Iterable
 
+from kubetrain.dashboard.ttlcache import TtlCache
 from kubetrain.dashboard.views.auth import Credentials
 from kubetrain.dashboard.views.joblist import JobRow
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.kube.asuser import AsUser
-from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.kube.clock import Clock
 
 CacheKey = tuple[str, str, str, str, str]  # fingerprint, verb, group, resource, namespace
 DEFAULT_TTL = 10.0
@@ -28,26 +28,19 @@ class AccessCache:
     def __init__(
         self, ttl: float = DEFAULT_TTL, max_entries: int = DEFAULT_MAX_ENTRIES, clock: Clock | None = None
     ) -> None:
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self.clock = clock or SYSTEM_CLOCK
-        self._answers: OrderedDict[CacheKey, tuple[bool, float]] = OrderedDict()
+        self._answers: TtlCache[CacheKey, bool] = TtlCache(ttl, max_entries, clock)
         self.reviews = 0  # SelfSubjectAccessReviews sent (tests, budgets)
 
     async def allowed(
         self, api: AsUser, creds: Credentials, verb: str, group: str, resource: str, namespace: str = ""
     ) -> bool:
         key = (creds.fingerprint, verb, group, resource, namespace)
-        now = self.clock.monotonic()
-        hit = self._answers.get(key)
-        if hit is not None and hit[1] > now:
-            return hit[0]
+        fresh, known = self._answers.get(key)
+        if fresh:
+            return bool(known)
         self.reviews += 1
         answer = await api.can(verb=verb, group=group, resource=resource, namespace=namespace)
-        self._answers[key] = (answer, now + self.ttl)
-        self._answers.move_to_end(key)
-        while len(self._answers) > self.max_entries:
-            self._answers.popitem(last=False)
+        self._answers.put(key, answer)
         return answer
 
     async def visible(

@@ -13,12 +13,12 @@ dashboard asks the user to sign in again.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 
+from kubetrain.dashboard.ttlcache import TtlCache
 from kubetrain.dashboard.views.auth import Credentials
 from kubetrain.kube.asuser import AsUser
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.kube.clock import Clock
 from kubetrain.kube.resources import SELF_SUBJECT_REVIEWS
 
 log = logging.getLogger(__name__)
@@ -40,20 +40,14 @@ class WhoAmI:
     def __init__(
         self, ttl: float = DEFAULT_TTL, max_entries: int = DEFAULT_MAX_ENTRIES, clock: Clock | None = None
     ) -> None:
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self.clock = clock or SYSTEM_CLOCK
-        self._names: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._names: TtlCache[str, str] = TtlCache(ttl, max_entries, clock)
         self.reviews = 0  # SelfSubjectReviews sent
 
     async def name(self, api: AsUser, creds: Credentials) -> str:
         """The user's name as the API server knows it, "" when it will not say."""
-        key = creds.fingerprint
-        now = self.clock.monotonic()
-        hit = self._names.get(key)
-        if hit is not None and hit[1] > now:
-            self._names.move_to_end(key)
-            return hit[0]
+        fresh, known = self._names.get(creds.fingerprint)
+        if fresh:
+            return known or ""
         self.reviews += 1
         try:
             found = username(await api.create(SELF_SUBJECT_REVIEWS, dict(REVIEW)))
@@ -62,8 +56,5 @@ class WhoAmI:
                 raise
             log.info("dashboard: SelfSubjectReview refused (%s); the user is not named", err.status)
             found = ""
-        self._names[key] = (found, now + self.ttl)
-        self._names.move_to_end(key)
-        while len(self._names) > self.max_entries:
-            self._names.popitem(last=False)
+        self._names.put(creds.fingerprint, found)
         return found
