@@ -94,15 +94,7 @@ def init_failed_status(
     inits = []
     reached = False
     for c in _containers(pod, "initContainers"):
-        entry: dict[str, Any] = {
-            "name": c["name"],
-            "image": c.get("image", ""),
-            "imageID": "",
-            "ready": False,
-            "started": False,
-            "restartCount": 0,
-            "lastState": {},
-        }
+        entry = _not_started(c)
         if reached:
             entry["state"] = {"waiting": {"reason": "PodInitializing"}}
         elif c["name"] == name:
@@ -127,19 +119,7 @@ def init_failed_status(
         else:
             entry.update(ready=True, state={"terminated": _init_terminated(pod, c["name"], 0, "", now)})
         inits.append(entry)
-    waiting = [
-        {
-            "name": c["name"],
-            "image": c.get("image", ""),
-            "imageID": "",
-            "ready": False,
-            "started": False,
-            "restartCount": 0,
-            "state": {"waiting": {"reason": "PodInitializing"}},
-            "lastState": {},
-        }
-        for c in _containers(pod)
-    ]
+    waiting = [_not_started(c, state={"waiting": {"reason": "PodInitializing"}}) for c in _containers(pod)]
     conditions = [
         _condition("PodReadyToStartContainers", True, now),
         _condition("Initialized", False, now, "ContainersNotInitialized"),
@@ -154,3 +134,17 @@ def init_failed_status(
         containerStatuses=waiting,
     )
     return status
+
+
+def _not_started(container: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A container status of a container that has not started (yet), with `fields` on top."""
+    return {
+        "name": container["name"],
+        "image": container.get("image", ""),
+        "imageID": "",
+        "ready": False,
+        "started": False,
+        "restartCount": 0,
+        "lastState": {},
+        **fields,
+    }
