@@ -5,17 +5,11 @@ training-progress endpoint (played by the simulated kubelet), updating live."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import io
 import re
-import time
 
 import pytest
+from devrun import dev_dashboard
 from playwright.async_api import expect
-
-from kubetrain import cli
-from kubetrain.commands.dev import dev
 
 from .conftest import SHOTS, PageFactory
 
@@ -27,19 +21,7 @@ JOB_PAGE = "namespaces/default/pytorchjobs/pytorch-ddp"
 async def test_the_dev_example_shows_its_timeline_logs_events_and_a_live_progress_plot(
     page_as: PageFactory,
 ) -> None:
-    args = cli.build_parser().parse_args(["dev", "--timeout", "90"])  # the README's command
-    out = io.StringIO()
-    task = asyncio.create_task(dev(args, out))
-    try:
-        url = ""
-        for _ in range(600):
-            found = re.search(r"^dashboard: (http://127\.0\.0\.1:\d+/)$", out.getvalue(), re.M)
-            if found and "progress [" in out.getvalue():
-                url = found.group(1)
-                break
-            await asyncio.sleep(0.05)
-        assert url, out.getvalue()
-
+    async with dev_dashboard(["--timeout", "90"]) as (url, _, stop):  # the README's command
         page = await page_as(None)  # on loopback the dashboard acts as the kubeconfig's user
         await page.goto(url)
         await page.click('a[href="/namespaces/default/pytorchjobs/pytorch-ddp"]')
@@ -62,13 +44,5 @@ async def test_the_dev_example_shows_its_timeline_logs_events_and_a_live_progres
         await page.screenshot(path=str(SHOTS / "dashboard-dev-example.png"), full_page=True)
         assert page.errors == []  # type: ignore[attr-defined]
 
-        stopping = time.monotonic()  # Ctrl-C with the page (its live-update stream) still open
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        assert time.monotonic() - stopping < 15, "kubetrain dev hangs on its open dashboard streams"
-    finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # Ctrl-C with the page (its live-update stream) still open
+        assert await stop() < 15, "kubetrain dev hangs on its open dashboard streams"

@@ -5,31 +5,14 @@ command itself prints the progress bar."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import io
 import re
-import time
 
 import aiohttp
-
-from kubetrain import cli
-from kubetrain.commands.dev import dev
+from devrun import dev_dashboard
 
 
 async def test_the_printed_url_shows_the_example_job() -> None:
-    args = cli.build_parser().parse_args(["dev", "--run-seconds", "30", "--timeout", "60"])
-    out = io.StringIO()
-    task = asyncio.create_task(dev(args, out))
-    try:
-        url = ""
-        for _ in range(600):
-            found = re.search(r"^dashboard: (http://127\.0\.0\.1:\d+/)$", out.getvalue(), re.M)
-            if found and "progress [" in out.getvalue():
-                url = found.group(1)
-                break
-            await asyncio.sleep(0.05)
-        assert url, out.getvalue()
+    async with dev_dashboard(["--run-seconds", "30", "--timeout", "60"]) as (url, out, stop):
         async with aiohttp.ClientSession() as session:
             async with session.get(url) as resp:
                 page = await resp.text()
@@ -54,12 +37,4 @@ async def test_the_printed_url_shows_the_example_job() -> None:
         # cancelled, not waited for).
         async with aiohttp.ClientSession() as session, session.get(url + "stream") as stream:
             assert (await stream.content.readline()).startswith(b": connected")
-            stopping = time.monotonic()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            assert time.monotonic() - stopping < 15
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+            assert await stop() < 15
