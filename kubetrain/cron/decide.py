@@ -32,8 +32,9 @@ from typing import Any
 
 from kubetrain.api.groups import group_of
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, LABEL_CRON_NAME
+from kubetrain.api.metatime import parse_time
 from kubetrain.cron.schedule import Schedule, ScheduleError, parse_schedule, zone
-from kubetrain.cron.shape import CronShape, job_from_template, job_name, parse_time
+from kubetrain.cron.shape import CronShape, job_from_template, job_name
 from kubetrain.cron.times import earliest_time, most_recent, next_wakeup
 
 Obj = dict[str, Any]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from kubetrain.api import cron as api
 from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.groups import JOB_GROUPS, group_of
+from kubetrain.api.metatime import parse_time
 from kubetrain.cron.schedule import ScheduleError, parse_schedule, zone
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.names import MAX_LABEL_LENGTH
@@ -73,17 +74,6 @@ class CronShape:
     @property
     def kubedl(self) -> bool:
         return self.group == api.KUBEDL_GROUP
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp (`2024-01-01T00:00:00Z`), or None when absent or malformed."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _dict(value: Any) -> Obj:

@@ -30,8 +30,9 @@ from typing import Any
 from kubetrain.api import cron as cronapi
 from kubetrain.api.groups import KUBETRAIN_GROUP, group_of, job_groups
 from kubetrain.api.labels import LABEL_CRON_NAME
+from kubetrain.api.metatime import parse_time
 from kubetrain.cron.decide import CronEvent, CronPlan, decide, finished_condition, job_ref
-from kubetrain.cron.shape import CronShape, CronUnreadable, parse_time, read_cron
+from kubetrain.cron.shape import CronShape, CronUnreadable, read_cron
 from kubetrain.kube.cache import Store
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock

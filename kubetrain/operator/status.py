@@ -18,6 +18,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.metatime import parse_time as parse_time  # the planner reads it as st.parse_time
+
 CREATED = "Created"
 RUNNING = "Running"
 RESTARTING = "Restarting"
@@ -53,16 +55,6 @@ COUNT_FIELDS = ("active", "pending", "succeeded", "failed")
 def format_time(t: datetime) -> str:
     """RFC 3339 with second precision, as metav1.Time is serialised."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def get_condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:

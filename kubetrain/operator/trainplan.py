@@ -29,6 +29,7 @@ from typing import Any
 
 from kubetrain.api.errors import format_errors
 from kubetrain.api.gangschedulers import GangScheduler
+from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.shape import JobShape
 from kubetrain.jobs.trainjob import children as ch
@@ -41,7 +42,6 @@ from kubetrain.operator import runpolicy, trainprogress
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
-from kubetrain.operator.status import parse_time
 from kubetrain.operator.trainstatus import (
     TrainJobDraft,
     condition,

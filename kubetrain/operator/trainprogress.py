@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.jobs.trainjob import children as ch
@@ -40,7 +41,7 @@ from kubetrain.operator.progressenv import (
     enabled,
     inject,
 )
-from kubetrain.operator.status import format_time, parse_time
+from kubetrain.operator.status import format_time
 from kubetrain.operator.trainstatus import condition
 
 Obj = dict[str, Any]
