@@ -119,7 +119,7 @@ class HealthServer:
     ) -> None:
         self.host = host
         self.unix_path = unix_path
-        self._peers: Callable[[], list[str]] = list
+        self._peers: list[Callable[[], list[str]]] = []
         self.tls = tls
         self.auth = auth
         self._on_stop = list(on_stop or [])
@@ -139,8 +139,9 @@ class HealthServer:
         self._readiness.pop(name, None)
 
     def add_metrics_peers(self, paths: Callable[[], list[str]]) -> None:
-        """/metrics adds what the HealthServers on these Unix sockets count (read per scrape)."""
-        self._peers = paths
+        """/metrics adds what the HealthServers on these Unix sockets count (read per scrape);
+        each call adds a source (webhook workers, the status-server child)."""
+        self._peers.append(paths)
 
     async def _peer_text(self, path: str) -> str | None:
         try:
@@ -178,7 +179,7 @@ class HealthServer:
                     status=verdict.code, text=json.dumps(verdict.body), content_type="application/json"
                 )
         registry = self.registry
-        peers = self._peers()
+        peers = [path for source in self._peers for path in source()]
         if peers:
             texts = await asyncio.gather(*(self._peer_text(p) for p in peers))
             registry = MergedRegistry(self.registry, [t for t in texts if t is not None])
