@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -24,11 +24,10 @@ from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 from kubetrain.serving.metrics import REGISTRY
 
-from .controller_support import Harness, eventually, open_stack, pod_env
+from .controller_support import Harness, eventually, open_stack, pod_env, ticking
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-T = TypeVar("T")
 Obj = dict[str, Any]
 DATA = Path(__file__).resolve().parents[1] / "data" / "trainer"
 START = datetime.now(UTC).replace(microsecond=0)
@@ -46,18 +45,6 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
         progress_interval=0.001,
     ):
         yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    """Wait for an API-driven step while nudging the fake clock 1 ms per poll."""
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
 
 
 def load(path: str) -> list[Obj]:
