@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.jobs.failuremodel import FailureModel
 
 # The state every pod of a group must reach before the pods of a group that depends on it are
 # created: `Ready` (Running with condition Ready True) or `Complete` (Succeeded).
@@ -82,6 +83,8 @@ class SchedulingPolicy:
     priority_class: str | None = None
     min_resources: Mapping[str, str] | None = None  # None: summed from the first minAvailable pods
     schedule_timeout_seconds: int | None = None
+    # Volcano's PodGroup `networkTopology` (a TrainJob runtime's podGroupPolicy.volcano).
+    network_topology: Mapping[str, Any] | None = None
 
     def by_field_name(self) -> dict[str, Any]:
         """The fields that are set, under `schedulingPolicy`'s field names — the vocabulary of
@@ -158,6 +161,11 @@ class JobShape:
     plugin: EnvPlugin
     layout: JobLayout
     naming: PodNaming | None = None  # None: the layout's `<job>-<lower(group)>-<index>`
+    # How failed pods end or restart the job (jobs/failuremodel.py); default: per pod.
+    failure: FailureModel = field(default_factory=FailureModel)
+    # The gang (PodGroup) counts every slot, a group waiting for another included (JobSet's
+    # PodGroup: every pod of every replicated job); else `gang_slots` leaves such groups out.
+    gang_counts_dependents: bool = False
 
     def pod_name(self, group: str, index: int) -> str:
         """The name of the pod of slot (group, index)."""
@@ -183,7 +191,10 @@ class JobShape:
         """The slots a gang (PodGroup) counts, in priority order: every slot but those of a group
         that depends on a group with pods. Such a pod is created only once the others are Ready
         (or Complete), which they cannot be while a gang that counts it waits for it
-        (mpi-operator issue #608: the WaitForWorkersReady Launcher)."""
+        (mpi-operator issue #608: the WaitForWorkersReady Launcher) — unless the shape's gang
+        counts them too (`gang_counts_dependents`)."""
+        if self.gang_counts_dependents:
+            return self.slots()
         left_out = {
             name for name, g in self.groups.items() if sum(self.count(d.group) for d in g.depends_on) > 0
         }

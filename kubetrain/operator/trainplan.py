@@ -33,13 +33,13 @@ from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.shape import JobShape
 from kubetrain.jobs.trainjob import children as ch
-from kubetrain.jobs.trainjob import failurepolicy
-from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
+from kubetrain.jobs.trainjob.gang import decorate, gang_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
-from kubetrain.operator import runpolicy, trainprogress
+from kubetrain.operator import groupfailure, runpolicy, trainprogress
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
+from kubetrain.operator.jobchildren import build_pod_group
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
 from kubetrain.operator.trainstatus import (
@@ -117,7 +117,7 @@ def plan_trainjob(
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
     trainprogress.ca_children(d.job, d.config.progress, d.observed.extra, d.plan)
-    gang = _gang(d, resolved)
+    gang = _gang(d, resolved, shape)
     new_state = _run(d, resolved, shape, state, gang)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
@@ -128,7 +128,7 @@ def plan_trainjob(
     return d.finish()
 
 
-def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob) -> GangScheduler | bool | None:
+def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape) -> GangScheduler | bool | None:
     """The gang scheduler the pods are decorated for (None: no gang), or False: pods must wait
     (the PodGroup is being created, or not yet admitted by a scheduler that admits)."""
     wanted = gang_of(resolved, d.config.gang_scheduler)
@@ -144,7 +144,7 @@ def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob) -> GangScheduler | bool 
             d.event("Warning", "PodGroupAPIMissing", f"the PodGroup API {gang.api_version} is not installed")
         return False
     if d.observed.pod_group is None:
-        d.plan.create_pod_group = ch.owned(pod_group(resolved, gang), d.job)
+        d.plan.create_pod_group = build_pod_group(shape, gang.name)
         return False if gang.waits_for_admission else gang
     if gang.waits_for_admission and ((d.observed.pod_group.get("status") or {}).get("phase") or "") in (
         "",
@@ -174,13 +174,17 @@ def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
             d.plan.update_children.append({**current, "data": cm["data"]})
 
 
-def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: str) -> Obj | None:
+def _stalled(
+    d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape, state: Obj, attempt: str
+) -> Obj | None:
     """Progress deadline exceeded (trainprogress.py): the state after a whole-gang restart or
     after failing the TrainJob; None while it is not stalled."""
     pods = [
         p for p in d.live_pods() if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
     ]
-    stall = trainprogress.decide(d.job, state, pods, d.now, resolved.failure_policy)
+    gang_policy = shape.failure.gang
+    max_restarts = gang_policy.max_restarts if gang_policy is not None else 0
+    stall = trainprogress.decide(d.job, state, pods, d.now, max_restarts)
     if stall.new_state is None:
         d.plan.requeue_at = trainprogress.earlier(d.plan.requeue_at, stall.due)
     elif stall.restart:
@@ -244,26 +248,6 @@ def _deadline_passed(d: TrainJobDraft, shape: JobShape) -> bool:
     return False
 
 
-def _restart_count(pod: Mapping[str, Any]) -> int:
-    status = pod.get("status") or {}
-    return sum(
-        int(cs.get("restartCount") or 0)
-        for key in ("initContainerStatuses", "containerStatuses")
-        for cs in status.get(key) or []
-        if isinstance(cs, Mapping)
-    )
-
-
-def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
-    """The Job controller's backoffLimit rule for one job of the step."""
-    if failures > step.backoff_limit:
-        return True
-    if (step.pod_template.get("spec") or {}).get("restartPolicy", "OnFailure") != "OnFailure":
-        return False
-    restarts = sum(_restart_count(p) for p in pods if pod_phase(p) in ("Pending", "Running"))
-    return restarts > 0 if step.backoff_limit == 0 else restarts >= step.backoff_limit
-
-
 def _run(
     d: TrainJobDraft,
     resolved: ResolvedTrainJob,
@@ -294,22 +278,15 @@ def _run(
         p for p in d.pods if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
     ]
     slots, _ = slot_pods(shape, current)
-    failed_steps: set[str] = set()
-    for step in resolved.steps:
-        pods = [
-            by_name[n] for _, _, n in ch.pod_slots(resolved, step) if n in by_name and n not in d.deleting
-        ]
-        newly_failed = [pod_name(p) for p in pods if pod_phase(p) == "Failed" and not terminating(p)]
-        if newly_failed:
-            failures[step.name] = failures.get(step.name, 0) + len(newly_failed)
-            d.delete(newly_failed)
-        if _step_failed(step, pods, failures.get(step.name, 0)):
-            failed_steps.add(step.name)
-    if failed_steps:
-        ordered = [s.name for s in resolved.steps if s.name in failed_steps]
+    every, _ = slot_pods(shape, d.pods)
+    judged = groupfailure.judge(shape, every, d.deleting, failures)
+    d.delete(judged.delete)
+    failures, failed_steps = judged.failures, set(judged.failed)
+    gang_policy = shape.failure.gang
+    if judged.failed and gang_policy is not None:
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
-        verdict = failurepolicy.decide(resolved.name, resolved.failure_policy, ordered, so_far)
+        verdict = gang_policy.decide(judged.failed, so_far)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         if verdict.restart:
             d.delete([pod_name(p) for p in d.live_pods()])
@@ -323,7 +300,7 @@ def _run(
         d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
-    stalled = _stalled(d, resolved, state, attempt)
+    stalled = _stalled(d, resolved, shape, state, attempt)
     if stalled is not None:
         return stalled
     if gang is not False:
