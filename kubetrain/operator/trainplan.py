@@ -29,9 +29,8 @@ from typing import Any
 
 from kubetrain.api.errors import format_errors
 from kubetrain.api.gangschedulers import GangScheduler
-from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, JobShape
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob.gang import decorate, gang_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
@@ -42,13 +41,8 @@ from kubetrain.operator.draft import Observed, Plan, PlannerConfig
 from kubetrain.operator.jobchildren import build_pod_group
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
-from kubetrain.operator.trainstatus import (
-    TrainJobDraft,
-    condition,
-    is_true,
-    jobs_status,
-    set_condition,
-)
+from kubetrain.operator.statusprojection import TRAINER
+from kubetrain.operator.trainstatus import TrainJobDraft, jobs_status
 
 Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
@@ -70,7 +64,7 @@ def plan_trainjob(
     manager = d.spec.get("managedBy")
     if manager not in (None, "", c.TRAINJOB_CONTROLLER):
         return Plan()  # another controller's (MultiKueue): left alone
-    if is_true(d.status, c.COMPLETE) or is_true(d.status, c.FAILED):
+    if TRAINER.finished(d.status) is not None:
         d.delete_active()
         _ttl_after_finished(d)
         return d.finish()
@@ -96,21 +90,21 @@ def plan_trainjob(
         return d.finish()
     resolved, errors = resolve(job, frozen)
     if resolved is None:
-        d.terminal(c.FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
+        d.terminal(FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
         return d.finish()
     shape = trainjob_shape(
-        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}
+        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}, TRAINER
     )
     if snapshot is None:
         d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
     if shape.run_policy.suspend:
-        _suspend(d, resolved)
+        _suspend(d, resolved, shape)
         return d.finish()
-    if is_true(d.status, c.SUSPENDED):
-        set_condition(d.status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
-        d.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
+    resumed = shape.status.set_resumed(d.status, d.title, now)
+    if resumed is not None:
+        d.event("Normal", *resumed)
     if _deadline_passed(d, shape):
-        d.terminal(c.FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
+        d.terminal(FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
         return d.finish()
     if observed.service is None:
@@ -192,15 +186,15 @@ def _stalled(
         d.plan.restarts += 1
         d.event("Warning", trainprogress.REASON, stall.message)
     else:
-        d.terminal(c.FAILED, trainprogress.REASON, stall.message)
+        d.terminal(FAILED, trainprogress.REASON, stall.message)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
     return stall.new_state
 
 
-def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
-    if not is_true(d.status, c.SUSPENDED):
-        set_condition(d.status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, d.now)
-        d.event("Normal", c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED)
+def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape) -> None:
+    suspended = shape.status.set_suspended(d.status, d.title, d.now)
+    if suspended is not None:
+        d.event("Normal", *suspended)
     d.delete([pod_name(p) for p in d.live_pods()])
     d.status["jobsStatus"] = [
         {"name": s.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": s.replicas}
@@ -223,9 +217,8 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
     )
     frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
     template = ((frozen or {}).get("spec") or {}).get("template") or {}
-    done = condition(d.status, c.COMPLETE if is_true(d.status, c.COMPLETE) else c.FAILED)
     policy = run_policy_of(d.job, template.get("spec") or {})
-    expiry = runpolicy.ttl_expiry(policy, parse_time((done or {}).get("lastTransitionTime")))
+    expiry = runpolicy.ttl_expiry(policy, TRAINER.finished_at(d.status))
     if expiry is None:
         return
     if d.now >= expiry:
@@ -236,10 +229,7 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
 
 def _deadline_passed(d: TrainJobDraft, shape: JobShape) -> bool:
     """The shared deadline rule, counted from the creation or the last resume."""
-    resumed = condition(d.status, c.SUSPENDED)
-    start = parse_time((resumed or {}).get("lastTransitionTime")) if resumed else None
-    start = start or parse_time((d.job.get("metadata") or {}).get("creationTimestamp")) or d.now
-    deadline = runpolicy.deadline(shape.run_policy, start)
+    deadline = runpolicy.deadline(shape.run_policy, shape.status.run_began(d.status, d.job, d.now))
     if deadline is None:
         return False
     if d.now >= deadline:
@@ -294,10 +284,10 @@ def _run(
             d.plan.restarts += 1
             new = {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
             return trainprogress.restarted(new, d.now)
-        d.terminal(c.FAILED, verdict.reason, verdict.message)
+        d.terminal(FAILED, verdict.reason, verdict.message)
         return {**state, "restarts": restarts, "failures": failures}
     if shape.succeeded(phase_counts(shape, slots)):
-        d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
+        d.terminal(SUCCEEDED, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
     stalled = _stalled(d, resolved, shape, state, attempt)

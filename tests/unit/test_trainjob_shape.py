@@ -14,6 +14,7 @@ from kubetrain.jobs.shape import COMPLETE, READY, DependsOn
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import trainjob_shape
 from kubetrain.operator.slots import dependencies_met, slot_pods
+from kubetrain.operator.statusprojection import TRAINER
 
 from .test_trainplan import RUNTIME, pod, trainjob
 from .test_trainplan_jobset_policies import names, plan, with_warmup
@@ -24,7 +25,7 @@ Obj = dict[str, Any]
 def shape_of(job: Obj, runtime: Obj) -> Any:
     resolved, errors = resolve(job, runtime)
     assert resolved is not None, errors
-    return trainjob_shape(job, resolved, runtime["spec"]["template"]["spec"])
+    return trainjob_shape(job, resolved, runtime["spec"]["template"]["spec"], TRAINER)
 
 
 def warmup_runtime(replicas: int = 1, **template_spec: Any) -> Obj:

@@ -28,7 +28,7 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
 from kubetrain.jobs.failuremodel import FailureModel
-from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy
+from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy, StatusProjection
 from kubetrain.jobs.trainjob.failurepolicy import JobSetFailurePolicy
 from kubetrain.jobs.trainjob.gang import scheduling_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
@@ -109,10 +109,13 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
 
 
 def trainjob_shape(
-    trainjob: Mapping[str, Any], resolved: ResolvedTrainJob, jobset_spec: Mapping[str, Any]
+    trainjob: Mapping[str, Any],
+    resolved: ResolvedTrainJob,
+    jobset_spec: Mapping[str, Any],
+    status: StatusProjection,
 ) -> JobShape:
     """The shape of `trainjob` resolved as `resolved` from a runtime whose JobSet template spec
-    is `jobset_spec`."""
+    is `jobset_spec`, with the `status` projection of Trainer's status the planner gives it."""
     pods = MappingProxyType({s.name: s.pods for s in resolved.steps})
     groups: dict[str, ReplicaGroup] = {}
     replicas: dict[str, ReplicaLayout] = {}
@@ -152,6 +155,7 @@ def trainjob_shape(
         rules=SuccessPolicy(resolved.success_operator, resolved.success_targets, pods),
         plugin=NoEnv(),
         layout=layout,
+        status=status,
         naming=JobSetNaming(resolved.name, pods),
         failure=FailureModel(
             MappingProxyType({s.name: s.backoff_limit for s in resolved.steps}),
