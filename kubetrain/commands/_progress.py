@@ -218,8 +218,7 @@ class ProgressRuntime:
         log.info("training-progress endpoint: a child process on port %d", self.args.status_server_port)
         if health is not None:
             health.add_metrics_peers(self.child.metrics_sockets)
-            child = self.child
-            health.add_readiness_check("progress-endpoint", lambda: bool(child.pids))
+            health.add_readiness_check("progress-endpoint", health.peers_ready(self.child.metrics_sockets, 1))
 
     async def stop(self) -> None:
         if self.child is not None:

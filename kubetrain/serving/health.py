@@ -143,16 +143,27 @@ class HealthServer:
         each call adds a source (webhook workers, the status-server child)."""
         self._peers.append(paths)
 
-    async def _peer_text(self, path: str) -> str | None:
+    def peers_ready(self, paths: Callable[[], list[str]], count: int) -> Check:
+        """A readiness check: `count` HealthServers on these Unix sockets answer /readyz 200
+        (a child process that runs but does not serve yet is not ready)."""
+
+        async def check() -> bool:
+            found = paths()
+            answers = await asyncio.gather(*(self._peer_text(p, "/readyz") for p in found))
+            return len(found) >= count and all(a is not None for a in answers)
+
+        return check
+
+    async def _peer_text(self, path: str, url_path: str = "/metrics") -> str | None:
         try:
             timeout = aiohttp.ClientTimeout(total=PEER_TIMEOUT)
             async with (
                 aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path), timeout=timeout) as session,
-                session.get("http://localhost/metrics") as resp,
+                session.get(f"http://localhost{url_path}") as resp,
             ):
                 return await resp.text() if resp.status == 200 else None
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            log.debug("metrics of %s not read: %s", path, exc)  # e.g. a worker restarting
+            log.debug("%s of %s not read: %s", url_path, path, exc)  # e.g. a worker restarting
             return None
 
     def add_liveness_check(self, name: str, fn: Check) -> None:

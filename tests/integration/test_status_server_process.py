@@ -155,6 +155,20 @@ def reports(samples: dict[Any, float], code: str) -> float:
     return samples.get(("kubetrain_status_report_duration_seconds_count", (("code", code),)), 0.0)
 
 
+async def test_the_parent_is_ready_when_the_child_serves(op: Operator) -> None:
+    async def verbose() -> str:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{op.metrics_port}/readyz?verbose") as resp,
+        ):
+            return await resp.text()
+
+    async def ready() -> bool:
+        return "[+]progress-endpoint ok" in await verbose()
+
+    await eventually(ready, within=WITHIN, what="the child's /readyz through the parent's")
+
+
 async def test_a_report_moves_the_status_through_the_child(op: Operator) -> None:
     pod = await running_job(op, "first")
     before = await op.metrics()
