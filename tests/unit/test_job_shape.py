@@ -245,3 +245,18 @@ def test_the_spec_read_guard_sees_spec_reads() -> None:
     # In runpolicy.py, is_managed may read the stored job's spec.
     assert "operator/runpolicy.py:6: job.spec" not in spec_reads("runpolicy", source)
     assert "operator/runpolicy.py:4: 'tfReplicaSpecs'" in spec_reads("runpolicy", source)
+
+
+def test_one_creation_decision_for_every_shape() -> None:
+    from kubetrain.operator.creates import missing_slots
+
+    specs = {"Launcher": replica("MPIJob", 1), "Worker": replica("MPIJob", 3)}
+    obj = job("MPIJob", specs, launcherCreationPolicy="WaitForWorkersReady")
+    shape = shape_of(obj)
+    held_worker = pod(obj, "Worker", 1, deleting=True)
+    # a held slot (any attempt, terminating or not) is not missing; the Launcher waits for Workers
+    assert missing_slots(shape, {}, {("Worker", 1): held_worker}, 10) == [("Worker", 0), ("Worker", 2)]
+    assert missing_slots(shape, {}, {}, 2) == [("Worker", 0), ("Worker", 1)]  # at most `room`
+    is_ready = [{"type": "Ready", "status": "True"}]
+    ready = {("Worker", i): pod(obj, "Worker", i, conditions=is_ready) for i in range(3)}
+    assert missing_slots(shape, ready, ready, 10) == [("Launcher", 0)]
