@@ -61,8 +61,7 @@ def plan_trainjob(
     meta = job.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Plan()
-    manager = d.spec.get("managedBy")
-    if manager not in (None, "", c.TRAINJOB_CONTROLLER):
+    if run_policy_of(job, {}).managed_by not in (None, c.TRAINJOB_CONTROLLER):
         return Plan()  # another controller's (MultiKueue): left alone
     if TRAINER.finished(d.status) is not None:
         d.delete_active()
@@ -80,21 +79,18 @@ def plan_trainjob(
     else:
         frozen = dict(runtime) if runtime is not None else None
     if frozen is None:
-        ref = d.spec.get("runtimeRef") or {}
+        kind, name = ch.runtime_ref(job)
         d.event(
             "Warning",
             "RuntimeNotFound",
-            f"{ref.get('kind') or c.CLUSTER_TRAINING_RUNTIME} {ref.get('name')!r} does not exist: "
-            "the TrainJob starts once it is created",
+            f"{kind} {name!r} does not exist: the TrainJob starts once it is created",
         )
         return d.finish()
     resolved, errors = resolve(job, frozen)
     if resolved is None:
         d.terminal(FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
         return d.finish()
-    shape = trainjob_shape(
-        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}, TRAINER
-    )
+    shape = trainjob_shape(job, resolved, ch.jobset_spec(frozen), TRAINER)
     if snapshot is None:
         d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
     if shape.run_policy.suspend:
@@ -216,8 +212,7 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
         None,
     )
     frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
-    template = ((frozen or {}).get("spec") or {}).get("template") or {}
-    policy = run_policy_of(d.job, template.get("spec") or {})
+    policy = run_policy_of(d.job, ch.jobset_spec(frozen or {}))
     expiry = runpolicy.ttl_expiry(policy, TRAINER.finished_at(d.status))
     if expiry is None:
         return
