@@ -315,6 +315,7 @@ def _create_missing(
         step = steps[group]
         j, i = divmod(index, max(step.pods, 1))
         new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
+        shape.plugin.customize_pod(shape.layout, group, index, new["spec"])
         trainprogress.inject_pod(d.job, d.config.progress, new)
         if gang is not None:
             decorate(new, gang, resolved.name, step.name)

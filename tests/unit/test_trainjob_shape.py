@@ -211,3 +211,31 @@ def test_the_trainjob_gang_counts_every_pod_and_its_podgroup_is_built_as_every_j
     runtime["spec"]["podGroupPolicy"] = {"coscheduling": {}}
     cosched = build_pod_group(shape_of(trainjob(nodes=2), runtime), "scheduler-plugins")
     assert cosched is not None and cosched["spec"]["scheduleTimeoutSeconds"] == 60
+
+
+def test_the_ml_policys_env_is_the_shapes_env_plugin() -> None:
+    runtime = warmup_runtime()
+    runtime["spec"]["mlPolicy"]["torch"]["envInjection"] = {
+        "targets": [{"jobName": "warmup", "containerNames": ["node"]}]
+    }
+    node_step = runtime["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]
+    node_step["spec"]["containers"][0]["env"] = [
+        {"name": "PET_NNODES", "value": "from-template"},
+        {"name": "KEEP", "value": "1"},
+    ]
+    job = trainjob(nodes=2)
+    resolved, _ = resolve(job, runtime)
+    assert resolved is not None
+    # the resolved templates hold no ML policy env: the shape's plug-in adds it to each pod
+    [node_template] = [s for s in resolved.steps if s.name == "node"]
+    template_env = node_template.pod_template["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in template_env] == ["PET_NNODES", "KEEP"]
+    assert shape_of(job, runtime).plugin == resolved.env
+    pods = {p["metadata"]["name"]: p for p in plan(job, runtime, []).create_pods}
+    node = pods["tj-node-0-1"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in node["env"]}
+    assert [e["name"] for e in node["env"]][:2] == ["PET_NNODES", "KEEP"]  # replaced in place
+    assert env["PET_NNODES"] == "2" and env["PET_MASTER_PORT"] == "29500"
+    assert {"containerPort": 29500} in node["ports"]
+    warmup = {e["name"]: e.get("value") for e in pods["tj-warmup-0-0"]["spec"]["containers"][0]["env"]}
+    assert warmup["PET_NNODES"] == "2" and warmup["PET_MASTER_ADDR"] == "tj-node-0-0.tj"

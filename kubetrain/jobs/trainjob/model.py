@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.jobs.trainjob.mlenv import MLPolicyEnv
+
 
 @dataclass(frozen=True)
 class Step:
@@ -47,6 +49,8 @@ class ResolvedTrainJob:
     in_order: bool = False
     blocking_recreate: bool = False
     coordinator: str = ""
+    # The ML policy's env plug-in (mlenv.py): its env and port, added to each pod.
+    env: MLPolicyEnv = field(default_factory=MLPolicyEnv)
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

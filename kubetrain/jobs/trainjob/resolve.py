@@ -8,8 +8,8 @@ JobSet (pkg/runtime/framework/plugins/jobset and the ML policy plug-ins):
    `STORAGE_URI`, the TrainJob's env and its secretRef as envFrom;
 3. the trainer step (ancestor `trainer`): one job of `numNodes` pods (TrainJob's, else the
    runtime's `mlPolicy.numNodes`, else 1); its `node` container gets the TrainJob's image,
-   command, args, resourcesPerNode and env, then the ML policy's env (`frameworks.mlpolicies`)
-   and port 29500.
+   command, args, resourcesPerNode and env; the ML policy's env (`frameworks.mlpolicies`) and
+   port 29500 are the TrainJob's env plug-in (`mlenv.py`), added to each pod as it is built.
 
 Pure; every problem a FieldError (paths in the TrainJob, or `runtime.` for the runtime)."""
 
@@ -25,6 +25,7 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
 from kubetrain.jobs.trainjob import jobsetpolicy, mpi
+from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import apply_runtime_patches, upsert_env
 
@@ -67,6 +68,7 @@ def resolve(
     num_nodes = _int(trainer.get("numNodes"), _int(ml_policy.get("numNodes"), 0))
     plugin = plugin_for(ml_policy)
     steps: list[Step] = []
+    env: list[ContainerEnv] = []  # the ML policy's, added to each new pod (mlenv.py)
     trainer_found = False
     for rjob in jsspec.get("replicatedJobs") or []:
         jt = rjob.get("template") or {}
@@ -86,7 +88,11 @@ def resolve(
                 num_nodes = _int(jspec.get("parallelism"), 1)
             if ml_policy.get("mpi") is None:  # MPI: the trainer step is the launcher
                 pods = num_nodes
-            errors += _trainer(pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, ml_policy)
+            problems, added = _trainer(
+                pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, str(rjob.get("name", ""))
+            )
+            errors += problems
+            env += added
         depends = tuple(
             (str(d.get("name", "")), str(d.get("status", "")))
             for d in (rjob.get("dependsOn") or [])
@@ -120,7 +126,9 @@ def resolve(
         errors += mpi.enforce(steps, mpi_policy)
         extra = mpi.children(str(meta.get("name", "")), subdomain, steps, mpi_policy)
     if isinstance(plugin, Torch):
-        errors += _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
+        problems, added = _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
+        errors += problems
+        env += added
     network = jsspec.get("network") or {}
     subdomain = str(network.get("subdomain") or meta.get("name", ""))
     endpoint, coordinator_errors = jobsetpolicy.coordinator(
@@ -148,6 +156,7 @@ def resolve(
         in_order=jobsetpolicy.in_order(jsspec),
         blocking_recreate=jobsetpolicy.blocking_recreate(jsspec),
         coordinator=endpoint,
+        env=MLPolicyEnv(tuple(env)),
     )
     return (None if errors else resolved), errors
 
@@ -177,16 +186,16 @@ def _trainer(
     trainer: Mapping[str, Any],
     num_nodes: int,
     plugin: MLPolicyPlugin | None,
-    ml_policy: Mapping[str, Any],
-) -> list[FieldError]:
+    step: str,
+) -> tuple[list[FieldError], list[ContainerEnv]]:
+    """The TrainJob's trainer overrides written into the `node` container of the trainer step
+    `step`; the ML policy's env and port for it (added to each pod)."""
     node = next((x for x in _containers(pod_template) if x.get("name") == c.NODE), None)
     if node is None:
-        return [
-            required(
-                "runtime.spec.template.spec.replicatedJobs",
-                f"the trainer step has no container named {c.NODE!r}",
-            )
-        ]
+        problem = required(
+            "runtime.spec.template.spec.replicatedJobs", f"the trainer step has no container named {c.NODE!r}"
+        )
+        return [problem], []
     for key in ("image", "command", "args"):
         if trainer.get(key) is not None:
             node[key] = copy.deepcopy(trainer[key])
@@ -194,21 +203,14 @@ def _trainer(
         node["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
     upsert_env(node, trainer.get("env") or [])
     if plugin is None:
-        return []
+        return [], []
     facts = TrainerFacts(
         name=name,
         num_nodes=num_nodes,
         num_proc_per_node=trainer.get("numProcPerNode"),
         resources=node.get("resources") or {},
     )
-    upsert_env(node, plugin.trainer_env(facts))
-    port = plugin.port()
-    if port is not None:
-        ports = list(node.get("ports") or [])
-        if not any(isinstance(p, Mapping) and p.get("containerPort") == port for p in ports):
-            ports.append({"containerPort": port})
-        node["ports"] = ports
-    return []
+    return [], [ContainerEnv(step, c.NODE, tuple(plugin.trainer_env(facts)), plugin.port())]
 
 
 def _inject_env(
@@ -218,9 +220,10 @@ def _inject_env(
     trainer: Mapping[str, Any],
     num_nodes: int,
     ml_policy: Mapping[str, Any],
-) -> list[FieldError]:
-    """torch.envInjection: the PET_* and master variables into other steps' containers too."""
+) -> tuple[list[FieldError], list[ContainerEnv]]:
+    """torch.envInjection: the PET_* and master variables for other steps' containers too."""
     errors: list[FieldError] = []
+    added: list[ContainerEnv] = []
     targets = ((ml_policy.get("torch") or {}).get("envInjection") or {}).get("targets") or []
     trainer_step = next((s for s in steps if s.ancestor == c.ANCESTOR_TRAINER), None)
     node = None
@@ -253,5 +256,6 @@ def _inject_env(
                     )
                 )
                 continue
-            upsert_env(container, [*torch.pet_env(facts), *torch.master_env(facts)])
-    return errors
+            env = (*torch.pet_env(facts), *torch.master_env(facts))
+            added.append(ContainerEnv(str(target.get("jobName")), cname, env))
+    return errors, added

@@ -10,22 +10,21 @@ success policy (All / Any of the target replicated jobs, a job done when all its
 Succeeded) is the shape's rules; each replicated job's Job `backoffLimit` and the template's
 `failurePolicy` (`failurepolicy.py`) its failure model, and its PodGroup counts every pod
 (`gang_counts_dependents`); the TrainJob's `suspend`, `activeDeadlineSeconds` and
-`managedBy` and the template's `ttlSecondsAfterFinished` are its run policy. The ML policy's env
-is already in the templates (`resolve.py`), so the env plug-in adds nothing.
+`managedBy` and the template's `ttlSecondsAfterFinished` are its run policy; the ML policy's env
+and port are its env plug-in (`mlenv.py`).
 
 Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
-from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
 from kubetrain.jobs.failuremodel import FailureModel
 from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy, StatusProjection
@@ -72,25 +71,6 @@ class SuccessPolicy:
         return any(done) if self.operator == "Any" else all(done)
 
     def failed(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> str | None:
-        return None
-
-
-class NoEnv:
-    """The env plug-in of a TrainJob: nothing to add, the ML policy's env is in the templates."""
-
-    master_types: tuple[str, ...] = ()
-    cluster_env_framework_container_only = True
-
-    def cluster_env(self, job: JobLayout, replica_type: str, index: int) -> list[dict[str, Any]]:
-        return []
-
-    def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None:
-        return None
-
-    def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]:
-        return []
-
-    def autoscaling(self, job: JobLayout) -> Autoscaling | None:
         return None
 
 
@@ -158,7 +138,7 @@ def trainjob_shape(
             blocking_recreate=resolved.blocking_recreate,
         ),
         rules=SuccessPolicy(resolved.success_operator, resolved.success_targets, pods),
-        plugin=NoEnv(),
+        plugin=resolved.env,
         layout=layout,
         status=status,
         naming=JobSetNaming(resolved.name, pods),
