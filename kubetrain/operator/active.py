@@ -13,14 +13,14 @@ from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
 from kubetrain.jobs.shape import JobShape
-from kubetrain.operator import codesyncfailure, codesyncstatus, gates, runpolicy, stall
+from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
-from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
+from kubetrain.operator.slots import phase_counts, slot_pods
 
 # A Failed pod to act on: its replica type, the pod, the verdict on it.
 Retry = tuple[str, dict[str, Any], rs.Verdict]
@@ -35,6 +35,7 @@ class ActiveJob:
         self.tallies: dict[str, rs.TypeRestarts] = {}
         self.commit: str | None = None  # the code-sync commit new pods fetch
         self.slots, former = slot_pods(shape, r.pods)
+        self.held = dict(self.slots)  # every slot a pod holds, of any attempt
         r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
         # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
         # its slot refilled only once it is gone; it counts for nothing of the new attempt.
@@ -61,11 +62,9 @@ class ActiveJob:
             self.suspend()
             self.write_replica_statuses(tallies)
             return
-        if st.is_true(r.old, st.SUSPENDED):
-            message = f"{r.title} is resumed."
-            st.set_condition(r.status, st.SUSPENDED, False, st.REASON_RESUMED, message, r.now)
-            r.status.pop("startTime", None)
-            r.event("Normal", st.REASON_RESUMED, message)
+        resumed = self.shape.status.set_resumed(r.status, r.title, r.now)
+        if resumed is not None:
+            r.event("Normal", *resumed)
         may_create = gates.service_ok(r, self.desired) & gates.gang_ok(r, self.desired)
         may_create &= gates.extra_children_ok(r, self.desired)
         self.code_sync()
@@ -73,7 +72,7 @@ class ActiveJob:
         failures, retries, restart_job = self.failed_pods()
         # A fetch the kubelet keeps restarting (restartPolicy other than Never) that failed for good.
         failures += codesyncfailure.fetch_failures(self.slots.values(), code_sync_of(self.layout.annotations))
-        deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
+        deadline = runpolicy.deadline(policy, self.shape.status.run_began(r.status, r.job, r.now))
         limit = policy.backoff_limit
         base = sum(t.base for t in tallies.values())
         added = self.new_restarts(retries, restart_job)
@@ -113,7 +112,7 @@ class ActiveJob:
                 self.create_missing()
             self.update_running(tallies)
             # startTime may have been set just now: the deadline counts from it.
-            deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
+            deadline = runpolicy.deadline(policy, self.shape.status.run_began(r.status, r.job, r.now))
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, deadline)
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, stalled.due)
         self.write_replica_statuses(tallies)
@@ -182,12 +181,9 @@ class ActiveJob:
         group = r.observed.pod_group
         if group is not None and controlled_by(group, r.job):
             r.plan.delete_pod_group = True
-        message = f"{r.title} is suspended."
-        if st.set_condition(r.status, st.SUSPENDED, True, st.REASON_SUSPENDED, message, r.now):
-            r.event("Normal", st.REASON_SUSPENDED, message)
-        for ctype in (st.RUNNING, st.RESTARTING):
-            if st.is_true(r.status, ctype):
-                st.set_condition(r.status, ctype, False, st.REASON_SUSPENDED, message, r.now)
+        suspended = self.shape.status.set_suspended(r.status, r.title, r.now)
+        if suspended is not None:
+            r.event("Normal", *suspended)
 
     def restart_job(self, trigger: Retry, tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         """Every pod of the job deleted, to be recreated as attempt `jobRestarts + 1` once all are
@@ -248,21 +244,17 @@ class ActiveJob:
         those are built, so a reconcile of a huge job costs what this pass creates."""
         r = self.r
         room = max(1, r.config.max_pod_creates)
-        missing = 0
-        for rtype, index in self.shape.slots():
-            taken = (rtype, index) in self.slots or (rtype, index) in self.stale
-            if taken or not dependencies_met(self.shape, rtype, self.slots):
-                continue
-            missing += 1
+        missing = creates.missing_slots(
+            self.shape, self.slots, self.held, room, earlier_attempt_left=bool(self.stale)
+        )
+        for rtype, index in missing:
             pod = self.desired.pod(rtype, index, attempt=self.attempt)
             if self.commit:
                 codesyncstatus.pin_commit(pod, self.commit)
             r.plan.create_pods.append(pod)
-            if missing >= room:
-                break
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
             r.status["startTime"] = st.format_time(r.now)
-        self.report_create_failure(missing > 0)
+        self.report_create_failure(bool(missing))
 
     def report_create_failure(self, creating: bool) -> None:
         """Say why pods cannot be created (the last wave's failure: a quota, a denial, a name held
