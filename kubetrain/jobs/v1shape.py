@@ -28,13 +28,20 @@ from kubetrain.jobs.shape import (
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
+    StatusProjection,
 )
 
 
-def v1_shape(obj: Mapping[str, Any], framework: Framework, *, per_pod_services: bool = False) -> Produced:
+def v1_shape(
+    obj: Mapping[str, Any],
+    framework: Framework,
+    *,
+    status: StatusProjection,
+    per_pod_services: bool = False,
+) -> Produced:
     """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
-    framework (`per_pod_services`: pods addressed by their own Services), or why it cannot be
-    laid out."""
+    framework (`per_pod_services`: pods addressed by their own Services) with the `status`
+    projection of Kubeflow's JobStatus the planner gives it, or why it cannot be laid out."""
     spec, meta = obj.get("spec"), obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, _mapping(annotations))
@@ -65,6 +72,7 @@ def v1_shape(obj: Mapping[str, Any], framework: Framework, *, per_pod_services: 
         rules=framework,
         plugin=framework,
         layout=layout,
+        status=status,
     )
     return Produced(shape, run_policy)
 

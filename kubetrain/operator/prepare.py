@@ -33,6 +33,7 @@ from kubetrain.jobs.jobdraft import read_job
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
+from kubetrain.operator.statusprojection import KUBEFLOW
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def prepare_job(
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
-    produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)  # 4. lay out
+    produced = v1_shape(defaulted.obj, framework, status=KUBEFLOW, per_pod_services=per_pod)  # 4. lay out
     errors = errors or produced.errors
     shape = produced.shape
     if errors or shape is None:

@@ -1,5 +1,6 @@
 """Issue 25's acceptance against the cluster named by $KUBECONFIG (devcluster in `scripts/check`,
-or a real kube-apiserver): `kubetrain run` serves the training-progress endpoint, and
+or a real kube-apiserver): `kubetrain run --status-server-process` (as the chart runs it)
+serves the training-progress endpoint from its `kubetrain status-server` child, and
 
 - the unmodified Kubeflow SDK function `update_trainjob_status`, run with a token bound to a
   job's pod (TokenRequest with `boundObjectRef` to the pod, for the audience the operator
@@ -50,6 +51,7 @@ def progress_flags(host: str) -> tuple[str, ...]:
         f"--status-server-port={STATUS_PORT}",
         f"--status-server-url=https://{url_host}:{STATUS_PORT}",
         "--status-server-interval=0.5",
+        "--status-server-process",  # as the chart runs it: the endpoint is `kubetrain status-server`
     )
 
 
