@@ -244,6 +244,15 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
+def publish(name: str, data: dict[str, Any]) -> Path:
+    """A benchmark's last words: `data` written to results/ (`write_result`), printed as one line
+    of JSON on stdout, and the file's path on stderr."""
+    path = write_result(name, data)
+    print(json.dumps(data))
+    print(f"written {path}", file=sys.stderr)
+    return path
+
+
 def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 

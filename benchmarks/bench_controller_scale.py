@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import subprocess
 import sys
@@ -37,9 +36,9 @@ from _common import (
     bench_client,
     histogram_diff,
     load_average,
+    publish,
     pytorch_job,
     requests_by_verb,
-    write_result,
 )
 from _controller_scale import (
     PLAN_HISTOGRAM,
@@ -324,9 +323,7 @@ def main() -> int:
             f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
             f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
         )
-    path = write_result(res["benchmark"], res)
-    print(json.dumps(res))
-    print(f"written {path}", file=sys.stderr)
+    publish(res["benchmark"], res)
     return 0
 
 

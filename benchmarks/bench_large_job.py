@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import json
 import ssl
 import subprocess
 import sys
@@ -49,8 +48,8 @@ from _common import (
     namespace_exists,
     new_namespace,
     pod_added_times,
+    publish,
     pytorch_job,
-    write_result,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -293,9 +292,7 @@ def main() -> int:
         print(wall, cpu, started)
         return 0
     res = asyncio.run(run(args))
-    path = write_result("large_job", res)
-    print(json.dumps(res))
-    print(f"written {path}", file=sys.stderr)
+    publish("large_job", res)
     return 0
 
 

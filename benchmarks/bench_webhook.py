@@ -19,13 +19,12 @@ p99 <= 20 ms.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import sys
 import tempfile
 from typing import Any
 
-from _common import free_port, load_average, write_result
+from _common import free_port, load_average, publish
 from _webhook_jobs import JOBS, count_containers, parse_jobs, review_body
 from _webhook_load import client_cpu_set, cpu_summary, measure_review, serve
 
@@ -96,9 +95,7 @@ def main() -> int:
                     f"({args.clients} TLS clients, {res['requests']} requests; {cpu_summary(res)})",
                     flush=True,
                 )
-            path = write_result("webhook", results)
-            print(json.dumps(results))
-            print(f"written {path}", file=sys.stderr)
+            publish("webhook", results)
         finally:
             for p in procs:
                 p.terminate()

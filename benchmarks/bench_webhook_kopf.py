@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import multiprocessing
 import os
@@ -38,7 +37,7 @@ import time
 from typing import Any
 
 import aiohttp
-from _common import free_port, load_average, write_result
+from _common import free_port, load_average, publish
 from _webhook_jobs import JOBS, parse_jobs, review_body
 from _webhook_load import client_cpu_set, cpu_summary, measure_review, serve
 
@@ -214,9 +213,7 @@ def main() -> int:
         f"webhook {args.path} kubetrain vs kopf ({args.clients} TLS clients, "
         f"{args.client_processes} client process(es), best of {args.rounds}): " + ", ".join(parts)
     )
-    path = write_result("webhook_kopf", res)
-    print(json.dumps(res))
-    print(f"written {path}", file=sys.stderr)
+    publish("webhook_kopf", res)
     return 0
 
 

@@ -89,17 +89,25 @@ CRD: dict[str, Any] = {
 }
 
 
-async def test_scale_subresource_and_crd_removal(devcluster: DevCluster, api: Any) -> None:
+async def with_scalers(api: Any) -> tuple[Any, Any]:
+    """The Scaler CRD (CRD) installed; the apiextensions and custom-objects clients on `api`."""
     ext = client.ApiextensionsV1Api(api)
-    custom = client.CustomObjectsApi(api)
     await ext.create_custom_resource_definition(CRD)
-    body = {
+    return ext, client.CustomObjectsApi(api)
+
+
+def scaler(name: str, replicas: int) -> dict[str, Any]:
+    return {
         "apiVersion": "example.com/v1",
         "kind": "Scaler",
-        "metadata": {"name": "s"},
-        "spec": {"replicas": 2},
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas},
     }
-    await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", body)
+
+
+async def test_scale_subresource_and_crd_removal(devcluster: DevCluster, api: Any) -> None:
+    ext, custom = await with_scalers(api)
+    await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", scaler("s", 2))
     scale = await custom.get_namespaced_custom_object_scale("example.com", "v1", NS, "scalers", "s")
     assert scale["spec"]["replicas"] == 2
     await custom.patch_namespaced_custom_object_scale(
@@ -121,16 +129,8 @@ async def test_scale_write_without_resource_version_survives_a_concurrent_change
     """kube-apiserver re-applies a scale write that names no resourceVersion when the object
     changed while the write was admitted (GuaranteedUpdate); one that names a stale
     resourceVersion gets 409."""
-    ext = client.ApiextensionsV1Api(api)
-    custom = client.CustomObjectsApi(api)
-    await ext.create_custom_resource_definition(CRD)
-    body = {
-        "apiVersion": "example.com/v1",
-        "kind": "Scaler",
-        "metadata": {"name": "c"},
-        "spec": {"replicas": 1},
-    }
-    made = await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", body)
+    _, custom = await with_scalers(api)
+    made = await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", scaler("c", 1))
     admit = devcluster.api.admit
     changed: list[str] = []
 

@@ -85,6 +85,19 @@ def job(
     return obj
 
 
+def elastic_pytorch(policy: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """PyTorchJob "el" in namespace "ml": two Workers under elasticPolicy `policy` (`extra`: more
+    of `job`'s options, such as spec fields or the uid)."""
+    return job(
+        "PyTorchJob",
+        {"Worker": replica("PyTorchJob", 2)},
+        name="el",
+        namespace="ml",
+        elasticPolicy=policy,
+        **extra,
+    )
+
+
 def with_status(obj: dict[str, Any], status: dict[str, Any] | None) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     if status is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import env_of, job, replica
+from planner_builders import elastic_pytorch, env_of, job, replica
 
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
 from kubetrain.frameworks.pytorch import FRAMEWORK as PT
@@ -80,14 +80,7 @@ def test_master_port_follows_named_container_port() -> None:
 
 
 def elastic_job(**policy: Any) -> dict[str, Any]:
-    return job(
-        "PyTorchJob",
-        {"Worker": replica("PyTorchJob", 2)},
-        name="el",
-        namespace="ml",
-        nprocPerNode="auto",
-        elasticPolicy=policy,
-    )
+    return elastic_pytorch(policy, nprocPerNode="auto")
 
 
 def test_elastic_env_with_every_rendezvous_field() -> None:

@@ -106,12 +106,19 @@ def elector(api: MemoryApi, ident: str, clock: FakeClock, log: list[str]) -> Lea
     )
 
 
-async def test_only_one_of_two_electors_leads_and_the_other_takes_over_after_release() -> None:
-    api, clock, log = MemoryApi(), FakeClock(), list[str]()
+async def a_then_b(
+    api: MemoryApi, clock: FakeClock, log: list[str]
+) -> tuple[tuple[LeaderElector, asyncio.Future[None]], tuple[LeaderElector, asyncio.Future[None]]]:
+    """Electors "a" and "b" running, "a" started first (at the same instant on the clock)."""
     a, b = elector(api, "a", clock, log), elector(api, "b", clock, log)
     run_a = asyncio.ensure_future(a.run())
     await clock.advance(0)
-    run_b = asyncio.ensure_future(b.run())
+    return (a, run_a), (b, asyncio.ensure_future(b.run()))
+
+
+async def test_only_one_of_two_electors_leads_and_the_other_takes_over_after_release() -> None:
+    api, clock, log = MemoryApi(), FakeClock(), list[str]()
+    (a, run_a), (b, run_b) = await a_then_b(api, clock, log)
     for _ in range(10):
         await clock.advance(2)
     assert a.is_leader and not b.is_leader
@@ -132,10 +139,7 @@ async def test_only_one_of_two_electors_leads_and_the_other_takes_over_after_rel
 
 async def test_a_leader_that_cannot_renew_steps_down_and_a_standby_takes_over_after_expiry() -> None:
     api, clock, log = MemoryApi(), FakeClock(), list[str]()
-    a, b = elector(api, "a", clock, log), elector(api, "b", clock, log)
-    run_a = asyncio.ensure_future(a.run())
-    await clock.advance(0)
-    run_b = asyncio.ensure_future(b.run())
+    (a, run_a), (b, run_b) = await a_then_b(api, clock, log)
     await clock.advance(4)
     assert a.is_leader
     api.down.add("a")  # a is partitioned from the API server

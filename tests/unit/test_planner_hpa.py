@@ -11,7 +11,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import Sim, at, job, replica
+from planner_builders import Sim, at, elastic_pytorch, job, replica
 
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
 
@@ -27,14 +27,7 @@ def elastic(metrics: list[dict[str, Any]] | None = CPU, **policy: Any) -> dict[s
     elastic_policy: dict[str, Any] = {"minReplicas": 1, "maxReplicas": 4, **policy}
     if metrics is not None:
         elastic_policy["metrics"] = copy.deepcopy(metrics)
-    return job(
-        "PyTorchJob",
-        {"Worker": replica("PyTorchJob", 2)},
-        name="el",
-        namespace="ml",
-        uid="uid-el",
-        elasticPolicy=elastic_policy,
-    )
+    return elastic_pytorch(elastic_policy, uid="uid-el")
 
 
 def test_elastic_job_with_metrics_gets_its_hpa() -> None:

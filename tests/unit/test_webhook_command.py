@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import ssl
 from pathlib import Path
@@ -43,9 +44,9 @@ def test_self_managed_needs_a_namespace(monkeypatch: pytest.MonkeyPatch) -> None
         WebhookRuntime.from_args(args)
 
 
-async def test_runtime_ready_once_certs_are_there_and_stops_cleanly(tmp_path: Path) -> None:
-    cert_dir = tmp_path / "certs"
-    args = build_parser().parse_args(
+def local_webhook(cert_dir: Path, *flags: str) -> argparse.Namespace:
+    """`kubetrain webhook` on 127.0.0.1, free ports, certificates in `cert_dir`, no policies."""
+    return build_parser().parse_args(
         [
             "webhook",
             "--cert-dir",
@@ -57,10 +58,14 @@ async def test_runtime_ready_once_certs_are_there_and_stops_cleanly(tmp_path: Pa
             "--metrics-port",
             "0",
             "--no-training-policies",
-            "--gang-scheduler",
-            "volcano",
+            *flags,
         ]
     )
+
+
+async def test_runtime_ready_once_certs_are_there_and_stops_cleanly(tmp_path: Path) -> None:
+    cert_dir = tmp_path / "certs"
+    args = local_webhook(cert_dir, "--gang-scheduler", "volcano")
     health = HealthServer(host="127.0.0.1", port=0)
     await health.start()
     runtime = WebhookRuntime.from_args(args)
@@ -85,20 +90,7 @@ async def test_runtime_ready_once_certs_are_there_and_stops_cleanly(tmp_path: Pa
 
 
 async def test_serve_returns_when_asked_to_stop(tmp_path: Path) -> None:
-    args = build_parser().parse_args(
-        [
-            "webhook",
-            "--cert-dir",
-            str(tmp_path),
-            "--webhook-port",
-            "0",
-            "--webhook-host",
-            "127.0.0.1",
-            "--metrics-port",
-            "0",
-            "--no-training-policies",
-        ]
-    )
+    args = local_webhook(tmp_path)
     stop = asyncio.Event()
     task = asyncio.create_task(serve(args, stop))
     await asyncio.sleep(0.1)  # let it bind; nothing time-dependent is asserted

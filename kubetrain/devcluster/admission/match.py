@@ -24,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.devcluster.apiserver import errors
+from kubetrain.devcluster.apiserver.types import GroupResource
+
 ADMISSION_CONFIGURATION_RESOURCES = frozenset(
     {
         "validatingwebhookconfigurations",
@@ -50,44 +53,17 @@ class MatchError(Exception):
 
 def internal_error_status(message: str) -> dict[str, Any]:
     """apierrors.NewInternalError(err) as JSON."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f"Internal error occurred: {message}",
-        "reason": "InternalError",
-        "details": {"causes": [{"message": message}]},
-        "code": 500,
-    }
+    return errors.internal_error(message).status()
 
 
 def bad_request_status(message: str) -> dict[str, Any]:
     """apierrors.NewBadRequest(reason) as JSON."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": "BadRequest",
-        "code": 400,
-    }
+    return errors.bad_request(message).status()
 
 
 def not_found_status(group: str, resource: str, name: str) -> dict[str, Any]:
     """apierrors.NewNotFound(groupResource, name) as JSON."""
-    qualified = f"{resource}.{group}" if group else resource
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f'{qualified} "{name}" not found',
-        "reason": "NotFound",
-        "details": {"name": name, "group": group, "kind": resource},
-        "code": 404,
-    }
+    return errors.not_found(GroupResource(group, resource), name).status()
 
 
 def is_exempt_resource(group: str, resource: str) -> bool:

@@ -110,6 +110,12 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def internal_error(message: str) -> ApiError:
+    return ApiError(
+        500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]}
+    )
+
+
 def forbidden(gr: GroupResource, name: str, why: str) -> ApiError:
     target = f'{_qualified(gr)} "{name}"' if name else _qualified(gr)
     return ApiError(403, "Forbidden", f"{target} is forbidden: {why}", _details(gr, name))
