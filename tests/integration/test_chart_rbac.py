@@ -56,6 +56,9 @@ CHART = Path(__file__).resolve().parents[2] / "charts" / "kubetrain"
 RELEASE = "kt"
 NAMESPACE = "kubetrain-system"
 WAIT = 60.0  # upper bound for one asynchronous step on a loaded 2-core CI machine
+# Readiness includes the status-server child (`statusServer.separateProcess`): a Python process
+# importing kubetrain and syncing its informers — about 3 s, far more on a loaded 2-core machine.
+READY_WAIT = 180.0
 
 Obj = dict[str, Any]
 
@@ -260,7 +263,7 @@ async def ready(release: Release) -> None:
         except aiohttp.ClientError:
             return False
 
-    await eventually(check, within=WAIT, what="the operator's /readyz")
+    await eventually(check, within=READY_WAIT, what="the operator's /readyz")
 
 
 async def ca_bundles_injected(release: Release) -> None:
