@@ -37,8 +37,10 @@ from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
 from kubetrain.operator import creates, groupfailure, runpolicy, trainprogress
+from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
-from kubetrain.operator.jobchildren import build_pod_group
+from kubetrain.operator.gang import EVENT_CRD_MISSING
+from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.statusprojection import TRAINER
@@ -120,28 +122,28 @@ def plan_trainjob(
 
 def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape) -> GangScheduler | bool | None:
     """The gang scheduler the pods are decorated for (None: no gang), or False: pods must wait
-    (the PodGroup is being created, or not yet admitted by a scheduler that admits)."""
+    (the PodGroup is being created, or not yet admitted by a scheduler that admits) — the
+    shared gang decision (`gang.decide`) for the scheduler the runtime's podGroupPolicy asks
+    for, told in events only (Trainer's conditions have no place for it)."""
     wanted = gang_of(resolved, d.config.gang_scheduler)
     if wanted.mismatch:
         if not d.pods:
             d.event("Warning", "PodGroupPolicyNotServed", wanted.mismatch)
         return None
-    gang = wanted.scheduler
-    if gang is None:
+    scheduler = wanted.scheduler
+    if scheduler is None:
         return None
-    if not d.observed.pod_group_crd_installed:
-        if not d.pods:
-            d.event("Warning", "PodGroupAPIMissing", f"the PodGroup API {gang.api_version} is not installed")
-        return False
-    if d.observed.pod_group is None:
-        d.plan.create_pod_group = build_pod_group(shape, gang.name)
-        return False if gang.waits_for_admission else gang
-    if gang.waits_for_admission and ((d.observed.pod_group.get("status") or {}).get("phase") or "") in (
-        "",
-        "Pending",
-    ):
-        return False
-    return gang
+    observed = d.observed
+    decision = decide_gang(
+        DesiredChildren(shape, gang_scheduler=scheduler.name),
+        observed.pod_group,
+        observed.pod_group_crd_installed,
+    )
+    if not observed.pod_group_crd_installed and not d.pods:
+        message = f"the PodGroup API {scheduler.api_version} is not installed"
+        d.event("Warning", EVENT_CRD_MISSING, message)
+    d.plan.create_pod_group = decision.create_pod_group
+    return scheduler if decision.may_create_pods else False
 
 
 def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
