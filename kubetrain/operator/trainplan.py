@@ -2,21 +2,27 @@
 now) → Plan, carried out by the same `PlanApplier` as every job (docs/behaviour.md, "TrainJob").
 Pure.
 
-What JobSet + the Job controller would do, done directly on pods:
-- at the first reconcile the runtime is copied into the `<tj>-runtime-snapshot` ConfigMap and
-  the TrainJob runs from that copy ever after (a later runtime edit changes no running job);
-- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete (and, with
-  `startupPolicy: InOrder`, once the steps before them have started: `jobsetpolicy.py`);
-- a failed pod is recreated until its step's `backoffLimit` is exceeded (restartPolicy Never:
-  failed pods; OnFailure: container restarts), then the step's job fails; the template's
-  `failurePolicy.maxRestarts` restarts every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`)
-  that many times (`restartStrategy: BlockingRecreate`: the new attempt's pods only once every
-  pod of the earlier one is gone), then the TrainJob fails (`FailedJobs`, or
-  `ReachedMaxRestarts` after restarts);
-- the success policy (All / Any of the target steps) completes it (`AllJobsCompleted`);
-- `suspend` deletes the pods (`Suspended` condition), resuming recreates them; the deadline
-  (`activeDeadlineSeconds`, from creation or the last resume) fails it (`DeadlineExceeded`).
-Conditions are only Trainer's `Suspended`, `Complete`, `Failed`; `jobsStatus` one entry per step.
+This is the TrainJob's edge of the planner: at the first reconcile the runtime is copied into
+the `<tj>-runtime-snapshot` ConfigMap and the TrainJob runs from that copy ever after (a later
+runtime edit changes no running job); the snapshot is resolved into the TrainJob's `JobShape`
+(`jobs/trainjob/shape.py`) and the rest is decided by the planner's shared parts over the shape:
+
+- which pods are created (`creates.py`): a replicated job once those it `dependsOn` are Ready /
+  Complete, JobSet's `startupPolicy: InOrder` and `restartStrategy: BlockingRecreate` as the
+  shape's run policy;
+- failures (`groupfailure.py`): a failed pod is recreated until its replicated job's
+  `backoffLimit` is exceeded, then the shape's gang policy (JobSet's `failurePolicy`) restarts
+  every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`) or fails the TrainJob
+  (`FailedJobs`, `ReachedMaxRestarts`, …);
+- success (the shape's rules: All / Any of the target replicated jobs, `AllJobsCompleted`),
+  the deadline from creation or the last resume (`DeadlineExceeded`), suspend and resume, the
+  TTL — every condition written through the shape's status projection (Trainer's `Suspended`,
+  `Complete`, `Failed` only);
+- the PodGroup and whether pods wait for it (`gang.py`, `jobchildren.py`).
+
+Still its own: the snapshot and the run's record in it (whole-gang restarts, failures per
+replicated job), JobSet's pods and Service (`jobs/trainjob/children.py`), `jobsStatus` one entry
+per replicated job (`trainstatus.py`) and the progress stall rule (`trainprogress.py`).
 """
 
 from __future__ import annotations
