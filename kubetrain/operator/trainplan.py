@@ -2,21 +2,27 @@
 now) → Plan, carried out by the same `PlanApplier` as every job (docs/behaviour.md, "TrainJob").
 Pure.
 
-What JobSet + the Job controller would do, done directly on pods:
-- at the first reconcile the runtime is copied into the `<tj>-runtime-snapshot` ConfigMap and
-  the TrainJob runs from that copy ever after (a later runtime edit changes no running job);
-- steps (replicated jobs) start when the steps they `dependsOn` are Ready / Complete (and, with
-  `startupPolicy: InOrder`, once the steps before them have started: `jobsetpolicy.py`);
-- a failed pod is recreated until its step's `backoffLimit` is exceeded (restartPolicy Never:
-  failed pods; OnFailure: container restarts), then the step's job fails; the template's
-  `failurePolicy.maxRestarts` restarts every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`)
-  that many times (`restartStrategy: BlockingRecreate`: the new attempt's pods only once every
-  pod of the earlier one is gone), then the TrainJob fails (`FailedJobs`, or
-  `ReachedMaxRestarts` after restarts);
-- the success policy (All / Any of the target steps) completes it (`AllJobsCompleted`);
-- `suspend` deletes the pods (`Suspended` condition), resuming recreates them; the deadline
-  (`activeDeadlineSeconds`, from creation or the last resume) fails it (`DeadlineExceeded`).
-Conditions are only Trainer's `Suspended`, `Complete`, `Failed`; `jobsStatus` one entry per step.
+This is the TrainJob's edge of the planner: at the first reconcile the runtime is copied into
+the `<tj>-runtime-snapshot` ConfigMap and the TrainJob runs from that copy ever after (a later
+runtime edit changes no running job); the snapshot is resolved into the TrainJob's `JobShape`
+(`jobs/trainjob/shape.py`) and the rest is decided by the planner's shared parts over the shape:
+
+- which pods are created (`creates.py`): a replicated job once those it `dependsOn` are Ready /
+  Complete, JobSet's `startupPolicy: InOrder` and `restartStrategy: BlockingRecreate` as the
+  shape's run policy;
+- failures (`groupfailure.py`): a failed pod is recreated until its replicated job's
+  `backoffLimit` is exceeded, then the shape's gang policy (JobSet's `failurePolicy`) restarts
+  every pod as a new attempt (`jobset.sigs.k8s.io/restart-attempt`) or fails the TrainJob
+  (`FailedJobs`, `ReachedMaxRestarts`, …);
+- success (the shape's rules: All / Any of the target replicated jobs, `AllJobsCompleted`),
+  the deadline from creation or the last resume (`DeadlineExceeded`), suspend and resume, the
+  TTL — every condition written through the shape's status projection (Trainer's `Suspended`,
+  `Complete`, `Failed` only);
+- the PodGroup and whether pods wait for it (`gang.py`, `jobchildren.py`).
+
+Still its own: the snapshot and the run's record in it (whole-gang restarts, failures per
+replicated job), JobSet's pods and Service (`jobs/trainjob/children.py`), `jobsStatus` one entry
+per replicated job (`trainstatus.py`) and the progress stall rule (`trainprogress.py`).
 """
 
 from __future__ import annotations
@@ -37,8 +43,10 @@ from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
 from kubetrain.operator import creates, groupfailure, runpolicy, trainprogress
+from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
-from kubetrain.operator.jobchildren import build_pod_group
+from kubetrain.operator.gang import EVENT_CRD_MISSING
+from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.statusprojection import TRAINER
@@ -120,28 +128,28 @@ def plan_trainjob(
 
 def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape) -> GangScheduler | bool | None:
     """The gang scheduler the pods are decorated for (None: no gang), or False: pods must wait
-    (the PodGroup is being created, or not yet admitted by a scheduler that admits)."""
+    (the PodGroup is being created, or not yet admitted by a scheduler that admits) — the
+    shared gang decision (`gang.decide`) for the scheduler the runtime's podGroupPolicy asks
+    for, told in events only (Trainer's conditions have no place for it)."""
     wanted = gang_of(resolved, d.config.gang_scheduler)
     if wanted.mismatch:
         if not d.pods:
             d.event("Warning", "PodGroupPolicyNotServed", wanted.mismatch)
         return None
-    gang = wanted.scheduler
-    if gang is None:
+    scheduler = wanted.scheduler
+    if scheduler is None:
         return None
-    if not d.observed.pod_group_crd_installed:
-        if not d.pods:
-            d.event("Warning", "PodGroupAPIMissing", f"the PodGroup API {gang.api_version} is not installed")
-        return False
-    if d.observed.pod_group is None:
-        d.plan.create_pod_group = build_pod_group(shape, gang.name)
-        return False if gang.waits_for_admission else gang
-    if gang.waits_for_admission and ((d.observed.pod_group.get("status") or {}).get("phase") or "") in (
-        "",
-        "Pending",
-    ):
-        return False
-    return gang
+    observed = d.observed
+    decision = decide_gang(
+        DesiredChildren(shape, gang_scheduler=scheduler.name),
+        observed.pod_group,
+        observed.pod_group_crd_installed,
+    )
+    if not observed.pod_group_crd_installed and not d.pods:
+        message = f"the PodGroup API {scheduler.api_version} is not installed"
+        d.event("Warning", EVENT_CRD_MISSING, message)
+    d.plan.create_pod_group = decision.create_pod_group
+    return scheduler if decision.may_create_pods else False
 
 
 def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
