@@ -25,7 +25,7 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
 from kubetrain.jobs.kubedl import KubeDLAnnotations, default_kubedl_annotations, read_kubedl_annotations
-from kubetrain.jobs.kubedllayout import from_v1, is_kubedl, to_v1
+from kubetrain.jobs.kubedllayout import from_v1, read_layout
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,19 @@ def default_job(
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
     comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job's KubeDL annotations are read
     here, once (kubetrain.jobs.kubedl)."""
-    kubedl = read_kubedl_annotations(obj) if isinstance(obj, dict) else KubeDLAnnotations()
-    if isinstance(obj, dict) and is_kubedl(obj):
-        before = to_v1(old) if isinstance(old, dict) else None
-        result = default_v1(to_v1(obj), kubedl, gang_scheduling=gang_scheduling, old=before)
-        return Defaulted(from_v1(result.obj, obj), result.warnings)
-    return default_v1(obj, kubedl, gang_scheduling=gang_scheduling, old=old)
+    if not isinstance(obj, dict):
+        return default_v1(obj, KubeDLAnnotations(), gang_scheduling=gang_scheduling, old=old)
+    v1, _ = read_layout(obj)
+    kubedl = read_kubedl_annotations(obj)
+    if v1 is obj:
+        return default_v1(obj, kubedl, gang_scheduling=gang_scheduling, old=old)
+    before = read_layout(old)[0] if isinstance(old, dict) else None
+    result = default_v1(dict(v1), kubedl, gang_scheduling=gang_scheduling, old=_as_dict(before))
+    return Defaulted(from_v1(result.obj, obj), result.warnings)
+
+
+def _as_dict(obj: Any) -> dict[str, Any] | None:
+    return obj if isinstance(obj, dict) else None
 
 
 def default_v1(

@@ -9,8 +9,8 @@ What the draft settles once, so no later stage asks again:
 
 - the framework (`kind` through the registry); None for a kind kubetrain does not know;
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
-  (`kubedllayout.to_v1`), and the KubeDL fields kubetrain does not run are errors of the draft
-  (`kubedllayout.layout_errors`), named as the user wrote them;
+  (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
+  draft, named as the user wrote them, found in the same pass;
 - the service mode the job asks for (`kubetrain.io/service-mode`, kubetrain.api.servicemode);
 - KubeDL's annotations (tenancy, code sync, TensorBoard: `kubetrain.jobs.kubedl`), each parsed
   into its typed value and its errors, which defaulting and validation take instead of parsing
@@ -22,6 +22,7 @@ and validate. It is a copy; the input is never changed.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from kubetrain.api.errors import FieldError
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
-from kubetrain.jobs.kubedllayout import layout_errors, to_v1
+from kubetrain.jobs.kubedllayout import read_layout
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,9 @@ def read_job(obj: Mapping[str, Any]) -> JobDraft:
     if framework is None:
         return JobDraft(None, kind, {})
     bare = {k: v for k, v in obj.items() if k != "status"}
+    kubedl = read_kubedl_annotations(bare)
+    wire, errors = read_layout(bare)
+    service_mode = servicemode.requested_service_mode(bare)
     return JobDraft(
-        framework,
-        kind,
-        to_v1(bare),
-        layout_errors(bare),
-        servicemode.requested_service_mode(bare),
-        read_kubedl_annotations(bare),
+        framework, kind, copy.deepcopy(bare) if wire is bare else dict(wire), errors, service_mode, kubedl
     )

@@ -25,7 +25,7 @@ from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.kubedl import KubeDLAnnotations, kubedl_annotation_errors, read_kubedl_annotations
-from kubetrain.jobs.kubedllayout import is_kubedl, layout_errors, map_path, to_v1
+from kubetrain.jobs.kubedllayout import map_path, read_layout
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_model
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
@@ -56,13 +56,16 @@ def validate_job(
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
     job's KubeDL annotations are read here, once (kubetrain.jobs.kubedl)."""
-    kubedl = read_kubedl_annotations(obj) if isinstance(obj, dict) else KubeDLAnnotations()
-    if isinstance(obj, dict) and is_kubedl(obj):
-        before = to_v1(old) if isinstance(old, dict) else None
-        result = validate_v1(to_v1(obj), kubedl, before, max_replicas=max_replicas, groups=groups)
-        mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
-        return ValidationResult(_unique([*layout_errors(obj), *mapped]), result.warnings)
-    return validate_v1(obj, kubedl, old, max_replicas=max_replicas, groups=groups)
+    if not isinstance(obj, dict):
+        return validate_v1(obj, KubeDLAnnotations(), old, max_replicas=max_replicas, groups=groups)
+    v1, refused = read_layout(obj)
+    kubedl = read_kubedl_annotations(obj)
+    if v1 is obj:
+        return validate_v1(obj, kubedl, old, max_replicas=max_replicas, groups=groups)
+    before = dict(read_layout(old)[0]) if isinstance(old, dict) else None
+    result = validate_v1(dict(v1), kubedl, before, max_replicas=max_replicas, groups=groups)
+    mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
+    return ValidationResult(_unique([*refused, *mapped]), result.warnings)
 
 
 def validate_v1(
