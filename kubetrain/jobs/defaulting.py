@@ -23,9 +23,10 @@ from kubetrain.api.errors import join_path
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.annotations import JobAnnotations, read_annotations
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.kubedl import KubeDLAnnotations, default_kubedl_annotations, read_kubedl_annotations
 from kubetrain.jobs.kubedllayout import from_v1, read_layout
+from kubetrain.jobs.tenancy import default_tenancy_labels
 
 
 @dataclass(frozen=True)
@@ -38,16 +39,16 @@ def default_job(
     obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
 ) -> Defaulted:
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
-    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job's KubeDL annotations are read
-    here, once (kubetrain.jobs.kubedl)."""
+    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job's annotations are read here,
+    once (kubetrain.jobs.annotations)."""
     if not isinstance(obj, dict):
-        return default_v1(obj, KubeDLAnnotations(), gang_scheduling=gang_scheduling, old=old)
+        return default_v1(obj, JobAnnotations(), gang_scheduling=gang_scheduling, old=old)
+    annotations = read_annotations(obj)
     v1, _ = read_layout(obj)
-    kubedl = read_kubedl_annotations(obj)
     if v1 is obj:
-        return default_v1(obj, kubedl, gang_scheduling=gang_scheduling, old=old)
+        return default_v1(obj, annotations, gang_scheduling=gang_scheduling, old=old)
     before = read_layout(old)[0] if isinstance(old, dict) else None
-    result = default_v1(dict(v1), kubedl, gang_scheduling=gang_scheduling, old=_as_dict(before))
+    result = default_v1(dict(v1), annotations, gang_scheduling=gang_scheduling, old=_as_dict(before))
     return Defaulted(from_v1(result.obj, obj), result.warnings)
 
 
@@ -57,13 +58,13 @@ def _as_dict(obj: Any) -> dict[str, Any] | None:
 
 def default_v1(
     obj: dict[str, Any],
-    kubedl: KubeDLAnnotations,
+    annotations: JobAnnotations,
     *,
     gang_scheduling: bool = False,
     old: dict[str, Any] | None = None,
 ) -> Defaulted:
-    """The job with every §2 default filled in, and the warnings defaulting produced; `kubedl`
-    is the job's KubeDL annotations as read at the edge (`read_kubedl_annotations`).
+    """The job with every §2 default filled in, and the warnings defaulting produced; `annotations`
+    are the job's annotations as read at the edge (`read_annotations`).
 
     An object of an unknown kind (or one too malformed to default) comes back unchanged; the
     validation step reports what is wrong with it. `old` is the stored job on UPDATE: a
@@ -96,7 +97,7 @@ def default_v1(
     )
     if gang_scheduling and isinstance(replica_map, dict):
         warnings.extend(_scheduler_name_warnings(replica_map, framework))
-    default_kubedl_annotations(out, kubedl)
+    default_tenancy_labels(out, annotations.kubedl.tenancy)  # KubeDL's tenancy annotation
     return Defaulted(out, warnings)
 
 

@@ -11,10 +11,10 @@ What the draft settles once, so no later stage asks again:
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
   draft, named as the user wrote them, found in the same pass;
-- the service mode the job asks for (`kubetrain.io/service-mode`, kubetrain.api.servicemode);
-- KubeDL's annotations (tenancy, code sync, TensorBoard: `kubetrain.jobs.kubedl`), each parsed
-  into its typed value and its errors, which defaulting and validation take instead of parsing
-  the annotation again.
+- the annotations kubetrain acts on (`kubetrain.jobs.annotations`: KubeDL's tenancy, code sync
+  and TensorBoard, host network mode and its port range, the service mode the job asks for, the
+  progress annotations), each parsed into its typed value and its errors, which defaulting,
+  validation and the layout take instead of reading the annotation again.
 
 `wire` is the job without its status, in kubetrain's layout: the form the next stages default
 and validate. It is a copy; the input is never changed.
@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import servicemode
 from kubetrain.api.errors import FieldError
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
-from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
+from kubetrain.jobs.annotations import JobAnnotations, read_annotations
+from kubetrain.jobs.kubedl import KubeDLAnnotations
 from kubetrain.jobs.kubedllayout import read_layout
 
 
@@ -43,12 +43,21 @@ class JobDraft:
     kind: Any  # `kind` as written
     wire: dict[str, Any]  # the job without status, in kubetrain's layout
     errors: list[FieldError] = field(default_factory=list)  # what the parse stage refuses
-    service_mode: Any = None  # the `kubetrain.io/service-mode` annotation as written
-    kubedl: KubeDLAnnotations = field(default_factory=KubeDLAnnotations)  # tenancy, code sync, TensorBoard
+    annotations: JobAnnotations = field(default_factory=JobAnnotations)
+
+    @property
+    def kubedl(self) -> KubeDLAnnotations:
+        """KubeDL's annotations (tenancy, code sync, TensorBoard), parsed."""
+        return self.annotations.kubedl
+
+    @property
+    def service_mode(self) -> Any:
+        """The `kubetrain.io/service-mode` annotation as written."""
+        return self.annotations.service_mode
 
     def runs_service_mode(self, default: str) -> str:
         """The mode the job runs in: its annotation when valid, else the operator's `default`."""
-        return self.service_mode if self.service_mode in servicemode.SERVICE_MODES else default
+        return self.annotations.runs_service_mode(default)
 
 
 def read_job(obj: Mapping[str, Any]) -> JobDraft:
@@ -58,9 +67,6 @@ def read_job(obj: Mapping[str, Any]) -> JobDraft:
     if framework is None:
         return JobDraft(None, kind, {})
     bare = {k: v for k, v in obj.items() if k != "status"}
-    kubedl = read_kubedl_annotations(bare)
+    annotations = read_annotations(bare)
     wire, errors = read_layout(bare)
-    service_mode = servicemode.requested_service_mode(bare)
-    return JobDraft(
-        framework, kind, copy.deepcopy(bare) if wire is bare else dict(wire), errors, service_mode, kubedl
-    )
+    return JobDraft(framework, kind, copy.deepcopy(bare) if wire is bare else dict(wire), errors, annotations)

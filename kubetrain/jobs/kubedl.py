@@ -63,12 +63,6 @@ def read_kubedl_annotations(obj: Mapping[str, Any]) -> KubeDLAnnotations:
     return KubeDLAnnotations(fields, sync, board, tuple(errors))
 
 
-def default_kubedl_annotations(obj: dict[str, Any], read: KubeDLAnnotations) -> None:
-    """What the annotations (`read` from the job) add to the job itself (in place, copying what
-    it changes)."""
-    tenancy.default_tenancy_labels(obj, read.tenancy)
-
-
 def kubedl_annotation_errors(read: KubeDLAnnotations, spec: Any, replica_field: str = "") -> list[FieldError]:
     """Every problem of the job's KubeDL annotations (`read` from the job), each naming the
     annotation and its field, and of the replica templates (in `spec`) they would change."""

@@ -19,6 +19,7 @@ from kubetrain.api.errors import json_int
 from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import build_layout
+from kubetrain.frameworks.hostnetwork import HostNetwork
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
@@ -31,14 +32,22 @@ from kubetrain.jobs.shape import (
 )
 
 
-def v1_shape(obj: Mapping[str, Any], framework: Framework, *, per_pod_services: bool = False) -> Produced:
+def v1_shape(
+    obj: Mapping[str, Any],
+    framework: Framework,
+    *,
+    per_pod_services: bool = False,
+    host_network: HostNetwork | None = None,
+) -> Produced:
     """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
-    framework (`per_pod_services`: pods addressed by their own Services), or why it cannot be
-    laid out."""
+    framework (`per_pod_services`: pods addressed by their own Services; `host_network`: its
+    host-network annotations as read at the edge), or why it cannot be laid out."""
     spec, meta = obj.get("spec"), obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, _mapping(annotations))
-    layout, errors = build_layout(obj, framework, per_pod_services=per_pod_services)
+    layout, errors = build_layout(
+        obj, framework, per_pod_services=per_pod_services, host_network=host_network
+    )
     if layout is None:
         return Produced(None, run_policy, errors)
     gates = framework.gates(layout)

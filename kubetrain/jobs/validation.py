@@ -16,15 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import trainerstatus
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import service_mode_errors
-from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.annotations import JobAnnotations, read_annotations
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
-from kubetrain.jobs.kubedl import KubeDLAnnotations, kubedl_annotation_errors, read_kubedl_annotations
+from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.kubedllayout import map_path, read_layout
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_model
@@ -55,29 +54,29 @@ def validate_job(
 ) -> ValidationResult:
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
-    job's KubeDL annotations are read here, once (kubetrain.jobs.kubedl)."""
+    job's annotations are read here, once (kubetrain.jobs.annotations)."""
     if not isinstance(obj, dict):
-        return validate_v1(obj, KubeDLAnnotations(), old, max_replicas=max_replicas, groups=groups)
+        return validate_v1(obj, JobAnnotations(), old, max_replicas=max_replicas, groups=groups)
+    annotations = read_annotations(obj)
     v1, refused = read_layout(obj)
-    kubedl = read_kubedl_annotations(obj)
     if v1 is obj:
-        return validate_v1(obj, kubedl, old, max_replicas=max_replicas, groups=groups)
+        return validate_v1(obj, annotations, old, max_replicas=max_replicas, groups=groups)
     before = dict(read_layout(old)[0]) if isinstance(old, dict) else None
-    result = validate_v1(dict(v1), kubedl, before, max_replicas=max_replicas, groups=groups)
+    result = validate_v1(dict(v1), annotations, before, max_replicas=max_replicas, groups=groups)
     mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
     return ValidationResult(_unique([*refused, *mapped]), result.warnings)
 
 
 def validate_v1(
     obj: dict[str, Any],
-    kubedl: KubeDLAnnotations,
+    annotations: JobAnnotations,
     old: dict[str, Any] | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     groups: Sequence[str] = JOB_GROUPS,
 ) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `kubedl` its KubeDL annotations as read at the
-    edge (`read_kubedl_annotations`); `old` is the stored object on UPDATE;
+    """Every problem of `obj` (a defaulted job); `annotations` its annotations as read at the
+    edge (`read_annotations`); `old` is the stored object on UPDATE;
     `max_replicas` is the operator's limit on the job's total replicas; `groups` the API groups
     whose apiVersion is accepted (kubetrain.api.groups).
 
@@ -114,9 +113,9 @@ def validate_v1(
     errors.extend(replica_map_errors(replica_map, framework, warnings))
     errors.extend(run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(max_replicas_errors(spec, framework, max_replicas))
-    errors.extend(hostnetwork.annotation_errors(obj, total_replicas_of(replica_map)))
-    errors.extend(kubedl_annotation_errors(kubedl, spec, framework.replica_field))
-    errors.extend(trainerstatus.annotation_errors(obj))
+    errors.extend(annotations.host_network.errors_for(total_replicas_of(replica_map)))
+    errors.extend(kubedl_annotation_errors(annotations.kubedl, spec, framework.replica_field))
+    errors.extend(annotations.progress_errors)
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))

@@ -68,13 +68,15 @@ def prepare_job(
     framework = draft.framework
     if framework is None:
         return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
-    defaulted = default_v1(draft.wire, draft.kubedl, gang_scheduling=gang_scheduling)  # 2. default
+    defaulted = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling)  # 2. default
     adjustments = framework.adjust(defaulted.obj)
-    result = validate_v1(defaulted.obj, draft.kubedl, max_replicas=max_replicas)  # 3. validate
+    result = validate_v1(defaulted.obj, draft.annotations, max_replicas=max_replicas)  # 3. validate
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
-    produced = v1_shape(defaulted.obj, framework, per_pod_services=per_pod)  # 4. lay out
+    produced = v1_shape(
+        defaulted.obj, framework, per_pod_services=per_pod, host_network=draft.annotations.host_network
+    )  # 4. lay out
     errors = errors or produced.errors
     shape = produced.shape
     if errors or shape is None:
