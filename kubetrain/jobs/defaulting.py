@@ -23,9 +23,10 @@ from kubetrain.api.errors import join_path
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
-from kubetrain.jobs.annotations import JobAnnotations, read_annotations
+from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.kubedllayout import from_v1, read_layout
+from kubetrain.jobs.jobdraft import read_draft
+from kubetrain.jobs.kubedllayout import from_v1
 from kubetrain.jobs.tenancy import default_tenancy_labels
 
 
@@ -39,21 +40,16 @@ def default_job(
     obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
 ) -> Defaulted:
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
-    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job's annotations are read here,
-    once (kubetrain.jobs.annotations)."""
+    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job is read once, here, by the
+    parse stage (`jobdraft.read_draft`: its layout and its annotations)."""
     if not isinstance(obj, dict):
         return default_v1(obj, JobAnnotations(), gang_scheduling=gang_scheduling, old=old)
-    annotations = read_annotations(obj)
-    v1, _ = read_layout(obj)
-    if v1 is obj:
-        return default_v1(obj, annotations, gang_scheduling=gang_scheduling, old=old)
-    before = read_layout(old)[0] if isinstance(old, dict) else None
-    result = default_v1(dict(v1), annotations, gang_scheduling=gang_scheduling, old=_as_dict(before))
+    draft = read_draft(obj)
+    if not draft.converted:
+        return default_v1(obj, draft.annotations, gang_scheduling=gang_scheduling, old=old)
+    before = read_draft(old).wire if isinstance(old, dict) else None
+    result = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling, old=before)
     return Defaulted(from_v1(result.obj, obj), result.warnings)
-
-
-def _as_dict(obj: Any) -> dict[str, Any] | None:
-    return obj if isinstance(obj, dict) else None
 
 
 def default_v1(
@@ -87,8 +83,7 @@ def default_v1(
         for rtype, rspec in replica_map.items():
             if isinstance(rspec, dict):
                 rspec = replica_map[rtype] = dict(rspec)
-                path = join_path("spec", framework.replica_field, f"[{rtype}]")
-                warnings.extend(_default_replica(rspec, framework, str(rtype), path))
+                warnings.extend(_default_replica(rspec, framework, str(rtype)))
     # Framework defaults first: the gang default depends on them (an elastic job's minimum).
     warnings.extend(framework.default_spec(spec))
     old_spec = old.get("spec") if isinstance(old, dict) else None
@@ -138,7 +133,7 @@ def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str
     return renamed
 
 
-def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, path: str) -> list[str]:
+def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str) -> list[str]:
     if rspec.get("replicas") is None:
         rspec["replicas"] = framework.replicas_default(rtype)
     if rspec.get("restartPolicy") is None:
@@ -154,11 +149,8 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, pa
         return []
     warnings: list[str] = []
     if container.get("name") != framework.container_name and not framework.framework_container_required:
-        warnings.append(
-            default_container_warning(
-                join_path(path, "template", "spec", "containers"), container, framework.container_name
-            )
-        )
+        path = join_path("spec", framework.replica_field, f"[{rtype}]", "template", "spec", "containers")
+        warnings.append(default_container_warning(path, container, framework.container_name))
     ports = container.get("ports")
     if ports is None:
         ports = []

@@ -16,15 +16,19 @@ What the draft settles once, so no later stage asks again:
   progress annotations), each parsed into its typed value and its errors, which defaulting,
   validation and the layout take instead of reading the annotation again.
 
-`wire` is the job without its status, in kubetrain's layout: the form the next stages default
-and validate. It is a copy; the input is never changed.
+`read_draft` is the same stage for the webhooks' edge (`defaulting.default_job`,
+`validation.validate_job`): the object as the request carries it, status included, not copied
+(a KubeDL job's `wire` is a converted copy; any other's is the object itself, which defaulting
+only reads — it is copy-on-write). `read_job`, the operator's, reads the job without its status
+and makes `wire` a copy: the input is never changed, and the defaulted job shares nothing with
+the informer's object.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.api.errors import FieldError
@@ -41,9 +45,10 @@ class JobDraft:
 
     framework: Framework | None  # None: a kind kubetrain does not know
     kind: Any  # `kind` as written
-    wire: dict[str, Any]  # the job without status, in kubetrain's layout
+    wire: dict[str, Any]  # the job in kubetrain's layout (`read_job`: without status, a copy)
     errors: list[FieldError] = field(default_factory=list)  # what the parse stage refuses
     annotations: JobAnnotations = field(default_factory=JobAnnotations)
+    converted: bool = False  # a KubeDL job, read into kubetrain's layout (`wire` is a copy)
 
     @property
     def kubedl(self) -> KubeDLAnnotations:
@@ -61,12 +66,22 @@ class JobDraft:
 
 
 def read_job(obj: Mapping[str, Any]) -> JobDraft:
-    """The draft of one wire-form job (never raises; problems are the draft's `errors`)."""
+    """The draft of one stored job, without its status, `wire` a copy (never raises; problems
+    are the draft's `errors`; a kind kubetrain does not know gives an empty draft)."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or get_framework(kind) is None:
+        return JobDraft(None, kind, {})
+    draft = read_draft({k: v for k, v in obj.items() if k != "status"})
+    return draft if draft.converted else replace(draft, wire=copy.deepcopy(draft.wire))
+
+
+def read_draft(obj: Mapping[str, Any]) -> JobDraft:
+    """The draft of a wire-form object as it is, of any kind (see the module docstring)."""
     kind = obj.get("kind")
     framework = get_framework(kind) if isinstance(kind, str) else None
-    if framework is None:
-        return JobDraft(None, kind, {})
-    bare = {k: v for k, v in obj.items() if k != "status"}
-    annotations = read_annotations(bare)
-    wire, errors = read_layout(bare)
-    return JobDraft(framework, kind, copy.deepcopy(bare) if wire is bare else dict(wire), errors, annotations)
+    annotations = read_annotations(obj)
+    wire, errors = read_layout(obj)
+    converted = wire is not obj
+    return JobDraft(
+        framework, kind, wire if isinstance(wire, dict) else dict(wire), errors, annotations, converted
+    )

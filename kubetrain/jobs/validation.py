@@ -21,10 +21,11 @@ from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.frameworks.registry import get_framework
-from kubetrain.jobs.annotations import JobAnnotations, read_annotations
+from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
+from kubetrain.jobs.jobdraft import read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
-from kubetrain.jobs.kubedllayout import map_path, read_layout
+from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_model
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
@@ -54,17 +55,17 @@ def validate_job(
 ) -> ValidationResult:
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
-    job's annotations are read here, once (kubetrain.jobs.annotations)."""
+    job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
+    fields refused, its annotations)."""
     if not isinstance(obj, dict):
         return validate_v1(obj, JobAnnotations(), old, max_replicas=max_replicas, groups=groups)
-    annotations = read_annotations(obj)
-    v1, refused = read_layout(obj)
-    if v1 is obj:
-        return validate_v1(obj, annotations, old, max_replicas=max_replicas, groups=groups)
-    before = dict(read_layout(old)[0]) if isinstance(old, dict) else None
-    result = validate_v1(dict(v1), annotations, before, max_replicas=max_replicas, groups=groups)
+    draft = read_draft(obj)
+    if not draft.converted:
+        return validate_v1(obj, draft.annotations, old, max_replicas=max_replicas, groups=groups)
+    before = read_draft(old).wire if isinstance(old, dict) else None
+    result = validate_v1(draft.wire, draft.annotations, before, max_replicas=max_replicas, groups=groups)
     mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
-    return ValidationResult(_unique([*refused, *mapped]), result.warnings)
+    return ValidationResult(_unique([*draft.errors, *mapped]), result.warnings)
 
 
 def validate_v1(
