@@ -90,6 +90,7 @@ def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ru
     failure = _mapping(rp.get("podFailurePolicy")).get("rules")
     rules = tuple(r for r in failure if isinstance(r, Mapping)) if isinstance(failure, list) else ()
     manager = rp.get("managedBy")
+    scheduling = scheduling_policy_of(_mapping(rp.get("schedulingPolicy")))
     return RunPolicy(
         clean_pod_policy=clean if clean in CLEAN_POD_POLICIES else DEFAULT_CLEAN_POD_POLICY,
         suspend=rp.get("suspend") is True,
@@ -99,7 +100,7 @@ def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ru
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
         progress_deadline_seconds=progress_deadline_seconds(spec, annotations),
-        scheduling=scheduling_policy_of(_mapping(rp.get("schedulingPolicy"))),
+        scheduling=scheduling,
     )
 
 
