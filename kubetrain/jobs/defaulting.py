@@ -42,11 +42,10 @@ def default_job(
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
     comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job is read once, here, by the
     parse stage (`jobdraft.read_draft`: its layout and its annotations)."""
-    if not isinstance(obj, dict):
-        return default_v1(obj, JobAnnotations(), gang_scheduling=gang_scheduling, old=old)
-    draft = read_draft(obj)
-    if not draft.converted:
-        return default_v1(obj, draft.annotations, gang_scheduling=gang_scheduling, old=old)
+    draft = read_draft(obj) if isinstance(obj, dict) else None
+    if draft is None or not draft.converted:
+        annotations = draft.annotations if draft is not None else JobAnnotations()
+        return default_v1(obj, annotations, gang_scheduling=gang_scheduling, old=old)
     before = read_draft(old).wire if isinstance(old, dict) else None
     result = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling, old=before)
     return Defaulted(from_v1(result.obj, obj), result.warnings)

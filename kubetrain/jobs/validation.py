@@ -55,15 +55,15 @@ def validate_job(
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
     job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
     fields refused, its annotations)."""
-    if not isinstance(obj, dict):
-        return validate_v1(obj, JobAnnotations(), read_typed(obj, groups), old, max_replicas=max_replicas)
-    draft = read_draft(obj)
-    job = draft.wire if draft.converted else obj
-    before = (read_draft(old).wire if draft.converted else old) if isinstance(old, dict) else None
+    draft = read_draft(obj) if isinstance(obj, dict) else None
+    converted = draft is not None and draft.converted
+    job = draft.wire if draft is not None and converted else obj
+    before = (read_draft(old).wire if converted else old) if isinstance(old, dict) else None
+    annotations = draft.annotations if draft is not None else JobAnnotations()
     # The job as typed (not needed when an update leaves the spec as it was).
     typed = TypedJob() if spec_unchanged(job, before) else read_typed(job, groups)
-    result = validate_v1(job, draft.annotations, typed, before, max_replicas=max_replicas)
-    if not draft.converted:
+    result = validate_v1(job, annotations, typed, before, max_replicas=max_replicas)
+    if draft is None or not converted:
         return result
     mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
     return ValidationResult(_unique([*draft.errors, *mapped]), result.warnings)
