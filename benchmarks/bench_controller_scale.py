@@ -29,130 +29,40 @@ import signal
 import subprocess
 import sys
 import time
-import tracemalloc
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 from _common import (
     Operator,
     bench_client,
     histogram_diff,
-    histogram_quantile,
     load_average,
     pytorch_job,
     requests_by_verb,
     write_result,
 )
+from _controller_scale import (
+    PLAN_HISTOGRAM,
+    WRITE_VERBS,
+    Tracker,
+    cached_pod_bytes,
+    finished_status,
+    quantiles,
+    running_pods,
+    stack_options,
+    wait_until,
+)
 
-from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.apiserver.core import Target
-from kubetrain.devcluster.apiserver.store import Event
-from kubetrain.devcluster.kubelet.podstatus import running_status
-from kubetrain.kube.cache import slim_pod
 from kubetrain.kube.resources import job_resource
-from kubetrain.operator.plan import Observed, PlannerConfig, plan
-
-JOB_RKEY = "pytorchjobs.kubetrain.io"
-WRITE_VERBS = ("create", "update", "patch", "delete")
-
-
-def _true_conditions(obj: dict[str, Any]) -> set[str]:
-    return {
-        c.get("type", "")
-        for c in (obj.get("status") or {}).get("conditions") or ()
-        if c.get("status") == "True"
-    }
-
-
-class Tracker:
-    """A devcluster store listener: when pods appear, run, and jobs change state."""
-
-    def __init__(self) -> None:
-        self.pods: dict[tuple[str, str], str] = {}  # (namespace, name) -> phase
-        self.jobs: dict[str, set[str]] = {}
-        self.job_status_writes = 0
-        self.status_writes: dict[str, int] = {}
-        self.first_status: dict[str, float] = {}
-        self.marks: dict[str, float] = {}
-        self.want_pods = 0
-
-    def __call__(self, ev: Event) -> None:
-        if ev.rkey == "pods":
-            meta = ev.obj["metadata"]
-            key = (meta.get("namespace", ""), meta["name"])
-            if ev.type == "DELETED":
-                self.pods.pop(key, None)
-                return
-            self.pods[key] = str((ev.obj.get("status") or {}).get("phase") or "Pending")
-            if ev.type == "ADDED" and len(self.pods) == self.want_pods and "all_pods" not in self.marks:
-                self.marks["all_pods"] = time.perf_counter()
-        elif ev.rkey == JOB_RKEY:
-            name = ev.obj["metadata"]["name"]
-            if ev.type == "DELETED":
-                self.jobs.pop(name, None)
-                return
-            if ev.prev is not None and ev.obj.get("status") != ev.prev.get("status"):
-                self.job_status_writes += 1
-                self.status_writes[name] = self.status_writes.get(name, 0) + 1
-                self.first_status.setdefault(name, time.perf_counter())
-            self.jobs[name] = _true_conditions(ev.obj)
-
-    def progress(self) -> str:
-        phases: dict[str, int] = {}
-        for p in self.pods.values():
-            phases[p] = phases.get(p, 0) + 1
-        conds: dict[str, int] = {}
-        for c in self.jobs.values():
-            for t in c:
-                conds[t] = conds.get(t, 0) + 1
-        return f"pods {phases}, jobs {len(self.jobs)} with true conditions {conds}"
-
-    def count_pods(self, phase: str) -> int:
-        return sum(1 for p in self.pods.values() if p == phase)
-
-    def count_jobs(self, condition: str) -> int:
-        return sum(1 for c in self.jobs.values() if condition in c)
-
-
-async def wait_until(pred: Any, limit: float, what: str, progress: Any = None) -> None:
-    start = time.perf_counter()
-    deadline, report = start + limit, start + 10
-    while not pred():
-        now = time.perf_counter()
-        if now > deadline:
-            raise TimeoutError(f"timed out waiting for {what}" + (f": {progress()}" if progress else ""))
-        if progress is not None and now > report:
-            print(f"  waiting for {what} ({now - start:.0f} s): {progress()}", file=sys.stderr, flush=True)
-            report = now + 10
-        await asyncio.sleep(0.05)
-
-
-PLAN_HISTOGRAM = "kubetrain_reconcile_plan_duration_seconds"
-
-
-def _quantiles(hist: dict[str, Any]) -> dict[str, Any]:
-    p50, p99 = histogram_quantile(hist, 0.5), histogram_quantile(hist, 0.99)
-    return {
-        "reconciles": int(hist["count"]),
-        "mean_ms": round(1000 * hist["sum"] / hist["count"], 2) if hist["count"] else None,
-        "p50_ms": round(p50 * 1000, 2) if p50 is not None else None,
-        "p99_ms": round(p99 * 1000, 2) if p99 is not None else None,
-    }
-
-
-def _stack_options() -> DevStackOptions:
-    return DevStackOptions(
-        webhook=False, training_policies=False, controller=False, simulator=True, watch_window=200_000
-    )
 
 
 async def scale(args: argparse.Namespace) -> dict[str, Any]:
     jobs, replicas = args.jobs, args.replicas
     tracker = Tracker()
     tracker.want_pods = jobs * replicas
-    async with DevStack(_stack_options()) as stack:
+    async with DevStack(stack_options()) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
         op = Operator(
@@ -275,10 +185,10 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
         "all_pods_exist_s": round(all_pods_s, 2),
         "all_running_s": round(all_running_s, 2),
         "all_succeeded_after_finish_s": round(finished_s, 2) if finished_s is not None else None,
-        "reconcile_until_running": _quantiles(hist_running),
-        "reconcile_whole_life": _quantiles(hist_all),
+        "reconcile_until_running": quantiles(hist_running),
+        "reconcile_whole_life": quantiles(hist_all),
         # The decision alone (cache reads + planner), without the API writes and their rate limit.
-        "plan_until_running": _quantiles(plan_running),
+        "plan_until_running": quantiles(plan_running),
         "operator_args": args.operator_args,
         "operator_cpu_s_until_running": round(cpu_to_running, 2),
         "operator_cpu_ms_per_job_until_running": round(1000 * cpu_to_running / jobs, 2),
@@ -298,36 +208,11 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _finished_status(replicas: int) -> dict[str, Any]:
-    t = "2026-01-01T00:00:00Z"
-
-    def cond(type_: str, status: str, reason: str) -> dict[str, Any]:
-        return {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": f"PyTorchJob is {type_.lower()}",
-            "lastUpdateTime": t,
-            "lastTransitionTime": t,
-        }
-
-    return {
-        "conditions": [
-            cond("Created", "True", "PyTorchJobCreated"),
-            cond("Running", "False", "PyTorchJobSucceeded"),
-            cond("Succeeded", "True", "PyTorchJobSucceeded"),
-        ],
-        "replicaStatuses": {"Worker": {"succeeded": replicas, "active": 0, "failed": 0}},
-        "startTime": t,
-        "completionTime": t,
-    }
-
-
 async def startup(args: argparse.Namespace) -> dict[str, Any]:
     n = args.startup_jobs
     tracker = Tracker()
     tracker.want_pods = args.replicas
-    async with DevStack(_stack_options()) as stack:
+    async with DevStack(stack_options()) as stack:
         cluster = stack.cluster
         rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
         assert rt is not None
@@ -339,9 +224,9 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
             res = await cluster.api.create(Target(rt, "v1", "default", ""), body)
             stored = res.obj
             if args.startup_running:
-                status = await _running_pods(cluster, pods_rt, stored)
+                status = await running_pods(cluster, pods_rt, stored)
             else:
-                status = _finished_status(args.replicas)
+                status = finished_status(args.replicas)
             status["observedGeneration"] = stored["metadata"]["generation"]
             cluster.store.update(rt.key, {**stored, "status": status}, None)
         fill_s = time.perf_counter() - t_fill
@@ -384,7 +269,7 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         "first_reconcile_s": round(first_reconcile_s, 2) if first_reconcile_s is not None else None,
         "new_job_first_status_write_s": round(fresh_status_s, 2),
         "all_jobs_reconciled_s": round(all_reconciled_s, 2) if all_reconciled_s is not None else None,
-        "reconcile": _quantiles(hist),
+        "reconcile": quantiles(hist),
         "requests": requests,
         "status_writes_to_existing_jobs": sum(
             n for name, n in tracker.status_writes.items() if name != "fresh"
@@ -393,41 +278,6 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
         "running_pods": n * args.replicas if args.startup_running else 0,
         "cached_pod_bytes": pod_bytes,
     }
-
-
-async def _running_pods(cluster: Any, pods_rt: Any, job: dict[str, Any]) -> dict[str, Any]:
-    """Store the job's pods (as the planner builds them, then bound and Running, through
-    devcluster's create path so they get the API server's defaults) and return the status the
-    planner gives the job with them (so the operator has nothing to write at start-up)."""
-    now = datetime.now(UTC)
-    first = plan(job, Observed(pods=[], service=None, pod_group=None), now, PlannerConfig())
-    running = []
-    for i, pod in enumerate(first.create_pods):
-        created = (await cluster.api.create(Target(pods_rt, "v1", "default", ""), pod)).obj
-        created["spec"]["nodeName"] = f"kubetrain-sim-node-{i % 3}"
-        created["status"] = running_status(created, host_ip="192.168.77.10", pod_ip=f"10.0.{i}.1", now=now)
-        cluster.store.update(pods_rt.key, created, None)
-        running.append(created)
-    second = plan(job, Observed(pods=running, service=None, pod_group=None), now, PlannerConfig())
-    return dict(second.status or job.get("status") or {})
-
-
-def cached_pod_bytes(cluster: Any, samples: int = 2000) -> dict[str, int]:
-    """Memory of one pod as the operator caches it (tracemalloc of `samples` pods decoded from
-    the JSON the API server sends, as the informer does), with and without `slim_pod`."""
-    pod = next(iter(cluster.store.items("pods", "default")))
-    raw = orjson.dumps(pod)
-    out = {"json_bytes": len(raw)}
-    for label, transform in (("full", None), ("slim", slim_pod)):
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        kept = [orjson.loads(raw) for _ in range(samples)]
-        if transform is not None:
-            kept = [transform(p) for p in kept]
-        out[f"{label}_bytes"] = (tracemalloc.get_traced_memory()[0] - base) // samples
-        tracemalloc.stop()
-        del kept
-    return out
 
 
 def main() -> int:

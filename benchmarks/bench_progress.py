@@ -2,7 +2,7 @@
 rate), against `kubetrain run` as its own process (webhook + controller + status server).
 
     .venv/bin/python benchmarks/bench_progress.py [--jobs 100] [--pods-per-job 10] [--duration 30]
-        [--webhook-workers 2]
+        [--webhook-workers 2] [--status-server-process] [--pin]
 
 devcluster, its CRDs and the pod simulator run in this process; the operator is a child
 process (`kubetrain run`, its certificate for 127.0.0.1); the reporters are a second child
@@ -10,6 +10,14 @@ process (aiohttp, one keep-alive connection per pod, each pod reporting every `-
 a random phase, as the SDK would). The pods are real: the operator injects the SDK env and the
 projected volume, the simulated kubelet gets each pod a bound token by TokenRequest, and every
 report is checked by TokenReview (cached) and against the pod.
+
+The admission prober is a third child process (one AdmissionReview to /validate every 20 ms,
+before and during the reports). `--status-server-process` runs the endpoint in the operator's
+child (`kubetrain status-server`). `--pin` (2+ CPUs) gives the operator's own process and the
+prober CPU 0 and everything else — this process (devcluster, the pod simulator), the reporters,
+the status-server child — the other CPUs, as in a cluster where the API server and the training
+pods run on other machines than the operator: then admission latency shows what the reports
+cost the operator, not what the load generators cost the machine.
 
 Prints JSON: report latency (p50/p99/max, answer codes) seen by the reporters; status writes
 (merge patches of status.trainerStatus) per job per 5 s; the operator's CPU per 1,000 pods
@@ -22,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import ssl
 import statistics
@@ -50,6 +59,7 @@ from _common import (
     proc_cpu_seconds,
     requests_by_verb,
 )
+from _cpus import cpu_seconds, pin, status_child
 
 REPORT_HISTOGRAM = "kubetrain_status_report_duration_seconds"
 WEBHOOK_HISTOGRAM = "kubetrain_webhook_request_duration_seconds"
@@ -186,6 +196,20 @@ def summary(hist: dict[str, Any]) -> dict[str, Any]:
 # ---- the run ---------------------------------------------------------------------------------
 
 
+# ---- processes and CPUs ----------------------------------------------------------------------
+
+
+async def probe(args: argparse.Namespace, url: str, ca: str, cpus: set[int] | None) -> dict[str, Any]:
+    """Admission latency seen by a prober process of its own (on the operator's CPU when pinned)."""
+    prober = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--probe", url, "--ca", ca, "--probes", str(args.probes),
+        stdout=asyncio.subprocess.PIPE, preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+    )  # fmt: skip
+    out, _ = await prober.communicate()
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="bench-progress-"))
     cert_dir = work / "certs"
@@ -194,6 +218,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ca_file = str(cert_dir / "ca.crt")
     options = DevStackOptions(webhook=False, controller=False, simulated_nodes=10, watch_window=100000)
     webhook_port, status_port, metrics_port = free_port(), free_port(), free_port()
+    cpus = sorted(os.sched_getaffinity(0))
+    op_cpus: set[int] | None = None
+    rest: set[int] = set(cpus)
+    if args.pin:
+        if len(cpus) < 2:
+            raise SystemExit("--pin needs at least 2 CPUs")
+        op_cpus, rest = {cpus[0]}, set(cpus[1:])
+        pin(os.getpid(), rest)  # devcluster and the pod simulator; the reporters inherit it
     async with DevStack(options) as stack:
         exe = Path(sys.executable).parent / "kubetrain"
         cmd = [
@@ -203,7 +235,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "--status-server-port", str(status_port), "--status-server-url", f"https://127.0.0.1:{status_port}",
             "--qps", "0", "--webhook-workers", str(args.webhook_workers),
         ]  # fmt: skip
-        operator = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.DEVNULL)
+        if args.status_server_process:
+            cmd.append("--status-server-process")
+        operator = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdout=subprocess.DEVNULL,
+            preexec_fn=(lambda: os.sched_setaffinity(0, op_cpus)) if op_cpus else None,
+        )
+        child: int | None = None
         try:
             ns = "bench"
             await stack.kube.create(NAMESPACES, {"metadata": {"name": ns}})
@@ -230,6 +269,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 await asyncio.sleep(0.5)
             setup = time.perf_counter() - t0
+            if args.status_server_process:
+                child = status_child(operator.pid)
+                assert child is not None, "no status-server child"
+                if op_cpus:
+                    pin(child, rest)
             pods = []
             for p in stack.cluster.list_objects("pods", ns):
                 env = {e["name"]: e.get("value") for e in p["spec"]["containers"][0].get("env", [])}
@@ -239,13 +283,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             spec_file.write_text(json.dumps({"ca": ca_file, "pods": pods}))
             webhook = f"https://127.0.0.1:{webhook_port}"
             wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
-            before = await admission(webhook, ca_file, args.probes)
+            before = await probe(args, webhook, ca_file, op_cpus)
             before["server_side"] = summary(
                 histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
             )
-            idle_cpu0 = proc_cpu_seconds(operator.pid)
+            idle_cpu0, idle_main0 = cpu_seconds(operator.pid, child), proc_cpu_seconds(operator.pid)
             await asyncio.sleep(args.duration / 3)
-            idle_cpu = (proc_cpu_seconds(operator.pid) - idle_cpu0) / (args.duration / 3)
+            idle_cpu = (cpu_seconds(operator.pid, child) - idle_cpu0) / (args.duration / 3)
+            idle_main = (proc_cpu_seconds(operator.pid) - idle_main0) / (args.duration / 3)
             client = await asyncio.create_subprocess_exec(
                 sys.executable, __file__, "--client", str(spec_file), "--duration", str(args.duration),
                 "--period", str(args.period), "--warmup", str(args.warmup), stdout=asyncio.subprocess.PIPE,
@@ -257,15 +302,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             hist0 = await server_histogram(metrics_port)
             rec0 = await server_histogram(metrics_port, RECONCILE_HISTOGRAM)
             load0 = load_average()
-            cpu0, t0 = proc_cpu_seconds(operator.pid), time.perf_counter()
+            cpu0, main0, t0 = (
+                cpu_seconds(operator.pid, child),
+                proc_cpu_seconds(operator.pid),
+                time.perf_counter(),
+            )
             wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
-            during = await admission(webhook, ca_file, args.probes)
+            during = await probe(args, webhook, ca_file, op_cpus)
             during["server_side"] = summary(
                 histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
             )
             out, _ = await client.communicate()
             window = time.perf_counter() - t0
-            busy_cpu = (proc_cpu_seconds(operator.pid) - cpu0) / window
+            busy_cpu = (cpu_seconds(operator.pid, child) - cpu0) / window
+            busy_main = (proc_cpu_seconds(operator.pid) - main0) / window
             load = json.loads(out)
             served = histogram_diff(await server_histogram(metrics_port), hist0)
             reconciles = histogram_diff(await server_histogram(metrics_port, RECONCILE_HISTOGRAM), rec0)
@@ -292,6 +342,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "operator_cpu_cores_idle": round(idle_cpu, 3),
                 "operator_cpu_cores_loaded": round(busy_cpu, 3),
                 "operator_cpu_per_1000_pods": round((busy_cpu - idle_cpu) * 1000 / total, 3),
+                # of which the operator's own process (the rest: the status-server child)
+                "operator_main_process_cpu_per_1000_pods": round((busy_main - idle_main) * 1000 / total, 3),
+                "status_server_process": args.status_server_process,
+                "pinned": {"operator": sorted(op_cpus), "rest": sorted(rest)} if op_cpus else None,
                 "admission_before": before,
                 "admission_during": during,
             }
@@ -312,8 +366,21 @@ def main() -> int:
     parser.add_argument("--probes", type=int, default=200)
     # >1: admission also answered by worker processes of their own (`kubetrain run --webhook-workers`)
     parser.add_argument("--webhook-workers", type=int, default=1)
+    parser.add_argument(
+        "--status-server-process", action="store_true", help="the endpoint in the operator's child process"
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the operator's process and the prober on CPU 0, the rest elsewhere",
+    )
     parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", help=argparse.SUPPRESS)
+    parser.add_argument("--ca", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        print(json.dumps(asyncio.run(admission(args.probe, args.ca, args.probes))))
+        return 0
     if args.client:
         spec = json.loads(Path(args.client).read_text())
         print("started", flush=True)

@@ -6,13 +6,13 @@
 Both servers do the same work through kubetrain's pure functions — /validate: `validate_job`
 (the request carries the already-defaulted job, as kube-apiserver sends it after mutation);
 /mutate: `default_job` and a JSONPatch back — so the ratio isolates the server stack (TLS,
-HTTP, AdmissionReview handling, framework overhead). The load is bench_webhook.py's (its
-`measure`): 64 clients with one keep-alive TLS connection each, back to back, for the small job,
-the large job (4 replica types x 4 containers) and the xlarge job (4 x 16 = 64 containers, the
-issue's "64 replica types' worth of containers"). Each server runs alone in a child process
-pinned to CPU 0; the clients run in `--client-processes` child processes pinned to the other
-CPUs. Client and server CPU utilisation over each measured window are reported as in
-bench_webhook.py.
+HTTP, AdmissionReview handling, framework overhead). The load is bench_webhook.py's
+(`_webhook_load.measure`): 64 clients with one keep-alive TLS connection each, back to back,
+for the small job, the large job (4 replica types x 4 containers) and the xlarge job (4 x 16 =
+64 containers, the issue's "64 replica types' worth of containers"). Each server runs alone in
+a child process pinned to CPU 0; the clients run in `--client-processes` child processes
+pinned to the other CPUs. Client and server CPU utilisation over each measured window are
+reported as in bench_webhook.py.
 
 The kopf peer is a real kopf operator (`kopf.operator`, standalone, cluster-wide) against an
 in-process devcluster with kubetrain's CRDs installed (kopf discovers the resources it serves
@@ -39,13 +39,13 @@ from typing import Any
 
 import aiohttp
 from _common import free_port, load_average, write_result
-from bench_webhook import JOBS, client_cpu_set, cpu_summary, measure, parse_jobs, serve
+from _webhook_jobs import JOBS, parse_jobs, review_body
+from _webhook_load import client_cpu_set, cpu_summary, measure_review, serve
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.webhook.review import request_review
 
 
 def serve_kopf(kubeconfig: str, cert_dir: str, port: int, cpu: int | None) -> None:
@@ -129,10 +129,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ctx = ssl.create_default_context(cadata=ca_pem)
     client_cpus = client_cpu_set(cpu)
     jobs = {name: JOBS[name]() for name in args.jobs}
-    bodies = {
-        name: json.dumps(request_review(default_job(job).obj if args.path == "/validate" else job)).encode()
-        for name, job in jobs.items()
-    }
+    bodies = {name: review_body(job, args.path) for name, job in jobs.items()}
     rounds: list[dict[str, Any]] = []
     opts = DevStackOptions(webhook=False, training_policies=False, controller=False, simulator=False)
     with tempfile.TemporaryDirectory() as cert_dir:
@@ -157,17 +154,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         await wait_serving(url, ctx, bodies[next(iter(bodies))])
                         for name, body in bodies.items():
                             res = await asyncio.to_thread(
-                                measure,
-                                url,
-                                ca_pem,
-                                body,
-                                clients=args.clients,
-                                seconds=args.seconds,
-                                client_processes=args.client_processes,
-                                client_cpus=client_cpus,
-                                server_pid=proc.pid,
+                                measure_review, url, ca_pem, body, args, client_cpus, proc.pid
                             )
-                            res["body_bytes"] = len(body)
                             row[f"{server}_{name}"] = res
                             print(
                                 f"round {i + 1} {server:9s} {args.path} {name}: "

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "migrate",
     "controller",
     "run",
+    "statusserver",
     "dev",
     "dashboard",
 )

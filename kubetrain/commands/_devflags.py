@@ -59,6 +59,7 @@ RUN_ONLY = {
     "--status-server-url": "dev injects its loopback endpoint's URL",
     "--status-server-cert-dir": "dev generates its own certificate",
     "--status-server-interval": "write rate of the server process: deployment (dev uses 5 s)",
+    "--status-server-process": "dev serves the endpoint in its one process, next to devcluster",
 }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import Any
 
 from kubetrain.api.gangschedulers import CHOICES, NONE
 from kubetrain.api.groups import KUBETRAIN_GROUP, SERVABLE_GROUPS
@@ -91,27 +92,13 @@ def api_groups_arg(text: str) -> list[str]:
     return list(dict.fromkeys(groups))
 
 
-def add_common_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags every long-running command has."""
-    g = parser.add_argument_group("cluster and process")
+def add_process_flags(g: Any) -> None:
+    """The API server, the metrics port and logging: every long-running command has them."""
     g.add_argument(
         "--kubeconfig",
         metavar="PATH",
         default=None,
         help="kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)",
-    )
-    g.add_argument(
-        "--gang-scheduler",
-        choices=GANG_SCHEDULERS,
-        default=NONE,
-        help="gang scheduling through PodGroups of this scheduler (default: none); the "
-        "webhook then defaults runPolicy.schedulingPolicy.minAvailable",
-    )
-    g.add_argument(
-        "--scheduler-name",
-        metavar="NAME",
-        default=None,
-        help="schedulerName set on pods (default: the gang scheduler's, else the cluster default)",
     )
     g.add_argument(
         "--metrics-port",
@@ -143,6 +130,25 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     # A --webhook-workers child also serves its metrics here, for the parent to add up.
     g.add_argument("--metrics-unix-socket", metavar="PATH", default=None, help=argparse.SUPPRESS)
     g.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="log level (default info)")
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags every long-running command that handles jobs has."""
+    g = parser.add_argument_group("cluster and process")
+    add_process_flags(g)
+    g.add_argument(
+        "--gang-scheduler",
+        choices=GANG_SCHEDULERS,
+        default=NONE,
+        help="gang scheduling through PodGroups of this scheduler (default: none); the "
+        "webhook then defaults runPolicy.schedulingPolicy.minAvailable",
+    )
+    g.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        default=None,
+        help="schedulerName set on pods (default: the gang scheduler's, else the cluster default)",
+    )
     g.add_argument(
         "--max-replicas-per-job",
         type=_positive_int,
@@ -153,9 +159,9 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_controller_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags of the controller (`kubetrain run`, `kubetrain controller`)."""
-    g = parser.add_argument_group("controller")
+def add_scope_flags(g: Any) -> None:
+    """What a process watches and how fast it may call the API server: `--namespaces`,
+    `--api-groups`, `--qps`, `--burst` (the controller's, and `kubetrain status-server`'s)."""
     g.add_argument(
         "--namespaces",
         type=_namespaces,
@@ -174,6 +180,14 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "CRDs from `kubetrain crds --group trainer.kubeflow.org`), apps.kubedl.io (KubeDL's Cron "
         "beside TrainingCron; CRD from `kubetrain crds --group apps.kubedl.io`), in any combination",
     )
+    g.add_argument("--qps", type=float, default=150.0, help="client-side API request rate (default 150)")
+    g.add_argument("--burst", type=_positive_int, default=300, help="client-side API burst (default 300)")
+
+
+def add_controller_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags of the controller (`kubetrain run`, `kubetrain controller`)."""
+    g = parser.add_argument_group("controller")
+    add_scope_flags(g)
     g.add_argument(
         "--service-mode",
         choices=SERVICE_MODES,
@@ -183,8 +197,6 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
         "(one Service per pod, the bare pod name resolves, as with Kubeflow's operator)",
     )
     g.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles (default 4)")
-    g.add_argument("--qps", type=float, default=150.0, help="client-side API request rate (default 150)")
-    g.add_argument("--burst", type=_positive_int, default=300, help="client-side API burst (default 300)")
     g.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,

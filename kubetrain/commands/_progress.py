@@ -16,13 +16,19 @@ await progress.stop()
   then nothing is injected into pods — the global opt-out); the chart sets its Service;
 - the certificate: the webhook's (`--cert-dir`, any `--cert-mode`) in `kubetrain run`,
   `--status-server-cert-dir` otherwise; its `ca.crt` is what pods verify the server with;
-- `--status-server-interval`: seconds between two writes of one job's status (default 5).
+- `--status-server-interval`: seconds between two writes of one job's status (default 5);
+- `--status-server-process`: serve it from a child process (`kubetrain status-server`, kept
+  running by kubetrain.serving.children) with its own API client and informers, so that reports
+  — however many, from however hostile a pod — never take this process's CPU from admission
+  reviews, /healthz and reconciles; the child's counters and histograms are added to this
+  process's /metrics. The chart turns it on.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 from kubetrain.api.trainerstatus import CA_FILE
@@ -34,6 +40,7 @@ from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.runtime import ControllerRuntime
 from kubetrain.progress.lookup import ApiLookup, Routes, choose
 from kubetrain.progress.server import ProgressServer
+from kubetrain.serving.children import ChildProcesses
 from kubetrain.serving.health import HealthServer
 
 log = logging.getLogger(__name__)
@@ -57,7 +64,9 @@ def _seconds(value: str) -> float:
     return n
 
 
-def add_progress_flags(parser: argparse.ArgumentParser) -> None:
+def add_progress_flags(parser: argparse.ArgumentParser, *, served_only: bool = False) -> None:
+    """The endpoint's flags; `served_only`: only those of serving it (`kubetrain status-server`),
+    not what pods are told (`--status-server-url`) or where it runs (`--status-server-process`)."""
     g = parser.add_argument_group("training-progress endpoint")
     g.add_argument(
         "--status-server-port",
@@ -67,15 +76,6 @@ def add_progress_flags(parser: argparse.ArgumentParser) -> None:
         "uses 10443, Kubeflow Trainer's port)",
     )
     g.add_argument("--status-server-host", metavar="ADDRESS", default="0.0.0.0", help=argparse.SUPPRESS)
-    g.add_argument(
-        "--status-server-url",
-        type=_url,
-        default="",
-        metavar="https://HOST:PORT",
-        help="the endpoint's URL as pods reach it (the Service in front of this process); jobs' "
-        "pods get KUBEFLOW_TRAINER_SERVER_URL/_CA_CERT/_TOKEN and a projected token for it "
-        "(default: none, nothing is injected)",
-    )
     g.add_argument(
         "--status-server-cert-dir",
         metavar="DIR",
@@ -89,6 +89,49 @@ def add_progress_flags(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="at most one status write per job per this many seconds (default 5)",
     )
+    if served_only:
+        return
+    g.add_argument(
+        "--status-server-url",
+        type=_url,
+        default="",
+        metavar="https://HOST:PORT",
+        help="the endpoint's URL as pods reach it (the Service in front of this process); jobs' "
+        "pods get KUBEFLOW_TRAINER_SERVER_URL/_CA_CERT/_TOKEN and a projected token for it "
+        "(default: none, nothing is injected)",
+    )
+    g.add_argument(
+        "--status-server-process",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="serve the endpoint from a child process of its own (`kubetrain status-server`), so "
+        "reports never compete with admission reviews and reconciles for this process's CPU "
+        "(default: off; the chart turns it on)",
+    )
+
+
+def child_argv(args: argparse.Namespace, cert_dir: Path) -> list[str]:
+    """The `kubetrain status-server` command line of the child, from the parent's flags."""
+    argv = [
+        sys.executable,
+        "-m",
+        "kubetrain.cli",
+        "status-server",
+        f"--status-server-host={args.status_server_host}",
+        f"--status-server-port={args.status_server_port}",
+        f"--status-server-cert-dir={cert_dir}",
+        f"--status-server-interval={args.status_server_interval}",
+        f"--api-groups={','.join(args.api_groups)}",
+        f"--namespaces={','.join(args.namespaces)}",
+        f"--qps={args.qps}",
+        f"--burst={args.burst}",
+        "--metrics-bind-address=127.0.0.1",
+        "--metrics-port=0",
+        f"--log-level={args.log_level}",
+    ]
+    if args.kubeconfig:
+        argv.append(f"--kubeconfig={args.kubeconfig}")
+    return argv
 
 
 class ProgressRuntime:
@@ -101,6 +144,7 @@ class ProgressRuntime:
             tls = ReloadingTLS(self.cert_dir)
         self.tls = tls
         self.server: ProgressServer | None = None
+        self.child: ChildProcesses | None = None
         self.client: KubeClient | None = None
         self._controller: ControllerRuntime | None = None
 
@@ -142,6 +186,10 @@ class ProgressRuntime:
             log.info("no training-progress endpoint (--status-server-port 0 or no certificate directory)")
             return
         assert self.tls is not None
+        self.tls.on_reload(self._ca_changed)
+        if self.args.status_server_process and self.cert_dir is not None:
+            await self._start_child(health)
+            return
         self.client = await KubeClient.connect(self.args.kubeconfig, qps=self.args.qps, burst=self.args.burst)
         routes = Routes.for_groups(self.args.api_groups)
         self.server = ProgressServer(
@@ -154,14 +202,30 @@ class ProgressRuntime:
             interval=self.args.status_server_interval,
             manage_tls=self.own_tls,
         )
-        self.tls.on_reload(self._ca_changed)
         await self.server.start()
         if health is not None:
             health.add_readiness_check(
                 "progress-endpoint", lambda: self.server is not None and self.server.ready
             )
 
+    async def _start_child(self, health: HealthServer | None) -> None:
+        assert self.cert_dir is not None
+        self.child = ChildProcesses(child_argv(self.args, self.cert_dir), 1, name="status server")
+        if self.own_tls:  # in `kubetrain run` the webhook watches the directory already
+            assert self.tls is not None
+            await self.tls.start()
+        await self.child.start()
+        log.info("training-progress endpoint: a child process on port %d", self.args.status_server_port)
+        if health is not None:
+            health.add_metrics_peers(self.child.metrics_sockets)
+            health.add_readiness_check("progress-endpoint", health.peers_ready(self.child.metrics_sockets, 1))
+
     async def stop(self) -> None:
+        if self.child is not None:
+            await self.child.stop()
+            self.child = None
+            if self.own_tls and self.tls is not None:
+                await self.tls.stop()
         if self.server is not None:
             await self.server.stop()
             self.server = None

@@ -3,7 +3,9 @@
 A `JobShape` is a job's replica groups — each a pod template run `replicas` times under a
 restart policy, possibly waiting for other groups (`depends_on`) — its run policy (suspend,
 deadlines, TTL, clean-up, back-off, failure rules, the gang's scheduling policy), its success
-and failure rules and the env plug-in that gives each pod its cluster environment. The planner,
+and failure rules (`failure`: per pod, or per group with a whole-gang policy), the env plug-in
+that gives each pod its cluster environment and the status projection that writes the
+planner's decisions in the job's API. The planner,
 gang scheduling, restarts, TTL and status code read only this; none of them asks which kind of
 job it has or where in the job's spec a field came from.
 
@@ -24,16 +26,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.jobs.failuremodel import FailureModel
 
 # The state every pod of a group must reach before the pods of a group that depends on it are
 # created: `Ready` (Running with condition Ready True) or `Complete` (Succeeded).
 READY = "Ready"
 COMPLETE = "Complete"
 DEPENDENCY_STATES = (READY, COMPLETE)
+
+# How a job finished, in the planner's words (a status projection writes them in the job's API).
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
 
 # runPolicy.cleanPodPolicy values: which pods a finished job deletes.
 CLEAN_POD_POLICIES = ("All", "Running", "None")
@@ -82,6 +90,8 @@ class SchedulingPolicy:
     priority_class: str | None = None
     min_resources: Mapping[str, str] | None = None  # None: summed from the first minAvailable pods
     schedule_timeout_seconds: int | None = None
+    # Volcano's PodGroup `networkTopology` (a TrainJob runtime's podGroupPolicy.volcano).
+    network_topology: Mapping[str, Any] | None = None
 
     def by_field_name(self) -> dict[str, Any]:
         """The fields that are set, under `schedulingPolicy`'s field names — the vocabulary of
@@ -141,6 +151,22 @@ class EnvPlugin(Protocol):
     def autoscaling(self, job: JobLayout) -> Autoscaling | None: ...
 
 
+class StatusProjection(Protocol):
+    """How the job's status shows what the planner decided (`operator/statusprojection.py`):
+    the outcome, suspension and the times the deadline and the TTL count from, in the job's
+    API. Set-methods change `status` in place; those for a change told in a Normal event return
+    its (reason, message), None when nothing changed."""
+
+    def finished(self, status: dict[str, Any]) -> str | None: ...  # SUCCEEDED | FAILED | None
+    def finished_at(self, status: dict[str, Any]) -> datetime | None: ...
+    def run_began(self, status: dict[str, Any], job: Mapping[str, Any], now: datetime) -> datetime | None: ...
+    def set_finished(
+        self, status: dict[str, Any], outcome: str, reason: str, message: str, now: datetime
+    ) -> None: ...
+    def set_suspended(self, status: dict[str, Any], title: str, now: datetime) -> tuple[str, str] | None: ...
+    def set_resumed(self, status: dict[str, Any], title: str, now: datetime) -> tuple[str, str] | None: ...
+
+
 @dataclass(frozen=True)
 class JobShape:
     """One job as the planner sees it. `groups` are in priority order (the order pods are
@@ -157,7 +183,13 @@ class JobShape:
     rules: JobRules
     plugin: EnvPlugin
     layout: JobLayout
+    status: StatusProjection  # how its status shows the planner's decisions
     naming: PodNaming | None = None  # None: the layout's `<job>-<lower(group)>-<index>`
+    # How failed pods end or restart the job (jobs/failuremodel.py); default: per pod.
+    failure: FailureModel = field(default_factory=FailureModel)
+    # The gang (PodGroup) counts every slot, a group waiting for another included (JobSet's
+    # PodGroup: every pod of every replicated job); else `gang_slots` leaves such groups out.
+    gang_counts_dependents: bool = False
 
     def pod_name(self, group: str, index: int) -> str:
         """The name of the pod of slot (group, index)."""
@@ -183,7 +215,10 @@ class JobShape:
         """The slots a gang (PodGroup) counts, in priority order: every slot but those of a group
         that depends on a group with pods. Such a pod is created only once the others are Ready
         (or Complete), which they cannot be while a gang that counts it waits for it
-        (mpi-operator issue #608: the WaitForWorkersReady Launcher)."""
+        (mpi-operator issue #608: the WaitForWorkersReady Launcher) — unless the shape's gang
+        counts them too (`gang_counts_dependents`)."""
+        if self.gang_counts_dependents:
+            return self.slots()
         left_out = {
             name for name, g in self.groups.items() if sum(self.count(d.group) for d in g.depends_on) > 0
         }

@@ -29,6 +29,7 @@ from kubetrain.jobs.shape import (
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
+    StatusProjection,
 )
 
 
@@ -36,12 +37,14 @@ def v1_shape(
     obj: Mapping[str, Any],
     framework: Framework,
     *,
+    status: StatusProjection,
     per_pod_services: bool = False,
     host_network: HostNetwork | None = None,
 ) -> Produced:
     """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
     framework (`per_pod_services`: pods addressed by their own Services; `host_network`: its
-    host-network annotations as read at the edge), or why it cannot be laid out."""
+    host-network annotations as read at the edge) with the `status` projection of Kubeflow's
+    JobStatus the planner gives it, or why it cannot be laid out."""
     spec, meta = obj.get("spec"), obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, _mapping(annotations))
@@ -74,6 +77,7 @@ def v1_shape(
         rules=framework,
         plugin=framework,
         layout=layout,
+        status=status,
     )
     return Produced(shape, run_policy)
 

@@ -61,11 +61,9 @@ class ActiveJob:
             self.suspend()
             self.write_replica_statuses(tallies)
             return
-        if st.is_true(r.old, st.SUSPENDED):
-            message = f"{r.title} is resumed."
-            st.set_condition(r.status, st.SUSPENDED, False, st.REASON_RESUMED, message, r.now)
-            r.status.pop("startTime", None)
-            r.event("Normal", st.REASON_RESUMED, message)
+        resumed = self.shape.status.set_resumed(r.status, r.title, r.now)
+        if resumed is not None:
+            r.event("Normal", *resumed)
         may_create = gates.service_ok(r, self.desired) & gates.gang_ok(r, self.desired)
         may_create &= gates.extra_children_ok(r, self.desired)
         self.code_sync()
@@ -73,7 +71,7 @@ class ActiveJob:
         failures, retries, restart_job = self.failed_pods()
         # A fetch the kubelet keeps restarting (restartPolicy other than Never) that failed for good.
         failures += codesyncfailure.fetch_failures(self.slots.values(), code_sync_of(self.layout.annotations))
-        deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
+        deadline = runpolicy.deadline(policy, self.shape.status.run_began(r.status, r.job, r.now))
         limit = policy.backoff_limit
         base = sum(t.base for t in tallies.values())
         added = self.new_restarts(retries, restart_job)
@@ -113,7 +111,7 @@ class ActiveJob:
                 self.create_missing()
             self.update_running(tallies)
             # startTime may have been set just now: the deadline counts from it.
-            deadline = runpolicy.deadline(policy, st.parse_time(r.status.get("startTime")))
+            deadline = runpolicy.deadline(policy, self.shape.status.run_began(r.status, r.job, r.now))
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, deadline)
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, stalled.due)
         self.write_replica_statuses(tallies)
@@ -182,12 +180,9 @@ class ActiveJob:
         group = r.observed.pod_group
         if group is not None and controlled_by(group, r.job):
             r.plan.delete_pod_group = True
-        message = f"{r.title} is suspended."
-        if st.set_condition(r.status, st.SUSPENDED, True, st.REASON_SUSPENDED, message, r.now):
-            r.event("Normal", st.REASON_SUSPENDED, message)
-        for ctype in (st.RUNNING, st.RESTARTING):
-            if st.is_true(r.status, ctype):
-                st.set_condition(r.status, ctype, False, st.REASON_SUSPENDED, message, r.now)
+        suspended = self.shape.status.set_suspended(r.status, r.title, r.now)
+        if suspended is not None:
+            r.event("Normal", *suspended)
 
     def restart_job(self, trigger: Retry, tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:
         """Every pod of the job deleted, to be recreated as attempt `jobRestarts + 1` once all are

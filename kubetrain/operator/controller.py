@@ -25,7 +25,6 @@ enqueued when that changes, so jobs waiting for the API proceed without an opera
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from functools import partial
@@ -58,6 +57,7 @@ from kubetrain.operator.jobevents import JobEvents
 from kubetrain.operator.keys import (
     split_job_key,
 )
+from kubetrain.operator.loop import ReconcileLoop
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
 from kubetrain.serving.metrics import RECONCILE_DURATION, RECONCILE_PLAN_DURATION
@@ -69,7 +69,9 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-class Controller(JobEvents):
+class Controller(JobEvents, ReconcileLoop):
+    log = logging.getLogger(__name__)
+
     def __init__(
         self,
         client: KubeClient,
@@ -126,10 +128,7 @@ class Controller(JobEvents):
         else:
             await asyncio.wait_for(self._start_informers(), sync_timeout)
         self._started = True
-        self._workers = [
-            asyncio.create_task(self._worker(), name=f"kubetrain worker {i}")
-            for i in range(self.config.workers)
-        ]
+        self.start_workers(self.config.workers, "kubetrain worker")
         log.info("controller started: %d workers, caches synced", self.config.workers)
 
     async def _start_informers(self) -> None:
@@ -217,37 +216,14 @@ class Controller(JobEvents):
             log.warning("adopting Kubeflow-made pods failed, left as they are: %s", err)
 
     async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._workers:
-            task.cancel()
-        for task in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._workers = []
+        await self.stop_workers()
         if self._pod_group_api is not None:
             await self._pod_group_api.stop()
             self._pod_group_api = None
-        for informer in self.informers:
-            await informer.stop()
-        self.informers = []
-        await self.recorder.flush()
+        await self.stop_informers()
         self._started = False
 
-    # --- workers ----------------------------------------------------------------------------------
-    async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.reconcile(key)
-                self.queue.forget(key)
-            except Exception as err:  # an API error: retry with back-off, never crash the worker
-                if isinstance(err, ApiError):
-                    log.info("reconcile %s: %s (retrying)", key, err)
-                else:
-                    log.exception("reconcile %s failed (retrying)", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
-
+    # --- reconcile --------------------------------------------------------------------------------
     def observe(self, kind: str, namespace: str, name: str) -> Observed:
         """The job's children as the cache holds them (no API call)."""
         group = None

@@ -10,7 +10,7 @@
 - `kubetrain_cron_last_schedule_timestamp_seconds{kind, namespace, name}`: the cron's
   `status.lastScheduleTime` as Unix seconds.
 
-Crons are created by users, so as for the progress series (kubetrain.progress.gauges) at most
+Crons are created by users, so as for the progress series (kubetrain.operator.progressgauges) at most
 `MAX_CRONS` crons have series: past that the cron heard from least recently loses all of its
 series (its counters restart from 0 if it comes back, which Prometheus' rate() treats as a
 reset). `forget` removes a deleted cron's series.
@@ -28,7 +28,7 @@ from prometheus_client import Counter, Gauge
 
 from kubetrain.serving.metrics import REGISTRY
 
-MAX_CRONS = 2000  # as kubetrain.progress.gauges.MAX_JOBS
+MAX_CRONS = 2000  # as kubetrain.operator.progressgauges.MAX_JOBS
 LABELS = ["kind", "namespace", "name"]
 
 CRON_JOBS_CREATED = Counter(

@@ -22,7 +22,6 @@ job the cron controls counts as created (a pass whose status write was lost, or 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef, j
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator import cronmetrics
 from kubetrain.operator.apigroups import PART_OF_LABEL, PART_OF_VALUE, ApiGroupRefused
+from kubetrain.operator.loop import ReconcileLoop
 from kubetrain.operator.writes import namespace_closed
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,10 @@ def owner_cron_key(obj: Obj) -> str | None:
     return None
 
 
-class CronController:
+class CronController(ReconcileLoop):
+    log = logging.getLogger(__name__)
+    subject = "cron "
+
     def __init__(
         self,
         client: KubeClient,
@@ -143,10 +146,7 @@ class CronController:
         for informer in self.informers:
             informer.start()
         await asyncio.gather(*(i.wait_synced() for i in self.informers))
-        self._workers = [
-            asyncio.create_task(self._worker(), name=f"kubetrain cron worker {i}")
-            for i in range(self.config.workers)
-        ]
+        self.start_workers(self.config.workers, "kubetrain cron worker")
         self.started = True
 
     async def _crd_usable(self, group: str, ref: ResourceRef) -> bool:
@@ -178,17 +178,7 @@ class CronController:
         return True
 
     async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._workers:
-            task.cancel()
-        for task in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._workers = []
-        for informer in self.informers:
-            await informer.stop()
-        self.informers = []
-        await self.recorder.flush()
+        await self.stop_loop()
         self.started = False
 
     # --- handlers ----------------------------------------------------------------------------------
@@ -222,21 +212,7 @@ class CronController:
         ) != (new.get("metadata") or {}).get("deletionTimestamp"):
             self._job_changed(new)
 
-    # --- workers -----------------------------------------------------------------------------------
-    async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.reconcile(key)
-                self.queue.forget(key)
-            except Exception as err:
-                if isinstance(err, ApiError):
-                    log.info("reconcile cron %s: %s (retrying)", key, err)
-                else:
-                    log.exception("reconcile cron %s failed (retrying)", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
-
+    # --- reconcile ---------------------------------------------------------------------------------
     def jobs_of(self, shape: CronShape) -> list[Obj]:
         """The jobs the cron controls, from the cache (labelled with its name, owned by its uid)."""
         out = []

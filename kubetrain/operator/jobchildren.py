@@ -57,6 +57,8 @@ def build_pod_group(shape: JobShape, gang_scheduler: str) -> dict[str, Any] | No
     given = policy.min_resources
     resources = dict(given) if given is not None else min_resources(shape)
     spec = gang.pod_group_spec(min_member(shape), resources, policy.by_field_name())
+    if policy.network_topology:
+        spec["networkTopology"] = dict(policy.network_topology)
     return {
         "apiVersion": gang.api_version,
         "kind": gang.kind,

@@ -20,6 +20,7 @@ from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
+from kubetrain.operator import progressgauges
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.controllerconfig import ControllerConfig
 from kubetrain.operator.keys import (
@@ -70,6 +71,7 @@ class JobEvents:
         return window
 
     def _job_added(self, job: Obj) -> None:
+        progressgauges.observe_job(job)
         if not job.get("status"):
             meta = job.get("metadata") or {}
             JOBS_CREATED.labels(kind=str(job.get("kind")), namespace=meta.get("namespace", "")).inc()
@@ -79,6 +81,8 @@ class JobEvents:
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
         key = key_of(new)
+        if (old.get("status") or {}).get("trainerStatus") != (new.get("status") or {}).get("trainerStatus"):
+            progressgauges.observe_job(new)
         if status_only(old, new) and report_only(old, new):
             return  # a progress report written, and no progress deadline: nothing to decide
         if status_only(old, new):  # our own status write coming back, or someone's status edit

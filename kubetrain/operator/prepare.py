@@ -37,6 +37,7 @@ from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
+from kubetrain.operator.statusprojection import KUBEFLOW
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,11 @@ def prepare_job(
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
     produced = v1_shape(
-        defaulted.obj, framework, per_pod_services=per_pod, host_network=draft.annotations.host_network
+        defaulted.obj,
+        framework,
+        status=KUBEFLOW,
+        per_pod_services=per_pod,
+        host_network=draft.annotations.host_network,
     )  # 5. lay out
     errors = errors or produced.errors
     shape = produced.shape

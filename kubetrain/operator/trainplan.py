@@ -29,26 +29,20 @@ from typing import Any
 
 from kubetrain.api.errors import format_errors
 from kubetrain.api.gangschedulers import GangScheduler
-from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, JobShape
 from kubetrain.jobs.trainjob import children as ch
-from kubetrain.jobs.trainjob import failurepolicy
-from kubetrain.jobs.trainjob.gang import decorate, gang_of, pod_group
+from kubetrain.jobs.trainjob.gang import decorate, gang_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
-from kubetrain.operator import runpolicy, trainprogress
+from kubetrain.operator import groupfailure, runpolicy, trainprogress
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
+from kubetrain.operator.jobchildren import build_pod_group
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
-from kubetrain.operator.trainstatus import (
-    TrainJobDraft,
-    condition,
-    is_true,
-    jobs_status,
-    set_condition,
-)
+from kubetrain.operator.statusprojection import TRAINER
+from kubetrain.operator.trainstatus import TrainJobDraft, jobs_status
 
 Obj = dict[str, Any]
 MESSAGE_COMPLETED = "jobset completed successfully"
@@ -70,7 +64,7 @@ def plan_trainjob(
     manager = d.spec.get("managedBy")
     if manager not in (None, "", c.TRAINJOB_CONTROLLER):
         return Plan()  # another controller's (MultiKueue): left alone
-    if is_true(d.status, c.COMPLETE) or is_true(d.status, c.FAILED):
+    if TRAINER.finished(d.status) is not None:
         d.delete_active()
         _ttl_after_finished(d)
         return d.finish()
@@ -96,28 +90,28 @@ def plan_trainjob(
         return d.finish()
     resolved, errors = resolve(job, frozen)
     if resolved is None:
-        d.terminal(c.FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
+        d.terminal(FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
         return d.finish()
     shape = trainjob_shape(
-        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}
+        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}, TRAINER
     )
     if snapshot is None:
         d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
     if shape.run_policy.suspend:
-        _suspend(d, resolved)
+        _suspend(d, resolved, shape)
         return d.finish()
-    if is_true(d.status, c.SUSPENDED):
-        set_condition(d.status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
-        d.event("Normal", c.REASON_RESUMED, c.MESSAGE_RESUMED)
+    resumed = shape.status.set_resumed(d.status, d.title, now)
+    if resumed is not None:
+        d.event("Normal", *resumed)
     if _deadline_passed(d, shape):
-        d.terminal(c.FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
+        d.terminal(FAILED, c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
         return d.finish()
     if observed.service is None:
         d.plan.create_service = ch.build_service(resolved, job)
     _policy_children(d, resolved)
     trainprogress.ca_children(d.job, d.config.progress, d.observed.extra, d.plan)
-    gang = _gang(d, resolved)
+    gang = _gang(d, resolved, shape)
     new_state = _run(d, resolved, shape, state, gang)
     if snapshot is not None and new_state != state:
         updated = copy.deepcopy(snapshot)
@@ -128,7 +122,7 @@ def plan_trainjob(
     return d.finish()
 
 
-def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob) -> GangScheduler | bool | None:
+def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape) -> GangScheduler | bool | None:
     """The gang scheduler the pods are decorated for (None: no gang), or False: pods must wait
     (the PodGroup is being created, or not yet admitted by a scheduler that admits)."""
     wanted = gang_of(resolved, d.config.gang_scheduler)
@@ -144,7 +138,7 @@ def _gang(d: TrainJobDraft, resolved: ResolvedTrainJob) -> GangScheduler | bool 
             d.event("Warning", "PodGroupAPIMissing", f"the PodGroup API {gang.api_version} is not installed")
         return False
     if d.observed.pod_group is None:
-        d.plan.create_pod_group = ch.owned(pod_group(resolved, gang), d.job)
+        d.plan.create_pod_group = build_pod_group(shape, gang.name)
         return False if gang.waits_for_admission else gang
     if gang.waits_for_admission and ((d.observed.pod_group.get("status") or {}).get("phase") or "") in (
         "",
@@ -174,13 +168,17 @@ def _policy_children(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
             d.plan.update_children.append({**current, "data": cm["data"]})
 
 
-def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: str) -> Obj | None:
+def _stalled(
+    d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape, state: Obj, attempt: str
+) -> Obj | None:
     """Progress deadline exceeded (trainprogress.py): the state after a whole-gang restart or
     after failing the TrainJob; None while it is not stalled."""
     pods = [
         p for p in d.live_pods() if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
     ]
-    stall = trainprogress.decide(d.job, state, pods, d.now, resolved.failure_policy)
+    gang_policy = shape.failure.gang
+    max_restarts = gang_policy.max_restarts if gang_policy is not None else 0
+    stall = trainprogress.decide(d.job, state, pods, d.now, max_restarts)
     if stall.new_state is None:
         d.plan.requeue_at = trainprogress.earlier(d.plan.requeue_at, stall.due)
     elif stall.restart:
@@ -188,15 +186,15 @@ def _stalled(d: TrainJobDraft, resolved: ResolvedTrainJob, state: Obj, attempt: 
         d.plan.restarts += 1
         d.event("Warning", trainprogress.REASON, stall.message)
     else:
-        d.terminal(c.FAILED, trainprogress.REASON, stall.message)
+        d.terminal(FAILED, trainprogress.REASON, stall.message)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps=set())
     return stall.new_state
 
 
-def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob) -> None:
-    if not is_true(d.status, c.SUSPENDED):
-        set_condition(d.status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, d.now)
-        d.event("Normal", c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED)
+def _suspend(d: TrainJobDraft, resolved: ResolvedTrainJob, shape: JobShape) -> None:
+    suspended = shape.status.set_suspended(d.status, d.title, d.now)
+    if suspended is not None:
+        d.event("Normal", *suspended)
     d.delete([pod_name(p) for p in d.live_pods()])
     d.status["jobsStatus"] = [
         {"name": s.name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": s.replicas}
@@ -219,9 +217,8 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
     )
     frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
     template = ((frozen or {}).get("spec") or {}).get("template") or {}
-    done = condition(d.status, c.COMPLETE if is_true(d.status, c.COMPLETE) else c.FAILED)
     policy = run_policy_of(d.job, template.get("spec") or {})
-    expiry = runpolicy.ttl_expiry(policy, parse_time((done or {}).get("lastTransitionTime")))
+    expiry = runpolicy.ttl_expiry(policy, TRAINER.finished_at(d.status))
     if expiry is None:
         return
     if d.now >= expiry:
@@ -232,36 +229,13 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
 
 def _deadline_passed(d: TrainJobDraft, shape: JobShape) -> bool:
     """The shared deadline rule, counted from the creation or the last resume."""
-    resumed = condition(d.status, c.SUSPENDED)
-    start = parse_time((resumed or {}).get("lastTransitionTime")) if resumed else None
-    start = start or parse_time((d.job.get("metadata") or {}).get("creationTimestamp")) or d.now
-    deadline = runpolicy.deadline(shape.run_policy, start)
+    deadline = runpolicy.deadline(shape.run_policy, shape.status.run_began(d.status, d.job, d.now))
     if deadline is None:
         return False
     if d.now >= deadline:
         return True
     d.plan.requeue_at = deadline
     return False
-
-
-def _restart_count(pod: Mapping[str, Any]) -> int:
-    status = pod.get("status") or {}
-    return sum(
-        int(cs.get("restartCount") or 0)
-        for key in ("initContainerStatuses", "containerStatuses")
-        for cs in status.get(key) or []
-        if isinstance(cs, Mapping)
-    )
-
-
-def _step_failed(step: Step, pods: list[Obj], failures: int) -> bool:
-    """The Job controller's backoffLimit rule for one job of the step."""
-    if failures > step.backoff_limit:
-        return True
-    if (step.pod_template.get("spec") or {}).get("restartPolicy", "OnFailure") != "OnFailure":
-        return False
-    restarts = sum(_restart_count(p) for p in pods if pod_phase(p) in ("Pending", "Running"))
-    return restarts > 0 if step.backoff_limit == 0 else restarts >= step.backoff_limit
 
 
 def _run(
@@ -294,22 +268,15 @@ def _run(
         p for p in d.pods if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
     ]
     slots, _ = slot_pods(shape, current)
-    failed_steps: set[str] = set()
-    for step in resolved.steps:
-        pods = [
-            by_name[n] for _, _, n in ch.pod_slots(resolved, step) if n in by_name and n not in d.deleting
-        ]
-        newly_failed = [pod_name(p) for p in pods if pod_phase(p) == "Failed" and not terminating(p)]
-        if newly_failed:
-            failures[step.name] = failures.get(step.name, 0) + len(newly_failed)
-            d.delete(newly_failed)
-        if _step_failed(step, pods, failures.get(step.name, 0)):
-            failed_steps.add(step.name)
-    if failed_steps:
-        ordered = [s.name for s in resolved.steps if s.name in failed_steps]
+    every, _ = slot_pods(shape, d.pods)
+    judged = groupfailure.judge(shape, every, d.deleting, failures)
+    d.delete(judged.delete)
+    failures, failed_steps = judged.failures, set(judged.failed)
+    gang_policy = shape.failure.gang
+    if judged.failed and gang_policy is not None:
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
-        verdict = failurepolicy.decide(resolved.name, resolved.failure_policy, ordered, so_far)
+        verdict = gang_policy.decide(judged.failed, so_far)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         if verdict.restart:
             d.delete([pod_name(p) for p in d.live_pods()])
@@ -317,13 +284,13 @@ def _run(
             d.plan.restarts += 1
             new = {"restarts": restarts + 1, "countedRestarts": so_far + int(verdict.counts), "failures": {}}
             return trainprogress.restarted(new, d.now)
-        d.terminal(c.FAILED, verdict.reason, verdict.message)
+        d.terminal(FAILED, verdict.reason, verdict.message)
         return {**state, "restarts": restarts, "failures": failures}
     if shape.succeeded(phase_counts(shape, slots)):
-        d.terminal(c.COMPLETE, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
+        d.terminal(SUCCEEDED, c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED)
         d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
         return {"restarts": restarts, **counted, "failures": failures}
-    stalled = _stalled(d, resolved, state, attempt)
+    stalled = _stalled(d, resolved, shape, state, attempt)
     if stalled is not None:
         return stalled
     if gang is not False:

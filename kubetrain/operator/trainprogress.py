@@ -42,7 +42,7 @@ from kubetrain.operator.progressenv import (
     inject,
 )
 from kubetrain.operator.status import format_time
-from kubetrain.operator.trainstatus import condition
+from kubetrain.operator.statusprojection import condition
 
 Obj = dict[str, Any]
 REASON = stall.REASON
@@ -156,31 +156,23 @@ def decide(
     state: Mapping[str, Any],
     pods: Sequence[Mapping[str, Any]],
     now: datetime,
-    failure_policy: Mapping[str, Any] | None,
+    max_restarts: int,
 ) -> StallDecision:
-    """What a stall does to the TrainJob (`state`: the run's record, its restarts so far)."""
+    """What a stall does to the TrainJob (`state`: the run's record, its restarts so far;
+    `max_restarts`: its failure policy's, 0 without one)."""
     verdict = check(trainjob, state, pods, now)
     if not verdict.stalled:
         return StallDecision(None, due=verdict.due)
     restarts = int(state.get("restarts") or 0)
     so_far = int(state.get("countedRestarts", restarts) or 0)
-    if not may_restart(failure_policy, so_far):
+    if so_far >= max_restarts:  # a stall restart is JobSet's RestartJobSet: it counts
         return StallDecision(dict(state), message=verdict.message)
     new = {"restarts": restarts + 1, "countedRestarts": so_far + 1, "failures": {}}
-    limit = (failure_policy or {}).get("maxRestarts")
     message = (
         f"{verdict.message} Restarting every pod as attempt {restarts + 1} "
-        f"(restart {so_far + 1} of maxRestarts {limit})."
+        f"(restart {so_far + 1} of maxRestarts {max_restarts})."
     )
     return StallDecision(restarted(new, now), restart=True, message=message)
-
-
-def may_restart(failure_policy: Mapping[str, Any] | None, counted_restarts: int) -> bool:
-    """A stall restart is JobSet's RestartJobSet: it counts towards `maxRestarts` (none: 0)."""
-    limit = (failure_policy or {}).get("maxRestarts")
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        limit = 0
-    return counted_restarts < limit
 
 
 def restarted(state: Mapping[str, Any], now: datetime) -> Obj:

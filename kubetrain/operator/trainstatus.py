@@ -1,6 +1,6 @@
-"""A TrainJob's status as Trainer writes it: metav1.Conditions (type, status, reason, message,
-lastTransitionTime — changed only with the status), `jobsStatus` per step, and the reconcile
-draft that writes them (`TrainJobDraft`). Pure."""
+"""A TrainJob's reconcile draft (`TrainJobDraft`), writing its status through Trainer's status
+projection (`statusprojection.TRAINER`: metav1.Conditions), and its `jobsStatus` per step.
+Pure."""
 
 from __future__ import annotations
 
@@ -9,54 +9,15 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.shape import SUCCEEDED
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.pods import pod_name, pod_phase, pod_ready
 from kubetrain.operator.runpolicy import is_active_pod
-from kubetrain.operator.status import format_time
+from kubetrain.operator.statusprojection import TRAINER
 
 Obj = dict[str, Any]
-
-
-def condition(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in status.get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == ctype:
-            return cond
-    return None
-
-
-def is_true(status: Mapping[str, Any], ctype: str) -> bool:
-    cond = condition(status, ctype)
-    return cond is not None and cond.get("status") == "True"
-
-
-def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
-    """A metav1.Condition: lastTransitionTime changes only with the status."""
-    conditions = [x for x in status.get("conditions") or [] if isinstance(x, dict)]
-    new_status = "True" if value else "False"
-    for i, cond in enumerate(conditions):
-        if cond.get("type") == ctype:
-            moved = cond.get("status") != new_status
-            conditions[i] = {
-                "type": ctype,
-                "status": new_status,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": format_time(now) if moved else cond.get("lastTransitionTime"),
-            }
-            status["conditions"] = conditions
-            return
-    conditions.append(
-        {
-            "type": ctype,
-            "status": new_status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": format_time(now),
-        }
-    )
-    status["conditions"] = conditions
 
 
 class TrainJobDraft(Draft):
@@ -67,11 +28,13 @@ class TrainJobDraft(Draft):
     ) -> None:
         super().__init__(job, observed, now, config)
         self.name = str((job.get("metadata") or {}).get("name", ""))
+        self.title = f"{c.TRAINJOB} {self.name}"
         self.spec: Mapping[str, Any] = job.get("spec") or {}
 
-    def terminal(self, ctype: str, reason: str, message: str) -> None:
-        set_condition(self.status, ctype, True, reason, message, self.now)
-        self.event("Normal" if ctype == c.COMPLETE else "Warning", reason, message)
+    def terminal(self, outcome: str, reason: str, message: str) -> None:
+        """The TrainJob finished (`SUCCEEDED` / `FAILED`): its live pods still running deleted."""
+        TRAINER.set_finished(self.status, outcome, reason, message, self.now)
+        self.event("Normal" if outcome == SUCCEEDED else "Warning", reason, message)
         self.delete_active()
 
     def finish(self) -> Plan:

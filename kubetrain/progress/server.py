@@ -39,7 +39,7 @@ from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.resources import TOKEN_REVIEWS, ResourceRef
-from kubetrain.progress import authz, gauges
+from kubetrain.progress import authz
 from kubetrain.progress.coalesce import Coalescer
 from kubetrain.progress.lookup import Lookup, Routes
 from kubetrain.progress.reviews import ReviewCache
@@ -329,7 +329,6 @@ class ProgressServer:
             return
         first = target.first and not self.coalescer.written(key)
         self.coalescer.result(key, True)
-        gauges.observe(target.ref.kind, target.namespace, target.name, report)
         if first:
             percent = report.get("progressPercentage")
             detail = f" ({percent}%)" if percent is not None else ""

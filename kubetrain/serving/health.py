@@ -119,7 +119,7 @@ class HealthServer:
     ) -> None:
         self.host = host
         self.unix_path = unix_path
-        self._peers: Callable[[], list[str]] = list
+        self._peers: list[Callable[[], list[str]]] = []
         self.tls = tls
         self.auth = auth
         self._on_stop = list(on_stop or [])
@@ -139,19 +139,31 @@ class HealthServer:
         self._readiness.pop(name, None)
 
     def add_metrics_peers(self, paths: Callable[[], list[str]]) -> None:
-        """/metrics adds what the HealthServers on these Unix sockets count (read per scrape)."""
-        self._peers = paths
+        """/metrics adds what the HealthServers on these Unix sockets count (read per scrape);
+        each call adds a source (webhook workers, the status-server child)."""
+        self._peers.append(paths)
 
-    async def _peer_text(self, path: str) -> str | None:
+    def peers_ready(self, paths: Callable[[], list[str]], count: int) -> Check:
+        """A readiness check: `count` HealthServers on these Unix sockets answer /readyz 200
+        (a child process that runs but does not serve yet is not ready)."""
+
+        async def check() -> bool:
+            found = paths()
+            answers = await asyncio.gather(*(self._peer_text(p, "/readyz") for p in found))
+            return len(found) >= count and all(a is not None for a in answers)
+
+        return check
+
+    async def _peer_text(self, path: str, url_path: str = "/metrics") -> str | None:
         try:
             timeout = aiohttp.ClientTimeout(total=PEER_TIMEOUT)
             async with (
                 aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path), timeout=timeout) as session,
-                session.get("http://localhost/metrics") as resp,
+                session.get(f"http://localhost{url_path}") as resp,
             ):
                 return await resp.text() if resp.status == 200 else None
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            log.debug("metrics of %s not read: %s", path, exc)  # e.g. a worker restarting
+            log.debug("%s of %s not read: %s", url_path, path, exc)  # e.g. a worker restarting
             return None
 
     def add_liveness_check(self, name: str, fn: Check) -> None:
@@ -178,7 +190,7 @@ class HealthServer:
                     status=verdict.code, text=json.dumps(verdict.body), content_type="application/json"
                 )
         registry = self.registry
-        peers = self._peers()
+        peers = [path for source in self._peers for path in source()]
         if peers:
             texts = await asyncio.gather(*(self._peer_text(p) for p in peers))
             registry = MergedRegistry(self.registry, [t for t in texts if t is not None])

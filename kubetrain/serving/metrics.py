@@ -27,7 +27,7 @@ applications are not affected by whatever else registers into prometheus_client'
 denial). The series of a namespace are removed when the namespace is deleted
 (`forget_namespace`, called from the webhook's Namespace watch); a job's progress series
 (`kubetrain_job_*`) when the job is deleted (`forget_job`, called from the controller's job
-watch; kubetrain.progress.gauges registers what it exported with `on_forget_job`).
+watch; kubetrain.operator.progressgauges registers what it exported with `on_forget_job`).
 """
 
 from __future__ import annotations

@@ -24,22 +24,18 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from dashboards import grant_role, rbac_dashboard
 from jobs import job
 
 from kubetrain.api.labels import LABEL_JOB_NAME
 from kubetrain.dashboard.server import DashboardServer
-from kubetrain.dashboard.views.kinds import served_kinds
-from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.kube.asuser import anonymous_client
-from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(
     os.environ.get("KUBETRAIN_DASHBOARD_SHOTS") or tempfile.mkdtemp(prefix="dashboard-shots-")
 ).resolve()
-ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
-ROLE_BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
-SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
 
 if not os.path.exists(CHROMIUM):
     pytest.skip(
@@ -84,7 +80,6 @@ async def build_scene(stack: DevStack) -> str:
     kube = stack.kube
     for ns in ("team-a", "team-b"):
         await kube.create(NAMESPACES, {"metadata": {"name": ns}})
-    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "alice"}}, namespace="team-a")
     rules = [
         {
             "apiGroups": ["kubetrain.io"],
@@ -93,13 +88,7 @@ async def build_scene(stack: DevStack) -> str:
         },
         {"apiGroups": [""], "resources": ["pods", "pods/log", "events"], "verbs": ["get", "list", "watch"]},
     ]
-    await kube.create(ROLES, {"metadata": {"name": "jobs"}, "rules": rules}, namespace="team-a")
-    binding = {
-        "metadata": {"name": "alice"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs"},
-        "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team-a"}],
-    }
-    await kube.create(ROLE_BINDINGS, binding, namespace="team-a")
+    alice = await grant_role(stack, "team-a", "alice", "jobs", rules)
     await stack.apply(
         job(
             "PyTorchJob",
@@ -152,7 +141,7 @@ async def build_scene(stack: DevStack) -> str:
 
     await until(recreated)
     await report_progress(stack, "team-a", "mnist-ddp")
-    return stack.cluster.add_service_account_token("team-a", "alice")
+    return alice
 
 
 async def report_progress(stack: DevStack, namespace: str, name: str) -> None:
@@ -175,18 +164,8 @@ async def report_progress(stack: DevStack, namespace: str, name: str) -> None:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def scene() -> AsyncIterator[Scene]:
-    stack = DevStack(DevStackOptions(authorization="RBAC"))
-    await stack.start()
-    user_base = await anonymous_client(stack.cluster.kubeconfig_path)
-    server = DashboardServer(stack.kube, user_base, served_kinds(["kubetrain.io"]), port=0)
-    try:
-        await server.start()
-        alice = await build_scene(stack)
-        yield Scene(stack, server, alice)
-    finally:
-        await server.stop()
-        await user_base.close()
-        await stack.stop()
+    async with rbac_dashboard() as (stack, server):
+        yield Scene(stack, server, await build_scene(stack))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -9,37 +9,25 @@ are deleted after the TTL, and a TrainingPolicy tenancy quota refuses a tenant's
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
+import kubedl_examples
 import pytest
 from e2e import scenarios_support as support
+from kubedl_examples import example_job
 
-from kubetrain.api.manifests import load_all
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import PODS, SERVICES, TRAINING_POLICIES, job_resources_in
 
 pytestmark = support.E2E
 E2E_API_GROUPS = ("kubetrain.io", "training.kubedl.io")  # what the operator serves (the `cluster` fixture)
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "kubedl" / "example"
-RUNNABLE = [
-    "tf/tf_job_mnist.yaml",
-    "tf/tf_job_mnist_distributed_simple.yaml",
-    "pytorch/pytorch_job_mnist_mpi.yaml",
-    "xgboost/xgboostjob_v1alpha1_iris_train.yaml",
-]
+RUNNABLE = [name for name in kubedl_examples.RUNNABLE if name != kubedl_examples.HOST_PATH]
 REFUSED = {
     "tf/tf_job_mnist_modelversion.yaml": "spec.modelVersion: Forbidden",
     "tf/tf_job_mnist_cache.yaml": "spec.cacheBackend: Forbidden",
 }
 REFS = {ref.kind: ref for ref in job_resources_in(["training.kubedl.io"]).values()}
-
-
-def job_of(name: str, namespace: str) -> dict[str, Any]:
-    (job,) = [d for d in load_all((DATA / name).read_text()) if str(d.get("kind", "")).endswith("Job")]
-    job["metadata"]["namespace"] = namespace
-    return job
 
 
 def _true(job: dict[str, Any], ctype: str) -> bool:
@@ -49,7 +37,7 @@ def _true(job: dict[str, Any], ctype: str) -> bool:
 
 @pytest.mark.parametrize("name", RUNNABLE)
 async def test_kubedl_example_runs_to_succeeded(cluster: Any, name: str) -> None:
-    job = job_of(name, cluster.namespace)
+    job = example_job(name, cluster.namespace)
     ref = REFS[job["kind"]]
     created = await cluster.client.create(ref, job)
     assert created["apiVersion"] == "training.kubedl.io/v1alpha1"
@@ -77,7 +65,7 @@ async def test_kubedl_example_runs_to_succeeded(cluster: Any, name: str) -> None
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 async def test_unsupported_kubedl_fields_are_refused(cluster: Any, name: str) -> None:
-    job = job_of(name, cluster.namespace)
+    job = example_job(name, cluster.namespace)
     job["metadata"]["name"] += "-refused"
     with pytest.raises(ApiError) as refused:
         await cluster.client.create(REFS[job["kind"]], job)
@@ -93,7 +81,7 @@ def with_annotation(job: dict[str, Any], suffix: str, key: str, value: dict[str,
 async def test_code_sync_puts_the_fetch_and_the_shared_volume_in_every_replica(cluster: Any) -> None:
     config = {"source": "https://github.com/kubedl-io/examples.git", "branch": "main"}
     job = with_annotation(
-        job_of("tf/tf_job_mnist_distributed_simple.yaml", cluster.namespace),
+        example_job("tf/tf_job_mnist_distributed_simple.yaml", cluster.namespace),
         "-sync",
         "kubedl.io/git-sync-config",
         config,
@@ -115,7 +103,7 @@ async def test_code_sync_puts_the_fetch_and_the_shared_volume_in_every_replica(c
 async def test_tensorboard_pod_and_service_are_gone_after_the_ttl(cluster: Any) -> None:
     config = {"logDir": "/train/logs", "ttlSecondsAfterJobFinished": 3}
     job = with_annotation(
-        job_of("tf/tf_job_mnist.yaml", cluster.namespace), "-tb", "kubedl.io/tensorboard-config", config
+        example_job("tf/tf_job_mnist.yaml", cluster.namespace), "-tb", "kubedl.io/tensorboard-config", config
     )
     created = await cluster.client.create(REFS["TFJob"], job)
     name, ns = created["metadata"]["name"], cluster.namespace
@@ -162,8 +150,8 @@ async def test_a_tenancy_quota_refuses_the_tenants_over_quota_job(cluster: Any) 
     }
     await cluster.client.create(TRAINING_POLICIES, policy)
     tenancy = {"tenant": "vision", "user": "alice"}
-    first = with_annotation(job_of("tf/tf_job_mnist.yaml", ns), "-t1", "kubedl.io/tenancy", tenancy)
-    second = with_annotation(job_of("tf/tf_job_mnist.yaml", ns), "-t2", "kubedl.io/tenancy", tenancy)
+    first = with_annotation(example_job("tf/tf_job_mnist.yaml", ns), "-t1", "kubedl.io/tenancy", tenancy)
+    second = with_annotation(example_job("tf/tf_job_mnist.yaml", ns), "-t2", "kubedl.io/tenancy", tenancy)
     try:
         created = await cluster.client.create(REFS["TFJob"], first)
         assert created["metadata"]["labels"]["tenancy.kubetrain.io/tenant"] == "vision"

@@ -1,5 +1,6 @@
 """Issue 25's acceptance against the cluster named by $KUBECONFIG (devcluster in `scripts/check`,
-or a real kube-apiserver): `kubetrain run` serves the training-progress endpoint, and
+or a real kube-apiserver): `kubetrain run --status-server-process` (as the chart runs it)
+serves the training-progress endpoint from its `kubetrain status-server` child, and
 
 - the unmodified Kubeflow SDK function `update_trainjob_status`, run with a token bound to a
   job's pod (TokenRequest with `boundObjectRef` to the pod, for the audience the operator
@@ -20,7 +21,6 @@ import asyncio
 import json
 import os
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,12 @@ import aiohttp
 import pytest
 from e2e import scenarios_support as support
 from jobs import job
+from trainer_sdk import report_progress
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.kube.resources import CONFIG_MAPS, job_resource
 
-sdk_utils = pytest.importorskip(
+pytest.importorskip(
     "kubeflow.trainer.backends.kubernetes.utils", reason="kubeflow (a dev dependency) is not installed"
 )
 
@@ -50,20 +51,11 @@ def progress_flags(host: str) -> tuple[str, ...]:
         f"--status-server-port={STATUS_PORT}",
         f"--status-server-url=https://{url_host}:{STATUS_PORT}",
         "--status-server-interval=0.5",
+        "--status-server-process",  # as the chart runs it: the endpoint is `kubetrain status-server`
     )
 
 
 E2E_OPERATOR_ARGS = progress_flags  # the `cluster` fixture (conftest.py) runs the operator with these
-
-
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    def reset() -> None:  # the SDK throttles (5 s) and caches the token (300 s) per process
-        monkeypatch.setattr(sdk_utils, "_last_update_time", 0.0)
-        monkeypatch.setattr(sdk_utils, "_cached_token", None)
-
-    reset()
-    yield reset
 
 
 def training_job(cluster: Any, name: str, **run_policy: Any) -> Obj:
@@ -128,13 +120,6 @@ async def sdk_env(cluster: Any, pod: Obj, token: str, url: str, tmp: Path) -> di
     return {ts.ENV_URL: url, ts.ENV_TOKEN: str(out / ts.TOKEN_FILE), ts.ENV_CA_CERT: str(out / ts.CA_FILE)}
 
 
-async def call_sdk(reset: Any, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **kwargs: Any) -> bool:
-    reset()
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    return bool(await asyncio.to_thread(sdk_utils.update_trainjob_status, **kwargs))
-
-
 def token_in(env: dict[str, str]) -> str:
     return Path(env[ts.ENV_TOKEN]).read_text()
 
@@ -163,7 +148,7 @@ def trainer_status(job: Obj) -> Obj:
 
 
 async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_column(
-    cluster: Any, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cluster: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pod = await running_pod(cluster, "reports")
     url = env_of(pod)[ts.ENV_URL]
@@ -171,8 +156,8 @@ async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_colu
     token = await pod_token(cluster, pod, audience_of(pod))
     env = await sdk_env(cluster, pod, token, url, tmp_path)
 
-    assert await call_sdk(
-        sdk, monkeypatch, env, progress_percent=40, estimated_remaining_seconds=600, metrics={"loss": 0.31}
+    assert await report_progress(
+        monkeypatch, env, progress_percent=40, estimated_remaining_seconds=600, metrics={"loss": 0.31}
     )
     job = await cluster.wait_job(
         "PyTorchJob",
@@ -187,7 +172,7 @@ async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_colu
     assert row["Progress"] == 40 and row["ETA"] == 600, row
 
     # A later report moves it again.
-    assert await call_sdk(sdk, monkeypatch, env, progress_percent=55, estimated_remaining_seconds=420)
+    assert await report_progress(monkeypatch, env, progress_percent=55, estimated_remaining_seconds=420)
     await cluster.wait_job(
         "PyTorchJob",
         "reports",
@@ -199,13 +184,13 @@ async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_colu
 
 
 async def test_a_token_bound_to_another_jobs_pod_is_refused_and_changes_nothing(
-    cluster: Any, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cluster: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pod = await running_pod(cluster, "victim")
     other = await running_pod(cluster, "intruder")
     url = env_of(pod)[ts.ENV_URL]
     own = await sdk_env(cluster, pod, await pod_token(cluster, pod, audience_of(pod)), url, tmp_path)
-    assert await call_sdk(sdk, monkeypatch, own, progress_percent=10)
+    assert await report_progress(monkeypatch, own, progress_percent=10)
     await cluster.wait_job(
         "PyTorchJob",
         "victim",
@@ -217,7 +202,7 @@ async def test_a_token_bound_to_another_jobs_pod_is_refused_and_changes_nothing(
     # job does not control) and with its own job's token: both refused.
     for audience in (audience_of(pod), audience_of(other)):
         stolen = await sdk_env(cluster, other, await pod_token(cluster, other, audience), url, tmp_path)
-        assert not await call_sdk(sdk, monkeypatch, stolen, progress_percent=99)
+        assert not await report_progress(monkeypatch, stolen, progress_percent=99)
         assert await post(stolen, {"trainerStatus": {"progressPercentage": 99}}) == 403
     await asyncio.sleep(2)  # four status-write intervals: a wrongly accepted report would be written
     job = await cluster.get_job("PyTorchJob", "victim")
@@ -228,7 +213,7 @@ async def test_a_token_bound_to_another_jobs_pod_is_refused_and_changes_nothing(
 
 
 async def test_a_job_that_goes_quiet_past_its_progress_deadline_is_stalled_and_restarted(
-    cluster: Any, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cluster: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     await cluster.create_job(training_job(cluster, "quiet", progressDeadlineSeconds=3, backoffLimit=2))
     pod = (await cluster.wait_pods("quiet", 1, running=True))[0]
@@ -236,7 +221,7 @@ async def test_a_job_that_goes_quiet_past_its_progress_deadline_is_stalled_and_r
     env = await sdk_env(
         cluster, pod, await pod_token(cluster, pod, audience_of(pod)), env_of(pod)[ts.ENV_URL], tmp_path
     )
-    assert await call_sdk(sdk, monkeypatch, env, progress_percent=30)
+    assert await report_progress(monkeypatch, env, progress_percent=30)
     await cluster.wait_job(
         "PyTorchJob",
         "quiet",

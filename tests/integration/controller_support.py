@@ -20,7 +20,7 @@ import inspect
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -212,6 +212,15 @@ class Harness:
 
     async def pod(self, namespace: str, name: str) -> Obj | None:
         return await self.get(PODS, namespace, name)
+
+    async def assert_ready_by(self, namespace: str, names: Sequence[str], when: str) -> None:
+        """Every pod of `names` exists and is Ready, and became Ready no later than `when` (an
+        RFC 3339 time, such as another pod's creationTimestamp)."""
+        for name in names:
+            pod = await self.pod(namespace, name)
+            assert pod is not None
+            ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
+            assert ready["status"] == "True" and ready["lastTransitionTime"] <= when
 
     async def running_pod(self, namespace: str, name: str, *, not_uid: str | None = None) -> Obj | None:
         """The pod `name` when it is Running and not terminating (and, with `not_uid`, is a

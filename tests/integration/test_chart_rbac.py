@@ -223,6 +223,8 @@ async def running_release(
         assert args.func is run.run
         args.kubeconfig = cluster.write_token_kubeconfig(str(tmp_path / "sa-kubeconfig"), token, NAMESPACE)
         args.metrics_port, args.webhook_port, args.webhook_host = metrics_port, webhook_port, "127.0.0.1"
+        if args.status_server_port:  # the child (`--status-server-process`) binds it on 0.0.0.0
+            args.status_server_port = free_port()
         args.cert_dir = str(tmp_path / "certs")  # the pod's emptyDir
         operator = asyncio.create_task(run.serve(args, stop), name="kubetrain run")
         scheme = "https" if "--metrics-secure" in container["args"] else "http"

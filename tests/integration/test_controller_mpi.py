@@ -98,12 +98,7 @@ async def test_wait_for_workers_ready_creates_the_launcher_after_the_workers(
         launcher = await h.pod(ns, "pi-launcher-0")
         if launcher is None:
             return False
-        created = launcher["metadata"]["creationTimestamp"]
-        for name in ("pi-worker-0", "pi-worker-1"):
-            pod = await h.pod(ns, name)
-            assert pod is not None
-            ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
-            assert ready["status"] == "True" and ready["lastTransitionTime"] <= created
+        await h.assert_ready_by(ns, ["pi-worker-0", "pi-worker-1"], launcher["metadata"]["creationTimestamp"])
         return True
 
     await eventually(launcher_after_ready_workers, what="the launcher, once both workers are Ready")

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+from dashboards import ROLE_BINDINGS, SERVICE_ACCOUNTS, grant_role, rbac_dashboard
 from jobs import job
 
 from kubetrain.api.labels import LABEL_JOB_NAME
@@ -21,16 +22,12 @@ from kubetrain.dashboard import pages
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dashboard.web import DashboardConfig
-from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.kube.asuser import anonymous_client
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import NAMESPACES, PODS, ResourceRef, job_resource
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PYTORCH = job_resource("PyTorchJob")
-ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
-ROLE_BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
-SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
 
 
 class Env:
@@ -69,49 +66,27 @@ class Env:
 
 
 async def grant_alice(stack: DevStack) -> str:
-    kube = stack.kube
     for ns in ("team-a", "team-b"):
-        await kube.create(NAMESPACES, {"metadata": {"name": ns}})
-    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "alice"}}, namespace="team-a")
-    role = {
-        "metadata": {"name": "jobs"},
-        "rules": [
-            {
-                "apiGroups": ["kubetrain.io"],
-                "resources": ["pytorchjobs"],
-                "verbs": ["get", "list", "watch", "patch", "delete", "create"],
-            },
-            {
-                "apiGroups": [""],
-                "resources": ["pods", "pods/log", "events"],
-                "verbs": ["get", "list", "watch"],
-            },
-        ],
-    }
-    await kube.create(ROLES, role, namespace="team-a")
-    binding = {
-        "metadata": {"name": "alice-jobs"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs"},
-        "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": "team-a"}],
-    }
-    await kube.create(ROLE_BINDINGS, binding, namespace="team-a")
-    return stack.cluster.add_service_account_token("team-a", "alice")
+        await stack.kube.create(NAMESPACES, {"metadata": {"name": ns}})
+    rules = [
+        {
+            "apiGroups": ["kubetrain.io"],
+            "resources": ["pytorchjobs"],
+            "verbs": ["get", "list", "watch", "patch", "delete", "create"],
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["pods", "pods/log", "events"],
+            "verbs": ["get", "list", "watch"],
+        },
+    ]
+    return await grant_role(stack, "team-a", "alice", "jobs", rules)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[Env]:
-    stack = DevStack(DevStackOptions(authorization="RBAC"))
-    await stack.start()
-    user_base = await anonymous_client(stack.cluster.kubeconfig_path)
-    server = DashboardServer(stack.kube, user_base, served_kinds(["kubetrain.io"]), port=0)
-    try:
-        alice = await grant_alice(stack)
-        await server.start()
-        yield Env(stack, server, alice)
-    finally:
-        await server.stop()
-        await user_base.close()
-        await stack.stop()
+    async with rbac_dashboard() as (stack, server):
+        yield Env(stack, server, await grant_alice(stack))
 
 
 async def until(predicate: Any, seconds: float = 10.0) -> None:
@@ -353,20 +328,9 @@ async def test_proxy_mode_acts_as_the_forwarded_user_by_impersonation(env: Env, 
 
 
 async def test_pods_and_logs_follow_the_users_rights(env: Env) -> None:
-    kube, cluster = env.stack.kube, env.stack.cluster
-    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "carol"}}, namespace="team-a")
-    role = {
-        "metadata": {"name": "jobs-only"},
-        "rules": [{"apiGroups": ["kubetrain.io"], "resources": ["pytorchjobs"], "verbs": ["get", "list"]}],
-    }
-    await kube.create(ROLES, role, namespace="team-a")
-    binding = {
-        "metadata": {"name": "carol"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobs-only"},
-        "subjects": [{"kind": "ServiceAccount", "name": "carol", "namespace": "team-a"}],
-    }
-    await kube.create(ROLE_BINDINGS, binding, namespace="team-a")
-    carol = cluster.add_service_account_token("team-a", "carol")
+    kube = env.stack.kube
+    rules = [{"apiGroups": ["kubetrain.io"], "resources": ["pytorchjobs"], "verbs": ["get", "list"]}]
+    carol = await grant_role(env.stack, "team-a", "carol", "jobs-only", rules)
     await create(env, job("PyTorchJob", "watched", {"Master": 1}, namespace="team-a"))
 
     async def running() -> bool:

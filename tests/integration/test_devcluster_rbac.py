@@ -30,13 +30,11 @@ def devcluster_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def admin(devcluster: DevCluster) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(devcluster.kubeconfig_path)
+async def admin(kube: KubeClient) -> KubeClient:
     for ns in ("ops", "other"):
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "bot"}}, namespace="ops")
-    yield client
-    await client.close()
+        await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "bot"}}, namespace="ops")
+    return kube
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ requester's own user info, after impersonation; any authenticated user may ask, 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,8 @@ def devcluster_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def admin(devcluster: DevCluster) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(devcluster.kubeconfig_path)
-    yield client
-    await client.close()
+def admin(kube: KubeClient) -> KubeClient:
+    return kube
 
 
 async def test_the_answer_is_who_the_request_authenticated_as(

@@ -55,12 +55,7 @@ async def test_wait_for_workers_ready_mpijob_starts_under_gang_scheduling(gang: 
             return pod if pod is not None and pod["spec"].get("nodeName") else None
 
         launcher = await eventually(launcher_bound, what="the launcher, bound by the gang scheduler")
-        created = launcher["metadata"]["creationTimestamp"]
-        for name in ("pi-worker-0", "pi-worker-1"):
-            worker = await h.pod(ns, name)
-            assert worker is not None
-            ready = next(c for c in worker["status"]["conditions"] if c["type"] == "Ready")
-            assert ready["status"] == "True" and ready["lastTransitionTime"] <= created
+        await h.assert_ready_by(ns, ["pi-worker-0", "pi-worker-1"], launcher["metadata"]["creationTimestamp"])
         # Every pod went through the gang scheduler: the Workers as one gang, then the Launcher.
         bound = [p for ns_, p, _ in s.gang_simulator.bindings if ns_ == ns]
         assert sorted(bound[:2]) == ["pi-worker-0", "pi-worker-1"] and bound[2:] == ["pi-launcher-0"]

@@ -14,7 +14,7 @@ from kubetrain.cli import build_parser
 from kubetrain.commands.dev import dev
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.gang.simulator import pod_requests
-from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.client import KubeClient
 from kubetrain.kube.resources import PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef
 
 from .controller_support import Harness, condition, eventually, is_true, job_manifest, running_stack
@@ -75,15 +75,6 @@ def unschedulable(group: Obj | None) -> Obj | None:
         if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
             return dict(cond)
     return None
-
-
-async def get(h: Harness, ref: ResourceRef, ns: str, name: str) -> Obj | None:
-    try:
-        return await h.kube.get(ref, ns, name)
-    except ApiError as err:
-        if err.is_not_found:
-            return None
-        raise
 
 
 async def test_volcano_job_goes_through_podgroup_phases_to_succeeded() -> None:
@@ -195,7 +186,7 @@ async def test_gang_that_does_not_fit_stays_pending_while_a_smaller_one_runs() -
         small = gang_job("small", {"Master": 1, "Worker": 1}, {"limits": {"nvidia.com/gpu": "4"}})
         await h.create_job(small, ns)
         await h.wait_condition("PyTorchJob", ns, "small", "Succeeded")
-        assert ((await get(h, VOLCANO_PODGROUPS, ns, "big")) or {})["status"]["phase"] == "Pending"
+        assert ((await h.get(VOLCANO_PODGROUPS, ns, "big")) or {})["status"]["phase"] == "Pending"
         assert await h.pods(ns, "big") == []
         assert not [b for b in s.gang_simulator.bindings if b[1].startswith("big-")]  # type: ignore[union-attr]
 
@@ -259,7 +250,7 @@ async def test_kubetrain_dev_without_podgroup_crd_reports_the_missing_api() -> N
 
 
 async def _phase_is(h: Harness, ns: str, name: str, phase: str, running: int | None = None) -> Obj | None:
-    group = await get(h, VOLCANO_PODGROUPS, ns, name)
+    group = await h.get(VOLCANO_PODGROUPS, ns, name)
     status = (group or {}).get("status") or {}
     if status.get("phase") != phase or (running is not None and status.get("running") != running):
         return None
@@ -267,9 +258,9 @@ async def _phase_is(h: Harness, ns: str, name: str, phase: str, running: int | N
 
 
 async def _unschedulable_with(h: Harness, ns: str, name: str, text: str) -> Obj | None:
-    cond = unschedulable(await get(h, VOLCANO_PODGROUPS, ns, name))
+    cond = unschedulable(await h.get(VOLCANO_PODGROUPS, ns, name))
     return cond if cond is not None and text in cond.get("message", "") else None
 
 
 async def _gone(h: Harness, ns: str, name: str) -> bool:
-    return await get(h, VOLCANO_PODGROUPS, ns, name) is None
+    return await h.get(VOLCANO_PODGROUPS, ns, name) is None

@@ -6,33 +6,20 @@ the webhook naming the field."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any
 
-from kubetrain.api.manifests import load_all
+from kubedl_examples import RUNNABLE, example_job
+
 from kubetrain.commands.dev import apply_manifest, job_ref
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS
 
 from .controller_support import eventually
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "kubedl" / "example"
-RUNNABLE = [
-    "tf/tf_job_mnist.yaml",
-    "tf/tf_job_mnist_distributed_simple.yaml",
-    "tf/tf_job_mnist_volume.yaml",
-    "pytorch/pytorch_job_mnist_mpi.yaml",
-    "xgboost/xgboostjob_v1alpha1_iris_train.yaml",
-]
 REFUSED = {
     "tf/tf_job_mnist_modelversion.yaml": "spec.modelVersion: Forbidden: not supported by kubetrain",
     "tf/tf_job_mnist_cache.yaml": "spec.cacheBackend: Forbidden: not supported by kubetrain",
 }
-
-
-def job_of(name: str) -> dict[str, Any]:
-    (job,) = [d for d in load_all((DATA / name).read_text()) if str(d.get("kind", "")).endswith("Job")]
-    return job
 
 
 def _condition(job: dict[str, Any], ctype: str) -> bool:
@@ -49,7 +36,7 @@ async def test_kubedl_examples_apply_unchanged_and_succeed() -> None:
         out = io.StringIO()
         created = []
         for name in RUNNABLE:
-            manifest = job_of(name)
+            manifest = example_job(name)
             result = await apply_manifest(stack, manifest, out)
             assert result is not None, f"{name}: {out.getvalue()}"
             assert result["apiVersion"] == "training.kubedl.io/v1alpha1"
@@ -77,7 +64,7 @@ async def test_kubedl_examples_apply_unchanged_and_succeed() -> None:
         assert {"mnist", "pytorch-dist-sendrecv-example"} <= names
         for name, message in REFUSED.items():
             out = io.StringIO()
-            manifest = job_of(name)
+            manifest = example_job(name)
             manifest["metadata"]["namespace"] = "refused"  # tf_job_mnist_volume.yaml has the same name
             assert await apply_manifest(stack, manifest, out) is None
             assert message in out.getvalue(), out.getvalue()

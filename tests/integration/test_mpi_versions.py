@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import yaml
+from kubectl import KUBECTL, run_kubectl
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
@@ -34,7 +33,6 @@ V1_EXAMPLES = DATA / "training-operator-mpi" / "examples" / "mpi"
 V2_EXAMPLES = DATA / "mpi-operator" / "examples" / "v2beta1"
 V1 = ResourceRef("kubeflow.org", "v1", "mpijobs", "MPIJob", True)
 V2 = ResourceRef("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", True)
-KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -44,20 +42,7 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
 
 
 async def kubectl(stack: DevStack, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    assert KUBECTL is not None
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        stack.cluster.kubeconfig_path,
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_kubectl(stack.cluster.kubeconfig_path, *args, stdin=stdin)
 
 
 def read(path: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from admission import training_policy
 from jobs import job, replica
 
 from kubetrain.certs.generate import generate_bundle
@@ -40,15 +41,6 @@ PYTORCHJOBS = job_resource("PyTorchJob")
 Obj = dict[str, Any]
 
 
-def policy(name: str, team: str, **spec: Any) -> Obj:
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TrainingPolicy",
-        "metadata": {"name": name},
-        "spec": {"namespaceSelector": {"matchLabels": {"team": team}}, **spec},
-    }
-
-
 def ptjob(name: str, workers: int, gpus: int = 8) -> Obj:
     def rep(n: int, g: int) -> Obj:
         gpu = {"limits": {"nvidia.com/gpu": g}} if g else None
@@ -58,7 +50,7 @@ def ptjob(name: str, workers: int, gpus: int = 8) -> Obj:
 
 
 POLICIES = [
-    policy(
+    training_policy(
         "vision-defaults",
         "vision",
         defaults={
@@ -66,9 +58,11 @@ POLICIES = [
             "labels": {"team": "vision"},
         },
     ),
-    policy("vision-quota", "vision", limits={"maxTotalResources": {"nvidia.com/gpu": 32}}),
-    policy("nlp-defaults", "nlp", defaults={"runPolicy": {"schedulingPolicy": {"queue": "nlp"}}}),
-    policy("nlp-quota", "nlp", limits={"maxTotalResources": {"nvidia.com/gpu": 16}}, enforcement="Warn"),
+    training_policy("vision-quota", "vision", limits={"maxTotalResources": {"nvidia.com/gpu": 32}}),
+    training_policy("nlp-defaults", "nlp", defaults={"runPolicy": {"schedulingPolicy": {"queue": "nlp"}}}),
+    training_policy(
+        "nlp-quota", "nlp", limits={"maxTotalResources": {"nvidia.com/gpu": 16}}, enforcement="Warn"
+    ),
 ]
 
 
@@ -153,7 +147,7 @@ async def test_invalid_policy_is_refused_and_valid_ones_report_status(
     stack: tuple[KubeClient, PolicyWatcher],
 ) -> None:
     client, _watcher = stack
-    bad = policy(
+    bad = training_policy(
         "bad", "vision", limits={"maxReplicasPerJob": -1, "allowedImages": ["registry.example.com/[x"]}
     )
     with pytest.raises(ApiError) as refused:
@@ -185,7 +179,7 @@ async def test_a_tenancy_quota_refuses_a_tenants_over_quota_job(
     stack: tuple[KubeClient, PolicyWatcher],
 ) -> None:
     client, watcher = stack
-    quota = policy(
+    quota = training_policy(
         "tenant-quota",
         "vision",
         jobSelector={"matchExpressions": [{"key": "tenancy.kubetrain.io/tenant", "operator": "Exists"}]},

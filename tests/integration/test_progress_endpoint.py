@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import pytest_asyncio
+from trainer_sdk import report_progress
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.dev.stack import DevStack
@@ -43,19 +44,6 @@ def h(env: tuple[DevStack, Harness]) -> Harness:
     return env[1]
 
 
-@pytest.fixture
-def sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from kubeflow.trainer.backends.kubernetes import utils
-
-    def reset() -> None:  # the SDK throttles (5 s) and caches the token (300 s) per process
-        monkeypatch.setattr(utils, "_last_update_time", 0.0)
-        monkeypatch.setattr(utils, "_cached_token", None)
-
-    reset()
-    utils.reset_for_test = reset  # type: ignore[attr-defined]
-    yield utils
-
-
 async def start_job(
     h: Harness, name: str, workers: int = 1, annotations: dict[str, str] | None = None
 ) -> str:
@@ -81,13 +69,6 @@ async def pod_files(h: Harness, ns: str, pod: str, tmp: Path) -> dict[str, str]:
         ts.ENV_TOKEN: str(out / ts.TOKEN_FILE),
         ts.ENV_CA_CERT: str(out / ts.CA_FILE),
     }
-
-
-async def report(sdk: Any, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **kwargs: Any) -> bool:
-    sdk.reset_for_test()
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return bool(await asyncio.to_thread(sdk.update_trainjob_status, **kwargs))
 
 
 def token_of(env: dict[str, str]) -> str:
@@ -139,13 +120,13 @@ async def test_opted_out_job_gets_nothing(h: Harness) -> None:
 
 
 async def test_the_sdk_moves_the_status_and_another_jobs_pod_cannot(
-    h: Harness, sdk: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    h: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     ns = await start_job(h, "mnist")
     other_ns = await start_job(h, "other")
     env = await pod_files(h, ns, "mnist-worker-0", tmp_path)
-    assert await report(
-        sdk, monkeypatch, env, progress_percent=40, estimated_remaining_seconds=600, metrics={"loss": 0.31}
+    assert await report_progress(
+        monkeypatch, env, progress_percent=40, estimated_remaining_seconds=600, metrics={"loss": 0.31}
     )
 
     def stored(job: Obj) -> Any:
@@ -162,7 +143,7 @@ async def test_the_sdk_moves_the_status_and_another_jobs_pod_cannot(
     # A pod of another job, with its own valid token, aimed at this job: refused, nothing changes.
     thief = await pod_files(h, other_ns, "other-worker-0", tmp_path)
     stolen = {**thief, ts.ENV_URL: env[ts.ENV_URL]}
-    assert not await report(sdk, monkeypatch, stolen, progress_percent=99)
+    assert not await report_progress(monkeypatch, stolen, progress_percent=99)
     code, body = await post(stolen, {"trainerStatus": {"progressPercentage": 99}})
     assert code == 403 and body["reason"] == "Forbidden"
     # ...and the token of this job's pod is not valid for the other job either.

@@ -45,21 +45,19 @@ def devcluster_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def admin(devcluster: DevCluster) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(devcluster.kubeconfig_path)
-    await client.create(
+async def admin(kube: KubeClient) -> KubeClient:
+    await kube.create(
         NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}}
     )
-    await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "prometheus"}}, namespace="monitoring")
-    await client.create(
+    await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "prometheus"}}, namespace="monitoring")
+    await kube.create(
         CLUSTER_ROLES,
         {
             "metadata": {"name": "kubetrain-metrics-reader"},
             "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
         },
     )
-    yield client
-    await client.close()
+    return kube
 
 
 @pytest.fixture

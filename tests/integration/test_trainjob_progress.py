@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import pytest_asyncio
 import yaml
+from trainer_sdk import report_progress
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.dev.stack import DevStack
@@ -24,11 +25,10 @@ from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 from kubetrain.serving.metrics import REGISTRY
 
-from .controller_support import Harness, eventually, open_stack, pod_env
+from .controller_support import Harness, eventually, open_stack, pod_env, ticking
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-T = TypeVar("T")
 Obj = dict[str, Any]
 DATA = Path(__file__).resolve().parents[1] / "data" / "trainer"
 START = datetime.now(UTC).replace(microsecond=0)
@@ -46,18 +46,6 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
         progress_interval=0.001,
     ):
         yield stack, h, clock
-
-
-async def ticking(clock: FakeClock, fn: Callable[[], Awaitable[T]]) -> T:
-    """Wait for an API-driven step while nudging the fake clock 1 ms per poll."""
-    task = asyncio.ensure_future(fn())
-    try:
-        while not task.done():
-            await clock.advance(0.001)
-            await asyncio.sleep(0.02)
-        return task.result()
-    finally:
-        task.cancel()
 
 
 def load(path: str) -> list[Obj]:
@@ -105,16 +93,6 @@ async def sdk_env(h: Harness, ns: str, pod: str, tmp: Path) -> dict[str, str]:
         ts.ENV_TOKEN: str(out / ts.TOKEN_FILE),
         ts.ENV_CA_CERT: str(out / ts.CA_FILE),
     }
-
-
-async def report(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], **kwargs: Any) -> bool:
-    from kubeflow.trainer.backends.kubernetes import utils
-
-    monkeypatch.setattr(utils, "_last_update_time", 0.0)  # the SDK throttles to one per 5 s
-    monkeypatch.setattr(utils, "_cached_token", None)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return bool(await asyncio.to_thread(utils.update_trainjob_status, **kwargs))
 
 
 def progress(percent: int) -> Callable[[Obj], bool]:
@@ -175,7 +153,7 @@ async def test_every_container_gets_trainers_env_and_the_sdk_moves_the_status(
     node = await h.pod(ns, f"{name}-node-0-0")
     assert node is not None and pod_env(node)[ts.ENV_URL] == url
     sdk = await sdk_env(h, ns, f"{name}-node-0-0", tmp_path)
-    assert await report(
+    assert await report_progress(
         monkeypatch, sdk, progress_percent=25, estimated_remaining_seconds=300, metrics={"loss": 1.5}
     )
     stored = await ticking(clock, lambda: wait_tj(h, ns, name, progress(25), "trainerStatus written"))
@@ -194,7 +172,7 @@ async def test_every_container_gets_trainers_env_and_the_sdk_moves_the_status(
     await h.kube.create(TRAINJOBS, trainjob("other"), namespace=ns)
     await ticking(clock, lambda: h.wait_pod_names(ns, "other", ["other-node-0-0", "other-node-0-1"]))
     thief = await sdk_env(h, ns, "other-node-0-0", tmp_path)
-    assert not await report(monkeypatch, {**thief, ts.ENV_URL: url}, progress_percent=99)
+    assert not await report_progress(monkeypatch, {**thief, ts.ENV_URL: url}, progress_percent=99)
     assert stack.progress is not None
     await stack.progress.flush()
     job_now = await h.get(TRAINJOBS, ns, name)
@@ -232,7 +210,7 @@ async def test_a_quiet_trainjob_restarts_as_a_gang_then_fails(
 
     await ticking(clock, lambda: eventually(lambda: running("0"), what="attempt 0 running"))
     sdk = await sdk_env(h, ns, "stuck-node-0-0", tmp_path)
-    assert await report(monkeypatch, sdk, progress_percent=30)
+    assert await report_progress(monkeypatch, sdk, progress_percent=30)
     await ticking(clock, lambda: wait_tj(h, ns, "stuck", progress(30), "30% stored"))
     await clock.advance(59)
     await asyncio.sleep(QUIET)
@@ -250,7 +228,7 @@ async def test_a_quiet_trainjob_restarts_as_a_gang_then_fails(
     assert len(await pods_of(h, ns, "stuck", "1")) == 2
     # It reports, then goes quiet again: maxRestarts (1) is used up, so it fails.
     sdk = await sdk_env(h, ns, "stuck-node-0-1", tmp_path)
-    assert await report(monkeypatch, sdk, progress_percent=40)
+    assert await report_progress(monkeypatch, sdk, progress_percent=40)
     await ticking(clock, lambda: wait_tj(h, ns, "stuck", progress(40), "40% stored"))
     await clock.advance(61)
     tj = await ticking(

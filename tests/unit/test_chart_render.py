@@ -465,6 +465,7 @@ def check_workload(docs: list[Manifest], values: dict[str, Any]) -> None:
     assert int(f["--webhook-port"] or 0) == ports["webhook"]
     assert int(f["--status-server-port"] or 0) == ports["status"] == 10443
     assert f["--status-server-url"] == f"https://{FULLNAME}-webhook.{NAMESPACE}.svc:10443"
+    assert "--status-server-process" in f  # reports never compete with admission for the CPU
     assert f["--gang-scheduler"] == values["gangScheduler"]
     if values["watchNamespaces"]:
         assert f["--namespaces"] == ",".join(values["watchNamespaces"])
@@ -1107,10 +1108,16 @@ def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -
     assert not any(g == "apps.kubedl.io" for g, *_ in default)
 
 
+def test_status_server_in_the_operators_process_on_request(chart: helm.Chart) -> None:
+    f = flags(render(chart, {"statusServer": {"separateProcess": False}}))
+    assert "--status-server-port" in f and "--status-server-process" not in f
+
+
 def test_status_server_off_removes_its_port_flags_and_grants(chart: helm.Chart) -> None:
     docs = render(chart, {"statusServer": {"enabled": False}})
     f = flags(docs)
     assert "--status-server-port" not in f and "--status-server-url" not in f
+    assert "--status-server-process" not in f
     assert "status" not in {p["name"] for p in container(docs)["ports"]}
     names = {d["metadata"]["name"] for d in of_kind(docs, "ClusterRole")}
     assert f"{FULLNAME}-status-auth" not in names

@@ -27,6 +27,24 @@ def life(i: int, *, failed: bool = False, restarted: bool = False) -> PodLife:
     )
 
 
+def failed_life(name: str, reason: str, message: str) -> PodLife:
+    """A pod of one attempt that ran from 1 s to 5 s and failed with exit code 1."""
+    return PodLife(
+        uid="u",
+        name=name,
+        replica_type="worker",
+        index=0,
+        attempt=0,
+        created=0.0,
+        started=1.0,
+        finished=5.0,
+        phase="Failed",
+        exit_code=1,
+        reason=reason,
+        message=message,
+    )
+
+
 def test_bars_of_a_state_are_one_path_per_chunk_and_full_chunks_are_lazy() -> None:
     lives = [life(i, failed=i % 10 == 0, restarted=i % 3 == 0) for i in range(120)]
     chart = timeline.gantt(lives, [], 100.0)
@@ -59,21 +77,15 @@ def test_each_rows_bars_and_title_lines_correspond_in_time_order() -> None:
 
 
 def test_a_long_message_stays_on_its_own_line() -> None:
-    dying = PodLife(
-        uid="u",
-        name="p",
-        replica_type="worker",
-        index=0,
-        attempt=0,
-        created=0.0,
-        started=1.0,
-        finished=5.0,
-        phase="Failed",
-        exit_code=1,
-        reason="Error",
-        message="line one\nline two",
-    )
+    dying = failed_life("p", "Error", "line one\nline two")
     html = ganttsvg.gantt_html(timeline.gantt([dying], [], 10.0))
     title = re.search(r"<title>([^<]*)</title>", html)
     assert title is not None and len(title.group(1).split("\n")) == 2  # pending, failed
     assert "line one line two" in title.group(1)
+
+
+def test_gantt_svg_escapes_every_text() -> None:
+    life = failed_life('p"><script>x</script>', "<b>Error</b>", "&amp;")
+    svg = ganttsvg.gantt_html(timeline.gantt([life], [], 10.0))
+    assert "<script>" not in svg and "<b>" not in svg
+    assert "&lt;script&gt;" in svg and "&lt;b&gt;Error&lt;/b&gt;" in svg and "&amp;amp;" in svg

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.dashboard.access import AccessCache, visible_rows
-from kubetrain.dashboard.views import ganttsvg, joblist, podhistory, timeline
+from kubetrain.dashboard.views import joblist
 from kubetrain.dashboard.views.auth import Credentials
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dashboard.watch import Change, Hub, slim_job
@@ -91,23 +91,3 @@ def test_the_cached_job_keeps_what_rows_read() -> None:
     assert slim["spec"] == {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}
     assert "annotations" not in slim["metadata"] and "managedFields" not in slim["metadata"]
     assert joblist.job_row(PT, slim).replicas == "Worker 0/3"
-
-
-def test_gantt_svg_escapes_every_text() -> None:
-    life = podhistory.PodLife(
-        uid="u",
-        name='p"><script>x</script>',
-        replica_type="worker",
-        index=0,
-        attempt=0,
-        created=0.0,
-        started=1.0,
-        finished=5.0,
-        phase="Failed",
-        exit_code=1,
-        reason="<b>Error</b>",
-        message="&amp;",
-    )
-    svg = ganttsvg.gantt_html(timeline.gantt([life], [], 10.0))
-    assert "<script>" not in svg and "<b>" not in svg
-    assert "&lt;script&gt;" in svg and "&lt;b&gt;Error&lt;/b&gt;" in svg and "&amp;amp;" in svg

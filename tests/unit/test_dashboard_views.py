@@ -199,27 +199,34 @@ def pod(
     }
 
 
+# j-worker-0's first run: started at T0 + 2, exit code 1 at T0 + 10
+FIRST_RUN = {"startedAt": iso_time(T0 + 2), "finishedAt": iso_time(T0 + 10), "exitCode": 1, "reason": "Error"}
+
+
+def oom_killed_on_restart() -> dict[str, Any]:
+    """j-worker-0 (uid u1) after FIRST_RUN: restarted in place at T0 + 11, OOMKilled at T0 + 20."""
+    return pod(
+        "j-worker-0",
+        "u1",
+        "Failed",
+        created=T0,
+        started=T0 + 11,
+        finished=T0 + 20,
+        exit_code=137,
+        reason="OOMKilled",
+        last=FIRST_RUN,
+        restarts=1,
+    )
+
+
 def test_history_keeps_a_deleted_pod_and_its_in_place_restarts() -> None:
     h = podhistory.PodHistory()
     h.observe(pod("j-worker-0", "u1", "Pending", created=T0), T0)
     h.observe(pod("j-worker-0", "u1", "Running", created=T0, started=T0 + 2), T0 + 2)
-    last = {"startedAt": iso_time(T0 + 2), "finishedAt": iso_time(T0 + 10), "exitCode": 1, "reason": "Error"}
-    h.observe(pod("j-worker-0", "u1", "Running", created=T0, started=T0 + 11, last=last, restarts=1), T0 + 11)
     h.observe(
-        pod(
-            "j-worker-0",
-            "u1",
-            "Failed",
-            created=T0,
-            started=T0 + 11,
-            finished=T0 + 20,
-            exit_code=137,
-            reason="OOMKilled",
-            last=last,
-            restarts=1,
-        ),
-        T0 + 20,
+        pod("j-worker-0", "u1", "Running", created=T0, started=T0 + 11, last=FIRST_RUN, restarts=1), T0 + 11
     )
+    h.observe(oom_killed_on_restart(), T0 + 20)
     h.deleted(
         pod("j-worker-0", "u1", "Failed", created=T0, started=T0 + 11, finished=T0 + 20, exit_code=137),
         T0 + 21,
@@ -263,21 +270,9 @@ def test_history_is_bounded_per_job_and_in_jobs() -> None:
 
 
 def test_each_restart_is_its_own_bar_with_exit_code_and_the_operators_reason() -> None:
-    last = {"startedAt": iso_time(T0 + 2), "finishedAt": iso_time(T0 + 10), "exitCode": 1, "reason": "Error"}
     lives = [
         podhistory.life_from_pod(
-            pod(
-                "j-worker-0",
-                "u1",
-                "Failed",
-                created=T0,
-                started=T0 + 11,
-                finished=T0 + 20,
-                exit_code=137,
-                reason="OOMKilled",
-                last=last,
-                restarts=1,
-            ),
+            oom_killed_on_restart(),
             None,
             T0 + 20,
         ),

@@ -23,17 +23,19 @@ def _rule(**overrides: Any) -> dict[str, Any]:
     return rule
 
 
+# A pod CREATE in namespace "team": the request the rules and webhooks below are matched against.
+POD_CREATE: dict[str, Any] = {
+    "operation": "CREATE",
+    "group": "",
+    "version": "v1",
+    "resource": "pods",
+    "subresource": "",
+    "namespace": "team",
+}
+
+
 def _match(rule: dict[str, Any], **request: Any) -> bool:
-    base: dict[str, Any] = {
-        "operation": "CREATE",
-        "group": "",
-        "version": "v1",
-        "resource": "pods",
-        "subresource": "",
-        "namespace": "team",
-    }
-    base.update(request)
-    return rule_matches(rule, **base)
+    return rule_matches(rule, **{**POD_CREATE, **request})
 
 
 @pytest.mark.parametrize(
@@ -96,19 +98,8 @@ def test_scope() -> None:
 
 
 def _applies(webhook: dict[str, Any], **request: Any) -> bool:
-    base: dict[str, Any] = {
-        "operation": "CREATE",
-        "group": "",
-        "version": "v1",
-        "resource": "pods",
-        "subresource": "",
-        "namespace": "team",
-        "obj": POD,
-        "old_obj": None,
-        "namespace_labels": {"tier": "gpu"},
-    }
-    base.update(request)
-    return webhook_applies(webhook, **base)
+    base: dict[str, Any] = {**POD_CREATE, "obj": POD, "old_obj": None, "namespace_labels": {"tier": "gpu"}}
+    return webhook_applies(webhook, **{**base, **request})
 
 
 def test_namespace_selector_uses_namespace_labels() -> None:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from serving import closed_within
 
 from kubetrain.serving.guard import ConnectionLimits
 from kubetrain.serving.health import HealthServer
@@ -30,31 +31,19 @@ async def health() -> AsyncIterator[HealthServer]:
     await server.stop()
 
 
-async def eof_within(reader: asyncio.StreamReader, seconds: float) -> bool:
-    try:
-        async with asyncio.timeout(seconds):
-            while await reader.read(65536):
-                pass
-    except TimeoutError:
-        return False
-    except ConnectionError:
-        pass
-    return True
-
-
 async def test_idle_partial_and_excess_connections_are_closed(health: HealthServer) -> None:
     idle_reader, idle = await asyncio.open_connection("127.0.0.1", health.port)
     partial_reader, partial = await asyncio.open_connection("127.0.0.1", health.port)
     partial.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
     extra = [await asyncio.open_connection("127.0.0.1", health.port) for _ in range(2)]
-    assert await eof_within(extra[-1][0], 1)  # the fourth connection: over max_connections
-    assert await eof_within(idle_reader, 3)
-    assert await eof_within(partial_reader, 3)
+    assert await closed_within(extra[-1][0], 1)  # the fourth connection: over max_connections
+    assert await closed_within(idle_reader, 3)
+    assert await closed_within(partial_reader, 3)
     # a connection that finished a request is closed after the idle timeout
     reader, writer = await asyncio.open_connection("127.0.0.1", health.port)
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
     assert (await reader.readline()).startswith(b"HTTP/1.1 200")
-    assert await eof_within(reader, 3)
+    assert await closed_within(reader, 3)
     for w in (idle, partial, writer, *(w for _, w in extra)):
         w.close()
 

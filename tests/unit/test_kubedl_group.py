@@ -5,10 +5,9 @@ naming them, and the CRDs take KubeDL's layout."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
-from typing import Any
 
 import pytest
+from kubedl_examples import EXAMPLES, RUNNABLE, example_job
 
 from kubetrain.api.manifests import load_all
 from kubetrain.commands.render import render_job
@@ -18,25 +17,10 @@ from kubetrain.jobs.kubedllayout import from_v1, to_v1
 from kubetrain.jobs.validation import validate_job
 from kubetrain.kube.resources import job_resources_in
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "kubedl" / "example"
-RUNNABLE = [
-    "tf/tf_job_mnist.yaml",
-    "tf/tf_job_mnist_distributed_simple.yaml",
-    "tf/tf_job_mnist_volume.yaml",
-    "pytorch/pytorch_job_mnist_mpi.yaml",
-    "xgboost/xgboostjob_v1alpha1_iris_train.yaml",
-]
-
-
-def load(name: str) -> dict[str, Any]:
-    jobs = [d for d in load_all((DATA / name).read_text()) if d.get("kind", "").endswith("Job")]
-    (job,) = jobs
-    return job
-
 
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_kubedl_example_is_valid_and_defaults_in_kubedl_layout(name: str) -> None:
-    job = load(name)
+    job = example_job(name)
     defaulted = default_job(job).obj
     assert validate_job(defaulted).errors == []
     assert defaulted["apiVersion"] == "training.kubedl.io/v1alpha1"
@@ -58,7 +42,7 @@ def test_kubedl_example_is_valid_and_defaults_in_kubedl_layout(name: str) -> Non
 
 
 def test_run_policy_fields_inline_are_applied() -> None:
-    job = load("tf/tf_job_mnist.yaml")
+    job = example_job("tf/tf_job_mnist.yaml")
     job["spec"].update(
         backoffLimit=2,
         ttlSecondsAfterFinished=60,
@@ -73,7 +57,7 @@ def test_run_policy_fields_inline_are_applied() -> None:
 
 
 def test_xgboost_container_keeps_kubedl_name_in_the_job_and_runs_as_xgboost() -> None:
-    job = load("xgboost/xgboostjob_v1alpha1_iris_train.yaml")
+    job = example_job("xgboost/xgboostjob_v1alpha1_iris_train.yaml")
     defaulted = default_job(job).obj
     names = {
         c["name"]
@@ -95,13 +79,13 @@ def test_xgboost_container_keeps_kubedl_name_in_the_job_and_runs_as_xgboost() ->
     ],
 )
 def test_unsupported_kubedl_fields_are_refused_naming_them(name: str, path: str, message: str) -> None:
-    errors = validate_job(default_job(load(name)).obj).errors
+    errors = validate_job(default_job(example_job(name)).obj).errors
     assert [e.path for e in errors] == [path]
     assert message in errors[0].message and errors[0].kind == "Forbidden"
 
 
 def test_cron_policy_and_numeric_priority_are_refused() -> None:
-    job = load("tf/tf_job_mnist.yaml")
+    job = example_job("tf/tf_job_mnist.yaml")
     job["spec"]["cronPolicy"] = {"schedule": "*/5 * * * *"}
     job["spec"]["schedulingPolicy"] = {"priority": 5}
     paths = [e.path for e in validate_job(default_job(job).obj).errors]
@@ -109,7 +93,7 @@ def test_cron_policy_and_numeric_priority_are_refused() -> None:
 
 
 def test_error_paths_name_kubedl_layout() -> None:
-    job = load("tf/tf_job_mnist.yaml")
+    job = example_job("tf/tf_job_mnist.yaml")
     job["spec"]["backoffLimit"] = -1
     errors = validate_job(default_job(job).obj).errors
     assert [e.path for e in errors] == ["spec.backoffLimit"]
@@ -118,12 +102,12 @@ def test_error_paths_name_kubedl_layout() -> None:
 def test_unserved_kubedl_kinds_are_refused() -> None:
     (job,) = [
         d
-        for d in load_all((DATA / "elasticdl/elasticdl_job_mnist.yaml").read_text())
+        for d in load_all((EXAMPLES / "elasticdl/elasticdl_job_mnist.yaml").read_text())
         if d["kind"] == "ElasticDLJob"
     ]
     errors = validate_job(job).errors
     assert errors and errors[0].path == "kind"
-    mxjob = copy.deepcopy(load("tf/tf_job_mnist.yaml"))
+    mxjob = copy.deepcopy(example_job("tf/tf_job_mnist.yaml"))
     mxjob["kind"] = "MXJob"
     assert any(e.path == "apiVersion" for e in validate_job(mxjob).errors)
 
@@ -147,7 +131,7 @@ def test_crds_and_resources_of_the_group() -> None:
 def test_migrate_rewrites_kubedl_layouts_as_kubetrain_v1() -> None:
     from kubetrain.jobs.migrate import migrate_job
 
-    result = migrate_job(load("xgboost/xgboostjob_v1alpha1_iris_train.yaml"))
+    result = migrate_job(example_job("xgboost/xgboostjob_v1alpha1_iris_train.yaml"))
     assert result.ok and result.obj is not None
     assert result.obj["apiVersion"] == "kubetrain.io/v1"
     names = {
@@ -157,13 +141,13 @@ def test_migrate_rewrites_kubedl_layouts_as_kubetrain_v1() -> None:
     }
     assert names == {"xgboost"}
     assert "containers named 'xgboostjob' (KubeDL's) → 'xgboost' (kubetrain's)" in result.changes
-    tf = migrate_job(load("tf/tf_job_mnist.yaml"), group="kubeflow.org")
+    tf = migrate_job(example_job("tf/tf_job_mnist.yaml"), group="kubeflow.org")
     assert tf.ok and tf.obj is not None and tf.obj["spec"]["runPolicy"] == {"cleanPodPolicy": "None"}
     assert tf.changes == [
         "apiVersion: training.kubedl.io/v1alpha1 → kubeflow.org/v1",
         "spec.cleanPodPolicy → spec.runPolicy.cleanPodPolicy",
     ]
-    old = load("xgboost/xgboostjob_v1alpha1_iris_train.yaml")
+    old = example_job("xgboost/xgboostjob_v1alpha1_iris_train.yaml")
     old["apiVersion"] = "xgboostjob.kubeflow.org/v1alpha1"  # KubeDL 0.1's group
     assert migrate_job(old).ok
 
@@ -171,7 +155,7 @@ def test_migrate_rewrites_kubedl_layouts_as_kubetrain_v1() -> None:
 def test_migrate_refuses_what_kubetrain_does_not_run() -> None:
     from kubetrain.jobs.migrate import migrate_job
 
-    result = migrate_job(load("tf/tf_job_mnist_modelversion.yaml"))
+    result = migrate_job(example_job("tf/tf_job_mnist_modelversion.yaml"))
     assert not result.ok
     assert result.refusals[0].startswith("spec.modelVersion: not supported by kubetrain")
 

@@ -14,6 +14,7 @@ from kubetrain.jobs.shape import COMPLETE, READY, DependsOn
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import trainjob_shape
 from kubetrain.operator.slots import dependencies_met, slot_pods
+from kubetrain.operator.statusprojection import TRAINER
 
 from .test_trainplan import RUNTIME, pod, trainjob
 from .test_trainplan_jobset_policies import names, plan, with_warmup
@@ -24,7 +25,7 @@ Obj = dict[str, Any]
 def shape_of(job: Obj, runtime: Obj) -> Any:
     resolved, errors = resolve(job, runtime)
     assert resolved is not None, errors
-    return trainjob_shape(job, resolved, runtime["spec"]["template"]["spec"])
+    return trainjob_shape(job, resolved, runtime["spec"]["template"]["spec"], TRAINER)
 
 
 def warmup_runtime(replicas: int = 1, **template_spec: Any) -> Obj:
@@ -135,3 +136,78 @@ def test_the_ttl_of_a_suspended_finished_trainjob_waits_as_every_kinds_does() ->
     job["spec"]["suspend"] = False
     p = plan_with(job, pods, [snapshot(job, runtime_with_ttl(0))], now=NOW + timedelta(days=1))
     assert p.delete_pods == ["tj-node-0-0"]
+
+
+def with_restarts(p: Obj, restarts: int) -> Obj:
+    p["status"]["containerStatuses"] = [{"name": "node", "restartCount": restarts}]
+    return p
+
+
+def test_the_failure_model_is_the_shapes_data() -> None:
+    from kubetrain.jobs.failuremodel import DEFAULT_JOB_BACKOFF_LIMIT
+
+    runtime = warmup_runtime()
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 0
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 3}
+    failure = shape_of(trainjob(nodes=2), runtime).failure
+    assert failure.backoff_limit("warmup") == 0
+    assert failure.backoff_limit("node") == RUNTIME["spec"]["template"]["spec"]["replicatedJobs"][0][
+        "template"
+    ]["spec"].get("backoffLimit", DEFAULT_JOB_BACKOFF_LIMIT)
+    assert failure.gang is not None and failure.gang.max_restarts == 3
+    verdict = failure.gang.decide(["warmup"], 0)
+    assert (verdict.restart, verdict.reason) == (True, "RestartJobSetFailurePolicyAction")
+    assert failure.gang.decide(["warmup"], 3).reason == "ReachedMaxRestarts"
+    # without a failurePolicy a failed replicated job fails the TrainJob
+    plain = shape_of(trainjob(nodes=2), warmup_runtime()).failure
+    assert plain.gang is not None and plain.gang.max_restarts == 0
+    assert plain.gang.decide(["node"], 0).reason == "FailedJobs"
+    # the v1 kinds keep the per-pod model (operator/restarts.py)
+    from .test_job_shape import job, replica
+    from .test_job_shape import shape_of as v1_shape_of
+
+    v1 = v1_shape_of(job("TFJob", {"Worker": replica("TFJob", 2)}))
+    assert v1.failure.gang is None and not v1.gang_counts_dependents
+
+
+def test_groups_fail_by_the_job_controllers_backoff_rule() -> None:
+    from kubetrain.operator.groupfailure import judge
+
+    runtime = warmup_runtime()
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjobs[0]["template"]["spec"]["backoffLimit"] = 1
+    rjobs[0]["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    rjobs[1]["template"]["spec"]["backoffLimit"] = 2
+    rjobs[1]["template"]["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    shape = shape_of(trainjob(nodes=2), runtime)
+    pods = [pod("tj-warmup-0-0", phase="Failed"), pod("tj-warmup-0-1"), pod("tj-node-0-0")]
+    first = judge(shape, slot_pods(shape, pods)[0], set(), {})
+    assert (first.delete, first.failures, first.failed) == (["tj-warmup-0-0"], {"warmup": 1}, [])
+    second = judge(shape, slot_pods(shape, pods)[0], set(), {"warmup": 1})
+    assert second.failed == ["warmup"]  # 2 failures > backoffLimit 1
+    # OnFailure: container restarts of live pods count too (2 >= backoffLimit 2)
+    restarted = [with_restarts(pod("tj-node-0-0"), 1), with_restarts(pod("tj-node-0-1"), 1)]
+    assert judge(shape, slot_pods(shape, restarted)[0], set(), {}).failed == ["node"]
+    # pods being deleted count for nothing
+    deleting = judge(shape, slot_pods(shape, restarted)[0], {"tj-node-0-1"}, {})
+    assert deleting.failed == []
+
+
+def test_the_trainjob_gang_counts_every_pod_and_its_podgroup_is_built_as_every_jobs() -> None:
+    from kubetrain.operator.jobchildren import build_pod_group
+
+    runtime = warmup_runtime()
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][1]["dependsOn"] = [
+        {"name": "warmup", "status": "Complete"}
+    ]
+    runtime["spec"]["podGroupPolicy"] = {"volcano": {"networkTopology": {"mode": "hard"}}}
+    shape = shape_of(trainjob(nodes=2), runtime)
+    assert shape.gang_counts_dependents and shape.gang_slots() == shape.slots()
+    group = build_pod_group(shape, "volcano")
+    assert group is not None
+    assert group["spec"]["minMember"] == 4  # the dependent node pods too
+    assert group["spec"]["networkTopology"] == {"mode": "hard"}
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {}}
+    cosched = build_pod_group(shape_of(trainjob(nodes=2), runtime), "scheduler-plugins")
+    assert cosched is not None and cosched["spec"]["scheduleTimeoutSeconds"] == 60

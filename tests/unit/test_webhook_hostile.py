@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 import time
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+from serving import closed_within
 from webhooks import client_context
 
 from kubetrain.certs.generate import CertificateBundle
@@ -133,18 +133,6 @@ async def test_deep_nesting_is_a_field_error_not_a_500(
 
 async def open_tls(server: WebhookServer, bundle: CertificateBundle) -> tuple[Any, Any]:
     return await asyncio.open_connection("127.0.0.1", server.port, ssl=client_context(bundle))
-
-
-async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
-    try:
-        async with asyncio.timeout(seconds):
-            while await reader.read(65536):
-                pass
-    except TimeoutError:
-        return False
-    except (ConnectionError, ssl.SSLError):
-        pass
-    return True
 
 
 async def test_idle_and_partial_header_connections_are_closed(

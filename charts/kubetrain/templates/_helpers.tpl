@@ -247,6 +247,9 @@ namespaceSelector:
 {{- if .Values.statusServer.enabled }}
 - --status-server-port={{ .Values.statusServer.port | int }}
 - --status-server-url=https://{{ include "kubetrain.webhookServiceName" . }}.{{ .Release.Namespace }}.svc:{{ .Values.statusServer.port | int }}
+{{- if .Values.statusServer.separateProcess }}
+- --status-server-process
+{{- end }}
 {{- end }}
 {{- if eq .Values.certificates.mode "selfManaged" }}
 - --cert-mode=self-managed

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.failuremodel import GangVerdict
 
 JOB_FAILURE_REASON = "BackoffLimitExceeded"
 JOB_FAILURE_MESSAGE = "Job has reached the specified backoff limit"
@@ -32,11 +33,20 @@ REASON_RESTART_IGNORING_MAX = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAct
 
 
 @dataclass(frozen=True)
-class FailureVerdict:
-    restart: bool  # True: restart every pod as a new attempt; False: the TrainJob fails
-    counts: bool  # the restart counts towards maxRestarts
-    reason: str  # the Failed condition's reason, or the restart event's
-    message: str
+class JobSetFailurePolicy:
+    """A TrainJob's `GangFailurePolicy` (`JobShape.failure.gang`): its runtime template's
+    `failurePolicy` (None: a failed replicated job fails the TrainJob) for the TrainJob `name`."""
+
+    name: str
+    policy: Mapping[str, Any] | None
+
+    @property
+    def max_restarts(self) -> int:
+        limit = (self.policy or {}).get("maxRestarts")
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) else 0
+
+    def decide(self, failed_groups: Sequence[str], counted_restarts: int) -> GangVerdict:
+        return decide(self.name, self.policy, failed_groups, counted_restarts)
 
 
 def _applies(rule: Mapping[str, Any], step: str) -> bool:
@@ -59,12 +69,12 @@ def _matches(pattern: object, text: str) -> bool:
 
 def decide(
     tj: str, policy: Mapping[str, Any] | None, failed_steps: Sequence[str], counted_restarts: int
-) -> FailureVerdict:
+) -> GangVerdict:
     """`failed_steps` in the runtime's step order; `counted_restarts`: restarts so far that count
     towards maxRestarts."""
     first = f"{tj}-{failed_steps[0]}-0"
     if policy is None:
-        return FailureVerdict(
+        return GangVerdict(
             False,
             False,
             c.REASON_FAILED_JOBS,
@@ -77,29 +87,27 @@ def decide(
             action, job = str(rule.get("action") or RESTART), f"{tj}-{step}-0"
             break
     if action == FAIL:
-        return FailureVerdict(
+        return GangVerdict(
             False,
             False,
             REASON_FAIL_ACTION,
             f"applying FailJobSet failure policy action (first failed job: {job})",
         )
     if action == RESTART_IGNORING_MAX:
-        return FailureVerdict(
+        return GangVerdict(
             True,
             False,
             REASON_RESTART_IGNORING_MAX,
             f"applying RestartJobSetAndIgnoreMaxRestarts failure policy action (first failed job: {job})",
         )
-    max_restarts = policy.get("maxRestarts")
-    limit = max_restarts if isinstance(max_restarts, int) and not isinstance(max_restarts, bool) else 0
-    if counted_restarts >= limit:
-        return FailureVerdict(
+    if counted_restarts >= JobSetFailurePolicy(tj, policy).max_restarts:
+        return GangVerdict(
             False,
             False,
             c.REASON_REACHED_MAX_RESTARTS,
             f"jobset failed due to reaching max number of restarts (first failed job: {job})",
         )
-    return FailureVerdict(
+    return GangVerdict(
         True,
         True,
         REASON_RESTART_ACTION,

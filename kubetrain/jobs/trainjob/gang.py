@@ -1,21 +1,25 @@
 """A TrainJob's runtime `podGroupPolicy` through kubetrain's gang scheduler descriptors
 (`kubetrain.api.gangschedulers`), as Trainer's coscheduling and volcano plugins make it:
 `coscheduling` ↔ the operator's `--gang-scheduler scheduler-plugins`, `volcano` ↔ `volcano`.
-The PodGroup is named after the TrainJob, `minMember` = every pod of every step,
-`minResources` = their requests summed; coscheduling passes `scheduleTimeoutSeconds` (default
-60, Trainer's), volcano `networkTopology`. Pods get the scheduler's name and decoration (the
-volcano task is the step's name). A policy the operator's gang scheduler does not serve gets no
-PodGroup (the planner says so in an event). Pure."""
+The PodGroup is named after the TrainJob, `minMember` = every pod of every step (the shape's
+gang counts every pod), `minResources` = their requests summed; coscheduling passes
+`scheduleTimeoutSeconds` (default 60, Trainer's), volcano `networkTopology`: the shape's
+scheduling policy (`scheduling_of`), from which the planner builds the PodGroup as for every job
+(`operator/jobchildren.py`). Pods get the scheduler's name and decoration (the volcano task is
+the step's name). A policy the operator's gang scheduler does not serve gets no PodGroup (the
+planner says so in an event). Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
+from kubetrain.api.errors import json_int
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
-from kubetrain.api.podresources import sum_pod_resources
+from kubetrain.jobs.shape import SchedulingPolicy
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 
 # podGroupPolicy source -> the --gang-scheduler that serves it
@@ -44,24 +48,23 @@ def gang_of(resolved: ResolvedTrainJob, configured: str) -> TrainGang:
     return TrainGang(gang)
 
 
-def pod_group(resolved: ResolvedTrainJob, gang: GangScheduler) -> dict[str, Any]:
-    """The PodGroup (without namespace, labels and ownerReference)."""
-    templates = [s.pod_template for s in resolved.steps for _ in range(s.replicas * s.pods)]
+def scheduling_of(resolved: ResolvedTrainJob) -> SchedulingPolicy:
+    """The PodGroup fields the runtime's podGroupPolicy asks for, as the shape's
+    `SchedulingPolicy`: coscheduling's `scheduleTimeoutSeconds` (default 60, Trainer's), volcano's
+    `networkTopology`. `minMember` and `minResources` are every pod's (the shape's gang counts
+    every pod)."""
     policy: Mapping[str, Any] = resolved.pod_group_policy or {}
-    fields: dict[str, Any] = {}
+    timeout = None
     if policy.get("coscheduling") is not None:
-        timeout = (policy.get("coscheduling") or {}).get("scheduleTimeoutSeconds")
-        fields["scheduleTimeoutSeconds"] = timeout if timeout is not None else DEFAULT_SCHEDULE_TIMEOUT
-    spec = gang.pod_group_spec(len(templates), sum_pod_resources(templates), fields)
+        given = json_int((policy.get("coscheduling") or {}).get("scheduleTimeoutSeconds"))
+        timeout = given if given is not None else DEFAULT_SCHEDULE_TIMEOUT
     topology = (policy.get("volcano") or {}).get("networkTopology")
-    if topology:
-        spec["networkTopology"] = dict(topology)
-    return {
-        "apiVersion": gang.api_version,
-        "kind": gang.kind,
-        "metadata": {"name": resolved.name},
-        "spec": spec,
-    }
+    return SchedulingPolicy(
+        schedule_timeout_seconds=timeout,
+        network_topology=MappingProxyType(dict(topology))
+        if isinstance(topology, Mapping) and topology
+        else None,
+    )
 
 
 def decorate(pod: dict[str, Any], gang: GangScheduler, tj: str, step: str) -> None:

@@ -7,7 +7,9 @@ job, in the runtime's order: `replicas` jobs of `pods` indexed pods each are the
 `<jobset>-<rjob>-<jobIndex>-<completionIndex>`: `JobShape.naming`). `dependsOn` becomes
 `depends_on` with JobSet's meaning of Ready (a job whose pods Succeeded counts as Ready); the
 success policy (All / Any of the target replicated jobs, a job done when all its pods
-Succeeded) is the shape's rules; the TrainJob's `suspend`, `activeDeadlineSeconds` and
+Succeeded) is the shape's rules; each replicated job's Job `backoffLimit` and the template's
+`failurePolicy` (`failurepolicy.py`) its failure model, and its PodGroup counts every pod
+(`gang_counts_dependents`); the TrainJob's `suspend`, `activeDeadlineSeconds` and
 `managedBy` and the template's `ttlSecondsAfterFinished` are its run policy. The ML policy's env
 is already in the templates (`resolve.py`), so the env plug-in adds nothing.
 
@@ -17,7 +19,7 @@ Pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -25,7 +27,10 @@ from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
-from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy
+from kubetrain.jobs.failuremodel import FailureModel
+from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy, StatusProjection
+from kubetrain.jobs.trainjob.failurepolicy import JobSetFailurePolicy
+from kubetrain.jobs.trainjob.gang import scheduling_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 
 # The trainer container Trainer's runtimes name; other steps' first container otherwise.
@@ -104,10 +109,13 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
 
 
 def trainjob_shape(
-    trainjob: Mapping[str, Any], resolved: ResolvedTrainJob, jobset_spec: Mapping[str, Any]
+    trainjob: Mapping[str, Any],
+    resolved: ResolvedTrainJob,
+    jobset_spec: Mapping[str, Any],
+    status: StatusProjection,
 ) -> JobShape:
     """The shape of `trainjob` resolved as `resolved` from a runtime whose JobSet template spec
-    is `jobset_spec`."""
+    is `jobset_spec`, with the `status` projection of Trainer's status the planner gives it."""
     pods = MappingProxyType({s.name: s.pods for s in resolved.steps})
     groups: dict[str, ReplicaGroup] = {}
     replicas: dict[str, ReplicaLayout] = {}
@@ -143,9 +151,15 @@ def trainjob_shape(
         namespace=resolved.namespace,
         uid=resolved.uid,
         groups=MappingProxyType(groups),
-        run_policy=run_policy_of(trainjob, jobset_spec),
+        run_policy=replace(run_policy_of(trainjob, jobset_spec), scheduling=scheduling_of(resolved)),
         rules=SuccessPolicy(resolved.success_operator, resolved.success_targets, pods),
         plugin=NoEnv(),
         layout=layout,
+        status=status,
         naming=JobSetNaming(resolved.name, pods),
+        failure=FailureModel(
+            MappingProxyType({s.name: s.backoff_limit for s in resolved.steps}),
+            JobSetFailurePolicy(resolved.name, resolved.failure_policy),
+        ),
+        gang_counts_dependents=True,
     )

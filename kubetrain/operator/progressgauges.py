@@ -1,4 +1,9 @@
-"""Prometheus series for reported progress, with a cardinality cap.
+"""Prometheus series for reported progress, with a cardinality cap, from the jobs' status.
+
+The controller calls `observe_job(job)` for every job its informer adds or updates: the series
+follow `status.trainerStatus` (whichever process or replica wrote it — the status endpoint may
+run in a child process, `--status-server-process`), are rebuilt from the jobs' status when the
+operator restarts, and are exported by the replica that runs the controller only.
 
 `kubetrain_job_progress_ratio` and `kubetrain_job_eta_seconds` have one series per job that
 reported; `kubetrain_job_metric` one per (job, metric name) for metrics whose value is a number
@@ -52,6 +57,15 @@ def observe(kind: str, namespace: str, name: str, report: dict[str, Any]) -> Non
             continue
         names.add(metric["name"])
         JOB_METRIC.labels(kind, namespace, name, metric["name"]).set(value)
+
+
+def observe_job(job: dict[str, Any]) -> None:
+    """The series of `job` from its `status.trainerStatus` (nothing when it has none)."""
+    report = (job.get("status") or {}).get("trainerStatus")
+    if not isinstance(report, dict):
+        return
+    meta = job.get("metadata") or {}
+    observe(str(job.get("kind", "")), meta.get("namespace", ""), meta.get("name", ""), report)
 
 
 def forget(kind: str, namespace: str, name: str) -> None:

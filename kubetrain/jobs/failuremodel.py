@@ -1,0 +1,65 @@
+"""How a job's failed pods end it or restart it: the failure model a `JobShape` carries
+(`JobShape.failure`), data the planner reads instead of asking which kind of job it has.
+
+Two models:
+
+- **per pod** (`FailureModel()`, the v1 kinds and MPIJob v2beta1): each Failed pod is judged on
+  its own by its group's restart policy and the run policy's pod failure rules, and recreated
+  against the job's one `backoffLimit` (`operator/restarts.py`, `operator/active.py`).
+- **per group** (a JobSet of batch Jobs: Trainer's TrainJob): the failed pods of a group are
+  recreated and counted against the group's backoff limit as the Job controller counts a Job's
+  (restartPolicy Never: failed pods; OnFailure: the container restarts of its live pods too), a
+  group past it has failed (`BackoffLimitExceeded`), and the `gang` policy decides what the
+  failed groups do to the whole job: fail it, or restart every pod as a new attempt
+  (`operator/groupfailure.py`). The count lives in the job's own record of its run (a
+  TrainJob's snapshot ConfigMap), per group, reset by a whole-gang restart.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+DEFAULT_JOB_BACKOFF_LIMIT = 6  # batch/v1 Job's
+
+
+@dataclass(frozen=True, slots=True)
+class GangVerdict:
+    """What failed groups do to the job."""
+
+    restart: bool  # True: every pod restarts as a new attempt; False: the job fails
+    counts: bool  # the restart counts towards the policy's `max_restarts`
+    reason: str  # the Failed condition's reason, or the restart event's
+    message: str
+
+
+class GangFailurePolicy(Protocol):
+    """The whole-gang rule over failed groups (JobSet's `failurePolicy`)."""
+
+    @property
+    def max_restarts(self) -> int: ...
+
+    def decide(self, failed_groups: Sequence[str], counted_restarts: int) -> GangVerdict:
+        """`failed_groups` in the shape's group order; `counted_restarts`: whole-gang restarts so
+        far that count towards `max_restarts`."""
+        ...
+
+
+def _no_groups() -> Mapping[str, int]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """`gang` None: the per-pod model; else the per-group model with each group's backoff limit
+    (a group without one: batch/v1's default, 6)."""
+
+    backoff_limits: Mapping[str, int] = field(default_factory=_no_groups)
+    gang: GangFailurePolicy | None = None
+
+    def backoff_limit(self, group: str) -> int:
+        return self.backoff_limits.get(group, DEFAULT_JOB_BACKOFF_LIMIT)

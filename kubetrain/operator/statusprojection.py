@@ -1,0 +1,141 @@
+"""How a job's status shows what the planner decided: the status projection a job shape carries
+(`JobShape.status`, a `kubetrain.jobs.shape.StatusProjection`). The planner decides in its own
+words — finished (`SUCCEEDED` / `FAILED`), suspended, resumed — and the projection writes them
+in the job's API:
+
+- `KUBEFLOW` (the v1 kinds and MPIJob v2beta1, docs/behaviour.md §5): Kubeflow's JobStatus —
+  conditions with `lastUpdateTime` (a terminal one sets Running and Restarting False, suspending
+  does too), `completionTime` (the TTL counts from it) and `startTime` (the deadline counts from
+  it; a resume clears it); the per-group `replicaStatuses` are `active.py`'s.
+- `TRAINER` (Trainer's TrainJob): metav1.Conditions `Suspended`, `Complete`, `Failed` only, with
+  Trainer's reasons and messages; no times besides `lastTransitionTime`: the TTL counts from the
+  terminal condition's, the deadline from the last resume's (else from creation); the per-group
+  `jobsStatus` is `trainstatus.py`'s. Its conditions are written by `set_condition` here:
+  `lastTransitionTime` changes only with the status.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.metatime import parse_time
+from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.shape import FAILED, SUCCEEDED
+from kubetrain.operator import status as st
+
+Obj = dict[str, Any]
+Event = tuple[str, str]  # (reason, message) of the Normal event a change is told with
+
+
+def condition(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def is_true(status: Mapping[str, Any], ctype: str) -> bool:
+    cond = condition(status, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
+    """A metav1.Condition: lastTransitionTime changes only with the status."""
+    conditions = [x for x in status.get("conditions") or [] if isinstance(x, dict)]
+    new_status = "True" if value else "False"
+    for i, cond in enumerate(conditions):
+        if cond.get("type") == ctype:
+            moved = cond.get("status") != new_status
+            conditions[i] = {
+                "type": ctype,
+                "status": new_status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": st.format_time(now) if moved else cond.get("lastTransitionTime"),
+            }
+            status["conditions"] = conditions
+            return
+    conditions.append(
+        {
+            "type": ctype,
+            "status": new_status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": st.format_time(now),
+        }
+    )
+    status["conditions"] = conditions
+
+
+class KubeflowStatus:
+    """Kubeflow's JobStatus (operator/status.py)."""
+
+    def finished(self, status: Obj) -> str | None:
+        return st.terminal_condition(status)
+
+    def finished_at(self, status: Obj) -> datetime | None:
+        return parse_time(status.get("completionTime"))
+
+    def run_began(self, status: Obj, job: Mapping[str, Any], now: datetime) -> datetime | None:
+        return parse_time(status.get("startTime"))
+
+    def set_finished(self, status: Obj, outcome: str, reason: str, message: str, now: datetime) -> None:
+        st.set_terminal(status, outcome, reason, message, now)
+
+    def set_suspended(self, status: Obj, title: str, now: datetime) -> Event | None:
+        message = f"{title} is suspended."
+        changed = st.set_condition(status, st.SUSPENDED, True, st.REASON_SUSPENDED, message, now)
+        for ctype in (st.RUNNING, st.RESTARTING):
+            if st.is_true(status, ctype):
+                st.set_condition(status, ctype, False, st.REASON_SUSPENDED, message, now)
+        return (st.REASON_SUSPENDED, message) if changed else None
+
+    def set_resumed(self, status: Obj, title: str, now: datetime) -> Event | None:
+        if not st.is_true(status, st.SUSPENDED):
+            return None
+        message = f"{title} is resumed."
+        st.set_condition(status, st.SUSPENDED, False, st.REASON_RESUMED, message, now)
+        status.pop("startTime", None)  # the deadline counts from the new start
+        return st.REASON_RESUMED, message
+
+
+class TrainerStatus:
+    """Trainer's TrainJob status."""
+
+    def finished(self, status: Obj) -> str | None:
+        if is_true(status, c.COMPLETE):
+            return SUCCEEDED
+        return FAILED if is_true(status, c.FAILED) else None
+
+    def finished_at(self, status: Obj) -> datetime | None:
+        outcome = self.finished(status)
+        done = condition(status, c.COMPLETE if outcome == SUCCEEDED else c.FAILED)
+        return parse_time((done or {}).get("lastTransitionTime")) if outcome is not None else None
+
+    def run_began(self, status: Obj, job: Mapping[str, Any], now: datetime) -> datetime | None:
+        resumed = condition(status, c.SUSPENDED)
+        began = parse_time(resumed.get("lastTransitionTime")) if resumed else None
+        return began or parse_time((job.get("metadata") or {}).get("creationTimestamp")) or now
+
+    def set_finished(self, status: Obj, outcome: str, reason: str, message: str, now: datetime) -> None:
+        set_condition(status, c.COMPLETE if outcome == SUCCEEDED else c.FAILED, True, reason, message, now)
+
+    def set_suspended(self, status: Obj, title: str, now: datetime) -> Event | None:
+        if is_true(status, c.SUSPENDED):
+            return None
+        set_condition(status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, now)
+        return c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED
+
+    def set_resumed(self, status: Obj, title: str, now: datetime) -> Event | None:
+        if not is_true(status, c.SUSPENDED):
+            return None
+        set_condition(status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
+        return c.REASON_RESUMED, c.MESSAGE_RESUMED
+
+
+KUBEFLOW = KubeflowStatus()
+TRAINER = TrainerStatus()
