@@ -1,6 +1,6 @@
 """KubeDL's job annotations, on jobs of every kind and API group: read once into their typed
-values (`read_kubedl_annotations`, the parse stage's — kubetrain.jobs.jobdraft — and the webhooks'
-edge), which defaulting and validation then take. Pure.
+values (`read_kubedl_annotations`, called by kubetrain.jobs.annotations at the parse stage, which
+the operator and the webhooks' edge share), which defaulting and validation then take. Pure.
 
 - `kubedl.io/network-mode: host` is kubetrain's host network mode (kubetrain.frameworks.hostnetwork
   reads and validates both names).
