@@ -9,11 +9,17 @@ the `--kubeconfig` cluster (kubetrain's CRDs installed, no other kubetrain opera
 each in fresh namespaces deleted afterwards:
 1. a bare client (its own process: plain aiohttp, `--concurrency` 16 keep-alive connections,
    bodies serialised in advance, no client-side rate limit) creates the same pods the planner
-   builds for the job (without ownerReferences and labels); its time is from the first request
-   to the last response;
+   builds for the job (labels, an ownerReference to a job of that name in its namespace); its
+   time is from its first request to the last pod's ADDED event on a watch of its namespace
+   (the time to its last answer is reported too);
 2. `kubetrain controller` (its own process, default --qps/--burst unless given) is started and
    once ready one PyTorchJob with that many workers is created; its time is from the create
-   request to the last pod's ADDED event on a watch of its namespace.
+   request to the last pod's ADDED event on the same kind of watch. It includes what the bare
+   client does not do: the job's watch event, planning the pods, the operator's own pod watch
+   (which devcluster serves too), expectations, the Service and the status write.
+Beside the times: each client's CPU seconds and this process's (devcluster's, unless
+`--kubeconfig`) in each phase; `--profile FILE` profiles the operator, `--profile-server FILE`
+this process per phase (FILE.bare, FILE.operator).
 The client-side rate limiter's bound is the time the token bucket needs to admit the job's
 writes (N pods + 1 Service + 1 status): max(0, (writes - burst) / qps).
 Target: the operator within 1.3x the bare client with the limiter opened
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import ssl
 import subprocess
@@ -68,10 +75,12 @@ def planned_pods(replicas: int, namespace: str, uid: str) -> list[dict[str, Any]
 
 async def bare_client(
     kubeconfig: str, namespace: str, uid: str, replicas: int, concurrency: int
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """A bare client: plain aiohttp, `concurrency` keep-alive connections (each POSTs the next
     pod as soon as its last answer is read), the pod bodies serialised before the clock starts,
-    no rate limit, no metrics — the floor any client of this API server can reach."""
+    no rate limit, no metrics — the floor any client of this API server can reach. Returns its
+    time from the first request to the last answer, its CPU seconds, and when it started
+    (`time.perf_counter`: CLOCK_MONOTONIC, the same clock in every process of this machine)."""
     configuration = Configuration()
     await load_kubeconfig(kubeconfig, None, configuration)
     ctx = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
@@ -97,7 +106,7 @@ async def bare_client(
 
         t0, c0 = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return time.perf_counter() - t0, time.process_time() - c0
+        return time.perf_counter() - t0, time.process_time() - c0, t0
 
 
 async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -135,10 +144,14 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             str(args.concurrency),
         ]
         # The bare client runs in its own process (while this one may serve it: devcluster).
+        server = ServerSide(args.profile_server, "bare")
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.PIPE)
         out, _ = await proc.communicate()
-        bare_s, bare_cpu = (float(v) for v in out.decode().strip().splitlines()[-1].split())
+        bare_answered_s, bare_cpu, bare_t0 = (float(v) for v in out.decode().strip().splitlines()[-1].split())
         await asyncio.wait_for(bare_watch, args.timeout)
+        # Both sides end at their last pod's ADDED event on this process's watch.
+        bare_s = seen[-1] - bare_t0
+        bare_server_cpu = server.stop()
         assert len((await client.list_all(PODS, bare))[0]) == replicas
         # Gone before the operator starts: it would otherwise reconcile that job too.
         await client.delete(NAMESPACES, None, bare)
@@ -159,11 +172,13 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             last: list[float] = []
             watcher = asyncio.ensure_future(pod_added_times(client, job_ns, replicas, last))
             await asyncio.sleep(0.5)  # the watch is open
+            server = ServerSide(args.profile_server, "operator")
             t0, cpu0 = time.perf_counter(), op.cpu_seconds()
             await client.create(
                 job_resource("PyTorchJob"), pytorch_job("large", replicas, namespace=job_ns), namespace=job_ns
             )
             await asyncio.wait_for(watcher, args.timeout)
+            operator_server_cpu = server.stop()
             operator_s = last[-1] - t0
             operator_cpu = op.cpu_seconds() - cpu0
             first_pod_s = last[0] - t0
@@ -191,6 +206,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
     return {
         "replicas": replicas,
         "bare_client_s": round(bare_s, 2),
+        "bare_client_last_answer_s": round(bare_answered_s, 2),
         "bare_client_concurrency": args.concurrency,
         "operator_s": round(operator_s, 2),
         "operator_first_pod_s": round(first_pod_s, 3),
@@ -198,11 +214,34 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
         # CPU seconds each client spent (load on the machine changes it less than the times)
         "bare_client_cpu_s": round(bare_cpu, 2),
         "operator_cpu_s": round(operator_cpu, 2),
+        # CPU seconds of this process (devcluster, unless --kubeconfig, and the pod watch timing
+        # both clients) while each client created its pods
+        "bare_client_server_cpu_s": round(bare_server_cpu, 2),
+        "operator_server_cpu_s": round(operator_server_cpu, 2),
         "rate_limit_bound_s": round(bound, 2),
         "qps": qps,
         "burst": burst,
         "operator_creates": writes,  # its pods, the Service (no Event on a clean create)
     }
+
+
+class ServerSide:
+    """This process's CPU seconds (devcluster when it serves, and the pod watch) from now until
+    `stop`, and with `profile`, a cProfile of it written to `<profile>.<phase>`."""
+
+    def __init__(self, profile: str | None, phase: str) -> None:
+        self.path = f"{profile}.{phase}" if profile else None
+        self.profiler = cProfile.Profile() if profile else None
+        self.cpu0 = time.process_time()
+        if self.profiler is not None:
+            self.profiler.enable()
+
+    def stop(self) -> float:
+        cpu = time.process_time() - self.cpu0
+        if self.profiler is not None and self.path is not None:
+            self.profiler.disable()
+            self.profiler.dump_stats(self.path)
+        return cpu
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -213,7 +252,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         results.append(r)
         print(
             f"large job {n} replicas: operator {r['operator_s']} s (CPU {r['operator_cpu_s']} s) vs bare "
-            f"client {r['bare_client_s']} s (CPU {r['bare_client_cpu_s']} s) "
+            f"client {r['bare_client_s']} s (CPU {r['bare_client_cpu_s']} s); server CPU "
+            f"{r['operator_server_cpu_s']} s vs {r['bare_client_server_cpu_s']} s "
             f"(ratio {r['ratio']}, target <= 1.3 with the limiter opened; "
             f"rate-limit bound {r['rate_limit_bound_s']} s at "
             f"qps {r['qps']} burst {r['burst']})"
@@ -235,17 +275,22 @@ def main() -> int:
     parser.add_argument(
         "--profile", metavar="FILE", help="write a cProfile of the operator process to FILE (pstats)"
     )
+    parser.add_argument(
+        "--profile-server",
+        metavar="FILE",
+        help="write a cProfile of this process (devcluster) per phase to FILE.bare and FILE.operator",
+    )
     parser.add_argument("--bare-client", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--bare-namespace", default="bare", help=argparse.SUPPRESS)
     parser.add_argument("--bare-uid", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_client:
-        wall, cpu = asyncio.run(
+        wall, cpu, started = asyncio.run(
             bare_client(
                 args.bare_client, args.bare_namespace, args.bare_uid, int(args.sizes), args.concurrency
             )
         )
-        print(wall, cpu)
+        print(wall, cpu, started)
         return 0
     res = asyncio.run(run(args))
     path = write_result("large_job", res)

@@ -121,6 +121,11 @@ class RunPolicy:
     # How long a Running job may go without reporting progress (operator/stall.py).
     progress_deadline_seconds: int | None = None
     scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
+    # JobSet's run policies (a TrainJob's runtime): groups started in order, each once every pod
+    # of those before it has started (`startupPolicy: InOrder`); after a whole-job restart no
+    # pod of the new attempt while one of an earlier attempt is left (`BlockingRecreate`).
+    in_order_startup: bool = False
+    blocking_recreate: bool = False
 
 
 class PodNaming(Protocol):

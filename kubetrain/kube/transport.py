@@ -219,9 +219,9 @@ class Transport:
                     if warnings is not None:
                         warnings.extend(parse_warnings(resp.headers.getall("Warning", [])))
             except (aiohttp.ClientError, TimeoutError) as err:
-                API_REQUESTS.labels(verb=verb, code="error").inc()
+                _requests_counter(verb, "error").inc()
                 raise ApiError(0, type(err).__name__, f"{method} {path}: {err or 'timed out'}") from err
-            API_REQUESTS.labels(verb=verb, code=str(status)).inc()
+            _requests_counter(verb, str(status)).inc()
             if 200 <= status < 300:
                 return decode_body(raw)
             if status == 429 and attempt < self.max_429_retries:
@@ -263,6 +263,18 @@ class Transport:
                 )
                 warned = True
             await self._clock.sleep(min(retry, max(deadline - self._clock.monotonic(), 0.0)))
+
+
+_COUNTERS: dict[tuple[str, str], Any] = {}
+
+
+def _requests_counter(verb: str, code: str) -> Any:
+    """The `kubetrain_api_requests_total{verb, code}` child, looked up once per label pair
+    (`labels()` takes a lock and builds the key on every call: ~10 µs on each request)."""
+    counter = _COUNTERS.get((verb, code))
+    if counter is None:
+        counter = _COUNTERS[(verb, code)] = API_REQUESTS.labels(verb=verb, code=code)
+    return counter
 
 
 def environment_proxy(url: str) -> str | None:

@@ -13,14 +13,14 @@ from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
 from kubetrain.jobs.shape import JobShape
-from kubetrain.operator import codesyncfailure, codesyncstatus, gates, runpolicy, stall
+from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
-from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
+from kubetrain.operator.slots import phase_counts, slot_pods
 
 # A Failed pod to act on: its replica type, the pod, the verdict on it.
 Retry = tuple[str, dict[str, Any], rs.Verdict]
@@ -35,6 +35,7 @@ class ActiveJob:
         self.tallies: dict[str, rs.TypeRestarts] = {}
         self.commit: str | None = None  # the code-sync commit new pods fetch
         self.slots, former = slot_pods(shape, r.pods)
+        self.held = dict(self.slots)  # every slot a pod holds, of any attempt
         r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
         # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
         # its slot refilled only once it is gone; it counts for nothing of the new attempt.
@@ -243,21 +244,17 @@ class ActiveJob:
         those are built, so a reconcile of a huge job costs what this pass creates."""
         r = self.r
         room = max(1, r.config.max_pod_creates)
-        missing = 0
-        for rtype, index in self.shape.slots():
-            taken = (rtype, index) in self.slots or (rtype, index) in self.stale
-            if taken or not dependencies_met(self.shape, rtype, self.slots):
-                continue
-            missing += 1
+        missing = creates.missing_slots(
+            self.shape, self.slots, self.held, room, earlier_attempt_left=bool(self.stale)
+        )
+        for rtype, index in missing:
             pod = self.desired.pod(rtype, index, attempt=self.attempt)
             if self.commit:
                 codesyncstatus.pin_commit(pod, self.commit)
             r.plan.create_pods.append(pod)
-            if missing >= room:
-                break
         if (r.plan.create_pods or self.slots) and not r.status.get("startTime"):
             r.status["startTime"] = st.format_time(r.now)
-        self.report_create_failure(missing > 0)
+        self.report_create_failure(bool(missing))
 
     def report_create_failure(self, creating: bool) -> None:
         """Say why pods cannot be created (the last wave's failure: a quota, a denial, a name held

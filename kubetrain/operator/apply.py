@@ -15,9 +15,10 @@ an older job, whose newer version is planned again.
 
 Creates are careful not to storm the API server:
 - Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
-  controllers), then 32 in flight, each sent as one returns; a failure, or a job that meanwhile
-  left the cache, got a deletionTimestamp or was replaced by a new job of its name (another
-  uid), ends the wave.
+  controllers), then 32 in flight, each sent as one returns (from the start when the job's last
+  wave went through that far without a failure); a failure, or a job that meanwhile left the
+  cache, got a deletionTimestamp or was replaced by a new job of its name (another uid), ends
+  the wave.
 - A refused pod create is no Event of its own: the wave's first refusal is remembered for the
   job (`records`), the planner turns it into Running=False (`FailedCreatePod`) with one Warning
   event when it changes, and the key is retried with back-off. A wave that creates everything
@@ -85,6 +86,7 @@ class PlanApplier(ChildWriter):
     def forget_job(self, job: Obj) -> None:
         uid = (job.get("metadata") or {}).get("uid", "")
         self.create_failures.pop(uid, None)
+        self.creates_proven.discard(uid)
         self.finished.discard(uid)
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:

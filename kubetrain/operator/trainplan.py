@@ -33,14 +33,14 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, JobShape
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob.gang import decorate, gang_of
-from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
-from kubetrain.operator import groupfailure, runpolicy, trainprogress
+from kubetrain.operator import creates, groupfailure, runpolicy, trainprogress
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
 from kubetrain.operator.jobchildren import build_pod_group
-from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
-from kubetrain.operator.slots import dependencies_met, phase_counts, slot_pods
+from kubetrain.operator.pods import controlled_by, pod_name, terminating
+from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.statusprojection import TRAINER
 from kubetrain.operator.trainstatus import TrainJobDraft, jobs_status
 
@@ -61,8 +61,7 @@ def plan_trainjob(
     meta = job.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Plan()
-    manager = d.spec.get("managedBy")
-    if manager not in (None, "", c.TRAINJOB_CONTROLLER):
+    if run_policy_of(job, {}).managed_by not in (None, c.TRAINJOB_CONTROLLER):
         return Plan()  # another controller's (MultiKueue): left alone
     if TRAINER.finished(d.status) is not None:
         d.delete_active()
@@ -80,21 +79,18 @@ def plan_trainjob(
     else:
         frozen = dict(runtime) if runtime is not None else None
     if frozen is None:
-        ref = d.spec.get("runtimeRef") or {}
+        kind, name = ch.runtime_ref(job)
         d.event(
             "Warning",
             "RuntimeNotFound",
-            f"{ref.get('kind') or c.CLUSTER_TRAINING_RUNTIME} {ref.get('name')!r} does not exist: "
-            "the TrainJob starts once it is created",
+            f"{kind} {name!r} does not exist: the TrainJob starts once it is created",
         )
         return d.finish()
     resolved, errors = resolve(job, frozen)
     if resolved is None:
         d.terminal(FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, format_errors(errors))
         return d.finish()
-    shape = trainjob_shape(
-        job, resolved, ((frozen.get("spec") or {}).get("template") or {}).get("spec") or {}, TRAINER
-    )
+    shape = trainjob_shape(job, resolved, ch.jobset_spec(frozen), TRAINER)
     if snapshot is None:
         d.plan.create_children.append(ch.build_snapshot(job, frozen, state))
     if shape.run_policy.suspend:
@@ -216,8 +212,7 @@ def _ttl_after_finished(d: TrainJobDraft) -> None:
         None,
     )
     frozen, _ = ch.read_snapshot(snapshot) if snapshot is not None else (None, {})
-    template = ((frozen or {}).get("spec") or {}).get("template") or {}
-    policy = run_policy_of(d.job, template.get("spec") or {})
+    policy = run_policy_of(d.job, ch.jobset_spec(frozen or {}))
     expiry = runpolicy.ttl_expiry(policy, TRAINER.finished_at(d.status))
     if expiry is None:
         return
@@ -262,7 +257,6 @@ def _run(
             if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") != attempt
         ]
     )
-    by_name = {pod_name(p): p for p in d.pods}
     # The slots of the current attempt (JobShape naming): success and dependencies count only them.
     current = [
         p for p in d.pods if (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") == attempt
@@ -295,22 +289,10 @@ def _run(
         return stalled
     if gang is not False:
         _create_missing(
-            d, resolved, shape, slots, by_name, restarts, gang if isinstance(gang, GangScheduler) else None
+            d, resolved, shape, slots, every, restarts, gang if isinstance(gang, GangScheduler) else None
         )
     d.status["jobsStatus"] = jobs_status(d, resolved, failed_steps)
     return {"restarts": restarts, **counted, "failures": failures}
-
-
-def _started(resolved: ResolvedTrainJob, step: Step, by_name: Mapping[str, Obj]) -> bool:
-    """JobSet's `allReplicasStarted`: every job of the step Ready, Succeeded or Failed — here,
-    every pod of it present and Ready, Succeeded or Failed."""
-    for _, _, name in ch.pod_slots(resolved, step):
-        pod = by_name.get(name)
-        if pod is None or terminating(pod):
-            return False
-        if not pod_ready(pod) and pod_phase(pod) not in ("Succeeded", "Failed"):
-            return False
-    return True
 
 
 def _create_missing(
@@ -318,32 +300,22 @@ def _create_missing(
     resolved: ResolvedTrainJob,
     shape: JobShape,
     slots: dict[tuple[str, int], Obj],
-    by_name: Mapping[str, Obj],
+    held: Mapping[tuple[str, int], Obj],
     restarts: int,
     gang: GangScheduler | None = None,
 ) -> None:
-    """The missing pods of every step whose dependencies are met, in step order, at most
-    `max_pod_creates`. `startupPolicy: InOrder`: none past a step not started yet;
-    `restartStrategy: BlockingRecreate`: none while a pod of an earlier attempt is left."""
+    """The pods of the missing slots `creates.missing_slots` picks, built as JobSet's."""
     attempt = str(restarts)
-    if resolved.blocking_recreate and any(
+    earlier_left = any(
         (p["metadata"].get("labels") or {}).get(c.RESTART_ATTEMPT, "0") != attempt for p in d.pods
-    ):
-        return
-    budget = d.config.max_pod_creates
-    for step in resolved.steps:
-        if not dependencies_met(shape, step.name, slots):
-            continue
-        for j, i, name in ch.pod_slots(resolved, step):
-            if name in by_name:
-                continue  # present (or still terminating): its slot is taken
-            if budget <= 0:
-                return
-            budget -= 1
-            new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
-            trainprogress.inject_pod(d.job, d.config.progress, new)
-            if gang is not None:
-                decorate(new, gang, resolved.name, step.name)
-            d.plan.create_pods.append(new)
-        if resolved.in_order and not _started(resolved, step, by_name):
-            return
+    )
+    room = max(1, d.config.max_pod_creates)
+    steps = {s.name: s for s in resolved.steps}
+    for group, index in creates.missing_slots(shape, slots, held, room, earlier_attempt_left=earlier_left):
+        step = steps[group]
+        j, i = divmod(index, max(step.pods, 1))
+        new = ch.build_pod(resolved, d.job, step, j, i, restarts=restarts)
+        trainprogress.inject_pod(d.job, d.config.progress, new)
+        if gang is not None:
+            decorate(new, gang, resolved.name, step.name)
+        d.plan.create_pods.append(new)

@@ -29,7 +29,6 @@ class TrainJobDraft(Draft):
         super().__init__(job, observed, now, config)
         self.name = str((job.get("metadata") or {}).get("name", ""))
         self.title = f"{c.TRAINJOB} {self.name}"
-        self.spec: Mapping[str, Any] = job.get("spec") or {}
 
     def terminal(self, outcome: str, reason: str, message: str) -> None:
         """The TrainJob finished (`SUCCEEDED` / `FAILED`): its live pods still running deleted."""

@@ -5,7 +5,9 @@ docstring for the rules; `PlanApplier` decides which writes a Plan makes and in 
 - Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
   controllers), then pipelined with 32 creates in flight; a batch with a failure (once pipelined:
   a failure), or a job that meanwhile left the cache, got a deletionTimestamp or was replaced by
-  a new job of its name (another uid), ends the wave.
+  a new job of its name (another uid), ends the wave. A job whose last wave was pipelined and
+  created every pod it sent (a large job's first pass of 500) starts its next wave pipelined:
+  its creates are known to go through, and a refusal still ends the wave (≤ 32 in flight).
 - A failed write is a Warning event on the job (`Failed<Verb><Kind>`) and a failure for the
   caller to raise; a harmless one (AlreadyExists for a create, NotFound for a delete) is logged.
 - A namespace that refuses new objects is closed for creates until a job is added to it again.
@@ -69,6 +71,9 @@ class ChildWriter:
     closed_namespaces: dict[str, set[str]] = field(default_factory=dict)
     # Why the last wave of pod creates of a job (by uid) stopped, fed back to the planner.
     create_failures: dict[str, CreateFailure] = field(default_factory=dict)
+    # Jobs (by uid) whose last wave was pipelined and created every pod it sent: their next
+    # wave (the next pass of at most 500) starts pipelined instead of slow-starting again.
+    creates_proven: set[str] = field(default_factory=set)
 
     def namespace_accepts_creates(self, namespace: str) -> None:
         """A job was added to `namespace`: it takes new objects (again)."""
@@ -109,8 +114,10 @@ class ChildWriter:
         self, key: str, ref: ResourceRef, job: Obj, pods: list[Obj], failures: list[ApiError]
     ) -> None:
         """Create `pods` under expectations, in slow-start batches of 1, 2, 4, … 16, then
-        pipelined (PIPELINED_CREATES in flight); stop after a batch with a failure, at the first
-        failure once pipelined, or once the job may no longer create (see the module docstring)."""
+        pipelined (PIPELINED_CREATES in flight) — pipelined from the start when the job's last
+        wave was pipelined and created every pod it sent (`creates_proven`); stop after a batch
+        with a failure, at the first failure once pipelined, or once the job may no longer create
+        (see the module docstring)."""
         if not self.creates_allowed(ref, job):  # e.g. the Service create just found the namespace closed
             return
         store = self.cache.store(PODS)
@@ -128,11 +135,14 @@ class ChildWriter:
         if len(todo) < len(pods):
             log.debug("%s: %d pod name(s) still taken, not creating them yet", key, len(pods) - len(todo))
         self.expectations.expect_creations(key, [pod["metadata"]["name"] for pod in todo])
-        batch = SLOW_START_INITIAL_BATCH
+        proven = uid in self.creates_proven
+        self.creates_proven.discard(uid)
+        batch = SLOW_START_LAST_BATCH * 2 if proven else SLOW_START_INITIAL_BATCH
+        pipelined = proven
         while todo:
             if batch > SLOW_START_LAST_BATCH:
                 todo = await self._create_pipelined(key, ref, job, todo, failures, refusals)
-                stopped = bool(todo)
+                stopped, pipelined = bool(todo), True
             else:
                 chunk, todo = todo[:batch], todo[batch:]
                 failed = len(failures)
@@ -148,6 +158,8 @@ class ChildWriter:
             batch *= 2
         if not refusals:
             self.create_failures.pop(uid, None)
+            if pipelined and not todo:
+                self.creates_proven.add(uid)
             return
         # The API refusal (quota, admission) first: it is what the user can act on at once.
         refusals.sort(key=lambda f: f.reason != REASON_FAILED_CREATE_POD)

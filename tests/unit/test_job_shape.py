@@ -175,9 +175,43 @@ PLANNER = (
     "status",
     "draft",
     "pods",
+    "creates",
+    "statusprojection",
+    "groupfailure",
+    # TrainJob's edge: it resolves the runtime snapshot into a shape and plans from the shape.
+    "trainplan",
+    "trainstatus",
+    "trainprogress",
 )
 EXEMPT = {("runpolicy", "run_policy"), ("runpolicy", "is_managed")}
 SPEC_FIELDS = {"runPolicy", "schedulingPolicy", "podFailurePolicy", "replicaSpecs"}
+# A TrainJob's spec and runtime fields, and the resolved runtime's policies (jobs/trainjob/model.py):
+# the planner reads them as the shape's groups, run policy, failure model and scheduling policy.
+SPEC_FIELDS |= {
+    "replicatedJobs",
+    "failurePolicy",
+    "successPolicy",
+    "startupPolicy",
+    "podGroupPolicy",
+    "mlPolicy",
+    "backoffLimit",
+    "dependsOn",
+    "managedBy",
+    "activeDeadlineSeconds",
+    "ttlSecondsAfterFinished",
+}
+# The resolved TrainJob's policies (jobs/trainjob/model.py), read on `resolved` or a `step`.
+RESOLVED_POLICIES = {
+    "failure_policy",
+    "backoff_limit",
+    "max_restarts",
+    "in_order",
+    "blocking_recreate",
+    "pod_group_policy",
+    "success_operator",
+    "success_targets",
+    "depends_on",
+}
 
 
 def spec_reads(module: str, source: str | None = None) -> list[str]:
@@ -195,14 +229,22 @@ def spec_reads(module: str, source: str | None = None) -> list[str]:
             bad = None
             if isinstance(child, ast.Attribute) and child.attr in ("replica_field", "defaulted"):
                 bad = child.attr
-            elif (isinstance(child, ast.Attribute) and child.attr == "spec") or (
-                isinstance(child, ast.Call)
-                and isinstance(child.func, ast.Attribute)
-                and child.func.attr == "get"
-                and child.args
-                and isinstance(child.args[0], ast.Constant)
-                and child.args[0].value == "spec"
-                and ast.unparse(child.func.value).endswith("job")
+            elif (
+                (
+                    isinstance(child, ast.Attribute)
+                    and child.attr in RESOLVED_POLICIES
+                    and ast.unparse(child.value).split(".")[-1] in ("resolved", "step")
+                )
+                or (isinstance(child, ast.Attribute) and child.attr == "spec")
+                or (
+                    isinstance(child, ast.Call)
+                    and isinstance(child.func, ast.Attribute)
+                    and child.func.attr == "get"
+                    and child.args
+                    and isinstance(child.args[0], ast.Constant)
+                    and child.args[0].value == "spec"
+                    and ast.unparse(child.func.value).endswith("job")
+                )
             ):
                 bad = ast.unparse(child)
             elif isinstance(child, ast.Constant) and (
@@ -242,6 +284,35 @@ def test_the_spec_read_guard_sees_spec_reads() -> None:
         "operator/active.py:6: job.spec",
         "operator/active.py:8: r.job.get('spec')",
     ]
+    # TrainJob's spec, its runtime's fields and the resolved runtime's policies.
+    trainjob_source = (
+        "def g(d, resolved, step, runtime):\n"
+        "    a = d.spec.get('managedBy')\n"
+        "    b = runtime['spec']['template']['spec']['failurePolicy']\n"
+        "    return resolved.in_order, step.backoff_limit, resolved.steps\n"
+    )
+    assert spec_reads("trainplan", trainjob_source) == [
+        "operator/trainplan.py:2: d.spec",
+        "operator/trainplan.py:2: 'managedBy'",
+        "operator/trainplan.py:3: 'failurePolicy'",
+        "operator/trainplan.py:4: resolved.in_order",
+        "operator/trainplan.py:4: step.backoff_limit",
+    ]
     # In runpolicy.py, is_managed may read the stored job's spec.
     assert "operator/runpolicy.py:6: job.spec" not in spec_reads("runpolicy", source)
     assert "operator/runpolicy.py:4: 'tfReplicaSpecs'" in spec_reads("runpolicy", source)
+
+
+def test_one_creation_decision_for_every_shape() -> None:
+    from kubetrain.operator.creates import missing_slots
+
+    specs = {"Launcher": replica("MPIJob", 1), "Worker": replica("MPIJob", 3)}
+    obj = job("MPIJob", specs, launcherCreationPolicy="WaitForWorkersReady")
+    shape = shape_of(obj)
+    held_worker = pod(obj, "Worker", 1, deleting=True)
+    # a held slot (any attempt, terminating or not) is not missing; the Launcher waits for Workers
+    assert missing_slots(shape, {}, {("Worker", 1): held_worker}, 10) == [("Worker", 0), ("Worker", 2)]
+    assert missing_slots(shape, {}, {}, 2) == [("Worker", 0), ("Worker", 1)]  # at most `room`
+    is_ready = [{"type": "Ready", "status": "True"}]
+    ready = {("Worker", i): pod(obj, "Worker", i, conditions=is_ready) for i in range(3)}
+    assert missing_slots(shape, ready, ready, 10) == [("Launcher", 0)]

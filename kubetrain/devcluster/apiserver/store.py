@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.devcluster.apiserver import errors
+from kubetrain.devcluster.apiserver.eventlines import EventLines
 from kubetrain.devcluster.apiserver.types import Obj
 
 Key = tuple[str, str, str]  # (resource key, namespace, name)
@@ -103,6 +104,7 @@ class Store:
         self.expired_before = 0  # continue tokens of versions below this are expired
         self._watchers: dict[str, set[Watcher]] = {}
         self.listeners: list[Callable[[Event], None]] = []
+        self.event_lines = EventLines()  # each watch event encoded once for all its watchers
 
     # ---- reads -------------------------------------------------------------------------------
     def get(self, rkey: str, namespace: str, name: str) -> Obj | None:

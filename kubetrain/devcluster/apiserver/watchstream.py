@@ -112,7 +112,9 @@ async def _flush(
 
 def _line(api: ApiServer, t: Target, item: tuple[str, Obj]) -> bytes:
     kind, obj = item
-    return dumps({"type": kind, "object": api.out(t, obj)}) + b"\n"
+    return api.store.event_lines.line(
+        kind, obj, t.api_version, t.rt.kind, lambda: dumps({"type": kind, "object": api.out(t, obj)}) + b"\n"
+    )
 
 
 def _bookmark(t: Target, rv: int, initial_end: bool = False) -> bytes:

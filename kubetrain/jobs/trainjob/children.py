@@ -177,6 +177,19 @@ def snapshot_name(tj: str) -> str:
     return f"{tj}{c.RUNTIME_SNAPSHOT_SUFFIX}"
 
 
+def jobset_spec(runtime: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The runtime's JobSet template spec (`spec.template.spec`; empty when missing)."""
+    template = (runtime.get("spec") or {}).get("template") or {}
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def runtime_ref(trainjob: Mapping[str, Any]) -> tuple[str, Any]:
+    """(kind, name) of the runtime the TrainJob's `spec.runtimeRef` names (the name as given)."""
+    ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+    return str(ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME), ref.get("name")
+
+
 def snapshot_runtime(runtime: Mapping[str, Any]) -> Obj:
     """What of a runtime the snapshot keeps: kind, name, labels, spec."""
     meta = runtime.get("metadata") or {}

@@ -151,7 +151,12 @@ def trainjob_shape(
         namespace=resolved.namespace,
         uid=resolved.uid,
         groups=MappingProxyType(groups),
-        run_policy=replace(run_policy_of(trainjob, jobset_spec), scheduling=scheduling_of(resolved)),
+        run_policy=replace(
+            run_policy_of(trainjob, jobset_spec),
+            scheduling=scheduling_of(resolved),
+            in_order_startup=resolved.in_order,
+            blocking_recreate=resolved.blocking_recreate,
+        ),
         rules=SuccessPolicy(resolved.success_operator, resolved.success_targets, pods),
         plugin=NoEnv(),
         layout=layout,

@@ -1,0 +1,102 @@
+"""How a job's pods are sent: slow-start batches (1, 2, 4, … 16) then 32 in flight; a job whose
+last wave was pipelined and created everything it sent starts its next wave (the next pass of
+at most 500) pipelined; a refused create puts it back on slow start."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from kubetrain.kube.cache import Cache
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.events import EventRecorder
+from kubetrain.kube.expectations import Expectations
+from kubetrain.kube.resources import JOB_RESOURCES, ResourceRef
+from kubetrain.kube.workqueue import WorkQueue
+from kubetrain.operator.writes import PIPELINED_CREATES, ChildWriter
+
+REF = JOB_RESOURCES["PyTorchJob"]
+KEY = "PyTorchJob/ns/big"
+JOB = {
+    "apiVersion": "kubetrain.io/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "big", "namespace": "ns", "uid": "u1"},
+}
+
+
+class Server:
+    """Answers creates after a loop turn; notes how many were in flight as each was sent."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.sent: list[int] = []  # in flight (this one included) when each create was sent
+        self.refuse: set[str] = set()
+
+    async def create(self, ref: ResourceRef, obj: dict[str, Any], namespace: str | None = None) -> Any:
+        self.in_flight += 1
+        self.sent.append(self.in_flight)
+        try:
+            await asyncio.sleep(0)
+            if obj["metadata"]["name"] in self.refuse:
+                raise ApiError(403, "Forbidden", "exceeded quota")
+            return obj
+        finally:
+            self.in_flight -= 1
+
+
+def writer(server: Server) -> ChildWriter:
+    cache = Cache()
+    cache.store(REF).upsert(JOB)
+    return ChildWriter(
+        client=cast(KubeClient, server),
+        cache=cache,
+        queue=WorkQueue(),
+        expectations=Expectations(),
+        recorder=cast(EventRecorder, None),
+        pod_group_ref=None,
+    )
+
+
+def pods(first: int, count: int) -> list[dict[str, Any]]:
+    return [{"metadata": {"name": f"big-worker-{i}", "namespace": "ns"}} for i in range(first, first + count)]
+
+
+async def test_a_wave_slow_starts_then_pipelines_and_the_next_wave_starts_pipelined() -> None:
+    server = Server()
+    w = writer(server)
+    failures: list[ApiError] = []
+    await w._create_pods(KEY, REF, JOB, pods(0, 100), failures)
+    assert not failures and len(server.sent) == 100
+    assert server.sent[:3] == [1, 1, 2]  # one alone, then two together
+    assert max(server.sent) == PIPELINED_CREATES
+    server.sent.clear()
+    await w._create_pods(KEY, REF, JOB, pods(100, 100), failures)
+    # The first wave went through: the next one sends 32 at once.
+    assert server.sent[:PIPELINED_CREATES] == list(range(1, PIPELINED_CREATES + 1))
+
+
+async def test_a_refused_create_puts_the_job_back_on_slow_start() -> None:
+    server = Server()
+    w = writer(server)
+    failures: list[ApiError] = []
+    await w._create_pods(KEY, REF, JOB, pods(0, 100), failures)
+    server.refuse = {"big-worker-100"}
+    server.sent.clear()
+    await w._create_pods(KEY, REF, JOB, pods(100, 100), failures)
+    assert len(failures) == 1 and server.sent == list(
+        range(1, PIPELINED_CREATES + 1)
+    )  # the 32 in flight finish
+    assert "u1" in w.create_failures
+    server.refuse = set()
+    server.sent.clear()
+    await w._create_pods(KEY, REF, JOB, pods(101, 99), failures[:0])
+    assert server.sent[:3] == [1, 1, 2]
+
+
+async def test_a_small_wave_proves_nothing() -> None:
+    server = Server()
+    w = writer(server)
+    await w._create_pods(KEY, REF, JOB, pods(0, 3), [])
+    server.sent.clear()
+    await w._create_pods(KEY, REF, JOB, pods(3, 3), [])
+    assert server.sent == [1, 1, 2]
