@@ -151,10 +151,15 @@ def _replicas_value(raw: Any, default: int) -> int | None:
 
 
 def build_layout(
-    obj: Mapping[str, Any], framework: FrameworkInfo, *, per_pod_services: bool = False
+    obj: Mapping[str, Any],
+    framework: FrameworkInfo,
+    *,
+    per_pod_services: bool = False,
+    host_network: hostnetwork.HostNetwork | None = None,
 ) -> tuple[JobLayout | None, list[str]]:
     """The engine's layout of a (defaulted) job dict, or the problems that prevent one.
-    `per_pod_services`: pods are addressed by their own Services (`per-pod` service mode).
+    `per_pod_services`: pods are addressed by their own Services (`per-pod` service mode);
+    `host_network`: the job's host-network annotations as read at the edge (read here if None).
 
     Tolerates a job that was not defaulted: replica keys are matched case-insensitively,
     `replicas` defaults to 1 and `restartPolicy` to the framework's default, so `render` and
@@ -228,10 +233,12 @@ def build_layout(
     if errors or not isinstance(name, str):
         return None, errors
     namespace = meta.get("namespace") or "default"
+    annotations = _annotations_of(meta)
+    net = host_network if host_network is not None else hostnetwork.read_host_network(annotations)
     host_ports: dict[tuple[str, int], int] = {}
-    if hostnetwork.is_host_network(obj):
+    if net.enabled:
         slots = [(t, i) for t, r in replicas.items() for i in range(r.replicas)]
-        host_ports = hostnetwork.assign_ports(str(namespace), name, slots, *hostnetwork.port_range(obj))
+        host_ports = hostnetwork.assign_ports(str(namespace), name, slots, *net.port_range)
     layout = JobLayout(
         kind=str(obj.get("kind") or framework.kind),
         api_version=str(obj.get("apiVersion") or "kubetrain.io/v1"),
@@ -242,7 +249,7 @@ def build_layout(
         replicas=replicas,
         port_name=framework.port_name,
         host_ports=host_ports,
-        annotations=_annotations_of(meta),
+        annotations=annotations,
     )
     if per_pod_services:
         layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)

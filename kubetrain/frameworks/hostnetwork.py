@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, not_supported
@@ -32,15 +33,59 @@ NETWORK_MODE_ANNOTATIONS = (ANNOTATION_NETWORK_MODE, KUBEDL_ANNOTATION_NETWORK_M
 _RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 
 
+@dataclass(frozen=True)
+class HostNetwork:
+    """A job's host-network annotations, read once (`read_host_network`): whether the mode is
+    on, the port range its pods take (the default when the annotation is unset or invalid), and
+    what is wrong with the annotations themselves."""
+
+    enabled: bool = False
+    port_range: tuple[int, int] = DEFAULT_PORT_RANGE
+    written_range: Any = None  # the host-port-range annotation as written, when valid
+    errors: tuple[FieldError, ...] = ()
+
+    def errors_for(self, total_replicas: int | None) -> list[FieldError]:
+        """The annotations' problems, and a valid range with fewer ports than the job's pods."""
+        errors = list(self.errors)
+        first, last = self.port_range
+        if (
+            self.written_range is not None
+            and total_replicas is not None
+            and last - first + 1 < total_replicas
+        ):
+            errors.append(
+                invalid(
+                    f"metadata.annotations[{ANNOTATION_HOST_PORT_RANGE}]",
+                    f"{self.written_range!r} has {last - first + 1} ports, fewer than the job's "
+                    f"{total_replicas} pods",
+                )
+            )
+        return errors
+
+
+def read_host_network(annotations: Mapping[str, Any]) -> HostNetwork:
+    """The host-network annotations of a job (its `metadata.annotations`), parsed."""
+    errors: list[FieldError] = []
+    base = "metadata.annotations"
+    for key in NETWORK_MODE_ANNOTATIONS:
+        mode = annotations.get(key)
+        if mode is not None and mode not in NETWORK_MODES:
+            errors.append(not_supported(f"{base}[{key}]", mode, NETWORK_MODES))
+    enabled = any(annotations.get(key) == NETWORK_MODE_HOST for key in NETWORK_MODE_ANNOTATIONS)
+    raw = annotations.get(ANNOTATION_HOST_PORT_RANGE)
+    if raw is None:
+        return HostNetwork(enabled, DEFAULT_PORT_RANGE, None, tuple(errors))
+    parsed = parse_port_range(raw)
+    if isinstance(parsed, str):
+        errors.append(invalid(f"{base}[{ANNOTATION_HOST_PORT_RANGE}]", parsed))
+        return HostNetwork(enabled, DEFAULT_PORT_RANGE, None, tuple(errors))
+    return HostNetwork(enabled, parsed, raw, tuple(errors))
+
+
 def job_annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     value = meta.get("annotations") if isinstance(meta, Mapping) else None
     return value if isinstance(value, Mapping) else {}
-
-
-def is_host_network(obj: Mapping[str, Any]) -> bool:
-    values = job_annotations(obj)
-    return any(values.get(key) == NETWORK_MODE_HOST for key in NETWORK_MODE_ANNOTATIONS)
 
 
 def parse_port_range(value: Any) -> tuple[int, int] | str:
@@ -54,13 +99,6 @@ def parse_port_range(value: Any) -> tuple[int, int] | str:
     return first, last
 
 
-def port_range(obj: Mapping[str, Any]) -> tuple[int, int]:
-    """The job's host port range (the default when the annotation is unset or invalid)."""
-    raw = job_annotations(obj).get(ANNOTATION_HOST_PORT_RANGE)
-    parsed = parse_port_range(raw) if raw is not None else DEFAULT_PORT_RANGE
-    return parsed if isinstance(parsed, tuple) else DEFAULT_PORT_RANGE
-
-
 def assign_ports(
     namespace: str, name: str, slots: list[tuple[str, int]], first: int, last: int
 ) -> dict[tuple[str, int], int]:
@@ -72,25 +110,4 @@ def assign_ports(
 
 def annotation_errors(obj: Mapping[str, Any], total_replicas: int | None) -> list[FieldError]:
     """Problems of the network-mode and host-port-range annotations of a job."""
-    values = job_annotations(obj)
-    errors: list[FieldError] = []
-    base = "metadata.annotations"
-    for key in NETWORK_MODE_ANNOTATIONS:
-        mode = values.get(key)
-        if mode is not None and mode not in NETWORK_MODES:
-            errors.append(not_supported(f"{base}[{key}]", mode, NETWORK_MODES))
-    raw = values.get(ANNOTATION_HOST_PORT_RANGE)
-    if raw is None:
-        return errors
-    parsed = parse_port_range(raw)
-    path = f"{base}[{ANNOTATION_HOST_PORT_RANGE}]"
-    if isinstance(parsed, str):
-        errors.append(invalid(path, parsed))
-    elif total_replicas is not None and parsed[1] - parsed[0] + 1 < total_replicas:
-        errors.append(
-            invalid(
-                path,
-                f"{raw!r} has {parsed[1] - parsed[0] + 1} ports, fewer than the job's {total_replicas} pods",
-            )
-        )
-    return errors
+    return read_host_network(job_annotations(obj)).errors_for(total_replicas)

@@ -23,9 +23,11 @@ from kubetrain.api.errors import join_path
 from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.kubedl import KubeDLAnnotations, default_kubedl_annotations, read_kubedl_annotations
-from kubetrain.jobs.kubedllayout import from_v1, is_kubedl, to_v1
+from kubetrain.jobs.jobdraft import read_draft
+from kubetrain.jobs.kubedllayout import from_v1
+from kubetrain.jobs.tenancy import default_tenancy_labels
 
 
 @dataclass(frozen=True)
@@ -38,25 +40,26 @@ def default_job(
     obj: dict[str, Any], *, gang_scheduling: bool = False, old: dict[str, Any] | None = None
 ) -> Defaulted:
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
-    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job's KubeDL annotations are read
-    here, once (kubetrain.jobs.kubedl)."""
-    kubedl = read_kubedl_annotations(obj) if isinstance(obj, dict) else KubeDLAnnotations()
-    if isinstance(obj, dict) and is_kubedl(obj):
-        before = to_v1(old) if isinstance(old, dict) else None
-        result = default_v1(to_v1(obj), kubedl, gang_scheduling=gang_scheduling, old=before)
-        return Defaulted(from_v1(result.obj, obj), result.warnings)
-    return default_v1(obj, kubedl, gang_scheduling=gang_scheduling, old=old)
+    comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job is read once, here, by the
+    parse stage (`jobdraft.read_draft`: its layout and its annotations)."""
+    draft = read_draft(obj) if isinstance(obj, dict) else None
+    if draft is None or not draft.converted:
+        annotations = draft.annotations if draft is not None else JobAnnotations()
+        return default_v1(obj, annotations, gang_scheduling=gang_scheduling, old=old)
+    before = read_draft(old).wire if isinstance(old, dict) else None
+    result = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling, old=before)
+    return Defaulted(from_v1(result.obj, obj), result.warnings)
 
 
 def default_v1(
     obj: dict[str, Any],
-    kubedl: KubeDLAnnotations,
+    annotations: JobAnnotations,
     *,
     gang_scheduling: bool = False,
     old: dict[str, Any] | None = None,
 ) -> Defaulted:
-    """The job with every §2 default filled in, and the warnings defaulting produced; `kubedl`
-    is the job's KubeDL annotations as read at the edge (`read_kubedl_annotations`).
+    """The job with every §2 default filled in, and the warnings defaulting produced; `annotations`
+    are the job's annotations as read at the edge (`read_annotations`).
 
     An object of an unknown kind (or one too malformed to default) comes back unchanged; the
     validation step reports what is wrong with it. `old` is the stored job on UPDATE: a
@@ -79,8 +82,7 @@ def default_v1(
         for rtype, rspec in replica_map.items():
             if isinstance(rspec, dict):
                 rspec = replica_map[rtype] = dict(rspec)
-                path = join_path("spec", framework.replica_field, f"[{rtype}]")
-                warnings.extend(_default_replica(rspec, framework, str(rtype), path))
+                warnings.extend(_default_replica(rspec, framework, str(rtype)))
     # Framework defaults first: the gang default depends on them (an elastic job's minimum).
     warnings.extend(framework.default_spec(spec))
     old_spec = old.get("spec") if isinstance(old, dict) else None
@@ -89,7 +91,7 @@ def default_v1(
     )
     if gang_scheduling and isinstance(replica_map, dict):
         warnings.extend(_scheduler_name_warnings(replica_map, framework))
-    default_kubedl_annotations(out, kubedl)
+    default_tenancy_labels(out, annotations.kubedl.tenancy)  # KubeDL's tenancy annotation
     return Defaulted(out, warnings)
 
 
@@ -130,7 +132,7 @@ def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str
     return renamed
 
 
-def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, path: str) -> list[str]:
+def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str) -> list[str]:
     if rspec.get("replicas") is None:
         rspec["replicas"] = framework.replicas_default(rtype)
     if rspec.get("restartPolicy") is None:
@@ -146,11 +148,8 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str, pa
         return []
     warnings: list[str] = []
     if container.get("name") != framework.container_name and not framework.framework_container_required:
-        warnings.append(
-            default_container_warning(
-                join_path(path, "template", "spec", "containers"), container, framework.container_name
-            )
-        )
+        path = join_path("spec", framework.replica_field, f"[{rtype}]", "template", "spec", "containers")
+        warnings.append(default_container_warning(path, container, framework.container_name))
     ports = container.get("ports")
     if ports is None:
         ports = []

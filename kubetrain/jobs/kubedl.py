@@ -1,6 +1,6 @@
 """KubeDL's job annotations, on jobs of every kind and API group: read once into their typed
-values (`read_kubedl_annotations`, the parse stage's — kubetrain.jobs.jobdraft — and the webhooks'
-edge), which defaulting and validation then take. Pure.
+values (`read_kubedl_annotations`, called by kubetrain.jobs.annotations at the parse stage, which
+the operator and the webhooks' edge share), which defaulting and validation then take. Pure.
 
 - `kubedl.io/network-mode: host` is kubetrain's host network mode (kubetrain.frameworks.hostnetwork
   reads and validates both names).
@@ -61,12 +61,6 @@ def read_kubedl_annotations(obj: Mapping[str, Any]) -> KubeDLAnnotations:
         board, problems = tensorboard.parse_tensorboard(raw)
         errors.extend(problems)
     return KubeDLAnnotations(fields, sync, board, tuple(errors))
-
-
-def default_kubedl_annotations(obj: dict[str, Any], read: KubeDLAnnotations) -> None:
-    """What the annotations (`read` from the job) add to the job itself (in place, copying what
-    it changes)."""
-    tenancy.default_tenancy_labels(obj, read.tenancy)
 
 
 def kubedl_annotation_errors(read: KubeDLAnnotations, spec: Any, replica_field: str = "") -> list[FieldError]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from kubetrain.api.common import RunPolicy
 from kubetrain.api.errors import FieldError, forbidden, invalid
-from kubetrain.api.groups import KUBEDL_GROUP, group_of
+from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.api.podtemplate import framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
@@ -49,14 +49,29 @@ REFUSED = {
 
 
 def is_kubedl(obj: Mapping[str, Any]) -> bool:
-    return group_of(obj.get("apiVersion")) == KUBEDL_GROUP
+    """The job's apiVersion is in KubeDL's group (`training.kubedl.io/<version>`)."""
+    api_version = obj.get("apiVersion")
+    return isinstance(api_version, str) and api_version.startswith(f"{KUBEDL_GROUP}/")
+
+
+def read_layout(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[FieldError]]:
+    """The job in kubetrain's layout and the KubeDL fields kubetrain does not run (each refused
+    with why, at the path the user wrote), read in one pass. A job that is not a KubeDL one (or
+    has no spec) comes back as it is — the same object, which callers treat as read-only; a
+    KubeDL job as a converted copy."""
+    spec = obj.get("spec")
+    if not is_kubedl(obj) or not isinstance(spec, Mapping):
+        return obj, []
+    framework = get_framework(str(obj.get("kind")))
+    return _converted(obj, framework), _refusals(spec, framework)
 
 
 def layout_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     """KubeDL fields kubetrain does not run, each refused with why."""
-    spec = obj.get("spec")
-    if not is_kubedl(obj) or not isinstance(spec, Mapping):
-        return []
+    return read_layout(obj)[1]
+
+
+def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[FieldError]:
     errors: list[FieldError] = []
     for key, why in REFUSED.items():
         if spec.get(key) is not None:
@@ -76,7 +91,6 @@ def layout_errors(obj: Mapping[str, Any]) -> list[FieldError]:
                 forbidden("spec.runPolicy.cronPolicy", f"not supported by kubetrain: {REFUSED['cronPolicy']}")
             )
     main = spec.get("mainContainer")
-    framework = get_framework(str(obj.get("kind")))
     if main is not None and framework is not None:
         replicas = spec.get(framework.replica_field)
         for rtype, rspec in (replicas if isinstance(replicas, Mapping) else {}).items():
@@ -114,10 +128,14 @@ def _scheduling_from_v1(value: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_v1(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The job in kubetrain's layout (apiVersion kept); a non-KubeDL job comes back as a copy."""
+    v1 = read_layout(obj)[0]
+    return copy.deepcopy(dict(obj)) if v1 is obj else dict(v1)
+
+
+def _converted(obj: Mapping[str, Any], framework: Framework | None) -> dict[str, Any]:
+    """A KubeDL job (with a spec) in kubetrain's layout, as a copy."""
     out = copy.deepcopy(dict(obj))
-    spec = out.get("spec")
-    if not is_kubedl(obj) or not isinstance(spec, dict):
-        return out
+    spec = out["spec"]
     for key in REFUSED:
         spec.pop(key, None)
     spec.pop("mainContainer", None)
@@ -129,7 +147,6 @@ def to_v1(obj: Mapping[str, Any]) -> dict[str, Any]:
         run_policy[SCHEDULING] = _scheduling_to_v1(run_policy[SCHEDULING])
     if run_policy or "runPolicy" in spec:
         spec["runPolicy"] = run_policy
-    framework = get_framework(str(out.get("kind")))
     if framework is not None and framework.kubedl_container_name:
         _rename_containers(
             spec.get(framework.replica_field), framework.kubedl_container_name, framework.container_name

@@ -5,6 +5,9 @@ error into a `FieldError` whose path is written the way Kubernetes writes field 
 `spec.pytorchReplicaSpecs[Master].replicas`, `spec.elasticPolicy.rdzvConf[0].key`. Pydantic's own
 wording never reaches the user where a better message exists: a bad enum value lists the valid
 values, an unknown field names the valid fields, a wrong type names the expected type.
+
+`read_typed` is the pipeline's type stage (docs/architecture.md, "One form per stage"): the
+defaulted job read into its model once, with every problem, for validation to take.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -27,6 +31,7 @@ from kubetrain.api.errors import (
     required,
 )
 from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import (
     converted_versions,
     get_framework,
@@ -108,6 +113,32 @@ def parse_job(obj: dict[str, Any], groups: Sequence[str] = JOB_GROUPS) -> JobBas
     framework = get_framework(obj["kind"])
     assert framework is not None  # checked by check_type_meta
     return parse_model(obj, framework.job_model)
+
+
+@dataclass(frozen=True)
+class TypedJob:
+    """A (defaulted) job read into its pydantic model once (`read_typed`). With `type_errors`
+    (kind or apiVersion not accepted) nothing else of the job was read; otherwise `framework`
+    is its kind's and `model` the job as typed, or None with the model's `errors`."""
+
+    framework: Framework | None = None
+    model: JobBase | None = None
+    errors: tuple[FieldError, ...] = ()
+    type_errors: tuple[FieldError, ...] = ()
+
+
+def read_typed(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> TypedJob:
+    """`obj` as its kind's model, or every problem found (never raises); `groups` are the API
+    groups whose apiVersion is accepted (kubetrain.api.groups)."""
+    type_errors = check_type_meta(obj, groups)
+    if type_errors:
+        return TypedJob(type_errors=tuple(type_errors))
+    framework = get_framework(obj["kind"])
+    assert framework is not None  # checked by check_type_meta
+    try:
+        return TypedJob(framework, parse_model(obj, framework.job_model))
+    except InvalidJobError as exc:
+        return TypedJob(framework, None, tuple(exc.errors))
 
 
 def parse_model(obj: dict[str, Any], model: type[JobBase]) -> JobBase:

@@ -19,6 +19,7 @@ from kubetrain.api.errors import json_int
 from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import build_layout
+from kubetrain.frameworks.hostnetwork import HostNetwork
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
@@ -38,14 +39,18 @@ def v1_shape(
     *,
     status: StatusProjection,
     per_pod_services: bool = False,
+    host_network: HostNetwork | None = None,
 ) -> Produced:
     """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
-    framework (`per_pod_services`: pods addressed by their own Services) with the `status`
-    projection of Kubeflow's JobStatus the planner gives it, or why it cannot be laid out."""
+    framework (`per_pod_services`: pods addressed by their own Services; `host_network`: its
+    host-network annotations as read at the edge) with the `status` projection of Kubeflow's
+    JobStatus the planner gives it, or why it cannot be laid out."""
     spec, meta = obj.get("spec"), obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, _mapping(annotations))
-    layout, errors = build_layout(obj, framework, per_pod_services=per_pod_services)
+    layout, errors = build_layout(
+        obj, framework, per_pod_services=per_pod_services, host_network=host_network
+    )
     if layout is None:
         return Produced(None, run_policy, errors)
     gates = framework.gates(layout)
@@ -89,6 +94,7 @@ def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ru
     failure = _mapping(rp.get("podFailurePolicy")).get("rules")
     rules = tuple(r for r in failure if isinstance(r, Mapping)) if isinstance(failure, list) else ()
     manager = rp.get("managedBy")
+    scheduling = scheduling_policy_of(_mapping(rp.get("schedulingPolicy")))
     return RunPolicy(
         clean_pod_policy=clean if clean in CLEAN_POD_POLICIES else DEFAULT_CLEAN_POD_POLICY,
         suspend=rp.get("suspend") is True,
@@ -98,7 +104,7 @@ def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ru
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
         progress_deadline_seconds=progress_deadline_seconds(spec, annotations),
-        scheduling=scheduling_policy_of(_mapping(rp.get("schedulingPolicy"))),
+        scheduling=scheduling,
     )
 
 

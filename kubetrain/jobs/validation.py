@@ -16,18 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import trainerstatus
-from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import service_mode_errors
-from kubetrain.frameworks import hostnetwork
-from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
-from kubetrain.jobs.kubedl import KubeDLAnnotations, kubedl_annotation_errors, read_kubedl_annotations
-from kubetrain.jobs.kubedllayout import is_kubedl, layout_errors, map_path, to_v1
+from kubetrain.jobs.jobdraft import read_draft
+from kubetrain.jobs.kubedl import kubedl_annotation_errors
+from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
-from kubetrain.jobs.parse import InvalidJobError, check_type_meta, parse_model
+from kubetrain.jobs.parse import TypedJob, read_typed
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
 from kubetrain.jobs.templates import replica_map_errors
 from kubetrain.jobs.updates import update_errors
@@ -55,52 +53,51 @@ def validate_job(
 ) -> ValidationResult:
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
-    job's KubeDL annotations are read here, once (kubetrain.jobs.kubedl)."""
-    kubedl = read_kubedl_annotations(obj) if isinstance(obj, dict) else KubeDLAnnotations()
-    if isinstance(obj, dict) and is_kubedl(obj):
-        before = to_v1(old) if isinstance(old, dict) else None
-        result = validate_v1(to_v1(obj), kubedl, before, max_replicas=max_replicas, groups=groups)
-        mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
-        return ValidationResult(_unique([*layout_errors(obj), *mapped]), result.warnings)
-    return validate_v1(obj, kubedl, old, max_replicas=max_replicas, groups=groups)
+    job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
+    fields refused, its annotations)."""
+    draft = read_draft(obj) if isinstance(obj, dict) else None
+    converted = draft is not None and draft.converted
+    job = draft.wire if draft is not None and converted else obj
+    before = (read_draft(old).wire if converted else old) if isinstance(old, dict) else None
+    annotations = draft.annotations if draft is not None else JobAnnotations()
+    # The job as typed (not needed when an update leaves the spec as it was).
+    typed = TypedJob() if spec_unchanged(job, before) else read_typed(job, groups)
+    result = validate_v1(job, annotations, typed, before, max_replicas=max_replicas)
+    if draft is None or not converted:
+        return result
+    mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
+    return ValidationResult(_unique([*draft.errors, *mapped]), result.warnings)
+
+
+def spec_unchanged(obj: Any, old: Any) -> bool:
+    """An update that leaves `spec` as it was (metadata, status): never blocked, except for a
+    change of the `kubetrain.io/service-mode` annotation."""
+    return isinstance(obj, dict) and isinstance(old, dict) and obj.get("spec") == old.get("spec")
 
 
 def validate_v1(
     obj: dict[str, Any],
-    kubedl: KubeDLAnnotations,
+    annotations: JobAnnotations,
+    typed: TypedJob,
     old: dict[str, Any] | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
-    groups: Sequence[str] = JOB_GROUPS,
 ) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `kubedl` its KubeDL annotations as read at the
-    edge (`read_kubedl_annotations`); `old` is the stored object on UPDATE;
-    `max_replicas` is the operator's limit on the job's total replicas; `groups` the API groups
-    whose apiVersion is accepted (kubetrain.api.groups).
-
-    On update, a change that leaves `spec` as it was (metadata, status) is never blocked —
-    except a change of the `kubetrain.io/service-mode` annotation.
+    """Every problem of `obj` (a defaulted job); `annotations` its annotations as read at the
+    edge (`read_annotations`); `typed` the job read into its model (`parse.read_typed`, the
+    type stage); `old` is the stored object on UPDATE; `max_replicas` is the operator's limit
+    on the job's total replicas.
     """
+    unchanged = old is not None and spec_unchanged(obj, old)
     mode_errors = service_mode_errors(obj, old) if isinstance(obj, dict) else []
-    if (
-        old is not None
-        and isinstance(obj, dict)
-        and isinstance(old, dict)
-        and obj.get("spec") == old.get("spec")
-    ):
+    if unchanged:
         return ValidationResult(mode_errors)
-    type_errors = check_type_meta(obj, groups)
-    if type_errors:
-        return ValidationResult(type_errors)
-    framework = get_framework(obj["kind"])
+    if typed.type_errors:
+        return ValidationResult(list(typed.type_errors))
+    framework = typed.framework
     assert framework is not None
-    errors: list[FieldError] = list(mode_errors)
+    errors: list[FieldError] = [*mode_errors, *typed.errors]
     warnings: list[str] = []
-    job: JobBase | None = None
-    try:
-        job = parse_model(obj, framework.job_model)  # its kind and apiVersion are checked above
-    except InvalidJobError as exc:
-        errors.extend(exc.errors)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         if spec is None:
@@ -111,14 +108,14 @@ def validate_v1(
     errors.extend(replica_map_errors(replica_map, framework, warnings))
     errors.extend(run_policy_errors(spec.get("runPolicy"), replica_map))
     errors.extend(max_replicas_errors(spec, framework, max_replicas))
-    errors.extend(hostnetwork.annotation_errors(obj, total_replicas_of(replica_map)))
-    errors.extend(kubedl_annotation_errors(kubedl, spec, framework.replica_field))
-    errors.extend(trainerstatus.annotation_errors(obj))
+    errors.extend(annotations.host_network.errors_for(total_replicas_of(replica_map)))
+    errors.extend(kubedl_annotation_errors(annotations.kubedl, spec, framework.replica_field))
+    errors.extend(annotations.progress_errors)
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))
-    if job is not None:
-        errors.extend(framework.validate_spec(job, "spec"))
+    if typed.model is not None:
+        errors.extend(framework.validate_spec(typed.model, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):
         errors.extend(update_errors(spec, old["spec"], framework))
     return ValidationResult(_unique(errors), warnings)

@@ -6,11 +6,14 @@ generation.
 
 1. parse (`kubetrain.jobs.jobdraft.read_job`): the wire dict → a `JobDraft` — the framework, the
    job in kubetrain's layout (a KubeDL job converted here, once), the parse stage's own errors,
-   the KubeDL annotations parsed (which stages 2 and 3 take);
+   the job's annotations parsed (`JobAnnotations`, which the later stages take);
 2. default (`kubetrain.jobs.defaulting.default_v1`, the function the mutating webhook uses, so a
-   job stored without the webhook behaves the same) → the defaulted job and its warnings;
-3. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
-4. lay out (`kubetrain.jobs.v1shape.v1_shape`) → the engine's `JobLayout` and the `JobShape`.
+   job stored without the webhook behaves the same; then `Framework.adjust`) → the defaulted
+   job and its warnings;
+3. type (`kubetrain.jobs.parse.read_typed`): the defaulted job → its pydantic model, once, with
+   the model's errors (`TypedJob`);
+4. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
+5. lay out (`kubetrain.jobs.v1shape.v1_shape`) → the engine's `JobLayout` and the `JobShape`.
 
 That work depends only on the spec, so `JobCache` keeps the result per (uid, generation, gang
 scheduling, service mode): a reconcile of an unchanged job does no deep copy, no defaulting and
@@ -30,6 +33,7 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
+from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
@@ -69,13 +73,20 @@ def prepare_job(
     framework = draft.framework
     if framework is None:
         return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
-    defaulted = default_v1(draft.wire, draft.kubedl, gang_scheduling=gang_scheduling)  # 2. default
+    defaulted = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling)  # 2. default
     adjustments = framework.adjust(defaulted.obj)
-    result = validate_v1(defaulted.obj, draft.kubedl, max_replicas=max_replicas)  # 3. validate
+    typed = read_typed(defaulted.obj)  # 3. type
+    result = validate_v1(defaulted.obj, draft.annotations, typed, max_replicas=max_replicas)  # 4. validate
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
-    produced = v1_shape(defaulted.obj, framework, status=KUBEFLOW, per_pod_services=per_pod)  # 4. lay out
+    produced = v1_shape(
+        defaulted.obj,
+        framework,
+        status=KUBEFLOW,
+        per_pod_services=per_pod,
+        host_network=draft.annotations.host_network,
+    )  # 5. lay out
     errors = errors or produced.errors
     shape = produced.shape
     if errors or shape is None:

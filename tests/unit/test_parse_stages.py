@@ -1,0 +1,99 @@
+"""The stages that read a job once (docs/architecture.md, "One form per stage"): the parse stage's
+`read_draft` shared by the webhooks' edge, the job's annotations parsed once
+(`JobAnnotations`, host network mode included), and the type stage (`read_typed`)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, JobBase
+from kubetrain.frameworks.hostnetwork import DEFAULT_PORT_RANGE
+from kubetrain.jobs.annotations import read_annotations
+from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.jobdraft import read_draft, read_job
+from kubetrain.jobs.parse import read_typed
+from kubetrain.jobs.validation import validate_job
+from kubetrain.operator.prepare import prepare_job
+from tests.jobs import job
+
+RANGE = "kubetrain.io/host-port-range"
+
+
+def kubedl_tfjob() -> dict[str, Any]:
+    obj = job("TFJob", replicas={"Worker": 1}, api_version="training.kubedl.io/v1alpha1")
+    obj["spec"].update(backoffLimit=2, cronPolicy={"schedule": "* * * * *"})
+    return obj
+
+
+def test_read_draft_reads_a_request_as_it_is_and_read_job_copies_it_without_status() -> None:
+    obj = job("PyTorchJob", replicas={"Master": 1, "Worker": 1})
+    obj["status"] = {"conditions": []}
+    draft = read_draft(obj)
+    # The webhooks' edge: the object itself (copy-on-write defaulting only reads it), status kept.
+    assert draft.wire is obj and not draft.converted and draft.errors == []
+    stored = read_job(obj)
+    assert "status" not in stored.wire and stored.wire["spec"] == obj["spec"]
+    assert stored.wire["spec"] is not obj["spec"]  # a copy: the informer's object stays untouched
+
+
+def test_read_draft_converts_a_kubedl_job_once_with_its_refused_fields() -> None:
+    obj = kubedl_tfjob()
+    before = copy.deepcopy(obj)
+    draft = read_draft(obj)
+    assert obj == before
+    assert draft.converted
+    assert draft.wire["spec"]["runPolicy"] == {"backoffLimit": 2}
+    assert [e.path for e in draft.errors] == ["spec.cronPolicy"]
+    # The webhook refuses the same field, at the path the user wrote, and defaults in KubeDL's layout.
+    assert [e.path for e in validate_job(obj).errors][:1] == ["spec.cronPolicy"]
+    defaulted = default_job(obj).obj["spec"]
+    assert "runPolicy" not in defaulted and defaulted["backoffLimit"] == 2
+    assert defaulted["cleanPodPolicy"] == DEFAULT_CLEAN_POD_POLICY  # inline, where KubeDL has it
+
+
+def test_host_network_annotations_are_parsed_once() -> None:
+    obj = job("TFJob", replicas={"Worker": 3})
+    obj["metadata"]["annotations"] = {"kubedl.io/network-mode": "host", RANGE: "30000-30001"}
+    net = read_annotations(obj).host_network
+    assert net.enabled and net.port_range == (30000, 30001) and net.errors == ()
+    assert net.errors_for(2) == []
+    [too_few] = net.errors_for(3)
+    assert too_few.path == f"metadata.annotations[{RANGE}]"
+    assert "'30000-30001' has 2 ports, fewer than the job's 3 pods" in too_few.message
+    # The same problem from the webhook and the controller, and the layout uses the parsed range.
+    assert [str(e) for e in validate_job(default_job(obj).obj).errors] == [str(too_few)]
+    obj["metadata"]["annotations"][RANGE] = "30000-30009"
+    prepared = prepare_job(obj)
+    assert prepared.valid and prepared.layout is not None
+    ports = sorted(prepared.layout.host_ports.values())
+    assert len(ports) == 3 and all(30000 <= p <= 30009 for p in ports)
+
+
+def test_a_bad_port_range_is_an_error_and_the_default_range_is_used() -> None:
+    obj = job("TFJob", replicas={"Worker": 1})
+    obj["metadata"]["annotations"] = {"kubetrain.io/network-mode": "bridge", RANGE: "9-1"}
+    net = read_annotations(obj).host_network
+    assert not net.enabled and net.port_range == DEFAULT_PORT_RANGE
+    assert [e.path for e in net.errors] == [
+        "metadata.annotations[kubetrain.io/network-mode]",
+        f"metadata.annotations[{RANGE}]",
+    ]
+    assert net.errors_for(100_000) == list(net.errors)  # no size check on a range that is not one
+
+
+def test_the_type_stage_reads_the_model_once_or_says_why_not() -> None:
+    good = default_job(job("PyTorchJob", replicas={"Master": 1, "Worker": 2})).obj
+    typed = read_typed(good)
+    assert isinstance(typed.model, JobBase) and typed.framework is not None
+    assert typed.errors == () and typed.type_errors == ()
+    wrong_group = dict(good, apiVersion="kubeflow.org/v2")
+    refused = read_typed(wrong_group)
+    assert refused.model is None and refused.framework is None
+    assert [e.path for e in refused.type_errors] == ["apiVersion"]
+    bad = copy.deepcopy(good)
+    bad["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "two"
+    invalid = read_typed(bad)
+    assert invalid.model is None and invalid.framework is not None
+    assert [e.path for e in invalid.errors] == ["spec.pytorchReplicaSpecs[Worker].replicas"]
+    assert read_typed(["not", "a", "job"]).type_errors[0].path == "<root>"
