@@ -282,15 +282,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             spec_file = work / "reporters.json"
             spec_file.write_text(json.dumps({"ca": ca_file, "pods": pods}))
             webhook = f"https://127.0.0.1:{webhook_port}"
+            # the operator settles after the pods started (idle CPU), then admission is probed
+            idle_cpu0, idle_main0 = cpu_seconds(operator.pid, child), proc_cpu_seconds(operator.pid)
+            await asyncio.sleep(args.duration / 3)
+            idle_cpu = (cpu_seconds(operator.pid, child) - idle_cpu0) / (args.duration / 3)
+            idle_main = (proc_cpu_seconds(operator.pid) - idle_main0) / (args.duration / 3)
             wh0 = await server_histogram(metrics_port, WEBHOOK_HISTOGRAM)
             before = await probe(args, webhook, ca_file, op_cpus)
             before["server_side"] = summary(
                 histogram_diff(await server_histogram(metrics_port, WEBHOOK_HISTOGRAM), wh0)
             )
-            idle_cpu0, idle_main0 = cpu_seconds(operator.pid, child), proc_cpu_seconds(operator.pid)
-            await asyncio.sleep(args.duration / 3)
-            idle_cpu = (cpu_seconds(operator.pid, child) - idle_cpu0) / (args.duration / 3)
-            idle_main = (proc_cpu_seconds(operator.pid) - idle_main0) / (args.duration / 3)
             client = await asyncio.create_subprocess_exec(
                 sys.executable, __file__, "--client", str(spec_file), "--duration", str(args.duration),
                 "--period", str(args.period), "--warmup", str(args.warmup), stdout=asyncio.subprocess.PIPE,
