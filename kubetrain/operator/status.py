@@ -15,6 +15,7 @@ the counts are refreshed with every write that happens for another reason (a con
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,14 +58,14 @@ def format_time(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def get_condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+def get_condition(status: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
     for cond in status.get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == ctype:
             return cond
     return None
 
 
-def is_true(status: dict[str, Any], ctype: str) -> bool:
+def is_true(status: Mapping[str, Any], ctype: str) -> bool:
     cond = get_condition(status, ctype)
     return cond is not None and cond.get("status") == "True"
 

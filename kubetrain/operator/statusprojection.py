@@ -31,18 +31,6 @@ Obj = dict[str, Any]
 Event = tuple[str, str]  # (reason, message) of the Normal event a change is told with
 
 
-def condition(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for cond in status.get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == ctype:
-            return cond
-    return None
-
-
-def is_true(status: Mapping[str, Any], ctype: str) -> bool:
-    cond = condition(status, ctype)
-    return cond is not None and cond.get("status") == "True"
-
-
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
     """A metav1.Condition: lastTransitionTime changes only with the status."""
     conditions = [x for x in status.get("conditions") or [] if isinstance(x, dict)]
@@ -107,17 +95,17 @@ class TrainerStatus:
     """Trainer's TrainJob status."""
 
     def finished(self, status: Obj) -> str | None:
-        if is_true(status, c.COMPLETE):
+        if st.is_true(status, c.COMPLETE):
             return SUCCEEDED
-        return FAILED if is_true(status, c.FAILED) else None
+        return FAILED if st.is_true(status, c.FAILED) else None
 
     def finished_at(self, status: Obj) -> datetime | None:
         outcome = self.finished(status)
-        done = condition(status, c.COMPLETE if outcome == SUCCEEDED else c.FAILED)
+        done = st.get_condition(status, c.COMPLETE if outcome == SUCCEEDED else c.FAILED)
         return parse_time((done or {}).get("lastTransitionTime")) if outcome is not None else None
 
     def run_began(self, status: Obj, job: Mapping[str, Any], now: datetime) -> datetime | None:
-        resumed = condition(status, c.SUSPENDED)
+        resumed = st.get_condition(status, c.SUSPENDED)
         began = parse_time(resumed.get("lastTransitionTime")) if resumed else None
         return began or parse_time((job.get("metadata") or {}).get("creationTimestamp")) or now
 
@@ -125,13 +113,13 @@ class TrainerStatus:
         set_condition(status, c.COMPLETE if outcome == SUCCEEDED else c.FAILED, True, reason, message, now)
 
     def set_suspended(self, status: Obj, title: str, now: datetime) -> Event | None:
-        if is_true(status, c.SUSPENDED):
+        if st.is_true(status, c.SUSPENDED):
             return None
         set_condition(status, c.SUSPENDED, True, c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED, now)
         return c.REASON_SUSPENDED, c.MESSAGE_SUSPENDED
 
     def set_resumed(self, status: Obj, title: str, now: datetime) -> Event | None:
-        if not is_true(status, c.SUSPENDED):
+        if not st.is_true(status, c.SUSPENDED):
             return None
         set_condition(status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
         return c.REASON_RESUMED, c.MESSAGE_RESUMED

@@ -42,7 +42,7 @@ from kubetrain.operator.progressenv import (
     inject,
 )
 from kubetrain.operator.status import format_time
-from kubetrain.operator.statusprojection import condition
+from kubetrain.operator.status import get_condition as condition
 
 Obj = dict[str, Any]
 REASON = stall.REASON
