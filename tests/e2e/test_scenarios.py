@@ -50,6 +50,11 @@ async def test_valid_job_of_each_kind_runs_to_succeeded(cluster: Any, kind: str)
     for pod in pods:
         owner = pod["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["name"], owner["controller"]) == (kind, name, True)
+    # The job is seen running before its pods end (real kubelets may end them first: then it
+    # may already have succeeded), so that its Running condition has something to turn False.
+    await cluster.wait_job(
+        kind, name, "Running", lambda j: support.has_condition(j, "Running") or succeeded(j)
+    )
     await cluster.finish_pods(name, total)
     job = await cluster.wait_job(kind, name, "Succeeded", succeeded)
     assert job["status"]["completionTime"]
