@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import jobs
 
+from kubetrain.api.labels import LABEL_JOB_ROLE
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
@@ -322,7 +323,11 @@ class Harness:
         return await eventually(check, what=f"an event {reason} on {namespace}/{name}")
 
     async def finish_all(self, namespace: str, job_name: str, exit_code: int = 0) -> None:
-        for pod in await self.pods(namespace, job_name):
+        pods = await self.pods(namespace, job_name)
+        # The master-role pod last: its success can end the job, and cleanPodPolicy then
+        # deletes the pods still running before they could be finished.
+        pods.sort(key=lambda p: (p["metadata"].get("labels") or {}).get(LABEL_JOB_ROLE) == "master")
+        for pod in pods:
             await self.sim.finish(namespace, pod["metadata"]["name"], exit_code=exit_code)
 
     async def install_crd(self, crd: Obj) -> None:
