@@ -107,10 +107,10 @@ async def test_healthz_answers_while_a_review_is_being_decided(
     large["metadata"]["annotations"] = {"padding": "x" * 100_000}  # over INLINE_BYTES: off the loop
     review = asyncio.create_task(validate(session, server, large))
     await asyncio.sleep(0.1)
-    started = time.perf_counter()
     async with session.get(server.url + "/healthz") as r:
         assert r.status == 200
-    assert time.perf_counter() - started < 0.1
+    # answered while the review is still being decided (not queued behind it): an ordering,
+    # not a wall-clock bound, so a loaded machine cannot fail it
     assert not review.done()
     status, _ = await review
     assert status == 200
