@@ -46,12 +46,18 @@ async def test_per_pod_services_live_and_go_with_the_job(env: tuple[DevStack, Ha
     assert env["MASTER_ADDR"] == "ddp-master-0"
     assert env["PET_MASTER_ADDR"] == "ddp-master-0"
 
-    stored = await h.job("PyTorchJob", ns, "ddp")
-    assert stored is not None
-    stored["metadata"]["annotations"][MODE] = "headless"
-    with pytest.raises(ApiError) as refused:
-        await h.kube.replace(job_resource("PyTorchJob"), stored)
-    assert "immutable" in str(refused.value) and MODE in str(refused.value)
+    async def change_mode() -> ApiError | None:
+        """The refusal of an update switching the mode (None: a 409 Conflict with the
+        controller's own status write came first — read the job again and retry)."""
+        stored = await h.job("PyTorchJob", ns, "ddp")
+        assert stored is not None
+        stored["metadata"]["annotations"][MODE] = "headless"
+        with pytest.raises(ApiError) as refused:
+            await h.kube.replace(job_resource("PyTorchJob"), stored)
+        return None if refused.value.is_conflict else refused.value
+
+    refusal = await eventually(change_mode, what="the mode change refused")
+    assert "immutable" in str(refusal) and MODE in str(refusal)
 
     await h.sim.finish(ns, "ddp-master-0")
     await h.wait_condition("PyTorchJob", ns, "ddp", "Succeeded")
