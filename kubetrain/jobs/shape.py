@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
 
 # The state every pod of a group must reach before the pods of a group that depends on it are
@@ -70,6 +70,20 @@ class ReplicaGroup:
     depends_on: tuple[DependsOn, ...] = ()
     # Where the group is written in the job, for messages: `spec.tfReplicaSpecs[Worker]`.
     path: str = ""
+
+    @classmethod
+    def of(cls, replica: ReplicaLayout, depends_on: tuple[DependsOn, ...], path: str) -> ReplicaGroup:
+        """The group of a job layout's replica type (name, count, template, restart policy and
+        framework container as laid out), ordered after `depends_on`, written at `path`."""
+        return cls(
+            name=replica.type,
+            replicas=replica.replicas,
+            template=replica.template,
+            restart_policy=replica.restart_policy,
+            container_index=replica.container_index,
+            depends_on=depends_on,
+            path=path,
+        )
 
     @property
     def container_name(self) -> str:

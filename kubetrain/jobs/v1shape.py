@@ -55,14 +55,10 @@ def v1_shape(
         return Produced(None, run_policy, errors)
     gates = framework.gates(layout)
     groups = {
-        name: ReplicaGroup(
-            name=name,
-            replicas=r.replicas,
-            template=r.template,
-            restart_policy=r.restart_policy,
-            container_index=r.container_index,
-            depends_on=tuple(DependsOn(other, READY) for other in gates.get(name, ())),
-            path=f"spec.{framework.replica_field}[{name}]",
+        name: ReplicaGroup.of(
+            r,
+            tuple(DependsOn(other, READY) for other in gates.get(name, ())),
+            f"spec.{framework.replica_field}[{name}]",
         )
         for name, r in layout.replicas.items()
     }

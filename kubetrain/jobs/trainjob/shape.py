@@ -103,17 +103,13 @@ def trainjob_shape(
         template = step.pod_template
         policy = str((template.get("spec") or {}).get("restartPolicy") or "OnFailure")
         container = framework_container_index(template, NODE_CONTAINER)
-        groups[step.name] = ReplicaGroup(
-            name=step.name,
-            replicas=step.replicas * step.pods,
-            template=template,
-            restart_policy=policy,
-            container_index=container,
-            depends_on=tuple(DependsOn(n, s, succeeded_is_ready=True) for n, s in step.depends_on),
-            path=f"runtime.spec.template.spec.replicatedJobs[{step.name}]",
-        )
         replicas[step.name] = ReplicaLayout(
             step.name, step.replicas * step.pods, template, policy, 0, container
+        )
+        groups[step.name] = ReplicaGroup.of(
+            replicas[step.name],
+            tuple(DependsOn(n, s, succeeded_is_ready=True) for n, s in step.depends_on),
+            f"runtime.spec.template.spec.replicatedJobs[{step.name}]",
         )
     layout = JobLayout(
         kind=c.TRAINJOB,
