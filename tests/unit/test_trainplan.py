@@ -8,23 +8,16 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import yaml
+from trainjobs import RUNTIME, UID, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainplan import plan_trainjob
 
 Obj = dict[str, Any]
-RUNTIME = yaml.safe_load(
-    (
-        Path(__file__).resolve().parents[2] / "kubetrain/api/trainer/runtimes/torch_distributed.yaml"
-    ).read_text()
-)
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
-UID = "tj-uid"
 
 
 def trainjob(nodes: int = 2, **spec: Any) -> Obj:
@@ -41,16 +34,7 @@ def trainjob(nodes: int = 2, **spec: Any) -> Obj:
     }
 
 
-def pod(name: str, phase: str = "Running", attempt: int = 0, ready: bool = True) -> Obj:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "labels": {"jobset.sigs.k8s.io/restart-attempt": str(attempt)},
-            "ownerReferences": [{"controller": True, "uid": UID, "kind": "TrainJob", "name": "tj"}],
-        },
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }
+pod = trainjob_pod
 
 
 def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import yaml
+from trainjobs import RUNTIME, UID, trainjob_pod
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.jobs.trainjob import children as ch
@@ -21,13 +20,7 @@ from kubetrain.operator.progressenv import ProgressInjection
 from kubetrain.operator.trainplan import plan_trainjob
 
 Obj = dict[str, Any]
-RUNTIME = yaml.safe_load(
-    (
-        Path(__file__).resolve().parents[2] / "kubetrain/api/trainer/runtimes/torch_distributed.yaml"
-    ).read_text()
-)
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
-UID = "tj-uid"
 INJECTION = ProgressInjection("https://progress.example:10443", "-----BEGIN CERTIFICATE-----\nX\n")
 
 
@@ -50,15 +43,7 @@ def trainjob(deadline: str | None = "60", reported: datetime | None = None, **an
 
 
 def pod(name: str, attempt: int = 0, phase: str = "Running") -> Obj:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "labels": {"jobset.sigs.k8s.io/restart-attempt": str(attempt)},
-            "ownerReferences": [{"controller": True, "uid": UID, "kind": "TrainJob", "name": "tj"}],
-        },
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    return trainjob_pod(name, phase, attempt)
 
 
 def runtime(max_restarts: int | None) -> Obj:
