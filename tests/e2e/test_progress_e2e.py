@@ -147,6 +147,17 @@ def trainer_status(job: Obj) -> Obj:
     return dict((job.get("status") or {}).get("trainerStatus") or {})
 
 
+async def stored_progress(cluster: Any, name: str, percent: int) -> Obj:
+    """PyTorchJob `name` once its status.trainerStatus holds `percent` %."""
+    job: Obj = await cluster.wait_job(
+        "PyTorchJob",
+        name,
+        f"trainerStatus {percent} %",
+        lambda j: trainer_status(j).get("progressPercentage") == percent,
+    )
+    return job
+
+
 async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_column(
     cluster: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -159,12 +170,7 @@ async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_colu
     assert await report_progress(
         monkeypatch, env, progress_percent=40, estimated_remaining_seconds=600, metrics={"loss": 0.31}
     )
-    job = await cluster.wait_job(
-        "PyTorchJob",
-        "reports",
-        "trainerStatus 40 %",
-        lambda j: trainer_status(j).get("progressPercentage") == 40,
-    )
+    job = await stored_progress(cluster, "reports", 40)
     stored = trainer_status(job)
     assert stored["estimatedRemainingSeconds"] == 600
     assert stored["metrics"] == [{"name": "loss", "value": "0.31"}]
@@ -173,12 +179,7 @@ async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_colu
 
     # A later report moves it again.
     assert await report_progress(monkeypatch, env, progress_percent=55, estimated_remaining_seconds=420)
-    await cluster.wait_job(
-        "PyTorchJob",
-        "reports",
-        "trainerStatus 55 %",
-        lambda j: trainer_status(j).get("progressPercentage") == 55,
-    )
+    await stored_progress(cluster, "reports", 55)
     row = await printed_row(cluster, "reports")
     assert row["Progress"] == 55 and row["ETA"] == 420, row
 
@@ -191,12 +192,7 @@ async def test_a_token_bound_to_another_jobs_pod_is_refused_and_changes_nothing(
     url = env_of(pod)[ts.ENV_URL]
     own = await sdk_env(cluster, pod, await pod_token(cluster, pod, audience_of(pod)), url, tmp_path)
     assert await report_progress(monkeypatch, own, progress_percent=10)
-    await cluster.wait_job(
-        "PyTorchJob",
-        "victim",
-        "trainerStatus 10 %",
-        lambda j: trainer_status(j).get("progressPercentage") == 10,
-    )
+    await stored_progress(cluster, "victim", 10)
 
     # The other job's pod, with a token for this job's audience (valid, but bound to a pod this
     # job does not control) and with its own job's token: both refused.
@@ -222,12 +218,7 @@ async def test_a_job_that_goes_quiet_past_its_progress_deadline_is_stalled_and_r
         cluster, pod, await pod_token(cluster, pod, audience_of(pod)), env_of(pod)[ts.ENV_URL], tmp_path
     )
     assert await report_progress(monkeypatch, env, progress_percent=30)
-    await cluster.wait_job(
-        "PyTorchJob",
-        "quiet",
-        "trainerStatus 30 %",
-        lambda j: trainer_status(j).get("progressPercentage") == 30,
-    )
+    await stored_progress(cluster, "quiet", 30)
 
     job = await cluster.wait_job(
         "PyTorchJob", "quiet", "Stalled", lambda j: support.has_condition(j, "Stalled"), within=60
