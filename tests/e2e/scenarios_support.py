@@ -28,7 +28,6 @@ import importlib
 import ipaddress
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 from jobs import job
+from serving import free_port
 
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
@@ -136,13 +136,6 @@ def job_manifest(
 
 # --------------------------------------------------------------------------------------------
 # The operator process
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def write_serving_certificate(cert_dir: Path, host: str) -> bytes:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ import helm_python as helm
 import pytest
 import yaml
 from jobs import job
+from serving import free_port
 
 from kubetrain import cli
 from kubetrain.commands import run
@@ -91,13 +91,6 @@ def one(docs: list[Obj], kind: str) -> Obj:
     found = [d for d in docs if d["kind"] == kind]
     assert len(found) == 1, f"expected one {kind}, found {len(found)}"
     return found[0]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
+from serving import free_port
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.certs.generate import generate_bundle
@@ -37,12 +37,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 Obj = dict[str, Any]
 WITHIN = 120.0  # a child process starts in ~1 s; this bounds a loaded 2-core machine
 NS = "reports"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Operator:
