@@ -10,8 +10,8 @@ in the job's API:
 - `TRAINER` (Trainer's TrainJob): metav1.Conditions `Suspended`, `Complete`, `Failed` only, with
   Trainer's reasons and messages; no times besides `lastTransitionTime`: the TTL counts from the
   terminal condition's, the deadline from the last resume's (else from creation); the per-group
-  `jobsStatus` is `trainstatus.py`'s. Its conditions are written by `set_condition` here:
-  `lastTransitionTime` changes only with the status.
+  `jobsStatus` is the per-group model's (`groupactive.py`). Its conditions are written by
+  `set_condition` here: `lastTransitionTime` changes only with the status.
 
 Pure.
 """
@@ -29,6 +29,7 @@ from kubetrain.operator import status as st
 
 Obj = dict[str, Any]
 Event = tuple[str, str]  # (reason, message) of the Normal event a change is told with
+MESSAGE_COMPLETED = "jobset completed successfully"
 
 
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
@@ -90,6 +91,23 @@ class KubeflowStatus:
         status.pop("startTime", None)  # the deadline counts from the new start
         return st.REASON_RESUMED, message
 
+    def set_created(self, status: Obj, title: str, now: datetime) -> None:
+        st.set_condition(status, st.CREATED, True, st.REASON_CREATED, f"{title} is created.", now)
+
+    def observe_generation(self, status: Obj, generation: object) -> None:
+        if isinstance(generation, int):
+            status["observedGeneration"] = generation
+
+    def changed(self, old: Obj, new: Obj) -> bool:
+        return st.status_changed(old, new)  # pod counts alone are not worth a write
+
+    def succeeded_as(self, title: str) -> Event:
+        return st.REASON_SUCCEEDED, f"{title} successfully completed."
+
+    def deadline_exceeded_as(self, status: Obj, title: str) -> Event:
+        started = status.get("startTime")
+        return st.REASON_DEADLINE, f"{title} has exceeded its activeDeadlineSeconds (started {started})."
+
 
 class TrainerStatus:
     """Trainer's TrainJob status."""
@@ -123,6 +141,21 @@ class TrainerStatus:
             return None
         set_condition(status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
         return c.REASON_RESUMED, c.MESSAGE_RESUMED
+
+    def set_created(self, status: Obj, title: str, now: datetime) -> None:
+        """Trainer's conditions have no Created (nor Running)."""
+
+    def observe_generation(self, status: Obj, generation: object) -> None:
+        """Trainer's status has no observedGeneration."""
+
+    def changed(self, old: Obj, new: Obj) -> bool:
+        return old != new
+
+    def succeeded_as(self, title: str) -> Event:
+        return c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED  # JobSet's, which Trainer copies
+
+    def deadline_exceeded_as(self, status: Obj, title: str) -> Event:
+        return c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED
 
 
 KUBEFLOW = KubeflowStatus()

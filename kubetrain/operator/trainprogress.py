@@ -21,7 +21,7 @@ Running nor anything else. A TrainJob that never reports is never stalled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,7 +29,6 @@ from typing import Any
 from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainerstatus import progress_deadline_seconds
-from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator import stall
 from kubetrain.operator.draft import Plan
 from kubetrain.operator.pods import controlled_by, pod_phase, terminating
@@ -76,15 +75,17 @@ def ca_children(
     injection: ProgressInjection | None,
     observed: Sequence[Mapping[str, Any]],
     plan: Plan,
+    own: Callable[[Mapping[str, Any]], Obj],
 ) -> None:
-    """Add the CA ConfigMap's create or update to `plan` (its children go before its pods)."""
+    """Add the CA ConfigMap's create or update to `plan` (its children go before its pods);
+    `own`: the object labelled and owned by the TrainJob."""
     wanted = injection_for(trainjob, injection)
     if wanted is None:
         return
     owned = [cm for cm in observed if controlled_by(cm, trainjob)]
     create, update = ca_config_map(trainjob, wanted, owned)
     if create is not None:
-        plan.create_children.append(ch.owned(create, trainjob))
+        plan.create_children.append(own(create))
     if update is not None:
         plan.update_children.append(update)
 

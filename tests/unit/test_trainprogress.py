@@ -17,7 +17,7 @@ from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator import trainprogress as tp
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.progressenv import ProgressInjection
-from kubetrain.operator.trainplan import plan_trainjob
+from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
