@@ -125,6 +125,13 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
         last_wait = wait
         state = _condition(current)
         if state in ("Succeeded", "Complete", "Failed"):  # Complete: a TrainJob's
+            if stack.progress is not None:
+                # The pods' last report (100 % at the end of training) may still wait for the
+                # endpoint's write interval: written now, and shown before the verdict.
+                await stack.progress.flush()
+                bar = progress_bar(await stack.kube.get(ref, ns, name))
+                if bar and bar != last_bar:
+                    print(f"           {bar}", file=out, flush=True)
             for cond in (current.get("status") or {}).get("conditions") or ():
                 if cond.get("type") == state:
                     print(f"{kind} {ns}/{name} {state}: {cond.get('message', '')}", file=out, flush=True)
