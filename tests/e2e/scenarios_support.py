@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,9 +45,11 @@ import yaml
 from jobs import job
 from serving import free_port
 
+from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
@@ -307,6 +309,24 @@ async def wait_established(client: KubeClient, name: str) -> None:
 async def delete_quietly(client: KubeClient, ref: ResourceRef, namespace: str | None, name: str) -> None:
     with contextlib.suppress(ApiError):
         await client.delete(ref, namespace, name, propagation_policy="Background")
+
+
+@contextlib.asynccontextmanager
+async def default_runtimes_installed(client: KubeClient) -> AsyncIterator[None]:
+    """Trainer's default ClusterTrainingRuntimes, created where missing (removed again after)."""
+    created: list[str] = []
+    try:
+        for runtime in default_runtimes():
+            try:
+                await client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+                created.append(runtime["metadata"]["name"])
+            except ApiError as exc:
+                if not exc.is_already_exists:
+                    raise
+        yield
+    finally:
+        for name in created:
+            await delete_quietly(client, CLUSTER_TRAINING_RUNTIMES, None, name)
 
 
 def invalid_job(namespace: str, name: str = "invalid") -> Obj:

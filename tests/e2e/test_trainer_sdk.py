@@ -17,9 +17,8 @@ import pytest
 import pytest_asyncio
 from e2e import scenarios_support as support
 
-from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINJOBS
+from kubetrain.kube.resources import PODS, TRAINJOBS
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
 common = pytest.importorskip("kubeflow.common.types")
@@ -31,20 +30,8 @@ E2E_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")  # what the operator s
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
 async def runtimes(cluster: Any) -> AsyncIterator[None]:
-    """Trainer's default ClusterTrainingRuntimes, created where missing (removed again after)."""
-    created: list[str] = []
-    try:
-        for runtime in default_runtimes():
-            try:
-                await cluster.client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
-                created.append(runtime["metadata"]["name"])
-            except ApiError as exc:
-                if not exc.is_already_exists:
-                    raise
+    async with support.default_runtimes_installed(cluster.client):
         yield
-    finally:
-        for name in created:
-            await support.delete_quietly(cluster.client, CLUSTER_TRAINING_RUNTIMES, None, name)
 
 
 async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:
