@@ -278,18 +278,11 @@ def chart_webhook_configurations(
 async def install_crds(client: KubeClient, groups: tuple[str, ...] = ("kubetrain.io",)) -> list[str]:
     """Create the job CRDs that are missing (kubetrain.io's from crds/, another group's as
     `kubetrain crds --group` makes them); returns the names this call created."""
-    created: list[str] = []
     files = sorted(CRD_DIR.glob("*.yaml"))
     assert files, f"no CRDs in {CRD_DIR} (kubetrain crds --out crds/)"
     crds = [crd for path in files for crd in yaml.safe_load_all(path.read_text()) if crd]
     crds += [crd for group in groups if group != "kubetrain.io" for crd in group_crds(group)]
-    for crd in crds:
-        try:
-            await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-            created.append(crd["metadata"]["name"])
-        except ApiError as exc:
-            if not exc.is_already_exists:
-                raise
+    created = await create_missing(client, CUSTOM_RESOURCE_DEFINITIONS, crds)
     for crd in crds:
         await wait_established(client, crd["metadata"]["name"])
     return created
@@ -311,18 +304,34 @@ async def delete_quietly(client: KubeClient, ref: ResourceRef, namespace: str | 
         await client.delete(ref, namespace, name, propagation_policy="Background")
 
 
+async def create_missing(client: KubeClient, ref: ResourceRef, objs: list[Obj]) -> list[str]:
+    """Create the cluster-scoped `objs` that do not exist yet; the names this call created."""
+    created: list[str] = []
+    for obj in objs:
+        try:
+            await client.create(ref, obj)
+            created.append(obj["metadata"]["name"])
+        except ApiError as exc:
+            if not exc.is_already_exists:
+                raise
+    return created
+
+
+def trainjob(namespace: str, name: str, trainer: Obj, runtime: str = "torch-distributed") -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": trainer},
+    }
+
+
 @contextlib.asynccontextmanager
 async def default_runtimes_installed(client: KubeClient) -> AsyncIterator[None]:
     """Trainer's default ClusterTrainingRuntimes, created where missing (removed again after)."""
     created: list[str] = []
     try:
-        for runtime in default_runtimes():
-            try:
-                await client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
-                created.append(runtime["metadata"]["name"])
-            except ApiError as exc:
-                if not exc.is_already_exists:
-                    raise
+        created = await create_missing(client, CLUSTER_TRAINING_RUNTIMES, default_runtimes())
         yield
     finally:
         for name in created:

@@ -201,21 +201,13 @@ async def test_a_trainjob_node_reports_through_the_sdk_and_its_progress_column_m
     the TrainJob's own status route and Trainer's `<tj>-tls-config` CA; the SDK's report from it
     moves `status.trainerStatus` and the TrainJob's Progress/ETA columns."""
     image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "tj-reports", "namespace": cluster.namespace},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {
-                "numNodes": 1,
-                "image": image,
-                "command": ["sh", "-c", "sleep 3600"],
-                "resourcesPerNode": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-            },
-        },
+    trainer = {
+        "numNodes": 1,
+        "image": image,
+        "command": ["sh", "-c", "sleep 3600"],
+        "resourcesPerNode": {"requests": {"cpu": "10m", "memory": "16Mi"}},
     }
-    await cluster.client.create(TRAINJOBS, trainjob)
+    await cluster.client.create(TRAINJOBS, support.trainjob(cluster.namespace, "tj-reports", trainer))
     pod = (await cluster.wait_pods("tj-reports", 1, running=True))[0]
     url = env_of(pod)[ts.ENV_URL]
     route = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{cluster.namespace}/trainjobs/tj-reports/status"

@@ -102,15 +102,9 @@ async def test_the_sdk_trains_an_mpi_job_to_complete(cluster: Any) -> None:
 
 
 async def test_an_invalid_trainjob_is_refused_naming_its_fields(cluster: Any) -> None:
-    bad = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "bad", "namespace": cluster.namespace},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 0, "env": [{"name": "PET_MASTER_ADDR", "value": "x"}]},
-        },
-    }
+    bad = support.trainjob(
+        cluster.namespace, "bad", {"numNodes": 0, "env": [{"name": "PET_MASTER_ADDR", "value": "x"}]}
+    )
     with pytest.raises(ApiError) as refused:
         await cluster.client.create(TRAINJOBS, bad)
     assert "spec.trainer.numNodes" in str(refused.value)
