@@ -229,6 +229,25 @@ class EnvPlugin(Protocol):
     def autoscaling(self, job: JobLayout) -> Autoscaling | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class GroupTally:
+    """One group as the planner counted it, for the status projection to write: its units — pods,
+    or jobs of `ReplicaGroup.job_size` pods when the shape counts jobs — by state, and its pod
+    restarts (the per-pod model's)."""
+
+    name: str
+    replicas: int  # pods of the group
+    active: int = 0
+    pending: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    ready: int = 0
+    suspended: int = 0
+    restarts: int = 0
+    prior_restarts: int = 0
+    selector: str = ""  # the label selector of the group's pods
+
+
 class StatusProjection(Protocol):
     """How the job's status shows what the planner decided (`operator/statusprojection.py`):
     the outcome, suspension and the times the deadline and the TTL count from, in the job's
@@ -250,6 +269,10 @@ class StatusProjection(Protocol):
     def observe_generation(self, status: dict[str, Any], generation: object) -> None: ...
     def changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
         """Whether `new` is worth a status write over `old`."""
+        ...
+
+    def write_groups(self, status: dict[str, Any], groups: Sequence[GroupTally]) -> None:
+        """The per-group status, in shape order."""
         ...
 
     def succeeded_as(self, title: str) -> tuple[str, str]:

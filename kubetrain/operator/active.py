@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
+from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
-from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.shape import GroupTally, JobShape
 from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
@@ -68,7 +68,7 @@ class ActiveJob:
         self.attempt = rs.job_attempt(r.old)
         for slot, pod in list(self.slots.items()):
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            if rs.pod_attempt(labels.get(LABEL_ATTEMPT)) != self.attempt:
+            if rs.pod_attempt(labels.get(shape.recording.attempt_label)) != self.attempt:
                 if not terminating(pod):
                     r.delete([pod_name(pod)])
                 self.stale.add(slot)
@@ -313,18 +313,18 @@ class ActiveJob:
         for pod in self.r.plan.create_pods:
             rtype = pod["metadata"]["labels"][LABEL_REPLICA_TYPE]
             created[rtype] = created.get(rtype, 0) + 1
-        self.r.status["replicaStatuses"] = {
-            rtype: {
-                "active": c.active,
-                "pending": c.pending + created.get(rtype.lower(), 0),  # pods being created count as pending
-                "succeeded": c.succeeded,
-                "failed": c.failed,
-                "restarts": tallies[rtype].total,
-                "priorRestarts": tallies[rtype].prior_after,
-                "selector": replica_selector(self.layout, rtype),
-            }
+        groups = [
+            GroupTally(
+                rtype,
+                self.shape.count(rtype),
+                active=c.active,
+                pending=c.pending + created.get(rtype.lower(), 0),  # pods being created count as pending
+                succeeded=c.succeeded,
+                failed=c.failed,
+                restarts=tallies[rtype].total,
+                prior_restarts=tallies[rtype].prior_after,
+                selector=replica_selector(self.layout, rtype),
+            )
             for rtype, c in counts.items()
-        }
-        # Totals for the printer columns Replicas and Active (a column cannot sum a map).
-        self.r.status["replicas"] = self.shape.total_replicas
-        self.r.status["active"] = sum(c.active for c in counts.values())
+        ]
+        self.shape.status.write_groups(self.r.status, groups)

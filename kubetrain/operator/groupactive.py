@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
-from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
 from kubetrain.operator import creates, groupfailure, runpolicy, trainprogress
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
@@ -83,10 +83,14 @@ class GroupActiveJob:
         if suspended is not None:
             r.event("Normal", *suspended)
         r.delete([pod_name(p) for p in r.live_pods()])
-        r.status["jobsStatus"] = [
-            {"name": name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": jobs}
-            for name, jobs in self.jobs_per_group().items()
-        ]
+        shape = self.shape
+        shape.status.write_groups(
+            r.status,
+            [
+                GroupTally(name, shape.count(name), suspended=jobs)
+                for name, jobs in self.jobs_per_group().items()
+            ],
+        )
 
     def deadline_passed(self) -> bool:
         """The shared deadline rule, counted from when the run began (the status projection's)."""
@@ -249,23 +253,27 @@ class GroupActiveJob:
         return {name: g.replicas // max(g.job_size, 1) for name, g in self.shape.groups.items()}
 
     def write_group_statuses(self) -> None:
-        """JobSet's replicatedJobsStatus: per group, how many of its jobs are ready, succeeded,
-        failed, active (Trainer copies it into `jobsStatus`)."""
+        """Per group, how many of its jobs are ready, succeeded, failed (its group failed),
+        active — JobSet's replicatedJobsStatus — written by the status projection."""
         r, shape = self.r, self.shape
         by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
-        out: list[Obj] = []
+        out: list[GroupTally] = []
         for name, jobs in self.jobs_per_group().items():
             size = max(shape.groups[name].job_size, 1)
-            counts = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+            ready = succeeded = failed = active = 0
             for j in range(jobs):
                 pods = [by_name.get(shape.pod_name(name, j * size + i)) for i in range(size)]
                 if name in self.failed_groups:
-                    counts["failed"] += 1
+                    failed += 1
                 elif all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
-                    counts["succeeded"] += 1
+                    succeeded += 1
                 elif any(p is not None and runpolicy.is_active_pod(p) for p in pods):
-                    counts["active"] += 1
+                    active += 1
                     if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
-                        counts["ready"] += 1
-            out.append({"name": name, **counts})
-        r.status["jobsStatus"] = out
+                        ready += 1
+            out.append(
+                GroupTally(
+                    name, shape.count(name), active=active, succeeded=succeeded, failed=failed, ready=ready
+                )
+            )
+        shape.status.write_groups(r.status, out)

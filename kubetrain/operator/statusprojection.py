@@ -6,11 +6,11 @@ in the job's API:
 - `KUBEFLOW` (the v1 kinds and MPIJob v2beta1, docs/behaviour.md §5): Kubeflow's JobStatus —
   conditions with `lastUpdateTime` (a terminal one sets Running and Restarting False, suspending
   does too), `completionTime` (the TTL counts from it) and `startTime` (the deadline counts from
-  it; a resume clears it); the per-group `replicaStatuses` are `active.py`'s.
+  it; a resume clears it); per group, `replicaStatuses` (pods) and the Replicas/Active totals.
 - `TRAINER` (Trainer's TrainJob): metav1.Conditions `Suspended`, `Complete`, `Failed` only, with
   Trainer's reasons and messages; no times besides `lastTransitionTime`: the TTL counts from the
   terminal condition's, the deadline from the last resume's (else from creation); the per-group
-  `jobsStatus` is the per-group model's (`groupactive.py`). Its conditions are written by
+  `jobsStatus` (jobs, counted by `groupactive.py`). Its conditions are written by
   `set_condition` here: `lastTransitionTime` changes only with the status.
 
 Pure.
@@ -18,13 +18,13 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.shape import FAILED, SUCCEEDED
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, GroupTally
 from kubetrain.operator import status as st
 
 Obj = dict[str, Any]
@@ -101,6 +101,24 @@ class KubeflowStatus:
     def changed(self, old: Obj, new: Obj) -> bool:
         return st.status_changed(old, new)  # pod counts alone are not worth a write
 
+    def write_groups(self, status: Obj, groups: Sequence[GroupTally]) -> None:
+        """`replicaStatuses` per replica type (pods), and the totals the printer columns Replicas
+        and Active show (a column cannot sum a map)."""
+        status["replicaStatuses"] = {
+            g.name: {
+                "active": g.active,
+                "pending": g.pending,
+                "succeeded": g.succeeded,
+                "failed": g.failed,
+                "restarts": g.restarts,
+                "priorRestarts": g.prior_restarts,
+                "selector": g.selector,
+            }
+            for g in groups
+        }
+        status["replicas"] = sum(g.replicas for g in groups)
+        status["active"] = sum(g.active for g in groups)
+
     def succeeded_as(self, title: str) -> Event:
         return st.REASON_SUCCEEDED, f"{title} successfully completed."
 
@@ -150,6 +168,21 @@ class TrainerStatus:
 
     def changed(self, old: Obj, new: Obj) -> bool:
         return old != new
+
+    def write_groups(self, status: Obj, groups: Sequence[GroupTally]) -> None:
+        """`jobsStatus` (JobSet's replicatedJobsStatus, which Trainer copies): per replicated
+        job, how many of its jobs are ready, succeeded, failed, active, suspended."""
+        status["jobsStatus"] = [
+            {
+                "name": g.name,
+                "ready": g.ready,
+                "succeeded": g.succeeded,
+                "failed": g.failed,
+                "active": g.active,
+                "suspended": g.suspended,
+            }
+            for g in groups
+        ]
 
     def succeeded_as(self, title: str) -> Event:
         return c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED  # JobSet's, which Trainer copies
