@@ -21,19 +21,22 @@ jobs of `ReplicaGroup.job_size` pods.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
-from kubetrain.operator import creates, groupfailure, runpolicy, trainprogress
+from kubetrain.operator import creates, groupfailure, runpolicy, stall, trainprogress
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
-from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.slots import phase_counts, slot_pods
+from kubetrain.operator.status import format_time
 
 Obj = dict[str, Any]
+RESTARTED_AT = "restartedAt"  # the run's record: when the current attempt began (stall detection)
 
 
 class GroupActiveJob:
@@ -161,8 +164,8 @@ class GroupActiveJob:
         counted = (
             {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
         )
-        if trainprogress.RESTARTED_AT in state:  # when this attempt began (stall detection)
-            counted[trainprogress.RESTARTED_AT] = state[trainprogress.RESTARTED_AT]
+        if RESTARTED_AT in state:  # when this attempt began (stall detection)
+            counted[RESTARTED_AT] = state[RESTARTED_AT]
         attempt = str(restarts)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
         # The slots of the current attempt: success and dependencies count only them.
@@ -184,7 +187,7 @@ class GroupActiveJob:
                     "countedRestarts": so_far + int(verdict.counts),
                     "failures": {},
                 }
-                return trainprogress.restarted(new, r.now)
+                return restarted(new, r.now)
             r.terminal(FAILED, verdict.reason, verdict.message, delete_active=True)
             return {**state, "restarts": restarts, "failures": failures}
         if shape.succeeded(phase_counts(shape, slots)):
@@ -210,22 +213,38 @@ class GroupActiveJob:
         r.plan.restarts += 1
 
     def stalled(self, attempt: str) -> Obj | None:
-        """Progress deadline exceeded (trainprogress.py): the record after a whole-gang restart
-        or after failing the job; None while it is not stalled."""
-        r = self.r
+        """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a
+        Warning event and a whole-gang restart, counted against the gang policy's
+        `max_restarts` while it leaves room (0 without a policy), else Failed. Returns the record
+        after it; None while the job is not stalled."""
+        r, state = self.r, self.r.record
         pods = [p for p in r.live_pods() if self.attempt_of(p) == attempt]
+        verdict = stall.check_attempt(
+            r.old,
+            self.shape.run_policy.progress_deadline_seconds,
+            state.get(RESTARTED_AT),
+            any(pod_phase(p) == "Running" and not terminating(p) for p in pods),
+            r.now,
+            r.title,
+        )
+        if not verdict.stalled:
+            r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, verdict.due)
+            return None
         gang_policy = self.shape.failure.gang
         max_restarts = gang_policy.max_restarts if gang_policy is not None else 0
-        stall = trainprogress.decide(r.job, r.record, pods, r.now, max_restarts)
-        if stall.new_state is None:
-            r.plan.requeue_at = trainprogress.earlier(r.plan.requeue_at, stall.due)
-        elif stall.restart:
-            self.restart_all(trainprogress.REASON, stall.message)
-        else:
-            r.terminal(FAILED, trainprogress.REASON, stall.message, delete_active=True)
+        restarts = int(state.get("restarts") or 0)
+        so_far = int(state.get("countedRestarts", restarts) or 0)
+        if so_far >= max_restarts:  # a stall restart counts, as JobSet's RestartJobSet does
+            r.terminal(FAILED, stall.REASON, verdict.message, delete_active=True)
             self.failed_groups = set()
             self.write_group_statuses()
-        return stall.new_state
+            return dict(state)
+        message = (
+            f"{verdict.message} Restarting every pod as attempt {restarts + 1} "
+            f"(restart {so_far + 1} of maxRestarts {max_restarts})."
+        )
+        self.restart_all(stall.REASON, message)
+        return restarted({"restarts": restarts + 1, "countedRestarts": so_far + 1, "failures": {}}, r.now)
 
     def create_missing(
         self,
@@ -277,3 +296,8 @@ class GroupActiveJob:
                 )
             )
         shape.status.write_groups(r.status, out)
+
+
+def restarted(record: Mapping[str, Any], now: datetime) -> Obj:
+    """The run's record with the new attempt's start."""
+    return {**record, RESTARTED_AT: format_time(now)}

@@ -26,6 +26,7 @@ from typing import Any
 from kubetrain.api.errors import json_int
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
 from kubetrain.jobs.failuremodel import FailureModel
 from kubetrain.jobs.shape import (
@@ -88,6 +89,7 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
     deadline = json_int(spec.get("activeDeadlineSeconds"))
     ttl = json_int(jobset_spec.get("ttlSecondsAfterFinished"))
     manager = spec.get("managedBy")
+    annotations = (trainjob.get("metadata") or {}).get("annotations") or {}
     return RunPolicy(
         clean_pod_policy="Running",  # Complete/Failed delete the pods still running or pending
         suspend=spec.get("suspend") is True,
@@ -96,6 +98,8 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
         managed_by=manager if isinstance(manager, str) and manager else None,
         ttl_deletes_job=False,  # the TTL deletes the pods; the TrainJob stays, as in Trainer
         finished_keeps_children=True,  # JobSet keeps its Service and PodGroup
+        # The annotation kubetrain.io/progress-deadline-seconds (Trainer's schema has no field).
+        progress_deadline_seconds=progress_deadline_seconds({}, annotations),
     )
 
 
