@@ -31,15 +31,11 @@ from kubetrain.jobs.tenancy import default_tenancy_labels
 class Defaulted:
     obj: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-    # The defaulted job's replica map, read (`jobdraft.ReplicaDraft`); None: not a mapping.
-    replicas: tuple[ReplicaDraft, ...] | None = None
+    # The defaulted job in kubetrain's layout as the next stages read it: the parse stage's
+    # draft with the defaulted wire dict and replica drafts (None: `obj` was not read).
+    draft: JobDraft | None = None
     # What the controller changed to run the job (`Framework.adjust`: elastic Workers clamped).
     adjustments: list[str] = field(default_factory=list)
-
-    @property
-    def counts(self) -> dict[Any, int | None]:
-        """Pods per replica type of the defaulted job (`ReplicaDraft.count`)."""
-        return {r.key: r.count for r in self.replicas or ()}
 
 
 def default_job(
@@ -55,7 +51,7 @@ def default_job(
     result = default_v1(draft, gang_scheduling=gang_scheduling, old=before)
     if not draft.converted:
         return result
-    return Defaulted(from_v1(result.obj, obj), result.warnings)
+    return Defaulted(from_v1(result.obj, obj), result.warnings, result.draft)
 
 
 def default_v1(
@@ -72,7 +68,8 @@ def default_v1(
     obj, framework = draft.wire, draft.framework
     spec = obj.get("spec")
     if framework is None or not isinstance(spec, dict):
-        return Defaulted(copy.deepcopy(obj))
+        unchanged = copy.deepcopy(obj)
+        return Defaulted(unchanged, [], replace(draft, wire=unchanged))
     out = dict(obj)
     spec = out["spec"] = dict(spec)
     warnings: list[str] = []
@@ -100,7 +97,8 @@ def default_v1(
         warnings.extend(_scheduler_name_warnings(replicas))
     if adjustments:
         replicas = _adjusted(replicas or (), adjustments)
-    return Defaulted(out, warnings, replicas, [a.message for a in adjustments])
+    defaulted = replace(draft, wire=out, replicas=replicas)
+    return Defaulted(out, warnings, defaulted, [a.message for a in adjustments])
 
 
 def _scheduler_name_warnings(replicas: tuple[ReplicaDraft, ...]) -> list[str]:

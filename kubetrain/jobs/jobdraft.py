@@ -98,15 +98,6 @@ def read_replicas(spec: Any, framework: Framework) -> tuple[ReplicaDraft, ...] |
     return tuple(drafts)
 
 
-def total_replicas(replicas: tuple[ReplicaDraft, ...] | None) -> int | None:
-    """The sum of `replicas` as written (absent: 1); None when the map is not a mapping or some
-    `replicas` is not an integer (null included)."""
-    if replicas is None:
-        return None
-    counts = [json_int(r.replicas) for r in replicas]
-    return None if None in counts else sum(c for c in counts if c is not None)
-
-
 @dataclass(frozen=True)
 class JobDraft:
     """A job as parsed at the edge (see the module docstring)."""
@@ -123,6 +114,15 @@ class JobDraft:
     def counts(self) -> dict[Any, int | None]:
         """Pods per replica key (`ReplicaDraft.count`), in the map's order."""
         return {r.key: r.count for r in self.replicas or ()}
+
+    @property
+    def total_replicas(self) -> int | None:
+        """The sum of `replicas` as written (absent: 1); None when the map is not a mapping or
+        some `replicas` is not an integer (null included)."""
+        if self.replicas is None:
+            return None
+        counts = [json_int(r.replicas) for r in self.replicas]
+        return None if None in counts else sum(c for c in counts if c is not None)
 
     @property
     def kubedl(self) -> KubeDLAnnotations:

@@ -19,9 +19,8 @@ from typing import Any
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import service_mode_errors
-from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
-from kubetrain.jobs.jobdraft import ReplicaDraft, read_draft, total_replicas
+from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
@@ -56,14 +55,13 @@ def validate_job(
     job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
     fields refused, its annotations)."""
     if not isinstance(obj, dict):
-        return validate_v1(obj, None, JobAnnotations(), read_typed(obj, groups), max_replicas=max_replicas)
+        return ValidationResult(list(read_typed(obj, groups).type_errors))
     draft = read_draft(obj)
     converted = draft.converted
-    job = draft.wire if converted else obj
     before = (read_draft(old).wire if converted else old) if isinstance(old, dict) else None
     # The job as typed (not needed when an update leaves the spec as it was).
-    typed = TypedJob() if spec_unchanged(job, before) else read_typed(job, groups)
-    result = validate_v1(job, draft.replicas, draft.annotations, typed, before, max_replicas=max_replicas)
+    typed = TypedJob() if spec_unchanged(draft.wire, before) else read_typed(draft.wire, groups)
+    result = validate_v1(draft, typed, before, max_replicas=max_replicas)
     if not converted:
         return result
     mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
@@ -77,22 +75,20 @@ def spec_unchanged(obj: Any, old: Any) -> bool:
 
 
 def validate_v1(
-    obj: dict[str, Any],
-    replicas: tuple[ReplicaDraft, ...] | None,
-    annotations: JobAnnotations,
+    draft: JobDraft,
     typed: TypedJob,
     old: dict[str, Any] | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
 ) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `replicas` its replica map as read
-    (`jobdraft.read_replicas`); `annotations` its annotations as read at the edge
-    (`read_annotations`); `typed` the job read into its model (`parse.read_typed`, the
-    type stage); `old` is the stored object on UPDATE; `max_replicas` is the operator's limit
-    on the job's total replicas.
+    """Every problem of the (defaulted) job of `draft` (its wire dict, replica drafts and
+    annotations as the parse stage read them, `jobdraft.read_draft`); `typed` the job read into
+    its model (`parse.read_typed`, the type stage); `old` is the stored object on UPDATE;
+    `max_replicas` is the operator's limit on the job's total replicas.
     """
+    obj, replicas, annotations = draft.wire, draft.replicas, draft.annotations
     unchanged = old is not None and spec_unchanged(obj, old)
-    mode_errors = service_mode_errors(obj, old) if isinstance(obj, dict) else []
+    mode_errors = service_mode_errors(obj, old)
     if unchanged:
         return ValidationResult(mode_errors)
     if typed.type_errors:
@@ -107,7 +103,7 @@ def validate_v1(
             errors.append(required("spec", f"a {framework.kind} needs a spec with {framework.replica_field}"))
         return ValidationResult(_unique(errors), warnings)
     replica_map = spec.get(framework.replica_field)
-    total = total_replicas(replicas)
+    total = draft.total_replicas
     # The most pods each replica type can have: a scalable type (elastic Workers) its maximum.
     most = {
         r.key: framework.most_replicas(spec, str(r.key), 1 if r.count is None else r.count)

@@ -75,9 +75,8 @@ def prepare_job(
         return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
     defaulted = default_v1(draft, gang_scheduling=gang_scheduling, adjust=True)  # 2. default
     typed = read_typed(defaulted.obj)  # 3. type
-    result = validate_v1(
-        defaulted.obj, defaulted.replicas, draft.annotations, typed, max_replicas=max_replicas
-    )  # 4. validate
+    assert defaulted.draft is not None  # default_v1 reads what it defaults
+    result = validate_v1(defaulted.draft, typed, max_replicas=max_replicas)  # 4. validate
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD

@@ -133,8 +133,9 @@ def test_defaulting_gives_the_defaulted_replica_drafts_and_the_controller_s_clam
     obj["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4}
     stored = read_job(obj)
     webhook = default_v1(stored, gang_scheduling=True)
-    assert webhook.adjustments == [] and webhook.replicas is not None
-    assert [(r.key, r.count, r.path) for r in webhook.replicas] == [
+    assert webhook.adjustments == [] and webhook.draft is not None
+    assert webhook.draft.wire is webhook.obj and webhook.draft.replicas is not None
+    assert [(r.key, r.count, r.path) for r in webhook.draft.replicas] == [
         ("Master", 1, "spec.pytorchReplicaSpecs[Master]"),
         ("Worker", 7, "spec.pytorchReplicaSpecs[Worker]"),
     ]
@@ -145,7 +146,7 @@ def test_defaulting_gives_the_defaulted_replica_drafts_and_the_controller_s_clam
         "spec.pytorchReplicaSpecs[Worker].replicas 7 is outside elasticPolicy minReplicas..maxReplicas "
         "(1..4): running 4 Workers"
     ]
-    assert controller.replicas is not None and controller.replicas[1].count == 4
+    assert controller.draft is not None and controller.draft.counts == {"Master": 1, "Worker": 4}
     assert controller.obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
     assert stored.wire["spec"]["pytorchReplicaSpecs"]["worker"]["replicas"] == 7  # copy-on-write
     assert prepare_job(obj).adjustments == controller.adjustments
