@@ -181,7 +181,7 @@ class GroupActiveJob:
             verdict = gang_policy.decide(judged.failed, so_far)
             self.write_group_statuses()
             if verdict.restart:
-                self.restart_all(verdict.reason, verdict.message)
+                r.restart_all(verdict.reason, verdict.message)
                 new = {
                     "restarts": restarts + 1,
                     "countedRestarts": so_far + int(verdict.counts),
@@ -204,13 +204,6 @@ class GroupActiveJob:
             self.create_missing(slots, every, restarts, earlier_left, scheduler)
         self.write_group_statuses()
         return {"restarts": restarts, **counted, "failures": failures}
-
-    def restart_all(self, reason: str, message: str) -> None:
-        """Every pod deleted, to be made again as the next attempt; one Warning event."""
-        r = self.r
-        r.delete([pod_name(p) for p in r.live_pods()])
-        r.event("Warning", reason, message)
-        r.plan.restarts += 1
 
     def stalled(self, attempt: str) -> Obj | None:
         """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a
@@ -243,7 +236,7 @@ class GroupActiveJob:
             f"{verdict.message} Restarting every pod as attempt {restarts + 1} "
             f"(restart {so_far + 1} of maxRestarts {max_restarts})."
         )
-        self.restart_all(stall.REASON, message)
+        r.restart_all(stall.REASON, message)
         return restarted({"restarts": restarts + 1, "countedRestarts": so_far + 1, "failures": {}}, r.now)
 
     def create_missing(

@@ -93,6 +93,8 @@ def test_restarts_are_counted_from_the_snapshot_record() -> None:
     snap = snapshot(job, runtime, {"restarts": 1, "failures": {}})
     p = plan(job, [pod("tj-node-0-0", attempt=1), pod("tj-node-0-1", phase="Failed", attempt=1)], [snap])
     assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
+    # the status does not record it: the plan counts it (kubetrain_jobs_restarted_total)
+    assert p.restarts == 1
     [update] = p.update_children
     assert json.loads(update["data"]["state"]) == {
         "restarts": 2,
