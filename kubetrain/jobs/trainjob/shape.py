@@ -166,4 +166,5 @@ def trainjob_shape(
         # The run's record (whole-gang restarts, failures per replicated job) lives in the
         # runtime snapshot ConfigMap; pods carry JobSet's restart attempt.
         recording=RunRecording(in_status=False, attempt_label=c.RESTART_ATTEMPT),
+        tensorboard=False,  # Trainer's status has no place for KubeDL's TensorBoard
     )
