@@ -26,12 +26,13 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
-from kubetrain.operator import creates, groupfailure, runpolicy, stall, trainprogress
+from kubetrain.operator import creates, groupfailure, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.progressenv import config_map, inject
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.status import format_time
 
@@ -70,7 +71,7 @@ class GroupActiveJob:
         if r.observed.service is None:
             r.plan.create_service = self.children.service()
         self.prerequisites()
-        trainprogress.ca_children(r.job, r.config.progress, r.observed.extra, r.plan, self.children.own)
+        self.progress_ca()
         gang = self.gang()
         new_record = self.pods(gang)
         if new_record != r.record:
@@ -125,6 +126,27 @@ class GroupActiveJob:
             current = observed[cm["metadata"]["name"]]
             if current.get("data") != cm.get("data"):
                 r.plan.update_children.append({**current, "data": cm["data"]})
+
+    def progress_ca(self) -> None:
+        """The progress endpoint's CA ConfigMap (`progressenv.config_map`: under Trainer's name
+        for a TrainJob), created before the first pod, its data replaced when the CA changes."""
+        r, progress = self.r, self.desired.progress
+        if progress is None:
+            return
+        wanted = config_map(self.shape.layout, progress)
+        name = wanted["metadata"]["name"]
+        current = next(
+            (
+                cm
+                for cm in r.observed.extra
+                if controlled_by(cm, r.job) and (cm.get("metadata") or {}).get("name") == name
+            ),
+            None,
+        )
+        if current is None:
+            r.plan.create_children.append(self.children.own(wanted))
+        elif current.get("data") != wanted["data"]:
+            r.plan.update_children.append({**current, "data": wanted["data"]})
 
     def gang(self) -> GangScheduler | bool | None:
         """The gang scheduler new pods are made for (None: no gang), or False: pods must wait
@@ -255,7 +277,8 @@ class GroupActiveJob:
         ):
             new = self.children.pod(group, index, attempt)
             shape.plugin.customize_pod(shape.layout, group, index, new["spec"])
-            trainprogress.inject_pod(r.job, r.config.progress, new)
+            if self.desired.progress is not None:  # the progress endpoint's env, token and CA
+                inject(shape.layout, self.desired.progress, new["spec"])
             if gang is not None:
                 self.children.decorate(new, gang, group)
             r.plan.create_pods.append(new)

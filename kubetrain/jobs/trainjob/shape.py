@@ -137,6 +137,8 @@ def trainjob_shape(
         uid=resolved.uid,
         spec=MappingProxyType(dict(trainjob.get("spec") or {})),
         replicas=MappingProxyType(replicas),
+        # Its annotations (the progress opt-out, kubetrain.io/progress-reporting).
+        annotations=MappingProxyType(dict((trainjob.get("metadata") or {}).get("annotations") or {})),
     )
     return JobShape(
         kind=c.TRAINJOB,
