@@ -22,8 +22,9 @@ from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.podtemplate import default_container_warning
 from kubetrain.frameworks.base import Adjustment, Framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.jobdraft import JobDraft, ReplicaDraft, read_draft
+from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedllayout import from_v1
+from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.tenancy import default_tenancy_labels
 
 
