@@ -3,7 +3,9 @@
 `default_job` works on the plain dict the API server stores (camelCase keys), so the mutating
 webhook can diff input and output into a JSONPatch, and so fields kubetrain does not model (pod
 template fields of newer Kubernetes versions, unknown keys) are carried over untouched, in their
-original order. It is pure (the input is never mutated) and idempotent.
+original order. It is pure (the input is never mutated) and idempotent. `default_v1` takes the
+job as the parse stage read it (`jobdraft.JobDraft`: its replica drafts, annotations) and gives
+the defaulted job's draft with it, which the type, validate and lay-out stages take.
 
 Copy-on-write: only the dicts and lists on the path to a value defaulting sets are copied (the
 job, its spec, the replica map and each replica spec, a runPolicy, a container whose ports get
