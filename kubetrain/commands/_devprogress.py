@@ -4,6 +4,8 @@ the training-progress endpoint (`progress_bar`, from `status.trainerStatus`):
 
     [   0.1s] Running    master: 1 running · worker: 3 running
                progress [######..................]  25%  ETA 0:09  loss 1.1061 · step 30
+
+(on a terminal a bar that follows a bar replaces it in place: `FollowPrinter`).
 """
 
 from __future__ import annotations
@@ -100,6 +102,29 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
+class FollowPrinter:
+    """Writes what `follow` prints. On a terminal a new progress bar replaces the previous one
+    in place when nothing was printed between them (ANSI: cursor up one line, erase it); to a
+    file or a pipe every bar is its own line, so a log keeps the whole history."""
+
+    REPLACE_LAST_LINE = "\x1b[1A\x1b[2K"
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        isatty = getattr(out, "isatty", None)
+        self.in_place = bool(isatty()) if callable(isatty) else False
+        self._bar_is_last = False
+
+    def line(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+        self._bar_is_last = False
+
+    def bar(self, text: str) -> None:
+        prefix = self.REPLACE_LAST_LINE if self.in_place and self._bar_is_last else ""
+        print(f"{prefix}           {text}", file=self.out, flush=True)
+        self._bar_is_last = True
+
+
 async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: float, out: Any) -> int:
     """Print the job's state and its reported progress whenever they change; 0 on Succeeded,
     1 on Failed, 2 on timeout."""
@@ -107,30 +132,38 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
     kind = str(job["kind"])
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     started = time.monotonic()
+    printer = FollowPrinter(out)
     last = last_wait = last_bar = ""
     while time.monotonic() - started < limit:
         current = stack.controller.cache.store(ref).get(ns, name) or job
         pods = stack.controller.observe(kind, ns, name).pods
         line = describe_progress(current, pods)
         if line != last:
-            print(f"[{time.monotonic() - started:6.1f}s] {line}", file=out, flush=True)
+            printer.line(f"[{time.monotonic() - started:6.1f}s] {line}")
             last = line
         bar = progress_bar(current)
         if bar and bar != last_bar:
-            print(f"           {bar}", file=out, flush=True)
+            printer.bar(bar)
             last_bar = bar
         wait = _gang_wait(stack, current)
         if wait and wait != last_wait:
-            print(f"           {wait}", file=out, flush=True)
+            printer.line(f"           {wait}")
         last_wait = wait
         state = _condition(current)
         if state in ("Succeeded", "Complete", "Failed"):  # Complete: a TrainJob's
+            if stack.progress is not None:
+                # The pods' last report (100 % at the end of training) may still wait for the
+                # endpoint's write interval: written now, and shown before the verdict.
+                await stack.progress.flush()
+                bar = progress_bar(await stack.kube.get(ref, ns, name))
+                if bar and bar != last_bar:
+                    printer.bar(bar)
             for cond in (current.get("status") or {}).get("conditions") or ():
                 if cond.get("type") == state:
-                    print(f"{kind} {ns}/{name} {state}: {cond.get('message', '')}", file=out, flush=True)
+                    printer.line(f"{kind} {ns}/{name} {state}: {cond.get('message', '')}")
             return 1 if state == "Failed" else 0
         await asyncio.sleep(0.1)
-    print(f"{kind} {ns}/{name}: not finished after {limit:.0f}s", file=out, flush=True)
+    printer.line(f"{kind} {ns}/{name}: not finished after {limit:.0f}s")
     return 2
 
 

@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,9 +45,11 @@ import yaml
 from jobs import job
 from serving import free_port
 
+from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
@@ -276,18 +278,11 @@ def chart_webhook_configurations(
 async def install_crds(client: KubeClient, groups: tuple[str, ...] = ("kubetrain.io",)) -> list[str]:
     """Create the job CRDs that are missing (kubetrain.io's from crds/, another group's as
     `kubetrain crds --group` makes them); returns the names this call created."""
-    created: list[str] = []
     files = sorted(CRD_DIR.glob("*.yaml"))
     assert files, f"no CRDs in {CRD_DIR} (kubetrain crds --out crds/)"
     crds = [crd for path in files for crd in yaml.safe_load_all(path.read_text()) if crd]
     crds += [crd for group in groups if group != "kubetrain.io" for crd in group_crds(group)]
-    for crd in crds:
-        try:
-            await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-            created.append(crd["metadata"]["name"])
-        except ApiError as exc:
-            if not exc.is_already_exists:
-                raise
+    created = await create_missing(client, CUSTOM_RESOURCE_DEFINITIONS, crds)
     for crd in crds:
         await wait_established(client, crd["metadata"]["name"])
     return created
@@ -307,6 +302,40 @@ async def wait_established(client: KubeClient, name: str) -> None:
 async def delete_quietly(client: KubeClient, ref: ResourceRef, namespace: str | None, name: str) -> None:
     with contextlib.suppress(ApiError):
         await client.delete(ref, namespace, name, propagation_policy="Background")
+
+
+async def create_missing(client: KubeClient, ref: ResourceRef, objs: list[Obj]) -> list[str]:
+    """Create the cluster-scoped `objs` that do not exist yet; the names this call created."""
+    created: list[str] = []
+    for obj in objs:
+        try:
+            await client.create(ref, obj)
+            created.append(obj["metadata"]["name"])
+        except ApiError as exc:
+            if not exc.is_already_exists:
+                raise
+    return created
+
+
+def trainjob(namespace: str, name: str, trainer: Obj, runtime: str = "torch-distributed") -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": trainer},
+    }
+
+
+@contextlib.asynccontextmanager
+async def default_runtimes_installed(client: KubeClient) -> AsyncIterator[None]:
+    """Trainer's default ClusterTrainingRuntimes, created where missing (removed again after)."""
+    created: list[str] = []
+    try:
+        created = await create_missing(client, CLUSTER_TRAINING_RUNTIMES, default_runtimes())
+        yield
+    finally:
+        for name in created:
+            await delete_quietly(client, CLUSTER_TRAINING_RUNTIMES, None, name)
 
 
 def invalid_job(namespace: str, name: str = "invalid") -> Obj:

@@ -8,7 +8,9 @@ serves the training-progress endpoint from its `kubetrain status-server` child, 
   through the Table API, as `kubectl get` does);
 - the same call with a token bound to another job's pod is refused (403) and changes nothing;
 - a job with a progress deadline that reported once and then went quiet is `Stalled` and
-  restarted as a new attempt, as its restartPolicy and backoffLimit declare.
+  restarted as a new attempt, as its restartPolicy and backoffLimit declare;
+- a TrainJob's node pod reports the same way to the TrainJob's own route, with Trainer's
+  `<tj>-tls-config` CA, and the TrainJob's Progress/ETA columns move.
 
 Only documented kube-apiserver behaviour is relied on: TokenRequest (`authentication.k8s.io/v1`,
 `expirationSeconds` ≥ 600), TokenReview by the operator, server-side printing of CRD
@@ -18,20 +20,29 @@ kubelet); the tokens are requested by the test, as the kubelet would for the pod
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import ssl
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
+import pytest_asyncio
 from e2e import scenarios_support as support
+from e2e.progress_support import (
+    audience_of,
+    ca_config_map_of,
+    env_of,
+    pod_token,
+    post,
+    printed_row,
+    sdk_env,
+    trainer_status,
+)
 from jobs import job
 from trainer_sdk import report_progress
 
 from kubetrain.api import trainerstatus as ts
-from kubetrain.kube.resources import CONFIG_MAPS, job_resource
+from kubetrain.kube.resources import TRAINJOBS, job_resource
 
 pytest.importorskip(
     "kubeflow.trainer.backends.kubernetes.utils", reason="kubeflow (a dev dependency) is not installed"
@@ -41,8 +52,8 @@ pytest.importorskip(
 pytestmark = support.E2E
 
 Obj = dict[str, Any]
-TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 STATUS_PORT = support.free_port()
+PYTORCHJOBS = job_resource("PyTorchJob")
 
 
 def progress_flags(host: str) -> tuple[str, ...]:
@@ -56,6 +67,13 @@ def progress_flags(host: str) -> tuple[str, ...]:
 
 
 E2E_OPERATOR_ARGS = progress_flags  # the `cluster` fixture (conftest.py) runs the operator with these
+E2E_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")  # PyTorchJobs and TrainJobs
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
+async def runtimes(cluster: Any) -> AsyncIterator[None]:
+    async with support.default_runtimes_installed(cluster.client):
+        yield
 
 
 def training_job(cluster: Any, name: str, **run_policy: Any) -> Obj:
@@ -78,73 +96,6 @@ async def running_pod(cluster: Any, name: str) -> Obj:
     await cluster.create_job(training_job(cluster, name))
     pods: list[Obj] = await cluster.wait_pods(name, 1, running=True)
     return pods[0]
-
-
-def audience_of(pod: Obj) -> str:
-    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == ts.VOLUME_NAME)
-    return str(volume["projected"]["sources"][0]["serviceAccountToken"]["audience"])
-
-
-def env_of(pod: Obj) -> dict[str, str]:
-    container = pod["spec"]["containers"][0]
-    return {e["name"]: e.get("value", "") for e in container.get("env") or []}
-
-
-async def pod_token(cluster: Any, pod: Obj, audience: str) -> str:
-    """A token bound to `pod` for `audience`, requested as the kubelet requests the projected one."""
-    md = pod["metadata"]
-    account = pod["spec"].get("serviceAccountName") or "default"
-    body = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {
-            "audiences": [audience],
-            "expirationSeconds": 600,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]},
-        },
-    }
-    answer = await cluster.client.request(
-        "create", "POST", f"/api/v1/namespaces/{md['namespace']}/serviceaccounts/{account}/token", body=body
-    )
-    return str(answer["status"]["token"])
-
-
-async def sdk_env(cluster: Any, pod: Obj, token: str, url: str, tmp: Path) -> dict[str, str]:
-    """The three variables the SDK reads, with the token and the job's CA written where they point."""
-    job_name = pod["metadata"]["labels"]["kubetrain.io/job-name"]
-    cm = await cluster.client.get(CONFIG_MAPS, cluster.namespace, f"{job_name}-trainer-status")
-    out = tmp / pod["metadata"]["name"]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / ts.TOKEN_FILE).write_text(token)
-    (out / ts.CA_FILE).write_text(cm["data"][ts.CA_KEY])
-    return {ts.ENV_URL: url, ts.ENV_TOKEN: str(out / ts.TOKEN_FILE), ts.ENV_CA_CERT: str(out / ts.CA_FILE)}
-
-
-def token_in(env: dict[str, str]) -> str:
-    return Path(env[ts.ENV_TOKEN]).read_text()
-
-
-async def post(env: dict[str, str], body: Obj) -> int:
-    ctx = ssl.create_default_context(cafile=env[ts.ENV_CA_CERT])
-    headers = {"Authorization": f"Bearer {token_in(env)}"}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(env[ts.ENV_URL], data=json.dumps(body), headers=headers, ssl=ctx) as resp,
-    ):
-        return resp.status
-
-
-async def printed_row(cluster: Any, name: str) -> dict[str, Any]:
-    """The job as `kubectl get` prints it: the Table API's columns by name."""
-    ref = job_resource("PyTorchJob")
-    table = await cluster.client.request("get", "GET", ref.path(cluster.namespace, name), accept=TABLE)
-    assert table["kind"] == "Table", table
-    names = [c["name"] for c in table["columnDefinitions"]]
-    return dict(zip(names, table["rows"][0]["cells"], strict=False))
-
-
-def trainer_status(job: Obj) -> Obj:
-    return dict((job.get("status") or {}).get("trainerStatus") or {})
 
 
 async def stored_progress(cluster: Any, name: str, percent: int) -> Obj:
@@ -174,13 +125,13 @@ async def test_the_sdk_with_a_pod_bound_token_moves_status_and_the_progress_colu
     stored = trainer_status(job)
     assert stored["estimatedRemainingSeconds"] == 600
     assert stored["metrics"] == [{"name": "loss", "value": "0.31"}]
-    row = await printed_row(cluster, "reports")
+    row = await printed_row(cluster, PYTORCHJOBS, "reports")
     assert row["Progress"] == 40 and row["ETA"] == 600, row
 
     # A later report moves it again.
     assert await report_progress(monkeypatch, env, progress_percent=55, estimated_remaining_seconds=420)
     await stored_progress(cluster, "reports", 55)
-    row = await printed_row(cluster, "reports")
+    row = await printed_row(cluster, PYTORCHJOBS, "reports")
     assert row["Progress"] == 55 and row["ETA"] == 420, row
 
 
@@ -203,7 +154,7 @@ async def test_a_token_bound_to_another_jobs_pod_is_refused_and_changes_nothing(
     await asyncio.sleep(2)  # four status-write intervals: a wrongly accepted report would be written
     job = await cluster.get_job("PyTorchJob", "victim")
     assert job is not None and trainer_status(job)["progressPercentage"] == 10
-    assert (await printed_row(cluster, "victim"))["Progress"] == 10
+    assert (await printed_row(cluster, PYTORCHJOBS, "victim"))["Progress"] == 10
     intruder = await cluster.get_job("PyTorchJob", "intruder")
     assert intruder is not None and trainer_status(intruder) == {}
 
@@ -241,3 +192,39 @@ async def test_a_job_that_goes_quiet_past_its_progress_deadline_is_stalled_and_r
     assert new_pod["metadata"]["labels"].get("kubetrain.io/attempt") == "1"
     # The quiet pod's token is refused now (its pod is gone or of an old attempt).
     assert await post(env, {"trainerStatus": {"progressPercentage": 31}}) in (403, 409)
+
+
+async def test_a_trainjob_node_reports_through_the_sdk_and_its_progress_column_moves(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A TrainJob (Trainer's torch runtime, one node): its node pod gets the endpoint's env for
+    the TrainJob's own status route and Trainer's `<tj>-tls-config` CA; the SDK's report from it
+    moves `status.trainerStatus` and the TrainJob's Progress/ETA columns."""
+    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
+    trainer = {
+        "numNodes": 1,
+        "image": image,
+        "command": ["sh", "-c", "sleep 3600"],
+        "resourcesPerNode": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+    }
+    await cluster.client.create(TRAINJOBS, support.trainjob(cluster.namespace, "tj-reports", trainer))
+    pod = (await cluster.wait_pods("tj-reports", 1, running=True))[0]
+    url = env_of(pod)[ts.ENV_URL]
+    route = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{cluster.namespace}/trainjobs/tj-reports/status"
+    assert url.endswith(route), url
+    env = await sdk_env(cluster, pod, await pod_token(cluster, pod, audience_of(pod)), url, tmp_path)
+    assert ca_config_map_of(pod) == "tj-reports-tls-config"  # Trainer's name for the CA's ConfigMap
+
+    assert await report_progress(
+        monkeypatch, env, progress_percent=35, estimated_remaining_seconds=900, metrics={"loss": 0.7}
+    )
+
+    async def reported() -> Obj | None:
+        tj = await cluster.client.get(TRAINJOBS, cluster.namespace, "tj-reports")
+        return tj if trainer_status(tj).get("progressPercentage") == 35 else None
+
+    tj = await support.eventually(reported, within=60, what="the TrainJob's trainerStatus at 35 %")
+    assert trainer_status(tj)["estimatedRemainingSeconds"] == 900
+    assert trainer_status(tj)["metrics"] == [{"name": "loss", "value": "0.7"}]
+    row = await printed_row(cluster, TRAINJOBS, "tj-reports")
+    assert row["Progress"] == 35 and row["ETA"] == 900, row

@@ -17,9 +17,8 @@ import pytest
 import pytest_asyncio
 from e2e import scenarios_support as support
 
-from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, PODS, TRAINJOBS
+from kubetrain.kube.resources import PODS, TRAINJOBS
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
 common = pytest.importorskip("kubeflow.common.types")
@@ -31,20 +30,8 @@ E2E_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")  # what the operator s
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
 async def runtimes(cluster: Any) -> AsyncIterator[None]:
-    """Trainer's default ClusterTrainingRuntimes, created where missing (removed again after)."""
-    created: list[str] = []
-    try:
-        for runtime in default_runtimes():
-            try:
-                await cluster.client.create(CLUSTER_TRAINING_RUNTIMES, runtime)
-                created.append(runtime["metadata"]["name"])
-            except ApiError as exc:
-                if not exc.is_already_exists:
-                    raise
+    async with support.default_runtimes_installed(cluster.client):
         yield
-    finally:
-        for name in created:
-            await support.delete_quietly(cluster.client, CLUSTER_TRAINING_RUNTIMES, None, name)
 
 
 async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:
@@ -115,15 +102,9 @@ async def test_the_sdk_trains_an_mpi_job_to_complete(cluster: Any) -> None:
 
 
 async def test_an_invalid_trainjob_is_refused_naming_its_fields(cluster: Any) -> None:
-    bad = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "bad", "namespace": cluster.namespace},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 0, "env": [{"name": "PET_MASTER_ADDR", "value": "x"}]},
-        },
-    }
+    bad = support.trainjob(
+        cluster.namespace, "bad", {"numNodes": 0, "env": [{"name": "PET_MASTER_ADDR", "value": "x"}]}
+    )
     with pytest.raises(ApiError) as refused:
         await cluster.client.create(TRAINJOBS, bad)
     assert "spec.trainer.numNodes" in str(refused.value)

@@ -59,13 +59,13 @@ def stack(gang: str, **options: Any) -> contextlib.AbstractAsyncContextManager[t
     return running_stack(gang_scheduler=gang, **options)
 
 
-def gang_job(name: str, replicas: dict[str, int], resources: Obj, **extra: Any) -> Obj:
+def gang_job(name: str, replicas: dict[str, int], resources: Obj, run: Obj = RUN, **extra: Any) -> Obj:
     return job_manifest(
         "PyTorchJob",
         name,
         replicas,
         resources=resources,
-        pod_annotations={rtype: RUN for rtype in replicas},
+        pod_annotations={rtype: run for rtype in replicas},
         **extra,
     )
 
@@ -197,10 +197,14 @@ async def test_scheduler_plugins_job_runs_to_succeeded() -> None:
         ns = await h.namespace("spsim")
         phases = await PhaseRecorder(h.kube, SCHEDULER_PLUGINS_PODGROUPS, ns, "sp").start()
         try:
+            # The PodGroup controller goes Scheduled -> Finished without Running when its pass
+            # (every 0.2 s) first sees the pods already Succeeded, as scheduler-plugins' does:
+            # pods that run for 3 s are seen Running however loaded the machine is.
             job = gang_job(
                 "sp",
                 {"Master": 1, "Worker": 3},
                 {"requests": {"cpu": "1"}},
+                {"sim.kubetrain.io/run-seconds": "3"},
                 run_policy={"schedulingPolicy": {"scheduleTimeoutSeconds": 60}},
             )
             await h.create_job(job, ns)

@@ -101,3 +101,18 @@ async def test_reporting_stops_when_the_pod_finishes(h: Harness) -> None:
         await CLOCK.advance(INTERVAL)
     # The finished pod's training code is gone: no report after its containers stopped.
     assert h.sim.report_counts[(ns, "ends-master-0")] == sent
+
+
+async def test_a_pod_whose_training_succeeds_reports_100_percent_before_it_exits(h: Harness) -> None:
+    ns = await start(h, "done", {"Master": {REPORT_PROGRESS: "true", RUN_SECONDS: "12"}})
+    await stored(h, ns, "done", lambda s: s.get("progressPercentage") == 0, "the first report")
+    await CLOCK.advance(INTERVAL)
+    await CLOCK.advance(INTERVAL)
+    await stored(h, ns, "done", lambda s: s.get("progressPercentage") == 83, "83 % after 10 of 12 s")
+    sent = h.sim.report_counts[(ns, "done-master-0")]
+    await CLOCK.advance(2)  # the run ends at 12 s, before the next periodic report is due
+    final = await stored(h, ns, "done", lambda s: s.get("progressPercentage") == 100, "100 % at the end")
+    assert final["estimatedRemainingSeconds"] == 0
+    assert h.sim.report_counts[(ns, "done-master-0")] == sent + 1
+    assert h.sim.report_statuses[(ns, "done-master-0")] == 200
+    await h.sim.wait_for_phase(ns, "done-master-0", "Succeeded")

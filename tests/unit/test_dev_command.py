@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from kubetrain.commands._devprogress import progress_bar
+from kubetrain.commands._devprogress import FollowPrinter, progress_bar
 from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs
 from kubetrain.dev.stack import DevStack
 
@@ -81,3 +81,22 @@ def test_the_progress_bar_shows_percent_eta_and_the_latest_metrics() -> None:
         {"status": {"trainerStatus": {"metrics": [{"name": "loss", "value": "0.5"}]}}}
     )
     assert metrics_only == "progress  loss 0.5"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_progress_bar_replaces_the_previous_one_in_place() -> None:
+    for out, in_place in ((_Terminal(), True), (io.StringIO(), False)):
+        printer = FollowPrinter(out)
+        printer.line("[   0.1s] Running")
+        printer.bar("progress 41%")
+        printer.bar("progress 83%")  # right after a bar: replaces it on a terminal
+        printer.line("[  12.1s] Succeeded")
+        printer.bar("progress 100%")  # after a state line: a line of its own everywhere
+        lines = out.getvalue().splitlines()
+        up = FollowPrinter.REPLACE_LAST_LINE
+        assert lines[2] == (f"{up}           progress 83%" if in_place else "           progress 83%")
+        assert lines[4] == "           progress 100%" and up not in "".join(lines[:2] + lines[3:])

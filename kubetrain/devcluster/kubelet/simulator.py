@@ -260,7 +260,29 @@ class PodSimulator:
             restarts = podstatus.restart_count(pod)
             started = self._status.run_started(uid, restarts)
             remaining = behaviour.run_seconds - (self.clock.monotonic() - started)
-            self._timers.schedule(key, ("exit", uid, restarts), remaining, self._status.run_ended)
+            self._timers.schedule(key, ("exit", uid, restarts), remaining, self._run_ended)
+
+    async def _run_ended(self, key: Key) -> None:
+        """The containers' run is over: a reporting pod whose training succeeded first sends its
+        last report (100 %, as the SDK's `update_trainjob_status(progress_percent=100)` at the end
+        of training), then its containers stop."""
+        pod = self._pods.get(key)
+        if pod is not None and pod_phase(pod) == "Running" and pod["metadata"].get("uid") in self._reporting:
+            b = Behaviour.from_pod(pod, self.default_run_seconds)
+            ends = exit_outcome(pod, b.exit_code, podstatus.restart_count(pod), b.restarts_before_exit)
+            if ends == "Succeeded" and b.reason is None and b.run_seconds:
+                await self._report(key, pod, b.run_seconds, b.run_seconds)
+        await self._status.run_ended(key)
+
+    async def _report(self, key: Key, pod: dict[str, Any], elapsed: float, run_seconds: float | None) -> None:
+        """One report of the pod's training code (nothing when it has no projected token)."""
+        with contextlib.suppress(KeyError):  # no projected volume: nothing to send with
+            target = reporter.endpoint(pod, await self.files(*key))
+            if target is not None:
+                body = reporter.report_body(elapsed, run_seconds, self.clock.now())
+                self.report_statuses[key] = status = await self._reporter.post(target, body)
+                self.report_counts[key] = self.report_counts.get(key, 0) + 1
+                log.debug("pod %s/%s reported %s: %s", *key, body["trainerStatus"], status)
 
     async def _report_loop(self, key: Key, uid: str, run_seconds: float | None) -> None:
         """The pod's training code reporting its progress until its containers stop running."""
@@ -275,14 +297,7 @@ class PodSimulator:
                 ):
                     return
                 started = self._status.run_started(uid, podstatus.restart_count(pod))
-                elapsed = self.clock.monotonic() - started
-                with contextlib.suppress(KeyError):  # no projected volume: nothing to send with
-                    target = reporter.endpoint(pod, await self.files(*key))
-                    if target is not None:
-                        body = reporter.report_body(elapsed, run_seconds, self.clock.now())
-                        self.report_statuses[key] = status = await self._reporter.post(target, body)
-                        self.report_counts[key] = self.report_counts.get(key, 0) + 1
-                        log.debug("pod %s/%s reported %s: %s", *key, body["trainerStatus"], status)
+                await self._report(key, pod, self.clock.monotonic() - started, run_seconds)
                 await self.clock.sleep(self.report_interval)
         finally:
             self._reporting.discard(uid)
