@@ -191,7 +191,8 @@ def proc_tcp_connections(pid: int) -> int:
             continue
         for line in path.read_text().splitlines()[1:]:
             fields = line.split()
-            count += fields[3] == "01" and fields[9] in inodes
+            if fields[3] == "01" and fields[9] in inodes:  # st ESTABLISHED, inode
+                count += 1
     return count
 
 
