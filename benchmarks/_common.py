@@ -161,12 +161,39 @@ class Operator:
     def cpu_seconds(self) -> float:
         return proc_cpu_seconds(self.pid)
 
+    def tcp_connections(self) -> int:
+        return proc_tcp_connections(self.pid)
+
 
 def proc_status_kb(pid: int, field_name: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field_name + ":"):
             return int(line.split()[1])
     raise KeyError(field_name)
+
+
+def proc_tcp_connections(pid: int) -> int:
+    """How many established TCP connections (IPv4 and IPv6) the process `pid` holds: its socket
+    inodes (/proc/PID/fd) matched against /proc/PID/net/tcp{,6} (state 01). Counting before and
+    after a phase tells how many connections it opened (none is closed while pods are created)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("tcp", "tcp6"):
+        path = Path(f"/proc/{pid}/net/{table}")
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "01" and fields[9] in inodes:  # st ESTABLISHED, inode
+                count += 1
+    return count
 
 
 def proc_cpu_seconds(pid: int) -> float:

@@ -18,8 +18,9 @@ each in fresh namespaces deleted afterwards:
    client does not do: the job's watch event, planning the pods, the operator's own pod watch
    (which devcluster serves too), expectations, the Service and the status write.
 Beside the times: each client's CPU seconds and this process's (devcluster's, unless
-`--kubeconfig`) in each phase; `--profile FILE` profiles the operator, `--profile-server FILE`
-this process per phase (FILE.bare, FILE.operator).
+`--kubeconfig`) in each phase, and the TCP connections the operator opened for the job (the
+bare client opens `--concurrency`); `--profile FILE` profiles the operator,
+`--profile-server FILE` this process per phase (FILE.bare, FILE.operator).
 The client-side rate limiter's bound is the time the token bucket needs to admit the job's
 writes (N pods + 1 Service + 1 status): max(0, (writes - burst) / qps).
 Target: the operator within 1.3x the bare client with the limiter opened
@@ -172,6 +173,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             watcher = asyncio.ensure_future(pod_added_times(client, job_ns, replicas, last))
             await asyncio.sleep(0.5)  # the watch is open
             server = ServerSide(args.profile_server, "operator")
+            connections0 = op.tcp_connections()  # its watches (and any idle kept-alive ones)
             t0, cpu0 = time.perf_counter(), op.cpu_seconds()
             await client.create(
                 job_resource("PyTorchJob"), pytorch_job("large", replicas, namespace=job_ns), namespace=job_ns
@@ -180,6 +182,7 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             operator_server_cpu = server.stop()
             operator_s = last[-1] - t0
             operator_cpu = op.cpu_seconds() - cpu0
+            operator_connections = op.tcp_connections() - connections0
             first_pod_s = last[0] - t0
             _, text = await op.get("/metrics")
             writes = int(
@@ -221,6 +224,10 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
         "qps": qps,
         "burst": burst,
         "operator_creates": writes,  # its pods, the Service (no Event on a clean create)
+        # TCP connections the operator opened for the job (each a TLS handshake on both sides;
+        # the bare client opens `bare_client_concurrency`); on a shared network namespace
+        # (`--kubeconfig`) this counts connections to any peer
+        "operator_connections_opened": operator_connections,
     }
 
 
@@ -252,7 +259,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(
             f"large job {n} replicas: operator {r['operator_s']} s (CPU {r['operator_cpu_s']} s) vs bare "
             f"client {r['bare_client_s']} s (CPU {r['bare_client_cpu_s']} s); server CPU "
-            f"{r['operator_server_cpu_s']} s vs {r['bare_client_server_cpu_s']} s "
+            f"{r['operator_server_cpu_s']} s vs {r['bare_client_server_cpu_s']} s; "
+            f"connections opened {r['operator_connections_opened']} vs {r['bare_client_concurrency']} "
             f"(ratio {r['ratio']}, target <= 1.3 with the limiter opened; "
             f"rate-limit bound {r['rate_limit_bound_s']} s at "
             f"qps {r['qps']} burst {r['burst']})"
