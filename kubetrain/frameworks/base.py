@@ -35,7 +35,6 @@ from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError
-from kubetrain.api.podresources import replica_count, replica_counts
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 
 # (minimum, maximum) of the scalable replica type; either is None when not set to an integer.
@@ -49,6 +48,15 @@ class Autoscaling:
     min_replicas: int | None
     max_replicas: int | None
     metrics: list[Any]
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """A replica count the controller runs instead of the stored one (`Framework.adjust`)."""
+
+    replica_type: str
+    replicas: int
+    message: str  # what was changed and why, for the job's events
 
 
 @dataclass(frozen=True)
@@ -158,32 +166,33 @@ class Framework:
         low = bounds[0] if bounds is not None else None
         return min(low, replicas) if low is not None and low >= 1 else replicas
 
-    def adjust(self, obj: dict[str, Any]) -> list[str]:
-        """What the controller changes to run a stored (defaulted) job, one message per change.
+    def adjust(self, spec: Mapping[str, Any], counts: Mapping[Any, int | None]) -> list[Adjustment]:
+        """What the controller changes to run a stored (defaulted) job (`counts`: pods per
+        replica type as read, None where not an integer).
 
         By default: a scalable replica type outside its bounds runs at the nearest bound. The
         scale subresource (`kubectl scale`, an HPA) changes `replicas` without the validating
-        webhook seeing the job, so an out-of-range count must not fail a running job. `obj` is
-        the defaulted copy (its replica specs are its own), changed in place."""
-        spec = obj.get("spec")
+        webhook seeing the job, so an out-of-range count must not fail a running job."""
         rtype = self.scalable_replica_type
-        if rtype is None or not isinstance(spec, dict):
+        if rtype is None or rtype not in counts:
             return []
         bounds = self.replica_bounds(spec)
-        replica_map = spec.get(self.replica_field)
-        rspec = replica_map.get(rtype) if isinstance(replica_map, dict) else None
-        if bounds is None or not isinstance(rspec, dict):
+        n = counts[rtype]
+        if bounds is None:
             return []
         lo, hi = bounds
-        n = replica_count(rspec)
         if lo is None or hi is None or n is None or not 1 <= lo <= hi:
             return []  # validation reports the bounds themselves
         if lo <= n <= hi:
             return []
-        rspec["replicas"] = min(max(n, lo), hi)
+        clamped = min(max(n, lo), hi)
         return [
-            f"spec.{self.replica_field}[{rtype}].replicas {n} is outside {self.bounds_name} "
-            f"({lo}..{hi}): running {rspec['replicas']} {rtype}s"
+            Adjustment(
+                rtype,
+                clamped,
+                f"spec.{self.replica_field}[{rtype}].replicas {n} is outside {self.bounds_name} "
+                f"({lo}..{hi}): running {clamped} {rtype}s",
+            )
         ]
 
     # How messages name the bounds of `replica_bounds`: "elasticPolicy minReplicas..maxReplicas".
@@ -251,21 +260,20 @@ class Framework:
         gates = self.spec_gates(spec).items()
         return frozenset(gated for gated, gating in gates if sum(counts.get(t, 0) for t in gating) > 0)
 
-    def gang_size(self, spec: Mapping[str, Any]) -> int | None:
-        """The `minAvailable` default: every pod, a scalable replica type (elastic Workers)
-        counted at its minimum — the smallest size the job runs at, so it can be scaled within
-        its bounds without leaving a gang larger than the job — and the types behind a gate left
-        out (`gang_excluded_types`); None when a replica count is not an integer."""
-        # The spec is read once — gates, bounds, counts — and the size decided from those.
-        gates = self.spec_gates(spec)
-        bounds = self.replica_bounds(spec) if self.scalable_replica_type is not None else None
-        counts = replica_counts(spec.get(self.replica_field))
-        if counts is None:
+    def gang_size(self, spec: Mapping[str, Any], counts: Mapping[Any, int | None]) -> int | None:
+        """The `minAvailable` default: every pod (`counts`: pods per replica type), a scalable
+        replica type (elastic Workers) counted at its minimum — the smallest size the job runs
+        at, so it can be scaled within its bounds without leaving a gang larger than the job —
+        and the types behind a gate left out (`gang_excluded_types`); None when a replica count
+        is not an integer."""
+        if None in counts.values():
             return None
-        excluded = {gated for gated, gating in gates.items() if sum(counts.get(t, 0) for t in gating) > 0}
+        known = {t: n for t, n in counts.items() if n is not None}
+        excluded = self.gang_excluded_types(spec, known)
+        bounds = self.replica_bounds(spec) if self.scalable_replica_type is not None else None
         low = bounds[0] if bounds is not None else None
         return sum(
             min(low, n) if t == self.scalable_replica_type and low is not None and low >= 1 else n
-            for t, n in counts.items()
+            for t, n in known.items()
             if t not in excluded
         )

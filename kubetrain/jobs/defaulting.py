@@ -15,17 +15,14 @@ time. Callers treat both the input and the result as read-only (copy before chan
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
-from kubetrain.api.errors import join_path
-from kubetrain.api.podtemplate import containers_of, default_container_warning, framework_container_index
-from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.registry import get_framework
-from kubetrain.jobs.annotations import JobAnnotations
+from kubetrain.api.podtemplate import default_container_warning
+from kubetrain.frameworks.base import Adjustment, Framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.jobdraft import read_draft
+from kubetrain.jobs.jobdraft import JobDraft, ReplicaDraft, read_draft
 from kubetrain.jobs.kubedllayout import from_v1
 from kubetrain.jobs.tenancy import default_tenancy_labels
 
@@ -34,6 +31,11 @@ from kubetrain.jobs.tenancy import default_tenancy_labels
 class Defaulted:
     obj: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # The defaulted job in kubetrain's layout as the next stages read it: the parse stage's
+    # draft with the defaulted wire dict and replica drafts (None: `obj` was not read).
+    draft: JobDraft | None = None
+    # What the controller changed to run the job (`Framework.adjust`: elastic Workers clamped).
+    adjustments: list[str] = field(default_factory=list)
 
 
 def default_job(
@@ -41,114 +43,99 @@ def default_job(
 ) -> Defaulted:
     """`default_v1` of the job; a `training.kubedl.io` job is defaulted in kubetrain's layout and
     comes back in KubeDL's (kubetrain.jobs.kubedllayout). The job is read once, here, by the
-    parse stage (`jobdraft.read_draft`: its layout and its annotations)."""
-    draft = read_draft(obj) if isinstance(obj, dict) else None
-    if draft is None or not draft.converted:
-        annotations = draft.annotations if draft is not None else JobAnnotations()
-        return default_v1(obj, annotations, gang_scheduling=gang_scheduling, old=old)
-    before = read_draft(old).wire if isinstance(old, dict) else None
-    result = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling, old=before)
-    return Defaulted(from_v1(result.obj, obj), result.warnings)
+    parse stage (`jobdraft.read_draft`: its layout, replica map and annotations)."""
+    if not isinstance(obj, dict):
+        return Defaulted(copy.deepcopy(obj))
+    draft = read_draft(obj)
+    before = read_draft(old) if isinstance(old, dict) else None
+    result = default_v1(draft, gang_scheduling=gang_scheduling, old=before)
+    if not draft.converted:
+        return result
+    return Defaulted(from_v1(result.obj, obj), result.warnings, result.draft)
 
 
 def default_v1(
-    obj: dict[str, Any],
-    annotations: JobAnnotations,
-    *,
-    gang_scheduling: bool = False,
-    old: dict[str, Any] | None = None,
+    draft: JobDraft, *, gang_scheduling: bool = False, old: JobDraft | None = None, adjust: bool = False
 ) -> Defaulted:
-    """The job with every §2 default filled in, and the warnings defaulting produced; `annotations`
-    are the job's annotations as read at the edge (`read_annotations`).
+    """The job of `draft` (the parse stage's) with every §2 default filled in, and the warnings
+    defaulting produced.
 
-    An object of an unknown kind (or one too malformed to default) comes back unchanged; the
-    validation step reports what is wrong with it. `old` is the stored job on UPDATE: a
+    A job of an unknown kind (or one too malformed to default) comes back unchanged; the
+    validation step reports what is wrong with it. `old` is the stored job's draft on UPDATE: a
     `minAvailable` that still holds the gang default of the stored job follows a replica change.
+    `adjust`: the controller's changes to run the stored job too (`Framework.adjust`).
     """
-    if not isinstance(obj, dict):
-        return Defaulted(copy.deepcopy(obj))
-    kind = obj.get("kind")
-    framework = get_framework(kind) if isinstance(kind, str) else None
+    obj, framework = draft.wire, draft.framework
     spec = obj.get("spec")
     if framework is None or not isinstance(spec, dict):
-        return Defaulted(copy.deepcopy(obj))
+        unchanged = copy.deepcopy(obj)
+        return Defaulted(unchanged, [], replace(draft, wire=unchanged))
     out = dict(obj)
     spec = out["spec"] = dict(spec)
     warnings: list[str] = []
-    replica_map = spec.get(framework.replica_field)
-    if isinstance(replica_map, dict):
-        replica_map = canonical_replica_keys(replica_map, framework.replica_types)
-        spec[framework.replica_field] = replica_map
-        for rtype, rspec in replica_map.items():
-            if isinstance(rspec, dict):
-                rspec = replica_map[rtype] = dict(rspec)
-                warnings.extend(_default_replica(rspec, framework, str(rtype)))
-    # Framework defaults first: the gang default depends on them (an elastic job's minimum).
+    default_tenancy_labels(out, draft.annotations.kubedl.tenancy)  # KubeDL's tenancy annotation
+    replicas = draft.replicas
+    if replicas is not None:
+        replicas = tuple(_default_replica(r, framework, warnings) for r in replicas)
+        spec[framework.replica_field] = {r.key: r.spec for r in replicas}
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict):
+        run_policy = spec["runPolicy"] = dict(run_policy)
+        default_pod_failure_policy(run_policy)
+    # The framework's part, in one place. Its defaults first: the gang default depends on them
+    # (an elastic job's minimum).
     warnings.extend(framework.default_spec(spec))
-    old_spec = old.get("spec") if isinstance(old, dict) else None
-    _default_run_policy(
-        spec, replica_map, gang_scheduling, framework, old_spec if isinstance(old_spec, dict) else None
-    )
-    if gang_scheduling and isinstance(replica_map, dict):
-        warnings.extend(_scheduler_name_warnings(replica_map, framework))
-    default_tenancy_labels(out, annotations.kubedl.tenancy)  # KubeDL's tenancy annotation
-    return Defaulted(out, warnings)
+    counts = {r.key: r.count for r in replicas} if replicas is not None else None
+    total = framework.gang_size(spec, counts) if gang_scheduling and counts is not None else None
+    old_spec = old.wire.get("spec") if old is not None else None
+    old_total = None
+    if total is not None and old is not None and isinstance(old_spec, dict) and old.replicas is not None:
+        old_total = framework.gang_size(old_spec, old.counts)
+    adjustments = framework.adjust(spec, counts) if adjust and counts is not None else []
+    _default_run_policy(spec, total, old_spec if isinstance(old_spec, dict) else None, old_total)
+    if gang_scheduling and replicas is not None:
+        warnings.extend(_scheduler_name_warnings(replicas))
+    if adjustments:
+        replicas = _adjusted(replicas or (), adjustments)
+    defaulted = replace(draft, wire=out, replicas=replicas)
+    return Defaulted(out, warnings, defaulted, [a.message for a in adjustments])
 
 
-def _scheduler_name_warnings(replica_map: dict[str, Any], framework: Framework) -> list[str]:
+def _scheduler_name_warnings(replicas: tuple[ReplicaDraft, ...]) -> list[str]:
     """docs/behaviour.md §8: a user-set schedulerName is kept under gang scheduling, with a warning."""
     warnings: list[str] = []
-    for rtype, rspec in replica_map.items():
-        template = rspec.get("template") if isinstance(rspec, dict) else None
-        tspec = template.get("spec") if isinstance(template, dict) else None
+    for r in replicas:
+        tspec = r.template.get("spec") if isinstance(r.template, dict) else None
         name = tspec.get("schedulerName") if isinstance(tspec, dict) else None
         if isinstance(name, str) and name:
-            path = join_path("spec", framework.replica_field, f"[{rtype}]", "template.spec.schedulerName")
             warnings.append(
-                f'{path}: "{name}" is kept; the gang scheduler\'s name is only set on pods without '
-                "one, so these pods are gang-scheduled only if that scheduler honours the PodGroup"
+                f'{r.path}.template.spec.schedulerName: "{name}" is kept; the gang scheduler\'s name '
+                "is only set on pods without one, so these pods are gang-scheduled only if that "
+                "scheduler honours the PodGroup"
             )
     return warnings
 
 
-def canonical_replica_keys(replica_map: dict[str, Any], replica_types: tuple[str, ...]) -> dict[str, Any]:
-    """Replica type keys renamed to their canonical spelling (`worker` → `Worker`), order kept.
-
-    Keys that name the same replica type ignoring case (`worker` and `Worker`, or `worker` and
-    `WORKER`) are all left as they are, whatever their order: renaming one onto the other would
-    drop a replica spec, and renaming only some would depend on key order. Validation reports
-    the duplicate (`Duplicate` at the second spelling).
-    """
-    canonical = {t.lower(): t for t in replica_types}
-    spellings: dict[Any, int] = {}
-    for key in replica_map:
-        folded = key.lower() if isinstance(key, str) else key
-        spellings[folded] = spellings.get(folded, 0) + 1
-    renamed: dict[str, Any] = {}
-    for key, value in replica_map.items():
-        if isinstance(key, str) and spellings[key.lower()] == 1:
-            key = canonical.get(key.lower(), key)
-        renamed[key] = value
-    return renamed
-
-
-def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str) -> list[str]:
+def _default_replica(r: ReplicaDraft, framework: Framework, warnings: list[str]) -> ReplicaDraft:
+    """The replica spec of `r` defaulted (a copy; the template copied only where it changes),
+    under its canonical key, as its draft."""
+    if not isinstance(r.spec, dict):
+        return replace(r, key=r.type)
+    rspec = dict(r.spec)
+    rtype = str(r.type)
     if rspec.get("replicas") is None:
         rspec["replicas"] = framework.replicas_default(rtype)
     if rspec.get("restartPolicy") is None:
         rspec["restartPolicy"] = framework.restart_policy_default(rtype)
-    if not framework.container_name:
-        return []  # container 0 is the framework container, whatever its name; no port added
-    template = rspec.get("template")
-    index = framework_container_index(template, framework.container_name)
-    if index is None or not isinstance(template, dict):
-        return []
-    container = containers_of(template)[index]
+    out = replace(r, key=r.type, spec=rspec, replicas=rspec["replicas"])
+    index, template = r.container_index, r.template
+    if not framework.container_name or index is None or not isinstance(template, dict):
+        return out  # no container_name: container 0 is the framework container, no port added
+    container = r.containers[index]
     if not isinstance(container, dict):
-        return []
-    warnings: list[str] = []
+        return out
     if container.get("name") != framework.container_name and not framework.framework_container_required:
-        path = join_path("spec", framework.replica_field, f"[{rtype}]", "template", "spec", "containers")
+        path = f"{out.path}.template.spec.containers"
         warnings.append(default_container_warning(path, container, framework.container_name))
     ports = container.get("ports")
     if ports is None:
@@ -156,14 +143,14 @@ def _default_replica(rspec: dict[str, Any], framework: Framework, rtype: str) ->
     elif not isinstance(ports, list) or any(
         isinstance(p, dict) and p.get("name") == framework.port_name for p in ports
     ):
-        return warnings
+        return out
     # Copy-on-write along template.spec.containers[index].ports (the rest of the template is shared).
     template = rspec["template"] = dict(template)
     template_spec = template["spec"] = dict(template["spec"])
     containers = template_spec["containers"] = list(template_spec["containers"])
     container = containers[index] = dict(container)
     container["ports"] = [*ports, {"name": framework.port_name, "containerPort": framework.default_port}]
-    return warnings
+    return replace(out, template=template, containers=containers)
 
 
 def _min_available(spec: dict[str, Any]) -> Any:
@@ -173,12 +160,10 @@ def _min_available(spec: dict[str, Any]) -> Any:
 
 
 def _default_run_policy(
-    spec: dict[str, Any],
-    replica_map: Any,
-    gang_scheduling: bool,
-    framework: Framework,
-    old_spec: dict[str, Any] | None,
+    spec: dict[str, Any], total: int | None, old_spec: dict[str, Any] | None, old_total: int | None
 ) -> None:
+    """cleanPodPolicy, suspend and, under gang scheduling, `minAvailable`: `total`, the gang
+    size the framework gives (`old_total`: the stored job's, on UPDATE)."""
     run_policy = spec.get("runPolicy")
     if run_policy is None:
         run_policy = {}
@@ -189,10 +174,6 @@ def _default_run_policy(
         run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
     if run_policy.get("suspend") is None:
         run_policy["suspend"] = False
-    default_pod_failure_policy(run_policy)
-    if not gang_scheduling:
-        return
-    total = framework.gang_size(spec)
     if total is None:
         return
     scheduling = run_policy.get("schedulingPolicy")
@@ -203,9 +184,19 @@ def _default_run_policy(
     current = scheduling.get("minAvailable")
     if current is None:
         run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
-    elif old_spec is not None and current != total:
+    elif current != total and old_spec is not None and current == _min_available(old_spec) == old_total:
         # UPDATE: the stored job's minAvailable was its gang default and is left as it was →
         # it follows the new replica counts (a user-chosen value is kept).
-        old_default = framework.gang_size(old_spec)
-        if old_default is not None and current == _min_available(old_spec) == old_default:
-            run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
+        run_policy["schedulingPolicy"] = {**scheduling, "minAvailable": total}
+
+
+def _adjusted(replicas: tuple[ReplicaDraft, ...], adjustments: list[Adjustment]) -> tuple[ReplicaDraft, ...]:
+    """The controller's counts written into the defaulted replica specs (defaulting's own copies)."""
+    counts = {a.replica_type: a.replicas for a in adjustments}
+    out = []
+    for r in replicas:
+        if r.key in counts and isinstance(r.spec, dict):
+            r.spec["replicas"] = counts[r.key]
+            r = replace(r, replicas=counts[r.key])
+        out.append(r)
+    return tuple(out)

@@ -11,6 +11,9 @@ What the draft settles once, so no later stage asks again:
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
   draft, named as the user wrote them, found in the same pass;
+- the replica map: one `ReplicaDraft` per entry — the replica type its key names, its path, its
+  `replicas` as a count, its template, containers and framework container — which defaulting,
+  the framework hooks and validation take instead of walking the map again;
 - the annotations kubetrain acts on (`kubetrain.jobs.annotations`: KubeDL's tenancy, code sync
   and TensorBoard, host network mode and its port range, the service mode the job asks for, the
   progress annotations), each parsed into its typed value and its errors, which defaulting,
@@ -28,15 +31,71 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.errors import FieldError
+from kubetrain.api.errors import FieldError, json_int
+from kubetrain.api.podtemplate import containers_of, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.annotations import JobAnnotations, read_annotations
 from kubetrain.jobs.kubedl import KubeDLAnnotations
 from kubetrain.jobs.kubedllayout import read_layout
+
+
+@dataclass(frozen=True)
+class ReplicaDraft:
+    """One entry of a job's replica map, read once (`read_replicas`)."""
+
+    key: Any  # the key as written
+    # The key defaulting gives it: the replica type's canonical spelling (`worker` → `Worker`),
+    # unless another key names the same type ignoring case (validation reports the duplicate).
+    type: Any
+    map_path: str  # `spec.<replica field>`
+    spec: Any  # the replica spec (a dict when well-formed)
+    replicas: Any = None  # `replicas` as written, 1 when absent (None: the spec is not a dict)
+    template: Any = None
+    containers: list[Any] = field(default_factory=list)  # template.spec.containers
+    container_index: int | None = None  # the framework container (None: no containers)
+
+    @property
+    def path(self) -> str:
+        """`spec.<replica field>[<key>]`, as messages name the replica spec."""
+        return f"{self.map_path}[{self.key}]"
+
+    @property
+    def count(self) -> int | None:
+        """Its number of pods: `replicas` (absent or null: 1), None when not an integer."""
+        if self.replicas is None:
+            return 1 if isinstance(self.spec, dict) else None
+        return json_int(self.replicas)
+
+
+def read_replicas(spec: Any, framework: Framework) -> tuple[ReplicaDraft, ...] | None:
+    """The drafts of `spec`'s replica map, in its order (None when the map is not a mapping)."""
+    replica_map = spec.get(framework.replica_field) if isinstance(spec, Mapping) else None
+    if not isinstance(replica_map, dict):
+        return None
+    canonical = {t.lower(): t for t in framework.replica_types}
+    spellings: dict[Any, int] = {}
+    for key in replica_map:
+        folded = key.lower() if isinstance(key, str) else key
+        spellings[folded] = spellings.get(folded, 0) + 1
+    map_path = f"spec.{framework.replica_field}"
+    drafts = []
+    for key, rspec in replica_map.items():
+        unique = isinstance(key, str) and spellings[key.lower()] == 1
+        rtype = canonical.get(key.lower(), key) if unique else key
+        if not isinstance(rspec, dict):
+            drafts.append(ReplicaDraft(key, rtype, map_path, rspec))
+            continue
+        template = rspec.get("template")
+        index = framework_container_index(template, framework.container_name)
+        replicas = rspec.get("replicas", 1)
+        drafts.append(
+            ReplicaDraft(key, rtype, map_path, rspec, replicas, template, containers_of(template), index)
+        )
+    return tuple(drafts)
 
 
 @dataclass(frozen=True)
@@ -49,6 +108,21 @@ class JobDraft:
     errors: list[FieldError] = field(default_factory=list)  # what the parse stage refuses
     annotations: JobAnnotations = field(default_factory=JobAnnotations)
     converted: bool = False  # a KubeDL job, read into kubetrain's layout (`wire` is a copy)
+    replicas: tuple[ReplicaDraft, ...] | None = None  # its replica map (None: not a mapping)
+
+    @property
+    def counts(self) -> dict[Any, int | None]:
+        """Pods per replica key (`ReplicaDraft.count`), in the map's order."""
+        return {r.key: r.count for r in self.replicas or ()}
+
+    @property
+    def total_replicas(self) -> int | None:
+        """The sum of `replicas` as written (absent: 1); None when the map is not a mapping or
+        some `replicas` is not an integer (null included)."""
+        if self.replicas is None:
+            return None
+        counts = [json_int(r.replicas) for r in self.replicas]
+        return None if None in counts else sum(c for c in counts if c is not None)
 
     @property
     def kubedl(self) -> KubeDLAnnotations:
@@ -71,17 +145,26 @@ def read_job(obj: Mapping[str, Any]) -> JobDraft:
     kind = obj.get("kind")
     if not isinstance(kind, str) or get_framework(kind) is None:
         return JobDraft(None, kind, {})
-    draft = read_draft({k: v for k, v in obj.items() if k != "status"})
-    return draft if draft.converted else replace(draft, wire=copy.deepcopy(draft.wire))
+    return read_draft({k: v for k, v in obj.items() if k != "status"}, copy_wire=True)
 
 
-def read_draft(obj: Mapping[str, Any]) -> JobDraft:
-    """The draft of a wire-form object as it is, of any kind (see the module docstring)."""
+def read_draft(obj: Mapping[str, Any], *, copy_wire: bool = False) -> JobDraft:
+    """The draft of a wire-form object as it is, of any kind (see the module docstring);
+    `copy_wire`: `wire` is a copy even when no conversion made one."""
     kind = obj.get("kind")
     framework = get_framework(kind) if isinstance(kind, str) else None
     annotations = read_annotations(obj)
     wire, errors = read_layout(obj)
     converted = wire is not obj
+    if copy_wire and not converted:
+        wire = copy.deepcopy(dict(obj))
+    replicas = read_replicas(wire.get("spec"), framework) if framework is not None else None
     return JobDraft(
-        framework, kind, wire if isinstance(wire, dict) else dict(wire), errors, annotations, converted
+        framework,
+        kind,
+        wire if isinstance(wire, dict) else dict(wire),
+        errors,
+        annotations,
+        converted,
+        replicas,
     )

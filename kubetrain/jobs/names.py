@@ -4,11 +4,10 @@ label, short enough that every pod name it leads to is a host name."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, required
-from kubetrain.api.podresources import replica_count
-from kubetrain.frameworks.base import Framework
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63
@@ -16,9 +15,9 @@ MAX_LABEL_LENGTH = 63
 GENERATED_SUFFIX_LENGTH = 5
 
 
-def name_errors(
-    metadata: Any, replica_map: Any, spec: dict[str, Any], framework: Framework
-) -> list[FieldError]:
+def name_errors(metadata: Any, most: Mapping[Any, int]) -> list[FieldError]:
+    """The job's name against the longest pod name it leads to (`most`: the most pods each
+    replica type can have, a scalable type at its maximum)."""
     if not isinstance(metadata, dict):
         return [required("metadata.name", "a job needs a name (a DNS-1035 label)")]
     name = metadata.get("name")
@@ -41,14 +40,10 @@ def name_errors(
             )
         ]
     longest = ""
-    if isinstance(replica_map, dict):
-        for rtype, rspec in replica_map.items():
-            replicas = replica_count(rspec) if isinstance(rspec, dict) else None
-            # A scalable type (elastic Workers) may be scaled up to its maximum.
-            replicas = framework.most_replicas(spec, str(rtype), 1 if replicas is None else replicas)
-            pod = f"{name}-{str(rtype).lower()}-{max(replicas - 1, 0)}"
-            if len(pod) > len(longest):
-                longest = pod
+    for rtype, replicas in most.items():
+        pod = f"{name}-{str(rtype).lower()}-{max(replicas - 1, 0)}"
+        if len(pod) > len(longest):
+            longest = pod
     if len(longest) > MAX_LABEL_LENGTH:
         allowed = MAX_LABEL_LENGTH - (len(longest) - len(name)) - budget_reserve
         return [

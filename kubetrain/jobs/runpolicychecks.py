@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, json_int
@@ -9,7 +10,8 @@ from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
 
 
-def run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
+def run_policy_errors(run_policy: Any, total: int | None) -> list[FieldError]:
+    """`total`: the job's replicas (None when some count is not an integer)."""
     if not isinstance(run_policy, dict):
         return []
     errors: list[FieldError] = []
@@ -24,7 +26,6 @@ def run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
         return errors
     base = "spec.runPolicy.schedulingPolicy"
     min_available = json_int(scheduling.get("minAvailable"))
-    total = total_replicas_of(replica_map)
     if min_available is not None and (min_available < 1 or (total is not None and min_available > total)):
         upper = f"{total} (the total of replicas)" if total is not None else "the total of replicas"
         errors.append(invalid(f"{base}.minAvailable", f"must be between 1 and {upper}, got {min_available}"))
@@ -46,40 +47,25 @@ def run_policy_errors(run_policy: Any, replica_map: Any) -> list[FieldError]:
     return errors
 
 
-def max_replicas_errors(spec: dict[str, Any], framework: Framework, limit: int) -> list[FieldError]:
-    """The job's replicas (a scalable type counted at its maximum) against the operator's limit."""
-    replica_map = spec.get(framework.replica_field)
-    total = total_replicas_of(replica_map)
-    if total is None or not isinstance(replica_map, dict):
+def max_replicas_errors(
+    framework: Framework, most: Mapping[Any, int], total: int | None, limit: int
+) -> list[FieldError]:
+    """The job's replicas (`most`: per type, a scalable type counted at its maximum; `total`:
+    as written, None when some count is not an integer) against the operator's limit."""
+    if total is None:
         return []
-    most = sum(
-        framework.most_replicas(spec, str(rtype), json_int(rspec.get("replicas", 1)) or 0)
-        for rtype, rspec in replica_map.items()
-        if isinstance(rspec, dict)
-    )
-    if most <= limit:
+    largest = sum(most.values())
+    if largest <= limit:
         return []
     scaled = (
         f" ({framework.scalable_replica_type}s counted at the maximum of {framework.bounds_name})"
-        if most > total
+        if largest > total
         else ""
     )
     return [
         invalid(
             f"spec.{framework.replica_field}",
-            f"the job has {most} replicas in total{scaled}; this operator allows at most {limit} "
+            f"the job has {largest} replicas in total{scaled}; this operator allows at most {limit} "
             "replicas per job (--max-replicas-per-job)",
         )
     ]
-
-
-def total_replicas_of(replica_map: Any) -> int | None:
-    if not isinstance(replica_map, dict):
-        return None
-    total = 0
-    for rspec in replica_map.values():
-        replicas = json_int(rspec.get("replicas", 1)) if isinstance(rspec, dict) else None
-        if replicas is None:
-            return None
-        total += replicas
-    return total

@@ -19,14 +19,13 @@ from typing import Any
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import service_mode_errors
-from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
-from kubetrain.jobs.jobdraft import read_draft
+from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import TypedJob, read_typed
-from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors, total_replicas_of
+from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors
 from kubetrain.jobs.templates import replica_map_errors
 from kubetrain.jobs.updates import update_errors
 
@@ -55,15 +54,15 @@ def validate_job(
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
     job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
     fields refused, its annotations)."""
-    draft = read_draft(obj) if isinstance(obj, dict) else None
-    converted = draft is not None and draft.converted
-    job = draft.wire if draft is not None and converted else obj
+    if not isinstance(obj, dict):
+        return ValidationResult(list(read_typed(obj, groups).type_errors))
+    draft = read_draft(obj)
+    converted = draft.converted
     before = (read_draft(old).wire if converted else old) if isinstance(old, dict) else None
-    annotations = draft.annotations if draft is not None else JobAnnotations()
     # The job as typed (not needed when an update leaves the spec as it was).
-    typed = TypedJob() if spec_unchanged(job, before) else read_typed(job, groups)
-    result = validate_v1(job, annotations, typed, before, max_replicas=max_replicas)
-    if draft is None or not converted:
+    typed = TypedJob() if spec_unchanged(draft.wire, before) else read_typed(draft.wire, groups)
+    result = validate_v1(draft, typed, before, max_replicas=max_replicas)
+    if not converted:
         return result
     mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
     return ValidationResult(_unique([*draft.errors, *mapped]), result.warnings)
@@ -76,20 +75,20 @@ def spec_unchanged(obj: Any, old: Any) -> bool:
 
 
 def validate_v1(
-    obj: dict[str, Any],
-    annotations: JobAnnotations,
+    draft: JobDraft,
     typed: TypedJob,
     old: dict[str, Any] | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
 ) -> ValidationResult:
-    """Every problem of `obj` (a defaulted job); `annotations` its annotations as read at the
-    edge (`read_annotations`); `typed` the job read into its model (`parse.read_typed`, the
-    type stage); `old` is the stored object on UPDATE; `max_replicas` is the operator's limit
-    on the job's total replicas.
+    """Every problem of the (defaulted) job of `draft` (its wire dict, replica drafts and
+    annotations as the parse stage read them, `jobdraft.read_draft`); `typed` the job read into
+    its model (`parse.read_typed`, the type stage); `old` is the stored object on UPDATE;
+    `max_replicas` is the operator's limit on the job's total replicas.
     """
+    obj, replicas, annotations = draft.wire, draft.replicas, draft.annotations
     unchanged = old is not None and spec_unchanged(obj, old)
-    mode_errors = service_mode_errors(obj, old) if isinstance(obj, dict) else []
+    mode_errors = service_mode_errors(obj, old)
     if unchanged:
         return ValidationResult(mode_errors)
     if typed.type_errors:
@@ -104,11 +103,17 @@ def validate_v1(
             errors.append(required("spec", f"a {framework.kind} needs a spec with {framework.replica_field}"))
         return ValidationResult(_unique(errors), warnings)
     replica_map = spec.get(framework.replica_field)
-    errors.extend(name_errors(obj.get("metadata"), replica_map, spec, framework))
+    total = draft.total_replicas
+    # The most pods each replica type can have: a scalable type (elastic Workers) its maximum.
+    most = {
+        r.key: framework.most_replicas(spec, str(r.key), 1 if r.count is None else r.count)
+        for r in replicas or ()
+    }
+    errors.extend(name_errors(obj.get("metadata"), most))
     errors.extend(replica_map_errors(replica_map, framework, warnings))
-    errors.extend(run_policy_errors(spec.get("runPolicy"), replica_map))
-    errors.extend(max_replicas_errors(spec, framework, max_replicas))
-    errors.extend(annotations.host_network.errors_for(total_replicas_of(replica_map)))
+    errors.extend(run_policy_errors(spec.get("runPolicy"), total))
+    errors.extend(max_replicas_errors(framework, most, total, max_replicas))
+    errors.extend(annotations.host_network.errors_for(total))
     errors.extend(kubedl_annotation_errors(annotations.kubedl, spec, framework.replica_field))
     errors.extend(annotations.progress_errors)
     run_policy = spec.get("runPolicy")

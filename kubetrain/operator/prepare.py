@@ -8,8 +8,8 @@ generation.
    job in kubetrain's layout (a KubeDL job converted here, once), the parse stage's own errors,
    the job's annotations parsed (`JobAnnotations`, which the later stages take);
 2. default (`kubetrain.jobs.defaulting.default_v1`, the function the mutating webhook uses, so a
-   job stored without the webhook behaves the same; then `Framework.adjust`) → the defaulted
-   job and its warnings;
+   job stored without the webhook behaves the same; with the controller's `Framework.adjust`)
+   → the defaulted job, its replica drafts, its warnings and adjustments;
 3. type (`kubetrain.jobs.parse.read_typed`): the defaulted job → its pydantic model, once, with
    the model's errors (`TypedJob`);
 4. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
@@ -73,10 +73,10 @@ def prepare_job(
     framework = draft.framework
     if framework is None:
         return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
-    defaulted = default_v1(draft.wire, draft.annotations, gang_scheduling=gang_scheduling)  # 2. default
-    adjustments = framework.adjust(defaulted.obj)
+    defaulted = default_v1(draft, gang_scheduling=gang_scheduling, adjust=True)  # 2. default
     typed = read_typed(defaulted.obj)  # 3. type
-    result = validate_v1(defaulted.obj, draft.annotations, typed, max_replicas=max_replicas)  # 4. validate
+    assert defaulted.draft is not None  # default_v1 reads what it defaults
+    result = validate_v1(defaulted.draft, typed, max_replicas=max_replicas)  # 4. validate
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
@@ -91,10 +91,10 @@ def prepare_job(
     shape = produced.shape
     if errors or shape is None:
         return PreparedJob(
-            framework, None, errors, warnings, defaulted.obj, adjustments, None, produced.run_policy
+            framework, None, errors, warnings, defaulted.obj, defaulted.adjustments, None, produced.run_policy
         )
     return PreparedJob(
-        framework, shape.layout, [], warnings, defaulted.obj, adjustments, shape, shape.run_policy
+        framework, shape.layout, [], warnings, defaulted.obj, defaulted.adjustments, shape, shape.run_policy
     )
 
 

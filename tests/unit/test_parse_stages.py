@@ -10,7 +10,7 @@ from typing import Any
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, JobBase
 from kubetrain.frameworks.hostnetwork import DEFAULT_PORT_RANGE
 from kubetrain.jobs.annotations import read_annotations
-from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.defaulting import default_job, default_v1
 from kubetrain.jobs.jobdraft import read_draft, read_job
 from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.validation import validate_job
@@ -97,3 +97,56 @@ def test_the_type_stage_reads_the_model_once_or_says_why_not() -> None:
     assert invalid.model is None and invalid.framework is not None
     assert [e.path for e in invalid.errors] == ["spec.pytorchReplicaSpecs[Worker].replicas"]
     assert read_typed(["not", "a", "job"]).type_errors[0].path == "<root>"
+
+
+def test_the_replica_map_is_read_once_into_replica_drafts() -> None:
+    sidecar = {"name": "log", "image": "busybox"}
+    obj = job(
+        "PyTorchJob",
+        replicas={"master": 1, "Worker": {"replicas": "3", "template": {}}, "worker": None},
+        container_extra={"name": "pytorch"},
+    )
+    master = obj["spec"]["pytorchReplicaSpecs"]["master"]
+    master["template"]["spec"]["containers"].insert(0, sidecar)
+    del master["replicas"]
+    drafts = read_draft(obj).replicas
+    assert drafts is not None
+    by_key = {r.key: r for r in drafts}
+    # `master` names exactly one type: defaulting gives it the canonical key; `Worker` and
+    # `worker` name the same type, so both keep theirs (validation reports the duplicate).
+    assert [(r.key, r.type) for r in drafts] == [
+        ("master", "Master"),
+        ("Worker", "Worker"),
+        ("worker", "worker"),
+    ]
+    assert by_key["master"].path == "spec.pytorchReplicaSpecs[master]"
+    # Absent replicas count 1; a string is no count; a replica spec that is not an object has none.
+    assert [r.count for r in drafts] == [1, None, None]
+    assert by_key["master"].container_index == 1  # the container named after the framework
+    assert by_key["master"].containers[0] is sidecar
+    assert by_key["Worker"].container_index is None  # no containers: validation says so
+    assert read_draft({**obj, "spec": {"pytorchReplicaSpecs": []}}).replicas is None
+
+
+def test_defaulting_gives_the_defaulted_replica_drafts_and_the_controller_s_clamp() -> None:
+    obj = job("PyTorchJob", replicas={"master": 1, "worker": 7})
+    obj["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4}
+    stored = read_job(obj)
+    webhook = default_v1(stored, gang_scheduling=True)
+    assert webhook.adjustments == [] and webhook.draft is not None
+    assert webhook.draft.wire is webhook.obj and webhook.draft.replicas is not None
+    assert [(r.key, r.count, r.path) for r in webhook.draft.replicas] == [
+        ("Master", 1, "spec.pytorchReplicaSpecs[Master]"),
+        ("Worker", 7, "spec.pytorchReplicaSpecs[Worker]"),
+    ]
+    # The gang default counts elastic Workers at their minimum.
+    assert webhook.obj["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    controller = default_v1(stored, gang_scheduling=True, adjust=True)
+    assert controller.adjustments == [
+        "spec.pytorchReplicaSpecs[Worker].replicas 7 is outside elasticPolicy minReplicas..maxReplicas "
+        "(1..4): running 4 Workers"
+    ]
+    assert controller.draft is not None and controller.draft.counts == {"Master": 1, "Worker": 4}
+    assert controller.obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
+    assert stored.wire["spec"]["pytorchReplicaSpecs"]["worker"]["replicas"] == 7  # copy-on-write
+    assert prepare_job(obj).adjustments == controller.adjustments
