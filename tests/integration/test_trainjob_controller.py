@@ -251,9 +251,13 @@ async def test_suspend_deletes_the_pods_and_resume_recreates_them(env: tuple[Dev
     await eventually(lambda: h._none_left(ns, "pause"), what="pods of a suspended TrainJob deleted")
     await set_suspend(h, ns, "pause", False)
     await h.wait_pod_names(ns, "pause", ["pause-node-0-0"])
-    tj = await get_tj(h, ns, "pause")
-    suspended = tj["status"]["conditions"][0]
-    assert suspended["status"] == "False" and suspended["reason"] == "Resumed"
+
+    async def resumed() -> bool:
+        # The pods are created before the status is written (the applier's order): wait for it.
+        suspended = (await get_tj(h, ns, "pause"))["status"]["conditions"][0]
+        return bool(suspended["status"] == "False" and suspended["reason"] == "Resumed")
+
+    await eventually(resumed, what="TrainJob pause Suspended=False, reason Resumed")
 
 
 async def test_a_trainjob_managed_by_multikueue_is_left_alone(env: tuple[DevStack, Harness]) -> None:
