@@ -25,6 +25,7 @@ from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import TypedJob, read_typed
+from kubetrain.jobs.replicadraft import read_replicas
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors
 from kubetrain.jobs.templates import replica_map_errors
 from kubetrain.jobs.updates import update_errors
@@ -128,8 +129,10 @@ def validate_v1(
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
-    if old is not None and isinstance(old.get("spec"), dict):
-        errors.extend(update_errors(spec, old["spec"], framework))
+    old_spec = old.get("spec") if old is not None else None
+    if isinstance(old_spec, dict):
+        old_replicas = read_replicas(old_spec, framework)
+        errors.extend(update_errors(spec, old_spec, replicas, old_replicas, framework))
     return ValidationResult(_unique(errors), warnings)
 
 
