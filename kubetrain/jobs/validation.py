@@ -25,7 +25,6 @@ from kubetrain.jobs.kubedl import kubedl_annotation_errors
 from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import TypedJob, read_typed
-from kubetrain.jobs.replicadraft import read_replicas
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors
 from kubetrain.jobs.templates import replica_map_errors
 from kubetrain.jobs.updates import update_errors
@@ -53,15 +52,17 @@ def validate_job(
 ) -> ValidationResult:
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
-    job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
-    fields refused, its annotations)."""
+    job (and the stored job on UPDATE) is read once, here, by the parse stage
+    (`jobdraft.read_draft`: its layout, the KubeDL fields refused, its replica map and
+    annotations)."""
     if not isinstance(obj, dict):
         return ValidationResult(list(read_typed(obj, groups).type_errors))
     draft = read_draft(obj)
     converted = draft.converted
-    before = (read_draft(old).wire if converted else old) if isinstance(old, dict) else None
+    before = read_draft(old) if isinstance(old, dict) else None
     # The job as typed (not needed when an update leaves the spec as it was).
-    typed = TypedJob() if spec_unchanged(draft.wire, before) else read_typed(draft.wire, groups)
+    unchanged = before is not None and spec_unchanged(draft.wire, before.wire)
+    typed = TypedJob() if unchanged else read_typed(draft.wire, groups)
     result = validate_v1(draft, typed, before, max_replicas=max_replicas)
     if not converted:
         return result
@@ -78,18 +79,19 @@ def spec_unchanged(obj: Any, old: Any) -> bool:
 def validate_v1(
     draft: JobDraft,
     typed: TypedJob,
-    old: dict[str, Any] | None = None,
+    old: JobDraft | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
 ) -> ValidationResult:
     """Every problem of the (defaulted) job of `draft` (its wire dict, replica drafts and
     annotations as the parse stage read them, `jobdraft.read_draft`); `typed` the job read into
-    its model (`parse.read_typed`, the type stage); `old` is the stored object on UPDATE;
+    its model (`parse.read_typed`, the type stage); `old` is the stored job's draft on UPDATE;
     `max_replicas` is the operator's limit on the job's total replicas.
     """
     obj, replicas, annotations = draft.wire, draft.replicas, draft.annotations
-    unchanged = old is not None and spec_unchanged(obj, old)
-    mode_errors = service_mode_errors(obj, old)
+    before = old.wire if old is not None else None
+    unchanged = before is not None and spec_unchanged(obj, before)
+    mode_errors = service_mode_errors(obj, before)
     if unchanged:
         return ValidationResult(mode_errors)
     if typed.type_errors:
@@ -129,10 +131,9 @@ def validate_v1(
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
-    old_spec = old.get("spec") if old is not None else None
-    if isinstance(old_spec, dict):
-        old_replicas = read_replicas(old_spec, framework)
-        errors.extend(update_errors(spec, old_spec, replicas, old_replicas, framework))
+    old_spec = before.get("spec") if before is not None else None
+    if old is not None and isinstance(old_spec, dict):
+        errors.extend(update_errors(spec, old_spec, replicas, old.replicas, framework))
     return ValidationResult(_unique(errors), warnings)
 
 
