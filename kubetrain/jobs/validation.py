@@ -18,7 +18,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
-from kubetrain.api.servicemode import service_mode_errors
+from kubetrain.api.servicemode import check_service_mode
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
@@ -91,7 +91,11 @@ def validate_v1(
     obj, replicas, annotations = draft.wire, draft.replicas, draft.annotations
     before = old.wire if old is not None else None
     unchanged = before is not None and spec_unchanged(obj, before)
-    mode_errors = service_mode_errors(obj, before)
+    mode_errors = check_service_mode(
+        annotations.service_mode,
+        old.annotations.service_mode if old is not None else None,
+        updating=old is not None,
+    )
     if unchanged:
         return ValidationResult(mode_errors)
     if typed.type_errors:
