@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from kubetrain.api.gangschedulers import GangScheduler
+from kubetrain.api.labels import LABEL_ATTEMPT
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
@@ -70,6 +72,10 @@ class ReplicaGroup:
     depends_on: tuple[DependsOn, ...] = ()
     # Where the group is written in the job, for messages: `spec.tfReplicaSpecs[Worker]`.
     path: str = ""
+    # Pods per job of the group (a JobSet's replicated job: `replicas / job_size` batch Jobs of
+    # `job_size` indexed pods each, slot `k` the pod `k % job_size` of job `k // job_size`);
+    # the per-group status counts jobs (1: every pod is its own).
+    job_size: int = 1
 
     @classmethod
     def of(cls, replica: ReplicaLayout, depends_on: tuple[DependsOn, ...], path: str) -> ReplicaGroup:
@@ -140,12 +146,65 @@ class RunPolicy:
     # pod of the new attempt while one of an earlier attempt is left (`BlockingRecreate`).
     in_order_startup: bool = False
     blocking_recreate: bool = False
+    # What a finished job's TTL and clean-up take: the job itself and its Service and PodGroup
+    # (Kubeflow's), or only its pods — the job, its Service and PodGroup stay (a JobSet's TTL
+    # deletes the JobSet, whose pods go with it; Trainer's TrainJob stays).
+    ttl_deletes_job: bool = True
+    finished_keeps_children: bool = False
 
 
 class PodNaming(Protocol):
     """How a shape names the pod of a slot, when not `<job>-<lower(group)>-<index>`."""
 
     def pod_name(self, group: str, index: int) -> str: ...
+
+
+class ChildMaker(Protocol):
+    """How a shape's own children are made, when not by the planner's shared builders
+    (`operator/children.py`): its pods (named, labelled and annotated in its own controller's
+    words — JobSet's and the Job controller's for a TrainJob), its headless Service and the
+    objects its pods need first (an ML policy's). The planner decides which are made and when."""
+
+    def pod(self, group: str, index: int, attempt: int) -> dict[str, Any]:
+        """The pod of slot (group, index) for whole-job attempt `attempt` (the planner adds the
+        env plug-in's part)."""
+        ...
+
+    def service(self) -> dict[str, Any]: ...
+
+    def prerequisites(self) -> list[dict[str, Any]]:
+        """Objects created before any pod (ConfigMaps among them are kept up to date)."""
+        ...
+
+    def own(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """`obj` in the job's namespace, labelled and owned by the job."""
+        ...
+
+    def decorate(self, pod: dict[str, Any], scheduler: GangScheduler, group: str) -> None:
+        """A new pod made for the gang `scheduler` (its name, annotations, labels)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class GangChoice:
+    """The gang scheduler a shape's own policy asks for (a TrainJob runtime's podGroupPolicy),
+    as the operator serves it: `scheduler` None is no PodGroup — `mismatch` says why, when the
+    policy asks for one the operator's --gang-scheduler is not."""
+
+    scheduler: GangScheduler | None
+    mismatch: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecording:
+    """Where a job keeps the record of its run that its status has no place for: whole-job
+    restarts (the current attempt), those counting towards a limit, failures per group, when the
+    attempt began. `in_status` (the v1 kinds: `status.jobRestarts`, `replicaStatuses`) or
+    outside it (a TrainJob: its runtime snapshot ConfigMap, written by its edge from
+    `Plan.record`). `attempt_label`: the pod label naming the attempt a pod belongs to."""
+
+    in_status: bool = True
+    attempt_label: str = LABEL_ATTEMPT
 
 
 class JobRules(Protocol):
@@ -170,6 +229,25 @@ class EnvPlugin(Protocol):
     def autoscaling(self, job: JobLayout) -> Autoscaling | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class GroupTally:
+    """One group as the planner counted it, for the status projection to write: its units — pods,
+    or jobs of `ReplicaGroup.job_size` pods when the shape counts jobs — by state, and its pod
+    restarts (the per-pod model's)."""
+
+    name: str
+    replicas: int  # pods of the group
+    active: int = 0
+    pending: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    ready: int = 0
+    suspended: int = 0
+    restarts: int = 0
+    prior_restarts: int = 0
+    selector: str = ""  # the label selector of the group's pods
+
+
 class StatusProjection(Protocol):
     """How the job's status shows what the planner decided (`operator/statusprojection.py`):
     the outcome, suspension and the times the deadline and the TTL count from, in the job's
@@ -184,6 +262,26 @@ class StatusProjection(Protocol):
     ) -> None: ...
     def set_suspended(self, status: dict[str, Any], title: str, now: datetime) -> tuple[str, str] | None: ...
     def set_resumed(self, status: dict[str, Any], title: str, now: datetime) -> tuple[str, str] | None: ...
+    def set_created(self, status: dict[str, Any], title: str, now: datetime) -> None:
+        """The job is seen and not finished."""
+        ...
+
+    def observe_generation(self, status: dict[str, Any], generation: object) -> None: ...
+    def changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Whether `new` is worth a status write over `old`."""
+        ...
+
+    def write_groups(self, status: dict[str, Any], groups: Sequence[GroupTally]) -> None:
+        """The per-group status, in shape order."""
+        ...
+
+    def succeeded_as(self, title: str) -> tuple[str, str]:
+        """(reason, message) of the job's success, in its API's words."""
+        ...
+
+    def deadline_exceeded_as(self, status: dict[str, Any], title: str) -> tuple[str, str]:
+        """(reason, message) of its failure at the active deadline, in its API's words."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -209,6 +307,11 @@ class JobShape:
     # The gang (PodGroup) counts every slot, a group waiting for another included (JobSet's
     # PodGroup: every pod of every replicated job); else `gang_slots` leaves such groups out.
     gang_counts_dependents: bool = False
+    # Its own children (None: the shared builders make them from the templates and the plug-in).
+    children: ChildMaker | None = None
+    # Its own gang policy (None: the operator's --gang-scheduler for every job).
+    gang: GangChoice | None = None
+    recording: RunRecording = field(default_factory=RunRecording)
 
     def pod_name(self, group: str, index: int) -> str:
         """The name of the pod of slot (group, index)."""

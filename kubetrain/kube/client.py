@@ -170,12 +170,17 @@ class KubeClient(Transport):
                     raise api_error(resp.status, decode_body(await resp.read()), resp.reason or "")
                 buf = bytearray()
                 async for chunk in resp.content.iter_any():
+                    if not buf and chunk.endswith(b"\n"):  # whole events only (the usual chunk): no copy
+                        for line in chunk.split(b"\n"):
+                            if line and not line.isspace():
+                                yield _watch_event(line)
+                        continue
                     buf.extend(chunk)
                     start = 0
                     while (end := buf.find(b"\n", start)) >= 0:
                         line = bytes(buf[start:end])
                         start = end + 1
-                        if line.strip():
+                        if line and not line.isspace():
                             yield _watch_event(line)
                     del buf[:start]
                 if buf.strip():
@@ -209,6 +214,15 @@ class KubeClient(Transport):
             warnings=warnings,
         )
         return result
+
+    async def create_only(self, ref: ResourceRef, obj: Obj, namespace: str | None = None) -> None:
+        """POST `obj` like `create`, without decoding the created object the server answers
+        with: for a writer that reads its objects from a watch (the operator's pod creates,
+        ~10 µs of JSON decoding per pod saved). Failures raise ApiError as for `create`."""
+        ns = namespace if namespace is not None else _meta(obj)[0]
+        if ref.namespaced and not ns:
+            raise ValueError(f"creating a {ref.kind} needs a namespace (metadata.namespace or namespace=)")
+        await self.request("create", "POST", ref.path(ns if ref.namespaced else None), body=obj, decode=False)
 
     async def replace(self, ref: ResourceRef, obj: Obj, *, subresource: str | None = None) -> Obj:
         """PUT `obj` (its metadata.resourceVersion, when set, makes a stale write a 409)."""

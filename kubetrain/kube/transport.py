@@ -94,6 +94,7 @@ class Transport:
         self._owns_api_client = owns_api_client
         self._env_proxy = environment_proxy(self.host)
         self._own_session: aiohttp.ClientSession | None = None
+        self._request_timeout_obj: aiohttp.ClientTimeout | None = None
 
     # --- construction ---------------------------------------------------------------------------
     @classmethod
@@ -168,6 +169,12 @@ class Transport:
                 headers[setting["key"]] = setting["value"]
         return headers
 
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        """The timeout of a request, built once per `request_timeout` value (not per request)."""
+        if self._request_timeout_obj is None or self._request_timeout_obj.total != self.request_timeout:
+            self._request_timeout_obj = aiohttp.ClientTimeout(total=self.request_timeout)
+        return self._request_timeout_obj
+
     def _request_kwargs(self, timeout: aiohttp.ClientTimeout) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"timeout": timeout}
         if self.configuration.tls_server_name:
@@ -191,13 +198,16 @@ class Transport:
         content_type: str | None = "application/json",
         warnings: Warnings | None = None,
         accept: str | None = None,
+        decode: bool = True,
     ) -> Any:
         """Send one request and return the decoded JSON answer; raise ApiError otherwise.
         `verb` is the metric label (get, list, create, update, patch, delete). With `warnings`,
         the texts of the answer's `Warning` headers are appended to it (as kubectl prints them).
-        `accept` replaces `application/json`, e.g. to ask for server-side printing (a Table)."""
+        `accept` replaces `application/json`, e.g. to ask for server-side printing (a Table).
+        `decode=False`: a successful answer is read but not decoded (None is returned) — for a
+        caller that learns the object from its watch; an error answer is decoded as always."""
         data = None if body is None else orjson.dumps(body)
-        timeout = aiohttp.ClientTimeout(total=self.request_timeout)
+        timeout = self._timeout()
         attempt = 0
         while True:
             await self.limiter.acquire()
@@ -223,7 +233,7 @@ class Transport:
                 raise ApiError(0, type(err).__name__, f"{method} {path}: {err or 'timed out'}") from err
             _requests_counter(verb, str(status)).inc()
             if 200 <= status < 300:
-                return decode_body(raw)
+                return decode_body(raw) if decode else None
             if status == 429 and attempt < self.max_429_retries:
                 attempt += 1
                 await self._clock.sleep(_retry_after(retry_after, attempt))

@@ -1,29 +1,54 @@
-"""The part of a reconcile for a valid job that is not finished yet (see `plan.py`): the
-observed pods in their slots (`slots.py`), restarts and failures, suspend, the gates pods wait
-behind (`gates.py`: Service, extra children, gang), creating missing pods and the
+"""The part of a reconcile for a valid job that is not finished yet (see `plan.py`), for every
+shape: `active_part` picks it by the shape's failure model (`JobShape.failure`) — per pod
+(`ActiveJob`, here) or per group with a whole-gang policy (`groupactive.GroupActiveJob`).
+
+`ActiveJob`: the observed pods in their slots (`slots.py`), restarts and failures, suspend, the
+gates pods wait behind (`gates.py`: Service, extra children, gang), creating missing pods and the
 per-replica-type status. Pure like the rest of the planner. A controlled pod named for an
 index the spec no longer has (scaled down) is deleted.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_TYPE
+from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
-from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.shape import GroupTally, JobShape
 from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.groupactive import GroupActiveJob
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
 from kubetrain.operator.slots import phase_counts, slot_pods
 
 # A Failed pod to act on: its replica type, the pod, the verdict on it.
 Retry = tuple[str, dict[str, Any], rs.Verdict]
+
+
+class ActivePart(Protocol):
+    """The active part of one reconcile, as the frame (`plan.py`) drives it."""
+
+    @property
+    def desired(self) -> DesiredChildren: ...
+
+    def run(self) -> None: ...
+
+    def finish(self) -> None:
+        """The job finished in this reconcile: the last per-group status it gets."""
+        ...
+
+
+def active_part(r: ReconcileDraft, shape: JobShape, desired: DesiredChildren) -> ActivePart:
+    """The active part for `shape`'s failure model: failures judged per group under a whole-gang
+    policy (the shape makes its own children), else per pod."""
+    if shape.failure.gang is not None:
+        return GroupActiveJob(r, shape, desired)
+    return ActiveJob(r, shape, desired)
 
 
 class ActiveJob:
@@ -43,11 +68,16 @@ class ActiveJob:
         self.attempt = rs.job_attempt(r.old)
         for slot, pod in list(self.slots.items()):
             labels = (pod.get("metadata") or {}).get("labels") or {}
-            if rs.pod_attempt(labels.get(LABEL_ATTEMPT)) != self.attempt:
+            if rs.pod_attempt(labels.get(shape.recording.attempt_label)) != self.attempt:
                 if not terminating(pod):
                     r.delete([pod_name(pod)])
                 self.stale.add(slot)
                 del self.slots[slot]
+
+    def finish(self) -> None:
+        # Recount: pods that cleanPodPolicy deletes now are no longer active, so the last
+        # status a finished job gets does not show pods that are gone.
+        self.write_replica_statuses(self.tallies, finished=True)
 
     def restart_policy(self, rtype: str) -> str:
         return self.shape.groups[rtype].restart_policy
@@ -81,17 +111,13 @@ class ActiveJob:
         stall.resumed(r.status, r.now)
         stalled = stall.check(r.status, policy.progress_deadline_seconds, r.now, r.title)
         if succeeded:
-            r.terminal(
-                st.SUCCEEDED, st.REASON_SUCCEEDED, f"{r.title} successfully completed.", delete_active=False
-            )
+            r.terminal(st.SUCCEEDED, *self.shape.status.succeeded_as(r.title), delete_active=False)
         elif framework_failure is not None:
             message = f"{r.title} has failed: {framework_failure}"
             r.terminal(st.FAILED, st.REASON_FAILED, message, delete_active=True)
         elif deadline is not None and r.now >= deadline:
-            message = (
-                f"{r.title} has exceeded its activeDeadlineSeconds (started {r.status.get('startTime')})."
-            )
-            r.terminal(st.FAILED, st.REASON_DEADLINE, message, delete_active=True)
+            reason, message = self.shape.status.deadline_exceeded_as(r.status, r.title)
+            r.terminal(st.FAILED, reason, message, delete_active=True)
         elif failures:
             reason, detail = failures[0]
             r.terminal(st.FAILED, reason, f"{r.title} has failed: {detail}", delete_active=False)
@@ -287,18 +313,18 @@ class ActiveJob:
         for pod in self.r.plan.create_pods:
             rtype = pod["metadata"]["labels"][LABEL_REPLICA_TYPE]
             created[rtype] = created.get(rtype, 0) + 1
-        self.r.status["replicaStatuses"] = {
-            rtype: {
-                "active": c.active,
-                "pending": c.pending + created.get(rtype.lower(), 0),  # pods being created count as pending
-                "succeeded": c.succeeded,
-                "failed": c.failed,
-                "restarts": tallies[rtype].total,
-                "priorRestarts": tallies[rtype].prior_after,
-                "selector": replica_selector(self.layout, rtype),
-            }
+        groups = [
+            GroupTally(
+                rtype,
+                self.shape.count(rtype),
+                active=c.active,
+                pending=c.pending + created.get(rtype.lower(), 0),  # pods being created count as pending
+                succeeded=c.succeeded,
+                failed=c.failed,
+                restarts=tallies[rtype].total,
+                prior_restarts=tallies[rtype].prior_after,
+                selector=replica_selector(self.layout, rtype),
+            )
             for rtype, c in counts.items()
-        }
-        # Totals for the printer columns Replicas and Active (a column cannot sum a map).
-        self.r.status["replicas"] = self.shape.total_replicas
-        self.r.status["active"] = sum(c.active for c in counts.values())
+        ]
+        self.shape.status.write_groups(self.r.status, groups)

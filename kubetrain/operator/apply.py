@@ -15,7 +15,7 @@ an older job, whose newer version is planned again.
 
 Creates are careful not to storm the API server:
 - Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
-  controllers), then 32 in flight, each sent as one returns (from the start when the job's last
+  controllers), then 16 in flight, each sent as one returns (from the start when the job's last
   wave went through that far without a failure); a failure, or a job that meanwhile left the
   cache, got a deletionTimestamp or was replaced by a new job of its name (another uid), ends
   the wave.

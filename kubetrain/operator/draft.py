@@ -12,12 +12,13 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
+from kubetrain.jobs.shape import SUCCEEDED, StatusProjection
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.operator import runpolicy
-from kubetrain.operator import status as st
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
 from kubetrain.operator.prepare import PreparedJob
 from kubetrain.operator.progressenv import ProgressInjection
+from kubetrain.operator.statusprojection import KUBEFLOW
 
 MAX_EVENT_MESSAGE = 1024
 
@@ -111,6 +112,9 @@ class Plan:
     # plan's children are created and updated (the record written). Restarts the status
     # records are counted from the status.
     restarts: int = 0
+    # The run's record to keep where the shape keeps it outside its status
+    # (`JobShape.recording`: a TrainJob's snapshot ConfigMap), when this reconcile changed it.
+    record: dict[str, Any] | None = None
 
     @property
     def empty(self) -> bool:
@@ -120,8 +124,8 @@ class Plan:
 class Draft:
     """What one reconcile of a job has decided so far, and the facts it decides from: the job,
     the observed children (`pods`: those the job controls), the time and the configuration; the
-    plan and the new status being built. Every planner's reconcile is one (`ReconcileDraft` for
-    the jobs prepared into a shape, `trainstatus.TrainJobDraft` for TrainJobs)."""
+    plan and the new status being built (`ReconcileDraft`: a job prepared into a shape; a
+    TrainJob's edge uses a bare one for what it decides before it has a shape)."""
 
     def __init__(
         self,
@@ -169,15 +173,27 @@ class ReconcileDraft(Draft):
         observed: Observed,
         now: datetime,
         config: PlannerConfig,
+        *,
+        projection: StatusProjection | None = None,
+        record: Mapping[str, Any] | None = None,
     ) -> None:
         meta = job.get("metadata") or {}
         super().__init__(job, observed, now, config, skip_pod=f"{meta.get('name')}-tensorboard-0")
         self.prepared = prepared
         self.run_policy = prepared.run_policy
         self.title = f"{job.get('kind')} {meta.get('name')}"
+        shape = prepared.shape
+        # How its status shows the planner's decisions (the shape's; given, or Kubeflow's
+        # JobStatus, for a job without one).
+        self.projection: StatusProjection = (
+            shape.status if shape is not None else projection if projection is not None else KUBEFLOW
+        )
+        # The run's record kept outside the status (`JobShape.recording`), as read by the edge.
+        self.record: dict[str, Any] = dict(record or {})
 
     def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
-        st.set_terminal(self.status, ctype, reason, message, self.now)
-        self.event("Normal" if ctype == st.SUCCEEDED else "Warning", reason, message)
+        """The job finished (`SUCCEEDED` / `FAILED`), written by its status projection."""
+        self.projection.set_finished(self.status, ctype, reason, message, self.now)
+        self.event("Normal" if ctype == SUCCEEDED else "Warning", reason, message)
         if delete_active:
             self.delete_active()

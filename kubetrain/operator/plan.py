@@ -29,17 +29,18 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, StatusProjection
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
-from kubetrain.operator.active import ActiveJob
+from kubetrain.operator.active import ActivePart, active_part
 from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
-from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
+from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache, PreparedJob
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.tensorboard import plan_tensorboard
 
-__all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan"]
+__all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan", "plan_prepared"]
 
 
 def plan(
@@ -64,7 +65,25 @@ def plan(
     )
     if prepared.framework is None:  # a kind kubetrain does not know
         return Plan()
-    return Reconcile(job, prepared, observed, now, config).run()
+    return plan_prepared(job, prepared, observed, now, config)
+
+
+def plan_prepared(
+    job: Mapping[str, Any],
+    prepared: PreparedJob,
+    observed: Observed,
+    now: datetime,
+    config: PlannerConfig,
+    *,
+    projection: StatusProjection | None = None,
+    record: Mapping[str, Any] | None = None,
+) -> Plan:
+    """One reconcile of a job its producer prepared into a shape, whatever its kind: the v1 kinds
+    through `plan` (prepared here, cached), a TrainJob through its edge (`trainedge.py`: the
+    shape resolved from its runtime snapshot, and the run's `record` kept there). `projection`:
+    how its status shows the decisions when it has no shape (default: the shape's, else
+    Kubeflow's JobStatus)."""
+    return Reconcile(job, prepared, observed, now, config, projection=projection, record=record).run()
 
 
 class Reconcile(ReconcileDraft):
@@ -72,20 +91,18 @@ class Reconcile(ReconcileDraft):
 
     # --- the reconcile ------------------------------------------------------------------------
     def run(self) -> Plan:
-        recorded_terminal = st.terminal_condition(self.old)
+        projection = self.projection
+        recorded_terminal = projection.finished(self.old)
         if recorded_terminal is not None and not self.finish_trusted(recorded_terminal):
             return self.plan
         generation = (self.job.get("metadata") or {}).get("generation")
-        if isinstance(generation, int):
-            self.status["observedGeneration"] = generation
+        projection.observe_generation(self.status, generation)
         if self.prepared.adjustments and self.old.get("observedGeneration") != generation:
             for adjustment in self.prepared.adjustments:  # once per spec generation
                 self.event("Warning", "SpecAdjusted", f"{self.title}: {adjustment}")
-        active: ActiveJob | None = None
-        if st.terminal_condition(self.old) is None:
-            st.set_condition(
-                self.status, st.CREATED, True, st.REASON_CREATED, f"{self.title} is created.", self.now
-            )
+        active: ActivePart | None = None
+        if recorded_terminal is None:
+            projection.set_created(self.status, self.title, self.now)
             shape = self.prepared.shape
             if shape is None:
                 message = f"{self.title} has an invalid spec: " + "; ".join(self.prepared.errors)
@@ -97,20 +114,18 @@ class Reconcile(ReconcileDraft):
                     scheduler_name=self.config.scheduler_name,
                     progress=self.config.progress,
                 )
-                active = ActiveJob(self, shape, desired)
+                active = active_part(self, shape, desired)
                 active.run()
-        if st.terminal_condition(self.status) is not None:
+        if projection.finished(self.status) is not None:
             self.finished()
             if self.plan.delete_job:
                 return Plan(delete_job=True)  # children follow through ownerReferences
             if active is not None:
-                # Recount: pods that cleanPodPolicy deletes now are no longer active, so the
-                # last status a finished job gets does not show pods that are gone.
-                active.write_replica_statuses(active.tallies, finished=True)
+                active.finish()
         elif active is not None:
             self.autoscaler(active.desired)
         plan_tensorboard(self, self.prepared.layout)
-        if st.status_changed(self.old, self.status):
+        if projection.changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan
 
@@ -126,9 +141,9 @@ class Reconcile(ReconcileDraft):
         active = [p for p in self.live_pods() if runpolicy.is_active_pod(p)]
         shape = self.prepared.shape
         if not active or shape is None:
-            return not active or terminal == st.FAILED
+            return not active or terminal == FAILED
         slots, _ = slot_pods(shape, self.pods)
-        if terminal == st.SUCCEEDED:
+        if terminal == SUCCEEDED:
             if shape.succeeded(phase_counts(shape, slots)):
                 return True
         elif any(pod_phase(p) == "Failed" for p in slots.values() if not terminating(p)):
@@ -145,6 +160,23 @@ class Reconcile(ReconcileDraft):
         """cleanPodPolicy, Service and PodGroup removal, TTL — on every reconcile of a finished job."""
         policy = self.run_policy.clean_pod_policy
         self.delete(runpolicy.pods_to_clean(policy, self.live_pods()))
+        if not self.run_policy.finished_keeps_children:
+            self.finished_children(policy)
+        expiry = runpolicy.ttl_expiry(self.run_policy, self.projection.finished_at(self.status))
+        if expiry is None:
+            return
+        # The reconcile that finishes the job records status and events first; the TTL acts in
+        # a later one (requeue_at may then already be due: ttl 0).
+        if self.now >= expiry and self.projection.finished(self.old) is not None:
+            if self.run_policy.ttl_deletes_job:
+                self.plan.delete_job = True
+            else:  # the job stays: its pods go, as its own controller's TTL would take them
+                self.delete([pod_name(p) for p in self.pods if not terminating(p)])
+        else:
+            self.plan.requeue_at = runpolicy.earliest(self.plan.requeue_at, expiry)
+
+    def finished_children(self, policy: str) -> None:
+        """The Service(s), PodGroup and autoscaler of a finished job."""
         service, group = self.observed.service, self.observed.pod_group
         if policy in ("All", "Running") and service is not None and controlled_by(service, self.job):
             self.plan.delete_service = True
@@ -159,14 +191,6 @@ class Reconcile(ReconcileDraft):
         hpa = self.observed.hpa
         if hpa is not None and controlled_by(hpa, self.job) and not terminating(hpa):
             self.plan.delete_hpa = True
-        expiry = runpolicy.ttl_expiry(self.run_policy, st.parse_time(self.status.get("completionTime")))
-        if expiry is not None:
-            # The reconcile that finishes the job records status and events first; the job is
-            # deleted by a later one (requeue_at may then already be due: ttl 0).
-            if self.now >= expiry and st.terminal_condition(self.old) is not None:
-                self.plan.delete_job = True
-            else:
-                self.plan.requeue_at = runpolicy.earliest(self.plan.requeue_at, expiry)
 
     def autoscaler(self, desired: DesiredChildren) -> None:
         """The job's HorizontalPodAutoscaler (docs/behaviour.md §4) while it is not finished:

@@ -6,29 +6,30 @@ in the job's API:
 - `KUBEFLOW` (the v1 kinds and MPIJob v2beta1, docs/behaviour.md §5): Kubeflow's JobStatus —
   conditions with `lastUpdateTime` (a terminal one sets Running and Restarting False, suspending
   does too), `completionTime` (the TTL counts from it) and `startTime` (the deadline counts from
-  it; a resume clears it); the per-group `replicaStatuses` are `active.py`'s.
+  it; a resume clears it); per group, `replicaStatuses` (pods) and the Replicas/Active totals.
 - `TRAINER` (Trainer's TrainJob): metav1.Conditions `Suspended`, `Complete`, `Failed` only, with
   Trainer's reasons and messages; no times besides `lastTransitionTime`: the TTL counts from the
   terminal condition's, the deadline from the last resume's (else from creation); the per-group
-  `jobsStatus` is `trainstatus.py`'s. Its conditions are written by `set_condition` here:
-  `lastTransitionTime` changes only with the status.
+  `jobsStatus` (jobs, counted by `groupactive.py`). Its conditions are written by
+  `set_condition` here: `lastTransitionTime` changes only with the status.
 
 Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.shape import FAILED, SUCCEEDED
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, GroupTally
 from kubetrain.operator import status as st
 
 Obj = dict[str, Any]
 Event = tuple[str, str]  # (reason, message) of the Normal event a change is told with
+MESSAGE_COMPLETED = "jobset completed successfully"
 
 
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
@@ -90,6 +91,41 @@ class KubeflowStatus:
         status.pop("startTime", None)  # the deadline counts from the new start
         return st.REASON_RESUMED, message
 
+    def set_created(self, status: Obj, title: str, now: datetime) -> None:
+        st.set_condition(status, st.CREATED, True, st.REASON_CREATED, f"{title} is created.", now)
+
+    def observe_generation(self, status: Obj, generation: object) -> None:
+        if isinstance(generation, int):
+            status["observedGeneration"] = generation
+
+    def changed(self, old: Obj, new: Obj) -> bool:
+        return st.status_changed(old, new)  # pod counts alone are not worth a write
+
+    def write_groups(self, status: Obj, groups: Sequence[GroupTally]) -> None:
+        """`replicaStatuses` per replica type (pods), and the totals the printer columns Replicas
+        and Active show (a column cannot sum a map)."""
+        status["replicaStatuses"] = {
+            g.name: {
+                "active": g.active,
+                "pending": g.pending,
+                "succeeded": g.succeeded,
+                "failed": g.failed,
+                "restarts": g.restarts,
+                "priorRestarts": g.prior_restarts,
+                "selector": g.selector,
+            }
+            for g in groups
+        }
+        status["replicas"] = sum(g.replicas for g in groups)
+        status["active"] = sum(g.active for g in groups)
+
+    def succeeded_as(self, title: str) -> Event:
+        return st.REASON_SUCCEEDED, f"{title} successfully completed."
+
+    def deadline_exceeded_as(self, status: Obj, title: str) -> Event:
+        started = status.get("startTime")
+        return st.REASON_DEADLINE, f"{title} has exceeded its activeDeadlineSeconds (started {started})."
+
 
 class TrainerStatus:
     """Trainer's TrainJob status."""
@@ -123,6 +159,36 @@ class TrainerStatus:
             return None
         set_condition(status, c.SUSPENDED, False, c.REASON_RESUMED, c.MESSAGE_RESUMED, now)
         return c.REASON_RESUMED, c.MESSAGE_RESUMED
+
+    def set_created(self, status: Obj, title: str, now: datetime) -> None:
+        """Trainer's conditions have no Created (nor Running)."""
+
+    def observe_generation(self, status: Obj, generation: object) -> None:
+        """Trainer's status has no observedGeneration."""
+
+    def changed(self, old: Obj, new: Obj) -> bool:
+        return old != new
+
+    def write_groups(self, status: Obj, groups: Sequence[GroupTally]) -> None:
+        """`jobsStatus` (JobSet's replicatedJobsStatus, which Trainer copies): per replicated
+        job, how many of its jobs are ready, succeeded, failed, active, suspended."""
+        status["jobsStatus"] = [
+            {
+                "name": g.name,
+                "ready": g.ready,
+                "succeeded": g.succeeded,
+                "failed": g.failed,
+                "active": g.active,
+                "suspended": g.suspended,
+            }
+            for g in groups
+        ]
+
+    def succeeded_as(self, title: str) -> Event:
+        return c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED  # JobSet's, which Trainer copies
+
+    def deadline_exceeded_as(self, status: Obj, title: str) -> Event:
+        return c.REASON_DEADLINE_EXCEEDED, c.MESSAGE_DEADLINE_EXCEEDED
 
 
 KUBEFLOW = KubeflowStatus()

@@ -2,7 +2,7 @@
 `trainer.kubeflow.org`): the TrainJob resource among the job resources (same queue, workers,
 cache, expectations and `PlanApplier`), informers on TrainingRuntimes and
 ClusterTrainingRuntimes (a runtime created or changed requeues the TrainJobs naming it — only
-those without a snapshot yet act on it), and the TrainJob planner (`trainplan.plan_trainjob`)
+those without a snapshot yet act on it), and the TrainJob's edge of the planner (`trainedge.plan_trainjob`)
 fed with the runtime from the cache."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from kubetrain.kube.resources import (
     job_resource_id,
 )
 from kubetrain.operator.draft import Observed, Plan, PlannerConfig
-from kubetrain.operator.trainplan import plan_trainjob
+from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
 TRAINJOB_RESOURCE_ID = job_resource_id(c.TRAINJOB, TRAINER_GROUP)  # "TrainJob.trainer.kubeflow.org"

@@ -3,11 +3,11 @@ slow-start waves under expectations, and namespaces closed for creates (see `app
 docstring for the rules; `PlanApplier` decides which writes a Plan makes and in what order).
 
 - Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
-  controllers), then pipelined with 32 creates in flight; a batch with a failure (once pipelined:
+  controllers), then pipelined with 16 creates in flight; a batch with a failure (once pipelined:
   a failure), or a job that meanwhile left the cache, got a deletionTimestamp or was replaced by
   a new job of its name (another uid), ends the wave. A job whose last wave was pipelined and
   created every pod it sent (a large job's first pass of 500) starts its next wave pipelined:
-  its creates are known to go through, and a refusal still ends the wave (≤ 32 in flight).
+  its creates are known to go through, and a refusal still ends the wave (≤ 16 in flight).
 - A failed write is a Warning event on the job (`Failed<Verb><Kind>`) and a failure for the
   caller to raise; a harmless one (AlreadyExists for a create, NotFound for a delete) is logged.
 - A namespace that refuses new objects is closed for creates until a job is added to it again.
@@ -38,9 +38,13 @@ SLOW_START_INITIAL_BATCH = 1  # kube's controller.SlowStartInitialBatchSize
 # Pod creates: slow-start batches up to this size, each waiting for the one before; once a batch
 # this size went through, the rest is pipelined with PIPELINED_CREATES in flight — each create
 # sent as one returns — so that no batch waits for its slowest request (on a large job the
-# barriers cost more than the creates).
+# barriers cost more than the creates). Each request in flight holds its own HTTP/1.1
+# connection: as many in flight as the last batch reuses that batch's connections, where more
+# would open (and TLS-handshake, on both sides) new ones in the middle of the wave; 16 keep an
+# API server that answers a create in ~1 ms busy (16 keep-alive connections are the bare
+# client of benchmarks/bench_large_job.py).
 SLOW_START_LAST_BATCH = 16
-PIPELINED_CREATES = 32
+PIPELINED_CREATES = SLOW_START_LAST_BATCH
 NAMESPACE_TERMINATING = "NamespaceTerminating"  # the StatusCause kube's NamespaceLifecycle gives
 
 
@@ -222,7 +226,7 @@ class ChildWriter:
         name = pod["metadata"]["name"]
         namespace = job["metadata"]["namespace"]
         try:
-            await self.client.create(PODS, pod, namespace=namespace)
+            await self.client.create_only(PODS, pod, namespace=namespace)  # the watch brings it back
             return
         except ApiError as err:
             # The informer will not report this pod as created by us: stop expecting it.

@@ -52,15 +52,17 @@ pytest.importorskip(
 pytestmark = support.E2E
 
 Obj = dict[str, Any]
-STATUS_PORT = support.free_port()
 PYTORCHJOBS = job_resource("PyTorchJob")
 
 
 def progress_flags(host: str) -> tuple[str, ...]:
+    """The endpoint's flags, its port picked as the operator starts (a port picked when the
+    module is imported, minutes earlier in a whole e2e run, may be taken by then)."""
     url_host = f"[{host}]" if ":" in host else host
+    port = support.free_port()
     return (
-        f"--status-server-port={STATUS_PORT}",
-        f"--status-server-url=https://{url_host}:{STATUS_PORT}",
+        f"--status-server-port={port}",
+        f"--status-server-url=https://{url_host}:{port}",
         "--status-server-interval=0.5",
         "--status-server-process",  # as the chart runs it: the endpoint is `kubetrain status-server`
     )

@@ -213,3 +213,37 @@ async def test_rate_limit_bounds_throughput_without_serialising(devcluster: Any)
         start = time.monotonic()
         await asyncio.gather(*(kube.get(CONFIGMAPS, NS, f"par-{i}") for i in range(30)))
         assert time.monotonic() - start >= 0.38
+
+
+async def test_create_only_creates_without_decoding_and_raises_like_create(kube: KubeClient) -> None:
+    assert await kube.create_only(CONFIGMAPS, configmap("quiet", a="1")) is None
+    assert (await kube.get(CONFIGMAPS, NS, "quiet"))["data"] == {"a": "1"}
+    with pytest.raises(ApiError) as dup:
+        await kube.create_only(CONFIGMAPS, configmap("quiet"))
+    assert dup.value.is_already_exists and dup.value.reason == "AlreadyExists"
+    assert '"quiet" already exists' in dup.value.message
+    with pytest.raises(ValueError, match="needs a namespace"):
+        await kube.create_only(CONFIGMAPS, {"metadata": {"name": "nowhere"}})
+
+
+async def test_watch_reads_events_however_the_stream_is_chunked(kube: KubeClient) -> None:
+    """Many events arrive in one chunk (a burst of creates), a large one across several: each
+    event is delivered once, whole and in order."""
+    _, rv = await kube.list_all(CONFIGMAPS, NS)
+    names = [f"burst-{i:03d}" for i in range(60)] + ["big"]
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async with contextlib.aclosing(kube.watch(CONFIGMAPS, NS, resource_version=rv)) as events:
+            async for event_type, obj in events:
+                if event_type == "ADDED":
+                    seen.append(obj["metadata"]["name"])
+                    if obj["metadata"]["name"] == "big":
+                        assert obj["data"]["blob"] == "x" * 300_000
+                        return
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.gather(*(kube.create(CONFIGMAPS, configmap(n)) for n in names[:-1]))
+    await kube.create(CONFIGMAPS, configmap("big", blob="x" * 300_000))
+    await asyncio.wait_for(task, 20)
+    assert sorted(seen[:-1]) == sorted(names[:-1]) and seen[-1] == "big" and len(seen) == len(names)

@@ -178,10 +178,10 @@ PLANNER = (
     "creates",
     "statusprojection",
     "groupfailure",
-    # TrainJob's edge: it resolves the runtime snapshot into a shape and plans from the shape.
-    "trainplan",
-    "trainstatus",
+    "groupactive",
     "trainprogress",
+    # TrainJob's edge: it resolves the runtime snapshot into a shape and hands it to the planner.
+    "trainedge",
 )
 EXEMPT = {("runpolicy", "run_policy"), ("runpolicy", "is_managed")}
 SPEC_FIELDS = {"runPolicy", "schedulingPolicy", "podFailurePolicy", "replicaSpecs"}
@@ -291,12 +291,12 @@ def test_the_spec_read_guard_sees_spec_reads() -> None:
         "    b = runtime['spec']['template']['spec']['failurePolicy']\n"
         "    return resolved.in_order, step.backoff_limit, resolved.steps\n"
     )
-    assert spec_reads("trainplan", trainjob_source) == [
-        "operator/trainplan.py:2: d.spec",
-        "operator/trainplan.py:2: 'managedBy'",
-        "operator/trainplan.py:3: 'failurePolicy'",
-        "operator/trainplan.py:4: resolved.in_order",
-        "operator/trainplan.py:4: step.backoff_limit",
+    assert spec_reads("trainedge", trainjob_source) == [
+        "operator/trainedge.py:2: d.spec",
+        "operator/trainedge.py:2: 'managedBy'",
+        "operator/trainedge.py:3: 'failurePolicy'",
+        "operator/trainedge.py:4: resolved.in_order",
+        "operator/trainedge.py:4: step.backoff_limit",
     ]
     # In runpolicy.py, is_managed may read the stored job's spec.
     assert "operator/runpolicy.py:6: job.spec" not in spec_reads("runpolicy", source)
@@ -316,3 +316,57 @@ def test_one_creation_decision_for_every_shape() -> None:
     is_ready = [{"type": "Ready", "status": "True"}]
     ready = {("Worker", i): pod(obj, "Worker", i, conditions=is_ready) for i in range(3)}
     assert missing_slots(shape, ready, ready, 10) == [("Launcher", 0)]
+
+
+# The TrainJob's edge: the one operator module that knows the TrainJob's own code (its runtime,
+# snapshot and producer); every planner module reads the TrainJob through its shape.
+EDGE = "trainedge"
+OPERATOR = Path(__file__).parents[2] / "kubetrain" / "operator"
+
+
+def imports_of(source: str) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def trainjob_imports(source: str) -> list[str]:
+    return sorted(m for m in imports_of(source) if m.startswith("kubetrain.jobs.trainjob"))
+
+
+def test_no_operator_module_but_the_edge_imports_the_trainjobs_own_code() -> None:
+    found = {
+        path.stem: trainjob_imports(path.read_text())
+        for path in sorted(OPERATOR.glob("*.py"))
+        if path.stem != EDGE
+    }
+    assert {module: names for module, names in found.items() if names} == {}
+    assert trainjob_imports((OPERATOR / f"{EDGE}.py").read_text())  # the edge does
+
+
+def test_the_trainjob_import_guard_sees_imports() -> None:
+    source = "from kubetrain.jobs import trainjob\nimport kubetrain.jobs.trainjob.children as ch\n"
+    assert trainjob_imports(source) == ["kubetrain.jobs.trainjob", "kubetrain.jobs.trainjob.children"]
+    assert trainjob_imports("from kubetrain.jobs.shape import JobShape\n") == []
+
+
+def test_one_planner_plans_every_shape() -> None:
+    """The TrainJob is planned by the frame and active part every job goes through: its edge
+    calls `plan.plan_prepared`, and no planner module names a kind."""
+    from kubetrain.operator import plan as plan_module
+    from kubetrain.operator import trainedge
+
+    assert trainedge.plan_prepared is plan_module.plan_prepared
+    kinds = {*FRAMEWORKS, "TrainJob", "JobSet"}
+    named = [
+        f"operator/{module}.py:{node.lineno}: {node.value!r}"
+        for module in PLANNER
+        if module != EDGE
+        for node in ast.walk(ast.parse((OPERATOR / f"{module}.py").read_text()))
+        if isinstance(node, ast.Constant) and node.value in kinds
+    ]
+    assert named == []

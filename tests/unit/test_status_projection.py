@@ -55,3 +55,69 @@ def test_suspend_and_resume_are_told_once_in_each_apis_words() -> None:
     assert TRAINER.set_suspended(trainer, "TrainJob j", LATER) is None
     assert TRAINER.set_resumed(trainer, "TrainJob j", LATER) == ("Resumed", "TrainJob is resumed")
     assert TRAINER.run_began(trainer, JOB, LATER + timedelta(hours=1)) == LATER  # the deadline restarts
+
+
+def test_each_projection_writes_the_per_group_status_in_its_apis_words() -> None:
+    from kubetrain.jobs.shape import GroupTally
+
+    groups = [
+        GroupTally("Master", 1, active=1, restarts=2, prior_restarts=1, selector="a=b"),
+        GroupTally("Worker", 3, active=2, pending=1, succeeded=0, failed=0, selector="a=c"),
+    ]
+    status: dict[str, Any] = {}
+    KUBEFLOW.write_groups(status, groups)
+    assert status == {
+        "replicaStatuses": {
+            "Master": {
+                "active": 1,
+                "pending": 0,
+                "succeeded": 0,
+                "failed": 0,
+                "restarts": 2,
+                "priorRestarts": 1,
+                "selector": "a=b",
+            },
+            "Worker": {
+                "active": 2,
+                "pending": 1,
+                "succeeded": 0,
+                "failed": 0,
+                "restarts": 0,
+                "priorRestarts": 0,
+                "selector": "a=c",
+            },
+        },
+        "replicas": 4,  # pods, for the printer columns
+        "active": 3,
+    }
+    # Trainer's jobsStatus counts jobs, in its own key order, and nothing else.
+    jobs = [GroupTally("node", 4, active=2, ready=1), GroupTally("init", 1, suspended=1)]
+    status = {}
+    TRAINER.write_groups(status, jobs)
+    assert status == {
+        "jobsStatus": [
+            {"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 2, "suspended": 0},
+            {"name": "init", "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 1},
+        ]
+    }
+    assert list(status["jobsStatus"][0]) == ["name", "ready", "succeeded", "failed", "active", "suspended"]
+
+
+def test_each_projection_words_success_and_the_deadline() -> None:
+    assert KUBEFLOW.succeeded_as("TFJob j") == ("JobSucceeded", "TFJob j successfully completed.")
+    assert KUBEFLOW.deadline_exceeded_as({"startTime": "t0"}, "TFJob j") == (
+        "DeadlineExceeded",
+        "TFJob j has exceeded its activeDeadlineSeconds (started t0).",
+    )
+    assert TRAINER.succeeded_as("TrainJob t") == ("AllJobsCompleted", "jobset completed successfully")
+    assert TRAINER.deadline_exceeded_as({}, "TrainJob t") == (
+        "DeadlineExceeded",
+        "TrainJob exceeded its active deadline",
+    )
+    created: dict[str, Any] = {}
+    TRAINER.set_created(created, "TrainJob t", NOW)
+    TRAINER.observe_generation(created, 3)
+    assert created == {}  # Trainer's status has neither Created nor observedGeneration
+    KUBEFLOW.set_created(created, "TFJob j", NOW)
+    KUBEFLOW.observe_generation(created, 3)
+    assert types(created) == {"Created": "True"} and created["observedGeneration"] == 3

@@ -14,7 +14,7 @@ from trainjobs import RUNTIME, UID, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import Observed, PlannerConfig
-from kubetrain.operator.trainplan import plan_trainjob
+from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)

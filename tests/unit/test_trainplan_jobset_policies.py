@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 from kubetrain.operator.draft import Observed, PlannerConfig
-from kubetrain.operator.trainplan import plan_trainjob
+from kubetrain.operator.trainedge import plan_trainjob
 
 from .test_trainplan import NOW, RUNTIME, pod, snapshot, trainjob
 

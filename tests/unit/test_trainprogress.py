@@ -14,10 +14,12 @@ from trainjobs import RUNTIME, UID, trainjob_pod
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.jobs.trainjob import children as ch
-from kubetrain.operator import trainprogress as tp
+from kubetrain.jobs.trainjob.shape import run_policy_of
+from kubetrain.operator import stall
 from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.groupactive import RESTARTED_AT
 from kubetrain.operator.progressenv import ProgressInjection
-from kubetrain.operator.trainplan import plan_trainjob
+from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
@@ -157,14 +159,24 @@ def test_without_a_failure_policy_a_stall_fails_at_once() -> None:
     )
 
 
+def check(job: Obj, record: Obj, pods: list[Obj], now: datetime) -> stall.Verdict:
+    """The stall rule as the per-group active part applies it to a TrainJob: its deadline from
+    its shape's run policy (the annotation), its current attempt's pods, the run's record."""
+    deadline = run_policy_of(job, {}).progress_deadline_seconds
+    running = any(p["status"]["phase"] == "Running" for p in pods)
+    return stall.check_attempt(
+        job.get("status") or {}, deadline, record.get(RESTARTED_AT), running, now, "TrainJob tj"
+    )
+
+
 def test_never_stalled_without_deadline_report_running_pod_or_report_since_resume() -> None:
     old = NOW - timedelta(hours=1)
     running = [pod("tj-node-0-0"), pod("tj-node-0-1")]
-    assert not tp.check(trainjob(deadline=None, reported=old), {}, running, NOW).stalled
-    assert not tp.check(trainjob(reported=None), {}, running, NOW).stalled
+    assert not check(trainjob(deadline=None, reported=old), {}, running, NOW).stalled
+    assert not check(trainjob(reported=None), {}, running, NOW).stalled
     pending = [pod("tj-node-0-0", phase="Pending")]
-    assert not tp.check(trainjob(reported=old), {}, pending, NOW).stalled
-    assert tp.check(trainjob(reported=old), {}, running, NOW).stalled
+    assert not check(trainjob(reported=old), {}, pending, NOW).stalled
+    assert check(trainjob(reported=old), {}, running, NOW).stalled
     resumed = trainjob(reported=old)
     resumed["status"]["conditions"] = [
         {
@@ -174,7 +186,7 @@ def test_never_stalled_without_deadline_report_running_pod_or_report_since_resum
             "lastTransitionTime": stamp(old + timedelta(seconds=1)),
         }
     ]
-    assert not tp.check(resumed, {}, running, NOW).stalled
-    assert not tp.check(
-        trainjob(reported=old), {tp.RESTARTED_AT: stamp(old + timedelta(seconds=1))}, running, NOW
+    assert not check(resumed, {}, running, NOW).stalled
+    assert not check(
+        trainjob(reported=old), {RESTARTED_AT: stamp(old + timedelta(seconds=1))}, running, NOW
     ).stalled

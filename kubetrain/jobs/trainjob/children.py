@@ -23,8 +23,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob.gang import decorate
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 
 Obj = dict[str, Any]
@@ -229,3 +231,29 @@ def read_snapshot(config_map: Mapping[str, Any]) -> tuple[Obj | None, Obj]:
     except ValueError:
         return None, {}
     return (runtime if isinstance(runtime, dict) else None), (state if isinstance(state, dict) else {})
+
+
+class JobSetChildren:
+    """The TrainJob shape's children (`kubetrain.jobs.shape.ChildMaker`): made as JobSet and the
+    Job controller make them."""
+
+    def __init__(self, resolved: ResolvedTrainJob, trainjob: Mapping[str, Any]) -> None:
+        self.resolved, self.trainjob = resolved, trainjob
+        self.steps = {s.name: s for s in resolved.steps}
+
+    def pod(self, group: str, index: int, attempt: int) -> Obj:
+        step = self.steps[group]
+        j, i = divmod(index, max(step.pods, 1))
+        return build_pod(self.resolved, self.trainjob, step, j, i, restarts=attempt)
+
+    def service(self) -> Obj:
+        return build_service(self.resolved, self.trainjob)
+
+    def prerequisites(self) -> list[Obj]:
+        return [owned(obj, self.trainjob) for obj in self.resolved.extra]
+
+    def own(self, obj: Mapping[str, Any]) -> Obj:
+        return owned(obj, self.trainjob)
+
+    def decorate(self, pod: Obj, scheduler: GangScheduler, group: str) -> None:
+        decorate(pod, scheduler, self.resolved.name, group)

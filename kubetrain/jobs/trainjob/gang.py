@@ -12,14 +12,13 @@ planner says so in an event). Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from kubetrain.api.errors import json_int
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
-from kubetrain.jobs.shape import SchedulingPolicy
+from kubetrain.jobs.shape import GangChoice, SchedulingPolicy
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 
 # podGroupPolicy source -> the --gang-scheduler that serves it
@@ -27,25 +26,21 @@ SOURCES = {"coscheduling": "scheduler-plugins", "volcano": "volcano"}
 DEFAULT_SCHEDULE_TIMEOUT = 60
 
 
-@dataclass(frozen=True)
-class TrainGang:
-    scheduler: GangScheduler | None  # None: no PodGroup
-    mismatch: str = ""  # why the runtime's policy gets none (empty: it asks for none, or gets one)
-
-
-def gang_of(resolved: ResolvedTrainJob, configured: str) -> TrainGang:
+def gang_of(resolved: ResolvedTrainJob, configured: str) -> GangChoice:
+    """The gang the runtime's podGroupPolicy asks for, as the operator's `configured`
+    --gang-scheduler serves it."""
     policy = resolved.pod_group_policy or {}
     source = next((s for s in SOURCES if policy.get(s) is not None), None)
     if source is None:
-        return TrainGang(None)
+        return GangChoice(None)
     gang = gang_scheduler_of(configured)
     if gang is None or gang.name != SOURCES[source]:
-        return TrainGang(
+        return GangChoice(
             None,
             f"the runtime's podGroupPolicy.{source} needs the operator's --gang-scheduler "
             f"{SOURCES[source]} (it runs with {configured or 'none'}): the pods get no PodGroup",
         )
-    return TrainGang(gang)
+    return GangChoice(gang)
 
 
 def scheduling_of(resolved: ResolvedTrainJob) -> SchedulingPolicy:

@@ -24,12 +24,22 @@ from types import MappingProxyType
 from typing import Any
 
 from kubetrain.api.errors import json_int
+from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
 from kubetrain.jobs.failuremodel import FailureModel
-from kubetrain.jobs.shape import DependsOn, JobShape, ReplicaGroup, RunPolicy, StatusProjection
+from kubetrain.jobs.shape import (
+    DependsOn,
+    JobShape,
+    ReplicaGroup,
+    RunPolicy,
+    RunRecording,
+    StatusProjection,
+)
+from kubetrain.jobs.trainjob.children import JobSetChildren
 from kubetrain.jobs.trainjob.failurepolicy import JobSetFailurePolicy
-from kubetrain.jobs.trainjob.gang import scheduling_of
+from kubetrain.jobs.trainjob.gang import gang_of, scheduling_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 
 # The trainer container Trainer's runtimes name; other steps' first container otherwise.
@@ -79,12 +89,17 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
     deadline = json_int(spec.get("activeDeadlineSeconds"))
     ttl = json_int(jobset_spec.get("ttlSecondsAfterFinished"))
     manager = spec.get("managedBy")
+    annotations = (trainjob.get("metadata") or {}).get("annotations") or {}
     return RunPolicy(
         clean_pod_policy="Running",  # Complete/Failed delete the pods still running or pending
         suspend=spec.get("suspend") is True,
         active_deadline_seconds=deadline if deadline is not None and deadline > 0 else None,
         ttl_seconds_after_finished=ttl if ttl is not None and ttl >= 0 else None,
         managed_by=manager if isinstance(manager, str) and manager else None,
+        ttl_deletes_job=False,  # the TTL deletes the pods; the TrainJob stays, as in Trainer
+        finished_keeps_children=True,  # JobSet keeps its Service and PodGroup
+        # The annotation kubetrain.io/progress-deadline-seconds (Trainer's schema has no field).
+        progress_deadline_seconds=progress_deadline_seconds({}, annotations),
     )
 
 
@@ -93,9 +108,11 @@ def trainjob_shape(
     resolved: ResolvedTrainJob,
     jobset_spec: Mapping[str, Any],
     status: StatusProjection,
+    gang_scheduler: str = NONE,
 ) -> JobShape:
     """The shape of `trainjob` resolved as `resolved` from a runtime whose JobSet template spec
-    is `jobset_spec`, with the `status` projection of Trainer's status the planner gives it."""
+    is `jobset_spec`, with the `status` projection of Trainer's status the planner gives it, for
+    an operator running with `gang_scheduler` (its --gang-scheduler)."""
     pods = MappingProxyType({s.name: s.pods for s in resolved.steps})
     groups: dict[str, ReplicaGroup] = {}
     replicas: dict[str, ReplicaLayout] = {}
@@ -111,6 +128,7 @@ def trainjob_shape(
             tuple(DependsOn(n, s, succeeded_is_ready=True) for n, s in step.depends_on),
             f"runtime.spec.template.spec.replicatedJobs[{step.name}]",
         )
+        groups[step.name] = replace(groups[step.name], job_size=max(step.pods, 1))
     layout = JobLayout(
         kind=c.TRAINJOB,
         api_version=c.API_VERSION,
@@ -143,4 +161,9 @@ def trainjob_shape(
             JobSetFailurePolicy(resolved.name, resolved.failure_policy),
         ),
         gang_counts_dependents=True,
+        children=JobSetChildren(resolved, trainjob),
+        gang=gang_of(resolved, gang_scheduler),
+        # The run's record (whole-gang restarts, failures per replicated job) lives in the
+        # runtime snapshot ConfigMap; pods carry JobSet's restart attempt.
+        recording=RunRecording(in_status=False, attempt_label=c.RESTART_ATTEMPT),
     )

@@ -1,0 +1,303 @@
+"""The active part of a reconcile (see `active.py`) for a shape whose failures are judged per
+group with a whole-gang policy (`JobShape.failure.gang`: a JobSet of batch Jobs, Trainer's
+TrainJob). Pure like the rest of the planner.
+
+Its run is recorded outside the job's status (`JobShape.recording`): the current attempt (whole-
+gang restarts so far), the restarts that count towards the policy's `max_restarts`, the failed
+pods per group and when the attempt began — `ReconcileDraft.record` in, `Plan.record` out when it
+changed. Pods bear their attempt in `recording.attempt_label`; a pod of an earlier attempt is
+deleted, and holds its slot until it is gone.
+
+One reconcile, in order: suspend (every pod deleted; every job of every group counted
+suspended), resume, the deadline (from creation or the last resume), the Service and the objects
+pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
+then the pods: failed pods recreated and counted per group (`groupfailure.py`), a group past its
+backoff limit handed to the gang policy — restart every pod as a new attempt, or fail the job —
+success by the shape's rules, a progress stall, and the missing pods `creates.missing_slots`
+picks. The per-group status (JobSet's `replicatedJobsStatus`, Trainer's `jobsStatus`) counts
+jobs of `ReplicaGroup.job_size` pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.gangschedulers import GangScheduler
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
+from kubetrain.operator import creates, groupfailure, runpolicy, stall, trainprogress
+from kubetrain.operator.desired import DesiredChildren
+from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.gang import EVENT_CRD_MISSING
+from kubetrain.operator.gang import decide as decide_gang
+from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.slots import phase_counts, slot_pods
+from kubetrain.operator.status import format_time
+
+Obj = dict[str, Any]
+RESTARTED_AT = "restartedAt"  # the run's record: when the current attempt began (stall detection)
+
+
+class GroupActiveJob:
+    """The active part of a per-group shape's reconcile."""
+
+    def __init__(self, r: ReconcileDraft, shape: JobShape, desired: DesiredChildren) -> None:
+        if shape.children is None:
+            raise ValueError(f"{shape.kind} {shape.name}: a per-group shape makes its own children")
+        self.r, self.shape, self.desired = r, shape, desired
+        self.children: ChildMaker = shape.children
+        self.failed_groups: set[str] = set()
+
+    def attempt_of(self, pod: Mapping[str, Any]) -> str:
+        return str(
+            ((pod.get("metadata") or {}).get("labels") or {}).get(self.shape.recording.attempt_label, "0")
+        )
+
+    def run(self) -> None:
+        r, shape = self.r, self.shape
+        if shape.run_policy.suspend:
+            self.suspend()
+            return
+        resumed = shape.status.set_resumed(r.status, r.title, r.now)
+        if resumed is not None:
+            r.event("Normal", *resumed)
+        if self.deadline_passed():
+            reason, message = shape.status.deadline_exceeded_as(r.status, r.title)
+            r.terminal(FAILED, reason, message, delete_active=True)
+            self.write_group_statuses()
+            return
+        if r.observed.service is None:
+            r.plan.create_service = self.children.service()
+        self.prerequisites()
+        trainprogress.ca_children(r.job, r.config.progress, r.observed.extra, r.plan, self.children.own)
+        gang = self.gang()
+        new_record = self.pods(gang)
+        if new_record != r.record:
+            r.plan.record = new_record
+
+    def finish(self) -> None:
+        """A finished job's last status: written when it finished."""
+
+    # --- before any pod -----------------------------------------------------------------------
+    def suspend(self) -> None:
+        r = self.r
+        suspended = self.shape.status.set_suspended(r.status, r.title, r.now)
+        if suspended is not None:
+            r.event("Normal", *suspended)
+        r.delete([pod_name(p) for p in r.live_pods()])
+        shape = self.shape
+        shape.status.write_groups(
+            r.status,
+            [
+                GroupTally(name, shape.count(name), suspended=jobs)
+                for name, jobs in self.jobs_per_group().items()
+            ],
+        )
+
+    def deadline_passed(self) -> bool:
+        """The shared deadline rule, counted from when the run began (the status projection's)."""
+        r, shape = self.r, self.shape
+        deadline = runpolicy.deadline(shape.run_policy, shape.status.run_began(r.status, r.job, r.now))
+        if deadline is None:
+            return False
+        if r.now >= deadline:
+            return True
+        r.plan.requeue_at = deadline
+        return False
+
+    def prerequisites(self) -> None:
+        """The objects pods need first (MPI: SSH Secret, hostfile ConfigMap): created, before any
+        pod, while a ConfigMap is missing (the Secret is create-only: 409 counts as done); a
+        ConfigMap's data replaced when it differs."""
+        r = self.r
+        wanted = self.children.prerequisites()
+        if not wanted:
+            return
+        observed = {
+            (cm.get("metadata") or {}).get("name"): cm for cm in r.observed.extra if controlled_by(cm, r.job)
+        }
+        config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
+        if any(cm["metadata"]["name"] not in observed for cm in config_maps):
+            r.plan.create_children += wanted
+            return
+        for cm in config_maps:
+            current = observed[cm["metadata"]["name"]]
+            if current.get("data") != cm.get("data"):
+                r.plan.update_children.append({**current, "data": cm["data"]})
+
+    def gang(self) -> GangScheduler | bool | None:
+        """The gang scheduler new pods are made for (None: no gang), or False: pods must wait
+        (the PodGroup is being created, or not yet admitted by a scheduler that admits) — the
+        shared gang decision (`gang.decide`) for the scheduler the shape's own policy asks for,
+        told in events only (its status projection has no condition for it)."""
+        r, wanted = self.r, self.shape.gang
+        if wanted is None:
+            return None
+        if wanted.mismatch:
+            if not r.pods:
+                r.event("Warning", "PodGroupPolicyNotServed", wanted.mismatch)
+            return None
+        scheduler = wanted.scheduler
+        if scheduler is None:
+            return None
+        observed = r.observed
+        decision = decide_gang(
+            DesiredChildren(self.shape, gang_scheduler=scheduler.name),
+            observed.pod_group,
+            observed.pod_group_crd_installed,
+        )
+        if not observed.pod_group_crd_installed and not r.pods:
+            r.event(
+                "Warning", EVENT_CRD_MISSING, f"the PodGroup API {scheduler.api_version} is not installed"
+            )
+        r.plan.create_pod_group = decision.create_pod_group
+        return scheduler if decision.may_create_pods else False
+
+    # --- the pods -----------------------------------------------------------------------------
+    def pods(self, gang: GangScheduler | bool | None) -> Obj:
+        """Failures, restarts, success, creates. Returns the run's new record."""
+        r, shape = self.r, self.shape
+        state = r.record
+        restarts = int(state.get("restarts") or 0)
+        failures: dict[str, int] = {k: int(v) for k, v in (state.get("failures") or {}).items()}
+        counted = (
+            {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
+        )
+        if RESTARTED_AT in state:  # when this attempt began (stall detection)
+            counted[RESTARTED_AT] = state[RESTARTED_AT]
+        attempt = str(restarts)
+        r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
+        # The slots of the current attempt: success and dependencies count only them.
+        slots, _ = slot_pods(shape, [p for p in r.pods if self.attempt_of(p) == attempt])
+        every, _ = slot_pods(shape, r.pods)
+        judged = groupfailure.judge(shape, every, r.deleting, failures)
+        r.delete(judged.delete)
+        failures, self.failed_groups = judged.failures, set(judged.failed)
+        gang_policy = shape.failure.gang
+        if judged.failed and gang_policy is not None:
+            # restarts that count towards maxRestarts (a record without the field: every restart)
+            so_far = int(state.get("countedRestarts", restarts) or 0)
+            verdict = gang_policy.decide(judged.failed, so_far)
+            self.write_group_statuses()
+            if verdict.restart:
+                self.restart_all(verdict.reason, verdict.message)
+                new = {
+                    "restarts": restarts + 1,
+                    "countedRestarts": so_far + int(verdict.counts),
+                    "failures": {},
+                }
+                return restarted(new, r.now)
+            r.terminal(FAILED, verdict.reason, verdict.message, delete_active=True)
+            return {**state, "restarts": restarts, "failures": failures}
+        if shape.succeeded(phase_counts(shape, slots)):
+            reason, message = shape.status.succeeded_as(r.title)
+            r.terminal(SUCCEEDED, reason, message, delete_active=True)
+            self.write_group_statuses()
+            return {"restarts": restarts, **counted, "failures": failures}
+        stalled = self.stalled(attempt)
+        if stalled is not None:
+            return stalled
+        if gang is not False:
+            earlier_left = any(self.attempt_of(p) != attempt for p in r.pods)
+            scheduler = gang if isinstance(gang, GangScheduler) else None
+            self.create_missing(slots, every, restarts, earlier_left, scheduler)
+        self.write_group_statuses()
+        return {"restarts": restarts, **counted, "failures": failures}
+
+    def restart_all(self, reason: str, message: str) -> None:
+        """Every pod deleted, to be made again as the next attempt; one Warning event."""
+        r = self.r
+        r.delete([pod_name(p) for p in r.live_pods()])
+        r.event("Warning", reason, message)
+        r.plan.restarts += 1
+
+    def stalled(self, attempt: str) -> Obj | None:
+        """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a
+        Warning event and a whole-gang restart, counted against the gang policy's
+        `max_restarts` while it leaves room (0 without a policy), else Failed. Returns the record
+        after it; None while the job is not stalled."""
+        r, state = self.r, self.r.record
+        pods = [p for p in r.live_pods() if self.attempt_of(p) == attempt]
+        verdict = stall.check_attempt(
+            r.old,
+            self.shape.run_policy.progress_deadline_seconds,
+            state.get(RESTARTED_AT),
+            any(pod_phase(p) == "Running" and not terminating(p) for p in pods),
+            r.now,
+            r.title,
+        )
+        if not verdict.stalled:
+            r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, verdict.due)
+            return None
+        gang_policy = self.shape.failure.gang
+        max_restarts = gang_policy.max_restarts if gang_policy is not None else 0
+        restarts = int(state.get("restarts") or 0)
+        so_far = int(state.get("countedRestarts", restarts) or 0)
+        if so_far >= max_restarts:  # a stall restart counts, as JobSet's RestartJobSet does
+            r.terminal(FAILED, stall.REASON, verdict.message, delete_active=True)
+            self.failed_groups = set()
+            self.write_group_statuses()
+            return dict(state)
+        message = (
+            f"{verdict.message} Restarting every pod as attempt {restarts + 1} "
+            f"(restart {so_far + 1} of maxRestarts {max_restarts})."
+        )
+        self.restart_all(stall.REASON, message)
+        return restarted({"restarts": restarts + 1, "countedRestarts": so_far + 1, "failures": {}}, r.now)
+
+    def create_missing(
+        self,
+        slots: dict[tuple[str, int], Obj],
+        held: Mapping[tuple[str, int], Obj],
+        attempt: int,
+        earlier_left: bool,
+        gang: GangScheduler | None,
+    ) -> None:
+        """The pods of the missing slots `creates.missing_slots` picks, made by the shape."""
+        r, shape = self.r, self.shape
+        room = max(1, r.config.max_pod_creates)
+        for group, index in creates.missing_slots(
+            shape, slots, held, room, earlier_attempt_left=earlier_left
+        ):
+            new = self.children.pod(group, index, attempt)
+            shape.plugin.customize_pod(shape.layout, group, index, new["spec"])
+            trainprogress.inject_pod(r.job, r.config.progress, new)
+            if gang is not None:
+                self.children.decorate(new, gang, group)
+            r.plan.create_pods.append(new)
+
+    # --- the per-group status -----------------------------------------------------------------
+    def jobs_per_group(self) -> dict[str, int]:
+        return {name: g.replicas // max(g.job_size, 1) for name, g in self.shape.groups.items()}
+
+    def write_group_statuses(self) -> None:
+        """Per group, how many of its jobs are ready, succeeded, failed (its group failed),
+        active — JobSet's replicatedJobsStatus — written by the status projection."""
+        r, shape = self.r, self.shape
+        by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
+        out: list[GroupTally] = []
+        for name, jobs in self.jobs_per_group().items():
+            size = max(shape.groups[name].job_size, 1)
+            ready = succeeded = failed = active = 0
+            for j in range(jobs):
+                pods = [by_name.get(shape.pod_name(name, j * size + i)) for i in range(size)]
+                if name in self.failed_groups:
+                    failed += 1
+                elif all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
+                    succeeded += 1
+                elif any(p is not None and runpolicy.is_active_pod(p) for p in pods):
+                    active += 1
+                    if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
+                        ready += 1
+            out.append(
+                GroupTally(
+                    name, shape.count(name), active=active, succeeded=succeeded, failed=failed, ready=ready
+                )
+            )
+        shape.status.write_groups(r.status, out)
+
+
+def restarted(record: Mapping[str, Any], now: datetime) -> Obj:
+    """The run's record with the new attempt's start."""
+    return {**record, RESTARTED_AT: format_time(now)}

@@ -1,0 +1,142 @@
+"""The TrainJob's edge of the planner: a Kubeflow Trainer v2 TrainJob and its runtime turned
+into what the one planner (`plan.plan_prepared`) plans every job from — its `JobShape` and the
+record of its run — and the record kept where a TrainJob keeps it. Pure; no planning decision
+is made here (docs/behaviour.md, "TrainJob").
+
+What only a TrainJob has, all here:
+
+- another controller's TrainJob (`spec.managedBy`, MultiKueue's) is left alone;
+- its runtime snapshot: at the first reconcile the runtime is copied into the
+  `<tj>-runtime-snapshot` ConfigMap and the TrainJob runs from that copy ever after (a later
+  runtime edit changes no running job); a runtime that does not exist yet is a Warning event
+  (`RuntimeNotFound`, the TrainJob waits), one that cannot be resolved fails it
+  (`TrainingRuntimeNotSupported`);
+- the snapshot resolved into the TrainJob's shape (`jobs/trainjob/shape.py`: groups, run
+  policy, JobSet's failure model, Trainer's status projection, JobSet's children and gang
+  policy) for the operator's configuration;
+- the run's record (whole-gang restarts, failures per replicated job, the attempt's start) read
+  from the snapshot and, when the planner changed it (`Plan.record`), written back into it — or
+  into the snapshot being created.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from kubetrain.api.errors import format_errors
+from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.shape import FAILED
+from kubetrain.jobs.trainjob import children as ch
+from kubetrain.jobs.trainjob.model import ResolvedTrainJob
+from kubetrain.jobs.trainjob.resolve import resolve
+from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
+from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
+from kubetrain.operator.plan import plan_prepared
+from kubetrain.operator.pods import controlled_by
+from kubetrain.operator.prepare import PreparedJob
+from kubetrain.operator.statusprojection import TRAINER
+
+Obj = dict[str, Any]
+
+
+def plan_trainjob(
+    job: Mapping[str, Any],
+    observed: Observed,
+    runtime: Mapping[str, Any] | None,
+    now: datetime,
+    config: PlannerConfig,
+) -> Plan:
+    """One reconcile of a TrainJob; `runtime` is the live runtime its runtimeRef names (None: not
+    found), read only until the snapshot exists."""
+    meta = job.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return Plan()
+    if run_policy_of(job, {}).managed_by not in (None, c.TRAINJOB_CONTROLLER):
+        return Plan()  # another controller's (MultiKueue): left alone
+    snapshot = snapshot_of(job, observed)
+    record: Obj = {}
+    frozen: Obj | None = None
+    if snapshot is not None:
+        frozen, record = ch.read_snapshot(snapshot)
+    finished = TRAINER.finished(_status(job)) is not None
+    if snapshot is None and not finished:
+        frozen = dict(runtime) if runtime is not None else None
+    if finished:  # planned from the snapshot it ran with, if any (its TTL is the runtime's)
+        resolved = resolve(job, frozen)[0] if frozen is not None else None
+        prepared = _prepared(job, frozen, resolved, config)
+        return plan_prepared(job, prepared, observed, now, config, projection=TRAINER, record=record)
+    if frozen is None:
+        kind, name = ch.runtime_ref(job)
+        d = Draft(job, observed, now, config)
+        d.event(
+            "Warning",
+            "RuntimeNotFound",
+            f"{kind} {name!r} does not exist: the TrainJob starts once it is created",
+        )
+        return d.plan
+    resolved, errors = resolve(job, frozen)
+    if resolved is None:
+        return _not_supported(job, observed, now, config, format_errors(errors))
+    prepared = _prepared(job, frozen, resolved, config)
+    p = plan_prepared(job, prepared, observed, now, config, record=record)
+    kept = p.record
+    p.record = None
+    if snapshot is None:  # first: the snapshot, with the record when the planner made one
+        p.create_children.insert(0, ch.build_snapshot(job, frozen, kept if kept is not None else record))
+    elif kept is not None:
+        updated = copy.deepcopy(snapshot)
+        updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(kept, sort_keys=True)
+        p.update_children.append(updated)
+    return p
+
+
+def snapshot_of(job: Mapping[str, Any], observed: Observed) -> Obj | None:
+    """The TrainJob's own snapshot ConfigMap: one left by an earlier TrainJob of the name (being
+    garbage-collected) is not its snapshot."""
+    name = ch.snapshot_name(str((job.get("metadata") or {}).get("name", "")))
+    return next(
+        (
+            cm
+            for cm in observed.extra
+            if controlled_by(cm, job) and (cm.get("metadata") or {}).get("name") == name
+        ),
+        None,
+    )
+
+
+def _status(job: Mapping[str, Any]) -> Obj:
+    status = job.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _prepared(
+    job: Mapping[str, Any],
+    frozen: Mapping[str, Any] | None,
+    resolved: ResolvedTrainJob | None,
+    config: PlannerConfig,
+) -> PreparedJob:
+    """The TrainJob prepared from the runtime it runs with, `resolved`: its shape, or — no
+    runtime, or one that cannot be resolved (a finished job's) — only its run policy."""
+    jobset = ch.jobset_spec(frozen or {})
+    policy = run_policy_of(job, jobset)
+    if resolved is None:
+        return PreparedJob(framework=None, layout=None, run_policy=policy)
+    shape = trainjob_shape(job, resolved, jobset, TRAINER, config.gang_scheduler)
+    return PreparedJob(framework=None, layout=shape.layout, shape=shape, run_policy=shape.run_policy)
+
+
+def _not_supported(
+    job: Mapping[str, Any], observed: Observed, now: datetime, config: PlannerConfig, message: str
+) -> Plan:
+    """The runtime cannot run this TrainJob: Failed, with Trainer's reason."""
+    d = Draft(job, observed, now, config)
+    TRAINER.set_finished(d.status, FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, message, now)
+    d.event("Warning", c.REASON_RUNTIME_NOT_SUPPORTED, message)
+    d.delete_active()
+    if d.status != d.old:
+        d.plan.status = d.status
+    return d.plan
