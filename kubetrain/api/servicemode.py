@@ -37,14 +37,18 @@ def service_mode(obj: Mapping[str, Any], default: str = HEADLESS) -> str:
 
 
 def service_mode_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:
-    """The annotation's value is one of SERVICE_MODES; on update it may not change (pods made
-    under one mode address each other by names the other mode does not serve)."""
+    """`check_service_mode` of the annotation of `obj` (and of `old`, the stored job on update)."""
+    before = requested_service_mode(old) if old is not None else None
+    return check_service_mode(requested_service_mode(obj), before, updating=old is not None)
+
+
+def check_service_mode(value: Any, before: Any = None, *, updating: bool = False) -> list[FieldError]:
+    """The annotation's value (as written) is one of SERVICE_MODES; on update (`before`: the
+    stored job's) it may not change (pods made under one mode address each other by names the
+    other mode does not serve)."""
     path = f"metadata.annotations[{ANNOTATION_SERVICE_MODE}]"
-    value = requested_service_mode(obj)
-    if old is not None:
-        before = requested_service_mode(old)
-        if value != before:
-            return [forbidden(path, f"is immutable (was {before!r}): delete and recreate the job")]
+    if updating and value != before:
+        return [forbidden(path, f"is immutable (was {before!r}): delete and recreate the job")]
     if value is not None and value not in SERVICE_MODES:
         return [not_supported(path, value, SERVICE_MODES)]
     return []

@@ -133,10 +133,11 @@ class Framework:
         raise NotImplementedError
 
     # --- optional hooks: defaulting and validation -----------------------------------------------
-    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+    def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
         """Framework defaults on the wire spec (after replica defaults, before runPolicy); returns
-        warnings. `spec` and its replica map are the caller's copies; copy any other nested
-        dict before changing it (defaulting is copy-on-write)."""
+        warnings. `counts`: pods per replica type, defaulted (None where not an integer). `spec`
+        and its replica map are the caller's copies; copy any other nested dict before changing
+        it (defaulting is copy-on-write)."""
         return []
 
     def validate_update(self, spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:

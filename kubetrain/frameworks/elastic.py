@@ -16,19 +16,17 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def default_bounds(elastic: dict[str, Any], replica_map: Any) -> None:
-    """minReplicas/maxReplicas from each other, else both from the Worker count (in place)."""
+def default_bounds(elastic: dict[str, Any], workers: int | None) -> None:
+    """minReplicas/maxReplicas from each other, else both from the Worker count (in place;
+    `workers` None: no Worker count to take them from)."""
     min_r, max_r = elastic.get("minReplicas"), elastic.get("maxReplicas")
     if min_r is None and max_r is not None:
         elastic["minReplicas"] = max_r
     elif max_r is None and min_r is not None:
         elastic["maxReplicas"] = min_r
-    elif min_r is None and max_r is None:
-        worker = replica_map.get("Worker") if isinstance(replica_map, dict) else None
-        replicas = _int(worker.get("replicas")) if isinstance(worker, dict) else None
-        if replicas is not None:
-            elastic["minReplicas"] = replicas
-            elastic["maxReplicas"] = replicas
+    elif min_r is None and max_r is None and workers is not None:
+        elastic["minReplicas"] = workers
+        elastic["maxReplicas"] = workers
 
 
 def bounds(spec: Mapping[str, Any]) -> ReplicaBounds | None:

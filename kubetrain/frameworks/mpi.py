@@ -104,7 +104,7 @@ class MPI(Framework):
         return V1_WARNING if version == "v1" else None
 
     # --- defaulting and validation (v2beta1 SetDefaults_MPIJob, validateMPIJobSpec) ------------------
-    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+    def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
         """slotsPerWorker 1, sshAuthMountPath /root/.ssh, mpiImplementation OpenMPI,
         launcherCreationPolicy AtStartup, runPolicy.cleanPodPolicy None (SetDefaults_MPIJob)."""
         for name, value in (

@@ -42,7 +42,7 @@ class MXNet(Framework):
         }
     )
 
-    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+    def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
         """jobMode defaults to MXTrain."""
         if spec.get("jobMode") is None:
             spec["jobMode"] = DEFAULT_JOB_MODE

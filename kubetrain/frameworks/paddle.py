@@ -55,13 +55,13 @@ class Paddle(Framework):
     scale_hint = "elastic Workers can change within minReplicas..maxReplicas"
     bounds_name = "elasticPolicy minReplicas..maxReplicas"
 
-    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+    def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
         """Elastic minReplicas/maxReplicas from each other, else from the Worker count
         (Kubeflow's setPaddleElasticPolicy)."""
         policy = spec.get("elasticPolicy")
         if isinstance(policy, dict):
             spec["elasticPolicy"] = dict(policy)
-            elastic.default_bounds(spec["elasticPolicy"], spec.get(self.replica_field))
+            elastic.default_bounds(spec["elasticPolicy"], counts.get("Worker"))
         return []
 
     def replica_bounds(self, spec: Mapping[str, Any]) -> ReplicaBounds | None:

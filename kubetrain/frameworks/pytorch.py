@@ -64,7 +64,7 @@ class PyTorch(Framework):
     scale_hint = "elastic Workers can change within minReplicas..maxReplicas"
     bounds_name = "elasticPolicy minReplicas..maxReplicas"
 
-    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+    def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
         """nprocPerNode (from the deprecated elasticPolicy.nProcPerNode, else "auto"); elastic
         minReplicas/maxReplicas from each other, else from the Worker count."""
         warnings: list[str] = []
@@ -78,7 +78,7 @@ class PyTorch(Framework):
                 warnings.append(
                     "spec.elasticPolicy.nProcPerNode is deprecated: its value was moved to spec.nprocPerNode"
                 )
-            default_bounds(elastic, spec.get(self.replica_field))
+            default_bounds(elastic, counts.get("Worker"))
         if spec.get("nprocPerNode") is None:
             spec["nprocPerNode"] = DEFAULT_NPROC_PER_NODE
         return warnings

@@ -87,8 +87,8 @@ def default_v1(
         default_pod_failure_policy(run_policy)
     # The framework's part, in one place. Its defaults first: the gang default depends on them
     # (an elastic job's minimum).
-    warnings.extend(framework.default_spec(spec))
     counts = {r.key: r.count for r in replicas} if replicas is not None else None
+    warnings.extend(framework.default_spec(spec, counts or {}))
     total = framework.gang_size(spec, counts) if gang_scheduling and counts is not None else None
     old_spec = old.wire.get("spec") if old is not None else None
     old_total = None

@@ -9,6 +9,7 @@ from typing import Any
 
 from kubetrain.api.errors import RECREATE, FieldError, forbidden
 from kubetrain.frameworks.base import Framework
+from kubetrain.jobs.replicadraft import ReplicaDraft
 
 
 def _suspended(spec: dict[str, Any]) -> bool:
@@ -16,45 +17,51 @@ def _suspended(spec: dict[str, Any]) -> bool:
     return isinstance(run_policy, dict) and run_policy.get("suspend") is True
 
 
-def update_errors(spec: dict[str, Any], old_spec: dict[str, Any], framework: Framework) -> list[FieldError]:
+def update_errors(
+    spec: dict[str, Any],
+    old_spec: dict[str, Any],
+    replicas: tuple[ReplicaDraft, ...] | None,
+    old_replicas: tuple[ReplicaDraft, ...] | None,
+    framework: Framework,
+) -> list[FieldError]:
+    """What the update of `old_spec` to `spec` may not change; `replicas` and `old_replicas`:
+    their replica maps, as read (None: not a mapping)."""
     errors: list[FieldError] = []
-    field_name = framework.replica_field
-    new_map, old_map = spec.get(field_name), old_spec.get(field_name)
-    if not isinstance(new_map, dict) or not isinstance(old_map, dict):
+    if replicas is None or old_replicas is None:
         return errors
+    old_by_type = {r.key: r for r in old_replicas}
     was_suspended = _suspended(old_spec)
-    if set(new_map) != set(old_map):
+    if {r.key for r in replicas} != set(old_by_type):
         errors.append(
             forbidden(
-                f"spec.{field_name}",
-                f"the set of replica types is immutable (was {', '.join(map(str, old_map))}; "
-                f"now {', '.join(map(str, new_map))}): {RECREATE}",
+                f"spec.{framework.replica_field}",
+                f"the set of replica types is immutable (was {', '.join(map(str, old_by_type))}; "
+                f"now {', '.join(str(r.key) for r in replicas)}): {RECREATE}",
             )
         )
     scalable = framework.replica_bounds(spec) is not None
-    for rtype, rspec in new_map.items():
-        old_rspec = old_map.get(rtype)
-        if not isinstance(rspec, dict) or not isinstance(old_rspec, dict):
+    for r in replicas:
+        old = old_by_type.get(r.key)
+        if not isinstance(r.spec, dict) or old is None or not isinstance(old.spec, dict):
             continue
-        path = f"spec.{field_name}[{rtype}]"
-        template, old_template = rspec.get("template"), old_rspec.get("template")
+        template, old_template = r.template, old.template
         if template != old_template and not (
             (was_suspended or _suspended(spec)) and _scheduling_change_only(template, old_template)
         ):
             errors.append(
                 forbidden(
-                    f"{path}.template",
+                    f"{r.path}.template",
                     "the pod template is immutable, except its scheduling directives (labels, "
                     f"annotations, {', '.join(SCHEDULING_DIRECTIVES)}) while the job is or becomes "
                     f"suspended: {RECREATE}",
                 )
             )
-        replicas_changed = rspec.get("replicas", 1) != old_rspec.get("replicas", 1)
-        resizable = scalable and rtype == framework.scalable_replica_type
+        replicas_changed = r.replicas != old.replicas
+        resizable = scalable and r.key == framework.scalable_replica_type
         if replicas_changed and not was_suspended and not resizable:
             errors.append(
                 forbidden(
-                    f"{path}.replicas",
+                    f"{r.path}.replicas",
                     "can only change while the job is suspended (spec.runPolicy.suspend: true)"
                     + (f"; {framework.scale_hint}" if scalable and framework.scale_hint else ""),
                 )

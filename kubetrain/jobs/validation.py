@@ -18,7 +18,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
-from kubetrain.api.servicemode import service_mode_errors
+from kubetrain.api.servicemode import check_service_mode
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
@@ -52,15 +52,17 @@ def validate_job(
 ) -> ValidationResult:
     """`validate_v1` of the job; a `training.kubedl.io` job is validated in kubetrain's layout,
     with KubeDL's unsupported fields refused and paths named as its own layout names them. The
-    job is read once, here, by the parse stage (`jobdraft.read_draft`: its layout, the KubeDL
-    fields refused, its annotations)."""
+    job (and the stored job on UPDATE) is read once, here, by the parse stage
+    (`jobdraft.read_draft`: its layout, the KubeDL fields refused, its replica map and
+    annotations)."""
     if not isinstance(obj, dict):
         return ValidationResult(list(read_typed(obj, groups).type_errors))
     draft = read_draft(obj)
     converted = draft.converted
-    before = (read_draft(old).wire if converted else old) if isinstance(old, dict) else None
+    before = read_draft(old) if isinstance(old, dict) else None
     # The job as typed (not needed when an update leaves the spec as it was).
-    typed = TypedJob() if spec_unchanged(draft.wire, before) else read_typed(draft.wire, groups)
+    unchanged = before is not None and spec_unchanged(draft.wire, before.wire)
+    typed = TypedJob() if unchanged else read_typed(draft.wire, groups)
     result = validate_v1(draft, typed, before, max_replicas=max_replicas)
     if not converted:
         return result
@@ -77,18 +79,23 @@ def spec_unchanged(obj: Any, old: Any) -> bool:
 def validate_v1(
     draft: JobDraft,
     typed: TypedJob,
-    old: dict[str, Any] | None = None,
+    old: JobDraft | None = None,
     *,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
 ) -> ValidationResult:
     """Every problem of the (defaulted) job of `draft` (its wire dict, replica drafts and
     annotations as the parse stage read them, `jobdraft.read_draft`); `typed` the job read into
-    its model (`parse.read_typed`, the type stage); `old` is the stored object on UPDATE;
+    its model (`parse.read_typed`, the type stage); `old` is the stored job's draft on UPDATE;
     `max_replicas` is the operator's limit on the job's total replicas.
     """
     obj, replicas, annotations = draft.wire, draft.replicas, draft.annotations
-    unchanged = old is not None and spec_unchanged(obj, old)
-    mode_errors = service_mode_errors(obj, old)
+    before = old.wire if old is not None else None
+    unchanged = before is not None and spec_unchanged(obj, before)
+    mode_errors = check_service_mode(
+        annotations.service_mode,
+        old.annotations.service_mode if old is not None else None,
+        updating=old is not None,
+    )
     if unchanged:
         return ValidationResult(mode_errors)
     if typed.type_errors:
@@ -128,8 +135,9 @@ def validate_v1(
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
-    if old is not None and isinstance(old.get("spec"), dict):
-        errors.extend(update_errors(spec, old["spec"], framework))
+    old_spec = before.get("spec") if before is not None else None
+    if old is not None and isinstance(old_spec, dict):
+        errors.extend(update_errors(spec, old_spec, replicas, old.replicas, framework))
     return ValidationResult(_unique(errors), warnings)
 
 

@@ -35,7 +35,7 @@ class ScalableTensorFlow(TensorFlow):
     scale_hint = "dynamic Workers can change within 1..4"
     bounds_name = "the dynamic Worker range"
 
-    def default_spec(self, spec: dict[str, Any]) -> list[str]:
+    def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
         if spec.get("successPolicy") is None:
             spec["successPolicy"] = "AllWorkers"
             return ["spec.successPolicy defaulted to AllWorkers"]

@@ -165,3 +165,26 @@ def test_the_progress_deadline_annotation_is_parsed_once_for_the_layout() -> Non
     for bad in ("0", "soon", "-5"):
         obj["metadata"]["annotations"] = {ANNOTATION_DEADLINE: bad}
         assert read_annotations(obj).progress_deadline is None
+
+
+def test_update_rules_compare_the_drafts_of_both_jobs_in_kubetrain_s_layout() -> None:
+    stored = kubedl_tfjob()
+    del stored["spec"]["cronPolicy"]
+    scaled = copy.deepcopy(stored)
+    scaled["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 3
+    assert [str(e) for e in validate_job(scaled, stored).errors] == [
+        "spec.tfReplicaSpecs[Worker].replicas: Forbidden: can only change while the job is suspended "
+        "(spec.runPolicy.suspend: true)"
+    ]
+    grown = copy.deepcopy(stored)
+    grown["spec"]["tfReplicaSpecs"]["PS"] = copy.deepcopy(stored["spec"]["tfReplicaSpecs"]["Worker"])
+    errors = [str(e) for e in validate_job(grown, stored).errors]
+    assert errors[0].startswith(
+        "spec.tfReplicaSpecs: Forbidden: the set of replica types is immutable (was Worker; now Worker, PS)"
+    )
+    # Only metadata changed: the update rules are not run, the service mode is still checked.
+    relabelled = copy.deepcopy(stored)
+    relabelled["metadata"]["annotations"] = {"kubetrain.io/service-mode": "per-pod"}
+    assert [e.path for e in validate_job(relabelled, stored).errors] == [
+        "metadata.annotations[kubetrain.io/service-mode]"
+    ]
