@@ -218,8 +218,12 @@ def progress_deadline_seconds(spec: Mapping[str, Any], annotations: Mapping[str,
     refuses those; a job stored without it is treated as declaring none)."""
     run_policy = spec.get("runPolicy")
     value = run_policy.get("progressDeadlineSeconds") if isinstance(run_policy, Mapping) else None
-    if value is None:
-        value = annotations.get(ANNOTATION_DEADLINE)
+    return deadline_seconds(annotations.get(ANNOTATION_DEADLINE) if value is None else value)
+
+
+def deadline_seconds(value: Any) -> int | None:
+    """A progress deadline as written (a number, or the annotation's string): the positive
+    integer it states, else None."""
     try:
         seconds = int(str(value)) if value is not None else None
     except ValueError:

@@ -8,7 +8,8 @@ reading the annotations again. Pure.
   `kubetrain.io/host-port-range`: kubetrain.frameworks.hostnetwork);
 - the service mode (`kubetrain.io/service-mode`, kubetrain.api.servicemode), as written: its
   check compares it with the stored job's on update;
-- the progress annotations (kubetrain.api.trainerstatus): their problems.
+- the progress annotations (kubetrain.api.trainerstatus): the deadline they declare and their
+  problems.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class JobAnnotations:
     host_network: HostNetwork = field(default_factory=HostNetwork)
     service_mode: Any = None  # the `kubetrain.io/service-mode` annotation as written
     progress_errors: tuple[FieldError, ...] = ()  # problems of the progress annotations
+    # `kubetrain.io/progress-deadline-seconds` (None: absent or not a positive integer); the
+    # job's `runPolicy.progressDeadlineSeconds` comes first.
+    progress_deadline: int | None = None
 
     def runs_service_mode(self, default: str) -> str:
         """The mode the job runs in: its annotation when valid, else the operator's `default`."""
@@ -48,4 +52,5 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
         read_host_network(annotations),
         servicemode.requested_service_mode(obj),
         tuple(trainerstatus.annotation_errors(obj)),
+        trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
     )

@@ -3,7 +3,9 @@
 `default_job` works on the plain dict the API server stores (camelCase keys), so the mutating
 webhook can diff input and output into a JSONPatch, and so fields kubetrain does not model (pod
 template fields of newer Kubernetes versions, unknown keys) are carried over untouched, in their
-original order. It is pure (the input is never mutated) and idempotent.
+original order. It is pure (the input is never mutated) and idempotent. `default_v1` takes the
+job as the parse stage read it (`jobdraft.JobDraft`: its replica drafts, annotations) and gives
+the defaulted job's draft with it, which the type, validate and lay-out stages take.
 
 Copy-on-write: only the dicts and lists on the path to a value defaulting sets are copied (the
 job, its spec, the replica map and each replica spec, a runPolicy, a container whose ports get
@@ -22,8 +24,9 @@ from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.podtemplate import default_container_warning
 from kubetrain.frameworks.base import Adjustment, Framework
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
-from kubetrain.jobs.jobdraft import JobDraft, ReplicaDraft, read_draft
+from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedllayout import from_v1
+from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.tenancy import default_tenancy_labels
 
 

@@ -5,10 +5,12 @@ batch/v1 Job's podFailurePolicy rules (field names, limits and messages) plus ku
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import POD_FAILURE_POLICY_ACTIONS
 from kubetrain.api.errors import FieldError, duplicate, invalid, not_supported, required
+from kubetrain.jobs.replicadraft import ReplicaDraft
 
 MAX_RULES = 20  # batch/v1: rules, at most 20
 MAX_POD_CONDITIONS = 20  # batch/v1: onPodConditions, at most 20
@@ -41,8 +43,9 @@ def default_pod_failure_policy(run_policy: dict[str, Any]) -> None:
     run_policy["podFailurePolicy"] = {**policy, "rules": new_rules}
 
 
-def pod_failure_policy_errors(policy: Any, replica_map: Any) -> list[FieldError]:
-    """Every problem of `podFailurePolicy` (its types are checked by the model)."""
+def pod_failure_policy_errors(policy: Any, replicas: tuple[ReplicaDraft, ...] | None) -> list[FieldError]:
+    """Every problem of `podFailurePolicy` (its types are checked by the model); `replicas`: the
+    job's replica map, as read."""
     if not isinstance(policy, dict):
         return []
     rules = policy.get("rules")
@@ -51,14 +54,17 @@ def pod_failure_policy_errors(policy: Any, replica_map: Any) -> list[FieldError]
     errors: list[FieldError] = []
     if len(rules) > MAX_RULES:
         errors.append(invalid(f"{BASE}.rules", f"must have at most {MAX_RULES} items, got {len(rules)}"))
-    types = list(replica_map) if isinstance(replica_map, dict) else []
+    by_type = {r.key: r for r in replicas or ()}
+    types = list(by_type)
     for i, rule in enumerate(rules):
         if isinstance(rule, dict):
-            errors.extend(_rule_errors(rule, f"{BASE}.rules[{i}]", types, replica_map))
+            errors.extend(_rule_errors(rule, f"{BASE}.rules[{i}]", types, by_type))
     return errors
 
 
-def _rule_errors(rule: dict[str, Any], path: str, types: list[str], replica_map: Any) -> list[FieldError]:
+def _rule_errors(
+    rule: dict[str, Any], path: str, types: list[str], by_type: Mapping[Any, ReplicaDraft]
+) -> list[FieldError]:
     errors: list[FieldError] = []
     action = rule.get("action")
     if action is None:
@@ -72,7 +78,7 @@ def _rule_errors(rule: dict[str, Any], path: str, types: list[str], replica_map:
         errors.append(required(path, "specifying one of onExitCodes and onPodConditions is required"))
     selected = _replica_type_errors(rule.get("replicaTypes"), f"{path}.replicaTypes", types, errors)
     if isinstance(on_exit, dict):
-        names = _container_names(replica_map, selected)
+        names = _container_names(by_type, selected)
         errors.extend(_exit_code_errors(on_exit, f"{path}.onExitCodes", names))
     if isinstance(on_conditions, list):
         errors.extend(_condition_errors(on_conditions, f"{path}.onPodConditions"))
@@ -93,14 +99,11 @@ def _replica_type_errors(value: Any, path: str, types: list[str], errors: list[F
     return [t for t in value if t in types]
 
 
-def _container_names(replica_map: Any, types: list[str]) -> set[str]:
+def _container_names(by_type: Mapping[Any, ReplicaDraft], types: list[str]) -> set[str]:
     names: set[str] = set()
-    if not isinstance(replica_map, dict):
-        return names
     for rtype in types:
-        rspec = replica_map.get(rtype)
-        template = rspec.get("template") if isinstance(rspec, dict) else None
-        spec = template.get("spec") if isinstance(template, dict) else None
+        r = by_type.get(rtype)
+        spec = r.template.get("spec") if r is not None and isinstance(r.template, dict) else None
         if not isinstance(spec, dict):
             continue
         for key in ("containers", "initContainers"):

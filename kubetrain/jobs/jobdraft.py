@@ -35,67 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import FieldError, json_int
-from kubetrain.api.podtemplate import containers_of, framework_container_index
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.annotations import JobAnnotations, read_annotations
 from kubetrain.jobs.kubedl import KubeDLAnnotations
 from kubetrain.jobs.kubedllayout import read_layout
-
-
-@dataclass(frozen=True)
-class ReplicaDraft:
-    """One entry of a job's replica map, read once (`read_replicas`)."""
-
-    key: Any  # the key as written
-    # The key defaulting gives it: the replica type's canonical spelling (`worker` → `Worker`),
-    # unless another key names the same type ignoring case (validation reports the duplicate).
-    type: Any
-    map_path: str  # `spec.<replica field>`
-    spec: Any  # the replica spec (a dict when well-formed)
-    replicas: Any = None  # `replicas` as written, 1 when absent (None: the spec is not a dict)
-    template: Any = None
-    containers: list[Any] = field(default_factory=list)  # template.spec.containers
-    container_index: int | None = None  # the framework container (None: no containers)
-
-    @property
-    def path(self) -> str:
-        """`spec.<replica field>[<key>]`, as messages name the replica spec."""
-        return f"{self.map_path}[{self.key}]"
-
-    @property
-    def count(self) -> int | None:
-        """Its number of pods: `replicas` (absent or null: 1), None when not an integer."""
-        if self.replicas is None:
-            return 1 if isinstance(self.spec, dict) else None
-        return json_int(self.replicas)
-
-
-def read_replicas(spec: Any, framework: Framework) -> tuple[ReplicaDraft, ...] | None:
-    """The drafts of `spec`'s replica map, in its order (None when the map is not a mapping)."""
-    replica_map = spec.get(framework.replica_field) if isinstance(spec, Mapping) else None
-    if not isinstance(replica_map, dict):
-        return None
-    canonical = {t.lower(): t for t in framework.replica_types}
-    spellings: dict[Any, int] = {}
-    for key in replica_map:
-        folded = key.lower() if isinstance(key, str) else key
-        spellings[folded] = spellings.get(folded, 0) + 1
-    map_path = f"spec.{framework.replica_field}"
-    drafts = []
-    for key, rspec in replica_map.items():
-        unique = isinstance(key, str) and spellings[key.lower()] == 1
-        rtype = canonical.get(key.lower(), key) if unique else key
-        if not isinstance(rspec, dict):
-            drafts.append(ReplicaDraft(key, rtype, map_path, rspec))
-            continue
-        template = rspec.get("template")
-        index = framework_container_index(template, framework.container_name)
-        replicas = rspec.get("replicas", 1)
-        drafts.append(
-            ReplicaDraft(key, rtype, map_path, rspec, replicas, template, containers_of(template), index)
-        )
-    return tuple(drafts)
+from kubetrain.jobs.replicadraft import ReplicaDraft, read_replicas
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ the operator and the webhooks' edge share), which defaulting and validation then
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
 )
 from kubetrain.jobs import codesync, tenancy, tensorboard
+from kubetrain.jobs.replicadraft import ReplicaDraft
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,13 @@ def read_kubedl_annotations(obj: Mapping[str, Any]) -> KubeDLAnnotations:
     return KubeDLAnnotations(fields, sync, board, tuple(errors))
 
 
-def kubedl_annotation_errors(read: KubeDLAnnotations, spec: Any, replica_field: str = "") -> list[FieldError]:
+def kubedl_annotation_errors(read: KubeDLAnnotations, replicas: Iterable[ReplicaDraft]) -> list[FieldError]:
     """Every problem of the job's KubeDL annotations (`read` from the job), each naming the
-    annotation and its field, and of the replica templates (in `spec`) they would change."""
+    annotation and its field, and of the replica templates (`replicas`, as read) they would
+    change."""
     errors = list(read.errors)
-    replicas = spec.get(replica_field) if isinstance(spec, Mapping) and replica_field else None
-    if read.code_sync is not None and isinstance(replicas, Mapping):
-        for rtype, rspec in replicas.items():
-            if isinstance(rspec, Mapping):
-                path = f"spec.{replica_field}[{rtype}]"
-                errors.extend(codesync.template_errors(path, rspec.get("template")))
+    if read.code_sync is not None:
+        for r in replicas:
+            if isinstance(r.spec, Mapping):
+                errors.extend(codesync.template_errors(r.path, r.template))
     return errors

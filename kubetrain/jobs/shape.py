@@ -312,6 +312,9 @@ class JobShape:
     # Its own gang policy (None: the operator's --gang-scheduler for every job).
     gang: GangChoice | None = None
     recording: RunRecording = field(default_factory=RunRecording)
+    # KubeDL's TensorBoard (`kubedl.io/tensorboard-config`, operator/tensorboard.py) is served
+    # for the job: its status has a place for `tensorBoard` (Trainer's TrainJob has none).
+    tensorboard: bool = True
 
     def pod_name(self, group: str, index: int) -> str:
         """The name of the pod of slot (group, index)."""

@@ -28,42 +28,42 @@ from kubetrain.api.podtemplate import (
 )
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.replicadraft import ReplicaDraft
 
 
-def replica_map_errors(replica_map: Any, framework: Framework, warnings: list[str]) -> list[FieldError]:
-    map_path = f"spec.{framework.replica_field}"
+def replica_map_errors(
+    replicas: tuple[ReplicaDraft, ...], framework: Framework, warnings: list[str]
+) -> list[FieldError]:
+    """The entries of a replica map (`replicas`, as read): their keys, counts and templates."""
     valid_types = framework.replica_types
-    if replica_map is None or replica_map == {}:
-        return [required(map_path, f"at least one replica type is needed, one of {', '.join(valid_types)}")]
-    if not isinstance(replica_map, dict):
-        return []  # the model reports the type error
     errors: list[FieldError] = []
     # The spelling each replica type is known by: the canonical one when present, else the first.
     canonical = {t.lower(): t for t in valid_types}
     primary: dict[str, str] = {}
-    for rtype in replica_map:
-        lowered = str(rtype).lower()
-        if lowered not in primary or rtype == canonical.get(lowered):
-            primary[lowered] = str(rtype)
-    for rtype, rspec in replica_map.items():
-        path = f"{map_path}[{rtype}]"
-        lowered = str(rtype).lower()
-        if str(rtype) != primary[lowered]:
+    for r in replicas:
+        lowered = str(r.key).lower()
+        if lowered not in primary or r.key == canonical.get(lowered):
+            primary[lowered] = str(r.key)
+    for r in replicas:
+        lowered = str(r.key).lower()
+        if str(r.key) != primary[lowered]:
             errors.append(
                 duplicate(
-                    path,
+                    r.path,
                     f'same replica type as "{primary[lowered]}" (replica type names ignore case); '
                     "keep one of them",
                 )
             )
-        if rtype not in valid_types and lowered not in {t.lower() for t in valid_types}:
-            errors.append(not_supported(path, rtype, valid_types))
-        if not isinstance(rspec, dict):
+        if r.key not in valid_types and lowered not in {t.lower() for t in valid_types}:
+            errors.append(not_supported(r.path, r.key, valid_types))
+        if not isinstance(r.spec, dict):
             continue
-        replicas = json_int(rspec.get("replicas"))
-        if replicas is not None and replicas < 0:
-            errors.append(invalid(f"{path}.replicas", f"must be greater than or equal to 0, got {replicas}"))
-        errors.extend(_template_errors(rspec.get("template"), f"{path}.template", framework, warnings))
+        replicas_written = json_int(r.spec.get("replicas"))
+        if replicas_written is not None and replicas_written < 0:
+            errors.append(
+                invalid(f"{r.path}.replicas", f"must be greater than or equal to 0, got {replicas_written}")
+            )
+        errors.extend(_template_errors(r.template, f"{r.path}.template", framework, warnings))
     return errors
 
 

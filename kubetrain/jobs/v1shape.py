@@ -16,10 +16,9 @@ from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.errors import json_int
-from kubetrain.api.trainerstatus import progress_deadline_seconds
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import build_layout
-from kubetrain.frameworks.hostnetwork import HostNetwork
+from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
@@ -38,18 +37,17 @@ def v1_shape(
     framework: Framework,
     *,
     status: StatusProjection,
+    annotations: JobAnnotations,
     per_pod_services: bool = False,
-    host_network: HostNetwork | None = None,
 ) -> Produced:
     """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
-    framework (`per_pod_services`: pods addressed by their own Services; `host_network`: its
-    host-network annotations as read at the edge) with the `status` projection of Kubeflow's
-    JobStatus the planner gives it, or why it cannot be laid out."""
-    spec, meta = obj.get("spec"), obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, _mapping(annotations))
+    framework (`annotations`: its annotations as read at the edge; `per_pod_services`: pods
+    addressed by their own Services) with the `status` projection of Kubeflow's JobStatus the
+    planner gives it, or why it cannot be laid out."""
+    spec = obj.get("spec")
+    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, annotations.progress_deadline)
     layout, errors = build_layout(
-        obj, framework, per_pod_services=per_pod_services, host_network=host_network
+        obj, framework, per_pod_services=per_pod_services, host_network=annotations.host_network
     )
     if layout is None:
         return Produced(None, run_policy, errors)
@@ -82,10 +80,16 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> RunPolicy:
-    """Kubeflow's `runPolicy` (common/v1 RunPolicy) as the typed `RunPolicy`; the progress
-    deadline may also come from the job's annotation."""
+def _positive(value: int | None) -> int | None:
+    return value if value is not None and value > 0 else None
+
+
+def run_policy_of(spec: Mapping[str, Any], annotated_deadline: int | None = None) -> RunPolicy:
+    """Kubeflow's `runPolicy` (common/v1 RunPolicy) as the typed `RunPolicy`; without
+    `progressDeadlineSeconds`, the progress deadline is the job's annotation's
+    (`annotated_deadline`, `JobAnnotations.progress_deadline`)."""
     rp = _mapping(spec.get("runPolicy"))
+    deadline = rp.get("progressDeadlineSeconds")
     clean = rp.get("cleanPodPolicy")
     failure = _mapping(rp.get("podFailurePolicy")).get("rules")
     rules = tuple(r for r in failure if isinstance(r, Mapping)) if isinstance(failure, list) else ()
@@ -99,7 +103,7 @@ def run_policy_of(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ru
         ttl_seconds_after_finished=json_int(rp.get("ttlSecondsAfterFinished")),
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
-        progress_deadline_seconds=progress_deadline_seconds(spec, annotations),
+        progress_deadline_seconds=annotated_deadline if deadline is None else _positive(json_int(deadline)),
         scheduling=scheduling,
     )
 

@@ -110,15 +110,22 @@ def validate_v1(
         for r in replicas or ()
     }
     errors.extend(name_errors(obj.get("metadata"), most))
-    errors.extend(replica_map_errors(replica_map, framework, warnings))
+    if replica_map is None or replica_map == {}:
+        types = ", ".join(framework.replica_types)
+        errors.append(
+            required(
+                f"spec.{framework.replica_field}", f"at least one replica type is needed, one of {types}"
+            )
+        )
+    errors.extend(replica_map_errors(replicas or (), framework, warnings))
     errors.extend(run_policy_errors(spec.get("runPolicy"), total))
     errors.extend(max_replicas_errors(framework, most, total, max_replicas))
     errors.extend(annotations.host_network.errors_for(total))
-    errors.extend(kubedl_annotation_errors(annotations.kubedl, spec, framework.replica_field))
+    errors.extend(kubedl_annotation_errors(annotations.kubedl, replicas or ()))
     errors.extend(annotations.progress_errors)
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
-        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replica_map))
+        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
     if old is not None and isinstance(old.get("spec"), dict):

@@ -216,14 +216,13 @@ class ActiveJob:
         gone; one restart against backoffLimit, one Event, a Restarting condition naming the pod."""
         r = self.r
         rtype, _, verdict = trigger
-        r.delete([pod_name(p) for p in r.live_pods()])
         tallies[rtype].recreations += 1
         attempt = self.attempt + 1
         r.status["jobRestarts"] = attempt
         total = sum(t.total for t in tallies.values())
         suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
         message = f"{r.title} is restarting all its pods as attempt {attempt}: {verdict.detail} ({suffix})"
-        r.event("Warning", st.REASON_RESTART_JOB, message)
+        r.restart_all(st.REASON_RESTART_JOB, message)
         st.set_restarting(r.status, message, r.now, st.REASON_RESTART_JOB)
 
     def on_stall(
@@ -237,13 +236,12 @@ class ActiveJob:
         if not stall.may_restart(policies) or (limit is not None and used + 1 > limit):
             r.terminal(st.FAILED, stall.REASON, message, delete_active=True)
             return
-        r.delete([pod_name(p) for p in r.live_pods()])
         tallies[next(iter(self.shape.groups))].recreations += 1
         r.status["jobRestarts"] = attempt = self.attempt + 1
         total = sum(t.total for t in tallies.values())
         suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
         restart = f"{message} Restarting all its pods as attempt {attempt} ({suffix})."
-        r.event("Warning", stall.REASON, restart)
+        r.restart_all(stall.REASON, restart)
         st.set_restarting(r.status, restart, r.now, stall.REASON)
 
     def restart(self, retries: list[Retry], tallies: dict[str, rs.TypeRestarts], limit: int | None) -> None:

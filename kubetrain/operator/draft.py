@@ -197,3 +197,13 @@ class ReconcileDraft(Draft):
         self.event("Normal" if ctype == SUCCEEDED else "Warning", reason, message)
         if delete_active:
             self.delete_active()
+
+    def restart_all(self, reason: str, message: str) -> None:
+        """The whole job restarts as a new attempt: every live pod deleted (each made again once
+        all are gone), one Warning event. A restart the status does not record (the shape keeps
+        its run's record outside it, `JobShape.recording`) is counted in the plan."""
+        self.delete([pod_name(p) for p in self.live_pods()])
+        self.event("Warning", reason, message)
+        shape = self.prepared.shape
+        if shape is not None and not shape.recording.in_status:
+            self.plan.restarts += 1

@@ -26,12 +26,13 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
-from kubetrain.operator import creates, groupfailure, runpolicy, stall, trainprogress
+from kubetrain.operator import creates, groupfailure, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.progressenv import config_map, inject
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.status import format_time
 
@@ -70,7 +71,7 @@ class GroupActiveJob:
         if r.observed.service is None:
             r.plan.create_service = self.children.service()
         self.prerequisites()
-        trainprogress.ca_children(r.job, r.config.progress, r.observed.extra, r.plan, self.children.own)
+        self.progress_ca()
         gang = self.gang()
         new_record = self.pods(gang)
         if new_record != r.record:
@@ -125,6 +126,27 @@ class GroupActiveJob:
             current = observed[cm["metadata"]["name"]]
             if current.get("data") != cm.get("data"):
                 r.plan.update_children.append({**current, "data": cm["data"]})
+
+    def progress_ca(self) -> None:
+        """The progress endpoint's CA ConfigMap (`progressenv.config_map`: under Trainer's name
+        for a TrainJob), created before the first pod, its data replaced when the CA changes."""
+        r, progress = self.r, self.desired.progress
+        if progress is None:
+            return
+        wanted = config_map(self.shape.layout, progress)
+        name = wanted["metadata"]["name"]
+        current = next(
+            (
+                cm
+                for cm in r.observed.extra
+                if controlled_by(cm, r.job) and (cm.get("metadata") or {}).get("name") == name
+            ),
+            None,
+        )
+        if current is None:
+            r.plan.create_children.append(self.children.own(wanted))
+        elif current.get("data") != wanted["data"]:
+            r.plan.update_children.append({**current, "data": wanted["data"]})
 
     def gang(self) -> GangScheduler | bool | None:
         """The gang scheduler new pods are made for (None: no gang), or False: pods must wait
@@ -181,7 +203,7 @@ class GroupActiveJob:
             verdict = gang_policy.decide(judged.failed, so_far)
             self.write_group_statuses()
             if verdict.restart:
-                self.restart_all(verdict.reason, verdict.message)
+                r.restart_all(verdict.reason, verdict.message)
                 new = {
                     "restarts": restarts + 1,
                     "countedRestarts": so_far + int(verdict.counts),
@@ -204,13 +226,6 @@ class GroupActiveJob:
             self.create_missing(slots, every, restarts, earlier_left, scheduler)
         self.write_group_statuses()
         return {"restarts": restarts, **counted, "failures": failures}
-
-    def restart_all(self, reason: str, message: str) -> None:
-        """Every pod deleted, to be made again as the next attempt; one Warning event."""
-        r = self.r
-        r.delete([pod_name(p) for p in r.live_pods()])
-        r.event("Warning", reason, message)
-        r.plan.restarts += 1
 
     def stalled(self, attempt: str) -> Obj | None:
         """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a
@@ -243,7 +258,7 @@ class GroupActiveJob:
             f"{verdict.message} Restarting every pod as attempt {restarts + 1} "
             f"(restart {so_far + 1} of maxRestarts {max_restarts})."
         )
-        self.restart_all(stall.REASON, message)
+        r.restart_all(stall.REASON, message)
         return restarted({"restarts": restarts + 1, "countedRestarts": so_far + 1, "failures": {}}, r.now)
 
     def create_missing(
@@ -262,7 +277,8 @@ class GroupActiveJob:
         ):
             new = self.children.pod(group, index, attempt)
             shape.plugin.customize_pod(shape.layout, group, index, new["spec"])
-            trainprogress.inject_pod(r.job, r.config.progress, new)
+            if self.desired.progress is not None:  # the progress endpoint's env, token and CA
+                inject(shape.layout, self.desired.progress, new["spec"])
             if gang is not None:
                 self.children.decorate(new, gang, group)
             r.plan.create_pods.append(new)

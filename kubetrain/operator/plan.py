@@ -124,7 +124,9 @@ class Reconcile(ReconcileDraft):
                 active.finish()
         elif active is not None:
             self.autoscaler(active.desired)
-        plan_tensorboard(self, self.prepared.layout)
+        shape = self.prepared.shape
+        if shape is None or shape.tensorboard:
+            plan_tensorboard(self, self.prepared.layout)
         if projection.changed(self.old, self.status):
             self.plan.status = self.status
         return self.plan

@@ -85,7 +85,7 @@ def prepare_job(
         framework,
         status=KUBEFLOW,
         per_pod_services=per_pod,
-        host_network=draft.annotations.host_network,
+        annotations=draft.annotations,
     )  # 5. lay out
     errors = errors or produced.errors
     shape = produced.shape

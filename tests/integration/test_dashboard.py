@@ -182,18 +182,25 @@ async def test_a_big_jobs_log_form_names_the_pod_in_a_text_field_with_suggestion
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past POD_SELECT_MAX pods, no <select> of every pod (the browser measures each option)."""
-    path = "/namespaces/team-a/pytorchjobs/flaky"
+    await create(env, job("PyTorchJob", "biglog", {"Master": 1, "Worker": 1}, namespace="team-a"))
+
+    async def two_pods() -> bool:
+        pods = await env.stack.kube.list(PODS, "team-a", label_selector=f"{LABEL_JOB_NAME}=biglog")
+        return len(pods["items"]) == 2
+
+    await until(two_pods)
+    path = "/namespaces/team-a/pytorchjobs/biglog"
     _, small = await env.get(path, env.alice)
     assert '<select name="pod">' in small and 'list="job-pods"' not in small
     monkeypatch.setattr(pages, "POD_SELECT_MAX", 1)
-    _, big = await env.get(path + "?pod=flaky-worker-0", env.alice)
+    _, big = await env.get(path + "?pod=biglog-worker-0", env.alice)
     assert '<select name="pod">' not in big
-    assert re.search(r'<input name="pod" list="job-pods" value="flaky-worker-0"', big)
+    assert re.search(r'<input name="pod" list="job-pods" value="biglog-worker-0"', big)
     suggested = re.search(r'<datalist id="job-pods">(.*?)</datalist>', big, re.S)
     assert suggested is not None
     assert sorted(re.findall(r'<option value="([^"]+)">', suggested.group(1))) == [
-        "flaky-master-0",
-        "flaky-worker-0",
+        "biglog-master-0",
+        "biglog-worker-0",
     ]
 
 

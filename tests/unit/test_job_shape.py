@@ -179,7 +179,8 @@ PLANNER = (
     "statusprojection",
     "groupfailure",
     "groupactive",
-    "trainprogress",
+    "stall",
+    "progressenv",
     # TrainJob's edge: it resolves the runtime snapshot into a shape and hands it to the planner.
     "trainedge",
 )

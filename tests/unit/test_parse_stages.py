@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, JobBase
+from kubetrain.api.trainerstatus import ANNOTATION_DEADLINE
 from kubetrain.frameworks.hostnetwork import DEFAULT_PORT_RANGE
 from kubetrain.jobs.annotations import read_annotations
 from kubetrain.jobs.defaulting import default_job, default_v1
@@ -150,3 +151,17 @@ def test_defaulting_gives_the_defaulted_replica_drafts_and_the_controller_s_clam
     assert controller.obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4
     assert stored.wire["spec"]["pytorchReplicaSpecs"]["worker"]["replicas"] == 7  # copy-on-write
     assert prepare_job(obj).adjustments == controller.adjustments
+
+
+def test_the_progress_deadline_annotation_is_parsed_once_for_the_layout() -> None:
+    obj = job("TFJob", replicas={"Worker": 1})
+    obj["metadata"]["annotations"] = {ANNOTATION_DEADLINE: "90"}
+    draft = read_job(obj)
+    assert draft.annotations.progress_deadline == 90
+    # The layout takes the parsed value; runPolicy's own field comes first.
+    assert prepare_job(obj).run_policy.progress_deadline_seconds == 90
+    obj["spec"]["runPolicy"] = {"progressDeadlineSeconds": 30}
+    assert prepare_job(obj).run_policy.progress_deadline_seconds == 30
+    for bad in ("0", "soon", "-5"):
+        obj["metadata"]["annotations"] = {ANNOTATION_DEADLINE: bad}
+        assert read_annotations(obj).progress_deadline is None

@@ -56,6 +56,7 @@ def test_restart_job_recreates_every_pod_as_one_new_attempt() -> None:
     assert "RestartJob rule at index 0" in restarting["message"]
     assert [(e.type, e.reason) for e in p.events] == [("Warning", "RestartJob")]
     assert sum(sim.restarts(t) for t in ("Master", "Worker")) == 1  # counted once
+    assert p.restarts == 0  # the status records it: counted from the status, not the plan
     # Next reconcile: all gone → all recreated, labelled with the new attempt.
     p2 = sim.step(at(6))
     assert sorted(x["metadata"]["name"] for x in p2.create_pods) == [

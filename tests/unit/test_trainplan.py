@@ -93,6 +93,8 @@ def test_restarts_are_counted_from_the_snapshot_record() -> None:
     snap = snapshot(job, runtime, {"restarts": 1, "failures": {}})
     p = plan(job, [pod("tj-node-0-0", attempt=1), pod("tj-node-0-1", phase="Failed", attempt=1)], [snap])
     assert sorted(p.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
+    # the status does not record it: the plan counts it (kubetrain_jobs_restarted_total)
+    assert p.restarts == 1
     [update] = p.update_children
     assert json.loads(update["data"]["state"]) == {
         "restarts": 2,
@@ -272,3 +274,27 @@ def test_a_failed_trainjob_honours_the_ttl_and_no_ttl_keeps_the_pods() -> None:
     assert p.delete_pods == ["tj-node-0-0"]
     p = plan(job, pods, [snapshot(job)], now=NOW + timedelta(days=30))
     assert p.delete_pods == [] and p.requeue_at is None
+
+
+def test_kubedls_tensorboard_annotation_makes_nothing_for_a_trainjob() -> None:
+    """A TrainJob's status has no place for KubeDL's TensorBoard: its shape serves none, so the
+    annotation neither adds a pod nor touches the status."""
+    from kubetrain.api.labels import KUBEDL_ANNOTATION_TENSORBOARD
+
+    job = trainjob()
+    job["metadata"]["annotations"] = {KUBEDL_ANNOTATION_TENSORBOARD: json.dumps({"logDir": "/logs"})}
+    p = plan(job, [], [])
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-0", "tj-node-0-1"]
+    assert p.tensorboard_creates == [] and "tensorBoard" not in (p.status or {})
+
+
+def test_a_complete_condition_kubetrain_did_not_write_deletes_no_running_pod() -> None:
+    job = finished_trainjob()
+    pods = [pod("tj-node-0-0", phase="Succeeded"), pod("tj-node-0-1")]
+    observed = Observed(pods=pods, service={"metadata": {"name": "tj"}}, extra=[snapshot(job)])
+    p = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig())
+    assert p.delete_pods == [] and p.status is None
+    assert [e.reason for e in p.events] == ["UnverifiedStatus"]
+    observed.terminal_recorded = True  # this operator process wrote it
+    p = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig())
+    assert p.delete_pods == ["tj-node-0-1"] and p.events == []

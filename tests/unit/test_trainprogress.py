@@ -1,4 +1,4 @@
-"""A TrainJob's training progress, pure (operator/trainprogress.py, through the TrainJob planner):
+"""A TrainJob's training progress, pure (progressenv.py and stall.py, through the one planner):
 the CA ConfigMap and env its pods get, and stall detection — never for a TrainJob that did not
 report in its current attempt (after a restart or a resume), a requeue at the exact deadline, a
 whole-gang restart counted against maxRestarts, then Failed."""

@@ -137,6 +137,8 @@ def trainjob_shape(
         uid=resolved.uid,
         spec=MappingProxyType(dict(trainjob.get("spec") or {})),
         replicas=MappingProxyType(replicas),
+        # Its annotations (the progress opt-out, kubetrain.io/progress-reporting).
+        annotations=MappingProxyType(dict((trainjob.get("metadata") or {}).get("annotations") or {})),
     )
     return JobShape(
         kind=c.TRAINJOB,
@@ -166,4 +168,5 @@ def trainjob_shape(
         # The run's record (whole-gang restarts, failures per replicated job) lives in the
         # runtime snapshot ConfigMap; pods carry JobSet's restart attempt.
         recording=RunRecording(in_status=False, attempt_label=c.RESTART_ATTEMPT),
+        tensorboard=False,  # Trainer's status has no place for KubeDL's TensorBoard
     )
