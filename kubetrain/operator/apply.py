@@ -57,7 +57,6 @@ from kubetrain.operator.status import (
     FAILED,
     SUCCEEDED,
     is_true,
-    terminal_condition,
 )
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.writes import ChildWriter
@@ -141,7 +140,7 @@ class PlanApplier(ChildWriter):
             )
         if p.create_pods and children_ok:
             await self._create_pods(key, ref, job, p.create_pods, failures)
-        if p.status is not None and not await self._write_status(key, ref, job, p.status):
+        if p.status is not None and not await self._write_status(key, ref, job, p.status, p.finishes):
             return
         if p.restarts > 0 and restarts_recorded:
             JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
@@ -153,10 +152,11 @@ class PlanApplier(ChildWriter):
         if failures:
             raise failures[0]
 
-    async def _write_status(self, key: str, ref: ResourceRef, job: Obj, status: Obj) -> bool:
-        """PUT the status with the job's resourceVersion. False: the job is gone, or the write
-        conflicted (the cache holds an older job than the server; its update event requeues
-        the key, and so does the rate-limited requeue here)."""
+    async def _write_status(self, key: str, ref: ResourceRef, job: Obj, status: Obj, finishes: bool) -> bool:
+        """PUT the status with the job's resourceVersion (`finishes`: it finishes the job, as
+        the plan's status projection reads it). False: the job is gone, or the write conflicted
+        (the cache holds an older job than the server; its update event requeues the key, and
+        so does the rate-limited requeue here)."""
         try:
             updated = await self.client.replace_status(ref, {**job, "status": status})
         except ApiError as err:
@@ -174,7 +174,7 @@ class PlanApplier(ChildWriter):
         cached = store.get(meta["namespace"], meta["name"])
         if cached is not None and cached["metadata"].get("resourceVersion") == meta.get("resourceVersion"):
             store.upsert(updated)  # only over the version we planned from, never a newer one
-        if terminal_condition(status) is not None:
+        if finishes:
             self.finished.add(meta.get("uid", ""))
         _count_transitions(job, status)
         return True

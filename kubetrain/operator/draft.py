@@ -104,6 +104,9 @@ class Plan:
     tensorboard_replaces: list[dict[str, Any]] = field(default_factory=list)
     tensorboard_deletes: list[tuple[str, str]] = field(default_factory=list)
     status: dict[str, Any] | None = None  # the new status when it changed, else None
+    # The job is finished by this status (as the shape's status projection reads it: Kubeflow's
+    # Succeeded/Failed, Trainer's Complete/Failed), which the applier then knows it wrote.
+    finishes: bool = False
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None
     delete_job: bool = False

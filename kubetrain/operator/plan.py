@@ -129,6 +129,7 @@ class Reconcile(ReconcileDraft):
             plan_tensorboard(self, self.prepared.layout)
         if projection.changed(self.old, self.status):
             self.plan.status = self.status
+            self.plan.finishes = projection.finished(self.status) is not None
         return self.plan
 
     def finish_trusted(self, terminal: str) -> bool:

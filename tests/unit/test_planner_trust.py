@@ -235,3 +235,12 @@ def test_an_unverified_terminal_status_is_acted_on_once_the_pods_end() -> None:
     sim.all_phase("Failed", exit_code=1)
     p = sim.step(at(6))
     assert sorted(p.delete_pods) == ["pt-master-0", "pt-worker-0", "pt-worker-1"]
+
+
+def test_the_plan_that_writes_succeeded_says_it_finishes_the_job() -> None:
+    sim = running(pytorch())
+    assert not sim.step(at(4)).finishes
+    sim.set_phase("pt-master-0", "Succeeded", exit_code=0)
+    p = sim.step(at(5))
+    assert sim.is_true("Succeeded") and p.status is not None and p.finishes
+    assert not sim.step(at(6)).finishes  # nothing changed: no status to write

@@ -298,3 +298,16 @@ def test_a_complete_condition_kubetrain_did_not_write_deletes_no_running_pod() -
     observed.terminal_recorded = True  # this operator process wrote it
     p = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig())
     assert p.delete_pods == ["tj-node-0-1"] and p.events == []
+
+
+def test_the_plan_that_writes_complete_says_it_finishes_the_trainjob() -> None:
+    """The applier records a finish it wrote itself (the trust rule's `terminal_recorded`) from
+    `Plan.finishes`: for a TrainJob that is Trainer's Complete, not Kubeflow's Succeeded."""
+    job = trainjob()
+    snap = snapshot(job)
+    running = [pod("tj-node-0-0"), pod("tj-node-0-1")]
+    assert not plan(job, running, [snap]).finishes
+    done = [pod("tj-node-0-0", phase="Succeeded"), pod("tj-node-0-1", phase="Succeeded")]
+    p = plan(job, done, [snap])
+    conditions = {c["type"]: c["status"] for c in (p.status or {}).get("conditions", [])}
+    assert conditions.get("Complete") == "True" and p.finishes
