@@ -133,6 +133,18 @@ class Operator:
         async with aiohttp.ClientSession() as s, s.get(url) as r:
             return r.status, await r.text()
 
+    async def counters(self, name: str, *labels: str) -> dict[str, float]:
+        """The operator's metric samples called `name` from its /metrics, summed by the values
+        of `labels` (joined by a space; "" when no label is asked for)."""
+        _, text = await self.get("/metrics")
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name:
+                    key = " ".join(sample.labels[label] for label in labels)
+                    out[key] = out.get(key, 0.0) + sample.value
+        return out
+
     async def wait_ready(self, limit: float = 120.0) -> float:
         """Seconds from process start until /readyz answers 200."""
         deadline = time.perf_counter() + limit

@@ -42,7 +42,6 @@ import uuid
 from typing import Any
 
 from _common import Operator, bench_client, load_average, namespace_exists, write_result
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import PodSimulator
@@ -131,16 +130,9 @@ async def wait_until(pred: Any, limit: float, what: str) -> float:
 
 async def operator_counters(op: Operator) -> dict[str, float]:
     """The operator's decisions, and its requests by verb and code, from its /metrics."""
-    _, text = await op.get("/metrics")
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name == "kubetrain_reconcile_plan_duration_seconds_count":
-                out["decisions"] = out.get("decisions", 0.0) + s.value
-            elif s.name == "kubetrain_api_requests_total":
-                key = f"{s.labels['verb']} {s.labels['code']}"
-                out[key] = out.get(key, 0.0) + s.value
-    return out
+    out = await op.counters("kubetrain_api_requests_total", "verb", "code")
+    decisions = await op.counters("kubetrain_reconcile_plan_duration_seconds_count")
+    return {"decisions": decisions.get("", 0.0), **out} if decisions else out
 
 
 def diff(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:

@@ -52,7 +52,6 @@ from _common import (
     publish,
     pytorch_job,
 )
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.kubeconfig import load_kubeconfig
@@ -184,16 +183,8 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             operator_cpu = op.cpu_seconds() - cpu0
             operator_connections = op.tcp_connections() - connections0
             first_pod_s = last[0] - t0
-            _, text = await op.get("/metrics")
-            writes = int(
-                sum(
-                    s.value
-                    for f in text_string_to_metric_families(text)
-                    for s in f.samples
-                    if s.name == "kubetrain_api_requests_total"
-                    and s.labels == {"verb": "create", "code": "201"}
-                )
-            )
+            requests = await op.counters("kubetrain_api_requests_total", "verb", "code")
+            writes = int(requests.get("create 201", 0.0))
         finally:
             op.stop()
     finally:

@@ -41,7 +41,6 @@ from _common import (
     pytorch_job,
     write_result,
 )
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import TRAINJOBS, job_resource
@@ -99,14 +98,7 @@ async def one_job(
 
 async def api_requests(op: Operator) -> dict[str, int]:
     """The operator's API requests so far by verb (kubetrain_api_requests_total)."""
-    _, text = await op.get("/metrics")
-    counts: dict[str, int] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "kubetrain_api_requests_total":
-                verb = sample.labels["verb"]
-                counts[verb] = counts.get(verb, 0) + int(sample.value)
-    return counts
+    return {verb: int(n) for verb, n in (await op.counters("kubetrain_api_requests_total", "verb")).items()}
 
 
 def review(obj: dict[str, Any]) -> bytes:
