@@ -37,7 +37,7 @@ from kubetrain.commands._trainervalidate import Runtimes, check_trainer_document
 from kubetrain.cron.shape import validate_cron
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.parse import check_type_meta
+from kubetrain.jobs.typemeta import check_type_meta
 from kubetrain.jobs.validation import validate_job
 from kubetrain.policy.offline import evaluate_offline, parse_namespace_labels
 from kubetrain.policy.validate_policy import InvalidPolicyError, parse_policy

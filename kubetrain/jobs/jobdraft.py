@@ -7,7 +7,9 @@ defaulting and validation carry on and report every problem at once.
 
 What the draft settles once, so no later stage asks again:
 
-- the framework (`kind` through the registry); None for a kind kubetrain does not know;
+- the framework (`kind` through the registry); None for a kind kubetrain does not know; and
+  whether `kind` and `apiVersion` name a job of the API groups served (`typemeta`), the type
+  stage's refusal (`type_errors`), checked on the job in kubetrain's layout;
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
   draft, named as the user wrote them, found in the same pass;
@@ -30,17 +32,19 @@ the informer's object.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import FieldError, json_int
+from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.annotations import JobAnnotations, read_annotations
 from kubetrain.jobs.kubedl import KubeDLAnnotations
 from kubetrain.jobs.kubedllayout import read_layout
 from kubetrain.jobs.replicadraft import ReplicaDraft, read_replicas
+from kubetrain.jobs.typemeta import check_type_meta
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class JobDraft:
     annotations: JobAnnotations = field(default_factory=JobAnnotations)
     converted: bool = False  # a KubeDL job, read into kubetrain's layout (`wire` is a copy)
     replicas: tuple[ReplicaDraft, ...] | None = None  # its replica map (None: not a mapping)
+    # `kind`/`apiVersion` problems (`typemeta.check_type_meta`): the type stage reads no further.
+    type_errors: tuple[FieldError, ...] = ()
 
     @property
     def counts(self) -> dict[Any, int | None]:
@@ -93,9 +99,12 @@ def read_job(obj: Mapping[str, Any]) -> JobDraft:
     return read_draft({k: v for k, v in obj.items() if k != "status"}, copy_wire=True)
 
 
-def read_draft(obj: Mapping[str, Any], *, copy_wire: bool = False) -> JobDraft:
+def read_draft(
+    obj: Mapping[str, Any], *, copy_wire: bool = False, groups: Sequence[str] = JOB_GROUPS
+) -> JobDraft:
     """The draft of a wire-form object as it is, of any kind (see the module docstring);
-    `copy_wire`: `wire` is a copy even when no conversion made one."""
+    `copy_wire`: `wire` is a copy even when no conversion made one; `groups` are the API groups
+    whose apiVersion is accepted (kubetrain.api.groups)."""
     kind = obj.get("kind")
     framework = get_framework(kind) if isinstance(kind, str) else None
     annotations = read_annotations(obj)
@@ -104,12 +113,6 @@ def read_draft(obj: Mapping[str, Any], *, copy_wire: bool = False) -> JobDraft:
     if copy_wire and not converted:
         wire = copy.deepcopy(dict(obj))
     replicas = read_replicas(wire.get("spec"), framework) if framework is not None else None
-    return JobDraft(
-        framework,
-        kind,
-        wire if isinstance(wire, dict) else dict(wire),
-        errors,
-        annotations,
-        converted,
-        replicas,
-    )
+    wire = wire if isinstance(wire, dict) else dict(wire)
+    type_errors = tuple(check_type_meta(wire, groups))
+    return JobDraft(framework, kind, wire, errors, annotations, converted, replicas, type_errors)

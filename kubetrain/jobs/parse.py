@@ -7,7 +7,9 @@ wording never reaches the user where a better message exists: a bad enum value l
 values, an unknown field names the valid fields, a wrong type names the expected type.
 
 `read_typed` is the pipeline's type stage (docs/architecture.md, "One form per stage"): the
-defaulted job read into its model once, with every problem, for validation to take.
+defaulted job's draft read into its model once, with every problem, for validation to take; the
+parse stage already checked its kind and apiVersion (`typemeta.check_type_meta`) and settled its
+framework.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from pydantic import BaseModel, ValidationError
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
-    ErrorKind,
     FieldError,
     format_errors,
     invalid,
@@ -30,19 +31,14 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
-from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBETRAIN_GROUP
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.registry import (
-    converted_versions,
-    get_framework,
-    group_serves,
-    job_version,
-    known_kinds,
-)
+from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.jobdraft import JobDraft
+from kubetrain.jobs.typemeta import check_type_meta
 
 API_GROUP = KUBETRAIN_GROUP
 API_VERSION = JOB_VERSION
-GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 
 
 class InvalidJobError(Exception):
@@ -51,58 +47,6 @@ class InvalidJobError(Exception):
     def __init__(self, errors: list[FieldError]) -> None:
         self.errors = list(errors)
         super().__init__(format_errors(self.errors))
-
-
-def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldError]:
-    """`apiVersion` and `kind` problems (empty when the object names a known kind of ours in one
-    of `groups`: the API groups served, kubetrain.api.groups — both for the webhook and the
-    controller, which only ever see the groups they serve; `kubetrain validate` says which)."""
-    if not isinstance(obj, dict):
-        return [invalid("<root>", f"must be a mapping (a Kubernetes object), got {json_type(obj)}")]
-    errors: list[FieldError] = []
-    kind = obj.get("kind")
-    if kind is None or kind == "":
-        errors.append(required("kind", f"must be one of {', '.join(known_kinds())}"))
-    elif not isinstance(kind, str) or get_framework(kind) is None:
-        errors.append(not_supported("kind", kind, known_kinds()))
-    api_version = obj.get("apiVersion")
-    typed = kind if isinstance(kind, str) else ""
-    versions = [
-        f"{g}/{job_version(typed, g)}"
-        for g in groups
-        if not isinstance(kind, str) or get_framework(kind) is None or group_serves(g, kind)
-    ]
-    supported = " or ".join(f'"{gv}"' for gv in versions)
-    if api_version is None or api_version == "":
-        errors.append(required("apiVersion", f"must be {supported}"))
-    elif api_version not in versions:
-        hint = ""
-        kubeflow_v1 = api_version == f"{KUBEFLOW_GROUP}/{JOB_VERSION}"
-        if (
-            kubeflow_v1
-            and JOB_VERSION in converted_versions(typed, KUBEFLOW_GROUP)
-            and KUBEFLOW_GROUP in groups
-        ):
-            stored = f"{KUBEFLOW_GROUP}/{job_version(typed, KUBEFLOW_GROUP)}"
-            hint = (
-                f" (served through kubetrain's conversion webhook: the API server converts it to "
-                f"{stored}; `kubetrain migrate FILE` rewrites the file)"
-            )
-        elif kubeflow_v1:
-            hint = (
-                f' (a Kubeflow manifest migrates by changing apiVersion to "{GROUP_VERSION}", or '
-                "is served as it is by an operator run with --api-groups including kubeflow.org)"
-            )
-        elif isinstance(api_version, str) and api_version.startswith("kubeflow.org/"):
-            hint = " (an older Kubeflow version: `kubetrain migrate FILE` rewrites it)"
-        errors.append(
-            FieldError(
-                "apiVersion",
-                ErrorKind.NOT_SUPPORTED,
-                f"{api_version!r} is not supported: must be {supported}{hint}",
-            )
-        )
-    return errors
 
 
 def parse_job(obj: dict[str, Any], groups: Sequence[str] = JOB_GROUPS) -> JobBase:
@@ -127,18 +71,16 @@ class TypedJob:
     type_errors: tuple[FieldError, ...] = ()
 
 
-def read_typed(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> TypedJob:
-    """`obj` as its kind's model, or every problem found (never raises); `groups` are the API
-    groups whose apiVersion is accepted (kubetrain.api.groups)."""
-    type_errors = check_type_meta(obj, groups)
-    if type_errors:
-        return TypedJob(type_errors=tuple(type_errors))
-    framework = get_framework(obj["kind"])
-    assert framework is not None  # checked by check_type_meta
+def read_typed(draft: JobDraft) -> TypedJob:
+    """The job of `draft` (the parse stage's, `jobdraft.read_draft`; defaulted or not) as its
+    kind's model, or every problem found (never raises). Its kind and apiVersion were checked
+    by the parse stage (`draft.type_errors`), which settled its framework."""
+    if draft.type_errors or draft.framework is None:
+        return TypedJob(type_errors=tuple(draft.type_errors))
     try:
-        return TypedJob(framework, parse_model(obj, framework.job_model))
+        return TypedJob(draft.framework, parse_model(draft.wire, draft.framework.job_model))
     except InvalidJobError as exc:
-        return TypedJob(framework, None, tuple(exc.errors))
+        return TypedJob(draft.framework, None, tuple(exc.errors))
 
 
 def parse_model(obj: dict[str, Any], model: type[JobBase]) -> JobBase:

@@ -27,6 +27,7 @@ from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import TypedJob, read_typed
 from kubetrain.jobs.runpolicychecks import max_replicas_errors, run_policy_errors
 from kubetrain.jobs.templates import replica_map_errors
+from kubetrain.jobs.typemeta import check_type_meta
 from kubetrain.jobs.updates import update_errors
 
 # The operator-wide limit on the total replicas of one job (`--max-replicas-per-job`).
@@ -56,13 +57,13 @@ def validate_job(
     (`jobdraft.read_draft`: its layout, the KubeDL fields refused, its replica map and
     annotations)."""
     if not isinstance(obj, dict):
-        return ValidationResult(list(read_typed(obj, groups).type_errors))
-    draft = read_draft(obj)
+        return ValidationResult(check_type_meta(obj, groups))
+    draft = read_draft(obj, groups=groups)
     converted = draft.converted
     before = read_draft(old) if isinstance(old, dict) else None
     # The job as typed (not needed when an update leaves the spec as it was).
     unchanged = before is not None and spec_unchanged(draft.wire, before.wire)
-    typed = TypedJob() if unchanged else read_typed(draft.wire, groups)
+    typed = TypedJob() if unchanged else read_typed(draft)
     result = validate_v1(draft, typed, before, max_replicas=max_replicas)
     if not converted:
         return result

@@ -10,8 +10,9 @@ generation.
 2. default (`kubetrain.jobs.defaulting.default_v1`, the function the mutating webhook uses, so a
    job stored without the webhook behaves the same; with the controller's `Framework.adjust`)
    → the defaulted job, its replica drafts, its warnings and adjustments;
-3. type (`kubetrain.jobs.parse.read_typed`): the defaulted job → its pydantic model, once, with
-   the model's errors (`TypedJob`);
+3. type (`kubetrain.jobs.parse.read_typed`): the defaulted job's draft (its kind and apiVersion
+   checked, its framework settled by the parse stage) → its pydantic model, once, with the
+   model's errors (`TypedJob`);
 4. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
 5. lay out (`kubetrain.jobs.v1shape.v1_shape`) → the engine's `JobLayout` and the `JobShape`.
 
@@ -74,8 +75,8 @@ def prepare_job(
     if framework is None:
         return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
     defaulted = default_v1(draft, gang_scheduling=gang_scheduling, adjust=True)  # 2. default
-    typed = read_typed(defaulted.obj)  # 3. type
     assert defaulted.draft is not None  # default_v1 reads what it defaults
+    typed = read_typed(defaulted.draft)  # 3. type
     result = validate_v1(defaulted.draft, typed, max_replicas=max_replicas)  # 4. validate
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]

@@ -8,12 +8,14 @@ import copy
 from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, JobBase
+from kubetrain.api.groups import KUBEFLOW_GROUP, KUBETRAIN_GROUP
 from kubetrain.api.trainerstatus import ANNOTATION_DEADLINE
 from kubetrain.frameworks.hostnetwork import DEFAULT_PORT_RANGE
 from kubetrain.jobs.annotations import read_annotations
 from kubetrain.jobs.defaulting import default_job, default_v1
 from kubetrain.jobs.jobdraft import read_draft, read_job
 from kubetrain.jobs.parse import read_typed
+from kubetrain.jobs.typemeta import check_type_meta
 from kubetrain.jobs.validation import validate_job
 from kubetrain.operator.prepare import prepare_job
 from tests.jobs import job
@@ -85,19 +87,33 @@ def test_a_bad_port_range_is_an_error_and_the_default_range_is_used() -> None:
 
 def test_the_type_stage_reads_the_model_once_or_says_why_not() -> None:
     good = default_job(job("PyTorchJob", replicas={"Master": 1, "Worker": 2})).obj
-    typed = read_typed(good)
+    typed = read_typed(read_draft(good))
     assert isinstance(typed.model, JobBase) and typed.framework is not None
     assert typed.errors == () and typed.type_errors == ()
     wrong_group = dict(good, apiVersion="kubeflow.org/v2")
-    refused = read_typed(wrong_group)
+    refused = read_typed(read_draft(wrong_group))
     assert refused.model is None and refused.framework is None
     assert [e.path for e in refused.type_errors] == ["apiVersion"]
     bad = copy.deepcopy(good)
     bad["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "two"
-    invalid = read_typed(bad)
+    invalid = read_typed(read_draft(bad))
     assert invalid.model is None and invalid.framework is not None
     assert [e.path for e in invalid.errors] == ["spec.pytorchReplicaSpecs[Worker].replicas"]
-    assert read_typed(["not", "a", "job"]).type_errors[0].path == "<root>"
+    assert check_type_meta(["not", "a", "job"])[0].path == "<root>"
+
+
+def test_the_parse_stage_checks_kind_and_api_version_for_the_groups_served() -> None:
+    kubeflow = dict(job("PyTorchJob", replicas={"Master": 1}), apiVersion=f"{KUBEFLOW_GROUP}/v1")
+    assert read_job(kubeflow).type_errors == ()  # both groups served by default
+    only_ours = read_draft(kubeflow, groups=(KUBETRAIN_GROUP,))
+    assert only_ours.framework is not None  # the kind is known; its group is not served
+    assert [e.path for e in only_ours.type_errors] == ["apiVersion"]
+    assert read_typed(only_ours).model is None
+    # defaulting keeps the parse stage's verdict for the type stage
+    defaulted = default_v1(only_ours).draft
+    assert defaulted is not None and defaulted.type_errors == only_ours.type_errors
+    unknown = read_draft(dict(kubeflow, kind="CaffeJob"))
+    assert unknown.framework is None and [e.path for e in unknown.type_errors] == ["kind"]
 
 
 def test_the_replica_map_is_read_once_into_replica_drafts() -> None:
