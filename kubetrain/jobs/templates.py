@@ -27,7 +27,6 @@ from kubetrain.api.podtemplate import (
     template_key,
 )
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.replicadraft import ReplicaDraft
 
 
@@ -54,7 +53,7 @@ def replica_map_errors(
                     "keep one of them",
                 )
             )
-        if r.key not in valid_types and lowered not in {t.lower() for t in valid_types}:
+        if lowered not in canonical:
             errors.append(not_supported(r.path, r.key, valid_types))
         if not isinstance(r.spec, dict):
             continue
@@ -75,7 +74,7 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
     # Everything below depends only on the template's content: computed once per distinct
     # template (and framework), then a cache hit costs one `template_key`.
     key = template_key(template)
-    findings = None if key is None else _template_findings(key, framework.kind)
+    findings = None if key is None else _template_findings(key, framework)
     if findings is None:
         return [invalid(path, NOT_JSON)]
     rel_errors, rel_warnings = findings
@@ -86,27 +85,26 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
 _Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]
 
 
-def _template_findings(key: bytes | str, kind: str) -> _Findings | None:
+def _template_findings(key: bytes | str, framework: Framework) -> _Findings | None:
     """Errors (relative path, kind, message) and warnings (text after the template's path) of
     the template `key` stands for; None when it is not JSON data. Cached in TEMPLATE_CACHE."""
-    hit = TEMPLATE_CACHE.get((key, kind))
+    hit = TEMPLATE_CACHE.get((key, framework.kind))
     if hit is not None:
         return cast(_Findings, hit)
-    findings = _compute_template_findings(key, kind)
+    findings = _compute_template_findings(key, framework)
     if findings is not None:
         cost = len(key) + sum(len(m) + len(p) + 64 for p, _, m in findings[0]) + sum(map(len, findings[1]))
-        TEMPLATE_CACHE.put((key, kind), findings, cost=cost + 256)
+        TEMPLATE_CACHE.put((key, framework.kind), findings, cost=cost + 256)
     return findings
 
 
-def _compute_template_findings(key: bytes | str, kind: str) -> _Findings | None:
+def _compute_template_findings(key: bytes | str, framework: Framework) -> _Findings | None:
     try:
         template = template_from_key(key)  # decoded once: a large template costs one decode
     except (TypeError, ValueError, RecursionError):
         return None
     schema_errors = schema_errors_of(template)
-    framework = get_framework(kind)
-    if schema_errors is None or framework is None:
+    if schema_errors is None:
         return None
     errors = [FieldError(rel, k, msg) for rel, k, msg in schema_errors]
     warnings: list[str] = []
