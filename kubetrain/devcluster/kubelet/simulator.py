@@ -21,7 +21,7 @@ no kubelets), with plain-dict bodies:
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
 `sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
 `.../restarts-before-exit`, `.../start-seconds`, `.../report-progress` (the running pod's rank 0
-reports training progress to its KUBEFLOW_TRAINER_SERVER_URL like the Kubeflow SDK, `reporter.py`;
+reports training progress to its KUBEFLOW_TRAINER_SERVER_URL like the Kubeflow SDK, `training.py`;
 `report_progress=True` makes every pod with that env report, `report_interval` replaces the SDK's
 5 s). Without run-seconds a pod stays Running until the
 test API says otherwise, unless the simulator was given `default_run_seconds` (`kubetrain dev`).
@@ -66,6 +66,7 @@ from kubetrain.devcluster.kubelet.status import (
     pod_phase,
     rv_older,
 )
+from kubetrain.devcluster.kubelet.training import TrainingCode
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["HEARTBEAT_SECONDS", "TERMINATION_EXIT_CODE", "Key", "PodSimulator", "StatusBuilder"]
@@ -111,12 +112,17 @@ class PodSimulator:
         )
         self._synced = asyncio.Event()
         self._mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
-        self.report_progress = report_progress
-        self.report_interval = report_interval
-        self._reporter = reporter.Reporter()
-        self._reporting: set[str] = set()  # uids of pods whose reporting loop runs
-        self.report_statuses: dict[Key, int] = {}  # the HTTP status of each pod's last report
-        self.report_counts: dict[Key, int] = {}  # reports each pod sent
+        # The training code of reporting pods (training.py).
+        self.training = TrainingCode(
+            self._pods,
+            clock,
+            self.files,
+            self._status.run_started,
+            report_all=report_progress,
+            interval=report_interval,
+        )
+        self.report_statuses = self.training.statuses  # the HTTP status of each pod's last report
+        self.report_counts = self.training.counts  # reports each pod sent
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -143,7 +149,7 @@ class PodSimulator:
                 await task
         self._tasks.clear()
         self._timers.clear()
-        await self._reporter.close()
+        await self.training.close()
         if self._api is not None:
             await self._api.close()
             self._api = None
@@ -251,11 +257,8 @@ class PodSimulator:
             else:
                 await self._status.start(key)
             return
-        if uid not in self._reporting and reporter.wants_report(
-            pod, behaviour.report_progress, self.report_progress
-        ):
-            self._reporting.add(uid)
-            self._spawn(self._report_loop(key, uid, behaviour.run_seconds))
+        if self.training.starts(pod, behaviour) is not None:
+            self._spawn(self.training.loop(key, uid, behaviour.run_seconds))
         if behaviour.run_seconds is not None:
             restarts = podstatus.restart_count(pod)
             started = self._status.run_started(uid, restarts)
@@ -263,44 +266,9 @@ class PodSimulator:
             self._timers.schedule(key, ("exit", uid, restarts), remaining, self._run_ended)
 
     async def _run_ended(self, key: Key) -> None:
-        """The containers' run is over: a reporting pod whose training succeeded first sends its
-        last report (100 %, as the SDK's `update_trainjob_status(progress_percent=100)` at the end
-        of training), then its containers stop."""
-        pod = self._pods.get(key)
-        if pod is not None and pod_phase(pod) == "Running" and pod["metadata"].get("uid") in self._reporting:
-            b = Behaviour.from_pod(pod, self.default_run_seconds)
-            ends = exit_outcome(pod, b.exit_code, podstatus.restart_count(pod), b.restarts_before_exit)
-            if ends == "Succeeded" and b.reason is None and b.run_seconds:
-                await self._report(key, pod, b.run_seconds, b.run_seconds)
+        """The containers' run is over: a reporting pod's last report first, then they stop."""
+        await self.training.run_ends(key, self.default_run_seconds)
         await self._status.run_ended(key)
-
-    async def _report(self, key: Key, pod: dict[str, Any], elapsed: float, run_seconds: float | None) -> None:
-        """One report of the pod's training code (nothing when it has no projected token)."""
-        with contextlib.suppress(KeyError):  # no projected volume: nothing to send with
-            target = reporter.endpoint(pod, await self.files(*key))
-            if target is not None:
-                body = reporter.report_body(elapsed, run_seconds, self.clock.now())
-                self.report_statuses[key] = status = await self._reporter.post(target, body)
-                self.report_counts[key] = self.report_counts.get(key, 0) + 1
-                log.debug("pod %s/%s reported %s: %s", *key, body["trainerStatus"], status)
-
-    async def _report_loop(self, key: Key, uid: str, run_seconds: float | None) -> None:
-        """The pod's training code reporting its progress until its containers stop running."""
-        try:
-            while True:
-                pod = self._pods.get(key)
-                if (
-                    pod is None
-                    or pod["metadata"].get("uid") != uid
-                    or pod["metadata"].get("deletionTimestamp")
-                    or pod_phase(pod) != "Running"
-                ):
-                    return
-                started = self._status.run_started(uid, podstatus.restart_count(pod))
-                await self._report(key, pod, self.clock.monotonic() - started, run_seconds)
-                await self.clock.sleep(self.report_interval)
-        finally:
-            self._reporting.discard(uid)
 
     # -- test API -------------------------------------------------------------------------------
 
