@@ -20,13 +20,12 @@ when no URL is configured.
 A TrainJob (trainer.kubeflow.org/v1alpha1) gets exactly what Trainer 2.3's TrainJobStatus plugin
 gives it — URL `…/apis/trainer.kubeflow.org/v1alpha1/namespaces/<ns>/trainjobs/<name>/status`,
 the same audience without `/apis/`, the CA from the ConfigMap `<tj>-tls-config` — in every
-container of its pods (node, launcher, initializers; Trainer: the trainer step's only):
-`JobRef.of(trainjob)` names it, `trainjob_config_map` is that ConfigMap.
+container of its pods (node, launcher, initializers; Trainer: the trainer step's only), read from
+its shape's `JobLayout` like every job's; `config_map_name` picks Trainer's name for its CA.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -54,28 +53,6 @@ class Job(Protocol):
     def name(self) -> str: ...
     @property
     def annotations(self) -> Mapping[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class JobRef:
-    """A job that has no JobLayout (a TrainJob)."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    annotations: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def of(cls, job: Mapping[str, Any]) -> JobRef:
-        meta = job.get("metadata") or {}
-        return cls(
-            str(job.get("apiVersion", "")),
-            str(job.get("kind", "")),
-            str(meta.get("namespace", "")),
-            str(meta.get("name", "")),
-            dict(meta.get("annotations") or {}),
-        )
 
 
 @dataclass(frozen=True)
