@@ -31,7 +31,7 @@ from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
-from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.progressenv import config_map, inject
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.status import format_time
@@ -115,17 +115,13 @@ class GroupActiveJob:
         wanted = self.children.prerequisites()
         if not wanted:
             return
-        observed = {
-            (cm.get("metadata") or {}).get("name"): cm for cm in r.observed.extra if controlled_by(cm, r.job)
-        }
+        owned = owned_by_name(r.observed.extra, r.job)
         config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
-        if any(cm["metadata"]["name"] not in observed for cm in config_maps):
+        if any(cm["metadata"]["name"] not in owned for cm in config_maps):
             r.plan.create_children += wanted
             return
         for cm in config_maps:
-            current = observed[cm["metadata"]["name"]]
-            if current.get("data") != cm.get("data"):
-                r.plan.update_children.append({**current, "data": cm["data"]})
+            self.keep_data(owned[cm["metadata"]["name"]], cm)
 
     def progress_ca(self) -> None:
         """The progress endpoint's CA ConfigMap (`progressenv.config_map`: under Trainer's name
@@ -134,19 +130,16 @@ class GroupActiveJob:
         if progress is None:
             return
         wanted = config_map(self.shape.layout, progress)
-        name = wanted["metadata"]["name"]
-        current = next(
-            (
-                cm
-                for cm in r.observed.extra
-                if controlled_by(cm, r.job) and (cm.get("metadata") or {}).get("name") == name
-            ),
-            None,
-        )
+        current = owned_by_name(r.observed.extra, r.job).get(wanted["metadata"]["name"])
         if current is None:
             r.plan.create_children.append(self.children.own(wanted))
-        elif current.get("data") != wanted["data"]:
-            r.plan.update_children.append({**current, "data": wanted["data"]})
+        else:
+            self.keep_data(current, wanted)
+
+    def keep_data(self, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
+        """An observed ConfigMap's data replaced by the wanted data when they differ."""
+        if current.get("data") != wanted.get("data"):
+            self.r.plan.update_children.append({**current, "data": wanted["data"]})
 
     def gang(self) -> GangScheduler | bool | None:
         """The gang scheduler new pods are made for (None: no gang), or False: pods must wait
@@ -190,9 +183,9 @@ class GroupActiveJob:
             counted[RESTARTED_AT] = state[RESTARTED_AT]
         attempt = str(restarts)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
-        # The slots of the current attempt: success and dependencies count only them.
-        slots, _ = slot_pods(shape, [p for p in r.pods if self.attempt_of(p) == attempt])
         every, _ = slot_pods(shape, r.pods)
+        # The slots of the current attempt: success and dependencies count only them.
+        slots = {slot: p for slot, p in every.items() if self.attempt_of(p) == attempt}
         judged = groupfailure.judge(shape, every, r.deleting, failures)
         r.delete(judged.delete)
         failures, self.failed_groups = judged.failures, set(judged.failed)

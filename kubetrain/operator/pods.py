@@ -3,7 +3,7 @@ pod's name and phase, whether it is being deleted. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -19,6 +19,12 @@ def controlled_by(obj: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
         elif ref.get("kind") == job.get("kind") and ref.get("name") == meta.get("name"):
             return True
     return False
+
+
+def owned_by_name(objs: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The objects among `objs` that `job` controls, by name (an object of the name left by an
+    earlier job of the same name, being garbage-collected, is not among them)."""
+    return {str((o.get("metadata") or {}).get("name")): o for o in objs if controlled_by(o, job)}
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:

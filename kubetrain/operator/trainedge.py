@@ -36,7 +36,7 @@ from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.plan import plan_prepared
-from kubetrain.operator.pods import controlled_by
+from kubetrain.operator.pods import owned_by_name
 from kubetrain.operator.prepare import PreparedJob
 from kubetrain.operator.statusprojection import TRAINER
 
@@ -95,17 +95,11 @@ def plan_trainjob(
 
 
 def snapshot_of(job: Mapping[str, Any], observed: Observed) -> Obj | None:
-    """The TrainJob's own snapshot ConfigMap: one left by an earlier TrainJob of the name (being
-    garbage-collected) is not its snapshot."""
+    """The TrainJob's own snapshot ConfigMap (`pods.owned_by_name`: one left by an earlier
+    TrainJob of the name is not its snapshot)."""
     name = ch.snapshot_name(str((job.get("metadata") or {}).get("name", "")))
-    return next(
-        (
-            cm
-            for cm in observed.extra
-            if controlled_by(cm, job) and (cm.get("metadata") or {}).get("name") == name
-        ),
-        None,
-    )
+    snapshot = owned_by_name(observed.extra, job).get(name)
+    return dict(snapshot) if snapshot is not None else None
 
 
 def _status(job: Mapping[str, Any]) -> Obj:
