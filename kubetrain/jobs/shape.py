@@ -275,6 +275,10 @@ class StatusProjection(Protocol):
         """The per-group status, in shape order."""
         ...
 
+    def restarts(self, status: dict[str, Any]) -> int:
+        """The restarts the status records (0 where the plan counts them: `Plan.restarts`)."""
+        ...
+
     def succeeded_as(self, title: str) -> tuple[str, str]:
         """(reason, message) of the job's success, in its API's words."""
         ...

@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubetrain.api.trainer.constants import COMPLETE as TRAINJOB_COMPLETE
 from kubetrain.certs.sshkeys import with_generated_keys
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
@@ -56,7 +54,6 @@ from kubetrain.operator.plan import Plan
 from kubetrain.operator.status import (
     FAILED,
     SUCCEEDED,
-    is_true,
 )
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.writes import ChildWriter
@@ -140,7 +137,7 @@ class PlanApplier(ChildWriter):
             )
         if p.create_pods and children_ok:
             await self._create_pods(key, ref, job, p.create_pods, failures)
-        if p.status is not None and not await self._write_status(key, ref, job, p.status, p.finishes):
+        if p.status is not None and not await self._write_status(key, ref, job, p):
             return
         if p.restarts > 0 and restarts_recorded:
             JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
@@ -152,11 +149,13 @@ class PlanApplier(ChildWriter):
         if failures:
             raise failures[0]
 
-    async def _write_status(self, key: str, ref: ResourceRef, job: Obj, status: Obj, finishes: bool) -> bool:
-        """PUT the status with the job's resourceVersion (`finishes`: it finishes the job, as
-        the plan's status projection reads it). False: the job is gone, or the write conflicted
-        (the cache holds an older job than the server; its update event requeues the key, and
-        so does the rate-limited requeue here)."""
+    async def _write_status(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> bool:
+        """PUT the plan's status with the job's resourceVersion and count what it records: the
+        outcome it newly reaches and the restarts it adds, as the plan's status projection read
+        them. False: the job is gone, or the write conflicted (the cache holds an older job than
+        the server; its update event requeues the key, and so does the rate-limited requeue here)."""
+        assert p.status is not None
+        status = p.status
         try:
             updated = await self.client.replace_status(ref, {**job, "status": status})
         except ApiError as err:
@@ -174,9 +173,9 @@ class PlanApplier(ChildWriter):
         cached = store.get(meta["namespace"], meta["name"])
         if cached is not None and cached["metadata"].get("resourceVersion") == meta.get("resourceVersion"):
             store.upsert(updated)  # only over the version we planned from, never a newer one
-        if finishes:
+        if p.finishes:
             self.finished.add(meta.get("uid", ""))
-        _count_transitions(job, status)
+        _count_transitions(job, p)
         return True
 
     async def _tensorboard(self, job: Obj, p: Plan, failures: list[ApiError]) -> None:
@@ -205,26 +204,18 @@ def _without_creates(p: Plan) -> Plan:
     )
 
 
-def _count_transitions(job: Obj, new: Obj) -> None:
-    """Count the job's Succeeded/Failed transitions and new restarts from its old status to `new`."""
-    old = job.get("status") or {}
+def _count_transitions(job: Obj, p: Plan) -> None:
+    """Count the outcome the plan's status newly reaches and the restarts it adds."""
     labels = _metric_labels(job)
-    # A Trainer TrainJob's success is its Complete condition (kubetrain.api.trainer).
-    succeeded = next((t for t in (SUCCEEDED, TRAINJOB_COMPLETE) if is_true(new, t)), None)
-    if succeeded is not None and not is_true(old, succeeded):
+    if p.outcome == SUCCEEDED:
         JOBS_SUCCEEDED.labels(**labels).inc()
         count_tenant_job(job, "succeeded")
-    if is_true(new, FAILED) and not is_true(old, FAILED):
+    elif p.outcome == FAILED:
         JOBS_FAILED.labels(**labels).inc()
         count_tenant_job(job, "failed")
-    restarted = _total_restarts(new) - _total_restarts(old)
-    if restarted > 0:
-        JOBS_RESTARTED.labels(**labels).inc(restarted)
+    if p.recorded_restarts > 0:
+        JOBS_RESTARTED.labels(**labels).inc(p.recorded_restarts)
 
 
 def _metric_labels(job: Obj) -> dict[str, str]:
     return {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
-
-
-def _total_restarts(status: Mapping[str, Any]) -> int:
-    return sum(int(rs.get("restarts") or 0) for rs in (status.get("replicaStatuses") or {}).values())

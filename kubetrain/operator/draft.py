@@ -105,8 +105,12 @@ class Plan:
     tensorboard_deletes: list[tuple[str, str]] = field(default_factory=list)
     status: dict[str, Any] | None = None  # the new status when it changed, else None
     # The job is finished by this status (as the shape's status projection reads it: Kubeflow's
-    # Succeeded/Failed, Trainer's Complete/Failed), which the applier then knows it wrote.
+    # Succeeded/Failed, Trainer's Complete/Failed), which the applier then knows it wrote;
+    # `outcome` is SUCCEEDED or FAILED when this status newly reaches it (counted in the
+    # metrics once written), and `recorded_restarts` the restarts it records beyond the old one's.
     finishes: bool = False
+    outcome: str | None = None
+    recorded_restarts: int = 0
     events: list[EventSpec] = field(default_factory=list)
     requeue_at: datetime | None = None
     delete_job: bool = False

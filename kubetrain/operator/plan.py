@@ -129,7 +129,11 @@ class Reconcile(ReconcileDraft):
             plan_tensorboard(self, self.prepared.layout)
         if projection.changed(self.old, self.status):
             self.plan.status = self.status
-            self.plan.finishes = projection.finished(self.status) is not None
+            outcome = projection.finished(self.status)
+            self.plan.finishes = outcome is not None
+            self.plan.outcome = outcome if outcome != projection.finished(self.old) else None
+            added = projection.restarts(self.status) - projection.restarts(self.old)
+            self.plan.recorded_restarts = max(0, added)
         return self.plan
 
     def finish_trusted(self, terminal: str) -> bool:

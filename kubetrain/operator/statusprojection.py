@@ -119,6 +119,12 @@ class KubeflowStatus:
         status["replicas"] = sum(g.replicas for g in groups)
         status["active"] = sum(g.active for g in groups)
 
+    def restarts(self, status: Obj) -> int:
+        """The restarts `replicaStatuses` records, over every replica type."""
+        groups = status.get("replicaStatuses")
+        values = groups.values() if isinstance(groups, Mapping) else ()
+        return sum(int(g.get("restarts") or 0) for g in values if isinstance(g, Mapping))
+
     def succeeded_as(self, title: str) -> Event:
         return st.REASON_SUCCEEDED, f"{title} successfully completed."
 
@@ -183,6 +189,10 @@ class TrainerStatus:
             }
             for g in groups
         ]
+
+    def restarts(self, status: Obj) -> int:
+        """Trainer's status records no restarts: a TrainJob's are the plan's (`Plan.restarts`)."""
+        return 0
 
     def succeeded_as(self, title: str) -> Event:
         return c.REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED  # JobSet's, which Trainer copies

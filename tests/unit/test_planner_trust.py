@@ -243,4 +243,5 @@ def test_the_plan_that_writes_succeeded_says_it_finishes_the_job() -> None:
     sim.set_phase("pt-master-0", "Succeeded", exit_code=0)
     p = sim.step(at(5))
     assert sim.is_true("Succeeded") and p.status is not None and p.finishes
+    assert p.outcome == "Succeeded"  # counted in kubetrain_jobs_succeeded_total when written
     assert not sim.step(at(6)).finishes  # nothing changed: no status to write

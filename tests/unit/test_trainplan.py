@@ -311,3 +311,4 @@ def test_the_plan_that_writes_complete_says_it_finishes_the_trainjob() -> None:
     p = plan(job, done, [snap])
     conditions = {c["type"]: c["status"] for c in (p.status or {}).get("conditions", [])}
     assert conditions.get("Complete") == "True" and p.finishes
+    assert p.outcome == "Succeeded"  # counted once in kubetrain_jobs_succeeded_total
