@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from kubetrain.frameworks import hostnetwork
 
+# The progress endpoint's CA ConfigMap of a job of these kinds: `<job>-trainer-status`.
+PROGRESS_CA_SUFFIX = "-trainer-status"
 # Restart policies as written in the replica spec (ExitCode becomes Never on the pod).
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 
@@ -62,6 +64,10 @@ class JobLayout:
     per_pod_services: bool = False  # one Service per pod instead of the job's headless one
     # The job's metadata.annotations (KubeDL's job features read theirs: kubetrain.jobs.kubedl).
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    # Its API resource (`pytorchjobs`): the progress endpoint's route and token audience name it.
+    resource: str = ""
+    # The ConfigMap that carries the progress endpoint's CA to its pods (operator/progressenv.py).
+    progress_ca_config_map: str = ""
 
     @property
     def total_replicas(self) -> int:
@@ -250,6 +256,8 @@ def build_layout(
         port_name=framework.port_name,
         host_ports=host_ports,
         annotations=annotations,
+        resource=framework.plural,
+        progress_ca_config_map=f"{name}{PROGRESS_CA_SUFFIX}",
     )
     if per_pod_services:
         layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)
@@ -266,6 +274,8 @@ class FrameworkInfo(Protocol):
 
     @property
     def kind(self) -> str: ...
+    @property
+    def plural(self) -> str: ...
     @property
     def replica_field(self) -> str: ...
     @property

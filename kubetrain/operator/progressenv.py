@@ -21,7 +21,8 @@ A TrainJob (trainer.kubeflow.org/v1alpha1) gets exactly what Trainer 2.3's Train
 gives it — URL `…/apis/trainer.kubeflow.org/v1alpha1/namespaces/<ns>/trainjobs/<name>/status`,
 the same audience without `/apis/`, the CA from the ConfigMap `<tj>-tls-config` — in every
 container of its pods (node, launcher, initializers; Trainer: the trainer step's only), read from
-its shape's `JobLayout` like every job's; `config_map_name` picks Trainer's name for its CA.
+its shape's `JobLayout` like every job's: the layout names the job's resource and its CA
+ConfigMap, so nothing here asks which kind a job is.
 """
 
 from __future__ import annotations
@@ -31,13 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubetrain.api import trainerstatus as ts
-from kubetrain.api.trainer.constants import TRAINJOB
-from kubetrain.frameworks.registry import FRAMEWORKS
 
 ANNOTATION = ts.ANNOTATION_REPORTING
 DISABLED = ts.REPORTING_DISABLED
-CONFIG_MAP_SUFFIX = "-trainer-status"
-TRAINJOB_CONFIG_MAP_SUFFIX = "-tls-config"  # Trainer's name for a TrainJob's CA ConfigMap
 
 
 class Job(Protocol):
@@ -53,6 +50,10 @@ class Job(Protocol):
     def name(self) -> str: ...
     @property
     def annotations(self) -> Mapping[str, Any]: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def progress_ca_config_map(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -65,22 +66,9 @@ def enabled(layout: Job, injection: ProgressInjection | None) -> bool:
     return injection is not None and str(layout.annotations.get(ANNOTATION, "")).lower() != DISABLED
 
 
-def plural(kind: str) -> str:
-    """The resource of a kind: the framework's plural, else Kubernetes' default (TrainJob →
-    trainjobs)."""
-    framework = FRAMEWORKS.get(kind)
-    return framework.plural if framework is not None else kind.lower() + "s"
-
-
 def _route(layout: Job) -> tuple[str, str, str, str, str]:
     group, _, version = layout.api_version.rpartition("/")
-    return group, version, plural(layout.kind), layout.namespace, layout.name
-
-
-def config_map_name(layout: Job) -> str:
-    if layout.kind == TRAINJOB:
-        return f"{layout.name}{TRAINJOB_CONFIG_MAP_SUFFIX}"
-    return f"{layout.name}{CONFIG_MAP_SUFFIX}"
+    return group, version, layout.resource, layout.namespace, layout.name
 
 
 def config_map(layout: Job, injection: ProgressInjection) -> dict[str, Any]:
@@ -88,7 +76,7 @@ def config_map(layout: Job, injection: ProgressInjection) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": config_map_name(layout)},
+        "metadata": {"name": layout.progress_ca_config_map},
         "data": {ts.CA_KEY: injection.ca_pem},
     }
 
@@ -130,7 +118,7 @@ def inject(layout: Job, injection: ProgressInjection, spec: dict[str, Any]) -> N
         "projected": {
             "sources": [
                 {"serviceAccountToken": token},
-                {"configMap": {"name": config_map_name(layout), "items": items}},
+                {"configMap": {"name": layout.progress_ca_config_map, "items": items}},
             ]
         },
     }

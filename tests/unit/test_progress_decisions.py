@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jobs
 import pytest
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.kube.clock import FakeClock
+from kubetrain.operator.prepare import prepare_job
 from kubetrain.operator.progressenv import ProgressInjection, config_map, enabled, inject
 from kubetrain.progress import authz
 from kubetrain.progress.coalesce import Coalescer
@@ -199,7 +201,31 @@ async def test_writes_are_coalesced_to_one_per_interval() -> None:
 
 
 def layout(**annotations: str) -> JobLayout:
-    return JobLayout("PyTorchJob", "kubeflow.org/v1", "mnist", "ns", JOB_UID, {}, {}, annotations=annotations)
+    return JobLayout(
+        "PyTorchJob",
+        "kubeflow.org/v1",
+        "mnist",
+        "ns",
+        JOB_UID,
+        {},
+        {},
+        annotations=annotations,
+        resource="pytorchjobs",
+        progress_ca_config_map="mnist-trainer-status",
+    )
+
+
+@pytest.mark.parametrize(("kind", "resource"), [("PyTorchJob", "pytorchjobs"), ("TFJob", "tfjobs")])
+def test_a_jobs_layout_names_its_resource_and_ca_config_map(kind: str, resource: str) -> None:
+    """The route, the token audience and the CA volume come from the job's own layout."""
+    layout = prepare_job(jobs.job(kind, "mnist", {"Worker": 1})).layout
+    assert layout is not None
+    assert (layout.resource, layout.progress_ca_config_map) == (resource, "mnist-trainer-status")
+    injection = ProgressInjection("https://p:10443", "PEM")
+    assert config_map(layout, injection)["metadata"]["name"] == "mnist-trainer-status"
+    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+    inject(layout, injection, spec)
+    assert spec["containers"][0]["env"][0]["value"].endswith(f"/namespaces/ns/{resource}/mnist/status")
 
 
 def test_injection_env_volume_and_ca() -> None:

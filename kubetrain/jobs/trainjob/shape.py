@@ -139,6 +139,9 @@ def trainjob_shape(
         replicas=MappingProxyType(replicas),
         # Its annotations (the progress opt-out, kubetrain.io/progress-reporting).
         annotations=MappingProxyType(dict((trainjob.get("metadata") or {}).get("annotations") or {})),
+        resource=c.PLURALS[c.TRAINJOB],
+        # Trainer's TrainJobStatus plugin's name for the CA it mounts.
+        progress_ca_config_map=f"{resolved.name}-tls-config",
     )
     return JobShape(
         kind=c.TRAINJOB,
