@@ -11,8 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrain.api.errors import ErrorKind
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.defaulting import default_job
+from kubetrain.jobs.jobdraft import read_draft
+from kubetrain.jobs.v1shape import lay_out
 from kubetrain.jobs.validation import validate_job
 
 Obj = dict[str, Any]
@@ -117,3 +121,12 @@ def job(
         metadata["namespace"] = namespace
     metadata.update(metadata_extra or {})
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def layout_of(obj: Obj, framework: Framework | None = None) -> tuple[JobLayout | None, list[str]]:
+    """The engine's layout of a job dict, as the operator lays it out: from the job's draft,
+    read once by the parse stage (`read_draft`), with `framework` (its kind's, by default)."""
+    draft = read_draft(obj)
+    chosen = framework if framework is not None else draft.framework
+    assert chosen is not None, f"no framework serves kind {obj.get('kind')!r}"
+    return lay_out(draft, chosen)

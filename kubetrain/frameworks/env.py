@@ -1,8 +1,9 @@
 """The engine's view of a job, shared by every framework: replica layout, pod addresses, counts.
 
-A `JobLayout` is built once per job generation from the (defaulted) wire dict and is what the
-frameworks' `cluster_env` and `succeeded` read. It never changes after it is built, so the
-planner caches it per (uid, generation).
+A `JobLayout` is built once per job generation by its shape's producer (the `<kind>ReplicaSpecs`
+kinds: `kubetrain.jobs.v1shape.lay_out`, from the defaulted job's replica drafts; a TrainJob:
+`kubetrain.jobs.trainjob.shape`) and is what the frameworks' `cluster_env` and `succeeded`
+read. It never changes after it is built, so the planner caches it per (uid, generation).
 
 Addresses follow docs/behaviour.md §4: pod `<job>-<lower(type)>-<index>` resolves through the job's
 headless Service at `<pod>.<job>.<ns>.svc`; a replica type's port is the framework container's
@@ -12,15 +13,11 @@ port named after the framework (`tfjob-port`, …), else the framework's default
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
-
-from kubetrain.frameworks import hostnetwork
+from dataclasses import dataclass, field
+from typing import Any
 
 # The progress endpoint's CA ConfigMap of a job of these kinds: `<job>-trainer-status`.
 PROGRESS_CA_SUFFIX = "-trainer-status"
-# Restart policies as written in the replica spec (ExitCode becomes Never on the pod).
-RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,15 +124,6 @@ def env_var(name: str, value: str | int) -> dict[str, str]:
     return {"name": name, "value": str(value)}
 
 
-def framework_container_index(template: Mapping[str, Any], container_name: str) -> int:
-    """The container named after the framework, else container 0 (docs/behaviour.md §2)."""
-    containers = (template.get("spec") or {}).get("containers") or []
-    for i, c in enumerate(containers):
-        if isinstance(c, Mapping) and c.get("name") == container_name:
-            return i
-    return 0
-
-
 def container_port(container: Mapping[str, Any] | None, port_name: str, default: int) -> int:
     """The port named `port_name` on the container, else `default`."""
     if not container:
@@ -146,149 +134,3 @@ def container_port(container: Mapping[str, Any] | None, port_name: str, default:
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
     return default
-
-
-def _replicas_value(raw: Any, default: int) -> int | None:
-    if raw is None:
-        return default
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        return None
-    return raw
-
-
-def build_layout(
-    obj: Mapping[str, Any],
-    framework: FrameworkInfo,
-    *,
-    per_pod_services: bool = False,
-    host_network: hostnetwork.HostNetwork | None = None,
-) -> tuple[JobLayout | None, list[str]]:
-    """The engine's layout of a (defaulted) job dict, or the problems that prevent one.
-    `per_pod_services`: pods are addressed by their own Services (`per-pod` service mode);
-    `host_network`: the job's host-network annotations as read at the edge (read here if None).
-
-    Tolerates a job that was not defaulted: replica keys are matched case-insensitively,
-    `replicas` defaults to 1 and `restartPolicy` to the framework's default, so `render` and
-    the planner agree even when the mutating webhook is not installed.
-    """
-    errors: list[str] = []
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    if not isinstance(name, str) or not name:
-        errors.append("metadata.name: Required value: the job needs a name")
-    if not isinstance(spec, Mapping):
-        errors.append("spec: Required value: the job needs a spec")
-        return None, errors
-    field_name = framework.replica_field
-    raw_map = spec.get(field_name)
-    if not isinstance(raw_map, Mapping) or not raw_map:
-        errors.append(
-            f"spec.{field_name}: Required value: at least one replica type of "
-            f"{', '.join(framework.replica_types)}"
-        )
-        return None, errors
-    canonical = {t.lower(): t for t in framework.replica_types}
-    found: dict[str, tuple[str, Any]] = {}
-    for key, rspec in raw_map.items():
-        ctype = canonical.get(str(key).lower())
-        if ctype is None:
-            errors.append(
-                f"spec.{field_name}[{key}]: Unsupported value: must be one of "
-                f"{', '.join(framework.replica_types)}"
-            )
-            continue
-        if ctype in found:  # `worker` and `Worker`: never let one silently replace the other
-            errors.append(
-                f"spec.{field_name}[{key}]: Duplicate value: same replica type as {found[ctype][0]!r} "
-                "(replica type names ignore case)"
-            )
-            continue
-        found[ctype] = (str(key), rspec)
-    replicas: dict[str, ReplicaLayout] = {}
-    for ctype in framework.replica_types:  # priority order
-        if ctype not in found:
-            continue
-        key, rspec = found[ctype]
-        path = f"spec.{field_name}[{key}]"
-        if not isinstance(rspec, Mapping):
-            errors.append(f"{path}: Invalid value: must be an object with replicas and template")
-            continue
-        count = _replicas_value(rspec.get("replicas"), framework.replicas_default(ctype))
-        if count is None:
-            value = rspec.get("replicas")
-            errors.append(f"{path}.replicas: Invalid value: {value!r}: must be an integer >= 0")
-            continue
-        template = rspec.get("template")
-        containers = (template.get("spec") or {}).get("containers") if isinstance(template, Mapping) else None
-        if not isinstance(containers, list) or not containers:
-            errors.append(f"{path}.template.spec.containers: Required value: at least one container")
-            continue
-        policy = rspec.get("restartPolicy") or framework.restart_policy_default(ctype)
-        if policy not in RESTART_POLICIES:
-            errors.append(
-                f"{path}.restartPolicy: Unsupported value: {policy!r}: must be one of "
-                f"{', '.join(RESTART_POLICIES)}"
-            )
-            continue
-        assert isinstance(template, Mapping)
-        index = framework_container_index(template, framework.container_name)
-        container = containers[index] if isinstance(containers[index], Mapping) else None
-        port = container_port(container, framework.port_name, framework.default_port)
-        replicas[ctype] = ReplicaLayout(ctype, count, template, policy, port, index)
-    if errors or not isinstance(name, str):
-        return None, errors
-    namespace = meta.get("namespace") or "default"
-    annotations = _annotations_of(meta)
-    net = host_network if host_network is not None else hostnetwork.read_host_network(annotations)
-    host_ports: dict[tuple[str, int], int] = {}
-    if net.enabled:
-        slots = [(t, i) for t, r in replicas.items() for i in range(r.replicas)]
-        host_ports = hostnetwork.assign_ports(str(namespace), name, slots, *net.port_range)
-    layout = JobLayout(
-        kind=str(obj.get("kind") or framework.kind),
-        api_version=str(obj.get("apiVersion") or "kubetrain.io/v1"),
-        name=name,
-        namespace=str(namespace),
-        uid=str(meta.get("uid") or ""),
-        spec=spec,
-        replicas=replicas,
-        port_name=framework.port_name,
-        host_ports=host_ports,
-        annotations=annotations,
-        resource=framework.plural,
-        progress_ca_config_map=f"{name}{PROGRESS_CA_SUFFIX}",
-    )
-    if per_pod_services:
-        layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)
-    return layout, []
-
-
-def _annotations_of(meta: Mapping[str, Any]) -> dict[str, Any]:
-    value = meta.get("annotations")
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
-class FrameworkInfo(Protocol):
-    """The descriptor attributes `build_layout` reads (a subset of the Framework protocol)."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def plural(self) -> str: ...
-    @property
-    def replica_field(self) -> str: ...
-    @property
-    def replica_types(self) -> tuple[str, ...]: ...
-    @property
-    def container_name(self) -> str: ...
-    @property
-    def port_name(self) -> str: ...
-    @property
-    def default_port(self) -> int: ...
-    @property
-    def default_restart_policy(self) -> str: ...
-    def replicas_default(self, replica_type: str) -> int: ...
-    def restart_policy_default(self, replica_type: str) -> str: ...
-    @property
-    def per_pod_host_format(self) -> str: ...

@@ -11,14 +11,18 @@ is valid.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
+from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, RESTART_POLICIES
 from kubetrain.api.errors import json_int
+from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import build_layout
+from kubetrain.frameworks.env import PROGRESS_CA_SUFFIX, JobLayout, ReplicaLayout, container_port
 from kubetrain.jobs.annotations import JobAnnotations
+from kubetrain.jobs.jobdraft import JobDraft
+from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
@@ -33,21 +37,21 @@ from kubetrain.jobs.shape import (
 
 
 def v1_shape(
-    obj: Mapping[str, Any],
+    draft: JobDraft,
     framework: Framework,
     *,
     status: StatusProjection,
     annotations: JobAnnotations,
     per_pod_services: bool = False,
 ) -> Produced:
-    """The shape of a defaulted job whose spec has `framework.replica_field`, laid out for the
-    framework (`annotations`: its annotations as read at the edge; `per_pod_services`: pods
-    addressed by their own Services) with the `status` projection of Kubeflow's JobStatus the
-    planner gives it, or why it cannot be laid out."""
-    spec = obj.get("spec")
+    """The shape of a defaulted job (its draft) whose spec has `framework.replica_field`, laid
+    out for the framework (`annotations`: its annotations as read at the edge;
+    `per_pod_services`: pods addressed by their own Services) with the `status` projection of
+    Kubeflow's JobStatus the planner gives it, or why it cannot be laid out."""
+    spec = draft.wire.get("spec")
     run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, annotations.progress_deadline)
-    layout, errors = build_layout(
-        obj, framework, per_pod_services=per_pod_services, host_network=annotations.host_network
+    layout, errors = lay_out(
+        draft, framework, per_pod_services=per_pod_services, host_network=annotations.host_network
     )
     if layout is None:
         return Produced(None, run_policy, errors)
@@ -74,6 +78,113 @@ def v1_shape(
         status=status,
     )
     return Produced(shape, run_policy)
+
+
+def lay_out(
+    draft: JobDraft,
+    framework: Framework,
+    *,
+    per_pod_services: bool = False,
+    host_network: hostnetwork.HostNetwork | None = None,
+) -> tuple[JobLayout | None, list[str]]:
+    """The engine's layout of a job from its draft's replica entries, or the problems that
+    prevent one. `per_pod_services`: pods are addressed by their own Services (`per-pod`
+    service mode); `host_network`: the job's host-network annotations as read at the edge
+    (read here if None).
+
+    Tolerates a job that was not defaulted: replica keys are matched case-insensitively,
+    `replicas` defaults to the framework's default and `restartPolicy` to the framework's, so a
+    job stored without the mutating webhook is laid out as the webhook would have defaulted it.
+    """
+    errors: list[str] = []
+    obj = draft.wire
+    meta = _mapping(obj.get("metadata"))
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        errors.append("metadata.name: Required value: the job needs a name")
+    if not isinstance(obj.get("spec"), Mapping):
+        errors.append("spec: Required value: the job needs a spec")
+        return None, errors
+    field_name = framework.replica_field
+    if not draft.replicas:
+        errors.append(
+            f"spec.{field_name}: Required value: at least one replica type of "
+            f"{', '.join(framework.replica_types)}"
+        )
+        return None, errors
+    canonical = {t.lower(): t for t in framework.replica_types}
+    found: dict[str, ReplicaDraft] = {}
+    for entry in draft.replicas:
+        ctype = canonical.get(str(entry.key).lower())
+        if ctype is None:
+            errors.append(
+                f"{entry.path}: Unsupported value: must be one of {', '.join(framework.replica_types)}"
+            )
+        elif ctype in found:  # `worker` and `Worker`: never let one silently replace the other
+            errors.append(
+                f"{entry.path}: Duplicate value: same replica type as {str(found[ctype].key)!r} "
+                "(replica type names ignore case)"
+            )
+        else:
+            found[ctype] = entry
+    replicas: dict[str, ReplicaLayout] = {}
+    for ctype in (t for t in framework.replica_types if t in found):  # priority order
+        laid, problem = _replica_layout(found[ctype], ctype, framework)
+        if laid is None:
+            errors.append(problem)
+        else:
+            replicas[ctype] = laid
+    if errors or not isinstance(name, str):
+        return None, errors
+    namespace = str(meta.get("namespace") or "default")
+    annotations = dict(_mapping(meta.get("annotations")))
+    net = host_network if host_network is not None else hostnetwork.read_host_network(annotations)
+    host_ports: dict[tuple[str, int], int] = {}
+    if net.enabled:
+        slots = [(t, i) for t, r in replicas.items() for i in range(r.replicas)]
+        host_ports = hostnetwork.assign_ports(namespace, name, slots, *net.port_range)
+    layout = JobLayout(
+        kind=str(obj.get("kind") or framework.kind),
+        api_version=str(obj.get("apiVersion") or "kubetrain.io/v1"),
+        name=name,
+        namespace=namespace,
+        uid=str(meta.get("uid") or ""),
+        spec=_mapping(obj.get("spec")),
+        replicas=replicas,
+        port_name=framework.port_name,
+        host_ports=host_ports,
+        annotations=annotations,
+        resource=framework.plural,
+        progress_ca_config_map=f"{name}{PROGRESS_CA_SUFFIX}",
+    )
+    if per_pod_services:
+        layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)
+    return layout, []
+
+
+def _replica_layout(
+    entry: ReplicaDraft, ctype: str, framework: Framework
+) -> tuple[ReplicaLayout | None, str]:
+    """One replica type's layout from its entry, or the one problem that prevents it."""
+    if not isinstance(entry.spec, Mapping):
+        return None, f"{entry.path}: Invalid value: must be an object with replicas and template"
+    raw = entry.spec.get("replicas")
+    count = framework.replicas_default(ctype) if raw is None else json_int(raw)
+    if count is None or count < 0:
+        return None, f"{entry.path}.replicas: Invalid value: {raw!r}: must be an integer >= 0"
+    if not entry.containers or entry.container_index is None:
+        return None, f"{entry.path}.template.spec.containers: Required value: at least one container"
+    policy = entry.spec.get("restartPolicy") or framework.restart_policy_default(ctype)
+    if policy not in RESTART_POLICIES:
+        return None, (
+            f"{entry.path}.restartPolicy: Unsupported value: {policy!r}: must be one of "
+            f"{', '.join(RESTART_POLICIES)}"
+        )
+    container = entry.containers[entry.container_index]
+    port = container_port(
+        container if isinstance(container, Mapping) else None, framework.port_name, framework.default_port
+    )
+    return ReplicaLayout(ctype, count, entry.template, policy, port, entry.container_index), ""
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

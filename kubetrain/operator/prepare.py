@@ -14,7 +14,8 @@ generation.
    checked, its framework settled by the parse stage) → its pydantic model, once, with the
    model's errors (`TypedJob`);
 4. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
-5. lay out (`kubetrain.jobs.v1shape.v1_shape`) → the engine's `JobLayout` and the `JobShape`.
+5. lay out (`kubetrain.jobs.v1shape.v1_shape`, from the defaulted draft's replica entries) → the
+   engine's `JobLayout` and the `JobShape`.
 
 That work depends only on the spec, so `JobCache` keeps the result per (uid, generation, gang
 scheduling, service mode): a reconcile of an unchanged job does no deep copy, no defaulting and
@@ -82,7 +83,7 @@ def prepare_job(
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
     produced = v1_shape(
-        defaulted.obj,
+        defaulted.draft,
         framework,
         status=KUBEFLOW,
         per_pod_services=per_pod,

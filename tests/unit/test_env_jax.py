@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from jobs import layout_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -19,13 +20,13 @@ from planner_builders import container, job, replica
 
 from kubetrain.cli import main
 from kubetrain.commands.render import render_job
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.frameworks.jax import FRAMEWORK as JAX
 from kubetrain.jobs.defaulting import default_job
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = build_layout(default_job(obj).obj, JAX)
+    out, errors = layout_of(default_job(obj).obj, JAX)
     assert out is not None, errors
     return out
 

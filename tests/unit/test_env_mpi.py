@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
+from jobs import layout_of
 
 from kubetrain.certs.sshkeys import ssh_key_pair, with_generated_keys
-from kubetrain.frameworks.env import build_layout
 from kubetrain.frameworks.mpi import FRAMEWORK, discover_hosts, hostfile
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
@@ -124,7 +124,7 @@ def test_hostfile_per_implementation(implementation: str, as_worker: bool, expec
     obj = mpijob(slotsPerWorker=4, mpiImplementation=implementation, runLauncherAsWorker=as_worker)
     config = children(obj)[("ConfigMap", "pi-config")]
     assert config["data"]["hostfile"] == expected
-    layout, _ = build_layout(default_job(obj).obj, FRAMEWORK)
+    layout, _ = layout_of(default_job(obj).obj, FRAMEWORK)
     assert layout is not None and hostfile(layout) == expected
 
 
@@ -149,13 +149,13 @@ def test_discover_hosts_lists_running_workers_sorted() -> None:
         _pod("pi-worker-2", "worker", "Pending"),
         _pod("pi-launcher-0", "launcher", "Running"),
     ]
-    layout, _ = build_layout(default_job(mpijob(workers=3)).obj, FRAMEWORK)
+    layout, _ = layout_of(default_job(mpijob(workers=3)).obj, FRAMEWORK)
     assert layout is not None
     assert (
         discover_hosts(layout, pods) == "#!/bin/sh\necho pi-worker-0.pi.ns.svc\necho pi-worker-1.pi.ns.svc\n"
     )
     assert discover_hosts(layout, []) == "#!/bin/sh\n"
-    with_launcher, _ = build_layout(default_job(mpijob(workers=3, runLauncherAsWorker=True)).obj, FRAMEWORK)
+    with_launcher, _ = layout_of(default_job(mpijob(workers=3, runLauncherAsWorker=True)).obj, FRAMEWORK)
     assert with_launcher is not None
     assert discover_hosts(with_launcher, pods[:1]) == (
         "#!/bin/sh\necho pi-launcher.pi.ns.svc\necho pi-worker-1.pi.ns.svc\n"

@@ -7,16 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jobs import layout_of
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import job, replica
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.frameworks.mxnet import FRAMEWORK as MX
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = build_layout(obj, MX)
+    out, errors = layout_of(obj, MX)
     assert out is not None, errors
     return out
 

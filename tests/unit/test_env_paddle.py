@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jobs import layout_of
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import container, job, replica
 
 from kubetrain.commands.render import render_job
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.frameworks.paddle import FRAMEWORK as PADDLE
 from kubetrain.jobs.crdgen import job_crd
 from kubetrain.jobs.defaulting import default_job
@@ -25,7 +27,7 @@ POD_IP = {"fieldRef": {"fieldPath": "status.podIP"}}
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = build_layout(obj, PADDLE)
+    out, errors = layout_of(obj, PADDLE)
     assert out is not None, errors
     return out
 

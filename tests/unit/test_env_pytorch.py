@@ -7,17 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jobs import layout_of
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import elastic_pytorch, env_of, job, replica
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, build_layout
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 from kubetrain.frameworks.pytorch import FRAMEWORK as PT
 from kubetrain.operator.children import build_pods
 
 
 def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = build_layout(obj, PT)
+    out, errors = layout_of(obj, PT)
     assert out is not None, errors
     return out
 

@@ -6,17 +6,19 @@ import json
 import sys
 from pathlib import Path
 
+from jobs import layout_of
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import env_of, job, replica
 
-from kubetrain.frameworks.env import ReplicaCounts, build_layout
+from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.tensorflow import FRAMEWORK as TF
 from kubetrain.operator.children import build_pods
 
 
 def layout(obj):  # type: ignore[no-untyped-def]
-    out, errors = build_layout(obj, TF)
+    out, errors = layout_of(obj, TF)
     assert out is not None, errors
     return out
 

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import layout_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import container, job, replica
 
 from kubetrain.api.podresources import pod_amounts
-from kubetrain.frameworks.env import JobLayout, build_layout
+from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.operator.children import build_pods, build_service
 from kubetrain.operator.desired import desired_children
@@ -24,7 +25,7 @@ from kubetrain.operator.prepare import prepare_job
 def layout(obj: dict[str, Any]) -> JobLayout:
     fw = get_framework(obj["kind"])
     assert fw is not None
-    out, errors = build_layout(obj, fw)
+    out, errors = layout_of(obj, fw)
     assert out is not None, errors
     return out
 

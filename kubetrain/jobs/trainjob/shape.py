@@ -25,9 +25,10 @@ from typing import Any
 
 from kubetrain.api.errors import json_int
 from kubetrain.api.gangschedulers import NONE
+from kubetrain.api.podtemplate import framework_container_index
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainerstatus import progress_deadline_seconds
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout, framework_container_index
+from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
 from kubetrain.jobs.shape import (
     DependsOn,
@@ -119,7 +120,7 @@ def trainjob_shape(
     for step in resolved.steps:
         template = step.pod_template
         policy = str((template.get("spec") or {}).get("restartPolicy") or "OnFailure")
-        container = framework_container_index(template, NODE_CONTAINER)
+        container = framework_container_index(template, NODE_CONTAINER) or 0
         replicas[step.name] = ReplicaLayout(
             step.name, step.replicas * step.pods, template, policy, 0, container
         )
