@@ -130,3 +130,19 @@ def layout_of(obj: Obj, framework: Framework | None = None) -> tuple[JobLayout |
     chosen = framework if framework is not None else draft.framework
     assert chosen is not None, f"no framework serves kind {obj.get('kind')!r}"
     return lay_out(draft, chosen)
+
+
+def laid_out(obj: Obj, framework: Framework | None = None) -> JobLayout:
+    """`layout_of` a job the engine must accept: the test fails with the layout's errors if not."""
+    out, errors = layout_of(obj, framework)
+    assert out is not None, errors
+    return out
+
+
+def cluster_env(obj: Obj, framework: Framework, rtype: str, index: int) -> list[tuple[str, Any]]:
+    """(name, value) of each variable `framework` sets in pod `index` of `rtype`, in order; a
+    `valueFrom` variable (no `value`) as its source."""
+    return [
+        (e["name"], e["value"] if "value" in e else e["valueFrom"])
+        for e in framework.cluster_env(laid_out(obj, framework), rtype, index)
+    ]

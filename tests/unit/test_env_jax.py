@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jobs import layout_of
+from jobs import cluster_env, laid_out
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -20,19 +20,13 @@ from planner_builders import container, job, replica
 
 from kubetrain.cli import main
 from kubetrain.commands.render import render_job
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.jax import FRAMEWORK as JAX
 from kubetrain.jobs.defaulting import default_job
 
 
-def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = layout_of(default_job(obj).obj, JAX)
-    assert out is not None, errors
-    return out
-
-
 def env(obj: dict[str, Any], index: int) -> list[tuple[str, str]]:
-    return [(e["name"], e["value"]) for e in JAX.cluster_env(layout(obj), "Worker", index)]
+    return cluster_env(default_job(obj).obj, JAX, "Worker", index)
 
 
 def workers(n: int, **extra: Any) -> dict[str, Any]:
@@ -84,7 +78,7 @@ def test_env_in_every_container_and_worker_0_is_master() -> None:
 
 
 def test_success_needs_every_worker() -> None:
-    lay = layout(workers(3))
+    lay = laid_out(default_job(workers(3)).obj, JAX)
     done = ReplicaCounts(succeeded=3, succeeded_indices=frozenset({0, 1, 2}))
     assert JAX.succeeded(lay, {"Worker": done})
     # Worker 0 alone is not enough (UpdateJobStatus: expected = replicas - succeeded == 0).

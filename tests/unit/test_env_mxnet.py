@@ -7,24 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs import layout_of
+from jobs import cluster_env, laid_out
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import job, replica
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.mxnet import FRAMEWORK as MX
 
 
-def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = layout_of(obj, MX)
-    assert out is not None, errors
-    return out
-
-
 def env(obj: dict[str, Any], rtype: str, index: int) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in MX.cluster_env(layout(obj), rtype, index)}
+    return dict(cluster_env(obj, MX, rtype, index))
 
 
 def dist() -> dict[str, Any]:
@@ -99,10 +93,10 @@ def test_success_rules() -> None:
             t: ReplicaCounts(succeeded=len(i), succeeded_indices=frozenset(i)) for t, i in by_type.items()
         }
 
-    assert MX.succeeded(layout(dist()), done(Scheduler={0}))
-    assert not MX.succeeded(layout(dist()), done(Worker={0, 1, 2}, Server={0, 1}))
+    assert MX.succeeded(laid_out(dist(), MX), done(Scheduler={0}))
+    assert not MX.succeeded(laid_out(dist(), MX), done(Worker={0, 1, 2}, Server={0, 1}))
     local = job("MXJob", {"Worker": replica("MXJob", 1)})
-    assert MX.succeeded(layout(local), done(Worker={0}))
+    assert MX.succeeded(laid_out(local, MX), done(Worker={0}))
     tune = job(
         "MXJob",
         {
@@ -112,5 +106,5 @@ def test_success_rules() -> None:
         },
         jobMode="MXTune",
     )
-    assert not MX.succeeded(layout(tune), done(TunerServer={0}))
-    assert MX.succeeded(layout(tune), done(Tuner={0}))
+    assert not MX.succeeded(laid_out(tune, MX), done(TunerServer={0}))
+    assert MX.succeeded(laid_out(tune, MX), done(Tuner={0}))

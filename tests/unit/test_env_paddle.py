@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs import layout_of
+from jobs import cluster_env, laid_out
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import container, job, replica
 
 from kubetrain.commands.render import render_job
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.paddle import FRAMEWORK as PADDLE
 from kubetrain.jobs.crdgen import job_crd
 from kubetrain.jobs.defaulting import default_job
@@ -26,17 +26,9 @@ from kubetrain.operator.prepare import prepare_job
 POD_IP = {"fieldRef": {"fieldPath": "status.podIP"}}
 
 
-def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = layout_of(obj, PADDLE)
-    assert out is not None, errors
-    return out
-
-
 def env(obj: dict[str, Any], rtype: str, index: int) -> list[tuple[str, Any]]:
     """The variables in order; a `valueFrom` variable as its source."""
-    return [
-        (e["name"], e.get("value", e.get("valueFrom"))) for e in PADDLE.cluster_env(layout(obj), rtype, index)
-    ]
+    return cluster_env(obj, PADDLE, rtype, index)
 
 
 def collective(workers: int = 3, **spec: Any) -> dict[str, Any]:
@@ -145,14 +137,14 @@ def counts(succeeded: set[int]) -> ReplicaCounts:
 
 def test_success_rules() -> None:
     """UpdateJobStatus: with a Master spec every Master succeeded, else every Worker."""
-    ps_job = layout(ps(2, 3))
+    ps_job = laid_out(ps(2, 3), PADDLE)
     assert not PADDLE.succeeded(ps_job, {"Master": counts({0}), "Worker": counts({0, 1, 2})})
     assert PADDLE.succeeded(ps_job, {"Master": counts({0, 1}), "Worker": counts(set())})
-    coll = layout(collective(3))
+    coll = laid_out(collective(3), PADDLE)
     assert not PADDLE.succeeded(coll, {"Worker": counts({0, 1})})
     assert PADDLE.succeeded(coll, {"Worker": counts({0, 1, 2})})
     # Elastic is no exception (Kubeflow has no "any Worker" rule for Paddle).
-    elastic = layout(collective(3, elasticPolicy={"minReplicas": 1, "maxReplicas": 3}))
+    elastic = laid_out(collective(3, elasticPolicy={"minReplicas": 1, "maxReplicas": 3}), PADDLE)
     assert not PADDLE.succeeded(elastic, {"Worker": counts({0})})
 
 

@@ -7,25 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs import layout_of
+from jobs import cluster_env, laid_out
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import elastic_pytorch, env_of, job, replica
 
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.pytorch import FRAMEWORK as PT
 from kubetrain.operator.children import build_pods
 
 
-def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = layout_of(obj, PT)
-    assert out is not None, errors
-    return out
-
-
 def env(obj: dict[str, Any], rtype: str, index: int) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in PT.cluster_env(layout(obj), rtype, index)}
+    return dict(cluster_env(obj, PT, rtype, index))
 
 
 def ddp(workers: int = 3, **spec: Any) -> dict[str, Any]:
@@ -65,7 +59,7 @@ def test_world_size_is_pods_when_nproc_is_auto_or_unset() -> None:
 
 
 def test_env_order_is_stable_and_in_pod() -> None:
-    pods = build_pods(layout(ddp(1, nprocPerNode="2")), PT)
+    pods = build_pods(laid_out(ddp(1, nprocPerNode="2"), PT), PT)
     names = [e["name"] for e in pods[1]["spec"]["containers"][0]["env"]]
     assert names == [
         "PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "PET_MASTER_ADDR", "PET_MASTER_PORT",
@@ -163,9 +157,9 @@ def done(**by_type: set[int]) -> dict[str, ReplicaCounts]:
 
 
 def test_success_rules() -> None:
-    assert PT.succeeded(layout(ddp(2)), done(Master={0}))
-    assert not PT.succeeded(layout(ddp(2)), done(Worker={0, 1}))
+    assert PT.succeeded(laid_out(ddp(2), PT), done(Master={0}))
+    assert not PT.succeeded(laid_out(ddp(2), PT), done(Worker={0, 1}))
     workers = job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)})
-    assert not PT.succeeded(layout(workers), done(Worker={0, 1}))
-    assert PT.succeeded(layout(workers), done(Worker={0, 1, 2}))
-    assert PT.succeeded(layout(elastic_job()), done(Worker={1}))
+    assert not PT.succeeded(laid_out(workers, PT), done(Worker={0, 1}))
+    assert PT.succeeded(laid_out(workers, PT), done(Worker={0, 1, 2}))
+    assert PT.succeeded(laid_out(elastic_job(), PT), done(Worker={1}))

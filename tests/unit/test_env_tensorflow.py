@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from jobs import layout_of
+from jobs import laid_out
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -15,12 +15,6 @@ from planner_builders import env_of, job, replica
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.tensorflow import FRAMEWORK as TF
 from kubetrain.operator.children import build_pods
-
-
-def layout(obj):  # type: ignore[no-untyped-def]
-    out, errors = layout_of(obj, TF)
-    assert out is not None, errors
-    return out
 
 
 def ps_job():  # type: ignore[no-untyped-def]
@@ -38,7 +32,7 @@ def ps_job():  # type: ignore[no-untyped-def]
 
 
 def test_tf_config_for_ps_worker_chief_evaluator() -> None:
-    pods = {p["metadata"]["name"]: p for p in build_pods(layout(ps_job()), TF)}
+    pods = {p["metadata"]["name"]: p for p in build_pods(laid_out(ps_job(), TF), TF)}
     assert list(pods) == [
         "mnist-chief-0",
         "mnist-ps-0",
@@ -70,7 +64,7 @@ def test_tf_config_uses_each_types_named_port() -> None:
     obj = ps_job()
     ps = obj["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]
     ps["ports"] = [{"name": "tfjob-port", "containerPort": 3333}]
-    cfg = json.loads(TF.cluster_env(layout(obj), "Worker", 0)[0]["value"])
+    cfg = json.loads(TF.cluster_env(laid_out(obj, TF), "Worker", 0)[0]["value"])
     assert cfg["cluster"]["ps"] == ["mnist-ps-0.mnist.team-a.svc:3333"]
     assert cfg["cluster"]["worker"][0].endswith(":2222")
 
@@ -79,7 +73,7 @@ def test_user_set_tf_config_wins_and_is_kept_once() -> None:
     obj = ps_job()
     c = obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     c["env"] = [{"name": "TF_CONFIG", "value": "mine"}]
-    pods = build_pods(layout(obj), TF)
+    pods = build_pods(laid_out(obj, TF), TF)
     worker = next(p for p in pods if p["metadata"]["name"] == "mnist-worker-0")
     assert worker["spec"]["containers"][0]["env"] == [{"name": "TF_CONFIG", "value": "mine"}]
 
@@ -95,18 +89,18 @@ def test_tf_config_only_in_the_tensorflow_container() -> None:
             )
         },
     )
-    pod0 = build_pods(layout(obj), TF)[0]
+    pod0 = build_pods(laid_out(obj, TF), TF)[0]
     assert "TF_CONFIG" in env_of(pod0, 0) and "TF_CONFIG" not in env_of(pod0, 1)
     # The framework container need not be the first one.
     obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].reverse()
-    pod0 = build_pods(layout(obj), TF)[0]
+    pod0 = build_pods(laid_out(obj, TF), TF)[0]
     assert "TF_CONFIG" not in env_of(pod0, 0) and "TF_CONFIG" in env_of(pod0, 1)
 
 
 def test_standalone_tfjob_gets_no_tf_config() -> None:
     obj = job("TFJob", {"Worker": replica("TFJob", 1)})
-    assert TF.cluster_env(layout(obj), "Worker", 0) == []
-    assert "env" not in build_pods(layout(obj), TF)[0]["spec"]["containers"][0]
+    assert TF.cluster_env(laid_out(obj, TF), "Worker", 0) == []
+    assert "env" not in build_pods(laid_out(obj, TF), TF)[0]["spec"]["containers"][0]
 
 
 def counts(**by_type: set[int]) -> dict[str, ReplicaCounts]:
@@ -114,15 +108,15 @@ def counts(**by_type: set[int]) -> dict[str, ReplicaCounts]:
 
 
 def test_success_rule_chief_decides() -> None:
-    lay = layout(ps_job())
+    lay = laid_out(ps_job(), TF)
     assert not TF.succeeded(lay, counts(Worker={0, 1}))
     assert TF.succeeded(lay, counts(Chief={0}))
 
 
 def test_success_rule_worker0_unless_all_workers() -> None:
     obj = job("TFJob", {"Worker": replica("TFJob", 3), "PS": replica("TFJob", 1)})
-    assert TF.succeeded(layout(obj), counts(Worker={0}))
-    assert not TF.succeeded(layout(obj), counts(Worker={1, 2}))
+    assert TF.succeeded(laid_out(obj, TF), counts(Worker={0}))
+    assert not TF.succeeded(laid_out(obj, TF), counts(Worker={1, 2}))
     obj["spec"]["successPolicy"] = "AllWorkers"
-    assert not TF.succeeded(layout(obj), counts(Worker={0, 1}))
-    assert TF.succeeded(layout(obj), counts(Worker={0, 1, 2}))
+    assert not TF.succeeded(laid_out(obj, TF), counts(Worker={0, 1}))
+    assert TF.succeeded(laid_out(obj, TF), counts(Worker={0, 1, 2}))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jobs import layout_of
+from jobs import cluster_env, laid_out
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -20,21 +20,15 @@ from planner_builders import container, job, replica
 
 from kubetrain.cli import main
 from kubetrain.commands.render import render_job
-from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.xgboost import FRAMEWORK as XGB
 from kubetrain.jobs.defaulting import default_job
 
 MASTER = "xgb-master-0.xgb.ml.svc"
 
 
-def layout(obj: dict[str, Any]) -> JobLayout:
-    out, errors = layout_of(default_job(obj).obj, XGB)
-    assert out is not None, errors
-    return out
-
-
 def env(obj: dict[str, Any], rtype: str, index: int) -> list[tuple[str, str]]:
-    return [(e["name"], e["value"]) for e in XGB.cluster_env(layout(obj), rtype, index)]
+    return cluster_env(default_job(obj).obj, XGB, rtype, index)
 
 
 def dist(workers: int = 2, port: int | None = None) -> dict[str, Any]:
@@ -104,7 +98,7 @@ def test_env_goes_into_every_container() -> None:
 
 
 def test_success_is_the_masters() -> None:
-    lay = layout(dist())
+    lay = laid_out(default_job(dist()).obj, XGB)
     assert XGB.succeeded(lay, {"Master": ReplicaCounts(succeeded=1, succeeded_indices=frozenset({0}))})
     # Workers finishing first do not finish the job (UpdateJobStatus looks at the Master only).
     all_workers = ReplicaCounts(succeeded=2, succeeded_indices=frozenset({0, 1}))
