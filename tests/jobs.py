@@ -123,6 +123,11 @@ def job(
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
 
 
+def exit_code_rule(action: str, *codes: int) -> Obj:
+    """A podFailurePolicy rule: `action` when a container exits with one of `codes`."""
+    return {"action": action, "onExitCodes": {"operator": "In", "values": list(codes)}}
+
+
 def layout_of(obj: Obj, framework: Framework | None = None) -> tuple[JobLayout | None, list[str]]:
     """The engine's layout of a job dict, as the operator lays it out: from the job's draft,
     read once by the parse stage (`read_draft`), with `framework` (its kind's, by default)."""

@@ -13,12 +13,18 @@ from typing import Any
 
 import pytest
 from e2e import scenarios_support as support
+from jobs import exit_code_rule
 
 from kubetrain.kube.resources import CONFIG_MAPS, SECRETS
 
 pytestmark = support.E2E
 
 Obj = dict[str, Any]
+
+
+def needs_pod_simulator(cluster: Any) -> None:
+    if cluster.simulator is None:
+        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
 
 
 def succeeded(job: Obj) -> bool:
@@ -135,8 +141,7 @@ async def test_invalid_job_is_refused_at_apply_time(cluster: Any) -> None:
 
 
 async def test_retryable_exit_code_recreates_the_pod_then_succeeds(cluster: Any) -> None:
-    if cluster.simulator is None:
-        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    needs_pod_simulator(cluster)
     name = "exitcode-retry"
     job = support.job_manifest(
         "PyTorchJob", name, cluster.namespace, {"Master": 1, "Worker": 1}, restart_policy="ExitCode"
@@ -166,8 +171,7 @@ async def test_retryable_exit_code_recreates_the_pod_then_succeeds(cluster: Any)
 
 
 async def test_permanent_exit_code_fails_the_job(cluster: Any) -> None:
-    if cluster.simulator is None:
-        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    needs_pod_simulator(cluster)
     name = "exitcode-permanent"
     job = support.job_manifest(
         "PyTorchJob", name, cluster.namespace, {"Master": 1, "Worker": 1}, restart_policy="ExitCode"
@@ -274,10 +278,9 @@ async def test_paddlejob_collective_pods_get_kubeflows_env_and_succeed(cluster: 
 
 
 async def test_restart_job_rule_restarts_every_pod_once_then_succeeds(cluster: Any) -> None:
-    if cluster.simulator is None:
-        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    needs_pod_simulator(cluster)
     name = "restart-job"
-    rules = [{"action": "RestartJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+    rules = [exit_code_rule("RestartJob", 42)]
     job = support.job_manifest(
         "PyTorchJob",
         name,
@@ -306,10 +309,9 @@ async def test_restart_job_rule_restarts_every_pod_once_then_succeeds(cluster: A
 
 
 async def test_fail_job_rule_fails_at_once(cluster: Any) -> None:
-    if cluster.simulator is None:
-        pytest.skip("choosing exit codes needs the pod simulator (KUBETRAIN_E2E_SIMULATE_PODS=1)")
+    needs_pod_simulator(cluster)
     name = "fail-job-rule"
-    rules = [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [137]}}]
+    rules = [exit_code_rule("FailJob", 137)]
     job = support.job_manifest(
         "TFJob",
         name,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from jobs import exit_code_rule
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.errors import ApiError
@@ -19,10 +20,6 @@ from .test_controller_gang import gang_stack
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-def rule(action: str, *codes: int) -> dict[str, object]:
-    return {"action": action, "onExitCodes": {"operator": "In", "values": list(codes)}}
-
-
 async def test_restart_job_restarts_every_pod_once_then_succeeds(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("gang-restart")
@@ -31,7 +28,7 @@ async def test_restart_job_restarts_every_pod_once_then_succeeds(env: tuple[DevS
         "rj",
         {"Master": 1, "Worker": 2},
         restart_policy="ExitCode",
-        run_policy={"backoffLimit": 2, "podFailurePolicy": {"rules": [rule("RestartJob", 42)]}},
+        run_policy={"backoffLimit": 2, "podFailurePolicy": {"rules": [exit_code_rule("RestartJob", 42)]}},
     )
     history = await h.history("PyTorchJob", ns, "rj")
     await h.create_job(manifest, ns)
@@ -69,7 +66,7 @@ async def test_fail_job_rule_fails_at_once(env: tuple[DevStack, Harness]) -> Non
         "fj",
         {"Worker": 2},
         restart_policy="ExitCode",
-        run_policy={"backoffLimit": 5, "podFailurePolicy": {"rules": [rule("FailJob", 137)]}},
+        run_policy={"backoffLimit": 5, "podFailurePolicy": {"rules": [exit_code_rule("FailJob", 137)]}},
     )
     await h.create_job(manifest, ns)
     await h.wait_pods(ns, "fj", 2)
@@ -138,7 +135,7 @@ async def test_restart_job_under_gang_scheduling_reuses_the_pod_group() -> None:
             "gr",
             {"Master": 1, "Worker": 2},
             restart_policy="ExitCode",
-            run_policy={"podFailurePolicy": {"rules": [rule("RestartJob", 42)]}},
+            run_policy={"podFailurePolicy": {"rules": [exit_code_rule("RestartJob", 42)]}},
         )
         await h.create_job(manifest, ns)
         group = await eventually(lambda: h.get(VOLCANO_PODGROUPS, ns, "gr"), what="Volcano PodGroup")

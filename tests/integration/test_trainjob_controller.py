@@ -38,13 +38,33 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
         yield stack, h
 
 
-def trainjob(name: str, *, num_nodes: int = 2, runtime: str = "torch-distributed", **spec: Any) -> Obj:
+def training_runtime(name: str, source: Obj | None = None) -> Obj:
+    """A namespaced TrainingRuntime `name` with the labels of `source` (by default Trainer's
+    torch_distributed runtime), which it copies."""
+    runtime = copy.deepcopy(source if source is not None else load("runtimes/torch_distributed.yaml")[0])
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": name, "labels": runtime["metadata"]["labels"]}
+    return runtime
+
+
+def trainjob(
+    name: str,
+    *,
+    num_nodes: int = 2,
+    runtime: str = "torch-distributed",
+    runtime_kind: str | None = None,
+    **spec: Any,
+) -> Obj:
+    """A TrainJob of `runtime` (a ClusterTrainingRuntime unless `runtime_kind` says otherwise)."""
+    ref: Obj = {"name": runtime}
+    if runtime_kind is not None:
+        ref["kind"] = runtime_kind
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": name},
         "spec": {
-            "runtimeRef": {"name": runtime},
+            "runtimeRef": ref,
             "trainer": {
                 "numNodes": num_nodes,
                 "command": ["torchrun", "train.py"],
@@ -137,12 +157,8 @@ async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[De
 async def test_a_runtime_edit_after_start_changes_no_running_job(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("snap")
-    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
-    runtime["kind"] = "TrainingRuntime"
-    runtime["metadata"] = {"name": "mine", "labels": runtime["metadata"]["labels"]}
-    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
-    job = trainjob("snap", num_nodes=1, runtime="mine")
-    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINING_RUNTIMES, training_runtime("mine"), namespace=ns)
+    job = trainjob("snap", num_nodes=1, runtime="mine", runtime_kind="TrainingRuntime")
     await h.kube.create(TRAINJOBS, job, namespace=ns)
     [pod] = await h.wait_pod_names(ns, "snap", ["snap-node-0-0"])
     image = pod["spec"]["containers"][0]["image"]
@@ -184,16 +200,13 @@ async def test_initializers_finish_before_the_nodes_start(env: tuple[DevStack, H
 async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("fail")
-    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
-    runtime["kind"] = "TrainingRuntime"
-    runtime["metadata"] = {"name": "strict", "labels": runtime["metadata"]["labels"]}
+    runtime = training_runtime("strict")
     rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
     rjob["template"]["spec"]["backoffLimit"] = 0
     rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
     runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 1}
     await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
-    job = trainjob("boom", num_nodes=2, runtime="strict")
-    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    job = trainjob("boom", num_nodes=2, runtime="strict", runtime_kind="TrainingRuntime")
     await h.kube.create(TRAINJOBS, job, namespace=ns)
     first = await h.wait_pod_names(ns, "boom", ["boom-node-0-0", "boom-node-0-1"])
     await h.sim.finish(ns, "boom-node-0-1", exit_code=1)
@@ -327,19 +340,14 @@ async def test_defaults_and_immutable_fields(env: tuple[DevStack, Harness]) -> N
 async def test_runtimes_are_validated_and_protected_while_in_use(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("rt")
-    runtime = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
-    runtime["kind"] = "TrainingRuntime"
-    runtime["metadata"] = {"name": "unlabelled"}
+    runtime = training_runtime("unlabelled")
+    del runtime["metadata"]["labels"]
     runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "worker"
     message = await refusal(h, h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns))
     assert "metadata.labels[trainer.kubeflow.org/framework]" in message
     assert "spec.template.spec.replicatedJobs" in message and "'node'" in message
-    good = copy.deepcopy(load("runtimes/torch_distributed.yaml")[0])
-    good["kind"] = "TrainingRuntime"
-    good["metadata"] = {"name": "used", "labels": good["metadata"]["labels"]}
-    await h.kube.create(TRAINING_RUNTIMES, good, namespace=ns)
-    job = trainjob("user", num_nodes=1, runtime="used")
-    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINING_RUNTIMES, training_runtime("used"), namespace=ns)
+    job = trainjob("user", num_nodes=1, runtime="used", runtime_kind="TrainingRuntime")
     await h.kube.create(TRAINJOBS, job, namespace=ns)
     message = await refusal(h, h.kube.delete(TRAINING_RUNTIMES, ns, "used"))
     assert f"{ns}/user" in message
@@ -357,12 +365,8 @@ async def test_an_mpi_trainjob_runs_launcher_and_nodes_with_ssh_keys_and_hostfil
     _, h = env
     ns = await h.namespace("mpi")
     [deepspeed] = [r for r in default_runtimes() if r["metadata"]["name"] == "deepspeed-distributed"]
-    runtime = copy.deepcopy(deepspeed)
-    runtime["kind"] = "TrainingRuntime"
-    runtime["metadata"] = {"name": "ds", "labels": runtime["metadata"]["labels"]}
-    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
-    job = trainjob("ds", num_nodes=3, runtime="ds")
-    job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    await h.kube.create(TRAINING_RUNTIMES, training_runtime("ds", deepspeed), namespace=ns)
+    job = trainjob("ds", num_nodes=3, runtime="ds", runtime_kind="TrainingRuntime")
     job["spec"]["trainer"]["env"] = [{"name": "CUSTOM", "value": "x"}]
     job["spec"]["trainer"]["command"] = ["mpirun", "python", "train.py"]
     await h.kube.create(TRAINJOBS, job, namespace=ns)
