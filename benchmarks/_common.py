@@ -7,6 +7,7 @@ benchmark process. Process figures come from /proc (Linux).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -22,7 +23,14 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/jobs.py, the job builder
+
+import jobs
+
+from kubetrain.dev.stack import DevStackOptions
 from kubetrain.devcluster.apiserver.accounting import RequestLog
+from kubetrain.devcluster.apiserver.server import DevCluster
+from kubetrain.devcluster.apiserver.types import ResourceType
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
@@ -31,6 +39,7 @@ from kubetrain.kube.resources import NAMESPACES, PODS
 RESULTS = Path(__file__).resolve().parent / "results"
 OPERATOR_AGENT = "kubetrain/"  # the operator's User-Agent prefix (kubetrain/<version>)
 BENCH_AGENT = "kubetrain-bench/1"  # the load generator, so its requests are not counted as the operator's
+BENCH_IMAGE = "pytorch/pytorch:2.3"
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -40,31 +49,40 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def add_operator_source(parser: argparse.ArgumentParser) -> None:
+    """--operator-source: the `Operator.source` of a before/after comparison."""
+    parser.add_argument(
+        "--operator-source",
+        metavar="DIR",
+        help="run the operator's kubetrain package from DIR (e.g. `git archive <commit> kubetrain | "
+        "tar -x -C DIR` for a before/after comparison)",
+    )
+
+
+def api_server_only() -> DevStackOptions:
+    """A devcluster of the emulated API server alone: no webhooks, training policies, controller
+    or pod simulator (the benchmark is the only writer)."""
+    return DevStackOptions(webhook=False, training_policies=False, controller=False, simulator=False)
+
+
+def stored_type(cluster: DevCluster, group: str, plural: str) -> ResourceType:
+    """The devcluster's registered v1 type of `plural` in `group`, for writes straight to its store."""
+    rt = cluster.registry.lookup(group, "v1", plural)
+    assert rt is not None, f"{plural}.{group} is not registered"
+    return rt
+
+
+def pytorch_manifest(
+    name: str, replicas: dict[str, int], namespace: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """A PyTorchJob of `replicas` (type -> count) of one pytorch/pytorch:2.3 container each, as
+    submitted; `options` are tests/jobs.py `job`'s (restart_policy, resources, container_extra...)."""
+    return jobs.job("PyTorchJob", name, replicas, namespace=namespace, image=BENCH_IMAGE, **options)
+
+
 def pytorch_job(name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
     """A defaulted PyTorchJob with `replicas` workers (what the mutating webhook would store)."""
-    job = {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Worker": {
-                    "replicas": replicas,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "pytorch",
-                                    "image": "pytorch/pytorch:2.3",
-                                    "resources": {"requests": {"cpu": "1"}},
-                                }
-                            ]
-                        }
-                    },
-                }
-            }
-        },
-    }
+    job = pytorch_manifest(name, {"Worker": replicas}, namespace, resources={"requests": {"cpu": "1"}})
     return default_job(job).obj
 
 

@@ -41,7 +41,15 @@ import time
 import uuid
 from typing import Any
 
-from _common import Operator, bench_client, load_average, namespace_exists, write_result
+from _common import (
+    Operator,
+    add_operator_source,
+    bench_client,
+    load_average,
+    namespace_exists,
+    pytorch_manifest,
+    write_result,
+)
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import PodSimulator
@@ -55,24 +63,13 @@ JOBS = job_resource("PyTorchJob")
 def big_job(name: str, replicas: int, start_seconds: float = 0.0) -> dict[str, Any]:
     """A PyTorchJob of `replicas` workers that request nothing (they fit any cluster); the pod
     simulator keeps each pod Pending `start_seconds` after it is bound (a real kubelet ignores it)."""
-    container = {"name": "pytorch", "image": "pytorch/pytorch:2.3", "command": ["sleep", "infinity"]}
-    template: dict[str, Any] = {"spec": {"containers": [container]}}
-    if start_seconds:
-        template["metadata"] = {"annotations": {START_SECONDS: str(start_seconds)}}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Worker": {
-                    "replicas": replicas,
-                    "restartPolicy": "OnFailure",
-                    "template": template,
-                }
-            }
-        },
-    }
+    return pytorch_manifest(
+        name,
+        {"Worker": replicas},
+        restart_policy="OnFailure",
+        container_extra={"command": ["sleep", "infinity"]},
+        template_metadata={"annotations": {START_SECONDS: str(start_seconds)}} if start_seconds else None,
+    )
 
 
 class PodWatch:
@@ -292,12 +289,7 @@ def main() -> int:
     )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--operator-args", default="", help="extra `kubetrain controller` flags")
-    parser.add_argument(
-        "--operator-source",
-        metavar="DIR",
-        help="run the operator's kubetrain package from DIR (e.g. `git archive <commit> kubetrain | "
-        "tar -x -C DIR` for a before/after comparison)",
-    )
+    add_operator_source(parser)
     args = parser.parse_args()
     res = asyncio.run(run(args))
     path = write_result("big_job", res)

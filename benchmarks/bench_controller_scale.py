@@ -33,12 +33,14 @@ from typing import Any
 
 from _common import (
     Operator,
+    add_operator_source,
     bench_client,
     histogram_diff,
     load_average,
     publish,
     pytorch_job,
     requests_by_verb,
+    stored_type,
 )
 from _controller_scale import (
     PLAN_HISTOGRAM,
@@ -213,11 +215,9 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
     tracker.want_pods = args.replicas
     async with DevStack(stack_options()) as stack:
         cluster = stack.cluster
-        rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
-        assert rt is not None
+        rt = stored_type(cluster, "kubetrain.io", "pytorchjobs")
         t_fill = time.perf_counter()
-        pods_rt = cluster.registry.lookup("", "v1", "pods")
-        assert pods_rt is not None
+        pods_rt = stored_type(cluster, "", "pods")
         for i in range(n):
             body = pytorch_job(f"old-{i:05d}", args.replicas)
             res = await cluster.api.create(Target(rt, "v1", "default", ""), body)
@@ -298,11 +298,7 @@ def main() -> int:
     parser.add_argument(
         "--operator-args", default="", help="extra `kubetrain controller` flags, e.g. '--qps 0 --workers 8'"
     )
-    parser.add_argument(
-        "--operator-source",
-        metavar="DIR",
-        help="run the operator's kubetrain package from DIR (before/after)",
-    )
+    add_operator_source(parser)
     args = parser.parse_args()
     if args.startup_jobs:
         res = asyncio.run(startup(args))

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from _common import free_port, load_average, write_result
+from _common import api_server_only, free_port, load_average, pytorch_manifest, stored_type, write_result
 
-from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.apiserver.core import Target
 
 STATES = ("Running", "Succeeded", "Failed", "Created", "Restarting")
@@ -45,18 +45,8 @@ def stamp(t: datetime) -> str:
 
 
 def job_body(name: str, namespace: str, workers: int = 2) -> dict[str, Any]:
-    container = {"name": "pytorch", "image": "pytorch/pytorch:2.3", "resources": {"requests": {"cpu": "1"}}}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
-                "Worker": {"replicas": workers, "template": {"spec": {"containers": [container]}}},
-            }
-        },
-    }
+    resources = {"requests": {"cpu": "1"}}
+    return pytorch_manifest(name, {"Master": 1, "Worker": workers}, namespace, resources=resources)
 
 
 def job_status(i: int, now: datetime) -> dict[str, Any]:
@@ -139,13 +129,10 @@ def quantiles(samples: list[float]) -> dict[str, float]:
 
 
 async def list_mode(args: argparse.Namespace) -> dict[str, Any]:
-    async with DevStack(
-        DevStackOptions(webhook=False, controller=False, simulator=False, training_policies=False)
-    ) as stack:
+    async with DevStack(api_server_only()) as stack:
         cluster = stack.cluster
-        rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
-        ns_rt = cluster.registry.lookup("", "v1", "namespaces")
-        assert rt is not None and ns_rt is not None
+        rt = stored_type(cluster, "kubetrain.io", "pytorchjobs")
+        ns_rt = stored_type(cluster, "", "namespaces")
         now = datetime.now(UTC)
         t_fill = time.perf_counter()
         for n in range(20):
@@ -262,13 +249,10 @@ def pod_status(i: int, now: datetime) -> dict[str, Any]:
 async def gantt_mode(args: argparse.Namespace) -> dict[str, Any]:
     from playwright.async_api import async_playwright
 
-    async with DevStack(
-        DevStackOptions(webhook=False, controller=False, simulator=False, training_policies=False)
-    ) as stack:
+    async with DevStack(api_server_only()) as stack:
         cluster = stack.cluster
-        rt = cluster.registry.lookup("kubetrain.io", "v1", "pytorchjobs")
-        pods_rt = cluster.registry.lookup("", "v1", "pods")
-        assert rt is not None and pods_rt is not None
+        rt = stored_type(cluster, "kubetrain.io", "pytorchjobs")
+        pods_rt = stored_type(cluster, "", "pods")
         now = datetime.now(UTC)
         job = (
             await cluster.api.create(Target(rt, "v1", "default", ""), job_body("big", "default", args.pods))

@@ -44,6 +44,8 @@ import aiohttp
 import orjson
 from _common import (
     Operator,
+    add_operator_source,
+    api_server_only,
     bench_client,
     load_average,
     namespace_exists,
@@ -53,7 +55,7 @@ from _common import (
     pytorch_job,
 )
 
-from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack
 from kubetrain.kube.kubeconfig import load_kubeconfig
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 from kubetrain.kube.transport import Configuration
@@ -111,7 +113,7 @@ async def bare_client(
 async def one_size(replicas: int, args: argparse.Namespace) -> dict[str, Any]:
     if args.kubeconfig:
         return await measure(args.kubeconfig, replicas, args)
-    opts = DevStackOptions(webhook=False, training_policies=False, controller=False, simulator=False)
+    opts = api_server_only()
     async with DevStack(opts) as stack:
         return await measure(stack.cluster.kubeconfig_path, replicas, args)
 
@@ -267,9 +269,7 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=None, help="operator --burst (default: its own)")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--kubeconfig", help="run against this cluster instead of a fresh devcluster")
-    parser.add_argument(
-        "--operator-source", metavar="DIR", help="run the operator from the kubetrain package in DIR"
-    )
+    add_operator_source(parser)
     parser.add_argument(
         "--profile", metavar="FILE", help="write a cProfile of the operator process to FILE (pstats)"
     )

@@ -57,6 +57,7 @@ from _common import (
     load_average,
     parse_reconcile_histogram,
     proc_cpu_seconds,
+    pytorch_manifest,
     requests_by_verb,
 )
 from _cpus import cpu_seconds, pin, status_child
@@ -67,23 +68,8 @@ RECONCILE_HISTOGRAM = "kubetrain_reconcile_duration_seconds"
 
 
 def job(name: str, workers: int) -> dict[str, Any]:
-    container = {"name": "pytorch", "image": "pytorch/pytorch:2.3"}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                rtype: {
-                    "replicas": n,
-                    "restartPolicy": "OnFailure",
-                    "template": {"spec": {"containers": [container]}},
-                }
-                for rtype, n in (("Master", 1), ("Worker", workers - 1))
-                if n > 0
-            }
-        },
-    }
+    counts = {rtype: n for rtype, n in (("Master", 1), ("Worker", workers - 1)) if n > 0}
+    return pytorch_manifest(name, counts, restart_policy="OnFailure")
 
 
 def quantiles(ms: list[float]) -> dict[str, Any]:

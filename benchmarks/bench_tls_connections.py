@@ -21,9 +21,9 @@ import sys
 import time
 from typing import Any
 
-from _common import load_average, publish
+from _common import api_server_only, load_average, publish
 
-from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack
 
 CLIENT = r"""
 import asyncio, ssl, sys, time
@@ -72,7 +72,7 @@ async def one(kubeconfig: str, requests: int, mode: str) -> tuple[float, float]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    opts = DevStackOptions(webhook=False, training_policies=False, controller=False, simulator=False)
+    opts = api_server_only()
     rounds: list[dict[str, float]] = []
     async with DevStack(opts) as stack:
         for _ in range(args.rounds):

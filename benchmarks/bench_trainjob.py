@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from _common import (
     Operator,
+    add_operator_source,
     bench_client,
     load_average,
     new_namespace,
@@ -213,9 +214,7 @@ def main() -> int:
     parser.add_argument("--qps", type=float, default=None)
     parser.add_argument("--burst", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=180.0)
-    parser.add_argument(
-        "--operator-source", metavar="DIR", help="run the operator from the kubetrain package in DIR"
-    )
+    add_operator_source(parser)
     args = parser.parse_args()
     res = asyncio.run(run(args))
     path = write_result("trainjob", res)

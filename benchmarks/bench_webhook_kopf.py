@@ -37,13 +37,13 @@ import time
 from typing import Any
 
 import aiohttp
-from _common import free_port, load_average, publish
+from _common import api_server_only, free_port, load_average, publish
 from _webhook_jobs import JOBS, parse_jobs, review_body
 from _webhook_load import client_cpu_set, cpu_summary, measure_review, serve
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
-from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.dev.stack import DevStack
 from kubetrain.jobs.defaulting import default_job
 
 
@@ -130,7 +130,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     jobs = {name: JOBS[name]() for name in args.jobs}
     bodies = {name: review_body(job, args.path) for name, job in jobs.items()}
     rounds: list[dict[str, Any]] = []
-    opts = DevStackOptions(webhook=False, training_policies=False, controller=False, simulator=False)
+    opts = api_server_only()
     with tempfile.TemporaryDirectory() as cert_dir:
         write_cert_dir(cert_dir, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
         async with DevStack(opts) as stack:

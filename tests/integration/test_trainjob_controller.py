@@ -56,9 +56,7 @@ def trainjob(
     **spec: Any,
 ) -> Obj:
     """A TrainJob of `runtime` (a ClusterTrainingRuntime unless `runtime_kind` says otherwise)."""
-    ref: Obj = {"name": runtime}
-    if runtime_kind is not None:
-        ref["kind"] = runtime_kind
+    ref = {"name": runtime, **({"kind": runtime_kind} if runtime_kind else {})}
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
