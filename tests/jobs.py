@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrain.api.errors import ErrorKind
+from kubetrain.commands.render import render_job
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.registry import FRAMEWORKS
@@ -151,3 +152,11 @@ def cluster_env(obj: Obj, framework: Framework, rtype: str, index: int) -> list[
         (e["name"], e["value"] if "value" in e else e["valueFrom"])
         for e in framework.cluster_env(laid_out(obj, framework), rtype, index)
     ]
+
+
+def rendered(obj: Obj, kind: str = "Pod") -> list[Obj]:
+    """The children of `kind` that `kubetrain render` makes of `obj`; the test fails with the
+    errors if it refuses the job."""
+    children, errors = render_job(obj)
+    assert errors == [], errors
+    return [c for c in children if c["kind"] == kind]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import jobs
+
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
 
@@ -20,26 +22,19 @@ IMAGE = "docker.io/kubeflowkatib/pytorch-mnist-cpu:v1beta1-21320b6"
 
 
 def kubeflow_job(name: str, workers: int, managed_by: str | None = None) -> Obj:
-    def replica(n: int) -> Obj:
-        container = {"name": "pytorch", "image": IMAGE, "command": ["python3", "/opt/mnist.py"]}
-        return {
-            "replicas": n,
-            "restartPolicy": "OnFailure",
-            "template": {"spec": {"containers": [container]}},
-        }
-
-    run_policy: Obj = {"cleanPodPolicy": "Running"}
-    if managed_by is not None:
-        run_policy["managedBy"] = managed_by
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runPolicy": run_policy,
-            "pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)},
-        },
-    }
+    managed = {"managedBy": managed_by} if managed_by is not None else {}
+    run_policy = {"cleanPodPolicy": "Running", **managed}
+    return jobs.job(
+        "PyTorchJob",
+        name,
+        {"Master": 1, "Worker": workers},
+        namespace=None,
+        image=IMAGE,
+        restart_policy="OnFailure",
+        container_extra={"command": ["python3", "/opt/mnist.py"]},
+        run_policy=run_policy,
+        api_version="kubeflow.org/v1",
+    )
 
 
 def owner(job: Obj) -> Obj:

@@ -8,6 +8,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+import jobs
 import jsonpatch
 import pytest
 import yaml
@@ -275,24 +276,14 @@ def test_field_unknown_to_kubeflow_too_is_refused_offline() -> None:
 
 def elastic(workers: int, min_r: int | None, max_r: int | None, name: str = "train") -> Job:
     policy = {k: v for k, v in (("minReplicas", min_r), ("maxReplicas", max_r)) if v is not None}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name},
-        "spec": {
-            "elasticPolicy": policy,
-            "pytorchReplicaSpecs": {
-                "Master": {
-                    "replicas": 1,
-                    "template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}},
-                },
-                "Worker": {
-                    "replicas": workers,
-                    "template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}},
-                },
-            },
-        },
-    }
+    return jobs.job(
+        "PyTorchJob",
+        name,
+        {"Master": 1, "Worker": workers},
+        namespace=None,
+        image="x",
+        spec_extra={"elasticPolicy": policy},
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from jobs import rendered
 
-from kubetrain.commands.render import render_job
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 
@@ -33,9 +33,7 @@ def make(
 
 
 def pods(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    children, errors = render_job(obj)
-    assert errors == []
-    return {c["metadata"]["name"]: c for c in children if c["kind"] == "Pod"}
+    return {c["metadata"]["name"]: c for c in rendered(obj)}
 
 
 def port_of(pod: dict[str, Any]) -> int:

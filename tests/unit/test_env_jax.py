@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jobs import cluster_env, laid_out
+from jobs import cluster_env, laid_out, rendered
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -19,7 +19,6 @@ from kubeflow_go_env import jax_env
 from planner_builders import container, job, replica
 
 from kubetrain.cli import main
-from kubetrain.commands.render import render_job
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.jax import FRAMEWORK as JAX
 from kubetrain.jobs.defaulting import default_job
@@ -67,9 +66,7 @@ def test_coordinator_port_is_the_named_port_of_the_jax_container() -> None:
 
 def test_env_in_every_container_and_worker_0_is_master() -> None:
     obj = workers(2, containers=[container("jax"), container("sidecar")])
-    children, errors = render_job(default_job(obj).obj)
-    assert errors == []
-    pods = {c["metadata"]["name"]: c for c in children if c["kind"] == "Pod"}
+    pods = {c["metadata"]["name"]: c for c in rendered(default_job(obj).obj)}
     for c in pods["jx-worker-1"]["spec"]["containers"]:
         assert {e["name"]: e["value"] for e in c["env"]}["PROCESS_ID"] == "1", c["name"]
     # JAXJobReconciler.IsMasterRole: index 0.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import rendered
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -146,9 +147,7 @@ def test_every_replica_gets_kubeflows_env(label: str, job: dict[str, Any]) -> No
     kind = defaulted["kind"]
     operator_names = get_framework(kind).operator_env_names
     canonical = {t.lower(): t for t in defaulted["spec"][REPLICA_FIELDS[kind]]}
-    children, errors = render_job(defaulted)
-    assert errors == []
-    pods = [c for c in children if c["kind"] == "Pod"]
+    pods = rendered(defaulted)
     assert pods
     for pod in pods:
         labels = pod["metadata"]["labels"]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs import cluster_env, laid_out
+from jobs import cluster_env, laid_out, rendered
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -109,9 +109,7 @@ def test_elastic_job_env_is_kubeflows_plain_env() -> None:
 def test_every_container_gets_the_env_in_the_pod_and_the_pod_ip_resolves_first() -> None:
     spec = replica("PaddleJob", 2, containers=[container("paddle"), container("log-shipper")])
     obj = job("PaddleJob", {"Worker": spec}, name="pd", namespace="ml")
-    children, errors = render_job(default_job(obj).obj)
-    assert errors == []
-    pod0 = next(c for c in children if c["kind"] == "Pod" and c["metadata"]["name"] == "pd-worker-0")
+    pod0 = next(c for c in rendered(default_job(obj).obj) if c["metadata"]["name"] == "pd-worker-0")
     for c in pod0["spec"]["containers"]:
         names = [e["name"] for e in c["env"]]
         assert names.index("POD_IP_DUMMY") < names.index("PADDLE_MASTER")
@@ -278,9 +276,7 @@ def test_metrics_ask_for_an_hpa_within_the_bounds() -> None:
     obj = default_job(
         collective(2, elasticPolicy={"minReplicas": 1, "maxReplicas": 4, "metrics": metrics})
     ).obj
-    children, errors = render_job(obj)
-    assert errors == []
-    (hpa,) = [c for c in children if c["kind"] == "HorizontalPodAutoscaler"]
+    (hpa,) = rendered(obj, "HorizontalPodAutoscaler")
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
     assert hpa["spec"]["scaleTargetRef"] == {
         "apiVersion": "kubetrain.io/v1",

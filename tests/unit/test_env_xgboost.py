@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jobs import cluster_env, laid_out
+from jobs import cluster_env, laid_out, rendered
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -19,7 +19,6 @@ from kubeflow_go_env import xgboost_env
 from planner_builders import container, job, replica
 
 from kubetrain.cli import main
-from kubetrain.commands.render import render_job
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.frameworks.xgboost import FRAMEWORK as XGB
 from kubetrain.jobs.defaulting import default_job
@@ -88,12 +87,11 @@ def test_master_alone_gets_master_env_but_no_worker_env() -> None:
 def test_env_goes_into_every_container() -> None:
     obj = dist()
     obj["spec"]["xgbReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].append(container("sidecar"))
-    children, errors = render_job(default_job(obj).obj)
-    assert errors == []
-    pod = next(c for c in children if c["kind"] == "Pod" and c["metadata"]["name"] == "xgb-worker-1")
+    pods = rendered(default_job(obj).obj)
+    pod = next(c for c in pods if c["metadata"]["name"] == "xgb-worker-1")
     for c in pod["spec"]["containers"]:
         assert {e["name"]: e["value"] for e in c["env"]}["RANK"] == "2", c["name"]
-    master = next(c for c in children if c["kind"] == "Pod" and c["metadata"]["name"] == "xgb-master-0")
+    master = next(c for c in pods if c["metadata"]["name"] == "xgb-master-0")
     assert master["metadata"]["labels"]["kubetrain.io/job-role"] == "master"  # IsMasterRole: Master
 
 

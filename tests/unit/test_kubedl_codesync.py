@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import rendered
 
-from kubetrain.commands.render import render_job
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 from kubetrain.operator.codesyncstatus import decide, pin_commit
@@ -59,9 +59,7 @@ def tfjob(config: Any, *, workdir: str | None = None) -> dict[str, Any]:
 
 
 def pods(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    children, errors = render_job(obj)
-    assert errors == []
-    return [c for c in children if c["kind"] == "Pod"]
+    return rendered(obj)
 
 
 def env_of(container: dict[str, Any]) -> dict[str, Any]:

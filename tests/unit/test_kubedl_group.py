@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from jobs import rendered
 from kubedl_examples import EXAMPLES, RUNNABLE, example_job
 
 from kubetrain.api.manifests import load_all
@@ -26,9 +27,7 @@ def test_kubedl_example_is_valid_and_defaults_in_kubedl_layout(name: str) -> Non
     assert defaulted["apiVersion"] == "training.kubedl.io/v1alpha1"
     assert "runPolicy" not in defaulted["spec"]  # defaults land where KubeDL keeps them
     assert defaulted["spec"]["cleanPodPolicy"] == job["spec"].get("cleanPodPolicy", "Running")
-    children, errors = render_job(job)
-    assert errors == []
-    pods = [c for c in children if c["kind"] == "Pod"]
+    pods = rendered(job)
     assert pods
     for pod in pods:
         labels = pod["metadata"]["labels"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from admission import GPU_IMAGE, gpu_job, patched, policy_admission, review_of, training_policy
+from jobs import rendered
 
-from kubetrain.commands.render import render_job
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 from kubetrain.webhook.mutate import mutate
@@ -53,9 +53,7 @@ def test_labels_follow_the_annotation_and_leave_other_labels_alone() -> None:
 
 
 def test_every_pod_carries_the_tenancy_labels() -> None:
-    children, errors = render_job(tenanted({"tenant": "vision", "user": "alice"}, workers=2))
-    assert errors == []
-    pods = [c for c in children if c["kind"] == "Pod"]
+    pods = rendered(tenanted({"tenant": "vision", "user": "alice"}, workers=2))
     assert len(pods) == 3
     for pod in pods:
         assert pod["metadata"]["labels"]["tenancy.kubetrain.io/tenant"] == "vision"

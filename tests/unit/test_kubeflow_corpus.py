@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from jobs import rendered
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kubeflow_corpus import CORPUS, REJECTED, accepted_files, corpus_files, jobs_of
 
 from kubetrain.cli import main
-from kubetrain.commands.render import render_job, with_generated_name
+from kubetrain.commands.render import with_generated_name
 from kubetrain.commands.validate import Document, check_document
 from kubetrain.frameworks.registry import FRAMEWORKS
 
@@ -43,9 +44,7 @@ def test_accepted_example_validates_and_renders(relpath: str) -> None:
         report = io.StringIO()
         valid, _ = check_document(Document(relpath, job), report)
         assert valid, report.getvalue()
-        children, errors = render_job(with_generated_name(job, relpath))
-        assert errors == []
-        pods = [c for c in children if c["kind"] == "Pod"]
+        pods = rendered(with_generated_name(job, relpath))
         wanted = sum(
             (r.get("replicas", 1) if r.get("replicas") is not None else 1)
             for field in (f.replica_field for f in FRAMEWORKS.values())
