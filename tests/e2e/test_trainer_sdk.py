@@ -28,6 +28,19 @@ pytestmark = support.E2E
 E2E_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")  # what the operator serves (the `cluster` fixture)
 
 
+async def sdk_client(cluster: Any) -> Any:
+    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
+    return await asyncio.to_thread(trainer.TrainerClient, config)
+
+
+async def train_two_nodes(client: Any, runtime: str) -> str:
+    """The name of a 2-node TrainJob of `runtime` made through the SDK, of $KUBETRAIN_E2E_IMAGE."""
+    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
+    container = trainer.CustomTrainerContainer(image=image, num_nodes=2)
+    name: str = await asyncio.to_thread(client.train, runtime=runtime, trainer=container)
+    return name
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
 async def runtimes(cluster: Any) -> AsyncIterator[None]:
     async with support.default_runtimes_installed(cluster.client):
@@ -35,17 +48,11 @@ async def runtimes(cluster: Any) -> AsyncIterator[None]:
 
 
 async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:
-    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
-    client = await asyncio.to_thread(trainer.TrainerClient, config)
+    client = await sdk_client(cluster)
     names = {r.name for r in await asyncio.to_thread(client.list_runtimes)}
     assert {"torch-distributed", "deepspeed-distributed", "jax-distributed"} <= names
 
-    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
-    name = await asyncio.to_thread(
-        client.train,
-        runtime="torch-distributed",
-        trainer=trainer.CustomTrainerContainer(image=image, num_nodes=2),
-    )
+    name = await train_two_nodes(client, "torch-distributed")
 
     async def two_steps() -> Any:
         job = await asyncio.to_thread(client.get_job, name)
@@ -74,14 +81,8 @@ async def test_the_sdk_trains_a_torch_job_end_to_end(cluster: Any) -> None:
 
 
 async def test_the_sdk_trains_an_mpi_job_to_complete(cluster: Any) -> None:
-    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
-    client = await asyncio.to_thread(trainer.TrainerClient, config)
-    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
-    name = await asyncio.to_thread(
-        client.train,
-        runtime="deepspeed-distributed",
-        trainer=trainer.CustomTrainerContainer(image=image, num_nodes=2),
-    )
+    client = await sdk_client(cluster)
+    name = await train_two_nodes(client, "deepspeed-distributed")
 
     async def launcher() -> Any:
         try:

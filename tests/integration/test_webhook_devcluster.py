@@ -143,21 +143,9 @@ async def test_invalid_job_rejected_naming_the_field(
     kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle
 ) -> None:
     await register(kube, bundle.ca.cert_pem)
-    job = {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "bad", "namespace": "default"},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {
-                    "replicas": 2,
-                    "template": {"spec": {"containers": [{"name": "pytorch", "image": "pytorch:2"}]}},
-                }
-            }
-        },
-    }
+    bad = job("PyTorchJob", "bad", {"Master": 2}, namespace="default", image="pytorch:2")
     with pytest.raises(ApiError) as info:
-        await kube.create(PYTORCHJOBS, job)
+        await kube.create(PYTORCHJOBS, bad)
     assert info.value.status == 422
     assert 'admission webhook "validate.kubetrain.io" denied the request:' in info.value.message
     assert "spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1" in info.value.message

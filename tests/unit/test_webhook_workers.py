@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import jobs
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.certs.generate import generate_bundle
@@ -102,20 +103,9 @@ async def test_parent_metrics_add_the_childrens_reviews(tmp_path: Path) -> None:
     await parent.start()
     try:
         ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-        job = {
-            "apiVersion": "kubetrain.io/v1",
-            "kind": "TFJob",
-            "metadata": {"name": "mnist", "namespace": "team-a"},
-            "spec": {
-                "tfReplicaSpecs": {
-                    "Worker": {
-                        "replicas": 1,
-                        "restartPolicy": "Never",
-                        "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf:2.15"}]}},
-                    }
-                }
-            },
-        }
+        job = jobs.job(
+            "TFJob", "mnist", {"Worker": 1}, namespace="team-a", image="tf:2.15", restart_policy="Never"
+        )
         async with aiohttp.ClientSession() as session:
 
             async def validate() -> int:
