@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
+import jobs
 import pytest
-from jobs import rendered
 from kubedl_examples import EXAMPLES, RUNNABLE, example_job
 
 from kubetrain.api.manifests import load_all
@@ -27,7 +27,7 @@ def test_kubedl_example_is_valid_and_defaults_in_kubedl_layout(name: str) -> Non
     assert defaulted["apiVersion"] == "training.kubedl.io/v1alpha1"
     assert "runPolicy" not in defaulted["spec"]  # defaults land where KubeDL keeps them
     assert defaulted["spec"]["cleanPodPolicy"] == job["spec"].get("cleanPodPolicy", "Running")
-    pods = rendered(job)
+    pods = jobs.rendered(job)
     assert pods
     for pod in pods:
         labels = pod["metadata"]["labels"]
@@ -182,19 +182,15 @@ def test_kubedl_mpijob_is_served_at_v1alpha1_and_migrates_to_kubeflows_stored_ve
             "scope": "Namespaced",
         }
     ]
-    container = {"name": "mpi", "image": "mpioperator/tensorflow-benchmarks:latest"}
-    job = {
-        "apiVersion": "training.kubedl.io/v1alpha1",
-        "kind": "MPIJob",
-        "metadata": {"name": "mpi"},
-        "spec": {
-            "cleanPodPolicy": "Running",
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
-                "Worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}},
-            },
-        },
-    }
+    job = jobs.job(
+        "MPIJob",
+        "mpi",
+        {"Launcher": 1, "Worker": 2},
+        namespace=None,
+        image="mpioperator/tensorflow-benchmarks:latest",
+        spec_extra={"cleanPodPolicy": "Running"},
+        api_version="training.kubedl.io/v1alpha1",
+    )
     assert validate_job(default_job(job).obj).ok
     result = migrate_job(job, group="kubeflow.org")
     assert result.ok and result.obj is not None, result.refusals
