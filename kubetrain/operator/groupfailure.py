@@ -102,9 +102,8 @@ def write_record(
 ) -> dict[str, int]:
     """The record of `counts` (Jobs without failures left out) and `other`, in shape order."""
     out: dict[str, int] = dict(other)
-    for (group, job), n in sorted(
-        counts.items(), key=lambda kv: (list(shape.groups).index(kv[0][0]), kv[0][1])
-    ):
+    order = {name: i for i, name in enumerate(shape.groups)}
+    for (group, job), n in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         if n > 0:
             out[job_key(shape, group, job)] = n
     return out
@@ -121,14 +120,13 @@ def restart_count(pod: Mapping[str, Any]) -> int:
     )
 
 
-def job_failed(limit: int, restart_policy: str, pods: list[Mapping[str, Any]], failures: int) -> bool:
-    """The Job controller's backoffLimit rule for one Job: its `failures` counted so far and its
-    `pods`."""
+def job_failed(limit: int, restart_policy: str, restarts: int, failures: int) -> bool:
+    """The Job controller's backoffLimit rule for one Job: its `failures` counted so far and the
+    container `restarts` of its live (Pending or Running) pods."""
     if failures > limit:
         return True
     if restart_policy != "OnFailure":
         return False
-    restarts = sum(restart_count(p) for p in pods if pod_phase(p) in ("Pending", "Running"))
     return restarts > 0 if limit == 0 else restarts >= limit
 
 
@@ -141,16 +139,21 @@ def judge(
     out = GroupFailures({})
     model = shape.failure
     for name, group in shape.groups.items():
-        size, limit = max(group.job_size, 1), model.backoff_limit(name)
-        for job in range(jobs_of(group)):
-            slot_range = range(job * size, min((job + 1) * size, group.replicas))
-            in_slots = (slots.get((name, i)) for i in slot_range)
-            pods = [p for p in in_slots if p is not None and pod_name(p) not in deleting]
-            newly = [pod_name(p) for p in pods if pod_phase(p) == "Failed" and not terminating(p)]
-            if newly:
-                counts[(name, job)] = counts.get((name, job), 0) + len(newly)
-                out.delete += newly
-            if job_failed(limit, group.restart_policy, pods, counts.get((name, job), 0)):
+        size, on_failure = max(group.job_size, 1), group.restart_policy == "OnFailure"
+        restarts = [0] * jobs_of(group)  # per Job: its live pods' container restarts
+        for index in range(group.replicas):
+            pod = slots.get((name, index))
+            if pod is None or pod_name(pod) in deleting:
+                continue
+            phase, job = pod_phase(pod), index // size
+            if phase == "Failed" and not terminating(pod):
+                counts[(name, job)] = counts.get((name, job), 0) + 1
+                out.delete.append(pod_name(pod))
+            elif on_failure and phase in ("Pending", "Running"):
+                restarts[job] += restart_count(pod)
+        limit = model.backoff_limit(name)
+        for job, restarted in enumerate(restarts):
+            if job_failed(limit, group.restart_policy, restarted, counts.get((name, job), 0)):
                 out.failed_jobs.setdefault(name, []).append(job)
     out.failed = list(out.failed_jobs)
     out.failures = write_record(shape, counts, other)
