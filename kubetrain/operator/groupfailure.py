@@ -62,9 +62,12 @@ def _count(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value if value >= 0 else None
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
+    return _number(value) if isinstance(value, str) else None
+
+
+def _number(text: str) -> int | None:
+    """`text` as a non-negative integer written in ASCII digits, else None."""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _job_of(shape: JobShape, key: str) -> tuple[str, int] | None:
@@ -72,9 +75,9 @@ def _job_of(shape: JobShape, key: str) -> tuple[str, int] | None:
     if key in shape.groups:
         return key, 0  # one Job's key, or a record from before per-Job counts: its Job 0
     group, sep, index = key.rpartition(JOB_KEY_SEPARATOR)
-    if not sep or group not in shape.groups or not index.isdigit():
+    job = _number(index)
+    if not sep or group not in shape.groups or job is None:
         return None
-    job = int(index)
     return (group, job) if job < jobs_of(shape.groups[group]) else None
 
 

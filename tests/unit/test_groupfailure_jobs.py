@@ -145,7 +145,9 @@ def test_an_unreadable_record_neither_crashes_nor_counts() -> None:
     # keys that name no Job are kept as they are; values that are no count are dropped
     assert j.failures == {"warmup/9": 2, "gone": 1, "warmup/": 4, "warmup/-1": 1, "node": 1}
     assert j.failed == []
-    for recorded in ("3", None, [1, 2], {"node": -2}):
+    for recorded in ("3", None, [1, 2], {"node": -2}, {"node": "²"}, {"node": 1.5}):
         assert judged(runtime(), pods(), recorded).failures == {}
+    assert judged(runtime(), pods(), {"warmup/²": 1}).failures == {"warmup/²": 1}  # no Job's key
+    assert judged(runtime(), pods(), {"warmup/1": "2"}).failures == {"warmup/1": 2}  # a count in digits
     p = plan(trainjob(nodes=2), runtime(), pods({"tj-warmup-0-0"}), {"restarts": 0, "failures": "3"})
     assert record_of(p)["failures"] == {"warmup/0": 1}
