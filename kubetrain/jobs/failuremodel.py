@@ -6,13 +6,14 @@ Two models:
 - **per pod** (`FailureModel()`, the v1 kinds and MPIJob v2beta1): each Failed pod is judged on
   its own by its group's restart policy and the run policy's pod failure rules, and recreated
   against the job's one `backoffLimit` (`operator/restarts.py`, `operator/active.py`).
-- **per group** (a JobSet of batch Jobs: Trainer's TrainJob): the failed pods of a group are
-  recreated and counted against the group's backoff limit as the Job controller counts a Job's
-  (restartPolicy Never: failed pods; OnFailure: the container restarts of its live pods too), a
-  group past it has failed (`BackoffLimitExceeded`), and the `gang` policy decides what the
-  failed groups do to the whole job: fail it, or restart every pod as a new attempt
+- **per group** (a JobSet of batch Jobs: Trainer's TrainJob): a group is `replicas / job_size`
+  batch Jobs, each with the group's backoff limit to itself; the failed pods of a Job are
+  recreated and counted against it as the Job controller counts a Job's (restartPolicy Never:
+  failed pods; OnFailure: the container restarts of its live pods too), a Job past it has failed
+  (`BackoffLimitExceeded`) and so has its group, and the `gang` policy decides what the failed
+  groups do to the whole job: fail it, or restart every pod as a new attempt
   (`operator/groupfailure.py`). The count lives in the job's own record of its run (a
-  TrainJob's snapshot ConfigMap), per group, reset by a whole-gang restart.
+  TrainJob's snapshot ConfigMap), per Job, reset by a whole-gang restart.
 
 Pure.
 """
@@ -43,9 +44,12 @@ class GangFailurePolicy(Protocol):
     @property
     def max_restarts(self) -> int: ...
 
-    def decide(self, failed_groups: Sequence[str], counted_restarts: int) -> GangVerdict:
+    def decide(
+        self, failed_groups: Sequence[str], counted_restarts: int, first_jobs: Mapping[str, int] | None = None
+    ) -> GangVerdict:
         """`failed_groups` in the shape's group order; `counted_restarts`: whole-gang restarts so
-        far that count towards `max_restarts`."""
+        far that count towards `max_restarts`; `first_jobs`: per failed group, the index of its
+        first failed Job (0 when not given)."""
         ...
 
 

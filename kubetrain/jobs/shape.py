@@ -198,8 +198,8 @@ class GangChoice:
 @dataclass(frozen=True, slots=True)
 class RunRecording:
     """Where a job keeps the record of its run that its status has no place for: whole-job
-    restarts (the current attempt), those counting towards a limit, failures per group, when the
-    attempt began. `in_status` (the v1 kinds: `status.jobRestarts`, `replicaStatuses`) or
+    restarts (the current attempt), those counting towards a limit, failures per batch Job of a
+    group, when the attempt began. `in_status` (the v1 kinds: `status.jobRestarts`, `replicaStatuses`) or
     outside it (a TrainJob: its runtime snapshot ConfigMap, written by its edge from
     `Plan.record`). `attempt_label`: the pod label naming the attempt a pod belongs to."""
 

@@ -11,11 +11,12 @@ deleted, and holds its slot until it is gone.
 One reconcile, in order: suspend (every pod deleted; every job of every group counted
 suspended), resume, the deadline (from creation or the last resume), the Service and the objects
 pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
-then the pods: failed pods recreated and counted per group (`groupfailure.py`), a group past its
-backoff limit handed to the gang policy — restart every pod as a new attempt, or fail the job —
-success by the shape's rules, a progress stall, and the missing pods `creates.missing_slots`
-picks. The per-group status (JobSet's `replicatedJobsStatus`, Trainer's `jobsStatus`) counts
-jobs of `ReplicaGroup.job_size` pods.
+then the pods: failed pods recreated and counted per batch Job of their group
+(`groupfailure.py`), a group with a Job past its backoff limit handed to the gang policy —
+restart every pod as a new attempt, or fail the job — success by the shape's rules, a progress
+stall, and the missing pods `creates.missing_slots` picks. The per-group status (JobSet's
+`replicatedJobsStatus`, Trainer's `jobsStatus`) counts jobs of `ReplicaGroup.job_size` pods:
+`failed` is the group's failed Jobs.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class GroupActiveJob:
             raise ValueError(f"{shape.kind} {shape.name}: a per-group shape makes its own children")
         self.r, self.shape, self.desired = r, shape, desired
         self.children: ChildMaker = shape.children
-        self.failed_groups: set[str] = set()
+        self.failed_jobs: dict[str, list[int]] = {}  # per group, its failed Jobs
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -175,7 +176,6 @@ class GroupActiveJob:
         r, shape = self.r, self.shape
         state = r.record
         restarts = int(state.get("restarts") or 0)
-        failures: dict[str, int] = {k: int(v) for k, v in (state.get("failures") or {}).items()}
         counted = (
             {"countedRestarts": int(state.get("countedRestarts") or 0)} if "countedRestarts" in state else {}
         )
@@ -186,14 +186,15 @@ class GroupActiveJob:
         every, _ = slot_pods(shape, r.pods)
         # The slots of the current attempt: success and dependencies count only them.
         slots = {slot: p for slot, p in every.items() if self.attempt_of(p) == attempt}
-        judged = groupfailure.judge(shape, every, r.deleting, failures)
+        judged = groupfailure.judge(shape, every, r.deleting, state.get("failures"))
         r.delete(judged.delete)
-        failures, self.failed_groups = judged.failures, set(judged.failed)
+        failures, self.failed_jobs = judged.failures, judged.failed_jobs
         gang_policy = shape.failure.gang
         if judged.failed and gang_policy is not None:
             # restarts that count towards maxRestarts (a record without the field: every restart)
             so_far = int(state.get("countedRestarts", restarts) or 0)
-            verdict = gang_policy.decide(judged.failed, so_far)
+            first_jobs = {g: jobs[0] for g, jobs in judged.failed_jobs.items()}
+            verdict = gang_policy.decide(judged.failed, so_far, first_jobs)
             self.write_group_statuses()
             if verdict.restart:
                 r.restart_all(verdict.reason, verdict.message)
@@ -244,7 +245,7 @@ class GroupActiveJob:
         so_far = int(state.get("countedRestarts", restarts) or 0)
         if so_far >= max_restarts:  # a stall restart counts, as JobSet's RestartJobSet does
             r.terminal(FAILED, stall.REASON, verdict.message, delete_active=True)
-            self.failed_groups = set()
+            self.failed_jobs = {}
             self.write_group_statuses()
             return dict(state)
         message = (
@@ -278,20 +279,22 @@ class GroupActiveJob:
 
     # --- the per-group status -----------------------------------------------------------------
     def jobs_per_group(self) -> dict[str, int]:
-        return {name: g.replicas // max(g.job_size, 1) for name, g in self.shape.groups.items()}
+        return {name: groupfailure.jobs_of(g) for name, g in self.shape.groups.items()}
 
     def write_group_statuses(self) -> None:
-        """Per group, how many of its jobs are ready, succeeded, failed (its group failed),
-        active — JobSet's replicatedJobsStatus — written by the status projection."""
+        """Per group, how many of its jobs are ready, succeeded, failed (past their backoff
+        limit), active — JobSet's replicatedJobsStatus — written by the status projection."""
         r, shape = self.r, self.shape
         by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
         out: list[GroupTally] = []
         for name, jobs in self.jobs_per_group().items():
             size = max(shape.groups[name].job_size, 1)
             ready = succeeded = failed = active = 0
+            failed_jobs = set(self.failed_jobs.get(name, ()))
             for j in range(jobs):
-                pods = [by_name.get(shape.pod_name(name, j * size + i)) for i in range(size)]
-                if name in self.failed_groups:
+                slots = range(j * size, min((j + 1) * size, shape.groups[name].replicas))
+                pods = [by_name.get(shape.pod_name(name, k)) for k in slots]
+                if j in failed_jobs:
                     failed += 1
                 elif all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
                     succeeded += 1

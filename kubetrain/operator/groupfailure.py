@@ -1,12 +1,24 @@
 """The per-group failure model (`kubetrain.jobs.failuremodel`, a JobSet's batch Jobs) applied
 to a job's observed pods — pure.
 
-A Failed pod of a group is deleted (to be recreated) and counted against the group's backoff
-limit in the job's record; the group has failed (`BackoffLimitExceeded`) once its count is over
-the limit or — restartPolicy OnFailure, where the kubelet restarts containers in place — its
-live pods' container restarts reach it (any restart with a limit of 0), as the Job controller
-decides. What failed groups do to the whole job is the shape's gang policy's
+A group (a JobSet's replicated job) is `jobs_of(group)` batch Jobs of `ReplicaGroup.job_size`
+pods: slot `k` is pod `k % job_size` of Job `k // job_size`, and each Job has the group's
+backoff limit to itself, as JobSet makes one Job per replica from the replicated job's template.
+A Failed pod is deleted (to be recreated) and counted against its own Job in the job's record;
+a Job has failed (`BackoffLimitExceeded`) once its count is over the limit or — restartPolicy
+OnFailure, where the kubelet restarts containers in place — its live pods' container restarts
+reach it (any restart with a limit of 0), as the Job controller decides. A group has failed when
+any of its Jobs has. What failed groups do to the whole job is the shape's gang policy's
 (`JobShape.failure.gang`), applied by the planner.
+
+The record (`failures`, a mapping of key to count) is keyed by the group's name for a group of
+one Job (the common case: Trainer's runtimes have `replicas: 1`) and by `<group>/<job index>`
+(`job_key`) for each Job of a group of several; group names are DNS labels, so the two forms
+never collide. A plain group key read for a group of several Jobs (a record written before the
+count was kept per Job) counts against its Job 0 — the group fails on those failures exactly
+when it did before — and is written back as that Job's key. A key that names no Job of the
+shape is kept as it is and counts against nothing; a count that is not a non-negative integer
+is dropped.
 """
 
 from __future__ import annotations
@@ -15,19 +27,89 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.jobs.shape import JobShape
+from kubetrain.jobs.shape import JobShape, ReplicaGroup
 from kubetrain.operator.pods import pod_name, pod_phase, terminating
 
 Slots = Mapping[tuple[str, int], Mapping[str, Any]]
+JOB_KEY_SEPARATOR = "/"  # never in a group name (a DNS label)
 
 
 @dataclass
 class GroupFailures:
     """What this reconcile saw of the groups' failures."""
 
-    failures: dict[str, int]  # the record after it: Failed pods counted per group
+    failures: dict[str, int]  # the record after it: Failed pods counted per Job
     delete: list[str] = field(default_factory=list)  # Failed pods to delete (and recreate)
-    failed: list[str] = field(default_factory=list)  # groups past their limit, in shape order
+    failed: list[str] = field(default_factory=list)  # groups with a failed Job, in shape order
+    # per group with a failed Job, the indexes of its failed Jobs, ascending
+    failed_jobs: dict[str, list[int]] = field(default_factory=dict)
+
+
+def jobs_of(group: ReplicaGroup) -> int:
+    """How many Jobs the group is (a last, partial Job counts: no slot goes unjudged)."""
+    size = max(group.job_size, 1)
+    return -(-group.replicas // size)
+
+
+def job_key(shape: JobShape, group: str, job: int) -> str:
+    """The record's key for Job `job` of `group`: the group's name when it is one Job."""
+    g = shape.groups[group]
+    return group if jobs_of(g) == 1 else f"{group}{JOB_KEY_SEPARATOR}{job}"
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    return _number(value) if isinstance(value, str) else None
+
+
+def _number(text: str) -> int | None:
+    """`text` as a non-negative integer written in ASCII digits, else None."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _job_of(shape: JobShape, key: str) -> tuple[str, int] | None:
+    """The Job a record key counts against; None: none of the shape's."""
+    if key in shape.groups:
+        return key, 0  # one Job's key, or a record from before per-Job counts: its Job 0
+    group, sep, index = key.rpartition(JOB_KEY_SEPARATOR)
+    job = _number(index)
+    if not sep or group not in shape.groups or job is None:
+        return None
+    return (group, job) if job < jobs_of(shape.groups[group]) else None
+
+
+def read_record(shape: JobShape, recorded: object) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
+    """The recorded failures per Job (group, index), and the entries that name no Job of the
+    shape (kept as they are)."""
+    counts: dict[tuple[str, int], int] = {}
+    other: dict[str, int] = {}
+    if not isinstance(recorded, Mapping):
+        return counts, other
+    for key, value in recorded.items():
+        n = _count(value)
+        if n is None:
+            continue
+        job = _job_of(shape, str(key))
+        if job is None:
+            other[str(key)] = n
+        else:
+            counts[job] = counts.get(job, 0) + n
+    return counts, other
+
+
+def write_record(
+    shape: JobShape, counts: Mapping[tuple[str, int], int], other: Mapping[str, int]
+) -> dict[str, int]:
+    """The record of `counts` (Jobs without failures left out) and `other`, in shape order."""
+    out: dict[str, int] = dict(other)
+    order = {name: i for i, name in enumerate(shape.groups)}
+    for (group, job), n in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        if n > 0:
+            out[job_key(shape, group, job)] = n
+    return out
 
 
 def restart_count(pod: Mapping[str, Any]) -> int:
@@ -41,30 +123,41 @@ def restart_count(pod: Mapping[str, Any]) -> int:
     )
 
 
-def group_failed(limit: int, restart_policy: str, pods: list[Mapping[str, Any]], failures: int) -> bool:
-    """The Job controller's backoffLimit rule for one group."""
+def job_failed(limit: int, restart_policy: str, restarts: int, failures: int) -> bool:
+    """The Job controller's backoffLimit rule for one Job: its `failures` counted so far and the
+    container `restarts` of its live (Pending or Running) pods."""
     if failures > limit:
         return True
     if restart_policy != "OnFailure":
         return False
-    restarts = sum(restart_count(p) for p in pods if pod_phase(p) in ("Pending", "Running"))
     return restarts > 0 if limit == 0 else restarts >= limit
 
 
 def judge(
-    shape: JobShape, slots: Slots, deleting: set[str] | frozenset[str], recorded: Mapping[str, int]
+    shape: JobShape, slots: Slots, deleting: set[str] | frozenset[str], recorded: object
 ) -> GroupFailures:
-    """The groups' failures given the pods in their slots (pods in `deleting` do not count) and
-    the failures recorded so far."""
-    out = GroupFailures(dict(recorded))
+    """The Jobs' failures given the pods in their slots (pods in `deleting` do not count) and the
+    failures recorded so far (the record's `failures`)."""
+    counts, other = read_record(shape, recorded)
+    out = GroupFailures({})
     model = shape.failure
     for name, group in shape.groups.items():
-        in_slots = (slots.get((name, i)) for i in range(group.replicas))
-        pods = [p for p in in_slots if p is not None and pod_name(p) not in deleting]
-        newly = [pod_name(p) for p in pods if pod_phase(p) == "Failed" and not terminating(p)]
-        if newly:
-            out.failures[name] = out.failures.get(name, 0) + len(newly)
-            out.delete += newly
-        if group_failed(model.backoff_limit(name), group.restart_policy, pods, out.failures.get(name, 0)):
-            out.failed.append(name)
+        size, on_failure = max(group.job_size, 1), group.restart_policy == "OnFailure"
+        restarts = [0] * jobs_of(group)  # per Job: its live pods' container restarts
+        for index in range(group.replicas):
+            pod = slots.get((name, index))
+            if pod is None or pod_name(pod) in deleting:
+                continue
+            phase, job = pod_phase(pod), index // size
+            if phase == "Failed" and not terminating(pod):
+                counts[(name, job)] = counts.get((name, job), 0) + 1
+                out.delete.append(pod_name(pod))
+            elif on_failure and phase in ("Pending", "Running"):
+                restarts[job] += restart_count(pod)
+        limit = model.backoff_limit(name)
+        for job, restarted in enumerate(restarts):
+            if job_failed(limit, group.restart_policy, restarted, counts.get((name, job), 0)):
+                out.failed_jobs.setdefault(name, []).append(job)
+    out.failed = list(out.failed_jobs)
+    out.failures = write_record(shape, counts, other)
     return out

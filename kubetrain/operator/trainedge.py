@@ -14,9 +14,9 @@ What only a TrainJob has, all here:
 - the snapshot resolved into the TrainJob's shape (`jobs/trainjob/shape.py`: groups, run
   policy, JobSet's failure model, Trainer's status projection, JobSet's children and gang
   policy) for the operator's configuration;
-- the run's record (whole-gang restarts, failures per replicated job, the attempt's start) read
-  from the snapshot and, when the planner changed it (`Plan.record`), written back into it — or
-  into the snapshot being created.
+- the run's record (whole-gang restarts, failures per job of each replicated job, the
+  attempt's start) read from the snapshot and, when the planner changed it (`Plan.record`),
+  written back into it — or into the snapshot being created.
 """
 
 from __future__ import annotations

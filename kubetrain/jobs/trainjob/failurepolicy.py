@@ -10,7 +10,8 @@ fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded):
   - `RestartJobSet`: every pod restarts as a new attempt while the restarts counted so far are
     below `maxRestarts`, else fails, reason `ReachedMaxRestarts`;
   - `RestartJobSetAndIgnoreMaxRestarts`: restarts without counting towards `maxRestarts`.
-Messages name the first failed job (`<tj>-<step>-<jobIndex>`). Pure."""
+Messages name the first failed job (`<tj>-<step>-<jobIndex>`: the first step in the runtime's
+order with a failed job, its lowest failed job index). Pure."""
 
 from __future__ import annotations
 
@@ -45,8 +46,10 @@ class JobSetFailurePolicy:
         limit = (self.policy or {}).get("maxRestarts")
         return limit if isinstance(limit, int) and not isinstance(limit, bool) else 0
 
-    def decide(self, failed_groups: Sequence[str], counted_restarts: int) -> GangVerdict:
-        return decide(self.name, self.policy, failed_groups, counted_restarts)
+    def decide(
+        self, failed_groups: Sequence[str], counted_restarts: int, first_jobs: Mapping[str, int] | None = None
+    ) -> GangVerdict:
+        return decide(self.name, self.policy, failed_groups, counted_restarts, first_jobs)
 
 
 def _applies(rule: Mapping[str, Any], step: str) -> bool:
@@ -68,11 +71,17 @@ def _matches(pattern: object, text: str) -> bool:
 
 
 def decide(
-    tj: str, policy: Mapping[str, Any] | None, failed_steps: Sequence[str], counted_restarts: int
+    tj: str,
+    policy: Mapping[str, Any] | None,
+    failed_steps: Sequence[str],
+    counted_restarts: int,
+    first_jobs: Mapping[str, int] | None = None,
 ) -> GangVerdict:
     """`failed_steps` in the runtime's step order; `counted_restarts`: restarts so far that count
-    towards maxRestarts."""
-    first = f"{tj}-{failed_steps[0]}-0"
+    towards maxRestarts; `first_jobs`: per failed step, the index of its first failed job (0 when
+    not given)."""
+    jobs = first_jobs or {}
+    first = f"{tj}-{failed_steps[0]}-{jobs.get(failed_steps[0], 0)}"
     if policy is None:
         return GangVerdict(
             False,
@@ -84,7 +93,7 @@ def decide(
     for rule in policy.get("rules") or []:
         step = next((s for s in failed_steps if _applies(rule, s)), None)
         if step is not None:
-            action, job = str(rule.get("action") or RESTART), f"{tj}-{step}-0"
+            action, job = str(rule.get("action") or RESTART), f"{tj}-{step}-{jobs.get(step, 0)}"
             break
     if action == FAIL:
         return GangVerdict(

@@ -169,8 +169,8 @@ def trainjob_shape(
         gang_counts_dependents=True,
         children=JobSetChildren(resolved, trainjob),
         gang=gang_of(resolved, gang_scheduler),
-        # The run's record (whole-gang restarts, failures per replicated job) lives in the
-        # runtime snapshot ConfigMap; pods carry JobSet's restart attempt.
+        # The run's record (whole-gang restarts, failures per job of each replicated job) lives
+        # in the runtime snapshot ConfigMap; pods carry JobSet's restart attempt.
         recording=RunRecording(in_status=False, attempt_label=c.RESTART_ATTEMPT),
         tensorboard=False,  # Trainer's status has no place for KubeDL's TensorBoard
     )
