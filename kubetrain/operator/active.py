@@ -268,9 +268,12 @@ class ActiveJob:
         those are built, so a reconcile of a huge job costs what this pass creates."""
         r = self.r
         room = max(1, r.config.max_pod_creates)
+        # One slot beyond the pass tells whether the next pass continues this one.
         missing = creates.missing_slots(
-            self.shape, self.slots, self.held, room, earlier_attempt_left=bool(self.stale)
+            self.shape, self.slots, self.held, room + 1, earlier_attempt_left=bool(self.stale)
         )
+        r.plan.creates_continue = len(missing) > room
+        missing = missing[:room]
         for rtype, index in missing:
             pod = self.desired.pod(rtype, index, attempt=self.attempt)
             if self.commit:

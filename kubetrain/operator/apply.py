@@ -16,9 +16,9 @@ an older job, whose newer version is planned again.
 Creates are careful not to storm the API server:
 - Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
   controllers), then 16 in flight, each sent as one returns (from the start when the job's last
-  wave went through that far without a failure); a failure, or a job that meanwhile left the
-  cache, got a deletionTimestamp or was replaced by a new job of its name (another uid), ends
-  the wave.
+  wave left more pods for this pass and went through that far without a failure); a failure,
+  or a job that meanwhile left the cache, got a deletionTimestamp or was replaced by a new job
+  of its name (another uid), ends the wave.
 - A refused pod create is no Event of its own: the wave's first refusal is remembered for the
   job (`records`), the planner turns it into Running=False (`FailedCreatePod`) with one Warning
   event when it changes, and the key is retried with back-off. A wave that creates everything
@@ -136,7 +136,7 @@ class PlanApplier(ChildWriter):
                 *(self._delete_pod(key, job, pod_name, failures) for pod_name in p.delete_pods)
             )
         if p.create_pods and children_ok:
-            await self._create_pods(key, ref, job, p.create_pods, failures)
+            await self._create_pods(key, ref, job, p.create_pods, failures, continues=p.creates_continue)
         if p.status is not None and not await self._write_status(key, ref, job, p):
             return
         if p.restarts > 0 and restarts_recorded:

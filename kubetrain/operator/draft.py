@@ -84,6 +84,9 @@ class PlannerConfig:
 @dataclass
 class Plan:
     create_pods: list[dict[str, Any]] = field(default_factory=list)
+    # More pods are missing than this pass creates (one reconcile's limit): the job's next pass
+    # continues this creation burst, and may start pipelined if this wave went through (writes.py).
+    creates_continue: bool = False
     delete_pods: list[str] = field(default_factory=list)
     create_service: dict[str, Any] | None = None
     delete_service: bool = False

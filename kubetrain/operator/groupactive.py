@@ -266,9 +266,10 @@ class GroupActiveJob:
         """The pods of the missing slots `creates.missing_slots` picks, made by the shape."""
         r, shape = self.r, self.shape
         room = max(1, r.config.max_pod_creates)
-        for group, index in creates.missing_slots(
-            shape, slots, held, room, earlier_attempt_left=earlier_left
-        ):
+        # One slot beyond the pass tells whether the next pass continues this one.
+        missing = creates.missing_slots(shape, slots, held, room + 1, earlier_attempt_left=earlier_left)
+        r.plan.creates_continue = len(missing) > room
+        for group, index in missing[:room]:
             new = self.children.pod(group, index, attempt)
             shape.plugin.customize_pod(shape.layout, group, index, new["spec"])
             if self.desired.progress is not None:  # the progress endpoint's env, token and CA

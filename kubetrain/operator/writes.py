@@ -5,9 +5,11 @@ docstring for the rules; `PlanApplier` decides which writes a Plan makes and in 
 - Pods are created in slow-start batches (1, 2, 4, … 16, like kube's ReplicaSet and Job
   controllers), then pipelined with 16 creates in flight; a batch with a failure (once pipelined:
   a failure), or a job that meanwhile left the cache, got a deletionTimestamp or was replaced by
-  a new job of its name (another uid), ends the wave. A job whose last wave was pipelined and
-  created every pod it sent (a large job's first pass of 500) starts its next wave pipelined:
-  its creates are known to go through, and a refusal still ends the wave (≤ 16 in flight).
+  a new job of its name (another uid), ends the wave. A job whose last wave was a full pass (a
+  large job's first 500), was pipelined and created every pod it sent starts its next pass
+  pipelined: its creates are known to go through, and a refusal still ends the wave (≤ 16 in
+  flight). Any other wave slow-starts — the pods that replace deleted or failed ones, above all
+  while a namespace is being deleted, where the first refusal closes it after one create.
 - A failed write is a Warning event on the job (`Failed<Verb><Kind>`) and a failure for the
   caller to raise; a harmless one (AlreadyExists for a create, NotFound for a delete) is logged.
 - A namespace that refuses new objects is closed for creates until a job is added to it again.
@@ -75,8 +77,8 @@ class ChildWriter:
     closed_namespaces: dict[str, set[str]] = field(default_factory=dict)
     # Why the last wave of pod creates of a job (by uid) stopped, fed back to the planner.
     create_failures: dict[str, CreateFailure] = field(default_factory=dict)
-    # Jobs (by uid) whose last wave was pipelined and created every pod it sent: their next
-    # wave (the next pass of at most 500) starts pipelined instead of slow-starting again.
+    # Jobs (by uid) whose last wave was a full pass, pipelined, and created every pod it sent:
+    # their next wave (the next pass of at most 500) starts pipelined instead of slow-starting.
     creates_proven: set[str] = field(default_factory=set)
 
     def namespace_accepts_creates(self, namespace: str) -> None:
@@ -115,13 +117,20 @@ class ChildWriter:
             )
 
     async def _create_pods(
-        self, key: str, ref: ResourceRef, job: Obj, pods: list[Obj], failures: list[ApiError]
+        self,
+        key: str,
+        ref: ResourceRef,
+        job: Obj,
+        pods: list[Obj],
+        failures: list[ApiError],
+        *,
+        continues: bool = False,
     ) -> None:
         """Create `pods` under expectations, in slow-start batches of 1, 2, 4, … 16, then
         pipelined (PIPELINED_CREATES in flight) — pipelined from the start when the job's last
-        wave was pipelined and created every pod it sent (`creates_proven`); stop after a batch
-        with a failure, at the first failure once pipelined, or once the job may no longer create
-        (see the module docstring)."""
+        wave was a full pass (`continues`), pipelined and created every pod it sent
+        (`creates_proven`); stop after a batch with a failure, at the first failure once
+        pipelined, or once the job may no longer create (see the module docstring)."""
         if not self.creates_allowed(ref, job):  # e.g. the Service create just found the namespace closed
             return
         store = self.cache.store(PODS)
@@ -162,7 +171,7 @@ class ChildWriter:
             batch *= 2
         if not refusals:
             self.create_failures.pop(uid, None)
-            if pipelined and not todo:
+            if pipelined and not todo and continues:
                 self.creates_proven.add(uid)
             return
         # The API refusal (quota, admission) first: it is what the user can act on at once.

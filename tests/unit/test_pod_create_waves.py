@@ -1,6 +1,7 @@
 """How a job's pods are sent: slow-start batches (1, 2, 4, … 16) then 16 in flight; a job whose
-last wave was pipelined and created everything it sent starts its next wave (the next pass of
-at most 500) pipelined; a refused create puts it back on slow start."""
+last wave was a full pass, pipelined, and created everything it sent starts its next wave (the
+next pass of at most 500) pipelined; any other wave — the replacements of deleted pods — and a
+wave after a refused create slow-start."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ async def test_a_wave_slow_starts_then_pipelines_and_the_next_wave_starts_pipeli
     server = Server()
     w = writer(server)
     failures: list[ApiError] = []
-    await w._create_pods(KEY, REF, JOB, pods(0, 100), failures)
+    await w._create_pods(KEY, REF, JOB, pods(0, 100), failures, continues=True)
     assert not failures and len(server.sent) == 100
     assert server.sent[:3] == [1, 1, 2]  # one alone, then two together
     assert max(server.sent) == PIPELINED_CREATES
@@ -74,15 +75,33 @@ async def test_a_wave_slow_starts_then_pipelines_and_the_next_wave_starts_pipeli
     assert max(server.sent) == SLOW_START_LAST_BATCH
     server.sent.clear()
     await w._create_pods(KEY, REF, JOB, pods(100, 100), failures)
-    # The first wave went through: the next one sends 16 at once.
+    # The first wave was a full pass and went through: the next one sends 16 at once.
     assert server.sent[:PIPELINED_CREATES] == list(range(1, PIPELINED_CREATES + 1))
+    server.sent.clear()
+    await w._create_pods(KEY, REF, JOB, pods(200, 20), failures)
+    # The second was the job's last pass: a later wave (pods replacing deleted ones) slow-starts.
+    assert server.sent[:3] == [1, 1, 2]
+
+
+async def test_replacements_after_a_complete_job_send_one_create_into_a_closing_namespace() -> None:
+    """The job's pods all exist, its namespace is being deleted, and its pods go one by one:
+    the replacements slow-start, so the namespace's refusal costs one create, not 16."""
+    server = Server()
+    w = writer(server)
+    await w._create_pods(KEY, REF, JOB, pods(0, 500), [], continues=True)
+    await w._create_pods(KEY, REF, JOB, pods(500, 500), [], continues=False)
+    server.refuse = {f"big-worker-{i}" for i in range(40)}  # NamespaceTerminating, as a 403
+    server.sent.clear()
+    failures: list[ApiError] = []
+    await w._create_pods(KEY, REF, JOB, pods(0, 40), failures)
+    assert server.sent == [1] and len(failures) == 1
 
 
 async def test_a_refused_create_puts_the_job_back_on_slow_start() -> None:
     server = Server()
     w = writer(server)
     failures: list[ApiError] = []
-    await w._create_pods(KEY, REF, JOB, pods(0, 100), failures)
+    await w._create_pods(KEY, REF, JOB, pods(0, 100), failures, continues=True)
     server.refuse = {"big-worker-100"}
     server.sent.clear()
     await w._create_pods(KEY, REF, JOB, pods(100, 100), failures)
@@ -99,7 +118,7 @@ async def test_a_refused_create_puts_the_job_back_on_slow_start() -> None:
 async def test_a_small_wave_proves_nothing() -> None:
     server = Server()
     w = writer(server)
-    await w._create_pods(KEY, REF, JOB, pods(0, 3), [])
+    await w._create_pods(KEY, REF, JOB, pods(0, 3), [], continues=True)
     server.sent.clear()
     await w._create_pods(KEY, REF, JOB, pods(3, 3), [])
     assert server.sent == [1, 1, 2]

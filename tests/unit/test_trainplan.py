@@ -60,6 +60,14 @@ def test_first_reconcile_snapshots_the_runtime_then_creates_every_node() -> None
     assert p.status is not None and "conditions" not in p.status  # no Created/Running
 
 
+def test_a_full_pass_of_a_trainjob_says_the_next_one_continues_it() -> None:
+    job = trainjob()
+    observed = Observed(pods=[], service={"metadata": {"name": "tj"}}, extra=[snapshot(job)])
+    first = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig(max_pod_creates=1))
+    assert len(first.create_pods) == 1 and first.creates_continue
+    assert not plan(job, [], [snapshot(job)]).creates_continue  # both nodes in one pass
+
+
 def test_the_snapshot_wins_over_a_changed_or_deleted_runtime() -> None:
     job = trainjob()
     changed = copy.deepcopy(RUNTIME)
