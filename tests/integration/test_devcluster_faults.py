@@ -138,7 +138,7 @@ async def test_bookmarks_carry_the_current_version(tmp_path: Any) -> None:
                 {
                     "resource_version": made.metadata.resource_version,
                     "allow_watch_bookmarks": True,
-                    "timeout_seconds": 1,
+                    "timeout_seconds": 3,  # bookmarks stop 2 s before the deadline
                 },
             )
             assert events and {e["type"] for e in events} == {"BOOKMARK"}
@@ -146,6 +146,25 @@ async def test_bookmarks_carry_the_current_version(tmp_path: Any) -> None:
             assert int(events[-1]["object"]["metadata"]["resourceVersion"]) >= int(
                 made.metadata.resource_version
             )
+
+
+async def test_a_watch_gets_a_bookmark_two_seconds_before_its_deadline(api: Any) -> None:
+    """As kube-apiserver: bookmarks every minute, and one 2 s before the watch times out, so a
+    client resumes from a current resourceVersion even if nothing changed for an hour."""
+    made = await client.CoreV1Api(api).create_namespaced_config_map(NS, cm("pre"))
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    events = await raw_watch(
+        api,
+        {
+            "resource_version": made.metadata.resource_version,
+            "allow_watch_bookmarks": True,
+            "timeout_seconds": 3,
+        },
+    )
+    assert [e["type"] for e in events] == ["BOOKMARK"]  # one, not one a second
+    assert int(events[0]["object"]["metadata"]["resourceVersion"]) >= int(made.metadata.resource_version)
+    assert loop.time() - start >= 2.5  # the stream ran to its deadline
 
 
 async def test_send_initial_events_ends_with_an_annotated_bookmark(devcluster: DevCluster, api: Any) -> None:

@@ -58,7 +58,7 @@ class DevCluster:
         workdir: str | None = None,
         watch_window: int = 1000,
         service_ports: dict[tuple[str, str, int], int] | None = None,
-        bookmark_interval: float = 1.0,
+        bookmark_interval: float = 60.0,  # kube-apiserver's: a minute (watchstream.py)
         clock: Callable[[], datetime] = meta.utcnow,
         authorization: str = "AlwaysAllow",
     ) -> None:

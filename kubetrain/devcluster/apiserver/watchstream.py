@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,9 @@ from kubetrain.devcluster.apiserver.types import Obj
 
 JSON = "application/json"
 WATCH_BATCH = 256
+# kube-apiserver's cacher: bookmarks every minute (defaultBookmarkFrequency, DevCluster's
+# `bookmark_interval`) and one this long before a watch's deadline.
+PRE_TIMEOUT_BOOKMARK = 2.0
 
 
 def _truthy(value: str | None) -> bool:
@@ -36,8 +40,9 @@ async def serve(
     convert: Callable[[list[Obj]], Awaitable[list[Obj]]] | None = None,
 ) -> web.StreamResponse:
     """A watch: initial events or the replay since resourceVersion, then changes, bookmarks
-    every `bookmark_interval` when asked for, until timeoutSeconds (default 30-60 min), the
-    client goes away or the server stops. A too old resourceVersion is an ERROR event (410)."""
+    when asked for (every `bookmark_interval` and 2 s before the deadline, `_next_bookmark`),
+    until timeoutSeconds (default 30-60 min), the client goes away or the server stops. A too
+    old resourceVersion is an ERROR event (410)."""
     bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
     send_initial = request.query.get("sendInitialEvents")
     timeout = request.query.get("timeoutSeconds")
@@ -62,7 +67,7 @@ async def serve(
     assert watcher is not None
     streams.add(resp)
     deadline = time.monotonic() + seconds
-    next_bookmark = time.monotonic() + bookmark_interval
+    next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
     try:
         if initial_end and bookmarks:
             await _flush(resp, api, t, watcher, len(watcher.items), convert)
@@ -83,7 +88,7 @@ async def serve(
                 break
             if bookmarks and time.monotonic() >= next_bookmark and not watcher.items:
                 await resp.write(_bookmark(t, store.rv))
-                next_bookmark = time.monotonic() + bookmark_interval
+                next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
         await resp.write_eof()
     except (ConnectionResetError, asyncio.CancelledError, RuntimeError):
         pass
@@ -115,6 +120,18 @@ def _line(api: ApiServer, t: Target, item: tuple[str, Obj]) -> bytes:
     return api.store.event_lines.line(
         kind, obj, t.api_version, t.rt.kind, lambda: dumps({"type": kind, "object": api.out(t, obj)}) + b"\n"
     )
+
+
+def _next_bookmark(now: float, interval: float, deadline: float) -> float:
+    """When the next bookmark is due, as kube-apiserver's cacheWatcher.nextBookmarkTime: every
+    `interval` (its bookmarkFrequency, a minute), and once 2 s before the watch's deadline, so
+    a client resumes a timed-out watch from a current resourceVersion. None left past that:
+    infinity."""
+    due = now + interval
+    before_deadline = deadline - PRE_TIMEOUT_BOOKMARK
+    if before_deadline < due:
+        due = before_deadline
+    return due if due >= now else math.inf
 
 
 def _bookmark(t: Target, rv: int, initial_end: bool = False) -> bytes:
