@@ -29,18 +29,18 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import defaults_min_available
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
-from kubetrain.jobs.shape import FAILED, SUCCEEDED, StatusProjection
+from kubetrain.jobs.shape import FAILED, SUCCEEDED
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
 from kubetrain.operator.active import ActivePart, active_part
 from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
-from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache, PreparedJob
+from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.tensorboard import plan_tensorboard
 
-__all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "plan", "plan_prepared"]
+__all__ = ["EventSpec", "Observed", "Plan", "PlannerConfig", "Reconcile", "plan"]
 
 
 def plan(
@@ -65,29 +65,15 @@ def plan(
     )
     if prepared.framework is None:  # a kind kubetrain does not know
         return Plan()
-    return plan_prepared(job, prepared, observed, now, config)
-
-
-def plan_prepared(
-    job: Mapping[str, Any],
-    prepared: PreparedJob,
-    observed: Observed,
-    now: datetime,
-    config: PlannerConfig,
-    *,
-    projection: StatusProjection | None = None,
-    record: Mapping[str, Any] | None = None,
-) -> Plan:
-    """One reconcile of a job its producer prepared into a shape, whatever its kind: the v1 kinds
-    through `plan` (prepared here, cached), a TrainJob through its edge (`trainedge.py`: the
-    shape resolved from its runtime snapshot, and the run's `record` kept there). `projection`:
-    how its status shows the decisions when it has no shape (default: the shape's, else
-    Kubeflow's JobStatus)."""
-    return Reconcile(job, prepared, observed, now, config, projection=projection, record=record).run()
+    return Reconcile(job, prepared, observed, now, config).run()
 
 
 class Reconcile(ReconcileDraft):
-    """The reconcile's frame: conditions, the finished job (clean-up, TTL) and the autoscaler."""
+    """One reconcile of a job its producer prepared into a shape, whatever its kind — the v1
+    kinds through `plan` (prepared here, cached), a TrainJob through its edge (`trainedge.py`:
+    the shape resolved from its runtime snapshot, the run's `record` kept there): the frame
+    (conditions, the finished job's clean-up and TTL, the autoscaler) around the shape's active
+    part. `Reconcile(...).run()` gives the Plan."""
 
     # --- the reconcile ------------------------------------------------------------------------
     def run(self) -> Plan:
@@ -131,7 +117,7 @@ class Reconcile(ReconcileDraft):
             self.plan.status = self.status
             outcome = projection.finished(self.status)
             self.plan.finishes = outcome is not None
-            self.plan.outcome = outcome if outcome != projection.finished(self.old) else None
+            self.plan.outcome = outcome if outcome != recorded_terminal else None
             added = projection.restarts(self.status) - projection.restarts(self.old)
             self.plan.recorded_restarts = max(0, added)
         return self.plan

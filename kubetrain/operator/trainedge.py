@@ -1,5 +1,5 @@
 """The TrainJob's edge of the planner: a Kubeflow Trainer v2 TrainJob and its runtime turned
-into what the one planner (`plan.plan_prepared`) plans every job from — its `JobShape` and the
+into what the one planner (`plan.Reconcile`) plans every job from — its `JobShape` and the
 record of its run — and the record kept where a TrainJob keeps it. Pure; no planning decision
 is made here (docs/behaviour.md, "TrainJob").
 
@@ -35,7 +35,7 @@ from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
-from kubetrain.operator.plan import plan_prepared
+from kubetrain.operator.plan import Reconcile
 from kubetrain.operator.pods import owned_by_name
 from kubetrain.operator.prepare import PreparedJob
 from kubetrain.operator.statusprojection import TRAINER
@@ -68,7 +68,7 @@ def plan_trainjob(
     if finished:  # planned from the snapshot it ran with, if any (its TTL is the runtime's)
         resolved = resolve(job, frozen)[0] if frozen is not None else None
         prepared = _prepared(job, frozen, resolved, config)
-        return plan_prepared(job, prepared, observed, now, config, projection=TRAINER, record=record)
+        return Reconcile(job, prepared, observed, now, config, projection=TRAINER, record=record).run()
     if frozen is None:
         kind, name = ch.runtime_ref(job)
         d = Draft(job, observed, now, config)
@@ -82,7 +82,7 @@ def plan_trainjob(
     if resolved is None:
         return _not_supported(job, observed, now, config, format_errors(errors))
     prepared = _prepared(job, frozen, resolved, config)
-    p = plan_prepared(job, prepared, observed, now, config, record=record)
+    p = Reconcile(job, prepared, observed, now, config, record=record).run()
     kept = p.record
     p.record = None
     if snapshot is None:  # first: the snapshot, with the record when the planner made one

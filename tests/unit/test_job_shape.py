@@ -357,11 +357,11 @@ def test_the_trainjob_import_guard_sees_imports() -> None:
 
 def test_one_planner_plans_every_shape() -> None:
     """The TrainJob is planned by the frame and active part every job goes through: its edge
-    calls `plan.plan_prepared`, and no planner module names a kind."""
+    runs `plan.Reconcile`, and no planner module names a kind."""
     from kubetrain.operator import plan as plan_module
     from kubetrain.operator import trainedge
 
-    assert trainedge.plan_prepared is plan_module.plan_prepared
+    assert trainedge.Reconcile is plan_module.Reconcile
     kinds = {*FRAMEWORKS, "TrainJob", "JobSet"}
     named = [
         f"operator/{module}.py:{node.lineno}: {node.value!r}"
