@@ -40,9 +40,13 @@ class GroupFailures:
 
     failures: dict[str, int]  # the record after it: Failed pods counted per Job
     delete: list[str] = field(default_factory=list)  # Failed pods to delete (and recreate)
-    failed: list[str] = field(default_factory=list)  # groups with a failed Job, in shape order
-    # per group with a failed Job, the indexes of its failed Jobs, ascending
+    # per group with a failed Job, in shape order, the indexes of its failed Jobs, ascending
     failed_jobs: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        """The groups with a failed Job, in shape order."""
+        return list(self.failed_jobs)
 
 
 def jobs_of(group: ReplicaGroup) -> int:
@@ -158,6 +162,5 @@ def judge(
         for job, restarted in enumerate(restarts):
             if job_failed(limit, group.restart_policy, restarted, counts.get((name, job), 0)):
                 out.failed_jobs.setdefault(name, []).append(job)
-    out.failed = list(out.failed_jobs)
     out.failures = write_record(shape, counts, other)
     return out
