@@ -35,6 +35,10 @@ CA_FILE = "ca.crt"
 VOLUME_NAME = "kubeflow-trainer-token"
 TOKEN_EXPIRATION_SECONDS = 3600
 CA_KEY = "ca.crt"
+# The ConfigMap the endpoint's CA reaches a job's pods in: `<job>-trainer-status` for the
+# `<kind>ReplicaSpecs` kinds; a TrainJob's is Trainer's own name, `<tj>-tls-config`.
+CA_CONFIG_MAP_SUFFIX = "-trainer-status"
+TRAINJOB_CA_CONFIG_MAP_SUFFIX = "-tls-config"
 
 # Opting a job out of the injection; the progress deadline of jobs outside kubetrain.io
 # (kubetrain.io jobs may use runPolicy.progressDeadlineSeconds).

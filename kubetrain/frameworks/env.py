@@ -16,9 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# The progress endpoint's CA ConfigMap of a job of these kinds: `<job>-trainer-status`.
-PROGRESS_CA_SUFFIX = "-trainer-status"
-
 
 @dataclass(frozen=True, slots=True)
 class ReplicaLayout:

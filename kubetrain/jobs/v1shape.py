@@ -17,9 +17,10 @@ from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, RESTART_POLICIES
 from kubetrain.api.errors import json_int
+from kubetrain.api.trainerstatus import CA_CONFIG_MAP_SUFFIX
 from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework
-from kubetrain.frameworks.env import PROGRESS_CA_SUFFIX, JobLayout, ReplicaLayout, container_port
+from kubetrain.frameworks.env import JobLayout, ReplicaLayout, container_port
 from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.jobdraft import JobDraft
 from kubetrain.jobs.replicadraft import ReplicaDraft
@@ -155,7 +156,7 @@ def lay_out(
         host_ports=host_ports,
         annotations=annotations,
         resource=framework.plural,
-        progress_ca_config_map=f"{name}{PROGRESS_CA_SUFFIX}",
+        progress_ca_config_map=f"{name}{CA_CONFIG_MAP_SUFFIX}",
     )
     if per_pod_services:
         layout = replace(layout, host_format=framework.per_pod_host_format, per_pod_services=True)

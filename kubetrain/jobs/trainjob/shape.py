@@ -27,7 +27,7 @@ from kubetrain.api.errors import json_int
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.podtemplate import framework_container_index
 from kubetrain.api.trainer import constants as c
-from kubetrain.api.trainerstatus import progress_deadline_seconds
+from kubetrain.api.trainerstatus import TRAINJOB_CA_CONFIG_MAP_SUFFIX, progress_deadline_seconds
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
 from kubetrain.jobs.shape import (
@@ -141,8 +141,7 @@ def trainjob_shape(
         # Its annotations (the progress opt-out, kubetrain.io/progress-reporting).
         annotations=MappingProxyType(dict((trainjob.get("metadata") or {}).get("annotations") or {})),
         resource=c.PLURALS[c.TRAINJOB],
-        # Trainer's TrainJobStatus plugin's name for the CA it mounts.
-        progress_ca_config_map=f"{resolved.name}-tls-config",
+        progress_ca_config_map=f"{resolved.name}{TRAINJOB_CA_CONFIG_MAP_SUFFIX}",
     )
     return JobShape(
         kind=c.TRAINJOB,
