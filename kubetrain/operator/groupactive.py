@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
@@ -116,7 +117,7 @@ class GroupActiveJob:
         wanted = self.children.prerequisites()
         if not wanted:
             return
-        owned = owned_by_name(r.observed.extra, r.job)
+        owned = self.owned_extra
         config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
         if any(cm["metadata"]["name"] not in owned for cm in config_maps):
             r.plan.create_children += wanted
@@ -131,11 +132,16 @@ class GroupActiveJob:
         if progress is None:
             return
         wanted = config_map(self.shape.layout, progress)
-        current = owned_by_name(r.observed.extra, r.job).get(wanted["metadata"]["name"])
+        current = self.owned_extra.get(wanted["metadata"]["name"])
         if current is None:
             r.plan.create_children.append(self.children.own(wanted))
         else:
             self.keep_data(current, wanted)
+
+    @cached_property
+    def owned_extra(self) -> dict[str, Mapping[str, Any]]:
+        """The job's own extra children (ConfigMaps, Secrets) by name, looked up once."""
+        return owned_by_name(self.r.observed.extra, self.r.job)
 
     def keep_data(self, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
         """An observed ConfigMap's data replaced by the wanted data when they differ."""
