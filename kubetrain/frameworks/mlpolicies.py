@@ -28,6 +28,7 @@ class TrainerFacts:
     num_nodes: int  # pods of the trainer step
     num_proc_per_node: int | None  # spec.trainer.numProcPerNode
     resources: Mapping[str, Any]  # the node container's ResourceRequirements (TrainJob's, else the runtime's)
+    torchtune: bool = False  # torch: a torchtune TrainJob (`jobs/trainjob/torchtune.py`)
 
     @property
     def master_host(self) -> str:
@@ -95,6 +96,10 @@ class Torch(MLPolicyPlugin):
         return "auto"
 
     def trainer_env(self, facts: TrainerFacts) -> list[EnvVar]:
+        """PET_*; the master address and port too unless torchtune, whose rendezvous endpoint is
+        on its command line."""
+        if facts.torchtune:
+            return self.pet_env(facts)
         return [*self.pet_env(facts), *self.master_env(facts)]
 
     def pet_env(self, facts: TrainerFacts) -> list[EnvVar]:

@@ -80,7 +80,7 @@ def test_field_names_are_trainers(ours: type[BaseModel], theirs: type[BaseModel]
 
 def documents() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
-    for path in sorted(DATA.glob("*/*.yaml")):
+    for path in sorted(DATA.rglob("*.yaml")):  # runtimes/torchtune/<family>/ too
         docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
     return docs
 

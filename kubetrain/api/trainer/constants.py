@@ -86,6 +86,41 @@ PET_MASTER_PORT = "PET_MASTER_PORT"
 TORCH_RESERVED_ENV = frozenset(
     {PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT}
 )
+# torchtune (Trainer's BuiltinTrainer): a TrainJob of a torch runtime whose trainer command is
+# exactly `tune run` gets its recipe, config and the runtime's immutable overrides appended.
+TORCHTUNE_ENTRYPOINT = ("tune", "run")
+TORCHTUNE_ARG_RDZV_ENDPOINT = "--rdzv_endpoint"
+TORCHTUNE_ARG_CONFIG = "--config"
+TORCHTUNE_FULL_FINETUNE_SINGLE_DEVICE = "full_finetune_single_device"
+TORCHTUNE_FULL_FINETUNE_DISTRIBUTED = "full_finetune_distributed"
+TORCHTUNE_LORA_FINETUNE_SINGLE_DEVICE = "lora_finetune_single_device"
+TORCHTUNE_LORA_FINETUNE_DISTRIBUTED = "lora_finetune_distributed"
+TORCHTUNE_FULL_SINGLE_DEVICE_SUFFIX = "_full_single_device"
+TORCHTUNE_FULL_MULTI_DEVICES_SUFFIX = "_full"
+TORCHTUNE_FULL_MULTI_NODES_SUFFIX = "_full_multinode"
+TORCHTUNE_LORA_SINGLE_DEVICE_SUFFIX = "_lora_single_device"
+TORCHTUNE_QLORA_SINGLE_DEVICE_SUFFIX = "_qlora_single_device"
+TORCHTUNE_LORA_DISTRIBUTED_SUFFIX = "_lora"
+TORCHTUNE_QLORA_DISTRIBUTED_SUFFIX = "_qlora"
+TORCHTUNE_LORA_ATTN_MODULES = "model.lora_attn_modules"
+TORCHTUNE_QUANTIZE_BASE = "model.quantize_base"
+TORCHTUNE_USE_DORA = "model.use_dora"
+TORCHTUNE_MODEL_LLAMA3_2_1B = "llama3_2/1B"
+TORCHTUNE_MODEL_LLAMA3_2_3B = "llama3_2/3B"
+TORCHTUNE_MODEL_LLAMA3_3_70B = "llama3_3/70B"
+TORCHTUNE_MODEL_QWEN2_5_1_5B = "qwen2_5/1.5B"
+TORCHTUNE_SUPPORTED_MODELS = frozenset(
+    {
+        TORCHTUNE_MODEL_LLAMA3_2_1B,
+        TORCHTUNE_MODEL_LLAMA3_2_3B,
+        TORCHTUNE_MODEL_LLAMA3_3_70B,
+        TORCHTUNE_MODEL_QWEN2_5_1_5B,
+    }
+)
+# Set by the runtime's `node` command, never by the TrainJob's args.
+TORCHTUNE_IMMUTABLE_CONFIGS = frozenset(
+    {"output_dir", "tokenizer.path", "checkpointer.checkpoint_dir", "tokenizer.merges_file"}
+)
 OMPI_HOSTFILE = "OMPI_MCA_orte_default_hostfile"
 OMPI_RSH_ARGS = "OMPI_MCA_plm_rsh_args"
 OMPI_KEEP_FQDN = "OMPI_MCA_orte_keep_fqdn_hostnames"

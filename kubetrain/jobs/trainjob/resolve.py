@@ -9,7 +9,8 @@ JobSet (pkg/runtime/framework/plugins/jobset and the ML policy plug-ins):
 3. the trainer step (ancestor `trainer`): one job of `numNodes` pods (TrainJob's, else the
    runtime's `mlPolicy.numNodes`, else 1); its `node` container gets the TrainJob's image,
    command, args, resourcesPerNode and env; the ML policy's env (`frameworks.mlpolicies`) and
-   port 29500 are the TrainJob's env plug-in (`mlenv.py`), added to each pod as it is built.
+   port 29500 are the TrainJob's env plug-in (`mlenv.py`), added to each pod as it is built;
+   a torchtune TrainJob's command is rewritten (`torchtune.py`).
 
 Pure; every problem a FieldError (paths in the TrainJob, or `runtime.` for the runtime)."""
 
@@ -24,7 +25,7 @@ from kubetrain.api.errors import FieldError, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import jobsetpolicy, mpi
+from kubetrain.jobs.trainjob import jobsetpolicy, mpi, torchtune
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import apply_runtime_patches, upsert_env
@@ -91,6 +92,7 @@ def resolve(
             problems, added = _trainer(
                 pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, str(rjob.get("name", ""))
             )
+            problems += _torchtune(pod_template, str(meta.get("name", "")), spec, num_nodes, plugin, jsspec)
             errors += problems
             env += added
         depends = tuple(
@@ -209,8 +211,29 @@ def _trainer(
         num_nodes=num_nodes,
         num_proc_per_node=trainer.get("numProcPerNode"),
         resources=node.get("resources") or {},
+        torchtune=isinstance(plugin, Torch) and torchtune.is_torchtune(trainer),
     )
     return [], [ContainerEnv(step, c.NODE, tuple(plugin.trainer_env(facts)), plugin.port())]
+
+
+def _torchtune(
+    pod_template: Obj,
+    name: str,
+    spec: Mapping[str, Any],
+    num_nodes: int,
+    plugin: MLPolicyPlugin | None,
+    jsspec: Mapping[str, Any],
+) -> list[FieldError]:
+    """A torchtune TrainJob of a torch runtime: Trainer's torchtune rules, and the trainer step's
+    `node` command rewritten (`torchtune.py`); nothing for any other TrainJob."""
+    trainer = spec.get("trainer") or {}
+    node = next((x for x in _containers(pod_template) if x.get("name") == c.NODE), None)
+    if not isinstance(plugin, Torch) or not torchtune.is_torchtune(trainer) or node is None:
+        return []
+    ref = str((spec.get("runtimeRef") or {}).get("name") or "")
+    facts = TrainerFacts(name, num_nodes, trainer.get("numProcPerNode"), node.get("resources") or {}, True)
+    torchtune.rewrite(node, facts, [str(a) for a in trainer.get("args") or []], ref, jsspec)
+    return torchtune.validate(trainer, ref, facts.resources)
 
 
 def _inject_env(

@@ -6,7 +6,8 @@ ClusterTrainingRuntime in trainer.kubeflow.org and must name a runtime that exis
 numProcPerNode ≥ 1; no variable the runtime's ML policy sets (PET_*, DMLC_*, OMPI_*, JAX_*) in
 `trainer.env`; managedBy is Trainer's controller or MultiKueue; activeDeadlineSeconds ≥ 1;
 runtimePatches have distinct managers and name replicated jobs and containers the runtime has;
-the runtime can be run (`resolve`). On update runtimeRef, managedBy and activeDeadlineSeconds
+the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torchtune rules
+(`torchtune.validate`, on update too). On update runtimeRef, managedBy and activeDeadlineSeconds
 never change, initializer and trainer only while the TrainJob is suspended.
 
 TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): the `trainer.kubeflow.org/framework`
@@ -26,6 +27,7 @@ from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, inv
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
+from kubetrain.jobs.trainjob import torchtune
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -117,8 +119,10 @@ def validate_trainjob(
                     )
                 )
         if old is None:
-            _, problems = resolve(obj, runtime)
+            _, problems = resolve(obj, runtime)  # with the torchtune rules (torchtune.py)
             errors += problems
+        else:
+            errors += torchtune.admission_errors(obj, runtime)
     if old is not None:
         errors += _immutable(spec, old)
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
