@@ -320,9 +320,9 @@ def test_env_injection_targets_still_get_the_master_variables() -> None:
         "envInjection": {"targets": [{"jobName": "node", "containerNames": ["preflight-check"]}]}
     }
     rjob = next(r for r in runtime["spec"]["template"]["spec"]["replicatedJobs"] if r["name"] == "node")
-    rjob["template"]["spec"]["template"]["spec"]["containers"].append(
+    rjob["template"]["spec"]["template"]["spec"]["initContainers"] = [
         {"name": "preflight-check", "image": "x"}
-    )
+    ]
     # Trainer's case runs 2 nodes of llama3.2-1b, which its admission refuses: the 70B name allows it
     job = trainjob(
         "torchtune-llama3.3-70b",
@@ -338,6 +338,14 @@ def test_env_injection_targets_still_get_the_master_variables() -> None:
     assert names(by_container["preflight-check"]) == [*PET, "PET_MASTER_ADDR", "PET_MASTER_PORT"]
     assert by_container["preflight-check"][3]["value"] == "test-job-node-0-0.test-job"
     assert by_container["preflight-check"][4]["value"] == "29500"
+    # as each pod is built: the init container of the name gets them, the node container not the master
+    step = next(s for s in resolved.steps if s.name == "node")
+    pod_spec = copy.deepcopy(step.pod_template["spec"])
+    resolved.env.customize_pod(None, "node", 0, pod_spec)  # type: ignore[arg-type]  # the layout is unused
+    assert names(pod_spec["initContainers"][0]["env"]) == [*PET, "PET_MASTER_ADDR", "PET_MASTER_PORT"]
+    assert names(pod_spec["containers"][0]["env"]) == PET
+    assert pod_spec["containers"][0]["ports"] == [{"containerPort": 29500}]
+    assert "ports" not in pod_spec["initContainers"][0]
 
 
 def test_only_exactly_tune_run_is_torchtune() -> None:

@@ -7,8 +7,8 @@ Trainer's ML policy plug-ins set these variables on the JobSet's containers: a v
 same name the template (or the TrainJob's trainer env) sets is replaced in place, new ones are
 appended, in the order the policy gives them; the trainer's `node` container also gets the
 policy's port unless it lists that port already. `torch.envInjection` gives the `PET_*` and
-master variables to named containers of other replicated jobs too. MPI's additions are the MPI
-policy's own (`mpi.py`). Pure.
+master variables to named containers (or init containers) of the replicated jobs too. MPI's
+additions are the MPI policy's own (`mpi.py`). Pure.
 """
 
 from __future__ import annotations
@@ -50,7 +50,13 @@ class MLPolicyEnv:
         return []
 
     def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None:
-        containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+        # a container of the name, else an init container (Trainer's FindContainerByPodSetName)
+        containers = [
+            c
+            for field in ("containers", "initContainers")
+            for c in spec.get(field) or []
+            if isinstance(c, dict)
+        ]
         for addition in self.additions:
             if addition.step != replica_type:
                 continue

@@ -244,7 +244,8 @@ def _inject_env(
     num_nodes: int,
     ml_policy: Mapping[str, Any],
 ) -> tuple[list[FieldError], list[ContainerEnv]]:
-    """torch.envInjection: the PET_* and master variables for other steps' containers too."""
+    """torch.envInjection: the PET_* and master variables for named containers (or init
+    containers) of the steps too."""
     errors: list[FieldError] = []
     added: list[ContainerEnv] = []
     targets = ((ml_policy.get("torch") or {}).get("envInjection") or {}).get("targets") or []
@@ -269,7 +270,8 @@ def _inject_env(
     for i, target in enumerate(targets):
         step = by_name.get(target.get("jobName"))
         for j, cname in enumerate(target.get("containerNames") or []):
-            containers = step.pod_template.get("spec", {}).get("containers") or [] if step else []
+            pod_spec = step.pod_template.get("spec", {}) if step else {}
+            containers = [*(pod_spec.get("containers") or []), *(pod_spec.get("initContainers") or [])]
             container = next((x for x in containers if isinstance(x, dict) and x.get("name") == cname), None)
             if container is None:
                 errors.append(
