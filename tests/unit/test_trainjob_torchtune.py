@@ -588,3 +588,9 @@ def test_a_trainjob_stored_past_the_webhook_fails_with_trainers_reason() -> None
     )
     assert "spec.trainer.args[0]" in failed["message"] and "output_dir" in failed["message"]
     assert [(e.type, e.reason) for e in plan.events] == [("Warning", "TrainingRuntimeNotSupported")]
+
+
+def test_a_malformed_num_proc_per_node_is_an_error_not_a_traceback() -> None:
+    job = trainjob(numProcPerNode="four", resources={"nvidia.com/gpu": "1"})
+    errors = validate_trainjob(job, None, LLAMA_1B)  # as `kubetrain validate` runs it on any YAML
+    assert [e.path for e in errors] == ["spec.trainer.numProcPerNode"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
-from kubetrain.frameworks.mlpolicies import Torch, TrainerFacts, gpus_per_node
+from kubetrain.frameworks.mlpolicies import TrainerFacts, cpus_per_node, gpus_per_node
 from kubetrain.jobs.trainjob.patches import apply_runtime_patches
 
 Obj = dict[str, Any]
@@ -142,11 +142,14 @@ def rewrite(
 ) -> None:
     """Write the torchtune command into the trainer's `node` container; numProcPerNode as the
     torch plug-in resolves it (`auto` with no GPU: the CPU count)."""
-    resolved = Torch().nproc_per_node(facts)
-    nproc = None if resolved == "auto" else int(resolved)
-    node["command"] = command(
-        facts, nproc, gpus_per_node(facts.resources), args, runtime_ref_name, runtime_overrides(jobset_spec)
-    )
+    gpus = gpus_per_node(facts.resources)
+    raw = facts.num_proc_per_node
+    nproc: int | None = None  # auto
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        nproc = raw
+    elif gpus == 0:
+        nproc = max(1, cpus_per_node(facts.resources))
+    node["command"] = command(facts, nproc, gpus, args, runtime_ref_name, runtime_overrides(jobset_spec))
 
 
 def _invalid(path: str, value: object, message: str) -> FieldError:
