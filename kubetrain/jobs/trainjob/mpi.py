@@ -39,12 +39,20 @@ class MPIPolicy:
     trainer_env: tuple[Mapping[str, Any], ...]
 
 
-def policy(source: Mapping[str, Any], trainer: Mapping[str, Any], num_nodes: int) -> MPIPolicy:
-    """The MPI policy with Trainer's defaults and the TrainJob's numNodes/numProcPerNode applied."""
+def policy(
+    source: Mapping[str, Any],
+    trainer: Mapping[str, Any],
+    num_nodes: int,
+    runtime_resources: Mapping[str, Any] | None = None,
+) -> MPIPolicy:
+    """The MPI policy with Trainer's defaults and the TrainJob's numNodes/numProcPerNode applied;
+    `runtime_resources`: the runtime's `node` container resources (`patches.runtime_resources`),
+    where the GPUs per node are counted when the TrainJob sets no resourcesPerNode."""
     as_node = source.get("runLauncherAsNode") is True
     slots = trainer.get("numProcPerNode") or source.get("numProcPerNode") or 1
     if slots == 1 and trainer.get("numProcPerNode") is None:
-        gpus = gpus_per_node(trainer.get("resourcesPerNode") or {})
+        per_node = trainer.get("resourcesPerNode")
+        gpus = gpus_per_node(per_node if per_node is not None else runtime_resources or {})
         slots = gpus if gpus > 1 else 1
     nodes = max(num_nodes, 1)
     return MPIPolicy(

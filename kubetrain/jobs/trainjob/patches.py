@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.trainer import constants as c
 
 Obj = dict[str, Any]
 
@@ -39,6 +40,58 @@ def merge_named(current: list[Any], items: Sequence[Mapping[str, Any]], key: str
             index[k] = len(out)
             out.append(dict(item))
     return out
+
+
+def merge_resources(base: Mapping[str, Any] | None, override: Mapping[str, Any]) -> Obj:
+    """`resourcesPerNode` over the runtime's `resources`, as Trainer 2.3's
+    MergeResourceRequirements (a strategic merge patch): `limits` and `requests` merged resource
+    by resource (the TrainJob's quantity wins; a null removes the resource), `claims` merged by
+    name; a resource the TrainJob does not name keeps the runtime's quantity."""
+    out: Obj = {k: v for k, v in (base or {}).items()}
+    for key in ("limits", "requests"):
+        if key not in override:
+            continue
+        patch = override[key]
+        if patch is None:
+            out.pop(key, None)
+            continue
+        merged = dict(out.get(key) or {})
+        for name, quantity in (patch or {}).items():
+            if quantity is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = quantity
+        out[key] = merged
+    if override.get("claims") is not None:
+        out["claims"] = merge_named(list(out.get("claims") or []), override["claims"])
+    for key, value in override.items():
+        if key not in ("limits", "requests", "claims"):
+            out[key] = value
+    return out
+
+
+def trainer_node_containers(jobset_spec: Mapping[str, Any], by_name: bool = False) -> list[Mapping[str, Any]]:
+    """The `node` containers of the replicated jobs labelled as the trainer ancestor (`by_name`:
+    or named `node`, as Trainer's ExtractResourcePerNodeFromRuntime also takes)."""
+    out: list[Mapping[str, Any]] = []
+    for rjob in jobset_spec.get("replicatedJobs") or []:
+        template = (rjob or {}).get("template") or {}
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        named = by_name and (rjob or {}).get("name") == c.NODE
+        if labels.get(c.LABEL_ANCESTOR) != c.ANCESTOR_TRAINER and not named:
+            continue
+        pod_spec = ((template.get("spec") or {}).get("template") or {}).get("spec") or {}
+        out += [
+            x for x in pod_spec.get("containers") or [] if isinstance(x, Mapping) and x.get("name") == c.NODE
+        ]
+    return out
+
+
+def runtime_resources(jobset_spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Trainer's ExtractResourcePerNodeFromRuntime: the `resources` of the first `node` container
+    (of a replicated job named `node` or labelled as the trainer ancestor) that has any; {} if none."""
+    nodes = trainer_node_containers(jobset_spec, by_name=True)
+    return next((x["resources"] for x in nodes if x.get("resources") is not None), {})
 
 
 def merge_metadata(target: Obj, patch: Mapping[str, Any] | None) -> None:

@@ -28,7 +28,12 @@ from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts,
 from kubetrain.jobs.trainjob import jobsetpolicy, mpi, torchtune
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
-from kubetrain.jobs.trainjob.patches import apply_runtime_patches, upsert_env
+from kubetrain.jobs.trainjob.patches import (
+    apply_runtime_patches,
+    merge_resources,
+    runtime_resources,
+    upsert_env,
+)
 
 Obj = dict[str, Any]
 # ML policy sources kubetrain does not run yet (the TrainJob fails saying so).
@@ -122,7 +127,7 @@ def resolve(
         )
     extra: tuple[dict[str, Any], ...] = ()
     if ml_policy.get("mpi") is not None and not errors:
-        mpi_policy = mpi.policy(ml_policy["mpi"], trainer, num_nodes)
+        mpi_policy = mpi.policy(ml_policy["mpi"], trainer, num_nodes, runtime_resources(jsspec))
         subdomain = str((jsspec.get("network") or {}).get("subdomain") or meta.get("name", ""))
         steps = [replace(s, pods=mpi_policy.node_count) if s.name == c.NODE else s for s in steps]
         errors += mpi.enforce(steps, mpi_policy)
@@ -201,8 +206,12 @@ def _trainer(
     for key in ("image", "command", "args"):
         if trainer.get(key) is not None:
             node[key] = copy.deepcopy(trainer[key])
-    if trainer.get("resourcesPerNode") is not None:
-        node["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
+    # What the ML policy counts GPUs and CPUs in: the TrainJob's resourcesPerNode alone when set
+    # (Trainer's plug-ins read it so), else the runtime's; the container gets the two merged.
+    per_node = trainer.get("resourcesPerNode")
+    resources = copy.deepcopy(per_node if per_node is not None else node.get("resources") or {})
+    if per_node is not None:
+        node["resources"] = merge_resources(node.get("resources"), copy.deepcopy(per_node))
     upsert_env(node, trainer.get("env") or [])
     if plugin is None:
         return [], []
@@ -210,7 +219,7 @@ def _trainer(
         name=name,
         num_nodes=num_nodes,
         num_proc_per_node=trainer.get("numProcPerNode"),
-        resources=node.get("resources") or {},
+        resources=resources,
         torchtune=isinstance(plugin, Torch) and torchtune.is_torchtune(trainer),
     )
     return [], [ContainerEnv(step, c.NODE, tuple(plugin.trainer_env(facts)), plugin.port())]
@@ -231,7 +240,9 @@ def _torchtune(
     if not isinstance(plugin, Torch) or not torchtune.is_torchtune(trainer) or node is None:
         return []
     ref = str((spec.get("runtimeRef") or {}).get("name") or "")
-    facts = TrainerFacts(name, num_nodes, trainer.get("numProcPerNode"), node.get("resources") or {}, True)
+    per_node = trainer.get("resourcesPerNode")  # alone when set, as in `_trainer`
+    resources = per_node if per_node is not None else node.get("resources") or {}
+    facts = TrainerFacts(name, num_nodes, trainer.get("numProcPerNode"), resources, True)
     torchtune.rewrite(node, facts, [str(a) for a in trainer.get("args") or []], ref, jsspec)
     return torchtune.validate(trainer, ref, facts.resources)
 

@@ -28,7 +28,7 @@ from typing import Any
 from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import TrainerFacts, cpus_per_node, gpus_per_node
-from kubetrain.jobs.trainjob.patches import apply_runtime_patches
+from kubetrain.jobs.trainjob.patches import apply_runtime_patches, runtime_resources, trainer_node_containers
 
 Obj = dict[str, Any]
 
@@ -90,31 +90,12 @@ def recipe_and_config(
     return recipe, f"{model_of(runtime_ref_name)}{suffix}"
 
 
-def _trainer_node_containers(
-    jobset_spec: Mapping[str, Any], by_name: bool = False
-) -> list[Mapping[str, Any]]:
-    """The `node` containers of the replicated jobs labelled as the trainer ancestor (`by_name`:
-    or named `node`, as Trainer's ExtractResourcePerNodeFromRuntime also takes)."""
-    out: list[Mapping[str, Any]] = []
-    for rjob in jobset_spec.get("replicatedJobs") or []:
-        template = (rjob or {}).get("template") or {}
-        labels = (template.get("metadata") or {}).get("labels") or {}
-        named = by_name and (rjob or {}).get("name") == c.NODE
-        if labels.get(c.LABEL_ANCESTOR) != c.ANCESTOR_TRAINER and not named:
-            continue
-        pod_spec = ((template.get("spec") or {}).get("template") or {}).get("spec") or {}
-        out += [
-            x for x in pod_spec.get("containers") or [] if isinstance(x, Mapping) and x.get("name") == c.NODE
-        ]
-    return out
-
-
 def runtime_overrides(jobset_spec: Mapping[str, Any]) -> list[str]:
     """Trainer's extractOverridesFromRuntime: the immutable-config entries (`output_dir=…`, …)
     of the trainer `node` container's command in the runtime's JobSet template spec."""
     return [
         str(entry)
-        for container in _trainer_node_containers(jobset_spec)
+        for container in trainer_node_containers(jobset_spec)
         for entry in container.get("command") or []
         if str(entry).split("=")[0] in c.TORCHTUNE_IMMUTABLE_CONFIGS
     ]
@@ -236,6 +217,5 @@ def admission_errors(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) ->
     if resources is None:
         template = copy.deepcopy(dict((runtime.get("spec") or {}).get("template") or {}))
         apply_runtime_patches(template, spec.get("runtimePatches") or [], "spec.runtimePatches")
-        nodes = _trainer_node_containers(template.get("spec") or {}, by_name=True)
-        resources = next((x["resources"] for x in nodes if x.get("resources") is not None), {})
+        resources = runtime_resources(template.get("spec") or {})
     return validate(trainer, str((spec.get("runtimeRef") or {}).get("name") or ""), resources)

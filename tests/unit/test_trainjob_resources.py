@@ -1,0 +1,136 @@
+"""`spec.trainer.resourcesPerNode` over the runtime's `node` container resources, as Kubeflow
+Trainer 2.3 merges them (MergeResourceRequirements: a strategic merge patch, resource by
+resource), and the resources the ML policies count GPUs and CPUs in (the TrainJob's alone when
+set, else the runtime's)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from trainjobs import RUNTIME
+
+from kubetrain.jobs.trainjob.patches import merge_resources, runtime_resources
+from kubetrain.jobs.trainjob.resolve import resolve
+
+Obj = dict[str, Any]
+RUNTIME_DIR = Path(__file__).resolve().parents[2] / "kubetrain/api/trainer/runtimes"
+
+
+def _runtime(resources: Obj, policy: Obj | None = None) -> Obj:
+    runtime = copy.deepcopy(RUNTIME)
+    if policy is not None:
+        runtime["spec"]["mlPolicy"] = policy
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+            if container["name"] == "node":
+                container["resources"] = resources
+    return runtime
+
+
+def _trainjob(trainer: Obj) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "ns", "uid": "u"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer},
+    }
+
+
+def _node(trainjob: Obj, runtime: Obj) -> tuple[Obj, dict[str, str]]:
+    """The trainer step's `node` container and the torch env it gets."""
+    resolved, errors = resolve(trainjob, runtime)
+    assert not errors and resolved is not None
+    step = next(s for s in resolved.steps if s.ancestor == "trainer")
+    node = next(x for x in step.pod_template["spec"]["containers"] if x["name"] == "node")
+    env = {e["name"]: e.get("value") for added in resolved.env.additions for e in added.env}
+    return node, env
+
+
+def test_resources_per_node_is_merged_into_the_runtimes_resource_by_resource() -> None:
+    runtime = _runtime({"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"nvidia.com/gpu": "1"}})
+    node, env = _node(_trainjob({"resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}}}), runtime)
+    assert node["resources"] == {
+        "requests": {"cpu": "4", "memory": "8Gi"},  # kept from the runtime
+        "limits": {"nvidia.com/gpu": "2"},  # the TrainJob's quantity wins
+    }
+    assert env["PET_NPROC_PER_NODE"] == "auto"  # GPUs per node from the TrainJob's resources
+
+
+def test_the_torch_policy_counts_only_the_trainjobs_resources_when_it_sets_them() -> None:
+    # Trainer's torch plug-in reads the TrainJob's resourcesPerNode alone: the runtime's GPU limit
+    # stays on the container, but numProcPerNode `auto` is the TrainJob's CPU request.
+    runtime = _runtime({"limits": {"nvidia.com/gpu": "4"}})
+    node, env = _node(_trainjob({"resourcesPerNode": {"requests": {"cpu": "3"}}}), runtime)
+    assert node["resources"] == {"limits": {"nvidia.com/gpu": "4"}, "requests": {"cpu": "3"}}
+    assert env["PET_NPROC_PER_NODE"] == "3"
+
+
+def test_without_resources_per_node_the_runtimes_resources_stay_and_are_counted() -> None:
+    runtime = _runtime({"requests": {"cpu": "2"}})
+    node, env = _node(_trainjob({"numNodes": 2}), runtime)
+    assert node["resources"] == {"requests": {"cpu": "2"}}
+    assert env["PET_NPROC_PER_NODE"] == "2"
+
+
+def test_merge_resources_follows_a_strategic_merge_patch() -> None:
+    base = {
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "limits": {"cpu": "2"},
+        "claims": [{"name": "gpu", "request": "a"}, {"name": "nic"}],
+    }
+    override = {
+        "requests": {"memory": None, "ephemeral-storage": "5Gi"},
+        "claims": [{"name": "gpu", "request": "b"}],
+    }
+    assert merge_resources(base, override) == {
+        "requests": {"cpu": "1", "ephemeral-storage": "5Gi"},  # null removes a resource
+        "limits": {"cpu": "2"},
+        "claims": [{"name": "gpu", "request": "b"}, {"name": "nic"}],  # merged by name
+    }
+    assert merge_resources(None, {"limits": {"cpu": "1"}}) == {"limits": {"cpu": "1"}}
+    assert base["requests"] == {"cpu": "1", "memory": "1Gi"}  # the runtime's copy is not changed
+
+
+def test_runtime_resources_is_the_first_node_container_that_has_any() -> None:
+    spec = yaml.safe_load(
+        """
+        replicatedJobs:
+          - name: dataset-initializer
+            template:
+              spec: {template: {spec: {containers: [{name: node, resources: {limits: {cpu: "9"}}}]}}}
+          - name: launcher
+            template:
+              metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+              spec: {template: {spec: {containers: [{name: node}]}}}
+          - name: node
+            template:
+              spec:
+                template: {spec: {containers: [{name: node, resources: {limits: {nvidia.com/gpu: "4"}}}]}}
+        """
+    )
+    assert runtime_resources(spec) == {"limits": {"nvidia.com/gpu": "4"}}
+    assert runtime_resources({"replicatedJobs": []}) == {}
+
+
+def test_mpi_slots_count_the_runtimes_gpus_when_the_trainjob_sets_no_resources() -> None:
+    runtime = yaml.safe_load((RUNTIME_DIR / "deepspeed_distributed.yaml").read_text())
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        if rjob["name"] == "node":
+            rjob["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+                "limits": {"nvidia.com/gpu": "4"}
+            }
+    trainjob = _trainjob({"numNodes": 2})
+    trainjob["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
+    resolved, errors = resolve(trainjob, runtime)
+    assert not errors and resolved is not None
+    hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
+    assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=4", "slots=4"]
+    # The TrainJob's own resourcesPerNode (no GPU) wins over the runtime's, as in Trainer.
+    trainjob["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}}
+    resolved, _ = resolve(trainjob, runtime)
+    assert resolved is not None
+    hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
+    assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=1", "slots=1"]
