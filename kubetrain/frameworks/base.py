@@ -71,7 +71,12 @@ class ExtraChild:
     creates it, before every observed extra child, while any observed extra child is missing; a
     create answered 409 AlreadyExists counts as done. A Secret of type `kubernetes.io/ssh-auth`
     without `data` gets a fresh key pair when it is created (never earlier, so `kubetrain render`
-    and the pure planner hold no key)."""
+    and the pure planner hold no key).
+
+    A shape that makes its own children (a TrainJob) names its create-only objects — complete,
+    with their own labels and an ownerReference or none (a PVC of retention policy Retain) — in
+    `ChildMaker.unread_prerequisites` (kubetrain/jobs/shape.py): planned with the job's first
+    pods, before them."""
 
     obj: dict[str, Any]
     observed: bool

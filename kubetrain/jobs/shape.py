@@ -180,6 +180,17 @@ class ChildMaker(Protocol):
         """`obj` in the job's namespace, labelled and owned by the job."""
         ...
 
+    def unread_prerequisites(self) -> list[dict[str, Any]]:
+        """Objects the operator creates and never reads (no get, list or watch: a TrainJob's
+        PersistentVolumeClaims), complete — namespace, labels, an ownerReference or none. The
+        planner creates them, before the pods, in a reconcile that creates pods while the job
+        has no pod (its first pods; again after every pod was deleted, e.g. a whole-gang
+        restart or a resume), so a running job costs no API call for them. A create answered
+        409 AlreadyExists counts as done (the existing object is used as is); one that fails
+        stops that reconcile's pod creates (a Warning event, the job requeued with back-off),
+        so no pod is created before them."""
+        ...
+
     def decorate(self, pod: dict[str, Any], scheduler: GangScheduler, group: str) -> None:
         """A new pod made for the gang `scheduler` (its name, annotations, labels)."""
         ...

@@ -77,9 +77,15 @@ SERVICES = ResourceRef("", "v1", "services", "Service", True)
 EVENTS = ResourceRef("", "v1", "events", "Event", True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", True)
 CONFIG_MAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", True)
-# The kinds a framework's extra children (Framework.extra_children) may be, by kind. ConfigMaps
-# are watched (labelled with a job name only); Secrets are only ever created.
-EXTRA_CHILD_RESOURCES = {"ConfigMap": CONFIG_MAPS, "Secret": SECRETS}
+PERSISTENT_VOLUME_CLAIMS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+# The kinds a job's extra children (Framework.extra_children, ChildMaker's) may be, by kind.
+# ConfigMaps are watched (labelled with a job name only); Secrets and PersistentVolumeClaims
+# (a TrainJob's volumeClaimPolicies) are only ever created.
+EXTRA_CHILD_RESOURCES = {
+    "ConfigMap": CONFIG_MAPS,
+    "Secret": SECRETS,
+    "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
+}
 INGRESSES = ResourceRef("networking.k8s.io", "v1", "ingresses", "Ingress", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)

@@ -11,7 +11,8 @@ deleted, and holds its slot until it is gone.
 One reconcile, in order: suspend (every pod deleted; every job of every group counted
 suspended), resume, the deadline (from creation or the last resume), the Service and the objects
 pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
-then the pods: failed pods recreated and counted per batch Job of their group
+then the pods (with the first ones, the objects the operator never reads: `ChildMaker.
+unread_prerequisites`): failed pods recreated and counted per batch Job of their group
 (`groupfailure.py`), a group with a Job past its backoff limit handed to the gang policy —
 restart every pod as a new attempt, or fail the job — success by the shape's rules, a progress
 stall, and the missing pods `creates.missing_slots` picks. The per-group status (JobSet's
@@ -283,6 +284,8 @@ class GroupActiveJob:
             if gang is not None:
                 self.children.decorate(new, gang, group)
             r.plan.create_pods.append(new)
+        if r.plan.create_pods and not r.pods:  # the job's first pods: what they need, before them
+            r.plan.create_children += self.children.unread_prerequisites()
 
     # --- the per-group status -----------------------------------------------------------------
     def jobs_per_group(self) -> dict[str, int]:

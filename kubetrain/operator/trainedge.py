@@ -11,6 +11,8 @@ What only a TrainJob has, all here:
   runtime edit changes no running job); a runtime that does not exist yet is a Warning event
   (`RuntimeNotFound`, the TrainJob waits), one that cannot be resolved fails it
   (`TrainingRuntimeNotSupported`);
+- the PersistentVolumeClaims of the runtime's volumeClaimPolicies created at that first
+  reconcile too (even while suspended, as JobSet does), and before the first pods;
 - the snapshot resolved into the TrainJob's shape (`jobs/trainjob/shape.py`: groups, run
   policy, JobSet's failure model, Trainer's status projection, JobSet's children and gang
   policy) for the operator's configuration;
@@ -86,12 +88,23 @@ def plan_trainjob(
     kept = p.record
     p.record = None
     if snapshot is None:  # first: the snapshot, with the record when the planner made one
-        p.create_children.insert(0, ch.build_snapshot(job, frozen, kept if kept is not None else record))
+        p.create_children[0:0] = [
+            ch.build_snapshot(job, frozen, kept if kept is not None else record),
+            *_claims(job, resolved, p.create_children),
+        ]
     elif kept is not None:
         updated = copy.deepcopy(snapshot)
         updated.setdefault("data", {})[ch.STATE_KEY] = json.dumps(kept, sort_keys=True)
         p.update_children.append(updated)
     return p
+
+
+def _claims(job: Mapping[str, Any], resolved: ResolvedTrainJob, planned: list[Obj]) -> list[Obj]:
+    """The PVCs, at the first reconcile even when no pod is created yet (suspended, the gang
+    waiting), as JobSet creates them for a suspended JobSet; those the plan has already."""
+    names = {(o.get("kind"), (o.get("metadata") or {}).get("name")) for o in planned}
+    claims = ch.JobSetChildren(resolved, job).unread_prerequisites()
+    return [o for o in claims if (o["kind"], o["metadata"]["name"]) not in names]
 
 
 def snapshot_of(job: Mapping[str, Any], observed: Observed) -> Obj | None:

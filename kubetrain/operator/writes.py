@@ -10,8 +10,9 @@ docstring for the rules; `PlanApplier` decides which writes a Plan makes and in 
   pipelined: its creates are known to go through, and a refusal still ends the wave (≤ 16 in
   flight). Any other wave slow-starts — the pods that replace deleted or failed ones, above all
   while a namespace is being deleted, where the first refusal closes it after one create.
-- A failed write is a Warning event on the job (`Failed<Verb><Kind>`) and a failure for the
-  caller to raise; a harmless one (AlreadyExists for a create, NotFound for a delete) is logged.
+- A failed write is a Warning event on the job (`Failed<Verb><Kind>`; a PVC create's is
+  `PVCCreationFailed`, JobSet's) and a failure for the caller to raise; a harmless one
+  (AlreadyExists for a create, NotFound for a delete) is logged.
 - A namespace that refuses new objects is closed for creates until a job is added to it again.
 """
 
@@ -48,6 +49,9 @@ SLOW_START_INITIAL_BATCH = 1  # kube's controller.SlowStartInitialBatchSize
 SLOW_START_LAST_BATCH = 16
 PIPELINED_CREATES = SLOW_START_LAST_BATCH
 NAMESPACE_TERMINATING = "NamespaceTerminating"  # the StatusCause kube's NamespaceLifecycle gives
+# Failed writes whose event reason is not `Failed<Verb><Kind>`: the PVCs of a TrainJob's
+# volumeClaimPolicies, under JobSet's reason.
+FAILED_REASONS = {("Create", "PersistentVolumeClaim"): "PVCCreationFailed"}
 
 
 def namespace_closed(err: ApiError) -> bool:
@@ -320,9 +324,8 @@ class ChildWriter:
             else:
                 # Pods have always been "pod <name>" in these messages, other kinds "<Kind> <name>".
                 what = f"pod {name}" if ref == PODS else f"{ref.kind} {name}"
-                self.recorder.emit(
-                    job, "Warning", f"Failed{verb}{ref.kind}", f"could not {verb.lower()} {what}: {err}"
-                )
+                reason = FAILED_REASONS.get((verb, ref.kind), f"Failed{verb}{ref.kind}")
+                self.recorder.emit(job, "Warning", reason, f"could not {verb.lower()} {what}: {err}")
                 failures.append(err)
             return False
 

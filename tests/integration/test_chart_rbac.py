@@ -34,6 +34,7 @@ import pytest
 import yaml
 from jobs import job
 from serving import free_port
+from trainjobs import torchtune_runtime
 
 from kubetrain import cli
 from kubetrain.commands import run
@@ -41,10 +42,14 @@ from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulato
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
     CUSTOM_RESOURCE_DEFINITIONS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PODS,
     TRAINING_POLICIES,
+    TRAINJOBS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     ResourceRef,
     job_resource,
@@ -154,14 +159,17 @@ CERT_SECRET = f"{RELEASE}-kubetrain-webhook-tls"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
-async def apply_chart(cluster: DevCluster, admin: KubeClient, docs: list[Obj], gang: str) -> None:
+async def apply_chart(
+    cluster: DevCluster, admin: KubeClient, docs: list[Obj], gang: str, groups: list[str]
+) -> None:
     namespaces = {NAMESPACE} | {d["metadata"]["namespace"] for d in docs if d["metadata"].get("namespace")}
     for ns in sorted(namespaces):
         with contextlib.suppress(ApiError):
             await admin.create(
                 NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
             )
-    crds = group_crds("kubetrain.io") + ([podgroup_crd(gang)] if gang != "none" else [])
+    crds = [crd for group in groups for crd in group_crds(group)]
+    crds += [podgroup_crd(gang)] if gang != "none" else []
     for crd in crds:
         await admin.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
     for crd in crds:
@@ -209,7 +217,7 @@ async def running_release(
     simulator = PodSimulator(cluster.kubeconfig_path, scheduler_names=("default-scheduler",))
     gang_simulator: GangSchedulerSimulator | None = None
     try:
-        await apply_chart(cluster, admin, docs, gang)
+        await apply_chart(cluster, admin, docs, gang, list(values.get("apiGroups") or ["kubetrain.io"]))
         if stale_secret:
             secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "data": {}}
             secret["metadata"] = {"name": CERT_SECRET}
@@ -458,6 +466,39 @@ async def test_secure_metrics_under_the_chart_rbac(tmp_path: Path) -> None:
             r.resource for r in cluster.requests.records if r.user == release.user and r.verb == "create"
         }
         assert {"tokenreviews", "subjectaccessreviews"} <= reviews
+        assert release.operator_denials() == []
+
+
+async def test_a_trainjob_with_a_volume_claim_under_the_chart_rbac_is_never_refused(tmp_path: Path) -> None:
+    """Serving Trainer: a TrainJob of the torchtune runtime gets its PVC (create only) and its
+    initializer pods, with no 403 for the operator."""
+    values = {"apiGroups": ["kubetrain.io", "trainer.kubeflow.org"], "certificates": {"mode": "selfManaged"}}
+    async with running_release(tmp_path, values) as release:
+        admin = release.admin
+        await ready(release)
+        await ca_bundles_injected(release)
+        await admin.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
+        trainjob = {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "tune"},
+            "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}},
+        }
+        await admin.create(TRAINJOBS, trainjob, namespace="default")
+
+        async def initializers() -> bool:
+            pods = await admin.list(PODS, "default", label_selector="jobset.sigs.k8s.io/jobset-name=tune")
+            return len(pods["items"]) == 2
+
+        await eventually(initializers, within=WAIT, what="the TrainJob's initializer pods")
+        pvc = await admin.get(PERSISTENT_VOLUME_CLAIMS, "default", "initializer-tune")
+        assert pvc["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+        used = {
+            r.verb
+            for r in release.cluster.requests.records
+            if r.user == release.user and r.resource == "persistentvolumeclaims"
+        }
+        assert used == {"create"}
         assert release.operator_denials() == []
 
 

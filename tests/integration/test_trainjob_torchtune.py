@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-import yaml
+from trainjobs import torchtune_runtime
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
@@ -28,7 +27,6 @@ common = pytest.importorskip("kubeflow.common.types")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
-RUNTIME = Path(__file__).resolve().parents[1] / "data/trainer/runtimes/torchtune/llama3_2/llama3_2_1B.yaml"
 OVERRIDES = [
     "output_dir=/workspace/output",
     "tokenizer.path=/workspace/model/original/tokenizer.model",
@@ -39,7 +37,7 @@ OVERRIDES = [
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, yaml.safe_load(RUNTIME.read_text()))
+        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
         yield stack, h
 
 

@@ -967,6 +967,21 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     assert not any(r == "customresourcedefinitions" and v == "get" for _, r, v, _n in default_cluster)
 
 
+def test_serving_trainer_grants_creating_pvcs_and_nothing_else_on_them(chart: helm.Chart) -> None:
+    """A TrainJob's volumeClaimPolicies PVCs are created and never read: `create` only, and only
+    when trainer.kubeflow.org is served."""
+
+    def pvc_grants(groups: list[str]) -> set[tuple[str, str, str, tuple[str, ...]]]:
+        docs = render(chart, {"apiGroups": groups})
+        role = grants(one(docs, "ClusterRole", f"{FULLNAME}-jobs")["rules"])
+        return {g for g in role if g[1] == "persistentvolumeclaims"}
+
+    assert pvc_grants(["kubetrain.io", "trainer.kubeflow.org"]) == expand(
+        "", ["persistentvolumeclaims"], ["create"]
+    )
+    assert pvc_grants(["kubetrain.io"]) == set()
+
+
 GROUP_CRD_DIR = CHART / "files" / "crds"
 KUBEFLOW_GROUPS = ("kubeflow.org", "training.kubedl.io", "trainer.kubeflow.org")
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import copy
 import io
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from trainjobs import torchtune_runtime
 
 from kubetrain.api.errors import ErrorKind, FieldError
 from kubetrain.commands._trainervalidate import check_trainer_document
@@ -26,9 +25,8 @@ from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
-DATA = Path(__file__).resolve().parents[1] / "data" / "trainer" / "runtimes" / "torchtune"
-LLAMA_1B: Obj = yaml.safe_load((DATA / "llama3_2" / "llama3_2_1B.yaml").read_text())
-QWEN: Obj = yaml.safe_load((DATA / "qwen2_5" / "qwen2_5_1.5B.yaml").read_text())
+LLAMA_1B: Obj = torchtune_runtime()
+QWEN: Obj = torchtune_runtime("qwen2_5/qwen2_5_1.5B.yaml")
 LLAMA_OVERRIDES = [
     "output_dir=/workspace/output",
     "tokenizer.path=/workspace/model/original/tokenizer.model",

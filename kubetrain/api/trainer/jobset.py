@@ -85,6 +85,7 @@ class JobSetSpec(KubeModel):
     coordinator: Coordinator | None = None
     managed_by: str | None = None
     ttl_seconds_after_finished: int | None = None
-    # PersistentVolumeClaim templates and their retention policy, passed through (not run yet:
-    # the webhook refuses a runtime that sets them).
+    # PersistentVolumeClaim templates and their retention policy: validated with JobSet's rules
+    # and run (the PVCs created, their volumes added to the pods that mount them) by
+    # kubetrain/jobs/trainjob/volumeclaims.py; kept as plain dicts here.
     volume_claim_policies: list[dict[str, Any]] | None = None

@@ -7,6 +7,7 @@ imagePullPolicy, port protocol TCP. Services get type ClusterIP, an allocated cl
 port defaults. Namespaces get phase Active and the `kubernetes` finalizer. autoscaling/v2
 HorizontalPodAutoscalers get minReplicas 1 and, without metrics, the 80 % CPU utilization
 target, and are checked for scaleTargetRef and 1 ≤ minReplicas ≤ maxReplicas.
+PersistentVolumeClaims, and pods' volumeMounts naming their volumes: `pvcs.py`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import itertools
 import re
 from typing import Any
 
+from kubetrain.devcluster.apiserver import pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -150,6 +152,7 @@ def validate_pod(pod: Obj, old: Obj | None) -> list[Cause]:
                 "spec.restartPolicy",
             )
         )
+    causes += pvcs.volume_mount_causes(spec)
     if old is not None and not causes:
         causes.extend(_pod_update_causes(pod, old))
     return causes
@@ -279,6 +282,8 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
         default_crd(obj)
     elif resource == "horizontalpodautoscalers":
         default_hpa(obj)
+    elif resource == "persistentvolumeclaims":
+        pvcs.default_pvc(obj, old)
 
 
 def default_crd(crd: Obj) -> None:
@@ -328,6 +333,8 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_crd(obj)
     if resource == "horizontalpodautoscalers":
         return validate_hpa(obj)
+    if resource == "persistentvolumeclaims":
+        return pvcs.validate_pvc(obj, old)
     if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):
         ref = obj.get("roleRef") or {}
         shown = ", ".join(f'{k}:"{ref.get(f, "")}"' for k, f in _ROLE_REF_FIELDS)

@@ -98,6 +98,15 @@ BUILTINS: list[ResourceType] = [
     ResourceType("", ["v1"], "secrets", "Secret", True, field_selectors=("type",)),
     ResourceType("", ["v1"], "configmaps", "ConfigMap", True, short_names=["cm"]),
     ResourceType(
+        "",
+        ["v1"],
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        short_names=["pvc"],
+        subresources=("status",),
+    ),
+    ResourceType(
         "", ["v1"], "serviceaccounts", "ServiceAccount", True, short_names=["sa"], subresources=("token",)
     ),
     ResourceType(

@@ -11,7 +11,9 @@ would make them, so tools that select JobSet's pods (the Kubeflow SDK, Kueue, da
 - the headless Service `<tj>` selecting `jobset.sigs.k8s.io/jobset-name`, publishing not-ready
   addresses;
 - the ConfigMap `<tj>-runtime-snapshot`: the runtime as the TrainJob first ran with it, and the
-  run's own record (whole-gang restarts, failed pods per step).
+  run's own record (whole-gang restarts, failed pods per step);
+- the PersistentVolumeClaims `<claim>-<tj>` of the template's volumeClaimPolicies
+  (`volumeclaims.py`).
 
 Pure."""
 
@@ -26,6 +28,7 @@ from typing import Any
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob import volumeclaims
 from kubetrain.jobs.trainjob.gang import decorate
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 
@@ -254,6 +257,12 @@ class JobSetChildren:
 
     def own(self, obj: Mapping[str, Any]) -> Obj:
         return owned(obj, self.trainjob)
+
+    def unread_prerequisites(self) -> list[Obj]:
+        """The PVCs of the template's volumeClaimPolicies (`volumeclaims.objects`)."""
+        r = self.resolved
+        owner = owner_reference(self.trainjob)
+        return volumeclaims.objects(r.claims, r.name, r.namespace, owner, child_labels(r.name))
 
     def decorate(self, pod: Obj, scheduler: GangScheduler, group: str) -> None:
         decorate(pod, scheduler, self.resolved.name, group)

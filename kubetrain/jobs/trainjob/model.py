@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.jobs.trainjob.mlenv import MLPolicyEnv
+from kubetrain.jobs.trainjob.volumeclaims import VolumeClaim
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class ResolvedTrainJob:
     coordinator: str = ""
     # The ML policy's env plug-in (mlenv.py): its env and port, added to each pod.
     env: MLPolicyEnv = field(default_factory=MLPolicyEnv)
+    # The template's volumeClaimPolicies (volumeclaims.py): the PVCs created before the pods.
+    claims: tuple[VolumeClaim, ...] = ()
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

@@ -11,6 +11,7 @@ JobSet (pkg/runtime/framework/plugins/jobset and the ML policy plug-ins):
    command, args, resourcesPerNode and env; the ML policy's env (`frameworks.mlpolicies`) and
    port 29500 are the TrainJob's env plug-in (`mlenv.py`), added to each pod as it is built;
    a torchtune TrainJob's command is rewritten (`torchtune.py`).
+4. the template's `volumeClaimPolicies`: the PVC volumes JobSet adds (`volumeclaims.py`).
 
 Pure; every problem a FieldError (paths in the TrainJob, or `runtime.` for the runtime)."""
 
@@ -25,7 +26,7 @@ from kubetrain.api.errors import FieldError, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import jobsetpolicy, mpi, torchtune
+from kubetrain.jobs.trainjob import jobsetpolicy, mpi, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import (
@@ -142,6 +143,10 @@ def resolve(
         jsspec, str(meta.get("name", "")), subdomain, steps
     )
     errors += coordinator_errors
+    claims, claim_errors = volumeclaims.resolve(
+        jsspec, str(meta.get("name", "")), [s.pod_template for s in steps]
+    )
+    errors += claim_errors
     success = jsspec.get(SUCCESS_POLICY) or {}
     failure = jsspec.get("failurePolicy") or {}
     resolved = ResolvedTrainJob(
@@ -164,6 +169,7 @@ def resolve(
         blocking_recreate=jobsetpolicy.blocking_recreate(jsspec),
         coordinator=endpoint,
         env=MLPolicyEnv(tuple(env)),
+        claims=claims,
     )
     return (None if errors else resolved), errors
 

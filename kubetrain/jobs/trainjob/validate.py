@@ -12,7 +12,8 @@ never change, initializer and trainer only while the TrainJob is suspended.
 
 TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): the `trainer.kubeflow.org/framework`
 label, at most one ML policy source, numNodes ≥ 1, distinct replicated job names, a replicated
-job named `node`, dependsOn naming other replicated jobs with status Ready or Complete.
+job named `node`, dependsOn naming other replicated jobs with status Ready or Complete, JobSet's
+rules for `volumeClaimPolicies` (`volumeclaims.py`).
 Pure."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, inv
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
-from kubetrain.jobs.trainjob import torchtune
+from kubetrain.jobs.trainjob import torchtune, volumeclaims
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -185,4 +186,5 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                 errors.append(
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
+    errors += volumeclaims.validate((spec.get("template") or {}).get("spec") or {}, "spec.template.spec")
     return errors
