@@ -59,9 +59,15 @@ async def test_the_sdk_sees_the_default_runtimes_and_the_trainer_version(
         "mlx-distributed",
         "jax-distributed",
         "xgboost-distributed",
+        "torchtune-llama3.2-1b",
+        "torchtune-llama3.2-3b",
+        "torchtune-qwen2.5-1.5b",
     } <= set(runtimes)
     torch = await asyncio.to_thread(c.get_runtime, "torch-distributed")
     assert torch.trainer.framework == "torch" and torch.trainer.num_nodes == 1
+    # The SDK's BuiltinTrainer runs a torchtune runtime with Trainer's torchtune entrypoint.
+    tune = await asyncio.to_thread(c.get_runtime, "torchtune-llama3.2-1b")
+    assert tune.trainer.framework == "torchtune" and tuple(tune.trainer.command) == ("tune", "run")
 
 
 async def test_train_get_logs_wait_events_delete(env: tuple[DevStack, Harness]) -> None:

@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from trainjobs import torchtune_runtime
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.kube.resources import TRAINJOBS
 
 from .controller_support import Harness, open_stack
 
@@ -37,7 +36,7 @@ OVERRIDES = [
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
+        # The stack installs Trainer's default runtimes, torchtune-llama3.2-1b among them.
         yield stack, h
 
 
