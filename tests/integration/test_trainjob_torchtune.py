@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from trainer_sdk import trainer_client
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
@@ -21,7 +22,6 @@ from kubetrain.kube.resources import TRAINJOBS
 from .controller_support import Harness, open_stack
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
-common = pytest.importorskip("kubeflow.common.types")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -41,11 +41,7 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
 
 
 async def client(env: tuple[DevStack, Harness], namespace: str) -> Any:
-    stack, _ = env
-    config = common.KubernetesBackendConfig(
-        namespace=namespace, config_file=str(stack.cluster.kubeconfig_path)
-    )
-    return await asyncio.to_thread(trainer.TrainerClient, config)
+    return await trainer_client(str(env[0].cluster.kubeconfig_path), namespace)
 
 
 async def node_pod_after_initializers(h: Harness, ns: str, name: str) -> Obj:
