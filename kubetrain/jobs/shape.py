@@ -181,14 +181,15 @@ class ChildMaker(Protocol):
         ...
 
     def unread_prerequisites(self) -> list[dict[str, Any]]:
-        """Objects the operator creates and never reads (no get, list or watch: a TrainJob's
+        """Objects the operator creates and does not watch (no list or watch: a TrainJob's
         PersistentVolumeClaims), complete — namespace, labels, an ownerReference or none. The
         planner creates them, before the pods, in a reconcile that creates pods while the job
         has no pod (its first pods; again after every pod was deleted, e.g. a whole-gang
         restart or a resume), so a running job costs no API call for them. A create answered
-        409 AlreadyExists counts as done (the existing object is used as is); one that fails
-        stops that reconcile's pod creates (a Warning event, the job requeued with back-off),
-        so no pod is created before them."""
+        409 AlreadyExists counts as done (the existing object is used as is — a PVC only once a
+        read shows it is neither being deleted nor another object's,
+        `writes.READ_ON_CONFLICT`); one that fails stops that reconcile's pod creates (a Warning
+        event, the job requeued with back-off), so no pod is created before them."""
         ...
 
     def decorate(self, pod: dict[str, Any], scheduler: GangScheduler, group: str) -> None:

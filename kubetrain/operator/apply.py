@@ -118,7 +118,7 @@ class PlanApplier(ChildWriter):
         children_ok = True
         for child in p.create_children:
             before = len(failures)  # a 409 AlreadyExists is no failure: created by an earlier reconcile
-            await self._create(
+            await self._create_child(
                 job, EXTRA_CHILD_RESOURCES[child["kind"]], with_generated_keys(child), failures
             )
             if len(failures) > before:

@@ -27,6 +27,20 @@ def owned_by_name(objs: Iterable[Mapping[str, Any]], job: Mapping[str, Any]) -> 
     return {str((o.get("metadata") or {}).get("name")): o for o in objs if controlled_by(o, job)}
 
 
+def conflicting_holder(existing: Mapping[str, Any], job: Mapping[str, Any]) -> str:
+    """Why an object the job asked to create, answered AlreadyExists, cannot serve it ("" when it
+    can): it is being deleted, or another object controls it (one left by an earlier job of the
+    same name, which garbage collection is about to delete). An object nobody controls — made
+    by hand, or kept on purpose — serves the job as it is."""
+    meta = existing.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return "it is being deleted"
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") and not controlled_by(existing, job):
+            return f"it belongs to {ref.get('kind')} {ref.get('name')!r} (uid {ref.get('uid')})"
+    return ""
+
+
 def pod_phase(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 

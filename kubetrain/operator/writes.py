@@ -31,7 +31,7 @@ from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.resources import PODS, ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.draft import CreateFailure
-from kubetrain.operator.pods import controlled_by, terminating
+from kubetrain.operator.pods import conflicting_holder, controlled_by, terminating
 from kubetrain.operator.status import REASON_FAILED_CREATE_POD, REASON_POD_NAME_CONFLICT
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,10 @@ NAMESPACE_TERMINATING = "NamespaceTerminating"  # the StatusCause kube's Namespa
 # Failed writes whose event reason is not `Failed<Verb><Kind>`: the PVCs of a TrainJob's
 # volumeClaimPolicies, under JobSet's reason.
 FAILED_REASONS = {("Create", "PersistentVolumeClaim"): "PVCCreationFailed"}
+# Extra children read back when their create is answered AlreadyExists, to tell the job's own
+# (or one nobody controls) from one still held by an earlier job of the same name: PVCs, which
+# the job's pods would otherwise mount while they are being deleted.
+READ_ON_CONFLICT = {"PersistentVolumeClaim"}
 
 
 def namespace_closed(err: ApiError) -> bool:
@@ -273,6 +277,40 @@ class ChildWriter:
             self.client.create(ref, body, namespace=job["metadata"]["namespace"]),
             lambda err: err.is_already_exists,
         )
+
+    async def _create_child(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> None:
+        """`_create` for an extra child. AlreadyExists for a kind in READ_ON_CONFLICT: the object
+        is read, and one being deleted or controlled by another object is a failure (its Warning
+        event says whose it is; the job's pods wait and the job is retried with back-off)."""
+        before = len(failures)
+        if await self._create(job, ref, body, failures) or len(failures) > before:
+            return
+        if ref.kind not in READ_ON_CONFLICT or job["metadata"].get("namespace", "") in self.closed_namespaces:
+            return  # done, or not created in a namespace that refuses new objects (no retries)
+        name = body["metadata"]["name"]
+        try:
+            existing = await self.client.get(ref, job["metadata"]["namespace"], name)
+        except ApiError as err:
+            if err.is_not_found:  # gone between the create and the read: the next pass creates it
+                failures.append(err)
+                return
+            self.recorder.emit(
+                job,
+                "Warning",
+                FAILED_REASONS.get(("Create", ref.kind), "FailedCreate"),
+                f"could not read {ref.kind} {name} that already exists: {err}",
+            )
+            failures.append(err)
+            return
+        why = conflicting_holder(existing, job)
+        if why:
+            message = (
+                f"{ref.kind} {name} already exists and {why}: waiting for it to be gone before creating pods"
+            )
+            self.recorder.emit(
+                job, "Warning", FAILED_REASONS.get(("Create", ref.kind), "FailedCreate"), message
+            )
+            failures.append(ApiError(409, "AlreadyExists", message))
 
     async def _replace(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
         """PUT `body` with the resourceVersion the plan saw. 409/404: the cache is behind; the

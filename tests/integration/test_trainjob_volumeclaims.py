@@ -150,6 +150,34 @@ async def test_a_refused_pvc_create_is_an_event_and_no_pod_until_the_retry_succe
     assert await h.get(PERSISTENT_VOLUME_CLAIMS, ns, "initializer-quota") is not None
 
 
+async def test_a_pvc_of_the_name_still_being_deleted_is_waited_for_not_mounted(env: Harness) -> None:
+    """Deleting a TrainJob and creating it again at once: its PVC is still being deleted (a real
+    cluster's pvc-protection finalizer holds it while the old pods stop). The new TrainJob's pods
+    must not mount it; they wait, and the PVC is created anew once the old one is gone."""
+    h = env
+    ns = await h.namespace("again")
+    held = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "initializer-again", "finalizers": ["example.com/hold"]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    await h.kube.create(PERSISTENT_VOLUME_CLAIMS, held, namespace=ns)
+    await h.kube.delete(PERSISTENT_VOLUME_CLAIMS, ns, "initializer-again")  # terminating
+    tj = await h.kube.create(TRAINJOBS, trainjob("again"), namespace=ns)
+    event = await h.wait_event(ns, "again", "PVCCreationFailed")
+    assert "initializer-again already exists and it is being deleted" in event["message"]
+    assert await h.pods(ns, "again") == []
+    old = await h.get(PERSISTENT_VOLUME_CLAIMS, ns, "initializer-again")
+    assert old is not None
+    old["metadata"]["finalizers"] = []
+    await h.kube.replace(PERSISTENT_VOLUME_CLAIMS, old)  # the old PVC goes
+    await h.wait_pods(ns, "again", 2)
+    pvc = await h.get(PERSISTENT_VOLUME_CLAIMS, ns, "initializer-again")
+    assert pvc is not None and pvc["metadata"]["ownerReferences"][0]["uid"] == tj["metadata"]["uid"]
+    assert "deletionTimestamp" not in pvc["metadata"]
+
+
 async def refusal(coro: Any) -> str:
     try:
         await coro

@@ -968,8 +968,9 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
 
 
 def test_serving_trainer_grants_creating_pvcs_and_nothing_else_on_them(chart: helm.Chart) -> None:
-    """A TrainJob's volumeClaimPolicies PVCs are created and never read: `create` only, and only
-    when trainer.kubeflow.org is served."""
+    """A TrainJob's volumeClaimPolicies PVCs are created, and read only when the create is
+    answered AlreadyExists: `create` and `get` (no list or watch), and only when
+    trainer.kubeflow.org is served."""
 
     def pvc_grants(groups: list[str]) -> set[tuple[str, str, str, tuple[str, ...]]]:
         docs = render(chart, {"apiGroups": groups})
@@ -977,7 +978,7 @@ def test_serving_trainer_grants_creating_pvcs_and_nothing_else_on_them(chart: he
         return {g for g in role if g[1] == "persistentvolumeclaims"}
 
     assert pvc_grants(["kubetrain.io", "trainer.kubeflow.org"]) == expand(
-        "", ["persistentvolumeclaims"], ["create"]
+        "", ["persistentvolumeclaims"], ["create", "get"]
     )
     assert pvc_grants(["kubetrain.io"]) == set()
 

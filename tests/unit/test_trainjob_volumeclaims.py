@@ -20,6 +20,7 @@ from kubetrain.jobs.trainjob import volumeclaims as vc
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import validate_runtime, validate_trainjob
 from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.pods import conflicting_holder
 from kubetrain.operator.trainedge import plan_trainjob
 
 from .test_trainplan import NOW, trainjob
@@ -206,3 +207,24 @@ def test_retain_makes_a_pvc_without_owner() -> None:
     pvc = plan(job, [], [], rt).create_children[1]
     assert "ownerReferences" not in pvc["metadata"]
     assert pvc["metadata"]["labels"]["team"] == "a" and pvc["metadata"]["annotations"] == {"note": "x"}
+
+
+def test_an_existing_claim_serves_the_trainjob_unless_going_away_or_anothers() -> None:
+    """A PVC create answered AlreadyExists: the applier reads the PVC and waits unless it can
+    serve this TrainJob (operator.pods.conflicting_holder)."""
+    job = {"kind": "TrainJob", "metadata": {"name": "tj", "uid": "new"}}
+
+    def pvc(**meta: Any) -> Obj:
+        return {"metadata": {"name": "initializer-tj", **meta}}
+
+    def owner(uid: str, kind: str = "TrainJob") -> dict[str, Any]:
+        return {"kind": kind, "name": "tj", "uid": uid, "controller": True}
+
+    assert conflicting_holder(pvc(ownerReferences=[owner("new")]), job) == ""  # its own
+    assert conflicting_holder(pvc(), job) == ""  # nobody's (Retain, or made by hand): used as it is
+    assert conflicting_holder(pvc(deletionTimestamp="2026-11-26T07:00:00Z"), job) == "it is being deleted"
+    assert conflicting_holder(pvc(ownerReferences=[owner("old")]), job) == (
+        "it belongs to TrainJob 'tj' (uid old)"  # an earlier TrainJob of the name
+    )
+    not_controller = {**owner("old"), "controller": False}
+    assert conflicting_holder(pvc(ownerReferences=[not_controller]), job) == ""
