@@ -129,8 +129,10 @@ async def test_a_torchtune_trainjob_gets_its_pvc_before_its_initializer_pods(
         assert created_at(pvc) <= created_at(pod), (pvc["metadata"], pod["metadata"])
 
     await cluster.client.delete(TRAINJOBS, cluster.namespace, name, propagation_policy="Background")
-    # The garbage collector deletes the owned PVC (its kubernetes.io/pvc-protection finalizer
-    # holds it only while a scheduled pod uses it; the TrainJob's pods are collected too).
+    # The garbage collector deletes the owned PVC: on a real cluster its kubernetes.io/pvc-protection
+    # finalizer keeps it while a pod using it exists, and the TrainJob's pods are collected too. The
+    # collector learns of the TrainJob CRD (which this module may just have created) only through
+    # its periodic discovery: hence the long wait.
     await support.eventually(
         lambda: _gone(cluster, pvc_name), within=120, what=f"PersistentVolumeClaim {pvc_name} collected"
     )
