@@ -1,6 +1,7 @@
-"""Kubeflow Trainer's SDK reporting progress as a training pod does, for the progress tests of
-every tier. Import with `from trainer_sdk import report_progress` (tests/ is on pytest's
-`pythonpath`); a module using it skips when the SDK (a dev dependency) is not installed."""
+"""Kubeflow Trainer's SDK for the tests of every tier: its `TrainerClient` on a cluster, and
+reporting progress as a training pod does. Import with `from trainer_sdk import trainer_client,
+report_progress` (tests/ is on pytest's `pythonpath`); a module using it skips when the SDK (a dev
+dependency) is not installed."""
 
 from __future__ import annotations
 
@@ -21,3 +22,13 @@ async def report_progress(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return bool(await asyncio.to_thread(utils.update_trainjob_status, **kwargs))
+
+
+async def trainer_client(kubeconfig: str, namespace: str) -> Any:
+    """The SDK's `TrainerClient` for `namespace` of the cluster `kubeconfig` points at (made in a
+    worker thread: the SDK is synchronous and reads the cluster)."""
+    from kubeflow.common.types import KubernetesBackendConfig
+    from kubeflow.trainer import TrainerClient
+
+    config = KubernetesBackendConfig(namespace=namespace, config_file=kubeconfig)
+    return await asyncio.to_thread(TrainerClient, config)

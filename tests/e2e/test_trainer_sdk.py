@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from e2e import scenarios_support as support
+from trainer_sdk import trainer_client
 
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import PODS, TRAINJOBS
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
-common = pytest.importorskip("kubeflow.common.types")
 
 
 pytestmark = support.E2E
@@ -29,8 +29,7 @@ E2E_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")  # what the operator s
 
 
 async def sdk_client(cluster: Any) -> Any:
-    config = common.KubernetesBackendConfig(namespace=cluster.namespace, config_file=cluster.kubeconfig)
-    return await asyncio.to_thread(trainer.TrainerClient, config)
+    return await trainer_client(cluster.kubeconfig, cluster.namespace)
 
 
 async def train_two_nodes(client: Any, runtime: str) -> str:

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from trainer_sdk import trainer_client
 
 from kubetrain.dev.stack import DevStack
 
 from .controller_support import Harness, eventually, open_stack
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
-common = pytest.importorskip("kubeflow.common.types")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -33,11 +33,7 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
 
 
 async def client(env: tuple[DevStack, Harness], namespace: str) -> Any:
-    stack, _ = env
-    config = common.KubernetesBackendConfig(
-        namespace=namespace, config_file=str(stack.cluster.kubeconfig_path)
-    )
-    return await asyncio.to_thread(trainer.TrainerClient, config)
+    return await trainer_client(str(env[0].cluster.kubeconfig_path), namespace)
 
 
 def train_fn() -> None:  # shipped to the pods as source by the SDK
@@ -59,9 +55,15 @@ async def test_the_sdk_sees_the_default_runtimes_and_the_trainer_version(
         "mlx-distributed",
         "jax-distributed",
         "xgboost-distributed",
+        "torchtune-llama3.2-1b",
+        "torchtune-llama3.2-3b",
+        "torchtune-qwen2.5-1.5b",
     } <= set(runtimes)
     torch = await asyncio.to_thread(c.get_runtime, "torch-distributed")
     assert torch.trainer.framework == "torch" and torch.trainer.num_nodes == 1
+    # The SDK's BuiltinTrainer runs a torchtune runtime with Trainer's torchtune entrypoint.
+    tune = await asyncio.to_thread(c.get_runtime, "torchtune-llama3.2-1b")
+    assert tune.trainer.framework == "torchtune" and tuple(tune.trainer.command) == ("tune", "run")
 
 
 async def test_train_get_logs_wait_events_delete(env: tuple[DevStack, Harness]) -> None:

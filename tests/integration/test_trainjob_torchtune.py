@@ -13,16 +13,15 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from trainjobs import torchtune_runtime
+from trainer_sdk import trainer_client
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.kube.resources import TRAINJOBS
 
 from .controller_support import Harness, open_stack
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
-common = pytest.importorskip("kubeflow.common.types")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -37,16 +36,12 @@ OVERRIDES = [
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
+        # The stack installs Trainer's default runtimes, torchtune-llama3.2-1b among them.
         yield stack, h
 
 
 async def client(env: tuple[DevStack, Harness], namespace: str) -> Any:
-    stack, _ = env
-    config = common.KubernetesBackendConfig(
-        namespace=namespace, config_file=str(stack.cluster.kubeconfig_path)
-    )
-    return await asyncio.to_thread(trainer.TrainerClient, config)
+    return await trainer_client(str(env[0].cluster.kubeconfig_path), namespace)
 
 
 async def node_pod_after_initializers(h: Harness, ns: str, name: str) -> Obj:

@@ -18,7 +18,6 @@ from trainjobs import torchtune_runtime
 
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
-    CLUSTER_TRAINING_RUNTIMES,
     PERSISTENT_VOLUME_CLAIMS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -36,7 +35,7 @@ STEPS = ("dataset-initializer", "model-initializer", "node")
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[Harness]:
     async for _stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, RUNTIME)
+        # The stack installs Trainer's default runtimes, torchtune-llama3.2-1b among them.
         yield h
 
 

@@ -5,6 +5,7 @@ URL mode (names and rules); trainer.kubeflow.org alone is refused (it has no job
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import helm_python as helm
@@ -75,3 +76,18 @@ def test_rbac_and_webhooks_follow_the_group() -> None:
 def test_trainer_group_alone_is_refused() -> None:
     with pytest.raises(Exception, match="apiGroups"):
         render({"apiGroups": ["trainer.kubeflow.org"]})
+
+
+def test_the_default_runtimes_are_trainers_own_files_unchanged() -> None:
+    """Every shipped runtime (package data and the chart's copy) is byte for byte the file of
+    Trainer 2.3's manifests/base/runtimes kept under tests/data (torchtune/<family>/<file> shipped
+    as torchtune_<file>), and every runtime of that folder is shipped."""
+    root = Path(__file__).resolve().parents[2]
+    upstream = root / "tests/data/trainer/runtimes"
+    shipped = {
+        (f"torchtune_{p.name}" if "torchtune" in p.parts else p.name): p.read_bytes()
+        for p in upstream.rglob("*.yaml")
+        if p.name != "torch_distributed_with_cache.yaml"  # manifests/base/runtimes/data-cache: not a default
+    }
+    for folder in (root / "kubetrain/api/trainer/runtimes", root / "charts/kubetrain/files/trainer-runtimes"):
+        assert {p.name: p.read_bytes() for p in folder.glob("*.yaml")} == shipped, folder

@@ -1,8 +1,10 @@
 """The ClusterTrainingRuntimes Trainer 2.3 ships (manifests/base/runtimes: torch-distributed,
-deepspeed-distributed, mlx-distributed, jax-distributed, xgboost-distributed — copied unchanged,
-Apache-2.0, in `runtimes/`), and the `kubeflow-trainer-public` ConfigMap the Kubeflow SDK reads
-the Trainer version from. `kubetrain dev` installs both when trainer.kubeflow.org is served; the
-chart installs them with `trainer.defaultRuntimes` (default true). Pure (reads package data)."""
+deepspeed-distributed, mlx-distributed, jax-distributed, xgboost-distributed and the torchtune
+runtimes torchtune-llama3.2-1b, torchtune-llama3.2-3b, torchtune-qwen2.5-1.5b — copied unchanged,
+Apache-2.0, in `runtimes/`, the torchtune ones from `torchtune/<family>/` as `torchtune_<file>`),
+and the `kubeflow-trainer-public` ConfigMap the Kubeflow SDK reads the Trainer version from.
+`kubetrain dev` installs both when trainer.kubeflow.org is served; the chart installs them with
+`trainer.defaultRuntimes` (default true). Pure (reads package data)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ RUNTIME_FILES = (
     "mlx_distributed.yaml",
     "jax_distributed.yaml",
     "xgboost_distributed.yaml",
+    "torchtune_llama3_2_1B.yaml",
+    "torchtune_llama3_2_3B.yaml",
+    "torchtune_qwen2_5_1.5B.yaml",
 )
 
 
