@@ -3,7 +3,7 @@ ClusterTrainingRuntime) against `kubetrain run` serving trainer.kubeflow.org on 
 $KUBECONFIG names, behind the chart's webhooks in URL mode.
 
 Only what holds on devcluster and on a real kube-apiserver with no StorageClass (the PVC stays
-Pending, so the scheduler never places a pod that mounts it) is asserted: the TrainJob is
+Pending, so kube-scheduler never places a pod that mounts it) is asserted: the TrainJob is
 admitted; the PVC `initializer-<tj>` exists with the runtime template's accessModes and storage
 request, JobSet's `jobset.sigs.k8s.io/jobset-name` label and the TrainJob as controller owner; both
 initializer pods exist and mount it by `persistentVolumeClaim.claimName`, none created before it
@@ -15,7 +15,6 @@ fields. Every object is read by its name or its TrainJob's label, never by listi
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -24,9 +23,7 @@ import pytest
 import pytest_asyncio
 import yaml
 from e2e import scenarios_support as support
-from trainjobs import torchtune_runtime
 
-from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -48,20 +45,14 @@ INITIALIZERS = ("dataset-initializer", "model-initializer")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
 async def runtimes(cluster: Any) -> AsyncIterator[Obj]:
-    """Trainer's default runtimes and its torchtune-llama3.2-1b runtime, created where missing
-    (removed again after); yields the torchtune runtime as the cluster has it."""
+    """Trainer's default runtimes, torchtune's among them, created where missing (removed again
+    after); yields the torchtune runtime as the cluster has it."""
     async with support.default_runtimes_installed(cluster.client):
-        have = {r["metadata"]["name"] for r in default_runtimes()}
-        extra = [] if RUNTIME_NAME in have else [torchtune_runtime()]
-        created = await support.create_missing(cluster.client, CLUSTER_TRAINING_RUNTIMES, extra)
-        try:
-            yield await cluster.client.get(CLUSTER_TRAINING_RUNTIMES, None, RUNTIME_NAME)
-        finally:
-            for name in created:
-                await support.delete_quietly(cluster.client, CLUSTER_TRAINING_RUNTIMES, None, name)
+        yield await cluster.client.get(CLUSTER_TRAINING_RUNTIMES, None, RUNTIME_NAME)
 
 
 def example(namespace: str, name: str) -> Obj:
+    """The example TrainJob, renamed into the scenario's namespace."""
     manifest: Obj = yaml.safe_load(EXAMPLE.read_text())
     manifest["metadata"] = {"name": name, "namespace": namespace}
     return manifest
@@ -144,7 +135,6 @@ async def _gone(cluster: Any, pvc_name: str) -> bool:
 
 async def test_an_invalid_torchtune_trainjob_is_refused_naming_its_fields(cluster: Any) -> None:
     bad = example(cluster.namespace, "tune-bad")
-    bad["spec"]["trainer"] = copy.deepcopy(bad["spec"]["trainer"])
     bad["spec"]["trainer"]["numNodes"] = 2  # the 1B model is single-node in Trainer
     bad["spec"]["trainer"]["args"] = ["epochs=1", "output_dir=/mine"]  # the runtime's to set
     with pytest.raises(ApiError) as refused:
