@@ -45,14 +45,18 @@ def _event(name: str, data: object) -> bytes:
 
 async def job_changes(request: web.Request) -> web.StreamResponse:
     """`/stream?namespace=NS&job=RESOURCE/NAME`: an `event: job` per change of a job this user may
-    list (of that namespace, of that job); `event: resync` when changes were missed."""
+    list (of that namespace, of that job); `event: resync` when changes were missed. The
+    subscription starts before the response does, so a page that re-fetches itself when its
+    stream opens (dashboard.js) misses no change made after it was rendered."""
     dash = dashboard(request)
     user, api = creds(request), user_api(request)
     namespace = request.query.get("namespace", "")
     only = request.query.get("job", "")
     resource, _, job_name = only.partition("/")
-    response = await _open(request)
+    # Subscribed before the stream answers: the page re-fetches itself when the stream opens, and
+    # every change after that fetch's render is then in this queue — none falls in between.
     with dash.watch.hub.subscribe() as queue:
+        response = await _open(request)
         await response.write(b": connected\n\n")
         while True:
             try:

@@ -114,6 +114,41 @@ async def test_a_state_change_appears_live_without_a_reload(scene: Scene, page_a
     await expect(cell).not_to_have_text("Suspended", timeout=10_000)
 
 
+async def test_a_change_between_the_render_and_the_stream_opening_is_not_lost(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    """The page is rendered, then its live stream connects: a change in between reaches the page
+    (it re-fetches itself once the stream is open, and the stream's subscription starts before
+    it opens). The stream's request is held until the change is rendered by the server."""
+    await scene.stack.apply(job("PyTorchJob", "gap", {"Master": 1}, namespace="team-a"))
+    page = await page_as(scene.alice)
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(route: Any) -> None:
+        held.set()
+        await release.wait()
+        await route.continue_()
+
+    await page.route("**/stream?**", hold)
+    url = scene.url("/namespaces/team-a/pytorchjobs/gap")
+    await page.goto(url)
+    await expect(page.locator("#job-state")).to_have_text("Running")
+    await asyncio.wait_for(held.wait(), 10)
+    await scene.stack.kube.patch(
+        job_resource("PyTorchJob"), "team-a", "gap", {"spec": {"runPolicy": {"suspend": True}}}
+    )
+
+    async def served_suspended() -> bool:  # the dashboard's own watch has the change
+        html = await (await page.request.get(url)).text()
+        return 'state-suspended" id="job-state">Suspended<' in html
+
+    await until(served_suspended)
+    await expect(page.locator("#job-state")).to_have_text("Running")  # nothing streamed it yet
+    release.set()
+    await expect(page.locator("#job-state")).to_have_text("Suspended", timeout=10_000)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 async def test_a_bad_manifest_shows_the_webhooks_field_errors_inline(
     scene: Scene, page_as: PageFactory
 ) -> None:
