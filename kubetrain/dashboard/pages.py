@@ -27,6 +27,7 @@ def job_ref(kind: JobKind) -> ResourceRef:
 
 async def job_list(request: web.Request) -> web.Response:
     dash = dashboard(request)
+    since = dash.watch.hub.position()  # before reading: the stream replays every later change
     query, errors = joblist.parse_query(request.query, dash.kinds)
     visible = await dash.access.visible(user_api(request), creds(request), dash.watch.namespaces_by_kind())
     mine = visible_rows(dash.watch.rows.values(), visible)
@@ -42,7 +43,9 @@ async def job_list(request: web.Request) -> web.Response:
         states=joblist.STATES,
         per_page_choices=joblist.PER_PAGE_CHOICES,
         sort_keys=joblist.SORT_KEYS,
-        stream=f"/stream?namespace={query.namespace}" if query.namespace else "/stream",
+        stream=f"/stream?namespace={query.namespace}&since={since}"
+        if query.namespace
+        else f"/stream?since={since}",
     )
 
 
@@ -69,6 +72,7 @@ def resolve_kind(request: web.Request) -> JobKind:
 
 async def job_page(request: web.Request) -> web.Response:
     dash = dashboard(request)
+    since = dash.watch.hub.position()  # before reading: the stream replays every later change
     kind = resolve_kind(request)
     ns, name = request.match_info["namespace"], request.match_info["name"]
     api = user_api(request)
@@ -137,7 +141,7 @@ async def job_page(request: web.Request) -> web.Response:
         tail=tail,
         tail_choices=LOG_TAIL_CHOICES,
         pod_select_max=POD_SELECT_MAX,
-        stream=f"/stream?namespace={ns}&job={kind.resource}/{name}",
+        stream=f"/stream?namespace={ns}&job={kind.resource}/{name}&since={since}",
     )
 
 

@@ -39,33 +39,39 @@ async def _open(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def _event(name: str, data: object) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+def _event(name: str, data: object, position: str = "") -> bytes:
+    """One Server-Sent Event; `position` as its `id:`, which a reconnecting browser sends back
+    as `Last-Event-ID`."""
+    head = f"id: {position}\n" if position else ""
+    return f"{head}event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
 async def job_changes(request: web.Request) -> web.StreamResponse:
     """`/stream?namespace=NS&job=RESOURCE/NAME`: an `event: job` per change of a job this user may
-    list (of that namespace, of that job); `event: resync` when changes were missed. The
-    subscription starts before the response does, so a page that re-fetches itself when its
-    stream opens (dashboard.js) misses no change made after it was rendered."""
+    list (of that namespace, of that job); `event: resync` when changes were missed. `since`
+    (the position the page was rendered at, `Hub.position`) or a reconnect's `Last-Event-ID`:
+    the changes after it are sent first, so none made between the page's render and the
+    stream's start (or while it was down) is lost."""
     dash = dashboard(request)
     user, api = creds(request), user_api(request)
     namespace = request.query.get("namespace", "")
     only = request.query.get("job", "")
     resource, _, job_name = only.partition("/")
-    # Subscribed before the stream answers: the page re-fetches itself when the stream opens, and
-    # every change after that fetch's render is then in this queue — none falls in between.
-    with dash.watch.hub.subscribe() as queue:
+    hub = dash.watch.hub
+    # From where the page was rendered (`since`), or where a reconnecting browser's last event
+    # was (`Last-Event-ID`): the changes it missed are replayed first.
+    since = hub.parse_position(request.headers.get("Last-Event-ID") or request.query.get("since"))
+    with hub.subscribe(since) as queue:
         response = await _open(request)
         await response.write(b": connected\n\n")
         while True:
             try:
-                change = await asyncio.wait_for(queue.get(), dash.config.sse_heartbeat)
+                seq, change = await asyncio.wait_for(queue.get(), dash.config.sse_heartbeat)
             except TimeoutError:
                 await response.write(b": heartbeat\n\n")
                 continue
             if change.resync:
-                await response.write(_event("resync", {}))
+                await response.write(_event("resync", {}, hub.position(seq)))
                 continue
             if namespace and change.namespace != namespace:
                 continue
@@ -88,6 +94,7 @@ async def job_changes(request: web.Request) -> web.StreamResponse:
                         "name": change.name,
                         "state": change.state,
                     },
+                    hub.position(seq),
                 )
             )
     return response

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -80,22 +82,58 @@ class Change:
 
 
 class Hub:
+    """Every change numbered (`seq`, the number of the last one), the last `queue_size` kept, so a
+    stream can start where its page was rendered: `subscribe(since=page's seq)` first replays what
+    the page missed — as a watch resumes from a resourceVersion — or, when that is no longer
+    kept, starts with a resync."""
+
     def __init__(self, queue_size: int = 256) -> None:
         self.queue_size = queue_size
-        self._subscribers: set[asyncio.Queue[Change]] = set()
+        self._subscribers: set[asyncio.Queue[tuple[int, Change]]] = set()
+        self.seq = 0
+        self._recent: deque[tuple[int, Change]] = deque(maxlen=queue_size)
+        # Positions are "<epoch>.<seq>": one of an earlier dashboard process is never taken for ours.
+        self.epoch = secrets.token_hex(4)
+
+    def position(self, seq: int | None = None) -> str:
+        """Where a page rendered now (or change `seq`) stands, for `parse_position`."""
+        return f"{self.epoch}.{self.seq if seq is None else seq}"
+
+    def parse_position(self, text: str | None) -> int | None:
+        """The seq of a position this hub gave; None for none; -1 (a resync) for another's."""
+        if not text:
+            return None
+        epoch, _, seq = text.partition(".")
+        return int(seq) if epoch == self.epoch and seq.isdigit() else -1
 
     def publish(self, change: Change) -> None:
+        self.seq += 1
+        self._recent.append((self.seq, change))
         for queue in list(self._subscribers):
-            if queue.full():
-                continue  # the resync marker below is already waiting in it
-            if queue.qsize() == queue.maxsize - 1:
-                queue.put_nowait(Change("", "", "", "", "", resync=True))
-            else:
-                queue.put_nowait(change)
+            self._put(queue, (self.seq, change))
+
+    @staticmethod
+    def _put(queue: asyncio.Queue[tuple[int, Change]], item: tuple[int, Change]) -> None:
+        if queue.full():
+            return  # the resync marker below is already waiting in it
+        if queue.qsize() == queue.maxsize - 1:
+            queue.put_nowait((item[0], Change("", "", "", "", "", resync=True)))
+        else:
+            queue.put_nowait(item)
 
     @contextlib.contextmanager
-    def subscribe(self) -> Iterator[asyncio.Queue[Change]]:
-        queue: asyncio.Queue[Change] = asyncio.Queue(self.queue_size)
+    def subscribe(self, since: int | None = None) -> Iterator[asyncio.Queue[tuple[int, Change]]]:
+        """A queue of (seq, change); with `since`, first the kept changes after it (a resync if
+        some of them are no longer kept, or `since` is not one this hub gave)."""
+        queue: asyncio.Queue[tuple[int, Change]] = asyncio.Queue(self.queue_size)
+        if since is not None and since != self.seq:
+            oldest = self._recent[0][0] if self._recent else self.seq + 1
+            if since > self.seq or since < oldest - 1:
+                self._put(queue, (self.seq, Change("", "", "", "", "", resync=True)))
+            else:
+                for item in self._recent:
+                    if item[0] > since:
+                        self._put(queue, item)
         self._subscribers.add(queue)
         try:
             yield queue

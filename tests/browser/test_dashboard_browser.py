@@ -118,8 +118,8 @@ async def test_a_change_between_the_render_and_the_stream_opening_is_not_lost(
     scene: Scene, page_as: PageFactory
 ) -> None:
     """The page is rendered, then its live stream connects: a change in between reaches the page
-    (it re-fetches itself once the stream is open, and the stream's subscription starts before
-    it opens). The stream's request is held until the change is rendered by the server."""
+    (the stream starts where the page was rendered and replays what came after). The stream's
+    request is held until the server renders the change."""
     await scene.stack.apply(job("PyTorchJob", "gap", {"Master": 1}, namespace="team-a"))
     page = await page_as(scene.alice)
     held, release = asyncio.Event(), asyncio.Event()

@@ -73,9 +73,33 @@ def test_a_slow_subscriber_gets_one_resync_not_more_memory() -> None:
     with hub.subscribe() as queue:
         for i in range(10):
             hub.publish(Change("g", "p", "ns", f"j{i}", "Running"))
-        got = [queue.get_nowait() for _ in range(queue.qsize())]
+        got = [queue.get_nowait()[1] for _ in range(queue.qsize())]
         assert [c.name for c in got[:2]] == ["j0", "j1"] and got[2].resync and len(got) == 3
     assert hub.subscribers == 0
+
+
+def test_a_stream_starts_where_its_page_was_rendered() -> None:
+    """The changes after the page's position are replayed before the live ones, as a watch
+    resumes from a resourceVersion; a position no longer kept, or another process's, is a resync."""
+    hub = Hub(queue_size=4)
+    hub.publish(Change("g", "p", "ns", "before", "Running"))
+    rendered = hub.position()
+    hub.publish(Change("g", "p", "ns", "between", "Suspended"))  # after the render, before the stream
+    with hub.subscribe(hub.parse_position(rendered)) as queue:
+        hub.publish(Change("g", "p", "ns", "live", "Running"))
+        got = [queue.get_nowait() for _ in range(queue.qsize())]
+    assert [(seq, c.name) for seq, c in got] == [(2, "between"), (3, "live")]
+    with hub.subscribe(hub.parse_position(hub.position())) as queue:
+        assert queue.empty()  # nothing missed
+    for i in range(5):
+        hub.publish(Change("g", "p", "ns", f"later{i}", "Running"))
+    with hub.subscribe(hub.parse_position(rendered)) as queue:  # 'between' is no longer kept
+        [(_, change)] = [queue.get_nowait() for _ in range(queue.qsize())]
+        assert change.resync
+    other = Hub()
+    with hub.subscribe(hub.parse_position(other.position())) as queue:  # an earlier process's page
+        assert queue.get_nowait()[1].resync
+    assert hub.parse_position(None) is None and hub.parse_position("") is None
 
 
 def test_the_cached_job_keeps_what_rows_read() -> None:

@@ -41,9 +41,7 @@
   var stream = document.body.getAttribute("data-stream");
   if (stream && window.EventSource) {
     var source = new EventSource(stream);
-    // On every (re)connect: one re-fetch, for what changed between this page's render (or the
-    // lost connection) and the stream's subscription, which starts before the stream opens.
-    source.addEventListener("open", function () { if (status) status.hidden = false; refresh(); });
+    source.addEventListener("open", function () { if (status) status.hidden = false; });
     source.addEventListener("error", function () { if (status) status.hidden = true; });
     source.addEventListener("job", refresh);
     source.addEventListener("resync", refresh);
