@@ -6,23 +6,24 @@ set, else the runtime's)."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import yaml
 from trainjobs import RUNTIME
 
+from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.jobs.trainjob.patches import merge_resources, runtime_resources
 from kubetrain.jobs.trainjob.resolve import resolve
 
+from .test_trainjob_torchtune import node_of
+from .test_trainplan import trainjob
+
 Obj = dict[str, Any]
-RUNTIME_DIR = Path(__file__).resolve().parents[2] / "kubetrain/api/trainer/runtimes"
 
 
-def _runtime(resources: Obj, policy: Obj | None = None) -> Obj:
+def _runtime(resources: Obj) -> Obj:
+    """Trainer's torch-distributed with `resources` on its `node` container."""
     runtime = copy.deepcopy(RUNTIME)
-    if policy is not None:
-        runtime["spec"]["mlPolicy"] = policy
     for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
         for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
             if container["name"] == "node":
@@ -30,28 +31,15 @@ def _runtime(resources: Obj, policy: Obj | None = None) -> Obj:
     return runtime
 
 
-def _trainjob(trainer: Obj) -> Obj:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "tj", "namespace": "ns", "uid": "u"},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer},
-    }
-
-
-def _node(trainjob: Obj, runtime: Obj) -> tuple[Obj, dict[str, str]]:
-    """The trainer step's `node` container and the torch env it gets."""
-    resolved, errors = resolve(trainjob, runtime)
-    assert not errors and resolved is not None
-    step = next(s for s in resolved.steps if s.ancestor == "trainer")
-    node = next(x for x in step.pod_template["spec"]["containers"] if x["name"] == "node")
-    env = {e["name"]: e.get("value") for added in resolved.env.additions for e in added.env}
-    return node, env
+def _node(trainer: Obj, runtime: Obj) -> tuple[Obj, dict[str, str]]:
+    """The trainer step's `node` container and the torch env it gets, by name."""
+    node, env = node_of(trainjob(trainer=trainer), runtime)
+    return node, {e["name"]: e.get("value") for e in env}
 
 
 def test_resources_per_node_is_merged_into_the_runtimes_resource_by_resource() -> None:
     runtime = _runtime({"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"nvidia.com/gpu": "1"}})
-    node, env = _node(_trainjob({"resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}}}), runtime)
+    node, env = _node({"resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}}}, runtime)
     assert node["resources"] == {
         "requests": {"cpu": "4", "memory": "8Gi"},  # kept from the runtime
         "limits": {"nvidia.com/gpu": "2"},  # the TrainJob's quantity wins
@@ -63,14 +51,35 @@ def test_the_torch_policy_counts_only_the_trainjobs_resources_when_it_sets_them(
     # Trainer's torch plug-in reads the TrainJob's resourcesPerNode alone: the runtime's GPU limit
     # stays on the container, but numProcPerNode `auto` is the TrainJob's CPU request.
     runtime = _runtime({"limits": {"nvidia.com/gpu": "4"}})
-    node, env = _node(_trainjob({"resourcesPerNode": {"requests": {"cpu": "3"}}}), runtime)
+    node, env = _node({"resourcesPerNode": {"requests": {"cpu": "3"}}}, runtime)
     assert node["resources"] == {"limits": {"nvidia.com/gpu": "4"}, "requests": {"cpu": "3"}}
     assert env["PET_NPROC_PER_NODE"] == "3"
 
 
+def test_env_injection_targets_get_the_node_containers_values() -> None:
+    """torch.envInjection's containers get the `node` container's PET_* values, counted in the
+    same resources (the TrainJob's alone when set, not the merged ones)."""
+    runtime = _runtime({"limits": {"nvidia.com/gpu": "4"}})
+    runtime["spec"]["mlPolicy"]["torch"] = {
+        "envInjection": {"targets": [{"jobName": "node", "containerNames": ["preflight"]}]}
+    }
+    [rjob] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjob["template"]["spec"]["template"]["spec"]["initContainers"] = [
+        {"name": "preflight", "image": "busybox"}
+    ]
+    job = trainjob(trainer={"resourcesPerNode": {"requests": {"cpu": "3"}}})
+    resolved, errors = resolve(job, runtime)
+    assert not errors and resolved is not None
+    nproc = {
+        a.container: next(e["value"] for e in a.env if e["name"] == "PET_NPROC_PER_NODE")
+        for a in resolved.env.additions
+    }
+    assert nproc == {"node": "3", "preflight": "3"}
+
+
 def test_without_resources_per_node_the_runtimes_resources_stay_and_are_counted() -> None:
     runtime = _runtime({"requests": {"cpu": "2"}})
-    node, env = _node(_trainjob({"numNodes": 2}), runtime)
+    node, env = _node({"numNodes": 2}, runtime)
     assert node["resources"] == {"requests": {"cpu": "2"}}
     assert env["PET_NPROC_PER_NODE"] == "2"
 
@@ -116,21 +125,22 @@ def test_runtime_resources_is_the_first_node_container_that_has_any() -> None:
 
 
 def test_mpi_slots_count_the_runtimes_gpus_when_the_trainjob_sets_no_resources() -> None:
-    runtime = yaml.safe_load((RUNTIME_DIR / "deepspeed_distributed.yaml").read_text())
+    [deepspeed] = [r for r in default_runtimes() if r["metadata"]["name"] == "deepspeed-distributed"]
+    runtime = copy.deepcopy(deepspeed)
     for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
         if rjob["name"] == "node":
             rjob["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
                 "limits": {"nvidia.com/gpu": "4"}
             }
-    trainjob = _trainjob({"numNodes": 2})
-    trainjob["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
-    resolved, errors = resolve(trainjob, runtime)
+    job = trainjob(trainer={"numNodes": 2})
+    job["spec"]["runtimeRef"]["name"] = runtime["metadata"]["name"]
+    resolved, errors = resolve(job, runtime)
     assert not errors and resolved is not None
     hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
     assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=4", "slots=4"]
     # The TrainJob's own resourcesPerNode (no GPU) wins over the runtime's, as in Trainer.
-    trainjob["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}}
-    resolved, _ = resolve(trainjob, runtime)
+    job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}}
+    resolved, _ = resolve(job, runtime)
     assert resolved is not None
     hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
     assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=1", "slots=1"]

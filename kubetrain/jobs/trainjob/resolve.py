@@ -77,6 +77,7 @@ def resolve(
     steps: list[Step] = []
     env: list[ContainerEnv] = []  # the ML policy's, added to each new pod (mlenv.py)
     trainer_found = False
+    facts: TrainerFacts | None = None  # what the ML policy reads of the trainer step (`_trainer`)
     for rjob in jsspec.get("replicatedJobs") or []:
         jt = rjob.get("template") or {}
         jmeta = jt.get("metadata") or {}
@@ -95,10 +96,11 @@ def resolve(
                 num_nodes = _int(jspec.get("parallelism"), 1)
             if ml_policy.get("mpi") is None:  # MPI: the trainer step is the launcher
                 pods = num_nodes
-            problems, added = _trainer(
+            problems, added, facts = _trainer(
                 pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, str(rjob.get("name", ""))
             )
-            problems += _torchtune(pod_template, str(meta.get("name", "")), spec, num_nodes, plugin, jsspec)
+            if facts is not None and facts.torchtune:
+                problems += _torchtune(pod_template, facts, spec, jsspec)
             errors += problems
             env += added
         depends = tuple(
@@ -134,7 +136,8 @@ def resolve(
         errors += mpi.enforce(steps, mpi_policy)
         extra = mpi.children(str(meta.get("name", "")), subdomain, steps, mpi_policy)
     if isinstance(plugin, Torch):
-        problems, added = _inject_env(steps, plugin, str(meta.get("name", "")), trainer, num_nodes, ml_policy)
+        facts = facts or TrainerFacts(str(meta.get("name", "")), num_nodes, trainer.get("numProcPerNode"), {})
+        problems, added = _inject_env(steps, plugin, facts, ml_policy)
         errors += problems
         env += added
     network = jsspec.get("network") or {}
@@ -200,15 +203,16 @@ def _trainer(
     num_nodes: int,
     plugin: MLPolicyPlugin | None,
     step: str,
-) -> tuple[list[FieldError], list[ContainerEnv]]:
+) -> tuple[list[FieldError], list[ContainerEnv], TrainerFacts | None]:
     """The TrainJob's trainer overrides written into the `node` container of the trainer step
-    `step`; the ML policy's env and port for it (added to each pod)."""
+    `step`; the ML policy's env and port for it (added to each pod), and what the policy read
+    (None without a policy or a `node` container)."""
     node = next((x for x in _containers(pod_template) if x.get("name") == c.NODE), None)
     if node is None:
         problem = required(
             "runtime.spec.template.spec.replicatedJobs", f"the trainer step has no container named {c.NODE!r}"
         )
-        return [problem], []
+        return [problem], [], None
     for key in ("image", "command", "args"):
         if trainer.get(key) is not None:
             node[key] = copy.deepcopy(trainer[key])
@@ -220,7 +224,7 @@ def _trainer(
         node["resources"] = merge_resources(node.get("resources"), copy.deepcopy(per_node))
     upsert_env(node, trainer.get("env") or [])
     if plugin is None:
-        return [], []
+        return [], [], None
     facts = TrainerFacts(
         name=name,
         num_nodes=num_nodes,
@@ -228,61 +232,29 @@ def _trainer(
         resources=resources,
         torchtune=isinstance(plugin, Torch) and torchtune.is_torchtune(trainer),
     )
-    return [], [ContainerEnv(step, c.NODE, tuple(plugin.trainer_env(facts)), plugin.port())]
+    return [], [ContainerEnv(step, c.NODE, tuple(plugin.trainer_env(facts)), plugin.port())], facts
 
 
 def _torchtune(
-    pod_template: Obj,
-    name: str,
-    spec: Mapping[str, Any],
-    num_nodes: int,
-    plugin: MLPolicyPlugin | None,
-    jsspec: Mapping[str, Any],
+    pod_template: Obj, facts: TrainerFacts, spec: Mapping[str, Any], jsspec: Mapping[str, Any]
 ) -> list[FieldError]:
-    """A torchtune TrainJob of a torch runtime: Trainer's torchtune rules, and the trainer step's
-    `node` command rewritten (`torchtune.py`); nothing for any other TrainJob."""
+    """A torchtune TrainJob (`facts.torchtune`): Trainer's torchtune rules, and the trainer
+    step's `node` command rewritten (`torchtune.py`)."""
     trainer = spec.get("trainer") or {}
-    node = next((x for x in _containers(pod_template) if x.get("name") == c.NODE), None)
-    if not isinstance(plugin, Torch) or not torchtune.is_torchtune(trainer) or node is None:
-        return []
+    node = next(x for x in _containers(pod_template) if x.get("name") == c.NODE)  # `_trainer` found it
     ref = str((spec.get("runtimeRef") or {}).get("name") or "")
-    per_node = trainer.get("resourcesPerNode")  # alone when set, as in `_trainer`
-    resources = per_node if per_node is not None else node.get("resources") or {}
-    facts = TrainerFacts(name, num_nodes, trainer.get("numProcPerNode"), resources, True)
     torchtune.rewrite(node, facts, [str(a) for a in trainer.get("args") or []], ref, jsspec)
     return torchtune.validate(trainer, ref, facts.resources)
 
 
 def _inject_env(
-    steps: list[Step],
-    torch: Torch,
-    name: str,
-    trainer: Mapping[str, Any],
-    num_nodes: int,
-    ml_policy: Mapping[str, Any],
+    steps: list[Step], torch: Torch, facts: TrainerFacts, ml_policy: Mapping[str, Any]
 ) -> tuple[list[FieldError], list[ContainerEnv]]:
-    """torch.envInjection: the PET_* and master variables for named containers (or init
-    containers) of the steps too."""
+    """torch.envInjection: the PET_* and master variables, as the trainer's `node` container's
+    (`facts`), for named containers (or init containers) of the steps too."""
     errors: list[FieldError] = []
     added: list[ContainerEnv] = []
     targets = ((ml_policy.get("torch") or {}).get("envInjection") or {}).get("targets") or []
-    trainer_step = next((s for s in steps if s.ancestor == c.ANCESTOR_TRAINER), None)
-    node = None
-    if trainer_step is not None:
-        node = next(
-            (
-                x
-                for x in trainer_step.pod_template.get("spec", {}).get("containers") or []
-                if x.get("name") == c.NODE
-            ),
-            None,
-        )
-    facts = TrainerFacts(
-        name=name,
-        num_nodes=num_nodes,
-        num_proc_per_node=trainer.get("numProcPerNode"),
-        resources=(node or {}).get("resources") or {},
-    )
     by_name = {s.name: s for s in steps}
     for i, target in enumerate(targets):
         step = by_name.get(target.get("jobName"))
