@@ -90,7 +90,7 @@ def plan_trainjob(
     if snapshot is None:  # first: the snapshot, with the record when the planner made one
         p.create_children[0:0] = [
             ch.build_snapshot(job, frozen, kept if kept is not None else record),
-            *_claims(job, resolved, p.create_children),
+            *_claims(prepared, p.create_children),
         ]
     elif kept is not None:
         updated = copy.deepcopy(snapshot)
@@ -99,12 +99,15 @@ def plan_trainjob(
     return p
 
 
-def _claims(job: Mapping[str, Any], resolved: ResolvedTrainJob, planned: list[Obj]) -> list[Obj]:
-    """The PVCs, at the first reconcile even when no pod is created yet (suspended, the gang
-    waiting), as JobSet creates them for a suspended JobSet; those the plan has already."""
+def _claims(prepared: PreparedJob, planned: list[Obj]) -> list[Obj]:
+    """The PVCs (the shape's `unread_prerequisites`), at the first reconcile even when no pod is
+    created yet (suspended, the gang waiting), as JobSet creates them for a suspended JobSet;
+    none the plan has already (it creates them with its first pods)."""
+    children = prepared.shape.children if prepared.shape is not None else None
+    if children is None:
+        return []
     names = {(o.get("kind"), (o.get("metadata") or {}).get("name")) for o in planned}
-    claims = ch.JobSetChildren(resolved, job).unread_prerequisites()
-    return [o for o in claims if (o["kind"], o["metadata"]["name"]) not in names]
+    return [o for o in children.unread_prerequisites() if (o["kind"], o["metadata"]["name"]) not in names]
 
 
 def snapshot_of(job: Mapping[str, Any], observed: Observed) -> Obj | None:
