@@ -15,7 +15,6 @@ A pod learns them from three environment variables and a projected volume mounte
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from kubetrain.api.dnsnames import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from kubetrain.api.errors import FieldError, invalid, not_supported
 
 ENV_URL = "KUBEFLOW_TRAINER_SERVER_URL"
@@ -49,9 +49,6 @@ ANNOTATION_DEADLINE = "kubetrain.io/progress-deadline-seconds"
 MAX_BODY_BYTES = 64 * 1024
 MAX_METRICS = 256
 MAX_METRIC_TEXT = 64
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class _Model(BaseModel):  # kubetrain.api.common.KubeModel's config (common imports this module)
@@ -101,9 +98,11 @@ def parse_path(path: str) -> Route | None:
     if len(parts) != 9 or parts[0] or parts[1] != "apis" or parts[4] != "namespaces" or parts[8] != "status":
         return None
     group, version, namespace, plural, name = parts[2], parts[3], parts[5], parts[6], parts[7]
-    if not (_DNS_SUBDOMAIN.match(group) and _DNS_LABEL.match(version) and _DNS_LABEL.match(namespace)):
+    if not (
+        DNS1123_SUBDOMAIN.match(group) and DNS1123_LABEL.match(version) and DNS1123_LABEL.match(namespace)
+    ):
         return None
-    if not (_DNS_LABEL.match(plural) and _DNS_SUBDOMAIN.match(name)):
+    if not (DNS1123_LABEL.match(plural) and DNS1123_SUBDOMAIN.match(name)):
         return None
     return Route(group, version, plural, namespace, name)
 

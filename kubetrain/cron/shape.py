@@ -20,12 +20,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kubetrain.api import cron as api
+from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
 from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.api.metatime import parse_time
 from kubetrain.cron.schedule import ScheduleError, parse_schedule, zone
 from kubetrain.jobs.defaulting import default_job
-from kubetrain.jobs.names import MAX_LABEL_LENGTH
 from kubetrain.jobs.parse import pydantic_errors
 from kubetrain.jobs.validation import validate_job
 

@@ -3,14 +3,12 @@ label, short enough that every pod name it leads to is a host name."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.dnsnames import DNS1035_LABEL, MAX_LABEL_LENGTH
 from kubetrain.api.errors import FieldError, invalid, required
 
-DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-MAX_LABEL_LENGTH = 63
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
 

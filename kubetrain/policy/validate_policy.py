@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kubetrain.api.dnsnames import DNS1123_LABEL
 from kubetrain.api.errors import (
     FieldError,
     duplicate,
@@ -43,7 +44,6 @@ from kubetrain.frameworks.registry import known_kinds
 from kubetrain.policy.images import glob_problem
 
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _TYPE_TAGS = {"int", "float", "str", "bool", "dict[str,str]", "list[str]"}
 
 
@@ -54,7 +54,7 @@ class InvalidPolicyError(Exception):
 
 
 def _dns1123_subdomain(value: str) -> bool:
-    return 0 < len(value) <= 253 and all(_DNS1123_LABEL.match(p) for p in value.split("."))
+    return 0 < len(value) <= 253 and all(DNS1123_LABEL.match(p) for p in value.split("."))
 
 
 def label_key_problem(key: str) -> str | None:

@@ -13,16 +13,12 @@ PersistentVolumeClaims, and pods' volumeMounts naming their volumes: `pvcs.py`.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Any
 
+from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
 from kubetrain.devcluster.apiserver import pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
-
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 _LABEL_NAMES = {"namespaces", "services"}  # resources whose names must be DNS labels
 

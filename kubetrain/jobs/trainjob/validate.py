@@ -19,11 +19,11 @@ Pure."""
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import trainerstatus
+from kubetrain.api.dnsnames import DNS1035_LABEL
 from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
@@ -33,7 +33,6 @@ from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
 RUNTIME_KINDS = (c.CLUSTER_TRAINING_RUNTIME, c.TRAINING_RUNTIME)
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # `<name>-<step>-<jobIndex>-<index>` must stay a DNS label (hostname ≤ 63): Trainer's own limit.
 MAX_TRAINJOB_NAME = 63
 ALWAYS_IMMUTABLE = ("runtimeRef", "managedBy", "activeDeadlineSeconds")
@@ -67,7 +66,7 @@ def validate_trainjob(
     errors: list[FieldError] = []
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
-    if name and (len(name) > MAX_TRAINJOB_NAME or not _DNS_LABEL.match(name)):
+    if name and (len(name) > MAX_TRAINJOB_NAME or not DNS1035_LABEL.match(name)):
         errors.append(
             invalid(
                 "metadata.name",
@@ -168,7 +167,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
         rname = str((rjob or {}).get("name") or "")
         if not rname:
             errors.append(required(f"{path}[{i}].name", "a DNS label"))
-        elif not _DNS_LABEL.match(rname):
+        elif not DNS1035_LABEL.match(rname):
             errors.append(invalid(f"{path}[{i}].name", f"{rname!r} must be a lowercase RFC 1035 label"))
         elif rname in names:
             errors.append(duplicate(f"{path}[{i}].name", f"{rname!r} is used by another replicated job"))

@@ -21,11 +21,11 @@ Pure."""
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
 from kubetrain.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 
@@ -35,7 +35,6 @@ DELETE, RETAIN = "Delete", "Retain"
 RETENTION_POLICIES = (DELETE, RETAIN)
 MAX_ITEMS = 50  # JobSet's CRD: MaxItems of volumeClaimPolicies and of each policy's templates
 MAX_CLAIM_NAME = 63  # JobSet's webhook: maxVolumeClaimLength
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ def _template(
             duplicate(f"{where}.metadata.name", f"{name!r}: names must be unique over all templates")
         )
     seen.add(name)
-    if len(name) > 253 or not _SUBDOMAIN.match(name):
+    if len(name) > MAX_SUBDOMAIN_LENGTH or not DNS1123_SUBDOMAIN.match(name):
         errors.append(
             invalid(
                 f"{where}.metadata.name",
