@@ -81,6 +81,9 @@ class Change:
     resync: bool = False  # the subscriber missed changes: reload everything
 
 
+RESYNC = Change("", "", "", "", "", resync=True)
+
+
 class Hub:
     """Every change numbered (`seq`, the number of the last one), the last `queue_size` kept, so a
     stream can start where its page was rendered: `subscribe(since=page's seq)` first replays what
@@ -117,7 +120,7 @@ class Hub:
         if queue.full():
             return  # the resync marker below is already waiting in it
         if queue.qsize() == queue.maxsize - 1:
-            queue.put_nowait((item[0], Change("", "", "", "", "", resync=True)))
+            queue.put_nowait((item[0], RESYNC))
         else:
             queue.put_nowait(item)
 
@@ -129,7 +132,7 @@ class Hub:
         if since is not None and since != self.seq:
             oldest = self._recent[0][0] if self._recent else self.seq + 1
             if since > self.seq or since < oldest - 1:
-                self._put(queue, (self.seq, Change("", "", "", "", "", resync=True)))
+                self._put(queue, (self.seq, RESYNC))
             else:
                 for item in self._recent:
                     if item[0] > since:

@@ -288,18 +288,14 @@ class ChildWriter:
         if ref.kind not in READ_ON_CONFLICT or job["metadata"].get("namespace", "") in self.closed_namespaces:
             return  # done, or not created in a namespace that refuses new objects (no retries)
         name = body["metadata"]["name"]
+        reason = FAILED_REASONS.get(("Create", ref.kind), f"FailedCreate{ref.kind}")
         try:
             existing = await self.client.get(ref, job["metadata"]["namespace"], name)
         except ApiError as err:
-            if err.is_not_found:  # gone between the create and the read: the next pass creates it
-                failures.append(err)
-                return
-            self.recorder.emit(
-                job,
-                "Warning",
-                FAILED_REASONS.get(("Create", ref.kind), "FailedCreate"),
-                f"could not read {ref.kind} {name} that already exists: {err}",
-            )
+            if not err.is_not_found:  # not found: gone since the create, the next pass creates it
+                self.recorder.emit(
+                    job, "Warning", reason, f"could not read {ref.kind} {name} that already exists: {err}"
+                )
             failures.append(err)
             return
         why = conflicting_holder(existing, job)
@@ -307,9 +303,7 @@ class ChildWriter:
             message = (
                 f"{ref.kind} {name} already exists and {why}: waiting for it to be gone before creating pods"
             )
-            self.recorder.emit(
-                job, "Warning", FAILED_REASONS.get(("Create", ref.kind), "FailedCreate"), message
-            )
+            self.recorder.emit(job, "Warning", reason, message)
             failures.append(ApiError(409, "AlreadyExists", message))
 
     async def _replace(self, job: Obj, ref: ResourceRef, body: Obj, failures: list[ApiError]) -> bool:
