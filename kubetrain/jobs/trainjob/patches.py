@@ -28,14 +28,18 @@ def upsert_env(container: Obj, env: Sequence[Mapping[str, Any]]) -> None:
     container["env"] = current
 
 
-def merge_named(current: list[Any], items: Sequence[Mapping[str, Any]], key: str = "name") -> list[Any]:
-    """A list map merged by `key`: an item of the same key replaced, new ones appended."""
+def merge_named(
+    current: list[Any], items: Sequence[Mapping[str, Any]], key: str = "name", *, replace: bool = False
+) -> list[Any]:
+    """A list map merged by `key`: an item of the same key merged with the new one (its fields
+    set over the old), or with `replace` replaced whole (Trainer's `apply.Upsert*`); new ones
+    appended."""
     out = list(current)
     index = {c.get(key): i for i, c in enumerate(out) if isinstance(c, Mapping)}
     for item in items:
         k = item.get(key)
         if k in index:
-            out[index[k]] = {**out[index[k]], **item}
+            out[index[k]] = dict(item) if replace else {**out[index[k]], **item}
         else:
             index[k] = len(out)
             out.append(dict(item))

@@ -22,23 +22,22 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, not_supported, required
+from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import jobsetpolicy, mpi, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import flux, jobsetpolicy, mpi, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import (
     apply_runtime_patches,
     merge_resources,
     runtime_resources,
+    trainer_node_containers,
     upsert_env,
 )
 
 Obj = dict[str, Any]
-# ML policy sources kubetrain does not run yet (the TrainJob fails saying so).
-UNSUPPORTED_POLICIES = ("flux",)
 DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's
 # JobSet's success policy field, by the model's wire name.
 SUCCESS_POLICY = JobSetSpec.model_fields["success_policy"].alias or ""
@@ -57,13 +56,6 @@ def resolve(
     rspec = runtime.get("spec") or {}
     ml_policy = rspec.get("mlPolicy") or {}
     errors: list[FieldError] = []
-    for name in UNSUPPORTED_POLICIES:
-        if ml_policy.get(name) is not None:
-            errors.append(
-                not_supported(
-                    f"runtime.spec.mlPolicy.{name}", name, ("torch", "mpi", "jax", "xgboost", "plain (none)")
-                )
-            )
     template = copy.deepcopy(dict(rspec.get("template") or {}))
     jsspec = template.setdefault("spec", {})
     if not jsspec.get("replicatedJobs"):
@@ -135,6 +127,9 @@ def resolve(
         steps = [replace(s, pods=mpi_policy.node_count) if s.name == c.NODE else s for s in steps]
         errors += mpi.enforce(steps, mpi_policy)
         extra = mpi.children(str(meta.get("name", "")), subdomain, steps, mpi_policy)
+    if ml_policy.get("flux") is not None and not errors:
+        problems, extra = _flux(steps, meta, ml_policy["flux"], trainer, num_nodes, jsspec)
+        errors += problems
     if isinstance(plugin, Torch):
         facts = facts or TrainerFacts(str(meta.get("name", "")), num_nodes, trainer.get("numProcPerNode"), {})
         problems, added = _inject_env(steps, plugin, facts, ml_policy)
@@ -163,7 +158,9 @@ def resolve(
         success_operator=str(success.get("operator") or "All"),
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
         max_restarts=_int(failure.get("maxRestarts"), 0),
-        policy=plugin.name if plugin else ("mpi" if ml_policy.get("mpi") is not None else ""),
+        policy=plugin.name
+        if plugin
+        else next((k for k in ("mpi", "flux") if ml_policy.get(k) is not None), ""),
         pod_group_policy=rspec.get("podGroupPolicy") or {},
         extra=extra,
         ttl_set=jsspec.get("ttlSecondsAfterFinished") is not None,
@@ -245,6 +242,31 @@ def _torchtune(
     ref = str((spec.get("runtimeRef") or {}).get("name") or "")
     torchtune.rewrite(node, facts, [str(a) for a in trainer.get("args") or []], ref, jsspec)
     return torchtune.validate(trainer, ref, facts.resources)
+
+
+def _flux(
+    steps: list[Step],
+    meta: Mapping[str, Any],
+    policy: Mapping[str, Any],
+    trainer: Mapping[str, Any],
+    num_nodes: int,
+    jsspec: Mapping[str, Any],
+) -> tuple[list[FieldError], tuple[dict[str, Any], ...]]:
+    """A Flux runtime (`flux.py`): Trainer's rules, the `node` step wrapped in Flux, its
+    ConfigMap and Secret."""
+    step = next((s for s in steps if s.name == c.NODE), None)
+    containers = ((step.pod_template.get("spec") or {}).get("containers") or []) if step else []
+    node = next((x for x in containers if isinstance(x, Mapping) and x.get("name") == c.NODE), None)
+    if step is None or node is None:
+        path = "runtime.spec.template.spec.replicatedJobs"
+        return [required(path, f"a replicated job {c.NODE!r} with a container {c.NODE!r} (Flux runs it)")], ()
+    errors = flux.validate(str(meta.get("name", "")), policy, trainer, step.pod_template)
+    if errors:
+        return errors, ()
+    runtime_node = next(iter(trainer_node_containers(jsspec, by_name=True)), {})
+    facts = flux.read_policy(meta, policy, trainer, num_nodes, runtime_node, runtime_resources(jsspec))
+    flux.enforce(steps, facts, trainer, runtime_node.get("args"))
+    return [], flux.children(facts)
 
 
 def _inject_env(

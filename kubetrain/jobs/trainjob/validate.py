@@ -11,9 +11,10 @@ the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torcht
 never change, initializer and trainer only while the TrainJob is suspended.
 
 TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): the `trainer.kubeflow.org/framework`
-label, at most one ML policy source, numNodes ≥ 1, distinct replicated job names, a replicated
-job named `node`, dependsOn naming other replicated jobs with status Ready or Complete, JobSet's
-rules for `volumeClaimPolicies` (`volumeclaims.py`).
+label, at most one ML policy source, numNodes ≥ 1, a Flux policy's numProcPerNode ≥ 1, distinct
+replicated job names, a replicated job named `node`, dependsOn naming other replicated jobs with
+status Ready or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`). A Flux
+TrainJob passes Trainer's Flux rules (`flux.validate`, through `resolve`).
 Pure."""
 
 from __future__ import annotations
@@ -160,6 +161,17 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     if len(sources) > 1:
         errors.append(invalid("spec.mlPolicy", f"at most one ML policy source, not {', '.join(sources)}"))
     _positive(ml_policy.get("numNodes"), "spec.mlPolicy.numNodes", errors)
+    flux_procs = (ml_policy.get("flux") or {}).get("numProcPerNode")
+    if flux_procs is not None and (
+        not isinstance(flux_procs, int) or isinstance(flux_procs, bool) or flux_procs < 1
+    ):
+        # Trainer's CRD rule, with its message
+        errors.append(
+            invalid(
+                "spec.mlPolicy.flux.numProcPerNode",
+                f"NumProcPerNode in fluxPolicy must be >= 1, not {flux_procs!r}",
+            )
+        )
     rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
     path = "spec.template.spec.replicatedJobs"
     names: list[str] = []

@@ -1,0 +1,312 @@
+"""Trainer 2.3's Flux ML policy (`mlPolicy.flux`, its pkg/runtime/framework/plugins/flux): the
+nodes of a TrainJob run as one Flux Framework HPC cluster, the training command run by `flux run`
+on the lead broker (`<tj>-node-0-0`), or an interactive cluster when the command is empty.
+
+What a Flux TrainJob's `node` replicated job gets, as Trainer's plug-in builds it:
+- the `node` container's command becomes `/bin/bash /etc/flux-config/entrypoint.sh "<command>"`,
+  `<command>` the TrainJob's command (else the runtime's) and the TrainJob's args joined by
+  spaces; the TrainJob's args are dropped (the runtime's own args stay);
+- an init container `flux-installer` (the Flux view image, `/bin/bash /etc/flux-config/init.sh`)
+  that copies Flux into the shared `flux-install` volume;
+- the volumes `spack-install`, `flux-install`, `<tj>-flux-entrypoint` (the ConfigMap, mode
+  0755), `shared-memory` (memory emptyDir, on /dev/shm) and `flux-curve` (the Secret, mode 0400),
+  mounted into the `node` container, replacing volumes of the same name and mounts at the same
+  path.
+- Children, before the pods: the ConfigMap `<tj>-flux-entrypoint` (`entrypoint.sh`, `init.sh`
+  with the broker configuration: hosts `<tj>-node-0-[0-N]`, bind `tcp://<device>:%p`, connect
+  `tcp://%h.<tj>.<ns>.svc.cluster.local:%p`, queue policy) kept up to date, and the Secret
+  `<tj>-flux-curve` with a CURVE certificate whose X25519 key is the SHA-256 of the TrainJob's
+  uid (so every reconcile, and every operator replica, makes the same one).
+
+Settings: `FLUX_VIEW_IMAGE`, `FLUX_NETWORK_DEVICE`, `FLUX_QUEUE_POLICY` default to Trainer's and
+are read from the runtime's `node` container env, then the TrainJob's `trainer.env` (a literal
+`value` only). Flags: `-N <nodes> -n <nodes * procs>` plus `-g <GPUs>` when the node asks for
+GPUs (the TrainJob's resourcesPerNode, else the runtime's), procs the TrainJob's numProcPerNode,
+else the policy's (default 1).
+
+Rules (admission and, for a TrainJob stored past the webhook, resolution): numProcPerNode ≥ 1
+and no `flux-installer` init container in the runtime's `node` job (Trainer's paths and
+messages); kubetrain adds that the TrainJob's name leaves `<tj>-flux-entrypoint` a DNS label (a
+longer one makes pods a real API server refuses). Pure."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
+from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.trainer import constants as c
+from kubetrain.frameworks.mlpolicies import gpus_per_node
+from kubetrain.jobs.trainjob.model import Step
+from kubetrain.jobs.trainjob.patches import merge_named
+
+Obj = dict[str, Any]
+
+INSTALLER = "flux-installer"
+CONFIG_MAP_SUFFIX = "-flux-entrypoint"
+SECRET_SUFFIX = "-flux-curve"
+CONFIG_PATH = "/etc/flux-config"
+INSTALL_VOLUME, INSTALL_PATH = "flux-install", "/mnt/flux"
+SPACK_VOLUME, SPACK_PATH = "spack-install", "/opt/software"
+CURVE_VOLUME, CURVE_PATH = "flux-curve", "/curve"
+MEMORY_VOLUME, MEMORY_PATH = "shared-memory", "/dev/shm"
+CURVE_KEY = "curve.cert"
+# The broker settings a runtime or TrainJob may set by env, with Trainer's defaults.
+SETTINGS = {
+    "FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
+    "FLUX_NETWORK_DEVICE": "eth0",
+    "FLUX_QUEUE_POLICY": "fcfs",
+}
+VIEW_ROOT = "/opt/view"  # where the Flux view image keeps Flux
+# `<tj>-flux-entrypoint` names a pod volume: a DNS label.
+MAX_NAME_LENGTH = MAX_LABEL_LENGTH - len(CONFIG_MAP_SUFFIX)
+Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+@dataclass(frozen=True)
+class FluxPolicy:
+    """What the Flux plug-in reads of a TrainJob and its runtime."""
+
+    name: str
+    namespace: str
+    uid: str
+    num_nodes: int
+    procs_per_node: int
+    gpus: int
+    settings: Mapping[str, str]
+
+
+def config_map_name(tj: str) -> str:
+    return f"{tj}{CONFIG_MAP_SUFFIX}"
+
+
+def secret_name(tj: str) -> str:
+    return f"{tj}{SECRET_SUFFIX}"
+
+
+def procs_per_node(policy: Mapping[str, Any], trainer: Mapping[str, Any]) -> object:
+    """The TrainJob's numProcPerNode, else the policy's (its CRD default 1)."""
+    if trainer.get("numProcPerNode") is not None:
+        return trainer["numProcPerNode"]
+    return 1 if policy.get("numProcPerNode") is None else policy["numProcPerNode"]
+
+
+def validate(
+    name: str, policy: Mapping[str, Any], trainer: Mapping[str, Any], node_template: Mapping[str, Any]
+) -> list[FieldError]:
+    """Trainer's Flux rules for one TrainJob of a Flux runtime (`node_template`: the runtime's
+    `node` pod template, after the TrainJob's patches); kubetrain's own name limit."""
+    errors: list[FieldError] = []
+    procs = procs_per_node(policy, trainer)
+    if not isinstance(procs, int) or isinstance(procs, bool) or procs < 1:
+        errors.append(
+            invalid(
+                "spec.trainer.numProcPerNode",
+                f"{procs!r}: must be greater than or equal to 1 for Flux TrainJob",
+            )
+        )
+    for container in (node_template.get("spec") or {}).get("initContainers") or []:
+        if isinstance(container, Mapping) and container.get("name") == INSTALLER:
+            errors.append(
+                invalid(
+                    "spec.trainer.initContainers", f"{INSTALLER!r}: InitContainer '{INSTALLER}' is reserved"
+                )
+            )
+    if len(name) > MAX_NAME_LENGTH:
+        errors.append(
+            invalid(
+                "metadata.name",
+                f"must be no more than {MAX_NAME_LENGTH} characters for a Flux TrainJob: its volume "
+                f"{config_map_name(name)!r} must be a DNS label of at most {MAX_LABEL_LENGTH}",
+            )
+        )
+    return errors
+
+
+def read_policy(
+    meta: Mapping[str, Any],
+    policy: Mapping[str, Any],
+    trainer: Mapping[str, Any],
+    num_nodes: int,
+    runtime_node: Mapping[str, Any],
+    runtime_resources: Mapping[str, Any],
+) -> FluxPolicy:
+    """The policy's facts; `runtime_node` is the runtime's own `node` container (its env read
+    before the TrainJob's)."""
+    settings = dict(SETTINGS)
+    for var in [*(runtime_node.get("env") or []), *(trainer.get("env") or [])]:
+        if isinstance(var, Mapping) and var.get("name") in settings and isinstance(var.get("value"), str):
+            settings[str(var["name"])] = var["value"]
+    per_node = trainer.get("resourcesPerNode")
+    procs = procs_per_node(policy, trainer)
+    return FluxPolicy(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        num_nodes=num_nodes,
+        procs_per_node=procs if isinstance(procs, int) else 1,
+        gpus=gpus_per_node(per_node if per_node is not None else runtime_resources),
+        settings=settings,
+    )
+
+
+def enforce(
+    steps: Sequence[Step], flux: FluxPolicy, trainer: Mapping[str, Any], runtime_args: object
+) -> None:
+    """The `node` step's pod template as Trainer's plug-in leaves it (module docstring).
+    `runtime_args`: the runtime's own `node` container args (the TrainJob's are dropped)."""
+    cm = config_map_name(flux.name)
+    volumes: list[Obj] = [
+        {"name": SPACK_VOLUME, "emptyDir": {}},
+        {"name": INSTALL_VOLUME, "emptyDir": {}},
+        {"name": cm, "configMap": {"name": cm, "defaultMode": 0o755}},
+        {"name": MEMORY_VOLUME, "emptyDir": {"medium": "Memory"}},
+        {"name": CURVE_VOLUME, "secret": {"secretName": secret_name(flux.name), "defaultMode": 0o400}},
+    ]
+    config_mount: Obj = {"name": cm, "mountPath": CONFIG_PATH, "readOnly": True}
+    mounts: list[Obj] = [
+        {"name": INSTALL_VOLUME, "mountPath": INSTALL_PATH},
+        {"name": SPACK_VOLUME, "mountPath": SPACK_PATH},
+        config_mount,
+        {"name": CURVE_VOLUME, "mountPath": CURVE_PATH, "readOnly": True},
+        {"name": MEMORY_VOLUME, "mountPath": MEMORY_PATH, "readOnly": True},
+    ]
+    installer = {
+        "name": INSTALLER,
+        "image": flux.settings["FLUX_VIEW_IMAGE"],
+        "command": ["/bin/bash", f"{CONFIG_PATH}/init.sh"],
+        "volumeMounts": [{"name": INSTALL_VOLUME, "mountPath": INSTALL_PATH}, dict(config_mount)],
+    }
+    for step in steps:
+        if step.name != c.NODE:
+            continue
+        spec = step.pod_template.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        spec["volumes"] = merge_named(spec.get("volumes") or [], volumes, replace=True)
+        spec["initContainers"] = [*(spec.get("initContainers") or []), copy.deepcopy(installer)]
+        for container in spec.get("containers") or []:
+            if not isinstance(container, dict) or container.get("name") != c.NODE:
+                continue
+            original = [*(container.get("command") or []), *(trainer.get("args") or [])]
+            container["command"] = [
+                "/bin/bash",
+                f"{CONFIG_PATH}/entrypoint.sh",
+                " ".join(map(str, original)).strip(),
+            ]
+            if runtime_args is None:
+                container.pop("args", None)
+            else:
+                container["args"] = copy.deepcopy(runtime_args)
+            container["volumeMounts"] = merge_named(
+                container.get("volumeMounts") or [], copy.deepcopy(mounts), key="mountPath", replace=True
+            )
+
+
+def children(flux: FluxPolicy) -> tuple[Obj, Obj]:
+    """The entrypoint ConfigMap and the CURVE certificate Secret (no namespace, labels or owner:
+    the TrainJob's children get them)."""
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": config_map_name(flux.name)},
+        "data": {"entrypoint.sh": entrypoint_script(flux), "init.sh": init_script(flux)},
+    }
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": secret_name(flux.name)},
+        "data": {CURVE_KEY: base64.b64encode(curve_certificate(flux.name, flux.uid).encode()).decode()},
+    }
+    return config_map, secret
+
+
+def _template(name: str) -> str:
+    return resources.files("kubetrain.api.trainer").joinpath("flux", name).read_text(encoding="utf-8")
+
+
+def _fill(template: str, *values: str) -> str:
+    """Go's Sprintf for a template whose only verbs are `%s`."""
+    parts = template.split("%s")
+    if len(parts) != len(values) + 1:
+        raise ValueError(f"template has {len(parts) - 1} %s, {len(values)} values given")
+    out = [parts[0]]
+    for value, part in zip(values, parts[1:], strict=True):
+        out += [value, part]
+    return "".join(out)
+
+
+def index_range(size: int, start: int = 0) -> str:
+    """`0` for one, `0-3` for four: Flux's idset of `size` indexes from `start`."""
+    return str(start) if size == 1 else f"{start}-{start + size - 1}"
+
+
+def hostlist(tj: str, size: int) -> str:
+    return f"{tj}-{c.NODE}-0-[{index_range(size)}]"
+
+
+def broker_config(flux: FluxPolicy) -> str:
+    fqdn = f"{flux.name}.{flux.namespace}.svc.cluster.local"
+    bind = f"tcp://{flux.settings['FLUX_NETWORK_DEVICE']}:%p"
+    connect = f"tcp://%h.{fqdn}:%p"
+    return _fill(
+        _template("broker.toml"),
+        bind,
+        connect,
+        hostlist(flux.name, flux.num_nodes),
+        flux.settings["FLUX_QUEUE_POLICY"],
+    )
+
+
+def init_script(flux: FluxPolicy) -> str:
+    return _fill(
+        _template("init.sh"),
+        VIEW_ROOT,
+        f"{flux.name}-0",
+        hostlist(flux.name, flux.num_nodes),
+        broker_config(flux),
+    )
+
+
+def entrypoint_script(flux: FluxPolicy) -> str:
+    flags = f"-N {flux.num_nodes} -n {flux.procs_per_node * flux.num_nodes}"
+    resource_spec = f"--cores={index_range(flux.procs_per_node)}"
+    if flux.gpus > 0:
+        flags += f" -g {flux.gpus}"
+        resource_spec += f" --gpu={index_range(flux.gpus)}"
+    return _fill(_template("entrypoint.sh"), resource_spec, f"{flux.name}-{c.NODE}-0-0", flags)
+
+
+def z85(data: bytes) -> str:
+    """ZeroMQ's Z85 encoding (length a multiple of 4)."""
+    if len(data) % 4:
+        raise ValueError("Z85 encodes whole 4-byte groups")
+    out = []
+    for i in range(0, len(data), 4):
+        value = int.from_bytes(data[i : i + 4], "big")
+        out += [Z85[(value // 85**k) % 85] for k in (4, 3, 2, 1, 0)]
+    return "".join(out)
+
+
+def curve_certificate(tj: str, uid: str) -> str:
+    """The CURVE certificate `flux keygen` would write, its X25519 secret key the SHA-256 of the
+    TrainJob's uid."""
+    key = X25519PrivateKey.from_private_bytes(hashlib.sha256(uid.encode()).digest())
+    public = key.public_key().public_bytes_raw()
+    return (
+        "#  ZeroMQ CURVE Secret Certificate\n"
+        "#  Generated by kubetrain\n\n"
+        "metadata\n"
+        f'    name = "{tj}"\n'
+        "curve\n"
+        f'    public-key = "{z85(public)}"\n'
+        f'    secret-key = "{z85(key.private_bytes_raw())}"\n'
+    )
