@@ -19,6 +19,10 @@ MANAGED_BY_VALUE = "kubetrain"
 LABEL_ATTEMPT = "kubetrain.io/attempt"
 # On a job's HPA: a hash of the spec kubetrain last wrote. The HPA is replaced when the spec
 # the job asks for hashes differently (not when the API server normalised what was written).
+# On a Secret the operator creates without data: its data, `curve.cert`, is a fresh ZeroMQ CURVE
+# certificate (X25519 key pair) named by this annotation's value, made when it is created
+# (kubetrain.certs.secretdata; a Flux TrainJob's `<tj>-flux-curve`).
+ANNOTATION_CURVE_CERTIFICATE = "kubetrain.io/curve-certificate"
 ANNOTATION_HPA_SPEC_HASH = "kubetrain.io/hpa-spec-hash"
 
 # On a job: `host` runs its pods in the node's network namespace (hostNetwork, DNS policy

@@ -6,8 +6,6 @@ As mpi-operator's newSSHAuthSecret: an ECDSA P-521 key, the private key PEM-enco
 
 from __future__ import annotations
 
-import base64
-
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -26,12 +24,3 @@ def ssh_key_pair() -> tuple[bytes, bytes]:
     )
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return private, public + b"\n"
-
-
-def with_generated_keys(secret: dict[str, object]) -> dict[str, object]:
-    """`secret` with a fresh key pair as its data when it is an ssh-auth Secret without data."""
-    if secret.get("kind") != "Secret" or secret.get("type") != SSH_AUTH_TYPE or secret.get("data"):
-        return secret
-    private, public = ssh_key_pair()
-    data = {PRIVATE_KEY: base64.b64encode(private).decode(), PUBLIC_KEY: base64.b64encode(public).decode()}
-    return {**secret, "data": data}

@@ -40,7 +40,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubetrain.certs.sshkeys import with_generated_keys
+from kubetrain.certs.secretdata import with_generated_keys
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     EXTRA_CHILD_RESOURCES,

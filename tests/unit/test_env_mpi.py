@@ -15,7 +15,8 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from jobs import layout_of
 
-from kubetrain.certs.sshkeys import ssh_key_pair, with_generated_keys
+from kubetrain.certs.secretdata import with_generated_keys
+from kubetrain.certs.sshkeys import ssh_key_pair
 from kubetrain.frameworks.mpi import FRAMEWORK, discover_hosts, hostfile
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job

@@ -15,8 +15,10 @@ What a Flux TrainJob's `node` replicated job gets, as Trainer's plug-in builds i
 - Children, before the pods: the ConfigMap `<tj>-flux-entrypoint` (`entrypoint.sh`, `init.sh`
   with the broker configuration: hosts `<tj>-node-0-[0-N]`, bind `tcp://<device>:%p`, connect
   `tcp://%h.<tj>.<ns>.svc.cluster.local:%p`, queue policy) kept up to date, and the Secret
-  `<tj>-flux-curve` with a CURVE certificate whose X25519 key is the SHA-256 of the TrainJob's
-  uid (so every reconcile, and every operator replica, makes the same one).
+  `<tj>-flux-curve`, `curve.cert` the brokers' ZeroMQ CURVE certificate. **Decision:** its key
+  pair is random, made when the Secret is created (`kubetrain.certs.secretdata`), where Trainer
+  derives the secret key from the TrainJob's uid (its SHA-256) — which anyone who may read the
+  TrainJob, or a pod's ownerReferences, can compute.
 
 Settings: `FLUX_VIEW_IMAGE`, `FLUX_NETWORK_DEVICE`, `FLUX_QUEUE_POLICY` default to Trainer's and
 are read from the runtime's `node` container env, then the TrainJob's `trainer.env` (a literal
@@ -31,18 +33,15 @@ longer one makes pods a real API server refuses). Pure."""
 
 from __future__ import annotations
 
-import base64
 import copy
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
 from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
 from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.labels import ANNOTATION_CURVE_CERTIFICATE
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import gpus_per_node
 from kubetrain.jobs.trainjob.model import Step
@@ -58,7 +57,6 @@ INSTALL_VOLUME, INSTALL_PATH = "flux-install", "/mnt/flux"
 SPACK_VOLUME, SPACK_PATH = "spack-install", "/opt/software"
 CURVE_VOLUME, CURVE_PATH = "flux-curve", "/curve"
 MEMORY_VOLUME, MEMORY_PATH = "shared-memory", "/dev/shm"
-CURVE_KEY = "curve.cert"
 # The broker settings a runtime or TrainJob may set by env, with Trainer's defaults.
 SETTINGS = {
     "FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
@@ -68,7 +66,6 @@ SETTINGS = {
 VIEW_ROOT = "/opt/view"  # where the Flux view image keeps Flux
 # `<tj>-flux-entrypoint` names a pod volume: a DNS label.
 MAX_NAME_LENGTH = MAX_LABEL_LENGTH - len(CONFIG_MAP_SUFFIX)
-Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,6 @@ class FluxPolicy:
 
     name: str
     namespace: str
-    uid: str
     num_nodes: int
     procs_per_node: int
     gpus: int
@@ -150,7 +146,6 @@ def read_policy(
     return FluxPolicy(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
-        uid=str(meta.get("uid", "")),
         num_nodes=num_nodes,
         procs_per_node=procs if isinstance(procs, int) else 1,
         gpus=gpus_per_node(per_node if per_node is not None else runtime_resources),
@@ -212,19 +207,21 @@ def enforce(
 
 
 def children(flux: FluxPolicy) -> tuple[Obj, Obj]:
-    """The entrypoint ConfigMap and the CURVE certificate Secret (no namespace, labels or owner:
-    the TrainJob's children get them)."""
+    """The entrypoint ConfigMap and the CURVE certificate Secret, without its data (no namespace,
+    labels or owner: the TrainJob's children get them)."""
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": config_map_name(flux.name)},
         "data": {"entrypoint.sh": entrypoint_script(flux), "init.sh": init_script(flux)},
     }
-    secret = {
+    secret = {  # its certificate is made when it is created (kubetrain.certs.secretdata)
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": secret_name(flux.name)},
-        "data": {CURVE_KEY: base64.b64encode(curve_certificate(flux.name, flux.uid).encode()).decode()},
+        "metadata": {
+            "name": secret_name(flux.name),
+            "annotations": {ANNOTATION_CURVE_CERTIFICATE: flux.name},
+        },
     }
     return config_map, secret
 
@@ -283,30 +280,3 @@ def entrypoint_script(flux: FluxPolicy) -> str:
         flags += f" -g {flux.gpus}"
         resource_spec += f" --gpu={index_range(flux.gpus)}"
     return _fill(_template("entrypoint.sh"), resource_spec, f"{flux.name}-{c.NODE}-0-0", flags)
-
-
-def z85(data: bytes) -> str:
-    """ZeroMQ's Z85 encoding (length a multiple of 4)."""
-    if len(data) % 4:
-        raise ValueError("Z85 encodes whole 4-byte groups")
-    out = []
-    for i in range(0, len(data), 4):
-        value = int.from_bytes(data[i : i + 4], "big")
-        out += [Z85[(value // 85**k) % 85] for k in (4, 3, 2, 1, 0)]
-    return "".join(out)
-
-
-def curve_certificate(tj: str, uid: str) -> str:
-    """The CURVE certificate `flux keygen` would write, its X25519 secret key the SHA-256 of the
-    TrainJob's uid."""
-    key = X25519PrivateKey.from_private_bytes(hashlib.sha256(uid.encode()).digest())
-    public = key.public_key().public_bytes_raw()
-    return (
-        "#  ZeroMQ CURVE Secret Certificate\n"
-        "#  Generated by kubetrain\n\n"
-        "metadata\n"
-        f'    name = "{tj}"\n'
-        "curve\n"
-        f'    public-key = "{z85(public)}"\n'
-        f'    secret-key = "{z85(key.private_bytes_raw())}"\n'
-    )

@@ -7,14 +7,14 @@ numProcPerNode ≥ 1; no variable the runtime's ML policy sets (PET_*, DMLC_*, O
 `trainer.env`; managedBy is Trainer's controller or MultiKueue; activeDeadlineSeconds ≥ 1;
 runtimePatches have distinct managers and name replicated jobs and containers the runtime has;
 the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torchtune rules
-(`torchtune.validate`, on update too). On update runtimeRef, managedBy and activeDeadlineSeconds
-never change, initializer and trainer only while the TrainJob is suspended.
+(`torchtune.validate`, on update too), a Flux one Trainer's Flux rules (`flux.validate`). On
+update runtimeRef, managedBy and activeDeadlineSeconds never change, initializer and trainer only
+while the TrainJob is suspended.
 
 TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): the `trainer.kubeflow.org/framework`
 label, at most one ML policy source, numNodes ≥ 1, a Flux policy's numProcPerNode ≥ 1, distinct
 replicated job names, a replicated job named `node`, dependsOn naming other replicated jobs with
-status Ready or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`). A Flux
-TrainJob passes Trainer's Flux rules (`flux.validate`, through `resolve`).
+status Ready or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`).
 Pure."""
 
 from __future__ import annotations
@@ -120,8 +120,10 @@ def validate_trainjob(
                     )
                 )
         if old is None:
-            _, problems = resolve(obj, runtime)  # with the torchtune rules (torchtune.py)
-            errors += problems
+            # with the torchtune and Flux rules; a field already refused above is not repeated
+            _, problems = resolve(obj, runtime)
+            seen = {e.path for e in errors}
+            errors += [p for p in problems if p.path not in seen]
         else:
             errors += torchtune.admission_errors(obj, runtime)
     if old is not None:
