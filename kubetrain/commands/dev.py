@@ -117,12 +117,17 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
         ) from None
 
 
-def manifest_label(job: dict[str, Any]) -> str:
-    """`PyTorchJob kubeflow/mnist`, or `PyTorchJob kubeflow/mnist-*` for a generateName."""
+def manifest_label(job: dict[str, Any], namespaced: bool = True) -> str:
+    """`PyTorchJob kubeflow/mnist`, `PyTorchJob kubeflow/mnist-*` for a generateName, or
+    `ClusterTrainingRuntime flux-distributed` for a cluster-scoped object."""
     raw = job.get("metadata")
     meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "(no name)")
-    return f"{job.get('kind')} {meta.get('namespace') or 'default'}/{name}"
+    return (
+        f"{job.get('kind')} {meta.get('namespace') or 'default'}/{name}"
+        if namespaced
+        else f"{job.get('kind')} {name}"
+    )
 
 
 async def ensure_namespace(stack: DevStack, namespace: str, out: Any) -> None:
@@ -165,13 +170,13 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
         )
     except ApiError as err:
         created = {}
-        refusal = f"{manifest_label(job)} refused: {err.message}"
+        refusal = f"{manifest_label(job, ref.namespaced)} refused: {err.message}"
     for warning in warnings:
         print(f"Warning: {warning}", file=out, flush=True)
     if not created:
         print(refusal, file=out, flush=True)
         return None
-    print(f"applied {manifest_label(created)}", file=out, flush=True)
+    print(f"applied {manifest_label(created, ref.namespaced)}", file=out, flush=True)
     return created
 
 

@@ -10,6 +10,12 @@ the ownerReferences are printed without one (the API server assigns it on create
 A cron (TrainingCron, KubeDL's Cron) renders as the job it creates at its next scheduled time,
 followed by that job's children.
 
+A Kubeflow Trainer TrainJob renders against the runtime it names — a TrainingRuntime or
+ClusterTrainingRuntime of an earlier document (printed nothing for itself), or one of Trainer's
+default ClusterTrainingRuntimes: its runtime snapshot ConfigMap, PVCs, headless Service,
+PodGroup (when the runtime's podGroupPolicy is the one `--gang-scheduler` serves), the ML
+policy's ConfigMaps and Secrets, and every pod of every step.
+
 Bad input (unreadable file, invalid YAML, unknown kind, invalid job) → the problems on stderr,
 nothing on stdout, exit status 1.
 """
@@ -28,11 +34,18 @@ from kubetrain.api.cron import CRON_KINDS
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
+from kubetrain.api.trainer import constants as tc
+from kubetrain.commands._trainervalidate import Runtimes, known_runtimes
 from kubetrain.commands.validate import read_documents
 from kubetrain.cron.decide import next_job
 from kubetrain.cron.shape import read_cron, validate_cron
+from kubetrain.jobs.trainjob.children import STATE_KEY, build_snapshot, jobset_spec, runtime_ref
+from kubetrain.jobs.trainjob.resolve import resolve
+from kubetrain.jobs.trainjob.shape import trainjob_shape
+from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
 from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
+from kubetrain.operator.statusprojection import TRAINER
 from kubetrain.operator.tensorboard import tensorboard_children
 
 
@@ -98,6 +111,41 @@ def render_job(
     return children, []
 
 
+def render_trainjob(
+    obj: dict[str, Any], runtimes: Runtimes, *, namespace: str | None = None, gang_scheduler: str = NONE
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The children of one TrainJob in creation order (the first reconcile's, then every pod of
+    every step), or the errors that prevent rendering. `runtimes`: by (kind, name)."""
+    job = default_trainjob(obj)
+    meta = job.get("metadata")
+    if isinstance(meta, dict) and not meta.get("namespace"):
+        meta["namespace"] = namespace or "default"
+    kind, name = runtime_ref(job)
+    runtime = runtimes.get((kind, str(name)))
+    if runtime is None:
+        return [], [
+            f"spec.runtimeRef.name: Invalid: {kind} {name!r} is neither one of Trainer's default "
+            "runtimes nor in an earlier document of the file"
+        ]
+    errors = [str(e) for e in validate_trainjob(job, None, runtime)]
+    resolved, problems = resolve(job, runtime)
+    if errors or resolved is None:
+        return [], errors or [str(e) for e in problems]
+    shape = trainjob_shape(job, resolved, jobset_spec(runtime), TRAINER, gang_scheduler)
+    gang = shape.gang.scheduler if shape.gang is not None else None
+    desired = desired_children(shape, gang_scheduler=gang.name if gang is not None else NONE)
+    snapshot = build_snapshot(job, runtime, {})
+    snapshot["data"].pop(STATE_KEY, None)  # the run's record is the first reconcile's own
+    children = [snapshot, *desired.all()]
+    if shape.gang is not None and shape.gang.mismatch:
+        print(f"TrainJob {resolved.name}: {shape.gang.mismatch}", file=sys.stderr)
+    if not resolved.uid:
+        for child in children:
+            for ref in child["metadata"].get("ownerReferences", []):
+                ref.pop("uid", None)
+    return children, []
+
+
 def render_cron_job(
     obj: dict[str, Any], label: str, namespace: str | None
 ) -> tuple[dict[str, Any] | None, list[str]]:
@@ -150,12 +198,19 @@ def run(args: argparse.Namespace) -> int:
         return 1
     output: list[dict[str, Any]] = []
     failed = False
+    runtimes = known_runtimes()
     for doc in documents:
         if not isinstance(doc.obj, dict):
             print(f"{doc.label}: not a Kubernetes object (expected a mapping)", file=sys.stderr)
             failed = True
             continue
         obj = with_generated_name(doc.obj, doc.label)
+        if str(obj.get("apiVersion", "")).startswith(f"{tc.GROUP}/"):
+            errors = _trainer_document(obj, runtimes, output, args)
+            for error in errors:
+                print(f"{doc.label}: {error}", file=sys.stderr)
+            failed = failed or bool(errors)
+            continue
         if obj.get("kind") in CRON_KINDS.values():
             job, errors = render_cron_job(obj, doc.label, args.namespace)
             if job is None:
@@ -180,3 +235,23 @@ def run(args: argparse.Namespace) -> int:
         return 1
     sys.stdout.write(yaml.safe_dump_all(output, sort_keys=False, default_flow_style=False))
     return 0
+
+
+def _trainer_document(
+    obj: dict[str, Any], runtimes: Runtimes, output: list[dict[str, Any]], args: Any
+) -> list[str]:
+    """A trainer.kubeflow.org document: a runtime is kept for the TrainJobs after it, a TrainJob's
+    children are added to `output`; the problems."""
+    kind = obj.get("kind")
+    if kind in (tc.TRAINING_RUNTIME, tc.CLUSTER_TRAINING_RUNTIME):
+        errors = [str(e) for e in validate_runtime(obj)]
+        if not errors:
+            runtimes[(str(kind), str((obj.get("metadata") or {}).get("name", "")))] = obj
+        return errors
+    if kind != tc.TRAINJOB:
+        return [f"kind: Unsupported value: {kind!r}: must be one of {', '.join(tc.KINDS)}"]
+    children, errors = render_trainjob(
+        obj, runtimes, namespace=args.namespace, gang_scheduler=args.gang_scheduler
+    )
+    output.extend(children)
+    return errors

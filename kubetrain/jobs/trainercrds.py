@@ -99,8 +99,8 @@ def _trainjob_columns() -> list[dict[str, Any]]:
         {
             "name": "State",
             "type": "string",
-            "jsonPath": ".status.conditions[-1:].type",
-            "description": "The type of the latest condition (empty while running)",
+            "jsonPath": '.status.conditions[?(@.status=="True")].type',
+            "description": "The condition that holds: Suspended, Complete or Failed (empty while running)",
         },
         {
             "name": "Nodes",

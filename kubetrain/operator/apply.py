@@ -5,8 +5,8 @@ the pod create waves and closed namespaces are `writes.py`'s `ChildWriter`).
     await applier.apply("PyTorchJob/ns/name", JOB_RESOURCES["PyTorchJob"], job, the_plan)
 
 The order: a job delete alone; otherwise the Service and PodGroup, the HPA; the framework's extra
-children (created in order, stopping at the first failure — then no pod is created either; an
-`kubernetes.io/ssh-auth` Secret without data gets its key pair here), their updates; pod deletes, then
+children (created in order, stopping at the first failure — then no pod is created either; a
+Secret planned without data gets its keys here, `certs/secretdata.py`), their updates; pod deletes, then
 pod creates, under expectations; one status write with the resourceVersion the plan saw; events;
 the requeue time. A failed write is a Warning event on the job (`Failed<Verb><Kind>`); the rest
 of the plan still runs and the first failure is raised at the end, for the caller to requeue

@@ -35,7 +35,7 @@ from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, pod_ready, terminating
-from kubetrain.operator.progressenv import config_map, inject
+from kubetrain.operator.progressenv import config_map
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.status import format_time
 
@@ -221,10 +221,9 @@ class GroupActiveJob:
         stalled = self.stalled(attempt)
         if stalled is not None:
             return stalled
-        if gang is not False:
+        if gang is not False:  # pods may be created (made for the shape's gang, `desired.pod`)
             earlier_left = any(self.attempt_of(p) != attempt for p in r.pods)
-            scheduler = gang if isinstance(gang, GangScheduler) else None
-            self.create_missing(slots, every, restarts, earlier_left, scheduler)
+            self.create_missing(slots, every, restarts, earlier_left)
         self.write_group_statuses()
         return {"restarts": restarts, **counted, "failures": failures}
 
@@ -268,7 +267,6 @@ class GroupActiveJob:
         held: Mapping[tuple[str, int], Obj],
         attempt: int,
         earlier_left: bool,
-        gang: GangScheduler | None,
     ) -> None:
         """The pods of the missing slots `creates.missing_slots` picks, made by the shape."""
         r, shape = self.r, self.shape
@@ -277,13 +275,8 @@ class GroupActiveJob:
         missing = creates.missing_slots(shape, slots, held, room + 1, earlier_attempt_left=earlier_left)
         r.plan.creates_continue = len(missing) > room
         for group, index in missing[:room]:
-            new = self.children.pod(group, index, attempt)
-            shape.plugin.customize_pod(shape.layout, group, index, new["spec"])
-            if self.desired.progress is not None:  # the progress endpoint's env, token and CA
-                inject(shape.layout, self.desired.progress, new["spec"])
-            if gang is not None:
-                self.children.decorate(new, gang, group)
-            r.plan.create_pods.append(new)
+            # the shape's pod, the env plug-in's part, the progress endpoint's, the gang's (desired.py)
+            r.plan.create_pods.append(self.desired.pod(group, index, attempt=attempt))
         if r.plan.create_pods and not r.pods:  # the job's first pods: what they need, before them
             r.plan.create_children += self.children.unread_prerequisites()
 

@@ -22,7 +22,7 @@ def test_every_kind_has_a_runnable_example() -> None:
         for name in RUNNABLE
         for job in load_jobs(build_parser().parse_args(["dev", "--example", name]))
     }
-    assert kinds == {*known_kinds(), "TrainJob"}
+    assert kinds == {*known_kinds(), "TrainJob", "ClusterTrainingRuntime"}
 
 
 @pytest.mark.parametrize("example", RUNNABLE)

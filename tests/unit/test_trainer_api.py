@@ -107,7 +107,7 @@ def test_crds_are_the_three_kinds_with_their_scopes_and_columns() -> None:
     tj = crds["TrainJob"]["spec"]["versions"][0]
     assert tj["name"] == "v1alpha1" and tj["subresources"] == {"status": {}}
     columns = {col["name"]: col["jsonPath"] for col in tj["additionalPrinterColumns"]}
-    assert columns["State"] == ".status.conditions[-1:].type"
+    assert columns["State"] == '.status.conditions[?(@.status=="True")].type'
     assert columns["Nodes"] == ".spec.trainer.numNodes"
     assert columns["Runtime"] == ".spec.runtimeRef.name"
     assert columns["Progress"] == ".status.trainerStatus.progressPercentage"

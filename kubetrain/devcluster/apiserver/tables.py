@@ -1,7 +1,8 @@
 """Server-side printing (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`) as kubectl get asks for it.
 
 Columns: pods NAME READY STATUS RESTARTS AGE (+ IP NODE at priority 1); custom resources NAME, their
-additionalPrinterColumns (simple `.a.b` JSONPaths) and AGE by default; everything else NAME AGE.
+additionalPrinterColumns (JSONPaths: fields, indexes, slices, `[*]`, `==`/`!=` filters; the first
+match is the cell) and AGE by default; everything else NAME AGE.
 """
 
 from __future__ import annotations
@@ -49,22 +50,29 @@ def _age(obj: Obj) -> str:
     return human_duration((datetime.now(UTC) - when).total_seconds())
 
 
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\*|-?\d*)(:?)(-?\d*)\]")
+_SEGMENT = re.compile(
+    r"([^.\[\]]+)"  # a field
+    r"|\[\?\(@\.([\w.-]+)\s*(==|!=)\s*(?:\"([^\"]*)\"|'([^']*)'|([\w.+-]+))\)\]"  # [?(@.f=="v")]
+    r"|\[(\*|-?\d*)(:?)(-?\d*)\]"  # [*], [n], [a:b]
+)
 
 
 def _path(obj: Obj, path: str) -> Any:
-    """Evaluate the simple JSONPath of a CRD printer column (`.a.b`, `.a[0]`, `.a[-1:].b`).
-
-    Like kube-apiserver's column printer, several results (from a slice) are joined with ",".
-    """
+    """Evaluate a CRD printer column's JSONPath (`.a.b`, `.a[0]`, `.a[-1:].b`, `.a[*].b`,
+    `.a[?(@.status=="True")].type`) as kube-apiserver's table convertor does: of every match,
+    the first is the cell (its `results[0][0]`); none is an empty cell."""
     values: list[Any] = [obj]
     for m in _SEGMENT.finditer(path.strip()):
-        name, start, colon, stop = m.groups()
+        name, field, op, dquoted, squoted, bare, start, colon, stop = m.groups()
         nxt: list[Any] = []
         for cur in values:
             if name is not None:
                 if isinstance(cur, dict) and name in cur:
                     nxt.append(cur[name])
+            elif field is not None:
+                if isinstance(cur, list):
+                    wanted = dquoted if dquoted is not None else squoted if squoted is not None else bare
+                    nxt.extend(x for x in cur if _matches(x, field, wanted, op == "=="))
             elif isinstance(cur, list):
                 if start == "*":
                     nxt.extend(cur)
@@ -74,11 +82,19 @@ def _path(obj: Obj, path: str) -> Any:
                     with contextlib.suppress(IndexError):
                         nxt.append(cur[int(start)])
         values = nxt
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0]
-    return ",".join(str(v) for v in values)
+    return values[0] if values else None
+
+
+def _matches(item: Any, field: str, wanted: str, equal: bool) -> bool:
+    """A filter's test of one list item: its `field` (dotted) compared with `wanted` as text
+    (a missing field matches neither == nor !=, as in client-go's jsonpath)."""
+    value: Any = item
+    for part in field.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    text = value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    return (text == wanted) == equal
 
 
 def _pod_row(obj: Obj) -> list[Any]:
