@@ -1,7 +1,7 @@
 """A Kubeflow Trainer TrainJob in a real browser, as `kubetrain dev --example trainer/trainjob-torch`
 shows it: while its node pods run it reads Running in the list and on its page (Trainer writes
 no Running condition), the Replicas column counts its Jobs per step and says so, and the job page
-shows its steps instead of an empty replica table."""
+shows its steps instead of an empty replica table; Suspend and Resume act on it."""
 
 from __future__ import annotations
 
@@ -39,5 +39,14 @@ async def test_a_running_trainjob_reads_running_in_the_list_and_on_its_page(page
         cells = page.locator("#steps tbody tr td")
         await expect(cells).to_have_text(["node", "2", "2 running of 2", re.compile(r"^1 active, 1 ready")])
         await page.screenshot(path=str(SHOTS / "dashboard-trainjob-page.png"), full_page=True)
+
+        # Suspend and resume act on the TrainJob's spec.suspend (it has no runPolicy).
+        await page.click('button:text("Suspend")')
+        await expect(page.locator("#job-state")).to_have_text("Suspended")
+        await expect(page.locator('button:text("Resume")')).to_be_visible()
+        await expect(page.locator("#steps tbody tr td").nth(3)).to_contain_text("1 suspended")
+        await page.click('button:text("Resume")')
+        await expect(page.locator("#job-state")).to_have_text("Running")  # its Suspended stays, False
+        await expect(page.locator('button:text("Suspend")')).to_be_visible()
         assert page.errors == []  # type: ignore[attr-defined]
         assert await stop() < 15
