@@ -118,6 +118,7 @@ async def job_page(request: web.Request) -> web.Response:
         name=name,
         state=joblist.job_state(job),
         summary=jobpage.summary(job),
+        is_trainjob=trainjob.is_trainjob(job),
         steps=trainjob.steps(job, pods) if trainjob.is_trainjob(job) else (),
         conditions=timeline.condition_timeline(job),
         gantt=chart,

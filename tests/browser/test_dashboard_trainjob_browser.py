@@ -36,6 +36,7 @@ async def test_a_running_trainjob_reads_running_in_the_list_and_on_its_page(page
         await expect(page.locator("#steps tbody tr")).to_have_count(1)
         cells = page.locator("#steps tbody tr td")
         await expect(cells).to_have_text(["node", "2", "2 running of 2", re.compile(r"^1 active, 1 ready")])
+        await expect(page.locator("#conditions")).to_contain_text("its state comes from its Jobs")
         SHOTS.mkdir(parents=True, exist_ok=True)  # docs/operations.md's picture of a TrainJob
         await page.screenshot(path=str(SHOTS / "dashboard-trainjob.png"))
 
