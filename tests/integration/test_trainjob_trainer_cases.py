@@ -258,3 +258,20 @@ async def test_a_deleted_snapshot_is_made_again(env: tuple[DevStack, Harness]) -
     await h.kube.patch(TRAINJOBS, ns, "alpha", {"metadata": {"annotations": {"migration-test": "trigger"}}})
     made = await eventually(snapshot, what="the runtime snapshot made again")
     assert yaml.safe_load(made["data"]["runtime"])["metadata"]["name"] == "alpha"
+
+
+async def test_a_trainjob_managed_by_multikueue_gets_no_status_and_no_children(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Trainer: "Should not reconcile TrainJob managed by an external controller": no JobSet (here
+    no pods, Service or snapshot) and no status, while a TrainJob of kubetrain's next to it runs."""
+    _, h = env
+    ns = await h.namespace("mkq")
+    await h.kube.create(TRAINING_RUNTIMES, runtime_for("torch"), namespace=ns)
+    await h.kube.create(TRAINJOBS, trainjob("remote", managedBy="kueue.x-k8s.io/multikueue"), namespace=ns)
+    await h.kube.create(TRAINJOBS, trainjob("local", suspend=True), namespace=ns)
+    await wait_conditions(h, ns, "local", [SUSPENDED])  # the controller has reconciled this namespace
+    assert await status_of(h, ns, "remote") == {}
+    assert await h.pods(ns, "remote") == []
+    assert await h.service(ns, "remote") is None
+    assert await h.get(CONFIG_MAPS, ns, "remote-runtime-snapshot") is None
