@@ -146,12 +146,13 @@ async def start_suspended(h: Harness, ns: str, policy: str) -> list[str]:
     return [str(r["name"]) for r in runtime["spec"]["template"]["spec"]["replicatedJobs"]]
 
 
-@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost"])
+@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost", "flux"])
 async def test_a_trainjob_completes_with_trainers_conditions_and_jobs_status(
     env: tuple[DevStack, Harness], policy: str
 ) -> None:
     """Trainer: "Should succeeded to reconcile TrainJob conditions with Complete condition" (Torch,
-    OpenMPI, Jax and XGBoost runtimes): Suspended=True (Suspended), then Suspended=False (Resumed)
+    OpenMPI runtimes) and "Should succeed to reconcile TrainJob conditions with Complete condition"
+    (Jax, XGBoost, Flux runtimes): Suspended=True (Suspended), then Suspended=False (Resumed)
     and Complete=True (AllJobsCompleted), one jobsStatus entry per replicated job."""
     _, h = env
     ns = await h.namespace(f"done-{policy}")
@@ -164,12 +165,13 @@ async def test_a_trainjob_completes_with_trainers_conditions_and_jobs_status(
     await wait_jobs_status(h, ns, "alpha", [job_status(s, succeeded=int(s in done)) for s in steps])
 
 
-@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost"])
+@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost", "flux"])
 async def test_a_trainjob_fails_with_trainers_conditions_and_jobs_status(
     env: tuple[DevStack, Harness], policy: str
 ) -> None:
     """Trainer: "Should succeeded to reconcile TrainJob conditions with Failed condition" (Torch,
-    OpenMPI, Jax and XGBoost runtimes): Suspended=False (Resumed) and Failed=True (FailedJobs,
+    OpenMPI runtimes) and "Should succeed to reconcile TrainJob conditions with Failed condition"
+    (Jax, XGBoost, Flux runtimes): Suspended=False (Resumed) and Failed=True (FailedJobs,
     JobSet's message), the failed replicated job counted in jobsStatus."""
     _, h = env
     ns = await h.namespace(f"fail-{policy}")
