@@ -227,7 +227,7 @@ def update_errors(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[
                         f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]."
                         f"{POD_SPEC}.{name}"
                     )
-                    errors.append(invalid(path, "field is immutable"))
+                    errors.append(invalid(path, "field is immutable: it may be set or removed, not changed"))
     return errors
 
 
