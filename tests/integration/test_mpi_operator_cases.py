@@ -3,7 +3,8 @@ held to the cases of mpi-operator's integration tests (kubeflow/mpi-operator v0.
 test/integration/mpi_job_controller_test.go), translated to what kubetrain makes (the Launcher
 is the pod `<job>-launcher-0`, not a batch Job): Kueue's suspend / change the templates /
 resume cycle reaches the Launcher (mpi-operator issue #687), a job managed by MultiKueue is left
-alone, and the Launcher is found by mpi-operator's labels."""
+alone, the Launcher is found by mpi-operator's labels, and a running job's PodGroup follows its
+schedulingPolicy."""
 
 from __future__ import annotations
 
@@ -16,9 +17,17 @@ import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
-from kubetrain.kube.resources import CONFIG_MAPS, PODS, SECRETS, SERVICES, ResourceRef
+from kubetrain.kube.resources import (
+    CONFIG_MAPS,
+    PODS,
+    SCHEDULER_PLUGINS_PODGROUPS,
+    SECRETS,
+    SERVICES,
+    VOLCANO_PODGROUPS,
+    ResourceRef,
+)
 
-from .controller_support import Harness, eventually, is_true, open_stack
+from .controller_support import Harness, eventually, is_true, open_stack, running_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -213,3 +222,40 @@ async def test_the_launcher_is_found_by_mpi_operators_labels(env: tuple[DevStack
     done = await wait_status(h, ns, "job", "Succeeded", lambda j: is_true(j, "Succeeded"))
     assert done["status"]["replicaStatuses"]["Launcher"]["succeeded"] == 1
     await h.wait_pod_names(ns, "job", ["job-launcher-0"])
+
+
+@pytest.mark.parametrize(
+    ("gang", "ref", "policy", "change", "want"),
+    [
+        # TestMPIJobWithSchedulerPlugins: scheduleTimeoutSeconds 900 → 10.
+        (
+            "scheduler-plugins",
+            SCHEDULER_PLUGINS_PODGROUPS,
+            {"scheduleTimeoutSeconds": 900},
+            {"scheduleTimeoutSeconds": 10},
+            {"scheduleTimeoutSeconds": 10},
+        ),
+        # TestMPIJobWithVolcanoScheduler: minAvailable → 2 (its queue change: only while
+        # suspended in kubetrain, docs §3).
+        ("volcano", VOLCANO_PODGROUPS, {"queue": "default"}, {"minAvailable": 2}, {"minMember": 2}),
+    ],
+)
+async def test_the_pod_group_follows_the_scheduling_policy(
+    gang: str, ref: ResourceRef, policy: Obj, change: Obj, want: Obj
+) -> None:
+    """TestMPIJobWithSchedulerPlugins / TestMPIJobWithVolcanoScheduler: the PodGroup of a
+    running MPIJob is updated when its schedulingPolicy changes."""
+    async with running_stack(gang_scheduler=gang, api_groups=("kubetrain.io", "kubeflow.org")) as (_, h):
+        ns = await h.namespace("mpipg")
+        await h.kube.create(MPIJOBS, mpijob("job", {"schedulingPolicy": policy}), namespace=ns)
+        group = await eventually(lambda: h.get(ref, ns, "job"), what=f"{gang} PodGroup job")
+        assert group["spec"]["minMember"] == 3
+        await h.wait_pods(ns, "job", 3)
+        await update(h, ns, "job", lambda j: j["spec"]["runPolicy"]["schedulingPolicy"].update(change))
+
+        async def updated() -> Obj | None:
+            current = await h.get(ref, ns, "job")
+            ok = current is not None and all(current["spec"].get(k) == v for k, v in want.items())
+            return current if ok else None
+
+        await eventually(updated, what=f"{gang} PodGroup with {want}")

@@ -480,3 +480,71 @@ def test_the_launcher_decides_alone() -> None:
     s.set_phase("foo-launcher-0", "Failed", exit_code=1)
     s.step(at(3))
     assert s.is_true("Failed")
+
+
+# --- TestMPIJobWithSchedulerPlugins / TestMPIJobWithVolcanoScheduler: PodGroup updates ----------
+
+
+def gang_sim(gang: str, scheduling: Obj) -> Sim:
+    from kubetrain.operator.plan import PlannerConfig
+
+    obj = mpijob(workers=2, run_policy={"schedulingPolicy": scheduling})
+    return Sim(default_job(obj, gang_scheduling=True).obj, PlannerConfig(gang_scheduler=gang))
+
+
+def reschedule(s: Sim, **policy: Any) -> Any:
+    s.job["spec"]["runPolicy"]["schedulingPolicy"].update(policy)
+    s.job["metadata"]["generation"] += 1
+    return s.step(at(10))
+
+
+def test_scheduler_plugins_pod_group_follows_schedule_timeout() -> None:
+    """TestMPIJobWithSchedulerPlugins: changing scheduleTimeoutSeconds (900 → 10) on a running
+    job rewrites its PodGroup (the observed object, resourceVersion kept); nothing else is
+    written while nothing changes."""
+    s = gang_sim("scheduler-plugins", {"scheduleTimeoutSeconds": 900})
+    s.step(at(0))
+    assert s.pod_group is not None and s.pod_group["spec"]["scheduleTimeoutSeconds"] == 900
+    s.pod_group["metadata"]["resourceVersion"] = "7"
+    assert s.step(at(1)).update_pod_group is None
+    p = reschedule(s, scheduleTimeoutSeconds=10)
+    assert p.update_pod_group is not None and p.update_pod_group["metadata"]["resourceVersion"] == "7"
+    assert s.pod_group["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 10}
+    assert s.step(at(11)).update_pod_group is None
+
+
+def test_volcano_pod_group_follows_min_available() -> None:
+    """TestMPIJobWithVolcanoScheduler: a new minAvailable (3 → 2) reaches minMember. The queue
+    changes only while the job is suspended (docs §3), when it has no PodGroup; a queue the
+    scheduler defaulted on a PodGroup kubetrain wrote without one is left as it is."""
+    s = gang_sim("volcano", {})
+    s.step(at(0))
+    assert s.pod_group is not None and s.pod_group["spec"] == {"minMember": 3}
+    s.pod_group["spec"]["queue"] = "default"  # Volcano's webhook
+    s.pod_group["status"] = {"phase": "Running"}
+    assert s.step(at(1)).update_pod_group is None
+    reschedule(s, minAvailable=2)
+    assert s.pod_group["spec"] == {"minMember": 2, "queue": "default"}
+
+
+def test_pod_group_min_resources_compare_as_quantities() -> None:
+    """minResources the scheduler's API server wrote in another form (`1024Mi` for `1Gi`) is no
+    change; a PodGroup kubetrain does not control is never written."""
+    from kubetrain.operator.podgroupsync import pod_group_update
+
+    desired = {"spec": {"minMember": 2, "minResources": {"cpu": "1", "memory": "1Gi"}}}
+    observed = {
+        "metadata": {"name": "foo"},
+        "spec": {"minMember": 2, "minResources": {"cpu": "1000m", "memory": "1024Mi"}},
+    }
+    assert pod_group_update(desired, observed) is None
+    more = {"spec": {"minMember": 2, "minResources": {"cpu": "2", "memory": "1Gi"}}}
+    update = pod_group_update(more, observed)
+    assert update is not None and update["spec"]["minResources"] == {"cpu": "2", "memory": "1Gi"}
+    assert observed["spec"]["minResources"]["cpu"] == "1000m"  # the observed object is not changed
+
+    s = gang_sim("scheduler-plugins", {"scheduleTimeoutSeconds": 900})
+    s.step(at(0))
+    assert s.pod_group is not None
+    s.pod_group["metadata"]["ownerReferences"] = []  # someone else's PodGroup of the name
+    assert reschedule(s, scheduleTimeoutSeconds=10).update_pod_group is None
