@@ -248,6 +248,12 @@ class Framework:
         """The admission warning for a job its client wrote at a converted version."""
         return None
 
+    def kubeflow_pod_labels(self, job: JobLayout, replica_type: str, index: int) -> dict[str, str] | None:
+        """The `training.kubeflow.org/*` labels of a kubeflow.org job's pod when this kind's
+        Kubeflow operator labels its pods otherwise than training-operator does (MPIJob:
+        mpi-operator's); None: training-operator's labels (`kubetrain.operator.children`)."""
+        return None
+
     def spec_gates(self, spec: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
         """Replica type → the replica types whose pods must all exist and be Ready (condition
         Ready True) before a missing pod of it is created, read from the (defaulted) spec."""

@@ -17,7 +17,14 @@ from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, invalid, required
-from kubetrain.api.labels import LABEL_REPLICA_TYPE
+from kubetrain.api.labels import (
+    KUBEFLOW_LABEL_JOB_NAME,
+    KUBEFLOW_LABEL_JOB_ROLE,
+    KUBEFLOW_LABEL_OPERATOR_NAME,
+    KUBEFLOW_LABEL_REPLICA_INDEX,
+    KUBEFLOW_LABEL_REPLICA_TYPE,
+    LABEL_REPLICA_TYPE,
+)
 from kubetrain.api.mpijob import MPIJob
 from kubetrain.api.mpijob_v1 import ANNOTATION_V1_FIELDS, MPIJobV1
 from kubetrain.frameworks.base import ExtraChild, Framework
@@ -64,6 +71,7 @@ IMPLEMENTATION_ENV: dict[str, tuple[tuple[str, str], ...]] = {
 SLOTS_ENV = {"OpenMPI": "OMPI_MCA_orte_set_default_slots", "Intel": "I_MPI_PERHOST"}
 NVIDIA_DISABLE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 ROLE_ENV = "K_MPI_JOB_ROLE"
+MPI_OPERATOR_NAME = "mpi-operator"  # kubeflow.OperatorName, training.kubeflow.org/operator-name
 V1_WARNING = (
     "kubeflow.org/v1 MPIJob: run as mpi-operator v2beta1 runs it (the stored version) — the "
     "Launcher reaches the Workers over SSH, not through kubectl exec: the key pair is generated "
@@ -102,6 +110,25 @@ class MPI(Framework):
 
     def conversion_warning(self, version: str) -> str | None:
         return V1_WARNING if version == "v1" else None
+
+    def kubeflow_pod_labels(self, job: JobLayout, replica_type: str, index: int) -> dict[str, str]:
+        """mpi-operator's pod labels (defaultLabels, newWorker, newLauncherPodTemplate):
+        operator-name `mpi-operator`, job-name, job-role `launcher`/`worker` (its README finds the
+        launcher with `-l training.kubeflow.org/job-name=<job>,training.kubeflow.org/job-role=
+        launcher`); replica-index on every Worker — its index + 1 with runLauncherAsWorker, the
+        Launcher then being 0 (workerReplicaIndexLabel: a unique index per pod for Kueue's TAS)."""
+        as_worker = settings(job).launcher_as_worker
+        labels = {
+            KUBEFLOW_LABEL_OPERATOR_NAME: MPI_OPERATOR_NAME,
+            KUBEFLOW_LABEL_JOB_NAME: job.name,
+            KUBEFLOW_LABEL_JOB_ROLE: replica_type.lower(),
+            KUBEFLOW_LABEL_REPLICA_TYPE: replica_type.lower(),
+        }
+        if replica_type == WORKER:
+            labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index + 1 if as_worker else index)
+        elif as_worker:
+            labels[KUBEFLOW_LABEL_REPLICA_INDEX] = "0"
+        return labels
 
     # --- defaulting and validation (v2beta1 SetDefaults_MPIJob, validateMPIJobSpec) ------------------
     def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:

@@ -103,6 +103,8 @@ class PlanApplier(ChildWriter):
             await self._create_all(ref, job, SERVICES, p.create_pod_services, failures)
         if p.create_pod_group is not None and self.pod_group_ref is not None:
             await self._create(job, self.pod_group_ref, p.create_pod_group, failures)
+        if p.update_pod_group is not None and self.pod_group_ref is not None:
+            await self._replace(job, self.pod_group_ref, p.update_pod_group, failures)
         if p.delete_service:
             await self._delete(job, SERVICES, name, failures)
         if p.delete_pod_services:

@@ -43,6 +43,7 @@ from kubetrain.api.labels import (
     LABEL_REPLICA_TYPE,
     MANAGED_BY_VALUE,
 )
+from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout
 from kubetrain.jobs.codesync import add_code_sync
 from kubetrain.jobs.shape import EnvPlugin
@@ -93,7 +94,12 @@ def pod_labels(job: JobLayout, framework: EnvPlugin, replica_type: str, index: i
     master = master_slot(job, framework) == (replica_type, index)
     if master:
         labels[LABEL_JOB_ROLE] = "master"
-    if group_of(job.api_version) == KUBEFLOW_GROUP:  # Kubeflow's labels too (api/labels.py)
+    kubeflow = (
+        framework.kubeflow_pod_labels(job, replica_type, index) if isinstance(framework, Framework) else None
+    )
+    if group_of(job.api_version) == KUBEFLOW_GROUP and kubeflow is not None:
+        labels.update(kubeflow)  # the kind's own Kubeflow operator's labels (MPIJob: mpi-operator's)
+    elif group_of(job.api_version) == KUBEFLOW_GROUP:  # Kubeflow's labels too (api/labels.py)
         labels[KUBEFLOW_LABEL_OPERATOR_NAME] = f"{job.kind.lower()}-controller"
         labels[KUBEFLOW_LABEL_JOB_NAME] = job.name
         labels[KUBEFLOW_LABEL_REPLICA_TYPE] = replica_type.lower()

@@ -93,6 +93,7 @@ class Plan:
     create_pod_services: list[dict[str, Any]] = field(default_factory=list)  # per-pod mode
     delete_pod_services: list[str] = field(default_factory=list)
     create_pod_group: dict[str, Any] | None = None
+    update_pod_group: dict[str, Any] | None = None  # the whole PodGroup, with the observed resourceVersion
     delete_pod_group: bool = False
     create_hpa: dict[str, Any] | None = None
     update_hpa: dict[str, Any] | None = None  # the whole HPA, with the observed resourceVersion

@@ -11,6 +11,7 @@ from kubetrain.operator import gang
 from kubetrain.operator import status as st
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.podgroupsync import pod_group_update
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
 
 
@@ -84,6 +85,9 @@ def extra_children_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
 def gang_ok(r: ReconcileDraft, desired: DesiredChildren) -> bool:
     decision = gang.decide(desired, r.observed.pod_group, r.observed.pod_group_crd_installed)
     r.plan.create_pod_group = decision.create_pod_group
+    group, wanted = r.observed.pod_group, desired.pod_group
+    if group is not None and wanted is not None and controlled_by(group, r.job) and not terminating(group):
+        r.plan.update_pod_group = pod_group_update(wanted, group)  # schedulingPolicy changed (§8)
     if decision.waiting is not None and not st.is_true(r.status, st.RUNNING):
         reason, message, event_reason = decision.waiting
         if st.set_not_running(r.status, reason, message, r.now) and event_reason:

@@ -242,6 +242,9 @@ class Sim:
             self.service = copy.deepcopy(p.create_service)
         if p.create_pod_group is not None:
             self.pod_group = copy.deepcopy(p.create_pod_group)
+        if p.update_pod_group is not None:
+            assert self.pod_group is not None
+            self.pod_group = copy.deepcopy(p.update_pod_group)
         if p.delete_service:
             self.service = None
         for new in p.create_pod_services:

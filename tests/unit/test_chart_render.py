@@ -225,8 +225,8 @@ EXPECTED_JOBS_ROLE = (
     # a job's TensorBoard Ingress (kubedl.io/tensorboard-config): create, delete, never read
     | expand("networking.k8s.io", ["ingresses"], ["list", "watch", "create", "delete"])
 )
-for _ref in POD_GROUP_RESOURCES.values():
-    EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "delete"])
+for _ref in POD_GROUP_RESOURCES.values():  # PUT when the job's schedulingPolicy changes
+    EXPECTED_JOBS_ROLE |= expand(_ref.group, [_ref.plural], ["list", "watch", "create", "update", "delete"])
 EXPECTED_CLUSTER_ROLE_BASE = (
     expand("", ["namespaces"], ["list", "watch"])
     | expand("kubetrain.io", ["trainingpolicies"], ["list", "watch"])
