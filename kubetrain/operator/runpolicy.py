@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubetrain.api.groups import KUBETRAIN_MANAGER, RECONCILED_MANAGERS
+from kubetrain.api.groups import KUBETRAIN_MANAGER, MPI_OPERATOR_MANAGER, RECONCILED_MANAGERS
 from kubetrain.jobs.shape import RunPolicy
 
 OPERATOR_MANAGER = KUBETRAIN_MANAGER
@@ -24,9 +24,12 @@ def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def is_managed(job: Mapping[str, Any]) -> bool:
     """False when `spec.runPolicy.managedBy` names another controller (e.g. Kueue's MultiKueue):
-    leave the job alone. Kubeflow's operator's name counts as kubetrain's (api/groups.py)."""
+    leave the job alone. Kubeflow's operator's name counts as kubetrain's, and for an MPIJob
+    mpi-operator's too (api/groups.py)."""
     spec = job.get("spec")
     manager = run_policy(spec).get("managedBy") if isinstance(spec, Mapping) else None
+    if job.get("kind") == "MPIJob" and manager == MPI_OPERATOR_MANAGER:
+        return True
     return manager in (None, "") or manager in RECONCILED_MANAGERS
 
 

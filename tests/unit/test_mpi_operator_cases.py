@@ -548,3 +548,21 @@ def test_pod_group_min_resources_compare_as_quantities() -> None:
     assert s.pod_group is not None
     s.pod_group["metadata"]["ownerReferences"] = []  # someone else's PodGroup of the name
     assert reschedule(s, scheduleTimeoutSeconds=10).update_pod_group is None
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "reconciled"),
+    [
+        (None, True),
+        ("kubeflow.org/mpi-operator", True),  # kubeflow.KubeflowJobController: the default controller
+        ("kueue.x-k8s.io/multikueue", False),  # TestDoNothingWithMPIJobManagedExternally
+    ],
+)
+def test_managed_by(managed_by: str | None, reconciled: bool) -> None:
+    """TestDoNothingWithMPIJobManagedExternally and managedByExternalController: only a
+    managedBy other than mpi-operator's own name `kubeflow.org/mpi-operator` leaves the job to
+    another controller — kubetrain serving mpijobs.kubeflow.org is that operator."""
+    s = sim(mpijob(run_policy={} if managed_by is None else {"managedBy": managed_by}))
+    p = s.step(at(0))
+    assert bool(p.create_pods) is reconciled
+    assert (p.status is not None) is reconciled
