@@ -1,6 +1,7 @@
 """Builders for Trainer v2 TrainJob planner tests: the default torch runtime (Trainer's
 `torch-distributed`, as `kubetrain dev` installs it), and a TrainJob's pod as the informer shows
-it. Import with `from trainjobs import RUNTIME, UID, trainjob_pod`, `torchtune_runtime` (tests/ is on pytest's
+it, and the runtime Trainer's own tests build (`trainer_test_runtime`). Import with
+`from trainjobs import RUNTIME, UID, trainjob_pod`, `torchtune_runtime` (tests/ is on pytest's
 `pythonpath`)."""
 
 from __future__ import annotations
@@ -39,3 +40,46 @@ def torchtune_runtime(path: str = "llama3_2/llama3_2_1B.yaml") -> Obj:
     """One of Trainer's torchtune runtimes (a fresh copy), by its path under TORCHTUNE_RUNTIMES."""
     loaded: Obj = yaml.safe_load((TORCHTUNE_RUNTIMES / path).read_text())
     return loaded
+
+
+def trainer_test_runtime(
+    name: str = "alpha",
+    *,
+    kind: str = "TrainingRuntime",
+    ml_policy: Obj | None = None,
+    steps: tuple[str, ...] = ("dataset-initializer", "model-initializer", "node"),
+) -> Obj:
+    """The runtime Trainer's own integration tests build (MakeTrainingRuntimeWrapper): one
+    replicated job per step of `steps`, each with a container of its name (image `test:runtime`,
+    command and args `runtime`, 1 CPU and 4Gi requested) and the ancestor label of its step
+    (`node`: the trainer's; another step: none)."""
+    ancestors = {"dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer"}
+    ancestors["node"] = "trainer"
+    rjobs = []
+    for step in steps:
+        labels = {"trainer.kubeflow.org/trainjob-ancestor-step": ancestors[step]} if step in ancestors else {}
+        container = {
+            "name": step,
+            "image": "test:runtime",
+            "command": ["runtime"],
+            "args": ["runtime"],
+            "resources": {"requests": {"cpu": "1", "memory": "4Gi"}},
+        }
+        rjobs.append(
+            {
+                "name": step,
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"template": {"spec": {"containers": [container]}}},
+                },
+            }
+        )
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": ml_policy if ml_policy is not None else {"numNodes": 1},
+            "template": {"spec": {"replicatedJobs": rjobs}},
+        },
+    }

@@ -10,7 +10,7 @@ from aiohttp import web
 from markupsafe import Markup
 
 from kubetrain.dashboard.access import visible_rows
-from kubetrain.dashboard.views import earlier, ganttsvg, joblist, jobpage, progress, timeline
+from kubetrain.dashboard.views import earlier, ganttsvg, joblist, jobpage, progress, timeline, trainjob
 from kubetrain.dashboard.views.kinds import JobKind, resolve
 from kubetrain.dashboard.views.podhistory import merge_current
 from kubetrain.dashboard.web import creds, dashboard, render, user_api
@@ -41,6 +41,7 @@ async def job_list(request: web.Request) -> web.Response:
         errors=errors,
         kinds=dash.kinds,
         states=joblist.STATES,
+        replicas_title=joblist.REPLICAS_TITLE,
         per_page_choices=joblist.PER_PAGE_CHOICES,
         sort_keys=joblist.SORT_KEYS,
         stream=f"/stream?namespace={query.namespace}&since={since}"
@@ -117,6 +118,7 @@ async def job_page(request: web.Request) -> web.Response:
         name=name,
         state=joblist.job_state(job),
         summary=jobpage.summary(job),
+        steps=trainjob.steps(job, pods) if trainjob.is_trainjob(job) else (),
         conditions=timeline.condition_timeline(job),
         gantt=chart,
         gantt_notes=gantt_notes,

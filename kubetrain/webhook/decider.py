@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import orjson
 
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.webhook.mutate import mutate
 from kubetrain.webhook.policies import PolicyAdmission
 from kubetrain.webhook.review import (
@@ -106,10 +107,11 @@ class Decider:
     gang_scheduling: bool = False
     max_replicas: int = DEFAULT_MAX_REPLICAS
     policies: PolicyAdmission | None = None
+    clock: Clock = SYSTEM_CLOCK  # a TrainJob runtime patch's `time` default
 
     def mutate(self, request: AdmissionRequest) -> AdmissionResponse:
         if is_trainer_review(request):
-            return mutate_trainer(request, self.policies)
+            return mutate_trainer(request, self.policies, self.clock.now())
         return mutate(request, gang_scheduling=self.gang_scheduling, policies=self.policies)
 
     def validate(self, request: AdmissionRequest) -> AdmissionResponse:

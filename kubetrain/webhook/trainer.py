@@ -1,8 +1,8 @@
 """Admission of Kubeflow Trainer v2's kinds (trainer.kubeflow.org): the decisions of
 `kubetrain.jobs.trainjob.validate` answered as AdmissionReviews.
 
-- /mutate, TrainJob CREATE/UPDATE: Trainer's defaults (runtimeRef kind and group, managedBy);
-  on CREATE then the matching TrainingPolicies' defaults.
+- /mutate, TrainJob CREATE/UPDATE: Trainer's defaults (runtimeRef kind and group, managedBy,
+  suspend, each runtime patch's time); on CREATE then the matching TrainingPolicies' defaults.
 - /validate, TrainJob CREATE/UPDATE: needs the runtime its runtimeRef names, which the server
   reads first (`TrainerReader`), then every problem in one denial.
 - /validate, runtime CREATE/UPDATE: the runtime's rules; DELETE: refused while TrainJobs that
@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob import specrules
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+from kubetrain.kube.clock import SYSTEM_CLOCK
 from kubetrain.policy.trainjob import apply_trainjob_defaults, check_trainjob_policies
 from kubetrain.webhook.mutate import json_patch
 from kubetrain.webhook.policies import PolicyAdmission, policy_denial
@@ -51,15 +54,21 @@ def needs_read(request: AdmissionRequest) -> bool:
     return request.operation == "DELETE"
 
 
-def mutate_trainer(request: AdmissionRequest, policies: PolicyAdmission | None = None) -> AdmissionResponse:
-    """Trainer's defaults; on CREATE then the TrainingPolicy defaults of policies whose kinds
-    include TrainJob (`kubetrain.policy.trainjob`), with a warning per default a TrainJob has
-    no field for."""
+def mutate_trainer(
+    request: AdmissionRequest, policies: PolicyAdmission | None = None, now: datetime | None = None
+) -> AdmissionResponse:
+    """Trainer's defaults (each runtime patch's `time` as of `now`, default the system clock's);
+    on CREATE then the TrainingPolicy defaults of policies whose kinds include TrainJob
+    (`kubetrain.policy.trainjob`), with a warning per default a TrainJob has no field for."""
     if request.kind != c.TRAINJOB or request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)
     original = request.object
     assert original is not None
     defaulted = default_trainjob(original)
+    old = request.old_object if request.operation == "UPDATE" else None
+    if isinstance(defaulted.get("spec"), dict):
+        old_spec = (old.get("spec") or {}) if old is not None else None
+        specrules.default_patch_times(defaulted["spec"], old_spec, now or SYSTEM_CLOCK.now())
     warnings: list[str] = []
     if policies is not None and request.operation == "CREATE":
         namespace = request.namespace or str((original.get("metadata") or {}).get("namespace", ""))

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.dashboard.views import trainjob
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.dashboard.views.timeutil import parse_time
 
@@ -24,11 +25,16 @@ TERMINAL = ("Succeeded", "Failed")
 SORT_KEYS = ("created", "name", "namespace", "kind", "state", "progress", "restarts")
 PER_PAGE_CHOICES = (10, 25, 50, 100, 200, 500)
 DEFAULT_PER_PAGE = 50
+# The Replicas column's tooltip: its unit, which is not the same for every kind.
+REPLICAS_TITLE = f"Pods of each replica type, active or succeeded / desired. {trainjob.REPLICAS_UNIT}"
 
 
 def job_state(job: Mapping[str, Any]) -> str:
     """The state a user reads: a terminal condition wins, then Suspended, then the last true
-    condition; `GangScheduling` while Running is False for that reason; `Pending` without any."""
+    condition; `GangScheduling` while Running is False for that reason; `Pending` without any.
+    A TrainJob's conditions say less (`views/trainjob.py`)."""
+    if trainjob.is_trainjob(job):
+        return trainjob.state(job)
     conditions = [c for c in ((job.get("status") or {}).get("conditions") or ()) if isinstance(c, dict)]
     true = [str(c.get("type")) for c in conditions if c.get("status") == "True"]
     for terminal in TERMINAL:
@@ -52,7 +58,10 @@ def replica_specs(job: Mapping[str, Any]) -> dict[str, Obj]:
 
 
 def replica_summary(job: Mapping[str, Any]) -> str:
-    """`Master 1/1 · Worker 2/3`: active (or succeeded, once finished) of desired, per type."""
+    """`Master 1/1 · Worker 2/3`: active (or succeeded, once finished) of desired, per type (a
+    TrainJob's counts Jobs per step: `views/trainjob.py`)."""
+    if trainjob.is_trainjob(job):
+        return trainjob.replica_summary(job)
     statuses = (job.get("status") or {}).get("replicaStatuses") or {}
     parts = []
     for rtype, rspec in replica_specs(job).items():
@@ -91,6 +100,7 @@ class JobRow:
     restarts: int
     progress: float | None
     uid: str
+    replicas_title: str = ""  # the Replicas cell's tooltip, where its unit is not pods
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -109,6 +119,7 @@ def job_row(kind: JobKind, job: Mapping[str, Any]) -> JobRow:
         restarts=restart_count(job),
         progress=progress_of(job),
         uid=str(meta.get("uid") or ""),
+        replicas_title=trainjob.replica_title(job) if trainjob.is_trainjob(job) else "",
     )
 
 

@@ -6,6 +6,7 @@ ClusterTrainingRuntime in trainer.kubeflow.org and must name a runtime that exis
 numProcPerNode ≥ 1; no variable the runtime's ML policy sets (PET_*, DMLC_*, OMPI_*, JAX_*) in
 `trainer.env`; managedBy is Trainer's controller or MultiKueue; activeDeadlineSeconds ≥ 1;
 runtimePatches have distinct managers and name replicated jobs and containers the runtime has;
+Trainer's CRD field rules and its runtimePatches/initializer rules (`specrules.py`);
 the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torchtune rules
 (`torchtune.validate`, on update too), a Flux one Trainer's Flux rules (`flux.validate`). On
 update runtimeRef, managedBy and activeDeadlineSeconds never change, initializer and trainer only
@@ -29,7 +30,7 @@ from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, inv
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
-from kubetrain.jobs.trainjob import torchtune, volumeclaims
+from kubetrain.jobs.trainjob import specrules, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -41,7 +42,7 @@ IMMUTABLE_WHILE_RUNNING = ("initializer", "trainer")
 
 
 def default_trainjob(obj: Mapping[str, Any]) -> Obj:
-    """runtimeRef.apiGroup/kind and managedBy defaults (Trainer's CRD defaults)."""
+    """runtimeRef.apiGroup/kind, managedBy and suspend (false) defaults (Trainer's CRD defaults)."""
     out = copy.deepcopy(dict(obj))
     spec = out.get("spec")
     if not isinstance(spec, dict):
@@ -51,6 +52,7 @@ def default_trainjob(obj: Mapping[str, Any]) -> Obj:
         ref.setdefault("apiGroup", c.GROUP)
         ref.setdefault("kind", c.CLUSTER_TRAINING_RUNTIME)
     spec.setdefault("managedBy", c.TRAINJOB_CONTROLLER)
+    spec.setdefault("suspend", False)
     return out
 
 
@@ -105,7 +107,10 @@ def validate_trainjob(
             errors.append(duplicate(f"spec.runtimePatches[{i}].manager", f"{mgr!r} has another patch"))
         else:
             managers.add(mgr)
+    errors += specrules.field_errors(spec)
     if runtime is not None:
+        if old is None or spec.get("initializer") != (old.get("spec") or {}).get("initializer"):
+            errors += specrules.initializer_errors(spec, runtime)
         ml_policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
         plugin = plugin_for(ml_policy)
         reserved = plugin.reserved_env if plugin else frozenset()
@@ -128,6 +133,7 @@ def validate_trainjob(
             errors += torchtune.admission_errors(obj, runtime)
     if old is not None:
         errors += _immutable(spec, old)
+        errors += specrules.update_errors(spec, old.get("spec") or {})
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
     return errors
 
