@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubetrain.api.groups import KUBETRAIN_MANAGER, MPI_OPERATOR_MANAGER, RECONCILED_MANAGERS
+from kubetrain.api.groups import KUBETRAIN_MANAGER, RECONCILED_MANAGERS
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.shape import RunPolicy
 
 OPERATOR_MANAGER = KUBETRAIN_MANAGER
@@ -28,7 +29,8 @@ def is_managed(job: Mapping[str, Any]) -> bool:
     mpi-operator's too (api/groups.py)."""
     spec = job.get("spec")
     manager = run_policy(spec).get("managedBy") if isinstance(spec, Mapping) else None
-    if job.get("kind") == "MPIJob" and manager == MPI_OPERATOR_MANAGER:
+    framework = FRAMEWORKS.get(str(job.get("kind")))
+    if framework is not None and manager in framework.kubeflow_managers:
         return True
     return manager in (None, "") or manager in RECONCILED_MANAGERS
 
