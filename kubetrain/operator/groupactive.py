@@ -202,8 +202,8 @@ class GroupActiveJob:
             so_far = int(state.get("countedRestarts", restarts) or 0)
             first_jobs = {g: jobs[0] for g, jobs in judged.failed_jobs.items()}
             verdict = gang_policy.decide(judged.failed, so_far, first_jobs)
-            self.write_group_statuses()
             if verdict.restart:
+                self.write_group_statuses()
                 r.restart_all(verdict.reason, verdict.message)
                 new = {
                     "restarts": restarts + 1,
@@ -212,6 +212,7 @@ class GroupActiveJob:
                 }
                 return restarted(new, r.now)
             r.terminal(FAILED, verdict.reason, verdict.message, delete_active=True)
+            self.write_group_statuses()  # the pods it deletes no longer active, as on success
             return {**state, "restarts": restarts, "failures": failures}
         if shape.succeeded(phase_counts(shape, slots)):
             reason, message = shape.status.succeeded_as(r.title)

@@ -10,6 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import yaml
 from trainjobs import RUNTIME, UID, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
@@ -55,7 +56,7 @@ def test_first_reconcile_snapshots_the_runtime_then_creates_every_node() -> None
     p = plan(trainjob(), [], [])
     [snap] = p.create_children
     assert snap["metadata"]["name"] == "tj-runtime-snapshot"
-    assert json.loads(snap["data"]["runtime"])["metadata"]["name"] == "torch-distributed"
+    assert yaml.safe_load(snap["data"]["runtime"])["metadata"]["name"] == "torch-distributed"
     assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-0", "tj-node-0-1"]
     assert p.status is not None and "conditions" not in p.status  # no Created/Running
 

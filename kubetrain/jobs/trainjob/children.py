@@ -25,6 +25,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.api.trainer import constants as c
@@ -219,19 +221,28 @@ def build_snapshot(trainjob: Mapping[str, Any], runtime: Mapping[str, Any], stat
             "ownerReferences": [owner_reference(trainjob)],
         },
         "data": {
-            SNAPSHOT_KEY: json.dumps(snapshot_runtime(runtime), sort_keys=True),
+            SNAPSHOT_KEY: yaml.safe_dump(snapshot_runtime(runtime), sort_keys=True),
             STATE_KEY: json.dumps(dict(state), sort_keys=True),
         },
     }
+
+
+def _load_runtime(text: str) -> object:
+    """The snapshot's runtime: YAML, as Trainer 2.3 writes it (so a snapshot Trainer made is read
+    too), or the JSON an earlier kubetrain wrote."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return yaml.safe_load(text)
 
 
 def read_snapshot(config_map: Mapping[str, Any]) -> tuple[Obj | None, Obj]:
     """(the runtime, the run's state) a snapshot ConfigMap holds; (None, {}) when unreadable."""
     data = config_map.get("data") or {}
     try:
-        runtime = json.loads(data.get(SNAPSHOT_KEY) or "null")
+        runtime = _load_runtime(str(data.get(SNAPSHOT_KEY) or "null"))
         state = json.loads(data.get(STATE_KEY) or "{}")
-    except ValueError:
+    except (ValueError, yaml.YAMLError):
         return None, {}
     return (runtime if isinstance(runtime, dict) else None), (state if isinstance(state, dict) else {})
 

@@ -3,7 +3,7 @@ pieces kubetrain's MPIJob uses (an ssh-auth Secret whose key pair `PlanApplier` 
 create time; a hostfile ConfigMap):
 
 - the `node` step runs numNodes pods (numNodes - 1 with `runLauncherAsNode`, at least 1); the
-  launcher is the trainer step (one pod);
+  launcher is the replicated job named `launcher` (one pod);
 - `node` and `launcher` pods mount the Secret `<tj>-mpi-ssh-auth` (id_rsa, id_rsa.pub,
   authorized_keys) at `sshAuthMountPath` in their `node` container; the launcher also mounts the
   ConfigMap `<tj>-mpi-hostfile` at /etc/mpi and gets OpenMPI's OMPI_MCA_* variables;
@@ -74,7 +74,9 @@ def hostfile_name(tj: str) -> str:
 
 
 def _is_launcher(step: Step) -> bool:
-    return step.name == c.LAUNCHER or step.ancestor == c.ANCESTOR_TRAINER
+    """The replicated job named `launcher`, as Trainer's MPI plug-in finds it (by name only: a
+    runtime may label its `node` job as the trainer's)."""
+    return step.name == c.LAUNCHER
 
 
 def enforce(steps: Sequence[Step], mpi: MPIPolicy) -> list[FieldError]:
@@ -148,8 +150,8 @@ def name_volumes(steps: Sequence[Step], tj: str) -> None:
 
 
 def children(tj: str, subdomain: str, steps: Sequence[Step], mpi: MPIPolicy) -> tuple[dict[str, Any], ...]:
-    """The ssh-auth Secret (no data: its key pair is generated when it is created) and the
-    hostfile ConfigMap."""
+    """The ssh-auth Secret (immutable, no data: its key pair is generated when it is created)
+    and the hostfile ConfigMap."""
     name_volumes(steps, tj)
     lines = [
         f"{tj}-{step.name}-{j}-{i}.{subdomain} slots={mpi.slots}"
@@ -163,6 +165,7 @@ def children(tj: str, subdomain: str, steps: Sequence[Step], mpi: MPIPolicy) -> 
         "kind": "Secret",
         "metadata": {"name": secret_name(tj)},
         "type": "kubernetes.io/ssh-auth",
+        "immutable": True,  # as Trainer's: its key pair is never rewritten
     }
     hostfile = {
         "apiVersion": "v1",

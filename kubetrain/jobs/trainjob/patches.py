@@ -46,6 +46,42 @@ def merge_named(
     return out
 
 
+def merge_list_map(
+    current: Sequence[Any], items: Sequence[Mapping[str, Any]], key: str = "name", *, replace: bool = False
+) -> list[Any]:
+    """A runtime patch's list map merged into the runtime's, in the order Kubernetes' strategic
+    merge patch (which Trainer 2.3 applies runtime patches with) leaves it: the patch's items in
+    the patch's order — one the runtime has merged with it (its fields over the old; `replace`:
+    the patch's alone) —, and each item only the runtime has inserted before the first patch item
+    the runtime has after it (apimachinery's mergeSortedSlice)."""
+    original = [x for x in current if isinstance(x, Mapping)]
+    where = {x.get(key): i for i, x in enumerate(original)}
+    patched = {item.get(key) for item in items}
+    right = [
+        dict(item) if replace or item.get(key) not in where else {**original[where[item.get(key)]], **item}
+        for item in items
+    ]
+    left = [dict(x) for x in original if x.get(key) not in patched]
+    out: list[Any] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if j >= len(right):
+            out.append(left[i])
+            i += 1
+        elif i >= len(left):
+            out.append(right[j])
+            j += 1
+        else:
+            li, ri = where.get(left[i].get(key), -1), where.get(right[j].get(key), -1)
+            if li >= 0 and ri >= 0 and li < ri:
+                out.append(left[i])
+                i += 1
+            else:
+                out.append(right[j])
+                j += 1
+    return out
+
+
 def merge_resources(base: Mapping[str, Any] | None, override: Mapping[str, Any]) -> Obj:
     """`resourcesPerNode` over the runtime's `resources`, as Trainer 2.3's
     MergeResourceRequirements (a strategic merge patch): `limits` and `requests` merged resource
@@ -149,11 +185,13 @@ def _patch_pod_spec(spec: Obj, patch: Mapping[str, Any], path: str) -> list[Fiel
     if patch.get("nodeSelector"):
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **patch["nodeSelector"]}
     if patch.get("volumes"):
-        spec["volumes"] = merge_named(spec.get("volumes") or [], patch["volumes"])
+        spec["volumes"] = merge_list_map(spec.get("volumes") or [], patch["volumes"])
     if patch.get("imagePullSecrets"):
-        spec["imagePullSecrets"] = merge_named(spec.get("imagePullSecrets") or [], patch["imagePullSecrets"])
+        spec["imagePullSecrets"] = merge_list_map(
+            spec.get("imagePullSecrets") or [], patch["imagePullSecrets"]
+        )
     if patch.get("schedulingGates"):
-        spec["schedulingGates"] = merge_named(spec.get("schedulingGates") or [], patch["schedulingGates"])
+        spec["schedulingGates"] = merge_list_map(spec.get("schedulingGates") or [], patch["schedulingGates"])
     if patch.get("tolerations"):
         spec["tolerations"] = [*(spec.get("tolerations") or []), *patch["tolerations"]]
     for field in ("initContainers", "containers"):
@@ -172,9 +210,9 @@ def _patch_pod_spec(spec: Obj, patch: Mapping[str, Any], path: str) -> list[Fiel
                 )
                 continue
             if cpatch.get("env"):
-                upsert_env(container, cpatch["env"])
+                container["env"] = merge_list_map(container.get("env") or [], cpatch["env"], replace=True)
             if cpatch.get("volumeMounts"):
-                container["volumeMounts"] = merge_named(
+                container["volumeMounts"] = merge_list_map(
                     container.get("volumeMounts") or [], cpatch["volumeMounts"], key="mountPath"
                 )
             if cpatch.get("securityContext") is not None:
