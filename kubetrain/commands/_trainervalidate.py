@@ -12,7 +12,12 @@ from typing import Any, TextIO
 from kubetrain.api.errors import invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.defaults import default_runtimes
-from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+from kubetrain.jobs.trainjob.validate import (
+    default_trainjob,
+    runtime_warnings,
+    validate_runtime,
+    validate_trainjob,
+)
 
 Runtimes = dict[tuple[str, str], dict[str, Any]]
 
@@ -28,6 +33,8 @@ def check_trainer_document(
     kind = obj.get("kind")
     if kind in (c.TRAINING_RUNTIME, c.CLUSTER_TRAINING_RUNTIME):
         errors = validate_runtime(obj)
+        for warning in runtime_warnings(obj):
+            print(f"{label}: warning: {warning}", file=report)
         if not errors:
             runtimes[(str(kind), str((obj.get("metadata") or {}).get("name", "")))] = obj
         final: dict[str, Any] = obj

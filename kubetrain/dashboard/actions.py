@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from kubetrain.dashboard.pages import job_ref, resolve_kind
+from kubetrain.dashboard.views import trainjob
 from kubetrain.dashboard.views.auth import SESSION_COOKIE, SESSION_SECONDS, TOKEN, Credentials, bearer_token
 from kubetrain.dashboard.views.submit import FieldError, field_errors, parse_manifest
 from kubetrain.dashboard.web import CREDS, creds, dashboard, render, user_api
@@ -43,7 +44,12 @@ async def _set_suspend(request: web.Request, suspend: bool) -> web.StreamRespons
     kind = resolve_kind(request)
     ns, name = request.match_info["namespace"], request.match_info["name"]
     try:
-        await user_api(request).patch(job_ref(kind), ns, name, {"spec": {"runPolicy": {"suspend": suspend}}})
+        patch = (
+            trainjob.suspend_patch(suspend)
+            if trainjob.is_trainjob_kind(kind.group, kind.kind)
+            else {"spec": {"runPolicy": {"suspend": suspend}}}
+        )
+        await user_api(request).patch(job_ref(kind), ns, name, patch)
     except ApiError as err:
         if err.status == 401:
             raise

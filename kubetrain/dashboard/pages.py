@@ -118,6 +118,7 @@ async def job_page(request: web.Request) -> web.Response:
         name=name,
         state=joblist.job_state(job),
         summary=jobpage.summary(job),
+        is_trainjob=trainjob.is_trainjob(job),
         steps=trainjob.steps(job, pods) if trainjob.is_trainjob(job) else (),
         conditions=timeline.condition_timeline(job),
         gantt=chart,
@@ -131,7 +132,9 @@ async def job_page(request: web.Request) -> web.Response:
         remaining=progress.remaining_text(samples),
         tensorboard=jobpage.tensorboard(job),
         yaml=jobpage.job_yaml(job),
-        suspended=bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend")),
+        suspended=trainjob.spec_suspended(job)
+        if trainjob.is_trainjob(job)
+        else bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend")),
         finished=joblist.job_state(job) in joblist.TERMINAL,
         log_containers=next(
             (jobpage.pod_containers(p) for p in pods if p["metadata"]["name"] == log_pod), []

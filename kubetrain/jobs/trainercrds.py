@@ -60,11 +60,29 @@ def trainer_crds() -> list[dict[str, Any]]:
     ]
 
 
+# Trainer 2.3's CRD defaults of a runtime's ML policy sources (the API server sets them when a
+# runtime is stored, so `kubectl get` shows them).
+RUNTIME_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "mpi": {
+        "numProcPerNode": 1,
+        "mpiImplementation": "OpenMPI",
+        "sshAuthMountPath": "/root/.ssh",
+        "runLauncherAsNode": False,
+    },
+    "flux": {"numProcPerNode": 1},
+}
+
+
 def _crd(
     model: type[BaseModel], kind: str, scope: str, description: str, columns: list[dict[str, Any]]
 ) -> dict[str, Any]:
     schema = model_schema(model)
     schema["description"] = description
+    if kind != c.TRAINJOB:
+        policy = schema["properties"]["spec"]["properties"]["mlPolicy"]["properties"]
+        for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
+            for name, value in defaults.items():
+                policy[source]["properties"][name]["default"] = value
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,

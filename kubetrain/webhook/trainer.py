@@ -5,7 +5,8 @@
   suspend, each runtime patch's time); on CREATE then the matching TrainingPolicies' defaults.
 - /validate, TrainJob CREATE/UPDATE: needs the runtime its runtimeRef names, which the server
   reads first (`TrainerReader`), then every problem in one denial.
-- /validate, runtime CREATE/UPDATE: the runtime's rules; DELETE: refused while TrainJobs that
+- /validate, runtime CREATE/UPDATE: the runtime's rules (a warning without the framework
+  label the Kubeflow SDK needs); DELETE: refused while TrainJobs that
   are not finished name it (Trainer's in-use protection: the server lists them first)."""
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from typing import Any
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob import specrules
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+from kubetrain.jobs.trainjob.validate import (
+    default_trainjob,
+    runtime_warnings,
+    validate_runtime,
+    validate_trainjob,
+)
 from kubetrain.kube.clock import SYSTEM_CLOCK
 from kubetrain.policy.trainjob import apply_trainjob_defaults, check_trainjob_policies
 from kubetrain.webhook.mutate import json_patch
@@ -98,7 +104,7 @@ def validate_trainer(
         errors = validate_runtime(request.object)
         if errors:
             return AdmissionResponse.deny(request.uid, invalid_message(request.kind, request.object, errors))
-        return AdmissionResponse.allow(request.uid)
+        return AdmissionResponse.allow(request.uid, runtime_warnings(request.object) or None)
     if request.kind != c.TRAINJOB or request.operation not in ("CREATE", "UPDATE") or request.object is None:
         return AdmissionResponse.allow(request.uid)
     obj = default_trainjob(request.object)

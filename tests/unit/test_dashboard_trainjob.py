@@ -187,3 +187,14 @@ def test_the_job_page_shows_a_trainjobs_steps_and_no_empty_replica_table() -> No
 def test_every_trainjob_example_reads_running_once_its_jobs_are_active(example: str) -> None:
     job = with_groups(example_trainjob(example), node(active=1, ready=1))
     assert joblist.job_state(job) == "Running"
+
+
+def test_suspend_and_resume_write_the_trainjobs_spec_suspend() -> None:
+    assert trainjob.suspend_patch(True) == {"spec": {"suspend": True}}
+    assert trainjob.suspend_patch(False) == {"spec": {"suspend": False}}
+    job = example_trainjob()
+    assert not trainjob.spec_suspended(job)
+    job["spec"]["suspend"] = True
+    assert trainjob.spec_suspended(job)
+    assert trainjob.is_trainjob_kind(TRAINJOB.group, TRAINJOB.kind)
+    assert not trainjob.is_trainjob_kind("kubeflow.org", "TFJob")

@@ -11,6 +11,7 @@ is not a Kubeflow v1 job's: the one place the views read its fields. Pure.
   batch Jobs that are ready, succeeded, failed, active, suspended — Jobs, not pods: one Job of
   the trainer step runs `spec.trainer.numNodes` pods. The list shows per step `node 1/1`: the
   Jobs active or succeeded of the Jobs the status counts, and says so in the cell's tooltip.
+- **Suspend / resume**: `spec.suspend` (a TrainJob has no `runPolicy`).
 - **Steps** (the job page): one line per step the status names, with `numNodes` for the
   trainer step, its pods as the dashboard sees them, and its Job counts.
 """
@@ -31,8 +32,22 @@ REPLICAS_UNIT = (
 
 
 def is_trainjob(job: Mapping[str, Any]) -> bool:
-    group = str(job.get("apiVersion") or "").partition("/")[0]
-    return group == c.GROUP and job.get("kind") == c.TRAINJOB
+    return is_trainjob_kind(str(job.get("apiVersion") or "").partition("/")[0], str(job.get("kind") or ""))
+
+
+def is_trainjob_kind(group: str, kind: str) -> bool:
+    return group == c.GROUP and kind == c.TRAINJOB
+
+
+def suspend_patch(suspend: bool) -> dict[str, Any]:
+    """The merge patch that suspends or resumes a TrainJob: its `spec.suspend` (it has no
+    `runPolicy`)."""
+    return {"spec": {"suspend": suspend}}
+
+
+def spec_suspended(job: Mapping[str, Any]) -> bool:
+    """Whether the TrainJob is asked to be suspended (`spec.suspend`): the page offers Resume."""
+    return ((job.get("spec") or {}).get("suspend")) is True
 
 
 def _true(job: Mapping[str, Any]) -> set[str]:

@@ -12,10 +12,12 @@ the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torcht
 update runtimeRef, managedBy and activeDeadlineSeconds never change, initializer and trainer only
 while the TrainJob is suspended.
 
-TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): the `trainer.kubeflow.org/framework`
-label, at most one ML policy source, numNodes ≥ 1, a Flux policy's numProcPerNode ≥ 1, distinct
-replicated job names, a replicated job named `node`, dependsOn naming other replicated jobs with
-status Ready or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`).
+TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): at most one ML policy source,
+numNodes ≥ 1, an MPI policy's mpiImplementation OpenMPI, a Flux policy's numProcPerNode ≥ 1,
+distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
+webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
+or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`); a warning without the
+`trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
 from __future__ import annotations
@@ -151,24 +153,63 @@ def _immutable(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldErr
     return errors
 
 
+# The container each ancestor step must have (Trainer's TrainingRuntime webhook).
+ANCESTOR_CONTAINERS = {
+    c.ANCESTOR_TRAINER: c.NODE,
+    c.DATASET_INITIALIZER: c.DATASET_INITIALIZER,
+    c.MODEL_INITIALIZER: c.MODEL_INITIALIZER,
+}
+
+
+def _ancestor_errors(rjobs: list[Any], path: str) -> list[FieldError]:
+    """A replicated job labelled as a TrainJob ancestor step runs one job (`replicas` 1) and has
+    that step's container — Trainer's rules and messages."""
+    errors: list[FieldError] = []
+    for i, rjob in enumerate(rjobs):
+        template = (rjob or {}).get("template") or {}
+        ancestor = ((template.get("metadata") or {}).get("labels") or {}).get(c.LABEL_ANCESTOR)
+        if ancestor not in ANCESTOR_CONTAINERS:
+            continue
+        replicas = (rjob or {}).get("replicas", 1)
+        if replicas != 1:
+            errors.append(invalid(f"{path}[{i}].replicas", f"{replicas!r}: always must be 1"))
+        pod = ((template.get("spec") or {}).get("template") or {}).get("spec") or {}
+        names = {x.get("name") for x in pod.get("containers") or [] if isinstance(x, Mapping)}
+        if ANCESTOR_CONTAINERS[ancestor] not in names:
+            errors.append(
+                invalid(
+                    f"{path}[{i}].template.spec.template.spec.containers",
+                    f"must contain the required container for the ancestor: {ancestor} "
+                    f"(a container named {ANCESTOR_CONTAINERS[ancestor]!r})",
+                )
+            )
+    return errors
+
+
+def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
+    """What a runtime Trainer admits lacks for the Kubeflow SDK: the framework label, without
+    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get(c.LABEL_FRAMEWORK):
+        return []
+    return [
+        f"metadata.labels[{c.LABEL_FRAMEWORK}]: not set: the Kubeflow SDK's TrainerClient lists and "
+        "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
+    ]
+
+
 def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     """Every problem of a TrainingRuntime or ClusterTrainingRuntime."""
     errors: list[FieldError] = []
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if not labels.get(c.LABEL_FRAMEWORK):
-        errors.append(
-            required(
-                f"metadata.labels[{c.LABEL_FRAMEWORK}]",
-                "the framework the runtime runs (torch, deepspeed, mlx, jax, xgboost, …): "
-                "the Kubeflow SDK needs it",
-            )
-        )
     spec = obj.get("spec") or {}
     ml_policy = spec.get("mlPolicy") or {}
     sources = [k for k in ("torch", "mpi", "flux", "jax", "xgboost") if ml_policy.get(k) is not None]
     if len(sources) > 1:
         errors.append(invalid("spec.mlPolicy", f"at most one ML policy source, not {', '.join(sources)}"))
     _positive(ml_policy.get("numNodes"), "spec.mlPolicy.numNodes", errors)
+    implementation = (ml_policy.get("mpi") or {}).get("mpiImplementation")
+    if implementation not in (None, "", "OpenMPI"):  # Trainer's CRD enum
+        errors.append(not_supported("spec.mlPolicy.mpi.mpiImplementation", implementation, ("OpenMPI",)))
     flux_procs = (ml_policy.get("flux") or {}).get("numProcPerNode")
     if flux_procs is not None and (
         not isinstance(flux_procs, int) or isinstance(flux_procs, bool) or flux_procs < 1
@@ -194,6 +235,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
         names.append(rname)
     if c.NODE not in names:
         errors.append(required(path, f"a replicated job named {c.NODE!r} (the training nodes)"))
+    errors += _ancestor_errors(rjobs, path)
     for i, rjob in enumerate(rjobs):
         for j, dep in enumerate((rjob or {}).get("dependsOn") or []):
             dname, status = (dep or {}).get("name"), (dep or {}).get("status")

@@ -1,0 +1,119 @@
+"""TrainingRuntime / ClusterTrainingRuntime admission held to Kubeflow Trainer 2.3's own tests
+(test/integration/webhooks/trainingruntime_webhook_test.go and
+clustertrainingruntime_webhook_test.go): each test names the Trainer cases it answers. Trainer's
+CRD defaults of the ML policy sources are in kubetrain's CRDs (the API server sets them)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from admission import review_of
+from trainjobs import trainer_test_runtime
+
+from kubetrain.devcluster.apiserver.schema import apply_defaults
+from kubetrain.jobs.trainercrds import trainer_crds
+from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
+from kubetrain.webhook.trainer import validate_trainer
+
+Obj = dict[str, Any]
+
+
+def unlabelled(kind: str = "TrainingRuntime") -> Obj:
+    """Trainer's MakeTrainingRuntimeWrapper runtime: no framework label."""
+    runtime = trainer_test_runtime("runtime", kind=kind)
+    del runtime["metadata"]["labels"]
+    return runtime
+
+
+@pytest.mark.parametrize("kind", ["TrainingRuntime", "ClusterTrainingRuntime"])
+def test_trainers_test_runtime_is_admitted_with_a_warning_for_the_sdk(kind: str) -> None:
+    """Trainer: "Should succeed to create TrainingRuntime", "Should succeed to create
+    trainingRuntime", "Should succeed to create ClusterTrainingRuntime": admitted without the
+    framework label, with a warning (the Kubeflow SDK lists only labelled runtimes)."""
+    runtime = unlabelled(kind)
+    runtime["apiVersion"] = "trainer.kubeflow.org/v1alpha1"
+    runtime["metadata"]["namespace"] = "ns"
+    assert validate_runtime(runtime) == []
+    response = validate_trainer(review_of(runtime))
+    assert response.allowed
+    assert any("trainer.kubeflow.org/framework" in w for w in response.warnings)
+    assert runtime_warnings(trainer_test_runtime("labelled")) == []
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [
+        ("mpi", "torch"),  # Should fail to create trainingRuntime with both MPI and Torch runtimes
+        ("jax", "torch"),  # … both JAX and Torch runtimes
+        ("torch", "flux"),  # … both Torch and Flux runtimes
+        ("mpi", "flux"),  # … both MPI and Flux runtimes
+        ("jax", "flux"),  # … both JAX and Flux runtimes
+        ("jax", "mpi"),  # … both JAX and MPI runtimes
+        ("torch", "mpi", "jax", "flux"),  # … with all four runtimes configured
+    ],
+)
+def test_at_most_one_ml_policy_source(sources: tuple[str, ...]) -> None:
+    """Trainer: "Should fail to create trainingRuntime with both MPI and Torch runtimes", "… both
+    JAX and Torch …", "… both Torch and Flux …", "… both MPI and Flux …", "… both JAX and Flux
+    …", "… both JAX and MPI …", "… with all four runtimes configured"."""
+    runtime = unlabelled()
+    runtime["spec"]["mlPolicy"] = {source: {} for source in sources}
+    assert [e.path for e in validate_runtime(runtime)] == ["spec.mlPolicy"]
+
+
+def test_only_openmpi_is_an_mpi_implementation() -> None:
+    """Trainer: "Should fail to create trainingRuntime with non-supported mpi.mpiImplementation"."""
+    runtime = unlabelled()
+    runtime["spec"]["mlPolicy"] = {"mpi": {"mpiImplementation": "invalid"}}
+    errors = validate_runtime(runtime)
+    assert [e.path for e in errors] == ["spec.mlPolicy.mpi.mpiImplementation"]
+    assert '"OpenMPI"' in str(errors[0])
+    runtime["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] = "OpenMPI"
+    assert validate_runtime(runtime) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        # Should succeed to default mpi.mpiImplementation=OpenMPI (set: kept)
+        (
+            {"numProcPerNode": 1, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/usr/dir"},
+            {"numProcPerNode": 1, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/usr/dir"},
+        ),
+        # Should succeed to default mpi.sshAuthMountPath=/root/.ssh
+        ({"numProcPerNode": 1, "mpiImplementation": "OpenMPI"}, {"sshAuthMountPath": "/root/.ssh"}),
+        # Should succeed to default mpi.runLauncherAsNode=false
+        ({"numProcPerNode": 1}, {"runLauncherAsNode": False}),
+        # Should succeed to default mpi.numProcPerNode=1
+        ({}, {"numProcPerNode": 1, "mpiImplementation": "OpenMPI"}),
+    ],
+)
+def test_the_mpi_policys_defaults_are_trainers(given: Obj, want: Obj) -> None:
+    """Trainer: "Should succeed to default mpi.mpiImplementation=OpenMPI", "… mpi.sshAuthMountPath=
+    /root/.ssh", "… mpi.runLauncherAsNode=false", "… mpi.numProcPerNode=1": the CRD's defaults,
+    as the API server applies them (devcluster's apply_defaults)."""
+    for crd in trainer_crds()[1:]:
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        runtime = unlabelled(crd["spec"]["names"]["kind"])
+        runtime["spec"]["mlPolicy"] = {"mpi": copy.deepcopy(given)}
+        stored = apply_defaults(runtime, schema)["spec"]["mlPolicy"]["mpi"]
+        assert {k: stored[k] for k in want} == want
+        assert set(stored) == {"numProcPerNode", "mpiImplementation", "sshAuthMountPath", "runLauncherAsNode"}
+
+
+def test_an_ancestor_step_runs_one_job_with_its_container() -> None:
+    """Trainer's TrainingRuntime webhook (validateReplicatedJobs): a replicated job labelled as
+    the trainer's or an initializer's has `replicas` 1 and the step's container."""
+    runtime = unlabelled()
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjobs[0]["replicas"] = 2
+    rjobs[2]["template"]["spec"]["template"]["spec"]["containers"][0]["name"] = "trainer"
+    errors = validate_runtime(runtime)
+    assert [e.path for e in errors] == [
+        "spec.template.spec.replicatedJobs[0].replicas",
+        "spec.template.spec.replicatedJobs[2].template.spec.template.spec.containers",
+    ]
+    assert "always must be 1" in str(errors[0])
+    assert "must contain the required container for the ancestor: trainer" in str(errors[1])
