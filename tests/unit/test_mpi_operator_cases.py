@@ -398,10 +398,11 @@ def test_launcher_succeeded_without_running() -> None:
 @pytest.mark.parametrize("implementation", ["OpenMPI", "Intel", "MPICH"])
 def test_create_suspended_mpijob(implementation: str) -> None:
     """TestCreateSuspendedMPIJob: nothing runs, the job is Created and Suspended, Running is not
-    True and there is no startTime."""
+    True and there is no startTime. **Decision** (docs §4, MPIJob): the Service, ConfigMap and
+    Secret come with the first resume, where mpi-operator creates them at once."""
     s = sim(mpijob(workers=8, mpiImplementation=implementation, run_policy={"suspend": True}))
     s.step(at(0))
-    assert s.pods == {}
+    assert s.pods == {} and s.service is None and s.extra == {}
     assert s.is_true("Suspended") and not s.is_true("Running")
     assert s.condition("Suspended")["reason"] == "JobSuspended"  # type: ignore[index]
     assert "startTime" not in s.job["status"]
