@@ -146,12 +146,13 @@ async def start_suspended(h: Harness, ns: str, policy: str) -> list[str]:
     return [str(r["name"]) for r in runtime["spec"]["template"]["spec"]["replicatedJobs"]]
 
 
-@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost"])
+@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost", "flux"])
 async def test_a_trainjob_completes_with_trainers_conditions_and_jobs_status(
     env: tuple[DevStack, Harness], policy: str
 ) -> None:
     """Trainer: "Should succeeded to reconcile TrainJob conditions with Complete condition" (Torch,
-    OpenMPI, Jax and XGBoost runtimes): Suspended=True (Suspended), then Suspended=False (Resumed)
+    OpenMPI runtimes) and "Should succeed to reconcile TrainJob conditions with Complete condition"
+    (Jax, XGBoost, Flux runtimes): Suspended=True (Suspended), then Suspended=False (Resumed)
     and Complete=True (AllJobsCompleted), one jobsStatus entry per replicated job."""
     _, h = env
     ns = await h.namespace(f"done-{policy}")
@@ -164,12 +165,13 @@ async def test_a_trainjob_completes_with_trainers_conditions_and_jobs_status(
     await wait_jobs_status(h, ns, "alpha", [job_status(s, succeeded=int(s in done)) for s in steps])
 
 
-@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost"])
+@pytest.mark.parametrize("policy", ["torch", "mpi", "jax", "xgboost", "flux"])
 async def test_a_trainjob_fails_with_trainers_conditions_and_jobs_status(
     env: tuple[DevStack, Harness], policy: str
 ) -> None:
     """Trainer: "Should succeeded to reconcile TrainJob conditions with Failed condition" (Torch,
-    OpenMPI, Jax and XGBoost runtimes): Suspended=False (Resumed) and Failed=True (FailedJobs,
+    OpenMPI runtimes) and "Should succeed to reconcile TrainJob conditions with Failed condition"
+    (Jax, XGBoost, Flux runtimes): Suspended=False (Resumed) and Failed=True (FailedJobs,
     JobSet's message), the failed replicated job counted in jobsStatus."""
     _, h = env
     ns = await h.namespace(f"fail-{policy}")
@@ -258,3 +260,20 @@ async def test_a_deleted_snapshot_is_made_again(env: tuple[DevStack, Harness]) -
     await h.kube.patch(TRAINJOBS, ns, "alpha", {"metadata": {"annotations": {"migration-test": "trigger"}}})
     made = await eventually(snapshot, what="the runtime snapshot made again")
     assert yaml.safe_load(made["data"]["runtime"])["metadata"]["name"] == "alpha"
+
+
+async def test_a_trainjob_managed_by_multikueue_gets_no_status_and_no_children(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Trainer: "Should not reconcile TrainJob managed by an external controller": no JobSet (here
+    no pods, Service or snapshot) and no status, while a TrainJob of kubetrain's next to it runs."""
+    _, h = env
+    ns = await h.namespace("mkq")
+    await h.kube.create(TRAINING_RUNTIMES, runtime_for("torch"), namespace=ns)
+    await h.kube.create(TRAINJOBS, trainjob("remote", managedBy="kueue.x-k8s.io/multikueue"), namespace=ns)
+    await h.kube.create(TRAINJOBS, trainjob("local", suspend=True), namespace=ns)
+    await wait_conditions(h, ns, "local", [SUSPENDED])  # the controller has reconciled this namespace
+    assert await status_of(h, ns, "remote") == {}
+    assert await h.pods(ns, "remote") == []
+    assert await h.service(ns, "remote") is None
+    assert await h.get(CONFIG_MAPS, ns, "remote-runtime-snapshot") is None

@@ -320,3 +320,21 @@ def test_fields_that_never_change_while_the_trainjob_runs(
     old = trainjob(**{field: old_value})
     new = trainjob(**{field: new_value})
     assert f"spec.{field}" in paths(new, old=old)
+
+
+def test_a_runtime_patch_sets_no_env_of_the_containers_the_trainjob_owns() -> None:
+    """Trainer's JobSet plug-in validation (the webhook's): "must not have envs for the
+    dataset-initializer, model-initializer, node containers" — their env is the TrainJob's
+    `trainer.env` / `initializer.*.env`; an init container's env may be patched ("Should succeed
+    to create TrainJob with RuntimePatches")."""
+    env = [{"name": "X", "value": "1"}]
+    refused = trainjob(runtimePatches=[node_patch(containers=[{"name": "node", "env": env}])])
+    assert paths(refused) == [f"spec.runtimePatches[0].{NODE_POD}.containers[0].env"]
+    assert "must not have envs for the dataset-initializer, model-initializer, node containers" in messages(
+        refused
+    )
+    runtime = copy.deepcopy(RUNTIME)
+    node = runtime["spec"]["template"]["spec"]["replicatedJobs"][2]["template"]["spec"]["template"]["spec"]
+    node["initContainers"] = [{"name": "prepare", "image": "x"}]
+    allowed = trainjob(runtimePatches=[node_patch(initContainers=[{"name": "prepare", "env": env}])])
+    assert paths(allowed, runtime) == []

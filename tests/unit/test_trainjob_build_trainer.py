@@ -341,3 +341,65 @@ def test_a_snapshot_an_earlier_kubetrain_wrote_as_json_is_read() -> None:
     assert read_snapshot(cm) == (runtime, state)
     cm["data"][SNAPSHOT_KEY] = yaml.safe_dump(copy.deepcopy(runtime))
     assert read_snapshot(cm) == (runtime, state)
+
+
+def test_runtime_patches_merge_structs_and_volumes_as_a_strategic_merge_patch() -> None:
+    """Trainer applies runtime patches as a strategic merge patch (Trainer's "succeeded to build
+    JobSet with securityContext overrides from the TrainJob's RuntimePatches"): a securityContext
+    or affinity is merged field by field, a volume of the same name keeps only the patch's source
+    (`retainKeys`), a container's securityContext is merged too."""
+    from kubetrain.jobs.trainjob.patches import apply_runtime_patches
+
+    template = {
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "template": {
+                        "spec": {
+                            "template": {
+                                "spec": {
+                                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1},
+                                    "affinity": {"nodeAffinity": {"x": 1}},
+                                    "volumes": [
+                                        {"name": "data", "emptyDir": {}},
+                                        {"name": "other", "emptyDir": {}},
+                                    ],
+                                    "containers": [
+                                        {"name": "node", "securityContext": {"privileged": False}}
+                                    ],
+                                }
+                            }
+                        }
+                    },
+                }
+            ]
+        }
+    }
+    pod_patch = {
+        "securityContext": {"runAsUser": 1000},
+        "affinity": {"podAntiAffinity": {"y": 2}},
+        "volumes": [{"name": "data", "configMap": {"name": "cm"}}],
+        "containers": [{"name": "node", "securityContext": {"readOnlyRootFilesystem": True}}],
+    }
+    patch = {
+        "manager": "acme.io/x",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"spec": pod_patch}}}}
+                    ]
+                }
+            }
+        },
+    }
+    assert apply_runtime_patches(template, [patch], "spec.runtimePatches") == []
+    spec = template["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000}
+    assert spec["affinity"] == {"nodeAffinity": {"x": 1}, "podAntiAffinity": {"y": 2}}
+    assert spec["volumes"] == [
+        {"name": "data", "configMap": {"name": "cm"}},
+        {"name": "other", "emptyDir": {}},
+    ]
+    assert spec["containers"][0]["securityContext"] == {"privileged": False, "readOnlyRootFilesystem": True}

@@ -5,6 +5,7 @@ replaced). Pure: wire dicts in, wire dicts out, every problem a FieldError."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,21 +47,48 @@ def merge_named(
     return out
 
 
+def merge_struct(base: object, patch: object) -> Any:
+    """A strategic merge patch of a struct without list merge keys (a securityContext, an
+    affinity): objects merged field by field, recursively (a null removes the field), anything
+    else — lists included — replaced."""
+    if not isinstance(base, Mapping) or not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(base)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_struct(base.get(key), value)
+    return out
+
+
 def merge_list_map(
-    current: Sequence[Any], items: Sequence[Mapping[str, Any]], key: str = "name", *, replace: bool = False
+    current: Sequence[Any],
+    items: Sequence[Mapping[str, Any]],
+    key: str = "name",
+    *,
+    replace: bool = False,
+    retain_keys: bool = False,
 ) -> list[Any]:
     """A runtime patch's list map merged into the runtime's, in the order Kubernetes' strategic
     merge patch (which Trainer 2.3 applies runtime patches with) leaves it: the patch's items in
     the patch's order — one the runtime has merged with it (its fields over the old; `replace`:
-    the patch's alone) —, and each item only the runtime has inserted before the first patch item
-    the runtime has after it (apimachinery's mergeSortedSlice)."""
+    the patch's alone; `retain_keys`: only the patch's fields, merged) —, and each item only the
+    runtime has inserted before the first patch item the runtime has after it (apimachinery's
+    mergeSortedSlice)."""
     original = [x for x in current if isinstance(x, Mapping)]
     where = {x.get(key): i for i, x in enumerate(original)}
     patched = {item.get(key) for item in items}
-    right = [
-        dict(item) if replace or item.get(key) not in where else {**original[where[item.get(key)]], **item}
-        for item in items
-    ]
+
+    def merged(item: Mapping[str, Any]) -> Obj:
+        if replace or item.get(key) not in where:
+            return dict(item)
+        before = original[where[item.get(key)]]
+        if retain_keys:  # `retainKeys` (a volume): only the patch's fields, each merged
+            return {k: merge_struct(before.get(k), v) for k, v in item.items()}
+        return {**before, **item}
+
+    right = [merged(item) for item in items]
     left = [dict(x) for x in original if x.get(key) not in patched]
     out: list[Any] = []
     i = j = 0
@@ -179,13 +207,16 @@ def apply_runtime_patches(template: Obj, patches: Sequence[Mapping[str, Any]], p
 
 def _patch_pod_spec(spec: Obj, patch: Mapping[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    for field in ("serviceAccountName", "securityContext", "affinity", "terminationGracePeriodSeconds"):
+    for field in ("serviceAccountName", "terminationGracePeriodSeconds"):
         if patch.get(field) is not None:
             spec[field] = patch[field]
+    for field in ("securityContext", "affinity"):
+        if patch.get(field) is not None:
+            spec[field] = merge_struct(spec.get(field), patch[field])
     if patch.get("nodeSelector"):
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **patch["nodeSelector"]}
     if patch.get("volumes"):
-        spec["volumes"] = merge_list_map(spec.get("volumes") or [], patch["volumes"])
+        spec["volumes"] = merge_list_map(spec.get("volumes") or [], patch["volumes"], retain_keys=True)
     if patch.get("imagePullSecrets"):
         spec["imagePullSecrets"] = merge_list_map(
             spec.get("imagePullSecrets") or [], patch["imagePullSecrets"]
@@ -216,5 +247,7 @@ def _patch_pod_spec(spec: Obj, patch: Mapping[str, Any], path: str) -> list[Fiel
                     container.get("volumeMounts") or [], cpatch["volumeMounts"], key="mountPath"
                 )
             if cpatch.get("securityContext") is not None:
-                container["securityContext"] = cpatch["securityContext"]
+                container["securityContext"] = merge_struct(
+                    container.get("securityContext"), cpatch["securityContext"]
+                )
     return errors

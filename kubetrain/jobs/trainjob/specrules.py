@@ -8,6 +8,8 @@ its defaulting webhook add (docs/behaviour.md, "Admission"):
   `spec.trainer.image` at most 500 characters;
 - `spec.runtimePatches[i].manager`: a domain-prefixed path (`acme.io/foo`), as Trainer's
   `validation.IsDomainPrefixedPath`; a pod spec patch's `terminationGracePeriodSeconds` ≥ 0;
+  no `env` for the `node`, `dataset-initializer`, `model-initializer` containers (init
+  containers and other containers may have it);
 - an initializer the TrainJob configures needs the runtime's replicated job of that name with a
   container (or init container) of that name (`spec.runtimeRef`, Trainer's messages);
 - on update: `runtimePatches` change only while the TrainJob is suspended before or after the
@@ -49,6 +51,8 @@ IMMUTABLE_POD_FIELDS: dict[str, str | None] = {
     "terminationGracePeriodSeconds": None,
 }
 POD_SPEC = "template.spec.template.spec"
+# Containers whose env the TrainJob's own fields set: a runtime patch may not (Trainer's rule).
+OWN_ENV = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.NODE)
 
 
 def _rjob_patches(patch: Mapping[str, Any]) -> list[Any]:
@@ -128,9 +132,20 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
             continue
         errors += _manager_errors(patch.get("manager"), f"spec.runtimePatches[{i}].manager")
         for j, rjob in enumerate(_rjob_patches(patch)):
-            grace = (
-                _pod_spec(rjob).get("terminationGracePeriodSeconds") if isinstance(rjob, Mapping) else None
+            pod_spec = _pod_spec(rjob) if isinstance(rjob, Mapping) else {}
+            rpath = (
+                f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}].{POD_SPEC}"
             )
+            for k, cpatch in enumerate(pod_spec.get("containers") or []):
+                if isinstance(cpatch, Mapping) and cpatch.get("name") in OWN_ENV and cpatch.get("env"):
+                    errors.append(
+                        invalid(
+                            f"{rpath}.containers[{k}].env",
+                            f"must not have envs for the {', '.join(OWN_ENV)} containers "
+                            "(set them in spec.trainer.env or spec.initializer.<dataset|model>.env)",
+                        )
+                    )
+            grace = pod_spec.get("terminationGracePeriodSeconds")
             if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
                 path = (
                     f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]."
@@ -212,7 +227,7 @@ def update_errors(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[
                         f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]."
                         f"{POD_SPEC}.{name}"
                     )
-                    errors.append(invalid(path, "field is immutable"))
+                    errors.append(invalid(path, "field is immutable: it may be set or removed, not changed"))
     return errors
 
 
