@@ -41,6 +41,9 @@ KUBETRAIN_MANAGER = "kubetrain.io/operator"
 KUBEFLOW_MANAGER = "kubeflow.org/training-operator"
 MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
 RECONCILED_MANAGERS = (KUBETRAIN_MANAGER, KUBEFLOW_MANAGER)
+# mpi-operator's own name (its KubeflowJobController), which it reconciles like unset: kubetrain
+# serving mpijobs.kubeflow.org is that operator, for MPIJobs.
+MPI_OPERATOR_MANAGER = "kubeflow.org/mpi-operator"
 
 
 def group_of(api_version: object) -> str:

@@ -239,6 +239,9 @@ class Framework:
     # (mpi-operator's), and training-operator's v1. kubetrain.io serves every kind at v1 only.
     kubeflow_version: str = "v1"
     kubeflow_converted_versions: tuple[str, ...] = ()
+    # runPolicy.managedBy values, beyond api/groups.RECONCILED_MANAGERS, that name this kind's own
+    # Kubeflow operator, which kubetrain is when it serves kubeflow.org (MPIJob: mpi-operator's).
+    kubeflow_managers: tuple[str, ...] = ()
 
     def converted_model(self, version: str) -> type[JobBase] | None:
         """The model of a version served through conversion (its CRD schema)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.groups import MPI_OPERATOR_MANAGER
 from kubetrain.api.labels import (
     KUBEFLOW_LABEL_JOB_NAME,
     KUBEFLOW_LABEL_JOB_ROLE,
@@ -97,6 +98,7 @@ class MPI(Framework):
     default_port = 22
     kubeflow_version = "v2beta1"  # mpi-operator's, the storage version of mpijobs.kubeflow.org
     kubeflow_converted_versions: tuple[str, ...] = ("v1",)  # training-operator's (mpiconversion.py)
+    kubeflow_managers: tuple[str, ...] = (MPI_OPERATOR_MANAGER,)  # managedByExternalController
     default_restart_policy = "Never"  # DefaultRestartPolicy
     default_replicas: Mapping[str, int] = {LAUNCHER: 1, WORKER: 0}
     default_restart_policies: Mapping[str, str] = {LAUNCHER: "OnFailure"}  # DefaultLauncherRestartPolicy

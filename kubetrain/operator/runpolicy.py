@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubetrain.api.groups import KUBETRAIN_MANAGER, RECONCILED_MANAGERS
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.jobs.shape import RunPolicy
 
 OPERATOR_MANAGER = KUBETRAIN_MANAGER
@@ -24,9 +25,13 @@ def run_policy(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def is_managed(job: Mapping[str, Any]) -> bool:
     """False when `spec.runPolicy.managedBy` names another controller (e.g. Kueue's MultiKueue):
-    leave the job alone. Kubeflow's operator's name counts as kubetrain's (api/groups.py)."""
+    leave the job alone. Kubeflow's operator's name counts as kubetrain's, and for an MPIJob
+    mpi-operator's too (api/groups.py)."""
     spec = job.get("spec")
     manager = run_policy(spec).get("managedBy") if isinstance(spec, Mapping) else None
+    framework = FRAMEWORKS.get(str(job.get("kind")))
+    if framework is not None and manager in framework.kubeflow_managers:
+        return True
     return manager in (None, "") or manager in RECONCILED_MANAGERS
 
 

@@ -398,10 +398,11 @@ def test_launcher_succeeded_without_running() -> None:
 @pytest.mark.parametrize("implementation", ["OpenMPI", "Intel", "MPICH"])
 def test_create_suspended_mpijob(implementation: str) -> None:
     """TestCreateSuspendedMPIJob: nothing runs, the job is Created and Suspended, Running is not
-    True and there is no startTime."""
+    True and there is no startTime. **Decision** (docs §4, MPIJob): the Service, ConfigMap and
+    Secret come with the first resume, where mpi-operator creates them at once."""
     s = sim(mpijob(workers=8, mpiImplementation=implementation, run_policy={"suspend": True}))
     s.step(at(0))
-    assert s.pods == {}
+    assert s.pods == {} and s.service is None and s.extra == {}
     assert s.is_true("Suspended") and not s.is_true("Running")
     assert s.condition("Suspended")["reason"] == "JobSuspended"  # type: ignore[index]
     assert "startTime" not in s.job["status"]
@@ -548,3 +549,21 @@ def test_pod_group_min_resources_compare_as_quantities() -> None:
     assert s.pod_group is not None
     s.pod_group["metadata"]["ownerReferences"] = []  # someone else's PodGroup of the name
     assert reschedule(s, scheduleTimeoutSeconds=10).update_pod_group is None
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "reconciled"),
+    [
+        (None, True),
+        ("kubeflow.org/mpi-operator", True),  # kubeflow.KubeflowJobController: the default controller
+        ("kueue.x-k8s.io/multikueue", False),  # TestDoNothingWithMPIJobManagedExternally
+    ],
+)
+def test_managed_by(managed_by: str | None, reconciled: bool) -> None:
+    """TestDoNothingWithMPIJobManagedExternally and managedByExternalController: only a
+    managedBy other than mpi-operator's own name `kubeflow.org/mpi-operator` leaves the job to
+    another controller — kubetrain serving mpijobs.kubeflow.org is that operator."""
+    s = sim(mpijob(run_policy={} if managed_by is None else {"managedBy": managed_by}))
+    p = s.step(at(0))
+    assert bool(p.create_pods) is reconciled
+    assert (p.status is not None) is reconciled
