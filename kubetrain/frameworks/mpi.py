@@ -78,7 +78,9 @@ V1_WARNING = (
     "Launcher reaches the Workers over SSH, not through kubectl exec: the key pair is generated "
     "into Secret <job>-ssh and mounted at sshAuthMountPath (/root/.ssh), each Worker's first "
     "container runs `/usr/sbin/sshd -De` unless it has a command, so the Worker image must "
-    "provide sshd; kubectl-delivery and kubexec.sh are not used"
+    "provide sshd; kubectl-delivery and kubexec.sh are not used; its pods carry mpi-operator's "
+    "labels (training.kubeflow.org/job-role launcher or worker, not master): the Kubeflow v1 "
+    "SDK's get_job_logs finds the Launcher with is_master=False, replica_type='launcher'"
 )
 
 
