@@ -37,6 +37,7 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,6 +94,23 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {within:.0f}s waiting for {what}")
         await asyncio.sleep(0.25)
+
+
+async def read(cluster: Any, ref: ResourceRef, name: str) -> Obj | None:
+    """Object `name` of `ref` in the scenario's namespace (`cluster.namespace`), None when there
+    is none."""
+    try:
+        obj: Obj = await cluster.client.get(ref, cluster.namespace, name)
+        return obj
+    except ApiError as exc:
+        if exc.is_not_found:
+            return None
+        raise
+
+
+def created_at(obj: Obj) -> datetime:
+    """`metadata.creationTimestamp` (whole seconds, as the API server writes it)."""
+    return datetime.fromisoformat(obj["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
 
 
 def condition(job: Obj, type_: str) -> Obj | None:

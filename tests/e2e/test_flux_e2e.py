@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Any
 
 import pytest
@@ -73,20 +72,6 @@ def lammps(namespace: str, runtime: str, name: str = "lammps-flux") -> Obj:
     return manifest
 
 
-async def get(cluster: Any, ref: ResourceRef, name: str) -> Obj | None:
-    try:
-        obj: Obj = await cluster.client.get(ref, cluster.namespace, name)
-        return obj
-    except ApiError as exc:
-        if exc.is_not_found:
-            return None
-        raise
-
-
-def created_at(obj: Obj) -> datetime:
-    return datetime.fromisoformat(obj["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-
-
 def container(pod: Obj, name: str, kind: str = "containers") -> Obj:
     [found] = [c for c in pod["spec"].get(kind) or [] if c["name"] == name]
     result: Obj = found
@@ -101,7 +86,7 @@ async def test_the_lammps_example_gets_flux_pods_config_map_and_secret(cluster: 
     assert pod_names == [f"{name}-node-0-0", f"{name}-node-0-1"]
 
     async def all_pods() -> list[Obj] | None:
-        pods = [await get(cluster, PODS, p) for p in pod_names]
+        pods = [await support.read(cluster, PODS, p) for p in pod_names]
         return [p for p in pods if p is not None] if all(pods) else None
 
     try:
@@ -126,8 +111,8 @@ async def test_the_lammps_example_gets_flux_pods_config_map_and_secret(cluster: 
         mounted = {m["name"] for m in [*node["volumeMounts"], *installer["volumeMounts"]]}
         assert {config_map_name, "flux-curve", "flux-install"} <= mounted <= set(volumes)
 
-    config_map = await get(cluster, CONFIG_MAPS, config_map_name)
-    secret = await get(cluster, SECRETS, secret_name)
+    config_map = await support.read(cluster, CONFIG_MAPS, config_map_name)
+    secret = await support.read(cluster, SECRETS, secret_name)
     assert config_map is not None, f"ConfigMap {config_map_name} missing while {name}'s pods exist"
     assert secret is not None, f"Secret {secret_name} missing while {name}'s pods exist"
     for child in (config_map, secret):
@@ -141,7 +126,7 @@ async def test_the_lammps_example_gets_flux_pods_config_map_and_secret(cluster: 
         )
         for pod in pods:
             # creationTimestamp has whole-second resolution: "no later than", not "before".
-            assert created_at(child) <= created_at(pod), (child["metadata"], pod["metadata"])
+            assert support.created_at(child) <= support.created_at(pod), (child["metadata"], pod["metadata"])
 
     init = config_map["data"]["init.sh"]
     assert f'hosts="{name}-node-0-[0-1]"' in init, init
@@ -165,7 +150,7 @@ async def test_the_lammps_example_gets_flux_pods_config_map_and_secret(cluster: 
 
 
 async def _gone(cluster: Any, ref: ResourceRef, name: str) -> bool:
-    return await get(cluster, ref, name) is None
+    return await support.read(cluster, ref, name) is None
 
 
 async def test_a_flux_trainjob_breaking_its_rules_is_refused_naming_the_field(
@@ -181,4 +166,4 @@ async def test_a_flux_trainjob_breaking_its_rules_is_refused_naming_the_field(
         assert error.status in (400, 422), error
         assert "denied the request" in error.message, error  # by the webhook, not the CRD schema
         assert field in error.message, error
-        assert await get(cluster, TRAINJOBS, bad["metadata"]["name"]) is None
+        assert await support.read(cluster, TRAINJOBS, bad["metadata"]["name"]) is None

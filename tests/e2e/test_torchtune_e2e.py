@@ -16,7 +16,6 @@ fields. Every object is read by its name or its TrainJob's label, never by listi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Any
 
 import pytest
@@ -58,20 +57,6 @@ def example(namespace: str, name: str) -> Obj:
     return manifest
 
 
-async def get(cluster: Any, ref: Any, name: str) -> Obj | None:
-    try:
-        obj: Obj = await cluster.client.get(ref, cluster.namespace, name)
-        return obj
-    except ApiError as exc:
-        if exc.is_not_found:
-            return None
-        raise
-
-
-def created_at(obj: Obj) -> datetime:
-    return datetime.fromisoformat(obj["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-
-
 def claim_volumes(pod: Obj) -> list[Obj]:
     return [v for v in pod["spec"].get("volumes") or [] if v.get("name") == CLAIM]
 
@@ -85,11 +70,11 @@ async def test_a_torchtune_trainjob_gets_its_pvc_before_its_initializer_pods(
     pvc_name = f"{CLAIM}-{name}"
 
     async def initializer_pods() -> list[Obj] | None:
-        pods = [await get(cluster, PODS, f"{name}-{step}-0-0") for step in INITIALIZERS]
+        pods = [await support.read(cluster, PODS, f"{name}-{step}-0-0") for step in INITIALIZERS]
         return [p for p in pods if p is not None] if all(pods) else None
 
     pods = await support.eventually(initializer_pods, within=90, what=f"{name}'s two initializer pods")
-    pvc = await get(cluster, PERSISTENT_VOLUME_CLAIMS, pvc_name)
+    pvc = await support.read(cluster, PERSISTENT_VOLUME_CLAIMS, pvc_name)
     assert pvc is not None, f"PersistentVolumeClaim {pvc_name} missing while {name}'s pods exist"
     [policy] = runtimes["spec"]["template"]["spec"]["volumeClaimPolicies"]
     [template] = policy["templates"]
@@ -117,7 +102,7 @@ async def test_a_torchtune_trainjob_gets_its_pvc_before_its_initializer_pods(
             {k: m[k] for k in ("name", "mountPath")} for m in mounts
         ]
         # creationTimestamp has whole-second resolution: "no later than", not "before".
-        assert created_at(pvc) <= created_at(pod), (pvc["metadata"], pod["metadata"])
+        assert support.created_at(pvc) <= support.created_at(pod), (pvc["metadata"], pod["metadata"])
 
     await cluster.client.delete(TRAINJOBS, cluster.namespace, name, propagation_policy="Background")
     # The garbage collector deletes the owned PVC: on a real cluster its kubernetes.io/pvc-protection
@@ -130,7 +115,7 @@ async def test_a_torchtune_trainjob_gets_its_pvc_before_its_initializer_pods(
 
 
 async def _gone(cluster: Any, pvc_name: str) -> bool:
-    return await get(cluster, PERSISTENT_VOLUME_CLAIMS, pvc_name) is None
+    return await support.read(cluster, PERSISTENT_VOLUME_CLAIMS, pvc_name) is None
 
 
 async def test_an_invalid_torchtune_trainjob_is_refused_naming_its_fields(cluster: Any) -> None:
@@ -144,4 +129,4 @@ async def test_an_invalid_torchtune_trainjob_is_refused_naming_its_fields(cluste
     assert "denied the request" in error.message, error  # by the webhook, not the CRD schema
     assert "spec.trainer.numNodes" in error.message and "llama3_2/1B" in error.message, error
     assert "spec.trainer.args[1]" in error.message and "output_dir" in error.message, error
-    assert await get(cluster, TRAINJOBS, "tune-bad") is None
+    assert await support.read(cluster, TRAINJOBS, "tune-bad") is None
