@@ -120,10 +120,13 @@ def pod_amounts(template: Mapping[str, Any]) -> dict[str, Fraction]:
     return {name: amount for name, (amount, _) in _pod_amounts_with_suffix(template).items()}
 
 
-def sum_pod_resources(templates: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """The effective resources of one pod per template, summed and printed as quantities (names
-    sorted; each sum written in the suffix of its first term when that is exact: "8Gi", "1500m")."""
+def sum_pods_resources(counted: Iterable[tuple[Mapping[str, Any], int]]) -> dict[str, str]:
+    """The effective resources of `count` pods per template, summed and printed as quantities
+    (names sorted; each sum written in the suffix of its first term when that is exact: "8Gi",
+    "1500m"). Each template's pod is read once: a 1,000-pod gang of two templates costs two
+    reads, not 1,000."""
     totals: _Amounts = {}
-    for template in templates:
-        _add(totals, _pod_amounts_with_suffix(template))
+    for template, count in counted:
+        amounts = _pod_amounts_with_suffix(template)
+        _add(totals, {name: (amount * count, suffix) for name, (amount, suffix) in amounts.items()})
     return {name: format_sum(totals[name][0], totals[name][1]) for name in sorted(totals)}

@@ -15,12 +15,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.api.labels import ANNOTATION_HPA_SPEC_HASH
-from kubetrain.api.podresources import sum_pod_resources
+from kubetrain.api.podresources import sum_pods_resources
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs.shape import EnvPlugin, JobShape
 from kubetrain.operator.children import job_labels, owner_reference
@@ -44,7 +45,8 @@ def min_resources(shape: JobShape) -> dict[str, str]:
     pod its containers' requests (limits where no request), sidecars and init containers
     counted as the scheduler counts them (`kubetrain.api.podresources.pod_amounts`)."""
     slots = shape.gang_slots()[: min_member(shape)]
-    return sum_pod_resources(shape.groups[group].template for group, _ in slots)
+    per_group = Counter(group for group, _ in slots)  # in priority order of first appearance
+    return sum_pods_resources((shape.groups[group].template, n) for group, n in per_group.items())
 
 
 def build_pod_group(shape: JobShape, gang_scheduler: str) -> dict[str, Any] | None:
