@@ -174,6 +174,25 @@ async def test_only_its_schedulers_pods_are_bound(devcluster: DevCluster, raw: R
         await sim.wait_for_phase(NS, "gang", "Running")
 
 
+async def test_a_gated_pod_is_bound_once_its_scheduling_gates_are_removed(
+    sim: PodSimulator, raw: RawApi
+) -> None:
+    gated = pod_manifest("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    await create(raw, gated)
+    await create(raw, pod_manifest("free"))
+    await sim.wait_for_phase(NS, "free", "Running")
+    pod = (await get(raw, "gated"))[1]
+    assert not pod["spec"].get("nodeName") and pod["status"].get("phase") == "Pending"
+    pod["spec"]["schedulingGates"].append({"name": "another"})  # a gate is never added
+    code, body = await raw.request("PUT", f"/api/v1/namespaces/{NS}/pods/gated", body=pod)
+    assert code == 422 and "only deletion is allowed" in str(body), body
+    del pod["spec"]["schedulingGates"]  # ... but may be removed
+    code, body = await raw.request("PUT", f"/api/v1/namespaces/{NS}/pods/gated", body=pod)
+    assert code == 200, body
+    await sim.wait_for_phase(NS, "gated", "Running")
+
+
 async def test_graceful_deletion_is_finished(devcluster: DevCluster, sim: PodSimulator, raw: RawApi) -> None:
     await create(raw, pod_manifest("doomed"))
     await sim.wait_for_phase(NS, "doomed", "Running")

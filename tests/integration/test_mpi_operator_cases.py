@@ -179,7 +179,11 @@ async def test_mpijob_resuming_and_suspending(env: tuple[DevStack, Harness]) -> 
 
     relaunched = await eventually(new_launcher, what="a Launcher with the changed template")
     assert relaunched["spec"]["nodeSelector"] == {"example.com/accelerator": "example-model-v2"}
-    await h.wait_pods(ns, "job", 3)
+    # the Launcher keeps its scheduling gate (Kueue removes it once it placed the pod): it stays
+    # Pending, unscheduled, while the Workers run
+    await h.wait_pod_names(ns, "job", ["job-launcher-0", "job-worker-0", "job-worker-1"])
+    launcher = await h.pod(ns, "job-launcher-0")
+    assert launcher is not None and not launcher["spec"].get("nodeName")
 
 
 async def test_mpijob_managed_externally(env: tuple[DevStack, Harness]) -> None:

@@ -159,6 +159,13 @@ _MUTABLE_POD_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePe
 
 def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
     new_spec, old_spec = dict(pod["spec"]), dict(old.get("spec") or {})
+    # schedulingGates: a gate may be removed (the pod then becomes schedulable), never added
+    old_gates = [g.get("name") for g in old_spec.pop("schedulingGates", None) or [] if isinstance(g, dict)]
+    for gate in new_spec.pop("schedulingGates", None) or []:
+        name = gate.get("name") if isinstance(gate, dict) else gate
+        if name not in old_gates:
+            message = f"Forbidden: only deletion is allowed, but found new scheduling gate '{name}'"
+            return [Cause("FieldValueForbidden", message, "spec.schedulingGates")]
     for field in _MUTABLE_POD_SPEC:
         new_spec.pop(field, None)
         old_spec.pop(field, None)

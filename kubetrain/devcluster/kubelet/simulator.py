@@ -8,7 +8,8 @@ no kubelets), with plain-dict bodies:
 - watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
   `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
   cluster that has a scheduler) round-robin to its nodes via POST `pods/NAME/binding` — gangs are
-  NOT its concern;
+  NOT its concern; a pod with `spec.schedulingGates` is not bound until they are all removed
+  (kube-scheduler's rule: it stays Pending, e.g. while Kueue holds it);
 - runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
   podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
   the pod's resourceVersion and re-reading + retrying on 409;
@@ -232,6 +233,8 @@ class PodSimulator:
                 await self._status.finish_deletion(key)
             return
         if not spec.get("nodeName"):
+            if spec.get("schedulingGates"):  # not schedulable until every gate is removed
+                return
             if (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names:
                 await self._binder.bind(self.api, pod)
             return
