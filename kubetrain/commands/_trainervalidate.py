@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from kubetrain.api.errors import invalid
+from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.jobs.trainjob.validate import (
@@ -27,32 +27,46 @@ def known_runtimes() -> Runtimes:
     return {(r["kind"], r["metadata"]["name"]): r for r in default_runtimes()}
 
 
+def keep_runtime(obj: dict[str, Any], runtimes: Runtimes) -> list[FieldError]:
+    """A runtime document's problems; a valid one is kept in `runtimes` for the TrainJobs after it."""
+    errors = validate_runtime(obj)
+    if not errors:
+        runtimes[(str(obj.get("kind")), str((obj.get("metadata") or {}).get("name", "")))] = obj
+    return errors
+
+
+def trainjob_errors(
+    trainjob: dict[str, Any], runtimes: Runtimes
+) -> tuple[dict[str, Any] | None, list[FieldError]]:
+    """The runtime a (defaulted) TrainJob names, found in `runtimes`, and the TrainJob's problems
+    against it — a runtime not found said as offline checks find it."""
+    ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+    runtime = runtimes.get((str(ref.get("kind")), str(ref.get("name"))))
+    errors = [
+        invalid(
+            e.path,
+            f"{ref.get('kind')} {ref.get('name')!r} is neither one of Trainer's default runtimes "
+            "nor in an earlier document of the files given",
+        )
+        if runtime is None and e.path == "spec.runtimeRef.name" and "not found" in e.message
+        else e
+        for e in validate_trainjob(trainjob, None, runtime)
+    ]
+    return runtime, errors
+
+
 def check_trainer_document(
     obj: dict[str, Any], label: str, report: TextIO, runtimes: Runtimes
 ) -> tuple[bool, Any]:
     kind = obj.get("kind")
     if kind in (c.TRAINING_RUNTIME, c.CLUSTER_TRAINING_RUNTIME):
-        errors = validate_runtime(obj)
+        errors = keep_runtime(obj, runtimes)
         for warning in runtime_warnings(obj):
             print(f"{label}: warning: {warning}", file=report)
-        if not errors:
-            runtimes[(str(kind), str((obj.get("metadata") or {}).get("name", "")))] = obj
         final: dict[str, Any] = obj
     elif kind == c.TRAINJOB:
         final = default_trainjob(obj)
-        ref = (final.get("spec") or {}).get("runtimeRef") or {}
-        runtime = runtimes.get((str(ref.get("kind")), str(ref.get("name"))))
-        errors = validate_trainjob(final, None, runtime)
-        errors = [
-            invalid(
-                e.path,
-                f"{ref.get('kind')} {ref.get('name')!r} is neither one of Trainer's default runtimes "
-                "nor in an earlier document of the files given",
-            )
-            if runtime is None and e.path == "spec.runtimeRef.name" and "not found" in e.message
-            else e
-            for e in errors
-        ]
+        _, errors = trainjob_errors(final, runtimes)
     else:
         print(f"{label}: kind: Unsupported value: {kind!r}: must be one of {', '.join(c.KINDS)}", file=report)
         return False, None

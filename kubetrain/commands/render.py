@@ -35,14 +35,14 @@ from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.api.trainer import constants as tc
-from kubetrain.commands._trainervalidate import Runtimes, known_runtimes
+from kubetrain.commands._trainervalidate import Runtimes, keep_runtime, known_runtimes, trainjob_errors
 from kubetrain.commands.validate import read_documents
 from kubetrain.cron.decide import next_job
 from kubetrain.cron.shape import read_cron, validate_cron
-from kubetrain.jobs.trainjob.children import STATE_KEY, build_snapshot, jobset_spec, runtime_ref
+from kubetrain.jobs.trainjob.children import STATE_KEY, build_snapshot, jobset_spec
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import trainjob_shape
-from kubetrain.jobs.trainjob.validate import default_trainjob, validate_runtime, validate_trainjob
+from kubetrain.jobs.trainjob.validate import default_trainjob
 from kubetrain.operator.desired import desired_children
 from kubetrain.operator.prepare import prepare_job
 from kubetrain.operator.statusprojection import TRAINER
@@ -120,17 +120,12 @@ def render_trainjob(
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
         meta["namespace"] = namespace or "default"
-    kind, name = runtime_ref(job)
-    runtime = runtimes.get((kind, str(name)))
-    if runtime is None:
-        return [], [
-            f"spec.runtimeRef.name: Invalid: {kind} {name!r} is neither one of Trainer's default "
-            "runtimes nor in an earlier document of the file"
-        ]
-    errors = [str(e) for e in validate_trainjob(job, None, runtime)]
-    resolved, problems = resolve(job, runtime)
-    if errors or resolved is None:
-        return [], errors or [str(e) for e in problems]
+    runtime, errors = trainjob_errors(job, runtimes)
+    if errors or runtime is None:
+        return [], [str(e) for e in errors]
+    resolved, problems = resolve(job, runtime)  # valid: resolves (the webhook's check, above)
+    if resolved is None:
+        return [], [str(e) for e in problems]
     shape = trainjob_shape(job, resolved, jobset_spec(runtime), TRAINER, gang_scheduler)
     gang = shape.gang.scheduler if shape.gang is not None else None
     desired = desired_children(shape, gang_scheduler=gang.name if gang is not None else NONE)
@@ -244,10 +239,7 @@ def _trainer_document(
     children are added to `output`; the problems."""
     kind = obj.get("kind")
     if kind in (tc.TRAINING_RUNTIME, tc.CLUSTER_TRAINING_RUNTIME):
-        errors = [str(e) for e in validate_runtime(obj)]
-        if not errors:
-            runtimes[(str(kind), str((obj.get("metadata") or {}).get("name", "")))] = obj
-        return errors
+        return [str(e) for e in keep_runtime(obj, runtimes)]
     if kind != tc.TRAINJOB:
         return [f"kind: Unsupported value: {kind!r}: must be one of {', '.join(tc.KINDS)}"]
     children, errors = render_trainjob(

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
 
 JOB_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")  # jobsStatus' counts, in the order shown
@@ -104,8 +105,7 @@ def replica_title(job: Mapping[str, Any]) -> str:
 
 
 def num_nodes(job: Mapping[str, Any]) -> int | None:
-    value = ((job.get("spec") or {}).get("trainer") or {}).get("numNodes")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return json_int(((job.get("spec") or {}).get("trainer") or {}).get("numNodes"))
 
 
 @dataclass(frozen=True)

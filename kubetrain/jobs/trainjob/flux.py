@@ -34,13 +34,14 @@ longer one makes pods a real API server refuses). Pure."""
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
-from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.errors import FieldError, invalid, json_int
 from kubetrain.api.labels import ANNOTATION_CURVE_CERTIFICATE
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import gpus_per_node
@@ -102,7 +103,7 @@ def validate(
     `node` pod template, after the TrainJob's patches); kubetrain's own name limit."""
     errors: list[FieldError] = []
     procs = procs_per_node(policy, trainer)
-    if not isinstance(procs, int) or isinstance(procs, bool) or procs < 1:
+    if (json_int(procs) or 0) < 1:
         errors.append(
             invalid(
                 "spec.trainer.numProcPerNode",
@@ -147,7 +148,7 @@ def read_policy(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
         num_nodes=num_nodes,
-        procs_per_node=procs if isinstance(procs, int) else 1,
+        procs_per_node=json_int(procs) or 1,
         gpus=gpus_per_node(per_node if per_node is not None else runtime_resources),
         settings=settings,
     )
@@ -226,7 +227,10 @@ def children(flux: FluxPolicy) -> tuple[Obj, Obj]:
     return config_map, secret
 
 
+@functools.cache
 def _template(name: str) -> str:
+    """Trainer's template `name` (package data), read once per process: a Flux TrainJob's
+    ConfigMap is built at every reconcile."""
     return resources.files("kubetrain.api.trainer").joinpath("flux", name).read_text(encoding="utf-8")
 
 

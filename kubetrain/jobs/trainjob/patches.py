@@ -51,14 +51,14 @@ def merge_struct(base: object, patch: object) -> Any:
     """A strategic merge patch of a struct without list merge keys (a securityContext, an
     affinity): objects merged field by field, recursively (a null removes the field), anything
     else — lists included — replaced."""
-    if not isinstance(base, Mapping) or not isinstance(patch, Mapping):
+    if not isinstance(patch, Mapping):
         return copy.deepcopy(patch)
-    out = dict(base)
+    out = dict(base) if isinstance(base, Mapping) else {}
     for key, value in patch.items():
         if value is None:
             out.pop(key, None)
         else:
-            out[key] = merge_struct(base.get(key), value)
+            out[key] = merge_struct(out.get(key), value)
     return out
 
 
@@ -115,26 +115,9 @@ def merge_resources(base: Mapping[str, Any] | None, override: Mapping[str, Any])
     MergeResourceRequirements (a strategic merge patch): `limits` and `requests` merged resource
     by resource (the TrainJob's quantity wins; a null removes the resource), `claims` merged by
     name; a resource the TrainJob does not name keeps the runtime's quantity."""
-    out: Obj = {k: v for k, v in (base or {}).items()}
-    for key in ("limits", "requests"):
-        if key not in override:
-            continue
-        patch = override[key]
-        if patch is None:
-            out.pop(key, None)
-            continue
-        merged = dict(out.get(key) or {})
-        for name, quantity in (patch or {}).items():
-            if quantity is None:
-                merged.pop(name, None)
-            else:
-                merged[name] = quantity
-        out[key] = merged
+    out: Obj = merge_struct(base or {}, {k: v for k, v in override.items() if k != "claims"})
     if override.get("claims") is not None:
         out["claims"] = merge_named(list(out.get("claims") or []), override["claims"])
-    for key, value in override.items():
-        if key not in ("limits", "requests", "claims"):
-            out[key] = value
     return out
 
 

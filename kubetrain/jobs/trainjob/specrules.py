@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
-from kubetrain.api.errors import FieldError, forbidden, invalid
+from kubetrain.api.errors import FieldError, forbidden, invalid, json_int
 from kubetrain.api.trainer import constants as c
 
 Obj = dict[str, Any]
@@ -146,7 +146,7 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
                         )
                     )
             grace = pod_spec.get("terminationGracePeriodSeconds")
-            if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
+            if grace is not None and (json_int(grace) is None or grace < 0):
                 path = (
                     f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]."
                     f"{POD_SPEC}.terminationGracePeriodSeconds"

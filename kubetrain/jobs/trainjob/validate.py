@@ -28,7 +28,16 @@ from typing import Any
 
 from kubetrain.api import trainerstatus
 from kubetrain.api.dnsnames import DNS1035_LABEL
-from kubetrain.api.errors import RECREATE, FieldError, duplicate, forbidden, invalid, not_supported, required
+from kubetrain.api.errors import (
+    RECREATE,
+    FieldError,
+    duplicate,
+    forbidden,
+    invalid,
+    json_int,
+    not_supported,
+    required,
+)
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
@@ -59,7 +68,7 @@ def default_trainjob(obj: Mapping[str, Any]) -> Obj:
 
 
 def _positive(value: object, path: str, errors: list[FieldError]) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+    if value is not None and (json_int(value) or 0) < 1:
         errors.append(invalid(path, f"must be an integer of at least 1, not {value!r}"))
 
 
@@ -211,9 +220,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     if implementation not in (None, "", "OpenMPI"):  # Trainer's CRD enum
         errors.append(not_supported("spec.mlPolicy.mpi.mpiImplementation", implementation, ("OpenMPI",)))
     flux_procs = (ml_policy.get("flux") or {}).get("numProcPerNode")
-    if flux_procs is not None and (
-        not isinstance(flux_procs, int) or isinstance(flux_procs, bool) or flux_procs < 1
-    ):
+    if flux_procs is not None and (json_int(flux_procs) or 0) < 1:
         # Trainer's CRD rule, with its message
         errors.append(
             invalid(
