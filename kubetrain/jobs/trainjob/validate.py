@@ -146,6 +146,7 @@ def validate_trainjob(
     if old is not None:
         errors += _immutable(spec, old)
         errors += specrules.update_errors(spec, old.get("spec") or {})
+        errors += specrules.active_job_errors(spec, old)
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
     return errors
 
