@@ -311,3 +311,28 @@ def test_a_bad_variable_is_one_line_naming_the_flag_and_the_variable(
     # The flag given, the variable is not read.
     args = cli.build_parser().parse_args(["run", "--cluster-domain", "corp.example"])
     assert args.cluster_domain == CORP
+
+
+def test_webhook_worker_children_get_the_parents_domain_and_not_a_stale_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubetrain.webhook.workers import child_argv
+
+    monkeypatch.setenv("CUSTOM_CLUSTER_DOMAIN", "Not_Valid")  # the flag overrides it in the parent
+    args = cli.build_parser().parse_args(["run", "--cluster-domain", ""])
+    assert args.cluster_domain == UNSET
+    child = cli.build_parser().parse_args(child_argv(args))
+    assert child.cluster_domain == UNSET
+
+
+def test_render_writes_the_domain_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    manifest = tmp_path / "pi.yaml"
+    manifest.write_text(yaml.safe_dump(mpijob()))
+    assert cli.main(["render", str(manifest), "--cluster-domain", "corp.example"]) == 0
+    rendered = list(yaml.safe_load_all(capsys.readouterr().out))
+    worker = next(o for o in rendered if o["metadata"]["name"] == "pi-worker-0")
+    assert worker["spec"]["dnsConfig"] == {"searches": ["pi.ns.svc.corp.example"]}
+    config = next(o for o in rendered if o["kind"] == "ConfigMap")
+    assert "pi-worker-1.pi.ns.svc.corp.example slots=1" in config["data"]["hostfile"]
