@@ -31,8 +31,8 @@ from kubetrain.webhook.review import (
     AdmissionResponse,
     decode_review,
     encode_review,
-    shape_problem,
 )
+from kubetrain.webhook.shapelimits import shape_problem
 from kubetrain.webhook.trainer import is_trainer_review, mutate_trainer, needs_read, validate_trainer
 from kubetrain.webhook.validate import needs_job, validate
 

@@ -31,11 +31,6 @@ MAX_WARNING_LENGTH = 120 * 1024
 MAX_WARNINGS = 4096
 # ...and this webhook keeps its whole answer small: warnings beyond this many bytes are dropped.
 MAX_WARNINGS_BYTES = 256 * 1024
-# Objects nested deeper than this are refused (a pod template needs about 15 levels).
-MAX_NESTING_DEPTH = 64
-# Objects (maps) with more members than this are refused before any schema check: the schema
-# library's cost grows with unknown fields (it sorts and lists them all in one step).
-MAX_OBJECT_MEMBERS = 10_000
 
 
 class BadReview(ValueError):
@@ -193,49 +188,6 @@ def decode_review(body: bytes) -> AdmissionRequest:
             f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     return parse_review(review)
-
-
-def shape_problem(
-    value: Any, max_depth: int = MAX_NESTING_DEPTH, max_members: int = MAX_OBJECT_MEMBERS
-) -> tuple[str, str] | None:
-    """(path, problem) of the first object nested more than `max_depth` objects/lists deep or
-    with more than `max_members` fields, or None. The path reads `spec.a.b[0].c`. Iterative:
-    safe on input that would overflow a recursive walk. The common case (no problem) is one
-    pass without building paths; only a problem found costs a second pass that names it."""
-    if _shape_ok(value, max_depth, max_members):
-        return None
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
-    while stack:
-        node, path, depth = stack.pop()
-        if isinstance(node, dict):
-            if len(node) > max_members:
-                return path or "<root>", f"has {len(node)} fields; at most {max_members} are accepted"
-            items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in node.items())
-        elif isinstance(node, list):
-            items = ((f"{path}[{i}]", v) for i, v in enumerate(node))
-        else:
-            continue
-        if depth >= max_depth:
-            return path or "<root>", f"nested more than {max_depth} objects or lists deep"
-        stack.extend((v, p, depth + 1) for p, v in items if isinstance(v, dict | list))
-    return None
-
-
-def _shape_ok(value: Any, max_depth: int, max_members: int) -> bool:
-    level: list[Any] = [value]
-    for _ in range(max_depth + 1):
-        below: list[Any] = []
-        for node in level:
-            if type(node) is dict:
-                if len(node) > max_members:
-                    return False
-                below.extend(v for v in node.values() if type(v) is dict or type(v) is list)
-            else:
-                below.extend(v for v in node if type(v) is dict or type(v) is list)
-        if not below:
-            return True
-        level = below
-    return False
 
 
 def _clip_warnings(warnings: list[str]) -> list[str]:
