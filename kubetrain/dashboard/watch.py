@@ -3,7 +3,8 @@ every browser at once — never a poll of the API server per browser.
 
 They run with the dashboard's own (read-only) credentials and feed:
 - `rows`: one `JobRow` per job, recomputed only when the job changes (the list page filters,
-  sorts and slices them; each user sees only the rows their RBAC allows, `access.py`);
+  sorts and slices them; each user sees only the rows their RBAC allows, `access.py`) — a
+  TrainJob's restarts also when one of its pods does (they come from its pods' lives);
 - `history`: every pod's life (`PodHistory`) for the Gantt chart;
 - `progress`: the trainer's reports (`ProgressHistory`) for the plots;
 - `hub`: one `Change` per job change for the live-update streams (SSE), each subscriber a bounded
@@ -18,10 +19,11 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubetrain.api.labels import LABEL_JOB_NAME
+from kubetrain.dashboard.views import trainjob
 from kubetrain.dashboard.views.joblist import JobRow, job_row
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.dashboard.views.podhistory import PodHistory, owner_uid
@@ -267,7 +269,7 @@ class JobWatch:
 
     def _on_job(self, kind: JobKind) -> Callable[[Obj], None]:
         def handle(job: Obj) -> None:
-            row = job_row(kind, job)
+            row = self._with_pod_restarts(job_row(kind, job))
             key = row.key
             if key not in self.rows:
                 self.generation += 1
@@ -299,10 +301,24 @@ class JobWatch:
 
         return handle
 
+    def _with_pod_restarts(self, row: JobRow, pod: Obj | None = None) -> JobRow:
+        """A TrainJob's row with its restarts from its pods (`views/trainjob.restarts`: its
+        status has no count) — from every life kept, or from the one `pod` that changed —
+        another kind's row as it is."""
+        if not row.uid or not trainjob.is_trainjob_kind(row.kind.group, row.kind.kind):
+            return row
+        if pod is None:
+            restarts = trainjob.restarts(self.history.lives(row.uid))
+        else:
+            restarts = trainjob.pod_attempt(pod)
+        return replace(row, restarts=restarts) if restarts > row.restarts else row
+
     def _owner_change(self, pod: Obj) -> None:
         key = self.names.get(owner_uid(pod))
         if key is not None:
             row = self.rows.get(key)
+            if row is not None:
+                row = self.rows[key] = self._with_pod_restarts(row, pod)
             self.hub.publish(Change(key[0], key[1], key[2], key[3], row.state if row else ""))
 
     def _on_pod(self, pod: Obj) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from kubetrain.api.trainer.constants import RESTART_ATTEMPT
 from kubetrain.dashboard.views.timeutil import parse_time
 
 Obj = dict[str, Any]
@@ -156,7 +157,8 @@ def life_from_pod(
         name=str(meta.get("name") or ""),
         replica_type=str(labels.get(LABEL_REPLICA_TYPE) or ""),
         index=_int(labels.get(LABEL_REPLICA_INDEX)),
-        attempt=_int(labels.get(LABEL_ATTEMPT)) or 0,
+        # a TrainJob's pods carry JobSet's attempt label instead
+        attempt=_int(labels.get(LABEL_ATTEMPT)) or _int(labels.get(RESTART_ATTEMPT)) or 0,
         created=created,
         scheduled=scheduled or (previous.scheduled if previous else None),
         started=started

@@ -11,6 +11,12 @@ is not a Kubeflow v1 job's: the one place the views read its fields. Pure.
   batch Jobs that are ready, succeeded, failed, active, suspended — Jobs, not pods: one Job of
   the trainer step runs `spec.trainer.numNodes` pods. The list shows per step `node 1/1`: the
   Jobs active or succeeded of the Jobs the status counts, and says so in the cell's tooltip.
+- **Restarts**: Trainer's status has no restart count (JobSet's `status.restarts` is on the
+  JobSet, which kubetrain does not make). kubetrain records a TrainJob's whole-gang restarts —
+  the runtime's failure policy restarting the JobSet, a stall restart — in the run's record
+  (the runtime snapshot ConfigMap's `data.state`) and stamps each pod of the run with it as
+  `jobset.sigs.k8s.io/restart-attempt`; the column shows the highest attempt among the
+  TrainJob's pods the dashboard saw (`restarts`), so it reads neither ConfigMaps nor events.
 - **Suspend / resume**: `spec.suspend` (a TrainJob has no `runPolicy`).
 - **Steps** (the job page): one line per step the status names, with `numNodes` for the
   trainer step, its pods as the dashboard sees them, and its Job counts.
@@ -24,6 +30,7 @@ from typing import Any
 
 from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
+from kubetrain.dashboard.views.podhistory import PodLife
 
 JOB_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")  # jobsStatus' counts, in the order shown
 REPLICAS_UNIT = (
@@ -102,6 +109,21 @@ def replica_title(job: Mapping[str, Any]) -> str:
     for e in jobs_status(job):
         lines.append(f"{e['name']}: " + ", ".join(f"{_count(e, k)} {k}" for k in JOB_COUNTS))
     return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def restarts(lives: Iterable[PodLife]) -> int:
+    """A TrainJob's whole-gang restarts: the highest restart attempt among its pods' lives (a
+    pod of the current attempt carries the run's count; a later attempt's never a lower one)."""
+    return max((life.attempt for life in lives), default=0)
+
+
+def pod_attempt(pod: Mapping[str, Any]) -> int:
+    """The restart attempt a TrainJob's pod belongs to (its JobSet label; 0 without one)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    try:
+        return max(0, int(str(labels.get(c.RESTART_ATTEMPT))))
+    except ValueError:
+        return 0
 
 
 def num_nodes(job: Mapping[str, Any]) -> int | None:

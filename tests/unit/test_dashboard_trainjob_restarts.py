@@ -1,0 +1,122 @@
+"""The dashboard's Restarts column for a TrainJob: Trainer's status has no restart count, so the
+row takes the TrainJob's whole-gang restarts from its pods — the planner stamps every pod of a
+run with the run's record (`jobset.sigs.k8s.io/restart-attempt`, the snapshot's
+`data.state.restarts`) — as the dashboard's informers see them, in whichever order the job and
+its pods arrive. Other kinds keep their status' counts."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from trainjobs import RUNTIME, UID
+
+from kubetrain.dashboard.views import joblist, trainjob
+from kubetrain.dashboard.views.kinds import TRAINJOB, served_kinds
+from kubetrain.dashboard.views.podhistory import life_from_pod
+from kubetrain.dashboard.watch import JobWatch
+from kubetrain.jobs.trainjob import children as ch
+from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.trainedge import plan_trainjob
+
+Obj = dict[str, Any]
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def train_job() -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {
+            "name": "tj",
+            "namespace": "ns",
+            "uid": UID,
+            "creationTimestamp": "2026-11-26T11:00:00Z",
+        },
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
+        "status": {"jobsStatus": [{"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 1}]},
+    }
+
+
+def pods_of_run(restarts: int) -> list[Obj]:
+    """The pods the planner creates for the run whose record counts `restarts`, as the API
+    server stores them (uid, creationTimestamp)."""
+    job = train_job()
+    snapshot = ch.build_snapshot(job, RUNTIME, {"restarts": restarts, "failures": {}})
+    snapshot["metadata"]["ownerReferences"][0]["uid"] = UID
+    observed = Observed(pods=[], service={"metadata": {"name": "tj"}}, extra=[snapshot])
+    pods = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig()).create_pods
+    assert pods, "the planner creates the run's pods"
+    for i, pod in enumerate(pods):
+        pod["metadata"].update(
+            uid=f"pod-{restarts}-{i}", creationTimestamp=f"2026-11-26T11:{10 + restarts}:0{i}Z"
+        )
+    return pods
+
+
+def watch() -> JobWatch:
+    return JobWatch(cast(Any, None), served_kinds(["trainer.kubeflow.org"]))
+
+
+def row(w: JobWatch) -> joblist.JobRow:
+    return w.rows[(TRAINJOB.group, TRAINJOB.plural, "ns", "tj")]
+
+
+def test_a_pods_attempt_is_jobsets_label_on_a_trainjobs_pod() -> None:
+    [first, _] = pods_of_run(2)
+    assert first["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "2"
+    assert life_from_pod(first).attempt == 2
+    assert trainjob.restarts([life_from_pod(p) for p in pods_of_run(0) + pods_of_run(3)]) == 3
+    assert trainjob.restarts([]) == 0
+    assert trainjob.pod_attempt(first) == 2
+    assert trainjob.pod_attempt({"metadata": {"labels": {"jobset.sigs.k8s.io/restart-attempt": "x"}}}) == 0
+    assert trainjob.pod_attempt({"metadata": {}}) == 0
+
+
+def test_the_row_counts_the_restarts_its_pods_carry() -> None:
+    w = watch()
+    w._on_job(TRAINJOB)(train_job())
+    assert row(w).restarts == 0  # the status has no count, and no pod was seen yet
+    for pod in pods_of_run(0):
+        w._on_pod(pod)
+    assert row(w).restarts == 0
+    # a whole-gang restart: the old pods deleted, the next attempt's created
+    for pod in pods_of_run(0):
+        w._on_pod_delete(pod)
+    for pod in pods_of_run(1):
+        w._on_pod(pod)
+    assert row(w).restarts == 1
+    w._on_job(TRAINJOB)(train_job())  # the TrainJob's own update keeps it
+    assert row(w).restarts == 1
+    for pod in pods_of_run(1):
+        w._on_pod_delete(pod)  # a suspended (or finished, past its TTL) TrainJob has no pods left
+    w._on_job(TRAINJOB)(train_job())
+    assert row(w).restarts == 1
+
+
+def test_pods_seen_before_their_trainjob_count_too() -> None:
+    """After a dashboard restart the informers list pods and jobs in any order."""
+    w = watch()
+    for pod in pods_of_run(4):
+        w._on_pod(pod)
+    w._on_job(TRAINJOB)(train_job())
+    assert row(w).restarts == 4
+    assert row(w).restarts == 4
+
+
+def test_other_kinds_keep_their_status_counts() -> None:
+    [tfjobs] = [k for k in served_kinds(["kubetrain.io"]) if k.kind == "TFJob"]
+    w = JobWatch(cast(Any, None), [tfjobs])
+    job = {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "tf", "namespace": "ns", "uid": "tf-uid"},
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1}}},
+        "status": {"replicaStatuses": {"Worker": {"restarts": 2}}, "jobRestarts": 1},
+    }
+    w._on_job(tfjobs)(job)
+    pod = copy.deepcopy(pods_of_run(5)[0])  # a pod with a restart-attempt label, owned by the TFJob
+    pod["metadata"]["ownerReferences"][0]["uid"] = "tf-uid"
+    w._on_pod(pod)
+    assert w.rows[(tfjobs.group, tfjobs.plural, "ns", "tf")].restarts == 3
