@@ -253,8 +253,9 @@ class Framework:
 
     def kubeflow_pod_labels(self, job: JobLayout, replica_type: str, index: int) -> dict[str, str] | None:
         """The `training.kubeflow.org/*` labels of a kubeflow.org job's pod when this kind's
-        Kubeflow operator labels its pods otherwise than training-operator does (MPIJob:
-        mpi-operator's); None: training-operator's labels (`kubetrain.operator.children`)."""
+        Kubeflow operators label its pods otherwise than training-operator's generic rule (MPIJob:
+        mpi-operator's or training-operator v1's MPIJob controller's, by the version the job was
+        created at); None: the generic rule (`kubetrain.operator.children`)."""
         return None
 
     def spec_gates(self, spec: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:

@@ -70,8 +70,7 @@ V1_WARNING = (
     "Launcher reaches the Workers over SSH, not through kubectl exec: the key pair is generated "
     "into Secret <job>-ssh and mounted at sshAuthMountPath (/root/.ssh), each Worker's first "
     "container runs `/usr/sbin/sshd -De` unless it has a command, so the Worker image must "
-    "provide sshd; kubectl-delivery and kubexec.sh are not used. Its pods carry training-operator "
-    "v1's labels (the Launcher training.kubeflow.org/job-role: master)"
+    "provide sshd; kubectl-delivery and kubexec.sh are not used"
 )
 
 

@@ -7,8 +7,11 @@ registered for (`matchPolicy: Equivalent`) before admission, so the object the w
 controller see no longer says which version its author wrote; the AdmissionReview's
 `requestKind` does (`kind` is the converted version). The mutating webhook records it:
 
-- CREATE: the annotation is set to `<group>/<requestKind version>` (a value the client wrote is
-  replaced, with a warning) — only the API server knows what the client sent;
+- CREATE: the annotation is set to `<group>/<requestKind version>` — only the API server knows
+  what the client sent — unless the client set it to a served version itself: that value is
+  kept (with a warning when it is not the version written), so a job exported with
+  `kubectl get -o yaml` (at v1, the CRD's preferred version) and created again keeps its pods'
+  labels; another value is refused by validation;
 - UPDATE: the stored job's value is kept; an update that drops the annotation gets it back (a
   `kubectl replace` or a server-side apply of the original manifest drops what the webhook
   added), and validation refuses one that changes it, or adds it to a job stored without it —
@@ -69,30 +72,31 @@ def record_created_version(
     obj: dict[str, Any], client_version: str, old: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """The job as the mutating webhook stores it, and its warnings: on CREATE (`old` None) the
-    annotation names the version the client wrote (`client_version`: requestKind's version); on
-    UPDATE the stored job's annotation is put back when the update dropped it. `obj` itself is
-    not changed."""
+    annotation names the version the client wrote (`client_version`: requestKind's version)
+    unless the client set it to a served version itself (kept, with a warning when it differs);
+    on UPDATE the stored job's annotation is put back when the update dropped it. `obj` itself
+    is not changed."""
     served = _served(obj)
     if not served:
         return obj, []
-    group = group_of(obj.get("apiVersion"))
     written = created_api_version(obj)
     if old is not None:
         before = created_api_version(old)
         if written is None and before is not None:
             return _with_annotation(obj, str(before)), []
         return obj, []  # unchanged, or a change validation refuses
-    value = f"{group}/{client_version}"
+    value = f"{group_of(obj.get('apiVersion'))}/{client_version}"
     if value not in served:  # requestKind missing or odd: the version the webhook is called at
         called_at = obj.get("apiVersion")
         value = called_at if isinstance(called_at, str) and called_at in served else served[0]
-    warnings = []
-    if written is not None and written != value:
-        warnings.append(
-            f"{PATH}: set by kubetrain to the apiVersion the job is created at: "
-            f"{value!r} replaces {written!r}"
-        )
-    return _with_annotation(obj, value), warnings
+    if written is None:
+        return _with_annotation(obj, value), []
+    if written in served and written != value:
+        return obj, [
+            f"{PATH} is {written!r}: the job's pods get the labels of {written} although it is "
+            f"created at {value}"
+        ]
+    return obj, []  # the version written, or a value validation refuses
 
 
 def created_version_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:

@@ -98,7 +98,7 @@ def pod_labels(job: JobLayout, framework: EnvPlugin, replica_type: str, index: i
         framework.kubeflow_pod_labels(job, replica_type, index) if isinstance(framework, Framework) else None
     )
     if group_of(job.api_version) == KUBEFLOW_GROUP and kubeflow is not None:
-        labels.update(kubeflow)  # the kind's own Kubeflow operator's labels (MPIJob: mpi-operator's)
+        labels.update(kubeflow)  # the kind's own rule (MPIJob: frameworks/mpilabels.py)
     elif group_of(job.api_version) == KUBEFLOW_GROUP:  # Kubeflow's labels too (api/labels.py)
         labels[KUBEFLOW_LABEL_OPERATOR_NAME] = f"{job.kind.lower()}-controller"
         labels[KUBEFLOW_LABEL_JOB_NAME] = job.name

@@ -242,3 +242,44 @@ async def test_a_main_container_kubetrain_cannot_honour_is_refused_with_its_path
         replica["template"]["spec"]["containers"][0]["name"] = "mpi-launcher"
     created = await h.kube.create(V1, manifest, namespace=ns)
     assert created["spec"]["mainContainer"] == "mpi-launcher"
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+async def test_an_exported_job_created_again_keeps_its_recorded_version(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """`kubectl get -o yaml` reads MPIJobs at v1 (the CRD's preferred version): a v2beta1 job
+    exported and created again from that file (at v1) keeps mpi-operator's labels, with a
+    warning saying so."""
+    stack, h = env
+    ns = await h.namespace("mpiexport")
+    manifest: Obj = yaml.safe_load(next(V2_EXAMPLES.rglob("pi.yaml")).read_text())
+    manifest["apiVersion"] = "kubeflow.org/v2beta1"
+    name = manifest["metadata"]["name"]
+    await h.kube.create(V2, manifest, namespace=ns)
+    code, out, err = await kubectl(stack, "get", "mpijobs.kubeflow.org", name, "-n", ns, "-o", "json")
+    assert code == 0, err
+    exported = json.loads(out)
+    assert exported["apiVersion"] == "kubeflow.org/v1"
+    assert exported["metadata"]["annotations"][CREATED] == "kubeflow.org/v2beta1"
+    await h.kube.delete(V2, ns, name)
+
+    async def gone() -> bool | None:
+        try:
+            await h.kube.get(V2, ns, name)
+        except ApiError as err:
+            return True if err.status == 404 else None
+        return None
+
+    await eventually(gone, what=f"MPIJob {name} deleted")
+    exported.pop("status", None)
+    for field in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
+        exported["metadata"].pop(field, None)
+    code, out, err = await kubectl(stack, "create", "-n", ns, "-f", "-", stdin=json.dumps(exported))
+    assert code == 0, err
+    assert f"{CREATED}] is 'kubeflow.org/v2beta1': the job's pods get the labels of" in err
+    again = await h.kube.get(V2, ns, name)
+    assert again["metadata"]["annotations"][CREATED] == "kubeflow.org/v2beta1"
+    await h.wait_pods(ns, name, 3)
+    launcher = await h.pod(ns, f"{name}-launcher-0")
+    assert launcher is not None and kubeflow_labels(launcher)["job-role"] == "launcher"

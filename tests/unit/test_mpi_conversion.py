@@ -38,7 +38,10 @@ names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, ma
 small = st.integers(min_value=0, max_value=8)
 clean = st.sampled_from(["All", "Running", "None"])
 user_annotations = st.dictionaries(
-    st.sampled_from(["a", "team", "kubetrain.io/other", "example.com/x"]), names, min_size=1, max_size=3
+    st.sampled_from(["a", "team", "kubetrain.io/other", "kubetrain.io/created-api-version", "example.com/x"]),
+    names,
+    min_size=1,
+    max_size=3,
 )
 
 

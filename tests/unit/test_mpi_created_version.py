@@ -1,6 +1,7 @@
 """A kubeflow.org MPIJob's pods carry the labels of the operator whose API version its author
 wrote (docs/behaviour.md §4, MPIJob "Labels"): the mutating webhook records requestKind's version
-in `kubetrain.io/created-api-version` on CREATE and keeps it on UPDATE (a dropped annotation is
+in `kubetrain.io/created-api-version` on CREATE (a served value the client wrote is kept) and
+keeps it on UPDATE (a dropped annotation is
 put back, a changed or added one refused by validation); v1 jobs get training-operator v1.9's
 labels (the Launcher `job-role: master`, what the Kubeflow v1 SDK's get_job_logs selects),
 v2beta1 jobs and jobs without the annotation mpi-operator's. The conversion webhook keeps the
@@ -144,10 +145,28 @@ def test_create_without_request_kind_records_the_version_the_webhook_is_called_a
     assert obj["metadata"]["annotations"][KEY] == "kubeflow.org/v2beta1"
 
 
-def test_create_replaces_a_value_the_client_wrote_with_a_warning() -> None:
+def test_create_keeps_a_served_value_the_client_wrote_with_a_warning() -> None:
+    """A job exported with `kubectl get -o yaml` (MPIJobs read at v1, the CRD's preferred
+    version) and created again keeps the version recorded at its first creation."""
     obj, warnings = admitted(mpijob({KEY: "kubeflow.org/v2beta1", "team": "hpc"}), request_version="v1")
-    assert obj["metadata"]["annotations"] == {KEY: "kubeflow.org/v1", "team": "hpc"}
-    assert any(PATH in w and "'kubeflow.org/v1' replaces 'kubeflow.org/v2beta1'" in w for w in warnings)
+    assert obj["metadata"]["annotations"] == {KEY: "kubeflow.org/v2beta1", "team": "hpc"}
+    assert warnings == [
+        f"{PATH} is 'kubeflow.org/v2beta1': the job's pods get the labels of kubeflow.org/v2beta1 "
+        "although it is created at kubeflow.org/v1"
+    ]
+    assert kubeflow_labels(obj)["pi-launcher-0"]["job-role"] == "launcher"
+    same, quiet = admitted(mpijob({KEY: "kubeflow.org/v1"}), request_version="v1")
+    assert same["metadata"]["annotations"][KEY] == "kubeflow.org/v1" and not any(KEY in w for w in quiet)
+
+
+def test_create_with_a_value_naming_no_served_version_is_refused() -> None:
+    obj, _ = admitted(mpijob({KEY: "v1"}), request_version="v1")
+    response = validated(obj, request_version="v1")
+    assert not response.allowed
+    assert (
+        f"{PATH}: NotSupported: 'v1' is not supported: must be one of "
+        '"kubeflow.org/v2beta1", "kubeflow.org/v1"' in response.message
+    )
 
 
 @pytest.mark.parametrize(
@@ -248,14 +267,14 @@ def test_conversion_keeps_the_annotation_both_ways(value: str) -> None:
 
 def test_training_operator_example_written_at_v1_runs_with_its_labels() -> None:
     """A v1 manifest as the API server hands it to the webhooks (converted to v2beta1,
-    requestKind v1): recorded, warned about (SSH delivery, v1 labels), Launcher job-role master."""
+    requestKind v1): recorded, warned about SSH delivery only, Launcher job-role master."""
     manifest = yaml.safe_load(V1_EXAMPLE.read_text())
     manifest["metadata"].update(namespace="ns", uid="uid-1")
     converted = to_v2beta1(manifest)
     obj, _ = admitted(converted, request_version="v1")
     response = validated(obj, request_version="v1")
     assert response.allowed and response.warnings[0] == V1_WARNING
-    assert "is_master=False" not in V1_WARNING and "job-role: master" in V1_WARNING
+    assert "is_master=False" not in V1_WARNING and "job-role" not in V1_WARNING  # nothing to work around
     name = manifest["metadata"]["name"]
     labels = kubeflow_labels(obj)
     assert labels[f"{name}-launcher-0"]["job-role"] == "master"
