@@ -26,7 +26,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import trainerstatus
+from kubetrain.api import startdeadline, trainerstatus
 from kubetrain.api.dnsnames import DNS1035_LABEL
 from kubetrain.api.errors import (
     RECREATE,
@@ -146,6 +146,7 @@ def validate_trainjob(
         errors += _immutable(spec, old)
         errors += specrules.update_errors(spec, old.get("spec") or {})
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
+    errors += startdeadline.annotation_errors(obj)
     return errors
 
 
