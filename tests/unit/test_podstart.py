@@ -238,3 +238,17 @@ def test_a_trainjob_whose_pods_start_loses_the_condition() -> None:
     job["status"] = p.status
     started = tj_plan(job, [trainjob_pod("tj-node-0-0")], NOW + timedelta(seconds=5))
     assert "conditions" not in started.status or started.status["conditions"] == []
+
+
+def test_the_dashboard_shows_the_state() -> None:
+    from kubetrain.dashboard.views.joblist import STATES, job_state
+
+    sim = Sim(pytorch())
+    sim.step(at(0))
+    sim.pods["pt-master-0"] = stuck(sim.pods["pt-master-0"], container="pytorch")
+    sim.step(at(1))
+    assert job_state(sim.job) == "PodsNotStarting" and "PodsNotStarting" in STATES
+    job = trainjob(1)
+    job["status"] = tj_plan(job, [stuck(trainjob_pod("tj-node-0-0", ready=False))]).status
+    assert job["status"]["jobsStatus"][0]["active"] == 1  # counted active, yet not running
+    assert job_state(job) == "PodsNotStarting"
