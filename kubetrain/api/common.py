@@ -19,7 +19,10 @@ RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 CleanPodPolicy = Literal["All", "Running", "None"]
 DEFAULT_CLEAN_POD_POLICY: CleanPodPolicy = "Running"
 # Stalled: a Running job stopped reporting progress (kubetrain's; operator/stall.py)
-ConditionType = Literal["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "Stalled"]
+# PodsNotStarting: containers of its pods wait for a reason that does not pass (operator/podstart.py)
+ConditionType = Literal[
+    "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended", "Stalled", "PodsNotStarting"
+]
 ConditionStatus = Literal["True", "False", "Unknown"]
 # A Kubernetes resource quantity: "4", "500m", "16Gi", or a bare number.
 Quantity = int | float | str

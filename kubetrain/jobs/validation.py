@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api import startdeadline
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.api.servicemode import check_service_mode
@@ -138,6 +139,7 @@ def validate_v1(
     errors.extend(annotations.host_network.errors_for(total))
     errors.extend(kubedl_annotation_errors(annotations.kubedl, replicas or ()))
     errors.extend(annotations.progress_errors)
+    errors.extend(startdeadline.annotation_errors(obj))
     run_policy = spec.get("runPolicy")
     if isinstance(run_policy, dict):
         errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
+from kubetrain.api.startdeadline import start_deadline_seconds
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
 from kubetrain.jobs.shape import GroupTally, JobShape
-from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, runpolicy, stall
+from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, podstart, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
@@ -110,6 +111,7 @@ class ActiveJob:
         framework_failure = None if succeeded else self.shape.failed(counts)
         stall.resumed(r.status, r.now)
         stalled = stall.check(r.status, policy.progress_deadline_seconds, r.now, r.title)
+        start = self.pods_not_starting()
         if succeeded:
             r.terminal(st.SUCCEEDED, *self.shape.status.succeeded_as(r.title), delete_active=False)
         elif framework_failure is not None:
@@ -118,6 +120,8 @@ class ActiveJob:
         elif deadline is not None and r.now >= deadline:
             reason, message = self.shape.status.deadline_exceeded_as(r.status, r.title)
             r.terminal(st.FAILED, reason, message, delete_active=True)
+        elif start.failed is not None:
+            r.terminal(st.FAILED, podstart.REASON_DEADLINE, start.failed, delete_active=True)
         elif failures:
             reason, detail = failures[0]
             r.terminal(st.FAILED, reason, f"{r.title} has failed: {detail}", delete_active=False)
@@ -141,6 +145,7 @@ class ActiveJob:
             deadline = runpolicy.deadline(policy, self.shape.status.run_began(r.status, r.job, r.now))
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, deadline)
             r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, stalled.due)
+            r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, start.due)
         self.write_replica_statuses(tallies)
 
     # --- observations --------------------------------------------------------------------------
@@ -187,6 +192,23 @@ class ActiveJob:
         if restart_job is not None:
             return 1
         return sum(1 for _, _, verdict in retries if verdict.counted)
+
+    def pods_not_starting(self) -> podstart.Verdict:
+        """Containers of the current attempt's pods that cannot start (podstart.py): the
+        PodsNotStarting condition and an event per newly seen one; the verdict for the deadline."""
+        r = self.r
+        live = [p for p in self.slots.values() if not terminating(p) and pod_name(p) not in r.deleting]
+        annotations = (r.job.get("metadata") or {}).get("annotations")
+        old = st.get_condition(r.old, podstart.CONDITION)
+        verdict = podstart.judge(live, old, start_deadline_seconds(annotations), r.now, r.title)
+        if verdict.condition is not None:
+            st.set_condition(r.status, podstart.CONDITION, True, *verdict.condition, r.now)
+        elif verdict.cleared:
+            message = podstart.STARTED_MESSAGE
+            st.set_condition(r.status, podstart.CONDITION, False, podstart.REASON_STARTED, message, r.now)
+        for waiting in verdict.events:
+            r.event("Warning", podstart.EVENT, f"{r.title}: {waiting.told()}")
+        return verdict
 
     # --- decisions -----------------------------------------------------------------------------
     def code_sync(self) -> None:

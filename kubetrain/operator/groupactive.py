@@ -29,9 +29,10 @@ from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
+from kubetrain.api.startdeadline import start_deadline_seconds
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
-from kubetrain.operator import creates, groupfailure, runpolicy, stall
+from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
@@ -40,7 +41,8 @@ from kubetrain.operator.jobrestarts import JobRestarts
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.progressenv import config_map
 from kubetrain.operator.slots import phase_counts, slot_pods
-from kubetrain.operator.status import format_time
+from kubetrain.operator.status import format_time, get_condition
+from kubetrain.operator.statusprojection import set_condition
 
 Obj = dict[str, Any]
 RESTARTED_AT = "restartedAt"  # the run's record: when the current attempt began (stall detection)
@@ -226,6 +228,12 @@ class GroupActiveJob:
             r.terminal(SUCCEEDED, reason, message, delete_active=True)
             self.write_group_statuses()
             return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
+        start = self.pods_not_starting(attempt)
+        if start.failed is not None:
+            r.terminal(FAILED, podstart.REASON_DEADLINE, start.failed, delete_active=True)
+            self.write_group_statuses()
+            return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
+        r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, start.due)
         stalled = self.stalled(attempt)
         if stalled is not None:
             return stalled
@@ -274,6 +282,25 @@ class GroupActiveJob:
             else:
                 del self.failed_jobs[group]
         return None
+
+    def pods_not_starting(self, attempt: str) -> podstart.Verdict:
+        """Containers of the attempt's pods that cannot start (podstart.py): the PodsNotStarting
+        condition (removed once none waits) and an event per newly seen one; the verdict for the
+        start deadline."""
+        r = self.r
+        pods = [p for p in r.live_pods() if self.attempt_of(p) == attempt]
+        annotations = (r.job.get("metadata") or {}).get("annotations")
+        old = get_condition(r.old, podstart.CONDITION)
+        verdict = podstart.judge(pods, old, start_deadline_seconds(annotations), r.now, r.title)
+        if verdict.condition is not None:
+            set_condition(r.status, podstart.CONDITION, True, *verdict.condition, r.now)
+        elif not verdict.waiting and get_condition(r.status, podstart.CONDITION) is not None:
+            r.status["conditions"] = [
+                c for c in r.status.get("conditions") or [] if c.get("type") != podstart.CONDITION
+            ]
+        for waiting in verdict.events:
+            r.event("Warning", podstart.EVENT, f"{r.title}: {waiting.told()}")
+        return verdict
 
     def stalled(self, attempt: str) -> Obj | None:
         """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a

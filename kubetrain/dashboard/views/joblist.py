@@ -20,7 +20,17 @@ from kubetrain.dashboard.views.timeutil import parse_time
 Obj = dict[str, Any]
 
 # Display states, in the order the filter offers them.
-STATES = ("Pending", "Created", "GangScheduling", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
+STATES = (
+    "Pending",
+    "Created",
+    "GangScheduling",
+    "PodsNotStarting",
+    "Running",
+    "Restarting",
+    "Suspended",
+    "Succeeded",
+    "Failed",
+)
 TERMINAL = ("Succeeded", "Failed")
 SORT_KEYS = ("created", "name", "namespace", "kind", "state", "progress", "restarts")
 PER_PAGE_CHOICES = (10, 25, 50, 100, 200, 500)

@@ -4,8 +4,9 @@ is not a Kubeflow v1 job's: the one place the views read its fields. Pure.
 - **State**: Trainer's conditions are only `Suspended`, `Complete` and `Failed` (no `Created`,
   no `Running`), and `Suspended` stays, status False, once the job is resumed. So the state is
   the terminal condition that holds (`Complete` reads as the dashboard's `Succeeded`), else
-  `Suspended` while that condition is True, else `Running` once the status counts a job of a
-  step active, ready or succeeded (`status.jobsStatus`), else `Pending`.
+  `Suspended` while that condition is True, else `PodsNotStarting` while kubetrain's condition
+  of that name is True (containers of its pods cannot start), else `Running` once the status
+  counts a job of a step active, ready or succeeded (`status.jobsStatus`), else `Pending`.
 - **Replicas**: a TrainJob has no `<kind>ReplicaSpecs` and no `replicaStatuses`; its status
   counts, per replicated job of its runtime (a step: `node`, `dataset-initializer`, …), the
   batch Jobs that are ready, succeeded, failed, active, suspended — Jobs, not pods: one Job of
@@ -32,6 +33,7 @@ from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
 from kubetrain.dashboard.views.podhistory import PodLife
 
+NOT_STARTING = "PodsNotStarting"
 JOB_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")  # jobsStatus' counts, in the order shown
 REPLICAS_UNIT = (
     "TrainJob: batch Jobs of each step (status.jobsStatus), active or succeeded / counted — "
@@ -85,6 +87,8 @@ def state(job: Mapping[str, Any]) -> str:
         return "Succeeded"
     if c.SUSPENDED in true:
         return "Suspended"
+    if NOT_STARTING in true:  # kubetrain's: containers of its pods cannot start (operator/podstart.py)
+        return NOT_STARTING
     under_way = any(_count(e, k) for e in jobs_status(job) for k in ("active", "ready", "succeeded"))
     return "Running" if under_way else "Pending"
 

@@ -13,6 +13,8 @@ no kubelets), with plain-dict bodies:
 - runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
   podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
   the pod's resourceVersion and re-reading + retrying on 409;
+- starts no container from an image it cannot use (`images.py`: an invalid reference, a registry
+  under `.invalid`): the pod stays Pending, the container waiting with the kubelet's reason;
 - mounts projected volumes before starting a pod (`volumes.py`): a `serviceAccountToken` source
   gets a pod-bound token from the TokenRequest API, ConfigMap/Secret sources their keys; a failed
   mount keeps the pod Pending; `files(ns, name)` shows what a container reads;
@@ -55,7 +57,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
-from kubetrain.devcluster.kubelet import initstatus, podstatus, reporter, volumes
+from kubetrain.devcluster.kubelet import images, initstatus, podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
@@ -252,6 +254,14 @@ class PodSimulator:
             if due is not None:  # a failed init container: restarted after the back-off
                 delay = (due[1] - self.clock.now()).total_seconds()
                 self._timers.schedule(key, ("init-retry", uid, due[0]), delay, self._status.retry_init)
+                return
+            if images.first_failure(pod) is not None:  # an image it cannot use: Pending for good
+                await self._status.cannot_start(key)
+                if "ErrImagePull" in images.waiting_reasons(self._pods.get(key) or pod):
+                    marker = ("pull-back-off", uid)
+                    self._timers.schedule(
+                        key, marker, images.PULL_BACK_OFF_SECONDS, self._status.pull_back_off
+                    )
                 return
             if uid not in self._mounts and volumes.has_projected_volumes(pod):
                 self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())

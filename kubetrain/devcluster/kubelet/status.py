@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
-from kubetrain.devcluster.kubelet import initstatus, podstatus
+from kubetrain.devcluster.kubelet import images, initstatus, podstatus
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
@@ -133,6 +133,32 @@ class PodTransitions:
             )
 
         await self.write_status(key, build)
+
+    async def cannot_start(self, key: Key) -> None:
+        """A container whose image the kubelet cannot use (images.py): the pod stays Pending with
+        it waiting — written once; the pull back-off (`pull_back_off`) follows on a timer."""
+        await self.write_status(key, self._blocked(back_off=False))
+
+    async def pull_back_off(self, key: Key) -> None:
+        """ErrImagePull becomes ImagePullBackOff, as the kubelet's pull back-off begins."""
+        await self.write_status(key, self._blocked(back_off=True))
+
+    def _blocked(self, *, back_off: bool) -> StatusBuilder:
+        def build(pod: dict[str, Any]) -> dict[str, Any] | None:
+            if not self.ours(pod) or pod_phase(pod) != "Pending" or pod["metadata"].get("deletionTimestamp"):
+                return None
+            reasons = images.waiting_reasons(pod)
+            if ("ErrImagePull" not in reasons) if back_off else bool(reasons & images.REASONS):
+                return None  # nothing to move on to, or already said
+            return images.blocked_status(
+                pod,
+                host_ip=self._host_ips[pod["spec"]["nodeName"]],
+                pod_ip=self._pod_ip(pod),
+                now=self.clock.now(),
+                back_off=back_off,
+            )
+
+        return build
 
     async def run_ended(self, key: Key) -> None:
         pod = self._pods.get(key)

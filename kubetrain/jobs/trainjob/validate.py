@@ -28,7 +28,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api import trainerstatus
+from kubetrain.api import startdeadline, trainerstatus
 from kubetrain.api.dnsnames import DNS1035_LABEL
 from kubetrain.api.errors import (
     RECREATE,
@@ -149,6 +149,7 @@ def validate_trainjob(
         errors += specrules.update_errors(spec, old.get("spec") or {})
         errors += specrules.active_job_errors(spec, old)
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
+    errors += startdeadline.annotation_errors(obj)
     return errors
 
 

@@ -1,0 +1,254 @@
+"""Pods that cannot start (operator/podstart.py): which waiting containers count (init containers
+too, never an unscheduled pod), one event per (pod, container, reason) and a condition written
+only when that set changes, the start deadline's arithmetic on the plan's `now` — for a v1 kind
+(Kubeflow's conditions) and a TrainJob (Trainer's), and the annotation's admission rule."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from planner_builders import T0, Sim, at, job, replica, ts
+from trainjobs import trainjob_pod
+
+from kubetrain.api.startdeadline import ANNOTATION, annotation_errors, start_deadline_seconds
+from kubetrain.operator import podstart
+from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.trainedge import plan_trainjob
+
+from .test_trainplan import NOW, snapshot, trainjob
+
+Obj = dict[str, Any]
+
+
+def stuck(
+    pod: Obj,
+    reason: str = "ImagePullBackOff",
+    message: str = 'Back-off pulling image "nope:1"',
+    *,
+    init: bool = False,
+    container: str = "c",
+    scheduled: str | None = ts(T0),
+) -> Obj:
+    """`pod` Pending, its container (or init container) `container` waiting with `reason`."""
+    out = copy.deepcopy(pod)
+    status = out.setdefault("status", {})
+    status["phase"] = "Pending"
+    key = "initContainerStatuses" if init else "containerStatuses"
+    status[key] = [{"name": container, "state": {"waiting": {"reason": reason, "message": message}}}]
+    if init:
+        status["containerStatuses"] = [{"name": "main", "state": {"waiting": {"reason": "PodInitializing"}}}]
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    if scheduled is not None:
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled})
+    status["conditions"] = conditions
+    return out
+
+
+def bare(name: str) -> Obj:
+    return {"metadata": {"name": name}, "status": {}}
+
+
+# --- detection ---------------------------------------------------------------------------------
+
+
+def test_waiting_init_and_app_containers_are_found_with_their_kubelet_messages() -> None:
+    pod = stuck(bare("p"), "ErrImagePull", "rpc error:  pull\naccess denied", init=True, container="fetch")
+    [w] = podstart.waiting_containers(pod)
+    assert (w.pod, w.container, w.init, w.reason, w.kind) == (
+        "p",
+        "fetch",
+        True,
+        "ErrImagePull",
+        "ImagePullBackOff",
+    )
+    assert w.message == "rpc error: pull access denied" and w.scheduled_at == T0 and w.pending
+    config = stuck(bare("q"), "CreateContainerConfigError", 'configmap "cfg" not found')
+    assert [w.reason for w in podstart.waiting_containers(config)] == ["CreateContainerConfigError"]
+    assert "init container fetch cannot start: ErrImagePull" in w.told()
+
+
+def test_waiting_that_passes_by_itself_or_an_unscheduled_pod_does_not_count() -> None:
+    assert podstart.waiting_containers(stuck(bare("p"), "ContainerCreating")) == []
+    assert podstart.waiting_containers(stuck(bare("p"), "CrashLoopBackOff")) == []
+    assert podstart.waiting_containers(stuck(bare("p"), scheduled=None)) == []  # queued, gang-waiting
+    ended = stuck(bare("p"))
+    ended["status"]["phase"] = "Failed"
+    assert podstart.waiting_containers(ended) == []
+    deleting = stuck(bare("p"))
+    deleting["metadata"]["deletionTimestamp"] = ts(T0)
+    assert podstart.waiting_containers(deleting) == []
+
+
+def test_a_long_kubelet_message_is_truncated() -> None:
+    [w] = podstart.waiting_containers(stuck(bare("p"), message="x" * 5000))
+    assert len(w.message) == podstart.MAX_KUBELET_MESSAGE and w.message.endswith("...")
+
+
+# --- the condition and the events: written on change only --------------------------------------
+
+
+def condition_after(verdict: podstart.Verdict, old: Obj | None) -> Obj | None:
+    if verdict.condition is not None:
+        return {"type": podstart.CONDITION, "status": "True", "message": verdict.condition[1]}
+    return None if verdict.cleared else old
+
+
+def test_one_event_per_pod_container_and_reason_not_per_reconcile() -> None:
+    pods = [stuck(bare("job-worker-1"), "ErrImagePull", "no such host")]
+    first = podstart.judge(pods, None, None, at(0), "TFJob job")
+    assert first.condition is not None and first.condition[0] == "ImagePullBackOff"
+    assert first.condition[1].startswith("TFJob job: 1 container(s) of its pods cannot start: job-worker-1/c")
+    assert first.condition[1].endswith("Kubelet: no such host")
+    assert [w.pod for w in first.events] == ["job-worker-1"]
+    cond = condition_after(first, None)
+    again = podstart.judge(pods, cond, None, at(5), "TFJob job")
+    assert again.condition is None and again.events == []
+    # The kubelet's back-off alternation is the same reason: no write, no event.
+    backoff = [stuck(bare("job-worker-1"), "ImagePullBackOff", "Back-off pulling image")]
+    assert podstart.judge(backoff, cond, None, at(9), "TFJob job").condition is None
+    assert podstart.judge(backoff, cond, None, at(9), "TFJob job").events == []
+    # A second pod (whose name ends like the first's) is new: a new message, one event for it.
+    pods.append(stuck(bare("b-worker-1"), "CreateContainerConfigError", 'secret "s" not found'))
+    more = podstart.judge(pods, cond, None, at(10), "TFJob job")
+    assert more.condition is not None and more.condition[0] == "CreateContainerConfigError"
+    assert [(w.pod, w.reason) for w in more.events] == [("b-worker-1", "CreateContainerConfigError")]
+    # Every pod started: the condition clears; a later failure tells again.
+    cond = condition_after(more, cond)
+    cleared = podstart.judge([], cond, None, at(20), "TFJob job")
+    assert cleared.cleared and cleared.events == []
+    assert podstart.judge(pods, {**(cond or {}), "status": "False"}, None, at(30), "TFJob job").events
+
+
+def test_a_large_job_names_the_first_containers_and_counts_the_rest() -> None:
+    pods = [stuck(bare(f"p-{i:02d}")) for i in range(25)]
+    verdict = podstart.judge(pods, None, None, at(0), "PyTorchJob big")
+    assert verdict.condition is not None
+    assert "25 container(s)" in verdict.condition[1] and " and 15 more." in verdict.condition[1]
+    assert len(verdict.events) == podstart.MAX_LISTED
+    again = podstart.judge(pods, condition_after(verdict, None), None, at(1), "PyTorchJob big")
+    assert again.condition is None and again.events == []
+
+
+# --- the start deadline ------------------------------------------------------------------------
+
+
+def test_the_start_deadline_counts_from_scheduling_to_the_second() -> None:
+    pods = [stuck(bare("p"), scheduled=ts(at(10)))]
+    before = podstart.judge(pods, None, 60, at(69), "TFJob job")
+    assert before.failed is None and before.due == at(70)
+    due = podstart.judge(pods, None, 60, at(70), "TFJob job")
+    assert due.failed is not None and "scheduled more than 60s ago" in due.failed
+    assert "container c still cannot start: ImagePullBackOff" in due.failed
+    unscheduled = [stuck(bare("p"), scheduled=None)]
+    assert podstart.judge(unscheduled, None, 60, at(10_000), "TFJob job").failed is None
+    running = stuck(bare("p"))
+    running["status"]["phase"] = "Running"  # a restart that cannot start again is not a start
+    late = podstart.judge([running], None, 60, at(10_000), "TFJob job")
+    assert late.failed is None and late.condition is not None
+
+
+def test_the_annotation_is_read_and_checked() -> None:
+    assert start_deadline_seconds({ANNOTATION: "300"}) == 300
+    assert start_deadline_seconds({ANNOTATION: "0"}) is None and start_deadline_seconds({}) is None
+    for bad in ("0", "-5", "1.5", "ten", "²"):
+        [error] = annotation_errors({"metadata": {"annotations": {ANNOTATION: bad}}})
+        assert error.path == f"metadata.annotations[{ANNOTATION}]" and "positive integer" in error.message
+    assert annotation_errors({"metadata": {"annotations": {ANNOTATION: "30"}}}) == []
+
+
+# --- in the planner: a v1 kind ------------------------------------------------------------------
+
+
+def pytorch(deadline: str | None = None) -> Obj:
+    obj = job(
+        "PyTorchJob", {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 1)}, name="pt"
+    )
+    if deadline is not None:
+        obj["metadata"].setdefault("annotations", {})[ANNOTATION] = deadline
+    return obj
+
+
+def test_a_v1_job_says_why_once_and_fails_at_its_start_deadline() -> None:
+    sim = Sim(pytorch("120"))
+    sim.step(at(0))
+    sim.pods["pt-worker-0"] = stuck(sim.pods["pt-worker-0"], container="pytorch", scheduled=ts(at(1)))
+    p = sim.step(at(5))
+    cond = sim.condition(podstart.CONDITION)
+    assert cond is not None and cond["status"] == "True" and cond["reason"] == "ImagePullBackOff"
+    assert sim.job["status"]["conditions"][-1]["type"] == podstart.CONDITION  # what `kubectl get` shows
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "PodNotStarting")]
+    assert "pod pt-worker-0 container pytorch cannot start: ImagePullBackOff" in p.events[0].message
+    assert p.requeue_at == at(121)  # woken at the deadline, not polled
+    quiet = sim.step(at(60))
+    assert quiet.status is None and quiet.events == []
+    failed = sim.step(at(121))
+    assert sim.is_true("Failed") and sim.condition("Failed")["reason"] == "StartDeadlineExceeded"  # type: ignore[index]
+    assert sorted(failed.delete_pods) == ["pt-master-0", "pt-worker-0"]
+
+
+def test_a_v1_job_whose_pods_start_turns_the_condition_false() -> None:
+    sim = Sim(pytorch())
+    sim.step(at(0))
+    sim.pods["pt-master-0"] = stuck(sim.pods["pt-master-0"], "InvalidImageName", container="pytorch")
+    p = sim.step(at(1))
+    assert p.requeue_at is None or p.requeue_at > at(10_000)  # no deadline: nothing to wake for
+    sim.all_phase("Running")
+    sim.step(at(2))
+    cond = sim.condition(podstart.CONDITION)
+    assert cond is not None and cond["status"] == "False" and cond["reason"] == "PodsStarted"
+    assert sim.is_true("Running") and sim.job["status"]["conditions"][-1]["type"] == "Running"
+
+
+# --- in the planner: a TrainJob -------------------------------------------------------------------
+
+
+def tj_plan(job: Obj, pods: list[Obj], now: Any = NOW) -> Any:
+    observed = Observed(pods=pods, service={"metadata": {"name": "tj"}}, extra=[snapshot(job)])
+    return plan_trainjob(job, observed, None, now, PlannerConfig())
+
+
+def test_a_trainjob_says_why_and_fails_at_its_start_deadline() -> None:
+    job = trainjob(2)
+    job["metadata"]["annotations"] = {ANNOTATION: "60"}
+    pods = [trainjob_pod("tj-node-0-0"), stuck(trainjob_pod("tj-node-0-1", ready=False), scheduled=ts(NOW))]
+    p = tj_plan(job, pods)
+    [cond] = p.status["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == (podstart.CONDITION, "True", "ImagePullBackOff")
+    assert set(cond) == {"type", "status", "reason", "message", "lastTransitionTime"}  # a metav1.Condition
+    assert [e.reason for e in p.events] == ["PodNotStarting"]
+    assert p.requeue_at == NOW + timedelta(seconds=60)
+    job["status"] = p.status
+    quiet = tj_plan(job, pods, NOW + timedelta(seconds=30))
+    assert quiet.status is None and quiet.events == []
+    failed = tj_plan(job, pods, NOW + timedelta(seconds=60))
+    done = next(c for c in failed.status["conditions"] if c["type"] == "Failed")
+    assert done["reason"] == "StartDeadlineExceeded" and "tj-node-0-1" in done["message"]
+    assert sorted(failed.delete_pods) == ["tj-node-0-0", "tj-node-0-1"]
+
+
+def test_a_trainjob_whose_pods_start_loses_the_condition() -> None:
+    job = trainjob(1)
+    p = tj_plan(job, [stuck(trainjob_pod("tj-node-0-0", ready=False), "CreateContainerError")])
+    job["status"] = p.status
+    started = tj_plan(job, [trainjob_pod("tj-node-0-0")], NOW + timedelta(seconds=5))
+    assert "conditions" not in started.status or started.status["conditions"] == []
+
+
+def test_the_dashboard_shows_the_state() -> None:
+    from kubetrain.dashboard.views.joblist import STATES, job_state
+
+    sim = Sim(pytorch())
+    sim.step(at(0))
+    sim.pods["pt-master-0"] = stuck(sim.pods["pt-master-0"], container="pytorch")
+    sim.step(at(1))
+    assert job_state(sim.job) == "PodsNotStarting" and "PodsNotStarting" in STATES
+    job = trainjob(1)
+    job["status"] = tj_plan(job, [stuck(trainjob_pod("tj-node-0-0", ready=False))]).status
+    assert job["status"]["jobsStatus"][0]["active"] == 1  # counted active, yet not running
+    assert job_state(job) == "PodsNotStarting"
