@@ -426,6 +426,10 @@ def test_replicas_over_1024_are_refused_with_a_single_job_rule() -> None:
     resolved, errors = resolve(trainjob(nodes=2), runtime(rule("RestartJob"), replicas=1025))
     assert resolved is None
     assert [e.path for e in errors] == [f"runtime.{path}"]
+    p = plan(trainjob(nodes=2), runtime(rule("RestartJob"), replicas=1025), [])
+    cond = failed_condition(p)
+    assert p.create_pods == [] and cond is not None
+    assert cond["reason"] == "TrainingRuntimeNotSupported" and cond["message"].startswith(f"runtime.{path}")
 
 
 def test_the_runtime_crds_accept_every_jobset_action() -> None:
