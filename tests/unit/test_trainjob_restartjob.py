@@ -119,6 +119,31 @@ def test_rules_pick_the_action_per_replicated_job_as_in_the_kep() -> None:
     assert decide("tj", other, ["node"], 0).job is None
 
 
+# JobSet v0.12's TestFindFirstFailedPolicyRuleAndJob, where it maps: a kubetrain job fails only
+# with `BackoffLimitExceeded` (JobSet's case reasons DeadlineExceeded / FailedIndexes never match),
+# and of several failed jobs the first in the runtime's order is taken (no failure times).
+def test_jobsets_rule_matching_cases() -> None:
+    def by(action: str, *reasons: str, targets: tuple[str, ...] = ()) -> Obj:
+        return {"name": action, "action": action, "onJobFailureReasons": list(reasons)} | (
+            {"targetReplicatedJobs": list(targets)} if targets else {}
+        )
+
+    rule1 = by("RestartJob", "BackoffLimitExceeded")
+    rule2 = by("RestartJobAndIgnoreMaxRestarts", "DeadlineExceeded")
+    rule3 = by("FailJobSet", "FailedIndexes")
+    unmatched = by("FailJobSet", targets=("fakeReplicatedJobName",))
+    jobs = {"warmup": 1}
+    # no rules, or no rule matching: the default RestartJobSet, for the first failed job
+    for rules in ([], [rule2], [unmatched]):
+        verdict = decide("tj", {"maxRestarts": 1, "rules": rules}, ["warmup", "node"], 0, jobs)
+        assert (verdict.reason, verdict.job) == ("RestartJobSetFailurePolicyAction", None), rules
+        assert verdict.message.endswith("(first failed job: tj-warmup-1)")
+    # the first rule (in order) matching the failure decides
+    for rules in ([rule1, rule2, rule3], [rule2, rule3, rule1], [unmatched, rule1]):
+        verdict = decide("tj", {"maxRestarts": 1, "rules": rules}, ["warmup", "node"], 0, jobs)
+        assert (verdict.reason, verdict.job) == ("RestartJobFailurePolicyAction", ("warmup", 1)), rules
+
+
 # JobSet v0.12's TestApplyFailurePolicyRuleAction (pkg/controllers/failure_policy_test.go), the
 # cases with the RestartJob feature on, on a replicated job of one Job (here `warmup`, replicas 1):
 # (name, action, maxRestarts, status before as the run's record, record after, Failed reason).
@@ -426,6 +451,10 @@ def test_replicas_over_1024_are_refused_with_a_single_job_rule() -> None:
     resolved, errors = resolve(trainjob(nodes=2), runtime(rule("RestartJob"), replicas=1025))
     assert resolved is None
     assert [e.path for e in errors] == [f"runtime.{path}"]
+    p = plan(trainjob(nodes=2), runtime(rule("RestartJob"), replicas=1025), [])
+    cond = failed_condition(p)
+    assert p.create_pods == [] and cond is not None
+    assert cond["reason"] == "TrainingRuntimeNotSupported" and cond["message"].startswith(f"runtime.{path}")
 
 
 def test_the_runtime_crds_accept_every_jobset_action() -> None:
