@@ -82,7 +82,8 @@ def tf_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
     A cluster domain the operator was given is appended to every host (`<pod>.<job>.<ns>.svc.
     <domain>`), as training-operator does with `CUSTOM_CLUSTER_DOMAIN`; none given, the hosts
     end in `.svc` (`ClusterDomain.qualify`)."""
-    cluster = {r.lower: [_address(job, t, i) for i in range(r.replicas)] for t, r in job.replicas.items()}
+    address = _qualified_address if job.cluster_domain.configured else JobLayout.pod_address
+    cluster = {r.lower: [address(job, t, i) for i in range(r.replicas)] for t, r in job.replicas.items()}
     task = {"type": replica_type.lower(), "index": index}
     if job.spec.get("enableDynamicWorker") is True:
         sparse: dict[str, Any] = {"worker": {}, "ps": []}
@@ -95,7 +96,7 @@ def tf_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
     return {"cluster": cluster, "task": task, "environment": "cloud"}
 
 
-def _address(job: JobLayout, replica_type: str, index: int) -> str:
+def _qualified_address(job: JobLayout, replica_type: str, index: int) -> str:
     host = job.cluster_domain.qualify(job.pod_host(replica_type, index))
     return f"{host}:{job.pod_port(replica_type, index)}"
 

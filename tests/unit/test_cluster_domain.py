@@ -336,3 +336,22 @@ def test_render_writes_the_domain_it_is_given(tmp_path: Path, capsys: pytest.Cap
     assert worker["spec"]["dnsConfig"] == {"searches": ["pi.ns.svc.corp.example"]}
     config = next(o for o in rendered if o["kind"] == "ConfigMap")
     assert "pi-worker-1.pi.ns.svc.corp.example slots=1" in config["data"]["hostfile"]
+
+
+def test_a_restart_with_another_domain_rewrites_the_hostfile_but_not_existing_pods() -> None:
+    """Pods keep the names they were created with; the job's hostfile ConfigMap is rewritten at
+    its next reconcile (operations.md, "Cluster domain", limits)."""
+    obj = mpijob()
+    obj["metadata"]["generation"] = 1
+    first = plan(obj, Observed(pods=[]), NOW, PlannerConfig(), cache=JobCache())
+    (config_map,) = [c for c in first.create_children if c["kind"] == "ConfigMap"]
+    assert "pi-worker-0.pi.ns.svc slots=1" in config_map["data"]["hostfile"]
+    pods = [{**p, "status": {"phase": "Running"}} for p in first.create_pods]
+    stored = {**config_map, "metadata": {**config_map["metadata"], "resourceVersion": "7"}}
+    after = plan(
+        obj, Observed(pods=pods, extra=[stored]), NOW, PlannerConfig(cluster_domain=CORP), cache=JobCache()
+    )
+    (updated,) = after.update_children
+    assert updated["metadata"]["resourceVersion"] == "7"
+    assert "pi-worker-0.pi.ns.svc.corp.example slots=1" in updated["data"]["hostfile"]
+    assert after.create_pods == [] and after.delete_pods == []
