@@ -16,7 +16,9 @@ its defaulting webhook add (docs/behaviour.md, "Admission"):
   update, and a patch's `serviceAccountName`, `volumes`, `initContainers`, `containers`,
   `imagePullSecrets`, `securityContext`, `terminationGracePeriodSeconds` — of a manager and
   replicated job the stored TrainJob already patches, set in both — never change (CEL
-  `self == oldSelf`; list maps compared by key, in any order);
+  `self == oldSelf`; list maps compared by key, in any order); and a change is refused while
+  the stored TrainJob's `status.jobsStatus` counts a replicated job's jobs active (Trainer reads
+  its JobSet's status: `active_job_errors`);
 - `default_patch_times`: each patch's `time`, as Trainer's defaulter sets it.
 
 Pure."""
@@ -228,6 +230,38 @@ def update_errors(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[
                         f"{POD_SPEC}.{name}"
                     )
                     errors.append(invalid(path, "field is immutable: it may be set or removed, not changed"))
+    return errors
+
+
+def active_job_errors(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """Trainer's JobSet plug-in: a runtimePatches change that `update_errors` lets through (the
+    TrainJob suspended before or after the update) is refused while a replicated job of the
+    TrainJob still has active jobs, so a patch never reaches pods that still run. Trainer reads
+    its JobSet's `replicatedJobsStatus[].active`; kubetrain runs no JobSet and reads the stored
+    TrainJob's `status.jobsStatus[].active` — the same counts, which its controller writes from
+    the pods (a job is active while a pod of it is Pending or Running and not being deleted) —
+    one error per replicated job with active jobs, in the status' order. No status yet (never
+    reconciled) is Trainer's "no JobSet": allowed. A TrainJob managed by MultiKueue runs
+    elsewhere (Trainer finds no JobSet in this cluster): not checked."""
+    old_spec = old.get("spec") or {}
+    if _without_time(_patches(spec)) == _without_time(_patches(old_spec)):
+        return []
+    if not (spec.get("suspend") is True or old_spec.get("suspend") is True):
+        return []  # update_errors refuses it
+    if (old_spec.get("managedBy") or c.TRAINJOB_CONTROLLER) != c.TRAINJOB_CONTROLLER:
+        return []
+    status = old.get("status")
+    entries = status.get("jobsStatus") if isinstance(status, Mapping) else None
+    errors: list[FieldError] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping) and (json_int(entry.get("active")) or 0) > 0:
+            errors.append(
+                forbidden(
+                    "spec.runtimePatches",
+                    "RuntimePatches cannot be modified when the JobSet's ReplicatedJob "
+                    f"{entry.get('name')} is still active",
+                )
+            )
     return errors
 
 

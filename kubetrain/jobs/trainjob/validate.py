@@ -14,9 +14,11 @@ while the TrainJob is suspended.
 
 TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): at most one ML policy source,
 numNodes ≥ 1, an MPI policy's mpiImplementation OpenMPI, a Flux policy's numProcPerNode ≥ 1,
+a torch policy's envInjection targets by Trainer's CRD rules (`envinjection.py`: no `node`),
 distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
-or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`); a warning without the
+or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
+single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024); a warning without the
 `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
@@ -41,7 +43,7 @@ from kubetrain.api.errors import (
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
-from kubetrain.jobs.trainjob import specrules, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import envinjection, failurepolicy, specrules, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -145,6 +147,7 @@ def validate_trainjob(
     if old is not None:
         errors += _immutable(spec, old)
         errors += specrules.update_errors(spec, old.get("spec") or {})
+        errors += specrules.active_job_errors(spec, old)
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
     return errors
 
@@ -228,6 +231,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                 f"NumProcPerNode in fluxPolicy must be >= 1, not {flux_procs!r}",
             )
         )
+    errors += envinjection.validate(ml_policy)
     rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
     path = "spec.template.spec.replicatedJobs"
     names: list[str] = []
@@ -254,5 +258,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                 errors.append(
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
-    errors += volumeclaims.validate((spec.get("template") or {}).get("spec") or {}, "spec.template.spec")
+    jobset_spec = (spec.get("template") or {}).get("spec") or {}
+    errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
+    errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     return errors
