@@ -247,8 +247,9 @@ def launcher_hostname(job: JobLayout) -> str:
 
 
 def host(job: JobLayout, hostname: str) -> str:
-    """`<hostname>.<job>.<ns>.svc` (newConfigMap's domainFormat without a cluster domain)."""
-    return f"{hostname}.{job.name}.{job.namespace}.svc"
+    """`<hostname>.<job>.<ns>.svc`, `.<domain>` appended when the operator was given a cluster
+    domain (newConfigMap's domainFormat with mpi-operator's `--cluster-domain`)."""
+    return job.cluster_domain.qualify(f"{hostname}.{job.name}.{job.namespace}.svc")
 
 
 def hostfile(job: JobLayout) -> str:
@@ -324,8 +325,9 @@ def mpi_pod_spec(job: JobLayout, replica_type: str, spec: dict[str, Any]) -> Non
     if spec.get("hostNetwork") is True:
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if replica_type == WORKER:
-        # The Intel and MPICH launchers reach workers (and back) through short hostnames.
-        search = f"{job.name}.{job.namespace}.svc.cluster.local"
+        # The Intel and MPICH launchers reach workers (and back) through short hostnames. The
+        # domain in effect: mpi-operator hard-codes cluster.local, wrong on any other cluster.
+        search = job.cluster_domain.service_fqdn(job.name, job.namespace)
         dns = dict(spec.get("dnsConfig") or {})
         dns["searches"] = [*(dns.get("searches") or []), search]
         spec["dnsConfig"] = dns
