@@ -41,8 +41,9 @@ ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"
 # On a job of a kind served at more than one version of its group (an MPIJob in kubeflow.org:
 # v2beta1, mpi-operator's, and v1, training-operator's): the apiVersion its author created it at
 # (`kubeflow.org/v1`), set by the mutating webhook on CREATE from the AdmissionReview's
-# requestKind and immutable (kubetrain.jobs.createdversion). Its pods carry the labels of that
-# version's operator; a job without it carries mpi-operator's.
+# requestKind unless the client wrote a served version, then immutable
+# (kubetrain.jobs.createdversion). Its pods carry the labels of that version's operator; a job
+# without it carries mpi-operator's.
 ANNOTATION_CREATED_API_VERSION = "kubetrain.io/created-api-version"
 
 # Kubeflow's training-operator labels, which pods of kubeflow.org jobs carry too (Kueue, Katib,

@@ -1,7 +1,9 @@
 """The unmodified Kubeflow Python SDK (`kubeflow-training` 1.9, a dev dependency) against
 `kubetrain run` serving kubeflow.org/v1 (and kubetrain.io/v1) on the cluster $KUBECONFIG names,
 behind the chart's webhooks in URL mode: create_job, get_job, list_jobs, get_job_pod_names,
-wait_for_job_conditions, get_job_logs and delete_job, exactly as a notebook calls them.
+wait_for_job_conditions, get_job_logs and delete_job, exactly as a notebook calls them; and an
+MPIJob it creates at kubeflow.org/v1, whose Launcher it finds with its defaults (`is_master=True`:
+training-operator v1's `job-role: master`, from the version kube-apiserver's requestKind names).
 
 The SDK is synchronous: each call runs in a worker thread."""
 
@@ -62,3 +64,47 @@ async def test_the_kubeflow_sdk_runs_a_job_end_to_end(cluster: Any) -> None:
         return True if not await asyncio.to_thread(client.list_jobs) else None
 
     await support.eventually(gone, within=60, what="sdk-job deleted through the SDK")
+
+
+async def test_the_sdk_finds_a_v1_mpijob_launcher_with_its_defaults(cluster: Any) -> None:
+    client = await asyncio.to_thread(
+        training.TrainingClient, config_file=cluster.kubeconfig, namespace=cluster.namespace
+    )
+    models = training.models
+    image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
+
+    def replica(replicas: int, command: list[str]) -> Any:
+        container = models.V1Container(name="mpi", image=image, command=command)
+        return models.KubeflowOrgV1ReplicaSpec(
+            replicas=replicas,
+            template=models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container])),
+        )
+
+    job = models.KubeflowOrgV1MPIJob(
+        api_version="kubeflow.org/v1",
+        kind="MPIJob",
+        metadata=models.V1ObjectMeta(name="sdk-mpi"),
+        spec=models.KubeflowOrgV1MPIJobSpec(
+            mpi_replica_specs={
+                "Launcher": replica(1, ["sh", "-c", "echo launcher done"]),
+                "Worker": replica(2, ["sh", "-c", "sleep 600"]),  # no sshd needed: mpirun is not run
+            },
+            run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy="Running"),
+        ),
+    )
+    await asyncio.to_thread(client.create_job, job)
+
+    async def launcher() -> list[str] | None:
+        names = await asyncio.to_thread(client.get_job_pod_names, "sdk-mpi", is_master=True)
+        return names or None
+
+    found = await support.eventually(launcher, within=90, what="the SDK sees sdk-mpi's master pod")
+    assert found == ["sdk-mpi-launcher-0"]
+    await cluster.finish_pods("sdk-mpi", 3)
+    done = await asyncio.to_thread(
+        client.wait_for_job_conditions, "sdk-mpi", job_kind="MPIJob", timeout=90, polling_interval=0.5
+    )
+    assert client.is_job_succeeded(job=done, job_kind="MPIJob")
+    logs, _ = await asyncio.to_thread(client.get_job_logs, "sdk-mpi", job_kind="MPIJob")
+    assert set(logs) == {"sdk-mpi-launcher-0"}
+    await asyncio.to_thread(client.delete_job, "sdk-mpi", job_kind="MPIJob")

@@ -100,7 +100,8 @@ def test_new_launcher_and_worker_labels(
     as_worker: bool, launcher_labels: dict[str, str], worker_labels: dict[str, str]
 ) -> None:
     """TestNewLauncherAndWorker "defaults" and "launcher-as-worker": the training.kubeflow.org
-    labels of a kubeflow.org MPIJob's pods are mpi-operator's, so its README's
+    labels of a kubeflow.org MPIJob's pods are mpi-operator's (created at v2beta1, or with no
+    `kubetrain.io/created-api-version`: test_mpi_created_version.py has v1's), so its README's
     `kubectl get pods -l training.kubeflow.org/job-name=<job>,training.kubeflow.org/job-role=launcher`
     finds the Launcher. (kubetrain also keeps training-operator's `replica-type` label.)"""
     pods = pods_of(mpijob(runLauncherAsWorker=as_worker))
