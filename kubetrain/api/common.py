@@ -115,6 +115,10 @@ class RunPolicy(KubeModel):
     # kubetrain.io only (the kubeflow.org CRDs leave it out: there, the annotation
     # kubetrain.io/progress-deadline-seconds).
     progress_deadline_seconds: int | None = Field(default=None, ge=1)
+    # Seconds a scheduled pod may wait to start for a reason that does not pass (a wrong image, a
+    # missing ConfigMap) before the job fails (operator/podstart.py); kubetrain.io only, as above
+    # (elsewhere the annotation kubetrain.io/start-deadline-seconds).
+    start_deadline_seconds: int | None = Field(default=None, ge=1)
 
 
 class JobCondition(KubeModel):

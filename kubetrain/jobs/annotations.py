@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import servicemode, trainerstatus
+from kubetrain.api import servicemode, startdeadline, trainerstatus
 from kubetrain.api.errors import FieldError
 from kubetrain.frameworks.hostnetwork import HostNetwork, read_host_network
 from kubetrain.jobs.createdversion import created_api_version
@@ -39,6 +39,9 @@ class JobAnnotations:
     # job's `runPolicy.progressDeadlineSeconds` comes first.
     progress_deadline: int | None = None
     created_api_version: Any = None  # `kubetrain.io/created-api-version` as written
+    # `kubetrain.io/start-deadline-seconds` (None: absent or not a positive integer); the job's
+    # `runPolicy.startDeadlineSeconds` comes first.
+    start_deadline: int | None = None
 
     def runs_service_mode(self, default: str) -> str:
         """The mode the job runs in: its annotation when valid, else the operator's `default`."""
@@ -58,4 +61,5 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
         tuple(trainerstatus.annotation_errors(obj)),
         trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
         created_api_version(obj),
+        start_deadline=startdeadline.start_deadline_seconds(annotations),
     )

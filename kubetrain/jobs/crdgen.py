@@ -28,6 +28,9 @@ CATEGORY = "kubetrain"
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
 _DROP_KEYS = ("title", "default", "description")
 
+# runPolicy fields of kubetrain.io only: the other groups' schemas stay theirs (annotations there).
+KUBETRAIN_RUN_POLICY = ("progressDeadlineSeconds", "startDeadlineSeconds")
+
 
 def job_crds(group: str = API_GROUP) -> list[dict[str, Any]]:
     """One CRD per job kind the group has, in registry order."""
@@ -122,9 +125,10 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     }
     if group != API_GROUP:
         del crd["spec"]["names"]["shortNames"]
-        # Kubeflow's schema has no progress deadline: jobs there use the annotation.
+        # Kubeflow's schema has no progress or start deadline: jobs there use the annotations.
         run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
-        run_policy["properties"].pop("progressDeadlineSeconds", None)
+        for name in KUBETRAIN_RUN_POLICY:
+            run_policy["properties"].pop(name, None)
     extra = converted_versions(framework.kind, group)
     if extra:
         crd["spec"]["versions"] += [
@@ -183,7 +187,8 @@ def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
     assert model is not None, f"{framework.kind} {version} has no model"
     schema = model_schema(model)
     # Served in kubeflow.org only, whose schemas have no progress deadline (see above).
-    schema["properties"]["spec"]["properties"]["runPolicy"]["properties"].pop("progressDeadlineSeconds", None)
+    for name in KUBETRAIN_RUN_POLICY:
+        schema["properties"]["spec"]["properties"]["runPolicy"]["properties"].pop(name, None)
     schema["description"] = (
         f"{framework.kind} {version}, converted to and from {framework.kubeflow_version} (the storage "
         "version) by kubetrain's conversion webhook."

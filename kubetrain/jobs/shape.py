@@ -140,6 +140,8 @@ class RunPolicy:
     failure_rules: tuple[Mapping[str, Any], ...] = ()
     # How long a Running job may go without reporting progress (operator/stall.py).
     progress_deadline_seconds: int | None = None
+    # How long a scheduled pod may wait to start for a reason that does not pass (operator/podstart.py).
+    start_deadline_seconds: int | None = None
     scheduling: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     # JobSet's run policies (a TrainJob's runtime): groups started in order, each once every pod
     # of those before it has started (`startupPolicy: InOrder`); after a whole-job restart no

@@ -53,7 +53,11 @@ def v1_shape(
     for the names that carry one) with the `status` projection of Kubeflow's JobStatus the
     planner gives it, or why it cannot be laid out."""
     spec = draft.wire.get("spec")
-    run_policy = run_policy_of(spec if isinstance(spec, Mapping) else {}, annotations.progress_deadline)
+    run_policy = run_policy_of(
+        spec if isinstance(spec, Mapping) else {},
+        annotations.progress_deadline,
+        annotations.start_deadline,
+    )
     layout, errors = lay_out(
         draft, framework, per_pod_services=per_pod_services, host_network=annotations.host_network
     )
@@ -201,12 +205,16 @@ def _positive(value: int | None) -> int | None:
     return value if value is not None and value > 0 else None
 
 
-def run_policy_of(spec: Mapping[str, Any], annotated_deadline: int | None = None) -> RunPolicy:
+def run_policy_of(
+    spec: Mapping[str, Any], annotated_deadline: int | None = None, annotated_start: int | None = None
+) -> RunPolicy:
     """Kubeflow's `runPolicy` (common/v1 RunPolicy) as the typed `RunPolicy`; without
     `progressDeadlineSeconds`, the progress deadline is the job's annotation's
-    (`annotated_deadline`, `JobAnnotations.progress_deadline`)."""
+    (`annotated_deadline`, `JobAnnotations.progress_deadline`); without `startDeadlineSeconds`,
+    the start deadline is its annotation's (`annotated_start`)."""
     rp = _mapping(spec.get("runPolicy"))
     deadline = rp.get("progressDeadlineSeconds")
+    start = rp.get("startDeadlineSeconds")
     clean = rp.get("cleanPodPolicy")
     failure = _mapping(rp.get("podFailurePolicy")).get("rules")
     rules = tuple(r for r in failure if isinstance(r, Mapping)) if isinstance(failure, list) else ()
@@ -221,6 +229,7 @@ def run_policy_of(spec: Mapping[str, Any], annotated_deadline: int | None = None
         managed_by=manager if isinstance(manager, str) and manager else None,
         failure_rules=rules,
         progress_deadline_seconds=annotated_deadline if deadline is None else _positive(json_int(deadline)),
+        start_deadline_seconds=annotated_start if start is None else _positive(json_int(start)),
         scheduling=scheduling,
     )
 

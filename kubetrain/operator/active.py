@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
-from kubetrain.api.startdeadline import start_deadline_seconds
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
 from kubetrain.jobs.shape import GroupTally, JobShape
@@ -198,9 +197,8 @@ class ActiveJob:
         PodsNotStarting condition and an event per newly seen one; the verdict for the deadline."""
         r = self.r
         live = [p for p in self.slots.values() if not terminating(p) and pod_name(p) not in r.deleting]
-        annotations = (r.job.get("metadata") or {}).get("annotations")
         old = st.get_condition(r.old, podstart.CONDITION)
-        verdict = podstart.judge(live, old, start_deadline_seconds(annotations), r.now, r.title)
+        verdict = podstart.judge(live, old, r.run_policy.start_deadline_seconds, r.now, r.title)
         if verdict.condition is not None:
             st.set_condition(r.status, podstart.CONDITION, True, *verdict.condition, r.now)
         elif verdict.cleared:

@@ -29,7 +29,6 @@ from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
-from kubetrain.api.startdeadline import start_deadline_seconds
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
 from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
@@ -289,9 +288,8 @@ class GroupActiveJob:
         start deadline."""
         r = self.r
         pods = [p for p in r.live_pods() if self.attempt_of(p) == attempt]
-        annotations = (r.job.get("metadata") or {}).get("annotations")
         old = get_condition(r.old, podstart.CONDITION)
-        verdict = podstart.judge(pods, old, start_deadline_seconds(annotations), r.now, r.title)
+        verdict = podstart.judge(pods, old, self.shape.run_policy.start_deadline_seconds, r.now, r.title)
         if verdict.condition is not None:
             set_condition(r.status, podstart.CONDITION, True, *verdict.condition, r.now)
         elif not verdict.waiting and get_condition(r.status, podstart.CONDITION) is not None:

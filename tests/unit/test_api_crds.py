@@ -144,11 +144,16 @@ def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.Cap
         assert crd["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubetrain"
         assert "shortNames" not in crd["spec"]["names"]
         fw = FRAMEWORKS[crd["spec"]["names"]["kind"]]
-        # Same schema, but for runPolicy.progressDeadlineSeconds: kubeflow.org jobs declare a
-        # progress deadline with an annotation, so Kubeflow's runPolicy keeps its fields.
+        # Same schema, but for runPolicy.progressDeadlineSeconds and startDeadlineSeconds:
+        # kubeflow.org jobs declare those deadlines with annotations, so Kubeflow's runPolicy
+        # keeps its fields.
         twin_versions = copy.deepcopy(twin["spec"]["versions"])
         twin_run_policy = twin_versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
         assert twin_run_policy["runPolicy"]["properties"].pop("progressDeadlineSeconds") == {
+            "minimum": 1,
+            "type": "integer",
+        }
+        assert twin_run_policy["runPolicy"]["properties"].pop("startDeadlineSeconds") == {
             "minimum": 1,
             "type": "integer",
         }
@@ -163,6 +168,7 @@ def test_kubeflow_group_crds_are_our_kinds_in_kubeflows_group(capsys: pytest.Cap
             assert version["subresources"] == stored["subresources"]
             run_policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runPolicy"]
             assert "progressDeadlineSeconds" not in run_policy["properties"]
+            assert "startDeadlineSeconds" not in run_policy["properties"]
         if converted:
             webhook = crd["spec"]["conversion"]["webhook"]
             assert crd["spec"]["conversion"]["strategy"] == "Webhook"

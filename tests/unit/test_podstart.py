@@ -252,3 +252,23 @@ def test_the_dashboard_shows_the_state() -> None:
     job["status"] = tj_plan(job, [stuck(trainjob_pod("tj-node-0-0", ready=False))]).status
     assert job["status"]["jobsStatus"][0]["active"] == 1  # counted active, yet not running
     assert job_state(job) == "PodsNotStarting"
+
+
+def test_kubetrain_io_jobs_may_declare_it_in_run_policy_first() -> None:
+    from kubetrain.jobs.defaulting import default_job
+    from kubetrain.jobs.validation import validate_job
+    from kubetrain.operator.prepare import prepare_job
+
+    obj = pytorch("300")
+    assert prepare_job(obj).run_policy.start_deadline_seconds == 300
+    obj["spec"]["runPolicy"] = {"startDeadlineSeconds": 60}
+    assert prepare_job(obj).run_policy.start_deadline_seconds == 60  # the field wins
+    for bad in (0, -1, "ten"):
+        obj["spec"]["runPolicy"] = {"startDeadlineSeconds": bad}
+        defaulted = default_job(obj).obj
+        errors = validate_job(defaulted).errors
+        assert [e.path for e in errors] == ["spec.runPolicy.startDeadlineSeconds"], errors
+    obj["spec"]["runPolicy"] = {}
+    obj["metadata"]["annotations"][ANNOTATION] = "soon"
+    defaulted = default_job(obj).obj
+    assert [e.path for e in validate_job(defaulted).errors] == [f"metadata.annotations[{ANNOTATION}]"]

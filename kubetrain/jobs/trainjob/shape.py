@@ -26,6 +26,7 @@ from typing import Any
 from kubetrain.api.errors import json_int
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.podtemplate import framework_container_index
+from kubetrain.api.startdeadline import start_deadline_seconds
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainerstatus import TRAINJOB_CA_CONFIG_MAP_SUFFIX, progress_deadline_seconds
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
@@ -101,6 +102,7 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
         finished_keeps_children=True,  # JobSet keeps its Service and PodGroup
         # The annotation kubetrain.io/progress-deadline-seconds (Trainer's schema has no field).
         progress_deadline_seconds=progress_deadline_seconds({}, annotations),
+        start_deadline_seconds=start_deadline_seconds(annotations),  # kubetrain.io/start-deadline-seconds
     )
 
 
