@@ -130,14 +130,18 @@ class JobCache:
     ) -> PreparedJob:
         meta = obj.get("metadata") or {}
         uid, generation = meta.get("uid"), meta.get("generation")
-        settings: dict[str, Any] = {
-            "gang_scheduling": gang_scheduling,
-            "max_replicas": max_replicas,
-            "service_mode": service_mode,
-            "cluster_domain": cluster_domain,
-        }
+
+        def prepare() -> PreparedJob:
+            return prepare_job(
+                obj,
+                gang_scheduling=gang_scheduling,
+                max_replicas=max_replicas,
+                service_mode=service_mode,
+                cluster_domain=cluster_domain,
+            )
+
         if not isinstance(uid, str) or not uid or not isinstance(generation, int):
-            return prepare_job(obj, **settings)
+            return prepare()
         # The service mode is part of the key: an annotation change does not bump generation.
         # So is every operator setting the layout reads: the cache may be shared by planners
         # configured differently (tests, `kubetrain dev` restarted in one process).
@@ -147,7 +151,7 @@ class JobCache:
         if hit is not None:
             self._entries.move_to_end(key)
             return hit
-        prepared = prepare_job(obj, **settings)
+        prepared = prepare()
         self._entries[key] = prepared
         if len(self._entries) > self._max:
             self._entries.popitem(last=False)
