@@ -68,6 +68,8 @@ GROUP_NAME = "jobset.sigs.k8s.io/group-name"
 GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"
 JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+# A Job's own restart attempt (its `RestartJob` restarts), label and annotation (JobSet v0.12).
+JOB_RESTART_ATTEMPT = "jobset.sigs.k8s.io/job-restart-attempt"
 COORDINATOR = "jobset.sigs.k8s.io/coordinator"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_NAME = "batch.kubernetes.io/job-name"
