@@ -11,9 +11,10 @@ Two models:
   recreated and counted against it as the Job controller counts a Job's (restartPolicy Never:
   failed pods; OnFailure: the container restarts of its live pods too), a Job past it has failed
   (`BackoffLimitExceeded`) and so has its group, and the `gang` policy decides what the failed
-  groups do to the whole job: fail it, or restart every pod as a new attempt
-  (`operator/groupfailure.py`). The count lives in the job's own record of its run (a
-  TrainJob's snapshot ConfigMap), per Job, reset by a whole-gang restart.
+  groups do to the whole job: fail it, restart every pod as a new attempt, or restart the
+  failed Job's pods alone as that Job's next attempt (`operator/groupfailure.py`,
+  `operator/jobrestarts.py`). The count lives in the job's own record of its run (a
+  TrainJob's snapshot ConfigMap), per Job, reset by a restart of that Job or of the gang.
 
 Pure.
 """
@@ -36,6 +37,9 @@ class GangVerdict:
     counts: bool  # the restart counts towards the policy's `max_restarts`
     reason: str  # the Failed condition's reason, or the restart event's
     message: str
+    # A restart of this one batch Job (group, Job index) alone — its pods recreated as the Job's
+    # next attempt, every other pod left running (JobSet's `RestartJob`); None: the whole gang.
+    job: tuple[str, int] | None = None
 
 
 class GangFailurePolicy(Protocol):
@@ -47,9 +51,9 @@ class GangFailurePolicy(Protocol):
     def decide(
         self, failed_groups: Sequence[str], counted_restarts: int, first_jobs: Mapping[str, int] | None = None
     ) -> GangVerdict:
-        """`failed_groups` in the shape's group order; `counted_restarts`: whole-gang restarts so
-        far that count towards `max_restarts`; `first_jobs`: per failed group, the index of its
-        first failed Job (0 when not given)."""
+        """`failed_groups` in the shape's group order; `counted_restarts`: the restarts so far
+        that count towards `max_restarts` (whole-gang and single-Job ones together);
+        `first_jobs`: per failed group, the index of its first failed Job (0 when not given)."""
         ...
 
 

@@ -165,9 +165,9 @@ class ChildMaker(Protocol):
     words — JobSet's and the Job controller's for a TrainJob), its headless Service and the
     objects its pods need first (an ML policy's). The planner decides which are made and when."""
 
-    def pod(self, group: str, index: int, attempt: int) -> dict[str, Any]:
-        """The pod of slot (group, index) for whole-job attempt `attempt` (the planner adds the
-        env plug-in's part)."""
+    def pod(self, group: str, index: int, attempt: int, job_attempt: int = 0) -> dict[str, Any]:
+        """The pod of slot (group, index) for whole-job attempt `attempt` and attempt
+        `job_attempt` of its batch Job (the planner adds the env plug-in's part)."""
         ...
 
     def service(self) -> dict[str, Any]: ...
@@ -213,10 +213,13 @@ class RunRecording:
     restarts (the current attempt), those counting towards a limit, failures per batch Job of a
     group, when the attempt began. `in_status` (the v1 kinds: `status.jobRestarts`, `replicaStatuses`) or
     outside it (a TrainJob: its runtime snapshot ConfigMap, written by its edge from
-    `Plan.record`). `attempt_label`: the pod label naming the attempt a pod belongs to."""
+    `Plan.record`). `attempt_label`: the pod label naming the attempt a pod belongs to;
+    `job_attempt_label`: the one naming the attempt of its batch Job, restarted alone
+    (`operator/jobrestarts.py`; "" for a shape without single-Job restarts)."""
 
     in_status: bool = True
     attempt_label: str = LABEL_ATTEMPT
+    job_attempt_label: str = ""
 
 
 class JobRules(Protocol):

@@ -87,13 +87,13 @@ class DesiredChildren:
             children.append(ExtraChild(child, True))
         return children
 
-    def pod(self, replica_type: str, index: int, *, attempt: int = 0) -> dict[str, Any]:
+    def pod(self, replica_type: str, index: int, *, attempt: int = 0, job_attempt: int = 0) -> dict[str, Any]:
         """Pod `index` of `replica_type` (a new object on every call: the caller owns it). A shape
         that makes its own pods (`JobShape.children`) makes it, and the env plug-in adds its part;
         it is decorated for the gang scheduler its own policy chose (`JobShape.gang`)."""
         maker = self.shape.children
         if maker is not None:
-            pod = maker.pod(replica_type, index, attempt)
+            pod = maker.pod(replica_type, index, attempt, job_attempt)
             self.plugin.customize_pod(self.layout, replica_type, index, pod["spec"])
             gang = self.shape.gang.scheduler if self.shape.gang is not None else None
             if gang is not None:

@@ -14,10 +14,11 @@ pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided 
 then the pods (with the first ones, the objects the operator never reads: `ChildMaker.
 unread_prerequisites`): failed pods recreated and counted per batch Job of their group
 (`groupfailure.py`), a group with a Job past its backoff limit handed to the gang policy —
-restart every pod as a new attempt, or fail the job — success by the shape's rules, a progress
-stall, and the missing pods `creates.missing_slots` picks. The per-group status (JobSet's
-`replicatedJobsStatus`, Trainer's `jobsStatus`) counts jobs of `ReplicaGroup.job_size` pods:
-`failed` is the group's failed Jobs.
+restart that Job's pods alone as its next attempt (`jobrestarts.py`, one failed Job after the
+other while the policy says so), restart every pod as a new attempt, or fail the job — success
+by the shape's rules, a progress stall, and the missing pods `creates.missing_slots` picks.
+The per-group status (JobSet's `replicatedJobsStatus`, Trainer's `jobsStatus`) counts jobs of
+`ReplicaGroup.job_size` pods: `failed` is the group's failed Jobs.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
+from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
 from kubetrain.operator import creates, groupfailure, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
+from kubetrain.operator.jobrestarts import JobRestarts
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.progressenv import config_map
 from kubetrain.operator.slots import phase_counts, slot_pods
@@ -52,6 +55,7 @@ class GroupActiveJob:
         self.r, self.shape, self.desired = r, shape, desired
         self.children: ChildMaker = shape.children
         self.failed_jobs: dict[str, list[int]] = {}  # per group, its failed Jobs
+        self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -189,44 +193,87 @@ class GroupActiveJob:
         if RESTARTED_AT in state:  # when this attempt began (stall detection)
             counted[RESTARTED_AT] = state[RESTARTED_AT]
         attempt = str(restarts)
+        jobs = self.job_restarts = JobRestarts.read(shape, state)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
         every, _ = slot_pods(shape, r.pods)
-        # The slots of the current attempt: success and dependencies count only them.
-        slots = {slot: p for slot, p in every.items() if self.attempt_of(p) == attempt}
-        judged = groupfailure.judge(shape, every, r.deleting, state.get("failures"))
+        # The slots of the current attempt (of the gang and of each Job): success, failures and
+        # dependencies count only them; a pod of a Job's earlier attempt is deleted.
+        slots = {s: p for s, p in every.items() if self.attempt_of(p) == attempt and jobs.current(s, p)}
+        r.delete([pod_name(p) for s, p in every.items() if s not in slots and not terminating(p)])
+        judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
         failures, self.failed_jobs = judged.failures, judged.failed_jobs
         gang_policy = shape.failure.gang
-        if judged.failed and gang_policy is not None:
-            # restarts that count towards maxRestarts (a record without the field: every restart)
-            so_far = int(state.get("countedRestarts", restarts) or 0)
-            first_jobs = {g: jobs[0] for g, jobs in judged.failed_jobs.items()}
-            verdict = gang_policy.decide(judged.failed, so_far, first_jobs)
-            if verdict.restart:
-                self.write_group_statuses()
-                r.restart_all(verdict.reason, verdict.message)
-                new = {
-                    "restarts": restarts + 1,
-                    "countedRestarts": so_far + int(verdict.counts),
-                    "failures": {},
-                }
-                return restarted(new, r.now)
+        # restarts that count towards maxRestarts (a record without the field: every restart)
+        so_far = int(state.get("countedRestarts", restarts) or 0)
+        verdict = self.restart_jobs(gang_policy, so_far, failures, slots, every) if judged.failed else None
+        if verdict is not None and verdict.restart:
+            self.write_group_statuses()
+            r.restart_all(verdict.reason, verdict.message)
+            new = {
+                "restarts": restarts + 1,
+                "countedRestarts": so_far + int(verdict.counts),
+                "failures": {},
+                **jobs.record(),
+            }
+            return restarted(new, r.now)
+        if verdict is not None:
             r.terminal(FAILED, verdict.reason, verdict.message, delete_active=True)
             self.write_group_statuses()  # the pods it deletes no longer active, as on success
-            return {**state, "restarts": restarts, "failures": failures}
+            return {**state, "restarts": restarts, "failures": failures, **jobs.record()}
         if shape.succeeded(phase_counts(shape, slots)):
             reason, message = shape.status.succeeded_as(r.title)
             r.terminal(SUCCEEDED, reason, message, delete_active=True)
             self.write_group_statuses()
-            return {"restarts": restarts, **counted, "failures": failures}
+            return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
         stalled = self.stalled(attempt)
         if stalled is not None:
             return stalled
         if gang is not False:  # pods may be created (made for the shape's gang, `desired.pod`)
-            earlier_left = any(self.attempt_of(p) != attempt for p in r.pods)
+            earlier_left = any(self.attempt_of(p) != attempt for p in r.pods) or len(slots) < len(every)
             self.create_missing(slots, every, restarts, earlier_left)
         self.write_group_statuses()
-        return {"restarts": restarts, **counted, "failures": failures}
+        return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
+
+    def restart_jobs(
+        self,
+        policy: GangFailurePolicy | None,
+        whole: int,
+        failures: dict[str, int],
+        slots: dict[tuple[str, int], Obj],
+        every: Mapping[tuple[str, int], Obj],
+    ) -> GangVerdict | None:
+        """The gang policy over the failed Jobs (`self.failed_jobs`), one after the other as
+        JobSet's reconciles would take them: while it restarts the first failed Job alone, that
+        Job's pods are deleted (to be made again as its next attempt), its failures forgotten, the
+        restart recorded and told (a Warning event) and counted in the plan; then the next. The
+        verdict on the whole gang (restart it, or fail the job); None when every failed Job was
+        restarted alone (or there is no policy). `whole`: the whole-gang restarts that counted."""
+        if policy is None:
+            return None
+        r, jobs = self.r, self.job_restarts
+        while self.failed_jobs:
+            first_jobs = {g: failed[0] for g, failed in self.failed_jobs.items()}
+            verdict = policy.decide(list(self.failed_jobs), whole + jobs.counted_total(), first_jobs)
+            if verdict.job is None or not verdict.restart:
+                return verdict
+            group, job = verdict.job
+            jobs.restart(group, job, verdict.counts)
+            failures.pop(groupfailure.job_key(self.shape, group, job), None)
+            for slot in jobs.slots(group, job):
+                pod = every.get(slot)
+                if pod is not None and not terminating(pod):
+                    r.delete([pod_name(pod)])
+                slots.pop(slot, None)
+            r.event("Warning", verdict.reason, verdict.message)
+            if not self.shape.recording.in_status:  # the record keeps it: counted once written
+                r.plan.restarts += 1
+            left = [j for j in self.failed_jobs[group] if j != job]
+            if left:
+                self.failed_jobs[group] = left
+            else:
+                del self.failed_jobs[group]
+        return None
 
     def stalled(self, attempt: str) -> Obj | None:
         """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a
@@ -249,18 +296,20 @@ class GroupActiveJob:
         gang_policy = self.shape.failure.gang
         max_restarts = gang_policy.max_restarts if gang_policy is not None else 0
         restarts = int(state.get("restarts") or 0)
-        so_far = int(state.get("countedRestarts", restarts) or 0)
+        whole = int(state.get("countedRestarts", restarts) or 0)
+        so_far = whole + self.job_restarts.counted_total()  # with the Jobs' own counted restarts
         if so_far >= max_restarts:  # a stall restart counts, as JobSet's RestartJobSet does
             r.terminal(FAILED, stall.REASON, verdict.message, delete_active=True)
             self.failed_jobs = {}
             self.write_group_statuses()
-            return dict(state)
+            return {**state, **self.job_restarts.record()}
         message = (
             f"{verdict.message} Restarting every pod as attempt {restarts + 1} "
             f"(restart {so_far + 1} of maxRestarts {max_restarts})."
         )
         r.restart_all(stall.REASON, message)
-        return restarted({"restarts": restarts + 1, "countedRestarts": so_far + 1, "failures": {}}, r.now)
+        new = {"restarts": restarts + 1, "countedRestarts": whole + 1, "failures": {}}
+        return restarted({**new, **self.job_restarts.record()}, r.now)
 
     def create_missing(
         self,
@@ -275,9 +324,13 @@ class GroupActiveJob:
         # One slot beyond the pass tells whether the next pass continues this one.
         missing = creates.missing_slots(shape, slots, held, room + 1, earlier_attempt_left=earlier_left)
         r.plan.creates_continue = len(missing) > room
+        jobs = self.job_restarts
         for group, index in missing[:room]:
             # the shape's pod, the env plug-in's part, the progress endpoint's, the gang's (desired.py)
-            r.plan.create_pods.append(self.desired.pod(group, index, attempt=attempt))
+            job_attempt = jobs.attempt(group, jobs.job_of(group, index))
+            r.plan.create_pods.append(
+                self.desired.pod(group, index, attempt=attempt, job_attempt=job_attempt)
+            )
         if r.plan.create_pods and not r.pods:  # the job's first pods: what they need, before them
             r.plan.create_children += self.children.unread_prerequisites()
 

@@ -179,6 +179,7 @@ PLANNER = (
     "statusprojection",
     "groupfailure",
     "groupactive",
+    "jobrestarts",
     "stall",
     "progressenv",
     # TrainJob's edge: it resolves the runtime snapshot into a shape and hands it to the planner.

@@ -13,11 +13,27 @@ from kubetrain.api.common import KubeModel
 
 DependsOnStatus = Literal["Ready", "Complete"]
 Operator = Literal["All", "Any"]
-FailurePolicyAction = Literal["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"]
+FailurePolicyAction = Literal[
+    "FailJobSet",
+    "RestartJobSet",
+    "RestartJobSetAndIgnoreMaxRestarts",
+    "RestartJob",
+    "RestartJobAndIgnoreMaxRestarts",
+]
 RestartStrategy = Literal["Recreate", "BlockingRecreate"]
 StartupPolicyOrder = Literal["AnyOrder", "InOrder"]
 DEPENDS_ON_STATUSES = ("Ready", "Complete")
-FAILURE_POLICY_ACTIONS = ("FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts")
+FAILURE_POLICY_ACTIONS = (
+    "FailJobSet",
+    "RestartJobSet",
+    "RestartJobSetAndIgnoreMaxRestarts",
+    "RestartJob",
+    "RestartJobAndIgnoreMaxRestarts",
+)
+# The actions that restart one failed Job alone; a runtime with one has at most this many
+# `replicas` per replicated job (JobSet's webhook: the 1024 items its `jobRestarts` may hold).
+JOB_RESTART_ACTIONS = ("RestartJob", "RestartJobAndIgnoreMaxRestarts")
+MAX_REPLICAS_WITH_JOB_RESTARTS = 1024
 
 
 class DependsOn(KubeModel):

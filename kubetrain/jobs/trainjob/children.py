@@ -3,7 +3,8 @@ would make them, so tools that select JobSet's pods (the Kubeflow SDK, Kueue, da
 
 - pod `<tj>-<step>-<jobIndex>-<completionIndex>` — the hostname JobSet's Indexed Job gives it —
   under subdomain `<tj>` (or the template's `network.subdomain`), with JobSet's labels and
-  annotations (`jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name`, `job-index`, …), the Job
+  annotations (`jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name`, `job-index`,
+  `restart-attempt`, `job-restart-attempt` under a RestartJob rule, …), the Job
   controller's (`batch.kubernetes.io/job-name`, `controller-uid`, `job-completion-index` as label
   and annotation), the coordinator's address when the template names one
   (`jobset.sigs.k8s.io/coordinator`) and kubetrain's own (`kubetrain.io/job-name`, `job-kind`);
@@ -11,7 +12,7 @@ would make them, so tools that select JobSet's pods (the Kubeflow SDK, Kueue, da
 - the headless Service `<tj>` selecting `jobset.sigs.k8s.io/jobset-name`, publishing not-ready
   addresses;
 - the ConfigMap `<tj>-runtime-snapshot`: the runtime as the TrainJob first ran with it, and the
-  run's own record (whole-gang restarts, failed pods per step);
+  run's own record (whole-gang restarts, single-job restarts, failed pods per job);
 - the PersistentVolumeClaims `<claim>-<tj>` of the template's volumeClaimPolicies
   (`volumeclaims.py`).
 
@@ -31,6 +32,7 @@ from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob import volumeclaims
+from kubetrain.jobs.trainjob.failurepolicy import restarts_jobs
 from kubetrain.jobs.trainjob.gang import decorate
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 
@@ -72,7 +74,9 @@ def pod_slots(resolved: ResolvedTrainJob, step: Step) -> list[tuple[int, int, st
     ]
 
 
-def _jobset_meta(resolved: ResolvedTrainJob, step: Step, job_index: int, restarts: int) -> dict[str, str]:
+def _jobset_meta(
+    resolved: ResolvedTrainJob, step: Step, job_index: int, restarts: int, job_restarts: int | None
+) -> dict[str, str]:
     steps = resolved.steps
     before = 0
     for s in steps:
@@ -87,11 +91,13 @@ def _jobset_meta(resolved: ResolvedTrainJob, step: Step, job_index: int, restart
             break
         group_before += s.replicas
     jname = job_name(resolved.name, step.name, job_index)
+    job_attempt = {} if job_restarts is None else {c.JOB_RESTART_ATTEMPT: str(job_restarts)}
     return {
         c.JOBSET_NAME: resolved.name,
         c.JOBSET_UID: resolved.uid,
         c.REPLICATED_JOB_NAME: step.name,
         c.RESTART_ATTEMPT: str(restarts),
+        **job_attempt,
         c.REPLICATED_JOB_REPLICAS: str(step.replicas),
         c.GLOBAL_REPLICAS: str(sum(s.replicas for s in steps)),
         c.JOB_INDEX: str(job_index),
@@ -111,12 +117,18 @@ def build_pod(
     index: int,
     *,
     restarts: int = 0,
+    job_restarts: int = 0,
 ) -> Obj:
-    """One pod of a step, ready to create."""
+    """One pod of a step, ready to create: of JobSet restart attempt `restarts` and, under a
+    failure policy that restarts single jobs (`RestartJob`), of its job's attempt
+    `job_restarts` (`jobset.sigs.k8s.io/job-restart-attempt`, as JobSet labels it when its
+    RestartJob feature is on; without such a rule the label is left out, as JobSet leaves it by
+    default)."""
     template = step.pod_template
     tmeta: Mapping[str, Any] = template.get("metadata") or {}
     name = pod_name(resolved.name, step.name, job_index, index)
-    jobset = _jobset_meta(resolved, step, job_index, restarts)
+    per_job = restarts_jobs(resolved.failure_policy)
+    jobset = _jobset_meta(resolved, step, job_index, restarts, job_restarts if per_job else None)
     jname = job_name(resolved.name, step.name, job_index)
     batch = {
         c.CONTROLLER_UID: resolved.uid,
@@ -255,10 +267,10 @@ class JobSetChildren:
         self.resolved, self.trainjob = resolved, trainjob
         self.steps = {s.name: s for s in resolved.steps}
 
-    def pod(self, group: str, index: int, attempt: int) -> Obj:
+    def pod(self, group: str, index: int, attempt: int, job_attempt: int = 0) -> Obj:
         step = self.steps[group]
         j, i = divmod(index, max(step.pods, 1))
-        return build_pod(self.resolved, self.trainjob, step, j, i, restarts=attempt)
+        return build_pod(self.resolved, self.trainjob, step, j, i, restarts=attempt, job_restarts=job_attempt)
 
     def service(self) -> Obj:
         return build_service(self.resolved, self.trainjob)

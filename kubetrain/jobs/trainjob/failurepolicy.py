@@ -9,9 +9,16 @@ fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded):
   - `FailJobSet`: fails, reason `FailJobSetFailurePolicyAction`;
   - `RestartJobSet`: every pod restarts as a new attempt while the restarts counted so far are
     below `maxRestarts`, else fails, reason `ReachedMaxRestarts`;
-  - `RestartJobSetAndIgnoreMaxRestarts`: restarts without counting towards `maxRestarts`.
+  - `RestartJobSetAndIgnoreMaxRestarts`: restarts without counting towards `maxRestarts`;
+  - `RestartJob`: the failed job alone restarts (its pods recreated as its next attempt, every
+    other job left running) while the restarts counted so far are below `maxRestarts`, else
+    fails, reason `ReachedMaxRestarts`;
+  - `RestartJobAndIgnoreMaxRestarts`: the failed job alone restarts, not counted.
+  The restarts counted so far are JobSet's `totalRestartsCountTowardsMax`: the whole restarts
+  that counted plus every job's own counted restarts (`RestartJob`).
 Messages name the first failed job (`<tj>-<step>-<jobIndex>`: the first step in the runtime's
-order with a failed job, its lowest failed job index). Pure."""
+order with a failed job, its lowest failed job index). `validate`: JobSet's webhook rule for the
+single-job actions (replicas ≤ 1024 per replicated job). Pure."""
 
 from __future__ import annotations
 
@@ -20,7 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
+from kubetrain.api.trainer.jobset import JOB_RESTART_ACTIONS, MAX_REPLICAS_WITH_JOB_RESTARTS
 from kubetrain.jobs.failuremodel import GangVerdict
 
 JOB_FAILURE_REASON = "BackoffLimitExceeded"
@@ -28,9 +37,18 @@ JOB_FAILURE_MESSAGE = "Job has reached the specified backoff limit"
 FAIL = "FailJobSet"
 RESTART = "RestartJobSet"
 RESTART_IGNORING_MAX = "RestartJobSetAndIgnoreMaxRestarts"
+RESTART_JOB = "RestartJob"
+RESTART_JOB_IGNORING_MAX = "RestartJobAndIgnoreMaxRestarts"
 REASON_FAIL_ACTION = "FailJobSetFailurePolicyAction"
 REASON_RESTART_ACTION = "RestartJobSetFailurePolicyAction"
 REASON_RESTART_IGNORING_MAX = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+REASON_RESTART_JOB_ACTION = "RestartJobFailurePolicyAction"
+REASON_RESTART_JOB_IGNORING_MAX = "RestartJobAndIgnoreMaxRestartsFailurePolicyAction"
+# JobSet's webhook message (pkg/webhooks/jobset_webhook.go, validateFailurePolicy).
+TOO_MANY_REPLICAS = (
+    "JobSet cannot have a failure policy rule with RestartJob or RestartJobAndIgnoreMaxRestarts "
+    f"action and a replicated job with replicas > {MAX_REPLICAS_WITH_JOB_RESTARTS}"
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,26 @@ class JobSetFailurePolicy:
         self, failed_groups: Sequence[str], counted_restarts: int, first_jobs: Mapping[str, int] | None = None
     ) -> GangVerdict:
         return decide(self.name, self.policy, failed_groups, counted_restarts, first_jobs)
+
+
+def restarts_jobs(policy: Mapping[str, Any] | None) -> bool:
+    """Whether a rule of the failure policy restarts a single job (`RestartJob`,
+    `RestartJobAndIgnoreMaxRestarts`): its pods then carry their job's restart attempt."""
+    rules = (policy or {}).get("rules") or []
+    return any(isinstance(r, Mapping) and r.get("action") in JOB_RESTART_ACTIONS for r in rules)
+
+
+def validate(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
+    """JobSet's webhook rule: with a single-job restart action no replicated job has more than
+    1024 `replicas` (the items JobSet's `jobRestarts` may hold). `path`: the JobSet spec's."""
+    if not restarts_jobs(jobset_spec.get("failurePolicy")):
+        return []
+    errors: list[FieldError] = []
+    for i, rjob in enumerate(jobset_spec.get("replicatedJobs") or []):
+        replicas = rjob.get("replicas") if isinstance(rjob, Mapping) else None
+        if isinstance(replicas, int) and replicas > MAX_REPLICAS_WITH_JOB_RESTARTS:
+            errors.append(invalid(f"{path}.replicatedJobs[{i}].replicas", TOO_MANY_REPLICAS))
+    return errors
 
 
 def _applies(rule: Mapping[str, Any], step: str) -> bool:
@@ -78,8 +116,8 @@ def decide(
     first_jobs: Mapping[str, int] | None = None,
 ) -> GangVerdict:
     """`failed_steps` in the runtime's step order; `counted_restarts`: restarts so far that count
-    towards maxRestarts; `first_jobs`: per failed step, the index of its first failed job (0 when
-    not given)."""
+    towards maxRestarts (whole and single-job); `first_jobs`: per failed step, the index of its
+    first failed job (0 when not given)."""
     jobs = first_jobs or {}
     first = f"{tj}-{failed_steps[0]}-{jobs.get(failed_steps[0], 0)}"
     if policy is None:
@@ -89,12 +127,13 @@ def decide(
             c.REASON_FAILED_JOBS,
             f"jobset failed due to one or more job failures (first failed job: {first})",
         )
-    action, job = RESTART, first
+    action, step = RESTART, failed_steps[0]
     for rule in policy.get("rules") or []:
-        step = next((s for s in failed_steps if _applies(rule, s)), None)
-        if step is not None:
-            action, job = str(rule.get("action") or RESTART), f"{tj}-{step}-{jobs.get(step, 0)}"
+        matched = next((s for s in failed_steps if _applies(rule, s)), None)
+        if matched is not None:
+            action, step = str(rule.get("action") or RESTART), matched
             break
+    job = f"{tj}-{step}-{jobs.get(step, 0)}"
     if action == FAIL:
         return GangVerdict(
             False,
@@ -102,12 +141,14 @@ def decide(
             REASON_FAIL_ACTION,
             f"applying FailJobSet failure policy action (first failed job: {job})",
         )
-    if action == RESTART_IGNORING_MAX:
+    if action in (RESTART_IGNORING_MAX, RESTART_JOB_IGNORING_MAX):
+        single = action == RESTART_JOB_IGNORING_MAX
         return GangVerdict(
             True,
             False,
-            REASON_RESTART_IGNORING_MAX,
-            f"applying RestartJobSetAndIgnoreMaxRestarts failure policy action (first failed job: {job})",
+            REASON_RESTART_JOB_IGNORING_MAX if single else REASON_RESTART_IGNORING_MAX,
+            f"applying {action} failure policy action (first failed job: {job})",
+            (step, jobs.get(step, 0)) if single else None,
         )
     if counted_restarts >= JobSetFailurePolicy(tj, policy).max_restarts:
         return GangVerdict(
@@ -116,9 +157,11 @@ def decide(
             c.REASON_REACHED_MAX_RESTARTS,
             f"jobset failed due to reaching max number of restarts (first failed job: {job})",
         )
+    single = action == RESTART_JOB
     return GangVerdict(
         True,
         True,
-        REASON_RESTART_ACTION,
-        f"applying RestartJobSet failure policy action (first failed job: {job})",
+        REASON_RESTART_JOB_ACTION if single else REASON_RESTART_ACTION,
+        f"applying {RESTART_JOB if single else RESTART} failure policy action (first failed job: {job})",
+        (step, jobs.get(step, 0)) if single else None,
     )

@@ -26,7 +26,7 @@ from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import flux, jobsetpolicy, mpi, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import failurepolicy, flux, jobsetpolicy, mpi, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import (
@@ -145,6 +145,7 @@ def resolve(
         jsspec, str(meta.get("name", "")), [s.pod_template for s in steps]
     )
     errors += claim_errors
+    errors += failurepolicy.validate(jsspec, "runtime.spec.template.spec")  # JobSet's webhook rule
     success = jsspec.get(SUCCESS_POLICY) or {}
     failure = jsspec.get("failurePolicy") or {}
     resolved = ResolvedTrainJob(

@@ -169,7 +169,10 @@ def trainjob_shape(
         children=JobSetChildren(resolved, trainjob),
         gang=gang_of(resolved, gang_scheduler),
         # The run's record (whole-gang restarts, failures per job of each replicated job) lives
-        # in the runtime snapshot ConfigMap; pods carry JobSet's restart attempt.
-        recording=RunRecording(in_status=False, attempt_label=c.RESTART_ATTEMPT),
+        # in the runtime snapshot ConfigMap; pods carry JobSet's restart attempt (and their
+        # Job's, under a runtime with a RestartJob rule).
+        recording=RunRecording(
+            in_status=False, attempt_label=c.RESTART_ATTEMPT, job_attempt_label=c.JOB_RESTART_ATTEMPT
+        ),
         tensorboard=False,  # Trainer's status has no place for KubeDL's TensorBoard
     )

@@ -17,7 +17,8 @@ numNodes ≥ 1, an MPI policy's mpiImplementation OpenMPI, a Flux policy's numPr
 a torch policy's envInjection targets by Trainer's CRD rules (`envinjection.py`: no `node`),
 distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
-or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`); a warning without the
+or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
+single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024); a warning without the
 `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
@@ -42,7 +43,7 @@ from kubetrain.api.errors import (
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
-from kubetrain.jobs.trainjob import envinjection, specrules, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import envinjection, failurepolicy, specrules, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -257,5 +258,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                 errors.append(
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
-    errors += volumeclaims.validate((spec.get("template") or {}).get("spec") or {}, "spec.template.spec")
+    jobset_spec = (spec.get("template") or {}).get("spec") or {}
+    errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
+    errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     return errors
