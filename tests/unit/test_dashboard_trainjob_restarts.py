@@ -157,3 +157,25 @@ def test_other_kinds_keep_their_status_counts() -> None:
     pod["metadata"]["ownerReferences"][0]["uid"] = "tf-uid"
     w._on_pod(pod)
     assert w.rows[(tfjobs.group, tfjobs.plural, "ns", "tf")].restarts == 3
+
+
+def test_a_runtime_that_restarts_single_jobs_counts_them_too() -> None:
+    """The planner's pods after one whole-gang restart and two restarts of the warmup step's Job
+    1 alone (a RestartJob rule; the record's `jobRestarts`): the row reads 3."""
+    from .test_trainjob_restartjob import rule
+    from .test_trainjob_restartjob import runtime as restart_job_runtime
+
+    rt = restart_job_runtime(rule("RestartJob", "warmup"), max_restarts=5)
+    job = train_job()
+    state = {"restarts": 1, "countedRestarts": 1, "jobRestarts": {"warmup": [0, 2, 0]}}
+    snapshot = ch.build_snapshot(job, rt, state)
+    snapshot["metadata"]["ownerReferences"][0]["uid"] = UID
+    observed = Observed(pods=[], service={"metadata": {"name": "tj"}}, extra=[snapshot])
+    made = plan_trainjob(job, observed, rt, NOW, PlannerConfig()).create_pods
+    assert {p["metadata"]["labels"].get("jobset.sigs.k8s.io/job-restart-attempt") for p in made} == {"0", "2"}
+    w = watch()
+    w._on_job(TRAINJOB)(job)
+    for i, pod in enumerate(made):
+        pod["metadata"].update(uid=f"pod-{i}", creationTimestamp="2026-11-26T11:30:00Z")
+        w._on_pod(pod)
+    assert row(w).restarts == 3
