@@ -4,7 +4,7 @@ every browser at once — never a poll of the API server per browser.
 They run with the dashboard's own (read-only) credentials and feed:
 - `rows`: one `JobRow` per job, recomputed only when the job changes (the list page filters,
   sorts and slices them; each user sees only the rows their RBAC allows, `access.py`) — a
-  TrainJob's restarts also when one of its pods does (they come from its pods' lives);
+  TrainJob's restarts also when one of its pods does (they come from its pods' labels);
 - `history`: every pod's life (`PodHistory`) for the Gantt chart;
 - `progress`: the trainer's reports (`ProgressHistory`) for the plots;
 - `hub`: one `Change` per job change for the live-update streams (SSE), each subscriber a bounded
@@ -166,6 +166,8 @@ class JobWatch:
         self.rows: dict[RowKey, JobRow] = {}
         self.uids: dict[str, JobKind] = {}  # job uid -> its kind (a pod's owner)
         self.names: dict[str, RowKey] = {}  # job uid -> its row
+        # TrainJob uid -> the restarts its pods tell (a TrainJob's status has no count)
+        self.restart_tallies: dict[str, trainjob.RestartTally] = {}
         self.history = history or PodHistory()
         self.progress = progress or ProgressHistory()
         self.hub = Hub()
@@ -296,35 +298,38 @@ class JobWatch:
             self.uids.pop(uid, None)
             self.names.pop(uid, None)
             self.history.forget_job(uid)
+            self.restart_tallies.pop(uid, None)
             self.progress.forget_job(uid)
             self.hub.publish(Change(kind.group, kind.plural, key[2], key[3], "Deleted"))
 
         return handle
 
-    def _with_pod_restarts(self, row: JobRow, pod: Obj | None = None) -> JobRow:
-        """A TrainJob's row with its restarts from its pods (`views/trainjob.restarts`: its
-        status has no count) — from every life kept, or from the one `pod` that changed —
-        another kind's row as it is."""
-        if not row.uid or not trainjob.is_trainjob_kind(row.kind.group, row.kind.kind):
+    def _with_pod_restarts(self, row: JobRow) -> JobRow:
+        """A TrainJob's row with the restarts its pods tell (`views/trainjob.RestartTally`: its
+        status has no count); another kind's row as it is."""
+        tally = self.restart_tallies.get(row.uid)
+        if tally is None or not trainjob.is_trainjob_kind(row.kind.group, row.kind.kind):
             return row
-        if pod is None:
-            restarts = trainjob.restarts(self.history.lives(row.uid))
-        else:
-            restarts = trainjob.pod_attempt(pod)
-        return replace(row, restarts=restarts) if restarts > row.restarts else row
+        return replace(row, restarts=tally.total) if tally.total != row.restarts else row
 
     def _owner_change(self, pod: Obj) -> None:
         key = self.names.get(owner_uid(pod))
         if key is not None:
             row = self.rows.get(key)
             if row is not None:
-                row = self.rows[key] = self._with_pod_restarts(row, pod)
+                row = self.rows[key] = self._with_pod_restarts(row)
             self.hub.publish(Change(key[0], key[1], key[2], key[3], row.state if row else ""))
 
     def _on_pod(self, pod: Obj) -> None:
         self.history.observe(pod, self._now())
+        owner = owner_uid(pod)
+        if owner and trainjob.is_trainjob_pod(pod):  # also before its TrainJob is seen
+            self.restart_tallies.setdefault(owner, trainjob.RestartTally()).observe(pod)
         self._owner_change(pod)
 
     def _on_pod_delete(self, pod: Obj) -> None:
         self.history.deleted(pod, self._now())
+        owner = owner_uid(pod)
+        if owner not in self.uids:  # the pods of a deleted TrainJob: their last event drops its tally
+            self.restart_tallies.pop(owner, None)
         self._owner_change(pod)

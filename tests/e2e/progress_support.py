@@ -5,10 +5,12 @@ read back what `kubectl get` prints (the Table API)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -57,8 +59,32 @@ async def pod_token(cluster: Any, pod: Obj, audience: str) -> str:
     return str(answer["status"]["token"])
 
 
+async def endpoint_listening(url: str, within: float = 60.0) -> None:
+    """Until the endpoint's port accepts connections: `kubetrain run --status-server-process`
+    starts its child once the operator runs, and on a loaded machine the child takes seconds to
+    listen — longer than a pod takes to start — so a report sent at once finds nothing there."""
+    parts = urlsplit(url)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            _, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        except OSError as err:
+            if loop.time() > deadline:
+                raise AssertionError(
+                    f"the training-progress endpoint {url} is not listening after {within} s"
+                ) from err
+            await asyncio.sleep(0.1)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+
+
 async def sdk_env(cluster: Any, pod: Obj, token: str, url: str, tmp: Path) -> dict[str, str]:
-    """The three variables the SDK reads, with the token and the job's CA written where they point."""
+    """The three variables the SDK reads, with the token and the job's CA written where they point
+    (once the endpoint listens)."""
+    await endpoint_listening(url)
     cm = await cluster.client.get(CONFIG_MAPS, cluster.namespace, ca_config_map_of(pod))
     out = tmp / pod["metadata"]["name"]
     out.mkdir(parents=True, exist_ok=True)

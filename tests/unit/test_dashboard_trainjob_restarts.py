@@ -63,15 +63,40 @@ def row(w: JobWatch) -> joblist.JobRow:
     return w.rows[(TRAINJOB.group, TRAINJOB.plural, "ns", "tj")]
 
 
+def labelled(pod: Obj, **labels: str) -> Obj:
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["labels"].update(labels)
+    return pod
+
+
 def test_a_pods_attempt_is_jobsets_label_on_a_trainjobs_pod() -> None:
     [first, _] = pods_of_run(2)
     assert first["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "2"
-    assert life_from_pod(first).attempt == 2
-    assert trainjob.restarts([life_from_pod(p) for p in pods_of_run(0) + pods_of_run(3)]) == 3
-    assert trainjob.restarts([]) == 0
-    assert trainjob.pod_attempt(first) == 2
-    assert trainjob.pod_attempt({"metadata": {"labels": {"jobset.sigs.k8s.io/restart-attempt": "x"}}}) == 0
-    assert trainjob.pod_attempt({"metadata": {}}) == 0
+    assert life_from_pod(first).attempt == 2  # the Gantt chart's attempt of a TrainJob's pod
+    assert trainjob.is_trainjob_pod(first)
+    tally = trainjob.RestartTally()
+    for pod in pods_of_run(0) + pods_of_run(3):
+        tally.observe(pod)
+    assert tally.total == 3
+    tally.observe(labelled(first, **{"jobset.sigs.k8s.io/restart-attempt": "x"}))
+    assert tally.total == 3
+
+
+def test_restarts_of_single_jobs_add_to_the_whole_gang_restarts() -> None:
+    """Under a RestartJob rule each pod also carries its own Job's restarts
+    (`jobset.sigs.k8s.io/job-restart-attempt`), kept across whole-gang restarts: per Job the
+    highest, added to the whole-gang attempt."""
+    [a, b] = pods_of_run(1)
+    job_a, job_b = "tj-node-0", "tj-node-1"
+    tally = trainjob.RestartTally()
+    for pod, job, attempt in ((a, job_a, "2"), (a, job_a, "1"), (b, job_b, "1"), (b, job_b, "0")):
+        tally.observe(
+            labelled(
+                pod,
+                **{"batch.kubernetes.io/job-name": job, "jobset.sigs.k8s.io/job-restart-attempt": attempt},
+            )
+        )
+    assert (tally.gang, tally.jobs, tally.total) == (1, {job_a: 2, job_b: 1}, 4)
 
 
 def test_the_row_counts_the_restarts_its_pods_carry() -> None:
@@ -102,7 +127,19 @@ def test_pods_seen_before_their_trainjob_count_too() -> None:
         w._on_pod(pod)
     w._on_job(TRAINJOB)(train_job())
     assert row(w).restarts == 4
-    assert row(w).restarts == 4
+
+
+def test_a_deleted_trainjobs_pods_leave_no_tally_behind() -> None:
+    w = watch()
+    w._on_job(TRAINJOB)(train_job())
+    pods = pods_of_run(1)
+    for pod in pods:
+        w._on_pod(pod)
+    w._on_job_delete(TRAINJOB)(train_job())
+    for pod in pods:  # garbage collection: each pod updated (terminating), then deleted
+        w._on_pod(pod)
+        w._on_pod_delete(pod)
+    assert w.restart_tallies == {}
 
 
 def test_other_kinds_keep_their_status_counts() -> None:
@@ -120,3 +157,25 @@ def test_other_kinds_keep_their_status_counts() -> None:
     pod["metadata"]["ownerReferences"][0]["uid"] = "tf-uid"
     w._on_pod(pod)
     assert w.rows[(tfjobs.group, tfjobs.plural, "ns", "tf")].restarts == 3
+
+
+def test_a_runtime_that_restarts_single_jobs_counts_them_too() -> None:
+    """The planner's pods after one whole-gang restart and two restarts of the warmup step's Job
+    1 alone (a RestartJob rule; the record's `jobRestarts`): the row reads 3."""
+    from .test_trainjob_restartjob import rule
+    from .test_trainjob_restartjob import runtime as restart_job_runtime
+
+    rt = restart_job_runtime(rule("RestartJob", "warmup"), max_restarts=5)
+    job = train_job()
+    state = {"restarts": 1, "countedRestarts": 1, "jobRestarts": {"warmup": [0, 2, 0]}}
+    snapshot = ch.build_snapshot(job, rt, state)
+    snapshot["metadata"]["ownerReferences"][0]["uid"] = UID
+    observed = Observed(pods=[], service={"metadata": {"name": "tj"}}, extra=[snapshot])
+    made = plan_trainjob(job, observed, rt, NOW, PlannerConfig()).create_pods
+    assert {p["metadata"]["labels"].get("jobset.sigs.k8s.io/job-restart-attempt") for p in made} == {"0", "2"}
+    w = watch()
+    w._on_job(TRAINJOB)(job)
+    for i, pod in enumerate(made):
+        pod["metadata"].update(uid=f"pod-{i}", creationTimestamp="2026-11-26T11:30:00Z")
+        w._on_pod(pod)
+    assert row(w).restarts == 3

@@ -12,12 +12,15 @@ is not a Kubeflow v1 job's: the one place the views read its fields. Pure.
   batch Jobs that are ready, succeeded, failed, active, suspended — Jobs, not pods: one Job of
   the trainer step runs `spec.trainer.numNodes` pods. The list shows per step `node 1/1`: the
   Jobs active or succeeded of the Jobs the status counts, and says so in the cell's tooltip.
-- **Restarts**: Trainer's status has no restart count (JobSet's `status.restarts` is on the
-  JobSet, which kubetrain does not make). kubetrain records a TrainJob's whole-gang restarts —
-  the runtime's failure policy restarting the JobSet, a stall restart — in the run's record
-  (the runtime snapshot ConfigMap's `data.state`) and stamps each pod of the run with it as
-  `jobset.sigs.k8s.io/restart-attempt`; the column shows the highest attempt among the
-  TrainJob's pods the dashboard saw (`restarts`), so it reads neither ConfigMaps nor events.
+- **Restarts**: Trainer's status has no restart count (JobSet's `status.restarts` and
+  `replicatedJobsStatus[].jobRestarts` are on the JobSet, which kubetrain does not make).
+  kubetrain records a TrainJob's restarts in the run's record (the runtime snapshot ConfigMap's
+  `data.state`) and stamps each pod with them: `jobset.sigs.k8s.io/restart-attempt`, the
+  whole-gang restarts (the failure policy's `RestartJobSet`, a stall restart), and under a
+  `RestartJob` rule `jobset.sigs.k8s.io/job-restart-attempt`, the restarts of the pod's own Job
+  alone. The column adds them up from the pods the dashboard saw (`RestartTally`): the highest
+  whole-gang attempt plus, per Job, its highest attempt — so it reads neither ConfigMaps nor
+  events.
 - **Suspend / resume**: `spec.suspend` (a TrainJob has no `runPolicy`).
 - **Steps** (the job page): one line per step the status names, with `numNodes` for the
   trainer step, its pods as the dashboard sees them, and its Job counts.
@@ -26,12 +29,11 @@ is not a Kubeflow v1 job's: the one place the views read its fields. Pure.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
-from kubetrain.dashboard.views.podhistory import PodLife
 
 NOT_STARTING = "PodsNotStarting"
 JOB_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")  # jobsStatus' counts, in the order shown
@@ -115,19 +117,37 @@ def replica_title(job: Mapping[str, Any]) -> str:
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
-def restarts(lives: Iterable[PodLife]) -> int:
-    """A TrainJob's whole-gang restarts: the highest restart attempt among its pods' lives (a
-    pod of the current attempt carries the run's count; a later attempt's never a lower one)."""
-    return max((life.attempt for life in lives), default=0)
-
-
-def pod_attempt(pod: Mapping[str, Any]) -> int:
-    """The restart attempt a TrainJob's pod belongs to (its JobSet label; 0 without one)."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+def _label_int(labels: Mapping[str, Any], key: str) -> int:
     try:
-        return max(0, int(str(labels.get(c.RESTART_ATTEMPT))))
+        return max(0, int(str(labels.get(key))))
     except ValueError:
         return 0
+
+
+@dataclass
+class RestartTally:
+    """A TrainJob's restarts as its pods tell them: the highest whole-gang attempt seen, and per
+    Job (`batch.kubernetes.io/job-name`, the same in every attempt) the highest attempt of its
+    own restarts — a Job's count is kept across whole-gang restarts, as JobSet keeps it."""
+
+    gang: int = 0
+    jobs: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, pod: Mapping[str, Any]) -> None:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        self.gang = max(self.gang, _label_int(labels, c.RESTART_ATTEMPT))
+        job, attempt = labels.get(c.JOB_NAME), _label_int(labels, c.JOB_RESTART_ATTEMPT)
+        if job and attempt > self.jobs.get(str(job), 0):
+            self.jobs[str(job)] = attempt
+
+    @property
+    def total(self) -> int:
+        return self.gang + sum(self.jobs.values())
+
+
+def is_trainjob_pod(pod: Mapping[str, Any]) -> bool:
+    """A pod a TrainJob made (JobSet's restart-attempt label: no other kind's pods carry it)."""
+    return c.RESTART_ATTEMPT in ((pod.get("metadata") or {}).get("labels") or {})
 
 
 def num_nodes(job: Mapping[str, Any]) -> int | None:

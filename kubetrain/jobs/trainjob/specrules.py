@@ -239,8 +239,8 @@ def active_job_errors(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[F
     TrainJob still has active jobs, so a patch never reaches pods that still run. Trainer reads
     its JobSet's `replicatedJobsStatus[].active`; kubetrain runs no JobSet and reads the stored
     TrainJob's `status.jobsStatus[].active` — the same counts, which its controller writes from
-    the pods (a job is active while a pod of it is Pending or Running and not being deleted) —
-    one error per replicated job with active jobs, in the status' order. No status yet (never
+    the pods (a job is active while a pod of it is Pending or Running; none once a suspend
+    deleted them) — one error per replicated job with active jobs, in the status' order. No status yet (never
     reconciled) is Trainer's "no JobSet": allowed. A TrainJob managed by MultiKueue runs
     elsewhere (Trainer finds no JobSet in this cluster): not checked."""
     old_spec = old.get("spec") or {}
