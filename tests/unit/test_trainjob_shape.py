@@ -215,8 +215,10 @@ def test_the_trainjob_gang_counts_every_pod_and_its_podgroup_is_built_as_every_j
 
 def test_the_ml_policys_env_is_the_shapes_env_plugin() -> None:
     runtime = warmup_runtime()
+    warmup_pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    warmup_pod["spec"]["containers"][0]["name"] = "warmup"  # Trainer refuses envInjection naming `node`
     runtime["spec"]["mlPolicy"]["torch"]["envInjection"] = {
-        "targets": [{"jobName": "warmup", "containerNames": ["node"]}]
+        "targets": [{"jobName": "warmup", "containerNames": ["warmup"]}]
     }
     node_step = runtime["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]
     node_step["spec"]["containers"][0]["env"] = [

@@ -30,6 +30,7 @@ from kubetrain.devcluster.kubelet.podstatus import (
     _containers,
     _init_terminated,
     _keep_transition,
+    _not_started,
 )
 
 UNREACHABLE_TLD = ".invalid"
@@ -163,13 +164,4 @@ def _waiting(container: dict[str, Any], reason: str, message: str = "") -> dict[
     waiting: dict[str, Any] = {"reason": reason}
     if message:
         waiting["message"] = message
-    return {
-        "name": container["name"],
-        "image": container.get("image", ""),
-        "imageID": "",
-        "ready": False,
-        "started": False,
-        "restartCount": 0,
-        "lastState": {},
-        "state": {"waiting": waiting},
-    }
+    return _not_started(container, state={"waiting": waiting})

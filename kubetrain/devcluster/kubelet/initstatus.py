@@ -19,6 +19,7 @@ from kubetrain.devcluster.kubelet.podstatus import (
     _containers,
     _init_terminated,
     _keep_transition,
+    _not_started,
 )
 
 BACKOFF_INITIAL_SECONDS = 10
@@ -134,17 +135,3 @@ def init_failed_status(
         containerStatuses=waiting,
     )
     return status
-
-
-def _not_started(container: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """A container status of a container that has not started (yet), with `fields` on top."""
-    return {
-        "name": container["name"],
-        "image": container.get("image", ""),
-        "imageID": "",
-        "ready": False,
-        "started": False,
-        "restartCount": 0,
-        "lastState": {},
-        **fields,
-    }

@@ -297,3 +297,17 @@ def restarted_status(
     status["containerStatuses"] = statuses
     status["phase"] = "Running"
     return status
+
+
+def _not_started(container: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A container status of a container that has not started (yet), with `fields` on top."""
+    return {
+        "name": container["name"],
+        "image": container.get("image", ""),
+        "imageID": "",
+        "ready": False,
+        "started": False,
+        "restartCount": 0,
+        "lastState": {},
+        **fields,
+    }
