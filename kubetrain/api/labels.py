@@ -38,6 +38,13 @@ ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
 # Service per pod, as Kubeflow's operator makes them) — kubetrain.api.servicemode.
 ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"
 
+# On a job of a kind served at more than one version of its group (an MPIJob in kubeflow.org:
+# v2beta1, mpi-operator's, and v1, training-operator's): the apiVersion its author created it at
+# (`kubeflow.org/v1`), set by the mutating webhook on CREATE from the AdmissionReview's
+# requestKind and immutable (kubetrain.jobs.createdversion). Its pods carry the labels of that
+# version's operator; a job without it carries mpi-operator's.
+ANNOTATION_CREATED_API_VERSION = "kubetrain.io/created-api-version"
+
 # Kubeflow's training-operator labels, which pods of kubeflow.org jobs carry too (Kueue, Katib,
 # the Kubeflow SDK's get_job_pod_names and dashboards select pods by them).
 KUBEFLOW_LABEL_JOB_NAME = "training.kubeflow.org/job-name"

@@ -7,7 +7,8 @@ Choices (documented for operators in docs/operations.md by the packaging owner):
   (`needs_renewal`) — about four months before a serving certificate expires, so a
   stopped operator has months to come back before webhooks break.
 - Serving SANs: `<service>`, `<service>.<namespace>`, `<service>.<namespace>.svc`,
-  `<service>.<namespace>.svc.cluster.local` plus any extra DNS names and IP addresses.
+  `<service>.<namespace>.svc.<domain>` (the cluster domain, `cluster.local` unless
+  `--cluster-domain` says) plus any extra DNS names and IP addresses.
   kube-apiserver verifies the webhook's certificate against `<service>.<namespace>.svc`.
 """
 
@@ -23,6 +24,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 
 KeyType = Literal["ecdsa", "rsa"]
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -58,13 +61,14 @@ class CertificateBundle:
         return self.ca.cert_pem
 
 
-def service_dns_names(service: str, namespace: str) -> list[str]:
-    """The DNS names under which the API server may reach a Service."""
+def service_dns_names(service: str, namespace: str, cluster_domain: ClusterDomain = UNSET) -> list[str]:
+    """The DNS names under which the API server may reach a Service (the last one fully
+    qualified with the cluster domain in effect)."""
     return [
         service,
         f"{service}.{namespace}",
         f"{service}.{namespace}.svc",
-        f"{service}.{namespace}.svc.cluster.local",
+        cluster_domain.service_fqdn(service, namespace),
     ]
 
 

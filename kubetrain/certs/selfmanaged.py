@@ -39,6 +39,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.labels import LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.certs.generate import (
     CertKeyPair,
@@ -130,6 +131,7 @@ class SelfManagedCertificates:
         conversion_crds: Sequence[str] = (),
         extra_dns: Sequence[str] = (),
         extra_ips: Sequence[str] = (),
+        cluster_domain: ClusterDomain = UNSET,
         key_type: KeyType = "ecdsa",
         clock: Clock = _utcnow,
         on_update: Callable[[], object] | None = None,
@@ -139,7 +141,8 @@ class SelfManagedCertificates:
         self.namespace = namespace
         self.secret_name = secret_name
         self.cert_dir = cert_dir
-        self.dns_names = [*service_dns_names(service, namespace), *extra_dns]
+        # A stored certificate that does not cover these (another cluster domain) is renewed.
+        self.dns_names = [*service_dns_names(service, namespace, cluster_domain), *extra_dns]
         self.ip_addresses = list(extra_ips)
         self.key_type: KeyType = key_type
         self.clock = clock

@@ -12,13 +12,14 @@ import argparse
 from typing import Any
 
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
-from kubetrain.commands._flags import _namespaces, _positive_int
+from kubetrain.commands._flags import _namespaces, _positive_int, add_cluster_domain_flag
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 
 # `kubetrain run` flags `kubetrain dev` takes too (besides --gang-scheduler and --api-groups,
 # which it always had), with the DevStackOptions field each sets.
 SHARED = {
     "--service-mode": "service_mode",
+    "--cluster-domain": "cluster_domain",
     "--scheduler-name": "scheduler_name",
     "--max-replicas-per-job": "max_replicas",
     "--training-policies": "training_policies",
@@ -73,6 +74,7 @@ def add_behaviour_flags(parser: argparse.ArgumentParser) -> None:
         "headless (one headless Service per job; the default) or per-pod (one Service per pod, "
         "the bare pod name resolves, as with Kubeflow's operator); chart serviceMode",
     )
+    add_cluster_domain_flag(g)
     g.add_argument(
         "--scheduler-name",
         metavar="NAME",

@@ -4,7 +4,7 @@
 from kubetrain.commands._flags import add_common_flags, add_webhook_flags, add_controller_flags
 parser = sub.add_parser("run", ...)
 add_common_flags(parser)       # --kubeconfig --gang-scheduler --scheduler-name --metrics-port
-                               # --metrics-secure --metrics-cert-dir --log-level
+                               # --metrics-secure --metrics-cert-dir --log-level --cluster-domain
 add_controller_flags(parser)   # --namespaces --workers --qps --burst --leader-elect ...
 add_webhook_flags(parser)      # --webhook-port --cert-mode --cert-dir --cert-secret ...
 ```
@@ -22,6 +22,8 @@ import logging
 import os
 from typing import Any
 
+from kubetrain.api import clusterdomain
+from kubetrain.api.clusterdomain import ClusterDomain
 from kubetrain.api.gangschedulers import CHOICES, NONE
 from kubetrain.api.groups import KUBETRAIN_GROUP, SERVABLE_GROUPS
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
@@ -92,6 +94,44 @@ def api_groups_arg(text: str) -> list[str]:
     return list(dict.fromkeys(groups))
 
 
+class _FromEnv(str):
+    """A flag's default taken from the environment: its errors name the variable."""
+
+    variable: str
+
+    def __new__(cls, value: str, variable: str) -> _FromEnv:
+        self = super().__new__(cls, value)
+        self.variable = variable
+        return self
+
+
+def cluster_domain_arg(value: str) -> ClusterDomain:
+    """`--cluster-domain` (or, for its default, `$CUSTOM_CLUSTER_DOMAIN`): a DNS subdomain, or
+    empty for "not set"."""
+    try:
+        return clusterdomain.cluster_domain(value)
+    except ValueError as exc:
+        source = f"${value.variable}=" if isinstance(value, _FromEnv) else ""
+        raise argparse.ArgumentTypeError(f"{source}{exc}") from None
+
+
+def add_cluster_domain_flag(g: Any) -> None:
+    """`--cluster-domain`, its default `$CUSTOM_CLUSTER_DOMAIN` (training-operator's variable),
+    read when the parser is built; argparse checks a string default as it checks the flag."""
+    env = clusterdomain.ENV_VAR
+    g.add_argument(
+        clusterdomain.FLAG,
+        type=cluster_domain_arg,
+        default=_FromEnv(os.environ.get(env, ""), env),
+        metavar="DOMAIN",
+        help=f"the cluster's DNS domain, the kubelet's --cluster-domain (default ${env}, else "
+        f"{clusterdomain.DEFAULT_CLUSTER_DOMAIN}): MPIJob workers' DNS search, Flux brokers' "
+        "names and the webhook certificate use it; when set (by the flag or the variable) "
+        "TF_CONFIG and MPIJob hostfile names end in .svc.DOMAIN as in training-operator and "
+        "mpi-operator, else in .svc",
+    )
+
+
 def add_process_flags(g: Any) -> None:
     """The API server, the metrics port and logging: every long-running command has them."""
     g.add_argument(
@@ -157,6 +197,7 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         help=f"refuse jobs with more than N replicas in total (elastic Workers counted at maxReplicas), "
         f"at admission and in the controller (default {DEFAULT_MAX_REPLICAS})",
     )
+    add_cluster_domain_flag(g)
 
 
 def add_scope_flags(g: Any) -> None:

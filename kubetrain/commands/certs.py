@@ -3,7 +3,8 @@
     kubetrain certs generate --out ./certs --dns kubetrain-webhook.kubetrain-system.svc --ip 127.0.0.1
 
 writes `ca.crt`, `tls.crt` and `tls.key` (mode 0600) into DIR — the layout `--cert-dir` reads.
-`--service NAME --namespace NS` adds the four DNS names of a Service.
+`--service NAME --namespace NS` adds the four DNS names of a Service (the last one under
+`--cluster-domain`, default `$CUSTOM_CLUSTER_DOMAIN`, else cluster.local).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from kubetrain.certs.generate import generate_bundle, service_dns_names
 from kubetrain.certs.tls import write_cert_dir
+from kubetrain.commands._flags import add_cluster_domain_flag
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -22,7 +24,7 @@ def generate(args: argparse.Namespace) -> int:
         if not args.namespace:
             print("error: --service needs --namespace", file=sys.stderr)
             return 2
-        dns += service_dns_names(args.service, args.namespace)
+        dns += service_dns_names(args.service, args.namespace, args.cluster_domain)
     if not dns and not args.ip:
         print("error: give at least one --dns NAME, --ip ADDRESS or --service/--namespace", file=sys.stderr)
         return 2
@@ -56,6 +58,7 @@ def add_parser(subparsers: Any) -> None:
     gen.add_argument("--ip", action="append", default=[], metavar="IP", help="IP address (repeatable)")
     gen.add_argument("--service", metavar="NAME", help="add the DNS names of this Service")
     gen.add_argument("--namespace", metavar="NS", help="namespace of --service")
+    add_cluster_domain_flag(gen)
     gen.add_argument(
         "--key-type",
         choices=("ecdsa", "rsa"),

@@ -30,11 +30,13 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.cron import CRON_KINDS
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.api.trainer import constants as tc
+from kubetrain.commands._flags import add_cluster_domain_flag
 from kubetrain.commands._trainervalidate import Runtimes, keep_runtime, known_runtimes, trainjob_errors
 from kubetrain.commands.validate import read_documents
 from kubetrain.cron.decide import next_job
@@ -80,6 +82,7 @@ def add_parser(subparsers: Any) -> None:
         default=HEADLESS,
         help="the operator's --service-mode (a job's kubetrain.io/service-mode annotation wins)",
     )
+    add_cluster_domain_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -90,6 +93,7 @@ def render_job(
     gang_scheduler: str = NONE,
     scheduler_name: str | None = None,
     service_mode: str = HEADLESS,
+    cluster_domain: ClusterDomain = UNSET,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The children of one job in creation order, or the errors that prevent rendering."""
     job = copy.deepcopy(obj)
@@ -97,7 +101,10 @@ def render_job(
     if isinstance(meta, dict) and not meta.get("namespace"):
         meta["namespace"] = namespace or "default"
     prepared = prepare_job(
-        job, gang_scheduling=defaults_min_available(gang_scheduler), service_mode=service_mode
+        job,
+        gang_scheduling=defaults_min_available(gang_scheduler),
+        service_mode=service_mode,
+        cluster_domain=cluster_domain,
     )
     if prepared.shape is None:
         return [], prepared.errors or ["cannot render this object"]
@@ -112,7 +119,12 @@ def render_job(
 
 
 def render_trainjob(
-    obj: dict[str, Any], runtimes: Runtimes, *, namespace: str | None = None, gang_scheduler: str = NONE
+    obj: dict[str, Any],
+    runtimes: Runtimes,
+    *,
+    namespace: str | None = None,
+    gang_scheduler: str = NONE,
+    cluster_domain: ClusterDomain = UNSET,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The children of one TrainJob in creation order (the first reconcile's, then every pod of
     every step), or the errors that prevent rendering. `runtimes`: by (kind, name)."""
@@ -123,7 +135,7 @@ def render_trainjob(
     runtime, errors = trainjob_errors(job, runtimes)
     if errors or runtime is None:
         return [], [str(e) for e in errors]
-    resolved, problems = resolve(job, runtime)  # valid: resolves (the webhook's check, above)
+    resolved, problems = resolve(job, runtime, cluster_domain=cluster_domain)  # valid: resolves (as checked)
     if resolved is None:
         return [], [str(e) for e in problems]
     shape = trainjob_shape(job, resolved, jobset_spec(runtime), TRAINER, gang_scheduler)
@@ -221,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
             gang_scheduler=args.gang_scheduler,
             scheduler_name=args.scheduler_name,
             service_mode=args.service_mode,
+            cluster_domain=args.cluster_domain,
         )
         for error in errors:
             print(f"{doc.label}: {error}", file=sys.stderr)
@@ -243,7 +256,11 @@ def _trainer_document(
     if kind != tc.TRAINJOB:
         return [f"kind: Unsupported value: {kind!r}: must be one of {', '.join(tc.KINDS)}"]
     children, errors = render_trainjob(
-        obj, runtimes, namespace=args.namespace, gang_scheduler=args.gang_scheduler
+        obj,
+        runtimes,
+        namespace=args.namespace,
+        gang_scheduler=args.gang_scheduler,
+        cluster_domain=args.cluster_domain,
     )
     output.extend(children)
     return errors

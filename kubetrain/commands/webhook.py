@@ -111,6 +111,7 @@ class WebhookRuntime:
                 conversion_crds=conversion_crd_names(getattr(self.args, "api_groups", None) or ()),
                 extra_dns=self.args.cert_extra_dns,
                 extra_ips=self.args.cert_extra_ip,
+                cluster_domain=self.args.cluster_domain,
                 on_update=self.server.tls.reload,
             )
             await self.certs.start()

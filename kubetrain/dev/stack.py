@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
@@ -72,6 +73,7 @@ class DevStackOptions:
     simulated_nodes: int = 3
     gang_scheduler: str = "none"
     service_mode: str = "headless"  # the controller's --service-mode
+    cluster_domain: ClusterDomain = UNSET  # the controller's --cluster-domain
     scheduler_name: str | None = None  # --scheduler-name (bound by the pod simulator without a gang)
     max_replicas: int = DEFAULT_MAX_REPLICAS  # --max-replicas-per-job (webhook and controller)
     namespaces: tuple[str, ...] = ()  # the controller's --namespaces (empty: every namespace)
@@ -303,6 +305,7 @@ class DevStack:
                 max_replicas=opts.max_replicas,
                 namespaces=list(opts.namespaces),
                 service_mode=opts.service_mode,
+                cluster_domain=opts.cluster_domain,
                 api_groups=opts.api_groups,
                 progress=self.progress_injection,
             ),

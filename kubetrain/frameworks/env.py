@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicaLayout:
@@ -62,6 +64,8 @@ class JobLayout:
     resource: str = ""
     # The ConfigMap that carries the progress endpoint's CA to its pods (operator/progressenv.py).
     progress_ca_config_map: str = ""
+    # The operator's cluster domain (api/clusterdomain.py): the names that carry one use it.
+    cluster_domain: ClusterDomain = UNSET
 
     @property
     def total_replicas(self) -> int:

@@ -18,21 +18,14 @@ from typing import Any
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.groups import MPI_OPERATOR_MANAGER
-from kubetrain.api.labels import (
-    KUBEFLOW_LABEL_JOB_NAME,
-    KUBEFLOW_LABEL_JOB_ROLE,
-    KUBEFLOW_LABEL_OPERATOR_NAME,
-    KUBEFLOW_LABEL_REPLICA_INDEX,
-    KUBEFLOW_LABEL_REPLICA_TYPE,
-    LABEL_REPLICA_TYPE,
-)
+from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.mpijob import MPIJob
 from kubetrain.api.mpijob_v1 import ANNOTATION_V1_FIELDS, MPIJobV1
 from kubetrain.frameworks.base import ExtraChild, Framework
 from kubetrain.frameworks.checks import replica_path
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts
+from kubetrain.frameworks.mpilabels import LAUNCHER, WORKER, mpijob_pod_labels
 
-LAUNCHER, WORKER = "Launcher", "Worker"
 DEFAULT_SLOTS = 1
 DEFAULT_SSH_PATH = "/root/.ssh"  # rootSSHPath
 DEFAULT_IMPLEMENTATION = "OpenMPI"
@@ -72,15 +65,13 @@ IMPLEMENTATION_ENV: dict[str, tuple[tuple[str, str], ...]] = {
 SLOTS_ENV = {"OpenMPI": "OMPI_MCA_orte_set_default_slots", "Intel": "I_MPI_PERHOST"}
 NVIDIA_DISABLE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 ROLE_ENV = "K_MPI_JOB_ROLE"
-MPI_OPERATOR_NAME = "mpi-operator"  # kubeflow.OperatorName, training.kubeflow.org/operator-name
 V1_WARNING = (
     "kubeflow.org/v1 MPIJob: run as mpi-operator v2beta1 runs it (the stored version) — the "
     "Launcher reaches the Workers over SSH, not through kubectl exec: the key pair is generated "
     "into Secret <job>-ssh and mounted at sshAuthMountPath (/root/.ssh), each Worker's first "
     "container runs `/usr/sbin/sshd -De` unless it has a command, so the Worker image must "
-    "provide sshd; kubectl-delivery and kubexec.sh are not used; its pods carry mpi-operator's "
-    "labels (training.kubeflow.org/job-role launcher or worker, not master): the Kubeflow v1 "
-    "SDK's get_job_logs finds the Launcher with is_master=False, replica_type='launcher'"
+    "provide sshd; kubectl-delivery and kubexec.sh are not used. Its pods carry training-operator "
+    "v1's labels (the Launcher training.kubeflow.org/job-role: master)"
 )
 
 
@@ -116,23 +107,17 @@ class MPI(Framework):
         return V1_WARNING if version == "v1" else None
 
     def kubeflow_pod_labels(self, job: JobLayout, replica_type: str, index: int) -> dict[str, str]:
-        """mpi-operator's pod labels (defaultLabels, newWorker, newLauncherPodTemplate):
-        operator-name `mpi-operator`, job-name, job-role `launcher`/`worker` (its README finds the
-        launcher with `-l training.kubeflow.org/job-name=<job>,training.kubeflow.org/job-role=
-        launcher`); replica-index on every Worker — its index + 1 with runLauncherAsWorker, the
-        Launcher then being 0 (workerReplicaIndexLabel: a unique index per pod for Kueue's TAS)."""
-        as_worker = settings(job).launcher_as_worker
-        labels = {
-            KUBEFLOW_LABEL_OPERATOR_NAME: MPI_OPERATOR_NAME,
-            KUBEFLOW_LABEL_JOB_NAME: job.name,
-            KUBEFLOW_LABEL_JOB_ROLE: replica_type.lower(),
-            KUBEFLOW_LABEL_REPLICA_TYPE: replica_type.lower(),
-        }
-        if replica_type == WORKER:
-            labels[KUBEFLOW_LABEL_REPLICA_INDEX] = str(index + 1 if as_worker else index)
-        elif as_worker:
-            labels[KUBEFLOW_LABEL_REPLICA_INDEX] = "0"
-        return labels
+        """The labels of the operator whose version the job was created at (frameworks/mpilabels.py):
+        training-operator v1.9's for `kubeflow.org/v1` (the Launcher job-role `master`, as the
+        Kubeflow v1 SDK selects it), else mpi-operator's (job-role `launcher`/`worker`, as its
+        README selects the launcher; replica-index + 1 with runLauncherAsWorker)."""
+        return mpijob_pod_labels(
+            job.name,
+            job.annotations,
+            replica_type,
+            index,
+            launcher_as_worker=settings(job).launcher_as_worker,
+        )
 
     # --- defaulting and validation (v2beta1 SetDefaults_MPIJob, validateMPIJobSpec) ------------------
     def default_spec(self, spec: dict[str, Any], counts: Mapping[Any, int | None]) -> list[str]:
@@ -263,8 +248,9 @@ def launcher_hostname(job: JobLayout) -> str:
 
 
 def host(job: JobLayout, hostname: str) -> str:
-    """`<hostname>.<job>.<ns>.svc` (newConfigMap's domainFormat without a cluster domain)."""
-    return f"{hostname}.{job.name}.{job.namespace}.svc"
+    """`<hostname>.<job>.<ns>.svc`, `.<domain>` appended when the operator was given a cluster
+    domain (newConfigMap's domainFormat with mpi-operator's `--cluster-domain`)."""
+    return job.cluster_domain.qualify(f"{hostname}.{job.name}.{job.namespace}.svc")
 
 
 def hostfile(job: JobLayout) -> str:
@@ -340,8 +326,9 @@ def mpi_pod_spec(job: JobLayout, replica_type: str, spec: dict[str, Any]) -> Non
     if spec.get("hostNetwork") is True:
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if replica_type == WORKER:
-        # The Intel and MPICH launchers reach workers (and back) through short hostnames.
-        search = f"{job.name}.{job.namespace}.svc.cluster.local"
+        # The Intel and MPICH launchers reach workers (and back) through short hostnames. The
+        # domain in effect: mpi-operator hard-codes cluster.local, wrong on any other cluster.
+        search = job.cluster_domain.service_fqdn(job.name, job.namespace)
         dns = dict(spec.get("dnsConfig") or {})
         dns["searches"] = [*(dns.get("searches") or []), search]
         spec["dnsConfig"] = dns

@@ -77,8 +77,12 @@ def tf_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
 
     With `enableDynamicWorker: true` it is sparse, as Kubeflow writes it for TensorFlow's
     dynamic membership: a Worker sees the PS and only itself (`{"<index>": address}`), a PS
-    only itself, any other type neither; and there is no `environment`."""
-    cluster = {r.lower: [job.pod_address(t, i) for i in range(r.replicas)] for t, r in job.replicas.items()}
+    only itself, any other type neither; and there is no `environment`.
+
+    A cluster domain the operator was given is appended to every host (`<pod>.<job>.<ns>.svc.
+    <domain>`), as training-operator does with `CUSTOM_CLUSTER_DOMAIN`; none given, the hosts
+    end in `.svc` (`ClusterDomain.qualify`)."""
+    cluster = {r.lower: [_address(job, t, i) for i in range(r.replicas)] for t, r in job.replicas.items()}
     task = {"type": replica_type.lower(), "index": index}
     if job.spec.get("enableDynamicWorker") is True:
         sparse: dict[str, Any] = {"worker": {}, "ps": []}
@@ -89,6 +93,11 @@ def tf_config(job: JobLayout, replica_type: str, index: int) -> dict[str, Any]:
             sparse["worker"] = {str(index): cluster["worker"][index]}
         return {"cluster": sparse, "task": task}
     return {"cluster": cluster, "task": task, "environment": "cloud"}
+
+
+def _address(job: JobLayout, replica_type: str, index: int) -> str:
+    host = job.cluster_domain.qualify(job.pod_host(replica_type, index))
+    return f"{host}:{job.pod_port(replica_type, index)}"
 
 
 def tf_cluster_env(job: JobLayout, replica_type: str, index: int) -> list[dict[str, str]]:

@@ -9,7 +9,9 @@ reading the annotations again. Pure.
 - the service mode (`kubetrain.io/service-mode`, kubetrain.api.servicemode), as written: its
   check compares it with the stored job's on update;
 - the progress annotations (kubetrain.api.trainerstatus): the deadline they declare and their
-  problems.
+  problems; the start deadline (kubetrain.api.startdeadline);
+- the apiVersion the job was created at (`kubetrain.io/created-api-version`,
+  kubetrain.jobs.createdversion), as written: its check compares it with the stored job's on update.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from kubetrain.api import servicemode, startdeadline, trainerstatus
 from kubetrain.api.errors import FieldError
 from kubetrain.frameworks.hostnetwork import HostNetwork, read_host_network
+from kubetrain.jobs.createdversion import created_api_version
 from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
 
 
@@ -35,6 +38,7 @@ class JobAnnotations:
     # `kubetrain.io/progress-deadline-seconds` (None: absent or not a positive integer); the
     # job's `runPolicy.progressDeadlineSeconds` comes first.
     progress_deadline: int | None = None
+    created_api_version: Any = None  # `kubetrain.io/created-api-version` as written
     # `kubetrain.io/start-deadline-seconds` (None: absent or not a positive integer); the job's
     # `runPolicy.startDeadlineSeconds` comes first.
     start_deadline: int | None = None
@@ -56,5 +60,6 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
         servicemode.requested_service_mode(obj),
         tuple(trainerstatus.annotation_errors(obj)),
         trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
+        created_api_version(obj),
         start_deadline=startdeadline.start_deadline_seconds(annotations),
     )

@@ -15,6 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, RESTART_POLICIES
 from kubetrain.api.errors import json_int
 from kubetrain.api.trainerstatus import CA_CONFIG_MAP_SUFFIX
@@ -44,11 +45,13 @@ def v1_shape(
     status: StatusProjection,
     annotations: JobAnnotations,
     per_pod_services: bool = False,
+    cluster_domain: ClusterDomain = UNSET,
 ) -> Produced:
     """The shape of a defaulted job (its draft) whose spec has `framework.replica_field`, laid
     out for the framework (`annotations`: its annotations as read at the edge;
-    `per_pod_services`: pods addressed by their own Services) with the `status` projection of
-    Kubeflow's JobStatus the planner gives it, or why it cannot be laid out."""
+    `per_pod_services`: pods addressed by their own Services; `cluster_domain`: the operator's,
+    for the names that carry one) with the `status` projection of Kubeflow's JobStatus the
+    planner gives it, or why it cannot be laid out."""
     spec = draft.wire.get("spec")
     run_policy = run_policy_of(
         spec if isinstance(spec, Mapping) else {},
@@ -60,6 +63,8 @@ def v1_shape(
     )
     if layout is None:
         return Produced(None, run_policy, errors)
+    if cluster_domain != UNSET:
+        layout = replace(layout, cluster_domain=cluster_domain)
     gates = framework.gates(layout)
     groups = {
         name: ReplicaGroup.of(

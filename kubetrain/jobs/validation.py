@@ -18,8 +18,9 @@ from typing import Any
 
 from kubetrain.api import startdeadline
 from kubetrain.api.errors import FieldError, required
-from kubetrain.api.groups import JOB_GROUPS
+from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.api.servicemode import check_service_mode
+from kubetrain.jobs.createdversion import check_created_version, served_api_versions
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
@@ -74,7 +75,7 @@ def validate_job(
 
 def spec_unchanged(obj: Any, old: Any) -> bool:
     """An update that leaves `spec` as it was (metadata, status): never blocked, except for a
-    change of the `kubetrain.io/service-mode` annotation."""
+    change of the `kubetrain.io/service-mode` or `kubetrain.io/created-api-version` annotation."""
     return isinstance(obj, dict) and isinstance(old, dict) and obj.get("spec") == old.get("spec")
 
 
@@ -93,18 +94,24 @@ def validate_v1(
     obj, replicas, annotations = draft.wire, draft.replicas, draft.annotations
     before = old.wire if old is not None else None
     unchanged = before is not None and spec_unchanged(obj, before)
-    mode_errors = check_service_mode(
+    annotation_errors = check_service_mode(
         annotations.service_mode,
         old.annotations.service_mode if old is not None else None,
         updating=old is not None,
     )
+    annotation_errors += check_created_version(
+        served_api_versions(str(obj.get("kind") or ""), group_of(obj.get("apiVersion"))),
+        annotations.created_api_version,
+        old.annotations.created_api_version if old is not None else None,
+        updating=old is not None,
+    )
     if unchanged:
-        return ValidationResult(mode_errors)
+        return ValidationResult(annotation_errors)
     if typed.type_errors:
         return ValidationResult(list(typed.type_errors))
     framework = typed.framework
     assert framework is not None
-    errors: list[FieldError] = [*mode_errors, *typed.errors]
+    errors: list[FieldError] = [*annotation_errors, *typed.errors]
     warnings: list[str] = []
     spec = obj.get("spec")
     if not isinstance(spec, dict):

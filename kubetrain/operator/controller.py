@@ -92,6 +92,7 @@ class Controller(JobEvents, ReconcileLoop):
             scheduler_name=self.config.scheduler_name,
             max_replicas=self.config.max_replicas,
             service_mode=self.config.service_mode,
+            cluster_domain=self.config.cluster_domain,
             progress=self.config.progress,
         )
         self.job_resources = job_resources_in(self.config.api_groups)

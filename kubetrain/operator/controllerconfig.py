@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import KUBETRAIN_GROUP
 from kubetrain.api.servicemode import HEADLESS
@@ -18,6 +19,7 @@ class ControllerConfig:
     gang_scheduler: str = NONE  # a --gang-scheduler value (kubetrain.api.gangschedulers)
     scheduler_name: str | None = None
     service_mode: str = HEADLESS  # jobs without a kubetrain.io/service-mode annotation
+    cluster_domain: ClusterDomain = UNSET  # --cluster-domain, else $CUSTOM_CLUSTER_DOMAIN
     # API groups whose job kinds are reconciled (kubetrain.api.groups): kubetrain.io, kubeflow.org
     api_groups: tuple[str, ...] = (KUBETRAIN_GROUP,)
     # Coalescing of pod events and status-only job updates per job: the window is

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.jobs.shape import SUCCEEDED, StatusProjection
@@ -77,6 +78,7 @@ class PlannerConfig:
     max_replicas: int = DEFAULT_MAX_REPLICAS  # a job over this total is refused like an invalid spec
     max_pod_creates: int = MAX_POD_CREATES_PER_RECONCILE
     service_mode: str = HEADLESS  # the default of jobs without the annotation (api/servicemode)
+    cluster_domain: ClusterDomain = UNSET  # --cluster-domain (api/clusterdomain)
     # The training-progress endpoint pods report to (None: nothing injected; progressenv.py).
     progress: ProgressInjection | None = None
 

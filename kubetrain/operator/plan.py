@@ -62,6 +62,7 @@ def plan(
         gang_scheduling=defaults_min_available(config.gang_scheduler),
         max_replicas=config.max_replicas,
         service_mode=config.service_mode,
+        cluster_domain=config.cluster_domain,
     )
     if prepared.framework is None:  # a kind kubetrain does not know
         return Plan()

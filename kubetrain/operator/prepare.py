@@ -17,9 +17,9 @@ generation.
 5. lay out (`kubetrain.jobs.v1shape.v1_shape`, from the defaulted draft's replica entries) → the
    engine's `JobLayout` and the `JobShape`.
 
-That work depends only on the spec, so `JobCache` keeps the result per (uid, generation, gang
-scheduling, service mode): a reconcile of an unchanged job does no deep copy, no defaulting and
-no schema validation.
+That work depends only on the spec and the operator's settings, so `JobCache` keeps the result
+per (uid, generation, gang scheduling, service mode, replica limit, cluster domain): a reconcile
+of an unchanged job does no deep copy, no defaulting and no schema validation.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api import servicemode
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
@@ -67,10 +68,12 @@ def prepare_job(
     gang_scheduling: bool = False,
     max_replicas: int = DEFAULT_MAX_REPLICAS,
     service_mode: str = HEADLESS,
+    cluster_domain: ClusterDomain = UNSET,
 ) -> PreparedJob:
     """Default, validate and lay out one job (no caching; see `JobCache`). A job over
     `max_replicas` in total is invalid like any other spec error. `service_mode` is the
-    operator's default; the job's `kubetrain.io/service-mode` annotation overrides it."""
+    operator's default; the job's `kubetrain.io/service-mode` annotation overrides it.
+    `cluster_domain` is the operator's (the DNS names that carry one)."""
     draft = read_job(obj)  # 1. parse
     framework = draft.framework
     if framework is None:
@@ -88,6 +91,7 @@ def prepare_job(
         status=KUBEFLOW,
         per_pod_services=per_pod,
         annotations=draft.annotations,
+        cluster_domain=cluster_domain,
     )  # 5. lay out
     errors = errors or produced.errors
     shape = produced.shape
@@ -101,7 +105,8 @@ def prepare_job(
 
 
 class JobCache:
-    """Prepared jobs by (uid, generation, gang scheduling, service mode), least recently used dropped first.
+    """Prepared jobs by (uid, generation, gang scheduling, service mode, replica limit, cluster
+    domain), least recently used dropped first.
 
     `metadata.generation` changes with every spec change of a CRD with the status subresource,
     so a cached entry never goes stale. Objects without uid or generation (e.g. `render` input)
@@ -109,7 +114,9 @@ class JobCache:
     """
 
     def __init__(self, max_entries: int = 8192) -> None:
-        self._entries: OrderedDict[tuple[str, int, bool, str, int], PreparedJob] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, int, bool, str, int, ClusterDomain], PreparedJob] = (
+            OrderedDict()
+        )
         self._max = max_entries
 
     def get(
@@ -119,23 +126,32 @@ class JobCache:
         gang_scheduling: bool = False,
         max_replicas: int = DEFAULT_MAX_REPLICAS,
         service_mode: str = HEADLESS,
+        cluster_domain: ClusterDomain = UNSET,
     ) -> PreparedJob:
         meta = obj.get("metadata") or {}
         uid, generation = meta.get("uid"), meta.get("generation")
-        if not isinstance(uid, str) or not uid or not isinstance(generation, int):
+
+        def prepare() -> PreparedJob:
             return prepare_job(
-                obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas, service_mode=service_mode
+                obj,
+                gang_scheduling=gang_scheduling,
+                max_replicas=max_replicas,
+                service_mode=service_mode,
+                cluster_domain=cluster_domain,
             )
+
+        if not isinstance(uid, str) or not uid or not isinstance(generation, int):
+            return prepare()
         # The service mode is part of the key: an annotation change does not bump generation.
+        # So is every operator setting the layout reads: the cache may be shared by planners
+        # configured differently (tests, `kubetrain dev` restarted in one process).
         mode = servicemode.service_mode(obj, service_mode)
-        key = (uid, generation, gang_scheduling, f"{obj.get('kind')}/{mode}", max_replicas)
+        key = (uid, generation, gang_scheduling, f"{obj.get('kind')}/{mode}", max_replicas, cluster_domain)
         hit = self._entries.get(key)
         if hit is not None:
             self._entries.move_to_end(key)
             return hit
-        prepared = prepare_job(
-            obj, gang_scheduling=gang_scheduling, max_replicas=max_replicas, service_mode=service_mode
-        )
+        prepared = prepare()
         self._entries[key] = prepared
         if len(self._entries) > self._max:
             self._entries.popitem(last=False)

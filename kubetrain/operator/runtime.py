@@ -68,6 +68,7 @@ class ControllerRuntime:
             scheduler_name=self.args.scheduler_name,
             max_replicas=self.args.max_replicas_per_job,
             service_mode=self.args.service_mode,
+            cluster_domain=self.args.cluster_domain,
             api_groups=tuple(self.args.api_groups),
             progress=self.progress,
         )

@@ -68,7 +68,8 @@ def plan_trainjob(
     if snapshot is None and not finished:
         frozen = dict(runtime) if runtime is not None else None
     if finished:  # planned from the snapshot it ran with, if any (its TTL is the runtime's)
-        resolved = resolve(job, frozen)[0] if frozen is not None else None
+        domain = config.cluster_domain
+        resolved = resolve(job, frozen, cluster_domain=domain)[0] if frozen is not None else None
         prepared = _prepared(job, frozen, resolved, config)
         return Reconcile(job, prepared, observed, now, config, projection=TRAINER, record=record).run()
     if frozen is None:
@@ -80,7 +81,7 @@ def plan_trainjob(
             f"{kind} {name!r} does not exist: the TrainJob starts once it is created",
         )
         return d.plan
-    resolved, errors = resolve(job, frozen)
+    resolved, errors = resolve(job, frozen, cluster_domain=config.cluster_domain)
     if resolved is None:
         return _not_supported(job, observed, now, config, format_errors(errors))
     prepared = _prepared(job, frozen, resolved, config)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import jsonpatch
 
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.createdversion import record_created_version
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse
 
@@ -94,7 +95,8 @@ def json_patch(src: Any, dst: Any, prefix: str = "") -> list[dict[str, Any]]:
 def mutate(
     request: AdmissionRequest, *, gang_scheduling: bool = False, policies: PolicyAdmission | None = None
 ) -> AdmissionResponse:
-    """Answer one mutating AdmissionReview request (TrainingPolicy defaults after the built-in ones)."""
+    """Answer one mutating AdmissionReview request (TrainingPolicy defaults after the built-in
+    ones; then the apiVersion the client created the job at, kubetrain.jobs.createdversion)."""
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)
     if not is_job_kind(request.kind):
@@ -111,7 +113,8 @@ def mutate(
     old = request.old_object if request.operation == "UPDATE" else None
     defaulted = default_job(original, gang_scheduling=gang_scheduling, old=old)
     result = defaulted.obj if policies is None else policies.apply_defaults(request, defaulted.obj).obj
+    result, recorded = record_created_version(result, request.request_version, old)
     patch = json_patch(original, result)
-    response = AdmissionResponse.allow(request.uid, defaulted.warnings)
+    response = AdmissionResponse.allow(request.uid, defaulted.warnings + recorded)
     response.patch = patch or None
     return response

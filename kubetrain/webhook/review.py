@@ -54,6 +54,22 @@ class AdmissionRequest:
     dry_run: bool
     raw: dict[str, Any] = field(repr=False, compare=False)
 
+    @property
+    def request_version(self) -> str:
+        """The version the client wrote (`requestKind`): with `matchPolicy: Equivalent` the API
+        server converts a write at another version of the resource to the version the webhook
+        is registered for (`kind`, `version`), and `requestKind` names the original. `version`
+        when it is absent (it is optional) or names another group or kind."""
+        kind = self.raw.get("requestKind")
+        if (
+            not isinstance(kind, dict)
+            or kind.get("kind") != self.kind
+            or (kind.get("group") or "") != self.group
+        ):
+            return self.version
+        version = kind.get("version")
+        return version if isinstance(version, str) and version else self.version
+
 
 @dataclass
 class AdmissionResponse:
@@ -233,8 +249,11 @@ def request_review(
     uid: str = "00000000-0000-0000-0000-000000000001",
     dry_run: bool = False,
     sub_resource: str = "",
+    request_version: str = "",
 ) -> dict[str, Any]:
-    """An AdmissionReview request as kube-apiserver sends it for `obj` (tests, benchmarks, devtools)."""
+    """An AdmissionReview request as kube-apiserver sends it for `obj` (tests, benchmarks, devtools);
+    `request_version`: the version the client wrote, when the API server converted it for the
+    webhook (requestKind and requestResource name it)."""
     source = obj if obj is not None else old or {}
     api_version = str(source.get("apiVersion", "kubetrain.io/v1"))
     group, _, version = api_version.rpartition("/")
@@ -245,8 +264,8 @@ def request_review(
         "uid": uid,
         "kind": {"group": group, "version": version, "kind": kind},
         "resource": {"group": group, "version": version, "resource": plural},
-        "requestKind": {"group": group, "version": version, "kind": kind},
-        "requestResource": {"group": group, "version": version, "resource": plural},
+        "requestKind": {"group": group, "version": request_version or version, "kind": kind},
+        "requestResource": {"group": group, "version": request_version or version, "resource": plural},
         "name": meta.get("name", ""),
         "namespace": meta.get("namespace", ""),
         "operation": operation,

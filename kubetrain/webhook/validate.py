@@ -23,6 +23,7 @@ from typing import Any
 from kubetrain.api.errors import FieldError
 from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.frameworks.registry import converted_versions, get_framework
+from kubetrain.jobs.createdversion import created_version_errors
 from kubetrain.jobs.parse import InvalidJobError
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 from kubetrain.policy.limits import PolicyVerdict
@@ -93,8 +94,8 @@ def validate(
     verdict = policies.check(request) if policies is not None else PolicyVerdict()
     if old is not None and old.get("spec") == obj.get("spec"):
         # metadata-only changes are never blocked by the job rules (only by new policy violations
-        # and a changed kubetrain.io/service-mode annotation)
-        mode_errors = service_mode_errors(obj, old)
+        # and a changed kubetrain.io/service-mode or kubetrain.io/created-api-version annotation)
+        mode_errors = service_mode_errors(obj, old) + created_version_errors(obj, old)
         if mode_errors:
             return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, mode_errors))
         if verdict.denials:

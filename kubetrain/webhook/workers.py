@@ -45,6 +45,9 @@ def child_argv(args: argparse.Namespace) -> list[str]:
         f"--cert-dir={args.cert_dir}",
         f"--gang-scheduler={args.gang_scheduler}",
         f"--max-replicas-per-job={args.max_replicas_per_job}",
+        # The parent's domain, empty when not set: the child then reads no $CUSTOM_CLUSTER_DOMAIN
+        # the parent's flag overrode.
+        f"--cluster-domain={args.cluster_domain.configured}",
         "--metrics-bind-address=127.0.0.1",
         "--metrics-port=0",
         f"--log-level={args.log_level}",

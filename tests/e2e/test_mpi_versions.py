@@ -2,7 +2,10 @@
 `kubetrain run` serving the group behind the chart's webhooks and mpijobs.kubeflow.org's
 conversion webhook at /convert: training-operator's v1 examples and mpi-operator's v2beta1
 examples apply unchanged, pass through the conversion webhook both ways (stored as v2beta1,
-listed at v1 and v2beta1) and, where pods are simulated, run to Succeeded."""
+listed at v1 and v2beta1) and, where pods are simulated, run to Succeeded. The mutating webhook
+records the version each was created at from the API server's requestKind, and the Launcher
+carries that version's operator's job-role (v1: `master`, training-operator's; v2beta1:
+`launcher`, mpi-operator's)."""
 
 from __future__ import annotations
 
@@ -45,6 +48,8 @@ async def test_mpijob_examples_convert_both_ways_and_run(cluster: Any, version: 
         assert any("not through kubectl exec" in w for w in warnings), warnings
     stored = await client.get(V2, ns, name)
     as_v1 = await client.get(V1, ns, name)
+    # kube-apiserver's requestKind names the version the client wrote.
+    assert stored["metadata"]["annotations"]["kubetrain.io/created-api-version"] == f"kubeflow.org/{version}"
     assert stored["spec"]["mpiReplicaSpecs"] == as_v1["spec"]["mpiReplicaSpecs"]
     assert "sshAuthMountPath" in stored["spec"] and "sshAuthMountPath" not in as_v1["spec"]
     for ref in (V1, V2):
@@ -53,7 +58,11 @@ async def test_mpijob_examples_convert_both_ways_and_run(cluster: Any, version: 
         assert {i["apiVersion"] for i in page["items"]} == {f"kubeflow.org/{ref.version}"}
     if cluster.simulator is None:
         pytest.skip("real kubelets: the MPI images run on their own; the conversion is checked")
-    await cluster.wait_pods(name, 3, running=True)
+    pods = await cluster.wait_pods(name, 3, running=True)
+    roles = {
+        p["metadata"]["name"]: p["metadata"]["labels"].get("training.kubeflow.org/job-role") for p in pods
+    }
+    assert roles[f"{name}-launcher-0"] == ("master" if version == "v1" else "launcher")
     await cluster.simulator.finish(ns, f"{name}-launcher-0")
 
     async def succeeded() -> dict[str, Any] | None:

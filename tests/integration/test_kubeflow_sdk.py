@@ -2,7 +2,9 @@
 operator serving kubeflow.org/v1: devcluster with kubetrain's webhooks and controller, the SDK's
 own Kubernetes client over HTTPS with the stack's kubeconfig — create_job (an image, and a
 train_func), get_job, list_jobs, wait_for_job_conditions, get_job_pod_names, get_job_logs (the
-simulated kubelet serves logs) and delete_job, exactly as a notebook calls them.
+simulated kubelet serves logs) and delete_job, exactly as a notebook calls them; and an MPIJob
+the SDK creates at kubeflow.org/v1, whose Launcher `get_job_logs(name, job_kind="MPIJob")` finds
+with the SDK's defaults (`is_master=True`: training-operator v1's `job-role: master`).
 
 The SDK is synchronous: each call runs in a worker thread while the stack serves on the loop."""
 
@@ -105,3 +107,46 @@ async def test_create_get_list_wait_pods_logs_delete(env: tuple[DevStack, Harnes
         return True if left == ["func-job"] else None
 
     await eventually(gone, what="image-job deleted through the SDK")
+
+
+async def test_mpijob_created_at_v1_gets_launcher_logs_with_the_sdk_defaults(
+    env: tuple[DevStack, Harness],
+) -> None:
+    _, h = env
+    ns = await h.namespace("sdkmpi")
+    client = await sdk(env, ns)
+    models = training.models
+
+    def replica(replicas: int, command: list[str] | None) -> Any:
+        container = models.V1Container(name="mpi", image="mpioperator/mpi-pi:openmpi", command=command)
+        return models.KubeflowOrgV1ReplicaSpec(
+            replicas=replicas,
+            template=models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container])),
+        )
+
+    job = models.KubeflowOrgV1MPIJob(
+        api_version="kubeflow.org/v1",
+        kind="MPIJob",
+        metadata=models.V1ObjectMeta(name="pi"),
+        spec=models.KubeflowOrgV1MPIJobSpec(
+            mpi_replica_specs={
+                "Launcher": replica(1, ["mpirun", "-n", "2", "/home/mpiuser/pi"]),
+                "Worker": replica(2, None),
+            },
+            run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy="Running"),
+        ),
+    )
+    await asyncio.to_thread(client.create_job, job)
+    await h.wait_pod_names(ns, "pi", ["pi-launcher-0", "pi-worker-0", "pi-worker-1"])
+    master = await asyncio.to_thread(client.get_job_pod_names, "pi", is_master=True)
+    assert master == ["pi-launcher-0"]
+    await h.sim.finish(ns, "pi-launcher-0")
+    await asyncio.to_thread(
+        client.wait_for_job_conditions, "pi", job_kind="MPIJob", timeout=60, polling_interval=0.2
+    )
+
+    logs, _ = await asyncio.to_thread(client.get_job_logs, "pi", job_kind="MPIJob")
+    assert list(logs) == ["pi-launcher-0"]
+    (log,) = logs.values()
+    assert "$ mpirun -n 2 /home/mpiuser/pi" in log
+    assert "K_MPI_JOB_ROLE=launcher\n" in log and "exited with code 0" in log

@@ -4,11 +4,14 @@ versions and conversion"): training-operator's v1 examples and mpi-operator's v2
 apply unchanged with kubectl and run to Succeeded; `kubectl get mpijobs.v1.kubeflow.org` and
 `.v2beta1.` both list every MPIJob; a v1 write keeps the v2beta1-only fields; a v1 MPIJob gets
 the SSH-delivery warning, and one whose mainContainer kubetrain cannot honour is refused with the
-field path."""
+field path. The webhook records the version each was created at (requestKind), so a v1 MPIJob's
+pods carry training-operator v1's labels (Launcher `job-role: master`) and a v2beta1 one's
+mpi-operator's (`job-role: launcher`), through later writes at the other version too."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,6 +36,12 @@ V1_EXAMPLES = DATA / "training-operator-mpi" / "examples" / "mpi"
 V2_EXAMPLES = DATA / "mpi-operator" / "examples" / "v2beta1"
 V1 = ResourceRef("kubeflow.org", "v1", "mpijobs", "MPIJob", True)
 V2 = ResourceRef("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", True)
+CREATED = "kubetrain.io/created-api-version"
+KF = "training.kubeflow.org/"
+
+
+def kubeflow_labels(pod: Obj) -> dict[str, str]:
+    return {k[len(KF) :]: v for k, v in pod["metadata"]["labels"].items() if k.startswith(KF)}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -101,6 +110,25 @@ async def test_training_operator_v1_examples_apply_unchanged_and_run(
         assert [(i["apiVersion"], i["metadata"]["name"]) for i in items] == [
             (f"kubeflow.org/{version}", name)
         ]
+    await h.wait_pods(ns, name, 3)
+    launcher = await h.pod(ns, f"{name}-launcher-0")
+    assert launcher is not None
+    # Created at v1: recorded, and training-operator v1's labels.
+    assert stored["metadata"]["annotations"][CREATED] == "kubeflow.org/v1"
+    assert kubeflow_labels(launcher) == {
+        "operator-name": "mpijob-controller",
+        "job-name": name,
+        "replica-type": "launcher",
+        "job-role": "master",
+    }
+    worker = await h.pod(ns, f"{name}-worker-1")
+    assert worker is not None
+    assert kubeflow_labels(worker) == {
+        "operator-name": "mpijob-controller",
+        "job-name": name,
+        "replica-type": "worker",
+        "replica-index": "1",
+    }
     done = await run_to_succeeded(h, ns, name, V1)
     assert done["apiVersion"] == "kubeflow.org/v1"
     # The pods belong to the v2beta1 object the controller reconciles.
@@ -130,7 +158,48 @@ async def test_mpi_operator_v2beta1_examples_run_and_read_as_v1(
     assert patched["apiVersion"] == "kubeflow.org/v1" and patched["metadata"]["labels"]["team"] == "hpc"
     again = await h.kube.get(V2, ns, name)
     assert again["spec"] == created["spec"] and again["metadata"]["labels"]["team"] == "hpc"
+    # Created at v2beta1, and still so after the v1 write: mpi-operator's labels.
+    assert again["metadata"]["annotations"][CREATED] == "kubeflow.org/v2beta1"
+    await h.wait_pods(ns, name, 3)
+    launcher = await h.pod(ns, f"{name}-launcher-0")
+    assert launcher is not None
+    assert kubeflow_labels(launcher)["job-role"] == "launcher"
+    assert kubeflow_labels(launcher)["operator-name"] == "mpi-operator"
     await run_to_succeeded(h, ns, name, V2)
+
+
+async def test_the_recorded_version_survives_writes_and_cannot_change(env: tuple[DevStack, Harness]) -> None:
+    """A v1 MPIJob updated at v2beta1 (as Kueue writes MPIJobs) and replaced at v1 without the
+    annotation keeps it; changing it is refused naming the annotation."""
+    _, h = env
+    ns = await h.namespace("mpirec")
+    manifest = yaml.safe_load((V1_EXAMPLES / "tensorflow-mnist.yaml").read_text())
+    name = manifest["metadata"]["name"]
+    await h.kube.create(V1, copy.deepcopy(manifest), namespace=ns)
+    patched = await h.kube.patch(V2, ns, name, {"metadata": {"labels": {"queue": "a"}}})
+    assert patched["metadata"]["annotations"][CREATED] == "kubeflow.org/v1"
+
+    async def replace_with_manifest() -> Obj | None:
+        current = await h.kube.get(V1, ns, name)
+        replaced = copy.deepcopy(manifest)  # the original manifest: no annotation of kubetrain's
+        replaced["metadata"].update(namespace=ns, resourceVersion=current["metadata"]["resourceVersion"])
+        replaced["spec"] = current["spec"]
+        try:
+            out: Obj = await h.kube.replace(V1, replaced)
+        except ApiError as err:
+            if err.status == 409:  # the controller wrote the status meanwhile
+                return None
+            raise
+        return out
+
+    after = await eventually(replace_with_manifest, what="a PUT at v1 of the original manifest")
+    assert after["metadata"]["annotations"][CREATED] == "kubeflow.org/v1"
+    with pytest.raises(ApiError) as caught:
+        await h.kube.patch(V2, ns, name, {"metadata": {"annotations": {CREATED: "kubeflow.org/v2beta1"}}})
+    assert f"metadata.annotations[{CREATED}]: Forbidden: is immutable" in str(caught.value)
+    await h.wait_pods(ns, name, 3)
+    launcher = await h.pod(ns, f"{name}-launcher-0")
+    assert launcher is not None and kubeflow_labels(launcher)["job-role"] == "master"
 
 
 async def test_a_v1_watch_gets_converted_events(env: tuple[DevStack, Harness]) -> None:

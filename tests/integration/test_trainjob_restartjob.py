@@ -2,8 +2,8 @@
 devcluster: a failed Job's pods alone are recreated as that Job's next attempt
 (`jobset.sigs.k8s.io/job-restart-attempt`), every other pod keeps its uid; each restart is a
 `RestartJobFailurePolicyAction` Warning, counted in `kubetrain_jobs_restarted_total` and in the
-snapshot's record (`jobRestarts`), and the failure that finds maxRestarts used up fails the
-TrainJob with JobSet's reason and message."""
+snapshot's record (`jobRestarts`, read back after an operator restart), and the failure that
+finds maxRestarts used up fails the TrainJob with JobSet's reason and message."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 from kubetrain.serving.metrics import REGISTRY
 
 from .controller_support import Harness, eventually, open_stack
+from .test_controller_resilience import restart_controller
 from .test_trainjob_controller import get_tj, training_runtime, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -84,7 +85,7 @@ async def restart_of(h: Harness, ns: str, pods: list[str], before: dict[str, str
 async def test_a_failed_job_restarts_alone_until_max_restarts_fails_the_trainjob(
     env: tuple[DevStack, Harness],
 ) -> None:
-    _, h = env
+    stack, h = env
     ns = await h.namespace("rj")
     await h.kube.create(TRAINING_RUNTIMES, restart_job_runtime("per-job", max_restarts=2), namespace=ns)
     await h.kube.create(
@@ -127,6 +128,9 @@ async def test_a_failed_job_restarts_alone_until_max_restarts_fails_the_trainjob
     state = await record(h, ns, "pj")
     assert state["jobRestarts"] == {"node": [1], "worker": [0, 1, 0]}
 
+    # an operator restart: the counts are read back from the snapshot, nothing is made again
+    await restart_controller(stack)
+    assert await uids(h, ns, "pj") == third
     # maxRestarts 2 used up: the next failed Job fails the TrainJob, as JobSet fails the JobSet
     await h.sim.finish(ns, "pj-worker-2-0", exit_code=1)
     tj = await wait_condition(h, ns, "pj", "Failed")

@@ -688,6 +688,29 @@ def test_image_scheduler_name_and_controller_tuning_reach_the_pod(chart: helm.Ch
     assert (f["--workers"], f["--qps"], f["--burst"], f["--log-level"]) == ("8", "200", "400", "debug")
 
 
+def test_cluster_domain_reaches_the_operator_and_the_certificate(chart: helm.Chart) -> None:
+    """Unset: no flag (the operator's default, `$CUSTOM_CLUSTER_DOMAIN` if the pod has it, else
+    cluster.local) and cert-manager's SAN under cluster.local; set: the flag, parsed by the real
+    CLI, and the SAN under the domain."""
+    from kubetrain import cli
+    from kubetrain.api.clusterdomain import ClusterDomain
+
+    cert_manager = {"certificates": {"mode": "certManager"}}
+    plain = render(chart, cert_manager)
+    assert "--cluster-domain" not in flags(plain)
+    serving = one(plain, "Certificate", f"{FULLNAME}-webhook")
+    assert serving["spec"]["dnsNames"][-1] == f"{FULLNAME}-webhook.{NAMESPACE}.svc.cluster.local"
+    docs = render(chart, {**cert_manager, "clusterDomain": "corp.example"})
+    assert flags(docs)["--cluster-domain"] == "corp.example"
+    parsed = cli.build_parser().parse_args(container(docs)["args"])
+    assert parsed.cluster_domain == ClusterDomain("corp.example")
+    serving = one(docs, "Certificate", f"{FULLNAME}-webhook")
+    assert serving["spec"]["dnsNames"][-1] == f"{FULLNAME}-webhook.{NAMESPACE}.svc.corp.example"
+    validate_k8s(one(docs, "Deployment"))
+    # Self-managed: the operator issues the certificate from the same flag.
+    assert flags(render(chart, {"clusterDomain": "corp.example"}))["--cluster-domain"] == "corp.example"
+
+
 def test_placement_and_pod_metadata_values_reach_the_pod(chart: helm.Chart) -> None:
     affinity = {
         "nodeAffinity": {

@@ -91,6 +91,8 @@ def test_defaults_pass_the_schema(chart: helm.Chart) -> None:
         ),
         pytest.param({"certificates": {"mode": "existingSecret"}}, "caBundle", id="existing-needs-ca"),
         pytest.param({"metrics": {"serviceMonitor": {"interval": "30 seconds"}}}, "interval", id="duration"),
+        pytest.param({"clusterDomain": "Corp_Example"}, "/clusterDomain", id="bad-cluster-domain"),
+        pytest.param({"clusterDomain": "corp.example."}, "/clusterDomain", id="cluster-domain-dot"),
     ],
 )
 def test_bad_values_are_rejected_by_helm(chart: helm.Chart, values: dict[str, Any], message: str) -> None:
@@ -125,6 +127,7 @@ def test_value_defaults_match_the_operator_flag_defaults(chart: helm.Chart) -> N
     assert values["gangScheduler"] == flags.gang_scheduler
     assert values["leaderElection"]["enabled"] is flags.leader_elect
     assert values["watchNamespaces"] == flags.namespaces
+    assert values["clusterDomain"] == flags.cluster_domain.configured == ""
 
 
 def test_gang_scheduler_values_are_the_registered_gang_schedulers() -> None:

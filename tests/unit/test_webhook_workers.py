@@ -58,8 +58,10 @@ def test_child_command_line_keeps_the_webhook_settings() -> None:
         "--max-replicas-per-job=77",
         "--gang-scheduler=volcano",
         "--no-training-policies",
+        "--cluster-domain=corp.example",
     )
     child = build_parser().parse_args(child_argv(args))  # type: ignore[arg-type]
+    assert child.cluster_domain == args.cluster_domain and child.cluster_domain.configured == "corp.example"
     assert child.webhook_reuse_port and child.webhook_workers == 1
     assert (child.webhook_port, child.cert_dir, child.cert_mode) == (9555, "/certs", "directory")
     assert (child.max_replicas_per_job, child.gang_scheduler) == (77, "volcano")

@@ -225,6 +225,9 @@ namespaceSelector:
 - --scheduler-name={{ . }}
 {{- end }}
 - --service-mode={{ .Values.serviceMode }}
+{{- with .Values.clusterDomain }}
+- --cluster-domain={{ . }}
+{{- end }}
 - --api-groups={{ join "," .Values.apiGroups }}{{ if .Values.kubedlCron }},apps.kubedl.io{{ end }}
 {{- if include "kubetrain.leaderElect" . }}
 - --leader-elect

@@ -14,7 +14,8 @@ What a Flux TrainJob's `node` replicated job gets, as Trainer's plug-in builds i
   path.
 - Children, before the pods: the ConfigMap `<tj>-flux-entrypoint` (`entrypoint.sh`, `init.sh`
   with the broker configuration: hosts `<tj>-node-0-[0-N]`, bind `tcp://<device>:%p`, connect
-  `tcp://%h.<tj>.<ns>.svc.cluster.local:%p`, queue policy) kept up to date, and the Secret
+  `tcp://%h.<tj>.<ns>.svc.<domain>:%p` — `<domain>` the operator's cluster domain, where Trainer
+  hard-codes `cluster.local` (its default) — queue policy) kept up to date, and the Secret
   `<tj>-flux-curve`, `curve.cert` the brokers' ZeroMQ CURVE certificate. **Decision:** its key
   pair is random, made when the Secret is created (`kubetrain.certs.secretdata`), where Trainer
   derives the secret key from the TrainJob's uid (its SHA-256) — which anyone who may read the
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
 from kubetrain.api.errors import FieldError, invalid, json_int
 from kubetrain.api.labels import ANNOTATION_CURVE_CERTIFICATE
@@ -79,6 +81,7 @@ class FluxPolicy:
     procs_per_node: int
     gpus: int
     settings: Mapping[str, str]
+    cluster_domain: ClusterDomain = UNSET  # the operator's (api/clusterdomain.py)
 
 
 def config_map_name(tj: str) -> str:
@@ -135,6 +138,7 @@ def read_policy(
     num_nodes: int,
     runtime_node: Mapping[str, Any],
     runtime_resources: Mapping[str, Any],
+    cluster_domain: ClusterDomain = UNSET,
 ) -> FluxPolicy:
     """The policy's facts; `runtime_node` is the runtime's own `node` container (its env read
     before the TrainJob's)."""
@@ -151,6 +155,7 @@ def read_policy(
         procs_per_node=json_int(procs) or 1,
         gpus=gpus_per_node(per_node if per_node is not None else runtime_resources),
         settings=settings,
+        cluster_domain=cluster_domain,
     )
 
 
@@ -255,7 +260,7 @@ def hostlist(tj: str, size: int) -> str:
 
 
 def broker_config(flux: FluxPolicy) -> str:
-    fqdn = f"{flux.name}.{flux.namespace}.svc.cluster.local"
+    fqdn = flux.cluster_domain.service_fqdn(flux.name, flux.namespace)
     bind = f"tcp://{flux.settings['FLUX_NETWORK_DEVICE']}:%p"
     connect = f"tcp://%h.{fqdn}:%p"
     return _fill(

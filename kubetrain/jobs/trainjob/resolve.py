@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
@@ -48,9 +49,10 @@ def _int(value: object, default: int) -> int:
 
 
 def resolve(
-    trainjob: Mapping[str, Any], runtime: Mapping[str, Any]
+    trainjob: Mapping[str, Any], runtime: Mapping[str, Any], *, cluster_domain: ClusterDomain = UNSET
 ) -> tuple[ResolvedTrainJob | None, list[FieldError]]:
-    """The steps of `trainjob` run with `runtime` (a TrainingRuntime/ClusterTrainingRuntime dict)."""
+    """The steps of `trainjob` run with `runtime` (a TrainingRuntime/ClusterTrainingRuntime dict);
+    `cluster_domain`: the operator's (the Flux brokers' fully qualified names carry it)."""
     meta = trainjob.get("metadata") or {}
     spec = trainjob.get("spec") or {}
     rspec = runtime.get("spec") or {}
@@ -128,7 +130,7 @@ def resolve(
         errors += mpi.enforce(steps, mpi_policy)
         extra = mpi.children(str(meta.get("name", "")), subdomain, steps, mpi_policy)
     if ml_policy.get("flux") is not None and not errors:
-        problems, extra = _flux(steps, meta, ml_policy["flux"], trainer, num_nodes, jsspec)
+        problems, extra = _flux(steps, meta, ml_policy["flux"], trainer, num_nodes, jsspec, cluster_domain)
         errors += problems
     if isinstance(plugin, Torch):
         facts = facts or TrainerFacts(str(meta.get("name", "")), num_nodes, trainer.get("numProcPerNode"), {})
@@ -252,6 +254,7 @@ def _flux(
     trainer: Mapping[str, Any],
     num_nodes: int,
     jsspec: Mapping[str, Any],
+    cluster_domain: ClusterDomain,
 ) -> tuple[list[FieldError], tuple[dict[str, Any], ...]]:
     """A Flux runtime (`flux.py`): Trainer's rules, the `node` step wrapped in Flux, its
     ConfigMap and Secret."""
@@ -265,7 +268,9 @@ def _flux(
     if errors:
         return errors, ()
     runtime_node = next(iter(trainer_node_containers(jsspec, by_name=True)), {})
-    facts = flux.read_policy(meta, policy, trainer, num_nodes, runtime_node, runtime_resources(jsspec))
+    facts = flux.read_policy(
+        meta, policy, trainer, num_nodes, runtime_node, runtime_resources(jsspec), cluster_domain
+    )
     flux.enforce(steps, facts, trainer, runtime_node.get("args"))
     return [], flux.children(facts)
 
