@@ -25,6 +25,10 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     controller = ControllerRuntime(args)
     # The training-progress endpoint shares the webhook's certificate (any --cert-mode).
     progress = ProgressRuntime(args, tls=None if args.status_server_cert_dir else webhook.server.tls)
+    # Each part registers its readiness check as it starts; until the last has, /readyz must
+    # not answer 200 for the checks registered so far (a probe between two starts would).
+    starting = ["webhook, controller and training-progress endpoint"]
+    health.add_readiness_check("started", lambda: not starting)
     with stop_on_signals(stop):
         await health.start()
         try:
@@ -32,6 +36,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
             controller.progress = progress.injection()  # after the webhook wrote its certificate
             await controller.start(health)
             await progress.start(health, controller)
+            starting.clear()
             await wait_for_stop(stop, controller)
             log.info("stopping")
         finally:
