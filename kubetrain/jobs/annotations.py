@@ -9,7 +9,7 @@ reading the annotations again. Pure.
 - the service mode (`kubetrain.io/service-mode`, kubetrain.api.servicemode), as written: its
   check compares it with the stored job's on update;
 - the progress annotations (kubetrain.api.trainerstatus): the deadline they declare and their
-  problems;
+  problems; the start deadline (kubetrain.api.startdeadline);
 - the apiVersion the job was created at (`kubetrain.io/created-api-version`,
   kubetrain.jobs.createdversion), as written: its check compares it with the stored job's on update.
 """

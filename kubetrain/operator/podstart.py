@@ -47,6 +47,7 @@ REASONS = frozenset(
         "CreateContainerError",
     }
 )
+_STATUS_KEYS = (("initContainerStatuses", True), ("containerStatuses", False))
 MAX_LISTED = 10  # containers a condition names (and events tell); the rest are counted
 MAX_KUBELET_MESSAGE = 300  # characters of the kubelet's message kept
 KUBELET = " Kubelet: "  # ends the condition's summary, before the kubelet's message
@@ -110,33 +111,34 @@ def scheduled_at(pod: Mapping[str, Any]) -> datetime | None:
 
 def waiting_containers(pod: Mapping[str, Any]) -> list[Waiting]:
     """The containers of `pod` waiting for one of `REASONS` (init containers first); none for a
-    pod that ended, is being deleted or is not scheduled."""
-    if terminating(pod) or pod_phase(pod) in ("Succeeded", "Failed"):
+    pod that ended, is being deleted or is not scheduled. Cheap for a pod with none: its
+    container states are looked at before anything is parsed."""
+    status = pod.get("status") or {}
+    found: list[tuple[Mapping[str, Any], bool, Mapping[str, Any]]] = []
+    for key, init in _STATUS_KEYS:
+        for cs in status.get(key) or ():
+            state = cs.get("state") if isinstance(cs, dict) else None
+            waiting = state.get("waiting") if isinstance(state, dict) else None
+            if isinstance(waiting, dict) and waiting.get("reason") in REASONS:
+                found.append((cs, init, waiting))
+    if not found or terminating(pod) or pod_phase(pod) in ("Succeeded", "Failed"):
         return []
     at = scheduled_at(pod)
     if at is None:
         return []
-    status = pod.get("status") or {}
-    out: list[Waiting] = []
-    for key, init in (("initContainerStatuses", True), ("containerStatuses", False)):
-        for cs in status.get(key) or []:
-            if not isinstance(cs, Mapping):
-                continue
-            waiting = (cs.get("state") or {}).get("waiting")
-            if not isinstance(waiting, Mapping) or waiting.get("reason") not in REASONS:
-                continue
-            out.append(
-                Waiting(
-                    pod_name(pod),
-                    str(cs.get("name") or ""),
-                    init,
-                    str(waiting["reason"]),
-                    truncate(str(waiting.get("message") or "")),
-                    at,
-                    pod_phase(pod) == "Pending",
-                )
-            )
-    return out
+    pending = pod_phase(pod) == "Pending"
+    return [
+        Waiting(
+            pod_name(pod),
+            str(cs.get("name") or ""),
+            init,
+            str(waiting["reason"]),
+            truncate(str(waiting.get("message") or "")),
+            at,
+            pending,
+        )
+        for cs, init, waiting in found
+    ]
 
 
 def summary(waiting: list[Waiting], title: str) -> str:

@@ -23,7 +23,7 @@ from kubetrain.api.metatime import parse_time
 from kubetrain.api.startdeadline import ANNOTATION
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.clock import FakeClock
-from kubetrain.kube.resources import TRAINJOBS, ResourceRef, job_resources_in
+from kubetrain.kube.resources import CONFIG_MAPS, TRAINJOBS, ResourceRef, job_resources_in
 from kubetrain.operator import podstart
 
 from .controller_support import (
@@ -193,3 +193,37 @@ async def test_a_trainjob_with_an_invalid_image_says_why_and_the_sdk_still_reads
     after = await h.get(TRAINJOBS, ns, name)
     assert after is not None and after["metadata"]["resourceVersion"] == before
     assert len(await not_starting_events(h, ns, name)) == 2
+
+
+async def test_a_missing_configmap_is_told_and_the_condition_clears_once_it_exists(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    _, h, clock = env
+    ns = await h.namespace("cfg")
+    job = job_manifest("PyTorchJob", "cfg", {"Master": 1})
+    job["apiVersion"] = "kubeflow.org/v1"
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "LR", "valueFrom": {"configMapKeyRef": {"name": "hparams", "key": "lr"}}}]
+    await h.kube.create(PYTORCHJOBS, job, namespace=ns)
+    stuck = await wait(
+        h, clock, PYTORCHJOBS, ns, "cfg", lambda j: is_true(j, podstart.CONDITION), "PodsNotStarting"
+    )
+    cond = condition(stuck, podstart.CONDITION)
+    assert cond is not None and cond["reason"] == "CreateContainerConfigError"
+    assert cond["message"].endswith('Kubelet: configmap "hparams" not found')
+
+    # The ConfigMap appears: the kubelet's next try starts the pod; the condition turns False.
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "hparams"},
+        "data": {"lr": "0.1"},
+    }
+    await h.kube.create(CONFIG_MAPS, config_map, namespace=ns)
+    await clock.advance(10.5)
+    started = await wait(h, clock, PYTORCHJOBS, ns, "cfg", lambda j: is_true(j, "Running"), "Running")
+    cond = condition(started, podstart.CONDITION)
+    assert cond is not None and cond["status"] == "False" and cond["reason"] == podstart.REASON_STARTED
+    assert started["status"]["conditions"][-1]["type"] == "Running"
+    [told] = await not_starting_events(h, ns, "cfg")
+    assert "container pytorch cannot start: CreateContainerConfigError" in told

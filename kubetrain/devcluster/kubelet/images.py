@@ -53,6 +53,17 @@ def waiting_reasons(pod: dict[str, Any]) -> set[str]:
     }
 
 
+def waiting_with(pod: dict[str, Any], container: str) -> tuple[str, str] | None:
+    """(reason, message) `container` (or init container) of `pod` waits with, as its status says."""
+    status = pod.get("status") or {}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key) or []:
+            waiting = (cs.get("state") or {}).get("waiting")
+            if cs.get("name") == container and isinstance(waiting, dict):
+                return str(waiting.get("reason") or ""), str(waiting.get("message") or "")
+    return None
+
+
 def invalid_reference(image: str) -> bool:
     """The mistakes the kubelet's reference parsing refuses that the simulator looks for: an
     uppercase letter in the repository path (a registry host may have one), whitespace, an
@@ -111,11 +122,18 @@ def first_failure(pod: dict[str, Any]) -> tuple[bool, str, Failure] | None:
 
 
 def blocked_status(
-    pod: dict[str, Any], *, host_ip: str, pod_ip: str, now: datetime, back_off: bool
+    pod: dict[str, Any],
+    *,
+    host_ip: str,
+    pod_ip: str,
+    now: datetime,
+    back_off: bool,
+    found: tuple[bool, str, Failure] | None = None,
 ) -> dict[str, Any] | None:
-    """The Pending status of a pod with a container that cannot start (None: none can't).
+    """The Pending status of a pod with a container that cannot start: `found` (init?, name,
+    (reason, message)), else the first whose image it cannot use (None: none can't).
     `back_off`: the pull is backing off (`ImagePullBackOff`)."""
-    found = first_failure(pod)
+    found = found or first_failure(pod)
     if found is None:
         return None
     init, name, (reason, message) = found

@@ -14,7 +14,9 @@ no kubelets), with plain-dict bodies:
   podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
   the pod's resourceVersion and re-reading + retrying on 409;
 - starts no container from an image it cannot use (`images.py`: an invalid reference, a registry
-  under `.invalid`): the pod stays Pending, the container waiting with the kubelet's reason;
+  under `.invalid`) or whose env references a missing ConfigMap/Secret or key (`envrefs.py`,
+  `CreateContainerConfigError`, tried again every 10 s): the pod stays Pending, the container
+  waiting with the kubelet's reason;
 - mounts projected volumes before starting a pod (`volumes.py`): a `serviceAccountToken` source
   gets a pod-bound token from the TokenRequest API, ConfigMap/Secret sources their keys; a failed
   mount keeps the pod Pending; `files(ns, name)` shows what a container reads;
@@ -57,7 +59,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
-from kubetrain.devcluster.kubelet import images, initstatus, podstatus, reporter, volumes
+from kubetrain.devcluster.kubelet import envrefs, images, initstatus, podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
@@ -263,6 +265,11 @@ class PodSimulator:
                         key, marker, images.PULL_BACK_OFF_SECONDS, self._status.pull_back_off
                     )
                 return
+            config = await envrefs.config_error(self.api, pod)
+            if config is not None:  # an env reference it cannot resolve: tried again later
+                await self._status.cannot_start(key, config)
+                self._timers.schedule(key, ("config-retry", uid), envrefs.RETRY_SECONDS, self._retry_config)
+                return
             if uid not in self._mounts and volumes.has_projected_volumes(pod):
                 self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
             if behaviour.start_seconds > 0:
@@ -277,6 +284,16 @@ class PodSimulator:
             started = self._status.run_started(uid, restarts)
             remaining = behaviour.run_seconds - (self.clock.monotonic() - started)
             self._timers.schedule(key, ("exit", uid, restarts), remaining, self._run_ended)
+
+    async def _retry_config(self, key: Key) -> None:
+        """The kubelet's next try at a container whose env it could not resolve (under the lock)."""
+        try:
+            await self._reconcile_locked(key)
+        except Exception as exc:  # an API failure: the next pod event or try looks again
+            log.debug("pod %s/%s: %s", *key, exc)
+            uid = self._current_uid(key)
+            if uid is not None:
+                self._timers.schedule(key, ("config-retry", uid), envrefs.RETRY_SECONDS, self._retry_config)
 
     async def _run_ended(self, key: Key) -> None:
         """The containers' run is over: a reporting pod's last report first, then they stop."""

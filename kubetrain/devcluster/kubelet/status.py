@@ -134,21 +134,27 @@ class PodTransitions:
 
         await self.write_status(key, build)
 
-    async def cannot_start(self, key: Key) -> None:
-        """A container whose image the kubelet cannot use (images.py): the pod stays Pending with
-        it waiting — written once; the pull back-off (`pull_back_off`) follows on a timer."""
-        await self.write_status(key, self._blocked(back_off=False))
+    async def cannot_start(self, key: Key, found: tuple[bool, str, tuple[str, str]] | None = None) -> None:
+        """A container whose image the kubelet cannot use (images.py), or `found` (init?, name,
+        (reason, message): envrefs.py): the pod stays Pending with it waiting — written once;
+        the pull back-off (`pull_back_off`) follows on a timer."""
+        await self.write_status(key, self._blocked(back_off=False, found=found))
 
     async def pull_back_off(self, key: Key) -> None:
         """ErrImagePull becomes ImagePullBackOff, as the kubelet's pull back-off begins."""
         await self.write_status(key, self._blocked(back_off=True))
 
-    def _blocked(self, *, back_off: bool) -> StatusBuilder:
+    def _blocked(
+        self, *, back_off: bool, found: tuple[bool, str, tuple[str, str]] | None = None
+    ) -> StatusBuilder:
         def build(pod: dict[str, Any]) -> dict[str, Any] | None:
             if not self.ours(pod) or pod_phase(pod) != "Pending" or pod["metadata"].get("deletionTimestamp"):
                 return None
             reasons = images.waiting_reasons(pod)
-            if ("ErrImagePull" not in reasons) if back_off else bool(reasons & images.REASONS):
+            if found is not None:
+                if images.waiting_with(pod, found[1]) == found[2]:
+                    return None  # already said
+            elif ("ErrImagePull" not in reasons) if back_off else bool(reasons & images.REASONS):
                 return None  # nothing to move on to, or already said
             return images.blocked_status(
                 pod,
@@ -156,6 +162,7 @@ class PodTransitions:
                 pod_ip=self._pod_ip(pod),
                 now=self.clock.now(),
                 back_off=back_off,
+                found=found,
             )
 
         return build
