@@ -370,11 +370,10 @@ class GroupActiveJob:
         by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
         out: list[GroupTally] = []
         for name, jobs in self.jobs_per_group().items():
-            size = max(shape.groups[name].job_size, 1)
             ready = succeeded = failed = active = 0
             failed_jobs = set(self.failed_jobs.get(name, ()))
             for j in range(jobs):
-                slots = range(j * size, min((j + 1) * size, shape.groups[name].replicas))
+                slots = groupfailure.job_slots(shape.groups[name], j)
                 pods = [by_name.get(shape.pod_name(name, k)) for k in slots]
                 if j in failed_jobs:
                     failed += 1

@@ -55,6 +55,17 @@ def jobs_of(group: ReplicaGroup) -> int:
     return -(-group.replicas // size)
 
 
+def job_of(group: ReplicaGroup, index: int) -> int:
+    """The Job slot `index` of the group belongs to."""
+    return index // max(group.job_size, 1)
+
+
+def job_slots(group: ReplicaGroup, job: int) -> range:
+    """The slot indexes of Job `job` of the group."""
+    size = max(group.job_size, 1)
+    return range(job * size, min((job + 1) * size, group.replicas))
+
+
 def job_key(shape: JobShape, group: str, job: int) -> str:
     """The record's key for Job `job` of `group`: the group's name when it is one Job."""
     g = shape.groups[group]
@@ -146,13 +157,13 @@ def judge(
     out = GroupFailures({})
     model = shape.failure
     for name, group in shape.groups.items():
-        size, on_failure = max(group.job_size, 1), group.restart_policy == "OnFailure"
+        on_failure = group.restart_policy == "OnFailure"
         restarts = [0] * jobs_of(group)  # per Job: its live pods' container restarts
         for index in range(group.replicas):
             pod = slots.get((name, index))
             if pod is None or pod_name(pod) in deleting:
                 continue
-            phase, job = pod_phase(pod), index // size
+            phase, job = pod_phase(pod), job_of(group, index)
             if phase == "Failed" and not terminating(pod):
                 counts[(name, job)] = counts.get((name, job), 0) + 1
                 out.delete.append(pod_name(pod))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.jobs.shape import JobShape
-from kubetrain.operator.groupfailure import jobs_of
+from kubetrain.operator import groupfailure
 
 JOB_RESTARTS = "jobRestarts"
 JOB_RESTARTS_COUNTED = "jobRestartsCountTowardsMax"  # JobSet's field name
@@ -42,7 +42,7 @@ def _read(shape: JobShape, recorded: object) -> dict[str, list[int]]:
         values = recorded.get(name)
         if not isinstance(values, list):
             continue
-        jobs = jobs_of(group)
+        jobs = groupfailure.jobs_of(group)
         counts = [_count(v) for v in values[:jobs]]
         out[name] = counts + [0] * (jobs - len(counts))
     return out
@@ -65,7 +65,7 @@ class JobRestarts:
 
     def job_of(self, group: str, index: int) -> int:
         """The Job slot `index` of `group` belongs to."""
-        return index // max(self.shape.groups[group].job_size, 1)
+        return groupfailure.job_of(self.shape.groups[group], index)
 
     def attempt(self, group: str, job: int) -> int:
         """The current attempt of Job `job` of `group`: its restarts so far."""
@@ -86,15 +86,14 @@ class JobRestarts:
 
     def restart(self, group: str, job: int, counts: bool) -> None:
         """Job `job` of `group` restarted once more (counted towards `max_restarts` or not)."""
-        jobs = jobs_of(self.shape.groups[group])
+        jobs = groupfailure.jobs_of(self.shape.groups[group])
         for table, bump in ((self.restarts, True), (self.counted, counts)):
             if bump:
                 table.setdefault(group, [0] * jobs)[job] += 1
 
     def slots(self, group: str, job: int) -> list[tuple[str, int]]:
         """The slots of Job `job` of `group`."""
-        size, replicas = max(self.shape.groups[group].job_size, 1), self.shape.groups[group].replicas
-        return [(group, k) for k in range(job * size, min((job + 1) * size, replicas))]
+        return [(group, k) for k in groupfailure.job_slots(self.shape.groups[group], job)]
 
     def record(self) -> dict[str, Any]:
         """The record's fields (none while no Job was ever restarted alone), in shape order."""
