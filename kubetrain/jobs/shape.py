@@ -283,6 +283,19 @@ class StatusProjection(Protocol):
         """The job is seen and not finished."""
         ...
 
+    def set_transient(
+        self,
+        status: dict[str, Any],
+        ctype: str,
+        true_as: tuple[str, str] | None,
+        cleared_as: tuple[str, str],
+        now: datetime,
+    ) -> None:
+        """A condition that holds for a while (e.g. PodsNotStarting): True with `true_as`
+        (reason, message), or — None — no longer, written in the job's API (`cleared_as` where
+        it keeps such a condition False)."""
+        ...
+
     def observe_generation(self, status: dict[str, Any], generation: object) -> None: ...
     def changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
         """Whether `new` is worth a status write over `old`."""

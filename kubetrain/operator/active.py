@@ -193,20 +193,10 @@ class ActiveJob:
         return sum(1 for _, _, verdict in retries if verdict.counted)
 
     def pods_not_starting(self) -> podstart.Verdict:
-        """Containers of the current attempt's pods that cannot start (podstart.py): the
-        PodsNotStarting condition and an event per newly seen one; the verdict for the deadline."""
+        """The start check (`ReconcileDraft.pods_not_starting`) over the current attempt's pods."""
         r = self.r
         live = [p for p in self.slots.values() if not terminating(p) and pod_name(p) not in r.deleting]
-        old = st.get_condition(r.old, podstart.CONDITION)
-        verdict = podstart.judge(live, old, r.run_policy.start_deadline_seconds, r.now, r.title)
-        if verdict.condition is not None:
-            st.set_condition(r.status, podstart.CONDITION, True, *verdict.condition, r.now)
-        elif verdict.cleared:
-            message = podstart.STARTED_MESSAGE
-            st.set_condition(r.status, podstart.CONDITION, False, podstart.REASON_STARTED, message, r.now)
-        for waiting in verdict.events:
-            r.event("Warning", podstart.EVENT, f"{r.title}: {waiting.told()}")
-        return verdict
+        return r.pods_not_starting(live, r.run_policy.start_deadline_seconds)
 
     # --- decisions -----------------------------------------------------------------------------
     def code_sync(self) -> None:

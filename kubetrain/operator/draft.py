@@ -15,10 +15,11 @@ from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.jobs.shape import SUCCEEDED, StatusProjection
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
-from kubetrain.operator import runpolicy
+from kubetrain.operator import podstart, runpolicy
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
 from kubetrain.operator.prepare import PreparedJob
 from kubetrain.operator.progressenv import ProgressInjection
+from kubetrain.operator.status import get_condition
 from kubetrain.operator.statusprojection import KUBEFLOW
 
 MAX_EVENT_MESSAGE = 1024
@@ -210,6 +211,21 @@ class ReconcileDraft(Draft):
         self.event("Normal" if ctype == SUCCEEDED else "Warning", reason, message)
         if delete_active:
             self.delete_active()
+
+    def pods_not_starting(self, pods: list[dict[str, Any]], deadline: int | None) -> podstart.Verdict:
+        """Containers of these (the current attempt's live) pods that cannot start (podstart.py):
+        the PodsNotStarting condition, as the status projection writes it, and a Warning event
+        per newly seen one; the verdict for the start deadline `deadline`."""
+        old = get_condition(self.old, podstart.CONDITION)
+        verdict = podstart.judge(pods, old, deadline, self.now, self.title)
+        if verdict.condition is not None or not verdict.waiting:
+            started = (podstart.REASON_STARTED, podstart.STARTED_MESSAGE)
+            self.projection.set_transient(
+                self.status, podstart.CONDITION, verdict.condition, started, self.now
+            )
+        for waiting in verdict.events:
+            self.event("Warning", podstart.EVENT, f"{self.title}: {waiting.told()}")
+        return verdict
 
     def restart_all(self, reason: str, message: str) -> None:
         """The whole job restarts as a new attempt: every live pod deleted (each made again once

@@ -40,8 +40,7 @@ from kubetrain.operator.jobrestarts import JobRestarts
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, pod_ready, terminating
 from kubetrain.operator.progressenv import config_map
 from kubetrain.operator.slots import phase_counts, slot_pods
-from kubetrain.operator.status import format_time, get_condition
-from kubetrain.operator.statusprojection import set_condition
+from kubetrain.operator.status import format_time
 
 Obj = dict[str, Any]
 RESTARTED_AT = "restartedAt"  # the run's record: when the current attempt began (stall detection)
@@ -283,22 +282,10 @@ class GroupActiveJob:
         return None
 
     def pods_not_starting(self, attempt: str) -> podstart.Verdict:
-        """Containers of the attempt's pods that cannot start (podstart.py): the PodsNotStarting
-        condition (removed once none waits) and an event per newly seen one; the verdict for the
-        start deadline."""
+        """The start check (`ReconcileDraft.pods_not_starting`) over the attempt's pods."""
         r = self.r
         pods = [p for p in r.live_pods() if self.attempt_of(p) == attempt]
-        old = get_condition(r.old, podstart.CONDITION)
-        verdict = podstart.judge(pods, old, self.shape.run_policy.start_deadline_seconds, r.now, r.title)
-        if verdict.condition is not None:
-            set_condition(r.status, podstart.CONDITION, True, *verdict.condition, r.now)
-        elif not verdict.waiting and get_condition(r.status, podstart.CONDITION) is not None:
-            r.status["conditions"] = [
-                c for c in r.status.get("conditions") or [] if c.get("type") != podstart.CONDITION
-            ]
-        for waiting in verdict.events:
-            r.event("Warning", podstart.EVENT, f"{r.title}: {waiting.told()}")
-        return verdict
+        return r.pods_not_starting(pods, self.shape.run_policy.start_deadline_seconds)
 
     def stalled(self, attempt: str) -> Obj | None:
         """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a

@@ -94,6 +94,12 @@ class KubeflowStatus:
     def set_created(self, status: Obj, title: str, now: datetime) -> None:
         st.set_condition(status, st.CREATED, True, st.REASON_CREATED, f"{title} is created.", now)
 
+    def set_transient(
+        self, status: Obj, ctype: str, true_as: Event | None, cleared_as: Event, now: datetime
+    ) -> None:
+        """A JobStatus condition, turned False once it no longer holds (never created False)."""
+        st.set_condition(status, ctype, true_as is not None, *(true_as or cleared_as), now)
+
     def observe_generation(self, status: Obj, generation: object) -> None:
         if isinstance(generation, int):
             status["observedGeneration"] = generation
@@ -168,6 +174,16 @@ class TrainerStatus:
 
     def set_created(self, status: Obj, title: str, now: datetime) -> None:
         """Trainer's conditions have no Created (nor Running)."""
+
+    def set_transient(
+        self, status: Obj, ctype: str, true_as: Event | None, cleared_as: Event, now: datetime
+    ) -> None:
+        """A metav1.Condition, removed once it no longer holds: the Kubeflow SDK reads a
+        TrainJob without conditions as running from its pods."""
+        if true_as is not None:
+            set_condition(status, ctype, True, *true_as, now)
+        elif st.get_condition(status, ctype) is not None:
+            status["conditions"] = [x for x in status.get("conditions") or [] if x.get("type") != ctype]
 
     def observe_generation(self, status: Obj, generation: object) -> None:
         """Trainer's status has no observedGeneration."""
