@@ -6,6 +6,9 @@ Children of a job (pods, the Service, the PodGroup, the HPA) carry `job-name`, `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 LABEL_JOB_NAME = "kubetrain.io/job-name"
 LABEL_JOB_KIND = "kubetrain.io/job-kind"
 LABEL_REPLICA_TYPE = "kubetrain.io/replica-type"  # lower-case replica type: "worker"
@@ -82,3 +85,10 @@ KUBEDL_LABEL_JOB_ROLE = "job-role"
 # time zone (as batch.kubernetes.io/cronjob-scheduled-timestamp on a CronJob's Jobs).
 LABEL_CRON_NAME = "kubetrain.io/cron-name"
 ANNOTATION_CRON_SCHEDULED_TIMESTAMP = "kubetrain.io/cron-scheduled-timestamp"
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's `metadata.annotations` as written, {} when absent or not a map."""
+    meta = obj.get("metadata")
+    value = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, Mapping) else {}

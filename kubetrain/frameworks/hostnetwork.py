@@ -25,6 +25,7 @@ from kubetrain.api.labels import (
     ANNOTATION_NETWORK_MODE,
     KUBEDL_ANNOTATION_NETWORK_MODE,
     NETWORK_MODE_HOST,
+    annotations_of,
 )
 
 DEFAULT_PORT_RANGE = (20000, 29999)
@@ -82,12 +83,6 @@ def read_host_network(annotations: Mapping[str, Any]) -> HostNetwork:
     return HostNetwork(enabled, parsed, raw, tuple(errors))
 
 
-def job_annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    value = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def parse_port_range(value: Any) -> tuple[int, int] | str:
     """(first, last) of a `FIRST-LAST` range, or what is wrong with it."""
     match = _RANGE.match(value) if isinstance(value, str) else None
@@ -110,4 +105,4 @@ def assign_ports(
 
 def annotation_errors(obj: Mapping[str, Any], total_replicas: int | None) -> list[FieldError]:
     """Problems of the network-mode and host-port-range annotations of a job."""
-    return read_host_network(job_annotations(obj)).errors_for(total_replicas)
+    return read_host_network(annotations_of(obj)).errors_for(total_replicas)

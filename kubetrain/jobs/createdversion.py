@@ -30,7 +30,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, forbidden, not_supported
 from kubetrain.api.groups import group_of
-from kubetrain.api.labels import ANNOTATION_CREATED_API_VERSION
+from kubetrain.api.labels import ANNOTATION_CREATED_API_VERSION, annotations_of
 from kubetrain.frameworks.registry import converted_versions, job_version
 
 PATH = f"metadata.annotations[{ANNOTATION_CREATED_API_VERSION}]"
@@ -51,20 +51,14 @@ def _served(obj: Mapping[str, Any]) -> tuple[str, ...]:
 
 def created_api_version(obj: Mapping[str, Any] | None) -> Any:
     """The annotation as written on a wire-form job (None when absent)."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return annotations.get(ANNOTATION_CREATED_API_VERSION) if isinstance(annotations, Mapping) else None
+    return annotations_of(obj).get(ANNOTATION_CREATED_API_VERSION) if isinstance(obj, Mapping) else None
 
 
 def _with_annotation(obj: dict[str, Any], value: str) -> dict[str, Any]:
     """A copy of `obj` whose annotation is `value` (sub-objects shared, not copied)."""
     meta = obj.get("metadata")
     meta = dict(meta) if isinstance(meta, Mapping) else {}
-    annotations = meta.get("annotations")
-    meta["annotations"] = {
-        **(annotations if isinstance(annotations, Mapping) else {}),
-        ANNOTATION_CREATED_API_VERSION: value,
-    }
+    meta["annotations"] = {**annotations_of(obj), ANNOTATION_CREATED_API_VERSION: value}
     return {**obj, "metadata": meta}
 
 

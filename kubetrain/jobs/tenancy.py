@@ -28,6 +28,7 @@ from kubetrain.api.labels import (
     LABEL_TENANT_IDC,
     LABEL_TENANT_REGION,
     LABEL_TENANT_USER,
+    annotations_of,
 )
 
 ANNOTATION_PATH = f"metadata.annotations[{KUBEDL_ANNOTATION_TENANCY}]"
@@ -38,12 +39,6 @@ FIELD_LABELS: dict[str, str] = {
     "region": LABEL_TENANT_REGION,
 }
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-
-
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return annotations if isinstance(annotations, Mapping) else {}
 
 
 def parse_tenancy(raw: Any) -> tuple[dict[str, str], list[FieldError]]:
@@ -77,7 +72,7 @@ def parse_tenancy(raw: Any) -> tuple[dict[str, str], list[FieldError]]:
 
 def tenancy_labels(obj: Mapping[str, Any]) -> dict[str, str]:
     """The tenancy labels the job's annotation asks for ({} without one, or a malformed one)."""
-    return labels_of_annotations(_annotations(obj))
+    return labels_of_annotations(annotations_of(obj))
 
 
 def labels_of_annotations(annotations: Mapping[str, Any]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from kubetrain.api.labels import annotations_of
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs import tensorboard as tb
 from kubetrain.operator import runpolicy
@@ -31,11 +32,6 @@ from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminat
 
 REASON_CREATED = "TensorBoardCreated"
 REASON_DELETED = "TensorBoardDeleted"
-
-
-def _annotations(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = (job.get("metadata") or {}).get("annotations")
-    return value if isinstance(value, Mapping) else {}
 
 
 def drifted(desired: Any, observed: Any) -> bool:
@@ -70,7 +66,7 @@ def _edited(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
 def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     meta = r.job.get("metadata") or {}
     name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
-    cfg = tb.tensorboard_of(_annotations(r.job))
+    cfg = tb.tensorboard_of(annotations_of(r.job))
     pod = next(
         (p for p in r.observed.pods if pod_name(p) == tb.pod_name(name) and controlled_by(p, r.job)), None
     )
@@ -178,7 +174,7 @@ def _set_record(
 
 def tensorboard_children(job_obj: Mapping[str, Any], layout: JobLayout) -> list[dict[str, Any]]:
     """The TensorBoard objects of a job (what `kubetrain render` prints): Service, Ingress, pod."""
-    cfg = tb.tensorboard_of(_annotations(job_obj))
+    cfg = tb.tensorboard_of(annotations_of(job_obj))
     if cfg is None:
         return []
     job = tb.JobRef(layout.kind, layout.api_version, layout.name, layout.namespace, layout.uid)
