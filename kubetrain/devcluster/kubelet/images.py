@@ -70,8 +70,7 @@ def invalid_reference(image: str) -> bool:
     empty reference, tag or digest. Not a full parse: other malformed references run."""
     if not image or _WHITESPACE.search(image) or image.endswith((":", "@")):
         return True
-    first, sep, rest = image.partition("/")
-    path = rest if sep and ("." in first or ":" in first or first == "localhost") else image
+    path = image.partition("/")[2] if registry_host(image) is not None else image
     path = path.split("@", 1)[0]  # the digest
     head, _, last = path.rpartition("/")
     repository = f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
