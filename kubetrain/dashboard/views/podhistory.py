@@ -79,7 +79,8 @@ def owner_uid(pod: Mapping[str, Any]) -> str:
     return ""
 
 
-def _int(value: object) -> int | None:
+def as_int(value: object) -> int | None:
+    """An integer written as one (a label's string, a status field), else None."""
     try:
         return int(str(value))
     except (TypeError, ValueError):
@@ -126,7 +127,7 @@ def life_from_pod(
             started = begin if started is None or (begin is not None and begin < started) else started
             if end is not None and (finished is None or end > finished):
                 finished = end
-            code = _int(term.get("exitCode"))
+            code = as_int(term.get("exitCode"))
             if code is not None and (exit_code is None or code != 0):
                 exit_code = code
                 if code != 0 or not reason:
@@ -140,7 +141,7 @@ def life_from_pod(
                     name,
                     parse_time(last.get("startedAt")),
                     end,
-                    _int(last.get("exitCode")),
+                    as_int(last.get("exitCode")),
                     str(last.get("reason") or ""),
                 )
     if previous is not None and previous.phase == phase:  # a later version may say less (a delete)
@@ -156,9 +157,9 @@ def life_from_pod(
         uid=str(meta.get("uid") or meta.get("name") or ""),
         name=str(meta.get("name") or ""),
         replica_type=str(labels.get(LABEL_REPLICA_TYPE) or ""),
-        index=_int(labels.get(LABEL_REPLICA_INDEX)),
+        index=as_int(labels.get(LABEL_REPLICA_INDEX)),
         # a TrainJob's pods carry JobSet's attempt label instead
-        attempt=_int(labels.get(LABEL_ATTEMPT)) or _int(labels.get(RESTART_ATTEMPT)) or 0,
+        attempt=as_int(labels.get(LABEL_ATTEMPT)) or as_int(labels.get(RESTART_ATTEMPT)) or 0,
         created=created,
         scheduled=scheduled or (previous.scheduled if previous else None),
         started=started

@@ -34,6 +34,7 @@ from typing import Any
 
 from kubetrain.api.errors import json_int
 from kubetrain.api.trainer import constants as c
+from kubetrain.dashboard.views.podhistory import as_int
 
 NOT_STARTING = "PodsNotStarting"
 JOB_COUNTS = ("active", "ready", "succeeded", "failed", "suspended")  # jobsStatus' counts, in the order shown
@@ -118,10 +119,7 @@ def replica_title(job: Mapping[str, Any]) -> str:
 
 
 def _label_int(labels: Mapping[str, Any], key: str) -> int:
-    try:
-        return max(0, int(str(labels.get(key))))
-    except ValueError:
-        return 0
+    return max(0, as_int(labels.get(key)) or 0)
 
 
 @dataclass
