@@ -23,7 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_LABEL_LENGTH, MAX_SUBDOMAIN_LENGTH
+from kubetrain.api.dnsnames import (
+    MAX_LABEL_LENGTH,
+    MAX_SUBDOMAIN_LENGTH,
+    is_dns1123_subdomain,
+)
 
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"  # the kubelet's default
 ENV_VAR = "CUSTOM_CLUSTER_DOMAIN"  # training-operator v1's variable (pkg/controller.v1/tensorflow)
@@ -39,7 +43,7 @@ def domain_error(value: str) -> str | None:
     """Why `value` cannot be a cluster domain (None: it can). Empty means "not set" and is fine."""
     if not value:
         return None
-    if len(value) > MAX_SUBDOMAIN_LENGTH or not DNS1123_SUBDOMAIN.match(value):
+    if not is_dns1123_subdomain(value):
         return f"{value!r}: {VALID}"
     if any(len(label) > MAX_LABEL_LENGTH for label in value.split(".")):
         return f"{value!r}: {VALID}"

@@ -12,3 +12,8 @@ DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_LABEL_LENGTH = 63
 MAX_SUBDOMAIN_LENGTH = 253
+
+
+def is_dns1123_subdomain(name: str) -> bool:
+    """apimachinery's `IsDNS1123Subdomain`: at most 253 characters of the subdomain format."""
+    return len(name) <= MAX_SUBDOMAIN_LENGTH and DNS1123_SUBDOMAIN.match(name) is not None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
+from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
 from kubetrain.devcluster.apiserver import pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
@@ -52,7 +52,7 @@ def name_causes(resource: str, name: str) -> list[Cause]:
                 )
             ]
         return []
-    if len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
+    if not is_dns1123_subdomain(name):
         return [
             Cause(
                 "FieldValueInvalid",

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
+from kubetrain.api.dnsnames import MAX_SUBDOMAIN_LENGTH, is_dns1123_subdomain
 from kubetrain.api.errors import FieldError, forbidden, invalid, json_int
 from kubetrain.api.trainer import constants as c
 
@@ -81,7 +81,7 @@ def _manager_errors(manager: object, path: str) -> list[FieldError]:
     if not host or not rest:
         return [invalid(path, f'{text!r} must be a domain-prefixed path (such as "acme.io/foo")')]
     errors: list[FieldError] = []
-    if len(host) > MAX_SUBDOMAIN_LENGTH or not DNS1123_SUBDOMAIN.match(host):
+    if not is_dns1123_subdomain(host):
         errors.append(
             invalid(
                 path,

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
+from kubetrain.api.dnsnames import is_dns1123_subdomain
 from kubetrain.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 
@@ -139,7 +139,7 @@ def _template(
             duplicate(f"{where}.metadata.name", f"{name!r}: names must be unique over all templates")
         )
     seen.add(name)
-    if len(name) > MAX_SUBDOMAIN_LENGTH or not DNS1123_SUBDOMAIN.match(name):
+    if not is_dns1123_subdomain(name):
         errors.append(
             invalid(
                 f"{where}.metadata.name",
