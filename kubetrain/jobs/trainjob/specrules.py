@@ -198,12 +198,21 @@ def _without_time(patches: Sequence[Mapping[str, Any]]) -> list[Obj]:
     return [{k: v for k, v in p.items() if k != "time"} for p in patches]
 
 
+def _patches_changed(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> bool:
+    """Whether an update changes the runtimePatches (their defaulted `time`s aside)."""
+    return _without_time(_patches(spec)) != _without_time(_patches(old_spec))
+
+
+def _suspended(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> bool:
+    """Suspended before or after the update: when runtimePatches may change."""
+    return spec.get("suspend") is True or old_spec.get("suspend") is True
+
+
 def update_errors(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
     """The runtimePatches rules of an update."""
     errors: list[FieldError] = []
     new, old = _patches(spec), _patches(old_spec)
-    suspended = spec.get("suspend") is True or old_spec.get("suspend") is True
-    if _without_time(new) != _without_time(old) and not suspended:
+    if _patches_changed(spec, old_spec) and not _suspended(spec, old_spec):
         errors.append(
             forbidden(
                 "spec.runtimePatches",
@@ -244,10 +253,8 @@ def active_job_errors(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[F
     reconciled) is Trainer's "no JobSet": allowed. A TrainJob managed by MultiKueue runs
     elsewhere (Trainer finds no JobSet in this cluster): not checked."""
     old_spec = old.get("spec") or {}
-    if _without_time(_patches(spec)) == _without_time(_patches(old_spec)):
-        return []
-    if not (spec.get("suspend") is True or old_spec.get("suspend") is True):
-        return []  # update_errors refuses it
+    if not _patches_changed(spec, old_spec) or not _suspended(spec, old_spec):
+        return []  # unchanged, or a change update_errors refuses
     if (old_spec.get("managedBy") or c.TRAINJOB_CONTROLLER) != c.TRAINJOB_CONTROLLER:
         return []
     status = old.get("status")
