@@ -45,7 +45,8 @@ def served_api_versions(kind: str, group: str) -> tuple[str, ...]:
     return tuple(f"{group}/{v}" for v in (job_version(kind, group), *converted))
 
 
-def _served(obj: Mapping[str, Any]) -> tuple[str, ...]:
+def served_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """`served_api_versions` of a wire-form job's kind and group."""
     return served_api_versions(str(obj.get("kind") or ""), group_of(obj.get("apiVersion")))
 
 
@@ -70,7 +71,7 @@ def record_created_version(
     unless the client set it to a served version itself (kept, with a warning when it differs);
     on UPDATE the stored job's annotation is put back when the update dropped it. `obj` itself
     is not changed."""
-    served = _served(obj)
+    served = served_of(obj)
     if not served:
         return obj, []
     written = created_api_version(obj)
@@ -96,7 +97,7 @@ def record_created_version(
 def created_version_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:
     """`check_created_version` of a wire-form job (and of `old`, the stored job, on update)."""
     before = created_api_version(old) if old is not None else None
-    return check_created_version(_served(obj), created_api_version(obj), before, updating=old is not None)
+    return check_created_version(served_of(obj), created_api_version(obj), before, updating=old is not None)
 
 
 def check_created_version(

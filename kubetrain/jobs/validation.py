@@ -18,9 +18,9 @@ from typing import Any
 
 from kubetrain.api import startdeadline
 from kubetrain.api.errors import FieldError, required
-from kubetrain.api.groups import JOB_GROUPS, group_of
+from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import check_service_mode
-from kubetrain.jobs.createdversion import check_created_version, served_api_versions
+from kubetrain.jobs.createdversion import check_created_version, served_of
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
@@ -100,7 +100,7 @@ def validate_v1(
         updating=old is not None,
     )
     annotation_errors += check_created_version(
-        served_api_versions(str(obj.get("kind") or ""), group_of(obj.get("apiVersion"))),
+        served_of(obj),
         annotations.created_api_version,
         old.annotations.created_api_version if old is not None else None,
         updating=old is not None,
