@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from e2e import scenarios_support as support
+from training_sdk import v1_mpijob
 
 training = pytest.importorskip(
     "kubeflow.training", reason="kubeflow-training (a dev dependency) is not installed"
@@ -70,28 +71,9 @@ async def test_the_sdk_finds_a_v1_mpijob_launcher_with_its_defaults(cluster: Any
     client = await asyncio.to_thread(
         training.TrainingClient, config_file=cluster.kubeconfig, namespace=cluster.namespace
     )
-    models = training.models
     image = os.environ.get("KUBETRAIN_E2E_IMAGE", "busybox:1.36")
-
-    def replica(replicas: int, command: list[str]) -> Any:
-        container = models.V1Container(name="mpi", image=image, command=command)
-        return models.KubeflowOrgV1ReplicaSpec(
-            replicas=replicas,
-            template=models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container])),
-        )
-
-    job = models.KubeflowOrgV1MPIJob(
-        api_version="kubeflow.org/v1",
-        kind="MPIJob",
-        metadata=models.V1ObjectMeta(name="sdk-mpi"),
-        spec=models.KubeflowOrgV1MPIJobSpec(
-            mpi_replica_specs={
-                "Launcher": replica(1, ["sh", "-c", "echo launcher done"]),
-                "Worker": replica(2, ["sh", "-c", "sleep 600"]),  # no sshd needed: mpirun is not run
-            },
-            run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy="Running"),
-        ),
-    )
+    launcher, worker = ["sh", "-c", "echo launcher done"], ["sh", "-c", "sleep 600"]  # no sshd: no mpirun
+    job = v1_mpijob(training.models, "sdk-mpi", image, launcher, worker)
     await asyncio.to_thread(client.create_job, job)
 
     async def launcher() -> list[str] | None:

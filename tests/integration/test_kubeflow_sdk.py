@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from training_sdk import v1_mpijob
 
 from kubetrain.dev.stack import DevStack
 
@@ -115,27 +116,8 @@ async def test_mpijob_created_at_v1_gets_launcher_logs_with_the_sdk_defaults(
     _, h = env
     ns = await h.namespace("sdkmpi")
     client = await sdk(env, ns)
-    models = training.models
-
-    def replica(replicas: int, command: list[str] | None) -> Any:
-        container = models.V1Container(name="mpi", image="mpioperator/mpi-pi:openmpi", command=command)
-        return models.KubeflowOrgV1ReplicaSpec(
-            replicas=replicas,
-            template=models.V1PodTemplateSpec(spec=models.V1PodSpec(containers=[container])),
-        )
-
-    job = models.KubeflowOrgV1MPIJob(
-        api_version="kubeflow.org/v1",
-        kind="MPIJob",
-        metadata=models.V1ObjectMeta(name="pi"),
-        spec=models.KubeflowOrgV1MPIJobSpec(
-            mpi_replica_specs={
-                "Launcher": replica(1, ["mpirun", "-n", "2", "/home/mpiuser/pi"]),
-                "Worker": replica(2, None),
-            },
-            run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy="Running"),
-        ),
-    )
+    launcher = ["mpirun", "-n", "2", "/home/mpiuser/pi"]
+    job = v1_mpijob(training.models, "pi", "mpioperator/mpi-pi:openmpi", launcher, None)
     await asyncio.to_thread(client.create_job, job)
     await h.wait_pod_names(ns, "pi", ["pi-launcher-0", "pi-worker-0", "pi-worker-1"])
     master = await asyncio.to_thread(client.get_job_pod_names, "pi", is_master=True)
