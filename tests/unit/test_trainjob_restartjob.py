@@ -147,6 +147,13 @@ def test_jobsets_rule_matching_cases() -> None:
 # JobSet v0.12's TestApplyFailurePolicyRuleAction (pkg/controllers/failure_policy_test.go), the
 # cases with the RestartJob feature on, on a replicated job of one Job (here `warmup`, replicas 1):
 # (name, action, maxRestarts, status before as the run's record, record after, Failed reason).
+# One whole restart and one of `warmup`'s Job alone, both counted: 2 towards maxRestarts.
+AT_TWO_ONE_EACH: Obj = {
+    "restarts": 1,
+    "countedRestarts": 1,
+    "jobRestarts": {"warmup": [1]},
+    "jobRestartsCountTowardsMax": {"warmup": [1]},
+}
 JOBSET_CASES: list[tuple[str, str, int, Obj, Obj, str | None]] = [
     (
         "RestartJobSet when restarts < maxRestarts increments restarts count and counts towards max",
@@ -190,18 +197,8 @@ JOBSET_CASES: list[tuple[str, str, int, Obj, Obj, str | None]] = [
         "RestartJob action when combined restarts >= maxRestarts fails the jobset",
         "RestartJob",
         2,
-        {
-            "restarts": 1,
-            "countedRestarts": 1,
-            "jobRestarts": {"warmup": [1]},
-            "jobRestartsCountTowardsMax": {"warmup": [1]},
-        },
-        {
-            "restarts": 1,
-            "countedRestarts": 1,
-            "jobRestarts": {"warmup": [1]},
-            "jobRestartsCountTowardsMax": {"warmup": [1]},
-        },
+        AT_TWO_ONE_EACH,
+        AT_TWO_ONE_EACH,
         "ReachedMaxRestarts",
     ),
     (
@@ -209,18 +206,8 @@ JOBSET_CASES: list[tuple[str, str, int, Obj, Obj, str | None]] = [
         "fails the jobset",
         "RestartJobSet",
         2,
-        {
-            "restarts": 1,
-            "countedRestarts": 1,
-            "jobRestarts": {"warmup": [1]},
-            "jobRestartsCountTowardsMax": {"warmup": [1]},
-        },
-        {
-            "restarts": 1,
-            "countedRestarts": 1,
-            "jobRestarts": {"warmup": [1]},
-            "jobRestartsCountTowardsMax": {"warmup": [1]},
-        },
+        AT_TWO_ONE_EACH,
+        AT_TWO_ONE_EACH,
         "ReachedMaxRestarts",
     ),
     (
