@@ -7,7 +7,6 @@ carry no domain left alone."""
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import env_of, job, replica
+from test_env_mpi import mpijob
 from test_trainjob_flux import runtime as flux_runtime
 from test_trainjob_flux import trainjob as flux_trainjob
 
@@ -147,20 +147,6 @@ def test_host_network_ports_stay_with_the_qualified_host() -> None:
 
 
 # --- MPIJob: DNS search (always), hostfile (when set) --------------------------------------------
-def mpijob(**spec: Any) -> Obj:
-    template = {"spec": {"containers": [{"name": "mpi", "image": "mpioperator/mpi-pi:openmpi"}]}}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "MPIJob",
-        "metadata": {"name": "pi", "namespace": "ns", "uid": "u1"},
-        "spec": {
-            "mpiReplicaSpecs": {
-                "Launcher": {"template": copy.deepcopy(template)},
-                "Worker": {"replicas": 2, "template": copy.deepcopy(template)},
-            },
-            **spec,
-        },
-    }
 
 
 def test_mpi_workers_search_the_jobs_subdomain_under_the_domain_in_effect() -> None:
