@@ -457,3 +457,12 @@ async def advance_to(clock: FakeClock, when: datetime) -> None:
     """Advance the fake clock to the instant `when` (not back, if it is past). FakeClock keeps
     float seconds, so a 1 µs margin (below any timestamp's resolution) absorbs the rounding."""
     await clock.advance(max((when - clock.now()).total_seconds(), 0) + 1e-6)
+
+
+async def refusal(coro: Any) -> str:
+    """The API server's refusal of a request (its error as text); AssertionError if it accepted."""
+    try:
+        await coro
+    except ApiError as err:
+        return str(err)
+    raise AssertionError("the API server accepted it")

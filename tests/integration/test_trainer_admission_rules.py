@@ -18,10 +18,9 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import Harness, eventually, open_stack, refusal
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -35,14 +34,6 @@ NODE_MESSAGE = (
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
         yield stack, h
-
-
-async def refusal(coro: Any) -> str:
-    try:
-        await coro
-    except ApiError as err:
-        return str(err)
-    raise AssertionError("the API server accepted it")
 
 
 async def test_env_injection_never_names_the_node_container(env: tuple[DevStack, Harness]) -> None:

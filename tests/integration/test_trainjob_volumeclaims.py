@@ -16,14 +16,13 @@ import pytest
 import pytest_asyncio
 from trainjobs import torchtune_runtime
 
-from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     PERSISTENT_VOLUME_CLAIMS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
 )
 
-from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, open_stack
+from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, open_stack, refusal
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -176,14 +175,6 @@ async def test_a_pvc_of_the_name_still_being_deleted_is_waited_for_not_mounted(e
     pvc = await h.get(PERSISTENT_VOLUME_CLAIMS, ns, "initializer-again")
     assert pvc is not None and pvc["metadata"]["ownerReferences"][0]["uid"] == tj["metadata"]["uid"]
     assert "deletionTimestamp" not in pvc["metadata"]
-
-
-async def refusal(coro: Any) -> str:
-    try:
-        await coro
-    except ApiError as err:
-        return str(err)
-    raise AssertionError("the API server accepted it")
 
 
 async def test_admission_refuses_invalid_policies_with_the_field_path(env: Harness) -> None:
