@@ -99,7 +99,12 @@ def status_servers() -> list[int]:
     """This process's children running `kubetrain status-server`."""
     pids: list[int] = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
+        try:
+            # A thread may end between listing the tasks and reading its children.
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue
+        for pid in children:
             try:
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except FileNotFoundError:
