@@ -51,6 +51,7 @@ from kubetrain.kube.resources import (
 )
 from kubetrain.operator.draft import Observed
 from kubetrain.operator.plan import Plan
+from kubetrain.operator.podstart import Listed
 from kubetrain.operator.status import (
     FAILED,
     SUCCEEDED,
@@ -68,15 +69,18 @@ HPAS = HORIZONTAL_POD_AUTOSCALERS
 @dataclass
 class PlanApplier(ChildWriter):
     # The operator's own records per job uid, fed back to the planner (`records`): why the last
-    # wave of pod creates stopped (`create_failures`, kept by ChildWriter), and the jobs whose
-    # terminal condition this process wrote.
+    # wave of pod creates stopped (`create_failures`, kept by ChildWriter), the jobs whose
+    # terminal condition this process wrote, and what their PodsNotStarting condition lists
+    # (kept from the first one that lists a container).
     finished: set[str] = field(default_factory=set)
+    not_starting: dict[str, Listed] = field(default_factory=dict)
 
     def records(self, job: Obj, observed: Observed) -> Observed:
         """`observed` with what this process recorded about `job` itself."""
         uid = job["metadata"].get("uid", "")
         observed.create_failure = self.create_failures.get(uid)
         observed.terminal_recorded = uid in self.finished
+        observed.not_starting = self.not_starting.get(uid)
         return observed
 
     def forget_job(self, job: Obj) -> None:
@@ -84,6 +88,13 @@ class PlanApplier(ChildWriter):
         self.create_failures.pop(uid, None)
         self.creates_proven.discard(uid)
         self.finished.discard(uid)
+        self.not_starting.pop(uid, None)
+
+    def _record_not_starting(self, job: Obj, listed: Listed | None) -> None:
+        """Keep what the job's PodsNotStarting condition lists, once the plan's status is written."""
+        uid = job["metadata"].get("uid", "")
+        if listed is not None and (listed.count or uid in self.not_starting):
+            self.not_starting[uid] = listed
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
         """Carry out `p` for `job` (of resource `ref`, queue key `key`)."""
@@ -141,6 +152,7 @@ class PlanApplier(ChildWriter):
             await self._create_pods(key, ref, job, p.create_pods, failures, continues=p.creates_continue)
         if p.status is not None and not await self._write_status(key, ref, job, p):
             return
+        self._record_not_starting(job, p.not_starting)
         if p.restarts > 0 and restarts_recorded:
             JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
         if job["metadata"].get("namespace", "") not in self.closed_namespaces:
