@@ -22,8 +22,8 @@ from typing import Any
 
 from kubetrain.api import servicemode, startdeadline, trainerstatus
 from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import ANNOTATION_CREATED_API_VERSION
 from kubetrain.frameworks.hostnetwork import HostNetwork, read_host_network
-from kubetrain.jobs.createdversion import created_api_version
 from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
 
 
@@ -60,6 +60,6 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
         servicemode.requested_service_mode(obj),
         tuple(trainerstatus.annotation_errors(obj)),
         trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
-        created_api_version(obj),
+        annotations.get(ANNOTATION_CREATED_API_VERSION),
         start_deadline=startdeadline.start_deadline_seconds(annotations),
     )

@@ -20,7 +20,7 @@ from kubetrain.api import startdeadline
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import check_service_mode
-from kubetrain.jobs.createdversion import check_created_version, served_of
+from kubetrain.jobs.createdversion import check_created_version
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
@@ -100,7 +100,7 @@ def validate_v1(
         updating=old is not None,
     )
     annotation_errors += check_created_version(
-        served_of(obj),
+        draft.served_versions,
         annotations.created_api_version,
         old.annotations.created_api_version if old is not None else None,
         updating=old is not None,

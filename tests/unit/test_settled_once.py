@@ -1,0 +1,88 @@
+"""Values the job pipeline settles once, at the stage that owns them, and the later stages take
+(docs/architecture.md, "One form per stage"): the apiVersions a kind is created at (the parse
+stage's `JobDraft.served_versions`), checked by validation against the created-api-version
+annotation as the parse stage read it."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from kubetrain.jobs.jobdraft import read_draft, read_job
+from kubetrain.jobs.parse import read_typed
+from kubetrain.jobs.validation import validate_job, validate_v1
+from kubetrain.operator.prepare import prepare_job
+from tests.jobs import job
+
+Obj = dict[str, Any]
+KEY = "kubetrain.io/created-api-version"
+PATH = f"metadata.annotations[{KEY}]"
+SERVED = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
+
+
+def mpijob(annotations: dict[str, str] | None = None, *, api_version: str = "kubeflow.org/v2beta1") -> Obj:
+    tmpl = {"spec": {"containers": [{"name": "mpi", "image": "mpi-image"}]}}
+    meta: Obj = {"name": "pi", "namespace": "ns"}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": api_version,
+        "kind": "MPIJob",
+        "metadata": meta,
+        "spec": {
+            "mpiReplicaSpecs": {
+                "Launcher": {"template": copy.deepcopy(tmpl)},
+                "Worker": {"replicas": 2, "template": copy.deepcopy(tmpl)},
+            }
+        },
+    }
+
+
+def created_version_errors(errors: list[Any]) -> list[str]:
+    return [str(e) for e in errors if str(e).startswith(PATH)]
+
+
+def test_the_parse_stage_settles_the_versions_a_kind_is_created_at() -> None:
+    # MPIJob in kubeflow.org: stored at v2beta1, served at v1 through the conversion webhook.
+    assert read_job(mpijob()).served_versions == SERVED
+    assert read_draft(mpijob()).served_versions == SERVED
+    # Served at one version: the annotation means nothing there.
+    assert read_job(mpijob(api_version="kubetrain.io/v1")).served_versions == ()
+    tfjob = job("TFJob", replicas={"Worker": 1}, api_version="kubeflow.org/v1")
+    assert read_job(tfjob).served_versions == ()
+    assert read_job({"apiVersion": "kubeflow.org/v1", "kind": "SparkJob"}).served_versions == ()
+    assert read_draft({"apiVersion": "kubeflow.org/v1", "kind": 7}).served_versions == ()
+
+
+def test_the_created_version_annotation_is_read_once_absent_or_as_written() -> None:
+    assert read_job(mpijob()).annotations.created_api_version is None
+    assert read_job(mpijob({})).annotations.created_api_version is None
+    assert read_job(mpijob({KEY: "kubeflow.org/v1"})).annotations.created_api_version == "kubeflow.org/v1"
+    assert read_job(mpijob({KEY: "kubeflow.org/v3"})).annotations.created_api_version == "kubeflow.org/v3"
+
+
+def test_an_absent_or_served_created_version_is_valid_another_is_refused_naming_the_served_ones() -> None:
+    assert created_version_errors(prepare_job(mpijob()).errors) == []
+    for served in SERVED:
+        assert created_version_errors(prepare_job(mpijob({KEY: served})).errors) == []
+    refused = created_version_errors(prepare_job(mpijob({KEY: "kubeflow.org/v3"})).errors)
+    assert refused == [
+        f"{PATH}: NotSupported: 'kubeflow.org/v3' is not supported: must be one of "
+        '"kubeflow.org/v2beta1", "kubeflow.org/v1"'
+    ]
+    # The webhook's edge reads the same way.
+    assert created_version_errors(validate_job(mpijob({KEY: "kubeflow.org/v3"})).errors) == refused
+    # On a kind served at one version any value is left as written.
+    one = mpijob({KEY: "kubeflow.org/v3"}, api_version="kubetrain.io/v1")
+    assert created_version_errors(prepare_job(one).errors) == []
+
+
+def test_validation_checks_the_annotation_against_the_served_versions_the_parse_stage_settled() -> None:
+    draft = read_draft(mpijob({KEY: "kubeflow.org/v3"}))
+    assert created_version_errors(validate_v1(draft, read_typed(draft)).errors)
+    # Validation takes the draft's settled values: it does not read the job's kind again.
+    unserved = dataclasses.replace(draft, served_versions=())
+    assert created_version_errors(validate_v1(unserved, read_typed(unserved)).errors) == []
+    other = dataclasses.replace(draft, served_versions=("kubeflow.org/v3",))
+    assert created_version_errors(validate_v1(other, read_typed(other)).errors) == []
