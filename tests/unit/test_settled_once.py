@@ -1,7 +1,8 @@
 """Values the job pipeline settles once, at the stage that owns them, and the later stages take
 (docs/architecture.md, "One form per stage"): the apiVersions a kind is created at (the parse
 stage's `JobDraft.served_versions`), checked by validation against the created-api-version
-annotation as the parse stage read it."""
+annotation as the parse stage read it; the framework's gates (`Defaulted.gates`), read once from
+the defaulted spec by defaulting, which the gang size and the lay-out take."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ import copy
 import dataclasses
 from typing import Any
 
+import pytest
+
+from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.registry import get_framework
+from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_draft, read_job
 from kubetrain.jobs.parse import read_typed
+from kubetrain.jobs.shape import READY, DependsOn
 from kubetrain.jobs.validation import validate_job, validate_v1
 from kubetrain.operator.prepare import prepare_job
 from tests.jobs import job
@@ -21,7 +28,9 @@ PATH = f"metadata.annotations[{KEY}]"
 SERVED = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
 
 
-def mpijob(annotations: dict[str, str] | None = None, *, api_version: str = "kubeflow.org/v2beta1") -> Obj:
+def mpijob(
+    annotations: dict[str, str] | None = None, *, api_version: str = "kubeflow.org/v2beta1", **spec: Any
+) -> Obj:
     tmpl = {"spec": {"containers": [{"name": "mpi", "image": "mpi-image"}]}}
     meta: Obj = {"name": "pi", "namespace": "ns"}
     if annotations is not None:
@@ -34,7 +43,8 @@ def mpijob(annotations: dict[str, str] | None = None, *, api_version: str = "kub
             "mpiReplicaSpecs": {
                 "Launcher": {"template": copy.deepcopy(tmpl)},
                 "Worker": {"replicas": 2, "template": copy.deepcopy(tmpl)},
-            }
+            },
+            **spec,
         },
     }
 
@@ -86,3 +96,34 @@ def test_validation_checks_the_annotation_against_the_served_versions_the_parse_
     assert created_version_errors(validate_v1(unserved, read_typed(unserved)).errors) == []
     other = dataclasses.replace(draft, served_versions=("kubeflow.org/v3",))
     assert created_version_errors(validate_v1(other, read_typed(other)).errors) == []
+
+
+def test_defaulting_reads_the_gates_once_for_the_gang_size_and_the_lay_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mpi = get_framework("MPIJob")
+    assert mpi is not None
+    calls: list[Any] = []
+    spec_gates = type(mpi).spec_gates
+
+    def counted(self: Framework, spec: Any) -> Any:
+        calls.append(spec)
+        return spec_gates(self, spec)
+
+    monkeypatch.setattr(type(mpi), "spec_gates", counted)
+    waiting = mpijob(launcherCreationPolicy="WaitForWorkersReady")
+    defaulted = default_v1(read_job(waiting), gang_scheduling=True)
+    assert defaulted.gates == {"Launcher": ("Worker",)}
+    # The gang leaves the gated Launcher out: its pod waits for every Worker to be Ready.
+    assert defaulted.obj["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    calls.clear()
+    prepared = prepare_job(waiting, gang_scheduling=True)
+    assert len(calls) == 1  # defaulting's read, which the lay-out takes
+    assert prepared.shape is not None
+    assert prepared.shape.groups["Launcher"].depends_on == (DependsOn("Worker", READY),)
+    assert prepared.shape.groups["Worker"].depends_on == ()
+    # The default policy (AtStartup) gates nothing: the gang counts every pod.
+    at_start = prepare_job(mpijob(), gang_scheduling=True)
+    assert at_start.shape is not None
+    assert all(g.depends_on == () for g in at_start.shape.groups.values())
+    assert at_start.shape.run_policy.scheduling.min_available == 3
