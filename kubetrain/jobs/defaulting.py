@@ -84,10 +84,9 @@ def default_v1(
     if replicas is not None:
         replicas = tuple(_default_replica(r, framework, warnings) for r in replicas)
         spec[framework.replica_field] = {r.key: r.spec for r in replicas}
-    run_policy = spec.get("runPolicy")
-    if isinstance(run_policy, dict):
-        run_policy = spec["runPolicy"] = dict(run_policy)
-        default_pod_failure_policy(run_policy)
+    failure_policy = default_pod_failure_policy(draft.pod_failure_policy)
+    if failure_policy is not draft.pod_failure_policy:  # then runPolicy is a dict (the parse stage's read)
+        spec["runPolicy"] = {**spec["runPolicy"], "podFailurePolicy": failure_policy}
     # The framework's part, in one place. Its defaults first: the gang default depends on them
     # (an elastic job's minimum).
     counts = {r.key: r.count for r in replicas} if replicas is not None else None
@@ -104,7 +103,7 @@ def default_v1(
         warnings.extend(_scheduler_name_warnings(replicas))
     if adjustments:
         replicas = _adjusted(replicas or (), adjustments)
-    defaulted = replace(draft, wire=out, replicas=replicas)
+    defaulted = replace(draft, wire=out, replicas=replicas, pod_failure_policy=failure_policy)
     return Defaulted(out, warnings, defaulted, [a.message for a in adjustments], gates)
 
 

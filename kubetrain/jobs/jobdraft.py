@@ -15,6 +15,8 @@ What the draft settles once, so no later stage asks again:
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
   draft, named as the user wrote them, found in the same pass;
+- the run policy's `podFailurePolicy` as written, which defaulting defaults and validation
+  checks without reading the run policy again;
 - the replica map: one `ReplicaDraft` per entry — the replica type its key names, its path, its
   `replicas` as a count, its template, containers and framework container — which defaulting,
   the framework hooks and validation take instead of walking the map again;
@@ -44,6 +46,7 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.annotations import JobAnnotations, read_annotations
 from kubetrain.jobs.createdversion import served_api_versions
+from kubetrain.jobs.failurepolicy import read_pod_failure_policy
 from kubetrain.jobs.kubedl import KubeDLAnnotations
 from kubetrain.jobs.kubedllayout import read_layout
 from kubetrain.jobs.replicadraft import ReplicaDraft, read_replicas
@@ -66,6 +69,9 @@ class JobDraft:
     # The apiVersions its kind is created at in its group, when it is served at more than one
     # (`createdversion.served_api_versions`; () otherwise, and for an unknown kind).
     served_versions: tuple[str, ...] = ()
+    # `spec.runPolicy.podFailurePolicy` as written (`failurepolicy.read_pod_failure_policy`);
+    # the defaulted draft's as defaulting left it, which validation checks.
+    pod_failure_policy: Any = None
 
     @property
     def counts(self) -> dict[Any, int | None]:
@@ -123,4 +129,7 @@ def read_draft(
     type_errors = tuple(check_type_meta(wire, groups))
     group = group_of(wire.get("apiVersion"))
     served = served_api_versions(framework.kind, group) if framework is not None else ()
-    return JobDraft(framework, kind, wire, errors, annotations, converted, replicas, type_errors, served)
+    failure_policy = read_pod_failure_policy(wire.get("spec"))
+    return JobDraft(
+        framework, kind, wire, errors, annotations, converted, replicas, type_errors, served, failure_policy
+    )

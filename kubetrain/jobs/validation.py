@@ -140,9 +140,7 @@ def validate_v1(
     errors.extend(kubedl_annotation_errors(annotations.kubedl, replicas or ()))
     errors.extend(annotations.progress_errors)
     errors.extend(startdeadline.annotation_errors(obj))
-    run_policy = spec.get("runPolicy")
-    if isinstance(run_policy, dict):
-        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))
+    errors.extend(pod_failure_policy_errors(draft.pod_failure_policy, replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
     old_spec = before.get("spec") if before is not None else None

@@ -2,7 +2,9 @@
 (docs/architecture.md, "One form per stage"): the apiVersions a kind is created at (the parse
 stage's `JobDraft.served_versions`), checked by validation against the created-api-version
 annotation as the parse stage read it; the framework's gates (`Defaulted.gates`), read once from
-the defaulted spec by defaulting, which the gang size and the lay-out take."""
+the defaulted spec by defaulting, which the gang size and the lay-out take; the run policy's
+`podFailurePolicy`, read by the parse stage (`JobDraft.pod_failure_policy`), defaulted by
+defaulting and checked by validation as defaulted."""
 
 from __future__ import annotations
 
@@ -127,3 +129,32 @@ def test_defaulting_reads_the_gates_once_for_the_gang_size_and_the_lay_out(
     assert at_start.shape is not None
     assert all(g.depends_on == () for g in at_start.shape.groups.values())
     assert at_start.shape.run_policy.scheduling.min_available == 3
+
+
+def test_the_pod_failure_policy_is_read_at_parse_defaulted_once_and_validated_as_defaulted() -> None:
+    rules: list[Obj] = [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+    ]
+    obj = job("TFJob", replicas={"Worker": 2}, run_policy={"podFailurePolicy": {"rules": rules}})
+    before = copy.deepcopy(obj)
+    draft = read_job(obj)
+    assert draft.pod_failure_policy == {"rules": rules}
+    defaulted = default_v1(draft)
+    assert obj == before  # the stored job is never changed
+    expected = {
+        "rules": [{**rules[0], "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}, rules[1]]
+    }
+    assert defaulted.obj["spec"]["runPolicy"]["podFailurePolicy"] == expected
+    assert defaulted.draft is not None and defaulted.draft.pod_failure_policy == expected
+    assert prepare_job(obj).valid
+    # Absent, or a run policy that is not an object: nothing to default or check.
+    assert read_job(job("TFJob", replicas={"Worker": 1})).pod_failure_policy is None
+    assert read_draft({"kind": "TFJob", "spec": {"runPolicy": "fast"}}).pod_failure_policy is None
+    # Validation checks the policy the draft holds: exit code 0 under `In` is refused at its path.
+    bad = copy.deepcopy(obj)
+    bad["spec"]["runPolicy"]["podFailurePolicy"]["rules"][1]["onExitCodes"]["values"] = [0]
+    path = "spec.runPolicy.podFailurePolicy.rules[1].onExitCodes.values[0]"
+    assert f"{path}: Invalid: must not be 0 for the In operator" in prepare_job(bad).errors
+    unchecked = dataclasses.replace(read_draft(bad), pod_failure_policy=None)
+    assert not any(e.path == path for e in validate_v1(unchecked, read_typed(unchecked)).errors)
