@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import startdeadline
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import check_service_mode
@@ -139,7 +138,7 @@ def validate_v1(
     errors.extend(annotations.host_network.errors_for(total))
     errors.extend(kubedl_annotation_errors(annotations.kubedl, replicas or ()))
     errors.extend(annotations.progress_errors)
-    errors.extend(startdeadline.annotation_errors(obj))
+    errors.extend(annotations.start_deadline_errors)
     errors.extend(pod_failure_policy_errors(draft.pod_failure_policy, replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))

@@ -4,7 +4,8 @@ stage's `JobDraft.served_versions`), checked by validation against the created-a
 annotation as the parse stage read it; the framework's gates (`Defaulted.gates`), read once from
 the defaulted spec by defaulting, which the gang size and the lay-out take; the run policy's
 `podFailurePolicy`, read by the parse stage (`JobDraft.pod_failure_policy`), defaulted by
-defaulting and checked by validation as defaulted."""
+defaulting and checked by validation as defaulted; the start-deadline annotation's problem,
+found by the parse stage (`JobAnnotations.start_deadline_errors`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ Obj = dict[str, Any]
 KEY = "kubetrain.io/created-api-version"
 PATH = f"metadata.annotations[{KEY}]"
 SERVED = ("kubeflow.org/v2beta1", "kubeflow.org/v1")
+START = "kubetrain.io/start-deadline-seconds"
+START_PATH = f"metadata.annotations[{START}]"
 
 
 def mpijob(
@@ -158,3 +161,23 @@ def test_the_pod_failure_policy_is_read_at_parse_defaulted_once_and_validated_as
     assert f"{path}: Invalid: must not be 0 for the In operator" in prepare_job(bad).errors
     unchecked = dataclasses.replace(read_draft(bad), pod_failure_policy=None)
     assert not any(e.path == path for e in validate_v1(unchecked, read_typed(unchecked)).errors)
+
+
+@pytest.mark.parametrize(("value", "seconds"), [(None, None), ("600", 600), ("soon", None), ("0", None)])
+def test_the_start_deadline_annotation_and_its_problem_are_read_at_parse(
+    value: str | None, seconds: int | None
+) -> None:
+    obj = job("TFJob", replicas={"Worker": 1})
+    if value is not None:
+        obj["metadata"]["annotations"] = {START: value}
+    draft = read_job(obj)
+    assert draft.annotations.start_deadline == seconds
+    refused = value is not None and seconds is None
+    expected = [f"{START_PATH}: Invalid: must be a positive integer number of seconds, not {value!r}"]
+    assert [str(e) for e in draft.annotations.start_deadline_errors] == (expected if refused else [])
+    assert [e for e in prepare_job(obj).errors if e.startswith(START_PATH)] == (expected if refused else [])
+    # Validation reports the problem the parse stage found; it does not read the annotation again.
+    quiet = dataclasses.replace(
+        draft, annotations=dataclasses.replace(draft.annotations, start_deadline_errors=())
+    )
+    assert not any(e.path == START_PATH for e in validate_v1(quiet, read_typed(quiet)).errors)
