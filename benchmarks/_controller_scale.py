@@ -99,6 +99,12 @@ async def wait_until(pred: Any, limit: float, what: str, progress: Any = None) -
 
 
 PLAN_HISTOGRAM = "kubetrain_reconcile_plan_duration_seconds"
+# What a reconcile's duration is made of (kubetrain/operator/reconciletimes.py), by output key.
+PART_HISTOGRAMS = {
+    "rate_limiter_wait": "kubetrain_reconcile_rate_limiter_wait_seconds",
+    "api_wait": "kubetrain_reconcile_api_wait_seconds",
+    "own": "kubetrain_reconcile_own_duration_seconds",
+}
 
 
 def quantiles(hist: dict[str, Any]) -> dict[str, Any]:

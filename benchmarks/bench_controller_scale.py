@@ -43,6 +43,7 @@ from _common import (
     stored_type,
 )
 from _controller_scale import (
+    PART_HISTOGRAMS,
     PLAN_HISTOGRAM,
     WRITE_VERBS,
     Tracker,
@@ -79,6 +80,7 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
             log.reset()
             before = await op.metrics()
             plan_before = await op.metrics(PLAN_HISTOGRAM)
+            parts_before = {k: await op.metrics(name) for k, name in PART_HISTOGRAMS.items()}
             profiler = None
             if args.profile:
                 # py-spy (PyPI) samples the operator process from outside: --format raw gives
@@ -132,6 +134,10 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.wait_for(profiler.wait(), 30)
             hist_running = histogram_diff(await op.metrics(), before)
             plan_running = histogram_diff(await op.metrics(PLAN_HISTOGRAM), plan_before)
+            parts_running = {
+                k: histogram_diff(await op.metrics(name), parts_before[k])
+                for k, name in PART_HISTOGRAMS.items()
+            }
             rss_running = op.rss_peak_mb()
             cpu_to_running = op.cpu_seconds() - cpu_ready
             requests_to_running = requests_by_verb(log)
@@ -190,6 +196,9 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
         "reconcile_whole_life": quantiles(hist_all),
         # The decision alone (cache reads + planner), without the API writes and their rate limit.
         "plan_until_running": quantiles(plan_running),
+        # The reconcile's parts: its requests waiting for the client rate limiter, in flight (the
+        # API server), and the rest (decision, own work between requests, event-loop turns).
+        "parts_until_running": {k: quantiles(h) for k, h in parts_running.items()},
         "operator_args": args.operator_args,
         "operator_cpu_s_until_running": round(cpu_to_running, 2),
         "operator_cpu_ms_per_job_until_running": round(1000 * cpu_to_running / jobs, 2),
@@ -315,7 +324,9 @@ def main() -> int:
             f"controller {res['jobs']} jobs x {res['replicas']} replicas: all pods exist in "
             f"{res['all_pods_exist_s']} s, all Running {res['all_running_s']} s; reconcile p50 "
             f"{r['p50_ms']} ms p99 {r['p99_ms']} ms (decision alone p99 "
-            f"{res['plan_until_running']['p99_ms']} ms); peak RSS {res['rss_peak_mb']} MB; idle CPU "
+            f"{res['plan_until_running']['p99_ms']} ms; p99 of its parts: "
+            + ", ".join(f"{k} {v['p99_ms']} ms" for k, v in res["parts_until_running"].items())
+            + f"); peak RSS {res['rss_peak_mb']} MB; idle CPU "
             f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
             f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
         )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubetrain.kube import requesttimes
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import EVENTS
@@ -72,7 +73,9 @@ class EventRecorder:
     def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         """Record in the background; never blocks, never raises."""
         try:
-            task = asyncio.get_running_loop().create_task(self.event(obj, type_, reason, message))
+            task = asyncio.get_running_loop().create_task(
+                self.event(obj, type_, reason, message), context=requesttimes.detached()
+            )  # in the background: not a request of the reconcile that emitted it
         except RuntimeError:
             log.warning("event %s/%s dropped: no running event loop", reason, message)
             return

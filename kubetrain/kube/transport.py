@@ -8,8 +8,10 @@ generated `V1Pod`-style models are never built (their deserialisation dominates 
 Requests pass a client-side token bucket (`qps`, `burst`; `qps <= 0` disables it) that bounds
 the rate without serialising concurrent requests; 429 answers are retried (honouring
 Retry-After, at most `max_429_retries` times). Each request counts in the Prometheus counter
-`kubetrain_api_requests_total{verb, code}` (code "error" for transport failures). The
-User-Agent is `kubetrain/<version>`. Errors are `ApiError` (status 0: no answer).
+`kubetrain_api_requests_total{verb, code}` (code "error" for transport failures); inside a
+`RequestTimes.recording()` (a reconcile) its limiter wait and time in flight are recorded there
+(`kubetrain.kube.requesttimes`). The User-Agent is `kubetrain/<version>`. Errors are `ApiError`
+(status 0: no answer).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import orjson
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kubetrain import __version__
+from kubetrain.kube import requesttimes
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.errors import ApiError, ApiUnreachable, api_error
 from kubetrain.kube.kubeconfig import default_kubeconfig_path, load_in_cluster, load_kubeconfig
@@ -209,8 +212,14 @@ class Transport:
         data = None if body is None else orjson.dumps(body)
         timeout = self._timeout()
         attempt = 0
+        times = requesttimes.current()  # a reconcile recording where its requests spend time
         while True:
+            waited = requesttimes.now() if times is not None else 0.0
             await self.limiter.acquire()
+            sent = 0.0
+            if times is not None:
+                sent = requesttimes.now()
+                times.waited(waited, sent)
             headers = await self._headers(content_type if data is not None else None)
             if accept:
                 headers["Accept"] = accept
@@ -231,12 +240,18 @@ class Transport:
             except (aiohttp.ClientError, TimeoutError) as err:
                 _requests_counter(verb, "error").inc()
                 raise ApiError(0, type(err).__name__, f"{method} {path}: {err or 'timed out'}") from err
+            finally:
+                if times is not None:
+                    times.flew(sent, requesttimes.now())
             _requests_counter(verb, str(status)).inc()
             if 200 <= status < 300:
                 return decode_body(raw) if decode else None
             if status == 429 and attempt < self.max_429_retries:
                 attempt += 1
+                slept = requesttimes.now()
                 await self._clock.sleep(_retry_after(retry_after, attempt))
+                if times is not None:  # the server's Retry-After: its time, not the limiter's
+                    times.flew(slept, requesttimes.now())
                 continue
             raise api_error(status, decode_body(raw), resp.reason or "")
 

@@ -38,6 +38,7 @@ from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
+from kubetrain.kube.requesttimes import RequestTimes
 from kubetrain.kube.resources import (
     CONFIG_MAPS,
     HORIZONTAL_POD_AUTOSCALERS,
@@ -59,8 +60,9 @@ from kubetrain.operator.keys import (
 )
 from kubetrain.operator.loop import ReconcileLoop
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.operator.reconciletimes import observe_reconcile
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
-from kubetrain.serving.metrics import RECONCILE_DURATION, RECONCILE_PLAN_DURATION
+from kubetrain.serving.metrics import RECONCILE_PLAN_DURATION
 
 __all__ = ["Controller", "ControllerConfig"]
 
@@ -259,19 +261,20 @@ class Controller(JobEvents, ReconcileLoop):
             if expires is not None:
                 self.queue.add_after(key, expires + 0.001)
             return
-        started = time.perf_counter()
-        observed = self.applier.records(job, self.observe(kind, namespace, name))
-        if self.trainjobs is not None and rid == TRAINJOB_RESOURCE_ID:
-            the_plan = self.trainjobs.plan(job, observed, self.clock.now(), self.planner_config)
-        else:
-            the_plan = plan(job, observed, self.clock.now(), self.planner_config)
-        decided = time.perf_counter() - started
-        self._decision_seconds[key] = decided
-        RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)
-        try:
-            await self.apply(key, ref, job, the_plan)
-        finally:
-            RECONCILE_DURATION.labels(kind=kind).observe(time.perf_counter() - started)
+        with RequestTimes.recording() as times:
+            started = time.perf_counter()
+            observed = self.applier.records(job, self.observe(kind, namespace, name))
+            if self.trainjobs is not None and rid == TRAINJOB_RESOURCE_ID:
+                the_plan = self.trainjobs.plan(job, observed, self.clock.now(), self.planner_config)
+            else:
+                the_plan = plan(job, observed, self.clock.now(), self.planner_config)
+            decided = time.perf_counter() - started
+            self._decision_seconds[key] = decided
+            RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)
+            try:
+                await self.apply(key, ref, job, the_plan)
+            finally:
+                observe_reconcile(kind, time.perf_counter() - started, times)
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
         """Carry out a plan (`kubetrain.operator.apply`)."""

@@ -13,6 +13,9 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_jobs_restarted_total` | counter | kind, namespace |
 | `kubetrain_reconcile_duration_seconds` | histogram | kind |
 | `kubetrain_reconcile_plan_duration_seconds` | histogram | kind |
+| `kubetrain_reconcile_rate_limiter_wait_seconds` | histogram | kind |
+| `kubetrain_reconcile_api_wait_seconds` | histogram | kind |
+| `kubetrain_reconcile_own_duration_seconds` | histogram | kind |
 | `kubetrain_workqueue_depth` | gauge | queue |
 | `kubetrain_webhook_request_duration_seconds` | histogram | webhook, operation, kind, result |
 | `kubetrain_api_requests_total` | counter | verb, code |
@@ -71,11 +74,12 @@ JOBS_RESTARTED = Counter(
     ["kind", "namespace"],
     registry=REGISTRY,
 )
+RECONCILE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 RECONCILE_DURATION = Histogram(
     "kubetrain_reconcile_duration_seconds",
     "Time spent in one reconcile of one job, including the API writes of its plan.",
     ["kind"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    buckets=RECONCILE_BUCKETS,
     registry=REGISTRY,
 )
 RECONCILE_PLAN_DURATION = Histogram(
@@ -83,6 +87,32 @@ RECONCILE_PLAN_DURATION = Histogram(
     "Time spent deciding one reconcile (cache reads and the pure planner), without its API writes.",
     ["kind"],
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    registry=REGISTRY,
+)
+# What one reconcile's duration is made of (kubetrain_reconcile_duration_seconds, same buckets): its
+# API requests waiting for the client-side rate limiter (--qps/--burst), in flight, and the rest.
+RECONCILE_RATE_LIMITER_WAIT = Histogram(
+    "kubetrain_reconcile_rate_limiter_wait_seconds",
+    "Wall-clock time within one reconcile during which at least one of its API requests waited "
+    "for the client-side rate limiter.",
+    ["kind"],
+    buckets=RECONCILE_BUCKETS,
+    registry=REGISTRY,
+)
+RECONCILE_API_WAIT = Histogram(
+    "kubetrain_reconcile_api_wait_seconds",
+    "Wall-clock time within one reconcile during which at least one of its API requests was in "
+    "flight (sent, answer not yet read) and none waited for the rate limiter.",
+    ["kind"],
+    buckets=RECONCILE_BUCKETS,
+    registry=REGISTRY,
+)
+RECONCILE_OWN_DURATION = Histogram(
+    "kubetrain_reconcile_own_duration_seconds",
+    "One reconcile's duration minus its rate-limiter and API waits: the decision, the operator's "
+    "own work between requests and its turns waiting for the event loop.",
+    ["kind"],
+    buckets=RECONCILE_BUCKETS,
     registry=REGISTRY,
 )
 # Training progress reported by the jobs' pods (kubetrain.progress; series capped there).
@@ -170,8 +200,11 @@ __all__ = [
     "JOBS_RESTARTED",
     "JOBS_SUCCEEDED",
     "QUEUE_DEPTH",
+    "RECONCILE_API_WAIT",
     "RECONCILE_DURATION",
+    "RECONCILE_OWN_DURATION",
     "RECONCILE_PLAN_DURATION",
+    "RECONCILE_RATE_LIMITER_WAIT",
     "REGISTRY",
     "WEBHOOK_REQUEST_DURATION",
     "forget_job",
