@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from kubetrain.jobs.failureorder import FailedJob
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 
 DEFAULT_JOB_BACKOFF_LIMIT = 6  # batch/v1 Job's
 
@@ -50,9 +50,10 @@ class GangFailurePolicy(Protocol):
     @property
     def max_restarts(self) -> int: ...
 
-    def decide(self, failed: Sequence[FailedJob], counted_restarts: int) -> GangVerdict:
-        """`failed`: the failed Jobs (at least one) in the shape's group order, then by Job
-        index, each with when it failed (`failureorder`: which one the policy acts on);
+    def decide(self, failed: FailureOrder | Sequence[FailedJob], counted_restarts: int) -> GangVerdict:
+        """`failed`: the failed Jobs (at least one), each with when it failed, as a
+        `FailureOrder` or listed in the shape's group order, then by Job index (`failureorder`:
+        which one the policy acts on);
         `counted_restarts`: the restarts so far that count towards `max_restarts` (whole-gang
         and single-Job ones together)."""
         ...

@@ -30,7 +30,7 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
-from kubetrain.jobs.failureorder import FailedJob
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
 from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
@@ -261,16 +261,17 @@ class GroupActiveJob:
         if policy is None:
             return None
         r, jobs = self.r, self.job_restarts
+        order = FailureOrder(
+            FailedJob(g, j, self.failed_at.get((g, j)) or r.now)
+            for g, indexes in self.failed_jobs.items()
+            for j in indexes
+        )
         while self.failed_jobs:
-            failed = [
-                FailedJob(g, j, self.failed_at.get((g, j)) or r.now)
-                for g, indexes in self.failed_jobs.items()
-                for j in indexes
-            ]
-            verdict = policy.decide(failed, whole + jobs.counted_total())
+            verdict = policy.decide(order, whole + jobs.counted_total())
             if verdict.job is None or not verdict.restart:
                 return verdict
             group, job = verdict.job
+            order.take(group, job)
             jobs.restart(group, job, verdict.counts)
             failures.pop(groupfailure.job_key(self.shape, group, job), None)
             for slot in jobs.slots(group, job):

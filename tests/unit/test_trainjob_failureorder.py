@@ -10,14 +10,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubetrain.jobs.failureorder import FailedJob, first_failed
+import pytest
+
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder, first_failed
 from kubetrain.jobs.trainjob.failurepolicy import decide
 from kubetrain.operator.failuretime import last_restart_at, pod_failed_at
 from kubetrain.operator.groupfailure import judge
 
 from .test_trainjob_restartjob import JOB_ATTEMPT, WARMUP, pods, record_of, rule, runtime, warnings
 from .test_trainjob_shape import shape_of
-from .test_trainplan import trainjob
+from .test_trainplan import pod, trainjob
 from .test_trainplan_jobset_policies import plan
 
 Obj = dict[str, Any]
@@ -106,7 +108,7 @@ def test_the_rule_order_decides_before_the_failure_time() -> None:
 
 
 def failed_pod(name: str, finished: datetime | None, job_attempt: int = 0) -> Obj:
-    [p] = [x for x in pods({name}) if x["metadata"]["name"] == name]
+    p = pod(name, phase="Failed")
     p["metadata"]["labels"][JOB_ATTEMPT] = str(job_attempt)
     if finished is not None:
         p["status"]["containerStatuses"] = [
@@ -193,3 +195,35 @@ def test_a_job_whose_pods_tell_no_time_failed_when_the_reconcile_saw_it() -> Non
     failed = {WARMUP[0]: None, WARMUP[1]: NOW - timedelta(hours=1)}
     p = plan(trainjob(nodes=2), runtime(rule("RestartJob"), max_restarts=1), observed(failed), {})
     assert named(p) == ["tj-warmup-1", "tj-warmup-0"]
+
+
+def test_the_order_keeps_each_groups_jobs_in_failure_order_and_takes_the_first_away() -> None:
+    jobs = [
+        FailedJob("warmup", 0, hours(-1)),
+        FailedJob("warmup", 1, hours(-3)),
+        FailedJob("node", 0, hours(-2)),
+    ]
+    order = FailureOrder(jobs)
+    assert (order.first(), order.first(["node"]), order.first(["other"])) == (jobs[1], jobs[2], None)
+    with pytest.raises(ValueError, match="Job 0 of warmup is not the first failed Job of its group"):
+        order.take("warmup", 0)
+    order.take("warmup", 1)
+    assert order.first() == jobs[2] and order.groups == ["warmup", "node"]
+    order.take("node", 0)
+    order.take("warmup", 0)
+    assert not order and order.first() is None
+
+
+def test_a_thousand_jobs_failing_in_one_reconcile_restart_alone_in_failure_order() -> None:
+    """1024 one-pod Jobs (JobSet's most with a single-Job action), the last failed first: each
+    restarts alone once, latest index first — and the reconcile stays linear in them."""
+    from .test_trainplan import NOW
+
+    n = 1024
+    failed = {f"tj-warmup-{j}-0": NOW - timedelta(seconds=j) for j in range(n)}
+    rt = runtime(rule("RestartJobAndIgnoreMaxRestarts"), replicas=n)
+    everyone = [failed_pod(name, at) for name, at in failed.items()]
+    everyone += [x for x in pods() if x["metadata"]["name"].startswith("tj-node")]
+    p = plan(trainjob(nodes=2), rt, everyone, {})
+    assert named(p) == [f"tj-warmup-{j}" for j in reversed(range(n))]
+    assert record_of(p)["jobRestarts"] == {"warmup": [1] * n}

@@ -32,7 +32,7 @@ from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JOB_RESTART_ACTIONS, MAX_REPLICAS_WITH_JOB_RESTARTS
 from kubetrain.jobs.failuremodel import GangVerdict
-from kubetrain.jobs.failureorder import FailedJob, first_failed
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 
 JOB_FAILURE_REASON = "BackoffLimitExceeded"
 JOB_FAILURE_MESSAGE = "Job has reached the specified backoff limit"
@@ -66,7 +66,7 @@ class JobSetFailurePolicy:
         limit = (self.policy or {}).get("maxRestarts")
         return limit if isinstance(limit, int) and not isinstance(limit, bool) else 0
 
-    def decide(self, failed: Sequence[FailedJob], counted_restarts: int) -> GangVerdict:
+    def decide(self, failed: FailureOrder | Sequence[FailedJob], counted_restarts: int) -> GangVerdict:
         return decide(self.name, self.policy, failed, counted_restarts)
 
 
@@ -111,12 +111,14 @@ def _matches(pattern: object, text: str) -> bool:
 def decide(
     tj: str,
     policy: Mapping[str, Any] | None,
-    failed: Sequence[FailedJob],
+    failed: FailureOrder | Sequence[FailedJob],
     counted_restarts: int,
 ) -> GangVerdict:
-    """`failed`: the failed Jobs (at least one) in the runtime's step order, then by Job index;
-    `counted_restarts`: restarts so far that count towards maxRestarts (whole and single-job)."""
-    first = first_failed(failed)
+    """`failed`: the failed Jobs (at least one), as a `FailureOrder` or listed in the runtime's
+    step order, then by Job index; `counted_restarts`: restarts so far that count towards
+    maxRestarts (whole and single-job)."""
+    order = failed if isinstance(failed, FailureOrder) else FailureOrder(failed)
+    first = order.first()
     if first is None:
         raise ValueError("a failure policy decides on at least one failed Job")
     if policy is None:
@@ -128,7 +130,7 @@ def decide(
         )
     action, acted = RESTART, first
     for rule in policy.get("rules") or []:
-        matched = first_failed([j for j in failed if _applies(rule, j.group)])
+        matched = order.first([g for g in order.groups if _applies(rule, g)])
         if matched is not None:
             action, acted = str(rule.get("action") or RESTART), matched
             break
