@@ -133,9 +133,14 @@ class Decider:
     def answer(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
         """Decode, decide and encode one review; raises BadReview. A scale review to /validate
         comes back with an empty answer: the job must be read first (so does a TrainJob review,
-        whose runtime must be read, and a runtime DELETE, whose TrainJobs must be listed)."""
+        whose runtime must be read, and a runtime DELETE, whose TrainJobs must be listed),
+        unless it breaks the shape limits (then the denial comes back)."""
         review = decode_review(body)
         if webhook == "validate" and (needs_job(review) or needs_read(review)):
+            # Held to the shape limits before anything is read for it, like any other review.
+            denial = shape_denial(review) if shape_check_needed(body) else None
+            if denial is not None:
+                return encode(review, denial)
             return review, b"", ""
         decide = self.mutate if webhook == "mutate" else self.validate
         return encode(review, decide_guarded(review, webhook, decide, body))

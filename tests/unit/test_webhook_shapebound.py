@@ -220,3 +220,22 @@ def test_a_big_ordinary_review_skips_the_walk_and_one_the_bytes_cannot_vouch_for
     assert decide(colons) == (True, "")
     small = review_of({"name": "c", "image": "i"}, pad=False)
     assert len(small) <= SHAPE_CHECK_BYTES and not shape_check_needed(small)
+
+
+def test_a_trainjob_review_is_held_to_the_limits_before_its_runtime_is_read() -> None:
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "big", "namespace": "team-a"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "labels": {}},
+    }
+    trainjob["spec"]["labels"] = {f"l{i}": "v" for i in range(MEMBERS + 1)}
+    _, answer, result = Decider().answer(orjson.dumps(request_review(trainjob)), "validate")
+    response = orjson.loads(answer)["response"]
+    assert result == "denied" and response["status"]["message"] == (
+        f'TrainJob "big" is invalid: spec.labels: Invalid: has {MEMBERS + 1} fields; '
+        f"at most {MEMBERS} are accepted (in the object)"
+    )
+    trainjob["spec"]["labels"] = {f"l{i}": "v" for i in range(MEMBERS)}
+    _, answer, _ = Decider().answer(orjson.dumps(request_review(trainjob)), "validate")
+    assert answer == b""  # within the limits: the runtime is read, then it is decided
