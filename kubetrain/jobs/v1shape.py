@@ -24,6 +24,7 @@ from kubetrain.frameworks.base import Framework, Gates
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout, container_port
 from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.jobdraft import JobDraft
+from kubetrain.jobs.projection import StatusProjection
 from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
@@ -34,7 +35,6 @@ from kubetrain.jobs.shape import (
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
-    StatusProjection,
 )
 
 

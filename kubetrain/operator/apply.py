@@ -152,12 +152,12 @@ class PlanApplier(ChildWriter):
             await self._create_pods(key, ref, job, p.create_pods, failures, continues=p.creates_continue)
         if p.status is not None and not await self._write_status(key, ref, job, p):
             return
-        self._record_not_starting(job, p.not_starting)
         if p.restarts > 0 and restarts_recorded:
             JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
         if job["metadata"].get("namespace", "") not in self.closed_namespaces:
             for event in p.events:
                 self.recorder.emit(job, event.type, event.reason, event.message)
+        self._record_not_starting(job, p.not_starting)
         if p.requeue_at is not None:
             self.queue.add_at(key, p.requeue_at)
         if failures:

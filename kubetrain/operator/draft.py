@@ -13,7 +13,8 @@ from typing import Any
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
-from kubetrain.jobs.shape import SUCCEEDED, StatusProjection
+from kubetrain.jobs.projection import StatusProjection
+from kubetrain.jobs.shape import SUCCEEDED
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.operator import podstart, runpolicy
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
