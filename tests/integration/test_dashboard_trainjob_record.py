@@ -16,7 +16,7 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import TRAINING_RUNTIMES, TRAINJOBS
 
 from .controller_support import Harness, eventually, open_stack
-from .test_trainjob_controller import training_runtime, trainjob, wait_condition
+from .test_trainjob_controller import strict_runtime, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -30,12 +30,7 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
 async def test_a_failed_trainjob_without_pods_shows_its_restart(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("record")
-    runtime = training_runtime("strict")
-    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
-    rjob["template"]["spec"]["backoffLimit"] = 0
-    rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
-    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 1}
-    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    await h.kube.create(TRAINING_RUNTIMES, strict_runtime(), namespace=ns)
     await h.kube.create(
         TRAINJOBS,
         trainjob("boom", num_nodes=2, runtime="strict", runtime_kind="TrainingRuntime"),
