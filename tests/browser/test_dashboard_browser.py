@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -136,18 +136,23 @@ async def test_a_change_between_the_render_and_the_stream_opening_is_not_lost(
 
     await page.route("**/stream?**", hold)
     url = scene.url("/namespaces/team-a/pytorchjobs/gap")
+
+    def served(state: str) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:  # the dashboard's own watch has the job in this state
+            html = await (await page.request.get(url)).text()
+            return f'state-{state.lower()}" id="job-state">{state}<' in html
+
+        return check
+
+    # Rendered once the job runs: the held stream cannot bring a later state to the page.
+    await until(served("Running"))
     await page.goto(url)
     await expect(page.locator("#job-state")).to_have_text("Running")
     await asyncio.wait_for(held.wait(), 10)
     await scene.stack.kube.patch(
         job_resource("PyTorchJob"), "team-a", "gap", {"spec": {"runPolicy": {"suspend": True}}}
     )
-
-    async def served_suspended() -> bool:  # the dashboard's own watch has the change
-        html = await (await page.request.get(url)).text()
-        return 'state-suspended" id="job-state">Suspended<' in html
-
-    await until(served_suspended)
+    await until(served("Suspended"))
     await expect(page.locator("#job-state")).to_have_text("Running")  # nothing streamed it yet
     release.set()
     await expect(page.locator("#job-state")).to_have_text("Suspended", timeout=10_000)
