@@ -5,16 +5,46 @@ connection guard, kubetrain.serving.guard) whether the server closed a connectio
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import ssl
+from pathlib import Path
+
+
+def _below_ephemeral() -> range:
+    """Ports below the kernel's ephemeral range: it never gives one of these to a socket that
+    connects or binds port 0, so a port found free here stays free until the test binds it
+    (unless another test picks it, which `free_port`'s random choice makes unlikely)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    return range(10000, max(low, 10001))
+
+
+_PORTS = _below_ephemeral()
+_GIVEN: set[int] = set()
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A TCP port on 127.0.0.1 nothing listens on now, never handed out before in this process.
+
+    Not a port the kernel picks (bind to port 0): the kernel hands the same ephemeral ports to
+    the many client connections the tests open, and one of them could take the port between
+    this check and the server's bind."""
+    rng = random.SystemRandom()
+    for _ in range(1000):
+        port = rng.choice(_PORTS)
+        if port in _GIVEN:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
         return port
+    raise RuntimeError(f"no free port on 127.0.0.1 in {_PORTS.start}-{_PORTS.stop - 1}")
 
 
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:

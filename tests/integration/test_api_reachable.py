@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from pathlib import Path
 
 import pytest
+from serving import free_port
 
 from kubetrain import cli
 from kubetrain.devcluster import DevCluster
@@ -19,9 +19,7 @@ from kubetrain.kube.transport import ApiClient, Configuration
 
 
 def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # nothing listens once it is closed
+    return free_port()  # nothing listens on it
 
 
 async def test_a_running_api_server_is_reachable(kube: KubeClient) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import Any
 import aiohttp
 import jobs
 from prometheus_client.parser import text_string_to_metric_families
+from serving import free_port
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import write_cert_dir
@@ -92,9 +92,7 @@ async def test_workers_start_and_stop(tmp_path: Path) -> None:
 async def test_parent_metrics_add_the_childrens_reviews(tmp_path: Path) -> None:
     bundle = generate_bundle(["localhost"], ["127.0.0.1"])
     write_cert_dir(tmp_path, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     args = parse(f"--cert-dir={tmp_path}", f"--webhook-port={port}", "--no-training-policies")
     workers = WebhookWorkers(args, 1, grace=5)  # type: ignore[arg-type]
     parent = HealthServer(host="127.0.0.1", port=0)
