@@ -93,10 +93,12 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
     main = spec.get("mainContainer")
     if main is not None and framework is not None:
         replicas = spec.get(framework.replica_field)
+        # The templates are still in KubeDL's layout here: its name for the framework container.
+        wanted = framework.kubedl_container_name or framework.container_name
         for rtype, rspec in (replicas if isinstance(replicas, Mapping) else {}).items():
             template = rspec.get("template") if isinstance(rspec, Mapping) else None
             containers = ((template or {}).get("spec") or {}).get("containers") or []
-            index = framework_container_index(template or {}, framework.container_name)
+            index = framework_container_index(template or {}, wanted)
             found = containers[index] if index is not None and index < len(containers) else None
             name = found.get("name") if isinstance(found, Mapping) else None
             if name != main:
@@ -105,7 +107,7 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
                         "spec.mainContainer",
                         f"{main!r}: kubetrain runs the framework in container {name!r} of "
                         f"{framework.replica_field}[{rtype}] (the first container, or the one "
-                        f"named {framework.container_name!r})",
+                        f"named {wanted!r})",
                     )
                 )
                 break

@@ -200,6 +200,21 @@ class Harness:
                 return None
             raise
 
+    async def change(self, ref: ResourceRef, namespace: str, name: str, edit: Callable[[Obj], None]) -> Obj:
+        """Replace the object with `edit` applied to its latest version, read again after a
+        conflict (the controller writes its status meanwhile): what a client that means "this
+        change, to whatever is stored" does. Any other refusal is raised."""
+        for _ in range(20):
+            obj = await self.kube.get(ref, namespace, name)
+            edit(obj)
+            try:
+                result: Obj = await self.kube.replace(ref, obj)
+                return result
+            except ApiError as err:
+                if not err.is_conflict:
+                    raise
+        raise AssertionError(f"{name}: 20 conflicts in a row")
+
     async def absent(self, ref: ResourceRef, namespace: str, name: str) -> bool:
         return await self.get(ref, namespace, name) is None
 

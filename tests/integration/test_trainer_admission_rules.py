@@ -110,21 +110,24 @@ async def test_runtime_patches_wait_until_no_job_is_active(env: tuple[DevStack, 
         node = [e for e in (tj.get("status") or {}).get("jobsStatus") or [] if e["name"] == "node"]
         return tj if node and node[0]["active"] == 1 else None
 
-    running = await eventually(active, what="jobsStatus: the node job active")
+    await eventually(active, what="jobsStatus: the node job active")
+
+    def suspend_and_patch(tj: Obj) -> None:
+        tj["spec"]["suspend"] = True
+        tj["spec"]["runtimePatches"] = [team_patch("b")]
+
+    def suspend(tj: Obj) -> None:
+        tj["spec"]["suspend"] = True
+
     # suspending and changing the patch in one request: the jobs are still active
-    both = copy.deepcopy(running)
-    both["spec"]["suspend"] = True
-    both["spec"]["runtimePatches"] = [team_patch("b")]
-    message = await refusal(h.kube.replace(TRAINJOBS, both))
+    message = await refusal(h.change(TRAINJOBS, ns, "hold", suspend_and_patch))
     assert (
         "spec.runtimePatches: Forbidden: RuntimePatches cannot be modified when the JobSet's "
         "ReplicatedJob node is still active"
     ) in message
     assert "can only be modified when the TrainJob is suspended" not in message
     # suspend alone; the controller deletes the pods and writes the jobs inactive
-    suspend = copy.deepcopy(running)
-    suspend["spec"]["suspend"] = True
-    await h.kube.replace(TRAINJOBS, suspend)
+    await h.change(TRAINJOBS, ns, "hold", suspend)
 
     async def suspended() -> Obj | None:
         tj = await h.kube.get(TRAINJOBS, ns, "hold")
@@ -133,10 +136,13 @@ async def test_runtime_patches_wait_until_no_job_is_active(env: tuple[DevStack, 
         held = any(x["type"] == "Suspended" and x["status"] == "True" for x in status.get("conditions") or [])
         return tj if inactive and held else None
 
-    stored = await eventually(suspended, what="TrainJob hold Suspended, no job active")
-    stored["spec"]["runtimePatches"] = [team_patch("b")]
-    stored["spec"]["suspend"] = False  # Kueue's admission: a new patch and resume in one request
-    await h.kube.replace(TRAINJOBS, stored)
+    await eventually(suspended, what="TrainJob hold Suspended, no job active")
+
+    def patch_and_resume(tj: Obj) -> None:  # Kueue's admission: a new patch and resume at once
+        tj["spec"]["runtimePatches"] = [team_patch("b")]
+        tj["spec"]["suspend"] = False
+
+    await h.change(TRAINJOBS, ns, "hold", patch_and_resume)
 
     async def relabelled() -> bool:
         now = [p for p in await h.pods(ns, "hold") if not p["metadata"].get("deletionTimestamp")]

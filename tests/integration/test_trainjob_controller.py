@@ -237,18 +237,7 @@ def restarted(ns: str) -> float:
 
 
 async def set_suspend(h: Harness, ns: str, name: str, value: bool) -> None:
-    from kubetrain.kube.client import ApiError
-
-    for _ in range(20):
-        tj = await get_tj(h, ns, name)
-        tj["spec"]["suspend"] = value
-        try:
-            await h.kube.replace(TRAINJOBS, tj)
-            return
-        except ApiError as err:
-            if not err.is_conflict:
-                raise
-    raise AssertionError("could not update the TrainJob")
+    await h.change(TRAINJOBS, ns, name, lambda tj: tj["spec"].update(suspend=value))
 
 
 async def test_suspend_deletes_the_pods_and_resume_recreates_them(env: tuple[DevStack, Harness]) -> None:

@@ -62,9 +62,7 @@ async def reconciled_after(h: Harness, ns: str, name: str) -> None:
     """Make the controller reconcile TrainJob `name` again, and wait until it has: a label on
     the TrainJob queues it, and a second TrainJob created after it gets its pod only once the
     queue has moved past it (its one pod is the only create this adds)."""
-    tj = await get_tj(h, ns, name)
-    tj["metadata"].setdefault("labels", {})["poke"] = "1"
-    await h.kube.replace(TRAINJOBS, tj)
+    await h.change(TRAINJOBS, ns, name, lambda tj: tj["metadata"].setdefault("labels", {}).update(poke="1"))
     marker = f"{name}-after"
     await h.kube.create(TRAINJOBS, trainjob(marker, num_nodes=1), namespace=ns)
     await h.wait_pod_names(ns, marker, [f"{marker}-node-0-0"])

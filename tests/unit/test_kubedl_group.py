@@ -70,6 +70,27 @@ def test_xgboost_container_keeps_kubedl_name_in_the_job_and_runs_as_xgboost() ->
     assert pod["spec"]["containers"][0]["name"] == "xgboost" and {"MASTER_ADDR", "WORLD_SIZE"} <= env
 
 
+def test_main_container_names_the_container_kubetrain_runs_under_kubedls_name() -> None:
+    """An XGBoostJob's framework container is `xgboostjob` in KubeDL's layout: `mainContainer`
+    naming it is accepted wherever it stands, and the pods run it as `xgboost`."""
+    job = example_job("xgboost/xgboostjob_v1alpha1_iris_train.yaml")
+    for rspec in job["spec"]["xgbReplicaSpecs"].values():
+        containers = rspec["template"]["spec"]["containers"]
+        containers.insert(0, {"name": "sidecar", "image": "busybox:1.36"})
+    job["spec"]["mainContainer"] = "xgboostjob"
+    defaulted = default_job(job).obj
+    assert validate_job(defaulted).errors == []
+    children, _ = render_job(job)
+    pod = next(c for c in children if c["kind"] == "Pod")
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["sidecar", "xgboost"]
+    assert "MASTER_ADDR" in {e["name"] for e in pod["spec"]["containers"][1].get("env") or []}
+    job["spec"]["mainContainer"] = "sidecar"
+    [error] = validate_job(default_job(job).obj).errors
+    assert str(error).startswith("spec.mainContainer: Invalid: ")
+    assert "kubetrain runs the framework in container 'xgboostjob'" in str(error)
+    assert "the one named 'xgboostjob'" in str(error)
+
+
 @pytest.mark.parametrize(
     ("name", "path", "message"),
     [
