@@ -6,10 +6,14 @@ it, and the runtime Trainer's own tests build (`trainer_test_runtime`). Import w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from kubetrain.jobs.failureorder import FailedJob
 
 Obj = dict[str, Any]
 
@@ -83,3 +87,12 @@ def trainer_test_runtime(
             "template": {"spec": {"replicatedJobs": rjobs}},
         },
     }
+
+
+FAILED_AT = datetime(2026, 1, 1, tzinfo=UTC)  # when `failed_jobs` says every Job failed
+
+
+def failed_jobs(*steps: str, jobs: Mapping[str, int] | None = None) -> list[FailedJob]:
+    """One failed Job per step (its index `jobs[step]`, else 0), all failed at the same time: the
+    runtime's order decides between them, as JobSet's tie-break does."""
+    return [FailedJob(step, (jobs or {}).get(step, 0), FAILED_AT) for step in steps]

@@ -4,7 +4,9 @@ every browser at once — never a poll of the API server per browser.
 They run with the dashboard's own (read-only) credentials and feed:
 - `rows`: one `JobRow` per job, recomputed only when the job changes (the list page filters,
   sorts and slices them; each user sees only the rows their RBAC allows, `access.py`) — a
-  TrainJob's restarts also when one of its pods does (they come from its pods' labels);
+  TrainJob's restarts also when one of its pods or its run's record does (they come from its
+  pods' labels and, while TrainJobs are served, an informer of their runtime snapshot
+  ConfigMaps: `views/runrecord.py`);
 - `history`: every pod's life (`PodHistory`) for the Gantt chart;
 - `progress`: the trainer's reports (`ProgressHistory`) for the plots;
 - `hub`: one `Change` per job change for the live-update streams (SSE), each subscriber a bounded
@@ -23,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubetrain.api.labels import LABEL_JOB_NAME
-from kubetrain.dashboard.views import trainjob
+from kubetrain.dashboard.views import runrecord, trainjob
 from kubetrain.dashboard.views.joblist import JobRow, job_row
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.dashboard.views.podhistory import PodHistory, owner_uid
@@ -31,7 +33,7 @@ from kubetrain.dashboard.views.progress import ProgressHistory
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.informer import Informer
-from kubetrain.kube.resources import PODS, ResourceRef
+from kubetrain.kube.resources import CONFIG_MAPS, PODS, ResourceRef
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +170,8 @@ class JobWatch:
         self.names: dict[str, RowKey] = {}  # job uid -> its row
         # TrainJob uid -> the restarts its pods tell (a TrainJob's status has no count)
         self.restart_tallies: dict[str, trainjob.RestartTally] = {}
+        # TrainJob uid -> the restarts its run's record (the snapshot ConfigMap) counts
+        self.recorded_tallies: dict[str, trainjob.RestartTally] = {}
         self.history = history or PodHistory()
         self.progress = progress or ProgressHistory()
         self.hub = Hub()
@@ -212,6 +216,20 @@ class JobWatch:
         pods.add_handler(self._on_pod, lambda old, new: self._on_pod(new), self._on_pod_delete)
         self.informers.append(pods)
         self.pods = pods
+        if any(trainjob.is_trainjob_kind(k.group, k.kind) for k in self.served):
+            records = Informer(
+                self.client,
+                CONFIG_MAPS,
+                label_selector=runrecord.SELECTOR,
+                transform=runrecord.slim_snapshot,
+                on_forbidden=self._forbidden(
+                    "configmaps (a TrainJob's restarts then come from its pods alone)", resource=CONFIG_MAPS
+                ),
+            )
+            records.add_handler(
+                self._on_record, lambda old, new: self._on_record(new), self._on_record_delete
+            )
+            self.informers.append(records)
         for informer in self.informers:
             informer.start()
         try:
@@ -254,14 +272,16 @@ class JobWatch:
             await informer.stop()
         self.informers = []
 
-    def _forbidden(self, what: str, kind: JobKind | None = None) -> Callable[[ApiError], None]:
+    def _forbidden(
+        self, what: str, kind: JobKind | None = None, resource: ResourceRef = PODS
+    ) -> Callable[[ApiError], None]:
         def report(err: ApiError) -> None:
             log.error(
                 "dashboard: may not list/watch %s (%s); grant the dashboard's ServiceAccount read access",
                 what,
                 err,
             )
-            ref = f"{kind.resource}/{kind.version}" if kind is not None else str(PODS)
+            ref = f"{kind.resource}/{kind.version}" if kind is not None else str(resource)
             self.refused.add(ref)
             self._refusals.setdefault(ref, asyncio.Event()).set()
             if kind is not None and kind in self.served:
@@ -299,21 +319,23 @@ class JobWatch:
             self.names.pop(uid, None)
             self.history.forget_job(uid)
             self.restart_tallies.pop(uid, None)
+            self.recorded_tallies.pop(uid, None)
             self.progress.forget_job(uid)
             self.hub.publish(Change(kind.group, kind.plural, key[2], key[3], "Deleted"))
 
         return handle
 
     def _with_pod_restarts(self, row: JobRow) -> JobRow:
-        """A TrainJob's row with the restarts its pods tell (`views/trainjob.RestartTally`: its
-        status has no count); another kind's row as it is."""
-        tally = self.restart_tallies.get(row.uid)
-        if tally is None or not trainjob.is_trainjob_kind(row.kind.group, row.kind.kind):
+        """A TrainJob's row with the restarts its pods and its run's record tell
+        (`views/trainjob.RestartTally`: its status has no count); another kind's row as it is."""
+        pods, record = self.restart_tallies.get(row.uid), self.recorded_tallies.get(row.uid)
+        if (pods is None and record is None) or not trainjob.is_trainjob_kind(row.kind.group, row.kind.kind):
             return row
+        tally = (pods or trainjob.RestartTally()).merged(record)
         return replace(row, restarts=tally.total) if tally.total != row.restarts else row
 
-    def _owner_change(self, pod: Obj) -> None:
-        key = self.names.get(owner_uid(pod))
+    def _owner_change(self, child: Obj) -> None:
+        key = self.names.get(owner_uid(child))
         if key is not None:
             row = self.rows.get(key)
             if row is not None:
@@ -333,3 +355,18 @@ class JobWatch:
         if owner not in self.uids:  # the pods of a deleted TrainJob: their last event drops its tally
             self.restart_tallies.pop(owner, None)
         self._owner_change(pod)
+
+    def _on_record(self, config_map: Obj) -> None:
+        """A TrainJob's snapshot ConfigMap came or changed: its recorded restarts."""
+        recorded = runrecord.recorded(config_map)
+        if recorded is None:
+            return
+        uid, tally = recorded
+        if self.recorded_tallies.get(uid) != tally:
+            self.recorded_tallies[uid] = tally
+            self._owner_change(config_map)
+
+    def _on_record_delete(self, config_map: Obj) -> None:
+        recorded = runrecord.recorded(config_map)
+        if recorded is not None and self.recorded_tallies.pop(recorded[0], None) is not None:
+            self._owner_change(config_map)

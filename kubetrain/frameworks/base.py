@@ -23,7 +23,7 @@ is. A framework overrides only what it needs:
                             mounts, a default command, the hostname)
 - `extra_children`          objects besides the Service/PodGroup/HPA/pods the job needs
                             (ConfigMaps, Secrets), each `ExtraChild` observed or create-only
-- `gates`                   replica types whose pods are created only once the pods of other
+- `spec_gates`              replica types whose pods are created only once the pods of other
                             types are all Ready
 """
 
@@ -39,6 +39,8 @@ from kubetrain.frameworks.env import JobLayout, ReplicaCounts
 
 # (minimum, maximum) of the scalable replica type; either is None when not set to an integer.
 ReplicaBounds = tuple[int | None, int | None]
+# Replica type → the replica types whose pods must all be Ready first (`Framework.spec_gates`).
+Gates = Mapping[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -258,34 +260,36 @@ class Framework:
         created at); None: the generic rule (`kubetrain.operator.children`)."""
         return None
 
-    def spec_gates(self, spec: Mapping[str, Any]) -> Mapping[str, tuple[str, ...]]:
+    def spec_gates(self, spec: Mapping[str, Any]) -> Gates:
         """Replica type → the replica types whose pods must all exist and be Ready (condition
-        Ready True) before a missing pod of it is created, read from the (defaulted) spec."""
+        Ready True) before a missing pod of it is created, read from the defaulted spec — once,
+        by defaulting (`kubetrain.jobs.defaulting.Defaulted.gates`), whose value the gang size
+        and the lay-out (`depends_on`) take."""
         return {}
 
-    def gates(self, job: JobLayout) -> Mapping[str, tuple[str, ...]]:
-        """`spec_gates` of the job's spec (what the planner reads)."""
-        return self.spec_gates(job.spec)
-
-    def gang_excluded_types(self, spec: Mapping[str, Any], counts: Mapping[Any, int]) -> frozenset[str]:
+    def gang_excluded_types(self, gates: Gates, counts: Mapping[Any, int]) -> frozenset[str]:
         """The replica types a PodGroup leaves out (docs/behaviour.md §8): those behind a gate
-        whose gating types have pods (`counts`: replicas per type). Such a pod is created only
-        once the others are Ready, which they cannot be while a gang that counts it waits for it
-        (mpi-operator issue #608: the WaitForWorkersReady launcher), so the `minAvailable`
-        default, the PodGroup's `minMember` cap and its `minResources` count only the other types."""
-        gates = self.spec_gates(spec).items()
-        return frozenset(gated for gated, gating in gates if sum(counts.get(t, 0) for t in gating) > 0)
+        (`gates`: the job's `spec_gates`) whose gating types have pods (`counts`: replicas per
+        type). Such a pod is created only once the others are Ready, which they cannot be while
+        a gang that counts it waits for it (mpi-operator issue #608: the WaitForWorkersReady
+        launcher), so the `minAvailable` default, the PodGroup's `minMember` cap and its
+        `minResources` count only the other types."""
+        return frozenset(
+            gated for gated, gating in gates.items() if sum(counts.get(t, 0) for t in gating) > 0
+        )
 
-    def gang_size(self, spec: Mapping[str, Any], counts: Mapping[Any, int | None]) -> int | None:
+    def gang_size(
+        self, spec: Mapping[str, Any], counts: Mapping[Any, int | None], gates: Gates
+    ) -> int | None:
         """The `minAvailable` default: every pod (`counts`: pods per replica type), a scalable
         replica type (elastic Workers) counted at its minimum — the smallest size the job runs
         at, so it can be scaled within its bounds without leaving a gang larger than the job —
-        and the types behind a gate left out (`gang_excluded_types`); None when a replica count
-        is not an integer."""
+        and the types behind a gate (`gates`: the spec's `spec_gates`) left out
+        (`gang_excluded_types`); None when a replica count is not an integer."""
         if None in counts.values():
             return None
         known = {t: n for t, n in counts.items() if n is not None}
-        excluded = self.gang_excluded_types(spec, known)
+        excluded = self.gang_excluded_types(gates, known)
         bounds = self.replica_bounds(spec) if self.scalable_replica_type is not None else None
         low = bounds[0] if bounds is not None else None
         return sum(

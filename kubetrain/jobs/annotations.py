@@ -9,7 +9,7 @@ reading the annotations again. Pure.
 - the service mode (`kubetrain.io/service-mode`, kubetrain.api.servicemode), as written: its
   check compares it with the stored job's on update;
 - the progress annotations (kubetrain.api.trainerstatus): the deadline they declare and their
-  problems; the start deadline (kubetrain.api.startdeadline);
+  problems; the start deadline (kubetrain.api.startdeadline) and its problem;
 - the apiVersion the job was created at (`kubetrain.io/created-api-version`,
   kubetrain.jobs.createdversion), as written: its check compares it with the stored job's on update.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 from kubetrain.api import servicemode, startdeadline, trainerstatus
 from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import ANNOTATION_CREATED_API_VERSION
 from kubetrain.frameworks.hostnetwork import HostNetwork, read_host_network
-from kubetrain.jobs.createdversion import created_api_version
 from kubetrain.jobs.kubedl import KubeDLAnnotations, read_kubedl_annotations
 
 
@@ -42,6 +42,7 @@ class JobAnnotations:
     # `kubetrain.io/start-deadline-seconds` (None: absent or not a positive integer); the job's
     # `runPolicy.startDeadlineSeconds` comes first.
     start_deadline: int | None = None
+    start_deadline_errors: tuple[FieldError, ...] = ()  # its problem, if any
 
     def runs_service_mode(self, default: str) -> str:
         """The mode the job runs in: its annotation when valid, else the operator's `default`."""
@@ -60,6 +61,7 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
         servicemode.requested_service_mode(obj),
         tuple(trainerstatus.annotation_errors(obj)),
         trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
-        created_api_version(obj),
+        annotations.get(ANNOTATION_CREATED_API_VERSION),
         start_deadline=startdeadline.start_deadline_seconds(annotations),
+        start_deadline_errors=tuple(startdeadline.annotation_errors(obj)),
     )

@@ -22,7 +22,7 @@ from typing import Any
 
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY
 from kubetrain.api.podtemplate import default_container_warning
-from kubetrain.frameworks.base import Adjustment, Framework
+from kubetrain.frameworks.base import Adjustment, Framework, Gates
 from kubetrain.jobs.failurepolicy import default_pod_failure_policy
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedllayout import from_v1
@@ -39,6 +39,9 @@ class Defaulted:
     draft: JobDraft | None = None
     # What the controller changed to run the job (`Framework.adjust`: elastic Workers clamped).
     adjustments: list[str] = field(default_factory=list)
+    # The framework's gates of the defaulted spec (`Framework.spec_gates`), read once: the gang
+    # size leaves the gated types out, the lay-out makes them `depends_on`.
+    gates: Gates = field(default_factory=dict)
 
 
 def default_job(
@@ -81,27 +84,27 @@ def default_v1(
     if replicas is not None:
         replicas = tuple(_default_replica(r, framework, warnings) for r in replicas)
         spec[framework.replica_field] = {r.key: r.spec for r in replicas}
-    run_policy = spec.get("runPolicy")
-    if isinstance(run_policy, dict):
-        run_policy = spec["runPolicy"] = dict(run_policy)
-        default_pod_failure_policy(run_policy)
+    failure_policy = default_pod_failure_policy(draft.pod_failure_policy)
+    if failure_policy is not draft.pod_failure_policy:  # then runPolicy is a dict (the parse stage's read)
+        spec["runPolicy"] = {**spec["runPolicy"], "podFailurePolicy": failure_policy}
     # The framework's part, in one place. Its defaults first: the gang default depends on them
     # (an elastic job's minimum).
     counts = {r.key: r.count for r in replicas} if replicas is not None else None
     warnings.extend(framework.default_spec(spec, counts or {}))
-    total = framework.gang_size(spec, counts) if gang_scheduling and counts is not None else None
+    gates = framework.spec_gates(spec)
+    total = framework.gang_size(spec, counts, gates) if gang_scheduling and counts is not None else None
     old_spec = old.wire.get("spec") if old is not None else None
     old_total = None
     if total is not None and old is not None and isinstance(old_spec, dict) and old.replicas is not None:
-        old_total = framework.gang_size(old_spec, old.counts)
+        old_total = framework.gang_size(old_spec, old.counts, framework.spec_gates(old_spec))
     adjustments = framework.adjust(spec, counts) if adjust and counts is not None else []
     _default_run_policy(spec, total, old_spec if isinstance(old_spec, dict) else None, old_total)
     if gang_scheduling and replicas is not None:
         warnings.extend(_scheduler_name_warnings(replicas))
     if adjustments:
         replicas = _adjusted(replicas or (), adjustments)
-    defaulted = replace(draft, wire=out, replicas=replicas)
-    return Defaulted(out, warnings, defaulted, [a.message for a in adjustments])
+    defaulted = replace(draft, wire=out, replicas=replicas, pod_failure_policy=failure_policy)
+    return Defaulted(out, warnings, defaulted, [a.message for a in adjustments], gates)
 
 
 def _scheduler_name_warnings(replicas: tuple[ReplicaDraft, ...]) -> list[str]:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
+
 DEFAULT_JOB_BACKOFF_LIMIT = 6  # batch/v1 Job's
 
 
@@ -48,12 +50,12 @@ class GangFailurePolicy(Protocol):
     @property
     def max_restarts(self) -> int: ...
 
-    def decide(
-        self, failed_groups: Sequence[str], counted_restarts: int, first_jobs: Mapping[str, int] | None = None
-    ) -> GangVerdict:
-        """`failed_groups` in the shape's group order; `counted_restarts`: the restarts so far
-        that count towards `max_restarts` (whole-gang and single-Job ones together);
-        `first_jobs`: per failed group, the index of its first failed Job (0 when not given)."""
+    def decide(self, failed: FailureOrder | Sequence[FailedJob], counted_restarts: int) -> GangVerdict:
+        """`failed`: the failed Jobs (at least one), each with when it failed, as a
+        `FailureOrder` or listed in the shape's group order, then by Job index (`failureorder`:
+        which one the policy acts on);
+        `counted_restarts`: the restarts so far that count towards `max_restarts` (whole-gang
+        and single-Job ones together)."""
         ...
 
 

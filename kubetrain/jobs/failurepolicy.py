@@ -22,12 +22,19 @@ BASE = "spec.runPolicy.podFailurePolicy"
 QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-def default_pod_failure_policy(run_policy: dict[str, Any]) -> None:
-    """`onPodConditions[*].status` defaults to True, as in batch/v1 (mutates `run_policy`)."""
-    policy = run_policy.get("podFailurePolicy")
+def read_pod_failure_policy(spec: Any) -> Any:
+    """A job spec's `runPolicy.podFailurePolicy` as written (None when absent, or when the run
+    policy is not an object): read once, by the parse stage (`JobDraft.pod_failure_policy`)."""
+    run_policy = spec.get("runPolicy") if isinstance(spec, dict) else None
+    return run_policy.get("podFailurePolicy") if isinstance(run_policy, dict) else None
+
+
+def default_pod_failure_policy(policy: Any) -> Any:
+    """`policy` with `onPodConditions[*].status` defaulted to True, as in batch/v1: a new value
+    when it has rules to default, else `policy` itself (never mutated)."""
     rules = policy.get("rules") if isinstance(policy, dict) else None
     if not isinstance(policy, dict) or not isinstance(rules, list):
-        return
+        return policy
     new_rules: list[Any] = []
     for rule in rules:
         patterns = rule.get("onPodConditions") if isinstance(rule, dict) else None
@@ -40,11 +47,12 @@ def default_pod_failure_policy(run_policy: dict[str, Any]) -> None:
                 ],
             }
         new_rules.append(rule)
-    run_policy["podFailurePolicy"] = {**policy, "rules": new_rules}
+    return {**policy, "rules": new_rules}
 
 
 def pod_failure_policy_errors(policy: Any, replicas: tuple[ReplicaDraft, ...] | None) -> list[FieldError]:
-    """Every problem of `podFailurePolicy` (its types are checked by the model); `replicas`: the
+    """Every problem of `podFailurePolicy` (its types are checked by the model) as the draft
+    holds it (`JobDraft.pod_failure_policy`: defaulted, when defaulting ran); `replicas`: the
     job's replica map, as read."""
     if not isinstance(policy, dict):
         return []

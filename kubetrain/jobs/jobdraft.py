@@ -9,10 +9,14 @@ What the draft settles once, so no later stage asks again:
 
 - the framework (`kind` through the registry); None for a kind kubetrain does not know; and
   whether `kind` and `apiVersion` name a job of the API groups served (`typemeta`), the type
-  stage's refusal (`type_errors`), checked on the job in kubetrain's layout;
+  stage's refusal (`type_errors`), checked on the job in kubetrain's layout; and the apiVersions
+  its kind is created at in its group when served at more than one (`served_versions`,
+  `createdversion.served_api_versions`), the values its created-api-version annotation may take;
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
   draft, named as the user wrote them, found in the same pass;
+- the run policy's `podFailurePolicy` as written, which defaulting defaults and validation
+  checks without reading the run policy again;
 - the replica map: one `ReplicaDraft` per entry — the replica type its key names, its path, its
   `replicas` as a count, its template, containers and framework container — which defaulting,
   the framework hooks and validation take instead of walking the map again;
@@ -37,10 +41,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import FieldError, json_int
-from kubetrain.api.groups import JOB_GROUPS
+from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.annotations import JobAnnotations, read_annotations
+from kubetrain.jobs.createdversion import served_api_versions
+from kubetrain.jobs.failurepolicy import read_pod_failure_policy
 from kubetrain.jobs.kubedl import KubeDLAnnotations
 from kubetrain.jobs.kubedllayout import read_layout
 from kubetrain.jobs.replicadraft import ReplicaDraft, read_replicas
@@ -60,6 +66,12 @@ class JobDraft:
     replicas: tuple[ReplicaDraft, ...] | None = None  # its replica map (None: not a mapping)
     # `kind`/`apiVersion` problems (`typemeta.check_type_meta`): the type stage reads no further.
     type_errors: tuple[FieldError, ...] = ()
+    # The apiVersions its kind is created at in its group, when it is served at more than one
+    # (`createdversion.served_api_versions`; () otherwise, and for an unknown kind).
+    served_versions: tuple[str, ...] = ()
+    # `spec.runPolicy.podFailurePolicy` as written (`failurepolicy.read_pod_failure_policy`);
+    # the defaulted draft's as defaulting left it, which validation checks.
+    pod_failure_policy: Any = None
 
     @property
     def counts(self) -> dict[Any, int | None]:
@@ -115,4 +127,9 @@ def read_draft(
     replicas = read_replicas(wire.get("spec"), framework) if framework is not None else None
     wire = wire if isinstance(wire, dict) else dict(wire)
     type_errors = tuple(check_type_meta(wire, groups))
-    return JobDraft(framework, kind, wire, errors, annotations, converted, replicas, type_errors)
+    group = group_of(wire.get("apiVersion"))
+    served = served_api_versions(framework.kind, group) if framework is not None else ()
+    failure_policy = read_pod_failure_policy(wire.get("spec"))
+    return JobDraft(
+        framework, kind, wire, errors, annotations, converted, replicas, type_errors, served, failure_policy
+    )

@@ -5,7 +5,7 @@ restart policy, possibly waiting for other groups (`depends_on`) — its run pol
 deadlines, TTL, clean-up, back-off, failure rules, the gang's scheduling policy), its success
 and failure rules (`failure`: per pod, or per group with a whole-gang policy), the env plug-in
 that gives each pod its cluster environment and the status projection that writes the
-planner's decisions in the job's API. The planner,
+planner's decisions in the job's API (`kubetrain.jobs.projection`). The planner,
 gang scheduling, restarts, TTL and status code read only this; none of them asks which kind of
 job it has or where in the job's spec a field came from.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
 from kubetrain.api.gangschedulers import GangScheduler
@@ -34,6 +33,10 @@ from kubetrain.api.labels import LABEL_ATTEMPT
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
+
+# GroupTally lives in jobs/projection.py; operator/groupactive.py still imports it from here.
+from kubetrain.jobs.projection import GroupTally as GroupTally
+from kubetrain.jobs.projection import StatusProjection
 
 # The state every pod of a group must reach before the pods of a group that depends on it are
 # created: `Ready` (Running with condition Ready True) or `Complete` (Succeeded).
@@ -244,78 +247,6 @@ class EnvPlugin(Protocol):
     def customize_pod(self, job: JobLayout, replica_type: str, index: int, spec: dict[str, Any]) -> None: ...
     def extra_children(self, job: JobLayout, pods: Sequence[Mapping[str, Any]]) -> list[ExtraChild]: ...
     def autoscaling(self, job: JobLayout) -> Autoscaling | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class GroupTally:
-    """One group as the planner counted it, for the status projection to write: its units — pods,
-    or jobs of `ReplicaGroup.job_size` pods when the shape counts jobs — by state, and its pod
-    restarts (the per-pod model's)."""
-
-    name: str
-    replicas: int  # pods of the group
-    active: int = 0
-    pending: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    ready: int = 0
-    suspended: int = 0
-    restarts: int = 0
-    prior_restarts: int = 0
-    selector: str = ""  # the label selector of the group's pods
-
-
-class StatusProjection(Protocol):
-    """How the job's status shows what the planner decided (`operator/statusprojection.py`):
-    the outcome, suspension and the times the deadline and the TTL count from, in the job's
-    API. Set-methods change `status` in place; those for a change told in a Normal event return
-    its (reason, message), None when nothing changed."""
-
-    def finished(self, status: dict[str, Any]) -> str | None: ...  # SUCCEEDED | FAILED | None
-    def finished_at(self, status: dict[str, Any]) -> datetime | None: ...
-    def run_began(self, status: dict[str, Any], job: Mapping[str, Any], now: datetime) -> datetime | None: ...
-    def set_finished(
-        self, status: dict[str, Any], outcome: str, reason: str, message: str, now: datetime
-    ) -> None: ...
-    def set_suspended(self, status: dict[str, Any], title: str, now: datetime) -> tuple[str, str] | None: ...
-    def set_resumed(self, status: dict[str, Any], title: str, now: datetime) -> tuple[str, str] | None: ...
-    def set_created(self, status: dict[str, Any], title: str, now: datetime) -> None:
-        """The job is seen and not finished."""
-        ...
-
-    def set_transient(
-        self,
-        status: dict[str, Any],
-        ctype: str,
-        true_as: tuple[str, str] | None,
-        cleared_as: tuple[str, str],
-        now: datetime,
-    ) -> None:
-        """A condition that holds for a while (e.g. PodsNotStarting): True with `true_as`
-        (reason, message), or — None — no longer, written in the job's API (`cleared_as` where
-        it keeps such a condition False)."""
-        ...
-
-    def observe_generation(self, status: dict[str, Any], generation: object) -> None: ...
-    def changed(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
-        """Whether `new` is worth a status write over `old`."""
-        ...
-
-    def write_groups(self, status: dict[str, Any], groups: Sequence[GroupTally]) -> None:
-        """The per-group status, in shape order."""
-        ...
-
-    def restarts(self, status: dict[str, Any]) -> int:
-        """The restarts the status records (0 where the plan counts them: `Plan.restarts`)."""
-        ...
-
-    def succeeded_as(self, title: str) -> tuple[str, str]:
-        """(reason, message) of the job's success, in its API's words."""
-        ...
-
-    def deadline_exceeded_as(self, status: dict[str, Any], title: str) -> tuple[str, str]:
-        """(reason, message) of its failure at the active deadline, in its API's words."""
-        ...
 
 
 @dataclass(frozen=True)

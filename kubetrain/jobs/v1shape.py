@@ -20,10 +20,11 @@ from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, RESTART_POLICIES
 from kubetrain.api.errors import json_int
 from kubetrain.api.trainerstatus import CA_CONFIG_MAP_SUFFIX
 from kubetrain.frameworks import hostnetwork
-from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.base import Framework, Gates
 from kubetrain.frameworks.env import JobLayout, ReplicaLayout, container_port
 from kubetrain.jobs.annotations import JobAnnotations
 from kubetrain.jobs.jobdraft import JobDraft
+from kubetrain.jobs.projection import StatusProjection
 from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
@@ -34,7 +35,6 @@ from kubetrain.jobs.shape import (
     ReplicaGroup,
     RunPolicy,
     SchedulingPolicy,
-    StatusProjection,
 )
 
 
@@ -44,11 +44,13 @@ def v1_shape(
     *,
     status: StatusProjection,
     annotations: JobAnnotations,
+    gates: Gates,
     per_pod_services: bool = False,
     cluster_domain: ClusterDomain = UNSET,
 ) -> Produced:
     """The shape of a defaulted job (its draft) whose spec has `framework.replica_field`, laid
-    out for the framework (`annotations`: its annotations as read at the edge;
+    out for the framework (`annotations`: its annotations as read at the edge; `gates`: the
+    framework's gates as defaulting read them, `Defaulted.gates`;
     `per_pod_services`: pods addressed by their own Services; `cluster_domain`: the operator's,
     for the names that carry one) with the `status` projection of Kubeflow's JobStatus the
     planner gives it, or why it cannot be laid out."""
@@ -65,7 +67,6 @@ def v1_shape(
         return Produced(None, run_policy, errors)
     if cluster_domain != UNSET:
         layout = replace(layout, cluster_domain=cluster_domain)
-    gates = framework.gates(layout)
     groups = {
         name: ReplicaGroup.of(
             r,

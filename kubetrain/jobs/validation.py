@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import startdeadline
 from kubetrain.api.errors import FieldError, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import check_service_mode
-from kubetrain.jobs.createdversion import check_created_version, served_of
+from kubetrain.jobs.createdversion import check_created_version
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedl import kubedl_annotation_errors
@@ -100,7 +99,7 @@ def validate_v1(
         updating=old is not None,
     )
     annotation_errors += check_created_version(
-        served_of(obj),
+        draft.served_versions,
         annotations.created_api_version,
         old.annotations.created_api_version if old is not None else None,
         updating=old is not None,
@@ -139,10 +138,8 @@ def validate_v1(
     errors.extend(annotations.host_network.errors_for(total))
     errors.extend(kubedl_annotation_errors(annotations.kubedl, replicas or ()))
     errors.extend(annotations.progress_errors)
-    errors.extend(startdeadline.annotation_errors(obj))
-    run_policy = spec.get("runPolicy")
-    if isinstance(run_policy, dict):
-        errors.extend(pod_failure_policy_errors(run_policy.get("podFailurePolicy"), replicas))
+    errors.extend(annotations.start_deadline_errors)
+    errors.extend(pod_failure_policy_errors(draft.pod_failure_policy, replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
     old_spec = before.get("spec") if before is not None else None

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.codesync import code_sync_of
-from kubetrain.jobs.shape import GroupTally, JobShape
+from kubetrain.jobs.projection import GroupTally
+from kubetrain.jobs.shape import JobShape
 from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, podstart, runpolicy, stall
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st

@@ -53,6 +53,7 @@ from kubetrain.kube.resources import (
 )
 from kubetrain.operator.draft import Observed
 from kubetrain.operator.plan import Plan
+from kubetrain.operator.podstart import Listed
 from kubetrain.operator.status import (
     FAILED,
     SUCCEEDED,
@@ -71,15 +72,18 @@ T = TypeVar("T")
 @dataclass
 class PlanApplier(ChildWriter):
     # The operator's own records per job uid, fed back to the planner (`records`): why the last
-    # wave of pod creates stopped (`create_failures`, kept by ChildWriter), and the jobs whose
-    # terminal condition this process wrote.
+    # wave of pod creates stopped (`create_failures`, kept by ChildWriter), the jobs whose
+    # terminal condition this process wrote, and what their PodsNotStarting condition lists
+    # (kept from the first one that lists a container).
     finished: set[str] = field(default_factory=set)
+    not_starting: dict[str, Listed] = field(default_factory=dict)
 
     def records(self, job: Obj, observed: Observed) -> Observed:
         """`observed` with what this process recorded about `job` itself."""
         uid = job["metadata"].get("uid", "")
         observed.create_failure = self.create_failures.get(uid)
         observed.terminal_recorded = uid in self.finished
+        observed.not_starting = self.not_starting.get(uid)
         return observed
 
     def forget_job(self, job: Obj) -> None:
@@ -87,6 +91,13 @@ class PlanApplier(ChildWriter):
         self.create_failures.pop(uid, None)
         self.creates_proven.discard(uid)
         self.finished.discard(uid)
+        self.not_starting.pop(uid, None)
+
+    def _record_not_starting(self, job: Obj, listed: Listed | None) -> None:
+        """Keep what the job's PodsNotStarting condition lists, once the plan's status is written."""
+        uid = job["metadata"].get("uid", "")
+        if listed is not None and (listed.count or uid in self.not_starting):
+            self.not_starting[uid] = listed
 
     async def apply(self, key: str, ref: ResourceRef, job: Obj, p: Plan) -> None:
         """Carry out `p` for `job` (of resource `ref`, queue key `key`)."""
@@ -157,6 +168,7 @@ class PlanApplier(ChildWriter):
         if job["metadata"].get("namespace", "") not in self.closed_namespaces:
             for event in p.events:
                 self.recorder.emit(job, event.type, event.reason, event.message)
+        self._record_not_starting(job, p.not_starting)
         if p.requeue_at is not None:
             self.queue.add_at(key, p.requeue_at)
         if failures:

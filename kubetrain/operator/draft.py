@@ -13,7 +13,8 @@ from typing import Any
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
-from kubetrain.jobs.shape import SUCCEEDED, StatusProjection
+from kubetrain.jobs.projection import StatusProjection
+from kubetrain.jobs.shape import SUCCEEDED
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.operator import podstart, runpolicy
 from kubetrain.operator.pods import controlled_by, pod_name, terminating
@@ -57,6 +58,9 @@ class Observed:
     # when it succeeded), and whether this operator process wrote the job's terminal condition.
     create_failure: CreateFailure | None = None
     terminal_recorded: bool = False
+    # What the job's PodsNotStarting condition lists, as this process's last applied plan said
+    # (`Plan.not_starting`); None when it has not judged the job yet (operator/podstart.py).
+    not_starting: podstart.Listed | None = None
     # Per-pod service mode: the Services labelled with the job's name, and a cache lookup of
     # any Service in the job's namespace by name (one of a pod's name may belong to another).
     job_services: list[dict[str, Any]] = field(default_factory=list)
@@ -129,6 +133,9 @@ class Plan:
     # The run's record to keep where the shape keeps it outside its status
     # (`JobShape.recording`: a TrainJob's snapshot ConfigMap), when this reconcile changed it.
     record: dict[str, Any] | None = None
+    # What the PodsNotStarting condition lists once this plan is applied, for the controller to
+    # hand back (`Observed.not_starting`); None when this reconcile did not judge it.
+    not_starting: podstart.Listed | None = None
 
     @property
     def empty(self) -> bool:
@@ -217,7 +224,8 @@ class ReconcileDraft(Draft):
         the PodsNotStarting condition, as the status projection writes it, and a Warning event
         per newly seen one; the verdict for the start deadline `deadline`."""
         old = get_condition(self.old, podstart.CONDITION)
-        verdict = podstart.judge(pods, old, deadline, self.now, self.title)
+        verdict = podstart.judge(pods, old, deadline, self.now, self.title, listed=self.observed.not_starting)
+        self.plan.not_starting = verdict.listed
         if verdict.condition is not None or not verdict.waiting:
             started = (podstart.REASON_STARTED, podstart.STARTED_MESSAGE)
             self.projection.set_transient(

@@ -30,6 +30,7 @@ from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
 from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
@@ -55,6 +56,7 @@ class GroupActiveJob:
         self.r, self.shape, self.desired = r, shape, desired
         self.children: ChildMaker = shape.children
         self.failed_jobs: dict[str, list[int]] = {}  # per group, its failed Jobs
+        self.failed_at: dict[tuple[str, int], datetime | None] = {}  # when each failed (None: now)
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
@@ -202,7 +204,7 @@ class GroupActiveJob:
         r.delete([pod_name(p) for s, p in every.items() if s not in slots and not terminating(p)])
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
-        failures, self.failed_jobs = judged.failures, judged.failed_jobs
+        failures, self.failed_jobs, self.failed_at = judged.failures, judged.failed_jobs, judged.failed_at
         gang_policy = shape.failure.gang
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
@@ -249,8 +251,9 @@ class GroupActiveJob:
         slots: dict[tuple[str, int], Obj],
         every: Mapping[tuple[str, int], Obj],
     ) -> GangVerdict | None:
-        """The gang policy over the failed Jobs (`self.failed_jobs`), one after the other as
-        JobSet's reconciles would take them: while it restarts the first failed Job alone, that
+        """The gang policy over the failed Jobs (`self.failed_jobs`, each with when it failed:
+        the reconcile's time when its pods tell none), one after the other as JobSet's
+        reconciles would take them: while it restarts the Job it picks (`failureorder`) alone, that
         Job's pods are deleted (to be made again as its next attempt), its failures forgotten, the
         restart recorded and told (a Warning event) and counted in the plan; then the next. The
         verdict on the whole gang (restart it, or fail the job); None when every failed Job was
@@ -258,12 +261,17 @@ class GroupActiveJob:
         if policy is None:
             return None
         r, jobs = self.r, self.job_restarts
+        order = FailureOrder(
+            FailedJob(g, j, self.failed_at.get((g, j)) or r.now)
+            for g, indexes in self.failed_jobs.items()
+            for j in indexes
+        )
         while self.failed_jobs:
-            first_jobs = {g: failed[0] for g, failed in self.failed_jobs.items()}
-            verdict = policy.decide(list(self.failed_jobs), whole + jobs.counted_total(), first_jobs)
+            verdict = policy.decide(order, whole + jobs.counted_total())
             if verdict.job is None or not verdict.restart:
                 return verdict
             group, job = verdict.job
+            order.take(group, job)
             jobs.restart(group, job, verdict.counts)
             failures.pop(groupfailure.job_key(self.shape, group, job), None)
             for slot in jobs.slots(group, job):

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubetrain.jobs.shape import JobShape, ReplicaGroup
+from kubetrain.operator.failuretime import last_restart_at, latest, pod_failed_at
 from kubetrain.operator.pods import pod_name, pod_phase, terminating
 
 Slots = Mapping[tuple[str, int], Mapping[str, Any]]
@@ -42,6 +44,8 @@ class GroupFailures:
     delete: list[str] = field(default_factory=list)  # Failed pods to delete (and recreate)
     # per group with a failed Job, in shape order, the indexes of its failed Jobs, ascending
     failed_jobs: dict[str, list[int]] = field(default_factory=dict)
+    # per failed Job (group, index), when it failed as its pods tell (`failuretime`; None: unknown)
+    failed_at: dict[tuple[str, int], datetime | None] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[str]:
@@ -159,6 +163,7 @@ def judge(
     for name, group in shape.groups.items():
         on_failure = group.restart_policy == "OnFailure"
         restarts = [0] * jobs_of(group)  # per Job: its live pods' container restarts
+        times: list[list[datetime | None]] = [[] for _ in restarts]  # per Job: its failures' times
         for index in range(group.replicas):
             pod = slots.get((name, index))
             if pod is None or pod_name(pod) in deleting:
@@ -167,11 +172,14 @@ def judge(
             if phase == "Failed" and not terminating(pod):
                 counts[(name, job)] = counts.get((name, job), 0) + 1
                 out.delete.append(pod_name(pod))
+                times[job].append(pod_failed_at(pod))
             elif on_failure and phase in ("Pending", "Running"):
                 restarts[job] += restart_count(pod)
+                times[job].append(last_restart_at(pod))
         limit = model.backoff_limit(name)
         for job, restarted in enumerate(restarts):
             if job_failed(limit, group.restart_policy, restarted, counts.get((name, job), 0)):
                 out.failed_jobs.setdefault(name, []).append(job)
+                out.failed_at[(name, job)] = latest(times[job])
     out.failures = write_record(shape, counts, other)
     return out

@@ -7,14 +7,19 @@ stays Pending and no failure rule counts it; the job says why, and may give up. 
 `judge` over the live pods of the current attempt gives a `Verdict`:
 - the condition `PodsNotStarting` (True, reason the first container's reason, message: how many
   containers, the first `MAX_LISTED` as `pod/container Reason`, then the kubelet's message of
-  the first). Its message is a function of the set of waiting (pod, container, reason) alone
-  up to the kubelet's message, so it is rewritten (a status write) only when that set changes;
-  `ErrImagePull` and `ImagePullBackOff` — which the kubelet alternates between — are one reason
-  here, written `ImagePullBackOff`. When no container waits any more it goes False (reason
-  `PodsStarted`; a TrainJob's is removed: the Kubeflow SDK reads a TrainJob without conditions
-  as running from its pods);
+  the first). What it lists is kept as facts, a `Listed` (the first `MAX_LISTED` waiting
+  (pod, container, reason) and how many wait): the verdict's `listed`, which the controller
+  keeps per job and hands to the next `judge` (`Observed.not_starting`). The condition is
+  rewritten (a status write) only when that changes; `ErrImagePull` and `ImagePullBackOff` —
+  which the kubelet alternates between — are one reason here, written `ImagePullBackOff`. When
+  no container waits any more it goes False (reason `PodsStarted`; a TrainJob's is removed: the
+  Kubeflow SDK reads a TrainJob without conditions as running from its pods);
 - one Warning event `PodNotStarting` per listed (pod, container, reason) the condition did not
-  list yet — naming the pod, the container, the kubelet's reason and message;
+  list yet — naming the pod, the container, the kubelet's reason and message.
+  Nothing is read back from a condition but its status: its message is for people. Without
+  `listed` (an operator process that has not judged the job yet) a condition already True was
+  written by an earlier process, which told its containers: the condition is set as it should
+  read now (a write only if its text differs) and no event is told until the set changes;
 - with a start deadline (`kubetrain.io/start-deadline-seconds`, kubetrain.api.startdeadline):
   a Pending pod scheduled (its PodScheduled=True condition's lastTransitionTime) at least that
   long ago with a container still waiting so fails the job (reason `StartDeadlineExceeded`);
@@ -50,8 +55,9 @@ REASONS = frozenset(
 _STATUS_KEYS = (("initContainerStatuses", True), ("containerStatuses", False))
 MAX_LISTED = 10  # containers a condition names (and events tell); the rest are counted
 MAX_KUBELET_MESSAGE = 300  # characters of the kubelet's message kept
-KUBELET = " Kubelet: "  # ends the condition's summary, before the kubelet's message
+KUBELET = " Kubelet: "  # ends the condition's summary, before the kubelet's message (never parsed)
 STARTED_MESSAGE = "Every container of the job's pods could start."
+Token = tuple[str, str, str]  # (pod, container, reason as the condition writes it)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,10 @@ class Waiting:
         return PULL_BACK_OFF if self.reason == "ErrImagePull" else self.reason
 
     @property
+    def key(self) -> Token:
+        return self.pod, self.container, self.kind
+
+    @property
     def token(self) -> str:
         return f"{self.pod}/{self.container} {self.kind}"
 
@@ -86,9 +96,22 @@ class Waiting:
         return f"{text}: {self.message}" if self.message else text
 
 
+@dataclass(frozen=True)
+class Listed:
+    """What a `CONDITION` says, as facts: the waiting containers it names (the first
+    `MAX_LISTED`) and how many wait in all; `NOTHING` when none waits."""
+
+    containers: tuple[Token, ...] = ()
+    count: int = 0
+
+
+NOTHING = Listed()
+
+
 @dataclass
 class Verdict:
     waiting: list[Waiting] = field(default_factory=list)  # every waiting container, sorted
+    listed: Listed = NOTHING  # what the condition says once this verdict is written
     # The condition to write: (reason, message); None: leave it as it is.
     condition: tuple[str, str] | None = None
     cleared: bool = False  # no container waits: the condition goes False (or away)
@@ -153,26 +176,31 @@ def judge(
     deadline: int | None,
     now: datetime,
     title: str,
+    *,
+    listed: Listed | None = None,
 ) -> Verdict:
-    """See the module docstring. `old_condition`: the job's `CONDITION` as last written."""
+    """See the module docstring. `old_condition`: the job's `CONDITION` as last written (only its
+    status is read); `listed`: what it lists, as the last verdict this process wrote for the job
+    said (None: none yet)."""
     waiting = sorted(
         (w for pod in pods for w in waiting_containers(pod)),
         key=lambda w: (w.pod, not w.init, w.container),
     )
     was_true = old_condition is not None and old_condition.get("status") == "True"
-    old_message = str((old_condition or {}).get("message") or "") if was_true else ""
-    old_summary = old_message.split(KUBELET, 1)[0]
     verdict = Verdict(waiting)
     if not waiting:
         verdict.cleared = old_condition is not None and was_true
         return verdict
-    new_summary = summary(waiting, title)
-    if new_summary != old_summary:
+    shown = waiting[:MAX_LISTED]
+    verdict.listed = Listed(tuple(w.key for w in shown), len(waiting))
+    if not was_true or listed != verdict.listed:
         first = waiting[0]
+        new_summary = summary(waiting, title)
         message = f"{new_summary}{KUBELET}{first.message}" if first.message else new_summary
         verdict.condition = (first.kind, message)
-    told = set(old_summary.removesuffix(".").split("cannot start: ", 1)[-1].split(" and ")[0].split(", "))
-    verdict.events = [w for w in waiting[:MAX_LISTED] if w.token not in told]
+        # Told already: what a True condition lists (all of it when written by an earlier process).
+        told = () if not was_true else verdict.listed.containers if listed is None else listed.containers
+        verdict.events = [w for w in shown if w.key not in told]
     if deadline is None:
         return verdict
     for w in waiting:

@@ -4,18 +4,20 @@ generation.
 `prepare_job` is one pipeline whose stages each take the previous stage's output
 (docs/architecture.md, "One form per stage"):
 
-1. parse (`kubetrain.jobs.jobdraft.read_job`): the wire dict → a `JobDraft` — the framework, the
-   job in kubetrain's layout (a KubeDL job converted here, once), the parse stage's own errors,
-   the job's annotations parsed (`JobAnnotations`, which the later stages take);
+1. parse (`kubetrain.jobs.jobdraft.read_job`): the wire dict → a `JobDraft` — the framework (and
+   the apiVersions its kind is created at, `served_versions`), the job in kubetrain's layout (a
+   KubeDL job converted here, once), the parse stage's own errors, the job's annotations parsed
+   (`JobAnnotations`, which the later stages take);
 2. default (`kubetrain.jobs.defaulting.default_v1`, the function the mutating webhook uses, so a
    job stored without the webhook behaves the same; with the controller's `Framework.adjust`)
-   → the defaulted job, its replica drafts, its warnings and adjustments;
+   → the defaulted job, its replica drafts, its warnings and adjustments, and the framework's
+   gates read once from the defaulted spec (`Defaulted.gates`);
 3. type (`kubetrain.jobs.parse.read_typed`): the defaulted job's draft (its kind and apiVersion
    checked, its framework settled by the parse stage) → its pydantic model, once, with the
    model's errors (`TypedJob`);
 4. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
-5. lay out (`kubetrain.jobs.v1shape.v1_shape`, from the defaulted draft's replica entries) → the
-   engine's `JobLayout` and the `JobShape`.
+5. lay out (`kubetrain.jobs.v1shape.v1_shape`, from the defaulted draft's replica entries and
+   the gates defaulting read) → the engine's `JobLayout` and the `JobShape`.
 
 That work depends only on the spec and the operator's settings, so `JobCache` keeps the result
 per (uid, generation, gang scheduling, service mode, replica limit, cluster domain): a reconcile
@@ -91,6 +93,7 @@ def prepare_job(
         status=KUBEFLOW,
         per_pod_services=per_pod,
         annotations=draft.annotations,
+        gates=defaulted.gates,
         cluster_domain=cluster_domain,
     )  # 5. lay out
     errors = errors or produced.errors

@@ -1,5 +1,5 @@
 """How a job's status shows what the planner decided: the status projection a job shape carries
-(`JobShape.status`, a `kubetrain.jobs.shape.StatusProjection`). The planner decides in its own
+(`JobShape.status`, a `kubetrain.jobs.projection.StatusProjection`). The planner decides in its own
 words — finished (`SUCCEEDED` / `FAILED`), suspended, resumed — and the projection writes them
 in the job's API:
 
@@ -24,7 +24,8 @@ from typing import Any
 
 from kubetrain.api.metatime import parse_time
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.shape import FAILED, SUCCEEDED, GroupTally
+from kubetrain.jobs.projection import GroupTally
+from kubetrain.jobs.shape import FAILED, SUCCEEDED
 from kubetrain.operator import status as st
 
 Obj = dict[str, Any]

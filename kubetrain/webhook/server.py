@@ -30,9 +30,10 @@ Hostile or huge reviews cannot starve the process (docs/operations.md, "Threat m
   total (a request past it gets HTTP 429);
 - a review over PROCESS_BYTES (256 KiB) is decoded, decided and encoded in one of
   `review_processes` worker processes (kubetrain.webhook.processes: time limit, then HTTP 503;
-  bounded queue, then HTTP 429 with Retry-After), one over INLINE_BYTES (64 KiB) — or any, with
-  `review_processes=0` — in a thread pool (`review_threads`), not on the event loop that also
-  serves /healthz, the controller and leader election; a smaller one is decided inline
+  bounded queue, then HTTP 429 with Retry-After), one over 64 KiB that kubetrain.webhook.tiers
+  does not keep inline — or any, with `review_processes=0` — in a thread pool (`review_threads`),
+  not on the event loop that also serves /healthz, the controller and leader election; the
+  rest (up to 64 KiB, or up to 96 KiB with at most 4,096 objects and lists) is decided inline
   (bounded to milliseconds; a thread hand-off would cost more CPU than the review). The work
   per review is bounded (validation stops after a fixed number of errors; messages and
   warnings are capped);
@@ -63,6 +64,7 @@ from kubetrain.webhook.processes import MAX_QUEUE, PROCESS_BYTES, TIME_LIMIT, Re
 from kubetrain.webhook.reads import Answer, JobReader, answer_scale, answer_trainer
 from kubetrain.webhook.refusals import Refusal, refuse
 from kubetrain.webhook.review import AdmissionRequest, BadReview
+from kubetrain.webhook.tiers import decided_inline
 from kubetrain.webhook.trainer import TrainerReader, needs_read
 
 log = logging.getLogger(__name__)
@@ -74,9 +76,6 @@ MAX_BODY_BYTES = 7 * 1024 * 1024
 MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 REVIEW_THREADS = 4
 ABORT_GRACE = 1.0
-# Reviews up to this size are decided on the event loop: their work is bounded to a few
-# milliseconds, and a thread hand-off would cost more CPU than the review itself.
-INLINE_BYTES = 64 * 1024
 JSON_CONTENT_TYPES = frozenset({"application/json"})
 
 
@@ -224,7 +223,7 @@ class WebhookServer:
         )
 
     async def _decode_and_decide(self, body: bytes, webhook: str) -> Answer:
-        if len(body) <= INLINE_BYTES:
+        if decided_inline(body):
             return self.decider().answer(body, webhook)
         if self.processes is not None and len(body) > PROCESS_BYTES:
             review, answer, result = await self.processes.answer(body, webhook, self.decider())

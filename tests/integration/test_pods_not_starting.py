@@ -119,6 +119,10 @@ async def test_a_kubeflow_pytorchjob_says_why_and_fails_at_its_start_deadline(
     [told] = await not_starting_events(h, ns, "pull")
     assert told.startswith("PyTorchJob pull: pod pull-worker-0 container pytorch cannot start: ErrImagePull")
     assert "registry.invalid" in told
+    # Nor a rewrite: the condition still quotes the kubelet's first message (the controller
+    # keeps what it lists, and that did not change).
+    unchanged = condition(await h.get(PYTORCHJOBS, ns, "pull") or {}, podstart.CONDITION)
+    assert unchanged is not None and unchanged["message"] == cond["message"]
 
     # The Kubeflow training SDK reads the job as it would without the condition.
     client = await asyncio.to_thread(

@@ -47,6 +47,17 @@ def training_runtime(name: str, source: Obj | None = None) -> Obj:
     return runtime
 
 
+def strict_runtime(name: str = "strict", max_restarts: int = 1) -> Obj:
+    """A TrainingRuntime whose node pods are never retried in place (backoffLimit 0, restart
+    policy Never): a failed pod fails its Job, and the JobSet restarts up to `max_restarts`."""
+    runtime = training_runtime(name)
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    rjob["template"]["spec"]["backoffLimit"] = 0
+    rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": max_restarts}
+    return runtime
+
+
 def trainjob(
     name: str,
     *,
@@ -198,12 +209,7 @@ async def test_initializers_finish_before_the_nodes_start(env: tuple[DevStack, H
 async def test_a_failed_step_restarts_the_gang_then_fails_the_job(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("fail")
-    runtime = training_runtime("strict")
-    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
-    rjob["template"]["spec"]["backoffLimit"] = 0
-    rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
-    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 1}
-    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    await h.kube.create(TRAINING_RUNTIMES, strict_runtime(), namespace=ns)
     job = trainjob("boom", num_nodes=2, runtime="strict", runtime_kind="TrainingRuntime")
     await h.kube.create(TRAINJOBS, job, namespace=ns)
     first = await h.wait_pod_names(ns, "boom", ["boom-node-0-0", "boom-node-0-1"])

@@ -205,6 +205,7 @@ class Sim:
         self._uid = 0
         self.create_failure: Any = None  # the controller's record of the last create wave's failure
         self.terminal_recorded = False  # whether "this operator process" wrote the terminal status
+        self.not_starting: Any = None  # what the PodsNotStarting condition lists, as the applier keeps it
 
     def observed(self) -> Any:
         from kubetrain.operator.plan import Observed
@@ -219,6 +220,7 @@ class Sim:
             extra=[o for (kind, _), o in self.extra.items() if kind == "ConfigMap"],
             create_failure=self.create_failure,
             terminal_recorded=self.terminal_recorded,
+            not_starting=self.not_starting,
             job_services=[
                 s
                 for s in self.pod_services.values()
@@ -295,6 +297,8 @@ class Sim:
         if p.status is not None:
             self.job["status"] = copy.deepcopy(p.status)
             self.status_writes += 1
+        if p.not_starting is not None:
+            self.not_starting = p.not_starting
         self.events.extend(p.events)
         return p
 

@@ -60,3 +60,17 @@ def test_impersonation_can_be_narrowed(chart: helm.Chart) -> None:
     groups = next(r for r in rules if r["resources"] == ["groups"])
     users = next(r for r in rules if r["resources"] == ["users"])
     assert groups["resourceNames"] == ["ml-team"] and "resourceNames" not in users
+
+
+@pytest.mark.parametrize("groups", [["kubetrain.io"], ["kubetrain.io", "trainer.kubeflow.org"]])
+def test_configmaps_are_read_only_when_trainjobs_are_served(chart: helm.Chart, groups: list[str]) -> None:
+    """Serving TrainJobs, the dashboard watches their snapshot ConfigMaps (their recorded
+    restarts); otherwise it has no right to ConfigMaps at all."""
+    rules = dashboard_docs(chart, {"dashboard": {"enabled": True}, "apiGroups": groups})["ClusterRole"][
+        "rules"
+    ]
+    config_maps = [r for r in rules if "configmaps" in r["resources"]]
+    if "trainer.kubeflow.org" in groups:
+        assert config_maps == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]
+    else:
+        assert config_maps == []

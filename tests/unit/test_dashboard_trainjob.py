@@ -16,7 +16,8 @@ import yaml
 
 from kubetrain.dashboard.views import joblist, jobpage, trainjob
 from kubetrain.dashboard.views.kinds import TRAINJOB, served_kinds
-from kubetrain.jobs.shape import FAILED, SUCCEEDED, GroupTally
+from kubetrain.jobs.projection import GroupTally
+from kubetrain.jobs.shape import FAILED, SUCCEEDED
 from kubetrain.operator.statusprojection import TRAINER
 
 ROOT = Path(__file__).resolve().parents[2]

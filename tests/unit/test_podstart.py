@@ -11,6 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import T0, Sim, at, job, replica, ts
@@ -106,23 +108,25 @@ def test_one_event_per_pod_container_and_reason_not_per_reconcile() -> None:
     assert first.condition[1].startswith("TFJob job: 1 container(s) of its pods cannot start: job-worker-1/c")
     assert first.condition[1].endswith("Kubelet: no such host")
     assert [w.pod for w in first.events] == ["job-worker-1"]
+    assert first.listed == podstart.Listed((("job-worker-1", "c", "ImagePullBackOff"),), 1)
     cond = condition_after(first, None)
-    again = podstart.judge(pods, cond, None, at(5), "TFJob job")
+    again = podstart.judge(pods, cond, None, at(5), "TFJob job", listed=first.listed)
     assert again.condition is None and again.events == []
     # The kubelet's back-off alternation is the same reason: no write, no event.
     backoff = [stuck(bare("job-worker-1"), "ImagePullBackOff", "Back-off pulling image")]
-    assert podstart.judge(backoff, cond, None, at(9), "TFJob job").condition is None
-    assert podstart.judge(backoff, cond, None, at(9), "TFJob job").events == []
+    assert podstart.judge(backoff, cond, None, at(9), "TFJob job", listed=first.listed).condition is None
+    assert podstart.judge(backoff, cond, None, at(9), "TFJob job", listed=first.listed).events == []
     # A second pod (whose name ends like the first's) is new: a new message, one event for it.
     pods.append(stuck(bare("b-worker-1"), "CreateContainerConfigError", 'secret "s" not found'))
-    more = podstart.judge(pods, cond, None, at(10), "TFJob job")
+    more = podstart.judge(pods, cond, None, at(10), "TFJob job", listed=first.listed)
     assert more.condition is not None and more.condition[0] == "CreateContainerConfigError"
     assert [(w.pod, w.reason) for w in more.events] == [("b-worker-1", "CreateContainerConfigError")]
     # Every pod started: the condition clears; a later failure tells again.
     cond = condition_after(more, cond)
-    cleared = podstart.judge([], cond, None, at(20), "TFJob job")
-    assert cleared.cleared and cleared.events == []
-    assert podstart.judge(pods, {**(cond or {}), "status": "False"}, None, at(30), "TFJob job").events
+    cleared = podstart.judge([], cond, None, at(20), "TFJob job", listed=more.listed)
+    assert cleared.cleared and cleared.events == [] and cleared.listed == podstart.NOTHING
+    false = {**(cond or {}), "status": "False"}
+    assert podstart.judge(pods, false, None, at(30), "TFJob job", listed=cleared.listed).events
 
 
 def test_a_large_job_names_the_first_containers_and_counts_the_rest() -> None:
@@ -131,8 +135,61 @@ def test_a_large_job_names_the_first_containers_and_counts_the_rest() -> None:
     assert verdict.condition is not None
     assert "25 container(s)" in verdict.condition[1] and " and 15 more." in verdict.condition[1]
     assert len(verdict.events) == podstart.MAX_LISTED
-    again = podstart.judge(pods, condition_after(verdict, None), None, at(1), "PyTorchJob big")
+    assert verdict.listed.count == 25 and len(verdict.listed.containers) == podstart.MAX_LISTED
+    cond = condition_after(verdict, None)
+    again = podstart.judge(pods, cond, None, at(1), "PyTorchJob big", listed=verdict.listed)
     assert again.condition is None and again.events == []
+    # One more beyond the first ten: only the count changes — a rewrite, no event.
+    pods.append(stuck(bare("z-26")))
+    grown = podstart.judge(pods, cond, None, at(2), "PyTorchJob big", listed=verdict.listed)
+    assert grown.condition is not None and " and 16 more." in grown.condition[1] and grown.events == []
+
+
+# --- decided from what the controller keeps, never from the condition's message ---------------
+
+ONE = ("job-worker-1", "c", "ImagePullBackOff")
+WORDINGS = [
+    "",
+    "arbitrary text that names no container at all",
+    # reads as though it listed both containers already, in today's wording
+    "TFJob job: 2 container(s) of its pods cannot start: a-worker-0/c CreateContainerConfigError, "
+    "job-worker-1/c ImagePullBackOff. Kubelet: x",
+    # another version's wording of the same single container
+    "1 pod cannot start (job-worker-1/c: ImagePullBackOff)",
+]
+
+
+@pytest.mark.parametrize("message", WORDINGS)
+def test_the_wording_of_the_condition_message_cannot_change_the_decision(message: str) -> None:
+    one = [stuck(bare("job-worker-1"), "ErrImagePull", "no such host")]
+    listed = podstart.Listed((ONE,), 1)
+    written = {"type": podstart.CONDITION, "status": "True", "reason": "ImagePullBackOff", "message": message}
+    same = podstart.judge(one, written, None, at(5), "TFJob job", listed=listed)
+    assert same.condition is None and same.events == [] and same.listed == listed
+    two = [*one, stuck(bare("a-worker-0"), "CreateContainerConfigError", 'secret "s" not found')]
+    more = podstart.judge(two, written, None, at(10), "TFJob job", listed=listed)
+    assert more.condition is not None
+    assert more.condition[1].startswith("TFJob job: 2 container(s) of its pods cannot start: a-worker-0/c")
+    assert [(w.pod, w.kind) for w in more.events] == [("a-worker-0", "CreateContainerConfigError")]
+    assert more.listed == podstart.Listed((("a-worker-0", "c", "CreateContainerConfigError"), ONE), 2)
+
+
+def test_a_condition_an_earlier_operator_process_wrote_is_set_again_but_not_told_again() -> None:
+    pods = [stuck(bare("job-worker-1"), "ErrImagePull", "no such host")]
+    first = podstart.judge(pods, None, None, at(0), "TFJob job")
+    written = condition_after(first, None)
+    # A new process keeps no record yet: the condition is set as it reads now (the same text, so
+    # no status write), and what it may already list is not told again.
+    restarted = podstart.judge(pods, written, None, at(5), "TFJob job")
+    assert restarted.condition == first.condition and restarted.events == []
+    assert restarted.listed == first.listed
+    # From its record on, only what changes is told.
+    pods.append(stuck(bare("job-worker-2")))
+    later = podstart.judge(pods, written, None, at(6), "TFJob job", listed=restarted.listed)
+    assert [w.pod for w in later.events] == ["job-worker-2"]
+    # Without a True condition nothing was told: every listed container is.
+    fresh = podstart.judge(pods, {**(written or {}), "status": "False"}, None, at(7), "TFJob job")
+    assert [w.pod for w in fresh.events] == ["job-worker-1", "job-worker-2"]
 
 
 # --- the start deadline ------------------------------------------------------------------------
@@ -190,6 +247,29 @@ def test_a_v1_job_says_why_once_and_fails_at_its_start_deadline() -> None:
     failed = sim.step(at(121))
     assert sim.is_true("Failed") and sim.condition("Failed")["reason"] == "StartDeadlineExceeded"  # type: ignore[index]
     assert sorted(failed.delete_pods) == ["pt-master-0", "pt-worker-0"]
+
+
+def test_what_the_condition_lists_goes_from_one_reconcile_to_the_next() -> None:
+    sim = Sim(pytorch())
+    sim.step(at(0))
+    sim.pods["pt-worker-0"] = stuck(
+        sim.pods["pt-worker-0"], "ErrImagePull", "no such host", container="pytorch"
+    )
+    p = sim.step(at(1))
+    assert p.not_starting == podstart.Listed((("pt-worker-0", "pytorch", "ImagePullBackOff"),), 1)
+    written = sim.condition(podstart.CONDITION)
+    assert written is not None and written["message"].endswith("Kubelet: no such host")
+    # The kubelet backs off: another reason and message for the same container — no write.
+    backoff = 'Back-off pulling image "x"'
+    sim.pods["pt-worker-0"] = stuck(sim.pods["pt-worker-0"], "ImagePullBackOff", backoff, container="pytorch")
+    quiet = sim.step(at(2))
+    assert quiet.status is None and quiet.events == [] and sim.condition(podstart.CONDITION) == written
+    # A new operator process (no record yet): the condition is set as it reads now, once; no event.
+    sim.not_starting = None
+    restarted = sim.step(at(3))
+    assert restarted.status is not None and restarted.events == []
+    assert sim.condition(podstart.CONDITION)["message"].endswith(f"Kubelet: {backoff}")  # type: ignore[index]
+    assert sim.step(at(4)).status is None
 
 
 def test_a_v1_job_whose_pods_start_turns_the_condition_false() -> None:

@@ -58,7 +58,7 @@ def test_suspend_and_resume_are_told_once_in_each_apis_words() -> None:
 
 
 def test_each_projection_writes_the_per_group_status_in_its_apis_words() -> None:
-    from kubetrain.jobs.shape import GroupTally
+    from kubetrain.jobs.projection import GroupTally
 
     groups = [
         GroupTally("Master", 1, active=1, restarts=2, prior_restarts=1, selector="a=b"),

@@ -19,7 +19,7 @@ from kubetrain.jobs.trainjob.failurepolicy import TOO_MANY_REPLICAS, decide
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import validate_runtime
 
-from .test_trainplan import RUNTIME, pod, trainjob
+from .test_trainplan import RUNTIME, failed_jobs, pod, trainjob
 from .test_trainplan_jobset_policies import names, plan
 
 Obj = dict[str, Any]
@@ -81,12 +81,12 @@ def warnings(p: Any) -> list[tuple[str, str]]:
 
 def test_restart_job_restarts_the_first_failed_job_alone_and_counts() -> None:
     policy = runtime(rule("RestartJob"))["spec"]["template"]["spec"]["failurePolicy"]
-    verdict = decide("tj", policy, ["warmup"], 2, {"warmup": 1})
+    verdict = decide("tj", policy, failed_jobs("warmup", jobs={"warmup": 1}), 2)
     assert (verdict.restart, verdict.counts, verdict.job) == (True, True, ("warmup", 1))
     assert verdict.reason == "RestartJobFailurePolicyAction"
     assert verdict.message == "applying RestartJob failure policy action (first failed job: tj-warmup-1)"
     # the restarts counted so far (whole and single-Job together) reach maxRestarts: it fails
-    exhausted = decide("tj", policy, ["warmup"], 3, {"warmup": 1})
+    exhausted = decide("tj", policy, failed_jobs("warmup", jobs={"warmup": 1}), 3)
     assert (exhausted.restart, exhausted.job, exhausted.reason) == (False, None, "ReachedMaxRestarts")
     assert (
         exhausted.message
@@ -96,7 +96,7 @@ def test_restart_job_restarts_the_first_failed_job_alone_and_counts() -> None:
 
 def test_restart_job_and_ignore_max_restarts_never_checks_nor_counts() -> None:
     policy = runtime(rule("RestartJobAndIgnoreMaxRestarts"), max_restarts=0)["spec"]["template"]["spec"]
-    verdict = decide("tj", policy["failurePolicy"], ["node"], 99)
+    verdict = decide("tj", policy["failurePolicy"], failed_jobs("node"), 99)
     assert (verdict.restart, verdict.counts, verdict.job) == (True, False, ("node", 0))
     assert verdict.reason == "RestartJobAndIgnoreMaxRestartsFailurePolicyAction"
     assert verdict.message == (
@@ -110,18 +110,19 @@ def test_rules_pick_the_action_per_replicated_job_as_in_the_kep() -> None:
         rule("RestartJobSet", "node", name="leader"), rule("RestartJob", "warmup", name="worker")
     )
     fp = policy["spec"]["template"]["spec"]["failurePolicy"]
-    assert decide("tj", fp, ["warmup"], 0, {"warmup": 2}).job == ("warmup", 2)
-    whole = decide("tj", fp, ["warmup", "node"], 0, {"warmup": 2})
+    assert decide("tj", fp, failed_jobs("warmup", jobs={"warmup": 2}), 0).job == ("warmup", 2)
+    whole = decide("tj", fp, failed_jobs("warmup", "node", jobs={"warmup": 2}), 0)
     assert (whole.job, whole.reason) == (None, "RestartJobSetFailurePolicyAction")
     assert whole.message.endswith("(first failed job: tj-node-0)")
     # no rule matches a failed job: the default action, RestartJobSet, for the first failed job
     other = runtime(rule("RestartJob", "warmup"))["spec"]["template"]["spec"]["failurePolicy"]
-    assert decide("tj", other, ["node"], 0).job is None
+    assert decide("tj", other, failed_jobs("node"), 0).job is None
 
 
 # JobSet v0.12's TestFindFirstFailedPolicyRuleAndJob, where it maps: a kubetrain job fails only
 # with `BackoffLimitExceeded` (JobSet's case reasons DeadlineExceeded / FailedIndexes never match),
-# and of several failed jobs the first in the runtime's order is taken (no failure times).
+# and of several jobs that failed at the same time the first in the runtime's order is taken
+# (JobSet's tie-break; the order by failure time: test_trainjob_failureorder.py).
 def test_jobsets_rule_matching_cases() -> None:
     def by(action: str, *reasons: str, targets: tuple[str, ...] = ()) -> Obj:
         return {"name": action, "action": action, "onJobFailureReasons": list(reasons)} | (
@@ -135,12 +136,16 @@ def test_jobsets_rule_matching_cases() -> None:
     jobs = {"warmup": 1}
     # no rules, or no rule matching: the default RestartJobSet, for the first failed job
     for rules in ([], [rule2], [unmatched]):
-        verdict = decide("tj", {"maxRestarts": 1, "rules": rules}, ["warmup", "node"], 0, jobs)
+        verdict = decide(
+            "tj", {"maxRestarts": 1, "rules": rules}, failed_jobs("warmup", "node", jobs=jobs), 0
+        )
         assert (verdict.reason, verdict.job) == ("RestartJobSetFailurePolicyAction", None), rules
         assert verdict.message.endswith("(first failed job: tj-warmup-1)")
     # the first rule (in order) matching the failure decides
     for rules in ([rule1, rule2, rule3], [rule2, rule3, rule1], [unmatched, rule1]):
-        verdict = decide("tj", {"maxRestarts": 1, "rules": rules}, ["warmup", "node"], 0, jobs)
+        verdict = decide(
+            "tj", {"maxRestarts": 1, "rules": rules}, failed_jobs("warmup", "node", jobs=jobs), 0
+        )
         assert (verdict.reason, verdict.job) == ("RestartJobFailurePolicyAction", ("warmup", 1)), rules
 
 

@@ -16,7 +16,7 @@ from kubetrain.jobs.trainjob.shape import trainjob_shape
 from kubetrain.operator.slots import dependencies_met, slot_pods
 from kubetrain.operator.statusprojection import TRAINER
 
-from .test_trainplan import RUNTIME, pod, trainjob
+from .test_trainplan import RUNTIME, failed_jobs, pod, trainjob
 from .test_trainplan_jobset_policies import names, plan, with_warmup
 
 Obj = dict[str, Any]
@@ -155,13 +155,13 @@ def test_the_failure_model_is_the_shapes_data() -> None:
         "template"
     ]["spec"].get("backoffLimit", DEFAULT_JOB_BACKOFF_LIMIT)
     assert failure.gang is not None and failure.gang.max_restarts == 3
-    verdict = failure.gang.decide(["warmup"], 0)
+    verdict = failure.gang.decide(failed_jobs("warmup"), 0)
     assert (verdict.restart, verdict.reason) == (True, "RestartJobSetFailurePolicyAction")
-    assert failure.gang.decide(["warmup"], 3).reason == "ReachedMaxRestarts"
+    assert failure.gang.decide(failed_jobs("warmup"), 3).reason == "ReachedMaxRestarts"
     # without a failurePolicy a failed replicated job fails the TrainJob
     plain = shape_of(trainjob(nodes=2), warmup_runtime()).failure
     assert plain.gang is not None and plain.gang.max_restarts == 0
-    assert plain.gang.decide(["node"], 0).reason == "FailedJobs"
+    assert plain.gang.decide(failed_jobs("node"), 0).reason == "FailedJobs"
     # the v1 kinds keep the per-pod model (operator/restarts.py)
     from .test_job_shape import job, replica
     from .test_job_shape import shape_of as v1_shape_of

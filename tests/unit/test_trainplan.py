@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
-from trainjobs import RUNTIME, UID, trainjob_pod
+from trainjobs import RUNTIME, UID, failed_jobs, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import Observed, PlannerConfig
@@ -213,8 +213,8 @@ def test_a_snapshot_of_an_earlier_trainjob_of_the_name_is_not_used() -> None:
 def test_jobset_failure_policy_rules() -> None:
     from kubetrain.jobs.trainjob.failurepolicy import decide
 
-    assert decide("tj", None, ["node"], 0).reason == "FailedJobs"
-    never = decide("tj", {"maxRestarts": 0}, ["node"], 0)
+    assert decide("tj", None, failed_jobs("node"), 0).reason == "FailedJobs"
+    never = decide("tj", {"maxRestarts": 0}, failed_jobs("node"), 0)
     assert (never.restart, never.reason) == (False, "ReachedMaxRestarts")
     assert never.message.endswith("(first failed job: tj-node-0)")
     policy = {
@@ -224,22 +224,22 @@ def test_jobset_failure_policy_rules() -> None:
             {"action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureReasons": ["BackoffLimitExceeded"]},
         ],
     }
-    failed = decide("tj", policy, ["dataset-initializer", "node"], 0)
+    failed = decide("tj", policy, failed_jobs("dataset-initializer", "node"), 0)
     assert (failed.restart, failed.reason) == (False, "FailJobSetFailurePolicyAction")
-    ignoring = decide("tj", policy, ["node"], 5)
+    ignoring = decide("tj", policy, failed_jobs("node"), 5)
     assert (ignoring.restart, ignoring.counts) == (True, False)
     assert ignoring.reason == "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
     other = {
         "maxRestarts": 1,
         "rules": [{"action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]}],
     }
-    restart = decide("tj", other, ["node"], 0)  # no rule applies: RestartJobSet
+    restart = decide("tj", other, failed_jobs("node"), 0)  # no rule applies: RestartJobSet
     assert (restart.restart, restart.counts, restart.reason) == (
         True,
         True,
         "RestartJobSetFailurePolicyAction",
     )
-    assert decide("tj", other, ["node"], 1).reason == "ReachedMaxRestarts"
+    assert decide("tj", other, failed_jobs("node"), 1).reason == "ReachedMaxRestarts"
 
 
 def finished_trainjob(ctype: str = "Complete") -> Obj:

@@ -18,9 +18,10 @@ is not a Kubeflow v1 job's: the one place the views read its fields. Pure.
   `data.state`) and stamps each pod with them: `jobset.sigs.k8s.io/restart-attempt`, the
   whole-gang restarts (the failure policy's `RestartJobSet`, a stall restart), and under a
   `RestartJob` rule `jobset.sigs.k8s.io/job-restart-attempt`, the restarts of the pod's own Job
-  alone. The column adds them up from the pods the dashboard saw (`RestartTally`): the highest
-  whole-gang attempt plus, per Job, its highest attempt — so it reads neither ConfigMaps nor
-  events.
+  alone. The column adds them up (`RestartTally`): the highest whole-gang attempt plus, per
+  Job, its highest attempt, of the pods the dashboard saw and of the run's record, which its
+  informer of the snapshot ConfigMaps reads (`runrecord.py`) — so it counts while the TrainJob
+  has no pod (between attempts, once its pods are removed) and reads no event.
 - **Suspend / resume**: `spec.suspend` (a TrainJob has no `runPolicy`).
 - **Steps** (the job page): one line per step the status names, with `numNodes` for the
   trainer step, its pods as the dashboard sees them, and its Job counts.
@@ -141,6 +142,15 @@ class RestartTally:
     @property
     def total(self) -> int:
         return self.gang + sum(self.jobs.values())
+
+    def merged(self, other: RestartTally | None) -> RestartTally:
+        """Both tallies' counts, the higher of each (the pods' and the recorded ones)."""
+        if other is None:
+            return self
+        jobs = dict(self.jobs)
+        for job, attempt in other.jobs.items():
+            jobs[job] = max(jobs.get(job, 0), attempt)
+        return RestartTally(max(self.gang, other.gang), jobs)
 
 
 def is_trainjob_pod(pod: Mapping[str, Any]) -> bool:

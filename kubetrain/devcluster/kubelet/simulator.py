@@ -43,11 +43,11 @@ container=None)` — an in-place restart (ValueError if the restartPolicy would 
 Durations run on an injectable `kubetrain.kube.clock.Clock` (tests pass a FakeClock and advance
 it). Start it with `async with PodSimulator(kubeconfig) as sim:` or start()/stop().
 
-Where it lives: this module is the simulator (nodes, the pod watch, the per-pod reconcile and the
-test API); `scheduling` holds the per-pod locks and timers and the round-robin binder, `status`
-the status transitions and their conflict-retrying writes, `podstatus` the pure status builders;
-`nodes` Node registration and Lease heartbeats; `kubetrain.devcluster.client` is the raw API
-client.
+Where it lives: this module is the simulator (nodes, the pod watch and the test API);
+`lifecycle` decides each pod's next step (pure), `reconcile` carries it out; `scheduling` holds
+the per-pod locks and timers and the round-robin binder, `status` the status transitions and
+their conflict-retrying writes, `podstatus` the pure status builders; `nodes` Node registration
+and Lease heartbeats; `kubetrain.devcluster.client` is the raw API client.
 """
 
 from __future__ import annotations
@@ -59,10 +59,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
-from kubetrain.devcluster.kubelet import envrefs, images, initstatus, podstatus, reporter, volumes
-from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
+from kubetrain.devcluster.kubelet import podstatus, reporter, volumes
+from kubetrain.devcluster.kubelet.behaviour import exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
+from kubetrain.devcluster.kubelet.reconcile import PodReconciler
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
 from kubetrain.devcluster.kubelet.status import (
     TERMINATION_EXIT_CODE,
@@ -116,7 +117,6 @@ class PodSimulator:
             lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds, self.git
         )
         self._synced = asyncio.Event()
-        self._mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
         # The training code of reporting pods (training.py).
         self.training = TrainingCode(
             self._pods,
@@ -128,6 +128,19 @@ class PodSimulator:
         )
         self.report_statuses = self.training.statuses  # the HTTP status of each pod's last report
         self.report_counts = self.training.counts  # reports each pod sent
+        self._reconciler = PodReconciler(
+            lambda: self.api,
+            clock,
+            self._pods,
+            self._timers,
+            self._binder,
+            self._status,
+            self.training,
+            scheduler_names=self.scheduler_names,
+            default_run_seconds=default_run_seconds,
+            spawn=self._spawn,
+        )
+        self._mounts = self._reconciler.mounts  # pod uid -> its projected volumes
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -198,7 +211,7 @@ class PodSimulator:
             self._pods.pop(key, None)
             self._timers.cancel(key)
             self._status.forget(str((pod.get("metadata") or {}).get("uid", "")))
-            self._mounts.pop(str((pod.get("metadata") or {}).get("uid", "")), None)
+            self._reconciler.forget(str((pod.get("metadata") or {}).get("uid", "")))
         else:
             old = self._pods.get(key)
             if old is not None and rv_older(pod, old):
@@ -207,98 +220,11 @@ class PodSimulator:
         async with self._changed:
             self._changed.notify_all()
         if kind != "DELETED":
-            self._spawn(self._reconcile(key))
+            self._spawn(self._reconciler.reconcile(key))
 
     def _current_uid(self, key: Key) -> str | None:
         pod = self._pods.get(key)
         return None if pod is None else str(pod["metadata"].get("uid", ""))
-
-    # -- reconcile ------------------------------------------------------------------------------
-
-    async def _reconcile(self, key: Key, attempt: int = 0) -> None:
-        try:
-            async with self._timers.lock(key):
-                await self._reconcile_locked(key)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # an API failure: retry with back-off, then wait for the next event
-            log.debug("pod %s/%s: %s", *key, exc)
-            if attempt < 6:
-                await asyncio.sleep(min(5.0, 0.05 * 2**attempt))
-                await self._reconcile(key, attempt + 1)
-
-    async def _reconcile_locked(self, key: Key) -> None:
-        pod = self._pods.get(key)
-        if pod is None:
-            return
-        spec = pod.get("spec") or {}
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            if self._status.ours(pod):
-                await self._status.finish_deletion(key)
-            return
-        if not spec.get("nodeName"):
-            if spec.get("schedulingGates"):  # not schedulable until every gate is removed
-                return
-            if (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names:
-                await self._binder.bind(self.api, pod)
-            return
-        if not self._status.ours(pod) or pod_phase(pod) in podstatus.TERMINAL_PHASES:
-            self._timers.cancel(key)
-            return
-        try:
-            behaviour = Behaviour.from_pod(pod, self.default_run_seconds)
-        except ValueError as exc:
-            log.warning("pod %s/%s: %s; running it without simulated behaviour", *key, exc)
-            behaviour = Behaviour()
-        uid = str(pod["metadata"].get("uid", ""))
-        if pod_phase(pod) == "Pending":
-            due = initstatus.retry_due(pod)
-            if due is not None:  # a failed init container: restarted after the back-off
-                delay = (due[1] - self.clock.now()).total_seconds()
-                self._timers.schedule(key, ("init-retry", uid, due[0]), delay, self._status.retry_init)
-                return
-            if images.first_failure(pod) is not None:  # an image it cannot use: Pending for good
-                await self._status.cannot_start(key)
-                if "ErrImagePull" in images.waiting_reasons(self._pods.get(key) or pod):
-                    marker = ("pull-back-off", uid)
-                    self._timers.schedule(
-                        key, marker, images.PULL_BACK_OFF_SECONDS, self._status.pull_back_off
-                    )
-                return
-            config = await envrefs.config_error(self.api, pod)
-            if config is not None:  # an env reference it cannot resolve: tried again later
-                await self._status.cannot_start(key, config)
-                self._timers.schedule(key, ("config-retry", uid), envrefs.RETRY_SECONDS, self._retry_config)
-                return
-            if uid not in self._mounts and volumes.has_projected_volumes(pod):
-                self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
-            if behaviour.start_seconds > 0:
-                self._timers.schedule(key, ("start", uid), behaviour.start_seconds, self._status.start)
-            else:
-                await self._status.start(key)
-            return
-        if self.training.starts(pod, behaviour) is not None:
-            self._spawn(self.training.loop(key, uid, behaviour.run_seconds))
-        if behaviour.run_seconds is not None:
-            restarts = podstatus.restart_count(pod)
-            started = self._status.run_started(uid, restarts)
-            remaining = behaviour.run_seconds - (self.clock.monotonic() - started)
-            self._timers.schedule(key, ("exit", uid, restarts), remaining, self._run_ended)
-
-    async def _retry_config(self, key: Key) -> None:
-        """The kubelet's next try at a container whose env it could not resolve (under the lock)."""
-        try:
-            await self._reconcile_locked(key)
-        except Exception as exc:  # an API failure: the next pod event or try looks again
-            log.debug("pod %s/%s: %s", *key, exc)
-            uid = self._current_uid(key)
-            if uid is not None:
-                self._timers.schedule(key, ("config-retry", uid), envrefs.RETRY_SECONDS, self._retry_config)
-
-    async def _run_ended(self, key: Key) -> None:
-        """The containers' run is over: a reporting pod's last report first, then they stop."""
-        await self.training.run_ends(key, self.default_run_seconds)
-        await self._status.run_ended(key)
 
     # -- test API -------------------------------------------------------------------------------
 

@@ -4,8 +4,9 @@ fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded):
 
 - no failurePolicy: the TrainJob fails, reason `FailedJobs`;
 - else the first rule (in order) whose `targetReplicatedJobs` (empty: any) holds a failed step and
-  whose `onJobFailureReasons` (empty: any) holds `BackoffLimitExceeded` decides; without one,
-  `RestartJobSet`:
+  whose `onJobFailureReasons` (empty: any) holds `BackoffLimitExceeded` decides, for the Job of
+  those it applies to that failed first; without one, `RestartJobSet` for the Job that failed
+  first (`kubetrain.jobs.failureorder`: JobSet's order by failure time and its tie-break):
   - `FailJobSet`: fails, reason `FailJobSetFailurePolicyAction`;
   - `RestartJobSet`: every pod restarts as a new attempt while the restarts counted so far are
     below `maxRestarts`, else fails, reason `ReachedMaxRestarts`;
@@ -16,8 +17,8 @@ fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded):
   - `RestartJobAndIgnoreMaxRestarts`: the failed job alone restarts, not counted.
   The restarts counted so far are JobSet's `totalRestartsCountTowardsMax`: the whole restarts
   that counted plus every job's own counted restarts (`RestartJob`).
-Messages name the first failed job (`<tj>-<step>-<jobIndex>`: the first step in the runtime's
-order with a failed job, its lowest failed job index). `validate`: JobSet's webhook rule for the
+Messages name the Job acted on (`<tj>-<step>-<jobIndex>`), or without a policy the Job that
+failed first. `validate`: JobSet's webhook rule for the
 single-job actions (replicas ≤ 1024 per replicated job). Pure."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JOB_RESTART_ACTIONS, MAX_REPLICAS_WITH_JOB_RESTARTS
 from kubetrain.jobs.failuremodel import GangVerdict
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 
 JOB_FAILURE_REASON = "BackoffLimitExceeded"
 JOB_FAILURE_MESSAGE = "Job has reached the specified backoff limit"
@@ -64,10 +66,8 @@ class JobSetFailurePolicy:
         limit = (self.policy or {}).get("maxRestarts")
         return limit if isinstance(limit, int) and not isinstance(limit, bool) else 0
 
-    def decide(
-        self, failed_groups: Sequence[str], counted_restarts: int, first_jobs: Mapping[str, int] | None = None
-    ) -> GangVerdict:
-        return decide(self.name, self.policy, failed_groups, counted_restarts, first_jobs)
+    def decide(self, failed: FailureOrder | Sequence[FailedJob], counted_restarts: int) -> GangVerdict:
+        return decide(self.name, self.policy, failed, counted_restarts)
 
 
 def restarts_jobs(policy: Mapping[str, Any] | None) -> bool:
@@ -111,29 +111,30 @@ def _matches(pattern: object, text: str) -> bool:
 def decide(
     tj: str,
     policy: Mapping[str, Any] | None,
-    failed_steps: Sequence[str],
+    failed: FailureOrder | Sequence[FailedJob],
     counted_restarts: int,
-    first_jobs: Mapping[str, int] | None = None,
 ) -> GangVerdict:
-    """`failed_steps` in the runtime's step order; `counted_restarts`: restarts so far that count
-    towards maxRestarts (whole and single-job); `first_jobs`: per failed step, the index of its
-    first failed job (0 when not given)."""
-    jobs = first_jobs or {}
-    first = f"{tj}-{failed_steps[0]}-{jobs.get(failed_steps[0], 0)}"
+    """`failed`: the failed Jobs (at least one), as a `FailureOrder` or listed in the runtime's
+    step order, then by Job index; `counted_restarts`: restarts so far that count towards
+    maxRestarts (whole and single-job)."""
+    order = failed if isinstance(failed, FailureOrder) else FailureOrder(failed)
+    first = order.first()
+    if first is None:
+        raise ValueError("a failure policy decides on at least one failed Job")
     if policy is None:
         return GangVerdict(
             False,
             False,
             c.REASON_FAILED_JOBS,
-            f"jobset failed due to one or more job failures (first failed job: {first})",
+            f"jobset failed due to one or more job failures (first failed job: {_name(tj, first)})",
         )
-    action, step = RESTART, failed_steps[0]
+    action, acted = RESTART, first
     for rule in policy.get("rules") or []:
-        matched = next((s for s in failed_steps if _applies(rule, s)), None)
+        matched = order.first([g for g in order.groups if _applies(rule, g)])
         if matched is not None:
-            action, step = str(rule.get("action") or RESTART), matched
+            action, acted = str(rule.get("action") or RESTART), matched
             break
-    job = f"{tj}-{step}-{jobs.get(step, 0)}"
+    job = _name(tj, acted)
     if action == FAIL:
         return GangVerdict(
             False,
@@ -148,7 +149,7 @@ def decide(
             False,
             REASON_RESTART_JOB_IGNORING_MAX if single else REASON_RESTART_IGNORING_MAX,
             f"applying {action} failure policy action (first failed job: {job})",
-            (step, jobs.get(step, 0)) if single else None,
+            (acted.group, acted.index) if single else None,
         )
     if counted_restarts >= JobSetFailurePolicy(tj, policy).max_restarts:
         return GangVerdict(
@@ -163,5 +164,10 @@ def decide(
         True,
         REASON_RESTART_JOB_ACTION if single else REASON_RESTART_ACTION,
         f"applying {RESTART_JOB if single else RESTART} failure policy action (first failed job: {job})",
-        (step, jobs.get(step, 0)) if single else None,
+        (acted.group, acted.index) if single else None,
     )
+
+
+def _name(tj: str, job: FailedJob) -> str:
+    """The batch Job's name, as JobSet names it."""
+    return f"{tj}-{job.group}-{job.index}"

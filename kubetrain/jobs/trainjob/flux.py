@@ -14,12 +14,18 @@ What a Flux TrainJob's `node` replicated job gets, as Trainer's plug-in builds i
   path.
 - Children, before the pods: the ConfigMap `<tj>-flux-entrypoint` (`entrypoint.sh`, `init.sh`
   with the broker configuration: hosts `<tj>-node-0-[0-N]`, bind `tcp://<device>:%p`, connect
-  `tcp://%h.<tj>.<ns>.svc.<domain>:%p` — `<domain>` the operator's cluster domain, where Trainer
-  hard-codes `cluster.local` (its default) — queue policy) kept up to date, and the Secret
+  `tcp://%h.<subdomain>.<ns>.svc.<domain>:%p` — `<domain>` the operator's cluster domain, where
+  Trainer hard-codes `cluster.local` (its default); `<subdomain>` the runtime template's
+  `network.subdomain`, else `<tj>`, where Trainer always writes `<tj>` — queue policy) kept up to
+  date, and the Secret
   `<tj>-flux-curve`, `curve.cert` the brokers' ZeroMQ CURVE certificate. **Decision:** its key
   pair is random, made when the Secret is created (`kubetrain.certs.secretdata`), where Trainer
   derives the secret key from the TrainJob's uid (its SHA-256) — which anyone who may read the
-  TrainJob, or a pod's ownerReferences, can compute.
+  TrainJob, or a pod's ownerReferences, can compute. **Decision:** a broker `%h` is a pod's
+  hostname, which resolves under its pods' subdomain: JobSet (jobset_controller.go, `GetSubdomain`)
+  gives the pods `spec.subdomain` and names the headless Service after the template's
+  `network.subdomain` when set, so a name under `<tj>` (Trainer's flux.go) resolves to nothing
+  there and the brokers never meet; kubetrain connects through the subdomain the pods have.
 
 Settings: `FLUX_VIEW_IMAGE`, `FLUX_NETWORK_DEVICE`, `FLUX_QUEUE_POLICY` default to Trainer's and
 are read from the runtime's `node` container env, then the TrainJob's `trainer.env` (a literal
@@ -82,6 +88,7 @@ class FluxPolicy:
     gpus: int
     settings: Mapping[str, str]
     cluster_domain: ClusterDomain = UNSET  # the operator's (api/clusterdomain.py)
+    subdomain: str = ""  # the pods' subdomain and headless Service ("": the TrainJob's name)
 
 
 def config_map_name(tj: str) -> str:
@@ -139,9 +146,11 @@ def read_policy(
     runtime_node: Mapping[str, Any],
     runtime_resources: Mapping[str, Any],
     cluster_domain: ClusterDomain = UNSET,
+    subdomain: str = "",
 ) -> FluxPolicy:
     """The policy's facts; `runtime_node` is the runtime's own `node` container (its env read
-    before the TrainJob's)."""
+    before the TrainJob's); `subdomain` the pods' (the runtime's `network.subdomain`, "" when
+    it sets none)."""
     settings = dict(SETTINGS)
     for var in [*(runtime_node.get("env") or []), *(trainer.get("env") or [])]:
         if isinstance(var, Mapping) and var.get("name") in settings and isinstance(var.get("value"), str):
@@ -156,6 +165,7 @@ def read_policy(
         gpus=gpus_per_node(per_node if per_node is not None else runtime_resources),
         settings=settings,
         cluster_domain=cluster_domain,
+        subdomain=subdomain,
     )
 
 
@@ -260,7 +270,9 @@ def hostlist(tj: str, size: int) -> str:
 
 
 def broker_config(flux: FluxPolicy) -> str:
-    fqdn = flux.cluster_domain.service_fqdn(flux.name, flux.namespace)
+    """Trainer's broker.toml; brokers connect to `<host>.<subdomain>.<ns>.svc.<domain>`, the
+    name a pod's hostname has under its subdomain's headless Service."""
+    fqdn = flux.cluster_domain.service_fqdn(flux.subdomain or flux.name, flux.namespace)
     bind = f"tcp://{flux.settings['FLUX_NETWORK_DEVICE']}:%p"
     connect = f"tcp://%h.{fqdn}:%p"
     return _fill(

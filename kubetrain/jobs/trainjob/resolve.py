@@ -268,8 +268,9 @@ def _flux(
     if errors:
         return errors, ()
     runtime_node = next(iter(trainer_node_containers(jsspec, by_name=True)), {})
+    subdomain = str((jsspec.get("network") or {}).get("subdomain") or "")
     facts = flux.read_policy(
-        meta, policy, trainer, num_nodes, runtime_node, runtime_resources(jsspec), cluster_domain
+        meta, policy, trainer, num_nodes, runtime_node, runtime_resources(jsspec), cluster_domain, subdomain
     )
     flux.enforce(steps, facts, trainer, runtime_node.get("args"))
     return [], flux.children(facts)

@@ -31,13 +31,13 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainerstatus import TRAINJOB_CA_CONFIG_MAP_SUFFIX, progress_deadline_seconds
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
+from kubetrain.jobs.projection import StatusProjection
 from kubetrain.jobs.shape import (
     DependsOn,
     JobShape,
     ReplicaGroup,
     RunPolicy,
     RunRecording,
-    StatusProjection,
 )
 from kubetrain.jobs.trainjob.children import JobSetChildren
 from kubetrain.jobs.trainjob.failurepolicy import JobSetFailurePolicy
