@@ -9,10 +9,12 @@ are its own. After /readyz, `--jobs` PyTorchJobs of `--replicas` workers (alread
 the mutating webhook would store them) are created at once by a separate client (32 concurrent
 requests, its own User-Agent). Measured: time until every pod exists, until every pod and job is
 Running; reconcile duration p50/p99 (the operator's kubetrain_reconcile_duration_seconds,
-interpolated within buckets); peak RSS (VmHWM); the operator's API requests by verb and
-resource (devcluster's request log, User-Agent kubetrain/...); idle CPU over `--idle-seconds`
-once everything is Running (utime+stime from /proc); then every pod is finished and the whole
-life's writes per job are counted once every job is Succeeded.
+interpolated within buckets) and of its parts (rate-limiter wait, API wait, own time:
+kubetrain_reconcile_{rate_limiter_wait,api_wait,own_duration}_seconds); peak RSS (VmHWM); the
+operator's API requests by verb and resource (devcluster's request log, User-Agent
+kubetrain/...); idle CPU over `--idle-seconds` once everything is Running (utime+stime from
+/proc); then every pod is finished and the whole life's writes per job are counted once every
+job is Succeeded.
 
 Start-up mode: `--startup-jobs` finished PyTorchJobs (with status) plus one new job are put in
 devcluster directly (no HTTP, no webhooks) before the operator starts. Measured: seconds from

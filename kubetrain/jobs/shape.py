@@ -33,9 +33,6 @@ from kubetrain.api.labels import LABEL_ATTEMPT
 from kubetrain.frameworks.base import Autoscaling, ExtraChild
 from kubetrain.frameworks.env import JobLayout, ReplicaCounts, ReplicaLayout
 from kubetrain.jobs.failuremodel import FailureModel
-
-# GroupTally lives in jobs/projection.py; operator/groupactive.py still imports it from here.
-from kubetrain.jobs.projection import GroupTally as GroupTally
 from kubetrain.jobs.projection import StatusProjection
 
 # The state every pod of a group must reach before the pods of a group that depends on it are

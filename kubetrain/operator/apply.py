@@ -7,8 +7,9 @@ the pod create waves and closed namespaces are `writes.py`'s `ChildWriter`).
 The order: a job delete alone; otherwise the Service and PodGroup, the HPA; the framework's extra
 children (created in order, stopping at the first failure — then no pod is created either; a
 Secret planned without data gets its keys here, `certs/secretdata.py`), their updates; pod deletes, then
-pod creates, under expectations; one status write with the resourceVersion the plan saw; events;
-the requeue time. A failed write is a Warning event on the job (`Failed<Verb><Kind>`); the rest
+pod creates, under expectations, and alongside them (concurrently: the status is the plan's,
+whatever the creates answer) one status write with the resourceVersion the plan saw; events; the
+requeue time. A failed write is a Warning event on the job (`Failed<Verb><Kind>`); the rest
 of the plan still runs and the first failure is raised at the end, for the caller to requeue
 with back-off. A 409 on the status write requeues the key and skips the rest: the cache holds
 an older job, whose newer version is planned again.
@@ -37,8 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kubetrain.certs.secretdata import with_generated_keys
 from kubetrain.kube.client import ApiError
@@ -64,6 +66,7 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 HPAS = HORIZONTAL_POD_AUTOSCALERS
+T = TypeVar("T")
 
 
 @dataclass
@@ -148,10 +151,18 @@ class PlanApplier(ChildWriter):
             await asyncio.gather(
                 *(self._delete_pod(key, job, pod_name, failures) for pod_name in p.delete_pods)
             )
+        creating = None
         if p.create_pods and children_ok:
-            await self._create_pods(key, ref, job, p.create_pods, failures, continues=p.creates_continue)
-        if p.status is not None and not await self._write_status(key, ref, job, p):
-            return
+            creating = self._create_pods(key, ref, job, p.create_pods, failures, continues=p.creates_continue)
+        if p.status is not None:
+            # The status is the plan's whatever the creates answer (a refusal is the next plan's
+            # to report): written while the pods are created, one round trip less.
+            writing = self._write_status(key, ref, job, p)
+            written = await writing if creating is None else await _together(writing, creating)
+            if not written:
+                return
+        elif creating is not None:
+            await creating
         if p.restarts > 0 and restarts_recorded:
             JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
         if job["metadata"].get("namespace", "") not in self.closed_namespaces:
@@ -202,6 +213,16 @@ class PlanApplier(ChildWriter):
             await self._create(job, refs[body["kind"]], body, failures)
         for body in p.tensorboard_creates:
             await self._create(job, refs[body["kind"]], body, failures)
+
+
+async def _together(first: Awaitable[T], second: Awaitable[object]) -> T:
+    """`first`'s result, awaiting both concurrently; an exception (first's before second's) is
+    raised only once both have finished."""
+    results = await asyncio.gather(first, second, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return cast(T, results[0])
 
 
 def _without_creates(p: Plan) -> Plan:

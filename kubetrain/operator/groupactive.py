@@ -31,7 +31,8 @@ from typing import Any
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
-from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, GroupTally, JobShape
+from kubetrain.jobs.projection import GroupTally
+from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
 from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft

@@ -227,7 +227,10 @@ async def _patch(
         try:
             return await api.update(storage, new)
         except ApiError as err:
-            if err.code != 409 or rv:
+            # Changed since it was read: apply the patch again to the newer object, as
+            # kube-apiserver does. `rv` comes from `base` unless the patch set one, so it cannot
+            # tell a precondition; one the client set is checked against the newer object above.
+            if err.code != 409:
                 raise
     raise ApiError(
         409,
