@@ -8,7 +8,6 @@ schedulingPolicy."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -16,7 +15,6 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CONFIG_MAPS,
     PODS,
@@ -70,17 +68,8 @@ async def get(h: Harness, ns: str, name: str) -> Obj:
 
 
 async def update(h: Harness, ns: str, name: str, change: Callable[[Obj], None]) -> Obj:
-    """GET, change, PUT — again on a 409 (the controller's status writes move resourceVersion)."""
-    for _ in range(20):
-        job = copy.deepcopy(await get(h, ns, name))
-        change(job)
-        try:
-            result: Obj = await h.kube.replace(MPIJOBS, job)
-            return result
-        except ApiError as err:
-            if not err.is_conflict:
-                raise
-    raise AssertionError(f"{name}: still conflicting after 20 tries")
+    """The MPIJob with `change` applied to its latest version (as Kueue's client does)."""
+    return await h.change(MPIJOBS, ns, name, change)
 
 
 async def wait_status(h: Harness, ns: str, name: str, what: str, pred: Callable[[Obj], bool]) -> Obj:
