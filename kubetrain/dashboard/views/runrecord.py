@@ -20,7 +20,7 @@ from kubetrain.api.labels import LABEL_JOB_KIND
 from kubetrain.api.trainer import constants as c
 from kubetrain.dashboard.views.podhistory import as_int, owner_uid
 from kubetrain.dashboard.views.trainjob import RestartTally
-from kubetrain.jobs.trainjob.children import STATE_KEY
+from kubetrain.jobs.trainjob.children import STATE_KEY, job_name, read_state, snapshot_name
 
 Obj = dict[str, Any]
 SELECTOR = f"{LABEL_JOB_KIND}={c.TRAINJOB}"  # the TrainJobs' children (the snapshot among them)
@@ -28,12 +28,7 @@ RESTART_FIELDS = ("restarts", "jobRestarts")  # what of `data.state` the dashboa
 
 
 def _state(config_map: Mapping[str, Any]) -> Mapping[str, Any]:
-    text = (config_map.get("data") or {}).get(STATE_KEY)
-    try:
-        state = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return {}
-    return state if isinstance(state, Mapping) else {}
+    return read_state(config_map) or {}
 
 
 def _owner(config_map: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -41,8 +36,7 @@ def _owner(config_map: Mapping[str, Any]) -> Mapping[str, Any] | None:
     meta = config_map.get("metadata") or {}
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") == c.TRAINJOB:
-            name = str(ref.get("name") or "")
-            return ref if str(meta.get("name") or "") == f"{name}{c.RUNTIME_SNAPSHOT_SUFFIX}" else None
+            return ref if str(meta.get("name") or "") == snapshot_name(str(ref.get("name") or "")) else None
     return None
 
 
@@ -78,5 +72,5 @@ def recorded(config_map: Mapping[str, Any]) -> tuple[str, RestartTally] | None:
     for group, counts in jobs.items() if isinstance(jobs, Mapping) else ():
         for index, n in enumerate(counts if isinstance(counts, list) else ()):
             if _count(n):
-                tally.jobs[f"{ref.get('name')}-{group}-{index}"] = _count(n)
+                tally.jobs[job_name(str(ref.get("name") or ""), str(group), index)] = _count(n)
     return uid, tally

@@ -248,15 +248,27 @@ def _load_runtime(text: str) -> object:
         return yaml.safe_load(text)
 
 
+def read_state(config_map: Mapping[str, Any]) -> Obj | None:
+    """The run's state a snapshot ConfigMap holds ({} when it has none); None when unreadable."""
+    text = (config_map.get("data") or {}).get(STATE_KEY) or "{}"
+    try:
+        state = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else {}
+
+
 def read_snapshot(config_map: Mapping[str, Any]) -> tuple[Obj | None, Obj]:
     """(the runtime, the run's state) a snapshot ConfigMap holds; (None, {}) when unreadable."""
     data = config_map.get("data") or {}
+    state = read_state(config_map)
     try:
         runtime = _load_runtime(str(data.get(SNAPSHOT_KEY) or "null"))
-        state = json.loads(data.get(STATE_KEY) or "{}")
     except (ValueError, yaml.YAMLError):
         return None, {}
-    return (runtime if isinstance(runtime, dict) else None), (state if isinstance(state, dict) else {})
+    if state is None:
+        return None, {}
+    return (runtime if isinstance(runtime, dict) else None), state
 
 
 class JobSetChildren:
