@@ -20,23 +20,17 @@ from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
 
+from .test_trainplan import trainjob as trainjob_manifest
+
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 
 
 def train_job() -> Obj:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {
-            "name": "tj",
-            "namespace": "ns",
-            "uid": UID,
-            "creationTimestamp": "2026-11-26T11:00:00Z",
-        },
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
-        "status": {"jobsStatus": [{"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 1}]},
-    }
+    job = trainjob_manifest()
+    job["metadata"]["creationTimestamp"] = "2026-11-26T11:00:00Z"
+    job["status"] = {"jobsStatus": [{"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 1}]}
+    return job
 
 
 def pods_of_run(restarts: int) -> list[Obj]:
