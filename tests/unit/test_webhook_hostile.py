@@ -25,7 +25,9 @@ from kubetrain.webhook.server import WebhookServer
 LIMITS = ConnectionLimits(header_timeout=0.3, body_timeout=0.3, idle_timeout=0.3, max_connections=4)
 
 
-def pytorchjob(container: dict[str, Any] | None = None) -> dict[str, Any]:
+def pytorchjob(*containers: dict[str, Any]) -> dict[str, Any]:
+    """PyTorchJob `big` in team-a, defaulted: 2 Workers running `containers` (one plain
+    `pytorch` container when none is given)."""
     return default_job(
         {
             "apiVersion": "kubetrain.io/v1",
@@ -36,7 +38,7 @@ def pytorchjob(container: dict[str, Any] | None = None) -> dict[str, Any]:
                     "Worker": {
                         "replicas": 2,
                         "template": {
-                            "spec": {"containers": [container or {"name": "pytorch", "image": "p"}]}
+                            "spec": {"containers": list(containers) or [{"name": "pytorch", "image": "p"}]}
                         },
                     }
                 }

@@ -12,11 +12,12 @@ import aiohttp
 import orjson
 import pytest
 
-from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, request_review
 from kubetrain.webhook.server import WebhookServer
 from kubetrain.webhook.tiers import INLINE_BYTES, INLINE_MAX_BRACKETS, INLINE_MAX_BYTES, decided_inline
+
+from .test_webhook_hostile import pytorchjob
 
 
 def padded(size: int, brackets: int = 0, *, in_strings: bool = False) -> bytes:
@@ -49,21 +50,6 @@ def test_over_96_kib_a_review_is_never_inline() -> None:
     assert not decided_inline(padded(INLINE_MAX_BYTES + 1))
 
 
-def pytorchjob(containers: list[dict[str, Any]]) -> dict[str, Any]:
-    return default_job(
-        {
-            "apiVersion": "kubetrain.io/v1",
-            "kind": "PyTorchJob",
-            "metadata": {"name": "big", "namespace": "team-a"},
-            "spec": {
-                "pytorchReplicaSpecs": {
-                    "Worker": {"replicas": 2, "template": {"spec": {"containers": containers}}}
-                }
-            },
-        }
-    ).obj
-
-
 def container(i: int) -> dict[str, Any]:
     env = [{"name": f"VAR_{k}", "value": "v" * 20} for k in range(20)]
     return {"name": f"c{i}", "image": f"registry.example.com/image-{i}:1.0", "env": env}
@@ -81,8 +67,8 @@ async def test_a_big_review_with_few_objects_is_answered_from_the_loop_one_with_
 
     server.decider = Recording  # type: ignore[method-assign]
     loop_thread = threading.current_thread().name
-    few = orjson.dumps(request_review(pytorchjob([container(i) for i in range(70)])))
-    many = orjson.dumps(request_review(pytorchjob([container(i) for i in range(70)] + [{"x": [{}] * 5000}])))
+    few = orjson.dumps(request_review(pytorchjob(*[container(i) for i in range(70)])))
+    many = orjson.dumps(request_review(pytorchjob(*[container(i) for i in range(70)], {"x": [{}] * 5000})))
     assert INLINE_BYTES < len(few) <= INLINE_MAX_BYTES and INLINE_BYTES < len(many) <= INLINE_MAX_BYTES
     for body in (few, many):
         async with session.post(
