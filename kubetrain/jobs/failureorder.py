@@ -20,7 +20,7 @@ the other stays linear.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -74,9 +74,3 @@ class FailureOrder:
         queue.popleft()
         if not queue:
             del self._queues[group]
-
-
-def first_failed(failed: Sequence[FailedJob]) -> FailedJob | None:
-    """The Job among `failed` that failed first; on equal times (to the second) the earlier in
-    `failed`. None when `failed` is empty."""
-    return FailureOrder(failed).first()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.jobs.failureorder import FailedJob, FailureOrder, first_failed
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 from kubetrain.jobs.trainjob.failurepolicy import decide
 from kubetrain.operator.failuretime import last_restart_at, pod_failed_at
 from kubetrain.operator.groupfailure import judge
@@ -24,6 +24,11 @@ from .test_trainplan_jobset_policies import plan
 
 Obj = dict[str, Any]
 T = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+def first_of(failed: list[FailedJob]) -> FailedJob | None:
+    """JobSet's findFirstFailedJob: the Job that failed first (ties: the earlier listed)."""
+    return FailureOrder(failed).first()
 
 
 def hours(n: float) -> datetime:
@@ -38,21 +43,21 @@ def stamp(t: datetime) -> str:
 
 
 def test_jobsets_find_first_failed_job_cases() -> None:
-    assert first_failed([]) is None  # "No failed jobs"
+    assert first_of([]) is None  # "No failed jobs"
     single = FailedJob("rjob", 1, hours(-1))
-    assert first_failed([single]) == single  # "Single failed job"
+    assert first_of([single]) == single  # "Single failed job"
     # "Multiple failed jobs, earliest first": job2 failed 5h ago, job1 3h ago
     job1, job2 = FailedJob("rjob", 1, hours(-3)), FailedJob("rjob", 2, hours(-5))
-    assert first_failed([job1, job2]) == job2
+    assert first_of([job1, job2]) == job2
 
 
 def test_equal_times_keep_the_job_listed_first_and_times_compare_to_the_second() -> None:
     a, b = FailedJob("warmup", 2, T), FailedJob("node", 0, T)
-    assert first_failed([a, b]) == a and first_failed([b, a]) == b
+    assert first_of([a, b]) == a and first_of([b, a]) == b
     # metav1.Time keeps seconds: 0.9 s apart within one second is a tie, as JobSet reads it
     late_in_second = FailedJob("warmup", 0, T + timedelta(milliseconds=900))
-    assert first_failed([late_in_second, b]) == late_in_second
-    assert first_failed([FailedJob("warmup", 0, T + timedelta(seconds=1)), b]) == b
+    assert first_of([late_in_second, b]) == late_in_second
+    assert first_of([FailedJob("warmup", 0, T + timedelta(seconds=1)), b]) == b
 
 
 # --- JobSet v0.12's TestFindFirstFailedPolicyRuleAndJob, the cases on the order --------------------
