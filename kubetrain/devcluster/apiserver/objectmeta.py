@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from kubetrain.api.dnsnames import is_dns1123_subdomain
+from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
 from kubetrain.devcluster.apiserver.errors import Cause
 
 FIELD = "metadata.ownerReferences"
@@ -31,7 +31,7 @@ ANNOTATIONS = "metadata.annotations"
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME = re.compile(f"^{_NAME_FMT}$")
+_NAME = re.compile(_NAME_FMT)
 _VALUE_FMT = f"({_NAME_FMT})?"
 _NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -66,15 +66,15 @@ def qualified_name_problems(value: str) -> list[str]:
         if not prefix:
             problems.append("prefix part must be non-empty")
         else:
-            if len(prefix) > 253:
-                problems.append("prefix part must be no more than 253 characters")
-            if not is_dns1123_subdomain(prefix[:253]):
+            if len(prefix) > MAX_SUBDOMAIN_LENGTH:
+                problems.append(f"prefix part must be no more than {MAX_SUBDOMAIN_LENGTH} characters")
+            if not DNS1123_SUBDOMAIN.fullmatch(prefix):
                 problems.append("prefix part " + _SUBDOMAIN_MSG)
     if not name:
         problems.append("name part must be non-empty")
     elif len(name) > 63:
         problems.append("name part must be no more than 63 characters")
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         problems.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
     return problems
 
@@ -84,10 +84,10 @@ def label_value_problems(value: str) -> list[str]:
     problems = []
     if len(value) > 63:
         problems.append("must be no more than 63 characters")
-    if value and not _NAME.match(value):
+    if value and not _NAME.fullmatch(value):
         problems.append(
             _regex_error(
-                "a valid label must be an empty string or " + _NAME_MSG,
+                "a valid label must be an empty string or " + _NAME_MSG.removeprefix("must "),
                 _VALUE_FMT,
                 "MyValue",
                 "my_value",
