@@ -73,5 +73,19 @@ def test_a_stop_without_its_start_is_not_a_pause() -> None:
     assert stats.by_generation[1].count == 0
 
 
-def test_the_frozen_objects_gauge_reads_the_collector() -> None:
-    assert sample("kubetrain_gc_frozen_objects") == gc.get_freeze_count()
+def test_the_installed_policy_reports_the_frozen_objects_in_the_gauge() -> None:
+    from kubetrain.serving import gcfreeze
+
+    policy = gcfreeze.configure({"KUBETRAIN_GC_FREEZE": "4"})
+    try:
+        assert policy is not None
+        assert sample("kubetrain_gc_frozen_objects") == gc.get_freeze_count() == policy.frozen > 0
+        before = policy.freezes
+        gc.collect()
+        assert policy.freezes == before + 1
+        # About: objects made by the collection's callbacks are frozen without being counted.
+        assert sample("kubetrain_gc_frozen_objects") == policy.frozen
+        assert abs(policy.frozen - gc.get_freeze_count()) < 100
+    finally:
+        gcfreeze.configure({"KUBETRAIN_GC_FREEZE": "off"})
+        gc.unfreeze()
