@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -58,9 +59,23 @@ def kubeconfig_path(conformance_cluster: ConformanceCluster) -> str:
 
 
 class Response:
-    def __init__(self, status: int, body: Any) -> None:
+    def __init__(self, status: int, body: Any, headers: Any = None) -> None:
         self.status = status
         self.body = body
+        self.headers = headers or {}  # case-insensitive (aiohttp's CIMultiDict) when set
+
+    @property
+    def warnings(self) -> list[str]:
+        """The texts of the response's `Warning: 299 - "..."` headers."""
+        headers = self.headers
+        if hasattr(headers, "getall"):
+            values = headers.getall("Warning", [])
+        else:
+            values = [v for k, v in dict(headers).items() if k.lower() == "warning"]
+        found: list[str] = []
+        for value in values:
+            found += [m.replace('\\"', '"') for m in re.findall(r'299 - "((?:[^"\\]|\\.)*)"', value)]
+        return found
 
     def __repr__(self) -> str:
         return f"Response({self.status}, {self.body!r})"
@@ -94,9 +109,9 @@ class Kube:
                 _return_http_data_only=True,
             )
             raw = await resp.read()
-            return Response(resp.status, json.loads(raw) if raw else None)
+            return Response(resp.status, json.loads(raw) if raw else None, resp.headers)
         except ApiException as exc:
-            return Response(exc.status, json.loads(exc.body) if exc.body else None)
+            return Response(exc.status, json.loads(exc.body) if exc.body else None, exc.headers)
 
     async def ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Obj:
         resp = await self.request(method, path, body, **kw)

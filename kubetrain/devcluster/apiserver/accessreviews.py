@@ -134,7 +134,7 @@ def _validate(spec: dict[str, Any]) -> list[Cause]:
             Cause(
                 "FieldValueInvalid",
                 'Invalid value: "": at least one of user or group must be specified',
-                "spec.user,spec.groups",
+                "spec.user",
             )
         )
     return causes
@@ -164,7 +164,7 @@ def self_subject_access_review(
 ) -> Result:
     obj = _answer(t, body)
     spec = obj["spec"]
-    causes = [c for c in _validate({**spec, "user": "-"}) if c.field != "spec.user,spec.groups"]
+    causes = _validate({**spec, "user": "-"})
     if causes:
         raise errors.invalid(t.rt.kind, t.rt.group, "", causes)
     if authorizer is None:

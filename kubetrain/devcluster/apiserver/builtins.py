@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
-from kubetrain.devcluster.apiserver import pvcs
+from kubetrain.devcluster.apiserver import coordination, pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -336,6 +336,8 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_crd(obj)
     if resource == "horizontalpodautoscalers":
         return validate_hpa(obj)
+    if resource == "leases":
+        return coordination.lease_causes(obj)
     if resource == "persistentvolumeclaims":
         return pvcs.validate_pvc(obj, old)
     if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.devcluster.admission.chain import AdmissionAttributes, AdmissionChain, AdmissionOutcome
-from kubetrain.devcluster.apiserver import builtins, errors, meta, schema
+from kubetrain.devcluster.apiserver import builtins, errors, meta, objectmeta, schema
 from kubetrain.devcluster.apiserver.errors import ApiError, Cause
 from kubetrain.devcluster.apiserver.patch import apply_patch
 from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY, WEBHOOK_KEYS, Registry
@@ -135,6 +135,7 @@ class ApiServer:
         causes: list[Cause] = []
         if old is None:
             causes += builtins.name_causes(t.rt.resource, name)
+        causes += objectmeta.owner_reference_causes(obj["metadata"])
         if t.rt.custom:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:
@@ -285,7 +286,10 @@ class ApiServer:
                 f"the name of the object ({name}) does not match the name on the URL ({t.name})"
             )
         old = self.current(t)
-        return await self._write(t, old, obj, obj["metadata"].get("resourceVersion") or None)
+        rv = obj["metadata"].get("resourceVersion") or None
+        if rv is None and t.rt.custom:
+            raise meta.unconditional_update_refused(t.rt, t.name)
+        return await self._write(t, old, obj, rv)
 
     async def patch(self, t: Target, content_type: str, body: Any) -> Result:
         for _attempt in range(PATCH_RETRIES):

@@ -20,7 +20,7 @@ from typing import Any
 from kubetrain.devcluster.apiserver import errors, meta
 from kubetrain.devcluster.apiserver.core import ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.selectors import Predicate
-from kubetrain.devcluster.apiserver.types import Obj
+from kubetrain.devcluster.apiserver.types import GroupResource, Obj
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
@@ -56,18 +56,21 @@ async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None) -> R
     old = api.current(t)
     md = old["metadata"]
     pre = options.get("preconditions") or {}
+    # registry/rest/delete.go BeforeDelete: the conflict names the object's Kind, not its resource
+    by_kind = GroupResource(t.rt.group, t.rt.kind)
     if pre.get("uid") and pre["uid"] != md.get("uid"):
         raise errors.conflict(
-            t.rt.gr,
+            by_kind,
             t.name,
-            f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {md.get('uid')}",
+            f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+            f"({md.get('uid')}). The object might have been deleted and then recreated",
         )
     if pre.get("resourceVersion") and pre["resourceVersion"] != md.get("resourceVersion"):
         raise errors.conflict(
-            t.rt.gr,
+            by_kind,
             t.name,
-            f"Precondition failed: ResourceVersion in precondition: "
-            f"{pre['resourceVersion']}, ResourceVersion in object meta: {md.get('resourceVersion')}",
+            f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match the "
+            f"ResourceVersion in record ({md.get('resourceVersion')}). The object might have been modified",
         )
     policy = options.get("propagationPolicy")
     orphan = options.get("orphanDependents")

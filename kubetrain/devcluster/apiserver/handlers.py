@@ -29,6 +29,7 @@ from kubetrain.devcluster.apiserver.core import ADMIN_USER, ApiServer, Result, T
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.faults import FaultInjector
 from kubetrain.devcluster.apiserver.meta import timestamp
+from kubetrain.devcluster.apiserver.patch import check_media_type
 from kubetrain.devcluster.apiserver.reads import ListQuery, Reader, predicate
 from kubetrain.devcluster.apiserver.store import dumps
 
@@ -161,6 +162,8 @@ class Handlers:
             return await podlogs.serve(request, self.api, t)
         if verb not in t.rt.verbs and not t.subresource:
             raise errors.method_not_allowed(verb)
+        if verb == "patch":
+            check_media_type(request.headers.get("Content-Type", ""), custom=t.rt.custom)
         if conversion.converts(t.rt, t.version) and t.subresource in ("", "status"):
             return await conversion.serve(
                 self,

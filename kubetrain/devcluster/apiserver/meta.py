@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.devcluster.apiserver import errors
 from kubetrain.devcluster.apiserver.types import Obj, ResourceType
 
 Clock = Callable[[], datetime]
@@ -109,3 +110,21 @@ def same_object(a: Obj, b: Obj) -> bool:
         elif a[key] != b[key]:
             return False
     return True
+
+
+def unconditional_update_refused(rt: ResourceType, name: str) -> errors.ApiError:
+    """A PUT without metadata.resourceVersion of a kind whose strategy does not allow
+    unconditional updates (custom resources: AllowUnconditionalUpdate is false). Like the
+    generic registry's Store.Update, the 422 names the resource where a kind would be."""
+    return errors.invalid(
+        rt.resource,
+        rt.group,
+        name,
+        [
+            errors.Cause(
+                "FieldValueInvalid",
+                "Invalid value: 0x0: must be specified for an update",
+                "metadata.resourceVersion",
+            )
+        ],
+    )

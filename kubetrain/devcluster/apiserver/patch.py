@@ -127,13 +127,20 @@ def _merge_list(field: str, current: list[Any], patch: list[Any]) -> list[Any]:
     return out
 
 
-def apply_patch(content_type: str, target: Any, body: Any, *, custom: bool) -> Any:
+def check_media_type(content_type: str, *, custom: bool) -> str:
+    """The patch type of a PATCH request, or 415 for one the resource does not take. Like
+    kube-apiserver's PatchResource this comes first, before the object is looked up."""
     ctype = content_type.split(";")[0].strip()
+    accepted = [JSON_PATCH, MERGE_PATCH] + ([] if custom else [STRATEGIC])
+    if ctype not in accepted:
+        raise errors.unsupported_media_type(ctype, accepted)
+    return ctype
+
+
+def apply_patch(content_type: str, target: Any, body: Any, *, custom: bool) -> Any:
+    ctype = check_media_type(content_type, custom=custom)
     if ctype == MERGE_PATCH:
         return merge_patch(target, body)
     if ctype == JSON_PATCH:
         return json_patch(target, body)
-    if ctype == STRATEGIC and not custom:
-        return strategic_merge(target, body)
-    accepted = [JSON_PATCH, MERGE_PATCH] + ([] if custom else [STRATEGIC])
-    raise errors.unsupported_media_type(ctype, accepted)
+    return strategic_merge(target, body)
