@@ -276,7 +276,11 @@ def framework_container_index(template: Any, container_name: str) -> int | None:
 
     None when the template has no containers (validation reports that).
     """
-    containers = containers_of(template)
+    return container_index(containers_of(template), container_name)
+
+
+def container_index(containers: list[Any], container_name: str) -> int | None:
+    """`framework_container_index` of a template whose `containers_of` is `containers`."""
     for i, container in enumerate(containers):
         if isinstance(container, dict) and container.get("name") == container_name:
             return i

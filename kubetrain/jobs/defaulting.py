@@ -126,14 +126,14 @@ def _default_replica(r: ReplicaDraft, framework: Framework, warnings: list[str])
     """The replica spec of `r` defaulted (a copy; the template copied only where it changes),
     under its canonical key, as its draft."""
     if not isinstance(r.spec, dict):
-        return replace(r, key=r.type)
+        return r.evolve(key=r.type)
     rspec = dict(r.spec)
     rtype = str(r.type)
     if rspec.get("replicas") is None:
         rspec["replicas"] = framework.replicas_default(rtype)
     if rspec.get("restartPolicy") is None:
         rspec["restartPolicy"] = framework.restart_policy_default(rtype)
-    out = replace(r, key=r.type, spec=rspec, replicas=rspec["replicas"])
+    out = r.evolve(key=r.type, spec=rspec, replicas=rspec["replicas"])
     index, template = r.container_index, r.template
     if not framework.container_name or index is None or not isinstance(template, dict):
         return out  # no container_name: container 0 is the framework container, no port added
@@ -156,7 +156,7 @@ def _default_replica(r: ReplicaDraft, framework: Framework, warnings: list[str])
     containers = template_spec["containers"] = list(template_spec["containers"])
     container = containers[index] = dict(container)
     container["ports"] = [*ports, {"name": framework.port_name, "containerPort": framework.default_port}]
-    return replace(out, template=template, containers=containers)
+    return out.evolve(template=template, containers=containers)
 
 
 def _min_available(spec: dict[str, Any]) -> Any:
@@ -203,6 +203,6 @@ def _adjusted(replicas: tuple[ReplicaDraft, ...], adjustments: list[Adjustment])
     for r in replicas:
         if r.key in counts and isinstance(r.spec, dict):
             r.spec["replicas"] = counts[r.key]
-            r = replace(r, replicas=counts[r.key])
+            r = r.evolve(replicas=counts[r.key])
         out.append(r)
     return tuple(out)

@@ -29,19 +29,20 @@ What the draft settles once, so no later stage asks again:
 `validation.validate_job`): the object as the request carries it, status included, not copied
 (a KubeDL job's `wire` is a converted copy; any other's is the object itself, which defaulting
 only reads — it is copy-on-write). `read_job`, the operator's, reads the job without its status
-and makes `wire` a copy: the input is never changed, and the defaulted job shares nothing with
-the informer's object.
+and makes `wire` a copy (`api.jsoncopy.json_copy`: an orjson round trip, exact, ~6x cheaper than
+the `copy.deepcopy` that was most of a large job's first `prepare_job`): the input is never
+changed, and the defaulted job shares nothing with the informer's object.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import FieldError, json_int
 from kubetrain.api.groups import JOB_GROUPS, group_of
+from kubetrain.api.jsoncopy import json_copy
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.annotations import JobAnnotations, read_annotations
@@ -123,7 +124,7 @@ def read_draft(
     wire, errors = read_layout(obj)
     converted = wire is not obj
     if copy_wire and not converted:
-        wire = copy.deepcopy(dict(obj))
+        wire = json_copy(dict(obj))
     replicas = read_replicas(wire.get("spec"), framework) if framework is not None else None
     wire = wire if isinstance(wire, dict) else dict(wire)
     type_errors = tuple(check_type_meta(wire, groups))

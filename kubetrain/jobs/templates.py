@@ -78,8 +78,9 @@ def _template_errors(template: Any, path: str, framework: Framework, warnings: l
     if findings is None:
         return [invalid(path, NOT_JSON)]
     rel_errors, rel_warnings = findings
-    warnings.extend(path + w for w in rel_warnings)
-    return [FieldError(path + rel, kind, msg) for rel, kind, msg in rel_errors]
+    if rel_warnings:
+        warnings.extend(path + w for w in rel_warnings)
+    return [FieldError(path + rel, kind, msg) for rel, kind, msg in rel_errors] if rel_errors else []
 
 
 _Findings = tuple[tuple[tuple[str, ErrorKind, str], ...], tuple[str, ...]]

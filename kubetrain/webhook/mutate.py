@@ -66,9 +66,15 @@ def json_patch(src: Any, dst: Any, prefix: str = "") -> list[dict[str, Any]]:
         return []
     if isinstance(src, dict) and isinstance(dst, dict):
         ops: list[dict[str, Any]] = []
+        common = 0
         for key, value in src.items():
             if key in dst:
-                ops += json_patch(value, dst[key], f"{prefix}/{_escape(key)}")
+                common += 1
+                # A value defaulting left shared is skipped before its path is even spelled.
+                if value is not (other := dst[key]):
+                    ops += json_patch(value, other, f"{prefix}/{_escape(key)}")
+        if common == len(src) == len(dst):
+            return ops  # the same keys: nothing removed or added
         removed = {k: v for k, v in src.items() if k not in dst}
         added = {k: v for k, v in dst.items() if k not in src}
         if removed and added:
@@ -81,7 +87,8 @@ def json_patch(src: Any, dst: Any, prefix: str = "") -> list[dict[str, Any]]:
         if len(src) == len(dst):
             ops = []
             for i, (a, b) in enumerate(zip(src, dst, strict=True)):
-                ops += json_patch(a, b, f"{prefix}/{i}")
+                if a is not b:
+                    ops += json_patch(a, b, f"{prefix}/{i}")
             return ops
         if len(dst) > len(src) and dst[: len(src)] == src:
             return [
