@@ -38,13 +38,15 @@ async def test_the_reporting_examples_print_their_rising_progress(example: str) 
     """The examples whose training loop reports (and whose pods carry the simulated kubelet's
     report-progress annotation): `kubetrain dev` prints the reports as they arrive through the
     training-progress endpoint — at the start, then 5 s later, and the last one, 100 % when
-    training ended, before the verdict."""
-    args = build_parser().parse_args(["dev", "--example", example, "--run-seconds", "6", "--timeout", "60"])
+    training ended, before the verdict. The run is 9 s long so that the 5-s report still falls
+    inside it when the first report (a TLS handshake and a TokenReview) is slow on a busy machine."""
+    args = build_parser().parse_args(["dev", "--example", example, "--run-seconds", "9", "--timeout", "60"])
     out = io.StringIO()
     assert await dev(args, out) == 0, out.getvalue()
     text = out.getvalue()
     percents = [int(p) for p in re.findall(r"^ +progress \[[#.]+\] +(\d+)%  ETA ", text, re.M)]
-    assert percents[:1] == [0] and len(percents) >= 3 and 80 <= percents[-2] < 100, text
+    assert percents[:1] == [0] and len(percents) >= 3 and 0 < percents[-2] < 100, text
+    assert percents == sorted(set(percents)), text  # each report further than the last
     verdict = re.search(r" (Succeeded|Complete): ", text)
     assert percents[-1] == 100 and verdict is not None and text.index("100%  ETA 0:00") < verdict.start(), (
         text
