@@ -56,13 +56,14 @@ from _controller_scale import (
     stack_options,
     wait_until,
 )
+from _gcpauses import OwnPauses, describe, frozen_objects, operator_gc_pauses
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.apiserver.core import Target
 from kubetrain.kube.resources import job_resource
 
 
-async def scale(args: argparse.Namespace) -> dict[str, Any]:
+async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     jobs, replicas = args.jobs, args.replicas
     tracker = Tracker()
     tracker.want_pods = jobs * replicas
@@ -75,6 +76,7 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
         log = stack.cluster.requests
         try:
             log.reset()
+            own_gc.start()
             op.start()
             ready_s = await op.wait_ready()
             cpu_ready = op.cpu_seconds()
@@ -176,6 +178,8 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
             hist_all = histogram_diff(await op.metrics(), before)
             life_requests = requests_by_verb(log)
             rss_peak = op.rss_peak_mb()
+            _, metrics_text = await op.get("/metrics")
+            own_gc.stop()
         finally:
             op.stop()
             await client.close()
@@ -217,6 +221,11 @@ async def scale(args: argparse.Namespace) -> dict[str, Any]:
         "write_budget_per_job": replicas + 1 + 4,  # N pods + Service + 4 status writes (no gang)
         "reads_after_sync": reads_after_sync,
         "job_status_writes_seen": tracker.job_status_writes,
+        # Garbage-collection pauses over the whole run (the operator's life; this process's from
+        # the operator's start): devcluster + simulator + load generator are this process.
+        "operator_gc_pauses": operator_gc_pauses(metrics_text),
+        "operator_gc_frozen_objects": frozen_objects(metrics_text),
+        "benchmark_process_gc": own_gc.summary(),
     }
 
 
@@ -320,7 +329,7 @@ def main() -> int:
             f"peak RSS {res['rss_peak_mb']} MB; cached pod {res['cached_pod_bytes']}"
         )
     else:
-        res = asyncio.run(scale(args))
+        res = asyncio.run(scale(args, OwnPauses()))
         r = res["reconcile_until_running"]
         print(
             f"controller {res['jobs']} jobs x {res['replicas']} replicas: all pods exist in "
@@ -331,6 +340,14 @@ def main() -> int:
             + f"); peak RSS {res['rss_peak_mb']} MB; idle CPU "
             f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
             f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
+        )
+        own = res["benchmark_process_gc"]
+        operator_pauses = describe(res["operator_gc_pauses"], "max_ms_le")
+        print(
+            f"GC pauses (KUBETRAIN_GC_FREEZE factor {own['freeze_policy']}): operator {operator_pauses}, "
+            f"frozen {res['operator_gc_frozen_objects']}; benchmark process (devcluster + simulator) "
+            f"{describe(own['pauses'])}, frozen {own['frozen_objects']}, thaws {own['thaws']}, "
+            f"RSS {own['rss_mb']} MB (peak {own['rss_peak_mb']})"
         )
     publish(res["benchmark"], res)
     return 0

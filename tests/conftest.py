@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +19,11 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from kubetrain.devcluster import DevCluster
+
+# Tests run the commands in this process (cli.main): their garbage-collector freeze policy
+# (kubetrain.serving.gcfreeze) would freeze the test process's objects, so cycles a test drops
+# would outlive it. Off here and in the processes tests start; tests of the policy inject it.
+os.environ.setdefault("KUBETRAIN_GC_FREEZE", "off")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from kubetrain.commands._flags import configure_logging
 from kubetrain.kube.errors import ApiError, ApiUnreachable, KubeconfigError
 from kubetrain.operator.apigroups import ApiGroupRefused
+from kubetrain.serving import gcfreeze
+from kubetrain.serving.gcpause import install_gc_pause_metric
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -45,6 +48,17 @@ def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
                 loop.remove_signal_handler(sig)
 
 
+def configure_gc() -> None:
+    """Time every garbage collection (`kubetrain_gc_pause_seconds`) and install the freeze
+    policy `KUBETRAIN_GC_FREEZE` asks for (kubetrain.serving.gcfreeze); a bad value raises
+    ConfigError naming the variable."""
+    install_gc_pause_metric()
+    try:
+        gcfreeze.configure(os.environ)
+    except gcfreeze.GcConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def run_service(
     args: argparse.Namespace,
     serve: Callable[[argparse.Namespace], Coroutine[Any, Any, None]],
@@ -55,6 +69,7 @@ def run_service(
     the start-up error ("cannot start the webhook: …")."""
     configure_logging(args)
     try:
+        configure_gc()
         asyncio.run(serve(args))
     except (ConfigError, ApiGroupRefused) as exc:
         log.error("%s", exc)

@@ -29,7 +29,7 @@ from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._devflags import add_behaviour_flags, devstack_options
 from kubetrain.commands._devprogress import describe_progress, follow
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
-from kubetrain.commands._process import install_stop_signals
+from kubetrain.commands._process import ConfigError, configure_gc, install_stop_signals
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
@@ -273,8 +273,9 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        configure_gc()  # devcluster's store is what full collections would traverse
         return asyncio.run(dev(args))
-    except DevError as err:
+    except (DevError, ConfigError) as err:
         print(f"kubetrain dev: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -23,6 +23,8 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_job_eta_seconds` | gauge | kind, namespace, name |
 | `kubetrain_job_metric` | gauge | kind, namespace, name, metric |
 | `kubetrain_status_report_duration_seconds` | histogram | code |
+| `kubetrain_gc_pause_seconds` | histogram | generation |
+| `kubetrain_gc_frozen_objects` | gauge | |
 
 `result` of a webhook request is one of `allowed`, `patched` (allowed with a JSONPatch),
 `denied`, `bad_request` (HTTP 400), `busy` (HTTP 429: too many request bodies in flight),
@@ -35,6 +37,7 @@ watch; kubetrain.operator.progressgauges registers what it exported with `on_for
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 from prometheus_client import (
@@ -161,6 +164,23 @@ API_REQUESTS = Counter(
     ["verb", "code"],
     registry=REGISTRY,
 )
+# The cyclic garbage collector stops the whole process; kubetrain.serving.gcpause observes each
+# collection, kubetrain.serving.gcfreeze decides when to freeze the long-lived objects.
+GC_PAUSE = Histogram(
+    "kubetrain_gc_pause_seconds",
+    "Time the process stood still in one collection of Python's cyclic garbage collector, by "
+    "the oldest generation collected (2: a full collection).",
+    ["generation"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+    registry=REGISTRY,
+)
+GC_FROZEN = Gauge(
+    "kubetrain_gc_frozen_objects",
+    "Objects in the collector's permanent generation (gc.freeze): not scanned by collections, "
+    "freed by reference counting only.",
+    registry=REGISTRY,
+)
+GC_FROZEN.set_function(gc.get_freeze_count)
 
 # Who exported series of a single job: called with (kind, namespace, name) when it is deleted.
 _job_forgetters: list[Callable[[str, str, str], None]] = []
@@ -195,6 +215,8 @@ def forget_namespace(namespace: str) -> int:
 
 __all__ = [
     "API_REQUESTS",
+    "GC_FROZEN",
+    "GC_PAUSE",
     "JOBS_CREATED",
     "JOBS_FAILED",
     "JOBS_RESTARTED",

@@ -110,6 +110,11 @@ def assert_status(body: Obj, code: int, reason: str) -> None:
     assert isinstance(body["message"], str) and body["message"]
 
 
+def causes(body: Obj) -> list[tuple[str, str]]:
+    """(reason, field) of each cause of a 422 Invalid Status."""
+    return [(c["reason"], c["field"]) for c in body["details"]["causes"]]
+
+
 def owner_ref(owner: Obj, *, controller: bool = False, block: bool = False) -> Obj:
     """An ownerReference to the ConfigMap `owner` (as returned by the server)."""
     return {

@@ -1,6 +1,6 @@
 """Write-path semantics the operator, webhook certificates and leader election rely on: delete
 preconditions, optimistic concurrency on patches and custom resources, the status and scale
-subresources, owner references, Leases, watch bookmarks, patch media types, field validation and
+subresources, Leases, watch bookmarks, patch media types, field validation and
 the access reviews.
 
 Like test_conformance.py (fixtures in conftest.py, helpers in conformance_support.py) this runs
@@ -18,12 +18,12 @@ from e2e.conformance_support import (
     GROUP,
     PLURAL,
     assert_status,
+    causes,
     cm,
     cms,
     gadget,
     gadgets,
     install_crd,
-    owner_ref,
 )
 
 Obj = dict[str, Any]
@@ -35,10 +35,6 @@ MERGE = "application/merge-patch+json"
 
 def leases(ns: str) -> str:
     return f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
-
-
-def causes(body: Obj) -> list[tuple[str, str]]:
-    return [(c["reason"], c["field"]) for c in body["details"]["causes"]]
 
 
 # ---- delete preconditions ----------------------------------------------------------------------
@@ -181,42 +177,6 @@ async def test_custom_resource_scale_subresource(kube: Any, namespace: str) -> N
     patched = await kube.ok("PATCH", path, {"spec": {"replicas": 3}}, content_type=MERGE)
     assert patched["spec"] == {"replicas": 3}
     assert (await kube.ok("GET", f"{gadgets(namespace)}/sc"))["spec"]["size"] == 3
-
-
-# ---- owner references --------------------------------------------------------------------------
-
-
-async def test_owner_references_allow_one_controller(kube: Any, namespace: str) -> None:
-    """apimachinery api/validation/objectmeta.go ValidateOwnerReferences, on create and update:
-    at most one reference with controller=true; apiVersion, kind, name and uid are required."""
-    first = await kube.ok("POST", cms(namespace), cm("boss-a"))
-    second = await kube.ok("POST", cms(namespace), cm("boss-b"))
-    two = cm("twice")
-    two["metadata"]["ownerReferences"] = [
-        owner_ref(first, controller=True),
-        owner_ref(second, controller=True),
-    ]
-    refused = await kube.request("POST", cms(namespace), two)
-    assert_status(refused.body, 422, "Invalid")
-    assert causes(refused.body) == [("FieldValueInvalid", "metadata.ownerReferences")]
-    assert refused.body["details"]["causes"][0]["message"].endswith(
-        'Only one reference can have Controller set to true. Found "true" in references for '
-        "ConfigMap/boss-a and ConfigMap/boss-b"
-    )
-
-    one = cm("once")
-    one["metadata"]["ownerReferences"] = [owner_ref(first, controller=True), owner_ref(second)]
-    child = await kube.ok("POST", cms(namespace), one)
-    child["metadata"]["ownerReferences"][1]["controller"] = True
-    again = await kube.request("PUT", f"{cms(namespace)}/once", child)
-    assert_status(again.body, 422, "Invalid")
-    assert causes(again.body) == [("FieldValueInvalid", "metadata.ownerReferences")]
-
-    no_uid = cm("no-uid")
-    no_uid["metadata"]["ownerReferences"] = [{**owner_ref(first), "uid": ""}]
-    missing = await kube.request("POST", cms(namespace), no_uid)
-    assert_status(missing.body, 422, "Invalid")
-    assert causes(missing.body) == [("FieldValueInvalid", "metadata.ownerReferences.uid")]
 
 
 # ---- leader election ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
-from kubetrain.devcluster.apiserver import coordination, pvcs
+from kubetrain.devcluster.apiserver import coordination, eventrules, pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -338,6 +338,8 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_hpa(obj)
     if resource == "leases":
         return coordination.lease_causes(obj)
+    if resource == "events" and obj.get("apiVersion") == "v1":
+        return eventrules.core_event_causes(obj)
     if resource == "persistentvolumeclaims":
         return pvcs.validate_pvc(obj, old)
     if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):

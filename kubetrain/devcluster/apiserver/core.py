@@ -135,7 +135,7 @@ class ApiServer:
         causes: list[Cause] = []
         if old is None:
             causes += builtins.name_causes(t.rt.resource, name)
-        causes += objectmeta.owner_reference_causes(obj["metadata"])
+        causes += objectmeta.metadata_causes(obj["metadata"])
         if t.rt.custom:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:

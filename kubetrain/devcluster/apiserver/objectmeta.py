@@ -1,5 +1,13 @@
 """Validation of the metadata every kind shares, as apimachinery's api/validation/objectmeta.go
-does on create and update (ValidateObjectMeta, ValidateObjectMetaUpdate): owner references.
+does on create and update (ValidateObjectMeta, ValidateObjectMetaUpdate): labels, annotations
+and owner references.
+
+- Label keys are qualified names (`[prefix/]name`: a DNS-1123 subdomain prefix, a name of at
+  most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends); label values are empty or
+  such a name (apimachinery util/validation IsQualifiedName, IsValidLabelValue). Every problem is
+  a FieldValueInvalid cause on `metadata.labels`, in Go's wording.
+- Annotation keys are qualified names (case-insensitively) and all annotations together may
+  hold at most 256 KiB (`metadata.annotations`, FieldValueTooLong).
 
 - Each reference needs an apiVersion with a version, a kind, a name and a uid ("must not be
   empty"; the field is `metadata.ownerReferences.<field>`, without an index, as upstream) and may
@@ -11,11 +19,127 @@ does on create and update (ValidateObjectMeta, ValidateObjectMetaUpdate): owner 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
 from kubetrain.devcluster.apiserver.errors import Cause
 
 FIELD = "metadata.ownerReferences"
+LABELS = "metadata.labels"
+ANNOTATIONS = "metadata.annotations"
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME = re.compile(_NAME_FMT)
+_VALUE_FMT = f"({_NAME_FMT})?"
+_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's RegexError wording."""
+    shown = ",  or ".join(f"'{e}'" for e in examples)
+    return f"{msg} (e.g. {shown}, regex used for validation is '{fmt}')"
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """apimachinery util/validation IsQualifiedName."""
+    parts = value.split("/")
+    problems: list[str] = []
+    if len(parts) > 2:
+        return [
+            "a qualified name "
+            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > MAX_SUBDOMAIN_LENGTH:
+                problems.append(f"prefix part must be no more than {MAX_SUBDOMAIN_LENGTH} characters")
+            if not DNS1123_SUBDOMAIN.fullmatch(prefix):
+                problems.append("prefix part " + _SUBDOMAIN_MSG)
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _NAME.fullmatch(name):
+        problems.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """apimachinery util/validation IsValidLabelValue."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if value and not _NAME.fullmatch(value):
+        problems.append(
+            _regex_error(
+                "a valid label must be an empty string or " + _NAME_MSG.removeprefix("must "),
+                _VALUE_FMT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
+        )
+    return problems
+
+
+def label_causes(meta: dict[str, Any]) -> list[Cause]:
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, dict):
+        return []
+    causes: list[Cause] = []
+    for key, value in labels.items():
+        causes += [
+            Cause("FieldValueInvalid", f"Invalid value: {_shown(key)}: {p}", LABELS)
+            for p in qualified_name_problems(key)
+        ]
+        text = value if isinstance(value, str) else ""
+        causes += [
+            Cause("FieldValueInvalid", f"Invalid value: {_shown(text)}: {p}", LABELS)
+            for p in label_value_problems(text)
+        ]
+    return causes
+
+
+def annotation_causes(meta: dict[str, Any]) -> list[Cause]:
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        return []
+    causes: list[Cause] = []
+    for key in annotations:
+        causes += [
+            Cause("FieldValueInvalid", f"Invalid value: {_shown(key)}: {p}", ANNOTATIONS)
+            for p in qualified_name_problems(key.lower())
+        ]
+    size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        causes.append(
+            Cause(
+                "FieldValueTooLong",
+                f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes",
+                ANNOTATIONS,
+            )
+        )
+    return causes
+
+
+def metadata_causes(meta: dict[str, Any]) -> list[Cause]:
+    """What ValidateObjectMeta finds wrong with labels, annotations and owner references."""
+    return label_causes(meta) + annotation_causes(meta) + owner_reference_causes(meta)
 
 
 def _shown(value: Any) -> str:
