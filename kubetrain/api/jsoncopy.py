@@ -1,11 +1,13 @@
-"""A deep copy of JSON data, several times cheaper than `copy.deepcopy` and as exact.
+"""A deep copy of JSON data, several times cheaper than `copy.deepcopy` and as exact for it.
 
 `json_copy(obj)` is an orjson round trip (encode, decode) checked against the original: the
 copy is used only when it compares equal to `obj`, which rules out every value JSON would
 change — NaN and infinities (orjson writes `null`), tuples (arrays come back as lists) — while
 values JSON has no form for (dates and bytes read from YAML, integers beyond 64 bits, keys that
 are not strings, subclasses) make the encoder refuse. In both cases the copy is
-`copy.deepcopy`'s. A job as the API server stores it is JSON, so the fast path is the common one:
+`copy.deepcopy`'s. The one difference left: an `IntEnum` or `StrEnum` member (which orjson
+writes as its value, and which equals it) comes back as that plain value — nothing JSON or
+YAML decodes to. A job as the API server stores it is JSON, so the fast path is the common one:
 about 6x cheaper than `copy.deepcopy` on a 20 KB job (the round trip plus one comparison, both in
 C). Pure.
 """

@@ -29,7 +29,7 @@ What the draft settles once, so no later stage asks again:
 `validation.validate_job`): the object as the request carries it, status included, not copied
 (a KubeDL job's `wire` is a converted copy; any other's is the object itself, which defaulting
 only reads — it is copy-on-write). `read_job`, the operator's, reads the job without its status
-and makes `wire` a copy (`api.jsoncopy.json_copy`: an orjson round trip, exact, ~6x cheaper than
+and makes `wire` a copy (`api.jsoncopy.json_copy`: an orjson round trip, exact for JSON data, ~6x cheaper than
 the `copy.deepcopy` that was most of a large job's first `prepare_job`): the input is never
 changed, and the defaulted job shares nothing with the informer's object.
 """
