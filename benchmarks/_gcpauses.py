@@ -71,8 +71,8 @@ class OwnPauses:
         self.cpu_recorder = GcPauses([self.cpu.observe], clock=time.thread_time)
 
     def note_full(self, generation: int, pause: float) -> None:
-        if generation == 2:
-            self.full.append((time.perf_counter(), pause, gc.get_freeze_count()))
+        if generation == 2:  # the policy's count: gc.get_freeze_count() would walk every frozen object
+            self.full.append((time.perf_counter(), pause, self.policy.frozen if self.policy else 0))
 
     def start(self) -> None:
         self.recorder.install()
@@ -89,7 +89,7 @@ class OwnPauses:
             "pauses_cpu": self.cpu.summary(),
             "frozen_objects": gc.get_freeze_count(),
             "thaws": self.policy.thaws if self.policy else 0,
-            # Each full collection: seconds since the first, pause ms, objects frozen just before it.
+            # Each full collection: seconds since the first, pause ms, frozen after it (policy count).
             "full_collections": [
                 (round(t - self.full[0][0], 1), round(1000 * p, 1), frozen) for t, p, frozen in self.full
             ],

@@ -10,11 +10,14 @@ collected while it stays frozen.
 
 `FreezePolicy` (a `gc.callbacks` callback) freezes the survivors of each full collection, so the
 next one scans only the objects made since. To bound what frozen cycles can hold, it thaws
-(`gc.unfreeze()`) when the frozen set has grown past `factor` times its size right after the
-last thorough collection (one that scanned everything): the next full collection is thorough
-again, frees the cycles and sets the new size. Frozen memory is thus at most about `factor` times
+(`gc.unfreeze()`) when the frozen objects have grown past `factor` times their count right after
+the last thorough collection (one that scanned everything): the next full collection is thorough
+again, frees the cycles and sets the new count. Frozen memory is thus at most about `factor` times
 the live objects at the last thorough collection, and thorough (long) collections happen when
-the heap has grown `factor`-fold instead of at every quarter's growth.
+the heap has grown `factor`-fold instead of at every quarter's growth. Counting the frozen
+objects walks all of them (`gc.get_freeze_count`), as long as a scan of them would take, so the
+policy adds each full collection's survivors to its count and counts exactly only when that
+estimate, which never subtracts frozen objects freed since, passes the limit.
 
 `configure(environ)` reads `KUBETRAIN_GC_FREEZE` (`off`, or the factor; default
 `DEFAULT_FACTOR`) and installs the policy in this process.
@@ -24,9 +27,11 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from kubetrain.serving.metrics import GC_FROZEN
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +49,44 @@ class Collector(Protocol):
 
     def unfreeze(self) -> None: ...
 
-    def get_freeze_count(self) -> int: ...
+    def get_freeze_count(self) -> int:
+        """Exact, but walks every frozen object: called seldom, never at every collection."""
+        ...
+
+    def survivors(self) -> int:
+        """Objects in the oldest generation: after a full collection, the ones it left."""
+        ...
+
+
+class PythonCollector:
+    """`Collector` of this interpreter's `gc` module."""
+
+    def collect(self) -> int:
+        return gc.collect()
+
+    def freeze(self) -> None:
+        gc.freeze()
+
+    def unfreeze(self) -> None:
+        gc.unfreeze()
+
+    def get_freeze_count(self) -> int:
+        return gc.get_freeze_count()
+
+    def survivors(self) -> int:
+        return len(gc.get_objects(generation=2))
 
 
 @dataclass
 class FreezePolicy:
-    collector: Collector = field(default_factory=lambda: gc)
+    collector: Collector = field(default_factory=PythonCollector)
     factor: float = DEFAULT_FACTOR
+    report: Callable[[int], None] = lambda frozen: None  # the frozen-objects gauge
     # Frozen objects right after the last thorough collection (None: there was none yet).
     baseline: int | None = None
+    # At least the frozen objects: exact at each count, plus every full collection's survivors
+    # frozen since (objects frozen and freed since by reference counting are not subtracted).
+    frozen: int = 0
     # Nothing is frozen since the last thaw (or start): the next full collection scans everything.
     thorough_next: bool = True
     freezes: int = 0
@@ -64,26 +98,38 @@ class FreezePolicy:
         the first full collection scans them."""
         self.collector.collect()
         self.collector.freeze()
-        self.baseline = self.collector.get_freeze_count()
+        self.baseline = self.frozen = self.collector.get_freeze_count()
         self.thorough_next = False
+        self.report(self.frozen)
+
+    def limit(self) -> float:
+        return self.factor * max(self.baseline or 0, MIN_BASELINE)
 
     def after_collection(self, generation: int) -> str:
         """What to do once a collection of `generation` finished: "freeze", "thaw" or "none"."""
         if generation < 2:
             return "none"
+        survivors = self.collector.survivors()  # O(survivors): what this collection scanned anyway
         self.collector.freeze()
         self.freezes += 1
-        frozen = self.collector.get_freeze_count()
-        if self.thorough_next:
+        if self.thorough_next:  # nothing was frozen: the survivors are all there is
             self.thorough_next = False
-            self.baseline = frozen
+            self.baseline = self.frozen = survivors
+            self.report(self.frozen)
             return "freeze"
-        assert self.baseline is not None
-        if frozen > self.factor * max(self.baseline, MIN_BASELINE):
-            self.collector.unfreeze()
-            self.thaws += 1
-            self.thorough_next = True
-            return "thaw"
+        self.frozen += survivors
+        if self.frozen > self.limit():
+            # The estimate only grows; count exactly (a walk of every frozen object, once per
+            # this much growth) before deciding on a complete scan.
+            self.frozen = self.collector.get_freeze_count()
+            if self.frozen > self.limit():
+                self.collector.unfreeze()
+                self.thaws += 1
+                self.thorough_next = True
+                self.frozen = 0
+                self.report(0)
+                return "thaw"
+        self.report(self.frozen)
         return "freeze"
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -135,7 +181,7 @@ def configure(environ: Mapping[str, str]) -> FreezePolicy | None:
         _installed = None
     if factor is None:
         return None
-    _installed = FreezePolicy(factor=factor)
+    _installed = FreezePolicy(factor=factor, report=GC_FROZEN.set)
     _installed.start()
     _installed.install()
     log.debug("garbage collector: freezing survivors of full collections (thaw at %gx)", factor)

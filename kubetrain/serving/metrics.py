@@ -37,7 +37,6 @@ watch; kubetrain.operator.progressgauges registers what it exported with `on_for
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 
 from prometheus_client import (
@@ -176,11 +175,11 @@ GC_PAUSE = Histogram(
 )
 GC_FROZEN = Gauge(
     "kubetrain_gc_frozen_objects",
-    "Objects in the collector's permanent generation (gc.freeze): not scanned by collections, "
-    "freed by reference counting only.",
+    "Objects frozen out of the collector's scans (gc.freeze; freed by reference counting only), "
+    "as the freeze policy last counted them: exact at its counts, plus each full collection's "
+    "survivors since.",
     registry=REGISTRY,
 )
-GC_FROZEN.set_function(gc.get_freeze_count)
 
 # Who exported series of a single job: called with (kind, namespace, name) when it is deleted.
 _job_forgetters: list[Callable[[str, str, str], None]] = []

@@ -69,8 +69,8 @@ def validate(
     TrainingPolicy objects themselves are validated too). `max_replicas`: the operator-wide
     limit on a job's total replicas."""
     if is_scale_review(request) and is_job_kind(request.kind):
-        # the whole job as object/oldObject (devcluster sends this; kube-apiserver sends Scales,
-        # for which the server reads the job and calls validate_scale)
+        # the whole job as object/oldObject (a hand-made review: kube-apiserver and devcluster
+        # send Scales, for which the server reads the job and calls validate_scale)
         return validate_scale(request, request.old_object, max_replicas=max_replicas)
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return AdmissionResponse.allow(request.uid)

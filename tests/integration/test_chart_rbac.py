@@ -219,7 +219,9 @@ async def running_release(
     try:
         await apply_chart(cluster, admin, docs, gang, list(values.get("apiGroups") or ["kubetrain.io"]))
         if stale_secret:
-            secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "data": {}}
+            # a kubernetes.io/tls Secret must hold tls.crt and tls.key; these do not parse
+            stale = {"tls.crt": "c3RhbGU=", "tls.key": "c3RhbGU="}
+            secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "data": stale}
             secret["metadata"] = {"name": CERT_SECRET}
             await admin.create(SECRETS, secret, namespace=NAMESPACE)
         token = cluster.add_service_account_token(NAMESPACE, sa)

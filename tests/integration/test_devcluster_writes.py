@@ -263,3 +263,38 @@ async def test_webhooks_mutate_and_deny_in_the_write_path(
     await v1.create_namespaced_config_map(NS, {"metadata": {"name": "dry"}}, dry_run="All")
     assert [r["dryRun"] for r in seen] == [True, True]
     assert devcluster.get_object("configmaps", NS, "dry") is None
+
+
+async def test_scale_writes_are_admitted_as_scales(
+    devcluster: DevCluster, api: Any, webhook: tuple[str, bytes, list[dict[str, Any]]]
+) -> None:
+    """kube-apiserver admits a write to `{plural}/scale` with autoscaling/v1 Scales
+    (apiextensions-apiserver customresource etcd.go toScaleUpdateValidation): kind Scale, the
+    custom resource as `resource`, Scales as object and oldObject — what kubetrain's webhook reads
+    the job for."""
+    url, ca, seen = webhook
+    _, custom = await with_scalers(api)
+    await custom.create_namespaced_custom_object("example.com", "v1", NS, "scalers", scaler("w", 2))
+    config = _config("ValidatingWebhookConfiguration", url + "/validate", ca)
+    config["webhooks"][0]["rules"] = [
+        {
+            "apiGroups": ["example.com"],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["scalers/scale"],
+        }
+    ]
+    await client.AdmissionregistrationV1Api(api).create_validating_webhook_configuration(config)
+    await custom.patch_namespaced_custom_object_scale(
+        "example.com", "v1", NS, "scalers", "w", [{"op": "replace", "path": "/spec/replicas", "value": 5}]
+    )
+    (request,) = seen
+    assert request["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert request["requestKind"] == request["kind"]
+    assert request["resource"] == {"group": "example.com", "version": "v1", "resource": "scalers"}
+    assert request["subResource"] == "scale" and request["operation"] == "UPDATE"
+    assert request["object"]["kind"] == "Scale" and request["object"]["spec"] == {"replicas": 5}
+    assert request["oldObject"]["kind"] == "Scale" and request["oldObject"]["spec"] == {"replicas": 2}
+    assert request["object"]["metadata"]["name"] == "w"
+    obj = await custom.get_namespaced_custom_object("example.com", "v1", NS, "scalers", "w")
+    assert obj["spec"]["replicas"] == 5

@@ -17,7 +17,7 @@ from kubetrain.serving.gcfreeze import (
 
 
 class FakeCollector:
-    """Tracked objects split into young (scanned) and frozen (not); `live` of them survive."""
+    """Tracked objects split into young (scanned, in the generations) and frozen (not)."""
 
     def __init__(self, young: int = 0) -> None:
         self.young = young
@@ -39,15 +39,21 @@ class FakeCollector:
         self.frozen = 0
 
     def get_freeze_count(self) -> int:
+        self.calls.append("count")
         return self.frozen
+
+    def survivors(self) -> int:
+        return self.young
 
 
 def test_start_collects_then_freezes_what_the_imports_left() -> None:
     collector = FakeCollector(young=50_000)
-    policy = FreezePolicy(collector, factor=4)
+    reported: list[int] = []
+    policy = FreezePolicy(collector, factor=4, report=reported.append)
     policy.start()
-    assert collector.calls == ["collect", "freeze"]
+    assert collector.calls == ["collect", "freeze", "count"]
     assert (collector.frozen, policy.baseline, policy.thorough_next) == (50_000, 50_000, False)
+    assert reported == [50_000]
 
 
 def test_young_collections_change_nothing() -> None:
@@ -58,32 +64,51 @@ def test_young_collections_change_nothing() -> None:
     assert collector.calls == []
 
 
-def test_every_full_collection_freezes_its_survivors() -> None:
+def test_every_full_collection_freezes_its_survivors_without_walking_the_frozen_ones() -> None:
     collector = FakeCollector(young=100_000)
-    policy = FreezePolicy(collector, factor=4)
+    reported: list[int] = []
+    policy = FreezePolicy(collector, factor=4, report=reported.append)
     assert policy.after_collection(2) == "freeze"  # the first one scanned everything: baseline
     assert policy.baseline == 100_000
     collector.young = 30_000  # made since; the next full collection scans only these
     assert policy.after_collection(2) == "freeze"
     assert collector.frozen == 130_000 and collector.young == 0
-    assert collector.calls == ["freeze", "freeze"]
+    assert collector.calls == ["freeze", "freeze"]  # no exact count below the limit
+    assert reported == [100_000, 130_000]
 
 
 def test_a_frozen_set_grown_past_the_factor_is_thawed_and_the_next_full_collection_is_thorough() -> None:
     collector = FakeCollector(young=100_000)
-    policy = FreezePolicy(collector, factor=2)
+    reported: list[int] = []
+    policy = FreezePolicy(collector, factor=2, report=reported.append)
     policy.after_collection(2)
     collector.young = 100_000
     assert policy.after_collection(2) == "freeze"  # 200,000: not past 2 x 100,000
     collector.young = 1
-    assert policy.after_collection(2) == "thaw"  # 200,001
+    assert policy.after_collection(2) == "thaw"  # 200,001, counted exactly before deciding
     assert collector.frozen == 0 and collector.young == 200_001
     assert policy.thorough_next and policy.thaws == 1
     # The next full collection scanned everything (it freed, say, half): the new baseline.
     collector.young = 100_000
     assert policy.after_collection(2) == "freeze"
     assert policy.baseline == 100_000 and not policy.thorough_next
-    assert collector.calls == ["freeze", "freeze", "freeze", "unfreeze", "freeze"]
+    assert collector.calls == ["freeze", "freeze", "freeze", "count", "unfreeze", "freeze"]
+    assert reported == [100_000, 200_000, 0, 100_000]
+
+
+def test_frozen_objects_freed_since_are_counted_before_a_thaw() -> None:
+    # Churn: the survivors of each full collection are frozen, then freed by reference counting
+    # (jobs deleted). The estimate outgrows the limit; the exact count does not: no thaw.
+    collector = FakeCollector(young=100_000)
+    policy = FreezePolicy(collector, factor=2)
+    policy.after_collection(2)
+    for _ in range(3):
+        collector.young = 60_000
+        assert policy.after_collection(2) == "freeze"
+        collector.frozen -= 60_000  # the wave's jobs and pods were deleted
+    # Waves 2 and 3 took the estimate past 200,000; counting found 160,000 each time.
+    assert policy.thaws == 0 and collector.calls.count("count") == 2
+    assert policy.frozen == 160_000
 
 
 def test_a_tiny_baseline_does_not_make_every_full_collection_a_thaw() -> None:

@@ -19,29 +19,31 @@ def sample(name: str, **labels: str) -> float:
 
 @pytest.fixture
 def metric() -> Iterator[GcPauses]:
-    """The process's recorder, with automatic collections held off so that only the test's own
-    `gc.collect` calls are counted (the samples read between them allocate)."""
+    """The process's recorder, with automatic collections off so that only forced ones count."""
     recorder = install_gc_pause_metric()
-    was_enabled = gc.isenabled()
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield recorder
     finally:
-        if was_enabled:
+        if enabled:
             gc.enable()
         recorder.uninstall()
 
 
+def counts() -> dict[int, float]:
+    return {g: sample("kubetrain_gc_pause_seconds_count", generation=str(g)) for g in (0, 1, 2)}
+
+
 @pytest.mark.parametrize("generation", [0, 1, 2])
 def test_a_forced_collection_is_counted_in_its_generation(metric: GcPauses, generation: int) -> None:
-    before = {g: sample("kubetrain_gc_pause_seconds_count", generation=str(g)) for g in (0, 1, 2)}
+    before = counts()
+    inf_before = sample("kubetrain_gc_pause_seconds_bucket", generation=str(generation), le="+Inf")
     gc.collect(generation)
-    after = {g: sample("kubetrain_gc_pause_seconds_count", generation=str(g)) for g in (0, 1, 2)}
-    assert after[generation] == before[generation] + 1
-    assert all(after[g] == before[g] for g in (0, 1, 2) if g != generation)
+    expected = {g: n + (1 if g == generation else 0) for g, n in before.items()}
+    assert counts() == expected
     assert (
-        sample("kubetrain_gc_pause_seconds_bucket", generation=str(generation), le="+Inf")
-        == after[generation]
+        sample("kubetrain_gc_pause_seconds_bucket", generation=str(generation), le="+Inf") == inf_before + 1
     )
     assert b'kubetrain_gc_pause_seconds_bucket{generation="%d"' % generation in generate_latest(REGISTRY)
 
@@ -77,5 +79,19 @@ def test_a_stop_without_its_start_is_not_a_pause() -> None:
     assert stats.by_generation[1].count == 0
 
 
-def test_the_frozen_objects_gauge_reads_the_collector() -> None:
-    assert sample("kubetrain_gc_frozen_objects") == gc.get_freeze_count()
+def test_the_installed_policy_reports_the_frozen_objects_in_the_gauge(metric: GcPauses) -> None:
+    from kubetrain.serving import gcfreeze
+
+    policy = gcfreeze.configure({"KUBETRAIN_GC_FREEZE": "4"})  # automatic collections off (fixture)
+    try:
+        assert policy is not None
+        assert sample("kubetrain_gc_frozen_objects") == gc.get_freeze_count() == policy.frozen > 0
+        before = policy.freezes
+        gc.collect()
+        assert policy.freezes == before + 1
+        # About: objects made by the collection's callbacks are frozen without being counted.
+        assert sample("kubetrain_gc_frozen_objects") == policy.frozen
+        assert abs(policy.frozen - gc.get_freeze_count()) < 100
+    finally:
+        gcfreeze.configure({"KUBETRAIN_GC_FREEZE": "off"})
+        gc.unfreeze()

@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
-from kubetrain.devcluster.apiserver import coordination, eventrules, pvcs
+from kubetrain.devcluster.apiserver import configdata, coordination, eventrules, pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -287,6 +287,8 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
         default_hpa(obj)
     elif resource == "persistentvolumeclaims":
         pvcs.default_pvc(obj, old)
+    elif resource == "secrets":
+        configdata.fold_string_data(obj)
 
 
 def default_crd(crd: Obj) -> None:
@@ -338,6 +340,10 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_hpa(obj)
     if resource == "leases":
         return coordination.lease_causes(obj)
+    if resource == "secrets":
+        return configdata.secret_causes(obj, old)
+    if resource == "configmaps":
+        return configdata.configmap_causes(obj, old)
     if resource == "events" and obj.get("apiVersion") == "v1":
         return eventrules.core_event_causes(obj)
     if resource == "persistentvolumeclaims":

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.devcluster.admission.chain import AdmissionAttributes, AdmissionChain, AdmissionOutcome
-from kubetrain.devcluster.apiserver import builtins, errors, meta, objectmeta, schema
+from kubetrain.devcluster.apiserver import builtins, errors, meta, objectmeta, scales, schema
 from kubetrain.devcluster.apiserver.errors import ApiError, Cause
 from kubetrain.devcluster.apiserver.patch import apply_patch
 from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY, WEBHOOK_KEYS, Registry
@@ -195,22 +195,24 @@ class ApiServer:
         if not configs:
             return obj, []
         subject = obj if obj is not None else old
+        scale = t.subresource == "scale" and t.rt.custom  # admitted as autoscaling/v1 Scales
+        view = (lambda o: scales.scale_of(t.rt, o) if o is not None else None) if scale else (lambda o: o)
         attrs = AdmissionAttributes(
             operation=operation,
             group=t.rt.group,
             version=t.version,
             resource=t.rt.resource,
             subresource=t.subresource,
-            kind=(t.rt.group, t.version, t.rt.kind),
+            kind=scales.SCALE_KIND if scale else (t.rt.group, t.version, t.rt.kind),
             namespace=t.namespace,
             name=(subject or {}).get("metadata", {}).get("name", t.name),
-            obj=obj,
-            old_obj=old,
+            obj=view(obj),
+            old_obj=view(old),
             dry_run=t.dry_run,
             user_info=t.user,
             namespace_labels=self.namespace_labels(t.namespace) if t.rt.namespaced else None,
             options=options,
-            request_version=t.request_version,
+            request_version="" if scale else t.request_version,
         )
         outcome: AdmissionOutcome
         if phase == "mutating":
@@ -226,6 +228,8 @@ class ApiServer:
                 status.get("details"),
                 {"Warning": ", ".join(_warning(w) for w in outcome.warnings)} if outcome.warnings else {},
             )
+        if scale and obj is not None:
+            return scales.with_mutated_replicas(t.rt, obj, outcome.obj), outcome.warnings
         return (outcome.obj if obj is not None else obj), outcome.warnings
 
     # ---- create ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 from kubetrain.devcluster.apiserver import deletion, errors
 from kubetrain.devcluster.apiserver.core import PATCH_RETRIES, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.patch import apply_patch
+from kubetrain.devcluster.apiserver.scales import scale_of, set_path, spec_replicas_path
 from kubetrain.devcluster.apiserver.types import Obj
 
 
@@ -62,54 +63,16 @@ async def evict(api: ApiServer, t: Target, body: Any) -> Result:
     return Result(201, _success(201))
 
 
-def _get_path(obj: Obj, path: str) -> Any:
-    cur: Any = obj
-    for part in path.lstrip(".").split("."):
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
-def _set_path(obj: Obj, path: str, value: Any) -> None:
-    parts = path.lstrip(".").split(".")
-    cur = obj
-    for part in parts[:-1]:
-        cur = cur.setdefault(part, {})
-    cur[parts[-1]] = value
-
-
-def _scale_of(t: Target, obj: Obj) -> Obj:
-    spec_path = t.rt.scale or {}
-    md = obj["metadata"]
-    status: dict[str, Any] = {
-        "replicas": _get_path(obj, spec_path.get("statusReplicasPath", ".status.replicas")) or 0
-    }
-    if spec_path.get("labelSelectorPath"):
-        selector = _get_path(obj, spec_path["labelSelectorPath"])
-        if selector is not None:
-            status["selector"] = selector
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md
-        },
-        "spec": {"replicas": _get_path(obj, spec_path.get("specReplicasPath", ".spec.replicas")) or 0},
-        "status": status,
-    }
-
-
 async def scale(api: ApiServer, t: Target, method: str, content_type: str, body: Any) -> Result:
     """GET, PUT or PATCH `{custom}/scale`. Like kube-apiserver's GuaranteedUpdate, a write whose
     Scale names no resourceVersion is re-applied to the newest object when the job changed while
     the write was admitted; one that names a resourceVersion gets 409 when it is stale."""
     if method == "GET":
-        return Result(200, _scale_of(t, api.current(t)))
+        return Result(200, scale_of(t.rt, api.current(t)))
     precondition = ((body if isinstance(body, dict) else {}).get("metadata") or {}).get("resourceVersion")
     for _attempt in range(PATCH_RETRIES):
         obj = api.current(t)
-        current = _scale_of(t, obj)
+        current = scale_of(t.rt, obj)
         wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
         replicas = ((wanted or {}).get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
@@ -128,10 +91,10 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
         if precondition and precondition != obj["metadata"]["resourceVersion"]:
             raise errors.conflict(t.rt.gr, t.name, errors.STALE)
         new = copy.deepcopy(api.out(t, obj))
-        _set_path(new, (t.rt.scale or {}).get("specReplicasPath", ".spec.replicas"), replicas)
+        set_path(new, spec_replicas_path(t.rt), replicas)
         # Admission sees a `<plural>/scale` request, as kube-apiserver sends it: webhooks registered
-        # for the main resource only are not called (their rules must name `<plural>/scale`).
-        # Deviation: the object passed is the updated custom resource, not an autoscaling/v1 Scale.
+        # for the main resource only are not called (their rules must name `<plural>/scale`), and
+        # they see autoscaling/v1 Scales (core.admit, scales.py).
         main = Target(
             t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user
         )
@@ -141,5 +104,5 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
             if e.code == 409 and not precondition:
                 continue  # the job changed during admission: re-apply to the newest object
             raise
-        return Result(200, _scale_of(t, result.obj), result.warnings)
+        return Result(200, scale_of(t.rt, result.obj), result.warnings)
     raise errors.conflict(t.rt.gr, t.name, errors.STALE)
