@@ -32,6 +32,7 @@ from kubetrain.operator.keys import (
     split_job_key,
     status_only,
 )
+from kubetrain.operator.prepare import DEFAULT_CACHE
 from kubetrain.operator.stall import report_only
 from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.serving.metrics import JOBS_CREATED, forget_job
@@ -100,6 +101,7 @@ class JobEvents:
         ):
             self.applier.namespace_accepts_creates(namespace)  # its last job is gone: forget it
         self.applier.forget_job(job)
+        DEFAULT_CACHE.forget(str((job.get("metadata") or {}).get("uid", "")))  # the planner's prepared job
         forget_job(str(job.get("kind", "")), namespace, (job.get("metadata") or {}).get("name", ""))
 
     def _pod_added(self, pod: Obj) -> None:

@@ -107,6 +107,9 @@ def prepare_job(
     )
 
 
+_Key = tuple[str, int, bool, str, int, ClusterDomain]
+
+
 class JobCache:
     """Prepared jobs by (uid, generation, gang scheduling, service mode, replica limit, cluster
     domain), least recently used dropped first.
@@ -117,9 +120,8 @@ class JobCache:
     """
 
     def __init__(self, max_entries: int = 8192) -> None:
-        self._entries: OrderedDict[tuple[str, int, bool, str, int, ClusterDomain], PreparedJob] = (
-            OrderedDict()
-        )
+        self._entries: OrderedDict[_Key, PreparedJob] = OrderedDict()
+        self._by_uid: dict[str, list[_Key]] = {}  # uid -> its entries' keys, for `forget`
         self._max = max_entries
 
     def get(
@@ -156,14 +158,24 @@ class JobCache:
             return hit
         prepared = prepare()
         self._entries[key] = prepared
+        self._by_uid.setdefault(uid, []).append(key)
         if len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+            evicted, _ = self._entries.popitem(last=False)
+            keys = self._by_uid[evicted[0]]
+            keys.remove(evicted)
+            if not keys:
+                del self._by_uid[evicted[0]]
         return prepared
 
     def forget(self, uid: str) -> None:
-        """Drop every entry of a job (call when the job is deleted)."""
-        for key in [k for k in self._entries if k[0] == uid]:
+        """Drop every entry of a job: the controller calls it when it sees the job deleted, so
+        a deleted job's prepared form (several KB) is not kept until the LRU bound pushes it out."""
+        for key in self._by_uid.pop(uid, ()):
             del self._entries[key]
+
+    def uids(self) -> set[str]:
+        """The jobs (by uid) with an entry."""
+        return set(self._by_uid)
 
     def __len__(self) -> int:
         return len(self._entries)
