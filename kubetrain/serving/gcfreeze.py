@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubetrain.serving.gcpause import GcCallback
 from kubetrain.serving.metrics import GC_FROZEN
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class PythonCollector:
 
 
 @dataclass
-class FreezePolicy:
+class FreezePolicy(GcCallback):
     collector: Collector = field(default_factory=PythonCollector)
     factor: float = DEFAULT_FACTOR
     report: Callable[[int], None] = lambda frozen: None  # the frozen-objects gauge
@@ -135,14 +136,6 @@ class FreezePolicy:
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "stop":
             self.after_collection(int(info.get("generation", 0)))
-
-    def install(self) -> None:
-        if self not in gc.callbacks:
-            gc.callbacks.append(self)
-
-    def uninstall(self) -> None:
-        if self in gc.callbacks:
-            gc.callbacks.remove(self)
 
 
 class GcConfigError(ValueError):

@@ -27,7 +27,23 @@ Sink = Callable[[int, float], None]  # (generation, pause seconds)
 GENERATIONS = (0, 1, 2)
 
 
-class GcPauses:
+class GcCallback:
+    """A `gc.callbacks` entry: registered at most once, removed on request."""
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def install(self) -> None:
+        """Register with the collector (once); called from the next collection on."""
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+    def uninstall(self) -> None:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+
+class GcPauses(GcCallback):
     """A `gc.callbacks` callback that measures each collection's pause with `clock`."""
 
     def __init__(self, sinks: Sequence[Sink], clock: Callable[[], float] = time.perf_counter) -> None:
@@ -46,15 +62,6 @@ class GcPauses:
         generation = int(info.get("generation", 2))
         for sink in self.sinks:
             sink(generation, pause)
-
-    def install(self) -> None:
-        """Register with the collector (once); measure from the next collection on."""
-        if self not in gc.callbacks:
-            gc.callbacks.append(self)
-
-    def uninstall(self) -> None:
-        if self in gc.callbacks:
-            gc.callbacks.remove(self)
 
 
 @dataclass
@@ -102,4 +109,4 @@ def install_gc_pause_metric() -> GcPauses:
     return _process_recorder
 
 
-__all__ = ["GcPauses", "PauseStats", "install_gc_pause_metric", "observe_metric"]
+__all__ = ["GcCallback", "GcPauses", "PauseStats", "install_gc_pause_metric", "observe_metric"]
