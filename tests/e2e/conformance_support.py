@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 Obj = dict[str, Any]
+MERGE = "application/merge-patch+json"
 
 GROUP = "conformance.kubetrain.io"
 PLURAL = "gadgets"

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from e2e.conformance_support import (
     GROUP,
+    Obj,
     assert_status,
     cm,
     cms,
@@ -22,9 +23,6 @@ from e2e.conformance_support import (
     install_crd,
     owner_ref,
 )
-
-Obj = dict[str, Any]
-
 
 # ---- identity, versions, concurrency -----------------------------------------------------------
 

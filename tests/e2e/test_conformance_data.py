@@ -11,10 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from e2e.conformance_support import assert_status, causes, cm, cms
-
-Obj = dict[str, Any]
-MERGE = "application/merge-patch+json"
+from e2e.conformance_support import MERGE, Obj, assert_status, causes, cm, cms
 
 
 def b64(text: str) -> str:

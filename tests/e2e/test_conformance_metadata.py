@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from e2e.conformance_support import (
+    MERGE,
+    Obj,
     assert_status,
     causes,
     cm,
@@ -22,8 +24,6 @@ from e2e.conformance_support import (
     owner_ref,
 )
 
-Obj = dict[str, Any]
-MERGE = "application/merge-patch+json"
 TOO_LONG = "x" * 64
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from e2e.conformance_support import (
     GROUP,
+    MERGE,
     PLURAL,
     assert_status,
     causes,
@@ -26,11 +27,8 @@ from e2e.conformance_support import (
     install_crd,
 )
 
-Obj = dict[str, Any]
-
 STALE = "the object has been modified; please apply your changes to the latest version and try again"
 NO_SUCH_UID = "00000000-0000-0000-0000-000000000000"
-MERGE = "application/merge-patch+json"
 
 
 def leases(ns: str) -> str:
