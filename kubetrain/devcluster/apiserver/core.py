@@ -1,10 +1,11 @@
-"""The write and read paths of the emulated kube-apiserver, independent of HTTP.
+"""The write path of the emulated kube-apiserver, independent of HTTP.
 
-A request is a `Target` (resource type, version, namespace, name, subresource). Creates, updates
-and patches go through the same steps as in kube-apiserver: metadata preparation, defaulting
-(structural-schema defaults and pruning for custom resources), mutating admission, validation,
-validating admission, then an optimistic-concurrency write to the store. Deletes live in
-`deletion.py`, reads (list/watch) in `reads.py`.
+A request is a `Target` (target.py: resource type, version, namespace, name, subresource).
+Creates, updates and patches go through the same steps as in kube-apiserver: decoding of the
+body (decoding.py: apiVersion/kind checks, unknown fields per fieldValidation), metadata
+preparation, defaulting (structural-schema defaults and pruning for custom resources), mutating
+admission (admitting.py), validation, validating admission, then an optimistic-concurrency write
+to the store. Deletes live in `deletion.py`, reads (list/watch) in `reads.py`.
 """
 
 from __future__ import annotations
@@ -12,45 +13,20 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.devcluster.admission.chain import AdmissionAttributes, AdmissionChain, AdmissionOutcome
-from kubetrain.devcluster.apiserver import builtins, errors, meta, objectmeta, scales, schema
-from kubetrain.devcluster.apiserver.errors import ApiError, Cause
+from kubetrain.devcluster.admission.chain import AdmissionChain
+from kubetrain.devcluster.apiserver import admitting, builtins, decoding, errors, meta, objectmeta, schema
+from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.patch import apply_patch
-from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY, WEBHOOK_KEYS, Registry
+from kubetrain.devcluster.apiserver.resources import Registry
 from kubetrain.devcluster.apiserver.store import Store
-from kubetrain.devcluster.apiserver.types import GroupResource, Obj, ResourceType
+from kubetrain.devcluster.apiserver.target import ADMIN_USER, Result, Target
+from kubetrain.devcluster.apiserver.types import Obj, ResourceType
 
-ADMIN_USER = {"username": "kubetrain-admin", "groups": ["system:masters", "system:authenticated"]}
 PATCH_RETRIES = 8
 
-
-@dataclass
-class Target:
-    rt: ResourceType
-    version: str
-    namespace: str = ""
-    name: str = ""
-    subresource: str = ""
-    dry_run: bool = False
-    user: dict[str, Any] = field(default_factory=lambda: dict(ADMIN_USER))
-    field_validation: str = "Warn"  # Strict | Warn | Ignore (the fieldValidation query parameter)
-    # Served through a conversion webhook: the version the client asked for (this target is the
-    # storage version's); admission reports it as requestKind/requestResource.
-    request_version: str = ""
-
-    @property
-    def api_version(self) -> str:
-        return self.rt.api_version(self.version)
-
-
-@dataclass
-class Result:
-    code: int
-    obj: Obj
-    warnings: list[str] = field(default_factory=list)
+__all__ = ["ADMIN_USER", "PATCH_RETRIES", "ApiServer", "Result", "Target"]
 
 
 class ApiServer:
@@ -82,49 +58,12 @@ class ApiServer:
             raise errors.not_found(t.rt.gr, t.name)
         return obj
 
-    def _decode(self, t: Target, body: Any) -> Obj:
-        if not isinstance(body, dict):
-            raise errors.bad_request(
-                f"the body of the request was in an unknown format - expected an object of kind {t.rt.kind}"
-            )
-        obj = copy.deepcopy(body)
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        if api_version and api_version != t.api_version and t.subresource == "":
-            raise errors.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
-                f"API version ({t.api_version})"
-            )
-        if kind and kind != t.rt.kind and t.subresource == "":
-            raise errors.bad_request(
-                f"the kind in the data ({kind}) does not match the expected kind ({t.rt.kind})"
-            )
-        obj["apiVersion"], obj["kind"] = t.api_version, t.rt.kind
-        if not isinstance(obj.get("metadata"), dict):
-            obj["metadata"] = {}
-        ns = obj["metadata"].get("namespace")
-        if t.rt.namespaced and ns and ns != t.namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        return obj
-
-    def _default(self, t: Target, obj: Obj, old: Obj | None, warnings: list[str] | None = None) -> Obj:
-        """Defaults (and pruning of custom resources). With `warnings`, this is the decoding of the
-        client's body: unknown fields are rejected (fieldValidation=Strict) or warned about (Warn)."""
+    def _default(self, t: Target, obj: Obj, old: Obj | None) -> Obj:
+        """Defaults, and the pruning of custom resources (of what a mutating webhook added)."""
         if t.rt.custom:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:
-                dropped: list[str] = []
-                schema.prune(obj, sch, dropped=dropped if warnings is not None else None)
-                if dropped and warnings is not None and t.field_validation != "Ignore":
-                    unknown = [f'unknown field "{d.lstrip(".")}"' for d in dropped]
-                    if t.field_validation == "Strict":
-                        kind, version = t.rt.kind, t.version
-                        raise errors.bad_request(
-                            f'{kind} in version "{version}" cannot be handled as a {kind}: '
-                            f"strict decoding error: {', '.join(unknown)}"
-                        )
-                    warnings.extend(unknown)
+                schema.prune(obj, sch)
                 schema.apply_defaults(obj, sch)
         else:
             builtins.default_builtin(t.rt.resource, obj, old)
@@ -145,39 +84,6 @@ class ApiServer:
         if causes:
             raise errors.invalid(t.rt.kind, t.rt.group, name, causes)
 
-    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
-        ns = self.store.get(NAMESPACES_KEY, "", namespace)
-        return dict(ns["metadata"].get("labels") or {}) if ns is not None else None
-
-    def _check_namespace(self, t: Target, name: str) -> None:
-        if not t.rt.namespaced:
-            return
-        ns = self.store.get(NAMESPACES_KEY, "", t.namespace)
-        if ns is None:
-            raise errors.not_found(GroupResource("", "namespaces"), t.namespace)
-        if ns["metadata"].get("deletionTimestamp"):
-            # kube-apiserver's NamespaceLifecycle admission: 403 Forbidden with this cause.
-            err = errors.forbidden(
-                t.rt.gr,
-                name,
-                f"unable to create new content in namespace {t.namespace} because it is being terminated",
-            )
-            assert err.details is not None
-            err.details["causes"] = [
-                {
-                    "reason": "NamespaceTerminating",
-                    "message": f"namespace {t.namespace} is being terminated",
-                    "field": "metadata.namespace",
-                }
-            ]
-            raise err
-
-    # ---- admission (C's chain) ---------------------------------------------------------------
-    def _configs(self) -> tuple[list[Obj], list[Obj]]:
-        mutating = list(self.store.items(WEBHOOK_KEYS[0]))
-        validating = list(self.store.items(WEBHOOK_KEYS[1]))
-        return mutating, validating
-
     async def admit(
         self,
         phase: str,
@@ -187,54 +93,13 @@ class ApiServer:
         old: Obj | None,
         options: Obj | None = None,
     ) -> tuple[Obj | None, list[str]]:
-        """Run the mutating or validating webhooks; raise the client's error on a denial."""
-        if t.rt.key in WEBHOOK_KEYS:
-            return obj, []
-        mutating, validating = self._configs()
-        configs = mutating if phase == "mutating" else validating
-        if not configs:
-            return obj, []
-        subject = obj if obj is not None else old
-        scale = t.subresource == "scale" and t.rt.custom  # admitted as autoscaling/v1 Scales
-        view = (lambda o: scales.scale_of(t.rt, o) if o is not None else None) if scale else (lambda o: o)
-        attrs = AdmissionAttributes(
-            operation=operation,
-            group=t.rt.group,
-            version=t.version,
-            resource=t.rt.resource,
-            subresource=t.subresource,
-            kind=scales.SCALE_KIND if scale else (t.rt.group, t.version, t.rt.kind),
-            namespace=t.namespace,
-            name=(subject or {}).get("metadata", {}).get("name", t.name),
-            obj=view(obj),
-            old_obj=view(old),
-            dry_run=t.dry_run,
-            user_info=t.user,
-            namespace_labels=self.namespace_labels(t.namespace) if t.rt.namespaced else None,
-            options=options,
-            request_version="" if scale else t.request_version,
-        )
-        outcome: AdmissionOutcome
-        if phase == "mutating":
-            outcome = await self.admission.mutate(attrs, configs)
-        else:
-            outcome = await self.admission.validate(attrs, configs)
-        if not outcome.allowed:
-            status = outcome.status or {}
-            raise ApiError(
-                outcome.status_code,
-                status.get("reason", outcome.reason),
-                status.get("message", outcome.message),
-                status.get("details"),
-                {"Warning": ", ".join(_warning(w) for w in outcome.warnings)} if outcome.warnings else {},
-            )
-        if scale and obj is not None:
-            return scales.with_mutated_replicas(t.rt, obj, outcome.obj), outcome.warnings
-        return (outcome.obj if obj is not None else obj), outcome.warnings
+        """The mutating or validating webhooks (admitting.py); raises the client's error on a denial."""
+        return await admitting.admit(self.store, self.admission, phase, t, operation, obj, old, options)
 
     # ---- create ------------------------------------------------------------------------------
     async def create(self, t: Target, body: Any) -> Result:
-        obj = self._decode(t, body)
+        obj = decoding.decode(t, body)
+        decode_warnings = decoding.unknown_fields(t, obj)
         md = obj["metadata"]
         if not md.get("name") and not md.get("generateName"):
             raise errors.invalid(
@@ -253,7 +118,7 @@ class ApiServer:
             raise errors.bad_request(
                 f"the name of the object ({md['name']}) does not match the name on the URL ({t.name})"
             )
-        self._check_namespace(t, md.get("name") or md.get("generateName", ""))
+        admitting.check_namespace(self.store, t, md.get("name") or md.get("generateName", ""))
         generated = not md.get("name")
         for _attempt in range(8):
             if generated:
@@ -265,8 +130,7 @@ class ApiServer:
         meta.prepare_create(obj, t.rt, t.namespace, self.clock())
         if t.rt.has_status and t.rt.custom:
             obj.pop("status", None)
-        decode_warnings: list[str] = []
-        self._default(t, obj, None, decode_warnings)
+        self._default(t, obj, None)
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
         warnings = decode_warnings + warnings
         assert mutated is not None
@@ -283,7 +147,8 @@ class ApiServer:
 
     # ---- update / patch ----------------------------------------------------------------------
     async def update(self, t: Target, body: Any) -> Result:
-        obj = self._decode(t, body)
+        obj = decoding.decode(t, body)
+        decode_warnings = decoding.unknown_fields(t, obj)
         name = obj["metadata"].get("name")
         if name != t.name:
             raise errors.bad_request(
@@ -293,7 +158,7 @@ class ApiServer:
         rv = obj["metadata"].get("resourceVersion") or None
         if rv is None and t.rt.custom:
             raise meta.unconditional_update_refused(t.rt, t.name)
-        return await self._write(t, old, obj, rv)
+        return await self._write(t, old, obj, rv, decode_warnings)
 
     async def patch(self, t: Target, content_type: str, body: Any) -> Result:
         for _attempt in range(PATCH_RETRIES):
@@ -302,7 +167,8 @@ class ApiServer:
             patched = apply_patch(content_type, base, body, custom=t.rt.custom)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
-            obj = self._decode(t, patched)
+            obj = decoding.decode(t, patched)
+            decode_warnings = decoding.unknown_fields(t, obj, patch=(content_type, body))
             if obj["metadata"].get("name") != t.name:
                 raise errors.bad_request(
                     "metadata.name: Invalid value: the name of the object may not be patched"
@@ -311,13 +177,20 @@ class ApiServer:
             if rv is not None and rv != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(t.rt.gr, t.name, errors.STALE)
             try:
-                return await self._write(t, old, obj, old["metadata"]["resourceVersion"], retryable=True)
+                rv = old["metadata"]["resourceVersion"]
+                return await self._write(t, old, obj, rv, decode_warnings, retryable=True)
             except _Retry:
                 continue
         raise errors.conflict(t.rt.gr, t.name, errors.STALE)
 
     async def _write(
-        self, t: Target, old: Obj, obj: Obj, expected_rv: str | None, retryable: bool = False
+        self,
+        t: Target,
+        old: Obj,
+        obj: Obj,
+        expected_rv: str | None,
+        decode_warnings: list[str],
+        retryable: bool = False,
     ) -> Result:
         if expected_rv and expected_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(t.rt.gr, t.name, errors.STALE)
@@ -352,8 +225,7 @@ class ApiServer:
                         )
                     ],
                 )
-        decode_warnings: list[str] = []
-        self._default(t, new, old, decode_warnings)
+        self._default(t, new, old)
         mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)
         warnings = decode_warnings + warnings
         assert mutated is not None
@@ -397,7 +269,3 @@ def _graceful_pending(rt: ResourceType, obj: Obj) -> bool:
     if rt.key == "namespaces":
         return bool((obj.get("spec") or {}).get("finalizers"))
     return rt.key == "pods" and bool(obj["metadata"].get("deletionGracePeriodSeconds"))
-
-
-def _warning(text: str) -> str:
-    return '299 - "' + text.replace('"', '\\"') + '"'

@@ -227,7 +227,9 @@ class Handlers:
             pods = api.registry.by_key("pods")
             assert pods is not None
             name = ((body or {}).get("metadata") or {}).get("name", "")
-            pod_target = Target(pods, "v1", t.namespace, name, "binding", t.dry_run, t.user)
+            pod_target = Target(
+                pods, "v1", t.namespace, name, "binding", t.dry_run, t.user, t.field_validation
+            )
             return await subresources.bind(api, pod_target, body)
         if sub == "eviction" and verb == "create":
             return await subresources.evict(api, t, await self._body(request))

@@ -5,11 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.devcluster.apiserver import deletion, errors
+from kubetrain.devcluster.apiserver import decoding, deletion, errors
 from kubetrain.devcluster.apiserver.core import PATCH_RETRIES, ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.patch import apply_patch
-from kubetrain.devcluster.apiserver.scales import scale_of, set_path, spec_replicas_path
+from kubetrain.devcluster.apiserver.scales import SCALE_KIND, scale_of, set_path, spec_replicas_path
 from kubetrain.devcluster.apiserver.types import Obj
+
+BINDING_KIND = ("", "v1", "Binding")
+EVICTION_KIND = ("policy", "v1", "Eviction")
 
 
 def _success(code: int) -> Obj:
@@ -18,6 +21,7 @@ def _success(code: int) -> Obj:
 
 async def bind(api: ApiServer, t: Target, body: Any) -> Result:
     """POST pods/{name}/binding: set spec.nodeName of an unbound pod."""
+    warnings = _decoded(t, BINDING_KIND, body)
     pod = api.current(t)
     target = (body or {}).get("target") or {}
     node = target.get("name")
@@ -51,16 +55,22 @@ async def bind(api: ApiServer, t: Target, body: Any) -> Result:
     new["status"]["conditions"] = conditions
     if not t.dry_run:
         api.commit(t.rt, new, pod["metadata"]["resourceVersion"])
-    return Result(201, _success(201))
+    return Result(201, _success(201), warnings)
 
 
 async def evict(api: ApiServer, t: Target, body: Any) -> Result:
     """POST pods/{name}/eviction: a delete with the eviction's delete options (no PDBs here)."""
+    warnings = _decoded(t, EVICTION_KIND, body)
     options = (body or {}).get("deleteOptions") or {}
     await deletion.delete(
         api, Target(t.rt, t.version, t.namespace, t.name, dry_run=t.dry_run, user=t.user), options
     )
-    return Result(201, _success(201))
+    return Result(201, _success(201), warnings)
+
+
+def _decoded(t: Target, kind: tuple[str, str, str], body: Any) -> list[str]:
+    """The body decoded as its kind (unknown fields dropped, refused or warned about)."""
+    return decoding.unknown_fields(t, body, kind=kind) if isinstance(body, dict) else []
 
 
 async def scale(api: ApiServer, t: Target, method: str, content_type: str, body: Any) -> Result:
@@ -74,6 +84,11 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
         obj = api.current(t)
         current = scale_of(t.rt, obj)
         wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
+        warnings: list[str] = []
+        if isinstance(wanted, dict):  # decoded as an autoscaling/v1 Scale
+            wanted = copy.deepcopy(wanted) if method == "PUT" else wanted
+            patch = None if method == "PUT" else (content_type, body)
+            warnings = decoding.unknown_fields(t, wanted, patch=patch, kind=SCALE_KIND)
         replicas = ((wanted or {}).get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
             raise errors.invalid(
@@ -104,5 +119,5 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
             if e.code == 409 and not precondition:
                 continue  # the job changed during admission: re-apply to the newest object
             raise
-        return Result(200, scale_of(t.rt, result.obj), result.warnings)
+        return Result(200, scale_of(t.rt, result.obj), warnings + result.warnings)
     raise errors.conflict(t.rt.gr, t.name, errors.STALE)

@@ -1,0 +1,143 @@
+"""Decoding a request body into an object of the request's resource, as kube-apiserver's
+handlers do before anything else: the apiVersion, kind and namespace checks, and the fields the
+resource does not have, which are dropped and, per the request's `fieldValidation`, reported.
+
+```python
+obj = decode(t, body)                            # 400 for a wrong apiVersion, kind or namespace
+warnings += unknown_fields(t, obj)               # create/update: Strict raises 400 BadRequest
+warnings += unknown_fields(t, obj, patch=(content_type, body))   # patch: Strict raises 422
+```
+
+Unknown fields are those a built-in kind's Go type does not have (builtinschema.py, the
+Kubernetes OpenAPI schema) and those a custom resource's structural schema prunes (schema.py
+`prune`). Both are removed from `obj`, whatever the directive (k8s.io/apiserver
+pkg/endpoints/handlers):
+- Ignore: nothing else.
+- Warn (the default, also without the parameter): a `Warning: 299 - "unknown field \\"spec.foo\\""`
+  header per field (`addStrictDecodingWarnings`).
+- Strict, create and update (create.go `createHandler`, update.go `UpdateResource`): 400
+  BadRequest `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown
+  field "spec.foo", unknown field "spec.bar"` (rest.go `transformDecodeError`).
+- Strict, patch (patch.go `jsonPatcher.applyPatchToCurrentObject` and `applyPatchToObject`): the
+  unknown fields are those of the patched object; 422 Invalid with an empty kind and name,
+  ` "" is invalid: patch: Invalid value: "<value>": strict decoding error: unknown field ...`,
+  one cause of field `patch`. The value is the patched object as JSON (keys sorted, as Go's
+  encoding of the patched map) for JSON and merge patches, and the patch formatted as Go's
+  `%+v` of a map for strategic merge patches.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from kubetrain.devcluster.apiserver import builtinschema, errors, schema
+from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.patch import STRATEGIC
+from kubetrain.devcluster.apiserver.target import Target
+from kubetrain.devcluster.apiserver.types import Obj
+
+
+def decode(t: Target, body: Any) -> Obj:
+    """A copy of the body as an object of `t`'s resource (apiVersion, kind and metadata set)."""
+    if not isinstance(body, dict):
+        raise errors.bad_request(
+            f"the body of the request was in an unknown format - expected an object of kind {t.rt.kind}"
+        )
+    obj = copy.deepcopy(body)
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version and api_version != t.api_version and t.subresource == "":
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected "
+            f"API version ({t.api_version})"
+        )
+    if kind and kind != t.rt.kind and t.subresource == "":
+        raise errors.bad_request(
+            f"the kind in the data ({kind}) does not match the expected kind ({t.rt.kind})"
+        )
+    obj["apiVersion"], obj["kind"] = t.api_version, t.rt.kind
+    if not isinstance(obj.get("metadata"), dict):
+        obj["metadata"] = {}
+    ns = obj["metadata"].get("namespace")
+    if t.rt.namespaced and ns and ns != t.namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    return obj
+
+
+def unknown_fields(
+    t: Target, obj: Obj, patch: tuple[str, Any] | None = None, kind: tuple[str, str, str] | None = None
+) -> list[str]:
+    """Drop the fields of `obj` its resource does not have; the warnings to send (Warn), or
+    raise the Strict error. `patch` is the (content type, body) of a PATCH whose result `obj` is;
+    `kind` the (group, version, kind) of a subresource's body (a Binding, an Eviction, a Scale)."""
+    found = builtinschema.unknown_fields(*kind, obj) if kind else _drop_unknown(t, obj)
+
+    if not found or t.field_validation == "Ignore":
+        return []
+    texts = [f'unknown field "{path}"' for path in found]
+    if t.field_validation != "Strict":
+        return texts
+    detail = "strict decoding error: " + ", ".join(texts)
+    if patch is None:
+        name, version = (kind[2], kind[1]) if kind else (t.rt.kind, t.version)
+        raise errors.bad_request(f'{name} in version "{version}" cannot be handled as a {name}: {detail}')
+    content_type, body = patch
+    value = go_format(body) if content_type.startswith(STRATEGIC) else _go_json(obj)
+    message = f"Invalid value: {json.dumps(value, ensure_ascii=False)}: {detail}"
+    cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+    raise ApiError(422, "Invalid", f' "" is invalid: patch: {message}', {"causes": [cause]})
+
+
+def _drop_unknown(t: Target, obj: Obj) -> list[str]:
+    if not t.rt.custom:
+        return builtinschema.unknown_fields(t.rt.group, t.version, t.rt.kind, obj)
+    sch = t.rt.schemas.get(t.version)
+    if sch is None:
+        return []
+    dropped: list[str] = []
+    schema.prune(obj, sch, dropped=dropped)
+    return [d.lstrip(".") for d in dropped]
+
+
+def _go_json(obj: Obj) -> str:
+    """The object as Go's encoding/json writes a map: keys sorted, no spaces."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def go_format(value: Any) -> str:
+    """`fmt.Sprintf("%+v", v)` of decoded JSON in Go: `map[a:1 b:[x y]]`, keys sorted."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value)
+    return str(value)
+
+
+def _go_float(value: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 64), as %v prints a float64: the shortest digits, in
+    exponent form (two-digit exponent at least) when the exponent is below -4 or at least 6."""
+    if not math.isfinite(value):
+        return "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
+    if value == 0:
+        return "0"
+    shortest = Decimal(repr(value)).normalize()
+    _sign, digits, exp = shortest.as_tuple()
+    assert isinstance(exp, int)
+    exponent = len(digits) + exp - 1
+    if -4 <= exponent < 6:
+        return format(shortest, "f")
+    text = "".join(map(str, digits))
+    head = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    sign = "-" if value < 0 else ""
+    return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"

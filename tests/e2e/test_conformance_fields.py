@@ -1,0 +1,215 @@
+"""Unknown fields of built-in kinds under each fieldValidation directive: what an operator that
+misspells a Pod field sees, and what is stored.
+
+Like test_conformance.py (fixtures in conftest.py, helpers in conformance_support.py) this runs
+against devcluster in the normal test run and against $KUBECONFIG's cluster with `pytest -m e2e`.
+kube-apiserver decodes a built-in object into its Go type, so a field the type does not have is
+never stored; k8s.io/apiserver pkg/endpoints/handlers (create.go, update.go, patch.go, rest.go
+`transformDecodeError`, `addStrictDecodingWarnings`) report it per fieldValidation: Strict
+refuses, Warn (the default since 1.27, also when the parameter is absent) answers with a
+`Warning: 299 - "unknown field \\"<path>\\""` header, Ignore says nothing. Paths are
+sigs.k8s.io/json's (`decodeState.newFieldError`): keys joined by `.`, list indices as `[i]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from e2e.conformance_support import MERGE, assert_status, cm, cms, gadget, gadgets, install_crd
+
+STRATEGIC = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+def pods(ns: str) -> str:
+    return f"/api/v1/namespaces/{ns}/pods"
+
+
+def pod(name: str, **container: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox:1.36", **container}],
+            "schedulerName": "kubetrain-no-such-scheduler",  # stays unscheduled on real clusters
+        },
+    }
+
+
+def misspelled_pod(name: str) -> dict[str, Any]:
+    body = pod(name, imagePullPolicyy="Always")
+    body["metadata"]["labelz"] = {"a": "b"}
+    return body
+
+
+MISSPELLED = ['unknown field "metadata.labelz"', 'unknown field "spec.containers[0].imagePullPolicyy"']
+
+
+async def test_strict_refuses_an_unknown_field_of_a_configmap_and_a_pod(kube: Any, namespace: str) -> None:
+    """create.go: a strict decoding error is 400 BadRequest `<Kind> in version "v1" cannot be
+    handled as a <Kind>: strict decoding error: ...`, every unknown field in document order;
+    nothing is created (what `kubectl apply`, which sends Strict, shows for a typo)."""
+    strict = {"fieldValidation": "Strict"}
+    refused = await kube.request("POST", cms(namespace), {**cm("s", a="1"), "spec": {"x": 1}}, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "spec"'
+    )
+    assert (await kube.request("GET", f"{cms(namespace)}/s")).status == 404
+
+    refused = await kube.request("POST", pods(namespace), misspelled_pod("p"), query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: ' + ", ".join(MISSPELLED)
+    )
+    assert (await kube.request("GET", f"{pods(namespace)}/p")).status == 404
+
+    # A body of known fields only is created under Strict; map keys are data, not fields.
+    made = await kube.request("POST", cms(namespace), cm("s", labels={"spec": "x"}, spec="1"), query=strict)
+    assert made.status == 201 and made.body["data"] == {"spec": "1"} and not made.warnings
+
+
+@pytest.mark.parametrize("query", [{"fieldValidation": "Warn"}, {}], ids=["Warn", "absent"])
+async def test_warn_drops_an_unknown_field_with_a_warning(
+    kube: Any, namespace: str, query: dict[str, str]
+) -> None:
+    """Warn (and no parameter): created without the field, one Warning per unknown field."""
+    made = await kube.request("POST", pods(namespace), misspelled_pod("p"), query=query)
+    assert made.status == 201, made
+    assert made.warnings == MISSPELLED
+    assert "labelz" not in made.body["metadata"]
+    assert "imagePullPolicyy" not in made.body["spec"]["containers"][0]
+    stored = await kube.ok("GET", f"{pods(namespace)}/p")
+    assert "labelz" not in stored["metadata"]
+    assert stored["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"  # the default, not ours
+
+    created = await kube.request("POST", cms(namespace), {**cm("w", a="1"), "bogus": True}, query=query)
+    assert created.status == 201 and created.warnings == ['unknown field "bogus"']
+    assert "bogus" not in await kube.ok("GET", f"{cms(namespace)}/w")
+
+    # update (PUT) decodes its body the same way
+    updated = await kube.request(
+        "PUT", f"{cms(namespace)}/w", {**created.body, "data": {"a": "2"}, "bogus": 1}, query=query
+    )
+    assert updated.status == 200 and updated.warnings == ['unknown field "bogus"']
+    assert updated.body["data"] == {"a": "2"} and "bogus" not in updated.body
+
+
+async def test_ignore_drops_an_unknown_field_silently(kube: Any, namespace: str) -> None:
+    ignore = {"fieldValidation": "Ignore"}
+    made = await kube.request("POST", pods(namespace), misspelled_pod("p"), query=ignore)
+    assert made.status == 201 and not made.warnings
+    stored = await kube.ok("GET", f"{pods(namespace)}/p")
+    assert "labelz" not in stored["metadata"]
+    assert "imagePullPolicyy" not in stored["spec"]["containers"][0]
+
+    created = await kube.request("POST", cms(namespace), {**cm("i", a="1"), "bogus": 1}, query=ignore)
+    assert created.status == 201 and not created.warnings and "bogus" not in created.body
+
+
+async def test_patches_report_the_unknown_fields_of_the_patched_object(kube: Any, namespace: str) -> None:
+    """patch.go: the unknown fields are those of the patched object. Strict is 422 Invalid with
+    an empty kind and name and one cause on the field `patch` (`applyPatchToCurrentObject` for
+    JSON and merge patches, `applyPatchToObject` for strategic merge patches, whose value is the
+    patch printed as Go's `%+v` of a map); Warn patches without the field, with a Warning."""
+    path = f"{cms(namespace)}/pt"
+    await kube.ok("POST", cms(namespace), cm("pt", a="1"))
+    detail = 'strict decoding error: unknown field "bogus"'
+
+    for content_type, body in [
+        (MERGE, {"bogus": 1, "data": {"b": "2"}}),
+        (JSON_PATCH, [{"op": "add", "path": "/bogus", "value": 1}]),
+        (STRATEGIC, {"bogus": 1, "data": {"b": "2"}}),
+    ]:
+        refused = await kube.request(
+            "PATCH", path, body, content_type=content_type, query={"fieldValidation": "Strict"}
+        )
+        assert_status(refused.body, 422, "Invalid")
+        assert refused.body["message"].startswith(' "" is invalid: patch: Invalid value: "')
+        assert refused.body["message"].endswith(f'": {detail}')
+        [cause] = refused.body["details"]["causes"]
+        assert cause["reason"] == "FieldValueInvalid" and cause["field"] == "patch"
+        assert cause["message"].endswith(detail)
+        assert not {"name", "kind", "group"} & refused.body["details"].keys()
+        if content_type == STRATEGIC:
+            assert cause["message"] == f'Invalid value: "map[bogus:1 data:map[b:2]]": {detail}'
+
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}  # nothing was patched
+    warned = await kube.request("PATCH", path, {"bogus": 1, "data": {"b": "2"}}, content_type=MERGE)
+    assert warned.status == 200 and warned.warnings == ['unknown field "bogus"']
+    assert warned.body["data"] == {"a": "1", "b": "2"} and "bogus" not in warned.body
+
+
+async def test_status_writes_decode_the_whole_body(kube: Any, namespace: str) -> None:
+    """The status subresource decodes its body into the same Go type: an unknown field anywhere in
+    it is refused (Strict) or reported (Warn), though only the status is written."""
+    await kube.ok("POST", pods(namespace), pod("st"))
+    current = await kube.ok("GET", f"{pods(namespace)}/st")
+    body = {**current, "status": {**current["status"], "phaze": "Running"}}
+    refused = await kube.request(
+        "PUT", f"{pods(namespace)}/st/status", body, query={"fieldValidation": "Strict"}
+    )
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"].endswith('strict decoding error: unknown field "status.phaze"')
+    warned = await kube.request("PUT", f"{pods(namespace)}/st/status", body)
+    assert warned.status == 200 and warned.warnings == ['unknown field "status.phaze"']
+    assert "phaze" not in warned.body["status"]
+
+
+async def test_custom_resource_patch_strict_is_invalid_too(kube: Any, namespace: str) -> None:
+    """A custom resource's patch goes through the same patcher: Strict is 422 on `patch`."""
+    await install_crd(kube)
+    await kube.ok("POST", gadgets(namespace), gadget("g"))
+    refused = await kube.request(
+        "PATCH",
+        f"{gadgets(namespace)}/g",
+        {"spec": {"bogus": 1}},
+        content_type=MERGE,
+        query={"fieldValidation": "Strict"},
+    )
+    assert_status(refused.body, 422, "Invalid")
+    [cause] = refused.body["details"]["causes"]
+    assert cause["field"] == "patch"
+    assert cause["message"].endswith('strict decoding error: unknown field "spec.bogus"')
+
+
+async def test_subresource_bodies_are_decoded_as_their_own_kinds(kube: Any, namespace: str) -> None:
+    """pods/binding decodes a v1 Binding and `<custom>/scale` an autoscaling/v1 Scale, with the
+    same create/update handlers: Strict names the subresource's kind; Warn binds with a warning."""
+    await kube.ok("POST", pods(namespace), pod("b"))
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "b"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "no-such-node", "node": "x"},
+    }
+    path = f"{pods(namespace)}/b/binding"
+    refused = await kube.request("POST", path, binding, query={"fieldValidation": "Strict"})
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'Binding in version "v1" cannot be handled as a Binding: strict decoding error: '
+        'unknown field "target.node"'
+    )
+    assert "nodeName" not in (await kube.ok("GET", f"{pods(namespace)}/b"))["spec"]
+    bound = await kube.request("POST", path, binding)
+    assert bound.status == 201 and bound.warnings == ['unknown field "target.node"']
+    assert (await kube.ok("GET", f"{pods(namespace)}/b"))["spec"]["nodeName"] == "no-such-node"
+
+    await install_crd(kube)
+    await kube.ok("POST", gadgets(namespace), gadget("g"))
+    scale = await kube.ok("GET", f"{gadgets(namespace)}/g/scale")
+    wrong = {**scale, "spec": {"replicas": 2, "replicaz": 3}}
+    refused = await kube.request(
+        "PUT", f"{gadgets(namespace)}/g/scale", wrong, query={"fieldValidation": "Strict"}
+    )
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'Scale in version "v1" cannot be handled as a Scale: strict decoding error: '
+        'unknown field "spec.replicaz"'
+    )
+    scaled = await kube.request("PUT", f"{gadgets(namespace)}/g/scale", wrong)
+    assert scaled.status == 200 and scaled.warnings == ['unknown field "spec.replicaz"']
+    assert scaled.body["spec"] == {"replicas": 2}
