@@ -164,9 +164,10 @@ def decide(
         else:
             plan.unseen.append(entry)
     _set(status, "active", active or None)
-    _set(status, "lastSuccessfulTime", _rfc3339(last_success) if last_success else None)
-    if shape.kubedl:
+    if shape.kubedl:  # KubeDL's CronStatus has no lastSuccessfulTime (its CRD would prune it)
         _kubedl_history(status, shape, jobs, now)
+    else:
+        _set(status, "lastSuccessfulTime", _rfc3339(last_success) if last_success else None)
     _schedule(shape, by_uid, active, now, served_groups, plan)
     _prune(shape, jobs, plan)
     return plan
