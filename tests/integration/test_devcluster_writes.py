@@ -163,7 +163,8 @@ async def test_scale_write_without_resource_version_survives_a_concurrent_change
 
 @pytest.fixture
 async def webhook(tmp_path: Any) -> AsyncIterator[tuple[str, bytes, list[dict[str, Any]]]]:
-    """An HTTPS admission webhook: /mutate labels configmaps, /validate denies names starting with bad."""
+    """An HTTPS admission webhook: /mutate labels configmaps (and adds a field ConfigMaps do not
+    have), /validate denies names starting with bad."""
     bundle = generate_bundle(["localhost"], ["127.0.0.1"])
     (tmp_path / "tls.crt").write_bytes(bundle.serving.cert_pem)
     (tmp_path / "tls.key").write_bytes(bundle.serving.key_pem)
@@ -172,7 +173,10 @@ async def webhook(tmp_path: Any) -> AsyncIterator[tuple[str, bytes, list[dict[st
     async def mutate(request: web.Request) -> web.Response:
         review = await request.json()
         seen.append(review["request"])
-        patch = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+        patch = [
+            {"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}},
+            {"op": "add", "path": "/bogus", "value": 1},  # not a ConfigMap field
+        ]
         response = {
             "uid": review["request"]["uid"],
             "allowed": True,
@@ -249,6 +253,10 @@ async def test_webhooks_mutate_and_deny_in_the_write_path(
     v1 = client.CoreV1Api(api)
     made = await v1.create_namespaced_config_map(NS, {"metadata": {"name": "good"}})
     assert made.metadata.labels == {"mutated": "yes"}
+    # the patched object is decoded into the Go type without strictness (mutating
+    # dispatcher.go): the unknown field is dropped silently, whatever fieldValidation says
+    stored = devcluster.get_object("configmaps", NS, "good")
+    assert stored is not None and "bogus" not in stored
     with pytest.raises(ApiException) as denied:
         await v1.create_namespaced_config_map(NS, {"metadata": {"name": "bad-one"}})
     body = json.loads(denied.value.body)

@@ -6,7 +6,7 @@ webhooks (devcluster/admission/chain.py), with the request described as the webh
 from __future__ import annotations
 
 from kubetrain.devcluster.admission.chain import AdmissionAttributes, AdmissionChain, AdmissionOutcome
-from kubetrain.devcluster.apiserver import errors, scales
+from kubetrain.devcluster.apiserver import builtinschema, errors, scales
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY, WEBHOOK_KEYS
 from kubetrain.devcluster.apiserver.store import Store
@@ -96,6 +96,11 @@ async def admit(
         )
     if scale and obj is not None:
         return scales.with_mutated_replicas(t.rt, obj, outcome.obj), outcome.warnings
+    if phase == "mutating" and outcome.obj is not None and not t.rt.custom:
+        # The patched object is decoded into the Go type without strictness (k8s.io/apiserver
+        # admission/plugin/webhook/mutating dispatcher.go `callAttrMutatingHook`): what a
+        # webhook added that the kind does not have is dropped silently.
+        builtinschema.unknown_fields(t.rt.group, t.version, t.rt.kind, outcome.obj)
     return (outcome.obj if obj is not None else obj), outcome.warnings
 
 

@@ -76,7 +76,6 @@ def unknown_fields(
     raise the Strict error. `patch` is the (content type, body) of a PATCH whose result `obj` is;
     `kind` the (group, version, kind) of a subresource's body (a Binding, an Eviction, a Scale)."""
     found = builtinschema.unknown_fields(*kind, obj) if kind else _drop_unknown(t, obj)
-
     if not found or t.field_validation == "Ignore":
         return []
     texts = [f'unknown field "{path}"' for path in found]
