@@ -26,6 +26,7 @@ from typing import Any
 from _common import Operator, add_operator_source, bench_client, load_average, publish, pytorch_job
 from _controller_scale import Tracker, stack_options, wait_until
 from _gcpauses import OwnPauses, describe, frozen_objects, operator_gc_pauses, own_status_kb
+from _retained import Retained
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resource
@@ -36,7 +37,10 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     tracker = Tracker()
     ref = job_resource("PyTorchJob")
     waves: list[dict[str, Any]] = []
-    async with DevStack(stack_options()) as stack:
+    retained = Retained(args.tracemalloc)
+    options = stack_options()
+    options.watch_window = args.watch_window
+    async with DevStack(options) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
         op = Operator(
@@ -76,6 +80,8 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
                     tracker.progress,
                 )
                 await asyncio.sleep(1)  # the operator's watches deliver the deletes
+                tracker.status_writes.clear()  # the benchmark's own per-job notes, not devcluster's
+                tracker.first_status.clear()
                 _, text = await op.get("/metrics")
                 waves.append(
                     {
@@ -85,7 +91,7 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
                         "operator_frozen": frozen_objects(text),
                         "benchmark_rss_mb": round(own_status_kb("VmRSS") / 1024, 1),
                         "benchmark_frozen": gc.get_freeze_count(),
-                        "benchmark_tracked": len(gc.get_objects()),
+                        "devcluster": retained.sample(stack) if wave >= 1 else None,
                     }
                 )
                 print(waves[-1], flush=True)
@@ -110,6 +116,8 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
         "benchmark_process_gc": own_gc.summary(),
         "benchmark_frozen_at_end": frozen_at_end,
         "benchmark_freed_by_final_thorough_collection": freed_by_thorough,
+        "watch_window": args.watch_window,
+        "devcluster_growth_from_wave_1": retained.growth(),
     }
 
 
@@ -120,6 +128,19 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--operator-args", default="", help="extra `kubetrain controller` flags")
+    parser.add_argument(
+        "--watch-window",
+        type=int,
+        default=10000,
+        help="devcluster's watch history in events (kubetrain dev's default); it fills over the first "
+        "waves and then stays, so waves before it is full show its growth",
+    )
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="trace allocations and report the sites whose retained size grew from wave 1 to the last "
+        "(slows the devcluster side)",
+    )
     add_operator_source(parser)
     args = parser.parse_args()
     res = asyncio.run(churn(args, OwnPauses()))
@@ -135,6 +156,10 @@ def main() -> int:
         f"{res['benchmark_freed_by_final_thorough_collection']}; pauses: operator "
         f"{describe(res['operator_gc_pauses'], 'max_ms_le')}; benchmark {describe(own['pauses'])}"
     )
+    grown = res["devcluster_growth_from_wave_1"]
+    print(f"devcluster growth from wave 1 to the last: {grown}")
+    per_wave = (last["benchmark_rss_mb"] - first["benchmark_rss_mb"]) / max(1, last["wave"] - first["wave"])
+    print(f"benchmark (devcluster) RSS growth per wave after wave 1: {per_wave:.2f} MB")
     publish(res["benchmark"], res)
     return 0
 

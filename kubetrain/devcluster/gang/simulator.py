@@ -111,7 +111,7 @@ class GangSchedulerSimulator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._session = uuid.uuid4().hex[:8]
         self.cycles = 0
-        self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node) in binding order
+        self._bindings: dict[str, tuple[str, str, str]] = {}  # pod uid -> (namespace, pod, node)
         self._scheduling = Scheduling(self._place, self._is_bound, self._bind, self._session)
 
     async def __aenter__(self) -> GangSchedulerSimulator:
@@ -154,6 +154,11 @@ class GangSchedulerSimulator:
             raise RuntimeError("GangSchedulerSimulator is not started")
         return self._api
 
+    @property
+    def bindings(self) -> list[tuple[str, str, str]]:
+        """(namespace, pod, node) of each pod this scheduler bound that still exists, in binding order."""
+        return list(self._bindings.values())
+
     def group(self, namespace: str, name: str) -> Obj | None:
         """The PodGroup as last seen by the simulator's watch."""
         return self._groups.get((namespace, name))
@@ -177,6 +182,8 @@ class GangSchedulerSimulator:
         uid = str((obj.get("metadata") or {}).get("uid", ""))
         if kind == "DELETED" or (obj.get("spec") or {}).get("nodeName"):
             self._assumed.pop(uid, None)  # the watch now shows (or no longer needs) our binding
+        if kind == "DELETED":
+            self._bindings.pop(uid, None)
         self._wake.set()
 
     async def _relist(self, cache: dict[Key, Obj], items: list[Obj], synced: str) -> None:
@@ -189,6 +196,9 @@ class GangSchedulerSimulator:
         await self._relist(self._groups, items, "groups")
 
     async def _pods_listed(self, items: list[Obj]) -> None:
+        listed = {str((pod.get("metadata") or {}).get("uid", "")) for pod in items}
+        # pods deleted while the watch was down: forget their bindings
+        self._bindings = {uid: b for uid, b in self._bindings.items() if uid in listed}
         await self._relist(self._pods, items, "pods")
 
     # -- the scheduling loop --------------------------------------------------------------------
@@ -274,7 +284,9 @@ class GangSchedulerSimulator:
                 "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=nodeobjects.binding(pod, node)
             )
             if code in (200, 201):
-                self.bindings.append((ns, name, node))
+                cached = self._pods.get((ns, name))
+                if cached is not None and str(cached["metadata"].get("uid", "")) == uid:  # not gone meanwhile
+                    self._bindings[uid] = (ns, name, node)
             else:
                 self._assumed.pop(uid, None)
                 if code not in (404, 409):  # gone, or bound already: the watch will tell
