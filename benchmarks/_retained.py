@@ -34,8 +34,11 @@ def bookkeeping(stack: DevStack) -> dict[str, int]:
         "event_lines": len(cluster.store.event_lines._lines),
     }
     sim = stack.simulator
-    if sim is not None:
+    if sim is not None and hasattr(sim, "remembered"):
         out.update({f"sim_{k}": v for k, v in sim.remembered().items()})
+    elif sim is not None:  # a tree from before PodSimulator.remembered (a before/after run)
+        out["sim_pods"] = len(sim._pods)
+        out["sim_locks"] = len(sim._timers._locks)
     return out
 
 

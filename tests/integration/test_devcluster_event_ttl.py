@@ -141,6 +141,17 @@ async def test_an_update_or_patch_starts_the_ttl_again(
     assert await names(raw, CORE) == []
 
 
+async def test_an_update_that_changes_nothing_does_not_extend_the_ttl(
+    devcluster: DevCluster, raw: RawApi, wall: FakeClock
+) -> None:
+    created = await create(raw, CORE, core_event("worker-0.pulled"))
+    await wall.advance(TTL / 2)
+    code, same = await raw.request("PUT", f"{CORE}/worker-0.pulled", body=created)
+    assert code == 200, same
+    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]  # not written
+    assert await expire_after(devcluster, wall, TTL / 2) == 1
+
+
 async def test_events_k8s_io_events_expire_like_core_events(
     devcluster: DevCluster, raw: RawApi, wall: FakeClock
 ) -> None:

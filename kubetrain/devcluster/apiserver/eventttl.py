@@ -6,7 +6,9 @@ NewREST) sets `TTLFunc: func(runtime.Object, uint64, bool) (uint64, error) { ret
 and events.k8s.io/v1 Events are served by the same storage (pkg/registry/events/rest/
 storage_events.go calls eventstore.NewREST with the same TTL). genericregistry.Store's Create and
 Update (k8s.io/apiserver/pkg/registry/generic/registry/store.go, calculateTTL) ask that TTLFunc on
-every create and every update, patches included, so each write starts a fresh TTL. The etcd3
+every create and every update, patches included, so each write starts a fresh TTL — but an
+update that changes nothing is not written (etcd3/store.go GuaranteedUpdate returns the stored
+object, as devcluster keeps its resourceVersion), so it extends nothing. The etcd3
 storage (k8s.io/apiserver/pkg/storage/etcd3/store.go, ttlOpts) attaches the key to an etcd lease of
 that many seconds; a TTL of 0 attaches none, so `--event-ttl=0` keeps Events forever. When the
 lease expires etcd deletes the key: no admission, no finalizers, and every watch sees DELETED with

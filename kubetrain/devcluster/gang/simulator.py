@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
@@ -73,6 +74,7 @@ Key = tuple[str, str]
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULER_NAMES = {VOLCANO: ("volcano",), SCHEDULER_PLUGINS: ("scheduler-plugins-scheduler",)}
+BINDINGS_KEPT = 10_000  # the binding log (a test API) keeps this many, so churn does not grow it
 
 __all__ = ["GangSchedulerSimulator", "pod_requests", "podgroup_crd"]
 
@@ -92,6 +94,7 @@ class GangSchedulerSimulator:
         allocatable: Mapping[str, str] | None = None,
         scheduler_names: tuple[str, ...] | None = None,
         user_agent: str | None = None,
+        bindings_kept: int = BINDINGS_KEPT,
     ) -> None:
         crd = podgroup_crd(gang_scheduler)  # ValueError for an unknown gang scheduler
         spec = crd["spec"]
@@ -111,7 +114,8 @@ class GangSchedulerSimulator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._session = uuid.uuid4().hex[:8]
         self.cycles = 0
-        self._bindings: dict[str, tuple[str, str, str]] = {}  # pod uid -> (namespace, pod, node)
+        # (namespace, pod, node) in binding order, the newest `bindings_kept` (pods gone included)
+        self.bindings: deque[tuple[str, str, str]] = deque(maxlen=bindings_kept)
         self._scheduling = Scheduling(self._place, self._is_bound, self._bind, self._session)
 
     async def __aenter__(self) -> GangSchedulerSimulator:
@@ -154,11 +158,6 @@ class GangSchedulerSimulator:
             raise RuntimeError("GangSchedulerSimulator is not started")
         return self._api
 
-    @property
-    def bindings(self) -> list[tuple[str, str, str]]:
-        """(namespace, pod, node) of each pod this scheduler bound that still exists, in binding order."""
-        return list(self._bindings.values())
-
     def group(self, namespace: str, name: str) -> Obj | None:
         """The PodGroup as last seen by the simulator's watch."""
         return self._groups.get((namespace, name))
@@ -182,8 +181,6 @@ class GangSchedulerSimulator:
         uid = str((obj.get("metadata") or {}).get("uid", ""))
         if kind == "DELETED" or (obj.get("spec") or {}).get("nodeName"):
             self._assumed.pop(uid, None)  # the watch now shows (or no longer needs) our binding
-        if kind == "DELETED":
-            self._bindings.pop(uid, None)
         self._wake.set()
 
     async def _relist(self, cache: dict[Key, Obj], items: list[Obj], synced: str) -> None:
@@ -196,9 +193,6 @@ class GangSchedulerSimulator:
         await self._relist(self._groups, items, "groups")
 
     async def _pods_listed(self, items: list[Obj]) -> None:
-        listed = {str((pod.get("metadata") or {}).get("uid", "")) for pod in items}
-        # pods deleted while the watch was down: forget their bindings
-        self._bindings = {uid: b for uid, b in self._bindings.items() if uid in listed}
         await self._relist(self._pods, items, "pods")
 
     # -- the scheduling loop --------------------------------------------------------------------
@@ -284,9 +278,7 @@ class GangSchedulerSimulator:
                 "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=nodeobjects.binding(pod, node)
             )
             if code in (200, 201):
-                cached = self._pods.get((ns, name))
-                if cached is not None and str(cached["metadata"].get("uid", "")) == uid:  # not gone meanwhile
-                    self._bindings[uid] = (ns, name, node)
+                self.bindings.append((ns, name, node))
             else:
                 self._assumed.pop(uid, None)
                 if code not in (404, 409):  # gone, or bound already: the watch will tell
