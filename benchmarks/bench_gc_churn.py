@@ -12,6 +12,13 @@ objects (`kubetrain_gc_frozen_objects`, gc.get_freeze_count) are recorded: froze
 cycles that died (the policy's leak) would show as frozen objects and RSS growing from wave to
 wave. At the end this process unfreezes and collects once: what that collection frees is the
 garbage that was frozen (plus what the last young collections left).
+
+This process is devcluster's, so its RSS per wave is devcluster's growth under churn. From
+`--from-wave` on, each wave also records what devcluster keeps (`_retained.py`: stored objects
+by resource, the watch history, the request log, the pod simulator's per-pod state, live
+objects) and the end shows what grew; `--tracemalloc` names the allocation sites.
+`--watch-window` (default 10,000, kubetrain dev's) is the history devcluster keeps: it fills
+over the first waves (about 3,000 writes per wave of 100 x 4).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 from _common import Operator, add_operator_source, bench_client, load_average, publish, pytorch_job
 from _controller_scale import Tracker, stack_options, wait_until
 from _gcpauses import OwnPauses, describe, frozen_objects, operator_gc_pauses, own_status_kb
+from _retained import Retained
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resource
@@ -36,7 +44,10 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     tracker = Tracker()
     ref = job_resource("PyTorchJob")
     waves: list[dict[str, Any]] = []
-    async with DevStack(stack_options()) as stack:
+    retained = Retained(args.tracemalloc)
+    options = stack_options()
+    options.watch_window = args.watch_window
+    async with DevStack(options) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
         op = Operator(
@@ -76,6 +87,8 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
                     tracker.progress,
                 )
                 await asyncio.sleep(1)  # the operator's watches deliver the deletes
+                tracker.status_writes.clear()  # the benchmark's own per-job notes, not devcluster's
+                tracker.first_status.clear()
                 _, text = await op.get("/metrics")
                 waves.append(
                     {
@@ -85,7 +98,7 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
                         "operator_frozen": frozen_objects(text),
                         "benchmark_rss_mb": round(own_status_kb("VmRSS") / 1024, 1),
                         "benchmark_frozen": gc.get_freeze_count(),
-                        "benchmark_tracked": len(gc.get_objects()),
+                        "devcluster": retained.sample(stack) if wave >= args.from_wave else None,
                     }
                 )
                 print(waves[-1], flush=True)
@@ -110,6 +123,9 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
         "benchmark_process_gc": own_gc.summary(),
         "benchmark_frozen_at_end": frozen_at_end,
         "benchmark_freed_by_final_thorough_collection": freed_by_thorough,
+        "watch_window": args.watch_window,
+        "devcluster_growth_from_wave": args.from_wave,
+        "devcluster_growth": retained.growth(),
     }
 
 
@@ -120,6 +136,26 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--operator-args", default="", help="extra `kubetrain controller` flags")
+    parser.add_argument(
+        "--watch-window",
+        type=int,
+        default=10000,
+        help="devcluster's watch history in events (kubetrain dev's default); it fills over the first "
+        "waves and then stays, so waves before it is full show its growth",
+    )
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="trace allocations and report the sites whose retained size grew from --from-wave to the last "
+        "(slows the devcluster side)",
+    )
+    parser.add_argument(
+        "--from-wave",
+        type=int,
+        default=4,
+        help="devcluster's growth is measured from this wave to the last (default 4: by then the "
+        "watch history of 100 x 4 waves is full)",
+    )
     add_operator_source(parser)
     args = parser.parse_args()
     res = asyncio.run(churn(args, OwnPauses()))
@@ -135,6 +171,10 @@ def main() -> int:
         f"{res['benchmark_freed_by_final_thorough_collection']}; pauses: operator "
         f"{describe(res['operator_gc_pauses'], 'max_ms_le')}; benchmark {describe(own['pauses'])}"
     )
+    start = res["waves"][min(args.from_wave, len(res["waves"]) - 1)]
+    print(f"devcluster growth from wave {start['wave']} to the last: {res['devcluster_growth']}")
+    per_wave = (last["benchmark_rss_mb"] - start["benchmark_rss_mb"]) / max(1, last["wave"] - start["wave"])
+    print(f"benchmark (devcluster) RSS growth per wave from wave {start['wave']}: {per_wave:.2f} MB")
     publish(res["benchmark"], res)
     return 0
 

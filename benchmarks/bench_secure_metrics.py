@@ -89,11 +89,11 @@ async def main(scrapes: int) -> dict[str, Any]:
             for name, (server, tok) in cases.items():
                 await server.start()
                 try:
-                    before = len(cluster.requests.records)
+                    before = cluster.requests.total
                     times = await scrape_times(
                         f"{server.scheme}://127.0.0.1:{server.port}/metrics", tok, scrapes
                     )
-                    results[name] = {**summary(times), "api_calls": len(cluster.requests.records) - before}
+                    results[name] = {**summary(times), "api_calls": cluster.requests.total - before}
                 finally:
                     await server.stop()
             await admin.close()

@@ -34,6 +34,7 @@ from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, check_ttl
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -180,12 +181,17 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
     return created
 
 
-async def cluster_only(out: Any, watch_window: int) -> int:
+async def cluster_only(out: Any, watch_window: int, event_ttl: float = DEFAULT_EVENT_TTL) -> int:
     """Serve devcluster alone (no CRDs, webhooks, controller or kubelet) until Ctrl-C: an empty
     cluster for `pytest -m e2e` or for running `kubetrain run` against it by hand."""
     async with DevStack(
         DevStackOptions(
-            webhook=False, controller=False, simulator=False, install_crds=False, watch_window=watch_window
+            webhook=False,
+            controller=False,
+            simulator=False,
+            install_crds=False,
+            watch_window=watch_window,
+            event_ttl=event_ttl,
         )
     ) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
@@ -224,7 +230,7 @@ def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple
 
 async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     if args.cluster_only:
-        return await cluster_only(out, args.watch_window)
+        return await cluster_only(out, args.watch_window, args.event_ttl)
     jobs = load_jobs(args)
     options = DevStackOptions(
         default_run_seconds=args.run_seconds,
@@ -232,6 +238,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         podgroup_crd=not getattr(args, "no_podgroup_crd", False),
         api_groups=served_groups(args, jobs),
         progress=True,  # the training-progress endpoint: pods get its URL, token and CA
+        event_ttl=args.event_ttl,
         **devstack_options(args),
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
@@ -350,4 +357,21 @@ def add_parser(subparsers: Any) -> None:
         help="with --cluster-only: events kept per watch history; a watch from an older "
         "resourceVersion gets 410 Gone (default 1000)",
     )
+    parser.add_argument(
+        "--event-ttl",
+        type=event_ttl_arg,
+        default=DEFAULT_EVENT_TTL,
+        metavar="SECONDS",
+        help="devcluster deletes each Event this long after its last write, as kube-apiserver's "
+        f"--event-ttl (default {DEFAULT_EVENT_TTL:g}: one hour; 0: keep Events forever)",
+    )
     parser.set_defaults(func=run)
+
+
+def event_ttl_arg(value: str) -> float:
+    try:
+        return check_ttl(float(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {value!r}: seconds, 0 (Events never expire) or a positive number"
+        ) from None

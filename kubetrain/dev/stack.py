@@ -29,6 +29,7 @@ from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
+from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import Cache
@@ -87,6 +88,7 @@ class DevStackOptions:
     qps: float = 1000.0
     burst: int = 2000
     watch_window: int = 10000
+    event_ttl: float = DEFAULT_EVENT_TTL  # seconds an Event lives after its last write (0: forever)
     controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
     simulator_clock: Clock | None = None
     # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
@@ -103,7 +105,9 @@ class DevStack:
     def __init__(self, options: DevStackOptions | None = None) -> None:
         self.options = options or DevStackOptions()
         self.cluster = DevCluster(
-            watch_window=self.options.watch_window, authorization=self.options.authorization
+            watch_window=self.options.watch_window,
+            authorization=self.options.authorization,
+            event_ttl=self.options.event_ttl,
         )
         self.client: KubeClient | None = None
         self.webhook: WebhookServer | None = None

@@ -224,3 +224,31 @@ async def test_default_run_seconds(devcluster: DevCluster, raw: RawApi, clock: F
         await clock.advance(5)
         pod = await sim.wait_for_phase(NS, "quick", "Succeeded")
         assert json.dumps(main_container(pod)["state"]["terminated"]["exitCode"]) == "0"
+
+
+async def test_a_deleted_pod_leaves_no_state_in_the_simulator(
+    devcluster: DevCluster, sim: PodSimulator, raw: RawApi
+) -> None:
+    idle = sim.remembered()
+    for name in ("churn-0", "churn-1"):
+        await create(raw, pod_manifest(name, restart_policy="OnFailure"))
+        await sim.wait_for_phase(NS, name, "Running")
+    await sim.restart_container(NS, "churn-0", exit_code=1)  # a second run start, under the pod's lock
+    await sim.wait_for(NS, "churn-0", restarted(1))
+    assert sim.remembered()["kubelet"] == 2
+    for name in ("churn-0", "churn-1"):
+        code, body = await raw.request("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}")
+        assert code in (200, 202), body
+        await sim.wait_for(NS, name, lambda p: p is None)
+    # Every per-pod lock, timer, IP, run start and deletion mark went with the pods.
+    assert (
+        sim.remembered()
+        == idle
+        == {
+            "pods": 0,
+            "locks_and_timers": 0,
+            "mounts": 0,
+            "kubelet": 0,
+            "training": 0,
+        }
+    )

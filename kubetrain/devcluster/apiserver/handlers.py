@@ -4,6 +4,7 @@ requestparse.py; this module routes and answers."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from aiohttp import web
@@ -145,14 +146,14 @@ class Handlers:
         verb = rp.verb(request.method, t, request.query)
         resource = t.rt.resource + (f"/{t.subresource}" if t.subresource else "")
         identity = request.get(USER_KEY, ADMIN)
-        record = RequestRecord(
+        record = RequestRecord(  # repeated strings interned: the log keeps many records
             verb,
-            resource,
-            group,
-            t.namespace,
+            sys.intern(resource),
+            sys.intern(group),
+            sys.intern(t.namespace),
             t.name,
-            request.headers.get("User-Agent", ""),
-            user=identity.username,
+            sys.intern(request.headers.get("User-Agent", "")),
+            user=sys.intern(identity.username),
         )
         self.requests.add(record)
         await self.faults.check(verb, resource, group, t.namespace, t.name)

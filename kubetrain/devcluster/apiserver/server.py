@@ -16,6 +16,10 @@ Authorization is off by default (every authenticated request is allowed). With
 as that ServiceAccount (while it exists), `write_token_kubeconfig(path, token)` writes a kubeconfig
 for it; Roles/ClusterRoles/RoleBindings/ClusterRoleBindings in the store decide, and every
 refused request is in `denials` (and in `requests` with code 403).
+
+Events expire `event_ttl` seconds (default 3600) after their last write, as with kube-apiserver's
+`--event-ttl` (eventttl.py; 0 keeps them). `requests` keeps the newest `request_log_limit`
+requests (accounting.py).
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from aiohttp import web
 
 from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver import meta, rbac
-from kubetrain.devcluster.apiserver.accounting import RequestLog
+from kubetrain.devcluster.apiserver.accounting import DEFAULT_LIMIT, RequestLog
 from kubetrain.devcluster.apiserver.core import ApiServer
+from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, EventExpiry
 from kubetrain.devcluster.apiserver.faults import FaultInjector
 from kubetrain.devcluster.apiserver.handlers import Handlers
 from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY, Registry
@@ -61,6 +66,8 @@ class DevCluster:
         bookmark_interval: float = 60.0,  # kube-apiserver's: a minute (watchstream.py)
         clock: Callable[[], datetime] = meta.utcnow,
         authorization: str = "AlwaysAllow",
+        event_ttl: float = DEFAULT_EVENT_TTL,  # kube-apiserver's --event-ttl, seconds (0: never)
+        request_log_limit: int = DEFAULT_LIMIT,
     ) -> None:
         if authorization not in ("AlwaysAllow", "RBAC"):
             raise ValueError(f'authorization must be "AlwaysAllow" or "RBAC", not {authorization!r}')
@@ -75,7 +82,8 @@ class DevCluster:
         self.api = ApiServer(self.store, self.registry, self.admission, clock)
         self.controllers = Controllers(self.api)
         self.faults = FaultInjector(self.store)
-        self.requests = RequestLog()
+        self.requests = RequestLog(request_log_limit)
+        self.event_expiry = EventExpiry(self.store, self.api.clock, event_ttl)
         self.token = secrets.token_urlsafe(24)
         self.handlers = Handlers(self.api, self.faults, self.requests, self.token, bookmark_interval)
         self.url = ""
@@ -174,6 +182,7 @@ class DevCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         ssl_ctx = self._ssl_context() if self.tls else None
         self.controllers.start()
+        self.event_expiry.start()
         if self.tls:  # kube-root-ca.crt in every namespace, as kube-controller-manager publishes it
             self.controllers.publish_root_ca(self.ca_pem)
         app = self.handlers.app()
@@ -222,6 +231,7 @@ class DevCluster:
             await self._runner.cleanup()
             self._runner = None
         await self.controllers.stop()
+        await self.event_expiry.stop()
         await self.admission.close()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)

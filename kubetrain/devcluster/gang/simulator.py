@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
@@ -73,6 +74,7 @@ Key = tuple[str, str]
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULER_NAMES = {VOLCANO: ("volcano",), SCHEDULER_PLUGINS: ("scheduler-plugins-scheduler",)}
+BINDINGS_KEPT = 10_000  # the binding log (a test API) keeps this many, so churn does not grow it
 
 __all__ = ["GangSchedulerSimulator", "pod_requests", "podgroup_crd"]
 
@@ -92,6 +94,7 @@ class GangSchedulerSimulator:
         allocatable: Mapping[str, str] | None = None,
         scheduler_names: tuple[str, ...] | None = None,
         user_agent: str | None = None,
+        bindings_kept: int = BINDINGS_KEPT,
     ) -> None:
         crd = podgroup_crd(gang_scheduler)  # ValueError for an unknown gang scheduler
         spec = crd["spec"]
@@ -111,7 +114,8 @@ class GangSchedulerSimulator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._session = uuid.uuid4().hex[:8]
         self.cycles = 0
-        self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node) in binding order
+        # (namespace, pod, node) in binding order, the newest `bindings_kept` (pods gone included)
+        self.bindings: deque[tuple[str, str, str]] = deque(maxlen=bindings_kept)
         self._scheduling = Scheduling(self._place, self._is_bound, self._bind, self._session)
 
     async def __aenter__(self) -> GangSchedulerSimulator:

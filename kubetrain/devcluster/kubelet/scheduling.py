@@ -1,6 +1,7 @@
 """When and where for the pod simulator: per-pod locks and timers, and round-robin binding.
 
-`PodTimers` serialises the simulator's work on one pod (`lock(key)`) and holds at most one
+`PodTimers` serialises the simulator's work on one pod (`lock(key)`: a lock that exists only
+while someone holds or awaits it, so a deleted pod leaves nothing behind) and holds at most one
 pending timer per pod (a start delay or a run's end), identified by a marker tuple whose second
 element is the pod's uid: scheduling the same marker again keeps the running timer, another
 marker replaces it, and a timer whose pod is gone or was recreated (another uid) does nothing.
@@ -13,7 +14,9 @@ POST `pods/NAME/binding` (gangs are not its concern).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
@@ -28,15 +31,37 @@ def pod_key(pod: dict[str, Any]) -> Key:
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
+@dataclass(eq=False)
+class _KeyLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0  # holders and waiters
+
+
 class PodTimers:
     def __init__(self, clock: Clock, current_uid: Callable[[Key], str | None]) -> None:
         self.clock = clock
         self._current_uid = current_uid  # the uid of the pod now cached under a key, None if gone
-        self._locks: dict[Key, asyncio.Lock] = {}
+        self._locks: dict[Key, _KeyLock] = {}
         self._timers: dict[Key, tuple[tuple[Any, ...], asyncio.Task[None]]] = {}
 
-    def lock(self, key: Key) -> asyncio.Lock:
-        return self._locks.setdefault(key, asyncio.Lock())
+    @contextlib.asynccontextmanager
+    async def lock(self, key: Key) -> AsyncIterator[None]:
+        """Hold the pod's lock; the last user to leave drops it."""
+        entry = self._locks.get(key)
+        if entry is None:
+            entry = self._locks[key] = _KeyLock()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0 and self._locks.get(key) is entry:
+                del self._locks[key]
+
+    def tracked(self) -> int:
+        """Pods with a lock in use or a pending timer (0 once every pod is gone and idle)."""
+        return len(self._locks.keys() | self._timers.keys())
 
     def schedule(
         self, key: Key, marker: tuple[Any, ...], delay: float, action: Callable[[Key], Awaitable[None]]

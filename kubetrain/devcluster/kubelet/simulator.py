@@ -212,6 +212,7 @@ class PodSimulator:
             self._timers.cancel(key)
             self._status.forget(str((pod.get("metadata") or {}).get("uid", "")))
             self._reconciler.forget(str((pod.get("metadata") or {}).get("uid", "")))
+            self.training.forget(key)
         else:
             old = self._pods.get(key)
             if old is not None and rv_older(pod, old):
@@ -240,6 +241,18 @@ class PodSimulator:
         if mounted.refresh_at is not None and self.clock.monotonic() >= mounted.refresh_at:
             mounted = self._mounts[uid] = await volumes.mount(self.api, pod, self.clock.monotonic())
         return volumes.container_files(pod, mounted, container)
+
+    def remembered(self) -> dict[str, int]:
+        """How many pods each part of the simulator keeps state for; every count returns to 0
+        once the pods are gone (the watch cache, per-pod locks and timers, projected volumes,
+        what the kubelet remembers per pod, training reports)."""
+        return {
+            "pods": len(self._pods),
+            "locks_and_timers": self._timers.tracked(),
+            "mounts": len(self._mounts),
+            "kubelet": self._status.remembered(),
+            "training": self.training.remembered(),
+        }
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as last seen by the simulator's watch."""

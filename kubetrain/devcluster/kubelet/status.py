@@ -74,6 +74,10 @@ class PodTransitions:
         self._pod_ips.pop(uid, None)
         self._starts = {k: v for k, v in self._starts.items() if k[0] != uid}
 
+    def remembered(self) -> int:
+        """Pods this kubelet remembers anything about (0 once every pod is gone)."""
+        return len({uid for uid, _ in self._starts} | self._pod_ips.keys() | self._deleted)
+
     def run_started(self, uid: str, restarts: int) -> float:
         """clock.monotonic() when run `restarts` of the pod began (now, if not known yet)."""
         return self._starts.setdefault((uid, restarts), self.clock.monotonic())

@@ -46,6 +46,15 @@ class TrainingCode:
         self.statuses: dict[Key, int] = {}  # the HTTP status of each pod's last report
         self.counts: dict[Key, int] = {}  # reports each pod sent
 
+    def forget(self, key: Key) -> None:
+        """The pod is gone: drop what its reports left (a recreated pod starts afresh)."""
+        self.statuses.pop(key, None)
+        self.counts.pop(key, None)
+
+    def remembered(self) -> int:
+        """Pods with a reporting loop or a report on record."""
+        return len(self._running) + len(self.statuses.keys() | self.counts.keys())
+
     def starts(self, pod: dict[str, Any], behaviour: Behaviour) -> str | None:
         """The uid of a running pod whose reporting loop is to start now (None: it reports
         nothing, or its loop runs already)."""
