@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
-from kubetrain.devcluster.apiserver import configdata, coordination, eventrules, pvcs
+from kubetrain.devcluster.apiserver import configdata, coordination, crdvalidation, eventrules, pvcs
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -282,7 +282,7 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
     elif resource == "namespaces":
         default_namespace(obj)
     elif resource == "customresourcedefinitions":
-        default_crd(obj)
+        default_crd(obj, old)
     elif resource == "horizontalpodautoscalers":
         default_hpa(obj)
     elif resource == "persistentvolumeclaims":
@@ -291,17 +291,29 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
         configdata.fold_string_data(obj)
 
 
-def default_crd(crd: Obj) -> None:
-    """Served at once: the Established and NamesAccepted conditions the apiextensions controllers set."""
+def default_crd(crd: Obj, old: Obj | None = None) -> None:
+    """apiextensions/v1 `SetDefaults_CustomResourceDefinitionSpec` and the strategy's
+    PrepareForCreate/PrepareForUpdate (status.storedVersions gains the storage version), then,
+    served at once, the Established and NamesAccepted conditions the apiextensions controllers set.
+    v1 has no default scope: a CRD without one is refused (`crdvalidation.py`)."""
     spec = crd.get("spec") or {}
-    spec.setdefault("scope", "Namespaced")
     names = dict(spec.get("names") or {})
     if names.get("kind"):
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", names["kind"] + "List")
     spec["names"] = names
     spec.setdefault("conversion", {"strategy": "None"})
-    stored = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("storage")]
+    webhook = spec["conversion"].get("webhook") if isinstance(spec["conversion"], dict) else None
+    service = (
+        ((webhook or {}).get("clientConfig") or {}).get("service") if isinstance(webhook, dict) else None
+    )
+    if isinstance(service, dict):
+        service.setdefault("port", 443)
+    stored = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("storage")][
+        :1
+    ]
+    if old is None:
+        crd["status"] = {}
     status = crd.setdefault("status", {})
     status["acceptedNames"] = names
     previous = status.get("storedVersions") or []
@@ -335,7 +347,7 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
     if resource == "services":
         return validate_service(obj)
     if resource == "customresourcedefinitions":
-        return validate_crd(obj)
+        return crdvalidation.crd_causes(obj, old)
     if resource == "horizontalpodautoscalers":
         return validate_hpa(obj)
     if resource == "leases":
@@ -359,37 +371,3 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
             )
         ]
     return []
-
-
-def validate_crd(crd: Obj) -> list[Cause]:
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    causes: list[Cause] = []
-    for field in ("plural", "kind"):
-        if not names.get(field):
-            causes.append(Cause("FieldValueRequired", "Required value", f"spec.names.{field}"))
-    if not spec.get("group"):
-        causes.append(Cause("FieldValueRequired", "Required value", "spec.group"))
-    if not spec.get("versions"):
-        causes.append(Cause("FieldValueRequired", "Required value", "spec.versions"))
-    if causes:
-        return causes
-    expected = f"{names['plural']}.{spec['group']}"
-    if crd["metadata"]["name"] != expected:
-        causes.append(
-            Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
-                "metadata.name",
-            )
-        )
-    storage = [v for v in spec["versions"] if v.get("storage")]
-    if len(storage) != 1:
-        causes.append(
-            Cause(
-                "FieldValueInvalid",
-                "Invalid value: must have exactly one version marked as storage version",
-                "spec.versions",
-            )
-        )
-    return causes
