@@ -51,7 +51,8 @@ class ConnectionGuard:
 
     def __init__(self, limits: ConnectionLimits | None = None) -> None:
         self.limits = limits or ConnectionLimits()
-        self._deadlines: dict[Any, asyncio.TimerHandle] = {}
+        self._deadlines: dict[Any, float] = {}  # transport -> loop time it must be done by
+        self._timers: dict[Any, asyncio.TimerHandle] = {}  # transport -> its pending timer
         self._open: set[Any] = set()
         self._transports: dict[Any, Any] = {}  # request handler -> its transport
         self.refused = 0  # connections closed because of max_connections
@@ -81,7 +82,7 @@ class ConnectionGuard:
             transport = self._transports.pop(handler, None)
             if transport is not None:
                 self._open.discard(transport)
-                self._disarm(transport)
+                self._forget(transport)
 
         server.connection_made = connection_made  # type: ignore[method-assign]
         server.connection_lost = connection_lost  # type: ignore[method-assign]
@@ -91,14 +92,39 @@ class ConnectionGuard:
         return len(self._open)
 
     def _arm(self, transport: Any, seconds: float) -> None:
-        self._disarm(transport)
+        """Give `transport` a deadline `seconds` from now. Re-arming a connection that already
+        has a timer moves only its deadline (a float): the timer, when it fires, finds the
+        deadline later and re-schedules itself there — one timer per connection and idle
+        period instead of a timer made and cancelled per request. A deadline earlier than the
+        pending timer replaces the timer."""
         loop = asyncio.get_running_loop()
-        self._deadlines[transport] = loop.call_later(seconds, self._expire, transport)
+        deadline = loop.time() + seconds
+        self._deadlines[transport] = deadline
+        timer = self._timers.get(transport)
+        if timer is not None and timer.when() <= deadline:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timers[transport] = loop.call_at(deadline, self._check, transport)
 
     def _disarm(self, transport: Any) -> None:
-        handle = self._deadlines.pop(transport, None)
-        if handle is not None:
-            handle.cancel()
+        self._deadlines.pop(transport, None)  # a pending timer finds no deadline and stops
+
+    def _forget(self, transport: Any) -> None:
+        self._deadlines.pop(transport, None)
+        timer = self._timers.pop(transport, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _check(self, transport: Any) -> None:
+        timer = self._timers.pop(transport, None)
+        deadline = self._deadlines.get(transport)
+        if timer is None or deadline is None:
+            return
+        if deadline > timer.when():  # re-armed since the timer was set: wait for the new deadline
+            self._timers[transport] = asyncio.get_running_loop().call_at(deadline, self._check, transport)
+            return
+        self._expire(transport)
 
     def _expire(self, transport: Any) -> None:
         self._deadlines.pop(transport, None)

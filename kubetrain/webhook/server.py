@@ -210,7 +210,10 @@ class WebhookServer:
         return _send(request, refusal)
 
     async def _read_body(self, request: web.Request) -> bytes:
-        return await self.bodies.read(request.content_length, request.content.read)
+        content = request.content
+        if content.is_eof():  # the whole body is buffered already: nothing to wait for
+            return self.bodies.take(request.content_length, content.read_nowait)
+        return await self.bodies.read(request.content_length, content.read)
 
     async def _answer_scale(self, review: AdmissionRequest) -> Answer:
         return await answer_scale(
