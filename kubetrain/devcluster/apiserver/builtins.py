@@ -16,7 +16,8 @@ import itertools
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
-from kubetrain.devcluster.apiserver import configdata, coordination, crdvalidation, eventrules, pvcs
+from kubetrain.devcluster.apiserver import configdata, coordination, eventrules, pvcs
+from kubetrain.devcluster.apiserver.crds import validation as crdvalidation
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -295,7 +296,7 @@ def default_crd(crd: Obj, old: Obj | None = None) -> None:
     """apiextensions/v1 `SetDefaults_CustomResourceDefinitionSpec` and the strategy's
     PrepareForCreate/PrepareForUpdate (status.storedVersions gains the storage version), then,
     served at once, the Established and NamesAccepted conditions the apiextensions controllers set.
-    v1 has no default scope: a CRD without one is refused (`crdvalidation.py`)."""
+    v1 has no default scope: a CRD without one is refused (`crds/validation.py`)."""
     spec = crd.get("spec") or {}
     names = dict(spec.get("names") or {})
     if names.get("kind"):

@@ -4,8 +4,8 @@ A port of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation/valid
 `ValidateCustomResourceDefinition` / `ValidateCustomResourceDefinitionUpdate` →
 `validateCustomResourceDefinitionSpec` (group, scope, versions, names, schemas, subresources,
 printer columns, conversion), `ValidateCustomResourceDefinitionStoredVersions`,
-`validateAPIApproval` and `validatePreserveUnknownFields`. Schemas: `crdschema.py` and
-`crdstructural.py`.
+`validateAPIApproval` and `validatePreserveUnknownFields`. Schemas: `schema.py` and
+`structural.py`.
 
 Field paths are those of the internal type, as kube-apiserver reports them: the v1 → internal
 conversion (`Convert_v1_CustomResourceDefinitionSpec_To_apiextensions_CustomResourceDefinitionSpec`)
@@ -23,11 +23,11 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from kubetrain.devcluster.apiserver import crdlifecycle as lifecycle
-from kubetrain.devcluster.apiserver import fielderrors as fe
-from kubetrain.devcluster.apiserver.crdconversion import conversion_causes, enum_causes
-from kubetrain.devcluster.apiserver.crdschema import Ssv, has_default, openapi_schema_causes, schema_has
-from kubetrain.devcluster.apiserver.crdstructural import conversion_error, default_causes, structural_causes
+from kubetrain.devcluster.apiserver.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.crds import lifecycle
+from kubetrain.devcluster.apiserver.crds.conversion import conversion_causes, enum_causes
+from kubetrain.devcluster.apiserver.crds.schema import Ssv, has_default, openapi_schema_causes, schema_has
+from kubetrain.devcluster.apiserver.crds.structural import conversion_error, default_causes, structural_causes
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 

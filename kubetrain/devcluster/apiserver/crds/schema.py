@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kubetrain.devcluster.apiserver import fielderrors as fe
+from kubetrain.devcluster.apiserver.crds import fielderrors as fe
 from kubetrain.devcluster.apiserver.errors import Cause
 
 Schema = dict[str, Any]

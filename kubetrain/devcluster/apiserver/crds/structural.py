@@ -18,9 +18,9 @@ import copy
 import re
 from typing import Any
 
-from kubetrain.devcluster.apiserver import fielderrors as fe
 from kubetrain.devcluster.apiserver import schema as crschema
-from kubetrain.devcluster.apiserver.crdschema import Schema, has_default, key
+from kubetrain.devcluster.apiserver.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.crds.schema import Schema, has_default, key
 from kubetrain.devcluster.apiserver.errors import Cause
 
 ROOT, ITEM, FIELD = "root", "item", "field"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from kubetrain.devcluster.apiserver import fielderrors as fe
+from kubetrain.devcluster.apiserver.crds import fielderrors as fe
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.types import Obj
 
