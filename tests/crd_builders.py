@@ -13,9 +13,13 @@ from kubetrain.devcluster.apiserver.crds import validation as crdvalidation
 Obj = dict[str, Any]
 
 
-def crd(schema: Obj | None = None, *, group: str = "example.com", **version: Any) -> Obj:
-    """A valid one-version Widget CRD; `schema` replaces the spec property's schema."""
+def crd(
+    schema: Obj | None = None, *, group: str = "example.com", status: Obj | None = None, **version: Any
+) -> Obj:
+    """A valid one-version Widget CRD; `schema` replaces the spec property's schema, `status`
+    the status property's."""
     spec_schema = schema if schema is not None else {"type": "object"}
+    status_schema = status if status is not None else {"type": "object"}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -32,7 +36,7 @@ def crd(schema: Obj | None = None, *, group: str = "example.com", **version: Any
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
-                            "properties": {"spec": spec_schema, "status": {"type": "object"}},
+                            "properties": {"spec": spec_schema, "status": status_schema},
                         }
                     },
                     **version,

@@ -15,41 +15,19 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from crd_builders import crd
 from e2e.conformance_support import MERGE, Obj, assert_status
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def widget_crd(group: str) -> Obj:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {"replicas": {"type": "integer", "minimum": 1}},
-                                },
-                                "status": {"type": "object", "properties": {"ready": {"type": "integer"}}},
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    """A valid Widget CRD in `group`: spec.replicas (integer, minimum 1) and status.ready."""
+    return crd(
+        {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1}}},
+        group=group,
+        status={"type": "object", "properties": {"ready": {"type": "integer"}}},
+    )
 
 
 @pytest.fixture
