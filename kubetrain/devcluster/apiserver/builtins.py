@@ -19,6 +19,11 @@ from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subd
 from kubetrain.devcluster.apiserver import configdata, coordination, eventrules, pvcs
 from kubetrain.devcluster.apiserver.crds import validation as crdvalidation
 from kubetrain.devcluster.apiserver.errors import Cause
+from kubetrain.devcluster.apiserver.objectmeta import (
+    DNS1035_ERROR,
+    DNS1123_LABEL_ERROR,
+    DNS1123_SUBDOMAIN_ERROR,
+)
 from kubetrain.devcluster.apiserver.types import Obj
 
 _LABEL_NAMES = {"namespaces", "services"}  # resources whose names must be DNS labels
@@ -27,44 +32,14 @@ _cluster_ips = itertools.count(1)
 
 
 def name_causes(resource: str, name: str) -> list[Cause]:
+    """`metadata.name` as each kind's registry validates it (apimachinery's name checks)."""
     if resource == "services":
-        if len(name) > 63 or not DNS1035_LABEL.match(name):
-            return [
-                Cause(
-                    "FieldValueInvalid",
-                    f'Invalid value: "{name}": a DNS-1035 label must consist of lower '
-                    "case alphanumeric characters or '-', start with an alphabetic character, and end "
-                    "with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-                    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
-                    "metadata.name",
-                )
-            ]
-        return []
-    if resource in _LABEL_NAMES:
-        if len(name) > 63 or not DNS1123_LABEL.match(name):
-            return [
-                Cause(
-                    "FieldValueInvalid",
-                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist '
-                    "of lower case alphanumeric characters or '-', and must start and end with an "
-                    "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-                    "metadata.name",
-                )
-            ]
-        return []
-    if not is_dns1123_subdomain(name):
-        return [
-            Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
-                "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
-                "alphanumeric character (e.g. 'example.com', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                "metadata.name",
-            )
-        ]
-    return []
+        ok, message = len(name) <= 63 and DNS1035_LABEL.match(name) is not None, DNS1035_ERROR
+    elif resource in _LABEL_NAMES:
+        ok, message = len(name) <= 63 and DNS1123_LABEL.match(name) is not None, DNS1123_LABEL_ERROR
+    else:
+        ok, message = is_dns1123_subdomain(name), DNS1123_SUBDOMAIN_ERROR
+    return [] if ok else [Cause("FieldValueInvalid", f'Invalid value: "{name}": {message}', "metadata.name")]
 
 
 def _image_pull_policy(image: str) -> str:

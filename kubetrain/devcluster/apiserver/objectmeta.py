@@ -1,6 +1,7 @@
 """Validation of the metadata every kind shares, as apimachinery's api/validation/objectmeta.go
 does on create and update (ValidateObjectMeta, ValidateObjectMetaUpdate): labels, annotations
-and owner references.
+and owner references; and apimachinery util/validation's DNS name checks and their wording
+(IsDNS1035Label, IsDNS1123Label, IsDNS1123Subdomain), which names of every kind use.
 
 - Label keys are qualified names (`[prefix/]name`: a DNS-1123 subdomain prefix, a name of at
   most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends); label values are empty or
@@ -22,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1123_SUBDOMAIN, MAX_SUBDOMAIN_LENGTH
+from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_SUBDOMAIN, MAX_LABEL_LENGTH, MAX_SUBDOMAIN_LENGTH
 from kubetrain.devcluster.apiserver.errors import Cause
 
 FIELD = "metadata.ownerReferences"
@@ -37,11 +38,41 @@ _NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character"
 )
-_SUBDOMAIN_MSG = (
+DNS1035_ERROR = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_LABEL_ERROR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_SUBDOMAIN_ERROR = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
     "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
     "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """apimachinery `validation.IsDNS1035Label`."""
+    out = []
+    if len(value) > MAX_LABEL_LENGTH:
+        out.append(f"must be no more than {MAX_LABEL_LENGTH} characters")
+    if not DNS1035_LABEL.fullmatch(value):
+        out.append(DNS1035_ERROR)
+    return out
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """apimachinery `validation.IsDNS1123Subdomain`."""
+    out = []
+    if len(value) > MAX_SUBDOMAIN_LENGTH:
+        out.append(f"must be no more than {MAX_SUBDOMAIN_LENGTH} characters")
+    if not DNS1123_SUBDOMAIN.fullmatch(value):
+        out.append(DNS1123_SUBDOMAIN_ERROR)
+    return out
 
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -69,7 +100,7 @@ def qualified_name_problems(value: str) -> list[str]:
             if len(prefix) > MAX_SUBDOMAIN_LENGTH:
                 problems.append(f"prefix part must be no more than {MAX_SUBDOMAIN_LENGTH} characters")
             if not DNS1123_SUBDOMAIN.fullmatch(prefix):
-                problems.append("prefix part " + _SUBDOMAIN_MSG)
+                problems.append("prefix part " + DNS1123_SUBDOMAIN_ERROR)
     if not name:
         problems.append("name part must be non-empty")
     elif len(name) > 63:

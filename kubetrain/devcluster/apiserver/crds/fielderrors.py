@@ -7,7 +7,7 @@ lists as Go's %#v `[]string{"a", "b"}`); `forbidden` → `Forbidden: detail`; `n
 Upstream prints values of Go struct types with %#v (including memory addresses); those are given
 here as `Go(text)` holding the type name with `{...}` in place of the fields.
 
-Also the messages of apimachinery's `validation.IsDNS1035Label` / `IsDNS1123Subdomain`.
+The messages of apimachinery's `validation.IsDNS1035Label` / `IsDNS1123Subdomain` are objectmeta.py's.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_SUBDOMAIN, MAX_LABEL_LENGTH, MAX_SUBDOMAIN_LENGTH
 from kubetrain.devcluster.apiserver.errors import Cause
-
-DNS1035_ERROR = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+from kubetrain.devcluster.apiserver.objectmeta import (  # apimachinery's DNS name checks, re-exported
+    DNS1035_ERROR as DNS1035_ERROR,
 )
-DNS1123_SUBDOMAIN_ERROR = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+from kubetrain.devcluster.apiserver.objectmeta import (
+    DNS1123_SUBDOMAIN_ERROR as DNS1123_SUBDOMAIN_ERROR,
+)
+from kubetrain.devcluster.apiserver.objectmeta import (
+    dns1035_label_errors as dns1035_label_errors,
+)
+from kubetrain.devcluster.apiserver.objectmeta import (
+    dns1123_subdomain_errors as dns1123_subdomain_errors,
 )
 
 
@@ -102,26 +102,6 @@ def not_supported(path: str, value: Any, valid: list[str]) -> Cause:
 
 def duplicate(path: str, value: Any) -> Cause:
     return Cause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", path)
-
-
-def dns1035_label_errors(value: str) -> list[str]:
-    """apimachinery `validation.IsDNS1035Label`."""
-    out = []
-    if len(value) > MAX_LABEL_LENGTH:
-        out.append(f"must be no more than {MAX_LABEL_LENGTH} characters")
-    if not DNS1035_LABEL.fullmatch(value):
-        out.append(DNS1035_ERROR)
-    return out
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    """apimachinery `validation.IsDNS1123Subdomain`."""
-    out = []
-    if len(value) > MAX_SUBDOMAIN_LENGTH:
-        out.append(f"must be no more than {MAX_SUBDOMAIN_LENGTH} characters")
-    if not DNS1123_SUBDOMAIN.fullmatch(value):
-        out.append(DNS1123_SUBDOMAIN_ERROR)
-    return out
 
 
 def sort_by_error(causes: list[Cause]) -> list[Cause]:
