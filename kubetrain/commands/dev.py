@@ -34,6 +34,7 @@ from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, check_interval
 from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, check_ttl
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
@@ -181,7 +182,12 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
     return created
 
 
-async def cluster_only(out: Any, watch_window: int, event_ttl: float = DEFAULT_EVENT_TTL) -> int:
+async def cluster_only(
+    out: Any,
+    watch_window: int,
+    event_ttl: float = DEFAULT_EVENT_TTL,
+    compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,
+) -> int:
     """Serve devcluster alone (no CRDs, webhooks, controller or kubelet) until Ctrl-C: an empty
     cluster for `pytest -m e2e` or for running `kubetrain run` against it by hand."""
     async with DevStack(
@@ -192,6 +198,7 @@ async def cluster_only(out: Any, watch_window: int, event_ttl: float = DEFAULT_E
             install_crds=False,
             watch_window=watch_window,
             event_ttl=event_ttl,
+            compaction_interval=compaction_interval,
         )
     ) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
@@ -230,7 +237,7 @@ def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple
 
 async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     if args.cluster_only:
-        return await cluster_only(out, args.watch_window, args.event_ttl)
+        return await cluster_only(out, args.watch_window, args.event_ttl, args.compaction_interval)
     jobs = load_jobs(args)
     options = DevStackOptions(
         default_run_seconds=args.run_seconds,
@@ -239,6 +246,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         api_groups=served_groups(args, jobs),
         progress=True,  # the training-progress endpoint: pods get its URL, token and CA
         event_ttl=args.event_ttl,
+        compaction_interval=args.compaction_interval,
         **devstack_options(args),
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
@@ -365,7 +373,25 @@ def add_parser(subparsers: Any) -> None:
         help="devcluster deletes each Event this long after its last write, as kube-apiserver's "
         f"--event-ttl (default {DEFAULT_EVENT_TTL:g}: one hour; 0: keep Events forever)",
     )
+    parser.add_argument(
+        "--compaction-interval",
+        type=compaction_interval_arg,
+        default=DEFAULT_COMPACTION_INTERVAL,
+        metavar="SECONDS",
+        help="devcluster compacts its history this often to the resourceVersion of one interval "
+        "earlier, as kube-apiserver's --etcd-compaction-interval: older watches and continue tokens "
+        f"get 410 Gone (default {DEFAULT_COMPACTION_INTERVAL:g}: five minutes; 0: never by time)",
+    )
     parser.set_defaults(func=run)
+
+
+def compaction_interval_arg(value: str) -> float:
+    try:
+        return check_interval(float(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {value!r}: seconds, 0 (never compact by time) or a positive number"
+        ) from None
 
 
 def event_ttl_arg(value: str) -> float:

@@ -29,6 +29,7 @@ from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
+from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL
 from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
@@ -89,6 +90,7 @@ class DevStackOptions:
     burst: int = 2000
     watch_window: int = 10000
     event_ttl: float = DEFAULT_EVENT_TTL  # seconds an Event lives after its last write (0: forever)
+    compaction_interval: float = DEFAULT_COMPACTION_INTERVAL  # history compaction, seconds (0: never)
     controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
     simulator_clock: Clock | None = None
     # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
@@ -108,6 +110,7 @@ class DevStack:
             watch_window=self.options.watch_window,
             authorization=self.options.authorization,
             event_ttl=self.options.event_ttl,
+            compaction_interval=self.options.compaction_interval,
         )
         self.client: KubeClient | None = None
         self.webhook: WebhookServer | None = None

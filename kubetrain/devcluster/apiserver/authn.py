@@ -8,13 +8,14 @@ auth.identities["tok"] = rbac.service_account_user("ns", "sa")
 auth.authorizer = rbac.Authorizer(store)     # None (the default): every request is allowed
 user = auth.authenticate(request.headers)    # raises ApiError 401
 auth.authorize(user, method, path, query, user_agent, requests)   # raises ApiError 403
-auth.denials                                  # the 403s, oldest first
+auth.denials                                  # the newest 10,000 403s, oldest first
 ```
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
@@ -24,6 +25,7 @@ from kubetrain.devcluster.apiserver.core import ADMIN_USER
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.store import Store
 
+DENIALS_KEPT = 10_000  # refused requests kept for tests (like the request log, a bounded window)
 ADMIN = rbac.UserInfo(str(ADMIN_USER["username"]), tuple(ADMIN_USER["groups"]))
 
 
@@ -34,7 +36,8 @@ class Authentication:
         # Bearer tokens besides the admin token -> who they authenticate as (ServiceAccount tokens).
         self.identities: dict[str, rbac.UserInfo] = {}
         self.authorizer: rbac.Authorizer | None = None  # None: every request is allowed
-        self.denials: list[rbac.Denial] = []
+        self.denials: deque[rbac.Denial] = deque(maxlen=DENIALS_KEPT)  # the newest, oldest first
+        self.denials_total = 0  # every refusal, kept or dropped
         self.tokens = tokens.TokenIssuer(store, clock)
 
     def authenticate(self, headers: Mapping[str, str]) -> rbac.UserInfo:
@@ -76,6 +79,13 @@ class Authentication:
 
     def denied(self, user: rbac.UserInfo, info: rbac.RequestInfo, error: ApiError) -> None:
         self.denials.append(rbac.denial(user, info, error))
+        self.denials_total += 1
+
+    def keep_denials(self, limit: int) -> None:
+        """Keep the newest `limit` refusals (a long-running cluster's denials do not grow without end)."""
+        if limit < 1:
+            raise ValueError(f"denials limit must be at least 1, not {limit}")
+        self.denials = deque(self.denials, maxlen=limit)
 
     def authorize(
         self,

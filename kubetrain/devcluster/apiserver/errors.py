@@ -36,6 +36,7 @@ class ApiError(Exception):
     message: str
     details: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the Status's ListMeta (e.g. continue)
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -44,7 +45,7 @@ class ApiError(Exception):
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -144,6 +145,8 @@ def too_old(requested: int, oldest: int) -> ApiError:
     return gone(f"too old resource version: {requested} ({oldest})")
 
 
+# k8s.io/apiserver storage/etcd3/errors.go: `expired`, `inconsistentContinue`.
+LIST_EXPIRED = "The resourceVersion for the provided list is too old."
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new "
     "list without the continue parameter, or use the continue token in this response to retrieve the "
@@ -151,6 +154,12 @@ CONTINUE_EXPIRED = (
     "that were created, modified, or deleted between the time the first chunk was returned and now may show "
     "up in the list."
 )
+
+
+def continue_expired(token: str) -> ApiError:
+    """A compacted continue token (etcd3/errors.go handleCompactedErrorForPaging): 410 Expired
+    whose Status carries `token`, resuming from the same key at the latest version."""
+    return ApiError(410, "Expired", CONTINUE_EXPIRED, metadata={"continue": token})
 
 
 def too_large(requested: int, current: int) -> ApiError:

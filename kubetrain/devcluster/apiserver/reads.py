@@ -4,9 +4,12 @@ Pagination: the first page of a `limit`ed list takes a snapshot (references to t
 objects, in key order) and its continue token names that snapshot, its resourceVersion and the last
 key returned, so every page comes from the same consistent state as in kube-apiserver (etcd
 serves later pages at the first page's revision). A token expires (410 Expired) when its version
-was compacted away (`FaultInjector.expire_resource_versions()`) or its snapshot fell out of the
-server's bounded snapshot cache (the 64 most recent paginated lists) -- devcluster's stand-in for
-etcd's compaction horizon.
+was compacted away (compaction.py; `FaultInjector.expire_resource_versions()`) or its snapshot
+fell out of the server's bounded snapshot cache (the 64 most recent paginated lists, a memory
+bound). Either way the 410 is etcd3/errors.go's handleCompactedErrorForPaging: the "inconsistent
+continue" message and, in the Status's `metadata.continue`, a token with resourceVersion -1 that
+lists on from the same key at the current version (storage.EncodeContinue(key, prefix, -1);
+etcd3 store.go GetList reads a negative continue revision at the latest).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kubetrain.devcluster.apiserver.store import Watcher
 from kubetrain.devcluster.apiserver.types import Obj
 
 SNAPSHOT_CACHE = 64
+LATEST = -1  # the resourceVersion of a continue token that lists on at the current version
 
 
 @dataclass
@@ -86,25 +90,33 @@ class Reader:
         if rv > store.rv:
             raise errors.too_large(rv, store.rv)
         if q.resource_version_match == "Exact" and rv != store.rv:
-            if rv < store.compacted:
-                raise errors.gone("The resourceVersion for the provided list is too old.")
+            if rv < store.expired_before:
+                raise errors.gone(errors.LIST_EXPIRED)
             raise errors.bad_request(
                 "resourceVersionMatch=Exact is only served at the current resourceVersion by devcluster"
             )
 
     def list_page(self, t: Target, q: ListQuery) -> Obj:
         store = self.api.store
-        ns = t.namespace if t.rt.namespaced and t.namespace else None
-        pred = predicate(t, q)
         if q.continue_token:
             rv, snap_id, start = _decode_token(q.continue_token)
+            if rv == LATEST:  # an inconsistent continue: on from `start` at the current version
+                return self._first_page(t, q, start)
             snapshot = self._snapshots.get(snap_id)
             if snapshot is None or rv < store.expired_before:
-                raise errors.gone(errors.CONTINUE_EXPIRED)
+                self._snapshots.pop(snap_id, None)
+                raise errors.continue_expired(_encode_token(LATEST, 0, start))
             keys, objs = snapshot
             begin = bisect.bisect_right(keys, start)
             return self._page(t, q, keys, objs, begin, rv, snap_id)
         self._check_rv(q)
+        return self._first_page(t, q, None)
+
+    def _first_page(self, t: Target, q: ListQuery, after: tuple[str, str] | None) -> Obj:
+        """A list at the current version of the objects after key `after` (None: all of them)."""
+        store = self.api.store
+        ns = t.namespace if t.rt.namespaced and t.namespace else None
+        pred = predicate(t, q)
         rv = store.rv
         name = exact_name(q.field_selector)
         if name is not None:
@@ -115,7 +127,7 @@ class Reader:
                 candidates = [o for o in store.items(t.rt.key) if o["metadata"]["name"] == name]
         else:
             candidates = list(store.items(t.rt.key, ns))
-        objs = [o for o in candidates if pred(o)]
+        objs = [o for o in candidates if pred(o) and (after is None or _sort_key(o) > after)]
         objs.sort(key=_sort_key)
         if q.limit <= 0 or len(objs) <= q.limit:
             return self._list_obj(t, objs, rv, "", None)

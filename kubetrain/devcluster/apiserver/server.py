@@ -18,8 +18,11 @@ for it; Roles/ClusterRoles/RoleBindings/ClusterRoleBindings in the store decide,
 refused request is in `denials` (and in `requests` with code 403).
 
 Events expire `event_ttl` seconds (default 3600) after their last write, as with kube-apiserver's
-`--event-ttl` (eventttl.py; 0 keeps them). `requests` keeps the newest `request_log_limit`
-requests (accounting.py).
+`--event-ttl` (eventttl.py; 0 keeps them). Every `compaction_interval` seconds (default 300) the
+history is compacted to the resourceVersion of one interval earlier, as kube-apiserver compacts
+etcd (`--etcd-compaction-interval`, compaction.py; 0 never compacts by time): older watches and
+continue tokens get 410 Gone. `requests` keeps the newest `request_log_limit` requests
+(accounting.py), `denials` the newest `denials_limit` refusals.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from aiohttp import web
 from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver import meta, rbac
 from kubetrain.devcluster.apiserver.accounting import DEFAULT_LIMIT, RequestLog
+from kubetrain.devcluster.apiserver.authn import DENIALS_KEPT
+from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, Compactor
 from kubetrain.devcluster.apiserver.core import ApiServer
 from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, EventExpiry
 from kubetrain.devcluster.apiserver.faults import FaultInjector
@@ -68,6 +73,8 @@ class DevCluster:
         authorization: str = "AlwaysAllow",
         event_ttl: float = DEFAULT_EVENT_TTL,  # kube-apiserver's --event-ttl, seconds (0: never)
         request_log_limit: int = DEFAULT_LIMIT,
+        compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,  # --etcd-compaction-interval, s (0: never)
+        denials_limit: int = DENIALS_KEPT,
     ) -> None:
         if authorization not in ("AlwaysAllow", "RBAC"):
             raise ValueError(f'authorization must be "AlwaysAllow" or "RBAC", not {authorization!r}')
@@ -84,8 +91,10 @@ class DevCluster:
         self.faults = FaultInjector(self.store)
         self.requests = RequestLog(request_log_limit)
         self.event_expiry = EventExpiry(self.store, self.api.clock, event_ttl)
+        self.compactor = Compactor(self.store, self.api.clock, compaction_interval)
         self.token = secrets.token_urlsafe(24)
         self.handlers = Handlers(self.api, self.faults, self.requests, self.token, bookmark_interval)
+        self.handlers.auth.keep_denials(denials_limit)
         self.url = ""
         self.kubeconfig_path = str(self.workdir / "kubeconfig")
         self.ca_path = str(self.workdir / "ca.crt")
@@ -128,8 +137,9 @@ class DevCluster:
 
     @property
     def denials(self) -> list[rbac.Denial]:
-        """Requests the authorizer refused (403), oldest first; empty without authorization."""
-        return self.handlers.auth.denials
+        """Requests the authorizer refused (403), the newest `denials_limit` of them, oldest first;
+        empty without authorization."""
+        return list(self.handlers.auth.denials)
 
     def add_service_account_token(self, namespace: str, name: str) -> str:
         """A bearer token that authenticates as ServiceAccount `namespace/name`: user
@@ -183,6 +193,7 @@ class DevCluster:
         ssl_ctx = self._ssl_context() if self.tls else None
         self.controllers.start()
         self.event_expiry.start()
+        self.compactor.start()
         if self.tls:  # kube-root-ca.crt in every namespace, as kube-controller-manager publishes it
             self.controllers.publish_root_ca(self.ca_pem)
         app = self.handlers.app()
@@ -232,6 +243,7 @@ class DevCluster:
             self._runner = None
         await self.controllers.stop()
         await self.event_expiry.stop()
+        await self.compactor.stop()
         await self.admission.close()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -2,9 +2,18 @@
 
 Stored objects are never mutated: a write stores a new dict, so readers may hand out (and
 serialise) stored dicts without copying. Every write takes the next resourceVersion and records
-exactly one event, so the bounded history (`watch_window` events, the emulated etcd compaction
-window) holds consecutive versions and a watch from version X replays `history[X+1-first:]`.
-A watch from a version older than the window gets 410 Gone, as from kube-apiserver.
+exactly one event, so the history holds consecutive versions and a watch from version X replays
+`history[X+1-first:]`.
+
+Two horizons, as in kube-apiserver (compaction.py has the upstream code they follow):
+- `compacted`: the newest version a watch can no longer resume *before*: a watch from X < compacted
+  gets 410 "too old resource version: X (compacted)", as from the watch cache
+  (cacher/watch_cache_history.go GetIntervalLocked). It moves when the history's count cap
+  (`watch_window`, a memory bound like the watch cache's capacity) evicts an event, and when
+  `compact()` drops events.
+- `expired_before`: etcd's compacted revision. `compact(R)` (what etcd's Compact(R) does, on the
+  compactor's timer) makes every version below R unreadable: continue tokens and Exact lists of
+  such versions get 410 as from etcd3/errors.go; the events before R leave the history.
 """
 
 from __future__ import annotations
@@ -100,8 +109,8 @@ class Store:
         self._by_uid: dict[str, Key] = {}
         self._dependents: dict[str, set[Key]] = {}
         self._history: deque[Event] = deque(maxlen=max(1, watch_window))
-        self.compacted = 1  # versions <= this (other than "now") are gone from the history
-        self.expired_before = 0  # continue tokens of versions below this are expired
+        self.compacted = 1  # a watch from a version below this (other than "now") is too old
+        self.expired_before = 0  # etcd's compacted revision: versions below it are unreadable
         self._watchers: dict[str, set[Watcher]] = {}
         self.listeners: list[Callable[[Event], None]] = []
         self.event_lines = EventLines()  # each watch event encoded once for all its watchers
@@ -234,6 +243,25 @@ class Store:
     def check_not_too_old(self, rv: int) -> None:
         if rv < self.compacted and rv != self.rv:
             raise errors.too_old(rv, self.compacted)
+
+    def compact(self, revision: int) -> int:
+        """Compact to `revision`, as etcd's Compact(revision): versions below it become too old for
+        continue tokens, Exact lists and watches (a watch from revision-1 still resumes: it needs
+        only the events from `revision` on), and their events leave the history. Never moves back;
+        returns how many events were dropped."""
+        revision = min(revision, self.rv)
+        if revision <= self.expired_before:
+            return 0
+        self.expired_before = revision
+        self.compacted = max(self.compacted, revision - 1)
+        dropped = 0
+        while self._history and self._history[0].rv < revision:
+            self._history.popleft()
+            dropped += 1
+        return dropped
+
+    def history_len(self) -> int:
+        return len(self._history)
 
     def expire(self) -> None:
         """Compact everything: every version before now becomes too old (fault injection)."""
