@@ -9,6 +9,8 @@ import asyncio
 import pytest
 
 from kubetrain.dev.stack import DevStack
+from kubetrain.devcluster.apiserver.compaction import Compactor
+from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import PODS
 from kubetrain.operator.controller import Controller
 
@@ -22,6 +24,7 @@ from .controller_support import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+INTERVAL = 300.0
 
 
 def pod_creates(h: Harness, ns: str) -> int:
@@ -134,6 +137,35 @@ async def test_expired_resource_versions_lose_no_update(env: tuple[DevStack, Har
     await h.sim.finish(ns, "ex-scheduler-0")
     await h.wait_condition("MXJob", ns, "ex", "Succeeded")
     assert pod_creates(h, ns) == 4
+
+
+async def test_history_compacted_by_time_under_a_running_operator(env: tuple[DevStack, Harness]) -> None:
+    """devcluster compacts its history on a timer as kube-apiserver compacts etcd; a compactor on
+    the running cluster's store, driven by a clock the test advances, does that here. The
+    operator's open watches are untouched; when they end (as at their timeout) the informers that
+    re-watch from a compacted version get 410 and relist, and the job still reconciles."""
+    stack, h = env
+    wall = FakeClock()
+    compactor = Compactor(stack.cluster.store, wall.now, INTERVAL)
+    ns = await h.namespace("compact")
+    await h.create_job(job_manifest("PyTorchJob", "cp", {"Master": 1, "Worker": 1}), ns)
+    await h.wait_pods(ns, "cp", 2)
+    await h.wait_condition("PyTorchJob", ns, "cp", "Running")
+    lists = h.requests.count(verb="list", user_agent=CONTROLLER_USER_AGENT)
+    await wall.advance(INTERVAL)
+    assert compactor.poll() == 0  # the first tick records the current version
+    recorded = compactor.recorded
+    # Seen on the open watches: the operator recreates the deleted pod.
+    await h.kube.delete(PODS, ns, "cp-worker-0")
+    await eventually(lambda: h.running_pod(ns, "cp-worker-0"), what="cp-worker-0 recreated")
+    await wall.advance(INTERVAL)
+    assert compactor.poll() == recorded  # every version before the deletion is gone
+    h.faults.close_watches()
+    await h.sim.finish(ns, "cp-master-0")
+    await h.wait_condition("PyTorchJob", ns, "cp", "Succeeded")
+    # Informers whose last event predates the compaction could not resume: they relisted.
+    assert h.requests.count(verb="list", user_agent=CONTROLLER_USER_AGENT) > lists
+    assert pod_creates(h, ns) == 3
 
 
 async def test_conflict_on_status_write_is_retried(env: tuple[DevStack, Harness]) -> None:

@@ -218,3 +218,20 @@ async def test_pod_logs_are_authorized_as_their_own_subresource(
         assert (await bot.request("GET", "/api/v1/namespaces/ops/pods/p/log"))[0] == 200  # unbound: empty log
     finally:
         await bot.close()
+
+
+@pytest.mark.parametrize("devcluster_options", [{"authorization": "RBAC", "denials_limit": 3}])
+async def test_the_refusal_log_keeps_only_the_newest_denials(devcluster: DevCluster, bot: KubeClient) -> None:
+    """A long-running cluster under a misconfigured client must not grow `denials` without end:
+    it keeps the newest `denials_limit` (default 10,000), oldest first, as the request log does."""
+    namespaces = ["n0", "n1", "n2", "n3", "n4"]
+    for ns in namespaces:
+        await refused(bot.list(PODS, ns))
+    assert [(d.verb, d.namespace) for d in devcluster.denials] == [("list", ns) for ns in namespaces[-3:]]
+    assert devcluster.handlers.auth.denials_total == 5
+    assert [r.code for r in devcluster.requests.records if r.user == USER] == [403] * 5
+
+
+def test_a_denials_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="denials limit must be at least 1, not 0"):
+        DevCluster(tls=False, denials_limit=0)

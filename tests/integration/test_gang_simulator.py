@@ -13,7 +13,7 @@ from typing import Any
 from kubetrain.cli import build_parser
 from kubetrain.commands.dev import dev
 from kubetrain.dev.stack import DevStack
-from kubetrain.devcluster.gang.simulator import pod_requests
+from kubetrain.devcluster.gang.simulator import BINDINGS_KEPT, GangSchedulerSimulator, pod_requests
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.resources import PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef
 
@@ -160,6 +160,50 @@ async def test_volcano_binds_pods_only_once_the_whole_gang_exists() -> None:
             lambda: _phase_is(h, ns, "g", "Running", running=3), what="PodGroup g Running, 3 running"
         )
         assert unschedulable(final) is None
+
+
+async def test_the_binding_log_keeps_only_the_newest_bindings() -> None:
+    """`bindings` is a test API of a long-running simulator: it keeps the newest `bindings_kept`
+    (default 10,000), so churn does not grow it without end."""
+    assert BINDINGS_KEPT == 10_000
+    async with stack("volcano", controller=False) as (s, h):
+        assert s.gang_simulator is not None and s.simulator is not None
+        await s.gang_simulator.stop()  # replaced by one that keeps two bindings
+        sim = GangSchedulerSimulator(
+            s.cluster.kubeconfig_path, "volcano", node_names=s.simulator.node_names, bindings_kept=2
+        )
+        await sim.start()
+        try:
+            ns = await h.namespace("bindlog")
+            group = {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "g"},
+                "spec": {"minMember": 4},
+            }
+            await h.kube.create(VOLCANO_PODGROUPS, group, namespace=ns)
+            names = [f"b{i}" for i in range(4)]
+            for name in names:
+                pod = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "annotations": {"scheduling.k8s.io/group-name": "g"}},
+                    "spec": {
+                        "schedulerName": "volcano",
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox"}],
+                    },
+                }
+                await h.kube.create(PODS, pod, namespace=ns)
+            for name in names:
+                await s.simulator.wait_for_phase(ns, name, "Running", 30)
+            bound = {name: ((await h.pod(ns, name)) or {})["spec"].get("nodeName") for name in names}
+            assert all(bound.values()), bound  # all four were bound by the gang scheduler...
+            kept = list(sim.bindings)
+            assert len(kept) == 2  # ...and the log holds the newest two, with their nodes
+            assert all(b[0] == ns and bound[b[1]] == b[2] for b in kept), (kept, bound)
+        finally:
+            await sim.stop()
 
 
 async def test_gang_that_does_not_fit_stays_pending_while_a_smaller_one_runs() -> None:

@@ -45,7 +45,7 @@ from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver import meta, rbac
 from kubetrain.devcluster.apiserver.accounting import DEFAULT_LIMIT, RequestLog
 from kubetrain.devcluster.apiserver.authn import DENIALS_KEPT
-from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, Compactor
+from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, Compactor, check_interval
 from kubetrain.devcluster.apiserver.core import ApiServer
 from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, EventExpiry
 from kubetrain.devcluster.apiserver.faults import FaultInjector
@@ -78,6 +78,9 @@ class DevCluster:
     ) -> None:
         if authorization not in ("AlwaysAllow", "RBAC"):
             raise ValueError(f'authorization must be "AlwaysAllow" or "RBAC", not {authorization!r}')
+        if denials_limit < 1:  # checked before anything is created (the workdir)
+            raise ValueError(f"denials limit must be at least 1, not {denials_limit}")
+        check_interval(compaction_interval)
         self.tls = tls
         self.host = host
         self.port = port
