@@ -15,12 +15,15 @@ status Failure, reason Expired, code 410) with storage/etcd3/errors.go's message
   in the token), so a client may accept an inconsistent list rather than start again;
 - a watch from an older version: watches are served by the watch cache, whose own window
   (cacher/watch_cache_history.go GetIntervalLocked) answers "too old resource version: X (Y)"
-  with Y the newest version it can no longer resume after. devcluster's history is that window
-  and is compacted with etcd, and its count cap (`watch_window`) bounds it as the watch cache's
-  capacity does.
+  with Y the newest version it can no longer resume after. devcluster has one history for
+  both: it is compacted with etcd, and its count cap (`watch_window`) bounds it as the watch
+  cache's capacity does. A real watch cache is not emptied by etcd's compaction, so it may still
+  resume a watch that devcluster refuses; a client must relist on 410 either way, and
+  devcluster's refusal is the one etcd itself gives (interpretWatchError, for watches the
+  cache does not serve), its message the watch cache's.
 
-Differences, each only ever keeping history longer or shorter by at most the sweep period:
-compaction happens when `poll()` runs — once a second while the server runs — and
+Differences, each moving compaction later by at most the poll period: compaction happens when
+`poll()` runs — once a second while the server runs — and
 devcluster has a single API server, so none of compact.go's compare-and-swap between API
 servers (which may stretch an interval to two on failover). The compactor's own write of
 `compact_rev_key` takes an etcd revision upstream; devcluster's resourceVersions count only
