@@ -72,17 +72,45 @@ RUNTIME_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
     "flux": {"numProcPerNode": 1},
 }
 
+# Trainer's validation markers on its integer fields (trainjob_types.go, trainingruntime_types.go
+# since Trainer #3809): numNodes `Minimum=0`, each numProcPerNode an XValidation `self >= 1`
+# with Trainer's message. kubetrain's webhook refuses the same values with the same messages
+# (`kubetrain.jobs.trainjob.validate`); the rules here make any API server that compiles CEL
+# refuse them as Trainer's CRDs do.
+TRAINJOB_MARKERS: dict[str, dict[str, Any]] = {
+    "numNodes": {"minimum": 0},
+    "numProcPerNode": {
+        "x-kubernetes-validations": [
+            {"rule": "self >= 1", "message": "numProcPerNode must be greater than or equal to 1"}
+        ]
+    },
+}
+RUNTIME_POLICY_MARKERS: dict[str, dict[str, Any]] = {
+    source: {
+        "x-kubernetes-validations": [
+            {"rule": "self >= 1", "message": f"NumProcPerNode in {source}Policy must be >= 1"}
+        ]
+    }
+    for source in ("mpi", "flux")
+}
+
 
 def _crd(
     model: type[BaseModel], kind: str, scope: str, description: str, columns: list[dict[str, Any]]
 ) -> dict[str, Any]:
     schema = model_schema(model)
     schema["description"] = description
-    if kind != c.TRAINJOB:
-        policy = schema["properties"]["spec"]["properties"]["mlPolicy"]["properties"]
+    spec = schema["properties"]["spec"]["properties"]
+    if kind == c.TRAINJOB:
+        for name, markers in TRAINJOB_MARKERS.items():
+            spec["trainer"]["properties"][name].update(markers)
+    else:
+        policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
             for name, value in defaults.items():
                 policy[source]["properties"][name]["default"] = value
+        for source, markers in RUNTIME_POLICY_MARKERS.items():
+            policy[source]["properties"]["numProcPerNode"].update(markers)
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,

@@ -16,6 +16,7 @@ import yaml
 from trainjobs import trainer_test_runtime
 
 from kubetrain.dev.stack import DevStack
+from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
 from .controller_support import Harness, eventually, open_stack
@@ -277,3 +278,38 @@ async def test_a_trainjob_managed_by_multikueue_gets_no_status_and_no_children(
     assert await h.pods(ns, "remote") == []
     assert await h.service(ns, "remote") is None
     assert await h.get(CONFIG_MAPS, ns, "remote-runtime-snapshot") is None
+
+
+async def test_trainers_count_bounds_are_refused_with_trainers_messages(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Trainer #3809 (after 2.3; test/integration/webhooks): "… with negative numNodes" refused by
+    the CRD's `minimum: 0` (the API server's message), "… with zero numProcPerNode" by its CEL
+    rule's message (here kubetrain's webhook), "… trainingRuntime with mpi.numProcPerNode < 1"
+    likewise — each field named once; nothing is stored."""
+    _, h = env
+    ns = await h.namespace("bounds")
+    await h.kube.create(TRAINING_RUNTIMES, runtime_for("torch"), namespace=ns)
+    cases = [
+        ({"numNodes": -1}, "spec.trainer.numNodes in body should be greater than or equal to 0"),
+        ({"numProcPerNode": 0}, "numProcPerNode must be greater than or equal to 1"),
+    ]
+    for change, message in cases:
+        job = trainjob()
+        job["spec"]["trainer"].update(change)
+        with pytest.raises(ApiError) as refused:
+            await h.kube.create(TRAINJOBS, job, namespace=ns)
+        assert refused.value.status == 422
+        assert message in str(refused.value)
+        assert str(refused.value).count(f"spec.trainer.{next(iter(change))}:") == 1
+    assert await h.get(TRAINJOBS, ns, "alpha") is None
+    mpi = runtime_for("mpi")
+    mpi["metadata"]["name"] = "beta"
+    mpi["spec"]["mlPolicy"]["mpi"]["numProcPerNode"] = 0
+    with pytest.raises(ApiError) as refused:
+        await h.kube.create(TRAINING_RUNTIMES, mpi, namespace=ns)
+    assert refused.value.status == 422
+    assert "spec.mlPolicy.mpi.numProcPerNode: Invalid: NumProcPerNode in mpiPolicy must be >= 1" in str(
+        refused.value
+    )
+    assert await h.get(TRAINING_RUNTIMES, ns, "beta") is None

@@ -63,6 +63,41 @@ def test_at_most_one_ml_policy_source(sources: tuple[str, ...]) -> None:
     assert [e.path for e in validate_runtime(runtime)] == ["spec.mlPolicy"]
 
 
+@pytest.mark.parametrize(("source", "procs"), [("mpi", 0), ("mpi", -2), ("flux", 0)])
+def test_a_policys_num_proc_per_node_is_at_least_one(source: str, procs: int) -> None:
+    """Trainer: "Should fail to create trainingRuntime with mpi.numProcPerNode < 1" (#3809,
+    after 2.3: the MPI hostfile's slots) and the Flux rule it copies, with their CRD messages."""
+    runtime = unlabelled()
+    runtime["spec"]["mlPolicy"] = {source: {"numProcPerNode": procs}}
+    assert [str(e) for e in validate_runtime(runtime)] == [
+        f"spec.mlPolicy.{source}.numProcPerNode: Invalid: NumProcPerNode in {source}Policy must be >= 1, "
+        f"not {procs}"
+    ]
+    runtime["spec"]["mlPolicy"] = {source: {"numProcPerNode": 1}}
+    assert validate_runtime(runtime) == []
+
+
+def test_the_crds_carry_trainers_bounds() -> None:
+    """Trainer's markers on the counts, so an API server that compiles CEL refuses them too."""
+    crds = {crd["spec"]["names"]["kind"]: crd for crd in trainer_crds()}
+
+    def spec_of(kind: str) -> Obj:
+        schema: Obj = crds[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        return schema["properties"]["spec"]["properties"]  # type: ignore[no-any-return]
+
+    trainer = spec_of("TrainJob")["trainer"]["properties"]
+    assert trainer["numNodes"]["minimum"] == 0
+    assert trainer["numProcPerNode"]["x-kubernetes-validations"] == [
+        {"rule": "self >= 1", "message": "numProcPerNode must be greater than or equal to 1"}
+    ]
+    for kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        policy = spec_of(kind)["mlPolicy"]["properties"]
+        for source in ("mpi", "flux"):
+            assert policy[source]["properties"]["numProcPerNode"]["x-kubernetes-validations"] == [
+                {"rule": "self >= 1", "message": f"NumProcPerNode in {source}Policy must be >= 1"}
+            ]
+
+
 def test_only_openmpi_is_an_mpi_implementation() -> None:
     """Trainer: "Should fail to create trainingRuntime with non-supported mpi.mpiImplementation"."""
     runtime = unlabelled()

@@ -140,6 +140,55 @@ def test_the_trainer_env_may_not_set_a_variable_of_the_ml_policy() -> None:
 
 
 @pytest.mark.parametrize(
+    ("trainer", "expected"),
+    [
+        # Trainer #3809: "… with positive numNodes and numProcPerNode"
+        ({"numNodes": 1, "numProcPerNode": 1}, []),
+        # "… with negative numNodes": Trainer's `Minimum=0`, in apimachinery's words
+        (
+            {"numNodes": -1},
+            [
+                "spec.trainer.numNodes: Invalid: spec.trainer.numNodes in body should be greater than "
+                "or equal to 0, not -1"
+            ],
+        ),
+        # "… with zero numNodes" Trainer admits (a JobSet without trainer pods); kubetrain refuses
+        (
+            {"numNodes": 0},
+            [
+                "spec.trainer.numNodes: Invalid: 0 training nodes: kubetrain runs a TrainJob on at least "
+                "1 node; omit it for the runtime's"
+            ],
+        ),
+        # "… with negative numProcPerNode", "… with zero numProcPerNode": Trainer's CEL message
+        (
+            {"numProcPerNode": -5},
+            [
+                "spec.trainer.numProcPerNode: Invalid: numProcPerNode must be greater than or equal to 1, "
+                "not -5"
+            ],
+        ),
+        (
+            {"numProcPerNode": 0},
+            [
+                "spec.trainer.numProcPerNode: Invalid: numProcPerNode must be greater than or equal to 1, "
+                "not 0"
+            ],
+        ),
+    ],
+)
+def test_num_nodes_and_num_proc_per_node_bounds(trainer: Obj, expected: list[str]) -> None:
+    """Trainer: the numNodes/numProcPerNode cases of #3809 (after 2.3), each refused value named
+    once with Trainer's message — for a torch runtime and a Flux one alike (Trainer dropped the
+    Flux webhook's own numProcPerNode check for the CRD rule)."""
+    torch = trainer_test_runtime("testing", ml_policy={"torch": {}})
+    assert [str(e) for e in validate_trainjob(trainjob(trainer=trainer), None, torch)] == expected
+    if "numProcPerNode" in trainer:
+        flux = trainer_test_runtime("testing", ml_policy={"flux": {"numProcPerNode": 1}})
+        assert [str(e) for e in validate_trainjob(trainjob(trainer=trainer), None, flux)] == expected
+
+
+@pytest.mark.parametrize(
     ("name", "ok"),
     [
         ("valid-job-name", True),

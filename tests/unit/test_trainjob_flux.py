@@ -273,12 +273,18 @@ def test_a_runtime_init_container_stays_before_the_installer() -> None:
         (
             trainjob(numNodes=1),
             runtime(procs=0),
-            ["spec.trainer.numProcPerNode: Invalid: 0: must be greater than or equal to 1 for Flux TrainJob"],
+            [
+                "spec.trainer.numProcPerNode: Invalid: numProcPerNode must be greater than or equal to 1, "
+                "not 0"
+            ],
         ),
         (
             trainjob(numNodes=1, numProcPerNode=0),
             runtime(procs=1),
-            ["spec.trainer.numProcPerNode: Invalid: 0: must be greater than or equal to 1 for Flux TrainJob"],
+            [
+                "spec.trainer.numProcPerNode: Invalid: numProcPerNode must be greater than or equal to 1, "
+                "not 0"
+            ],
         ),
         (
             trainjob("n" * 48, numNodes=1),

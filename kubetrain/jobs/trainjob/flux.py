@@ -34,9 +34,10 @@ GPUs (the TrainJob's resourcesPerNode, else the runtime's), procs the TrainJob's
 else the policy's (default 1).
 
 Rules (admission and, for a TrainJob stored past the webhook, resolution): numProcPerNode ≥ 1
-and no `flux-installer` init container in the runtime's `node` job (Trainer's paths and
-messages); kubetrain adds that the TrainJob's name leaves `<tj>-flux-entrypoint` a DNS label (a
-longer one makes pods a real API server refuses). Pure."""
+(the TrainJob's, else the policy's: Trainer's CRD rules and message since Trainer #3809, which
+dropped its Flux webhook's own check) and no `flux-installer` init container in the runtime's
+`node` job (Trainer's paths and messages); kubetrain adds that the TrainJob's name leaves
+`<tj>-flux-entrypoint` a DNS label (a longer one makes pods a real API server refuses). Pure."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def validate(
         errors.append(
             invalid(
                 "spec.trainer.numProcPerNode",
-                f"{procs!r}: must be greater than or equal to 1 for Flux TrainJob",
+                f"numProcPerNode must be greater than or equal to 1, not {procs!r}",
             )
         )
     for container in (node_template.get("spec") or {}).get("initContainers") or []:

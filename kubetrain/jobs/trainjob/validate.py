@@ -2,9 +2,9 @@
 path (docs/behaviour.md, "TrainJob"):
 
 TrainJob (`default_trainjob`, `validate_trainjob`): runtimeRef defaults to a
-ClusterTrainingRuntime in trainer.kubeflow.org and must name a runtime that exists; numNodes and
-numProcPerNode ≥ 1; no variable the runtime's ML policy sets (PET_*, DMLC_*, OMPI_*, JAX_*) in
-`trainer.env`; managedBy is Trainer's controller or MultiKueue; activeDeadlineSeconds ≥ 1;
+ClusterTrainingRuntime in trainer.kubeflow.org and must name a runtime that exists; numNodes ≥ 1
+(Trainer: ≥ 0) and numProcPerNode ≥ 1; no variable the runtime's ML policy sets (PET_*, DMLC_*,
+OMPI_*, JAX_*) in `trainer.env`; managedBy is Trainer's controller or MultiKueue; activeDeadlineSeconds ≥ 1;
 runtimePatches have distinct managers and name replicated jobs and containers the runtime has;
 Trainer's CRD field rules and its runtimePatches/initializer rules (`specrules.py`);
 the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torchtune rules
@@ -13,7 +13,7 @@ update runtimeRef, managedBy and activeDeadlineSeconds never change, initializer
 while the TrainJob is suspended.
 
 TrainingRuntime / ClusterTrainingRuntime (`validate_runtime`): at most one ML policy source,
-numNodes ≥ 1, an MPI policy's mpiImplementation OpenMPI, a Flux policy's numProcPerNode ≥ 1,
+numNodes ≥ 1, an MPI policy's mpiImplementation OpenMPI, an MPI or Flux policy's numProcPerNode ≥ 1,
 a torch policy's envInjection targets by Trainer's CRD rules (`envinjection.py`: no `node`),
 distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
@@ -74,6 +74,31 @@ def _positive(value: object, path: str, errors: list[FieldError]) -> None:
         errors.append(invalid(path, f"must be an integer of at least 1, not {value!r}"))
 
 
+def _num_proc_per_node(value: object, path: str, message: str, errors: list[FieldError]) -> None:
+    """Trainer's `self >= 1` XValidation of a numProcPerNode (Trainer #3809), with its message."""
+    if value is not None and (json_int(value) or 0) < 1:
+        errors.append(invalid(path, f"{message}, not {value!r}"))
+
+
+def _trainer_num_nodes(value: object, errors: list[FieldError]) -> None:
+    """spec.trainer.numNodes: a negative count gets Trainer's schema message (`Minimum=0`,
+    worded as apimachinery's `validate.MinimumProperty`); 0, which Trainer admits (a JobSet of
+    no trainer pods), kubetrain refuses — it runs no TrainJob without a training node."""
+    path = "spec.trainer.numNodes"
+    if value is None:
+        return
+    number = json_int(value)
+    if number is None or number < 0:
+        errors.append(invalid(path, f"{path} in body should be greater than or equal to 0, not {value!r}"))
+    elif number == 0:
+        errors.append(
+            invalid(
+                path,
+                "0 training nodes: kubetrain runs a TrainJob on at least 1 node; omit it for the runtime's",
+            )
+        )
+
+
 def validate_trainjob(
     obj: Mapping[str, Any], old: Mapping[str, Any] | None, runtime: Mapping[str, Any] | None
 ) -> list[FieldError]:
@@ -105,8 +130,13 @@ def validate_trainjob(
         where = f" in namespace {meta.get('namespace')!r}" if kind == c.TRAINING_RUNTIME else ""
         errors.append(invalid("spec.runtimeRef.name", f"{kind} {ref.get('name')!r} not found{where}"))
     trainer = spec.get("trainer") or {}
-    _positive(trainer.get("numNodes"), "spec.trainer.numNodes", errors)
-    _positive(trainer.get("numProcPerNode"), "spec.trainer.numProcPerNode", errors)
+    _trainer_num_nodes(trainer.get("numNodes"), errors)
+    _num_proc_per_node(
+        trainer.get("numProcPerNode"),
+        "spec.trainer.numProcPerNode",
+        "numProcPerNode must be greater than or equal to 1",
+        errors,
+    )
     _positive(spec.get("activeDeadlineSeconds"), "spec.activeDeadlineSeconds", errors)
     manager = spec.get("managedBy")
     if manager is not None and manager not in c.MANAGERS:
@@ -223,14 +253,12 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     implementation = (ml_policy.get("mpi") or {}).get("mpiImplementation")
     if implementation not in (None, "", "OpenMPI"):  # Trainer's CRD enum
         errors.append(not_supported("spec.mlPolicy.mpi.mpiImplementation", implementation, ("OpenMPI",)))
-    flux_procs = (ml_policy.get("flux") or {}).get("numProcPerNode")
-    if flux_procs is not None and (json_int(flux_procs) or 0) < 1:
-        # Trainer's CRD rule, with its message
-        errors.append(
-            invalid(
-                "spec.mlPolicy.flux.numProcPerNode",
-                f"NumProcPerNode in fluxPolicy must be >= 1, not {flux_procs!r}",
-            )
+    for source in ("mpi", "flux"):  # Trainer's CRD rules, with their messages
+        _num_proc_per_node(
+            (ml_policy.get(source) or {}).get("numProcPerNode"),
+            f"spec.mlPolicy.{source}.numProcPerNode",
+            f"NumProcPerNode in {source}Policy must be >= 1",
+            errors,
         )
     errors += envinjection.validate(ml_policy)
     rjobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
