@@ -74,6 +74,12 @@ class OwnPauses:
         if generation == 2:  # the policy's count: gc.get_freeze_count() would walk every frozen object
             self.full.append((time.perf_counter(), pause, self.policy.frozen if self.policy else 0))
 
+    def reset(self) -> None:
+        """Forget the pauses seen so far (the policy and what it froze stay)."""
+        for stats in (self.stats, self.cpu):
+            stats.by_generation.clear()
+        self.full.clear()
+
     def start(self) -> None:
         self.recorder.install()
         self.cpu_recorder.install()

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import ssl
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,37 @@ import aiohttp
 from _common import proc_cpu_seconds
 
 
-def serve(cert_dir: str, port_queue: Any, cpu: int | None, port: int = 0, reuse_port: bool = False) -> None:
+def serve(
+    cert_dir: str,
+    port_queue: Any,
+    cpu: int | None,
+    port: int = 0,
+    reuse_port: bool = False,
+    gc_asks: Any = None,
+    gc_answers: Any = None,
+) -> None:
+    """The webhook server, with the garbage-collector set-up `kubetrain webhook` has
+    (kubetrain.commands._process.configure_gc: the freeze policy `KUBETRAIN_GC_FREEZE` asks
+    for, so `KUBETRAIN_GC_FREEZE=off` measures a server without it). With `gc_asks` and
+    `gc_answers` (queues), each item put on `gc_asks` is answered with the collections since
+    the previous one (`_gcpauses.OwnPauses.summary`), so the benchmark can report them per job."""
     if cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {cpu})
+    from _gcpauses import OwnPauses
+
     from kubetrain.webhook.server import WebhookServer
+
+    pauses = OwnPauses()  # after the imports, as in the command: they are frozen at start
+    pauses.start()
+    if gc_asks is not None and gc_answers is not None:
+
+        def answer_asks() -> None:
+            while True:
+                gc_asks.get()
+                gc_answers.put(pauses.summary())
+                pauses.reset()
+
+        threading.Thread(target=answer_asks, name="gc-pauses", daemon=True).start()
 
     async def main() -> None:
         server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=port, reuse_port=reuse_port)
@@ -201,6 +229,11 @@ def measure(
         "reviews_per_s": round(len(latencies) / wall, 1),
         "p50_ms": round(q[49] * 1000, 2),
         "p99_ms": round(q[98] * 1000, 2),
+        # Beyond p99: one stall of the server (a full garbage collection) delays every
+        # connection's request at once, i.e. `clients` samples, ~0.4-1 % of a 5-10 s window.
+        "p99_9_ms": round(latencies[min(len(latencies) - 1, int(0.999 * len(latencies)))] * 1000, 2),
+        "max_ms": round(latencies[-1] * 1000, 2),
+        "over_50ms": sum(1 for x in latencies if x > 0.05),
         "client_processes": n,
         "client_cpus": sorted(client_cpus) if client_cpus else None,
         "client_cpu": round(sum(p["cpu"] for p in parts) / wall, 3),

@@ -11,7 +11,10 @@ measured; the processes start their measured window together and their latencies
 Jobs: small (1 replica type, 1 container), large (a TFJob with 4 replica types x 4 containers,
 each with env, volumes, resources) and xlarge (4 x 16 = 64 such containers). Reports the CPU
 utilisation of the client processes and of the server over the measured window, so a client
-that saturates its own core shows up as such. Prints a one-line summary per job, a JSON
+that saturates its own core shows up as such. The server has the garbage-collector set-up of
+`kubetrain webhook` (the freeze policy, kubetrain.serving.gcfreeze; `KUBETRAIN_GC_FREEZE=off`
+runs it without) and its collections during each job's window are reported (`server_gc`).
+Prints a one-line summary per job, a JSON
 document, and writes it to benchmarks/results/. Targets (DESIGN.md): >= 1,500 reviews/s,
 p99 <= 20 ms.
 """
@@ -25,6 +28,7 @@ import tempfile
 from typing import Any
 
 from _common import free_port, load_average, publish
+from _gcpauses import describe
 from _webhook_jobs import JOBS, count_containers, parse_jobs, review_body
 from _webhook_load import client_cpu_set, cpu_summary, measure_review, serve
 
@@ -63,9 +67,15 @@ def main() -> int:
         cpu = None if args.server_cpu < 0 or workers > 1 else args.server_cpu
         client_cpus = client_cpu_set(cpu)
         shared_port = free_port() if workers > 1 else 0
+        gc_asks, gc_answers = mp.Queue(), mp.Queue()  # the first server's collections, per job
+        gc_queues = (gc_asks, gc_answers)
         procs = [
-            mp.Process(target=serve, args=(cert_dir, ports, cpu, shared_port, workers > 1), daemon=True)
-            for _ in range(workers)
+            mp.Process(
+                target=serve,
+                args=(cert_dir, ports, cpu, shared_port, workers > 1, *(gc_queues if i == 0 else ())),
+                daemon=True,
+            )
+            for i in range(workers)
         ]
         for p in procs:
             p.start()
@@ -86,13 +96,19 @@ def main() -> int:
             for name in args.jobs:
                 job = JOBS[name]()
                 body = review_body(job, args.path)
+                gc_asks.put("reset")
+                gc_answers.get(timeout=30)
                 res = measure_review(url, ca_pem, body, args, client_cpus, proc.pid if workers == 1 else None)
+                gc_asks.put("since reset")
+                res["server_gc"] = gc_answers.get(timeout=30)
                 res["containers"] = count_containers(job)
                 results[name] = res
                 print(
                     f"webhook {args.path} {name} job ({len(body)} B): {res['reviews_per_s']} reviews/s, "
-                    f"p50 {res['p50_ms']} ms, p99 {res['p99_ms']} ms, {res['errors']} errors "
-                    f"({args.clients} TLS clients, {res['requests']} requests; {cpu_summary(res)})",
+                    f"p50 {res['p50_ms']} ms, p99 {res['p99_ms']} ms, p99.9 {res['p99_9_ms']} ms, "
+                    f"max {res['max_ms']} ms, {res['over_50ms']} over 50 ms, {res['errors']} errors "
+                    f"({args.clients} TLS clients, {res['requests']} requests; {cpu_summary(res)}; "
+                    f"server GC {describe(res['server_gc']['pauses'])})",
                     flush=True,
                 )
             publish("webhook", results)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import os
 import time
 from collections.abc import Iterator
@@ -110,6 +111,25 @@ async def test_answers_from_worker_processes_equal_in_process_answers() -> None:
             )
         results = [decider.answer(b, w)[2] for w, b in sample()]
         assert results == ["patched", "patched", "allowed", "denied", "denied", "denied", "allowed"]
+    finally:
+        await pool.stop()
+
+
+@pytest.mark.parametrize(("setting", "frozen_at_least"), [("4", 10_000), ("off", 0)])
+async def test_a_worker_freezes_its_start_up_objects_as_the_parent_is_told_to(
+    monkeypatch: pytest.MonkeyPatch, setting: str, frozen_at_least: int
+) -> None:
+    # KUBETRAIN_GC_FREEZE (default on; the test suite runs with it off): a full collection
+    # while decoding a big review then skips the modules the worker imported at start.
+    monkeypatch.setenv("KUBETRAIN_GC_FREEZE", setting)
+    pool = ReviewProcesses(1, start_method="spawn")  # a fresh process with this environment
+    await pool.start()
+    try:
+        frozen = await asyncio.wrap_future(pool._workers[0].executor.submit(gc.get_freeze_count))
+        assert frozen >= frozen_at_least and (frozen == 0) == (setting == "off")
+        webhook, body = sample()[0]
+        _, answer, result = await pool.answer(body, webhook, Decider())
+        assert result == "patched" and answer
     finally:
         await pool.stop()
 
