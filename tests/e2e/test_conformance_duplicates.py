@@ -127,3 +127,40 @@ async def test_custom_resources_report_duplicates_before_pruned_fields(kube: Any
     made = await send(kube, "POST", gadgets(namespace), body)
     assert made.status == 201, made
     assert made.warnings == ['duplicate field "metadata"', 'unknown field "bogus"']
+
+
+YAML_CM = b"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: y
+  labels:
+    a: "1"
+    a: "2"
+data:
+  k: first
+bogus: 1
+data:
+  k: last
+"""
+
+
+async def test_a_yaml_body_reports_go_yaml_errors_first(kube: Any, namespace: str) -> None:
+    """json.go `Serializer.unmarshal`: YAMLToJSONStrict's error (go-yaml's `line <L>: key "a"
+    already set in map`, L the line of the repeated key's value) before the JSON's strict
+    errors; under Warn one warning per line (rest.go `parseYAMLWarnings`)."""
+    yaml_type = "application/yaml"
+    refused = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type, query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'yaml: unmarshal errors:\n  line 7: key "a" already set in map\n'
+        '  line 12: key "data" already set in map, unknown field "bogus"'
+    )
+    made = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type)
+    assert made.status == 201, made
+    assert made.warnings == [
+        'line 7: key "a" already set in map',
+        'line 12: key "data" already set in map',
+        'unknown field "bogus"',
+    ]
+    assert made.body["data"] == {"k": "last"} and made.body["metadata"]["labels"] == {"a": "2"}

@@ -4,7 +4,7 @@ order sigs.k8s.io/json's strict decoder reports them in (kubernetes_patch_test.g
 
 from __future__ import annotations
 
-from kubetrain.devcluster.apiserver.duplicates import MAX_ERRORS, find, under
+from kubetrain.devcluster.apiserver.duplicates import MAX_ERRORS, find, find_yaml, under, yaml_warnings
 
 
 def paths(raw: str) -> list[str]:
@@ -53,3 +53,28 @@ def test_position_orders_unknown_fields_among_duplicates() -> None:
 def test_under_names_a_field_and_what_is_inside_it() -> None:
     assert under("spec.foo", ["spec.foo"]) and under("spec.foo.a", ["spec.foo"])
     assert under("spec.foo[0]", ["spec.foo"]) and not under("spec.foobar", ["spec.foo"])
+
+
+def test_yaml_repeated_keys_are_go_yaml_strict_errors() -> None:
+    """go-yaml v2 decode.go `setMapIndex`: each repeat (not deduplicated), after its value, at
+    the line its value starts; keys printed as Go's %#v."""
+    raw = "a:\n  x: 1\n  x: 2\na:\n  y: 1\na: 3\n1: one\n1: uno\ntrue: t\n'true': s\nn: [{k: 1, k: 2}]\n"
+    found = find_yaml(raw)
+    assert found is not None and not found.paths
+    assert yaml_warnings(found.yaml) == [
+        'line 3: key "x" already set in map',
+        'line 5: key "a" already set in map',
+        'line 6: key "a" already set in map',
+        "line 8: key 1 already set in map",
+        'line 11: key "k" already set in map',
+    ]
+    assert found.yaml.startswith('yaml: unmarshal errors:\n  line 3: key "x" already set in map\n  line 5')
+
+
+def test_yaml_without_repeats_or_not_yaml_is_none() -> None:
+    assert find_yaml("a: 1\nb: {a: 1}\nc: [{a: 1}, {a: 2}]\n") is None
+    assert find_yaml("a: [\n") is None
+
+
+def test_other_errors_are_single_warnings() -> None:
+    assert yaml_warnings('unknown field "x"') == ['unknown field "x"']

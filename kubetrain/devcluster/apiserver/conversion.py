@@ -149,7 +149,9 @@ async def serve(
         version,
     )
     if verb in ("create", "update", "patch") and t.field_validation != "Ignore":
-        storage.duplicates = duplicates.find(await request.read())  # the body as the client sent it
+        storage.duplicates = duplicates.of_body(
+            await request.read(), request.headers.get("Content-Type", "")
+        )  # the body as the client sent it
 
     async def to_client(objs: list[Obj]) -> list[Obj]:
         return await converter.convert(rt, objs, version)

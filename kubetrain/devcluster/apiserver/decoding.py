@@ -24,6 +24,10 @@ pkg/endpoints/handlers):
   one cause of field `patch`. The value is the patched object as JSON (keys sorted, as Go's
   encoding of the patched map) for JSON and merge patches, and the patch formatted as Go's
   `%+v` of a map for strategic merge patches.
+
+Duplicate fields of the body (duplicates.py, found by the handler into `Target.duplicates`) are
+strict errors of the same kinds, `duplicate field "metadata.name"`, ordered as `_strict_errors`
+says.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ def unknown_fields(
     if not texts:
         return []
     if t.field_validation != "Strict":
-        return texts
+        return [w for text in texts for w in duplicates.yaml_warnings(text)]
     detail = "strict decoding error: " + ", ".join(texts)
     if patch is None:
         name, version = (kind[2], kind[1]) if kind else (t.rt.kind, t.version)
@@ -104,11 +108,14 @@ def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, t
     A custom resource's come before the pruned fields (apiextensions-apiserver
     customresource_handler.go `schemaCoercingDecoder.Decode`). A built-in object's are met in
     one pass over the body with its unknown fields, so both are in document order; a repeated
-    unknown field, or one inside an unknown field, is reported only as unknown."""
+    unknown field, or one inside an unknown field, is reported only as unknown. A YAML body's
+    repeated keys are one error, before the rest."""
     unknown = [f'unknown field "{path}"' for path in found]
     dups = t.duplicates
     if dups is None:
         return unknown
+    if dups.yaml:  # YAMLToJSONStrict's error comes first (json.go `Serializer.unmarshal`)
+        return [dups.yaml, *unknown]
     if patch is not None:
         paths = [p for _, p in dups.paths]
         if patch[0].startswith(JSON_PATCH):

@@ -208,7 +208,10 @@ class Handlers:
     async def _single(self, request: web.Request, t: Target, verb: str) -> Result:
         api = self.api
         if verb in ("create", "update", "patch") and t.field_validation != "Ignore":
-            t = dataclasses.replace(t, duplicates=duplicates.find(await request.read()))
+            t = dataclasses.replace(
+                t,
+                duplicates=duplicates.of_body(await request.read(), request.headers.get("Content-Type", "")),
+            )
         sub = t.subresource
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
