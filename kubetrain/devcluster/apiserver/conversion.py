@@ -29,7 +29,7 @@ from aiohttp import web
 
 from kubetrain.devcluster.admission.client import WebhookClient
 from kubetrain.devcluster.admission.review import CallError
-from kubetrain.devcluster.apiserver import deletion, tables, watchstream
+from kubetrain.devcluster.apiserver import deletion, duplicates, tables, watchstream
 from kubetrain.devcluster.apiserver.core import ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.patch import apply_patch
@@ -148,6 +148,10 @@ async def serve(
         t.field_validation,
         version,
     )
+    if verb in ("create", "update", "patch") and t.field_validation != "Ignore":
+        storage.duplicates = duplicates.of_body(
+            await request.read(), request.headers.get("Content-Type", "")
+        )  # the body as the client sent it
 
     async def to_client(objs: list[Obj]) -> list[Obj]:
         return await converter.convert(rt, objs, version)

@@ -24,6 +24,10 @@ pkg/endpoints/handlers):
   one cause of field `patch`. The value is the patched object as JSON (keys sorted, as Go's
   encoding of the patched map) for JSON and merge patches, and the patch formatted as Go's
   `%+v` of a map for strategic merge patches.
+
+Duplicate fields of the body (duplicates.py, found by the handler into `Target.duplicates`) are
+strict errors of the same kinds, `duplicate field "metadata.name"`, ordered as `_strict_errors`
+says.
 """
 
 from __future__ import annotations
@@ -31,14 +35,17 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
-from kubetrain.devcluster.apiserver import builtinschema, errors, schema
+from kubetrain.devcluster.apiserver import builtinschema, duplicates, errors, schema
 from kubetrain.devcluster.apiserver.errors import ApiError
-from kubetrain.devcluster.apiserver.patch import STRATEGIC
+from kubetrain.devcluster.apiserver.patch import JSON_PATCH, STRATEGIC
 from kubetrain.devcluster.apiserver.target import Target
 from kubetrain.devcluster.apiserver.types import Obj
+
+_OP_FIELD = re.compile(r"^\[\d+\]\.(op|path|from|value)($|[.\[])")
 
 
 def decode(t: Target, body: Any) -> Obj:
@@ -76,11 +83,13 @@ def unknown_fields(
     raise the Strict error. `patch` is the (content type, body) of a PATCH whose result `obj` is;
     `kind` the (group, version, kind) of a subresource's body (a Binding, an Eviction, a Scale)."""
     found = builtinschema.unknown_fields(*kind, obj) if kind else _drop_unknown(t, obj)
-    if not found or t.field_validation == "Ignore":
+    if t.field_validation == "Ignore":
         return []
-    texts = [f'unknown field "{path}"' for path in found]
+    texts = _strict_errors(t, found, patch, typed=kind is not None or not t.rt.custom)
+    if not texts:
+        return []
     if t.field_validation != "Strict":
-        return texts
+        return [w for text in texts for w in duplicates.yaml_warnings(text)]
     detail = "strict decoding error: " + ", ".join(texts)
     if patch is None:
         name, version = (kind[2], kind[1]) if kind else (t.rt.kind, t.version)
@@ -90,6 +99,34 @@ def unknown_fields(
     message = f"Invalid value: {json.dumps(value, ensure_ascii=False)}: {detail}"
     cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
     raise ApiError(422, "Invalid", f' "" is invalid: patch: {message}', {"causes": [cause]})
+
+
+def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, typed: bool) -> list[str]:
+    """The strict decoding errors in upstream's order. A patch's duplicates are its body's and
+    come first (patch.go `applyJSPatch`, `patchResource` for strategic merge: the patch is
+    decoded strictly before the patched object), those of a JSON patch prefixed `json patch `.
+    A custom resource's come before the pruned fields (apiextensions-apiserver
+    customresource_handler.go `schemaCoercingDecoder.Decode`). A built-in object's are met in
+    one pass over the body with its unknown fields, so both are in document order; a repeated
+    unknown field, or one inside an unknown field, is reported only as unknown. A YAML body's
+    repeated keys are one error, before the rest."""
+    unknown = [f'unknown field "{path}"' for path in found]
+    dups = t.duplicates
+    if dups is None:
+        return unknown
+    if dups.yaml:  # YAMLToJSONStrict's error comes first (json.go `Serializer.unmarshal`)
+        return [dups.yaml, *unknown]
+    if patch is not None:
+        paths = [p for _, p in dups.paths]
+        if patch[0].startswith(JSON_PATCH):
+            # decoded as []jsonPatchOp: an op's other keys are unknown, not duplicate
+            return [f'json patch duplicate field "{p}"' for p in paths if _OP_FIELD.match(p)] + unknown
+        return [f'duplicate field "{p}"' for p in paths] + unknown
+    if not typed:
+        return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
+    events = [(i, f'duplicate field "{p}"') for i, p in dups.paths if not duplicates.under(p, found)]
+    events += [(dups.position(p), text) for p, text in zip(found, unknown, strict=True)]
+    return [text for _, text in sorted(events, key=lambda e: e[0])]
 
 
 def _drop_unknown(t: Target, obj: Obj) -> list[str]:

@@ -4,6 +4,7 @@ requestparse.py; this module routes and answers."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -14,6 +15,7 @@ from kubetrain.devcluster.apiserver import (
     conversion,
     deletion,
     discovery,
+    duplicates,
     errors,
     impersonation,
     openapi,
@@ -205,6 +207,11 @@ class Handlers:
 
     async def _single(self, request: web.Request, t: Target, verb: str) -> Result:
         api = self.api
+        if verb in ("create", "update", "patch") and t.field_validation != "Ignore":
+            t = dataclasses.replace(
+                t,
+                duplicates=duplicates.of_body(await request.read(), request.headers.get("Content-Type", "")),
+            )
         sub = t.subresource
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
@@ -229,7 +236,15 @@ class Handlers:
             assert pods is not None
             name = ((body or {}).get("metadata") or {}).get("name", "")
             pod_target = Target(
-                pods, "v1", t.namespace, name, "binding", t.dry_run, t.user, t.field_validation
+                pods,
+                "v1",
+                t.namespace,
+                name,
+                "binding",
+                t.dry_run,
+                t.user,
+                t.field_validation,
+                duplicates=t.duplicates,
             )
             return await subresources.bind(api, pod_target, body)
         if sub == "eviction" and verb == "create":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.devcluster.apiserver.duplicates import Duplicates
 from kubetrain.devcluster.apiserver.types import Obj, ResourceType
 
 ADMIN_USER = {"username": "kubetrain-admin", "groups": ["system:masters", "system:authenticated"]}
@@ -24,6 +25,8 @@ class Target:
     # Served through a conversion webhook: the version the client asked for (this target is the
     # storage version's); admission reports it as requestKind/requestResource.
     request_version: str = ""
+    # The request body's duplicate keys (duplicates.py), reported with the unknown fields.
+    duplicates: Duplicates | None = None
 
     @property
     def api_version(self) -> str:

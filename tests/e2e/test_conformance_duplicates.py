@@ -1,0 +1,166 @@
+"""Duplicate fields in a request body under each fieldValidation directive.
+
+Like test_conformance_fields.py this runs against devcluster in the normal test run and against
+$KUBECONFIG's cluster with `pytest -m e2e`. The bodies are real JSON text with a repeated key
+(`Dup` encodes its pairs as given). kube-apiserver's strict decoder (sigs.k8s.io/json
+`DisallowDuplicateFields`) reports `duplicate field "<path>"` per fieldValidation exactly as an
+unknown field: Strict refuses (400 for create and update, 422 for a patch), Warn keeps the last
+value with a Warning, Ignore keeps the last value silently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from e2e.conformance_support import MERGE, assert_status, cm, cms, gadget, gadgets, install_crd
+
+STRATEGIC = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRICT = {"fieldValidation": "Strict"}
+
+
+async def send(kube: Any, method: str, path: str, body: Any, **kw: Any) -> Any:
+    return await kube.raw(method, path, json.dumps(body).encode(), **kw)
+
+
+class Dup(dict[str, Any]):
+    """An object that json.dumps writes with its pairs as given, repeats included (sent with
+    `kube.raw`: the client would re-encode it as a dict)."""
+
+    def __init__(self, *pairs: tuple[str, Any]) -> None:
+        super().__init__(pairs)
+        self.pairs = list(pairs)
+
+    def items(self) -> Any:
+        return self.pairs
+
+
+def dup_cm(name: str) -> Dup:
+    return Dup(
+        ("apiVersion", "v1"),
+        ("kind", "ConfigMap"),
+        ("metadata", Dup(("name", name), ("labels", Dup(("a", "1"), ("a", "2"))))),
+        ("data", {"k": "first"}),
+        ("bogus", 1),
+        ("data", {"k": "last"}),
+    )
+
+
+async def test_strict_refuses_duplicates_with_unknown_fields_in_document_order(
+    kube: Any, namespace: str
+) -> None:
+    """create.go / rest.go `transformDecodeError`: one 400 listing every strict error; a built-in
+    object is decoded in one pass, so duplicates and unknown fields come in document order."""
+    refused = await send(kube, "POST", cms(namespace), dup_cm("s"), query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'duplicate field "metadata.labels.a", unknown field "bogus", duplicate field "data"'
+    )
+    assert (await kube.request("GET", f"{cms(namespace)}/s")).status == 404
+
+
+@pytest.mark.parametrize("query", [{"fieldValidation": "Warn"}, {}], ids=["Warn", "absent"])
+async def test_warn_keeps_the_last_value_with_a_warning(
+    kube: Any, namespace: str, query: dict[str, str]
+) -> None:
+    made = await send(kube, "POST", cms(namespace), dup_cm("w"), query=query)
+    assert made.status == 201, made
+    assert made.warnings == [
+        'duplicate field "metadata.labels.a"',
+        'unknown field "bogus"',
+        'duplicate field "data"',
+    ]
+    assert made.body["data"] == {"k": "last"} and made.body["metadata"]["labels"] == {"a": "2"}
+
+    # update (PUT) is decoded the same way
+    body = Dup(*made.body.items(), ("data", {"k": "again"}))
+    updated = await send(kube, "PUT", f"{cms(namespace)}/w", body, query=query)
+    assert updated.status == 200 and updated.warnings == ['duplicate field "data"']
+    assert updated.body["data"] == {"k": "again"}
+
+
+async def test_ignore_keeps_the_last_value_silently(kube: Any, namespace: str) -> None:
+    made = await send(kube, "POST", cms(namespace), dup_cm("i"), query={"fieldValidation": "Ignore"})
+    assert made.status == 201 and not made.warnings
+    assert made.body["data"] == {"k": "last"}
+
+
+async def test_patches_report_the_duplicates_of_the_patch_first(kube: Any, namespace: str) -> None:
+    """patch.go `applyJSPatch` / `patchResource`: the patch body is decoded strictly before the
+    patched object, its duplicates first; a JSON patch's are prefixed `json patch `. Strict is
+    422 Invalid on the field `patch`."""
+    path = f"{cms(namespace)}/pt"
+    await kube.ok("POST", cms(namespace), cm("pt", a="1"))
+    merge = Dup(("data", {"b": "1"}), ("bogus", 1), ("data", {"b": "2"}))
+    json_patch = [Dup(("op", "add"), ("path", "/data/b"), ("value", "1"), ("value", "2"))]
+    for content_type, body, detail in [
+        (MERGE, merge, 'duplicate field "data", unknown field "bogus"'),
+        (STRATEGIC, merge, 'duplicate field "data", unknown field "bogus"'),
+        (JSON_PATCH, json_patch, 'json patch duplicate field "[0].value"'),
+    ]:
+        refused = await send(kube, "PATCH", path, body, content_type=content_type, query=STRICT)
+        assert_status(refused.body, 422, "Invalid")
+        [cause] = refused.body["details"]["causes"]
+        assert cause["field"] == "patch" and cause["message"].endswith(f": strict decoding error: {detail}")
+        assert (await kube.ok("GET", path))["data"] == {"a": "1"}
+
+        warned = await send(kube, "PATCH", path, body, content_type=content_type)
+        assert warned.status == 200, warned
+        assert warned.warnings == detail.split(", ")
+        assert warned.body["data"]["b"] == "2"  # the last value
+        await kube.ok("PUT", path, {**cm("pt", a="1"), "metadata": warned.body["metadata"]})
+
+
+async def test_custom_resources_report_duplicates_before_pruned_fields(kube: Any, namespace: str) -> None:
+    """customresource_handler.go `schemaCoercingDecoder.Decode`: the JSON decoder's duplicates,
+    then the fields pruning drops."""
+    await install_crd(kube)
+    body = Dup(*gadget("g").items(), ("bogus", 1), ("metadata", {"name": "g"}))
+    refused = await send(kube, "POST", gadgets(namespace), body, query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"].endswith(
+        'strict decoding error: duplicate field "metadata", unknown field "bogus"'
+    )
+    made = await send(kube, "POST", gadgets(namespace), body)
+    assert made.status == 201, made
+    assert made.warnings == ['duplicate field "metadata"', 'unknown field "bogus"']
+
+
+YAML_CM = b"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: y
+  labels:
+    a: "1"
+    a: "2"
+data:
+  k: first
+bogus: 1
+data:
+  k: last
+"""
+
+
+async def test_a_yaml_body_reports_go_yaml_errors_first(kube: Any, namespace: str) -> None:
+    """json.go `Serializer.unmarshal`: YAMLToJSONStrict's error (go-yaml's `line <L>: key "a"
+    already set in map`, L the line of the repeated key's value) before the JSON's strict
+    errors; under Warn one warning per line (rest.go `parseYAMLWarnings`)."""
+    yaml_type = "application/yaml"
+    refused = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type, query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'yaml: unmarshal errors:\n  line 7: key "a" already set in map\n'
+        '  line 12: key "data" already set in map, unknown field "bogus"'
+    )
+    made = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type)
+    assert made.status == 201, made
+    assert made.warnings == [
+        'line 7: key "a" already set in map',
+        'line 12: key "data" already set in map',
+        'unknown field "bogus"',
+    ]
+    assert made.body["data"] == {"k": "last"} and made.body["metadata"]["labels"] == {"a": "2"}
