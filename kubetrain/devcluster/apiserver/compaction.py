@@ -32,12 +32,11 @@ object writes. Time is the API server's injected clock.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from kubetrain.devcluster.apiserver.background import BackgroundTask, every
 from kubetrain.devcluster.apiserver.store import Store
 
 DEFAULT_COMPACTION_INTERVAL = 300.0  # kube-apiserver's --etcd-compaction-interval default (5m)
@@ -64,7 +63,9 @@ class Compactor:
         self.recorded = 0  # the revision recorded at the last tick (0: none yet, as upstream)
         self.due = clock() + timedelta(seconds=self.interval)  # the first tick: one interval in
         self.compactions = 0  # ticks that compacted something
-        self._task: asyncio.Task[None] | None = None
+        self._background = BackgroundTask(
+            "devcluster-compaction", lambda: every(min(POLL_SECONDS, self.interval), self.poll)
+        )
 
     def poll(self) -> int:
         """Run the tick if it is due; returns the revision compacted to (0: none)."""
@@ -82,17 +83,8 @@ class Compactor:
         return revision
 
     def start(self) -> None:
-        if self.interval > 0 and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="devcluster-compaction")
+        if self.interval > 0:
+            self._background.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(min(POLL_SECONDS, self.interval))
-            self.poll()
+        await self._background.stop()

@@ -29,13 +29,12 @@ a sweep only looks at its expired front.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from kubetrain.devcluster.apiserver.background import BackgroundTask, every
 from kubetrain.devcluster.apiserver.store import Event, Key, Store
 
 EVENT_KEYS = frozenset({"events", "events.events.k8s.io"})  # core/v1, events.k8s.io/v1
@@ -59,7 +58,7 @@ class EventExpiry:
         self.clock = clock
         self.ttl = check_ttl(ttl)
         self._deadlines: OrderedDict[Key, tuple[datetime, str]] = OrderedDict()  # key -> (when, rv written)
-        self._task: asyncio.Task[None] | None = None
+        self._background = BackgroundTask("devcluster-event-ttl", lambda: every(SWEEP_SECONDS, self.sweep))
         self.expired = 0  # Events deleted by expiry so far
         if self.ttl > 0:
             store.listeners.append(self._observe)
@@ -94,17 +93,8 @@ class EventExpiry:
         return n
 
     def start(self) -> None:
-        if self.ttl > 0 and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="devcluster-event-ttl")
+        if self.ttl > 0:
+            self._background.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(SWEEP_SECONDS)
-            self.sweep()
+        await self._background.stop()

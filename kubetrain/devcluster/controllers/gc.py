@@ -25,13 +25,13 @@ cluster (clients observe the results through watches).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import functools
 import logging
 from collections.abc import Awaitable, Callable
 
 from kubetrain.devcluster.apiserver import deletion, errors
+from kubetrain.devcluster.apiserver.background import BackgroundTask
 from kubetrain.devcluster.apiserver.core import ApiServer, Target
 from kubetrain.devcluster.apiserver.resources import CRD_KEY, NAMESPACES_KEY, crd_resource_type
 from kubetrain.devcluster.apiserver.store import Event
@@ -48,7 +48,7 @@ class Controllers:
         self.api = api
         self.store = api.store
         self._queue: asyncio.Queue[Work] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
+        self._background = BackgroundTask("devcluster-controllers", self._run)
         self.store.listeners.append(self._on_event)
         self._idle = asyncio.Event()
         self._idle.set()
@@ -56,15 +56,10 @@ class Controllers:
         self.root_ca: str | None = None  # the CA bundle kube-root-ca.crt publishes (PEM)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="devcluster-controllers")
+        self._background.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._background.stop()
 
     def publish_root_ca(self, ca_pem: str) -> None:
         """Publish `ca_pem` as kube-root-ca.crt in every namespace, now and from now on."""
