@@ -143,6 +143,39 @@ async def test_patches_report_the_unknown_fields_of_the_patched_object(kube: Any
     assert warned.body["data"] == {"a": "1", "b": "2"} and "bogus" not in warned.body
 
 
+async def test_a_json_patch_operations_unknown_keys_are_reported_first(kube: Any, namespace: str) -> None:
+    """patch.go `jsonPatcher.applyJSPatch` decodes a JSON patch strictly into `[]jsonPatchOp`
+    (op, path, from, value; case-sensitive) before applying it: any other key of an operation is
+    `json patch unknown field "[i].key"`, ahead of the patched object's unknown fields, and is
+    enough alone for Strict's 422 on `patch` (`applyPatchToCurrentObject`) and Warn's warning."""
+    path = f"{cms(namespace)}/jp"
+    await kube.ok("POST", cms(namespace), cm("jp", a="1"))
+    typo = [{"op": "add", "path": "/data/b", "value": "2", "valu": "3"}]
+    with_bogus = [*typo, {"op": "add", "path": "/bogus", "value": 1, "Path": "/x"}]
+    for body, detail in [
+        (typo, 'json patch unknown field "[0].valu"'),
+        (
+            with_bogus,
+            'json patch unknown field "[0].valu", json patch unknown field "[1].Path", unknown field "bogus"',
+        ),
+    ]:
+        refused = await kube.request(
+            "PATCH", path, body, content_type=JSON_PATCH, query={"fieldValidation": "Strict"}
+        )
+        assert_status(refused.body, 422, "Invalid")
+        [cause] = refused.body["details"]["causes"]
+        assert cause["field"] == "patch" and cause["message"].endswith(f": strict decoding error: {detail}")
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}  # nothing was patched
+
+    warned = await kube.request("PATCH", path, typo, content_type=JSON_PATCH)
+    assert warned.status == 200 and warned.warnings == ['json patch unknown field "[0].valu"']
+    assert warned.body["data"] == {"a": "1", "b": "2"}
+    ignored = await kube.request(
+        "PATCH", path, typo, content_type=JSON_PATCH, query={"fieldValidation": "Ignore"}
+    )
+    assert ignored.status == 200 and not ignored.warnings
+
+
 async def test_status_writes_decode_the_whole_body(kube: Any, namespace: str) -> None:
     """The status subresource decodes its body into the same Go type: an unknown field anywhere in
     it is refused (Strict) or reported (Warn), though only the status is written."""

@@ -1,11 +1,16 @@
-"""The value of a strategic merge patch's strict error (devcluster/apiserver/decoding.py): the
-patch as Go's `fmt.Sprintf("%+v", patchMap)` prints it (patch.go `applyPatchToObject`)."""
+"""Strict decoding errors of patches (devcluster/apiserver/decoding.py): the value of a strategic
+merge patch's, the patch as Go's `fmt.Sprintf("%+v", patchMap)` prints it (patch.go
+`applyPatchToObject`), and a JSON patch's unknown and duplicate fields (patch.go
+`jsonPatcher.applyJSPatch`)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from kubetrain.devcluster.apiserver.decoding import go_format
+from kubetrain.devcluster.apiserver.decoding import go_format, json_patch_errors
+from kubetrain.devcluster.apiserver.duplicates import find
 
 
 def test_maps_print_with_sorted_keys_and_lists_with_spaces() -> None:
@@ -30,3 +35,44 @@ def test_maps_print_with_sorted_keys_and_lists_with_spaces() -> None:
 def test_floats_print_as_strconv_format_float_g(value: float, text: str) -> None:
     """strconv.FormatFloat(f, 'g', -1, 64): shortest digits, exponent form below 1e-4 or from 1e6."""
     assert go_format(value) == text
+
+
+def _patch_errors(raw: str) -> list[str]:
+    """The strict errors of a JSON patch sent as the text `raw`, as the handler finds them."""
+    return json_patch_errors(json.loads(raw), find(raw))
+
+
+def test_json_patch_keys_an_operation_lacks_are_unknown_fields() -> None:
+    raw = '[{"op": "remove", "path": "/a"}, {"op": "add", "path": "/b", "value": 1, "fromm": "/a"}]'
+    assert _patch_errors(raw) == ['json patch unknown field "[1].fromm"']
+    assert _patch_errors('[{"op": "add", "path": "/b", "from": "/a", "value": 1}]') == []
+
+
+def test_json_patch_keys_match_case_sensitively_and_unknown_ones_are_reported_once() -> None:
+    """sigs.k8s.io/json UnmarshalStrict is case-sensitive; an unknown key's value is skipped
+    unread (no duplicate inside it) and a repeated unknown key is one error (saveStrictError)."""
+    raw = '[{"op": "add", "Value": 1, "foo": {"x": 1, "x": 2}, "path": "/a", "foo": 3, "value": 1}]'
+    assert _patch_errors(raw) == [
+        'json patch unknown field "[0].Value"',
+        'json patch unknown field "[0].foo"',
+    ]
+
+
+def test_json_patch_unknown_and_duplicate_fields_come_in_document_order() -> None:
+    raw = '[{"op": "add", "value": {"a": 1, "a": 2}, "bogus": 1, "path": "/x", "path": "/y"}]'
+    assert _patch_errors(raw) == [
+        'json patch duplicate field "[0].value.a"',
+        'json patch unknown field "[0].bogus"',
+        'json patch duplicate field "[0].path"',
+    ]
+
+
+def test_json_patch_errors_stop_at_one_hundred() -> None:
+    ops = [{"op": "test", "path": "/a", "value": 1, f"k{i}": i} for i in range(150)]
+    found = json_patch_errors(ops, None)
+    assert len(found) == 100 and found[-1] == 'json patch unknown field "[99].k99"'
+
+
+def test_a_json_patch_that_is_not_a_list_of_objects_has_no_field_errors() -> None:
+    assert json_patch_errors({"op": "add", "foo": 1}, None) == []
+    assert json_patch_errors(["op", 3, None], None) == []
