@@ -246,3 +246,52 @@ async def test_subresource_bodies_are_decoded_as_their_own_kinds(kube: Any, name
     scaled = await kube.request("PUT", f"{gadgets(namespace)}/g/scale", wrong)
     assert scaled.status == 200 and scaled.warnings == ['unknown field "spec.replicaz"']
     assert scaled.body["spec"] == {"replicas": 2}
+
+
+async def test_review_and_token_request_bodies_are_decoded_strictly(kube: Any, namespace: str) -> None:
+    """TokenReviews, SubjectAccessReviews and serviceaccounts/token (a TokenRequest) store
+    nothing, but create.go `createHandler` decodes their bodies like any other: Strict refuses an
+    unknown field before the review is made; Warn answers with a warning, without the field."""
+    strict = {"fieldValidation": "Strict"}
+    review = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": "not-a-token-this-cluster-issued", "tokenn": "x"},
+    }
+    refused = await kube.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", review, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'TokenReview in version "v1" cannot be handled as a TokenReview: strict decoding error: '
+        'unknown field "spec.tokenn"'
+    )
+
+    sar = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": "conformance-admin",
+            "groups": ["system:masters"],
+            "resourceAttributes": {"verb": "get", "resource": "pods", "verbb": "delete"},
+        },
+    }
+    warned = await kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar)
+    assert warned.status == 201 and warned.warnings == ['unknown field "spec.resourceAttributes.verbb"']
+    assert warned.body["status"]["allowed"] is True
+    assert "verbb" not in warned.body["spec"]["resourceAttributes"]
+
+    await kube.ok("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "fv"}})
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"audiences": ["https://example.com"], "expirationSecond": 600},
+    }
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/fv/token"
+    refused = await kube.request("POST", path, request, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'TokenRequest in version "v1" cannot be handled as a TokenRequest: strict decoding error: '
+        'unknown field "spec.expirationSecond"'
+    )
+    issued = await kube.request("POST", path, request)
+    assert issued.status == 201 and issued.warnings == ['unknown field "spec.expirationSecond"']
+    assert issued.body["status"]["token"] and "expirationSecond" not in issued.body["spec"]

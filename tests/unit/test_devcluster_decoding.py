@@ -1,7 +1,7 @@
 """Strict decoding errors of patches (devcluster/apiserver/decoding.py): the value of a strategic
 merge patch's, the patch as Go's `fmt.Sprintf("%+v", patchMap)` prints it (patch.go
 `applyPatchToObject`), and a JSON patch's unknown and duplicate fields (patch.go
-`jsonPatcher.applyJSPatch`)."""
+`jsonPatcher.applyJSPatch`), and the bodies of reviews and TokenRequests decoded as their kinds."""
 
 from __future__ import annotations
 
@@ -9,8 +9,16 @@ import json
 
 import pytest
 
-from kubetrain.devcluster.apiserver.decoding import go_format, json_patch_errors
+from kubetrain.devcluster.apiserver.accessreviews import (
+    SUBJECT_ACCESS_REVIEWS_KEY,
+    TOKEN_REVIEWS_KEY,
+    body_kind,
+)
+from kubetrain.devcluster.apiserver.decoding import go_format, json_patch_errors, unknown_fields
 from kubetrain.devcluster.apiserver.duplicates import find
+from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.resources import Registry
+from kubetrain.devcluster.apiserver.target import Target
 
 
 def test_maps_print_with_sorted_keys_and_lists_with_spaces() -> None:
@@ -76,3 +84,31 @@ def test_json_patch_errors_stop_at_one_hundred() -> None:
 def test_a_json_patch_that_is_not_a_list_of_objects_has_no_field_errors() -> None:
     assert json_patch_errors({"op": "add", "foo": 1}, None) == []
     assert json_patch_errors(["op", 3, None], None) == []
+
+
+def _target(key: str, subresource: str = "", validation: str = "Warn") -> Target:
+    rt = Registry().by_key(key)
+    assert rt is not None
+    return Target(rt, "v1", "ns", "fv", subresource, field_validation=validation)
+
+
+def test_reviews_and_token_requests_decode_their_bodies_as_their_kinds() -> None:
+    """create.go `createHandler`: a review's body is decoded as its own kind, a
+    serviceaccounts/token body as a TokenRequest; unknown fields are dropped and reported."""
+    sar = _target(SUBJECT_ACCESS_REVIEWS_KEY)
+    kind = body_kind(sar)
+    assert kind == ("authorization.k8s.io", "v1", "SubjectAccessReview")
+    body = {"spec": {"user": "u", "resourceAttributes": {"verb": "get", "verbb": "delete"}}}
+    assert unknown_fields(sar, body, kind=kind) == ['unknown field "spec.resourceAttributes.verbb"']
+    assert body == {"spec": {"user": "u", "resourceAttributes": {"verb": "get"}}}
+
+    token = _target("serviceaccounts", "token", "Strict")
+    assert body_kind(token) == ("authentication.k8s.io", "v1", "TokenRequest")
+    with pytest.raises(ApiError) as refused:
+        unknown_fields(token, {"spec": {"expirationSecond": 600}}, kind=body_kind(token))
+    assert refused.value.code == 400 and refused.value.message == (
+        'TokenRequest in version "v1" cannot be handled as a TokenRequest: strict decoding error: '
+        'unknown field "spec.expirationSecond"'
+    )
+    assert body_kind(_target(TOKEN_REVIEWS_KEY)) == ("authentication.k8s.io", "v1", "TokenReview")
+    assert body_kind(_target("serviceaccounts")) is None and body_kind(_target("pods")) is None
