@@ -13,6 +13,7 @@ sigs.k8s.io/json's (`decodeState.newFieldError`): keys joined by `.`, list indic
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -295,3 +296,43 @@ async def test_review_and_token_request_bodies_are_decoded_strictly(kube: Any, n
     issued = await kube.request("POST", path, request)
     assert issued.status == 201 and issued.warnings == ['unknown field "spec.expirationSecond"']
     assert issued.body["status"]["token"] and "expirationSecond" not in issued.body["spec"]
+
+
+YAML_CM = b"""kind: ConfigMap
+zz: 1
+apiVersion: v1
+metadata:
+  name: yo
+  labelz: {}
+data: {k: v}
+aa: 2
+"""
+
+
+async def test_a_yaml_body_reports_unknown_fields_in_key_order(kube: Any, namespace: str) -> None:
+    """apimachinery json.go `Serializer.Decode` converts a YAML body to JSON first
+    (sigs.k8s.io/yaml `YAMLToJSON`, which sorts every map's keys), so its unknown fields come in
+    key order, not in the order the YAML has them."""
+    detail = 'unknown field "aa", unknown field "metadata.labelz", unknown field "zz"'
+    yaml_type = "application/yaml"
+    strict = {"fieldValidation": "Strict"}
+    refused = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        f'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: {detail}'
+    )
+    made = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type)
+    assert made.status == 201 and made.warnings == detail.split(", ")
+    assert made.body["data"] == {"k": "v"} and "labelz" not in made.body["metadata"]
+
+
+async def test_a_custom_resources_pruned_fields_come_in_key_order(kube: Any, namespace: str) -> None:
+    """apiextensions-apiserver pruning/algorithm.go `PruneWithOptions` sorts the paths of the
+    fields it prunes before customresource_handler.go reports them."""
+    await install_crd(kube)
+    body = {**gadget("ko", zz=1, aa=2), "bogus": 3}
+    path = gadgets(namespace)
+    made = await kube.raw("POST", path, json.dumps(body).encode())
+    assert made.status == 201, made
+    assert made.warnings == ['unknown field "bogus"', 'unknown field "spec.aa"', 'unknown field "spec.zz"']
+    assert made.body["spec"] == {"size": 1, "mode": "slow"} and "bogus" not in made.body

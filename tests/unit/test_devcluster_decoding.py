@@ -1,7 +1,8 @@
-"""Strict decoding errors of patches (devcluster/apiserver/decoding.py): the value of a strategic
-merge patch's, the patch as Go's `fmt.Sprintf("%+v", patchMap)` prints it (patch.go
-`applyPatchToObject`), and a JSON patch's unknown and duplicate fields (patch.go
-`jsonPatcher.applyJSPatch`), and the bodies of reviews and TokenRequests decoded as their kinds."""
+"""How devcluster decodes request bodies (devcluster/apiserver/decoding.py, requestparse.py): the
+value of a strategic merge patch's strict error, the patch as Go's `fmt.Sprintf("%+v",
+patchMap)` prints it (patch.go `applyPatchToObject`); a JSON patch's unknown and duplicate
+fields (patch.go `jsonPatcher.applyJSPatch`); review and TokenRequest bodies decoded as their
+kinds; a YAML body's key order."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kubetrain.devcluster.apiserver.accessreviews import (
 from kubetrain.devcluster.apiserver.decoding import go_format, json_patch_errors, unknown_fields
 from kubetrain.devcluster.apiserver.duplicates import find
 from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.requestparse import decode_body
 from kubetrain.devcluster.apiserver.resources import Registry
 from kubetrain.devcluster.apiserver.target import Target
 
@@ -112,3 +114,14 @@ def test_reviews_and_token_requests_decode_their_bodies_as_their_kinds() -> None
     )
     assert body_kind(_target(TOKEN_REVIEWS_KEY)) == ("authentication.k8s.io", "v1", "TokenReview")
     assert body_kind(_target("serviceaccounts")) is None and body_kind(_target("pods")) is None
+
+
+def test_a_yaml_body_is_decoded_with_its_keys_sorted_as_yaml_to_json_leaves_them() -> None:
+    """sigs.k8s.io/yaml `YAMLToJSON` marshals the YAML's maps as JSON, keys sorted at every
+    level (inside lists too); JSON text sent as YAML goes through it as well, JSON as JSON not."""
+    body = decode_body(b"zz: 1\nb:\n  - {y: 1, x: 2}\na: {d: 1, c: 2}\n", "application/yaml")
+    assert list(body) == ["a", "b", "zz"] and list(body["a"]) == ["c", "d"]
+    assert list(body["b"][0]) == ["x", "y"]
+    as_yaml = decode_body(b'{"z": 1, "a": 2}', "application/yaml")
+    assert list(as_yaml) == ["a", "z"]
+    assert list(decode_body(b'{"z": 1, "a": 2}', "application/json")) == ["z", "a"]

@@ -160,7 +160,7 @@ def _drop_unknown(t: Target, obj: Obj) -> list[str]:
         return []
     dropped: list[str] = []
     schema.prune(obj, sch, dropped=dropped)
-    return [d.lstrip(".") for d in dropped]
+    return sorted(d.lstrip(".") for d in dropped)  # pruning/algorithm.go `PruneWithOptions` sorts
 
 
 def _go_json(obj: Obj) -> str:
