@@ -13,6 +13,7 @@ sigs.k8s.io/json's (`decodeState.newFieldError`): keys joined by `.`, list indic
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -143,6 +144,39 @@ async def test_patches_report_the_unknown_fields_of_the_patched_object(kube: Any
     assert warned.body["data"] == {"a": "1", "b": "2"} and "bogus" not in warned.body
 
 
+async def test_a_json_patch_operations_unknown_keys_are_reported_first(kube: Any, namespace: str) -> None:
+    """patch.go `jsonPatcher.applyJSPatch` decodes a JSON patch strictly into `[]jsonPatchOp`
+    (op, path, from, value; case-sensitive) before applying it: any other key of an operation is
+    `json patch unknown field "[i].key"`, ahead of the patched object's unknown fields, and is
+    enough alone for Strict's 422 on `patch` (`applyPatchToCurrentObject`) and Warn's warning."""
+    path = f"{cms(namespace)}/jp"
+    await kube.ok("POST", cms(namespace), cm("jp", a="1"))
+    typo = [{"op": "add", "path": "/data/b", "value": "2", "valu": "3"}]
+    with_bogus = [*typo, {"op": "add", "path": "/bogus", "value": 1, "Path": "/x"}]
+    for body, detail in [
+        (typo, 'json patch unknown field "[0].valu"'),
+        (
+            with_bogus,
+            'json patch unknown field "[0].valu", json patch unknown field "[1].Path", unknown field "bogus"',
+        ),
+    ]:
+        refused = await kube.request(
+            "PATCH", path, body, content_type=JSON_PATCH, query={"fieldValidation": "Strict"}
+        )
+        assert_status(refused.body, 422, "Invalid")
+        [cause] = refused.body["details"]["causes"]
+        assert cause["field"] == "patch" and cause["message"].endswith(f": strict decoding error: {detail}")
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}  # nothing was patched
+
+    warned = await kube.request("PATCH", path, typo, content_type=JSON_PATCH)
+    assert warned.status == 200 and warned.warnings == ['json patch unknown field "[0].valu"']
+    assert warned.body["data"] == {"a": "1", "b": "2"}
+    ignored = await kube.request(
+        "PATCH", path, typo, content_type=JSON_PATCH, query={"fieldValidation": "Ignore"}
+    )
+    assert ignored.status == 200 and not ignored.warnings
+
+
 async def test_status_writes_decode_the_whole_body(kube: Any, namespace: str) -> None:
     """The status subresource decodes its body into the same Go type: an unknown field anywhere in
     it is refused (Strict) or reported (Warn), though only the status is written."""
@@ -213,3 +247,92 @@ async def test_subresource_bodies_are_decoded_as_their_own_kinds(kube: Any, name
     scaled = await kube.request("PUT", f"{gadgets(namespace)}/g/scale", wrong)
     assert scaled.status == 200 and scaled.warnings == ['unknown field "spec.replicaz"']
     assert scaled.body["spec"] == {"replicas": 2}
+
+
+async def test_review_and_token_request_bodies_are_decoded_strictly(kube: Any, namespace: str) -> None:
+    """TokenReviews, SubjectAccessReviews and serviceaccounts/token (a TokenRequest) store
+    nothing, but create.go `createHandler` decodes their bodies like any other: Strict refuses an
+    unknown field before the review is made; Warn answers with a warning, without the field."""
+    strict = {"fieldValidation": "Strict"}
+    review = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": "not-a-token-this-cluster-issued", "tokenn": "x"},
+    }
+    refused = await kube.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", review, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'TokenReview in version "v1" cannot be handled as a TokenReview: strict decoding error: '
+        'unknown field "spec.tokenn"'
+    )
+
+    sar = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": "conformance-admin",
+            "groups": ["system:masters"],
+            "resourceAttributes": {"verb": "get", "resource": "pods", "verbb": "delete"},
+        },
+    }
+    warned = await kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar)
+    assert warned.status == 201 and warned.warnings == ['unknown field "spec.resourceAttributes.verbb"']
+    assert warned.body["status"]["allowed"] is True
+    assert "verbb" not in warned.body["spec"]["resourceAttributes"]
+
+    await kube.ok("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "fv"}})
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"audiences": ["https://example.com"], "expirationSecond": 600},
+    }
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/fv/token"
+    refused = await kube.request("POST", path, request, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'TokenRequest in version "v1" cannot be handled as a TokenRequest: strict decoding error: '
+        'unknown field "spec.expirationSecond"'
+    )
+    issued = await kube.request("POST", path, request)
+    assert issued.status == 201 and issued.warnings == ['unknown field "spec.expirationSecond"']
+    assert issued.body["status"]["token"] and "expirationSecond" not in issued.body["spec"]
+
+
+YAML_CM = b"""kind: ConfigMap
+zz: 1
+apiVersion: v1
+metadata:
+  name: yo
+  labelz: {}
+data: {k: v}
+aa: 2
+"""
+
+
+async def test_a_yaml_body_reports_unknown_fields_in_key_order(kube: Any, namespace: str) -> None:
+    """apimachinery json.go `Serializer.Decode` converts a YAML body to JSON first
+    (sigs.k8s.io/yaml `YAMLToJSON`, which sorts every map's keys), so its unknown fields come in
+    key order, not in the order the YAML has them."""
+    detail = 'unknown field "aa", unknown field "metadata.labelz", unknown field "zz"'
+    yaml_type = "application/yaml"
+    strict = {"fieldValidation": "Strict"}
+    refused = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type, query=strict)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        f'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: {detail}'
+    )
+    made = await kube.raw("POST", cms(namespace), YAML_CM, content_type=yaml_type)
+    assert made.status == 201 and made.warnings == detail.split(", ")
+    assert made.body["data"] == {"k": "v"} and "labelz" not in made.body["metadata"]
+
+
+async def test_a_custom_resources_pruned_fields_come_in_key_order(kube: Any, namespace: str) -> None:
+    """apiextensions-apiserver pruning/algorithm.go `PruneWithOptions` sorts the paths of the
+    fields it prunes before customresource_handler.go reports them."""
+    await install_crd(kube)
+    body = {**gadget("ko", zz=1, aa=2), "bogus": 3}
+    path = gadgets(namespace)
+    made = await kube.raw("POST", path, json.dumps(body).encode())
+    assert made.status == 201, made
+    assert made.warnings == ['unknown field "bogus"', 'unknown field "spec.aa"', 'unknown field "spec.zz"']
+    assert made.body["spec"] == {"size": 1, "mode": "slow"} and "bogus" not in made.body

@@ -1,11 +1,26 @@
-"""The value of a strategic merge patch's strict error (devcluster/apiserver/decoding.py): the
-patch as Go's `fmt.Sprintf("%+v", patchMap)` prints it (patch.go `applyPatchToObject`)."""
+"""How devcluster decodes request bodies (devcluster/apiserver/decoding.py, requestparse.py): the
+value of a strategic merge patch's strict error, the patch as Go's `fmt.Sprintf("%+v",
+patchMap)` prints it (patch.go `applyPatchToObject`); a JSON patch's unknown and duplicate
+fields (patch.go `jsonPatcher.applyJSPatch`); review and TokenRequest bodies decoded as their
+kinds; a YAML body's key order."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from kubetrain.devcluster.apiserver.decoding import go_format
+from kubetrain.devcluster.apiserver.accessreviews import (
+    SUBJECT_ACCESS_REVIEWS_KEY,
+    TOKEN_REVIEWS_KEY,
+    body_kind,
+)
+from kubetrain.devcluster.apiserver.decoding import go_format, json_patch_errors, unknown_fields
+from kubetrain.devcluster.apiserver.duplicates import find
+from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.requestparse import decode_body
+from kubetrain.devcluster.apiserver.resources import Registry
+from kubetrain.devcluster.apiserver.target import Target
 
 
 def test_maps_print_with_sorted_keys_and_lists_with_spaces() -> None:
@@ -30,3 +45,83 @@ def test_maps_print_with_sorted_keys_and_lists_with_spaces() -> None:
 def test_floats_print_as_strconv_format_float_g(value: float, text: str) -> None:
     """strconv.FormatFloat(f, 'g', -1, 64): shortest digits, exponent form below 1e-4 or from 1e6."""
     assert go_format(value) == text
+
+
+def _patch_errors(raw: str) -> list[str]:
+    """The strict errors of a JSON patch sent as the text `raw`, as the handler finds them."""
+    return json_patch_errors(json.loads(raw), find(raw))
+
+
+def test_json_patch_keys_an_operation_lacks_are_unknown_fields() -> None:
+    raw = '[{"op": "remove", "path": "/a"}, {"op": "add", "path": "/b", "value": 1, "fromm": "/a"}]'
+    assert _patch_errors(raw) == ['json patch unknown field "[1].fromm"']
+    assert _patch_errors('[{"op": "add", "path": "/b", "from": "/a", "value": 1}]') == []
+
+
+def test_json_patch_keys_match_case_sensitively_and_unknown_ones_are_reported_once() -> None:
+    """sigs.k8s.io/json UnmarshalStrict is case-sensitive; an unknown key's value is skipped
+    unread (no duplicate inside it) and a repeated unknown key is one error (saveStrictError)."""
+    raw = '[{"op": "add", "Value": 1, "foo": {"x": 1, "x": 2}, "path": "/a", "foo": 3, "value": 1}]'
+    assert _patch_errors(raw) == [
+        'json patch unknown field "[0].Value"',
+        'json patch unknown field "[0].foo"',
+    ]
+
+
+def test_json_patch_unknown_and_duplicate_fields_come_in_document_order() -> None:
+    raw = '[{"op": "add", "value": {"a": 1, "a": 2}, "bogus": 1, "path": "/x", "path": "/y"}]'
+    assert _patch_errors(raw) == [
+        'json patch duplicate field "[0].value.a"',
+        'json patch unknown field "[0].bogus"',
+        'json patch duplicate field "[0].path"',
+    ]
+
+
+def test_json_patch_errors_stop_at_one_hundred() -> None:
+    ops = [{"op": "test", "path": "/a", "value": 1, f"k{i}": i} for i in range(150)]
+    found = json_patch_errors(ops, None)
+    assert len(found) == 100 and found[-1] == 'json patch unknown field "[99].k99"'
+
+
+def test_a_json_patch_that_is_not_a_list_of_objects_has_no_field_errors() -> None:
+    assert json_patch_errors({"op": "add", "foo": 1}, None) == []
+    assert json_patch_errors(["op", 3, None], None) == []
+
+
+def _target(key: str, subresource: str = "", validation: str = "Warn") -> Target:
+    rt = Registry().by_key(key)
+    assert rt is not None
+    return Target(rt, "v1", "ns", "fv", subresource, field_validation=validation)
+
+
+def test_reviews_and_token_requests_decode_their_bodies_as_their_kinds() -> None:
+    """create.go `createHandler`: a review's body is decoded as its own kind, a
+    serviceaccounts/token body as a TokenRequest; unknown fields are dropped and reported."""
+    sar = _target(SUBJECT_ACCESS_REVIEWS_KEY)
+    kind = body_kind(sar)
+    assert kind == ("authorization.k8s.io", "v1", "SubjectAccessReview")
+    body = {"spec": {"user": "u", "resourceAttributes": {"verb": "get", "verbb": "delete"}}}
+    assert unknown_fields(sar, body, kind=kind) == ['unknown field "spec.resourceAttributes.verbb"']
+    assert body == {"spec": {"user": "u", "resourceAttributes": {"verb": "get"}}}
+
+    token = _target("serviceaccounts", "token", "Strict")
+    assert body_kind(token) == ("authentication.k8s.io", "v1", "TokenRequest")
+    with pytest.raises(ApiError) as refused:
+        unknown_fields(token, {"spec": {"expirationSecond": 600}}, kind=body_kind(token))
+    assert refused.value.code == 400 and refused.value.message == (
+        'TokenRequest in version "v1" cannot be handled as a TokenRequest: strict decoding error: '
+        'unknown field "spec.expirationSecond"'
+    )
+    assert body_kind(_target(TOKEN_REVIEWS_KEY)) == ("authentication.k8s.io", "v1", "TokenReview")
+    assert body_kind(_target("serviceaccounts")) is None and body_kind(_target("pods")) is None
+
+
+def test_a_yaml_body_is_decoded_with_its_keys_sorted_as_yaml_to_json_leaves_them() -> None:
+    """sigs.k8s.io/yaml `YAMLToJSON` marshals the YAML's maps as JSON, keys sorted at every
+    level (inside lists too); JSON text sent as YAML goes through it as well, JSON as JSON not."""
+    body = decode_body(b"zz: 1\nb:\n  - {y: 1, x: 2}\na: {d: 1, c: 2}\n", "application/yaml")
+    assert list(body) == ["a", "b", "zz"] and list(body["a"]) == ["c", "d"]
+    assert list(body["b"][0]) == ["x", "y"]
+    as_yaml = decode_body(b'{"z": 1, "a": 2}', "application/yaml")
+    assert list(as_yaml) == ["a", "z"]
+    assert list(decode_body(b'{"z": 1, "a": 2}', "application/json")) == ["z", "a"]

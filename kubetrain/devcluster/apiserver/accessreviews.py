@@ -5,7 +5,9 @@ to the API server (what the `system:auth-delegator` ClusterRole allows).
 As kube-apiserver answers them (pkg/registry/authentication/tokenreview,
 pkg/registry/authorization/subjectaccessreview):
 
-- Nothing is stored; the answer (201) is the request with `status` filled in.
+- Nothing is stored; the answer (201) is the request with `status` filled in. The body (of a
+  TokenRequest too) is first decoded as any create's (`body_kind`; the handler reports or
+  refuses unknown and duplicate fields per fieldValidation, decoding.py).
 - TokenReview: an empty `spec.token` is 400 `token is required for TokenReview in
   authentication`. The tokens devcluster knows authenticate — the kubeconfig's admin token, the
   ServiceAccount tokens of `DevCluster.add_service_account_token` while their ServiceAccount
@@ -55,9 +57,18 @@ KEYS = (
     SELF_SUBJECT_REVIEWS_KEY,
 )
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
+TOKEN_REQUEST_KIND = ("authentication.k8s.io", "v1", "TokenRequest")  # serviceaccounts/token
 
 # (token, requested audiences) -> who it is, or why it does not authenticate
 TokenAuthenticator = Callable[[str, list[str]], "Authenticated | str"]
+
+
+def body_kind(t: Target) -> tuple[str, str, str] | None:
+    """The (group, version, kind) a create of `t` decodes its body as when `t` is a review or
+    serviceaccounts/token (a TokenRequest), else None."""
+    if t.rt.key == "serviceaccounts" and t.subresource == "token":
+        return TOKEN_REQUEST_KIND
+    return (t.rt.group, t.version, t.rt.kind) if t.rt.key in KEYS else None
 
 
 def _answer(t: Target, body: Any) -> Obj:

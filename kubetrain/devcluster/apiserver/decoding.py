@@ -27,7 +27,7 @@ pkg/endpoints/handlers):
 
 Duplicate fields of the body (duplicates.py, found by the handler into `Target.duplicates`) are
 strict errors of the same kinds, `duplicate field "metadata.name"`, ordered as `_strict_errors`
-says.
+says; so are a JSON patch's keys an operation does not have, `json patch unknown field "[0].foo"`.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from kubetrain.devcluster.apiserver.patch import JSON_PATCH, STRATEGIC
 from kubetrain.devcluster.apiserver.target import Target
 from kubetrain.devcluster.apiserver.types import Obj
 
+_OP_KEYS = ("op", "path", "from", "value")  # patch.go `jsonPatchOp`'s JSON names
 _OP_FIELD = re.compile(r"^\[\d+\]\.(op|path|from|value)($|[.\[])")
 
 
@@ -104,7 +105,8 @@ def unknown_fields(
 def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, typed: bool) -> list[str]:
     """The strict decoding errors in upstream's order. A patch's duplicates are its body's and
     come first (patch.go `applyJSPatch`, `patchResource` for strategic merge: the patch is
-    decoded strictly before the patched object), those of a JSON patch prefixed `json patch `.
+    decoded strictly before the patched object); a JSON patch's, its operations' unknown keys
+    too, are prefixed `json patch ` (`json_patch_errors`).
     A custom resource's come before the pruned fields (apiextensions-apiserver
     customresource_handler.go `schemaCoercingDecoder.Decode`). A built-in object's are met in
     one pass over the body with its unknown fields, so both are in document order; a repeated
@@ -112,21 +114,42 @@ def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, t
     repeated keys are one error, before the rest."""
     unknown = [f'unknown field "{path}"' for path in found]
     dups = t.duplicates
+    if patch is not None and patch[0].startswith(JSON_PATCH):
+        return json_patch_errors(patch[1], dups) + unknown
     if dups is None:
         return unknown
     if dups.yaml:  # YAMLToJSONStrict's error comes first (json.go `Serializer.unmarshal`)
         return [dups.yaml, *unknown]
     if patch is not None:
-        paths = [p for _, p in dups.paths]
-        if patch[0].startswith(JSON_PATCH):
-            # decoded as []jsonPatchOp: an op's other keys are unknown, not duplicate
-            return [f'json patch duplicate field "{p}"' for p in paths if _OP_FIELD.match(p)] + unknown
-        return [f'duplicate field "{p}"' for p in paths] + unknown
+        return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
     if not typed:
         return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
     events = [(i, f'duplicate field "{p}"') for i, p in dups.paths if not duplicates.under(p, found)]
     events += [(dups.position(p), text) for p, text in zip(found, unknown, strict=True)]
     return [text for _, text in sorted(events, key=lambda e: e[0])]
+
+
+def json_patch_errors(ops: Any, dups: duplicates.Duplicates | None) -> list[str]:
+    """The strict errors of a JSON patch body, as kube-apiserver finds them before applying it
+    (patch.go `jsonPatcher.applyJSPatch`: sigs.k8s.io/json `UnmarshalStrict` into
+    `[]jsonPatchOp`, each error prefixed `json patch `). An operation has the fields `op`, `path`,
+    `from` and `value`, matched case-sensitively; any other key is an unknown field `[i].key`,
+    reported once and its value not looked into (decode.go `decodeState.object`), a repeated
+    known key or a repeated key inside `value` (an `interface{}`) a duplicate field; all in
+    document order, at most 100 (`saveStrictError`)."""
+    events: list[tuple[int, str]] = []
+    if dups is not None:
+        events += [(i, f'json patch duplicate field "{p}"') for i, p in dups.paths if _OP_FIELD.match(p)]
+    if isinstance(ops, list):
+        for n, op in enumerate(ops):
+            if not isinstance(op, dict):
+                continue
+            for key in op:
+                if key not in _OP_KEYS:
+                    path = f"[{n}].{key}"
+                    where = dups.position(path) if dups is not None else len(events)
+                    events.append((where, f'json patch unknown field "{path}"'))
+    return [text for _, text in sorted(events, key=lambda e: e[0])][: duplicates.MAX_ERRORS]
 
 
 def _drop_unknown(t: Target, obj: Obj) -> list[str]:
@@ -137,7 +160,7 @@ def _drop_unknown(t: Target, obj: Obj) -> list[str]:
         return []
     dropped: list[str] = []
     schema.prune(obj, sch, dropped=dropped)
-    return [d.lstrip(".") for d in dropped]
+    return sorted(d.lstrip(".") for d in dropped)  # pruning/algorithm.go `PruneWithOptions` sorts
 
 
 def _go_json(obj: Obj) -> str:

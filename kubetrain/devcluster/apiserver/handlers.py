@@ -13,6 +13,7 @@ from aiohttp import web
 from kubetrain.devcluster.apiserver import (
     accessreviews,
     conversion,
+    decoding,
     deletion,
     discovery,
     duplicates,
@@ -138,6 +139,29 @@ class Handlers:
         user = dict(ADMIN_USER) if identity is ADMIN else identity.to_dict()
         return rp.target(rest, group, version, self.api.registry, request.query, user)
 
+    async def _review(self, request: web.Request, t: Target, kind: tuple[str, str, str]) -> Result:
+        """Create a review or a TokenRequest: nothing is stored, but the body is decoded first as
+        create.go `createHandler` decodes every body (unknown and duplicate fields reported or
+        refused per fieldValidation, unknown ones dropped from the answer)."""
+        body = await self._body(request)
+        warnings = decoding.unknown_fields(t, body, kind=kind) if isinstance(body, dict) else []
+        key = t.rt.key
+        if key == accessreviews.TOKEN_REVIEWS_KEY:
+            result = accessreviews.token_review(t, body, self.auth.review_token)
+        elif key == accessreviews.SUBJECT_ACCESS_REVIEWS_KEY:
+            result = accessreviews.subject_access_review(t, body, self.auth.authorizer)
+        elif key == accessreviews.SELF_SUBJECT_ACCESS_REVIEWS_KEY:
+            result = accessreviews.self_subject_access_review(
+                t, body, request[USER_KEY], self.auth.authorizer
+            )
+        elif key == accessreviews.SELF_SUBJECT_REVIEWS_KEY:
+            now = timestamp(self.api.clock())
+            result = accessreviews.self_subject_review(t, body, request[USER_KEY], now)
+        else:
+            result = Result(201, self.auth.tokens.token_request(t.namespace, t.name, body))
+        result.warnings = [*warnings, *result.warnings]
+        return result
+
     async def _body(self, request: web.Request) -> Any:
         return rp.decode_body(await request.read(), request.headers.get("Content-Type", ""))
 
@@ -215,21 +239,9 @@ class Handlers:
         sub = t.subresource
         if sub == "binding" and verb == "create":
             return await subresources.bind(api, t, await self._body(request))
-        if t.rt.key == accessreviews.TOKEN_REVIEWS_KEY and verb == "create":
-            return accessreviews.token_review(t, await self._body(request), self.auth.review_token)
-        if t.rt.key == "serviceaccounts" and sub == "token" and verb == "create":
-            body = await self._body(request)
-            return Result(201, self.auth.tokens.token_request(t.namespace, t.name, body))
-        if t.rt.key == accessreviews.SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
-            return accessreviews.subject_access_review(t, await self._body(request), self.auth.authorizer)
-        if t.rt.key == accessreviews.SELF_SUBJECT_ACCESS_REVIEWS_KEY and verb == "create":
-            return accessreviews.self_subject_access_review(
-                t, await self._body(request), request[USER_KEY], self.auth.authorizer
-            )
-        if t.rt.key == accessreviews.SELF_SUBJECT_REVIEWS_KEY and verb == "create":
-            return accessreviews.self_subject_review(
-                t, await self._body(request), request[USER_KEY], timestamp(api.clock())
-            )
+        review = accessreviews.body_kind(t) if verb == "create" else None
+        if review is not None:
+            return await self._review(request, t, review)
         if t.rt.key == "bindings" and verb == "create":
             body = await self._body(request)
             pods = api.registry.by_key("pods")

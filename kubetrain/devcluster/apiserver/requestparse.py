@@ -82,22 +82,38 @@ def verb(method: str, t: Target, query: Query) -> str:
 
 
 def decode_body(raw: bytes, content_type: str) -> Any:
-    """A request body: JSON, or YAML when the Content-Type says so; None when empty."""
+    """A request body: JSON, or YAML when the Content-Type says so; None when empty.
+
+    A YAML body (JSON text sent as YAML too) comes back with every mapping's keys sorted: the
+    YAML serializer converts it to JSON first (apimachinery runtime/serializer/json
+    `Serializer.Decode`, sigs.k8s.io/yaml `YAMLToJSON`, whose `json.Marshal` of a map sorts the
+    keys), so the strict decoder meets, and reports, the unknown fields in that order."""
     if not raw:
         return None
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except ValueError:
-        if "yaml" in content_type:
-            import yaml
+        if "yaml" not in content_type:
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {raw[:80]!r}") from None
+        import yaml
 
-            from kubetrain.api.manifests import load
+        from kubetrain.api.manifests import load
 
-            try:
-                return load(raw)
-            except yaml.YAMLError as exc:
-                raise errors.bad_request(f"error decoding YAML: {exc}") from None
-        raise errors.bad_request(f"couldn't get version/kind; json parse error: {raw[:80]!r}") from None
+        try:
+            value = load(raw)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    return _sorted_keys(value) if "yaml" in content_type else value
+
+
+def _sorted_keys(value: Any) -> Any:
+    """`value` with the keys of every mapping in it sorted (code point order is UTF-8 byte
+    order, Go's string order)."""
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
 
 
 def list_query(q: Query) -> ListQuery:
