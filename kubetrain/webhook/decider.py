@@ -32,7 +32,7 @@ from kubetrain.webhook.review import (
     decode_review,
     encode_review,
 )
-from kubetrain.webhook.shapebound import within_shape_limits
+from kubetrain.webhook.shapebound import structure_marks, within_shape_limits
 from kubetrain.webhook.shapelimits import MAX_NESTING_DEPTH, MAX_OBJECT_MEMBERS, shape_problem
 from kubetrain.webhook.trainer import is_trainer_review, mutate_trainer, needs_read, validate_trainer
 from kubetrain.webhook.validate import needs_job, validate
@@ -68,24 +68,36 @@ def encode(review: AdmissionRequest, response: AdmissionResponse) -> tuple[Admis
     return review, orjson.dumps(encode_review(response)), result_label(response)
 
 
-def shape_check_needed(body: bytes) -> bool:
+def shape_check_needed(body: bytes, marks: bytes | None = None) -> bool:
     """Whether the review decoded from `body` must be walked for the shape limits before it is
     decided. Not for a body up to SHAPE_CHECK_BYTES: it cannot hold a map over
     MAX_OBJECT_MEMBERS fields, and one nested too deep ends in a RecursionError, answered by
     the same check. Not for a larger body whose bytes prove both limits (few colons, shallow
-    brackets: kubetrain.webhook.shapebound), the common case, at a fraction of the walk's cost."""
+    brackets: kubetrain.webhook.shapebound), the common case, at a fraction of the walk's cost.
+    `marks`: shapebound.structure_marks(body), when the caller has it (`review_marks`)."""
     return len(body) > SHAPE_CHECK_BYTES and not within_shape_limits(
-        body, MAX_NESTING_DEPTH, MAX_OBJECT_MEMBERS
+        body, MAX_NESTING_DEPTH, MAX_OBJECT_MEMBERS, marks
     )
 
 
+def review_marks(body: bytes) -> bytes | None:
+    """shapebound.structure_marks(body) when the shape proof will read them (a body over
+    SHAPE_CHECK_BYTES), else None. The server computes them once for the tier
+    (kubetrain.webhook.tiers) and the proof of a review it decides in this process."""
+    return structure_marks(body) if len(body) > SHAPE_CHECK_BYTES else None
+
+
 def decide_guarded(
-    review: AdmissionRequest, webhook: str, decide: Decide, body: bytes = b""
+    review: AdmissionRequest,
+    webhook: str,
+    decide: Decide,
+    body: bytes = b"",
+    marks: bytes | None = None,
 ) -> AdmissionResponse:
     """`decide(review)` with the shape limits applied and any failure answered as a denial.
-    `body` is the review's JSON text (`shape_check_needed`); without it the objects are
-    checked only if deciding them overflows the stack."""
-    if shape_check_needed(body):
+    `body` is the review's JSON text (`shape_check_needed`, with its `marks` if known); without
+    it the objects are checked only if deciding them overflows the stack."""
+    if shape_check_needed(body, marks):
         denial = shape_denial(review)
         if denial is not None:
             return denial
@@ -130,17 +142,20 @@ class Decider:
             return validate_trainer(request)
         return validate(request, self.policies, max_replicas=self.max_replicas)
 
-    def answer(self, body: bytes, webhook: str) -> tuple[AdmissionRequest, bytes, str]:
+    def answer(
+        self, body: bytes, webhook: str, marks: bytes | None = None
+    ) -> tuple[AdmissionRequest, bytes, str]:
         """Decode, decide and encode one review; raises BadReview. A scale review to /validate
         comes back with an empty answer: the job must be read first (so does a TrainJob review,
         whose runtime must be read, and a runtime DELETE, whose TrainJobs must be listed),
-        unless it breaks the shape limits (then the denial comes back)."""
+        unless it breaks the shape limits (then the denial comes back). `marks`:
+        `review_marks(body)`, when the caller has computed them already."""
         review = decode_review(body)
         if webhook == "validate" and (needs_job(review) or needs_read(review)):
             # Held to the shape limits before anything is read for it, like any other review.
-            denial = shape_denial(review) if shape_check_needed(body) else None
+            denial = shape_denial(review) if shape_check_needed(body, marks) else None
             if denial is not None:
                 return encode(review, denial)
             return review, b"", ""
         decide = self.mutate if webhook == "mutate" else self.validate
-        return encode(review, decide_guarded(review, webhook, decide, body))
+        return encode(review, decide_guarded(review, webhook, decide, body, marks))

@@ -57,14 +57,14 @@ from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
 from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.body import BodyReader
-from kubetrain.webhook.decider import Decider
+from kubetrain.webhook.decider import Decider, review_marks
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission
 from kubetrain.webhook.processes import MAX_QUEUE, PROCESS_BYTES, TIME_LIMIT, ReviewProcesses
 from kubetrain.webhook.reads import Answer, JobReader, answer_scale, answer_trainer
 from kubetrain.webhook.refusals import Refusal, refuse
 from kubetrain.webhook.review import AdmissionRequest, BadReview
-from kubetrain.webhook.tiers import decided_inline
+from kubetrain.webhook.tiers import INLINE_MAX_BYTES, decided_inline
 from kubetrain.webhook.trainer import TrainerReader, needs_read
 
 log = logging.getLogger(__name__)
@@ -226,15 +226,17 @@ class WebhookServer:
         )
 
     async def _decode_and_decide(self, body: bytes, webhook: str) -> Answer:
-        if decided_inline(body):
-            return self.decider().answer(body, webhook)
+        # One pass over the bytes for the tier and the shape proof (kubetrain.webhook.shapebound).
+        marks = review_marks(body) if len(body) <= INLINE_MAX_BYTES else None
+        if decided_inline(body, marks):
+            return self.decider().answer(body, webhook, marks)
         if self.processes is not None and len(body) > PROCESS_BYTES:
             review, answer, result = await self.processes.answer(body, webhook, self.decider())
             if answer:
                 return review, answer, result
             # A scale review (the worker sent back no object): decode it here, then read the job.
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.decider().answer, body, webhook)
+        return await loop.run_in_executor(self._executor, self.decider().answer, body, webhook, marks)
 
     async def _review(self, request: web.Request, webhook: str) -> web.Response:
         started = time.perf_counter()

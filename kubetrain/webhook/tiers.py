@@ -26,10 +26,14 @@ INLINE_MAX_BYTES = 96 * 1024
 INLINE_MAX_BRACKETS = 4096
 
 
-def decided_inline(body: bytes) -> bool:
-    """Whether a review with this body is decided on the event loop (see the module text)."""
+def decided_inline(body: bytes, marks: bytes | None = None) -> bool:
+    """Whether a review with this body is decided on the event loop (see the module text).
+    `marks`: kubetrain.webhook.shapebound.structure_marks(body), when the caller has it (the
+    shape proof reads the same bytes): its `{` are the body's `{` and `[`."""
     if len(body) <= INLINE_BYTES:
         return True
     if len(body) > INLINE_MAX_BYTES:
         return False
+    if marks is not None:
+        return marks.count(b"{") <= INLINE_MAX_BRACKETS
     return body.count(b"{") + body.count(b"[") <= INLINE_MAX_BRACKETS

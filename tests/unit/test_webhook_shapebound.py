@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.decider import SHAPE_CHECK_BYTES, Decider, shape_check_needed
 from kubetrain.webhook.review import request_review
-from kubetrain.webhook.shapebound import _structural_brackets, within_shape_limits
+from kubetrain.webhook.shapebound import (
+    _outside_strings,
+    _structural_brackets,
+    structure_marks,
+    within_shape_limits,
+)
 from kubetrain.webhook.shapelimits import MAX_NESTING_DEPTH, MAX_OBJECT_MEMBERS, shape_problem
 
 DEPTH, MEMBERS = MAX_NESTING_DEPTH, MAX_OBJECT_MEMBERS
@@ -136,7 +141,14 @@ def test_the_proof_agrees_with_the_decoded_value(value: Any, max_depth: int, max
         json.dumps(value, ensure_ascii=False).replace("/", "\\/").encode(),
     ):
         assert _structural_brackets(body) == structure(value)
+        marks = structure_marks(body)
+        # The marks the tier counts and the proof reads are the body's own bytes of each kind.
+        assert marks.count(b"{") == body.count(b"{") + body.count(b"[")
+        assert marks.count(b":") == body.count(b":")
+        if b"\\" not in body:  # read from the marks alone
+            assert _outside_strings(marks.translate(None, b":")) == structure(value)
         proven = within_shape_limits(body, max_depth, max_members)
+        assert within_shape_limits(body, max_depth, max_members, marks) == proven
         if proven and isinstance(value, dict | list):
             assert shape_problem(value, max_depth, max_members) is None
         if body.count(b":") <= max_members:

@@ -15,6 +15,7 @@ import pytest
 from kubetrain.webhook.decider import Decider
 from kubetrain.webhook.review import AdmissionRequest, AdmissionResponse, request_review
 from kubetrain.webhook.server import WebhookServer
+from kubetrain.webhook.shapebound import structure_marks
 from kubetrain.webhook.tiers import INLINE_BYTES, INLINE_MAX_BRACKETS, INLINE_MAX_BYTES, decided_inline
 
 from .test_webhook_hostile import pytorchjob
@@ -38,12 +39,17 @@ def test_up_to_64_kib_a_review_is_decided_inline_whatever_it_holds() -> None:
 @pytest.mark.parametrize("size", [INLINE_BYTES + 1, INLINE_MAX_BYTES])
 def test_up_to_96_kib_only_a_review_with_few_objects_and_lists_is_inline(size: int) -> None:
     at_limit = INLINE_MAX_BRACKETS - 2  # plus the outer map and list
+    for body in (padded(size, at_limit), padded(size, at_limit + 1)):
+        # the same answer from the bytes the shape proof reads (as the server asks)
+        assert decided_inline(body, structure_marks(body)) == decided_inline(body)
     assert decided_inline(padded(size, at_limit))
     assert not decided_inline(padded(size, at_limit + 1))
 
 
 def test_brackets_inside_strings_count_so_a_body_goes_off_the_loop_rather_than_on() -> None:
-    assert not decided_inline(padded(INLINE_MAX_BYTES, INLINE_MAX_BRACKETS, in_strings=True))
+    body = padded(INLINE_MAX_BYTES, INLINE_MAX_BRACKETS, in_strings=True)
+    assert not decided_inline(body)
+    assert not decided_inline(body, structure_marks(body))
 
 
 def test_over_96_kib_a_review_is_never_inline() -> None:
