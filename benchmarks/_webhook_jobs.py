@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.review import request_review
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/jobs.py, the job builder
+from jobs import big_tf_job
 
 
 def small_job() -> dict[str, Any]:
@@ -32,61 +37,14 @@ def small_job() -> dict[str, Any]:
     }
 
 
-def tf_job(name: str, containers_per_template: int) -> dict[str, Any]:
-    """A TFJob with 4 replica types (Chief 1, PS 4, Worker 32, Evaluator 1) sharing one pod
-    template of `containers_per_template` containers, each with a command, args, 20 env vars,
-    resources, two volume mounts and a port."""
-
-    def container(i: int) -> dict[str, Any]:
-        return {
-            "name": "tensorflow" if i == 0 else f"sidecar-{i}",
-            "image": f"registry.example.com/team/image-{i}:1.{i}",
-            "command": ["python", "-m", "train"],
-            "args": [f"--shard={i}", "--epochs=10"],
-            "env": [{"name": f"VAR_{k}", "value": str(k)} for k in range(20)],
-            "resources": {
-                "requests": {"cpu": "2", "memory": "8Gi"},
-                "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
-            },
-            "volumeMounts": [
-                {"name": "data", "mountPath": "/data"},
-                {"name": "cache", "mountPath": "/cache"},
-            ],
-            "ports": [{"name": f"p{i}", "containerPort": 9000 + i}],
-        }
-
-    template = {
-        "metadata": {"labels": {"team": "research"}, "annotations": {"a": "b"}},
-        "spec": {
-            "containers": [container(i) for i in range(containers_per_template)],
-            "volumes": [
-                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
-                {"name": "cache", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
-            ],
-            "nodeSelector": {"gpu": "a100"},
-            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        },
-    }
-    specs = {
-        t: {"replicas": n, "template": template}
-        for t, n in (("Chief", 1), ("PS", 4), ("Worker", 32), ("Evaluator", 1))
-    }
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": "bench"},
-        "spec": {"tfReplicaSpecs": specs, "runPolicy": {"backoffLimit": 3}},
-    }
-
-
 def large_job() -> dict[str, Any]:
     """4 replica types x 4 containers = 16 containers (~20 KB AdmissionReview)."""
-    return tf_job("large", 4)
+    return big_tf_job("large", 4)
 
 
 def xlarge_job() -> dict[str, Any]:
     """4 replica types x 16 containers = 64 containers, each like the large job's (~75 KB)."""
-    return tf_job("xlarge", 16)
+    return big_tf_job("xlarge", 16)
 
 
 JOBS = {"small": small_job, "large": large_job, "xlarge": xlarge_job}

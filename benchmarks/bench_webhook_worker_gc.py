@@ -20,11 +20,11 @@ import time
 from typing import Any
 
 from _common import load_average, publish
-from _webhook_jobs import review_body, tf_job
+from _webhook_jobs import big_tf_job, review_body
 
 
 def big_body(copies: int) -> bytes:
-    job = tf_job("huge", 16)
+    job = big_tf_job("huge", 16)
     template = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
     template["containers"] = template["containers"] * copies
     return review_body(job, "/validate")

@@ -160,3 +160,50 @@ def rendered(obj: Obj, kind: str = "Pod") -> list[Obj]:
     children, errors = render_job(obj)
     assert errors == [], errors
     return [c for c in children if c["kind"] == kind]
+
+
+def big_tf_job(name: str, containers_per_template: int) -> Obj:
+    """A big TFJob (the webhook benchmarks' large and xlarge jobs): 4 replica types (Chief 1,
+    PS 4, Worker 32, Evaluator 1) sharing one pod template of `containers_per_template`
+    containers, each with a command, args, 20 env vars, resources, two volume mounts and a port."""
+
+    def container(i: int) -> dict[str, Any]:
+        return {
+            "name": "tensorflow" if i == 0 else f"sidecar-{i}",
+            "image": f"registry.example.com/team/image-{i}:1.{i}",
+            "command": ["python", "-m", "train"],
+            "args": [f"--shard={i}", "--epochs=10"],
+            "env": [{"name": f"VAR_{k}", "value": str(k)} for k in range(20)],
+            "resources": {
+                "requests": {"cpu": "2", "memory": "8Gi"},
+                "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
+            },
+            "volumeMounts": [
+                {"name": "data", "mountPath": "/data"},
+                {"name": "cache", "mountPath": "/cache"},
+            ],
+            "ports": [{"name": f"p{i}", "containerPort": 9000 + i}],
+        }
+
+    template = {
+        "metadata": {"labels": {"team": "research"}, "annotations": {"a": "b"}},
+        "spec": {
+            "containers": [container(i) for i in range(containers_per_template)],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "cache", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+            ],
+            "nodeSelector": {"gpu": "a100"},
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+    specs = {
+        t: {"replicas": n, "template": template}
+        for t, n in (("Chief", 1), ("PS", 4), ("Worker", 32), ("Evaluator", 1))
+    }
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": "bench"},
+        "spec": {"tfReplicaSpecs": specs, "runPolicy": {"backoffLimit": 3}},
+    }

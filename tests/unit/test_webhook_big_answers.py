@@ -10,53 +10,12 @@ from typing import Any
 
 import orjson
 import pytest
+from jobs import big_tf_job
 
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.webhook.decider import SHAPE_CHECK_BYTES, Decider, review_marks
 from kubetrain.webhook.review import request_review
 from kubetrain.webhook.tiers import INLINE_BYTES, decided_inline
-
-
-def container(i: int) -> dict[str, Any]:
-    return {
-        "name": "tensorflow" if i == 0 else f"sidecar-{i}",
-        "image": f"registry.example.com/team/image-{i}:1.{i}",
-        "command": ["python", "-m", "train"],
-        "args": [f"--shard={i}", "--epochs=10"],
-        "env": [{"name": f"VAR_{k}", "value": str(k)} for k in range(20)],
-        "resources": {
-            "requests": {"cpu": "2", "memory": "8Gi"},
-            "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
-        },
-        "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "cache", "mountPath": "/cache"}],
-        "ports": [{"name": f"p{i}", "containerPort": 9000 + i}],
-    }
-
-
-def tf_job(containers: int) -> dict[str, Any]:
-    template = {
-        "metadata": {"labels": {"team": "research"}, "annotations": {"a": "b"}},
-        "spec": {
-            "containers": [container(i) for i in range(containers)],
-            "volumes": [
-                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
-                {"name": "cache", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
-            ],
-            "nodeSelector": {"gpu": "a100"},
-            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        },
-    }
-    replicas = {"Chief": 1, "PS": 4, "Worker": 32, "Evaluator": 1}
-    return {
-        "apiVersion": "kubetrain.io/v1",
-        "kind": "TFJob",
-        "metadata": {"name": "big", "namespace": "bench"},
-        "spec": {
-            "tfReplicaSpecs": {t: {"replicas": n, "template": template} for t, n in replicas.items()},
-            "runPolicy": {"backoffLimit": 3},
-        },
-    }
-
 
 TYPES = ("Chief", "PS", "Worker", "Evaluator")
 PATCH = [
@@ -87,7 +46,7 @@ def answers(body: bytes, webhook: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("containers", [4, 16])
 def test_a_big_job_is_patched_with_its_defaults_and_the_defaulted_job_is_allowed(containers: int) -> None:
-    job = tf_job(containers)
+    job = big_tf_job("big", containers)
     submitted = orjson.dumps(request_review(job))
     if containers == 16:  # over the shape proof's threshold and the always-inline tier
         assert len(submitted) > INLINE_BYTES > SHAPE_CHECK_BYTES
@@ -100,7 +59,7 @@ def test_a_big_job_is_patched_with_its_defaults_and_the_defaulted_job_is_allowed
 
 
 def test_a_big_job_over_the_replica_limit_is_refused_naming_the_limit() -> None:
-    body = orjson.dumps(request_review(default_job(tf_job(16)).obj))
+    body = orjson.dumps(request_review(default_job(big_tf_job("big", 16)).obj))
     _, answer, _ = Decider(max_replicas=10).answer(body, "validate", review_marks(body))
     response = orjson.loads(answer)["response"]
     assert response["allowed"] is False
