@@ -29,13 +29,14 @@ from kubetrain.api.trainer import constants as trainer
 from kubetrain.commands._devflags import add_behaviour_flags, devstack_options
 from kubetrain.commands._devprogress import describe_progress, follow
 from kubetrain.commands._flags import GANG_SCHEDULERS, api_groups_arg
+from kubetrain.commands._historyflags import add_history_flags
 from kubetrain.commands._process import ConfigError, configure_gc, install_stop_signals
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, check_interval
-from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, check_ttl
+from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL
+from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
@@ -358,46 +359,5 @@ def add_parser(subparsers: Any) -> None:
         help="serve only the emulated API server (no CRDs, webhooks, controller or kubelet) until "
         "Ctrl-C, e.g. as the KUBECONFIG of `pytest -m e2e`",
     )
-    parser.add_argument(
-        "--watch-window",
-        type=int,
-        default=1000,
-        help="with --cluster-only: events kept per watch history; a watch from an older "
-        "resourceVersion gets 410 Gone (default 1000)",
-    )
-    parser.add_argument(
-        "--event-ttl",
-        type=event_ttl_arg,
-        default=DEFAULT_EVENT_TTL,
-        metavar="SECONDS",
-        help="devcluster deletes each Event this long after its last write, as kube-apiserver's "
-        f"--event-ttl (default {DEFAULT_EVENT_TTL:g}: one hour; 0: keep Events forever)",
-    )
-    parser.add_argument(
-        "--compaction-interval",
-        type=compaction_interval_arg,
-        default=DEFAULT_COMPACTION_INTERVAL,
-        metavar="SECONDS",
-        help="devcluster compacts its history this often to the resourceVersion of one interval "
-        "earlier, as kube-apiserver's --etcd-compaction-interval: older watches and continue tokens "
-        f"get 410 Gone (default {DEFAULT_COMPACTION_INTERVAL:g}: five minutes; 0: never by time)",
-    )
+    add_history_flags(parser)
     parser.set_defaults(func=run)
-
-
-def compaction_interval_arg(value: str) -> float:
-    try:
-        return check_interval(float(value))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid value {value!r}: seconds, 0 (never compact by time) or a positive number"
-        ) from None
-
-
-def event_ttl_arg(value: str) -> float:
-    try:
-        return check_ttl(float(value))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid value {value!r}: seconds, 0 (Events never expire) or a positive number"
-        ) from None
