@@ -177,6 +177,34 @@ async def test_a_json_patch_operations_unknown_keys_are_reported_first(kube: Any
     assert ignored.status == 200 and not ignored.warnings
 
 
+async def test_a_json_patch_that_is_not_a_list_of_operations_is_refused_before_it_applies(
+    kube: Any, namespace: str
+) -> None:
+    """patch.go `jsonPatcher.applyJSPatch`: under Strict and Warn (also without the parameter)
+    the patch is decoded into `[]jsonPatchOp` first, and a body, operation or op/path/from of
+    the wrong JSON type is 400 `error decoding patch: ` and sigs.k8s.io/json's
+    `UnmarshalTypeError` text; under Ignore the operation is only refused when applied."""
+    path = f"{cms(namespace)}/jpd"
+    await kube.ok("POST", cms(namespace), cm("jpd", a="1"))
+    add = {"op": "add", "path": "/data/b", "value": "2"}
+    field = "into Go struct field jsonPatchOp"
+    for body, error in [
+        (add, "object into Go value of type []handlers.jsonPatchOp"),
+        ([add, "remove"], "string into Go value of type handlers.jsonPatchOp"),
+        ([{**add, "op": 1}], f"number {field}.op of type string"),
+        ([add, {"op": "move", "from": ["data"], "path": "/data/c"}], f"array {field}.from of type string"),
+    ]:
+        for query in ({"fieldValidation": "Strict"}, {"fieldValidation": "Warn"}, None):
+            refused = await kube.request("PATCH", path, body, content_type=JSON_PATCH, query=query)
+            assert_status(refused.body, 400, "BadRequest")
+            assert refused.body["message"] == f"error decoding patch: json: cannot unmarshal {error}"
+    ignored = await kube.request(
+        "PATCH", path, [{**add, "op": 1}], content_type=JSON_PATCH, query={"fieldValidation": "Ignore"}
+    )
+    assert ignored.status == 422 and "error decoding patch" not in ignored.body["message"]
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}  # nothing was patched
+
+
 async def test_status_writes_decode_the_whole_body(kube: Any, namespace: str) -> None:
     """The status subresource decodes its body into the same Go type: an unknown field anywhere in
     it is refused (Strict) or reported (Warn), though only the status is written."""

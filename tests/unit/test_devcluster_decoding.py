@@ -15,7 +15,13 @@ from kubetrain.devcluster.apiserver.accessreviews import (
     TOKEN_REVIEWS_KEY,
     body_kind,
 )
-from kubetrain.devcluster.apiserver.decoding import go_format, json_patch_errors, unknown_fields
+from kubetrain.devcluster.apiserver.decoding import (
+    check_json_patch,
+    go_format,
+    json_patch_decode_error,
+    json_patch_errors,
+    unknown_fields,
+)
 from kubetrain.devcluster.apiserver.duplicates import find
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.requestparse import decode_body
@@ -86,6 +92,62 @@ def test_json_patch_errors_stop_at_one_hundred() -> None:
 def test_a_json_patch_that_is_not_a_list_of_objects_has_no_field_errors() -> None:
     assert json_patch_errors({"op": "add", "foo": 1}, None) == []
     assert json_patch_errors(["op", 3, None], None) == []
+
+
+_AS_OPS = "into Go value of type []handlers.jsonPatchOp"
+_AS_OP = "into Go value of type handlers.jsonPatchOp"
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ('{"op": "add"}', f"json: cannot unmarshal object {_AS_OPS}"),
+        ('"add"', f"json: cannot unmarshal string {_AS_OPS}"),
+        ("7", f"json: cannot unmarshal number {_AS_OPS}"),
+        ('[{"op": "remove", "path": "/a"}, 3]', f"json: cannot unmarshal number {_AS_OP}"),
+        ('["op"]', f"json: cannot unmarshal string {_AS_OP}"),
+        ("[true]", f"json: cannot unmarshal bool {_AS_OP}"),
+        ("[[]]", f"json: cannot unmarshal array {_AS_OP}"),
+        (
+            '[{"op": 1, "path": "/a"}]',
+            "json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string",
+        ),
+        (
+            '[{"op": "add", "path": ["a"], "value": 1}]',
+            "json: cannot unmarshal array into Go struct field jsonPatchOp.path of type string",
+        ),
+        (
+            '[{"op": "move", "from": {"a": 1}, "path": false}]',
+            "json: cannot unmarshal object into Go struct field jsonPatchOp.from of type string",
+        ),
+        (  # the first in document order, across operations
+            '[{"op": "add", "path": true}, 5]',
+            "json: cannot unmarshal bool into Go struct field jsonPatchOp.path of type string",
+        ),
+    ],
+)
+def test_a_json_patch_that_is_not_a_list_of_operations_names_the_go_type(raw: str, error: str) -> None:
+    assert json_patch_decode_error(json.loads(raw)) == error
+
+
+def test_null_keys_other_cased_keys_and_any_value_decode() -> None:
+    """`null` decodes as nothing; `Op` is not `op` (case-sensitive: an unknown field instead)."""
+    for raw in ["null", "[null]", '[{"op": null, "path": null}]', '[{"Op": 1, "value": {"a": [1]}}]']:
+        assert json_patch_decode_error(json.loads(raw)) is None
+
+
+def test_the_decoding_error_is_a_bad_request_under_strict_and_warn_only() -> None:
+    bad = [{"op": "add", "path": 1}]
+    for validation in ("Strict", "Warn"):
+        with pytest.raises(ApiError) as err:
+            check_json_patch(_target("configmaps", validation=validation), "application/json-patch+json", bad)
+        assert err.value.code == 400 and err.value.reason == "BadRequest"
+        assert err.value.message == (
+            "error decoding patch: json: cannot unmarshal number into Go struct field "
+            "jsonPatchOp.path of type string"
+        )
+    check_json_patch(_target("configmaps", validation="Ignore"), "application/json-patch+json", bad)
+    check_json_patch(_target("configmaps", validation="Strict"), "application/merge-patch+json", bad)
 
 
 def _target(key: str, subresource: str = "", validation: str = "Warn") -> Target:

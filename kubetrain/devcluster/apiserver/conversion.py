@@ -29,7 +29,7 @@ from aiohttp import web
 
 from kubetrain.devcluster.admission.client import WebhookClient
 from kubetrain.devcluster.admission.review import CallError
-from kubetrain.devcluster.apiserver import deletion, duplicates, tables, watchstream
+from kubetrain.devcluster.apiserver import decoding, deletion, duplicates, tables, watchstream
 from kubetrain.devcluster.apiserver.core import ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.patch import apply_patch
@@ -215,6 +215,7 @@ async def _patch(
     for _attempt in range(PATCH_RETRIES):
         old = api.current(storage)
         base = await converter.one(rt, old, version)
+        decoding.check_json_patch(storage, content_type, body)
         patched = apply_patch(content_type, base, body, custom=True)
         if not isinstance(patched, dict):
             raise ApiError(400, "BadRequest", "the patch did not produce an object")

@@ -164,6 +164,7 @@ class ApiServer:
         for _attempt in range(PATCH_RETRIES):
             old = self.current(t)
             base = self.out(t, old)
+            decoding.check_json_patch(t, content_type, body)
             patched = apply_patch(content_type, base, body, custom=t.rt.custom)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")

@@ -28,6 +28,8 @@ pkg/endpoints/handlers):
 Duplicate fields of the body (duplicates.py, found by the handler into `Target.duplicates`) are
 strict errors of the same kinds, `duplicate field "metadata.name"`, ordered as `_strict_errors`
 says; so are a JSON patch's keys an operation does not have, `json patch unknown field "[0].foo"`.
+Under Strict and Warn a JSON patch that does not decode as a list of operations is refused
+first, 400 `error decoding patch: json: cannot unmarshal ...` (`check_json_patch`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from kubetrain.devcluster.apiserver.target import Target
 from kubetrain.devcluster.apiserver.types import Obj
 
 _OP_KEYS = ("op", "path", "from", "value")  # patch.go `jsonPatchOp`'s JSON names
+_OP_STRINGS = ("op", "path", "from")  # `jsonPatchOp`'s `string` fields
 _OP_FIELD = re.compile(r"^\[\d+\]\.(op|path|from|value)($|[.\[])")
 
 
@@ -150,6 +153,54 @@ def json_patch_errors(ops: Any, dups: duplicates.Duplicates | None) -> list[str]
                     where = dups.position(path) if dups is not None else len(events)
                     events.append((where, f'json patch unknown field "{path}"'))
     return [text for _, text in sorted(events, key=lambda e: e[0])][: duplicates.MAX_ERRORS]
+
+
+def check_json_patch(t: Target, content_type: str, body: Any) -> None:
+    """Under Strict and Warn, refuse a JSON patch that does not decode as a list of operations
+    before it is applied: 400 `error decoding patch: <err>` (patch.go `jsonPatcher.applyJSPatch`,
+    after the object is read, so a missing object is 404 first)."""
+    if not content_type.startswith(JSON_PATCH) or t.field_validation == "Ignore":
+        return
+    err = json_patch_decode_error(body)
+    if err is not None:
+        raise errors.bad_request(f"error decoding patch: {err}")
+
+
+def json_patch_decode_error(ops: Any) -> str | None:
+    """The error sigs.k8s.io/json `UnmarshalStrict` gives decoding `ops` into `[]jsonPatchOp`,
+    or None: the first in document order (decode.go `decodeState.saveError`), worded as
+    `UnmarshalTypeError.Error`, with the struct and field when inside an operation
+    (`addErrorContext`). `null` decodes as nothing anywhere; `value` takes any JSON. Of a key
+    repeated inside one operation only the last value is looked at."""
+    if ops is None:
+        return None
+    if not isinstance(ops, list):
+        return f"json: cannot unmarshal {_json_type(ops)} into Go value of type []handlers.jsonPatchOp"
+    for op in ops:
+        if op is None:
+            continue
+        if not isinstance(op, dict):
+            return f"json: cannot unmarshal {_json_type(op)} into Go value of type handlers.jsonPatchOp"
+        for key, value in op.items():
+            if key in _OP_STRINGS and value is not None and not isinstance(value, str):
+                return (
+                    f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+                    f"jsonPatchOp.{key} of type string"
+                )
+    return None
+
+
+def _json_type(value: Any) -> str:
+    """`UnmarshalTypeError.Value` for a JSON value that is not where Go expects it."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number"
 
 
 def _drop_unknown(t: Target, obj: Obj) -> list[str]:

@@ -83,6 +83,8 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
     for _attempt in range(PATCH_RETRIES):
         obj = api.current(t)
         current = scale_of(t.rt, obj)
+        if method != "PUT":
+            decoding.check_json_patch(t, content_type, body)
         wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
         warnings: list[str] = []
         if isinstance(wanted, dict):  # decoded as an autoscaling/v1 Scale
