@@ -6,6 +6,7 @@ as the watch cache's capacity), `--event-ttl` (`--event-ttl`) and `--compaction-
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, check_interval
 from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, check_ttl
@@ -38,19 +39,19 @@ def add_history_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def compaction_interval_arg(value: str) -> float:
-    try:
-        return check_interval(float(value))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid value {value!r}: seconds, 0 (never compact by time) or a positive number"
-        ) from None
+def _seconds(check: Callable[[float], float], zero: str) -> Callable[[str], float]:
+    """An argparse type for a number of seconds that `check` accepts; `zero` says what 0 means."""
+
+    def convert(value: str) -> float:
+        try:
+            return check(float(value))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid value {value!r}: seconds, 0 ({zero}) or a positive number"
+            ) from None
+
+    return convert
 
 
-def event_ttl_arg(value: str) -> float:
-    try:
-        return check_ttl(float(value))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid value {value!r}: seconds, 0 (Events never expire) or a positive number"
-        ) from None
+compaction_interval_arg = _seconds(check_interval, "never compact by time")
+event_ttl_arg = _seconds(check_ttl, "Events never expire")

@@ -10,6 +10,8 @@ import contextlib
 import io
 from typing import Any
 
+from pods import pod_manifest
+
 from kubetrain.cli import build_parser
 from kubetrain.commands.dev import dev
 from kubetrain.dev.stack import DevStack
@@ -184,16 +186,13 @@ async def test_the_binding_log_keeps_only_the_newest_bindings() -> None:
             await h.kube.create(VOLCANO_PODGROUPS, group, namespace=ns)
             names = [f"b{i}" for i in range(4)]
             for name in names:
-                pod = {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": name, "annotations": {"scheduling.k8s.io/group-name": "g"}},
-                    "spec": {
-                        "schedulerName": "volcano",
-                        "restartPolicy": "Never",
-                        "containers": [{"name": "c", "image": "busybox"}],
-                    },
-                }
+                pod = pod_manifest(
+                    name,
+                    namespace=ns,
+                    container="c",
+                    annotations={"scheduling.k8s.io/group-name": "g"},
+                    schedulerName="volcano",
+                )
                 await h.kube.create(PODS, pod, namespace=ns)
             for name in names:
                 await s.simulator.wait_for_phase(ns, name, "Running", 30)

@@ -57,21 +57,21 @@ DNS1123_SUBDOMAIN_ERROR = (
 
 def dns1035_label_errors(value: str) -> list[str]:
     """apimachinery `validation.IsDNS1035Label`."""
-    out = []
-    if len(value) > MAX_LABEL_LENGTH:
-        out.append(f"must be no more than {MAX_LABEL_LENGTH} characters")
-    if not DNS1035_LABEL.fullmatch(value):
-        out.append(DNS1035_ERROR)
-    return out
+    return _dns_name_errors(value, MAX_LABEL_LENGTH, DNS1035_LABEL, DNS1035_ERROR)
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """apimachinery `validation.IsDNS1123Subdomain`."""
+    return _dns_name_errors(value, MAX_SUBDOMAIN_LENGTH, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_ERROR)
+
+
+def _dns_name_errors(value: str, max_length: int, pattern: re.Pattern[str], error: str) -> list[str]:
+    """Both checks' shape: the length (apimachinery `MaxLenError`), then the pattern."""
     out = []
-    if len(value) > MAX_SUBDOMAIN_LENGTH:
-        out.append(f"must be no more than {MAX_SUBDOMAIN_LENGTH} characters")
-    if not DNS1123_SUBDOMAIN.fullmatch(value):
-        out.append(DNS1123_SUBDOMAIN_ERROR)
+    if len(value) > max_length:
+        out.append(f"must be no more than {max_length} characters")
+    if not pattern.fullmatch(value):
+        out.append(error)
     return out
 
 
