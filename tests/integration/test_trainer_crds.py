@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kubetrain.jobs.trainercrds import trainer_crds
-from kubetrain.kube.client import KubeClient
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -84,3 +84,50 @@ async def test_the_operator_refuses_trainers_own_crds(kube: KubeClient) -> None:
         },
     )
     await check_api_groups(kube, groups)  # kubetrain's own: served
+
+
+async def install_trainer_crds(kube: KubeClient) -> None:
+    for crd in trainer_crds():
+        await kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+    for crd in trainer_crds():
+        spec = crd["spec"]
+        for _ in range(200):
+            if await kube.has_api(spec["group"], "v1alpha1", spec["names"]["plural"]):
+                break
+            await asyncio.sleep(0.01)
+
+
+async def test_the_crds_cel_rule_refuses_zero_procs_per_node_without_the_webhook(kube: KubeClient) -> None:
+    """No kubetrain webhook is installed here: devcluster itself evaluates the TrainJob CRD's
+    `self >= 1` rule, on create and on a patch, with the answer kube-apiserver gives (422 Invalid,
+    the cause at the field with the rule's message); a valid TrainJob is stored."""
+    await install_trainer_crds(kube)
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "zero"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numProcPerNode": 0}},
+    }
+    message = (
+        'TrainJob.trainer.kubeflow.org "zero" is invalid: spec.trainer.numProcPerNode: Invalid value: 0: '
+        "numProcPerNode must be greater than or equal to 1"
+    )
+    with pytest.raises(ApiError) as refused:
+        await kube.create(TRAINJOBS, job, namespace="default")
+    assert refused.value.status == 422 and refused.value.reason == "Invalid"
+    assert refused.value.message == message
+    assert refused.value.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 0: numProcPerNode must be greater than or equal to 1",
+            "field": "spec.trainer.numProcPerNode",
+        }
+    ]
+    job["spec"]["trainer"]["numProcPerNode"] = 2
+    await kube.create(TRAINJOBS, job, namespace="default")
+    patch = {"spec": {"trainer": {"numProcPerNode": 0}}}
+    with pytest.raises(ApiError) as refused:
+        await kube.patch(TRAINJOBS, "default", "zero", patch)
+    assert refused.value.status == 422 and refused.value.message == message
+    stored = await kube.get(TRAINJOBS, "default", "zero")
+    assert stored["spec"]["trainer"]["numProcPerNode"] == 2

@@ -299,10 +299,17 @@ async def test_invalid_trainjobs_are_refused_naming_every_field(env: tuple[DevSt
             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "launcher"}]}}},
         }
     ]
+    # The CRD's CEL rule on numProcPerNode refuses first, in the API server's own validation, so
+    # the validating webhook is not called (as on kube-apiserver).
+    message = await refusal(h, h.kube.create(TRAINJOBS, job, namespace=ns))
+    assert message.endswith(
+        '"bad" is invalid: spec.trainer.numProcPerNode: Invalid value: 0: '
+        "numProcPerNode must be greater than or equal to 1"
+    ), message
+    job["spec"]["trainer"]["numProcPerNode"] = 1
     message = await refusal(h, h.kube.create(TRAINJOBS, job, namespace=ns))
     for path in (
         "spec.trainer.numNodes",
-        "spec.trainer.numProcPerNode",
         "spec.trainer.env[1].name",
         "spec.managedBy",
         "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].name",

@@ -285,8 +285,8 @@ async def test_trainers_count_bounds_are_refused_with_trainers_messages(
 ) -> None:
     """Trainer #3809 (after 2.3; test/integration/webhooks): "… with negative numNodes" refused by
     the CRD's `minimum: 0` (the API server's message), "… with zero numProcPerNode" by its CEL
-    rule's message (here kubetrain's webhook), "… trainingRuntime with mpi.numProcPerNode < 1"
-    likewise — each field named once; nothing is stored."""
+    rule (the API server evaluates it before the webhooks), "… trainingRuntime with
+    mpi.numProcPerNode < 1" likewise — each field named once; nothing is stored."""
     _, h = env
     ns = await h.namespace("bounds")
     await h.kube.create(TRAINING_RUNTIMES, runtime_for("torch"), namespace=ns)
@@ -309,7 +309,8 @@ async def test_trainers_count_bounds_are_refused_with_trainers_messages(
     with pytest.raises(ApiError) as refused:
         await h.kube.create(TRAINING_RUNTIMES, mpi, namespace=ns)
     assert refused.value.status == 422
-    assert "spec.mlPolicy.mpi.numProcPerNode: Invalid: NumProcPerNode in mpiPolicy must be >= 1" in str(
-        refused.value
+    assert (
+        "spec.mlPolicy.mpi.numProcPerNode: Invalid value: 0: NumProcPerNode in mpiPolicy must be >= 1"
+        in str(refused.value)
     )
     assert await h.get(TRAINING_RUNTIMES, ns, "beta") is None

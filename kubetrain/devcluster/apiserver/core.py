@@ -17,6 +17,7 @@ from typing import Any
 
 from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver import admitting, builtins, decoding, errors, meta, objectmeta, schema
+from kubetrain.devcluster.apiserver.crds import celeval
 from kubetrain.devcluster.apiserver.errors import Cause
 from kubetrain.devcluster.apiserver.patch import apply_patch
 from kubetrain.devcluster.apiserver.resources import Registry
@@ -78,7 +79,10 @@ class ApiServer:
         if t.rt.custom:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:
-                causes += schema.validate(obj, sch)
+                schema_causes = schema.validate(obj, sch)
+                causes += schema_causes
+                if (compiled := t.rt.cel.get(t.version)) is not None:
+                    causes += celeval.object_causes(compiled, obj, old, schema_causes)
         else:
             causes += builtins.validate_builtin(t.rt.resource, obj, old)
         if causes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.devcluster.apiserver.crds import celrules
 from kubetrain.devcluster.apiserver.types import Obj, ResourceType
 
 _META_FIELDS = ("metadata.name", "metadata.namespace")
@@ -263,6 +264,7 @@ def crd_resource_type(crd: Obj) -> ResourceType:
     served.sort(key=lambda v: _version_priority(v["name"]))
     subresources: set[str] = set()
     schemas: dict[str, Obj] = {}
+    compiled: dict[str, Any] = {}
     scale: Obj | None = None
     columns: list[Obj] = []
     selectable: list[str] = []
@@ -276,6 +278,8 @@ def crd_resource_type(crd: Obj) -> ResourceType:
         schema = (v.get("schema") or {}).get("openAPIV3Schema")
         if schema is not None:
             schemas[v["name"]] = schema
+            compiled[v["name"]] = celrules.compile_schema(schema)
+            celrules.log_skipped(f"{crd['metadata'].get('name', '')} {v['name']}", compiled[v["name"]])
         if not columns:
             columns = list(v.get("additionalPrinterColumns") or [])
         for sf in v.get("selectableFields") or []:
@@ -297,6 +301,7 @@ def crd_resource_type(crd: Obj) -> ResourceType:
         has_generation=True,
         custom=True,
         schemas=schemas,
+        cel=compiled,
         scale=scale,
         printer_columns=columns,
         storage_version=next((v["name"] for v in served if v.get("storage")), ""),

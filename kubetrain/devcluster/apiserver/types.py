@@ -53,6 +53,8 @@ class ResourceType:
     # (requests at another version are converted: devcluster/apiserver/conversion.py).
     storage_version: str = ""
     conversion: Obj | None = None
+    # CRDs: each version's compiled x-kubernetes-validations rules (crds/celrules.py `Compiled`).
+    cel: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.singular:
