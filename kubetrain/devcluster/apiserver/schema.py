@@ -6,7 +6,7 @@
 - `apply_defaults(obj, schema)`: set `default`s of absent (or null, non-nullable) fields.
 - `validate(obj, schema)`: the violations as `errors.Cause`s with field paths and messages worded
   like kube-openapi's validator (e.g. `spec.replicas in body must be of type integer: "string"`).
-CEL rules (`x-kubernetes-validations`) and `format` checks are not evaluated.
+`format` checks are not evaluated; CEL rules (`x-kubernetes-validations`) are crds/celeval.py's.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ x-kubernetes-list-type / list-map-keys / map-type rules and `validateMapListKeys
 walks `properties` in Go map order (random); this walks them sorted.
 
 `x-kubernetes-validations` rules get the static checks (rule present, message without line
-breaks, reason supported, fieldPath non-empty) but their CEL is neither compiled nor costed.
+breaks, reason supported, fieldPath non-empty); their CEL is neither compiled nor costed here
+(celrules.py compiles it when the CRD is served).
 """
 
 from __future__ import annotations

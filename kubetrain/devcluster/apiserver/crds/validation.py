@@ -13,7 +13,8 @@ moves a schema, subresources or printer columns that all versions share to the t
 single-version CRD's schema errors read `spec.validation.openAPIV3Schema...`, its columns
 `spec.additionalPrinterColumns[0]...`; a webhook's client config is `spec.conversion.webhookClientConfig`.
 
-Not covered: CEL (`x-kubernetes-validations` rules are not compiled), `selectableFields`, the
+Not covered: compiling and costing CEL (`x-kubernetes-validations`; celrules.py compiles the rules
+when the CRD is served and skips those it cannot), `selectableFields`, the
 PEM check of a conversion webhook's caBundle, and the update-time leniency upstream grants a CRD
 whose stored schema already broke a rule (devcluster refuses such CRDs at create).
 """
