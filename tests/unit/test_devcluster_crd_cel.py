@@ -300,3 +300,23 @@ def test_a_blocking_schema_error_skips_the_rules() -> None:
     assert [c.field for c in celeval.object_causes(compiled, trainjob(numProcPerNode=0), None, minimum)] == [
         "spec.trainer.numProcPerNode"
     ]
+
+
+def test_a_runtime_overload_error_on_int_or_string_is_worded_as_upstream() -> None:
+    """int-or-string is dynamic in CEL: `self > 1` on a string fails at run time with the detail
+    `validateExpressions` gives a "no such overload" error."""
+    schema = root(
+        obj_schema(
+            {"port": {"x-kubernetes-int-or-string": True, "x-kubernetes-validations": [{"rule": "self > 1"}]}}
+        )
+    )
+    compiled = celrules.compile_schema(schema)
+    assert celeval.validate(compiled, {"spec": {"port": 2}}, None) == []
+    assert celeval.validate(compiled, {"spec": {"port": "http"}}, None) == [
+        Cause(
+            "FieldValueInvalid",
+            "Invalid value: \"\": 'no such overload': call arguments did not match a supported operator, "
+            "function or macro signature for rule: self > 1",
+            "spec.port",
+        )
+    ]

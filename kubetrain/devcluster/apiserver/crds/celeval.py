@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import celpy.celtypes as ct
-from celpy.evaluation import CELEvalError
 
 from kubetrain.devcluster.apiserver.crds import fielderrors as fe
 from kubetrain.devcluster.apiserver.crds.celrules import Compiled, Node, Rule
@@ -144,12 +143,10 @@ def _expressions(node: Node, path: str, value: Any, old: Any, ratchet: bool, out
             activation["oldSelf"] = old_val
         try:
             result = rule.program.evaluate(activation)
-        except CELEvalError as err:
+        except Exception as err:  # celpy raises CELEvalError, and Python errors from within
             result = err
         if isinstance(result, Exception):
-            out.append(
-                fe.invalid(path, node.type, f"{_eval_error(result)} evaluating rule: {_rule_text(rule)}")
-            )
+            out.append(fe.invalid(path, node.type, _eval_detail(result, rule)))
             continue
         if result is True or (isinstance(result, ct.BoolType) and bool(result)):
             continue
@@ -161,9 +158,16 @@ def _expressions(node: Node, path: str, value: Any, old: Any, ratchet: bool, out
         out.append(_cause(at, shown, detail, rule.reason))
 
 
-def _eval_error(err: Exception) -> str:
+def _eval_detail(err: Exception, rule: Rule) -> str:
+    """The detail of a rule that failed to evaluate, worded as `validateExpressions` words it."""
     args = getattr(err, "args", ())
-    return str(args[0]) if args else str(err)
+    text = str(args[0]) if args else str(err)
+    if text.startswith(("no such overload", "found no matching overload")):
+        return (  # cel-go's text of the error is "no such overload"
+            "'no such overload': call arguments did not match a supported operator, function or macro "
+            f"signature for rule: {_rule_text(rule)}"
+        )
+    return f"{text} evaluating rule: {_rule_text(rule)}"
 
 
 def _message(rule: Rule, activation: dict[str, Any]) -> str:
@@ -172,7 +176,7 @@ def _message(rule: Rule, activation: dict[str, Any]) -> str:
         return ""
     try:
         result = rule.message_program.evaluate(activation)
-    except CELEvalError:
+    except Exception:  # evaluation failed: the message falls back (upstream logs it)
         return ""
     if not isinstance(result, str) or isinstance(result, Exception):
         return ""
