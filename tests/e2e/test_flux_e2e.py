@@ -11,8 +11,9 @@ volumes (DNS-label names, secret/configMap `defaultMode`), the mounts naming the
 ConfigMap `<tj>-flux-entrypoint` and the Secret `<tj>-flux-curve` exist, the TrainJob their
 controller, none created after a pod (`metadata.creationTimestamp`, whole seconds: ≤); the
 ConfigMap's init.sh names the hosts and the namespace's service domain; deleting the TrainJob has
-the garbage collector delete both. Trainer's `numProcPerNode` rule and kubetrain's name limit (the
-ConfigMap's volume name is a DNS label) are refused at admission naming their fields. The runtime
+the garbage collector delete both. Trainer's `numProcPerNode` CEL rule is refused by the API
+server with the rule's message, kubetrain's name limit (the ConfigMap's volume name is a DNS label)
+at admission, each naming its field. The runtime
 is cluster-scoped: it gets a name of its own per run and is deleted at the end. Every object is
 read by its name, never by listing a namespace (real clusters add objects of their own)."""
 
@@ -159,7 +160,17 @@ async def test_a_flux_trainjob_breaking_its_rules_is_refused_naming_the_field(
     no_procs = lammps(cluster.namespace, runtime, "lammps-no-procs")
     no_procs["spec"]["trainer"]["numProcPerNode"] = 0
     long_name = lammps(cluster.namespace, runtime, ("lammps-flux-" + "x" * 48)[:48])
-    for bad, field in ((no_procs, "spec.trainer.numProcPerNode"), (long_name, "metadata.name")):
+    # numProcPerNode 0 breaks the CRD's CEL rule: the API server refuses it before any webhook.
+    with pytest.raises(ApiError) as refused:
+        await cluster.client.create(TRAINJOBS, no_procs)
+    error = refused.value
+    assert error.status == 422 and "denied the request" not in error.message, error
+    assert (
+        "spec.trainer.numProcPerNode: Invalid value: 0: numProcPerNode must be greater than or equal to 1"
+        in error.message
+    ), error
+    assert await support.read(cluster, TRAINJOBS, no_procs["metadata"]["name"]) is None
+    for bad, field in ((long_name, "metadata.name"),):
         with pytest.raises(ApiError) as refused:
             await cluster.client.create(TRAINJOBS, bad)
         error = refused.value
