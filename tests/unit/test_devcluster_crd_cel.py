@@ -5,6 +5,8 @@ and those of the Kubernetes documentation's examples, with the causes kube-apise
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +322,16 @@ def test_a_runtime_overload_error_on_int_or_string_is_worded_as_upstream() -> No
             "spec.port",
         )
     ]
+
+
+def test_loading_the_evaluator_keeps_the_process_recursion_limit() -> None:
+    """celpy raises the limit process-wide; the webhook's answer to a too-deep object relies on
+    the default one (test_webhook_hostile.py)."""
+    code = (
+        "import sys; before = sys.getrecursionlimit(); "
+        "import kubetrain.devcluster.apiserver.crds.celrules; "
+        "print(before, sys.getrecursionlimit())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, after = out.split()
+    assert before == after

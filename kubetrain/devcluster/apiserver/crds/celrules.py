@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +76,9 @@ _EXTENSIONS: dict[str, Callable[..., Any]] = {
     "split": _split,
 }
 SUPPORTED = frozenset(celpy.evaluation.base_functions) | _MACROS | frozenset(_EXTENSIONS)
-_ENV = celpy.Environment()
+_LIMIT = sys.getrecursionlimit()
+_ENV = celpy.Environment()  # which raises the process's recursion limit to 2500:
+sys.setrecursionlimit(_LIMIT)  # other code relies on the limit it had (a rule too deep fails alone)
 
 
 @dataclass
