@@ -54,6 +54,13 @@ async def test_an_exact_list_at_an_old_version_sees_the_state_then(kube: Any, na
     assert names_and_data(rest) == [("b", {"v": "1"})]
     assert first["metadata"]["resourceVersion"] == rest["metadata"]["resourceVersion"] == then
     assert not rest["metadata"].get("continue")
+    # A limited list at a resourceVersion with no resourceVersionMatch is Exact as well (the
+    # "legacy exact match" of storage/cacher/delegator ShouldDelegateList).
+    legacy = await kube.ok(
+        "GET", cms(namespace), query={"labelSelector": SELECTOR, "resourceVersion": then, "limit": "5"}
+    )
+    assert legacy["metadata"]["resourceVersion"] == then
+    assert names_and_data(legacy) == [("a", {"v": "1"}), ("b", {"v": "1"})]
     # The current state is what a plain list returns.
     now = await kube.ok("GET", cms(namespace), query={"labelSelector": SELECTOR})
     assert names_and_data(now) == [("a", {"v": "2"}), ("c", {"v": "1"})]

@@ -1,10 +1,11 @@
 """LIST and WATCH: selectors, resourceVersion semantics, pagination with continue tokens.
 
-Lists read at the current version, or with `resourceVersionMatch=Exact` at any version not yet
-compacted: the store rebuilds the state at that version from its event history
-(`Store.items_at`), as etcd serves a range read at any revision it still holds (etcd3 store.go
-GetList reads `WithRev(withRev)`). A version older than the store can rebuild is 410 Expired with
-etcd3/errors.go's "The resourceVersion for the provided list is too old."
+Lists read at the current version, or with `resourceVersionMatch=Exact` (or a `limit` and a
+resourceVersion but no match) at any version not yet compacted: the store rebuilds the state at
+that version from its event history (`Store.items_at`), as etcd serves a range read at any
+revision it still holds (etcd3 store.go GetList reads `WithRev(withRev)`). A version older than
+the store can rebuild is 410 Expired with etcd3/errors.go's "The resourceVersion for the provided
+list is too old."
 
 Pagination: a `limit`ed list's continue token names its resourceVersion and the last key returned,
 and every later page reads from that same version, as etcd serves later pages at the first page's
@@ -89,7 +90,9 @@ class Reader:
         self._next_snapshot = 0
 
     def _check_rv(self, q: ListQuery) -> int | None:
-        """The version an Exact list reads at (None: the current one)."""
+        """The version an Exact list reads at (None: the current one). A `limit`ed list at a
+        resourceVersion other than 0 without resourceVersionMatch is Exact too, the "legacy exact
+        match" of k8s.io/apiserver storage/cacher/delegator ShouldDelegateList."""
         store = self.api.store
         if q.resource_version in ("", "0"):
             return None
@@ -99,7 +102,8 @@ class Reader:
             raise errors.bad_request(f"invalid resource version: {q.resource_version}") from None
         if rv > store.rv:
             raise errors.too_large(rv, store.rv)
-        if q.resource_version_match == "Exact" and rv != store.rv:
+        exact = q.resource_version_match == "Exact" or (not q.resource_version_match and q.limit > 0)
+        if exact and rv != store.rv:
             if rv < store.oldest_readable():  # etcd3 interpretListError on ErrCompacted
                 raise errors.gone(errors.LIST_EXPIRED)
             return rv
