@@ -100,7 +100,9 @@ class Reader:
             rv = int(q.resource_version)
         except ValueError:
             raise errors.bad_request(f"invalid resource version: {q.resource_version}") from None
-        if rv > store.rv:
+        if rv > store.rv:  # Exact too: served by the watch cache since snapshots (cacher.go
+            # shouldDelegateExactRV), whose watch_cache.go waitUntilFreshAndBlock answers a
+            # future version with a 504 and retry after 1 s (etcd's ErrFutureRev would say 0).
             raise errors.too_large(rv, store.rv)
         exact = q.resource_version_match == "Exact" or (not q.resource_version_match and q.limit > 0)
         if exact and rv != store.rv:
