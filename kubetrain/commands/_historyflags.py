@@ -17,8 +17,8 @@ def add_history_flags(parser: argparse.ArgumentParser) -> None:
         "--watch-window",
         type=int,
         default=1000,
-        help="with --cluster-only: events kept per watch history; a watch from an older "
-        "resourceVersion gets 410 Gone (default 1000)",
+        help="with --cluster-only: events kept in the history; a watch, Exact list or continue "
+        "token at an older resourceVersion gets 410 Gone (default 1000)",
     )
     parser.add_argument(
         "--event-ttl",

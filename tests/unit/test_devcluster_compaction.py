@@ -107,7 +107,8 @@ async def test_the_count_cap_still_bounds_a_busy_history_between_ticks() -> None
     assert store.history_len() == 5
     assert too_old(store, first).message.startswith(f"too old resource version: {first} (")
     assert replayed(store, store.rv - 5) == ["c3", "c4", "c5", "c6", "c7"]
-    assert store.expired_before == 0  # the watch window does not expire continue tokens
+    assert store.expired_before == 0  # the count cap does not move etcd's compacted revision,
+    assert store.oldest_readable() == store.rv - 5  # but older states can no longer be rebuilt
 
 
 def test_compaction_never_moves_back_and_stops_at_the_current_version() -> None:

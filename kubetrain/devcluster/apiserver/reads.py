@@ -1,15 +1,23 @@
 """LIST and WATCH: selectors, resourceVersion semantics, pagination with continue tokens.
 
-Pagination: the first page of a `limit`ed list takes a snapshot (references to the immutable stored
-objects, in key order) and its continue token names that snapshot, its resourceVersion and the last
-key returned, so every page comes from the same consistent state as in kube-apiserver (etcd
-serves later pages at the first page's revision). A token expires (410 Expired) when its version
-was compacted away (compaction.py; `FaultInjector.expire_resource_versions()`) or its snapshot
-fell out of the server's bounded snapshot cache (the 64 most recent paginated lists, a memory
-bound). Either way the 410 is etcd3/errors.go's handleCompactedErrorForPaging: the "inconsistent
-continue" message and, in the Status's `metadata.continue`, a token with resourceVersion -1 that
-lists on from the same key at the current version (storage.EncodeContinue(key, prefix, -1);
-etcd3 store.go GetList reads a negative continue revision at the latest).
+Lists read at the current version, or with `resourceVersionMatch=Exact` (or a `limit` and a
+resourceVersion but no match) at any version not yet compacted: the store rebuilds the state at
+that version from its event history (`Store.items_at`), as etcd serves a range read at any
+revision it still holds (etcd3 store.go GetList reads `WithRev(withRev)`). A version older than
+the store can rebuild is 410 Expired with etcd3/errors.go's "The resourceVersion for the provided
+list is too old."
+
+Pagination: a `limit`ed list's continue token names its resourceVersion and the last key returned,
+and every later page reads from that same version, as etcd serves later pages at the first page's
+revision — until that version is compacted (compaction.py; `FaultInjector.expire_resource_versions()`)
+or, in devcluster, falls out of the history's count cap (store.py). Then the 410 is
+handleCompactedErrorForPaging's: the "inconsistent continue" message and, in the Status's
+`metadata.continue`, a token with resourceVersion -1 that lists on from the same key at the
+current version (storage.EncodeContinue(key, prefix, -1); etcd3 store.go GetList reads a negative
+continue revision at the latest). As an optimisation only, the sorted result of each of the 64
+most recent paginated lists is kept (references to the immutable stored objects) so its next pages
+need no rebuilding; a token whose result is no longer kept is served by rebuilding the state at its
+version.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from kubetrain.devcluster.apiserver.store import Watcher
 from kubetrain.devcluster.apiserver.types import Obj
 
 SNAPSHOT_CACHE = 64
+SnapshotKey = tuple[str, str | None, int]  # (resource key, namespace or None for all, resourceVersion)
+Snapshot = tuple[SnapshotKey, list[tuple[str, str]], list[Obj]]  # its key, sorted keys, objects
 LATEST = -1  # the resourceVersion of a continue token that lists on at the current version
 
 
@@ -76,50 +86,65 @@ def _decode_token(token: str) -> tuple[int, int, tuple[str, str]]:
 class Reader:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
-        self._snapshots: OrderedDict[int, tuple[list[tuple[str, str]], list[Obj]]] = OrderedDict()
+        self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
         self._next_snapshot = 0
 
-    def _check_rv(self, q: ListQuery) -> None:
+    def _check_rv(self, q: ListQuery) -> int | None:
+        """The version an Exact list reads at (None: the current one). A `limit`ed list at a
+        resourceVersion other than 0 without resourceVersionMatch is Exact too, the "legacy exact
+        match" of k8s.io/apiserver storage/cacher/delegator ShouldDelegateList."""
         store = self.api.store
         if q.resource_version in ("", "0"):
-            return
+            return None
         try:
             rv = int(q.resource_version)
         except ValueError:
             raise errors.bad_request(f"invalid resource version: {q.resource_version}") from None
-        if rv > store.rv:
+        if rv > store.rv:  # Exact too: served by the watch cache since snapshots (cacher.go
+            # shouldDelegateExactRV), whose watch_cache.go waitUntilFreshAndBlock answers a
+            # future version with a 504 and retry after 1 s (etcd's ErrFutureRev would say 0).
             raise errors.too_large(rv, store.rv)
-        if q.resource_version_match == "Exact" and rv != store.rv:
-            if rv < store.expired_before:
+        exact = q.resource_version_match == "Exact" or (not q.resource_version_match and q.limit > 0)
+        if exact and rv != store.rv:
+            if rv < store.oldest_readable():  # etcd3 interpretListError on ErrCompacted
                 raise errors.gone(errors.LIST_EXPIRED)
-            raise errors.bad_request(
-                "resourceVersionMatch=Exact is only served at the current resourceVersion by devcluster"
-            )
+            return rv
+        return None
 
     def list_page(self, t: Target, q: ListQuery) -> Obj:
         store = self.api.store
         if q.continue_token:
             rv, snap_id, start = _decode_token(q.continue_token)
             if rv == LATEST:  # an inconsistent continue: on from `start` at the current version
-                return self._first_page(t, q, start)
+                return self._first_page(t, q, start, None)
+            ns = self._namespace(t)
             snapshot = self._snapshots.get(snap_id)
-            if snapshot is None or rv < store.expired_before:
-                self._snapshots.pop(snap_id, None)
+            if snapshot is not None and snapshot[0] == (t.rt.key, ns, rv) and rv >= store.expired_before:
+                _, keys, objs = snapshot
+                begin = bisect.bisect_right(keys, start)
+                return self._page(t, q, keys, objs, begin, rv, snap_id)
+            self._snapshots.pop(snap_id, None)
+            if rv > store.rv:  # etcd3 store.go listReadError on ErrFutureRev
+                raise errors.too_large(rv, store.rv)
+            if rv < store.oldest_readable():
                 raise errors.continue_expired(_encode_token(LATEST, 0, start))
-            keys, objs = snapshot
-            begin = bisect.bisect_right(keys, start)
-            return self._page(t, q, keys, objs, begin, rv, snap_id)
-        self._check_rv(q)
-        return self._first_page(t, q, None)
+            return self._first_page(t, q, start, rv)
+        return self._first_page(t, q, None, self._check_rv(q))
 
-    def _first_page(self, t: Target, q: ListQuery, after: tuple[str, str] | None) -> Obj:
-        """A list at the current version of the objects after key `after` (None: all of them)."""
+    def _namespace(self, t: Target) -> str | None:
+        return t.namespace if t.rt.namespaced and t.namespace else None
+
+    def _first_page(self, t: Target, q: ListQuery, after: tuple[str, str] | None, at: int | None) -> Obj:
+        """A list of the objects after key `after` (None: all of them) at version `at` (None: the
+        current version; otherwise one `Store.oldest_readable()` allows)."""
         store = self.api.store
-        ns = t.namespace if t.rt.namespaced and t.namespace else None
+        ns = self._namespace(t)
         pred = predicate(t, q)
-        rv = store.rv
+        rv = store.rv if at is None else at
         name = exact_name(q.field_selector)
-        if name is not None:
+        if at is not None:
+            candidates = store.items_at(t.rt.key, ns, at)
+        elif name is not None:
             if ns is not None:
                 one = store.get(t.rt.key, ns, name)
                 candidates = [one] if one is not None else []
@@ -134,7 +159,7 @@ class Reader:
         keys = [_sort_key(o) for o in objs]
         snap_id = self._next_snapshot
         self._next_snapshot += 1
-        self._snapshots[snap_id] = (keys, objs)
+        self._snapshots[snap_id] = ((t.rt.key, ns, rv), keys, objs)
         while len(self._snapshots) > SNAPSHOT_CACHE:
             self._snapshots.popitem(last=False)
         return self._page(t, q, keys, objs, 0, rv, snap_id)

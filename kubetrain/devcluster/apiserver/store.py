@@ -14,6 +14,15 @@ Two horizons, as in kube-apiserver (compaction.py has the upstream code they fol
 - `expired_before`: etcd's compacted revision. `compact(R)` (what etcd's Compact(R) does, on the
   compactor's timer) makes every version below R unreadable: continue tokens and Exact lists of
   such versions get 410 as from etcd3/errors.go; the events before R leave the history.
+
+Reads at an older version (etcd's MVCC range read at a revision, which serves Exact lists and
+continue tokens): `items_at(rkey, ns, V)` rebuilds the state at V from the current state by
+undoing, newest first, every event after V (each event keeps the object it replaced). That needs
+every event after V, so the oldest readable version (`oldest_readable()`) is the later of etcd's
+compacted revision and the version just before the history's first event: when the count cap has
+dropped events that compaction has not, the versions before them are unreadable as if compacted
+(etcd answers ErrCompacted for any revision whose history it no longer holds, and a state rebuilt
+without those events would be wrong).
 """
 
 from __future__ import annotations
@@ -142,6 +151,35 @@ class Store:
 
     def resource_keys(self) -> list[str]:
         return list(self._objects)
+
+    def oldest_readable(self) -> int:
+        """The oldest version `items_at` can rebuild: not compacted, and every event after it kept."""
+        first = self._history[0].rv - 1 if self._history else self.rv
+        return max(self.expired_before, first)
+
+    def items_at(self, rkey: str, namespace: str | None, rv: int) -> list[Obj]:
+        """The objects of a resource (in `namespace`, or all) as they were at version `rv`, unordered.
+        Raises LookupError when `rv` is older than `oldest_readable()` or newer than the store."""
+        if not self.oldest_readable() <= rv <= self.rv:
+            raise LookupError(rv)
+        state = {
+            (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+            for o in self.items(rkey, namespace)
+        }
+        for event in reversed(self._history):  # newest first; stops at the first event at or before rv
+            if event.rv <= rv:
+                break
+            if event.rkey != rkey:
+                continue
+            meta = event.obj["metadata"]
+            ns = meta.get("namespace", "")
+            if namespace is not None and ns != namespace:
+                continue
+            if event.prev is None:  # ADDED after rv: not there yet
+                state.pop((ns, meta["name"]), None)
+            else:  # MODIFIED or DELETED after rv: the object it replaced is the one at rv
+                state[(ns, meta["name"])] = event.prev
+        return list(state.values())
 
     def dependents(self, owner_uid: str) -> list[tuple[Key, Obj]]:
         out = []
