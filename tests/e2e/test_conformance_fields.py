@@ -205,6 +205,25 @@ async def test_a_json_patch_that_is_not_a_list_of_operations_is_refused_before_i
     assert (await kube.ok("GET", path))["data"] == {"a": "1"}  # nothing was patched
 
 
+async def test_a_null_patch_body_changes_nothing_except_as_a_merge_patch(kube: Any, namespace: str) -> None:
+    """patch.go: a JSON patch of `null` decodes (evanphx/json-patch `DecodePatch`, and under
+    Strict/Warn `[]jsonPatchOp`) as no operations, and a strategic merge patch of `null` as an
+    empty map, so each answers 200 with the object unwritten (same resourceVersion) under every
+    fieldValidation; a merge patch of `null` is 400 `Invalid JSON Patch` (`doMergePatch`)."""
+    path = f"{cms(namespace)}/np"
+    made = await kube.ok("POST", cms(namespace), cm("np", a="1"))
+    rv = made["metadata"]["resourceVersion"]
+    for query in ({"fieldValidation": "Ignore"}, {"fieldValidation": "Strict"}, None):
+        for ctype in (JSON_PATCH, STRATEGIC):
+            same = await kube.raw("PATCH", path, b"null", content_type=ctype, query=query)
+            assert same.status == 200, (ctype, query, same)
+            assert same.body["data"] == {"a": "1"} and same.body["metadata"]["resourceVersion"] == rv
+        refused = await kube.raw("PATCH", path, b"null", content_type=MERGE, query=query)
+        assert_status(refused.body, 400, "BadRequest")
+        assert refused.body["message"] == "Invalid JSON Patch"
+    assert (await kube.ok("GET", path))["metadata"]["resourceVersion"] == rv
+
+
 async def test_status_writes_decode_the_whole_body(kube: Any, namespace: str) -> None:
     """The status subresource decodes its body into the same Go type: an unknown field anywhere in
     it is refused (Strict) or reported (Warn), though only the status is written."""

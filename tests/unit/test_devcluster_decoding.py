@@ -24,6 +24,7 @@ from kubetrain.devcluster.apiserver.decoding import (
 )
 from kubetrain.devcluster.apiserver.duplicates import find
 from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC, apply_patch
 from kubetrain.devcluster.apiserver.requestparse import decode_body
 from kubetrain.devcluster.apiserver.resources import Registry
 from kubetrain.devcluster.apiserver.target import Target
@@ -148,6 +149,16 @@ def test_the_decoding_error_is_a_bad_request_under_strict_and_warn_only() -> Non
         )
     check_json_patch(_target("configmaps", validation="Ignore"), "application/json-patch+json", bad)
     check_json_patch(_target("configmaps", validation="Strict"), "application/merge-patch+json", bad)
+
+
+def test_a_null_patch_leaves_the_object_alone_except_as_a_merge_patch() -> None:
+    current = {"metadata": {"name": "a"}, "data": {"k": "v"}}
+    for ctype in (JSON_PATCH, STRATEGIC):
+        assert apply_patch(ctype, current, None, custom=False) == current
+    with pytest.raises(ApiError) as err:
+        apply_patch(MERGE_PATCH, current, None, custom=False)
+    assert (err.value.code, err.value.message) == (400, "Invalid JSON Patch")
+    assert apply_patch(MERGE_PATCH, current, {"data": None}, custom=False) == {"metadata": {"name": "a"}}
 
 
 def _target(key: str, subresource: str = "", validation: str = "Warn") -> Target:

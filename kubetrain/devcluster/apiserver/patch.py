@@ -55,6 +55,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def json_patch(target: Any, ops: Any) -> Any:
+    if ops is None:
+        # evanphx/json-patch v4 `DecodePatch` is `json.Unmarshal` into a slice, which leaves
+        # `null` an empty Patch, and `Patch.Apply` of no operations returns the document.
+        return copy.deepcopy(target)
     if not isinstance(ops, list):
         raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
@@ -138,9 +142,17 @@ def check_media_type(content_type: str, *, custom: bool) -> str:
 
 
 def apply_patch(content_type: str, target: Any, body: Any, *, custom: bool) -> Any:
+    """A body of `null` is, as in k8s.io/apiserver's patch.go: for a merge patch 400 `Invalid
+    JSON Patch` (evanphx/json-patch v4 `doMergePatch` answers `ErrBadJSONPatch` for a patch that
+    decodes to a nil map); for a JSON patch and a strategic merge patch (`strategicPatchObject`
+    decodes it into a nil `map[string]interface{}`) no change."""
     ctype = check_media_type(content_type, custom=custom)
     if ctype == MERGE_PATCH:
+        if body is None:
+            raise errors.bad_request("Invalid JSON Patch")
         return merge_patch(target, body)
     if ctype == JSON_PATCH:
         return json_patch(target, body)
+    if body is None:
+        return copy.deepcopy(target)
     return strategic_merge(target, body)
