@@ -24,7 +24,7 @@ from kubetrain.devcluster.apiserver.decoding import (
 )
 from kubetrain.devcluster.apiserver.duplicates import find
 from kubetrain.devcluster.apiserver.errors import ApiError
-from kubetrain.devcluster.apiserver.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC, apply_patch
+from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, MERGE_PATCH, STRATEGIC, apply_patch
 from kubetrain.devcluster.apiserver.requestparse import decode_body
 from kubetrain.devcluster.apiserver.resources import Registry
 from kubetrain.devcluster.apiserver.target import Target
@@ -159,6 +159,23 @@ def test_a_null_patch_leaves_the_object_alone_except_as_a_merge_patch() -> None:
         apply_patch(MERGE_PATCH, current, None, custom=False)
     assert (err.value.code, err.value.message) == (400, "Invalid JSON Patch")
     assert apply_patch(MERGE_PATCH, current, {"data": None}, custom=False) == {"metadata": {"name": "a"}}
+
+
+@pytest.mark.parametrize(
+    ("ctype", "validation", "message"),
+    [
+        (STRATEGIC, "Strict", "unexpected end of JSON input"),
+        (STRATEGIC, "Ignore", "unexpected end of JSON input"),
+        (JSON_PATCH, "Warn", "error decoding patch: unexpected end of JSON input"),
+        (JSON_PATCH, "Ignore", "unexpected end of JSON input"),
+        (MERGE_PATCH, "Strict", "error decoding patch: unexpected end of JSON input"),
+        (MERGE_PATCH, "Ignore", "Invalid JSON Patch"),
+    ],
+)
+def test_an_empty_patch_body_is_a_bad_request(ctype: str, validation: str, message: str) -> None:
+    with pytest.raises(ApiError) as err:
+        check_json_patch(_target("configmaps", validation=validation), ctype, EMPTY)
+    assert (err.value.code, err.value.reason, err.value.message) == (400, "BadRequest", message)
 
 
 def _target(key: str, subresource: str = "", validation: str = "Warn") -> Target:

@@ -43,7 +43,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver import builtinschema, duplicates, errors, schema
 from kubetrain.devcluster.apiserver.errors import ApiError
-from kubetrain.devcluster.apiserver.patch import JSON_PATCH, STRATEGIC
+from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, STRATEGIC, empty_body_error
 from kubetrain.devcluster.apiserver.target import Target
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -158,7 +158,10 @@ def json_patch_errors(ops: Any, dups: duplicates.Duplicates | None) -> list[str]
 def check_json_patch(t: Target, content_type: str, body: Any) -> None:
     """Under Strict and Warn, refuse a JSON patch that does not decode as a list of operations
     before it is applied: 400 `error decoding patch: <err>` (patch.go `jsonPatcher.applyJSPatch`,
-    after the object is read, so a missing object is 404 first)."""
+    after the object is read, so a missing object is 404 first). An empty body is 400 for every
+    patch type and directive (`patch.empty_body_error`)."""
+    if body is EMPTY:
+        raise errors.bad_request(empty_body_error(content_type, t.field_validation))
     if not content_type.startswith(JSON_PATCH) or t.field_validation == "Ignore":
         return
     err = json_patch_decode_error(body)

@@ -42,6 +42,31 @@ _MERGE_KEYS = {
 _SET_LISTS = {"finalizers"}
 
 
+class EmptyBody:
+    """The body of a PATCH request that has none, or only JSON whitespace: no JSON value, which
+    each of patch.go's decoders refuses (`empty_body_error`), unlike a body of `null`."""
+
+
+EMPTY = EmptyBody()
+JSON_WHITESPACE = b" \t\r\n"
+END_OF_INPUT = "unexpected end of JSON input"
+
+
+def empty_body_error(content_type: str, field_validation: str) -> str:
+    """The 400 message kube-apiserver's patch.go answers a PATCH with an empty body: Go's JSON
+    decoders (encoding/json, sigs.k8s.io/json) fail with the `SyntaxError` `unexpected end of
+    JSON input`. A strategic merge patch (`strategicPatchObject`) says just that; a JSON patch or
+    merge patch prefixes it `error decoding patch: ` when decoded strictly under Strict and Warn
+    (`jsonPatcher.applyJSPatch`), and under Ignore a JSON patch says it bare (evanphx/json-patch
+    v4 `DecodePatch`) and a merge patch `Invalid JSON Patch` (`doMergePatch` turns a patch's
+    `SyntaxError` into `ErrBadJSONPatch`)."""
+    if content_type.startswith(STRATEGIC):
+        return END_OF_INPUT
+    if field_validation != "Ignore":
+        return f"error decoding patch: {END_OF_INPUT}"
+    return END_OF_INPUT if content_type.startswith(JSON_PATCH) else "Invalid JSON Patch"
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
