@@ -114,6 +114,36 @@ async def test_patches_report_the_duplicates_of_the_patch_first(kube: Any, names
         await kube.ok("PUT", path, {**cm("pt", a="1"), "metadata": warned.body["metadata"]})
 
 
+async def test_a_json_patch_key_repeated_in_an_operation_is_type_checked_at_each_value(
+    kube: Any, namespace: str
+) -> None:
+    """sigs.k8s.io/json decodes every value of a repeated key into the `jsonPatchOp` field and
+    keeps the first `UnmarshalTypeError` (decode.go `saveError`), so under Strict and Warn a
+    wrong-typed value the last one replaces still refuses the patch (400 `error decoding
+    patch: `), and the first wrong value in document order is the one named."""
+    path = f"{cms(namespace)}/rk"
+    await kube.ok("POST", cms(namespace), cm("rk", a="1"))
+    field = "json: cannot unmarshal {} into Go struct field jsonPatchOp.{} of type string"
+    for body, error in [
+        ([Dup(("op", 1), ("op", "add"), ("path", "/data/b"), ("value", "2"))], field.format("number", "op")),
+        (
+            [Dup(("path", "/data/b"), ("op", {}), ("path", True), ("op", "add"), ("value", "2"))],
+            field.format("object", "op"),
+        ),
+    ]:
+        for query in (STRICT, None):
+            refused = await send(kube, "PATCH", path, body, content_type=JSON_PATCH, query=query)
+            assert_status(refused.body, 400, "BadRequest")
+            assert refused.body["message"] == f"error decoding patch: {error}"
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}
+    # under Ignore only evanphx/json-patch decodes it (`Operation` is a map: the last value wins)
+    body = [Dup(("op", 1), ("op", "add"), ("path", "/data/b"), ("value", "2"))]
+    ignored = await send(
+        kube, "PATCH", path, body, content_type=JSON_PATCH, query={"fieldValidation": "Ignore"}
+    )
+    assert ignored.status == 200 and ignored.body["data"] == {"a": "1", "b": "2"}
+
+
 async def test_custom_resources_report_duplicates_before_pruned_fields(kube: Any, namespace: str) -> None:
     """customresource_handler.go `schemaCoercingDecoder.Decode`: the JSON decoder's duplicates,
     then the fields pruning drops."""

@@ -131,6 +131,25 @@ def test_a_json_patch_that_is_not_a_list_of_operations_names_the_go_type(raw: st
     assert json_patch_decode_error(json.loads(raw)) == error
 
 
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ('[{"op": 1, "op": "add", "path": "/a"}]', "number into Go struct field jsonPatchOp.op"),
+        (
+            '[{"path": "/a", "op": 5, "path": true, "op": "add"}]',
+            "number into Go struct field jsonPatchOp.op",
+        ),
+        ('[{"op": "add", "path": null, "path": [1]}]', "array into Go struct field jsonPatchOp.path"),
+        ('[{"op": "add", "path": "/a"}, {"op": "add", "from": {}, "from": "/b"}]', "object into Go struct"),
+    ],
+)
+def test_every_value_of_a_key_repeated_in_an_operation_is_decoded(raw: str, error: str) -> None:
+    """Go decodes each value of a repeated key (the first type error stands), Python keeps the
+    last: the duplicates' pairs give the values in document order."""
+    found = json_patch_decode_error(json.loads(raw), find(raw))
+    assert found is not None and found.startswith(f"json: cannot unmarshal {error}")
+
+
 def test_null_keys_other_cased_keys_and_any_value_decode() -> None:
     """`null` decodes as nothing; `Op` is not `op` (case-sensitive: an unknown field instead)."""
     for raw in ["null", "[null]", '[{"op": null, "path": null}]', '[{"Op": 1, "value": {"a": [1]}}]']:

@@ -42,6 +42,7 @@ from decimal import Decimal
 from typing import Any
 
 from kubetrain.devcluster.apiserver import builtinschema, duplicates, errors, schema
+from kubetrain.devcluster.apiserver.duplicates import json_type
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, STRATEGIC, empty_body_error
 from kubetrain.devcluster.apiserver.target import Target
@@ -164,46 +165,33 @@ def check_json_patch(t: Target, content_type: str, body: Any) -> None:
         raise errors.bad_request(empty_body_error(content_type, t.field_validation))
     if not content_type.startswith(JSON_PATCH) or t.field_validation == "Ignore":
         return
-    err = json_patch_decode_error(body)
+    err = json_patch_decode_error(body, t.duplicates)
     if err is not None:
         raise errors.bad_request(f"error decoding patch: {err}")
 
 
-def json_patch_decode_error(ops: Any) -> str | None:
+def json_patch_decode_error(ops: Any, dups: duplicates.Duplicates | None = None) -> str | None:
     """The error sigs.k8s.io/json `UnmarshalStrict` gives decoding `ops` into `[]jsonPatchOp`,
-    or None: the first in document order (decode.go `decodeState.saveError`), worded as
-    `UnmarshalTypeError.Error`, with the struct and field when inside an operation
-    (`addErrorContext`). `null` decodes as nothing anywhere; `value` takes any JSON. Of a key
-    repeated inside one operation only the last value is looked at."""
+    or None: the first in document order (decode.go `decodeState.saveError` keeps the first),
+    worded as `UnmarshalTypeError.Error`, with the struct and field when inside an operation
+    (`addErrorContext`). `null` decodes as nothing anywhere; `value` takes any JSON. A key
+    repeated inside one operation is decoded each time, so its first value of the wrong type
+    counts, where it stands (`dups.repeated_in` has the pairs Python's parser kept only the last
+    of)."""
     if ops is None:
         return None
     if not isinstance(ops, list):
-        return f"json: cannot unmarshal {_json_type(ops)} into Go value of type []handlers.jsonPatchOp"
-    for op in ops:
+        return f"json: cannot unmarshal {json_type(ops)} into Go value of type []handlers.jsonPatchOp"
+    for n, op in enumerate(ops):
         if op is None:
             continue
         if not isinstance(op, dict):
-            return f"json: cannot unmarshal {_json_type(op)} into Go value of type handlers.jsonPatchOp"
-        for key, value in op.items():
-            if key in _OP_STRINGS and value is not None and not isinstance(value, str):
-                return (
-                    f"json: cannot unmarshal {_json_type(value)} into Go struct field "
-                    f"jsonPatchOp.{key} of type string"
-                )
+            return f"json: cannot unmarshal {json_type(op)} into Go value of type handlers.jsonPatchOp"
+        pairs = dups.repeated_in.get(f"[{n}]") if dups is not None else None
+        for key, kind in pairs or [(k, json_type(v)) for k, v in op.items()]:
+            if key in _OP_STRINGS and kind not in ("string", "null"):
+                return f"json: cannot unmarshal {kind} into Go struct field jsonPatchOp.{key} of type string"
     return None
-
-
-def _json_type(value: Any) -> str:
-    """`UnmarshalTypeError.Value` for a JSON value that is not where Go expects it."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    return "number"
 
 
 def _drop_unknown(t: Target, obj: Obj) -> list[str]:

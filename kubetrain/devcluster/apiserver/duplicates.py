@@ -64,6 +64,10 @@ class Duplicates:
     first: dict[str, int] = field(default_factory=dict)  # path -> index of its first occurrence
     reported: set[str] = field(default_factory=set)
     yaml: str = ""  # a YAML body's error, `yaml: unmarshal errors:\n  line 3: key "a" ...`
+    # path of each object with a repeated key -> its (key, JSON type of the value) pairs in
+    # document order, repeats included: Go's decoder decodes every one of them, Python's keeps
+    # only the last (to find the first `UnmarshalTypeError` as Go does)
+    repeated_in: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def position(self, path: str) -> int:
         return self.first.get(path, len(self.first) + len(self.paths))
@@ -91,6 +95,8 @@ def find(raw: bytes | str) -> Duplicates | None:
 def _walk(value: Any, path: str, found: Duplicates, counter: list[int]) -> None:
     if isinstance(value, _Pairs):
         seen: set[str] = set()
+        if len({key for key, _ in value}) != len(value):
+            found.repeated_in[path] = [(key, json_type(item)) for key, item in value]
         for key, item in value:
             here = f"{path}.{key}" if path else key
             counter[0] += 1
@@ -105,6 +111,22 @@ def _walk(value: Any, path: str, found: Duplicates, counter: list[int]) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _walk(item, f"{path}[{i}]", found, counter)
+
+
+def json_type(value: Any) -> str:
+    """`UnmarshalTypeError.Value` for a decoded JSON value (`null` is "null", which decodes into
+    anything)."""
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, _Pairs)):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number"
 
 
 def under(path: str, parents: list[str]) -> bool:
