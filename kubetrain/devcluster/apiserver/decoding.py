@@ -36,13 +36,11 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
-from decimal import Decimal
 from typing import Any
 
 from kubetrain.devcluster.apiserver import builtinschema, duplicates, errors, schema
-from kubetrain.devcluster.apiserver.duplicates import json_type
+from kubetrain.devcluster.apiserver.duplicates import go_float, json_type
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, STRATEGIC, empty_body_error
 from kubetrain.devcluster.apiserver.target import Target
@@ -90,7 +88,8 @@ def unknown_fields(
     found = builtinschema.unknown_fields(*kind, obj) if kind else _drop_unknown(t, obj)
     if t.field_validation == "Ignore":
         return []
-    texts = _strict_errors(t, found, patch, typed=kind is not None or not t.rt.custom)
+    gvk = kind or (None if t.rt.custom else (t.rt.group, t.version, t.rt.kind))
+    texts = _strict_errors(t, obj, found, patch, gvk)
     if not texts:
         return []
     if t.field_validation != "Strict":
@@ -106,7 +105,9 @@ def unknown_fields(
     raise ApiError(422, "Invalid", f' "" is invalid: patch: {message}', {"causes": [cause]})
 
 
-def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, typed: bool) -> list[str]:
+def _strict_errors(
+    t: Target, obj: Obj, found: list[str], patch: tuple[str, Any] | None, gvk: tuple[str, str, str] | None
+) -> list[str]:
     """The strict decoding errors in upstream's order. A patch's duplicates are its body's and
     come first (patch.go `applyJSPatch`, `patchResource` for strategic merge: the patch is
     decoded strictly before the patched object); a JSON patch's, its operations' unknown keys
@@ -114,8 +115,10 @@ def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, t
     A custom resource's come before the pruned fields (apiextensions-apiserver
     customresource_handler.go `schemaCoercingDecoder.Decode`). A built-in object's are met in
     one pass over the body with its unknown fields, so both are in document order; a repeated
-    unknown field, or one inside an unknown field, is reported only as unknown. A YAML body's
-    repeated keys are one error, before the rest."""
+    unknown field, or one inside an unknown field, is reported only as unknown; one inside a
+    value its Go type decodes with its own UnmarshalJSON (a RawExtension, a JSONSchemaProps
+    union: `builtinschema.opaque_paths`) is not reported. A YAML body's repeated keys are one
+    error, before the rest."""
     unknown = [f'unknown field "{path}"' for path in found]
     dups = t.duplicates
     if patch is not None and patch[0].startswith(JSON_PATCH):
@@ -126,9 +129,14 @@ def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, t
         return [dups.yaml, *unknown]
     if patch is not None:
         return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
-    if not typed:
+    if gvk is None:
         return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
-    events = [(i, f'duplicate field "{p}"') for i, p in dups.paths if not duplicates.under(p, found)]
+    opaque = builtinschema.opaque_paths(*gvk, obj)
+    events = [
+        (i, f'duplicate field "{p}"')
+        for i, p in dups.paths
+        if not duplicates.under(p, found) and not duplicates.inside(p, opaque)
+    ]
     events += [(dups.position(p), text) for p, text in zip(found, unknown, strict=True)]
     return [text for _, text in sorted(events, key=lambda e: e[0])]
 
@@ -197,12 +205,15 @@ def json_patch_decode_error(ops: Any, dups: duplicates.Duplicates | None = None)
 def _drop_unknown(t: Target, obj: Obj) -> list[str]:
     if not t.rt.custom:
         return builtinschema.unknown_fields(t.rt.group, t.version, t.rt.kind, obj)
+    # customresource_handler.go `unstructuredSchemaCoercer.apply`: the metadata's unknown fields
+    # (dropped as ObjectMeta is set back), then the pruned ones, sorted (`PruneWithOptions`)
+    meta = builtinschema.unknown_metadata_fields(obj)
     sch = t.rt.schemas.get(t.version)
     if sch is None:
-        return []
+        return meta
     dropped: list[str] = []
     schema.prune(obj, sch, dropped=dropped)
-    return sorted(d.lstrip(".") for d in dropped)  # pruning/algorithm.go `PruneWithOptions` sorts
+    return meta + sorted(d.lstrip(".") for d in dropped)
 
 
 def _go_json(obj: Obj) -> str:
@@ -221,24 +232,5 @@ def go_format(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float(value)
     return str(value)
-
-
-def _go_float(value: float) -> str:
-    """strconv.FormatFloat(f, 'g', -1, 64), as %v prints a float64: the shortest digits, in
-    exponent form (two-digit exponent at least) when the exponent is below -4 or at least 6."""
-    if not math.isfinite(value):
-        return "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
-    if value == 0:
-        return "0"
-    shortest = Decimal(repr(value)).normalize()
-    _sign, digits, exp = shortest.as_tuple()
-    assert isinstance(exp, int)
-    exponent = len(digits) + exp - 1
-    if -4 <= exponent < 6:
-        return format(shortest, "f")
-    text = "".join(map(str, digits))
-    head = text[0] + ("." + text[1:] if len(text) > 1 else "")
-    sign = "-" if value < 0 else ""
-    return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"

@@ -29,7 +29,9 @@ parse only for a body that has a duplicate.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -132,7 +134,12 @@ def json_type(value: Any) -> str:
 def under(path: str, parents: list[str]) -> bool:
     """Whether `path` is one of `parents` or inside one (a typed struct skips an unknown
     field's value without looking into it, and reports only its unknown field)."""
-    return any(path == p or path.startswith(p + ".") or path.startswith(p + "[") for p in parents)
+    return path in parents or inside(path, parents)
+
+
+def inside(path: str, parents: list[str]) -> bool:
+    """Whether `path` is inside one of `parents` (not one of them)."""
+    return any(path.startswith(p + ".") or path.startswith(p + "[") for p in parents)
 
 
 YAML_ERRORS = "yaml: unmarshal errors:\n"
@@ -186,6 +193,25 @@ def _go_value(key: Any) -> str:
         return "<nil>"
     if isinstance(key, bool):
         return "true" if key else "false"
-    if isinstance(key, float) and key.is_integer() and abs(key) < 1e21:
-        return str(int(key))
+    if isinstance(key, float):  # go-yaml v2 resolves it to a float64: %#v prints it as %v does
+        return go_float(key)
     return str(key)
+
+
+def go_float(value: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 64), as %v prints a float64: the shortest digits, in
+    exponent form (two-digit exponent at least) when the exponent is below -4 or at least 6."""
+    if not math.isfinite(value):
+        return "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
+    if value == 0:
+        return "0"
+    shortest = Decimal(repr(value)).normalize()
+    _sign, digits, exp = shortest.as_tuple()
+    assert isinstance(exp, int)
+    exponent = len(digits) + exp - 1
+    if -4 <= exponent < 6:
+        return format(shortest, "f")
+    text = "".join(map(str, digits))
+    head = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    sign = "-" if value < 0 else ""
+    return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
