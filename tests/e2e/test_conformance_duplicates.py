@@ -114,6 +114,61 @@ async def test_patches_report_the_duplicates_of_the_patch_first(kube: Any, names
         await kube.ok("PUT", path, {**cm("pt", a="1"), "metadata": warned.body["metadata"]})
 
 
+async def test_a_json_patch_key_repeated_in_an_operation_is_type_checked_at_each_value(
+    kube: Any, namespace: str
+) -> None:
+    """sigs.k8s.io/json decodes every value of a repeated key into the `jsonPatchOp` field and
+    keeps the first `UnmarshalTypeError` (decode.go `saveError`), so under Strict and Warn a
+    wrong-typed value the last one replaces still refuses the patch (400 `error decoding
+    patch: `), and the first wrong value in document order is the one named."""
+    path = f"{cms(namespace)}/rk"
+    await kube.ok("POST", cms(namespace), cm("rk", a="1"))
+    field = "json: cannot unmarshal {} into Go struct field jsonPatchOp.{} of type string"
+    for body, error in [
+        ([Dup(("op", 1), ("op", "add"), ("path", "/data/b"), ("value", "2"))], field.format("number", "op")),
+        (
+            [Dup(("path", "/data/b"), ("op", {}), ("path", True), ("op", "add"), ("value", "2"))],
+            field.format("object", "op"),
+        ),
+    ]:
+        for query in (STRICT, None):
+            refused = await send(kube, "PATCH", path, body, content_type=JSON_PATCH, query=query)
+            assert_status(refused.body, 400, "BadRequest")
+            assert refused.body["message"] == f"error decoding patch: {error}"
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}
+    # under Ignore only evanphx/json-patch decodes it (`Operation` is a map: the last value wins)
+    body = [Dup(("op", 1), ("op", "add"), ("path", "/data/b"), ("value", "2"))]
+    ignored = await send(
+        kube, "PATCH", path, body, content_type=JSON_PATCH, query={"fieldValidation": "Ignore"}
+    )
+    assert ignored.status == 200 and ignored.body["data"] == {"a": "1", "b": "2"}
+
+
+async def test_a_key_repeated_inside_a_value_go_decodes_itself_is_not_reported(
+    kube: Any, namespace: str
+) -> None:
+    """sigs.k8s.io/json hands a value whose Go type has its own UnmarshalJSON (here a
+    managedFields entry's FieldsV1, which keeps the raw bytes) over whole, without looking for
+    duplicates inside it; a repeated key elsewhere in the body is still reported."""
+    entry = {
+        "manager": "m",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": Dup(("f:data", {"f:a": {}}), ("f:data", {"f:a": {}})),
+    }
+    meta = {"name": "raw", "managedFields": [entry]}
+    body = Dup(
+        ("apiVersion", "v1"), ("kind", "ConfigMap"), ("metadata", meta), ("data", {}), ("data", {"a": "1"})
+    )
+    refused = await send(kube, "POST", cms(namespace), body, query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"].endswith('strict decoding error: duplicate field "data"')
+    made = await send(kube, "POST", cms(namespace), body)
+    assert made.status == 201, made
+    assert made.warnings == ['duplicate field "data"']
+
+
 async def test_custom_resources_report_duplicates_before_pruned_fields(kube: Any, namespace: str) -> None:
     """customresource_handler.go `schemaCoercingDecoder.Decode`: the JSON decoder's duplicates,
     then the fields pruning drops."""
@@ -127,6 +182,31 @@ async def test_custom_resources_report_duplicates_before_pruned_fields(kube: Any
     made = await send(kube, "POST", gadgets(namespace), body)
     assert made.status == 201, made
     assert made.warnings == ['duplicate field "metadata"', 'unknown field "bogus"']
+
+
+async def test_a_custom_resource_s_unknown_metadata_fields_come_before_pruned_ones(
+    kube: Any, namespace: str
+) -> None:
+    """customresource_handler.go `unstructuredSchemaCoercer.apply`: the metadata is decoded
+    strictly into ObjectMeta after a JSON round trip (objectmeta/coerce.go
+    `GetObjectMetaWithOptions`, keys sorted), so its unknown fields are reported, sorted, after
+    the body's duplicates and before the pruned fields, and dropped from what is stored."""
+    await install_crd(kube)
+    meta = Dup(("name", "m"), ("zeta", 1), ("labels", {"a": "1"}), ("alpha", {"x": 1}), ("name", "m"))
+    body = Dup(*gadget("m").items(), ("bogus", 1), ("metadata", meta))
+    detail = (
+        'duplicate field "metadata", duplicate field "metadata.name", unknown field "metadata.alpha", '
+        'unknown field "metadata.zeta", unknown field "bogus"'
+    )
+    refused = await send(kube, "POST", gadgets(namespace), body, query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"].endswith(f"strict decoding error: {detail}")
+    made = await send(kube, "POST", gadgets(namespace), body)
+    assert made.status == 201, made
+    assert made.warnings == detail.split(", ")
+    stored = await kube.ok("GET", f"{gadgets(namespace)}/m")
+    assert "alpha" not in stored["metadata"] and "zeta" not in stored["metadata"]
+    assert stored["metadata"]["labels"] == {"a": "1"}
 
 
 YAML_CM = b"""apiVersion: v1
@@ -164,3 +244,28 @@ async def test_a_yaml_body_reports_go_yaml_errors_first(kube: Any, namespace: st
         'unknown field "bogus"',
     ]
     assert made.body["data"] == {"k": "last"} and made.body["metadata"]["labels"] == {"a": "2"}
+
+
+async def test_a_repeated_float_key_in_yaml_is_printed_as_go_prints_it(kube: Any, namespace: str) -> None:
+    """go-yaml v2 decodes `1000000.0` as a float64 and its `key %#v already set in map` prints
+    it as Go's `%v` does (strconv 'g', shortest): `1e+06`, `1.234567895e+08`, `0.5`."""
+    body = b"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: yf
+bogus:
+  1000000.0: a
+  1000000.0: b
+  123456789.5: c
+  123456789.5: d
+  0.5: e
+  0.5: f
+"""
+    refused = await kube.raw("POST", cms(namespace), body, content_type="application/yaml", query=STRICT)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        "yaml: unmarshal errors:\n  line 7: key 1e+06 already set in map\n"
+        "  line 9: key 1.234567895e+08 already set in map\n"
+        '  line 11: key 0.5 already set in map, unknown field "bogus"'
+    )

@@ -205,6 +205,55 @@ async def test_a_json_patch_that_is_not_a_list_of_operations_is_refused_before_i
     assert (await kube.ok("GET", path))["data"] == {"a": "1"}  # nothing was patched
 
 
+async def test_a_null_patch_body_changes_nothing_except_as_a_merge_patch(kube: Any, namespace: str) -> None:
+    """patch.go: a JSON patch of `null` decodes (evanphx/json-patch `DecodePatch`, and under
+    Strict/Warn `[]jsonPatchOp`) as no operations, and a strategic merge patch of `null` as an
+    empty map, so each answers 200 with the object unwritten (same resourceVersion) under every
+    fieldValidation; a merge patch of `null` is 400 `Invalid JSON Patch` (`doMergePatch`)."""
+    path = f"{cms(namespace)}/np"
+    made = await kube.ok("POST", cms(namespace), cm("np", a="1"))
+    rv = made["metadata"]["resourceVersion"]
+    for query in ({"fieldValidation": "Ignore"}, {"fieldValidation": "Strict"}, None):
+        for ctype in (JSON_PATCH, STRATEGIC):
+            same = await kube.raw("PATCH", path, b"null", content_type=ctype, query=query)
+            assert same.status == 200, (ctype, query, same)
+            assert same.body["data"] == {"a": "1"} and same.body["metadata"]["resourceVersion"] == rv
+        refused = await kube.raw("PATCH", path, b"null", content_type=MERGE, query=query)
+        assert_status(refused.body, 400, "BadRequest")
+        assert refused.body["message"] == "Invalid JSON Patch"
+    assert (await kube.ok("GET", path))["metadata"]["resourceVersion"] == rv
+
+
+async def test_an_empty_patch_body_is_refused(kube: Any, namespace: str) -> None:
+    """patch.go: a body with no JSON value fails Go's decoders with `unexpected end of JSON
+    input`: bare for a strategic merge patch (`strategicPatchObject`), prefixed `error decoding
+    patch: ` for a JSON or merge patch decoded strictly (Strict, Warn), and under Ignore bare for
+    a JSON patch (`DecodePatch`) and `Invalid JSON Patch` for a merge patch (`doMergePatch`)."""
+    path = f"{cms(namespace)}/ep"
+    await kube.ok("POST", cms(namespace), cm("ep", a="1"))
+    end = "unexpected end of JSON input"
+    for ctype, query, message in [
+        (STRATEGIC, {"fieldValidation": "Ignore"}, end),
+        (STRATEGIC, {"fieldValidation": "Strict"}, end),
+        (STRATEGIC, None, end),
+        (JSON_PATCH, {"fieldValidation": "Ignore"}, end),
+        (JSON_PATCH, {"fieldValidation": "Strict"}, f"error decoding patch: {end}"),
+        (JSON_PATCH, None, f"error decoding patch: {end}"),
+        (MERGE, {"fieldValidation": "Ignore"}, "Invalid JSON Patch"),
+        (MERGE, {"fieldValidation": "Warn"}, f"error decoding patch: {end}"),
+    ]:
+        for body in (b"", b" \n"):
+            refused = await kube.raw("PATCH", path, body, content_type=ctype, query=query)
+            assert_status(refused.body, 400, "BadRequest")
+            assert refused.body["message"] == message, (ctype, query, body)
+    assert (await kube.ok("GET", path))["data"] == {"a": "1"}
+    await install_crd(kube)
+    await kube.ok("POST", gadgets(namespace), gadget("ep"))
+    refused = await kube.raw("PATCH", f"{gadgets(namespace)}/ep", b"", content_type=JSON_PATCH)
+    assert_status(refused.body, 400, "BadRequest")
+    assert refused.body["message"] == f"error decoding patch: {end}"
+
+
 async def test_status_writes_decode_the_whole_body(kube: Any, namespace: str) -> None:
     """The status subresource decodes its body into the same Go type: an unknown field anywhere in
     it is refused (Strict) or reported (Warn), though only the status is written."""

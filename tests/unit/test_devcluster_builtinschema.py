@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from kubetrain.devcluster.apiserver import builtinschema
-from kubetrain.devcluster.apiserver.builtinschema import MAX_REPORTED, unknown_fields
+from kubetrain.devcluster.apiserver.builtinschema import MAX_REPORTED, unknown_fields, unknown_metadata_fields
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -123,3 +123,50 @@ def test_at_most_a_hundred_are_reported_and_all_are_dropped() -> None:
     found = unknown_fields("", "v1", "ConfigMap", body)
     assert found == [f"f{i}" for i in range(MAX_REPORTED)]
     assert body == {"metadata": {"name": "c"}}
+
+
+def test_a_custom_resource_s_unknown_metadata_fields_are_sorted_at_each_level_and_dropped() -> None:
+    """objectmeta/coerce.go `GetObjectMetaWithOptions` decodes a JSON round trip of the metadata
+    (Go writes map keys sorted) strictly into ObjectMeta."""
+    obj = {
+        "metadata": {
+            "name": "a",
+            "zz": 1,
+            "ownerReferences": [{"uid": "u", "zoo": 1, "bar": 2}],
+            "labels": {"anything": "goes"},
+            "aa": {"x": 1},
+        },
+        "spec": {"whatever": 1},
+    }
+    assert unknown_metadata_fields(obj) == [
+        "metadata.aa",
+        "metadata.ownerReferences[0].bar",
+        "metadata.ownerReferences[0].zoo",
+        "metadata.zz",
+    ]
+    assert obj == {
+        "metadata": {"name": "a", "ownerReferences": [{"uid": "u"}], "labels": {"anything": "goes"}},
+        "spec": {"whatever": 1},
+    }
+
+
+def test_values_go_decodes_with_their_own_unmarshal_json_are_opaque() -> None:
+    """A CRD's JSONSchemaProps unions (`items`, `additionalProperties`) and JSON values
+    (`default`), and every object's managedFields `fieldsV1`, are handed to their UnmarshalJSON
+    whole: no duplicate inside them is looked for."""
+    prop = {
+        "type": "array",
+        "items": {"type": "object", "additionalProperties": {"type": "string"}},
+        "default": [{"a": "b"}],
+    }
+    crd = {
+        "metadata": {"name": "x", "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]},
+        "spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"p": prop}}}}]},
+    }
+    schema_path = "spec.versions[0].schema.openAPIV3Schema.properties.p"
+    assert builtinschema.opaque_paths("apiextensions.k8s.io", "v1", "CustomResourceDefinition", crd) == [
+        "metadata.managedFields[0].fieldsV1",
+        f"{schema_path}.items",
+        f"{schema_path}.default",
+    ]
+    assert builtinschema.opaque_paths("example.com", "v1", "Gadget", crd) == []

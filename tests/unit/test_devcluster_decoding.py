@@ -24,6 +24,7 @@ from kubetrain.devcluster.apiserver.decoding import (
 )
 from kubetrain.devcluster.apiserver.duplicates import find
 from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, MERGE_PATCH, STRATEGIC, apply_patch
 from kubetrain.devcluster.apiserver.requestparse import decode_body
 from kubetrain.devcluster.apiserver.resources import Registry
 from kubetrain.devcluster.apiserver.target import Target
@@ -130,6 +131,25 @@ def test_a_json_patch_that_is_not_a_list_of_operations_names_the_go_type(raw: st
     assert json_patch_decode_error(json.loads(raw)) == error
 
 
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ('[{"op": 1, "op": "add", "path": "/a"}]', "number into Go struct field jsonPatchOp.op"),
+        (
+            '[{"path": "/a", "op": 5, "path": true, "op": "add"}]',
+            "number into Go struct field jsonPatchOp.op",
+        ),
+        ('[{"op": "add", "path": null, "path": [1]}]', "array into Go struct field jsonPatchOp.path"),
+        ('[{"op": "add", "path": "/a"}, {"op": "add", "from": {}, "from": "/b"}]', "object into Go struct"),
+    ],
+)
+def test_every_value_of_a_key_repeated_in_an_operation_is_decoded(raw: str, error: str) -> None:
+    """Go decodes each value of a repeated key (the first type error stands), Python keeps the
+    last: the duplicates' pairs give the values in document order."""
+    found = json_patch_decode_error(json.loads(raw), find(raw))
+    assert found is not None and found.startswith(f"json: cannot unmarshal {error}")
+
+
 def test_null_keys_other_cased_keys_and_any_value_decode() -> None:
     """`null` decodes as nothing; `Op` is not `op` (case-sensitive: an unknown field instead)."""
     for raw in ["null", "[null]", '[{"op": null, "path": null}]', '[{"Op": 1, "value": {"a": [1]}}]']:
@@ -148,6 +168,33 @@ def test_the_decoding_error_is_a_bad_request_under_strict_and_warn_only() -> Non
         )
     check_json_patch(_target("configmaps", validation="Ignore"), "application/json-patch+json", bad)
     check_json_patch(_target("configmaps", validation="Strict"), "application/merge-patch+json", bad)
+
+
+def test_a_null_patch_leaves_the_object_alone_except_as_a_merge_patch() -> None:
+    current = {"metadata": {"name": "a"}, "data": {"k": "v"}}
+    for ctype in (JSON_PATCH, STRATEGIC):
+        assert apply_patch(ctype, current, None, custom=False) == current
+    with pytest.raises(ApiError) as err:
+        apply_patch(MERGE_PATCH, current, None, custom=False)
+    assert (err.value.code, err.value.message) == (400, "Invalid JSON Patch")
+    assert apply_patch(MERGE_PATCH, current, {"data": None}, custom=False) == {"metadata": {"name": "a"}}
+
+
+@pytest.mark.parametrize(
+    ("ctype", "validation", "message"),
+    [
+        (STRATEGIC, "Strict", "unexpected end of JSON input"),
+        (STRATEGIC, "Ignore", "unexpected end of JSON input"),
+        (JSON_PATCH, "Warn", "error decoding patch: unexpected end of JSON input"),
+        (JSON_PATCH, "Ignore", "unexpected end of JSON input"),
+        (MERGE_PATCH, "Strict", "error decoding patch: unexpected end of JSON input"),
+        (MERGE_PATCH, "Ignore", "Invalid JSON Patch"),
+    ],
+)
+def test_an_empty_patch_body_is_a_bad_request(ctype: str, validation: str, message: str) -> None:
+    with pytest.raises(ApiError) as err:
+        check_json_patch(_target("configmaps", validation=validation), ctype, EMPTY)
+    assert (err.value.code, err.value.reason, err.value.message) == (400, "BadRequest", message)
 
 
 def _target(key: str, subresource: str = "", validation: str = "Warn") -> Target:

@@ -71,6 +71,22 @@ def test_yaml_repeated_keys_are_go_yaml_strict_errors() -> None:
     assert found.yaml.startswith('yaml: unmarshal errors:\n  line 3: key "x" already set in map\n  line 5')
 
 
+def test_a_repeated_float_key_prints_as_go_prints_a_float64() -> None:
+    """go-yaml v2 resolves `1000000.0` to a float64, and `%#v` prints it with strconv's 'g'
+    shortest form (exponent from 1e6 and below 1e-4)."""
+    raw = (
+        "1000000.0: a\n1000000.0: b\n123456789.5: c\n123456789.5: d\n0.5: e\n0.5: f\n0.00001: g\n0.00001: h\n"
+    )
+    found = find_yaml(raw)
+    assert found is not None
+    assert yaml_warnings(found.yaml) == [
+        "line 2: key 1e+06 already set in map",
+        "line 4: key 1.234567895e+08 already set in map",
+        "line 6: key 0.5 already set in map",
+        "line 8: key 1e-05 already set in map",
+    ]
+
+
 def test_yaml_without_repeats_or_not_yaml_is_none() -> None:
     assert find_yaml("a: 1\nb: {a: 1}\nc: [{a: 1}, {a: 2}]\n") is None
     assert find_yaml("a: [\n") is None

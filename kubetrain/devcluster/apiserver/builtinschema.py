@@ -149,8 +149,53 @@ def unknown_fields(group: str, version: str, kind: str, obj: Any, drop: bool = T
     return found
 
 
-def _walk(value: Any, node: _Node | str | None, path: str, found: list[str], drop: bool) -> None:
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def unknown_metadata_fields(obj: Any) -> list[str]:
+    """The paths of the fields a custom resource's `metadata` has that ObjectMeta does not,
+    removed from it: apiextensions-apiserver objectmeta/coerce.go `GetObjectMetaWithOptions`
+    round-trips the metadata through Go's JSON (which writes a map's keys sorted) into
+    ObjectMeta strictly, so they come sorted at each level (`metadata.a`, `metadata.b.c`)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return []
+    found: list[str] = []
+    _walk(_keys_sorted(meta), OBJECT_META, "metadata", found, False)
+    _walk(meta, OBJECT_META, "metadata", [], True)
+    return found
+
+
+def _keys_sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _keys_sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_keys_sorted(v) for v in value]
+    return value
+
+
+def opaque_paths(group: str, version: str, kind: str, obj: Any) -> list[str]:
+    """The paths of the values in `obj` its kind's Go type decodes with their own UnmarshalJSON
+    (`_RAW`): sigs.k8s.io/json hands such a value over whole (decode.go `indirect` finds the
+    Unmarshaler, `d.skip()`s the value), so its strict decoder looks for no duplicate inside."""
+    name = _kinds().get((group, version, kind))
+    opaque: list[str] = []
+    if name is not None:
+        _walk(obj, name, "", [], False, opaque)
+    return opaque
+
+
+def _walk(
+    value: Any,
+    node: _Node | str | None,
+    path: str,
+    found: list[str],
+    drop: bool,
+    opaque: list[str] | None = None,
+) -> None:
     if isinstance(node, str):
+        if opaque is not None and node in _RAW:
+            opaque.append(path)
         node = _definition(node)
     if node is None:
         return
@@ -162,7 +207,7 @@ def _walk(value: Any, node: _Node | str | None, path: str, found: list[str], dro
                 if key in fields:
                     sub = fields[key]
                     if sub is not None and isinstance(item, (dict, list)):
-                        _walk(item, sub, f"{path}.{key}" if path else key, found, drop)
+                        _walk(item, sub, f"{path}.{key}" if path else key, found, drop, opaque)
                 else:
                     unknown.append(key)
                     if len(found) < MAX_REPORTED:
@@ -173,8 +218,8 @@ def _walk(value: Any, node: _Node | str | None, path: str, found: list[str], dro
         elif node.values is not None:
             for key, item in value.items():
                 if isinstance(item, (dict, list)):
-                    _walk(item, node.values, f"{path}.{key}" if path else key, found, drop)
+                    _walk(item, node.values, f"{path}.{key}" if path else key, found, drop, opaque)
     elif isinstance(value, list) and node.items is not None:
         for i, item in enumerate(value):
             if isinstance(item, (dict, list)):
-                _walk(item, node.items, f"{path}[{i}]", found, drop)
+                _walk(item, node.items, f"{path}[{i}]", found, drop, opaque)

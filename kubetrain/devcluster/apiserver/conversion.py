@@ -123,6 +123,8 @@ class HandlerContext(Protocol):
 
     async def _body(self, request: web.Request) -> Any: ...
 
+    async def _patch_body(self, request: web.Request) -> Any: ...
+
 
 async def serve(
     h: HandlerContext,
@@ -192,7 +194,7 @@ async def serve(
     elif verb == "update":
         result = await h.api.update(storage, await to_storage(await h._body(request)))
     elif verb == "patch":
-        result = await _patch(h.api, converter, storage, version, request, await h._body(request))
+        result = await _patch(h.api, converter, storage, version, request, await h._patch_body(request))
     elif verb == "delete":
         result = await deletion.delete(h.api, storage, delete_options(await h._body(request)))
     else:

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
-from decimal import Decimal
 from typing import Any
 
 from kubetrain.devcluster.apiserver import builtinschema, duplicates, errors, schema
+from kubetrain.devcluster.apiserver.duplicates import go_float, json_type
 from kubetrain.devcluster.apiserver.errors import ApiError
-from kubetrain.devcluster.apiserver.patch import JSON_PATCH, STRATEGIC
+from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, STRATEGIC, empty_body_error
 from kubetrain.devcluster.apiserver.target import Target
 from kubetrain.devcluster.apiserver.types import Obj
 
@@ -89,7 +88,8 @@ def unknown_fields(
     found = builtinschema.unknown_fields(*kind, obj) if kind else _drop_unknown(t, obj)
     if t.field_validation == "Ignore":
         return []
-    texts = _strict_errors(t, found, patch, typed=kind is not None or not t.rt.custom)
+    gvk = kind or (None if t.rt.custom else (t.rt.group, t.version, t.rt.kind))
+    texts = _strict_errors(t, obj, found, patch, gvk)
     if not texts:
         return []
     if t.field_validation != "Strict":
@@ -105,7 +105,9 @@ def unknown_fields(
     raise ApiError(422, "Invalid", f' "" is invalid: patch: {message}', {"causes": [cause]})
 
 
-def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, typed: bool) -> list[str]:
+def _strict_errors(
+    t: Target, obj: Obj, found: list[str], patch: tuple[str, Any] | None, gvk: tuple[str, str, str] | None
+) -> list[str]:
     """The strict decoding errors in upstream's order. A patch's duplicates are its body's and
     come first (patch.go `applyJSPatch`, `patchResource` for strategic merge: the patch is
     decoded strictly before the patched object); a JSON patch's, its operations' unknown keys
@@ -113,8 +115,10 @@ def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, t
     A custom resource's come before the pruned fields (apiextensions-apiserver
     customresource_handler.go `schemaCoercingDecoder.Decode`). A built-in object's are met in
     one pass over the body with its unknown fields, so both are in document order; a repeated
-    unknown field, or one inside an unknown field, is reported only as unknown. A YAML body's
-    repeated keys are one error, before the rest."""
+    unknown field, or one inside an unknown field, is reported only as unknown; one inside a
+    value its Go type decodes with its own UnmarshalJSON (a RawExtension, a JSONSchemaProps
+    union: `builtinschema.opaque_paths`) is not reported. A YAML body's repeated keys are one
+    error, before the rest."""
     unknown = [f'unknown field "{path}"' for path in found]
     dups = t.duplicates
     if patch is not None and patch[0].startswith(JSON_PATCH):
@@ -125,9 +129,14 @@ def _strict_errors(t: Target, found: list[str], patch: tuple[str, Any] | None, t
         return [dups.yaml, *unknown]
     if patch is not None:
         return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
-    if not typed:
+    if gvk is None:
         return [f'duplicate field "{p}"' for _, p in dups.paths] + unknown
-    events = [(i, f'duplicate field "{p}"') for i, p in dups.paths if not duplicates.under(p, found)]
+    opaque = builtinschema.opaque_paths(*gvk, obj)
+    events = [
+        (i, f'duplicate field "{p}"')
+        for i, p in dups.paths
+        if not duplicates.under(p, found) and not duplicates.inside(p, opaque)
+    ]
     events += [(dups.position(p), text) for p, text in zip(found, unknown, strict=True)]
     return [text for _, text in sorted(events, key=lambda e: e[0])]
 
@@ -158,60 +167,53 @@ def json_patch_errors(ops: Any, dups: duplicates.Duplicates | None) -> list[str]
 def check_json_patch(t: Target, content_type: str, body: Any) -> None:
     """Under Strict and Warn, refuse a JSON patch that does not decode as a list of operations
     before it is applied: 400 `error decoding patch: <err>` (patch.go `jsonPatcher.applyJSPatch`,
-    after the object is read, so a missing object is 404 first)."""
+    after the object is read, so a missing object is 404 first). An empty body is 400 for every
+    patch type and directive (`patch.empty_body_error`)."""
+    if body is EMPTY:
+        raise errors.bad_request(empty_body_error(content_type, t.field_validation))
     if not content_type.startswith(JSON_PATCH) or t.field_validation == "Ignore":
         return
-    err = json_patch_decode_error(body)
+    err = json_patch_decode_error(body, t.duplicates)
     if err is not None:
         raise errors.bad_request(f"error decoding patch: {err}")
 
 
-def json_patch_decode_error(ops: Any) -> str | None:
+def json_patch_decode_error(ops: Any, dups: duplicates.Duplicates | None = None) -> str | None:
     """The error sigs.k8s.io/json `UnmarshalStrict` gives decoding `ops` into `[]jsonPatchOp`,
-    or None: the first in document order (decode.go `decodeState.saveError`), worded as
-    `UnmarshalTypeError.Error`, with the struct and field when inside an operation
-    (`addErrorContext`). `null` decodes as nothing anywhere; `value` takes any JSON. Of a key
-    repeated inside one operation only the last value is looked at."""
+    or None: the first in document order (decode.go `decodeState.saveError` keeps the first),
+    worded as `UnmarshalTypeError.Error`, with the struct and field when inside an operation
+    (`addErrorContext`). `null` decodes as nothing anywhere; `value` takes any JSON. A key
+    repeated inside one operation is decoded each time, so its first value of the wrong type
+    counts, where it stands (`dups.repeated_in` has the pairs Python's parser kept only the last
+    of)."""
     if ops is None:
         return None
     if not isinstance(ops, list):
-        return f"json: cannot unmarshal {_json_type(ops)} into Go value of type []handlers.jsonPatchOp"
-    for op in ops:
+        return f"json: cannot unmarshal {json_type(ops)} into Go value of type []handlers.jsonPatchOp"
+    for n, op in enumerate(ops):
         if op is None:
             continue
         if not isinstance(op, dict):
-            return f"json: cannot unmarshal {_json_type(op)} into Go value of type handlers.jsonPatchOp"
-        for key, value in op.items():
-            if key in _OP_STRINGS and value is not None and not isinstance(value, str):
-                return (
-                    f"json: cannot unmarshal {_json_type(value)} into Go struct field "
-                    f"jsonPatchOp.{key} of type string"
-                )
+            return f"json: cannot unmarshal {json_type(op)} into Go value of type handlers.jsonPatchOp"
+        pairs = dups.repeated_in.get(f"[{n}]") if dups is not None else None
+        for key, kind in pairs or [(k, json_type(v)) for k, v in op.items()]:
+            if key in _OP_STRINGS and kind not in ("string", "null"):
+                return f"json: cannot unmarshal {kind} into Go struct field jsonPatchOp.{key} of type string"
     return None
-
-
-def _json_type(value: Any) -> str:
-    """`UnmarshalTypeError.Value` for a JSON value that is not where Go expects it."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    return "number"
 
 
 def _drop_unknown(t: Target, obj: Obj) -> list[str]:
     if not t.rt.custom:
         return builtinschema.unknown_fields(t.rt.group, t.version, t.rt.kind, obj)
+    # customresource_handler.go `unstructuredSchemaCoercer.apply`: the metadata's unknown fields
+    # (dropped as ObjectMeta is set back), then the pruned ones, sorted (`PruneWithOptions`)
+    meta = builtinschema.unknown_metadata_fields(obj)
     sch = t.rt.schemas.get(t.version)
     if sch is None:
-        return []
+        return meta
     dropped: list[str] = []
     schema.prune(obj, sch, dropped=dropped)
-    return sorted(d.lstrip(".") for d in dropped)  # pruning/algorithm.go `PruneWithOptions` sorts
+    return meta + sorted(d.lstrip(".") for d in dropped)
 
 
 def _go_json(obj: Obj) -> str:
@@ -230,24 +232,5 @@ def go_format(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float(value)
     return str(value)
-
-
-def _go_float(value: float) -> str:
-    """strconv.FormatFloat(f, 'g', -1, 64), as %v prints a float64: the shortest digits, in
-    exponent form (two-digit exponent at least) when the exponent is below -4 or at least 6."""
-    if not math.isfinite(value):
-        return "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
-    if value == 0:
-        return "0"
-    shortest = Decimal(repr(value)).normalize()
-    _sign, digits, exp = shortest.as_tuple()
-    assert isinstance(exp, int)
-    exponent = len(digits) + exp - 1
-    if -4 <= exponent < 6:
-        return format(shortest, "f")
-    text = "".join(map(str, digits))
-    head = text[0] + ("." + text[1:] if len(text) > 1 else "")
-    sign = "-" if value < 0 else ""
-    return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"

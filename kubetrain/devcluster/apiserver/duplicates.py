@@ -29,7 +29,9 @@ parse only for a body that has a duplicate.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -64,6 +66,10 @@ class Duplicates:
     first: dict[str, int] = field(default_factory=dict)  # path -> index of its first occurrence
     reported: set[str] = field(default_factory=set)
     yaml: str = ""  # a YAML body's error, `yaml: unmarshal errors:\n  line 3: key "a" ...`
+    # path of each object with a repeated key -> its (key, JSON type of the value) pairs in
+    # document order, repeats included: Go's decoder decodes every one of them, Python's keeps
+    # only the last (to find the first `UnmarshalTypeError` as Go does)
+    repeated_in: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def position(self, path: str) -> int:
         return self.first.get(path, len(self.first) + len(self.paths))
@@ -91,6 +97,8 @@ def find(raw: bytes | str) -> Duplicates | None:
 def _walk(value: Any, path: str, found: Duplicates, counter: list[int]) -> None:
     if isinstance(value, _Pairs):
         seen: set[str] = set()
+        if len({key for key, _ in value}) != len(value):
+            found.repeated_in[path] = [(key, json_type(item)) for key, item in value]
         for key, item in value:
             here = f"{path}.{key}" if path else key
             counter[0] += 1
@@ -107,10 +115,31 @@ def _walk(value: Any, path: str, found: Duplicates, counter: list[int]) -> None:
             _walk(item, f"{path}[{i}]", found, counter)
 
 
+def json_type(value: Any) -> str:
+    """`UnmarshalTypeError.Value` for a decoded JSON value (`null` is "null", which decodes into
+    anything)."""
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, _Pairs)):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number"
+
+
 def under(path: str, parents: list[str]) -> bool:
     """Whether `path` is one of `parents` or inside one (a typed struct skips an unknown
     field's value without looking into it, and reports only its unknown field)."""
-    return any(path == p or path.startswith(p + ".") or path.startswith(p + "[") for p in parents)
+    return path in parents or inside(path, parents)
+
+
+def inside(path: str, parents: list[str]) -> bool:
+    """Whether `path` is inside one of `parents` (not one of them)."""
+    return any(path.startswith(p + ".") or path.startswith(p + "[") for p in parents)
 
 
 YAML_ERRORS = "yaml: unmarshal errors:\n"
@@ -164,6 +193,25 @@ def _go_value(key: Any) -> str:
         return "<nil>"
     if isinstance(key, bool):
         return "true" if key else "false"
-    if isinstance(key, float) and key.is_integer() and abs(key) < 1e21:
-        return str(int(key))
+    if isinstance(key, float):  # go-yaml v2 resolves it to a float64: %#v prints it as %v does
+        return go_float(key)
     return str(key)
+
+
+def go_float(value: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 64), as %v prints a float64: the shortest digits, in
+    exponent form (two-digit exponent at least) when the exponent is below -4 or at least 6."""
+    if not math.isfinite(value):
+        return "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
+    if value == 0:
+        return "0"
+    shortest = Decimal(repr(value)).normalize()
+    _sign, digits, exp = shortest.as_tuple()
+    assert isinstance(exp, int)
+    exponent = len(digits) + exp - 1
+    if -4 <= exponent < 6:
+        return format(shortest, "f")
+    text = "".join(map(str, digits))
+    head = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    sign = "-" if value < 0 else ""
+    return f"{sign}{head}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"

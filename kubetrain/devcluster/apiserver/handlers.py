@@ -33,7 +33,7 @@ from kubetrain.devcluster.apiserver.core import ADMIN_USER, ApiServer, Result, T
 from kubetrain.devcluster.apiserver.errors import ApiError
 from kubetrain.devcluster.apiserver.faults import FaultInjector
 from kubetrain.devcluster.apiserver.meta import timestamp
-from kubetrain.devcluster.apiserver.patch import check_media_type
+from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_WHITESPACE, check_media_type
 from kubetrain.devcluster.apiserver.reads import ListQuery, Reader, predicate
 from kubetrain.devcluster.apiserver.store import dumps
 
@@ -165,6 +165,11 @@ class Handlers:
     async def _body(self, request: web.Request) -> Any:
         return rp.decode_body(await request.read(), request.headers.get("Content-Type", ""))
 
+    async def _patch_body(self, request: web.Request) -> Any:
+        """A PATCH body, `patch.EMPTY` when there is no JSON value in it."""
+        raw = await request.read()
+        return EMPTY if not raw.strip(JSON_WHITESPACE) else await self._body(request)
+
     async def _resource(
         self, request: web.Request, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
@@ -263,7 +268,11 @@ class Handlers:
             return await subresources.evict(api, t, await self._body(request))
         if sub == "scale":
             return await subresources.scale(
-                api, t, request.method, request.headers.get("Content-Type", ""), await self._body(request)
+                api,
+                t,
+                request.method,
+                request.headers.get("Content-Type", ""),
+                await (self._patch_body if request.method == "PATCH" else self._body)(request),
             )
         if sub in ("binding", "eviction") or (sub and verb in ("create", "delete")):
             raise errors.method_not_allowed(verb)
@@ -274,7 +283,8 @@ class Handlers:
         if verb == "update":
             return await api.update(t, await self._body(request))
         if verb == "patch":
-            return await api.patch(t, request.headers.get("Content-Type", ""), await self._body(request))
+            body = await self._patch_body(request)
+            return await api.patch(t, request.headers.get("Content-Type", ""), body)
         if verb == "delete":
             return await deletion.delete(api, t, self._delete_options(request, await self._body(request)))
         if verb == "deletecollection":

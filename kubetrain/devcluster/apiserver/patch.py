@@ -42,6 +42,31 @@ _MERGE_KEYS = {
 _SET_LISTS = {"finalizers"}
 
 
+class EmptyBody:
+    """The body of a PATCH request that has none, or only JSON whitespace: no JSON value, which
+    each of patch.go's decoders refuses (`empty_body_error`), unlike a body of `null`."""
+
+
+EMPTY = EmptyBody()
+JSON_WHITESPACE = b" \t\r\n"
+END_OF_INPUT = "unexpected end of JSON input"
+
+
+def empty_body_error(content_type: str, field_validation: str) -> str:
+    """The 400 message kube-apiserver's patch.go answers a PATCH with an empty body: Go's JSON
+    decoders (encoding/json, sigs.k8s.io/json) fail with the `SyntaxError` `unexpected end of
+    JSON input`. A strategic merge patch (`strategicPatchObject`) says just that; a JSON patch or
+    merge patch prefixes it `error decoding patch: ` when decoded strictly under Strict and Warn
+    (`jsonPatcher.applyJSPatch`), and under Ignore a JSON patch says it bare (evanphx/json-patch
+    v4 `DecodePatch`) and a merge patch `Invalid JSON Patch` (`doMergePatch` turns a patch's
+    `SyntaxError` into `ErrBadJSONPatch`)."""
+    if content_type.startswith(STRATEGIC):
+        return END_OF_INPUT
+    if field_validation != "Ignore":
+        return f"error decoding patch: {END_OF_INPUT}"
+    return END_OF_INPUT if content_type.startswith(JSON_PATCH) else "Invalid JSON Patch"
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
@@ -55,6 +80,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def json_patch(target: Any, ops: Any) -> Any:
+    if ops is None:
+        # evanphx/json-patch v4 `DecodePatch` is `json.Unmarshal` into a slice, which leaves
+        # `null` an empty Patch, and `Patch.Apply` of no operations returns the document.
+        return copy.deepcopy(target)
     if not isinstance(ops, list):
         raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
@@ -138,9 +167,17 @@ def check_media_type(content_type: str, *, custom: bool) -> str:
 
 
 def apply_patch(content_type: str, target: Any, body: Any, *, custom: bool) -> Any:
+    """A body of `null` is, as in k8s.io/apiserver's patch.go: for a merge patch 400 `Invalid
+    JSON Patch` (evanphx/json-patch v4 `doMergePatch` answers `ErrBadJSONPatch` for a patch that
+    decodes to a nil map); for a JSON patch and a strategic merge patch (`strategicPatchObject`
+    decodes it into a nil `map[string]interface{}`) no change."""
     ctype = check_media_type(content_type, custom=custom)
     if ctype == MERGE_PATCH:
+        if body is None:
+            raise errors.bad_request("Invalid JSON Patch")
         return merge_patch(target, body)
     if ctype == JSON_PATCH:
         return json_patch(target, body)
+    if body is None:
+        return copy.deepcopy(target)
     return strategic_merge(target, body)
