@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/
 import jobs
 
 from kubetrain.dev.stack import DevStackOptions
-from kubetrain.devcluster.apiserver.accounting import RequestLog
-from kubetrain.devcluster.apiserver.server import DevCluster
-from kubetrain.devcluster.apiserver.types import ResourceType
+from kubetrain.devcluster.apiserver.base.types import ResourceType
+from kubetrain.devcluster.apiserver.endpoints.server import DevCluster
+from kubetrain.devcluster.apiserver.harness.accounting import RequestLog
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError

@@ -17,8 +17,8 @@ import orjson
 from _common import histogram_quantile
 
 from kubetrain.dev.stack import DevStackOptions
-from kubetrain.devcluster.apiserver.core import Target
-from kubetrain.devcluster.apiserver.store import Event
+from kubetrain.devcluster.apiserver.storage.store import Event
+from kubetrain.devcluster.apiserver.verbs.core import Target
 from kubetrain.devcluster.kubelet.podstatus import running_status
 from kubetrain.kube.cache import slim_pod
 from kubetrain.operator.plan import Observed, PlannerConfig, plan

@@ -1,4 +1,4 @@
-"""devcluster's unknown-field check of built-in objects (devcluster/apiserver/builtinschema.py)
+"""devcluster's unknown-field check of built-in objects (devcluster/apiserver/kinds/builtinschema.py)
 on the pods the operator creates: the planner's pods of one PyTorchJob of N workers.
 
     .venv/bin/python benchmarks/bench_builtin_fields.py [--replicas 1000] [--repeat 5]
@@ -16,7 +16,7 @@ import time
 import orjson
 from bench_large_job import planned_pods
 
-from kubetrain.devcluster.apiserver import builtinschema
+from kubetrain.devcluster.apiserver.kinds import builtinschema
 
 
 def main() -> int:

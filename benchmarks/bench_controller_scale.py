@@ -59,7 +59,7 @@ from _controller_scale import (
 from _gcpauses import OwnPauses, describe, frozen_objects, operator_gc_pauses
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.devcluster.apiserver.core import Target
+from kubetrain.devcluster.apiserver.verbs.core import Target
 from kubetrain.kube.resources import job_resource
 
 

@@ -35,7 +35,7 @@ import aiohttp
 from _common import api_server_only, free_port, load_average, pytorch_manifest, stored_type, write_result
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.devcluster.apiserver.core import Target
+from kubetrain.devcluster.apiserver.verbs.core import Target
 
 STATES = ("Running", "Succeeded", "Failed", "Created", "Restarting")
 

@@ -1,4 +1,4 @@
-"""devcluster's CEL validation of custom resources (devcluster/apiserver/crds/celrules.py and
+"""devcluster's CEL validation of custom resources (devcluster/apiserver/kinds/crds/celrules.py and
 celeval.py) on the trainer.kubeflow.org TrainJob CRD kubetrain ships.
 
     .venv/bin/python benchmarks/bench_devcluster_cel.py [--writes 2000] [--repeat 5]
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from kubetrain.devcluster.apiserver import schema
-from kubetrain.devcluster.apiserver.crds import celeval, celrules
+from kubetrain.devcluster.apiserver.kinds import schema
+from kubetrain.devcluster.apiserver.kinds.crds import celeval, celrules
 
 CRD = Path(__file__).resolve().parents[1] / "charts/kubetrain/files/crds/trainer.kubeflow.org_trainjobs.yaml"
 

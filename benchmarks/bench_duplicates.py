@@ -1,4 +1,4 @@
-"""devcluster's duplicate-key check of request bodies (devcluster/apiserver/duplicates.py) on the
+"""devcluster's duplicate-key check of request bodies (devcluster/apiserver/request/duplicates.py) on the
 pods the operator creates: the planner's pods of one PyTorchJob of N workers, as JSON bytes.
 
     .venv/bin/python benchmarks/bench_duplicates.py [--replicas 1000] [--repeat 5]
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from bench_large_job import planned_pods
 
-from kubetrain.devcluster.apiserver import duplicates
+from kubetrain.devcluster.apiserver.request import duplicates
 
 
 def best(repeat: int, bodies: list[bytes], fn: Callable[[bytes], object]) -> float:

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrain.devcluster import DevCluster
-from kubetrain.devcluster.apiserver import meta
-from kubetrain.devcluster.apiserver.reads import ListQuery, Reader
-from kubetrain.devcluster.apiserver.target import Target
+from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.request.target import Target
+from kubetrain.devcluster.apiserver.verbs.reads import ListQuery, Reader
 
 NS = "bench"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.devcluster.apiserver import builtins
-from kubetrain.devcluster.apiserver.crds import validation as crdvalidation
+from kubetrain.devcluster.apiserver.kinds import builtins
+from kubetrain.devcluster.apiserver.kinds.crds import validation as crdvalidation
 
 Obj = dict[str, Any]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL, check_interval
-from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL, check_ttl
+from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL, check_interval
+from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL, check_ttl
 
 
 def add_history_flags(parser: argparse.ArgumentParser) -> None:

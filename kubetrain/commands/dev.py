@@ -35,8 +35,8 @@ from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL
-from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL
+from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL
+from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,

@@ -29,8 +29,8 @@ from kubetrain.api.trainer.defaults import default_runtimes, public_configmap
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.devcluster import DevCluster, GangSchedulerSimulator, PodSimulator, podgroup_crd
-from kubetrain.devcluster.apiserver.compaction import DEFAULT_COMPACTION_INTERVAL
-from kubetrain.devcluster.apiserver.eventttl import DEFAULT_EVENT_TTL
+from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL
+from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL
 from kubetrain.jobs.trainercrds import group_crds
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
 from kubetrain.kube.cache import Cache

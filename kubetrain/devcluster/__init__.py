@@ -7,7 +7,7 @@ simulated kubelet), `gang/` (the simulated Volcano / scheduler-plugins) and `cli
 API client the simulated components share). Callers use the names re-exported here.
 """
 
-from kubetrain.devcluster.apiserver.server import DevCluster
+from kubetrain.devcluster.apiserver.endpoints.server import DevCluster
 from kubetrain.devcluster.gang.crds import podgroup_crd
 from kubetrain.devcluster.gang.simulator import GangSchedulerSimulator
 from kubetrain.devcluster.kubelet.simulator import PodSimulator

@@ -2,7 +2,7 @@
 
 The chart is rendered by the real Helm engine (helm-python-sdk); its ServiceAccount, Roles,
 ClusterRoles, bindings and webhook configurations are applied to a devcluster that authorizes
-with Kubernetes RBAC semantics (`DevCluster(authorization="RBAC")`, kubetrain.devcluster.apiserver.rbac),
+with Kubernetes RBAC semantics (`DevCluster(authorization="RBAC")`, kubetrain.devcluster.apiserver.auth.rbac),
 next to the CRDs. Then the real operator (`kubetrain.commands.run.serve`) runs in-process with the
 container args of the rendered Deployment, authenticated as that ServiceAccount. Only what a pod
 provides differently is overridden: free loopback ports, the kubeconfig (the ServiceAccount's

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.devcluster.apiserver.compaction import Compactor
+from kubetrain.devcluster.apiserver.storage.compaction import Compactor
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import PODS
 from kubetrain.operator.controller import Controller

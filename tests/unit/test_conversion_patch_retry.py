@@ -9,9 +9,9 @@ from typing import Any, cast
 
 import pytest
 
-from kubetrain.devcluster.apiserver.conversion import Converter, _patch
-from kubetrain.devcluster.apiserver.core import ApiServer, Result, Target
-from kubetrain.devcluster.apiserver.errors import ApiError
+from kubetrain.devcluster.apiserver.base.errors import ApiError
+from kubetrain.devcluster.apiserver.verbs.conversion import Converter, _patch
+from kubetrain.devcluster.apiserver.verbs.core import ApiServer, Result, Target
 
 Obj = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""The unknown fields of built-in kinds (devcluster/apiserver/builtinschema.py): the paths
+"""The unknown fields of built-in kinds (devcluster/apiserver/kinds/builtinschema.py): the paths
 kube-apiserver's strict decoder reports (sigs.k8s.io/json `decodeState.newFieldError`), and what
 is left of the object, which is what the Go type keeps."""
 
@@ -7,8 +7,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.devcluster.apiserver import builtinschema
-from kubetrain.devcluster.apiserver.builtinschema import MAX_REPORTED, unknown_fields, unknown_metadata_fields
+from kubetrain.devcluster.apiserver.kinds import builtinschema
+from kubetrain.devcluster.apiserver.kinds.builtinschema import (
+    MAX_REPORTED,
+    unknown_fields,
+    unknown_metadata_fields,
+)
 
 
 def pod(**spec: Any) -> dict[str, Any]:

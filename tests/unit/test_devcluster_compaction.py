@@ -1,4 +1,4 @@
-"""History compaction's decisions on a bare store (kubetrain.devcluster.apiserver.compaction), as
+"""History compaction's decisions on a bare store (kubetrain.devcluster.apiserver.storage.compaction), as
 k8s.io/apiserver storage/etcd3/compact.go: the first tick, one interval in, only records the
 current revision; each later tick compacts to the revision recorded one interval earlier, so
 history lives between one and two intervals; an interval of 0 never compacts. A watch from a
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from kubetrain.cli import build_parser
-from kubetrain.devcluster.apiserver.compaction import Compactor
-from kubetrain.devcluster.apiserver.errors import ApiError
-from kubetrain.devcluster.apiserver.store import Store
+from kubetrain.devcluster.apiserver.base.errors import ApiError
+from kubetrain.devcluster.apiserver.storage.compaction import Compactor
+from kubetrain.devcluster.apiserver.storage.store import Store
 from kubetrain.kube.clock import FakeClock
 
 INTERVAL = 300.0

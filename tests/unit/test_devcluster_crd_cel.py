@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from kubetrain.devcluster.apiserver.crds import celeval, celrules
-from kubetrain.devcluster.apiserver.errors import Cause
+from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds.crds import celeval, celrules
 
 CRDS = Path(__file__).resolve().parents[2] / "charts" / "kubetrain" / "files" / "crds"
 
@@ -329,7 +329,7 @@ def test_loading_the_evaluator_keeps_the_process_recursion_limit() -> None:
     the default one (test_webhook_hostile.py)."""
     code = (
         "import sys; before = sys.getrecursionlimit(); "
-        "import kubetrain.devcluster.apiserver.crds.celrules; "
+        "import kubetrain.devcluster.apiserver.kinds.crds.celrules; "
         "print(before, sys.getrecursionlimit())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

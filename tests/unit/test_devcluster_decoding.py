@@ -1,4 +1,4 @@
-"""How devcluster decodes request bodies (devcluster/apiserver/decoding.py, requestparse.py): the
+"""How devcluster decodes request bodies (devcluster/apiserver/request/decoding.py, requestparse.py): the
 value of a strategic merge patch's strict error, the patch as Go's `fmt.Sprintf("%+v",
 patchMap)` prints it (patch.go `applyPatchToObject`); a JSON patch's unknown and duplicate
 fields (patch.go `jsonPatcher.applyJSPatch`); review and TokenRequest bodies decoded as their
@@ -10,24 +10,30 @@ import json
 
 import pytest
 
-from kubetrain.devcluster.apiserver.accessreviews import (
+from kubetrain.devcluster.apiserver.auth.accessreviews import (
     SUBJECT_ACCESS_REVIEWS_KEY,
     TOKEN_REVIEWS_KEY,
     body_kind,
 )
-from kubetrain.devcluster.apiserver.decoding import (
+from kubetrain.devcluster.apiserver.base.errors import ApiError
+from kubetrain.devcluster.apiserver.endpoints.requestparse import decode_body
+from kubetrain.devcluster.apiserver.kinds.resources import Registry
+from kubetrain.devcluster.apiserver.request.decoding import (
     check_json_patch,
     go_format,
     json_patch_decode_error,
     json_patch_errors,
     unknown_fields,
 )
-from kubetrain.devcluster.apiserver.duplicates import find
-from kubetrain.devcluster.apiserver.errors import ApiError
-from kubetrain.devcluster.apiserver.patch import EMPTY, JSON_PATCH, MERGE_PATCH, STRATEGIC, apply_patch
-from kubetrain.devcluster.apiserver.requestparse import decode_body
-from kubetrain.devcluster.apiserver.resources import Registry
-from kubetrain.devcluster.apiserver.target import Target
+from kubetrain.devcluster.apiserver.request.duplicates import find
+from kubetrain.devcluster.apiserver.request.patch import (
+    EMPTY,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC,
+    apply_patch,
+)
+from kubetrain.devcluster.apiserver.request.target import Target
 
 
 def test_maps_print_with_sorted_keys_and_lists_with_spaces() -> None:

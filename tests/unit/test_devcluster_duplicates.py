@@ -1,10 +1,16 @@
-"""Duplicate keys of a request body (devcluster/apiserver/duplicates.py), with the paths and the
+"""Duplicate keys of a request body (devcluster/apiserver/request/duplicates.py), with the paths and the
 order sigs.k8s.io/json's strict decoder reports them in (kubernetes_patch_test.go
 `TestDisallowDuplicateFields`)."""
 
 from __future__ import annotations
 
-from kubetrain.devcluster.apiserver.duplicates import MAX_ERRORS, find, find_yaml, under, yaml_warnings
+from kubetrain.devcluster.apiserver.request.duplicates import (
+    MAX_ERRORS,
+    find,
+    find_yaml,
+    under,
+    yaml_warnings,
+)
 
 
 def paths(raw: str) -> list[str]:

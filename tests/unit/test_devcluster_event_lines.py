@@ -3,7 +3,7 @@ watch cache does), and never serves one object's line for another or for a newer
 
 from __future__ import annotations
 
-from kubetrain.devcluster.apiserver.eventlines import EventLines
+from kubetrain.devcluster.apiserver.storage.eventlines import EventLines
 
 
 def encoder(calls: list[str], text: str):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""Event expiry's decisions on a bare store (kubetrain.devcluster.apiserver.eventttl): a TTL of 0
+"""Event expiry's decisions on a bare store (kubetrain.devcluster.apiserver.storage.eventttl): a TTL of 0
 keeps Events forever (kube-apiserver's --event-ttl=0 attaches no etcd lease), a bad TTL is
 refused naming what is valid, and `kubetrain dev --event-ttl` checks its value the same way."""
 
@@ -9,8 +9,8 @@ import math
 import pytest
 
 from kubetrain.cli import build_parser
-from kubetrain.devcluster.apiserver.eventttl import EventExpiry
-from kubetrain.devcluster.apiserver.store import Store
+from kubetrain.devcluster.apiserver.storage.eventttl import EventExpiry
+from kubetrain.devcluster.apiserver.storage.store import Store
 from kubetrain.kube.clock import FakeClock
 
 

@@ -4,7 +4,7 @@ tests see the same causes as from kube-apiserver."""
 
 from __future__ import annotations
 
-from kubetrain.devcluster.apiserver import objectmeta
+from kubetrain.devcluster.apiserver.kinds import objectmeta
 
 NAME_RULE = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "

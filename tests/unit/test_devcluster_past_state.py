@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.apiserver.compaction import Compactor
-from kubetrain.devcluster.apiserver.store import Store
+from kubetrain.devcluster.apiserver.storage.compaction import Compactor
+from kubetrain.devcluster.apiserver.storage.store import Store
 from kubetrain.kube.clock import FakeClock
 
 INTERVAL = 300.0

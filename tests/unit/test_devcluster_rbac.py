@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.devcluster.apiserver.rbac import (
+from kubetrain.devcluster.apiserver.auth.rbac import (
     RequestInfo,
     forbidden,
     request_info,

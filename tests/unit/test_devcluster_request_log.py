@@ -1,11 +1,11 @@
 """devcluster's request log keeps the newest `limit` requests, counts every one, and refuses to
-count over requests it dropped (kubetrain.devcluster.apiserver.accounting)."""
+count over requests it dropped (kubetrain.devcluster.apiserver.harness.accounting)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubetrain.devcluster.apiserver.accounting import RequestLog, RequestLogTruncated, RequestRecord
+from kubetrain.devcluster.apiserver.harness.accounting import RequestLog, RequestLogTruncated, RequestRecord
 
 
 def record(name: str, verb: str = "get") -> RequestRecord:

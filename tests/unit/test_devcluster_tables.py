@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.apiserver.tables import _path
+from kubetrain.devcluster.apiserver.verbs.tables import _path
 
 JOB: dict[str, Any] = {
     "metadata": {"name": "j"},

@@ -12,7 +12,7 @@ import pytest
 from admission import review_of
 from trainjobs import trainer_test_runtime
 
-from kubetrain.devcluster.apiserver.schema import apply_defaults
+from kubetrain.devcluster.apiserver.kinds.schema import apply_defaults
 from kubetrain.jobs.trainercrds import trainer_crds
 from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
 from kubetrain.webhook.trainer import validate_trainer

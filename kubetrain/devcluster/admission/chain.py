@@ -19,7 +19,7 @@ kube-apiserver (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook):
   configuration resources themselves never go to webhooks.
 - Matching (see `match`): rules, namespaceSelector, objectSelector, scope.
   matchPolicy Equivalent behaves as Exact, except that a custom resource served through a
-  conversion webhook is admitted at its storage version (apiserver/conversion.py), with
+  conversion webhook is admitted at its storage version (apiserver/verbs/conversion.py), with
   requestKind naming the client's version; matchConditions (CEL) are not evaluated.
 - Calls: HTTPS POST of an AdmissionReview (v1, or v1beta1 if that is the first version the webhook
   accepts) to `clientConfig.url`, or for `clientConfig.service` {namespace, name, path, port=443}

@@ -14,7 +14,7 @@ Pure functions used by `kubetrain.devcluster.admission.chain`:
 
 matchPolicy `Equivalent` is treated as `Exact`: the only versions devcluster converts between are
 a CRD's with a conversion webhook, whose writes are admitted at the storage version
-(apiserver/conversion.py) — as kube-apiserver does for a webhook registered for that version.
+(apiserver/verbs/conversion.py) — as kube-apiserver does for a webhook registered for that version.
 matchConditions (CEL) are not evaluated; a webhook with matchConditions is called as if they all
 matched.
 """
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.devcluster.apiserver import errors
-from kubetrain.devcluster.apiserver.types import GroupResource
+from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.base.types import GroupResource
 
 ADMISSION_CONFIGURATION_RESOURCES = frozenset(
     {

@@ -30,12 +30,13 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 
-from kubetrain.devcluster.apiserver import deletion, errors
-from kubetrain.devcluster.apiserver.background import BackgroundTask
-from kubetrain.devcluster.apiserver.core import ApiServer, Target
-from kubetrain.devcluster.apiserver.resources import CRD_KEY, NAMESPACES_KEY, crd_resource_type
-from kubetrain.devcluster.apiserver.store import Event
-from kubetrain.devcluster.apiserver.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.base.background import BackgroundTask
+from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.kinds.resources import CRD_KEY, NAMESPACES_KEY, crd_resource_type
+from kubetrain.devcluster.apiserver.storage.store import Event
+from kubetrain.devcluster.apiserver.verbs import deletion
+from kubetrain.devcluster.apiserver.verbs.core import ApiServer, Target
 from kubetrain.devcluster.controllers import rootca, serviceaccounts
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import copy
 
-from kubetrain.devcluster.apiserver import errors, meta
-from kubetrain.devcluster.apiserver.core import ApiServer
-from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY
-from kubetrain.devcluster.apiserver.store import Event
-from kubetrain.devcluster.apiserver.types import Obj
+from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.kinds.resources import NAMESPACES_KEY
+from kubetrain.devcluster.apiserver.storage.store import Event
+from kubetrain.devcluster.apiserver.verbs.core import ApiServer
 
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 CONFIG_MAPS_KEY = "configmaps"

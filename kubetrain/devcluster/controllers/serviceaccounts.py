@@ -6,10 +6,10 @@ and the kubelet asks for their tokens (TokenRequest) in its name.
 
 from __future__ import annotations
 
-from kubetrain.devcluster.apiserver import meta
-from kubetrain.devcluster.apiserver.core import ApiServer
-from kubetrain.devcluster.apiserver.resources import NAMESPACES_KEY
-from kubetrain.devcluster.apiserver.store import Event
+from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.kinds.resources import NAMESPACES_KEY
+from kubetrain.devcluster.apiserver.storage.store import Event
+from kubetrain.devcluster.apiserver.verbs.core import ApiServer
 
 DEFAULT_ACCOUNT = "default"
 SERVICE_ACCOUNTS_KEY = "serviceaccounts"

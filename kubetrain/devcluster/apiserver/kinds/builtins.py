@@ -1,0 +1,349 @@
+"""Defaulting and validation of built-in kinds, as far as clients of the operator rely on them.
+
+Pods get the defaults kube-apiserver (and its default admission plugins) give them: phase Pending,
+restartPolicy Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, schedulerName
+default-scheduler, serviceAccountName default, container terminationMessagePath/Policy and
+imagePullPolicy, port protocol TCP. Services get type ClusterIP, an allocated clusterIP and
+port defaults. Namespaces get phase Active and the `kubernetes` finalizer. autoscaling/v2
+HorizontalPodAutoscalers get minReplicas 1 and, without metrics, the 80 % CPU utilization
+target, and are checked for scaleTargetRef and 1 ≤ minReplicas ≤ maxReplicas.
+PersistentVolumeClaims, and pods' volumeMounts naming their volumes: `pvcs.py`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
+from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds import configdata, coordination, eventrules, pvcs
+from kubetrain.devcluster.apiserver.kinds.crds import validation as crdvalidation
+from kubetrain.devcluster.apiserver.kinds.objectmeta import (
+    DNS1035_ERROR,
+    DNS1123_LABEL_ERROR,
+    DNS1123_SUBDOMAIN_ERROR,
+)
+
+_LABEL_NAMES = {"namespaces", "services"}  # resources whose names must be DNS labels
+
+_cluster_ips = itertools.count(1)
+
+
+def name_causes(resource: str, name: str) -> list[Cause]:
+    """`metadata.name` as each kind's registry validates it (apimachinery's name checks)."""
+    if resource == "services":
+        ok, message = len(name) <= 63 and DNS1035_LABEL.match(name) is not None, DNS1035_ERROR
+    elif resource in _LABEL_NAMES:
+        ok, message = len(name) <= 63 and DNS1123_LABEL.match(name) is not None, DNS1123_LABEL_ERROR
+    else:
+        ok, message = is_dns1123_subdomain(name), DNS1123_SUBDOMAIN_ERROR
+    return [] if ok else [Cause("FieldValueInvalid", f'Invalid value: "{name}": {message}', "metadata.name")]
+
+
+def _image_pull_policy(image: str) -> str:
+    tail = image.rsplit("/", 1)[-1]
+    if "@" in tail:
+        return "IfNotPresent"
+    if ":" not in tail or tail.endswith(":latest"):
+        return "Always"
+    return "IfNotPresent"
+
+
+def _default_container(c: dict[str, Any]) -> None:
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    if isinstance(c.get("image"), str):
+        c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+    c.setdefault("resources", {})
+    for port in c.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def default_pod(pod: Obj) -> None:
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("serviceAccountName", spec.get("serviceAccount") or "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.setdefault("tolerations", [])
+    if isinstance(tolerations, list):
+        for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+            if not any(isinstance(t, dict) and t.get("key") == key for t in tolerations):
+                tolerations.append(
+                    {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                )
+    for field in ("containers", "initContainers"):
+        for c in spec.get(field) or []:
+            if isinstance(c, dict):
+                _default_container(c)
+    status = pod.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+    status.setdefault("qosClass", "BestEffort")
+
+
+def validate_pod(pod: Obj, old: Obj | None) -> list[Cause]:
+    spec = pod.get("spec")
+    causes: list[Cause] = []
+    if not isinstance(spec, dict):
+        return [Cause("FieldValueRequired", "Required value", "spec")]
+    containers = spec.get("containers")
+    if not containers:
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
+    names: set[str] = set()
+    for i, c in enumerate(containers or []):
+        if not isinstance(c, dict):
+            causes.append(
+                Cause("FieldValueTypeInvalid", "Invalid value: must be an object", f"spec.containers[{i}]")
+            )
+            continue
+        if not c.get("name"):
+            causes.append(Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].name"))
+        elif c["name"] in names:
+            causes.append(
+                Cause("FieldValueDuplicate", f'Duplicate value: "{c["name"]}"', f"spec.containers[{i}].name")
+            )
+        else:
+            names.add(c["name"])
+        if not c.get("image") and old is None:
+            causes.append(Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image"))
+    policy = spec.get("restartPolicy")
+    if policy not in ("Always", "OnFailure", "Never"):
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Always", "OnFailure", "Never"',
+                "spec.restartPolicy",
+            )
+        )
+    causes += pvcs.volume_mount_causes(spec)
+    if old is not None and not causes:
+        causes.extend(_pod_update_causes(pod, old))
+    return causes
+
+
+_MUTABLE_POD_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+
+
+def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
+    new_spec, old_spec = dict(pod["spec"]), dict(old.get("spec") or {})
+    # schedulingGates: a gate may be removed (the pod then becomes schedulable), never added
+    old_gates = [g.get("name") for g in old_spec.pop("schedulingGates", None) or [] if isinstance(g, dict)]
+    for gate in new_spec.pop("schedulingGates", None) or []:
+        name = gate.get("name") if isinstance(gate, dict) else gate
+        if name not in old_gates:
+            message = f"Forbidden: only deletion is allowed, but found new scheduling gate '{name}'"
+            return [Cause("FieldValueForbidden", message, "spec.schedulingGates")]
+    for field in _MUTABLE_POD_SPEC:
+        new_spec.pop(field, None)
+        old_spec.pop(field, None)
+    if old_spec.get("nodeName") and not new_spec.get("nodeName"):
+        new_spec["nodeName"] = old_spec["nodeName"]
+    strip = [{k: v for k, v in c.items() if k != "image"} for c in new_spec.get("containers") or []]
+    old_strip = [{k: v for k, v in c.items() if k != "image"} for c in old_spec.get("containers") or []]
+    new_spec["containers"], old_spec["containers"] = strip, old_strip
+    if new_spec != old_spec:
+        return [
+            Cause(
+                "FieldValueForbidden",
+                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+                "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+                "set to 1 if it was previously negative)",
+                "spec",
+            )
+        ]
+    return []
+
+
+def default_service(svc: Obj, old: Obj | None) -> None:
+    spec = svc.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if old is not None and (old.get("spec") or {}).get("clusterIP"):
+        spec.setdefault("clusterIP", old["spec"]["clusterIP"])
+        spec.setdefault("clusterIPs", old["spec"].get("clusterIPs", [old["spec"]["clusterIP"]]))
+    if "clusterIP" not in spec:
+        n = next(_cluster_ips)
+        spec["clusterIP"] = f"10.96.{(n // 250) % 250}.{n % 250 + 1}"
+    spec.setdefault("clusterIPs", [spec["clusterIP"]])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if "port" in port:
+                port.setdefault("targetPort", port["port"])
+    svc.setdefault("status", {"loadBalancer": {}})
+
+
+def validate_service(svc: Obj) -> list[Cause]:
+    spec = svc.get("spec") or {}
+    causes = []
+    ports = spec.get("ports") or []
+    if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.ports"))
+    for i, port in enumerate(ports):
+        if not isinstance(port, dict) or not isinstance(port.get("port"), int):
+            causes.append(Cause("FieldValueRequired", "Required value", f"spec.ports[{i}].port"))
+        elif len(ports) > 1 and not port.get("name"):
+            causes.append(Cause("FieldValueRequired", "Required value", f"spec.ports[{i}].name"))
+    return causes
+
+
+def default_namespace(ns: Obj) -> None:
+    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    ns.setdefault("status", {}).setdefault("phase", "Active")
+    labels = ns["metadata"].setdefault("labels", {})
+    labels["kubernetes.io/metadata.name"] = ns["metadata"]["name"]
+
+
+def default_hpa(hpa: Obj) -> None:
+    spec = hpa.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            }
+        ]
+
+
+def validate_hpa(hpa: Obj) -> list[Cause]:
+    spec = hpa.get("spec")
+    if not isinstance(spec, dict):
+        return [Cause("FieldValueRequired", "Required value", "spec")]
+    causes: list[Cause] = []
+    ref = spec.get("scaleTargetRef")
+    for field in ("kind", "name"):
+        if not isinstance(ref, dict) or not ref.get(field):
+            causes.append(Cause("FieldValueRequired", "Required value", f"spec.scaleTargetRef.{field}"))
+    low, high = spec.get("minReplicas"), spec.get("maxReplicas")
+    if not isinstance(high, int) or high < 1:
+        causes.append(
+            Cause("FieldValueInvalid", f"Invalid value: {high}: must be greater than 0", "spec.maxReplicas")
+        )
+    if not isinstance(low, int) or low < 1:
+        causes.append(
+            Cause("FieldValueInvalid", f"Invalid value: {low}: must be greater than 0", "spec.minReplicas")
+        )
+    elif isinstance(high, int) and low > high:
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {high}: must be greater than or equal to `minReplicas`",
+                "spec.maxReplicas",
+            )
+        )
+    return causes
+
+
+def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
+    if resource == "pods" and old is None:
+        default_pod(obj)
+    elif resource == "services":
+        default_service(obj, old)
+    elif resource == "namespaces":
+        default_namespace(obj)
+    elif resource == "customresourcedefinitions":
+        default_crd(obj, old)
+    elif resource == "horizontalpodautoscalers":
+        default_hpa(obj)
+    elif resource == "persistentvolumeclaims":
+        pvcs.default_pvc(obj, old)
+    elif resource == "secrets":
+        configdata.fold_string_data(obj)
+
+
+def default_crd(crd: Obj, old: Obj | None = None) -> None:
+    """apiextensions/v1 `SetDefaults_CustomResourceDefinitionSpec` and the strategy's
+    PrepareForCreate/PrepareForUpdate (status.storedVersions gains the storage version), then,
+    served at once, the Established and NamesAccepted conditions the apiextensions controllers set.
+    v1 has no default scope: a CRD without one is refused (`crds/validation.py`)."""
+    spec = crd.get("spec") or {}
+    names = dict(spec.get("names") or {})
+    if names.get("kind"):
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", names["kind"] + "List")
+    spec["names"] = names
+    spec.setdefault("conversion", {"strategy": "None"})
+    webhook = spec["conversion"].get("webhook") if isinstance(spec["conversion"], dict) else None
+    service = (
+        ((webhook or {}).get("clientConfig") or {}).get("service") if isinstance(webhook, dict) else None
+    )
+    if isinstance(service, dict):
+        service.setdefault("port", 443)
+    stored = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("storage")][
+        :1
+    ]
+    if old is None:
+        crd["status"] = {}
+    status = crd.setdefault("status", {})
+    status["acceptedNames"] = names
+    previous = status.get("storedVersions") or []
+    status["storedVersions"] = previous + [v for v in stored if v not in previous]
+    when = crd["metadata"].get("creationTimestamp")
+    status["conditions"] = [
+        {
+            "type": "NamesAccepted",
+            "status": "True",
+            "reason": "NoConflicts",
+            "message": "no conflicts found",
+            "lastTransitionTime": when,
+        },
+        {
+            "type": "Established",
+            "status": "True",
+            "reason": "InitialNamesAccepted",
+            "message": "the initial names have been accepted",
+            "lastTransitionTime": when,
+        },
+    ]
+
+
+_BINDINGS = ("rolebindings", "clusterrolebindings")
+_ROLE_REF_FIELDS = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
+
+
+def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
+    if resource == "pods":
+        return validate_pod(obj, old)
+    if resource == "services":
+        return validate_service(obj)
+    if resource == "customresourcedefinitions":
+        return crdvalidation.crd_causes(obj, old)
+    if resource == "horizontalpodautoscalers":
+        return validate_hpa(obj)
+    if resource == "leases":
+        return coordination.lease_causes(obj)
+    if resource == "secrets":
+        return configdata.secret_causes(obj, old)
+    if resource == "configmaps":
+        return configdata.configmap_causes(obj, old)
+    if resource == "events" and obj.get("apiVersion") == "v1":
+        return eventrules.core_event_causes(obj)
+    if resource == "persistentvolumeclaims":
+        return pvcs.validate_pvc(obj, old)
+    if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):
+        ref = obj.get("roleRef") or {}
+        shown = ", ".join(f'{k}:"{ref.get(f, "")}"' for k, f in _ROLE_REF_FIELDS)
+        return [
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: rbac.RoleRef{{{shown}}}: cannot change roleRef",
+                "roleRef",
+            )
+        ]
+    return []

@@ -1,0 +1,279 @@
+"""The write path of the emulated kube-apiserver, independent of HTTP.
+
+A request is a `Target` (target.py: resource type, version, namespace, name, subresource).
+Creates, updates and patches go through the same steps as in kube-apiserver: decoding of the
+body (decoding.py: apiVersion/kind checks, unknown fields per fieldValidation), metadata
+preparation, defaulting (structural-schema defaults and pruning for custom resources), mutating
+admission (admitting.py), validation, validating admission, then an optimistic-concurrency write
+to the store. Deletes live in `deletion.py`, reads (list/watch) in `reads.py`.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from typing import Any
+
+from kubetrain.devcluster.admission.chain import AdmissionChain
+from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, schema
+from kubetrain.devcluster.apiserver.kinds.crds import celeval
+from kubetrain.devcluster.apiserver.kinds.resources import Registry
+from kubetrain.devcluster.apiserver.request import decoding
+from kubetrain.devcluster.apiserver.request.patch import apply_patch
+from kubetrain.devcluster.apiserver.request.target import ADMIN_USER, Result, Target
+from kubetrain.devcluster.apiserver.storage.store import Store
+from kubetrain.devcluster.apiserver.verbs import admitting
+
+PATCH_RETRIES = 8
+
+__all__ = ["ADMIN_USER", "PATCH_RETRIES", "ApiServer", "Result", "Target"]
+
+
+class ApiServer:
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry,
+        admission: AdmissionChain,
+        clock: Callable[[], Any] = meta.utcnow,
+        seed: int | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.admission = admission
+        self.clock = clock
+        self.rng = random.Random(seed)
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def out(self, t: Target, obj: Obj) -> Obj:
+        """The object as served at the request's version (storage is version-independent)."""
+        want = t.api_version
+        if obj.get("apiVersion") == want and obj.get("kind") == t.rt.kind:
+            return obj
+        return {**obj, "apiVersion": want, "kind": t.rt.kind}
+
+    def current(self, t: Target) -> Obj:
+        obj = self.store.get(t.rt.key, t.namespace, t.name)
+        if obj is None:
+            raise errors.not_found(t.rt.gr, t.name)
+        return obj
+
+    def _default(self, t: Target, obj: Obj, old: Obj | None) -> Obj:
+        """Defaults, and the pruning of custom resources (of what a mutating webhook added)."""
+        if t.rt.custom:
+            sch = t.rt.schemas.get(t.version)
+            if sch is not None:
+                schema.prune(obj, sch)
+                schema.apply_defaults(obj, sch)
+        else:
+            builtins.default_builtin(t.rt.resource, obj, old)
+        return obj
+
+    def _validate(self, t: Target, obj: Obj, old: Obj | None) -> None:
+        name = obj["metadata"].get("name", "")
+        causes: list[Cause] = []
+        if old is None:
+            causes += builtins.name_causes(t.rt.resource, name)
+        causes += objectmeta.metadata_causes(obj["metadata"])
+        if t.rt.custom:
+            sch = t.rt.schemas.get(t.version)
+            if sch is not None:
+                schema_causes = schema.validate(obj, sch)
+                causes += schema_causes
+                if (compiled := t.rt.cel.get(t.version)) is not None:
+                    causes += celeval.object_causes(compiled, obj, old, schema_causes)
+        else:
+            causes += builtins.validate_builtin(t.rt.resource, obj, old)
+        if causes:
+            raise errors.invalid(t.rt.kind, t.rt.group, name, causes)
+
+    async def admit(
+        self,
+        phase: str,
+        t: Target,
+        operation: str,
+        obj: Obj | None,
+        old: Obj | None,
+        options: Obj | None = None,
+    ) -> tuple[Obj | None, list[str]]:
+        """The mutating or validating webhooks (admitting.py); raises the client's error on a denial."""
+        return await admitting.admit(self.store, self.admission, phase, t, operation, obj, old, options)
+
+    # ---- create ------------------------------------------------------------------------------
+    async def create(self, t: Target, body: Any) -> Result:
+        obj = decoding.decode(t, body)
+        decode_warnings = decoding.unknown_fields(t, obj)
+        md = obj["metadata"]
+        if not md.get("name") and not md.get("generateName"):
+            raise errors.invalid(
+                t.rt.kind,
+                t.rt.group,
+                "",
+                [
+                    Cause(
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                        "metadata.name",
+                    )
+                ],
+            )
+        if t.name and md.get("name") and md["name"] != t.name:
+            raise errors.bad_request(
+                f"the name of the object ({md['name']}) does not match the name on the URL ({t.name})"
+            )
+        admitting.check_namespace(self.store, t, md.get("name") or md.get("generateName", ""))
+        generated = not md.get("name")
+        for _attempt in range(8):
+            if generated:
+                md["name"] = meta.generate_name(md["generateName"], self.rng)
+            if self.store.get(t.rt.key, t.namespace if t.rt.namespaced else "", md["name"]) is None:
+                break
+            if not generated:
+                raise errors.already_exists(t.rt.gr, md["name"])
+        meta.prepare_create(obj, t.rt, t.namespace, self.clock())
+        if t.rt.has_status and t.rt.custom:
+            obj.pop("status", None)
+        self._default(t, obj, None)
+        mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
+        warnings = decode_warnings + warnings
+        assert mutated is not None
+        obj = self._default(t, mutated, None)
+        self._validate(t, obj, None)
+        _, more = await self.admit("validating", t, "CREATE", obj, None)
+        if t.dry_run:
+            return Result(201, obj, warnings + more)
+        try:
+            stored = self.store.create(t.rt.key, obj)
+        except KeyError:
+            raise errors.already_exists(t.rt.gr, md["name"]) from None
+        return Result(201, stored, warnings + more)
+
+    # ---- update / patch ----------------------------------------------------------------------
+    async def update(self, t: Target, body: Any) -> Result:
+        obj = decoding.decode(t, body)
+        decode_warnings = decoding.unknown_fields(t, obj)
+        name = obj["metadata"].get("name")
+        if name != t.name:
+            raise errors.bad_request(
+                f"the name of the object ({name}) does not match the name on the URL ({t.name})"
+            )
+        old = self.current(t)
+        rv = obj["metadata"].get("resourceVersion") or None
+        if rv is None and t.rt.custom:
+            raise meta.unconditional_update_refused(t.rt, t.name)
+        return await self._write(t, old, obj, rv, decode_warnings)
+
+    async def patch(self, t: Target, content_type: str, body: Any) -> Result:
+        for _attempt in range(PATCH_RETRIES):
+            old = self.current(t)
+            base = self.out(t, old)
+            decoding.check_json_patch(t, content_type, body)
+            patched = apply_patch(content_type, base, body, custom=t.rt.custom)
+            if not isinstance(patched, dict):
+                raise errors.bad_request("the patch did not produce an object")
+            obj = decoding.decode(t, patched)
+            decode_warnings = decoding.unknown_fields(t, obj, patch=(content_type, body))
+            if obj["metadata"].get("name") != t.name:
+                raise errors.bad_request(
+                    "metadata.name: Invalid value: the name of the object may not be patched"
+                )
+            rv = obj["metadata"].get("resourceVersion") or None
+            if rv is not None and rv != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+            try:
+                rv = old["metadata"]["resourceVersion"]
+                return await self._write(t, old, obj, rv, decode_warnings, retryable=True)
+            except _Retry:
+                continue
+        raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+
+    async def _write(
+        self,
+        t: Target,
+        old: Obj,
+        obj: Obj,
+        expected_rv: str | None,
+        decode_warnings: list[str],
+        retryable: bool = False,
+    ) -> Result:
+        if expected_rv and expected_rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+        if t.subresource == "status":
+            new = copy.deepcopy(self.out(t, old))
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = obj
+            meta.carry_over(new, old)
+            if t.rt.has_status:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+        old_finalizers = old["metadata"].get("finalizers") or []
+        if old["metadata"].get("deletionTimestamp"):
+            added = [f for f in new["metadata"].get("finalizers") or [] if f not in old_finalizers]
+            if added:
+                raise errors.invalid(
+                    t.rt.kind,
+                    t.rt.group,
+                    t.name,
+                    [
+                        Cause(
+                            "FieldValueForbidden",
+                            "Forbidden: no new finalizers can be added if the object is being deleted, "
+                            f"found new finalizers {added!r}",
+                            "metadata.finalizers",
+                        )
+                    ],
+                )
+        self._default(t, new, old)
+        mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)
+        warnings = decode_warnings + warnings
+        assert mutated is not None
+        new = self._default(t, mutated, old)
+        meta.bump_generation(new, old, t.rt)
+        self._validate(t, new, old)
+        _, more = await self.admit("validating", t, "UPDATE", new, old)
+        warnings += more
+        if meta.same_object(new, self.out(t, old)):
+            return Result(200, old, warnings)  # a no-op update is not written (no new resourceVersion)
+        if t.dry_run:
+            return Result(200, new, warnings)
+        return Result(
+            200,
+            self.commit(
+                t.rt, new, old["metadata"]["resourceVersion"] if retryable else expected_rv, retryable
+            ),
+            warnings,
+        )
+
+    def commit(self, rt: ResourceType, new: Obj, expected_rv: str | None, retryable: bool = False) -> Obj:
+        """Store an update; an object being deleted whose last finalizer went away is removed."""
+        md = new["metadata"]
+        try:
+            if md.get("deletionTimestamp") and not md.get("finalizers") and not _graceful_pending(rt, new):
+                return self.store.remove(rt.key, md.get("namespace", ""), md["name"], expected_rv)
+            return self.store.update(rt.key, new, expected_rv)
+        except LookupError:
+            raise errors.not_found(rt.gr, md["name"]) from None
+        except ValueError:
+            if retryable:
+                raise _Retry() from None
+            raise errors.conflict(rt.gr, md["name"], errors.STALE) from None
+
+
+class _Retry(Exception):
+    """The object changed between read and write of a patch: re-apply the patch."""
+
+
+def _graceful_pending(rt: ResourceType, obj: Obj) -> bool:
+    if rt.key == "namespaces":
+        return bool((obj.get("spec") or {}).get("finalizers"))
+    return rt.key == "pods" and bool(obj["metadata"].get("deletionGracePeriodSeconds"))

@@ -1,0 +1,127 @@
+"""Subresources besides status: pods/binding, pods/eviction, {custom}/scale."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds.scales import SCALE_KIND, scale_of, set_path, spec_replicas_path
+from kubetrain.devcluster.apiserver.request import decoding
+from kubetrain.devcluster.apiserver.request.patch import apply_patch
+from kubetrain.devcluster.apiserver.verbs import deletion
+from kubetrain.devcluster.apiserver.verbs.core import PATCH_RETRIES, ApiServer, Result, Target
+
+BINDING_KIND = ("", "v1", "Binding")
+EVICTION_KIND = ("policy", "v1", "Eviction")
+
+
+def _success(code: int) -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+
+
+async def bind(api: ApiServer, t: Target, body: Any) -> Result:
+    """POST pods/{name}/binding: set spec.nodeName of an unbound pod."""
+    warnings = _decoded(t, BINDING_KIND, body)
+    pod = api.current(t)
+    target = (body or {}).get("target") or {}
+    node = target.get("name")
+    if not node:
+        raise errors.invalid(
+            "Binding", "", t.name, [errors.Cause("FieldValueRequired", "Required value", "target.name")]
+        )
+    if pod["metadata"].get("deletionTimestamp"):
+        raise errors.conflict(t.rt.gr, t.name, f"pod {t.name} is being deleted, cannot be assigned to a host")
+    if (pod.get("spec") or {}).get("nodeName"):
+        raise errors.ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on pods/binding "{t.name}": pod '
+            f'{t.name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+            {"name": t.name, "kind": "pods/binding"},
+        )
+    new = copy.deepcopy(pod)
+    new["spec"]["nodeName"] = node
+    conditions = [
+        c for c in new.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+    ]
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": new["metadata"]["creationTimestamp"],
+        }
+    )
+    new["status"]["conditions"] = conditions
+    if not t.dry_run:
+        api.commit(t.rt, new, pod["metadata"]["resourceVersion"])
+    return Result(201, _success(201), warnings)
+
+
+async def evict(api: ApiServer, t: Target, body: Any) -> Result:
+    """POST pods/{name}/eviction: a delete with the eviction's delete options (no PDBs here)."""
+    warnings = _decoded(t, EVICTION_KIND, body)
+    options = (body or {}).get("deleteOptions") or {}
+    await deletion.delete(
+        api, Target(t.rt, t.version, t.namespace, t.name, dry_run=t.dry_run, user=t.user), options
+    )
+    return Result(201, _success(201), warnings)
+
+
+def _decoded(t: Target, kind: tuple[str, str, str], body: Any) -> list[str]:
+    """The body decoded as its kind (unknown fields dropped, refused or warned about)."""
+    return decoding.unknown_fields(t, body, kind=kind) if isinstance(body, dict) else []
+
+
+async def scale(api: ApiServer, t: Target, method: str, content_type: str, body: Any) -> Result:
+    """GET, PUT or PATCH `{custom}/scale`. Like kube-apiserver's GuaranteedUpdate, a write whose
+    Scale names no resourceVersion is re-applied to the newest object when the job changed while
+    the write was admitted; one that names a resourceVersion gets 409 when it is stale."""
+    if method == "GET":
+        return Result(200, scale_of(t.rt, api.current(t)))
+    precondition = ((body if isinstance(body, dict) else {}).get("metadata") or {}).get("resourceVersion")
+    for _attempt in range(PATCH_RETRIES):
+        obj = api.current(t)
+        current = scale_of(t.rt, obj)
+        if method != "PUT":
+            decoding.check_json_patch(t, content_type, body)
+        wanted = body if method == "PUT" else apply_patch(content_type, current, body, custom=True)
+        warnings: list[str] = []
+        if isinstance(wanted, dict):  # decoded as an autoscaling/v1 Scale
+            wanted = copy.deepcopy(wanted) if method == "PUT" else wanted
+            patch = None if method == "PUT" else (content_type, body)
+            warnings = decoding.unknown_fields(t, wanted, patch=patch, kind=SCALE_KIND)
+        replicas = ((wanted or {}).get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise errors.invalid(
+                "Scale",
+                "autoscaling",
+                t.name,
+                [
+                    errors.Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {replicas}: must be greater than or equal to 0",
+                        "spec.replicas",
+                    )
+                ],
+            )
+        if precondition and precondition != obj["metadata"]["resourceVersion"]:
+            raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+        new = copy.deepcopy(api.out(t, obj))
+        set_path(new, spec_replicas_path(t.rt), replicas)
+        # Admission sees a `<plural>/scale` request, as kube-apiserver sends it: webhooks registered
+        # for the main resource only are not called (their rules must name `<plural>/scale`), and
+        # they see autoscaling/v1 Scales (core.admit, scales.py).
+        main = Target(
+            t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user
+        )
+        try:
+            result = await api.update(main, new)
+        except errors.ApiError as e:
+            if e.code == 409 and not precondition:
+                continue  # the job changed during admission: re-apply to the newest object
+            raise
+        return Result(200, scale_of(t.rt, result.obj), warnings + result.warnings)
+    raise errors.conflict(t.rt.gr, t.name, errors.STALE)
