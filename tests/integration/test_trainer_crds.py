@@ -35,14 +35,7 @@ def strip(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_trainers_objects_are_stored_unchanged(kube: KubeClient) -> None:
-    for crd in trainer_crds():
-        await kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-    for crd in trainer_crds():
-        spec = crd["spec"]
-        for _ in range(200):
-            if await kube.has_api(spec["group"], "v1alpha1", spec["names"]["plural"]):
-                break
-            await asyncio.sleep(0.01)
+    await install_trainer_crds(kube)
     for path in sorted(DATA.glob("*/*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
