@@ -33,16 +33,18 @@ from typing import Any
 
 from kubetrain.api import servicemode
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
+from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.mpilabels import training_operator_convention
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
 from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
-from kubetrain.operator.statusprojection import KUBEFLOW
+from kubetrain.operator.statusprojection import KUBEFLOW, MPI_OPERATOR, KubeflowStatus
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,20 @@ class PreparedJob:
     @property
     def valid(self) -> bool:
         return self.shape is not None and not self.errors
+
+
+def status_projection(obj: Mapping[str, Any]) -> KubeflowStatus:
+    """mpi-operator's JobStatus for an MPIJob of kubeflow.org not created at `kubeflow.org/v1`
+    (whose pods carry mpi-operator's labels too: frameworks/mpilabels.py), else Kubeflow's."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if (
+        obj.get("kind") == "MPIJob"
+        and group_of(obj.get("apiVersion")) == KUBEFLOW_GROUP
+        and isinstance(annotations, Mapping)
+        and not training_operator_convention(annotations)
+    ):
+        return MPI_OPERATOR
+    return KUBEFLOW
 
 
 def prepare_job(
@@ -90,7 +106,7 @@ def prepare_job(
     produced = v1_shape(
         defaulted.draft,
         framework,
-        status=KUBEFLOW,
+        status=status_projection(obj),
         per_pod_services=per_pod,
         annotations=draft.annotations,
         gates=defaulted.gates,
