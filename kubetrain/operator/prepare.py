@@ -33,11 +33,10 @@ from typing import Any
 
 from kubetrain.api import servicemode
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
-from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
-from kubetrain.frameworks.mpilabels import training_operator_convention
+from kubetrain.frameworks.mpilabels import mpi_operator_convention
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
 from kubetrain.jobs.parse import read_typed
@@ -67,17 +66,9 @@ class PreparedJob:
 
 
 def status_projection(obj: Mapping[str, Any]) -> KubeflowStatus:
-    """mpi-operator's JobStatus for an MPIJob of kubeflow.org not created at `kubeflow.org/v1`
-    (whose pods carry mpi-operator's labels too: frameworks/mpilabels.py), else Kubeflow's."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    if (
-        obj.get("kind") == "MPIJob"
-        and group_of(obj.get("apiVersion")) == KUBEFLOW_GROUP
-        and isinstance(annotations, Mapping)
-        and not training_operator_convention(annotations)
-    ):
-        return MPI_OPERATOR
-    return KUBEFLOW
+    """mpi-operator's JobStatus for an MPIJob written as mpi-operator's (whose pods carry its
+    labels too: frameworks/mpilabels.py), else Kubeflow's."""
+    return MPI_OPERATOR if mpi_operator_convention(obj) else KUBEFLOW
 
 
 def prepare_job(
