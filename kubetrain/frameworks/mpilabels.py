@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.groups import KUBEFLOW_GROUP
+from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
     ANNOTATION_CREATED_API_VERSION,
     KUBEFLOW_LABEL_JOB_NAME,
@@ -36,6 +36,18 @@ TRAINING_OPERATOR_VERSION = f"{KUBEFLOW_GROUP}/v1"
 def training_operator_convention(annotations: Mapping[str, Any]) -> bool:
     """Whether the job was created at kubeflow.org/v1, training-operator's version."""
     return annotations.get(ANNOTATION_CREATED_API_VERSION) == TRAINING_OPERATOR_VERSION
+
+
+def mpi_operator_convention(obj: Mapping[str, Any]) -> bool:
+    """Whether `obj` is an MPIJob of kubeflow.org not created at kubeflow.org/v1: one written as
+    mpi-operator's, whose pods carry its labels and whose status follows its controller's."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return (
+        obj.get("kind") == "MPIJob"
+        and group_of(obj.get("apiVersion")) == KUBEFLOW_GROUP
+        and isinstance(annotations, Mapping)
+        and not training_operator_convention(annotations)
+    )
 
 
 def mpijob_pod_labels(

@@ -36,13 +36,14 @@ from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
+from kubetrain.frameworks.mpilabels import mpi_operator_convention
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
 from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
-from kubetrain.operator.statusprojection import KUBEFLOW
+from kubetrain.operator.statusprojection import KUBEFLOW, MPI_OPERATOR, KubeflowStatus
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,12 @@ class PreparedJob:
     @property
     def valid(self) -> bool:
         return self.shape is not None and not self.errors
+
+
+def status_projection(obj: Mapping[str, Any]) -> KubeflowStatus:
+    """mpi-operator's JobStatus for an MPIJob written as mpi-operator's (whose pods carry its
+    labels too: frameworks/mpilabels.py), else Kubeflow's."""
+    return MPI_OPERATOR if mpi_operator_convention(obj) else KUBEFLOW
 
 
 def prepare_job(
@@ -90,7 +97,7 @@ def prepare_job(
     produced = v1_shape(
         defaulted.draft,
         framework,
-        status=KUBEFLOW,
+        status=status_projection(obj),
         per_pod_services=per_pod,
         annotations=draft.annotations,
         gates=defaulted.gates,

@@ -3,7 +3,9 @@
 words — finished (`SUCCEEDED` / `FAILED`), suspended, resumed — and the projection writes them
 in the job's API:
 
-- `KUBEFLOW` (the v1 kinds and MPIJob v2beta1, docs/behaviour.md §5): Kubeflow's JobStatus —
+- `KUBEFLOW` (the v1 kinds and MPIJob, docs/behaviour.md §5; `MPI_OPERATOR` for an MPIJob
+  written as mpi-operator's, which adds Running=False to a job that finished without it):
+  Kubeflow's JobStatus —
   conditions with `lastUpdateTime` (a terminal one sets Running and Restarting False, suspending
   does too), `completionTime` (the TTL counts from it) and `startTime` (the deadline counts from
   it; a resume clears it); per group, `replicaStatuses` (pods) and the Replicas/Active totals.
@@ -31,6 +33,7 @@ from kubetrain.operator import status as st
 Obj = dict[str, Any]
 Event = tuple[str, str]  # (reason, message) of the Normal event a change is told with
 MESSAGE_COMPLETED = "jobset completed successfully"
+MESSAGE_NEVER_RUNNING = "MPIJob is finished but Running condition was never set."  # mpi-operator's, unnamed
 
 
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
@@ -140,6 +143,24 @@ class KubeflowStatus:
         return st.REASON_DEADLINE, f"{title} has exceeded its activeDeadlineSeconds (started {started})."
 
 
+class MPIOperatorStatus(KubeflowStatus):
+    """mpi-operator v2beta1's JobStatus (an MPIJob of kubeflow.org not created at v1): Kubeflow's,
+    and a job that finishes with no Running condition — its Launcher ended before the operator
+    saw every pod run — gets `Running=False` (reason `JobRunning`) dated at its completionTime,
+    as mpi-operator's `updateMPIJobStatus` adds it since v0.8.1 (kubeflow/mpi-operator#787), so
+    that whoever computes a run's duration from the conditions finds one."""
+
+    def set_finished(self, status: Obj, outcome: str, reason: str, message: str, now: datetime) -> None:
+        super().set_finished(status, outcome, reason, message, now)
+        if st.get_condition(status, st.RUNNING) is not None:
+            return
+        st.set_not_running(status, st.REASON_RUNNING, MESSAGE_NEVER_RUNNING, now)
+        running = st.get_condition(status, st.RUNNING)
+        assert running is not None  # just added
+        done = status.get("completionTime") or st.format_time(now)
+        running.update(lastUpdateTime=done, lastTransitionTime=done)
+
+
 class TrainerStatus:
     """Trainer's TrainJob status."""
 
@@ -219,4 +240,5 @@ class TrainerStatus:
 
 
 KUBEFLOW = KubeflowStatus()
+MPI_OPERATOR = MPIOperatorStatus()
 TRAINER = TrainerStatus()

@@ -27,6 +27,7 @@ EXAMPLES = {
     "pi-intel.yaml": ("Intel", "{}:1\n"),
     "pi-mpich.yaml": ("MPICH", "{}:1\n"),
     "tensorflow-mnist.yaml": ("OpenMPI", "{} slots=1\n"),
+    "tensorflow-benchmarks.yaml": ("OpenMPI", "{} slots=1\n"),
 }
 
 

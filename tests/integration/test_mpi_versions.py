@@ -137,7 +137,10 @@ async def test_training_operator_v1_examples_apply_unchanged_and_run(
     assert launcher["metadata"]["ownerReferences"][0]["apiVersion"] == "kubeflow.org/v2beta1"
 
 
-@pytest.mark.parametrize("file", ["pi.yaml", "pi-intel.yaml", "pi-mpich.yaml", "tensorflow-mnist.yaml"])
+@pytest.mark.parametrize(
+    "file",
+    ["pi.yaml", "pi-intel.yaml", "pi-mpich.yaml", "tensorflow-mnist.yaml", "tensorflow-benchmarks.yaml"],
+)
 async def test_mpi_operator_v2beta1_examples_run_and_read_as_v1(
     env: tuple[DevStack, Harness], file: str
 ) -> None:

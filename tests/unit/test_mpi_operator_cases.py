@@ -385,15 +385,52 @@ def test_worker_ready_creates_the_waiting_launcher() -> None:
 
 
 def test_launcher_succeeded_without_running() -> None:
-    """TestLauncherSucceeded: the Launcher succeeding succeeds the job, and Running is False
-    even though it was never True."""
+    """TestLauncherSucceeded (mpi-operator v0.8.2, #787): the Launcher succeeding succeeds the
+    job, and a job never seen Running gets Running=False dated at its completionTime."""
     s = sim(mpijob(workers=2))
     s.step(at(0))
     s.set_phase("foo-launcher-0", "Succeeded", exit_code=0)
     s.step(at(1))
     assert s.is_true("Succeeded")
     running = s.condition("Running")
-    assert running is None or running["status"] == "False"
+    assert running is not None
+    assert (running["status"], running["reason"]) == ("False", "JobRunning")
+    assert running["message"] == "MPIJob is finished but Running condition was never set."
+    done = s.job["status"]["completionTime"]
+    assert running["lastTransitionTime"] == running["lastUpdateTime"] == done
+    # Not the State column: that stays on Succeeded.
+    assert s.job["status"]["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_launcher_succeeded_after_running_keeps_its_running_transition() -> None:
+    """TestLauncherSucceededWithRunningPod (v0.8.2, #787): a job that ran has Running turned
+    False when it finishes, no later than its completionTime, and it is never True again."""
+    s = sim(mpijob(workers=2))
+    s.step(at(0))
+    for name in ("foo-launcher-0", "foo-worker-0", "foo-worker-1"):
+        s.set_phase(name, "Running")
+    s.step(at(1))
+    assert s.is_true("Running")
+    s.set_phase("foo-launcher-0", "Succeeded", exit_code=0)
+    s.step(at(2))
+    s.step(at(3))
+    running = s.condition("Running")
+    assert running is not None and running["status"] == "False"
+    assert running["message"] == "MPIJob foo successfully completed."
+    assert running["lastTransitionTime"] <= s.job["status"]["completionTime"]
+
+
+def test_a_training_operator_mpijob_finished_without_running_has_no_running_condition() -> None:
+    """An MPIJob created at kubeflow.org/v1 keeps training-operator v1.9's status, which has no
+    such condition (its `UpdateJobStatus` only turns an existing Running False)."""
+    obj = mpijob(workers=2)
+    obj["metadata"]["annotations"] = {"kubetrain.io/created-api-version": "kubeflow.org/v1"}
+    s = sim(obj)
+    s.step(at(0))
+    s.set_phase("foo-launcher-0", "Succeeded", exit_code=0)
+    s.step(at(1))
+    assert s.is_true("Succeeded")
+    assert s.condition("Running") is None
 
 
 @pytest.mark.parametrize("implementation", ["OpenMPI", "Intel", "MPICH"])

@@ -152,3 +152,26 @@ def test_an_ancestor_step_runs_one_job_with_its_container() -> None:
     ]
     assert "always must be 1" in str(errors[0])
     assert "must contain the required container for the ancestor: trainer" in str(errors[1])
+
+
+def test_a_replicated_job_of_negative_replicas_is_refused() -> None:
+    """JobSet's ReplicatedJob `replicas` has minimum 0 (kubernetes-sigs/jobset#1279, after
+    v0.12): a runtime whose non-step replicated job asks for -1 is refused naming the field,
+    instead of admitting a runtime whose TrainJobs could never make their JobSet; 0 is admitted."""
+    runtime = unlabelled()
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    extra = copy.deepcopy(rjobs[-1])
+    extra["name"] = "sidecar"
+    extra["template"]["metadata"]["labels"].pop("trainer.kubeflow.org/trainjob-ancestor-step", None)
+    extra["replicas"] = -1
+    rjobs.append(extra)
+    errors = validate_runtime(runtime)
+    assert [(e.path, str(e)) for e in errors] == [
+        (
+            f"spec.template.spec.replicatedJobs[{len(rjobs) - 1}].replicas",
+            f"spec.template.spec.replicatedJobs[{len(rjobs) - 1}].replicas: Invalid: "
+            "should be greater than or equal to 0, not -1",
+        )
+    ]
+    extra["replicas"] = 0
+    assert validate_runtime(runtime) == []

@@ -229,6 +229,18 @@ def _ancestor_errors(rjobs: list[Any], path: str) -> list[FieldError]:
     return errors
 
 
+def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
+    """JobSet's `replicas` minimum 0 (jobset.x-k8s.io ReplicatedJob, `+kubebuilder:validation:
+    Minimum=0`, kubernetes-sigs/jobset#1279): refused here, not when the TrainJob's JobSet would
+    be; an ancestor step has the stricter "must be 1" (`_ancestor_errors`)."""
+    replicas = (rjob or {}).get("replicas") if isinstance(rjob, Mapping) else None
+    template = (rjob or {}).get("template") or {} if isinstance(rjob, Mapping) else {}
+    ancestor = ((template.get("metadata") or {}).get("labels") or {}).get(c.LABEL_ANCESTOR)
+    if type(replicas) is int and replicas < 0 and ancestor not in ANCESTOR_CONTAINERS:
+        return [invalid(path, f"should be greater than or equal to 0, not {replicas}")]
+    return []
+
+
 def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK: the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it."""
@@ -273,6 +285,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
         elif rname in names:
             errors.append(duplicate(f"{path}[{i}].name", f"{rname!r} is used by another replicated job"))
         names.append(rname)
+        errors += _negative_replicas(rjob, f"{path}[{i}].replicas")
     if c.NODE not in names:
         errors.append(required(path, f"a replicated job named {c.NODE!r} (the training nodes)"))
     errors += _ancestor_errors(rjobs, path)
