@@ -43,7 +43,7 @@ from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_v1
-from kubetrain.operator.statusprojection import KUBEFLOW, MPI_OPERATOR, KubeflowStatus
+from kubetrain.operator.statusprojection import KUBEFLOW, MPI_OPERATOR
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,6 @@ class PreparedJob:
     @property
     def valid(self) -> bool:
         return self.shape is not None and not self.errors
-
-
-def status_projection(obj: Mapping[str, Any]) -> KubeflowStatus:
-    """mpi-operator's JobStatus for an MPIJob written as mpi-operator's (whose pods carry its
-    labels too: frameworks/mpilabels.py), else Kubeflow's."""
-    return MPI_OPERATOR if mpi_operator_convention(obj) else KUBEFLOW
 
 
 def prepare_job(
@@ -97,7 +91,8 @@ def prepare_job(
     produced = v1_shape(
         defaulted.draft,
         framework,
-        status=status_projection(obj),
+        # mpi-operator's JobStatus for an MPIJob written as mpi-operator's (frameworks/mpilabels.py)
+        status=MPI_OPERATOR if mpi_operator_convention(obj) else KUBEFLOW,
         per_pod_services=per_pod,
         annotations=draft.annotations,
         gates=defaulted.gates,
