@@ -204,3 +204,41 @@ async def test_a_stored_version_cannot_be_dropped(kube: Any, group: str) -> None
             "removes v1 from status.storedVersions",
         )
     ]
+
+
+def _with_rule(crd: Obj, rule: Obj) -> None:
+    spec_of(crd)["x-kubernetes-validations"] = [rule]
+
+
+async def test_a_cel_rule_that_does_not_parse_is_refused_on_create_and_update(kube: Any, group: str) -> None:
+    """The value is Go's json.Marshal of the rule; the text after `Syntax error:` is the CEL
+    parser's own (cel-go's on a cluster, devcluster's differs), so only its start is compared."""
+    crd = widget_crd(group)
+    _with_rule(crd, {"rule": "self.replicas >"})
+    reason, field, message = await refused(kube, crd)
+    assert (reason, field) == ("FieldValueInvalid", f"{SPEC}.x-kubernetes-validations[0].rule")
+    assert message.startswith(
+        'Invalid value: {"Rule":"self.replicas \\u003e","Message":"","MessageExpression":"",'
+        '"Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: '
+        "ERROR: <input>:1:16: Syntax error: "
+    )
+    assert (await kube.request("GET", f"{CRDS}/widgets.{group}")).status == 404
+
+    _with_rule(crd, {"rule": "self.replicas > 0", "messageExpression": "'replicas: ' +"})
+    assert (await refused(kube, crd))[1] == f"{SPEC}.x-kubernetes-validations[0].messageExpression"
+
+    _with_rule(crd, {"rule": "self.replicas > 0"})
+    current = await established(kube, crd)
+    _with_rule(current, {"rule": "self.replicas > 0 &&"})
+    resp = await kube.request("PUT", f"{CRDS}/widgets.{group}", current)
+    assert_status(resp.body, 422, "Invalid")
+    assert [c["field"] for c in resp.body["details"]["causes"]] == [
+        f"{SPEC}.x-kubernetes-validations[0].rule"
+    ]
+
+
+async def test_a_cel_rule_calling_a_kubernetes_library_function_is_accepted(kube: Any, group: str) -> None:
+    crd = widget_crd(group)
+    spec_of(crd)["properties"]["home"] = {"type": "string"}
+    _with_rule(crd, {"rule": "!has(self.home) || isURL(self.home)"})
+    await established(kube, crd)

@@ -138,6 +138,35 @@ def _program(source: str) -> tuple[Any, set[str]]:
     return _ENV.program(ast, functions=_EXTENSIONS), _idents(ast)
 
 
+def syntax_error(source: str) -> str | None:
+    """cel-go's `issues.String()` for an expression that does not parse, None if it parses.
+
+    The form of cel-go's `Errors.ToDisplayString` (`ERROR: <input>:line:column: Syntax error: ...`,
+    then the source line and a caret under the column); the detail, and where the parser stops,
+    are celpy's (lark's) rather than ANTLR's, so the words after `Syntax error:` and the column
+    may differ from kube-apiserver's. Only parsing is judged: a rule that parses but names an
+    unknown function or does not type-check is not an error here.
+    """
+    try:
+        _ENV.compile(source)
+    except CELParseError as err:
+        cause = err.__context__
+        line, column = err.line or 1, err.column or 1
+        lines = source.splitlines() or [""]
+        if isinstance(cause, lark.exceptions.UnexpectedToken) and cause.token.type == "$END":
+            detail = "mismatched input '<EOF>'"
+            line, column = len(lines), len(lines[-1]) + 1  # cel-go places EOF after the last character
+        elif isinstance(cause, lark.exceptions.UnexpectedToken):
+            detail = f"mismatched input '{cause.token}'"
+        elif isinstance(cause, lark.exceptions.UnexpectedCharacters):
+            detail = f"token recognition error at: '{cause.char}'"
+        else:
+            detail = str(err).splitlines()[0] if str(err) else "invalid expression"
+        text = lines[min(line, len(lines)) - 1]
+        return f"ERROR: <input>:{line}:{column}: Syntax error: {detail}\n | {text}\n | {'.' * (column - 1)}^"
+    return None
+
+
 def _field_path(path: str) -> str:
     """The rule's `fieldPath` as a path under the node (`.a['b.c']` → `a.b.c`, as `ValidFieldPath`)."""
     return re.sub(r"\['((?:[^'\\]|\\.)*)'\]", lambda m: "." + m.group(1).replace("\\'", "'"), path).lstrip(

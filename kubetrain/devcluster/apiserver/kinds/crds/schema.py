@@ -6,16 +6,20 @@ x-kubernetes-list-type / list-map-keys / map-type rules and `validateMapListKeys
 walks `properties` in Go map order (random); this walks them sorted.
 
 `x-kubernetes-validations` rules get the static checks (rule present, message without line
-breaks, reason supported, fieldPath non-empty); their CEL is neither compiled nor costed here
-(celrules.py compiles it when the CRD is served).
+breaks, reason supported, fieldPath non-empty) and, where the structural schema is valid and
+no schema error lies at or below the node, a rule or messageExpression that does not parse as
+CEL is refused (`_compile_causes`); type checking, libraries and cost are not judged here
+(celrules.py compiles the rules when the CRD is served and skips those it cannot evaluate).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds.crds import celrules
 from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
 
 Schema = dict[str, Any]
@@ -86,8 +90,11 @@ def _standard(s: Schema, path: str, ssv: Ssv) -> list[Cause]:
     return out
 
 
-def openapi_schema_causes(s: Schema | None, path: str, ssv: Ssv, is_root: bool) -> list[Cause]:
-    """`ValidateCustomResourceDefinitionOpenAPISchema` (its SchemaErrors; CEL is not compiled)."""
+def openapi_schema_causes(
+    s: Schema | None, path: str, ssv: Ssv, is_root: bool, cel: list[Cause] | None = None
+) -> list[Cause]:
+    """`ValidateCustomResourceDefinitionOpenAPISchema`: its SchemaErrors, returned, and, where
+    `cel` is a list (upstream's non-nil `celContext`), its CELErrors appended to `cel`."""
     if not isinstance(s, dict):
         return []
     out = _standard(s, path, ssv)
@@ -111,14 +118,14 @@ def openapi_schema_causes(s: Schema | None, path: str, ssv: Ssv, is_root: bool) 
         if ssv.inside_resource_meta:
             sub = ssv.forbidding_defaults("inside additionalProperties applying to object metadata")
         if isinstance(additional, dict):
-            out += openapi_schema_causes(additional, f"{path}.additionalProperties", sub, False)
+            out += openapi_schema_causes(additional, f"{path}.additionalProperties", sub, False, cel)
     for name in sorted(props):
         sub = ssv
         if (is_root or s.get("x-kubernetes-embedded-resource")) and name in _META_FIELDS:
             sub = replace(sub, inside_resource_meta=True)
             if is_root:
                 sub = sub.forbidding_defaults(f"in top-level {name}")
-        out += openapi_schema_causes(props[name], key(f"{path}.properties", name), sub, False)
+        out += openapi_schema_causes(props[name], key(f"{path}.properties", name), sub, False, cel)
     out += openapi_schema_causes(s.get("not"), f"{path}.not", ssv, False)
     for junctor in ("allOf", "oneOf", "anyOf"):
         for i, clause in enumerate(s.get(junctor) or []):
@@ -127,10 +134,10 @@ def openapi_schema_causes(s: Schema | None, path: str, ssv: Ssv, is_root: bool) 
         out += openapi_schema_causes(s["definitions"][name], key(f"{path}.definitions", name), ssv, False)
     items = s.get("items")
     if isinstance(items, dict):
-        out += openapi_schema_causes(items, f"{path}.items", ssv, False)
+        out += openapi_schema_causes(items, f"{path}.items", ssv, False, cel)
     elif isinstance(items, list):
         for i, item in enumerate(items):
-            out += openapi_schema_causes(item, f"{path}.items[{i}]", ssv, False)
+            out += openapi_schema_causes(item, f"{path}.items[{i}]", ssv, False, cel)
     for name in sorted(s.get("dependencies") or {}):
         dep = s["dependencies"][name]
         if isinstance(dep, dict):
@@ -142,6 +149,8 @@ def openapi_schema_causes(s: Schema | None, path: str, ssv: Ssv, is_root: bool) 
     out += _map_and_list_types(s, path)
     out += map_list_keys_map_set_causes(s, path)
     out += _rule_causes(s, path)
+    if cel is not None and not out:  # no schema error at this node or below
+        cel += _compile_causes(s, path)
     return out
 
 
@@ -330,6 +339,51 @@ def _rule_causes(s: Schema, path: str) -> list[Cause]:
             out.append(fe.invalid(f"{at}.fieldPath", field_path, "must be non-empty if specified"))
         if _has_newlines(field_path):
             out.append(fe.invalid(f"{at}.fieldPath", field_path, "must not contain line breaks"))
+    return out
+
+
+def _rule_value(rule: Schema) -> fe.Go:
+    """An `apiextensions.ValidationRule` as `field.Error` prints it: Go's json.Marshal of the
+    internal struct (no json tags, so Go field names; `<`, `>`, `&` escaped as Go escapes them)."""
+    value = {
+        "Rule": rule.get("rule") or "",
+        "Message": rule.get("message") or "",
+        "MessageExpression": rule.get("messageExpression") or "",
+        "Reason": rule.get("reason"),
+        "FieldPath": rule.get("fieldPath") or "",
+        "OptionalOldSelf": rule.get("optionalOldSelf"),
+    }
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(char, escaped)
+    return fe.Go(text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _compile_causes(s: Schema, path: str) -> list[Cause]:
+    """The CEL compile errors of `cel.Compile` (pkg/apiserver/schema/cel/compilation.go
+    `compileRule`) that devcluster can judge: a rule, or else its messageExpression, that does
+    not parse (see `celrules.syntax_error`). Upstream checks the messageExpression only once the
+    rule compiled; a rule that parses is taken as compiling. There is no update leniency: upstream
+    compiles an unchanged stored rule again (only choosing the library set by whether it is
+    stored), so a rule that does not parse is refused on update too."""
+    out: list[Cause] = []
+    for i, rule in enumerate(s.get("x-kubernetes-validations") or []):
+        at = f"{path}.x-kubernetes-validations[{i}]"
+        if not str(rule.get("rule") or "").strip():
+            continue
+        if (issue := celrules.syntax_error(str(rule["rule"]))) is not None:
+            out.append(fe.invalid(f"{at}.rule", _rule_value(rule), f"compilation failed: {issue}"))
+        elif (
+            rule.get("messageExpression")
+            and (issue := celrules.syntax_error(str(rule["messageExpression"]))) is not None
+        ):
+            out.append(
+                fe.invalid(
+                    f"{at}.messageExpression",
+                    _rule_value(rule),
+                    f"messageExpression compilation failed: {issue}",
+                )
+            )
     return out
 
 

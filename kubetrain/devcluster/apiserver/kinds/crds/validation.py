@@ -13,8 +13,9 @@ moves a schema, subresources or printer columns that all versions share to the t
 single-version CRD's schema errors read `spec.validation.openAPIV3Schema...`, its columns
 `spec.additionalPrinterColumns[0]...`; a webhook's client config is `spec.conversion.webhookClientConfig`.
 
-Not covered: compiling and costing CEL (`x-kubernetes-validations`; celrules.py compiles the rules
-when the CRD is served and skips those it cannot), `selectableFields`, the
+Not covered: compiling and costing CEL beyond parsing (`x-kubernetes-validations`: a rule or
+messageExpression that does not parse is refused, schema.py; celrules.py compiles the rules when
+the CRD is served and skips those it cannot evaluate), `selectableFields`, the
 PEM check of a conversion webhook's caBundle, and the update-time leniency upstream grants a CRD
 whose stored schema already broke a rule (devcluster refuses such CRDs at create).
 """
@@ -240,13 +241,17 @@ def validation_causes(validation: Any, path: str, status_enabled: bool) -> list[
     if schema.get("nullable"):
         out.append(fe.forbidden(f"{at}.nullable", "nullable cannot be true at the root"))
     init_errors: list[Cause] = []
+    cel: list[Cause] | None = None  # upstream's celContext: only over a valid structural schema
     if (err := conversion_error(schema)) is not None:
         init_errors.append(fe.invalid(at, "", err))
     elif structural := structural_causes(schema, at):
         out += structural
+    elif defaults := default_causes(schema, at):
+        out += defaults
     else:
-        out += default_causes(schema, at)
-    out += openapi_schema_causes(schema, at, Ssv(), is_root=True)
+        cel = []
+    out += openapi_schema_causes(schema, at, Ssv(), is_root=True, cel=cel)
+    out += cel or []  # `AllErrors()`: the schema errors, then the CEL ones
     if not out:
         out += init_errors
     return out
