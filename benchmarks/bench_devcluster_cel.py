@@ -13,26 +13,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+from _common import best_cpu_seconds
 
 from kubetrain.devcluster.apiserver.kinds import schema
 from kubetrain.devcluster.apiserver.kinds.crds import celeval, celrules
 
 CRD = Path(__file__).resolve().parents[1] / "charts/kubetrain/files/crds/trainer.kubeflow.org_trainjobs.yaml"
-
-
-def best(repeat: int, n: int, fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        for _ in range(n):
-            fn()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def main() -> int:
@@ -56,10 +45,10 @@ def main() -> int:
     if celeval.validate(compiled, job, old) or schema.validate(job, sch):
         raise SystemExit("the benchmark's TrainJob is refused")
     n, r = args.writes, args.repeat
-    compile_s = best(r, 20, lambda: celrules.compile_schema(sch)) / 20
-    structural = best(r, n, lambda: schema.validate(job, sch))
-    create = best(r, n, lambda: celeval.validate(compiled, job, None))
-    update = best(r, n, lambda: celeval.validate(compiled, job, old))
+    compile_s = best_cpu_seconds(r, lambda _: celrules.compile_schema(sch), range(20)) / 20
+    structural = best_cpu_seconds(r, lambda _: schema.validate(job, sch), range(n))
+    create = best_cpu_seconds(r, lambda _: celeval.validate(compiled, job, None), range(n))
+    update = best_cpu_seconds(r, lambda _: celeval.validate(compiled, job, old), range(n))
     print(f"rules compiled per CRD version: {compile_s * 1000:6.2f} ms")
     print(f"structural schema validation:   {structural / n * 1e6:6.1f} us/write")
     print(f"CEL rules on create:            {create / n * 1e6:6.1f} us/write")

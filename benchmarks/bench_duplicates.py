@@ -13,22 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
 
+from _common import best_cpu_seconds
 from bench_large_job import planned_pods
 
 from kubetrain.devcluster.apiserver.request import duplicates
-
-
-def best(repeat: int, bodies: list[bytes], fn: Callable[[bytes], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        for body in bodies:
-            fn(body)
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def main() -> int:
@@ -45,9 +34,9 @@ def main() -> int:
         raise SystemExit("a repeated key was not found")
     n = len(bodies)
     size = sum(map(len, bodies)) / n
-    loads = best(args.repeat, bodies, json.loads)
-    find = best(args.repeat, bodies, duplicates.find)
-    found = best(args.repeat, repeated, duplicates.find)
+    loads = best_cpu_seconds(args.repeat, json.loads, bodies)
+    find = best_cpu_seconds(args.repeat, duplicates.find, bodies)
+    found = best_cpu_seconds(args.repeat, duplicates.find, repeated)
     print(f"{n} pod bodies, {size:.0f} bytes each")
     print(f"json.loads:            {loads * 1000:8.1f} ms  ({loads / n * 1e6:6.1f} us/body)")
     print(f"find, no duplicate:    {find * 1000:8.1f} ms  ({find / n * 1e6:6.1f} us/body)")

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 from typing import Any
+
+from _common import best_cpu_seconds
 
 from kubetrain.devcluster import DevCluster
 from kubetrain.devcluster.apiserver.kinds import meta
@@ -23,15 +24,6 @@ from kubetrain.devcluster.apiserver.request.target import Target
 from kubetrain.devcluster.apiserver.verbs.reads import ListQuery, Reader
 
 NS = "bench"
-
-
-def best(repeat: int, fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 class Bench:
@@ -105,7 +97,7 @@ def main() -> int:
     for k in ks:
         bench.write(k - bench.writes if k > bench.writes else 0)
         rv = bench.store.rv - k
-        seconds = best(args.repeat, lambda: bench.exact(rv))  # noqa: B023 (called at once)
+        seconds = best_cpu_seconds(args.repeat, lambda _: bench.exact(rv), range(1))  # noqa: B023 (called at once)
         print(f"  K={k:>6}: {seconds * 1000:8.1f} ms")
     pages = -(-args.objects // args.limit)
     for writes_between in (0, 10):
