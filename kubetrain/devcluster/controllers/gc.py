@@ -139,6 +139,8 @@ class Controllers:
             if rt is not None:
                 self.store.drop_resource(rt.key)
             return
+        if ev.type == "MODIFIED" and ev.prev is not None and ev.prev.get("spec") == crd.get("spec"):
+            return  # a status or metadata write: what the CRD serves (and its compiled rules) is unchanged
         try:
             rt = crd_resource_type(crd)
         except (KeyError, TypeError) as exc:

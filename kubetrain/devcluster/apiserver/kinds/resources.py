@@ -264,7 +264,7 @@ def crd_resource_type(crd: Obj) -> ResourceType:
     served.sort(key=lambda v: _version_priority(v["name"]))
     subresources: set[str] = set()
     schemas: dict[str, Obj] = {}
-    compiled: dict[str, Any] = {}
+    compiled: dict[str, celrules.Compiled] = {}
     scale: Obj | None = None
     columns: list[Obj] = []
     selectable: list[str] = []
