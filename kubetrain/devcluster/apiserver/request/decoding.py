@@ -43,6 +43,7 @@ from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds import builtinschema, schema
+from kubetrain.devcluster.apiserver.kinds.crds import coerce
 from kubetrain.devcluster.apiserver.request import duplicates
 from kubetrain.devcluster.apiserver.request.duplicates import go_float, json_type
 from kubetrain.devcluster.apiserver.request.patch import EMPTY, JSON_PATCH, STRATEGIC, empty_body_error
@@ -87,6 +88,8 @@ def unknown_fields(
     """Drop the fields of `obj` its resource does not have; the warnings to send (Warn), or
     raise the Strict error. `patch` is the (content type, body) of a PATCH whose result `obj` is;
     `kind` the (group, version, kind) of a subresource's body (a Binding, an Eviction, a Scale)."""
+    if kind is None and t.rt.custom:
+        _refuse_malformed_embedded(t, obj, patch)
     found = builtinschema.unknown_fields(*kind, obj) if kind else _drop_unknown(t, obj)
     if t.field_validation == "Ignore":
         return []
@@ -215,7 +218,26 @@ def _drop_unknown(t: Target, obj: Obj) -> list[str]:
         return meta
     dropped: list[str] = []
     schema.prune(obj, sch, dropped=dropped)
-    return meta + sorted(d.lstrip(".") for d in dropped)
+    # then the embedded resources' metadata (objectmeta `CoerceWithOptions`), sorted apart
+    return meta + sorted(d.lstrip(".") for d in dropped) + coerce.coerce(obj, sch)
+
+
+def _refuse_malformed_embedded(t: Target, obj: Obj, patch: tuple[str, Any] | None) -> None:
+    """The error `unstructuredSchemaCoercer.apply` fails the decoding with, whatever the
+    `fieldValidation`, where an embedded resource's apiVersion or kind is not a string or its
+    metadata does not decode as ObjectMeta: create and update answer 400 (rest.go
+    `transformDecodeError`), a patch 422 Invalid on the field `patch` with the patched object
+    (patch.go `applyPatchToCurrentObject`, a non-strict decoding error)."""
+    sch = t.rt.schemas.get(t.version)
+    err = coerce.coerce_error(obj, sch) if sch is not None else None
+    if err is None:
+        return
+    if patch is None:
+        kind = t.rt.kind
+        raise errors.bad_request(f'{kind} in version "{t.version}" cannot be handled as a {kind}: {err}')
+    message = f"Invalid value: {json.dumps(_go_json(obj), ensure_ascii=False)}: {err}"
+    cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+    raise ApiError(422, "Invalid", f' "" is invalid: patch: {message}', {"causes": [cause]})
 
 
 def _go_json(obj: Obj) -> str:
