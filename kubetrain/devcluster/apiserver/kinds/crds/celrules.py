@@ -19,9 +19,10 @@ evaluator of the `cel-python` package (`celpy`):
   at a value equal to its correlated old value (or, where the value does not correlate, at the
   nearest correlated ancestor equal to its old value) is not an error.
 
-Not covered: cost estimation and runtime cost budgets; the Kubernetes CEL libraries beyond
-`SUPPORTED` (lists, regex, url, quantity, ip/cidr, format, semver); CEL optionals, so rules with
-`optionalOldSelf` are skipped; rules under `allOf`/`anyOf`/`oneOf`/`not`;
+The Kubernetes CEL libraries evaluated are celib/'s: lists, regex, URLs, quantities.
+Not covered: cost estimation and runtime cost budgets; the libraries ip/cidr, format, semver and
+cel-go's other strings functions (`charAt`, `replace`, `substring`, ...); CEL optionals, so rules
+with `optionalOldSelf` are skipped; rules under `allOf`/`anyOf`/`oneOf`/`not`;
 typed `format`s (date-time as timestamp, duration); the error text of a runtime error is
 celpy's, not cel-go's (e.g. `no such key`).
 """
@@ -41,6 +42,7 @@ import lark
 from celpy.celparser import CELParseError
 
 from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds.crds import celib
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +69,16 @@ def _split(s: ct.StringType, sep: ct.StringType) -> ct.ListType:
     return ct.ListType([ct.StringType(p) for p in str(s).split(str(sep))])
 
 
-# The Kubernetes / cel-go strings extensions devcluster adds to celpy's standard functions.
+# The cel-go strings extensions and the Kubernetes libraries (celib/) devcluster adds to celpy's
+# standard functions.
 _EXTENSIONS: dict[str, Callable[..., Any]] = {
     "lowerAscii": _lower_ascii,
     "upperAscii": _upper_ascii,
     "trim": _trim,
     "join": _join,
     "split": _split,
+    **celib.FUNCTIONS,
+    "k8s.lists.min": celib.FUNCTIONS["min"],
 }
 SUPPORTED = frozenset(celpy.evaluation.base_functions) | _MACROS | frozenset(_EXTENSIONS)
 _LIMIT = sys.getrecursionlimit()
@@ -135,7 +140,21 @@ def _program(source: str) -> tuple[Any, set[str]]:
     unsupported = sorted(_functions(ast) - SUPPORTED)
     if unsupported:
         raise ValueError(f"calls unsupported function(s) {', '.join(unsupported)}")
+    _rename_min(ast)
     return _ENV.program(ast, functions=_EXTENSIONS), _idents(ast)
+
+
+_LIST_MIN = "k8s.lists.min"  # not an identifier CEL can spell, so no rule can call it directly
+
+
+def _rename_min(tree: lark.Tree[Any]) -> None:
+    """celpy evaluates `x.min()` as its own macro (Python's `min`); the Kubernetes lists
+    library's `min` is called instead under another name."""
+    for sub in tree.iter_subtrees():
+        if sub.data == "member_dot_arg" and len(sub.children) > 1 and str(sub.children[1]) == "min":
+            token = sub.children[1]
+            if isinstance(token, lark.Token):
+                sub.children[1] = token.update(value=_LIST_MIN)
 
 
 def syntax_error(source: str) -> str | None:

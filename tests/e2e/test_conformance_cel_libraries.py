@@ -1,0 +1,104 @@
+"""CEL validation rules calling the Kubernetes CEL libraries (k8s.io/apiserver pkg/cel/library:
+lists, regex, URLs, quantities) on custom resources: evaluated, not skipped, with the library's
+runtime errors in the cause.
+
+Runs like test_conformance.py: against devcluster in the normal test run, against $KUBECONFIG's
+cluster with `pytest -m e2e`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from e2e.conformance_support import Obj, assert_status
+
+GROUP = "cellibs.conformance.kubetrain.io"
+PLURAL = "probes"
+RULES = [
+    ("!has(self.sizes) || self.sizes.isSorted()", "sizes must be sorted"),
+    ("!has(self.sizes) || self.sizes.sum() <= 10", "sizes must sum to at most 10"),
+    (
+        "!has(self.endpoint) || (isURL(self.endpoint) && url(self.endpoint).getScheme() == 'https')",
+        "https only",
+    ),
+    ("!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))", "memory must be under 1Gi"),
+    ("!has(self.name) || self.name.find('^[a-z]+') == self.name", "name must be lowercase"),
+]
+CRD: Obj = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"{PLURAL}.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": PLURAL, "singular": "probe", "kind": "Probe", "listKind": "ProbeList"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-validations": [{"rule": r, "message": m} for r, m in RULES],
+                                "properties": {
+                                    "sizes": {"type": "array", "maxItems": 8, "items": {"type": "integer"}},
+                                    "endpoint": {"type": "string", "maxLength": 128},
+                                    "memory": {"type": "string", "maxLength": 32},
+                                    "name": {"type": "string", "maxLength": 32},
+                                },
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def probes(ns: str) -> str:
+    return f"/apis/{GROUP}/v1/namespaces/{ns}/{PLURAL}"
+
+
+def probe(obj_name: str, **spec: Any) -> Obj:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Probe", "metadata": {"name": obj_name}, "spec": spec}
+
+
+async def install(kube: Any) -> None:
+    resp = await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+    assert resp.status in (201, 409), resp
+    async with asyncio.timeout(30):
+        while True:
+            if (await kube.request("GET", f"/apis/{GROUP}/v1")).status == 200:
+                return
+            await asyncio.sleep(0.2)
+
+
+async def test_rules_calling_the_kubernetes_libraries_are_evaluated(kube: Any, namespace: str) -> None:
+    await install(kube)
+    fine = probe("fine", sizes=[1, 2, 3], endpoint="https://example.com/x", memory="512Mi", name="abc")
+    made = await kube.request("POST", probes(namespace), fine)
+    assert made.status == 201, made
+    bad = probe("bad", sizes=[5, 4, 3], endpoint="http://example.com", memory="2Gi", name="abC")
+    refused = await kube.request("POST", probes(namespace), bad)
+    assert_status(refused.body, 422, "Invalid")
+    causes = refused.body["details"]["causes"]
+    assert [c["field"] for c in causes] == ["spec"] * 5
+    assert [c["message"] for c in causes] == [f"Invalid value: {m}" for _, m in RULES]
+
+
+async def test_a_library_s_runtime_error_is_the_cause(kube: Any, namespace: str) -> None:
+    await install(kube)
+    refused = await kube.request("POST", probes(namespace), probe("q", memory="10Mo"))
+    assert_status(refused.body, 422, "Invalid")
+    [cause] = refused.body["details"]["causes"]
+    assert cause["field"] == "spec"
+    assert cause["message"] == (
+        'Invalid value: "object": quantities must match the regular expression '
+        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: memory must be under 1Gi"
+    )

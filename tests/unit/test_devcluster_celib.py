@@ -1,0 +1,201 @@
+"""The Kubernetes CEL libraries devcluster evaluates (kinds/crds/celib/), checked against the
+cases of k8s.io/apiserver pkg/cel/library (quantity_test.go; the examples in lists.go, regex.go
+and urls.go) and cel-go's ext/strings.go, through the same compile path CRD rules take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import celpy.celtypes as ct
+import pytest
+
+from kubetrain.devcluster.apiserver.kinds.crds import celeval, celrules
+
+
+def run(expr: str, **activation: Any) -> Any:
+    program, _ = celrules._program(expr)
+    return program.evaluate({k: celeval.to_cel(v) for k, v in activation.items()})
+
+
+def fails(expr: str) -> str:
+    with pytest.raises(Exception) as raised:
+        run(expr)
+    return str(raised.value.args[0])
+
+
+QUANTITY_TRUE = [
+    'isQuantity("20")',
+    'isQuantity("20M")',
+    'isQuantity("20Mi")',
+    '!isQuantity("20Mo")',
+    '!isQuantity("10Mm")',
+    'quantity("200M") == quantity("200M")',
+    'quantity("200M") == quantity("0.2G") && quantity("0.2G") == quantity("200M")',
+    'quantity("2M") == quantity("0.002G") && quantity("2000k") == quantity("2M")',
+    '!(quantity("200M") == quantity("0.3G"))',
+    'quantity("50M").isLessThan(quantity("50Mi"))',
+    'quantity("50M").isLessThan(quantity("100M"))',
+    '!quantity("100M").isLessThan(quantity("50M"))',
+    'quantity("50Mi").isGreaterThan(quantity("50M"))',
+    'quantity("150Mi").isGreaterThan(quantity("100Mi"))',
+    '!quantity("50M").isGreaterThan(quantity("100M"))',
+    'quantity("200M").compareTo(quantity("0.2G")) == 0',
+    'quantity("50M").compareTo(quantity("50Mi")) == -1',
+    'quantity("50Mi").compareTo(quantity("50M")) == 1',
+    'quantity("50k").add(quantity("20")) == quantity("50.02k")',
+    '!quantity("50k").add(20).isLessThan(quantity("50020"))',
+    'quantity("50k").sub(quantity("20")) == quantity("49.98k")',
+    'quantity("50k").sub(20) == quantity("49980")',
+    'quantity("50k").add(20).sub(quantity("100k")).asInteger() == -49980',
+    'quantity("50k").add(20).sub(quantity("100k")).sub(-50000).asInteger() == 20',
+    'quantity("50k").asInteger() == 50000',
+    '!quantity("9999999999999999999999999999999999999G").isInteger()',
+    'quantity("50").isInteger()',
+    'quantity("50.703k").asApproximateFloat() == 50703.0',
+    '[quantity("9999999999999999999999999999999999999")].all(x, '
+    'x.add(quantity("1")).compareTo(x.add(quantity("2"))) == -1)',
+    'quantity("-1n").sign() == -1 && quantity("0").sign() == 0 && quantity("1Ki").sign() == 1',
+    'quantity("0.1n") == quantity("1n")',  # finer than a nano rounds up (away from zero)
+    'quantity("-0.1n") == quantity("-1n")',
+    'quantity("+") == quantity("0") && quantity("1.") == quantity("1") && quantity("1e3") == quantity("1k")',
+]
+
+
+@pytest.mark.parametrize("expr", QUANTITY_TRUE)
+def test_quantity_library_cases(expr: str) -> None:
+    assert run(expr) == ct.BoolType(True)
+
+
+@pytest.mark.parametrize(
+    ("expr", "error"),
+    [
+        ('quantity("10Mo")', "quantities must match the regular expression "
+         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+        ('quantity("10Mm")', "unable to parse quantity's suffix"),
+        ('quantity("")', "quantities must match the regular expression "
+         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+        ('quantity("9999999999999999999999999999999999999G").asInteger()', "cannot convert value to integer"),
+        ('isQuantity([1, 2, 3])', "no such overload"),
+    ],
+)  # fmt: skip
+def test_quantity_library_errors(expr: str, error: str) -> None:
+    assert fails(expr) == error
+
+
+LISTS = [
+    ("[1, 2, 3].isSorted()", True),
+    ("['a', 'b', 'b', 'c'].isSorted()", True),
+    ("[2.0, 1.0].isSorted()", False),
+    ("[].isSorted()", True),
+    ("[1, 2, 3].sum()", 6),
+    ("[1.0, 2.0, 3.0].sum()", 6.0),
+    ("[].sum()", 0),
+    ("[1, 2, 3].min()", 1),
+    ("['d', 'a', 'b', 'c'].max()", "d"),
+    ("[1, 2, 3, 2].indexOf(2)", 1),
+    ("['a', 'b', 'b', 'c'].lastIndexOf('b')", 2),
+    ("[1.0].indexOf(1.1)", -1),
+    ("[].indexOf('string')", -1),
+    ("[1, 2.0].indexOf(2)", 1),  # heterogeneous equality
+    ("'hello mellow'.indexOf('')", 0),
+    ("'hello mellow'.indexOf('ello')", 1),
+    ("'hello mellow'.indexOf('jello')", -1),
+    ("'hello mellow'.indexOf('', 2)", 2),
+    ("'hello mellow'.indexOf('ello', 2)", 7),
+    ("'hello mellow'.lastIndexOf('')", 12),
+    ("'hello mellow'.lastIndexOf('ello')", 7),
+    ("'hello mellow'.lastIndexOf('ello', 6)", 1),
+    ("'hello mellow'.lastIndexOf('ello', 20) == 0", "error"),
+]
+
+
+@pytest.mark.parametrize(("expr", "want"), LISTS)
+def test_lists_library_and_string_indexes(expr: str, want: Any) -> None:
+    if want == "error":
+        assert fails(expr) == "index out of range: 20"
+        return
+    got = run(expr)
+    assert got == want and type(got) is type(celeval.to_cel(want)), got
+
+
+def test_lists_library_errors() -> None:
+    assert fails("[].min()") == "min called on empty list"
+    assert fails("[].max()") == "max called on empty list"
+    assert fails("[9223372036854775807, 1].sum()") == "integer overflow"
+    assert fails("[[1], [2]].isSorted()") == "no such overload"
+    assert fails("'hello'.indexOf('l', 9)") == "index out of range: 9"
+    assert run("self.min() == 1.5", self=[2.5, 1.5]) == ct.BoolType(True)
+
+
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("'abc 123'.find('[0-9]+')", "123"),
+        ("'abc 123'.find('xyz')", ""),
+        ("'123 abc 456'.findAll('[0-9]+')", ["123", "456"]),
+        ("'123 abc 456'.findAll('[0-9]+', 1)", ["123"]),
+        ("'123 abc 456'.findAll('[0-9]+', 0)", []),
+        ("'123 abc 456'.findAll('xyz')", []),
+        ("'baaac'.findAll('a*')", ["", "aaa", ""]),  # Go: no empty match right after a match
+        ("'abc'.findAll('')", ["", "", "", ""]),
+    ],
+)
+def test_regex_library(expr: str, want: Any) -> None:
+    assert run(expr) == celeval.to_cel(want)
+
+
+def test_regex_library_errors() -> None:
+    assert fails("'x'.find('(')").startswith("Illegal regex: error parsing regexp: ")
+    assert fails("'x'.findAll('[')").startswith("Illegal regex: error parsing regexp: ")
+
+
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("url('https://example.com/path').getScheme()", "https"),
+        ("url('HTTPS://example.com/').getScheme()", "https"),
+        ("url('https://example.com:80/path').getHost()", "example.com:80"),
+        ("url('https://example.com:80/path').getHostname()", "example.com"),
+        ("url('https://example.com:80/path').getPort()", "80"),
+        ("url('https://example.com/path').getPort()", ""),
+        ("url('https://[::1]:80/path').getHost()", "[::1]:80"),
+        ("url('https://[::1]:80/path').getHostname()", "::1"),
+        ("url('https://[::1]/path').getHostname()", "::1"),
+        ("url('https://example.com/path with spaces/').getEscapedPath()", "/path%20with%20spaces/"),
+        ("url('https://example.com/path%20with%20spaces/').getEscapedPath()", "/path%20with%20spaces/"),
+        ("url('https://example.com/path?query=val#fragment').getEscapedPath()", "/path"),
+        ("url('https://example.com').getEscapedPath()", ""),
+        ("url('https://example.com/path?k1=a&k2=b&k2=c').getQuery()", {"k1": ["a"], "k2": ["b", "c"]}),
+        ("url('https://example.com/path?key=a+b%20c').getQuery()", {"key": ["a b c"]}),
+        ("url('https://example.com/path').getQuery()", {}),
+        ("url('/absolute-path').getHostname()", ""),
+        ("isURL('https://user:pass@example.com:80/path?query=val#fragment')", True),
+        ("isURL('/absolute-path')", True),
+        ("isURL('https://example.com/path')", True),
+        ("isURL('relative-path')", False),
+        ("isURL('')", False),
+        ("isURL('https://ex ample.com/')", False),
+        ("isURL('https://example.com:port/')", False),
+        ("isURL('https://example.com/%zz')", False),
+        ("isURL('mailto:someone@example.com')", True),
+    ],
+)
+def test_url_library(expr: str, want: Any) -> None:
+    assert run(expr) == celeval.to_cel(want)
+
+
+@pytest.mark.parametrize(
+    ("expr", "reason"),
+    [
+        ("url('relative')", 'parse "relative": invalid URI for request'),
+        ("url('')", 'parse "": empty url'),
+        ("url(':foo')", 'parse ":foo": missing protocol scheme'),
+        ("url('https://example.com:x/')", 'parse "https://example.com:x/": invalid port ":x" after host'),
+        ("url('https://example.com/%zz')", 'parse "https://example.com/%zz": invalid URL escape "%zz"'),
+        ("url('https://ex ample.com/')", 'parse "https://ex ample.com/": invalid character " " in host name'),
+        ("url('https://[::1/')", "parse \"https://[::1/\": missing ']' in host"),
+    ],
+)
+def test_url_parse_errors_are_go_s(expr: str, reason: str) -> None:
+    assert fails(expr) == f"URL parse error during conversion from string: {reason}"
+    assert fails(f"{expr}.getHost()") == fails(expr)
