@@ -1,6 +1,6 @@
 """CEL validation rules calling the Kubernetes CEL libraries (k8s.io/apiserver pkg/cel/library:
-lists, regex, URLs, quantities) on custom resources: evaluated, not skipped, with the library's
-runtime errors in the cause.
+lists, regex, URLs, quantities, IPs, CIDRs, semver) on custom resources: evaluated, not skipped,
+with the library's runtime errors in the cause.
 
 Runs like test_conformance.py: against devcluster in the normal test run, against $KUBECONFIG's
 cluster with `pytest -m e2e`.
@@ -24,6 +24,11 @@ RULES = [
     ),
     ("!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))", "memory must be under 1Gi"),
     ("!has(self.name) || self.name.find('^[a-z]+') == self.name", "name must be lowercase"),
+    ("!has(self.network) || cidr(self.network).containsIP(ip('10.0.0.1'))", "network must hold 10.0.0.1"),
+    (
+        "!has(self.version) || semver(self.version, true).isGreaterThan(semver('1.0.0'))",
+        "version must be over 1",
+    ),
 ]
 CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -50,6 +55,8 @@ CRD: Obj = {
                                     "endpoint": {"type": "string", "maxLength": 128},
                                     "memory": {"type": "string", "maxLength": 32},
                                     "name": {"type": "string", "maxLength": 32},
+                                    "network": {"type": "string", "maxLength": 64},
+                                    "version": {"type": "string", "maxLength": 32},
                                 },
                             }
                         },
@@ -81,14 +88,30 @@ async def install(kube: Any) -> None:
 
 async def test_rules_calling_the_kubernetes_libraries_are_evaluated(kube: Any, namespace: str) -> None:
     await install(kube)
-    fine = probe("fine", sizes=[1, 2, 3], endpoint="https://example.com/x", memory="512Mi", name="abc")
+    fine = probe(
+        "fine",
+        sizes=[1, 2, 3],
+        endpoint="https://example.com/x",
+        memory="512Mi",
+        name="abc",
+        network="10.0.0.0/8",
+        version="v1.2",
+    )
     made = await kube.request("POST", probes(namespace), fine)
     assert made.status == 201, made
-    bad = probe("bad", sizes=[5, 4, 3], endpoint="http://example.com", memory="2Gi", name="abC")
+    bad = probe(
+        "bad",
+        sizes=[5, 4, 3],
+        endpoint="http://example.com",
+        memory="2Gi",
+        name="abC",
+        network="192.168.0.0/16",
+        version="1.0.0-rc.1",
+    )
     refused = await kube.request("POST", probes(namespace), bad)
     assert_status(refused.body, 422, "Invalid")
     causes = refused.body["details"]["causes"]
-    assert [c["field"] for c in causes] == ["spec"] * 5
+    assert [c["field"] for c in causes] == ["spec"] * len(RULES)
     assert [c["message"] for c in causes] == [f"Invalid value: {m}" for _, m in RULES]
 
 

@@ -199,3 +199,138 @@ def test_url_library(expr: str, want: Any) -> None:
 def test_url_parse_errors_are_go_s(expr: str, reason: str) -> None:
     assert fails(expr) == f"URL parse error during conversion from string: {reason}"
     assert fails(f"{expr}.getHost()") == fails(expr)
+
+
+IP_TRUE = [
+    'ip("192.168.0.1") == ip("192.168.0.1")',
+    'isIP("192.168.0.1")',
+    '!isIP("192.168.0.1.0")',
+    'ip.isCanonical("127.0.0.1")',
+    'ip("192.168.0.1").family() == 4',
+    'ip("0.0.0.0").isUnspecified()',
+    '!ip("127.0.0.1").isUnspecified()',
+    'ip("127.0.0.1").isLoopback()',
+    '!ip("1.2.3.4").isLoopback()',
+    'ip("224.0.0.1").isLinkLocalMulticast()',
+    '!ip("224.0.1.1").isLinkLocalMulticast()',
+    'ip("169.254.169.254").isLinkLocalUnicast()',
+    '!ip("192.168.0.1").isLinkLocalUnicast()',
+    'ip("192.168.0.1").isGlobalUnicast()',
+    '!ip("255.255.255.255").isGlobalUnicast()',
+    'ip("2001:db8::68") == ip("2001:0db8:0:0::68")',
+    'isIP("2001:db8::68")',
+    '!isIP("2001:db8:::68")',
+    'ip.isCanonical("2001:db8::68")',
+    '!ip.isCanonical("2001:DB8::68")',
+    'ip("2001:db8::68").family() == 6',
+    'ip("::").isUnspecified()',
+    '!ip("::1").isUnspecified()',
+    'ip("::1").isLoopback()',
+    '!ip("2001:db8::abcd").isLoopback()',
+    'ip("ff02::1").isLinkLocalMulticast()',
+    '!ip("fd00::1").isLinkLocalMulticast()',
+    'ip("fe80::1").isLinkLocalUnicast()',
+    '!ip("fd80::1").isLinkLocalUnicast()',
+    'ip("2001:db8::abcd").isGlobalUnicast()',
+    '!ip("ff00::1").isGlobalUnicast()',
+    'string(ip("192.168.0.1")) == "192.168.0.1"',
+    'string(ip("2001:db8:0:0:1:0:0:1")) == "2001:db8::1:0:0:1"',
+    '!isIP("1.2.3.04") && !isIP("fe80::1%eth0") && !isIP("::ffff:1.2.3.4")',
+]
+CIDR_TRUE = [
+    'cidr("192.168.0.0/24") == cidr("192.168.0.0/24")',
+    'cidr("192.168.0.0/24").containsIP(ip("192.168.0.1"))',
+    '!cidr("192.168.0.0/24").containsIP(ip("192.168.1.1"))',
+    'cidr("192.168.0.0/24").containsIP("192.168.0.1")',
+    '!cidr("192.168.0.0/24").containsIP("192.168.1.1")',
+    'cidr("192.168.0.0/24").containsCIDR(cidr("192.168.0.0/25"))',
+    'cidr("192.168.0.0/24").containsCIDR(cidr("192.168.0.1/32"))',
+    '!cidr("192.168.0.0/24").containsCIDR(cidr("192.168.0.0/23"))',
+    '!cidr("192.168.0.0/24").containsCIDR(cidr("192.169.0.1/32"))',
+    'cidr("192.168.0.0/24").containsCIDR("192.168.0.0/25")',
+    '!cidr("192.168.0.0/24").containsCIDR("192.168.0.0/23")',
+    'cidr("192.168.0.0/24").ip() == ip("192.168.0.0")',
+    'cidr("192.168.0.1/24").ip() == ip("192.168.0.1")',
+    'cidr("192.168.0.0/24").masked() == cidr("192.168.0.0/24")',
+    'cidr("192.168.0.1/24").masked() == cidr("192.168.0.0/24")',
+    'cidr("192.168.0.0/24").prefixLength() == 24',
+    'cidr("2001:db8::/32").containsIP(ip("2001:db8::1"))',
+    '!cidr("2001:db8::/32").containsIP(ip("2001:dc8::1"))',
+    'cidr("2001:db8::/32").containsCIDR(cidr("2001:db8::/33"))',
+    '!cidr("2001:db8::/32").containsCIDR("2001:db8::/31")',
+    'cidr("2001:db8:1::/32").masked() == cidr("2001:db8::/32")',
+    'string(cidr("192.168.0.0/24")) == "192.168.0.0/24"',
+    '!cidr("10.0.0.0/8").containsIP("::1") && isCIDR("10.0.0.0/8") && !isCIDR("10.0.0.0")',
+]
+SEMVER_TRUE = [
+    'semver("1.2.3") == semver("1.2.3")',
+    'isSemver("1.2.3-beta.1+build.1")',
+    '!isSemver("") && !isSemver("v1.0.0") && !isSemver(" 1.0.0") && !isSemver("1. 0.0")',
+    '!isSemver("1.0.0 ") && !isSemver("01.01.01") && !isSemver("1") && !isSemver("1.1")',
+    '!isSemver("", true) && !isSemver(" 1.0.0", true) && !isSemver("1. 0.0", true)',
+    '!isSemver("1.0.0 ", true)',
+    'isSemver("v1.0.0", true) && isSemver("01.01.01", true) && isSemver("1", true) && isSemver("1.1", true)',
+    'semver("v01.01", true) == semver("1.1.0")',
+    '!(semver("1.2.3") == semver("1.0.0"))',
+    'semver("1.0.0").isLessThan(semver("1.2.3"))',
+    '!semver("1.0.0").isLessThan(semver("1.0.0"))',
+    'semver("1.2.3").isGreaterThan(semver("1.0.0"))',
+    '!semver("1.0.0").isGreaterThan(semver("1.0.0"))',
+    'semver("1.2.3").compareTo(semver("1.2.3")) == 0',
+    'semver("1.0.0").compareTo(semver("1.2.3")) == -1',
+    'semver("1.2.3").compareTo(semver("1.0.0")) == 1',
+    'semver("1.2.3").major() == 1 && semver("1.2.3").minor() == 2 && semver("1.2.3").patch() == 3',
+    # semver.org's precedence example, and build metadata ignored
+    'semver("1.0.0-alpha").isLessThan(semver("1.0.0-alpha.1"))',
+    'semver("1.0.0-alpha.1").isLessThan(semver("1.0.0-alpha.beta"))',
+    'semver("1.0.0-beta.2").isLessThan(semver("1.0.0-beta.11"))',
+    'semver("1.0.0-rc.1").isLessThan(semver("1.0.0"))',
+    'semver("1.0.0+a") == semver("1.0.0+b")',
+    # quantities and semvers share method names; the receiver chooses
+    'quantity("1").compareTo(quantity("2")) == -1 && semver("2.0.0").compareTo(semver("1.0.0")) == 1',
+]
+
+
+@pytest.mark.parametrize("expr", IP_TRUE + CIDR_TRUE + SEMVER_TRUE)
+def test_ip_cidr_and_semver_library_cases(expr: str) -> None:
+    assert run(expr) == ct.BoolType(True)
+
+
+NET = "network address parse error during conversion from string: "
+
+
+@pytest.mark.parametrize(
+    ("expr", "error"),
+    [
+        ('ip("192.168.0.1.0")', 'IP Address "192.168.0.1.0" parse error during conversion from string: '
+         'ParseAddr("192.168.0.1.0"): IPv4 address too long'),
+        ('ip.isCanonical("127.0.0.1.0")', 'IP Address "127.0.0.1.0" parse error during conversion from '
+         'string: ParseAddr("127.0.0.1.0"): IPv4 address too long'),
+        ('ip("2001:db8:::68")', 'IP Address "2001:db8:::68" parse error during conversion from string: '
+         'ParseAddr("2001:db8:::68"): each colon-separated field must have at least one digit (at ":68")'),
+        ('ip("1.2.3.04")', 'IP Address "1.2.3.04" parse error during conversion from string: '
+         'ParseAddr("1.2.3.04"): IPv4 field has octet with leading zero'),
+        ('ip("12345::")', 'IP Address "12345::" parse error during conversion from string: '
+         'ParseAddr("12345::"): each group must have 4 or less digits (at "12345::")'),
+        ('ip("1:2:3:4:5:6:7::8")', 'IP Address "1:2:3:4:5:6:7::8" parse error during conversion from '
+         "string: ParseAddr(\"1:2:3:4:5:6:7::8\"): the :: must expand to at least one field of zeros"),
+        ('ip("fe80::1%eth0")', 'IP address "fe80::1%eth0" with zone value is not allowed'),
+        ('ip("::ffff:1.2.3.4")', 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
+        ('cidr("192.168.0.0/")', NET + NET + 'netip.ParsePrefix("192.168.0.0/"): bad bits after slash: ""'),
+        ('cidr("2001:db8::/")', NET + NET + 'netip.ParsePrefix("2001:db8::/"): bad bits after slash: ""'),
+        ('cidr("10.0.0.0")', NET + NET + "netip.ParsePrefix(\"10.0.0.0\"): no '/'"),
+        ('cidr("10.0.0.0/33")', NET + NET + 'netip.ParsePrefix("10.0.0.0/33"): prefix length out of range'),
+        ('cidr("10.0.0.0/8").containsCIDR("x/8")', NET + NET + 'netip.ParsePrefix("x/8"): '
+         'ParseAddr("x"): unable to parse IP'),
+        ('cidr("10.0.0.0/8").containsIP("x")', "no such overload"),
+        ('semver("v1.0")', "No Major.Minor.Patch elements found"),
+        ('semver("1.02.3")', 'Minor number must not contain leading zeroes "02"'),
+        ('semver("1.2.3-")', "Prerelease is empty"),
+        ('semver("1.2.3+a..b")', "Build meta data is empty"),
+        ('semver("1.2", true).major() == 1 && semver("1-rc", true).major() == 1', "short version cannot "
+         "contain PreRelease/Build meta data"),
+        ('isSemver([1, 2, 3])', "no such overload"),
+    ],
+)  # fmt: skip
+def test_ip_cidr_and_semver_library_errors(expr: str, error: str) -> None:
+    assert fails(expr) == error

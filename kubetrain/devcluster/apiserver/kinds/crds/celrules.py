@@ -19,10 +19,10 @@ evaluator of the `cel-python` package (`celpy`):
   at a value equal to its correlated old value (or, where the value does not correlate, at the
   nearest correlated ancestor equal to its old value) is not an error.
 
-The Kubernetes CEL libraries evaluated are celib/'s: lists, regex, URLs, quantities.
-Not covered: cost estimation and runtime cost budgets; the libraries ip/cidr, format, semver and
-cel-go's other strings functions (`charAt`, `replace`, `substring`, ...); CEL optionals, so rules
-with `optionalOldSelf` are skipped; rules under `allOf`/`anyOf`/`oneOf`/`not`;
+The Kubernetes CEL libraries evaluated are celib/'s: lists, regex, URLs, quantities, IPs, CIDRs,
+semver. Not covered: cost estimation and runtime cost budgets; the format library and cel-go's
+other strings functions (`charAt`, `replace`, `substring`, ...), sets and two-variable
+comprehensions; CEL optionals, so rules with `optionalOldSelf` are skipped; rules under `allOf`/`anyOf`/`oneOf`/`not`;
 typed `format`s (date-time as timestamp, duration); the error text of a runtime error is
 celpy's, not cel-go's (e.g. `no such key`).
 """
