@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from e2e.conformance_support import Obj, assert_status
+from e2e.conformance_support import MERGE, Obj, assert_status
 
 GROUP = "cellibs.conformance.kubetrain.io"
 PLURAL = "probes"
@@ -29,6 +29,19 @@ RULES = [
         "!has(self.version) || semver(self.version, true).isGreaterThan(semver('1.0.0'))",
         "version must be over 1",
     ),
+]
+# optionalOldSelf: run on create too, `oldSelf` then optional.none()
+OPTIONAL_OLD_SELF = [
+    {
+        "rule": "oldSelf.hasValue() || !has(self.name) || self.name != 'taken'",
+        "message": "the name 'taken' is refused on create",
+        "optionalOldSelf": True,
+    },
+    {
+        "rule": "!has(self.sizes) || self.sizes.size() >= oldSelf.orValue(self).sizes.size()",
+        "message": "sizes may not shrink",
+        "optionalOldSelf": True,
+    },
 ]
 CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -49,7 +62,10 @@ CRD: Obj = {
                         "properties": {
                             "spec": {
                                 "type": "object",
-                                "x-kubernetes-validations": [{"rule": r, "message": m} for r, m in RULES],
+                                "x-kubernetes-validations": [
+                                    *({"rule": r, "message": m} for r, m in RULES),
+                                    *OPTIONAL_OLD_SELF,
+                                ],
                                 "properties": {
                                     "sizes": {"type": "array", "maxItems": 8, "items": {"type": "integer"}},
                                     "endpoint": {"type": "string", "maxLength": 128},
@@ -125,3 +141,23 @@ async def test_a_library_s_runtime_error_is_the_cause(kube: Any, namespace: str)
         'Invalid value: "object": quantities must match the regular expression '
         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: memory must be under 1Gi"
     )
+
+
+async def test_an_optional_old_self_rule_runs_on_create_and_update(kube: Any, namespace: str) -> None:
+    """validation.go: a rule with `optionalOldSelf` also runs where there is no old value."""
+    await install(kube)
+    taken = await kube.request("POST", probes(namespace), probe("t", name="taken"))
+    assert_status(taken.body, 422, "Invalid")
+    assert [c["message"] for c in taken.body["details"]["causes"]] == [
+        "Invalid value: the name 'taken' is refused on create"
+    ]
+    await kube.ok("POST", probes(namespace), probe("s", sizes=[1, 2, 3]))
+    shrunk = await kube.request(
+        "PATCH", f"{probes(namespace)}/s", {"spec": {"sizes": [1]}}, content_type=MERGE
+    )
+    assert_status(shrunk.body, 422, "Invalid")
+    assert [c["message"] for c in shrunk.body["details"]["causes"]] == ["Invalid value: sizes may not shrink"]
+    grown = await kube.request(
+        "PATCH", f"{probes(namespace)}/s", {"spec": {"sizes": [1, 2, 3, 4]}}, content_type=MERGE
+    )
+    assert grown.status == 200, grown

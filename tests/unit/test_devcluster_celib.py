@@ -334,3 +334,61 @@ NET = "network address parse error during conversion from string: "
 )  # fmt: skip
 def test_ip_cidr_and_semver_library_errors(expr: str, error: str) -> None:
     assert fails(expr) == error
+
+
+OPTIONALS_TRUE = [
+    "optional.of(1).hasValue() && !optional.none().hasValue()",
+    "optional.of(1).value() == 1",
+    "optional.of(1).orValue(2) == 1 && optional.none().orValue(2) == 2",
+    "optional.none().or(optional.of(3)).value() == 3 && optional.of(1).or(optional.of(3)).value() == 1",
+    "optional.of(1) == optional.of(1) && optional.none() == optional.none()",
+    "!(optional.of(1) == optional.none())",
+    "!optional.ofNonZeroValue(0).hasValue() && !optional.ofNonZeroValue('').hasValue()",
+    "!optional.ofNonZeroValue([]).hasValue() && optional.ofNonZeroValue('x').hasValue()",
+]
+
+
+@pytest.mark.parametrize("expr", OPTIONALS_TRUE)
+def test_optional_values(expr: str) -> None:
+    assert run(expr) == ct.BoolType(True)
+
+
+def test_an_empty_optional_s_value_is_an_error() -> None:
+    assert fails("optional.none().value()") == "optional.none() dereference"
+
+
+def test_an_optional_old_self_rule_also_runs_on_create() -> None:
+    """validation.go: a rule with `optionalOldSelf` runs where no old value exists, `oldSelf`
+    then `optional.none()` (`validationActivationWithOldSelf`), else `optional.of(old)`; like
+    any transition rule, it is never ratcheted."""
+    rules = [
+        {
+            "rule": "oldSelf.hasValue() || self.n != 0",
+            "message": "n may not start at 0",
+            "optionalOldSelf": True,
+        },
+        {"rule": "self.n >= oldSelf.orValue(self).n", "message": "n may not shrink", "optionalOldSelf": True},
+        {"rule": "self.n >= oldSelf.n", "message": "transition rule"},
+    ]
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "x-kubernetes-validations": rules,
+            }
+        },
+    }
+    compiled = celrules.compile_schema(schema)
+    assert compiled.skipped == []
+    created = celeval.validate(compiled, {"spec": {"n": 0}}, None)
+    assert [c.message for c in created] == ["Invalid value: n may not start at 0"]
+    assert celeval.validate(compiled, {"spec": {"n": 1}}, None) == []
+    shrunk = celeval.validate(compiled, {"spec": {"n": 0}}, {"spec": {"n": 2}})
+    assert [c.message for c in shrunk] == [
+        "Invalid value: n may not shrink",
+        "Invalid value: transition rule",
+    ]
+    unchanged = celeval.validate(compiled, {"spec": {"n": 0}}, {"spec": {"n": 0}})
+    assert unchanged == []

@@ -19,6 +19,7 @@ import celpy.celtypes as ct
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.kinds.crds.celib import optionals
 from kubetrain.devcluster.apiserver.kinds.crds.celrules import Compiled, Node, Rule
 
 # `hasBlockingErr`: schema errors after which the CEL rules are not run.
@@ -136,10 +137,12 @@ def _expressions(node: Node, path: str, value: Any, old: Any, ratchet: bool, out
     self_val = _typed(node, view)
     old_val = None if old is None else _typed(node, _root_view(old) if node.root else old)
     for rule in node.rules:
-        if rule.uses_old_self and old is None:
+        if rule.uses_old_self and old is None and not rule.optional_old_self:
             continue  # transition rules run only where an old value exists
         activation: dict[str, Any] = {"self": self_val}
-        if old_val is not None:
+        if rule.optional_old_self:  # `validationActivationWithOldSelf`'s optional activation
+            activation["oldSelf"] = optionals.NONE if old_val is None else optionals.of(old_val)
+        elif old_val is not None:
             activation["oldSelf"] = old_val
         try:
             result = rule.program.evaluate(activation)

@@ -20,9 +20,11 @@ evaluator of the `cel-python` package (`celpy`):
   nearest correlated ancestor equal to its old value) is not an error.
 
 The Kubernetes CEL libraries evaluated are celib/'s: lists, regex, URLs, quantities, IPs, CIDRs,
-semver. Not covered: cost estimation and runtime cost budgets; the format library and cel-go's
-other strings functions (`charAt`, `replace`, `substring`, ...), sets and two-variable
-comprehensions; CEL optionals, so rules with `optionalOldSelf` are skipped; rules under `allOf`/`anyOf`/`oneOf`/`not`;
+semver, and CEL optionals (so `optionalOldSelf`: such a rule also runs where there is no old
+value, `oldSelf` then `optional.none()`, else `optional.of(old)`). Not covered: cost estimation and
+runtime cost budgets; the format library and cel-go's other strings functions (`charAt`,
+`replace`, `substring`, ...), sets and two-variable comprehensions; the optional syntax `x.?f`;
+rules under `allOf`/`anyOf`/`oneOf`/`not`;
 typed `format`s (date-time as timestamp, duration); the error text of a runtime error is
 celpy's, not cel-go's (e.g. `no such key`).
 """
@@ -95,6 +97,7 @@ class Rule:
     message_program: Any
     reason: str
     field_path: str
+    optional_old_self: bool = False  # oldSelf an optional, and the rule run without an old value
 
 
 @dataclass
@@ -218,8 +221,6 @@ def _compile(s: Obj, at: str, skipped: list[str]) -> Node | None:
             continue
         source = str(raw["rule"])
         try:
-            if raw.get("optionalOldSelf") is True:
-                raise ValueError("sets optionalOldSelf (CEL optionals are not supported)")
             program, idents = _program(source)
             message_program = None
             if raw.get("messageExpression"):
@@ -236,6 +237,7 @@ def _compile(s: Obj, at: str, skipped: list[str]) -> Node | None:
                 message_program=message_program,
                 reason=str(raw.get("reason") or ""),
                 field_path=_field_path(str(raw.get("fieldPath") or "")),
+                optional_old_self=raw.get("optionalOldSelf") is True,
             )
         )
     for name, sub in sorted((s.get("properties") or {}).items()):

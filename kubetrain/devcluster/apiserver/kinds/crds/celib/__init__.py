@@ -1,6 +1,7 @@
 """The Kubernetes CEL libraries kube-apiserver's CRD validation environment declares (k8s.io/
 apiserver pkg/cel/environment/base.go), as functions for celpy: lists (plus cel-go's string
-`indexOf` / `lastIndexOf`), regex, URLs, quantities, IPs, CIDRs and semantic versions.
+`indexOf` / `lastIndexOf`), regex, URLs, quantities, IPs, CIDRs, semantic versions, and CEL
+optionals.
 `FUNCTIONS` maps each function name to its implementation; a member call `x.f(y)` reaches it as
 `f(x, y)`. Where libraries share a name (`compareTo`, `isLessThan`, `isGreaterThan` of
 quantities and semvers; `ip()` of a string and of a CIDR), the overload is chosen by the
@@ -13,9 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubetrain.devcluster.apiserver.kinds.crds.celib import cidr, ip, lists, quantity, regex, semver, urls
+from kubetrain.devcluster.apiserver.kinds.crds.celib import (
+    cidr,
+    ip,
+    lists,
+    optionals,
+    quantity,
+    regex,
+    semver,
+    urls,
+)
 
-_LIBRARIES = (lists, regex, urls, quantity, ip, cidr, semver)
+_LIBRARIES = (lists, regex, urls, quantity, ip, cidr, semver, optionals)
 
 
 def _overloads(impls: list[Callable[..., Any]]) -> Callable[..., Any]:
