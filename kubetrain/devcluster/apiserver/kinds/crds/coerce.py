@@ -79,6 +79,8 @@ class MetaError(ValueError):
 def coerce_error(obj: Any, schema: Obj | None) -> str | None:
     """The field error coercing `obj` ends with, as `field.Error.Error()` words it, or None;
     `obj` is left as it is."""
+    if not has_embedded(schema):
+        return None
     try:
         _walk("", obj, schema, [], drop=False)
     except _FieldError as e:
@@ -89,9 +91,38 @@ def coerce_error(obj: Any, schema: Obj | None) -> str | None:
 def coerce(obj: Any, schema: Obj | None) -> list[str]:
     """Coerce `obj`'s embedded metadata in place; the paths of the fields dropped, sorted.
     `coerce_error` must have found no error."""
+    if not has_embedded(schema):
+        return []
     found: list[str] = []
     _walk("", obj, schema, found, drop=True)
     return sorted(found)
+
+
+_EMBEDDED_SEEN: dict[int, tuple[Obj, bool]] = {}  # id(schema) -> (schema, answer); schemas kept
+
+
+def has_embedded(schema: Obj | None) -> bool:
+    """Whether any node of `schema` below the root is an embedded resource (else there is
+    nothing to coerce), remembered per schema object (a served CRD version's)."""
+    if not isinstance(schema, dict):
+        return False
+    seen = _EMBEDDED_SEEN.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    answer = _mentions_embedded(schema, root=True)
+    if len(_EMBEDDED_SEEN) >= 512:
+        _EMBEDDED_SEEN.clear()
+    _EMBEDDED_SEEN[id(schema)] = (schema, answer)
+    return answer
+
+
+def _mentions_embedded(s: Any, root: bool = False) -> bool:
+    if not isinstance(s, dict):
+        return False
+    if not root and s.get("x-kubernetes-embedded-resource"):
+        return True
+    children = [*(s.get("properties") or {}).values(), s.get("additionalProperties"), s.get("items")]
+    return any(_mentions_embedded(c) for c in children)
 
 
 class _FieldError(Exception):
