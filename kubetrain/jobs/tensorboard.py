@@ -7,11 +7,13 @@ The annotation holds KubeDL's JSON: `logDir` (required), `image`, `ttlSecondsAft
   pod template (its volumes, so the pod reads the logDir from the volume the job writes it to;
   its node selector, tolerations, service account, image pull secrets and security context) with
   one container `tensorboard` running `tensorboard --logdir <logDir> --host 0.0.0.0 --port 6006`
-  (and `--path_prefix` behind an Ingress) in `image`, default the framework container's image;
+  (and, behind an Ingress, `--path_prefix <pathPrefix>/<namespace>/<job>`, as KubeDL) in `image`,
+  default the framework container's image;
   it mounts the framework container's volume mounts;
 - a ClusterIP Service `<job>-tensorboard` on port 6006;
 - with `ingressSpec`, a networking.k8s.io/v1 Ingress `<job>-tensorboard` routing
-  `<host><pathPrefix>` (Prefix) to that Service, with the given annotations.
+  `<host><pathPrefix>/<namespace>/<job>/` (Prefix) to that Service, with the given annotations:
+  KubeDL's URL, so jobs sharing one `ingressSpec` never share a path.
 
 The pod carries the job-name label (so it is watched) and replica-type `tensorboard`, but fills
 no replica slot: it never counts toward the job's success, failure, restarts, gang (no gang
@@ -48,6 +50,7 @@ CONTAINER = "tensorboard"
 PORT = 6006
 FIELDS = ("logDir", "image", "ttlSecondsAfterJobFinished", "ingressSpec")
 INGRESS_FIELDS = ("host", "pathPrefix", "annotations")
+_LAYOUT = "path-per-job"  # changes when the pod built from the same config changes
 _REMOTE = ("gs://", "s3://", "hdfs://", "oss://", "az://")
 # Pod template fields the TensorBoard pod takes from the job's first replica type.
 _POD_FIELDS = (
@@ -75,7 +78,9 @@ class TensorBoardConfig:
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.raw.encode()).hexdigest()[:16]
+        # Salted with the pod's layout: a pod made by an older kubetrain (which served at
+        # `<pathPrefix>` alone) is replaced once, so it serves where the Ingress now routes.
+        return hashlib.sha256(f"{_LAYOUT}\n{self.raw}".encode()).hexdigest()[:16]
 
 
 def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldError]]:
@@ -159,15 +164,25 @@ def pod_name(job_name: str) -> str:
     return f"{job_name}-tensorboard-0"
 
 
+def path_prefix(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str:
+    """Where TensorBoard serves, without the trailing `/`: behind an Ingress
+    `<pathPrefix>/<namespace>/<job>`, as KubeDL's `path.Join("/", pathPrefix, namespace, name)`
+    (pkg/tensorboard/tensorboard.go, syncPod and syncIngress), so two jobs given the same
+    `ingressSpec` get their own paths; without an Ingress the root, "" (no `--path_prefix`)."""
+    if not cfg.has_ingress:
+        return ""
+    parts = (part.strip("/") for part in (cfg.path_prefix, namespace, job_name))
+    return posixpath.normpath("/" + "/".join(part for part in parts if part))
+
+
 def address(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str:
-    prefix = cfg.path_prefix if cfg.has_ingress else "/"
-    return f"http://{name_of(job_name)}.{namespace}.svc:{PORT}{prefix}"
+    return f"http://{name_of(job_name)}.{namespace}.svc:{PORT}{path_prefix(job_name, namespace, cfg)}/"
 
 
-def url(cfg: TensorBoardConfig) -> str | None:
+def url(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str | None:
     if not cfg.has_ingress or not cfg.ingress_host:
         return None
-    return f"http://{cfg.ingress_host}{cfg.path_prefix}"
+    return f"http://{cfg.ingress_host}{path_prefix(job_name, namespace, cfg)}/"
 
 
 @dataclass(frozen=True)
@@ -212,14 +227,15 @@ def build_pod(
     containers = tspec.get("containers") or []
     framework = containers[container_index] if container_index < len(containers) else {}
     args = ["--logdir", cfg.log_dir, "--host", "0.0.0.0", "--port", str(PORT)]
-    if cfg.has_ingress and cfg.path_prefix not in ("", "/"):
-        args += ["--path_prefix", posixpath.normpath(cfg.path_prefix)]
+    served = path_prefix(job.name, job.namespace, cfg)
+    if served:
+        args += ["--path_prefix", served]
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": cfg.image or framework.get("image", "tensorflow/tensorflow"),
         "command": ["tensorboard", *args],
         "ports": [{"name": CONTAINER, "containerPort": PORT}],
-        "readinessProbe": {"httpGet": {"path": cfg.path_prefix if cfg.has_ingress else "/", "port": PORT}},
+        "readinessProbe": {"httpGet": {"path": f"{served}/", "port": PORT}},
     }
     mounts = framework.get("volumeMounts")
     if mounts:
@@ -263,7 +279,7 @@ def build_ingress(job: JobRef, cfg: TensorBoardConfig) -> dict[str, Any] | None:
         "http": {
             "paths": [
                 {
-                    "path": cfg.path_prefix,
+                    "path": f"{path_prefix(job.name, job.namespace, cfg)}/",  # KubeDL's, with its `/`
                     "pathType": "Prefix",
                     "backend": {"service": {"name": name_of(job.name), "port": {"number": PORT}}},
                 }

@@ -113,14 +113,14 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         str(r.job.get("kind")), str(r.job.get("apiVersion")), name, namespace, str(meta.get("uid", ""))
     )
     first = next(iter(layout.replicas.values()))
-    address = tb.address(name, namespace, cfg)
+    address, link = tb.address(name, namespace, cfg), tb.url(name, namespace, cfg)
     if pod is None:
         r.plan.create_pods.append(tb.build_pod(job, cfg, first.template, first.container_index))
         if record.get("configHash") != cfg.hash:
             r.event(
                 "Normal",
                 REASON_CREATED,
-                f"TensorBoard of {r.title} at {address}" + (f" and {tb.url(cfg)}" if tb.url(cfg) else ""),
+                f"TensorBoard of {r.title} at {address}" + (f" and {link}" if link else ""),
             )
     elif (
         not terminating(pod)
@@ -136,7 +136,7 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     observed = r.observed.tensorboard_ingress
     seen = observed(tb.name_of(name)) if observed is not None else None
     if seen is not None and not controlled_by(seen, r.job):
-        return _set_record(r, address, pod, cfg, None, record)  # someone else's: left alone
+        return _set_record(r, (address, link), pod, cfg, None, record)  # someone else's: left alone
     if ingress is not None and observed is not None:
         if seen is None:
             r.plan.tensorboard_creates.append(ingress)
@@ -146,25 +146,26 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         r.plan.tensorboard_replaces.append(ingress)
     elif ingress is None and (record.get("ingress") or seen is not None):
         r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
-    _set_record(r, address, pod, cfg, ingress, record)
+    _set_record(r, (address, link), pod, cfg, ingress, record)
 
 
 def _set_record(
     r: ReconcileDraft,
-    address: str,
+    where: tuple[str, str | None],
     pod: Mapping[str, Any] | None,
     cfg: tb.TensorBoardConfig,
     ingress: Mapping[str, Any] | None,
     record: Mapping[str, Any],
 ) -> None:
     name = str((r.job.get("metadata") or {}).get("name", ""))
+    address, link = where
     new: dict[str, Any] = {
         "address": address,
         "phase": pod_phase(pod) if pod is not None else "Pending",
         "configHash": cfg.hash,
     }
-    if tb.url(cfg):
-        new["url"] = tb.url(cfg)
+    if link:
+        new["url"] = link
     if ingress is not None:
         new["ingress"] = tb.name_of(name)
     if "expireTime" in record:

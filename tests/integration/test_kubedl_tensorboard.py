@@ -79,8 +79,8 @@ async def test_tensorboard_lives_for_its_ttl_after_the_job_and_never_counts(
         return record if record and record.get("phase") == "Running" else None
 
     record = await ticking(clock, lambda: eventually(status, what="status.tensorBoard Running"))
-    assert record["address"] == f"http://tb-tensorboard.{ns}.svc:6006/tb"
-    assert record["url"] == "http://tb.example.com/tb"
+    assert record["address"] == f"http://tb-tensorboard.{ns}.svc:6006/tb/{ns}/tb/"
+    assert record["url"] == f"http://tb.example.com/tb/{ns}/tb/"  # KubeDL's URL
     event = await ticking(clock, lambda: h.wait_event(ns, "tb", "TensorBoardCreated"))
     assert record["address"] in event["message"]
     # The TensorBoard pod is not a replica: the job's counts and success ignore it.
@@ -170,7 +170,7 @@ async def test_a_deleted_or_hand_edited_service_and_ingress_are_put_back(
         ),
     )
     assert fixed["metadata"]["annotations"]["team"] == "a"
-    assert fixed["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/tb"
+    assert fixed["spec"]["rules"][0]["http"]["paths"][0]["path"] == f"/tb/{ns}/tbr/"
 
     # A deleted Ingress is created again.
     await h.kube.delete(INGRESSES, ns, "tbr-tensorboard")
