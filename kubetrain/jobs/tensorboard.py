@@ -1,7 +1,9 @@
 """TensorBoard for a job (KubeDL's `kubedl.io/tensorboard-config` annotation). Pure.
 
 The annotation holds KubeDL's JSON: `logDir` (required), `image`, `ttlSecondsAfterJobFinished`,
-`ingressSpec` (`host`, `pathPrefix`, `annotations`). kubetrain runs, owned by the job:
+`ingressSpec` (`host`, `pathPrefix`, `annotations`), `updateTimestamp` (when the config was
+applied, as KubeDL's console writes it: a TensorBoard applied after the job finished lives its TTL
+from then). kubetrain runs, owned by the job:
 
 - one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the first replica type's
   pod template (its volumes, so the pod reads the logDir from the volume the job writes it to;
@@ -27,8 +29,10 @@ import copy
 import hashlib
 import json
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
@@ -41,6 +45,7 @@ from kubetrain.api.labels import (
     LABEL_REPLICA_TYPE,
     MANAGED_BY_VALUE,
 )
+from kubetrain.api.metatime import parse_time
 
 ANNOTATION_PATH = f"metadata.annotations[{KUBEDL_ANNOTATION_TENSORBOARD}]"
 ANNOTATION_HASH = "kubetrain.io/tensorboard-config-hash"
@@ -48,7 +53,9 @@ LABEL_TENSORBOARD_OF = "kubetrain.io/tensorboard-of"  # on the Service and Ingre
 REPLICA_TYPE = "TensorBoard"
 CONTAINER = "tensorboard"
 PORT = 6006
-FIELDS = ("logDir", "image", "ttlSecondsAfterJobFinished", "ingressSpec")
+FIELDS = ("logDir", "image", "ttlSecondsAfterJobFinished", "ingressSpec", "updateTimestamp")
+# metav1.Time's JSON: RFC 3339 (Go's time.RFC3339 layout, fractional seconds allowed), or null.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 INGRESS_FIELDS = ("host", "pathPrefix", "annotations")
 _LAYOUT = "path-per-job"  # changes when the pod built from the same config changes
 _REMOTE = ("gs://", "s3://", "hdfs://", "oss://", "az://")
@@ -74,7 +81,8 @@ class TensorBoardConfig:
     path_prefix: str = ""
     ingress_annotations: Mapping[str, str] = field(default_factory=dict)
     has_ingress: bool = False
-    raw: str = ""
+    raw: str = ""  # the config without updateTimestamp: what the pod and Ingress are built from
+    updated: datetime | None = None  # updateTimestamp
 
     @property
     def hash(self) -> str:
@@ -110,6 +118,16 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
     ttl = value.get("ttlSecondsAfterJobFinished")
     if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
         errors.append(invalid(path("ttlSecondsAfterJobFinished"), f"{ttl!r}: must be an integer >= 0"))
+    stamp, updated = value.get("updateTimestamp"), None
+    if stamp is not None:
+        updated = parse_time(stamp) if isinstance(stamp, str) and _RFC3339.match(stamp) else None
+        if updated is None:
+            errors.append(
+                invalid(
+                    path("updateTimestamp"),
+                    f"{stamp!r}: must be an RFC 3339 time (2024-05-01T12:00:00Z) or null",
+                )
+            )
     ingress = value.get("ingressSpec")
     host, prefix, annotations = "", "", cast(dict[str, str], {})
     if ingress is not None:
@@ -145,7 +163,10 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             path_prefix=prefix,
             ingress_annotations=dict(annotations),
             has_ingress=ingress is not None,
-            raw=json.dumps(value, sort_keys=True),
+            # KubeDL compares configs ignoring updateTimestamp (syncPod): re-applying the same
+            # config extends the TTL but does not replace the pod.
+            raw=json.dumps({k: v for k, v in value.items() if k != "updateTimestamp"}, sort_keys=True),
+            updated=updated,
         ),
         [],
     )

@@ -5,7 +5,8 @@ effect at once: the pod `<job>-tensorboard-0`, the Service `<job>-tensorboard` a
 `ingressSpec`, the Ingress of that name are created when missing; a pod whose config hash
 differs is replaced, an Ingress recorded with another hash is rewritten; removing the
 annotation deletes them. They outlive the job's pods: after the job finished they stay for
-`ttlSecondsAfterJobFinished` (from its completionTime; unset: as long as the job exists), then
+`ttlSecondsAfterJobFinished` (from its completionTime, or the config's later `updateTimestamp`;
+unset: as long as the job exists), then
 are deleted (`TensorBoardDeleted` event) — the controller requeues the job for exactly that time.
 `status.tensorBoard` holds the address (and the Ingress URL), the pod's phase and the expiry.
 
@@ -93,7 +94,10 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     completion = st.parse_time(r.status.get("completionTime"))
     expiry = None
     if finished and cfg.ttl_seconds is not None and completion is not None:
-        expiry = completion + timedelta(seconds=cfg.ttl_seconds)
+        # From the completion, or from the config's updateTimestamp when that is later (a
+        # TensorBoard applied after the job finished), as KubeDL's cleanupAndCheckNeedSync.
+        start = max(completion, cfg.updated) if cfg.updated is not None else completion
+        expiry = start + timedelta(seconds=cfg.ttl_seconds)
         record["expireTime"] = st.format_time(expiry)
     if expiry is not None and r.now >= expiry:
         remove_all()
