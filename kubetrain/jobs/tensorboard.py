@@ -147,8 +147,11 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             annotations = ingress.get("annotations") or {}
             if not isinstance(host, str):
                 errors.append(invalid(path("ingressSpec.host"), f"must be a string, not {json_type(host)}"))
-            if not isinstance(prefix, str) or not prefix.startswith("/"):
-                errors.append(invalid(path("ingressSpec.pathPrefix"), f"{prefix!r}: must start with '/'"))
+            if not isinstance(prefix, str):
+                # Any string: joined as KubeDL's path.Join("/", pathPrefix, …) joins it (path_prefix).
+                errors.append(
+                    invalid(path("ingressSpec.pathPrefix"), f"must be a string, not {json_type(prefix)}")
+                )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
                 errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
     if errors:

@@ -120,6 +120,14 @@ def test_jobs_sharing_an_ingress_spec_get_their_own_paths_as_in_kubedl() -> None
     assert _ingress_path(job({"logDir": "/runs", "ingressSpec": {"host": "tb.example.com"}})) == "/ns/bert/"
 
 
+@pytest.mark.parametrize(
+    ("prefix", "path"), [("tb", "/tb/ns/bert/"), ("/tb/", "/tb/ns/bert/"), ("a//b", "/a/b/ns/bert/")]
+)
+def test_a_path_prefix_is_joined_as_kubedl_joins_it(prefix: str, path: str) -> None:
+    # KubeDL's path.Join("/", pathPrefix, …): a prefix without its leading '/' is the same path.
+    assert _ingress_path(job({"logDir": "/runs", "ingressSpec": {"pathPrefix": prefix}})) == path
+
+
 def test_without_the_annotation_there_is_no_tensorboard() -> None:
     obj = job({"logDir": "/runs"})
     obj["metadata"].pop("annotations")
@@ -139,9 +147,9 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
             "unknown field",
         ),
         (
-            {"logDir": "/runs", "ingressSpec": {"pathPrefix": "tb"}},
+            {"logDir": "/runs", "ingressSpec": {"pathPrefix": 7}},
             ".ingressSpec.pathPrefix",
-            "start with '/'",
+            "must be a string",
         ),
         ({"logDir": "/runs", "logdir": "/x"}, ".logdir", "unknown field"),
         ("[]", "", "must be a JSON object"),
