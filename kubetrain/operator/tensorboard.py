@@ -19,11 +19,12 @@ annotations others add are not differences.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from kubetrain.api.labels import annotations_of
+from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import KUBEDL_ANNOTATION_TENSORBOARD, annotations_of
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs import tensorboard as tb
 from kubetrain.operator import runpolicy
@@ -33,6 +34,7 @@ from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminat
 
 REASON_CREATED = "TensorBoardCreated"
 REASON_DELETED = "TensorBoardDeleted"
+REASON_INVALID = "InvalidTensorBoardConfig"
 
 
 def drifted(desired: Any, observed: Any) -> bool:
@@ -67,7 +69,8 @@ def _edited(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
 def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     meta = r.job.get("metadata") or {}
     name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
-    cfg = tb.tensorboard_of(annotations_of(r.job))
+    raw = annotations_of(r.job).get(KUBEDL_ANNOTATION_TENSORBOARD)
+    cfg, problems = tb.parse_tensorboard(raw) if raw is not None else (None, [])
     pod = next(
         (p for p in r.observed.pods if pod_name(p) == tb.pod_name(name) and controlled_by(p, r.job)), None
     )
@@ -85,6 +88,8 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         if record.get("ingress"):
             r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
 
+    if problems:
+        return _invalid(r, problems, record, remove_all)
     if cfg is None:
         if pod is not None or service is not None or record:
             remove_all()
@@ -151,6 +156,32 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     elif ingress is None and (record.get("ingress") or seen is not None):
         r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
     _set_record(r, (address, link), pod, cfg, ingress, record)
+
+
+def _invalid(
+    r: ReconcileDraft, problems: list[FieldError], record: dict[str, Any], remove_all: Callable[[], None]
+) -> None:
+    """The annotation no longer parses (an annotation-only edit: admission lets metadata changes
+    through): say so once per distinct mistake — a Warning event and `status.tensorBoard.error`,
+    naming the annotation and its field — and leave the TensorBoard as the last valid config made
+    it (nothing created, replaced or deleted) until the annotation is fixed or removed; only the
+    expiry that config recorded still ends it."""
+    expiry = st.parse_time(record.get("expireTime"))
+    if expiry is not None and record.get("phase") != "Deleted":
+        if r.now >= expiry:
+            remove_all()
+            r.event("Normal", REASON_DELETED, f"TensorBoard of {r.title} deleted at its expiry")
+            r.status["tensorBoard"] = {"phase": "Deleted", "expireTime": record["expireTime"]}
+            return
+        r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, expiry)
+    message = "; ".join(str(p) for p in problems)
+    if record.get("error") != message:
+        r.event(
+            "Warning",
+            REASON_INVALID,
+            f"TensorBoard of {r.title} left as it was: {message}",
+        )
+    r.status["tensorBoard"] = {**record, "error": message}
 
 
 def _set_record(

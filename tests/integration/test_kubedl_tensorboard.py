@@ -111,6 +111,33 @@ async def test_tensorboard_lives_for_its_ttl_after_the_job_and_never_counts(
     await h.wait_event(ns, "tb", "TensorBoardDeleted")
 
 
+async def test_an_annotation_edited_into_bad_json_is_reported_and_the_tensorboard_kept(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    _, h, clock = env
+    ns = await h.namespace("tbx")
+    await h.create_job(job_manifest("TFJob", "tbx", {"Worker": 1}, annotations=config()), ns)
+    pods = await ticking(clock, lambda: h.wait_pods(ns, "tbx", 2, phase="Running"))
+    board = next(p for p in pods if p["metadata"]["name"] == "tbx-tensorboard-0")
+    bad = {"metadata": {"annotations": {"kubedl.io/tensorboard-config": '{"logDir": "/logs/run",'}}}
+    await h.kube.patch(TFJOBS, ns, "tbx", bad)  # metadata only: admission lets it through
+    event = await ticking(clock, lambda: h.wait_event(ns, "tbx", "InvalidTensorBoardConfig"))
+    assert "metadata.annotations[kubedl.io/tensorboard-config]: Invalid: not valid JSON" in event["message"]
+
+    async def reported() -> str | None:
+        got = await h.job("TFJob", ns, "tbx")
+        return (((got or {}).get("status") or {}).get("tensorBoard") or {}).get("error")
+
+    error = await ticking(clock, lambda: eventually(reported, what="status.tensorBoard.error"))
+    assert error.startswith("metadata.annotations[kubedl.io/tensorboard-config]: Invalid: not valid JSON")
+    await asyncio.sleep(QUIET)
+    kept = await h.pod(ns, "tbx-tensorboard-0")
+    assert kept is not None and kept["metadata"]["uid"] == board["metadata"]["uid"]
+    assert await h.get(SERVICES, ns, "tbx-tensorboard") is not None
+    events = [e for e in await h.events(ns, "tbx") if e.get("reason") == "InvalidTensorBoardConfig"]
+    assert len(events) == 1 and events[0].get("count", 1) == 1  # said once, not every reconcile
+
+
 async def test_changing_the_annotation_replaces_the_tensorboard_pod(
     env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
