@@ -20,7 +20,8 @@ succeeded), events, and when to look again. In order, as the CronJob controller:
    already started (its job exists or is `lastScheduleTime`): nothing;
 4. Forbid with an active job: `JobAlreadyActive`, nothing (the time stays unmet: it starts late
    when the active job ends, within the starting deadline); Replace: the active jobs are deleted;
-5. the job is created; finished jobs beyond the history limits are deleted, oldest first.
+5. the job is created; finished jobs beyond the history limits are deleted, oldest first (a
+   KubeDL Cron's `historyLimit` bounds only its `status.history` records, as in KubeDL).
 """
 
 from __future__ import annotations
@@ -351,7 +352,7 @@ def _kubedl_history(status: Obj, shape: CronShape, jobs: list[Obj], now: datetim
     history = sorted(
         records.values(), key=lambda h: (str(h.get("created") or ""), str(h["object"].get("name")))
     )
-    limit = shape.successful_jobs_history_limit
+    limit = shape.history_limit
     if limit is not None and len(history) > limit:
         history = history[len(history) - limit :]
     _set(status, "history", history or None)

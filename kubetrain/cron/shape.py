@@ -67,6 +67,7 @@ class CronShape:
     deadline: datetime | None  # KubeDL: nothing is scheduled after it
     successful_jobs_history_limit: int | None  # None: keep every finished job
     failed_jobs_history_limit: int | None
+    history_limit: int | None  # KubeDL: the status.history records kept (None: every one)
     template: Obj  # {apiVersion, kind, metadata, spec} of the job to create
     template_path: str  # where the template's job sits in the cron, for messages
     status: Obj = field(default_factory=dict)
@@ -103,9 +104,12 @@ def read_cron(obj: Obj) -> CronShape:
         }
         template_path = "spec.template.workload"
         history = _int(spec.get("historyLimit"))
-        successful, failed = history, None  # KubeDL prunes only succeeded workloads
+        # KubeDL's historyLimit bounds the status.history records (cron_controller.go
+        # refreshCronHistory); KubeDL deletes no finished workload, so neither does kubetrain.
+        successful, failed = None, None
         starting_deadline, time_zone = None, None
     else:
+        history = None
         template = {
             "apiVersion": template_raw.get("apiVersion"),
             "kind": template_raw.get("kind"),
@@ -139,6 +143,7 @@ def read_cron(obj: Obj) -> CronShape:
         deadline=parse_time(spec.get("deadline")),
         successful_jobs_history_limit=successful,
         failed_jobs_history_limit=failed,
+        history_limit=history,
         template=template,
         template_path=template_path,
         status=status,

@@ -241,6 +241,19 @@ def test_kubedl_layout_deadline_and_history() -> None:
     jobs = [job(f"ok-{i}", f"s{i}", finished="Succeeded", start=minutes(i)) for i in range(3)]
     jobs.append(job("bad", "f", finished="Failed", start=minutes(4)))
     p = plan(obj, jobs, minutes(10.5))
-    assert sorted(d.name for d in p.delete) == ["ok-0", "ok-1"]  # failed ones are kept (KubeDL)
+    # KubeDL's historyLimit bounds status.history (refreshCronHistory); it never deletes a job.
+    assert p.delete == [] and not any(e.reason == "SuccessfulDelete" for e in p.events)
     assert [h["object"]["name"] for h in p.status["history"]] == ["bad"]
     assert p.status["history"][0]["status"] == "Failed"
+
+
+def test_kubedl_history_limit_keeps_every_job_and_the_latest_records() -> None:
+    obj = cron(kubedl=True, historyLimit=2)
+    jobs = [job(f"ok-{i}", f"s{i}", finished="Succeeded", start=minutes(i)) for i in range(4)]
+    jobs.append(job("bad", "f", finished="Failed", start=minutes(4)))
+    p = plan(obj, jobs, minutes(5.5))
+    assert p.create is not None and p.delete == []
+    assert [h["object"]["name"] for h in p.status["history"]] == ["ok-3", "bad"]
+    # Without historyLimit every record is kept, as every job is.
+    p = plan(cron(kubedl=True), jobs, minutes(5.5))
+    assert p.delete == [] and len(p.status["history"]) == 5
