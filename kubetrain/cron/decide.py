@@ -32,7 +32,7 @@ from email.utils import format_datetime
 from typing import Any
 
 from kubetrain.api.groups import group_of
-from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, LABEL_CRON_NAME
+from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, KUBEDL_LABEL_CRON_NAME, LABEL_CRON_NAME
 from kubetrain.api.metatime import parse_time
 from kubetrain.cron.schedule import Schedule, ScheduleError, parse_schedule, zone
 from kubetrain.cron.shape import CronShape, job_from_template, job_name
@@ -282,6 +282,8 @@ def new_job(shape: CronShape, scheduled: datetime, tz: tzinfo) -> Obj:
     job = job_from_template(shape, str(int(scheduled.timestamp()) // 60))
     meta = job["metadata"]
     meta["labels"] = {**(meta.get("labels") or {}), LABEL_CRON_NAME: shape.name}
+    if shape.kubedl:  # KubeDL's label too (cron_controller.go newWorkloadFromTemplate)
+        meta["labels"][KUBEDL_LABEL_CRON_NAME] = shape.name
     meta["annotations"] = {
         **(meta.get("annotations") or {}),
         ANNOTATION_CRON_SCHEDULED_TIMESTAMP: scheduled.astimezone(tz).isoformat(),

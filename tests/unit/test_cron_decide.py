@@ -247,6 +247,17 @@ def test_kubedl_layout_deadline_and_history() -> None:
     assert p.status["history"][0]["status"] == "Failed"
 
 
+def test_a_kubedl_crons_job_carries_kubedls_cron_name_label_too() -> None:
+    # KubeDL labels a cron's workloads kubedl.io/cron-name (cron_controller.go
+    # newWorkloadFromTemplate): `kubectl get tfjobs -l kubedl.io/cron-name=nightly` keeps working.
+    p = plan(cron(kubedl=True), [], minutes(5.5))
+    assert p.create is not None
+    labels = p.create["metadata"]["labels"]
+    assert labels["kubedl.io/cron-name"] == "nightly" and labels["kubetrain.io/cron-name"] == "nightly"
+    p = plan(cron(), [], minutes(5.5))
+    assert p.create is not None and "kubedl.io/cron-name" not in p.create["metadata"]["labels"]
+
+
 def test_kubedl_history_limit_keeps_every_job_and_the_latest_records() -> None:
     obj = cron(kubedl=True, historyLimit=2)
     jobs = [job(f"ok-{i}", f"s{i}", finished="Succeeded", start=minutes(i)) for i in range(4)]
