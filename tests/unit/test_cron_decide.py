@@ -258,6 +258,16 @@ def test_a_kubedl_crons_job_carries_kubedls_cron_name_label_too() -> None:
     assert p.create is not None and "kubedl.io/cron-name" not in p.create["metadata"]["labels"]
 
 
+def test_a_kubedl_crons_schedule_runs_in_the_zone_it_names() -> None:
+    # 02:00 in Shanghai (UTC+8) is 18:00 UTC the day before; T0 is 2024-01-01T00:00Z.
+    obj = cron(kubedl=True, schedule="CRON_TZ=Asia/Shanghai 0 2 * * *")
+    assert plan(obj, [], T0 + timedelta(hours=17)).create is None
+    p = plan(obj, [], T0 + timedelta(hours=18, seconds=1))
+    assert p.create is not None and p.scheduled_time == T0 + timedelta(hours=18)
+    stamp = p.create["metadata"]["annotations"]["kubetrain.io/cron-scheduled-timestamp"]
+    assert stamp == "2024-01-02T02:00:00+08:00"
+
+
 def test_kubedl_history_limit_keeps_every_job_and_the_latest_records() -> None:
     obj = cron(kubedl=True, historyLimit=2)
     jobs = [job(f"ok-{i}", f"s{i}", finished="Succeeded", start=minutes(i)) for i in range(4)]
