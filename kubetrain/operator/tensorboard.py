@@ -161,8 +161,8 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
 def _invalid(
     r: ReconcileDraft, problems: list[FieldError], record: dict[str, Any], remove_all: Callable[[], None]
 ) -> None:
-    """The annotation no longer parses (an annotation-only edit: admission lets metadata changes
-    through): say so once per distinct mistake — a Warning event and `status.tensorBoard.error`,
+    """The annotation no longer parses (stored without the webhook, which refuses such an
+    edit): say so once per distinct mistake — a Warning event and `status.tensorBoard.error`,
     naming the annotation and its field — and leave the TensorBoard as the last valid config made
     it (nothing created, replaced or deleted) until the annotation is fixed or removed; only the
     expiry that config recorded still ends it."""

@@ -1,5 +1,5 @@
-"""A TensorBoard annotation made invalid while the job runs (an annotation-only edit, which
-admission lets through like any metadata change when the webhook is not there): the controller
+"""A TensorBoard annotation made invalid while the job runs (an annotation-only edit stored
+without the webhook, which refuses it — tests/unit/test_kubedl_annotation_updates.py): the controller
 says so — a Warning event and `status.tensorBoard.error` naming the annotation and its field —
 and leaves the TensorBoard as the last valid config made it, instead of silently deleting it."""
 
