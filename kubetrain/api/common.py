@@ -169,6 +169,7 @@ class TensorBoardStatus(KubeModel):
     expire_time: str | None = None  # when it is deleted (the job finished + its TTL)
     config_hash: str | None = None  # of the annotation the objects were last built from
     ingress: str | None = None  # the Ingress kubetrain created for it
+    error: str | None = None  # why the annotation, edited since, is not applied (it names the field)
 
 
 class JobStatus(KubeModel):

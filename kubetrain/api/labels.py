@@ -84,6 +84,7 @@ KUBEDL_LABEL_JOB_ROLE = "job-role"
 # jobs with this label only), and the scheduled time it was created for, RFC 3339 in the cron's
 # time zone (as batch.kubernetes.io/cronjob-scheduled-timestamp on a CronJob's Jobs).
 LABEL_CRON_NAME = "kubetrain.io/cron-name"
+KUBEDL_LABEL_CRON_NAME = "kubedl.io/cron-name"  # KubeDL's, also on the jobs of a KubeDL Cron
 ANNOTATION_CRON_SCHEDULED_TIMESTAMP = "kubetrain.io/cron-scheduled-timestamp"
 
 

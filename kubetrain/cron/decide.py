@@ -20,7 +20,8 @@ succeeded), events, and when to look again. In order, as the CronJob controller:
    already started (its job exists or is `lastScheduleTime`): nothing;
 4. Forbid with an active job: `JobAlreadyActive`, nothing (the time stays unmet: it starts late
    when the active job ends, within the starting deadline); Replace: the active jobs are deleted;
-5. the job is created; finished jobs beyond the history limits are deleted, oldest first.
+5. the job is created; finished jobs beyond the history limits are deleted, oldest first (a
+   KubeDL Cron's `historyLimit` bounds only its `status.history` records, as in KubeDL).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from email.utils import format_datetime
 from typing import Any
 
 from kubetrain.api.groups import group_of
-from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, LABEL_CRON_NAME
+from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, KUBEDL_LABEL_CRON_NAME, LABEL_CRON_NAME
 from kubetrain.api.metatime import parse_time
 from kubetrain.cron.schedule import Schedule, ScheduleError, parse_schedule, zone
 from kubetrain.cron.shape import CronShape, job_from_template, job_name
@@ -281,6 +282,8 @@ def new_job(shape: CronShape, scheduled: datetime, tz: tzinfo) -> Obj:
     job = job_from_template(shape, str(int(scheduled.timestamp()) // 60))
     meta = job["metadata"]
     meta["labels"] = {**(meta.get("labels") or {}), LABEL_CRON_NAME: shape.name}
+    if shape.kubedl:  # KubeDL's label too (cron_controller.go newWorkloadFromTemplate)
+        meta["labels"][KUBEDL_LABEL_CRON_NAME] = shape.name
     meta["annotations"] = {
         **(meta.get("annotations") or {}),
         ANNOTATION_CRON_SCHEDULED_TIMESTAMP: scheduled.astimezone(tz).isoformat(),
@@ -351,7 +354,7 @@ def _kubedl_history(status: Obj, shape: CronShape, jobs: list[Obj], now: datetim
     history = sorted(
         records.values(), key=lambda h: (str(h.get("created") or ""), str(h["object"].get("name")))
     )
-    limit = shape.successful_jobs_history_limit
+    limit = shape.history_limit
     if limit is not None and len(history) > limit:
         history = history[len(history) - limit :]
     _set(status, "history", history or None)

@@ -11,7 +11,9 @@ case-insensitive. Descriptors: `@yearly` (`@annually`), `@monthly`, `@weekly`, `
 (`@midnight`), `@hourly`, and `@every <duration>` (Go durations such as `1h30m`, at least 1s).
 When both day fields are restricted a day matches either (Vixie cron, robfig); when one is `*`
 only the other counts. `TZ=`/`CRON_TZ=` prefixes are refused: the time zone is the `timeZone`
-field (as batch/v1 has refused them since Kubernetes 1.27).
+field (as batch/v1 has refused them since Kubernetes 1.27) — except in KubeDL's Cron, whose
+controller parses with robfig/cron v3 directly and so takes its zone from that prefix
+(`split_zone_prefix`).
 
 Time zones: the schedule runs on the wall clock of its zone (`zoneinfo`). A wall time the zone
 skips (the hour lost when daylight saving starts) does not occur, so a run at that time is
@@ -232,6 +234,20 @@ def _number(text: str, index: int) -> int:
         return int(text)
     valid = f" or a name ({', '.join(names)})" if names else ""
     raise ScheduleError(f"{_FIELD_NAMES[index]} field: {text!r} is not a number{valid}")
+
+
+ZONE_PREFIXES = ("TZ=", "CRON_TZ=")
+
+
+def split_zone_prefix(text: str) -> tuple[str, str | None]:
+    """A schedule with robfig/cron v3's leading `TZ=<zone> ` or `CRON_TZ=<zone> ` (`Parser.Parse`:
+    the zone name runs from the `=` to the first space): (the schedule after it, the zone name),
+    or (`text`, None) without that prefix. KubeDL's Cron takes its time zone this way."""
+    spec = text.lstrip()
+    if not spec.startswith(ZONE_PREFIXES):
+        return text, None
+    head, _, rest = spec.partition(" ")
+    return rest.strip(), head.split("=", 1)[1]
 
 
 def zone(name: str | None) -> tzinfo:

@@ -24,7 +24,7 @@ from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
 from kubetrain.api.errors import FieldError, forbidden, invalid, required
 from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.api.metatime import parse_time
-from kubetrain.cron.schedule import ScheduleError, parse_schedule, zone
+from kubetrain.cron.schedule import ScheduleError, parse_schedule, split_zone_prefix, zone
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.parse import pydantic_errors
 from kubetrain.jobs.validation import validate_job
@@ -67,6 +67,7 @@ class CronShape:
     deadline: datetime | None  # KubeDL: nothing is scheduled after it
     successful_jobs_history_limit: int | None  # None: keep every finished job
     failed_jobs_history_limit: int | None
+    history_limit: int | None  # KubeDL: the status.history records kept (None: every one)
     template: Obj  # {apiVersion, kind, metadata, spec} of the job to create
     template_path: str  # where the template's job sits in the cron, for messages
     status: Obj = field(default_factory=dict)
@@ -102,10 +103,15 @@ def read_cron(obj: Obj) -> CronShape:
             "spec": workload.get("spec"),
         }
         template_path = "spec.template.workload"
+        # KubeDL's only time zone: robfig/cron's `CRON_TZ=<zone> ` before the schedule.
+        schedule, time_zone = split_zone_prefix(str(spec.get("schedule") or ""))
         history = _int(spec.get("historyLimit"))
-        successful, failed = history, None  # KubeDL prunes only succeeded workloads
-        starting_deadline, time_zone = None, None
+        # KubeDL's historyLimit bounds the status.history records (cron_controller.go
+        # refreshCronHistory); KubeDL deletes no finished workload, so neither does kubetrain.
+        successful, failed = None, None
+        starting_deadline = None
     else:
+        history = None
         template = {
             "apiVersion": template_raw.get("apiVersion"),
             "kind": template_raw.get("kind"),
@@ -121,6 +127,7 @@ def read_cron(obj: Obj) -> CronShape:
             failed = api.DEFAULT_FAILED_JOBS_HISTORY_LIMIT
         starting_deadline = _int(spec.get("startingDeadlineSeconds"))
         time_zone = spec.get("timeZone") if isinstance(spec.get("timeZone"), str) else None
+        schedule = str(spec.get("schedule") or "")
     policy = spec.get("concurrencyPolicy")
     return CronShape(
         group=group,
@@ -131,7 +138,7 @@ def read_cron(obj: Obj) -> CronShape:
         uid=str(meta.get("uid") or ""),
         created=parse_time(meta.get("creationTimestamp")),
         deleting=bool(meta.get("deletionTimestamp")),
-        schedule=str(spec.get("schedule") or ""),
+        schedule=schedule,
         time_zone=time_zone,
         starting_deadline_seconds=starting_deadline,
         concurrency_policy=policy if policy in api.CONCURRENCY_POLICIES else api.DEFAULT_CONCURRENCY_POLICY,
@@ -139,6 +146,7 @@ def read_cron(obj: Obj) -> CronShape:
         deadline=parse_time(spec.get("deadline")),
         successful_jobs_history_limit=successful,
         failed_jobs_history_limit=failed,
+        history_limit=history,
         template=template,
         template_path=template_path,
         status=status,
@@ -165,7 +173,13 @@ def validate_cron(obj: Any, *, groups: tuple[str, ...] = JOB_GROUPS) -> list[Fie
     errors.extend(_name_errors(shape))
     if isinstance(spec.get("schedule"), str):
         try:
-            parse_schedule(spec["schedule"])
+            if shape.kubedl and shape.time_zone is not None:
+                zone(shape.time_zone)
+                if not shape.schedule:
+                    raise ScheduleError(
+                        "the schedule must follow the time zone: 'CRON_TZ=Asia/Shanghai 0 2 * * *'"
+                    )
+            parse_schedule(shape.schedule if shape.kubedl else spec["schedule"])
         except ScheduleError as exc:
             errors.append(invalid("spec.schedule", f"{spec['schedule']!r}: {exc}"))
     if "timeZone" in spec and not shape.kubedl:

@@ -28,6 +28,7 @@ same code even when the branch moves (kubetrain.operator.codesyncstatus).
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
 from collections.abc import Mapping
@@ -148,7 +149,11 @@ def parse_code_sync(raw: Any) -> tuple[CodeSync | None, list[FieldError]]:
                 )
             )
         elif key not in FIELDS:
-            errors.append(invalid(path(key), f"unknown field; valid fields: {', '.join(FIELDS)}"))
+            # KubeDL's own docs misspell `revision` as "revison" (which KubeDL ignores, fetching
+            # the branch's head): a near miss names the field meant.
+            near = difflib.get_close_matches(key, FIELDS, n=1, cutoff=0.8)
+            meant = f" (did you mean {near[0]!r}?)" if near else ""
+            errors.append(invalid(path(key), f"unknown field{meant}; valid fields: {', '.join(FIELDS)}"))
     for key in STRING_FIELDS:
         if value.get(key) is not None and not isinstance(value[key], str):
             errors.append(invalid(path(key), f"must be a string, not {json_type(value[key])}"))

@@ -74,3 +74,29 @@ def kubedl_annotation_errors(read: KubeDLAnnotations, replicas: Iterable[Replica
             if isinstance(r.spec, Mapping):
                 errors.extend(codesync.template_errors(r.path, r.template))
     return errors
+
+
+def _problems(key: str, raw: Any) -> list[FieldError]:
+    if key == KUBEDL_ANNOTATION_TENANCY:
+        return tenancy.parse_tenancy(raw)[1]
+    if key == KUBEDL_ANNOTATION_GIT_SYNC:
+        return codesync.parse_code_sync(raw)[1]
+    return tensorboard.parse_tensorboard(raw)[1]
+
+
+def kubedl_annotation_update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """The problems of the KubeDL annotations an update sets or changes (`obj` against `old`),
+    for the webhook to refuse a metadata-only edit (`kubectl annotate`) that would otherwise be
+    stored unchecked; an annotation left as it was is not judged again."""
+
+    def annotations(o: Mapping[str, Any]) -> Mapping[str, Any]:
+        meta = o.get("metadata")
+        value = meta.get("annotations") if isinstance(meta, Mapping) else None
+        return value if isinstance(value, Mapping) else {}
+
+    new, before = annotations(obj), annotations(old)
+    errors: list[FieldError] = []
+    for key in (KUBEDL_ANNOTATION_TENANCY, KUBEDL_ANNOTATION_GIT_SYNC, KUBEDL_ANNOTATION_TENSORBOARD):
+        if key in new and new[key] != before.get(key):
+            errors.extend(_problems(key, new[key]))
+    return errors

@@ -1,17 +1,21 @@
 """TensorBoard for a job (KubeDL's `kubedl.io/tensorboard-config` annotation). Pure.
 
 The annotation holds KubeDL's JSON: `logDir` (required), `image`, `ttlSecondsAfterJobFinished`,
-`ingressSpec` (`host`, `pathPrefix`, `annotations`). kubetrain runs, owned by the job:
+`ingressSpec` (`host`, `pathPrefix`, `annotations`), `updateTimestamp` (when the config was
+applied, as KubeDL's console writes it: a TensorBoard applied after the job finished lives its TTL
+from then). kubetrain runs, owned by the job:
 
 - one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the first replica type's
   pod template (its volumes, so the pod reads the logDir from the volume the job writes it to;
   its node selector, tolerations, service account, image pull secrets and security context) with
   one container `tensorboard` running `tensorboard --logdir <logDir> --host 0.0.0.0 --port 6006`
-  (and `--path_prefix` behind an Ingress) in `image`, default the framework container's image;
+  (and, behind an Ingress, `--path_prefix <pathPrefix>/<namespace>/<job>`, as KubeDL) in `image`,
+  default the framework container's image;
   it mounts the framework container's volume mounts;
 - a ClusterIP Service `<job>-tensorboard` on port 6006;
 - with `ingressSpec`, a networking.k8s.io/v1 Ingress `<job>-tensorboard` routing
-  `<host><pathPrefix>` (Prefix) to that Service, with the given annotations.
+  `<host><pathPrefix>/<namespace>/<job>/` (Prefix) to that Service, with the given annotations:
+  KubeDL's URL, so jobs sharing one `ingressSpec` never share a path.
 
 The pod carries the job-name label (so it is watched) and replica-type `tensorboard`, but fills
 no replica slot: it never counts toward the job's success, failure, restarts, gang (no gang
@@ -25,8 +29,10 @@ import copy
 import hashlib
 import json
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
@@ -39,6 +45,7 @@ from kubetrain.api.labels import (
     LABEL_REPLICA_TYPE,
     MANAGED_BY_VALUE,
 )
+from kubetrain.api.metatime import parse_time
 
 ANNOTATION_PATH = f"metadata.annotations[{KUBEDL_ANNOTATION_TENSORBOARD}]"
 ANNOTATION_HASH = "kubetrain.io/tensorboard-config-hash"
@@ -46,8 +53,11 @@ LABEL_TENSORBOARD_OF = "kubetrain.io/tensorboard-of"  # on the Service and Ingre
 REPLICA_TYPE = "TensorBoard"
 CONTAINER = "tensorboard"
 PORT = 6006
-FIELDS = ("logDir", "image", "ttlSecondsAfterJobFinished", "ingressSpec")
+FIELDS = ("logDir", "image", "ttlSecondsAfterJobFinished", "ingressSpec", "updateTimestamp")
+# metav1.Time's JSON: RFC 3339 (Go's time.RFC3339 layout, fractional seconds allowed), or null.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 INGRESS_FIELDS = ("host", "pathPrefix", "annotations")
+_LAYOUT = "path-per-job"  # changes when the pod built from the same config changes
 _REMOTE = ("gs://", "s3://", "hdfs://", "oss://", "az://")
 # Pod template fields the TensorBoard pod takes from the job's first replica type.
 _POD_FIELDS = (
@@ -71,11 +81,14 @@ class TensorBoardConfig:
     path_prefix: str = ""
     ingress_annotations: Mapping[str, str] = field(default_factory=dict)
     has_ingress: bool = False
-    raw: str = ""
+    raw: str = ""  # the config without updateTimestamp: what the pod and Ingress are built from
+    updated: datetime | None = None  # updateTimestamp
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.raw.encode()).hexdigest()[:16]
+        # Salted with the pod's layout: a pod made by an older kubetrain (which served at
+        # `<pathPrefix>` alone) is replaced once, so it serves where the Ingress now routes.
+        return hashlib.sha256(f"{_LAYOUT}\n{self.raw}".encode()).hexdigest()[:16]
 
 
 def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldError]]:
@@ -105,6 +118,16 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
     ttl = value.get("ttlSecondsAfterJobFinished")
     if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
         errors.append(invalid(path("ttlSecondsAfterJobFinished"), f"{ttl!r}: must be an integer >= 0"))
+    stamp, updated = value.get("updateTimestamp"), None
+    if stamp is not None:
+        updated = parse_time(stamp) if isinstance(stamp, str) and _RFC3339.match(stamp) else None
+        if updated is None:
+            errors.append(
+                invalid(
+                    path("updateTimestamp"),
+                    f"{stamp!r}: must be an RFC 3339 time (2024-05-01T12:00:00Z) or null",
+                )
+            )
     ingress = value.get("ingressSpec")
     host, prefix, annotations = "", "", cast(dict[str, str], {})
     if ingress is not None:
@@ -124,8 +147,11 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             annotations = ingress.get("annotations") or {}
             if not isinstance(host, str):
                 errors.append(invalid(path("ingressSpec.host"), f"must be a string, not {json_type(host)}"))
-            if not isinstance(prefix, str) or not prefix.startswith("/"):
-                errors.append(invalid(path("ingressSpec.pathPrefix"), f"{prefix!r}: must start with '/'"))
+            if not isinstance(prefix, str):
+                # Any string: joined as KubeDL's path.Join("/", pathPrefix, …) joins it (path_prefix).
+                errors.append(
+                    invalid(path("ingressSpec.pathPrefix"), f"must be a string, not {json_type(prefix)}")
+                )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
                 errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
     if errors:
@@ -140,7 +166,10 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             path_prefix=prefix,
             ingress_annotations=dict(annotations),
             has_ingress=ingress is not None,
-            raw=json.dumps(value, sort_keys=True),
+            # KubeDL compares configs ignoring updateTimestamp (syncPod): re-applying the same
+            # config extends the TTL but does not replace the pod.
+            raw=json.dumps({k: v for k, v in value.items() if k != "updateTimestamp"}, sort_keys=True),
+            updated=updated,
         ),
         [],
     )
@@ -159,15 +188,25 @@ def pod_name(job_name: str) -> str:
     return f"{job_name}-tensorboard-0"
 
 
+def path_prefix(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str:
+    """Where TensorBoard serves, without the trailing `/`: behind an Ingress
+    `<pathPrefix>/<namespace>/<job>`, as KubeDL's `path.Join("/", pathPrefix, namespace, name)`
+    (pkg/tensorboard/tensorboard.go, syncPod and syncIngress), so two jobs given the same
+    `ingressSpec` get their own paths; without an Ingress the root, "" (no `--path_prefix`)."""
+    if not cfg.has_ingress:
+        return ""
+    parts = (part.strip("/") for part in (cfg.path_prefix, namespace, job_name))
+    return posixpath.normpath("/" + "/".join(part for part in parts if part))
+
+
 def address(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str:
-    prefix = cfg.path_prefix if cfg.has_ingress else "/"
-    return f"http://{name_of(job_name)}.{namespace}.svc:{PORT}{prefix}"
+    return f"http://{name_of(job_name)}.{namespace}.svc:{PORT}{path_prefix(job_name, namespace, cfg)}/"
 
 
-def url(cfg: TensorBoardConfig) -> str | None:
+def url(job_name: str, namespace: str, cfg: TensorBoardConfig) -> str | None:
     if not cfg.has_ingress or not cfg.ingress_host:
         return None
-    return f"http://{cfg.ingress_host}{cfg.path_prefix}"
+    return f"http://{cfg.ingress_host}{path_prefix(job_name, namespace, cfg)}/"
 
 
 @dataclass(frozen=True)
@@ -212,14 +251,15 @@ def build_pod(
     containers = tspec.get("containers") or []
     framework = containers[container_index] if container_index < len(containers) else {}
     args = ["--logdir", cfg.log_dir, "--host", "0.0.0.0", "--port", str(PORT)]
-    if cfg.has_ingress and cfg.path_prefix not in ("", "/"):
-        args += ["--path_prefix", posixpath.normpath(cfg.path_prefix)]
+    served = path_prefix(job.name, job.namespace, cfg)
+    if served:
+        args += ["--path_prefix", served]
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": cfg.image or framework.get("image", "tensorflow/tensorflow"),
         "command": ["tensorboard", *args],
         "ports": [{"name": CONTAINER, "containerPort": PORT}],
-        "readinessProbe": {"httpGet": {"path": cfg.path_prefix if cfg.has_ingress else "/", "port": PORT}},
+        "readinessProbe": {"httpGet": {"path": f"{served}/", "port": PORT}},
     }
     mounts = framework.get("volumeMounts")
     if mounts:
@@ -263,7 +303,7 @@ def build_ingress(job: JobRef, cfg: TensorBoardConfig) -> dict[str, Any] | None:
         "http": {
             "paths": [
                 {
-                    "path": cfg.path_prefix,
+                    "path": f"{path_prefix(job.name, job.namespace, cfg)}/",  # KubeDL's, with its `/`
                     "pathType": "Prefix",
                     "backend": {"service": {"name": name_of(job.name), "port": {"number": PORT}}},
                 }

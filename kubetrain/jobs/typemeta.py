@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.errors import ErrorKind, FieldError, invalid, json_type, not_supported, required
-from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
+from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEDL_GROUP, KUBEFLOW_GROUP, KUBETRAIN_GROUP
 from kubetrain.frameworks.registry import (
     converted_versions,
     get_framework,
@@ -65,6 +65,13 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
             )
         elif isinstance(api_version, str) and api_version.startswith("kubeflow.org/"):
             hint = " (an older Kubeflow version: `kubetrain migrate FILE` rewrites it)"
+        elif api_version == f"{KUBEDL_GROUP}/{job_version(typed, KUBEDL_GROUP)}" and group_serves(
+            KUBEDL_GROUP, typed
+        ):
+            hint = (
+                f" (KubeDL's group: served as it is by an operator run with --api-groups including "
+                f'{KUBEDL_GROUP}, or `kubetrain migrate FILE` rewrites it to "{GROUP_VERSION}")'
+            )
         errors.append(
             FieldError(
                 "apiVersion",

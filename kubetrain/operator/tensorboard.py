@@ -5,7 +5,8 @@ effect at once: the pod `<job>-tensorboard-0`, the Service `<job>-tensorboard` a
 `ingressSpec`, the Ingress of that name are created when missing; a pod whose config hash
 differs is replaced, an Ingress recorded with another hash is rewritten; removing the
 annotation deletes them. They outlive the job's pods: after the job finished they stay for
-`ttlSecondsAfterJobFinished` (from its completionTime; unset: as long as the job exists), then
+`ttlSecondsAfterJobFinished` (from its completionTime, or the config's later `updateTimestamp`;
+unset: as long as the job exists), then
 are deleted (`TensorBoardDeleted` event) — the controller requeues the job for exactly that time.
 `status.tensorBoard` holds the address (and the Ingress URL), the pod's phase and the expiry.
 
@@ -18,11 +19,12 @@ annotations others add are not differences.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from kubetrain.api.labels import annotations_of
+from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import KUBEDL_ANNOTATION_TENSORBOARD, annotations_of
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs import tensorboard as tb
 from kubetrain.operator import runpolicy
@@ -32,6 +34,7 @@ from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminat
 
 REASON_CREATED = "TensorBoardCreated"
 REASON_DELETED = "TensorBoardDeleted"
+REASON_INVALID = "InvalidTensorBoardConfig"
 
 
 def drifted(desired: Any, observed: Any) -> bool:
@@ -66,7 +69,8 @@ def _edited(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
 def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     meta = r.job.get("metadata") or {}
     name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
-    cfg = tb.tensorboard_of(annotations_of(r.job))
+    raw = annotations_of(r.job).get(KUBEDL_ANNOTATION_TENSORBOARD)
+    cfg, problems = tb.parse_tensorboard(raw) if raw is not None else (None, [])
     pod = next(
         (p for p in r.observed.pods if pod_name(p) == tb.pod_name(name) and controlled_by(p, r.job)), None
     )
@@ -84,6 +88,8 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         if record.get("ingress"):
             r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
 
+    if problems:
+        return _invalid(r, problems, record, remove_all)
     if cfg is None:
         if pod is not None or service is not None or record:
             remove_all()
@@ -93,7 +99,10 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     completion = st.parse_time(r.status.get("completionTime"))
     expiry = None
     if finished and cfg.ttl_seconds is not None and completion is not None:
-        expiry = completion + timedelta(seconds=cfg.ttl_seconds)
+        # From the completion, or from the config's updateTimestamp when that is later (a
+        # TensorBoard applied after the job finished), as KubeDL's cleanupAndCheckNeedSync.
+        start = max(completion, cfg.updated) if cfg.updated is not None else completion
+        expiry = start + timedelta(seconds=cfg.ttl_seconds)
         record["expireTime"] = st.format_time(expiry)
     if expiry is not None and r.now >= expiry:
         remove_all()
@@ -113,14 +122,14 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         str(r.job.get("kind")), str(r.job.get("apiVersion")), name, namespace, str(meta.get("uid", ""))
     )
     first = next(iter(layout.replicas.values()))
-    address = tb.address(name, namespace, cfg)
+    address, link = tb.address(name, namespace, cfg), tb.url(name, namespace, cfg)
     if pod is None:
         r.plan.create_pods.append(tb.build_pod(job, cfg, first.template, first.container_index))
         if record.get("configHash") != cfg.hash:
             r.event(
                 "Normal",
                 REASON_CREATED,
-                f"TensorBoard of {r.title} at {address}" + (f" and {tb.url(cfg)}" if tb.url(cfg) else ""),
+                f"TensorBoard of {r.title} at {address}" + (f" and {link}" if link else ""),
             )
     elif (
         not terminating(pod)
@@ -136,7 +145,7 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     observed = r.observed.tensorboard_ingress
     seen = observed(tb.name_of(name)) if observed is not None else None
     if seen is not None and not controlled_by(seen, r.job):
-        return _set_record(r, address, pod, cfg, None, record)  # someone else's: left alone
+        return _set_record(r, (address, link), pod, cfg, None, record)  # someone else's: left alone
     if ingress is not None and observed is not None:
         if seen is None:
             r.plan.tensorboard_creates.append(ingress)
@@ -146,25 +155,52 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         r.plan.tensorboard_replaces.append(ingress)
     elif ingress is None and (record.get("ingress") or seen is not None):
         r.plan.tensorboard_deletes.append(("Ingress", tb.name_of(name)))
-    _set_record(r, address, pod, cfg, ingress, record)
+    _set_record(r, (address, link), pod, cfg, ingress, record)
+
+
+def _invalid(
+    r: ReconcileDraft, problems: list[FieldError], record: dict[str, Any], remove_all: Callable[[], None]
+) -> None:
+    """The annotation no longer parses (stored without the webhook, which refuses such an
+    edit): say so once per distinct mistake — a Warning event and `status.tensorBoard.error`,
+    naming the annotation and its field — and leave the TensorBoard as the last valid config made
+    it (nothing created, replaced or deleted) until the annotation is fixed or removed; only the
+    expiry that config recorded still ends it."""
+    expiry = st.parse_time(record.get("expireTime"))
+    if expiry is not None and record.get("phase") != "Deleted":
+        if r.now >= expiry:
+            remove_all()
+            r.event("Normal", REASON_DELETED, f"TensorBoard of {r.title} deleted at its expiry")
+            r.status["tensorBoard"] = {"phase": "Deleted", "expireTime": record["expireTime"]}
+            return
+        r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, expiry)
+    message = "; ".join(str(p) for p in problems)
+    if record.get("error") != message:
+        r.event(
+            "Warning",
+            REASON_INVALID,
+            f"TensorBoard of {r.title} left as it was: {message}",
+        )
+    r.status["tensorBoard"] = {**record, "error": message}
 
 
 def _set_record(
     r: ReconcileDraft,
-    address: str,
+    where: tuple[str, str | None],
     pod: Mapping[str, Any] | None,
     cfg: tb.TensorBoardConfig,
     ingress: Mapping[str, Any] | None,
     record: Mapping[str, Any],
 ) -> None:
     name = str((r.job.get("metadata") or {}).get("name", ""))
+    address, link = where
     new: dict[str, Any] = {
         "address": address,
         "phase": pod_phase(pod) if pod is not None else "Pending",
         "configHash": cfg.hash,
     }
-    if tb.url(cfg):
-        new["url"] = tb.url(cfg)
+    if link:
+        new["url"] = link
     if ingress is not None:
         new["ingress"] = tb.name_of(name)
     if "expireTime" in record:

@@ -24,6 +24,7 @@ from kubetrain.api.errors import FieldError
 from kubetrain.api.servicemode import service_mode_errors
 from kubetrain.frameworks.registry import converted_versions, get_framework
 from kubetrain.jobs.createdversion import created_version_errors
+from kubetrain.jobs.kubedl import kubedl_annotation_update_errors
 from kubetrain.jobs.parse import InvalidJobError
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS, validate_job
 from kubetrain.policy.limits import PolicyVerdict
@@ -95,7 +96,11 @@ def validate(
     if old is not None and old.get("spec") == obj.get("spec"):
         # metadata-only changes are never blocked by the job rules (only by new policy violations
         # and a changed kubetrain.io/service-mode or kubetrain.io/created-api-version annotation)
-        mode_errors = service_mode_errors(obj, old) + created_version_errors(obj, old)
+        mode_errors = (
+            service_mode_errors(obj, old)
+            + created_version_errors(obj, old)
+            + kubedl_annotation_update_errors(obj, old)  # `kubectl annotate` of a KubeDL config
+        )
         if mode_errors:
             return AdmissionResponse.deny(request.uid, invalid_message(request.kind, obj, mode_errors))
         if verdict.denials:

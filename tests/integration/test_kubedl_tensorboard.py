@@ -25,6 +25,7 @@ from .controller_support import (
     eventually,
     job_manifest,
     open_clocked_stack,
+    refusal,
     replica_status,
     ticking,
 )
@@ -79,8 +80,8 @@ async def test_tensorboard_lives_for_its_ttl_after_the_job_and_never_counts(
         return record if record and record.get("phase") == "Running" else None
 
     record = await ticking(clock, lambda: eventually(status, what="status.tensorBoard Running"))
-    assert record["address"] == f"http://tb-tensorboard.{ns}.svc:6006/tb"
-    assert record["url"] == "http://tb.example.com/tb"
+    assert record["address"] == f"http://tb-tensorboard.{ns}.svc:6006/tb/{ns}/tb/"
+    assert record["url"] == f"http://tb.example.com/tb/{ns}/tb/"  # KubeDL's URL
     event = await ticking(clock, lambda: h.wait_event(ns, "tb", "TensorBoardCreated"))
     assert record["address"] in event["message"]
     # The TensorBoard pod is not a replica: the job's counts and success ignore it.
@@ -109,6 +110,29 @@ async def test_tensorboard_lives_for_its_ttl_after_the_job_and_never_counts(
     await eventually(gone, what="TensorBoard pod, Service and Ingress deleted at the TTL")
     assert (await h.job("TFJob", ns, "tb"))["status"]["tensorBoard"]["phase"] == "Deleted"
     await h.wait_event(ns, "tb", "TensorBoardDeleted")
+
+
+async def test_an_annotation_edited_into_bad_json_is_refused_and_the_tensorboard_kept(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    # `kubectl annotate --overwrite` is a metadata-only update: the webhook still judges a
+    # changed KubeDL annotation (without the webhook the controller reports it instead and keeps
+    # the TensorBoard: tests/unit/test_kubedl_tensorboard_invalid.py).
+    _, h, clock = env
+    ns = await h.namespace("tbx")
+    await h.create_job(job_manifest("TFJob", "tbx", {"Worker": 1}, annotations=config()), ns)
+    pods = await ticking(clock, lambda: h.wait_pods(ns, "tbx", 2, phase="Running"))
+    board = next(p for p in pods if p["metadata"]["name"] == "tbx-tensorboard-0")
+    bad = {"metadata": {"annotations": {"kubedl.io/tensorboard-config": '{"logDir": "/logs/run",'}}}
+    message = await refusal(h.kube.patch(TFJOBS, ns, "tbx", bad))
+    assert "metadata.annotations[kubedl.io/tensorboard-config]: Invalid: not valid JSON" in message
+    await asyncio.sleep(QUIET)
+    kept = await h.pod(ns, "tbx-tensorboard-0")
+    assert kept is not None and kept["metadata"]["uid"] == board["metadata"]["uid"]
+    stored = await h.job("TFJob", ns, "tbx")
+    assert (
+        json.loads(stored["metadata"]["annotations"]["kubedl.io/tensorboard-config"])["logDir"] == "/logs/run"
+    )
 
 
 async def test_changing_the_annotation_replaces_the_tensorboard_pod(
@@ -170,7 +194,7 @@ async def test_a_deleted_or_hand_edited_service_and_ingress_are_put_back(
         ),
     )
     assert fixed["metadata"]["annotations"]["team"] == "a"
-    assert fixed["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/tb"
+    assert fixed["spec"]["rules"][0]["http"]["paths"][0]["path"] == f"/tb/{ns}/tbr/"
 
     # A deleted Ingress is created again.
     await h.kube.delete(INGRESSES, ns, "tbr-tensorboard")

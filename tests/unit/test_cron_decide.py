@@ -241,6 +241,40 @@ def test_kubedl_layout_deadline_and_history() -> None:
     jobs = [job(f"ok-{i}", f"s{i}", finished="Succeeded", start=minutes(i)) for i in range(3)]
     jobs.append(job("bad", "f", finished="Failed", start=minutes(4)))
     p = plan(obj, jobs, minutes(10.5))
-    assert sorted(d.name for d in p.delete) == ["ok-0", "ok-1"]  # failed ones are kept (KubeDL)
+    # KubeDL's historyLimit bounds status.history (refreshCronHistory); it never deletes a job.
+    assert p.delete == [] and not any(e.reason == "SuccessfulDelete" for e in p.events)
     assert [h["object"]["name"] for h in p.status["history"]] == ["bad"]
     assert p.status["history"][0]["status"] == "Failed"
+
+
+def test_a_kubedl_crons_job_carries_kubedls_cron_name_label_too() -> None:
+    # KubeDL labels a cron's workloads kubedl.io/cron-name (cron_controller.go
+    # newWorkloadFromTemplate): `kubectl get tfjobs -l kubedl.io/cron-name=nightly` keeps working.
+    p = plan(cron(kubedl=True), [], minutes(5.5))
+    assert p.create is not None
+    labels = p.create["metadata"]["labels"]
+    assert labels["kubedl.io/cron-name"] == "nightly" and labels["kubetrain.io/cron-name"] == "nightly"
+    p = plan(cron(), [], minutes(5.5))
+    assert p.create is not None and "kubedl.io/cron-name" not in p.create["metadata"]["labels"]
+
+
+def test_a_kubedl_crons_schedule_runs_in_the_zone_it_names() -> None:
+    # 02:00 in Shanghai (UTC+8) is 18:00 UTC the day before; T0 is 2024-01-01T00:00Z.
+    obj = cron(kubedl=True, schedule="CRON_TZ=Asia/Shanghai 0 2 * * *")
+    assert plan(obj, [], T0 + timedelta(hours=17)).create is None
+    p = plan(obj, [], T0 + timedelta(hours=18, seconds=1))
+    assert p.create is not None and p.scheduled_time == T0 + timedelta(hours=18)
+    stamp = p.create["metadata"]["annotations"]["kubetrain.io/cron-scheduled-timestamp"]
+    assert stamp == "2024-01-02T02:00:00+08:00"
+
+
+def test_kubedl_history_limit_keeps_every_job_and_the_latest_records() -> None:
+    obj = cron(kubedl=True, historyLimit=2)
+    jobs = [job(f"ok-{i}", f"s{i}", finished="Succeeded", start=minutes(i)) for i in range(4)]
+    jobs.append(job("bad", "f", finished="Failed", start=minutes(4)))
+    p = plan(obj, jobs, minutes(5.5))
+    assert p.create is not None and p.delete == []
+    assert [h["object"]["name"] for h in p.status["history"]] == ["ok-3", "bad"]
+    # Without historyLimit every record is kept, as every job is.
+    p = plan(cron(kubedl=True), jobs, minutes(5.5))
+    assert p.delete == [] and len(p.status["history"]) == 5

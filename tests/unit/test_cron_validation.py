@@ -111,3 +111,24 @@ def test_not_an_object() -> None:
     assert errors({"apiVersion": "kubetrain.io/v1", "kind": "TrainingCron", "spec": "x"})[0].startswith(
         "spec"
     )
+
+
+@pytest.mark.parametrize("prefix", ["CRON_TZ=Asia/Shanghai", "TZ=Asia/Shanghai"])
+def test_kubedls_cron_takes_its_time_zone_in_the_schedule(prefix: str) -> None:
+    # KubeDL parses the schedule with robfig/cron v3's ParseStandard, which reads a leading
+    # TZ=/CRON_TZ= zone: KubeDL's only way to a time zone. TrainingCron (batch/v1) refuses it.
+    assert errors(kubedl_cron(schedule=f"{prefix} 0 2 * * *")) == []
+    assert "use the timeZone field" in errors(training_cron(schedule=f"{prefix} 0 2 * * *"))[0]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("CRON_TZ=Mars/Olympus 0 2 * * *", "unknown time zone 'Mars/Olympus'"),
+        ("CRON_TZ=Asia/Shanghai", "the schedule must follow the time zone"),
+        ("CRON_TZ=Asia/Shanghai 61 2 * * *", "minute field: 61 is above the maximum 59"),
+    ],
+)
+def test_a_bad_time_zone_prefix_is_refused_naming_spec_schedule(schedule: str, message: str) -> None:
+    (error,) = errors(kubedl_cron(schedule=schedule))
+    assert error.startswith("spec.schedule: Invalid:") and message in error

@@ -131,6 +131,8 @@ def test_credentials_come_from_the_named_secret_only() -> None:
         ),
         ({"branch": "main"}, ".source", "Required: the git repository"),
         ({"source": REPO, "depht": "1"}, ".depht", "unknown field"),
+        # KubeDL's docs spell it "revison"; KubeDL then ignores it and fetches the branch's head.
+        ({"source": REPO, "revison": "v1.2"}, ".revison", "unknown field (did you mean 'revision'?)"),
         ({"source": REPO, "depth": "shallow"}, ".depth", "number of commits"),
         ({"source": REPO, "rootPath": "code"}, ".rootPath", "absolute path"),
         ({"source": REPO, "destPath": "a/b"}, ".destPath", "one directory name"),

@@ -218,3 +218,18 @@ def test_kubedl_mpijob_is_served_at_v1alpha1_and_migrates_to_kubeflows_stored_ve
     assert result.obj["apiVersion"] == "kubeflow.org/v2beta1"
     assert result.changes[0] == "apiVersion: training.kubedl.io/v1alpha1 → kubeflow.org/v2beta1"
     assert migrate_job(job).obj["apiVersion"] == "kubetrain.io/v1"  # type: ignore[index]
+
+
+def test_a_kubedl_manifest_where_the_group_is_not_served_says_how_to_serve_it() -> None:
+    # `kubetrain validate` (and an operator) without training.kubedl.io: the apiVersion error
+    # tells a KubeDL user the flag that serves KubeDL's group, and how to rewrite the file.
+    from kubetrain.jobs.typemeta import check_type_meta
+
+    (error,) = check_type_meta(example_job("tf/tf_job_mnist.yaml"), ("kubetrain.io",))
+    assert error.path == "apiVersion"
+    assert "--api-groups including training.kubedl.io" in error.message
+    assert "kubetrain migrate FILE" in error.message
+    # A kind KubeDL's group does not have gets no such hint.
+    jax = {"apiVersion": "training.kubedl.io/v1alpha1", "kind": "JAXJob", "metadata": {"name": "j"}}
+    (error,) = check_type_meta(jax, ("kubetrain.io",))
+    assert "--api-groups" not in error.message

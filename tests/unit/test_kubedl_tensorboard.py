@@ -75,7 +75,7 @@ def test_render_shows_the_tensorboard_pod_service_and_ingress() -> None:
         "--port",
         "6006",
         "--path_prefix",
-        "/bert",
+        "/bert/ns/bert",  # KubeDL's <pathPrefix>/<namespace>/<job>
     ]
     assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/runs"}]
     assert "resources" not in container  # no GPUs for TensorBoard
@@ -91,8 +91,41 @@ def test_render_shows_the_tensorboard_pod_service_and_ingress() -> None:
     }
     ingress = by_name[("Ingress", "bert-tensorboard")]
     rule = ingress["spec"]["rules"][0]
-    assert rule["host"] == "tb.example.com" and rule["http"]["paths"][0]["path"] == "/bert"
+    assert rule["host"] == "tb.example.com" and rule["http"]["paths"][0]["path"] == "/bert/ns/bert/"
+    assert pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/bert/ns/bert/"
     assert sum(1 for c in children if c["kind"] == "Pod") == 4
+
+
+def _ingress_path(obj: dict[str, Any]) -> str:
+    children, errors = render_job(obj)
+    assert errors == []
+    (ingress,) = [c for c in children if c["kind"] == "Ingress"]
+    return str(ingress["spec"]["rules"][0]["http"]["paths"][0]["path"])
+
+
+def test_jobs_sharing_an_ingress_spec_get_their_own_paths_as_in_kubedl() -> None:
+    # KubeDL's docs: TensorBoard is at http://<host>/<pathPrefix>/<job namespace>/<job name>, so
+    # every job may carry the same ingressSpec; the path of one job never routes to another's.
+    config = {"logDir": "/runs", "ingressSpec": {"host": "tb.example.com", "pathPrefix": "/tb"}}
+    bert, gpt = job(config), job(config)
+    gpt["metadata"]["name"] = "gpt"
+    other_ns = job(config)
+    other_ns["metadata"]["namespace"] = "team-b"
+    assert [_ingress_path(bert), _ingress_path(gpt), _ingress_path(other_ns)] == [
+        "/tb/ns/bert/",
+        "/tb/ns/gpt/",
+        "/tb/team-b/bert/",
+    ]
+    # The root prefix (the default) still names the job: KubeDL's path.Join("/", "", ns, name).
+    assert _ingress_path(job({"logDir": "/runs", "ingressSpec": {"host": "tb.example.com"}})) == "/ns/bert/"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "path"), [("tb", "/tb/ns/bert/"), ("/tb/", "/tb/ns/bert/"), ("a//b", "/a/b/ns/bert/")]
+)
+def test_a_path_prefix_is_joined_as_kubedl_joins_it(prefix: str, path: str) -> None:
+    # KubeDL's path.Join("/", pathPrefix, …): a prefix without its leading '/' is the same path.
+    assert _ingress_path(job({"logDir": "/runs", "ingressSpec": {"pathPrefix": prefix}})) == path
 
 
 def test_without_the_annotation_there_is_no_tensorboard() -> None:
@@ -114,9 +147,9 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
             "unknown field",
         ),
         (
-            {"logDir": "/runs", "ingressSpec": {"pathPrefix": "tb"}},
+            {"logDir": "/runs", "ingressSpec": {"pathPrefix": 7}},
             ".ingressSpec.pathPrefix",
-            "start with '/'",
+            "must be a string",
         ),
         ({"logDir": "/runs", "logdir": "/x"}, ".logdir", "unknown field"),
         ("[]", "", "must be a JSON object"),
