@@ -348,3 +348,13 @@ def test_pods_refused_in_the_last_wave_are_a_warning_at_each_retry_and_no_condit
         create_failure=refused,
     )
     assert not plan_trainjob(job, both, RUNTIME, NOW, PlannerConfig()).events
+
+
+def test_a_trainjob_whose_pod_hostnames_would_be_too_long_fails_without_pods() -> None:
+    job = trainjob(nodes=2)
+    job["metadata"]["name"] = "t" * 55  # `<55>-node-0-1`: 64 characters
+    p = plan(job, [], [])
+    assert not p.create_pods
+    [failed] = [x for x in (p.status or {}).get("conditions") or [] if x["type"] == "Failed"]
+    assert failed["reason"] == "TrainingRuntimeNotSupported"
+    assert "must be no more than 54 characters for this runtime and numNodes" in failed["message"]

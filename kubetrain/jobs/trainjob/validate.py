@@ -48,7 +48,8 @@ from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
 RUNTIME_KINDS = (c.CLUSTER_TRAINING_RUNTIME, c.TRAINING_RUNTIME)
-# `<name>-<step>-<jobIndex>-<index>` must stay a DNS label (hostname ≤ 63): Trainer's own limit.
+# Trainer's CRD limit; each pod's hostname `<name>-<step>-<jobIndex>-<index>` must stay a DNS
+# label too (≤ 63, checked with the runtime: `resolve`).
 MAX_TRAINJOB_NAME = 63
 ALWAYS_IMMUTABLE = ("runtimeRef", "managedBy", "activeDeadlineSeconds")
 IMMUTABLE_WHILE_RUNNING = ("initializer", "trainer")
@@ -172,8 +173,9 @@ def validate_trainjob(
             _, problems = resolve(obj, runtime)
             seen = {e.path for e in errors}
             errors += [p for p in problems if p.path not in seen]
-        else:
+        else:  # the name never changes; the nodes may (suspended), and with them the hostnames
             errors += torchtune.admission_errors(obj, runtime)
+            errors += [p for p in resolve(obj, runtime)[1] if p.path == "metadata.name"]
     if old is not None:
         errors += _immutable(spec, old)
         errors += specrules.update_errors(spec, old.get("spec") or {})
