@@ -243,16 +243,34 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
     return []
 
 
+# Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself).
+APPLIED_JOB_FIELDS = ("completions", "parallelism", "backoffLimit", "template")
+
+
 def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
-    """What a runtime Trainer admits lacks for the Kubeflow SDK: the framework label, without
-    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it."""
+    """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
+    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it — and each field of a
+    replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
+    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …)."""
+    warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    if labels.get(c.LABEL_FRAMEWORK):
-        return []
-    return [
-        f"metadata.labels[{c.LABEL_FRAMEWORK}]: not set: the Kubeflow SDK's TrainerClient lists and "
-        "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
-    ]
+    if not labels.get(c.LABEL_FRAMEWORK):
+        warnings.append(
+            f"metadata.labels[{c.LABEL_FRAMEWORK}]: not set: the Kubeflow SDK's TrainerClient lists and "
+            "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
+        )
+    rjobs = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
+    applied = ", ".join(APPLIED_JOB_FIELDS[:-1]) + f" and {APPLIED_JOB_FIELDS[-1]}"
+    for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
+        job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
+        for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
+            if key not in APPLIED_JOB_FIELDS:
+                warnings.append(
+                    f"spec.template.spec.replicatedJobs[{i}].template.spec.{key}: not applied: kubetrain "
+                    "creates the replicated job's pods itself, without a Job; of the Job spec it applies "
+                    f"{applied}"
+                )
+    return warnings
 
 
 def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
