@@ -43,6 +43,28 @@ def test_trainers_test_runtime_is_admitted_with_a_warning_for_the_sdk(kind: str)
     assert runtime_warnings(trainer_test_runtime("labelled")) == []
 
 
+@pytest.mark.parametrize(
+    ("subdomain", "ok"),
+    [
+        ("shared-net", True),
+        ("a" * 63, True),
+        ("a" * 64, False),
+        ("Shared", False),
+        ("1net", False),
+        ("a.b", False),
+    ],
+)
+def test_the_network_subdomain_is_an_rfc1035_label(subdomain: str, ok: bool) -> None:
+    """JobSet's webhook (validateJobSet): the subdomain names the pods' headless Service and is
+    every pod's `spec.subdomain`, a DNS label; a runtime with another would give TrainJobs whose
+    every pod create is refused."""
+    runtime = trainer_test_runtime("labelled")
+    runtime["spec"]["template"]["spec"]["network"] = {"subdomain": subdomain}
+    assert [e.path for e in validate_runtime(runtime)] == (
+        [] if ok else ["spec.template.spec.network.subdomain"]
+    )
+
+
 def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None:
     """No Job object exists: of a replicated job's Job spec only completions, parallelism,
     backoffLimit and the pod template are used. Trainer (with JobSet) would apply the others, so

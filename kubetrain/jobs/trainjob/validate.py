@@ -247,6 +247,20 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
 APPLIED_JOB_FIELDS = ("completions", "parallelism", "backoffLimit", "template")
 
 
+def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
+    """`network.subdomain` names the pods' headless Service and is each pod's `spec.subdomain`:
+    an RFC 1035 label of at most 63 characters (JobSet's webhook, validateJobSet)."""
+    subdomain = (jobset_spec.get("network") or {}).get("subdomain")
+    if not subdomain:
+        return []
+    path = "spec.template.spec.network.subdomain"
+    if not isinstance(subdomain, str) or not DNS1035_LABEL.match(subdomain):
+        return [invalid(path, f"{subdomain!r} must be a lowercase RFC 1035 label (it names a Service)")]
+    if len(subdomain) > MAX_TRAINJOB_NAME:
+        return [invalid(path, f"must be no more than {MAX_TRAINJOB_NAME} characters, not {len(subdomain)}")]
+    return []
+
+
 def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it — and each field of a
@@ -321,6 +335,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
     jobset_spec = (spec.get("template") or {}).get("spec") or {}
+    errors += _subdomain_errors(jobset_spec)
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     return errors
