@@ -81,7 +81,9 @@ def resolve(
         ancestor = str((jmeta.get("labels") or {}).get(c.LABEL_ANCESTOR, ""))
         jspec = jt.get("spec") or {}
         pod_template = copy.deepcopy(dict(jspec.get("template") or {}))
-        pods = _int(jspec.get("completions"), _int(jspec.get("parallelism"), 1))
+        # Trainer's newRuntimeInfo: a step's pods are its parallelism (default 1), which
+        # syncParallelCount also writes as the Job's completions (the trainer's: numNodes)
+        pods = _int(jspec.get("parallelism"), 1)
         replicas = _int(rjob.get("replicas"), 1)
         if ancestor in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
             replicas = 1

@@ -243,8 +243,10 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
     return []
 
 
-# Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself).
-APPLIED_JOB_FIELDS = ("completions", "parallelism", "backoffLimit", "template")
+# Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself);
+# `completions` is Trainer's too: it writes the parallelism there (syncParallelCount).
+APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "template")
+UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
 
 
 def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
@@ -278,7 +280,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
         for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
-            if key not in APPLIED_JOB_FIELDS:
+            if key not in UNWARNED_JOB_FIELDS:
                 warnings.append(
                     f"spec.template.spec.replicatedJobs[{i}].template.spec.{key}: not applied: kubetrain "
                     "creates the replicated job's pods itself, without a Job; of the Job spec it applies "
