@@ -235,6 +235,16 @@ class ReconcileDraft(Draft):
             self.event("Warning", podstart.EVENT, f"{self.title}: {waiting.told()}")
         return verdict
 
+    def tell_create_failure(self) -> None:
+        """While pods are to be created again after the last wave was refused (a quota, an
+        admission denial, a name someone else's pod holds), a Warning event saying why — one per
+        retry, which the event recorder aggregates into one Event's count, as the Job
+        controller's `FailedCreate` events are. For a status without a condition that can carry
+        it (a TrainJob's): the event is all a user sees, there being no Job to look at."""
+        failure = self.observed.create_failure
+        if failure is not None and self.plan.create_pods:
+            self.event("Warning", failure.reason, f"{self.title}: {failure.message}")
+
     def restart_all(self, reason: str, message: str) -> None:
         """The whole job restarts as a new attempt: every live pod deleted (each made again once
         all are gone), one Warning event. A restart the status does not record (the shape keeps

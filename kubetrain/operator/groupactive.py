@@ -241,6 +241,7 @@ class GroupActiveJob:
         if gang is not False:  # pods may be created (made for the shape's gang, `desired.pod`)
             earlier_left = any(self.attempt_of(p) != attempt for p in r.pods) or len(slots) < len(every)
             self.create_missing(slots, every, restarts, earlier_left)
+            r.tell_create_failure()
         self.write_group_statuses()
         return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
 

@@ -12,6 +12,7 @@ import pytest
 from admission import review_of
 from trainjobs import trainer_test_runtime
 
+from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.devcluster.apiserver.kinds.schema import apply_defaults
 from kubetrain.jobs.trainercrds import trainer_crds
 from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
@@ -40,6 +41,54 @@ def test_trainers_test_runtime_is_admitted_with_a_warning_for_the_sdk(kind: str)
     assert response.allowed
     assert any("trainer.kubeflow.org/framework" in w for w in response.warnings)
     assert runtime_warnings(trainer_test_runtime("labelled")) == []
+
+
+@pytest.mark.parametrize(
+    ("subdomain", "ok"),
+    [
+        ("shared-net", True),
+        ("a" * 63, True),
+        ("a" * 64, False),
+        ("Shared", False),
+        ("1net", False),
+        ("a.b", False),
+    ],
+)
+def test_the_network_subdomain_is_an_rfc1035_label(subdomain: str, ok: bool) -> None:
+    """JobSet's webhook (validateJobSet): the subdomain names the pods' headless Service and is
+    every pod's `spec.subdomain`, a DNS label; a runtime with another would give TrainJobs whose
+    every pod create is refused."""
+    runtime = trainer_test_runtime("labelled")
+    runtime["spec"]["template"]["spec"]["network"] = {"subdomain": subdomain}
+    assert [e.path for e in validate_runtime(runtime)] == (
+        [] if ok else ["spec.template.spec.network.subdomain"]
+    )
+
+
+def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None:
+    """No Job object exists: of a replicated job's Job spec only parallelism, backoffLimit and
+    the pod template are used (completions: Trainer writes the parallelism there). Trainer (with
+    JobSet) would apply the others, so a runtime setting one is admitted with a warning per
+    field rather than silently."""
+    runtime = trainer_test_runtime("labelled")
+    job_spec = runtime["spec"]["template"]["spec"]["replicatedJobs"][2]["template"]["spec"]
+    job_spec.update(
+        backoffLimit=3,
+        completions=1,
+        parallelism=1,
+        podFailurePolicy={"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+        activeDeadlineSeconds=600,
+    )
+    assert validate_runtime(runtime) == []
+    assert runtime_warnings(runtime) == [
+        f"spec.template.spec.replicatedJobs[2].template.spec.{key}: not applied: kubetrain creates "
+        "the replicated job's pods itself, without a Job; of the Job spec it applies parallelism, "
+        "backoffLimit and template"
+        for key in ("activeDeadlineSeconds", "podFailurePolicy")
+    ]
+    # Trainer's own runtimes set none
+    for trainer_runtime in default_runtimes():
+        assert runtime_warnings(trainer_runtime) == []
 
 
 @pytest.mark.parametrize(

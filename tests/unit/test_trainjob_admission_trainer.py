@@ -192,7 +192,7 @@ def test_num_nodes_and_num_proc_per_node_bounds(trainer: Obj, expected: list[str
     ("name", "ok"),
     [
         ("valid-job-name", True),
-        ("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", True),  # 63
+        ("abcdefghijklmnopqrstuvwxyzabcdefghijklm", True),  # 39: see the next test for 63
         ("Invalid-job-name", False),
         ("1jobname", False),
         ("jobname-", False),
@@ -202,6 +202,29 @@ def test_num_nodes_and_num_proc_per_node_bounds(trainer: Obj, expected: list[str
 def test_the_name_is_an_rfc1035_label(name: str, ok: bool) -> None:
     """Trainer: "RFC1035-compliant TrainJob name validation" (its six entries)."""
     assert paths(trainjob(name)) == ([] if ok else ["metadata.name"])
+
+
+def test_the_name_leaves_every_pod_hostname_a_dns_label() -> None:
+    """A pod's hostname is its name `<tj>-<step>-<jobIndex>-<index>`, which the API server holds
+    to 63 characters: Trainer's webhook admits a TrainJob of 63 characters (its case "63"), but
+    JobSet's webhook refuses the JobSet and no pod of it ever runs. kubetrain refuses it at once,
+    saying how long the name may be for this runtime and numNodes."""
+    name = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk"  # 63
+    assert paths(trainjob(name)) == ["metadata.name"]
+    assert (
+        "metadata.name: Invalid: must be no more than 39 characters for this runtime and numNodes: "
+        f"the pod hostname '{name}-dataset-initializer-0-0' (87 characters) must be a DNS label of at "
+        "most 63 characters"
+    ) in messages(trainjob(name))
+    assert paths(trainjob("n" * 39)) == []
+    # more nodes, longer hostnames: `<tj>-node-0-10` with 11 nodes
+    only_node = trainer_test_runtime("testing", steps=("node",))
+    assert paths(trainjob("n" * 54, trainer={"numNodes": 10}), only_node) == []
+    assert paths(trainjob("n" * 54, trainer={"numNodes": 11}), only_node) == ["metadata.name"]
+    # also when a suspended TrainJob is given more nodes
+    old = trainjob("n" * 54, suspend=True, trainer={"numNodes": 10})
+    new = trainjob("n" * 54, suspend=True, trainer={"numNodes": 11})
+    assert paths(new, only_node, old=old) == ["metadata.name"]
 
 
 @pytest.mark.parametrize(

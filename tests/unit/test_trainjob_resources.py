@@ -144,3 +144,32 @@ def test_mpi_slots_count_the_runtimes_gpus_when_the_trainjob_sets_no_resources()
     assert resolved is not None
     hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
     assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=1", "slots=1"]
+
+
+def test_with_run_launcher_as_node_the_node_pods_get_resources_per_node_too() -> None:
+    """Trainer 2.3's newRuntimeInfo (`isMPILauncherAsNode`): under `runLauncherAsNode` the
+    `node` job's `node` container gets the merged resourcesPerNode as the launcher's does — the
+    hostfile gives every node pod the slots those GPUs make."""
+    [deepspeed] = [r for r in default_runtimes() if r["metadata"]["name"] == "deepspeed-distributed"]
+    job = trainjob(trainer={"numNodes": 3, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}}})
+    job["spec"]["runtimeRef"]["name"] = "deepspeed-distributed"
+    resolved, errors = resolve(job, deepspeed)
+    assert not errors and resolved is not None
+    resources = {
+        (s.name, x["name"]): x.get("resources")
+        for s in resolved.steps
+        for x in s.pod_template["spec"]["containers"]
+    }
+    assert resources == {
+        ("node", "node"): {"limits": {"nvidia.com/gpu": "2"}},
+        ("launcher", "node"): {"limits": {"nvidia.com/gpu": "2"}},
+    }
+    hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
+    assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=2"] * 3
+    # without runLauncherAsNode the node job is not the trainer's: its resources stay the runtime's
+    plain = copy.deepcopy(deepspeed)
+    plain["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = False
+    resolved, errors = resolve(job, plain)
+    assert not errors and resolved is not None
+    node = next(s for s in resolved.steps if s.name == "node").pod_template["spec"]["containers"][0]
+    assert node.get("resources") is None

@@ -14,7 +14,7 @@ import yaml
 from trainjobs import RUNTIME, UID, failed_jobs, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
-from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.draft import CreateFailure, Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
@@ -321,3 +321,40 @@ def test_the_plan_that_writes_complete_says_it_finishes_the_trainjob() -> None:
     conditions = {c["type"]: c["status"] for c in (p.status or {}).get("conditions", [])}
     assert conditions.get("Complete") == "True" and p.finishes
     assert p.outcome == "Succeeded"  # counted once in kubetrain_jobs_succeeded_total
+
+
+def test_pods_refused_in_the_last_wave_are_a_warning_at_each_retry_and_no_condition() -> None:
+    job = trainjob()
+    refused = CreateFailure(
+        "FailedCreatePod", 'could not create pod tj-node-0-1: pods "tj-node-0-1" is forbidden'
+    )
+    observed = Observed(
+        pods=[pod("tj-node-0-0")],
+        service={"metadata": {"name": "tj"}},
+        extra=[snapshot(job)],
+        create_failure=refused,
+    )
+    p = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig())
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-1"]  # retried
+    assert [(e.type, e.reason, e.message) for e in p.events] == [
+        ("Warning", "FailedCreatePod", f"TrainJob tj: {refused.message}")
+    ]
+    assert "conditions" not in (p.status or {})
+    # nothing left to create: nothing to tell
+    both = Observed(
+        pods=[pod("tj-node-0-0"), pod("tj-node-0-1")],
+        service={"metadata": {"name": "tj"}},
+        extra=[snapshot(job)],
+        create_failure=refused,
+    )
+    assert not plan_trainjob(job, both, RUNTIME, NOW, PlannerConfig()).events
+
+
+def test_a_trainjob_whose_pod_hostnames_would_be_too_long_fails_without_pods() -> None:
+    job = trainjob(nodes=2)
+    job["metadata"]["name"] = "t" * 55  # `<55>-node-0-1`: 64 characters
+    p = plan(job, [], [])
+    assert not p.create_pods
+    [failed] = [x for x in (p.status or {}).get("conditions") or [] if x["type"] == "Failed"]
+    assert failed["reason"] == "TrainingRuntimeNotSupported"
+    assert "must be no more than 54 characters for this runtime and numNodes" in failed["message"]

@@ -133,3 +133,15 @@ def test_an_invalid_coordinator_fails_the_trainjob_naming_the_field() -> None:
         assert not p.create_pods
         _, message = failed_reason_and_message(p)
         assert f"runtime.spec.template.spec.coordinator.{field}" in message, message
+
+
+def test_a_steps_pods_are_its_parallelism_which_trainer_also_makes_its_completions() -> None:
+    """Trainer's newRuntimeInfo counts a replicated job's pods as its `parallelism` (default 1)
+    and writes that count into the Job's `completions` too (syncParallelCount): a runtime's own
+    `completions` never makes more pods."""
+    job = trainjob(nodes=1)
+    runtime = with_warmup()
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"] = 4
+    assert names(plan(job, runtime, [])) == ["tj-warmup-0-0", "tj-warmup-0-1", "tj-node-0-0"]
+    del runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"]
+    assert names(plan(job, runtime, [])) == ["tj-warmup-0-0", "tj-node-0-0"]

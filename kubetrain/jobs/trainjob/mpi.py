@@ -6,13 +6,16 @@ create time; a hostfile ConfigMap):
   launcher is the replicated job named `launcher` (one pod);
 - `node` and `launcher` pods mount the Secret `<tj>-mpi-ssh-auth` (id_rsa, id_rsa.pub,
   authorized_keys) at `sshAuthMountPath` in their `node` container; the launcher also mounts the
-  ConfigMap `<tj>-mpi-hostfile` at /etc/mpi and gets OpenMPI's OMPI_MCA_* variables;
+  ConfigMap `<tj>-mpi-hostfile` at /etc/mpi and gets OpenMPI's OMPI_MCA_* variables; with
+  `runLauncherAsNode` the `node` pods' `node` container gets the TrainJob's env and
+  resourcesPerNode as the launcher's does;
 - the hostfile lists `<tj>-<step>-<j>-<i>.<subdomain> slots=<numProcPerNode>` for every pod of
   the `node` step (and of the launcher with runLauncherAsNode), in the runtime's step order.
 Pure."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +24,7 @@ from kubetrain.api.errors import FieldError, not_supported
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import gpus_per_node
 from kubetrain.jobs.trainjob.model import Step
-from kubetrain.jobs.trainjob.patches import merge_named, upsert_env
+from kubetrain.jobs.trainjob.patches import merge_named, merge_resources, upsert_env
 
 SSH_VOLUME = "mpi-ssh-auth"
 HOSTFILE_VOLUME = "mpi-hostfile"
@@ -37,6 +40,7 @@ class MPIPolicy:
     ssh_mount_path: str
     launcher_as_node: bool
     trainer_env: tuple[Mapping[str, Any], ...]
+    resources_per_node: Mapping[str, Any] | None = None  # the TrainJob's
 
 
 def policy(
@@ -62,6 +66,7 @@ def policy(
         ssh_mount_path=str(source.get("sshAuthMountPath") or DEFAULT_SSH_MOUNT),
         launcher_as_node=as_node,
         trainer_env=tuple(trainer.get("env") or ()),
+        resources_per_node=trainer.get("resourcesPerNode"),
     )
 
 
@@ -130,8 +135,12 @@ def enforce(steps: Sequence[Step], mpi: MPIPolicy) -> list[FieldError]:
                         {"name": c.OMPI_RSH_ARGS, "value": "-o ConnectionAttempts=10"},
                     ],
                 )
-            elif mpi.launcher_as_node:
+            elif mpi.launcher_as_node:  # the node job as the trainer's (Trainer's builder and
+                # newRuntimeInfo's isMPILauncherAsNode): the TrainJob's env and resourcesPerNode
                 upsert_env(container, list(mpi.trainer_env))
+                if mpi.resources_per_node is not None:
+                    per_node = copy.deepcopy(dict(mpi.resources_per_node))
+                    container["resources"] = merge_resources(container.get("resources"), per_node)
             container["volumeMounts"] = merge_named(container.get("volumeMounts") or [], mounts, key="name")
     return []
 

@@ -12,6 +12,8 @@ JobSet (pkg/runtime/framework/plugins/jobset and the ML policy plug-ins):
    port 29500 are the TrainJob's env plug-in (`mlenv.py`), added to each pod as it is built;
    a torchtune TrainJob's command is rewritten (`torchtune.py`).
 4. the template's `volumeClaimPolicies`: the PVC volumes JobSet adds (`volumeclaims.py`).
+Every pod's hostname, its name `<tj>-<step>-<jobIndex>-<index>`, must be a DNS label (≤ 63):
+a TrainJob whose name makes one longer is a problem at `metadata.name`.
 
 Pure; every problem a FieldError (paths in the TrainJob, or `runtime.` for the runtime)."""
 
@@ -40,6 +42,7 @@ from kubetrain.jobs.trainjob.patches import (
 
 Obj = dict[str, Any]
 DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's
+MAX_HOSTNAME = 63  # a pod's spec.hostname: a DNS-1123 label
 # JobSet's success policy field, by the model's wire name.
 SUCCESS_POLICY = JobSetSpec.model_fields["success_policy"].alias or ""
 
@@ -78,7 +81,9 @@ def resolve(
         ancestor = str((jmeta.get("labels") or {}).get(c.LABEL_ANCESTOR, ""))
         jspec = jt.get("spec") or {}
         pod_template = copy.deepcopy(dict(jspec.get("template") or {}))
-        pods = _int(jspec.get("completions"), _int(jspec.get("parallelism"), 1))
+        # Trainer's newRuntimeInfo: a step's pods are its parallelism (default 1), which
+        # syncParallelCount also writes as the Job's completions (the trainer's: numNodes)
+        pods = _int(jspec.get("parallelism"), 1)
         replicas = _int(rjob.get("replicas"), 1)
         if ancestor in (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER):
             replicas = 1
@@ -132,6 +137,7 @@ def resolve(
     if ml_policy.get("flux") is not None and not errors:
         problems, extra = _flux(steps, meta, ml_policy["flux"], trainer, num_nodes, jsspec, cluster_domain)
         errors += problems
+    errors += _hostname_errors(str(meta.get("name", "")), steps)
     if isinstance(plugin, Torch):
         facts = facts or TrainerFacts(str(meta.get("name", "")), num_nodes, trainer.get("numProcPerNode"), {})
         problems, added = _inject_env(steps, plugin, facts, ml_policy)
@@ -175,6 +181,25 @@ def resolve(
         claims=claims,
     )
     return (None if errors else resolved), errors
+
+
+def _hostname_errors(name: str, steps: list[Step]) -> list[FieldError]:
+    """Each pod's hostname is its name `<tj>-<step>-<jobIndex>-<index>`, which the API server
+    holds to a DNS-1123 label of at most 63 characters (ValidatePodSpec on `spec.hostname`): a
+    longer one would have every create of that pod refused. JobSet's webhook refuses such a
+    JobSet (`podNameTooLongErrorMsg`), so under Trainer it never runs either."""
+    longest = [
+        f"{name}-{s.name}-{s.replicas - 1}-{s.pods - 1}" for s in steps if s.replicas > 0 and s.pods > 0
+    ]
+    over = [h for h in longest if len(h) > MAX_HOSTNAME]
+    if not name or not over:
+        return []
+    room = MAX_HOSTNAME - max(len(h) - len(name) for h in longest)
+    message = (
+        f"must be no more than {room} characters for this runtime and numNodes: the pod hostname "
+        f"{over[0]!r} ({len(over[0])} characters) must be a DNS label of at most {MAX_HOSTNAME} characters"
+    )
+    return [invalid("metadata.name", message)]
 
 
 def _containers(pod_template: Obj) -> list[Obj]:

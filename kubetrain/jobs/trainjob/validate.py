@@ -48,7 +48,8 @@ from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
 RUNTIME_KINDS = (c.CLUSTER_TRAINING_RUNTIME, c.TRAINING_RUNTIME)
-# `<name>-<step>-<jobIndex>-<index>` must stay a DNS label (hostname ≤ 63): Trainer's own limit.
+# Trainer's CRD limit; each pod's hostname `<name>-<step>-<jobIndex>-<index>` must stay a DNS
+# label too (≤ 63, checked with the runtime: `resolve`).
 MAX_TRAINJOB_NAME = 63
 ALWAYS_IMMUTABLE = ("runtimeRef", "managedBy", "activeDeadlineSeconds")
 IMMUTABLE_WHILE_RUNNING = ("initializer", "trainer")
@@ -172,8 +173,9 @@ def validate_trainjob(
             _, problems = resolve(obj, runtime)
             seen = {e.path for e in errors}
             errors += [p for p in problems if p.path not in seen]
-        else:
+        else:  # the name never changes; the nodes may (suspended), and with them the hostnames
             errors += torchtune.admission_errors(obj, runtime)
+            errors += [p for p in resolve(obj, runtime)[1] if p.path == "metadata.name"]
     if old is not None:
         errors += _immutable(spec, old)
         errors += specrules.update_errors(spec, old.get("spec") or {})
@@ -241,16 +243,50 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
     return []
 
 
-def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
-    """What a runtime Trainer admits lacks for the Kubeflow SDK: the framework label, without
-    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if labels.get(c.LABEL_FRAMEWORK):
+# Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself);
+# `completions` is Trainer's too: it writes the parallelism there (syncParallelCount).
+APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "template")
+UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
+
+
+def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
+    """`network.subdomain` names the pods' headless Service and is each pod's `spec.subdomain`:
+    an RFC 1035 label of at most 63 characters (JobSet's webhook, validateJobSet)."""
+    subdomain = (jobset_spec.get("network") or {}).get("subdomain")
+    if not subdomain:
         return []
-    return [
-        f"metadata.labels[{c.LABEL_FRAMEWORK}]: not set: the Kubeflow SDK's TrainerClient lists and "
-        "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
-    ]
+    path = "spec.template.spec.network.subdomain"
+    if not isinstance(subdomain, str) or not DNS1035_LABEL.match(subdomain):
+        return [invalid(path, f"{subdomain!r} must be a lowercase RFC 1035 label (it names a Service)")]
+    if len(subdomain) > MAX_TRAINJOB_NAME:
+        return [invalid(path, f"must be no more than {MAX_TRAINJOB_NAME} characters, not {len(subdomain)}")]
+    return []
+
+
+def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
+    """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
+    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it — and each field of a
+    replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
+    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …)."""
+    warnings: list[str] = []
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if not labels.get(c.LABEL_FRAMEWORK):
+        warnings.append(
+            f"metadata.labels[{c.LABEL_FRAMEWORK}]: not set: the Kubeflow SDK's TrainerClient lists and "
+            "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
+        )
+    rjobs = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
+    applied = ", ".join(APPLIED_JOB_FIELDS[:-1]) + f" and {APPLIED_JOB_FIELDS[-1]}"
+    for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
+        job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
+        for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
+            if key not in UNWARNED_JOB_FIELDS:
+                warnings.append(
+                    f"spec.template.spec.replicatedJobs[{i}].template.spec.{key}: not applied: kubetrain "
+                    "creates the replicated job's pods itself, without a Job; of the Job spec it applies "
+                    f"{applied}"
+                )
+    return warnings
 
 
 def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -301,6 +337,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
     jobset_spec = (spec.get("template") or {}).get("spec") or {}
+    errors += _subdomain_errors(jobset_spec)
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     return errors

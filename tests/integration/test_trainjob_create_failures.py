@@ -1,0 +1,76 @@
+"""A TrainJob whose pods the API server refuses (a ResourceQuota, an admission webhook) or whose
+pod names someone else's pod holds is not silent: without Jobs (whose `FailedCreate` events a
+JobSet user reads), the TrainJob itself gets a Warning event naming the refusal, and no
+condition Trainer's status does not have (docs/behaviour.md §11, "Running, finishing,
+restarting")."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import PODS, TRAINJOBS
+
+from .controller_support import Harness, eventually, open_stack
+from .test_trainjob_controller import trainjob
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+QUOTA = "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
+        yield pair
+
+
+async def test_pods_over_quota_are_a_warning_event_on_the_trainjob(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("tjquota")
+    rule = h.faults.fail(
+        verb="create", resource="pods", namespace=ns, nth=2, count=10**6, status=403, message=QUOTA
+    )
+    try:
+        await h.kube.create(TRAINJOBS, trainjob("big", num_nodes=4), namespace=ns)
+        event = await h.wait_event(ns, "big", "FailedCreatePod")
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["kind"] == "TrainJob"
+        assert "TrainJob big: could not create pod big-node-0-" in event["message"]
+        assert QUOTA in event["message"]
+        tj = await h.get(TRAINJOBS, ns, "big")
+        # Trainer's conditions only: the Kubeflow SDK reads a TrainJob without any as running
+        assert tj is not None and not (tj.get("status") or {}).get("conditions")
+        assert len(await h.pods(ns, "big")) == 1
+    finally:
+        h.faults.clear()
+    # the quota raised: the pods are created at a later retry (or at once on a change of the job)
+    await h.kube.patch(TRAINJOBS, ns, "big", {"metadata": {"labels": {"quota": "raised"}}})
+    await h.wait_pod_names(ns, "big", [f"big-node-0-{i}" for i in range(4)])
+    assert rule.fired >= 1
+
+
+async def test_a_pod_name_held_by_someone_elses_pod_is_a_warning_event(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("tjsquat")
+    squatter = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "sq-node-0-1"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    await h.kube.create(PODS, squatter, namespace=ns)
+    await h.kube.create(TRAINJOBS, trainjob("sq", num_nodes=2), namespace=ns)
+    event = await h.wait_event(ns, "sq", "PodNameConflict")
+    assert "pod sq-node-0-1 already exists and is not owned by TrainJob sq" in event["message"]
+    await h.kube.delete(PODS, ns, "sq-node-0-1", grace_period_seconds=0)
+
+    async def owned() -> bool | None:
+        pod = await h.pod(ns, "sq-node-0-1")
+        refs = (pod or {}).get("metadata", {}).get("ownerReferences") or []
+        return True if refs and refs[0]["name"] == "sq" else None
+
+    await eventually(owned, what="sq-node-0-1 created for the TrainJob once the name is free")
