@@ -8,9 +8,9 @@ upstream schema by `kubetrain.jobs.validation`, and unknown fields in them are p
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from kubetrain.api.trainerstatus import TrainerStatus
@@ -26,6 +26,12 @@ ConditionType = Literal[
 ConditionStatus = Literal["True", "False", "Unknown"]
 # A Kubernetes resource quantity: "4", "500m", "16Gi", or a bare number.
 Quantity = int | float | str
+# The `format`s Kubeflow's CRDs declare (controller-gen from *int32 / *int64 / metav1.Time): a
+# real API server refuses an integer outside the format's range (kube-openapi's
+# `numberValidator`), and clients (kubectl explain, generated clients) see the type.
+Int32 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int32"})]
+Int64 = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
+Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 
 RESTART_POLICIES: tuple[str, ...] = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES: tuple[str, ...] = ("All", "Running", "None")
@@ -49,7 +55,7 @@ class KubeModel(BaseModel):
 class ReplicaSpec(KubeModel):
     """How many pods of one replica type to run, from which template, and how to restart them."""
 
-    replicas: int | None = None
+    replicas: Int32 | None = None
     template: dict[str, Any] = Field(default_factory=dict)
     restart_policy: RestartPolicy | None = None
 
@@ -57,11 +63,11 @@ class ReplicaSpec(KubeModel):
 class SchedulingPolicy(KubeModel):
     """Gang-scheduling parameters passed to the PodGroup."""
 
-    min_available: int | None = None
+    min_available: Int32 | None = None
     queue: str | None = None
     min_resources: dict[str, Quantity] | None = None
     priority_class: str | None = None
-    schedule_timeout_seconds: int | None = None
+    schedule_timeout_seconds: Int32 | None = None
 
 
 PodFailurePolicyAction = Literal["FailJob", "Ignore", "Count", "RestartJob"]
@@ -104,9 +110,9 @@ class RunPolicy(KubeModel):
     """Job-level run-time policy shared by every kind."""
 
     clean_pod_policy: CleanPodPolicy | None = None
-    ttl_seconds_after_finished: int | None = None
-    active_deadline_seconds: int | None = None
-    backoff_limit: int | None = None
+    ttl_seconds_after_finished: Int32 | None = None
+    active_deadline_seconds: Int64 | None = None
+    backoff_limit: Int32 | None = None
     suspend: bool | None = None
     managed_by: str | None = None
     scheduling_policy: SchedulingPolicy | None = None
@@ -126,8 +132,8 @@ class JobCondition(KubeModel):
     status: ConditionStatus
     reason: str | None = None
     message: str | None = None
-    last_update_time: str | None = None
-    last_transition_time: str | None = None
+    last_update_time: Time | None = None
+    last_transition_time: Time | None = None
 
 
 class LabelSelector(KubeModel):
@@ -140,10 +146,10 @@ class ReplicaStatus(KubeModel):
     `priorRestarts` is the part of it the present pods' container restart counts do not explain
     (the operator's own record: restart counts never come from pod metadata)."""
 
-    active: int | None = None
+    active: Int32 | None = None
     pending: int | None = None
-    succeeded: int | None = None
-    failed: int | None = None
+    succeeded: Int32 | None = None
+    failed: Int32 | None = None
     restarts: int | None = None
     prior_restarts: int | None = None
     selector: str | None = None
@@ -178,9 +184,9 @@ class JobStatus(KubeModel):
 
     conditions: list[JobCondition] | None = None
     replica_statuses: dict[str, ReplicaStatus] | None = None
-    start_time: str | None = None
-    completion_time: str | None = None
-    last_reconcile_time: str | None = None
+    start_time: Time | None = None
+    completion_time: Time | None = None
+    last_reconcile_time: Time | None = None
     observed_generation: int | None = None
     replicas: int | None = None
     active: int | None = None

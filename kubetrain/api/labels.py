@@ -40,6 +40,10 @@ ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
 # On a job: how its pods are addressed, `headless` (one Service per job) or `per-pod` (one
 # Service per pod, as Kubeflow's operator makes them) — kubetrain.api.servicemode.
 ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"
+# On a kubeflow.org job whose running pods kubetrain adopted from Kubeflow's training operator
+# (value `kubeflow.org/training-operator`, kubetrain.operator.adoption): without its own
+# service-mode annotation it runs in per-pod mode, the addresses its adopted pods use.
+ANNOTATION_ADOPTED = "kubetrain.io/adopted-from"
 
 # On a job of a kind served at more than one version of its group (an MPIJob in kubeflow.org:
 # v2beta1, mpi-operator's, and v1, training-operator's): the apiVersion its author created it at

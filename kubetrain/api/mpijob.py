@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kubetrain.api.common import JobBase, JobSpecBase, ReplicaSpec
+from kubetrain.api.common import Int32, JobBase, JobSpecBase, ReplicaSpec
 
 MPIImplementation = Literal["OpenMPI", "Intel", "MPICH"]
 LauncherCreationPolicy = Literal["AtStartup", "WaitForWorkersReady"]
@@ -18,7 +18,7 @@ LAUNCHER_CREATION_POLICIES: tuple[str, ...] = ("AtStartup", "WaitForWorkersReady
 
 
 class MPIJobSpec(JobSpecBase):
-    slots_per_worker: int | None = None
+    slots_per_worker: Int32 | None = None
     run_launcher_as_worker: bool | None = None
     mpi_implementation: MPIImplementation | None = None
     ssh_auth_mount_path: str | None = None

@@ -12,7 +12,7 @@ v2, decorates container 0 of each pod). It has none of v2beta1's `runLauncherAsW
 
 from __future__ import annotations
 
-from kubetrain.api.common import CleanPodPolicy, JobBase, JobSpecBase, ReplicaSpec
+from kubetrain.api.common import CleanPodPolicy, Int32, JobBase, JobSpecBase, ReplicaSpec
 
 # On a v2beta1 MPIJob converted from v1: v1's fields it has no place for (JSON); on a v1 one
 # converted from v2beta1: v2beta1's. kubetrain.frameworks.mpiconversion writes and reads them.
@@ -21,7 +21,7 @@ ANNOTATION_V2BETA1_FIELDS = "kubetrain.io/mpijob-v2beta1-fields"
 
 
 class MPIJobV1Spec(JobSpecBase):
-    slots_per_worker: int | None = None
+    slots_per_worker: Int32 | None = None
     clean_pod_policy: CleanPodPolicy | None = None
     main_container: str | None = None
     mpi_replica_specs: dict[str, ReplicaSpec] | None = None

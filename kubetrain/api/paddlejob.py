@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.common import JobBase, JobSpecBase, KubeModel, ReplicaSpec
+from kubetrain.api.common import Int32, JobBase, JobSpecBase, KubeModel, ReplicaSpec
 
 
 class PaddleElasticPolicy(KubeModel):
     """The bounds `kubectl scale` / an HPA may resize the Workers within (Kubeflow's
     PaddleElasticPolicy)."""
 
-    min_replicas: int | None = None
-    max_replicas: int | None = None
+    min_replicas: Int32 | None = None
+    max_replicas: Int32 | None = None
     # The limit of pod restarts in elastic mode (carried as Kubeflow carries it; no variable).
-    max_restarts: int | None = None
+    max_restarts: Int32 | None = None
     # HPA MetricSpecs, passed through untouched.
     metrics: list[dict[str, Any]] | None = None
 

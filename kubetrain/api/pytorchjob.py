@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from kubetrain.api.common import JobBase, JobSpecBase, KubeModel, ReplicaSpec
+from kubetrain.api.common import Int32, JobBase, JobSpecBase, KubeModel, ReplicaSpec
 
 
 class RDZVConf(KubeModel):
@@ -17,17 +17,17 @@ class RDZVConf(KubeModel):
 class ElasticPolicy(KubeModel):
     """torchrun elastic settings; rendezvous fields become PET_* environment variables."""
 
-    min_replicas: int | None = None
-    max_replicas: int | None = None
+    min_replicas: Int32 | None = None
+    max_replicas: Int32 | None = None
     rdzv_backend: str | None = None
     rdzv_host: str | None = None
-    rdzv_port: int | None = None
+    rdzv_port: Int32 | None = None
     rdzv_id: str | None = None
     rdzv_conf: list[RDZVConf] | None = None
     standalone: bool | None = None
     # Deprecated in favour of spec.nprocPerNode; defaulting moves it there with a warning.
-    n_proc_per_node: int | None = Field(default=None, alias="nProcPerNode")
-    max_restarts: int | None = None
+    n_proc_per_node: Int32 | None = Field(default=None, alias="nProcPerNode")
+    max_restarts: Int32 | None = None
     # HPA MetricSpecs, passed through untouched.
     metrics: list[dict[str, Any]] | None = None
 

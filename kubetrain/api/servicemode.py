@@ -6,8 +6,10 @@
   shape Kubeflow's training operator creates — so the bare pod name (`<job>-master-0`) resolves
   in the job's namespace, as scripts and `rdzvHost` values written for Kubeflow expect.
 
-A job chooses with the annotation `kubetrain.io/service-mode`; without it the operator's
-default (`--service-mode`, the chart's `serviceMode`) applies. Pure.
+A job chooses with the annotation `kubetrain.io/service-mode`; without it a job adopted from
+Kubeflow's training operator (`kubetrain.io/adopted-from`) runs `per-pod` — its adopted pods have
+no hostname/subdomain and reach their peers by Kubeflow's per-pod Services — and any other job
+the operator's default (`--service-mode`, the chart's `serviceMode`). Pure.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError, forbidden, not_supported
-from kubetrain.api.labels import ANNOTATION_SERVICE_MODE
+from kubetrain.api.labels import ANNOTATION_ADOPTED, ANNOTATION_SERVICE_MODE
 
 HEADLESS = "headless"
 PER_POD = "per-pod"
@@ -31,9 +33,24 @@ def requested_service_mode(obj: Mapping[str, Any]) -> Any:
 
 
 def service_mode(obj: Mapping[str, Any], default: str = HEADLESS) -> str:
-    """The mode a job runs in: its annotation when valid, else `default`."""
-    value = requested_service_mode(obj)
-    return value if value in SERVICE_MODES else default
+    """The mode a job runs in: its annotation when valid, else per-pod for an adopted job, else
+    `default`."""
+    return runs_service_mode(requested_service_mode(obj), is_adopted(obj), default)
+
+
+def is_adopted(obj: Mapping[str, Any]) -> bool:
+    """Whether the job's running pods were adopted from Kubeflow's training operator."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return isinstance(annotations, Mapping) and bool(annotations.get(ANNOTATION_ADOPTED))
+
+
+def runs_service_mode(requested: Any, adopted: bool, default: str) -> str:
+    """The mode of a job whose annotation reads `requested`, adopted or not (see the module
+    docstring)."""
+    if requested in SERVICE_MODES:
+        return str(requested)
+    return PER_POD if adopted else default
 
 
 def service_mode_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:

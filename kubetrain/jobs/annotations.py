@@ -43,10 +43,12 @@ class JobAnnotations:
     # `runPolicy.startDeadlineSeconds` comes first.
     start_deadline: int | None = None
     start_deadline_errors: tuple[FieldError, ...] = ()  # its problem, if any
+    adopted: bool = False  # `kubetrain.io/adopted-from`: its pods were Kubeflow's operator's
 
     def runs_service_mode(self, default: str) -> str:
-        """The mode the job runs in: its annotation when valid, else the operator's `default`."""
-        return self.service_mode if self.service_mode in servicemode.SERVICE_MODES else default
+        """The mode the job runs in: its annotation when valid, else per-pod when adopted, else
+        the operator's `default` (kubetrain.api.servicemode)."""
+        return servicemode.runs_service_mode(self.service_mode, self.adopted, default)
 
 
 def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
@@ -64,4 +66,5 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
         annotations.get(ANNOTATION_CREATED_API_VERSION),
         start_deadline=startdeadline.start_deadline_seconds(annotations),
         start_deadline_errors=tuple(startdeadline.annotation_errors(obj)),
+        adopted=servicemode.is_adopted(obj),
     )

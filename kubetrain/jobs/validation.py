@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.errors import FieldError, required
+from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.groups import JOB_GROUPS
 from kubetrain.api.servicemode import check_service_mode
 from kubetrain.jobs.createdversion import check_created_version
@@ -142,6 +142,17 @@ def validate_v1(
     errors.extend(pod_failure_policy_errors(draft.pod_failure_policy, replicas))
     if typed.model is not None:
         errors.extend(framework.validate_spec(typed.model, "spec"))
+    replicas_path = f"spec.{framework.replica_field}"
+    if total == 0 and replica_map and not any(e.path.startswith(replicas_path) for e in errors):
+        # Kubeflow's controllers mark such a job Succeeded at once, without running anything
+        # (a kind's own rule, e.g. JAX's or Paddle's Workers ≥ 1, says it more precisely).
+        errors.append(
+            invalid(
+                replicas_path,
+                "the job has no pods: at least one replica type needs replicas ≥ 1 "
+                "(to pause a job, set runPolicy.suspend)",
+            )
+        )
     old_spec = before.get("spec") if before is not None else None
     if old is not None and isinstance(old_spec, dict):
         errors.extend(update_errors(spec, old_spec, replicas, old.replicas, framework))

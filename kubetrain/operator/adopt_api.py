@@ -23,7 +23,13 @@ from kubetrain.api.groups import KUBEFLOW_GROUP
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.resources import PODS, SERVICES, ResourceRef
-from kubetrain.operator.adoption import ADOPTION_SELECTOR, adoption_labels, kubeflow_owner, label_patch
+from kubetrain.operator.adoption import (
+    ADOPTION_SELECTOR,
+    adopted_job_patch,
+    adoption_labels,
+    kubeflow_owner,
+    label_patch,
+)
 from kubetrain.operator.runpolicy import is_managed
 
 log = logging.getLogger("kubetrain.adopt")
@@ -113,9 +119,28 @@ async def adopt_kubeflow_children(
                 per_job[ref.plural] = per_job.get(ref.plural, 0) + 1
     for (kind, ns, name), per in counts.items():
         job = jobs.seen.get((kind, ns, name))
+        await _mark_adopted(client, refs[kind], job)
         what = " and ".join(f"{n} {plural}" for plural, n in per.items())
         message = f"adopted {what} created by Kubeflow's training operator (kept running, not recreated)"
         log.info("%s %s/%s: %s", kind, ns, name, message)
         if recorder is not None and job is not None:
             recorder.emit(job, "Normal", REASON_ADOPTED, message)
     return result
+
+
+async def _mark_adopted(client: Any, ref: ResourceRef, job: Obj | None) -> None:
+    """Mark an adopted job `kubetrain.io/adopted-from` (adoption.adopted_job_patch), so that it runs
+    in per-pod service mode. A refused patch is logged: the job then runs in the operator's
+    default mode, where a pod recreated later addresses peers the adopted pods do not answer at."""
+    patch = adopted_job_patch(job) if job is not None else None
+    if job is None or patch is None:
+        return
+    meta = job.get("metadata") or {}
+    try:
+        await client.patch(ref, meta.get("namespace"), meta.get("name"), patch)
+    except ApiError as err:
+        if not (err.is_not_found or err.is_forbidden or err.is_conflict or err.status == 422):
+            raise
+        log.warning(
+            "%s %s/%s: could not mark it adopted: %s", ref.kind, meta.get("namespace"), meta.get("name"), err
+        )

@@ -24,6 +24,8 @@ from typing import Any
 
 from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
 from kubetrain.api.labels import (
+    ANNOTATION_ADOPTED,
+    ANNOTATION_SERVICE_MODE,
     KUBEFLOW_LABEL_JOB_NAME,
     KUBEFLOW_LABEL_JOB_ROLE,
     KUBEFLOW_LABEL_REPLICA_INDEX,
@@ -36,10 +38,12 @@ from kubetrain.api.labels import (
     LABEL_REPLICA_TYPE,
     MANAGED_BY_VALUE,
 )
+from kubetrain.api.servicemode import SERVICE_MODES
 from kubetrain.frameworks.registry import FRAMEWORKS
 
 # What to list: Kubeflow's objects kubetrain has not labelled yet.
 ADOPTION_SELECTOR = f"{KUBEFLOW_LABEL_JOB_NAME},!{LABEL_JOB_NAME}"
+ADOPTED_FROM = "kubeflow.org/training-operator"  # the value of `kubetrain.io/adopted-from`
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +94,15 @@ def label_patch(obj: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, 
     changed meanwhile answers 409 and is looked at again)."""
     meta = obj.get("metadata") or {}
     return {"metadata": {"labels": dict(labels), "resourceVersion": meta.get("resourceVersion")}}
+
+
+def adopted_job_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The merge patch marking a job whose objects were adopted `kubetrain.io/adopted-from`, or
+    None when nothing is to write (marked already, or its author chose its service mode). The
+    mark makes it run in per-pod service mode (kubetrain.api.servicemode): Kubeflow's pods have no
+    hostname or subdomain and reach their peers at Kubeflow's per-pod Service names, so a pod
+    kubetrain recreates for the job must use those names and find its own Service there."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ANNOTATION_ADOPTED) or annotations.get(ANNOTATION_SERVICE_MODE) in SERVICE_MODES:
+        return None
+    return {"metadata": {"annotations": {ANNOTATION_ADOPTED: ADOPTED_FROM}}}

@@ -203,6 +203,7 @@ class ReconcileDraft(Draft):
         self.prepared = prepared
         self.run_policy = prepared.run_policy
         self.title = f"{job.get('kind')} {meta.get('name')}"
+        self.ref = f"{meta.get('namespace')}/{meta.get('name')}"
         shape = prepared.shape
         # How its status shows the planner's decisions (the shape's; given, or Kubeflow's
         # JobStatus, for a job without one).
@@ -214,7 +215,7 @@ class ReconcileDraft(Draft):
 
     def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
         """The job finished (`SUCCEEDED` / `FAILED`), written by its status projection."""
-        self.projection.set_finished(self.status, ctype, reason, message, self.now)
+        self.projection.set_finished(self.status, ctype, reason, message, self.now, ref=self.ref)
         self.event("Normal" if ctype == SUCCEEDED else "Warning", reason, message)
         if delete_active:
             self.delete_active()

@@ -5,10 +5,10 @@ Verdict on a pod in phase Failed, by the replica type's restartPolicy:
 - OnFailure / Always: the kubelet already restarts containers in place; a pod that still
   reaches Failed (eviction, node loss) is deleted and recreated under the same name.
 - ExitCode: disruptions (reason Evicted/Preempted/NodeLost/…, or a `DisruptionTarget=True`
-  condition) and exit codes 128-255 of the framework container (signals: 130, 137, 143) are
-  retryable; 1-127 are permanent (`PermanentExitCode`). A pod that failed with no exit code of
-  the framework container (it never ran, e.g. an admission error on the node) or with 0 (another
-  container failed) is retried: that is not the training code's verdict.
+  condition) and exit codes from 128 up of the framework container (signals: 130, 137, 143) are
+  retryable; 1-127 and negative codes are permanent (`PermanentExitCode`). A pod that failed
+  with no exit code of the framework container (it never ran, e.g. an admission error on the
+  node) or with 0 (another container failed) is retried: that is not the training code's verdict.
 
 Failure rules (`runPolicy.podFailurePolicy.rules`, batch/v1 Job's podFailurePolicy) come first:
 the first rule that matches a Failed pod decides — `FailJob` (fail now, reason `PodFailurePolicy`),
@@ -215,12 +215,14 @@ def classify_failed_pod(
     if restart_policy in ("OnFailure", "Always"):
         return Verdict(RETRY, "", detail)
     # ExitCode
-    if code is None or code == 0 or 128 <= code <= 255:
+    # training-operator's IsRetryableExitCode: every code from 128 up (a Windows container's
+    # codes above 255 too); below it, permanent (negative ones too), 0 aside (the decision above).
+    if code is None or code == 0 or code >= 128:
         return Verdict(RETRY, "", detail + (" (retryable)" if code and code >= 128 else ""))
     return Verdict(
         FAIL,
         "PermanentExitCode",
-        f"{detail}: exit codes 1-127 are permanent under restartPolicy ExitCode",
+        f"{detail}: exit codes 1-127 and negative ones are permanent under restartPolicy ExitCode",
     )
 
 

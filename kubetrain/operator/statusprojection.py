@@ -33,7 +33,8 @@ from kubetrain.operator import status as st
 Obj = dict[str, Any]
 Event = tuple[str, str]  # (reason, message) of the Normal event a change is told with
 MESSAGE_COMPLETED = "jobset completed successfully"
-MESSAGE_NEVER_RUNNING = "MPIJob is finished but Running condition was never set."  # mpi-operator's, unnamed
+# mpi-operator's (`updateMPIJobStatus`), naming the job as namespace/name.
+MESSAGE_NEVER_RUNNING = "MPIJob {ref} is finished but Running condition was never set."
 
 
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
@@ -76,7 +77,9 @@ class KubeflowStatus:
     def run_began(self, status: Obj, job: Mapping[str, Any], now: datetime) -> datetime | None:
         return parse_time(status.get("startTime"))
 
-    def set_finished(self, status: Obj, outcome: str, reason: str, message: str, now: datetime) -> None:
+    def set_finished(
+        self, status: Obj, outcome: str, reason: str, message: str, now: datetime, *, ref: str = ""
+    ) -> None:
         st.set_terminal(status, outcome, reason, message, now)
 
     def set_suspended(self, status: Obj, title: str, now: datetime) -> Event | None:
@@ -150,11 +153,13 @@ class MPIOperatorStatus(KubeflowStatus):
     as mpi-operator's `updateMPIJobStatus` adds it since v0.8.1 (kubeflow/mpi-operator#787), so
     that whoever computes a run's duration from the conditions finds one."""
 
-    def set_finished(self, status: Obj, outcome: str, reason: str, message: str, now: datetime) -> None:
+    def set_finished(
+        self, status: Obj, outcome: str, reason: str, message: str, now: datetime, *, ref: str = ""
+    ) -> None:
         super().set_finished(status, outcome, reason, message, now)
         if st.get_condition(status, st.RUNNING) is not None:
             return
-        st.set_not_running(status, st.REASON_RUNNING, MESSAGE_NEVER_RUNNING, now)
+        st.set_not_running(status, st.REASON_RUNNING, MESSAGE_NEVER_RUNNING.format(ref=ref), now)
         running = st.get_condition(status, st.RUNNING)
         assert running is not None  # just added
         done = status.get("completionTime") or st.format_time(now)
@@ -179,7 +184,9 @@ class TrainerStatus:
         began = parse_time(resumed.get("lastTransitionTime")) if resumed else None
         return began or parse_time((job.get("metadata") or {}).get("creationTimestamp")) or now
 
-    def set_finished(self, status: Obj, outcome: str, reason: str, message: str, now: datetime) -> None:
+    def set_finished(
+        self, status: Obj, outcome: str, reason: str, message: str, now: datetime, *, ref: str = ""
+    ) -> None:
         set_condition(status, c.COMPLETE if outcome == SUCCEEDED else c.FAILED, True, reason, message, now)
 
     def set_suspended(self, status: Obj, title: str, now: datetime) -> Event | None:

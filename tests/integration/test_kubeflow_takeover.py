@@ -169,10 +169,12 @@ async def test_running_kubeflow_jobs_are_adopted_with_zero_new_pods() -> None:
         async def adopted_and_counted() -> Obj | None:
             job = await h.get(PYTORCHJOBS, ns, "ddp")
             worker = ((job or {}).get("status") or {}).get("replicaStatuses", {}).get("Worker", {})
-            return job if worker.get("restarts") == 2 and worker.get("active") == 2 else None
+            counted = worker.get("restarts") == 2 and worker.get("active") == 2
+            return job if counted and is_true(job, "Running") else None
 
-        job = await eventually(adopted_and_counted, what="ddp's status: 2 active workers, 2 restarts")
-        assert is_true(job, "Running")
+        job = await eventually(
+            adopted_and_counted, what="ddp's status: Running, 2 active workers, 2 restarts"
+        )
         pods = await pods_of(h, ns, "ddp")
         # The same pods (uids), now labelled as kubetrain's; none created or deleted.
         assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods} == uids
@@ -203,6 +205,26 @@ async def test_running_kubeflow_jobs_are_adopted_with_zero_new_pods() -> None:
         remote = await h.get(PYTORCHJOBS, ns, "remote")
         assert remote is not None and "restarts" not in remote["status"]["replicaStatuses"]["Worker"]
 
+        # The adopted job keeps Kubeflow's addresses (per-pod service mode): a worker deleted by
+        # hand is recreated with the bare master name, which the adopted per-pod Service serves
+        # (Kubeflow's pods have no hostname/subdomain under a job Service), and no job Service
+        # is made.
+        assert job["metadata"]["annotations"]["kubetrain.io/adopted-from"] == "kubeflow.org/training-operator"
+        old_uid = uids["ddp-worker-0"]
+        await h.kube.delete(PODS, ns, "ddp-worker-0")
+        recreated = await h.sim.wait_for(
+            ns, "ddp-worker-0", lambda p: p is not None and p["metadata"]["uid"] != old_uid, 30
+        )
+        env = {e["name"]: e.get("value") for e in recreated["spec"]["containers"][0]["env"]}
+        assert env["MASTER_ADDR"] == "ddp-master-0"
+        services = (await h.kube.list(SERVICES, ns, label_selector="kubetrain.io/job-name=ddp"))["items"]
+        assert sorted(s["metadata"]["name"] for s in services) == [
+            "ddp-master-0",
+            "ddp-worker-0",
+            "ddp-worker-1",
+        ]
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/") == 1
+
         # kubetrain runs the adopted job to the end: the master succeeds, cleanPodPolicy Running
         # deletes the running workers and the adopted per-pod Services.
         await h.sim.finish(ns, "ddp-master-0")
@@ -215,7 +237,7 @@ async def test_running_kubeflow_jobs_are_adopted_with_zero_new_pods() -> None:
         await eventually(
             lambda: _names(h, ns, "ddp", ["ddp-master-0"]), what="the workers deleted by cleanPodPolicy"
         )
-        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/") == 0
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/") == 1
     finally:
         await h.close()
         await stack.stop()

@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from kubetrain.operator.adoption import ADOPTION_SELECTOR, Owner, adoption_labels, kubeflow_owner, label_patch
+from kubetrain.api.labels import ANNOTATION_ADOPTED, ANNOTATION_SERVICE_MODE
+from kubetrain.api.servicemode import HEADLESS, PER_POD, service_mode
+from kubetrain.jobs.annotations import read_annotations
+from kubetrain.operator.adoption import (
+    ADOPTED_FROM,
+    ADOPTION_SELECTOR,
+    Owner,
+    adopted_job_patch,
+    adoption_labels,
+    kubeflow_owner,
+    label_patch,
+)
 
 Obj = dict[str, Any]
 REF = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "u1", "controller": True}
@@ -83,3 +94,35 @@ def test_patch_is_guarded_by_the_resource_version() -> None:
     o = obj(kf())
     o["metadata"]["resourceVersion"] = "42"
     assert label_patch(o, {"a": "b"}) == {"metadata": {"labels": {"a": "b"}, "resourceVersion": "42"}}
+
+
+def job_with(annotations: dict[str, str] | None) -> Obj:
+    return {"metadata": {"name": "mnist", "uid": "u1", "annotations": annotations or {}}}
+
+
+def test_an_adopted_job_is_marked_to_keep_kubeflows_addresses() -> None:
+    """Kubeflow's pods have no hostname/subdomain and address their peers by Kubeflow's per-pod
+    Services: a pod kubetrain recreates for an adopted job must use those addresses too."""
+    assert adopted_job_patch(job_with(None)) == {
+        "metadata": {"annotations": {ANNOTATION_ADOPTED: ADOPTED_FROM}}
+    }
+    # Already marked, or its service mode chosen by its author: nothing to write.
+    assert adopted_job_patch(job_with({ANNOTATION_ADOPTED: ADOPTED_FROM})) is None
+    assert adopted_job_patch(job_with({ANNOTATION_SERVICE_MODE: HEADLESS})) is None
+
+
+@pytest.mark.parametrize(
+    ("annotations", "default", "mode"),
+    [
+        ({ANNOTATION_ADOPTED: ADOPTED_FROM}, HEADLESS, PER_POD),
+        ({ANNOTATION_ADOPTED: ADOPTED_FROM, ANNOTATION_SERVICE_MODE: HEADLESS}, PER_POD, HEADLESS),
+        ({}, HEADLESS, HEADLESS),
+        ({}, PER_POD, PER_POD),
+    ],
+)
+def test_an_adopted_job_runs_in_per_pod_service_mode(
+    annotations: dict[str, str], default: str, mode: str
+) -> None:
+    job = job_with(annotations)
+    assert service_mode(job, default) == mode
+    assert read_annotations(job).runs_service_mode(default) == mode

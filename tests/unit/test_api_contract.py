@@ -560,10 +560,13 @@ def test_scale_subresource_paths() -> None:
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
         field = scale["specReplicasPath"].split(".")[2]
         assert schema["spec"]["properties"][field]["additionalProperties"]["properties"]["replicas"] == {
-            "type": "integer"
+            "type": "integer",
+            "format": "int32",  # the Scale subresource's replicas are int32
         }
         statuses = schema["status"]["properties"]["replicaStatuses"]["additionalProperties"]["properties"]
-        assert statuses["active"] == {"type": "integer"} and statuses["selector"] == {"type": "string"}
+        assert statuses["active"] == {"type": "integer", "format": "int32"} and statuses["selector"] == {
+            "type": "string"
+        }
 
 
 def test_training_policy_is_not_in_the_job_category() -> None:

@@ -201,3 +201,34 @@ def test_mpijob_v1_schema_is_training_operators_layout() -> None:
         versions["v2beta1"]
     )
     assert not {"mainContainer", "cleanPodPolicy"} & set(versions["v2beta1"])
+
+
+# mpi-operator v0.8.2's manifests/base/kubeflow.org_mpijobs.yaml, outside the pod templates.
+MPI_OPERATOR_FORMATS = {
+    ".spec.mpiReplicaSpecs[*].replicas": "int32",
+    ".spec.runPolicy.activeDeadlineSeconds": "int64",
+    ".spec.runPolicy.backoffLimit": "int32",
+    ".spec.runPolicy.schedulingPolicy.minAvailable": "int32",
+    ".spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds": "int32",
+    ".spec.runPolicy.ttlSecondsAfterFinished": "int32",
+    ".spec.slotsPerWorker": "int32",
+    ".status.completionTime": "date-time",
+    ".status.conditions[].lastTransitionTime": "date-time",
+    ".status.conditions[].lastUpdateTime": "date-time",
+    ".status.lastReconcileTime": "date-time",
+    ".status.replicaStatuses[*].active": "int32",
+    ".status.replicaStatuses[*].failed": "int32",
+    ".status.replicaStatuses[*].succeeded": "int32",
+    ".status.startTime": "date-time",
+}
+
+
+def test_mpijob_v2beta1_declares_mpi_operators_formats() -> None:
+    """What mpi-operator's CRD declares as `format` (an API server enforces the integer ranges;
+    clients see the types), and no other format."""
+    (mpi,) = [c for c in all_crds("kubeflow.org") if c["spec"]["names"]["kind"] == "MPIJob"]
+    (v2,) = [v for v in mpi["spec"]["versions"] if v["name"] == "v2beta1"]
+    formats = {
+        path: node["format"] for path, node in nodes(v2["schema"]["openAPIV3Schema"]) if "format" in node
+    }
+    assert formats == MPI_OPERATOR_FORMATS

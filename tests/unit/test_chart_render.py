@@ -969,6 +969,9 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
         assert expand(group, [f"{k}/finalizers" for k in JOB_KINDS], ["update"]) <= jobs_role
     # The takeover adopts Kubeflow-made pods and Services by labelling them.
     assert expand("", ["pods", "services"], ["patch"]) <= jobs_role
+    # ... and marks each adopted job kubetrain.io/adopted-from.
+    assert expand("kubeflow.org", JOB_KINDS, ["patch"]) <= jobs_role
+    assert not expand("kubetrain.io", JOB_KINDS, ["patch"]) & jobs_role
     cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     crds = tuple(sorted(crd_names("kubeflow.org")))
     assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role

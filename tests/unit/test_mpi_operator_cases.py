@@ -395,7 +395,8 @@ def test_launcher_succeeded_without_running() -> None:
     running = s.condition("Running")
     assert running is not None
     assert (running["status"], running["reason"]) == ("False", "JobRunning")
-    assert running["message"] == "MPIJob is finished but Running condition was never set."
+    # mpi-operator names the job as namespace/name (updateMPIJobStatus).
+    assert running["message"] == "MPIJob bar/foo is finished but Running condition was never set."
     done = s.job["status"]["completionTime"]
     assert running["lastTransitionTime"] == running["lastUpdateTime"] == done
     # Not the State column: that stays on Succeeded.

@@ -33,7 +33,9 @@ def exitcode_job(**run_policy: Any) -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize("code", [130, 137, 143, 255])
+# 256 and above: a Windows container's exit code (0x40010004, DBG_TERMINATE_PROCESS);
+# training-operator's IsRetryableExitCode retries every code from 128 up.
+@pytest.mark.parametrize("code", [128, 130, 137, 143, 255, 256, 1073807364])
 def test_exitcode_signal_is_retried_under_the_same_name(code: int) -> None:
     sim = running_sim(exitcode_job())
     sim.set_phase("ec-worker-1", "Failed", exit_code=code)
@@ -55,7 +57,8 @@ def test_exitcode_signal_is_retried_under_the_same_name(code: int) -> None:
     assert sim.restarts("Worker") == 1  # counted once, whatever the number of reconciles
 
 
-@pytest.mark.parametrize("code", [1, 2, 127])
+# Negative: a Windows NTSTATUS code as the kubelet's int32 shows it (0xC0000005, access violation).
+@pytest.mark.parametrize("code", [1, 2, 127, -1, -1073741819])
 def test_exitcode_permanent_fails_the_job(code: int) -> None:
     sim = running_sim(exitcode_job())
     sim.set_phase("ec-worker-0", "Failed", exit_code=code)

@@ -6,7 +6,9 @@
 - `apply_defaults(obj, schema)`: set `default`s of absent (or null, non-nullable) fields.
 - `validate(obj, schema)`: the violations as `errors.Cause`s with field paths and messages worded
   like kube-openapi's validator (e.g. `spec.replicas in body must be of type integer: "string"`).
-`format` checks are not evaluated; CEL rules (`x-kubernetes-validations`) are crds/celeval.py's.
+Of `format`s, the numeric ranges are checked (`int32`, `int64`, `float`: `_in_range`); string
+formats (`date-time`, …) are not evaluated. CEL rules (`x-kubernetes-validations`) are
+crds/celeval.py's.
 """
 
 from __future__ import annotations
@@ -175,7 +177,36 @@ def _invalid(value: Any, path: str, text: str) -> Cause:
     return Cause("FieldValueInvalid", f"Invalid value: {_show(value)}: {path} in body {text}", path)
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def _in_range(value: float, schema: Obj) -> str | None:
+    """What a number's schema `format` makes of it: kube-openapi's `numberValidator` (its
+    `SchemaValidator.numberValidator` passes an integer's `int32` / `int64` and a number's `float`
+    / `double`, other formats as none) through `IsValueValidAgainstRange` (validate/values.go):
+    an integer must fit its format, int64 without one; a `float` number must fit a float32. The
+    text upstream's plain error carries, else None."""
+    typ, fmt = schema.get("type"), schema.get("format")
+    if typ == "integer":
+        fmt = fmt if fmt in _INT_RANGES else ""
+        low, high = _INT_RANGES[fmt or "int64"]
+        if low <= value <= high:
+            return None
+    elif typ == "number" and fmt == "float":
+        if abs(value) <= _FLOAT32_MAX:
+            return None
+    else:
+        return None
+    return f"with format {fmt}" if fmt else "(default format)"
+
+
 def _numbers(value: float, schema: Obj, path: str, out: list[Cause]) -> None:
+    if (outside := _in_range(value, schema)) is not None:
+        # Not a validation error upstream: apiextensions' kubeOpenAPIResultToFieldErrors makes it
+        # `field.Invalid(nil, "", err)`, so the cause's field is a nil path's `<nil>`.
+        text = f"Checked value must be of type {schema['type']} {outside} in {path}"
+        out.append(Cause("FieldValueInvalid", f'Invalid value: "": {text}', "<nil>"))
     if "minimum" in schema:
         low = schema["minimum"]
         if schema.get("exclusiveMinimum") and value <= low:
