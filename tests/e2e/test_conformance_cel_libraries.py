@@ -1,5 +1,5 @@
 """CEL validation rules calling the Kubernetes CEL libraries (k8s.io/apiserver pkg/cel/library:
-lists, regex, URLs, quantities, IPs, CIDRs, semver) on custom resources: evaluated, not skipped,
+lists, regex, URLs, quantities, IPs, CIDRs, semver, format) on custom resources: evaluated, not skipped,
 with the library's runtime errors in the cause.
 
 Runs like test_conformance.py: against devcluster in the normal test run, against $KUBECONFIG's

@@ -9,12 +9,12 @@ from typing import Any
 import celpy.celtypes as ct
 import pytest
 
-from kubetrain.devcluster.apiserver.kinds.crds import celeval, celrules
+from kubetrain.devcluster.apiserver.kinds.crds import celeval, celib, celrules
 
 
 def run(expr: str, **activation: Any) -> Any:
     program, _ = celrules._program(expr)
-    return program.evaluate({k: celeval.to_cel(v) for k, v in activation.items()})
+    return program.evaluate({**celib.NAMESPACES, **{k: celeval.to_cel(v) for k, v in activation.items()}})
 
 
 def fails(expr: str) -> str:
@@ -392,3 +392,65 @@ def test_an_optional_old_self_rule_also_runs_on_create() -> None:
     ]
     unchanged = celeval.validate(compiled, {"spec": {"n": 0}}, {"spec": {"n": 0}})
     assert unchanged == []
+
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+NAME_PART_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+    "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+@pytest.mark.parametrize(
+    ("expr", "problems"),
+    [
+        ('format.dns1123Label().validate("my-label-name")', None),
+        ('format.dns1123Subdomain().validate("apiextensions.k8s.io")', None),
+        ('format.qualifiedName().validate("apiextensions.k8s.io/v1beta1")', None),
+        ('format.dns1123LabelPrefix().validate("my-label-prefix-")', None),
+        ('format.dns1123SubdomainPrefix().validate("mysubdomain.prefix.-")', None),
+        ('format.dns1035LabelPrefix().validate("my-label-prefix-")', None),
+        ('format.uri().validate("http://example.com")', None),
+        ('format.uuid().validate("123e4567-e89b-12d3-a456-426614174000")', None),
+        ('format.byte().validate("aGVsbG8=")', None),
+        ('format.date().validate("2021-01-01")', None),
+        ('format.dns1123Label().validate("contains a space")', [LABEL_MSG]),
+        ('format.dns1123Subdomain().validate("contains a space")', [SUBDOMAIN_MSG]),
+        ('format.dns1035Label().validate("contains a space")', [DNS1035_MSG]),
+        ('format.qualifiedName().validate("contains a space")', [NAME_PART_MSG]),
+        ('format.dns1123LabelPrefix().validate("contains a space-")', [LABEL_MSG]),
+        ('format.dns1123SubdomainPrefix().validate("contains a space-")', [SUBDOMAIN_MSG]),
+        ('format.dns1035LabelPrefix().validate("contains a space-")', [DNS1035_MSG]),
+        ('format.dns1123Label().validate("a.b")', ["must not contain dots"]),
+        ('format.labelValue().validate("my-cool-label-Value")', None),
+        ('format.byte().validate("aGVsbG8")', ["invalid base64"]),
+        ('format.date().validate("2020-01-32")', ["invalid date"]),
+        ('format.uuid().validate("x")', ["does not match the UUID format"]),
+        ('format.uri().validate("relative")', ['parse "relative": invalid URI for request']),
+    ],
+)
+def test_format_library_cases(expr: str, problems: list[str] | None) -> None:
+    found = run(f"{expr}.hasValue() ? {expr}.value() : []")
+    assert found == celeval.to_cel(problems or [])
+    assert run(f"{expr}.hasValue()") == ct.BoolType(problems is not None)
+
+
+def test_format_names_and_datetime_are_not_evaluated_and_string_format_stays_skipped() -> None:
+    for expr in ('format.named("uuid").hasValue()', 'format.datetime().validate("x")', "'%s'.format(['x'])"):
+        with pytest.raises(ValueError, match="unsupported"):
+            celrules._program(expr)

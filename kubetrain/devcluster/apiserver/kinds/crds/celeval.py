@@ -18,6 +18,7 @@ from typing import Any
 import celpy.celtypes as ct
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds.crds import celib
 from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds.celib import optionals
 from kubetrain.devcluster.apiserver.kinds.crds.celrules import Compiled, Node, Rule
@@ -139,7 +140,7 @@ def _expressions(node: Node, path: str, value: Any, old: Any, ratchet: bool, out
     for rule in node.rules:
         if rule.uses_old_self and old is None and not rule.optional_old_self:
             continue  # transition rules run only where an old value exists
-        activation: dict[str, Any] = {"self": self_val}
+        activation: dict[str, Any] = {**celib.NAMESPACES, "self": self_val}
         if rule.optional_old_self:  # `validationActivationWithOldSelf`'s optional activation
             activation["oldSelf"] = optionals.NONE if old_val is None else optionals.of(old_val)
         elif old_val is not None:

@@ -20,13 +20,13 @@ evaluator of the `cel-python` package (`celpy`):
   nearest correlated ancestor equal to its old value) is not an error.
 
 The Kubernetes CEL libraries evaluated are celib/'s: lists, regex, URLs, quantities, IPs, CIDRs,
-semver, and CEL optionals (so `optionalOldSelf`: such a rule also runs where there is no old
-value, `oldSelf` then `optional.none()`, else `optional.of(old)`). Not covered: cost estimation and
-runtime cost budgets; the format library and cel-go's other strings functions (`charAt`,
-`replace`, `substring`, ...), sets and two-variable comprehensions; the optional syntax `x.?f`;
-rules under `allOf`/`anyOf`/`oneOf`/`not`;
-typed `format`s (date-time as timestamp, duration); the error text of a runtime error is
-celpy's, not cel-go's (e.g. `no such key`).
+semver, named formats, and CEL optionals (so `optionalOldSelf`: such a rule also runs where there
+is no old value, `oldSelf` then `optional.none()`, else `optional.of(old)`). Not covered: cost
+estimation and runtime cost budgets; `format.named`, `format.datetime` and cel-go's other strings
+functions (`charAt`, `replace`, `substring`, `format`, ...), sets and two-variable
+comprehensions; the optional syntax `x.?f`; rules under `allOf`/`anyOf`/`oneOf`/`not`; typed
+`format`s (date-time as timestamp, duration); the error text of a runtime error is celpy's, not
+cel-go's (e.g. `no such key`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Kubernetes CEL libraries kube-apiserver's CRD validation environment declares (k8s.io/
 apiserver pkg/cel/environment/base.go), as functions for celpy: lists (plus cel-go's string
-`indexOf` / `lastIndexOf`), regex, URLs, quantities, IPs, CIDRs, semantic versions, and CEL
-optionals.
+`indexOf` / `lastIndexOf`), regex, URLs, quantities, IPs, CIDRs, semantic versions, CEL
+optionals and named formats.
 `FUNCTIONS` maps each function name to its implementation; a member call `x.f(y)` reaches it as
 `f(x, y)`. Where libraries share a name (`compareTo`, `isLessThan`, `isGreaterThan` of
 quantities and semvers; `ip()` of a string and of a CIDR), the overload is chosen by the
@@ -16,6 +16,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.kinds.crds.celib import (
     cidr,
+    format,
     ip,
     lists,
     optionals,
@@ -25,7 +26,9 @@ from kubetrain.devcluster.apiserver.kinds.crds.celib import (
     urls,
 )
 
-_LIBRARIES = (lists, regex, urls, quantity, ip, cidr, semver, optionals)
+_LIBRARIES = (lists, regex, urls, quantity, ip, cidr, semver, optionals, format)
+# identifiers a rule may name besides self and oldSelf: library namespaces (`format.uuid()`)
+NAMESPACES: dict[str, Any] = {"format": format.NAMESPACE}
 
 
 def _overloads(impls: list[Callable[..., Any]]) -> Callable[..., Any]:

@@ -59,18 +59,18 @@ def _unescape(s: str, mode: str) -> str:
         if c == "%":
             esc = s[i : i + 3]
             if len(esc) < 3 or not all(x in "0123456789abcdefABCDEF" for x in esc[1:]):
-                raise URLError(f"invalid URL escape {_go_quote(esc)}")
+                raise URLError(f"invalid URL escape {go_quote(esc)}")
             if mode == "host" and int(esc[1], 16) < 8 and esc != "%25":  # only non-ASCII, or %25
-                raise URLError(f"invalid URL escape {_go_quote(esc)}")
+                raise URLError(f"invalid URL escape {go_quote(esc)}")
             i += 3
             continue
         if mode == "host" and c < "\x80" and _should_escape(c, "host"):
-            raise URLError(f"invalid character {_go_quote(c)} in host name")
+            raise URLError(f"invalid character {go_quote(c)} in host name")
         i += 1
     return unquote_to_bytes(s).decode("utf-8", "replace")
 
 
-def _go_quote(s: str) -> str:
+def go_quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -102,9 +102,9 @@ def _host(authority: str) -> str:
         if end < 0:
             raise URLError("missing ']' in host")
         if not _valid_port(host[end + 1 :]):
-            raise URLError(f"invalid port {_go_quote(host[end + 1 :])} after host")
+            raise URLError(f"invalid port {go_quote(host[end + 1 :])} after host")
     elif (colon := host.rfind(":")) != -1 and not _valid_port(host[colon:]):
-        raise URLError(f"invalid port {_go_quote(host[colon:])} after host")
+        raise URLError(f"invalid port {go_quote(host[colon:])} after host")
     if at >= 0 and not all(c.isalnum() or c in "-._:~!$&'()*+,;=%@" for c in authority[:at]):
         raise URLError("net/url: invalid userinfo")
     return _unescape(host, "host")
@@ -140,7 +140,7 @@ def parse(raw: str, via_request: bool) -> URL:
 
 
 def _error(s: str, err: URLError) -> Any:
-    return error(f"URL parse error during conversion from string: parse {_go_quote(s)}: {err}")
+    return error(f"URL parse error during conversion from string: parse {go_quote(s)}: {err}")
 
 
 def to_url(s: Any) -> Any:
