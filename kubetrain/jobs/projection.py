@@ -40,6 +40,10 @@ class StatusProjection(Protocol):
     its (reason, message), None when nothing changed."""
 
     def finished(self, status: dict[str, Any]) -> str | None: ...  # SUCCEEDED | FAILED | None
+    def job_title(self, kind: str, namespace: str, name: str) -> str:
+        """How the job's messages name it (`PyTorchJob train`, `MPIJob ns/train`)."""
+        ...
+
     def finished_at(self, status: dict[str, Any]) -> datetime | None: ...
     def run_began(self, status: dict[str, Any], job: Mapping[str, Any], now: datetime) -> datetime | None: ...
     def set_finished(

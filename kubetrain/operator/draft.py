@@ -202,13 +202,15 @@ class ReconcileDraft(Draft):
         super().__init__(job, observed, now, config, skip_pod=f"{meta.get('name')}-tensorboard-0")
         self.prepared = prepared
         self.run_policy = prepared.run_policy
-        self.title = f"{job.get('kind')} {meta.get('name')}"
         self.ref = f"{meta.get('namespace')}/{meta.get('name')}"
         shape = prepared.shape
         # How its status shows the planner's decisions (the shape's; given, or Kubeflow's
         # JobStatus, for a job without one).
         self.projection: StatusProjection = (
             shape.status if shape is not None else projection if projection is not None else KUBEFLOW
+        )
+        self.title = self.projection.job_title(
+            str(job.get("kind")), str(meta.get("namespace")), str(meta.get("name"))
         )
         # The run's record kept outside the status (`JobShape.recording`), as read by the edge.
         self.record: dict[str, Any] = dict(record or {})

@@ -35,6 +35,7 @@ Event = tuple[str, str]  # (reason, message) of the Normal event a change is tol
 MESSAGE_COMPLETED = "jobset completed successfully"
 # mpi-operator's (`updateMPIJobStatus`), naming the job as namespace/name.
 MESSAGE_NEVER_RUNNING = "MPIJob {ref} is finished but Running condition was never set."
+MESSAGE_RESUMED = "MPIJob resumed"  # mpi-operator's, unnamed
 
 
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
@@ -67,6 +68,9 @@ def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: st
 
 class KubeflowStatus:
     """Kubeflow's JobStatus (operator/status.py)."""
+
+    def job_title(self, kind: str, namespace: str, name: str) -> str:
+        return f"{kind} {name}"
 
     def finished(self, status: Obj) -> str | None:
         return st.terminal_condition(status)
@@ -151,7 +155,19 @@ class MPIOperatorStatus(KubeflowStatus):
     and a job that finishes with no Running condition — its Launcher ended before the operator
     saw every pod run — gets `Running=False` (reason `JobRunning`) dated at its completionTime,
     as mpi-operator's `updateMPIJobStatus` adds it since v0.8.1 (kubeflow/mpi-operator#787), so
-    that whoever computes a run's duration from the conditions finds one."""
+    that whoever computes a run's duration from the conditions finds one. Its messages name the
+    job as `MPIJob <namespace>/<name>` and a resume says `MPIJob resumed`, as mpi-operator's
+    (`updateMPIJobStatus`, `syncHandler`)."""
+
+    def job_title(self, kind: str, namespace: str, name: str) -> str:
+        return f"{kind} {namespace}/{name}"
+
+    def set_resumed(self, status: Obj, title: str, now: datetime) -> Event | None:
+        if not st.is_true(status, st.SUSPENDED):
+            return None
+        st.set_condition(status, st.SUSPENDED, False, st.REASON_RESUMED, MESSAGE_RESUMED, now)
+        status.pop("startTime", None)  # the deadline counts from the new start
+        return st.REASON_RESUMED, MESSAGE_RESUMED
 
     def set_finished(
         self, status: Obj, outcome: str, reason: str, message: str, now: datetime, *, ref: str = ""
@@ -168,6 +184,9 @@ class MPIOperatorStatus(KubeflowStatus):
 
 class TrainerStatus:
     """Trainer's TrainJob status."""
+
+    def job_title(self, kind: str, namespace: str, name: str) -> str:
+        return f"{kind} {name}"
 
     def finished(self, status: Obj) -> str | None:
         if st.is_true(status, c.COMPLETE):

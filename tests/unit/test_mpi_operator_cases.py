@@ -417,7 +417,7 @@ def test_launcher_succeeded_after_running_keeps_its_running_transition() -> None
     s.step(at(3))
     running = s.condition("Running")
     assert running is not None and running["status"] == "False"
-    assert running["message"] == "MPIJob foo successfully completed."
+    assert running["message"] == "MPIJob bar/foo successfully completed."
     assert running["lastTransitionTime"] <= s.job["status"]["completionTime"]
 
 
@@ -445,6 +445,9 @@ def test_create_suspended_mpijob(implementation: str) -> None:
     assert s.is_true("Suspended") and not s.is_true("Running")
     assert s.condition("Suspended")["reason"] == "JobSuspended"  # type: ignore[index]
     assert "startTime" not in s.job["status"]
+    # mpi-operator's messages name the job as namespace/name.
+    assert s.condition("Created")["message"] == "MPIJob bar/foo is created."  # type: ignore[index]
+    assert s.condition("Suspended")["message"] == "MPIJob bar/foo is suspended."  # type: ignore[index]
 
 
 def test_suspended_running_mpijob_then_resumed_with_new_launcher_directives() -> None:
@@ -459,6 +462,7 @@ def test_suspended_running_mpijob_then_resumed_with_new_launcher_directives() ->
     s.all_phase("Running")
     s.step(at(1))
     assert s.is_true("Running")
+    assert s.condition("Running")["message"] == "MPIJob bar/foo is running."  # type: ignore[index]
     s.job["spec"]["runPolicy"]["suspend"] = True
     s.job["metadata"]["generation"] = 2
     p = s.step(at(10))
@@ -481,6 +485,7 @@ def test_suspended_running_mpijob_then_resumed_with_new_launcher_directives() ->
     s.step(at(20))
     resumed = s.condition("Suspended")
     assert resumed is not None and (resumed["status"], resumed["reason"]) == ("False", "JobResumed")
+    assert resumed["message"] == "MPIJob resumed"  # mpi-operator's, without the name
     assert s.job["status"]["startTime"] == "2024-05-01T12:00:20Z"
     pod = s.pods["foo-launcher-0"]
     assert pod["metadata"]["labels"]["foo"] == "bar"
