@@ -80,6 +80,24 @@ def test_a_rule_that_parses_but_calls_a_function_devcluster_does_not_evaluate_is
     assert causes(crd(with_rules({"rule": "isURL(self.url)", "messageExpression": "quantity('1')"}))) == []
 
 
+def test_rules_in_cels_optional_syntax_are_accepted_and_a_broken_one_beside_them_is_not() -> None:
+    """kube-apiserver parses `x.?f`, `m[?k]`, `[?e]` and `{?k: v}` (cel.OptionalTypes); devcluster
+    accepts them and skips them at evaluation. A `?` inside a string, or a conditional's, is no
+    such syntax, so a rule that does not parse for another reason is still refused."""
+    optional = [
+        {"rule": "self.?url.orValue('') != 'x'"},
+        {"rule": "{'a': 1}[?'a'].hasValue()"},
+        {"rule": "[?optional.none(), 1].size() == 1"},
+        {"rule": "{?'k': optional.of(1)}.size() <= 1"},
+    ]
+    assert causes(crd(with_rules(*optional))) == []
+    broken = [{"rule": "self.url == '.?' &&"}, {"rule": "self.replicas > 0 ? true :"}]
+    assert [f for f, _ in causes(crd(with_rules(*optional, *broken)))] == [
+        f"{SPEC}.x-kubernetes-validations[4].rule",
+        f"{SPEC}.x-kubernetes-validations[5].rule",
+    ]
+
+
 def test_no_cel_error_is_reported_where_the_schema_itself_is_invalid() -> None:
     """Upstream compiles CEL only without schema errors at or below the node, and only over a
     valid structural schema."""

@@ -24,9 +24,9 @@ semver, named formats, and CEL optionals (so `optionalOldSelf`: such a rule also
 is no old value, `oldSelf` then `optional.none()`, else `optional.of(old)`). Not covered: cost
 estimation and runtime cost budgets; `format.named`, `format.datetime` and cel-go's other strings
 functions (`charAt`, `replace`, `substring`, `format`, ...), sets and two-variable
-comprehensions; the optional syntax `x.?f`; rules under `allOf`/`anyOf`/`oneOf`/`not`; typed
-`format`s (date-time as timestamp, duration); the error text of a runtime error is celpy's, not
-cel-go's (e.g. `no such key`).
+comprehensions; rules using the optional syntax `x.?f` (accepted at CRD write, skipped);
+rules under `allOf`/`anyOf`/`oneOf`/`not`; typed `format`s (date-time as timestamp, duration);
+the error text of a runtime error is celpy's, not cel-go's (e.g. `no such key`).
 """
 
 from __future__ import annotations
@@ -172,6 +172,8 @@ def syntax_error(source: str) -> str | None:
     try:
         _ENV.compile(source)
     except CELParseError as err:
+        if uses_optional_syntax(source):
+            return None  # kube-apiserver parses it (cel.OptionalTypes); celpy cannot: skipped, never refused
         cause = err.__context__
         line, column = err.line or 1, err.column or 1
         lines = source.splitlines() or [""]
@@ -187,6 +189,21 @@ def syntax_error(source: str) -> str | None:
         text = lines[min(line, len(lines)) - 1]
         return f"ERROR: <input>:{line}:{column}: Syntax error: {detail}\n | {text}\n | {'.' * (column - 1)}^"
     return None
+
+
+_STRING_LITERALS = re.compile(
+    r'[rR]?(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')'
+)
+_OPTIONAL_SYNTAX = re.compile(r"[.\[{,]\s*\?")
+
+
+def uses_optional_syntax(source: str) -> bool:
+    """Whether an expression uses CEL's optional syntax (`x.?f`, `m[?k]`, `[?e]`, `{?k: v}`),
+    which kube-apiserver's CEL environment enables (cel-go parser `EnableOptionalSyntax`, through
+    `cel.OptionalTypes()` in k8s.io/apiserver pkg/cel/environment/base.go) and celpy's grammar
+    lacks. A `?` right after `.`, `[`, `{` or `,` outside string literals can only be that syntax:
+    a conditional's `?` follows its condition."""
+    return bool(_OPTIONAL_SYNTAX.search(_STRING_LITERALS.sub('""', source)))
 
 
 def _field_path(path: str) -> str:
