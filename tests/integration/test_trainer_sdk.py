@@ -2,7 +2,8 @@
 dependency) against kubetrain serving trainer.kubeflow.org on devcluster, with the default
 runtimes `kubetrain dev` installs: list_runtimes, get_runtime, train (CustomTrainerContainer and
 CustomTrainer), list_jobs, get_job (steps node-0, node-1), get_job_logs (the simulated kubelet
-serves logs), wait_for_job_status, get_job_events and delete_job, as a notebook calls them.
+serves logs), wait_for_job_status, get_job_events and delete_job, and train's options (labels, annotations,
+trainer command and args, active deadline, a runtime patch), as a notebook calls them.
 
 The SDK is synchronous: each call runs in a worker thread while the stack serves on the loop."""
 
@@ -18,6 +19,7 @@ import pytest_asyncio
 from trainer_sdk import trainer_client
 
 from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import TRAINJOBS
 
 from .controller_support import Harness, eventually, open_stack
 
@@ -139,3 +141,67 @@ async def test_the_sdk_trains_an_mpi_job_to_complete(env: tuple[DevStack, Harnes
     assert done.status == "Complete"
     logs = "\n".join(await asyncio.to_thread(lambda: list(c.get_job_logs(name, step="node-0"))))
     assert "OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile" in logs
+
+
+async def test_the_sdks_train_options_reach_the_trainjob_and_its_pods(env: tuple[DevStack, Harness]) -> None:
+    """`train(..., options=[...])` as a notebook passes them (`kubeflow.trainer.options`):
+    Labels/Annotations on the TrainJob, TrainerCommand/TrainerArgs on the node container,
+    ActiveDeadlineSeconds, and a RuntimePatch (manager `trainer.kubeflow.org/kubeflow-sdk`) whose
+    pod labels, nodeSelector, tolerations, volumes and container volumeMounts reach every pod."""
+    from kubeflow.trainer.options import kubernetes as o
+
+    _, h = env
+    ns = await h.namespace("sdkopts")
+    c = await client(env, ns)
+    pod_patch = o.PodTemplatePatch(
+        metadata={"labels": {"team": "vision"}},
+        spec=o.PodSpecPatch(
+            node_selector={"accelerator": "a100"},
+            tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            volumes=[{"name": "scratch", "emptyDir": {}}],
+            containers=[
+                o.ContainerPatch(name="node", volume_mounts=[{"name": "scratch", "mountPath": "/scratch"}])
+            ],
+        ),
+    )
+    patch = o.RuntimePatch(
+        training_runtime_spec=o.TrainingRuntimeSpecPatch(
+            template=o.JobSetTemplatePatch(
+                spec=o.JobSetSpecPatch(
+                    replicated_jobs=[
+                        o.ReplicatedJobPatch(
+                            name="node", template=o.JobTemplatePatch(spec=o.JobSpecPatch(template=pod_patch))
+                        )
+                    ]
+                )
+            )
+        )
+    )
+    name = await asyncio.to_thread(
+        c.train,
+        runtime="torch-distributed",
+        trainer=trainer.CustomTrainerContainer(image="docker.io/library/busybox:1.36", num_nodes=2),
+        options=[
+            patch,
+            o.Labels({"project": "p1"}),
+            o.Annotations({"owner": "alice"}),
+            o.TrainerCommand(["python", "-c"]),
+            o.TrainerArgs(["print(1)"]),
+            o.ActiveDeadlineSeconds(600),
+        ],
+    )
+    tj = await h.get(TRAINJOBS, ns, name)
+    assert tj is not None
+    assert tj["metadata"]["labels"]["project"] == "p1" and tj["metadata"]["annotations"]["owner"] == "alice"
+    assert tj["spec"]["activeDeadlineSeconds"] == 600
+    assert [p["manager"] for p in tj["spec"]["runtimePatches"]] == ["trainer.kubeflow.org/kubeflow-sdk"]
+    pods = await h.wait_pod_names(ns, name, [f"{name}-node-0-0", f"{name}-node-0-1"])
+    for pod in pods:
+        spec = pod["spec"]
+        node = next(x for x in spec["containers"] if x["name"] == "node")
+        assert node["command"] == ["python", "-c"] and node["args"] == ["print(1)"]
+        assert {"name": "scratch", "mountPath": "/scratch"} in node["volumeMounts"]
+        assert {"name": "scratch", "emptyDir": {}} in spec["volumes"]
+        assert spec["nodeSelector"] == {"accelerator": "a100"}
+        assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+        assert pod["metadata"]["labels"]["team"] == "vision"
