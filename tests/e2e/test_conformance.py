@@ -412,6 +412,56 @@ async def test_pod_defaults_and_immediate_delete_without_node(kube: Any, namespa
     await kube.eventually_gone(f"/api/v1/namespaces/{namespace}/pods/pd", within=10)
 
 
+async def test_pod_hostname_and_subdomain_must_be_dns_labels(kube: Any, namespace: str) -> None:
+    """core validation ValidatePodSpec: a set `spec.hostname` / `spec.subdomain` is validated by
+    ValidateDNS1123Label, one Invalid cause per message of apimachinery IsDNS1123Label (a pod of
+    an operator whose names grow past 63 characters is refused here, whatever the pod's name)."""
+    spec = {
+        "containers": [{"name": "c", "image": "busybox:1.36"}],
+        "schedulerName": "kubetrain-no-such-scheduler",
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    long_host = "h" * 64
+    refused = await kube.request(
+        "POST",
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "hn"},
+            "spec": {**spec, "hostname": long_host},
+        },
+    )
+    assert_status(refused.body, 422, "Invalid")
+    assert [(c["reason"], c["field"], c["message"]) for c in refused.body["details"]["causes"]] == [
+        (
+            "FieldValueInvalid",
+            "spec.hostname",
+            f'Invalid value: "{long_host}": must be no more than 63 characters',
+        )
+    ]
+    dotted = await kube.request(
+        "POST",
+        path,
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sd"}, "spec": {**spec, "subdomain": "a.b"}},
+    )
+    assert_status(dotted.body, 422, "Invalid")
+    assert [(c["field"], c["message"]) for c in dotted.body["details"]["causes"]] == [
+        ("spec.subdomain", 'Invalid value: "a.b": must not contain dots')
+    ]
+    made = await kube.ok(
+        "POST",
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "ok"},
+            "spec": {**spec, "hostname": "h" * 63, "subdomain": "workers"},
+        },
+    )
+    assert (made["spec"]["hostname"], made["spec"]["subdomain"]) == ("h" * 63, "workers")
+
+
 async def test_events_by_involved_object_field_selector(kube: Any, namespace: str) -> None:
     target = await kube.ok("POST", cms(namespace), cm("ev-target"))
     for name, obj_name in (("e1", "ev-target"), ("e2", "someone-else")):

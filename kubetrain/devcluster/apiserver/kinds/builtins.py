@@ -24,6 +24,7 @@ from kubetrain.devcluster.apiserver.kinds.objectmeta import (
     DNS1035_ERROR,
     DNS1123_LABEL_ERROR,
     DNS1123_SUBDOMAIN_ERROR,
+    dns1123_label_errors,
 )
 
 _LABEL_NAMES = {"namespaces", "services"}  # resources whose names must be DNS labels
@@ -90,6 +91,20 @@ def default_pod(pod: Obj) -> None:
     status.setdefault("qosClass", "BestEffort")
 
 
+def _pod_dns_name_causes(spec: Obj) -> list[Cause]:
+    """`spec.hostname` and `spec.subdomain`, when set, are DNS-1123 labels (core validation
+    `ValidatePodSpec` → `ValidateDNS1123Label`: one Invalid cause per message)."""
+    causes = []
+    for field in ("hostname", "subdomain"):
+        value = spec.get(field)
+        if isinstance(value, str) and value:
+            causes += [
+                Cause("FieldValueInvalid", f'Invalid value: "{value}": {msg}', f"spec.{field}")
+                for msg in dns1123_label_errors(value)
+            ]
+    return causes
+
+
 def validate_pod(pod: Obj, old: Obj | None) -> list[Cause]:
     spec = pod.get("spec")
     causes: list[Cause] = []
@@ -124,6 +139,7 @@ def validate_pod(pod: Obj, old: Obj | None) -> list[Cause]:
                 "spec.restartPolicy",
             )
         )
+    causes += _pod_dns_name_causes(spec)
     causes += pvcs.volume_mount_causes(spec)
     if old is not None and not causes:
         causes.extend(_pod_update_causes(pod, old))

@@ -23,7 +23,13 @@ import json
 import re
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_SUBDOMAIN, MAX_LABEL_LENGTH, MAX_SUBDOMAIN_LENGTH
+from kubetrain.api.dnsnames import (
+    DNS1035_LABEL,
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    MAX_LABEL_LENGTH,
+    MAX_SUBDOMAIN_LENGTH,
+)
 from kubetrain.devcluster.apiserver.base.errors import Cause
 
 FIELD = "metadata.ownerReferences"
@@ -58,6 +64,15 @@ DNS1123_SUBDOMAIN_ERROR = (
 def dns1035_label_errors(value: str) -> list[str]:
     """apimachinery `validation.IsDNS1035Label`."""
     return _dns_name_errors(value, MAX_LABEL_LENGTH, DNS1035_LABEL, DNS1035_ERROR)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """apimachinery `validation.IsDNS1123Label`: a name that would be a subdomain but for its
+    dots is told "must not contain dots"."""
+    out = [f"must be no more than {MAX_LABEL_LENGTH} characters"] if len(value) > MAX_LABEL_LENGTH else []
+    if not DNS1123_LABEL.fullmatch(value):
+        out.append("must not contain dots" if DNS1123_SUBDOMAIN.fullmatch(value) else DNS1123_LABEL_ERROR)
+    return out
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
