@@ -36,8 +36,13 @@ from datetime import datetime
 from typing import Any, cast
 
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
+from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
+    KUBEDL_LABEL_GROUP_NAME,
+    KUBEDL_LABEL_JOB_NAME,
+    KUBEDL_LABEL_REPLICA_INDEX,
+    KUBEDL_LABEL_REPLICA_TYPE,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_MANAGED_BY,
@@ -218,6 +223,7 @@ class JobRef:
     name: str
     namespace: str
     uid: str
+    pod_labels: Mapping[str, str] = field(default_factory=dict)  # the job's tenancy labels
 
     def owner(self) -> dict[str, Any]:
         return {
@@ -267,12 +273,18 @@ def build_pod(
     spec["containers"] = [container]
     spec["restartPolicy"] = "Always"
     labels = {
+        **job.pod_labels,
         LABEL_JOB_NAME: job.name,
         LABEL_JOB_KIND: job.kind,
         LABEL_MANAGED_BY: MANAGED_BY_VALUE,
         LABEL_REPLICA_TYPE: REPLICA_TYPE.lower(),
         LABEL_REPLICA_INDEX: "0",
     }
+    if group_of(job.api_version) == KUBEDL_GROUP:  # KubeDL's TensorBoard pod labels (syncPod)
+        labels[KUBEDL_LABEL_GROUP_NAME] = KUBEDL_GROUP
+        labels[KUBEDL_LABEL_JOB_NAME] = job.name
+        labels[KUBEDL_LABEL_REPLICA_TYPE] = REPLICA_TYPE.lower()
+        labels[KUBEDL_LABEL_REPLICA_INDEX] = "0"
     meta = job.meta(pod_name(job.name), labels)
     meta["annotations"] = {ANNOTATION_HASH: cfg.hash}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -165,3 +165,31 @@ def test_malformed_config_is_refused_naming_annotation_and_field(
 
 def test_remote_log_dir_is_accepted() -> None:
     assert validate_job(default_job(job({"logDir": "gs://bucket/runs"})).obj).errors == []
+
+
+def test_the_tensorboard_pod_carries_the_jobs_tenancy_and_kubedls_labels() -> None:
+    # Tenancy labels are on every pod of the job (`kubectl get pods -l tenancy…` lists the
+    # TensorBoard too); in KubeDL's group it carries KubeDL's pod labels, as KubeDL's own
+    # TensorBoard pod does (replica-type tensorboard, which KubeDL's console selects it by).
+    from kubedl_examples import example_job
+
+    obj = example_job("tf/tf_job_mnist.yaml", "ns")
+    obj["metadata"]["annotations"] = {
+        TB: json.dumps({"logDir": "/runs"}),
+        "kubedl.io/tenancy": json.dumps({"tenant": "vision", "user": "ana"}),
+    }
+    children, errors = render_job(obj)
+    assert errors == []
+    (board,) = [c for c in children if c["metadata"]["name"] == "mnist-tensorboard-0"]
+    labels = board["metadata"]["labels"]
+    assert labels["tenancy.kubetrain.io/tenant"] == "vision" and labels["tenancy.kubetrain.io/user"] == "ana"
+    assert {k: labels[k] for k in ("group-name", "job-name", "replica-type", "replica-index")} == {
+        "group-name": "training.kubedl.io",
+        "job-name": "mnist",
+        "replica-type": "tensorboard",
+        "replica-index": "0",
+    }
+    # A kubetrain.io job's TensorBoard pod gets the tenancy labels but not KubeDL's.
+    children, _ = render_job(job({"logDir": "/runs"}))
+    (board,) = [c for c in children if c["metadata"]["name"] == "bert-tensorboard-0"]
+    assert "group-name" not in board["metadata"]["labels"]
