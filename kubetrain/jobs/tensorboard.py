@@ -157,6 +157,15 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
                 errors.append(
                     invalid(path("ingressSpec.pathPrefix"), f"must be a string, not {json_type(prefix)}")
                 )
+            elif "%2f" in prefix.lower():
+                # An Ingress path may not hold an encoded '/' (Kubernetes' validateIngressHTTPPath,
+                # invalidPathSequences); '//', '/./' and '/../' are joined away (path_prefix).
+                errors.append(
+                    invalid(
+                        path("ingressSpec.pathPrefix"),
+                        f"{prefix!r}: must not contain '%2F' (an Ingress path cannot)",
+                    )
+                )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
                 errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
     if errors:

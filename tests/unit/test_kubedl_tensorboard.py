@@ -152,6 +152,11 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
             "must be a string",
         ),
         ({"logDir": "/runs", "logdir": "/x"}, ".logdir", "unknown field"),
+        (
+            {"logDir": "/runs", "ingressSpec": {"pathPrefix": "/a%2Fb"}},
+            ".ingressSpec.pathPrefix",
+            "'%2F'",
+        ),
         ("[]", "", "must be a JSON object"),
     ],
 )
