@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import ipaddress
 import json
 import posixpath
 import re
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
+from kubetrain.api.dnsnames import is_dns1123_subdomain
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
 from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.labels import (
@@ -152,6 +154,8 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             annotations = ingress.get("annotations") or {}
             if not isinstance(host, str):
                 errors.append(invalid(path("ingressSpec.host"), f"must be a string, not {json_type(host)}"))
+            elif host:
+                errors.extend(_host_errors(host, path("ingressSpec.host")))
             if not isinstance(prefix, str):
                 # Any string: joined as KubeDL's path.Join("/", pathPrefix, …) joins it (path_prefix).
                 errors.append(
@@ -187,6 +191,21 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
         ),
         [],
     )
+
+
+def _host_errors(host: str, at: str) -> list[FieldError]:
+    """An Ingress rule's host as Kubernetes' validateIngressRules takes it: a DNS-1123 subdomain,
+    or one with a leading `*.` wildcard, never an IP address."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return [invalid(at, f"{host!r}: must be a DNS name, not an IP address")]
+    name = host[2:] if host.startswith("*.") else host
+    if is_dns1123_subdomain(name):
+        return []
+    return [invalid(at, f"{host!r}: must be a DNS name such as tb.example.com (or *.example.com), no port")]
 
 
 def tensorboard_of(annotations: Mapping[str, Any]) -> TensorBoardConfig | None:

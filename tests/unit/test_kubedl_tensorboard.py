@@ -153,6 +153,12 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
         ),
         ({"logDir": "/runs", "logdir": "/x"}, ".logdir", "unknown field"),
         (
+            {"logDir": "/runs", "ingressSpec": {"host": "tb.example.com:8080"}},
+            ".ingressSpec.host",
+            "DNS name",
+        ),
+        ({"logDir": "/runs", "ingressSpec": {"host": "10.0.0.7"}}, ".ingressSpec.host", "not an IP address"),
+        (
             {"logDir": "/runs", "ingressSpec": {"pathPrefix": "/a%2Fb"}},
             ".ingressSpec.pathPrefix",
             "'%2F'",
@@ -166,6 +172,11 @@ def test_malformed_config_is_refused_naming_annotation_and_field(
     errors = validate_job(default_job(job(config)).obj).errors
     assert [e.path for e in errors] == [f"metadata.annotations[{TB}]{path}"]
     assert message in str(errors[0])
+
+
+def test_a_wildcard_ingress_host_is_accepted() -> None:
+    config = {"logDir": "/runs", "ingressSpec": {"host": "*.tb.example.com"}}
+    assert validate_job(default_job(job(config)).obj).errors == []
 
 
 def test_remote_log_dir_is_accepted() -> None:
