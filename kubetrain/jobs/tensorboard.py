@@ -5,9 +5,10 @@ The annotation holds KubeDL's JSON: `logDir` (required), `image`, `ttlSecondsAft
 applied, as KubeDL's console writes it: a TensorBoard applied after the job finished lives its TTL
 from then). kubetrain runs, owned by the job:
 
-- one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the first replica type's
-  pod template (its volumes, so the pod reads the logDir from the volume the job writes it to;
-  its node selector, tolerations, service account, image pull secrets and security context) with
+- one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the pod template of the
+  Chief, else Master, else Worker, else first replica type (`source_replica`, as KubeDL) — its
+  volumes, so the pod reads the logDir from the volume the job writes it to; its node selector,
+  tolerations, service account, image pull secrets and security context — with
   one container `tensorboard` running `tensorboard --logdir <logDir> --host 0.0.0.0 --port 6006`
   (and, behind an Ingress, `--path_prefix <pathPrefix>/<namespace>/<job>`, as KubeDL) in `image`,
   default the framework container's image;
@@ -31,7 +32,7 @@ import ipaddress
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -66,7 +67,7 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}
 INGRESS_FIELDS = ("host", "pathPrefix", "annotations")
 _LAYOUT = "path-per-job"  # changes when the pod built from the same config changes
 _REMOTE = ("gs://", "s3://", "hdfs://", "oss://", "az://")
-# Pod template fields the TensorBoard pod takes from the job's first replica type.
+# Pod template fields the TensorBoard pod takes from the job's source replica type (`source_replica`).
 _POD_FIELDS = (
     "volumes",
     "nodeSelector",
@@ -272,6 +273,17 @@ class JobRef:
         }
 
 
+_SOURCE_TYPES = ("Chief", "Master", "Worker")
+
+
+def source_replica(replica_types: Sequence[str]) -> str:
+    """The replica type whose template the TensorBoard pod is made from: KubeDL's TFJob
+    controller's `getMasterSpec` — Chief, else Master, else Worker (never a PS, which writes no
+    summaries) — and for kinds without those (MPIJob's Launcher and Worker have a Worker) the
+    first in the framework's order."""
+    return next((t for t in _SOURCE_TYPES if t in replica_types), replica_types[0])
+
+
 def _selector(job: JobRef) -> dict[str, str]:
     return {LABEL_JOB_NAME: job.name, LABEL_REPLICA_TYPE: REPLICA_TYPE.lower()}
 
@@ -279,7 +291,7 @@ def _selector(job: JobRef) -> dict[str, str]:
 def build_pod(
     job: JobRef, cfg: TensorBoardConfig, template: Mapping[str, Any], container_index: int
 ) -> dict[str, Any]:
-    """The TensorBoard pod from the first replica type's template."""
+    """The TensorBoard pod from the source replica type's template (`source_replica`)."""
     tspec: Mapping[str, Any] = template.get("spec") or {}
     spec: dict[str, Any] = {k: copy.deepcopy(tspec[k]) for k in _POD_FIELDS if k in tspec}
     containers = tspec.get("containers") or []

@@ -127,7 +127,7 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         str(meta.get("uid", "")),
         labels_of_annotations(annotations_of(r.job)),
     )
-    first = next(iter(layout.replicas.values()))
+    first = layout.replicas[tb.source_replica(list(layout.replicas))]
     address, link = tb.address(name, namespace, cfg), tb.url(name, namespace, cfg)
     if pod is None:
         r.plan.create_pods.append(tb.build_pod(job, cfg, first.template, first.container_index))
@@ -227,7 +227,7 @@ def tensorboard_children(job_obj: Mapping[str, Any], layout: JobLayout) -> list[
         layout.uid,
         labels_of_annotations(layout.annotations),
     )
-    first = next(iter(layout.replicas.values()))
+    first = layout.replicas[tb.source_replica(list(layout.replicas))]
     ingress = tb.build_ingress(job, cfg)
     return [
         tb.build_service(job),

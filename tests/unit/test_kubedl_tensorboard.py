@@ -209,3 +209,49 @@ def test_the_tensorboard_pod_carries_the_jobs_tenancy_and_kubedls_labels() -> No
     children, _ = render_job(job({"logDir": "/runs"}))
     (board,) = [c for c in children if c["metadata"]["name"] == "bert-tensorboard-0"]
     assert "group-name" not in board["metadata"]["labels"]
+
+
+def _tf_job(replicas: dict[str, bool]) -> dict[str, Any]:
+    """A TFJob whose replica types (in this order) mount the logs volume or not."""
+
+    def template(mounts: bool, rtype: str) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": "tensorflow", "image": f"tf/{rtype.lower()}:1"}
+        volumes = []
+        if mounts:
+            container["volumeMounts"] = [{"name": "logs", "mountPath": "/logs"}]
+            volumes = [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
+        return {"spec": {"volumes": volumes, "containers": [container]}}
+
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "tf", "namespace": "ns", "annotations": {TB: json.dumps({"logDir": "/logs"})}},
+        "spec": {
+            "tfReplicaSpecs": {
+                rtype: {"replicas": 1, "template": template(mounts, rtype)}
+                for rtype, mounts in replicas.items()
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("replicas", "image"),
+    [
+        ({"PS": False, "Worker": True}, "tf/worker:1"),
+        ({"PS": False, "Worker": False, "Chief": True}, "tf/chief:1"),
+        ({"Evaluator": False, "Master": True, "Worker": False}, "tf/master:1"),
+    ],
+)
+def test_the_tensorboard_pod_is_made_from_the_chief_master_or_worker_as_in_kubedl(
+    replicas: dict[str, bool], image: str
+) -> None:
+    # KubeDL's TFJob controller builds it from getMasterSpec: Chief, else Master, else Worker —
+    # never the PS, which does not write the summaries (nor, usually, mount their volume).
+    children, errors = render_job(_tf_job(replicas))
+    assert errors == []
+    (board,) = [c for c in children if c["metadata"]["name"] == "tf-tensorboard-0"]
+    (container,) = board["spec"]["containers"]
+    assert container["image"] == image
+    assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/logs"}]
+    assert board["spec"]["volumes"] == [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
