@@ -4,7 +4,7 @@ installed with the job kinds) and KubeDL's Cron (apps.kubedl.io/v1alpha1, for an
 
 TrainingCron's schema carries batch/v1 CronJob's defaults (concurrencyPolicy Allow, suspend
 false, 3 succeeded and 1 failed job kept), applied by the API server; KubeDL's Cron has none, as in
-KubeDL (no historyLimit: every finished job is kept)."""
+KubeDL (its historyLimit bounds only `status.history`: every finished job is kept)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,10 @@ The annotation holds KubeDL's JSON: `logDir` (required), `image`, `ttlSecondsAft
 applied, as KubeDL's console writes it: a TensorBoard applied after the job finished lives its TTL
 from then). kubetrain runs, owned by the job:
 
-- one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the first replica type's
-  pod template (its volumes, so the pod reads the logDir from the volume the job writes it to;
-  its node selector, tolerations, service account, image pull secrets and security context) with
+- one pod `<job>-tensorboard-0` (KubeDL's replica type `TensorBoard`): the pod template of the
+  Chief, else Master, else Worker, else first replica type (`source_replica`, as KubeDL) — its
+  volumes, so the pod reads the logDir from the volume the job writes it to; its node selector,
+  tolerations, service account, image pull secrets and security context — with
   one container `tensorboard` running `tensorboard --logdir <logDir> --host 0.0.0.0 --port 6006`
   (and, behind an Ingress, `--path_prefix <pathPrefix>/<namespace>/<job>`, as KubeDL) in `image`,
   default the framework container's image;
@@ -27,17 +28,24 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import ipaddress
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
+from kubetrain.api.dnsnames import is_dns1123_subdomain
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
+from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
+    KUBEDL_LABEL_GROUP_NAME,
+    KUBEDL_LABEL_JOB_NAME,
+    KUBEDL_LABEL_REPLICA_INDEX,
+    KUBEDL_LABEL_REPLICA_TYPE,
     LABEL_JOB_KIND,
     LABEL_JOB_NAME,
     LABEL_MANAGED_BY,
@@ -59,7 +67,7 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}
 INGRESS_FIELDS = ("host", "pathPrefix", "annotations")
 _LAYOUT = "path-per-job"  # changes when the pod built from the same config changes
 _REMOTE = ("gs://", "s3://", "hdfs://", "oss://", "az://")
-# Pod template fields the TensorBoard pod takes from the job's first replica type.
+# Pod template fields the TensorBoard pod takes from the job's source replica type (`source_replica`).
 _POD_FIELDS = (
     "volumes",
     "nodeSelector",
@@ -147,10 +155,21 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             annotations = ingress.get("annotations") or {}
             if not isinstance(host, str):
                 errors.append(invalid(path("ingressSpec.host"), f"must be a string, not {json_type(host)}"))
+            elif host:
+                errors.extend(_host_errors(host, path("ingressSpec.host")))
             if not isinstance(prefix, str):
                 # Any string: joined as KubeDL's path.Join("/", pathPrefix, …) joins it (path_prefix).
                 errors.append(
                     invalid(path("ingressSpec.pathPrefix"), f"must be a string, not {json_type(prefix)}")
+                )
+            elif "%2f" in prefix.lower():
+                # An Ingress path may not hold an encoded '/' (Kubernetes' validateIngressHTTPPath,
+                # invalidPathSequences); '//', '/./' and '/../' are joined away (path_prefix).
+                errors.append(
+                    invalid(
+                        path("ingressSpec.pathPrefix"),
+                        f"{prefix!r}: must not contain '%2F' (an Ingress path cannot)",
+                    )
                 )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
                 errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
@@ -173,6 +192,21 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
         ),
         [],
     )
+
+
+def _host_errors(host: str, at: str) -> list[FieldError]:
+    """An Ingress rule's host as Kubernetes' validateIngressRules takes it: a DNS-1123 subdomain,
+    or one with a leading `*.` wildcard, never an IP address."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return [invalid(at, f"{host!r}: must be a DNS name, not an IP address")]
+    name = host[2:] if host.startswith("*.") else host
+    if is_dns1123_subdomain(name):
+        return []
+    return [invalid(at, f"{host!r}: must be a DNS name such as tb.example.com (or *.example.com), no port")]
 
 
 def tensorboard_of(annotations: Mapping[str, Any]) -> TensorBoardConfig | None:
@@ -218,6 +252,7 @@ class JobRef:
     name: str
     namespace: str
     uid: str
+    pod_labels: Mapping[str, str] = field(default_factory=dict)  # the job's tenancy labels
 
     def owner(self) -> dict[str, Any]:
         return {
@@ -238,6 +273,17 @@ class JobRef:
         }
 
 
+_SOURCE_TYPES = ("Chief", "Master", "Worker")
+
+
+def source_replica(replica_types: Sequence[str]) -> str:
+    """The replica type whose template the TensorBoard pod is made from: KubeDL's TFJob
+    controller's `getMasterSpec` — Chief, else Master, else Worker (never a PS, which writes no
+    summaries) — and for kinds without those (MPIJob's Launcher and Worker have a Worker) the
+    first in the framework's order."""
+    return next((t for t in _SOURCE_TYPES if t in replica_types), replica_types[0])
+
+
 def _selector(job: JobRef) -> dict[str, str]:
     return {LABEL_JOB_NAME: job.name, LABEL_REPLICA_TYPE: REPLICA_TYPE.lower()}
 
@@ -245,7 +291,7 @@ def _selector(job: JobRef) -> dict[str, str]:
 def build_pod(
     job: JobRef, cfg: TensorBoardConfig, template: Mapping[str, Any], container_index: int
 ) -> dict[str, Any]:
-    """The TensorBoard pod from the first replica type's template."""
+    """The TensorBoard pod from the source replica type's template (`source_replica`)."""
     tspec: Mapping[str, Any] = template.get("spec") or {}
     spec: dict[str, Any] = {k: copy.deepcopy(tspec[k]) for k in _POD_FIELDS if k in tspec}
     containers = tspec.get("containers") or []
@@ -267,12 +313,18 @@ def build_pod(
     spec["containers"] = [container]
     spec["restartPolicy"] = "Always"
     labels = {
+        **job.pod_labels,
         LABEL_JOB_NAME: job.name,
         LABEL_JOB_KIND: job.kind,
         LABEL_MANAGED_BY: MANAGED_BY_VALUE,
         LABEL_REPLICA_TYPE: REPLICA_TYPE.lower(),
         LABEL_REPLICA_INDEX: "0",
     }
+    if group_of(job.api_version) == KUBEDL_GROUP:  # KubeDL's TensorBoard pod labels (syncPod)
+        labels[KUBEDL_LABEL_GROUP_NAME] = KUBEDL_GROUP
+        labels[KUBEDL_LABEL_JOB_NAME] = job.name
+        labels[KUBEDL_LABEL_REPLICA_TYPE] = REPLICA_TYPE.lower()
+        labels[KUBEDL_LABEL_REPLICA_INDEX] = "0"
     meta = job.meta(pod_name(job.name), labels)
     meta["annotations"] = {ANNOTATION_HASH: cfg.hash}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -27,6 +27,7 @@ from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import KUBEDL_ANNOTATION_TENSORBOARD, annotations_of
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs import tensorboard as tb
+from kubetrain.jobs.tenancy import labels_of_annotations
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
 from kubetrain.operator.draft import ReconcileDraft
@@ -119,9 +120,14 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
     if layout is None:
         return
     job = tb.JobRef(
-        str(r.job.get("kind")), str(r.job.get("apiVersion")), name, namespace, str(meta.get("uid", ""))
+        str(r.job.get("kind")),
+        str(r.job.get("apiVersion")),
+        name,
+        namespace,
+        str(meta.get("uid", "")),
+        labels_of_annotations(annotations_of(r.job)),
     )
-    first = next(iter(layout.replicas.values()))
+    first = layout.replicas[tb.source_replica(list(layout.replicas))]
     address, link = tb.address(name, namespace, cfg), tb.url(name, namespace, cfg)
     if pod is None:
         r.plan.create_pods.append(tb.build_pod(job, cfg, first.template, first.container_index))
@@ -213,8 +219,15 @@ def tensorboard_children(job_obj: Mapping[str, Any], layout: JobLayout) -> list[
     cfg = tb.tensorboard_of(annotations_of(job_obj))
     if cfg is None:
         return []
-    job = tb.JobRef(layout.kind, layout.api_version, layout.name, layout.namespace, layout.uid)
-    first = next(iter(layout.replicas.values()))
+    job = tb.JobRef(
+        layout.kind,
+        layout.api_version,
+        layout.name,
+        layout.namespace,
+        layout.uid,
+        labels_of_annotations(layout.annotations),
+    )
+    first = layout.replicas[tb.source_replica(list(layout.replicas))]
     ingress = tb.build_ingress(job, cfg)
     return [
         tb.build_service(job),

@@ -282,3 +282,17 @@ def test_pinning_replaces_the_revision_the_pod_fetches() -> None:
     pin_commit(pod, A)
     env = [e for e in pod["spec"]["initContainers"][0]["env"] if e["name"] == "GIT_SYNC_REV"]
     assert env == [{"name": "GIT_SYNC_REV", "value": A}]
+
+
+@pytest.mark.parametrize(("given", "tries"), [(None, "3"), (0, "3"), (1, "1"), (-1, None)])
+def test_max_failures_zero_means_kubedls_default(given: Any, tries: str | None) -> None:
+    # KubeDL's setDefaultSyncOpts replaces 0 (and absence) by 3; -1 retries for ever (no limit).
+    from kubetrain.jobs.codesync import init_container, parse_code_sync
+
+    config: dict[str, Any] = {"source": REPO}
+    if given is not None:
+        config["maxFailures"] = given
+    cfg, errors = parse_code_sync(json.dumps(config))
+    assert errors == [] and cfg is not None
+    env = {e["name"]: e.get("value") for e in init_container(cfg)["env"]}
+    assert env.get("GIT_SYNC_MAX_SYNC_FAILURES") == tries

@@ -152,6 +152,17 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
             "must be a string",
         ),
         ({"logDir": "/runs", "logdir": "/x"}, ".logdir", "unknown field"),
+        (
+            {"logDir": "/runs", "ingressSpec": {"host": "tb.example.com:8080"}},
+            ".ingressSpec.host",
+            "DNS name",
+        ),
+        ({"logDir": "/runs", "ingressSpec": {"host": "10.0.0.7"}}, ".ingressSpec.host", "not an IP address"),
+        (
+            {"logDir": "/runs", "ingressSpec": {"pathPrefix": "/a%2Fb"}},
+            ".ingressSpec.pathPrefix",
+            "'%2F'",
+        ),
         ("[]", "", "must be a JSON object"),
     ],
 )
@@ -163,5 +174,84 @@ def test_malformed_config_is_refused_naming_annotation_and_field(
     assert message in str(errors[0])
 
 
+def test_a_wildcard_ingress_host_is_accepted() -> None:
+    config = {"logDir": "/runs", "ingressSpec": {"host": "*.tb.example.com"}}
+    assert validate_job(default_job(job(config)).obj).errors == []
+
+
 def test_remote_log_dir_is_accepted() -> None:
     assert validate_job(default_job(job({"logDir": "gs://bucket/runs"})).obj).errors == []
+
+
+def test_the_tensorboard_pod_carries_the_jobs_tenancy_and_kubedls_labels() -> None:
+    # Tenancy labels are on every pod of the job (`kubectl get pods -l tenancy…` lists the
+    # TensorBoard too); in KubeDL's group it carries KubeDL's pod labels, as KubeDL's own
+    # TensorBoard pod does (replica-type tensorboard, which KubeDL's console selects it by).
+    from kubedl_examples import example_job
+
+    obj = example_job("tf/tf_job_mnist.yaml", "ns")
+    obj["metadata"]["annotations"] = {
+        TB: json.dumps({"logDir": "/runs"}),
+        "kubedl.io/tenancy": json.dumps({"tenant": "vision", "user": "ana"}),
+    }
+    children, errors = render_job(obj)
+    assert errors == []
+    (board,) = [c for c in children if c["metadata"]["name"] == "mnist-tensorboard-0"]
+    labels = board["metadata"]["labels"]
+    assert labels["tenancy.kubetrain.io/tenant"] == "vision" and labels["tenancy.kubetrain.io/user"] == "ana"
+    assert {k: labels[k] for k in ("group-name", "job-name", "replica-type", "replica-index")} == {
+        "group-name": "training.kubedl.io",
+        "job-name": "mnist",
+        "replica-type": "tensorboard",
+        "replica-index": "0",
+    }
+    # A kubetrain.io job's TensorBoard pod gets the tenancy labels but not KubeDL's.
+    children, _ = render_job(job({"logDir": "/runs"}))
+    (board,) = [c for c in children if c["metadata"]["name"] == "bert-tensorboard-0"]
+    assert "group-name" not in board["metadata"]["labels"]
+
+
+def _tf_job(replicas: dict[str, bool]) -> dict[str, Any]:
+    """A TFJob whose replica types (in this order) mount the logs volume or not."""
+
+    def template(mounts: bool, rtype: str) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": "tensorflow", "image": f"tf/{rtype.lower()}:1"}
+        volumes = []
+        if mounts:
+            container["volumeMounts"] = [{"name": "logs", "mountPath": "/logs"}]
+            volumes = [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
+        return {"spec": {"volumes": volumes, "containers": [container]}}
+
+    return {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "tf", "namespace": "ns", "annotations": {TB: json.dumps({"logDir": "/logs"})}},
+        "spec": {
+            "tfReplicaSpecs": {
+                rtype: {"replicas": 1, "template": template(mounts, rtype)}
+                for rtype, mounts in replicas.items()
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("replicas", "image"),
+    [
+        ({"PS": False, "Worker": True}, "tf/worker:1"),
+        ({"PS": False, "Worker": False, "Chief": True}, "tf/chief:1"),
+        ({"Evaluator": False, "Master": True, "Worker": False}, "tf/master:1"),
+    ],
+)
+def test_the_tensorboard_pod_is_made_from_the_chief_master_or_worker_as_in_kubedl(
+    replicas: dict[str, bool], image: str
+) -> None:
+    # KubeDL's TFJob controller builds it from getMasterSpec: Chief, else Master, else Worker —
+    # never the PS, which does not write the summaries (nor, usually, mount their volume).
+    children, errors = render_job(_tf_job(replicas))
+    assert errors == []
+    (board,) = [c for c in children if c["metadata"]["name"] == "tf-tensorboard-0"]
+    (container,) = board["spec"]["containers"]
+    assert container["image"] == image
+    assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/logs"}]
+    assert board["spec"]["volumes"] == [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
