@@ -28,7 +28,8 @@ Limits: the pause is process-wide, so for the few milliseconds of one inline rev
 of the process collects (their objects are collected at the next collection after it); any
 reference cycle the decision makes waits for that collection too. The pause is not taken when
 the collector is already disabled, and nothing else in kubetrain turns it off or on.
-Measured figures: docs/performance.md, "The xlarge review's collections" (2026-11-27).
+Measured figures: docs/performance.md, "The xlarge review: collections and shared templates"
+(2026-11-27).
 """
 
 from __future__ import annotations

@@ -39,17 +39,20 @@ templates" (2026-11-27).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
-# Group g's placeholder is PLACEHOLDER - 10 - g (g < 90): all of them 20 bytes, one `-` first
-# and digits after, all beginning with the same 18 bytes, which the body must not contain.
+# Group g's placeholder is PLACEHOLDER - 10 - g (g < _MAX_GROUPS): all of them 20 bytes, one
+# `-` first and digits after, all beginning with the same 18 bytes, which the body must not hold.
 PLACEHOLDER = -7160598262118419000
 _PLACEHOLDER_PREFIX = str(PLACEHOLDER)[:-2].encode()
-_MAX_GROUPS = 90
+_MAX_GROUPS = 16
+_MAX_CANDIDATES = 64
+# A `"template"` member whose value is an object, up to its `{` (JSON's four spaces allowed).
 _KEY = b'"template"'
-_SPACE = b" \t\r\n"
+_MEMBER = re.compile(rb'"template"[ \t\r\n]*:[ \t\r\n]*\{')
 _MAX_END_TRIES = 16
 
 
@@ -101,21 +104,16 @@ def _groups(body: bytes) -> list[tuple[bytes, list[int]]]:
 
 
 def _candidates(body: bytes) -> list[int]:
-    """Where the value of each `"template":` member that is an object begins."""
+    """Where the value of each `"template":` member that is an object begins (none past
+    _MAX_CANDIDATES: a body with that many is not an ordinary job's)."""
     out: list[int] = []
-    at = body.find(_KEY)
-    while at >= 0:
-        i = at + len(_KEY)
-        while i < len(body) and body[i] in _SPACE:
-            i += 1
-        if i < len(body) and body[i] == 0x3A:  # ':'
-            i += 1
-            while i < len(body) and body[i] in _SPACE:
-                i += 1
-            if i < len(body) and body[i] == 0x7B:  # '{'
-                out.append(i)
+    at = body.find(_KEY)  # a C search for the key, the pattern matched only where it is
+    while at >= 0 and len(out) <= _MAX_CANDIDATES:
+        member = _MEMBER.match(body, at)
+        if member is not None:
+            out.append(member.end() - 1)
         at = body.find(_KEY, at + len(_KEY))
-    return out
+    return out if len(out) <= _MAX_CANDIDATES else []
 
 
 def _balance(text: bytes) -> int:
@@ -125,16 +123,20 @@ def _balance(text: bytes) -> int:
 def _value_text(text: bytes) -> bytes | None:
     """The shortest prefix of `text` ending in one of its last _MAX_END_TRIES `}` whose
     brackets balance: a guess at the object value `text` begins with (brackets in strings
-    may mislead it, which the decode of the result finds out)."""
+    may mislead it, which the decode of the result finds out). Each byte is counted once."""
     total = _balance(text)
+    suffix = 0  # the balance of text[end:]
     end = len(text)
     found = None
     for _ in range(_MAX_END_TRIES):
-        end = text.rfind(b"}", 0, end)
-        if end <= 0:
+        close = text.rfind(b"}", 0, end)
+        if close <= 0:
             break
-        if total == _balance(text[end + 1 :]):
-            found = end + 1
+        suffix += _balance(text[close + 1 : end])
+        if total == suffix:  # text[: close + 1] balances
+            found = close + 1
+        suffix -= 1  # the `}` at close
+        end = close
     return None if found is None else text[:found]
 
 

@@ -174,3 +174,13 @@ def test_answers_are_those_of_a_whole_decode(
     body = orjson.dumps(request_review(job, operation="UPDATE" if update else "CREATE", old=old))
     assert len(body) > SHAPE_CHECK_BYTES
     answers(body)
+
+
+@pytest.mark.parametrize("copies, shared", [(64, True), (65, False)])
+def test_a_body_with_more_template_members_than_a_job_has_is_decoded_whole(copies: int, shared: bool) -> None:
+    template = big_tf_job("big", 1)["spec"]["tfReplicaSpecs"]["Worker"]["template"]
+    replicas = {f"R{i}": {"replicas": 1, "template": template} for i in range(copies)}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {"tfReplicaSpecs": replicas}}
+    decoded = same_as_orjson(orjson.dumps(request_review(job)))
+    objects = {id(r["template"]) for r in decoded["request"]["object"]["spec"]["tfReplicaSpecs"].values()}
+    assert len(objects) == (1 if shared else copies)
