@@ -54,6 +54,7 @@ _MAX_CANDIDATES = 64
 _KEY = b'"template"'
 _MEMBER = re.compile(rb'"template"[ \t\r\n]*:[ \t\r\n]*\{')
 _MAX_END_TRIES = 16
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"{}[]")
 
 
 def loads_sharing_templates(body: bytes) -> Any:
@@ -79,45 +80,55 @@ def loads_sharing_templates(body: bytes) -> Any:
 
 
 def _groups(body: bytes) -> list[tuple[bytes, list[int]]]:
-    """The template texts written at least twice, each with where its copies start."""
-    starts = _candidates(body)
-    if len(starts) < 2:
-        return []
+    """The template texts written at least twice, each with where its copies start. The
+    search for the next candidate resumes after a text just grouped: its copies' bytes, most
+    of a big body, are compared (`startswith`), never searched. None past _MAX_CANDIDATES
+    candidates (a body with that many is not an ordinary job's) or _MAX_GROUPS texts."""
     groups: list[tuple[bytes, list[int]]] = []
-    taken = 0  # candidates starting before this lie inside a text already grouped
-    for i, start in enumerate(starts):
-        if start < taken:
-            continue
+    start = _candidate(body, 0)
+    for visited in range(_MAX_CANDIDATES + 1):
+        if start < 0:
+            return [(text, where) for text, where in groups if len(where) > 1]
+        if visited == _MAX_CANDIDATES:
+            break
+        resume = start + 1
         for text, where in groups:
             if body.startswith(text, start):
                 where.append(start)
-                taken = start + len(text)
+                resume = start + len(text)
                 break
         else:
-            if len(groups) >= _MAX_GROUPS or i + 1 == len(starts):
-                continue  # the last candidate has no later copy to share with
-            guess = _value_text(body[start : starts[i + 1]])
+            following = _candidate(body, start + 1)
+            if following < 0:
+                start = following  # the last candidate has no later copy to share with
+                continue
+            guess = _value_text(body[start:following]) if len(groups) < _MAX_GROUPS else None
             if guess is not None:
                 groups.append((guess, [start]))
-                taken = start + len(guess)
-    return [(text, where) for text, where in groups if len(where) > 1]
+                resume = start + len(guess)
+            if following >= resume:
+                start = following
+                continue
+        start = _candidate(body, resume)
+    return []
 
 
-def _candidates(body: bytes) -> list[int]:
-    """Where the value of each `"template":` member that is an object begins (none past
-    _MAX_CANDIDATES: a body with that many is not an ordinary job's)."""
-    out: list[int] = []
-    at = body.find(_KEY)  # a C search for the key, the pattern matched only where it is
-    while at >= 0 and len(out) <= _MAX_CANDIDATES:
+def _candidate(body: bytes, at: int) -> int:
+    """Where the value of the first `"template":` member at or after `at` that is an object
+    begins; -1 if none."""
+    at = body.find(_KEY, at)  # a C search for the key, the pattern matched only where it is
+    while at >= 0:
         member = _MEMBER.match(body, at)
         if member is not None:
-            out.append(member.end() - 1)
+            return member.end() - 1
         at = body.find(_KEY, at + len(_KEY))
-    return out if len(out) <= _MAX_CANDIDATES else []
+    return -1
 
 
 def _balance(text: bytes) -> int:
-    return text.count(b"{") + text.count(b"[") - text.count(b"}") - text.count(b"]")
+    """Opening less closing brackets: one pass keeps them, four counts read what is left."""
+    brackets = text.translate(None, _NOT_BRACKET)
+    return brackets.count(b"{") + brackets.count(b"[") - brackets.count(b"}") - brackets.count(b"]")
 
 
 def _value_text(text: bytes) -> bytes | None:
