@@ -15,9 +15,10 @@ templates are one object, which deciding treats as read-only like everything in 
 
 How, and why the result is exact:
 - the candidates are the values of the body's `"template":` members that begin with `{`; a
-  candidate's text is found from the bytes (its end is the last `}` before the next candidate,
-  or the body's end, that balances the brackets before it: a guess, proven below), and the
-  later candidates whose bytes start with the same text join it;
+  candidate's text is found from the bytes (it ends at the first of the last `}` before the
+  next candidate that balances the brackets before it: a guess, proven below), and the later
+  candidates whose bytes start with the same text join it (the search for candidates skips
+  the bytes of a text it has grouped);
 - the body is decoded with each such text replaced by an integer, PLACEHOLDER - 10 - its group,
   whose digits do not occur in the body; each group's text is decoded on its own;
 - in the decoded review, the placeholders are looked for where a replica map keeps its
