@@ -36,6 +36,9 @@ def replica_map_errors(
     """The entries of a replica map (`replicas`, as read): their keys, counts and templates."""
     valid_types = framework.replica_types
     errors: list[FieldError] = []
+    # Replica types whose templates are one object (kubetrain.webhook.sharedtemplates decodes
+    # byte-identical ones once) key it once: the objects live through this call, so ids hold.
+    keys: dict[int, bytes | str | None] = {}
     # The spelling each replica type is known by: the canonical one when present, else the first.
     canonical = {t.lower(): t for t in valid_types}
     primary: dict[str, str] = {}
@@ -62,18 +65,22 @@ def replica_map_errors(
             errors.append(
                 invalid(f"{r.path}.replicas", f"must be greater than or equal to 0, got {replicas_written}")
             )
-        errors.extend(_template_errors(r.template, f"{r.path}.template", framework, warnings))
+        errors.extend(_template_errors(r.template, f"{r.path}.template", framework, warnings, keys))
     return errors
 
 
-def _template_errors(template: Any, path: str, framework: Framework, warnings: list[str]) -> list[FieldError]:
+def _template_errors(
+    template: Any, path: str, framework: Framework, warnings: list[str], keys: dict[int, bytes | str | None]
+) -> list[FieldError]:
     if template is None or template == {}:
         return [required(f"{path}.spec.containers", "a pod template with at least one container is needed")]
     if not isinstance(template, dict):
         return []  # the model reports the type error
     # Everything below depends only on the template's content: computed once per distinct
     # template (and framework), then a cache hit costs one `template_key`.
-    key = template_key(template)
+    key = (
+        keys[id(template)] if id(template) in keys else keys.setdefault(id(template), template_key(template))
+    )
     findings = None if key is None else _template_findings(key, framework)
     if findings is None:
         return [invalid(path, NOT_JSON)]

@@ -34,6 +34,7 @@ from kubetrain.webhook.review import (
 )
 from kubetrain.webhook.shapebound import structure_marks, within_shape_limits
 from kubetrain.webhook.shapelimits import MAX_NESTING_DEPTH, MAX_OBJECT_MEMBERS, shape_problem
+from kubetrain.webhook.sharedtemplates import loads_sharing_templates
 from kubetrain.webhook.trainer import is_trainer_review, mutate_trainer, needs_read, validate_trainer
 from kubetrain.webhook.validate import needs_job, validate
 
@@ -88,16 +89,12 @@ def review_marks(body: bytes) -> bytes | None:
 
 
 def decide_guarded(
-    review: AdmissionRequest,
-    webhook: str,
-    decide: Decide,
-    body: bytes = b"",
-    marks: bytes | None = None,
+    review: AdmissionRequest, webhook: str, decide: Decide, check_shape: bool = False
 ) -> AdmissionResponse:
     """`decide(review)` with the shape limits applied and any failure answered as a denial.
-    `body` is the review's JSON text (`shape_check_needed`, with its `marks` if known); without
-    it the objects are checked only if deciding them overflows the stack."""
-    if shape_check_needed(body, marks):
+    `check_shape`: `shape_check_needed` of the review's body; without it the objects are
+    checked only if deciding them overflows the stack."""
+    if check_shape:
         denial = shape_denial(review)
         if denial is not None:
             return denial
@@ -150,12 +147,15 @@ class Decider:
         whose runtime must be read, and a runtime DELETE, whose TrainJobs must be listed),
         unless it breaks the shape limits (then the denial comes back). `marks`:
         `review_marks(body)`, when the caller has computed them already."""
-        review = decode_review(body)
+        check_shape = shape_check_needed(body, marks)
+        # A body proven shallow is decoded with its byte-identical pod templates decoded once.
+        shared = len(body) > SHAPE_CHECK_BYTES and not check_shape
+        review = decode_review(body, loads_sharing_templates if shared else orjson.loads)
         if webhook == "validate" and (needs_job(review) or needs_read(review)):
             # Held to the shape limits before anything is read for it, like any other review.
-            denial = shape_denial(review) if shape_check_needed(body, marks) else None
+            denial = shape_denial(review) if check_shape else None
             if denial is not None:
                 return encode(review, denial)
             return review, b"", ""
         decide = self.mutate if webhook == "mutate" else self.validate
-        return encode(review, decide_guarded(review, webhook, decide, body, marks))
+        return encode(review, decide_guarded(review, webhook, decide, check_shape))

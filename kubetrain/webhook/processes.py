@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import multiprocessing
 import os
@@ -40,6 +39,7 @@ from typing import Any
 
 from kubetrain.serving import gcfreeze
 from kubetrain.webhook.decider import Decider
+from kubetrain.webhook.quietgc import header_only
 from kubetrain.webhook.review import AdmissionRequest
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def answer_in_worker(body: bytes, webhook: str, decider: Decider) -> Answer:
     """What a worker runs: the same decision as in the parent, the review sent back without
     its objects (the parent needs only the header for metrics, logs and scale reviews)."""
     review, answer, result = decider.answer(body, webhook)
-    return dataclasses.replace(review, object=None, old_object=None, raw={}), answer, result
+    return header_only(review), answer, result
 
 
 def _warm() -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,14 +192,16 @@ def parse_review(review: Any) -> AdmissionRequest:
     )
 
 
-def decode_review(body: bytes) -> AdmissionRequest:
-    """Parse the POSTed bytes; raises BadReview (never a JSON or Unicode error)."""
+def decode_review(body: bytes, loads: Callable[[bytes], Any] = orjson.loads) -> AdmissionRequest:
+    """Parse the POSTed bytes; raises BadReview (never a JSON or Unicode error). `loads`:
+    orjson.loads or a function returning what it returns and raising what it raises
+    (kubetrain.webhook.sharedtemplates)."""
     if not body:
         raise BadReview("the request body is empty; expected an AdmissionReview (admission.k8s.io/v1)")
     try:
         # orjson: about twice as fast as the stdlib on a 20 KB review, and strict JSON (no NaN,
         # integers within 64 bits, valid UTF-8 only, nesting limited) — all a 400 here.
-        review = orjson.loads(body)
+        review = loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadReview(
             f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

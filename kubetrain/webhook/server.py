@@ -61,6 +61,7 @@ from kubetrain.webhook.decider import Decider, review_marks
 from kubetrain.webhook.mutate import is_job_kind
 from kubetrain.webhook.policies import PolicyAdmission
 from kubetrain.webhook.processes import MAX_QUEUE, PROCESS_BYTES, TIME_LIMIT, ReviewProcesses
+from kubetrain.webhook.quietgc import decided_without_collections
 from kubetrain.webhook.reads import Answer, JobReader, answer_scale, answer_trainer
 from kubetrain.webhook.refusals import Refusal, refuse
 from kubetrain.webhook.review import AdmissionRequest, BadReview
@@ -229,7 +230,8 @@ class WebhookServer:
         # One pass over the bytes for the tier and the shape proof (kubetrain.webhook.shapebound).
         marks = review_marks(body) if len(body) <= INLINE_MAX_BYTES else None
         if decided_inline(body, marks):
-            return self.decider().answer(body, webhook, marks)
+            decider = self.decider()
+            return decided_without_collections(lambda: decider.answer(body, webhook, marks))
         if self.processes is not None and len(body) > PROCESS_BYTES:
             review, answer, result = await self.processes.answer(body, webhook, self.decider())
             if answer:
