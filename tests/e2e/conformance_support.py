@@ -88,17 +88,19 @@ def gadget(name: str, size: Any = 1, **spec: Any) -> Obj:
     }
 
 
-async def install_crd(kube: Any) -> None:
-    resp = await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+async def install_crd(kube: Any, crd: Obj = CRD) -> None:
+    """Create `crd` (the Gadget CRD unless given; one already there is kept) and wait until it
+    is Established and its group's first version is served."""
+    resp = await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert resp.status in (201, 409), resp
+    name, spec = crd["metadata"]["name"], crd["spec"]
+    served = f"/apis/{spec['group']}/{spec['versions'][0]['name']}"
     async with asyncio.timeout(30):
         while True:
-            crd = await kube.ok("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")
-            conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
-            if conditions.get("Established") == "True":
-                found = await kube.request("GET", f"/apis/{GROUP}/v1")
-                if found.status == 200:
-                    return
+            made = await kube.ok("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conditions = {c["type"]: c["status"] for c in made.get("status", {}).get("conditions", [])}
+            if conditions.get("Established") == "True" and (await kube.request("GET", served)).status == 200:
+                return
             await asyncio.sleep(0.2)
 
 

@@ -8,10 +8,9 @@ cluster with `pytest -m e2e`.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from e2e.conformance_support import MERGE, Obj, assert_status
+from e2e.conformance_support import MERGE, Obj, assert_status, install_crd
 
 GROUP = "cellibs.conformance.kubetrain.io"
 PLURAL = "probes"
@@ -92,18 +91,8 @@ def probe(obj_name: str, **spec: Any) -> Obj:
     return {"apiVersion": f"{GROUP}/v1", "kind": "Probe", "metadata": {"name": obj_name}, "spec": spec}
 
 
-async def install(kube: Any) -> None:
-    resp = await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
-    assert resp.status in (201, 409), resp
-    async with asyncio.timeout(30):
-        while True:
-            if (await kube.request("GET", f"/apis/{GROUP}/v1")).status == 200:
-                return
-            await asyncio.sleep(0.2)
-
-
 async def test_rules_calling_the_kubernetes_libraries_are_evaluated(kube: Any, namespace: str) -> None:
-    await install(kube)
+    await install_crd(kube, CRD)
     fine = probe(
         "fine",
         sizes=[1, 2, 3],
@@ -132,7 +121,7 @@ async def test_rules_calling_the_kubernetes_libraries_are_evaluated(kube: Any, n
 
 
 async def test_a_library_s_runtime_error_is_the_cause(kube: Any, namespace: str) -> None:
-    await install(kube)
+    await install_crd(kube, CRD)
     refused = await kube.request("POST", probes(namespace), probe("q", memory="10Mo"))
     assert_status(refused.body, 422, "Invalid")
     [cause] = refused.body["details"]["causes"]
@@ -145,7 +134,7 @@ async def test_a_library_s_runtime_error_is_the_cause(kube: Any, namespace: str)
 
 async def test_an_optional_old_self_rule_runs_on_create_and_update(kube: Any, namespace: str) -> None:
     """validation.go: a rule with `optionalOldSelf` also runs where there is no old value."""
-    await install(kube)
+    await install_crd(kube, CRD)
     taken = await kube.request("POST", probes(namespace), probe("t", name="taken"))
     assert_status(taken.body, 422, "Invalid")
     assert [c["message"] for c in taken.body["details"]["causes"]] == [

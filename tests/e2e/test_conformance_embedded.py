@@ -10,10 +10,9 @@ cluster with `pytest -m e2e`.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from e2e.conformance_support import MERGE, Obj, assert_status
+from e2e.conformance_support import MERGE, Obj, assert_status, install_crd
 
 GROUP = "embeds.conformance.kubetrain.io"
 PLURAL = "holders"
@@ -71,20 +70,10 @@ def holder(name: str, template_meta: Any, **spec: Any) -> Obj:
     }
 
 
-async def install(kube: Any) -> None:
-    resp = await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
-    assert resp.status in (201, 409), resp
-    async with asyncio.timeout(30):
-        while True:
-            if (await kube.request("GET", f"/apis/{GROUP}/v1")).status == 200:
-                return
-            await asyncio.sleep(0.2)
-
-
 async def test_unknown_embedded_metadata_fields_are_dropped_and_reported_after_pruned_ones(
     kube: Any, namespace: str
 ) -> None:
-    await install(kube)
+    await install_crd(kube, CRD)
     meta = {"name": "t", "zeta": 1, "labels": {"a": "1"}, "alpha": {"x": 1}}
     owner = {"apiVersion": "v1", "kind": "K", "name": "n", "uid": "u", "bogus": True}
     extras = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"ownerReferences": [owner]}}]
@@ -116,7 +105,7 @@ async def test_unknown_embedded_metadata_fields_are_dropped_and_reported_after_p
 async def test_embedded_metadata_is_written_back_as_object_meta(kube: Any, namespace: str) -> None:
     """SetObjectMeta: empty omitempty fields left out, timestamps in UTC without fractions, a
     null label value as an empty string, null metadata as an empty object."""
-    await install(kube)
+    await install_crd(kube, CRD)
     meta = {
         "name": "",
         "labels": {"a": None},
@@ -137,7 +126,7 @@ async def test_embedded_metadata_is_written_back_as_object_meta(kube: Any, names
 
 
 async def test_a_wrongly_typed_embedded_metadata_field_fails_the_decoding(kube: Any, namespace: str) -> None:
-    await install(kube)
+    await install_crd(kube, CRD)
     for query in (STRICT, {"fieldValidation": "Ignore"}):
         refused = await kube.request("POST", holders(namespace), holder("bad", {"labels": "x"}), query=query)
         assert_status(refused.body, 400, "BadRequest")
@@ -161,7 +150,7 @@ async def test_a_wrongly_typed_embedded_metadata_field_fails_the_decoding(kube: 
 async def test_a_patch_making_embedded_metadata_malformed_is_invalid(kube: Any, namespace: str) -> None:
     """patch.go `applyPatchToCurrentObject`: a decoding error that is not a strict one is 422 on
     the field `patch`, its value the patched object."""
-    await install(kube)
+    await install_crd(kube, CRD)
     await kube.ok("POST", holders(namespace), holder("p", {"name": "t"}))
     patch = {"spec": {"template": {"metadata": {"generation": 1.5}}}}
     refused = await kube.request("PATCH", f"{holders(namespace)}/p", patch, content_type=MERGE)
