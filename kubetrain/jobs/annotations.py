@@ -57,14 +57,16 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     if not isinstance(annotations, Mapping):
         return JobAnnotations()
+    kubedl = read_kubedl_annotations(obj)
+    service_mode, adopted = servicemode.requested_service_mode(obj), servicemode.is_adopted(obj)
     return JobAnnotations(
-        read_kubedl_annotations(obj),
+        kubedl,
         read_host_network(annotations),
-        servicemode.requested_service_mode(obj),
+        service_mode,
         tuple(trainerstatus.annotation_errors(obj)),
         trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
         annotations.get(ANNOTATION_CREATED_API_VERSION),
         start_deadline=startdeadline.start_deadline_seconds(annotations),
         start_deadline_errors=tuple(startdeadline.annotation_errors(obj)),
-        adopted=servicemode.is_adopted(obj),
+        adopted=adopted,
     )
