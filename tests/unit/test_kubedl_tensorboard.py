@@ -255,3 +255,34 @@ def test_the_tensorboard_pod_is_made_from_the_chief_master_or_worker_as_in_kubed
     assert container["image"] == image
     assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/logs"}]
     assert board["spec"]["volumes"] == [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
+
+
+def test_the_tensorboard_ingress_and_service_carry_kubedls_labels() -> None:
+    # KubeDL's console finds a job's TensorBoard Ingress by replica-type=tensorboard and
+    # job-name (ListIngressInstances); KubeDL labels its Ingress group-name, job-name,
+    # replica-type, replica-index (syncIngress) and its Service replica-type, replica-index
+    # (syncService).
+    from kubedl_examples import example_job
+
+    obj = example_job("tf/tf_job_mnist.yaml", "ns")
+    obj["metadata"]["annotations"] = {TB: json.dumps({"logDir": "/runs", "ingressSpec": {"host": "tb.io"}})}
+    children, errors = render_job(obj)
+    assert errors == []
+    by_kind = {c["kind"]: c for c in children if c["metadata"]["name"] == "mnist-tensorboard"}
+    ingress = by_kind["Ingress"]["metadata"]["labels"]
+    assert {k: ingress.get(k) for k in ("group-name", "job-name", "replica-type", "replica-index")} == {
+        "group-name": "training.kubedl.io",
+        "job-name": "mnist",
+        "replica-type": "tensorboard",
+        "replica-index": "0",
+    }
+    service = by_kind["Service"]["metadata"]["labels"]
+    assert {k: service.get(k) for k in ("replica-type", "replica-index")} == {
+        "replica-type": "tensorboard",
+        "replica-index": "0",
+    }
+    # A kubetrain.io job's Ingress and Service carry none of KubeDL's labels.
+    children, _ = render_job(job({"logDir": "/runs", "ingressSpec": {"host": "tb.io"}}))
+    for child in children:
+        if child["metadata"]["name"] == "bert-tensorboard":
+            assert not {"group-name", "job-name", "replica-type"} & set(child["metadata"]["labels"])
