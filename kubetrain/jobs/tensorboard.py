@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from kubetrain.api.dnsnames import is_dns1123_subdomain
+from kubetrain.api.dnsnames import is_dns1123_subdomain, qualified_name_problem
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
 from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.labels import (
@@ -173,6 +173,8 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
                 )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
                 errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
+            else:
+                errors.extend(_annotation_key_errors(annotations, path("ingressSpec.annotations")))
     if errors:
         return None, errors
     assert isinstance(log_dir, str)
@@ -192,6 +194,16 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
         ),
         [],
     )
+
+
+def _annotation_key_errors(annotations: Mapping[str, str], at: str) -> list[FieldError]:
+    """The Ingress's annotation keys as the API server takes them: qualified names, compared
+    lower-cased (apimachinery's ValidateAnnotations: IsQualifiedName(strings.ToLower(k)))."""
+    errors = []
+    for key in annotations:
+        if (problem := qualified_name_problem(key.lower())) is not None:
+            errors.append(invalid(f"{at}[{key}]", f"{key!r}: not a valid annotation key: {problem}"))
+    return errors
 
 
 def _host_errors(host: str, at: str) -> list[FieldError]:

@@ -163,6 +163,23 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
             ".ingressSpec.pathPrefix",
             "'%2F'",
         ),
+        (
+            # An annotation key is a qualified name (the API server's rule, case-insensitive):
+            # any other key would make every create of the Ingress fail.
+            {"logDir": "/runs", "ingressSpec": {"annotations": {"nginx/rewrite target": "/"}}},
+            ".ingressSpec.annotations[nginx/rewrite target]",
+            "name part",
+        ),
+        (
+            {"logDir": "/runs", "ingressSpec": {"annotations": {"-x.example.com/a": "/"}}},
+            ".ingressSpec.annotations[-x.example.com/a]",
+            "DNS-1123 subdomain",
+        ),
+        (
+            {"logDir": "/runs", "ingressSpec": {"annotations": {"a/b/c": "/"}}},
+            ".ingressSpec.annotations[a/b/c]",
+            "DNS-1123 subdomain",
+        ),
         ("[]", "", "must be a JSON object"),
     ],
 )
@@ -172,6 +189,12 @@ def test_malformed_config_is_refused_naming_annotation_and_field(
     errors = validate_job(default_job(job(config)).obj).errors
     assert [e.path for e in errors] == [f"metadata.annotations[{TB}]{path}"]
     assert message in str(errors[0])
+
+
+def test_ingress_annotation_keys_are_checked_case_insensitively_as_the_api_server_does() -> None:
+    keys = {"Nginx.Ingress.Kubernetes.io/Rewrite-Target": "/", "kubernetes.io/ingress.class": "nginx"}
+    config = {"logDir": "/runs", "ingressSpec": {"annotations": keys}}
+    assert validate_job(default_job(job(config)).obj).errors == []
 
 
 def test_a_wildcard_ingress_host_is_accepted() -> None:
