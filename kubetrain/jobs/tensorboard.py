@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from kubetrain.api.dnsnames import is_dns1123_subdomain
+from kubetrain.api.dnsnames import is_dns1123_subdomain, qualified_name_problem
 from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
 from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.labels import (
@@ -173,6 +173,8 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
                 )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
                 errors.append(invalid(path("ingressSpec.annotations"), "must be a map of strings to strings"))
+            else:
+                errors.extend(_annotation_key_errors(annotations, path("ingressSpec.annotations")))
     if errors:
         return None, errors
     assert isinstance(log_dir, str)
@@ -192,6 +194,16 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
         ),
         [],
     )
+
+
+def _annotation_key_errors(annotations: Mapping[str, str], at: str) -> list[FieldError]:
+    """The Ingress's annotation keys as the API server takes them: qualified names, compared
+    lower-cased (apimachinery's ValidateAnnotations: IsQualifiedName(strings.ToLower(k)))."""
+    errors = []
+    for key in annotations:
+        if (problem := qualified_name_problem(key.lower())) is not None:
+            errors.append(invalid(f"{at}[{key}]", f"{key!r}: not a valid annotation key: {problem}"))
+    return errors
 
 
 def _host_errors(host: str, at: str) -> list[FieldError]:
@@ -330,15 +342,24 @@ def build_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def _owned_labels(job: JobRef) -> dict[str, str]:
-    return {LABEL_TENSORBOARD_OF: job.name, LABEL_JOB_KIND: job.kind, LABEL_MANAGED_BY: MANAGED_BY_VALUE}
+def _owned_labels(job: JobRef, kubedl: Mapping[str, str]) -> dict[str, str]:
+    """The Service's and Ingress's labels; in KubeDL's group KubeDL's too (`kubedl`), which its
+    console finds a job's TensorBoard Ingress by (ListIngressInstances: replica-type, job-name)."""
+    labels = {LABEL_TENSORBOARD_OF: job.name, LABEL_JOB_KIND: job.kind, LABEL_MANAGED_BY: MANAGED_BY_VALUE}
+    if group_of(job.api_version) == KUBEDL_GROUP:
+        labels.update(kubedl)
+    return labels
+
+
+_KUBEDL_SERVICE_LABELS = {KUBEDL_LABEL_REPLICA_TYPE: REPLICA_TYPE.lower(), KUBEDL_LABEL_REPLICA_INDEX: "0"}
 
 
 def build_service(job: JobRef) -> dict[str, Any]:
+    # KubeDL's syncService labels its Service replica-type and replica-index.
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": job.meta(name_of(job.name), _owned_labels(job)),
+        "metadata": job.meta(name_of(job.name), _owned_labels(job, _KUBEDL_SERVICE_LABELS)),
         "spec": {
             "selector": _selector(job),
             "ports": [{"name": CONTAINER, "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
@@ -349,7 +370,13 @@ def build_service(job: JobRef) -> dict[str, Any]:
 def build_ingress(job: JobRef, cfg: TensorBoardConfig) -> dict[str, Any] | None:
     if not cfg.has_ingress:
         return None
-    meta = job.meta(name_of(job.name), _owned_labels(job))
+    # KubeDL's syncIngress: its GenLabels (group-name, job-name) with replica-type and -index.
+    kubedl = {
+        KUBEDL_LABEL_GROUP_NAME: KUBEDL_GROUP,
+        KUBEDL_LABEL_JOB_NAME: job.name,
+        **_KUBEDL_SERVICE_LABELS,
+    }
+    meta = job.meta(name_of(job.name), _owned_labels(job, kubedl))
     meta["annotations"] = {**cfg.ingress_annotations, ANNOTATION_HASH: cfg.hash}
     rule: dict[str, Any] = {
         "http": {

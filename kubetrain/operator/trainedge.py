@@ -10,7 +10,8 @@ What only a TrainJob has, all here:
   `<tj>-runtime-snapshot` ConfigMap and the TrainJob runs from that copy ever after (a later
   runtime edit changes no running job); a runtime that does not exist yet is a Warning event
   (`RuntimeNotFound`, the TrainJob waits), one that cannot be resolved fails it
-  (`TrainingRuntimeNotSupported`);
+  (`TrainingRuntimeNotSupported`); either way its `Suspended` condition follows `spec.suspend`,
+  as Trainer sets it after the runtime lookup;
 - the PersistentVolumeClaims of the runtime's volumeClaimPolicies created at that first
   reconcile too (even while suspended, as JobSet does), and before the first pods;
 - the snapshot resolved into the TrainJob's shape (`jobs/trainjob/shape.py`: groups, run
@@ -80,7 +81,7 @@ def plan_trainjob(
             "RuntimeNotFound",
             f"{kind} {name!r} does not exist: the TrainJob starts once it is created",
         )
-        return d.plan
+        return _suspended(d, job)
     resolved, errors = resolve(job, frozen, cluster_domain=config.cluster_domain)
     if resolved is None:
         return _not_supported(job, observed, now, config, format_errors(errors))
@@ -148,6 +149,20 @@ def _not_supported(
     TRAINER.set_finished(d.status, FAILED, c.REASON_RUNTIME_NOT_SUPPORTED, message, now)
     d.event("Warning", c.REASON_RUNTIME_NOT_SUPPORTED, message)
     d.delete_active()
+    return _suspended(d, job)
+
+
+def _suspended(d: Draft, job: Mapping[str, Any]) -> Plan:
+    """The plan of a TrainJob the planner does not run (no runtime, or one that cannot run it),
+    with its `Suspended` condition set all the same: Trainer's Reconcile calls
+    setSuspendedCondition after the runtime lookup whatever it found (True while
+    `spec.suspend`, False `Resumed` once a suspended job is resumed)."""
+    if run_policy_of(job, {}).suspend:
+        changed = TRAINER.set_suspended(d.status, "", d.now)
+    else:
+        changed = TRAINER.set_resumed(d.status, "", d.now)
+    if changed is not None:
+        d.event("Normal", *changed)
     if d.status != d.old:
         d.plan.status = d.status
     return d.plan

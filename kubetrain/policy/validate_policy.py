@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kubetrain.api.dnsnames import DNS1123_LABEL
+from kubetrain.api.dnsnames import DNS1123_LABEL, qualified_name_problem
 from kubetrain.api.errors import (
     FieldError,
     duplicate,
@@ -59,15 +59,7 @@ def _dns1123_subdomain(value: str) -> bool:
 
 def label_key_problem(key: str) -> str | None:
     """Why `key` is not a valid label key (a qualified name), or None."""
-    prefix, sep, name = key.rpartition("/")
-    if sep and not _dns1123_subdomain(prefix):
-        return "prefix must be a DNS-1123 subdomain (e.g. example.com)"
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
-        return (
-            "name part must be 1-63 characters, alphanumeric, '-', '_' or '.', "
-            "starting and ending with an alphanumeric character"
-        )
-    return None
+    return qualified_name_problem(key)
 
 
 def label_value_problem(value: str) -> str | None:

@@ -278,3 +278,15 @@ def test_kubedl_history_limit_keeps_every_job_and_the_latest_records() -> None:
     # Without historyLimit every record is kept, as every job is.
     p = plan(cron(kubedl=True), jobs, minutes(5.5))
     assert p.delete == [] and len(p.status["history"]) == 5
+
+
+def test_a_kubedl_history_record_names_the_jobs_group_not_its_api_version() -> None:
+    # KubeDL's refreshCronHistory passes the template's apiVersion as the record's
+    # `object.apiGroup`; kubetrain writes the group, as a TypedLocalObjectReference means it
+    # (docs/behaviour.md, KubeDL's Cron).
+    obj = cron(kubedl=True)
+    api_version = obj["spec"]["template"]["apiVersion"]
+    p = plan(obj, [job("ok-0", "s0", finished="Succeeded", start=minutes(0))], minutes(5.5))
+    [record] = p.status["history"]
+    assert record["object"] == {"apiGroup": api_version.split("/")[0], "kind": "PyTorchJob", "name": "ok-0"}
+    assert "/" not in record["object"]["apiGroup"]

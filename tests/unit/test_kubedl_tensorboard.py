@@ -163,6 +163,23 @@ def test_without_the_annotation_there_is_no_tensorboard() -> None:
             ".ingressSpec.pathPrefix",
             "'%2F'",
         ),
+        (
+            # An annotation key is a qualified name (the API server's rule, case-insensitive):
+            # any other key would make every create of the Ingress fail.
+            {"logDir": "/runs", "ingressSpec": {"annotations": {"nginx/rewrite target": "/"}}},
+            ".ingressSpec.annotations[nginx/rewrite target]",
+            "name part",
+        ),
+        (
+            {"logDir": "/runs", "ingressSpec": {"annotations": {"-x.example.com/a": "/"}}},
+            ".ingressSpec.annotations[-x.example.com/a]",
+            "DNS-1123 subdomain",
+        ),
+        (
+            {"logDir": "/runs", "ingressSpec": {"annotations": {"a/b/c": "/"}}},
+            ".ingressSpec.annotations[a/b/c]",
+            "DNS-1123 subdomain",
+        ),
         ("[]", "", "must be a JSON object"),
     ],
 )
@@ -172,6 +189,12 @@ def test_malformed_config_is_refused_naming_annotation_and_field(
     errors = validate_job(default_job(job(config)).obj).errors
     assert [e.path for e in errors] == [f"metadata.annotations[{TB}]{path}"]
     assert message in str(errors[0])
+
+
+def test_ingress_annotation_keys_are_checked_case_insensitively_as_the_api_server_does() -> None:
+    keys = {"Nginx.Ingress.Kubernetes.io/Rewrite-Target": "/", "kubernetes.io/ingress.class": "nginx"}
+    config = {"logDir": "/runs", "ingressSpec": {"annotations": keys}}
+    assert validate_job(default_job(job(config)).obj).errors == []
 
 
 def test_a_wildcard_ingress_host_is_accepted() -> None:
@@ -255,3 +278,34 @@ def test_the_tensorboard_pod_is_made_from_the_chief_master_or_worker_as_in_kubed
     assert container["image"] == image
     assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/logs"}]
     assert board["spec"]["volumes"] == [{"name": "logs", "persistentVolumeClaim": {"claimName": "runs"}}]
+
+
+def test_the_tensorboard_ingress_and_service_carry_kubedls_labels() -> None:
+    # KubeDL's console finds a job's TensorBoard Ingress by replica-type=tensorboard and
+    # job-name (ListIngressInstances); KubeDL labels its Ingress group-name, job-name,
+    # replica-type, replica-index (syncIngress) and its Service replica-type, replica-index
+    # (syncService).
+    from kubedl_examples import example_job
+
+    obj = example_job("tf/tf_job_mnist.yaml", "ns")
+    obj["metadata"]["annotations"] = {TB: json.dumps({"logDir": "/runs", "ingressSpec": {"host": "tb.io"}})}
+    children, errors = render_job(obj)
+    assert errors == []
+    by_kind = {c["kind"]: c for c in children if c["metadata"]["name"] == "mnist-tensorboard"}
+    ingress = by_kind["Ingress"]["metadata"]["labels"]
+    assert {k: ingress.get(k) for k in ("group-name", "job-name", "replica-type", "replica-index")} == {
+        "group-name": "training.kubedl.io",
+        "job-name": "mnist",
+        "replica-type": "tensorboard",
+        "replica-index": "0",
+    }
+    service = by_kind["Service"]["metadata"]["labels"]
+    assert {k: service.get(k) for k in ("replica-type", "replica-index")} == {
+        "replica-type": "tensorboard",
+        "replica-index": "0",
+    }
+    # A kubetrain.io job's Ingress and Service carry none of KubeDL's labels.
+    children, _ = render_job(job({"logDir": "/runs", "ingressSpec": {"host": "tb.io"}}))
+    for child in children:
+        if child["metadata"]["name"] == "bert-tensorboard":
+            assert not {"group-name", "job-name", "replica-type"} & set(child["metadata"]["labels"])

@@ -161,6 +161,38 @@ def test_a_missing_runtime_is_an_event_not_a_condition() -> None:
     assert p.status is None and not p.create_pods
 
 
+def test_a_suspended_trainjob_without_its_runtime_is_suspended_as_in_trainer() -> None:
+    # Trainer's Reconcile sets the Suspended condition after the runtime lookup whatever it
+    # found (setSuspendedCondition): a suspended TrainJob whose runtime is missing says so.
+    job = trainjob(suspend=True)
+    p = plan(job, [], [], runtime=None)
+    assert [e.reason for e in p.events] == ["RuntimeNotFound", "Suspended"]
+    [cond] = p.status["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Suspended", "True", "Suspended")
+    assert cond["message"] == "TrainJob is suspended"
+    assert not p.create_pods and not p.create_children
+    # Resumed while the runtime is still missing: Suspended False, reason Resumed.
+    job["status"] = p.status
+    job["spec"]["suspend"] = False
+    p = plan(job, [], [], runtime=None)
+    [cond] = p.status["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Suspended", "False", "Resumed")
+    # Nothing changes on the next reconcile.
+    job["status"] = p.status
+    assert plan(job, [], [], runtime=None).status is None
+
+
+def test_a_suspended_trainjob_its_runtime_cannot_run_fails_and_is_suspended() -> None:
+    job = trainjob(nodes=2, suspend=True)
+    job["metadata"]["name"] = "t" * 55  # `<55>-node-0-1`: 64 characters
+    p = plan(job, [], [])
+    conditions = {x["type"]: (x["status"], x["reason"]) for x in p.status["conditions"]}
+    assert conditions == {
+        "Failed": ("True", "TrainingRuntimeNotSupported"),
+        "Suspended": ("True", "Suspended"),
+    }
+
+
 def gang_plan(job: Obj, runtime: Obj, gang: str, pods: list[Obj], pod_group: Obj | None) -> Any:
     observed = Observed(
         pods=pods, service={"metadata": {"name": "tj"}}, pod_group=pod_group, extra=[snapshot(job, runtime)]
