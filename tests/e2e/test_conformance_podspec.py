@@ -23,6 +23,8 @@ LABEL_VALUE = (
     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
 PORT_RANGE = "must be between 1 and 65535, inclusive"
+IP_REF = {"fieldPath": "status.podIP"}
+INDEX_REF = {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
 
 
 def pod(name: str, **spec: Any) -> Obj:
@@ -110,6 +112,34 @@ REFUSED_PODS = [
         id="env-name-with-equals",
     ),
     pytest.param(
+        {"containers": [container(env=[{"name": "A", "value": "1", "valueFrom": {"fieldRef": IP_REF}}])]},
+        [
+            (
+                "FieldValueInvalid",
+                "spec.containers[0].env[0].valueFrom",
+                'Invalid value: "": may not be specified when `value` is not empty',
+            )
+        ],
+        id="env-value-and-value-from",
+    ),
+    pytest.param(
+        {
+            "containers": [
+                container(env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}])
+            ]
+        },
+        [
+            (
+                "FieldValueNotSupported",
+                "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
+                'Unsupported value: "status.phase": supported values: "metadata.name", "metadata.namespace", '
+                '"metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", '
+                '"status.hostIPs", "status.podIP", "status.podIPs"',
+            )
+        ],
+        id="env-field-ref-not-for-env",
+    ),
+    pytest.param(
         {"volumes": [{"name": "data"}]},
         [("FieldValueRequired", "spec.volumes[0]", "Required value: must specify a volume type")],
         id="volume-without-source",
@@ -170,13 +200,18 @@ async def test_pod_spec_mistakes_are_refused_with_upstream_causes(
 
 async def test_pod_spec_within_the_rules_is_accepted(kube: Any, namespace: str) -> None:
     """The same rules' edges, accepted: a 15-character port name, a port name reused in another
-    container, any printable ASCII env name (relaxed validation), limits defaulting requests."""
+    container, any printable ASCII env name (relaxed validation), the downward API fields the
+    operator passes (a fieldRef's apiVersion defaulted to v1), limits defaulting requests."""
     spec = {
         "containers": [
             container(
                 "trainer",
                 ports=[{"name": "pytorchjob-port", "containerPort": 23456}],
-                env=[{"name": "my.env-name with space", "value": "1"}],
+                env=[
+                    {"name": "my.env-name with space", "value": "1"},
+                    {"name": "POD_IP", "valueFrom": {"fieldRef": IP_REF}},
+                    {"name": "INDEX", "valueFrom": {"fieldRef": INDEX_REF}},
+                ],
                 resources={"limits": {"cpu": "1", "example.com/gpu": "2"}},
                 volumeMounts=[{"name": "cfg", "mountPath": "/etc/cfg"}],
             ),
@@ -189,6 +224,11 @@ async def test_pod_spec_within_the_rules_is_accepted(kube: Any, namespace: str) 
     resources = made["spec"]["containers"][0]["resources"]
     assert resources["requests"] == resources["limits"] == {"cpu": "1", "example.com/gpu": "2"}
     assert made["spec"]["containers"][0]["ports"][0]["protocol"] == "TCP"
+    env = made["spec"]["containers"][0]["env"]
+    assert [e["valueFrom"]["fieldRef"] for e in env[1:]] == [
+        {**IP_REF, "apiVersion": "v1"},
+        {**INDEX_REF, "apiVersion": "v1"},
+    ]
 
 
 REFUSED_SERVICES = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.devcluster.apiserver.kinds import builtins, podvalidation, servicevalidation
+from kubetrain.devcluster.apiserver.kinds import builtins, envvalidation, podvalidation, servicevalidation
 
 
 def spec_causes(**spec: Any) -> list[tuple[str, str, str]]:
@@ -26,9 +26,9 @@ def test_port_name_problems_follow_is_valid_port_name() -> None:
 
 
 def test_env_names_are_any_printable_ascii_but_equals() -> None:
-    assert podvalidation.env_name_problems("1st.var-name with space!") == []
-    assert podvalidation.env_name_problems("tab\there") == [podvalidation.RELAXED_ENV_NAME]
-    assert podvalidation.env_name_problems("é") == [podvalidation.RELAXED_ENV_NAME]
+    assert envvalidation.env_name_problems("1st.var-name with space!") == []
+    assert envvalidation.env_name_problems("tab\there") == [envvalidation.RELAXED_ENV_NAME]
+    assert envvalidation.env_name_problems("é") == [envvalidation.RELAXED_ENV_NAME]
     assert spec_causes(containers=[{"name": "c", "image": "i", "env": [{"value": "x"}]}]) == [
         ("FieldValueRequired", "spec.containers[0].env[0].name", "Required value")
     ]
@@ -194,3 +194,49 @@ def test_service_target_port_defaults_to_port_when_zero_or_empty() -> None:
     svc: dict[str, Any] = {"metadata": {}, "spec": {"ports": [{"port": 80, "targetPort": 0}, {"port": 81}]}}
     builtins.default_service(svc, None)
     assert [p["targetPort"] for p in svc["spec"]["ports"]] == [80, 81]
+
+
+def test_env_value_from_names_one_source_and_a_downward_api_field() -> None:
+    def causes(*env: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return spec_causes(containers=[{"name": "c", "image": "i", "env": list(env)}])
+
+    ip = {"fieldRef": {"fieldPath": "status.podIP"}}
+    index = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+    assert causes({"name": "A", "valueFrom": ip}, {"name": "B", "valueFrom": index}) == []
+    at = "spec.containers[0].env[0].valueFrom"
+    assert causes({"name": "A", "value": "x", "valueFrom": ip}) == [
+        ("FieldValueInvalid", at, 'Invalid value: "": may not be specified when `value` is not empty')
+    ]
+    assert causes({"name": "A", "valueFrom": {}}) == [
+        ("FieldValueInvalid", at, f'Invalid value: "": {envvalidation.NO_SOURCE}')
+    ]
+    assert causes({"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}) == [
+        (
+            "FieldValueNotSupported",
+            f"{at}.fieldRef.fieldPath",
+            'Unsupported value: "status.phase": supported values: "metadata.name", "metadata.namespace", '
+            '"metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", '
+            '"status.podIP", "status.podIPs"',
+        )
+    ]
+    assert causes({"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIp"}}}) == [
+        (
+            "FieldValueInvalid",
+            f"{at}.fieldRef.fieldPath",
+            'Invalid value: "status.podIp": error converting fieldPath: '
+            "field label not supported: status.podIp",
+        )
+    ]
+    assert causes({"name": "A", "valueFrom": {"fieldRef": {}}}) == [
+        ("FieldValueRequired", f"{at}.fieldRef.fieldPath", "Required value")
+    ]
+
+
+def test_field_refs_default_their_api_version() -> None:
+    env = [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i", "env": env}]},
+    }
+    builtins.default_pod(pod)
+    assert env[0]["valueFrom"]["fieldRef"] == {"apiVersion": "v1", "fieldPath": "status.podIP"}

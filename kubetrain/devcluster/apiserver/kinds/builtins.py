@@ -22,6 +22,7 @@ from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds import (
     configdata,
     coordination,
+    envvalidation,
     eventrules,
     podvalidation,
     pvcs,
@@ -95,6 +96,7 @@ def default_pod(pod: Obj) -> None:
             if isinstance(c, dict):
                 _default_container(c)
                 podvalidation.default_requests_from_limits(c)
+                envvalidation.default_field_refs(c)
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", "BestEffort")

@@ -13,33 +13,37 @@ causes: reason, field path and message wording.
 - `validateContainerPorts` (per container): port names are IANA_SVC_NAMEs (`IsValidPortName`),
   unique in the container; containerPort required and 1-65535, hostPort 0 or 1-65535; protocol
   one of SCTP, TCP, UDP.
-- `ValidateEnv`: a variable's name is required and, under RelaxedEnvironmentVariableValidation
-  (GA, always on in 1.34+), any printable ASCII character but '=' (`IsRelaxedEnvVarName`).
+- `ValidateEnv`: `envvalidation.py`.
 - `ValidateVolumeMounts`: name required and naming a volume of the pod, mountPath required and
   unique in the container.
 - `ValidateContainerResourceRequirements`: resource names standard (cpu, memory,
   ephemeral-storage, hugepages-*) or extended (with a '/'); quantities not negative; a request
   at most its limit; extended resources (not overcommitable) need a limit equal to the request.
 
-Not validated: probes, lifecycle handlers, securityContext, envFrom, valueFrom sources, subPaths,
+Not validated: probes, lifecycle handlers, securityContext, envFrom, subPaths,
 volume sources' other fields, hostPort conflicts, affinity and tolerations syntax.
 """
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from typing import Any
 
 from kubetrain.api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds import envvalidation
+from kubetrain.devcluster.apiserver.kinds.fielderrors import (
+    dicts,
+    duplicate,
+    invalid,
+    not_supported,
+    required,
+    shown,
+)
 from kubetrain.devcluster.apiserver.kinds.objectmeta import dns1123_label_errors, qualified_name_problems
 
 PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List(supportedPortProtocols): sorted
 PORT_RANGE = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError(1, 65535)
-RELAXED_ENV_NAME = (
-    "a valid environment variable name must consist only of printable ASCII characters other than '='"
-)
 NO_LIMIT = "Limit must be set for non overcommitable resources"
 MORE_THAN_ONE = "Forbidden: may not specify more than 1 volume type"
 # validateVolumeSource's order, and the child each Forbidden names (upstream's spellings kept)
@@ -103,32 +107,6 @@ _STANDARD_RESOURCES = frozenset(
 )
 
 
-def _shown(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def invalid(path: str, value: Any, message: str) -> Cause:
-    return Cause("FieldValueInvalid", f"Invalid value: {_shown(value)}: {message}", path)
-
-
-def required(path: str, detail: str = "") -> Cause:
-    return Cause("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", path)
-
-
-def duplicate(path: str, value: Any) -> Cause:
-    return Cause("FieldValueDuplicate", f"Duplicate value: {_shown(value)}", path)
-
-
-def not_supported(path: str, value: Any, supported: tuple[str, ...]) -> Cause:
-    listed = ", ".join(_shown(s) for s in supported)
-    message = f"Unsupported value: {_shown(value)}: supported values: {listed}"
-    return Cause("FieldValueNotSupported", message, path)
-
-
-def _dicts(value: Any) -> list[tuple[int, dict[str, Any]]]:
-    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
     """Volumes, then containers, then init containers, as `ValidatePodSpec` orders them."""
     volumes, causes = volume_causes(spec.get("volumes"))
@@ -146,7 +124,7 @@ def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
         if name in names:
             causes.append(duplicate(f"{path}.name", name))
         names.add(name)
-    for i, c in _dicts(spec.get("initContainers")):
+    for i, c in dicts(spec.get("initContainers")):
         path = f"spec.initContainers[{i}]"
         causes += container_causes(c, path, volumes, creating=creating)
         name = c.get("name") or ""
@@ -161,7 +139,7 @@ def volume_causes(volumes: Any) -> tuple[set[str], list[Cause]]:
     """`ValidateVolumes`: the names of the pod's valid volumes, and what is wrong with the rest."""
     valid: set[str] = set()
     causes: list[Cause] = []
-    for i, vol in _dicts(volumes):
+    for i, vol in dicts(volumes):
         path, name = f"spec.volumes[{i}]", vol.get("name") or ""
         errors = _volume_source_causes(vol, path)
         if not name:
@@ -180,12 +158,12 @@ def volume_causes(volumes: Any) -> tuple[set[str], list[Cause]]:
 def _volume_source_causes(vol: dict[str, Any], path: str) -> list[Cause]:
     causes: list[Cause] = []
     count = 0
-    for key, shown in VOLUME_SOURCES:
+    for key, child in VOLUME_SOURCES:
         source = vol.get(key)
         if source is None:
             continue
         if count and key != "emptyDir":
-            causes.append(Cause("FieldValueForbidden", MORE_THAN_ONE, f"{path}.{shown}"))
+            causes.append(Cause("FieldValueForbidden", MORE_THAN_ONE, f"{path}.{child}"))
             continue
         count += 1
         needed = _SOURCE_NAME.get(key)
@@ -207,7 +185,7 @@ def container_causes(c: dict[str, Any], path: str, volumes: set[str], *, creatin
     if not c.get("image") and creating:
         causes.append(required(f"{path}.image"))
     causes += port_causes(c.get("ports"), f"{path}.ports")
-    causes += env_causes(c.get("env"), f"{path}.env")
+    causes += envvalidation.env_causes(c.get("env"), f"{path}.env")
     causes += mount_causes(c.get("volumeMounts"), f"{path}.volumeMounts", volumes)
     causes += resource_causes(c.get("resources"), f"{path}.resources")
     return causes
@@ -233,7 +211,7 @@ def port_causes(ports: Any, path: str) -> list[Cause]:
     """`validateContainerPorts`: names unique within this container's ports."""
     causes: list[Cause] = []
     names: set[str] = set()
-    for i, port in _dicts(ports):
+    for i, port in dicts(ports):
         at = f"{path}[{i}]"
         name = port.get("name")
         if isinstance(name, str) and name:
@@ -262,34 +240,16 @@ def protocol_causes(protocol: Any, path: str) -> list[Cause]:
     return [] if protocol in PORT_PROTOCOLS else [not_supported(path, protocol, PORT_PROTOCOLS)]
 
 
-def env_name_problems(name: str) -> list[str]:
-    """apimachinery util/validation `IsRelaxedEnvVarName` (RelaxedEnvironmentVariableValidation)."""
-    if any(ord(ch) > 0x7E or ord(ch) < 0x20 or ch == "=" for ch in name):
-        return [RELAXED_ENV_NAME]
-    return []
-
-
-def env_causes(env: Any, path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    for i, var in _dicts(env):
-        name = var.get("name")
-        if not name:
-            causes.append(required(f"{path}[{i}].name"))
-        elif isinstance(name, str):
-            causes += [invalid(f"{path}[{i}].name", name, p) for p in env_name_problems(name)]
-    return causes
-
-
 def mount_causes(mounts: Any, path: str, volumes: set[str]) -> list[Cause]:
     """`ValidateVolumeMounts`: each mount names a (valid) volume of the pod, at a unique path."""
     causes: list[Cause] = []
     seen: set[str] = set()
-    for i, mount in _dicts(mounts):
+    for i, mount in dicts(mounts):
         at, name = f"{path}[{i}]", mount.get("name") or ""
         if not name:
             causes.append(required(f"{at}.name"))
         if name not in volumes:
-            causes.append(Cause("FieldValueNotFound", f"Not found: {_shown(name)}", f"{at}.name"))
+            causes.append(Cause("FieldValueNotFound", f"Not found: {shown(name)}", f"{at}.name"))
         mount_path = mount.get("mountPath") or ""
         if not mount_path:
             causes.append(required(f"{at}.mountPath"))
@@ -332,13 +292,13 @@ def _quantity_value_causes(name: str, raw: Any, path: str) -> list[Cause]:
     value = _quantity(raw)
     if value is None:
         return []
-    shown = format_quantity(value, binary=is_binary(raw))
+    text = format_quantity(value, binary=is_binary(raw))
     if value < 0:
-        return [invalid(path, shown, "must be greater than or equal to 0")]
+        return [invalid(path, text, "must be greater than or equal to 0")]
     if not _overcommitable(name) and not name.startswith("hugepages-") and value.denominator != 1:
         # upstream prints this value as a Go struct (`%#v` of a resource.Quantity); devcluster
         # shows the quantity: the reason, path and message are upstream's
-        return [invalid(path, shown, "must be an integer")]
+        return [invalid(path, text, "must be an integer")]
     return []
 
 
@@ -366,14 +326,14 @@ def resource_causes(resources: Any, path: str) -> list[Cause]:
         limit = _quantity(limits[name])
         if request is None or limit is None:
             continue
-        shown = format_quantity(request, binary=is_binary(raw))
+        text = format_quantity(request, binary=is_binary(raw))
         limit_shown = format_quantity(limit, binary=is_binary(limits[name]))
         if request != limit and not _overcommitable(name):
             message = f"must be equal to {name} limit of {limit_shown}"
-            causes.append(invalid(f"{path}.requests", shown, message))
+            causes.append(invalid(f"{path}.requests", text, message))
         elif request > limit:
             message = f"must be less than or equal to {name} limit of {limit_shown}"
-            causes.append(invalid(f"{path}.requests", shown, message))
+            causes.append(invalid(f"{path}.requests", text, message))
     return causes
 
 

@@ -22,20 +22,13 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds.fielderrors import duplicate, invalid, not_supported, required
 from kubetrain.devcluster.apiserver.kinds.objectmeta import (
     dns1123_label_errors,
     label_value_problems,
     qualified_name_problems,
 )
-from kubetrain.devcluster.apiserver.kinds.podvalidation import (
-    PORT_RANGE,
-    duplicate,
-    invalid,
-    not_supported,
-    port_name_problems,
-    protocol_causes,
-    required,
-)
+from kubetrain.devcluster.apiserver.kinds.podvalidation import PORT_RANGE, port_name_problems, protocol_causes
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 IP_MESSAGE = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
