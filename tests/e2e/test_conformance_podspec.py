@@ -140,6 +140,17 @@ REFUSED_PODS = [
         id="env-field-ref-not-for-env",
     ),
     pytest.param(
+        {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 8080, "hostPort": 8081}])]},
+        [
+            (
+                "FieldValueInvalid",
+                "spec.containers[0].ports[0].hostPort",
+                "Invalid value: 8081: must match `containerPort` when `hostNetwork` is true",
+            )
+        ],
+        id="host-network-port-mismatch",
+    ),
+    pytest.param(
         {"volumes": [{"name": "data"}]},
         [("FieldValueRequired", "spec.volumes[0]", "Required value: must specify a volume type")],
         id="volume-without-source",

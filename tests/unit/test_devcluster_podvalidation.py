@@ -240,3 +240,23 @@ def test_field_refs_default_their_api_version() -> None:
     }
     builtins.default_pod(pod)
     assert env[0]["valueFrom"]["fieldRef"] == {"apiVersion": "v1", "fieldPath": "status.podIP"}
+
+
+def test_host_network_pods_use_their_container_ports_on_the_host() -> None:
+    ports = [
+        {"containerPort": 29500, "protocol": "TCP"},
+        {"containerPort": 9090, "hostPort": 9091, "protocol": "TCP"},
+    ]
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "i", "ports": ports}]},
+    }
+    builtins.default_pod(pod)
+    assert [p["hostPort"] for p in ports] == [29500, 9091]
+    assert podvalidation.pod_spec_causes(pod["spec"], creating=True) == [
+        podvalidation.invalid(
+            "spec.containers[0].ports[1].hostPort",
+            9091,
+            "must match `containerPort` when `hostNetwork` is true",
+        )
+    ]

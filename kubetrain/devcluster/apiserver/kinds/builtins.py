@@ -97,6 +97,7 @@ def default_pod(pod: Obj) -> None:
                 _default_container(c)
                 podvalidation.default_requests_from_limits(c)
                 envvalidation.default_field_refs(c)
+    podvalidation.default_host_network_ports(spec)
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", "BestEffort")

@@ -13,6 +13,8 @@ causes: reason, field path and message wording.
 - `validateContainerPorts` (per container): port names are IANA_SVC_NAMEs (`IsValidPortName`),
   unique in the container; containerPort required and 1-65535, hostPort 0 or 1-65535; protocol
   one of SCTP, TCP, UDP.
+- `validatePodHostNetworkDeps`: with hostNetwork, every container port's hostPort equals its
+  containerPort (after v1 defaulting gave an unset hostPort the containerPort).
 - `ValidateEnv`: `envvalidation.py`.
 - `ValidateVolumeMounts`: name required and naming a volume of the pod, mountPath required and
   unique in the container.
@@ -21,7 +23,7 @@ causes: reason, field path and message wording.
   at most its limit; extended resources (not overcommitable) need a limit equal to the request.
 
 Not validated: probes, lifecycle handlers, securityContext, envFrom, subPaths,
-volume sources' other fields, hostPort conflicts, affinity and tolerations syntax.
+volume sources' other fields, hostPort conflicts between containers, affinity and tolerations syntax.
 """
 
 from __future__ import annotations
@@ -132,7 +134,34 @@ def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
             causes.append(duplicate(f"{path}.name", name))
         elif name:
             names.add(name)
+    if spec.get("hostNetwork") is True:
+        causes += host_network_port_causes(spec)
     return causes
+
+
+def host_network_port_causes(spec: dict[str, Any]) -> list[Cause]:
+    """`validatePodHostNetworkDeps` for a Pod: with hostNetwork, each container port's hostPort
+    is its containerPort (`default_host_network_ports` fills an unset one, as upstream does)."""
+    causes: list[Cause] = []
+    for i, c in dicts(spec.get("containers")):
+        for j, port in dicts(c.get("ports")):
+            host = port.get("hostPort") or 0
+            if host != port.get("containerPort"):
+                message = "must match `containerPort` when `hostNetwork` is true"
+                causes.append(invalid(f"spec.containers[{i}].ports[{j}].hostPort", host, message))
+    return causes
+
+
+def default_host_network_ports(spec: dict[str, Any]) -> None:
+    """v1 `SetDefaults_Pod` → `defaultHostNetworkPorts`: with hostNetwork, a port's unset hostPort
+    becomes its containerPort (containers and init containers)."""
+    if spec.get("hostNetwork") is not True:
+        return
+    for field in ("containers", "initContainers"):
+        for _, c in dicts(spec.get(field)):
+            for _, port in dicts(c.get("ports")):
+                if not port.get("hostPort") and "containerPort" in port:
+                    port["hostPort"] = port["containerPort"]
 
 
 def volume_causes(volumes: Any) -> tuple[set[str], list[Cause]]:
