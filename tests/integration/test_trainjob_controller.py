@@ -128,8 +128,11 @@ async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[De
         env = env_of(pod)
         assert env["PET_NNODES"] == "2"
         assert env["PET_NPROC_PER_NODE"] == "2"  # no GPU: the CPU request
-        assert env["PET_NODE_RANK"] == {
-            "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+        assert env["PET_NODE_RANK"] == {  # the API server defaults a fieldRef's apiVersion
+            "fieldRef": {
+                "apiVersion": "v1",
+                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']",
+            }
         }
         assert env["PET_MASTER_ADDR"] == "mnist-node-0-0.mnist"
         assert env["PET_MASTER_PORT"] == "29500"

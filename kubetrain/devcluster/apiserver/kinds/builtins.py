@@ -7,7 +7,8 @@ imagePullPolicy, port protocol TCP. Services get type ClusterIP, an allocated cl
 port defaults. Namespaces get phase Active and the `kubernetes` finalizer. autoscaling/v2
 HorizontalPodAutoscalers get minReplicas 1 and, without metrics, the 80 % CPU utilization
 target, and are checked for scaleTargetRef and 1 ≤ minReplicas ≤ maxReplicas.
-PersistentVolumeClaims, and pods' volumeMounts naming their volumes: `pvcs.py`.
+PersistentVolumeClaims: `pvcs.py`. What pod specs (containers, ports, env, volumes, mounts,
+resources) and Services are checked for: `podvalidation.py`, `servicevalidation.py`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import Any
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds import configdata, coordination, eventrules, pvcs
+from kubetrain.devcluster.apiserver.kinds import (
+    configdata,
+    coordination,
+    envvalidation,
+    eventrules,
+    podvalidation,
+    pvcs,
+    servicevalidation,
+)
 from kubetrain.devcluster.apiserver.kinds.crds import validation as crdvalidation
 from kubetrain.devcluster.apiserver.kinds.objectmeta import (
     DNS1035_ERROR,
@@ -86,6 +95,9 @@ def default_pod(pod: Obj) -> None:
         for c in spec.get(field) or []:
             if isinstance(c, dict):
                 _default_container(c)
+                podvalidation.default_requests_from_limits(c)
+                envvalidation.default_field_refs(c)
+    podvalidation.default_host_network_ports(spec)
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", "BestEffort")
@@ -107,29 +119,9 @@ def _pod_dns_name_causes(spec: Obj) -> list[Cause]:
 
 def validate_pod(pod: Obj, old: Obj | None) -> list[Cause]:
     spec = pod.get("spec")
-    causes: list[Cause] = []
     if not isinstance(spec, dict):
         return [Cause("FieldValueRequired", "Required value", "spec")]
-    containers = spec.get("containers")
-    if not containers:
-        causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
-    names: set[str] = set()
-    for i, c in enumerate(containers or []):
-        if not isinstance(c, dict):
-            causes.append(
-                Cause("FieldValueTypeInvalid", "Invalid value: must be an object", f"spec.containers[{i}]")
-            )
-            continue
-        if not c.get("name"):
-            causes.append(Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].name"))
-        elif c["name"] in names:
-            causes.append(
-                Cause("FieldValueDuplicate", f'Duplicate value: "{c["name"]}"', f"spec.containers[{i}].name")
-            )
-        else:
-            names.add(c["name"])
-        if not c.get("image") and old is None:
-            causes.append(Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image"))
+    causes = podvalidation.pod_spec_causes(spec, creating=old is None)
     policy = spec.get("restartPolicy")
     if policy not in ("Always", "OnFailure", "Never"):
         causes.append(
@@ -140,7 +132,6 @@ def validate_pod(pod: Obj, old: Obj | None) -> list[Cause]:
             )
         )
     causes += _pod_dns_name_causes(spec)
-    causes += pvcs.volume_mount_causes(spec)
     if old is not None and not causes:
         causes.extend(_pod_update_causes(pod, old))
     return causes
@@ -197,23 +188,9 @@ def default_service(svc: Obj, old: Obj | None) -> None:
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
-            if "port" in port:
-                port.setdefault("targetPort", port["port"])
+            if "port" in port and port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port["port"]  # v1 SetDefaults_Service
     svc.setdefault("status", {"loadBalancer": {}})
-
-
-def validate_service(svc: Obj) -> list[Cause]:
-    spec = svc.get("spec") or {}
-    causes = []
-    ports = spec.get("ports") or []
-    if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
-        causes.append(Cause("FieldValueRequired", "Required value", "spec.ports"))
-    for i, port in enumerate(ports):
-        if not isinstance(port, dict) or not isinstance(port.get("port"), int):
-            causes.append(Cause("FieldValueRequired", "Required value", f"spec.ports[{i}].port"))
-        elif len(ports) > 1 and not port.get("name"):
-            causes.append(Cause("FieldValueRequired", "Required value", f"spec.ports[{i}].name"))
-    return causes
 
 
 def default_namespace(ns: Obj) -> None:
@@ -337,7 +314,7 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
     if resource == "pods":
         return validate_pod(obj, old)
     if resource == "services":
-        return validate_service(obj)
+        return servicevalidation.validate_service(obj)
     if resource == "customresourcedefinitions":
         return crdvalidation.crd_causes(obj, old)
     if resource == "horizontalpodautoscalers":

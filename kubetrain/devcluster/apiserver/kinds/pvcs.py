@@ -1,5 +1,4 @@
-"""core/v1 PersistentVolumeClaims as kube-apiserver admits them, and the pod volume mounts that
-must name a volume of the pod.
+"""core/v1 PersistentVolumeClaims as kube-apiserver admits them.
 
 PersistentVolumeClaim (pkg/apis/core/validation `ValidatePersistentVolumeClaim`, the registry
 strategy and the v1 defaults): the name is a DNS-1123 subdomain (`name_causes`); on create any
@@ -11,10 +10,6 @@ kube-apiserver words it) and a quantity greater than zero. On update the spec is
 except `volumeName` (set once) and, for a Bound claim, `resources.requests`, which may not
 shrink. No volume is provisioned or bound: a claim stays Pending (binding is the cluster's
 provisioner's, which devcluster does not simulate).
-
-Pod (`validateVolumeMounts`): every `volumeMounts[].name` of a container or init container
-names one of the pod's `spec.volumes` — else 422 `Not found` at
-`spec.containers[i].volumeMounts[j].name`.
 """
 
 from __future__ import annotations
@@ -149,25 +144,4 @@ def _update_causes(pvc: Obj, old: Obj) -> list[Cause]:
         s.pop("volumeAttributesClassName", None)
     if new_spec != old_spec:
         causes.append(Cause("FieldValueForbidden", f"Forbidden: {IMMUTABLE}", "spec"))
-    return causes
-
-
-def volume_mount_causes(spec: Obj) -> list[Cause]:
-    """A volumeMount naming no volume of the pod: `Not found` (kube's validateVolumeMounts)."""
-    names = {v.get("name") for v in spec.get("volumes") or [] if isinstance(v, dict)}
-    causes: list[Cause] = []
-    for kind in ("initContainers", "containers"):
-        for i, container in enumerate(spec.get(kind) or []):
-            if not isinstance(container, dict):
-                continue
-            for j, mount in enumerate(container.get("volumeMounts") or []):
-                name = mount.get("name") if isinstance(mount, dict) else None
-                if name not in names:
-                    causes.append(
-                        Cause(
-                            "FieldValueNotFound",
-                            f'Not found: "{name}"',
-                            f"spec.{kind}[{i}].volumeMounts[{j}].name",
-                        )
-                    )
     return causes

@@ -1,0 +1,262 @@
+"""devcluster's pod spec and Service validation (kinds/podvalidation.py, servicevalidation.py):
+the rules upstream applies, case by case, beyond what the conformance tests send a server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.devcluster.apiserver.kinds import builtins, envvalidation, podvalidation, servicevalidation
+
+
+def spec_causes(**spec: Any) -> list[tuple[str, str, str]]:
+    spec.setdefault("containers", [{"name": "c", "image": "busybox"}])
+    return [(c.reason, c.field, c.message) for c in podvalidation.pod_spec_causes(spec, creating=True)]
+
+
+def test_port_name_problems_follow_is_valid_port_name() -> None:
+    assert podvalidation.port_name_problems("pytorchjob-port") == []
+    assert podvalidation.port_name_problems("a" * 16) == ["must be no more than 15 characters"]
+    assert podvalidation.port_name_problems("123") == ["must contain at least one letter (a-z)"]
+    assert podvalidation.port_name_problems("a--b") == ["must not contain consecutive hyphens"]
+    assert podvalidation.port_name_problems("-ab") == ["must not begin or end with a hyphen"]
+    assert podvalidation.port_name_problems("A_") == [
+        "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+        "must contain at least one letter (a-z)",
+    ]
+
+
+def test_env_names_are_any_printable_ascii_but_equals() -> None:
+    assert envvalidation.env_name_problems("1st.var-name with space!") == []
+    assert envvalidation.env_name_problems("tab\there") == [envvalidation.RELAXED_ENV_NAME]
+    assert envvalidation.env_name_problems("é") == [envvalidation.RELAXED_ENV_NAME]
+    assert spec_causes(containers=[{"name": "c", "image": "i", "env": [{"value": "x"}]}]) == [
+        ("FieldValueRequired", "spec.containers[0].env[0].name", "Required value")
+    ]
+
+
+def test_port_names_are_unique_per_container_not_per_pod() -> None:
+    port = {"name": "p", "containerPort": 1, "protocol": "TCP"}
+    two = [{"name": "a", "image": "i", "ports": [port]}, {"name": "b", "image": "i", "ports": [port]}]
+    assert spec_causes(containers=two) == []
+    assert spec_causes(
+        containers=[{"name": "a", "image": "i", "ports": [port, {**port, "containerPort": 2}]}]
+    ) == [("FieldValueDuplicate", "spec.containers[0].ports[1].name", 'Duplicate value: "p"')]
+
+
+def test_port_numbers_and_protocol() -> None:
+    ports = [{"protocol": "TCP"}, {"containerPort": 8080, "hostPort": 0, "protocol": "TCP"}]
+    ports.append({"containerPort": 1, "hostPort": 65536, "protocol": "TCP"})
+    ports.append({"containerPort": 2})
+    assert spec_causes(containers=[{"name": "c", "image": "i", "ports": ports}]) == [
+        ("FieldValueRequired", "spec.containers[0].ports[0].containerPort", "Required value"),
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].ports[2].hostPort",
+            "Invalid value: 65536: must be between 1 and 65535, inclusive",
+        ),
+        ("FieldValueRequired", "spec.containers[0].ports[3].protocol", "Required value"),
+    ]
+
+
+def test_container_names_required_and_duplicates_across_kinds() -> None:
+    assert spec_causes(
+        containers=[{"image": "i"}, {"name": "a", "image": "i"}, {"name": "a", "image": "i"}]
+    ) == [
+        ("FieldValueRequired", "spec.containers[0].name", "Required value"),
+        ("FieldValueDuplicate", "spec.containers[2].name", 'Duplicate value: "a"'),
+    ]
+    assert spec_causes(initContainers=[{"name": "i", "image": "x"}, {"name": "i", "image": "x"}]) == [
+        ("FieldValueDuplicate", "spec.initContainers[1].name", 'Duplicate value: "i"')
+    ]
+
+
+def test_a_mount_of_an_invalid_volume_is_not_found() -> None:
+    """ValidateVolumes leaves a volume with errors out of the pod's volumes, as upstream does."""
+    c = {"name": "c", "image": "i", "volumeMounts": [{"name": "cfg", "mountPath": "/a"}]}
+    assert spec_causes(containers=[c], volumes=[{"name": "cfg", "configMap": {}}]) == [
+        ("FieldValueRequired", "spec.volumes[0].configMap.name", "Required value"),
+        ("FieldValueNotFound", "spec.containers[0].volumeMounts[0].name", 'Not found: "cfg"'),
+    ]
+    mounts = [{"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/a"}, {"name": "v"}]
+    c = {"name": "c", "image": "i", "volumeMounts": mounts}
+    assert spec_causes(containers=[c], volumes=[{"name": "v", "emptyDir": {}}]) == [
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].volumeMounts[1].mountPath",
+            'Invalid value: "/a": must be unique',
+        ),
+        ("FieldValueRequired", "spec.containers[0].volumeMounts[2].mountPath", "Required value"),
+    ]
+
+
+def test_volume_sources_forbidden_in_upstream_order_with_its_spellings() -> None:
+    vol = {"name": "v", "secret": {"secretName": "s"}, "downwardAPI": {}, "cephfs": {}}
+    assert spec_causes(volumes=[vol]) == [
+        ("FieldValueForbidden", "spec.volumes[0].cephFS", podvalidation.MORE_THAN_ONE),
+        ("FieldValueForbidden", "spec.volumes[0].downwarAPI", podvalidation.MORE_THAN_ONE),
+    ]
+    assert (
+        spec_causes(volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "c"}, "emptyDir": None}])
+        == []
+    )
+
+
+def test_resources() -> None:
+    def causes(resources: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return spec_causes(containers=[{"name": "c", "image": "i", "resources": resources}])
+
+    assert (
+        causes({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1024Mi"}})
+        == []
+    )
+    assert causes({"requests": {"memory": "2Gi"}, "limits": {"memory": "1024Mi"}}) == [
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].resources.requests",
+            'Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi',
+        )
+    ]
+    assert causes({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}) == [
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].resources.requests",
+            'Invalid value: "1": must be equal to nvidia.com/gpu limit of 2',
+        )
+    ]
+    assert causes({"limits": {"cpu": "-1"}}) == [
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].resources.limits[cpu]",
+            'Invalid value: "-1": must be greater than or equal to 0',
+        )
+    ]
+    assert [c[2] for c in causes({"limits": {"gpu": "1"}})] == [
+        'Invalid value: "gpu": must be a standard resource type or fully qualified',
+        'Invalid value: "gpu": must be a standard resource for containers',
+    ]
+    assert [c[2] for c in causes({"limits": {"nvidia.com/gpu": "500m"}})] == [
+        'Invalid value: "500m": must be an integer'
+    ]
+
+
+def test_limits_default_requests_on_pods() -> None:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "1"}}}]},
+    }
+    builtins.default_pod(pod)
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1"}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
+    builtins.default_pod(pod)
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1"}
+
+
+def svc_causes(**spec: Any) -> list[tuple[str, str, str]]:
+    return [(c.reason, c.field, c.message) for c in servicevalidation.validate_service({"spec": spec})]
+
+
+def test_service_cluster_ip_and_type() -> None:
+    assert svc_causes(clusterIP="None") == []
+    assert svc_causes(type="ExternalName", externalName="db.example.com") == []
+    assert svc_causes(clusterIP="10.0.0.300", ports=[{"port": 1, "protocol": "TCP", "targetPort": 1}]) == [
+        (
+            "FieldValueInvalid",
+            "spec.clusterIPs[0]",
+            f'Invalid value: "10.0.0.300": {servicevalidation.IP_MESSAGE}',
+        )
+    ]
+    assert svc_causes(
+        type="NodePort", clusterIP="None", ports=[{"port": 1, "protocol": "TCP", "targetPort": 1}]
+    ) == [
+        (
+            "FieldValueInvalid",
+            "spec.clusterIPs[0]",
+            "Invalid value: \"None\": may not be set to 'None' for NodePort services",
+        )
+    ]
+    assert svc_causes(type="Internal", clusterIP="None") == [
+        (
+            "FieldValueNotSupported",
+            "spec.type",
+            'Unsupported value: "Internal": supported values: '
+            '"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"',
+        )
+    ]
+
+
+def test_service_selector_keys_are_label_keys() -> None:
+    assert [c[:2] for c in svc_causes(clusterIP="None", selector={"a/b/c": "x"})] == [
+        ("FieldValueInvalid", "spec.selector")
+    ]
+
+
+def test_service_target_port_defaults_to_port_when_zero_or_empty() -> None:
+    svc: dict[str, Any] = {"metadata": {}, "spec": {"ports": [{"port": 80, "targetPort": 0}, {"port": 81}]}}
+    builtins.default_service(svc, None)
+    assert [p["targetPort"] for p in svc["spec"]["ports"]] == [80, 81]
+
+
+def test_env_value_from_names_one_source_and_a_downward_api_field() -> None:
+    def causes(*env: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return spec_causes(containers=[{"name": "c", "image": "i", "env": list(env)}])
+
+    ip = {"fieldRef": {"fieldPath": "status.podIP"}}
+    index = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+    assert causes({"name": "A", "valueFrom": ip}, {"name": "B", "valueFrom": index}) == []
+    at = "spec.containers[0].env[0].valueFrom"
+    assert causes({"name": "A", "value": "x", "valueFrom": ip}) == [
+        ("FieldValueInvalid", at, 'Invalid value: "": may not be specified when `value` is not empty')
+    ]
+    assert causes({"name": "A", "valueFrom": {}}) == [
+        ("FieldValueInvalid", at, f'Invalid value: "": {envvalidation.NO_SOURCE}')
+    ]
+    assert causes({"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}) == [
+        (
+            "FieldValueNotSupported",
+            f"{at}.fieldRef.fieldPath",
+            'Unsupported value: "status.phase": supported values: "metadata.name", "metadata.namespace", '
+            '"metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", '
+            '"status.podIP", "status.podIPs"',
+        )
+    ]
+    assert causes({"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIp"}}}) == [
+        (
+            "FieldValueInvalid",
+            f"{at}.fieldRef.fieldPath",
+            'Invalid value: "status.podIp": error converting fieldPath: '
+            "field label not supported: status.podIp",
+        )
+    ]
+    assert causes({"name": "A", "valueFrom": {"fieldRef": {}}}) == [
+        ("FieldValueRequired", f"{at}.fieldRef.fieldPath", "Required value")
+    ]
+
+
+def test_field_refs_default_their_api_version() -> None:
+    env = [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i", "env": env}]},
+    }
+    builtins.default_pod(pod)
+    assert env[0]["valueFrom"]["fieldRef"] == {"apiVersion": "v1", "fieldPath": "status.podIP"}
+
+
+def test_host_network_pods_use_their_container_ports_on_the_host() -> None:
+    ports = [
+        {"containerPort": 29500, "protocol": "TCP"},
+        {"containerPort": 9090, "hostPort": 9091, "protocol": "TCP"},
+    ]
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p"},
+        "spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "i", "ports": ports}]},
+    }
+    builtins.default_pod(pod)
+    assert [p["hostPort"] for p in ports] == [29500, 9091]
+    assert podvalidation.pod_spec_causes(pod["spec"], creating=True) == [
+        podvalidation.invalid(
+            "spec.containers[0].ports[1].hostPort",
+            9091,
+            "must match `containerPort` when `hostNetwork` is true",
+        )
+    ]
