@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from kubetrain.api.manifests import ManifestLoader
+from kubetrain.devcluster.apiserver.base.gojson import unmarshal_kind
 
 MAX_ERRORS = 100  # saveStrictError: "prevent excessive numbers of accumulated errors"
 
@@ -116,19 +117,9 @@ def _walk(value: Any, path: str, found: Duplicates, counter: list[int]) -> None:
 
 
 def json_type(value: Any) -> str:
-    """`UnmarshalTypeError.Value` for a decoded JSON value (`null` is "null", which decodes into
-    anything)."""
-    if value is None:
-        return "null"
-    if isinstance(value, (dict, _Pairs)):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    return "number"
+    """`UnmarshalTypeError.Value` for a decoded JSON value, a pair list (a decoded object whose
+    repeated keys are kept) included."""
+    return "object" if isinstance(value, _Pairs) else unmarshal_kind(value)
 
 
 def under(path: str, parents: list[str]) -> bool:

@@ -28,6 +28,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from kubetrain.devcluster.apiserver.base.gojson import unmarshal_kind
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds.crds import gotime
 
@@ -194,18 +195,6 @@ class _State:
             self.error = f"json: cannot unmarshal {got} into {where} of type {go_type}"
 
 
-def _kind(v: Any) -> str:
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bool):
-        return "bool"
-    return "number"
-
-
 def _type_name(t: Any) -> str:
     if isinstance(t, str):
         return {_TIME: "v1.Time", _RAW: "v1.FieldsV1"}.get(t, t)
@@ -230,7 +219,7 @@ def _decode(v: Any, t: Any, path: str, zero: Any, st: _State) -> Any:
         return zero
     if t in _STRINGS or t in (_INT, _BOOL):
         return _scalar(v, t, st)
-    kind, go = _kind(v), _type_name(t)
+    kind, go = unmarshal_kind(v), _type_name(t)
     if t[0] == "map":
         if kind != "object":
             st.type_error(kind, go)
@@ -291,7 +280,7 @@ def _time(v: Any) -> str | None:
     if v is None:
         return None
     if not isinstance(v, str):
-        raise _TimeError(f"json: cannot unmarshal {_kind(v)} into Go value of type string")
+        raise _TimeError(f"json: cannot unmarshal {unmarshal_kind(v)} into Go value of type string")
     try:
         t = gotime.parse_rfc3339(v)
     except gotime.GoTimeError as e:
@@ -304,7 +293,7 @@ class _TimeError(Exception):
 
 
 def _scalar(v: Any, t: str, st: _State) -> Any:
-    kind = _kind(v)
+    kind = unmarshal_kind(v)
     if t == _INT:
         if kind != "number":
             st.type_error(kind, t)
