@@ -14,20 +14,26 @@ Obj = dict[str, Any]
 
 
 def crd(
-    schema: Obj | None = None, *, group: str = "example.com", status: Obj | None = None, **version: Any
+    schema: Obj | None = None,
+    *,
+    group: str = "example.com",
+    status: Obj | None = None,
+    plural: str = "widgets",
+    kind: str = "Widget",
+    **version: Any,
 ) -> Obj:
-    """A valid one-version Widget CRD; `schema` replaces the spec property's schema, `status`
-    the status property's."""
+    """A valid one-version CRD (Widget unless `plural` and `kind` say otherwise); `schema`
+    replaces the spec property's schema, `status` the status property's."""
     spec_schema = schema if schema is not None else {"type": "object"}
     status_schema = status if status is not None else {"type": "object"}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
             "group": group,
             "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget"},
+            "names": {"plural": plural, "kind": kind},
             "versions": [
                 {
                     "name": "v1",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from crd_builders import crd
 from e2e.conformance_support import MERGE, Obj, assert_status, install_crd
 
 GROUP = "cellibs.conformance.kubetrain.io"
@@ -42,45 +43,23 @@ OPTIONAL_OLD_SELF = [
         "optionalOldSelf": True,
     },
 ]
-CRD: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"{PLURAL}.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": PLURAL, "singular": "probe", "kind": "Probe", "listKind": "ProbeList"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "x-kubernetes-validations": [
-                                    *({"rule": r, "message": m} for r, m in RULES),
-                                    *OPTIONAL_OLD_SELF,
-                                ],
-                                "properties": {
-                                    "sizes": {"type": "array", "maxItems": 8, "items": {"type": "integer"}},
-                                    "endpoint": {"type": "string", "maxLength": 128},
-                                    "memory": {"type": "string", "maxLength": 32},
-                                    "name": {"type": "string", "maxLength": 32},
-                                    "network": {"type": "string", "maxLength": 64},
-                                    "version": {"type": "string", "maxLength": 32},
-                                },
-                            }
-                        },
-                    }
-                },
-            }
-        ],
+CRD = crd(
+    {
+        "type": "object",
+        "x-kubernetes-validations": [*({"rule": r, "message": m} for r, m in RULES), *OPTIONAL_OLD_SELF],
+        "properties": {
+            "sizes": {"type": "array", "maxItems": 8, "items": {"type": "integer"}},
+            "endpoint": {"type": "string", "maxLength": 128},
+            "memory": {"type": "string", "maxLength": 32},
+            "name": {"type": "string", "maxLength": 32},
+            "network": {"type": "string", "maxLength": 64},
+            "version": {"type": "string", "maxLength": 32},
+        },
     },
-}
+    group=GROUP,
+    plural=PLURAL,
+    kind="Probe",
+)
 
 
 def probes(ns: str) -> str:

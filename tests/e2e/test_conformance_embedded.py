@@ -12,47 +12,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from crd_builders import crd
 from e2e.conformance_support import MERGE, Obj, assert_status, install_crd
 
 GROUP = "embeds.conformance.kubetrain.io"
 PLURAL = "holders"
-CRD_NAME = f"{PLURAL}.{GROUP}"
 _EMBEDDED: Obj = {
     "type": "object",
     "x-kubernetes-embedded-resource": True,
     "x-kubernetes-preserve-unknown-fields": True,
 }
-CRD: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": CRD_NAME},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": PLURAL, "singular": "holder", "kind": "Holder", "listKind": "HolderList"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "template": _EMBEDDED,
-                                    "extras": {"type": "array", "items": _EMBEDDED},
-                                },
-                            }
-                        },
-                    }
-                },
-            }
-        ],
+CRD = crd(
+    {
+        "type": "object",
+        "properties": {"template": _EMBEDDED, "extras": {"type": "array", "items": _EMBEDDED}},
     },
-}
+    group=GROUP,
+    plural=PLURAL,
+    kind="Holder",
+)
 STRICT = {"fieldValidation": "Strict"}
 
 
