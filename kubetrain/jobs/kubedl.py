@@ -21,6 +21,7 @@ from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_GIT_SYNC,
     KUBEDL_ANNOTATION_TENANCY,
     KUBEDL_ANNOTATION_TENSORBOARD,
+    annotations_of,
 )
 from kubetrain.jobs import codesync, tenancy, tensorboard
 from kubetrain.jobs.replicadraft import ReplicaDraft
@@ -88,13 +89,7 @@ def kubedl_annotation_update_errors(obj: Mapping[str, Any], old: Mapping[str, An
     """The problems of the KubeDL annotations an update sets or changes (`obj` against `old`),
     for the webhook to refuse a metadata-only edit (`kubectl annotate`) that would otherwise be
     stored unchecked; an annotation left as it was is not judged again."""
-
-    def annotations(o: Mapping[str, Any]) -> Mapping[str, Any]:
-        meta = o.get("metadata")
-        value = meta.get("annotations") if isinstance(meta, Mapping) else None
-        return value if isinstance(value, Mapping) else {}
-
-    new, before = annotations(obj), annotations(old)
+    new, before = annotations_of(obj), annotations_of(old)
     errors: list[FieldError] = []
     for key in (KUBEDL_ANNOTATION_TENANCY, KUBEDL_ANNOTATION_GIT_SYNC, KUBEDL_ANNOTATION_TENSORBOARD):
         if key in new and new[key] != before.get(key):
