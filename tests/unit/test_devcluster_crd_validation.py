@@ -9,7 +9,7 @@ import copy
 
 from crd_builders import causes, crd, two_versions, update_causes
 
-from kubetrain.devcluster.apiserver.kinds.crds.fielderrors import DNS1035_ERROR, DNS1123_SUBDOMAIN_ERROR
+from kubetrain.devcluster.apiserver.kinds.fielderrors import DNS1035_ERROR, DNS1123_SUBDOMAIN_ERROR
 
 VERSIONS = "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
 

@@ -38,9 +38,9 @@ from kubetrain.devcluster.apiserver.kinds.fielderrors import (
     dicts,
     duplicate,
     invalid,
+    not_found,
     not_supported,
     required,
-    shown,
 )
 from kubetrain.devcluster.apiserver.kinds.objectmeta import dns1123_label_errors, qualified_name_problems
 
@@ -278,7 +278,7 @@ def mount_causes(mounts: Any, path: str, volumes: set[str]) -> list[Cause]:
         if not name:
             causes.append(required(f"{at}.name"))
         if name not in volumes:
-            causes.append(Cause("FieldValueNotFound", f"Not found: {shown(name)}", f"{at}.name"))
+            causes.append(not_found(f"{at}.name", name))
         mount_path = mount.get("mountPath") or ""
         if not mount_path:
             causes.append(required(f"{at}.mountPath"))

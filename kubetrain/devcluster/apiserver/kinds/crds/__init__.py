@@ -2,6 +2,6 @@
 
 `validation.crd_causes` is the entry (names, group, scope, versions, subresources, printer
 columns); `schema` holds the per-field schema rules, `structural` the structural-schema rules and
-defaults, `conversion` the conversion strategy, `lifecycle` the update rules, and `fielderrors`
-the wording of apimachinery's field errors.
+defaults, `conversion` the conversion strategy, `lifecycle` the update rules (the wording of
+apimachinery's field errors: `kinds/fielderrors`).
 """

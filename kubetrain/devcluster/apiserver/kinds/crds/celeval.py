@@ -18,8 +18,8 @@ from typing import Any
 import celpy.celtypes as ct
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds import celib
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds.celib import optionals
 from kubetrain.devcluster.apiserver.kinds.crds.celrules import Compiled, Node, Rule
 

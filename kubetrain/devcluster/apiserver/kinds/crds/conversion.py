@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 
 REVIEW_VERSIONS = ["v1", "v1beta1"]
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 
 APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
 _PROTECTED = ("k8s.io", "kubernetes.io")

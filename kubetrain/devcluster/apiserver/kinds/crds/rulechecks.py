@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds import celrules
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
 
 Schema = dict[str, Any]
 _RULE_REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"]

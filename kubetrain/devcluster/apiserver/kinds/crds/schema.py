@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds import rulechecks
 
 Schema = dict[str, Any]

@@ -19,8 +19,8 @@ import re
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds import schema as crschema
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds.schema import Schema, has_default, key
 
 ROOT, ITEM, FIELD = "root", "item", "field"

@@ -27,7 +27,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds.crds import fielderrors as fe
+from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds import lifecycle
 from kubetrain.devcluster.apiserver.kinds.crds.conversion import conversion_causes, enum_causes
 from kubetrain.devcluster.apiserver.kinds.crds.schema import (
