@@ -23,6 +23,7 @@ import celpy.celtypes as ct
 
 from kubetrain.devcluster.apiserver.kinds.crds.celib import ip
 from kubetrain.devcluster.apiserver.kinds.crds.celib.values import error, no_overload
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 
 _CONTEXT = "network address parse error during conversion from string"
 
@@ -45,7 +46,7 @@ def parse_prefix(s: str) -> CIDR:
     """netip `ParsePrefix` then cidr.go `parseCIDR` (no IPv4-mapped IPv6)."""
 
     def fail(msg: str) -> ip.AddrError:
-        return ip.AddrError(f"{_CONTEXT}: netip.ParsePrefix({ip.go_quote(s)}): {msg}")
+        return ip.AddrError(f"{_CONTEXT}: netip.ParsePrefix({go_quote(s)}): {msg}")
 
     slash = s.rfind("/")
     if slash < 0:
@@ -59,12 +60,12 @@ def parse_prefix(s: str) -> CIDR:
     bits_text = s[slash + 1 :]
     digits = bits_text.isascii() and bits_text.isdigit()
     if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not digits:
-        raise fail(f"bad bits after slash: {ip.go_quote(bits_text)}")
+        raise fail(f"bad bits after slash: {go_quote(bits_text)}")
     bits = int(bits_text)
     if bits > addr.max_prefixlen:
         raise fail("prefix length out of range")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise ip.AddrError(f"IPv4-mapped IPv6 address {ip.go_quote(s)} is not allowed")
+        raise ip.AddrError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
     return CIDR(addr, bits)
 
 

@@ -28,6 +28,7 @@ from kubetrain.api.dnsnames import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from kubetrain.devcluster.apiserver.kinds import objectmeta
 from kubetrain.devcluster.apiserver.kinds.crds.celib import optionals, urls
 from kubetrain.devcluster.apiserver.kinds.crds.celib.values import no_overload
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 
 _UUID = re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 
@@ -67,7 +68,7 @@ def _uri(value: str) -> list[str]:
     try:
         urls.parse(value, True)
     except urls.URLError as err:
-        return [f"parse {urls.go_quote(value)}: {err}"]
+        return [f"parse {go_quote(value)}: {err}"]
     return []
 
 

@@ -15,7 +15,6 @@ Syntax errors are worded as netip words them (`ParseAddr("1.2.3.256"): IPv4 fiel
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import celpy.celtypes as ct
 
 from kubetrain.devcluster.apiserver.kinds.crds.celib.values import error, no_overload
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -40,11 +40,6 @@ class IP:
 
 class AddrError(ValueError):
     pass
-
-
-def go_quote(s: str) -> str:
-    """strconv.Quote for the printable strings these errors quote."""
-    return json.dumps(s, ensure_ascii=False)
 
 
 def _ipv4_error(s: str) -> str | None:

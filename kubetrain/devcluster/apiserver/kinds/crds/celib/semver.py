@@ -19,8 +19,8 @@ from typing import Any
 
 import celpy.celtypes as ct
 
-from kubetrain.devcluster.apiserver.kinds.crds.celib.ip import go_quote
 from kubetrain.devcluster.apiserver.kinds.crds.celib.values import error, no_overload
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 
 _NUMBERS = set(string.digits)
 _ALPHANUM = set(string.ascii_letters + string.digits + "-")

@@ -23,6 +23,7 @@ from urllib.parse import unquote_to_bytes
 import celpy.celtypes as ct
 
 from kubetrain.devcluster.apiserver.kinds.crds.celib.values import error, no_overload
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 
 _UNRESERVED = re.compile(r"[A-Za-z0-9\-_.~]")
 
@@ -68,10 +69,6 @@ def _unescape(s: str, mode: str) -> str:
             raise URLError(f"invalid character {go_quote(c)} in host name")
         i += 1
     return unquote_to_bytes(s).decode("utf-8", "replace")
-
-
-def go_quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _scheme(raw: str) -> tuple[str, str]:
