@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
+from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
 from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
@@ -42,7 +43,6 @@ from kubetrain.jobs.trainjob.patches import (
 
 Obj = dict[str, Any]
 DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's
-MAX_HOSTNAME = 63  # a pod's spec.hostname: a DNS-1123 label
 # JobSet's success policy field, by the model's wire name.
 SUCCESS_POLICY = JobSetSpec.model_fields["success_policy"].alias or ""
 
@@ -191,13 +191,14 @@ def _hostname_errors(name: str, steps: list[Step]) -> list[FieldError]:
     longest = [
         f"{name}-{s.name}-{s.replicas - 1}-{s.pods - 1}" for s in steps if s.replicas > 0 and s.pods > 0
     ]
-    over = [h for h in longest if len(h) > MAX_HOSTNAME]
+    over = [h for h in longest if len(h) > MAX_LABEL_LENGTH]
     if not name or not over:
         return []
-    room = MAX_HOSTNAME - max(len(h) - len(name) for h in longest)
+    room = MAX_LABEL_LENGTH - max(len(h) - len(name) for h in longest)
     message = (
         f"must be no more than {room} characters for this runtime and numNodes: the pod hostname "
-        f"{over[0]!r} ({len(over[0])} characters) must be a DNS label of at most {MAX_HOSTNAME} characters"
+        f"{over[0]!r} ({len(over[0])} characters) must be a DNS label of at most "
+        f"{MAX_LABEL_LENGTH} characters"
     )
     return [invalid("metadata.name", message)]
 
