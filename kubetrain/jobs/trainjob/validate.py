@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api import startdeadline, trainerstatus
-from kubetrain.api.dnsnames import DNS1035_LABEL
+from kubetrain.api.dnsnames import DNS1035_LABEL, MAX_LABEL_LENGTH
 from kubetrain.api.errors import (
     RECREATE,
     FieldError,
@@ -258,8 +258,8 @@ def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
     path = "spec.template.spec.network.subdomain"
     if not isinstance(subdomain, str) or not DNS1035_LABEL.match(subdomain):
         return [invalid(path, f"{subdomain!r} must be a lowercase RFC 1035 label (it names a Service)")]
-    if len(subdomain) > MAX_TRAINJOB_NAME:
-        return [invalid(path, f"must be no more than {MAX_TRAINJOB_NAME} characters, not {len(subdomain)}")]
+    if len(subdomain) > MAX_LABEL_LENGTH:
+        return [invalid(path, f"must be no more than {MAX_LABEL_LENGTH} characters, not {len(subdomain)}")]
     return []
 
 
