@@ -34,13 +34,23 @@ from typing import Any
 from kubetrain.api.groups import group_of
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, KUBEDL_LABEL_CRON_NAME, LABEL_CRON_NAME
 from kubetrain.api.metatime import parse_time
+from kubetrain.cron.records import (
+    JobRef,
+    completion,
+    finished_condition,
+    job_ref,
+    kubedl_history,
+    rfc3339,
+    set_field,
+    set_valid,
+    start_key,
+)
 from kubetrain.cron.schedule import Schedule, ScheduleError, parse_schedule, zone
 from kubetrain.cron.shape import CronShape, job_from_template, job_name
 from kubetrain.cron.times import earliest_time, most_recent, next_wakeup
 
 Obj = dict[str, Any]
 NORMAL, WARNING = "Normal", "Warning"
-VALID = "Valid"
 
 
 @dataclass(frozen=True)
@@ -48,25 +58,6 @@ class CronEvent:
     type: str
     reason: str
     message: str
-
-
-@dataclass(frozen=True)
-class JobRef:
-    api_version: str
-    kind: str
-    name: str
-    namespace: str
-    uid: str
-
-    def reference(self) -> Obj:
-        """The corev1.ObjectReference `status.active` holds."""
-        return {
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "name": self.name,
-            "namespace": self.namespace,
-            "uid": self.uid,
-        }
 
 
 @dataclass
@@ -79,39 +70,6 @@ class CronPlan:
     events: list[CronEvent] = field(default_factory=list)
     requeue_at: datetime | None = None
     unseen: list[Obj] = field(default_factory=list)  # active refs the cache lacks (not in `gone`)
-
-
-def job_ref(job: Obj) -> JobRef:
-    meta = job.get("metadata") or {}
-    return JobRef(
-        str(job.get("apiVersion") or ""),
-        str(job.get("kind") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("uid") or ""),
-    )
-
-
-def finished_condition(job: Obj) -> str | None:
-    """ "Succeeded" or "Failed" when the job has that condition True, else None."""
-    for cond in (job.get("status") or {}).get("conditions") or ():
-        if cond.get("type") in ("Succeeded", "Failed") and cond.get("status") == "True":
-            return str(cond["type"])
-    return None
-
-
-def _completion(job: Obj) -> datetime | None:
-    status = job.get("status") or {}
-    done = parse_time(status.get("completionTime"))
-    if done is None:
-        for cond in status.get("conditions") or ():
-            if cond.get("type") == "Succeeded" and cond.get("status") == "True":
-                done = parse_time(cond.get("lastTransitionTime"))
-    return done
-
-
-def _rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def decide(
@@ -150,7 +108,7 @@ def decide(
                 CronEvent(NORMAL, "SawCompletedJob", f"Saw completed job: {ref.name}, condition: {finished}")
             )
         if finished == "Succeeded":
-            done = _completion(job)
+            done = completion(job)
             if done is not None and (last_success is None or done > last_success):
                 last_success = done
     for entry in list(active):
@@ -164,11 +122,11 @@ def decide(
             )
         else:
             plan.unseen.append(entry)
-    _set(status, "active", active or None)
+    set_field(status, "active", active or None)
     if shape.kubedl:  # KubeDL's CronStatus has no lastSuccessfulTime (its CRD would prune it)
-        _kubedl_history(status, shape, jobs, now)
+        kubedl_history(status, shape, jobs, now)
     else:
-        _set(status, "lastSuccessfulTime", _rfc3339(last_success) if last_success else None)
+        set_field(status, "lastSuccessfulTime", rfc3339(last_success) if last_success else None)
     _schedule(shape, by_uid, active, now, served_groups, plan)
     _prune(shape, jobs, plan)
     return plan
@@ -185,7 +143,7 @@ def _schedule(
     if shape.deleting:
         return
     problem = _problem(shape, served_groups)
-    _set_valid(plan.status, problem, now)
+    set_valid(plan.status, problem, now)
     if problem is not None:
         reason, message = problem
         plan.events.append(CronEvent(WARNING, reason, message))
@@ -194,7 +152,7 @@ def _schedule(
     if shape.suspend:
         return
     if shape.deadline is not None and now > shape.deadline:
-        deadline = _rfc3339(shape.deadline)
+        deadline = rfc3339(shape.deadline)
         plan.events.append(
             CronEvent(NORMAL, "Deadline", f"cron reached its deadline {deadline}: no more jobs")
         )
@@ -231,7 +189,7 @@ def _schedule(
     if last == scheduled or any(a.get("name") == name for a in active):
         return
     if any((j.get("metadata") or {}).get("name") == name for j in by_uid.values()):
-        plan.status["lastScheduleTime"] = _rfc3339(scheduled)  # created before a crash recorded it
+        plan.status["lastScheduleTime"] = rfc3339(scheduled)  # created before a crash recorded it
         return
     if shape.concurrency_policy == "Forbid" and active:
         plan.skipped = scheduled
@@ -251,7 +209,7 @@ def _schedule(
             plan.delete.append(ref)
             plan.events.append(CronEvent(NORMAL, "SuccessfulDelete", f"Deleted job {ref.name}"))
         active.clear()
-        _set(plan.status, "active", None)
+        set_field(plan.status, "active", None)
     plan.create = new_job(shape, scheduled, tz)
     plan.scheduled_time = scheduled
 
@@ -318,74 +276,11 @@ def _prune(shape: CronShape, jobs: list[Obj], plan: CronPlan) -> None:
         ]
         if len(done) <= limit:
             continue
-        done.sort(key=_start_key)
+        done.sort(key=start_key)
         for job in done[: len(done) - limit]:
             ref = job_ref(job)
             plan.delete.append(ref)
             plan.events.append(CronEvent(NORMAL, "SuccessfulDelete", f"Deleted job {ref.name}"))
-
-
-def _start_key(job: Obj) -> tuple[datetime, str]:
-    meta, status = job.get("metadata") or {}, job.get("status") or {}
-    start = parse_time(status.get("startTime")) or parse_time(meta.get("creationTimestamp"))
-    return (start or datetime.min.replace(tzinfo=UTC), str(meta.get("name") or ""))
-
-
-def _kubedl_history(status: Obj, shape: CronShape, jobs: list[Obj], now: datetime) -> None:
-    """KubeDL's `status.history`: one record per job (its last condition, created, finished),
-    oldest first, at most `historyLimit` of them."""
-    records = {
-        str((h.get("object") or {}).get("name")): dict(h)
-        for h in status.get("history") or ()
-        if isinstance(h, dict)
-    }
-    group = group_of(shape.template.get("apiVersion"))
-    for job in jobs:
-        ref, meta = job_ref(job), job.get("metadata") or {}
-        conditions = (job.get("status") or {}).get("conditions") or []
-        record = records.get(ref.name) or {
-            "object": {"apiGroup": group, "kind": ref.kind, "name": ref.name},
-            "created": meta.get("creationTimestamp"),
-        }
-        record["status"] = str(conditions[-1].get("type")) if conditions else ""
-        if finished_condition(job) is not None and not record.get("finished"):
-            record["finished"] = _rfc3339(now)
-        records[ref.name] = record
-    history = sorted(
-        records.values(), key=lambda h: (str(h.get("created") or ""), str(h["object"].get("name")))
-    )
-    limit = shape.history_limit
-    if limit is not None and len(history) > limit:
-        history = history[len(history) - limit :]
-    _set(status, "history", history or None)
-
-
-def _set_valid(status: Obj, problem: tuple[str, str] | None, now: datetime) -> None:
-    reason, message = (
-        problem if problem is not None else ("Valid", "schedule, time zone and template are valid")
-    )
-    value = "False" if problem is not None else "True"
-    conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
-    current = next((c for c in conditions if c.get("type") == VALID), None)
-    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
-        value,
-        reason,
-        message,
-    ):
-        return
-    since = (
-        current.get("lastTransitionTime") if current is not None and current.get("status") == value else None
-    )
-    cond = {"type": VALID, "status": value, "reason": reason, "message": message}
-    cond["lastTransitionTime"] = since or _rfc3339(now)
-    status["conditions"] = [*(c for c in conditions if c.get("type") != VALID), cond]
-
-
-def _set(status: Obj, key: str, value: Any) -> None:
-    if value is None:
-        status.pop(key, None)
-    else:
-        status[key] = value
 
 
 def schedule_of(shape: CronShape) -> tuple[Schedule, tzinfo]:

@@ -30,7 +30,8 @@ from kubetrain.api import cron as cronapi
 from kubetrain.api.groups import KUBETRAIN_GROUP, group_of, job_groups
 from kubetrain.api.labels import LABEL_CRON_NAME
 from kubetrain.api.metatime import parse_time
-from kubetrain.cron.decide import CronEvent, CronPlan, decide, finished_condition, job_ref
+from kubetrain.cron.decide import CronEvent, CronPlan, decide
+from kubetrain.cron.records import finished_condition, job_ref
 from kubetrain.cron.shape import CronShape, CronUnreadable, read_cron
 from kubetrain.kube.cache import Store
 from kubetrain.kube.client import ApiError, KubeClient
