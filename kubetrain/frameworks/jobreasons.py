@@ -92,9 +92,13 @@ _CANONICAL = MappingProxyType(
 
 @dataclass(frozen=True, slots=True)
 class ReasonNames:
-    """How one job's API writes kubetrain's reasons (those not in `table` unchanged)."""
+    """How one job's API writes kubetrain's reasons (those not in `table` unchanged), and the
+    condition types it also tells in a Normal event (of the condition's reason and message)
+    when they turn True: mpi-operator's `MPIJobCreated` and `MPIJobRunning` (`syncHandler`,
+    `updateMPIJobStatus`); kubetrain's other events are the planner's."""
 
     table: Mapping[str, str] = field(default_factory=dict)
+    announced: tuple[str, ...] = ()
 
     def written(self, reason: str) -> str:
         return self.table.get(reason, reason)
@@ -110,7 +114,8 @@ def reason_names(job: Mapping[str, Any]) -> ReasonNames:
     if group_of(job.get("apiVersion")) != KUBEFLOW_GROUP or kind not in FRAMEWORKS:
         return KUBETRAIN
     if mpi_operator_convention(job):
-        return ReasonNames(MappingProxyType({ours: str(kind) + s for ours, s in _MPI_OPERATOR.items()}))
+        table = MappingProxyType({ours: str(kind) + s for ours, s in _MPI_OPERATOR.items()})
+        return ReasonNames(table, announced=("Created", "Running"))
     return ReasonNames(MappingProxyType({ours: str(kind) + s for ours, s in _TRAINING_OPERATOR.items()}))
 
 

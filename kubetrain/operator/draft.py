@@ -224,10 +224,20 @@ class ReconcileDraft(Draft):
         self.record: dict[str, Any] = dict(record or {})
 
     def in_api(self, plan: Plan) -> Plan:
-        """`plan` with its status's and events' reasons as the job's API group names them."""
+        """`plan` with its status's and events' reasons as the job's API group names them, and
+        the Normal events its group tells a condition turning True with (`ReasonNames.announced`)."""
+        plan.events = [EventSpec(e.type, self.names.written(e.reason), e.message) for e in plan.events]
         if plan.status is not None:
             plan.status = written_status(plan.status, self.old, self.stored, self.names)
-        plan.events = [EventSpec(e.type, self.names.written(e.reason), e.message) for e in plan.events]
+            for ctype in self.names.announced:
+                cond, before = get_condition(plan.status, ctype), get_condition(self.old, ctype)
+                if (
+                    cond is not None
+                    and cond.get("status") == "True"
+                    and (before or {}).get("status") != "True"
+                ):
+                    told = str(cond.get("message"))[:MAX_EVENT_MESSAGE]
+                    plan.events.append(EventSpec("Normal", str(cond.get("reason")), told))
         return plan
 
     def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:

@@ -368,6 +368,12 @@ def test_launcher_active_worker_not_ready_then_ready() -> None:
     assert running is not None and (running["status"], running["reason"]) == ("True", "MPIJobRunning")
     statuses = s.job["status"]["replicaStatuses"]
     assert (statuses["Launcher"]["active"], statuses["Worker"]["active"]) == (1, 8)
+    # mpi-operator's Normal events (syncHandler, updateMPIJobStatus), each once per transition.
+    s.step(at(3))
+    assert [(e.type, e.reason, e.message) for e in s.events if e.type == "Normal"] == [
+        ("Normal", "MPIJobCreated", "MPIJob bar/foo is created."),
+        ("Normal", "MPIJobRunning", "MPIJob bar/foo is running."),
+    ]
 
 
 def test_worker_ready_creates_the_waiting_launcher() -> None:
