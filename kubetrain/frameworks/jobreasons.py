@@ -99,6 +99,8 @@ class ReasonNames:
 
     table: Mapping[str, str] = field(default_factory=dict)
     announced: tuple[str, ...] = ()
+    # The messages the group writes for some of kubetrain's reasons (else the planner's own).
+    messages: Mapping[str, str] = field(default_factory=dict)
 
     def written(self, reason: str) -> str:
         return self.table.get(reason, reason)
@@ -116,7 +118,26 @@ def reason_names(job: Mapping[str, Any]) -> ReasonNames:
     if mpi_operator_convention(job):
         table = MappingProxyType({ours: str(kind) + s for ours, s in _MPI_OPERATOR.items()})
         return ReasonNames(table, announced=("Created", "Running"))
-    return ReasonNames(MappingProxyType({ours: str(kind) + s for ours, s in _TRAINING_OPERATOR.items()}))
+    table = MappingProxyType({ours: str(kind) + s for ours, s in _TRAINING_OPERATOR.items()})
+    return ReasonNames(table, messages=_training_operator_messages(job, str(kind)))
+
+
+def _training_operator_messages(job: Mapping[str, Any], kind: str) -> Mapping[str, str]:
+    """training-operator v1.9's Running and Succeeded messages (each kind's `UpdateJobStatus`):
+    TFJob and JAXJob name the job `<namespace>/<name>` (`… successfully completed.`); PyTorchJob
+    and PaddleJob do so without a Master, and with one say `<name> is successfully completed.`
+    as XGBoostJob and MPIJob do. MXJob (gone since v1.8): the planner's own."""
+    if kind not in ("TFJob", "JAXJob", "PyTorchJob", "PaddleJob", "XGBoostJob", "MPIJob"):
+        return MappingProxyType({})
+    meta = job.get("metadata") or {}
+    name = str(meta.get("name"))
+    replicas = (job.get("spec") or {}).get(FRAMEWORKS[kind].replica_field)
+    master = isinstance(replicas, Mapping) and "Master" in replicas
+    if kind in ("TFJob", "JAXJob") or (kind in ("PyTorchJob", "PaddleJob") and not master):
+        ref = f"{kind} {meta.get('namespace')}/{name}"
+        return MappingProxyType({RUNNING: f"{ref} is running.", SUCCEEDED: f"{ref} successfully completed."})
+    ref = f"{kind} {name}"
+    return MappingProxyType({RUNNING: f"{ref} is running.", SUCCEEDED: f"{ref} is successfully completed."})
 
 
 def canonical(reason: str) -> str:

@@ -240,6 +240,10 @@ class ReconcileDraft(Draft):
                     plan.events.append(EventSpec("Normal", str(cond.get("reason")), told))
         return plan
 
+    def worded(self, reason: str, message: str) -> str:
+        """The message the job's API group writes for `reason` (frameworks/jobreasons.py), else `message`."""
+        return self.names.messages.get(reason, message)
+
     def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
         """The job finished (`SUCCEEDED` / `FAILED`), written by its status projection."""
         self.projection.set_finished(self.status, ctype, reason, message, self.now, ref=self.ref)

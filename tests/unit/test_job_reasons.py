@@ -207,3 +207,53 @@ def test_a_job_suspended_under_either_naming_resumes(naming: str) -> None:
     assert reasons(s)["Suspended"] == ("False", "PyTorchJobResumed")
     assert ("Normal", "PyTorchJobResumed") in [(e.type, e.reason) for e in s.events]
     assert len(s.pods) == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "types", "running", "done"),
+    [
+        ("TFJob", ("Worker",), "TFJob ns/train is running.", "TFJob ns/train successfully completed."),
+        ("JAXJob", ("Worker",), "JAXJob ns/train is running.", "JAXJob ns/train successfully completed."),
+        (
+            "PyTorchJob",
+            ("Master", "Worker"),
+            "PyTorchJob train is running.",
+            "PyTorchJob train is successfully completed.",
+        ),
+        (
+            "PyTorchJob",
+            ("Worker",),
+            "PyTorchJob ns/train is running.",
+            "PyTorchJob ns/train successfully completed.",
+        ),
+        (
+            "XGBoostJob",
+            ("Master", "Worker"),
+            "XGBoostJob train is running.",
+            "XGBoostJob train is successfully completed.",
+        ),
+    ],
+)
+def test_a_kubeflow_job_is_running_and_succeeds_in_training_operators_words(
+    kind: str, types: tuple[str, ...], running: str, done: str
+) -> None:
+    """Each kind's UpdateJobStatus (training-operator v1.9): TFJob and JAXJob name the job
+    namespace/name, PyTorchJob without a Master too; with one it `is successfully completed.`"""
+    obj = job(kind, {t: replica(kind, 1) for t in types})
+    obj["apiVersion"] = "kubeflow.org/v1"
+    s = Sim(obj)
+    run(s)
+    assert s.condition("Running")["message"] == running  # type: ignore[index]
+    s.all_phase("Succeeded", exit_code=0)
+    s.step(at(2))
+    assert s.condition("Succeeded")["message"] == done  # type: ignore[index]
+    assert [e.message for e in s.events if e.reason == f"{kind}Succeeded"] == [done]
+
+
+def test_kubetrain_io_keeps_kubetrains_messages() -> None:
+    s = Sim(job("TFJob", {"Worker": replica("TFJob", 1)}))
+    run(s)
+    assert s.condition("Running")["message"] == "TFJob train is running."  # type: ignore[index]
+    s.all_phase("Succeeded", exit_code=0)
+    s.step(at(2))
+    assert s.condition("Succeeded")["message"] == "TFJob train successfully completed."  # type: ignore[index]
