@@ -113,7 +113,8 @@ class ActiveJob:
         stalled = stall.check(r.status, policy.progress_deadline_seconds, r.now, r.title)
         start = self.pods_not_starting()
         if succeeded:
-            r.terminal(st.SUCCEEDED, *self.shape.status.succeeded_as(r.title), delete_active=False)
+            reason, message = self.shape.status.succeeded_as(r.title)
+            r.terminal(st.SUCCEEDED, reason, r.worded(reason, message), delete_active=False)
         elif framework_failure is not None:
             message = f"{r.title} has failed: {framework_failure}"
             r.terminal(st.FAILED, st.REASON_FAILED, message, delete_active=True)
@@ -317,7 +318,8 @@ class ActiveJob:
         active = sum(c.active for c in counts.values())
         settled = sum(c.active + c.succeeded for c in counts.values())
         if active > 0 and settled == wanted:
-            st.set_running(r.status, st.REASON_RUNNING, f"{r.title} is running.", r.now)
+            running = r.worded(st.REASON_RUNNING, f"{r.title} is running.")
+            st.set_running(r.status, st.REASON_RUNNING, running, r.now)
 
     def write_replica_statuses(self, tallies: dict[str, rs.TypeRestarts], *, finished: bool = False) -> None:
         counts = self.counts(exclude_deleting=True, keep_finished=finished)

@@ -13,6 +13,7 @@ from typing import Any
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
+from kubetrain.frameworks.jobreasons import read_status, reason_names, written_status
 from kubetrain.jobs.projection import StatusProjection
 from kubetrain.jobs.shape import SUCCEEDED
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
@@ -200,6 +201,13 @@ class ReconcileDraft(Draft):
     ) -> None:
         meta = job.get("metadata") or {}
         super().__init__(job, observed, now, config, skip_pod=f"{meta.get('name')}-tensorboard-0")
+        # The planner reads and writes kubetrain's reasons; the job's API group may name them
+        # otherwise (frameworks/jobreasons.py): the status as stored, as read, and how it is written.
+        self.stored = self.old
+        self.old = read_status(self.stored)
+        if self.old is not self.stored:
+            self.status = copy.deepcopy(self.old)
+        self.names = reason_names(job)
         self.prepared = prepared
         self.run_policy = prepared.run_policy
         self.ref = f"{meta.get('namespace')}/{meta.get('name')}"
@@ -214,6 +222,27 @@ class ReconcileDraft(Draft):
         )
         # The run's record kept outside the status (`JobShape.recording`), as read by the edge.
         self.record: dict[str, Any] = dict(record or {})
+
+    def in_api(self, plan: Plan) -> Plan:
+        """`plan` with its status's and events' reasons as the job's API group names them, and
+        the Normal events its group tells a condition turning True with (`ReasonNames.announced`)."""
+        plan.events = [EventSpec(e.type, self.names.written(e.reason), e.message) for e in plan.events]
+        if plan.status is not None:
+            plan.status = written_status(plan.status, self.old, self.stored, self.names)
+            for ctype in self.names.announced:
+                cond, before = get_condition(plan.status, ctype), get_condition(self.old, ctype)
+                if (
+                    cond is not None
+                    and cond.get("status") == "True"
+                    and (before or {}).get("status") != "True"
+                ):
+                    told = str(cond.get("message"))[:MAX_EVENT_MESSAGE]
+                    plan.events.append(EventSpec("Normal", str(cond.get("reason")), told))
+        return plan
+
+    def worded(self, reason: str, message: str) -> str:
+        """The message the job's API group writes for `reason` (frameworks/jobreasons.py), else `message`."""
+        return self.names.messages.get(reason, message)
 
     def terminal(self, ctype: str, reason: str, message: str, *, delete_active: bool) -> None:
         """The job finished (`SUCCEEDED` / `FAILED`), written by its status projection."""

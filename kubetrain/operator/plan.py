@@ -78,6 +78,10 @@ class Reconcile(ReconcileDraft):
 
     # --- the reconcile ------------------------------------------------------------------------
     def run(self) -> Plan:
+        """The plan, its reasons written as the job's API group names them (`in_api`)."""
+        return self.in_api(self.decide())
+
+    def decide(self) -> Plan:
         projection = self.projection
         recorded_terminal = projection.finished(self.old)
         if recorded_terminal is not None and not self.finish_trusted(recorded_terminal):

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubetrain.api.metatime import parse_time as parse_time  # the planner reads it as st.parse_time
+from kubetrain.api.metatime import parse_time as parse_time
+from kubetrain.frameworks import jobreasons  # the planner reads it as st.parse_time
 
 CREATED = "Created"
 RUNNING = "Running"
@@ -29,16 +30,17 @@ FAILED = "Failed"
 SUSPENDED = "Suspended"
 TERMINAL = (SUCCEEDED, FAILED)
 
-REASON_CREATED = "JobCreated"
-REASON_RUNNING = "JobRunning"
-REASON_RESTARTING = "JobRestarting"
-REASON_SUCCEEDED = "JobSucceeded"
-REASON_FAILED = "JobFailed"
-REASON_PERMANENT_EXIT_CODE = "PermanentExitCode"
-REASON_BACKOFF_LIMIT = "BackoffLimitExceeded"
-REASON_DEADLINE = "DeadlineExceeded"
-REASON_SUSPENDED = "JobSuspended"
-REASON_RESUMED = "JobResumed"
+# kubetrain's reasons; the job's API group may write them otherwise (frameworks/jobreasons.py).
+REASON_CREATED = jobreasons.CREATED
+REASON_RUNNING = jobreasons.RUNNING
+REASON_RESTARTING = jobreasons.RESTARTING
+REASON_SUCCEEDED = jobreasons.SUCCEEDED
+REASON_FAILED = jobreasons.FAILED
+REASON_PERMANENT_EXIT_CODE = jobreasons.PERMANENT_EXIT_CODE
+REASON_BACKOFF_LIMIT = jobreasons.BACKOFF_LIMIT
+REASON_DEADLINE = jobreasons.DEADLINE
+REASON_SUSPENDED = jobreasons.SUSPENDED
+REASON_RESUMED = jobreasons.RESUMED
 REASON_GANG = "GangScheduling"
 REASON_INVALID_SPEC = "InvalidSpec"
 REASON_SERVICE_CONFLICT = "ServiceConflict"

@@ -36,6 +36,7 @@ MESSAGE_COMPLETED = "jobset completed successfully"
 # mpi-operator's (`updateMPIJobStatus`), naming the job as namespace/name.
 MESSAGE_NEVER_RUNNING = "MPIJob {ref} is finished but Running condition was never set."
 MESSAGE_RESUMED = "MPIJob resumed"  # mpi-operator's, unnamed
+MESSAGE_SUSPENDED = "MPIJob suspended"  # mpi-operator's Suspended condition and event, unnamed
 
 
 def set_condition(status: Obj, ctype: str, value: bool, reason: str, message: str, now: datetime) -> None:
@@ -156,11 +157,21 @@ class MPIOperatorStatus(KubeflowStatus):
     saw every pod run — gets `Running=False` (reason `JobRunning`) dated at its completionTime,
     as mpi-operator's `updateMPIJobStatus` adds it since v0.8.1 (kubeflow/mpi-operator#787), so
     that whoever computes a run's duration from the conditions finds one. Its messages name the
-    job as `MPIJob <namespace>/<name>` and a resume says `MPIJob resumed`, as mpi-operator's
-    (`updateMPIJobStatus`, `syncHandler`)."""
+    job as `MPIJob <namespace>/<name>`, and `Suspended` says `MPIJob suspended` / `MPIJob resumed`,
+    as mpi-operator's (`updateMPIJobStatus`, `syncHandler`). Its reasons are mpi-operator's
+    (`MPIJobRunning`, …: frameworks/jobreasons.py)."""
 
     def job_title(self, kind: str, namespace: str, name: str) -> str:
         return f"{kind} {namespace}/{name}"
+
+    def set_suspended(self, status: Obj, title: str, now: datetime) -> Event | None:
+        """`Suspended` says `MPIJob suspended`, and Running=False — added if missing — `<title>
+        is suspended.` (mpi-operator's `updateMPIJobStatus`; TestCreateSuspendedMPIJob)."""
+        changed = st.set_condition(status, st.SUSPENDED, True, st.REASON_SUSPENDED, MESSAGE_SUSPENDED, now)
+        st.set_not_running(status, st.REASON_SUSPENDED, f"{title} is suspended.", now)
+        if st.is_true(status, st.RESTARTING):
+            st.set_condition(status, st.RESTARTING, False, st.REASON_SUSPENDED, f"{title} is suspended.", now)
+        return (st.REASON_SUSPENDED, MESSAGE_SUSPENDED) if changed else None
 
     def set_resumed(self, status: Obj, title: str, now: datetime) -> Event | None:
         if not st.is_true(status, st.SUSPENDED):

@@ -21,10 +21,12 @@ def event(seconds: float, reason: str, message: str) -> dict[str, Any]:
     return {"type": "Warning", "reason": reason, "message": message, "lastTimestamp": at(seconds)}
 
 
-def recreated(seconds: float, pod: str, code: int, restart: int) -> dict[str, Any]:
+def recreated(
+    seconds: float, pod: str, code: int, restart: int, reason: str = "JobRestarting"
+) -> dict[str, Any]:
     return event(
         seconds,
-        "JobRestarting",
+        reason,
         f"pod {pod}: container pytorch exited with code {code}; recreating it"
         f" (restart {restart} of backoffLimit 5)",
     )
@@ -68,6 +70,19 @@ def test_a_pod_recreated_twice_before_the_dashboard_started_gets_both_earlier_ba
     assert "restart 1 of backoffLimit 5" in bars[0].title  # the operator's event: why
     assert "restart 2 of backoffLimit 5" in bars[1].title
     assert [b.state for b in row(chart, "worker-0").bars] == ["pending", "running"]  # never restarted
+
+
+def test_a_kubeflow_jobs_restart_events_are_read_under_either_naming() -> None:
+    """kubeflow.org writes training-operator's `PyTorchJobRestarting`; a job restarted before the
+    operator wrote that keeps older `JobRestarting` events: both are pod restarts."""
+    events = [
+        recreated(60, f"{NAME}-worker-1", 137, 1),
+        recreated(95, f"{NAME}-worker-1", 1, 2, reason="PyTorchJobRestarting"),
+    ]
+    assert [(e.pod, e.exit_code, e.whole_job) for e in earlier.endings(events)] == [
+        (f"{NAME}-worker-1", 137, False),
+        (f"{NAME}-worker-1", 1, False),
+    ]
 
 
 def test_a_whole_job_restart_ends_every_slot_and_fails_the_pod_it_names() -> None:

@@ -365,9 +365,15 @@ def test_launcher_active_worker_not_ready_then_ready() -> None:
         s.set_phase(f"foo-worker-{i}", "Running")
     s.step(at(2))
     running = s.condition("Running")
-    assert running is not None and (running["status"], running["reason"]) == ("True", "JobRunning")
+    assert running is not None and (running["status"], running["reason"]) == ("True", "MPIJobRunning")
     statuses = s.job["status"]["replicaStatuses"]
     assert (statuses["Launcher"]["active"], statuses["Worker"]["active"]) == (1, 8)
+    # mpi-operator's Normal events (syncHandler, updateMPIJobStatus), each once per transition.
+    s.step(at(3))
+    assert [(e.type, e.reason, e.message) for e in s.events if e.type == "Normal"] == [
+        ("Normal", "MPIJobCreated", "MPIJob bar/foo is created."),
+        ("Normal", "MPIJobRunning", "MPIJob bar/foo is running."),
+    ]
 
 
 def test_worker_ready_creates_the_waiting_launcher() -> None:
@@ -394,7 +400,7 @@ def test_launcher_succeeded_without_running() -> None:
     assert s.is_true("Succeeded")
     running = s.condition("Running")
     assert running is not None
-    assert (running["status"], running["reason"]) == ("False", "JobRunning")
+    assert (running["status"], running["reason"]) == ("False", "MPIJobRunning")
     # mpi-operator names the job as namespace/name (updateMPIJobStatus).
     assert running["message"] == "MPIJob bar/foo is finished but Running condition was never set."
     done = s.job["status"]["completionTime"]
@@ -443,11 +449,20 @@ def test_create_suspended_mpijob(implementation: str) -> None:
     s.step(at(0))
     assert s.pods == {} and s.service is None and s.extra == {}
     assert s.is_true("Suspended") and not s.is_true("Running")
-    assert s.condition("Suspended")["reason"] == "JobSuspended"  # type: ignore[index]
+    assert s.condition("Suspended")["reason"] == "MPIJobSuspended"  # type: ignore[index]
     assert "startTime" not in s.job["status"]
     # mpi-operator's messages name the job as namespace/name.
     assert s.condition("Created")["message"] == "MPIJob bar/foo is created."  # type: ignore[index]
-    assert s.condition("Suspended")["message"] == "MPIJob bar/foo is suspended."  # type: ignore[index]
+    assert s.condition("Suspended")["message"] == "MPIJob suspended"  # type: ignore[index]
+    running = s.condition("Running")
+    assert running is not None and (running["status"], running["reason"], running["message"]) == (
+        "False",
+        "MPIJobSuspended",
+        "MPIJob bar/foo is suspended.",
+    )
+    assert [(e.reason, e.message) for e in s.events if e.reason == "MPIJobSuspended"] == [
+        ("MPIJobSuspended", "MPIJob suspended")
+    ]
 
 
 def test_suspended_running_mpijob_then_resumed_with_new_launcher_directives() -> None:
@@ -484,7 +499,7 @@ def test_suspended_running_mpijob_then_resumed_with_new_launcher_directives() ->
     s.job["metadata"]["generation"] = 3
     s.step(at(20))
     resumed = s.condition("Suspended")
-    assert resumed is not None and (resumed["status"], resumed["reason"]) == ("False", "JobResumed")
+    assert resumed is not None and (resumed["status"], resumed["reason"]) == ("False", "MPIJobResumed")
     assert resumed["message"] == "MPIJob resumed"  # mpi-operator's, without the name
     assert s.job["status"]["startTime"] == "2024-05-01T12:00:20Z"
     pod = s.pods["foo-launcher-0"]

@@ -10,7 +10,8 @@ deleted before then is gone from the API. What remains:
   more often than that gets one bar for the earlier restarts, from the pod's start to the first
   kept run (`in_place_gaps`);
 - the operator's Warning events on the job (docs/behaviour.md, "Restarts"), each naming the pod
-  and the exit that caused it: `JobRestarting` ("pod P: container C exited with code N;
+  and the exit that caused it: `JobRestarting` — in kubeflow.org `<Kind>Restarting`, and either
+  naming is read (frameworks/jobreasons.py) — ("pod P: container C exited with code N;
   recreating it"), one per recreated pod; `RestartJob` ("… restarting all its pods as attempt N:
   pod P: …") and `ProgressDeadlineExceeded` (a stalled job restarted as a new attempt), each
   ending every pod of the job at once;
@@ -32,8 +33,9 @@ from typing import Any
 
 from kubetrain.dashboard.views.podhistory import ContainerRun, PodLife
 from kubetrain.dashboard.views.timeutil import parse_time
+from kubetrain.frameworks.jobreasons import canonical
 
-POD_RESTART = "JobRestarting"
+POD_RESTART = "JobRestarting"  # as kubetrain's reasons say it (`canonical`)
 WHOLE_JOB = ("RestartJob", "ProgressDeadlineExceeded")
 SAME_END = 2.0  # s: an event this close to a recorded life's end is that life's
 _POD = re.compile(r"\bpod ([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)")
@@ -57,7 +59,7 @@ def endings(events: Iterable[Mapping[str, Any]]) -> list[Ending]:
     out = []
     for ev in events:
         reason = str(ev.get("reason") or "")
-        if ev.get("type") != "Warning" or (reason != POD_RESTART and reason not in WHOLE_JOB):
+        if ev.get("type") != "Warning" or (canonical(reason) != POD_RESTART and reason not in WHOLE_JOB):
             continue
         when = parse_time(ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp"))
         if when is None:

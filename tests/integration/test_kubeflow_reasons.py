@@ -1,0 +1,83 @@
+"""Condition and event reasons in kubeflow.org (docs/behaviour.md §5) through the real controller
+against devcluster: a kubeflow.org/v1 PyTorchJob reads and is told as training-operator v1.9
+tells it (`PyTorchJobRunning`, a `PyTorchJobRestarting` Warning event, `PyTorchJobSucceeded`),
+while the same job in kubetrain.io keeps kubetrain's reasons."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import job_resources_in
+
+from .controller_support import Harness, condition, eventually, is_true, job_manifest, open_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
+        yield pair
+
+
+async def wait_true(h: Harness, ns: str, name: str, ctype: str) -> Obj:
+    async def check() -> Obj | None:
+        job = await h.get(PYTORCHJOBS, ns, name)
+        return job if is_true(job, ctype) else None
+
+    found: Obj = await eventually(check, what=f"PyTorchJob.kubeflow.org {name} {ctype}=True")
+    return found
+
+
+async def test_a_kubeflow_pytorchjob_has_training_operators_reasons(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("kfr")
+    manifest = job_manifest("PyTorchJob", "r", {"Master": 1, "Worker": 1}, restart_policy="OnFailure")
+    manifest["apiVersion"] = "kubeflow.org/v1"
+    await h.kube.create(PYTORCHJOBS, manifest, namespace=ns)
+    await h.wait_pod_names(ns, "r", ["r-master-0", "r-worker-0"])
+    job = await wait_true(h, ns, "r", "Running")
+    assert (condition(job, "Created") or {}).get("reason") == "PyTorchJobCreated"
+    running = condition(job, "Running") or {}
+    assert (running.get("reason"), running.get("message")) == (
+        "PyTorchJobRunning",
+        "PyTorchJob r is running.",
+    )
+
+    await h.sim.finish(ns, "r-worker-0", exit_code=1)
+    job = await wait_true(h, ns, "r", "Restarting")
+    assert (condition(job, "Restarting") or {}).get("reason") == "PyTorchJobRestarting"
+    event = await h.wait_event(ns, "r", "PyTorchJobRestarting")
+    assert event["type"] == "Warning" and "r-worker-0" in event["message"]
+
+    await wait_true(h, ns, "r", "Running")
+    await h.sim.finish(ns, "r-master-0")
+    job = await wait_true(h, ns, "r", "Succeeded")
+    done = condition(job, "Succeeded") or {}
+    assert (done.get("reason"), done.get("message")) == (
+        "PyTorchJobSucceeded",
+        "PyTorchJob r is successfully completed.",
+    )
+    assert (await h.wait_event(ns, "r", "PyTorchJobSucceeded"))["type"] == "Normal"
+    reasons = await h.event_reasons(ns, "r")
+    assert not {"JobRestarting", "JobSucceeded"} & set(reasons), reasons
+
+
+async def test_the_same_job_in_kubetrain_io_keeps_kubetrains_reasons(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("ktr")
+    await h.create_job(job_manifest("PyTorchJob", "r", {"Master": 1, "Worker": 1}), ns)
+    job = await h.wait_condition("PyTorchJob", ns, "r", "Running")
+    assert (condition(job, "Running") or {}).get("reason") == "JobRunning"
+    await h.sim.finish(ns, "r-master-0")
+    job = await h.wait_condition("PyTorchJob", ns, "r", "Succeeded")
+    assert (condition(job, "Succeeded") or {}).get("reason") == "JobSucceeded"
+    await h.wait_event(ns, "r", "JobSucceeded")
