@@ -2,8 +2,9 @@
 dependency) against kubetrain serving trainer.kubeflow.org on devcluster, with the default
 runtimes `kubetrain dev` installs: list_runtimes, get_runtime, train (CustomTrainerContainer and
 CustomTrainer), list_jobs, get_job (steps node-0, node-1), get_job_logs (the simulated kubelet
-serves logs), wait_for_job_status, get_job_events and delete_job, and train's options (labels, annotations,
-trainer command and args, active deadline, a runtime patch), as a notebook calls them.
+serves logs), wait_for_job_status, get_job_events, delete_job, get_runtime_packages (a torch and an
+MPI runtime), and train's options (labels, annotations, trainer command and args, active
+deadline, a runtime patch), as a notebook calls them.
 
 The SDK is synchronous: each call runs in a worker thread while the stack serves on the loop."""
 
@@ -205,3 +206,45 @@ async def test_the_sdks_train_options_reach_the_trainjob_and_its_pods(env: tuple
         assert spec["nodeSelector"] == {"accelerator": "a100"}
         assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
         assert pod["metadata"]["labels"]["team"] == "vision"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "steps"), [("torch-distributed", ["node"]), ("deepspeed-distributed", ["node", "launcher"])]
+)
+async def test_get_runtime_packages_runs_a_one_node_trainjob_prints_its_logs_and_deletes_it(
+    env: tuple[DevStack, Harness], runtime: str, steps: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`get_runtime_packages(runtime)` trains the SDK's package-listing function on one node of
+    the runtime (an MPI runtime's `mpirun` with `-np 1`), waits for `Complete`, prints the
+    TrainJob's logs and deletes it: here the simulated kubelet finishes the pods the TrainJob
+    gets, as a real one would once the listing printed."""
+    _, h = env
+    ns = await h.namespace(f"sdkpkg-{runtime.split('-')[0]}")
+    c = await client(env, ns)
+    rt = await asyncio.to_thread(c.get_runtime, runtime)
+    call = asyncio.ensure_future(asyncio.to_thread(c.get_runtime_packages, rt))
+
+    async def one_job() -> list[Any] | None:
+        jobs = (await h.kube.list(TRAINJOBS, ns))["items"]
+        return jobs if len(jobs) == 1 else None
+
+    (tj,) = await eventually(one_job, what="the TrainJob get_runtime_packages creates")
+    name = tj["metadata"]["name"]
+    assert tj["spec"]["trainer"]["numNodes"] == 1
+    # one pod per step (MPI's launcher waits for the node to be Ready; the simulated kubelet
+    # readies it), the launcher running as a node of the hostfile
+    pods = await h.wait_pod_names(ns, name, [f"{name}-{step}-0-0" for step in steps])
+    await h.finish_all(ns, name)
+    await asyncio.wait_for(call, 60)
+    out = capsys.readouterr().out
+    assert "exited with code 0" in out
+    assert "Python:" in out and "print_packages" in out  # the SDK's function reached the pod
+    if "launcher" in steps:  # the launcher's logs: mpirun on one process of the hostfile
+        assert "$ mpirun -np 1 " in out and "OMPI_MCA_orte_set_default_slots=1" in out
+    for pod in pods:
+        assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == name
+
+    async def gone() -> bool | None:
+        return True if not (await h.kube.list(TRAINJOBS, ns))["items"] else None
+
+    await eventually(gone, what=f"{name} deleted by get_runtime_packages")
