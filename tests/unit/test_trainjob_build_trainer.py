@@ -211,6 +211,37 @@ def test_the_jax_and_xgboost_policies_give_each_node_its_variables(
         assert [p["containerPort"] for p in container(made[name]).get("ports") or []] == [29500]
 
 
+@pytest.mark.parametrize(
+    ("policy", "variable", "want"),
+    [
+        ({"torch": {}}, "PET_MASTER_ADDR", "alpha-node-0-0.fleet"),
+        ({"jax": {}}, "JAX_COORDINATOR_ADDRESS", "alpha-node-0-0.fleet:29500"),
+        ({"xgboost": {}}, "DMLC_TRACKER_URI", "alpha-node-0-0.fleet"),
+    ],
+)
+def test_the_master_address_is_node_0s_hostname_under_the_runtimes_subdomain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: Obj, variable: str, want: str
+) -> None:
+    """A runtime's `network.subdomain` is every pod's `spec.subdomain` and the headless Service's
+    name (JobSet), so node 0 resolves as `<tj>-node-0-0.<subdomain>` only: the address the ML
+    policy gives every node — and an envInjection target — is that one (Trainer 2.3 writes
+    `<tj>-node-0-0.<tj>`, which under such a runtime names no Service)."""
+    runtime = trainer_test_runtime("alpha", ml_policy={"numNodes": 1, **policy}, steps=("node", "sidecar"))
+    runtime["spec"]["template"]["spec"]["network"] = {"subdomain": "fleet"}
+    if "torch" in policy:
+        policy["torch"]["envInjection"] = {"targets": [{"jobName": "sidecar", "containerNames": ["sidecar"]}]}
+    code, docs, err = render(tmp_path, capsys, runtime, trainjob(trainer={"numNodes": 2}))
+    assert code == 0, err
+    made = pods(docs)
+    [service] = [d for d in docs if d["kind"] == "Service"]
+    assert service["metadata"]["name"] == "fleet"
+    for name in ("alpha-node-0-0", "alpha-node-0-1"):
+        assert made[name]["spec"]["subdomain"] == "fleet"
+        assert dict(env(made[name]))[variable] == want
+    if "torch" in policy:
+        assert dict(env(made["alpha-sidecar-0-0"], "sidecar"))[variable] == want
+
+
 def test_an_openmpi_runtime_gets_trainers_secret_hostfile_volumes_and_launcher_env(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
