@@ -242,6 +242,26 @@ def test_the_master_address_is_node_0s_hostname_under_the_runtimes_subdomain(
         assert dict(env(made["alpha-sidecar-0-0"], "sidecar"))[variable] == want
 
 
+def test_without_dns_hostnames_there_is_no_headless_service_nor_pod_subdomain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JobSet's `network.enableDNSHostnames: false` (default true): no headless Service
+    (`createHeadlessSvcIfNecessary`) and no `spec.subdomain` on the pods (`constructJob`); the
+    hostname stays the Indexed Job's `<job>-<index>`."""
+    runtime = trainer_test_runtime("alpha", ml_policy={"numNodes": 1, "torch": {}}, steps=("node",))
+    runtime["spec"]["template"]["spec"]["network"] = {"enableDNSHostnames": False}
+    code, docs, err = render(tmp_path, capsys, runtime, trainjob(trainer={"numNodes": 2}))
+    assert code == 0, err
+    assert [d for d in docs if d["kind"] == "Service"] == []
+    for name, pod in pods(docs).items():
+        assert pod["spec"]["hostname"] == name and "subdomain" not in pod["spec"]
+    runtime["spec"]["template"]["spec"]["network"] = {"enableDNSHostnames": True}
+    code, docs, err = render(tmp_path, capsys, runtime, trainjob(trainer={"numNodes": 2}))
+    assert code == 0, err
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Service"] == ["alpha"]
+    assert {p["spec"]["subdomain"] for p in pods(docs).values()} == {"alpha"}
+
+
 def test_an_openmpi_runtime_gets_trainers_secret_hostfile_volumes_and_launcher_env(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

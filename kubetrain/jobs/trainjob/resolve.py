@@ -171,6 +171,7 @@ def resolve(
         num_nodes=max(num_nodes, 1),
         subdomain=subdomain,
         publish_not_ready_addresses=network.get("publishNotReadyAddresses") is not False,
+        dns_hostnames=network.get("enableDNSHostnames") is not False,
         success_operator=str(success.get("operator") or "All"),
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
         max_restarts=_int(failure.get("maxRestarts"), 0),
