@@ -91,6 +91,32 @@ def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None
         assert runtime_warnings(trainer_runtime) == []
 
 
+def test_jobsets_exclusive_placement_annotations_are_a_warning() -> None:
+    """JobSet's exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, with or
+    without `alpha.jobset.sigs.k8s.io/node-selector`), set on the JobSet template or on a
+    replicated job's template, is not applied: a runtime setting it is admitted with a warning
+    per place rather than silently scheduled without it."""
+    runtime = trainer_test_runtime("labelled")
+    template = runtime["spec"]["template"]
+    template["metadata"] = {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}}
+    template["spec"]["replicatedJobs"][2]["template"]["metadata"]["annotations"] = {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool",
+        "alpha.jobset.sigs.k8s.io/node-selector": "true",
+    }
+    assert validate_runtime(runtime) == []
+    tail = (
+        ": not applied: kubetrain does not place a job's pods exclusively per topology domain "
+        "(JobSet's exclusive placement); use the pod template's affinity or nodeSelector"
+    )
+    assert runtime_warnings(runtime) == [
+        f"spec.template.metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]{tail}",
+        "spec.template.spec.replicatedJobs[2].template.metadata.annotations"
+        f"[alpha.jobset.sigs.k8s.io/exclusive-topology]{tail}",
+        "spec.template.spec.replicatedJobs[2].template.metadata.annotations"
+        f"[alpha.jobset.sigs.k8s.io/node-selector]{tail}",
+    ]
+
+
 @pytest.mark.parametrize(
     "sources",
     [
