@@ -249,6 +249,16 @@ APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "template")
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
 
 
+def _startup_order_errors(jobset_spec: Mapping[str, Any], rjobs: list[Any]) -> list[FieldError]:
+    """JobSet's CRD rule on its spec (`!(has(self.startupPolicy) && ... == 'InOrder' &&
+    self.replicatedJobs.exists(x, has(x.dependsOn)))`), which Trainer's runtime CRDs carry: an
+    InOrder startup and a `dependsOn` are two orders for the same start."""
+    order = (jobset_spec.get("startupPolicy") or {}).get("startupPolicyOrder")
+    if order == "InOrder" and any(isinstance(r, Mapping) and "dependsOn" in r for r in rjobs):
+        return [invalid("spec.template.spec", "StartupPolicy and DependsOn APIs are mutually exclusive")]
+    return []
+
+
 def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
     """`network.subdomain` names the pods' headless Service and is each pod's `spec.subdomain`:
     an RFC 1035 label of at most 63 characters (JobSet's webhook, validateJobSet)."""
@@ -368,6 +378,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
     jobset_spec = (spec.get("template") or {}).get("spec") or {}
+    errors += _startup_order_errors(jobset_spec, rjobs)
     errors += _subdomain_errors(jobset_spec)
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
