@@ -2,9 +2,9 @@
 dependency) against kubetrain serving trainer.kubeflow.org on devcluster, with the default
 runtimes `kubetrain dev` installs: list_runtimes, get_runtime, train (CustomTrainerContainer and
 CustomTrainer), list_jobs, get_job (steps node-0, node-1), get_job_logs (the simulated kubelet
-serves logs), wait_for_job_status, get_job_events, delete_job, get_runtime_packages (a torch and an
-MPI runtime), and train's options (labels, annotations, trainer command and args, active
-deadline, a runtime patch), as a notebook calls them.
+serves logs; also followed), wait_for_job_status, get_job_events, delete_job,
+get_runtime_packages (a torch and an MPI runtime), and train's options (labels, annotations,
+trainer command and args, active deadline, a runtime patch), as a notebook calls them.
 
 The SDK is synchronous: each call runs in a worker thread while the stack serves on the loop."""
 
@@ -248,3 +248,33 @@ async def test_get_runtime_packages_runs_a_one_node_trainjob_prints_its_logs_and
         return True if not (await h.kube.list(TRAINJOBS, ns))["items"] else None
 
     await eventually(gone, what=f"{name} deleted by get_runtime_packages")
+
+
+async def test_get_job_logs_follows_the_node_until_its_container_ends(env: tuple[DevStack, Harness]) -> None:
+    """`get_job_logs(name, follow=True)` streams node 0's log while it runs and ends when its
+    container does (a notebook's `for line in client.get_job_logs(job, follow=True)`)."""
+    _, h = env
+    ns = await h.namespace("sdkfollow")
+    c = await client(env, ns)
+    name = await asyncio.to_thread(
+        c.train, runtime="torch-distributed", trainer=trainer.CustomTrainer(func=train_fn)
+    )
+    await h.wait_pod_names(ns, name, [f"{name}-node-0-0"])
+
+    async def running() -> Any:
+        job = await asyncio.to_thread(c.get_job, name)
+        return job if job.status == "Running" else None
+
+    await eventually(running, what=f"{name} running")
+    lines: list[str] = []
+    follow = asyncio.ensure_future(asyncio.to_thread(lambda: lines.extend(c.get_job_logs(name, follow=True))))
+
+    async def streaming() -> bool | None:
+        return True if any("hello from the trainer" in line for line in lines) else None
+
+    await eventually(streaming, what="the log so far, streamed")
+    assert not follow.done()  # still streaming: the container runs
+    await h.finish_all(ns, name)
+    await asyncio.wait_for(follow, 30)
+    text = "\n".join(lines)
+    assert "hello from the trainer" in text and "exited with code 0" in text
