@@ -3,30 +3,39 @@ dependency) against kubetrain serving trainer.kubeflow.org on devcluster, with t
 runtimes `kubetrain dev` installs: list_runtimes, get_runtime, train (CustomTrainerContainer and
 CustomTrainer), list_jobs, get_job (steps node-0, node-1), get_job_logs (the simulated kubelet
 serves logs; also followed), wait_for_job_status, get_job_events, delete_job,
-get_runtime_packages (a torch and an MPI runtime), and train's options (labels, annotations,
-trainer command and args, active deadline, a runtime patch), as a notebook calls them.
+get_runtime_packages (a torch and an MPI runtime), train's options (labels, annotations,
+trainer command and args, active deadline, a runtime patch) and a DataCacheInitializer on
+Trainer's data-cache runtime, as a notebook calls them.
 
 The SDK is synchronous: each call runs in a worker thread while the stack serves on the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 from trainer_sdk import trainer_client
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.kube.resources import TRAINJOBS
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS, ResourceRef
 
 from .controller_support import Harness, eventually, open_stack
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trainer"
+SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", True)
+CACHE_ACCOUNT = "kubeflow-trainer-cache-initializer"  # the data-cache runtime's initializer's
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -278,3 +287,43 @@ async def test_get_job_logs_follows_the_node_until_its_container_ends(env: tuple
     await asyncio.wait_for(follow, 30)
     text = "\n".join(lines)
     assert "hello from the trainer" in text and "exited with code 0" in text
+
+
+async def test_a_data_cache_initializer_reaches_the_cache_runtimes_dataset_initializer(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """`train(initializer=Initializer(dataset=DataCacheInitializer(...)))` on Trainer's
+    `torch-distributed-with-cache` runtime (manifests/base/runtimes/data-cache, not a default: a
+    platform installs it): the dataset-initializer pod gets the cache URI as STORAGE_URI and the
+    SDK's CLUSTER_SIZE (data nodes + 1) and METADATA_LOC beside the runtime's CACHE_IMAGE; the
+    node starts once it completed."""
+    _, h = env
+    ns = await h.namespace("sdkcache")
+    runtime = yaml.safe_load((DATA / "runtimes" / "torch_distributed_with_cache.yaml").read_text())
+    with contextlib.suppress(ApiError):  # cluster-scoped: once per stack
+        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": CACHE_ACCOUNT}}
+    await h.kube.create(SERVICE_ACCOUNTS, account, namespace=ns)
+    c = await client(env, ns)
+    name = await asyncio.to_thread(
+        c.train,
+        runtime="torch-distributed-with-cache",
+        initializer=trainer.Initializer(
+            dataset=trainer.DataCacheInitializer(
+                storage_uri="cache://schema/table", metadata_loc="s3://bucket/metadata.json", num_data_nodes=2
+            )
+        ),
+        trainer=trainer.CustomTrainer(func=train_fn),
+    )
+    [init] = await h.wait_pod_names(ns, name, [f"{name}-dataset-initializer-0-0"])
+    container = init["spec"]["containers"][0]
+    env_vars = {e["name"]: e.get("value") for e in container["env"]}
+    assert env_vars["STORAGE_URI"] == "cache://schema/table"
+    assert env_vars["CLUSTER_SIZE"] == "3" and env_vars["METADATA_LOC"] == "s3://bucket/metadata.json"
+    assert env_vars["CACHE_IMAGE"] == "ghcr.io/kubeflow/trainer/data-cache:latest"
+    assert init["spec"]["serviceAccountName"] == CACHE_ACCOUNT
+    await h.finish_all(ns, name)
+    await h.wait_pod_names(ns, name, [f"{name}-dataset-initializer-0-0", f"{name}-node-0-0"])
+    await h.sim.finish(ns, f"{name}-node-0-0")
+    done = await asyncio.to_thread(c.wait_for_job_status, name, {"Complete"}, 60, 1)
+    assert done.status == "Complete"
