@@ -29,11 +29,16 @@ class TrainerFacts:
     num_proc_per_node: int | None  # spec.trainer.numProcPerNode
     resources: Mapping[str, Any]  # the node container's ResourceRequirements (TrainJob's, else the runtime's)
     torchtune: bool = False  # torch: a torchtune TrainJob (`jobs/trainjob/torchtune.py`)
+    subdomain: str = ""  # the pods' subdomain: the runtime's `network.subdomain` ("": the TrainJob's name)
 
     @property
     def master_host(self) -> str:
-        """`<tj>-node-0-0.<tj>`: pod 0 of the node step under the TrainJob's headless Service."""
-        return f"{self.name}-{c.NODE}-0-0.{self.name}"
+        """`<tj>-node-0-0.<subdomain>`: pod 0 of the node step under the headless Service of
+        its subdomain — JobSet's `GetSubdomain`, the runtime's `network.subdomain`, else the
+        TrainJob's name. (Trainer's torch, JAX and XGBoost plug-ins write `<tj>` whatever the
+        subdomain, which under a runtime that sets one names no Service; its MPI hostfile,
+        `syncPodNetwork`, uses the subdomain, as kubetrain does for all.)"""
+        return f"{self.name}-{c.NODE}-0-0.{self.subdomain or self.name}"
 
 
 def completion_index_env(name: str) -> EnvVar:

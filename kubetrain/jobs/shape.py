@@ -172,7 +172,9 @@ class ChildMaker(Protocol):
         `job_attempt` of its batch Job (the planner adds the env plug-in's part)."""
         ...
 
-    def service(self) -> dict[str, Any]: ...
+    def service(self) -> dict[str, Any] | None:
+        """The headless Service (None: the job has none)."""
+        ...
 
     def prerequisites(self) -> list[dict[str, Any]]:
         """Objects created before any pod (ConfigMaps among them are kept up to date)."""

@@ -85,6 +85,18 @@ TRAINJOB_MARKERS: dict[str, dict[str, Any]] = {
         ]
     },
 }
+# Trainer's rules on a TrainJob's name (trainjob_types.go, Trainer #2767), at the schema's root
+# where CEL sees `self.metadata.name`: a DNS-1123 subdomain (which every object's name must be)
+# with a dot would name no Service nor pod hostname. kubetrain's webhook refuses such names too
+# (`kubetrain.jobs.trainjob.validate`); with the rules the API server refuses them first, with
+# Trainer's messages.
+TRAINJOB_ROOT_RULES: list[dict[str, str]] = [
+    {
+        "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+        "message": "metadata.name must match RFC 1035 DNS label format",
+    },
+    {"rule": "size(self.metadata.name) <= 63", "message": "metadata.name must be no more than 63 characters"},
+]
 RUNTIME_POLICY_MARKERS: dict[str, dict[str, Any]] = {
     source: {
         "x-kubernetes-validations": [
@@ -104,6 +116,7 @@ def _crd(
     if kind == c.TRAINJOB:
         for name, markers in TRAINJOB_MARKERS.items():
             spec["trainer"]["properties"][name].update(markers)
+        schema["x-kubernetes-validations"] = [dict(rule) for rule in TRAINJOB_ROOT_RULES]
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():

@@ -78,8 +78,10 @@ class GroupActiveJob:
             r.terminal(FAILED, reason, message, delete_active=True)
             self.write_group_statuses()
             return
-        if r.observed.service is None:
-            r.plan.create_service = self.children.service()
+        service = self.children.service()
+        # named after the pods' subdomain (JobSet's GetSubdomain), which need not be the job's name
+        if service is not None and r.observed.service_named(service["metadata"]["name"]) is None:
+            r.plan.create_service = service
         self.prerequisites()
         self.progress_ca()
         gang = self.gang()

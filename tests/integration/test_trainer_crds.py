@@ -124,3 +124,38 @@ async def test_the_crds_cel_rule_refuses_zero_procs_per_node_without_the_webhook
     assert refused.value.status == 422 and refused.value.message == message
     stored = await kube.get(TRAINJOBS, "default", "zero")
     assert stored["spec"]["trainer"]["numProcPerNode"] == 2
+
+
+async def test_the_crds_name_rules_refuse_a_trainjob_name_that_is_no_dns_label(kube: KubeClient) -> None:
+    """Trainer's TrainJob CRD rules on `metadata.name` (Trainer #2767: an RFC 1035 label of at
+    most 63 characters; names the pods' Service and hostnames), evaluated by the API server itself
+    at the schema's root: a DNS subdomain such as `a.b` passes the name check every object gets
+    and is refused by the rule, with Trainer's message."""
+    await install_trainer_crds(kube)
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "a.b"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}},
+    }
+    with pytest.raises(ApiError) as refused:
+        await kube.create(TRAINJOBS, job, namespace="default")
+    assert refused.value.status == 422 and refused.value.reason == "Invalid"
+    assert refused.value.message == (
+        'TrainJob.trainer.kubeflow.org "a.b" is invalid: <nil>: Invalid value: '
+        "metadata.name must match RFC 1035 DNS label format"
+    )
+    assert refused.value.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: metadata.name must match RFC 1035 DNS label format",
+            "field": "<nil>",
+        }
+    ]
+    job["metadata"]["name"] = "a" * 64
+    with pytest.raises(ApiError) as refused:
+        await kube.create(TRAINJOBS, job, namespace="default")
+    assert refused.value.status == 422
+    assert "metadata.name must be no more than 63 characters" in refused.value.message
+    job["metadata"]["name"] = "a" * 63
+    await kube.create(TRAINJOBS, job, namespace="default")

@@ -166,6 +166,49 @@ async def test_a_torch_trainjob_runs_as_jobset_would_and_completes(env: tuple[De
     ]
 
 
+async def test_a_runtime_without_dns_hostnames_runs_without_a_headless_service(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """JobSet's `network.enableDNSHostnames: false`: the pods run and the TrainJob completes,
+    with no headless Service and no pod subdomain."""
+    _, h = env
+    ns = await h.namespace("tjnodns")
+    runtime = training_runtime("nodns")
+    runtime["spec"]["template"]["spec"]["network"] = {"enableDNSHostnames": False}
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    await h.kube.create(
+        TRAINJOBS, trainjob("quiet", runtime="nodns", runtime_kind="TrainingRuntime"), namespace=ns
+    )
+    pods = await h.wait_pod_names(ns, "quiet", ["quiet-node-0-0", "quiet-node-0-1"])
+    for pod in pods:
+        assert pod["spec"]["hostname"] == pod["metadata"]["name"] and "subdomain" not in pod["spec"]
+    await h.finish_all(ns, "quiet")
+    await wait_condition(h, ns, "quiet", "Complete")
+    assert await h.service(ns, "quiet") is None
+
+
+async def test_the_headless_service_of_a_runtime_subdomain_is_created_once(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Under a runtime's `network.subdomain` the headless Service is named after it, not after
+    the TrainJob: the operator finds it by that name, so it creates it once, not again (answered
+    409) at every reconcile."""
+    _, h = env
+    ns = await h.namespace("tjsubdomain")
+    runtime = training_runtime("fleet")
+    runtime["spec"]["template"]["spec"]["network"] = {"subdomain": "fleet"}
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    await h.kube.create(
+        TRAINJOBS, trainjob("ships", runtime="fleet", runtime_kind="TrainingRuntime"), namespace=ns
+    )
+    await h.wait_pod_names(ns, "ships", ["ships-node-0-0", "ships-node-0-1"])
+    await h.finish_all(ns, "ships")
+    await wait_condition(h, ns, "ships", "Complete")
+    service = await h.service(ns, "fleet")
+    assert service is not None and service["spec"]["selector"] == {"jobset.sigs.k8s.io/jobset-name": "ships"}
+    assert h.requests.count(verb="create", resource="services", user_agent="kubetrain/", namespace=ns) == 1
+
+
 async def test_a_runtime_edit_after_start_changes_no_running_job(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("snap")

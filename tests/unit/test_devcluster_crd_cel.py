@@ -241,8 +241,8 @@ def test_root_rule_sees_only_name_and_generate_name_of_metadata() -> None:
     compiled = celrules.compile_schema(schema)
     obj = {"metadata": {"name": "x" * 64, "labels": {"a": "b"}}}
     assert celeval.validate(compiled, obj, None) == [
-        Cause("FieldValueInvalid", "Invalid value: metadata.name must be no more than 63 characters", "")
-    ]
+        Cause("FieldValueInvalid", "Invalid value: metadata.name must be no more than 63 characters", "<nil>")
+    ]  # the root's field: a nil field.Path's String()
 
 
 def test_number_fields_are_doubles_and_int_or_string_converts() -> None:

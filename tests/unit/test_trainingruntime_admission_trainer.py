@@ -91,6 +91,50 @@ def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None
         assert runtime_warnings(trainer_runtime) == []
 
 
+def test_startup_policy_in_order_and_depends_on_are_mutually_exclusive() -> None:
+    """JobSet's CRD rule, which Trainer's runtime CRDs carry on the JobSet template spec: a
+    runtime with `startupPolicy.startupPolicyOrder: InOrder` and a replicated job's `dependsOn`
+    is refused, with its message; either alone (or AnyOrder with dependsOn) is admitted."""
+    runtime = trainer_test_runtime("labelled")
+    jobset_spec = runtime["spec"]["template"]["spec"]
+    jobset_spec["replicatedJobs"][2]["dependsOn"] = [{"name": "model-initializer", "status": "Complete"}]
+    assert validate_runtime(runtime) == []
+    jobset_spec["startupPolicy"] = {"startupPolicyOrder": "AnyOrder"}
+    assert validate_runtime(runtime) == []
+    jobset_spec["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    assert [(e.path, e.message) for e in validate_runtime(runtime)] == [
+        ("spec.template.spec", "StartupPolicy and DependsOn APIs are mutually exclusive")
+    ]
+    del jobset_spec["replicatedJobs"][2]["dependsOn"]
+    assert validate_runtime(runtime) == []
+
+
+def test_jobsets_exclusive_placement_annotations_are_a_warning() -> None:
+    """JobSet's exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, with or
+    without `alpha.jobset.sigs.k8s.io/node-selector`), set on the JobSet template or on a
+    replicated job's template, is not applied: a runtime setting it is admitted with a warning
+    per place rather than silently scheduled without it."""
+    runtime = trainer_test_runtime("labelled")
+    template = runtime["spec"]["template"]
+    template["metadata"] = {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}}
+    template["spec"]["replicatedJobs"][2]["template"]["metadata"]["annotations"] = {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool",
+        "alpha.jobset.sigs.k8s.io/node-selector": "true",
+    }
+    assert validate_runtime(runtime) == []
+    tail = (
+        ": not applied: kubetrain does not place a job's pods exclusively per topology domain "
+        "(JobSet's exclusive placement); use the pod template's affinity or nodeSelector"
+    )
+    assert runtime_warnings(runtime) == [
+        f"spec.template.metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]{tail}",
+        "spec.template.spec.replicatedJobs[2].template.metadata.annotations"
+        f"[alpha.jobset.sigs.k8s.io/exclusive-topology]{tail}",
+        "spec.template.spec.replicatedJobs[2].template.metadata.annotations"
+        f"[alpha.jobset.sigs.k8s.io/node-selector]{tail}",
+    ]
+
+
 @pytest.mark.parametrize(
     "sources",
     [

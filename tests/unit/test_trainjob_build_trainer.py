@@ -211,6 +211,57 @@ def test_the_jax_and_xgboost_policies_give_each_node_its_variables(
         assert [p["containerPort"] for p in container(made[name]).get("ports") or []] == [29500]
 
 
+@pytest.mark.parametrize(
+    ("policy", "variable", "want"),
+    [
+        ({"torch": {}}, "PET_MASTER_ADDR", "alpha-node-0-0.fleet"),
+        ({"jax": {}}, "JAX_COORDINATOR_ADDRESS", "alpha-node-0-0.fleet:29500"),
+        ({"xgboost": {}}, "DMLC_TRACKER_URI", "alpha-node-0-0.fleet"),
+    ],
+)
+def test_the_master_address_is_node_0s_hostname_under_the_runtimes_subdomain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: Obj, variable: str, want: str
+) -> None:
+    """A runtime's `network.subdomain` is every pod's `spec.subdomain` and the headless Service's
+    name (JobSet), so node 0 resolves as `<tj>-node-0-0.<subdomain>` only: the address the ML
+    policy gives every node — and an envInjection target — is that one (Trainer 2.3 writes
+    `<tj>-node-0-0.<tj>`, which under such a runtime names no Service)."""
+    runtime = trainer_test_runtime("alpha", ml_policy={"numNodes": 1, **policy}, steps=("node", "sidecar"))
+    runtime["spec"]["template"]["spec"]["network"] = {"subdomain": "fleet"}
+    if "torch" in policy:
+        policy["torch"]["envInjection"] = {"targets": [{"jobName": "sidecar", "containerNames": ["sidecar"]}]}
+    code, docs, err = render(tmp_path, capsys, runtime, trainjob(trainer={"numNodes": 2}))
+    assert code == 0, err
+    made = pods(docs)
+    [service] = [d for d in docs if d["kind"] == "Service"]
+    assert service["metadata"]["name"] == "fleet"
+    for name in ("alpha-node-0-0", "alpha-node-0-1"):
+        assert made[name]["spec"]["subdomain"] == "fleet"
+        assert dict(env(made[name]))[variable] == want
+    if "torch" in policy:
+        assert dict(env(made["alpha-sidecar-0-0"], "sidecar"))[variable] == want
+
+
+def test_without_dns_hostnames_there_is_no_headless_service_nor_pod_subdomain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JobSet's `network.enableDNSHostnames: false` (default true): no headless Service
+    (`createHeadlessSvcIfNecessary`) and no `spec.subdomain` on the pods (`constructJob`); the
+    hostname stays the Indexed Job's `<job>-<index>`."""
+    runtime = trainer_test_runtime("alpha", ml_policy={"numNodes": 1, "torch": {}}, steps=("node",))
+    runtime["spec"]["template"]["spec"]["network"] = {"enableDNSHostnames": False}
+    code, docs, err = render(tmp_path, capsys, runtime, trainjob(trainer={"numNodes": 2}))
+    assert code == 0, err
+    assert [d for d in docs if d["kind"] == "Service"] == []
+    for name, pod in pods(docs).items():
+        assert pod["spec"]["hostname"] == name and "subdomain" not in pod["spec"]
+    runtime["spec"]["template"]["spec"]["network"] = {"enableDNSHostnames": True}
+    code, docs, err = render(tmp_path, capsys, runtime, trainjob(trainer={"numNodes": 2}))
+    assert code == 0, err
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Service"] == ["alpha"]
+    assert {p["spec"]["subdomain"] for p in pods(docs).values()} == {"alpha"}
+
+
 def test_an_openmpi_runtime_gets_trainers_secret_hostfile_volumes_and_launcher_env(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -173,3 +173,17 @@ def test_with_run_launcher_as_node_the_node_pods_get_resources_per_node_too() ->
     assert not errors and resolved is not None
     node = next(s for s in resolved.steps if s.name == "node").pod_template["spec"]["containers"][0]
     assert node.get("resources") is None
+
+
+def test_with_run_launcher_as_node_one_node_is_still_a_launcher_and_a_node_pod() -> None:
+    """Trainer's MPI plug-in gives the `node` job `max(numNodes-1, 1)` pods under
+    `runLauncherAsNode`: numNodes 1 (the deepspeed runtime's default) runs the launcher and one
+    node pod, both hosts of the hostfile (docs/behaviour.md, the `mpi` Limit)."""
+    [deepspeed] = [r for r in default_runtimes() if r["metadata"]["name"] == "deepspeed-distributed"]
+    job = trainjob(trainer={"numNodes": 1})
+    job["spec"]["runtimeRef"]["name"] = "deepspeed-distributed"
+    resolved, errors = resolve(job, deepspeed)
+    assert not errors and resolved is not None
+    assert {s.name: s.pods for s in resolved.steps} == {"node": 1, "launcher": 1}
+    hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
+    assert hostfile.splitlines() == ["tj-node-0-0.tj slots=1", "tj-launcher-0-0.tj slots=1"]

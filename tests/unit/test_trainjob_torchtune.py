@@ -250,6 +250,16 @@ def test_multi_devices_full_fine_tuning_gets_the_rendezvous_endpoint() -> None:
     assert env[0]["value"] == "1" and env[1]["value"] == "auto"
 
 
+def test_the_rendezvous_endpoint_is_under_the_runtimes_subdomain() -> None:
+    """Node 0 resolves under the pods' subdomain (the runtime's `network.subdomain`, which names
+    the headless Service), not under the TrainJob's name, as Trainer writes it."""
+    runtime = copy.deepcopy(LLAMA_1B)
+    runtime["spec"]["template"]["spec"]["network"] = {"subdomain": "tune"}
+    job = trainjob(args=TRAINER_ARGS, numNodes=1, resources={"cpu": "8", "example.com/gpu": "4"})
+    node, _ = node_of(job, runtime)
+    assert "--rdzv_endpoint=torchtune-job-node-0-0.tune:29500" in node["command"]
+
+
 def test_single_device_full_fine_tuning_has_no_rendezvous_endpoint() -> None:
     job = trainjob(
         args=TRAINER_ARGS,

@@ -142,8 +142,9 @@ def build_pod(
     labels = {**(tmeta.get("labels") or {}), **jobset, **batch, **child_labels(resolved.name)}
     annotations = {**(tmeta.get("annotations") or {}), **jobset, c.COMPLETION_INDEX: str(index)}
     spec: Obj = copy.deepcopy(dict(template.get("spec") or {}))
-    spec["hostname"] = name
-    spec["subdomain"] = resolved.subdomain
+    spec["hostname"] = name  # the Indexed Job's `<job>-<index>`, with or without DNS hostnames
+    if resolved.dns_hostnames:  # JobSet's constructJob
+        spec["subdomain"] = resolved.subdomain
     spec.setdefault("restartPolicy", "OnFailure")
     return {
         "apiVersion": "v1",
@@ -284,8 +285,9 @@ class JobSetChildren:
         j, i = divmod(index, max(step.pods, 1))
         return build_pod(self.resolved, self.trainjob, step, j, i, restarts=attempt, job_restarts=job_attempt)
 
-    def service(self) -> Obj:
-        return build_service(self.resolved, self.trainjob)
+    def service(self) -> Obj | None:
+        """None under `network.enableDNSHostnames: false` (JobSet's createHeadlessSvcIfNecessary)."""
+        return build_service(self.resolved, self.trainjob) if self.resolved.dns_hostnames else None
 
     def prerequisites(self) -> list[Obj]:
         return [owned(obj, self.trainjob) for obj in self.resolved.extra]

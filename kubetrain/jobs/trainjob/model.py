@@ -54,6 +54,9 @@ class ResolvedTrainJob:
     env: MLPolicyEnv = field(default_factory=MLPolicyEnv)
     # The template's volumeClaimPolicies (volumeclaims.py): the PVCs created before the pods.
     claims: tuple[VolumeClaim, ...] = ()
+    # JobSet's network.enableDNSHostnames (default true): false makes no headless Service and
+    # gives the pods no subdomain.
+    dns_hostnames: bool = True
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

@@ -71,6 +71,8 @@ def resolve(
     trainer = spec.get("trainer") or {}
     num_nodes = _int(trainer.get("numNodes"), _int(ml_policy.get("numNodes"), 0))
     plugin = plugin_for(ml_policy)
+    network = jsspec.get("network") or {}
+    subdomain = str(network.get("subdomain") or meta.get("name", ""))  # JobSet's GetSubdomain
     steps: list[Step] = []
     env: list[ContainerEnv] = []  # the ML policy's, added to each new pod (mlenv.py)
     trainer_found = False
@@ -96,7 +98,13 @@ def resolve(
             if ml_policy.get("mpi") is None:  # MPI: the trainer step is the launcher
                 pods = num_nodes
             problems, added, facts = _trainer(
-                pod_template, str(meta.get("name", "")), trainer, num_nodes, plugin, str(rjob.get("name", ""))
+                pod_template,
+                str(meta.get("name", "")),
+                subdomain,
+                trainer,
+                num_nodes,
+                plugin,
+                str(rjob.get("name", "")),
             )
             if facts is not None and facts.torchtune:
                 problems += _torchtune(pod_template, facts, spec, jsspec)
@@ -130,7 +138,6 @@ def resolve(
     extra: tuple[dict[str, Any], ...] = ()
     if ml_policy.get("mpi") is not None and not errors:
         mpi_policy = mpi.policy(ml_policy["mpi"], trainer, num_nodes, runtime_resources(jsspec))
-        subdomain = str((jsspec.get("network") or {}).get("subdomain") or meta.get("name", ""))
         steps = [replace(s, pods=mpi_policy.node_count) if s.name == c.NODE else s for s in steps]
         errors += mpi.enforce(steps, mpi_policy)
         extra = mpi.children(str(meta.get("name", "")), subdomain, steps, mpi_policy)
@@ -139,12 +146,12 @@ def resolve(
         errors += problems
     errors += _hostname_errors(str(meta.get("name", "")), steps)
     if isinstance(plugin, Torch):
-        facts = facts or TrainerFacts(str(meta.get("name", "")), num_nodes, trainer.get("numProcPerNode"), {})
+        facts = facts or TrainerFacts(
+            str(meta.get("name", "")), num_nodes, trainer.get("numProcPerNode"), {}, subdomain=subdomain
+        )
         problems, added = _inject_env(steps, plugin, facts, ml_policy)
         errors += problems
         env += added
-    network = jsspec.get("network") or {}
-    subdomain = str(network.get("subdomain") or meta.get("name", ""))
     endpoint, coordinator_errors = jobsetpolicy.coordinator(
         jsspec, str(meta.get("name", "")), subdomain, steps
     )
@@ -164,6 +171,7 @@ def resolve(
         num_nodes=max(num_nodes, 1),
         subdomain=subdomain,
         publish_not_ready_addresses=network.get("publishNotReadyAddresses") is not False,
+        dns_hostnames=network.get("enableDNSHostnames") is not False,
         success_operator=str(success.get("operator") or "All"),
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
         max_restarts=_int(failure.get("maxRestarts"), 0),
@@ -225,6 +233,7 @@ def _initializer(pod_template: Obj, ancestor: str, initializer: Mapping[str, Any
 def _trainer(
     pod_template: Obj,
     name: str,
+    subdomain: str,
     trainer: Mapping[str, Any],
     num_nodes: int,
     plugin: MLPolicyPlugin | None,
@@ -257,6 +266,7 @@ def _trainer(
         num_proc_per_node=trainer.get("numProcPerNode"),
         resources=resources,
         torchtune=isinstance(plugin, Torch) and torchtune.is_torchtune(trainer),
+        subdomain=subdomain,
     )
     return [], [ContainerEnv(step, c.NODE, tuple(plugin.trainer_env(facts)), plugin.port())], facts
 

@@ -3,7 +3,7 @@
 `spec.trainer.command` is exactly `["tune", "run"]` — what the Kubeflow SDK's BuiltinTrainer
 with a TorchTuneConfig sends — is a torchtune fine-tune.
 
-- Its `node` container's command becomes `tune run [--rdzv_endpoint=<tj>-node-0-0.<tj>:29500]
+- Its `node` container's command becomes `tune run [--rdzv_endpoint=<tj>-node-0-0.<sub>:29500]
   <recipe> --config <model><suffix> <overrides>`: the rendezvous endpoint only with more than one
   node, numProcPerNode > 1, or numProcPerNode `auto` and more than one GPU per node; the recipe
   and config suffix from numNodes, numProcPerNode, the GPUs per node and the LoRA/QLoRA args

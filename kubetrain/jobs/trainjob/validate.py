@@ -249,6 +249,16 @@ APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "template")
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
 
 
+def _startup_order_errors(jobset_spec: Mapping[str, Any], rjobs: list[Any]) -> list[FieldError]:
+    """JobSet's CRD rule on its spec (`!(has(self.startupPolicy) && ... == 'InOrder' &&
+    self.replicatedJobs.exists(x, has(x.dependsOn)))`), which Trainer's runtime CRDs carry: an
+    InOrder startup and a `dependsOn` are two orders for the same start."""
+    order = (jobset_spec.get("startupPolicy") or {}).get("startupPolicyOrder")
+    if order == "InOrder" and any(isinstance(r, Mapping) and "dependsOn" in r for r in rjobs):
+        return [invalid("spec.template.spec", "StartupPolicy and DependsOn APIs are mutually exclusive")]
+    return []
+
+
 def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
     """`network.subdomain` names the pods' headless Service and is each pod's `spec.subdomain`:
     an RFC 1035 label of at most 63 characters (JobSet's webhook, validateJobSet)."""
@@ -265,9 +275,10 @@ def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
 
 def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
-    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it — and each field of a
+    which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …)."""
+    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and each of JobSet's
+    exclusive placement annotations."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if not labels.get(c.LABEL_FRAMEWORK):
@@ -275,9 +286,16 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
             f"metadata.labels[{c.LABEL_FRAMEWORK}]: not set: the Kubeflow SDK's TrainerClient lists and "
             "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
         )
-    rjobs = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
+    template = (obj.get("spec") or {}).get("template") or {}
+    warnings += _exclusive_placement_warnings(template, "spec.template")
+    rjobs = (template.get("spec") or {}).get("replicatedJobs")
     applied = ", ".join(APPLIED_JOB_FIELDS[:-1]) + f" and {APPLIED_JOB_FIELDS[-1]}"
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
+        rjob_template = (rjob or {}).get("template") if isinstance(rjob, Mapping) else None
+        if isinstance(rjob_template, Mapping):
+            warnings += _exclusive_placement_warnings(
+                rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
+            )
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
         for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
             if key not in UNWARNED_JOB_FIELDS:
@@ -287,6 +305,29 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
                     f"{applied}"
                 )
     return warnings
+
+
+# JobSet's exclusive placement (api/jobset/v1alpha2: ExclusiveKey, NodeSelectorStrategyKey),
+# set on the JobSet or on a replicated job's template: its pod webhook gives a job's leader pod
+# affinities to its own job and against the others per topology domain, and the followers the
+# leader's domain once it is scheduled. kubetrain does not.
+EXCLUSIVE_PLACEMENT = (
+    "alpha.jobset.sigs.k8s.io/exclusive-topology",
+    "alpha.jobset.sigs.k8s.io/node-selector",
+)
+
+
+def _exclusive_placement_warnings(template: Mapping[str, Any], path: str) -> list[str]:
+    annotations = (template.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, Mapping):
+        return []
+    return [
+        f"{path}.metadata.annotations[{key}]: not applied: kubetrain does not place a job's pods "
+        "exclusively per topology domain (JobSet's exclusive placement); use the pod template's "
+        "affinity or nodeSelector"
+        for key in EXCLUSIVE_PLACEMENT
+        if key in annotations
+    ]
 
 
 def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -337,6 +378,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
                     not_supported(f"{path}[{i}].dependsOn[{j}].status", status, DEPENDS_ON_STATUSES)
                 )
     jobset_spec = (spec.get("template") or {}).get("spec") or {}
+    errors += _startup_order_errors(jobset_spec, rjobs)
     errors += _subdomain_errors(jobset_spec)
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")

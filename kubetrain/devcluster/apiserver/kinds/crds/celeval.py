@@ -135,6 +135,9 @@ def _expressions(node: Node, path: str, value: Any, old: Any, ratchet: bool, out
     if not node.rules:
         return
     view = _root_view(value) if node.root else value
+    # The registry validates from a nil *field.Path (`celValidator.Validate(ctx, nil, ...)`), so
+    # a cause at the root has the field `<nil>` (Path.String of nil); a fieldPath below it does not.
+    where = path or "<nil>"
     self_val = _typed(node, view)
     old_val = None if old is None else _typed(node, _root_view(old) if node.root else old)
     for rule in node.rules:
@@ -150,13 +153,13 @@ def _expressions(node: Node, path: str, value: Any, old: Any, ratchet: bool, out
         except Exception as err:  # celpy raises CELEvalError, and Python errors from within
             result = err
         if isinstance(result, Exception):
-            out.append(fe.invalid(path, node.type, _eval_detail(result, rule)))
+            out.append(fe.invalid(where, node.type, _eval_detail(result, rule)))
             continue
         if result is True or (isinstance(result, ct.BoolType) and bool(result)):
             continue
         if ratchet and not rule.uses_old_self:
             continue
-        at = ".".join(p for p in (path, rule.field_path) if p) if rule.field_path else path
+        at = ".".join(p for p in (path, rule.field_path) if p) if rule.field_path else where
         detail = _message(rule, activation) or _default_message(rule)
         shown = _OMIT if node.type in ("object", "array") else value
         out.append(_cause(at, shown, detail, rule.reason))
