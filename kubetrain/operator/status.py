@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubetrain.api.metatime import parse_time as parse_time
-from kubetrain.frameworks import jobreasons  # the planner reads it as st.parse_time
+from kubetrain.api.metatime import parse_time as parse_time  # the planner reads it as st.parse_time
+from kubetrain.frameworks import jobreasons
 
 CREATED = "Created"
 RUNNING = "Running"
