@@ -260,3 +260,32 @@ def test_host_network_pods_use_their_container_ports_on_the_host() -> None:
             "must match `containerPort` when `hostNetwork` is true",
         )
     ]
+
+
+def update_causes(old_spec: dict[str, Any], **changes: Any) -> list[tuple[str, str, str]]:
+    container = {"name": "c", "image": "busybox"}
+    old = {"spec": {"containers": [container], "restartPolicy": "Always", **old_spec}}
+    new = {"spec": {**old["spec"], **changes}}
+    new["spec"] = {k: v for k, v in new["spec"].items() if v is not None}
+    return [(c.reason, c.message, c.field) for c in builtins.validate_pod(new, old)]
+
+
+def test_a_gated_pods_node_selector_may_gain_keys_as_kueue_ungates_it() -> None:
+    gated = {"schedulingGates": [{"name": "kueue.x-k8s.io/topology"}], "nodeSelector": {"flavor": "a"}}
+    # Kueue's TopologyUngater: the gate lifted and the domain's label added in one patch
+    assert update_causes(gated, schedulingGates=None, nodeSelector={"flavor": "a", "block": "b1"}) == []
+    assert update_causes(gated, nodeSelector={"flavor": "a", "block": "b1"}) == []
+    only = "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
+    assert update_causes(gated, nodeSelector={"flavor": "b"}) == [
+        (
+            "FieldValueInvalid",
+            f'Invalid value: map[string]string{{"flavor":"b"}}: {only}',
+            "spec.nodeSelector",
+        )
+    ]
+    assert update_causes(gated, nodeSelector=None)[0][2] == "spec.nodeSelector"
+    # ungated, the nodeSelector is immutable
+    ungated = {"nodeSelector": {"flavor": "a"}}
+    [(reason, message, path)] = update_causes(ungated, nodeSelector={"flavor": "a", "block": "b1"})
+    assert (reason, path) == ("FieldValueForbidden", "spec")
+    assert "pod updates may not change fields" in message

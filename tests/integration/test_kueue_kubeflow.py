@@ -1,0 +1,205 @@
+"""Kueue's Kubeflow integration (sigs.k8s.io/kueue pkg/controller/jobs/kubeflow/kubeflowjob and
+jobframework) played against a `kubeflow.org/v1` PyTorchJob on devcluster with the real webhooks
+and controller. The test makes Kueue's writes exactly as its code does and asserts what Kueue's
+reads of the job's API object need to see:
+
+- `RunWithPodSetsInfo` with topology-aware scheduling: labels, annotations, nodeSelector,
+  tolerations and the `kueue.x-k8s.io/topology` scheduling gate on every replica template and
+  `runPolicy.suspend: false`, in one update; the pods keep the gate until Kueue's
+  TopologyUngater lifts it (a merge patch that also adds the topology nodeSelector), and each
+  carries the pod index label Kueue's `PodSets` names (`training.kubeflow.org/replica-index`),
+  a unique index below the replica count;
+- `PodsReady` (`Running=True`) is false while a pod is gated and true once all run;
+- `Stop` (suspend and `RestorePodSetsInfo` in one update): what `IsActive` reads —
+  every `replicaStatuses[*].active` — goes to 0, `Running` is no longer true, and stays so;
+- `Finished`: `Succeeded=True` with its message after a readmission;
+- `PriorityClass`: `runPolicy.schedulingPolicy.priorityClass` is kept as written."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import PODS, job_resources_in
+
+from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+KF = job_resources_in(["kubeflow.org"])
+PYTORCHJOBS = KF["PyTorchJob.kubeflow.org"]
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # kueue.TopologySchedulingGate
+POD_INDEX_LABEL = "training.kubeflow.org/replica-index"  # kftraining.ReplicaIndexLabel
+ORDER = ("Master", "Worker")  # PyTorchJob's OrderedReplicaTypes
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
+        yield pair
+
+
+def pod_set_info(podset: str, flavor: str, *, tas: bool) -> Obj:
+    """podset.FromAssignment plus the reconciler's additions: the flavor's node labels and
+    taint toleration, the podset label, the workload annotation; with a topology assignment the
+    unconstrained-topology annotation and the topology scheduling gate."""
+    info: Obj = {
+        "labels": {"kueue.x-k8s.io/podset": podset},
+        "annotations": {"kueue.x-k8s.io/workload": "pytorchjob-q-1a2b3"},
+        "nodeSelector": {"cloud.example.com/flavor": flavor},
+        "tolerations": [{"key": "flavor", "operator": "Equal", "value": flavor, "effect": "NoSchedule"}],
+        "schedulingGates": [],
+    }
+    if tas:
+        info["annotations"]["kueue.x-k8s.io/podset-unconstrained-topology"] = "true"
+        info["schedulingGates"] = [{"name": TOPOLOGY_GATE}]
+    return info
+
+
+def run_with_pod_sets_info(job: Obj, infos: dict[str, Obj]) -> None:
+    """KubeflowJob.RunWithPodSetsInfo: podset.Merge into each replica template, then unsuspend."""
+    job["spec"]["runPolicy"]["suspend"] = False
+    for rtype, info in infos.items():
+        template = job["spec"]["pytorchReplicaSpecs"][rtype]["template"]
+        meta = template.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), **info["labels"]}
+        meta["annotations"] = {**(meta.get("annotations") or {}), **info["annotations"]}
+        spec = template["spec"]
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **info["nodeSelector"]}
+        spec["tolerations"] = [*(spec.get("tolerations") or []), *info["tolerations"]]
+        if info["schedulingGates"]:
+            spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), *info["schedulingGates"]]
+
+
+def stop(job: Obj, original: Obj) -> None:
+    """The generic reconciler's stop: Suspend and RestorePodSetsInfo (podset.RestorePodSpec puts
+    back the labels, annotations, nodeSelector, tolerations and gates Kueue saw at creation)."""
+    job["spec"]["runPolicy"]["suspend"] = True
+    for rtype in ORDER:
+        before = original["spec"]["pytorchReplicaSpecs"][rtype]["template"]
+        template = job["spec"]["pytorchReplicaSpecs"][rtype]["template"]
+        template["metadata"] = copy.deepcopy(before.get("metadata") or {})
+        for key in ("nodeSelector", "tolerations", "schedulingGates"):
+            template["spec"].pop(key, None)
+            if key in before["spec"]:
+                template["spec"][key] = copy.deepcopy(before["spec"][key])
+
+
+def is_active(job: Obj) -> bool:
+    """KubeflowJob.IsActive."""
+    statuses = (job.get("status") or {}).get("replicaStatuses") or {}
+    return any((s or {}).get("active", 0) != 0 for s in statuses.values())
+
+
+def live(pods: list[Obj]) -> list[Obj]:
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+async def test_kueues_tas_admission_eviction_and_finish(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("kqkf")
+    manifest = job_manifest(
+        "PyTorchJob",
+        "q",
+        {"Master": 1, "Worker": 2},
+        run_policy={"suspend": True, "schedulingPolicy": {"priorityClass": "high"}},
+    )
+    manifest["apiVersion"] = "kubeflow.org/v1"
+    manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    original = await h.kube.create(PYTORCHJOBS, manifest, namespace=ns)
+    assert original["spec"]["runPolicy"]["schedulingPolicy"]["priorityClass"] == "high"
+
+    infos = {rtype: pod_set_info(rtype.lower(), "a", tas=True) for rtype in ORDER}
+    await h.change(PYTORCHJOBS, ns, "q", lambda j: run_with_pod_sets_info(j, infos))
+    pods = await h.wait_pod_names(ns, "q", ["q-master-0", "q-worker-0", "q-worker-1"])
+    by_type: dict[str, list[int]] = {}
+    for pod in pods:
+        meta, spec = pod["metadata"], pod["spec"]
+        rtype = meta["labels"]["training.kubeflow.org/replica-type"]
+        assert meta["labels"]["kueue.x-k8s.io/podset"] == rtype
+        assert meta["annotations"]["kueue.x-k8s.io/workload"] == "pytorchjob-q-1a2b3"
+        assert meta["annotations"]["kueue.x-k8s.io/podset-unconstrained-topology"] == "true"
+        assert spec["nodeSelector"] == {"cloud.example.com/flavor": "a"}
+        assert spec["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
+        by_type.setdefault(rtype, []).append(int(meta["labels"][POD_INDEX_LABEL]))
+    # ReadUIntFromLabelBelowBound: one unique index per pod, below the podset's count
+    assert {k: sorted(v) for k, v in by_type.items()} == {"master": [0], "worker": [0, 1]}
+
+    # Gated: nothing binds them, and PodsReady stays false however long the gate stays.
+    await h.sim.wait_for_phase(ns, "q-master-0", "Pending")
+    job = await h.get(PYTORCHJOBS, ns, "q")
+    assert job is not None and not is_true(job, "Running")
+    assert all(not p["spec"].get("nodeName") for p in await h.pods(ns, "q"))
+
+    # The TopologyUngater: a merge patch per pod dropping the gate and adding the domain's labels.
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    for name in uids:
+        patch = {"spec": {"schedulingGates": None, "nodeSelector": {"topology.example.com/block": "b1"}}}
+        await h.kube.patch(PODS, ns, name, patch)
+    for name in uids:
+        await h.sim.wait_for_phase(ns, name, "Running")
+
+    async def pods_ready() -> Obj | None:
+        current = await h.get(PYTORCHJOBS, ns, "q")
+        return current if is_true(current, "Running") else None
+
+    await eventually(pods_ready, what="PodsReady: PyTorchJob q Running=True")
+    for pod in await h.pods(ns, "q"):  # the same pods, lifted by Kueue, not recreated
+        assert pod["metadata"]["uid"] == uids[pod["metadata"]["name"]]
+        assert pod["spec"]["nodeSelector"] == {
+            "cloud.example.com/flavor": "a",
+            "topology.example.com/block": "b1",
+        }
+        assert not pod["spec"].get("schedulingGates")
+
+    # Evicted: suspend and restore in one update.
+    await h.change(PYTORCHJOBS, ns, "q", lambda j: stop(j, original))
+
+    async def stopped() -> Obj | None:
+        current = await h.get(PYTORCHJOBS, ns, "q")
+        return current if current and is_true(current, "Suspended") and not is_active(current) else None
+
+    suspended = await eventually(stopped, what="PyTorchJob q Suspended with no replica active")
+    assert not is_true(suspended, "Running")
+    for rtype in ORDER:
+        restored = suspended["spec"]["pytorchReplicaSpecs"][rtype]["template"]
+        assert restored["spec"] == original["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]
+        assert not (restored.get("metadata") or {}).get("labels")
+
+    async def no_pods() -> bool | None:
+        return True if not live(await h.pods(ns, "q")) else None
+
+    await eventually(no_pods, what="the evicted job's pods deleted")
+    after = await h.get(PYTORCHJOBS, ns, "q")
+    assert after is not None and not is_active(after) and not is_true(after, "Running")
+
+    # Admitted again without a topology assignment; it runs to the end.
+    plain = {rtype: pod_set_info(rtype.lower(), "b", tas=False) for rtype in ORDER}
+    await h.change(PYTORCHJOBS, ns, "q", lambda j: run_with_pod_sets_info(j, plain))
+
+    async def rerun() -> list[Obj] | None:
+        now = live(await h.pods(ns, "q"))
+        fresh = [p for p in now if p["metadata"]["uid"] not in uids.values()]
+        return fresh if len(fresh) == 3 and len(now) == 3 else None
+
+    for pod in await eventually(rerun, what="the readmitted job's pods"):
+        assert pod["spec"]["nodeSelector"] == {"cloud.example.com/flavor": "b"}
+        assert not pod["spec"].get("schedulingGates")
+    for name in uids:
+        await h.sim.wait_for_phase(ns, name, "Running")
+    await h.sim.finish(ns, "q-master-0")
+
+    async def finished() -> Obj | None:
+        current = await h.get(PYTORCHJOBS, ns, "q")
+        return current if is_true(current, "Succeeded") else None
+
+    final = await eventually(finished, what="PyTorchJob q Succeeded")
+    (succeeded,) = [c for c in final["status"]["conditions"] if c["type"] == "Succeeded"]
+    assert succeeded["message"]  # Finished returns it as the workload's finish message
+    assert not is_true(final, "Failed") and not is_true(final, "Running")
