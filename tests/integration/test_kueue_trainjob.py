@@ -204,5 +204,5 @@ async def test_kueues_trainjob_admission_eviction_and_finish(env: tuple[DevStack
     final = await eventually(finished, what="TrainJob q Complete")
     assert not is_true(final, "Failed")
     (node,) = [s for s in jobs_status(final) if s["name"] == "node"]
-    # ReclaimablePods: succeeded jobs (1, not above replicas) × pods per job (2)
+    # ReclaimablePods: succeeded jobs (1, not above replicas) times pods per job (2)
     assert node["succeeded"] == 1 and node["active"] == 0
