@@ -25,6 +25,7 @@ import pytest
 import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
+from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import PODS, job_resources_in
 
 from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
@@ -66,7 +67,7 @@ def run_with_pod_sets_info(job: Obj, infos: dict[str, Obj]) -> None:
     """KubeflowJob.RunWithPodSetsInfo: podset.Merge into each replica template, then unsuspend."""
     job["spec"]["runPolicy"]["suspend"] = False
     for rtype, info in infos.items():
-        template = job["spec"]["pytorchReplicaSpecs"][rtype]["template"]
+        template = job["spec"][replica_field(job["kind"])][rtype]["template"]
         meta = template.setdefault("metadata", {})
         meta["labels"] = {**(meta.get("labels") or {}), **info["labels"]}
         meta["annotations"] = {**(meta.get("annotations") or {}), **info["annotations"]}
@@ -81,14 +82,19 @@ def stop(job: Obj, original: Obj) -> None:
     """The generic reconciler's stop: Suspend and RestorePodSetsInfo (podset.RestorePodSpec puts
     back the labels, annotations, nodeSelector, tolerations and gates Kueue saw at creation)."""
     job["spec"]["runPolicy"]["suspend"] = True
-    for rtype in ORDER:
-        before = original["spec"]["pytorchReplicaSpecs"][rtype]["template"]
-        template = job["spec"]["pytorchReplicaSpecs"][rtype]["template"]
+    field = replica_field(job["kind"])
+    for rtype in original["spec"][field]:
+        before = original["spec"][field][rtype]["template"]
+        template = job["spec"][field][rtype]["template"]
         template["metadata"] = copy.deepcopy(before.get("metadata") or {})
         for key in ("nodeSelector", "tolerations", "schedulingGates"):
             template["spec"].pop(key, None)
             if key in before["spec"]:
                 template["spec"][key] = copy.deepcopy(before["spec"][key])
+
+
+def replica_field(kind: str) -> str:
+    return FRAMEWORKS[kind].replica_field
 
 
 def is_active(job: Obj) -> bool:
@@ -203,3 +209,55 @@ async def test_kueues_tas_admission_eviction_and_finish(env: tuple[DevStack, Har
     (succeeded,) = [c for c in final["status"]["conditions"] if c["type"] == "Succeeded"]
     assert succeeded["message"]  # Finished returns it as the workload's finish message
     assert not is_true(final, "Failed") and not is_true(final, "Running")
+
+
+# Kueue's other Kubeflow integrations (tfjob, xgboostjob, paddlejob, jaxjob): the same
+# KubeflowJob code over each kind's replica types.
+KINDS = {
+    "TFJob": {"Chief": 1, "Worker": 2},
+    "XGBoostJob": {"Master": 1, "Worker": 2},
+    "PaddleJob": {"Master": 1, "Worker": 2},
+    "JAXJob": {"Worker": 3},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+async def test_each_kind_keeps_kueues_gate_indexes_its_pods_and_zeroes_active_on_eviction(
+    env: tuple[DevStack, Harness], kind: str
+) -> None:
+    _, h = env
+    ref = KF[f"{kind}.kubeflow.org"]
+    ns = await h.namespace(f"kq{kind.lower()}")
+    manifest = job_manifest(kind, "q", KINDS[kind], run_policy={"suspend": True})
+    manifest["apiVersion"] = "kubeflow.org/v1"
+    original = await h.kube.create(ref, manifest, namespace=ns)
+    infos = {rtype: pod_set_info(rtype.lower(), "a", tas=True) for rtype in KINDS[kind]}
+    await h.change(ref, ns, "q", lambda j: run_with_pod_sets_info(j, infos))
+    names = [f"q-{rtype.lower()}-{i}" for rtype, n in KINDS[kind].items() for i in range(n)]
+    pods = await h.wait_pod_names(ns, "q", sorted(names))
+    by_type: dict[str, list[int]] = {}
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        assert pod["spec"]["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
+        by_type.setdefault(labels["kueue.x-k8s.io/podset"], []).append(int(labels[POD_INDEX_LABEL]))
+    assert {k: sorted(v) for k, v in by_type.items()} == {
+        rtype.lower(): list(range(n)) for rtype, n in KINDS[kind].items()
+    }
+    assert not is_true(await h.get(ref, ns, "q"), "Running")
+    for name in names:
+        patch = {"spec": {"schedulingGates": None, "nodeSelector": {"topology.example.com/block": "b1"}}}
+        await h.kube.patch(PODS, ns, name, patch)
+
+    async def running() -> Obj | None:
+        current = await h.get(ref, ns, "q")
+        return current if is_true(current, "Running") and is_active(current) else None
+
+    await eventually(running, what=f"{kind} q Running=True")
+    await h.change(ref, ns, "q", lambda j: stop(j, original))
+
+    async def stopped() -> Obj | None:
+        current = await h.get(ref, ns, "q")
+        return current if current and is_true(current, "Suspended") and not is_active(current) else None
+
+    evicted = await eventually(stopped, what=f"{kind} q Suspended with no replica active")
+    assert not is_true(evicted, "Running")
