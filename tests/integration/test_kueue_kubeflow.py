@@ -13,7 +13,10 @@ reads of the job's API object need to see:
 - `Stop` (suspend and `RestorePodSetsInfo` in one update): what `IsActive` reads —
   every `replicaStatuses[*].active` — goes to 0, `Running` is no longer true, and stays so;
 - `Finished`: `Succeeded=True` with its message after a readmission;
-- `PriorityClass`: `runPolicy.schedulingPolicy.priorityClass` is kept as written."""
+- `PriorityClass`: `runPolicy.schedulingPolicy.priorityClass` is kept as written.
+
+The same cycle (gate, indexes, Running, eviction) for the TFJob, XGBoostJob, PaddleJob and JAXJob
+integrations and for the MPIJob one (kubeflow.org/v2beta1, mpi-operator's labels)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.frameworks.registry import FRAMEWORKS
-from kubetrain.kube.resources import PODS, job_resources_in
+from kubetrain.kube.resources import PODS, ResourceRef, job_resources_in
 
 from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
 
@@ -260,4 +263,63 @@ async def test_each_kind_keeps_kueues_gate_indexes_its_pods_and_zeroes_active_on
         return current if current and is_true(current, "Suspended") and not is_active(current) else None
 
     evicted = await eventually(stopped, what=f"{kind} q Suspended with no replica active")
+    assert not is_true(evicted, "Running")
+
+
+async def test_an_mpijob_v2beta1_keeps_kueues_gate_and_indexes_its_workers(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Kueue's mpijob integration writes kubeflow.org/v2beta1. mpi-operator labels Worker `i`
+    `replica-index: i` and the Launcher none (without runLauncherAsWorker): Kueue's ungater
+    places the Launcher podset without ranks, as on mpi-operator."""
+    _, h = env
+    ref = ResourceRef("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", True)
+    ns = await h.namespace("kqmpi")
+    template = {"spec": {"containers": [{"name": "main", "image": "mpi-image"}]}}
+    manifest = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "q", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"suspend": True},
+            "mpiReplicaSpecs": {
+                "Launcher": {"template": copy.deepcopy(template)},
+                "Worker": {"replicas": 2, "template": copy.deepcopy(template)},
+            },
+        },
+    }
+    original = await h.kube.create(ref, manifest, namespace=ns)
+    infos = {rtype: pod_set_info(rtype.lower(), "a", tas=True) for rtype in ("Launcher", "Worker")}
+    await h.change(ref, ns, "q", lambda j: run_with_pod_sets_info(j, infos))
+
+    async def three_pods() -> list[Obj] | None:
+        pods = live(await h.pods(ns, "q"))
+        return pods if len(pods) == 3 else None
+
+    pods = await eventually(three_pods, what="the MPIJob's Launcher and Workers")
+    by_type: dict[str, list[str | None]] = {}
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        assert pod["spec"]["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
+        by_type.setdefault(labels["kueue.x-k8s.io/podset"], []).append(labels.get(POD_INDEX_LABEL))
+    assert by_type["launcher"] == [None]
+    assert sorted(by_type["worker"], key=str) == ["0", "1"]
+    assert not is_true(await h.get(ref, ns, "q"), "Running")
+    for pod in pods:
+        patch = {"spec": {"schedulingGates": None, "nodeSelector": {"topology.example.com/block": "b1"}}}
+        await h.kube.patch(PODS, ns, pod["metadata"]["name"], patch)
+
+    async def running() -> Obj | None:
+        current = await h.get(ref, ns, "q")
+        return current if is_true(current, "Running") and is_active(current) else None
+
+    await eventually(running, what="MPIJob q Running=True")
+    await h.change(ref, ns, "q", lambda j: stop(j, original))
+
+    async def stopped() -> Obj | None:
+        current = await h.get(ref, ns, "q")
+        return current if current and is_true(current, "Suspended") and not is_active(current) else None
+
+    evicted = await eventually(stopped, what="MPIJob q Suspended with no replica active")
     assert not is_true(evicted, "Running")
