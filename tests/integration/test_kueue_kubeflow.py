@@ -125,7 +125,12 @@ async def test_kueues_tas_admission_eviction_and_finish(env: tuple[DevStack, Har
     assert original["spec"]["runPolicy"]["schedulingPolicy"]["priorityClass"] == "high"
 
     infos = {rtype: pod_set_info(rtype.lower(), "a", tas=True) for rtype in ORDER}
-    await h.change(PYTORCHJOBS, ns, "q", lambda j: run_with_pod_sets_info(j, infos))
+    admitted = await h.change(PYTORCHJOBS, ns, "q", lambda j: run_with_pod_sets_info(j, infos))
+    # Stored as Kueue wrote it: a template changed by admission would no longer match Kueue's
+    # Workload (EquivalentToWorkload), which Kueue then recreates.
+    expected = copy.deepcopy(original)
+    run_with_pod_sets_info(expected, infos)
+    assert admitted["spec"] == expected["spec"]
     pods = await h.wait_pod_names(ns, "q", ["q-master-0", "q-worker-0", "q-worker-1"])
     by_type: dict[str, list[int]] = {}
     for pod in pods:

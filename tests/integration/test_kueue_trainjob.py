@@ -18,6 +18,7 @@ The test makes Kueue's writes as its code does and asserts what its reads need t
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -89,6 +90,10 @@ def run_with_pod_sets_info(flavor: str, *, tas: bool) -> Any:
     return edit
 
 
+def without_time(patch: Obj) -> Obj:
+    return {k: v for k, v in patch.items() if k != "time"}
+
+
 def unsuspend(tj: Obj) -> None:
     tj["spec"]["suspend"] = False
 
@@ -104,7 +109,7 @@ def jobs_status(tj: Obj | None) -> list[Obj]:
 def pods_ready(tj: Obj | None) -> bool:
     """TrainJob.PodsReady: the JobSet's replicated jobs' replicas (`node`: 1) against the ready
     and succeeded jobs of jobsStatus."""
-    return sum(s.get("ready", 0) + s.get("succeeded", 0) for s in jobs_status(tj)) == 1
+    return bool(sum(s.get("ready", 0) + s.get("succeeded", 0) for s in jobs_status(tj)) == 1)
 
 
 def is_active(tj: Obj | None) -> bool:
@@ -121,7 +126,12 @@ async def test_kueues_trainjob_admission_eviction_and_finish(env: tuple[DevStack
     created = await h.kube.create(TRAINJOBS, as_kueues_webhook_leaves_it("q"), namespace=ns)
     assert kueue_patch(created)["trainingRuntimeSpec"] == {"template": {"spec": {}}}
 
-    await h.change(TRAINJOBS, ns, "q", run_with_pod_sets_info("a", tas=True))
+    written = await h.change(TRAINJOBS, ns, "q", run_with_pod_sets_info("a", tas=True))
+    expected = copy.deepcopy(created)
+    run_with_pod_sets_info("a", tas=True)(expected)
+    # stored as Kueue wrote it (Trainer's `time` of a changed patch aside), else its Workload no
+    # longer matches the TrainJob's podsets
+    assert without_time(kueue_patch(written)) == without_time(kueue_patch(expected))
     assert await h.pods(ns, "q") == []  # still suspended
     await h.change(TRAINJOBS, ns, "q", unsuspend)
     pods = await h.wait_pod_names(ns, "q", NAMES)
