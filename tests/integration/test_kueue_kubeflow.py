@@ -96,6 +96,13 @@ def stop(job: Obj, original: Obj) -> None:
                 template["spec"][key] = copy.deepcopy(before["spec"][key])
 
 
+def controller_of(pod: Obj) -> tuple[str, str, str]:
+    """metav1.GetControllerOf: Kueue matches its apiVersion and kind exactly against its enabled
+    integrations (ownerReferenceMatchingGVK)."""
+    (owner,) = [o for o in pod["metadata"].get("ownerReferences") or [] if o.get("controller")]
+    return owner["apiVersion"], owner["kind"], owner["name"]
+
+
 def replica_field(kind: str) -> str:
     return FRAMEWORKS[kind].replica_field
 
@@ -248,6 +255,7 @@ async def test_each_kind_keeps_kueues_gate_indexes_its_pods_and_zeroes_active_on
         labels = pod["metadata"]["labels"]
         assert pod["spec"]["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
         by_type.setdefault(labels["kueue.x-k8s.io/podset"], []).append(int(labels[POD_INDEX_LABEL]))
+        assert controller_of(pod) == ("kubeflow.org/v1", kind, "q")
     assert {k: sorted(v) for k, v in by_type.items()} == {
         rtype.lower(): list(range(n)) for rtype, n in KINDS[kind].items()
     }
@@ -309,6 +317,8 @@ async def test_an_mpijob_v2beta1_keeps_kueues_gate_and_indexes_its_workers(
         assert pod["spec"]["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
         by_type.setdefault(labels["kueue.x-k8s.io/podset"], []).append(labels.get(POD_INDEX_LABEL))
     assert by_type["launcher"] == [None]
+    for pod in pods:  # IsOwnerManagedByKueueForObject: Kueue's pod webhook leaves these pods alone
+        assert controller_of(pod) == ("kubeflow.org/v2beta1", "MPIJob", "q")
     assert sorted(by_type["worker"], key=str) == ["0", "1"]
     assert not is_true(await h.get(ref, ns, "q"), "Running")
     for pod in pods:

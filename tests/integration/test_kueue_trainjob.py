@@ -147,6 +147,13 @@ async def test_kueues_trainjob_admission_eviction_and_finish(env: tuple[DevStack
         ]
         assert spec["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
         assert meta["labels"]["jobset.sigs.k8s.io/job-index"] == "0"  # below replicas (1)
+        # IsOwnerManagedByKueueForObject: the controller reference is the TrainJob, exactly
+        (owner,) = [o for o in meta["ownerReferences"] if o.get("controller")]
+        assert (owner["apiVersion"], owner["kind"], owner["name"]) == (
+            "trainer.kubeflow.org/v1alpha1",
+            "TrainJob",
+            "q",
+        )
         indexes.append(int(meta["labels"]["batch.kubernetes.io/job-completion-index"]))
     assert sorted(indexes) == [0, 1]  # one per pod, below the job's pod count (numNodes)
 
