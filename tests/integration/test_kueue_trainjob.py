@@ -14,19 +14,23 @@ The test makes Kueue's writes as its code does and asserts what its reads need t
   every pod runs;
 - `Stop`: suspend; `IsActive` (`jobsStatus[].active`) goes to 0; then the patch's
   `replicatedJobs` removed (RestorePodSetsInfo) — admitted;
-- readmission, `Finished` (`Complete=True`) and `ReclaimablePods` (`jobsStatus[].succeeded`)."""
+- readmission, `Finished` (`Complete=True`) and `ReclaimablePods` (`jobsStatus[].succeeded`);
+- a multi-step TrainJob (an initializer, then the nodes): one podset per replicated job, PodsReady
+  once the initializer's job succeeded and the node job is ready."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.kube.resources import PODS, TRAINJOBS
+from kubetrain.kube.resources import PODS, TRAINING_RUNTIMES, TRAINJOBS
 
 from .controller_support import Harness, eventually, is_true, open_stack
 
@@ -36,6 +40,7 @@ Obj = dict[str, Any]
 MANAGER = "kueue.x-k8s.io/manager"  # runtimePatchManagerName
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 NAMES = ["q-node-0-0", "q-node-0-1"]
+MULTI_STEP = Path(__file__).resolve().parents[1] / "data" / "trainer" / "examples" / "05-multi-step.yaml"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -223,3 +228,54 @@ async def test_kueues_trainjob_admission_eviction_and_finish(env: tuple[DevStack
     (node,) = [s for s in jobs_status(final) if s["name"] == "node"]
     # ReclaimablePods: succeeded jobs (1, not above replicas) times pods per job (2)
     assert node["succeeded"] == 1 and node["active"] == 0
+
+
+async def test_a_multi_step_trainjob_is_ready_once_its_initializer_succeeded_and_nodes_run(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Trainer's multi-step example admitted by Kueue: one podset per replicated job
+    (`dataset-initializer`, `node`); PodsReady counts the initializer's job once it succeeded,
+    and ReclaimablePods finds it succeeded (its pod's quota given back)."""
+    _, h = env
+    ns = await h.namespace("kqstep")
+    runtime, job = [d for d in yaml.safe_load_all(MULTI_STEP.read_text()) if d]
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    job["spec"]["suspend"] = True
+    job["spec"]["runtimePatches"] = [{"manager": MANAGER, "trainingRuntimeSpec": {"template": {"spec": {}}}}]
+    name = job["metadata"]["name"]
+    await h.kube.create(TRAINJOBS, job, namespace=ns)
+
+    def admit(tj: Obj) -> None:
+        kueue_patch(tj)["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"] = [
+            {"name": step, "template": {"spec": {"template": {"spec": {"nodeSelector": {"flavor": "a"}}}}}}
+            for step in ("dataset-initializer", "node")
+        ]
+
+    await h.change(TRAINJOBS, ns, name, admit)
+    await h.change(TRAINJOBS, ns, name, unsuspend)
+    init = f"{name}-dataset-initializer-0-0"
+    [pod] = await h.wait_pod_names(ns, name, [init])
+    assert pod["spec"]["nodeSelector"] == {"flavor": "a"}
+    await h.sim.wait_for_phase(ns, init, "Running")
+
+    def counts(tj: Obj | None) -> dict[str, tuple[int, int]]:
+        return {s["name"]: (s.get("ready", 0), s.get("succeeded", 0)) for s in jobs_status(tj)}
+
+    async def initializer_ready() -> Obj | None:
+        tj = await h.get(TRAINJOBS, ns, name)
+        return tj if counts(tj).get("dataset-initializer") == (1, 0) else None
+
+    tj = await eventually(initializer_ready, what="the initializer's job ready")
+    assert sum(r + s for r, s in counts(tj).values()) == 1  # of 2 replicated jobs: not PodsReady
+    await h.sim.finish(ns, init)
+    nodes = [f"{name}-node-0-0", f"{name}-node-0-1"]
+    await h.wait_pod_names(ns, name, [init, *nodes])
+    for node in nodes:
+        await h.sim.wait_for_phase(ns, node, "Running")
+
+    async def ready() -> Obj | None:
+        tj = await h.get(TRAINJOBS, ns, name)
+        return tj if counts(tj) == {"dataset-initializer": (0, 1), "node": (1, 0)} else None
+
+    await eventually(ready, what="PodsReady: the initializer succeeded, the node job ready")
