@@ -289,3 +289,56 @@ def test_a_gated_pods_node_selector_may_gain_keys_as_kueue_ungates_it() -> None:
     [(reason, message, path)] = update_causes(ungated, nodeSelector={"flavor": "a", "block": "b1"})
     assert (reason, path) == ("FieldValueForbidden", "spec")
     assert "pod updates may not change fields" in message
+
+
+def required_terms(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": list(t)} for t in terms]
+            }
+        }
+    }
+
+
+ZONE = {"key": "zone", "operator": "In", "values": ["a"]}
+RACK = {"key": "rack", "operator": "In", "values": ["r1"]}
+
+
+def test_a_gated_pods_node_affinity_may_only_narrow() -> None:
+    gates = {"schedulingGates": [{"name": "example.com/gate"}]}
+    terms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    narrowed = required_terms([ZONE, RACK])
+    # an expression added to a term, with the gate lifted in the same update
+    assert (
+        update_causes({**gates, "affinity": required_terms([ZONE])}, schedulingGates=None, affinity=narrowed)
+        == []
+    )
+    # none stored: anything may be set, preferred terms too
+    preferred = {
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}
+    }
+    assert update_causes(gates, affinity=narrowed) == []
+    assert update_causes(gates, affinity=preferred) == []
+    # an expression changed or dropped; a term added
+    [(reason, message, path)] = update_causes(
+        {**gates, "affinity": narrowed}, affinity=required_terms([RACK, ZONE])
+    )
+    assert (reason, path) == ("FieldValueInvalid", f"{terms}[0]")
+    assert (
+        message
+        == "Invalid value: core.NodeSelectorTerm{...}: only additions are allowed (no mutations or deletions)"
+    )
+    [(_, message, path)] = update_causes(
+        {**gates, "affinity": narrowed}, affinity=required_terms([ZONE, RACK], [ZONE])
+    )
+    assert (
+        path == terms and "no additions/deletions to non-empty NodeSelectorTerms list are allowed" in message
+    )
+    # pod affinity is not a scheduling directive of a gated pod
+    pod_affinity = {**narrowed, "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}
+    [(reason, _, path)] = update_causes(gates, affinity=pod_affinity)
+    assert (reason, path) == ("FieldValueForbidden", "spec")
+    # ungated: immutable
+    [(reason, _, path)] = update_causes({"affinity": required_terms([ZONE])}, affinity=narrowed)
+    assert (reason, path) == ("FieldValueForbidden", "spec")

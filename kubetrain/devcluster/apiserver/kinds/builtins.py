@@ -24,7 +24,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     coordination,
     envvalidation,
     eventrules,
-    fielderrors,
+    gatedpods,
     podvalidation,
     pvcs,
     servicevalidation,
@@ -150,12 +150,8 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
         if name not in old_gates:
             message = f"Forbidden: only deletion is allowed, but found new scheduling gate '{name}'"
             return [Cause("FieldValueForbidden", message, "spec.schedulingGates")]
-    if old_gates:
-        selector_causes = _gated_node_selector_causes(
-            new_spec.pop("nodeSelector", None), old_spec.pop("nodeSelector", None)
-        )
-        if selector_causes:
-            return selector_causes
+    # a gated pod's nodeSelector and nodeAffinity may be narrowed (gatedpods.py)
+    causes = gatedpods.gated_update_causes(new_spec, old_spec) if old_gates else []
     for field in _MUTABLE_POD_SPEC:
         new_spec.pop(field, None)
         old_spec.pop(field, None)
@@ -166,6 +162,7 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
     new_spec["containers"], old_spec["containers"] = strip, old_strip
     if new_spec != old_spec:
         return [
+            *causes,
             Cause(
                 "FieldValueForbidden",
                 "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
@@ -173,31 +170,9 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
                 "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
                 "set to 1 if it was previously negative)",
                 "spec",
-            )
+            ),
         ]
-    return []
-
-
-def _gated_node_selector_causes(new: object, old: object) -> list[Cause]:
-    """A pod that had scheduling gates before the update may gain nodeSelector keys, never lose
-    or change one (`ValidatePodUpdate`'s `podIsGated` branch → `validateNodeSelectorMutation`,
-    k8s.io/kubernetes pkg/apis/core/validation/validation.go): how Kueue's TopologyUngater
-    lifts its gate and pins the pod to its topology domain in one patch. The value is shown as
-    Go's %#v of a map[string]string (keys sorted)."""
-    new_selector = new if isinstance(new, dict) else {}
-    old_selector = old if isinstance(old, dict) else {}
-    if all(k in new_selector and new_selector[k] == v for k, v in old_selector.items()):
-        return []
-    shown = ", ".join(
-        f"{fielderrors.go_quote(k)}:{fielderrors.go_quote(str(v))}" for k, v in sorted(new_selector.items())
-    )
-    return [
-        fielderrors.invalid(
-            "spec.nodeSelector",
-            fielderrors.Go(f"map[string]string{{{shown}}}"),
-            "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
-        )
-    ]
+    return causes
 
 
 def default_service(svc: Obj, old: Obj | None) -> None:
