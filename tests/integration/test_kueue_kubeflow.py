@@ -13,7 +13,9 @@ reads of the job's API object need to see:
 - `Stop` (suspend and `RestorePodSetsInfo` in one update): what `IsActive` reads —
   every `replicaStatuses[*].active` — goes to 0, `Running` is no longer true, and stays so;
 - `Finished`: `Succeeded=True` with its message after a readmission;
-- `PriorityClass`: `runPolicy.schedulingPolicy.priorityClass` is kept as written.
+- `PriorityClass`: `runPolicy.schedulingPolicy.priorityClass` is kept as written;
+- `PodLabelSelector` (`job-name` and the kind's `operator-name`, which `kueuectl list pods` uses)
+  selects exactly the job's pods.
 
 The same cycle (gate, indexes, Running, eviction) for the TFJob, XGBoostJob, PaddleJob and JAXJob
 integrations and for the MPIJob one (kubeflow.org/v2beta1, mpi-operator's labels)."""
@@ -113,6 +115,12 @@ def is_active(job: Obj) -> bool:
     return any((s or {}).get("active", 0) != 0 for s in statuses.values())
 
 
+async def selected(h: Harness, ns: str, selector: str) -> list[str]:
+    """The pods of a job's PodLabelSelector (what `kueuectl list pods --for` lists)."""
+    page = await h.kube.list(PODS, ns, label_selector=selector)
+    return sorted(p["metadata"]["name"] for p in page["items"])
+
+
 def live(pods: list[Obj]) -> list[Obj]:
     return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
@@ -151,6 +159,8 @@ async def test_kueues_tas_admission_eviction_and_finish(env: tuple[DevStack, Har
         by_type.setdefault(rtype, []).append(int(meta["labels"][POD_INDEX_LABEL]))
     # ReadUIntFromLabelBelowBound: one unique index per pod, below the podset's count
     assert {k: sorted(v) for k, v in by_type.items()} == {"master": [0], "worker": [0, 1]}
+    selector = "training.kubeflow.org/job-name=q,training.kubeflow.org/operator-name=pytorchjob-controller"
+    assert await selected(h, ns, selector) == ["q-master-0", "q-worker-0", "q-worker-1"]
 
     # Gated: nothing binds them, and PodsReady stays false however long the gate stays.
     await h.sim.wait_for_phase(ns, "q-master-0", "Pending")
@@ -259,6 +269,10 @@ async def test_each_kind_keeps_kueues_gate_indexes_its_pods_and_zeroes_active_on
     assert {k: sorted(v) for k, v in by_type.items()} == {
         rtype.lower(): list(range(n)) for rtype, n in KINDS[kind].items()
     }
+    selector = (
+        f"training.kubeflow.org/job-name=q,training.kubeflow.org/operator-name={kind.lower()}-controller"
+    )
+    assert await selected(h, ns, selector) == sorted(names)
     assert not is_true(await h.get(ref, ns, "q"), "Running")
     for name in names:
         patch = {"spec": {"schedulingGates": None, "nodeSelector": {"topology.example.com/block": "b1"}}}
@@ -319,6 +333,8 @@ async def test_an_mpijob_v2beta1_keeps_kueues_gate_and_indexes_its_workers(
     assert by_type["launcher"] == [None]
     for pod in pods:  # IsOwnerManagedByKueueForObject: Kueue's pod webhook leaves these pods alone
         assert controller_of(pod) == ("kubeflow.org/v2beta1", "MPIJob", "q")
+    selector = "training.kubeflow.org/job-name=q,training.kubeflow.org/operator-name=mpi-operator"
+    assert await selected(h, ns, selector) == sorted(p["metadata"]["name"] for p in pods)
     assert sorted(by_type["worker"], key=str) == ["0", "1"]
     assert not is_true(await h.get(ref, ns, "q"), "Running")
     for pod in pods:

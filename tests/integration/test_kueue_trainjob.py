@@ -161,6 +161,9 @@ async def test_kueues_trainjob_admission_eviction_and_finish(env: tuple[DevStack
         )
         indexes.append(int(meta["labels"]["batch.kubernetes.io/job-completion-index"]))
     assert sorted(indexes) == [0, 1]  # one per pod, below the job's pod count (numNodes)
+    # PodLabelSelector (what `kueuectl list pods --for trainjob/q` lists)
+    page = await h.kube.list(PODS, ns, label_selector="jobset.sigs.k8s.io/jobset-name=q")
+    assert sorted(p["metadata"]["name"] for p in page["items"]) == NAMES
 
     await h.sim.wait_for_phase(ns, NAMES[0], "Pending")
     tj = await h.get(TRAINJOBS, ns, "q")
