@@ -17,6 +17,9 @@ reads of the job's API object need to see:
 - `PodLabelSelector` (`job-name` and the kind's `operator-name`, which `kueuectl list pods` uses)
   selects exactly the job's pods.
 
+Kueue writes through Kubeflow's Go types, which lack kubetrain's `runPolicy.podFailurePolicy`:
+its admission and eviction updates leave the job's failure rules in force.
+
 The same cycle (gate, indexes, Running, eviction) for the TFJob, XGBoostJob, PaddleJob and JAXJob
 integrations and for the MPIJob one (kubeflow.org/v2beta1, mpi-operator's labels)."""
 
@@ -354,3 +357,57 @@ async def test_an_mpijob_v2beta1_keeps_kueues_gate_and_indexes_its_workers(
 
     evicted = await eventually(stopped, what="MPIJob q Suspended with no replica active")
     assert not is_true(evicted, "Running")
+
+
+def as_kueues_types_write(job: Obj) -> None:
+    """Kueue reads and writes a job through its Go types (training-operator v1.9.4's, mpi-operator
+    v0.8.2's): a field they lack is not in what Kueue sends back."""
+    job["spec"]["runPolicy"].pop("podFailurePolicy", None)
+
+
+async def test_kueues_writes_keep_the_failure_rules(env: tuple[DevStack, Harness]) -> None:
+    """`runPolicy.podFailurePolicy` is kubetrain's; Kueue's admission and eviction updates omit
+    it. The rules the job was created with still decide its failures afterwards."""
+    _, h = env
+    ns = await h.namespace("kqpfp")
+    rules = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}]}
+    manifest = job_manifest(
+        "PyTorchJob", "q", {"Master": 1}, run_policy={"suspend": True, "podFailurePolicy": rules}
+    )
+    manifest["apiVersion"] = "kubeflow.org/v1"
+    original = await h.kube.create(PYTORCHJOBS, manifest, namespace=ns)
+    infos = {"Master": pod_set_info("master", "a", tas=False)}
+
+    def admit(j: Obj) -> None:
+        as_kueues_types_write(j)
+        run_with_pod_sets_info(j, infos)
+
+    def evict(j: Obj) -> None:
+        as_kueues_types_write(j)
+        stop(j, original)
+
+    admitted = await h.change(PYTORCHJOBS, ns, "q", admit)
+    assert (
+        admitted["spec"]["runPolicy"]["podFailurePolicy"] == original["spec"]["runPolicy"]["podFailurePolicy"]
+    )
+    await h.wait_pod_names(ns, "q", ["q-master-0"])
+    evicted = await h.change(PYTORCHJOBS, ns, "q", evict)
+    assert (
+        evicted["spec"]["runPolicy"]["podFailurePolicy"] == original["spec"]["runPolicy"]["podFailurePolicy"]
+    )
+    await h.change(PYTORCHJOBS, ns, "q", admit)
+
+    async def rerun() -> Obj | None:
+        pods = live(await h.pods(ns, "q"))
+        return pods[0] if len(pods) == 1 and (pods[0].get("status") or {}).get("phase") == "Running" else None
+
+    await eventually(rerun, what="the readmitted job's pod running")
+    await h.sim.finish(ns, "q-master-0", exit_code=3)
+
+    async def failed() -> Obj | None:
+        current = await h.get(PYTORCHJOBS, ns, "q")
+        return current if is_true(current, "Failed") else None
+
+    final = await eventually(failed, what="PyTorchJob q Failed by its FailJob rule")
+    (cond,) = [c for c in final["status"]["conditions"] if c["type"] == "Failed"]
+    assert cond["reason"] == "PodFailurePolicy"
