@@ -28,6 +28,7 @@ from kubetrain.jobs.jobdraft import JobDraft, read_draft
 from kubetrain.jobs.kubedllayout import from_v1
 from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.tenancy import default_tenancy_labels
+from kubetrain.jobs.untypedfields import keep_untyped_fields
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ def default_job(
     parse stage (`jobdraft.read_draft`: its layout, replica map and annotations)."""
     if not isinstance(obj, dict):
         return Defaulted(copy.deepcopy(obj))
+    obj = keep_untyped_fields(obj, old)  # what Kubeflow's types cannot send back
     draft = read_draft(obj)
     before = read_draft(old) if isinstance(old, dict) else None
     result = default_v1(draft, gang_scheduling=gang_scheduling, old=before)

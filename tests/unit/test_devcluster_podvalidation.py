@@ -260,3 +260,85 @@ def test_host_network_pods_use_their_container_ports_on_the_host() -> None:
             "must match `containerPort` when `hostNetwork` is true",
         )
     ]
+
+
+def update_causes(old_spec: dict[str, Any], **changes: Any) -> list[tuple[str, str, str]]:
+    container = {"name": "c", "image": "busybox"}
+    old = {"spec": {"containers": [container], "restartPolicy": "Always", **old_spec}}
+    new = {"spec": {**old["spec"], **changes}}
+    new["spec"] = {k: v for k, v in new["spec"].items() if v is not None}
+    return [(c.reason, c.message, c.field) for c in builtins.validate_pod(new, old)]
+
+
+def test_a_gated_pods_node_selector_may_gain_keys_as_kueue_ungates_it() -> None:
+    gated = {"schedulingGates": [{"name": "kueue.x-k8s.io/topology"}], "nodeSelector": {"flavor": "a"}}
+    # Kueue's TopologyUngater: the gate lifted and the domain's label added in one patch
+    assert update_causes(gated, schedulingGates=None, nodeSelector={"flavor": "a", "block": "b1"}) == []
+    assert update_causes(gated, nodeSelector={"flavor": "a", "block": "b1"}) == []
+    only = "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
+    assert update_causes(gated, nodeSelector={"flavor": "b"}) == [
+        (
+            "FieldValueInvalid",
+            f'Invalid value: map[string]string{{"flavor":"b"}}: {only}',
+            "spec.nodeSelector",
+        )
+    ]
+    assert update_causes(gated, nodeSelector=None)[0][2] == "spec.nodeSelector"
+    # ungated, the nodeSelector is immutable
+    ungated = {"nodeSelector": {"flavor": "a"}}
+    [(reason, message, path)] = update_causes(ungated, nodeSelector={"flavor": "a", "block": "b1"})
+    assert (reason, path) == ("FieldValueForbidden", "spec")
+    assert "pod updates may not change fields" in message
+
+
+def required_terms(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": list(t)} for t in terms]
+            }
+        }
+    }
+
+
+ZONE = {"key": "zone", "operator": "In", "values": ["a"]}
+RACK = {"key": "rack", "operator": "In", "values": ["r1"]}
+
+
+def test_a_gated_pods_node_affinity_may_only_narrow() -> None:
+    gates = {"schedulingGates": [{"name": "example.com/gate"}]}
+    terms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    narrowed = required_terms([ZONE, RACK])
+    # an expression added to a term, with the gate lifted in the same update
+    assert (
+        update_causes({**gates, "affinity": required_terms([ZONE])}, schedulingGates=None, affinity=narrowed)
+        == []
+    )
+    # none stored: anything may be set, preferred terms too
+    preferred = {
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}
+    }
+    assert update_causes(gates, affinity=narrowed) == []
+    assert update_causes(gates, affinity=preferred) == []
+    # an expression changed or dropped; a term added
+    [(reason, message, path)] = update_causes(
+        {**gates, "affinity": narrowed}, affinity=required_terms([RACK, ZONE])
+    )
+    assert (reason, path) == ("FieldValueInvalid", f"{terms}[0]")
+    assert (
+        message
+        == "Invalid value: core.NodeSelectorTerm{...}: only additions are allowed (no mutations or deletions)"
+    )
+    [(_, message, path)] = update_causes(
+        {**gates, "affinity": narrowed}, affinity=required_terms([ZONE, RACK], [ZONE])
+    )
+    assert (
+        path == terms and "no additions/deletions to non-empty NodeSelectorTerms list are allowed" in message
+    )
+    # pod affinity is not a scheduling directive of a gated pod
+    pod_affinity = {**narrowed, "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}
+    [(reason, _, path)] = update_causes(gates, affinity=pod_affinity)
+    assert (reason, path) == ("FieldValueForbidden", "spec")
+    # ungated: immutable
+    [(reason, _, path)] = update_causes({"affinity": required_terms([ZONE])}, affinity=narrowed)
+    assert (reason, path) == ("FieldValueForbidden", "spec")

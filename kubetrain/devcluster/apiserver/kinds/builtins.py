@@ -24,6 +24,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     coordination,
     envvalidation,
     eventrules,
+    gatedpods,
     podvalidation,
     pvcs,
     servicevalidation,
@@ -149,6 +150,8 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
         if name not in old_gates:
             message = f"Forbidden: only deletion is allowed, but found new scheduling gate '{name}'"
             return [Cause("FieldValueForbidden", message, "spec.schedulingGates")]
+    # a gated pod's nodeSelector and nodeAffinity may be narrowed (gatedpods.py)
+    causes = gatedpods.gated_update_causes(new_spec, old_spec) if old_gates else []
     for field in _MUTABLE_POD_SPEC:
         new_spec.pop(field, None)
         old_spec.pop(field, None)
@@ -159,6 +162,7 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
     new_spec["containers"], old_spec["containers"] = strip, old_strip
     if new_spec != old_spec:
         return [
+            *causes,
             Cause(
                 "FieldValueForbidden",
                 "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
@@ -166,9 +170,9 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
                 "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
                 "set to 1 if it was previously negative)",
                 "spec",
-            )
+            ),
         ]
-    return []
+    return causes
 
 
 def default_service(svc: Obj, old: Obj | None) -> None:
