@@ -17,10 +17,10 @@ Everything here follows github.com/kubeflow/katib (commit in tests/data/katib/RE
   webhook/webhooks.yaml; `SidecarInjector.Handle` in pkg/webhook/v1beta1/pod/inject_webhook.go)
   over HTTPS: a pod whose owner chain reaches a Trial gets the trial's labels and
   `katib.kubeflow.org/trial`, `KATIB_TRIAL_NAME` in its primary container and — only if it is a
-  primary pod (`isPrimaryPod`: every primaryPodLabel present with its value) — the StdOut
-  metrics collector: the `metrics-logger-and-collector` container appended, shareProcessNamespace,
-  the `metrics-volume` emptyDir on /var/log/katib in both containers, and the primary
-  container's command wrapped (`wrapWorkerContainer`).
+  primary pod (`isPrimaryPod`: every primaryPodLabel present with its value) — the metrics
+  collector (StdOut: `metrics-logger-and-collector`; TensorFlowEvent: `metrics-collector`)
+  appended, shareProcessNamespace, the `metrics-volume` emptyDir on the metrics directory in both
+  containers, and the primary container's command wrapped (`wrapWorkerContainer`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import posixpath
 import re
 import ssl
 import tempfile
@@ -126,7 +127,7 @@ def render_trial(exp: Obj, name: str, namespace: str, assignments: dict[str, str
             "objective": exp["spec"]["objective"],
             "parameterAssignments": [{"name": k, "value": v} for k, v in assignments.items()],
             "runSpec": job,
-            "metricsCollector": {"collector": {"kind": "StdOut"}},
+            "metricsCollector": metrics_collector(exp),
             "primaryContainerName": template["primaryContainerName"],
             "primaryPodLabels": template["primaryPodLabels"],
             "successCondition": template["successCondition"],
@@ -134,6 +135,27 @@ def render_trial(exp: Obj, name: str, namespace: str, assignments: dict[str, str
         },
     }
     return trial, job
+
+
+def metrics_collector(exp: Obj) -> Obj:
+    """The Trial's metricsCollector: the Experiment's metricsCollectorSpec, collector StdOut by
+    default (`setDefaultMetricsCollector`)."""
+    spec = copy.deepcopy(exp["spec"].get("metricsCollectorSpec") or {})
+    spec.setdefault("collector", {}).setdefault("kind", "StdOut")
+    return spec
+
+
+def collector_layout(trial: Obj) -> tuple[str, str, str]:
+    """(sidecar container name, metrics path, directory mounted) of the Trial's collector, for
+    the two kinds the examples use (`getSidecarContainerName`, `getMountPath`)."""
+    mc = trial["spec"]["metricsCollector"]
+    kind = mc["collector"]["kind"]
+    if kind == "StdOut":
+        return SIDECAR, METRICS_FILE, posixpath.dirname(METRICS_FILE)
+    if kind == "TensorFlowEvent":
+        path = mc["source"]["fileSystemPath"]["path"]
+        return "metrics-collector", path, path
+    raise ValueError(f"metrics collector kind {kind!r} is not one the examples use")
 
 
 def own_job(job: Obj, trial: Obj) -> Obj:
@@ -231,25 +253,22 @@ class KatibPodWebhook:
         metrics = ";".join(
             [objective["objectiveMetricName"], *(objective.get("additionalMetricNames") or [])]
         )
-        mount = {"name": "metrics-volume", "mountPath": "/var/log/katib"}
+        sidecar, path, directory = collector_layout(trial)
+        stdout = sidecar == SIDECAR
+        args = ["-t", trial["metadata"]["name"], "-m", metrics, "-o-type", objective["type"]]
+        args += ["-s-db", "katib-db-manager.kubeflow:6789", "-path", path]
+        formats = ((spec["metricsCollector"].get("source") or {}).get("filter") or {}).get("metricsFormat")
+        if formats:
+            args += ["-f", ";".join(formats)]
+        if stdout:
+            args += ["-format", "TEXT"]
+        mount = {"name": "metrics-volume", "mountPath": directory}
+        image = "file-metrics-collector" if stdout else "tfevent-metrics-collector"
         out["spec"]["containers"].append(
             {
-                "name": SIDECAR,
-                "image": "ghcr.io/kubeflow/katib/file-metrics-collector:latest",
-                "args": [
-                    "-t",
-                    trial["metadata"]["name"],
-                    "-m",
-                    metrics,
-                    "-o-type",
-                    objective["type"],
-                    "-s-db",
-                    "katib-db-manager.kubeflow:6789",
-                    "-path",
-                    METRICS_FILE,
-                    "-format",
-                    "TEXT",
-                ],
+                "name": sidecar,
+                "image": f"ghcr.io/kubeflow/katib/{image}:latest",
+                "args": args,
                 "volumeMounts": [mount],
             }
         )
@@ -259,13 +278,15 @@ class KatibPodWebhook:
             primary.setdefault("volumeMounts", []).append(dict(mount))
             # getContainerCommand reads the image's entrypoint when the container has no command
             # (a registry lookup); the examples' images are not pulled here, so use args alone.
-            args = [*(primary.get("command") or []), *(primary.get("args") or [])]
+            line = [*(primary.get("command") or []), *(primary.get("args") or [])]
             command = ["sh", "-c"]
-            if args[:2] in (["sh", "-c"], ["bash", "-c"]):
-                command, args = args[:2], args[2:]
-            args += [f"1>{METRICS_FILE} 2>&1", "&&", "echo completed > /var/log/katib/$$$$.pid"]
+            if line[:2] in (["sh", "-c"], ["bash", "-c"]):
+                command, line = line[:2], line[2:]
+            if stdout:
+                line.append(f"1>{path} 2>&1")
+            line += ["&&", f"echo completed > {directory}/$$$$.pid"]
             primary["command"] = command
-            primary["args"] = [" ".join(args)]
+            primary["args"] = [" ".join(line)]
         return out, True
 
     async def handle(self, request: web.Request) -> web.Response:

@@ -35,6 +35,7 @@ from .katib_support import (
     TRIAL_CRD,
     TRIALS,
     KatibPodWebhook,
+    collector_layout,
     experiment,
     gjson_matches,
     katib_pod_webhook,
@@ -104,14 +105,14 @@ def assert_injected(pod: Obj, trial: Obj, primary: str) -> None:
     labels = pod["metadata"]["labels"]
     assert labels[LABEL_TRIAL] == trial["metadata"]["name"]
     assert labels[LABEL_EXPERIMENT] == trial["metadata"]["labels"][LABEL_EXPERIMENT]
-    assert containers(pod) == [primary, SIDECAR]
+    sidecar, path, directory = collector_layout(trial)
+    assert containers(pod) == [primary, sidecar]
     assert pod["spec"]["shareProcessNamespace"] is True
     (main,) = [c for c in pod["spec"]["containers"] if c["name"] == primary]
     assert main["command"] == ["sh", "-c"]
-    assert main["args"][0].endswith(
-        "1>/var/log/katib/metrics.log 2>&1 && echo completed > /var/log/katib/$$$$.pid"
-    )
-    assert {"name": "metrics-volume", "mountPath": "/var/log/katib"} in main["volumeMounts"]
+    redirect = f"1>{path} 2>&1 " if sidecar == SIDECAR else ""
+    assert main["args"][0].endswith(f"{redirect}&& echo completed > {directory}/$$$$.pid")
+    assert {"name": "metrics-volume", "mountPath": directory} in main["volumeMounts"]
 
 
 def judge(trial: Obj, job: Obj) -> tuple[bool, bool]:
@@ -154,6 +155,7 @@ async def test_tfjob_trial_injects_every_worker_its_primary_pod_labels_select(
     pods = await h.wait_pod_names(ns, "tf-a", ["tf-a-worker-0", "tf-a-worker-1"])
     for pod in pods:
         assert_injected(pod, trial, "tensorflow")
+        assert containers(pod) == ["tensorflow", "metrics-collector"]  # its TensorFlowEvent collector
         assert "--batch-size=48" in pod["spec"]["containers"][0]["args"][0]
     await h.finish_all(ns, "tf-a")
     job = await finished(h, ref, ns, "tf-a", "Succeeded")
