@@ -214,6 +214,7 @@ class KatibPodWebhook:
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
         self.mutated: dict[str, bool] = {}
+        self.down = False  # answer 503, as while katib-controller restarts
 
     async def _trial_of(self, obj: Obj, namespace: str) -> Obj | None:
         """getKatibJob: the Trial owning `obj`, or owning an owner of it, recursively."""
@@ -291,6 +292,8 @@ class KatibPodWebhook:
 
     async def handle(self, request: web.Request) -> web.Response:
         review = await request.json()
+        if self.down:
+            return web.Response(status=503, text="katib-controller is not ready")
         req = review["request"]
         pod = req["object"]
         response: Obj = {"uid": req["uid"], "allowed": True}

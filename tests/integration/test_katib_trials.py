@@ -26,7 +26,7 @@ from kubetrain.kube.resources import (
     job_resources_in,
 )
 
-from .controller_support import Harness, eventually, is_true, open_stack
+from .controller_support import Harness, condition, eventually, is_true, open_stack
 from .katib_support import (
     INJECTION_LABEL,
     LABEL_EXPERIMENT,
@@ -360,4 +360,37 @@ async def test_under_exit_code_a_pod_failed_only_by_the_sidecar_is_recreated(
     assert judge(trial, job or {}) == (False, False)
     await h.finish_all(ns, "mnist-e")
     job = await finished(h, ref, ns, "mnist-e", "Succeeded")
+    assert judge(trial, job) == (False, True)
+
+
+async def test_pods_wait_while_katibs_webhook_is_down(
+    env: tuple[DevStack, Harness, KatibPodWebhook],
+) -> None:
+    """Katib's pod webhook fails closed (failurePolicy Fail): while katib-controller is down the
+    API server refuses the trial's pods. kubetrain reports it on the job (Running=False,
+    FailedCreatePod), which Katib's failureCondition does not read as a failed trial, and retries:
+    once the webhook answers, the pods are created with the collector and the trial succeeds."""
+    _, h, hook = env
+    hook.down = True
+    try:
+        ns, trial, _, ref = await start_trial(
+            h, "pytorchjob-mnist.yaml", "mnist-f", {"lr": "0.02", "momentum": "0.9"}
+        )
+
+        async def refused() -> Obj | None:
+            job = await h.get(ref, ns, "mnist-f")
+            running = condition(job, "Running")
+            return job if running and running["reason"] == "FailedCreatePod" else None
+
+        job = await eventually(refused, what="Running=False FailedCreatePod")
+        assert condition(job, "Running")["status"] == "False"
+        assert "failed calling webhook" in condition(job, "Running")["message"]
+        assert judge(trial, job) == (False, False)
+        assert await h.pods(ns, "mnist-f") == []
+    finally:
+        hook.down = False
+    master, _ = await h.wait_pod_names(ns, "mnist-f", ["mnist-f-master-0", "mnist-f-worker-0"])
+    assert_injected(master, trial, "pytorch")
+    await h.finish_all(ns, "mnist-f")
+    job = await finished(h, ref, ns, "mnist-f", "Succeeded")
     assert judge(trial, job) == (False, True)
