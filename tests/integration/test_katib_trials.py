@@ -23,6 +23,7 @@ from kubetrain.kube.resources import (
     PODS,
     TRAINJOBS,
     ResourceRef,
+    job_resource,
     job_resources_in,
 )
 
@@ -51,7 +52,7 @@ KF = job_resources_in(["kubeflow.org"])
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, KatibPodWebhook]]:
-    async for stack, h in open_stack(api_groups=("kubeflow.org", "trainer.kubeflow.org")):
+    async for stack, h in open_stack(api_groups=("kubetrain.io", "kubeflow.org", "trainer.kubeflow.org")):
         await h.install_crd(TRIAL_CRD)
         async with katib_pod_webhook(h.kube) as (hook, url, ca):
             await h.kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, hook.configuration(url, ca))
@@ -81,8 +82,8 @@ async def start_trial(
     if job["kind"] == "TrainJob":
         ref = TRAINJOBS
     else:
-        served = KF[f"{job['kind']}.kubeflow.org"]
-        version = job["apiVersion"].rpartition("/")[2]  # MPIJob: v1, as the example writes it
+        group, _, version = job["apiVersion"].rpartition("/")  # MPIJob: v1, as the example says
+        served = KF[f"{job['kind']}.kubeflow.org"] if group == "kubeflow.org" else job_resource(job["kind"])
         ref = ResourceRef(served.group, version, served.plural, served.kind, True)
     created_job = await h.kube.create(ref, own_job(job, created_trial), namespace=ns)
     return ns, created_trial, created_job, ref
@@ -393,4 +394,38 @@ async def test_pods_wait_while_katibs_webhook_is_down(
     assert_injected(master, trial, "pytorch")
     await h.finish_all(ns, "mnist-f")
     job = await finished(h, ref, ns, "mnist-f", "Succeeded")
+    assert judge(trial, job) == (False, True)
+
+
+async def test_a_kubetrain_io_trial_needs_primary_pod_labels_naming_kubetrains_label(
+    env: tuple[DevStack, Harness, KatibPodWebhook],
+) -> None:
+    """Katib defaults primaryPodLabels by kind alone (`KubeflowJobKinds`), so a kubetrain.io
+    PyTorchJob trial (katib-config trialResources `PyTorchJob.v1.kubetrain.io`) gets
+    `training.kubeflow.org/job-role: master` — a label only pods of kubeflow.org jobs carry: no
+    pod is injected. Naming kubetrain's `kubetrain.io/job-role: master` selects the master."""
+    _, h, _ = env
+
+    def kubetrain_io(template: Obj) -> None:
+        template["trialSpec"]["apiVersion"] = "kubetrain.io/v1"
+
+    ns, _, _, _ = await start_trial(
+        h, "pytorchjob-mnist.yaml", "kt-a", {"lr": "0.02", "momentum": "0.6"}, kubetrain_io
+    )
+    pods = await h.wait_pod_names(ns, "kt-a", ["kt-a-master-0", "kt-a-worker-0"])
+    assert [containers(p) for p in pods] == [["pytorch"], ["pytorch"]]
+    assert all(p["metadata"]["labels"][LABEL_TRIAL] == "kt-a" for p in pods)
+
+    def kubetrain_labels(template: Obj) -> None:
+        kubetrain_io(template)
+        template["primaryPodLabels"] = {"kubetrain.io/job-role": "master"}
+
+    ns, trial, _, ref = await start_trial(
+        h, "pytorchjob-mnist.yaml", "kt-b", {"lr": "0.02", "momentum": "0.6"}, kubetrain_labels
+    )
+    master, worker = await h.wait_pod_names(ns, "kt-b", ["kt-b-master-0", "kt-b-worker-0"])
+    assert_injected(master, trial, "pytorch")
+    assert containers(worker) == ["pytorch"]
+    await h.finish_all(ns, "kt-b")
+    job = await finished(h, ref, ns, "kt-b", "Succeeded")
     assert judge(trial, job) == (False, True)
