@@ -89,6 +89,21 @@ def test_terminated_status(exit_code: int, reason: str | None, phase: str, conta
     assert status["podIP"] == "10.244.0.5"  # kept
 
 
+@pytest.mark.parametrize(
+    ("exit_code", "codes", "phase"),
+    [(0, {"sidecar": 1}, "Failed"), (1, {"sidecar": 0}, "Failed"), (0, {"sidecar": 0}, "Succeeded")],
+)
+def test_terminated_status_per_container(exit_code: int, codes: dict[str, int], phase: str) -> None:
+    """A pod is Succeeded only when every container exited 0 (a failing sidecar fails it)."""
+    status = podstatus.terminated_status(
+        running(pod()), exit_code=exit_code, reason=None, now=T0, container_codes=codes
+    )
+    assert status["phase"] == phase
+    got = {cs["name"]: cs["state"]["terminated"] for cs in status["containerStatuses"]}
+    assert (got["pytorch"]["exitCode"], got["sidecar"]["exitCode"]) == (exit_code, codes["sidecar"])
+    assert got["sidecar"]["reason"] == ("Completed" if codes["sidecar"] == 0 else "Error")
+
+
 def test_evicted_status() -> None:
     status = podstatus.evicted_status(running(pod("OnFailure")), now=T0)
     assert status["phase"] == "Failed"

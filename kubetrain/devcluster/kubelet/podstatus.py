@@ -9,6 +9,7 @@ of the simulated kubelet is `behaviour.py`'s; the Node and Binding objects `node
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -204,15 +205,19 @@ def terminated_status(
     disruption: str | None = None,
     host_ip: str = "",
     pod_ip: str = "",
+    container_codes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Containers exited with `exit_code`; the pod is in a terminal phase (from the exit code
-    unless `phase` is given). `disruption` adds a DisruptionTarget condition with that reason."""
+    """Containers exited with `exit_code` (those named in `container_codes` with theirs); the pod
+    is in a terminal phase — Succeeded when every container exited 0, else Failed
+    (`getPhase` in pkg/kubelet/kubelet_pods.go), unless `phase` is given. `disruption` adds a
+    DisruptionTarget condition with that reason."""
+    codes = {c["name"]: (container_codes or {}).get(c["name"], exit_code) for c in _containers(pod)}
     old = pod.get("status") or {}
     status = _base_status(pod, host_ip or old.get("hostIP", ""), pod_ip or old.get("podIP", ""), now)
     previous = _previous(pod)
-    container_reason = termination_reason(exit_code, reason)
     statuses = []
     for c in _containers(pod):
+        code = codes[c["name"]]
         before = previous.get(c["name"], {})
         count = int(before.get("restartCount", 0))
         statuses.append(
@@ -224,7 +229,7 @@ def terminated_status(
                 "ready": False,
                 "started": False,
                 "restartCount": count,
-                "state": {"terminated": _terminated(pod, c, exit_code, container_reason, now)},
+                "state": {"terminated": _terminated(pod, c, code, termination_reason(code, reason), now)},
                 "lastState": before.get("lastState") or {},
             }
         )
@@ -240,7 +245,7 @@ def terminated_status(
         target["message"] = message or ""
         conditions.append(target)
     status.update(
-        phase=phase or ("Succeeded" if exit_code == 0 else "Failed"),
+        phase=phase or ("Succeeded" if (not any(codes.values()) if codes else exit_code == 0) else "Failed"),
         conditions=_keep_transition(conditions, old.get("conditions") or []),
         containerStatuses=statuses,
     )

@@ -55,7 +55,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
@@ -302,15 +302,19 @@ class PodSimulator:
         exit_code: int = 0,
         reason: str | None = None,
         wait_seconds: float = 10,
+        container_exit_codes: Mapping[str, int] | None = None,
     ) -> dict[str, Any] | None:
-        """Every container exits with `exit_code`; the pod becomes Succeeded (0) or Failed."""
+        """Every container exits with `exit_code` (those named in `container_exit_codes` with
+        theirs, e.g. a sidecar failing beside a training container that succeeded); the pod
+        becomes Succeeded (all 0) or Failed."""
         if reason == "Evicted":
             return await self.evict(namespace, name, wait_seconds=wait_seconds)
         key = await self._running(namespace, name, wait_seconds)
         async with self._timers.lock(key):
             self._timers.cancel(key)
             return await self._status.write_status(
-                key, self._status.running_only(self._status.exit_builder(exit_code, reason))
+                key,
+                self._status.running_only(self._status.exit_builder(exit_code, reason, container_exit_codes)),
             )
 
     async def evict(self, namespace: str, name: str, *, wait_seconds: float = 10) -> dict[str, Any] | None:

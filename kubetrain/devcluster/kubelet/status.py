@@ -13,7 +13,7 @@ of each container run, and the pods it already deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
@@ -202,9 +202,11 @@ class PodTransitions:
     def evict_builder(self) -> StatusBuilder:
         return lambda pod: podstatus.evicted_status(pod, now=self.clock.now())
 
-    def exit_builder(self, exit_code: int, reason: str | None) -> StatusBuilder:
+    def exit_builder(
+        self, exit_code: int, reason: str | None, container_codes: Mapping[str, int] | None = None
+    ) -> StatusBuilder:
         return lambda pod: podstatus.terminated_status(
-            pod, exit_code=exit_code, reason=reason, now=self.clock.now()
+            pod, exit_code=exit_code, reason=reason, now=self.clock.now(), container_codes=container_codes
         )
 
     def restart_builder(
