@@ -6,7 +6,8 @@ another. What MultiKueue relies on:
 - in the manager cluster a job Kueue's webhook defaulted to `managedBy: kueue.x-k8s.io/multikueue`
   and admitted (templates or runtime patch written, unsuspended) gets no pods and no status from
   kubetrain, and the status MultiKueue copies from the worker (`SyncJob`: a merge patch of the
-  status subresource) is kept as written — kubetrain never writes that job;
+  status subresource, of the fields Kueue's types read) is kept as written — kubetrain never
+  writes that job;
 - in the worker cluster the copy (`copySpec`, `managedBy` cleared, Kueue's prebuilt-workload and
   origin labels; for a TrainJob Kueue's runtime patch removed) runs with the scheduling
   directives the manager's admission wrote."""
@@ -79,9 +80,24 @@ async def left_alone(h: Harness, ref: ResourceRef, ns: str, name: str, copied: O
     assert writes == []
 
 
-async def sync_status(h: Harness, ref: ResourceRef, ns: str, name: str, remote: Obj) -> Obj:
-    """SyncJob: the local job's status := the remote's, a merge patch of /status."""
-    patched = await h.kube.patch(ref, ns, name, {"status": remote["status"]}, subresource="status")
+# training-operator v1.9.4's JobStatus and ReplicaStatus: what of the remote status Kueue's
+# types read, and so copy (their integer fields are omitempty).
+KUBEFLOW_STATUS = ("conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime")
+KUBEFLOW_REPLICA_STATUS = ("active", "succeeded", "failed", "labelSelector", "selector")
+
+
+def through_kubeflow_types(status: Obj) -> Obj:
+    out = {k: v for k, v in status.items() if k in KUBEFLOW_STATUS}
+    out["replicaStatuses"] = {
+        rtype: {k: v for k, v in (rs or {}).items() if k in KUBEFLOW_REPLICA_STATUS and v not in (0, None)}
+        for rtype, rs in (status.get("replicaStatuses") or {}).items()
+    }
+    return out
+
+
+async def sync_status(h: Harness, ref: ResourceRef, ns: str, name: str, status: Obj) -> Obj:
+    """SyncJob: the local job's status := the remote's as Kueue read it, a merge patch of /status."""
+    patched = await h.kube.patch(ref, ns, name, {"status": status}, subresource="status")
     result: Obj = patched["status"]
     return result
 
@@ -112,9 +128,12 @@ async def test_a_multikueue_pytorchjob(env: tuple[DevStack, Harness]) -> None:
         current = await h.get(PYTORCHJOBS, worker_ns, "q")
         return current if is_true(current, "Running") else None
 
-    copied = await sync_status(
-        h, PYTORCHJOBS, manager_ns, "q", await eventually(running, what="worker q Running")
-    )
+    remote_job = await eventually(running, what="worker q Running")
+    copied = await sync_status(h, PYTORCHJOBS, manager_ns, "q", through_kubeflow_types(remote_job["status"]))
+    assert copied["replicaStatuses"]["Master"]["active"] == 1
+    # kubetrain's own status fields do not reach the manager cluster (Kueue's types lack them):
+    # its `kubectl get` Replicas and Active columns stay empty there
+    assert "replicas" in remote_job["status"] and "replicas" not in copied and "active" not in copied
     assert any(c["type"] == "Running" and c["status"] == "True" for c in copied["conditions"])
     await left_alone(h, PYTORCHJOBS, manager_ns, "q", copied)
 
@@ -157,8 +176,9 @@ async def test_a_multikueue_trainjob(env: tuple[DevStack, Harness]) -> None:
         status = (current or {}).get("status") or {}
         return current if any(s.get("active") for s in status.get("jobsStatus") or []) else None
 
+    remote_tj = await eventually(active, what="worker q active")
     copied = await sync_status(
-        h, TRAINJOBS, manager_ns, "q", await eventually(active, what="worker q active")
-    )
+        h, TRAINJOBS, manager_ns, "q", remote_tj["status"]
+    )  # Trainer 2.3's fields: all
     assert copied["jobsStatus"]
     await left_alone(h, TRAINJOBS, manager_ns, "q", copied)
