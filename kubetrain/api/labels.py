@@ -41,7 +41,8 @@ ANNOTATION_HOST_PORT_RANGE = "kubetrain.io/host-port-range"
 # Service per pod, as Kubeflow's operator makes them) — kubetrain.api.servicemode.
 ANNOTATION_SERVICE_MODE = "kubetrain.io/service-mode"
 # On a kubeflow.org job whose running pods kubetrain adopted from Kubeflow's training operator
-# (value `kubeflow.org/training-operator`, kubetrain.operator.adoption): without its own
+# (value `kubeflow.org/training-operator`, kubetrain.operator.adoption), or a training.kubedl.io
+# job adopted from KubeDL (`training.kubedl.io/kubedl`, adoption_kubedl): without its own
 # service-mode annotation it runs in per-pod mode, the addresses its adopted pods use.
 ANNOTATION_ADOPTED = "kubetrain.io/adopted-from"
 

@@ -7,8 +7,8 @@
   in the job's namespace, as scripts and `rdzvHost` values written for Kubeflow expect.
 
 A job chooses with the annotation `kubetrain.io/service-mode`; without it a job adopted from
-Kubeflow's training operator (`kubetrain.io/adopted-from`) runs `per-pod` — its adopted pods have
-no hostname/subdomain and reach their peers by Kubeflow's per-pod Services — and any other job
+Kubeflow's training operator or KubeDL (`kubetrain.io/adopted-from`) runs `per-pod` — its adopted
+pods have no hostname/subdomain and reach their peers by the per-pod Services — and any other job
 the operator's default (`--service-mode`, the chart's `serviceMode`). Pure.
 """
 
@@ -39,7 +39,7 @@ def service_mode(obj: Mapping[str, Any], default: str = HEADLESS) -> str:
 
 
 def is_adopted(obj: Mapping[str, Any]) -> bool:
-    """Whether the job's running pods were adopted from Kubeflow's training operator."""
+    """Whether the job's running pods were adopted from Kubeflow's training operator or KubeDL."""
     meta = obj.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     return isinstance(annotations, Mapping) and bool(annotations.get(ANNOTATION_ADOPTED))

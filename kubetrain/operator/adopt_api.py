@@ -1,15 +1,18 @@
-"""Adopting the pods and Services of running jobs Kubeflow's training operator created, when the
-controller starts serving `kubeflow.org` (docs/operations.md, "Taking over running Kubeflow
-jobs"). The decisions are in `adoption.py`; this lists and patches.
+"""Adopting the pods and Services of running jobs Kubeflow's training operator or KubeDL created,
+when the controller starts serving `kubeflow.org` or `training.kubedl.io` (docs/operations.md,
+"Taking over running Kubeflow jobs", "Serving KubeDL's API"). The decisions are in `adoption.py`
+and `adoption_kubedl.py`; this lists and patches.
 
-Run once by `Controller.start` (after leader election, before the informers list): every pod and
-Service labelled `training.kubeflow.org/job-name` but not `kubetrain.io/job-name` whose
+Run once per source by `Controller.start` (after leader election, before the informers list):
+every pod and Service carrying the source's job-name label but not `kubetrain.io/job-name` whose
 controller ownerReference is a stored job kubetrain reconciles (same uid, `managedBy` kubetrain's
-or Kubeflow's operator's) gets kubetrain's labels with one resourceVersion-guarded merge patch.
+or the source operator's) gets kubetrain's labels with one resourceVersion-guarded merge patch.
 The informers then list them as the job's own: no pod is created, deleted or restarted, and a
-Normal `Adopted` event on the job says how many were taken over. A patch refused (409, 404, 403)
-is logged and skipped — the object is left as it was; the job then waits for the name like for
-any pod it does not own (docs/behaviour.md §5).
+Normal `Adopted` event on the job says how many were taken over. A job the source refuses
+(`Source.refusal`: KubeDL's host network mode, code sync, MPIJob) keeps its objects as they are
+and gets one Warning `NotAdopted` event saying why and what to do. A patch refused (409, 404,
+403) is logged and skipped — the object is left as it was; the job then waits for the name like
+for any pod it does not own (docs/behaviour.md §5).
 """
 
 from __future__ import annotations
@@ -19,16 +22,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.groups import KUBEFLOW_GROUP
+from kubetrain.jobs.kubedllayout import is_kubedl, to_v1
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.resources import PODS, SERVICES, ResourceRef
 from kubetrain.operator.adoption import (
-    ADOPTION_SELECTOR,
+    KUBEFLOW,
+    Source,
     adopted_job_patch,
     adoption_labels,
-    kubeflow_owner,
     label_patch,
+    owner_of,
 )
 from kubetrain.operator.runpolicy import is_managed
 
@@ -36,6 +40,7 @@ log = logging.getLogger("kubetrain.adopt")
 
 Obj = dict[str, Any]
 REASON_ADOPTED = "Adopted"
+REASON_NOT_ADOPTED = "NotAdopted"
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Adoption:
 
     adopted: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     skipped: list[tuple[str, str, str, str]] = field(default_factory=list)  # plural, ns, name, why
+    refused: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (kind, ns, name): why
 
 
 class _Jobs:
@@ -72,9 +78,22 @@ async def adopt_kubeflow_children(
     namespaces: list[str] | None = None,
     recorder: EventRecorder | None = None,
 ) -> Adoption:
-    """Adopt Kubeflow-made pods and Services of the kubeflow.org jobs in `job_refs` (the served
-    job resources; those of other groups are ignored). `namespaces`: None for every namespace."""
-    refs = {ref.kind: ref for ref in job_refs if ref.group == KUBEFLOW_GROUP}
+    """`adopt_children` of Kubeflow's training operator."""
+    return await adopt_children(client, job_refs, KUBEFLOW, namespaces=namespaces, recorder=recorder)
+
+
+async def adopt_children(
+    client: Any,
+    job_refs: Iterable[ResourceRef],
+    source: Source,
+    *,
+    namespaces: list[str] | None = None,
+    recorder: EventRecorder | None = None,
+) -> Adoption:
+    """Adopt the pods and Services `source`'s operator made for the jobs of its group in
+    `job_refs` (the served job resources; those of other groups are ignored). `namespaces`: None
+    for every namespace."""
+    refs = {ref.kind: ref for ref in job_refs if ref.group == source.group}
     result = Adoption()
     if not refs:
         return result
@@ -83,7 +102,7 @@ async def adopt_kubeflow_children(
     for ref, is_pod in ((PODS, True), (SERVICES, False)):
         scopes: list[str | None] = list(namespaces) if namespaces else [None]
         for namespace in scopes:
-            items, _ = await client.list_all(ref, namespace, label_selector=ADOPTION_SELECTOR)
+            items, _ = await client.list_all(ref, namespace, label_selector=source.selector)
             for obj in items:
                 meta = obj.get("metadata") or {}
                 ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -92,20 +111,25 @@ async def adopt_kubeflow_children(
                     result.skipped.append((plural, ns, name, why))
                     log.info("not adopting %s %s/%s: %s", plural, ns, name, why)
 
-                owner = kubeflow_owner(obj)
+                owner = owner_of(obj, source)
                 if owner is None or owner.kind not in refs:
-                    skip("its controller is not a kubeflow.org job kind this operator serves")
+                    skip(f"its controller is not a {source.group} job kind this operator serves")
                     continue
                 job = await jobs.get(owner.kind, ns, owner.name)
                 if job is None or (job.get("metadata") or {}).get("uid") != owner.uid:
                     skip(f"its {owner.kind} {owner.name} (uid {owner.uid}) is gone")
                     continue
-                if not is_managed(job):
-                    skip(f"{owner.kind} {owner.name} is managed by another controller (runPolicy.managedBy)")
+                if not is_managed(to_v1(job) if is_kubedl(job) else job):
+                    skip(f"{owner.kind} {owner.name} is managed by another controller (managedBy)")
                     continue
-                labels = adoption_labels(obj, owner, pod=is_pod)
+                refusal = source.refusal(job)
+                if refusal is not None:
+                    result.refused[(owner.kind, ns, owner.name)] = refusal
+                    skip(f"{owner.kind} {owner.name}: {refusal}")
+                    continue
+                labels = adoption_labels(obj, owner, pod=is_pod, source=source)
                 if labels is None:
-                    skip("its training.kubeflow.org labels name no replica of the job")
+                    skip(f"its {source.operator} labels name no replica of the job")
                     continue
                 try:
                     await client.patch(ref, ns, name, label_patch(obj, labels))
@@ -119,20 +143,25 @@ async def adopt_kubeflow_children(
                 per_job[ref.plural] = per_job.get(ref.plural, 0) + 1
     for (kind, ns, name), per in counts.items():
         job = jobs.seen.get((kind, ns, name))
-        await _mark_adopted(client, refs[kind], job)
+        await _mark_adopted(client, refs[kind], job, source)
         what = " and ".join(f"{n} {plural}" for plural, n in per.items())
-        message = f"adopted {what} created by Kubeflow's training operator (kept running, not recreated)"
+        message = f"adopted {what} created by {source.operator} (kept running, not recreated)"
         log.info("%s %s/%s: %s", kind, ns, name, message)
         if recorder is not None and job is not None:
             recorder.emit(job, "Normal", REASON_ADOPTED, message)
+    for (kind, ns, name), why in result.refused.items():
+        log.warning("%s %s/%s: %s", kind, ns, name, why)
+        job = jobs.seen.get((kind, ns, name))
+        if recorder is not None and job is not None:
+            recorder.emit(job, "Warning", REASON_NOT_ADOPTED, why)
     return result
 
 
-async def _mark_adopted(client: Any, ref: ResourceRef, job: Obj | None) -> None:
+async def _mark_adopted(client: Any, ref: ResourceRef, job: Obj | None, source: Source) -> None:
     """Mark an adopted job `kubetrain.io/adopted-from` (adoption.adopted_job_patch), so that it runs
     in per-pod service mode. A refused patch is logged: the job then runs in the operator's
     default mode, where a pod recreated later addresses peers the adopted pods do not answer at."""
-    patch = adopted_job_patch(job) if job is not None else None
+    patch = adopted_job_patch(job, source) if job is not None else None
     if job is None or patch is None:
         return
     meta = job.get("metadata") or {}

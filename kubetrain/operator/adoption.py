@@ -1,24 +1,26 @@
-"""Taking over jobs Kubeflow's training operator started (docs/operations.md, "Taking over
-running Kubeflow jobs"): which of its pods and Services kubetrain adopts, and the labels that
-make them kubetrain's. Pure; `adopt_api.py` lists and patches.
+"""Taking over jobs another operator started (docs/operations.md, "Taking over running Kubeflow
+jobs" and "Serving KubeDL's API"): which of its pods and Services kubetrain adopts, and the
+labels that make them kubetrain's. Pure; `adopt_api.py` lists and patches.
 
-Kubeflow's operator labels a job's pods and Services `training.kubeflow.org/job-name`,
-`replica-type` (lower case) and `replica-index`, names them `<job>-<type>-<index>` like kubetrain
-does, and sets a controller ownerReference to the job (`kubeflow.org/v1`, the job's uid). Such an
-object lacks kubetrain's `kubetrain.io/job-name`, so the controller's caches (label-selected)
-never see it and the job would try to create a pod of the same name. Adopting it means adding
-kubetrain's labels — nothing else changes: the pod keeps running, its restartCount counts
-towards the job's restarts, and ownership still comes from the ownerReference alone.
+Kubeflow's training operator and KubeDL both label a job's pods and Services with the job's
+name, the replica type (lower case) and index, name them `<job>-<type>-<index>` like kubetrain
+does, and set a controller ownerReference to the job (the job's apiVersion and uid). A `Source`
+says which labels and group one operator uses (KubeDL's: `adoption_kubedl.py`). Such an object
+lacks kubetrain's `kubetrain.io/job-name`, so the controller's caches (label-selected) never see
+it and the job would try to create a pod of the same name. Adopting it means adding kubetrain's
+labels — nothing else changes: the pod keeps running, its restartCount counts towards the job's
+restarts, and ownership still comes from the ownerReference alone.
 
 An object is adopted only when its controller ownerReference names a kind kubetrain serves in
-`kubeflow.org`, the Kubeflow job-name label agrees with it, and (pods) the replica type is one of
-the kind's and the index an integer. The job's uid is checked by the caller against the stored
-job (and the job's `runPolicy.managedBy`: another controller's job is left alone).
+the source's group, the source's job-name label agrees with it, and (pods) the replica type is
+one of the kind's and the index an integer. The job's uid is checked by the caller against the
+stored job (and the job's `managedBy`: another controller's job is left alone), and so is
+`Source.refusal`, the source's reasons to leave a job's pods alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +43,39 @@ from kubetrain.api.labels import (
 from kubetrain.api.servicemode import SERVICE_MODES
 from kubetrain.frameworks.registry import FRAMEWORKS
 
-# What to list: Kubeflow's objects kubetrain has not labelled yet.
-ADOPTION_SELECTOR = f"{KUBEFLOW_LABEL_JOB_NAME},!{LABEL_JOB_NAME}"
-ADOPTED_FROM = "kubeflow.org/training-operator"  # the value of `kubetrain.io/adopted-from`
+
+def _no_refusal(job: Mapping[str, Any]) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Another operator whose running jobs' pods and Services kubetrain adopts."""
+
+    group: str  # the API group of its jobs
+    operator: str  # in messages: "Kubeflow's training operator"
+    adopted_from: str  # the value of `kubetrain.io/adopted-from` on an adopted job
+    job_name_label: str
+    replica_type_label: str
+    replica_index_label: str
+    job_role_label: str
+    selector: str  # what to list: its objects kubetrain has not labelled yet
+    # Why a stored job's objects are left alone (None: adoptable); the message says what to do.
+    refusal: Callable[[Mapping[str, Any]], str | None] = _no_refusal
+
+
+KUBEFLOW = Source(
+    group=KUBEFLOW_GROUP,
+    operator="Kubeflow's training operator",
+    adopted_from="kubeflow.org/training-operator",
+    job_name_label=KUBEFLOW_LABEL_JOB_NAME,
+    replica_type_label=KUBEFLOW_LABEL_REPLICA_TYPE,
+    replica_index_label=KUBEFLOW_LABEL_REPLICA_INDEX,
+    job_role_label=KUBEFLOW_LABEL_JOB_ROLE,
+    selector=f"{KUBEFLOW_LABEL_JOB_NAME},!{LABEL_JOB_NAME}",
+)
+ADOPTION_SELECTOR = KUBEFLOW.selector
+ADOPTED_FROM = KUBEFLOW.adopted_from
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +87,14 @@ class Owner:
     uid: str
 
 
-def kubeflow_owner(obj: Mapping[str, Any]) -> Owner | None:
-    """The kubeflow.org job of a kind kubetrain serves that controls `obj` (None otherwise)."""
+def owner_of(obj: Mapping[str, Any], source: Source) -> Owner | None:
+    """The job of `source`'s group, of a kind kubetrain serves, that controls `obj` (None
+    otherwise)."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if not isinstance(ref, Mapping) or ref.get("controller") is not True:
             continue
         kind, name, uid = ref.get("kind"), ref.get("name"), ref.get("uid")
-        if group_of(ref.get("apiVersion")) != KUBEFLOW_GROUP or kind not in FRAMEWORKS:
+        if group_of(ref.get("apiVersion")) != source.group or kind not in FRAMEWORKS:
             return None
         if not isinstance(name, str) or not isinstance(uid, str) or not name or not uid:
             return None
@@ -69,22 +102,29 @@ def kubeflow_owner(obj: Mapping[str, Any]) -> Owner | None:
     return None
 
 
-def adoption_labels(obj: Mapping[str, Any], owner: Owner, *, pod: bool) -> dict[str, str] | None:
-    """kubetrain's labels for a Kubeflow-made pod (`pod=True`) or Service of `owner`'s job, or
-    None when its Kubeflow labels do not describe a slot of that job (left alone)."""
+def kubeflow_owner(obj: Mapping[str, Any]) -> Owner | None:
+    """`owner_of` for Kubeflow's training operator."""
+    return owner_of(obj, KUBEFLOW)
+
+
+def adoption_labels(
+    obj: Mapping[str, Any], owner: Owner, *, pod: bool, source: Source = KUBEFLOW
+) -> dict[str, str] | None:
+    """kubetrain's labels for a pod (`pod=True`) or Service `source`'s operator made for
+    `owner`'s job, or None when its labels do not describe a slot of that job (left alone)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    if labels.get(KUBEFLOW_LABEL_JOB_NAME) != owner.name:
+    if labels.get(source.job_name_label) != owner.name:
         return None
     out = {LABEL_JOB_NAME: owner.name, LABEL_JOB_KIND: owner.kind, LABEL_MANAGED_BY: MANAGED_BY_VALUE}
-    rtype = str(labels.get(KUBEFLOW_LABEL_REPLICA_TYPE) or "")
-    index = str(labels.get(KUBEFLOW_LABEL_REPLICA_INDEX) or "")
+    rtype = str(labels.get(source.replica_type_label) or "")
+    index = str(labels.get(source.replica_index_label) or "")
     known = {t.lower() for t in FRAMEWORKS[owner.kind].replica_types}
     if rtype.lower() in known and index.isdigit():
         out[LABEL_REPLICA_TYPE] = rtype.lower()
         out[LABEL_REPLICA_INDEX] = str(int(index))
     elif pod:
         return None
-    if pod and labels.get(KUBEFLOW_LABEL_JOB_ROLE) == "master":
+    if pod and labels.get(source.job_role_label) == "master":
         out[LABEL_JOB_ROLE] = "master"
     return out
 
@@ -96,13 +136,14 @@ def label_patch(obj: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, 
     return {"metadata": {"labels": dict(labels), "resourceVersion": meta.get("resourceVersion")}}
 
 
-def adopted_job_patch(job: Mapping[str, Any]) -> dict[str, Any] | None:
+def adopted_job_patch(job: Mapping[str, Any], source: Source = KUBEFLOW) -> dict[str, Any] | None:
     """The merge patch marking a job whose objects were adopted `kubetrain.io/adopted-from`, or
     None when nothing is to write (marked already, or its author chose its service mode). The
-    mark makes it run in per-pod service mode (kubetrain.api.servicemode): Kubeflow's pods have no
-    hostname or subdomain and reach their peers at Kubeflow's per-pod Service names, so a pod
-    kubetrain recreates for the job must use those names and find its own Service there."""
+    mark makes it run in per-pod service mode (kubetrain.api.servicemode): the adopted pods have
+    no hostname or subdomain and reach their peers at per-pod Service names (`<job>-master-0`,
+    `<job>-worker-0.<ns>.svc`), so a pod kubetrain recreates for the job must use those names
+    and find its own Service there."""
     annotations = (job.get("metadata") or {}).get("annotations") or {}
     if annotations.get(ANNOTATION_ADOPTED) or annotations.get(ANNOTATION_SERVICE_MODE) in SERVICE_MODES:
         return None
-    return {"metadata": {"annotations": {ANNOTATION_ADOPTED: ADOPTED_FROM}}}
+    return {"metadata": {"annotations": {ANNOTATION_ADOPTED: source.adopted_from}}}

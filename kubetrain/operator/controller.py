@@ -30,7 +30,7 @@ import time
 from functools import partial
 from typing import Any
 
-from kubetrain.api.groups import KUBEFLOW_GROUP, TRAINER_GROUP
+from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.jobs.tensorboard import LABEL_TENSORBOARD_OF
 from kubetrain.kube.cache import JOB_NAME_LABEL, Cache, slim_pod
 from kubetrain.kube.client import ApiError, KubeClient
@@ -50,7 +50,9 @@ from kubetrain.kube.resources import (
     job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.operator.adopt_api import adopt_kubeflow_children
+from kubetrain.operator.adopt_api import adopt_children
+from kubetrain.operator.adoption import KUBEFLOW
+from kubetrain.operator.adoption_kubedl import KUBEDL
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.controllerconfig import ControllerConfig
 from kubetrain.operator.gang_api import PodGroupApi
@@ -207,16 +209,17 @@ class Controller(JobEvents, ReconcileLoop):
         await asyncio.gather(*(i.wait_synced() for i in self.informers))
 
     async def _adopt(self, namespaces: list[str] | None) -> None:
-        """Serving kubeflow.org: adopt the pods and Services of jobs Kubeflow's operator started
-        (adopt_api.py), before the informers list them. A failure is logged, not fatal."""
-        if not any(ref.group == KUBEFLOW_GROUP for ref in self.job_resources.values()):
-            return
-        try:
-            await adopt_kubeflow_children(
-                self.client, self.job_resources.values(), namespaces=namespaces, recorder=self.recorder
-            )
-        except ApiError as err:
-            log.warning("adopting Kubeflow-made pods failed, left as they are: %s", err)
+        """Serving kubeflow.org or training.kubedl.io: adopt the pods and Services of jobs
+        Kubeflow's operator or KubeDL started (adopt_api.py), before the informers list them. A
+        failure is logged, not fatal."""
+        for source in (KUBEFLOW, KUBEDL):
+            if not any(ref.group == source.group for ref in self.job_resources.values()):
+                continue
+            try:
+                refs = self.job_resources.values()
+                await adopt_children(self.client, refs, source, namespaces=namespaces, recorder=self.recorder)
+            except ApiError as err:
+                log.warning("adopting pods %s made failed, left as they are: %s", source.operator, err)
 
     async def stop(self) -> None:
         await self.stop_workers()

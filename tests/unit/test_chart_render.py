@@ -972,6 +972,7 @@ def test_api_groups_reach_rbac_webhooks_and_the_operator(chart: helm.Chart) -> N
     # ... and marks each adopted job kubetrain.io/adopted-from.
     assert expand("kubeflow.org", JOB_KINDS, ["patch"]) <= jobs_role
     assert not expand("kubetrain.io", JOB_KINDS, ["patch"]) & jobs_role
+    assert not expand("training.kubedl.io", JOB_KINDS, ["patch"]) & jobs_role
     cluster_role = grants(one(docs, "ClusterRole", f"{FULLNAME}-cluster")["rules"])
     crds = tuple(sorted(crd_names("kubeflow.org")))
     assert expand("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"], crds) <= cluster_role
@@ -1131,6 +1132,21 @@ def test_upgrade_from_kubetrain_io_only_to_kubeflow_org_keeps_every_running_job(
 
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         assert matched(before, kind) <= matched(after, kind)
+
+
+def test_serving_kubedl_grants_the_takeover_its_patches(chart: helm.Chart) -> None:
+    """Serving training.kubedl.io alone: the takeover labels KubeDL-made pods and Services and
+    marks each adopted job kubetrain.io/adopted-from; without it no patch is granted."""
+    jobs_role = grants(
+        one(render(chart, {"apiGroups": ["training.kubedl.io"]}), "ClusterRole", f"{FULLNAME}-jobs")["rules"]
+    )
+    assert expand("", ["pods", "services"], ["patch"]) <= jobs_role
+    assert expand("training.kubedl.io", JOB_KINDS, ["patch"]) <= jobs_role
+    assert not expand("kubeflow.org", JOB_KINDS, ["patch"]) & jobs_role
+    plain = grants(
+        one(render(chart, {"apiGroups": ["kubetrain.io"]}), "ClusterRole", f"{FULLNAME}-jobs")["rules"]
+    )
+    assert not expand("", ["pods", "services"], ["patch"]) & plain
 
 
 def test_kubedl_cron_reaches_rbac_webhooks_and_the_operator(chart: helm.Chart) -> None:

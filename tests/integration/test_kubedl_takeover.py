@@ -1,0 +1,294 @@
+"""Taking over running KubeDL jobs (docs/operations.md, "Serving KubeDL's API"): a
+training.kubedl.io PyTorchJob whose pods and Services KubeDL made — its names, labels, env and
+controller ownerReference, built as KubeDL's pkg/job_controller and controllers/pytorch build
+them — is running (one worker already finished) when kubetrain starts serving
+training.kubedl.io. kubetrain adopts it: no pod is created or deleted, the status and the
+kubelet's restarts carry on, and a worker failing later is recreated with the peer address
+KubeDL's pods use. A job in KubeDL's host network mode is not adopted: its pods are left alone,
+a Warning says why and what to do, and the job waits (PodNameConflict) instead of racing them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
+
+from .controller_support import Harness, eventually, is_true
+
+Obj = dict[str, Any]
+PYTORCHJOBS = job_resources_in(["training.kubedl.io"])["PyTorchJob.training.kubedl.io"]
+IMAGE = "kubedl/pytorch-dist-example"
+PORT = 23456  # KubeDL's PyTorchJob default port (pytorchjob-port)
+
+
+def kubedl_job(name: str, workers: int, annotations: dict[str, str] | None = None) -> Obj:
+    """A PyTorchJob in KubeDL's layout (its example pytorch_job_mnist_mpi.yaml's shape)."""
+
+    def replica(n: int, policy: str) -> Obj:
+        container = {
+            "name": "pytorch",
+            "image": IMAGE,
+            "ports": [{"name": "pytorchjob-port", "containerPort": PORT}],
+        }
+        return {"replicas": n, "restartPolicy": policy, "template": {"spec": {"containers": [container]}}}
+
+    meta: Obj = {"name": name}
+    if annotations:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "PyTorchJob",
+        "metadata": meta,
+        "spec": {
+            "cleanPodPolicy": "Running",
+            "pytorchReplicaSpecs": {
+                "Master": replica(1, "ExitCode"),
+                "Worker": replica(workers, "OnFailure"),
+            },
+        },
+    }
+
+
+def owner(job: Obj) -> Obj:
+    """JobController.GenOwnerReference."""
+    meta = job["metadata"]
+    return {
+        "apiVersion": "training.kubedl.io/v1alpha1",
+        "kind": "PyTorchJob",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def kubedl_labels(job: str, rtype: str, index: int) -> dict[str, str]:
+    """JobController.GenLabels plus createNewPod's replica-type, replica-index (and job-role)."""
+    labels = {
+        "group-name": "training.kubedl.io",
+        "job-name": job,
+        "replica-type": rtype,
+        "replica-index": str(index),
+    }
+    if rtype == "master":
+        labels["job-role"] = "master"
+    return labels
+
+
+def kubedl_pod(job: Obj, rtype: str, index: int, workers: int, host_port: int | None = None) -> Obj:
+    """A pod as KubeDL makes it (createNewPod, PytorchJobReconciler.SetClusterSpec): the name
+    `<job>-<type>-<index>`, the replica's restartPolicy (setRestartPolicy: ExitCode's is Never),
+    MASTER_ADDR the master's per-pod Service name; in host network mode hostNetwork and a random
+    port in the container."""
+    name = job["metadata"]["name"]
+    port = host_port or PORT
+    env = [
+        {"name": "MASTER_PORT", "value": str(port)},
+        {"name": "MASTER_ADDR", "value": f"{name}-master-0"},
+        {"name": "RANK", "value": str(index if rtype == "master" else index + 1)},
+        {"name": "PYTHONUNBUFFERED", "value": "0"},
+        {"name": "WORLD_SIZE", "value": str(1 + workers)},
+    ]
+    spec: Obj = {
+        "restartPolicy": "Never" if rtype == "master" else "OnFailure",
+        "containers": [
+            {
+                "name": "pytorch",
+                "image": IMAGE,
+                "env": env,
+                "ports": [{"name": "pytorchjob-port", "containerPort": port}],
+            }
+        ],
+    }
+    if host_port is not None:
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        spec["containers"][0]["ports"][0]["hostPort"] = host_port
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{rtype}-{index}",
+            "labels": kubedl_labels(name, rtype, index),
+            "ownerReferences": [owner(job)],
+        },
+        "spec": spec,
+    }
+
+
+def kubedl_service(job: Obj, rtype: str, index: int) -> Obj:
+    """CreateNewService: a headless Service of the pod's name selecting it by KubeDL's labels."""
+    name = job["metadata"]["name"]
+    labels = {
+        "group-name": "training.kubedl.io",
+        "job-name": name,
+        "replica-type": rtype,
+        "replica-index": str(index),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{name}-{rtype}-{index}", "labels": labels, "ownerReferences": [owner(job)]},
+        "spec": {
+            "clusterIP": "None",
+            "selector": labels,
+            "ports": [{"name": "pytorchjob-port", "port": PORT, "targetPort": PORT}],
+        },
+    }
+
+
+SLOTS = [("master", 0), ("worker", 0), ("worker", 1)]
+
+
+async def kubedl_started(
+    h: Harness, ns: str, name: str, annotations: dict[str, str] | None = None, host: bool = False
+) -> dict[str, str]:
+    """A job as KubeDL left it running: pods Running, Services, KubeDL's status. Returns each
+    pod's uid."""
+    job = await h.kube.create(PYTORCHJOBS, kubedl_job(name, 2, annotations), namespace=ns)
+    for n, (rtype, i) in enumerate(SLOTS):
+        port = 30001 + 7919 * n if host else None  # setupHostNetwork: random in 30001-65535
+        await h.kube.create(PODS, kubedl_pod(job, rtype, i, 2, port), namespace=ns)
+        await h.kube.create(SERVICES, kubedl_service(job, rtype, i), namespace=ns)
+    uids = {}
+    for rtype, i in SLOTS:
+        pod = await h.sim.wait_for_phase(ns, f"{name}-{rtype}-{i}", "Running", 30)
+        uids[pod["metadata"]["name"]] = pod["metadata"]["uid"]
+    status = {
+        "conditions": [
+            {"type": "Created", "status": "True", "reason": "JobCreated", "message": "created"},
+            {"type": "Running", "status": "True", "reason": "JobRunning", "message": "running"},
+        ],
+        "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2}},
+        "startTime": "2026-01-01T00:00:00Z",
+    }
+    await h.kube.patch_status(PYTORCHJOBS, ns, name, {"status": status})
+    return uids
+
+
+async def pods_of(h: Harness, ns: str, name: str) -> list[Obj]:
+    page = await h.kube.list(PODS, ns, label_selector=f"group-name=training.kubedl.io,job-name={name}")
+    return list(page["items"])
+
+
+async def test_running_kubedl_jobs_are_adopted_and_host_network_ones_wait() -> None:
+    stack = DevStack(DevStackOptions(api_groups=("training.kubedl.io",), controller=False))
+    await stack.start()
+    h = await Harness.open(stack)
+    try:
+        ns = await h.namespace("kubedl")
+        uids = await kubedl_started(h, ns, "ddp")
+        # While KubeDL ran it, worker 1 finished and worker 0's container was restarted twice.
+        await h.sim.finish(ns, "ddp-worker-1")
+        for _ in range(2):
+            await h.sim.restart_container(ns, "ddp-worker-0")
+        await h.sim.wait_for(
+            ns,
+            "ddp-worker-0",
+            lambda p: (
+                p is not None
+                and p["status"].get("phase") == "Running"
+                and p["status"]["containerStatuses"][0]["restartCount"] == 2
+            ),
+            30,
+        )
+        await h.kube.patch_status(
+            PYTORCHJOBS, ns, "ddp", {"status": {"replicaStatuses": {"Worker": {"active": 1, "succeeded": 1}}}}
+        )
+        # A job in KubeDL's host network mode, in a namespace of its own (its requests counted apart).
+        host_ns = await h.namespace("kubedl-host")
+        host_uids = await kubedl_started(h, host_ns, "hostnet", {"kubedl.io/network-mode": "host"}, host=True)
+
+        await stack.start_controller()
+
+        async def adopted_and_counted() -> Obj | None:
+            job = await h.get(PYTORCHJOBS, ns, "ddp")
+            worker = ((job or {}).get("status") or {}).get("replicaStatuses", {}).get("Worker", {})
+            counted = (
+                worker.get("restarts") == 2 and worker.get("active") == 1 and worker.get("succeeded") == 1
+            )
+            return job if counted and is_true(job, "Running") else None
+
+        job = await eventually(
+            adopted_and_counted, what="ddp's status: Running, 1 active and 1 succeeded worker, 2 restarts"
+        )
+        assert job["status"]["startTime"] == "2026-01-01T00:00:00Z"
+        pods = await pods_of(h, ns, "ddp")
+        # The same pods (uids), now labelled as kubetrain's; none created or deleted.
+        assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods} == uids
+        for pod in pods:
+            labels = pod["metadata"]["labels"]
+            assert (
+                labels["kubetrain.io/job-name"] == "ddp" and labels["kubetrain.io/job-kind"] == "PyTorchJob"
+            )
+            assert (labels["kubetrain.io/replica-type"], labels["kubetrain.io/replica-index"]) == (
+                labels["replica-type"],
+                labels["replica-index"],
+            )
+            assert (labels.get("kubetrain.io/job-role") == "master") == (labels["replica-type"] == "master")
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/", namespace=ns) == 0
+        assert h.requests.count(verb="delete", resource="pods", user_agent="kubetrain/", namespace=ns) == 0
+        (adopted,) = [e for e in await h.events(ns, "ddp") if e["reason"] == "Adopted"]
+        assert "3 pods and 3 services created by KubeDL" in adopted["message"]
+        assert job["metadata"]["annotations"]["kubetrain.io/adopted-from"] == "training.kubedl.io/kubedl"
+
+        # The host network job: not adopted, a Warning naming why and what to do, its pods left
+        # as KubeDL made them, and the job waits for their names instead of replacing them.
+        (refused,) = [e for e in await h.events(host_ns, "hostnet") if e["reason"] == "NotAdopted"]
+        assert refused["type"] == "Warning"
+        assert "host network mode (kubedl.io/network-mode: host)" in refused["message"]
+        assert (
+            f"kubectl -n {host_ns} delete pods,services -l group-name=training.kubedl.io,job-name=hostnet"
+            in refused["message"]
+        )
+
+        async def waiting() -> Obj | None:
+            obj = await h.get(PYTORCHJOBS, host_ns, "hostnet")
+            running = [
+                c for c in (obj or {}).get("status", {}).get("conditions", []) if c["type"] == "Running"
+            ]
+            return obj if running and running[0]["reason"] == "PodNameConflict" else None
+
+        await eventually(waiting, what="hostnet Running=False PodNameConflict")
+        for pod in await pods_of(h, host_ns, "hostnet"):
+            assert "kubetrain.io/job-name" not in pod["metadata"]["labels"]
+            assert host_uids[pod["metadata"]["name"]] == pod["metadata"]["uid"]
+            assert pod["status"]["phase"] == "Running"
+        assert (
+            h.requests.count(verb="delete", resource="pods", user_agent="kubetrain/", namespace=host_ns) == 0
+        )
+
+        # Worker 0 is evicted later (phase Failed, not restarted by the kubelet): kubetrain
+        # replaces it, and the new pod reaches the master where KubeDL's pods do (its per-pod Service,
+        # adopted), with KubeDL's labels that Service selects by.
+        old_uid = uids["ddp-worker-0"]
+        await h.sim.evict(ns, "ddp-worker-0")
+        recreated = await h.sim.wait_for(
+            ns, "ddp-worker-0", lambda p: p is not None and p["metadata"]["uid"] != old_uid, 30
+        )
+        env = {e["name"]: e.get("value") for e in recreated["spec"]["containers"][0]["env"]}
+        assert env["MASTER_ADDR"] == "ddp-master-0" and env["MASTER_PORT"] == str(PORT)
+        assert env["RANK"] == "1" and env["WORLD_SIZE"] == "3"
+        selector = (await h.kube.get(SERVICES, ns, "ddp-worker-0"))["spec"]["selector"]
+        assert selector.items() <= recreated["metadata"]["labels"].items()
+        services = (await h.kube.list(SERVICES, ns, label_selector="kubetrain.io/job-name=ddp"))["items"]
+        assert sorted(s["metadata"]["name"] for s in services) == [
+            "ddp-master-0",
+            "ddp-worker-0",
+            "ddp-worker-1",
+        ]
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/", namespace=ns) == 1
+
+        # kubetrain runs the adopted job to the end.
+        await h.sim.finish(ns, "ddp-master-0")
+
+        async def succeeded() -> Obj | None:
+            obj = await h.get(PYTORCHJOBS, ns, "ddp")
+            return obj if is_true(obj, "Succeeded") else None
+
+        await eventually(succeeded, what="ddp Succeeded")
+        assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/", namespace=ns) == 1
+    finally:
+        await h.close()
+        await stack.stop()
