@@ -15,6 +15,7 @@ from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
 
 from .controller_support import Harness, eventually, is_true
+from .takeover_support import started_by_another_operator
 
 Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["training.kubedl.io"])["PyTorchJob.training.kubedl.io"]
@@ -138,33 +139,18 @@ def kubedl_service(job: Obj, rtype: str, index: int) -> Obj:
     }
 
 
-SLOTS = [("master", 0), ("worker", 0), ("worker", 1)]
-
-
 async def kubedl_started(
     h: Harness, ns: str, name: str, annotations: dict[str, str] | None = None, host: bool = False
 ) -> dict[str, str]:
     """A job as KubeDL left it running: pods Running, Services, KubeDL's status. Returns each
     pod's uid."""
-    job = await h.kube.create(PYTORCHJOBS, kubedl_job(name, 2, annotations), namespace=ns)
-    for n, (rtype, i) in enumerate(SLOTS):
+
+    def child(job: Obj, n: int, rtype: str, i: int) -> tuple[Obj, Obj]:
         port = 30001 + 7919 * n if host else None  # setupHostNetwork: random in 30001-65535
-        await h.kube.create(PODS, kubedl_pod(job, rtype, i, 2, port), namespace=ns)
-        await h.kube.create(SERVICES, kubedl_service(job, rtype, i), namespace=ns)
-    uids = {}
-    for rtype, i in SLOTS:
-        pod = await h.sim.wait_for_phase(ns, f"{name}-{rtype}-{i}", "Running", 30)
-        uids[pod["metadata"]["name"]] = pod["metadata"]["uid"]
-    status = {
-        "conditions": [
-            {"type": "Created", "status": "True", "reason": "JobCreated", "message": "created"},
-            {"type": "Running", "status": "True", "reason": "JobRunning", "message": "running"},
-        ],
-        "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2}},
-        "startTime": "2026-01-01T00:00:00Z",
-    }
-    await h.kube.patch_status(PYTORCHJOBS, ns, name, {"status": status})
-    return uids
+        return kubedl_pod(job, rtype, i, 2, port), kubedl_service(job, rtype, i)
+
+    job = kubedl_job(name, 2, annotations)
+    return await started_by_another_operator(h, PYTORCHJOBS, ns, job, child, ("JobCreated", "JobRunning"))
 
 
 async def pods_of(h: Harness, ns: str, name: str) -> list[Obj]:

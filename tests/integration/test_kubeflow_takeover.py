@@ -15,6 +15,7 @@ from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
 
 from .controller_support import Harness, eventually, is_true
+from .takeover_support import started_by_another_operator
 
 Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
@@ -110,30 +111,16 @@ def kubeflow_service(job: Obj, rtype: str, index: int) -> Obj:
     }
 
 
-SLOTS = [("master", 0), ("worker", 0), ("worker", 1)]
-
-
 async def kubeflow_started(h: Harness, ns: str, name: str, managed_by: str | None = None) -> dict[str, str]:
     """A job as Kubeflow's operator left it running: pods Running, Services, a status. Returns
     each pod's uid."""
-    job = await h.kube.create(PYTORCHJOBS, kubeflow_job(name, 2, managed_by), namespace=ns)
-    for rtype, i in SLOTS:
-        await h.kube.create(PODS, kubeflow_pod(job, rtype, i), namespace=ns)
-        await h.kube.create(SERVICES, kubeflow_service(job, rtype, i), namespace=ns)
-    uids = {}
-    for rtype, i in SLOTS:
-        pod = await h.sim.wait_for_phase(ns, f"{name}-{rtype}-{i}", "Running", 30)
-        uids[pod["metadata"]["name"]] = pod["metadata"]["uid"]
-    status = {
-        "conditions": [
-            {"type": "Created", "status": "True", "reason": "PyTorchJobCreated", "message": "created"},
-            {"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": "running"},
-        ],
-        "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2}},
-        "startTime": "2026-01-01T00:00:00Z",
-    }
-    await h.kube.patch_status(PYTORCHJOBS, ns, name, {"status": status})
-    return uids
+
+    def child(job: Obj, n: int, rtype: str, i: int) -> tuple[Obj, Obj]:
+        return kubeflow_pod(job, rtype, i), kubeflow_service(job, rtype, i)
+
+    job = kubeflow_job(name, 2, managed_by)
+    reasons = ("PyTorchJobCreated", "PyTorchJobRunning")
+    return await started_by_another_operator(h, PYTORCHJOBS, ns, job, child, reasons)
 
 
 async def pods_of(h: Harness, ns: str, name: str) -> list[Obj]:
