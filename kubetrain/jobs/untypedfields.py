@@ -13,21 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.api.groups import KUBEFLOW_GROUP, group_of
+
 Obj = dict[str, Any]
-KUBEFLOW_GROUP = "kubeflow.org"
 # runPolicy fields no Kubeflow type of any kubeflow.org kind has.
 UNTYPED_RUN_POLICY_FIELDS = ("podFailurePolicy",)
-
-
-def _group(obj: Obj) -> str:
-    api_version = obj.get("apiVersion")
-    return api_version.partition("/")[0] if isinstance(api_version, str) and "/" in api_version else ""
 
 
 def keep_untyped_fields(obj: Obj, old: Obj | None) -> Obj:
     """`obj` with the stored `old` job's untyped runPolicy fields it leaves out (the same object
     when there are none to keep)."""
-    if not isinstance(old, dict) or _group(obj) != KUBEFLOW_GROUP:
+    if not isinstance(old, dict) or group_of(obj.get("apiVersion")) != KUBEFLOW_GROUP:
         return obj
     spec, old_spec = obj.get("spec"), old.get("spec")
     if not isinstance(spec, dict) or not isinstance(old_spec, dict):
