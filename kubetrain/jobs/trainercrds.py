@@ -18,6 +18,7 @@ from kubetrain.api.trainer.runtime import ClusterTrainingRuntime, TrainingRuntim
 from kubetrain.api.trainer.trainjob import TrainJob
 from kubetrain.jobs.crdgen import all_crds, model_schema
 from kubetrain.jobs.croncrds import cron_crds
+from kubetrain.jobs.trainerrules import RUNTIME_RULES, TRAINJOB_RULES, add_rules
 
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
 CATEGORY = "kubeflow"  # `kubectl get kubeflow` lists TrainJobs and runtimes, as with Trainer's CRDs
@@ -117,6 +118,7 @@ def _crd(
         for name, markers in TRAINJOB_MARKERS.items():
             spec["trainer"]["properties"][name].update(markers)
         schema["x-kubernetes-validations"] = [dict(rule) for rule in TRAINJOB_ROOT_RULES]
+        add_rules(schema, TRAINJOB_RULES)
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
@@ -124,6 +126,7 @@ def _crd(
                 policy[source]["properties"][name]["default"] = value
         for source, markers in RUNTIME_POLICY_MARKERS.items():
             policy[source]["properties"]["numProcPerNode"].update(markers)
+        add_rules(schema, RUNTIME_RULES)
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,

@@ -1,8 +1,7 @@
-"""Two of Trainer 2.3's admission rules through the webhook on devcluster, with the controller
-running the TrainJob:
+"""Two of Trainer 2.3's admission rules on devcluster, with the controller running the TrainJob:
 
 - a runtime's `mlPolicy.torch.envInjection.targets[i].containerNames` never names `node`
-  (Trainer's CRD rule and message);
+  (Trainer's CRD rule and message, which the API server evaluates before the webhook);
 - a TrainJob's `runtimePatches` do not change while its jobs are still active — the stored
   TrainJob's `status.jobsStatus[].active`, which the controller writes from the pods — even in
   the update that suspends it (Trainer's JobSet plug-in); once the controller has suspended it,
@@ -52,7 +51,11 @@ async def test_env_injection_never_names_the_node_container(env: tuple[DevStack,
         "targets": [{"jobName": "node", "containerNames": ["preflight-check", "node"]}]
     }
     message = await refusal(h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns))
-    assert f"spec.mlPolicy.torch.envInjection.targets[0].containerNames: Invalid: {NODE_MESSAGE}" in message
+    # the CRD's CEL rule, which the API server evaluates before calling the webhook
+    assert message.endswith(
+        f'"injected" is invalid: spec.mlPolicy.torch.envInjection.targets[0].containerNames: '
+        f"Invalid value: {NODE_MESSAGE}"
+    ), message
     cluster_wide = copy.deepcopy(runtime)
     cluster_wide["kind"] = "ClusterTrainingRuntime"
     cluster_wide["metadata"]["name"] = f"{ns}-injected"

@@ -1,0 +1,109 @@
+"""Kubeflow Trainer's `x-kubernetes-validations` (CEL) rules, as its generated CRDs carry them
+(manifests/base/crds/trainer.kubeflow.org_*.yaml at Trainer 8c0f505, from the
+`+kubebuilder:validation:XValidation` markers of pkg/apis/trainer/v1alpha1/*.go and of the JobSet
+types its runtimes embed), keyed by the schema path they sit at (`[]`: an array's items); the
+rules on counts and names are `trainercrds.py`'s markers.
+
+A real kube-apiserver evaluates them when it validates the object against the CRD's schema,
+before any validating admission webhook is called (apiserver's registry `Store.Create` /
+`Store.Update` run the strategy's `Validate` / `ValidateUpdate` before `createValidation` /
+`updateValidation`), so a request they refuse gets Trainer's message alone, and they hold with
+kubetrain's webhook absent or failing open. Rules naming `oldSelf` (transition rules) run on
+update only, where the field is set in both the old and the new object
+(apiextensions-apiserver schema/cel `Validator.validateExpressions`).
+
+kubetrain's webhook (`kubetrain.jobs.trainjob.validate`) checks the same things with field paths,
+for `kubetrain validate` offline and for API servers that do not evaluate CEL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Rule = dict[str, str]
+
+IMMUTABLE: Rule = {"rule": "self == oldSelf", "message": "field is immutable"}
+# JobSet's wording (jobset_types.go), which Trainer's runtime CRDs carry for the JobSet template.
+JOBSET_IMMUTABLE: Rule = {"rule": "self == oldSelf", "message": "Value is immutable"}
+STORAGE_URI: Rule = {
+    "rule": "self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')",
+    "message": "storageUri may be empty, or it must be a valid URI (scheme://...)",
+}
+
+# trainjob_types.go: TrainJobSpec, DatasetInitializer, ModelInitializer, TrainerStatus.
+# Not carried (docs/behaviour.md, "TrainJob"): `self == oldSelf` on `spec.trainer` and
+# `spec.initializer` — kubetrain lets a suspended TrainJob change them (its pods are made from the
+# TrainJob when it resumes), which that rule would make impossible; and the rules inside
+# `spec.runtimePatches[]`, whose pod-spec patch kubetrain's schema keeps open (the webhook checks
+# them: `kubetrain.jobs.trainjob.specrules`).
+TRAINJOB_RULES: dict[str, list[Rule]] = {
+    "spec.runtimeRef": [IMMUTABLE],
+    "spec.initializer.dataset.storageUri": [STORAGE_URI],
+    "spec.initializer.model.storageUri": [STORAGE_URI],
+    "spec.activeDeadlineSeconds": [IMMUTABLE],
+    "spec.managedBy": [
+        {
+            "rule": "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']",
+            "message": "ManagedBy must be trainer.kubeflow.org/trainjob-controller or "
+            "kueue.x-k8s.io/multikueue if set",
+        },
+        IMMUTABLE,
+    ],
+    "status.trainerStatus": [
+        {
+            "rule": "has(self.lastUpdatedTime)",
+            "message": "lastUpdatedTime is required when trainerStatus is present",
+        }
+    ],
+}
+
+# trainingruntime_types.go (MLPolicy, EnvInjectionTarget) and jobset_types.go (JobSetSpec). Not
+# carried: JobSet's `replicatedJobs[].dependsOn` `self == oldSelf` (kubetrain's schema has no
+# list-map key to correlate old and new items by) and its `volumeClaimPolicies[]` namespace rule
+# (the items are kept open; the webhook checks it: `kubetrain.jobs.trainjob.volumeclaims`).
+RUNTIME_RULES: dict[str, list[Rule]] = {
+    "spec.mlPolicy": [
+        {
+            "rule": "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)]"
+            ".filter(x, x).size() <= 1",
+            "message": "Only one of the policy can be configured",
+        }
+    ],
+    "spec.mlPolicy.torch.envInjection.targets[].containerNames": [
+        {
+            "rule": "!self.exists(c, c == 'node')",
+            "message": "containerNames must not include the main node container because PET_* envs "
+            "are always injected into it",
+        }
+    ],
+    "spec.template.spec": [
+        {
+            "rule": "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' "
+            "&& self.replicatedJobs.exists(x, has(x.dependsOn)))",
+            "message": "StartupPolicy and DependsOn APIs are mutually exclusive",
+        }
+    ],
+    "spec.template.spec.network": [JOBSET_IMMUTABLE],
+    "spec.template.spec.successPolicy": [JOBSET_IMMUTABLE],
+    "spec.template.spec.failurePolicy": [JOBSET_IMMUTABLE],
+    "spec.template.spec.startupPolicy": [JOBSET_IMMUTABLE],
+    "spec.template.spec.volumeClaimPolicies": [JOBSET_IMMUTABLE],
+}
+
+
+def node(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    """The schema node at `path` (dotted properties, `[]` for an array's items); KeyError if the
+    schema has no such node."""
+    out = schema
+    for part in path.split("."):
+        name, items = (part[:-2], True) if part.endswith("[]") else (part, False)
+        out = out["properties"][name]
+        if items:
+            out = out["items"]
+    return out
+
+
+def add_rules(schema: dict[str, Any], table: dict[str, list[Rule]]) -> None:
+    """Append each rule of `table` to the `x-kubernetes-validations` of its node in `schema`."""
+    for path, rules in table.items():
+        target = node(schema, path)
+        target.setdefault("x-kubernetes-validations", []).extend(dict(r) for r in rules)

@@ -1,0 +1,152 @@
+"""Trainer's CEL rules on kubetrain's TrainJob and runtime CRDs (kubetrain.jobs.trainerrules),
+evaluated by devcluster itself: no kubetrain webhook is installed here, so every refusal below is
+the API server's own, with Trainer's message (422 Invalid, as kube-apiserver answers)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.resources import TRAINING_RUNTIMES, TRAINJOBS
+
+from .test_trainer_crds import install_trainer_crds
+
+pytestmark = pytest.mark.asyncio
+
+Obj = dict[str, Any]
+MANAGED_BY = "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"
+STORAGE_URI = "storageUri may be empty, or it must be a valid URI (scheme://...)"
+
+
+def trainjob(name: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+    }
+
+
+async def refused(call: Any) -> ApiError:
+    with pytest.raises(ApiError) as err:
+        await call
+    assert err.value.status == 422 and err.value.reason == "Invalid", err.value.message
+    return err.value
+
+
+async def test_managed_by_takes_trainers_two_values_and_never_changes(kube: KubeClient) -> None:
+    await install_trainer_crds(kube)
+    err = await refused(kube.create(TRAINJOBS, trainjob("other", managedBy="acme.io/x"), namespace="default"))
+    assert err.message == (
+        'TrainJob.trainer.kubeflow.org "other" is invalid: '
+        f'spec.managedBy: Invalid value: "acme.io/x": {MANAGED_BY}'
+    )
+    job = trainjob("mk", managedBy="kueue.x-k8s.io/multikueue")
+    await kube.create(TRAINJOBS, job, namespace="default")
+    patch = {"spec": {"managedBy": "trainer.kubeflow.org/trainjob-controller"}}
+    err = await refused(kube.patch(TRAINJOBS, "default", "mk", patch))
+    assert err.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "trainer.kubeflow.org/trainjob-controller": field is immutable',
+            "field": "spec.managedBy",
+        }
+    ]
+    stored = await kube.get(TRAINJOBS, "default", "mk")
+    assert stored["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+
+
+async def test_storage_uris_are_empty_or_scheme_uris(kube: KubeClient) -> None:
+    await install_trainer_crds(kube)
+    initializer = {"dataset": {"storageUri": "bucket/data"}, "model": {"storageUri": "hf:model"}}
+    err = await refused(kube.create(TRAINJOBS, trainjob("uri", initializer=initializer), namespace="default"))
+    assert err.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "bucket/data": {STORAGE_URI}',
+            "field": "spec.initializer.dataset.storageUri",
+        },
+        {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "hf:model": {STORAGE_URI}',
+            "field": "spec.initializer.model.storageUri",
+        },
+    ]
+    good = {"dataset": {"storageUri": "s3://bucket/data"}, "model": {"storageUri": ""}}
+    stored = await kube.create(TRAINJOBS, trainjob("uri", initializer=good), namespace="default")
+    assert stored["spec"]["initializer"] == good
+
+
+async def test_runtime_ref_and_deadline_never_change_and_suspend_does(kube: KubeClient) -> None:
+    await install_trainer_crds(kube)
+    created = await kube.create(
+        TRAINJOBS, trainjob("imm", activeDeadlineSeconds=60, suspend=True), namespace="default"
+    )
+    changed = copy.deepcopy(created)
+    changed["spec"]["runtimeRef"]["name"] = "other"
+    changed["spec"]["activeDeadlineSeconds"] = 120
+    err = await refused(kube.replace(TRAINJOBS, changed))
+    assert err.message == (
+        'TrainJob.trainer.kubeflow.org "imm" is invalid: [spec.activeDeadlineSeconds: Invalid value: 120: '
+        "field is immutable, spec.runtimeRef: Invalid value: field is immutable]"
+    )
+    # spec.trainer and spec.initializer may change (kubetrain's webhook: only while suspended)
+    resumed = await kube.patch(
+        TRAINJOBS, "default", "imm", {"spec": {"suspend": False, "trainer": {"numNodes": 2}}}
+    )
+    assert resumed["spec"]["suspend"] is False and resumed["spec"]["trainer"] == {"numNodes": 2}
+
+
+async def test_a_trainer_status_needs_its_last_updated_time(kube: KubeClient) -> None:
+    await install_trainer_crds(kube)
+    await kube.create(TRAINJOBS, trainjob("st"), namespace="default")
+    report = {"status": {"trainerStatus": {"progressPercentage": 40}}}
+    err = await refused(kube.patch_status(TRAINJOBS, "default", "st", report))
+    assert err.message == (
+        'TrainJob.trainer.kubeflow.org "st" is invalid: status.trainerStatus: Invalid value: '
+        "lastUpdatedTime is required when trainerStatus is present"
+    )
+    report["status"]["trainerStatus"]["lastUpdatedTime"] = "2026-11-27T07:00:00Z"
+    stored = await kube.patch_status(TRAINJOBS, "default", "st", report)
+    assert stored["status"]["trainerStatus"]["progressPercentage"] == 40
+
+
+def runtime(name: str, ml_policy: Obj, jobset: Obj) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": name},
+        "spec": {"mlPolicy": {"numNodes": 1, **ml_policy}, "template": {"spec": jobset}},
+    }
+
+
+async def test_runtime_rules(kube: KubeClient) -> None:
+    """One ML policy source; JobSet's startupPolicy InOrder without dependsOn; JobSet's
+    immutable network, which Trainer's runtime CRDs carry."""
+    await install_trainer_crds(kube)
+    rjobs = [
+        {"name": "node", "replicas": 1},
+        {"name": "aux", "dependsOn": [{"name": "node", "status": "Ready"}]},
+    ]
+    bad = runtime(
+        "bad",
+        {"torch": {}, "mpi": {"numProcPerNode": 1}},
+        {"startupPolicy": {"startupPolicyOrder": "InOrder"}, "replicatedJobs": rjobs},
+    )
+    err = await refused(kube.create(TRAINING_RUNTIMES, bad, namespace="default"))
+    assert err.message == (
+        'TrainingRuntime.trainer.kubeflow.org "bad" is invalid: ['
+        "spec.mlPolicy: Invalid value: Only one of the policy can be configured, "
+        "spec.template.spec: Invalid value: StartupPolicy and DependsOn APIs are mutually exclusive]"
+    )
+    good = runtime("good", {"torch": {}}, {"network": {"subdomain": "a"}, "replicatedJobs": rjobs})
+    await kube.create(TRAINING_RUNTIMES, good, namespace="default")
+    patch = {"spec": {"template": {"spec": {"network": {"subdomain": "b"}}}}}
+    err = await refused(kube.patch(TRAINING_RUNTIMES, "default", "good", patch))
+    assert err.message == (
+        'TrainingRuntime.trainer.kubeflow.org "good" is invalid: '
+        "spec.template.spec.network: Invalid value: Value is immutable"
+    )
