@@ -6,7 +6,9 @@ and `adoption_kubedl.py`; this lists and patches.
 Run once per source by `Controller.start` (after leader election, before the informers list):
 every pod and Service carrying the source's job-name label but not `kubetrain.io/job-name` whose
 controller ownerReference is a stored job kubetrain reconciles (same uid, `managedBy` kubetrain's
-or the source operator's) gets kubetrain's labels with one resourceVersion-guarded merge patch.
+or the source operator's) gets kubetrain's labels with one resourceVersion-guarded merge patch —
+a pod those kubetrain gives the pod of its slot when it creates it (`adoption.CreatedLabels`,
+with the controller's gang scheduler).
 The informers then list them as the job's own: no pod is created, deleted or restarted, and a
 Normal `Adopted` event on the job says how many were taken over. A job the source refuses
 (`Source.refusal`: KubeDL's host network mode, code sync, MPIJob) keeps its objects as they are
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.gangschedulers import NONE
 from kubetrain.jobs.kubedllayout import is_kubedl, to_v1
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.events import EventRecorder
@@ -34,6 +37,7 @@ from kubetrain.operator.adoption import (
     label_patch,
     owner_of,
 )
+from kubetrain.operator.adoptlabels import CreatedLabels
 from kubetrain.operator.runpolicy import is_managed
 
 log = logging.getLogger("kubetrain.adopt")
@@ -55,9 +59,10 @@ class Adoption:
 class _Jobs:
     """The stored jobs adoption asks about, read once each."""
 
-    def __init__(self, client: Any, refs: Mapping[str, ResourceRef]) -> None:
-        self.client, self.refs = client, refs
+    def __init__(self, client: Any, refs: Mapping[str, ResourceRef], gang_scheduler: str) -> None:
+        self.client, self.refs, self.gang_scheduler = client, refs, gang_scheduler
         self.seen: dict[tuple[str, str, str], Obj | None] = {}
+        self.labels: dict[tuple[str, str, str], CreatedLabels] = {}
 
     async def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         key = (kind, namespace, name)
@@ -70,6 +75,13 @@ class _Jobs:
                 self.seen[key] = None
         return self.seen[key]
 
+    def created_labels(self, kind: str, namespace: str, name: str, job: Obj) -> CreatedLabels:
+        """The labels kubetrain gives the job's pods (the job prepared once)."""
+        key = (kind, namespace, name)
+        if key not in self.labels:
+            self.labels[key] = CreatedLabels(job, gang_scheduler=self.gang_scheduler)
+        return self.labels[key]
+
 
 async def adopt_kubeflow_children(
     client: Any,
@@ -77,9 +89,12 @@ async def adopt_kubeflow_children(
     *,
     namespaces: list[str] | None = None,
     recorder: EventRecorder | None = None,
+    gang_scheduler: str = NONE,
 ) -> Adoption:
     """`adopt_children` of Kubeflow's training operator."""
-    return await adopt_children(client, job_refs, KUBEFLOW, namespaces=namespaces, recorder=recorder)
+    return await adopt_children(
+        client, job_refs, KUBEFLOW, namespaces=namespaces, recorder=recorder, gang_scheduler=gang_scheduler
+    )
 
 
 async def adopt_children(
@@ -89,15 +104,17 @@ async def adopt_children(
     *,
     namespaces: list[str] | None = None,
     recorder: EventRecorder | None = None,
+    gang_scheduler: str = NONE,
 ) -> Adoption:
     """Adopt the pods and Services `source`'s operator made for the jobs of its group in
     `job_refs` (the served job resources; those of other groups are ignored). `namespaces`: None
-    for every namespace."""
+    for every namespace; `gang_scheduler`: the controller's (`--gang-scheduler`), whose labels
+    the pods kubetrain creates carry."""
     refs = {ref.kind: ref for ref in job_refs if ref.group == source.group}
     result = Adoption()
     if not refs:
         return result
-    jobs = _Jobs(client, refs)
+    jobs = _Jobs(client, refs, gang_scheduler)
     counts: dict[tuple[str, str, str], dict[str, int]] = {}
     for ref, is_pod in ((PODS, True), (SERVICES, False)):
         scopes: list[str | None] = list(namespaces) if namespaces else [None]
@@ -127,7 +144,8 @@ async def adopt_children(
                     result.refused[(owner.kind, ns, owner.name)] = refusal
                     skip(f"{owner.kind} {owner.name}: {refusal}")
                     continue
-                labels = adoption_labels(obj, owner, pod=is_pod, source=source)
+                created = jobs.created_labels(owner.kind, ns, owner.name, job) if is_pod else None
+                labels = adoption_labels(obj, owner, pod=is_pod, source=source, created=created)
                 if labels is None:
                     skip(f"its {source.operator} labels name no replica of the job")
                     continue
@@ -158,9 +176,10 @@ async def adopt_children(
 
 
 async def _mark_adopted(client: Any, ref: ResourceRef, job: Obj | None, source: Source) -> None:
-    """Mark an adopted job `kubetrain.io/adopted-from` (adoption.adopted_job_patch), so that it runs
-    in per-pod service mode. A refused patch is logged: the job then runs in the operator's
-    default mode, where a pod recreated later addresses peers the adopted pods do not answer at."""
+    """Mark an adopted job `kubetrain.io/adopted-from`, so that it runs in per-pod service mode,
+    and give it its tenancy labels (adoption.adopted_job_patch). A refused patch is logged: the
+    job then runs in the operator's default mode, where a pod recreated later addresses peers the
+    adopted pods do not answer at, and lacks the labels a tenant quota counts it by."""
     patch = adopted_job_patch(job, source) if job is not None else None
     if job is None or patch is None:
         return

@@ -217,7 +217,14 @@ class Controller(JobEvents, ReconcileLoop):
                 continue
             try:
                 refs = self.job_resources.values()
-                await adopt_children(self.client, refs, source, namespaces=namespaces, recorder=self.recorder)
+                await adopt_children(
+                    self.client,
+                    refs,
+                    source,
+                    namespaces=namespaces,
+                    recorder=self.recorder,
+                    gang_scheduler=self.config.gang_scheduler,
+                )
             except ApiError as err:
                 log.warning("adopting pods %s made failed, left as they are: %s", source.operator, err)
 

@@ -3,16 +3,21 @@ training.kubedl.io PyTorchJob whose pods and Services KubeDL made — its names,
 controller ownerReference, built as KubeDL's pkg/job_controller and controllers/pytorch build
 them — is running (one worker already finished) when kubetrain starts serving
 training.kubedl.io. kubetrain adopts it: no pod is created or deleted, the status and the
-kubelet's restarts carry on, and a worker failing later is recreated with the peer address
-KubeDL's pods use. A job in KubeDL's host network mode is not adopted: its pods are left alone,
-a Warning says why and what to do, and the job waits (PodNameConflict) instead of racing them."""
+kubelet's restarts carry on, the pods get every label a pod kubetrain creates for the job gets
+(the job's `kubedl.io/tenancy` labels included), and a worker failing later is recreated with
+the peer address KubeDL's pods use and the labels the adopted pod had. A job in KubeDL's host
+network mode is not adopted: its pods are left alone, a Warning says why and what to do, and the
+job waits (PodNameConflict) instead of racing them."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
+from kubetrain.kube.errors import ApiError
+from kubetrain.kube.resources import PODS, SERVICES, TRAINING_POLICIES, job_resources_in
 
 from .controller_support import Harness, eventually, is_true
 from .takeover_support import started_by_another_operator
@@ -21,6 +26,7 @@ Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["training.kubedl.io"])["PyTorchJob.training.kubedl.io"]
 IMAGE = "kubedl/pytorch-dist-example"
 PORT = 23456  # KubeDL's PyTorchJob default port (pytorchjob-port)
+TENANCY = '{"tenant": "vision", "user": "ana"}'  # KubeDL's Tenancy (kubedl.io/tenancy)
 
 
 def kubedl_job(name: str, workers: int, annotations: dict[str, str] | None = None) -> Obj:
@@ -153,18 +159,49 @@ async def kubedl_started(
     return await started_by_another_operator(h, PYTORCHJOBS, ns, job, child, ("JobCreated", "JobRunning"))
 
 
+async def tenant_quota_counts_the_adopted_job(h: Harness, stack: DevStack, ns: str) -> None:
+    """A TrainingPolicy allowing tenant vision one unfinished job refuses a second one: the
+    adopted job counts."""
+    quota = {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "TrainingPolicy",
+        "metadata": {"name": "tenant-quota"},
+        "spec": {
+            "jobSelector": {
+                "matchExpressions": [{"key": "tenancy.kubetrain.io/tenant", "operator": "Exists"}]
+            },
+            "limits": {"tenantQuota": {"maxJobs": 1}},
+        },
+    }
+    await h.kube.create(TRAINING_POLICIES, quota)
+    watcher = stack.policy_watcher
+    assert watcher is not None
+
+    def counted() -> bool:
+        return len(watcher.index.policies()) == 1 and len(watcher.index.tenant_jobs.of_tenant("vision")) == 1
+
+    await eventually(counted, what="the policy and the adopted job in the webhook's cache")
+    with pytest.raises(ApiError) as refused:
+        await h.kube.create(PYTORCHJOBS, kubedl_job("ddp-2", 1, {"kubedl.io/tenancy": TENANCY}), namespace=ns)
+    assert refused.value.status == 403
+    assert 'tenant "vision" would have 2 unfinished jobs (1 already), exceeds 1' in refused.value.message
+    await h.kube.delete(TRAINING_POLICIES, None, "tenant-quota")
+
+
 async def pods_of(h: Harness, ns: str, name: str) -> list[Obj]:
     page = await h.kube.list(PODS, ns, label_selector=f"group-name=training.kubedl.io,job-name={name}")
     return list(page["items"])
 
 
 async def test_running_kubedl_jobs_are_adopted_and_host_network_ones_wait() -> None:
-    stack = DevStack(DevStackOptions(api_groups=("training.kubedl.io",), controller=False))
+    # The jobs are stored as KubeDL stored them: without kubetrain's mutating webhook (no
+    # tenancy labels on the job), which starts with kubetrain.
+    stack = DevStack(DevStackOptions(api_groups=("training.kubedl.io",), controller=False, webhook=False))
     await stack.start()
     h = await Harness.open(stack)
     try:
         ns = await h.namespace("kubedl")
-        uids = await kubedl_started(h, ns, "ddp")
+        uids = await kubedl_started(h, ns, "ddp", {"kubedl.io/tenancy": TENANCY})
         # While KubeDL ran it, worker 1 finished and worker 0's container was restarted twice.
         await h.sim.finish(ns, "ddp-worker-1")
         for _ in range(2):
@@ -186,6 +223,8 @@ async def test_running_kubedl_jobs_are_adopted_and_host_network_ones_wait() -> N
         host_ns = await h.namespace("kubedl-host")
         host_uids = await kubedl_started(h, host_ns, "hostnet", {"kubedl.io/network-mode": "host"}, host=True)
 
+        assert "labels" not in (await h.get(PYTORCHJOBS, ns, "ddp") or {})["metadata"]
+        await stack.start_webhook()
         await stack.start_controller()
 
         async def adopted_and_counted() -> Obj | None:
@@ -213,6 +252,17 @@ async def test_running_kubedl_jobs_are_adopted_and_host_network_ones_wait() -> N
                 labels["replica-index"],
             )
             assert (labels.get("kubetrain.io/job-role") == "master") == (labels["replica-type"] == "master")
+            # The job's tenancy labels too: tenant selectors find the adopted pods.
+            assert labels["tenancy.kubetrain.io/tenant"] == "vision"
+            assert labels["tenancy.kubetrain.io/user"] == "ana"
+        tenant_pods = await h.kube.list(PODS, ns, label_selector="tenancy.kubetrain.io/tenant=vision")
+        assert sorted(p["metadata"]["name"] for p in tenant_pods["items"]) == sorted(uids)
+        # And the job's, so a tenant quota counts the adopted job at once.
+        assert job["metadata"]["labels"] == {
+            "tenancy.kubetrain.io/tenant": "vision",
+            "tenancy.kubetrain.io/user": "ana",
+        }
+        await tenant_quota_counts_the_adopted_job(h, stack, ns)
         assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/", namespace=ns) == 0
         assert h.requests.count(verb="delete", resource="pods", user_agent="kubetrain/", namespace=ns) == 0
         (adopted,) = [e for e in await h.events(ns, "ddp") if e["reason"] == "Adopted"]
@@ -249,6 +299,9 @@ async def test_running_kubedl_jobs_are_adopted_and_host_network_ones_wait() -> N
         # replaces it, and the new pod reaches the master where KubeDL's pods do (its per-pod Service,
         # adopted), with KubeDL's labels that Service selects by.
         old_uid = uids["ddp-worker-0"]
+        adopted_labels = next(p for p in pods if p["metadata"]["name"] == "ddp-worker-0")["metadata"][
+            "labels"
+        ]
         await h.sim.evict(ns, "ddp-worker-0")
         recreated = await h.sim.wait_for(
             ns, "ddp-worker-0", lambda p: p is not None and p["metadata"]["uid"] != old_uid, 30
@@ -256,6 +309,8 @@ async def test_running_kubedl_jobs_are_adopted_and_host_network_ones_wait() -> N
         env = {e["name"]: e.get("value") for e in recreated["spec"]["containers"][0]["env"]}
         assert env["MASTER_ADDR"] == "ddp-master-0" and env["MASTER_PORT"] == str(PORT)
         assert env["RANK"] == "1" and env["WORLD_SIZE"] == "3"
+        # The pod kubetrain created has exactly the labels the adopted one got.
+        assert recreated["metadata"]["labels"] == adopted_labels
         selector = (await h.kube.get(SERVICES, ns, "ddp-worker-0"))["spec"]["selector"]
         assert selector.items() <= recreated["metadata"]["labels"].items()
         services = (await h.kube.list(SERVICES, ns, label_selector="kubetrain.io/job-name=ddp"))["items"]

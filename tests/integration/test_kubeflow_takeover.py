@@ -2,7 +2,8 @@
 PyTorchJobs whose pods and Services Kubeflow's training operator created — its names, its
 `training.kubeflow.org/*` labels, its controller ownerReference — are running when kubetrain
 starts serving kubeflow.org. kubetrain adopts them: no pod is created, deleted or restarted, the
-restarts the kubelet already counted are the job's, and the job then finishes under kubetrain
+restarts the kubelet already counted are the job's, the pods get every label a pod kubetrain
+creates for the job gets, and the job then finishes under kubetrain
 (cleanPodPolicy deletes the adopted workers). A job another controller manages is left alone."""
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from .takeover_support import started_by_another_operator
 Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist-cpu:v1beta1-21320b6"
+TENANCY = '{"tenant": "vision"}'  # kubetrain labels every pod of the job with it
 
 
 def kubeflow_job(name: str, workers: int, managed_by: str | None = None) -> Obj:
     managed = {"managedBy": managed_by} if managed_by is not None else {}
     run_policy = {"cleanPodPolicy": "Running", **managed}
-    return jobs.job(
+    job = jobs.job(
         "PyTorchJob",
         name,
         {"Master": 1, "Worker": workers},
@@ -36,6 +38,8 @@ def kubeflow_job(name: str, workers: int, managed_by: str | None = None) -> Obj:
         run_policy=run_policy,
         api_version="kubeflow.org/v1",
     )
+    job["metadata"]["annotations"] = {"kubedl.io/tenancy": TENANCY}
+    return job
 
 
 def owner(job: Obj) -> Obj:
@@ -179,6 +183,7 @@ async def test_running_kubeflow_jobs_are_adopted_with_zero_new_pods() -> None:
                 index,
             )
             assert (labels.get("kubetrain.io/job-role") == "master") == (rtype == "master")
+            assert labels["tenancy.kubetrain.io/tenant"] == "vision"
         assert h.requests.count(verb="create", resource="pods", user_agent="kubetrain/") == 0
         assert h.requests.count(verb="delete", resource="pods", user_agent="kubetrain/") == 0
         events = await h.events(ns, "ddp")
@@ -198,12 +203,17 @@ async def test_running_kubeflow_jobs_are_adopted_with_zero_new_pods() -> None:
         # is made.
         assert job["metadata"]["annotations"]["kubetrain.io/adopted-from"] == "kubeflow.org/training-operator"
         old_uid = uids["ddp-worker-0"]
+        adopted_labels = next(p for p in pods if p["metadata"]["name"] == "ddp-worker-0")["metadata"][
+            "labels"
+        ]
         await h.kube.delete(PODS, ns, "ddp-worker-0")
         recreated = await h.sim.wait_for(
             ns, "ddp-worker-0", lambda p: p is not None and p["metadata"]["uid"] != old_uid, 30
         )
         env = {e["name"]: e.get("value") for e in recreated["spec"]["containers"][0]["env"]}
         assert env["MASTER_ADDR"] == "ddp-master-0"
+        # The pod kubetrain created has exactly the labels the adopted one got.
+        assert recreated["metadata"]["labels"] == adopted_labels
         services = (await h.kube.list(SERVICES, ns, label_selector="kubetrain.io/job-name=ddp"))["items"]
         assert sorted(s["metadata"]["name"] for s in services) == [
             "ddp-master-0",

@@ -20,6 +20,7 @@ from kubetrain.operator.adoption import (
     kubeflow_owner,
     label_patch,
 )
+from kubetrain.operator.adoptlabels import CreatedLabels
 
 Obj = dict[str, Any]
 REF = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "mnist", "uid": "u1", "controller": True}
@@ -126,3 +127,45 @@ def test_an_adopted_job_runs_in_per_pod_service_mode(
     job = job_with(annotations)
     assert service_mode(job, default) == mode
     assert read_annotations(job).runs_service_mode(default) == mode
+
+
+def tfjob(annotations: dict[str, str]) -> Obj:
+    """A stored kubeflow.org TFJob (Chief 1, PS 1, Worker 2)."""
+
+    def replica(n: int) -> Obj:
+        return {"replicas": n, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
+
+    meta = {"name": "mnist", "namespace": "team", "uid": "u1", "annotations": annotations}
+    specs = {"Chief": replica(1), "PS": replica(1), "Worker": replica(2)}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": meta,
+        "spec": {"tfReplicaSpecs": specs},
+    }
+
+
+def test_adopted_kubeflow_pods_get_every_label_of_a_pod_kubetrain_creates() -> None:
+    """The job's tenancy labels (`kubedl.io/tenancy` applies to every group) and the master role
+    where kubetrain puts it (the Chief, not Worker 0), as on the pod kubetrain would create."""
+    created = CreatedLabels(tfjob({"kubedl.io/tenancy": '{"tenant": "vision"}'}))
+    owner = Owner("TFJob", "mnist", "u1")
+    operator = {"training.kubeflow.org/operator-name": "tfjob-controller"}
+    worker = adoption_labels(obj(kf("worker", "0", **operator)), owner, pod=True, created=created)
+    assert worker == {
+        "kubetrain.io/job-name": "mnist",
+        "kubetrain.io/job-kind": "TFJob",
+        "app.kubernetes.io/managed-by": "kubetrain",
+        "kubetrain.io/replica-type": "worker",
+        "kubetrain.io/replica-index": "0",
+        "tenancy.kubetrain.io/tenant": "vision",
+        **operator,
+        **kf("worker", "0"),
+    }
+    role = {"training.kubeflow.org/job-role": "master"}
+    chief = adoption_labels(obj(kf("chief", "0", **operator, **role)), owner, pod=True, created=created)
+    assert chief is not None and chief["kubetrain.io/job-role"] == "master"
+    assert chief["tenancy.kubetrain.io/tenant"] == "vision"
+    # A Service gets the labels of kubetrain's per-pod Service (no tenancy there).
+    service = adoption_labels(obj(kf("worker", "0")), owner, pod=False, created=created)
+    assert service is not None and "tenancy.kubetrain.io/tenant" not in service
