@@ -16,6 +16,20 @@ Obj = dict[str, Any]
 SLOTS = [("master", 0), ("worker", 0), ("worker", 1)]
 
 
+def controller_owner(job: Obj) -> Obj:
+    """The controller ownerReference both operators give a job's pods and Services
+    (training-operator's and KubeDL's GenOwnerReference)."""
+    meta = job["metadata"]
+    return {
+        "apiVersion": job["apiVersion"],
+        "kind": job["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 async def started_by_another_operator(
     h: Harness,
     ref: ResourceRef,

@@ -20,7 +20,7 @@ from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import PODS, SERVICES, TRAINING_POLICIES, job_resources_in
 
 from .controller_support import Harness, eventually, is_true
-from .takeover_support import started_by_another_operator
+from .takeover_support import controller_owner, started_by_another_operator
 
 Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["training.kubedl.io"])["PyTorchJob.training.kubedl.io"]
@@ -54,19 +54,6 @@ def kubedl_job(name: str, workers: int, annotations: dict[str, str] | None = Non
                 "Worker": replica(workers, "OnFailure"),
             },
         },
-    }
-
-
-def owner(job: Obj) -> Obj:
-    """JobController.GenOwnerReference."""
-    meta = job["metadata"]
-    return {
-        "apiVersion": "training.kubedl.io/v1alpha1",
-        "kind": "PyTorchJob",
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
     }
 
 
@@ -118,7 +105,7 @@ def kubedl_pod(job: Obj, rtype: str, index: int, workers: int, host_port: int | 
         "metadata": {
             "name": f"{name}-{rtype}-{index}",
             "labels": kubedl_labels(name, rtype, index),
-            "ownerReferences": [owner(job)],
+            "ownerReferences": [controller_owner(job)],
         },
         "spec": spec,
     }
@@ -136,7 +123,11 @@ def kubedl_service(job: Obj, rtype: str, index: int) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": f"{name}-{rtype}-{index}", "labels": labels, "ownerReferences": [owner(job)]},
+        "metadata": {
+            "name": f"{name}-{rtype}-{index}",
+            "labels": labels,
+            "ownerReferences": [controller_owner(job)],
+        },
         "spec": {
             "clusterIP": "None",
             "selector": labels,

@@ -16,7 +16,7 @@ from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS, SERVICES, job_resources_in
 
 from .controller_support import Harness, eventually, is_true
-from .takeover_support import started_by_another_operator
+from .takeover_support import controller_owner, started_by_another_operator
 
 Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
@@ -40,18 +40,6 @@ def kubeflow_job(name: str, workers: int, managed_by: str | None = None) -> Obj:
     )
     job["metadata"]["annotations"] = {"kubedl.io/tenancy": TENANCY}
     return job
-
-
-def owner(job: Obj) -> Obj:
-    meta = job["metadata"]
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def kubeflow_labels(job: str, rtype: str, index: int) -> dict[str, str]:
@@ -82,7 +70,7 @@ def kubeflow_pod(job: Obj, rtype: str, index: int) -> Obj:
         "metadata": {
             "name": f"{name}-{rtype}-{index}",
             "labels": kubeflow_labels(name, rtype, index),
-            "ownerReferences": [owner(job)],
+            "ownerReferences": [controller_owner(job)],
         },
         "spec": {
             "restartPolicy": "OnFailure",
@@ -106,7 +94,11 @@ def kubeflow_service(job: Obj, rtype: str, index: int) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": f"{name}-{rtype}-{index}", "labels": labels, "ownerReferences": [owner(job)]},
+        "metadata": {
+            "name": f"{name}-{rtype}-{index}",
+            "labels": labels,
+            "ownerReferences": [controller_owner(job)],
+        },
         "spec": {
             "clusterIP": "None",
             "selector": labels,
