@@ -200,6 +200,16 @@ class Harness:
                 return None
             raise
 
+    async def wait_true(self, ref: ResourceRef, namespace: str, name: str, ctype: str) -> Obj:
+        """The job of `ref` (any group) once its condition `ctype` is True."""
+
+        async def check() -> Obj | None:
+            job = await self.get(ref, namespace, name)
+            return job if is_true(job, ctype) else None
+
+        found: Obj = await eventually(check, what=f"{ref.kind} {namespace}/{name} {ctype}=True")
+        return found
+
     async def change(self, ref: ResourceRef, namespace: str, name: str, edit: Callable[[Obj], None]) -> Obj:
         """Replace the object with `edit` applied to its latest version, read again after a
         conflict (the controller writes its status meanwhile): what a client that means "this

@@ -47,15 +47,6 @@ async def get(h: Harness, ref: ResourceRef, ns: str, name: str) -> Obj:
     return obj
 
 
-async def wait_true(h: Harness, ns: str, name: str, ctype: str) -> Obj:
-    async def check() -> Obj | None:
-        job = await h.get(PYTORCHJOBS, ns, name)
-        return job if is_true(job, ctype) else None
-
-    result: Obj = await eventually(check, what=f"PyTorchJob.kubeflow.org {name} {ctype}=True")
-    return result
-
-
 async def test_a_kubeflow_manifest_runs_unchanged_with_kubeflows_labels(
     env: tuple[DevStack, Harness],
 ) -> None:
@@ -84,7 +75,7 @@ async def test_a_kubeflow_manifest_runs_unchanged_with_kubeflows_labels(
     )
     assert [p["metadata"]["name"] for p in page["items"]] == ["ddp-master-0"]
     await h.sim.finish(ns, "ddp-master-0")
-    done = await wait_true(h, ns, "ddp", "Succeeded")
+    done = await h.wait_true(PYTORCHJOBS, ns, "ddp", "Succeeded")
     assert done["status"]["replicaStatuses"]["Master"]["succeeded"] == 1
 
 
@@ -96,7 +87,7 @@ async def test_managed_by_decides_who_reconciles(env: tuple[DevStack, Harness]) 
     await h.kube.create(PYTORCHJOBS, theirs, namespace=ns)
     await h.kube.create(PYTORCHJOBS, ours, namespace=ns)
     await h.wait_pod_names(ns, "to", ["to-master-0"])
-    await wait_true(h, ns, "to", "Created")
+    await h.wait_true(PYTORCHJOBS, ns, "to", "Created")
     # The MultiKueue job: no pods, no status, however long we look (the other job went through).
     assert await h.pods(ns, "mk") == []
     assert not (await get(h, PYTORCHJOBS, ns, "mk")).get("status")
@@ -143,7 +134,7 @@ async def test_kueue_admission_preemption_and_readmission(env: tuple[DevStack, H
     manifest = kubeflow_job("q", {"Master": 1, "Worker": 1}, run_policy={"suspend": True})
     manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
     original = await h.kube.create(PYTORCHJOBS, manifest, namespace=ns)
-    await wait_true(h, ns, "q", "Suspended")
+    await h.wait_true(PYTORCHJOBS, ns, "q", "Suspended")
     assert await h.pods(ns, "q") == []
 
     # Admitted to flavor "a": nodeSelector, tolerations and a label on every template, unsuspended.
@@ -164,7 +155,7 @@ async def test_kueue_admission_preemption_and_readmission(env: tuple[DevStack, H
 
     # Preempted: suspended with the templates restored; the pods go, the job says Suspended.
     await update(h, ns, "q", lambda j: preempt(j, original))
-    await wait_true(h, ns, "q", "Suspended")
+    await h.wait_true(PYTORCHJOBS, ns, "q", "Suspended")
 
     async def no_pods() -> bool | None:
         live = [p for p in await h.pods(ns, "q") if not p["metadata"].get("deletionTimestamp")]

@@ -14,7 +14,7 @@ import pytest_asyncio
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resources_in
 
-from .controller_support import Harness, condition, eventually, is_true, job_manifest, open_stack
+from .controller_support import Harness, condition, job_manifest, open_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -28,15 +28,6 @@ async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
         yield pair
 
 
-async def wait_true(h: Harness, ns: str, name: str, ctype: str) -> Obj:
-    async def check() -> Obj | None:
-        job = await h.get(PYTORCHJOBS, ns, name)
-        return job if is_true(job, ctype) else None
-
-    found: Obj = await eventually(check, what=f"PyTorchJob.kubeflow.org {name} {ctype}=True")
-    return found
-
-
 async def test_a_kubeflow_pytorchjob_has_training_operators_reasons(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("kfr")
@@ -44,7 +35,7 @@ async def test_a_kubeflow_pytorchjob_has_training_operators_reasons(env: tuple[D
     manifest["apiVersion"] = "kubeflow.org/v1"
     await h.kube.create(PYTORCHJOBS, manifest, namespace=ns)
     await h.wait_pod_names(ns, "r", ["r-master-0", "r-worker-0"])
-    job = await wait_true(h, ns, "r", "Running")
+    job = await h.wait_true(PYTORCHJOBS, ns, "r", "Running")
     assert (condition(job, "Created") or {}).get("reason") == "PyTorchJobCreated"
     running = condition(job, "Running") or {}
     assert (running.get("reason"), running.get("message")) == (
@@ -53,14 +44,14 @@ async def test_a_kubeflow_pytorchjob_has_training_operators_reasons(env: tuple[D
     )
 
     await h.sim.finish(ns, "r-worker-0", exit_code=1)
-    job = await wait_true(h, ns, "r", "Restarting")
+    job = await h.wait_true(PYTORCHJOBS, ns, "r", "Restarting")
     assert (condition(job, "Restarting") or {}).get("reason") == "PyTorchJobRestarting"
     event = await h.wait_event(ns, "r", "PyTorchJobRestarting")
     assert event["type"] == "Warning" and "r-worker-0" in event["message"]
 
-    await wait_true(h, ns, "r", "Running")
+    await h.wait_true(PYTORCHJOBS, ns, "r", "Running")
     await h.sim.finish(ns, "r-master-0")
-    job = await wait_true(h, ns, "r", "Succeeded")
+    job = await h.wait_true(PYTORCHJOBS, ns, "r", "Succeeded")
     done = condition(job, "Succeeded") or {}
     assert (done.get("reason"), done.get("message")) == (
         "PyTorchJobSucceeded",
