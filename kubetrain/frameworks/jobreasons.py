@@ -150,17 +150,19 @@ def read_status(status: dict[str, Any]) -> dict[str, Any]:
     """`status` with its conditions' reasons in kubetrain's words (`canonical`): `status` itself
     when they all are, else a copy (the stored status is never changed)."""
     conditions = status.get("conditions")
-    if not isinstance(conditions, list) or not any(
-        isinstance(c, dict) and canonical(str(c.get("reason"))) != c.get("reason") for c in conditions
-    ):
+    if not isinstance(conditions, list):
         return status
-    read = [
-        {**c, "reason": canonical(str(c.get("reason")))}
-        if isinstance(c, dict) and canonical(str(c.get("reason"))) != c.get("reason")
-        else c
-        for c in conditions
-    ]
+    read = [_read_condition(c) for c in conditions]
+    if all(r is c for r, c in zip(read, conditions, strict=True)):
+        return status
     return {**status, "conditions": read}
+
+
+def _read_condition(cond: Any) -> Any:
+    reason = cond.get("reason") if isinstance(cond, dict) else None
+    if not isinstance(reason, str) or canonical(reason) == reason:
+        return cond
+    return {**cond, "reason": canonical(reason)}
 
 
 def written_status(
