@@ -273,8 +273,10 @@ class Harness:
     async def event_reasons(self, namespace: str, name: str) -> list[str]:
         return [str(e.get("reason")) for e in await self.events(namespace, name)]
 
-    async def history(self, kind: str, namespace: str, name: str) -> JobHistory:
-        return await JobHistory(self.kube, kind, namespace, name).start()
+    async def history(
+        self, kind: str, namespace: str, name: str, ref: ResourceRef | None = None
+    ) -> JobHistory:
+        return await JobHistory(self.kube, kind, namespace, name, ref).start()
 
     async def wait_job(
         self,
@@ -370,21 +372,24 @@ class JobHistory:
     Restarting are seen however fast the controller moves on). Survives dropped watches and
     expired resourceVersions (reconnects / relists)."""
 
-    def __init__(self, client: KubeClient, kind: str, namespace: str, name: str) -> None:
+    def __init__(
+        self, client: KubeClient, kind: str, namespace: str, name: str, ref: ResourceRef | None = None
+    ) -> None:
         self.client, self.kind, self.namespace, self.name = client, kind, namespace, name
+        self.ref = ref or job_resource(kind)  # kubetrain.io's kind unless another group's is given
         self.versions: list[Obj] = []
         self.deleted = False
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> JobHistory:
-        ref = job_resource(self.kind)
+        ref = self.ref
         page = await self.client.list(ref, self.namespace, field_selector=f"metadata.name={self.name}")
         self.versions.extend(page["items"])
         self._task = asyncio.create_task(self._run(str(page["metadata"]["resourceVersion"])))
         return self
 
     async def _run(self, rv: str) -> None:
-        ref = job_resource(self.kind)
+        ref = self.ref
         while True:
             try:
                 async for etype, obj in self.client.watch(

@@ -14,7 +14,7 @@ import pytest_asyncio
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resources_in
 
-from .controller_support import Harness, condition, job_manifest, open_stack
+from .controller_support import Harness, condition, is_true, job_manifest, open_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -43,8 +43,13 @@ async def test_a_kubeflow_pytorchjob_has_training_operators_reasons(env: tuple[D
         "PyTorchJob r is running.",
     )
 
+    # Restarting lasts until the new pod runs: watch every version so a short one is seen.
+    history = await h.history("PyTorchJob", ns, "r", PYTORCHJOBS)
     await h.sim.finish(ns, "r-worker-0", exit_code=1)
-    job = await h.wait_true(PYTORCHJOBS, ns, "r", "Restarting")
+    try:
+        job = await history.wait(lambda j: is_true(j, "Restarting"), "Restarting=True")
+    finally:
+        await history.stop()
     assert (condition(job, "Restarting") or {}).get("reason") == "PyTorchJobRestarting"
     event = await h.wait_event(ns, "r", "PyTorchJobRestarting")
     assert event["type"] == "Warning" and "r-worker-0" in event["message"]
