@@ -52,15 +52,14 @@ from kubetrain.kube.resources import (
     ResourceRef,
 )
 from kubetrain.operator.draft import Observed
+from kubetrain.operator.jobcounts import count_job
 from kubetrain.operator.plan import Plan
 from kubetrain.operator.podstart import Listed
 from kubetrain.operator.status import (
     FAILED,
     SUCCEEDED,
 )
-from kubetrain.operator.tenantmetrics import count_tenant_job
 from kubetrain.operator.writes import ChildWriter
-from kubetrain.serving.metrics import JOBS_FAILED, JOBS_RESTARTED, JOBS_SUCCEEDED
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +105,11 @@ class PlanApplier(ChildWriter):
         if not p.delete_job and not self.creates_allowed(ref, job):
             p = _without_creates(p)
         if p.delete_job:
-            await self._delete(job, ref, name, failures, propagation_policy="Background")
+            deleted = await self._delete(job, ref, name, failures, propagation_policy="Background")
             if failures:
                 raise failures[0]
+            if deleted:  # not when it was gone already
+                count_job(job, "deleted")
             self.expectations.forget(key)
             return
         if p.create_service is not None:
@@ -163,8 +164,8 @@ class PlanApplier(ChildWriter):
                 return
         elif creating is not None:
             await creating
-        if p.restarts > 0 and restarts_recorded:
-            JOBS_RESTARTED.labels(**_metric_labels(job)).inc(p.restarts)
+        if restarts_recorded:
+            count_job(job, "restarted", p.restarts)
         if job["metadata"].get("namespace", "") not in self.closed_namespaces:
             for event in p.events:
                 self.recorder.emit(job, event.type, event.reason, event.message)
@@ -241,16 +242,8 @@ def _without_creates(p: Plan) -> Plan:
 
 def _count_transitions(job: Obj, p: Plan) -> None:
     """Count the outcome the plan's status newly reaches and the restarts it adds."""
-    labels = _metric_labels(job)
     if p.outcome == SUCCEEDED:
-        JOBS_SUCCEEDED.labels(**labels).inc()
-        count_tenant_job(job, "succeeded")
+        count_job(job, "succeeded")
     elif p.outcome == FAILED:
-        JOBS_FAILED.labels(**labels).inc()
-        count_tenant_job(job, "failed")
-    if p.recorded_restarts > 0:
-        JOBS_RESTARTED.labels(**labels).inc(p.recorded_restarts)
-
-
-def _metric_labels(job: Obj) -> dict[str, str]:
-    return {"kind": str(job.get("kind")), "namespace": job["metadata"].get("namespace", "")}
+        count_job(job, "failed")
+    count_job(job, "restarted", p.recorded_restarts)

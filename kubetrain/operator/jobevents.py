@@ -20,9 +20,10 @@ from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.operator import progressgauges
+from kubetrain.operator import progressgauges, upstreammetrics
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.controllerconfig import ControllerConfig
+from kubetrain.operator.jobcounts import count_job
 from kubetrain.operator.keys import (
     job_key,
     key_of,
@@ -34,8 +35,7 @@ from kubetrain.operator.keys import (
 )
 from kubetrain.operator.prepare import DEFAULT_CACHE
 from kubetrain.operator.stall import report_only
-from kubetrain.operator.tenantmetrics import count_tenant_job
-from kubetrain.serving.metrics import JOBS_CREATED, forget_job
+from kubetrain.serving.metrics import forget_job
 
 Obj = dict[str, Any]
 # Pod events of a job whose namespace is being deleted (its pods go one by one) are coalesced
@@ -74,9 +74,7 @@ class JobEvents:
     def _job_added(self, job: Obj) -> None:
         progressgauges.observe_job(job)
         if not job.get("status"):
-            meta = job.get("metadata") or {}
-            JOBS_CREATED.labels(kind=str(job.get("kind")), namespace=meta.get("namespace", "")).inc()
-            count_tenant_job(job, "created")
+            count_job(job, "created")
         self.applier.namespace_accepts_creates((job.get("metadata") or {}).get("namespace", ""))
         self._enqueue_job(job)
 
@@ -103,8 +101,10 @@ class JobEvents:
         self.applier.forget_job(job)
         DEFAULT_CACHE.forget(str((job.get("metadata") or {}).get("uid", "")))  # the planner's prepared job
         forget_job(str(job.get("kind", "")), namespace, (job.get("metadata") or {}).get("name", ""))
+        count_job(job, "gone")
 
     def _pod_added(self, pod: Obj) -> None:
+        upstreammetrics.observe_pod(pod)  # an MPIJob's launcher: mpi_operator_job_info
         key = owner_job_key(pod)
         if key is not None:
             self._pod_event(key, lambda: self.expectations.creation_observed(key, pod["metadata"]["name"]))

@@ -199,10 +199,19 @@ def forget_job(kind: str, namespace: str, name: str) -> None:
 
 NAMESPACED_METRICS = (JOBS_CREATED, JOBS_SUCCEEDED, JOBS_FAILED, JOBS_RESTARTED)
 
+# Who exported further series of a namespace: called with its name when it is deleted.
+_namespace_forgetters: list[Callable[[str], int]] = []
+
+
+def on_forget_namespace(hook: Callable[[str], int]) -> None:
+    """Register `hook(namespace)` -> series removed, called by `forget_namespace` (once per hook)."""
+    if hook not in _namespace_forgetters:
+        _namespace_forgetters.append(hook)
+
 
 def forget_namespace(namespace: str) -> int:
     """Remove every series of a (deleted) namespace; returns how many were removed."""
-    removed = 0
+    removed = sum(hook(namespace) for hook in list(_namespace_forgetters))
     for metric in NAMESPACED_METRICS:
         names = metric._labelnames
         position = names.index("namespace")
@@ -231,4 +240,5 @@ __all__ = [
     "forget_job",
     "forget_namespace",
     "on_forget_job",
+    "on_forget_namespace",
 ]

@@ -1,0 +1,258 @@
+"""The Prometheus series of the operators kubetrain replaces, under their own names and labels,
+so that dashboards and alert rules written against them keep working after a takeover.
+
+Each job counts in the family of the operator that served its API group:
+
+- kubeflow.org, every kind but an mpi-operator MPIJob — training-operator v1.9
+  (`pkg/common/metrics.go`): `training_operator_jobs_{created,deleted,successful,failed,
+  restarted}_total{job_namespace, framework}`, `framework` being the controller's
+  `GetFrameworkName()` (`pytorch`, `tensorflow`, `mpi`, `xgboost`, `paddle`, `jax`; `mxnet`
+  for an MXJob, as the releases that still had it).
+- kubeflow.org MPIJob created at v2beta1 (or without the created-api-version annotation:
+  frameworks/mpilabels.mpi_operator_convention) — mpi-operator v0.8.2
+  (`pkg/controller/mpi_job_controller.go`): the unlabelled counters
+  `mpi_operator_jobs_{created,successful,failed}_total` and the gauge
+  `mpi_operator_job_info{launcher, namespace}` = 1.
+- training.kubedl.io — KubeDL (`pkg/metrics/job_metrics.go`): `kubedl_jobs_{created,deleted,
+  successful,failed,restarted}{kind}` (no `_total`: KubeDL's names; `kind` is the kind in lower
+  case, `pytorchjob`). prometheus_client appends `_total` to any counter's name, so these are
+  exposed untyped (`# TYPE kubedl_jobs_created untyped`); PromQL treats them alike.
+
+When each is counted (`count(job, event, amount)`, called where kubetrain_jobs_* counts the
+same moment, kubetrain.operator.jobcounts):
+
+- created: the controller sees a job without status for the first time (upstream: each informer
+  create event, which also recounted every existing job at each operator restart);
+- successful/failed: the status write that gives the job its Succeeded/Failed condition, once,
+  whatever the reason (training-operator did not count the failures of a backoff limit, an
+  active deadline or a non-retryable exit code, KubeDL counted a job's first Restarting as
+  failed too);
+- restarted: each restart kubetrain performs (a failed pod recreated, a whole-job restart), as
+  `kubetrain_jobs_restarted_total` (training-operator counted each failed pod recreated, and
+  again at each status update while a replica stayed failed; KubeDL once per Restarting episode);
+- deleted: training-operator — the operator deleted the job itself (ttlSecondsAfterFinished,
+  `CleanupJob` → `DeleteJob`); KubeDL — the job was seen deleted, by anyone.
+
+`mpi_operator_job_info{launcher="<job>-launcher"}` is set when the controller sees the job's
+Launcher pod (upstream: at each sync once its launcher Job exists), removed when the job is
+deleted (upstream never removed it), and bounded like the per-job progress series: at most
+`MAX_JOB_INFO` jobs, the one seen least recently losing its series past that. The training
+operator's series of a deleted namespace go with kubetrain's (`forget_namespace`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from prometheus_client import Counter, Gauge
+from prometheus_client.core import Metric, UnknownMetricFamily
+from prometheus_client.registry import Collector
+
+from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_of
+from kubetrain.api.labels import (
+    KUBEFLOW_LABEL_JOB_NAME,
+    KUBEFLOW_LABEL_JOB_ROLE,
+    KUBEFLOW_LABEL_OPERATOR_NAME,
+)
+from kubetrain.frameworks.mpilabels import MPI_OPERATOR_NAME, mpi_operator_convention
+from kubetrain.serving.metrics import REGISTRY, on_forget_job, on_forget_namespace
+
+MAX_JOB_INFO = 2000
+LAUNCHER_SUFFIX = "-launcher"  # mpi-operator's launcherSuffix
+
+# training-operator's GetFrameworkName() per kind (pkg/apis/kubeflow.org/v1/*_types.go).
+FRAMEWORK_NAMES = {
+    "PyTorchJob": "pytorch",
+    "TFJob": "tensorflow",
+    "MPIJob": "mpi",
+    "XGBoostJob": "xgboost",
+    "PaddleJob": "paddle",
+    "JAXJob": "jax",
+    "MXJob": "mxnet",
+}
+
+TRAINING_OPERATOR = "training_operator"
+MPI_OPERATOR = "mpi_operator"
+KUBEDL = "kubedl"
+
+# kubetrain's moment -> the upstream name's middle word.
+_UPSTREAM_EVENT = {
+    "created": "created",
+    "deleted": "deleted",
+    "succeeded": "successful",
+    "failed": "failed",
+    "restarted": "restarted",
+}
+
+
+def _training_operator_counter(event: str, help_text: str) -> Counter:
+    return Counter(
+        f"training_operator_jobs_{event}_total",
+        help_text,
+        ["job_namespace", "framework"],
+        registry=REGISTRY,
+    )
+
+
+TRAINING_OPERATOR_COUNTERS = {
+    "created": _training_operator_counter("created", "Counts number of jobs created"),
+    "deleted": _training_operator_counter("deleted", "Counts number of jobs deleted"),
+    "successful": _training_operator_counter("successful", "Counts number of jobs successful"),
+    "failed": _training_operator_counter("failed", "Counts number of jobs failed"),
+    "restarted": _training_operator_counter("restarted", "Counts number of jobs restarted"),
+}
+MPI_OPERATOR_COUNTERS = {
+    "created": Counter(
+        "mpi_operator_jobs_created_total", "Counts number of MPI jobs created", registry=REGISTRY
+    ),
+    "successful": Counter(
+        "mpi_operator_jobs_successful_total", "Counts number of MPI jobs successful", registry=REGISTRY
+    ),
+    "failed": Counter(
+        "mpi_operator_jobs_failed_total", "Counts number of MPI jobs failed", registry=REGISTRY
+    ),
+}
+MPI_JOB_INFO = Gauge(
+    "mpi_operator_job_info", "Information about MPIJob", ["launcher", "namespace"], registry=REGISTRY
+)
+
+_KUBEDL_HELP = {
+    "created": "Counts number of jobs created",
+    "deleted": "Counts number of jobs deleted",
+    "successful": "Counts number of jobs successfully finished",
+    "failed": "Counts number of jobs failed",
+    "restarted": "Counts number of jobs restarted",
+}
+
+
+class KubeDLCounters(Collector):
+    """`kubedl_jobs_<event>{kind}` under KubeDL's exact names (untyped: see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+
+    def inc(self, event: str, kind: str, amount: float = 1) -> None:
+        with self._lock:
+            self._values[(event, kind)] = self._values.get((event, kind), 0.0) + amount
+
+    def describe(self) -> Iterator[Metric]:
+        for event, text in _KUBEDL_HELP.items():
+            yield UnknownMetricFamily(f"kubedl_jobs_{event}", text, labels=["kind"])
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            values = sorted(self._values.items())
+        for event, text in _KUBEDL_HELP.items():
+            family = UnknownMetricFamily(f"kubedl_jobs_{event}", text, labels=["kind"])
+            for (counted, kind), value in values:
+                if counted == event:
+                    family.add_metric([kind], value)
+            yield family
+
+
+KUBEDL_COUNTERS = KubeDLCounters()
+REGISTRY.register(KUBEDL_COUNTERS)
+
+
+def family_of(job: Mapping[str, Any]) -> str | None:
+    """Whose series a job counts in: TRAINING_OPERATOR, MPI_OPERATOR, KUBEDL or None."""
+    group = group_of(job.get("apiVersion"))
+    if group == KUBEDL_GROUP:
+        return KUBEDL
+    if group != KUBEFLOW_GROUP:
+        return None
+    if mpi_operator_convention(job):
+        return MPI_OPERATOR
+    return TRAINING_OPERATOR if str(job.get("kind")) in FRAMEWORK_NAMES else None
+
+
+def count(job: Mapping[str, Any], event: str, amount: float = 1) -> None:
+    """Count kubetrain's moment `event` of `job` in its operator's family, where that operator
+    counted it: created, succeeded, failed, restarted (`amount` restarts), deleted (the
+    controller deleted the job: its TTL) or gone (the job was seen deleted)."""
+    family = family_of(job)
+    name = _UPSTREAM_EVENT.get(event)
+    if family is None or amount <= 0:
+        return
+    meta = job.get("metadata") or {}
+    kind = str(job.get("kind"))
+    if family == TRAINING_OPERATOR and name is not None:
+        TRAINING_OPERATOR_COUNTERS[name].labels(str(meta.get("namespace", "")), FRAMEWORK_NAMES[kind]).inc(
+            amount
+        )
+    elif family == MPI_OPERATOR and name in MPI_OPERATOR_COUNTERS:
+        MPI_OPERATOR_COUNTERS[name].inc(amount)
+    elif family == KUBEDL:  # KubeDL counts a deletion when it sees it, whoever deleted the job
+        kubedl_name = {"deleted": None, "gone": "deleted"}.get(event, name)
+        if kubedl_name is not None:
+            KUBEDL_COUNTERS.inc(kubedl_name, kind.lower(), amount)
+
+
+_job_info: OrderedDict[tuple[str, str], None] = OrderedDict()
+_job_info_lock = threading.Lock()
+
+
+def observe_pod(pod: Mapping[str, Any]) -> None:
+    """Set `mpi_operator_job_info` for the MPIJob whose mpi-operator Launcher pod this is."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if (
+        labels.get(KUBEFLOW_LABEL_OPERATOR_NAME) != MPI_OPERATOR_NAME
+        or labels.get(KUBEFLOW_LABEL_JOB_ROLE) != "launcher"
+    ):
+        return
+    owned = any(
+        ref.get("controller")
+        and ref.get("kind") == "MPIJob"
+        and group_of(ref.get("apiVersion")) == KUBEFLOW_GROUP
+        for ref in meta.get("ownerReferences") or ()
+    )
+    job_name = labels.get(KUBEFLOW_LABEL_JOB_NAME)
+    if not owned or not job_name:
+        return
+    key = (str(meta.get("namespace", "")), f"{job_name}{LAUNCHER_SUFFIX}")
+    with _job_info_lock:
+        _job_info.pop(key, None)
+        _job_info[key] = None
+        while len(_job_info) > MAX_JOB_INFO:
+            _remove_job_info(*_job_info.popitem(last=False)[0])
+        MPI_JOB_INFO.labels(launcher=key[1], namespace=key[0]).set(1)
+
+
+def _remove_job_info(namespace: str, launcher: str) -> None:
+    with contextlib.suppress(KeyError):
+        MPI_JOB_INFO.remove(launcher, namespace)
+
+
+def forget_job(kind: str, namespace: str, name: str) -> None:
+    """A deleted MPIJob's `mpi_operator_job_info` goes (a training-operator one never had it)."""
+    if kind != "MPIJob":
+        return
+    key = (namespace, f"{name}{LAUNCHER_SUFFIX}")
+    with _job_info_lock:
+        if _job_info.pop(key, 0) is None:
+            _remove_job_info(*key)
+
+
+def forget_namespace(namespace: str) -> int:
+    """Remove the training operator's and the job-info series of a deleted namespace."""
+    removed = 0
+    for counter in TRAINING_OPERATOR_COUNTERS.values():
+        for labels in [key for key in list(counter._metrics) if key[0] == namespace]:
+            counter.remove(*labels)
+            removed += 1
+    with _job_info_lock:
+        for key in [key for key in _job_info if key[0] == namespace]:
+            del _job_info[key]
+            _remove_job_info(*key)
+            removed += 1
+    return removed
+
+
+on_forget_job(forget_job)
+on_forget_namespace(forget_namespace)
