@@ -50,6 +50,7 @@ from kubetrain.kube.resources import (
     job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
+from kubetrain.operator import kubedlgauges
 from kubetrain.operator.adopt_api import adopt_children
 from kubetrain.operator.adoption import KUBEFLOW
 from kubetrain.operator.adoption_kubedl import KUBEDL
@@ -113,6 +114,7 @@ class Controller(JobEvents, ReconcileLoop):
         self._workers: list[asyncio.Task[None]] = []
         self._started = False
         self._decision_seconds: dict[str, float] = {}  # key -> its last cache read + plan time
+        self._kubedl_gauges: int | None = None  # kubedl_jobs_running/pending over this cache
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -133,6 +135,7 @@ class Controller(JobEvents, ReconcileLoop):
         else:
             await asyncio.wait_for(self._start_informers(), sync_timeout)
         self._started = True
+        self._kubedl_gauges = kubedlgauges.serve_cache(self.cache, self.job_resources.values())
         self.start_workers(self.config.workers, "kubetrain worker")
         log.info("controller started: %d workers, caches synced", self.config.workers)
 
@@ -229,6 +232,8 @@ class Controller(JobEvents, ReconcileLoop):
                 log.warning("adopting pods %s made failed, left as they are: %s", source.operator, err)
 
     async def stop(self) -> None:
+        kubedlgauges.stop(self._kubedl_gauges)
+        self._kubedl_gauges = None
         await self.stop_workers()
         if self._pod_group_api is not None:
             await self._pod_group_api.stop()

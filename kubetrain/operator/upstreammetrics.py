@@ -120,13 +120,16 @@ MPI_JOB_INFO = Gauge(
     "mpi_operator_job_info", "Information about MPIJob", ["launcher", "namespace"], registry=REGISTRY
 )
 
-_KUBEDL_HELP = {
+_KUBEDL_HELP = {  # by event: KubeDL's help text
     "created": "Counts number of jobs created",
     "deleted": "Counts number of jobs deleted",
     "successful": "Counts number of jobs successfully finished",
     "failed": "Counts number of jobs failed",
     "restarted": "Counts number of jobs restarted",
 }
+
+
+KUBEDL_EVENTS = tuple(_KUBEDL_HELP)
 
 
 class KubeDLCounters(Collector):

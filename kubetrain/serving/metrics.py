@@ -33,6 +33,9 @@ denial). The series of a namespace are removed when the namespace is deleted
 (`forget_namespace`, called from the webhook's Namespace watch); a job's progress series
 (`kubetrain_job_*`) when the job is deleted (`forget_job`, called from the controller's job
 watch; kubetrain.operator.progressgauges registers what it exported with `on_forget_job`).
+Series defined elsewhere in this registry (the replaced operators' names,
+kubetrain.operator.upstreammetrics) are forgotten through the hooks `on_forget_job` and
+`on_forget_namespace` registers.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from kubetrain.operator import upstreammetrics
+from kubetrain.operator import kubedlgauges, upstreammetrics
 from kubetrain.operator.jobcounts import count_job
 from kubetrain.serving.metrics import REGISTRY, forget_job, forget_namespace
 
@@ -180,3 +180,35 @@ def test_deleted_namespace_drops_the_training_operator_series(ns: str) -> None:
 def test_an_unknown_event_names_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="unknown job event 'finished': one of created, succeeded"):
         count_job(job("kubeflow.org/v1", "PyTorchJob", "x"), "finished")
+
+
+def kubedl_job(kind: str, *conditions: tuple[str, str]) -> dict[str, Any]:
+    job_ = job("training.kubedl.io/v1alpha1", kind, "x")
+    job_["status"] = {"conditions": [{"type": t, "status": s} for t, s in conditions]}
+    return job_
+
+
+def test_kubedl_running_and_pending_gauges_follow_the_cache() -> None:
+    jobs = {
+        "TFJob": [
+            kubedl_job("TFJob", ("Created", "True")),  # pending: its only condition is Created
+            kubedl_job("TFJob", ("Created", "True"), ("Running", "True")),
+            kubedl_job("TFJob", ("Created", "True"), ("Running", "False"), ("Succeeded", "True")),
+            kubedl_job("TFJob"),  # not even Created yet: neither
+        ],
+        "XDLJob": [],
+    }
+    handle = kubedlgauges.KUBEDL_GAUGES.serve(jobs, lambda: jobs)
+    try:
+        assert value("kubedl_jobs_running", kind="tfjob") == 1
+        assert value("kubedl_jobs_pending", kind="tfjob") == 1
+        text = exposition()
+        assert 'kubedl_jobs_running{kind="xdljob"} 0.0' in text
+        assert 'kubedl_jobs_pending{kind="xdljob"} 0.0' in text
+        for event in ("created", "deleted", "successful", "failed", "restarted"):
+            assert f'kubedl_jobs_{event}{{kind="xdljob"}} 0.0' in text  # KubeDL's series exist from the start
+        jobs["TFJob"][1]["status"]["conditions"][1]["status"] = "False"  # read at each scrape
+        assert value("kubedl_jobs_running", kind="tfjob") == 0
+    finally:
+        kubedlgauges.KUBEDL_GAUGES.stop(handle)
+    assert 'kubedl_jobs_running{kind="tfjob"}' not in exposition()

@@ -1,0 +1,197 @@
+"""The replaced operators' metric names on kubetrain's /metrics (docs/operations.md "Kubeflow's
+and KubeDL's metric names"): kubeflow.org v1 jobs, a kubeflow.org MPIJob created at v2beta1 and
+a training.kubedl.io job run through the real webhooks and controller against devcluster to
+success, failure, restart and deletion; the scrape shows training-operator's, mpi-operator's
+and KubeDL's series with their label names and values, counted once at each moment."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.kube.resources import job_resources_in
+from kubetrain.serving.health import HealthServer
+
+from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+GROUPS = ("kubetrain.io", "kubeflow.org", "training.kubedl.io")
+KF = job_resources_in(["kubeflow.org"])
+KUBEDL = job_resources_in(["training.kubedl.io"])
+MPIJOBS = KF["MPIJob.kubeflow.org"]
+PYTORCHJOBS = KF["PyTorchJob.kubeflow.org"]
+TFJOBS = KF["TFJob.kubeflow.org"]
+KUBEDL_PYTORCHJOBS = KUBEDL["PyTorchJob.training.kubedl.io"]
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(api_groups=GROUPS):
+        yield pair
+
+
+async def scrape() -> dict[str, float]:
+    """`name{labels}` -> value of every sample on the health server's /metrics."""
+    health = HealthServer(host="127.0.0.1", port=0)
+    await health.start()
+    try:
+        url = f"http://127.0.0.1:{health.port}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as resp:
+            assert resp.status == 200
+            text = await resp.text()
+    finally:
+        await health.stop()
+    samples = {}
+    for line in text.splitlines():
+        match = SAMPLE.match(line)
+        if match:
+            samples[match.group(1) + (match.group(2) or "")] = float(match.group(3))
+    return samples
+
+
+def series(samples: dict[str, float], prefix: str, needle: str) -> dict[str, float]:
+    """The samples named `prefix…` whose labels contain `needle`, without prometheus_client's
+    `_created` timestamps."""
+    return {
+        k: v
+        for k, v in samples.items()
+        if k.startswith(prefix) and needle in k and not k.split("{")[0].endswith("_created")
+    }
+
+
+def in_group(job: Obj, api_version: str) -> Obj:
+    job["apiVersion"] = api_version
+    return job
+
+
+async def wait_gone(h: Harness, ref: Any, ns: str, name: str) -> None:
+    await eventually(lambda: h.absent(ref, ns, name), what=f"{ref.kind} {name} deleted")
+
+
+async def test_training_operator_series(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("kfmetrics")
+    ok = job_manifest(
+        "PyTorchJob", "ok", {"Master": 1, "Worker": 1}, run_policy={"ttlSecondsAfterFinished": 0}
+    )
+    await h.kube.create(PYTORCHJOBS, in_group(ok, "kubeflow.org/v1"), namespace=ns)
+    bad = job_manifest("TFJob", "bad", {"Worker": 1}, restart_policy="Never")
+    await h.kube.create(TFJOBS, in_group(bad, "kubeflow.org/v1"), namespace=ns)
+    rs = job_manifest("PyTorchJob", "rs", {"Master": 1}, restart_policy="ExitCode")
+    await h.kube.create(PYTORCHJOBS, in_group(rs, "kubeflow.org/v1"), namespace=ns)
+    await h.wait_pods(ns, "ok", 2)
+    await h.wait_pods(ns, "bad", 1)
+    await h.wait_pods(ns, "rs", 1)
+    await h.finish_all(ns, "ok")
+    await h.finish_all(ns, "bad", exit_code=1)
+    await h.sim.finish(ns, "rs-master-0", exit_code=137)
+    await wait_gone(h, PYTORCHJOBS, ns, "ok")  # its TTL: the operator deleted it
+    await h.wait_true(TFJOBS, ns, "bad", "Failed")
+
+    async def restarted() -> Obj | None:
+        job = await h.get(PYTORCHJOBS, ns, "rs")
+        return job if replica_status(job, "Master").get("restarts") == 1 else None
+
+    await eventually(restarted, what="rs restarted once")
+    await h.kube.delete(TFJOBS, ns, "bad")  # deleted by a user: training-operator does not count it
+    await wait_gone(h, TFJOBS, ns, "bad")
+
+    assert series(await scrape(), "training_operator_", f'job_namespace="{ns}"') == {
+        f'training_operator_jobs_created_total{{framework="pytorch",job_namespace="{ns}"}}': 2,
+        f'training_operator_jobs_created_total{{framework="tensorflow",job_namespace="{ns}"}}': 1,
+        f'training_operator_jobs_successful_total{{framework="pytorch",job_namespace="{ns}"}}': 1,
+        f'training_operator_jobs_deleted_total{{framework="pytorch",job_namespace="{ns}"}}': 1,
+        f'training_operator_jobs_failed_total{{framework="tensorflow",job_namespace="{ns}"}}': 1,
+        f'training_operator_jobs_restarted_total{{framework="pytorch",job_namespace="{ns}"}}': 1,
+    }
+
+
+async def test_mpi_operator_series(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("mpimetrics")
+    names = (
+        "mpi_operator_jobs_created_total",
+        "mpi_operator_jobs_successful_total",
+        "mpi_operator_jobs_failed_total",
+    )
+    before = await scrape()
+    for name, exit_code in (("pi", 0), ("broken", 1)):
+        job = job_manifest("MPIJob", name, {"Launcher": 1, "Worker": 1}, restart_policy="Never")
+        await h.kube.create(MPIJOBS, in_group(job, "kubeflow.org/v2beta1"), namespace=ns)
+        await h.wait_pods(ns, name, 2)
+        await h.sim.finish(ns, f"{name}-launcher-0", exit_code=exit_code)
+    await h.wait_true(MPIJOBS, ns, "pi", "Succeeded")
+    await h.wait_true(MPIJOBS, ns, "broken", "Failed")
+
+    after = await scrape()
+    assert [after.get(n, 0) - before.get(n, 0) for n in names] == [2, 1, 1]
+    assert series(after, "mpi_operator_job_info", f'namespace="{ns}"') == {
+        f'mpi_operator_job_info{{launcher="broken-launcher",namespace="{ns}"}}': 1,
+        f'mpi_operator_job_info{{launcher="pi-launcher",namespace="{ns}"}}': 1,
+    }
+    assert series(after, "training_operator_", f'job_namespace="{ns}"') == {}
+
+    await h.kube.delete(MPIJOBS, ns, "pi")
+    await wait_gone(h, MPIJOBS, ns, "pi")
+
+    async def info_left() -> dict[str, float] | None:
+        left = series(await scrape(), "mpi_operator_job_info", f'namespace="{ns}"')
+        return left if len(left) == 1 else None
+
+    assert await eventually(info_left, what="pi's job info removed") == {
+        f'mpi_operator_job_info{{launcher="broken-launcher",namespace="{ns}"}}': 1
+    }
+
+
+async def test_kubedl_series(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("kdlmetrics")
+    events = ("created", "deleted", "successful", "failed", "restarted")
+    key = {e: f'kubedl_jobs_{e}{{kind="pytorchjob"}}' for e in events}
+    before = await scrape()
+    failing = job_manifest("PyTorchJob", "fails", {"Master": 1}, restart_policy="Never")
+    await h.kube.create(KUBEDL_PYTORCHJOBS, in_group(failing, "training.kubedl.io/v1alpha1"), namespace=ns)
+    retried = job_manifest("PyTorchJob", "retried", {"Master": 1}, restart_policy="ExitCode")
+    await h.kube.create(KUBEDL_PYTORCHJOBS, in_group(retried, "training.kubedl.io/v1alpha1"), namespace=ns)
+    await h.wait_pods(ns, "fails", 1)
+    (first,) = await h.wait_pods(ns, "retried", 1)
+
+    async def both_running() -> bool:
+        return (await scrape()).get('kubedl_jobs_running{kind="pytorchjob"}') == 2
+
+    await eventually(both_running, what="kubedl_jobs_running 2")
+    await h.sim.finish(ns, "fails-master-0", exit_code=1)
+    await h.sim.finish(ns, "retried-master-0", exit_code=137)
+    await h.wait_true(KUBEDL_PYTORCHJOBS, ns, "fails", "Failed")
+    await h.wait_recreated(ns, "retried-master-0", first["metadata"]["uid"])
+    await h.finish_all(ns, "retried")
+    await h.wait_true(KUBEDL_PYTORCHJOBS, ns, "retried", "Succeeded")
+    await h.kube.delete(KUBEDL_PYTORCHJOBS, ns, "fails")
+    await wait_gone(h, KUBEDL_PYTORCHJOBS, ns, "fails")
+
+    async def counted() -> dict[str, float] | None:
+        after = await scrape()
+        delta = {e: after.get(key[e], 0) - before.get(key[e], 0) for e in events}
+        return delta if delta["deleted"] else None
+
+    assert await eventually(counted, what="the deletion counted") == {
+        "created": 2,
+        "deleted": 1,
+        "successful": 1,
+        "failed": 1,
+        "restarted": 1,
+    }
+    after = await scrape()
+    assert after['kubedl_jobs_running{kind="pytorchjob"}'] == 0
+    # Every kind served has KubeDL's series from the start, 0 until counted.
+    assert after['kubedl_jobs_created{kind="xgboostjob"}'] == before['kubedl_jobs_created{kind="xgboostjob"}']
+    assert after['kubedl_jobs_running{kind="tfjob"}'] == 0
