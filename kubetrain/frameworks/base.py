@@ -244,6 +244,9 @@ class Framework:
     # runPolicy.managedBy values, beyond api/groups.RECONCILED_MANAGERS, that name this kind's own
     # Kubeflow operator, which kubetrain is when it serves kubeflow.org (MPIJob: mpi-operator's).
     kubeflow_managers: tuple[str, ...] = ()
+    # training-operator's `GetFrameworkName()` of the kind: the `framework` label of its
+    # training_operator_jobs_* metrics (kubetrain.operator.upstreammetrics).
+    kubeflow_framework_name: str = ""
 
     def converted_model(self, version: str) -> type[JobBase] | None:
         """The model of a version served through conversion (its CRD schema)."""

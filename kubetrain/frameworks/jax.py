@@ -15,6 +15,7 @@ from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 class JAX(Framework):
     kind = "JAXJob"
+    kubeflow_framework_name = "jax"  # training-operator's GetFrameworkName()
     plural = "jaxjobs"
     singular = "jaxjob"
     short_names: tuple[str, ...] = ("jaxj",)

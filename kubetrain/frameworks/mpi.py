@@ -76,6 +76,7 @@ V1_WARNING = (
 
 class MPI(Framework):
     kind = "MPIJob"
+    kubeflow_framework_name = "mpi"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     plural = "mpijobs"
     singular = "mpijob"

@@ -18,6 +18,7 @@ DEFAULT_JOB_MODE = "MXTrain"
 
 class MXNet(Framework):
     kind = "MXJob"
+    kubeflow_framework_name = "mxnet"  # training-operator's GetFrameworkName()
     plural = "mxjobs"
     singular = "mxjob"
     short_names: tuple[str, ...] = ("mxj",)

@@ -26,6 +26,7 @@ POD_IP_VARIABLE = "POD_IP_DUMMY"
 
 class Paddle(Framework):
     kind = "PaddleJob"
+    kubeflow_framework_name = "paddle"  # training-operator's GetFrameworkName()
     plural = "paddlejobs"
     singular = "paddlejob"
     short_names: tuple[str, ...] = ("pdj",)

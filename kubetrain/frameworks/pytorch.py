@@ -26,6 +26,7 @@ _RENDEZVOUS_FIELDS = ("rdzvBackend", "rdzvHost", "rdzvPort", "rdzvId", "rdzvConf
 
 class PyTorch(Framework):
     kind = "PyTorchJob"
+    kubeflow_framework_name = "pytorch"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     plural = "pytorchjobs"
     singular = "pytorchjob"

@@ -16,6 +16,7 @@ from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 class TensorFlow(Framework):
     kind = "TFJob"
+    kubeflow_framework_name = "tensorflow"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     plural = "tfjobs"
     singular = "tfjob"

@@ -15,6 +15,7 @@ from kubetrain.frameworks.env import JobLayout, ReplicaCounts, env_var
 
 class XGBoost(Framework):
     kind = "XGBoostJob"
+    kubeflow_framework_name = "xgboost"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     kubedl_container_name = "xgboostjob"  # KubeDL's XGBoostJobDefaultContainerName
     plural = "xgboostjobs"

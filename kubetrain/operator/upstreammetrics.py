@@ -7,7 +7,7 @@ Each job counts in the family of the operator that served its API group:
   (`pkg/common/metrics.go`): `training_operator_jobs_{created,deleted,successful,failed,
   restarted}_total{job_namespace, framework}`, `framework` being the controller's
   `GetFrameworkName()` (`pytorch`, `tensorflow`, `mpi`, `xgboost`, `paddle`, `jax`; `mxnet`
-  for an MXJob, as the releases that still had it).
+  for an MXJob, as the releases that still had it): each Framework's `kubeflow_framework_name`.
 - kubeflow.org MPIJob created at v2beta1 (or without the created-api-version annotation:
   frameworks/mpilabels.mpi_operator_convention) — mpi-operator v0.8.2
   (`pkg/controller/mpi_job_controller.go`): the unlabelled counters
@@ -58,22 +58,14 @@ from kubetrain.api.labels import (
     KUBEFLOW_LABEL_JOB_ROLE,
     KUBEFLOW_LABEL_OPERATOR_NAME,
 )
+from kubetrain.frameworks.mpi import FRAMEWORK as MPI_FRAMEWORK
 from kubetrain.frameworks.mpilabels import MPI_OPERATOR_NAME, mpi_operator_convention
+from kubetrain.frameworks.registry import get_framework
 from kubetrain.serving.metrics import REGISTRY, on_forget_job, on_forget_namespace
 
 MAX_JOB_INFO = 2000
+MPI_KIND = MPI_FRAMEWORK.kind
 LAUNCHER_SUFFIX = "-launcher"  # mpi-operator's launcherSuffix
-
-# training-operator's GetFrameworkName() per kind (pkg/apis/kubeflow.org/v1/*_types.go).
-FRAMEWORK_NAMES = {
-    "PyTorchJob": "pytorch",
-    "TFJob": "tensorflow",
-    "MPIJob": "mpi",
-    "XGBoostJob": "xgboost",
-    "PaddleJob": "paddle",
-    "JAXJob": "jax",
-    "MXJob": "mxnet",
-}
 
 TRAINING_OPERATOR = "training_operator"
 MPI_OPERATOR = "mpi_operator"
@@ -171,7 +163,8 @@ def family_of(job: Mapping[str, Any]) -> str | None:
         return None
     if mpi_operator_convention(job):
         return MPI_OPERATOR
-    return TRAINING_OPERATOR if str(job.get("kind")) in FRAMEWORK_NAMES else None
+    framework = get_framework(str(job.get("kind")))
+    return TRAINING_OPERATOR if framework is not None and framework.kubeflow_framework_name else None
 
 
 def count(job: Mapping[str, Any], event: str, amount: float = 1) -> None:
@@ -185,9 +178,10 @@ def count(job: Mapping[str, Any], event: str, amount: float = 1) -> None:
     meta = job.get("metadata") or {}
     kind = str(job.get("kind"))
     if family == TRAINING_OPERATOR and name is not None:
-        TRAINING_OPERATOR_COUNTERS[name].labels(str(meta.get("namespace", "")), FRAMEWORK_NAMES[kind]).inc(
-            amount
-        )
+        framework = get_framework(kind)
+        assert framework is not None  # family_of
+        namespace = str(meta.get("namespace", ""))
+        TRAINING_OPERATOR_COUNTERS[name].labels(namespace, framework.kubeflow_framework_name).inc(amount)
     elif family == MPI_OPERATOR and name in MPI_OPERATOR_COUNTERS:
         MPI_OPERATOR_COUNTERS[name].inc(amount)
     elif family == KUBEDL:  # KubeDL counts a deletion when it sees it, whoever deleted the job
@@ -211,7 +205,7 @@ def observe_pod(pod: Mapping[str, Any]) -> None:
         return
     owned = any(
         ref.get("controller")
-        and ref.get("kind") == "MPIJob"
+        and ref.get("kind") == MPI_KIND
         and group_of(ref.get("apiVersion")) == KUBEFLOW_GROUP
         for ref in meta.get("ownerReferences") or ()
     )
@@ -234,7 +228,7 @@ def _remove_job_info(namespace: str, launcher: str) -> None:
 
 def forget_job(kind: str, namespace: str, name: str) -> None:
     """A deleted MPIJob's `mpi_operator_job_info` goes (a training-operator one never had it)."""
-    if kind != "MPIJob":
+    if kind != MPI_KIND:
         return
     key = (namespace, f"{name}{LAUNCHER_SUFFIX}")
     with _job_info_lock:

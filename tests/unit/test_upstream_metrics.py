@@ -156,18 +156,18 @@ def test_kubedl_series_keep_kubedls_exact_names(ns: str) -> None:
     assert "kubedl_jobs_created_total" not in text
 
 
+def upstream_samples() -> list[str]:
+    prefixes = ("training_operator_", "mpi_operator_", "kubedl_")
+    return [line for line in exposition().splitlines() if line.startswith(prefixes)]
+
+
 def test_other_groups_count_in_kubetrains_series_only(ns: str) -> None:
-    before = exposition()
+    before = upstream_samples()
     count_job(job("kubetrain.io/v1", "PyTorchJob", ns), "created")
-    after = exposition()
+    count_job(job("trainer.kubeflow.org/v1alpha1", "TrainJob", ns), "failed")
     assert value("kubetrain_jobs_created_total", kind="PyTorchJob", namespace=ns) == 1
-    changed = {line for line in after.splitlines() if line not in before.splitlines()}
-    assert {line.split("{")[0] for line in changed if not line.startswith("#")} <= {
-        "kubetrain_jobs_created_total",
-        "kubetrain_jobs_created_created",
-        "kubetrain_tenant_jobs_total",
-        "kubetrain_tenant_jobs_created",
-    }
+    assert value("kubetrain_jobs_failed_total", kind="TrainJob", namespace=ns) == 1
+    assert upstream_samples() == before
 
 
 def test_deleted_namespace_drops_the_training_operator_series(ns: str) -> None:
