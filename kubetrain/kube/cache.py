@@ -27,9 +27,10 @@ JOB_NAME_LABEL = LABEL_JOB_NAME
 JOB_KIND_LABEL = LABEL_JOB_KIND
 
 
-# What the operator reads of a pod's spec; the rest (containers, volumes, tolerations, …) is
-# most of a pod's size and is dropped from the cache.
-POD_SPEC_KEPT = ("nodeName", "schedulerName", "restartPolicy", "priorityClassName")
+# What the operator reads of a pod's spec (nodeSelector: an exclusively placed follower's
+# domain); the rest (containers, volumes, tolerations, …) is most of a pod's size and is dropped
+# from the cache.
+POD_SPEC_KEPT = ("nodeName", "schedulerName", "restartPolicy", "priorityClassName", "nodeSelector")
 
 
 def slim_pod(pod: Obj) -> Obj:
@@ -41,6 +42,14 @@ def slim_pod(pod: Obj) -> Obj:
     if isinstance(spec, dict):
         pod["spec"] = {k: spec[k] for k in POD_SPEC_KEPT if k in spec}
     return pod
+
+
+def slim_node(node: Obj) -> Obj:
+    """A Node as the operator caches it (an informer transform): its name, resourceVersion and
+    labels — all it reads (a leader's topology domain); spec and status are dropped."""
+    meta = node.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "resourceVersion", "labels") if k in meta}
+    return {"apiVersion": node.get("apiVersion", "v1"), "kind": node.get("kind", "Node"), "metadata": kept}
 
 
 def object_key(obj: Obj) -> str:

@@ -43,6 +43,7 @@ from kubetrain.kube.resources import (
     CONFIG_MAPS,
     HORIZONTAL_POD_AUTOSCALERS,
     INGRESSES,
+    NODES,
     POD_GROUP_RESOURCES,
     PODS,
     SERVICES,
@@ -257,6 +258,7 @@ class Controller(JobEvents, ReconcileLoop):
             job_services=self.cache.store(SERVICES).for_job(namespace, name, kind=kind),
             service_named=partial(self.cache.store(SERVICES).get, namespace),
             tensorboard_ingress=partial(self.cache.store(INGRESSES).get, namespace),
+            node=partial(self.cache.store(NODES).get, None),  # filled while serving TrainJobs
         )
 
     async def reconcile(self, key: str) -> None:

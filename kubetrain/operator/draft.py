@@ -46,6 +46,10 @@ def _no_service(name: str) -> dict[str, Any] | None:
     return None
 
 
+def _no_node(name: str) -> dict[str, Any] | None:
+    return None
+
+
 @dataclass
 class Observed:
     pods: list[dict[str, Any]]
@@ -69,6 +73,8 @@ class Observed:
     # The TensorBoard Ingresses of the namespace by name (the controller watches those labelled
     # kubetrain.io/tensorboard-of); None: not observed, the Ingress is written only on a change.
     tensorboard_ingress: Callable[[str], dict[str, Any] | None] | None = None
+    # A Node by name from the controller's Node cache (its labels: JobSet's exclusive placement).
+    node: Callable[[str], dict[str, Any] | None] = _no_node
 
 
 # Pods one reconcile creates at most, as kube's Job controller (MaxPodCreateDeletePerSync) and

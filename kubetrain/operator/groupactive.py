@@ -36,6 +36,7 @@ from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
 from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.exclusiveplacement import Placement
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.jobrestarts import JobRestarts
@@ -348,13 +349,15 @@ class GroupActiveJob:
         # One slot beyond the pass tells whether the next pass continues this one.
         missing = creates.missing_slots(shape, slots, held, room + 1, earlier_attempt_left=earlier_left)
         r.plan.creates_continue = len(missing) > room
-        jobs = self.job_restarts
+        jobs, placement = self.job_restarts, Placement(r, shape, slots)  # exclusiveplacement.py
+        placement.repair()
         for group, index in missing[:room]:
             # the shape's pod, the env plug-in's part, the progress endpoint's, the gang's (desired.py)
             job_attempt = jobs.attempt(group, jobs.job_of(group, index))
-            r.plan.create_pods.append(
-                self.desired.pod(group, index, attempt=attempt, job_attempt=job_attempt)
-            )
+            pod = self.desired.pod(group, index, attempt=attempt, job_attempt=job_attempt)
+            if placement.place(group, index, pod):  # a follower once its leader's domain is known
+                r.plan.create_pods.append(pod)
+        placement.tell()
         if r.plan.create_pods and not r.pods:  # the job's first pods: what they need, before them
             r.plan.create_children += self.children.unread_prerequisites()
 

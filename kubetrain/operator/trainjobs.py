@@ -3,7 +3,9 @@
 cache, expectations and `PlanApplier`), informers on TrainingRuntimes and
 ClusterTrainingRuntimes (a runtime created or changed requeues the TrainJobs naming it — only
 those without a snapshot yet act on it), and the TrainJob's edge of the planner (`trainedge.plan_trainjob`)
-fed with the runtime from the cache."""
+fed with the runtime from the cache; and a Node informer (each Node's name and labels only): a
+follower of an exclusively placed job takes its leader's node's topology label
+(`exclusiveplacement.py`), and a Node added or relabelled requeues the TrainJobs with a pod on it."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from typing import Any
 
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
-from kubetrain.kube.cache import Cache
+from kubetrain.kube.cache import Cache, slim_node
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import Clock
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
+    NODES,
+    PODS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     ResourceRef,
@@ -48,6 +52,10 @@ def runtime_of(cache: Cache, trainjob: Mapping[str, Any]) -> Obj | None:
     return cache.store(CLUSTER_TRAINING_RUNTIMES).get(None, name)
 
 
+def _labels(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("labels")
+
+
 class TrainJobs:
     """The TrainJob part of one controller."""
 
@@ -69,7 +77,23 @@ class TrainJobs:
                 on_update=lambda old, new: self._runtime_changed(new),
                 on_delete=self._runtime_changed,
             )
-        return [runtimes, cluster]
+        nodes = Informer(self.client, NODES, cache=self.cache, clock=self.clock, transform=slim_node)
+        nodes.add_handler(
+            on_add=self._node_changed,
+            on_update=lambda old, new: self._node_changed(new) if _labels(old) != _labels(new) else None,
+        )
+        return [runtimes, cluster, nodes]
+
+    def _node_changed(self, node: Obj) -> None:
+        """The TrainJobs with a pod on this node (a leader's domain may now be known)."""
+        name = (node.get("metadata") or {}).get("name")
+        for pod in self.cache.store(PODS).list():
+            if (pod.get("spec") or {}).get("nodeName") != name:
+                continue
+            meta = pod.get("metadata") or {}
+            for ref in meta.get("ownerReferences") or []:
+                if ref.get("controller") and is_trainjob_owner(ref):
+                    self.enqueue(f"{TRAINJOB_RESOURCE_ID}/{meta.get('namespace', '')}/{ref.get('name', '')}")
 
     def _runtime_changed(self, runtime: Obj) -> None:
         meta = runtime.get("metadata") or {}

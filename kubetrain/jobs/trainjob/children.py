@@ -31,6 +31,7 @@ import yaml
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.labels import LABEL_JOB_KIND, LABEL_JOB_NAME, LABEL_MANAGED_BY, MANAGED_BY_VALUE
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs import jobsetplacement as exclusive
 from kubetrain.jobs.trainjob import volumeclaims
 from kubetrain.jobs.trainjob.failurepolicy import restarts_jobs
 from kubetrain.jobs.trainjob.gang import decorate
@@ -140,13 +141,22 @@ def build_pod(
     if resolved.coordinator:
         jobset[c.COORDINATOR] = resolved.coordinator
     labels = {**(tmeta.get("labels") or {}), **jobset, **batch, **child_labels(resolved.name)}
-    annotations = {**(tmeta.get("annotations") or {}), **jobset, c.COMPLETION_INDEX: str(index)}
+    # JobSet's labelAndAnnotateObject: the exclusive-placement annotations after the template's.
+    placement = exclusive.placement_annotations(
+        resolved.jobset_annotations, step.job_metadata.get("annotations") or {}
+    )
+    annotations = {
+        **(tmeta.get("annotations") or {}),
+        **jobset,
+        **placement,
+        c.COMPLETION_INDEX: str(index),
+    }
     spec: Obj = copy.deepcopy(dict(template.get("spec") or {}))
     spec["hostname"] = name  # the Indexed Job's `<job>-<index>`, with or without DNS hostnames
     if resolved.dns_hostnames:  # JobSet's constructJob
         spec["subdomain"] = resolved.subdomain
     spec.setdefault("restartPolicy", "OnFailure")
-    return {
+    pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -158,6 +168,8 @@ def build_pod(
         },
         "spec": spec,
     }
+    exclusive.apply(pod, resolved.namespace, jname)  # a follower's domain: the planner's (groupactive)
+    return pod
 
 
 def build_service(resolved: ResolvedTrainJob, trainjob: Mapping[str, Any]) -> Obj:

@@ -57,6 +57,8 @@ class ResolvedTrainJob:
     # JobSet's network.enableDNSHostnames (default true): false makes no headless Service and
     # gives the pods no subdomain.
     dns_hostnames: bool = True
+    # The runtime's JobSet template metadata annotations (the JobSet's: exclusive placement).
+    jobset_annotations: Mapping[str, Any] = field(default_factory=dict)
 
     def step(self, name: str) -> Step | None:
         return next((s for s in self.steps if s.name == name), None)

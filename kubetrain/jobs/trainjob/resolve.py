@@ -187,6 +187,7 @@ def resolve(
         coordinator=endpoint,
         env=MLPolicyEnv(tuple(env)),
         claims=claims,
+        jobset_annotations=dict((template.get("metadata") or {}).get("annotations") or {}),
     )
     return (None if errors else resolved), errors
 

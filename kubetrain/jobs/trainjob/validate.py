@@ -43,6 +43,7 @@ from kubetrain.api.errors import (
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
+from kubetrain.jobs import jobsetplacement as exclusive
 from kubetrain.jobs.trainjob import envinjection, failurepolicy, specrules, torchtune, volumeclaims
 from kubetrain.jobs.trainjob.resolve import resolve
 
@@ -277,8 +278,8 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and each of JobSet's
-    exclusive placement annotations."""
+    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and the priority class of
+    a pod template JobSet's exclusive placement cannot read (`_priority_class_warnings`)."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if not labels.get(c.LABEL_FRAMEWORK):
@@ -287,14 +288,13 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
             "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
         )
     template = (obj.get("spec") or {}).get("template") or {}
-    warnings += _exclusive_placement_warnings(template, "spec.template")
     rjobs = (template.get("spec") or {}).get("replicatedJobs")
     applied = ", ".join(APPLIED_JOB_FIELDS[:-1]) + f" and {APPLIED_JOB_FIELDS[-1]}"
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         rjob_template = (rjob or {}).get("template") if isinstance(rjob, Mapping) else None
         if isinstance(rjob_template, Mapping):
-            warnings += _exclusive_placement_warnings(
-                rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
+            warnings += _priority_class_warnings(
+                template, rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
             )
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
         for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
@@ -307,26 +307,31 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     return warnings
 
 
-# JobSet's exclusive placement (api/jobset/v1alpha2: ExclusiveKey, NodeSelectorStrategyKey),
-# set on the JobSet or on a replicated job's template: its pod webhook gives a job's leader pod
-# affinities to its own job and against the others per topology domain, and the followers the
-# leader's domain once it is scheduled. kubetrain does not.
-EXCLUSIVE_PLACEMENT = (
-    "alpha.jobset.sigs.k8s.io/exclusive-topology",
-    "alpha.jobset.sigs.k8s.io/node-selector",
-)
-
-
-def _exclusive_placement_warnings(template: Mapping[str, Any], path: str) -> list[str]:
-    annotations = (template.get("metadata") or {}).get("annotations")
-    if not isinstance(annotations, Mapping):
+def _priority_class_warnings(
+    jobset: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str
+) -> list[str]:
+    """A replicated job placed exclusively by pod affinities whose pod template names a
+    priorityClassName (and no priority): JobSet's leader anti-affinity keeps out the other jobs
+    of the pod's priority, which the Priority admission resolves from the class; kubetrain reads
+    no PriorityClass, so that anti-affinity names no priority and keeps no other job out."""
+    pod_template = ((rjob_template.get("spec") or {}).get("template") or {}) if rjob_template else {}
+    if not isinstance(pod_template, Mapping):
+        return []
+    annotations = dict((pod_template.get("metadata") or {}).get("annotations") or {})
+    annotations.update(
+        exclusive.placement_annotations(
+            (jobset.get("metadata") or {}).get("annotations") or {},
+            (rjob_template.get("metadata") or {}).get("annotations") or {},
+        )
+    )
+    spec = pod_template.get("spec") or {}
+    placed = exclusive.topology_key({"metadata": {"annotations": annotations}}) is not None
+    if not placed or not isinstance(spec, Mapping) or exclusive.priority_of(spec) is not None:
         return []
     return [
-        f"{path}.metadata.annotations[{key}]: not applied: kubetrain does not place a job's pods "
-        "exclusively per topology domain (JobSet's exclusive placement); use the pod template's "
-        "affinity or nodeSelector"
-        for key in EXCLUSIVE_PLACEMENT
-        if key in annotations
+        f"{path}.spec.template.spec.priorityClassName: not applied to exclusive placement: kubetrain "
+        "reads no PriorityClass, so the leader pod's anti-affinity (jobset.sigs.k8s.io/priority) keeps "
+        "no other job out of its topology domain; set spec.priority to the class's value too"
     ]
 
 

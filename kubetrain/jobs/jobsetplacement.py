@@ -1,0 +1,177 @@
+"""JobSet's exclusive placement for the pods kubetrain makes as JobSet would (a TrainJob's):
+each job of a replicated job (`<tj>-<rjob>-<jobIndex>`) alone in one topology domain (a rack, a
+TPU slice, a node pool).
+
+The annotation `alpha.jobset.sigs.k8s.io/exclusive-topology: <node label key>` on the runtime's
+JobSet template metadata or on a replicated job's template metadata is copied onto the pods as
+JobSet's `labelAndAnnotateObject` copies it (the replicated job's wins; the
+`alpha.jobset.sigs.k8s.io/node-selector` flag goes with the annotation of its level). From the
+pod's own annotations, as JobSet's pod webhook reads them:
+
+- the affinity strategy (no `node-selector` flag; pod_webhook.go `setExclusiveAffinities`): the
+  leader (completion index 0) gets a required podAffinity to its own job's pods and a required
+  podAntiAffinity to other jobs' pods of its priority, on the topology key; a follower gets
+  `nodeSelector[<key>]` = the label value of its leader's node (`setNodeSelector`), and is made
+  only once its leader is scheduled (`ValidateCreate` refuses it before) — `follower_domain`;
+- the node-selector strategy (jobset_controller.go `constructJob`: `addNamespacedJobNodeSelector`,
+  `addTaintToleration`): every pod gets `nodeSelector[alpha.jobset.sigs.k8s.io/namespaced-job] =
+  <namespace>_<job>` and tolerates the `alpha.jobset.sigs.k8s.io/no-schedule` taint; the nodes
+  are labelled and tainted beforehand by the cluster's administrator.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrain.api.trainer import constants as c
+
+# api/jobset/v1alpha2 (jobset_types.go) and pkg/constants.
+EXCLUSIVE_KEY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY_KEY = "alpha.jobset.sigs.k8s.io/node-selector"
+NAMESPACED_JOB_KEY = "alpha.jobset.sigs.k8s.io/namespaced-job"
+NO_SCHEDULE_TAINT_KEY = "alpha.jobset.sigs.k8s.io/no-schedule"
+PRIORITY_KEY = "jobset.sigs.k8s.io/priority"
+# The priority kube-apiserver's Priority admission gives a pod that names no PriorityClass when
+# no class is the global default (scheduling.DefaultPriorityWhenNoDefaultClassExists).
+DEFAULT_PRIORITY = 0
+
+Obj = dict[str, Any]
+
+
+def placement_annotations(
+    jobset_annotations: Mapping[str, Any], rjob_annotations: Mapping[str, Any]
+) -> dict[str, str]:
+    """The exclusive-placement annotations a replicated job's pods carry: JobSet's
+    `labelAndAnnotateObject` — the JobSet's (the runtime template's metadata) with its
+    node-selector flag, then the replicated job template's with its own, which wins."""
+    out: dict[str, str] = {}
+    for source in (jobset_annotations, rjob_annotations):
+        if EXCLUSIVE_KEY in source:
+            out[EXCLUSIVE_KEY] = str(source[EXCLUSIVE_KEY])
+            if NODE_SELECTOR_STRATEGY_KEY in source:
+                out[NODE_SELECTOR_STRATEGY_KEY] = str(source[NODE_SELECTOR_STRATEGY_KEY])
+    return out
+
+
+def _annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (pod.get("metadata") or {}).get("annotations") or {}
+
+
+def topology_key(pod: Mapping[str, Any]) -> str | None:
+    """The topology key of a pod placed by the affinity strategy; None for any other pod (no
+    exclusive placement, or the node-selector strategy, which the webhook skips)."""
+    annotations = _annotations(pod)
+    if NODE_SELECTOR_STRATEGY_KEY in annotations or EXCLUSIVE_KEY not in annotations:
+        return None
+    return str(annotations[EXCLUSIVE_KEY])
+
+
+def is_leader(pod: Mapping[str, Any]) -> bool:
+    """placement.IsLeaderPod: the pod of completion index 0 (its annotation)."""
+    return _annotations(pod).get(c.COMPLETION_INDEX) == "0"
+
+
+def priority_of(spec: Mapping[str, Any]) -> int | None:
+    """The priority the API server's Priority admission gives the pod: its `spec.priority`, or —
+    no PriorityClass named — `DEFAULT_PRIORITY`; None when it names a class (kubetrain reads no
+    PriorityClass)."""
+    priority = spec.get("priority")
+    if isinstance(priority, int) and not isinstance(priority, bool):
+        return priority
+    return None if spec.get("priorityClassName") else DEFAULT_PRIORITY
+
+
+def apply(pod: Obj, namespace: str, job: str) -> None:
+    """What the pod gets before it is created, in place: under the node-selector strategy the
+    namespaced job's nodeSelector and the taint's toleration; under the affinity strategy the
+    priority label (pod webhook `Default`) and, on the leader, the exclusive affinities."""
+    annotations = _annotations(pod)
+    if EXCLUSIVE_KEY not in annotations:
+        return
+    spec = pod.setdefault("spec", {})
+    if NODE_SELECTOR_STRATEGY_KEY in annotations:
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), NAMESPACED_JOB_KEY: f"{namespace}_{job}"}
+        toleration = {"key": NO_SCHEDULE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+        spec["tolerations"] = [*(spec.get("tolerations") or []), toleration]
+        return
+    labels = pod["metadata"].setdefault("labels", {})
+    priority = priority_of(spec)
+    if priority is not None:
+        labels[PRIORITY_KEY] = str(priority)
+    if is_leader(pod):
+        set_exclusive_affinities(pod)
+
+
+def set_exclusive_affinities(pod: Obj) -> None:
+    """pod_webhook.go `setExclusiveAffinities`: appended to the template's own required terms."""
+    labels = pod["metadata"].get("labels") or {}
+    key = str(_annotations(pod)[EXCLUSIVE_KEY])
+    job_key = str(labels.get(c.JOB_KEY, ""))
+    affinity = pod["spec"].setdefault("affinity", {})
+    together = {
+        "labelSelector": {"matchExpressions": [{"key": c.JOB_KEY, "operator": "In", "values": [job_key]}]},
+        "topologyKey": key,
+        "namespaceSelector": {},
+    }
+    apart = {
+        "labelSelector": {
+            "matchExpressions": [
+                {"key": c.JOB_KEY, "operator": "Exists"},
+                {"key": c.JOB_KEY, "operator": "NotIn", "values": [job_key]},
+                {"key": PRIORITY_KEY, "operator": "In", "values": [str(labels.get(PRIORITY_KEY, ""))]},
+            ]
+        },
+        "topologyKey": key,
+        "namespaceSelector": {},
+    }
+    for field, term in (("podAffinity", together), ("podAntiAffinity", apart)):
+        part = affinity.setdefault(field, {})
+        terms = part.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+        terms.append(term)
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """Where a follower goes: `value` of node label `key`; or why it waits (`value` None):
+    `waiting` says what for, `missing_label` names a leader's node without the label."""
+
+    key: str
+    value: str | None = None
+    waiting: str = ""
+    missing_label: str | None = None
+
+
+def leader_domain(
+    leader: Mapping[str, Any] | None, key: str, node_labels: Mapping[str, Mapping[str, Any]] | None
+) -> Domain:
+    """The topology domain of a job's leader: the label `key` of the node it is scheduled on
+    (pod_webhook.go `setNodeSelector` / `topologyFromPod`). `leader`: the job's live leader pod
+    (not terminating, not finished — `leaderPodForFollower`), None when it has none;
+    `node_labels`: the labels of its node, None when the node is not known."""
+    if leader is None:
+        return Domain(key, waiting="its leader pod does not exist")
+    node = str((leader.get("spec") or {}).get("nodeName") or "")
+    if not node:
+        return Domain(key, waiting="its leader pod is not scheduled yet")
+    if node_labels is None:
+        return Domain(key, waiting=f"its leader's node {node} is not known")
+    if key not in node_labels:
+        return Domain(key, waiting=f"node {node} has no label {key}", missing_label=node)
+    return Domain(key, value=str(node_labels[key]))
+
+
+def follow(pod: Obj, domain: Domain) -> None:
+    """A follower's nodeSelector for its leader's domain (`domain.value` set), in place."""
+    spec = pod.setdefault("spec", {})
+    spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), domain.key: str(domain.value)}
+
+
+def follows(pod: Mapping[str, Any], domain: Domain) -> bool:
+    """pod_controller.go `validatePodPlacements`, for one follower: its nodeSelector names the
+    leader's domain."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return domain.key in selector and str(selector[domain.key]) == domain.value

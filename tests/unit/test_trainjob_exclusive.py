@@ -1,0 +1,268 @@
+"""JobSet's exclusive placement for a TrainJob (`alpha.jobset.sigs.k8s.io/exclusive-topology`),
+pure: the leader's affinities as JobSet's pod webhook writes them (held to its Go test
+expectations, pkg/webhooks/pod_webhook_test.go `TestDefault`), followers held until their leader
+is scheduled and then given its node's domain, a leader's node without the label told, followers
+outside a recreated leader's domain deleted, and the node-selector strategy's selector and
+toleration (jobset_controller.go `constructJob`)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainjobs import RUNTIME, UID
+
+from kubetrain.jobs import jobsetplacement as exclusive
+from kubetrain.jobs.trainjob.children import jobset_spec
+from kubetrain.operator.draft import Observed, PlannerConfig
+from kubetrain.operator.trainedge import plan_trainjob
+
+from .test_trainplan import NOW, snapshot, trainjob
+
+Obj = dict[str, Any]
+ZONE = "topology.kubernetes.io/zone"
+KEY0 = "jobset.sigs.k8s.io/job-key"
+
+
+def webhook_leader() -> Obj:
+    """The leader pod of pod_webhook_test.go's "leader pod with exclusive placement"."""
+    return {
+        "metadata": {
+            "name": "p-leader",
+            "labels": {KEY0: "js-rjob-0"},
+            "annotations": {
+                "jobset.sigs.k8s.io/jobset-name": "js",
+                "alpha.jobset.sigs.k8s.io/exclusive-topology": ZONE,
+                "batch.kubernetes.io/job-completion-index": "0",
+                "jobset.sigs.k8s.io/replicatedjob-name": "rjob",
+                "jobset.sigs.k8s.io/job-index": "0",
+            },
+        },
+        "spec": {"priority": 100},
+    }
+
+
+def test_the_leaders_affinities_are_jobsets() -> None:
+    """pod_webhook_test.go "leader pod with exclusive placement": the priority label, a required
+    podAffinity to its own job and a required podAntiAffinity to other jobs of its priority,
+    both on the topology key with an empty namespaceSelector."""
+    pod = webhook_leader()
+    exclusive.apply(pod, "default", "js-rjob-0")
+    assert pod["metadata"]["labels"] == {KEY0: "js-rjob-0", "jobset.sigs.k8s.io/priority": "100"}
+    assert pod["spec"] == {
+        "priority": 100,
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {
+                            "matchExpressions": [{"key": KEY0, "operator": "In", "values": ["js-rjob-0"]}]
+                        },
+                        "topologyKey": ZONE,
+                        "namespaceSelector": {},
+                    }
+                ]
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {
+                            "matchExpressions": [
+                                {"key": KEY0, "operator": "Exists"},
+                                {"key": KEY0, "operator": "NotIn", "values": ["js-rjob-0"]},
+                                {"key": "jobset.sigs.k8s.io/priority", "operator": "In", "values": ["100"]},
+                            ]
+                        },
+                        "topologyKey": ZONE,
+                        "namespaceSelector": {},
+                    }
+                ]
+            },
+        },
+    }
+
+
+def test_the_templates_own_required_terms_are_kept_before_jobsets() -> None:
+    """setExclusiveAffinities appends to the pod's own required terms; preferred ones stay."""
+    pod = webhook_leader()
+    own = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+    preferred = [{"weight": 1, "podAffinityTerm": own}]
+    pod["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [own],
+            "preferredDuringSchedulingIgnoredDuringExecution": preferred,
+        },
+        "nodeAffinity": {"x": 1},
+    }
+    exclusive.apply(pod, "default", "js-rjob-0")
+    anti = pod["spec"]["affinity"]["podAntiAffinity"]
+    assert anti["requiredDuringSchedulingIgnoredDuringExecution"][0] == own
+    assert anti["requiredDuringSchedulingIgnoredDuringExecution"][1]["topologyKey"] == ZONE
+    assert anti["preferredDuringSchedulingIgnoredDuringExecution"] == preferred
+    assert pod["spec"]["affinity"]["nodeAffinity"] == {"x": 1}
+    assert len(pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]) == 1
+
+
+def test_a_pod_without_exclusive_placement_or_of_the_node_selector_strategy_gets_no_affinity() -> None:
+    """pod_webhook_test.go "using node selector strategy" and "not a jobset pod": untouched by
+    the webhook (the node-selector strategy is the JobSet controller's, below)."""
+    pod = webhook_leader()
+    del pod["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"]
+    before = copy.deepcopy(pod)
+    exclusive.apply(pod, "default", "js-rjob-0")
+    assert pod == before
+    assert exclusive.topology_key(pod) is None
+
+
+def test_the_replicated_jobs_annotation_wins_with_its_own_node_selector_flag() -> None:
+    """labelAndAnnotateObject: the JobSet's annotation (and its node-selector flag), then the
+    replicated job template's, which wins."""
+    js = {exclusive.EXCLUSIVE_KEY: "rack", exclusive.NODE_SELECTOR_STRATEGY_KEY: "true", "other": "x"}
+    assert exclusive.placement_annotations(js, {}) == {
+        exclusive.EXCLUSIVE_KEY: "rack",
+        exclusive.NODE_SELECTOR_STRATEGY_KEY: "true",
+    }
+    assert exclusive.placement_annotations(
+        {exclusive.EXCLUSIVE_KEY: "rack"}, {exclusive.EXCLUSIVE_KEY: "pool"}
+    ) == {exclusive.EXCLUSIVE_KEY: "pool"}
+    assert exclusive.placement_annotations({}, {exclusive.NODE_SELECTOR_STRATEGY_KEY: "true"}) == {}
+
+
+# --- through the planner ----------------------------------------------------------------------
+def runtime(annotations: Obj) -> Obj:
+    """torch-distributed with `annotations` on its JobSet template metadata."""
+    out = copy.deepcopy(RUNTIME)
+    out["spec"]["template"].setdefault("metadata", {})["annotations"] = annotations
+    return out
+
+
+EXCLUSIVE = runtime({exclusive.EXCLUSIVE_KEY: ZONE})
+
+
+def plan(
+    pods: list[Obj], nodes: dict[str, Obj], rt: Obj = EXCLUSIVE, nodes_count: int = 3, old: Obj | None = None
+) -> Any:
+    job = trainjob(nodes_count)
+    if old is not None:
+        job["status"] = old
+    observed = Observed(
+        pods=pods, service={"metadata": {"name": "tj"}}, extra=[snapshot(job, rt)], node=nodes.get
+    )
+    return plan_trainjob(job, observed, rt, NOW, PlannerConfig())
+
+
+def node(name: str, **labels: str) -> Obj:
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def running(pod: Obj, node_name: str = "") -> Obj:
+    out = copy.deepcopy(pod)
+    out["metadata"]["ownerReferences"][0]["uid"] = UID
+    out["spec"]["nodeName"] = node_name
+    out["status"] = {"phase": "Running" if node_name else "Pending"}
+    return out
+
+
+def names(pods: list[Obj]) -> list[str]:
+    return [p["metadata"]["name"] for p in pods]
+
+
+def test_the_leader_is_made_first_with_its_affinities_the_followers_once_it_is_scheduled() -> None:
+    first = plan([], {})
+    assert names(first.create_pods) == ["tj-node-0-0"]  # the followers wait for their leader
+    [leader] = first.create_pods
+    labels, annotations = leader["metadata"]["labels"], leader["metadata"]["annotations"]
+    assert annotations[exclusive.EXCLUSIVE_KEY] == ZONE and labels["jobset.sigs.k8s.io/priority"] == "0"
+    [together] = leader["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert together["labelSelector"]["matchExpressions"][0]["values"] == [labels[KEY0]]
+    # created, not scheduled yet: still no follower
+    assert plan([running(leader)], {}).create_pods == []
+    # scheduled on a node of zone-a: the followers follow it there
+    nodes = {"n1": node("n1", **{ZONE: "zone-a"})}
+    p = plan([running(leader, "n1")], nodes)
+    assert names(p.create_pods) == ["tj-node-0-1", "tj-node-0-2"]
+    for follower in p.create_pods:
+        assert follower["spec"]["nodeSelector"] == {ZONE: "zone-a"}
+        assert "affinity" not in follower["spec"]
+        assert follower["metadata"]["labels"]["jobset.sigs.k8s.io/priority"] == "0"
+    assert not any(c["type"] == "ExclusivePlacementBlocked" for c in p.status.get("conditions") or [])
+
+
+def test_a_finished_or_terminating_leader_places_no_follower() -> None:
+    """leaderPodForFollower: a leader being deleted, Succeeded or Failed is no leader."""
+    leader = running(plan([], {}).create_pods[0], "n1")
+    nodes = {"n1": node("n1", **{ZONE: "zone-a"})}
+    gone = copy.deepcopy(leader)
+    gone["metadata"]["deletionTimestamp"] = "2026-11-25T12:00:00Z"
+    assert plan([gone], nodes).create_pods == []
+    done = copy.deepcopy(leader)
+    done["status"]["phase"] = "Succeeded"
+    assert not any(p["metadata"]["name"].endswith(("-1", "-2")) for p in plan([done], nodes).create_pods)
+
+
+def test_a_leaders_node_without_the_topology_label_is_a_condition_and_an_event() -> None:
+    leader = running(plan([], {}).create_pods[0], "n1")
+    p = plan([leader], {"n1": node("n1", other="x")})
+    assert p.create_pods == []
+    [cond] = [c for c in p.status["conditions"] if c["type"] == "ExclusivePlacementBlocked"]
+    assert cond["status"] == "True" and cond["reason"] == "NodeMissingTopologyLabel"
+    assert f"node n1 has no label {ZONE}" in cond["message"]
+    [event] = [e for e in p.events if e.reason == "NodeMissingTopologyLabel"]
+    assert event.type == "Warning" and "n1" in event.message and ZONE in event.message
+    # told once: the same condition again is no new event
+    again = plan([leader], {"n1": node("n1", other="x")}, old=p.status)
+    assert not [e for e in again.events if e.reason == "NodeMissingTopologyLabel"]
+    # labelled: the followers are made and the condition goes
+    fixed = plan([leader], {"n1": node("n1", **{ZONE: "zone-b"})}, old=p.status)
+    assert names(fixed.create_pods) == ["tj-node-0-1", "tj-node-0-2"]
+    assert not any(c["type"] == "ExclusivePlacementBlocked" for c in fixed.status.get("conditions") or [])
+
+
+def test_followers_outside_a_recreated_leaders_domain_are_deleted_to_follow_it() -> None:
+    """pod_controller.go: a scheduled leader whose followers select another domain (it was made
+    again elsewhere) has every follower of its job deleted; made again in its domain after."""
+    nodes = {"n1": node("n1", **{ZONE: "zone-a"}), "n2": node("n2", **{ZONE: "zone-b"})}
+    leader = running(plan([], {}).create_pods[0], "n1")
+    followers = [running(f, "n1") for f in plan([leader], nodes).create_pods]
+    settled = plan([leader, *followers], nodes)
+    assert settled.delete_pods == [] and settled.create_pods == []
+    moved = copy.deepcopy(leader)
+    moved["spec"]["nodeName"] = "n2"  # the leader made again, now in zone-b
+    p = plan([moved, *followers], nodes)
+    assert sorted(p.delete_pods) == ["tj-node-0-1", "tj-node-0-2"]
+    assert [e.reason for e in p.events if e.type == "Warning"] == ["ExclusivePlacementViolation"]
+    again = plan([moved], nodes)
+    assert {f["spec"]["nodeSelector"][ZONE] for f in again.create_pods} == {"zone-b"}
+
+
+def test_the_node_selector_strategy_selects_the_namespaced_job_and_tolerates_its_taint() -> None:
+    """constructJob with the node-selector flag: every pod at once, nodeSelector
+    `alpha.jobset.sigs.k8s.io/namespaced-job: <ns>_<job>` and the no-schedule toleration;
+    no affinity, no priority label (the webhook skips these pods)."""
+    rt = runtime({exclusive.EXCLUSIVE_KEY: ZONE, exclusive.NODE_SELECTOR_STRATEGY_KEY: "true"})
+    p = plan([], {}, rt=rt)
+    assert names(p.create_pods) == ["tj-node-0-0", "tj-node-0-1", "tj-node-0-2"]
+    for pod in p.create_pods:
+        assert pod["spec"]["nodeSelector"] == {"alpha.jobset.sigs.k8s.io/namespaced-job": "ns_tj-node-0"}
+        assert pod["spec"]["tolerations"][-1] == {
+            "key": "alpha.jobset.sigs.k8s.io/no-schedule",
+            "operator": "Exists",
+            "effect": "NoSchedule",
+        }
+        assert (
+            "affinity" not in pod["spec"] and "jobset.sigs.k8s.io/priority" not in pod["metadata"]["labels"]
+        )
+
+
+def test_a_runtime_without_the_annotation_places_nothing() -> None:
+    p = plan([], {}, rt=RUNTIME)
+    assert names(p.create_pods) == ["tj-node-0-0", "tj-node-0-1", "tj-node-0-2"]
+    assert all("affinity" not in x["spec"] and "nodeSelector" not in x["spec"] for x in p.create_pods)
+    assert jobset_spec(RUNTIME)  # the runtime is torch-distributed as shipped
+
+
+def test_the_priority_is_the_pods_or_the_admissions_default() -> None:
+    assert exclusive.priority_of({"priority": 7}) == 7
+    assert exclusive.priority_of({}) == 0  # no class, none the global default
+    assert exclusive.priority_of({"priorityClassName": "high"}) is None
+    assert exclusive.priority_of({"priorityClassName": "high", "priority": 1000}) == 1000
