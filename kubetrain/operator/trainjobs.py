@@ -79,12 +79,12 @@ class TrainJobs:
             )
         nodes = Informer(self.client, NODES, cache=self.cache, clock=self.clock, transform=slim_node)
         nodes.add_handler(
-            on_add=self._node_changed,
-            on_update=lambda old, new: self._node_changed(new) if _labels(old) != _labels(new) else None,
+            on_add=self.node_changed,
+            on_update=lambda old, new: self.node_changed(new) if _labels(old) != _labels(new) else None,
         )
         return [runtimes, cluster, nodes]
 
-    def _node_changed(self, node: Obj) -> None:
+    def node_changed(self, node: Obj) -> None:
         """The TrainJobs with a pod on this node (a leader's domain may now be known)."""
         name = (node.get("metadata") or {}).get("name")
         for pod in self.cache.store(PODS).list():

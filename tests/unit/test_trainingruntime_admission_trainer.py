@@ -144,6 +144,27 @@ def test_jobsets_exclusive_placement_is_admitted_without_a_warning_but_a_priorit
     assert runtime_warnings(runtime) == []  # no exclusive placement but the node-selector strategy's
 
 
+def test_exclusive_placement_by_affinities_under_a_pod_group_policy_is_a_warning() -> None:
+    """A gang scheduler binds no pod before every pod exists, a follower is made only once its
+    leader is bound: such a runtime never starts a pod (as under JobSet), which its warning says;
+    the node-selector strategy makes every pod at once and is not warned about."""
+    runtime = trainer_test_runtime("labelled")
+    template = runtime["spec"]["template"]
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 100}}
+    assert runtime_warnings(runtime) == []
+    template["metadata"] = {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}}
+    rjobs = template["spec"]["replicatedJobs"]
+    assert runtime_warnings(runtime) == [
+        f"spec.template.spec.replicatedJobs[{i}].template: placed exclusively "
+        "(alpha.jobset.sigs.k8s.io/exclusive-topology) under spec.podGroupPolicy, no pod starts: the gang "
+        "scheduler binds no pod before all of them exist, and a follower pod is made only once its leader "
+        "is bound; use alpha.jobset.sigs.k8s.io/node-selector or no podGroupPolicy"
+        for i in range(len(rjobs))
+    ]
+    template["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/node-selector"] = "true"
+    assert runtime_warnings(runtime) == []
+
+
 @pytest.mark.parametrize(
     "sources",
     [

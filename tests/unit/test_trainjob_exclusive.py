@@ -14,13 +14,18 @@ from trainjobs import RUNTIME, UID
 
 from kubetrain.jobs import jobsetplacement as exclusive
 from kubetrain.jobs.trainjob.children import jobset_spec
+from kubetrain.kube.cache import Cache
+from kubetrain.kube.clock import SYSTEM_CLOCK
+from kubetrain.kube.resources import PODS
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
+from kubetrain.operator.trainjobs import TrainJobs
 
 from .test_trainplan import NOW, snapshot, trainjob
 
 Obj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
 KEY0 = "jobset.sigs.k8s.io/job-key"
 
 
@@ -266,3 +271,25 @@ def test_the_priority_is_the_pods_or_the_admissions_default() -> None:
     assert exclusive.priority_of({}) == 0  # no class, none the global default
     assert exclusive.priority_of({"priorityClassName": "high"}) is None
     assert exclusive.priority_of({"priorityClassName": "high", "priority": 1000}) == 1000
+
+
+def test_a_node_change_requeues_the_trainjobs_with_a_pod_on_it() -> None:
+    """The Node informer's handler (operator/trainjobs.py): a leader's domain may now be known."""
+
+    cache, queued = Cache(), []
+
+    def on(node_name: str, name: str, kind: str = "TrainJob") -> Obj:
+        owner = {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": kind,
+            "name": name,
+            "controller": True,
+        }
+        meta = {"name": f"{name}-pod", "namespace": "ns", "ownerReferences": [owner]}
+        return {"metadata": meta, "spec": {"nodeName": node_name}}
+
+    for pod in (on("n1", "a"), on("n2", "b"), on("n1", "c", kind="PyTorchJob")):
+        cache.store(PODS).upsert(pod)
+    jobs = TrainJobs(None, cache, SYSTEM_CLOCK, queued.append)  # type: ignore[arg-type]
+    jobs.node_changed(node("n1", **{ZONE: "zone-a"}))
+    assert queued == ["TrainJob.trainer.kubeflow.org/ns/a"]

@@ -278,8 +278,8 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and the priority class of
-    a pod template JobSet's exclusive placement cannot read (`_priority_class_warnings`)."""
+    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and what of JobSet's
+    exclusive placement cannot work (`_exclusive_placement_warnings`)."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if not labels.get(c.LABEL_FRAMEWORK):
@@ -293,8 +293,8 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         rjob_template = (rjob or {}).get("template") if isinstance(rjob, Mapping) else None
         if isinstance(rjob_template, Mapping):
-            warnings += _priority_class_warnings(
-                template, rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
+            warnings += _exclusive_placement_warnings(
+                obj, rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
             )
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
         for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
@@ -307,32 +307,42 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     return warnings
 
 
-def _priority_class_warnings(
-    jobset: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str
+def _exclusive_placement_warnings(
+    runtime: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str
 ) -> list[str]:
-    """A replicated job placed exclusively by pod affinities whose pod template names a
-    priorityClassName (and no priority): JobSet's leader anti-affinity keeps out the other jobs
-    of the pod's priority, which the Priority admission resolves from the class; kubetrain reads
-    no PriorityClass, so that anti-affinity names no priority and keeps no other job out."""
-    pod_template = ((rjob_template.get("spec") or {}).get("template") or {}) if rjob_template else {}
-    if not isinstance(pod_template, Mapping):
-        return []
+    """Of a replicated job placed exclusively by pod affinities (jobs/jobsetplacement.py): a pod
+    template naming a priorityClassName without spec.priority — JobSet's leader anti-affinity
+    keeps out the other jobs of the pod's priority, which the Priority admission resolves from the
+    class; kubetrain reads no PriorityClass, so it names no priority and keeps no other job out —;
+    and the runtime's podGroupPolicy — the gang scheduler binds no pod before all exist, and a
+    follower is made only once its leader is bound: no pod ever starts (as under JobSet)."""
+    pod_template = (rjob_template.get("spec") or {}).get("template") or {}
     annotations = dict((pod_template.get("metadata") or {}).get("annotations") or {})
+    jobset = ((runtime.get("spec") or {}).get("template") or {}).get("metadata") or {}
     annotations.update(
         exclusive.placement_annotations(
-            (jobset.get("metadata") or {}).get("annotations") or {},
-            (rjob_template.get("metadata") or {}).get("annotations") or {},
+            jobset.get("annotations") or {}, (rjob_template.get("metadata") or {}).get("annotations") or {}
         )
     )
-    spec = pod_template.get("spec") or {}
-    placed = exclusive.topology_key({"metadata": {"annotations": annotations}}) is not None
-    if not placed or not isinstance(spec, Mapping) or exclusive.priority_of(spec) is not None:
+    if exclusive.topology_key({"metadata": {"annotations": annotations}}) is None:
         return []
-    return [
-        f"{path}.spec.template.spec.priorityClassName: not applied to exclusive placement: kubetrain "
-        "reads no PriorityClass, so the leader pod's anti-affinity (jobset.sigs.k8s.io/priority) keeps "
-        "no other job out of its topology domain; set spec.priority to the class's value too"
-    ]
+    warnings: list[str] = []
+    pod_spec = pod_template.get("spec") or {}
+    if isinstance(pod_spec, Mapping) and exclusive.priority_of(pod_spec) is None:
+        warnings.append(
+            f"{path}.spec.template.spec.priorityClassName: not applied to exclusive placement: kubetrain "
+            "reads no PriorityClass, so the leader pod's anti-affinity (jobset.sigs.k8s.io/priority) "
+            "keeps no other job out of its topology domain; set spec.priority to the class's value too"
+        )
+    group_policy = (runtime.get("spec") or {}).get("podGroupPolicy")
+    if isinstance(group_policy, Mapping) and group_policy:
+        warnings.append(
+            f"{path}: placed exclusively ({exclusive.EXCLUSIVE_KEY}) under spec.podGroupPolicy, no pod "
+            "starts: the gang scheduler binds no pod before all of them exist, and a follower pod is "
+            f"made only once its leader is bound; use {exclusive.NODE_SELECTOR_STRATEGY_KEY} or no "
+            "podGroupPolicy"
+        )
+    return warnings
 
 
 def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
