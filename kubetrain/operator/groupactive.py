@@ -13,7 +13,9 @@ suspended), resume, the deadline (from creation or the last resume), the Service
 pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
 then the pods (with the first ones, the objects the operator never reads: `ChildMaker.
 unread_prerequisites`): failed pods recreated and counted per batch Job of their group
-(`groupfailure.py`), a group with a Job past its backoff limit handed to the gang policy —
+(`groupfailure.py`, with the groups' pod failure rules), a group with a failed Job (past its
+backoff limit, or failed by a FailJob rule: a Warning event with the rule's reason and message)
+handed to the gang policy —
 restart that Job's pods alone as its next attempt (`jobrestarts.py`, one failed Job after the
 other while the policy says so), restart every pod as a new attempt, or fail the job — success
 by the shape's rules, a progress stall, and the missing pods `creates.missing_slots` picks.
@@ -58,6 +60,8 @@ class GroupActiveJob:
         self.children: ChildMaker = shape.children
         self.failed_jobs: dict[str, list[int]] = {}  # per group, its failed Jobs
         self.failed_at: dict[tuple[str, int], datetime | None] = {}  # when each failed (None: now)
+        # why a Job failed, when not its backoff limit: (reason, message) of a FailJob rule
+        self.reasons: dict[tuple[str, int], tuple[str, str]] = {}
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
@@ -208,6 +212,9 @@ class GroupActiveJob:
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
         failures, self.failed_jobs, self.failed_at = judged.failures, judged.failed_jobs, judged.failed_at
+        self.reasons = judged.reasons
+        for reason, message in judged.reasons.values():  # the Job controller's event on the Job
+            r.event("Warning", reason, message)
         gang_policy = shape.failure.gang
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
@@ -266,7 +273,7 @@ class GroupActiveJob:
             return None
         r, jobs = self.r, self.job_restarts
         order = FailureOrder(
-            FailedJob(g, j, self.failed_at.get((g, j)) or r.now)
+            FailedJob(g, j, self.failed_at.get((g, j)) or r.now, *self.reasons.get((g, j), ()))
             for g, indexes in self.failed_jobs.items()
             for j in indexes
         )

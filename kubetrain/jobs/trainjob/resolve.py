@@ -30,7 +30,15 @@ from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import failurepolicy, flux, jobsetpolicy, mpi, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import (
+    failurepolicy,
+    flux,
+    jobsetpolicy,
+    mpi,
+    podfailurepolicy,
+    torchtune,
+    volumeclaims,
+)
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import (
@@ -126,6 +134,7 @@ def resolve(
                 job_metadata=jmeta,
                 pod_template=pod_template,
                 depends_on=depends,
+                pod_failure_rules=podfailurepolicy.rules_of(jspec),
             )
         )
     if not trainer_found and jsspec.get("replicatedJobs"):

@@ -18,7 +18,8 @@ a torch policy's envInjection targets by Trainer's CRD rules (`envinjection.py`:
 distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
-single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024); a warning without the
+single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
+a replicated job's `podFailurePolicy` (`podfailurepolicy.validate`); a warning without the
 `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
@@ -43,7 +44,14 @@ from kubetrain.api.errors import (
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
-from kubetrain.jobs.trainjob import envinjection, failurepolicy, specrules, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import (
+    envinjection,
+    failurepolicy,
+    podfailurepolicy,
+    specrules,
+    torchtune,
+    volumeclaims,
+)
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -245,7 +253,7 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
 
 # Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself);
 # `completions` is Trainer's too: it writes the parallelism there (syncParallelCount).
-APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "template")
+APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "podFailurePolicy", "template")
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
 
 
@@ -277,7 +285,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and each of JobSet's
+    Job controller would: `activeDeadlineSeconds`, `backoffLimitPerIndex`, …) and each of JobSet's
     exclusive placement annotations."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -382,4 +390,5 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     errors += _subdomain_errors(jobset_spec)
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
+    errors += podfailurepolicy.validate(jobset_spec, "spec.template.spec")
     return errors
