@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from trainjobs import RUNTIME, trainer_test_runtime
 
 from kubetrain.jobs.failuremodel import JOB_RULE_ACTIONS
+from kubetrain.jobs.failureorder import FailedJob, FailureOrder
+from kubetrain.jobs.trainjob.failurepolicy import decide
 from kubetrain.jobs.trainjob.podfailurepolicy import FAIL_INDEX_REFUSED
 from kubetrain.jobs.trainjob.validate import validate_runtime
 from kubetrain.operator.groupfailure import fail_job_message
@@ -378,3 +381,26 @@ def test_too_many_rules_and_a_malformed_policy_are_refused() -> None:
         (".podFailurePolicy.rules", "must be a list of rules (it may be empty)")
     ]
     assert admitted(["rules"]) == [(".podFailurePolicy", "must be an object with a list of rules")]
+
+
+def test_a_rule_on_a_reason_picks_the_first_job_that_failed_with_it() -> None:
+    """JobSet's findFirstFailedPolicyRuleAndJob: per rule, the Job failed first among those the
+    rule applies to — by reason, within one replicated job as across them."""
+    t = datetime(2026, 11, 25, 12, tzinfo=UTC)
+    by_limit = FailedJob("worker", 0, t)
+    by_rule = FailedJob("worker", 1, t + timedelta(seconds=5), "PodFailurePolicy", "Container node … 42 …")
+    policy = {
+        "maxRestarts": 5,
+        "rules": [
+            {"action": "RestartJob", "onJobFailureReasons": ["PodFailurePolicy"]},
+            {"action": "FailJobSet"},
+        ],
+    }
+    order = FailureOrder([by_limit, by_rule])
+    verdict = decide("tj", policy, order, 0)
+    assert (verdict.reason, verdict.job) == ("RestartJobFailurePolicyAction", ("worker", 1))
+    order.take("worker", 1)
+    assert order.first() == by_limit and order.groups == ["worker"]
+    assert decide("tj", policy, order, 1).reason == "FailJobSetFailurePolicyAction"
+    order.take("worker", 0)
+    assert not order
