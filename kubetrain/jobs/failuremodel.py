@@ -18,7 +18,9 @@ Two models:
   A group's Jobs may have batch/v1 pod failure rules (`pod_failure_rules`, the Job's
   `podFailurePolicy`): the first rule that matches a Failed pod decides, as the Job controller
   decides — `Ignore` (recreated, not counted), `Count` (counted), `FailJob` (the Job fails at once,
-  reason `PodFailurePolicy`); a rule with another action is skipped.
+  reason `PodFailurePolicy`); a rule with another action is skipped. A group's Jobs may have
+  their own `active_deadlines` (`activeDeadlineSeconds`, from each Job's start: reason
+  `DeadlineExceeded`, `operator/jobdeadlines.py`).
 
 Pure.
 """
@@ -86,6 +88,8 @@ class FailureModel:
     # per group, its Jobs' pod failure rules (batch/v1 `podFailurePolicy.rules`; none: every
     # Failed pod counts)
     pod_failure_rules: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=_no_rules)
+    # per group, its Jobs' own `activeDeadlineSeconds` (a group without one: no deadline)
+    active_deadlines: Mapping[str, int] = field(default_factory=_no_groups)
 
     def backoff_limit(self, group: str) -> int:
         return self.backoff_limits.get(group, DEFAULT_JOB_BACKOFF_LIMIT)

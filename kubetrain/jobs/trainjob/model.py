@@ -26,6 +26,8 @@ class Step:
     # The Job's `podFailurePolicy.rules` as written (podfailurepolicy.py; none: every failed pod
     # counts against `backoff_limit`).
     pod_failure_rules: tuple[Mapping[str, Any], ...] = ()
+    # The Job's `activeDeadlineSeconds` (None: none), counted from each of its Jobs' start.
+    active_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """A replicated job's Job `podFailurePolicy` (batch/v1), which kubetrain applies in the Job
-controller's place: the runtime's admission rules for it, and the rules as the planner reads them.
+controller's place: the runtime's admission rules for it (and for the Job's other failure field
+kubetrain applies, `activeDeadlineSeconds`: a non-negative integer, batch/v1 `validateJobSpec`),
+and the rules as the planner reads them.
 
 Admission (`validate`) holds each replicated job's policy to the Job API's validation
 (kubernetes pkg/apis/batch/validation: `validatePodFailurePolicy`, `validatePodFailurePolicyRule`
@@ -46,14 +48,23 @@ def rules_of(job_spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
 
 
 def validate(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
-    """Every problem of the replicated jobs' `podFailurePolicy`; `path`: the JobSet spec's."""
+    """Every problem of the replicated jobs' `podFailurePolicy` and `activeDeadlineSeconds`;
+    `path`: the JobSet spec's."""
     errors: list[FieldError] = []
     rjobs = jobset_spec.get("replicatedJobs")
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         template = rjob.get("template") if isinstance(rjob, Mapping) else None
         job_spec = template.get("spec") if isinstance(template, Mapping) else None
-        if isinstance(job_spec, Mapping) and job_spec.get("podFailurePolicy") is not None:
-            errors += _job_errors(job_spec, f"{path}.replicatedJobs[{i}].template.spec")
+        if not isinstance(job_spec, Mapping):
+            continue
+        job_path = f"{path}.replicatedJobs[{i}].template.spec"
+        deadline = job_spec.get("activeDeadlineSeconds")
+        if deadline is not None and (type(deadline) is not int or deadline < 0):
+            errors.append(
+                invalid(f"{job_path}.activeDeadlineSeconds", f"{deadline!r}: must be an integer ≥ 0")
+            )
+        if job_spec.get("podFailurePolicy") is not None:
+            errors += _job_errors(job_spec, job_path)
     return errors
 
 

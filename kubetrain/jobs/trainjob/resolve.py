@@ -135,6 +135,7 @@ def resolve(
                 pod_template=pod_template,
                 depends_on=depends,
                 pod_failure_rules=podfailurepolicy.rules_of(jspec),
+                active_deadline_seconds=_deadline(jspec.get("activeDeadlineSeconds")),
             )
         )
     if not trainer_found and jsspec.get("replicatedJobs"):
@@ -347,3 +348,8 @@ def _inject_env(
             env = (*torch.pet_env(facts), *torch.master_env(facts))
             added.append(ContainerEnv(str(target.get("jobName")), cname, env))
     return errors, added
+
+
+def _deadline(value: Any) -> int | None:
+    """A Job's `activeDeadlineSeconds` (≥ 0, as batch/v1 admits it), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -19,8 +19,8 @@ distinct replicated job names, an ancestor step of one job with its container (T
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
 single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
-a replicated job's `podFailurePolicy` (`podfailurepolicy.validate`); a warning without the
-`trainer.kubeflow.org/framework` label (`runtime_warnings`).
+a replicated job's `podFailurePolicy` and `activeDeadlineSeconds` (`podfailurepolicy.validate`);
+a warning without the `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
 from __future__ import annotations
@@ -253,7 +253,13 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
 
 # Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself);
 # `completions` is Trainer's too: it writes the parallelism there (syncParallelCount).
-APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "podFailurePolicy", "template")
+APPLIED_JOB_FIELDS = (
+    "parallelism",
+    "backoffLimit",
+    "podFailurePolicy",
+    "activeDeadlineSeconds",
+    "template",
+)
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
 
 
@@ -285,7 +291,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `activeDeadlineSeconds`, `backoffLimitPerIndex`, …) and each of JobSet's
+    Job controller would: `backoffLimitPerIndex`, `successPolicy`, …) and each of JobSet's
     exclusive placement annotations."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
