@@ -15,6 +15,12 @@ Two models:
   failed Job's pods alone as that Job's next attempt (`operator/groupfailure.py`,
   `operator/jobrestarts.py`). The count lives in the job's own record of its run (a
   TrainJob's snapshot ConfigMap), per Job, reset by a restart of that Job or of the gang.
+  A group's Jobs may have batch/v1 pod failure rules (`pod_failure_rules`, the Job's
+  `podFailurePolicy`): the first rule that matches a Failed pod decides, as the Job controller
+  decides — `Ignore` (recreated, not counted), `Count` (counted), `FailJob` (the Job fails at once,
+  reason `PodFailurePolicy`); a rule with another action is skipped. A group's Jobs may have
+  their own `active_deadlines` (`activeDeadlineSeconds`, from each Job's start: reason
+  `DeadlineExceeded`, `operator/jobdeadlines.py`).
 
 Pure.
 """
@@ -24,11 +30,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 
 DEFAULT_JOB_BACKOFF_LIMIT = 6  # batch/v1 Job's
+# The actions of a batch Job's pod failure rules kubetrain applies (batch/v1's but FailIndex,
+# which needs backoffLimitPerIndex), and the Job's failure reason when a FailJob rule matched
+# (batch/v1's JobReasonPodFailurePolicy).
+JOB_RULE_ACTIONS: tuple[str, ...] = ("FailJob", "Ignore", "Count")
+REASON_POD_FAILURE_POLICY = "PodFailurePolicy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,10 @@ def _no_groups() -> Mapping[str, int]:
     return MappingProxyType({})
 
 
+def _no_rules() -> Mapping[str, tuple[Mapping[str, Any], ...]]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True)
 class FailureModel:
     """`gang` None: the per-pod model; else the per-group model with each group's backoff limit
@@ -70,6 +85,14 @@ class FailureModel:
 
     backoff_limits: Mapping[str, int] = field(default_factory=_no_groups)
     gang: GangFailurePolicy | None = None
+    # per group, its Jobs' pod failure rules (batch/v1 `podFailurePolicy.rules`; none: every
+    # Failed pod counts)
+    pod_failure_rules: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=_no_rules)
+    # per group, its Jobs' own `activeDeadlineSeconds` (a group without one: no deadline)
+    active_deadlines: Mapping[str, int] = field(default_factory=_no_groups)
 
     def backoff_limit(self, group: str) -> int:
         return self.backoff_limits.get(group, DEFAULT_JOB_BACKOFF_LIMIT)
+
+    def rules(self, group: str) -> tuple[Mapping[str, Any], ...]:
+        return self.pod_failure_rules.get(group, ())

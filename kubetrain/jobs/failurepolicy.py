@@ -5,7 +5,7 @@ batch/v1 Job's podFailurePolicy rules (field names, limits and messages) plus ku
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api.common import POD_FAILURE_POLICY_ACTIONS
@@ -73,21 +73,40 @@ def pod_failure_policy_errors(policy: Any, replicas: tuple[ReplicaDraft, ...] | 
 def _rule_errors(
     rule: dict[str, Any], path: str, types: list[str], by_type: Mapping[Any, ReplicaDraft]
 ) -> list[FieldError]:
+    errors = action_errors(rule, path, POD_FAILURE_POLICY_ACTIONS)
+    selected = _replica_type_errors(rule.get("replicaTypes"), f"{path}.replicaTypes", types, errors)
+    names = _container_names(by_type, selected)
+    return errors + requirement_errors(rule, path, names, "in the pod template of the rule's replica types")
+
+
+def action_errors(
+    rule: Mapping[str, Any], path: str, actions: Sequence[str], refused: Mapping[str, str] | None = None
+) -> list[FieldError]:
+    """A rule's `action` (one of `actions`; one of `refused`: its message) and the choice of one
+    requirement, `onExitCodes` or `onPodConditions` (batch/v1's `validatePodFailurePolicyRule`)."""
     errors: list[FieldError] = []
     action = rule.get("action")
     if action is None:
-        errors.append(required(f"{path}.action", f"one of {_quoted(POD_FAILURE_POLICY_ACTIONS)}"))
-    elif action not in POD_FAILURE_POLICY_ACTIONS:
-        errors.append(not_supported(f"{path}.action", action, POD_FAILURE_POLICY_ACTIONS))
+        errors.append(required(f"{path}.action", f"one of {_quoted(actions)}"))
+    elif refused and action in refused:
+        errors.append(invalid(f"{path}.action", refused[action]))
+    elif action not in actions:
+        errors.append(not_supported(f"{path}.action", action, actions))
     on_exit, on_conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
     if on_exit is not None and on_conditions is not None:
         errors.append(invalid(path, "specifying both onExitCodes and onPodConditions is not supported"))
     elif on_exit is None and on_conditions is None:
         errors.append(required(path, "specifying one of onExitCodes and onPodConditions is required"))
-    selected = _replica_type_errors(rule.get("replicaTypes"), f"{path}.replicaTypes", types, errors)
+    return errors
+
+
+def requirement_errors(rule: Mapping[str, Any], path: str, names: set[str], where: str) -> list[FieldError]:
+    """A rule's `onExitCodes` (its `containerName` one of `names`, the containers and init
+    containers `where` the rule applies) or `onPodConditions`, as batch/v1 validates them."""
+    errors: list[FieldError] = []
+    on_exit, on_conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
     if isinstance(on_exit, dict):
-        names = _container_names(by_type, selected)
-        errors.extend(_exit_code_errors(on_exit, f"{path}.onExitCodes", names))
+        errors.extend(_exit_code_errors(on_exit, f"{path}.onExitCodes", names, where))
     if isinstance(on_conditions, list):
         errors.extend(_condition_errors(on_conditions, f"{path}.onPodConditions"))
     return errors
@@ -121,15 +140,15 @@ def _container_names(by_type: Mapping[Any, ReplicaDraft], types: list[str]) -> s
     return names
 
 
-def _exit_code_errors(on_exit: dict[str, Any], path: str, names: set[str]) -> list[FieldError]:
+def _exit_code_errors(on_exit: dict[str, Any], path: str, names: set[str], where: str) -> list[FieldError]:
     errors: list[FieldError] = []
     name = on_exit.get("containerName")
     if isinstance(name, str) and names and name not in names:
         errors.append(
             invalid(
                 f"{path}.containerName",
-                f"{name!r} must be one of the container or initContainer names in the pod template "
-                f"of the rule's replica types: {_quoted(sorted(names))}",
+                f"{name!r} must be one of the container or initContainer names {where}: "
+                f"{_quoted(sorted(names))}",
             )
         )
     operator = on_exit.get("operator")

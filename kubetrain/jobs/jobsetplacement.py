@@ -175,3 +175,40 @@ def follows(pod: Mapping[str, Any], domain: Domain) -> bool:
     leader's domain."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     return domain.key in selector and str(selector[domain.key]) == domain.value
+
+
+def runtime_warnings(runtime: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str) -> list[str]:
+    """What cannot work of a replicated job placed exclusively by pod affinities (the admission
+    warnings of its runtime; `rjob_template`: its template, at `path`): a pod template naming a
+    priorityClassName without spec.priority — JobSet's leader anti-affinity keeps out the other
+    jobs of the pod's priority, which the Priority admission resolves from the class; kubetrain
+    reads no PriorityClass, so it names no priority and keeps no other job out —; and the
+    runtime's podGroupPolicy — the gang scheduler binds no pod before all exist, and a follower
+    is made only once its leader is bound: no pod ever starts (as under JobSet)."""
+    pod_template = (rjob_template.get("spec") or {}).get("template") or {}
+    annotations = dict((pod_template.get("metadata") or {}).get("annotations") or {})
+    jobset = ((runtime.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    annotations.update(
+        placement_annotations(
+            jobset.get("annotations") or {}, (rjob_template.get("metadata") or {}).get("annotations") or {}
+        )
+    )
+    if topology_key({"metadata": {"annotations": annotations}}) is None:
+        return []
+    warnings: list[str] = []
+    pod_spec = pod_template.get("spec") or {}
+    if isinstance(pod_spec, Mapping) and priority_of(pod_spec) is None:
+        warnings.append(
+            f"{path}.spec.template.spec.priorityClassName: not applied to exclusive placement: kubetrain "
+            "reads no PriorityClass, so the leader pod's anti-affinity (jobset.sigs.k8s.io/priority) "
+            "keeps no other job out of its topology domain; set spec.priority to the class's value too"
+        )
+    group_policy = (runtime.get("spec") or {}).get("podGroupPolicy")
+    if isinstance(group_policy, Mapping) and group_policy:
+        warnings.append(
+            f"{path}: placed exclusively ({EXCLUSIVE_KEY}) under spec.podGroupPolicy, no pod "
+            "starts: the gang scheduler binds no pod before all of them exist, and a follower pod is "
+            f"made only once its leader is bound; use {NODE_SELECTOR_STRATEGY_KEY} or no "
+            "podGroupPolicy"
+        )
+    return warnings

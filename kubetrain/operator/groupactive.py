@@ -13,10 +13,13 @@ suspended), resume, the deadline (from creation or the last resume), the Service
 pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
 then the pods (with the first ones, the objects the operator never reads: `ChildMaker.
 unread_prerequisites`): failed pods recreated and counted per batch Job of their group
-(`groupfailure.py`), a group with a Job past its backoff limit handed to the gang policy —
+(`groupfailure.py`, with the groups' pod failure rules), a group with a failed Job (past its
+backoff limit, failed by a FailJob rule, or past its own activeDeadlineSeconds, `jobdeadlines.py`:
+a Warning event with the reason and message) handed to the gang policy —
 restart that Job's pods alone as its next attempt (`jobrestarts.py`, one failed Job after the
 other while the policy says so), restart every pod as a new attempt, or fail the job — success
-by the shape's rules, a progress stall, and the missing pods `creates.missing_slots` picks.
+by the shape's rules, a progress stall, and the missing pods `creates.missing_slots` picks (a
+follower of an exclusively placed job once its leader's domain is known: `exclusiveplacement.py`).
 The per-group status (JobSet's `replicatedJobsStatus`, Trainer's `jobsStatus`) counts jobs of
 `ReplicaGroup.job_size` pods: `failed` is the group's failed Jobs.
 """
@@ -33,14 +36,15 @@ from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 from kubetrain.jobs.projection import GroupTally
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
-from kubetrain.operator import creates, groupfailure, podstart, runpolicy, stall
+from kubetrain.operator import creates, groupfailure, groupstatus, jobdeadlines, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.exclusiveplacement import Placement
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
+from kubetrain.operator.jobdeadlines import JOB_START_TIMES, JobDeadlines
 from kubetrain.operator.jobrestarts import JobRestarts
-from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, pod_ready, terminating
+from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, terminating
 from kubetrain.operator.progressenv import config_map
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.status import format_time
@@ -59,7 +63,10 @@ class GroupActiveJob:
         self.children: ChildMaker = shape.children
         self.failed_jobs: dict[str, list[int]] = {}  # per group, its failed Jobs
         self.failed_at: dict[tuple[str, int], datetime | None] = {}  # when each failed (None: now)
+        # why a Job failed, when not its backoff limit: (reason, message) of a FailJob rule
+        self.reasons: dict[tuple[str, int], tuple[str, str]] = {}
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
+        self.deadlines = JobDeadlines(shape)  # the Jobs' own start times (read by `pods`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -100,12 +107,14 @@ class GroupActiveJob:
         if suspended is not None:
             r.event("Normal", *suspended)
         r.delete([pod_name(p) for p in r.live_pods()])
+        if JOB_START_TIMES in r.record:  # suspended Jobs have no start (the Job controller's)
+            r.plan.record = {k: v for k, v in r.record.items() if k != JOB_START_TIMES}
         shape = self.shape
         shape.status.write_groups(
             r.status,
             [
                 GroupTally(name, shape.count(name), suspended=jobs)
-                for name, jobs in self.jobs_per_group().items()
+                for name, jobs in groupstatus.jobs_per_group(self.shape).items()
             ],
         )
 
@@ -200,6 +209,7 @@ class GroupActiveJob:
             counted[RESTARTED_AT] = state[RESTARTED_AT]
         attempt = str(restarts)
         jobs = self.job_restarts = JobRestarts.read(shape, state)
+        self.deadlines = JobDeadlines.read(shape, state)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
         every, _ = slot_pods(shape, r.pods)
         # The slots of the current attempt (of the gang and of each Job): success, failures and
@@ -209,10 +219,14 @@ class GroupActiveJob:
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
         failures, self.failed_jobs, self.failed_at = judged.failures, judged.failed_jobs, judged.failed_at
+        self.reasons = judged.reasons
+        for reason, message in judged.reasons.values():  # the Job controller's event on the Job
+            r.event("Warning", reason, message)
+        self.past_deadline(slots)
         gang_policy = shape.failure.gang
         # restarts that count towards maxRestarts (a record without the field: every restart)
         so_far = int(state.get("countedRestarts", restarts) or 0)
-        verdict = self.restart_jobs(gang_policy, so_far, failures, slots, every) if judged.failed else None
+        verdict = self.restart_jobs(gang_policy, so_far, failures, slots, every) if self.failed_jobs else None
         if verdict is not None and verdict.restart:
             self.write_group_statuses()
             r.restart_all(verdict.reason, verdict.message)
@@ -226,17 +240,17 @@ class GroupActiveJob:
         if verdict is not None:
             r.terminal(FAILED, verdict.reason, verdict.message, delete_active=True)
             self.write_group_statuses()  # the pods it deletes no longer active, as on success
-            return {**state, "restarts": restarts, "failures": failures, **jobs.record()}
+            return {**state, "restarts": restarts, "failures": failures, **self.jobs_record()}
         if shape.succeeded(phase_counts(shape, slots)):
             reason, message = shape.status.succeeded_as(r.title)
             r.terminal(SUCCEEDED, reason, message, delete_active=True)
             self.write_group_statuses()
-            return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
+            return {"restarts": restarts, **counted, "failures": failures, **self.jobs_record()}
         start = self.pods_not_starting(attempt)
         if start.failed is not None:
             r.terminal(FAILED, podstart.REASON_DEADLINE, start.failed, delete_active=True)
             self.write_group_statuses()
-            return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
+            return {"restarts": restarts, **counted, "failures": failures, **self.jobs_record()}
         r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, start.due)
         stalled = self.stalled(attempt)
         if stalled is not None:
@@ -246,7 +260,7 @@ class GroupActiveJob:
             self.create_missing(slots, every, restarts, earlier_left)
             r.tell_create_failure()
         self.write_group_statuses()
-        return {"restarts": restarts, **counted, "failures": failures, **jobs.record()}
+        return {"restarts": restarts, **counted, "failures": failures, **self.jobs_record()}
 
     def restart_jobs(
         self,
@@ -267,7 +281,7 @@ class GroupActiveJob:
             return None
         r, jobs = self.r, self.job_restarts
         order = FailureOrder(
-            FailedJob(g, j, self.failed_at.get((g, j)) or r.now)
+            FailedJob(g, j, self.failed_at.get((g, j)) or r.now, *self.reasons.get((g, j), ()))
             for g, indexes in self.failed_jobs.items()
             for j in indexes
         )
@@ -278,6 +292,7 @@ class GroupActiveJob:
             group, job = verdict.job
             order.take(group, job)
             jobs.restart(group, job, verdict.counts)
+            self.deadlines.forget(group, job)
             failures.pop(groupfailure.job_key(self.shape, group, job), None)
             for slot in jobs.slots(group, job):
                 pod = every.get(slot)
@@ -293,6 +308,19 @@ class GroupActiveJob:
             else:
                 del self.failed_jobs[group]
         return None
+
+    def jobs_record(self) -> Obj:
+        """The record's per-Job parts: single-Job restarts and start times."""
+        return {**self.job_restarts.record(), **self.deadlines.record()}
+
+    def past_deadline(self, slots: Mapping[tuple[str, int], Obj]) -> None:
+        """Jobs past their own activeDeadlineSeconds have failed (`jobdeadlines`), each told in a
+        Warning event; the next deadline is a requeue."""
+        r = self.r
+        told, due = self.deadlines.fail_past(slots, r.now, self.failed_jobs, self.failed_at, self.reasons)
+        r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, due)
+        for message in told:
+            r.event("Warning", jobdeadlines.REASON, message)
 
     def pods_not_starting(self, attempt: str) -> podstart.Verdict:
         """The start check (`ReconcileDraft.pods_not_starting`) over the attempt's pods."""
@@ -358,39 +386,14 @@ class GroupActiveJob:
             if placement.place(group, index, pod):  # a follower once its leader's domain is known
                 r.plan.create_pods.append(pod)
         placement.tell()
+        self.deadlines.started(missing[:room], r.now)
         if r.plan.create_pods and not r.pods:  # the job's first pods: what they need, before them
             r.plan.create_children += self.children.unread_prerequisites()
 
     # --- the per-group status -----------------------------------------------------------------
-    def jobs_per_group(self) -> dict[str, int]:
-        return {name: groupfailure.jobs_of(g) for name, g in self.shape.groups.items()}
-
     def write_group_statuses(self) -> None:
-        """Per group, how many of its jobs are ready, succeeded, failed (past their backoff
-        limit), active — JobSet's replicatedJobsStatus — written by the status projection."""
-        r, shape = self.r, self.shape
-        by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
-        out: list[GroupTally] = []
-        for name, jobs in self.jobs_per_group().items():
-            ready = succeeded = failed = active = 0
-            failed_jobs = set(self.failed_jobs.get(name, ()))
-            for j in range(jobs):
-                slots = groupfailure.job_slots(shape.groups[name], j)
-                pods = [by_name.get(shape.pod_name(name, k)) for k in slots]
-                if j in failed_jobs:
-                    failed += 1
-                elif all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
-                    succeeded += 1
-                elif any(p is not None and runpolicy.is_active_pod(p) for p in pods):
-                    active += 1
-                    if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
-                        ready += 1
-            out.append(
-                GroupTally(
-                    name, shape.count(name), active=active, succeeded=succeeded, failed=failed, ready=ready
-                )
-            )
-        shape.status.write_groups(r.status, out)
+        """Per group, JobSet's replicatedJobsStatus (`groupstatus`), the failed Jobs counted."""
+        groupstatus.write(self.r, self.shape, self.failed_jobs)
 
 
 def restarted(record: Mapping[str, Any], now: datetime) -> Obj:

@@ -11,6 +11,17 @@ reach it (any restart with a limit of 0), as the Job controller decides. A group
 any of its Jobs has. What failed groups do to the whole job is the shape's gang policy's
 (`JobShape.failure.gang`), applied by the planner.
 
+A group with pod failure rules (`FailureModel.rules`: its Jobs' batch/v1 `podFailurePolicy`)
+has each Failed pod matched against them first, with the Job controller's matcher
+(`restarts.first_match`, pod_failure_policy.go's `matchPodFailurePolicy`: the first rule that
+matches decides; FailIndex and unknown actions are skipped): `Ignore` — the pod is deleted (and
+recreated) without counting; `Count` — counted, as without a rule; `FailJob` — counted, and its
+Job has failed at once with reason `PodFailurePolicy` and the Job controller's message (`Container
+<c> for pod <ns>/<pod> failed with exit code <n> matching FailJob rule at index <i>`, or `Pod
+<ns>/<pod> has condition <type> matching FailJob rule at index <i>`); that pod is kept, as the
+Job controller keeps a failed Job's pods (what the gang policy does next deletes it, or the job
+has failed). Several FailJob pods of one Job: the first in slot order names the failure.
+
 The record (`failures`, a mapping of key to count) is keyed by the group's name for a group of
 one Job (the common case: Trainer's runtimes have `replicas: 1`) and by `<group>/<job index>`
 (`job_key`) for each Job of a group of several; group names are DNS labels, so the two forms
@@ -28,9 +39,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.jobs.failuremodel import JOB_RULE_ACTIONS, REASON_POD_FAILURE_POLICY
 from kubetrain.jobs.shape import JobShape, ReplicaGroup
 from kubetrain.operator.failuretime import last_restart_at, latest, pod_failed_at
 from kubetrain.operator.pods import pod_name, pod_phase, terminating
+from kubetrain.operator.restarts import RuleMatch, first_match
 
 Slots = Mapping[tuple[str, int], Mapping[str, Any]]
 JOB_KEY_SEPARATOR = "/"  # never in a group name (a DNS label)
@@ -46,6 +59,9 @@ class GroupFailures:
     failed_jobs: dict[str, list[int]] = field(default_factory=dict)
     # per failed Job (group, index), when it failed as its pods tell (`failuretime`; None: unknown)
     failed_at: dict[tuple[str, int], datetime | None] = field(default_factory=dict)
+    # per Job a FailJob rule failed (group, index): its failure's reason and message (a Job
+    # not listed failed with `BackoffLimitExceeded`)
+    reasons: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[str]:
@@ -152,6 +168,18 @@ def job_failed(limit: int, restart_policy: str, restarts: int, failures: int) ->
     return restarts > 0 if limit == 0 else restarts >= limit
 
 
+def fail_job_message(matched: RuleMatch, pod: Mapping[str, Any], namespace: str) -> str:
+    """The Job controller's failure message for a FailJob rule (pod_failure_policy.go)."""
+    meta = pod.get("metadata") or {}
+    where = f"{meta.get('namespace') or namespace}/{meta.get('name', '')}"
+    if matched.condition:
+        return f"Pod {where} has condition {matched.condition} matching FailJob rule at index {matched.index}"
+    return (
+        f"Container {matched.container} for pod {where} failed with exit code {matched.exit_code} "
+        f"matching FailJob rule at index {matched.index}"
+    )
+
+
 def judge(
     shape: JobShape, slots: Slots, deleting: set[str] | frozenset[str], recorded: object
 ) -> GroupFailures:
@@ -162,6 +190,7 @@ def judge(
     model = shape.failure
     for name, group in shape.groups.items():
         on_failure = group.restart_policy == "OnFailure"
+        rules = model.rules(name)
         restarts = [0] * jobs_of(group)  # per Job: its live pods' container restarts
         times: list[list[datetime | None]] = [[] for _ in restarts]  # per Job: its failures' times
         for index in range(group.replicas):
@@ -170,15 +199,24 @@ def judge(
                 continue
             phase, job = pod_phase(pod), job_of(group, index)
             if phase == "Failed" and not terminating(pod):
+                matched = first_match(rules, pod, actions=JOB_RULE_ACTIONS) if rules else None
+                if matched is not None and matched.action == "Ignore":
+                    out.delete.append(pod_name(pod))  # replaced, not counted
+                    continue
                 counts[(name, job)] = counts.get((name, job), 0) + 1
-                out.delete.append(pod_name(pod))
                 times[job].append(pod_failed_at(pod))
+                if matched is None or matched.action != "FailJob":
+                    out.delete.append(pod_name(pod))
+                elif (name, job) not in out.reasons:
+                    message = fail_job_message(matched, pod, shape.namespace)
+                    out.reasons[(name, job)] = (REASON_POD_FAILURE_POLICY, message)
             elif on_failure and phase in ("Pending", "Running"):
                 restarts[job] += restart_count(pod)
                 times[job].append(last_restart_at(pod))
         limit = model.backoff_limit(name)
         for job, restarted in enumerate(restarts):
-            if job_failed(limit, group.restart_policy, restarted, counts.get((name, job), 0)):
+            failed = (name, job) in out.reasons
+            if failed or job_failed(limit, group.restart_policy, restarted, counts.get((name, job), 0)):
                 out.failed_jobs.setdefault(name, []).append(job)
                 out.failed_at[(name, job)] = latest(times[job])
     out.failures = write_record(shape, counts, other)

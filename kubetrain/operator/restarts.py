@@ -15,7 +15,8 @@ the first rule that matches a Failed pod decides — `FailJob` (fail now, reason
 `Ignore` (recreate the pod, not counted against backoffLimit), `Count` (recreate it, counted) or
 `RestartJob` (recreate every pod of the job as a new attempt, counted once). A rule matches on
 `onExitCodes` (a container's current termination with a non-zero code, In/NotIn the values,
-optionally only `containerName`) or `onPodConditions` (any listed condition with its status), and
+optionally only `containerName`; containers are looked at before init containers, as the Job
+controller does) or `onPodConditions` (any listed condition with its status), and
 only for its `replicaTypes` when given. A pod no rule matches gets the verdict above; a disruption
 is then recreated without counting (except under `Never`, where it fails the job).
 
@@ -35,7 +36,7 @@ status written before it existed) the present pods are taken to be counted alrea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,11 +126,12 @@ def failed_init_container(pod: Mapping[str, Any]) -> str | None:
 
 
 def _terminated_containers(pod: Mapping[str, Any]) -> list[tuple[str, int]]:
-    """(container name, exit code) of every container (init containers too) whose current state
-    is terminated with a non-zero code — what batch/v1's onExitCodes looks at."""
+    """(container name, exit code) of every container, then every init container, whose current
+    state is terminated with a non-zero code — what batch/v1's onExitCodes looks at, in the
+    order the Job controller looks (pod_failure_policy.go, `matchOnExitCodes`)."""
     status = pod.get("status") or {}
     out: list[tuple[str, int]] = []
-    for key in ("initContainerStatuses", "containerStatuses"):
+    for key in ("containerStatuses", "initContainerStatuses"):
         for cs in status.get(key) or []:
             if not isinstance(cs, Mapping):
                 continue
@@ -140,27 +142,84 @@ def _terminated_containers(pod: Mapping[str, Any]) -> list[tuple[str, int]]:
     return out
 
 
-def _rule_match(rule: Mapping[str, Any], pod: Mapping[str, Any]) -> str | None:
-    """What in `pod` matches `rule` ("container c exited with code 3"), or None."""
-    on_exit = rule.get("onExitCodes")
-    if isinstance(on_exit, Mapping):
-        values = {v for v in on_exit.get("values") or [] if isinstance(v, int)}
-        wanted = on_exit.get("containerName")
-        negate = on_exit.get("operator") == "NotIn"
-        for cname, code in _terminated_containers(pod):
-            if (not wanted or wanted == cname) and ((code in values) != negate):
-                return f"container {cname} exited with code {code}"
+@dataclass(frozen=True, slots=True)
+class RuleMatch:
+    """The first pod failure rule that matched a Failed pod: its index and action, and what
+    matched — a container's exit code, or a pod condition."""
+
+    index: int
+    action: str
+    container: str = ""  # onExitCodes: the container (or init container) that matched
+    exit_code: int | None = None
+    condition: str = ""  # onPodConditions: the matching condition's type
+    condition_status: str = ""
+    condition_reason: str = ""
+
+    @property
+    def what(self) -> str:
+        """ "container c exited with code 3", "condition DisruptionTarget=True (EvictionByEvictionAPI)"."""
+        if self.condition:
+            why = f" ({self.condition_reason})" if self.condition_reason else ""
+            return f"condition {self.condition}={self.condition_status}{why}"
+        return f"container {self.container} exited with code {self.exit_code}"
+
+
+def _exit_code_match(on_exit: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[str, int] | None:
+    """batch/v1's onExitCodes (`getMatchingContainerFromList`): the first container (then init
+    container) terminated with a non-zero code, of `containerName` when set, whose code is in
+    (`In`) or not in (`NotIn`) the values; an unknown operator matches nothing."""
+    operator = on_exit.get("operator")
+    if operator not in ("In", "NotIn"):
         return None
-    status = pod.get("status") or {}
-    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
-    for pattern in rule.get("onPodConditions") or []:
-        if not isinstance(pattern, Mapping):
+    values = {v for v in on_exit.get("values") or [] if isinstance(v, int)}
+    wanted = on_exit.get("containerName")
+    for cname, code in _terminated_containers(pod):
+        if (not wanted or wanted == cname) and ((code in values) == (operator == "In")):
+            return cname, code
+    return None
+
+
+def _condition_match(patterns: Any, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """batch/v1's onPodConditions (`matchOnPodConditions`): the first pod condition with the
+    type and status of any pattern (a pattern without status: True, batch/v1's default)."""
+    wanted = [(p.get("type"), p.get("status") or "True") for p in patterns or [] if isinstance(p, Mapping)]
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and (cond.get("type"), cond.get("status")) in wanted:
+            return cond
+    return None
+
+
+def first_match(
+    rules: Sequence[Any], pod: Mapping[str, Any], replica_type: str = "", actions: Collection[str] = ()
+) -> RuleMatch | None:
+    """The first rule (in order) that matches the Failed `pod` of `replica_type`, as batch/v1's
+    Job controller matches its podFailurePolicy (pod_failure_policy.go, `matchPodFailurePolicy`):
+    a rule whose action is not one of `actions` (default: every action of
+    `runPolicy.podFailurePolicy`) is skipped, as the Job controller skips an action it does not
+    know; a rule with `replicaTypes` (kubetrain's) applies only to pods of those types."""
+    allowed = actions or ACTIONS
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, Mapping) or rule.get("action") not in allowed:
             continue
-        want = pattern.get("status") or "True"
-        for cond in conditions:
-            if cond.get("type") == pattern.get("type") and cond.get("status") == want:
-                why = f" ({cond['reason']})" if cond.get("reason") else ""
-                return f"condition {cond.get('type')}={want}{why}"
+        types = rule.get("replicaTypes")
+        if types and replica_type not in types:
+            continue
+        action = str(rule["action"])
+        on_exit = rule.get("onExitCodes")
+        if isinstance(on_exit, Mapping):
+            matched = _exit_code_match(on_exit, pod)
+            if matched is not None:
+                return RuleMatch(index, action, container=matched[0], exit_code=matched[1])
+            continue
+        cond = _condition_match(rule.get("onPodConditions"), pod)
+        if cond is not None:
+            return RuleMatch(
+                index,
+                action,
+                condition=str(cond.get("type")),
+                condition_status=str(cond.get("status")),
+                condition_reason=str(cond.get("reason") or ""),
+            )
     return None
 
 
@@ -169,21 +228,14 @@ def match_rules(
 ) -> Verdict | None:
     """The verdict of the first rule of `runPolicy.podFailurePolicy.rules` that matches the Failed
     `pod` of `replica_type`, or None when none does."""
+    matched = first_match(rules, pod, replica_type)
+    if matched is None:
+        return None
     name = (pod.get("metadata") or {}).get("name", "?")
-    for index, rule in enumerate(rules):
-        if not isinstance(rule, Mapping) or rule.get("action") not in ACTIONS:
-            continue
-        types = rule.get("replicaTypes")
-        if types and replica_type not in types:
-            continue
-        matched = _rule_match(rule, pod)
-        if matched is None:
-            continue
-        action = str(rule["action"])
-        detail = f"pod {name}: {matched}, matching {action} rule at index {index}"
-        reason = "PodFailurePolicy" if action == "FailJob" else ""
-        return Verdict(ACTIONS[action], reason, detail, counted=action != "Ignore")
-    return None
+    action = matched.action
+    detail = f"pod {name}: {matched.what}, matching {action} rule at index {matched.index}"
+    reason = "PodFailurePolicy" if action == "FailJob" else ""
+    return Verdict(ACTIONS[action], reason, detail, counted=action != "Ignore")
 
 
 def classify_failed_pod(

@@ -66,10 +66,10 @@ def test_the_network_subdomain_is_an_rfc1035_label(subdomain: str, ok: bool) -> 
 
 
 def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None:
-    """No Job object exists: of a replicated job's Job spec only parallelism, backoffLimit and
-    the pod template are used (completions: Trainer writes the parallelism there). Trainer (with
-    JobSet) would apply the others, so a runtime setting one is admitted with a warning per
-    field rather than silently."""
+    """No Job object exists: of a replicated job's Job spec only parallelism, backoffLimit,
+    podFailurePolicy, activeDeadlineSeconds and the pod template are used (completions: Trainer
+    writes the parallelism there). Trainer (with JobSet) would apply the others, so a runtime
+    setting one is admitted with a warning per field rather than silently."""
     runtime = trainer_test_runtime("labelled")
     job_spec = runtime["spec"]["template"]["spec"]["replicatedJobs"][2]["template"]["spec"]
     job_spec.update(
@@ -78,13 +78,16 @@ def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None
         parallelism=1,
         podFailurePolicy={"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
         activeDeadlineSeconds=600,
+        backoffLimitPerIndex=1,
+        maxFailedIndexes=1,
     )
+    job_spec["template"]["spec"]["restartPolicy"] = "Never"
     assert validate_runtime(runtime) == []
     assert runtime_warnings(runtime) == [
         f"spec.template.spec.replicatedJobs[2].template.spec.{key}: not applied: kubetrain creates "
         "the replicated job's pods itself, without a Job; of the Job spec it applies parallelism, "
-        "backoffLimit and template"
-        for key in ("activeDeadlineSeconds", "podFailurePolicy")
+        "backoffLimit, podFailurePolicy, activeDeadlineSeconds and template"
+        for key in ("backoffLimitPerIndex", "maxFailedIndexes")
     ]
     # Trainer's own runtimes set none
     for trainer_runtime in default_runtimes():

@@ -1,12 +1,15 @@
 """What a failed step does to a TrainJob: the runtime template's JobSet `failurePolicy`, as
 JobSet v0.12 executes it (pkg/controllers/failure_policy.go) on the failed jobs (a step's job
-fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded):
+fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded, or `PodFailurePolicy`
+when a FailJob rule of its `podFailurePolicy` matched a pod):
 
 - no failurePolicy: the TrainJob fails, reason `FailedJobs`;
-- else the first rule (in order) whose `targetReplicatedJobs` (empty: any) holds a failed step and
-  whose `onJobFailureReasons` (empty: any) holds `BackoffLimitExceeded` decides, for the Job of
-  those it applies to that failed first; without one, `RestartJobSet` for the Job that failed
-  first (`kubetrain.jobs.failureorder`: JobSet's order by failure time and its tie-break):
+- else the first rule (in order) whose `targetReplicatedJobs` (empty: any) holds a failed Job's
+  step, whose `onJobFailureReasons` (empty: any) holds that Job's failure reason and whose
+  `onJobFailureMessagePatterns` (empty: any) match its message (JobSet's `ruleIsApplicable`)
+  decides, for the Job of those it applies to that failed first; without one, `RestartJobSet`
+  for the Job that failed first (`kubetrain.jobs.failureorder`: JobSet's order by failure time
+  and its tie-break):
   - `FailJobSet`: fails, reason `FailJobSetFailurePolicyAction`;
   - `RestartJobSet`: every pod restarts as a new attempt while the restarts counted so far are
     below `maxRestarts`, else fails, reason `ReachedMaxRestarts`;
@@ -26,16 +29,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JOB_RESTART_ACTIONS, MAX_REPLICAS_WITH_JOB_RESTARTS
 from kubetrain.jobs.failuremodel import GangVerdict
-from kubetrain.jobs.failureorder import FailedJob, FailureOrder
+from kubetrain.jobs.failureorder import BACKOFF_LIMIT_EXCEEDED, BACKOFF_LIMIT_MESSAGE, FailedJob, FailureOrder
 
-JOB_FAILURE_REASON = "BackoffLimitExceeded"
-JOB_FAILURE_MESSAGE = "Job has reached the specified backoff limit"
+JOB_FAILURE_REASON = BACKOFF_LIMIT_EXCEEDED
+JOB_FAILURE_MESSAGE = BACKOFF_LIMIT_MESSAGE
 FAIL = "FailJobSet"
 RESTART = "RestartJobSet"
 RESTART_IGNORING_MAX = "RestartJobSetAndIgnoreMaxRestarts"
@@ -90,15 +94,16 @@ def validate(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
     return errors
 
 
-def _applies(rule: Mapping[str, Any], step: str) -> bool:
+def _applies(rule: Mapping[str, Any], job: FailedJob) -> bool:
+    """JobSet's `ruleIsApplicable`: the Job's failure reason, its message, its replicated job."""
     reasons = rule.get("onJobFailureReasons") or []
     targets = rule.get("targetReplicatedJobs") or []
     patterns = rule.get("onJobFailureMessagePatterns") or []
-    if reasons and JOB_FAILURE_REASON not in reasons:
+    if reasons and job.reason not in reasons:
         return False
-    if targets and step not in targets:
+    if patterns and not any(_matches(p, job.message) for p in patterns):
         return False
-    return not patterns or any(_matches(p, JOB_FAILURE_MESSAGE) for p in patterns)
+    return not targets or job.group in targets
 
 
 def _matches(pattern: object, text: str) -> bool:
@@ -130,7 +135,7 @@ def decide(
         )
     action, acted = RESTART, first
     for rule in policy.get("rules") or []:
-        matched = order.first([g for g in order.groups if _applies(rule, g)])
+        matched = order.first(applies=partial(_applies, rule))
         if matched is not None:
             action, acted = str(rule.get("action") or RESTART), matched
             break

@@ -23,6 +23,11 @@ class Step:
     job_metadata: Mapping[str, Any]  # the Job template's labels/annotations
     pod_template: Mapping[str, Any]  # the PodTemplateSpec after patches and overrides
     depends_on: tuple[tuple[str, str], ...] = ()  # (step name, "Ready" | "Complete")
+    # The Job's `podFailurePolicy.rules` as written (podfailurepolicy.py; none: every failed pod
+    # counts against `backoff_limit`).
+    pod_failure_rules: tuple[Mapping[str, Any], ...] = ()
+    # The Job's `activeDeadlineSeconds` (None: none), counted from each of its Jobs' start.
+    active_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True)

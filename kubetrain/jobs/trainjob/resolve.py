@@ -30,7 +30,15 @@ from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
-from kubetrain.jobs.trainjob import failurepolicy, flux, jobsetpolicy, mpi, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import (
+    failurepolicy,
+    flux,
+    jobsetpolicy,
+    mpi,
+    podfailurepolicy,
+    torchtune,
+    volumeclaims,
+)
 from kubetrain.jobs.trainjob.mlenv import ContainerEnv, MLPolicyEnv
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 from kubetrain.jobs.trainjob.patches import (
@@ -126,6 +134,8 @@ def resolve(
                 job_metadata=jmeta,
                 pod_template=pod_template,
                 depends_on=depends,
+                pod_failure_rules=podfailurepolicy.rules_of(jspec),
+                active_deadline_seconds=_deadline(jspec.get("activeDeadlineSeconds")),
             )
         )
     if not trainer_found and jsspec.get("replicatedJobs"):
@@ -339,3 +349,8 @@ def _inject_env(
             env = (*torch.pet_env(facts), *torch.master_env(facts))
             added.append(ContainerEnv(str(target.get("jobName")), cname, env))
     return errors, added
+
+
+def _deadline(value: Any) -> int | None:
+    """A Job's `activeDeadlineSeconds` (≥ 0, as batch/v1 admits it), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -7,7 +7,8 @@ job, in the runtime's order: `replicas` jobs of `pods` indexed pods each are the
 `<jobset>-<rjob>-<jobIndex>-<completionIndex>`: `JobShape.naming`). `dependsOn` becomes
 `depends_on` with JobSet's meaning of Ready (a job whose pods Succeeded counts as Ready); the
 success policy (All / Any of the target replicated jobs, a job done when all its pods
-Succeeded) is the shape's rules; each replicated job's Job `backoffLimit` and the template's
+Succeeded) is the shape's rules; each replicated job's Job `backoffLimit`,
+`podFailurePolicy` (`podfailurepolicy.py`) and `activeDeadlineSeconds` and the template's
 `failurePolicy` (`failurepolicy.py`) its failure model, and its PodGroup counts every pod
 (`gang_counts_dependents`); the TrainJob's `suspend`, `activeDeadlineSeconds` and
 `managedBy` and the template's `ttlSecondsAfterFinished` are its run policy; the ML policy's env
@@ -166,6 +167,14 @@ def trainjob_shape(
         failure=FailureModel(
             MappingProxyType({s.name: s.backoff_limit for s in resolved.steps}),
             JobSetFailurePolicy(resolved.name, resolved.failure_policy),
+            MappingProxyType({s.name: s.pod_failure_rules for s in resolved.steps if s.pod_failure_rules}),
+            MappingProxyType(
+                {
+                    s.name: s.active_deadline_seconds
+                    for s in resolved.steps
+                    if s.active_deadline_seconds is not None
+                }
+            ),
         ),
         gang_counts_dependents=True,
         children=JobSetChildren(resolved, trainjob),

@@ -18,8 +18,9 @@ a torch policy's envInjection targets by Trainer's CRD rules (`envinjection.py`:
 distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
-single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024); a warning without the
-`trainer.kubeflow.org/framework` label (`runtime_warnings`).
+single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
+a replicated job's `podFailurePolicy` and `activeDeadlineSeconds` (`podfailurepolicy.validate`);
+a warning without the `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
 from __future__ import annotations
@@ -44,7 +45,14 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
 from kubetrain.jobs import jobsetplacement as exclusive
-from kubetrain.jobs.trainjob import envinjection, failurepolicy, specrules, torchtune, volumeclaims
+from kubetrain.jobs.trainjob import (
+    envinjection,
+    failurepolicy,
+    podfailurepolicy,
+    specrules,
+    torchtune,
+    volumeclaims,
+)
 from kubetrain.jobs.trainjob.resolve import resolve
 
 Obj = dict[str, Any]
@@ -246,7 +254,13 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
 
 # Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself);
 # `completions` is Trainer's too: it writes the parallelism there (syncParallelCount).
-APPLIED_JOB_FIELDS = ("parallelism", "backoffLimit", "template")
+APPLIED_JOB_FIELDS = (
+    "parallelism",
+    "backoffLimit",
+    "podFailurePolicy",
+    "activeDeadlineSeconds",
+    "template",
+)
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
 
 
@@ -278,8 +292,8 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `podFailurePolicy`, `activeDeadlineSeconds`, …) and what of JobSet's
-    exclusive placement cannot work (`_exclusive_placement_warnings`)."""
+    Job controller would: `backoffLimitPerIndex`, `successPolicy`, …) and what of JobSet's
+    exclusive placement cannot work (`jobsetplacement.runtime_warnings`)."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if not labels.get(c.LABEL_FRAMEWORK):
@@ -293,7 +307,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         rjob_template = (rjob or {}).get("template") if isinstance(rjob, Mapping) else None
         if isinstance(rjob_template, Mapping):
-            warnings += _exclusive_placement_warnings(
+            warnings += exclusive.runtime_warnings(
                 obj, rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
             )
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
@@ -304,44 +318,6 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
                     "creates the replicated job's pods itself, without a Job; of the Job spec it applies "
                     f"{applied}"
                 )
-    return warnings
-
-
-def _exclusive_placement_warnings(
-    runtime: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str
-) -> list[str]:
-    """Of a replicated job placed exclusively by pod affinities (jobs/jobsetplacement.py): a pod
-    template naming a priorityClassName without spec.priority — JobSet's leader anti-affinity
-    keeps out the other jobs of the pod's priority, which the Priority admission resolves from the
-    class; kubetrain reads no PriorityClass, so it names no priority and keeps no other job out —;
-    and the runtime's podGroupPolicy — the gang scheduler binds no pod before all exist, and a
-    follower is made only once its leader is bound: no pod ever starts (as under JobSet)."""
-    pod_template = (rjob_template.get("spec") or {}).get("template") or {}
-    annotations = dict((pod_template.get("metadata") or {}).get("annotations") or {})
-    jobset = ((runtime.get("spec") or {}).get("template") or {}).get("metadata") or {}
-    annotations.update(
-        exclusive.placement_annotations(
-            jobset.get("annotations") or {}, (rjob_template.get("metadata") or {}).get("annotations") or {}
-        )
-    )
-    if exclusive.topology_key({"metadata": {"annotations": annotations}}) is None:
-        return []
-    warnings: list[str] = []
-    pod_spec = pod_template.get("spec") or {}
-    if isinstance(pod_spec, Mapping) and exclusive.priority_of(pod_spec) is None:
-        warnings.append(
-            f"{path}.spec.template.spec.priorityClassName: not applied to exclusive placement: kubetrain "
-            "reads no PriorityClass, so the leader pod's anti-affinity (jobset.sigs.k8s.io/priority) "
-            "keeps no other job out of its topology domain; set spec.priority to the class's value too"
-        )
-    group_policy = (runtime.get("spec") or {}).get("podGroupPolicy")
-    if isinstance(group_policy, Mapping) and group_policy:
-        warnings.append(
-            f"{path}: placed exclusively ({exclusive.EXCLUSIVE_KEY}) under spec.podGroupPolicy, no pod "
-            "starts: the gang scheduler binds no pod before all of them exist, and a follower pod is "
-            f"made only once its leader is bound; use {exclusive.NODE_SELECTOR_STRATEGY_KEY} or no "
-            "podGroupPolicy"
-        )
     return warnings
 
 
@@ -397,4 +373,5 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     errors += _subdomain_errors(jobset_spec)
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
+    errors += podfailurepolicy.validate(jobset_spec, "spec.template.spec")
     return errors

@@ -1,0 +1,45 @@
+"""The per-group status of a per-group shape (JobSet's `replicatedJobsStatus`, Trainer's
+`jobsStatus`): per group, how many of its batch Jobs (`ReplicaGroup.job_size` pods each) are
+ready, succeeded, failed (past their backoff limit, or failed by a pod failure rule or their
+deadline: the planner's failed Jobs) and active — written by the shape's status projection.
+Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kubetrain.jobs.projection import GroupTally
+from kubetrain.jobs.shape import JobShape
+from kubetrain.operator import groupfailure, runpolicy
+from kubetrain.operator.draft import ReconcileDraft
+from kubetrain.operator.pods import pod_name, pod_phase, pod_ready
+
+
+def jobs_per_group(shape: JobShape) -> dict[str, int]:
+    return {name: groupfailure.jobs_of(g) for name, g in shape.groups.items()}
+
+
+def write(r: ReconcileDraft, shape: JobShape, failed_jobs: Mapping[str, Sequence[int]]) -> None:
+    """The counts over the reconcile's pods (those it deletes left out), into `r.status`."""
+    by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
+    out: list[GroupTally] = []
+    for name, jobs in jobs_per_group(shape).items():
+        ready = succeeded = failed = active = 0
+        failed_here = set(failed_jobs.get(name, ()))
+        for j in range(jobs):
+            slots = groupfailure.job_slots(shape.groups[name], j)
+            pods = [by_name.get(shape.pod_name(name, k)) for k in slots]
+            if j in failed_here:
+                failed += 1
+            elif all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
+                succeeded += 1
+            elif any(p is not None and runpolicy.is_active_pod(p) for p in pods):
+                active += 1
+                if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
+                    ready += 1
+        out.append(
+            GroupTally(
+                name, shape.count(name), active=active, succeeded=succeeded, failed=failed, ready=ready
+            )
+        )
+    shape.status.write_groups(r.status, out)
