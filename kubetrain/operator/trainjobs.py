@@ -5,7 +5,8 @@ ClusterTrainingRuntimes (a runtime created or changed requeues the TrainJobs nam
 those without a snapshot yet act on it), and the TrainJob's edge of the planner (`trainedge.plan_trainjob`)
 fed with the runtime from the cache; and a Node informer (each Node's name and labels only): a
 follower of an exclusively placed job takes its leader's node's topology label
-(`exclusiveplacement.py`), and a Node added or relabelled requeues the TrainJobs with a pod on it."""
+(`exclusiveplacement.py`), and a Node relabelled (or added once synced) requeues the TrainJobs
+with a pod on it."""
 
 from __future__ import annotations
 
@@ -77,9 +78,11 @@ class TrainJobs:
                 on_update=lambda old, new: self._runtime_changed(new),
                 on_delete=self._runtime_changed,
             )
+        # A Node relabelled, or added once synced (registered again), requeues: the initial list
+        # comes before any reconcile, and scanning the pods per Node there would cost nodes x pods.
         nodes = Informer(self.client, NODES, cache=self.cache, clock=self.clock, transform=slim_node)
         nodes.add_handler(
-            on_add=self.node_changed,
+            on_add=lambda node: self.node_changed(node) if nodes.has_synced else None,
             on_update=lambda old, new: self.node_changed(new) if _labels(old) != _labels(new) else None,
         )
         return [runtimes, cluster, nodes]
