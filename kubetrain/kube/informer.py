@@ -23,7 +23,9 @@ After the initial sync an informer makes zero LIST calls unless a 410 forces a r
 Handlers are plain callables, run synchronously in the informer task in event order, and must
 not block (typically they enqueue a work-queue key). A failing handler is logged, never fatal.
 `on_forbidden`: a 403 on a LIST or WATCH is passed to it and that namespace's loop ends (no
-retries; the informer then never syncs) — for an optional watch the caller may lack RBAC for.
+retries; the informer then never syncs, and `refused` is set) — for an optional watch the caller
+may lack RBAC for. `wait_ready()` waits until the informer has synced or was refused: what a
+caller starting many informers, some optional, waits for.
 Objects are stored as received (not copied; `metadata.managedFields` is dropped to save
 memory); list items get `apiVersion`/`kind` filled in like watch objects. `transform` (like
 client-go's `SetTransform`) may slim each object further before it is stored and handed to the
@@ -100,6 +102,7 @@ class Informer:
         self._delete: list[DeleteHandler] = []
         self._synced: set[str | None] = set()
         self._synced_event = asyncio.Event()
+        self._refused_event = asyncio.Event()  # a 403 passed to on_forbidden
         self._tasks: list[asyncio.Task[None]] = []
         self.resource_versions: dict[str | None, str] = {}
         self.lists = 0  # LIST rounds (initial + relists), for tests and budgets
@@ -128,6 +131,21 @@ class Informer:
     async def wait_synced(self) -> None:
         """Wait for `has_synced` (wrap in `asyncio.timeout(...)` to bound the wait)."""
         await self._synced_event.wait()
+
+    @property
+    def refused(self) -> bool:
+        """True once a 403 was passed to `on_forbidden` (that namespace's loop ended)."""
+        return self._refused_event.is_set()
+
+    async def wait_ready(self) -> None:
+        """Wait until the informer has synced or, with `on_forbidden`, was refused."""
+        synced = asyncio.ensure_future(self._synced_event.wait())
+        refused = asyncio.ensure_future(self._refused_event.wait())
+        try:
+            await asyncio.wait((synced, refused), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            synced.cancel()
+            refused.cancel()
 
     def start(self) -> None:
         """Run in background tasks (idempotent)."""
@@ -189,6 +207,7 @@ class Informer:
                 raise
             except ApiError as err:
                 if err.status == 403 and self.on_forbidden is not None:
+                    self._refused_event.set()
                     self.on_forbidden(err)
                     return
                 failures += 1

@@ -210,7 +210,8 @@ class Controller(JobEvents, ReconcileLoop):
                 api_changed=self._enqueue_all_jobs,
             )
             await self._pod_group_api.start()
-        await asyncio.gather(*(i.wait_synced() for i in self.informers))
+        # an optional watch RBAC refuses (on_forbidden: the Node informer) does not hold the start
+        await asyncio.gather(*(i.wait_ready() for i in self.informers))
 
     async def _adopt(self, namespaces: list[str] | None) -> None:
         """Serving kubeflow.org or training.kubedl.io: adopt the pods and Services of jobs

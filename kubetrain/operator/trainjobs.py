@@ -10,6 +10,7 @@ with a pod on it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.kube.cache import Cache, slim_node
-from kubetrain.kube.client import KubeClient
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import Clock
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.resources import (
@@ -34,6 +35,9 @@ from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
 TRAINJOB_RESOURCE_ID = job_resource_id(c.TRAINJOB, TRAINER_GROUP)  # "TrainJob.trainer.kubeflow.org"
+
+
+log = logging.getLogger(__name__)
 
 
 def is_trainjob_owner(ref: Mapping[str, Any]) -> bool:
@@ -80,12 +84,29 @@ class TrainJobs:
             )
         # A Node relabelled, or added once synced (registered again), requeues: the initial list
         # comes before any reconcile, and scanning the pods per Node there would cost nodes x pods.
-        nodes = Informer(self.client, NODES, cache=self.cache, clock=self.clock, transform=slim_node)
+        # Optional: without RBAC on nodes (a chart from before this watch) one warning, and only
+        # the followers of exclusively placed jobs wait (their leader's node is not known).
+        nodes = Informer(
+            self.client,
+            NODES,
+            cache=self.cache,
+            clock=self.clock,
+            transform=slim_node,
+            on_forbidden=self._nodes_forbidden,
+        )
         nodes.add_handler(
             on_add=lambda node: self.node_changed(node) if nodes.has_synced else None,
             on_update=lambda old, new: self.node_changed(new) if _labels(old) != _labels(new) else None,
         )
         return [runtimes, cluster, nodes]
+
+    def _nodes_forbidden(self, err: ApiError) -> None:
+        log.warning(
+            "no permission to list/watch nodes (%s): the follower pods of exclusively placed "
+            "TrainJobs (JobSet's exclusive-topology) are not made, their leader's node not being "
+            "known; grant list/watch on nodes (the chart's current RBAC does) and restart the operator",
+            err,
+        )
 
     def node_changed(self, node: Obj) -> None:
         """The TrainJobs with a pod on this node (a leader's domain may now be known)."""

@@ -567,3 +567,35 @@ async def test_an_older_chart_without_the_podgroup_crd_rule_falls_back_to_discov
         ]
         warnings = [r.getMessage() for r in caplog.records if "no permission to watch" in r.getMessage()]
         assert len(warnings) == 1 and "podgroups.scheduling.volcano.sh" in warnings[0]
+
+
+async def test_an_older_chart_without_the_nodes_rule_still_runs_trainjobs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A chart from before the operator watched Nodes (for JobSet's exclusive placement): one 403
+    and one warning, then TrainJobs run as before — the start is not held by the Node informer."""
+    values = {"apiGroups": ["kubetrain.io", "trainer.kubeflow.org"], "certificates": {"mode": "selfManaged"}}
+    async with running_release(tmp_path, values, _drop_rule("ClusterRole", "nodes")) as release:
+        admin = release.admin
+        await ready(release)
+        await ca_bundles_injected(release)
+        await admin.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
+        trainjob = {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "tune"},
+            "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}},
+        }
+        await admin.create(TRAINJOBS, trainjob, namespace="default")
+
+        async def initializers() -> bool:
+            pods = await admin.list(PODS, "default", label_selector="jobset.sigs.k8s.io/jobset-name=tune")
+            return len(pods["items"]) == 2
+
+        await eventually(initializers, within=WAIT, what="the TrainJob's initializer pods")
+        denied = [r for r in release.cluster.requests.records if r.code == 403]
+        assert [(r.user, r.verb, r.resource) for r in denied] == [(release.user, "list", "nodes")]
+        warnings = [
+            r.getMessage() for r in caplog.records if "no permission to list/watch nodes" in r.getMessage()
+        ]
+        assert len(warnings) == 1 and "exclusive" in warnings[0]
