@@ -16,7 +16,8 @@ ExitedWithCode is recorded whatever the restart policy, when the job's framework
 (`GetDefaultContainerName`: `pytorch`, `tensorflow`, …) has terminated, while the job is not
 finished. training-operator records it on every sync that sees the pod so (the Event's count
 grows); kubetrain records it once, when the pod's watch event shows that container newly
-terminated.
+terminated, and not for a pod being deleted (its container stopped by the deletion — above all
+in a namespace being deleted, which takes no Events).
 
 Decision: kubetrain.io jobs get them too, as their kubeflow.org kinds do. MPIJobs of
 kubeflow.org and kubetrain.io do not: they follow mpi-operator v2, which records none (KubeDL's
@@ -80,9 +81,11 @@ def exited_with_code(
 ) -> str | None:
     """The ExitedWithCode message when pod `new` of `job` shows its framework container newly
     terminated (not so in `old`, or another run of it); None otherwise, or when `job` gets no
-    per-pod Events or has finished."""
+    per-pod Events or has finished, or the pod is being deleted."""
     if not records_pod_events(job) or terminal_condition(job.get("status") or {}) is not None:
         return None
+    if (new.get("metadata") or {}).get("deletionTimestamp"):
+        return None  # stopped by its deletion (a restart, a namespace being deleted): not its own exit
     container = framework_container(job)
     now = _terminated(new, container)
     if now is None or (old is not None and _terminated(old, container) == now):

@@ -118,6 +118,10 @@ def test_exited_with_code_names_the_pod_and_its_framework_containers_code() -> N
     # a sidecar's exit is not the framework container's
     sidecar = pod("big-worker-0", "2", ("pytorch", RUNNING), ("sidecar", exited(1)))
     assert exited_with_code(j, before, sidecar) is None
+    # a pod being deleted: its container was stopped by the deletion
+    deleting = copy.deepcopy(after)
+    deleting["metadata"]["deletionTimestamp"] = "2024-01-01T00:01:00Z"
+    assert exited_with_code(j, before, deleting) is None
     # a finished job: training-operator reconciles no pods of it
     done = job(conditions=[{"type": "Succeeded", "status": "True"}])
     assert exited_with_code(done, before, after) is None
