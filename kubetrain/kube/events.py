@@ -16,8 +16,9 @@
 - Budgeted events (`emit(..., budgeted=True)`: the per-pod ones, `operator/podevents.py`) go
   through client-go's EventCorrelator (`kubetrain.kube.eventbudget`): similar ones are combined
   and each object has a budget of 25 writes refilled one per 5 minutes; an event over budget is
-  not written, but counts toward the `count` of the Event it would have bumped. The other
-  events take nothing from that budget, so per-pod events never crowd them out.
+  not written, but counts toward the `count` of the Event it would have bumped. Budgeted
+  events are written one at a time. The other events take nothing from that budget, so
+  per-pod events never crowd them out.
 - It never raises into the caller: failures are logged (an Event is best-effort).
 Messages longer than 1024 characters are truncated (the events.k8s.io limit).
 """
@@ -59,6 +60,7 @@ class _Event:
     message: str
     key: tuple[str, ...]
     combined: bool  # the combined Event of similar ones (eventbudget.py): its message is patched too
+    budgeted: bool
 
 
 @dataclass
@@ -88,6 +90,7 @@ class EventRecorder:
         self._dropped: OrderedDict[tuple[str, ...], int] = OrderedDict()  # key -> occurrences not written
         self._locks: dict[tuple[str, ...], tuple[asyncio.Lock, list[int]]] = {}  # key -> (lock, [users])
         self._pending: set[asyncio.Task[None]] = set()
+        self._one_budgeted = asyncio.Lock()  # budgeted events are written one at a time
         self._last_nanos = 0
 
     def emit(self, obj: Obj, type_: str, reason: str, message: str, *, budgeted: bool = False) -> None:
@@ -145,7 +148,7 @@ class EventRecorder:
             while len(self._dropped) > self.cache_size:
                 self._dropped.popitem(last=False)
             return None
-        return _Event(namespace, type_, reason, message, key, combined)
+        return _Event(namespace, type_, reason, message, key, combined, budgeted)
 
     def _failed(self, obj: Obj, type_: str, reason: str, err: object) -> None:
         meta = obj.get("metadata") or {}
@@ -161,7 +164,13 @@ class EventRecorder:
 
     async def _write(self, obj: Obj, event: _Event) -> None:
         try:
-            await self._record(obj, event)
+            if event.budgeted:
+                # One at a time, as client-go's recorder writes each event in turn: a burst of
+                # them beside a wave of pod creates takes one more connection, not one per event.
+                async with self._one_budgeted:
+                    await self._record(obj, event)
+            else:
+                await self._record(obj, event)
         except Exception as err:
             self._failed(obj, event.type, event.reason, err)
 

@@ -5,10 +5,12 @@ a fake clock against an in-memory API."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, cast
 
 import pytest
 
+from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.eventbudget import EventBudget
 from kubetrain.kube.events import EventRecorder
@@ -131,3 +133,32 @@ async def test_an_identical_budgeted_event_bumps_its_event_and_takes_a_token() -
         await rec.event(JOB, "Normal", "SuccessfulDeletePod", "Deleted pod: big-worker-0", budgeted=True)
     (event,) = events(api)
     assert event["count"] == 25 and writes(api) == 25
+
+
+class SlowEvents:
+    """Creates Events after a loop turn, noting how many were in flight at once."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.most = 0
+        self.created: list[str] = []
+
+    async def create(self, ref: Any, obj: Obj, namespace: str | None = None) -> Obj:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        await asyncio.sleep(0)
+        self.in_flight -= 1
+        self.created.append(obj["reason"])
+        return obj
+
+
+async def test_budgeted_events_are_written_one_at_a_time_and_others_are_not_held_up() -> None:
+    api = SlowEvents()
+    rec = EventRecorder(cast(KubeClient, api), clock=FakeClock())
+    for i in range(8):
+        rec.emit(JOB, "Normal", "SuccessfulCreatePod", f"Created pod: big-worker-{i}", budgeted=True)
+    rec.emit(JOB, "Warning", "FailedCreateService", "could not create Service big: quota")
+    await rec.flush()
+    assert api.most == 2  # one budgeted write, and the Warning beside it
+    assert api.created.count("SuccessfulCreatePod") == 8
+    assert api.created.index("FailedCreateService") < 7  # not queued behind the per-pod ones
