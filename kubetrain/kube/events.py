@@ -123,6 +123,13 @@ class EventRecorder:
 
     def _prepare(self, obj: Obj, type_: str, reason: str, message: str, budgeted: bool) -> _Event | None:
         """The Event to write; None when it is invalid (logged) or over budget."""
+        try:
+            return self._decide(obj, type_, reason, message, budgeted)
+        except Exception as err:  # a malformed object: best-effort, like a failed write
+            self._failed(obj, type_, reason, err)
+            return None
+
+    def _decide(self, obj: Obj, type_: str, reason: str, message: str, budgeted: bool) -> _Event | None:
         if type_ not in EVENT_TYPES:
             self._failed(obj, type_, reason, f"event type must be Normal or Warning, not {type_!r}")
             return None
