@@ -17,12 +17,16 @@ each in fresh namespaces deleted afterwards:
    request to the last pod's ADDED event on the same kind of watch. It includes what the bare
    client does not do: the job's watch event, planning the pods, the operator's own pod watch
    (which devcluster serves too), expectations, the Service and the status write.
-Beside the times: each client's CPU seconds and this process's (devcluster's, unless
-`--kubeconfig`) in each phase, and the TCP connections the operator opened for the job (the
-bare client opens `--concurrency`); `--profile FILE` profiles the operator,
+Once they settled (unchanged for 1 s), the Events on the job are counted (a clean create has
+only training-operator's per-pod ones, budgeted to 25 writes per job) with the operator's event
+writes and its CPU seconds until then. Beside the times: each client's CPU seconds and this
+process's (devcluster's, unless `--kubeconfig`) in each phase, and the TCP connections the
+operator opened for the job (the bare client opens `--concurrency`); `--profile FILE` profiles
+the operator,
 `--profile-server FILE` this process per phase (FILE.bare, FILE.operator).
 The client-side rate limiter's bound is the time the token bucket needs to admit the job's
-writes (N pods + 1 Service + 1 status): max(0, (writes - burst) / qps).
+writes (N pods + 1 Service + 1 status; the Events, at most 25, are not in it):
+max(0, (writes - burst) / qps).
 Target: the operator within 1.3x the bare client with the limiter opened
 (`--qps 5000 --burst 5000`); at the default 150/300 the limiter's bound dominates.
 """
@@ -56,8 +60,9 @@ from _common import (
 )
 
 from kubetrain.dev.stack import DevStack
+from kubetrain.kube.client import KubeClient
 from kubetrain.kube.kubeconfig import load_kubeconfig
-from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
+from kubetrain.kube.resources import EVENTS, NAMESPACES, PODS, job_resource
 from kubetrain.kube.transport import Configuration
 from kubetrain.operator.plan import Observed, PlannerConfig, plan
 
@@ -187,6 +192,14 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
             first_pod_s = last[0] - t0
             requests = await op.counters("kubetrain_api_requests_total", "verb", "code")
             writes = int(requests.get("create 201", 0.0))
+            # The job's Events are written in the background: wait until they settle, then
+            # count them and the operator's CPU until then.
+            events, settled = await settled_events(client, job_ns)
+            requests = await op.counters("kubetrain_api_requests_total", "verb", "code")
+            event_writes = (
+                int(requests.get("create 201", 0.0)) - (replicas + 1) + int(requests.get("patch 200", 0.0))
+            )
+            operator_cpu_settled = op.cpu_seconds() - cpu0
         finally:
             op.stop()
     finally:
@@ -216,12 +229,37 @@ async def measure(kubeconfig: str, replicas: int, args: argparse.Namespace) -> d
         "rate_limit_bound_s": round(bound, 2),
         "qps": qps,
         "burst": burst,
-        "operator_creates": writes,  # its pods, the Service (no Event on a clean create)
+        "operator_creates": writes,  # its pods, the Service, the Events written by then
+        # Events on the job once they settled (SuccessfulCreatePod, …, budgeted to 25 writes per
+        # job), the operator's event writes (creates and count bumps) and its CPU until then
+        "operator_events": events,
+        "operator_event_writes": event_writes,
+        "operator_cpu_settled_s": round(operator_cpu_settled, 2),
+        "events_settled_s": round(settled, 2),
         # TCP connections the operator opened for the job (each a TLS handshake on both sides;
         # the bare client opens `bare_client_concurrency`); on a shared network namespace
         # (`--kubeconfig`) this counts connections to any peer
         "operator_connections_opened": operator_connections,
     }
+
+
+async def settled_events(
+    client: KubeClient, namespace: str, quiet: float = 1.0, limit: float = 30.0
+) -> tuple[int, float]:
+    """The number of Events in `namespace` once it stayed the same (with the same counts) for
+    `quiet` seconds, and the seconds until then."""
+    t0 = time.perf_counter()
+    last: list[tuple[str, int]] | None = None
+    stable_since = t0
+    while time.perf_counter() - t0 < limit:
+        page = await client.list(EVENTS, namespace)
+        now = sorted((e["metadata"]["name"], int(e.get("count") or 1)) for e in page["items"])
+        if now != last:
+            last, stable_since = now, time.perf_counter()
+        elif time.perf_counter() - stable_since >= quiet:
+            break
+        await asyncio.sleep(0.1)
+    return len(last or []), stable_since - t0
 
 
 class ServerSide:
@@ -253,7 +291,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             f"large job {n} replicas: operator {r['operator_s']} s (CPU {r['operator_cpu_s']} s) vs bare "
             f"client {r['bare_client_s']} s (CPU {r['bare_client_cpu_s']} s); server CPU "
             f"{r['operator_server_cpu_s']} s vs {r['bare_client_server_cpu_s']} s; "
-            f"connections opened {r['operator_connections_opened']} vs {r['bare_client_concurrency']} "
+            f"connections opened {r['operator_connections_opened']} vs {r['bare_client_concurrency']}; "
+            f"events {r['operator_events']} ({r['operator_event_writes']} writes, operator CPU "
+            f"{r['operator_cpu_settled_s']} s until settled) "
             f"(ratio {r['ratio']}, target <= 1.3 with the limiter opened; "
             f"rate-limit bound {r['rate_limit_bound_s']} s at "
             f"qps {r['qps']} burst {r['burst']})"

@@ -119,6 +119,9 @@ class Framework:
     # (kubetrain.jobs.kubedllayout), and names the framework container this when it differs.
     kubedl_kind: bool = False
     kubedl_container_name: str = ""
+    # Kubeflow's operator for this kind records training-operator's per-pod Events on the job
+    # (`SuccessfulCreatePod`, …, kubetrain.operator.podevents); KubeDL's records them for every kind.
+    kubeflow_pod_events: bool = True
     # The address of a pod in `per-pod` service mode (kubetrain.api.servicemode), as Kubeflow's
     # operator writes it for this framework: "{pod}" (the bare Service name) or a longer form.
     per_pod_host_format: str = "{pod}"

@@ -13,6 +13,12 @@
   `lastTimestamp` of the existing Event with a merge patch instead of creating a new object
   (if that Event has meanwhile expired — 404 — a new one is created). The last `cache_size`
   distinct events are remembered.
+- Budgeted events (`emit(..., budgeted=True)`: the per-pod ones, `operator/podevents.py`) go
+  through client-go's EventCorrelator (`kubetrain.kube.eventbudget`): similar ones are combined
+  and each object has a budget of 25 writes refilled one per 5 minutes; an event over budget is
+  not written, but counts toward the `count` of the Event it would have bumped. Budgeted
+  events are written one at a time. The other events take nothing from that budget, so
+  per-pod events never crowd them out.
 - It never raises into the caller: failures are logged (an Event is best-effort).
 Messages longer than 1024 characters are truncated (the events.k8s.io limit).
 """
@@ -30,6 +36,7 @@ from typing import Any
 from kubetrain.kube import requesttimes
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.kube.eventbudget import EventBudget
 from kubetrain.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)
@@ -41,6 +48,19 @@ EVENT_TYPES = ("Normal", "Warning")
 
 def rfc3339(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Event:
+    """One Event to write: where, what, and its de-duplication key."""
+
+    namespace: str
+    type: str
+    reason: str
+    message: str
+    key: tuple[str, ...]
+    combined: bool  # the combined Event of similar ones (eventbudget.py): its message is patched too
+    budgeted: bool
 
 
 @dataclass
@@ -65,16 +85,23 @@ class EventRecorder:
         self.host = host if host is not None else socket.gethostname()
         self.cache_size = cache_size
         self._clock = clock or SYSTEM_CLOCK
+        self.budget = EventBudget(self._clock)
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._dropped: OrderedDict[tuple[str, ...], int] = OrderedDict()  # key -> occurrences not written
         self._locks: dict[tuple[str, ...], tuple[asyncio.Lock, list[int]]] = {}  # key -> (lock, [users])
         self._pending: set[asyncio.Task[None]] = set()
+        self._one_budgeted = asyncio.Lock()  # budgeted events are written one at a time
         self._last_nanos = 0
 
-    def emit(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        """Record in the background; never blocks, never raises."""
+    def emit(self, obj: Obj, type_: str, reason: str, message: str, *, budgeted: bool = False) -> None:
+        """Record in the background; never blocks, never raises. A budgeted event over its
+        object's budget is dropped here, before any task is made for it."""
+        event = self._prepare(obj, type_, reason, message, budgeted)
+        if event is None:
+            return
         try:
             task = asyncio.get_running_loop().create_task(
-                self.event(obj, type_, reason, message), context=requesttimes.detached()
+                self._write(obj, event), context=requesttimes.detached()
             )  # in the background: not a request of the reconcile that emitted it
         except RuntimeError:
             log.warning("event %s/%s dropped: no running event loop", reason, message)
@@ -87,38 +114,75 @@ class EventRecorder:
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
-    async def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        """Record an Event about `obj` now; logs (never raises) on failure."""
-        try:
-            await self._record(obj, type_, reason, message)
-        except Exception as err:
-            meta = obj.get("metadata") or {}
-            log.warning(
-                "could not record %s event %s on %s %s/%s: %s",
-                type_,
-                reason,
-                obj.get("kind"),
-                meta.get("namespace"),
-                meta.get("name"),
-                err,
-            )
+    async def event(self, obj: Obj, type_: str, reason: str, message: str, *, budgeted: bool = False) -> None:
+        """Record an Event about `obj` now (a budgeted one within its object's budget); logs
+        (never raises) on failure."""
+        event = self._prepare(obj, type_, reason, message, budgeted)
+        if event is not None:
+            await self._write(obj, event)
 
-    async def _record(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+    def _prepare(self, obj: Obj, type_: str, reason: str, message: str, budgeted: bool) -> _Event | None:
+        """The Event to write; None when it is invalid (logged) or over budget."""
+        try:
+            return self._decide(obj, type_, reason, message, budgeted)
+        except Exception as err:  # a malformed object: best-effort, like a failed write
+            self._failed(obj, type_, reason, err)
+            return None
+
+    def _decide(self, obj: Obj, type_: str, reason: str, message: str, budgeted: bool) -> _Event | None:
         if type_ not in EVENT_TYPES:
-            raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
+            self._failed(obj, type_, reason, f"event type must be Normal or Warning, not {type_!r}")
+            return None
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        if len(message) > MAX_MESSAGE:
-            message = message[: MAX_MESSAGE - 3] + "..."
-        key = (
+        obj_id = (
             str(meta.get("uid") or ""),
             str(obj.get("kind") or ""),
             namespace,
             str(meta.get("name") or ""),
+            str(obj.get("apiVersion") or ""),
+        )
+        combined = False
+        if budgeted:
+            message, combined = self.budget.aggregate(obj_id, type_, reason, message)
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 3] + "..."
+        # The combined Event of a (type, reason) is one object, whatever its latest message.
+        key = (*obj_id[:4], type_, reason, "" if combined else message, "combined" if combined else "")
+        if budgeted and not self.budget.allow(obj_id):
+            # Counted all the same, as client-go's eventLogger counts it: the next write says so.
+            self._dropped[key] = self._dropped.pop(key, 0) + 1
+            while len(self._dropped) > self.cache_size:
+                self._dropped.popitem(last=False)
+            return None
+        return _Event(namespace, type_, reason, message, key, combined, budgeted)
+
+    def _failed(self, obj: Obj, type_: str, reason: str, err: object) -> None:
+        meta = obj.get("metadata") or {}
+        log.warning(
+            "could not record %s event %s on %s %s/%s: %s",
             type_,
             reason,
-            message,
+            obj.get("kind"),
+            meta.get("namespace"),
+            meta.get("name"),
+            err,
         )
+
+    async def _write(self, obj: Obj, event: _Event) -> None:
+        try:
+            if event.budgeted:
+                # One at a time, as client-go's recorder writes each event in turn: a burst of
+                # them beside a wave of pod creates takes one more connection, not one per event.
+                async with self._one_budgeted:
+                    await self._record(obj, event)
+            else:
+                await self._record(obj, event)
+        except Exception as err:
+            self._failed(obj, event.type, event.reason, err)
+
+    async def _record(self, obj: Obj, event: _Event) -> None:
+        key, namespace = event.key, event.namespace
         # identical events are serialised, so that the second one bumps the first
         lock, users = self._locks.setdefault(key, (asyncio.Lock(), [0]))
         users[0] += 1
@@ -126,12 +190,15 @@ class EventRecorder:
             async with lock:
                 now = self._clock.now()
                 seen = self._seen.get(key)
-                if seen is not None and await self._bump(seen, now):
+                extra = self._dropped.pop(key, 0)
+                if seen is not None and await self._bump(
+                    seen, now, 1 + extra, event.message if event.combined else None
+                ):
                     self._seen.move_to_end(key)
                     return
-                created = await self.client.create(
-                    EVENTS, self._new_event(obj, namespace, type_, reason, message, now)
-                )
+                body = self._new_event(obj, namespace, event.type, event.reason, event.message, now)
+                body["count"] += extra
+                created = await self.client.create(EVENTS, body)
                 created_meta = created.get("metadata") or {}
                 self._seen[key] = _Seen(
                     created_meta.get("namespace") or namespace,
@@ -146,16 +213,19 @@ class EventRecorder:
             if users[0] == 0:
                 del self._locks[key]
 
-    async def _bump(self, seen: _Seen, now: datetime) -> bool:
-        """Patch count/lastTimestamp of an Event we created; False if it is gone."""
-        patch = {"count": seen.count + 1, "lastTimestamp": rfc3339(now)}
+    async def _bump(self, seen: _Seen, now: datetime, times: int, message: str | None) -> bool:
+        """Add `times` to the count of an Event we created, with its lastTimestamp (and the
+        message of a combined Event); False if it is gone."""
+        patch: Obj = {"count": seen.count + times, "lastTimestamp": rfc3339(now)}
+        if message is not None:
+            patch["message"] = message
         try:
             patched = await self.client.patch(EVENTS, seen.namespace, seen.name, patch)
         except ApiError as err:
             if err.is_not_found:
                 return False
             raise
-        seen.count = int(patched.get("count") or seen.count + 1)
+        seen.count = int(patched.get("count") or seen.count + times)
         return True
 
     def _new_event(

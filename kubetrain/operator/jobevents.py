@@ -7,6 +7,8 @@ job's last decision time (`batch_window`), so a job of N pods is not re-planned 
 its pods' events — the cost per pod event stays flat in N. Spec or metadata changes of the
 job, a pod event that completes the job's pending creates/deletes, and Service/HPA/PodGroup
 events enqueue at once. Every event still leads to a reconcile that sees it (level-triggered).
+A pod update that shows the job's framework container newly terminated is also training-operator's
+`ExitedWithCode` Event on the job (`podevents.py`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from kubetrain.operator.keys import (
     split_job_key,
     status_only,
 )
+from kubetrain.operator.podevents import EXITED_WITH_CODE, exited_with_code
 from kubetrain.operator.prepare import DEFAULT_CACHE
 from kubetrain.operator.stall import report_only
 from kubetrain.serving.metrics import forget_job
@@ -121,7 +124,20 @@ class JobEvents:
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         key = owner_job_key(new)
         if key is not None and resource_version(old) != resource_version(new):
+            self._pod_exited(key, old, new)
             self.queue.add_batched(key, self.batch_window(key))
+
+    def _pod_exited(self, key: str, old: Obj, new: Obj) -> None:
+        """training-operator's ExitedWithCode event on job `key` when pod `new` shows the job's
+        framework container newly terminated (`podevents.exited_with_code`), budgeted."""
+        rid, namespace, name = split_job_key(key)
+        ref = self.job_resources.get(rid)
+        job = self.cache.get(ref, namespace, name) if ref is not None else None
+        if job is None or namespace in self.applier.closed_namespaces:
+            return
+        message = exited_with_code(job, old, new)
+        if message is not None:
+            self.applier.recorder.emit(job, "Normal", EXITED_WITH_CODE, message, budgeted=True)
 
     def _pod_event(self, key: str, observe: Callable[[], None]) -> None:
         """A pod of job `key` was added or deleted: the job goes at once when this completes its

@@ -10,6 +10,8 @@ docstring for the rules; `PlanApplier` decides which writes a Plan makes and in 
   pipelined: its creates are known to go through, and a refusal still ends the wave (≤ 16 in
   flight). Any other wave slow-starts — the pods that replace deleted or failed ones, above all
   while a namespace is being deleted, where the first refusal closes it after one create.
+- A pod or Service write that goes through is training-operator's Normal event on the job
+  (`SuccessfulCreatePod`, …, `podevents.py`), budgeted per job as client-go's recorder does.
 - A failed write is a Warning event on the job (`Failed<Verb><Kind>`; a PVC create's is
   `PVCCreationFailed`, JobSet's) and a failure for the caller to raise; a harmless one
   (AlreadyExists for a create, NotFound for a delete) is logged.
@@ -31,6 +33,7 @@ from kubetrain.kube.expectations import Expectations
 from kubetrain.kube.resources import PODS, ResourceRef
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.draft import CreateFailure
+from kubetrain.operator.podevents import succeeded_write
 from kubetrain.operator.pods import conflicting_holder, controlled_by, terminating
 from kubetrain.operator.status import REASON_FAILED_CREATE_POD, REASON_POD_NAME_CONFLICT
 
@@ -244,6 +247,7 @@ class ChildWriter:
         namespace = job["metadata"]["namespace"]
         try:
             await self.client.create_only(PODS, pod, namespace=namespace)  # the watch brings it back
+            self._succeeded(job, "Create", PODS, name)
             return
         except ApiError as err:
             # The informer will not report this pod as created by us: stop expecting it.
@@ -347,6 +351,7 @@ class ChildWriter:
         any other is a Warning event on the job and a failure for `apply` to raise."""
         try:
             await call
+            self._succeeded(job, verb, ref, name)
             return True
         except ApiError as err:
             if verb == "Create" and namespace_closed(err):
@@ -360,6 +365,13 @@ class ChildWriter:
                 self.recorder.emit(job, "Warning", reason, f"could not {verb.lower()} {what}: {err}")
                 failures.append(err)
             return False
+
+    def _succeeded(self, job: Obj, verb: str, ref: ResourceRef, name: str) -> None:
+        """training-operator's Normal Event for a pod or Service write that went through
+        (`podevents.py`), within the job's event budget."""
+        event = succeeded_write(job, verb, ref.kind, name)
+        if event is not None:
+            self.recorder.emit(job, "Normal", *event, budgeted=True)
 
 
 def _name_conflict(job: Obj, name: str) -> CreateFailure:

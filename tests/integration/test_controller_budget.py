@@ -1,5 +1,6 @@
 """API-call budget (docs/performance.md): over a clean life a job of N pods costs the operator at
-most N pod creates + 1 Service + (1 PodGroup with gang scheduling) + 4 status writes, and no
+most N pod creates + 1 Service + (1 PodGroup with gang scheduling) + 4 status writes, its Events
+within their budget (25 writes of per-pod events, and the transitions), and no
 LIST or GET once its caches are synced. Counted with devcluster's request accounting, by the
 controller's User-Agent (the test and the pod simulator use their own)."""
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import podgroup_crd
+from kubetrain.kube.eventbudget import SPAM_BURST
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 
 from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest
@@ -74,6 +76,9 @@ def check_budget(calls: Counter[tuple[str, str]], plural: str, n: int, *, gang: 
     unexpected = {k: v for k, v in calls.items() if k not in allowed and k[0] != "watch"}
     assert unexpected == {}, summary
     assert calls[("delete", "pods")] <= n, summary
+    # Events: the per-pod ones (SuccessfulCreatePod, …) within the job's budget, and the
+    # transitions beside it (a clean life: one, JobSucceeded).
+    assert calls[("create", "events")] + calls[("patch", "events")] <= SPAM_BURST + 1, summary
 
 
 async def test_budget_without_gang_scheduling() -> None:

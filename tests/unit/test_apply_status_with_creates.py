@@ -55,10 +55,13 @@ class Server:
 
 class Recorder:
     def __init__(self) -> None:
-        self.events: list[str] = []
+        self.events: list[str] = []  # the plan's events
+        self.per_pod: list[str] = []  # the budgeted per-pod ones, sent as each write returns
 
-    def emit(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
-        self.events.append(reason)
+    def emit(
+        self, obj: dict[str, Any], type_: str, reason: str, message: str, *, budgeted: bool = False
+    ) -> None:
+        (self.per_pod if budgeted else self.events).append(reason)
 
 
 def applier(server: Server, recorder: Recorder) -> PlanApplier:
@@ -78,7 +81,7 @@ def plan(pods: int) -> Plan:
     return Plan(
         create_pods=[{"metadata": {"name": f"job-worker-{i}", "namespace": "ns"}} for i in range(pods)],
         status={"conditions": [{"type": "Created", "status": "True"}]},
-        events=[EventSpec("Normal", "SuccessfulCreatePod", "created")],
+        events=[EventSpec("Normal", "Created", "created")],
     )
 
 
@@ -94,7 +97,8 @@ async def test_the_status_write_is_sent_with_the_first_pod_create() -> None:
         "send job-worker-3",
         "send status",
     ]
-    assert recorder.events == ["SuccessfulCreatePod"]  # after both: the status was written
+    assert recorder.events == ["Created"]  # after both: the status was written
+    assert recorder.per_pod == ["SuccessfulCreatePod"] * 4  # one per pod the server created
 
 
 async def test_a_refused_create_still_fails_the_reconcile_after_the_status_is_written() -> None:
@@ -107,6 +111,7 @@ async def test_a_refused_create_still_fails_the_reconcile_after_the_status_is_wr
     assert "done status" in server.log
     assert [e for e in server.log if e.startswith("send job")] == ["send job-worker-0"]  # wave stopped
     assert a.create_failures["u1"].reason == "FailedCreatePod"  # for the next plan to report
+    assert recorder.per_pod == []  # the refused pod is no SuccessfulCreatePod
 
 
 async def test_a_status_conflict_skips_the_events_once_the_creates_are_done() -> None:
@@ -115,3 +120,4 @@ async def test_a_status_conflict_skips_the_events_once_the_creates_are_done() ->
     await applier(server, recorder).apply(KEY, REF, JOB, plan(2))
     assert {"done job-worker-0", "done job-worker-1"} <= set(server.log)
     assert recorder.events == []
+    assert recorder.per_pod == ["SuccessfulCreatePod"] * 2  # those pods exist all the same

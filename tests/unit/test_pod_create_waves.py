@@ -45,6 +45,16 @@ class Server:
             self.in_flight -= 1
 
 
+class Recorder:
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def emit(
+        self, obj: dict[str, Any], type_: str, reason: str, message: str, *, budgeted: bool = False
+    ) -> None:
+        self.reasons.append(reason)
+
+
 def writer(server: Server) -> ChildWriter:
     cache = Cache()
     cache.store(REF).upsert(JOB)
@@ -53,7 +63,7 @@ def writer(server: Server) -> ChildWriter:
         cache=cache,
         queue=WorkQueue(),
         expectations=Expectations(),
-        recorder=cast(EventRecorder, None),
+        recorder=cast(EventRecorder, Recorder()),
         pod_group_ref=None,
     )
 
