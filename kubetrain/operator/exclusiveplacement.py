@@ -78,10 +78,14 @@ class Placement:
         return True
 
     def repair(self) -> None:
-        """Followers of a job outside its leader's domain: every follower of that job deleted."""
+        """Followers of a job outside its leader's domain: every follower of that job deleted.
+        Only pods carrying the annotation count (pod_controller.go `IndexPodJob`): a job's pods
+        made before its placement was applied are left as they run."""
         by_job: dict[Slot, list[Mapping[str, Any]]] = {}
         for (group, index), pod in self.slots.items():
             if exclusive.is_leader(pod) or terminating(pod) or pod_name(pod) in self.r.deleting:
+                continue
+            if exclusive.topology_key(pod) is None:
                 continue
             by_job.setdefault(self.leader_slot(group, index), []).append(pod)
         for (group, index), followers in by_job.items():

@@ -238,6 +238,12 @@ def test_followers_outside_a_recreated_leaders_domain_are_deleted_to_follow_it()
     assert [e.reason for e in p.events if e.type == "Warning"] == ["ExclusivePlacementViolation"]
     again = plan([moved], nodes)
     assert {f["spec"]["nodeSelector"][ZONE] for f in again.create_pods} == {"zone-b"}
+    # followers without the annotation (made before the placement was applied, by an earlier
+    # kubetrain) are not the placement's: left as they run (JobSet's pod index skips them too)
+    unplaced = copy.deepcopy(followers)
+    for f in unplaced:
+        del f["metadata"]["annotations"][exclusive.EXCLUSIVE_KEY]
+    assert plan([moved, *unplaced], nodes).delete_pods == []
 
 
 def test_the_node_selector_strategy_selects_the_namespaced_job_and_tolerates_its_taint() -> None:
