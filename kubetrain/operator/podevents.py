@@ -19,10 +19,13 @@ grows); kubetrain records it once, when the pod's watch event shows that contain
 terminated, and not for a pod being deleted (its container stopped by the deletion — above all
 in a namespace being deleted, which takes no Events).
 
-Decision: kubetrain.io jobs get them too, as their kubeflow.org kinds do. MPIJobs of
-kubeflow.org and kubetrain.io do not: they follow mpi-operator v2, which records none (KubeDL's
-MPIJob does, its framework container named `mpi`). TrainJobs do not (Kubeflow Trainer records
-none on a TrainJob). All of them are budgeted (`kubetrain.kube.eventbudget`): at most 25 writes
+Decision: only the groups whose operators recorded them get them — kubeflow.org and
+training.kubedl.io, for the tools and habits that read them. kubetrain.io jobs do not: their
+write budget is N pods + 1 Service + 4 status writes over a whole life (docs/performance.md), and
+these Events would more than double a small job's writes and share the client's rate limit with
+the pod creates. MPIJobs of kubeflow.org do not: they follow mpi-operator v2, which records none
+(KubeDL's MPIJob does, its framework container named `mpi`). TrainJobs do not (Kubeflow Trainer
+records none on a TrainJob). All of them are budgeted (`kubetrain.kube.eventbudget`): at most 25 writes
 per job, then one per 5 minutes, as client-go's recorder would send them.
 """
 
@@ -31,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.groups import JOB_GROUPS, KUBEDL_GROUP, group_of
+from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_of
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.operator.status import terminal_condition
 
@@ -54,7 +57,7 @@ SUCCEEDED_WRITES = {
 def records_pod_events(job: Mapping[str, Any]) -> bool:
     """Whether `job` gets the per-pod Events (see the module docstring)."""
     fw, group = FRAMEWORKS.get(str(job.get("kind"))), group_of(job.get("apiVersion"))
-    if group not in JOB_GROUPS or fw is None:
+    if group not in (KUBEFLOW_GROUP, KUBEDL_GROUP) or fw is None:
         return False
     return fw.kubeflow_pod_events or group == KUBEDL_GROUP
 

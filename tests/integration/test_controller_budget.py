@@ -1,6 +1,6 @@
 """API-call budget (docs/performance.md): over a clean life a job of N pods costs the operator at
-most N pod creates + 1 Service + (1 PodGroup with gang scheduling) + 4 status writes, its Events
-within their budget (25 writes of per-pod events, and the transitions), and no
+most N pod creates + 1 Service + (1 PodGroup with gang scheduling) + 4 status writes and its
+transitions' Events (a clean life: one), and no
 LIST or GET once its caches are synced. Counted with devcluster's request accounting, by the
 controller's User-Agent (the test and the pod simulator use their own)."""
 
@@ -13,7 +13,7 @@ from typing import Any
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import podgroup_crd
 from kubetrain.kube.eventbudget import SPAM_BURST
-from kubetrain.kube.resources import VOLCANO_PODGROUPS
+from kubetrain.kube.resources import VOLCANO_PODGROUPS, ResourceRef, job_resource, job_resources_in
 
 from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest
 
@@ -27,8 +27,9 @@ def controller_requests(h: Harness) -> Counter[tuple[str, str]]:
 
 
 async def run_clean_life(
-    h: Harness, stack: DevStack, ns: str, job: Obj, master: str
+    h: Harness, stack: DevStack, ns: str, job: Obj, master: str, ref: ResourceRef | None = None
 ) -> Counter[tuple[str, str]]:
+    """The operator's requests over `job`'s clean life (kubetrain.io, or the group of `ref`)."""
     kind, name = job["kind"], job["metadata"]["name"]
     n = sum(
         spec["replicas"]
@@ -36,11 +37,12 @@ async def run_clean_life(
     )
     assert stack.controller is not None and stack.controller.synced
     h.requests.reset()
-    await h.create_job(job, ns)
+    ref = ref or job_resource(kind)
+    await h.kube.create(ref, job, namespace=ns)
     await h.wait_pods(ns, name, n)
-    await h.wait_condition(kind, ns, name, "Running")
+    await h.wait_true(ref, ns, name, "Running")
     await h.sim.finish(ns, master)
-    await h.wait_condition(kind, ns, name, "Succeeded")
+    await h.wait_true(ref, ns, name, "Succeeded")
     await h.wait_pod_names(ns, name, [master])  # cleanPodPolicy Running done
     controller = stack.controller
     await eventually(lambda: len(controller.queue) == 0, what="work queue drained")
@@ -76,9 +78,9 @@ def check_budget(calls: Counter[tuple[str, str]], plural: str, n: int, *, gang: 
     unexpected = {k: v for k, v in calls.items() if k not in allowed and k[0] != "watch"}
     assert unexpected == {}, summary
     assert calls[("delete", "pods")] <= n, summary
-    # Events: the per-pod ones (SuccessfulCreatePod, …) within the job's budget, and the
-    # transitions beside it (a clean life: one, JobSucceeded).
-    assert calls[("create", "events")] + calls[("patch", "events")] <= SPAM_BURST + 1, summary
+    # Events: the transitions' (a clean life: one, JobSucceeded); a kubetrain.io job gets no
+    # per-pod Events (docs/behaviour.md §5).
+    assert calls[("create", "events")] + calls[("patch", "events")] == 1, summary
 
 
 async def test_budget_without_gang_scheduling() -> None:
@@ -135,5 +137,25 @@ async def test_budget_in_per_pod_service_mode() -> None:
             calls[("create", "services")] = 1  # the rest of the budget is the headless mode's
             check_budget(calls, "pytorchjobs", 8, gang=False)
             assert calls[("delete", "services")] == 8, dict(calls)
+        finally:
+            await h.close()
+
+
+async def test_a_kubeflow_jobs_per_pod_events_stay_within_their_budget() -> None:
+    """A kubeflow.org job gets training-operator's per-pod Events (SuccessfulCreatePod,
+    ExitedWithCode, SuccessfulDeletePod, …): 16 pods give about 50 of them, written in exactly
+    the job's budget of 25 writes, beside its one transition; the rest of the budget as above."""
+    async with DevStack(DevStackOptions(api_groups=("kubetrain.io", "kubeflow.org"))) as stack:
+        h = await Harness.open(stack)
+        try:
+            ns = await h.namespace("kfbudget")
+            job = job_manifest("PyTorchJob", "kf", {"Master": 1, "Worker": 15})
+            job["apiVersion"] = "kubeflow.org/v1"
+            ref = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
+            calls = await run_clean_life(h, stack, ns, job, "kf-master-0", ref)
+            events = calls[("create", "events")] + calls[("patch", "events")]
+            assert events == SPAM_BURST + 1, dict(calls)
+            calls[("create", "events")], calls[("patch", "events")] = 1, 0
+            check_budget(calls, "pytorchjobs", 16, gang=False)
         finally:
             await h.close()

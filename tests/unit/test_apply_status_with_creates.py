@@ -14,15 +14,15 @@ from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.expectations import Expectations
-from kubetrain.kube.resources import JOB_RESOURCES, ResourceRef
+from kubetrain.kube.resources import ResourceRef, job_resources_in
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.draft import EventSpec, Plan
 
-REF = JOB_RESOURCES["PyTorchJob"]
+REF = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
 KEY = "PyTorchJob/ns/job"
-JOB = {
-    "apiVersion": "kubetrain.io/v1",
+JOB = {  # a kubeflow.org job: it gets training-operator's per-pod Events
+    "apiVersion": "kubeflow.org/v1",
     "kind": "PyTorchJob",
     "metadata": {"name": "job", "namespace": "ns", "uid": "u1", "resourceVersion": "5"},
 }
@@ -121,3 +121,11 @@ async def test_a_status_conflict_skips_the_events_once_the_creates_are_done() ->
     assert {"done job-worker-0", "done job-worker-1"} <= set(server.log)
     assert recorder.events == []
     assert recorder.per_pod == ["SuccessfulCreatePod"] * 2  # those pods exist all the same
+
+
+async def test_a_kubetrain_job_gets_no_per_pod_events() -> None:
+    server, recorder = Server(), Recorder()
+    job = {**JOB, "apiVersion": "kubetrain.io/v1"}
+    await applier(server, recorder).apply(KEY, REF, job, plan(2))
+    assert recorder.events == ["Created"]
+    assert recorder.per_pod == []  # kubetrain.io's write budget (docs/behaviour.md §5)

@@ -69,7 +69,8 @@ def exited(code: int, container_id: str = "containerd://1") -> Obj:
         ("kubeflow.org/v1", "PyTorchJob", True),
         ("kubeflow.org/v1", "TFJob", True),
         ("kubeflow.org/v1", "XGBoostJob", True),
-        ("kubetrain.io/v1", "PaddleJob", True),  # the Decision: kubetrain.io jobs get them too
+        ("kubetrain.io/v1", "PaddleJob", False),  # the Decision: kubetrain.io's write budget
+        ("kubetrain.io/v1", "PyTorchJob", False),
         ("training.kubedl.io/v1alpha1", "PyTorchJob", True),
         ("training.kubedl.io/v1alpha1", "MPIJob", True),  # KubeDL's MPIJob uses the common library
         ("kubeflow.org/v2beta1", "MPIJob", False),  # mpi-operator v2 records none
