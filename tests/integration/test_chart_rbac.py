@@ -471,6 +471,24 @@ async def test_secure_metrics_under_the_chart_rbac(tmp_path: Path) -> None:
         assert release.operator_denials() == []
 
 
+async def torchtune_trainjob_started(admin: KubeClient) -> None:
+    """A TrainJob `default/tune` of the torchtune runtime, once its two initializer pods exist."""
+    await admin.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tune"},
+        "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}},
+    }
+    await admin.create(TRAINJOBS, trainjob, namespace="default")
+
+    async def initializers() -> bool:
+        pods = await admin.list(PODS, "default", label_selector="jobset.sigs.k8s.io/jobset-name=tune")
+        return len(pods["items"]) == 2
+
+    await eventually(initializers, within=WAIT, what="the TrainJob's initializer pods")
+
+
 async def test_a_trainjob_with_a_volume_claim_under_the_chart_rbac_is_never_refused(tmp_path: Path) -> None:
     """Serving Trainer: a TrainJob of the torchtune runtime gets its PVC (create only) and its
     initializer pods, with no 403 for the operator."""
@@ -479,20 +497,7 @@ async def test_a_trainjob_with_a_volume_claim_under_the_chart_rbac_is_never_refu
         admin = release.admin
         await ready(release)
         await ca_bundles_injected(release)
-        await admin.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
-        trainjob = {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "tune"},
-            "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}},
-        }
-        await admin.create(TRAINJOBS, trainjob, namespace="default")
-
-        async def initializers() -> bool:
-            pods = await admin.list(PODS, "default", label_selector="jobset.sigs.k8s.io/jobset-name=tune")
-            return len(pods["items"]) == 2
-
-        await eventually(initializers, within=WAIT, what="the TrainJob's initializer pods")
+        await torchtune_trainjob_started(admin)
         pvc = await admin.get(PERSISTENT_VOLUME_CLAIMS, "default", "initializer-tune")
         assert pvc["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
         used = {
@@ -579,20 +584,7 @@ async def test_an_older_chart_without_the_nodes_rule_still_runs_trainjobs(
         admin = release.admin
         await ready(release)
         await ca_bundles_injected(release)
-        await admin.create(CLUSTER_TRAINING_RUNTIMES, torchtune_runtime())
-        trainjob = {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "tune"},
-            "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}},
-        }
-        await admin.create(TRAINJOBS, trainjob, namespace="default")
-
-        async def initializers() -> bool:
-            pods = await admin.list(PODS, "default", label_selector="jobset.sigs.k8s.io/jobset-name=tune")
-            return len(pods["items"]) == 2
-
-        await eventually(initializers, within=WAIT, what="the TrainJob's initializer pods")
+        await torchtune_trainjob_started(admin)
         denied = [r for r in release.cluster.requests.records if r.code == 403]
         assert [(r.user, r.verb, r.resource) for r in denied] == [(release.user, "list", "nodes")]
         warnings = [
