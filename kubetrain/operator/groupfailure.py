@@ -11,16 +11,17 @@ reach it (any restart with a limit of 0), as the Job controller decides. A group
 any of its Jobs has. What failed groups do to the whole job is the shape's gang policy's
 (`JobShape.failure.gang`), applied by the planner.
 
-A group with pod failure rules (`FailureModel.rules`: its Jobs' batch/v1 `podFailurePolicy`)
-has each Failed pod matched against them first, with the Job controller's matcher
+A group with pod failure rules (`FailureModel.rules`: its Jobs' batch/v1 `podFailurePolicy`) has
+each Failed pod matched against them first, with the Job controller's matcher
 (`restarts.first_match`, pod_failure_policy.go's `matchPodFailurePolicy`: the first rule that
-matches decides; FailIndex and unknown actions are skipped): `Ignore` — the pod is deleted (and
-recreated) without counting; `Count` — counted, as without a rule; `FailJob` — counted, and its
-Job has failed at once with reason `PodFailurePolicy` and the Job controller's message (`Container
-<c> for pod <ns>/<pod> failed with exit code <n> matching FailJob rule at index <i>`, or `Pod
-<ns>/<pod> has condition <type> matching FailJob rule at index <i>`); that pod is kept, as the
-Job controller keeps a failed Job's pods (what the gang policy does next deletes it, or the job
-has failed). Several FailJob pods of one Job: the first in slot order names the failure.
+matches decides; FailIndex without backoffLimitPerIndex and unknown actions are skipped):
+`Ignore` — the pod is deleted (and recreated) without counting; `Count` — counted, as without a
+rule; `FailJob` — counted, and its Job has failed at once with reason `PodFailurePolicy` and the
+Job controller's message (`Container <c> for pod <ns>/<pod> failed with exit code <n> matching
+FailJob rule at index <i>`, or `Pod <ns>/<pod> has condition <type> matching FailJob rule at
+index <i>`); that pod is kept, as the Job controller keeps a failed Job's pods (what the gang
+policy does next deletes it, or the job has failed). Several FailJob pods of one Job: the first
+in slot order names the failure.
 
 The record (`failures`, a mapping of key to count) is keyed by the group's name for a group of
 one Job (the common case: Trainer's runtimes have `replicas: 1`) and by `<group>/<job index>`
