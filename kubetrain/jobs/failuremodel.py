@@ -20,7 +20,11 @@ Two models:
   decides — `Ignore` (recreated, not counted), `Count` (counted), `FailJob` (the Job fails at once,
   reason `PodFailurePolicy`); a rule with another action is skipped. A group's Jobs may have
   their own `active_deadlines` (`activeDeadlineSeconds`, from each Job's start: reason
-  `DeadlineExceeded`, `operator/jobdeadlines.py`).
+  `DeadlineExceeded`, `operator/jobdeadlines.py`). A group's Jobs may count failures per index
+  (`index_limits`, the Job's `backoffLimitPerIndex`, with `max_failed_indexes`): an index past
+  its limit (or failed by a `FailIndex` rule) is not retried, and its Job fails once every index
+  succeeded or failed (`FailedIndexes`), or at once past `maxFailedIndexes`
+  (`MaxFailedIndexesExceeded`) (`operator/indexfailure.py`).
 
 Pure.
 """
@@ -35,11 +39,19 @@ from typing import Any, Protocol
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 
 DEFAULT_JOB_BACKOFF_LIMIT = 6  # batch/v1 Job's
-# The actions of a batch Job's pod failure rules kubetrain applies (batch/v1's but FailIndex,
-# which needs backoffLimitPerIndex), and the Job's failure reason when a FailJob rule matched
-# (batch/v1's JobReasonPodFailurePolicy).
+# batch/v1's default backoffLimit of a Job with backoffLimitPerIndex (SetDefaults_Job: MaxInt32)
+PER_INDEX_JOB_BACKOFF_LIMIT = 2**31 - 1
+# The actions of a batch Job's pod failure rules (batch/v1's; FailIndex only with
+# backoffLimitPerIndex, `INDEX_RULE_ACTIONS`), and the Job's failure reasons kubetrain gives
+# (batch/v1's JobReasonPodFailurePolicy, JobReasonFailedIndexes, JobReasonMaxFailedIndexesExceeded,
+# with the Job controller's messages).
 JOB_RULE_ACTIONS: tuple[str, ...] = ("FailJob", "Ignore", "Count")
+INDEX_RULE_ACTIONS: tuple[str, ...] = ("FailJob", "FailIndex", "Ignore", "Count")
 REASON_POD_FAILURE_POLICY = "PodFailurePolicy"
+REASON_FAILED_INDEXES = "FailedIndexes"
+MESSAGE_FAILED_INDEXES = "Job has failed indexes"
+REASON_MAX_FAILED_INDEXES = "MaxFailedIndexesExceeded"
+MESSAGE_MAX_FAILED_INDEXES = "Job has exceeded the specified maximal number of failed indexes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +102,22 @@ class FailureModel:
     pod_failure_rules: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=_no_rules)
     # per group, its Jobs' own `activeDeadlineSeconds` (a group without one: no deadline)
     active_deadlines: Mapping[str, int] = field(default_factory=_no_groups)
+    # per group, its Jobs' `backoffLimitPerIndex` (a group without one: failures count per Job)
+    index_limits: Mapping[str, int] = field(default_factory=_no_groups)
+    # per group with `index_limits`, its Jobs' `maxFailedIndexes` (a group without one: no cap)
+    max_failed_indexes: Mapping[str, int] = field(default_factory=_no_groups)
 
     def backoff_limit(self, group: str) -> int:
         return self.backoff_limits.get(group, DEFAULT_JOB_BACKOFF_LIMIT)
 
     def rules(self, group: str) -> tuple[Mapping[str, Any], ...]:
         return self.pod_failure_rules.get(group, ())
+
+    def index_limit(self, group: str) -> int | None:
+        """The group's Jobs' backoffLimitPerIndex; None: their failures count per Job only."""
+        return self.index_limits.get(group)
+
+    def rule_actions(self, group: str) -> tuple[str, ...]:
+        """The rule actions the Job controller acts on for the group's Jobs (FailIndex only with
+        backoffLimitPerIndex; a rule with another action is skipped)."""
+        return INDEX_RULE_ACTIONS if group in self.index_limits else JOB_RULE_ACTIONS

@@ -8,12 +8,13 @@ holds its slot until it is gone. In the shape's priority order, at most `room` o
 - `run_policy.in_order_startup` (JobSet's `startupPolicy: InOrder`): none past a group that has
   not started — every pod of it present, not terminating, and Ready, Succeeded or Failed
   (JobSet's `allReplicasStarted`); a group still waiting for its dependencies holds back none;
-- `run_policy.blocking_recreate`: none at all while a pod of an earlier attempt is left.
+- `run_policy.blocking_recreate`: none at all while a pod of an earlier attempt is left;
+- none for a slot in `skip` (a failed index of a Job with `backoffLimitPerIndex`: not retried).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubetrain.jobs.shape import JobShape
@@ -31,6 +32,7 @@ def missing_slots(
     room: int,
     *,
     earlier_attempt_left: bool = False,
+    skip: Collection[Slot] = (),
 ) -> list[Slot]:
     """The slots to create pods for now. `current`: the pods of the current attempt by slot;
     `held`: every pod holding a slot (any attempt, terminating or not)."""
@@ -42,7 +44,7 @@ def missing_slots(
         if not dependencies_met(shape, name, current):
             continue  # waiting for its dependencies: it holds back no group after it
         for index in range(group.replicas):
-            if (name, index) in held:
+            if (name, index) in held or (name, index) in skip:
                 continue
             if len(out) >= room:
                 return out

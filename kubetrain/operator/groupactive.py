@@ -13,7 +13,8 @@ suspended), resume, the deadline (from creation or the last resume), the Service
 pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
 then the pods (with the first ones, the objects the operator never reads: `ChildMaker.
 unread_prerequisites`): failed pods recreated and counted per batch Job of their group
-(`groupfailure.py`, with the groups' pod failure rules), a group with a failed Job (past its
+(`groupfailure.py`, with the groups' pod failure rules; per index too under
+`backoffLimitPerIndex`, a failed index's slot never made again), a group with a failed Job (past its
 backoff limit, failed by a FailJob rule, or past its own activeDeadlineSeconds, `jobdeadlines.py`:
 a Warning event with the reason and message) handed to the gang policy —
 restart that Job's pods alone as its next attempt (`jobrestarts.py`, one failed Job after the
@@ -65,6 +66,7 @@ class GroupActiveJob:
         self.failed_at: dict[tuple[str, int], datetime | None] = {}  # when each failed (None: now)
         # why a Job failed, when not its backoff limit: (reason, message) of a FailJob rule
         self.reasons: dict[tuple[str, int], tuple[str, str]] = {}
+        self.failed_slots: set[tuple[str, int]] = set()  # failed indexes' slots: never made again
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
         self.deadlines = JobDeadlines(shape)  # the Jobs' own start times (read by `pods`)
 
@@ -219,7 +221,7 @@ class GroupActiveJob:
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
         failures, self.failed_jobs, self.failed_at = judged.failures, judged.failed_jobs, judged.failed_at
-        self.reasons = judged.reasons
+        self.reasons, self.failed_slots = judged.reasons, judged.failed_slots
         for reason, message in judged.reasons.values():  # the Job controller's event on the Job
             r.event("Warning", reason, message)
         self.past_deadline(slots)
@@ -293,12 +295,13 @@ class GroupActiveJob:
             order.take(group, job)
             jobs.restart(group, job, verdict.counts)
             self.deadlines.forget(group, job)
-            failures.pop(groupfailure.job_key(self.shape, group, job), None)
+            groupfailure.forget_job(self.shape, failures, group, job)
             for slot in jobs.slots(group, job):
                 pod = every.get(slot)
                 if pod is not None and not terminating(pod):
                     r.delete([pod_name(pod)])
                 slots.pop(slot, None)
+                self.failed_slots.discard(slot)
             r.event("Warning", verdict.reason, verdict.message)
             if not self.shape.recording.in_status:  # the record keeps it: counted once written
                 r.plan.restarts += 1
@@ -375,7 +378,9 @@ class GroupActiveJob:
         r, shape = self.r, self.shape
         room = max(1, r.config.max_pod_creates)
         # One slot beyond the pass tells whether the next pass continues this one.
-        missing = creates.missing_slots(shape, slots, held, room + 1, earlier_attempt_left=earlier_left)
+        missing = creates.missing_slots(
+            shape, slots, held, room + 1, earlier_attempt_left=earlier_left, skip=self.failed_slots
+        )
         r.plan.creates_continue = len(missing) > room
         jobs, placement = self.job_restarts, Placement(r, shape, slots)  # exclusiveplacement.py
         placement.repair()

@@ -151,4 +151,6 @@ async def test_a_policy_the_job_api_refuses_is_refused_on_the_runtime(env: tuple
         f'{job}.template.spec.restartPolicy: Invalid: OnFailure: only "Never" is supported when '
         "podFailurePolicy is specified"
     ) in message
-    assert f"{job}.podFailurePolicy.rules[2].action: Invalid: FailIndex is not supported" in message
+    assert (
+        f"{job}.podFailurePolicy.rules[2].action: Invalid: requires the backoffLimitPerIndex to be set"
+    ) in message

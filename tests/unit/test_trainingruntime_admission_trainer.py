@@ -67,7 +67,8 @@ def test_the_network_subdomain_is_an_rfc1035_label(subdomain: str, ok: bool) -> 
 
 def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None:
     """No Job object exists: of a replicated job's Job spec only parallelism, backoffLimit,
-    podFailurePolicy, activeDeadlineSeconds and the pod template are used (completions: Trainer
+    podFailurePolicy, activeDeadlineSeconds, backoffLimitPerIndex, maxFailedIndexes and the pod
+    template are used (completions: Trainer
     writes the parallelism there). Trainer (with JobSet) would apply the others, so a runtime
     setting one is admitted with a warning per field rather than silently."""
     runtime = trainer_test_runtime("labelled")
@@ -80,14 +81,17 @@ def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None
         activeDeadlineSeconds=600,
         backoffLimitPerIndex=1,
         maxFailedIndexes=1,
+        successPolicy={"rules": [{"succeededCount": 1}]},
+        ttlSecondsAfterFinished=60,
     )
     job_spec["template"]["spec"]["restartPolicy"] = "Never"
     assert validate_runtime(runtime) == []
     assert runtime_warnings(runtime) == [
         f"spec.template.spec.replicatedJobs[2].template.spec.{key}: not applied: kubetrain creates "
         "the replicated job's pods itself, without a Job; of the Job spec it applies parallelism, "
-        "backoffLimit, podFailurePolicy, activeDeadlineSeconds and template"
-        for key in ("backoffLimitPerIndex", "maxFailedIndexes")
+        "backoffLimit, podFailurePolicy, activeDeadlineSeconds, backoffLimitPerIndex, maxFailedIndexes "
+        "and template"
+        for key in ("successPolicy", "ttlSecondsAfterFinished")
     ]
     # Trainer's own runtimes set none
     for trainer_runtime in default_runtimes():

@@ -1,7 +1,9 @@
 """What a failed step does to a TrainJob: the runtime template's JobSet `failurePolicy`, as
 JobSet v0.12 executes it (pkg/controllers/failure_policy.go) on the failed jobs (a step's job
-fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded, or `PodFailurePolicy`
-when a FailJob rule of its `podFailurePolicy` matched a pod):
+fails with reason `BackoffLimitExceeded` once its backoffLimit is exceeded, `PodFailurePolicy`
+when a FailJob rule of its `podFailurePolicy` matched a pod, `DeadlineExceeded` past its own
+activeDeadlineSeconds, or `FailedIndexes`/`MaxFailedIndexesExceeded` through its indexes under
+backoffLimitPerIndex):
 
 - no failurePolicy: the TrainJob fails, reason `FailedJobs`;
 - else the first rule (in order) whose `targetReplicatedJobs` (empty: any) holds a failed Job's

@@ -28,6 +28,9 @@ class Step:
     pod_failure_rules: tuple[Mapping[str, Any], ...] = ()
     # The Job's `activeDeadlineSeconds` (None: none), counted from each of its Jobs' start.
     active_deadline_seconds: int | None = None
+    # The Job's `backoffLimitPerIndex` and `maxFailedIndexes` (None: unset).
+    backoff_limit_per_index: int | None = None
+    max_failed_indexes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """A replicated job's Job `podFailurePolicy` (batch/v1), which kubetrain applies in the Job
-controller's place: the runtime's admission rules for it (and for the Job's other failure field
-kubetrain applies, `activeDeadlineSeconds`: a non-negative integer, batch/v1 `validateJobSpec`),
-and the rules as the planner reads them.
+controller's place: the runtime's admission rules for it (and for the Job's other failure fields
+kubetrain applies, batch/v1 `validateJobSpec`: `activeDeadlineSeconds` a non-negative integer;
+`backoffLimitPerIndex` one too, and only with completionMode Indexed — unset is JobSet's
+default, Indexed; `maxFailedIndexes` a non-negative integer at most the template's `completions`
+when set and at most 100000, only with `backoffLimitPerIndex` and completionMode Indexed), and
+the rules as the planner reads them.
 
 Admission (`validate`) holds each replicated job's policy to the Job API's validation
 (kubernetes pkg/apis/batch/validation: `validatePodFailurePolicy`, `validatePodFailurePolicyRule`
@@ -12,8 +15,8 @@ container or init container of the Job's pod template, `operator` In/NotIn, 1 to
 distinct int32 values, no 0 with In) and `onPodConditions` (1 to 20 patterns of a qualified
 type and a status True/False/Unknown, True when unset: batch/v1's default), the pod template's
 `restartPolicy` `Never` (unset is JobSet's default, OnFailure) and `podReplacementPolicy`, when
-set, `Failed`. **Decision:** `FailIndex` is refused: it needs `backoffLimitPerIndex`, which
-kubetrain does not apply.
+set, `Failed`. `FailIndex` only with the Job's `backoffLimitPerIndex` (`validatePodFailurePolicyRule`:
+"requires the backoffLimitPerIndex to be set").
 
 The planner (`operator/groupfailure.py`) matches a Failed pod against its Job's rules with the
 Job controller's matcher (`operator/restarts.first_match`, restricted to
@@ -24,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, not_supported
-from kubetrain.jobs.failuremodel import JOB_RULE_ACTIONS
+from kubetrain.api.errors import FieldError, invalid, not_supported, required
+from kubetrain.jobs.failuremodel import INDEX_RULE_ACTIONS, JOB_RULE_ACTIONS
 from kubetrain.jobs.failurepolicy import (
     MAX_RULES,
     OPERATORS,
@@ -35,9 +38,11 @@ from kubetrain.jobs.failurepolicy import (
 
 FAIL_INDEX = "FailIndex"
 FAIL_INDEX_REFUSED = (
-    "FailIndex is not supported: it needs backoffLimitPerIndex, which kubetrain does not apply "
-    "to a replicated job; use FailJob, Ignore or Count"
+    "requires the backoffLimitPerIndex to be set: set the replicated job's backoffLimitPerIndex, "
+    "or use FailJob, Ignore or Count"
 )
+MAX_FAILED_INDEXES = 100_000  # batch/v1's maxFailedIndexesForIndexedJob
+INDEXED = "Indexed"
 
 
 def rules_of(job_spec: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
@@ -63,8 +68,42 @@ def validate(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
             errors.append(
                 invalid(f"{job_path}.activeDeadlineSeconds", f"{deadline!r}: must be an integer ≥ 0")
             )
+        errors += _index_errors(job_spec, job_path)
         if job_spec.get("podFailurePolicy") is not None:
             errors += _job_errors(job_spec, job_path)
+    return errors
+
+
+def _non_negative(job_spec: Mapping[str, Any], key: str, path: str, errors: list[FieldError]) -> bool:
+    """Whether `key` is set; a value that is no integer ≥ 0 is an error (`ValidateNonnegativeField`)."""
+    value = job_spec.get(key)
+    if value is None:
+        return False
+    if type(value) is not int or value < 0:
+        errors.append(invalid(f"{path}.{key}", f"{value!r}: must be an integer greater than or equal to 0"))
+    return True
+
+
+def _index_errors(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
+    """`backoffLimitPerIndex` and `maxFailedIndexes` as batch/v1 `validateJobSpec` holds them."""
+    errors: list[FieldError] = []
+    per_index = _non_negative(job_spec, "backoffLimitPerIndex", path, errors)
+    has_max = _non_negative(job_spec, "maxFailedIndexes", path, errors)
+    most, completions = job_spec.get("maxFailedIndexes"), job_spec.get("completions")
+    if has_max and not per_index:
+        errors.append(required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
+    if type(most) is int and type(completions) is int and most > completions:
+        message = f"{most}: must be less than or equal to completions"
+        errors.append(invalid(f"{path}.maxFailedIndexes", message))
+    if type(most) is int and most > MAX_FAILED_INDEXES:
+        errors.append(
+            invalid(f"{path}.maxFailedIndexes", f"{most}: must be less than or equal to {MAX_FAILED_INDEXES}")
+        )
+    mode = job_spec.get("completionMode")
+    if mode is not None and mode != INDEXED:  # unset: JobSet's default, Indexed
+        for key, present in (("backoffLimitPerIndex", per_index), ("maxFailedIndexes", has_max)):
+            if present:
+                errors.append(invalid(f"{path}.{key}", f"requires indexed completion mode, not {mode!r}"))
     return errors
 
 
@@ -79,6 +118,9 @@ def _job_errors(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
     if len(rules) > MAX_RULES:
         errors.append(invalid(f"{base}.rules", f"must have at most {MAX_RULES} items, got {len(rules)}"))
     names = _container_names(job_spec)
+    per_index = job_spec.get("backoffLimitPerIndex") is not None
+    actions = INDEX_RULE_ACTIONS if per_index else JOB_RULE_ACTIONS
+    refused = {} if per_index else {FAIL_INDEX: FAIL_INDEX_REFUSED}
     for j, rule in enumerate(rules):
         rule_path = f"{base}.rules[{j}]"
         if not isinstance(rule, Mapping):
@@ -87,7 +129,7 @@ def _job_errors(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
             )
             continue
         shape = _shape_errors(rule, rule_path)
-        errors += action_errors(rule, rule_path, JOB_RULE_ACTIONS, {FAIL_INDEX: FAIL_INDEX_REFUSED})
+        errors += action_errors(rule, rule_path, actions, refused)
         errors += shape or requirement_errors(rule, rule_path, names, "in the pod template")
     return errors
 

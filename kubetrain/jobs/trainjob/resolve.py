@@ -30,6 +30,7 @@ from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
+from kubetrain.jobs.failuremodel import PER_INDEX_JOB_BACKOFF_LIMIT
 from kubetrain.jobs.trainjob import (
     failurepolicy,
     flux,
@@ -130,12 +131,14 @@ def resolve(
                 group_name=str(rjob.get("groupName") or "default"),
                 replicas=replicas,
                 pods=pods,
-                backoff_limit=_int(jspec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT),
+                backoff_limit=_int(jspec.get("backoffLimit"), _default_backoff_limit(jspec)),
                 job_metadata=jmeta,
                 pod_template=pod_template,
                 depends_on=depends,
                 pod_failure_rules=podfailurepolicy.rules_of(jspec),
                 active_deadline_seconds=_deadline(jspec.get("activeDeadlineSeconds")),
+                backoff_limit_per_index=_deadline(jspec.get("backoffLimitPerIndex")),
+                max_failed_indexes=_deadline(jspec.get("maxFailedIndexes")),
             )
         )
     if not trainer_found and jsspec.get("replicatedJobs"):
@@ -351,6 +354,14 @@ def _inject_env(
     return errors, added
 
 
+def _default_backoff_limit(jspec: Mapping[str, Any]) -> int:
+    """batch/v1's default backoffLimit (SetDefaults_Job): MaxInt32 with backoffLimitPerIndex, else 6."""
+    if _deadline(jspec.get("backoffLimitPerIndex")) is not None:
+        return PER_INDEX_JOB_BACKOFF_LIMIT
+    return DEFAULT_BACKOFF_LIMIT
+
+
 def _deadline(value: Any) -> int | None:
-    """A Job's `activeDeadlineSeconds` (≥ 0, as batch/v1 admits it), else None."""
+    """A Job's non-negative integer field (`activeDeadlineSeconds`, `backoffLimitPerIndex`,
+    `maxFailedIndexes`: ≥ 0, as batch/v1 admits them), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

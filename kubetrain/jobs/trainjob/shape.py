@@ -175,6 +175,20 @@ def trainjob_shape(
                     if s.active_deadline_seconds is not None
                 }
             ),
+            MappingProxyType(
+                {
+                    s.name: s.backoff_limit_per_index
+                    for s in resolved.steps
+                    if s.backoff_limit_per_index is not None
+                }
+            ),
+            MappingProxyType(
+                {
+                    s.name: s.max_failed_indexes
+                    for s in resolved.steps
+                    if s.max_failed_indexes is not None and s.backoff_limit_per_index is not None
+                }
+            ),
         ),
         gang_counts_dependents=True,
         children=JobSetChildren(resolved, trainjob),

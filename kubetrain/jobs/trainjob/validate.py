@@ -259,6 +259,8 @@ APPLIED_JOB_FIELDS = (
     "backoffLimit",
     "podFailurePolicy",
     "activeDeadlineSeconds",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
     "template",
 )
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
