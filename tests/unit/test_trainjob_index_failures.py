@@ -15,8 +15,10 @@ from trainjobs import RUNTIME, trainer_test_runtime
 
 from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
 from kubetrain.operator import indexfailure
-from kubetrain.operator.groupfailure import forget_job, read_index_record, read_record
+from kubetrain.operator.groupfailure import forget_job, judge, read_index_record, read_record
+from kubetrain.operator.slots import slot_pods
 
+from .test_groupfailure_jobs import WARMUP
 from .test_groupfailure_jobs import runtime as warmup_runtime
 from .test_trainjob_podfailurepolicy import failed_condition, failed_pod, record, warnings
 from .test_trainjob_shape import shape_of
@@ -160,6 +162,24 @@ def test_a_restarted_job_starts_its_indexes_over() -> None:
     assert failed_condition(p) is None
     assert sorted(p.delete_pods) == NODES
     assert record(p)["failures"] == {}
+
+
+def test_indexes_are_counted_per_job_of_a_step_of_several_jobs() -> None:
+    """4 warmup Jobs of 2 pods, backoffLimitPerIndex 0: a failure of tj-warmup-1-1 fails index 1
+    of Job 1 alone (slot 3, not made again); index 1 of the other Jobs, and Job 1's index 0, go
+    on. Job 1 fails (FailedIndexes) once its index 0 succeeded; the other Jobs have not."""
+    rt = warmup_runtime()
+    rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimitPerIndex"] = 0
+    shape = shape_of(trainjob(nodes=2), rt)
+    observed = [pod(n, phase="Failed" if n == "tj-warmup-1-1" else "Running") for n in WARMUP]
+    first = judge(shape, slot_pods(shape, observed)[0], set(), {})
+    assert first.failures == {"warmup/1": 1, "warmup/1#1": 1}
+    assert first.delete == [] and first.failed_slots == {("warmup", 3)} and first.failed_jobs == {}
+    observed[2] = pod("tj-warmup-1-0", phase="Succeeded", ready=False)
+    done = judge(shape, slot_pods(shape, observed)[0], set(), first.failures)
+    assert done.failed_jobs == {"warmup": [1]}
+    assert done.reasons == {("warmup", 1): ("FailedIndexes", "Job has failed indexes")}
+    assert done.failures == first.failures  # the kept pod is not counted again
 
 
 # --- the record ---------------------------------------------------------------------------------

@@ -159,7 +159,7 @@ def _shape_errors(rule: Mapping[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     action = rule.get("action")
     if action is not None and not isinstance(action, str):
-        errors.append(invalid(f"{path}.action", f"must be a string, one of {', '.join(JOB_RULE_ACTIONS)}"))
+        errors.append(invalid(f"{path}.action", f"must be a string, one of {', '.join(INDEX_RULE_ACTIONS)}"))
     on_exit, conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
     if on_exit is not None and not isinstance(on_exit, Mapping):
         errors.append(invalid(f"{path}.onExitCodes", "must be an object with operator and values"))

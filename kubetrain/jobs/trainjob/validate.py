@@ -19,7 +19,8 @@ distinct replicated job names, an ancestor step of one job with its container (T
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
 single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
-a replicated job's `podFailurePolicy` and `activeDeadlineSeconds` (`podfailurepolicy.validate`);
+a replicated job's `podFailurePolicy`, `activeDeadlineSeconds`, `backoffLimitPerIndex` and
+`maxFailedIndexes` (`podfailurepolicy.validate`);
 a warning without the `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
@@ -294,7 +295,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `backoffLimitPerIndex`, `successPolicy`, …) and what of JobSet's
+    Job controller would: `successPolicy`, `podReplacementPolicy`, …) and what of JobSet's
     exclusive placement cannot work (`jobsetplacement.runtime_warnings`)."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
