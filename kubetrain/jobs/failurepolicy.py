@@ -79,17 +79,13 @@ def _rule_errors(
     return errors + requirement_errors(rule, path, names, "in the pod template of the rule's replica types")
 
 
-def action_errors(
-    rule: Mapping[str, Any], path: str, actions: Sequence[str], refused: Mapping[str, str] | None = None
-) -> list[FieldError]:
-    """A rule's `action` (one of `actions`; one of `refused`: its message) and the choice of one
-    requirement, `onExitCodes` or `onPodConditions` (batch/v1's `validatePodFailurePolicyRule`)."""
+def action_errors(rule: Mapping[str, Any], path: str, actions: Sequence[str]) -> list[FieldError]:
+    """A rule's `action` (one of `actions`) and the choice of one requirement, `onExitCodes` or
+    `onPodConditions` (batch/v1's `validatePodFailurePolicyRule`)."""
     errors: list[FieldError] = []
     action = rule.get("action")
     if action is None:
         errors.append(required(f"{path}.action", f"one of {_quoted(actions)}"))
-    elif refused and action in refused:
-        errors.append(invalid(f"{path}.action", refused[action]))
     elif action not in actions:
         errors.append(not_supported(f"{path}.action", action, actions))
     on_exit, on_conditions = rule.get("onExitCodes"), rule.get("onPodConditions")

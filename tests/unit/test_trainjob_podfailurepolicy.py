@@ -312,9 +312,17 @@ def test_the_pod_template_must_restart_never() -> None:
         ),
         (
             {**FAIL_ON_42, "action": "RestartJob"},
-            [(".action", '\'RestartJob\' is not supported: must be one of "FailJob", "Ignore", "Count"')],
+            [
+                (
+                    ".action",
+                    '\'RestartJob\' is not supported: must be one of "FailJob", "FailIndex", "Ignore", "Count"',
+                )
+            ],
         ),
-        ({"onExitCodes": FAIL_ON_42["onExitCodes"]}, [(".action", 'one of "FailJob", "Ignore", "Count"')]),
+        (
+            {"onExitCodes": FAIL_ON_42["onExitCodes"]},
+            [(".action", 'one of "FailJob", "FailIndex", "Ignore", "Count"')],
+        ),
         (
             {**FAIL_ON_42, **DISRUPTION, "action": "Count"},
             [("", "specifying both onExitCodes and onPodConditions is not supported")],

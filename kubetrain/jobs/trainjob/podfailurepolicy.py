@@ -20,7 +20,7 @@ set, `Failed`. `FailIndex` only with the Job's `backoffLimitPerIndex` (`validate
 
 The planner (`operator/groupfailure.py`) matches a Failed pod against its Job's rules with the
 Job controller's matcher (`operator/restarts.first_match`, restricted to
-`failuremodel.JOB_RULE_ACTIONS`). Pure."""
+`failuremodel.JOB_RULE_ACTIONS`, or `INDEX_RULE_ACTIONS` under `backoffLimitPerIndex`). Pure."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, not_supported, required
-from kubetrain.jobs.failuremodel import INDEX_RULE_ACTIONS, JOB_RULE_ACTIONS
+from kubetrain.jobs.failuremodel import INDEX_RULE_ACTIONS
 from kubetrain.jobs.failurepolicy import (
     MAX_RULES,
     OPERATORS,
@@ -119,8 +119,6 @@ def _job_errors(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
         errors.append(invalid(f"{base}.rules", f"must have at most {MAX_RULES} items, got {len(rules)}"))
     names = _container_names(job_spec)
     per_index = job_spec.get("backoffLimitPerIndex") is not None
-    actions = INDEX_RULE_ACTIONS if per_index else JOB_RULE_ACTIONS
-    refused = {} if per_index else {FAIL_INDEX: FAIL_INDEX_REFUSED}
     for j, rule in enumerate(rules):
         rule_path = f"{base}.rules[{j}]"
         if not isinstance(rule, Mapping):
@@ -129,7 +127,9 @@ def _job_errors(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
             )
             continue
         shape = _shape_errors(rule, rule_path)
-        errors += action_errors(rule, rule_path, actions, refused)
+        if not per_index and rule.get("action") == FAIL_INDEX:  # batch/v1: a supported value, but
+            errors.append(invalid(f"{rule_path}.action", FAIL_INDEX_REFUSED))  # only with a per-index limit
+        errors += action_errors(rule, rule_path, INDEX_RULE_ACTIONS)
         errors += shape or requirement_errors(rule, rule_path, names, "in the pod template")
     return errors
 
