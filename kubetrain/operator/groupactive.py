@@ -8,21 +8,18 @@ pods per group and when the attempt began — `ReconcileDraft.record` in, `Plan.
 changed. Pods bear their attempt in `recording.attempt_label`; a pod of an earlier attempt is
 deleted, and holds its slot until it is gone.
 
-One reconcile, in order: suspend (every pod deleted; every job of every group counted
-suspended), resume, the deadline (from creation or the last resume), the Service and the objects
-pods need first (`ChildMaker`), the gang (the shape's own `GangChoice`, decided by `gang.decide`),
-then the pods (with the first ones, the objects the operator never reads: `ChildMaker.
-unread_prerequisites`): failed pods recreated and counted per batch Job of their group
-(`groupfailure.py`, with the groups' pod failure rules; per index too under
-`backoffLimitPerIndex`, a failed index's slot never made again), a group with a failed Job (past its
-backoff limit, failed by a FailJob rule, or past its own activeDeadlineSeconds, `jobdeadlines.py`:
-a Warning event with the reason and message) handed to the gang policy —
-restart that Job's pods alone as its next attempt (`jobrestarts.py`, one failed Job after the
-other while the policy says so), restart every pod as a new attempt, or fail the job — success
-by the shape's rules, a progress stall, and the missing pods `creates.missing_slots` picks (a
-follower of an exclusively placed job once its leader's domain is known: `exclusiveplacement.py`).
-The per-group status (JobSet's `replicatedJobsStatus`, Trainer's `jobsStatus`) counts jobs of
-`ReplicaGroup.job_size` pods: `failed` is the group's failed Jobs.
+One reconcile, in order: suspend (every pod deleted, every job counted suspended), resume, the
+deadline (from creation or the last resume), the Service and what pods need first
+(`ChildMaker`), the gang (`GangChoice`, `gang.decide`), then the pods (with the first ones,
+`ChildMaker.unread_prerequisites`): failed pods recreated and counted per batch Job and index
+(`groupfailure.py`: the pod failure rules, `backoffLimitPerIndex` — a failed index's slot is
+never made again); a Job failed (backoff limit, a FailJob rule, failed indexes, its own
+activeDeadlineSeconds in `jobdeadlines.py`; a Warning event each) goes to the gang policy —
+restart its pods alone (`jobrestarts.py`), restart every pod as a new attempt, or fail the job;
+success by the shape's rules, a progress stall, and the missing pods `creates.missing_slots`
+picks (a follower of an exclusively placed job once its leader's domain is known:
+`exclusiveplacement.py`). The per-group status (JobSet's `replicatedJobsStatus`, Trainer's
+`jobsStatus`) counts jobs of `ReplicaGroup.job_size` pods: `failed` is the failed Jobs.
 """
 
 from __future__ import annotations
@@ -111,14 +108,9 @@ class GroupActiveJob:
         r.delete([pod_name(p) for p in r.live_pods()])
         if JOB_START_TIMES in r.record:  # suspended Jobs have no start (the Job controller's)
             r.plan.record = {k: v for k, v in r.record.items() if k != JOB_START_TIMES}
-        shape = self.shape
-        shape.status.write_groups(
-            r.status,
-            [
-                GroupTally(name, shape.count(name), suspended=jobs)
-                for name, jobs in groupstatus.jobs_per_group(self.shape).items()
-            ],
-        )
+        jobs = groupstatus.jobs_per_group(self.shape)
+        tallies = [GroupTally(name, self.shape.count(name), suspended=n) for name, n in jobs.items()]
+        self.shape.status.write_groups(r.status, tallies)
 
     def deadline_passed(self) -> bool:
         """The shared deadline rule, counted from when the run began (the status projection's)."""
