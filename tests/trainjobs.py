@@ -6,6 +6,7 @@ it, and the runtime Trainer's own tests build (`trainer_test_runtime`). Import w
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,3 +97,20 @@ def failed_jobs(*steps: str, jobs: Mapping[str, int] | None = None) -> list[Fail
     """One failed Job per step (its index `jobs[step]`, else 0), all failed at the same time: the
     runtime's order decides between them, as JobSet's tie-break does."""
     return [FailedJob(step, (jobs or {}).get(step, 0), FAILED_AT) for step in steps]
+
+
+# --- reading a TrainJob's plan ---------------------------------------------------------------------
+def record_of(p: Any) -> Obj:
+    """The run's record the plan writes into the snapshot ConfigMap (`data.state`)."""
+    [snap] = p.update_children
+    return dict(json.loads(snap["data"]["state"]))
+
+
+def failed_condition(p: Any) -> Obj | None:
+    """The Failed condition the plan's status holds, None without one."""
+    return next((c for c in (p.status or {}).get("conditions") or [] if c["type"] == "Failed"), None)
+
+
+def warnings(p: Any) -> list[tuple[str, str]]:
+    """The plan's Warning events, (reason, message) each."""
+    return [(e.reason, e.message) for e in p.events if e.type == "Warning"]

@@ -7,8 +7,9 @@ The run's record keeps a one-Job group under its name and a Job of a several-Job
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from trainjobs import record_of
 
 from kubetrain.operator.groupfailure import judge
 from kubetrain.operator.slots import slot_pods
@@ -49,11 +50,6 @@ def judged(rt: Obj, observed: list[Obj], recorded: object) -> Any:
 
 def jobs_status(p: Any, group: str) -> Obj:
     return next(s for s in p.status["jobsStatus"] if s["name"] == group)
-
-
-def record_of(p: Any) -> Obj:
-    [snap] = p.update_children
-    return dict(json.loads(snap["data"]["state"]))
 
 
 def test_one_failure_in_each_of_four_jobs_fails_none_of_them() -> None:

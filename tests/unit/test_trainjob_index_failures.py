@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 import pytest
-from trainjobs import RUNTIME, trainer_test_runtime
+from trainjobs import RUNTIME, failed_condition, record_of, trainer_test_runtime, warnings
 
 from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
 from kubetrain.operator import indexfailure
@@ -20,7 +20,7 @@ from kubetrain.operator.slots import slot_pods
 
 from .test_groupfailure_jobs import WARMUP
 from .test_groupfailure_jobs import runtime as warmup_runtime
-from .test_trainjob_podfailurepolicy import failed_condition, failed_pod, record, warnings
+from .test_trainjob_podfailurepolicy import failed_pod
 from .test_trainjob_shape import shape_of
 from .test_trainplan import pod, trainjob
 from .test_trainplan_jobset_policies import plan
@@ -59,7 +59,7 @@ def test_a_failure_counts_against_its_index_and_the_pod_is_made_again_below_the_
     )
     assert failed_condition(p) is None
     assert p.delete_pods == ["tj-node-0-0"]
-    assert record(p)["failures"] == {"node": 1, "node#0": 1}
+    assert record_of(p)["failures"] == {"node": 1, "node#0": 1}
 
 
 def test_an_index_past_its_limit_is_kept_and_not_retried_while_the_others_go_on() -> None:
@@ -71,7 +71,7 @@ def test_an_index_past_its_limit_is_kept_and_not_retried_while_the_others_go_on(
     p = plan(trainjob(nodes=3), runtime(per_index=1), pods, state)
     assert failed_condition(p) is None
     assert p.delete_pods == [] and created(p) == []
-    after = record(p)
+    after = record_of(p)
     assert after["failures"] == {"node": 2, "node#0": 2}
     again = plan(trainjob(nodes=3), runtime(per_index=1), pods, after)
     assert failed_condition(again) is None and again.delete_pods == [] and again.update_children == []
@@ -111,9 +111,9 @@ def test_more_failed_indexes_than_max_failed_indexes_fail_the_job_at_once() -> N
     }
     rt = runtime(per_index=0, maxFailedIndexes=1, failure_policy=policy)
     one = plan(trainjob(nodes=3), rt, [failed_pod(containers={"node": 1}), *map(pod, NODES[1:])])
-    assert failed_condition(one) is None and record(one)["failures"] == {"node": 1, "node#0": 1}
+    assert failed_condition(one) is None and record_of(one)["failures"] == {"node": 1, "node#0": 1}
     two = [failed_pod(containers={"node": 1}), failed_pod(NODES[1], containers={"node": 1}), pod(NODES[2])]
-    p = plan(trainjob(nodes=3), rt, two, record(one))
+    p = plan(trainjob(nodes=3), rt, two, record_of(one))
     cond = failed_condition(p)
     assert cond is not None and cond["reason"] == "FailJobSetFailurePolicyAction"
     assert (
@@ -130,7 +130,7 @@ def test_fail_index_fails_the_index_at_once_and_other_failures_are_retried() -> 
     p = plan(trainjob(nodes=3), rt, pods)
     assert failed_condition(p) is None
     assert p.delete_pods == ["tj-node-0-1"]
-    assert record(p)["failures"] == {"node": 2, "node#0": 4, "node#1": 1}
+    assert record_of(p)["failures"] == {"node": 2, "node#0": 4, "node#1": 1}
 
 
 def test_with_backoff_limit_per_index_the_jobs_backoff_limit_defaults_to_max_int32() -> None:
@@ -142,7 +142,7 @@ def test_with_backoff_limit_per_index_the_jobs_backoff_limit_defaults_to_max_int
         [failed_pod(containers={"node": 1}), *map(pod, NODES[1:])],
         state,
     )
-    assert failed_condition(p) is None and record(p)["failures"]["node"] == 1001
+    assert failed_condition(p) is None and record_of(p)["failures"]["node"] == 1001
     # an explicit backoffLimit still counts every failure of the Job
     limited = plan(
         trainjob(nodes=3),
@@ -161,7 +161,7 @@ def test_a_restarted_job_starts_its_indexes_over() -> None:
     p = plan(trainjob(nodes=3), rt, pods, {"restarts": 0, "failures": {"node": 1, "node#0": 1}})
     assert failed_condition(p) is None
     assert sorted(p.delete_pods) == NODES
-    assert record(p)["failures"] == {}
+    assert record_of(p)["failures"] == {}
 
 
 def test_indexes_are_counted_per_job_of_a_step_of_several_jobs() -> None:

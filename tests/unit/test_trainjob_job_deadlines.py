@@ -7,11 +7,10 @@ restart, a restart of that Job alone and a suspension start it afresh."""
 from __future__ import annotations
 
 import copy
-import json
 from datetime import timedelta
 from typing import Any
 
-from trainjobs import RUNTIME, trainer_test_runtime
+from trainjobs import RUNTIME, failed_condition, record_of, trainer_test_runtime
 
 from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
 from kubetrain.operator.status import format_time
@@ -32,15 +31,6 @@ def runtime(deadline: int, failure_policy: Obj | None = None) -> Obj:
     return rt
 
 
-def record(p: Any) -> Obj:
-    [snap] = p.update_children
-    return dict(json.loads(snap["data"]["state"]))
-
-
-def failed_condition(p: Any) -> Obj | None:
-    return next((c for c in p.status.get("conditions") or [] if c["type"] == "Failed"), None)
-
-
 def started(seconds_ago: int) -> Obj:
     return {"restarts": 0, "jobStartTimes": {"node": format_time(NOW - timedelta(seconds=seconds_ago))}}
 
@@ -51,14 +41,14 @@ RUNNING = [pod("tj-node-0-0"), pod("tj-node-0-1")]
 def test_a_job_starts_when_its_first_pods_are_made_and_waits_for_its_deadline() -> None:
     p = plan(trainjob(nodes=2), runtime(60), [], {"restarts": 0})
     assert [x["metadata"]["name"] for x in p.create_pods] == ["tj-node-0-0", "tj-node-0-1"]
-    assert record(p)["jobStartTimes"] == {"node": format_time(NOW)}
+    assert record_of(p)["jobStartTimes"] == {"node": format_time(NOW)}
     # running, 59 s in: no failure, a requeue at the deadline's exact time
     p = plan(trainjob(nodes=2), runtime(60), RUNNING, started(59))
     assert failed_condition(p) is None and p.delete_pods == []
     assert p.requeue_at == NOW + timedelta(seconds=1)
     # a record from before (no start): the Job starts now
     p = plan(trainjob(nodes=2), runtime(60), RUNNING, {"restarts": 0})
-    assert record(p)["jobStartTimes"] == {"node": format_time(NOW)}
+    assert record_of(p)["jobStartTimes"] == {"node": format_time(NOW)}
     assert p.requeue_at == NOW + timedelta(seconds=60)
 
 
@@ -82,7 +72,7 @@ def test_jobset_rules_see_deadline_exceeded_and_a_restart_starts_the_job_afresh(
     }
     p = plan(trainjob(nodes=2), runtime(60, policy), RUNNING, started(61))
     assert failed_condition(p) is None
-    assert record(p)["restarts"] == 1 and "jobStartTimes" not in record(p)
+    assert record_of(p)["restarts"] == 1 and "jobStartTimes" not in record_of(p)
     # a message pattern sees the Job controller's message
     policy["rules"][0] = {"action": "FailJobSet", "onJobFailureMessagePatterns": ["active longer than"]}
     p = plan(trainjob(nodes=2), runtime(60, policy), RUNNING, started(61))
@@ -97,7 +87,7 @@ def test_a_single_job_restart_forgets_that_jobs_start() -> None:
     p = plan(trainjob(nodes=2), runtime(60, policy), RUNNING, started(90))
     assert failed_condition(p) is None
     assert "RestartJobFailurePolicyAction" in [e.reason for e in p.events]
-    assert record(p)["jobStartTimes"] == {} and record(p)["jobRestarts"] == {"node": [1]}
+    assert record_of(p)["jobStartTimes"] == {} and record_of(p)["jobRestarts"] == {"node": [1]}
 
 
 def test_a_succeeded_job_has_no_deadline() -> None:
@@ -114,7 +104,7 @@ def test_a_succeeded_job_has_no_deadline() -> None:
 
 def test_suspending_forgets_every_start() -> None:
     p = plan(trainjob(nodes=2, suspend=True), runtime(60), RUNNING, started(30))
-    assert "jobStartTimes" not in record(p)
+    assert "jobStartTimes" not in record_of(p)
 
 
 def test_admission_takes_a_non_negative_deadline_without_a_warning() -> None:

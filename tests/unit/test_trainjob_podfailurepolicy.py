@@ -9,12 +9,11 @@ runtime's admission by the Job API's rules."""
 from __future__ import annotations
 
 import copy
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from trainjobs import RUNTIME, trainer_test_runtime
+from trainjobs import RUNTIME, failed_condition, record_of, trainer_test_runtime, warnings
 
 from kubetrain.jobs.failuremodel import JOB_RULE_ACTIONS
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
@@ -156,20 +155,6 @@ def runtime(rules: list[Obj], backoff_limit: int = 0, failure_policy: Obj | None
     return rt
 
 
-def record(p: Any) -> Obj:
-    """The run's record the plan writes into the snapshot ConfigMap."""
-    [snap] = p.update_children
-    return dict(json.loads(snap["data"]["state"]))
-
-
-def failed_condition(p: Any) -> Obj | None:
-    return next((c for c in p.status.get("conditions") or [] if c["type"] == "Failed"), None)
-
-
-def warnings(p: Any) -> list[tuple[str, str]]:
-    return [(e.reason, e.message) for e in p.events if e.type == "Warning"]
-
-
 def test_an_ignored_failure_is_replaced_without_using_up_the_backoff_limit() -> None:
     """backoffLimit 0: one counted failure would fail the TrainJob; an evicted pod matched by an
     Ignore rule is deleted (and made again) and counts for nothing, however often."""
@@ -192,7 +177,7 @@ def test_count_counts_as_without_a_rule() -> None:
         {"restarts": 0, "failures": {"node": 1}},
     )
     assert failed_condition(p) is None
-    assert p.delete_pods == ["tj-node-0-0"] and record(p)["failures"] == {"node": 2}
+    assert p.delete_pods == ["tj-node-0-0"] and record_of(p)["failures"] == {"node": 2}
 
 
 def test_fail_job_fails_the_trainjob_at_once_and_keeps_the_pod() -> None:
@@ -229,7 +214,7 @@ def test_jobset_rules_branch_on_the_jobs_failure_reason() -> None:
         "RestartJobSetFailurePolicyAction",
         "applying RestartJobSet failure policy action (first failed job: tj-node-0)",
     ) in warnings(p)
-    assert record(p)["restarts"] == 1
+    assert record_of(p)["restarts"] == 1
     restart_on_policy = {
         "maxRestarts": 3,
         "rules": [
@@ -239,7 +224,7 @@ def test_jobset_rules_branch_on_the_jobs_failure_reason() -> None:
     }
     rt = runtime([FAIL_ON_42], backoff_limit=6, failure_policy=restart_on_policy)
     p = plan(trainjob(nodes=1), rt, [failed_pod(containers={"node": 42})], {"restarts": 0})
-    assert failed_condition(p) is None and record(p)["restarts"] == 1
+    assert failed_condition(p) is None and record_of(p)["restarts"] == 1
     assert p.delete_pods == ["tj-node-0-0"]
 
 
@@ -256,7 +241,7 @@ def test_jobset_message_patterns_see_the_job_controllers_message() -> None:
     p = plan(trainjob(nodes=1), rt, [failed_pod(containers={"node": 42})], {"restarts": 0})
     assert failed_condition(p)["reason"] == "FailJobSetFailurePolicyAction"  # type: ignore[index]
     p = plan(trainjob(nodes=1), rt, [failed_pod(containers={"node": 7})], {"restarts": 0})
-    assert failed_condition(p) is None and record(p)["restarts"] == 1
+    assert failed_condition(p) is None and record_of(p)["restarts"] == 1
 
 
 # --- admission ----------------------------------------------------------------------------------
@@ -315,7 +300,8 @@ def test_the_pod_template_must_restart_never() -> None:
             [
                 (
                     ".action",
-                    '\'RestartJob\' is not supported: must be one of "FailJob", "FailIndex", "Ignore", "Count"',
+                    "'RestartJob' is not supported: must be one of "
+                    '"FailJob", "FailIndex", "Ignore", "Count"',
                 )
             ],
         ),

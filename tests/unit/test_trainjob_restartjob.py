@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 import pytest
+from trainjobs import failed_condition, record_of, warnings
 
 from kubetrain.jobs.trainercrds import trainer_crds
 from kubetrain.jobs.trainjob.failurepolicy import TOO_MANY_REPLICAS, decide
@@ -61,19 +62,6 @@ def pods(
         p["metadata"]["labels"][JOB_ATTEMPT] = str((job_attempts or {}).get(name, 0))
         out.append(p)
     return out
-
-
-def record_of(p: Any) -> Obj:
-    [snap] = p.update_children
-    return dict(json.loads(snap["data"]["state"]))
-
-
-def failed_condition(p: Any) -> Obj | None:
-    return next((c for c in (p.status or {}).get("conditions") or [] if c["type"] == "Failed"), None)
-
-
-def warnings(p: Any) -> list[tuple[str, str]]:
-    return [(e.reason, e.message) for e in p.events if e.type == "Warning"]
 
 
 # --- the decision --------------------------------------------------------------------------------
