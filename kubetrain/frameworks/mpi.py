@@ -91,7 +91,9 @@ class MPI(Framework):
     default_port = 22
     kubeflow_version = "v2beta1"  # mpi-operator's, the storage version of mpijobs.kubeflow.org
     kubeflow_converted_versions: tuple[str, ...] = ("v1",)  # training-operator's (mpiconversion.py)
-    kubeflow_pod_events = False  # mpi-operator v2 records no per-pod Events on the MPIJob
+    # mpi-operator v2 records no per-pod Events on the MPIJob (training-operator v1.9 its pod
+    # creates: kubetrain.operator.podevents)
+    kubeflow_pod_events = False
     kubeflow_managers: tuple[str, ...] = (MPI_OPERATOR_MANAGER,)  # managedByExternalController
     default_restart_policy = "Never"  # DefaultRestartPolicy
     default_replicas: Mapping[str, int] = {LAUNCHER: 1, WORKER: 0}

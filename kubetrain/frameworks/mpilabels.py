@@ -50,6 +50,18 @@ def mpi_operator_convention(obj: Mapping[str, Any]) -> bool:
     )
 
 
+def training_operator_mpijob(obj: Mapping[str, Any]) -> bool:
+    """Whether `obj` is an MPIJob of kubeflow.org created at kubeflow.org/v1: one written as
+    training-operator v1.9's."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return (
+        obj.get("kind") == "MPIJob"
+        and group_of(obj.get("apiVersion")) == KUBEFLOW_GROUP
+        and isinstance(annotations, Mapping)
+        and training_operator_convention(annotations)
+    )
+
+
 def mpijob_pod_labels(
     name: str, annotations: Mapping[str, Any], replica_type: str, index: int, *, launcher_as_worker: bool
 ) -> dict[str, str]:

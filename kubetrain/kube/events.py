@@ -19,7 +19,10 @@
   not written, but counts toward the `count` of the Event it would have bumped. Budgeted
   events are written one at a time. The other events take nothing from that budget, so
   per-pod events never crowd them out.
-- It never raises into the caller: failures are logged (an Event is best-effort).
+- It never raises into the caller: failures are logged (an Event is best-effort) — as a
+  warning, but an Event the server refuses as already existing or because its namespace is
+  being terminated, which client-go's recorder drops quietly (`recordEvent`, V(5)): a
+  namespace's deletion does not fill the log.
 Messages longer than 1024 characters are truncated (the events.k8s.io limit).
 """
 
@@ -29,6 +32,7 @@ import asyncio
 import logging
 import socket
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,7 +47,18 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 MAX_MESSAGE = 1024
+NAMESPACE_TERMINATING = "NamespaceTerminating"  # v1.NamespaceTerminatingCause
 EVENT_TYPES = ("Normal", "Warning")
+
+
+def quietly_refused(err: ApiError) -> bool:
+    """An Event refusal client-go's recorder logs at V(5) only (tools/record/event.go
+    `recordEvent`: `IsAlreadyExists`, or `HasStatusCause(err, NamespaceTerminatingCause)`)."""
+    if err.is_already_exists:
+        return True
+    details = err.body.get("details") if isinstance(err.body, Mapping) else None
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    return any(isinstance(c, Mapping) and c.get("reason") == NAMESPACE_TERMINATING for c in causes or ())
 
 
 def rfc3339(when: datetime) -> str:
@@ -178,6 +193,13 @@ class EventRecorder:
                     await self._record(obj, event)
             else:
                 await self._record(obj, event)
+        except ApiError as err:
+            if not quietly_refused(err):
+                self._failed(obj, event.type, event.reason, err)
+            else:
+                log.debug(
+                    "%s event %s on %s not recorded: %s", event.type, event.reason, obj.get("kind"), err
+                )
         except Exception as err:
             self._failed(obj, event.type, event.reason, err)
 

@@ -23,10 +23,16 @@ Decision: only the groups whose operators recorded them get them — kubeflow.or
 training.kubedl.io, for the tools and habits that read them. kubetrain.io jobs do not: their
 write budget is N pods + 1 Service + 4 status writes over a whole life (docs/performance.md), and
 these Events would more than double a small job's writes and share the client's rate limit with
-the pod creates. MPIJobs of kubeflow.org do not: they follow mpi-operator v2, which records none
-(KubeDL's MPIJob does, its framework container named `mpi`). TrainJobs do not (Kubeflow Trainer
-records none on a TrainJob). All of them are budgeted (`kubetrain.kube.eventbudget`): at most 25 writes
-per job, then one per 5 minutes, as client-go's recorder would send them.
+the pod creates. MPIJobs of kubeflow.org written as mpi-operator's
+(`mpilabels.mpi_operator_convention`) do not: they follow mpi-operator v2, which records none
+(KubeDL's MPIJob does, its framework container named `mpi`). A kubeflow.org MPIJob written at
+kubeflow.org/v1 gets what training-operator v1.9's own MPIJob controller
+(controller.v1/mpi/mpijob_controller.go, which makes its pods without the common library)
+records, and only that: `SuccessfulCreatePod` `Created worker pod: <pod>` (`getOrCreateWorker`)
+and `MPIJobRunning` `launcher pod created success: <pod>` (`ReconcilePods`). TrainJobs get none
+(Kubeflow Trainer records none on a TrainJob). All of them are budgeted
+(`kubetrain.kube.eventbudget`): at most 25 writes per job, then one per 5 minutes, as client-go's
+recorder would send them.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.groups import KUBEDL_GROUP, KUBEFLOW_GROUP, group_of
+from kubetrain.frameworks.env import pod_name
+from kubetrain.frameworks.mpilabels import LAUNCHER, WORKER, training_operator_mpijob
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.operator.status import terminal_condition
 
@@ -44,6 +52,7 @@ SUCCESSFUL_CREATE_SERVICE = "SuccessfulCreateService"
 SUCCESSFUL_DELETE_SERVICE = "SuccessfulDeleteService"
 EXITED_WITH_CODE = "ExitedWithCode"
 KUBEDL_MPI_CONTAINER = "mpi"  # KubeDL's MPIJobDefaultContainerName
+MPIJOB_LAUNCHER_CREATED = "MPIJobRunning"  # NewReason(MPIJobKind, JobRunningReason)
 
 # (verb, kind) of a child write -> (reason, message format)
 SUCCEEDED_WRITES = {
@@ -59,11 +68,25 @@ def records_pod_events(job: Mapping[str, Any]) -> bool:
     fw, group = FRAMEWORKS.get(str(job.get("kind"))), group_of(job.get("apiVersion"))
     if group not in (KUBEFLOW_GROUP, KUBEDL_GROUP) or fw is None:
         return False
-    return fw.kubeflow_pod_events or group == KUBEDL_GROUP
+    return fw.kubeflow_pod_events or group == KUBEDL_GROUP or training_operator_mpijob(job)
+
+
+def _mpijob_pod_created(job: Mapping[str, Any], name: str) -> tuple[str, str] | None:
+    """training-operator v1.9's MPIJob controller's event for a pod it made: a Worker's
+    (`getOrCreateWorker`) or the Launcher's (`ReconcilePods`); none for any other."""
+    job_name = str((job.get("metadata") or {}).get("name", ""))
+    if name == pod_name(job_name, LAUNCHER, 0):
+        return MPIJOB_LAUNCHER_CREATED, f"launcher pod created success: {name}"
+    prefix = pod_name(job_name, WORKER, 0)[:-1]
+    if name.startswith(prefix) and name[len(prefix) :].isdigit():
+        return SUCCESSFUL_CREATE_POD, f"Created worker pod: {name}"
+    return None
 
 
 def succeeded_write(job: Mapping[str, Any], verb: str, kind: str, name: str) -> tuple[str, str] | None:
     """The (reason, message) of the Event for a write of `job`'s child that went through."""
+    if training_operator_mpijob(job):  # only its pod creates
+        return _mpijob_pod_created(job, name) if (verb, kind) == ("Create", "Pod") else None
     event = SUCCEEDED_WRITES.get((verb, kind))
     if event is None or not records_pod_events(job):
         return None
@@ -87,6 +110,8 @@ def exited_with_code(
     per-pod Events or has finished, or the pod is being deleted."""
     if not records_pod_events(job) or terminal_condition(job.get("status") or {}) is not None:
         return None
+    if training_operator_mpijob(job):
+        return None  # its controller's own ReconcilePods records no exit
     if (new.get("metadata") or {}).get("deletionTimestamp"):
         return None  # stopped by its deletion (a restart, a namespace being deleted): not its own exit
     container = framework_container(job)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from typing import Any, cast
+
+import pytest
 
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import FakeClock
@@ -253,6 +256,46 @@ async def test_recording_never_raises_into_the_caller() -> None:
     rec.emit(JOB, "Normal", "Created", "y")
     await rec.flush()
     assert api.objects == {}
+
+
+class _Refusing:
+    """An API server that refuses every Event with `err`."""
+
+    def __init__(self, err: ApiError) -> None:
+        self.err = err
+
+    async def create(self, ref: ResourceRef, obj: Obj, namespace: str | None = None) -> Obj:
+        raise self.err
+
+
+TERMINATING = ApiError(
+    403,
+    "Forbidden",
+    'events "j.1" is forbidden: unable to create new content in namespace ns because it is being terminated',
+    {
+        "kind": "Status",
+        "reason": "Forbidden",
+        "details": {"name": "j.1", "kind": "events", "causes": [{"reason": "NamespaceTerminating"}]},
+        "code": 403,
+    },
+)
+
+
+async def test_an_event_refused_for_a_terminating_namespace_is_dropped_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # client-go's recordEvent (tools/record/event.go): a StatusError that IsAlreadyExists or has
+    # the NamespaceTerminating cause is logged at V(5) only; any other refusal is an error.
+    forbidden = ApiError(403, "Forbidden", 'events is forbidden: User "op" cannot create resource "events"')
+    exists = ApiError(409, "AlreadyExists", 'events "j.1" already exists')
+    logged = []
+    for err in (TERMINATING, exists, forbidden):
+        caplog.clear()
+        rec = EventRecorder(cast(KubeClient, _Refusing(err)), clock=FakeClock())
+        with caplog.at_level(logging.DEBUG, logger="kubetrain.kube.events"):
+            await rec.event(JOB, "Normal", "SuccessfulDeletePod", "Deleted pod: j-worker-0", budgeted=True)
+        logged.append([r.levelno for r in caplog.records])
+    assert logged == [[logging.DEBUG], [logging.DEBUG], [logging.WARNING]]
 
 
 async def test_emit_writes_in_the_background_and_long_messages_are_truncated() -> None:

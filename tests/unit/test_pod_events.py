@@ -236,3 +236,51 @@ async def test_a_pod_update_with_the_framework_container_terminated_is_exited_wi
         "Pod: ns.big-worker-0 exited with code 137",
     )
     assert event["involvedObject"]["kind"] == "PyTorchJob" and event["involvedObject"]["uid"] == "u1"
+
+
+def v1_mpijob(**status: Any) -> Obj:
+    """A kubeflow.org MPIJob written at kubeflow.org/v1: training-operator v1.9's MPIJob."""
+    j = job("kubeflow.org/v2beta1", "MPIJob", **status)
+    j["metadata"]["annotations"] = {"kubetrain.io/created-api-version": "kubeflow.org/v1"}
+    return j
+
+
+def test_a_training_operator_mpijob_gets_its_controllers_pod_create_events_only() -> None:
+    # training-operator v1.9's MPIJob controller (pkg/controller.v1/mpi/mpijob_controller.go)
+    # creates its pods itself: `getOrCreateWorker` records SuccessfulCreatePod "Created worker
+    # pod: <pod>", `ReconcilePods` MPIJobRunning "launcher pod created success: <pod>"; it
+    # records no delete, Service or ExitedWithCode event (it overrides the common ReconcilePods).
+    j = v1_mpijob()
+    assert records_pod_events(j)
+    assert succeeded_write(j, "Create", "Pod", "big-worker-3") == (
+        "SuccessfulCreatePod",
+        "Created worker pod: big-worker-3",
+    )
+    assert succeeded_write(j, "Create", "Pod", "big-launcher-0") == (
+        "MPIJobRunning",
+        "launcher pod created success: big-launcher-0",
+    )
+    assert succeeded_write(j, "Delete", "Pod", "big-worker-3") is None
+    assert succeeded_write(j, "Create", "Service", "big-worker-3") is None
+    assert succeeded_write(j, "Create", "Pod", "big-tensorboard") is None
+    after = pod("big-launcher-0", "2", ("mpi", exited(1)))
+    assert exited_with_code(j, None, after) is None
+    # written as mpi-operator's (v2beta1, or no annotation): none at all
+    assert succeeded_write(job("kubeflow.org/v2beta1", "MPIJob"), "Create", "Pod", "big-worker-3") is None
+
+
+async def test_a_training_operator_mpijobs_pod_creates_are_recorded_within_the_budget() -> None:
+    server, j = Server(), v1_mpijob()
+    w = writer(server, j)
+    mpi_ref = job_resources_in(["kubeflow.org"])["MPIJob.kubeflow.org"]
+    pods = [{"metadata": {"name": f"big-worker-{i}", "namespace": "ns"}} for i in range(2)]
+    await w._create_pods("MPIJob.kubeflow.org/ns/big", mpi_ref, j, pods, [])
+    await w._create_pods(
+        "MPIJob.kubeflow.org/ns/big", mpi_ref, j, [{"metadata": {"name": "big-launcher-0"}}], []
+    )
+    await w.recorder.flush()
+    assert sorted((e["type"], e["reason"], e["message"]) for e in server.events()) == [
+        ("Normal", "MPIJobRunning", "launcher pod created success: big-launcher-0"),
+        ("Normal", "SuccessfulCreatePod", "Created worker pod: big-worker-0"),
+        ("Normal", "SuccessfulCreatePod", "Created worker pod: big-worker-1"),
+    ]
