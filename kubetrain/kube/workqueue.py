@@ -38,9 +38,10 @@ Guarantees:
 
 client-go's work queue series (kubetrain.serving.crmetrics, `name`=`controller`=the queue's
 name) are kept where client-go keeps them (util/workqueue queue.go, delaying_queue.go,
-metrics.go `defaultQueueMetrics`), on the injected clock: `workqueue_adds_total` and
-`workqueue_depth` +1 per add that is not deduplicated (a key re-added while processing counts:
-it waits too), depth -1 per hand-out; `workqueue_queue_duration_seconds` from a key's first
+metrics.go `defaultQueueMetrics`), on the injected clock: `workqueue_adds_total` +1 per add
+that is not deduplicated; `workqueue_depth` (+1 per such add, -1 per hand-out upstream) is the
+number of keys added and not handed out yet, read when scraped (a key re-added while processing
+counts: it waits too); `workqueue_queue_duration_seconds` from a key's first
 such add to its hand-out; `workqueue_work_duration_seconds` from hand-out to `done`;
 `workqueue_retries_total` +1 per `add_after` (so per `add_at` and `add_rate_limited`) before a
 shut-down; `workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds`
@@ -132,6 +133,7 @@ class WorkQueue(Generic[K]):
         self._started_at: dict[K, float] = {}  # key -> its hand-out not done yet
         this = weakref.ref(self)  # the latest queue of a name is the one scraped
         self._series.unfinished.set_function(lambda: _ages(this, sum))
+        self._series.depth.set_function(lambda: float(len(q._dirty)) if (q := this()) is not None else 0.0)
         self._series.longest.set_function(lambda: _ages(this, max))
 
     # --- adding ---------------------------------------------------------------------------------
@@ -144,7 +146,6 @@ class WorkQueue(Generic[K]):
             handle.cancel()
         self._dirty.add(key)
         self._series.adds.inc()
-        self._series.depth.inc()
         if key not in self._added_at:
             self._added_at[key] = self._clock.monotonic()
         if key in self._processing:
@@ -219,7 +220,6 @@ class WorkQueue(Generic[K]):
         self._processing.add(key)
         self._dirty.discard(key)
         now = self._clock.monotonic()
-        self._series.depth.dec()
         self._started_at[key] = now
         added = self._added_at.pop(key, None)
         if added is not None:

@@ -24,7 +24,8 @@ key's prefix (the part before the first `/`: a job resource id, a cron group) na
 controller (`controller_of`). `start_workers` initialises the series of every prefix in
 `key_prefixes()` (`initMetrics`: counters at 0, max_concurrent_reconciles = the worker count,
 which every controller of the loop shares). Per hand-out (`processNextWorkItem`,
-`reconcileHandler`): active_workers up while it runs; reconcile_time_seconds its duration;
+`reconcileHandler`): active_workers up while it runs (a count read when scraped);
+reconcile_time_seconds its duration;
 reconcile_total{result=success} when `reconcile` returns, `requeue_after` when it returns leaving
 a delayed re-add of its key pending (a wake-up it asked for: controller-runtime's
 `Result.RequeueAfter`), `error` (and reconcile_errors_total) when it raises; an exception other
@@ -45,7 +46,7 @@ from kubetrain.kube.client import ApiError
 from kubetrain.kube.events import EventRecorder
 from kubetrain.kube.informer import Informer
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.serving.crmetrics import ControllerSeries, controller_series
+from kubetrain.serving.crmetrics import ACTIVE_WORKERS, ControllerSeries, controller_series
 
 
 class ReconcileLoop:
@@ -59,6 +60,7 @@ class ReconcileLoop:
     recorder: EventRecorder
     _workers: list[asyncio.Task[None]]
     _series: dict[str, ControllerSeries]
+    _active: dict[str, int]  # prefix -> workers reconciling one of its keys now
     _worker_count = 0
 
     async def reconcile(self, key: str) -> None:
@@ -77,6 +79,7 @@ class ReconcileLoop:
         """`count` worker tasks named `<name> <i>`."""
         self._worker_count = count
         self._series = {}
+        self._active = {}
         for prefix in self.key_prefixes():
             self._series_of(prefix)
         self._workers = [asyncio.create_task(self._worker(), name=f"{name} {i}") for i in range(count)]
@@ -84,7 +87,11 @@ class ReconcileLoop:
     def _series_of(self, prefix: str) -> ControllerSeries:
         series = self._series.get(prefix)
         if series is None:
-            series = self._series[prefix] = controller_series(self.controller_of(prefix), self._worker_count)
+            controller = self.controller_of(prefix)
+            series = self._series[prefix] = controller_series(controller, self._worker_count)
+            active = self._active
+            active[prefix] = 0
+            ACTIVE_WORKERS.labels(controller).set_function(lambda: float(active.get(prefix, 0)))
         return series
 
     async def stop_workers(self) -> None:
@@ -110,8 +117,9 @@ class ReconcileLoop:
 
     async def _worker(self) -> None:
         while (key := await self.queue.get()) is not None:
-            series = self._series_of(key.partition("/")[0])
-            series.active.inc()
+            prefix = key.partition("/")[0]
+            series = self._series_of(prefix)
+            self._active[prefix] += 1
             started = time.perf_counter()
             try:
                 await self.reconcile(key)
@@ -131,5 +139,5 @@ class ReconcileLoop:
                 self.queue.add_rate_limited(key)
             finally:
                 series.time.observe(time.perf_counter() - started)
-                series.active.dec()
+                self._active[prefix] -= 1
                 self.queue.done(key)

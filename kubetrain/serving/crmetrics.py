@@ -164,12 +164,12 @@ class ControllerSeries:
     panics: Counter
     time: Histogram
     max_workers: Gauge
-    active: Gauge
 
 
 def controller_series(controller: str, workers: int) -> ControllerSeries:
     """The series of `controller`, initialised as controller-runtime's `initMetrics` does: every
-    counter present at 0, max_concurrent_reconciles = `workers`, active_workers = 0."""
+    counter present at 0, max_concurrent_reconciles = `workers`. (active_workers is read from
+    the loop when scraped: `ACTIVE_WORKERS.labels(controller).set_function(...)`.)"""
     series = ControllerSeries(
         success=RECONCILE_TOTAL.labels(controller, "success"),
         error=RECONCILE_TOTAL.labels(controller, "error"),
@@ -180,10 +180,8 @@ def controller_series(controller: str, workers: int) -> ControllerSeries:
         panics=RECONCILE_PANICS.labels(controller),
         time=RECONCILE_TIME.labels(controller),
         max_workers=MAX_CONCURRENT_RECONCILES.labels(controller),
-        active=ACTIVE_WORKERS.labels(controller),
     )
     series.max_workers.set(workers)
-    series.active.set(0)
     return series
 
 
