@@ -250,6 +250,9 @@ class Framework:
     # training-operator's `GetFrameworkName()` of the kind: the `framework` label of its
     # training_operator_jobs_* metrics (kubetrain.operator.upstreammetrics).
     kubeflow_framework_name: str = ""
+    # KubeDL's `controllerName` of the kind (its controllers/<framework>/): the `controller` label
+    # of controller-runtime's series for the training.kubedl.io kind (operator.controllernames).
+    kubedl_controller_name: str = ""
 
     def converted_model(self, version: str) -> type[JobBase] | None:
         """The model of a version served through conversion (its CRD schema)."""

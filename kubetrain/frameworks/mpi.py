@@ -78,6 +78,7 @@ class MPI(Framework):
     kind = "MPIJob"
     kubeflow_framework_name = "mpi"  # training-operator's GetFrameworkName()
     kubedl_kind = True
+    kubedl_controller_name = "MPIController"  # KubeDL's controllerName
     plural = "mpijobs"
     singular = "mpijob"
     short_names: tuple[str, ...] = ("mpij",)

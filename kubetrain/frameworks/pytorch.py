@@ -28,6 +28,7 @@ class PyTorch(Framework):
     kind = "PyTorchJob"
     kubeflow_framework_name = "pytorch"  # training-operator's GetFrameworkName()
     kubedl_kind = True
+    kubedl_controller_name = "PytorchController"  # KubeDL's controllerName
     plural = "pytorchjobs"
     singular = "pytorchjob"
     short_names: tuple[str, ...] = ("ptj",)

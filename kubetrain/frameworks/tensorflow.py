@@ -18,6 +18,7 @@ class TensorFlow(Framework):
     kind = "TFJob"
     kubeflow_framework_name = "tensorflow"  # training-operator's GetFrameworkName()
     kubedl_kind = True
+    kubedl_controller_name = "TensorFlowController"  # KubeDL's controllerName
     plural = "tfjobs"
     singular = "tfjob"
     short_names: tuple[str, ...] = ("tfj",)

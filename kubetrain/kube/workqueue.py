@@ -35,6 +35,18 @@ Guarantees:
 - `shutdown()` makes `get()` return None to every waiting and future caller; adds are ignored.
 - `len(queue)` is the number of keys ready now; it is exported as the Prometheus gauge
   `kubetrain_workqueue_depth{queue=<name>}`.
+
+client-go's work queue series (kubetrain.serving.crmetrics, `name`=`controller`=the queue's
+name) are kept where client-go keeps them (util/workqueue queue.go, delaying_queue.go,
+metrics.go `defaultQueueMetrics`), on the injected clock: `workqueue_adds_total` +1 per add
+that is not deduplicated; `workqueue_depth` (+1 per such add, -1 per hand-out upstream) is the
+number of keys added and not handed out yet, read when scraped (a key re-added while processing
+counts: it waits too); `workqueue_queue_duration_seconds` from a key's first
+such add to its hand-out; `workqueue_work_duration_seconds` from hand-out to `done`;
+`workqueue_retries_total` +1 per `add_after` (so per `add_at` and `add_rate_limited`) before a
+shut-down; `workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds`
+the summed and the longest age of the hand-outs not yet done, computed when scraped (client-go
+refreshes them every 500 ms). A batched add counts when its window ends and it becomes an add.
 """
 
 from __future__ import annotations
@@ -43,12 +55,14 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import weakref
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
 from typing import Generic, TypeVar
 
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.serving.crmetrics import queue_series
 from kubetrain.serving.metrics import QUEUE_DEPTH
 
 K = TypeVar("K", bound=Hashable)
@@ -80,6 +94,15 @@ class ExponentialBackoff(Generic[K]):
         return self._failures.get(key, 0)
 
 
+def _ages(queue: weakref.ReferenceType[WorkQueue[K]], fold: Callable[[Iterable[float]], float]) -> float:
+    """`fold` (sum, max) of the ages of `queue`'s hand-outs not yet done; 0 with none."""
+    q = queue()
+    if q is None or not q._started_at:
+        return 0.0
+    now = q._clock.monotonic()
+    return fold(now - started for started in q._started_at.values())
+
+
 class WorkQueue(Generic[K]):
     def __init__(
         self,
@@ -105,6 +128,13 @@ class WorkQueue(Generic[K]):
         self._batched: dict[K, asyncio.TimerHandle] = {}
         self._gauge = QUEUE_DEPTH.labels(queue=name)
         self._gauge.set(0)
+        self._series = queue_series(name)
+        self._added_at: dict[K, float] = {}  # key -> its first add not handed out yet
+        self._started_at: dict[K, float] = {}  # key -> its hand-out not done yet
+        this = weakref.ref(self)  # the latest queue of a name is the one scraped
+        self._series.unfinished.set_function(lambda: _ages(this, sum))
+        self._series.depth.set_function(lambda: float(len(q._dirty)) if (q := this()) is not None else 0.0)
+        self._series.longest.set_function(lambda: _ages(this, max))
 
     # --- adding ---------------------------------------------------------------------------------
     def add(self, key: K) -> None:
@@ -115,6 +145,9 @@ class WorkQueue(Generic[K]):
         if handle is not None:
             handle.cancel()
         self._dirty.add(key)
+        self._series.adds.inc()
+        if key not in self._added_at:
+            self._added_at[key] = self._clock.monotonic()
         if key in self._processing:
             return  # handed out again by done()
         self._push(key)
@@ -123,6 +156,7 @@ class WorkQueue(Generic[K]):
         """Make `key` ready after `seconds` (immediately when `seconds <= 0`)."""
         if self._shutting_down:
             return
+        self._series.retries.inc()
         if seconds <= 0:
             self.add(key)
             return
@@ -185,10 +219,18 @@ class WorkQueue(Generic[K]):
         self._gauge.set(len(self._queue))
         self._processing.add(key)
         self._dirty.discard(key)
+        now = self._clock.monotonic()
+        self._started_at[key] = now
+        added = self._added_at.pop(key, None)
+        if added is not None:
+            self._series.queue_duration.observe(now - added)
         return key
 
     def done(self, key: K) -> None:
         """Mark `key` finished; if it was re-added meanwhile it becomes ready again now."""
+        started = self._started_at.pop(key, None)
+        if started is not None:
+            self._series.work_duration.observe(self._clock.monotonic() - started)
         self._processing.discard(key)
         if key in self._dirty and not self._shutting_down:
             self._push(key)

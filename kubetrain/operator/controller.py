@@ -57,6 +57,7 @@ from kubetrain.operator.adoption import KUBEFLOW
 from kubetrain.operator.adoption_kubedl import KUBEDL
 from kubetrain.operator.apply import PlanApplier
 from kubetrain.operator.controllerconfig import ControllerConfig
+from kubetrain.operator.controllernames import job_resource_controller
 from kubetrain.operator.gang_api import PodGroupApi
 from kubetrain.operator.jobevents import JobEvents
 from kubetrain.operator.keys import (
@@ -244,6 +245,12 @@ class Controller(JobEvents, ReconcileLoop):
         self._started = False
 
     # --- reconcile --------------------------------------------------------------------------------
+    def controller_of(self, prefix: str) -> str:
+        return job_resource_controller(prefix)  # a key's prefix is its job resource id
+
+    def key_prefixes(self) -> list[str]:
+        return list(self.job_resources)
+
     def observe(self, kind: str, namespace: str, name: str) -> Observed:
         """The job's children as the cache holds them (no API call)."""
         group = None

@@ -42,6 +42,7 @@ from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef, j
 from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.operator import cronmetrics
 from kubetrain.operator.apigroups import PART_OF_LABEL, PART_OF_VALUE, ApiGroupRefused
+from kubetrain.operator.controllernames import cron_controller
 from kubetrain.operator.loop import ReconcileLoop
 from kubetrain.operator.writes import namespace_closed
 
@@ -106,6 +107,13 @@ class CronController(ReconcileLoop):
         self._workers: list[asyncio.Task[None]] = []
         self.served: list[str] | None = None  # the cron groups with a usable CRD, once checked
         self.started = False
+
+    def controller_of(self, prefix: str) -> str:
+        ref = CRON_RESOURCES.get(prefix)  # a key's prefix is its cron group
+        return cron_controller(prefix, ref.kind if ref is not None else "")
+
+    def key_prefixes(self) -> list[str]:
+        return list(self.served or ())
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def check(self) -> None:

@@ -34,7 +34,8 @@ denial). The series of a namespace are removed when the namespace is deleted
 (`kubetrain_job_*`) when the job is deleted (`forget_job`, called from the controller's job
 watch; kubetrain.operator.progressgauges registers what it exported with `on_forget_job`).
 Series defined elsewhere in this registry (the replaced operators' names,
-kubetrain.operator.upstreammetrics) are forgotten through the hooks `on_forget_job` and
+kubetrain.operator.upstreammetrics; controller-runtime's, kubetrain.serving.crmetrics, which
+have no namespace) are forgotten through the hooks `on_forget_job` and
 `on_forget_namespace` registers.
 """
 

@@ -64,6 +64,7 @@ from kubetrain.webhook.processes import MAX_QUEUE, PROCESS_BYTES, TIME_LIMIT, Re
 from kubetrain.webhook.quietgc import decided_without_collections
 from kubetrain.webhook.reads import Answer, JobReader, answer_scale, answer_trainer
 from kubetrain.webhook.refusals import Refusal, refuse
+from kubetrain.webhook.requestmetrics import instrumented
 from kubetrain.webhook.review import AdmissionRequest, BadReview
 from kubetrain.webhook.tiers import INLINE_MAX_BYTES, decided_inline
 from kubetrain.webhook.trainer import TrainerReader, needs_read
@@ -76,6 +77,9 @@ __all__ = ["JobReader", "WebhookServer"]
 MAX_BODY_BYTES = 7 * 1024 * 1024
 MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 REVIEW_THREADS = 4
+# The paths the API server calls (kubetrain.webhook.configurations): the `webhook` label of
+# controller-runtime's webhook series (kubetrain.webhook.requestmetrics).
+WEBHOOK_PATHS = ("/mutate", "/validate", "/convert")
 ABORT_GRACE = 1.0
 JSON_CONTENT_TYPES = frozenset({"application/json"})
 
@@ -172,7 +176,10 @@ class WebhookServer:
 
     def build_app(self) -> web.Application:
         # Bodies are read (and limited) by hand so that an oversized one gets a clear 400.
-        app = web.Application(client_max_size=self.max_body_bytes + 1, middlewares=[self.guard.middleware])
+        app = web.Application(
+            client_max_size=self.max_body_bytes + 1,
+            middlewares=[instrumented(WEBHOOK_PATHS), self.guard.middleware],
+        )
         app.router.add_post("/mutate", self._handle_mutate)
         app.router.add_post("/validate", self._handle_validate)
         app.router.add_post("/convert", self._handle_convert)
