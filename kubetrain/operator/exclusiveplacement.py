@@ -14,9 +14,9 @@ the rest of the planner; the node labels come from the controller's Node cache
   `ExclusivePlacementBlocked` (reason `NodeMissingTopologyLabel`) names the node and the key,
   with a Warning event when it starts or changes; removed once every follower can be placed.
 - A leader scheduled in another domain than its live followers select (it was deleted and
-  made again elsewhere): all the job's followers are deleted, to be made again in the
+  made again elsewhere): all the job's live followers are deleted, to be made again in the
   leader's domain — JobSet's pod controller (`validatePodPlacements`, `deleteFollowerPods`),
-  with a Warning event `ExclusivePlacementViolation`.
+  with a Warning event `ExclusivePlacementViolation`. A finished follower is kept (`repair`).
 """
 
 from __future__ import annotations
@@ -78,12 +78,17 @@ class Placement:
         return True
 
     def repair(self) -> None:
-        """Followers of a job outside its leader's domain: every follower of that job deleted.
-        Only pods carrying the annotation count (pod_controller.go `IndexPodJob`): a job's pods
-        made before its placement was applied are left as they run."""
+        """Followers of a job outside its leader's domain: every live follower of that job
+        deleted. Only pods carrying the annotation count (pod_controller.go `IndexPodJob`): a
+        job's pods made before its placement was applied are left as they run. A finished
+        follower is left too: it holds no place in a domain, and its work is done — JobSet's pod
+        controller deletes it as well, but the Job controller has counted its completion index
+        and makes no pod for it again, where kubetrain would make (and run) it again."""
         by_job: dict[Slot, list[Mapping[str, Any]]] = {}
         for (group, index), pod in self.slots.items():
             if exclusive.is_leader(pod) or terminating(pod) or pod_name(pod) in self.r.deleting:
+                continue
+            if pod_phase(pod) in ("Succeeded", "Failed"):  # a Failed one: groupfailure's
                 continue
             if exclusive.topology_key(pod) is None:
                 continue

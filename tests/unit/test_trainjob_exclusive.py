@@ -246,6 +246,27 @@ def test_followers_outside_a_recreated_leaders_domain_are_deleted_to_follow_it()
     assert plan([moved, *unplaced], nodes).delete_pods == []
 
 
+def test_a_finished_follower_is_not_moved_to_a_recreated_leaders_domain() -> None:
+    """A follower that Succeeded holds no place in a domain (the scheduler counts no finished
+    pod) and its work is done: under JobSet the pod controller deletes it too, but the Job
+    controller has counted its completion index and makes no pod for it again. It is kept, and
+    only the live followers move; with every follower finished nothing is deleted."""
+    nodes = {"n1": node("n1", **{ZONE: "zone-a"}), "n2": node("n2", **{ZONE: "zone-b"})}
+    leader = running(plan([], {}).create_pods[0], "n1")
+    followers = [running(f, "n1") for f in plan([leader], nodes).create_pods]
+    done = copy.deepcopy(followers)
+    for f in done:
+        f["status"]["phase"] = "Succeeded"
+    moved = copy.deepcopy(leader)
+    moved["spec"]["nodeName"] = "n2"  # the leader failed and was made again, now in zone-b
+    p = plan([moved, done[0], followers[1]], nodes)
+    assert p.delete_pods == ["tj-node-0-2"]
+    assert [e.reason for e in p.events if e.type == "Warning"] == ["ExclusivePlacementViolation"]
+    p = plan([moved, *done], nodes)
+    assert p.delete_pods == [] and p.create_pods == []
+    assert [e.reason for e in p.events if e.type == "Warning"] == []
+
+
 def test_the_node_selector_strategy_selects_the_namespaced_job_and_tolerates_its_taint() -> None:
     """constructJob with the node-selector flag: every pod at once, nodeSelector
     `alpha.jobset.sigs.k8s.io/namespaced-job: <ns>_<job>` and the no-schedule toleration;
