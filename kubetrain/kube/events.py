@@ -23,6 +23,17 @@
   warning, but an Event the server refuses as already existing or because its namespace is
   being terminated, which client-go's recorder drops quietly (`recordEvent`, V(5)): a
   namespace's deletion does not fill the log.
+- Pending background writes are bounded, as client-go's broadcaster queue is
+  (tools/record/event.go `NewBroadcaster`: `maxQueuedEvents` 1000, `watch.DropIfChannelFull`;
+  `generateEvent` drops what `ActionOrDrop` cannot queue): with `max_pending` (1000) emitted
+  events not yet written — the API server slow or unavailable — another one is dropped before
+  anything is made for it, counted in `kubetrain_events_dropped_total{reason="queue_full"}`,
+  and logged once a minute at most (client-go logs each one). Budgeted events are dropped from
+  half of the bound on, so per-pod events never take the room of a job's own (its Failed or
+  Succeeded Event, a FailedCreatePod warning). `event()` is awaited by its caller and not
+  counted. Nothing is retried here: a write is one request, which the transport bounds (its
+  request timeout; a 429 retried at most 3 times), where client-go sleeps 10 s between up to
+  12 tries (`recordToSink`, `maxTriesPerEvent`).
 Messages longer than 1024 characters are truncated (the events.k8s.io limit).
 """
 
@@ -42,6 +53,7 @@ from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.eventbudget import EventBudget
 from kubetrain.kube.resources import EVENTS
+from kubetrain.serving.metrics import EVENTS_DROPPED
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +61,9 @@ Obj = dict[str, Any]
 MAX_MESSAGE = 1024
 NAMESPACE_TERMINATING = "NamespaceTerminating"  # v1.NamespaceTerminatingCause
 EVENT_TYPES = ("Normal", "Warning")
+MAX_PENDING = 1000  # client-go's maxQueuedEvents (tools/record/event.go)
+DROP_LOG_INTERVAL = 60.0  # seconds between two "events dropped" warnings
+_QUEUE_FULL = EVENTS_DROPPED.labels(reason="queue_full")
 
 
 def quietly_refused(err: ApiError) -> bool:
@@ -94,7 +109,10 @@ class EventRecorder:
         host: str | None = None,
         cache_size: int = 4096,
         clock: Clock | None = None,
+        max_pending: int = MAX_PENDING,
     ) -> None:
+        if max_pending < 2:
+            raise ValueError(f"EventRecorder max_pending must be an integer >= 2, not {max_pending!r}")
         self.client = client
         self.component = component
         self.host = host if host is not None else socket.gethostname()
@@ -107,10 +125,22 @@ class EventRecorder:
         self._pending: set[asyncio.Task[None]] = set()
         self._one_budgeted = asyncio.Lock()  # budgeted events are written one at a time
         self._last_nanos = 0
+        self.max_pending = max_pending
+        self._unlogged_drops = 0  # dropped (queue full) since the last warning
+        self._drop_logged_at: float | None = None
+
+    @property
+    def pending(self) -> int:
+        """Emitted events not yet written (or failed): at most `max_pending`."""
+        return len(self._pending)
 
     def emit(self, obj: Obj, type_: str, reason: str, message: str, *, budgeted: bool = False) -> None:
-        """Record in the background; never blocks, never raises. A budgeted event over its
-        object's budget is dropped here, before any task is made for it."""
+        """Record in the background; never blocks, never raises. An event beyond the bound of
+        pending writes (half of it for a budgeted one), or a budgeted event over its object's
+        budget, is dropped here, before any task is made for it."""
+        if len(self._pending) >= (self.max_pending // 2 if budgeted else self.max_pending):
+            self._queue_full(obj, type_, reason)
+            return
         event = self._prepare(obj, type_, reason, message, budgeted)
         if event is None:
             return
@@ -171,6 +201,28 @@ class EventRecorder:
                 self._dropped.popitem(last=False)
             return None
         return _Event(namespace, type_, reason, message, key, combined, budgeted)
+
+    def _queue_full(self, obj: Obj, type_: str, reason: str) -> None:
+        _QUEUE_FULL.inc()
+        self._unlogged_drops += 1
+        now = self._clock.monotonic()
+        if self._drop_logged_at is not None and now - self._drop_logged_at < DROP_LOG_INTERVAL:
+            return
+        meta = obj.get("metadata") or {}
+        log.warning(
+            "%d event(s) dropped: %d Event writes pending, at most %d (half of it for per-pod "
+            "events); the API server is slow or unavailable. The latest: %s %s on %s %s/%s",
+            self._unlogged_drops,
+            len(self._pending),
+            self.max_pending,
+            type_,
+            reason,
+            obj.get("kind"),
+            meta.get("namespace"),
+            meta.get("name"),
+        )
+        self._unlogged_drops = 0
+        self._drop_logged_at = now
 
     def _failed(self, obj: Obj, type_: str, reason: str, err: object) -> None:
         meta = obj.get("metadata") or {}

@@ -19,6 +19,7 @@ applications are not affected by whatever else registers into prometheus_client'
 | `kubetrain_workqueue_depth` | gauge | queue |
 | `kubetrain_webhook_request_duration_seconds` | histogram | webhook, operation, kind, result |
 | `kubetrain_api_requests_total` | counter | verb, code |
+| `kubetrain_events_dropped_total` | counter | reason |
 | `kubetrain_job_progress_ratio` | gauge | kind, namespace, name |
 | `kubetrain_job_eta_seconds` | gauge | kind, namespace, name |
 | `kubetrain_job_metric` | gauge | kind, namespace, name, metric |
@@ -167,6 +168,15 @@ API_REQUESTS = Counter(
     ["verb", "code"],
     registry=REGISTRY,
 )
+# Events the EventRecorder (kubetrain.kube.events) did not write: reason "queue_full", its bound
+# of pending writes reached.
+EVENTS_DROPPED = Counter(
+    "kubetrain_events_dropped_total",
+    "Events not written, by reason: queue_full (the bound of pending Event writes reached, the "
+    "API server slow or unavailable).",
+    ["reason"],
+    registry=REGISTRY,
+)
 # The cyclic garbage collector stops the whole process; kubetrain.serving.gcpause observes each
 # collection, kubetrain.serving.gcfreeze decides when to freeze the long-lived objects.
 GC_PAUSE = Histogram(
@@ -227,6 +237,7 @@ def forget_namespace(namespace: str) -> int:
 
 __all__ = [
     "API_REQUESTS",
+    "EVENTS_DROPPED",
     "GC_FROZEN",
     "GC_PAUSE",
     "JOBS_CREATED",
