@@ -46,6 +46,7 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
 from kubetrain.jobs import jobsetplacement as exclusive
+from kubetrain.jobs import jobsuccess
 from kubetrain.jobs.trainjob import (
     envinjection,
     failurepolicy,
@@ -262,6 +263,7 @@ APPLIED_JOB_FIELDS = (
     "activeDeadlineSeconds",
     "backoffLimitPerIndex",
     "maxFailedIndexes",
+    "successPolicy",
     "template",
 )
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
@@ -377,4 +379,8 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     errors += podfailurepolicy.validate(jobset_spec, "spec.template.spec")
+    for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
+        job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
+        if isinstance(job_spec, Mapping):
+            errors += jobsuccess.validate(job_spec, f"{path}[{i}].template.spec")
     return errors
