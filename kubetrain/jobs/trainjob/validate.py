@@ -20,7 +20,7 @@ webhook), a replicated job named `node`, dependsOn naming other replicated jobs 
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
 single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
 a replicated job's `podFailurePolicy`, `activeDeadlineSeconds`, `backoffLimitPerIndex` and
-`maxFailedIndexes` (`podfailurepolicy.validate`);
+`maxFailedIndexes` (`podfailurepolicy.validate`) and `successPolicy` (`jobsuccess.validate`);
 a warning without the `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
@@ -297,7 +297,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `successPolicy`, `podReplacementPolicy`, …) and what of JobSet's
+    Job controller would: `podReplacementPolicy`, `ttlSecondsAfterFinished`, …) and what of JobSet's
     exclusive placement cannot work (`jobsetplacement.runtime_warnings`)."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
