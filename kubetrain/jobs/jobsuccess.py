@@ -24,6 +24,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid, required
 
+FIELD = "successPolicy"  # batch/v1 JobSpec's (not a framework's field of the same name)
 REASON = "SuccessPolicy"  # batch/v1 JobReasonSuccessPolicy
 MESSAGE = "Matched rules at index"  # matchSuccessPolicy's message, then the rule's index
 MAX_RULES = 20  # maxSuccessPolicyRule
@@ -42,7 +43,7 @@ class SuccessRule:
 def rules_of(job_spec: Mapping[str, Any]) -> tuple[SuccessRule, ...]:
     """The rules of a Job spec's `successPolicy` (none when absent or malformed: admission
     refuses those, `validate`)."""
-    policy = job_spec.get("successPolicy")
+    policy = job_spec.get(FIELD)
     rules = policy.get("rules") if isinstance(policy, Mapping) else None
     out: list[SuccessRule] = []
     for rule in rules if isinstance(rules, list) else ():
@@ -120,10 +121,10 @@ def validate(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
     """Every problem of a Job spec's `successPolicy`; `path`: the Job spec's. The Job's
     completions are its template's `completions` when set (unset: the range checks wait for the
     run, where an index past them is ignored)."""
-    policy = job_spec.get("successPolicy")
+    policy = job_spec.get(FIELD)
     if policy is None:
         return []
-    base = f"{path}.successPolicy"
+    base = f"{path}.{FIELD}"
     if not isinstance(policy, Mapping):
         return [invalid(base, "must be an object with a list of rules")]
     errors: list[FieldError] = []

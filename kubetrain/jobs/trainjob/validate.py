@@ -263,7 +263,7 @@ APPLIED_JOB_FIELDS = (
     "activeDeadlineSeconds",
     "backoffLimitPerIndex",
     "maxFailedIndexes",
-    "successPolicy",
+    jobsuccess.FIELD,
     "template",
 )
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
