@@ -5,8 +5,9 @@ A rule names `succeededIndexes` ("0-3,5": ordered, non-overlapping intervals of 
 indexes), `succeededCount`, or both. It matches (`success_policy.go`, `matchSuccessPolicy` and
 `matchSucceededIndexesRule`), given at least one succeeded index: with indexes only, when every
 named index succeeded; with both, when at least `succeededCount` of the named indexes did; with
-a count only, when at least `succeededCount` indexes did. At run time an index past the Job's
-completions is ignored and a rule left without an index is skipped (`parseIndexesFromString`).
+a count only, when at least `succeededCount` indexes did. At run time indexes are read as
+`parseIndexesFromString` reads them (`run_indexes`: past the Job's completions ignored) and a
+rule left without an index is skipped.
 The first rule that matches makes the Job succeed: condition SuccessCriteriaMet then Complete,
 reason `SuccessPolicy`, message "Matched rules at index <i>"; its other pods are terminated.
 
@@ -18,6 +19,7 @@ increasing order; `succeededCount` ≥ 0, ≤ `completions` and ≤ the number o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +32,7 @@ MESSAGE = "Matched rules at index"  # matchSuccessPolicy's message, then the rul
 MAX_RULES = 20  # maxSuccessPolicyRule
 MAX_INDEXES_LENGTH = 64 * 1024  # maxJobSuccessPolicySucceededIndexesLimit
 INDEXED = "Indexed"
+ATOI = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.Atoi takes
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,22 @@ def parse_indexes(text: str, completions: int) -> tuple[frozenset[int], str | No
 
 
 def run_indexes(text: str, completions: int) -> frozenset[int]:
-    """The indexes a rule names at run time: those parsed before any problem
-    (`parseIndexesFromString` stops at the first, and at an index past `completions`)."""
-    return parse_indexes(text, completions)[0]
+    """The indexes a rule names at run time, as `parseIndexesFromString` reads them: an
+    interval that is no integer is skipped, one starting at or past `completions` ends the list,
+    one ending past it is cut at `completions - 1`."""
+    found: set[int] = set()
+    for interval in text.split(",") if text else ():
+        limits = interval.split("-")
+        if not ATOI.fullmatch(limits[0]):
+            continue
+        first = int(limits[0])
+        if first >= completions:
+            break
+        if len(limits) > 1 and not ATOI.fullmatch(limits[1]):
+            continue
+        last = min(int(limits[1]), completions - 1) if len(limits) > 1 else first
+        found.update(range(max(first, 0), last + 1))
+    return frozenset(found)
 
 
 def matched_rule(rules: tuple[SuccessRule, ...], completions: int, succeeded: Collection[int]) -> int | None:

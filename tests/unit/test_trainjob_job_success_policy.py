@@ -75,7 +75,9 @@ def normal(p: Any) -> list[tuple[str, str]]:
         ([SuccessRule(None, 0)], {1}, 0),
         ([SuccessRule("1"), SuccessRule("0")], {0}, 1),  # the first rule that matches
         ([SuccessRule("7"), SuccessRule(None, 1)], {0}, 1),  # an index past completions is skipped
-        ([SuccessRule("0,x")], {0}, 0),  # parsed up to its first problem, as at run time
+        ([SuccessRule("x,0")], {0}, 0),  # at run time an interval that is no integer is skipped
+        ([SuccessRule("0-7")], {0, 1, 2, 3}, 0),  # an interval past completions is cut there
+        ([SuccessRule("5,0")], {0}, None),  # one starting past them ends the list: no index left
     ],
 )
 def test_rules_match_as_the_job_controller_matches_them(
