@@ -37,6 +37,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
+from kubetrain.jobs.jobsuccess import SuccessRule
 
 DEFAULT_JOB_BACKOFF_LIMIT = 6  # batch/v1 Job's
 # batch/v1's default backoffLimit of a Job with backoffLimitPerIndex (SetDefaults_Job: MaxInt32)
@@ -86,6 +87,10 @@ def _no_groups() -> Mapping[str, int]:
     return MappingProxyType({})
 
 
+def _no_success_rules() -> Mapping[str, tuple[SuccessRule, ...]]:
+    return MappingProxyType({})
+
+
 def _no_rules() -> Mapping[str, tuple[Mapping[str, Any], ...]]:
     return MappingProxyType({})
 
@@ -106,6 +111,8 @@ class FailureModel:
     index_limits: Mapping[str, int] = field(default_factory=_no_groups)
     # per group with `index_limits`, its Jobs' `maxFailedIndexes` (a group without one: no cap)
     max_failed_indexes: Mapping[str, int] = field(default_factory=_no_groups)
+    # per group, its Jobs' `successPolicy` rules (`jobsuccess.py`; a group without: none)
+    success_rules: Mapping[str, tuple[SuccessRule, ...]] = field(default_factory=_no_success_rules)
 
     def backoff_limit(self, group: str) -> int:
         return self.backoff_limits.get(group, DEFAULT_JOB_BACKOFF_LIMIT)

@@ -33,18 +33,21 @@ def missing_slots(
     *,
     earlier_attempt_left: bool = False,
     skip: Collection[Slot] = (),
+    done: Collection[Slot] = (),
 ) -> list[Slot]:
     """The slots to create pods for now. `current`: the pods of the current attempt by slot;
-    `held`: every pod holding a slot (any attempt, terminating or not)."""
+    `held`: every pod holding a slot (any attempt, terminating or not); `skip`: slots never made
+    again; `done`: slots of Jobs that succeeded by policy (Succeeded for `dependsOn`, never made
+    again)."""
     policy = shape.run_policy
     if policy.blocking_recreate and earlier_attempt_left:
         return []
     out: list[Slot] = []
     for name, group in shape.groups.items():
-        if not dependencies_met(shape, name, current):
+        if not dependencies_met(shape, name, current, done):
             continue  # waiting for its dependencies: it holds back no group after it
         for index in range(group.replicas):
-            if (name, index) in held or (name, index) in skip:
+            if (name, index) in held or (name, index) in skip or (name, index) in done:
                 continue
             if len(out) >= room:
                 return out

@@ -2,11 +2,10 @@
 group with a whole-gang policy (`JobShape.failure.gang`: a JobSet of batch Jobs, Trainer's
 TrainJob). Pure like the rest of the planner.
 
-Its run is recorded outside the job's status (`JobShape.recording`): the current attempt (whole-
-gang restarts so far), the restarts that count towards the policy's `max_restarts`, the failed
-pods per group and when the attempt began — `ReconcileDraft.record` in, `Plan.record` out when it
-changed. Pods bear their attempt in `recording.attempt_label`; a pod of an earlier attempt is
-deleted, and holds its slot until it is gone.
+Its run is recorded outside the job's status (`JobShape.recording`): the attempt (whole-gang
+restarts so far), the restarts counted towards `max_restarts`, the failed pods per group, when
+the attempt began — `ReconcileDraft.record` in, `Plan.record` out when changed. Pods bear their
+attempt (`recording.attempt_label`); an earlier attempt's pod is deleted, holding its slot.
 
 One reconcile, in order: suspend (every pod deleted, every job counted suspended), resume, the
 deadline (from creation or the last resume), the Service and what pods need first
@@ -16,9 +15,9 @@ deadline (from creation or the last resume), the Service and what pods need firs
 never made again); a Job failed (backoff limit, a FailJob rule, failed indexes, its own
 activeDeadlineSeconds in `jobdeadlines.py`; a Warning event each) goes to the gang policy —
 restart its pods alone (`jobrestarts.py`), restart every pod as a new attempt, or fail the job;
-success by the shape's rules, a progress stall, and the missing pods `creates.missing_slots`
-picks (a follower of an exclusively placed job once its leader's domain is known:
-`exclusiveplacement.py`). The per-group status (JobSet's `replicatedJobsStatus`, Trainer's
+Jobs succeeded by their success policy (`jobsuccess.py`), success by the shape's rules, a stall,
+and the missing pods `creates.missing_slots` picks (an exclusively placed job's follower once its
+leader's domain is known: `exclusiveplacement.py`). The per-group status (`replicatedJobsStatus`,
 `jobsStatus`) counts jobs of `ReplicaGroup.job_size` pods: `failed` is the failed Jobs.
 """
 
@@ -42,6 +41,7 @@ from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
 from kubetrain.operator.jobdeadlines import JOB_START_TIMES, JobDeadlines
 from kubetrain.operator.jobrestarts import JobRestarts
+from kubetrain.operator.jobsuccess import JobSuccess
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, terminating
 from kubetrain.operator.progressenv import config_map
 from kubetrain.operator.slots import phase_counts, slot_pods
@@ -65,7 +65,7 @@ class GroupActiveJob:
         self.reasons: dict[tuple[str, int], tuple[str, str]] = {}
         self.failed_slots: set[tuple[str, int]] = set()  # failed indexes' slots: never made again
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
-        self.deadlines = JobDeadlines(shape)  # the Jobs' own start times (read by `pods`)
+        self.deadlines, self.success = JobDeadlines(shape), JobSuccess(shape)  # start times, successes
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -124,9 +124,8 @@ class GroupActiveJob:
         return False
 
     def prerequisites(self) -> None:
-        """The objects pods need first (MPI: SSH Secret, hostfile ConfigMap): created, before any
-        pod, while a ConfigMap is missing (the Secret is create-only: 409 counts as done); a
-        ConfigMap's data replaced when it differs."""
+        """What pods need first (MPI: SSH Secret, hostfile ConfigMap): created before any pod while
+        a ConfigMap is missing (the Secret create-only: 409 is done); a ConfigMap's data kept."""
         r = self.r
         wanted = self.children.prerequisites()
         if not wanted:
@@ -163,10 +162,9 @@ class GroupActiveJob:
             self.r.plan.update_children.append({**current, "data": wanted["data"]})
 
     def gang(self) -> GangScheduler | bool | None:
-        """The gang scheduler new pods are made for (None: no gang), or False: pods must wait
-        (the PodGroup is being created, or not yet admitted by a scheduler that admits) — the
-        shared gang decision (`gang.decide`) for the scheduler the shape's own policy asks for,
-        told in events only (its status projection has no condition for it)."""
+        """The gang scheduler new pods are made for (None: no gang), or False: pods must wait (the
+        PodGroup being created, or not yet admitted) — `gang.decide` for the scheduler the shape's
+        policy asks for, told in events only (its status projection has no condition for it)."""
         r, wanted = self.r, self.shape.gang
         if wanted is None:
             return None
@@ -203,13 +201,14 @@ class GroupActiveJob:
             counted[RESTARTED_AT] = state[RESTARTED_AT]
         attempt = str(restarts)
         jobs = self.job_restarts = JobRestarts.read(shape, state)
-        self.deadlines = JobDeadlines.read(shape, state)
+        self.deadlines, self.success = JobDeadlines.read(shape, state), JobSuccess.read(shape, state)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
         every, _ = slot_pods(shape, r.pods)
         # The slots of the current attempt (of the gang and of each Job): success, failures and
         # dependencies count only them; a pod of a Job's earlier attempt is deleted.
         slots = {s: p for s, p in every.items() if self.attempt_of(p) == attempt and jobs.current(s, p)}
         r.delete([pod_name(p) for s, p in every.items() if s not in slots and not terminating(p)])
+        r.delete(self.success.drop(slots))  # Jobs that succeeded by policy: done (`jobsuccess.py`)
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
         failures, self.failed_jobs, self.failed_at = judged.failures, judged.failed_jobs, judged.failed_at
@@ -235,7 +234,8 @@ class GroupActiveJob:
             r.terminal(FAILED, verdict.reason, verdict.message, delete_active=True)
             self.write_group_statuses()  # the pods it deletes no longer active, as on success
             return {**state, "restarts": restarts, "failures": failures, **self.jobs_record()}
-        if shape.succeeded(phase_counts(shape, slots)):
+        self.success.apply(r, slots, self.failed_jobs)  # Jobs that succeed by policy now
+        if shape.succeeded(self.success.counts(phase_counts(shape, slots))):
             reason, message = shape.status.succeeded_as(r.title)
             r.terminal(SUCCEEDED, reason, message, delete_active=True)
             self.write_group_statuses()
@@ -264,13 +264,12 @@ class GroupActiveJob:
         slots: dict[tuple[str, int], Obj],
         every: Mapping[tuple[str, int], Obj],
     ) -> GangVerdict | None:
-        """The gang policy over the failed Jobs (`self.failed_jobs`, each with when it failed:
-        the reconcile's time when its pods tell none), one after the other as JobSet's
-        reconciles would take them: while it restarts the Job it picks (`failureorder`) alone, that
-        Job's pods are deleted (to be made again as its next attempt), its failures forgotten, the
-        restart recorded and told (a Warning event) and counted in the plan; then the next. The
-        verdict on the whole gang (restart it, or fail the job); None when every failed Job was
-        restarted alone (or there is no policy). `whole`: the whole-gang restarts that counted."""
+        """The gang policy over the failed Jobs (`self.failed_jobs`, each with when it failed, or
+        now), one by one as JobSet's reconciles take them: while it restarts the Job it picks
+        (`failureorder`) alone, that Job's pods are deleted (made again as its next attempt), its
+        failures and success forgotten, the restart recorded, told (Warning) and counted; then the
+        next. The verdict on the whole gang (restart it, or fail the job); None when every failed
+        Job was restarted alone (or no policy). `whole`: the whole-gang restarts that counted."""
         if policy is None:
             return None
         r, jobs = self.r, self.job_restarts
@@ -287,6 +286,7 @@ class GroupActiveJob:
             order.take(group, job)
             jobs.restart(group, job, verdict.counts)
             self.deadlines.forget(group, job)
+            self.success.forget(group, job)
             groupfailure.forget_job(self.shape, failures, group, job)
             for slot in jobs.slots(group, job):
                 pod = every.get(slot)
@@ -305,8 +305,8 @@ class GroupActiveJob:
         return None
 
     def jobs_record(self) -> Obj:
-        """The record's per-Job parts: single-Job restarts and start times."""
-        return {**self.job_restarts.record(), **self.deadlines.record()}
+        """The record's per-Job parts: single-Job restarts, start times, successes by policy."""
+        return {**self.job_restarts.record(), **self.deadlines.record(), **self.success.record()}
 
     def past_deadline(self, slots: Mapping[tuple[str, int], Obj]) -> None:
         """Jobs past their own activeDeadlineSeconds have failed (`jobdeadlines`), each told in a
@@ -324,10 +324,9 @@ class GroupActiveJob:
         return r.pods_not_starting(pods, self.shape.run_policy.start_deadline_seconds)
 
     def stalled(self, attempt: str) -> Obj | None:
-        """Progress deadline exceeded (`stall.check_attempt`, timed from the attempt's start): a
-        Warning event and a whole-gang restart, counted against the gang policy's
-        `max_restarts` while it leaves room (0 without a policy), else Failed. Returns the record
-        after it; None while the job is not stalled."""
+        """Progress deadline exceeded (`stall.check_attempt`, from the attempt's start): a Warning
+        event and a whole-gang restart, counted against the policy's `max_restarts` while it
+        leaves room (0 without a policy), else Failed. The record after it; None: not stalled."""
         r, state = self.r, self.r.record
         pods = [p for p in r.live_pods() if self.attempt_of(p) == attempt]
         verdict = stall.check_attempt(
@@ -370,8 +369,9 @@ class GroupActiveJob:
         r, shape = self.r, self.shape
         room = max(1, r.config.max_pod_creates)
         # One slot beyond the pass tells whether the next pass continues this one.
+        done = self.success.slots()  # Jobs that succeeded by policy (`jobsuccess.py`)
         missing = creates.missing_slots(
-            shape, slots, held, room + 1, earlier_attempt_left=earlier_left, skip=self.failed_slots
+            shape, slots, held, room + 1, earlier_attempt_left=earlier_left, skip=self.failed_slots, done=done
         )
         r.plan.creates_continue = len(missing) > room
         jobs, placement = self.job_restarts, Placement(r, shape, slots)  # exclusiveplacement.py
@@ -390,7 +390,7 @@ class GroupActiveJob:
     # --- the per-group status -----------------------------------------------------------------
     def write_group_statuses(self) -> None:
         """Per group, JobSet's replicatedJobsStatus (`groupstatus`), the failed Jobs counted."""
-        groupstatus.write(self.r, self.shape, self.failed_jobs)
+        groupstatus.write(self.r, self.shape, self.failed_jobs, self.success.done)
 
 
 def restarted(record: Mapping[str, Any], now: datetime) -> Obj:

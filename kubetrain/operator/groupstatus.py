@@ -1,12 +1,13 @@
 """The per-group status of a per-group shape (JobSet's `replicatedJobsStatus`, Trainer's
 `jobsStatus`): per group, how many of its batch Jobs (`ReplicaGroup.job_size` pods each) are
-ready, succeeded, failed (past their backoff limit, or failed by a pod failure rule or their
-deadline: the planner's failed Jobs) and active — written by the shape's status projection.
+ready, succeeded (every pod Succeeded, or by the Job's success policy), failed (past their
+backoff limit, or failed by a pod failure rule or their deadline: the planner's failed Jobs) and
+active — written by the shape's status projection.
 Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kubetrain.jobs.projection import GroupTally
 from kubetrain.jobs.shape import JobShape
@@ -19,8 +20,14 @@ def jobs_per_group(shape: JobShape) -> dict[str, int]:
     return {name: groupfailure.jobs_of(g) for name, g in shape.groups.items()}
 
 
-def write(r: ReconcileDraft, shape: JobShape, failed_jobs: Mapping[str, Sequence[int]]) -> None:
-    """The counts over the reconcile's pods (those it deletes left out), into `r.status`."""
+def write(
+    r: ReconcileDraft,
+    shape: JobShape,
+    failed_jobs: Mapping[str, Sequence[int]],
+    by_policy: Collection[tuple[str, int]] = (),
+) -> None:
+    """The counts over the reconcile's pods (those it deletes left out), into `r.status`; a
+    Job in `by_policy` (group, Job) succeeded by its success policy (`jobsuccess.py`)."""
     by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
     out: list[GroupTally] = []
     for name, jobs in jobs_per_group(shape).items():
@@ -31,7 +38,7 @@ def write(r: ReconcileDraft, shape: JobShape, failed_jobs: Mapping[str, Sequence
             pods = [by_name.get(shape.pod_name(name, k)) for k in slots]
             if j in failed_here:
                 failed += 1
-            elif all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
+            elif (name, j) in by_policy or all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
                 succeeded += 1
             elif any(p is not None and runpolicy.is_active_pod(p) for p in pods):
                 active += 1

@@ -10,6 +10,7 @@ with any other name is ignored: it counts for neither success, failure nor resta
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from kubetrain.frameworks.env import ReplicaCounts
@@ -86,12 +87,23 @@ def slot_of(name: str, prefixes: list[tuple[str, str]]) -> tuple[str, int] | Non
     return None
 
 
-def dependencies_met(shape: JobShape, group: str, slots: dict[tuple[str, int], dict[str, Any]]) -> bool:
+def dependencies_met(
+    shape: JobShape,
+    group: str,
+    slots: dict[tuple[str, int], dict[str, Any]],
+    succeeded: Collection[tuple[str, int]] = (),
+) -> bool:
     """Whether `group`'s missing pods may be created: every pod of each group it depends on
     (`ReplicaGroup.depends_on`) fills its slot, is not terminating, and is Running and Ready
-    (`Ready`; or Succeeded, when the dependency says so) or Succeeded (`Complete`)."""
+    (`Ready`; or Succeeded, when the dependency says so) or Succeeded (`Complete`). A slot in
+    `succeeded` (its batch Job succeeded by its success policy: JobSet counts the Job Complete)
+    counts as Succeeded whatever its pod."""
     for dependency in shape.groups[group].depends_on:
         for i in range(shape.count(dependency.group)):
+            if (dependency.group, i) in succeeded:
+                if dependency.state == COMPLETE or dependency.succeeded_is_ready:
+                    continue
+                return False
             pod = slots.get((dependency.group, i))
             if pod is None or terminating(pod):
                 return False

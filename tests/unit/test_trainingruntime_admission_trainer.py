@@ -67,8 +67,8 @@ def test_the_network_subdomain_is_an_rfc1035_label(subdomain: str, ok: bool) -> 
 
 def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None:
     """No Job object exists: of a replicated job's Job spec only parallelism, backoffLimit,
-    podFailurePolicy, activeDeadlineSeconds, backoffLimitPerIndex, maxFailedIndexes and the pod
-    template are used (completions: Trainer
+    podFailurePolicy, activeDeadlineSeconds, backoffLimitPerIndex, maxFailedIndexes, successPolicy
+    and the pod template are used (completions: Trainer
     writes the parallelism there). Trainer (with JobSet) would apply the others, so a runtime
     setting one is admitted with a warning per field rather than silently."""
     runtime = trainer_test_runtime("labelled")
@@ -89,9 +89,9 @@ def test_job_fields_kubetrain_does_not_apply_are_a_warning_naming_each() -> None
     assert runtime_warnings(runtime) == [
         f"spec.template.spec.replicatedJobs[2].template.spec.{key}: not applied: kubetrain creates "
         "the replicated job's pods itself, without a Job; of the Job spec it applies parallelism, "
-        "backoffLimit, podFailurePolicy, activeDeadlineSeconds, backoffLimitPerIndex, maxFailedIndexes "
-        "and template"
-        for key in ("successPolicy", "ttlSecondsAfterFinished")
+        "backoffLimit, podFailurePolicy, activeDeadlineSeconds, backoffLimitPerIndex, maxFailedIndexes, "
+        "successPolicy and template"
+        for key in ("ttlSecondsAfterFinished",)
     ]
     # Trainer's own runtimes set none
     for trainer_runtime in default_runtimes():

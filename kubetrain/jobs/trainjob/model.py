@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.jobs.jobsuccess import SuccessRule
 from kubetrain.jobs.trainjob.mlenv import MLPolicyEnv
 from kubetrain.jobs.trainjob.volumeclaims import VolumeClaim
 
@@ -31,6 +32,8 @@ class Step:
     # The Job's `backoffLimitPerIndex` and `maxFailedIndexes` (None: unset).
     backoff_limit_per_index: int | None = None
     max_failed_indexes: int | None = None
+    # The Job's `successPolicy.rules` (jobsuccess.py; none: a Job succeeds when all its pods do).
+    success_rules: tuple[SuccessRule, ...] = ()
 
 
 @dataclass(frozen=True)

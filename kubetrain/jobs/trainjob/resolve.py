@@ -30,6 +30,7 @@ from kubetrain.api.errors import FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
+from kubetrain.jobs import jobsuccess
 from kubetrain.jobs.failuremodel import PER_INDEX_JOB_BACKOFF_LIMIT
 from kubetrain.jobs.trainjob import (
     failurepolicy,
@@ -139,6 +140,7 @@ def resolve(
                 active_deadline_seconds=_deadline(jspec.get("activeDeadlineSeconds")),
                 backoff_limit_per_index=_deadline(jspec.get("backoffLimitPerIndex")),
                 max_failed_indexes=_deadline(jspec.get("maxFailedIndexes")),
+                success_rules=jobsuccess.rules_of(jspec),
             )
         )
     if not trainer_found and jsspec.get("replicatedJobs"):

@@ -189,6 +189,7 @@ def trainjob_shape(
                     if s.max_failed_indexes is not None and s.backoff_limit_per_index is not None
                 }
             ),
+            MappingProxyType({s.name: s.success_rules for s in resolved.steps if s.success_rules}),
         ),
         gang_counts_dependents=True,
         children=JobSetChildren(resolved, trainjob),

@@ -20,7 +20,7 @@ webhook), a replicated job named `node`, dependsOn naming other replicated jobs 
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
 single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
 a replicated job's `podFailurePolicy`, `activeDeadlineSeconds`, `backoffLimitPerIndex` and
-`maxFailedIndexes` (`podfailurepolicy.validate`);
+`maxFailedIndexes` (`podfailurepolicy.validate`) and `successPolicy` (`jobsuccess.validate`);
 a warning without the `trainer.kubeflow.org/framework` label (`runtime_warnings`).
 Pure."""
 
@@ -46,6 +46,7 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
 from kubetrain.jobs import jobsetplacement as exclusive
+from kubetrain.jobs import jobsuccess
 from kubetrain.jobs.trainjob import (
     envinjection,
     failurepolicy,
@@ -262,6 +263,7 @@ APPLIED_JOB_FIELDS = (
     "activeDeadlineSeconds",
     "backoffLimitPerIndex",
     "maxFailedIndexes",
+    jobsuccess.FIELD,
     "template",
 )
 UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
@@ -295,7 +297,7 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
     """What a runtime Trainer admits lacks for the Kubeflow SDK — the framework label, without
     which `TrainerClient.list_runtimes`/`get_runtime` cannot use it —, each field of a
     replicated job's Job spec kubetrain does not apply (no Job object exists; under JobSet the
-    Job controller would: `successPolicy`, `podReplacementPolicy`, …) and what of JobSet's
+    Job controller would: `podReplacementPolicy`, `ttlSecondsAfterFinished`, …) and what of JobSet's
     exclusive placement cannot work (`jobsetplacement.runtime_warnings`)."""
     warnings: list[str] = []
     labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -377,4 +379,8 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     errors += podfailurepolicy.validate(jobset_spec, "spec.template.spec")
+    for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
+        job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
+        if isinstance(job_spec, Mapping):
+            errors += jobsuccess.validate(job_spec, f"{path}[{i}].template.spec")
     return errors
