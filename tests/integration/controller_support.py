@@ -19,11 +19,13 @@ import contextlib
 import inspect
 import itertools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import aiohttp
 import jobs
 
 from kubetrain.api.labels import LABEL_JOB_ROLE
@@ -40,6 +42,7 @@ from kubetrain.kube.resources import (
     ResourceRef,
     job_resource,
 )
+from kubetrain.serving.health import HealthServer
 
 Obj = dict[str, Any]
 
@@ -496,3 +499,31 @@ async def refusal(coro: Any) -> str:
     except ApiError as err:
         return str(err)
     raise AssertionError("the API server accepted it")
+
+
+# --- the operator's /metrics ------------------------------------------------------------------------
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+
+
+async def metrics_text() -> str:
+    """The text of /metrics on a health server of this process (the registry every in-process
+    operator, webhook and controller of the tests writes to)."""
+    health = HealthServer(host="127.0.0.1", port=0)
+    await health.start()
+    try:
+        url = f"http://127.0.0.1:{health.port}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as resp:
+            assert resp.status == 200
+            return await resp.text()
+    finally:
+        await health.stop()
+
+
+async def scrape() -> dict[str, float]:
+    """`name{labels}` -> value of every sample on /metrics (`metrics_text`)."""
+    samples = {}
+    for line in (await metrics_text()).splitlines():
+        match = SAMPLE.match(line)
+        if match:
+            samples[match.group(1) + (match.group(2) or "")] = float(match.group(3))
+    return samples

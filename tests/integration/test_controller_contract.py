@@ -4,16 +4,14 @@ Prometheus metrics a job's life produces (served on /metrics with their labels).
 
 from __future__ import annotations
 
-import aiohttp
 import pytest
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import SERVICES, job_resource
-from kubetrain.serving.health import HealthServer
 from kubetrain.serving.metrics import REGISTRY
 
-from .controller_support import Harness, eventually, job_manifest, replica_status
+from .controller_support import Harness, eventually, job_manifest, metrics_text, replica_status
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -142,15 +140,7 @@ async def test_metrics_after_jobs_ran(env: tuple[DevStack, Harness]) -> None:
         "PyTorchJob", ns, "rs", lambda j: replica_status(j, "Master").get("restarts") == 1, "restart"
     )
 
-    health = HealthServer(host="127.0.0.1", port=0)
-    await health.start()
-    try:
-        url = f"http://127.0.0.1:{health.port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as resp:
-            assert resp.status == 200
-            text = await resp.text()
-    finally:
-        await health.stop()
+    text = await metrics_text()
 
     def line(name: str, **lbl: str) -> str:
         body = ",".join(f'{k}="{v}"' for k, v in lbl.items())

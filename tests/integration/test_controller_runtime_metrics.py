@@ -5,36 +5,11 @@ controller's name, the one job work queue's series and the webhook series by pat
 
 from __future__ import annotations
 
-import re
-
-import aiohttp
-
 from kubetrain.kube.resources import job_resources_in
-from kubetrain.serving.health import HealthServer
 
-from .controller_support import eventually, is_true, job_manifest, running_stack
+from .controller_support import eventually, is_true, job_manifest, running_stack, scrape
 
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
-
-
-async def scrape() -> dict[str, float]:
-    """`name{labels}` -> value of every sample on the health server's /metrics."""
-    health = HealthServer(host="127.0.0.1", port=0)
-    await health.start()
-    try:
-        url = f"http://127.0.0.1:{health.port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as resp:
-            assert resp.status == 200
-            text = await resp.text()
-    finally:
-        await health.stop()
-    samples = {}
-    for line in text.splitlines():
-        match = SAMPLE.match(line)
-        if match:
-            samples[match.group(1) + (match.group(2) or "")] = float(match.group(3))
-    return samples
 
 
 async def test_controller_runtime_series_of_a_running_operator() -> None:

@@ -6,19 +6,16 @@ and KubeDL's series with their label names and values, counted once at each mome
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
 import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resources_in
-from kubetrain.serving.health import HealthServer
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status, scrape
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -30,32 +27,12 @@ MPIJOBS = KF["MPIJob.kubeflow.org"]
 PYTORCHJOBS = KF["PyTorchJob.kubeflow.org"]
 TFJOBS = KF["TFJob.kubeflow.org"]
 KUBEDL_PYTORCHJOBS = KUBEDL["PyTorchJob.training.kubedl.io"]
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for pair in open_stack(api_groups=GROUPS):
         yield pair
-
-
-async def scrape() -> dict[str, float]:
-    """`name{labels}` -> value of every sample on the health server's /metrics."""
-    health = HealthServer(host="127.0.0.1", port=0)
-    await health.start()
-    try:
-        url = f"http://127.0.0.1:{health.port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as resp:
-            assert resp.status == 200
-            text = await resp.text()
-    finally:
-        await health.stop()
-    samples = {}
-    for line in text.splitlines():
-        match = SAMPLE.match(line)
-        if match:
-            samples[match.group(1) + (match.group(2) or "")] = float(match.group(3))
-    return samples
 
 
 def series(samples: dict[str, float], prefix: str, needle: str) -> dict[str, float]:
