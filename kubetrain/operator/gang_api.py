@@ -73,7 +73,6 @@ class PodGroupApi:
         self.add_handlers = add_handlers
         self.api_changed = api_changed
         self._crds: Informer | None = None
-        self._forbidden = asyncio.Event()
         self._forbidden_error: ApiError | None = None
         self._pod_groups: Informer | None = None
         self._syncing: asyncio.Task[None] | None = None
@@ -103,13 +102,7 @@ class PodGroupApi:
         )
         self._crds = crds
         crds.start()
-        synced = asyncio.ensure_future(crds.wait_synced())
-        forbidden = asyncio.ensure_future(self._forbidden.wait())
-        try:
-            await asyncio.wait((synced, forbidden), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            synced.cancel()
-            forbidden.cancel()
+        await crds.wait_ready()  # synced, or refused by RBAC (`_crd_watch_forbidden`)
         if not crds.has_synced:
             log.warning(
                 "gang scheduler %r: no permission to watch CustomResourceDefinition %s (%s); "
@@ -150,7 +143,6 @@ class PodGroupApi:
 
     def _crd_watch_forbidden(self, err: ApiError) -> None:
         self._forbidden_error = err
-        self._forbidden.set()
 
     def _crd_changed(self, crd: Obj) -> None:
         if crd_serves(crd, self.ref):
