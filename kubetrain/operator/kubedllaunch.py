@@ -77,17 +77,20 @@ def _active(pod: Obj) -> bool:
     return phase not in ("Succeeded", "Failed") and not (pod.get("metadata") or {}).get("deletionTimestamp")
 
 
-def ready_since(pod: Obj) -> datetime | None:
-    """When the pod, in phase Running, became Ready (its Ready condition True); else None."""
+def _ready_time(pod: Obj) -> str | None:
+    """The Ready condition's lastTransitionTime of a pod in phase Running that is Ready."""
     status = pod.get("status") or {}
     if status.get("phase") != "Running":
         return None
     for condition in status.get("conditions") or ():
         if condition.get("type") == "Ready":
-            return (
-                parse_time(condition.get("lastTransitionTime")) if condition.get("status") == "True" else None
-            )
+            return condition.get("lastTransitionTime") if condition.get("status") == "True" else None
     return None
+
+
+def ready_since(pod: Obj) -> datetime | None:
+    """When the pod, in phase Running, became Ready (its Ready condition True); else None."""
+    return parse_time(_ready_time(pod))
 
 
 def first_pod_ready(pods: Iterable[Obj]) -> datetime | None:
@@ -98,14 +101,20 @@ def first_pod_ready(pods: Iterable[Obj]) -> datetime | None:
 
 def all_pods_ready(pods: Iterable[Obj], total: int) -> datetime | None:
     """The time the last of the job's `total` pods became Ready, once exactly `total` pods are
-    active and each is Running and Ready; else None."""
-    active = [pod for pod in pods if _active(pod)]
-    if total <= 0 or len(active) != total:
+    active and each is Running and Ready; else None. Timestamps are parsed only then: a job
+    waiting for its last pods costs one pass over the pods' dicts per reconcile."""
+    stamps = []
+    for pod in pods:
+        if not _active(pod):
+            continue
+        stamp = _ready_time(pod)
+        if stamp is None:
+            return None
+        stamps.append(stamp)
+    if total <= 0 or len(stamps) != total:
         return None
-    times = [ready_since(pod) for pod in active]
-    if any(t is None for t in times):
-        return None
-    return max(t for t in times if t is not None)
+    times = [parse_time(stamp) for stamp in stamps]
+    return max((t for t in times if t is not None), default=None) if None not in times else None
 
 
 def wanted_pods(job: Obj) -> int | None:
@@ -117,13 +126,16 @@ def wanted_pods(job: Obj) -> int | None:
     return total_replicas(spec.get(framework.replica_field))
 
 
-def launch_delays(job: Obj, status: Obj | None, pods: Sequence[Obj]) -> tuple[float | None, float | None]:
-    """(first pod, all pods) launch delay in seconds the job shows now, None for one not met."""
+def launch_delays(
+    job: Obj, status: Obj | None, pods: Sequence[Obj], skip: Iterable[str] = ()
+) -> tuple[float | None, float | None]:
+    """(first pod, all pods) launch delay in seconds the job shows now, None for one not met or
+    in `skip` ("first", "all": already observed)."""
     created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
     if created is None or not _job_running(status):
         return None, None
-    first = first_pod_ready(pods)
-    total = wanted_pods(job)
+    first = None if "first" in skip else first_pod_ready(pods)
+    total = None if "all" in skip else wanted_pods(job)
     last = all_pods_ready(pods, total) if total is not None else None
     return (
         None if first is None else (first - created).total_seconds(),
@@ -161,7 +173,7 @@ def observe(job: Obj, status: Obj | None, pods: Sequence[Obj]) -> None:
     if len(done) == 2:
         JOBS.touch(key)
         return
-    first, last = launch_delays(job, status, pods)
+    first, last = launch_delays(job, status, pods, skip=done)
     todo = [
         (name, histogram, delay)
         for name, histogram, delay in (
