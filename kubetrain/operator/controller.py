@@ -51,7 +51,7 @@ from kubetrain.kube.resources import (
     job_resources_in,
 )
 from kubetrain.kube.workqueue import WorkQueue
-from kubetrain.operator import kubedlgauges
+from kubetrain.operator import kubedlgauges, kubedllaunch
 from kubetrain.operator.adopt_api import adopt_children
 from kubetrain.operator.adoption import KUBEFLOW
 from kubetrain.operator.adoption_kubedl import KUBEDL
@@ -298,6 +298,9 @@ class Controller(JobEvents, ReconcileLoop):
             RECONCILE_PLAN_DURATION.labels(kind=kind).observe(decided)
             try:
                 await self.apply(key, ref, job, the_plan)
+                kubedllaunch.observe(
+                    job, job.get("status") if the_plan.status is None else the_plan.status, observed.pods
+                )
             finally:
                 observe_reconcile(kind, time.perf_counter() - started, times)
 

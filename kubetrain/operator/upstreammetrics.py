@@ -36,8 +36,9 @@ same moment, kubetrain.operator.jobcounts):
 `mpi_operator_job_info{launcher="<job>-launcher"}` is set when the controller sees the job's
 Launcher pod (upstream: at each sync once its launcher Job exists), removed when the job is
 deleted (upstream never removed it), and bounded like the per-job progress series: at most
-`MAX_JOB_INFO` jobs, the one seen least recently losing its series past that. The training
-operator's series of a deleted namespace go with kubetrain's (`forget_namespace`).
+`MAX_JOB_INFO` jobs, the one seen least recently losing its series past that (`SeriesBound`,
+which KubeDL's per-job launch-delay histograms share: kubetrain.operator.kubedllaunch). The
+training operator's series of a deleted namespace go with kubetrain's (`forget_namespace`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import Counter, Gauge
 from prometheus_client.core import Metric, UnknownMetricFamily
@@ -64,6 +65,7 @@ from kubetrain.frameworks.registry import get_framework
 from kubetrain.serving.metrics import REGISTRY, on_forget_job, on_forget_namespace
 
 MAX_JOB_INFO = 2000
+K = TypeVar("K")
 MPI_KIND = MPI_FRAMEWORK.kind
 LAUNCHER_SUFFIX = "-launcher"  # mpi-operator's launcherSuffix
 
@@ -190,8 +192,58 @@ def count(job: Mapping[str, Any], event: str, amount: float = 1) -> None:
             KUBEDL_COUNTERS.inc(kubedl_name, kind.lower(), amount)
 
 
-_job_info: OrderedDict[tuple[str, str], None] = OrderedDict()
-_job_info_lock = threading.Lock()
+class SeriesBound(Generic[K]):
+    """At most `limit` keys have series at once: `touch` adds a key (or marks it used), and past
+    the limit the key touched least recently loses its series (`remove(key)`); `forget` removes
+    one now (a deleted job). Thread-safe; `remove` runs under the lock."""
+
+    def __init__(self, limit: int, remove: Callable[[K], None]) -> None:
+        self.limit = limit
+        self._remove = remove
+        self._keys: OrderedDict[K, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def touch(self, key: K, set_series: Callable[[], None] | None = None) -> None:
+        """Keep `key` (the most recently used), then set its series (`set_series`), evicting
+        the least recently used keys past the limit."""
+        with self._lock:
+            self._keys.pop(key, None)
+            self._keys[key] = None
+            while len(self._keys) > self.limit:
+                self._remove(self._keys.popitem(last=False)[0])
+            if set_series is not None:
+                set_series()
+
+    def forget(self, key: K) -> None:
+        """Remove `key`'s series now (nothing when it has none)."""
+        with self._lock:
+            if self._keys.pop(key, 0) is None:
+                self._remove(key)
+
+    def forget_where(self, match: Callable[[K], bool]) -> int:
+        """Remove the series of every key `match` accepts; how many keys."""
+        with self._lock:
+            gone = [key for key in self._keys if match(key)]
+            for key in gone:
+                del self._keys[key]
+                self._remove(key)
+        return len(gone)
+
+
+def _remove_job_info(key: tuple[str, str]) -> None:
+    namespace, launcher = key
+    with contextlib.suppress(KeyError):
+        MPI_JOB_INFO.remove(launcher, namespace)
+
+
+JOB_INFO: SeriesBound[tuple[str, str]] = SeriesBound(MAX_JOB_INFO, _remove_job_info)
 
 
 def observe_pod(pod: Mapping[str, Any]) -> None:
@@ -212,18 +264,10 @@ def observe_pod(pod: Mapping[str, Any]) -> None:
     job_name = labels.get(KUBEFLOW_LABEL_JOB_NAME)
     if not owned or not job_name:
         return
-    key = (str(meta.get("namespace", "")), f"{job_name}{LAUNCHER_SUFFIX}")
-    with _job_info_lock:
-        _job_info.pop(key, None)
-        _job_info[key] = None
-        while len(_job_info) > MAX_JOB_INFO:
-            _remove_job_info(*_job_info.popitem(last=False)[0])
-        MPI_JOB_INFO.labels(launcher=key[1], namespace=key[0]).set(1)
-
-
-def _remove_job_info(namespace: str, launcher: str) -> None:
-    with contextlib.suppress(KeyError):
-        MPI_JOB_INFO.remove(launcher, namespace)
+    namespace, launcher = str(meta.get("namespace", "")), f"{job_name}{LAUNCHER_SUFFIX}"
+    JOB_INFO.touch(
+        (namespace, launcher), lambda: MPI_JOB_INFO.labels(launcher=launcher, namespace=namespace).set(1)
+    )
 
 
 def forget_job(kind: str, namespace: str, name: str) -> None:
@@ -231,9 +275,7 @@ def forget_job(kind: str, namespace: str, name: str) -> None:
     if kind != MPI_KIND:
         return
     key = (namespace, f"{name}{LAUNCHER_SUFFIX}")
-    with _job_info_lock:
-        if _job_info.pop(key, 0) is None:
-            _remove_job_info(*key)
+    JOB_INFO.forget(key)
 
 
 def forget_namespace(namespace: str) -> int:
@@ -243,11 +285,7 @@ def forget_namespace(namespace: str) -> int:
         for labels in [key for key in list(counter._metrics) if key[0] == namespace]:
             counter.remove(*labels)
             removed += 1
-    with _job_info_lock:
-        for key in [key for key in _job_info if key[0] == namespace]:
-            del _job_info[key]
-            _remove_job_info(*key)
-            removed += 1
+    removed += JOB_INFO.forget_where(lambda key: key[0] == namespace)
     return removed
 
 

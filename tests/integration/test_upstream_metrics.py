@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resources_in
 
@@ -172,3 +173,56 @@ async def test_kubedl_series(env: tuple[DevStack, Harness]) -> None:
     # Every kind served has KubeDL's series from the start, 0 until counted.
     assert after['kubedl_jobs_created{kind="xgboostjob"}'] == before['kubedl_jobs_created{kind="xgboostjob"}']
     assert after['kubedl_jobs_running{kind="tfjob"}'] == 0
+
+
+def _seconds(value: str) -> float:
+    parsed = parse_time(value)
+    assert parsed is not None
+    return parsed.timestamp()
+
+
+def _ready_at(pod: Obj) -> float:
+    (ready,) = [c for c in pod["status"]["conditions"] if c["type"] == "Ready" and c["status"] == "True"]
+    return _seconds(ready["lastTransitionTime"])
+
+
+async def test_kubedl_launch_delays(env: tuple[DevStack, Harness]) -> None:
+    _, h = env
+    ns = await h.namespace("kdllaunch")
+    job = job_manifest("PyTorchJob", "launch", {"Master": 1, "Worker": 2})
+    await h.kube.create(KUBEDL_PYTORCHJOBS, in_group(job, "training.kubedl.io/v1alpha1"), namespace=ns)
+    kubeflow = job_manifest("PyTorchJob", "kf", {"Master": 1})
+    await h.kube.create(PYTORCHJOBS, in_group(kubeflow, "kubeflow.org/v1"), namespace=ns)
+    running = await h.wait_true(KUBEDL_PYTORCHJOBS, ns, "launch", "Running")
+    await h.wait_true(PYTORCHJOBS, ns, "kf", "Running")
+    meta = running["metadata"]
+    labels = f'kind="PyTorchJob",name="launch",namespace="{ns}",uid="{meta["uid"]}"'
+    first = f"kubedl_jobs_first_pod_launch_delay_seconds_{{}}{{{{{labels}}}}}"
+    every = f"kubedl_jobs_all_pods_launch_delay_seconds_{{}}{{{{{labels}}}}}"
+
+    async def observed() -> dict[str, float] | None:
+        samples = await scrape()
+        return samples if every.format("count") in samples else None
+
+    samples = await eventually(observed, what="the all-pods launch delay observed")
+    pods = await h.pods(ns, "launch")
+    assert len(pods) == 3
+    created = _seconds(meta["creationTimestamp"])
+    ready = sorted(_ready_at(pod) for pod in pods)
+    assert samples[first.format("count")] == 1
+    assert samples[first.format("sum")] == ready[0] - created
+    assert samples[every.format("count")] == 1
+    assert samples[every.format("sum")] == ready[-1] - created
+    # A kubeflow.org job has no such series.
+    assert series(samples, "kubedl_jobs_", 'name="kf"') == {}
+
+    await h.finish_all(ns, "launch")
+    await h.wait_true(KUBEDL_PYTORCHJOBS, ns, "launch", "Succeeded")
+    assert (await scrape())[first.format("count")] == 1  # observed once, whatever happened since
+    await h.kube.delete(KUBEDL_PYTORCHJOBS, ns, "launch")
+    await wait_gone(h, KUBEDL_PYTORCHJOBS, ns, "launch")
+
+    async def removed() -> bool:
+        return series(await scrape(), "kubedl_jobs_", f'namespace="{ns}"') == {}
+
+    await eventually(removed, what="the deleted job's launch-delay series removed")

@@ -118,7 +118,7 @@ def test_mpi_operator_counters_and_job_info(ns: str) -> None:
 
 
 def test_job_info_is_bounded_least_recently_seen_first(ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(upstreammetrics, "MAX_JOB_INFO", 2)
+    monkeypatch.setattr(upstreammetrics.JOB_INFO, "limit", 2)
     for name in ("a", "b"):
         upstreammetrics.observe_pod(launcher_pod(ns, name))
     upstreammetrics.observe_pod(launcher_pod(ns, "a"))  # a seen again: b is now the oldest
