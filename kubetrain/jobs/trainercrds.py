@@ -8,6 +8,7 @@ beside Trainer's controller)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,7 +19,13 @@ from kubetrain.api.trainer.runtime import ClusterTrainingRuntime, TrainingRuntim
 from kubetrain.api.trainer.trainjob import TrainJob
 from kubetrain.jobs.crdgen import all_crds, model_schema
 from kubetrain.jobs.croncrds import cron_crds
-from kubetrain.jobs.trainerrules import RUNTIME_RULES, TRAINJOB_RULES, add_rules
+from kubetrain.jobs.trainerrules import (
+    KUBETRAIN_RUNTIME_RULES,
+    RUNTIME_RULES,
+    TRAINJOB_RULES,
+    add_rules,
+    node,
+)
 
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
 CATEGORY = "kubeflow"  # `kubectl get kubeflow` lists TrainJobs and runtimes, as with Trainer's CRDs
@@ -73,6 +80,37 @@ RUNTIME_POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
     "flux": {"numProcPerNode": 1},
 }
 
+# Trainer's enum of `mlPolicy.mpi.mpiImplementation` (trainingruntime_types.go: OpenMPI, or empty
+# for the default): the API server refuses Intel and MPICH, which Trainer's MPI plug-in does not
+# run, before any webhook, and admits "" as Trainer does.
+MPI_IMPLEMENTATION_ENUM = ("OpenMPI", "")
+# JobSet's `+kubebuilder:default=Recreate` on `failurePolicy.restartStrategy` (jobset_types.go),
+# which Trainer's runtime CRDs carry: a runtime with a failurePolicy is stored with it.
+RESTART_STRATEGY_DEFAULT = "Recreate"
+
+# JobSet's and Trainer's schema markers (required properties, list and string bounds) that the
+# webhook does not check itself, as Trainer's generated CRDs carry them (manifests/base/crds at
+# Trainer 8c0f505: jobset_types.go `+kubebuilder:validation:Required`/`MaxItems`,
+# trainjob_types.go, trainingruntime_types.go `MaxLength`); the API server applies them to every
+# request, before any webhook, with its own messages (`Required value`, `Too many: 6: must have
+# at most 5 items`). The bounds the webhook checks with field paths (command, args, image,
+# storageUri, envInjection, volumeClaimPolicies) stay the webhook's.
+TRAINJOB_SCHEMA_MARKERS: dict[str, dict[str, Any]] = {
+    "spec.trainer.env": {"maxItems": 128},
+    "spec.initializer.dataset.env": {"maxItems": 128},
+    "spec.initializer.model.env": {"maxItems": 128},
+    "spec.runtimePatches": {"maxItems": 16},
+}
+RUNTIME_SCHEMA_MARKERS: dict[str, dict[str, Any]] = {
+    "spec.mlPolicy.mpi.sshAuthMountPath": {"maxLength": 4096},
+    "spec.template.spec.replicatedJobs[]": {"required": ["name", "template"]},
+    "spec.template.spec.replicatedJobs[].dependsOn": {"maxItems": 5},
+    "spec.template.spec.failurePolicy.rules[]": {"required": ["action", "name"]},
+    "spec.template.spec.successPolicy": {"required": ["operator"]},
+    "spec.template.spec.startupPolicy": {"required": ["startupPolicyOrder"]},
+    "spec.template.spec.coordinator": {"required": ["replicatedJob"]},
+}
+
 # Trainer's validation markers on its integer fields (trainjob_types.go, trainingruntime_types.go
 # since Trainer #3809): numNodes `Minimum=0`, each numProcPerNode an XValidation `self >= 1`
 # with Trainer's message. kubetrain's webhook refuses the same values with the same messages
@@ -119,6 +157,7 @@ def _crd(
             spec["trainer"]["properties"][name].update(markers)
         schema["x-kubernetes-validations"] = [dict(rule) for rule in TRAINJOB_ROOT_RULES]
         add_rules(schema, TRAINJOB_RULES)
+        _add_markers(schema, TRAINJOB_SCHEMA_MARKERS)
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
@@ -126,7 +165,12 @@ def _crd(
                 policy[source]["properties"][name]["default"] = value
         for source, markers in RUNTIME_POLICY_MARKERS.items():
             policy[source]["properties"]["numProcPerNode"].update(markers)
+        policy["mpi"]["properties"]["mpiImplementation"]["enum"] = list(MPI_IMPLEMENTATION_ENUM)
+        failure = spec["template"]["properties"]["spec"]["properties"]["failurePolicy"]["properties"]
+        failure["restartStrategy"]["default"] = RESTART_STRATEGY_DEFAULT
         add_rules(schema, RUNTIME_RULES)
+        add_rules(schema, KUBETRAIN_RUNTIME_RULES)
+        _add_markers(schema, RUNTIME_SCHEMA_MARKERS)
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,
@@ -154,6 +198,11 @@ def _crd(
             "versions": [version],
         },
     }
+
+
+def _add_markers(schema: dict[str, Any], table: dict[str, dict[str, Any]]) -> None:
+    for path, markers in table.items():
+        node(schema, path).update(copy.deepcopy(markers))
 
 
 def _trainjob_columns() -> list[dict[str, Any]]:

@@ -89,6 +89,24 @@ RUNTIME_RULES: dict[str, list[Rule]] = {
     "spec.template.spec.volumeClaimPolicies": [JOBSET_IMMUTABLE],
 }
 
+# kubetrain's own rule, not Trainer's: JobSet's `restartStrategy: InPlaceRestart` (KEP 467, behind
+# JobSet's alpha `InPlaceRestart` feature gate, off by default: jobset_webhook.go refuses it then)
+# needs JobSet's in-place restart agent in every pod, which reads the JobSet object's
+# `status.{previous,current}InPlaceRestartAttempt`; kubetrain makes the pods without a JobSet
+# object. The enum keeps the value (as JobSet's and Trainer's CRDs list it) so that this rule,
+# not the enum's `Unsupported value` (after which the API server runs no rule:
+# apiextensions-apiserver registry/customresource/strategy.go `hasBlockingErr`), answers with why.
+# `kubetrain.jobs.trainjob.failurepolicy.validate` gives the webhook the same message.
+IN_PLACE_RESTART_MESSAGE = (
+    'InPlaceRestart is not supported, supported values: "Recreate", "BlockingRecreate": JobSet\'s '
+    "in-place restart needs its restart agent sidecar, which reads the JobSet object's status, and "
+    "kubetrain runs a TrainJob's pods without a JobSet object"
+)
+IN_PLACE_RESTART: Rule = {"rule": "self != 'InPlaceRestart'", "message": IN_PLACE_RESTART_MESSAGE}
+KUBETRAIN_RUNTIME_RULES: dict[str, list[Rule]] = {
+    "spec.template.spec.failurePolicy.restartStrategy": [IN_PLACE_RESTART],
+}
+
 
 def node(schema: dict[str, Any], path: str) -> dict[str, Any]:
     """The schema node at `path` (dotted properties, `[]` for an array's items); KeyError if the

@@ -115,6 +115,10 @@ async def test_a_trainer_status_needs_its_last_updated_time(kube: KubeClient) ->
 
 
 def runtime(name: str, ml_policy: Obj, jobset: Obj) -> Obj:
+    """A runtime of `jobset`, each replicated job given an empty Job template when it has none
+    (JobSet's schema requires one)."""
+    for rjob in jobset.get("replicatedJobs", []):
+        rjob.setdefault("template", {})
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainingRuntime",
@@ -150,3 +154,79 @@ async def test_runtime_rules(kube: KubeClient) -> None:
         'TrainingRuntime.trainer.kubeflow.org "good" is invalid: '
         "spec.template.spec.network: Invalid value: Value is immutable"
     )
+
+
+async def test_in_place_restart_is_refused_with_why(kube: KubeClient) -> None:
+    """JobSet's `restartStrategy: InPlaceRestart` is in the schema's enum (as in Trainer's CRDs),
+    so the API server reaches the CRD's rule and refuses it with one cause that says why — not
+    the enum's `Unsupported value` followed by "some validation rules were not checked"."""
+    await install_trainer_crds(kube)
+    rjobs = [{"name": "node", "replicas": 1}]
+    failure = {"maxRestarts": 3, "restartStrategy": "InPlaceRestart"}
+    bad = runtime("inplace", {"torch": {}}, {"failurePolicy": failure, "replicatedJobs": rjobs})
+    err = await refused(kube.create(TRAINING_RUNTIMES, bad, namespace="default"))
+    assert err.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "InPlaceRestart": InPlaceRestart is not supported, supported values: '
+            '"Recreate", "BlockingRecreate": JobSet\'s in-place restart needs its restart agent sidecar, '
+            "which reads the JobSet object's status, and kubetrain runs a TrainJob's pods without a "
+            "JobSet object",
+            "field": "spec.template.spec.failurePolicy.restartStrategy",
+        }
+    ]
+    other = runtime(
+        "other", {"torch": {}}, {"failurePolicy": {"restartStrategy": "Never"}, "replicatedJobs": rjobs}
+    )
+    err = await refused(kube.create(TRAINING_RUNTIMES, other, namespace="default"))
+    assert err.body["details"]["causes"][0] == {
+        "reason": "FieldValueNotSupported",
+        "message": 'Unsupported value: "Never": supported values: '
+        '"Recreate", "BlockingRecreate", "InPlaceRestart"',
+        "field": "spec.template.spec.failurePolicy.restartStrategy",
+    }
+
+
+async def test_jobset_and_trainer_schema_defaults_and_enums(kube: KubeClient) -> None:
+    """A failurePolicy is stored with JobSet's default `restartStrategy: Recreate`; an MPI
+    policy's `mpiImplementation` takes Trainer's enum: "" is admitted, Intel is refused by the
+    schema."""
+    await install_trainer_crds(kube)
+    rjobs = [{"name": "node", "replicas": 1}]
+    made = runtime("restarts", {"torch": {}}, {"failurePolicy": {"maxRestarts": 2}, "replicatedJobs": rjobs})
+    stored = await kube.create(TRAINING_RUNTIMES, made, namespace="default")
+    assert stored["spec"]["template"]["spec"]["failurePolicy"] == {
+        "maxRestarts": 2,
+        "restartStrategy": "Recreate",
+    }
+    empty = runtime("mpi-empty", {"mpi": {"mpiImplementation": ""}}, {"replicatedJobs": rjobs})
+    stored = await kube.create(TRAINING_RUNTIMES, empty, namespace="default")
+    assert stored["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] == ""
+    intel = runtime("mpi-intel", {"mpi": {"mpiImplementation": "Intel"}}, {"replicatedJobs": rjobs})
+    err = await refused(kube.create(TRAINING_RUNTIMES, intel, namespace="default"))
+    assert err.body["details"]["causes"][0] == {
+        "reason": "FieldValueNotSupported",
+        "message": 'Unsupported value: "Intel": supported values: "OpenMPI", ""',
+        "field": "spec.mlPolicy.mpi.mpiImplementation",
+    }
+
+
+async def test_jobsets_required_fields_and_trainers_bounds(kube: KubeClient) -> None:
+    """Markers of Trainer's CRDs the webhook does not check, applied by the API server: a failure
+    policy rule needs `name` and `action`, a TrainJob at most 16 runtime patches."""
+    await install_trainer_crds(kube)
+    rjobs = [{"name": "node", "replicas": 1, "template": {}}]
+    unnamed = runtime("unnamed", {"torch": {}}, {"failurePolicy": {"rules": [{}]}, "replicatedJobs": rjobs})
+    err = await refused(kube.create(TRAINING_RUNTIMES, unnamed, namespace="default"))
+    assert [(c.get("field"), c["reason"]) for c in err.body["details"]["causes"]] == [
+        ("spec.template.spec.failurePolicy.rules[0].action", "FieldValueRequired"),
+        ("spec.template.spec.failurePolicy.rules[0].name", "FieldValueRequired"),
+        (None, "FieldValueInvalid"),  # a Required error stops the CEL rules: "… were not checked …"
+    ]
+    patches = [{"manager": f"acme.io/m{i}"} for i in range(17)]
+    err = await refused(kube.create(TRAINJOBS, trainjob("many", runtimePatches=patches), namespace="default"))
+    assert err.body["details"]["causes"][0] == {
+        "reason": "FieldValueTooMany",
+        "message": "Too many: 17: must have at most 16 items",
+        "field": "spec.runtimePatches",
+    }

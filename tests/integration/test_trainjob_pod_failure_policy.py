@@ -112,8 +112,8 @@ async def test_a_jobset_rule_on_pod_failure_policy_restarts_the_gang(env: tuple[
     policy = {
         "maxRestarts": 1,
         "rules": [
-            {"action": "RestartJobSet", "onJobFailureReasons": ["PodFailurePolicy"]},
-            {"action": "FailJobSet"},
+            {"name": "pod-policy", "action": "RestartJobSet", "onJobFailureReasons": ["PodFailurePolicy"]},
+            {"name": "otherwise", "action": "FailJobSet"},
         ],
     }
     await start(h, ns, policy_runtime("pfr", policy), "pr")

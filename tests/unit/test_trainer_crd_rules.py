@@ -69,6 +69,16 @@ RUNTIME = [
     ("spec.template.spec.successPolicy", *JOBSET_IMMUTABLE),
     ("spec.template.spec.volumeClaimPolicies", *JOBSET_IMMUTABLE),
 ]
+# kubetrain's own rule beside Trainer's: InPlaceRestart refused with why (trainerrules.IN_PLACE_RESTART).
+KUBETRAIN_RUNTIME = [
+    (
+        "spec.template.spec.failurePolicy.restartStrategy",
+        "self != 'InPlaceRestart'",
+        'InPlaceRestart is not supported, supported values: "Recreate", "BlockingRecreate": JobSet\'s '
+        "in-place restart needs its restart agent sidecar, which reads the JobSet object's status, and "
+        "kubetrain runs a TrainJob's pods without a JobSet object",
+    )
+]
 
 
 def rules(schema: dict[str, Any], at: str = "") -> list[tuple[str, str, str]]:
@@ -85,7 +95,7 @@ def rules(schema: dict[str, Any], at: str = "") -> list[tuple[str, str, str]]:
 def test_the_crds_carry_trainers_rules_and_devcluster_evaluates_them(kind: str) -> None:
     (crd,) = [c for c in trainer_crds() if c["spec"]["names"]["kind"] == kind]
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    expected = TRAINJOB if kind == "TrainJob" else RUNTIME
+    expected = TRAINJOB if kind == "TrainJob" else RUNTIME + KUBETRAIN_RUNTIME
     assert sorted(rules(schema)) == sorted(expected)
     skipped: list[str] = []
     compiled = compile_schema(schema, skipped)
@@ -104,3 +114,15 @@ def test_managed_by_rules_keep_trainers_order() -> None:
 def test_a_rule_path_the_schema_lacks_is_an_error() -> None:
     with pytest.raises(KeyError):
         node({"type": "object", "properties": {"spec": {"type": "object"}}}, "spec.nothing")
+
+
+@pytest.mark.parametrize("kind", ["TrainingRuntime", "ClusterTrainingRuntime"])
+def test_runtime_enums_and_defaults_are_jobsets_and_trainers(kind: str) -> None:
+    """restartStrategy: JobSet v0.12's enum (InPlaceRestart included, so its rule can explain the
+    refusal) and default; mpiImplementation: Trainer's enum, "" included."""
+    (crd,) = [c for c in trainer_crds() if c["spec"]["names"]["kind"] == kind]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    strategy = node(schema, "spec.template.spec.failurePolicy.restartStrategy")
+    assert strategy["enum"] == ["Recreate", "BlockingRecreate", "InPlaceRestart"]
+    assert strategy["default"] == "Recreate"
+    assert node(schema, "spec.mlPolicy.mpi.mpiImplementation")["enum"] == ["OpenMPI", ""]

@@ -305,3 +305,32 @@ def test_a_replicated_job_of_negative_replicas_is_refused() -> None:
     ]
     extra["replicas"] = 0
     assert validate_runtime(runtime) == []
+
+
+def test_pod_replacement_and_completion_mode_as_kubetrain_runs_them() -> None:
+    """A TrainJob pod keeps its name, so its replacement is made once the old pod is gone:
+    `podReplacementPolicy: Failed` (and `completionMode: Indexed`, every pod having its index)
+    is what kubetrain does — no warning; `TerminatingOrFailed` and `NonIndexed` are admitted with
+    a warning saying how kubetrain runs them; a value the Job API lacks is refused with its
+    supported values (batch/v1 validateJobSpec, validatePodReplacementPolicy)."""
+    runtime = trainer_test_runtime("labelled")
+    job_spec = runtime["spec"]["template"]["spec"]["replicatedJobs"][2]["template"]["spec"]
+    path = "spec.template.spec.replicatedJobs[2].template.spec"
+    job_spec.update(podReplacementPolicy="Failed", completionMode="Indexed")
+    assert validate_runtime(runtime) == [] and runtime_warnings(runtime) == []
+    job_spec.update(podReplacementPolicy="TerminatingOrFailed", completionMode="NonIndexed")
+    assert validate_runtime(runtime) == []
+    assert runtime_warnings(runtime) == [
+        f"{path}.completionMode: NonIndexed not applied: every TrainJob pod has its completion index "
+        "(as with Indexed)",
+        f"{path}.podReplacementPolicy: TerminatingOrFailed not applied: a TrainJob pod keeps its name, "
+        "so its replacement is created once the old pod is gone, never while it terminates (as with "
+        "Failed)",
+    ]
+    job_spec.update(podReplacementPolicy="Never", completionMode="Sequential")
+    assert [str(e) for e in validate_runtime(runtime)] == [
+        f"{path}.completionMode: NotSupported: 'Sequential' is not supported: must be one of "
+        '"Indexed", "NonIndexed"',
+        f"{path}.podReplacementPolicy: NotSupported: 'Never' is not supported: must be one of "
+        '"Failed", "TerminatingOrFailed"',
+    ]

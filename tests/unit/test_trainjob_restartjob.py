@@ -13,12 +13,15 @@ import json
 from typing import Any
 
 import pytest
+from admission import review_of
 from trainjobs import failed_condition, record_of, warnings
 
 from kubetrain.jobs.trainercrds import trainer_crds
+from kubetrain.jobs.trainerrules import IN_PLACE_RESTART_MESSAGE
 from kubetrain.jobs.trainjob.failurepolicy import TOO_MANY_REPLICAS, decide
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import validate_runtime
+from kubetrain.webhook.trainer import validate_trainer
 
 from .test_trainplan import RUNTIME, failed_jobs, pod, trainjob
 from .test_trainplan_jobset_policies import names, plan
@@ -449,3 +452,34 @@ def test_the_runtime_crds_accept_every_jobset_action() -> None:
             "RestartJob",
             "RestartJobAndIgnoreMaxRestarts",
         ]
+
+
+IN_PLACE = "spec.template.spec.failurePolicy.restartStrategy"
+
+
+def test_in_place_restart_is_refused_naming_the_field_the_values_and_why() -> None:
+    """JobSet's `restartStrategy: InPlaceRestart` needs its restart agent sidecar, which reads
+    the JobSet object's status; kubetrain makes no JobSet object. The webhook (and `kubetrain
+    validate`) refuse it with the runtime CRD rule's message, in one line; a runtime stored past
+    admission fails its TrainJobs (TrainingRuntimeNotSupported) with no pod made."""
+    errors = validate_runtime(runtime(restartStrategy="InPlaceRestart"))
+    assert [(e.path, e.message) for e in errors] == [(IN_PLACE, IN_PLACE_RESTART_MESSAGE)]
+    assert str(errors[0]) == (
+        f'{IN_PLACE}: Invalid: InPlaceRestart is not supported, supported values: "Recreate", '
+        '"BlockingRecreate": JobSet\'s in-place restart needs its restart agent sidecar, which reads '
+        "the JobSet object's status, and kubetrain runs a TrainJob's pods without a JobSet object"
+    )
+    response = validate_trainer(review_of(runtime(restartStrategy="InPlaceRestart")))
+    assert not response.allowed and "\n" not in response.message
+    assert f"{IN_PLACE}: Invalid: InPlaceRestart is not supported" in response.message
+    for strategy in ("Recreate", "BlockingRecreate"):
+        assert validate_runtime(runtime(restartStrategy=strategy)) == []
+    stored = runtime(restartStrategy="InPlaceRestart")
+    resolved, errors = resolve(trainjob(nodes=2), stored)
+    assert resolved is None and [e.path for e in errors] == [f"runtime.{IN_PLACE}"]
+    p = plan(trainjob(nodes=2), stored, [])
+    cond = failed_condition(p)
+    assert p.create_pods == [] and cond is not None
+    assert cond["reason"] == "TrainingRuntimeNotSupported" and cond["message"].startswith(
+        f"runtime.{IN_PLACE}"
+    )

@@ -20,7 +20,12 @@ FailurePolicyAction = Literal[
     "RestartJob",
     "RestartJobAndIgnoreMaxRestarts",
 ]
-RestartStrategy = Literal["Recreate", "BlockingRecreate"]
+# JobSet v0.12's enum (Trainer's runtime CRDs carry it). `InPlaceRestart` (JobSet KEP 467) is in
+# the schema so that the API server reaches the CRD's CEL rule that explains why kubetrain refuses
+# it (`kubetrain.jobs.trainerrules.IN_PLACE_RESTART`); `RESTART_STRATEGIES` are the ones it runs.
+RestartStrategy = Literal["Recreate", "BlockingRecreate", "InPlaceRestart"]
+RESTART_STRATEGIES = ("Recreate", "BlockingRecreate")
+IN_PLACE_RESTART = "InPlaceRestart"
 StartupPolicyOrder = Literal["AnyOrder", "InOrder"]
 DEPENDS_ON_STATUSES = ("Ready", "Complete")
 FAILURE_POLICY_ACTIONS = (

@@ -24,7 +24,8 @@ backoffLimitPerIndex):
   that counted plus every job's own counted restarts (`RestartJob`).
 Messages name the Job acted on (`<tj>-<step>-<jobIndex>`), or without a policy the Job that
 failed first. `validate`: JobSet's webhook rule for the
-single-job actions (replicas ≤ 1024 per replicated job). Pure."""
+single-job actions (replicas ≤ 1024 per replicated job), and no `restartStrategy: InPlaceRestart`
+(no JobSet object for its restart agent to read). Pure."""
 
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
-from kubetrain.api.trainer.jobset import JOB_RESTART_ACTIONS, MAX_REPLICAS_WITH_JOB_RESTARTS
+from kubetrain.api.trainer.jobset import IN_PLACE_RESTART, JOB_RESTART_ACTIONS, MAX_REPLICAS_WITH_JOB_RESTARTS
 from kubetrain.jobs.failuremodel import GangVerdict
 from kubetrain.jobs.failureorder import BACKOFF_LIMIT_EXCEEDED, BACKOFF_LIMIT_MESSAGE, FailedJob, FailureOrder
+from kubetrain.jobs.trainerrules import IN_PLACE_RESTART_MESSAGE
 
 JOB_FAILURE_REASON = BACKOFF_LIMIT_EXCEEDED
 JOB_FAILURE_MESSAGE = BACKOFF_LIMIT_MESSAGE
@@ -85,10 +87,15 @@ def restarts_jobs(policy: Mapping[str, Any] | None) -> bool:
 
 def validate(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
     """JobSet's webhook rule: with a single-job restart action no replicated job has more than
-    1024 `replicas` (the items JobSet's `jobRestarts` may hold). `path`: the JobSet spec's."""
-    if not restarts_jobs(jobset_spec.get("failurePolicy")):
-        return []
+    1024 `replicas` (the items JobSet's `jobRestarts` may hold); and kubetrain's: no
+    `restartStrategy: InPlaceRestart` (the runtime CRD's rule and message,
+    `kubetrain.jobs.trainerrules.IN_PLACE_RESTART`). `path`: the JobSet spec's."""
     errors: list[FieldError] = []
+    failure = jobset_spec.get("failurePolicy")
+    if isinstance(failure, Mapping) and failure.get("restartStrategy") == IN_PLACE_RESTART:
+        errors.append(invalid(f"{path}.failurePolicy.restartStrategy", IN_PLACE_RESTART_MESSAGE))
+    if not restarts_jobs(failure):
+        return errors
     for i, rjob in enumerate(jobset_spec.get("replicatedJobs") or []):
         replicas = rjob.get("replicas") if isinstance(rjob, Mapping) else None
         if isinstance(replicas, int) and replicas > MAX_REPLICAS_WITH_JOB_RESTARTS:

@@ -18,10 +18,12 @@ a torch policy's envInjection targets by Trainer's CRD rules (`envinjection.py`:
 distinct replicated job names, an ancestor step of one job with its container (Trainer's runtime
 webhook), a replicated job named `node`, dependsOn naming other replicated jobs with status Ready
 or Complete, JobSet's rules for `volumeClaimPolicies` (`volumeclaims.py`) and for the
-single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024), the Job API's rules for
-a replicated job's `podFailurePolicy`, `activeDeadlineSeconds`, `backoffLimitPerIndex` and
-`maxFailedIndexes` (`podfailurepolicy.validate`) and `successPolicy` (`jobsuccess.validate`);
-a warning without the `trainer.kubeflow.org/framework` label (`runtime_warnings`).
+single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024; no restartStrategy
+InPlaceRestart), the Job API's rules for a replicated job's `podFailurePolicy`,
+`activeDeadlineSeconds`, `backoffLimitPerIndex` and `maxFailedIndexes` (`podfailurepolicy.validate`),
+`successPolicy` (`jobsuccess.validate`), `completionMode` and `podReplacementPolicy`
+(`jobfields.validate`); a warning without the `trainer.kubeflow.org/framework` label and per Job
+spec field not applied (`runtime_warnings`, `jobfields.warnings`).
 Pure."""
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from kubetrain.jobs import jobsuccess
 from kubetrain.jobs.trainjob import (
     envinjection,
     failurepolicy,
+    jobfields,
     podfailurepolicy,
     specrules,
     torchtune,
@@ -254,21 +257,6 @@ def _negative_replicas(rjob: Any, path: str) -> list[FieldError]:
     return []
 
 
-# Of a replicated job's batch/v1 JobSpec, what kubetrain applies (it makes the pods itself);
-# `completions` is Trainer's too: it writes the parallelism there (syncParallelCount).
-APPLIED_JOB_FIELDS = (
-    "parallelism",
-    "backoffLimit",
-    "podFailurePolicy",
-    "activeDeadlineSeconds",
-    "backoffLimitPerIndex",
-    "maxFailedIndexes",
-    jobsuccess.FIELD,
-    "template",
-)
-UNWARNED_JOB_FIELDS = ("completions", *APPLIED_JOB_FIELDS)
-
-
 def _startup_order_errors(jobset_spec: Mapping[str, Any], rjobs: list[Any]) -> list[FieldError]:
     """JobSet's CRD rule on its spec (`!(has(self.startupPolicy) && ... == 'InOrder' &&
     self.replicatedJobs.exists(x, has(x.dependsOn)))`), which Trainer's runtime CRDs carry: an
@@ -308,7 +296,6 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
         )
     template = (obj.get("spec") or {}).get("template") or {}
     rjobs = (template.get("spec") or {}).get("replicatedJobs")
-    applied = ", ".join(APPLIED_JOB_FIELDS[:-1]) + f" and {APPLIED_JOB_FIELDS[-1]}"
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         rjob_template = (rjob or {}).get("template") if isinstance(rjob, Mapping) else None
         if isinstance(rjob_template, Mapping):
@@ -316,13 +303,8 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
                 obj, rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
             )
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
-        for key in sorted(job_spec or {}) if isinstance(job_spec, Mapping) else ():
-            if key not in UNWARNED_JOB_FIELDS:
-                warnings.append(
-                    f"spec.template.spec.replicatedJobs[{i}].template.spec.{key}: not applied: kubetrain "
-                    "creates the replicated job's pods itself, without a Job; of the Job spec it applies "
-                    f"{applied}"
-                )
+        if isinstance(job_spec, Mapping):
+            warnings += jobfields.warnings(job_spec, f"spec.template.spec.replicatedJobs[{i}].template.spec")
     return warnings
 
 
@@ -383,4 +365,5 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
         if isinstance(job_spec, Mapping):
             errors += jobsuccess.validate(job_spec, f"{path}[{i}].template.spec")
+            errors += jobfields.validate(job_spec, f"{path}[{i}].template.spec")
     return errors
