@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.dnsnames import qualified_name_problem
 from kubetrain.api.trainer import constants as c
 
 # api/jobset/v1alpha2 (jobset_types.go) and pkg/constants.
@@ -179,7 +180,8 @@ def follows(pod: Mapping[str, Any], domain: Domain) -> bool:
 
 def runtime_warnings(runtime: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str) -> list[str]:
     """What cannot work of a replicated job placed exclusively by pod affinities (the admission
-    warnings of its runtime; `rjob_template`: its template, at `path`): a pod template naming a
+    warnings of its runtime; `rjob_template`: its template, at `path`): a topology key that is no
+    label key — the API server refuses the leader's affinity terms —; a pod template naming a
     priorityClassName without spec.priority — JobSet's leader anti-affinity keeps out the other
     jobs of the pod's priority, which the Priority admission resolves from the class; kubetrain
     reads no PriorityClass, so it names no priority and keeps no other job out —; and the
@@ -193,9 +195,18 @@ def runtime_warnings(runtime: Mapping[str, Any], rjob_template: Mapping[str, Any
             jobset.get("annotations") or {}, (rjob_template.get("metadata") or {}).get("annotations") or {}
         )
     )
-    if topology_key({"metadata": {"annotations": annotations}}) is None:
+    key = topology_key({"metadata": {"annotations": annotations}})
+    if key is None:
         return []
     warnings: list[str] = []
+    problem = qualified_name_problem(key)
+    if problem is not None:
+        # The leader's podAffinity topologyKey: kube-apiserver's validatePodAffinityTerm refuses
+        # an empty one and one that is no label key (ValidateLabelName); JobSet admits it.
+        warnings.append(
+            f"{path}: the {EXCLUSIVE_KEY} value {key!r} is not a node label key ({problem}): the "
+            "API server refuses the leader pods, whose pod affinity uses it as topologyKey"
+        )
     pod_spec = pod_template.get("spec") or {}
     if isinstance(pod_spec, Mapping) and priority_of(pod_spec) is None:
         warnings.append(

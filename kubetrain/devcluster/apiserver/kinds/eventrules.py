@@ -3,8 +3,11 @@ Event written through the core API (what client-go's and kubetrain's event recor
 patch). An Event without `eventTime` must live in its involved object's namespace — or, for a
 cluster-scoped involved object, in "default"; one with `eventTime` names a
 `reportingController` (a qualified name), a `reportingInstance` and an `action` (at most 128
-characters each, as `reason`) and a message of at most 1024 characters (core/v1 calls the
-controller `reportingComponent`)."""
+characters each, as `reason`) and a message of at most 1024 characters. Through core/v1 the
+controller's errors name the field `reportingComponent`, its core/v1 name (upstream's
+`reportingControllerFieldName`); an update is checked as a create (`ValidateEventUpdate` holds
+no field immutable for a core/v1 request: client-go's recorder patches count, lastTimestamp and
+the message of an aggregated Event)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from kubetrain.devcluster.apiserver.kinds.objectmeta import qualified_name_probl
 
 LIMIT = 128
 NOTE_LIMIT = 1024
+CONTROLLER_FIELD = "reportingComponent"  # legacyValidateEvent, for a core/v1 request
 
 
 def _invalid(field: str, value: str, message: str) -> Cause:
@@ -36,8 +40,8 @@ def core_event_causes(event: dict[str, Any]) -> list[Cause]:
         causes.append(_invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
     controller = str(event.get("reportingComponent") or "")
     if not controller:
-        causes.append(Cause("FieldValueRequired", "Required value", "reportingController"))
-    causes += [_invalid("reportingController", controller, p) for p in qualified_name_problems(controller)]
+        causes.append(Cause("FieldValueRequired", "Required value", CONTROLLER_FIELD))
+    causes += [_invalid(CONTROLLER_FIELD, controller, p) for p in qualified_name_problems(controller)]
     for field in ("reportingInstance", "action", "reason"):
         value = str(event.get(field) or "")
         if not value:

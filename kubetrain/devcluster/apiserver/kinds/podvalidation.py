@@ -16,14 +16,15 @@ causes: reason, field path and message wording.
 - `validatePodHostNetworkDeps`: with hostNetwork, every container port's hostPort equals its
   containerPort (after v1 defaulting gave an unset hostPort the containerPort).
 - `ValidateEnv`: `envvalidation.py`.
+- nodeSelector and the pod (anti-)affinity terms: `affinityvalidation.py`.
 - `ValidateVolumeMounts`: name required and naming a volume of the pod, mountPath required and
   unique in the container.
 - `ValidateContainerResourceRequirements`: resource names standard (cpu, memory,
   ephemeral-storage, hugepages-*) or extended (with a '/'); quantities not negative; a request
   at most its limit; extended resources (not overcommitable) need a limit equal to the request.
 
-Not validated: probes, lifecycle handlers, securityContext, envFrom, subPaths,
-volume sources' other fields, hostPort conflicts between containers, affinity and tolerations syntax.
+Not validated: probes, lifecycle handlers, securityContext, envFrom, subPaths, volume sources'
+other fields, hostPort conflicts between containers, nodeAffinity terms and tolerations syntax.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 from kubetrain.api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 from kubetrain.devcluster.apiserver.base.errors import Cause
-from kubetrain.devcluster.apiserver.kinds import envvalidation
+from kubetrain.devcluster.apiserver.kinds import affinityvalidation, envvalidation
 from kubetrain.devcluster.apiserver.kinds.fielderrors import (
     dicts,
     duplicate,
@@ -136,7 +137,7 @@ def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
             names.add(name)
     if spec.get("hostNetwork") is True:
         causes += host_network_port_causes(spec)
-    return causes
+    return causes + affinityvalidation.placement_causes(spec)
 
 
 def host_network_port_causes(spec: dict[str, Any]) -> list[Cause]:

@@ -137,6 +137,7 @@ class ApiServer:
         meta.prepare_create(obj, t.rt, t.namespace, self.clock())
         if t.rt.has_status and t.rt.custom:
             obj.pop("status", None)
+        admitting.admit_pod_priority(t, obj)
         self._default(t, obj, None)
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
         warnings = decode_warnings + warnings
