@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import signal
 import subprocess
 import sys
@@ -147,11 +148,15 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
             requests_to_running = requests_by_verb(log)
 
             cpu0, w0 = op.cpu_seconds(), time.perf_counter()
-            n0 = len(log.records)
+            total0 = log.total
             await asyncio.sleep(args.idle_seconds)
             idle_cpu = (op.cpu_seconds() - cpu0) / (time.perf_counter() - w0)
             idle_requests: dict[str, int] = {}
-            for r in log.records[n0:]:
+            # The log keeps the newest requests in a bounded deque: the window's are its last ones.
+            idle_total = log.total - total0
+            if idle_total > len(log.records):
+                raise RuntimeError(f"the request log dropped some of the idle window's {idle_total} requests")
+            for r in itertools.islice(log.records, len(log.records) - idle_total, None):
                 if r.user_agent.startswith("kubetrain/"):
                     k = f"{r.verb} {r.resource}"
                     idle_requests[k] = idle_requests.get(k, 0) + 1

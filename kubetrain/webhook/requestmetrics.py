@@ -18,29 +18,53 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from prometheus_client import Counter, Gauge, Histogram
 
 from kubetrain.serving.crmetrics import WEBHOOK_IN_FLIGHT, WEBHOOK_LATENCY, WEBHOOK_REQUESTS
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+@dataclass(frozen=True)
+class _PathSeries:
+    """One path's series, looked up once: a request then pays no label lookup (a code other
+    than 200 and 500 is looked up when it first occurs, then kept)."""
+
+    path: str
+    in_flight: Gauge
+    latency: Histogram
+    by_code: dict[int, Counter]
+
+    def requests(self, code: int) -> Counter:
+        counter = self.by_code.get(code)
+        if counter is None:
+            counter = self.by_code[code] = WEBHOOK_REQUESTS.labels(self.path, str(code))
+        return counter
+
+
+def _path_series(path: str) -> _PathSeries:
+    return _PathSeries(
+        path=path,
+        in_flight=WEBHOOK_IN_FLIGHT.labels(path),
+        latency=WEBHOOK_LATENCY.labels(path),
+        by_code={code: WEBHOOK_REQUESTS.labels(path, str(code)) for code in (200, 500)},
+    )
+
+
 def instrumented(paths: Iterable[str]) -> Middleware:
     """An aiohttp middleware keeping the webhook series of requests to `paths`."""
-    served = frozenset(paths)
-    for path in served:
-        WEBHOOK_REQUESTS.labels(path, "200")
-        WEBHOOK_REQUESTS.labels(path, "500")
-        WEBHOOK_IN_FLIGHT.labels(path)
+    served = {path: _path_series(path) for path in paths}
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        path = request.path
-        if path not in served:
+        series = served.get(request.path)
+        if series is None:
             return await handler(request)
-        in_flight = WEBHOOK_IN_FLIGHT.labels(path)
+        in_flight = series.in_flight
         in_flight.inc()
         started = time.perf_counter()
         code = 500  # an exception other than an HTTP one: aiohttp answers 500
@@ -57,7 +81,7 @@ def instrumented(paths: Iterable[str]) -> Middleware:
         finally:
             in_flight.dec()
             if code != -1:
-                WEBHOOK_REQUESTS.labels(path, str(code)).inc()
-                WEBHOOK_LATENCY.labels(path).observe(time.perf_counter() - started)
+                series.requests(code).inc()
+                series.latency.observe(time.perf_counter() - started)
 
     return middleware
