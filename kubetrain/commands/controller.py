@@ -34,11 +34,15 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     runtime = ControllerRuntime(args)
     progress = ProgressRuntime(args)
     runtime.progress = progress.injection()
+    # The controller registers its readiness check only once it has checked the API groups:
+    # not ready before that (no check registered would answer 200).
+    started = health.hold_until_started()
     with stop_on_signals(stop):
         await health.start()
         try:
             await runtime.start(health)
             await progress.start(health, runtime)
+            started()
             await wait_for_stop(stop, runtime)
         finally:
             await progress.stop()

@@ -25,10 +25,8 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     controller = ControllerRuntime(args)
     # The training-progress endpoint shares the webhook's certificate (any --cert-mode).
     progress = ProgressRuntime(args, tls=None if args.status_server_cert_dir else webhook.server.tls)
-    # Each part registers its readiness check as it starts; until the last has, /readyz must
-    # not answer 200 for the checks registered so far (a probe between two starts would).
-    starting = ["webhook, controller and training-progress endpoint"]
-    health.add_readiness_check("started", lambda: not starting)
+    # Each part registers its readiness check as it starts: not ready until the last has.
+    started = health.hold_until_started()
     with stop_on_signals(stop):
         await health.start()
         try:
@@ -36,7 +34,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
             controller.progress = progress.injection()  # after the webhook wrote its certificate
             await controller.start(health)
             await progress.start(health, controller)
-            starting.clear()
+            started()
             await wait_for_stop(stop, controller)
             log.info("stopping")
         finally:

@@ -135,6 +135,15 @@ class HealthServer:
         """Register (or replace) a named readiness check shown on /readyz."""
         self._readiness[name] = fn
 
+    def hold_until_started(self) -> Callable[[], None]:
+        """A readiness check `started` that fails until the returned function is called. A
+        command whose parts register their own checks as they start calls this before
+        `start()` and the function once the last part has started: without it, a probe between
+        two starts sees only the checks registered so far (none, at first), all passing."""
+        starting = [True]
+        self.add_readiness_check("started", lambda: not starting)
+        return starting.clear
+
     def remove_readiness_check(self, name: str) -> None:
         self._readiness.pop(name, None)
 

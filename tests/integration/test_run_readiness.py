@@ -11,10 +11,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+from serving import free_port
 
+from kubetrain.cli import build_parser
+from kubetrain.commands import controller as controller_command
 from kubetrain.commands import run as run_command
 from kubetrain.commands._progress import ProgressRuntime
 from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.operator.runtime import ControllerRuntime
 
 from .controller_support import eventually
 from .test_status_server_process import WITHIN, Operator
@@ -72,5 +76,59 @@ async def test_not_ready_until_the_progress_endpoint_has_started(
     finally:
         held.set()
         operator.stop.set()
+        await asyncio.wait_for(task, 60)
+        await stack.stop()
+
+
+async def test_the_controller_alone_is_not_ready_before_its_controller_has_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kubetrain controller` serves /readyz before its controller has checked the API groups
+    and registered its check: no check registered must not read as ready."""
+    stack = DevStack(DevStackOptions(webhook=False, controller=False, simulated_nodes=1))
+    await stack.start()
+    metrics_port = free_port()
+    args = build_parser().parse_args(
+        [
+            "controller",
+            f"--kubeconfig={stack.cluster.kubeconfig_path}",
+            "--no-leader-elect",
+            "--metrics-bind-address=127.0.0.1",
+            f"--metrics-port={metrics_port}",
+        ]
+    )
+    stop = asyncio.Event()
+    held, holding = asyncio.Event(), asyncio.Event()
+    start = ControllerRuntime.start
+
+    async def held_start(self: ControllerRuntime, health: Any = None) -> None:
+        holding.set()
+        await held.wait()
+        await start(self, health)
+
+    monkeypatch.setattr(ControllerRuntime, "start", held_start)
+    task = asyncio.create_task(controller_command.serve(args, stop))
+    try:
+        await asyncio.wait_for(holding.wait(), WITHIN)
+
+        async def answers() -> tuple[int, str] | None:
+            try:
+                return await readyz(metrics_port)
+            except aiohttp.ClientError:
+                return None
+
+        status, text = await eventually(answers, within=WITHIN, what="/readyz answering")
+        assert status == 503 and "[-]started" in text
+
+        held.set()
+
+        async def ready() -> bool:
+            status, text = await readyz(metrics_port)
+            return status == 200 and "[+]controller ok" in text
+
+        await eventually(ready, within=WITHIN, what="/readyz 200 once the controller started")
+    finally:
+        held.set()
+        stop.set()
         await asyncio.wait_for(task, 60)
         await stack.stop()
