@@ -16,6 +16,7 @@ from kubetrain.api.groups import KUBEDL_APPS_GROUP, TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.runtime import ClusterTrainingRuntime, TrainingRuntime
 from kubetrain.api.trainer.trainjob import TrainJob
+from kubetrain.jobs import listkeys
 from kubetrain.jobs.crdgen import all_crds, model_schema
 from kubetrain.jobs.croncrds import cron_crds
 from kubetrain.jobs.trainerrules import RUNTIME_RULES, TRAINJOB_RULES, add_rules
@@ -119,6 +120,7 @@ def _crd(
             spec["trainer"]["properties"][name].update(markers)
         schema["x-kubernetes-validations"] = [dict(rule) for rule in TRAINJOB_ROOT_RULES]
         add_rules(schema, TRAINJOB_RULES)
+        listkeys.apply(schema, listkeys.TRAINJOB, listkeys.TRAINJOB_KEY_DEFAULTS)
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
@@ -127,6 +129,7 @@ def _crd(
         for source, markers in RUNTIME_POLICY_MARKERS.items():
             policy[source]["properties"]["numProcPerNode"].update(markers)
         add_rules(schema, RUNTIME_RULES)
+        listkeys.apply(schema, listkeys.RUNTIME)
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,
