@@ -21,6 +21,7 @@ from kubetrain.api import policy
 from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, group_serves, job_version
+from kubetrain.jobs import listkeys
 from kubetrain.jobs.kubedllayout import REFUSED, RUN_POLICY_FIELDS, SCHEDULING
 from kubetrain.jobs.parse import API_GROUP
 
@@ -94,6 +95,8 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     schema = job_schema(framework)
     if group == KUBEDL_GROUP:
         kubedl_schema(schema)
+    else:  # kubetrain.io's job kinds have kubeflow.org's schema (training-operator's markers)
+        listkeys.apply(schema, listkeys.KUBEFLOW_JOB)
     version: dict[str, Any] = {
         "name": job_version(framework.kind, group),
         "served": True,

@@ -57,8 +57,9 @@ TRAINJOB_RULES: dict[str, list[Rule]] = {
 }
 
 # trainingruntime_types.go (MLPolicy, EnvInjectionTarget) and jobset_types.go (JobSetSpec). Not
-# carried: JobSet's `replicatedJobs[].dependsOn` `self == oldSelf` (kubetrain's schema has no
-# list-map key to correlate old and new items by) and its `volumeClaimPolicies[]` namespace rule
+# carried: JobSet's `replicatedJobs[].dependsOn` `self == oldSelf` (a list keyed by name, which
+# kube-apiserver's CEL compares in any order, devcluster's in order) and its
+# `volumeClaimPolicies[]` namespace rule
 # (the items are kept open; the webhook checks it: `kubetrain.jobs.trainjob.volumeclaims`).
 RUNTIME_RULES: dict[str, list[Rule]] = {
     "spec.mlPolicy": [

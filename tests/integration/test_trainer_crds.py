@@ -159,3 +159,66 @@ async def test_the_crds_name_rules_refuse_a_trainjob_name_that_is_no_dns_label(k
     assert "metadata.name must be no more than 63 characters" in refused.value.message
     job["metadata"]["name"] = "a" * 63
     await kube.create(TRAINJOBS, job, namespace="default")
+
+
+async def test_the_crds_list_keys_refuse_a_duplicate_key_without_the_webhook(kube: KubeClient) -> None:
+    """The CRDs key lists as Trainer's do (`x-kubernetes-list-type: map` / `set`): devcluster, as
+    kube-apiserver (apiextensions-apiserver `listtype.ValidateListSetsAndMaps`), refuses a second
+    item of one key on create and on update with upstream's words (422 Invalid, one cause at the
+    second item); no webhook is installed here."""
+    await install_trainer_crds(kube)
+    env = [{"name": "LR", "value": "1"}, {"name": "LR", "value": "2"}]
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "dup"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"env": env}},
+    }
+    shown = 'Duplicate value: map[string]interface {}{"name":"LR"}'
+    with pytest.raises(ApiError) as refused:
+        await kube.create(TRAINJOBS, job, namespace="default")
+    assert refused.value.status == 422 and refused.value.reason == "Invalid"
+    assert (
+        refused.value.message
+        == f'TrainJob.trainer.kubeflow.org "dup" is invalid: spec.trainer.env[1]: {shown}'
+    )
+    assert refused.value.body["details"]["causes"] == [
+        {"reason": "FieldValueDuplicate", "message": shown, "field": "spec.trainer.env[1]"}
+    ]
+    job["spec"]["trainer"]["env"] = env[:1]
+    await kube.create(TRAINJOBS, job, namespace="default")
+    with pytest.raises(ApiError) as refused:
+        await kube.patch(TRAINJOBS, "default", "dup", {"spec": {"trainer": {"env": env}}})
+    assert refused.value.status == 422 and refused.value.message.endswith(f"spec.trainer.env[1]: {shown}")
+    patches = {"spec": {"runtimePatches": [{"manager": "acme.io/a"}, {"manager": "acme.io/a"}]}}
+    with pytest.raises(ApiError) as refused:
+        await kube.patch(TRAINJOBS, "default", "dup", patches)
+    assert refused.value.message.endswith(
+        'spec.runtimePatches[1]: Duplicate value: map[string]interface {}{"manager":"acme.io/a"}'
+    )
+
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "twice"},
+        "spec": {
+            "mlPolicy": {
+                "torch": {"envInjection": {"targets": [{"jobName": "node", "containerNames": ["a", "a"]}]}}
+            },
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {}}},
+                        {"name": "node", "template": {"spec": {}}},
+                    ]
+                }
+            },
+        },
+    }
+    with pytest.raises(ApiError) as refused:
+        await kube.create(TRAINING_RUNTIMES, runtime, namespace="default")
+    assert refused.value.status == 422
+    assert [(c["field"], c["message"]) for c in refused.value.body["details"]["causes"]] == [
+        ("spec.mlPolicy.torch.envInjection.targets[0].containerNames[1]", 'Duplicate value: "a"'),
+        ("spec.template.spec.replicatedJobs[1]", 'Duplicate value: map[string]interface {}{"name":"node"}'),
+    ]

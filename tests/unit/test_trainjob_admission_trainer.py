@@ -410,3 +410,25 @@ def test_a_runtime_patch_sets_no_env_of_the_containers_the_trainjob_owns() -> No
     node["initContainers"] = [{"name": "prepare", "image": "x"}]
     allowed = trainjob(runtimePatches=[node_patch(initContainers=[{"name": "prepare", "env": env}])])
     assert paths(allowed, runtime) == []
+
+
+def test_a_variable_is_named_once_in_each_env_list() -> None:
+    """Trainer's TrainJob CRD keys every env list by `name` (`x-kubernetes-list-type: map`): its
+    API server refuses a second variable of one name; the webhook does too, for an API server
+    without the CRD's list keys and for `kubetrain validate`. The same name in two lists is fine."""
+    env = [{"name": "LR", "value": "1"}, {"name": "EPOCHS", "value": "2"}, {"name": "LR", "value": "3"}]
+    job = trainjob(
+        trainer={"env": env},
+        initializer={"dataset": {"env": env}, "model": {"env": env[:2]}},
+        runtimePatches=[node_patch(initContainers=[{"name": "prepare", "env": env}])],
+    )
+    runtime = copy.deepcopy(RUNTIME)
+    node = runtime["spec"]["template"]["spec"]["replicatedJobs"][2]["template"]["spec"]["template"]["spec"]
+    node["initContainers"] = [{"name": "prepare", "image": "x"}]
+    assert paths(job, runtime) == [
+        "spec.trainer.env[2].name",
+        "spec.initializer.dataset.env[2].name",
+        f"spec.runtimePatches[0].{NODE_POD}.initContainers[0].env[2].name",
+    ]
+    assert "'LR': another variable has this name" in messages(job, runtime)
+    assert paths(trainjob(trainer={"env": env[:2]}, initializer={"model": {"env": env[:2]}})) == []

@@ -6,6 +6,8 @@ its defaulting webhook add (docs/behaviour.md, "Admission"):
   its message), at most 2048 characters;
 - `spec.trainer.command` / `args`: at most 128 items of at most 1 MiB (1048576 characters) each;
   `spec.trainer.image` at most 500 characters;
+- no variable named twice in one env list (`spec.trainer.env`, `spec.initializer.*.env`, a patch's
+  containers' and init containers' `env`: the CRD's list keys, `x-kubernetes-list-type: map`);
 - `spec.runtimePatches[i].manager`: a domain-prefixed path (`acme.io/foo`), as Trainer's
   `validation.IsDomainPrefixedPath`; a pod spec patch's `terminationGracePeriodSeconds` ≥ 0;
   no `env` for the `node`, `dataset-initializer`, `model-initializer` containers (init
@@ -31,7 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.dnsnames import MAX_SUBDOMAIN_LENGTH, is_dns1123_subdomain
-from kubetrain.api.errors import FieldError, forbidden, invalid, json_int
+from kubetrain.api.errors import FieldError, duplicate, forbidden, invalid, json_int
 from kubetrain.api.trainer import constants as c
 
 Obj = dict[str, Any]
@@ -124,6 +126,11 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
                         f"must be at most {MAX_ITEM_LENGTH} characters, not {len(item)}",
                     )
                 )
+    errors += _env_duplicates(trainer.get("env"), "spec.trainer.env")
+    for source in ("dataset", "model"):
+        errors += _env_duplicates(
+            (initializer.get(source) or {}).get("env"), f"spec.initializer.{source}.env"
+        )
     image = trainer.get("image")
     if isinstance(image, str) and len(image) > MAX_IMAGE:
         errors.append(
@@ -138,6 +145,10 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
             rpath = (
                 f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}].{POD_SPEC}"
             )
+            for kind in ("containers", "initContainers"):
+                for k, cpatch in enumerate(pod_spec.get(kind) or []):
+                    if isinstance(cpatch, Mapping):
+                        errors += _env_duplicates(cpatch.get("env"), f"{rpath}.{kind}[{k}].env")
             for k, cpatch in enumerate(pod_spec.get("containers") or []):
                 if isinstance(cpatch, Mapping) and cpatch.get("name") in OWN_ENV and cpatch.get("env"):
                     errors.append(
@@ -154,6 +165,19 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
                     f"{POD_SPEC}.terminationGracePeriodSeconds"
                 )
                 errors.append(invalid(path, f"must be greater than or equal to 0, not {grace!r}"))
+    return errors
+
+
+def _env_duplicates(env: object, path: str) -> list[FieldError]:
+    """A variable named twice in one env list: Trainer's CRD keys these lists by `name`
+    (`x-kubernetes-list-type: map`), so its API server refuses the second one."""
+    seen: set[object] = set()
+    errors: list[FieldError] = []
+    for i, var in enumerate(env if isinstance(env, list) else []):
+        name = var.get("name") if isinstance(var, Mapping) else None
+        if isinstance(name, str) and name in seen:
+            errors.append(duplicate(f"{path}[{i}].name", f"{name!r}: another variable has this name"))
+        seen.add(name)
     return errors
 
 

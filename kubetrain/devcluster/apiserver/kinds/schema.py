@@ -245,7 +245,9 @@ def _arrays(value: list[Any], schema: Obj, path: str, out: list[Cause]) -> None:
                 path,
             )
         )
-    if schema.get("uniqueItems") or schema.get("x-kubernetes-list-type") == "set":
+    # A set's (and a map list's) uniqueness is crds/listtype.py's: upstream checks it apart from
+    # the schema (not for defaults), once per duplicated value.
+    if schema.get("uniqueItems"):
         seen: list[Any] = []
         for i, item in enumerate(value):
             if item in seen:

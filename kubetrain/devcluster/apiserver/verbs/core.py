@@ -20,7 +20,7 @@ from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
 from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, schema
-from kubetrain.devcluster.apiserver.kinds.crds import celeval
+from kubetrain.devcluster.apiserver.kinds.crds import celeval, listtype
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
@@ -84,6 +84,7 @@ class ApiServer:
             if sch is not None:
                 schema_causes = schema.validate(obj, sch)
                 causes += schema_causes
+                causes += listtype.write_causes(sch, obj, old)
                 if (compiled := t.rt.cel.get(t.version)) is not None:
                     causes += celeval.object_causes(compiled, obj, old, schema_causes)
         else:
