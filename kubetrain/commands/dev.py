@@ -149,6 +149,17 @@ async def ensure_namespace(stack: DevStack, namespace: str, out: Any) -> None:
         )
 
 
+def unserved_group(job: dict[str, Any], served: tuple[str, ...]) -> str:
+    """Why a job of a job group the cluster does not serve cannot be created (the API server
+    would only say "the server could not find the requested resource"), naming the flag that
+    serves it; empty when its group is served."""
+    group = group_of(job.get("apiVersion"))
+    if group not in JOB_GROUPS or group in served:
+        return ""
+    flag = ",".join((*served, group))
+    return f"{group} is not served: add it with `--api-groups {flag}` (the chart's apiGroups)"
+
+
 async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict[str, Any] | None:
     """Create one manifest as `kubectl create -f` does: unknown fields are an error
     (fieldValidation=Strict) and the server's warnings are printed. The created job, or None
@@ -163,6 +174,10 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
         ref = job_ref(job)
     except KeyError as err:
         print(f"cannot apply: {err.args[0]}", file=out, flush=True)
+        return None
+    unserved = unserved_group(job, stack.options.api_groups)
+    if unserved:
+        print(f"{manifest_label(job, ref.namespaced)} refused: {unserved}", file=out, flush=True)
         return None
     namespace = metadata.setdefault("namespace", "default") if ref.namespaced else None
     try:
@@ -340,7 +355,9 @@ def add_parser(subparsers: Any) -> None:
         default=[KUBETRAIN_GROUP],
         metavar="GROUP[,GROUP]",
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org (a "
-        "Kubeflow manifest applies with no change at all), or both",
+        "Kubeflow manifest applies with no change at all), training.kubedl.io (KubeDL's jobs), "
+        "in any combination; trainer.kubeflow.org and apps.kubedl.io are added when a manifest "
+        "is of them",
     )
     add_behaviour_flags(parser)
     parser.add_argument(

@@ -140,6 +140,20 @@ def test_every_parse_error_is_one_line(
     assert len(lines) == 1 and said in lines[0] and "--help" in lines[0]
 
 
+@pytest.mark.parametrize("command", ["dev", "validate", "render"])
+def test_an_unknown_flag_of_a_command_points_at_that_commands_help(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    argv = [command, "--no-such-flag"] + (["job.yaml"] if command in ("validate", "render") else [])
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        f"kubetrain {command}: error: unrecognized arguments: --no-such-flag "
+        f"(see `kubetrain {command} --help`)\n"
+    )
+
+
 def test_an_unexpected_failure_is_one_line_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import io
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
-from kubetrain.commands._devprogress import FollowPrinter, progress_bar
-from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs
+from kubetrain.commands._devprogress import FollowPrinter, failed_exits, progress_bar
+from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs, unserved_group
 from kubetrain.dev.stack import DevStack
 
 
@@ -100,3 +101,75 @@ def test_on_a_terminal_a_progress_bar_replaces_the_previous_one_in_place() -> No
         up = FollowPrinter.REPLACE_LAST_LINE
         assert lines[2] == (f"{up}           progress 83%" if in_place else "           progress 83%")
         assert lines[4] == "           progress 100%" and up not in "".join(lines[:2] + lines[3:])
+
+
+def test_every_non_zero_exit_a_pod_shows_is_named_once_per_run() -> None:
+    restarted = {
+        "metadata": {"namespace": "ml", "name": "job-master-0", "uid": "u1"},
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "pytorch",
+                    "restartCount": 1,
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                    "state": {"running": {}},
+                },
+                {"name": "sidecar", "restartCount": 0, "state": {"terminated": {"exitCode": 0}}},
+            ]
+        },
+    }
+    failed = {
+        "metadata": {"namespace": "ml", "name": "job-worker-0", "uid": "u2"},
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "pytorch",
+                    "restartCount": 1,
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                    "state": {"terminated": {"exitCode": 3}},
+                }
+            ]
+        },
+    }
+    assert failed_exits([restarted, failed]) == {
+        ("u1", "pytorch", 0): "pod ml/job-master-0: container pytorch exited 137 (OOMKilled)",
+        ("u2", "pytorch", 0): "pod ml/job-worker-0: container pytorch exited 137 (OOMKilled)",
+        ("u2", "pytorch", 1): "pod ml/job-worker-0: container pytorch exited 3",
+    }
+    assert failed_exits([pod("master", "Running")]) == {}  # no container statuses yet
+
+
+@pytest.mark.parametrize(
+    ("api_version", "served", "refusal"),
+    [
+        ("kubetrain.io/v1", ("kubetrain.io",), ""),
+        ("kubeflow.org/v1", ("kubetrain.io", "kubeflow.org"), ""),
+        (
+            "kubeflow.org/v1",
+            ("kubetrain.io",),
+            "kubeflow.org is not served: add it with `--api-groups kubetrain.io,kubeflow.org` "
+            "(the chart's apiGroups)",
+        ),
+        (
+            "training.kubedl.io/v1alpha1",
+            ("kubetrain.io", "trainer.kubeflow.org"),
+            "training.kubedl.io is not served: add it with "
+            "`--api-groups kubetrain.io,trainer.kubeflow.org,training.kubedl.io` (the chart's apiGroups)",
+        ),
+    ],
+)
+def test_a_job_of_a_group_not_served_names_the_flag_that_serves_it(
+    api_version: str, served: tuple[str, ...], refusal: str
+) -> None:
+    assert unserved_group({"apiVersion": api_version, "kind": "TFJob"}, served) == refusal
+
+
+async def test_a_job_of_a_group_not_served_is_refused_before_any_call() -> None:
+    out = io.StringIO()
+    stack = cast(DevStack, SimpleNamespace(options=SimpleNamespace(api_groups=("kubetrain.io",))))
+    job = {"apiVersion": "training.kubedl.io/v1alpha1", "kind": "TFJob", "metadata": {"name": "mnist"}}
+    assert await apply_manifest(stack, job, out) is None
+    assert out.getvalue() == (
+        "TFJob default/mnist refused: training.kubedl.io is not served: add it with "
+        "`--api-groups kubetrain.io,training.kubedl.io` (the chart's apiGroups)\n"
+    )
