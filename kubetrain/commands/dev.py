@@ -70,7 +70,13 @@ def example_names() -> list[str]:
 
 
 class DevError(Exception):
-    """Bad input to `kubetrain dev`; the message says what is valid."""
+    """Bad input to `kubetrain dev`; the message says what is valid. `code` is the exit code:
+    2 for a bad flag value (as argparse), 1 for a manifest that cannot be read (as `kubetrain
+    validate` and `render` exit for one, and as `dev` exits for a refused job)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -81,9 +87,15 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
         path = EXAMPLES_DIR / f"{args.example}.yaml"
         if not path.is_file():
             valid = ", ".join(example_names()) or f"none found in {EXAMPLES_DIR}"
-            raise DevError(f"--example {args.example!r}: no such example (valid: {valid})")
+            raise DevError(f"--example {args.example!r}: no such example (valid: {valid})", code=2)
     try:
         docs = [d for d in load_all(path.read_text()) if d is not None]
+    except FileNotFoundError:
+        raise DevError(f"{path}: cannot read: no such file") from None
+    except IsADirectoryError:
+        raise DevError(f"{path}: cannot read: is a directory") from None
+    except UnicodeDecodeError:
+        raise DevError(f"{path}: cannot read: not UTF-8 text") from None
     except OSError as err:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
@@ -306,7 +318,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         configure_gc()  # devcluster's store is what full collections would traverse
         return asyncio.run(dev(args))
-    except (DevError, ConfigError) as err:
+    except DevError as err:
+        print(f"kubetrain dev: {err}", file=sys.stderr)
+        return err.code
+    except ConfigError as err:
         print(f"kubetrain dev: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -319,7 +334,8 @@ def add_parser(subparsers: Any) -> None:
         help="run kubetrain (operator + webhooks) against a built-in emulated cluster and apply an example",
         description="Start the built-in emulated API server, install the CRDs, run the admission "
         "webhooks, the controller and a simulated kubelet, apply an example job and follow it to "
-        "the end. Exit 0 when the job succeeds, 1 when it fails or is refused, 2 on timeout.",
+        "the end. Exit 0 when the job succeeds, 1 when it fails or is refused (or the manifest cannot "
+        "be read), 2 on timeout or a bad flag value.",
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import pytest
 
+from kubetrain import cli
 from kubetrain.commands._devprogress import FollowPrinter, failed_exits, progress_bar
 from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs, unserved_group
 from kubetrain.dev.stack import DevStack
@@ -173,3 +174,23 @@ async def test_a_job_of_a_group_not_served_is_refused_before_any_call() -> None:
         "TFJob default/mnist refused: training.kubedl.io is not served: add it with "
         "`--api-groups kubetrain.io,training.kubedl.io` (the chart's apiGroups)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "said"),
+    [
+        (["--example", "nope"], 2, "--example 'nope': no such example (valid: "),  # a bad flag value
+        (["-f", "{missing}"], 1, "{missing}: cannot read: no such file"),  # as validate and render
+        (["-f", "{dir}"], 1, "{dir}: cannot read: is a directory"),
+        (["-f", "{binary}"], 1, "{binary}: cannot read: not UTF-8 text"),
+    ],
+)
+def test_dev_input_errors_are_one_line_with_validates_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int, said: str
+) -> None:
+    binary = tmp_path / "job.bin"
+    binary.write_bytes(b"\xff\xfe\x00kind")
+    names = {"missing": str(tmp_path / "nope.yaml"), "dir": str(tmp_path), "binary": str(binary)}
+    assert cli.main(["dev", *(a.format(**names) for a in argv)]) == code
+    err = capsys.readouterr().err
+    assert err.startswith("kubetrain dev: " + said.format(**names)) and len(err.splitlines()) == 1
