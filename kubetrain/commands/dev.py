@@ -34,6 +34,7 @@ from kubetrain.commands._process import ConfigError, configure_gc, install_stop_
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
+from kubetrain.dev.kubectlcache import forget_discovery
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL
 from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL
@@ -230,6 +231,7 @@ async def cluster_only(
         )
     ) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
+        forget_discovery(stack.cluster.url)  # kubectl's, of an earlier cluster on this port
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out)
         print("Press Ctrl-C to stop.", file=out, flush=True)
         stop = asyncio.Event()
@@ -279,6 +281,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
+        forget_discovery(stack.cluster.url)  # kubectl's, of an earlier cluster on this port
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
         if dashboard is not None:
             print(f"dashboard: {dashboard.url}", file=out, flush=True)
