@@ -1,7 +1,7 @@
 """What `kubetrain dev` prints while it follows a job: its state and pods
 (`describe_progress`), every container that exits non-zero (`failed_exits`), why a gang job
-waits, and the training progress its pods report through the training-progress endpoint
-(`progress_bar`, from `status.trainerStatus`):
+waits or its pods do not start (`pods_not_starting`), and the training progress its pods report
+through the training-progress endpoint (`progress_bar`, from `status.trainerStatus`):
 
     [   0.1s] Running    master: 1 running · worker: 3 running
                progress [######..................]  25%  ETA 0:09  loss 1.1061 · step 30
@@ -174,7 +174,7 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
         if bar and bar != last_bar:
             printer.bar(bar)
             last_bar = bar
-        wait = _gang_wait(stack, current)
+        wait = _gang_wait(stack, current) or pods_not_starting(current)
         if wait and wait != last_wait:
             printer.line(f"           {wait}")
         last_wait = wait
@@ -194,6 +194,15 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
         await asyncio.sleep(0.1)
     printer.line(f"{kind} {ns}/{name}: not finished after {limit:.0f}s")
     return 2
+
+
+def pods_not_starting(job: dict[str, Any]) -> str:
+    """Why the job's pods do not start (its `PodsNotStarting` condition's message, which names
+    each pod/container and the kubelet's reason, e.g. ImagePullBackOff); empty otherwise."""
+    for cond in (job.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "PodsNotStarting" and cond.get("status") == "True":
+            return str(cond.get("message") or cond.get("reason") or "")
+    return ""
 
 
 def _gang_wait(stack: DevStack, job: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import io
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from kubetrain import cli
-from kubetrain.commands._devprogress import FollowPrinter, failed_exits, progress_bar
+from kubetrain.commands._devprogress import FollowPrinter, failed_exits, pods_not_starting, progress_bar
 from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs, unserved_group
 from kubetrain.dev.stack import DevStack
 
@@ -194,3 +195,26 @@ def test_dev_input_errors_are_one_line_with_validates_exit_codes(
     assert cli.main(["dev", *(a.format(**names) for a in argv)]) == code
     err = capsys.readouterr().err
     assert err.startswith("kubetrain dev: " + said.format(**names)) and len(err.splitlines()) == 1
+
+
+def test_why_pods_do_not_start_is_the_conditions_message() -> None:
+    message = (
+        "PyTorchJob big: 1 container(s) of its pods cannot start: big-master-0/pytorch ImagePullBackOff."
+    )
+    waiting = {
+        "status": {
+            "conditions": [
+                {"type": "Created", "status": "True"},
+                {
+                    "type": "PodsNotStarting",
+                    "status": "True",
+                    "reason": "PodsNotStarting",
+                    "message": message,
+                },
+            ]
+        }
+    }
+    assert pods_not_starting(waiting) == message
+    started = copy.deepcopy(waiting)
+    started["status"]["conditions"][1]["status"] = "False"
+    assert pods_not_starting(started) == "" and pods_not_starting({}) == ""
