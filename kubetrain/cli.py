@@ -38,11 +38,13 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: what is wrong and where the help is, without the usage
     block (for `kubetrain run` that is some thirty lines above the one that matters)."""
 
+    commands: dict[str, argparse.ArgumentParser]  # the sub-commands' parsers, by name
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     parser = Parser(
         prog="kubetrain",
         description=f"Kubernetes operator for distributed training jobs ({', '.join(known_kinds())}).",
@@ -52,12 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"kubetrain.commands.{name}")
         module.add_parser(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the sub-command's parser, so the hint names *its* --help
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:

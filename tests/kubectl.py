@@ -14,12 +14,16 @@ KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shut
 
 
 async def run_kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    """`kubectl --kubeconfig <kubeconfig> <args>` with `stdin`: (exit code, stdout, stderr)."""
+    """`kubectl --kubeconfig <kubeconfig> <args>` with `stdin`: (exit code, stdout, stderr).
+    kubectl's cache sits beside the kubeconfig, not in ~/.kube/cache: its discovery of an
+    earlier cluster on the same port is never read."""
     assert KUBECTL is not None
     proc = await asyncio.create_subprocess_exec(
         KUBECTL,
         "--kubeconfig",
         kubeconfig,
+        "--cache-dir",
+        str(Path(kubeconfig).parent / "kubectl-cache"),
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,

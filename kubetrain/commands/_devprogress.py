@@ -1,6 +1,7 @@
 """What `kubetrain dev` prints while it follows a job: its state and pods
-(`describe_progress`), why a gang job waits, and the training progress its pods report through
-the training-progress endpoint (`progress_bar`, from `status.trainerStatus`):
+(`describe_progress`), every container that exits non-zero (`failed_exits`), why a gang job
+waits or its pods do not start (`pods_not_starting`), and the training progress its pods report
+through the training-progress endpoint (`progress_bar`, from `status.trainerStatus`):
 
     [   0.1s] Running    master: 1 running · worker: 3 running
                progress [######..................]  25%  ETA 0:09  loss 1.1061 · step 30
@@ -102,6 +103,29 @@ def describe_progress(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     return line + (f" · restarts {restarts}" if restarts else "")
 
 
+def failed_exits(pods: list[dict[str, Any]]) -> dict[tuple[str, str, int], str]:
+    """Every non-zero container exit the pods show (a container's current state, or the last
+    one before an in-place restart), keyed by pod uid, container and which of its runs ended,
+    so a caller prints each once: `pod default/job-master-0: container pytorch exited 137
+    (OOMKilled)`."""
+    exits: dict[tuple[str, str, int], str] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        where = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        uid = str(meta.get("uid") or where)
+        for status in (pod.get("status") or {}).get("containerStatuses") or ():
+            restarts = int(status.get("restartCount") or 0)
+            for key, run in (("lastState", restarts - 1), ("state", restarts)):
+                done = (status.get(key) or {}).get("terminated") or {}
+                code = done.get("exitCode")
+                if not isinstance(code, int) or code == 0:
+                    continue
+                reason = f" ({done['reason']})" if done.get("reason") else ""
+                container = str(status.get("name"))
+                exits[(uid, container, run)] = f"pod {where}: container {container} exited {code}{reason}"
+    return exits
+
+
 class FollowPrinter:
     """Writes what `follow` prints. On a terminal a new progress bar replaces the previous one
     in place when nothing was printed between them (ANSI: cursor up one line, erase it); to a
@@ -134,6 +158,7 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
     started = time.monotonic()
     printer = FollowPrinter(out)
     last = last_wait = last_bar = ""
+    exits_shown: set[tuple[str, str, int]] = set()
     while time.monotonic() - started < limit:
         current = stack.controller.cache.store(ref).get(ns, name) or job
         pods = stack.controller.observe(kind, ns, name).pods
@@ -141,11 +166,15 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
         if line != last:
             printer.line(f"[{time.monotonic() - started:6.1f}s] {line}")
             last = line
+        for key, exited in failed_exits(pods).items():
+            if key not in exits_shown:
+                exits_shown.add(key)
+                printer.line(f"           {exited}")
         bar = progress_bar(current)
         if bar and bar != last_bar:
             printer.bar(bar)
             last_bar = bar
-        wait = _gang_wait(stack, current)
+        wait = _gang_wait(stack, current) or pods_not_starting(current)
         if wait and wait != last_wait:
             printer.line(f"           {wait}")
         last_wait = wait
@@ -165,6 +194,15 @@ async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: 
         await asyncio.sleep(0.1)
     printer.line(f"{kind} {ns}/{name}: not finished after {limit:.0f}s")
     return 2
+
+
+def pods_not_starting(job: dict[str, Any]) -> str:
+    """Why the job's pods do not start (its `PodsNotStarting` condition's message, which names
+    each pod/container and the kubelet's reason, e.g. ImagePullBackOff); empty otherwise."""
+    for cond in (job.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "PodsNotStarting" and cond.get("status") == "True":
+            return str(cond.get("message") or cond.get("reason") or "")
+    return ""
 
 
 def _gang_wait(stack: DevStack, job: dict[str, Any]) -> str:

@@ -217,7 +217,8 @@ def add_scope_flags(g: Any) -> None:
         metavar="GROUP[,GROUP]",
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org "
         "(replacing Kubeflow's training operator; its CRDs from `kubetrain crds --group "
-        "kubeflow.org`), trainer.kubeflow.org (Kubeflow Trainer v2's TrainJob and runtimes; "
+        "kubeflow.org`), training.kubedl.io (KubeDL's jobs; CRDs from `kubetrain crds --group "
+        "training.kubedl.io`), trainer.kubeflow.org (Kubeflow Trainer v2's TrainJob and runtimes; "
         "CRDs from `kubetrain crds --group trainer.kubeflow.org`), apps.kubedl.io (KubeDL's Cron "
         "beside TrainingCron; CRD from `kubetrain crds --group apps.kubedl.io`), in any combination",
     )

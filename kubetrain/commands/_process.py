@@ -75,7 +75,8 @@ def run_service(
         log.error("%s", exc)
         return 2
     except KubeconfigError as exc:
-        log.error("cannot start %s: %s (give --kubeconfig a kubeconfig file, or set $KUBECONFIG)", what, exc)
+        hint = " (give --kubeconfig a kubeconfig file, or set $KUBECONFIG)" if exc.other_file else ""
+        log.error("cannot start %s: %s%s", what, exc, hint)
         return 1
     except ApiUnreachable as exc:
         log.error("cannot start %s: %s", what, exc)

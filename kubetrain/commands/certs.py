@@ -17,26 +17,32 @@ from kubetrain.certs.generate import generate_bundle, service_dns_names
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.commands._flags import add_cluster_domain_flag
 
+PROG = "kubetrain certs generate"
+
 
 def generate(args: argparse.Namespace) -> int:
     dns: list[str] = list(args.dns)
     if args.service:
         if not args.namespace:
-            print("error: --service needs --namespace", file=sys.stderr)
+            print(f"{PROG}: error: --service needs --namespace", file=sys.stderr)
             return 2
         dns += service_dns_names(args.service, args.namespace, args.cluster_domain)
     if not dns and not args.ip:
-        print("error: give at least one --dns NAME, --ip ADDRESS or --service/--namespace", file=sys.stderr)
+        print(
+            f"{PROG}: error: give at least one --dns NAME, --ip ADDRESS or --service/--namespace",
+            file=sys.stderr,
+        )
         return 2
     try:
         bundle = generate_bundle(dns, args.ip, key_type=args.key_type)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     try:
         write_cert_dir(args.out, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
     except OSError as exc:
-        print(f"error: cannot write to {args.out}: {exc}", file=sys.stderr)
+        where = exc.filename or args.out
+        print(f"{PROG}: error: cannot write to {where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     names = ", ".join([*dict.fromkeys(dns), *args.ip])
     print(f"wrote {args.out}/ca.crt, tls.crt and tls.key for {names}")

@@ -34,6 +34,7 @@ from kubetrain.commands._process import ConfigError, configure_gc, install_stop_
 from kubetrain.commands.devcron import cron_ref, is_cron, wait_for_first_job
 from kubetrain.dashboard.local import local_dashboard
 from kubetrain.dashboard.server import DashboardServer
+from kubetrain.dev.kubectlcache import forget_discovery
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL
 from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL
@@ -70,7 +71,13 @@ def example_names() -> list[str]:
 
 
 class DevError(Exception):
-    """Bad input to `kubetrain dev`; the message says what is valid."""
+    """Bad input to `kubetrain dev`; the message says what is valid. `code` is the exit code:
+    2 for a bad flag value (as argparse), 1 for a manifest that cannot be read (as `kubetrain
+    validate` and `render` exit for one, and as `dev` exits for a refused job)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -81,9 +88,15 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
         path = EXAMPLES_DIR / f"{args.example}.yaml"
         if not path.is_file():
             valid = ", ".join(example_names()) or f"none found in {EXAMPLES_DIR}"
-            raise DevError(f"--example {args.example!r}: no such example (valid: {valid})")
+            raise DevError(f"--example {args.example!r}: no such example (valid: {valid})", code=2)
     try:
         docs = [d for d in load_all(path.read_text()) if d is not None]
+    except FileNotFoundError:
+        raise DevError(f"{path}: cannot read: no such file") from None
+    except IsADirectoryError:
+        raise DevError(f"{path}: cannot read: is a directory") from None
+    except UnicodeDecodeError:
+        raise DevError(f"{path}: cannot read: not UTF-8 text") from None
     except OSError as err:
         raise DevError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
@@ -149,6 +162,17 @@ async def ensure_namespace(stack: DevStack, namespace: str, out: Any) -> None:
         )
 
 
+def unserved_group(job: dict[str, Any], served: tuple[str, ...]) -> str:
+    """Why a job of a job group the cluster does not serve cannot be created (the API server
+    would only say "the server could not find the requested resource"), naming the flag that
+    serves it; empty when its group is served."""
+    group = group_of(job.get("apiVersion"))
+    if group not in JOB_GROUPS or group in served:
+        return ""
+    flag = ",".join((*served, group))
+    return f"{group} is not served: add it with `--api-groups {flag}` (the chart's apiGroups)"
+
+
 async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict[str, Any] | None:
     """Create one manifest as `kubectl create -f` does: unknown fields are an error
     (fieldValidation=Strict) and the server's warnings are printed. The created job, or None
@@ -163,6 +187,10 @@ async def apply_manifest(stack: DevStack, job: dict[str, Any], out: Any) -> dict
         ref = job_ref(job)
     except KeyError as err:
         print(f"cannot apply: {err.args[0]}", file=out, flush=True)
+        return None
+    unserved = unserved_group(job, stack.options.api_groups)
+    if unserved:
+        print(f"{manifest_label(job, ref.namespaced)} refused: {unserved}", file=out, flush=True)
         return None
     namespace = metadata.setdefault("namespace", "default") if ref.namespaced else None
     try:
@@ -203,6 +231,7 @@ async def cluster_only(
         )
     ) as stack:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
+        forget_discovery(stack.cluster.url)  # kubectl's, of an earlier cluster on this port
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out)
         print("Press Ctrl-C to stop.", file=out, flush=True)
         stop = asyncio.Event()
@@ -252,6 +281,7 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
         print(f"devcluster API server: {stack.cluster.url}", file=out)
+        forget_discovery(stack.cluster.url)  # kubectl's, of an earlier cluster on this port
         print(f"kubeconfig: {stack.cluster.kubeconfig_path}", file=out, flush=True)
         if dashboard is not None:
             print(f"dashboard: {dashboard.url}", file=out, flush=True)
@@ -291,7 +321,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         configure_gc()  # devcluster's store is what full collections would traverse
         return asyncio.run(dev(args))
-    except (DevError, ConfigError) as err:
+    except DevError as err:
+        print(f"kubetrain dev: {err}", file=sys.stderr)
+        return err.code
+    except ConfigError as err:
         print(f"kubetrain dev: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -304,7 +337,8 @@ def add_parser(subparsers: Any) -> None:
         help="run kubetrain (operator + webhooks) against a built-in emulated cluster and apply an example",
         description="Start the built-in emulated API server, install the CRDs, run the admission "
         "webhooks, the controller and a simulated kubelet, apply an example job and follow it to "
-        "the end. Exit 0 when the job succeeds, 1 when it fails or is refused, 2 on timeout.",
+        "the end. Exit 0 when the job succeeds, 1 when it fails or is refused (or the manifest cannot "
+        "be read), 2 on timeout or a bad flag value.",
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
@@ -340,7 +374,9 @@ def add_parser(subparsers: Any) -> None:
         default=[KUBETRAIN_GROUP],
         metavar="GROUP[,GROUP]",
         help="API groups whose job kinds are served: kubetrain.io (default), kubeflow.org (a "
-        "Kubeflow manifest applies with no change at all), or both",
+        "Kubeflow manifest applies with no change at all), training.kubedl.io (KubeDL's jobs), "
+        "in any combination; trainer.kubeflow.org and apps.kubedl.io are added when a manifest "
+        "is of them",
     )
     add_behaviour_flags(parser)
     parser.add_argument(

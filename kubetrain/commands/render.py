@@ -37,7 +37,13 @@ from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
 from kubetrain.api.trainer import constants as tc
 from kubetrain.commands._flags import add_cluster_domain_flag
-from kubetrain.commands._trainervalidate import Runtimes, keep_runtime, known_runtimes, trainjob_errors
+from kubetrain.commands._trainervalidate import (
+    Runtimes,
+    keep_runtime,
+    known_runtimes,
+    trainjob_errors,
+    unknown_fields,
+)
 from kubetrain.commands.validate import read_documents
 from kubetrain.cron.decide import next_job
 from kubetrain.cron.shape import read_cron, validate_cron
@@ -252,9 +258,12 @@ def _trainer_document(
     children are added to `output`; the problems."""
     kind = obj.get("kind")
     if kind in (tc.TRAINING_RUNTIME, tc.CLUSTER_TRAINING_RUNTIME):
-        return [str(e) for e in keep_runtime(obj, runtimes)]
+        return [str(e) for e in unknown_fields(obj) + keep_runtime(obj, runtimes)]
     if kind != tc.TRAINJOB:
         return [f"kind: Unsupported value: {kind!r}: must be one of {', '.join(tc.KINDS)}"]
+    unknown = unknown_fields(obj)
+    if unknown:
+        return [str(e) for e in unknown]
     children, errors = render_trainjob(
         obj,
         runtimes,

@@ -5,7 +5,7 @@ is defaulted exactly as the mutating webhook would, then validated exactly as th
 webhook would. Each error is printed on its own line, prefixed by the file and the document
 (`pytorch.yaml#2 (PyTorchJob/mnist): spec.pytorchReplicaSpecs[Master].replicas: Forbidden: …`),
 warnings likewise. Exit status: 1 when any document is invalid or a file cannot be read or
-parsed, else 0.
+parsed or holds no document, else 0.
 
 With `--policy FILE` (repeatable) the TrainingPolicies in FILE are applied too, as the webhooks
 would (kubetrain.policy.offline): their defaults after the built-in ones, then their limits;
@@ -132,8 +132,9 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=report)
             failed = True
             continue
-        if not documents:
+        if not documents:  # as `kubectl apply -f` refuses a file with no objects
             print(f"{_display(name)}: no documents", file=report)
+            failed = True
             continue
         for doc in documents:
             ok, defaulted = check_document(

@@ -63,7 +63,11 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
                 f' (a Kubeflow manifest migrates by changing apiVersion to "{GROUP_VERSION}", or '
                 "is served as it is by an operator run with --api-groups including kubeflow.org)"
             )
-        elif isinstance(api_version, str) and api_version.startswith("kubeflow.org/"):
+        elif (
+            isinstance(api_version, str)
+            and api_version.startswith("kubeflow.org/")
+            and get_framework(typed) is not None  # not e.g. Katib's kubeflow.org/v1beta1 Experiment
+        ):
             hint = " (an older Kubeflow version: `kubetrain migrate FILE` rewrites it)"
         elif api_version == f"{KUBEDL_GROUP}/{job_version(typed, KUBEDL_GROUP)}" and group_serves(
             KUBEDL_GROUP, typed

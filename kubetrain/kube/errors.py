@@ -80,7 +80,12 @@ def api_error(status: int, body: Any, default_reason: str = "") -> ApiError:
 
 class KubeconfigError(Exception):
     """The kubeconfig (or in-cluster configuration) cannot be used; `str()` is one line naming
-    the file and what is wrong with it."""
+    the file and what is wrong with it. `other_file` says whether pointing at another kubeconfig
+    is the fix (a missing or malformed file) or the message already names the fix within it."""
+
+    def __init__(self, message: str, other_file: bool = True) -> None:
+        super().__init__(message)
+        self.other_file = other_file
 
 
 class ApiUnreachable(Exception):

@@ -57,7 +57,10 @@ async def load_kubeconfig(path: str, context: str | None, configuration: Configu
     """Fill `configuration` from the kubeconfig at `path` (its current context, or `context`)."""
     doc = _read(path)
     if context is None and not doc.get("current-context"):
-        raise _error(path, "sets no current-context (set one with `kubectl config use-context`)")
+        raise KubeconfigError(
+            f"kubeconfig {path}: sets no current-context (set one with `kubectl config use-context NAME`)",
+            other_file=False,
+        )
     try:
         await kube_config.load_kube_config(
             config_file=path, context=context, client_configuration=configuration, persist_config=False

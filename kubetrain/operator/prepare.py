@@ -37,6 +37,7 @@ from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.mpilabels import mpi_operator_convention
+from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
 from kubetrain.jobs.parse import read_typed
@@ -80,7 +81,8 @@ def prepare_job(
     draft = read_job(obj)  # 1. parse
     framework = draft.framework
     if framework is None:
-        return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}"])
+        valid = ", ".join(known_kinds())
+        return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}: must be one of {valid}"])
     defaulted = default_v1(draft, gang_scheduling=gang_scheduling, adjust=True)  # 2. default
     assert defaulted.draft is not None  # default_v1 reads what it defaults
     typed = read_typed(defaulted.draft)  # 3. type

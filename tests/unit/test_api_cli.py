@@ -77,6 +77,16 @@ def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"{tmp_path}: cannot read: is a directory" in out
 
 
+@pytest.mark.parametrize("content", ["", "---\n# nothing but a comment\n---\n"])
+def test_a_file_with_no_document_fails_as_kubectl_apply_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(content)
+    assert main(["validate", str(ROOT / "examples" / "mxnet-local.yaml"), str(empty)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == f"{empty}: no documents"
+
+
 def test_binary_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "bin.yaml"
     f.write_bytes(b"\xff\xfe\x00garbage")

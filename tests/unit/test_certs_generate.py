@@ -127,3 +127,15 @@ def test_certs_generate_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "at least one --dns" in capsys.readouterr().err
     assert run_cli(["certs", "generate", "--out", str(tmp_path), "--ip", "nope"]) == 2
     assert "'nope' is not a valid IP address" in capsys.readouterr().err
+
+
+def test_certs_generate_names_the_command_and_the_path_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = blocker / "certs"  # a directory under a regular file cannot be made
+    assert run_cli(["certs", "generate", "--out", str(out), "--dns", "localhost"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"kubetrain certs generate: error: cannot write to {out}: ")
+    assert "Errno" not in err and len(err.splitlines()) == 1

@@ -111,6 +111,20 @@ def test_the_services_report_a_bad_kubeconfig_in_one_log_line(
     assert errors[0].exc_info is None
 
 
+def test_a_kubeconfig_without_a_current_context_says_only_how_to_set_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(UNREACHABLE)  # contexts, but no current-context
+    with caplog.at_level(logging.INFO):
+        assert cli.main(["controller", "--kubeconfig", str(path), "--metrics-port", "0"]) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert errors == [
+        f"cannot start the controller: kubeconfig {path}: sets no current-context "
+        "(set one with `kubectl config use-context NAME`)"
+    ]
+
+
 def test_a_bad_flag_value_is_one_line_with_where_the_help_is(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["controller", "--qps", "fast"])
@@ -138,6 +152,20 @@ def test_every_parse_error_is_one_line(
     assert exited.value.code == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and said in lines[0] and "--help" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["dev", "validate", "render"])
+def test_an_unknown_flag_of_a_command_points_at_that_commands_help(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    argv = [command, "--no-such-flag"] + (["job.yaml"] if command in ("validate", "render") else [])
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        f"kubetrain {command}: error: unrecognized arguments: --no-such-flag "
+        f"(see `kubetrain {command} --help`)\n"
+    )
 
 
 def test_an_unexpected_failure_is_one_line_and_exit_1(

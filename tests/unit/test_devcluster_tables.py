@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.apiserver.verbs.tables import _path
+from kubetrain.devcluster.apiserver.verbs.tables import _EVENT_COLUMNS, _event_row, _path
 
 JOB: dict[str, Any] = {
     "metadata": {"name": "j"},
@@ -62,3 +63,74 @@ def test_the_trainjob_state_column_is_empty_while_a_resumed_trainjob_runs() -> N
         }
     }
     assert _path(done, state) == "Complete"
+
+
+NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def _ago(seconds: int, micro: bool = False) -> str:
+    when = NOW - timedelta(seconds=seconds)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(
+    ("event", "cells"),
+    [
+        (  # a recorder's Event: its own count and timestamps, `component, host` as the source
+            {
+                "firstTimestamp": _ago(300),
+                "lastTimestamp": _ago(30),
+                "count": 4,
+                "type": "Warning",
+                "reason": "JobRestarting",
+                "involvedObject": {"kind": "PyTorchJob", "name": "mnist", "fieldPath": "spec"},
+                "source": {"component": "kubetrain-operator", "host": "node-1"},
+                "message": " restarting  \n",
+            },
+            [
+                "30s",
+                "Warning",
+                "JobRestarting",
+                "pytorchjob/mnist",
+                "spec",
+                "kubetrain-operator, node-1",
+                "restarting",
+                "5m",
+                4,
+                "ev",
+            ],
+        ),
+        (  # the new API's singleton: eventTime, count 0 → 1, reporting controller as the source
+            {
+                "eventTime": _ago(90, micro=True),
+                "type": "Normal",
+                "reason": "Scheduled",
+                "involvedObject": {"kind": "Pod"},
+                "reportingController": "scheduler",
+                "reportingInstance": "scheduler-0",
+                "message": "bound",
+            },
+            ["90s", "Normal", "Scheduled", "pod", "", "scheduler, scheduler-0", "bound", "90s", 1, "ev"],
+        ),
+        (  # a series: its last observed time and count win
+            {
+                "eventTime": _ago(600, micro=True),
+                "series": {"count": 7, "lastObservedTime": _ago(10, micro=True)},
+                "involvedObject": {"kind": "Pod", "name": "p"},
+            },
+            ["10s", "", "", "pod/p", "", "", "", "10m", 7, "ev"],
+        ),
+        ({}, ["<unknown>", "", "", "", "", "", "", "<unknown>", 1, "ev"]),  # no time at all
+    ],
+)
+def test_kubectl_get_events_gets_kube_apiservers_event_columns(
+    event: dict[str, Any], cells: list[Any]
+) -> None:
+    assert [c["name"] for c in _EVENT_COLUMNS if c["priority"] == 0] == [
+        "Last Seen",
+        "Type",
+        "Reason",
+        "Object",
+        "Message",
+    ]
+    assert _event_row({"metadata": {"name": "ev"}, **event}, NOW) == cells

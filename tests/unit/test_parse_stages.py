@@ -204,3 +204,12 @@ def test_update_rules_compare_the_drafts_of_both_jobs_in_kubetrain_s_layout() ->
     assert [e.path for e in validate_job(relabelled, stored).errors] == [
         "metadata.annotations[kubetrain.io/service-mode]"
     ]
+
+
+def test_migrate_is_suggested_only_for_an_older_kubeflow_version_of_a_job_kind() -> None:
+    old_tfjob = check_type_meta({"apiVersion": "kubeflow.org/v1beta1", "kind": "TFJob"})
+    assert [e.path for e in old_tfjob] == ["apiVersion"]
+    assert "`kubetrain migrate FILE` rewrites it" in old_tfjob[0].message
+    katib = check_type_meta({"apiVersion": "kubeflow.org/v1beta1", "kind": "Experiment"})
+    assert [e.path for e in katib] == ["kind", "apiVersion"]
+    assert not any("migrate" in e.message for e in katib)  # Katib's Experiment: no job to migrate

@@ -70,6 +70,9 @@ def variants() -> list[tuple[str, dict[str, Any]]]:
     return cases
 
 
+KINDS = "TFJob, PyTorchJob, MXJob, XGBoostJob, JAXJob, PaddleJob, MPIJob"
+
+
 @pytest.mark.parametrize(("name", "obj"), variants(), ids=[n for n, _ in variants()])
 def test_the_controller_prepares_a_job_as_the_webhooks_default_and_validate_it(
     name: str, obj: dict[str, Any]
@@ -78,7 +81,7 @@ def test_the_controller_prepares_a_job_as_the_webhooks_default_and_validate_it(
     prepared = prepare_job(obj)
     assert obj == before  # the stored job is never changed
     if prepared.framework is None:  # KubeDL's ElasticDLJob, XDLJob: kinds kubetrain does not run
-        assert prepared.errors == [f"kind: Unsupported value: {obj['kind']!r}"]
+        assert prepared.errors == [f"kind: Unsupported value: {obj['kind']!r}: must be one of {KINDS}"]
         return
     defaulted = default_job(copy.deepcopy(obj))
     # The defaulted job the planner reads is the webhook's, in kubetrain's layout.
@@ -114,7 +117,9 @@ def test_the_parse_stage_reads_a_job_once_without_changing_it() -> None:
     ]
     unknown = read_job({"apiVersion": "kubetrain.io/v1", "kind": "SparkJob", "spec": {}})
     assert unknown.framework is None and unknown.kind == "SparkJob"
-    assert prepare_job({"kind": "SparkJob"}).errors == ["kind: Unsupported value: 'SparkJob'"]
+    assert prepare_job({"kind": "SparkJob"}).errors == [
+        f"kind: Unsupported value: 'SparkJob': must be one of {KINDS}"
+    ]
 
 
 def test_the_service_mode_is_read_at_the_parse_stage() -> None:

@@ -132,6 +132,30 @@ def test_errors_name_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "'flux-distributed' is neither one of Trainer's default runtimes" in err  # not kept
 
 
+@pytest.mark.parametrize("command", ["render", "validate"])
+def test_a_typo_in_a_trainer_document_is_an_unknown_field_naming_the_closest_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    job = trainjob(numNodes=2, numProcPerNod=4)
+    job["spec"]["trainer"]["env"] = [{"name": "A", "value": "1"}]  # preserved as written: not walked
+    runtime = yaml.safe_load((FLUX / "flux-runtime.yaml").read_text())
+    runtime["spec"]["mlPolicy"]["fluxx"] = {}
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([job, runtime]))
+    assert main([command, str(path)]) == 1
+    err = capsys.readouterr()
+    lines = (err.err + err.out).splitlines()
+    assert (
+        f'{path}#1 (TrainJob/tj): spec.trainer.numProcPerNod: Invalid: unknown field "numProcPerNod" '
+        '(did you mean "numProcPerNode"?)' in lines
+    )
+    assert (
+        f"{path}#2 (ClusterTrainingRuntime/flux-distributed): spec.mlPolicy.fluxx: Invalid: "
+        'unknown field "fluxx" (did you mean "flux"?)' in lines
+    )
+    assert not any("env" in line for line in lines)
+
+
 @pytest.mark.parametrize(
     ("runtime_key", "job"),
     [

@@ -1,8 +1,10 @@
 """Server-side printing (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`) as kubectl get asks for it.
 
-Columns: pods NAME READY STATUS RESTARTS AGE (+ IP NODE at priority 1); custom resources NAME, their
-additionalPrinterColumns (JSONPaths: fields, indexes, slices, `[*]`, `==`/`!=` filters; the first
-match is the cell) and AGE by default; everything else NAME AGE.
+Columns: pods NAME READY STATUS RESTARTS AGE (+ IP NODE at priority 1); core/v1 Events LAST SEEN
+TYPE REASON OBJECT MESSAGE (+ SUBOBJECT SOURCE, FIRST SEEN COUNT NAME at priority 1: `_event_row`);
+custom resources NAME, their additionalPrinterColumns (JSONPaths: fields, indexes, slices, `[*]`,
+`==`/`!=` filters; the first match is the cell) and AGE by default; everything else (events.k8s.io/v1
+Events too) NAME AGE.
 """
 
 from __future__ import annotations
@@ -123,8 +125,69 @@ def _pod_row(obj: Obj) -> list[Any]:
     ]
 
 
+def _since(ts: Any, now: datetime) -> str:
+    """translateTimestampSince / translateMicroTimestampSince: `<unknown>` for a zero time."""
+    if not isinstance(ts, str) or not ts:
+        return "<unknown>"
+    try:
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    return human_duration((now - when).total_seconds())
+
+
+def _event_row(obj: Obj, now: datetime) -> list[Any]:
+    """A core/v1 Event's cells in the order of `_EVENT_COLUMNS`, as kube-apiserver's `printEvent`
+    (pkg/printers/internalversion/printers.go) makes them with Wide set, as its table convertor
+    does: first seen falls back to eventTime, last seen to first seen, a series' last observed
+    time and count win, and a count of 0 (a singleton of the new API) is 1; the object is
+    `lowercase kind/name`; the source is `component, host`, falling back to
+    reportingController/reportingInstance (`formatEventSource`)."""
+    first = _since(obj.get("firstTimestamp") or obj.get("eventTime"), now)
+    last = _since(obj["lastTimestamp"], now) if obj.get("lastTimestamp") else first
+    count = int(obj.get("count") or 0)
+    series = obj.get("series")
+    if isinstance(series, dict):
+        last = _since(series.get("lastObservedTime"), now)
+        count = int(series.get("count") or 0)
+    elif count == 0:
+        count = 1
+    involved = obj.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingController") or ""
+    instance = source.get("host") or obj.get("reportingInstance") or ""
+    return [
+        last,
+        obj.get("type") or "",
+        obj.get("reason") or "",
+        target,
+        involved.get("fieldPath") or "",
+        f"{component}, {instance}" if instance else component,
+        str(obj.get("message") or "").strip(),
+        first,
+        count,
+        obj["metadata"]["name"],
+    ]
+
+
 def _col(name: str, typ: str = "string", priority: int = 0, fmt: str = "") -> Obj:
     return {"name": name, "type": typ, "format": fmt, "description": name, "priority": priority}
+
+
+_EVENT_COLUMNS = [
+    _col("Last Seen"),
+    _col("Type"),
+    _col("Reason"),
+    _col("Object"),
+    _col("Subobject", priority=1),
+    _col("Source", priority=1),
+    _col("Message"),
+    _col("First Seen", priority=1),
+    _col("Count", priority=1),
+    _col("Name", priority=1, fmt="name"),
+]
 
 
 def _columns_and_rows(t: Target, items: list[Obj]) -> tuple[list[Obj], list[list[Any]]]:
@@ -139,6 +202,9 @@ def _columns_and_rows(t: Target, items: list[Obj]) -> tuple[list[Obj], list[list
             _col("Node", priority=1),
         ]
         return cols, [_pod_row(o) for o in items]
+    if t.rt.key == "events":
+        now = datetime.now(UTC)
+        return _EVENT_COLUMNS, [_event_row(o, now) for o in items]
     if t.rt.custom and t.rt.printer_columns:
         extra = t.rt.printer_columns
         cols = [_col("Name", fmt="name")] + [
