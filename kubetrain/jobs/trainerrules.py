@@ -56,10 +56,9 @@ TRAINJOB_RULES: dict[str, list[Rule]] = {
     ],
 }
 
-# trainingruntime_types.go (MLPolicy, EnvInjectionTarget) and jobset_types.go (JobSetSpec). Not
-# carried: JobSet's `replicatedJobs[].dependsOn` `self == oldSelf` (a list keyed by name, which
-# kube-apiserver's CEL compares in any order, devcluster's in order) and its
-# `volumeClaimPolicies[]` namespace rule
+# trainingruntime_types.go (MLPolicy, EnvInjectionTarget) and jobset_types.go (JobSetSpec,
+# ReplicatedJob.DependsOn: a list keyed by name, so `self == oldSelf` holds for the same entries in
+# any order). Not carried: JobSet's `volumeClaimPolicies[]` namespace rule
 # (the items are kept open; the webhook checks it: `kubetrain.jobs.trainjob.volumeclaims`).
 RUNTIME_RULES: dict[str, list[Rule]] = {
     "spec.mlPolicy": [
@@ -83,6 +82,7 @@ RUNTIME_RULES: dict[str, list[Rule]] = {
             "message": "StartupPolicy and DependsOn APIs are mutually exclusive",
         }
     ],
+    "spec.template.spec.replicatedJobs[].dependsOn": [JOBSET_IMMUTABLE],
     "spec.template.spec.network": [JOBSET_IMMUTABLE],
     "spec.template.spec.successPolicy": [JOBSET_IMMUTABLE],
     "spec.template.spec.failurePolicy": [JOBSET_IMMUTABLE],

@@ -230,3 +230,52 @@ async def test_jobsets_required_fields_and_trainers_bounds(kube: KubeClient) -> 
         "message": "Too many: 17: must have at most 16 items",
         "field": "spec.runtimePatches",
     }
+
+
+async def test_depends_on_is_immutable_but_a_reorder_is_the_same_list(kube: KubeClient) -> None:
+    """JobSet's `self == oldSelf` on `replicatedJobs[].dependsOn`, a list keyed by `name`: the
+    API server compares such a list by its keys in any order (k8s.io/apiserver pkg/cel/common
+    `unstructuredMapList.Equal`), so the same entries reordered are accepted and a changed entry
+    is refused with JobSet's message."""
+    await install_trainer_crds(kube)
+    deps = [{"name": "node", "status": "Ready"}, {"name": "init", "status": "Complete"}]
+
+    def rjobs(depends_on: list[Obj]) -> list[Obj]:
+        return [
+            {"name": "init", "replicas": 1, "template": {}},
+            {"name": "node", "replicas": 1, "template": {}},
+            {"name": "aux", "replicas": 1, "template": {}, "dependsOn": depends_on},
+        ]
+
+    await kube.create(
+        TRAINING_RUNTIMES,
+        runtime("deps", {"torch": {}}, {"replicatedJobs": rjobs(deps)}),
+        namespace="default",
+    )
+    reordered = {"spec": {"template": {"spec": {"replicatedJobs": rjobs(deps[::-1])}}}}
+    await kube.patch(TRAINING_RUNTIMES, "default", "deps", reordered)
+    stored = await kube.get(TRAINING_RUNTIMES, "default", "deps")
+    assert stored["spec"]["template"]["spec"]["replicatedJobs"][2]["dependsOn"] == deps[::-1]
+
+    changed = copy.deepcopy(deps)
+    changed[0]["status"] = "Complete"
+    patch = {"spec": {"template": {"spec": {"replicatedJobs": rjobs(changed)}}}}
+    err = await refused(kube.patch(TRAINING_RUNTIMES, "default", "deps", patch))
+    assert err.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: Value is immutable",
+            "field": "spec.template.spec.replicatedJobs[2].dependsOn",
+        }
+    ]
+    err = await refused(
+        kube.patch(
+            TRAINING_RUNTIMES,
+            "default",
+            "deps",
+            {"spec": {"template": {"spec": {"replicatedJobs": rjobs(deps[:1])}}}},
+        )
+    )
+    assert "spec.template.spec.replicatedJobs[2].dependsOn: Invalid value: Value is immutable" in err.message
+    stored = await kube.get(TRAINING_RUNTIMES, "default", "deps")
+    assert stored["spec"]["template"]["spec"]["replicatedJobs"][2]["dependsOn"] == deps[::-1]

@@ -64,6 +64,7 @@ RUNTIME = [
         "StartupPolicy and DependsOn APIs are mutually exclusive",
     ),
     ("spec.template.spec.failurePolicy", *JOBSET_IMMUTABLE),
+    ("spec.template.spec.replicatedJobs[].dependsOn", *JOBSET_IMMUTABLE),
     ("spec.template.spec.network", *JOBSET_IMMUTABLE),
     ("spec.template.spec.startupPolicy", *JOBSET_IMMUTABLE),
     ("spec.template.spec.successPolicy", *JOBSET_IMMUTABLE),

@@ -7,8 +7,9 @@ the registry strategy (pkg/registry/customresource/strategy.go `Validate` / `Val
 status_strategy.go) calls it: only when the schema validation found no blocking error
 (`hasBlockingErr`). Values reach CEL as `UnstructuredToVal` types them: a `number` field is a
 double even when its JSON has no fraction; at the resource root `metadata` holds only `name` and
-`generateName` (`model.WithTypeAndObjectMeta`). Object properties are visited in sorted order
-(upstream: Go map order).
+`generateName` (`model.WithTypeAndObjectMeta`); an `x-kubernetes-list-type: set` or `map` list is
+celib/keyedlists.py's value (compared in any order, merged by `+`). Object properties are visited
+in sorted order (upstream: Go map order).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import celpy.celtypes as ct
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.kinds import fielderrors as fe
 from kubetrain.devcluster.apiserver.kinds.crds import celib
-from kubetrain.devcluster.apiserver.kinds.crds.celib import optionals
+from kubetrain.devcluster.apiserver.kinds.crds.celib import keyedlists, optionals
 from kubetrain.devcluster.apiserver.kinds.crds.celrules import Compiled, Node, Rule
 
 # `hasBlockingErr`: schema errors after which the CEL rules are not run.
@@ -85,6 +86,8 @@ def _typed(node: Node | None, value: Any) -> Any:
         return ct.MapType(
             {ct.StringType(k): _typed(node.properties.get(k, node.additional), v) for k, v in value.items()}
         )
+    if isinstance(value, list) and node.list_type:
+        return keyedlists.of(node.list_type, [_typed(node.items, v) for v in value], node.map_keys or ())
     if isinstance(value, list) and node.items is not None:
         return ct.ListType([_typed(node.items, v) for v in value])
     return to_cel(value, node.type)

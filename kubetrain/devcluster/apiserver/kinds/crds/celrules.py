@@ -45,6 +45,7 @@ from celpy.celparser import CELParseError
 
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds.crds import celib
+from kubetrain.devcluster.apiserver.kinds.crds.celib import keyedlists
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,10 @@ _EXTENSIONS: dict[str, Callable[..., Any]] = {
     "split": _split,
     **celib.FUNCTIONS,
     "k8s.lists.min": celib.FUNCTIONS["min"],
+    # the operators on set and map lists (celib/keyedlists.py); other values keep celpy's
+    "_==_": keyedlists.eq,
+    "_!=_": keyedlists.ne,
+    "_+_": keyedlists.add,
 }
 SUPPORTED = frozenset(celpy.evaluation.base_functions) | _MACROS | frozenset(_EXTENSIONS)
 _LIMIT = sys.getrecursionlimit()
@@ -110,6 +115,7 @@ class Node:
     additional: Node | None = None
     items: Node | None = None
     map_keys: list[str] | None = None  # an x-kubernetes-list-type: map list's keys
+    list_type: str = ""  # x-kubernetes-list-type: "set" and "map" lists compare in any order
     correlatable: bool = True  # MapIsCorrelatable(x-kubernetes-map-type)
     root: bool = False
 
@@ -264,9 +270,13 @@ def _compile(s: Obj, at: str, skipped: list[str]) -> Node | None:
         node.additional = _compile(s["additionalProperties"], f"{at}[*]", skipped)
     if isinstance(s.get("items"), dict):
         node.items = _compile(s["items"], f"{at}[*]", skipped)
-    if not (node.rules or node.properties or node.additional or node.items or node.type == "number"):
-        return None  # kept for number nodes: a rule above sees them as doubles
-    if s.get("x-kubernetes-list-type") == "map":
+    list_type = s.get("x-kubernetes-list-type")
+    kept = node.rules or node.properties or node.additional or node.items or node.type == "number"
+    if not kept and list_type not in ("set", "map"):
+        return None  # kept for number nodes and set/map lists: a rule above sees their type
+    if list_type in ("set", "map"):
+        node.list_type = str(list_type)
+    if list_type == "map":
         node.map_keys = [str(k) for k in s.get("x-kubernetes-list-map-keys") or []]
     node.correlatable = s.get("x-kubernetes-map-type") in (None, "granular", "atomic")
     return node
