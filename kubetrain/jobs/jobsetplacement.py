@@ -23,7 +23,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +76,66 @@ def is_leader(pod: Mapping[str, Any]) -> bool:
     return _annotations(pod).get(c.COMPLETION_INDEX) == "0"
 
 
-def priority_of(spec: Mapping[str, Any]) -> int | None:
-    """The priority the API server's Priority admission gives the pod: its `spec.priority`, or —
-    no PriorityClass named — `DEFAULT_PRIORITY`; None when it names a class (kubetrain reads no
-    PriorityClass)."""
+@dataclass(frozen=True, slots=True)
+class PriorityClasses:
+    """The cluster's PriorityClasses as the Priority admission resolves a pod's priority from
+    them: each class's value, and the globalDefault class's (of several, the lowest:
+    admission.go `getDefaultPriorityClass`), `DEFAULT_PRIORITY` without one."""
+
+    values: Mapping[str, int]
+    default: int = DEFAULT_PRIORITY
+
+    @classmethod
+    def of(cls, classes: Iterable[Mapping[str, Any]]) -> PriorityClasses:
+        values: dict[str, int] = {}
+        defaults: list[int] = []
+        for pc in classes:
+            value = pc.get("value")
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            values[str((pc.get("metadata") or {}).get("name", ""))] = value
+            if pc.get("globalDefault") is True:
+                defaults.append(value)
+        return cls(values, min(defaults, default=DEFAULT_PRIORITY))
+
+
+def priority_of(spec: Mapping[str, Any], classes: PriorityClasses | None = None) -> int | None:
+    """The priority the API server's Priority admission (admission.go `admitPod`) gives the pod:
+    its `spec.priority` (the admission refuses one that is not its class's); else its
+    PriorityClass's value, or without a class the globalDefault's. `classes` None (the operator
+    may not read PriorityClasses): without a class `DEFAULT_PRIORITY`, and None for a pod naming
+    one; None too for a class that does not exist (the admission refuses the pod)."""
     priority = spec.get("priority")
     if isinstance(priority, int) and not isinstance(priority, bool):
         return priority
-    return None if spec.get("priorityClassName") else DEFAULT_PRIORITY
+    name = spec.get("priorityClassName")
+    if classes is None:
+        return None if name else DEFAULT_PRIORITY
+    return classes.values.get(str(name)) if name else classes.default
+
+
+def resolve_priority(pod: Obj, classes: PriorityClasses | None) -> None:
+    """The priority label of a pod placed by the affinity strategy, and its leader's
+    anti-affinity to other jobs of that priority, from the cluster's PriorityClasses, in place —
+    after `apply`, which had only the pod's spec."""
+    if classes is None or topology_key(pod) is None:
+        return
+    labels = pod["metadata"].setdefault("labels", {})
+    old = labels.get(PRIORITY_KEY)
+    priority = priority_of(pod.get("spec") or {}, classes)
+    new = None if priority is None else str(priority)
+    if new == old:
+        return
+    if new is None:
+        labels.pop(PRIORITY_KEY, None)
+    else:
+        labels[PRIORITY_KEY] = new
+    if is_leader(pod):  # the term `set_exclusive_affinities` appended last
+        anti = pod["spec"]["affinity"]["podAntiAffinity"]
+        term = anti["requiredDuringSchedulingIgnoredDuringExecution"][-1]
+        for expression in term["labelSelector"]["matchExpressions"]:
+            if expression["key"] == PRIORITY_KEY:
+                expression["values"] = [new or ""]
 
 
 def apply(pod: Obj, namespace: str, job: str) -> None:
@@ -181,11 +233,8 @@ def follows(pod: Mapping[str, Any], domain: Domain) -> bool:
 def runtime_warnings(runtime: Mapping[str, Any], rjob_template: Mapping[str, Any], path: str) -> list[str]:
     """What cannot work of a replicated job placed exclusively by pod affinities (the admission
     warnings of its runtime; `rjob_template`: its template, at `path`): a topology key that is no
-    label key — the API server refuses the leader's affinity terms —; a pod template naming a
-    priorityClassName without spec.priority — JobSet's leader anti-affinity keeps out the other
-    jobs of the pod's priority, which the Priority admission resolves from the class; kubetrain
-    reads no PriorityClass, so it names no priority and keeps no other job out —; and the
-    runtime's podGroupPolicy — the gang scheduler binds no pod before all exist, and a follower
+    label key — the API server refuses the leader's affinity terms —; and the runtime's
+    podGroupPolicy — the gang scheduler binds no pod before all exist, and a follower
     is made only once its leader is bound: no pod ever starts (as under JobSet)."""
     pod_template = (rjob_template.get("spec") or {}).get("template") or {}
     annotations = dict((pod_template.get("metadata") or {}).get("annotations") or {})
@@ -206,13 +255,6 @@ def runtime_warnings(runtime: Mapping[str, Any], rjob_template: Mapping[str, Any
         warnings.append(
             f"{path}: the {EXCLUSIVE_KEY} value {key!r} is not a node label key ({problem}): the "
             "API server refuses the leader pods, whose pod affinity uses it as topologyKey"
-        )
-    pod_spec = pod_template.get("spec") or {}
-    if isinstance(pod_spec, Mapping) and priority_of(pod_spec) is None:
-        warnings.append(
-            f"{path}.spec.template.spec.priorityClassName: not applied to exclusive placement: kubetrain "
-            "reads no PriorityClass, so the leader pod's anti-affinity (jobset.sigs.k8s.io/priority) "
-            "keeps no other job out of its topology domain; set spec.priority to the class's value too"
         )
     group_policy = (runtime.get("spec") or {}).get("podGroupPolicy")
     if isinstance(group_policy, Mapping) and group_policy:

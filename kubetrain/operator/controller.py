@@ -267,6 +267,7 @@ class Controller(JobEvents, ReconcileLoop):
             service_named=partial(self.cache.store(SERVICES).get, namespace),
             tensorboard_ingress=partial(self.cache.store(INGRESSES).get, namespace),
             node=partial(self.cache.store(NODES).get, None),  # filled while serving TrainJobs
+            priority_classes=self.trainjobs.priority_classes if self.trainjobs is not None else lambda: None,
         )
 
     async def reconcile(self, key: str) -> None:

@@ -14,6 +14,7 @@ from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.jobreasons import read_status, reason_names, written_status
+from kubetrain.jobs.jobsetplacement import PriorityClasses
 from kubetrain.jobs.projection import StatusProjection
 from kubetrain.jobs.shape import SUCCEEDED
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
@@ -50,6 +51,10 @@ def _no_node(name: str) -> dict[str, Any] | None:
     return None
 
 
+def _no_priority_classes() -> PriorityClasses | None:
+    return None
+
+
 @dataclass
 class Observed:
     pods: list[dict[str, Any]]
@@ -75,6 +80,9 @@ class Observed:
     tensorboard_ingress: Callable[[str], dict[str, Any] | None] | None = None
     # A Node by name from the controller's Node cache (its labels: JobSet's exclusive placement).
     node: Callable[[str], dict[str, Any] | None] = _no_node
+    # The cluster's PriorityClasses from the controller's cache (a pod's priority label under
+    # JobSet's exclusive placement); None when they are not read (not serving TrainJobs, or no RBAC).
+    priority_classes: Callable[[], PriorityClasses | None] = _no_priority_classes
 
 
 # Pods one reconcile creates at most, as kube's Job controller (MaxPodCreateDeletePerSync) and

@@ -13,6 +13,10 @@ the rest of the planner; the node labels come from the controller's Node cache
 - A leader on a node without the topology label holds its followers back: the condition
   `ExclusivePlacementBlocked` (reason `NodeMissingTopologyLabel`) names the node and the key,
   with a Warning event when it starts or changes; removed once every follower can be placed.
+- The priority label (and the leader's anti-affinity to other jobs of that priority) is the one
+  the API server's Priority admission gives the pod: from its PriorityClass, or without one the
+  globalDefault class, from the controller's PriorityClass cache (`Observed.priority_classes`);
+  without that cache (no RBAC) a pod naming a class gets no label, one without gets 0.
 - A leader scheduled in another domain than its live followers select (it was deleted and
   made again elsewhere): all the job's live followers are deleted, to be made again in the
   leader's domain — JobSet's pod controller (`validatePodPlacements`, `deleteFollowerPods`),
@@ -44,6 +48,14 @@ class Placement:
     def __init__(self, r: ReconcileDraft, shape: JobShape, slots: Mapping[Slot, Obj]) -> None:
         self.r, self.shape, self.slots = r, shape, slots
         self.missing: dict[str, str] = {}  # node → the topology key it lacks
+        self._classes: exclusive.PriorityClasses | None = None
+        self._classes_read = False
+
+    def classes(self) -> exclusive.PriorityClasses | None:
+        """The cluster's PriorityClasses, read once per reconcile (None: not read)."""
+        if not self._classes_read:
+            self._classes, self._classes_read = self.r.observed.priority_classes(), True
+        return self._classes
 
     def leader_slot(self, group: str, index: int) -> Slot:
         per_job = max(self.shape.groups[group].job_size, 1)
@@ -65,8 +77,10 @@ class Placement:
 
     def place(self, group: str, index: int, pod: Obj) -> bool:
         """Whether the new pod of slot (group, index) may be created now, given its leader's
-        domain when it is a follower (in place)."""
+        domain when it is a follower (in place); its priority label from its PriorityClass."""
         key = exclusive.topology_key(pod)
+        if key is not None:
+            exclusive.resolve_priority(pod, self.classes())
         if key is None or exclusive.is_leader(pod):
             return True
         domain = self.domain(group, index, key)

@@ -6,7 +6,9 @@ those without a snapshot yet act on it), and the TrainJob's edge of the planner 
 fed with the runtime from the cache; and a Node informer (each Node's name and labels only): a
 follower of an exclusively placed job takes its leader's node's topology label
 (`exclusiveplacement.py`), and a Node relabelled (or added once synced) requeues the TrainJobs
-with a pod on it."""
+with a pod on it; and a PriorityClass informer (each class's name, value and globalDefault only):
+the priority label of an exclusively placed pod is its class's value, as the API server's
+Priority admission resolves it. Both are optional under RBAC: refused, one warning each."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.jobsetplacement import PriorityClasses
 from kubetrain.kube.cache import Cache, slim_node
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import Clock
@@ -25,6 +28,7 @@ from kubetrain.kube.resources import (
     CLUSTER_TRAINING_RUNTIMES,
     NODES,
     PODS,
+    PRIORITY_CLASSES,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     ResourceRef,
@@ -57,6 +61,21 @@ def runtime_of(cache: Cache, trainjob: Mapping[str, Any]) -> Obj | None:
     return cache.store(CLUSTER_TRAINING_RUNTIMES).get(None, name)
 
 
+def slim_priority_class(pc: Obj) -> Obj:
+    """A PriorityClass as the operator caches it (an informer transform): what the Priority
+    admission resolves a pod's priority from — name, value, globalDefault."""
+    meta = pc.get("metadata") or {}
+    kept: Obj = {
+        "apiVersion": pc.get("apiVersion", "scheduling.k8s.io/v1"),
+        "kind": pc.get("kind", "PriorityClass"),
+        "metadata": {k: meta[k] for k in ("name", "resourceVersion") if k in meta},
+    }
+    for field in ("value", "globalDefault"):
+        if field in pc:
+            kept[field] = pc[field]
+    return kept
+
+
 def _labels(obj: Mapping[str, Any]) -> Any:
     return (obj.get("metadata") or {}).get("labels")
 
@@ -70,6 +89,7 @@ class TrainJobs:
         self, client: KubeClient, cache: Cache, clock: Clock, enqueue: Callable[[str], None]
     ) -> None:
         self.client, self.cache, self.clock, self.enqueue = client, cache, clock, enqueue
+        self._classes: Informer | None = None
 
     def informers(self, namespaces: list[str] | None) -> list[Informer]:
         runtimes = Informer(
@@ -98,7 +118,34 @@ class TrainJobs:
             on_add=lambda node: self.node_changed(node) if nodes.has_synced else None,
             on_update=lambda old, new: self.node_changed(new) if _labels(old) != _labels(new) else None,
         )
-        return [runtimes, cluster, nodes]
+        # A class created or changed resolves the pods made from then on: no requeue (a made
+        # pod's label stays, as JobSet's webhook labels a pod once).
+        self._classes = Informer(
+            self.client,
+            PRIORITY_CLASSES,
+            cache=self.cache,
+            clock=self.clock,
+            transform=slim_priority_class,
+            on_forbidden=self._priority_classes_forbidden,
+        )
+        return [runtimes, cluster, nodes, self._classes]
+
+    def priority_classes(self) -> PriorityClasses | None:
+        """The cluster's PriorityClasses from the cache; None until listed, or refused by RBAC."""
+        if self._classes is None or not self._classes.has_synced:
+            return None
+        return PriorityClasses.of(self.cache.store(PRIORITY_CLASSES).list())
+
+    def _priority_classes_forbidden(self, err: ApiError) -> None:
+        log.warning(
+            "no permission to list/watch priorityclasses (%s): the pods of exclusively placed "
+            "TrainJobs (JobSet's exclusive-topology) are labelled jobset.sigs.k8s.io/priority from "
+            "spec.priority only — none when their template names only a priorityClassName, 0 "
+            "without one whatever the globalDefault class — so a leader's anti-affinity may not "
+            "keep the other jobs of its priority out; grant get/list/watch on priorityclasses (the "
+            "chart's current RBAC does) and restart the operator",
+            err,
+        )
 
     def _nodes_forbidden(self, err: ApiError) -> None:
         log.warning(

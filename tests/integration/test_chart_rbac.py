@@ -574,20 +574,36 @@ async def test_an_older_chart_without_the_podgroup_crd_rule_falls_back_to_discov
         assert len(warnings) == 1 and "podgroups.scheduling.volcano.sh" in warnings[0]
 
 
-async def test_an_older_chart_without_the_nodes_rule_still_runs_trainjobs(
+async def test_an_older_chart_without_the_nodes_and_priorityclasses_rules_still_runs_trainjobs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A chart from before the operator watched Nodes (for JobSet's exclusive placement): one 403
-    and one warning, then TrainJobs run as before — the start is not held by the Node informer."""
+    """A chart from before the operator watched Nodes and PriorityClasses (for JobSet's exclusive
+    placement): one 403 and one warning each, then TrainJobs run as before — the start is held
+    by neither informer."""
     values = {"apiGroups": ["kubetrain.io", "trainer.kubeflow.org"], "certificates": {"mode": "selfManaged"}}
-    async with running_release(tmp_path, values, _drop_rule("ClusterRole", "nodes")) as release:
+    drop_nodes, drop_classes = (
+        _drop_rule("ClusterRole", "nodes"),
+        _drop_rule("ClusterRole", "priorityclasses"),
+    )
+
+    def edit(docs: list[Obj]) -> None:
+        drop_nodes(docs)
+        drop_classes(docs)
+
+    async with running_release(tmp_path, values, edit) as release:
         admin = release.admin
         await ready(release)
         await ca_bundles_injected(release)
         await torchtune_trainjob_started(admin)
         denied = [r for r in release.cluster.requests.records if r.code == 403]
-        assert [(r.user, r.verb, r.resource) for r in denied] == [(release.user, "list", "nodes")]
-        warnings = [
-            r.getMessage() for r in caplog.records if "no permission to list/watch nodes" in r.getMessage()
+        assert sorted((r.user, r.verb, r.resource) for r in denied) == [
+            (release.user, "list", "nodes"),
+            (release.user, "list", "priorityclasses"),
         ]
-        assert len(warnings) == 1 and "exclusive" in warnings[0]
+        for resource in ("nodes", "priorityclasses"):
+            warnings = [
+                r.getMessage()
+                for r in caplog.records
+                if f"no permission to list/watch {resource}" in r.getMessage()
+            ]
+            assert len(warnings) == 1 and "exclusive" in warnings[0]

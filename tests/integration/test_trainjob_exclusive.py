@@ -20,7 +20,7 @@ from trainjobs import RUNTIME
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.kubelet import nodeobjects
-from kubetrain.kube.resources import NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.kube.resources import NODES, PODS, PRIORITY_CLASSES, TRAINING_RUNTIMES, TRAINJOBS
 
 from .controller_support import Harness, eventually, open_stack
 
@@ -174,3 +174,36 @@ async def test_followers_wait_for_their_leaders_domain(env: tuple[DevStack, Harn
 
 async def _gone(h: Harness, ns: str) -> bool:
     return await condition(h, ns, "ex") is None
+
+
+async def test_a_leader_naming_a_priority_class_is_labelled_with_its_value(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Worker pods naming only a priorityClassName: the API server's Priority admission gives
+    them the class's value, and the operator's PriorityClass cache labels the leader with it and
+    keeps the other jobs of that priority out of its domain — as JobSet's webhook after the
+    admission does."""
+    _, h = env
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "team-high"}}
+    await h.kube.create(PRIORITY_CLASSES, {**high, "value": 1000}, namespace=None)
+    ns = await h.namespace("excl-priority")
+    runtime = exclusive_runtime()
+    worker = runtime["spec"]["template"]["spec"]["replicatedJobs"][-1]
+    worker["template"]["spec"]["template"]["spec"]["priorityClassName"] = "team-high"
+    await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
+    tj = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "ex"},
+        "spec": {"runtimeRef": {"name": "exclusive", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 1}},
+    }
+    await h.kube.create(TRAINJOBS, tj, namespace=ns)
+    leader = await wait_pod(h, ns, "ex-worker-0-0")
+    assert leader["spec"]["priority"] == 1000
+    assert leader["metadata"]["labels"]["jobset.sigs.k8s.io/priority"] == "1000"
+    [apart] = leader["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert apart["labelSelector"]["matchExpressions"][2] == {
+        "key": "jobset.sigs.k8s.io/priority",
+        "operator": "In",
+        "values": ["1000"],
+    }

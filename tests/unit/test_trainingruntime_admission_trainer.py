@@ -116,12 +116,11 @@ def test_startup_policy_in_order_and_depends_on_are_mutually_exclusive() -> None
     assert validate_runtime(runtime) == []
 
 
-def test_jobsets_exclusive_placement_is_admitted_without_a_warning_but_a_priority_class() -> None:
+def test_jobsets_exclusive_placement_is_admitted_without_a_warning() -> None:
     """JobSet's exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, with or
     without `alpha.jobset.sigs.k8s.io/node-selector`), on the JobSet template or a replicated
-    job's template, is applied: no warning. What kubetrain cannot apply is a warning: a pod
-    template of an affinity-placed job naming a priorityClassName without spec.priority (its
-    leader's anti-affinity would name no priority)."""
+    job's template, is applied: no warning — a pod template naming a priorityClassName too, the
+    operator resolving the class (its PriorityClass informer)."""
     runtime = trainer_test_runtime("labelled")
     template = runtime["spec"]["template"]
     template["metadata"] = {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}}
@@ -134,21 +133,7 @@ def test_jobsets_exclusive_placement_is_admitted_without_a_warning_but_a_priorit
     assert runtime_warnings(runtime) == []
     for rjob in rjobs:
         rjob["template"]["spec"]["template"].setdefault("spec", {})["priorityClassName"] = "high"
-    # replicatedJobs[2] uses the node-selector strategy (no priority in it): only the others warn
-    warned = [w.split(":")[0] for w in runtime_warnings(runtime)]
-    assert warned == [
-        f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec.priorityClassName"
-        for i in range(len(rjobs))
-        if i != 2
-    ]
-    assert "set spec.priority to the class's value too" in runtime_warnings(runtime)[0]
-    for rjob in rjobs:
-        rjob["template"]["spec"]["template"]["spec"]["priority"] = 1000
     assert runtime_warnings(runtime) == []
-    del template["metadata"]
-    for rjob in rjobs:
-        del rjob["template"]["spec"]["template"]["spec"]["priority"]
-    assert runtime_warnings(runtime) == []  # no exclusive placement but the node-selector strategy's
 
 
 def test_exclusive_placement_by_affinities_under_a_pod_group_policy_is_a_warning() -> None:

@@ -19,7 +19,7 @@ from kubetrain.kube.clock import SYSTEM_CLOCK
 from kubetrain.kube.resources import PODS
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
-from kubetrain.operator.trainjobs import TrainJobs
+from kubetrain.operator.trainjobs import TrainJobs, slim_priority_class
 
 from .test_trainplan import NOW, snapshot, trainjob
 
@@ -27,6 +27,7 @@ Obj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 KEY0 = "jobset.sigs.k8s.io/job-key"
+PRIORITY = "jobset.sigs.k8s.io/priority"
 
 
 def webhook_leader() -> Obj:
@@ -145,13 +146,22 @@ EXCLUSIVE = runtime({exclusive.EXCLUSIVE_KEY: ZONE})
 
 
 def plan(
-    pods: list[Obj], nodes: dict[str, Obj], rt: Obj = EXCLUSIVE, nodes_count: int = 3, old: Obj | None = None
+    pods: list[Obj],
+    nodes: dict[str, Obj],
+    rt: Obj = EXCLUSIVE,
+    nodes_count: int = 3,
+    old: Obj | None = None,
+    classes: exclusive.PriorityClasses | None = None,
 ) -> Any:
     job = trainjob(nodes_count)
     if old is not None:
         job["status"] = old
     observed = Observed(
-        pods=pods, service={"metadata": {"name": "tj"}}, extra=[snapshot(job, rt)], node=nodes.get
+        pods=pods,
+        service={"metadata": {"name": "tj"}},
+        extra=[snapshot(job, rt)],
+        node=nodes.get,
+        priority_classes=lambda: classes,
     )
     return plan_trainjob(job, observed, rt, NOW, PlannerConfig())
 
@@ -294,10 +304,76 @@ def test_a_runtime_without_the_annotation_places_nothing() -> None:
 
 
 def test_the_priority_is_the_pods_or_the_admissions_default() -> None:
+    """Without the cluster's classes (no RBAC): the pod's spec.priority, else 0 without a class."""
     assert exclusive.priority_of({"priority": 7}) == 7
     assert exclusive.priority_of({}) == 0  # no class, none the global default
     assert exclusive.priority_of({"priorityClassName": "high"}) is None
     assert exclusive.priority_of({"priorityClassName": "high", "priority": 1000}) == 1000
+
+
+def pclass(name: str, value: int, default: bool = False) -> Obj:
+    return {"metadata": {"name": name}, "value": value, "globalDefault": default}
+
+
+def test_the_priority_is_resolved_from_the_classes_as_the_admission_does() -> None:
+    """admission.go `admitPod`: the named class's value; without a name the globalDefault's (of
+    several, the lowest: `getDefaultPriorityClass`); an unknown class none (the pod is refused)."""
+    classes = exclusive.PriorityClasses.of(
+        [pclass("high", 1000), pclass("everyday", 50, True), pclass("low", 10, True)]
+    )
+    assert exclusive.priority_of({"priorityClassName": "high"}, classes) == 1000
+    assert exclusive.priority_of({}, classes) == 10
+    assert exclusive.priority_of({"priorityClassName": "gone"}, classes) is None
+    assert exclusive.priority_of({}, exclusive.PriorityClasses.of([pclass("high", 1000)])) == 0
+
+
+def test_a_leader_naming_a_class_is_labelled_and_kept_apart_by_its_value() -> None:
+    """A runtime whose pods name only a priorityClassName: with the cluster's classes the leader
+    is labelled with the class's value and its anti-affinity keeps out the other jobs of it, as
+    JobSet's webhook does after the Priority admission; without them, no label and no priority."""
+    rt = copy.deepcopy(EXCLUSIVE)
+    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"].setdefault("spec", {})["priorityClassName"] = "high"
+    classes = exclusive.PriorityClasses.of([pclass("high", 1000), pclass("everyday", 5, True)])
+
+    def anti_priority(leader: Obj) -> list[str]:
+        terms = leader["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        [expression] = [e for e in terms[-1]["labelSelector"]["matchExpressions"] if e["key"] == PRIORITY]
+        return list(expression["values"])
+
+    [leader] = plan([], {}, rt=rt, classes=classes).create_pods
+    assert leader["metadata"]["labels"][PRIORITY] == "1000" and anti_priority(leader) == ["1000"]
+    nodes = {"n1": node("n1", **{ZONE: "zone-a"})}
+    followers = plan([running(leader, "n1")], nodes, rt=rt, classes=classes).create_pods
+    assert [f["metadata"]["labels"][PRIORITY] for f in followers] == ["1000", "1000"]
+    [unresolved] = plan([], {}, rt=rt).create_pods
+    assert PRIORITY not in unresolved["metadata"]["labels"] and anti_priority(unresolved) == [""]
+    # no class named: the globalDefault's value, where spec alone would give 0
+    [by_default] = plan([], {}, classes=classes).create_pods
+    assert by_default["metadata"]["labels"][PRIORITY] == "5" and anti_priority(by_default) == ["5"]
+
+
+def test_the_priority_class_cache_keeps_what_the_admission_reads() -> None:
+    """The PriorityClass informer's transform and `TrainJobs.priority_classes`: None until the
+    informer has listed them."""
+    full = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high", "resourceVersion": "3", "uid": "u", "labels": {"a": "b"}},
+        "value": 1000,
+        "description": "urgent",
+        "preemptionPolicy": "Never",
+    }
+    assert slim_priority_class(full) == {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high", "resourceVersion": "3"},
+        "value": 1000,
+    }
+    jobs = TrainJobs(None, Cache(), SYSTEM_CLOCK, lambda key: None)  # type: ignore[arg-type]
+    assert jobs.priority_classes() is None
 
 
 def test_a_node_change_requeues_the_trainjobs_with_a_pod_on_it() -> None:

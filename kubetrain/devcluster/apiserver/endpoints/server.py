@@ -48,7 +48,7 @@ from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.endpoints.handlers import Handlers
 from kubetrain.devcluster.apiserver.harness.accounting import DEFAULT_LIMIT, RequestLog
 from kubetrain.devcluster.apiserver.harness.faults import FaultInjector
-from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.kinds import meta, priorityclasses
 from kubetrain.devcluster.apiserver.kinds.resources import NAMESPACES_KEY, Registry
 from kubetrain.devcluster.apiserver.storage.compaction import (
     DEFAULT_COMPACTION_INTERVAL,
@@ -110,6 +110,7 @@ class DevCluster:
         self._runner: web.AppRunner | None = None
         for name in INITIAL_NAMESPACES:
             self._seed_namespace(name)
+        self._seed_priority_classes()
         self.authorization = authorization
         if authorization == "RBAC":
             self.handlers.auth.authorizer = rbac.Authorizer(self.store)
@@ -129,6 +130,15 @@ class DevCluster:
         ns["status"] = {"phase": "Active"}
         ns["metadata"]["labels"] = {"kubernetes.io/metadata.name": name}
         self.store.create(NAMESPACES_KEY, ns)
+
+    def _seed_priority_classes(self) -> None:
+        """The system PriorityClasses (storage_scheduling.go `AddSystemPriorityClasses`)."""
+        rt = self.registry.by_key(priorityclasses.PRIORITY_CLASSES_KEY)
+        assert rt is not None
+        for pc in priorityclasses.system_classes():
+            meta.prepare_create(pc, rt, "", self.api.clock())
+            priorityclasses.default_priority_class(pc, None)
+            self.store.create(rt.key, pc)
 
     def _seed_rbac_policy(self) -> None:
         """The default ClusterRoles and ClusterRoleBindings a cluster starts with."""

@@ -26,6 +26,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     eventrules,
     gatedpods,
     podvalidation,
+    priorityclasses,
     pvcs,
     servicevalidation,
 )
@@ -262,6 +263,8 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
         pvcs.default_pvc(obj, old)
     elif resource == "secrets":
         configdata.fold_string_data(obj)
+    elif resource == "priorityclasses":
+        priorityclasses.default_priority_class(obj, old)
 
 
 def default_crd(crd: Obj, old: Obj | None = None) -> None:
@@ -325,6 +328,8 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return validate_hpa(obj)
     if resource == "leases":
         return coordination.lease_causes(obj)
+    if resource == "priorityclasses":
+        return priorityclasses.priority_class_causes(obj, old)
     if resource == "secrets":
         return configdata.secret_causes(obj, old)
     if resource == "configmaps":

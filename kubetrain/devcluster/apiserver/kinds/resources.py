@@ -140,6 +140,7 @@ BUILTINS: list[ResourceType] = [
         ),
     ),
     ResourceType("coordination.k8s.io", ["v1"], "leases", "Lease", True),
+    ResourceType("scheduling.k8s.io", ["v1"], "priorityclasses", "PriorityClass", False, short_names=["pc"]),
     ResourceType(
         "autoscaling",
         ["v2"],

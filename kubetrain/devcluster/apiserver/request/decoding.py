@@ -42,8 +42,9 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds import builtinschema, schema
+from kubetrain.devcluster.apiserver.kinds import builtinschema, priorityclasses, schema
 from kubetrain.devcluster.apiserver.kinds.crds import coerce
+from kubetrain.devcluster.apiserver.kinds.priorityclasses import PRIORITY_CLASSES_KEY
 from kubetrain.devcluster.apiserver.request import duplicates
 from kubetrain.devcluster.apiserver.request.duplicates import go_float, json_type
 from kubetrain.devcluster.apiserver.request.patch import EMPTY, JSON_PATCH, STRATEGIC, empty_body_error
@@ -74,6 +75,9 @@ def decode(t: Target, body: Any) -> Obj:
     obj["apiVersion"], obj["kind"] = t.api_version, t.rt.kind
     if not isinstance(obj.get("metadata"), dict):
         obj["metadata"] = {}
+    if t.rt.key == PRIORITY_CLASSES_KEY and (err := priorityclasses.decode_error(obj)):
+        kind = t.rt.kind
+        raise errors.bad_request(f'{kind} in version "{t.version}" cannot be handled as a {kind}: {err}')
     ns = obj["metadata"].get("namespace")
     if t.rt.namespaced and ns and ns != t.namespace:
         raise errors.bad_request(

@@ -45,37 +45,6 @@ def check_namespace(store: Store, t: Target, name: str) -> None:
         raise err
 
 
-# The classes every cluster has (scheduling.SystemPriorityClasses); devcluster serves no other.
-SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
-
-
-def admit_pod_priority(t: Target, pod: Obj) -> None:
-    """The Priority admission plugin on a pod create (plugin/pkg/admission/priority admission.go
-    `admitPod`, `establishPriority`), before the webhooks: the priority is the named class's, or
-    without a class the global default's — devcluster serves no PriorityClass, so there is none
-    and it is 0 (`DefaultPriorityWhenNoDefaultClassExists`). A `spec.priority` other than that is
-    403 Forbidden. **Limit:** a class other than the system ones is not known here: the pod is
-    admitted as it is (a cluster refuses it unless the class exists, and checks its value)."""
-    if t.rt.key != "pods" or t.subresource:
-        return
-    spec = pod.get("spec")
-    if not isinstance(spec, dict):
-        return
-    name = str(spec.get("priorityClassName") or "")
-    if name and name not in SYSTEM_PRIORITY_CLASSES:
-        return
-    computed = SYSTEM_PRIORITY_CLASSES.get(name, 0)
-    given = spec.get("priority")
-    if isinstance(given, int) and not isinstance(given, bool) and given != computed:
-        raise errors.forbidden(
-            t.rt.gr,
-            str(pod.get("metadata", {}).get("name", "")),
-            f"the integer value of priority ({given}) must not be provided in pod spec; priority "
-            f"admission controller computed {computed} from the given PriorityClass name",
-        )
-    spec["priority"] = computed
-
-
 async def admit(
     store: Store,
     chain: AdmissionChain,

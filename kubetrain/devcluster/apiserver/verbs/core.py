@@ -26,7 +26,7 @@ from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
 from kubetrain.devcluster.apiserver.request.target import ADMIN_USER, Result, Target
 from kubetrain.devcluster.apiserver.storage.store import Store
-from kubetrain.devcluster.apiserver.verbs import admitting
+from kubetrain.devcluster.apiserver.verbs import admitting, priority
 
 PATCH_RETRIES = 8
 
@@ -138,13 +138,15 @@ class ApiServer:
         meta.prepare_create(obj, t.rt, t.namespace, self.clock())
         if t.rt.has_status and t.rt.custom:
             obj.pop("status", None)
-        admitting.admit_pod_priority(t, obj)
+        # the Priority plugin sees the name the request gave (none for a generateName)
+        priority.admit_pod(self.store, t, obj, None, "" if generated else md["name"])
         self._default(t, obj, None)
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
         warnings = decode_warnings + warnings
         assert mutated is not None
         obj = self._default(t, mutated, None)
         self._validate(t, obj, None)
+        priority.validate_priority_class(self.store, t, obj, creating=True)
         _, more = await self.admit("validating", t, "CREATE", obj, None)
         if t.dry_run:
             return Result(201, obj, warnings + more)
@@ -236,12 +238,14 @@ class ApiServer:
                     ],
                 )
         self._default(t, new, old)
+        priority.admit_pod(self.store, t, new, old, t.name)
         mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)
         warnings = decode_warnings + warnings
         assert mutated is not None
         new = self._default(t, mutated, old)
         meta.bump_generation(new, old, t.rt)
         self._validate(t, new, old)
+        priority.validate_priority_class(self.store, t, new, creating=False)
         _, more = await self.admit("validating", t, "UPDATE", new, old)
         warnings += more
         if meta.same_object(new, self.out(t, old)):

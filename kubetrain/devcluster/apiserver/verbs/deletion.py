@@ -21,6 +21,7 @@ from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
 from kubetrain.devcluster.apiserver.kinds import meta
 from kubetrain.devcluster.apiserver.request.selectors import Predicate
+from kubetrain.devcluster.apiserver.verbs import priority
 from kubetrain.devcluster.apiserver.verbs.core import ApiServer, Result, Target
 
 FOREGROUND = "foregroundDeletion"
@@ -54,6 +55,7 @@ def _grace(t: Target, obj: Obj, options: dict[str, Any]) -> int:
 
 async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None) -> Result:
     options = dict(options or {})
+    priority.check_delete(t)
     old = api.current(t)
     md = old["metadata"]
     pre = options.get("preconditions") or {}
