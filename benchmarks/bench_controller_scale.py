@@ -1,13 +1,17 @@
 """Controller at scale against devcluster: many jobs submitted at once, and start-up with many jobs.
 
     .venv/bin/python benchmarks/bench_controller_scale.py --jobs 1000 --replicas 4
+    .venv/bin/python benchmarks/bench_controller_scale.py --jobs 1000 --replicas 4 --group kubeflow.org
     .venv/bin/python benchmarks/bench_controller_scale.py --startup-jobs 10000
 
 Scale mode: devcluster and the pod simulator run in this process; the operator runs as its own
 process (`kubetrain controller --no-leader-elect`, default workers/QPS/burst) so its RSS and CPU
 are its own. After /readyz, `--jobs` PyTorchJobs of `--replicas` workers (already defaulted, as
 the mutating webhook would store them) are created at once by a separate client (32 concurrent
-requests, its own User-Agent). Measured: time until every pod exists, until every pod and job is
+requests, its own User-Agent). `--group kubeflow.org` makes them kubeflow.org/v1 PyTorchJobs
+(the operator started with `--api-groups kubeflow.org`, devcluster with that group's CRDs):
+those get training-operator's per-pod Events (SuccessfulCreatePod, …), a kubetrain.io job
+none. Measured: time until every pod exists, until every pod and job is
 Running; reconcile duration p50/p99 (the operator's kubetrain_reconcile_duration_seconds,
 interpolated within buckets) and of its parts (rate-limiter wait, API wait, own time:
 kubetrain_reconcile_{rate_limiter_wait,api_wait,own_duration}_seconds); peak RSS (VmHWM); the
@@ -45,12 +49,15 @@ from _common import (
     stored_type,
 )
 from _controller_scale import (
+    GROUPS,
     PART_HISTOGRAMS,
     PLAN_HISTOGRAM,
     WRITE_VERBS,
     Tracker,
     cached_pod_bytes,
     finished_status,
+    in_group,
+    job_ref,
     quantiles,
     running_pods,
     stack_options,
@@ -60,18 +67,20 @@ from _gcpauses import OwnPauses, describe, frozen_objects, operator_gc_pauses
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.apiserver.verbs.core import Target
-from kubetrain.kube.resources import job_resource
 
 
 async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     jobs, replicas = args.jobs, args.replicas
-    tracker = Tracker()
+    ref = job_ref(args.group)
+    tracker = Tracker(f"{ref.plural}.{ref.group}")
     tracker.want_pods = jobs * replicas
-    async with DevStack(stack_options()) as stack:
+    async with DevStack(stack_options(args.group)) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
         op = Operator(
-            stack.cluster.kubeconfig_path, extra=args.operator_args.split(), source=args.operator_source
+            stack.cluster.kubeconfig_path,
+            extra=["--api-groups", args.group, *args.operator_args.split()],
+            source=args.operator_source,
         )
         log = stack.cluster.requests
         try:
@@ -108,8 +117,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
                     stderr=subprocess.DEVNULL,
                 )
                 await asyncio.sleep(1)
-            ref = job_resource("PyTorchJob")
-            bodies = [pytorch_job(f"bench-{i:05d}", replicas) for i in range(jobs)]
+            bodies = [in_group(pytorch_job(f"bench-{i:05d}", replicas), ref) for i in range(jobs)]
             sem = asyncio.Semaphore(32)
 
             async def submit(body: dict[str, Any]) -> None:
@@ -147,11 +155,11 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
             requests_to_running = requests_by_verb(log)
 
             cpu0, w0 = op.cpu_seconds(), time.perf_counter()
-            n0 = len(log.records)
+            n0 = log.total
             await asyncio.sleep(args.idle_seconds)
             idle_cpu = (op.cpu_seconds() - cpu0) / (time.perf_counter() - w0)
             idle_requests: dict[str, int] = {}
-            for r in log.records[n0:]:
+            for r in list(log.records)[len(log.records) - (log.total - n0) :]:  # the idle period's
                 if r.user_agent.startswith("kubetrain/"):
                     k = f"{r.verb} {r.resource}"
                     idle_requests[k] = idle_requests.get(k, 0) + 1
@@ -189,6 +197,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     reads_after_sync = {k: v for k, v in life_requests.items() if k.split()[0] in ("get", "list")}
     return {
         "benchmark": "controller_scale",
+        "group": args.group,
         "jobs": jobs,
         "replicas": replicas,
         "pods": jobs * replicas,
@@ -302,6 +311,12 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument(
+        "--group",
+        choices=GROUPS,
+        default=GROUPS[0],
+        help="the API group of the PyTorchJobs (kubeflow.org: training-operator's, with its per-pod Events)",
+    )
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--no-finish", action="store_true", help="skip finishing pods")
@@ -332,7 +347,7 @@ def main() -> int:
         res = asyncio.run(scale(args, OwnPauses()))
         r = res["reconcile_until_running"]
         print(
-            f"controller {res['jobs']} jobs x {res['replicas']} replicas: all pods exist in "
+            f"controller {res['jobs']} {res['group']} jobs x {res['replicas']} replicas: all pods exist in "
             f"{res['all_pods_exist_s']} s, all Running {res['all_running_s']} s; reconcile p50 "
             f"{r['p50_ms']} ms p99 {r['p99_ms']} ms (decision alone p99 "
             f"{res['plan_until_running']['p99_ms']} ms; p99 of its parts: "
