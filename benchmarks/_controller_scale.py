@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 from _common import histogram_quantile
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStackOptions
 from kubetrain.devcluster.apiserver.storage.store import Event
@@ -129,6 +130,20 @@ def stack_options(group: str = GROUPS[0]) -> DevStackOptions:
         simulator=True,
         watch_window=200_000,
         api_groups=(group,),
+    )
+
+
+def events_dropped(metrics_text: str) -> int:
+    """Events the operator dropped (kubetrain_events_dropped_total, every reason): its recorders'
+    pending writes were full."""
+    return int(
+        sum(
+            sample.value
+            for family in text_string_to_metric_families(metrics_text)
+            if family.name == "kubetrain_events_dropped"
+            for sample in family.samples
+            if sample.name == "kubetrain_events_dropped_total"
+        )
     )
 
 

@@ -55,6 +55,7 @@ from _controller_scale import (
     WRITE_VERBS,
     Tracker,
     cached_pod_bytes,
+    events_dropped,
     finished_status,
     in_group,
     job_ref,
@@ -227,6 +228,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
         "requests_whole_life": life_requests,
         "writes_per_job_excluding_events": round(sum(job_writes.values()) / jobs, 2),
         "events_writes_per_job": round(sum(v for k, v in writes.items() if k.endswith(" events")) / jobs, 2),
+        "events_dropped": events_dropped(metrics_text),
         "write_budget_per_job": replicas + 1 + 4,  # N pods + Service + 4 status writes (no gang)
         "reads_after_sync": reads_after_sync,
         "job_status_writes_seen": tracker.job_status_writes,
@@ -354,7 +356,9 @@ def main() -> int:
             + ", ".join(f"{k} {v['p99_ms']} ms" for k, v in res["parts_until_running"].items())
             + f"); peak RSS {res['rss_peak_mb']} MB; idle CPU "
             f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
-            f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
+            f"(+{res['events_writes_per_job']} events, {res['events_dropped']} dropped; budget "
+            f"{res['write_budget_per_job']}); operator CPU until Running "
+            f"{res['operator_cpu_s_until_running']} s"
         )
         own = res["benchmark_process_gc"]
         operator_pauses = describe(res["operator_gc_pauses"], "max_ms_le")
