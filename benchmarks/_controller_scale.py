@@ -15,15 +15,18 @@ from typing import Any
 
 import orjson
 from _common import histogram_quantile
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStackOptions
 from kubetrain.devcluster.apiserver.storage.store import Event
 from kubetrain.devcluster.apiserver.verbs.core import Target
 from kubetrain.devcluster.kubelet.podstatus import running_status
 from kubetrain.kube.cache import slim_pod
+from kubetrain.kube.resources import ResourceRef, job_resources_in
 from kubetrain.operator.plan import Observed, PlannerConfig, plan
 
 JOB_RKEY = "pytorchjobs.kubetrain.io"
+GROUPS = ("kubetrain.io", "kubeflow.org")  # --group: the jobs' API group
 WRITE_VERBS = ("create", "update", "patch", "delete")
 
 
@@ -38,7 +41,8 @@ def true_conditions(obj: dict[str, Any]) -> set[str]:
 class Tracker:
     """A devcluster store listener: when pods appear, run, and jobs change state."""
 
-    def __init__(self) -> None:
+    def __init__(self, job_rkey: str = JOB_RKEY) -> None:
+        self.job_rkey = job_rkey
         self.pods: dict[tuple[str, str], str] = {}  # (namespace, name) -> phase
         self.jobs: dict[str, set[str]] = {}
         self.job_status_writes = 0
@@ -57,7 +61,7 @@ class Tracker:
             self.pods[key] = str((ev.obj.get("status") or {}).get("phase") or "Pending")
             if ev.type == "ADDED" and len(self.pods) == self.want_pods and "all_pods" not in self.marks:
                 self.marks["all_pods"] = time.perf_counter()
-        elif ev.rkey == JOB_RKEY:
+        elif ev.rkey == self.job_rkey:
             name = ev.obj["metadata"]["name"]
             if ev.type == "DELETED":
                 self.jobs.pop(name, None)
@@ -117,10 +121,40 @@ def quantiles(hist: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def stack_options() -> DevStackOptions:
+def stack_options(group: str = GROUPS[0]) -> DevStackOptions:
+    """devcluster and the pod simulator; with `group`'s CRDs installed (kubetrain.io's always)."""
     return DevStackOptions(
-        webhook=False, training_policies=False, controller=False, simulator=True, watch_window=200_000
+        webhook=False,
+        training_policies=False,
+        controller=False,
+        simulator=True,
+        watch_window=200_000,
+        api_groups=(group,),
     )
+
+
+def events_dropped(metrics_text: str) -> int:
+    """Events the operator dropped (kubetrain_events_dropped_total, every reason): its recorders'
+    pending writes were full."""
+    return int(
+        sum(
+            sample.value
+            for family in text_string_to_metric_families(metrics_text)
+            if family.name == "kubetrain_events_dropped"
+            for sample in family.samples
+            if sample.name == "kubetrain_events_dropped_total"
+        )
+    )
+
+
+def job_ref(group: str) -> ResourceRef:
+    """The PyTorchJob resource of `group` (kubetrain.io/v1 or kubeflow.org/v1)."""
+    return next(r for r in job_resources_in([group]).values() if r.kind == "PyTorchJob")
+
+
+def in_group(job: dict[str, Any], ref: ResourceRef) -> dict[str, Any]:
+    """The same job as a `ref` object (the spec is the same in both groups)."""
+    return {**job, "apiVersion": f"{ref.group}/{ref.version}"}
 
 
 def finished_status(replicas: int) -> dict[str, Any]:

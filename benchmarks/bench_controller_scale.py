@@ -1,13 +1,17 @@
 """Controller at scale against devcluster: many jobs submitted at once, and start-up with many jobs.
 
     .venv/bin/python benchmarks/bench_controller_scale.py --jobs 1000 --replicas 4
+    .venv/bin/python benchmarks/bench_controller_scale.py --jobs 1000 --replicas 4 --group kubeflow.org
     .venv/bin/python benchmarks/bench_controller_scale.py --startup-jobs 10000
 
 Scale mode: devcluster and the pod simulator run in this process; the operator runs as its own
 process (`kubetrain controller --no-leader-elect`, default workers/QPS/burst) so its RSS and CPU
 are its own. After /readyz, `--jobs` PyTorchJobs of `--replicas` workers (already defaulted, as
 the mutating webhook would store them) are created at once by a separate client (32 concurrent
-requests, its own User-Agent). Measured: time until every pod exists, until every pod and job is
+requests, its own User-Agent). `--group kubeflow.org` makes them kubeflow.org/v1 PyTorchJobs
+(the operator started with `--api-groups kubeflow.org`, devcluster with that group's CRDs):
+those get training-operator's per-pod Events (SuccessfulCreatePod, …), a kubetrain.io job
+none. Measured: time until every pod exists, until every pod and job is
 Running; reconcile duration p50/p99 (the operator's kubetrain_reconcile_duration_seconds,
 interpolated within buckets) and of its parts (rate-limiter wait, API wait, own time:
 kubetrain_reconcile_{rate_limiter_wait,api_wait,own_duration}_seconds); peak RSS (VmHWM); the
@@ -46,12 +50,16 @@ from _common import (
     stored_type,
 )
 from _controller_scale import (
+    GROUPS,
     PART_HISTOGRAMS,
     PLAN_HISTOGRAM,
     WRITE_VERBS,
     Tracker,
     cached_pod_bytes,
+    events_dropped,
     finished_status,
+    in_group,
+    job_ref,
     quantiles,
     running_pods,
     stack_options,
@@ -61,18 +69,20 @@ from _gcpauses import OwnPauses, describe, frozen_objects, operator_gc_pauses
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.apiserver.verbs.core import Target
-from kubetrain.kube.resources import job_resource
 
 
 async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     jobs, replicas = args.jobs, args.replicas
-    tracker = Tracker()
+    ref = job_ref(args.group)
+    tracker = Tracker(f"{ref.plural}.{ref.group}")
     tracker.want_pods = jobs * replicas
-    async with DevStack(stack_options()) as stack:
+    async with DevStack(stack_options(args.group)) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
         op = Operator(
-            stack.cluster.kubeconfig_path, extra=args.operator_args.split(), source=args.operator_source
+            stack.cluster.kubeconfig_path,
+            extra=["--api-groups", args.group, *args.operator_args.split()],
+            source=args.operator_source,
         )
         log = stack.cluster.requests
         try:
@@ -109,8 +119,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
                     stderr=subprocess.DEVNULL,
                 )
                 await asyncio.sleep(1)
-            ref = job_resource("PyTorchJob")
-            bodies = [pytorch_job(f"bench-{i:05d}", replicas) for i in range(jobs)]
+            bodies = [in_group(pytorch_job(f"bench-{i:05d}", replicas), ref) for i in range(jobs)]
             sem = asyncio.Semaphore(32)
 
             async def submit(body: dict[str, Any]) -> None:
@@ -194,6 +203,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     reads_after_sync = {k: v for k, v in life_requests.items() if k.split()[0] in ("get", "list")}
     return {
         "benchmark": "controller_scale",
+        "group": args.group,
         "jobs": jobs,
         "replicas": replicas,
         "pods": jobs * replicas,
@@ -223,6 +233,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
         "requests_whole_life": life_requests,
         "writes_per_job_excluding_events": round(sum(job_writes.values()) / jobs, 2),
         "events_writes_per_job": round(sum(v for k, v in writes.items() if k.endswith(" events")) / jobs, 2),
+        "events_dropped": events_dropped(metrics_text),
         "write_budget_per_job": replicas + 1 + 4,  # N pods + Service + 4 status writes (no gang)
         "reads_after_sync": reads_after_sync,
         "job_status_writes_seen": tracker.job_status_writes,
@@ -307,6 +318,12 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument(
+        "--group",
+        choices=GROUPS,
+        default=GROUPS[0],
+        help="the API group of the PyTorchJobs (kubeflow.org: training-operator's, with its per-pod Events)",
+    )
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--no-finish", action="store_true", help="skip finishing pods")
@@ -337,14 +354,16 @@ def main() -> int:
         res = asyncio.run(scale(args, OwnPauses()))
         r = res["reconcile_until_running"]
         print(
-            f"controller {res['jobs']} jobs x {res['replicas']} replicas: all pods exist in "
+            f"controller {res['jobs']} {res['group']} jobs x {res['replicas']} replicas: all pods exist in "
             f"{res['all_pods_exist_s']} s, all Running {res['all_running_s']} s; reconcile p50 "
             f"{r['p50_ms']} ms p99 {r['p99_ms']} ms (decision alone p99 "
             f"{res['plan_until_running']['p99_ms']} ms; p99 of its parts: "
             + ", ".join(f"{k} {v['p99_ms']} ms" for k, v in res["parts_until_running"].items())
             + f"); peak RSS {res['rss_peak_mb']} MB; idle CPU "
             f"{res['idle_cpu_percent_of_one_core']}%; writes/job {res['writes_per_job_excluding_events']} "
-            f"(+{res['events_writes_per_job']} events, budget {res['write_budget_per_job']})"
+            f"(+{res['events_writes_per_job']} events, {res['events_dropped']} dropped; budget "
+            f"{res['write_budget_per_job']}); operator CPU until Running "
+            f"{res['operator_cpu_s_until_running']} s"
         )
         own = res["benchmark_process_gc"]
         operator_pauses = describe(res["operator_gc_pauses"], "max_ms_le")

@@ -13,7 +13,7 @@ authenticates a client certificate before a bearer token, so a user's token sent
 connection that presents the server's own certificate would act as the server. In proxy mode
 the caller passes its own authenticated client and impersonation headers instead: the API server
 then checks that the caller may impersonate, and authorizes every call as the user.
-`AsUser` shares the base client's connection pool and rate limit.
+`AsUser` shares the base client's connection pool and rate limits.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class AsUser(KubeClient):
     def __init__(self, base: KubeClient, headers: Sequence[tuple[str, str]]) -> None:
         super().__init__(base.api_client, request_timeout=base.request_timeout, user_agent=base.user_agent)
         self.limiter = base.limiter
+        self.event_limiter = base.event_limiter
         self._base = base
         self._user_headers = list(headers)
 

@@ -34,6 +34,11 @@
   counted. Nothing is retried here: a write is one request, which the transport bounds (its
   request timeout; a 429 retried at most 3 times), where client-go sleeps 10 s between up to
   12 tries (`recordToSink`, `maxTriesPerEvent`).
+- Every write takes its token from the client's Event bucket (`event_limiter`, the same
+  `--qps`/`--burst` as its own; `kubetrain.kube.transport.event_writes`), as controller-runtime's
+  recorder has its own REST client and client-go rate limiter: Events never delay the pod
+  creates of the same client, and a wave of pod creates never delays an Event. From one client
+  the API server therefore sees up to twice `qps` (its requests and its Events).
 Messages longer than 1024 characters are truncated (the events.k8s.io limit).
 """
 
@@ -53,6 +58,7 @@ from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.eventbudget import EventBudget
 from kubetrain.kube.resources import EVENTS
+from kubetrain.kube.transport import event_writes
 from kubetrain.serving.metrics import EVENTS_DROPPED
 
 log = logging.getLogger(__name__)
@@ -237,6 +243,10 @@ class EventRecorder:
         )
 
     async def _write(self, obj: Obj, event: _Event) -> None:
+        with event_writes():  # the Event bucket, not the pod creates'
+            await self._write_limited(obj, event)
+
+    async def _write_limited(self, obj: Obj, event: _Event) -> None:
         try:
             if event.budgeted:
                 # One at a time, as client-go's recorder writes each event in turn: a burst of

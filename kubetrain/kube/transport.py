@@ -6,7 +6,12 @@ or in-cluster config, client certificates, bearer tokens with refresh, the aioht
 generated `V1Pod`-style models are never built (their deserialisation dominates CPU at scale).
 
 Requests pass a client-side token bucket (`qps`, `burst`; `qps <= 0` disables it) that bounds
-the rate without serialising concurrent requests; 429 answers are retried (honouring
+the rate without serialising concurrent requests. The Event recorder's writes (made inside
+`event_writes()`) pass a second bucket of the same `qps`/`burst`, `event_limiter`, over the same
+connections — as controller-runtime's recorder provider builds its own REST client, hence its own
+client-go rate limiter (pkg/internal/recorder/recorder.go `NewProvider`; client-go
+rest.RESTClientFor makes a new token bucket from QPS/Burst): Events never take a token from the
+pod creates, nor wait for them. 429 answers are retried (honouring
 Retry-After, at most `max_429_retries` times). Each request counts in the Prometheus counter
 `kubetrain_api_requests_total{verb, code}` (code "error" for transport failures); inside a
 `RequestTimes.recording()` (a reconcile) its limiter wait and time in flight are recorded there
@@ -16,12 +21,14 @@ Retry-After, at most `max_429_retries` times). Each request counts in the Promet
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Self
 
@@ -52,6 +59,19 @@ STARTUP_TIMEOUT = 30.0
 log = logging.getLogger(__name__)
 
 Warnings = list[str]  # the texts of an answer's Warning headers
+
+_EVENT_WRITES: ContextVar[bool] = ContextVar("kubetrain_event_writes", default=False)
+
+
+@contextlib.contextmanager
+def event_writes() -> Iterator[None]:
+    """Requests sent inside (by this task and the tasks it starts) take their token from the
+    client's `event_limiter`, not from its `limiter`: the Event recorder's writes."""
+    token = _EVENT_WRITES.set(True)
+    try:
+        yield
+    finally:
+        _EVENT_WRITES.reset(token)
 
 
 def decode_body(raw: bytes) -> Any:
@@ -94,6 +114,7 @@ class Transport:
         self.max_429_retries = max_429_retries
         self._clock = clock or SYSTEM_CLOCK
         self.limiter = TokenBucket(qps, burst, clock=self._clock)
+        self.event_limiter = TokenBucket(qps, burst, clock=self._clock)  # inside event_writes()
         self._owns_api_client = owns_api_client
         self._env_proxy = environment_proxy(self.host)
         self._own_session: aiohttp.ClientSession | None = None
@@ -213,9 +234,10 @@ class Transport:
         timeout = self._timeout()
         attempt = 0
         times = requesttimes.current()  # a reconcile recording where its requests spend time
+        limiter = self.event_limiter if _EVENT_WRITES.get() else self.limiter
         while True:
             waited = requesttimes.now() if times is not None else 0.0
-            await self.limiter.acquire()
+            await limiter.acquire()
             sent = 0.0
             if times is not None:
                 sent = requesttimes.now()
