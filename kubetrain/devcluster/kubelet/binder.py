@@ -52,8 +52,11 @@ class FitBinder:
         self._assumed: dict[str, tuple[str, Resources]] = {}  # uid -> (node, requests)
         self.unschedulable: dict[Key, str] = {}  # pods that fit nowhere -> the message
 
-    def forget(self, key: Key) -> None:
-        self.unschedulable.pop(key, None)
+    def observe(self, key: Key, pod: Obj, deleted: bool) -> None:
+        """The watch saw the pod: bound (its requests count from the watch now) or deleted."""
+        if deleted or (pod.get("spec") or {}).get("nodeName"):
+            self._assumed.pop(_uid(pod), None)
+            self.unschedulable.pop(key, None)
 
     def retry_keys(self) -> list[Key]:
         """The pods that did not fit anywhere at their last attempt."""
@@ -96,9 +99,6 @@ class FitBinder:
 
     def _free(self, nodes: list[Obj]) -> dict[str, Resources]:
         """Each node's allocatable minus what its unfinished and assumed pods request."""
-        unbound = {_uid(p) for p in self._pods.values() if not (p.get("spec") or {}).get("nodeName")}
-        for uid in [u for u in self._assumed if u not in unbound]:  # the watch shows it bound, or it is gone
-            del self._assumed[uid]
         names = [str(n["metadata"]["name"]) for n in nodes]
         free = free_by_node({}, names, self._pods.values(), self._assumed)
         for node in nodes:

@@ -214,12 +214,12 @@ class PodSimulator:
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
         key = pod_key(pod)
         old = self._pods.get(key)
+        self._binder.observe(key, pod, kind == "DELETED")
         ended = old is not None and pod_phase(old) not in podstatus.TERMINAL_PHASES
         if kind == "DELETED" or (ended and pod_phase(pod) in podstatus.TERMINAL_PHASES):
             self._retry_unschedulable(key)  # room freed: the pods that fit nowhere are tried again
         if kind == "DELETED":
             self._pods.pop(key, None)
-            self._binder.forget(key)
             self._timers.cancel(key)
             self._status.forget(str((pod.get("metadata") or {}).get("uid", "")))
             self._reconciler.forget(str((pod.get("metadata") or {}).get("uid", "")))
