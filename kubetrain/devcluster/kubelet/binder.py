@@ -3,9 +3,11 @@ fits (`fit.py`: nodeSelector, required node affinity, resource requests and the 
 round-robin over the fitting nodes, through POST `pods/NAME/binding`; gangs are not its concern.
 
 A node's free room is its Node's `status.allocatable` (read from the API at each attempt, so
-labels and allocatable written by anyone count) minus the requests of the unfinished pods the
-simulator's watch shows bound there and of the pods it bound that the watch does not show bound
-yet (`assumed`, as kube-scheduler's cache assumes a pod; gang/resources.py `free_by_node`).
+labels and allocatable written by anyone count) minus the requests (gang/resources.py
+`pod_requests`) of the unfinished pods the simulator's watch shows bound there — summed per node
+as each pod event arrives (`observe`), as kube-scheduler's cache keeps a node's requested
+resources, so an attempt costs the same with 10 pods or 10,000 — and of the pods it bound that
+the watch does not show bound yet (`assumed`, as kube-scheduler's cache assumes a pod).
 Attempts are serialised, so two pods never take the same room.
 
 A pod that fits nowhere stays Pending: the simulator writes its `PodScheduled=False` condition,
@@ -26,9 +28,9 @@ from kubetrain.devcluster.gang.resources import (
     TERMINAL,
     Resources,
     add,
-    free_by_node,
     pod_requests,
     resources,
+    take,
 )
 from kubetrain.devcluster.kubelet import fit, nodeobjects
 from kubetrain.devcluster.kubelet.podstatus import timestamp
@@ -51,19 +53,37 @@ class FitBinder:
         self._lock = asyncio.Lock()
         self._assumed: dict[str, tuple[str, Resources]] = {}  # uid -> (node, requests)
         self.unschedulable: dict[Key, str] = {}  # pods that fit nowhere -> the message
+        # What the watch shows bound and unfinished: uid -> (node, requests), and each node's sum
+        # (kept per pod event, as kube-scheduler's cache keeps NodeInfo.Requested).
+        self._counted: dict[str, tuple[str, Resources]] = {}
+        self._used: dict[str, Resources] = {}
 
-    def observe(self, key: Key, pod: Obj, deleted: bool) -> None:
-        """The watch saw the pod: bound (its requests count from the watch now) or deleted."""
-        if deleted or (pod.get("spec") or {}).get("nodeName"):
-            self._assumed.pop(_uid(pod), None)
+    def observe(self, key: Key, pod: Obj, deleted: bool) -> bool:
+        """The watch saw the pod (the newest version) or its deletion; True when that freed room
+        on a node (a pod that counted there ended, went or moved)."""
+        uid, spec = _uid(pod), pod.get("spec") or {}
+        node = str(spec.get("nodeName") or "")
+        live = not deleted and node and str((pod.get("status") or {}).get("phase") or "") not in TERMINAL
+        if deleted or node:
+            self._assumed.pop(uid, None)
             self.unschedulable.pop(key, None)
+        counted, freed = self._counted.get(uid), False
+        if counted is not None and (not live or counted[0] != node):
+            del self._counted[uid]
+            take(self._used[counted[0]], counted[1])
+            freed = True
+        if live and uid not in self._counted:
+            need = pod_requests(pod)
+            self._counted[uid] = (node, need)
+            add(self._used.setdefault(node, {}), need)
+        return freed
 
     def retry_keys(self) -> list[Key]:
         """The pods that did not fit anywhere at their last attempt."""
         return list(self.unschedulable)
 
     def remembered(self) -> int:
-        return len(self.unschedulable) + len(self._assumed)
+        return len(self.unschedulable) + len(self._assumed) + len(self._counted)
 
     async def bind(self, api: RawApi, pod: Obj) -> str | None:
         """Bind the pod where it fits; the FailedScheduling message when it fits nowhere."""
@@ -99,10 +119,14 @@ class FitBinder:
 
     def _free(self, nodes: list[Obj]) -> dict[str, Resources]:
         """Each node's allocatable minus what its unfinished and assumed pods request."""
-        names = [str(n["metadata"]["name"]) for n in nodes]
-        free = free_by_node({}, names, self._pods.values(), self._assumed)
+        free: dict[str, Resources] = {}
         for node in nodes:
-            add(free[str(node["metadata"]["name"])], resources((node.get("status") or {}).get("allocatable")))
+            name = str(node["metadata"]["name"])
+            free[name] = resources((node.get("status") or {}).get("allocatable"))
+            take(free[name], self._used.get(name, {}))
+        for uid, (name, need) in self._assumed.items():
+            if uid not in self._counted and name in free:
+                take(free[name], need)
         return free
 
     def _bound(self) -> dict[str, list[Obj]]:

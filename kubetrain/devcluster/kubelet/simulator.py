@@ -214,9 +214,9 @@ class PodSimulator:
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
         key = pod_key(pod)
         old = self._pods.get(key)
-        self._binder.observe(key, pod, kind == "DELETED")
-        ended = old is not None and pod_phase(old) not in podstatus.TERMINAL_PHASES
-        if kind == "DELETED" or (ended and pod_phase(pod) in podstatus.TERMINAL_PHASES):
+        if kind != "DELETED" and old is not None and rv_older(pod, old):
+            return
+        if self._binder.observe(key, pod, kind == "DELETED"):
             self._retry_unschedulable(key)  # room freed: the pods that fit nowhere are tried again
         if kind == "DELETED":
             self._pods.pop(key, None)
@@ -225,8 +225,6 @@ class PodSimulator:
             self._reconciler.forget(str((pod.get("metadata") or {}).get("uid", "")))
             self.training.forget(key)
         else:
-            if old is not None and rv_older(pod, old):
-                return
             self._pods[key] = pod
         async with self._changed:
             self._changed.notify_all()
