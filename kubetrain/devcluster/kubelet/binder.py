@@ -90,7 +90,7 @@ class FitBinder:
         key = ((pod.get("metadata") or {}).get("namespace", ""), (pod.get("metadata") or {}).get("name", ""))
         async with self._lock:
             nodes = await self._nodes(api)
-            free = self._free(nodes)
+            free = self.free(nodes)
             reasons = fit.filter_nodes(pod, nodes, free)
             fitting = [name for name, why in reasons.items() if not why]
             if not fitting:
@@ -117,7 +117,7 @@ class FitBinder:
         by_name = {str(n["metadata"]["name"]): n for n in body.get("items") or ()}
         return [by_name[name] for name in self.node_names if name in by_name]
 
-    def _free(self, nodes: list[Obj]) -> dict[str, Resources]:
+    def free(self, nodes: list[Obj]) -> dict[str, Resources]:
         """Each node's allocatable minus what its unfinished and assumed pods request."""
         free: dict[str, Resources] = {}
         for node in nodes:
