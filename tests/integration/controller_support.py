@@ -37,6 +37,7 @@ from kubetrain.kube.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     EVENTS,
     NAMESPACES,
+    NODES,
     PODS,
     SERVICES,
     ResourceRef,
@@ -451,6 +452,15 @@ async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
     finally:
         await harness.close()
         await stack.stop()
+
+
+async def label_nodes(stack: DevStack, h: Harness, *labels: dict[str, str]) -> None:
+    """Add `labels[i]` to the i-th simulated node: the labels a cluster's nodes carry for the
+    nodeSelectors a test's pods name (Kueue's flavors, topology domains, a runtime's node type);
+    the simulated scheduler binds a pod only to a node its nodeSelector matches."""
+    assert stack.simulator is not None
+    for node, extra in zip(stack.simulator.node_names, labels, strict=False):
+        await h.kube.patch(NODES, None, node, {"metadata": {"labels": extra}})
 
 
 # `async with running_stack(**options) as (stack, harness):` — `open_stack` inside one test.

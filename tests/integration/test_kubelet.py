@@ -250,5 +250,6 @@ async def test_a_deleted_pod_leaves_no_state_in_the_simulator(
             "mounts": 0,
             "kubelet": 0,
             "training": 0,
+            "scheduler": 0,
         }
     )

@@ -23,7 +23,15 @@ import pytest_asyncio
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import TRAINJOBS, ResourceRef, job_resources_in
 
-from .controller_support import TEST_USER_AGENT, Harness, eventually, is_true, job_manifest, open_stack
+from .controller_support import (
+    TEST_USER_AGENT,
+    Harness,
+    eventually,
+    is_true,
+    job_manifest,
+    label_nodes,
+    open_stack,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -37,6 +45,13 @@ FLAVOR = {"cloud.example.com/flavor": "a"}
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org", "trainer.kubeflow.org")):
+        await label_nodes(
+            pair[0],
+            pair[1],
+            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1", "flavor": "a"},
+            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1"},
+            {"cloud.example.com/flavor": "b", "topology.example.com/block": "b1"},
+        )
         yield pair
 
 

@@ -231,3 +231,44 @@ async def test_a_missing_configmap_is_told_and_the_condition_clears_once_it_exis
     assert started["status"]["conditions"][-1]["type"] == "Running"
     [told] = await not_starting_events(h, ns, "cfg")
     assert "container pytorch cannot start: CreateContainerConfigError" in told
+
+
+async def test_a_worker_larger_than_any_node_stays_unschedulable_and_never_counts_as_not_starting(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    """The simulated scheduler leaves a pod asking for 100 GPUs (a node has 8) Pending with
+    kube-scheduler's condition and FailedScheduling Event; an unscheduled pod is no container
+    that cannot start, so neither PodsNotStarting nor the start deadline touches the job."""
+    stack, h, clock = env
+    ns = await h.namespace("huge")
+    job = job_manifest("PyTorchJob", "huge", {"Master": 1, "Worker": 1}, annotations={ANNOTATION: "60"})
+    job["apiVersion"] = "kubeflow.org/v1"
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["resources"] = {"limits": {"nvidia.com/gpu": "100"}}
+    await h.kube.create(PYTORCHJOBS, job, namespace=ns)
+
+    async def unschedulable() -> Obj | None:
+        pod = await h.pod(ns, "huge-worker-0")
+        conds = ((pod or {}).get("status") or {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+
+    cond = await ticking(clock, lambda: eventually(unschedulable, what="the worker unschedulable"))
+    assert stack.simulator is not None
+    nodes = len(stack.simulator.node_names)
+    assert cond["reason"] == "Unschedulable"
+    assert cond["message"] == (
+        f"0/{nodes} nodes are available: {nodes} Insufficient nvidia.com/gpu. preemption: 0/{nodes} nodes "
+        f"are available: {nodes} No preemption victims found for incoming pod."
+    )
+    events = [e for e in await h.events(ns, "huge-worker-0") if e.get("reason") == "FailedScheduling"]
+    assert [(e["type"], e["source"]["component"], e["message"]) for e in events] == [
+        ("Warning", "default-scheduler", cond["message"])
+    ]
+
+    await clock.advance(120)  # twice the start deadline
+    await asyncio.sleep(QUIET)
+    live = await h.get(PYTORCHJOBS, ns, "huge")
+    assert live is not None and not is_true(live, "Failed") and condition(live, podstart.CONDITION) is None
+    assert not await not_starting_events(h, ns, "huge")
+    pod = await h.pod(ns, "huge-worker-0")
+    assert pod is not None and not pod["spec"].get("nodeName") and pod["status"]["phase"] == "Pending"

@@ -17,7 +17,7 @@ import yaml
 
 from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import Harness, eventually, label_nodes, open_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -28,7 +28,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "trainer" / "examples"
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[Harness]:
     # DevStack installs Trainer's default ClusterTrainingRuntimes (torch-distributed among them).
-    async for _, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
+    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
+        await label_nodes(stack, h, {"node-type": "training"})  # 02-runtime-patches' nodeSelector
         yield h
 
 
@@ -121,8 +122,9 @@ async def test_the_kueue_example_stays_suspended_without_kueue(env: Harness) -> 
 async def test_the_runtime_patches_example_reaches_the_node_pods(env: Harness) -> None:
     """02: the platform team's patch puts its service account, node selector and toleration on
     the `node` pods beside the TrainJob's env and resources; then it runs to Complete.
-    (devcluster schedules without node labels and admits a pod whose ServiceAccount does not
-    exist; on a real cluster the pods wait for a `node-type: training` node and `training-sa`.)"""
+    (a simulated node is labelled `node-type: training`, which the pods' nodeSelector needs;
+    devcluster admits a pod whose ServiceAccount does not exist, where a real cluster's pods
+    wait for `training-sa`.)"""
     h = env
     ns = await h.namespace("patches")
     (job,) = await apply(h, ns, documents("02-runtime-patches.yaml"))

@@ -34,7 +34,9 @@ def resources(values: Mapping[str, Any] | None) -> Resources:
 
 def pod_requests(pod: Obj) -> Resources:
     """What the scheduler reserves for a pod: per resource, the containers' summed requests (the
-    limit where no request is given), at least any init container's, plus one `pods` slot."""
+    limit where no request is given), at least any init container's, plus the pod's `overhead`
+    and one `pods` slot (component-helpers resource `PodRequests`; sidecar init containers,
+    restartPolicy Always, are counted as plain init containers)."""
 
     def of(container: Obj) -> Resources:
         res = container.get("resources") or {}
@@ -48,6 +50,8 @@ def pod_requests(pod: Obj) -> Resources:
     for container in spec.get("initContainers") or ():
         for name, value in of(container).items():
             total[name] = max(total.get(name, Fraction(0)), value)
+    for name, value in resources(spec.get("overhead")).items():
+        total[name] = total.get(name, Fraction(0)) + value
     return total
 
 

@@ -1,7 +1,8 @@
 """The pod simulator's per-pod reconcile: each pod's next step (`lifecycle.py`) carried out
 against the API server, under the pod's lock (`scheduling.PodTimers`).
 
-A step binds the pod (`scheduling.RoundRobinBinder`), writes its status (`status.PodTransitions`)
+A step binds the pod where it fits (`binder.FitBinder`; where it fits nowhere, the pod's
+`PodScheduled=False` condition and a `FailedScheduling` Event), writes its status (`status.PodTransitions`)
 now or from a timer, or checks what only the API can tell: the ConfigMaps and Secrets its env
 references (`envrefs.py`, tried again every 10 s) and the projected volumes it mounts
 (`volumes.py`, kept per pod uid in `mounts`). A failed API call is retried with back-off (six
@@ -15,10 +16,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubetrain.devcluster.client import RawApi
-from kubetrain.devcluster.kubelet import envrefs, images, podstatus, volumes
+from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.kubelet import envrefs, fit, images, podstatus, volumes
+from kubetrain.devcluster.kubelet.binder import FitBinder, failed_scheduling_event
 from kubetrain.devcluster.kubelet.lifecycle import Step, next_step
-from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder
+from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers
 from kubetrain.devcluster.kubelet.status import PodTransitions
 from kubetrain.devcluster.kubelet.training import TrainingCode
 from kubetrain.kube.clock import Clock
@@ -35,7 +37,7 @@ class PodReconciler:
         clock: Clock,
         pods: dict[Key, dict[str, Any]],
         timers: PodTimers,
-        binder: RoundRobinBinder,
+        binder: FitBinder,
         status: PodTransitions,
         training: TrainingCode,
         *,
@@ -79,7 +81,9 @@ class PodReconciler:
         if step.action == "finish-deletion":
             await self._status.finish_deletion(key)
         elif step.action == "bind":
-            await self._binder.bind(self._api(), pod)
+            message = await self._binder.bind(self._api(), pod)
+            if message is not None:
+                await self._unschedulable(key, message)
         elif step.action == "stop":
             self._timers.cancel(key)
         elif step.action != "idle":
@@ -89,6 +93,27 @@ class PodReconciler:
                 self._run(key, pod, step)
             else:
                 await self._pending(key, pod, step)
+
+    async def _unschedulable(self, key: Key, message: str) -> None:
+        """The pod fits on no node: its PodScheduled=False condition and, when that changed, one
+        FailedScheduling Event (a failed Event write is not retried: the condition stands)."""
+        now = self.clock.now()
+        stamp = podstatus.timestamp(now)
+        changed: list[bool] = []
+
+        def build(pod: dict[str, Any]) -> dict[str, Any] | None:
+            status = fit.unschedulable_status(pod, message, stamp)
+            changed.append(status is not None)
+            return status
+
+        written = await self._status.write_status(key, build)
+        if written is None or changed[-1:] != [True]:
+            return
+        ns = key[0]
+        event = failed_scheduling_event(written, message, now)
+        code, body = await self._api().request("POST", f"/api/v1/namespaces/{ns}/events", body=event)
+        if code not in (201, 409):
+            log.debug("pod %s/%s: FailedScheduling event not recorded: %s", *key, ApiError(code, body))
 
     async def _pending(self, key: Key, pod: dict[str, Any], step: Step) -> None:
         """A Pending pod on one of the simulator's nodes: started, unless something stops it."""

@@ -1,4 +1,4 @@
-"""When and where for the pod simulator: per-pod locks and timers, and round-robin binding.
+"""When for the pod simulator: per-pod locks and timers (where is `binder.py`).
 
 `PodTimers` serialises the simulator's work on one pod (`lock(key)`: a lock that exists only
 while someone holds or awaits it, so a deleted pod leaves nothing behind) and holds at most one
@@ -6,9 +6,6 @@ pending timer per pod (a start delay or a run's end), identified by a marker tup
 element is the pod's uid: scheduling the same marker again keeps the running timer, another
 marker replaces it, and a timer whose pod is gone or was recreated (another uid) does nothing.
 Delays run on an injectable `kubetrain.kube.clock.Clock`.
-
-`RoundRobinBinder` is the minimal scheduler: it binds a pod to the next node in turn through
-POST `pods/NAME/binding` (gangs are not its concern).
 """
 
 from __future__ import annotations
@@ -19,8 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.devcluster.client import ApiError, RawApi
-from kubetrain.devcluster.kubelet import nodeobjects
 from kubetrain.kube.clock import Clock
 
 Key = tuple[str, str]
@@ -92,19 +87,3 @@ class PodTimers:
 
     def clear(self) -> None:
         self._timers.clear()
-
-
-class RoundRobinBinder:
-    def __init__(self, node_names: list[str]) -> None:
-        self.node_names = node_names
-        self._counter = 0
-
-    async def bind(self, api: RawApi, pod: dict[str, Any]) -> None:
-        node = self.node_names[self._counter % len(self.node_names)]
-        self._counter += 1
-        ns, name = pod_key(pod)
-        code, body = await api.request(
-            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=nodeobjects.binding(pod, node)
-        )
-        if code not in (200, 201, 404, 409):
-            raise ApiError(code, body)

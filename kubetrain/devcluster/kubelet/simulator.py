@@ -7,9 +7,13 @@ no kubelets), with plain-dict bodies:
   Leases in `kube-node-lease` every 10 s (so a real node controller keeps them Ready);
 - watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
   `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
-  cluster that has a scheduler) round-robin to its nodes via POST `pods/NAME/binding` — gangs are
-  NOT its concern; a pod with `spec.schedulingGates` is not bound until they are all removed
-  (kube-scheduler's rule: it stays Pending, e.g. while Kueue holds it);
+  cluster that has a scheduler) to one of its nodes where they fit (`binder.py`: nodeSelector,
+  required node affinity, resource requests, the `pods` count; round-robin over the fitting
+  nodes) via POST `pods/NAME/binding` — gangs are NOT its concern; a pod that fits nowhere stays
+  Pending with `PodScheduled=False`, reason `Unschedulable`, and a `FailedScheduling` Event, and is
+  tried again when a pod ends or is deleted and at every node heartbeat; a pod with
+  `spec.schedulingGates` is not bound until they are all removed (kube-scheduler's rule: it
+  stays Pending, e.g. while Kueue holds it);
 - runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
   podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
   the pod's resourceVersion and re-reading + retrying on 409;
@@ -45,7 +49,7 @@ it). Start it with `async with PodSimulator(kubeconfig) as sim:` or start()/stop
 
 Where it lives: this module is the simulator (nodes, the pod watch and the test API);
 `lifecycle` decides each pod's next step (pure), `reconcile` carries it out; `scheduling` holds
-the per-pod locks and timers and the round-robin binder, `status` the status transitions and
+the per-pod locks and timers, `binder` and `fit` the scheduler, `status` the status transitions and
 their conflict-retrying writes, `podstatus` the pure status builders; `nodes` Node registration
 and Lease heartbeats; `kubetrain.devcluster.client` is the raw API client.
 """
@@ -61,10 +65,11 @@ from typing import Any
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.kubelet import podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import exit_outcome
+from kubetrain.devcluster.kubelet.binder import FitBinder
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
 from kubetrain.devcluster.kubelet.reconcile import PodReconciler
-from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, RoundRobinBinder, pod_key
+from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
 from kubetrain.devcluster.kubelet.status import (
     TERMINATION_EXIT_CODE,
     PodTransitions,
@@ -110,7 +115,7 @@ class PodSimulator:
         self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers = PodTimers(clock, self._current_uid)
-        self._binder = RoundRobinBinder(self.node_names)
+        self._binder = FitBinder(self.node_names, self._pods)
         # The git remotes code-sync init containers fetch from (tests push branches, fail repos).
         self.git = SimulatedGit()
         self._status = PodTransitions(
@@ -192,6 +197,7 @@ class PodSimulator:
                     await renew_lease(self.api, name, self.clock.now())
                 except (TimeoutError, ApiError, OSError) as exc:
                     log.debug("node lease %s not renewed: %s", name, exc)
+            self._retry_unschedulable()
             await self.clock.sleep(HEARTBEAT_SECONDS)
 
     def _pods_path(self) -> str:
@@ -207,6 +213,11 @@ class PodSimulator:
 
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
         key = pod_key(pod)
+        old = self._pods.get(key)
+        if kind != "DELETED" and old is not None and rv_older(pod, old):
+            return
+        if self._binder.observe(key, pod, kind == "DELETED"):
+            self._retry_unschedulable(key)  # room freed: the pods that fit nowhere are tried again
         if kind == "DELETED":
             self._pods.pop(key, None)
             self._timers.cancel(key)
@@ -214,14 +225,16 @@ class PodSimulator:
             self._reconciler.forget(str((pod.get("metadata") or {}).get("uid", "")))
             self.training.forget(key)
         else:
-            old = self._pods.get(key)
-            if old is not None and rv_older(pod, old):
-                return
             self._pods[key] = pod
         async with self._changed:
             self._changed.notify_all()
         if kind != "DELETED":
             self._spawn(self._reconciler.reconcile(key))
+
+    def _retry_unschedulable(self, changed: Key | None = None) -> None:
+        for key in self._binder.retry_keys():
+            if key != changed:
+                self._spawn(self._reconciler.reconcile(key))
 
     def _current_uid(self, key: Key) -> str | None:
         pod = self._pods.get(key)
@@ -245,13 +258,15 @@ class PodSimulator:
     def remembered(self) -> dict[str, int]:
         """How many pods each part of the simulator keeps state for; every count returns to 0
         once the pods are gone (the watch cache, per-pod locks and timers, projected volumes,
-        what the kubelet remembers per pod, training reports)."""
+        what the kubelet remembers per pod, training reports, the scheduler's unschedulable
+        and assumed pods)."""
         return {
             "pods": len(self._pods),
             "locks_and_timers": self._timers.tracked(),
             "mounts": len(self._mounts),
             "kubelet": self._status.remembered(),
             "training": self.training.remembered(),
+            "scheduler": self._binder.remembered(),
         }
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:

@@ -1,0 +1,171 @@
+"""The simulated kubelet's minimal scheduler: it binds a pod only to one of its nodes where the pod
+fits (`fit.py`: nodeSelector, required node affinity, resource requests and the `pods` count),
+round-robin over the fitting nodes, through POST `pods/NAME/binding`; gangs are not its concern.
+
+A node's free room is its Node's `status.allocatable` (read from the API at each attempt, so
+labels and allocatable written by anyone count) minus the requests (gang/resources.py
+`pod_requests`) of the unfinished pods the simulator's watch shows bound there — summed per node
+as each pod event arrives (`observe`), as kube-scheduler's cache keeps a node's requested
+resources, so an attempt costs the same with 10 pods or 10,000 — and of the pods it bound that
+the watch does not show bound yet (`assumed`, as kube-scheduler's cache assumes a pod).
+Attempts are serialised, so two pods never take the same room.
+
+A pod that fits nowhere stays Pending: the simulator writes its `PodScheduled=False` condition,
+reason `Unschedulable`, with kube-scheduler's message, and one `FailedScheduling` Warning Event
+from `default-scheduler` — once, and again only when the message changes. It is tried again
+when a pod is deleted or ends and at every node heartbeat (`retry_keys`), as kube-scheduler
+moves unschedulable pods back to its active queue on cluster events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any
+
+from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.gang.resources import (
+    TERMINAL,
+    Resources,
+    add,
+    pod_requests,
+    resources,
+    take,
+)
+from kubetrain.devcluster.kubelet import fit, nodeobjects
+from kubetrain.devcluster.kubelet.podstatus import timestamp
+
+Key = tuple[str, str]
+Obj = dict[str, Any]
+
+SCHEDULER = "default-scheduler"
+
+
+def _uid(pod: Obj) -> str:
+    return str((pod.get("metadata") or {}).get("uid", ""))
+
+
+class FitBinder:
+    def __init__(self, node_names: list[str], pods: dict[Key, Obj]) -> None:
+        self.node_names = node_names
+        self._pods = pods  # the simulator's watch cache, shared
+        self._counter = 0
+        self._lock = asyncio.Lock()
+        self._assumed: dict[str, tuple[str, Resources]] = {}  # uid -> (node, requests)
+        self.unschedulable: dict[Key, str] = {}  # pods that fit nowhere -> the message
+        # What the watch shows bound and unfinished: uid -> (node, requests), and each node's sum
+        # (kept per pod event, as kube-scheduler's cache keeps NodeInfo.Requested).
+        self._counted: dict[str, tuple[str, Resources]] = {}
+        self._used: dict[str, Resources] = {}
+
+    def observe(self, key: Key, pod: Obj, deleted: bool) -> bool:
+        """The watch saw the pod (the newest version) or its deletion; True when that freed room
+        on a node (a pod that counted there ended, went or moved)."""
+        uid, spec = _uid(pod), pod.get("spec") or {}
+        node = str(spec.get("nodeName") or "")
+        live = not deleted and node and str((pod.get("status") or {}).get("phase") or "") not in TERMINAL
+        if deleted or node:
+            self._assumed.pop(uid, None)
+            self.unschedulable.pop(key, None)
+        counted, freed = self._counted.get(uid), False
+        if counted is not None and (not live or counted[0] != node):
+            del self._counted[uid]
+            take(self._used[counted[0]], counted[1])
+            freed = True
+        if live and uid not in self._counted:
+            need = pod_requests(pod)
+            self._counted[uid] = (node, need)
+            add(self._used.setdefault(node, {}), need)
+        return freed
+
+    def retry_keys(self) -> list[Key]:
+        """The pods that did not fit anywhere at their last attempt."""
+        return list(self.unschedulable)
+
+    def remembered(self) -> int:
+        return len(self.unschedulable) + len(self._assumed) + len(self._counted)
+
+    async def bind(self, api: RawApi, pod: Obj) -> str | None:
+        """Bind the pod where it fits; the FailedScheduling message when it fits nowhere."""
+        key = ((pod.get("metadata") or {}).get("namespace", ""), (pod.get("metadata") or {}).get("name", ""))
+        async with self._lock:
+            nodes = await self._nodes(api)
+            free = self.free(nodes)
+            reasons = fit.filter_nodes(pod, nodes, free)
+            fitting = [name for name, why in reasons.items() if not why]
+            if not fitting:
+                message = fit.fit_error(pod, reasons, free, self._bound())
+                self.unschedulable[key] = message
+                return message
+            node = fitting[self._counter % len(fitting)]
+            self._counter += 1
+            ns, name = key
+            code, body = await api.request(
+                "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=nodeobjects.binding(pod, node)
+            )
+            if code not in (200, 201, 404, 409):
+                raise ApiError(code, body)
+            self.unschedulable.pop(key, None)
+            if code in (200, 201):
+                self._assumed[_uid(pod)] = (node, pod_requests(pod))
+            return None
+
+    async def _nodes(self, api: RawApi) -> list[Obj]:
+        code, body = await api.request("GET", "/api/v1/nodes")
+        if code != 200:
+            raise ApiError(code, body)
+        by_name = {str(n["metadata"]["name"]): n for n in body.get("items") or ()}
+        return [by_name[name] for name in self.node_names if name in by_name]
+
+    def free(self, nodes: list[Obj]) -> dict[str, Resources]:
+        """Each node's allocatable minus what its unfinished and assumed pods request."""
+        free: dict[str, Resources] = {}
+        for node in nodes:
+            name = str(node["metadata"]["name"])
+            free[name] = resources((node.get("status") or {}).get("allocatable"))
+            take(free[name], self._used.get(name, {}))
+        for uid, (name, need) in self._assumed.items():
+            if uid not in self._counted and name in free:
+                take(free[name], need)
+        return free
+
+    def _bound(self) -> dict[str, list[Obj]]:
+        out: dict[str, list[Obj]] = {}
+        for pod in self._pods.values():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and str((pod.get("status") or {}).get("phase") or "") not in TERMINAL:
+                out.setdefault(str(node), []).append(pod)
+        return out
+
+
+def failed_scheduling_event(pod: Obj, message: str, now: datetime) -> Obj:
+    """The core/v1 Warning Event kube-scheduler records for a pod it cannot place
+    (schedule_one.go `handleSchedulingFailure`: reason FailedScheduling, action Scheduling)."""
+    meta = pod.get("metadata") or {}
+    stamp = timestamp(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{meta.get('name')}.{int(now.timestamp() * 1e9):x}",
+            "namespace": meta.get("namespace"),
+        },
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": meta.get("namespace"),
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": "FailedScheduling",
+        "message": message,
+        "type": "Warning",
+        "action": "Scheduling",
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": SCHEDULER},
+        "reportingComponent": SCHEDULER,
+        "reportingInstance": SCHEDULER,
+    }

@@ -1,0 +1,185 @@
+"""Where the simulated scheduler may bind a pod, and what it says when nowhere — pure.
+
+`filter_nodes(pod, nodes, free, bound)` runs kube-scheduler's Filter plugins that the simulated
+scheduler plays, in the default profile's order, stopping at a node's first failing plugin as
+the framework does (`frameworkImpl.RunFilterPlugins`):
+
+- NodeAffinity (plugins/nodeaffinity `Filter`, component-helpers `GetRequiredNodeAffinity`):
+  `spec.nodeSelector` against the node's labels and the required node affinity's
+  `nodeSelectorTerms` — the terms ORed, a term's requirements ANDed; `matchExpressions`
+  In/NotIn/Exists/DoesNotExist/Gt/Lt on labels, `matchFields` on `metadata.name`
+  (`nodeaffinity.NewNodeSelector`); a term without requirements matches nothing. Reason
+  `node(s) didn't match Pod's node affinity/selector` (`ErrReasonPod`);
+- NodeResourcesFit (plugins/noderesources `fitsRequest`): `Too many pods` when the node's
+  `pods` slots are taken, then `Insufficient <resource>` for each resource the pod requests
+  (gang/resources.py `pod_requests`: max(init containers), sum(containers), overhead) more of
+  than the node's allocatable minus the requests of its unfinished pods.
+
+`fit_error(...)` is kube-scheduler's message for a pod no node takes (framework `FitError.Error`):
+`0/N nodes are available: <count reason, sorted>.` then DefaultPreemption's PostFilter message
+(`Evaluator.Preempt`, `nodesWherePreemptionMightHelp`, `SelectVictimsOnNode`): a node failing
+NodeAffinity (UnschedulableAndUnresolvable) is `Preemption is not helpful for scheduling`, a node
+whose unfinished pods all have the pod's priority or more `No preemption victims found for
+incoming pod`; a pod with `preemptionPolicy: Never` `not eligible due to preemptionPolicy=Never.`
+Where evicting lower-priority pods would make room, kube-scheduler would preempt them: the
+simulated scheduler does not, and names the node's reasons with those pods gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from kubetrain.devcluster.gang.resources import Resources, add, pod_requests
+
+Obj = dict[str, Any]
+
+AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
+TOO_MANY_PODS = "Too many pods"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NEVER_PREEMPTS = "not eligible due to preemptionPolicy=Never."
+
+
+def _labels(node: Obj) -> Mapping[str, Any]:
+    return (node.get("metadata") or {}).get("labels") or {}
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def _requirement(req: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """One NodeSelectorRequirement (labels.Selector semantics: a missing key fails In, Gt, Lt
+    and Exists and passes NotIn and DoesNotExist; Gt/Lt compare one integer value)."""
+    key, op = str(req.get("key", "")), req.get("operator")
+    wanted = [str(v) for v in req.get("values") or ()]
+    has = key in values
+    value = str(values.get(key, ""))
+    if op == "In":
+        return has and value in wanted
+    if op == "NotIn":
+        return not has or value not in wanted
+    if op == "Exists":
+        return has
+    if op == "DoesNotExist":
+        return not has
+    if op in ("Gt", "Lt") and has and len(wanted) == 1:
+        mine, bound = _int(value), _int(wanted[0])
+        if mine is None or bound is None:
+            return False
+        return mine > bound if op == "Gt" else mine < bound
+    return False
+
+
+def _term(term: Mapping[str, Any], node: Obj) -> bool:
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False
+    name = {"metadata.name": (node.get("metadata") or {}).get("name", "")}
+    return all(_requirement(r, _labels(node)) for r in exprs) and all(_requirement(r, name) for r in fields)
+
+
+def node_matches(pod: Obj, node: Obj) -> bool:
+    """NodeAffinity's Filter: the pod's nodeSelector and required node affinity accept the node."""
+    spec = pod.get("spec") or {}
+    labels = _labels(node)
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if key not in labels or str(labels[key]) != str(value):
+            return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms")
+    if required and terms is not None:
+        return any(_term(t, node) for t in terms)
+    return True
+
+
+def resource_reasons(need: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> list[str]:
+    """NodeResourcesFit's reasons on one node (empty: the pod fits)."""
+    reasons = [TOO_MANY_PODS] if need.get("pods", Fraction(0)) > free.get("pods", Fraction(0)) else []
+    for name in sorted(need):
+        if name != "pods" and need[name] > 0 and need[name] > free.get(name, Fraction(0)):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+def filter_nodes(pod: Obj, nodes: list[Obj], free: Mapping[str, Resources]) -> dict[str, list[str]]:
+    """Each node's reasons the pod cannot go there, in `nodes`' order (empty list: it fits)."""
+    need = pod_requests(pod)
+    out: dict[str, list[str]] = {}
+    for node in nodes:
+        name = str(node["metadata"]["name"])
+        out[name] = [AFFINITY_REASON] if not node_matches(pod, node) else resource_reasons(need, free[name])
+    return out
+
+
+def _priority(pod: Obj) -> int:
+    return _int((pod.get("spec") or {}).get("priority") or 0) or 0
+
+
+def _histogram(statuses: Iterable[list[str]]) -> str:
+    counts: dict[str, int] = {}
+    for reasons in statuses:
+        for reason in reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
+
+
+def fit_error(
+    pod: Obj, reasons: Mapping[str, list[str]], free: Mapping[str, Resources], bound: Mapping[str, list[Obj]]
+) -> str:
+    """kube-scheduler's FailedScheduling message for a pod that fits on none of `reasons`' nodes;
+    `bound`: each node's unfinished pods (for the preemption dry run)."""
+    message = f"0/{len(reasons)} nodes are available: {_histogram(reasons.values())}."
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return f"{message} preemption: {NEVER_PREEMPTS}"
+    need, mine = pod_requests(pod), _priority(pod)
+    after: list[list[str]] = []
+    for node, why in reasons.items():
+        if why == [AFFINITY_REASON]:
+            after.append([NOT_HELPFUL])
+            continue
+        victims = [p for p in bound.get(node, ()) if _priority(p) < mine]
+        if not victims:
+            after.append([NO_VICTIMS])
+            continue
+        room = dict(free[node])
+        for victim in victims:
+            add(room, pod_requests(victim))
+        after.append(resource_reasons(need, room) or why)
+    return f"{message} preemption: 0/{len(reasons)} nodes are available: {_histogram(after)}."
+
+
+def unschedulable_status(pod: Obj, message: str, stamp: str) -> Obj | None:
+    """The pod's status with `PodScheduled=False`, reason `Unschedulable`, as kube-scheduler's
+    `updatePod` writes it (podutil.UpdatePodCondition: lastTransitionTime kept while the status
+    stays False); None when the condition already says so (no write)."""
+    status = dict(pod.get("status") or {})
+    conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+    old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    if (
+        old
+        and old.get("status") == "False"
+        and old.get("reason") == "Unschedulable"
+        and old.get("message") == message
+    ):
+        return None
+    since = old.get("lastTransitionTime") if old and old.get("status") == "False" else None
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": since or stamp,
+        "reason": "Unschedulable",
+        "message": message,
+    }
+    status["conditions"] = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+    status.setdefault("phase", "Pending")
+    return status
