@@ -54,6 +54,7 @@ from _common import (
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import PodSimulator
 from kubetrain.devcluster.kubelet.behaviour import START_SECONDS
+from kubetrain.devcluster.kubelet.nodeobjects import NODE_CAPACITY
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 
@@ -273,7 +274,11 @@ def main() -> int:
     parser.add_argument(
         "--simulate-kubelet", action="store_true", help="with --kubeconfig: run the pod simulator here"
     )
-    parser.add_argument("--sim-nodes", type=int, default=10, help="nodes the pod simulator registers")
+    parser.add_argument(
+        "--sim-nodes",
+        type=int,
+        help="nodes the pod simulator registers (default: enough for the largest size, at least 10)",
+    )
     parser.add_argument(
         "--namespace-delete-interval",
         type=float,
@@ -291,6 +296,9 @@ def main() -> int:
     parser.add_argument("--operator-args", default="", help="extra `kubetrain controller` flags")
     add_operator_source(parser)
     args = parser.parse_args()
+    if args.sim_nodes is None:  # the simulated scheduler binds at most NODE_CAPACITY["pods"] a node
+        largest = max(int(s) for s in args.sizes.split(",")) + 1  # the Master too
+        args.sim_nodes = max(10, -(-largest // int(NODE_CAPACITY["pods"])))
     res = asyncio.run(run(args))
     path = write_result("big_job", res)
     print(json.dumps(res))

@@ -76,7 +76,7 @@ async def scale(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     ref = job_ref(args.group)
     tracker = Tracker(f"{ref.plural}.{ref.group}")
     tracker.want_pods = jobs * replicas
-    async with DevStack(stack_options(args.group)) as stack:
+    async with DevStack(stack_options(args.group, pods=jobs * replicas)) as stack:
         stack.cluster.store.listeners.append(tracker)
         client = await bench_client(stack.cluster.kubeconfig_path)
         op = Operator(
@@ -249,7 +249,7 @@ async def startup(args: argparse.Namespace) -> dict[str, Any]:
     n = args.startup_jobs
     tracker = Tracker()
     tracker.want_pods = args.replicas
-    async with DevStack(stack_options()) as stack:
+    async with DevStack(stack_options()) as stack:  # the fresh job is timed to its first status
         cluster = stack.cluster
         rt = stored_type(cluster, "kubetrain.io", "pytorchjobs")
         t_fill = time.perf_counter()

@@ -45,7 +45,7 @@ async def churn(args: argparse.Namespace, own_gc: OwnPauses) -> dict[str, Any]:
     ref = job_resource("PyTorchJob")
     waves: list[dict[str, Any]] = []
     retained = Retained(args.tracemalloc)
-    options = stack_options()
+    options = stack_options(pods=jobs * replicas)
     options.watch_window = args.watch_window
     async with DevStack(options) as stack:
         stack.cluster.store.listeners.append(tracker)
