@@ -463,6 +463,15 @@ async def label_nodes(stack: DevStack, h: Harness, *labels: dict[str, str]) -> N
         await h.kube.patch(NODES, None, node, {"metadata": {"labels": extra}})
 
 
+# The three simulated nodes as the Kueue tests' ResourceFlavors (`cloud.example.com/flavor`,
+# `flavor`) and Topology (`topology.example.com/block`) select them.
+KUEUE_NODE_LABELS = (
+    {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1", "flavor": "a"},
+    {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1"},
+    {"cloud.example.com/flavor": "b", "topology.example.com/block": "b1"},
+)
+
+
 # `async with running_stack(**options) as (stack, harness):` — `open_stack` inside one test.
 running_stack = contextlib.asynccontextmanager(open_stack)
 

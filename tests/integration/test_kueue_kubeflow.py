@@ -36,7 +36,15 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.resources import PODS, ResourceRef, job_resources_in
 
-from .controller_support import Harness, eventually, is_true, job_manifest, label_nodes, open_stack
+from .controller_support import (
+    KUEUE_NODE_LABELS,
+    Harness,
+    eventually,
+    is_true,
+    job_manifest,
+    label_nodes,
+    open_stack,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -51,13 +59,7 @@ ORDER = ("Master", "Worker")  # PyTorchJob's OrderedReplicaTypes
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
-        await label_nodes(
-            pair[0],
-            pair[1],
-            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1", "flavor": "a"},
-            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1"},
-            {"cloud.example.com/flavor": "b", "topology.example.com/block": "b1"},
-        )
+        await label_nodes(*pair, *KUEUE_NODE_LABELS)
         yield pair
 
 

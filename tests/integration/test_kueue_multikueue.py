@@ -24,6 +24,7 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import TRAINJOBS, ResourceRef, job_resources_in
 
 from .controller_support import (
+    KUEUE_NODE_LABELS,
     TEST_USER_AGENT,
     Harness,
     eventually,
@@ -45,13 +46,7 @@ FLAVOR = {"cloud.example.com/flavor": "a"}
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org", "trainer.kubeflow.org")):
-        await label_nodes(
-            pair[0],
-            pair[1],
-            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1", "flavor": "a"},
-            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1"},
-            {"cloud.example.com/flavor": "b", "topology.example.com/block": "b1"},
-        )
+        await label_nodes(*pair, *KUEUE_NODE_LABELS)
         yield pair
 
 

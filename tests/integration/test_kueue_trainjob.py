@@ -32,7 +32,7 @@ import yaml
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import PODS, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, is_true, label_nodes, open_stack
+from .controller_support import KUEUE_NODE_LABELS, Harness, eventually, is_true, label_nodes, open_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -46,13 +46,7 @@ MULTI_STEP = Path(__file__).resolve().parents[1] / "data" / "trainer" / "example
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
     async for pair in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        await label_nodes(
-            pair[0],
-            pair[1],
-            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1", "flavor": "a"},
-            {"cloud.example.com/flavor": "a", "topology.example.com/block": "b1"},
-            {"cloud.example.com/flavor": "b", "topology.example.com/block": "b1"},
-        )
+        await label_nodes(*pair, *KUEUE_NODE_LABELS)
         yield pair
 
 
