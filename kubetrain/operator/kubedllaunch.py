@@ -42,6 +42,7 @@ from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.metatime import parse_time
 from kubetrain.api.podresources import total_replicas
 from kubetrain.frameworks.registry import get_framework
+from kubetrain.operator.status import get_condition, is_true
 from kubetrain.operator.upstreammetrics import SeriesBound
 from kubetrain.serving.metrics import REGISTRY, on_forget_job, on_forget_namespace
 
@@ -67,11 +68,6 @@ ALL_PODS_LAUNCH_DELAY = Histogram(
 )
 
 
-def _job_running(status: Obj | None) -> bool:
-    conditions = (status or {}).get("conditions") or ()
-    return any(c.get("type") == "Running" and c.get("status") == "True" for c in conditions)
-
-
 def _active(pod: Obj) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return phase not in ("Succeeded", "Failed") and not (pod.get("metadata") or {}).get("deletionTimestamp")
@@ -80,12 +76,8 @@ def _active(pod: Obj) -> bool:
 def _ready_time(pod: Obj) -> str | None:
     """The Ready condition's lastTransitionTime of a pod in phase Running that is Ready."""
     status = pod.get("status") or {}
-    if status.get("phase") != "Running":
-        return None
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return condition.get("lastTransitionTime") if condition.get("status") == "True" else None
-    return None
+    ready = get_condition(status, "Ready") if status.get("phase") == "Running" else None
+    return ready.get("lastTransitionTime") if ready is not None and ready.get("status") == "True" else None
 
 
 def ready_since(pod: Obj) -> datetime | None:
@@ -132,7 +124,7 @@ def launch_delays(
     """(first pod, all pods) launch delay in seconds the job shows now, None for one not met or
     in `skip` ("first", "all": already observed)."""
     created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
-    if created is None or not _job_running(status):
+    if created is None or not is_true(status or {}, "Running"):
         return None, None
     first = None if "first" in skip else first_pod_ready(pods)
     total = None if "all" in skip else wanted_pods(job)
