@@ -32,12 +32,24 @@ from kubetrain.dev.stack import DevStackOptions
 from kubetrain.devcluster.apiserver.base.types import ResourceType
 from kubetrain.devcluster.apiserver.endpoints.server import DevCluster
 from kubetrain.devcluster.apiserver.harness.accounting import RequestLog
+from kubetrain.devcluster.kubelet.nodeobjects import NODE_CAPACITY
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import NAMESPACES, PODS
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def nodes_for(pods: int, cpus_each: int = 0, at_least: int = 3) -> int:
+    """Simulated nodes enough for `pods` pods of `cpus_each` CPUs (0: no request): devcluster's
+    simulated scheduler binds a pod only where it fits (NODE_CAPACITY's pods and CPUs a node)."""
+    per_node = int(NODE_CAPACITY["pods"])
+    if cpus_each:
+        per_node = min(per_node, int(NODE_CAPACITY["cpu"]) // cpus_each)
+    return max(at_least, -(-pods // per_node))
+
+
 OPERATOR_AGENT = "kubetrain/"  # the operator's User-Agent prefix (kubetrain/<version>)
 BENCH_AGENT = "kubetrain-bench/1"  # the load generator, so its requests are not counted as the operator's
 BENCH_IMAGE = "pytorch/pytorch:2.3"

@@ -14,13 +14,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from _common import histogram_quantile
+from _common import histogram_quantile, nodes_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.dev.stack import DevStackOptions
 from kubetrain.devcluster.apiserver.storage.store import Event
 from kubetrain.devcluster.apiserver.verbs.core import Target
-from kubetrain.devcluster.kubelet.nodeobjects import NODE_CAPACITY
 from kubetrain.devcluster.kubelet.podstatus import running_status
 from kubetrain.kube.cache import slim_pod
 from kubetrain.kube.resources import ResourceRef, job_resources_in
@@ -122,14 +121,6 @@ def quantiles(hist: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def nodes_for(pods: int, cpus_each: int = 1) -> int:
-    """Simulated nodes enough for `pods` pods of `cpus_each` CPUs (`pytorch_job`'s request): the
-    simulated scheduler binds a pod only where it fits (NODE_CAPACITY's pods and CPUs a node).
-    At least devcluster's default 3."""
-    per_node = min(int(NODE_CAPACITY["pods"]), int(NODE_CAPACITY["cpu"]) // cpus_each)
-    return max(3, -(-pods // per_node))
-
-
 def stack_options(group: str = GROUPS[0], pods: int = 0) -> DevStackOptions:
     """devcluster and the pod simulator, with nodes for `pods` pods; with `group`'s CRDs
     installed (kubetrain.io's always)."""
@@ -138,7 +129,7 @@ def stack_options(group: str = GROUPS[0], pods: int = 0) -> DevStackOptions:
         training_policies=False,
         controller=False,
         simulator=True,
-        simulated_nodes=nodes_for(pods),
+        simulated_nodes=nodes_for(pods, cpus_each=1),  # pytorch_job's request
         watch_window=200_000,
         api_groups=(group,),
     )

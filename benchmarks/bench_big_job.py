@@ -47,6 +47,7 @@ from _common import (
     bench_client,
     load_average,
     namespace_exists,
+    nodes_for,
     pytorch_manifest,
     write_result,
 )
@@ -54,7 +55,6 @@ from _common import (
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster import PodSimulator
 from kubetrain.devcluster.kubelet.behaviour import START_SECONDS
-from kubetrain.devcluster.kubelet.nodeobjects import NODE_CAPACITY
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import NAMESPACES, PODS, job_resource
 
@@ -296,9 +296,8 @@ def main() -> int:
     parser.add_argument("--operator-args", default="", help="extra `kubetrain controller` flags")
     add_operator_source(parser)
     args = parser.parse_args()
-    if args.sim_nodes is None:  # the simulated scheduler binds at most NODE_CAPACITY["pods"] a node
-        largest = max(int(s) for s in args.sizes.split(",")) + 1  # the Master too
-        args.sim_nodes = max(10, -(-largest // int(NODE_CAPACITY["pods"])))
+    if args.sim_nodes is None:  # the largest size's pods (the Master too) request nothing
+        args.sim_nodes = nodes_for(max(int(s) for s in args.sizes.split(",")) + 1, at_least=10)
     res = asyncio.run(run(args))
     path = write_result("big_job", res)
     print(json.dumps(res))
