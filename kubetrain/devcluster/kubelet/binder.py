@@ -1,9 +1,10 @@
 """The simulated kubelet's minimal scheduler: it binds a pod only to one of its nodes where the pod
-fits (`fit.py`: nodeSelector, required node affinity, resource requests and the `pods` count),
-round-robin over the fitting nodes, through POST `pods/NAME/binding`; gangs are not its concern.
+fits (`fit.py`: cordons and taints, nodeSelector, required node affinity, resource requests and
+the `pods` count), round-robin over the fitting nodes, through POST `pods/NAME/binding`; gangs are
+not its concern.
 
 A node's free room is its Node's `status.allocatable` (read from the API at each attempt, so
-labels and allocatable written by anyone count) minus the requests (gang/resources.py
+taints, cordons, labels and allocatable written by anyone count) minus the requests (gang/resources.py
 `pod_requests`) of the unfinished pods the simulator's watch shows bound there — summed per node
 as each pod event arrives (`observe`), as kube-scheduler's cache keeps a node's requested
 resources, so an attempt costs the same with 10 pods or 10,000 — and of the pods it bound that

@@ -4,6 +4,10 @@
 scheduler plays, in the default profile's order, stopping at a node's first failing plugin as
 the framework does (`frameworkImpl.RunFilterPlugins`):
 
+- NodeUnschedulable and TaintToleration (`taints.py`): a cordoned node (`spec.unschedulable`)
+  takes only a pod tolerating `node.kubernetes.io/unschedulable:NoSchedule` — reason
+  `node(s) were unschedulable` —, a node with a NoSchedule/NoExecute taint the pod does not
+  tolerate none — reason `node(s) had untolerated taint {<key>: <value>}`;
 - NodeAffinity (plugins/nodeaffinity `Filter`, component-helpers `GetRequiredNodeAffinity`):
   `spec.nodeSelector` against the node's labels and the required node affinity's
   `nodeSelectorTerms` — the terms ORed, a term's requirements ANDed; `matchExpressions`
@@ -18,7 +22,8 @@ the framework does (`frameworkImpl.RunFilterPlugins`):
 `fit_error(...)` is kube-scheduler's message for a pod no node takes (framework `FitError.Error`):
 `0/N nodes are available: <count reason, sorted>.` then DefaultPreemption's PostFilter message
 (`Evaluator.Preempt`, `nodesWherePreemptionMightHelp`, `SelectVictimsOnNode`): a node failing
-NodeAffinity (UnschedulableAndUnresolvable) is `Preemption is not helpful for scheduling`, a node
+NodeUnschedulable, TaintToleration or NodeAffinity (UnschedulableAndUnresolvable) is `Preemption
+is not helpful for scheduling`, a node
 whose unfinished pods all have the pod's priority or more `No preemption victims found for
 incoming pod`; a pod with `preemptionPolicy: Never` `not eligible due to preemptionPolicy=Never.`
 Where evicting lower-priority pods would make room, kube-scheduler would preempt them: the
@@ -32,6 +37,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubetrain.devcluster.gang.resources import Resources, add, pod_requests
+from kubetrain.devcluster.kubelet import taints
 
 Obj = dict[str, Any]
 
@@ -116,7 +122,13 @@ def filter_nodes(pod: Obj, nodes: list[Obj], free: Mapping[str, Resources]) -> d
     out: dict[str, list[str]] = {}
     for node in nodes:
         name = str(node["metadata"]["name"])
-        out[name] = [AFFINITY_REASON] if not node_matches(pod, node) else resource_reasons(need, free[name])
+        tainted = taints.node_reason(pod, node)
+        if tainted is not None:
+            out[name] = [tainted]
+        elif not node_matches(pod, node):
+            out[name] = [AFFINITY_REASON]
+        else:
+            out[name] = resource_reasons(need, free[name])
     return out
 
 
@@ -143,7 +155,7 @@ def fit_error(
     need, mine = pod_requests(pod), _priority(pod)
     after: list[list[str]] = []
     for node, why in reasons.items():
-        if why == [AFFINITY_REASON]:
+        if len(why) == 1 and (why[0] == AFFINITY_REASON or taints.unresolvable(why[0])):
             after.append([NOT_HELPFUL])
             continue
         victims = [p for p in bound.get(node, ()) if _priority(p) < mine]

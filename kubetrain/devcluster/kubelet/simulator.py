@@ -7,9 +7,10 @@ no kubelets), with plain-dict bodies:
   Leases in `kube-node-lease` every 10 s (so a real node controller keeps them Ready);
 - watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
   `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
-  cluster that has a scheduler) to one of its nodes where they fit (`binder.py`: nodeSelector,
-  required node affinity, resource requests, the `pods` count; round-robin over the fitting
-  nodes) via POST `pods/NAME/binding` — gangs are NOT its concern; a pod that fits nowhere stays
+  cluster that has a scheduler) to one of its nodes where they fit (`binder.py`: cordons and
+  taints against the pod's tolerations, nodeSelector, required node affinity, resource
+  requests, the `pods` count; round-robin over the fitting nodes) via POST `pods/NAME/binding` —
+  gangs are NOT its concern; a pod that fits nowhere stays
   Pending with `PodScheduled=False`, reason `Unschedulable`, and a `FailedScheduling` Event, and is
   tried again when a pod ends or is deleted and at every node heartbeat; a pod with
   `spec.schedulingGates` is not bound until they are all removed (kube-scheduler's rule: it
