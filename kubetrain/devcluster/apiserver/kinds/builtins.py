@@ -29,6 +29,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     priorityclasses,
     pvcs,
     servicevalidation,
+    tolerationvalidation,
 )
 from kubetrain.devcluster.apiserver.kinds.crds import validation as crdvalidation
 from kubetrain.devcluster.apiserver.kinds.objectmeta import (
@@ -153,6 +154,7 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
             return [Cause("FieldValueForbidden", message, "spec.schedulingGates")]
     # a gated pod's nodeSelector and nodeAffinity may be narrowed (gatedpods.py)
     causes = gatedpods.gated_update_causes(new_spec, old_spec) if old_gates else []
+    causes += tolerationvalidation.update_causes(new_spec.get("tolerations"), old_spec.get("tolerations"))
     for field in _MUTABLE_POD_SPEC:
         new_spec.pop(field, None)
         old_spec.pop(field, None)

@@ -17,6 +17,7 @@ causes: reason, field path and message wording.
   containerPort (after v1 defaulting gave an unset hostPort the containerPort).
 - `ValidateEnv`: `envvalidation.py`.
 - nodeSelector and the pod (anti-)affinity terms: `affinityvalidation.py`.
+- `ValidateTolerations`: `tolerationvalidation.py`.
 - `ValidateVolumeMounts`: name required and naming a volume of the pod, mountPath required and
   unique in the container.
 - `ValidateContainerResourceRequirements`: resource names standard (cpu, memory,
@@ -24,7 +25,7 @@ causes: reason, field path and message wording.
   at most its limit; extended resources (not overcommitable) need a limit equal to the request.
 
 Not validated: probes, lifecycle handlers, securityContext, envFrom, subPaths, volume sources'
-other fields, hostPort conflicts between containers, nodeAffinity terms and tolerations syntax.
+other fields, hostPort conflicts between containers, nodeAffinity terms.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 from kubetrain.api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 from kubetrain.devcluster.apiserver.base.errors import Cause
-from kubetrain.devcluster.apiserver.kinds import affinityvalidation, envvalidation
+from kubetrain.devcluster.apiserver.kinds import affinityvalidation, envvalidation, tolerationvalidation
 from kubetrain.devcluster.apiserver.kinds.fielderrors import (
     dicts,
     duplicate,
@@ -137,7 +138,8 @@ def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
             names.add(name)
     if spec.get("hostNetwork") is True:
         causes += host_network_port_causes(spec)
-    return causes + affinityvalidation.placement_causes(spec)
+    causes += affinityvalidation.placement_causes(spec)
+    return causes + tolerationvalidation.toleration_causes(spec.get("tolerations"))
 
 
 def host_network_port_causes(spec: dict[str, Any]) -> list[Cause]:
