@@ -3,8 +3,12 @@ fits (`fit.py`: cordons and taints, nodeSelector, required node affinity, resour
 the `pods` count), round-robin over the fitting nodes, through POST `pods/NAME/binding`; gangs are
 not its concern.
 
-A node's free room is its Node's `status.allocatable` (read from the API at each attempt, so
-taints, cordons, labels and allocatable written by anyone count) minus the requests (gang/resources.py
+The nodes come from the simulator's list+watch of Nodes (`relist_nodes`, `observe_node`), as
+kube-scheduler's informer cache holds them, so an attempt makes no API read; a change of a node's
+labels, taints, cordon or allocatable (`observe_node` returns True) has the pods that fit nowhere
+tried again, as kube-scheduler's node update handler moves them back to its active queue
+(eventhandlers.go `updateNodeInCache`, `nodeSchedulingPropertiesChange`). A node's free room is
+its Node's `status.allocatable` minus the requests (gang/resources.py
 `pod_requests`) of the unfinished pods the simulator's watch shows bound there — summed per node
 as each pod event arrives (`observe`), as kube-scheduler's cache keeps a node's requested
 resources, so an attempt costs the same with 10 pods or 10,000 — and of the pods it bound that
@@ -14,8 +18,9 @@ Attempts are serialised, so two pods never take the same room.
 A pod that fits nowhere stays Pending: the simulator writes its `PodScheduled=False` condition,
 reason `Unschedulable`, with kube-scheduler's message, and one `FailedScheduling` Warning Event
 from `default-scheduler` — once, and again only when the message changes. It is tried again
-when a pod is deleted or ends and at every node heartbeat (`retry_keys`), as kube-scheduler
-moves unschedulable pods back to its active queue on cluster events.
+when a pod is deleted or ends, when a node changes as above, and at every node heartbeat
+(`retry_keys`), as kube-scheduler moves unschedulable pods back to its active queue on cluster
+events and flushes them periodically.
 """
 
 from __future__ import annotations
@@ -46,6 +51,14 @@ def _uid(pod: Obj) -> str:
     return str((pod.get("metadata") or {}).get("uid", ""))
 
 
+def _scheduling_view(node: Obj) -> tuple[Any, ...]:
+    """What of a Node the filters read: labels, taints, cordon, allocatable (a heartbeat's new
+    condition timestamps are not a change)."""
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    labels = (node.get("metadata") or {}).get("labels")
+    return labels, spec.get("taints"), spec.get("unschedulable"), status.get("allocatable")
+
+
 class FitBinder:
     def __init__(self, node_names: list[str], pods: dict[Key, Obj]) -> None:
         self.node_names = node_names
@@ -58,6 +71,30 @@ class FitBinder:
         # (kept per pod event, as kube-scheduler's cache keeps NodeInfo.Requested).
         self._counted: dict[str, tuple[str, Resources]] = {}
         self._used: dict[str, Resources] = {}
+        self._nodes: dict[str, Obj] = {}  # the watch's Nodes of `node_names`, by name
+        self.nodes_synced = asyncio.Event()
+
+    def relist_nodes(self, nodes: list[Obj]) -> bool:
+        """The Node list (at start or after the watch expired); True when one of ours changed."""
+        mine = {str(n["metadata"]["name"]): n for n in nodes if n["metadata"].get("name") in self.node_names}
+        changed = mine.keys() != self._nodes.keys() or any(
+            _scheduling_view(n) != _scheduling_view(self._nodes[name]) for name, n in mine.items()
+        )
+        self._nodes = mine
+        self.nodes_synced.set()
+        return changed
+
+    def observe_node(self, kind: str, node: Obj) -> bool:
+        """A Node watch event; True when it changed what the scheduler sees of one of our nodes
+        (added, deleted, or its labels, taints, cordon or allocatable changed)."""
+        name = str((node.get("metadata") or {}).get("name", ""))
+        if name not in self.node_names:
+            return False
+        old = self._nodes.pop(name, None)
+        if kind == "DELETED":
+            return old is not None
+        self._nodes[name] = node
+        return old is None or _scheduling_view(old) != _scheduling_view(node)
 
     def observe(self, key: Key, pod: Obj, deleted: bool) -> bool:
         """The watch saw the pod (the newest version) or its deletion; True when that freed room
@@ -90,7 +127,7 @@ class FitBinder:
         """Bind the pod where it fits; the FailedScheduling message when it fits nowhere."""
         key = ((pod.get("metadata") or {}).get("namespace", ""), (pod.get("metadata") or {}).get("name", ""))
         async with self._lock:
-            nodes = await self._nodes(api)
+            nodes = [self._nodes[name] for name in self.node_names if name in self._nodes]
             free = self.free(nodes)
             reasons = fit.filter_nodes(pod, nodes, free)
             fitting = [name for name, why in reasons.items() if not why]
@@ -110,13 +147,6 @@ class FitBinder:
             if code in (200, 201):
                 self._assumed[_uid(pod)] = (node, pod_requests(pod))
             return None
-
-    async def _nodes(self, api: RawApi) -> list[Obj]:
-        code, body = await api.request("GET", "/api/v1/nodes")
-        if code != 200:
-            raise ApiError(code, body)
-        by_name = {str(n["metadata"]["name"]): n for n in body.get("items") or ()}
-        return [by_name[name] for name in self.node_names if name in by_name]
 
     def free(self, nodes: list[Obj]) -> dict[str, Resources]:
         """Each node's allocatable minus what its unfinished and assumed pods request."""

@@ -4,7 +4,8 @@ It talks to any API server through a kubeconfig (devcluster, or a real cluster w
 no kubelets), with plain-dict bodies:
 
 - registers `nodes` Ready Node objects named `<node_prefix>-<i>` if absent, and renews their
-  Leases in `kube-node-lease` every 10 s (so a real node controller keeps them Ready);
+  Leases in `kube-node-lease` every 10 s (so a real node controller keeps them Ready); watches
+  the Nodes (the scheduler's view of them: labels, taints, cordon, allocatable);
 - watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
   `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
   cluster that has a scheduler) to one of its nodes where they fit (`binder.py`: cordons and
@@ -12,7 +13,8 @@ no kubelets), with plain-dict bodies:
   requests, the `pods` count; round-robin over the fitting nodes) via POST `pods/NAME/binding` —
   gangs are NOT its concern; a pod that fits nowhere stays
   Pending with `PodScheduled=False`, reason `Unschedulable`, and a `FailedScheduling` Event, and is
-  tried again when a pod ends or is deleted and at every node heartbeat; a pod with
+  tried again when a pod ends or is deleted, when one of its nodes changes, and at every node
+  heartbeat; a pod with
   `spec.schedulingGates` is not bound until they are all removed (kube-scheduler's rule: it
   stays Pending, e.g. while Kueue holds it);
 - runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
@@ -160,6 +162,8 @@ class PodSimulator:
     async def start(self) -> None:
         self._api = await RawApi.from_kubeconfig(self.kubeconfig_path, self._user_agent)
         await register_nodes(self.api, self._host_ips, self.clock.now())
+        self._spawn(list_then_watch(self.api, "/api/v1/nodes", self._observe_node, self._relisted_nodes))
+        await asyncio.wait_for(self._binder.nodes_synced.wait(), 30)
         self._spawn(list_then_watch(self.api, self._pods_path(), self._observe, self._relisted))
         self._spawn(self._heartbeat_loop())
         await asyncio.wait_for(self._synced.wait(), 30)
@@ -200,6 +204,14 @@ class PodSimulator:
                     log.debug("node lease %s not renewed: %s", name, exc)
             self._retry_unschedulable()
             await self.clock.sleep(HEARTBEAT_SECONDS)
+
+    async def _relisted_nodes(self, nodes: list[dict[str, Any]]) -> None:
+        if self._binder.relist_nodes(nodes):
+            self._retry_unschedulable()
+
+    async def _observe_node(self, kind: str, node: dict[str, Any]) -> None:
+        if self._binder.observe_node(kind, node):
+            self._retry_unschedulable()  # new labels, taints, cordon or allocatable
 
     def _pods_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
