@@ -12,6 +12,7 @@ import pytest
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds.resources import BUILTINS, Registry
 from kubetrain.devcluster.apiserver.verbs.printers import columns_and_rows
+from kubetrain.devcluster.apiserver.verbs.printers.common import human_duration
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
 CREATED = (NOW - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")  # AGE 5m
@@ -508,3 +509,27 @@ def test_every_listable_built_in_kind_has_its_printer() -> None:
         cols, _ = columns_and_rows(rt, [], NOW)
         names = [c["name"] for c in cols]
         assert (names == ["Name", "Created At"]) == (rt.resource in default), rt.key
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [  # apimachinery duration_test.go TestHumanDuration
+        (-2, "<invalid>"),
+        (-1, "0s"),
+        (0, "0s"),
+        (119, "119s"),
+        (121, "2m1s"),
+        (600, "10m"),
+        (3 * 3600 - 1, "179m"),
+        (3 * 3600 + 60, "3h1m"),
+        (47 * 3600, "47h"),
+        (49 * 3600, "2d1h"),
+        (8 * 86400, "8d"),
+        (729 * 86400, "729d"),
+        (730 * 86400, "2y"),
+        (731 * 86400, "2y1d"),
+        (8 * 365 * 86400 + 86400, "8y"),
+    ],
+)
+def test_ages_read_as_kubectl_prints_them(seconds: int, text: str) -> None:
+    assert human_duration(seconds) == text

@@ -26,7 +26,10 @@ AGE = col("Age")
 
 
 def human_duration(seconds: float) -> str:
-    """apimachinery `duration.HumanDuration`."""
+    """apimachinery `duration.HumanDuration`: `<invalid>` more than a second in the future (a
+    skewed clock within that is `0s`), then seconds, minutes, hours, days and years."""
+    if int(seconds) < -1:
+        return "<invalid>"
     s = int(max(seconds, 0))
     if s < 120:
         return f"{s}s"
@@ -45,6 +48,8 @@ def human_duration(seconds: float) -> str:
         return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
     if d < 365 * 2:
         return f"{d}d"
+    if d < 365 * 8:
+        return f"{d // 365}y{d % 365}d" if d % 365 else f"{d // 365}y"
     return f"{d // 365}y"
 
 
