@@ -107,3 +107,73 @@ async def test_kubectl_manages_jobs_and_pods(devcluster: DevCluster, tmp_path: P
     await devcluster.settle()  # the garbage collector removes the job's pods
     remaining = await ok(devcluster, "get", "pods", "-o", "name")
     assert remaining.strip() == ""
+
+
+async def test_kubectl_get_prints_kube_apiservers_columns_for_built_in_kinds(devcluster: DevCluster) -> None:
+    """`kubectl get nodes,svc,priorityclasses` shows the columns a real cluster shows, and
+    `-o wide` adds the priority-1 ones."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "gpu-1", "labels": {"node-role.kubernetes.io/worker": ""}},
+        "spec": {"unschedulable": True},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.7"}],
+            "nodeInfo": {"kubeletVersion": "v1.31.0"},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "type": "NodePort",
+            "selector": {"app": "web"},
+            "ports": [
+                {"name": "http", "port": 80, "nodePort": 30080},
+                {"name": "https", "port": 443, "nodePort": 30443},
+            ],
+        },
+    }
+    for obj in (node, service):
+        await ok(devcluster, "create", "-f", "-", stdin=json.dumps(obj))
+    # a node's status is its own subresource: create drops it, as kube-apiserver does
+    await ok(
+        devcluster,
+        "patch",
+        "node",
+        "gpu-1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": node["status"]}),
+    )
+
+    out = await ok(devcluster, "get", "nodes,svc,priorityclasses")
+    headers = [block.splitlines()[0].split() for block in out.strip().split("\n\n")]
+    assert headers == [
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
+        ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"],
+        ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"],
+    ]
+    rows = {
+        line.split()[0]: line.split() for line in out.splitlines() if line and not line.startswith("NAME")
+    }
+    assert rows["node/gpu-1"][1:3] == ["Ready,SchedulingDisabled", "worker"]
+    assert rows["node/gpu-1"][4] == "v1.31.0"
+    web = rows["service/web"]
+    assert web[1] == "NodePort" and web[3] == "<none>"
+    assert web[4] == "80:30080/TCP,443:30443/TCP"
+    critical = rows["priorityclass.scheduling.k8s.io/system-node-critical"]
+    assert critical[1:3] == ["2000001000", "false"] and critical[4] == "PreemptLowerPriority"
+
+    wide = await ok(devcluster, "get", "node", "gpu-1", "-o", "wide")
+    assert wide.splitlines()[0].split()[5:] == [
+        "INTERNAL-IP",
+        "EXTERNAL-IP",
+        "OS-IMAGE",
+        "KERNEL-VERSION",
+        "CONTAINER-RUNTIME",
+    ]
+    assert wide.splitlines()[1].split()[5:] == ["10.0.0.7", "<none>", "<unknown>", "<unknown>", "<unknown>"]

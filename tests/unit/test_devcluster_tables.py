@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.apiserver.verbs.tables import _EVENT_COLUMNS, _event_row, _path
+from kubetrain.devcluster.apiserver.verbs.printers.custom import path as _path
+from kubetrain.devcluster.apiserver.verbs.printers.events import COLUMNS as _EVENT_COLUMNS
+from kubetrain.devcluster.apiserver.verbs.printers.events import row as _event_row
 
 JOB: dict[str, Any] = {
     "metadata": {"name": "j"},
