@@ -129,15 +129,87 @@ def split_cells(text: str) -> list[str]:
     return cells
 
 
-def tables(doc: str) -> Iterator[tuple[tuple[str, ...], list[Row]]]:
-    """Every table of `doc` outside code blocks: its header cells and its body rows."""
+def _table_runs(doc: str) -> Iterator[list[Line]]:
+    """The runs of lines that form a table: `|` lines whose second is a delimiter row."""
     block: list[Line] = []
     for line in [*prose_lines(doc), Line(doc, 0, "")]:
-        if line.text.lstrip().startswith("|"):
+        if line.text.lstrip().startswith("|") and (not block or block[-1].number == line.number - 1):
             block.append(line)
             continue
         if len(block) >= 2 and set(block[1].text.replace("|", "").strip()) <= set("-: "):
-            header = tuple(split_cells(block[0].text))
-            rows = [Row(row, dict(zip(header, split_cells(row.text), strict=False))) for row in block[2:]]
-            yield header, rows
-        block = []
+            yield block
+        block = [line] if line.text.lstrip().startswith("|") else []
+
+
+def tables(doc: str) -> Iterator[tuple[tuple[str, ...], list[Row]]]:
+    """Every table of `doc` outside code blocks: its header cells and its body rows."""
+    for block in _table_runs(doc):
+        header = tuple(split_cells(block[0].text))
+        rows = [Row(row, dict(zip(header, split_cells(row.text), strict=False))) for row in block[2:]]
+        yield header, rows
+
+
+@dataclass(frozen=True)
+class Block:
+    """A paragraph, list item, table row or heading (its lines joined by spaces), or one line of
+    a fenced code block (`language` set, "" for a block without one; None outside code). Code
+    spans are read from a block as a whole, since one may wrap onto the next line."""
+
+    lines: tuple[Line, ...]
+    heading: Line | None  # the nearest heading above (itself for a heading)
+    language: str | None = None
+
+    @property
+    def text(self) -> str:
+        return " ".join(line.text.strip() for line in self.lines)
+
+    @property
+    def first(self) -> Line:
+        return self.lines[0]
+
+    def line_at(self, offset: int) -> Line:
+        """The line holding the character at `offset` of `text`."""
+        for line in self.lines:
+            length = len(line.text.strip()) + 1
+            if offset < length:
+                return line
+            offset -= length
+        return self.lines[-1]
+
+
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+
+
+def blocks(doc: str) -> Iterator[Block]:
+    """`doc` as blocks, in order."""
+    heading: Line | None = None
+    current: list[Line] = []
+    in_code = {line.line.number: line.language for line in code_block_lines(doc)}
+    prose = {line.number for line in prose_lines(doc)}
+    table_lines = {line.number for run in _table_runs(doc) for line in run}
+
+    def flush() -> Iterator[Block]:
+        if current:
+            yield Block(tuple(current), heading)
+            current.clear()
+
+    for line in lines(doc):
+        if line.number in in_code:
+            yield from flush()
+            yield Block((line,), heading, in_code[line.number])
+            continue
+        stripped = line.text.strip()
+        if line.number not in prose or not stripped:  # a fence line, or blank
+            yield from flush()
+            continue
+        if stripped.startswith("#"):
+            yield from flush()
+            heading = line
+            yield Block((line,), heading)
+            continue
+        if line.number in table_lines or _ITEM.match(line.text):
+            yield from flush()
+        current.append(line)
+        if line.number in table_lines:
+            yield from flush()
+    yield from flush()
