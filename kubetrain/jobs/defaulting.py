@@ -136,6 +136,9 @@ def _default_replica(r: ReplicaDraft, framework: Framework, warnings: list[str])
     if rspec.get("restartPolicy") is None:
         rspec["restartPolicy"] = framework.restart_policy_default(rtype)
     out = r.evolve(key=r.type, spec=rspec, replicas=rspec["replicas"])
+    replaced = _template_restart_policy_warning(out.path, r.template, rspec["restartPolicy"])
+    if replaced is not None:
+        warnings.append(replaced)
     index, template = r.container_index, r.template
     if not framework.container_name or index is None or not isinstance(template, dict):
         return out  # no container_name: container 0 is the framework container, no port added
@@ -159,6 +162,26 @@ def _default_replica(r: ReplicaDraft, framework: Framework, warnings: list[str])
     container = containers[index] = dict(container)
     container["ports"] = [*ports, {"name": framework.port_name, "containerPort": framework.default_port}]
     return out.evolve(template=template, containers=containers)
+
+
+def _template_restart_policy_warning(path: str, template: Any, replica_policy: Any) -> str | None:
+    """The pods' restartPolicy is the replica's (ExitCode: Never, docs/behaviour.md §4); a
+    different one in the pod template is replaced, which the user is told at admission
+    (Kubeflow's operator told it only by a Warning event per pod it created,
+    `SetPodTemplateRestartPolicy`; Kubeflow Trainer issue 2200)."""
+    tspec = template.get("spec") if isinstance(template, dict) else None
+    written = tspec.get("restartPolicy") if isinstance(tspec, dict) else None
+    if not isinstance(written, str) or not written or not isinstance(replica_policy, str):
+        return None
+    pod_policy = "Never" if replica_policy == "ExitCode" else replica_policy
+    if written == pod_policy:
+        return None
+    return (
+        f'{path}.template.spec.restartPolicy: "{written}" is replaced by "{pod_policy}" on the pods, '
+        f"from the replica's restartPolicy \"{replica_policy}\"; set the replica's restartPolicy "
+        "instead (for pods recreated on failure rather than restarted in place: restartPolicy "
+        "Never with a runPolicy.podFailurePolicy rule of action Count)"
+    )
 
 
 def _min_available(spec: dict[str, Any]) -> Any:

@@ -132,7 +132,10 @@ class ActiveJob:
                 f"{r.title} has failed because it reached its backoffLimit of {limit} "
                 f"({base} restarts so far{why})."
             )
-            r.terminal(st.FAILED, st.REASON_BACKOFF_LIMIT, message, delete_active=True)
+            # cleanPodPolicy decides which pods go (`Reconcile.finished`): `None` keeps the
+            # crashing pods and their logs (training-operator's ReconcileJobs since Kubeflow
+            # Trainer #3419; it deleted them first).
+            r.terminal(st.FAILED, st.REASON_BACKOFF_LIMIT, message, delete_active=False)
         elif restart_job is not None:
             self.restart_job(restart_job, tallies, limit)
         elif stalled.stalled:

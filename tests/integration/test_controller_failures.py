@@ -159,6 +159,34 @@ async def test_backoff_limit_exceeded_by_in_place_restarts_alone(env: tuple[DevS
     await h.wait_pod_names(ns, "ip", [])
 
 
+async def test_backoff_limit_failure_keeps_pods_under_clean_pod_policy_none(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """Kubeflow Trainer #3419: `cleanPodPolicy: None` keeps a job's pods when it fails on its
+    backoffLimit, so the crashing container's logs can still be read."""
+    _, h = env
+    ns = await h.namespace("keep")
+    run_policy = {"backoffLimit": 1, "cleanPodPolicy": "None"}
+    manifest = job_manifest("PyTorchJob", "kp", {"Master": 1, "Worker": 1}, run_policy=run_policy)
+    await h.create_job(manifest, ns)
+    await h.wait_condition("PyTorchJob", ns, "kp", "Running")
+    await h.sim.restart_container(ns, "kp-master-0", exit_code=1)
+    await h.wait_job(
+        "PyTorchJob", ns, "kp", lambda j: replica_status(j, "Master").get("restarts") == 1, "1 restart"
+    )
+    await h.sim.restart_container(ns, "kp-master-0", exit_code=1)
+    job = await h.wait_condition("PyTorchJob", ns, "kp", "Failed")
+    assert (condition(job, "Failed") or {})["reason"] == "BackoffLimitExceeded"
+    await h.wait_event(ns, "kp", "BackoffLimitExceeded")
+    # The reconcile that wrote Failed issued its deletions before the status: none were made.
+    pods = {p["metadata"]["name"]: p for p in await h.pods(ns, "kp")}
+    assert sorted(pods) == ["kp-master-0", "kp-worker-0"]
+    assert not [n for n, p in pods.items() if p["metadata"].get("deletionTimestamp")]
+    master = pods["kp-master-0"]["status"]["containerStatuses"][0]
+    assert master["restartCount"] == 2
+    assert await h.service(ns, "kp") is not None  # None keeps the Service too
+
+
 async def _no_running(h: Harness, ns: str, job_name: str) -> bool:
     pods = await h.pods(ns, job_name)
     return not [

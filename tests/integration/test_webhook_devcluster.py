@@ -203,6 +203,34 @@ async def test_warning_surfaced_to_the_client(
     assert warning.startswith('299 - "') and "TF_CONFIG" in warning
 
 
+async def test_template_restart_policy_replaced_is_told_at_apply(
+    api: client.ApiClient, kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle
+) -> None:
+    """Kubeflow Trainer #2200: a pod template's restartPolicy is replaced by the replica's; the
+    user learns it from `kubectl apply`, before any pod runs."""
+    await register(kube, bundle.ca.cert_pem)
+    job = tfjob("replaced")
+    worker = job["spec"]["tfReplicaSpecs"]["worker"]
+    worker["restartPolicy"] = "OnFailure"
+    worker["template"]["spec"]["restartPolicy"] = "Never"
+    resp = await api.call_api(
+        "/apis/kubetrain.io/v1/namespaces/default/tfjobs",
+        "POST",
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        body=job,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
+    async with resp:
+        assert resp.status == 201, await resp.text()
+        warnings = resp.headers.getall("Warning", [])
+    replaced = [w for w in warnings if "template.spec.restartPolicy" in w]
+    assert len(replaced) == 1, warnings
+    assert 'spec.tfReplicaSpecs[Worker].template.spec.restartPolicy: \\"Never\\" is replaced' in replaced[0]
+    assert "podFailurePolicy" in replaced[0]
+
+
 @pytest.mark.parametrize("failure_policy", ["Fail", "Ignore"])
 async def test_failure_policy_when_the_webhook_is_down(
     kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle, failure_policy: str

@@ -341,3 +341,35 @@ def test_defaulting_is_idempotent(spec: dict[str, Any], gang: bool) -> None:
     once = default_job(job, gang_scheduling=gang).obj
     twice = default_job(once, gang_scheduling=gang).obj
     assert twice == once
+
+
+@pytest.mark.parametrize(
+    ("replica_policy", "template_policy", "told"),
+    [
+        ("OnFailure", "Never", '"Never" is replaced by "OnFailure" on the pods'),
+        ("ExitCode", "OnFailure", '"OnFailure" is replaced by "Never" on the pods'),
+        (None, "Always", '"Always" is replaced by "OnFailure" on the pods'),  # PyTorch's default
+        ("ExitCode", "Never", None),  # what the pods get anyway
+        ("Never", "Never", None),
+        ("OnFailure", None, None),
+    ],
+)
+def test_template_restart_policy_replaced_by_the_replicas_is_warned(
+    replica_policy: str | None, template_policy: str | None, told: str | None
+) -> None:
+    """Kubeflow Trainer #2200: the pods take the replica's restartPolicy; a different one in the
+    template is replaced, and the user is told at admission, with the way to get pods recreated."""
+    extra: dict[str, Any] = {"restartPolicy": replica_policy} if replica_policy else {}
+    worker = rspec(2, **extra)
+    if template_policy:
+        worker["template"]["spec"]["restartPolicy"] = template_policy
+    result = default_job(pytorch({"Master": rspec(1), "Worker": worker}))
+    tspec = result.obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert tspec.get("restartPolicy") == template_policy  # the job keeps what was written
+    if told is None:
+        assert result.warnings == []
+        return
+    assert len(result.warnings) == 1
+    field = "spec.pytorchReplicaSpecs[Worker].template.spec.restartPolicy"
+    assert result.warnings[0].startswith(f"{field}: {told}")
+    assert "podFailurePolicy rule of action Count" in result.warnings[0]

@@ -88,6 +88,32 @@ def test_wait_for_workers_ready_gates_the_launcher() -> None:
     assert "pi-launcher-0" in eager.pods
 
 
+def test_wait_for_workers_ready_holds_after_suspend_and_resume() -> None:
+    """mpi-operator issue 615 (PR 868): there the policy was judged only when the launcher Job was
+    created, so a job created suspended, or suspended while running, started its Launcher on resume
+    before any Worker was Ready. Here the gate is judged whenever the Launcher is to be made."""
+    obj = mpijob(launcherCreationPolicy="WaitForWorkersReady", run_policy={"suspend": True})
+    sim = Sim(obj)
+    sim.step(at(0))
+    assert sim.pods == {} and sim.is_true("Suspended")
+    for when, generation in ((10, 2), (40, 4)):  # resumed after creation; again after a suspend
+        sim.job["spec"]["runPolicy"]["suspend"] = False
+        sim.job["metadata"]["generation"] = generation
+        sim.step(at(when))
+        assert sorted(sim.pods) == ["pi-worker-0", "pi-worker-1"]
+        sim.all_phase("Running")  # Running, not yet Ready
+        sim.step(at(when + 1))
+        assert "pi-launcher-0" not in sim.pods
+        ready(sim, "pi-worker-0")
+        ready(sim, "pi-worker-1")
+        sim.step(at(when + 2))
+        assert "pi-launcher-0" in sim.pods
+        sim.job["spec"]["runPolicy"]["suspend"] = True
+        sim.job["metadata"]["generation"] = generation + 1
+        sim.step(at(when + 3))
+        assert sim.pods == {} and sim.is_true("Suspended")
+
+
 def test_the_job_succeeds_with_the_launcher_and_keeps_workers_by_default() -> None:
     """cleanPodPolicy defaults to None for MPIJobs (mpi-operator's setDefaultsRunPolicy)."""
     sim = Sim(mpijob())

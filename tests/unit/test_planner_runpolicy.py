@@ -48,6 +48,31 @@ def test_deadline_deletes_active_pods_even_with_clean_pod_policy_none() -> None:
     assert sorted(fired.delete_pods) == ["rp-master-0", "rp-worker-0", "rp-worker-1"]
 
 
+@pytest.mark.parametrize(
+    ("policy", "deleted"),
+    [
+        ("All", ["rp-master-0", "rp-worker-0", "rp-worker-1"]),
+        ("Running", ["rp-master-0", "rp-worker-0"]),
+        ("None", []),
+    ],
+)
+def test_backoff_limit_failure_follows_clean_pod_policy(policy: str, deleted: list[str]) -> None:
+    """Kubeflow Trainer #3419: a job failed on its backoffLimit keeps what cleanPodPolicy keeps."""
+    sim = Sim(pt(backoffLimit=1, cleanPodPolicy=policy))
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    sim.set_phase("rp-worker-1", "Succeeded", exit_code=0)
+    sim.set_phase("rp-master-0", "Running", restart_count=2)  # crash-looping (OnFailure)
+    fired = sim.step(at(2))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert sorted(fired.delete_pods) == deleted
+    sim.terminal_recorded = True
+    assert sim.step(at(3)).delete_pods == []
+    assert sorted(sim.pods) == sorted({"rp-master-0", "rp-worker-0", "rp-worker-1"} - set(deleted))
+
+
 def finish(sim: Sim, when: float) -> Any:
     sim.step(at(0))
     sim.all_phase("Running")
