@@ -30,7 +30,7 @@ RECENT = re.compile(r"^(\d+) \((\d+)s ago\)$")  # a restart seconds ago, as Huma
 async def ok(cluster: DevCluster, *args: str, stdin: str | None = None) -> str:
     code, out, err = await run_kubectl(cluster.kubeconfig_path, *args, stdin=stdin)
     assert code == 0, f"kubectl {' '.join(args)} failed: {err}"
-    return out
+    return str(out)
 
 
 async def printed(cluster: DevCluster, name: str, *flags: str) -> dict[str, str]:
