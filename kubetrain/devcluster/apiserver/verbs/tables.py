@@ -6,7 +6,9 @@ secrets, configmaps, serviceaccounts, PVCs; pods.py; events.py core/v1 and event
 Events; cluster.py leases, priorityclasses, HPAs, ingresses, role bindings, webhook
 configurations, and NAME CREATED AT for roles, cluster roles and CRDs); custom resources their
 additionalPrinterColumns (printers/custom.py). Rows are in the order of the list. As kube-apiserver
-does, every cell is sent, the wide ones too; kubectl hides priority-1 columns unless asked.
+does, every cell is sent, the wide ones too; kubectl hides priority-1 columns unless asked. A
+finished pod's row carries kube-apiserver's `Completed` row condition (kubectl prints the row all
+the same: `kubectl get` does not read row conditions).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import UTC, datetime
 
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.verbs.core import Target
-from kubetrain.devcluster.apiserver.verbs.printers import columns_and_rows
+from kubetrain.devcluster.apiserver.verbs.printers import columns_and_rows, row_conditions
 
 
 def wants_table(accept: str) -> bool:
@@ -38,7 +40,12 @@ def table(
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": obj["metadata"],
             }
-        out_rows.append({"cells": cells, "object": embedded})
+        out_row: Obj = {"cells": cells}
+        conditions = row_conditions(t.rt, obj)
+        if conditions:  # `conditions,omitempty`
+            out_row["conditions"] = conditions
+        out_row["object"] = embedded
+        out_rows.append(out_row)
     md = {k: v for k, v in list_meta.items() if k in ("resourceVersion", "continue", "remainingItemCount")}
     return {
         "kind": "Table",

@@ -4,6 +4,7 @@ cluster.py, custom.py; common.py holds what they share)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,16 @@ PRINTERS: dict[str, tuple[list[Obj], Row]] = {
         cluster.webhooks_row,
     ),
 }
+
+
+# resource key -> the table row's conditions of one object (`TableRow.conditions`); kinds not
+# listed send none, as kube-apiserver's printers for them do.
+ROW_CONDITIONS: dict[str, Callable[[Obj], list[Obj]]] = {"pods": pods.row_conditions}
+
+
+def row_conditions(rt: ResourceType, obj: Obj) -> list[Obj]:
+    conditions = ROW_CONDITIONS.get(rt.key)
+    return conditions(obj) if conditions and not rt.custom else []
 
 
 def columns_and_rows(rt: ResourceType, items: list[Obj], now: datetime) -> tuple[list[Obj], list[list[Any]]]:
