@@ -28,7 +28,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
 MAINTENANCE = {"key": "example.com/maintenance", "value": "now", "effect": "NoExecute"}
-UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 DEFAULT_TOLERATIONS = [
     {
         "key": "node.kubernetes.io/not-ready",
@@ -105,6 +104,20 @@ async def set_taints(h: Harness, node: str, *taints: Obj) -> None:
     await h.kube.patch(NODES, None, node, {"spec": {"taints": list(taints) or None}})
 
 
+async def set_ready(h: Harness, node: str, status: str) -> None:
+    """The node's Ready condition as its kubelet (or the node controller, for a silent one) sets it."""
+    current = await h.kube.get(NODES, None, node)
+    conditions = [
+        {**c, "status": status} if c["type"] == "Ready" else c for c in current["status"]["conditions"]
+    ]
+    await h.kube.patch_status(NODES, None, node, {"status": {"conditions": conditions}})
+
+
+async def taints_of(h: Harness, node: str) -> list[tuple[str, str]]:
+    current = await h.kube.get(NODES, None, node)
+    return [(t["key"], t["effect"]) for t in current["spec"].get("taints") or []]
+
+
 async def running_worker(h: Harness, ns: str, name: str) -> Obj:
     manifest = job_manifest("PyTorchJob", name, {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
     await h.create_job(manifest, ns)
@@ -149,7 +162,7 @@ async def test_an_untolerated_no_execute_taint_evicts_the_worker_and_kubetrain_r
     assert replica_status(job, "Worker").get("restarts", 0) == 0
 
 
-async def test_the_default_toleration_keeps_the_pod_for_300_seconds_of_an_unreachable_node(
+async def test_the_default_toleration_keeps_the_pod_300_seconds_on_an_unreachable_node(
     env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
     stack, h, clock = env
@@ -159,7 +172,7 @@ async def test_the_default_toleration_keeps_the_pod_for_300_seconds_of_an_unreac
     node, uid = worker["spec"]["nodeName"], worker["metadata"]["uid"]
     evictions = stack.simulator.evictions
     try:
-        await set_taints(h, node, UNREACHABLE)
+        await set_ready(h, node, "Unknown")  # the node stopped reporting
         key = (ns, "ur-worker-0")
         due = await eventually(lambda: _due(evictions.pending, key), what="the worker's eviction planned")
         assert due == pytest.approx(clock.monotonic() + 300)
@@ -171,9 +184,10 @@ async def test_the_default_toleration_keeps_the_pod_for_300_seconds_of_an_unreac
             and not still["metadata"].get("deletionTimestamp")
         )
         await clock.advance(1)
-        await h.wait_recreated(ns, "ur-worker-0", uid)
+        recreated = await h.wait_recreated(ns, "ur-worker-0", uid)
     finally:
-        await set_taints(h, node)
+        await set_ready(h, node, "True")
+    assert recreated["spec"]["nodeName"] != node  # unreachable:NoSchedule keeps it away
     events = [
         e["message"] for e in await h.events(ns, "ur-worker-0") if e["reason"] == "TaintManagerEviction"
     ]
@@ -182,7 +196,9 @@ async def test_the_default_toleration_keeps_the_pod_for_300_seconds_of_an_unreac
     assert replica_status(job, "Worker").get("restarts", 0) == 0
 
 
-async def test_a_taint_removed_in_time_cancels_the_eviction(env: tuple[DevStack, Harness, FakeClock]) -> None:
+async def test_a_node_ready_again_in_time_cancels_the_eviction(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
     stack, h, clock = env
     assert stack.simulator is not None and stack.simulator.evictions is not None
     ns = await h.namespace("back")
@@ -191,11 +207,16 @@ async def test_a_taint_removed_in_time_cancels_the_eviction(env: tuple[DevStack,
     evictions = stack.simulator.evictions
     key = (ns, "bk-worker-0")
     try:
-        await set_taints(h, node, UNREACHABLE)
+        await set_ready(h, node, "False")
         await eventually(lambda: _due(evictions.pending, key), what="the worker's eviction planned")
+        assert await taints_of(h, node) == [
+            ("node.kubernetes.io/not-ready", "NoSchedule"),
+            ("node.kubernetes.io/not-ready", "NoExecute"),
+        ]
         await clock.advance(120)
     finally:
-        await set_taints(h, node)
+        await set_ready(h, node, "True")
+    await eventually(lambda: _untainted(h, node), what="the node controller's taints removed")
     await eventually(lambda: _gone(evictions.pending, key), what="the eviction cancelled")
     await clock.advance(600)
     pod = await h.pod(ns, "bk-worker-0")
@@ -212,3 +233,30 @@ async def _due(pending: dict[tuple[str, str], float], key: tuple[str, str]) -> f
 
 async def _gone(pending: dict[tuple[str, str], float], key: tuple[str, str]) -> bool | None:
     return True if key not in pending else None
+
+
+async def _untainted(h: Harness, node: str) -> bool:
+    return await taints_of(h, node) == []
+
+
+async def test_a_cordoned_node_carries_the_unschedulable_taint_until_uncordoned(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    stack, h, _ = env
+    assert stack.simulator is not None
+    node = stack.simulator.node_names[0]
+    await h.kube.patch(NODES, None, node, {"spec": {"unschedulable": True}})
+    try:
+        await eventually(
+            lambda: _tainted(h, node, [("node.kubernetes.io/unschedulable", "NoSchedule")]),
+            what="the unschedulable taint",
+        )
+        tainted = await h.kube.get(NODES, None, node)
+        assert tainted["spec"]["taints"][0]["timeAdded"]  # SwapNodeControllerTaint stamps it
+    finally:
+        await h.kube.patch(NODES, None, node, {"spec": {"unschedulable": None}})
+    await eventually(lambda: _untainted(h, node), what="the unschedulable taint removed")
+
+
+async def _tainted(h: Harness, node: str, expected: list[tuple[str, str]]) -> bool:
+    return await taints_of(h, node) == expected

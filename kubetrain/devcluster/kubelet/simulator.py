@@ -29,10 +29,9 @@ no kubelets), with plain-dict bodies:
   mount keeps the pod Pending; `files(ns, name)` shows what a container reads;
 - finishes graceful deletions like a kubelet: a pod with deletionTimestamp gets its containers
   terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
-- runs kube-controller-manager's taint-eviction controller over what it watches
-  (`controllers/taintevict.py`: pods a NoExecute taint does not allow are deleted, with a
-  DisruptionTarget condition, at once or after their tolerationSeconds); `taint_eviction=False`
-  on a cluster that runs its own.
+- runs kube-controller-manager's taint-eviction controller (`controllers/taintevict.py`) and the
+  node lifecycle controller's taints (`controllers/nodelifecycle.py`) over what it watches;
+  `node_controllers=False` on a cluster that runs its own.
 
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
 `sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
@@ -70,6 +69,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
+from kubetrain.devcluster.controllers.nodetaints import NodeTaints
 from kubetrain.devcluster.controllers.taintevict import TaintEviction
 from kubetrain.devcluster.kubelet import podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import exit_outcome
@@ -109,7 +109,7 @@ class PodSimulator:
         user_agent: str = "kubetrain-pod-simulator",
         report_progress: bool = False,
         report_interval: float = reporter.SDK_INTERVAL_SECONDS,
-        taint_eviction: bool = True,
+        node_controllers: bool = True,
     ) -> None:
         self.kubeconfig_path = kubeconfig_path
         self.namespace = namespace
@@ -155,8 +155,9 @@ class PodSimulator:
             spawn=self._spawn,
         )
         self._mounts = self._reconciler.mounts  # pod uid -> its projected volumes
-        # kube-controller-manager's taint-eviction controller (off on a cluster that runs its own)
-        self.evictions = TaintEviction(lambda: self.api, clock, self._pods) if taint_eviction else None
+        # kube-controller-manager's taint-eviction and node lifecycle controllers
+        self.evictions = TaintEviction(lambda: self.api, clock, self._pods) if node_controllers else None
+        self._node_taints = NodeTaints(lambda: self.api, clock) if node_controllers else None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -216,15 +217,17 @@ class PodSimulator:
             await self.clock.sleep(HEARTBEAT_SECONDS)
 
     async def _relisted_nodes(self, nodes: list[dict[str, Any]]) -> None:
-        if self.evictions is not None:
+        if self.evictions is not None and self._node_taints is not None:
             for node in nodes:
                 self.evictions.observe_node("ADDED", node)
+                await self._node_taints.observe("ADDED", node)
         if self._binder.relist_nodes(nodes):
             self._retry_unschedulable()
 
     async def _observe_node(self, kind: str, node: dict[str, Any]) -> None:
-        if self.evictions is not None:
+        if self.evictions is not None and self._node_taints is not None:
             self.evictions.observe_node(kind, node)
+            await self._node_taints.observe(kind, node)
         if self._binder.observe_node(kind, node):
             self._retry_unschedulable()  # new labels, taints, cordon or allocatable
 
