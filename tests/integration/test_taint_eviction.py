@@ -104,6 +104,18 @@ async def set_taints(h: Harness, node: str, *taints: Obj) -> None:
     await h.kube.patch(NODES, None, node, {"spec": {"taints": list(taints) or None}})
 
 
+async def eviction_events(h: Harness, ns: str, pod: str, messages: list[str]) -> list[Obj]:
+    """The pod's TaintManagerEviction Events once their messages are `messages` (Events are
+    recorded on their own, after the write that caused them)."""
+
+    async def check() -> list[Obj] | None:
+        events = [e for e in await h.events(ns, pod) if e["reason"] == "TaintManagerEviction"]
+        return events if [e["message"] for e in events] == messages else None
+
+    found: list[Obj] = await eventually(check, what=f"events {messages}")
+    return found
+
+
 async def set_ready(h: Harness, node: str, status: str) -> None:
     """The node's Ready condition as its kubelet (or the node controller, for a silent one) sets it."""
     current = await h.kube.get(NODES, None, node)
@@ -153,8 +165,7 @@ async def test_an_untolerated_no_execute_taint_evicts_the_worker_and_kubetrain_r
         "message": "Taint manager: deleting due to NoExecute taint",
     }
     assert recreated["spec"]["nodeName"] != node  # the scheduler keeps it off the tainted node
-    events = [e for e in await h.events(ns, "te-worker-0") if e["reason"] == "TaintManagerEviction"]
-    assert [e["message"] for e in events] == [f"Marking for deletion Pod {ns}/te-worker-0"]
+    events = await eviction_events(h, ns, "te-worker-0", [f"Marking for deletion Pod {ns}/te-worker-0"])
     assert events[0]["source"] == {"component": "taint-eviction-controller"}
     # backoffLimit 0: a counted restart would have failed the job
     job = await h.wait_condition("PyTorchJob", ns, "te", "Running")
@@ -188,10 +199,7 @@ async def test_the_default_toleration_keeps_the_pod_300_seconds_on_an_unreachabl
     finally:
         await set_ready(h, node, "True")
     assert recreated["spec"]["nodeName"] != node  # unreachable:NoSchedule keeps it away
-    events = [
-        e["message"] for e in await h.events(ns, "ur-worker-0") if e["reason"] == "TaintManagerEviction"
-    ]
-    assert f"Marking for deletion Pod {ns}/ur-worker-0" in events
+    await eviction_events(h, ns, "ur-worker-0", [f"Marking for deletion Pod {ns}/ur-worker-0"])
     job = await h.wait_condition("PyTorchJob", ns, "ur", "Running")
     assert replica_status(job, "Worker").get("restarts", 0) == 0
 
@@ -221,10 +229,7 @@ async def test_a_node_ready_again_in_time_cancels_the_eviction(
     await clock.advance(600)
     pod = await h.pod(ns, "bk-worker-0")
     assert pod is not None and pod["metadata"]["uid"] == uid
-    messages = [
-        e["message"] for e in await h.events(ns, "bk-worker-0") if e["reason"] == "TaintManagerEviction"
-    ]
-    assert messages == [f"Cancelling deletion of Pod {ns}/bk-worker-0"]
+    await eviction_events(h, ns, "bk-worker-0", [f"Cancelling deletion of Pod {ns}/bk-worker-0"])
 
 
 async def _due(pending: dict[tuple[str, str], float], key: tuple[str, str]) -> float | None:
