@@ -133,7 +133,8 @@ class TaintEviction:
             except (ApiError, OSError, TimeoutError) as exc:
                 log.debug("taint eviction of pod %s/%s: %s", *key, exc)
                 await asyncio.sleep(0.01)
-        self._work.pop(key, None)  # failed: a later update may plan it again
+        if key in self._work and self._work[key] is DONE:
+            del self._work[key]  # failed: a later update may plan it again
 
     # ---- writes ---------------------------------------------------------------------------
     def _record(self, key: Key, *, cancelled: bool) -> None:
