@@ -29,6 +29,9 @@ no kubelets), with plain-dict bodies:
   mount keeps the pod Pending; `files(ns, name)` shows what a container reads;
 - finishes graceful deletions like a kubelet: a pod with deletionTimestamp gets its containers
   terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
+- runs kube-controller-manager's taint-eviction controller (`controllers/taintevict.py`) and the
+  node lifecycle controller's taints (`controllers/nodelifecycle.py`) over what it watches;
+  `node_controllers=False` on a cluster that runs its own.
 
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
 `sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
@@ -66,6 +69,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
+from kubetrain.devcluster.controllers.nodetaints import NodeTaints
+from kubetrain.devcluster.controllers.taintevict import TaintEviction
 from kubetrain.devcluster.kubelet import podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import exit_outcome
 from kubetrain.devcluster.kubelet.binder import FitBinder
@@ -104,6 +109,7 @@ class PodSimulator:
         user_agent: str = "kubetrain-pod-simulator",
         report_progress: bool = False,
         report_interval: float = reporter.SDK_INTERVAL_SECONDS,
+        node_controllers: bool = True,
     ) -> None:
         self.kubeconfig_path = kubeconfig_path
         self.namespace = namespace
@@ -149,6 +155,9 @@ class PodSimulator:
             spawn=self._spawn,
         )
         self._mounts = self._reconciler.mounts  # pod uid -> its projected volumes
+        # kube-controller-manager's taint-eviction and node lifecycle controllers
+        self.evictions = TaintEviction(lambda: self.api, clock, self._pods) if node_controllers else None
+        self._node_taints = NodeTaints(lambda: self.api, clock) if node_controllers else None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -177,6 +186,8 @@ class PodSimulator:
                 await task
         self._tasks.clear()
         self._timers.clear()
+        if self.evictions is not None:
+            await self.evictions.stop()
         await self.training.close()
         if self._api is not None:
             await self._api.close()
@@ -206,10 +217,17 @@ class PodSimulator:
             await self.clock.sleep(HEARTBEAT_SECONDS)
 
     async def _relisted_nodes(self, nodes: list[dict[str, Any]]) -> None:
+        if self.evictions is not None and self._node_taints is not None:
+            for node in nodes:
+                self.evictions.observe_node("ADDED", node)
+                await self._node_taints.observe("ADDED", node)
         if self._binder.relist_nodes(nodes):
             self._retry_unschedulable()
 
     async def _observe_node(self, kind: str, node: dict[str, Any]) -> None:
+        if self.evictions is not None and self._node_taints is not None:
+            self.evictions.observe_node(kind, node)
+            await self._node_taints.observe(kind, node)
         if self._binder.observe_node(kind, node):
             self._retry_unschedulable()  # new labels, taints, cordon or allocatable
 
@@ -239,6 +257,8 @@ class PodSimulator:
             self.training.forget(key)
         else:
             self._pods[key] = pod
+        if self.evictions is not None:
+            self.evictions.observe_pod(kind, pod)
         async with self._changed:
             self._changed.notify_all()
         if kind != "DELETED":

@@ -87,13 +87,6 @@ def default_pod(pod: Obj) -> None:
     spec.setdefault("enableServiceLinks", True)
     spec.setdefault("priority", 0)
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    tolerations = spec.setdefault("tolerations", [])
-    if isinstance(tolerations, list):
-        for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-            if not any(isinstance(t, dict) and t.get("key") == key for t in tolerations):
-                tolerations.append(
-                    {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-                )
     for field in ("containers", "initContainers"):
         for c in spec.get(field) or []:
             if isinstance(c, dict):

@@ -26,7 +26,7 @@ from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
 from kubetrain.devcluster.apiserver.request.target import ADMIN_USER, Result, Target
 from kubetrain.devcluster.apiserver.storage.store import Store
-from kubetrain.devcluster.apiserver.verbs import admitting, priority
+from kubetrain.devcluster.apiserver.verbs import admitting, priority, tolerationseconds
 
 PATCH_RETRIES = 8
 
@@ -140,6 +140,7 @@ class ApiServer:
             obj.pop("status", None)
         # the Priority plugin sees the name the request gave (none for a generateName)
         priority.admit_pod(self.store, t, obj, None, "" if generated else md["name"])
+        tolerationseconds.admit_pod(t, obj)
         self._default(t, obj, None)
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
         warnings = decode_warnings + warnings
@@ -239,6 +240,7 @@ class ApiServer:
                 )
         self._default(t, new, old)
         priority.admit_pod(self.store, t, new, old, t.name)
+        tolerationseconds.admit_pod(t, new)
         mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)
         warnings = decode_warnings + warnings
         assert mutated is not None
