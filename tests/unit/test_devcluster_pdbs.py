@@ -12,6 +12,8 @@ import pytest
 
 from kubetrain.devcluster.apiserver.kinds import meta
 from kubetrain.devcluster.apiserver.kinds.pdbs import pdb_causes, selects
+from kubetrain.devcluster.apiserver.kinds.resources import BUILTINS
+from kubetrain.devcluster.apiserver.verbs.printers import columns_and_rows
 from kubetrain.devcluster.controllers.disruption import (
     SyncError,
     expected_and_desired,
@@ -207,3 +209,26 @@ def test_a_failed_sync_allows_no_disruption() -> None:
         "SyncFailed",
         "jobs.example.com does not implement the scale subresource",
     )
+
+
+def test_kubectl_get_columns() -> None:
+    """`printPodDisruptionBudget`: NAME, MIN AVAILABLE, MAX UNAVAILABLE, ALLOWED DISRUPTIONS, AGE."""
+    rt = next(r for r in BUILTINS if r.resource == "poddisruptionbudgets")
+    created = meta.timestamp(NOW - timedelta(minutes=5))
+    budgets = [
+        {
+            "metadata": {"name": "a", "creationTimestamp": created},
+            "spec": {"minAvailable": 2},
+            "status": {"disruptionsAllowed": 1},
+        },
+        {"metadata": {"name": "b", "creationTimestamp": created}, "spec": {"maxUnavailable": "25%"}},
+    ]
+    cols, rows = columns_and_rows(rt, budgets, NOW)
+    assert [c["name"] for c in cols] == [
+        "Name",
+        "Min Available",
+        "Max Unavailable",
+        "Allowed Disruptions",
+        "Age",
+    ]
+    assert rows == [["a", "2", "N/A", 1, "5m"], ["b", "N/A", "25%", 0, "5m"]]
