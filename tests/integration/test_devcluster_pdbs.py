@@ -224,6 +224,12 @@ async def test_a_dry_run_eviction_changes_nothing(raw: RawApi, devcluster: DevCl
     code, pod = await raw.request("GET", f"{PODS}/p-0")
     assert not pod["metadata"].get("deletionTimestamp")
     assert all(c["type"] != "DisruptionTarget" for c in pod["status"]["conditions"])
+    # the same when the dry run is asked for in the eviction's delete options
+    code, body = await evict(raw, "p-1", dryRun=["All"])
+    assert code == 201, body
+    code, pod = await raw.request("GET", f"{PODS}/p-1")
+    assert code == 200 and not pod["metadata"].get("deletionTimestamp"), pod
+    assert (await status_of(raw, devcluster, "a"))["disruptionsAllowed"] == 2
 
 
 async def test_eviction_without_budget_pending_unready_and_two_budgets(

@@ -155,7 +155,7 @@ def _disruption_target(pod: Obj, now: str) -> Obj:
 async def add_condition_and_delete(api: ApiServer, t: Target, options: Obj) -> None:
     """`addConditionAndDeletePod`: the preconditions checked against the newest pod, the condition
     written, the preconditions' resourceVersion moved to that write, then the delete."""
-    if not t.dry_run and not (options.get("dryRun") or []):
+    if not t.dry_run:
         pod = api.current(t)
         pre = options.get("preconditions") or {}
         by_kind = GroupResource("", "Pod")
@@ -218,8 +218,7 @@ async def evict(api: ApiServer, t: Target, options: Obj) -> Obj | None:
             if policy == "AlwaysAllow" or int(status.get("currentHealthy") or 0) >= desired > 0:
                 unhealthy_delete = True
         if not unhealthy_delete:
-            dry_run = t.dry_run or bool(options.get("dryRun"))
-            check_and_decrement(api, pdb, t.name, dry_run)
+            check_and_decrement(api, pdb, t.name, t.dry_run)
     delete_options = options
     if unhealthy_delete:
         delete_options = _with_resource_version(options, pod["metadata"]["resourceVersion"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
@@ -70,6 +71,13 @@ async def evict(api: ApiServer, t: Target, body: Any) -> Result:
     if named is not None and named != t.name:
         raise errors.bad_request("name in URL does not match name in Eviction object")
     options = dict(eviction_body.get("deleteOptions") or {})
+    # eviction.go `propagateDryRun`: the request's dryRun and the delete options' must agree
+    content = options.get("dryRun") or []
+    if t.dry_run and content and content != ["All"]:
+        raise errors.bad_request(
+            f"Non-matching dry-run options in request and content: [All] and [{' '.join(map(str, content))}]"
+        )
+    t = dataclasses.replace(t, dry_run=t.dry_run or bool(content))
     failure = await eviction.evict(api, t, options)
     if failure is not None:
         return Result(int(failure["code"]), failure, warnings)
