@@ -37,7 +37,7 @@ from kubetrain.devcluster.apiserver.kinds.resources import CRD_KEY, NAMESPACES_K
 from kubetrain.devcluster.apiserver.storage.store import Event
 from kubetrain.devcluster.apiserver.verbs import deletion
 from kubetrain.devcluster.apiserver.verbs.core import ApiServer, Target
-from kubetrain.devcluster.controllers import rootca, serviceaccounts
+from kubetrain.devcluster.controllers import disruption, rootca, serviceaccounts
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class Controllers:
     def _on_event(self, ev: Event) -> None:
         if ev.rkey == CRD_KEY:
             self._on_crd(ev)
+        disruption.route(ev, self.api, self._enqueue)
         md = ev.obj["metadata"]
         account_ns = serviceaccounts.namespace_needing_account(ev)
         if account_ns:

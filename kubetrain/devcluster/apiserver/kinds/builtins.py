@@ -25,6 +25,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     envvalidation,
     eventrules,
     gatedpods,
+    pdbs,
     podvalidation,
     priorityclasses,
     pvcs,
@@ -260,6 +261,8 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
         configdata.fold_string_data(obj)
     elif resource == "priorityclasses":
         priorityclasses.default_priority_class(obj, old)
+    elif resource == "poddisruptionbudgets":
+        pdbs.default_pdb(obj, old)
 
 
 def default_crd(crd: Obj, old: Obj | None = None) -> None:
@@ -325,6 +328,8 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
         return coordination.lease_causes(obj)
     if resource == "priorityclasses":
         return priorityclasses.priority_class_causes(obj, old)
+    if resource == "poddisruptionbudgets":
+        return pdbs.pdb_causes(obj)
     if resource == "secrets":
         return configdata.secret_causes(obj, old)
     if resource == "configmaps":

@@ -140,6 +140,16 @@ BUILTINS: list[ResourceType] = [
         ),
     ),
     ResourceType("coordination.k8s.io", ["v1"], "leases", "Lease", True),
+    ResourceType(
+        "policy",
+        ["v1"],
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        True,
+        short_names=["pdb"],
+        subresources=("status",),
+        has_generation=True,
+    ),
     ResourceType("scheduling.k8s.io", ["v1"], "priorityclasses", "PriorityClass", False, short_names=["pc"]),
     ResourceType(
         "autoscaling",

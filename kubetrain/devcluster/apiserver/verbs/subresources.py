@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
@@ -10,7 +11,7 @@ from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds.scales import SCALE_KIND, scale_of, set_path, spec_replicas_path
 from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
-from kubetrain.devcluster.apiserver.verbs import deletion
+from kubetrain.devcluster.apiserver.verbs import eviction
 from kubetrain.devcluster.apiserver.verbs.core import PATCH_RETRIES, ApiServer, Result, Target
 
 BINDING_KIND = ("", "v1", "Binding")
@@ -61,12 +62,25 @@ async def bind(api: ApiServer, t: Target, body: Any) -> Result:
 
 
 async def evict(api: ApiServer, t: Target, body: Any) -> Result:
-    """POST pods/{name}/eviction: a delete with the eviction's delete options (no PDBs here)."""
+    """POST pods/{name}/eviction: the pod deleted with the eviction's delete options when its
+    PodDisruptionBudget allows it (eviction.py); `metadata.name`, when given, must be the pod's
+    (eviction.go: "name in URL does not match name in Eviction object")."""
     warnings = _decoded(t, EVICTION_KIND, body)
-    options = (body or {}).get("deleteOptions") or {}
-    await deletion.delete(
-        api, Target(t.rt, t.version, t.namespace, t.name, dry_run=t.dry_run, user=t.user), options
-    )
+    eviction_body = body if isinstance(body, dict) else {}
+    named = (eviction_body.get("metadata") or {}).get("name")
+    if named is not None and named != t.name:
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = dict(eviction_body.get("deleteOptions") or {})
+    # eviction.go `propagateDryRun`: the request's dryRun and the delete options' must agree
+    content = options.get("dryRun") or []
+    if t.dry_run and content and content != ["All"]:
+        raise errors.bad_request(
+            f"Non-matching dry-run options in request and content: [All] and [{' '.join(map(str, content))}]"
+        )
+    t = dataclasses.replace(t, dry_run=t.dry_run or bool(content))
+    failure = await eviction.evict(api, t, options)
+    if failure is not None:
+        return Result(int(failure["code"]), failure, warnings)
     return Result(201, _success(201), warnings)
 
 

@@ -27,6 +27,7 @@ PRINTERS: dict[str, tuple[list[Obj], Row]] = {
     "persistentvolumeclaims": (core.PVC_COLUMNS, core.pvc_row),
     "leases.coordination.k8s.io": (cluster.LEASE_COLUMNS, cluster.lease_row),
     "priorityclasses.scheduling.k8s.io": (cluster.PRIORITYCLASS_COLUMNS, cluster.priorityclass_row),
+    "poddisruptionbudgets.policy": (cluster.PDB_COLUMNS, cluster.pdb_row),
     "horizontalpodautoscalers.autoscaling": (cluster.HPA_COLUMNS, cluster.hpa_row),
     "ingresses.networking.k8s.io": (cluster.INGRESS_COLUMNS, cluster.ingress_row),
     "rolebindings.rbac.authorization.k8s.io": (cluster.BINDING_COLUMNS, cluster.binding_row),

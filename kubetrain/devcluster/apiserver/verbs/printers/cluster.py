@@ -236,3 +236,19 @@ def created_at(obj: Obj) -> str:
 def default_row(obj: Obj, now: datetime) -> list[Any]:
     """k8s.io/apiserver pkg/registry/rest `defaultTableConvertor.ConvertToTable`."""
     return [name(obj), created_at(obj)]
+
+
+PDB_COLUMNS = [
+    NAME,
+    col("Min Available"),
+    col("Max Unavailable"),
+    col("Allowed Disruptions", "integer"),
+    AGE,
+]
+
+
+def pdb_row(obj: Obj, now: datetime) -> list[Any]:
+    """`printPodDisruptionBudget`: each bound as written (`IntOrString.String`), `N/A` when unset."""
+    bounds = [field(obj, "spec", key) for key in ("minAvailable", "maxUnavailable")]
+    shown = ["N/A" if value is None else str(value) for value in bounds]
+    return [name(obj), *shown, int(field(obj, "status", "disruptionsAllowed") or 0), age(obj, now)]
