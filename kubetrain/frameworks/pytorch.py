@@ -81,6 +81,9 @@ class PyTorch(Framework):
                     "spec.elasticPolicy.nProcPerNode is deprecated: its value was moved to spec.nprocPerNode"
                 )
             default_bounds(elastic, counts.get("Worker"))
+            master = counts.get("Master")
+            if master is not None and master > 0:
+                warnings.append(master_in_rendezvous_warning(elastic))
         if spec.get("nprocPerNode") is None:
             spec["nprocPerNode"] = DEFAULT_NPROC_PER_NODE
         return warnings
@@ -166,6 +169,32 @@ class PyTorch(Framework):
 
     def succeeded(self, job: JobLayout, counts: Mapping[str, ReplicaCounts]) -> bool:
         return pytorch_succeeded(job, counts)
+
+
+def master_in_rendezvous_warning(elastic: Mapping[str, Any]) -> str:
+    """The admission warning for an elastic job with a Master (`elastic`: its elasticPolicy,
+    defaulted).
+
+    **Decision** (docs/behaviour.md §2, Kubeflow Trainer issue 2277): the env stays exactly as
+    Kubeflow's `setPodEnv` / `ElasticEnvVarGenerator.Generate` write it — the Master gets the
+    rendezvous variables like every pod, `PET_NNODES` is `minReplicas:maxReplicas` (bounds of the
+    Workers, `setElasticPolicy`), and `PET_RDZV_ENDPOINT` is Worker 0's (or `rdzvHost`), never the
+    Master's (`generateEnvRDZVEndpoint`) — and the user is told instead.
+    """
+    lo, hi = elastic.get("minReplicas"), elastic.get("maxReplicas")
+    if isinstance(hi, int) and not isinstance(hi, bool) and isinstance(lo, int) and not isinstance(lo, bool):
+        seen, nnodes = f"up to {hi + 1} nodes (maxReplicas {hi} + the Master)", f"PET_NNODES={lo}:{hi}"
+    else:
+        seen, nnodes = "up to maxReplicas + 1 nodes", "PET_NNODES=minReplicas:maxReplicas"
+    host = "spec.elasticPolicy.rdzvHost" if elastic.get("rdzvHost") else "Worker 0"
+    return (
+        "spec.pytorchReplicaSpecs[Master]: in an elastic job (spec.elasticPolicy) the Master gets the "
+        f"rendezvous env like the Workers and, running torchrun, joins the rendezvous too: {seen} "
+        f"while {nnodes} counts the Workers only (as Kubeflow's operator sets it), so torchrun can "
+        "leave one node waiting outside the rendezvous or start a world that includes the Master; remove the "
+        f"Master, which an elastic job does not need: the rendezvous is at {host} (PET_RDZV_ENDPOINT), "
+        "not the Master (Kubeflow Trainer issue 2277)"
+    )
 
 
 def _valid_nproc(value: str) -> bool:

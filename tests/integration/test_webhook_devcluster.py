@@ -23,6 +23,7 @@ from kubetrain.certs.kubeapi import KubeClientCertApi
 from kubetrain.certs.selfmanaged import SelfManagedCertificates
 from kubetrain.certs.tls import write_cert_dir
 from kubetrain.devcluster import DevCluster
+from kubetrain.frameworks.pytorch import master_in_rendezvous_warning
 from kubetrain.jobs.crdgen import job_crds
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.errors import ApiError
@@ -229,6 +230,43 @@ async def test_template_restart_policy_replaced_is_told_at_apply(
     assert len(replaced) == 1, warnings
     assert 'spec.tfReplicaSpecs[Worker].template.spec.restartPolicy: \\"Never\\" is replaced' in replaced[0]
     assert "podFailurePolicy" in replaced[0]
+
+
+async def test_elastic_job_with_a_master_is_warned_at_apply(
+    api: client.ApiClient, kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle
+) -> None:
+    """Kubeflow Trainer #2277: an elastic PyTorchJob with a Master is stored with Kubeflow's env,
+    and `kubectl apply` tells the user the Master joins the rendezvous beyond PET_NNODES."""
+    await register(kube, bundle.ca.cert_pem)
+    elastic = job(
+        "PyTorchJob",
+        "elastic-master",
+        {"Master": 1, "Worker": 2},
+        namespace="default",
+        spec_extra={"elasticPolicy": {"minReplicas": 2, "maxReplicas": 4}},
+    )
+    resp = await api.call_api(
+        "/apis/kubetrain.io/v1/namespaces/default/pytorchjobs",
+        "POST",
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        body=elastic,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
+    async with resp:
+        assert resp.status == 201, await resp.text()
+        warnings = resp.headers.getall("Warning", [])
+    expected = master_in_rendezvous_warning({"minReplicas": 2, "maxReplicas": 4})
+    assert "up to 5 nodes (maxReplicas 4 + the Master) while PET_NNODES=2:4" in expected
+    assert [w for w in warnings if "issue 2277" in w] == [f'299 - "{expected}"'], warnings
+    stored = await kube.get(PYTORCHJOBS, "default", "elastic-master")
+    # Warned, not changed: the Master is kept and the bounds stay the Workers'.
+    assert set(stored["spec"]["pytorchReplicaSpecs"]) == {"Master", "Worker"}
+    assert (
+        stored["spec"]["elasticPolicy"]["minReplicas"],
+        stored["spec"]["elasticPolicy"]["maxReplicas"],
+    ) == (2, 4)
 
 
 @pytest.mark.parametrize("failure_policy", ["Fail", "Ignore"])
