@@ -113,6 +113,23 @@ def tfjob(name: str = "mnist", env: list[dict[str, str]] | None = None) -> dict[
     )
 
 
+async def create_warned(api: client.ApiClient, plural: str, body: dict[str, Any]) -> list[str]:
+    """POST a job of kubetrain.io/v1 as `kubectl apply` does; it must be stored (201). Its
+    `Warning` headers, in order."""
+    resp = await api.call_api(
+        f"/apis/kubetrain.io/v1/namespaces/default/{plural}",
+        "POST",
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
+    async with resp:
+        assert resp.status == 201, await resp.text()
+        return list(resp.headers.getall("Warning", []))
+
+
 @pytest.fixture
 def bundle() -> CertificateBundle:
     return generate_bundle(service_dns_names(SERVICE, NS))
@@ -189,19 +206,8 @@ async def test_warning_surfaced_to_the_client(
 ) -> None:
     await register(kube, bundle.ca.cert_pem)
     job = tfjob("warned", env=[{"name": "TF_CONFIG", "value": "{}"}])
-    resp = await api.call_api(
-        "/apis/kubetrain.io/v1/namespaces/default/tfjobs",
-        "POST",
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=job,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-    )
-    async with resp:
-        assert resp.status == 201, await resp.text()
-        warning = resp.headers.get("Warning", "")
-    assert warning.startswith('299 - "') and "TF_CONFIG" in warning
+    warnings = await create_warned(api, "tfjobs", job)
+    assert warnings and warnings[0].startswith('299 - "') and "TF_CONFIG" in warnings[0]
 
 
 async def test_template_restart_policy_replaced_is_told_at_apply(
@@ -214,18 +220,7 @@ async def test_template_restart_policy_replaced_is_told_at_apply(
     worker = job["spec"]["tfReplicaSpecs"]["worker"]
     worker["restartPolicy"] = "OnFailure"
     worker["template"]["spec"]["restartPolicy"] = "Never"
-    resp = await api.call_api(
-        "/apis/kubetrain.io/v1/namespaces/default/tfjobs",
-        "POST",
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=job,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-    )
-    async with resp:
-        assert resp.status == 201, await resp.text()
-        warnings = resp.headers.getall("Warning", [])
+    warnings = await create_warned(api, "tfjobs", job)
     replaced = [w for w in warnings if "template.spec.restartPolicy" in w]
     assert len(replaced) == 1, warnings
     assert 'spec.tfReplicaSpecs[Worker].template.spec.restartPolicy: \\"Never\\" is replaced' in replaced[0]
@@ -245,18 +240,7 @@ async def test_elastic_job_with_a_master_is_warned_at_apply(
         namespace="default",
         spec_extra={"elasticPolicy": {"minReplicas": 2, "maxReplicas": 4}},
     )
-    resp = await api.call_api(
-        "/apis/kubetrain.io/v1/namespaces/default/pytorchjobs",
-        "POST",
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=elastic,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-    )
-    async with resp:
-        assert resp.status == 201, await resp.text()
-        warnings = resp.headers.getall("Warning", [])
+    warnings = await create_warned(api, "pytorchjobs", elastic)
     expected = master_in_rendezvous_warning({"minReplicas": 2, "maxReplicas": 4})
     assert "up to 5 nodes (maxReplicas 4 + the Master) while PET_NNODES=2:4" in expected
     assert [w for w in warnings if "issue 2277" in w] == [f'299 - "{expected}"'], warnings
