@@ -40,6 +40,10 @@ class GangScheduler:
     policy_fields: tuple[tuple[str, str], ...] = ()
     # The webhooks default schedulingPolicy.minAvailable (total replicas) under this scheduler.
     defaults_min_available: bool = True
+    # The job annotation naming the PodGroup's queue when `schedulingPolicy.queue` is unset or ""
+    # (Volcano's `scheduling.volcano.sh/queue-name`, as mpi-operator's VolcanoCtrl.newPodGroup
+    # and Trainer's volcano plugin read it); None: the scheduler has no queue.
+    queue_annotation: str | None = None
     plural: str = field(default="podgroups", init=False)
     kind: str = field(default="PodGroup", init=False)
 
@@ -48,8 +52,17 @@ class GangScheduler:
         return f"{self.group}/{self.version}"
 
     def pod_group_spec(
-        self, min_member: int, min_resources: Mapping[str, str], policy: Mapping[str, Any]
+        self,
+        min_member: int,
+        min_resources: Mapping[str, str],
+        policy: Mapping[str, Any],
+        annotations: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The PodGroup spec; `annotations`: the job's, read for `queue_annotation`."""
+        if self.queue_annotation and not policy.get("queue"):
+            named = (annotations or {}).get(self.queue_annotation)
+            if isinstance(named, str) and named:
+                policy = {**policy, "queue": named}
         spec: dict[str, Any] = {"minMember": min_member}
         if min_resources:
             spec["minResources"] = dict(min_resources)
@@ -69,6 +82,7 @@ VOLCANO = GangScheduler(
     waits_for_admission=True,
     pod_annotations=lambda job, rtype: {"scheduling.k8s.io/group-name": job, "volcano.sh/task-spec": rtype},
     policy_fields=(("queue", "queue"), ("priorityClass", "priorityClassName")),
+    queue_annotation="scheduling.volcano.sh/queue-name",  # volcanov1beta1.QueueNameAnnotationKey
 )
 SCHEDULER_PLUGINS = GangScheduler(
     name="scheduler-plugins",

@@ -148,9 +148,9 @@ class RunPolicy:
     # pod of the new attempt while one of an earlier attempt is left (`BlockingRecreate`).
     in_order_startup: bool = False
     blocking_recreate: bool = False
-    # What a finished job's TTL and clean-up take: the job itself and its Service and PodGroup
-    # (Kubeflow's), or only its pods — the job, its Service and PodGroup stay (a JobSet's TTL
-    # deletes the JobSet, whose pods go with it; Trainer's TrainJob stays).
+    # What a finished job's TTL and clean-up take: the job itself and its Service (Kubeflow's),
+    # or only its pods — the job and its Service stay (a JobSet's TTL deletes the JobSet, whose
+    # pods go with it; Trainer's TrainJob stays). A finished job's PodGroup goes either way.
     ttl_deletes_job: bool = True
     finished_keeps_children: bool = False
 

@@ -27,6 +27,9 @@ from kubetrain.jobs.shape import EnvPlugin, JobShape
 from kubetrain.operator.children import job_labels, owner_reference
 
 HPA_API_VERSION = "autoscaling/v2"
+# Not copied onto the PodGroup: kubectl's record of the job's whole manifest (it describes the
+# job, not the group, and would double the PodGroup's size).
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def min_member(shape: JobShape) -> int:
@@ -49,29 +52,37 @@ def min_resources(shape: JobShape) -> dict[str, str]:
     return sum_pods_resources((shape.groups[group].template, n) for group, n in per_group.items())
 
 
+def pod_group_annotations(job: JobLayout) -> dict[str, str]:
+    """The job's annotations, which its PodGroup carries as training-operator's
+    `JobController.SyncPodGroup` gives them (`newPodGroup.SetAnnotations(job.GetAnnotations())`):
+    Volcano reads a PodGroup's own annotations for job-level settings (`volcano.sh/preemptable`,
+    `sla-waiting-time`, `volcano.sh/jdb-min-available`, the task-topology plugin's), which
+    users put on the job. All but kubectl's last-applied-configuration."""
+    return {str(k): str(v) for k, v in job.annotations.items() if k != LAST_APPLIED and isinstance(v, str)}
+
+
 def build_pod_group(shape: JobShape, gang_scheduler: str) -> dict[str, Any] | None:
     """The job's PodGroup for the configured gang scheduler (None for `none`), from the job's
-    scheduling policy (`JobShape.run_policy.scheduling`)."""
+    scheduling policy (`JobShape.run_policy.scheduling`) and annotations."""
     gang = gang_scheduler_of(gang_scheduler)
     if gang is None:
         return None
     job, policy = shape.layout, shape.run_policy.scheduling
     given = policy.min_resources
     resources = dict(given) if given is not None else min_resources(shape)
-    spec = gang.pod_group_spec(min_member(shape), resources, policy.by_field_name())
+    spec = gang.pod_group_spec(min_member(shape), resources, policy.by_field_name(), job.annotations)
     if policy.network_topology:
         spec["networkTopology"] = dict(policy.network_topology)
-    return {
-        "apiVersion": gang.api_version,
-        "kind": gang.kind,
-        "metadata": {
-            "name": job.name,
-            "namespace": job.namespace,
-            "labels": job_labels(job),
-            "ownerReferences": [owner_reference(job)],
-        },
-        "spec": spec,
+    metadata: dict[str, Any] = {
+        "name": job.name,
+        "namespace": job.namespace,
+        "labels": job_labels(job),
+        "ownerReferences": [owner_reference(job)],
     }
+    annotations = pod_group_annotations(job)
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": gang.api_version, "kind": gang.kind, "metadata": metadata, "spec": spec}
 
 
 def hpa_spec(job: JobLayout, framework: EnvPlugin) -> dict[str, Any] | None:

@@ -160,6 +160,8 @@ class Reconcile(ReconcileDraft):
         self.delete(runpolicy.pods_to_clean(policy, self.live_pods()))
         if not self.run_policy.finished_keeps_children:
             self.finished_children(policy)
+        else:  # the Service stays (a JobSet's does), but no finished gang holds its queue's quota
+            self.finished_pod_group()
         expiry = runpolicy.ttl_expiry(self.run_policy, self.projection.finished_at(self.status))
         if expiry is None:
             return
@@ -175,7 +177,7 @@ class Reconcile(ReconcileDraft):
 
     def finished_children(self, policy: str) -> None:
         """The Service(s), PodGroup and autoscaler of a finished job."""
-        service, group = self.observed.service, self.observed.pod_group
+        service = self.observed.service
         if policy in ("All", "Running") and service is not None and controlled_by(service, self.job):
             self.plan.delete_service = True
         if policy in ("All", "Running"):  # per-pod service mode: every pod's Service
@@ -184,11 +186,18 @@ class Reconcile(ReconcileDraft):
                 for s in self.observed.job_services
                 if pod_name(s) != pod_name(self.job) and controlled_by(s, self.job) and not terminating(s)
             ]
-        if group is not None and controlled_by(group, self.job):
-            self.plan.delete_pod_group = True
+        self.finished_pod_group()
         hpa = self.observed.hpa
         if hpa is not None and controlled_by(hpa, self.job) and not terminating(hpa):
             self.plan.delete_hpa = True
+
+    def finished_pod_group(self) -> None:
+        """A finished job's PodGroup, for every kind: kept, it would go on holding its
+        `minResources` in the gang scheduler's queue (Volcano even re-queues a Completed group
+        whose pods are gone — Kubeflow Trainer issue 4033, Volcano issue 4195)."""
+        group = self.observed.pod_group
+        if group is not None and controlled_by(group, self.job):
+            self.plan.delete_pod_group = True
 
     def autoscaler(self, desired: DesiredChildren) -> None:
         """The job's HorizontalPodAutoscaler (docs/behaviour.md §4) while it is not finished:
