@@ -6,7 +6,7 @@ The runtime of a TrainJob CREATE is the live one its runtimeRef names (one GET).
 UPDATE is the one it is built from: its runtime snapshot ConfigMap when it has one (one GET),
 else the live runtime (a second GET) — as Trainer's `ValidateObjects` reads the snapshot first
 since kubeflow/trainer#3960 (#3923). An UPDATE that leaves the spec as it was reads nothing:
-it is admitted without a runtime (metadata, finalizers, status writes)."""
+it is admitted without a runtime (labels, annotations, finalizers)."""
 
 from __future__ import annotations
 
