@@ -43,7 +43,6 @@ class TrainerFacts:
     # the runtime a TrainJob is checked against: on UPDATE its snapshot when it has one (Trainer
     # #3960), else the live one its runtimeRef names; None: neither exists (or not read)
     runtime: dict[str, Any] | None = None
-    from_snapshot: bool = False  # `runtime` is the TrainJob's snapshot
     users: list[str] = field(default_factory=list)  # unfinished TrainJobs naming a runtime being deleted
 
 
@@ -117,10 +116,7 @@ def validate_trainer(
         return AdmissionResponse.allow(request.uid)
     errors = validate_trainjob(obj, old, facts.runtime)
     if errors:
-        message = invalid_message(c.TRAINJOB, request.object, errors)
-        if old is not None and facts.from_snapshot:
-            message += " (checked against the runtime snapshot the TrainJob is built from)"
-        return AdmissionResponse.deny(request.uid, message)
+        return AdmissionResponse.deny(request.uid, invalid_message(c.TRAINJOB, request.object, errors))
     if policies is None or old is not None or facts.runtime is None:
         return AdmissionResponse.allow(request.uid)
     matching = policies.index.for_job(

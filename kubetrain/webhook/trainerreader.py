@@ -47,7 +47,7 @@ def kube_trainer_reader(client: KubeClient) -> TrainerReader:
                     return TrainerFacts()
                 frozen = await snapshot(request)
                 if frozen is not None:
-                    return TrainerFacts(runtime=frozen, from_snapshot=True)
+                    return TrainerFacts(runtime=frozen)
             ref = ((request.object or {}).get("spec") or {}).get("runtimeRef") or {}
             name = ref.get("name")
             if not name:
