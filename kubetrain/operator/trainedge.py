@@ -9,8 +9,10 @@ What only a TrainJob has, all here:
 - its runtime snapshot: at the first reconcile the runtime is copied into the
   `<tj>-runtime-snapshot` ConfigMap and the TrainJob runs from that copy ever after (a later
   runtime edit changes no running job); a runtime that does not exist yet is a Warning event
-  (`RuntimeNotFound`, the TrainJob waits), one that cannot be resolved fails it
-  (`TrainingRuntimeNotSupported`); either way its `Suspended` condition follows `spec.suspend`,
+  (`RuntimeNotFound`, the TrainJob waits), one that cannot be resolved, or that breaks a rule
+  admission checks against the runtime (`validate.build_errors`: the runtime may have changed
+  since the TrainJob was admitted), fails it (`TrainingRuntimeNotSupported`, naming each field);
+  either way its `Suspended` condition follows `spec.suspend`,
   as Trainer sets it after the runtime lookup;
 - the PersistentVolumeClaims of the runtime's volumeClaimPolicies created at that first
   reconcile too (even while suspended, as JobSet does), and before the first pods;
@@ -37,6 +39,7 @@ from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.shape import run_policy_of, trainjob_shape
+from kubetrain.jobs.trainjob.validate import build_errors
 from kubetrain.operator.draft import Draft, Observed, Plan, PlannerConfig
 from kubetrain.operator.plan import Reconcile
 from kubetrain.operator.pods import owned_by_name
@@ -83,7 +86,9 @@ def plan_trainjob(
         )
         return _suspended(d, job)
     resolved, errors = resolve(job, frozen, cluster_domain=config.cluster_domain)
-    if resolved is None:
+    seen = {e.path for e in errors}
+    errors += [e for e in build_errors(job, frozen) if e.path not in seen]
+    if resolved is None or errors:
         return _not_supported(job, observed, now, config, format_errors(errors))
     prepared = _prepared(job, frozen, resolved, config)
     p = Reconcile(job, prepared, observed, now, config, record=record).run()

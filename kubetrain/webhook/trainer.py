@@ -3,8 +3,9 @@
 
 - /mutate, TrainJob CREATE/UPDATE: Trainer's defaults (runtimeRef kind and group, managedBy,
   suspend, each runtime patch's time); on CREATE then the matching TrainingPolicies' defaults.
-- /validate, TrainJob CREATE/UPDATE: needs the runtime its runtimeRef names, which the server
-  reads first (`TrainerReader`), then every problem in one denial.
+- /validate, TrainJob CREATE/UPDATE: needs the runtime it is checked against, which the server
+  reads first (`TrainerReader`: on CREATE the one its runtimeRef names, on UPDATE the runtime
+  snapshot it is built from when it has one), then every problem in one denial.
 - /validate, runtime CREATE/UPDATE: the runtime's rules (a warning without the framework
   label the Kubeflow SDK needs); DELETE: refused while TrainJobs that
   are not finished name it (Trainer's in-use protection: the server lists them first)."""
@@ -39,7 +40,9 @@ RUNTIME_KINDS = (c.TRAINING_RUNTIME, c.CLUSTER_TRAINING_RUNTIME)
 class TrainerFacts:
     """What the server read from the API for one review."""
 
-    runtime: dict[str, Any] | None = None  # the runtime a TrainJob names
+    # the runtime a TrainJob is checked against: on UPDATE its snapshot when it has one (Trainer
+    # #3960), else the live one its runtimeRef names; None: neither exists (or not read)
+    runtime: dict[str, Any] | None = None
     users: list[str] = field(default_factory=list)  # unfinished TrainJobs naming a runtime being deleted
 
 

@@ -506,6 +506,25 @@ async def test_a_trainjob_with_a_volume_claim_under_the_chart_rbac_is_never_refu
             if r.user == release.user and r.resource == "persistentvolumeclaims"
         }
         assert used == {"create"}
+
+        # A spec update is checked against the runtime snapshot: the webhook GETs its ConfigMap.
+        async def suspended() -> bool:
+            tune = await admin.get(TRAINJOBS, "default", "tune")
+            tune["spec"]["suspend"] = True
+            try:
+                return bool((await admin.replace(TRAINJOBS, tune))["spec"]["suspend"])
+            except ApiError as err:
+                if err.is_conflict:  # the operator wrote the status meanwhile
+                    return False
+                raise
+
+        await eventually(suspended, within=WAIT, what="the TrainJob suspended")
+        reads = [
+            r.name
+            for r in release.cluster.requests.records
+            if r.user == release.user and r.resource == "configmaps" and r.verb == "get"
+        ]
+        assert reads and set(reads) == {"tune-runtime-snapshot"}
         assert release.operator_denials() == []
 
 

@@ -193,6 +193,23 @@ def test_a_suspended_trainjob_its_runtime_cannot_run_fails_and_is_suspended() ->
     }
 
 
+def test_a_trainjob_breaking_a_rule_of_the_runtime_it_is_built_from_fails_naming_the_field() -> None:
+    """kubeflow/trainer#3975: the runtime changed after admission (torch → JAX, whose ML policy
+    sets JAX_PROCESS_ID): the first reconcile checks the TrainJob against it, as admission does."""
+    jax = copy.deepcopy(RUNTIME)
+    jax["spec"]["mlPolicy"] = {"numNodes": 1, "jax": {}}
+    job = trainjob(nodes=1)
+    job["spec"]["trainer"]["env"] = [{"name": "JAX_PROCESS_ID", "value": "0"}]
+    p = plan(job, [], [], runtime=jax)
+    [failed] = p.status["conditions"]
+    assert (failed["type"], failed["reason"]) == ("Failed", "TrainingRuntimeNotSupported")
+    assert "spec.trainer.env[0].name" in failed["message"] and "JAX_PROCESS_ID" in failed["message"]
+    assert [(e.type, e.reason) for e in p.events] == [("Warning", "TrainingRuntimeNotSupported")]
+    assert not p.create_pods and not p.create_children
+    # The same TrainJob built from the torch runtime it was admitted with runs.
+    assert plan(job, [], []).create_pods
+
+
 def gang_plan(job: Obj, runtime: Obj, gang: str, pods: list[Obj], pod_group: Obj | None) -> Any:
     observed = Observed(
         pods=pods, service={"metadata": {"name": "tj"}}, pod_group=pod_group, extra=[snapshot(job, runtime)]
@@ -390,3 +407,16 @@ def test_a_trainjob_whose_pod_hostnames_would_be_too_long_fails_without_pods() -
     [failed] = [x for x in (p.status or {}).get("conditions") or [] if x["type"] == "Failed"]
     assert failed["reason"] == "TrainingRuntimeNotSupported"
     assert "must be no more than 54 characters for this runtime and numNodes" in failed["message"]
+
+
+def test_the_webhook_reads_only_the_trainjobs_own_snapshot() -> None:
+    """An update is checked against the TrainJob's snapshot (kubeflow/trainer#3923): one left by
+    an earlier TrainJob of the name, or one that cannot be read, is none (the live runtime is)."""
+    job = trainjob()
+    assert ch.frozen_runtime(snapshot(job), job) == ch.snapshot_runtime(RUNTIME)
+    earlier = snapshot(job)
+    earlier["metadata"]["ownerReferences"][0]["uid"] = "an-earlier-trainjob"
+    assert ch.frozen_runtime(earlier, job) is None
+    broken = snapshot(job)
+    broken["data"]["state"] = "{not json"
+    assert ch.frozen_runtime(broken, job) is None

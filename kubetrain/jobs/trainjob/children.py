@@ -284,6 +284,17 @@ def read_snapshot(config_map: Mapping[str, Any]) -> tuple[Obj | None, Obj]:
     return (runtime if isinstance(runtime, dict) else None), state
 
 
+def frozen_runtime(config_map: Mapping[str, Any], trainjob: Mapping[str, Any]) -> Obj | None:
+    """The runtime `trainjob` is built from, when `config_map` is its snapshot: None when the
+    TrainJob does not control it (one left by an earlier TrainJob of the name) or it is unreadable."""
+    uid = (trainjob.get("metadata") or {}).get("uid")
+    refs = (config_map.get("metadata") or {}).get("ownerReferences") or []
+    owned = any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs)
+    if not uid or not owned:
+        return None
+    return read_snapshot(config_map)[0]
+
+
 class JobSetChildren:
     """The TrainJob shape's children (`kubetrain.jobs.shape.ChildMaker`): made as JobSet and the
     Job controller make them."""

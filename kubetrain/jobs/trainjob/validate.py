@@ -169,19 +169,7 @@ def validate_trainjob(
     if runtime is not None:
         if old is None or spec.get("initializer") != (old.get("spec") or {}).get("initializer"):
             errors += specrules.initializer_errors(spec, runtime)
-        ml_policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
-        plugin = plugin_for(ml_policy)
-        reserved = plugin.reserved_env if plugin else frozenset()
-        if ml_policy.get("mpi") is not None:
-            reserved = c.MPI_RESERVED_ENV
-        for i, var in enumerate(trainer.get("env") or []):
-            if isinstance(var, Mapping) and var.get("name") in reserved:
-                errors.append(
-                    forbidden(
-                        f"spec.trainer.env[{i}].name",
-                        f"{var.get('name')} is set by the runtime's ML policy and cannot be set here",
-                    )
-                )
+        errors += reserved_env_errors(spec, runtime)
         if old is None:
             # with the torchtune and Flux rules; a field already refused above is not repeated
             _, problems = resolve(obj, runtime)
@@ -197,6 +185,32 @@ def validate_trainjob(
     errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
     errors += startdeadline.annotation_errors(obj)
     return errors
+
+
+def reserved_env_errors(spec: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[FieldError]:
+    """`spec.trainer.env` names no variable the runtime's ML policy sets."""
+    ml_policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
+    plugin = plugin_for(ml_policy)
+    reserved = plugin.reserved_env if plugin else frozenset()
+    if ml_policy.get("mpi") is not None:
+        reserved = c.MPI_RESERVED_ENV
+    return [
+        forbidden(
+            f"spec.trainer.env[{i}].name",
+            f"{var.get('name')} is set by the runtime's ML policy and cannot be set here",
+        )
+        for i, var in enumerate((spec.get("trainer") or {}).get("env") or [])
+        if isinstance(var, Mapping) and var.get("name") in reserved
+    ]
+
+
+def build_errors(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[FieldError]:
+    """What the controller checks before it builds a TrainJob from a runtime, besides `resolve`:
+    the rules of admission that depend on the runtime and `resolve` does not apply — the
+    initializer steps and the ML policy's reserved variables (kubeflow/trainer#3975: a runtime
+    changed between admission and the first reconcile is checked, not trusted)."""
+    spec = trainjob.get("spec") or {}
+    return specrules.initializer_errors(spec, runtime) + reserved_env_errors(spec, runtime)
 
 
 def _immutable(spec: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
