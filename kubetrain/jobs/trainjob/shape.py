@@ -100,7 +100,7 @@ def run_policy_of(trainjob: Mapping[str, Any], jobset_spec: Mapping[str, Any]) -
         ttl_seconds_after_finished=ttl if ttl is not None and ttl >= 0 else None,
         managed_by=manager if isinstance(manager, str) and manager else None,
         ttl_deletes_job=False,  # the TTL deletes the pods; the TrainJob stays, as in Trainer
-        finished_keeps_children=True,  # JobSet keeps its Service and PodGroup
+        finished_keeps_children=True,  # JobSet keeps its Service; the PodGroup still goes (plan.py)
         # The annotation kubetrain.io/progress-deadline-seconds (Trainer's schema has no field).
         progress_deadline_seconds=progress_deadline_seconds({}, annotations),
         start_deadline_seconds=start_deadline_seconds(annotations),  # kubetrain.io/start-deadline-seconds
