@@ -106,7 +106,8 @@ def test_the_planner_creates_the_pod_group_in_the_named_queue_and_follows_a_chan
 
 
 def test_a_trainjobs_queue_annotation_names_its_volcano_queue() -> None:
-    # Trainer's volcano plugin reads the TrainJob's `scheduling.volcano.sh/queue-name` too.
+    # Trainer reads the queue from the runtime's annotations only; kubetrain falls back to the
+    # TrainJob's own when they name none (tests/unit/test_trainjob_volcano_queue.py).
     from .test_trainjob_shape import shape_of
     from .test_trainplan import RUNTIME, trainjob
 

@@ -3,9 +3,11 @@
 `coscheduling` ↔ the operator's `--gang-scheduler scheduler-plugins`, `volcano` ↔ `volcano`.
 The PodGroup is named after the TrainJob, `minMember` = every pod of every step (the shape's
 gang counts every pod), `minResources` = their requests summed; coscheduling passes
-`scheduleTimeoutSeconds` (default 60, Trainer's), volcano `networkTopology`: the shape's
-scheduling policy (`scheduling_of`), from which the planner builds the PodGroup as for every job
-(`operator/jobchildren.py`). Pods get the scheduler's name and decoration (the volcano task is
+`scheduleTimeoutSeconds` (default 60, Trainer's), volcano `networkTopology`, the pod templates'
+`priorityClassName` and the queue `scheduling.volcano.sh/queue-name` names on the runtime's
+template or a runtimePatch (`runtime_annotations`; an empty one refused, `queue_errors`): the
+shape's scheduling policy (`scheduling_of`), from which the planner builds the PodGroup as for
+every job (`operator/jobchildren.py`). Pods get the scheduler's name and decoration (the volcano task is
 the step's name). A policy the operator's gang scheduler does not serve gets no PodGroup (the
 planner says so in an event). Pure."""
 
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from kubetrain.api.errors import json_int
+from kubetrain.api.errors import FieldError, invalid, json_int
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.jobs.shape import GangChoice, SchedulingPolicy
@@ -24,6 +26,49 @@ from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 # podGroupPolicy source -> the --gang-scheduler that serves it
 SOURCES = {"coscheduling": "scheduler-plugins", "volcano": "volcano"}
 DEFAULT_SCHEDULE_TIMEOUT = 60
+# volcanov1beta1.QueueNameAnnotationKey, read by Trainer's volcano plugin from the runtime's
+# annotations (`runtime_annotations`), not from the TrainJob's own.
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# Where Trainer's volcano plugin `Validate` reports an empty queue (its field path, as written).
+QUEUE_PATH = f"spec.annotations[{QUEUE_ANNOTATION}]"
+EMPTY_QUEUE = "Volcano queue name must not be empty"  # Trainer's message
+
+
+def runtime_annotations(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> dict[str, Any]:
+    """The annotations Trainer's runtime info carries (`runtime.WithAnnotations`): the runtime's
+    `spec.template.metadata.annotations` with each runtimePatch's
+    `trainingRuntimeSpec.template.metadata.annotations` merged over them in order — Trainer's
+    `TrainingRuntime.newRuntimeInfo` (pkg/runtime/core/trainingruntime.go,
+    `propagationAnnotations`). The TrainJob's own `metadata.annotations` are not among them.
+    The same map as `ResolvedTrainJob.jobset_annotations` (`patches.merge_metadata`), without
+    resolving the steps."""
+    template = ((runtime.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    merged = dict(template.get("annotations") or {})
+    for patch in (trainjob.get("spec") or {}).get("runtimePatches") or []:
+        if not isinstance(patch, Mapping):
+            continue
+        meta = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("metadata") or {}
+        extra = meta.get("annotations") if isinstance(meta, Mapping) else None
+        if isinstance(extra, Mapping):
+            merged.update(extra)
+    return merged
+
+
+def _volcano(runtime: Mapping[str, Any]) -> bool:
+    return ((runtime.get("spec") or {}).get("podGroupPolicy") or {}).get("volcano") is not None
+
+
+def queue_errors(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[FieldError]:
+    """Trainer's volcano plugin `Validate` (pkg/runtime/framework/plugins/volcano/volcano.go):
+    under a runtime with `podGroupPolicy.volcano`, a queue annotation present in
+    `runtime_annotations` but empty is refused, with Trainer's message and field path."""
+    if not _volcano(runtime):
+        return []
+    queue = runtime_annotations(trainjob, runtime).get(QUEUE_ANNOTATION)
+    if queue != "":
+        return []
+    hint = "name a queue, or leave the annotation out of the runtime's template and the runtimePatches"
+    return [invalid(QUEUE_PATH, f"{EMPTY_QUEUE}: {hint}")]
 
 
 def gang_of(resolved: ResolvedTrainJob, configured: str) -> GangChoice:
@@ -46,20 +91,40 @@ def gang_of(resolved: ResolvedTrainJob, configured: str) -> GangChoice:
 def scheduling_of(resolved: ResolvedTrainJob) -> SchedulingPolicy:
     """The PodGroup fields the runtime's podGroupPolicy asks for, as the shape's
     `SchedulingPolicy`: coscheduling's `scheduleTimeoutSeconds` (default 60, Trainer's), volcano's
-    `networkTopology`. `minMember` and `minResources` are every pod's (the shape's gang counts
-    every pod)."""
+    `networkTopology` and `queue` — the `scheduling.volcano.sh/queue-name` of the runtime's
+    template annotations with the runtimePatches' merged over them (`jobset_annotations`), as
+    Trainer's volcano plugin `Build` reads `info.Annotations`; unset (or empty) there, the
+    PodGroup's queue falls back to the TrainJob's own annotation (`GangScheduler.pod_group_spec`).
+    Volcano's `priorityClassName` is the pod templates' (`_priority_class`). `minMember` and
+    `minResources` are every pod's (the shape's gang counts every pod)."""
     policy: Mapping[str, Any] = resolved.pod_group_policy or {}
     timeout = None
     if policy.get("coscheduling") is not None:
         given = json_int((policy.get("coscheduling") or {}).get("scheduleTimeoutSeconds"))
         timeout = given if given is not None else DEFAULT_SCHEDULE_TIMEOUT
     topology = (policy.get("volcano") or {}).get("networkTopology")
+    queue = priority = None
+    if policy.get("volcano") is not None:
+        named = resolved.jobset_annotations.get(QUEUE_ANNOTATION)
+        queue = named if isinstance(named, str) and named else None
+        priority = _priority_class(resolved)
     return SchedulingPolicy(
+        queue=queue,
+        priority_class=priority,
         schedule_timeout_seconds=timeout,
         network_topology=MappingProxyType(dict(topology))
         if isinstance(topology, Mapping) and topology
         else None,
     )
+
+
+def _priority_class(resolved: ResolvedTrainJob) -> str | None:
+    """The `priorityClassName` of the last step's pod template that names one (patches
+    applied), as Trainer's volcano plugin `Build` walks the replicated jobs and sets each one it
+    finds on the PodGroup (an empty one last: none); None when none does."""
+    names = [(s.pod_template.get("spec") or {}).get("priorityClassName") for s in resolved.steps]
+    last = next((n for n in reversed(names) if n is not None), None)
+    return last if isinstance(last, str) and last else None
 
 
 def decorate(pod: dict[str, Any], gang: GangScheduler, tj: str, step: str) -> None:

@@ -8,7 +8,9 @@ OMPI_*, JAX_*) in `trainer.env`; managedBy is Trainer's controller or MultiKueue
 runtimePatches have distinct managers and name replicated jobs and containers the runtime has;
 Trainer's CRD field rules and its runtimePatches/initializer rules (`specrules.py`);
 the runtime can be run (`resolve`); a torchtune TrainJob passes Trainer's torchtune rules
-(`torchtune.validate`, on update too), a Flux one Trainer's Flux rules (`flux.validate`). On
+(`torchtune.validate`, on update too), a Flux one Trainer's Flux rules (`flux.validate`); under a
+Volcano runtime no empty `scheduling.volcano.sh/queue-name` on the runtime's template or a
+runtimePatch (`gang.queue_errors`, Trainer's volcano plugin, on update too). On
 update runtimeRef, managedBy and activeDeadlineSeconds never change, initializer and trainer only
 while the TrainJob is suspended.
 
@@ -52,6 +54,7 @@ from kubetrain.jobs import jobsuccess
 from kubetrain.jobs.trainjob import (
     envinjection,
     failurepolicy,
+    gang,
     jobfields,
     podfailurepolicy,
     specrules,
@@ -170,6 +173,7 @@ def validate_trainjob(
         if old is None or spec.get("initializer") != (old.get("spec") or {}).get("initializer"):
             errors += specrules.initializer_errors(spec, runtime)
         errors += reserved_env_errors(spec, runtime)
+        errors += gang.queue_errors(obj, runtime)  # Trainer's volcano plugin, on create and update
         if old is None:
             # with the torchtune and Flux rules; a field already refused above is not repeated
             _, problems = resolve(obj, runtime)
