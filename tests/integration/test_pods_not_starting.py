@@ -260,7 +260,12 @@ async def test_a_worker_larger_than_any_node_stays_unschedulable_and_never_count
         f"0/{nodes} nodes are available: {nodes} Insufficient nvidia.com/gpu. preemption: 0/{nodes} nodes "
         f"are available: {nodes} No preemption victims found for incoming pod."
     )
-    events = [e for e in await h.events(ns, "huge-worker-0") if e.get("reason") == "FailedScheduling"]
+
+    async def failed_scheduling() -> list[Obj]:
+        return [e for e in await h.events(ns, "huge-worker-0") if e.get("reason") == "FailedScheduling"]
+
+    # The scheduler writes its Event after the pod's condition.
+    events = await eventually(failed_scheduling, what="the FailedScheduling Event")
     assert [(e["type"], e["source"]["component"], e["message"]) for e in events] == [
         ("Warning", "default-scheduler", cond["message"])
     ]
