@@ -5,7 +5,11 @@
   suspend, each runtime patch's time); on CREATE then the matching TrainingPolicies' defaults.
 - /validate, TrainJob CREATE/UPDATE: needs the runtime it is checked against, which the server
   reads first (`TrainerReader`: on CREATE the one its runtimeRef names, on UPDATE the runtime
-  snapshot it is built from when it has one), then every problem in one denial.
+  snapshot it is built from when it has one) and, under a Volcano runtime, the PriorityClasses
+  its pod templates name (`gang.priority_classes_to_check`), then every problem in one denial:
+  a class the API server says does not exist (404) is refused as Trainer's volcano plugin
+  refuses it; one the webhook cannot read (403 under an older chart's RBAC, the API server
+  unreachable) is admitted with a warning, never refused.
 - /validate, runtime CREATE/UPDATE: the runtime's rules (a warning without the framework
   label the Kubeflow SDK needs); DELETE: refused while TrainJobs that
   are not finished name it (Trainer's in-use protection: the server lists them first)."""
@@ -18,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.trainer import constants as c
-from kubetrain.jobs.trainjob import specrules
+from kubetrain.jobs.trainjob import gang, specrules
 from kubetrain.jobs.trainjob.resolve import resolve
 from kubetrain.jobs.trainjob.validate import (
     default_trainjob,
@@ -44,6 +48,10 @@ class TrainerFacts:
     # #3960), else the live one its runtimeRef names; None: neither exists (or not read)
     runtime: dict[str, Any] | None = None
     users: list[str] = field(default_factory=list)  # unfinished TrainJobs naming a runtime being deleted
+    # the PriorityClasses a Volcano TrainJob names that the API server answered 404 for
+    missing_priority_classes: list[str] = field(default_factory=list)
+    # those it could not read: name -> why (a 403, the API server unreachable)
+    unread_priority_classes: dict[str, str] = field(default_factory=dict)
 
 
 # The server's reader: the facts one trainer review needs.
@@ -115,20 +123,27 @@ def validate_trainer(
     if old is not None and old.get("spec") == request.object.get("spec"):
         return AdmissionResponse.allow(request.uid)
     errors = validate_trainjob(obj, old, facts.runtime)
+    if facts.runtime is not None:  # Trainer's volcano plugin, on create and update
+        errors += gang.missing_priority_class_errors(facts.missing_priority_classes)
     if errors:
         return AdmissionResponse.deny(request.uid, invalid_message(c.TRAINJOB, request.object, errors))
+    unread = [
+        f'{gang.PRIORITY_CLASS_PATH}: PriorityClass "{name}" not checked: the webhook cannot read it '
+        f"({why}); if it does not exist the pods will be refused when created"
+        for name, why in facts.unread_priority_classes.items()
+    ]
     if policies is None or old is not None or facts.runtime is None:
-        return AdmissionResponse.allow(request.uid)
+        return AdmissionResponse.allow(request.uid, unread or None)
     matching = policies.index.for_job(
         c.TRAINJOB, request.namespace or str((obj.get("metadata") or {}).get("namespace", ""))
     )
     resolved, _ = resolve(obj, facts.runtime)
     if not matching or resolved is None:
-        return AdmissionResponse.allow(request.uid)
+        return AdmissionResponse.allow(request.uid, unread or None)
     verdict = check_trainjob_policies(obj, resolved, matching)
     if verdict.denials:
         return policy_denial(request.uid, verdict, [])
-    return AdmissionResponse.allow(request.uid, verdict.warnings)
+    return AdmissionResponse.allow(request.uid, [*unread, *(verdict.warnings or [])] or None)
 
 
 def _delete_runtime(request: AdmissionRequest, users: Sequence[str]) -> AdmissionResponse:

@@ -6,14 +6,32 @@ The runtime of a TrainJob CREATE is the live one its runtimeRef names (one GET).
 UPDATE is the one it is built from: its runtime snapshot ConfigMap when it has one (one GET),
 else the live runtime (a second GET) — as Trainer's `ValidateObjects` reads the snapshot first
 since kubeflow/trainer#3960 (#3923). An UPDATE that leaves the spec as it was reads nothing:
-it is admitted without a runtime (labels, annotations, finalizers)."""
+it is admitted without a runtime (labels, annotations, finalizers).
+
+Under a runtime with `podGroupPolicy.volcano` it then GETs each PriorityClass the pod templates
+name (`gang.priority_classes_to_check`; one GET per distinct name, the system ones skipped), as
+Trainer's volcano plugin `Validate` does on create and update: a 404 is a missing class; any
+other failure (a 403 under an older chart without the RBAC, the API server unreachable) leaves
+the class unread, which admits with a warning (`validate_trainer`) — the webhook never refuses
+a TrainJob because it could not read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubetrain.api.trainer import constants as c
+from kubetrain.jobs.trainjob import gang
 from kubetrain.jobs.trainjob.children import frozen_runtime, snapshot_name
+from kubetrain.jobs.trainjob.resolve import resolve
+from kubetrain.jobs.trainjob.validate import default_trainjob
 from kubetrain.kube.client import ApiError, KubeClient
-from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
+from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
+    CONFIG_MAPS,
+    PRIORITY_CLASSES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
+)
 from kubetrain.webhook.review import AdmissionRequest
 from kubetrain.webhook.trainer import TrainerFacts, TrainerReader
 
@@ -28,6 +46,21 @@ def _finished(job: dict[str, object]) -> bool:
 
 
 def kube_trainer_reader(client: KubeClient) -> TrainerReader:
+    async def priority_classes(request: AdmissionRequest, runtime: dict[str, Any]) -> TrainerFacts:
+        facts = TrainerFacts(runtime=runtime)
+        resolved, _ = resolve(default_trainjob(request.object or {}), runtime)
+        for name in gang.priority_classes_to_check(resolved) if resolved is not None else []:
+            try:
+                await client.get(PRIORITY_CLASSES, None, name)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    facts.missing_priority_classes.append(name)
+                else:
+                    facts.unread_priority_classes[name] = (
+                        f"{exc.status} {exc.reason}" if exc.status else f"no answer: {exc.reason}"
+                    )
+        return facts
+
     async def snapshot(request: AdmissionRequest) -> dict[str, object] | None:
         old = request.old_object or {}
         name = snapshot_name(str((old.get("metadata") or {}).get("name") or request.name))
@@ -47,7 +80,7 @@ def kube_trainer_reader(client: KubeClient) -> TrainerReader:
                     return TrainerFacts()
                 frozen = await snapshot(request)
                 if frozen is not None:
-                    return TrainerFacts(runtime=frozen)
+                    return await priority_classes(request, frozen)
             ref = ((request.object or {}).get("spec") or {}).get("runtimeRef") or {}
             name = ref.get("name")
             if not name:
@@ -55,14 +88,16 @@ def kube_trainer_reader(client: KubeClient) -> TrainerReader:
             kind = ref.get("kind") or c.CLUSTER_TRAINING_RUNTIME
             try:
                 if kind == c.TRAINING_RUNTIME:
-                    return TrainerFacts(runtime=await client.get(TRAINING_RUNTIMES, request.namespace, name))
-                if kind == c.CLUSTER_TRAINING_RUNTIME:
-                    return TrainerFacts(runtime=await client.get(CLUSTER_TRAINING_RUNTIMES, None, name))
+                    runtime = await client.get(TRAINING_RUNTIMES, request.namespace, name)
+                elif kind == c.CLUSTER_TRAINING_RUNTIME:
+                    runtime = await client.get(CLUSTER_TRAINING_RUNTIMES, None, name)
+                else:
+                    return TrainerFacts()
             except ApiError as exc:
                 if exc.is_not_found:
                     return TrainerFacts()
                 raise
-            return TrainerFacts()
+            return await priority_classes(request, runtime)
         namespace = request.namespace if request.kind == c.TRAINING_RUNTIME else None
         users: list[str] = []
         items, _ = await client.list_all(TRAINJOBS, namespace)

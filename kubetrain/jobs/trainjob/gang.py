@@ -5,7 +5,9 @@ The PodGroup is named after the TrainJob, `minMember` = every pod of every step 
 gang counts every pod), `minResources` = their requests summed; coscheduling passes
 `scheduleTimeoutSeconds` (default 60, Trainer's), volcano `networkTopology`, the pod templates'
 `priorityClassName` and the queue `scheduling.volcano.sh/queue-name` names on the runtime's
-template or a runtimePatch (`runtime_annotations`; an empty one refused, `queue_errors`): the
+template or a runtimePatch (`runtime_annotations`; an empty one refused, `queue_errors`; a
+`priorityClassName` naming no PriorityClass refused, `priority_classes_to_check` and
+`missing_priority_class_errors`, the webhook reading the classes): the
 shape's scheduling policy (`scheduling_of`), from which the planner builds the PodGroup as for
 every job (`operator/jobchildren.py`). Pods get the scheduler's name and decoration (the volcano task is
 the step's name). A policy the operator's gang scheduler does not serve gets no PodGroup (the
@@ -32,6 +34,11 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # Where Trainer's volcano plugin `Validate` reports an empty queue (its field path, as written).
 QUEUE_PATH = f"spec.annotations[{QUEUE_ANNOTATION}]"
 EMPTY_QUEUE = "Volcano queue name must not be empty"  # Trainer's message
+# The two names Trainer's volcano plugin `Validate` does not look up: the API server's own
+# classes (`scheduling.SystemPriorityClasses`), which always exist.
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+# Where Trainer's volcano plugin `Validate` reports a priorityClassName naming no PriorityClass.
+PRIORITY_CLASS_PATH = "spec.templateSpec.priorityClassName"
 
 
 def runtime_annotations(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,6 +76,40 @@ def queue_errors(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> lis
         return []
     hint = "name a queue, or leave the annotation out of the runtime's template and the runtimePatches"
     return [invalid(QUEUE_PATH, f"{EMPTY_QUEUE}: {hint}")]
+
+
+def priority_classes_to_check(resolved: ResolvedTrainJob) -> list[str]:
+    """The PriorityClasses Trainer's volcano plugin `Validate` (pkg/runtime/framework/plugins/
+    volcano/volcano.go) looks up for a TrainJob under a runtime with `podGroupPolicy.volcano`: the
+    `priorityClassName` of each replicated job's pod template (runtimePatches applied), each name
+    once, in order. An empty name is none (the pods get the default priority) and
+    `SYSTEM_PRIORITY_CLASSES` are skipped.
+
+    Decision: every replicated job is checked. Trainer's loop returns at the first system name it
+    meets, so a missing class on a replicated job after it goes unchecked there; kubetrain does
+    not copy that order-dependent gap: those pods would be refused by the API server's Priority
+    admission when created, after the job was admitted."""
+    if (resolved.pod_group_policy or {}).get("volcano") is None:
+        return []
+    names: list[str] = []
+    for step in resolved.steps:
+        name = (step.pod_template.get("spec") or {}).get("priorityClassName")
+        if isinstance(name, str) and name and name not in SYSTEM_PRIORITY_CLASSES and name not in names:
+            names.append(name)
+    return names
+
+
+def missing_priority_class_errors(missing: list[str]) -> list[FieldError]:
+    """Trainer's refusal of each name `priority_classes_to_check` gave that the API server
+    answered 404 for, with its path and message (its `err` is the GET's NotFound)."""
+    return [
+        invalid(
+            PRIORITY_CLASS_PATH,
+            f'"{name}": PriorityClass "{name}" doesn\'t exist: '
+            f'priorityclasses.scheduling.k8s.io "{name}" not found',
+        )
+        for name in missing
+    ]
 
 
 def gang_of(resolved: ResolvedTrainJob, configured: str) -> GangChoice:
