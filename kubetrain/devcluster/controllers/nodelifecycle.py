@@ -14,10 +14,10 @@ simulator when its Node watch shows a change (`NodeTaints`).
   (`markNodeAsReachable`); a node without a Ready condition keeps what it has.
 - `SwapNodeControllerTaint`: taints added carry `timeAdded` (now) and go after the node's others.
 
-Not followed: upstream marks a node's Ready condition Unknown itself when its kubelet stops
-renewing the node's Lease (`--node-monitor-grace-period`); here a node's conditions are what its
-kubelet (or `kubectl patch node --subresource=status`) wrote. The NoExecute tainting is not rate
-limited per zone (`--node-eviction-rate`): it is applied at once.
+A node whose kubelet stops renewing its Lease is marked Unknown by the health monitor
+(`nodehealth.py`); these taints follow from that as from any other write of its conditions.
+Not followed: the NoExecute tainting is not rate limited per zone (`--node-eviction-rate`): it is
+applied at once.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ It talks to any API server through a kubeconfig (devcluster, or a real cluster w
 no kubelets), with plain-dict bodies:
 
 - registers `nodes` Ready Node objects named `<node_prefix>-<i>` if absent, and renews their
-  Leases in `kube-node-lease` every 10 s (so a real node controller keeps them Ready); watches
+  Leases in `kube-node-lease` every 10 s (`heartbeat.py`; so a node controller keeps them Ready); watches
   the Nodes (the scheduler's view of them: labels, taints, cordon, allocatable);
 - watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
   `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
@@ -30,7 +30,8 @@ no kubelets), with plain-dict bodies:
 - finishes graceful deletions like a kubelet: a pod with deletionTimestamp gets its containers
   terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
 - runs kube-controller-manager's taint-eviction controller (`controllers/taintevict.py`) and the
-  node lifecycle controller's taints (`controllers/nodelifecycle.py`) over what it watches;
+  node lifecycle controller's taints (`controllers/nodelifecycle.py`) and health monitor
+  (`controllers/nodehealth.py`: a node without Lease renewal for 50 s goes Unknown) over what it watches;
   `node_controllers=False` on a cluster that runs its own.
 
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
@@ -48,7 +49,10 @@ Test API (each waits, up to `wait_seconds`, for the pod to be Running on a simul
 (exit 0) or Failed, whatever its restartPolicy; `evict(ns, name)` — kubelet eviction: Failed,
 reason Evicted, DisruptionTarget condition; `restart_container(ns, name, exit_code=137,
 container=None)` — an in-place restart (ValueError if the restartPolicy would not restart);
-`wait_for(ns, name, predicate)` / `wait_for_phase(ns, name, phase)`; `pod(ns, name)` (last seen).
+`wait_for(ns, name, predicate)` / `wait_for_phase(ns, name, phase)`; `pod(ns, name)` (last seen);
+`stop_node(name)` — the node's kubelet stops: its Lease is not renewed (the node goes Unknown
+after the grace period) and its pods are no longer advanced (statuses freeze, a deleted pod stays
+Terminating); `start_node(name)` — it is back: posts Ready and carries on (finishes deletions).
 
 Durations run on an injectable `kubetrain.kube.clock.Clock` (tests pass a FakeClock and advance
 it). Start it with `async with PodSimulator(kubeconfig) as sim:` or start()/stop().
@@ -68,14 +72,15 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
+from kubetrain.devcluster.client import RawApi, list_then_watch
 from kubetrain.devcluster.controllers.nodetaints import NodeTaints
 from kubetrain.devcluster.controllers.taintevict import TaintEviction
 from kubetrain.devcluster.kubelet import podstatus, reporter, volumes
 from kubetrain.devcluster.kubelet.behaviour import exit_outcome
 from kubetrain.devcluster.kubelet.binder import FitBinder
 from kubetrain.devcluster.kubelet.git import SimulatedGit
-from kubetrain.devcluster.kubelet.nodes import register_nodes, renew_lease
+from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS, Heartbeats
+from kubetrain.devcluster.kubelet.nodes import register_nodes
 from kubetrain.devcluster.kubelet.reconcile import PodReconciler
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
 from kubetrain.devcluster.kubelet.status import (
@@ -91,8 +96,6 @@ from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 __all__ = ["HEARTBEAT_SECONDS", "TERMINATION_EXIT_CODE", "Key", "PodSimulator", "StatusBuilder"]
 
 log = logging.getLogger(__name__)
-
-HEARTBEAT_SECONDS = 10.0
 
 
 class PodSimulator:
@@ -158,6 +161,7 @@ class PodSimulator:
         # kube-controller-manager's taint-eviction and node lifecycle controllers
         self.evictions = TaintEviction(lambda: self.api, clock, self._pods) if node_controllers else None
         self._node_taints = NodeTaints(lambda: self.api, clock) if node_controllers else None
+        self.heartbeats = Heartbeats(lambda: self.api, clock, self._host_ips, monitor=node_controllers)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -174,7 +178,7 @@ class PodSimulator:
         self._spawn(list_then_watch(self.api, "/api/v1/nodes", self._observe_node, self._relisted_nodes))
         await asyncio.wait_for(self._binder.nodes_synced.wait(), 30)
         self._spawn(list_then_watch(self.api, self._pods_path(), self._observe, self._relisted))
-        self._spawn(self._heartbeat_loop())
+        self._spawn(self.heartbeats.loop(self._retry_unschedulable))
         await asyncio.wait_for(self._synced.wait(), 30)
 
     async def stop(self) -> None:
@@ -206,15 +210,20 @@ class PodSimulator:
 
     # -- nodes ----------------------------------------------------------------------------------
 
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            for name in self.node_names:
-                try:
-                    await renew_lease(self.api, name, self.clock.now())
-                except (TimeoutError, ApiError, OSError) as exc:
-                    log.debug("node lease %s not renewed: %s", name, exc)
-            self._retry_unschedulable()
-            await self.clock.sleep(HEARTBEAT_SECONDS)
+    def stop_node(self, name: str) -> None:
+        """The node's kubelet stops: no Lease renewal, its pods' statuses freeze."""
+        self.heartbeats.stop(name)
+        for key in self._on_node(name):
+            self._timers.cancel(key)
+
+    async def start_node(self, name: str) -> None:
+        """The node's kubelet is back: it posts Ready and carries on with its pods."""
+        await self.heartbeats.start(name)
+        for key in self._on_node(name):
+            self._spawn(self._reconciler.reconcile(key))
+
+    def _on_node(self, name: str) -> list[Key]:
+        return [k for k, p in self._pods.items() if (p.get("spec") or {}).get("nodeName") == name]
 
     async def _relisted_nodes(self, nodes: list[dict[str, Any]]) -> None:
         if self.evictions is not None and self._node_taints is not None:
@@ -261,7 +270,7 @@ class PodSimulator:
             self.evictions.observe_pod(kind, pod)
         async with self._changed:
             self._changed.notify_all()
-        if kind != "DELETED":
+        if kind != "DELETED" and (pod.get("spec") or {}).get("nodeName") not in self.heartbeats.stopped:
             self._spawn(self._reconciler.reconcile(key))
 
     def _retry_unschedulable(self, changed: Key | None = None) -> None:

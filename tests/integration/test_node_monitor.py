@@ -1,0 +1,134 @@
+"""A node whose kubelet stops, end to end on devcluster: the node lifecycle controller's health
+monitor (devcluster/controllers/nodehealth.py) marks it Unknown once its Lease has not been renewed
+for the grace period, the node gets the unreachable taints, and the taint-eviction controller
+deletes the PyTorchJob's worker 300 s later (the DefaultTolerationSeconds toleration). The pod
+stays Terminating, as on a cluster, since no kubelet confirms it stopped; once it is
+force-deleted kubetrain recreates it on another node without counting a restart. The
+simulator's FakeClock is advanced; nothing sleeps for it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.devcluster.controllers.nodehealth import NodeHealthMonitor
+from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS
+from kubetrain.kube.clock import FakeClock
+from kubetrain.kube.resources import NODES, PODS
+
+from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
+    clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
+    async for stack, h in open_stack(simulator_clock=clock):
+        yield stack, h, clock
+
+
+async def ready_of(h: Harness, node: str) -> Obj:
+    current = await h.kube.get(NODES, None, node)
+    return next(c for c in current["status"]["conditions"] if c["type"] == "Ready")
+
+
+async def taints_of(h: Harness, node: str) -> list[tuple[str, str]]:
+    current = await h.kube.get(NODES, None, node)
+    return [(t["key"], t["effect"]) for t in current["spec"].get("taints") or []]
+
+
+async def heartbeats(stack: DevStack, clock: FakeClock, n: int) -> None:
+    """`n` heartbeat periods, one at a time, each until the Lease renewals and the health
+    monitor's pass that follows them are done."""
+    assert stack.simulator is not None and stack.simulator.heartbeats.monitor is not None
+    monitor = stack.simulator.heartbeats.monitor
+    for _ in range(n):
+        done = monitor.passes
+        await clock.advance(HEARTBEAT_SECONDS)
+        await eventually(functools.partial(_more, monitor, done), what="the health monitor's pass")
+
+
+async def _more(monitor: NodeHealthMonitor, done: int) -> bool | None:
+    return True if monitor.passes > done else None
+
+
+async def test_a_stopped_kubelet_makes_the_node_unknown_and_its_worker_is_evicted(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    stack, h, clock = env
+    sim = stack.simulator
+    assert sim is not None
+    ns = await h.namespace("kubelet-lost")
+    manifest = job_manifest("PyTorchJob", "kl", {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
+    await h.create_job(manifest, ns)
+    await h.wait_condition("PyTorchJob", ns, "kl", "Running")
+    worker = await eventually(lambda: h.running_pod(ns, "kl-worker-0"), what="the worker Running")
+    node, uid = worker["spec"]["nodeName"], worker["metadata"]["uid"]
+    others = [n for n in sim.node_names if n != node]
+    try:
+        sim.stop_node(node)
+        await heartbeats(stack, clock, 4)  # 40 s without a renewal: still within the grace period
+        assert (await ready_of(h, node))["status"] == "True"
+        await heartbeats(stack, clock, 3)  # past 50 s
+        assert (await ready_of(h, node))["status"] == "Unknown"
+        ready = await ready_of(h, node)
+        assert ready["reason"] == "NodeStatusUnknown"
+        assert ready["message"] == "Kubelet stopped posting node status."
+        for other in others:  # their kubelets kept renewing
+            assert (await ready_of(h, other))["status"] == "True"
+        await eventually(
+            lambda: _tainted(h, node),
+            what="the unreachable taints",
+        )
+        evictions = sim.evictions
+        assert evictions is not None
+        due = await eventually(lambda: _due(evictions.pending, (ns, "kl-worker-0")), what="eviction planned")
+        await clock.advance(due - clock.monotonic())
+        terminating = await eventually(lambda: _terminating(h, ns, "kl-worker-0"), what="the worker deleted")
+        assert terminating["metadata"]["uid"] == uid
+        disrupted = next(c for c in terminating["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        assert (disrupted["status"], disrupted["reason"]) == ("True", "DeletionByTaintManager")
+        # no kubelet confirms the pod stopped: it stays Terminating, its status as last posted
+        await heartbeats(stack, clock, 3)
+        still = await h.pod(ns, "kl-worker-0")
+        assert still is not None and still["metadata"]["uid"] == uid
+        assert still["status"]["phase"] == "Running"
+        # what an operator does for a pod on a lost node: force-delete it
+        await h.kube.delete(PODS, ns, "kl-worker-0", grace_period_seconds=0)
+        recreated = await h.wait_recreated(ns, "kl-worker-0", uid)
+        assert recreated["spec"]["nodeName"] in others  # unreachable:NoSchedule keeps it away
+        job = await h.wait_condition("PyTorchJob", ns, "kl", "Running")
+        assert replica_status(job, "Worker").get("restarts", 0) == 0  # backoffLimit 0 not spent
+    finally:
+        await sim.start_node(node)
+    await eventually(lambda: _ready_untainted(h, node), what="the node Ready again, untainted")
+
+
+async def _tainted(h: Harness, node: str) -> bool | None:
+    taints = await taints_of(h, node)
+    key = "node.kubernetes.io/unreachable"
+    wanted = [(key, "NoSchedule"), (key, "NoExecute")]
+    return True if sorted(taints) == sorted(wanted) else None
+
+
+async def _due(pending: dict[tuple[str, str], float], key: tuple[str, str]) -> float | None:
+    return pending.get(key)
+
+
+async def _terminating(h: Harness, ns: str, name: str) -> Obj | None:
+    pod = await h.pod(ns, name)
+    return pod if pod is not None and pod["metadata"].get("deletionTimestamp") else None
+
+
+async def _ready_untainted(h: Harness, node: str) -> bool | None:
+    ready = await ready_of(h, node)
+    return True if ready["status"] == "True" and await taints_of(h, node) == [] else None
