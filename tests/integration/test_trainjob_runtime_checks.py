@@ -50,6 +50,27 @@ def job_setting(name: str, var: str, *, suspend: bool) -> Obj:
     return job
 
 
+async def changed_before_the_snapshot(stack: DevStack, h: Harness, ns: str, rule: Any) -> None:
+    """Change runtime `rt` of `ns` to JAX while the snapshot's create is refused (`rule`), and let
+    the snapshot be written only once the operator's runtime cache holds the change — the
+    controller reads runtimes from its informer, so clearing the fault sooner could let a retry
+    snapshot the runtime as it was."""
+    try:
+        await eventually(lambda: rule.fired >= 1, what="the first snapshot create refused")
+        changed = await h.change(TRAINING_RUNTIMES, ns, "rt", to_jax)
+        assert stack.controller is not None
+        cache = stack.controller.cache
+        version = changed["metadata"]["resourceVersion"]
+
+        def seen() -> bool:
+            cached = cache.get(TRAINING_RUNTIMES, ns, "rt")
+            return cached is not None and cached["metadata"]["resourceVersion"] == version
+
+        await eventually(seen, what="the operator to see the runtime changed")
+    finally:
+        h.faults.clear()
+
+
 async def refused(coro: Any) -> str:
     try:
         await coro
@@ -87,18 +108,14 @@ async def test_an_update_is_checked_against_the_snapshot_not_the_edited_runtime(
 async def test_a_runtime_changed_before_the_first_reconcile_fails_the_trainjob_naming_the_field(
     env: tuple[DevStack, Harness],
 ) -> None:
-    _, h = env
+    stack, h = env
     ns = await h.namespace("firstbuild")
     await h.kube.create(TRAINING_RUNTIMES, training_runtime("rt"), namespace=ns)
     # The snapshot cannot be written until the runtime has changed: the first reconcile that
     # builds the TrainJob does so from a runtime its admission never saw.
     rule = h.faults.fail(verb="create", resource="configmaps", namespace=ns, count=10**6)
-    try:
-        await h.kube.create(TRAINJOBS, job_setting("late", "JAX_PROCESS_ID", suspend=False), namespace=ns)
-        await eventually(lambda: rule.fired >= 1, what="the first snapshot create refused")
-        await h.change(TRAINING_RUNTIMES, ns, "rt", to_jax)
-    finally:
-        h.faults.clear()
+    await h.kube.create(TRAINJOBS, job_setting("late", "JAX_PROCESS_ID", suspend=False), namespace=ns)
+    await changed_before_the_snapshot(stack, h, ns, rule)
     tj = await wait_condition(h, ns, "late", "Failed")
     [failed] = [x for x in tj["status"]["conditions"] if x["type"] == "Failed"]
     assert failed["reason"] == c.REASON_RUNTIME_NOT_SUPPORTED
@@ -111,16 +128,12 @@ async def test_a_runtime_changed_before_the_first_reconcile_fails_the_trainjob_n
 async def test_a_valid_trainjob_still_runs_from_a_runtime_changed_before_its_first_reconcile(
     env: tuple[DevStack, Harness],
 ) -> None:
-    _, h = env
+    stack, h = env
     ns = await h.namespace("firstok")
     await h.kube.create(TRAINING_RUNTIMES, training_runtime("rt"), namespace=ns)
     rule = h.faults.fail(verb="create", resource="configmaps", namespace=ns, count=10**6)
-    try:
-        await h.kube.create(TRAINJOBS, job_setting("fine", "CUSTOM", suspend=False), namespace=ns)
-        await eventually(lambda: rule.fired >= 1, what="the first snapshot create refused")
-        await h.change(TRAINING_RUNTIMES, ns, "rt", to_jax)
-    finally:
-        h.faults.clear()
+    await h.kube.create(TRAINJOBS, job_setting("fine", "CUSTOM", suspend=False), namespace=ns)
+    await changed_before_the_snapshot(stack, h, ns, rule)
     [pod] = await h.wait_pod_names(ns, "fine", ["fine-node-0-0"])
     assert env_of(pod)["JAX_PROCESS_ID"] == {
         "fieldRef": {
