@@ -13,10 +13,12 @@ name (`gang.priority_classes_to_check`; one GET per distinct name, the system on
 Trainer's volcano plugin `Validate` does on create and update: a 404 is a missing class; any
 other failure (a 403 under an older chart without the RBAC, the API server unreachable) leaves
 the class unread, which admits with a warning (`validate_trainer`) — the webhook never refuses
-a TrainJob because it could not read."""
+a TrainJob because it could not read. The first 403 is also logged, once per reader: the
+operator's logs, not only the user's warning, say the chart's RBAC is missing."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kubetrain.api.trainer import constants as c
@@ -35,6 +37,8 @@ from kubetrain.kube.resources import (
 from kubetrain.webhook.review import AdmissionRequest
 from kubetrain.webhook.trainer import TrainerFacts, TrainerReader
 
+log = logging.getLogger(__name__)
+
 
 def _finished(job: dict[str, object]) -> bool:
     status = job.get("status")
@@ -46,7 +50,10 @@ def _finished(job: dict[str, object]) -> bool:
 
 
 def kube_trainer_reader(client: KubeClient) -> TrainerReader:
+    forbidden_logged = False
+
     async def priority_classes(request: AdmissionRequest, runtime: dict[str, Any]) -> TrainerFacts:
+        nonlocal forbidden_logged
         facts = TrainerFacts(runtime=runtime)
         resolved, _ = resolve(default_trainjob(request.object or {}), runtime)
         for name in gang.priority_classes_to_check(resolved) if resolved is not None else []:
@@ -59,6 +66,15 @@ def kube_trainer_reader(client: KubeClient) -> TrainerReader:
                     facts.unread_priority_classes[name] = (
                         f"{exc.status} {exc.reason}" if exc.status else f"no answer: {exc.reason}"
                     )
+                    if exc.status == 403 and not forbidden_logged:
+                        forbidden_logged = True
+                        log.warning(
+                            "the webhook may not get PriorityClasses (403 %s): TrainJobs under a Volcano "
+                            "runtime are admitted without checking the PriorityClass their pods name; "
+                            "grant get on priorityclasses.scheduling.k8s.io to the webhook's service "
+                            "account (the chart's ClusterRole has it)",
+                            exc.reason,
+                        )
         return facts
 
     async def snapshot(request: AdmissionRequest) -> dict[str, object] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import io
+import logging
 from typing import Any
 
 import pytest
@@ -152,6 +153,19 @@ async def test_the_reader_gets_each_class_and_sorts_404_from_unreadable() -> Non
         ("priorityclasses", "gone"),
         ("priorityclasses", "secret"),
     ]
+
+
+async def test_a_forbidden_read_is_logged_once_per_reader(caplog: pytest.LogCaptureFixture) -> None:
+    """An older chart without the RBAC: the operator's log says so once, not at every review."""
+    kube = FakeKube(runtime({"node": "secret"}), {"secret": 403})
+    reader = kube_trainer_reader(kube)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="kubetrain.webhook.trainerreader"):
+        for _ in range(3):
+            facts = await reader(review_of(trainjob()))
+            assert facts.unread_priority_classes == {"secret": "403 Forbidden"}
+    [record] = [r for r in caplog.records if r.name == "kubetrain.webhook.trainerreader"]
+    message = record.getMessage()
+    assert "403 Forbidden" in message and "priorityclasses.scheduling.k8s.io" in message
 
 
 async def test_an_unreachable_api_server_leaves_the_class_unread_not_missing() -> None:
