@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds.pdbs import (
@@ -109,13 +110,6 @@ def expected_and_desired(spec: Obj, pods: list[Obj], scale_of: ScaleOf) -> tuple
         expected = expected_scale(pods, scale_of)
         return expected, scaled_value(minimum, expected, True)
     return 0, 0
-
-
-def parse_time(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def disrupted_map(pods: list[Obj], status: Obj, now: datetime) -> tuple[dict[str, str], datetime | None]:

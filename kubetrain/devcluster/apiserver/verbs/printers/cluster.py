@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.verbs.printers.common import (
     AGE,
@@ -18,7 +19,6 @@ from kubetrain.devcluster.apiserver.verbs.printers.common import (
     field,
     items,
     name,
-    parse_time,
     quantity,
 )
 

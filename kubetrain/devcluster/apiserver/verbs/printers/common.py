@@ -5,9 +5,10 @@ helpers of kube-apiserver's printers (k8s.io/kubernetes pkg/printers/internalver
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 from kubetrain.devcluster.apiserver.base.types import Obj
 
@@ -51,17 +52,6 @@ def human_duration(seconds: float) -> str:
     if d < 365 * 8:
         return f"{d // 365}y{d % 365}d" if d % 365 else f"{d // 365}y"
     return f"{d // 365}y"
-
-
-def parse_time(ts: Any) -> datetime | None:
-    """An RFC 3339 timestamp (`metav1.Time`, or `MicroTime` with its fraction), None if unset."""
-    if not isinstance(ts, str) or not ts:
-        return None
-    try:
-        when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def since(ts: Any, now: datetime) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.verbs.printers.common import (
     AGE,
@@ -40,7 +41,6 @@ from kubetrain.devcluster.apiserver.verbs.printers.common import (
     field,
     human_duration,
     items,
-    parse_time,
 )
 
 COLUMNS = [
