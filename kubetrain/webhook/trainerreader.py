@@ -55,6 +55,8 @@ def kube_trainer_reader(client: KubeClient) -> TrainerReader:
     async def priority_classes(request: AdmissionRequest, runtime: dict[str, Any]) -> TrainerFacts:
         nonlocal forbidden_logged
         facts = TrainerFacts(runtime=runtime)
+        if not gang.checks_priority_classes(runtime):
+            return facts  # most runtimes: no second `resolve` of the job beside validation's
         resolved, _ = resolve(default_trainjob(request.object or {}), runtime)
         for name in gang.priority_classes_to_check(resolved) if resolved is not None else []:
             try:

@@ -78,6 +78,13 @@ def queue_errors(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> lis
     return [invalid(QUEUE_PATH, f"{EMPTY_QUEUE}: {hint}")]
 
 
+def checks_priority_classes(runtime: Mapping[str, Any]) -> bool:
+    """Whether a TrainJob of `runtime` has PriorityClasses to check: its `podGroupPolicy` is
+    Volcano's (the runtime's own field, which runtime patches do not change)."""
+    policy = (runtime.get("spec") or {}).get("podGroupPolicy") or {}
+    return isinstance(policy, Mapping) and policy.get("volcano") is not None
+
+
 def priority_classes_to_check(resolved: ResolvedTrainJob) -> list[str]:
     """The PriorityClasses Trainer's volcano plugin `Validate` (pkg/runtime/framework/plugins/
     volcano/volcano.go) looks up for a TrainJob under a runtime with `podGroupPolicy.volcano`: the
