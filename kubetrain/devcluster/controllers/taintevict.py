@@ -21,11 +21,11 @@ a cancel (its deletion, or its node losing the taints) clears it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubetrain.devcluster.apiserver.base.background import cancel_all
 from kubetrain.devcluster.client import ApiError, RawApi
 from kubetrain.devcluster.controllers import noexecute
 from kubetrain.devcluster.controllers.noexecute import Work
@@ -55,12 +55,7 @@ class TaintEviction:
         return {k: w.fire_at for k, w in self._work.items() if w is not None}
 
     async def stop(self) -> None:
-        tasks = [*self._timers.values(), *self._running]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all([*self._timers.values(), *self._running])
         self._timers.clear()
         self._running.clear()
 

@@ -37,13 +37,13 @@ CRDs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
+from kubetrain.devcluster.apiserver.base.background import cancel_all
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.gang.crds import SCHEDULER_PLUGINS, VOLCANO, podgroup_crd
 from kubetrain.devcluster.gang.phases import (
@@ -136,12 +136,7 @@ class GangSchedulerSimulator:
             await asyncio.wait_for(event.wait(), 30)
 
     async def stop(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all(self._tasks)
         self._tasks.clear()
         if self._api is not None:
             await self._api.close()

@@ -68,11 +68,11 @@ and Lease heartbeats; `kubetrain.devcluster.client` is the raw API client.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable
 from typing import Any
 
+from kubetrain.devcluster.apiserver.base.background import cancel_all
 from kubetrain.devcluster.client import RawApi, list_then_watch
 from kubetrain.devcluster.controllers.nodetaints import NodeTaints
 from kubetrain.devcluster.controllers.taintevict import TaintEviction
@@ -182,12 +182,7 @@ class PodSimulator(PodTestApi):
         await asyncio.wait_for(self._synced.wait(), 30)
 
     async def stop(self) -> None:
-        tasks = list(self._tasks) + self._timers.tasks()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all([*self._tasks, *self._timers.tasks()])
         self._tasks.clear()
         self._timers.clear()
         if self.evictions is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 
@@ -35,3 +35,14 @@ async def every(seconds: float, tick: Callable[[], object]) -> None:
     while True:
         await asyncio.sleep(seconds)
         tick()
+
+
+async def cancel_all(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel every task, then wait for each to end; what a task raised on its way out is not
+    the stopper's concern (an owner's `stop()` of the tasks it spawned)."""
+    pending = list(tasks)
+    for task in pending:
+        task.cancel()
+    for task in pending:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
