@@ -14,7 +14,7 @@ from kubetrain.devcluster.apiserver.kinds import meta
 from kubetrain.devcluster.apiserver.kinds.pdbs import pdb_causes, selects
 from kubetrain.devcluster.apiserver.kinds.resources import BUILTINS
 from kubetrain.devcluster.apiserver.verbs.printers import columns_and_rows
-from kubetrain.devcluster.controllers.disruption import (
+from kubetrain.devcluster.controllers.disruptionstatus import (
     SyncError,
     expected_and_desired,
     new_status,
