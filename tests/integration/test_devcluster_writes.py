@@ -306,3 +306,60 @@ async def test_scale_writes_are_admitted_as_scales(
     assert request["object"]["metadata"]["name"] == "w"
     obj = await custom.get_namespaced_custom_object("example.com", "v1", NS, "scalers", "w")
     assert obj["spec"]["replicas"] == 5
+
+
+async def test_an_eviction_is_admitted_as_a_create_of_pods_eviction_not_as_a_delete(
+    devcluster: DevCluster, api: Any, webhook: tuple[str, bytes, list[dict[str, Any]]]
+) -> None:
+    """kube-apiserver admits POST pods/{name}/eviction as a CREATE of the `eviction` subresource
+    with a policy/v1 Eviction, and deletes the pod without admitting a DELETE (eviction.go
+    `EvictionREST.Create`: `createValidation`, then `rest.ValidateAllObjectFunc`): a webhook
+    that polices evictions must see them, one that polices pod deletions must not."""
+    url, ca, seen = webhook
+    config = _config("ValidatingWebhookConfiguration", url + "/validate", ca)
+    config["webhooks"][0]["rules"] = [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/eviction"]},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]},
+    ]
+    await client.AdmissionregistrationV1Api(api).create_validating_webhook_configuration(config)
+    v1 = client.CoreV1Api(api)
+    for name in ("victim", "bad-victim"):
+        await v1.create_namespaced_pod(NS, pod(name))
+
+    def evict(name: str | None) -> Any:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
+        return v1.create_namespaced_pod_eviction("victim" if name is None else name, NS, body)
+
+    await evict("victim")
+    (request,) = seen
+    assert request["operation"] == "CREATE" and request["subResource"] == "eviction"
+    assert request["kind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert request["resource"] == {"group": "", "version": "v1", "resource": "pods"}
+    assert request["name"] == "victim" and request["namespace"] == NS
+    assert request["object"]["kind"] == "Eviction" and request["object"]["metadata"]["name"] == "victim"
+    gone = devcluster.get_object("pods", NS, "victim")
+    assert gone is None or gone["metadata"].get("deletionTimestamp")
+
+    seen.clear()
+    with pytest.raises(ApiException) as denied:
+        await evict("bad-victim")
+    assert denied.value.status == 403
+    assert [r["subResource"] for r in seen] == ["eviction"]
+    kept = devcluster.get_object("pods", NS, "bad-victim")
+    assert kept is not None and not kept["metadata"].get("deletionTimestamp")
+    conditions = (kept.get("status") or {}).get("conditions") or []
+    assert not any(c["type"] == "DisruptionTarget" for c in conditions)
+
+    # an Eviction must name its pod, as the URL does
+    seen.clear()
+    with pytest.raises(ApiException) as unnamed:
+        await evict(None)
+    assert unnamed.value.status == 400
+    assert json.loads(unnamed.value.body)["message"] == "name in URL does not match name in Eviction object"
+    assert seen == []
+
+    # a plain DELETE is admitted as one
+    with pytest.raises(ApiException) as refused:
+        await v1.delete_namespaced_pod("bad-victim", NS)
+    assert refused.value.status == 403
+    assert [(r["operation"], r.get("subResource")) for r in seen] == [("DELETE", None)]

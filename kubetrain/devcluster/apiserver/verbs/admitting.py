@@ -54,8 +54,11 @@ async def admit(
     obj: Obj | None,
     old: Obj | None,
     options: Obj | None = None,
+    kind: tuple[str, str, str] | None = None,
 ) -> tuple[Obj | None, list[str]]:
-    """Run the mutating or validating webhooks; raise the client's error on a denial."""
+    """Run the mutating or validating webhooks; raise the client's error on a denial. `kind` is
+    the object's when it is not the resource's own (a subresource's, e.g. pods/eviction's
+    policy/v1 Eviction)."""
     if t.rt.key in WEBHOOK_KEYS:
         return obj, []
     configs = list(store.items(WEBHOOK_KEYS[0] if phase == "mutating" else WEBHOOK_KEYS[1]))
@@ -70,7 +73,7 @@ async def admit(
         version=t.version,
         resource=t.rt.resource,
         subresource=t.subresource,
-        kind=scales.SCALE_KIND if scale else (t.rt.group, t.version, t.rt.kind),
+        kind=scales.SCALE_KIND if scale else kind or (t.rt.group, t.version, t.rt.kind),
         namespace=t.namespace,
         name=(subject or {}).get("metadata", {}).get("name", t.name),
         obj=view(obj),
@@ -101,7 +104,7 @@ async def admit(
         # The patched object is decoded into the Go type without strictness (k8s.io/apiserver
         # admission/plugin/webhook/mutating dispatcher.go `callAttrMutatingHook`): what a
         # webhook added that the kind does not have is dropped silently.
-        builtinschema.unknown_fields(t.rt.group, t.version, t.rt.kind, outcome.obj)
+        builtinschema.unknown_fields(*(kind or (t.rt.group, t.version, t.rt.kind)), outcome.obj)
     return (outcome.obj if obj is not None else obj), outcome.warnings
 
 

@@ -100,9 +100,10 @@ class ApiServer:
         obj: Obj | None,
         old: Obj | None,
         options: Obj | None = None,
+        kind: tuple[str, str, str] | None = None,
     ) -> tuple[Obj | None, list[str]]:
         """The mutating or validating webhooks (admitting.py); raises the client's error on a denial."""
-        return await admitting.admit(self.store, self.admission, phase, t, operation, obj, old, options)
+        return await admitting.admit(self.store, self.admission, phase, t, operation, obj, old, options, kind)
 
     # ---- create ------------------------------------------------------------------------------
     async def create(self, t: Target, body: Any) -> Result:

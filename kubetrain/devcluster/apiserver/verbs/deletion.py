@@ -53,7 +53,10 @@ def _grace(t: Target, obj: Obj, options: dict[str, Any]) -> int:
     return grace
 
 
-async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None) -> Result:
+async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None, admission: bool = True) -> Result:
+    """DELETE one object. `admission` false: a delete another verb makes, which the validating
+    webhooks do not see as a DELETE (pods/eviction, whose CREATE they saw instead; eviction.go
+    deletes with `rest.ValidateAllObjectFunc`)."""
     options = dict(options or {})
     priority.check_delete(t)
     old = api.current(t)
@@ -88,14 +91,15 @@ async def delete(api: ApiServer, t: Target, options: dict[str, Any] | None) -> R
         )
     if orphan is not None:
         policy = "Orphan" if orphan else "Background"
-    await api.admit(
-        "validating",
-        t,
-        "DELETE",
-        None,
-        old,
-        {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options},
-    )
+    if admission:
+        await api.admit(
+            "validating",
+            t,
+            "DELETE",
+            None,
+            old,
+            {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **options},
+        )
     grace = _grace(t, old, options)
     finalizers = list(md.get("finalizers") or [])
     if policy == "Foreground" and FOREGROUND not in finalizers:

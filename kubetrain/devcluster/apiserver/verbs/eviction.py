@@ -22,6 +22,9 @@
    DisruptionTarget=True, reason EvictionByEvictionAPI, message "Eviction API: evicting"
    (PodDisruptionConditions, GA), written as a status update.
 
+The webhooks saw the request before (subresources.py: a CREATE of pods/eviction); the deletion
+here is not admitted again as a DELETE.
+
 The disruption controller (controllers/disruption.py) keeps the budgets' status up to date.
 Upstream retries a conflicting budget write up to 20 times; here a write and the check before it
 happen without yielding, so they cannot conflict.
@@ -179,7 +182,7 @@ async def add_condition_and_delete(api: ApiServer, t: Target, options: Obj) -> N
         if not _rv_unset(options):
             options = _with_resource_version(options, updated["metadata"]["resourceVersion"])
     target = Target(t.rt, t.version, t.namespace, t.name, dry_run=t.dry_run, user=t.user)
-    await deletion.delete(api, target, options)
+    await deletion.delete(api, target, options, admission=False)
 
 
 def pdbs_for(api: ApiServer, pod: Obj) -> list[Obj]:

@@ -63,12 +63,17 @@ async def bind(api: ApiServer, t: Target, body: Any) -> Result:
 
 async def evict(api: ApiServer, t: Target, body: Any) -> Result:
     """POST pods/{name}/eviction: the pod deleted with the eviction's delete options when its
-    PodDisruptionBudget allows it (eviction.py); `metadata.name`, when given, must be the pod's
-    (eviction.go: "name in URL does not match name in Eviction object")."""
+    PodDisruptionBudget allows it (eviction.py). As kube-apiserver's handler and
+    `EvictionREST.Create` do, in that order: the mutating webhooks see the Eviction (a CREATE of
+    pods/eviction); its `metadata.name` must be the pod's ("name in URL does not match name in
+    Eviction object", also when it has none); the request's and the delete options' dry runs must
+    agree; the validating webhooks see it; then the eviction. The pod's deletion that follows is
+    not admitted again as a DELETE (eviction.go deletes with `rest.ValidateAllObjectFunc`)."""
     warnings = _decoded(t, EVICTION_KIND, body)
-    eviction_body = body if isinstance(body, dict) else {}
-    named = (eviction_body.get("metadata") or {}).get("name")
-    if named is not None and named != t.name:
+    obj = _eviction_object(t, body)
+    mutated, admitted = await api.admit("mutating", t, "CREATE", obj, None, kind=EVICTION_KIND)
+    eviction_body = mutated if mutated is not None else obj
+    if (eviction_body.get("metadata") or {}).get("name") != t.name:
         raise errors.bad_request("name in URL does not match name in Eviction object")
     options = dict(eviction_body.get("deleteOptions") or {})
     # eviction.go `propagateDryRun`: the request's dryRun and the delete options' must agree
@@ -78,10 +83,22 @@ async def evict(api: ApiServer, t: Target, body: Any) -> Result:
             f"Non-matching dry-run options in request and content: [All] and [{' '.join(map(str, content))}]"
         )
     t = dataclasses.replace(t, dry_run=t.dry_run or bool(content))
+    _, more = await api.admit("validating", t, "CREATE", eviction_body, None, kind=EVICTION_KIND)
+    warnings = warnings + admitted + more
     failure = await eviction.evict(api, t, options)
     if failure is not None:
         return Result(int(failure["code"]), failure, warnings)
     return Result(201, _success(201), warnings)
+
+
+def _eviction_object(t: Target, body: Any) -> Obj:
+    """The Eviction the webhooks see: the body as policy/v1 (v1beta1's has the same fields), in
+    the request's namespace."""
+    obj = copy.deepcopy(body) if isinstance(body, dict) else {}
+    obj["apiVersion"], obj["kind"] = "policy/v1", "Eviction"
+    metadata = obj.get("metadata")
+    obj["metadata"] = {**(metadata if isinstance(metadata, dict) else {}), "namespace": t.namespace}
+    return obj
 
 
 def _decoded(t: Target, kind: tuple[str, str, str], body: Any) -> list[str]:
