@@ -363,3 +363,28 @@ async def test_an_eviction_is_admitted_as_a_create_of_pods_eviction_not_as_a_del
         await v1.delete_namespaced_pod("bad-victim", NS)
     assert refused.value.status == 403
     assert [(r["operation"], r.get("subResource")) for r in seen] == [("DELETE", None)]
+
+
+async def test_a_binding_is_admitted_as_a_create_of_pods_binding(
+    devcluster: DevCluster, api: Any, webhook: tuple[str, bytes, list[dict[str, Any]]]
+) -> None:
+    """kube-apiserver admits POST pods/{name}/binding as a CREATE of the `binding` subresource with
+    the v1 Binding: a denial leaves the pod unbound."""
+    url, ca, seen = webhook
+    config = _config("ValidatingWebhookConfiguration", url + "/validate", ca)
+    config["webhooks"][0]["rules"] = [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}
+    ]
+    await client.AdmissionregistrationV1Api(api).create_validating_webhook_configuration(config)
+    v1 = client.CoreV1Api(api)
+    for name in ("placed", "bad-placed"):
+        await v1.create_namespaced_pod(NS, pod(name))
+        body = {"metadata": {"name": name}, "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+        await v1.create_namespaced_pod_binding(name, NS, body, _preload_content=False)
+    placed, refused = seen
+    assert placed["kind"] == {"group": "", "version": "v1", "kind": "Binding"}
+    assert placed["operation"] == "CREATE" and placed["subResource"] == "binding"
+    assert placed["object"]["target"]["name"] == "node-1" and placed["name"] == "placed"
+    assert refused["name"] == "bad-placed"
+    assert (await v1.read_namespaced_pod("placed", NS)).spec.node_name == "node-1"
+    assert (await v1.read_namespaced_pod("bad-placed", NS)).spec.node_name is None

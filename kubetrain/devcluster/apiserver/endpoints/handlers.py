@@ -259,7 +259,7 @@ class Handlers:
                 t.field_validation,
                 duplicates=t.duplicates,
             )
-            return await subresources.bind(api, pod_target, body)
+            return await subresources.bind(api, pod_target, body, admitted_as=t)
         if sub == "eviction" and verb == "create":
             return await subresources.evict(api, t, await self._body(request))
         if sub == "scale":

@@ -7,7 +7,8 @@ import dataclasses
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
-from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
+from kubetrain.devcluster.apiserver.kinds import meta
 from kubetrain.devcluster.apiserver.kinds.scales import SCALE_KIND, scale_of, set_path, spec_replicas_path
 from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
@@ -22,43 +23,85 @@ def _success(code: int) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
 
 
-async def bind(api: ApiServer, t: Target, body: Any) -> Result:
-    """POST pods/{name}/binding: set spec.nodeName of an unbound pod."""
+async def bind(api: ApiServer, t: Target, body: Any, admitted_as: Target | None = None) -> Result:
+    """POST pods/{name}/binding (or `bindings`, admitted as `admitted_as`): set spec.nodeName of an
+    unbound pod, as kube-apiserver's handler and `BindingREST.Create` do, in that order: the
+    mutating webhooks see the Binding (a CREATE of pods/binding); its `metadata.name` must be the
+    pod's; `target.name` is required; the validating webhooks see it; then `setPodNodeAndMetadata`
+    under the Binding's `metadata.uid`/`resourceVersion` preconditions (what kube-scheduler sends:
+    a pod deleted and recreated under the same name is not bound for the old one): a pod being
+    deleted, already bound or with scheduling gates is a 409 on `pods/binding`; the Binding's
+    annotations are merged into the pod's; `PodScheduled` becomes True (its transition time now)."""
     warnings = _decoded(t, BINDING_KIND, body)
-    pod = api.current(t)
-    target = (body or {}).get("target") or {}
+    admission = admitted_as or t
+    obj = _subresource_object(t, body, "v1", "Binding")
+    mutated, admitted = await api.admit("mutating", admission, "CREATE", obj, None, kind=BINDING_KIND)
+    binding = mutated if mutated is not None else obj
+    if (binding.get("metadata") or {}).get("name") != t.name:
+        raise errors.bad_request("name in URL does not match name in Binding object")
+    target = binding.get("target") or {}
     node = target.get("name")
     if not node:
         raise errors.invalid(
             "Binding", "", t.name, [errors.Cause("FieldValueRequired", "Required value", "target.name")]
         )
+    _, more = await api.admit("validating", admission, "CREATE", binding, None, kind=BINDING_KIND)
+    warnings = warnings + admitted + more
+    pod = api.current(t)
+    _check_preconditions(t, pod, binding.get("metadata") or {})
+    pod_binding = GroupResource("", "pods/binding")
     if pod["metadata"].get("deletionTimestamp"):
-        raise errors.conflict(t.rt.gr, t.name, f"pod {t.name} is being deleted, cannot be assigned to a host")
-    if (pod.get("spec") or {}).get("nodeName"):
-        raise errors.ApiError(
-            409,
-            "Conflict",
-            f'Operation cannot be fulfilled on pods/binding "{t.name}": pod '
-            f'{t.name} is already assigned to node "{pod["spec"]["nodeName"]}"',
-            {"name": t.name, "kind": "pods/binding"},
+        raise errors.conflict(
+            pod_binding, t.name, f"pod {t.name} is being deleted, cannot be assigned to a host"
         )
+    if (pod.get("spec") or {}).get("nodeName"):
+        raise errors.conflict(
+            pod_binding, t.name, f'pod {t.name} is already assigned to node "{pod["spec"]["nodeName"]}"'
+        )
+    if (pod.get("spec") or {}).get("schedulingGates"):
+        raise errors.conflict(pod_binding, t.name, f"pod {t.name} has non-empty .spec.schedulingGates")
     new = copy.deepcopy(pod)
     new["spec"]["nodeName"] = node
-    conditions = [
-        c for c in new.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"
-    ]
-    conditions.append(
-        {
-            "type": "PodScheduled",
-            "status": "True",
-            "lastProbeTime": None,
-            "lastTransitionTime": new["metadata"]["creationTimestamp"],
-        }
-    )
-    new["status"]["conditions"] = conditions
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    if annotations:
+        new["metadata"]["annotations"] = {**(new["metadata"].get("annotations") or {}), **annotations}
+    _set_scheduled(new, meta.timestamp(api.clock()))
     if not t.dry_run:
         api.commit(t.rt, new, pod["metadata"]["resourceVersion"])
     return Result(201, _success(201), warnings)
+
+
+def _check_preconditions(t: Target, pod: Obj, binding_meta: Obj) -> None:
+    """The storage layer's `Preconditions.Check` on the Binding's uid and resourceVersion, its
+    error made a 409 on `pods` (`assignPod`: storeerr.InterpretUpdateError)."""
+    md = pod["metadata"]
+    for field, name in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        wanted = binding_meta.get(field)
+        if wanted and wanted != md.get(field):
+            raise errors.conflict(
+                GroupResource("", "pods"),
+                t.name,
+                f"StorageError: invalid object, Code: 4, Key: /registry/pods/{t.namespace}/{t.name}, "
+                f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {name} in precondition: "
+                f"{wanted}, {name} in object meta: {md.get(field, '')}",
+            )
+
+
+def _set_scheduled(pod: Obj, now: str) -> None:
+    """podutil `UpdatePodCondition` with PodScheduled=True: the transition time moves only when
+    the status changes."""
+    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+    for condition in conditions:
+        if condition.get("type") == "PodScheduled":
+            if condition.get("status") != "True":
+                condition["lastTransitionTime"] = now
+            condition.update(status="True", lastProbeTime=None)
+            condition.pop("reason", None)
+            condition.pop("message", None)
+            return
+    conditions.append(
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+    )
 
 
 async def evict(api: ApiServer, t: Target, body: Any) -> Result:
@@ -70,7 +113,7 @@ async def evict(api: ApiServer, t: Target, body: Any) -> Result:
     agree; the validating webhooks see it; then the eviction. The pod's deletion that follows is
     not admitted again as a DELETE (eviction.go deletes with `rest.ValidateAllObjectFunc`)."""
     warnings = _decoded(t, EVICTION_KIND, body)
-    obj = _eviction_object(t, body)
+    obj = _subresource_object(t, body, "policy/v1", "Eviction")
     mutated, admitted = await api.admit("mutating", t, "CREATE", obj, None, kind=EVICTION_KIND)
     eviction_body = mutated if mutated is not None else obj
     if (eviction_body.get("metadata") or {}).get("name") != t.name:
@@ -91,11 +134,11 @@ async def evict(api: ApiServer, t: Target, body: Any) -> Result:
     return Result(201, _success(201), warnings)
 
 
-def _eviction_object(t: Target, body: Any) -> Obj:
-    """The Eviction the webhooks see: the body as policy/v1 (v1beta1's has the same fields), in
-    the request's namespace."""
+def _subresource_object(t: Target, body: Any, api_version: str, kind: str) -> Obj:
+    """The object the webhooks see: the body as `api_version` (an Eviction's v1beta1 has the same
+    fields), in the request's namespace."""
     obj = copy.deepcopy(body) if isinstance(body, dict) else {}
-    obj["apiVersion"], obj["kind"] = "policy/v1", "Eviction"
+    obj["apiVersion"], obj["kind"] = api_version, kind
     metadata = obj.get("metadata")
     obj["metadata"] = {**(metadata if isinstance(metadata, dict) else {}), "namespace": t.namespace}
     return obj
