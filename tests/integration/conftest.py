@@ -2,7 +2,8 @@
 
 - `kube`: a `kubetrain.kube.client.KubeClient` on the devcluster (no rate limit).
 - `raw`: the raw API client the simulated kubelet and gang scheduler use, on the devcluster.
-- `clock`: a `FakeClock` for a pod simulator the test drives.
+- `clock`: a `FakeClock` for a pod simulator the test drives; `wall`: one for devcluster itself
+  (a module passes it in `devcluster_options`).
 - `env`: one started DevStack (devcluster, CRDs, webhooks, controller, pod simulator) and a
   `Harness` on it, shared by the tests of a module; a module that needs other DevStack options
   overrides `env` with its own `open_stack(...)`.
@@ -39,6 +40,13 @@ async def raw(devcluster: DevCluster) -> AsyncIterator[RawApi]:
 
 @pytest.fixture
 def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def wall() -> FakeClock:
+    """devcluster's own clock, for a module whose `devcluster_options` passes `{"clock": wall.now}`:
+    creation and transition times, token and Event expiry."""
     return FakeClock()
 
 

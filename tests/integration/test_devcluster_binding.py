@@ -18,11 +18,6 @@ PODS = "/api/v1/namespaces/default/pods"
 
 
 @pytest.fixture
-def wall() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def devcluster_options(wall: FakeClock) -> dict[str, Any]:
     return {"clock": wall.now}
 

@@ -22,11 +22,6 @@ EVENTS_K8S_IO = "/apis/events.k8s.io/v1/namespaces/default/events"
 
 
 @pytest.fixture
-def wall() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def devcluster_options(wall: FakeClock) -> dict[str, Any]:
     return {"clock": wall.now, "event_ttl": TTL}
 

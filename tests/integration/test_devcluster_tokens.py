@@ -19,11 +19,6 @@ POD_UID = "authentication.kubernetes.io/pod-uid"
 
 
 @pytest.fixture
-def wall() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def devcluster_options(wall: FakeClock) -> dict[str, Any]:
     return {"clock": wall.now}
 
