@@ -2,14 +2,16 @@
 monitor (devcluster/controllers/nodehealth.py) marks it Unknown once its Lease has not been renewed
 for the grace period, the node gets the unreachable taints, and the taint-eviction controller
 deletes the PyTorchJob's worker 300 s later (the DefaultTolerationSeconds toleration). The pod
-stays Terminating, as on a cluster, since no kubelet confirms it stopped; once it is
-force-deleted kubetrain recreates it on another node without counting a restart. The
+stays Terminating, as on a cluster, since no kubelet confirms it stopped — until the node is
+given the `node.kubernetes.io/out-of-service` taint (kubernetes.io's non-graceful node shutdown
+procedure): the pod garbage collector (devcluster/controllers/podgc.py) then force-deletes it
+at its next pass and kubetrain recreates it on another node without counting a restart. The
 simulator's FakeClock is advanced; nothing sleeps for it."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,9 +20,12 @@ import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.controllers.nodehealth import NodeHealthMonitor
+from kubetrain.devcluster.controllers.podgc import PodGC
+from kubetrain.devcluster.controllers.podgcplan import GC_CHECK_PERIOD
 from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS
+from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
-from kubetrain.kube.resources import NODES, PODS
+from kubetrain.kube.resources import NODES
 
 from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
 
@@ -57,8 +62,44 @@ async def heartbeats(stack: DevStack, clock: FakeClock, n: int) -> None:
         await eventually(functools.partial(_more, monitor, done), what="the health monitor's pass")
 
 
-async def _more(monitor: NodeHealthMonitor, done: int) -> bool | None:
+async def _more(monitor: NodeHealthMonitor | PodGC, done: int) -> bool | None:
     return True if monitor.passes > done else None
+
+
+async def gc_pass(stack: DevStack, clock: FakeClock) -> None:
+    """One pod GC period, until the pass that follows it is done."""
+    assert stack.simulator is not None and stack.simulator.pod_gc is not None
+    gc = stack.simulator.pod_gc
+    done = gc.passes
+    await clock.advance(GC_CHECK_PERIOD)
+    await eventually(functools.partial(_more, gc, done), what="the pod GC's pass")
+
+
+OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+
+
+async def edit_node(h: Harness, name: str, edit: Callable[[Obj], None]) -> None:
+    """Replace the Node with `edit` applied to its latest version, read again after a conflict
+    (the node controllers write it too)."""
+    for _ in range(20):
+        node = await h.kube.get(NODES, None, name)
+        edit(node)
+        try:
+            await h.kube.replace(NODES, node)
+            return
+        except ApiError as err:
+            if not err.is_conflict:
+                raise
+    raise AssertionError(f"node {name}: 20 conflicts in a row")
+
+
+def _add_out_of_service(node: Obj) -> None:
+    node["spec"]["taints"] = [*(node["spec"].get("taints") or []), OUT_OF_SERVICE]
+
+
+def _remove_out_of_service(node: Obj) -> None:
+    taints = [t for t in node["spec"].get("taints") or [] if t["key"] != OUT_OF_SERVICE["key"]]
+    node["spec"]["taints"] = taints or None
 
 
 async def test_a_stopped_kubelet_makes_the_node_unknown_and_its_worker_is_evicted(
@@ -97,19 +138,30 @@ async def test_a_stopped_kubelet_makes_the_node_unknown_and_its_worker_is_evicte
         assert terminating["metadata"]["uid"] == uid
         disrupted = next(c for c in terminating["status"]["conditions"] if c["type"] == "DisruptionTarget")
         assert (disrupted["status"], disrupted["reason"]) == ("True", "DeletionByTaintManager")
-        # no kubelet confirms the pod stopped: it stays Terminating, its status as last posted
-        await heartbeats(stack, clock, 3)
+        # no kubelet confirms the pod stopped: it stays Terminating, its status as last posted,
+        # through pod GC passes too (the node is not Ready, but not out of service)
+        await gc_pass(stack, clock)
+        await gc_pass(stack, clock)
         still = await h.pod(ns, "kl-worker-0")
         assert still is not None and still["metadata"]["uid"] == uid
         assert still["status"]["phase"] == "Running"
-        # what an operator does for a pod on a lost node: force-delete it
-        await h.kube.delete(PODS, ns, "kl-worker-0", grace_period_seconds=0)
+        # what an operator does for a node that is shut down for good: mark it out of service
+        gc = sim.pod_gc
+        assert gc is not None
+        before = gc.deleted["out-of-service"]
+        await edit_node(h, node, _add_out_of_service)
+        await gc_pass(stack, clock)  # the pass force-deletes it (its DELETE is done)
+        after = await h.pod(ns, "kl-worker-0")
+        assert after is None or after["metadata"]["uid"] != uid
+        assert gc.deleted["out-of-service"] - before == 1
         recreated = await h.wait_recreated(ns, "kl-worker-0", uid)
         assert recreated["spec"]["nodeName"] in others  # unreachable:NoSchedule keeps it away
         job = await h.wait_condition("PyTorchJob", ns, "kl", "Running")
         assert replica_status(job, "Worker").get("restarts", 0) == 0  # backoffLimit 0 not spent
     finally:
         await sim.start_node(node)
+        # the procedure's last step: the node is back, its out-of-service taint removed
+        await edit_node(h, node, _remove_out_of_service)
     await eventually(lambda: _ready_untainted(h, node), what="the node Ready again, untainted")
 
 

@@ -79,6 +79,7 @@ def test_exitcode_permanent_fails_the_job(code: int) -> None:
         {"reason": "Preempted"},
         {"reason": "NodeLost"},
         {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]},
+        {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC"}]},
     ],
 )
 def test_exitcode_disruption_is_retried_even_with_a_low_exit_code(pod_status: dict[str, Any]) -> None:
@@ -108,6 +109,34 @@ def test_onfailure_evicted_pod_is_recreated() -> None:
     assert sim.is_true("Restarting")
     p2 = sim.step(at(6))
     assert [x["metadata"]["name"] for x in p2.create_pods] == [name]
+
+
+def test_a_pod_failed_by_pod_gc_is_recreated_without_counting_a_restart() -> None:
+    """The pod garbage collector marks the pod of a deleted node Failed with DisruptionTarget
+    (DeletionByPodGC) before force-deleting it: a disruption, as an eviction, so backoffLimit 0
+    still holds."""
+    sim = running_sim(
+        job(
+            "PyTorchJob",
+            {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 1)},
+            name="gc",
+            run_policy={"backoffLimit": 0},
+        )
+    )
+    sim.set_phase("gc-worker-0", "Failed")
+    sim.pods["gc-worker-0"]["status"]["conditions"] = [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "DeletionByPodGC",
+            "message": "PodGC: node no longer exists",
+        }
+    ]
+    p = sim.step(at(5))
+    assert p.delete_pods == ["gc-worker-0"] and not sim.is_true("Failed")
+    p = sim.step(at(6))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["gc-worker-0"]
+    assert sim.restarts("Worker") == 0 and not sim.is_true("Failed")
 
 
 def test_backoff_limit_counts_in_place_restarts() -> None:

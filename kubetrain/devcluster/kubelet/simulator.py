@@ -31,7 +31,9 @@ no kubelets), with plain-dict bodies:
   terminated (exit 143, phase Failed) and is then DELETEd with gracePeriodSeconds=0.
 - runs kube-controller-manager's taint-eviction controller (`controllers/taintevict.py`) and the
   node lifecycle controller's taints (`controllers/nodelifecycle.py`) and health monitor
-  (`controllers/nodehealth.py`: a node without Lease renewal for 50 s goes Unknown) over what it watches;
+  (`controllers/nodehealth.py`: a node without Lease renewal for 50 s goes Unknown) over what it watches,
+  and the pod garbage collector (`controllers/podgc.py`: force-deletes the pods of deleted and
+  out-of-service nodes; `pod_gc.threshold` is `--terminated-pod-gc-threshold`);
   `node_controllers=False` on a cluster that runs its own.
 
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
@@ -75,6 +77,7 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base.background import cancel_all
 from kubetrain.devcluster.client import RawApi, list_then_watch
 from kubetrain.devcluster.controllers.nodetaints import NodeTaints
+from kubetrain.devcluster.controllers.podgc import PodGC
 from kubetrain.devcluster.controllers.taintevict import TaintEviction
 from kubetrain.devcluster.kubelet import reporter, volumes
 from kubetrain.devcluster.kubelet.binder import FitBinder
@@ -161,6 +164,7 @@ class PodSimulator(PodTestApi):
         # kube-controller-manager's taint-eviction and node lifecycle controllers
         self.evictions = TaintEviction(lambda: self.api, clock, self._pods) if node_controllers else None
         self._node_taints = NodeTaints(lambda: self.api, clock) if node_controllers else None
+        self.pod_gc = PodGC(lambda: self.api, clock) if node_controllers else None
         self.heartbeats = Heartbeats(lambda: self.api, clock, self._host_ips, monitor=node_controllers)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -179,6 +183,8 @@ class PodSimulator(PodTestApi):
         await asyncio.wait_for(self._binder.nodes_synced.wait(), 30)
         self._spawn(list_then_watch(self.api, self._pods_path(), self._observe, self._relisted))
         self._spawn(self.heartbeats.loop(self._retry_unschedulable))
+        if self.pod_gc is not None:
+            self._spawn(self.pod_gc.loop())
         await asyncio.wait_for(self._synced.wait(), 30)
 
     async def stop(self) -> None:

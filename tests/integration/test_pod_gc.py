@@ -1,0 +1,103 @@
+"""The pod garbage collector end to end on devcluster (devcluster/controllers/podgc.py): a Node
+deleted from under a running PyTorchJob leaves its pods bound to a node that no longer exists;
+40 s after PodGC first sees them (its quarantine) it marks each Failed with
+`DisruptionTarget=True` (reason DeletionByPodGC) and force-deletes it, and kubetrain recreates the
+worker on another node without counting a restart — the disruption condition is what tells it
+the training code did not fail. The simulator's FakeClock is advanced; nothing sleeps for it."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from kubetrain.dev.stack import DevStack
+from kubetrain.devcluster.controllers.podgc import PodGC
+from kubetrain.devcluster.controllers.podgcplan import GC_CHECK_PERIOD
+from kubetrain.kube.clock import FakeClock
+from kubetrain.kube.resources import NODES
+
+from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+Obj = dict[str, Any]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
+    clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
+    async for stack, h in open_stack(simulator_clock=clock):
+        yield stack, h, clock
+
+
+async def gc_pass(stack: DevStack, clock: FakeClock) -> None:
+    """One PodGC period, until the pass that follows it is done."""
+    assert stack.simulator is not None and stack.simulator.pod_gc is not None
+    gc = stack.simulator.pod_gc
+    done = gc.passes
+    await clock.advance(GC_CHECK_PERIOD)
+    await eventually(functools.partial(_more, gc, done), what="the pod GC's pass")
+
+
+async def _more(gc: PodGC, done: int) -> bool | None:
+    return True if gc.passes > done else None
+
+
+def _disrupted_by_pod_gc(pod: Obj | None) -> bool:
+    status = (pod or {}).get("status") or {}
+    return status.get("phase") == "Failed" and any(
+        c.get("type") == "DisruptionTarget"
+        and c.get("status") == "True"
+        and c.get("reason") == "DeletionByPodGC"
+        for c in status.get("conditions") or []
+    )
+
+
+async def test_the_pods_of_a_deleted_node_are_failed_and_deleted_after_the_quarantine(
+    env: tuple[DevStack, Harness, FakeClock],
+) -> None:
+    stack, h, clock = env
+    sim = stack.simulator
+    assert sim is not None and sim.pod_gc is not None
+    ns = await h.namespace("node-gone")
+    manifest = job_manifest("PyTorchJob", "ng", {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
+    await h.create_job(manifest, ns)
+    await h.wait_condition("PyTorchJob", ns, "ng", "Running")
+    worker = await eventually(lambda: h.running_pod(ns, "ng-worker-0"), what="the worker Running")
+    node, uid = worker["spec"]["nodeName"], worker["metadata"]["uid"]
+    others = [n for n in sim.node_names if n != node]
+    before = sim.pod_gc.deleted["orphaned"]
+    # what the simulator's watch sees of the worker: its Failed status before it is gone
+    failed_seen = asyncio.ensure_future(
+        sim.wait_for(ns, "ng-worker-0", _disrupted_by_pod_gc, wait_seconds=60)
+    )
+    try:
+        sim.stop_node(node)  # the machine is gone: no kubelet posts anything for it
+        await h.kube.delete(NODES, None, node)
+        await gc_pass(stack, clock)  # the pass that first sees the node missing
+        await gc_pass(stack, clock)  # 20 s into the quarantine: nothing happens
+        still = await h.pod(ns, "ng-worker-0")
+        assert still is not None and still["metadata"]["uid"] == uid
+        assert still["status"]["phase"] == "Running" and not still["metadata"].get("deletionTimestamp")
+        await gc_pass(stack, clock)  # 40 s: a live GET confirms the node is gone
+        failed = await failed_seen
+        assert failed is not None and failed["metadata"]["uid"] == uid
+        disrupted = next(c for c in failed["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        assert disrupted["message"] == "PodGC: node no longer exists"
+        recreated = await h.wait_recreated(ns, "ng-worker-0", uid)
+        assert recreated["spec"]["nodeName"] in others
+        assert sim.pod_gc.deleted["orphaned"] - before >= 1
+        job = await h.wait_condition("PyTorchJob", ns, "ng", "Running")
+        assert replica_status(job, "Worker").get("restarts", 0) == 0  # backoffLimit 0 not spent
+        assert job["status"]["conditions"][-1]["type"] == "Running"
+    finally:
+        failed_seen.cancel()
+        await asyncio.gather(failed_seen, return_exceptions=True)
+        await sim.start_node(node)  # a kubelet registering again creates its Node
+    await eventually(lambda: h.kube.get(NODES, None, node), what="the node registered again")
