@@ -215,7 +215,8 @@ class RunPolicy(KubeModel):
         default=None,
         ge=1,
         description="Seconds a scheduled pod may wait to start for a reason that does not pass "
-        "(a wrong image, a missing ConfigMap) before the job fails; at least 1.",
+        "(a wrong image, a missing ConfigMap) before the job fails (StartDeadlineExceeded); at "
+        "least 1, unset: no deadline.",
     )
 
 

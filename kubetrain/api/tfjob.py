@@ -19,8 +19,8 @@ class TFJobSpec(JobSpecBase):
     )
     enable_dynamic_worker: bool | None = Field(
         None,
-        description="true gives each Worker a sparse TF_CONFIG (its own address and the PS and "
-        "Chief ones only), so Workers can be added or removed while the job runs.",
+        description="true gives each Worker a sparse TF_CONFIG (the PS list and its own address "
+        "only), so Workers can be added or removed while the job runs.",
     )
     tf_replica_specs: dict[str, ReplicaSpec] | None = Field(
         None,
