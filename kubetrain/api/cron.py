@@ -63,57 +63,97 @@ DEFAULT_FAILED_JOBS_HISTORY_LIMIT = 1
 class JobTemplate(KubeModel):
     """The job a TrainingCron creates: a whole job of a kubetrain kind, without a name."""
 
-    api_version: str | None = None
-    kind: str | None = None
-    metadata: dict[str, Any] | None = None
-    spec: dict[str, Any] | None = None
+    api_version: str | None = Field(
+        None, description="The job's apiVersion, e.g. kubetrain.io/v1 (or kubeflow.org/v1 when served)."
+    )
+    kind: str | None = Field(None, description="The job's kind, e.g. PyTorchJob.")
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="Labels and annotations for the job; its name is the cron's plus the scheduled time.",
+    )
+    spec: dict[str, Any] | None = Field(
+        None,
+        description="The job's spec, as in a job of that kind (`kubectl explain pytorchjob.spec`); "
+        "checked when the cron is admitted.",
+    )
 
 
 class ObjectReference(KubeModel):
     """A corev1.ObjectReference (the jobs in `status.active`)."""
 
-    api_version: str | None = None
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    resource_version: str | None = None
+    api_version: str | None = Field(None, description="The job's apiVersion.")
+    kind: str | None = Field(None, description="The job's kind.")
+    name: str | None = Field(None, description="The job's name.")
+    namespace: str | None = Field(None, description="The job's namespace.")
+    uid: str | None = Field(None, description="The job's UID.")
+    resource_version: str | None = Field(None, description="The job's resourceVersion when it was listed.")
 
 
 class CronCondition(KubeModel):
     """`Valid`: whether the operator can act on the cron (schedule, time zone and template)."""
 
-    type: str
-    status: ConditionStatus
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
+    type: str = Field(description="The condition's type: Valid.")
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str | None = Field(
+        None, description="Why, e.g. UnparseableSchedule, UnknownTimeZone or InvalidTemplate."
+    )
+    message: str | None = Field(None, description="A human-readable account.")
+    last_transition_time: str | None = Field(None, description="When the status last changed.")
+
+
+SCHEDULE_DESCRIPTION = (
+    "When jobs are created, in cron format: five fields (minute hour day-of-month month "
+    "day-of-week) or @hourly, @daily, @weekly, @monthly, @yearly, @every <duration>."
+)
+CONCURRENCY_DESCRIPTION = (
+    "What to do when a job is due while an earlier one still runs: Allow (create it), Forbid "
+    "(skip this time) or Replace (delete the running job, create the new one)."
+)
+SUSPEND_DESCRIPTION = "true: no new jobs are created (running ones go on)."
+ACTIVE_DESCRIPTION = "References to the cron's jobs that have not finished."
+LAST_SCHEDULE_DESCRIPTION = "The scheduled time of the latest job created."
 
 
 class TrainingCronSpec(KubeModel):
-    schedule: str
-    time_zone: str | None = None
-    starting_deadline_seconds: int | None = None
-    concurrency_policy: ConcurrencyPolicy | None = None
-    suspend: bool | None = None
-    successful_jobs_history_limit: int | None = None
-    failed_jobs_history_limit: int | None = None
-    template: JobTemplate
+    schedule: str = Field(description=SCHEDULE_DESCRIPTION)
+    time_zone: str | None = Field(
+        None, description="IANA time zone the schedule is read in, e.g. Europe/Berlin; unset: UTC."
+    )
+    starting_deadline_seconds: int | None = Field(
+        None, description="Seconds after a scheduled time a late job may still start; later, it is skipped."
+    )
+    concurrency_policy: ConcurrencyPolicy | None = Field(
+        None, description=CONCURRENCY_DESCRIPTION + " Defaults to Allow."
+    )
+    suspend: bool | None = Field(None, description=SUSPEND_DESCRIPTION + " Defaults to false.")
+    successful_jobs_history_limit: int | None = Field(
+        None, description="Succeeded jobs kept; older ones are deleted. Defaults to 3."
+    )
+    failed_jobs_history_limit: int | None = Field(
+        None, description="Failed jobs kept; older ones are deleted. Defaults to 1."
+    )
+    template: JobTemplate = Field(
+        description="The job to create: a whole job of any kubetrain kind but its name."
+    )
 
 
 class TrainingCronStatus(KubeModel):
-    active: list[ObjectReference] | None = None
-    last_schedule_time: str | None = None
-    last_successful_time: str | None = None
-    conditions: list[CronCondition] | None = None
+    active: list[ObjectReference] | None = Field(None, description=ACTIVE_DESCRIPTION)
+    last_schedule_time: str | None = Field(None, description=LAST_SCHEDULE_DESCRIPTION)
+    last_successful_time: str | None = Field(
+        None, description="When the latest of the cron's jobs that succeeded finished."
+    )
+    conditions: list[CronCondition] | None = Field(
+        None, description="Valid: whether the schedule, time zone and template can be acted on."
+    )
 
 
 class TrainingCron(KubeModel):
     api_version: str | None = None
     kind: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    spec: TrainingCronSpec
-    status: TrainingCronStatus | None = None
+    spec: TrainingCronSpec = Field(description="The schedule and the job it creates.")
+    status: TrainingCronStatus | None = Field(None, description="The cron's jobs and schedule, as observed.")
 
 
 # --- KubeDL's Cron ------------------------------------------------------------------------------
@@ -122,43 +162,55 @@ class TrainingCron(KubeModel):
 class KubeDLCronTemplate(KubeModel):
     """KubeDL's CronTemplateSpec: the workload's TypeMeta inline, the workload (metadata + spec)."""
 
-    api_version: str | None = None
-    kind: str | None = None
-    workload: dict[str, Any] | None = None
+    api_version: str | None = Field(
+        None, description="The workload's apiVersion, e.g. training.kubedl.io/v1alpha1."
+    )
+    kind: str | None = Field(None, description="The workload's kind, e.g. TFJob.")
+    workload: dict[str, Any] | None = Field(
+        None, description="The job to create: its metadata (labels, annotations) and spec."
+    )
 
 
 class KubeDLTypedReference(KubeModel):
-    api_group: str | None = None
-    kind: str | None = None
-    name: str | None = None
+    api_group: str | None = Field(None, description="The job's API group.")
+    kind: str | None = Field(None, description="The job's kind.")
+    name: str | None = Field(None, description="The job's name.")
 
 
 class KubeDLCronHistory(KubeModel):
-    object: KubeDLTypedReference
-    status: str | None = None
-    created: str | None = None
-    finished: str | None = None
+    object: KubeDLTypedReference = Field(description="The job this record is about.")
+    status: str | None = Field(None, description="The job's last condition, e.g. Succeeded.")
+    created: str | None = Field(None, description="When the job was created.")
+    finished: str | None = Field(None, description="When the job finished.")
 
 
 class KubeDLCronSpec(KubeModel):
-    schedule: str
-    concurrency_policy: ConcurrencyPolicy | None = None
-    suspend: bool | None = None
-    deadline: str | None = None
-    history_limit: int | None = None
-    template: KubeDLCronTemplate
+    schedule: str = Field(
+        description=SCHEDULE_DESCRIPTION + " A leading CRON_TZ=<zone> or TZ=<zone> sets the time zone."
+    )
+    concurrency_policy: ConcurrencyPolicy | None = Field(None, description=CONCURRENCY_DESCRIPTION)
+    suspend: bool | None = Field(None, description=SUSPEND_DESCRIPTION)
+    deadline: str | None = Field(None, description="A time (RFC 3339) after which no job is scheduled.")
+    history_limit: int | None = Field(
+        None, description="The most status.history records kept; no job is deleted for it. Unset: all."
+    )
+    template: KubeDLCronTemplate = Field(description="The job to create: apiVersion, kind and the workload.")
 
 
 class KubeDLCronStatus(KubeModel):
-    active: list[ObjectReference] | None = None
-    history: list[KubeDLCronHistory] | None = None
-    last_schedule_time: str | None = None
-    conditions: list[CronCondition] | None = None
+    active: list[ObjectReference] | None = Field(None, description=ACTIVE_DESCRIPTION)
+    history: list[KubeDLCronHistory] | None = Field(
+        None, description="Records of the cron's jobs, latest created last, at most historyLimit."
+    )
+    last_schedule_time: str | None = Field(None, description=LAST_SCHEDULE_DESCRIPTION)
+    conditions: list[CronCondition] | None = Field(
+        None, description="Valid: whether the schedule and template can be acted on."
+    )
 
 
 class KubeDLCron(KubeModel):
     api_version: str | None = None
     kind: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    spec: KubeDLCronSpec
-    status: KubeDLCronStatus | None = None
+    spec: KubeDLCronSpec = Field(description="KubeDL's schedule and the job it creates.")
+    status: KubeDLCronStatus | None = Field(None, description="The cron's jobs and history, as observed.")

@@ -12,6 +12,8 @@ v2, decorates container 0 of each pod). It has none of v2beta1's `runLauncherAsW
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from kubetrain.api.common import CleanPodPolicy, Int32, JobBase, JobSpecBase, ReplicaSpec
 
 # On a v2beta1 MPIJob converted from v1: v1's fields it has no place for (JSON); on a v1 one
@@ -21,14 +23,28 @@ ANNOTATION_V2BETA1_FIELDS = "kubetrain.io/mpijob-v2beta1-fields"
 
 
 class MPIJobV1Spec(JobSpecBase):
-    slots_per_worker: Int32 | None = None
-    clean_pod_policy: CleanPodPolicy | None = None
-    main_container: str | None = None
-    mpi_replica_specs: dict[str, ReplicaSpec] | None = None
+    slots_per_worker: Int32 | None = Field(
+        None, description="MPI processes per Worker (the hostfile's slots), at least 1. Defaults to 1."
+    )
+    clean_pod_policy: CleanPodPolicy | None = Field(
+        None,
+        description="Deprecated: use runPolicy.cleanPodPolicy (All, Running or None), which wins "
+        "when both are set.",
+    )
+    main_container: str | None = Field(
+        None,
+        description="The container that runs MPI; kubetrain accepts only the first container of "
+        "every template.",
+    )
+    mpi_replica_specs: dict[str, ReplicaSpec] | None = Field(
+        None,
+        description="The MPIJob's pods by replica type (one Launcher, Workers): "
+        "each a count, a pod template and a restartPolicy.",
+    )
 
     def replica_specs(self) -> dict[str, ReplicaSpec] | None:
         return self.mpi_replica_specs
 
 
 class MPIJobV1(JobBase):
-    spec: MPIJobV1Spec
+    spec: MPIJobV1Spec = Field(description="The MPIJob's desired state: its replica types and run policy.")

@@ -56,17 +56,33 @@ class _Model(BaseModel):  # kubetrain.api.common.KubeModel's config (common impo
 
 
 class Metric(_Model):
-    name: str = Field(min_length=1, max_length=MAX_METRIC_TEXT)
-    value: str = Field(min_length=1, max_length=MAX_METRIC_TEXT)
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_METRIC_TEXT,
+        description="The metric's name, e.g. loss (1-64 characters).",
+    )
+    value: str = Field(
+        min_length=1, max_length=MAX_METRIC_TEXT, description="Its latest value, as text (1-64 characters)."
+    )
 
 
 class TrainerStatus(_Model):
     """The latest progress a job's training code reported (Kubeflow Trainer's TrainerStatus)."""
 
-    progress_percentage: int | None = Field(default=None, ge=0, le=100)
-    estimated_remaining_seconds: int | None = Field(default=None, ge=0)
-    metrics: list[Metric] | None = Field(default=None, max_length=MAX_METRICS)
-    last_updated_time: str | None = None
+    progress_percentage: int | None = Field(
+        default=None, ge=0, le=100, description="How far training is, 0-100, as the code last reported."
+    )
+    estimated_remaining_seconds: int | None = Field(
+        default=None, ge=0, description="Seconds the training code estimates it still needs."
+    )
+    metrics: list[Metric] | None = Field(
+        default=None,
+        max_length=MAX_METRICS,
+        description="Training metrics the code last reported (at most 256), each a name and a value.",
+    )
+    last_updated_time: str | None = Field(
+        None, description="When the report arrived (RFC 3339); the progress deadline counts from it."
+    )
 
 
 def status_path(group: str, version: str, plural: str, namespace: str, name: str) -> str:

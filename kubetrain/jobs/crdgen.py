@@ -6,7 +6,9 @@ resource quantities become `x-kubernetes-int-or-string` (the one `anyOf` shape s
 allow); free-form objects (pod templates, HPA metrics, label-selector expressions) become
 `type: object` + `x-kubernetes-preserve-unknown-fields`; `metadata` is a bare `type: object`
 (the API server validates it itself); titles, `default: null` and `additionalProperties: false`
-(not allowed next to `properties`) are dropped.
+(not allowed next to `properties`) are dropped. Each property keeps the description its model
+field gives (`Field(description=...)`), which `kubectl explain` prints; a model class's docstring
+(written for kubetrain's developers) is not carried.
 Pod templates are not expanded (that would make each CRD several hundred KiB, too big for a
 client-side `kubectl apply`): the validating webhook checks them against the PodTemplateSpec schema.
 """
@@ -27,7 +29,7 @@ from kubetrain.jobs.parse import API_GROUP
 
 CATEGORY = "kubetrain"
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
-_DROP_KEYS = ("title", "default", "description")
+_DROP_KEYS = ("title", "default")
 
 # runPolicy fields of kubetrain.io only: the other groups' schemas stay theirs (annotations there).
 KUBETRAIN_RUN_POLICY = ("progressDeadlineSeconds", "startDeadlineSeconds")
@@ -209,15 +211,28 @@ def kubedl_schema(schema: dict[str, Any]) -> None:
     scheduling = dict(run_policy[SCHEDULING])
     scheduling["properties"] = {
         **scheduling["properties"],
-        "priorityClassName": {"type": "string"},
-        "priority": {"type": "integer", "format": "int32"},
+        "priorityClassName": {
+            "type": "string",
+            "description": "KubeDL's name for the PriorityClass of the job's pods.",
+        },
+        "priority": {
+            "type": "integer",
+            "format": "int32",
+            "description": "A numeric priority: refused by kubetrain; name a PriorityClass in "
+            "priorityClassName instead.",
+        },
     }
     spec[SCHEDULING] = scheduling
     run_policy[SCHEDULING] = scheduling
     free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    for key in (*REFUSED, "mainContainer"):
-        spec[key] = {"type": "string"} if key == "mainContainer" else dict(free)
-    run_policy["cronPolicy"] = dict(free)
+    for key, why in REFUSED.items():
+        spec[key] = {**free, "description": f"KubeDL's {key}, refused by kubetrain: {why}."}
+    spec["mainContainer"] = {
+        "type": "string",
+        "description": "The container that runs the framework; accepted when it is the one "
+        "kubetrain uses (the kind's container name, or container 0) in every template.",
+    }
+    run_policy["cronPolicy"] = {**free, "description": f"Refused by kubetrain: {REFUSED['cronPolicy']}."}
 
 
 def job_schema(framework: Framework) -> dict[str, Any]:
@@ -227,14 +242,24 @@ def job_schema(framework: Framework) -> dict[str, Any]:
     return schema
 
 
+# The descriptions of the TypeMeta fields every object has.
+API_VERSION_DESCRIPTION = (
+    "The group and version of this object's schema, e.g. kubetrain.io/v1; the API server converts "
+    "the versions it serves to the one it stores."
+)
+KIND_DESCRIPTION = "The object's type, in CamelCase, e.g. PyTorchJob; fixed for the resource."
+
+
 def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The structural schema of a top-level API object model."""
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs: dict[str, Any] = raw.get("$defs", {})
     schema = _structural(raw, defs)
     props = schema["properties"]
-    props["apiVersion"] = {"type": "string"}
-    props["kind"] = {"type": "string"}
+    props["apiVersion"] = {"type": "string", "description": API_VERSION_DESCRIPTION}
+    props["kind"] = {"type": "string", "description": KIND_DESCRIPTION}
+    # No description: kube-apiserver refuses anything but `type` on the root metadata
+    # (apiextensions-apiserver `validateStructuralMetadataInvariants`).
     props["metadata"] = {"type": "object"}
     # The API server accepts objects without spec/status; the webhook reports what is missing.
     schema.pop("required", None)
@@ -303,7 +328,9 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
         extra = {k: v for k, v in node.items() if k != "$ref"}
-        node = {**defs[name], **extra}
+        # The field's description (in `extra`) is the property's; the class docstring is not.
+        target = {k: v for k, v in defs[name].items() if k != "description"}
+        node = {**target, **extra}
     return node
 
 

@@ -21,6 +21,8 @@ import copy
 from typing import Any
 
 Markers = dict[str, Any]
+# The description of a key property added to open items (what `kubectl explain` prints for it).
+KEY_DESCRIPTION = "The item's name, unique in the list: it identifies the item when lists are merged."
 
 ATOMIC_LIST: Markers = {"x-kubernetes-list-type": "atomic"}
 ATOMIC_MAP: Markers = {"x-kubernetes-map-type": "atomic"}
@@ -122,7 +124,7 @@ def _key_properties(items: dict[str, Any], keys: list[str], path: str) -> None:
         if key not in props:
             if not items.get("x-kubernetes-preserve-unknown-fields"):
                 raise KeyError(f"{path}: the items have no property {key!r} to key the list by")
-            props[key] = {"type": "string"}
+            props[key] = {"type": "string", "description": KEY_DESCRIPTION}
         if props[key].get("type") not in ("string", "integer", "number", "boolean"):
             raise TypeError(f"{path}: list-map key {key!r} must be a scalar property")
         if "default" not in props[key] and key not in items.get("required", []):

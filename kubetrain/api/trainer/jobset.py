@@ -42,71 +42,134 @@ MAX_REPLICAS_WITH_JOB_RESTARTS = 1024
 
 
 class DependsOn(KubeModel):
-    name: str | None = None
-    status: DependsOnStatus | None = None
+    name: str | None = Field(None, description="The replicated job this one waits for.")
+    status: DependsOnStatus | None = Field(
+        None, description="What it waits for: Ready (its pods are ready) or Complete (it succeeded)."
+    )
 
 
 class JobTemplateSpec(KubeModel):
     """A batch/v1 JobTemplateSpec: metadata and the Job spec (its pod template inside)."""
 
-    metadata: dict[str, Any] | None = None
-    spec: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = Field(None, description="Labels and annotations of the step's Jobs.")
+    spec: dict[str, Any] | None = Field(
+        None,
+        description="A batch/v1 JobSpec (`kubectl explain job.spec`), its pod template a core/v1 "
+        "PodTemplateSpec (`kubectl explain pod.spec`); checked by kubetrain's webhook, not field by "
+        "field in this schema.",
+    )
 
 
 class ReplicatedJob(KubeModel):
-    name: str | None = None
-    group_name: str | None = None
-    template: JobTemplateSpec | None = None
-    replicas: int | None = None
-    depends_on: list[DependsOn] | None = None
+    name: str | None = Field(
+        None, description="The step's name, unique in the runtime, e.g. node, launcher, dataset-initializer."
+    )
+    group_name: str | None = Field(
+        None, description="A group label shared by replicated jobs. Defaults to default."
+    )
+    template: JobTemplateSpec | None = Field(
+        None, description="The batch/v1 Job each replica of this step is made from."
+    )
+    replicas: int | None = Field(None, description="How many Jobs of this template to run. Defaults to 1.")
+    depends_on: list[DependsOn] | None = Field(
+        None, description="Steps that must be Ready or Complete before this one starts (at most 5)."
+    )
 
 
 class Network(KubeModel):
-    enable_dns_hostnames: bool | None = Field(default=None, alias="enableDNSHostnames")
-    subdomain: str | None = None
-    publish_not_ready_addresses: bool | None = None
+    enable_dns_hostnames: bool | None = Field(
+        default=None,
+        alias="enableDNSHostnames",
+        description="true (the default) gives every pod a DNS name through a headless Service.",
+    )
+    subdomain: str | None = Field(
+        None, description="The headless Service's name; unset: the TrainJob's name."
+    )
+    publish_not_ready_addresses: bool | None = Field(
+        None, description="true (the default): pods get DNS records before they are ready."
+    )
 
 
 class SuccessPolicy(KubeModel):
-    operator: Operator | None = None
-    target_replicated_jobs: list[str] | None = None
+    operator: Operator | None = Field(
+        None, description="All: every targeted Job must succeed; Any: one is enough."
+    )
+    target_replicated_jobs: list[str] | None = Field(
+        None, description="The replicated jobs the rule looks at; unset: all."
+    )
 
 
 class FailurePolicyRule(KubeModel):
-    name: str | None = None
-    action: FailurePolicyAction | None = None
-    on_job_failure_reasons: list[str] | None = None
-    on_job_failure_message_patterns: list[str] | None = None
-    target_replicated_jobs: list[str] | None = None
+    name: str | None = Field(None, description="The rule's name, unique in the policy.")
+    action: FailurePolicyAction | None = Field(
+        None,
+        description="What a matching Job failure does: FailJobSet, RestartJobSet, "
+        "RestartJobSetAndIgnoreMaxRestarts, RestartJob or RestartJobAndIgnoreMaxRestarts.",
+    )
+    on_job_failure_reasons: list[str] | None = Field(
+        None, description="Job failure reasons that match, e.g. BackoffLimitExceeded; unset: any."
+    )
+    on_job_failure_message_patterns: list[str] | None = Field(
+        None, description="Regular expressions over the Job failure message that match; unset: any."
+    )
+    target_replicated_jobs: list[str] | None = Field(
+        None, description="The replicated jobs whose failures the rule covers; unset: all."
+    )
 
 
 class FailurePolicy(KubeModel):
-    max_restarts: int | None = None
-    restart_strategy: RestartStrategy | None = None
-    rules: list[FailurePolicyRule] | None = None
+    max_restarts: int | None = Field(
+        None, description="How often the TrainJob may restart before it fails. Defaults to 0."
+    )
+    restart_strategy: RestartStrategy | None = Field(
+        None,
+        description="How a restart replaces the Jobs: Recreate (the default) or BlockingRecreate "
+        "(all old pods gone first); InPlaceRestart is refused.",
+    )
+    rules: list[FailurePolicyRule] | None = Field(
+        None, description="Checked in order on a Job failure; the first match decides, else a restart."
+    )
 
 
 class StartupPolicy(KubeModel):
-    startup_policy_order: StartupPolicyOrder | None = None
+    startup_policy_order: StartupPolicyOrder | None = Field(
+        None,
+        description="AnyOrder (the default) starts every step at once; InOrder each once the "
+        "previous is ready.",
+    )
 
 
 class Coordinator(KubeModel):
-    replicated_job: str | None = None
-    job_index: int | None = None
-    pod_index: int | None = None
+    replicated_job: str | None = Field(None, description="The replicated job of the coordinator pod.")
+    job_index: int | None = Field(None, description="The Job index of the coordinator pod. Defaults to 0.")
+    pod_index: int | None = Field(None, description="The pod index of the coordinator pod. Defaults to 0.")
 
 
 class JobSetSpec(KubeModel):
-    replicated_jobs: list[ReplicatedJob] | None = None
-    network: Network | None = None
-    success_policy: SuccessPolicy | None = None
-    failure_policy: FailurePolicy | None = None
-    startup_policy: StartupPolicy | None = None
-    suspend: bool | None = None
-    coordinator: Coordinator | None = None
-    managed_by: str | None = None
-    ttl_seconds_after_finished: int | None = None
-    # PersistentVolumeClaim templates and their retention policy: validated with JobSet's rules
-    # and run (the PVCs created, their volumes added to the pods that mount them) by
-    # kubetrain/jobs/trainjob/volumeclaims.py; kept as plain dicts here.
-    volume_claim_policies: list[dict[str, Any]] | None = None
+    replicated_jobs: list[ReplicatedJob] | None = Field(
+        None, description="The steps: each a Job template and how many Jobs of it to run."
+    )
+    network: Network | None = Field(
+        None, description="DNS for the pods: a headless Service and pod hostnames."
+    )
+    success_policy: SuccessPolicy | None = Field(
+        None, description="When the TrainJob has succeeded; unset: when every Job succeeded."
+    )
+    failure_policy: FailurePolicy | None = Field(
+        None, description="What a failed Job does: fail the TrainJob, or restart it up to maxRestarts."
+    )
+    startup_policy: StartupPolicy | None = Field(None, description="The order the steps start in.")
+    suspend: bool | None = Field(None, description="true suspends every Job of the JobSet.")
+    coordinator: Coordinator | None = Field(
+        None, description="A pod whose address every pod gets (the jobset.sigs.k8s.io/coordinator label)."
+    )
+    managed_by: str | None = Field(None, description="The JobSet's controller; kubetrain runs it itself.")
+    ttl_seconds_after_finished: int | None = Field(
+        None, description="Seconds after the JobSet finishes before it is deleted."
+    )
+    # Validated with JobSet's rules and run by kubetrain/jobs/trainjob/volumeclaims.py.
+    volume_claim_policies: list[dict[str, Any]] | None = Field(
+        None,
+        description="PersistentVolumeClaim templates (and their retention policy) created for the "
+        "TrainJob and mounted in the pods whose containers name them.",
+    )

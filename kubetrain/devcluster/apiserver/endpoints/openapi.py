@@ -4,8 +4,9 @@ version listing each resource's paths with their operations.
 It is what kubectl (1.27+) reads to learn that the server validates fields itself: a PATCH
 operation tagged with `x-kubernetes-group-version-kind` that takes a `fieldValidation` parameter.
 kubectl then sends `fieldValidation=Strict` instead of validating client-side. Custom resources
-carry their structural schema under components.schemas; built-in kinds have no schema here (kubectl
-falls back to its compiled-in types for strategic merge patches).
+carry their structural schema under components.schemas, descriptions included (what `kubectl
+explain` prints); built-in kinds have no schema here (kubectl falls back to its compiled-in types
+for strategic merge patches).
 """
 
 from __future__ import annotations
@@ -18,6 +19,31 @@ from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 
 _QUERY = ("dryRun", "fieldManager", "fieldValidation", "force")
+
+_CONVENTIONS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+# What kube-apiserver publishes for a custom resource's apiVersion, kind and metadata whatever its
+# CRD's schema says (apiextensions-apiserver pkg/controller/openapi/builder `buildKubeNative`:
+# `addTypeMetaProperties` copies metav1.TypeMeta's definitions, and metadata is ObjectMeta
+# described as metav1beta1.PartialObjectMetadata's `metadata`). **Limit:** ObjectMeta's own fields
+# are not published here, so `kubectl explain <kind>.metadata` lists none.
+_TYPE_META_PROPERTIES: dict[str, Obj] = {
+    "apiVersion": {
+        "type": "string",
+        "description": "APIVersion defines the versioned schema of this representation of an object. "
+        "Servers should convert recognized schemas to the latest internal value, and may reject "
+        f"unrecognized values. More info: {_CONVENTIONS}#resources",
+    },
+    "kind": {
+        "type": "string",
+        "description": "Kind is a string value representing the REST resource this object represents. "
+        "Servers may infer this from the endpoint the client submits requests to. Cannot be updated. "
+        f"In CamelCase. More info: {_CONVENTIONS}#types-kinds",
+    },
+    "metadata": {
+        "type": "object",
+        "description": f"Standard object's metadata. More info: {_CONVENTIONS}#metadata",
+    },
+}
 
 
 def _gv_path(group: str, version: str) -> str:
@@ -76,6 +102,7 @@ def group_version_document(registry: Registry, group: str, version: str) -> Obj 
         if sch is not None:
             schemas[_schema_name(rt, version)] = {
                 **sch,
+                "properties": {**sch.get("properties", {}), **_TYPE_META_PROPERTIES},
                 "x-kubernetes-group-version-kind": [{"group": rt.group, "version": version, "kind": kind}],
             }
     if not found:
