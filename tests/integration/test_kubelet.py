@@ -109,16 +109,33 @@ async def test_on_failure_restarts_in_place_then_gives_up(
     sim: PodSimulator, raw: RawApi, clock: FakeClock
 ) -> None:
     annotations = {behaviour.RUN_SECONDS: "10", behaviour.EXIT_CODE: "1", behaviour.RESTARTS_BEFORE_EXIT: "2"}
-    await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
+    created = await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
     await sim.wait_for_phase(NS, "flaky", "Running")
-    for expected in (1, 2):
-        await clock.advance(10)
-        pod = await sim.wait_for(NS, "flaky", restarted(expected))
-        assert pod is not None
-        status = main_container(pod)
-        assert pod["status"]["phase"] == "Running"
-        assert status["lastState"]["terminated"]["exitCode"] == 1
-        assert "running" in status["state"]
+    # The first exit: restarted at once, as a kubelet with no back-off for the container yet.
+    await clock.advance(10)
+    pod = await sim.wait_for(NS, "flaky", restarted(1))
+    assert pod is not None and "running" in main_container(pod)["state"]
+    # The second exit: the container waits out a 10 s back-off, the pod Running but not Ready.
+    await clock.advance(10)
+    pod = await sim.wait_for(NS, "flaky", lambda p: p is not None and "waiting" in main_container(p)["state"])
+    assert pod is not None and pod["status"]["phase"] == "Running"
+    status, uid = main_container(pod), created["metadata"]["uid"]
+    assert status["state"]["waiting"] == {
+        "reason": "CrashLoopBackOff",
+        "message": f"back-off 10s restarting failed container=pytorch pod=flaky_{NS}({uid})",
+    }
+    assert (status["restartCount"], status["ready"]) == (1, False)
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    ready = {c["type"]: c for c in pod["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "ContainersNotReady")
+    assert ready["message"] == "containers with unready status: [pytorch]"
+    await clock.advance(9)
+    assert "waiting" in main_container((await get(raw, "flaky"))[1])["state"]
+    await clock.advance(1)
+    pod = await sim.wait_for(NS, "flaky", restarted(2))
+    assert pod is not None and "running" in main_container(pod)["state"]
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    # The third exit is past the annotated restarts: terminal.
     await clock.advance(10)
     pod = await sim.wait_for_phase(NS, "flaky", "Failed")
     assert main_container(pod)["restartCount"] == 2
