@@ -142,6 +142,47 @@ async def test_on_failure_restarts_in_place_then_gives_up(
     assert main_container(pod)["state"]["terminated"]["exitCode"] == 1
 
 
+async def test_each_container_backs_off_for_its_own_delay(
+    sim: PodSimulator, raw: RawApi, clock: FakeClock
+) -> None:
+    """Containers exit together but back off apart: one restarted twice (by the test API, which
+    moves its back-off on) waits 20 s, one restarted once 10 s; each runs again on its own."""
+    manifest = pod_manifest(
+        "pair",
+        restart_policy="OnFailure",
+        annotations={behaviour.RUN_SECONDS: "30", behaviour.EXIT_CODE: "1"},
+    )
+    manifest["spec"]["containers"].append({"name": "sidecar", "image": "log:1"})
+    await create(raw, manifest)
+    await sim.wait_for_phase(NS, "pair", "Running")
+    for container in ("pytorch", "pytorch", "sidecar"):
+        await sim.restart_container(NS, "pair", exit_code=1, container=container)
+
+    def states(pod: dict[str, Any] | None) -> dict[str, tuple[str, int]]:
+        statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+        return {cs["name"]: (next(iter(cs["state"])), cs["restartCount"]) for cs in statuses}
+
+    await clock.advance(30)
+    pod = await sim.wait_for(
+        NS, "pair", lambda p: states(p) == {"pytorch": ("waiting", 2), "sidecar": ("waiting", 1)}
+    )
+    assert pod is not None
+    delays = {
+        cs["name"]: cs["state"]["waiting"]["message"].split()[1] for cs in pod["status"]["containerStatuses"]
+    }
+    assert delays == {"pytorch": "20s", "sidecar": "10s"}
+    await clock.advance(10)
+    await sim.wait_for(
+        NS, "pair", lambda p: states(p) == {"pytorch": ("waiting", 2), "sidecar": ("running", 2)}
+    )
+    await clock.advance(10)
+    pod = await sim.wait_for(
+        NS, "pair", lambda p: states(p) == {"pytorch": ("running", 3), "sidecar": ("running", 2)}
+    )
+    assert pod is not None
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+
+
 async def test_finish_evict_and_restart_container(sim: PodSimulator, raw: RawApi) -> None:
     for name in ("done", "broken", "evicted"):
         await create(raw, pod_manifest(name))

@@ -31,6 +31,7 @@ from kubetrain.kube.clock import Clock
 StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 TERMINATION_EXIT_CODE = 143
+_EARLY = timedelta(milliseconds=1)  # how early a back-off timer may wake and still restart
 
 
 def pod_phase(pod: dict[str, Any] | None) -> str:
@@ -237,7 +238,9 @@ class PodTransitions:
         return min(dues) if dues else None
 
     async def retry_crashed(self, key: Key) -> None:
-        """The crash-loop back-off of the pod's waiting containers is over: they run again."""
+        """The crash-loop back-off of the pod's waiting containers is over: they run again. A
+        timer that woke a moment early (within `_EARLY`) counts as on time; one that woke
+        earlier, or a container whose back-off ends later, gets a new timer."""
         back_offs = dict(self._back_offs)
 
         def build(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -248,7 +251,7 @@ class PodTransitions:
             for name, finished in crashstatus.backing_off(pod):
                 exited = self._exits.get((uid, name)) or parse_time(finished) or now
                 entry = back_offs.get((uid, name))
-                if not crashloop.in_back_off(entry, exited, now):
+                if not crashloop.in_back_off(entry, exited, now + _EARLY):
                     self._back_offs[(uid, name)] = crashloop.next_back_off(entry, exited, now)
                     names.append(name)
             if not names:
@@ -257,7 +260,13 @@ class PodTransitions:
             self._started(pod, status)
             return status
 
-        await self.write_status(key, self.running_only(build))
+        pod = await self.write_status(key, self.running_only(build))
+        if pod is None or pod_phase(pod) != "Running" or pod["metadata"].get("deletionTimestamp"):
+            return
+        due = self.crash_due(pod)
+        if due is not None:
+            delay = max(_EARLY.total_seconds(), (due - self.clock.now()).total_seconds())
+            self._timers.schedule(key, ("crash-retry", _uid(pod), due), delay, self.retry_crashed)
 
     def _started(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         """Remember when the run `status` starts began (a restart of the first container)."""
