@@ -2,7 +2,8 @@
 against kube-apiserver (`printPod`): the simulated kubelet's init container crash loop, image
 pull failure and in-place restarts, and a crash-looping container's status as a kubelet reports
 it, with `-o wide`'s columns. The kubelet runs on a FakeClock started a minute before the wall
-clock (kubectl's ages are the server's wall clock): nothing sleeps for a back-off."""
+clock (kubectl's ages are the server's wall clock): nothing sleeps for a back-off; a container
+that fails every time shows `CrashLoopBackOff` between its tries."""
 
 from __future__ import annotations
 
@@ -74,7 +75,11 @@ async def test_kubectl_shows_the_simulated_kubelets_pod_states(
         restart_policy="Always",
         annotations={RUN_SECONDS: "5", EXIT_CODE: "1", RESTARTS_BEFORE_EXIT: "1"},
     )
-    for manifest in (syncing, pulling, flaky):
+    # a container that fails every time: restarted at once, then backing off: CrashLoopBackOff
+    looping = pods.pod_manifest(
+        "printed-looping", restart_policy="Always", annotations={RUN_SECONDS: "5", EXIT_CODE: "1"}
+    )
+    for manifest in (syncing, pulling, flaky, looping):
         await ok(devcluster, "create", "-f", "-", stdin=json.dumps(manifest))
 
     await s.wait_for(NS, "printed-sync", restart_count(1, "initContainerStatuses"))
@@ -104,6 +109,17 @@ async def test_kubectl_shows_the_simulated_kubelets_pod_states(
     row = await printed(devcluster, "printed-flaky")
     assert (row["READY"], row["STATUS"]) == ("0/1", "Error")
     assert (m := RECENT.match(row["RESTARTS"])) and m[1] == "1", row
+    await s.wait_for(
+        NS, "printed-looping", lambda p: "waiting" in p["status"]["containerStatuses"][0]["state"]
+    )
+    row = await printed(devcluster, "printed-looping")
+    assert (row["READY"], row["STATUS"]) == ("0/1", "CrashLoopBackOff")
+    assert (m := RECENT.match(row["RESTARTS"])) and m[1] == "1", row
+    await clock.advance(10)  # the back-off is over: running again
+    await s.wait_for(NS, "printed-looping", restart_count(2))
+    row = await printed(devcluster, "printed-looping")
+    assert (row["READY"], row["STATUS"]) == ("1/1", "Running")
+    assert (m := RECENT.match(row["RESTARTS"])) and m[1] == "2", row
     # a finished pod is still listed: kubectl does not hide rows with the Completed row condition
     assert "printed-flaky" in await ok(devcluster, "get", "pods", "-n", NS)
 

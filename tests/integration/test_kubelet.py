@@ -109,20 +109,78 @@ async def test_on_failure_restarts_in_place_then_gives_up(
     sim: PodSimulator, raw: RawApi, clock: FakeClock
 ) -> None:
     annotations = {behaviour.RUN_SECONDS: "10", behaviour.EXIT_CODE: "1", behaviour.RESTARTS_BEFORE_EXIT: "2"}
-    await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
+    created = await create(raw, pod_manifest("flaky", restart_policy="OnFailure", annotations=annotations))
     await sim.wait_for_phase(NS, "flaky", "Running")
-    for expected in (1, 2):
-        await clock.advance(10)
-        pod = await sim.wait_for(NS, "flaky", restarted(expected))
-        assert pod is not None
-        status = main_container(pod)
-        assert pod["status"]["phase"] == "Running"
-        assert status["lastState"]["terminated"]["exitCode"] == 1
-        assert "running" in status["state"]
+    # The first exit: restarted at once, as a kubelet with no back-off for the container yet.
+    await clock.advance(10)
+    pod = await sim.wait_for(NS, "flaky", restarted(1))
+    assert pod is not None and "running" in main_container(pod)["state"]
+    # The second exit: the container waits out a 10 s back-off, the pod Running but not Ready.
+    await clock.advance(10)
+    pod = await sim.wait_for(NS, "flaky", lambda p: p is not None and "waiting" in main_container(p)["state"])
+    assert pod is not None and pod["status"]["phase"] == "Running"
+    status, uid = main_container(pod), created["metadata"]["uid"]
+    assert status["state"]["waiting"] == {
+        "reason": "CrashLoopBackOff",
+        "message": f"back-off 10s restarting failed container=pytorch pod=flaky_{NS}({uid})",
+    }
+    assert (status["restartCount"], status["ready"]) == (1, False)
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    ready = {c["type"]: c for c in pod["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "ContainersNotReady")
+    assert ready["message"] == "containers with unready status: [pytorch]"
+    await clock.advance(9)
+    assert "waiting" in main_container((await get(raw, "flaky"))[1])["state"]
+    await clock.advance(1)
+    pod = await sim.wait_for(NS, "flaky", restarted(2))
+    assert pod is not None and "running" in main_container(pod)["state"]
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    # The third exit is past the annotated restarts: terminal.
     await clock.advance(10)
     pod = await sim.wait_for_phase(NS, "flaky", "Failed")
     assert main_container(pod)["restartCount"] == 2
     assert main_container(pod)["state"]["terminated"]["exitCode"] == 1
+
+
+async def test_each_container_backs_off_for_its_own_delay(
+    sim: PodSimulator, raw: RawApi, clock: FakeClock
+) -> None:
+    """Containers exit together but back off apart: one restarted twice (by the test API, which
+    moves its back-off on) waits 20 s, one restarted once 10 s; each runs again on its own."""
+    manifest = pod_manifest(
+        "pair",
+        restart_policy="OnFailure",
+        annotations={behaviour.RUN_SECONDS: "30", behaviour.EXIT_CODE: "1"},
+    )
+    manifest["spec"]["containers"].append({"name": "sidecar", "image": "log:1"})
+    await create(raw, manifest)
+    await sim.wait_for_phase(NS, "pair", "Running")
+    for container in ("pytorch", "pytorch", "sidecar"):
+        await sim.restart_container(NS, "pair", exit_code=1, container=container)
+
+    def states(pod: dict[str, Any] | None) -> dict[str, tuple[str, int]]:
+        statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+        return {cs["name"]: (next(iter(cs["state"])), cs["restartCount"]) for cs in statuses}
+
+    await clock.advance(30)
+    pod = await sim.wait_for(
+        NS, "pair", lambda p: states(p) == {"pytorch": ("waiting", 2), "sidecar": ("waiting", 1)}
+    )
+    assert pod is not None
+    delays = {
+        cs["name"]: cs["state"]["waiting"]["message"].split()[1] for cs in pod["status"]["containerStatuses"]
+    }
+    assert delays == {"pytorch": "20s", "sidecar": "10s"}
+    await clock.advance(10)
+    await sim.wait_for(
+        NS, "pair", lambda p: states(p) == {"pytorch": ("waiting", 2), "sidecar": ("running", 2)}
+    )
+    await clock.advance(10)
+    pod = await sim.wait_for(
+        NS, "pair", lambda p: states(p) == {"pytorch": ("running", 3), "sidecar": ("running", 2)}
+    )
+    assert pod is not None
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
 
 
 async def test_finish_evict_and_restart_container(sim: PodSimulator, raw: RawApi) -> None:

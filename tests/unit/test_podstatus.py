@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.devcluster.kubelet import behaviour, nodeobjects, podstatus
+from kubetrain.devcluster.kubelet import behaviour, crashstatus, nodeobjects, podstatus
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -114,10 +114,16 @@ def test_evicted_status() -> None:
     assert status["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
 
 
+def restarted(p: dict[str, Any], code: int, reason: str | None, now: datetime, *names: str) -> dict[str, Any]:
+    """`names` (default: every container) exit and restart at once."""
+    exits = dict.fromkeys(names or ("pytorch", "sidecar"), (code, reason))
+    return crashstatus.crashed_status(p, exits=exits, waits={}, now=now)
+
+
 def test_restarted_status_keeps_last_state_and_counts() -> None:
     p = running(pod("OnFailure"))
     later = T0 + timedelta(seconds=10)
-    status = podstatus.restarted_status(p, exit_code=137, reason="OOMKilled", now=later, container="pytorch")
+    status = restarted(p, 137, "OOMKilled", later, "pytorch")
     p2 = {**p, "status": status}
     assert status["phase"] == "Running"
     main, side = status["containerStatuses"]
@@ -127,14 +133,14 @@ def test_restarted_status_keeps_last_state_and_counts() -> None:
     assert main["state"] == {"running": {"startedAt": "2024-05-01T12:00:10Z"}}
     assert main["containerID"] != p["status"]["containerStatuses"][0]["containerID"]
     assert side["restartCount"] == 0
-    again = podstatus.restarted_status(p2, exit_code=1, reason=None, now=later)
+    again = restarted(p2, 1, None, later)
     assert [c["restartCount"] for c in again["containerStatuses"]] == [2, 1]
     assert podstatus.restart_count({**p, "status": again}) == 2
 
 
 def test_restart_count_survives_a_later_termination() -> None:
     p = running(pod("OnFailure"))
-    p = {**p, "status": podstatus.restarted_status(p, exit_code=1, reason=None, now=T0)}
+    p = {**p, "status": restarted(p, 1, None, T0)}
     status = podstatus.terminated_status(p, exit_code=0, reason=None, now=T0)
     assert status["containerStatuses"][0]["restartCount"] == 1
     assert status["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1

@@ -8,7 +8,9 @@ containers exit — pure (see `Behaviour.from_pod`):
   e.g. `OOMKilled`); `Evicted` makes the exit a kubelet eviction instead.
 - `sim.kubetrain.io/restarts-before-exit`: at most this many in-place restarts (restartPolicy
   Always/OnFailure); the exit after that is terminal whatever the restartPolicy. Absent → the
-  restartPolicy alone decides, as a kubelet does (no back-off is simulated).
+  restartPolicy alone decides, as a kubelet does. Each restart waits out the kubelet's
+  crash-loop back-off (`crashloop.py`: at once after the first exit, then 10 s doubling to 300 s,
+  the container waiting in `CrashLoopBackOff`).
 - `sim.kubetrain.io/start-seconds`: seconds a bound pod stays Pending before it starts (default 0).
 - `sim.kubetrain.io/report-progress`: `"true"` makes the running pod's (simulated) training code
   report its progress to the URL in its `KUBEFLOW_TRAINER_SERVER_URL` env with its projected
@@ -77,7 +79,8 @@ def _number(annotations: dict[str, str], key: str) -> float | None:
 
 
 def exit_outcome(pod: dict[str, Any], exit_code: int, restarts_so_far: int, restart_limit: int | None) -> str:
-    """What a kubelet does when the containers exit: "restart" in place, or the terminal phase."""
+    """What a kubelet does when the containers exit: "restart" in place (after its back-off:
+    `crashloop.py`), or the terminal phase. Under Always a success restarts too."""
     policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
     limit_reached = restart_limit is not None and restarts_so_far >= restart_limit
     restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)

@@ -1,11 +1,18 @@
 """Pod status when an init container fails (e.g. a code-sync fetch, kubelet/git.py). Pure.
 
-Under restartPolicy Never the pod fails and its containers never start; otherwise the kubelet
-restarts the failed init container in place with back-off (10s, doubled after each failure, at
-most 300s — the kubelet's crash-loop back-off), so the pod stays Pending: the init container's
-`restartCount` counts the restarts, `lastState.terminated` holds the latest failure and its
-state is `waiting` with reason `CrashLoopBackOff` until the next try (`retry_due`). A try that
-succeeds lets the pod start, the init container's `restartCount` kept.
+Under restartPolicy Never the pod fails and its containers never start. Otherwise the kubelet
+restarts the failed init container in place with its crash-loop back-off (`crashloop.py`), so
+the pod stays Pending. The init container's `restartCount` counts the restarts,
+`lastState.terminated` holds the latest failure, and its state is `waiting` with reason
+`CrashLoopBackOff` until the next try (`retry_due`). A try that succeeds lets the pod start, and
+the init container keeps its `restartCount`.
+
+The kubelet restarts a first failure at once and backs off only from the second. A simulated
+init container fails the same way every time until a test changes its remote, so that
+immediate retry would fail too. The status after one failure is therefore what the kubelet
+shows after two: `restartCount` 1, back-off 10 s. The back-off state is read from the status
+(`restartCount` restarts, never reset), because an init container never runs the 10 minutes
+that would reset it.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kubetrain.devcluster.kubelet import crashloop
 from kubetrain.devcluster.kubelet.podstatus import (
     _base_status,
     _condition,
@@ -21,15 +29,6 @@ from kubetrain.devcluster.kubelet.podstatus import (
     _keep_transition,
     _not_started,
 )
-
-BACKOFF_INITIAL_SECONDS = 10
-BACKOFF_MAX_SECONDS = 300
-
-
-def backoff_seconds(restarts: int) -> int:
-    """The kubelet's crash-loop back-off before restart number `restarts + 1`."""
-    seconds: int = BACKOFF_INITIAL_SECONDS * 2 ** min(8, max(0, restarts - 1))
-    return min(BACKOFF_MAX_SECONDS, seconds)
 
 
 def _parse(value: str) -> datetime | None:
@@ -61,7 +60,7 @@ def retry_due(pod: dict[str, Any]) -> tuple[int, datetime] | None:
         at = _parse(finished) if isinstance(finished, str) else None
         if at is None:
             return None
-        return restarts, at + timedelta(seconds=backoff_seconds(restarts))
+        return restarts, at + timedelta(seconds=crashloop.delay_seconds(restarts))
     return None
 
 
@@ -106,17 +105,8 @@ def init_failed_status(
                 entry.update(restartCount=restarts, state={"terminated": terminated})
             else:
                 restarts += 1
-                meta = pod.get("metadata") or {}
                 entry.update(restartCount=restarts, lastState={"terminated": terminated})
-                entry["state"] = {
-                    "waiting": {
-                        "reason": "CrashLoopBackOff",
-                        "message": (
-                            f"back-off {backoff_seconds(restarts)}s restarting failed container={name} "
-                            f"pod={meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
-                        ),
-                    }
-                }
+                entry["state"] = crashloop.waiting(pod, name, crashloop.delay_seconds(restarts))
         else:
             entry.update(ready=True, state={"terminated": _init_terminated(pod, c["name"], 0, "", now)})
         inits.append(entry)

@@ -11,7 +11,9 @@
 - `image`: Pending with an image the kubelet cannot use (`images.py`): Pending for good;
 - `start`: Pending and, as far as the pod itself shows, startable — its env references,
   projected volumes and start delay come next (`reconcile.py`: they need the API);
-- `run`: Running: its progress reports and the end of its annotated run.
+- `run`: Running: its progress reports and the end of its annotated run, or, while a container
+  waits out its crash-loop back-off, its restart (`reconcile.py`: the back-off is the kubelet's
+  memory, `status.PodTransitions.crash_due`).
 
 `behaviour` is what the pod's `sim.kubetrain.io/*` annotations ask (`behaviour.py`); a malformed
 annotation gives the default behaviour and `problem` says why.

@@ -47,6 +47,12 @@ def restart_count(pod: dict[str, Any], container: str | None = None) -> int:
     return int(_previous(pod).get(name, {}).get("restartCount", 0))
 
 
+def first_running(pod: dict[str, Any]) -> bool:
+    """Whether the first container runs (not waiting, e.g. out a crash-loop back-off)."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return bool(statuses) and "running" in (statuses[0].get("state") or {})
+
+
 def _condition(kind: str, status: bool, now: datetime, reason: str | None = None) -> dict[str, Any]:
     condition: dict[str, Any] = {
         "type": kind,
@@ -270,38 +276,6 @@ def evicted_status(pod: dict[str, Any], *, now: datetime, message: str = EVICTIO
         message=message,
         disruption="TerminationByKubelet",
     )
-
-
-def restarted_status(
-    pod: dict[str, Any], *, exit_code: int, reason: str | None, now: datetime, container: str | None = None
-) -> dict[str, Any]:
-    """An in-place restart of `container` (default: every container): restartCount + 1, the exit
-    kept in lastState.terminated, running again; the pod stays Running."""
-    status = dict(pod.get("status") or {})
-    names = {container} if container else {c["name"] for c in _containers(pod)}
-    statuses = []
-    for c in _containers(pod):
-        before = _previous(pod).get(c["name"])
-        if before is None or c["name"] not in names:
-            if before is not None:
-                statuses.append(before)
-            continue
-        count = int(before.get("restartCount", 0)) + 1
-        terminated = _terminated(pod, c, exit_code, termination_reason(exit_code, reason), now)
-        statuses.append(
-            {
-                **before,
-                "containerID": container_id(pod, c["name"], count),
-                "ready": True,
-                "started": True,
-                "restartCount": count,
-                "state": {"running": {"startedAt": timestamp(now)}},
-                "lastState": {"terminated": terminated},
-            }
-        )
-    status["containerStatuses"] = statuses
-    status["phase"] = "Running"
-    return status
 
 
 def _not_started(container: dict[str, Any], **fields: Any) -> dict[str, Any]:

@@ -143,8 +143,14 @@ class PodReconciler:
             await self._status.start(key)
 
     def _run(self, key: Key, pod: dict[str, Any], step: Step) -> None:
-        """A running pod: its reports, and the timer that ends its annotated run."""
+        """A running pod: its reports, and the timer that ends its annotated run — or, while a
+        container waits out its crash-loop back-off, the timer that runs it again."""
         uid, behaviour = step.uid, step.behaviour
+        due = self._status.crash_due(pod)
+        if due is not None:
+            delay = (due - self.clock.now()).total_seconds()
+            self._timers.schedule(key, ("crash-retry", uid, due), delay, self._status.retry_crashed)
+            return
         if self.training.starts(pod, behaviour) is not None:
             self._spawn(self.training.loop(key, uid, behaviour.run_seconds))
         if behaviour.run_seconds is not None:

@@ -45,12 +45,17 @@ reports training progress to its KUBEFLOW_TRAINER_SERVER_URL like the Kubeflow S
 test API says otherwise, unless the simulator was given `default_run_seconds` (`kubetrain dev`).
 On exit the pod's restartPolicy decides like a kubelet: Never → terminal; OnFailure → restart in
 place unless the exit code is 0; Always → restart in place (restartCount + 1, lastState.terminated).
+A restart waits out the kubelet's crash-loop back-off (`crashloop.py`): at once after the first
+exit, then 10 s doubling to 300 s, reset by a run of over 10 minutes. Meanwhile the container
+waits with reason `CrashLoopBackOff` and the pod is Running but not Ready.
 
 Test API (each waits, up to `wait_seconds`, for the pod to be Running on a simulated node):
 `finish(ns, name, exit_code=0, reason=None)` — every container exits, the pod becomes Succeeded
 (exit 0) or Failed, whatever its restartPolicy; `evict(ns, name)` — kubelet eviction: Failed,
 reason Evicted, DisruptionTarget condition; `restart_container(ns, name, exit_code=137,
-container=None)` — an in-place restart (ValueError if the restartPolicy would not restart);
+container=None)` — an in-place restart, at once: the exit and the restart after its back-off in
+one step, the back-off moved on as that restart moves it (ValueError if the restartPolicy would
+not restart);
 `wait_for(ns, name, predicate)` / `wait_for_phase(ns, name, phase)`; `pod(ns, name)` (last seen);
 `stop_node(name)` — the node's kubelet stops: its Lease is not renewed (the node goes Unknown
 after the grace period) and its pods are no longer advanced (statuses freeze, a deleted pod stays
@@ -63,7 +68,8 @@ Where it lives: this module is the simulator (nodes, the pod watch, the test API
 memory views); `testapi` the test API's per-pod waits and actions (a mixin of PodSimulator);
 `lifecycle` decides each pod's next step (pure), `reconcile` carries it out; `scheduling` holds
 the per-pod locks and timers, `binder` and `fit` the scheduler, `status` the status transitions and
-their conflict-retrying writes, `podstatus` the pure status builders; `nodes` Node registration
+their conflict-retrying writes, `podstatus` the pure status builders (`crashstatus` those of
+in-place restarts, `crashloop` the kubelet's crash-loop back-off); `nodes` Node registration
 and Lease heartbeats; `kubetrain.devcluster.client` is the raw API client.
 """
 

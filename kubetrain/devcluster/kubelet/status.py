@@ -3,21 +3,26 @@
 `PodTransitions` moves a pod bound to a simulated node through its life, as a kubelet would:
 `start` (Pending → Running: podIP, hostIP, containers running and ready), `run_ended` (the
 annotated run is over: exit, in-place restart or eviction, as the pod's restartPolicy and
-annotations decide), and `finish_deletion` (containers terminated with exit 143, then DELETE with
-gracePeriodSeconds=0). Each is a `StatusBuilder` — the new status computed from the newest pod by
-the pure builders of `kubetrain.devcluster.kubelet.podstatus`, or None for "nothing to write" — given to
+annotations decide; a restart waits out the crash-loop back-off, `crashloop.py`),
+`retry_crashed` (that back-off is over: the containers run again), and `finish_deletion`
+(containers terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
+`StatusBuilder` — the new status computed from the newest pod by the pure builders of
+`podstatus`, `crashstatus` and `initstatus`, or None for "nothing to write" — given to
 `write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
 re-reads and rebuilds. It also keeps what a kubelet remembers per pod: pod IPs, the start time
-of each container run, and the pods it already deleted.
+of each container run, each container's back-off entry and last exit, and the pods it already
+deleted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
+from kubetrain.api.metatime import parse_time
 from kubetrain.devcluster.client import ApiError, RawApi
-from kubetrain.devcluster.kubelet import images, initstatus, podstatus
+from kubetrain.devcluster.kubelet import crashloop, crashstatus, images, initstatus, podstatus
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
@@ -26,6 +31,7 @@ from kubetrain.kube.clock import Clock
 StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 TERMINATION_EXIT_CODE = 143
+_EARLY = timedelta(milliseconds=1)  # how early a back-off timer may wake and still restart
 
 
 def pod_phase(pod: dict[str, Any] | None) -> str:
@@ -63,6 +69,9 @@ class PodTransitions:
         self._pod_ips: dict[str, str] = {}
         self._ip_counter = 0
         self._deleted: set[str] = set()  # uids this kubelet already removed
+        # (uid, container) -> its crash-loop back-off entry, and the time of its latest exit
+        self._back_offs: dict[tuple[str, str], crashloop.BackOff] = {}
+        self._exits: dict[tuple[str, str], datetime] = {}
         self.git = git if git is not None else SimulatedGit()  # the remotes code-sync fetches reach
 
     def ours(self, pod: dict[str, Any]) -> bool:
@@ -73,10 +82,13 @@ class PodTransitions:
         self._deleted.discard(uid)
         self._pod_ips.pop(uid, None)
         self._starts = {k: v for k, v in self._starts.items() if k[0] != uid}
+        self._back_offs = {k: v for k, v in self._back_offs.items() if k[0] != uid}
+        self._exits = {k: v for k, v in self._exits.items() if k[0] != uid}
 
     def remembered(self) -> int:
         """Pods this kubelet remembers anything about (0 once every pod is gone)."""
-        return len({uid for uid, _ in self._starts} | self._pod_ips.keys() | self._deleted)
+        kept = {uid for uid, _ in self._starts} | {uid for uid, _ in self._back_offs}
+        return len(kept | {uid for uid, _ in self._exits} | self._pod_ips.keys() | self._deleted)
 
     def run_started(self, uid: str, restarts: int) -> float:
         """clock.monotonic() when run `restarts` of the pod began (now, if not known yet)."""
@@ -183,13 +195,84 @@ class PodTransitions:
             pod, behaviour.exit_code, podstatus.restart_count(pod), behaviour.restarts_before_exit
         )
         if outcome == "restart":
-            await self.write_status(
-                key, self.running_only(self.restart_builder(behaviour.exit_code, behaviour.reason))
-            )
+            build = self.crash_builder(behaviour.exit_code, behaviour.reason)
+            await self.write_status(key, self.running_only(build))
         else:
             await self.write_status(
                 key, self.running_only(self.exit_builder(behaviour.exit_code, behaviour.reason))
             )
+
+    def crash_builder(self, exit_code: int, reason: str | None) -> StatusBuilder:
+        """Every container exits with `exit_code` and is restarted: at once after its first exit
+        (or after a run of over 10 minutes), else after its crash-loop back-off (`crashloop.py`)."""
+        back_offs = dict(self._back_offs)  # as before this exit: a rebuild on 409 moves on once
+
+        def build(pod: dict[str, Any]) -> dict[str, Any]:
+            now, uid = self.clock.now(), _uid(pod)
+            names = [c["name"] for c in pod["spec"].get("containers") or []]
+            waits = {}
+            for name in names:
+                entry = back_offs.get((uid, name))
+                self._exits[(uid, name)] = now
+                if crashloop.in_back_off(entry, now, now) and entry is not None:
+                    waits[name] = entry.delay
+                else:
+                    self._back_offs[(uid, name)] = crashloop.next_back_off(entry, now, now)
+            exits = dict.fromkeys(names, (exit_code, reason))
+            status = crashstatus.crashed_status(pod, exits=exits, waits=waits, now=now)
+            self._started(pod, status)
+            return status
+
+        return build
+
+    def crash_due(self, pod: dict[str, Any]) -> datetime | None:
+        """When the first of the pod's containers waiting in CrashLoopBackOff runs again (None:
+        none waits). One whose back-off this kubelet does not know runs at once, as a kubelet
+        with no back-off entry for it would."""
+        uid, now = _uid(pod), self.clock.now()
+        dues = []
+        for name, finished in crashstatus.backing_off(pod):
+            entry = self._back_offs.get((uid, name))
+            exited = self._exits.get((uid, name)) or parse_time(finished) or now
+            dues.append(now if entry is None else exited + timedelta(seconds=entry.delay))
+        return min(dues) if dues else None
+
+    async def retry_crashed(self, key: Key) -> None:
+        """The crash-loop back-off of the pod's waiting containers is over: they run again. A
+        timer that woke a moment early (within `_EARLY`) counts as on time; one that woke
+        earlier, or a container whose back-off ends later, gets a new timer."""
+        back_offs = dict(self._back_offs)
+
+        def build(pod: dict[str, Any]) -> dict[str, Any] | None:
+            if pod["metadata"].get("deletionTimestamp"):
+                return None
+            now, uid = self.clock.now(), _uid(pod)
+            names = []
+            for name, finished in crashstatus.backing_off(pod):
+                exited = self._exits.get((uid, name)) or parse_time(finished) or now
+                entry = back_offs.get((uid, name))
+                if not crashloop.in_back_off(entry, exited, now + _EARLY):
+                    self._back_offs[(uid, name)] = crashloop.next_back_off(entry, exited, now)
+                    names.append(name)
+            if not names:
+                return None
+            status = crashstatus.retried_status(pod, names, now)
+            self._started(pod, status)
+            return status
+
+        pod = await self.write_status(key, self.running_only(build))
+        if pod is None or pod_phase(pod) != "Running" or pod["metadata"].get("deletionTimestamp"):
+            return
+        due = self.crash_due(pod)
+        if due is not None:
+            delay = max(_EARLY.total_seconds(), (due - self.clock.now()).total_seconds())
+            self._timers.schedule(key, ("crash-retry", _uid(pod), due), delay, self.retry_crashed)
+
+    def _started(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        """Remember when the run `status` starts began (a restart of the first container)."""
+        restarts = podstatus.restart_count({**pod, "status": status})
+        if restarts != podstatus.restart_count(pod):
+            self._starts[(_uid(pod), restarts)] = self.clock.monotonic()
 
     def running_only(self, build: StatusBuilder) -> StatusBuilder:
         def guarded(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -212,13 +295,19 @@ class PodTransitions:
     def restart_builder(
         self, exit_code: int, reason: str | None, container: str | None = None
     ) -> StatusBuilder:
+        """The test API's in-place restart: `container` (default: every container) exits and
+        runs again at once, as when its back-off is over; its back-off entry moves on."""
+        back_offs = dict(self._back_offs)
+
         def build(pod: dict[str, Any]) -> dict[str, Any]:
-            status = podstatus.restarted_status(
-                pod, exit_code=exit_code, reason=reason, now=self.clock.now(), container=container
-            )
-            self._starts[(_uid(pod), podstatus.restart_count({**pod, "status": status}))] = (
-                self.clock.monotonic()
-            )
+            now, uid = self.clock.now(), _uid(pod)
+            names = [c["name"] for c in pod["spec"].get("containers") or [] if container in (None, c["name"])]
+            for name in names:
+                self._back_offs[(uid, name)] = crashloop.next_back_off(back_offs.get((uid, name)), now, now)
+                self._exits[(uid, name)] = now
+            exits = dict.fromkeys(names, (exit_code, reason))
+            status = crashstatus.crashed_status(pod, exits=exits, waits={}, now=now)
+            self._started(pod, status)
             return status
 
         return build

@@ -106,7 +106,10 @@ class PodTestApi:
         wait_seconds: float = 10,
     ) -> dict[str, Any] | None:
         """The container (default: every container) exits with `exit_code` and the kubelet
-        restarts it in place; ValueError if the pod's restartPolicy would not restart it."""
+        restarts it in place at once: a test's shortcut over its crash-loop back-off (the exit
+        and the restart once the back-off is over, in one step; the back-off moves on as that
+        restart moves it, so an annotated exit after it backs off as it would). ValueError if
+        the pod's restartPolicy would not restart it."""
         key = await self._running(namespace, name, wait_seconds)
         pod = self._pods[key]
         if exit_outcome(pod, exit_code, 0, None) != "restart":

@@ -74,8 +74,9 @@ class TrainingCode:
                     or pod["metadata"].get("uid") != uid
                     or pod["metadata"].get("deletionTimestamp")
                     or pod_phase(pod) != "Running"
+                    or not podstatus.first_running(pod)
                 ):
-                    return
+                    return  # gone, stopping, or its training code not running (a crash-loop back-off)
                 started = self._run_started(uid, podstatus.restart_count(pod))
                 await self.report(key, pod, self._clock.monotonic() - started, run_seconds)
                 await self._clock.sleep(self.interval)
