@@ -8,10 +8,12 @@ import copy
 import ipaddress
 import random
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubetrain.devcluster import DevCluster
 from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.kinds import kubernetesservice, meta
@@ -23,6 +25,7 @@ from kubetrain.devcluster.apiserver.verbs.core import ApiServer
 from kubetrain.devcluster.apiserver.verbs.printers.cluster import endpointslice_row
 
 Obj = dict[str, Any]
+SLICES = "endpointslices.discovery.k8s.io"
 
 
 def test_ip_range_excludes_network_and_broadcast_and_names_each_problem() -> None:
@@ -249,46 +252,57 @@ async def test_a_dry_run_holds_nothing(api: ApiServer) -> None:
 # ---- the kubernetes Service --------------------------------------------------------------------
 
 
-def test_kubernetes_service_is_created_restored_and_recreated(api: ApiServer) -> None:
-    def ensure() -> None:
-        kubernetesservice.ensure(api.store, api.registry, api.clock, "127.0.0.1", 6443)
+@pytest.fixture
+def cluster(tmp_path: Path) -> DevCluster:
+    """A DevCluster not serving (its kubernetes Service passes are run by hand), on port 6443."""
+    return DevCluster(tls=False, port=6443, workdir=str(tmp_path))
 
-    ensure()
-    service = api.store.get("services", "default", "kubernetes")
+
+def test_kubernetes_service_is_created_restored_and_recreated(cluster: DevCluster) -> None:
+    store = cluster.store
+    cluster.ensure_kubernetes_service()
+    service = store.get("services", "default", "kubernetes")
     assert service is not None
     assert service["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
     assert service["spec"]["clusterIPs"] == ["10.96.0.1"]
     assert service["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]
-    endpoints = api.store.get("endpoints", "default", "kubernetes")
+    endpoints = store.get("endpoints", "default", "kubernetes")
     assert endpoints is not None and endpoints["subsets"] == [
         {"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}
     ]
-    eps = api.store.get("endpointslices.discovery.k8s.io", "default", "kubernetes")
+    eps = store.get(SLICES, "default", "kubernetes")
     assert eps is not None and eps["endpoints"] == [
         {"addresses": ["127.0.0.1"], "conditions": {"ready": True}}
     ]
-    rv = service["metadata"]["resourceVersion"]
-    ensure()  # nothing to do: nothing written
-    assert api.store.get("services", "default", "kubernetes")["metadata"]["resourceVersion"] == rv  # type: ignore[index]
+    rv = store.rv
+    cluster.ensure_kubernetes_service()  # nothing to do: nothing written
+    assert store.rv == rv
 
     changed = copy.deepcopy(service)
     changed["spec"]["ports"][0]["port"] = 8443
-    api.store.update("services", changed, rv)
-    api.store.remove("endpointslices.discovery.k8s.io", "default", "kubernetes")
-    ensure()
-    restored = api.store.get("services", "default", "kubernetes")
+    store.update("services", changed, service["metadata"]["resourceVersion"])
+    store.remove(SLICES, "default", "kubernetes")
+    cluster.ensure_kubernetes_service()
+    restored = store.get("services", "default", "kubernetes")
     assert restored is not None and restored["spec"]["ports"][0]["port"] == 443
-    assert api.store.get("endpointslices.discovery.k8s.io", "default", "kubernetes") is not None
-    api.store.remove("services", "default", "kubernetes")
-    ensure()
-    again = api.store.get("services", "default", "kubernetes")
+    assert store.get(SLICES, "default", "kubernetes") is not None
+    store.remove("services", "default", "kubernetes")
+    cluster.ensure_kubernetes_service()
+    again = store.get("services", "default", "kubernetes")
     assert again is not None and again["spec"]["clusterIP"] == "10.96.0.1"
 
 
-async def test_the_kubernetes_service_ip_is_taken(api: ApiServer) -> None:
-    kubernetesservice.ensure(api.store, api.registry, api.clock, "127.0.0.1", 6443)
-    code, causes = await refused(api, svc("squatter", clusterIP="10.96.0.1"))
+async def test_the_kubernetes_service_ip_is_taken_and_waited_for(cluster: DevCluster) -> None:
+    cluster.ensure_kubernetes_service()
+    code, causes = await refused(cluster.api, svc("squatter", clusterIP="10.96.0.1"))
     assert code == 422 and causes[0][1].endswith("provided IP is already allocated")
+    cluster.store.remove("services", "default", "kubernetes")
+    await create(cluster.api, svc("squatter", clusterIP="10.96.0.1"))
+    cluster.ensure_kubernetes_service()  # the address is another's: not re-created
+    assert cluster.store.get("services", "default", "kubernetes") is None
+    cluster.store.remove("services", "default", "squatter")
+    cluster.ensure_kubernetes_service()
+    assert cluster.store.get("services", "default", "kubernetes") is not None
 
 
 def test_endpointslice_row_lists_up_to_three() -> None:

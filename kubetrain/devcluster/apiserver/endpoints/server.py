@@ -29,6 +29,7 @@ continue tokens get 410 Gone. `requests` keeps the newest `request_log_limit` re
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import secrets
 import shutil
@@ -240,7 +241,22 @@ class DevCluster:
         """The `default/kubernetes` Service, Endpoints and EndpointSlice pointing at this server,
         created or put back (kubernetesservice.py); runs at start and every 10 s."""
         address = self.host if self.host[0].isdigit() else "127.0.0.1"
-        kubernetesservice.ensure(self.store, self.registry, self.api.clock, address, self.port)
+        ns = self.store.get(NAMESPACES_KEY, "", kubernetesservice.NAMESPACE)
+        if ns is None or ns["metadata"].get("deletionTimestamp"):
+            return
+        keys = (kubernetesservice.SERVICES_KEY, kubernetesservice.ENDPOINTS_KEY, kubernetesservice.SLICES_KEY)
+        current = {k: self.store.get(k, kubernetesservice.NAMESPACE, kubernetesservice.NAME) for k in keys}
+        ips = self.api.services.ranges.ips
+        taken = ips.key(ips.first_ip()) in self.api.services.in_use()[0]
+        for key, obj, create in kubernetesservice.writes(current, taken, address, self.port):
+            rt = self.registry.by_key(key)
+            assert rt is not None
+            with contextlib.suppress(LookupError, ValueError):  # changed meanwhile: the next pass
+                if create:
+                    meta.prepare_create(obj, rt, kubernetesservice.NAMESPACE, self.api.clock())
+                    self.store.create(key, obj)
+                else:
+                    self.store.update(key, obj, obj["metadata"]["resourceVersion"])
 
     def kubeconfig(self, user: str = "devcluster-admin") -> dict[str, Any]:
         cluster: dict[str, Any] = {"server": self.url}

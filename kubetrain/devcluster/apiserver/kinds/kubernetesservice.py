@@ -13,23 +13,20 @@ pkg/controlplane/reconcilers and its `EndpointsAdapter`, which writes the Endpoi
   `kubernetes.io/service-name: kubernetes`, addressType IPv4): that address, ready, and the port.
   Both are created when missing and put back when they differ.
 
-`ensure` does one pass; DevCluster runs it at start and every 10 s. Nothing is written when
-all three are as they should be, so watchers see no events from it. If another Service holds
+`writes` decides one pass (pure); DevCluster (endpoints/server.py) runs it at start and every
+10 s. Nothing is written when all three are as they should be, so watchers see no events
+from it; a write that meets a changed or deleted object is left to the next pass. If another Service holds
 the first address when `kubernetes` has to be re-created, it is not (as upstream's create then
 fails) until that address is free.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds import meta
-from kubetrain.devcluster.apiserver.kinds.resources import Registry
 from kubetrain.devcluster.apiserver.kinds.serviceranges import IPRange
-from kubetrain.devcluster.apiserver.storage.store import Store
 
 NAME, NAMESPACE = "kubernetes", "default"
 SERVICE_PORT = 443  # --kubernetes-service-port... the Service's port, not the API server's
@@ -89,57 +86,43 @@ def _service_differs(current: Obj, port: int) -> bool:
     return bool(spec.get("ports") != want["ports"] or spec.get("type") != want["type"])
 
 
-def _ip_taken(store: Store, ip: str) -> bool:
-    return any(ip in ((svc.get("spec") or {}).get("clusterIPs") or []) for svc in store.items(SERVICES_KEY))
+Current = dict[str, Obj | None]  # resource key -> the stored `default/kubernetes` object, if any
 
 
-def ensure(
-    store: Store, registry: Registry, clock: Any, address: str, port: int, ips: IPRange | None = None
-) -> None:
-    """One pass of the controller and the endpoint reconciler: create what is missing, restore
-    what was changed (not while the default namespace is gone or going)."""
-    ns = store.get("namespaces", "", NAMESPACE)
-    if ns is None or ns["metadata"].get("deletionTimestamp"):
-        return
+def writes(
+    current: Current, ip_taken: bool, address: str, port: int, ips: IPRange | None = None
+) -> list[tuple[str, Obj, bool]]:
+    """One pass of the controller and the endpoint reconciler over `current`: (resource key,
+    object, True for a create / False for an update of that stored version) for what is missing
+    or was changed; nothing for an object being deleted. `ip_taken`: another Service holds the
+    first address (the Service is then not re-created)."""
     cluster_ip = (ips or IPRange()).first_ip()
-    current = store.get(SERVICES_KEY, NAMESPACE, NAME)
-    if current is None:
-        if not _ip_taken(store, cluster_ip):
-            _create(store, registry, clock, SERVICES_KEY, service(cluster_ip, port))
-    elif _service_differs(current, port) and not current["metadata"].get("deletionTimestamp"):
-        fixed = copy.deepcopy(current)
+    out: list[tuple[str, Obj, bool]] = []
+    svc = current.get(SERVICES_KEY)
+    if svc is None:
+        if not ip_taken:
+            out.append((SERVICES_KEY, service(cluster_ip, port), True))
+    elif _service_differs(svc, port) and not svc["metadata"].get("deletionTimestamp"):
+        fixed = copy.deepcopy(svc)
         fixed["spec"]["ports"] = service(cluster_ip, port)["spec"]["ports"]
         fixed["spec"]["type"] = "ClusterIP"
-        _update(store, SERVICES_KEY, fixed)
+        out.append((SERVICES_KEY, fixed, False))
     for key, want in ((ENDPOINTS_KEY, endpoints(address, port)), (SLICES_KEY, endpoint_slice(address, port))):
-        current = store.get(key, NAMESPACE, NAME)
-        if current is None:
-            _create(store, registry, clock, key, want)
-        elif not current["metadata"].get("deletionTimestamp") and _content(current) != _content(want):
-            fixed = {**copy.deepcopy(current), **{k: v for k, v in want.items() if k != "metadata"}}
-            fixed["metadata"]["labels"] = {
-                **(current["metadata"].get("labels") or {}),
-                **want["metadata"]["labels"],
-            }
-            if _content(fixed) != _content(current):
-                _update(store, key, fixed)
+        obj = current.get(key)
+        if obj is None:
+            out.append((key, want, True))
+            continue
+        if obj["metadata"].get("deletionTimestamp"):
+            continue
+        fixed = {**copy.deepcopy(obj), **{k: v for k, v in want.items() if k != "metadata"}}
+        fixed["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), **want["metadata"]["labels"]}
+        if _content(fixed) != _content(obj):
+            out.append((key, fixed, False))
+    return out
 
 
 def _content(obj: Obj) -> Any:
     return (
         {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")},
-        {k: v for k, v in (obj["metadata"].get("labels") or {}).items()},
+        obj["metadata"].get("labels") or {},
     )
-
-
-def _create(store: Store, registry: Registry, clock: Any, key: str, obj: Obj) -> None:
-    rt = registry.by_key(key)
-    assert rt is not None
-    meta.prepare_create(obj, rt, NAMESPACE, clock())
-    with contextlib.suppress(KeyError):  # created meanwhile: the next pass looks at it
-        store.create(key, obj)
-
-
-def _update(store: Store, key: str, obj: Obj) -> None:
-    with contextlib.suppress(LookupError, ValueError):  # changed or gone meanwhile: next pass
-        store.update(key, obj, obj["metadata"]["resourceVersion"])

@@ -4,10 +4,8 @@ left out of an update, initialise the IP family fields, allocate cluster IPs and
 storage.go, `allocateCreate`/`allocateUpdate` in alloc.go), then the strategy's
 `dropTypeDependentFields` on update. The ranges and how a value is picked: serviceranges.py.
 
-Allocation state is not kept apart from the store: what is in use is read from the stored
-Services (so a delete, by any path, releases a Service's IP and ports, and nothing has to be
-rebuilt), plus what writes still in flight (between allocation and the store write, e.g. while
-a validating webhook is asked) hold, so two of them never get the same value.
+Pure: what is in use comes in (`in_use` reads it off Services; verbs/serviceips.py gives it
+from the store and the writes in flight), what was claimed goes out.
 
 A dry run checks as upstream's dry-run allocators do: a requested IP only for being in range,
 a requested port only for being taken; a picked IP is the range's network address, picked ports
@@ -21,10 +19,9 @@ allocations in.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
@@ -44,78 +41,60 @@ from kubetrain.devcluster.apiserver.kinds.servicefields import (
     spec_of,
 )
 from kubetrain.devcluster.apiserver.kinds.serviceranges import FULL, IPRange, PortRange
-from kubetrain.devcluster.apiserver.storage.store import Store
 
-SERVICES_KEY = "services"
 DRY_RUN_FIRST_PORT = 32769  # PortAllocationOperation.AllocateNext's guess, dry run
 
 
-class ServiceAllocator:
-    """Cluster IPs and node ports for Service writes, in use as the store and in-flight writes say."""
+@dataclass
+class Ranges:
+    """The ranges allocated from and the random source picks draw on."""
 
-    def __init__(
-        self, store: Store, rng: random.Random, ips: IPRange | None = None, ports: PortRange | None = None
-    ) -> None:
-        self.store = store
-        self.rng = rng
-        self.ips = ips or IPRange()
-        self.ports = ports or PortRange()
-        self._held: dict[int, tuple[set[int], set[int]]] = {}
-        self._ids = itertools.count()
+    rng: random.Random
+    ips: IPRange = field(default_factory=IPRange)
+    ports: PortRange = field(default_factory=PortRange)
 
-    def in_use(self, skip: tuple[str, str] | None = None) -> tuple[set[int], set[int]]:
-        """The cluster IPs (as integers) and node ports taken, but for Service `skip`'s own."""
-        ips: set[int] = set()
-        ports: set[int] = set()
-        for svc in self.store.items(SERVICES_KEY):
-            md = svc["metadata"]
-            if skip is not None and (md.get("namespace", ""), md.get("name")) == skip:
-                continue
-            for ip in spec_of(svc).get("clusterIPs") or []:
-                if (key := self.ips.key(ip)) is not None:
-                    ips.add(key)
-            ports.update(node_ports(svc))
-        for held_ips, held_ports in self._held.values():
-            ips |= held_ips
-            ports |= held_ports
-        return ips, ports
 
-    @contextlib.contextmanager
-    def allocating(self, svc: Obj, old: Obj | None, dry_run: bool) -> Iterator[None]:
-        """Prepare and allocate for `svc` (a create when `old` is None); what it claimed is held
-        until the block ends: by then the write stored it, or it failed and it is free again.
-        Raises the client's error (422 for a refused request, 500 for a full range)."""
+def in_use(services: Iterable[Obj], ips: IPRange, skip: tuple[str, str] | None) -> tuple[set[int], set[int]]:
+    """The cluster IPs (as integers) and node ports `services` hold, but for Service `skip`'s own."""
+    taken_ips: set[int] = set()
+    taken_ports: set[int] = set()
+    for svc in services:
         md = svc["metadata"]
-        skip = (md.get("namespace", ""), md.get("name", "")) if old is not None else None
-        used_ips, used_ports = self.in_use(skip)
-        op = _Operation(self, used_ips, used_ports, dry_run, str(md.get("name", "")))
-        spec = svc.setdefault("spec", {})
-        if old is None:
-            normalize_cluster_ips(spec, None)
-            op.allocate_create(spec)
-        else:
-            old_spec = spec_of(old)
-            patch_allocated_values(spec, old_spec)
-            normalize_cluster_ips(spec, old_spec)
-            op.allocate_update(spec, old_spec)
-            drop_type_dependent_fields(spec, old_spec)
-        token = next(self._ids)
-        if not dry_run:
-            self._held[token] = (op.claimed_ips, op.claimed_ports)
-        try:
-            yield
-        finally:
-            self._held.pop(token, None)
+        if skip is not None and (md.get("namespace", ""), md.get("name")) == skip:
+            continue
+        for ip in spec_of(svc).get("clusterIPs") or []:
+            if (key := ips.key(ip)) is not None:
+                taken_ips.add(key)
+        taken_ports.update(node_ports(svc))
+    return taken_ips, taken_ports
+
+
+def allocate(
+    svc: Obj, old: Obj | None, ranges: Ranges, used: tuple[set[int], set[int]], dry_run: bool
+) -> tuple[set[int], set[int]]:
+    """Prepare `svc` (a create when `old` is None) and allocate what it needs, `used` (cluster
+    IPs as integers, node ports) being taken; the cluster IPs and node ports claimed. Raises the
+    client's error (422 for a refused request, 500 for a full range)."""
+    op = _Operation(ranges, used[0], used[1], dry_run, str(svc["metadata"].get("name", "")))
+    spec = svc.setdefault("spec", {})
+    if old is None:
+        normalize_cluster_ips(spec, None)
+        op.allocate_create(spec)
+    else:
+        old_spec = spec_of(old)
+        patch_allocated_values(spec, old_spec)
+        normalize_cluster_ips(spec, old_spec)
+        op.allocate_update(spec, old_spec)
+        drop_type_dependent_fields(spec, old_spec)
+    return op.claimed_ips, op.claimed_ports
 
 
 class _Operation:
     """One write's allocations (alloc.go's transaction, without the need to revert: what is
     held is dropped when the write ends, and the store then has it or not)."""
 
-    def __init__(
-        self, owner: ServiceAllocator, ips: set[int], ports: set[int], dry_run: bool, name: str
-    ) -> None:
-        self.ranges = owner
+    def __init__(self, ranges: Ranges, ips: set[int], ports: set[int], dry_run: bool, name: str) -> None:
+        self.ranges = ranges
         self.used_ips, self.used_ports = ips, ports
         self.dry_run = dry_run
         self.name = name

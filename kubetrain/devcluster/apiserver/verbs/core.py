@@ -23,12 +23,12 @@ from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
 from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, schema
 from kubetrain.devcluster.apiserver.kinds.crds import celeval, listtype
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
-from kubetrain.devcluster.apiserver.kinds.servicealloc import SERVICES_KEY, ServiceAllocator
 from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
 from kubetrain.devcluster.apiserver.request.target import ADMIN_USER, Result, Target
 from kubetrain.devcluster.apiserver.storage.store import Store
 from kubetrain.devcluster.apiserver.verbs import admitting, priority, tolerationseconds
+from kubetrain.devcluster.apiserver.verbs.serviceips import SERVICES_KEY, ServiceAllocator
 
 PATCH_RETRIES = 8
 
