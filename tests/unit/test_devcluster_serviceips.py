@@ -52,10 +52,10 @@ def test_port_range_names_each_problem() -> None:
 def test_picked_values_come_from_the_upper_part_until_it_is_full() -> None:
     rng = random.Random(7)
     # 100 values: the lower 16 (max(16, 100/32)) are kept for static requests
-    picked = {pick(100, 16, set(), rng) for _ in range(200)}
+    picked = {pick(100, 16, lambda i: False, rng) for _ in range(200)}
     assert picked <= set(range(16, 100)) and len(picked) > 40
-    assert pick(100, 16, set(range(16, 100)), rng) in range(16)
-    assert pick(100, 16, set(range(100)), rng) is None
+    assert pick(100, 16, lambda i: i >= 16, rng) in range(16)
+    assert pick(100, 16, lambda i: True, rng) is None
     ips = IPRange("10.96.0.0/12")
     first_dynamic = int(ipaddress.ip_address("10.96.1.1"))  # offset 256 of a /12
     for _ in range(50):
@@ -155,6 +155,27 @@ async def test_deleting_a_service_frees_its_ip_and_ports(api: ApiServer) -> None
         api, svc("b", type="NodePort", clusterIP="10.96.0.20", ports=[{"port": 80, "nodePort": 30020}])
     )
     assert again["spec"]["ports"][0]["nodePort"] == 30020
+
+
+async def test_an_api_server_over_a_stored_state_knows_what_is_taken(api: ApiServer) -> None:
+    await create(
+        api, svc("a", type="NodePort", clusterIP="10.96.0.50", ports=[{"port": 80, "nodePort": 30050}])
+    )
+    restarted = ApiServer(api.store, api.registry, AdmissionChain(), seed=4)
+    assert await refused(restarted, svc("b", clusterIP="10.96.0.50")) == (
+        422,
+        [
+            (
+                "spec.clusterIPs",
+                'Invalid value: []string{"10.96.0.50"}: failed to allocate IP 10.96.0.50: '
+                "provided IP is already allocated",
+            )
+        ],
+    )
+    code, causes = await refused(
+        restarted, svc("c", type="NodePort", ports=[{"port": 80, "nodePort": 30050}])
+    )
+    assert (code, causes[0][0]) == (422, "spec.ports[0].nodePort")
 
 
 async def test_headless_and_external_name_services_get_no_ip(api: ApiServer) -> None:

@@ -20,7 +20,7 @@ allocations in.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,7 @@ from kubetrain.devcluster.apiserver.kinds.servicefields import (
     should_allocate_node_ports,
     spec_of,
 )
-from kubetrain.devcluster.apiserver.kinds.serviceranges import FULL, IPRange, PortRange
+from kubetrain.devcluster.apiserver.kinds.serviceranges import FULL, IPRange, PortRange, Taken
 
 DRY_RUN_FIRST_PORT = 32769  # PortAllocationOperation.AllocateNext's guess, dry run
 
@@ -70,7 +70,7 @@ def in_use(services: Iterable[Obj], ips: IPRange, skip: tuple[str, str] | None) 
 
 
 def allocate(
-    svc: Obj, old: Obj | None, ranges: Ranges, used: tuple[set[int], set[int]], dry_run: bool
+    svc: Obj, old: Obj | None, ranges: Ranges, used: tuple[Container[int], Container[int]], dry_run: bool
 ) -> tuple[set[int], set[int]]:
     """Prepare `svc` (a create when `old` is None) and allocate what it needs, `used` (cluster
     IPs as integers, node ports) being taken; the cluster IPs and node ports claimed. Raises the
@@ -93,13 +93,16 @@ class _Operation:
     """One write's allocations (alloc.go's transaction, without the need to revert: what is
     held is dropped when the write ends, and the store then has it or not)."""
 
-    def __init__(self, ranges: Ranges, ips: set[int], ports: set[int], dry_run: bool, name: str) -> None:
+    def __init__(
+        self, ranges: Ranges, ips: Container[int], ports: Container[int], dry_run: bool, name: str
+    ) -> None:
         self.ranges = ranges
         self.used_ips, self.used_ports = ips, ports
         self.dry_run = dry_run
         self.name = name
         self.claimed_ips: set[int] = set()
         self.claimed_ports: set[int] = set()
+        self.taken_ports = Taken(ports, self.claimed_ports)
         self._dry_ports: list[int] = []
 
     def refuse(self, causes: list[Cause]) -> errors.ApiError:
@@ -220,7 +223,7 @@ class _Operation:
 
     # ---- node ports --------------------------------------------------------------------------
     def _take(self, port: int, path: str) -> None:
-        taken = self.used_ports | self.claimed_ports
+        taken = self.taken_ports
         if self.dry_run:
             problem = self.ranges.ports.problem(port, taken) if port in taken else None
         else:
@@ -235,7 +238,7 @@ class _Operation:
             port = max(self._dry_ports, default=DRY_RUN_FIRST_PORT - 1) + 1
             self._dry_ports.append(port)
             return port
-        picked = self.ranges.ports.next(self.used_ports | self.claimed_ports, self.ranges.rng)
+        picked = self.ranges.ports.next(self.taken_ports, self.ranges.rng)
         if picked is None:
             raise errors.internal_error(f"failed to allocate a nodePort: {FULL}")
         self.claimed_ports.add(picked)

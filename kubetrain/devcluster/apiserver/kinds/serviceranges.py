@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
-from collections.abc import Collection
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 SERVICE_CIDR = "10.96.0.0/12"
@@ -41,50 +41,45 @@ def _offset(size: int, low: int, step: int, high: int) -> int:
     return min(max(low, size // step), high)
 
 
-def pick(size: int, offset: int, used: Collection[int], rng: random.Random) -> int | None:
+def pick(size: int, offset: int, taken: Callable[[int], bool], rng: random.Random) -> int | None:
     """A free index in `[0, size)`: scanning from a random start in `[offset, size)`, wrapping
     there, then likewise in `[0, offset)` (`randomScanStrategyWithOffset.AllocateBit`)."""
-    if len(used) >= size:
-        return None
     for first, count in ((offset, size - offset), (0, offset)):
         if count <= 0:
             continue
         start = rng.randrange(count)
         for i in range(count):
             at = first + (start + i) % count
-            if at not in used:
+            if not taken(at):
                 return at
     return None
 
 
-@dataclass(frozen=True)
+class Taken:
+    """Values in use: in any of `parts` (sets, or counters of how many hold each value)."""
+
+    def __init__(self, *parts: Container[int]) -> None:
+        self.parts = parts
+
+    def __contains__(self, value: object) -> bool:
+        return any(value in part for part in self.parts)
+
+
 class IPRange:
     """The usable addresses of a service CIDR, as integers."""
 
-    cidr: str = SERVICE_CIDR
-
-    @property
-    def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-        return ipaddress.ip_network(self.cidr)
-
-    @property
-    def first(self) -> int:
-        return int(self.network.network_address) + 1
-
-    @property
-    def last(self) -> int:
-        net = self.network
-        return int(net.broadcast_address) - (1 if net.version == 4 else 0)
-
-    @property
-    def size(self) -> int:
-        return self.last - self.first + 1
+    def __init__(self, cidr: str = SERVICE_CIDR) -> None:
+        self.cidr = cidr
+        self.network = ipaddress.ip_network(cidr)
+        self.first = int(self.network.network_address) + 1
+        self.last = int(self.network.broadcast_address) - (1 if self.network.version == 4 else 0)
+        self.size = self.last - self.first + 1
 
     def first_ip(self) -> str:
         """The `kubernetes` Service's address (controlplane `ServiceIPRange`: the first usable)."""
         return str(ipaddress.ip_address(self.first))
 
-    def problem(self, ip: str, used: Collection[int]) -> str | None:
+    def problem(self, ip: str, used: Container[int]) -> str | None:
         """Why `ip` cannot be allocated, or None (the address is well-formed: validated before)."""
         address = ipaddress.ip_address(ip)
         if address not in self.network:
@@ -95,10 +90,10 @@ class IPRange:
             return IP_ALLOCATED
         return None
 
-    def next(self, used: Collection[int], rng: random.Random) -> str | None:
-        offsets = {u - self.first for u in used if self.first <= u <= self.last}
-        at = pick(self.size, _offset(self.size, 16, 16, 256), offsets, rng)
-        return None if at is None else str(ipaddress.ip_address(self.first + at))
+    def next(self, used: Container[int], rng: random.Random) -> str | None:
+        first = self.first
+        at = pick(self.size, _offset(self.size, 16, 16, 256), lambda i: first + i in used, rng)
+        return None if at is None else str(ipaddress.ip_address(first + at))
 
     def key(self, ip: object) -> int | None:
         """An address as the integer `used` holds, None for what is no IP of this family."""
@@ -119,7 +114,7 @@ class PortRange:
     def __str__(self) -> str:  # net.PortRange.String()
         return f"{self.base}-{self.base + self.size - 1}"
 
-    def problem(self, port: int, used: Collection[int]) -> str | None:
+    def problem(self, port: int, used: Container[int]) -> str | None:
         if not self.base <= port < self.base + self.size:
             return "provided port is not in the valid range. The range of valid ports is " + str(
                 self
@@ -128,7 +123,7 @@ class PortRange:
             return PORT_ALLOCATED
         return None
 
-    def next(self, used: Collection[int], rng: random.Random) -> int | None:
-        offsets = {p - self.base for p in used if self.base <= p < self.base + self.size}
-        at = pick(self.size, _offset(self.size, 16, 32, 128), offsets, rng)
-        return None if at is None else self.base + at
+    def next(self, used: Container[int], rng: random.Random) -> int | None:
+        base = self.base
+        at = pick(self.size, _offset(self.size, 16, 32, 128), lambda i: base + i in used, rng)
+        return None if at is None else base + at
