@@ -36,6 +36,15 @@ async def test_kubectl_sees_the_kubernetes_service_and_node_ports(devcluster: De
     code, out, err = await run_kubectl(config, "get", "svc", "web", "--no-headers")
     assert code == 0, err
     assert out.split()[1] == "NodePort" and out.split()[4] == "80:30080/TCP"
+    cluster_ip = out.split()[2]
+    code, out, err = await run_kubectl(config, "apply", "-f", "-", stdin=web)
+    assert (code, out.strip()) == (0, "service/web unchanged"), err
+    # a manifest naming neither the cluster IP nor the node port keeps both
+    bare = service("web", type="NodePort", selector={"app": "web2"}, ports=[{"port": 80}])
+    code, out, err = await run_kubectl(config, "apply", "-f", "-", stdin=bare)
+    assert code == 0, err
+    code, out, err = await run_kubectl(config, "get", "svc", "web", "--no-headers")
+    assert out.split()[2] == cluster_ip and out.split()[4] == "80:30080/TCP", out
 
     picked = service("picked", type="NodePort", ports=[{"port": 8080}])
     code, out, err = await run_kubectl(config, "create", "-f", "-", "-o", "json", stdin=picked)
