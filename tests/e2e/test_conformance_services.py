@@ -52,8 +52,7 @@ async def test_a_taken_cluster_ip_is_refused(kube: Any, namespace: str) -> None:
         (
             "FieldValueInvalid",
             "spec.clusterIPs",
-            f'Invalid value: []string{{"{ip}"}}: failed to allocate IP {ip}: '
-            "provided IP is already allocated",
+            f'Invalid value: ["{ip}"]: failed to allocate IP {ip}: provided IP is already allocated',
         )
     ]
 
@@ -71,7 +70,7 @@ async def test_a_cluster_ip_may_not_change(kube: Any, namespace: str) -> None:
         (
             "FieldValueInvalid",
             "spec.clusterIPs[0]",
-            f'Invalid value: []string{{"{new_ip}"}}: may not change once set',
+            f'Invalid value: ["{new_ip}"]: may not change once set',
         )
     ]
 

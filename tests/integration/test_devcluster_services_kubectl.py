@@ -62,6 +62,6 @@ async def test_kubectl_sees_the_kubernetes_service_and_node_ports(devcluster: De
     code, out, err = await run_kubectl(config, "create", "-f", "-", stdin=taken_ip)
     assert code == 1
     assert err.strip() == (
-        'The Service "dns" is invalid: spec.clusterIPs: Invalid value: []string{"10.96.0.1"}: '
+        'The Service "dns" is invalid: spec.clusterIPs: Invalid value: ["10.96.0.1"]: '
         "failed to allocate IP 10.96.0.1: provided IP is already allocated"
     )

@@ -118,7 +118,7 @@ async def test_requested_cluster_ip_must_be_in_range_and_free(api: ApiServer) ->
         [
             (
                 "spec.clusterIPs",
-                'Invalid value: []string{"10.96.0.10"}: failed to allocate IP 10.96.0.10: '
+                'Invalid value: ["10.96.0.10"]: failed to allocate IP 10.96.0.10: '
                 "provided IP is already allocated",
             )
         ],
@@ -128,7 +128,7 @@ async def test_requested_cluster_ip_must_be_in_range_and_free(api: ApiServer) ->
         [
             (
                 "spec.clusterIPs",
-                'Invalid value: []string{"192.168.0.1"}: failed to allocate IP 192.168.0.1: '
+                'Invalid value: ["192.168.0.1"]: failed to allocate IP 192.168.0.1: '
                 "the provided network does not match the current range",
             )
         ],
@@ -141,6 +141,10 @@ async def test_requested_cluster_ip_must_be_in_range_and_free(api: ApiServer) ->
                 'Invalid value: "10.96.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)',
             )
         ],
+    )
+    assert await refused(api, svc("split", clusterIP="10.96.0.5", clusterIPs=["10.96.0.6"])) == (
+        422,
+        [("spec.clusterIPs", 'Invalid value: ["10.96.0.6"]: first value must match `clusterIP`')],
     )
     # the refused ones held nothing: the first free address is still free
     assert (await create(api, svc("next", clusterIP="10.96.0.11")))["spec"]["clusterIP"] == "10.96.0.11"
@@ -167,7 +171,7 @@ async def test_an_api_server_over_a_stored_state_knows_what_is_taken(api: ApiSer
         [
             (
                 "spec.clusterIPs",
-                'Invalid value: []string{"10.96.0.50"}: failed to allocate IP 10.96.0.50: '
+                'Invalid value: ["10.96.0.50"]: failed to allocate IP 10.96.0.50: '
                 "provided IP is already allocated",
             )
         ],
@@ -203,7 +207,7 @@ async def test_cluster_ip_may_not_change_once_set(api: ApiServer) -> None:
     changed["spec"]["clusterIP"] = "10.96.0.31"
     assert await refused(api, changed, made) == (
         422,
-        [("spec.clusterIPs[0]", 'Invalid value: []string{"10.96.0.31"}: may not change once set')],
+        [("spec.clusterIPs[0]", 'Invalid value: ["10.96.0.31"]: may not change once set')],
     )
 
 

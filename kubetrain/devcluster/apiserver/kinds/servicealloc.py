@@ -159,7 +159,7 @@ class _Operation:
                     causes.append(
                         invalid(
                             f"spec.clusterIPs[{i}]",
-                            cluster_ips,
+                            servicevalidation.json_value(cluster_ips),
                             f"{family} is not configured on this cluster",
                         )
                     )
@@ -212,7 +212,8 @@ class _Operation:
             problem = ranges.problem(requested, set() if self.dry_run else self.used_ips)
             if problem is not None:
                 detail = f"failed to allocate IP {requested}: {problem}"
-                raise self.refuse([invalid("spec.clusterIPs", cluster_ips, detail)])
+                value = servicevalidation.json_value(cluster_ips)
+                raise self.refuse([invalid("spec.clusterIPs", value, detail)])
             ip = requested
         key = ranges.key(ip)
         if key is not None:

@@ -17,7 +17,7 @@
 - `spec.selector` keys are label keys (qualified names), values label values.
 - `spec.type` is one of ClusterIP, ExternalName, LoadBalancer, NodePort.
 - On update (`ValidateServiceUpdate` → `validateUpgradeDowngradeClusterIPs`) the cluster IPs may
-  not change once set (`spec.clusterIPs[0]: Invalid value: []string{...}: may not change once
+  not change once set (`spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once
   set`), nor the primary one be unset, unless the service is or was ExternalName.
 
 Not validated: externalIPs, loadBalancer fields, session affinity config, dual-stack
@@ -27,11 +27,13 @@ upgrades and downgrades, traffic policies, appProtocol.
 from __future__ import annotations
 
 import ipaddress
+import json
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds.fielderrors import (
+    Go,
     duplicate,
     forbidden,
     invalid,
@@ -118,6 +120,12 @@ def service_port_causes(port: Any, path: str, *, require_name: bool, names: set[
     return causes
 
 
+def json_value(value: Any) -> Go:
+    """A bad value that is no string, number or bool, as apimachinery's `ErrorBody` prints it
+    since 1.34: its JSON (`["10.96.0.10"]`; a nil list `null`)."""
+    return Go(json.dumps(value or None, separators=(",", ":"), ensure_ascii=False))
+
+
 def cluster_ip_causes(spec: dict[str, Any], kind: str) -> list[Cause]:
     """`ValidateServiceClusterIPsRelatedFields`, then `None` refused for NodePort and
     LoadBalancer services (`ValidateService`'s switch on the type)."""
@@ -148,9 +156,11 @@ def cluster_ips_related_causes(spec: dict[str, Any]) -> list[Cause]:
         if not ips:
             causes.append(required(CLUSTER_IPS))
         elif ips[0] != ip:
-            causes.append(invalid(CLUSTER_IPS, ips, "first value must match `clusterIP`"))
+            causes.append(invalid(CLUSTER_IPS, json_value(ips), "first value must match `clusterIP`"))
     elif ips:
-        causes.append(invalid(CLUSTER_IPS, ips, "must be empty when `clusterIP` is not specified"))
+        causes.append(
+            invalid(CLUSTER_IPS, json_value(ips), "must be empty when `clusterIP` is not specified")
+        )
     seen: set[Any] = set()
     for i, family in enumerate(spec.get("ipFamilies") or []):
         if family not in IP_FAMILIES:
@@ -166,17 +176,21 @@ def cluster_ips_related_causes(spec: dict[str, Any]) -> list[Cause]:
         if i == 0 and value == "None":
             if len(ips) > 1:
                 bad_ip = True
-                causes.append(invalid(CLUSTER_IPS, ips, "'None' must be the first and only value"))
+                causes.append(
+                    invalid(CLUSTER_IPS, json_value(ips), "'None' must be the first and only value")
+                )
             continue
         if not isinstance(value, str) or not _is_ip(value):
             bad_ip = True
             causes.append(invalid(f"{CLUSTER_IPS}[{i}]", value, IP_MESSAGE))
     if len(ips) > 2:
-        causes.append(invalid(CLUSTER_IPS, ips, "may only hold up to 2 values"))
+        causes.append(invalid(CLUSTER_IPS, json_value(ips), "may only hold up to 2 values"))
     if bad_ip:
         return causes
     if len(ips) > 1 and len({ipaddress.ip_address(v).version for v in ips}) != len(ips):
-        causes.append(invalid(CLUSTER_IPS, ips, "may specify no more than one IP for each IP family"))
+        causes.append(
+            invalid(CLUSTER_IPS, json_value(ips), "may specify no more than one IP for each IP family")
+        )
     families = spec.get("ipFamilies") or []
     if ips and ips[0] != "None":
         for i, value in enumerate(ips[: len(families)]):
@@ -198,17 +212,25 @@ def update_cluster_ip_causes(spec: dict[str, Any], old: dict[str, Any]) -> list[
         return []
     changed = "may not change once set"
     if len(ips) == len(old_ips):
-        return [invalid(f"{CLUSTER_IPS}[{i}]", ips, changed) for i, ip in enumerate(old_ips) if ip != ips[i]]
+        return [
+            invalid(f"{CLUSTER_IPS}[{i}]", json_value(ips), changed)
+            for i, ip in enumerate(old_ips)
+            if ip != ips[i]
+        ]
     if len(old_ips) > len(ips):
-        causes = [] if ips else [invalid(f"{CLUSTER_IPS}[0]", ips, "primary clusterIP can not be unset")]
+        causes = (
+            []
+            if ips
+            else [invalid(f"{CLUSTER_IPS}[0]", json_value(ips), "primary clusterIP can not be unset")]
+        )
         if ips and ips[0] != old_ips[0]:
-            causes.append(invalid(f"{CLUSTER_IPS}[0]", ips, changed))
+            causes.append(invalid(f"{CLUSTER_IPS}[0]", json_value(ips), changed))
         if len(ips) == 1 and spec.get("ipFamilyPolicy") != "SingleStack":
             detail = "must be set to 'SingleStack' when releasing the secondary clusterIP"
             causes.append(invalid("spec.ipFamilyPolicy", spec.get("ipFamilyPolicy"), detail))
         return causes
     if old_ips and ips[0] != old_ips[0]:
-        return [invalid(f"{CLUSTER_IPS}[0]", ips, changed)]
+        return [invalid(f"{CLUSTER_IPS}[0]", json_value(ips), changed)]
     return []
 
 
