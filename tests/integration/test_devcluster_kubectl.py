@@ -120,7 +120,7 @@ async def test_kubectl_get_prints_kube_apiservers_columns_for_built_in_kinds(dev
         "status": {
             "conditions": [{"type": "Ready", "status": "True"}],
             "addresses": [{"type": "InternalIP", "address": "10.0.0.7"}],
-            "nodeInfo": {"kubeletVersion": "v1.31.0"},
+            "nodeInfo": {"kubeletVersion": "v1.36.4"},
         },
     }
     service = {
@@ -161,7 +161,7 @@ async def test_kubectl_get_prints_kube_apiservers_columns_for_built_in_kinds(dev
         line.split()[0]: line.split() for line in out.splitlines() if line and not line.startswith("NAME")
     }
     assert rows["node/gpu-1"][1:3] == ["Ready,SchedulingDisabled", "worker"]
-    assert rows["node/gpu-1"][4] == "v1.31.0"
+    assert rows["node/gpu-1"][4] == "v1.36.4"
     web = rows["service/web"]
     assert web[1] == "NodePort" and web[3] == "<none>"
     assert web[4] == "80:30080/TCP,443:30443/TCP"

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.devcluster.apiserver.kinds import builtins, envvalidation, podvalidation, servicevalidation
+from kubetrain.devcluster.apiserver.kinds import (
+    builtins,
+    envvalidation,
+    podvalidation,
+    servicefields,
+    servicevalidation,
+)
 
 
 def spec_causes(**spec: Any) -> list[tuple[str, str, str]]:
@@ -152,6 +158,8 @@ def test_limits_default_requests_on_pods() -> None:
 
 
 def svc_causes(**spec: Any) -> list[tuple[str, str, str]]:
+    """The causes of a Service created with `spec`, normalized as the registry does it first."""
+    servicefields.normalize_cluster_ips(spec, None)
     return [(c.reason, c.field, c.message) for c in servicevalidation.validate_service({"spec": spec})]
 
 
@@ -192,7 +200,7 @@ def test_service_selector_keys_are_label_keys() -> None:
 
 def test_service_target_port_defaults_to_port_when_zero_or_empty() -> None:
     svc: dict[str, Any] = {"metadata": {}, "spec": {"ports": [{"port": 80, "targetPort": 0}, {"port": 81}]}}
-    builtins.default_service(svc, None)
+    builtins.default_service(svc)
     assert [p["targetPort"] for p in svc["spec"]["ports"]] == [80, 81]
 
 

@@ -62,7 +62,7 @@ def test_node_columns_and_a_full_row() -> None:
                     {"type": "ExternalIP", "address": "1.2.3.4"},
                 ],
                 "nodeInfo": {
-                    "kubeletVersion": "v1.31.0",
+                    "kubeletVersion": "v1.36.4",
                     "osImage": "Ubuntu 24.04",
                     "kernelVersion": "6.8.0",
                     "containerRuntimeVersion": "containerd://1.7.20",
@@ -77,7 +77,7 @@ def test_node_columns_and_a_full_row() -> None:
         "Ready",
         "control-plane",
         "5m",
-        "v1.31.0",
+        "v1.36.4",
         "10.0.0.1",
         "1.2.3.4",
         "Ubuntu 24.04",

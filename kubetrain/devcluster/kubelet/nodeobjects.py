@@ -65,7 +65,7 @@ def node_status(name: str, address: str, now: datetime) -> dict[str, Any]:
         ],
         "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
         "nodeInfo": {
-            "kubeletVersion": "v1.31.0-kubetrain-sim",
+            "kubeletVersion": "v1.36.4-kubetrain-sim",
             "containerRuntimeVersion": "containerd://sim",
             "operatingSystem": "linux",
             "architecture": "amd64",

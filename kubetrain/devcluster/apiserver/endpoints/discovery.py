@@ -11,14 +11,21 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 
+# kube-apiserver 1.36's /version (apimachinery version.Info; since 1.33 with the emulation and
+# minimum compatibility versions: kube-apiserver's defaults, the binary's own and the one before).
+KUBERNETES_VERSION = "v1.36.4"
 VERSION = {
     "major": "1",
-    "minor": "31",
-    "gitVersion": "v1.31.0-kubetrain-devcluster",
+    "minor": "36",
+    "emulationMajor": "1",
+    "emulationMinor": "36",
+    "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "35",
+    "gitVersion": f"{KUBERNETES_VERSION}-kubetrain-devcluster",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
-    "buildDate": "2024-08-13T00:00:00Z",
-    "goVersion": "go1.22.5",
+    "buildDate": "2026-08-11T00:00:00Z",
+    "goVersion": "go1.26.4",
     "compiler": "gc",
     "platform": "linux/amd64",
 }

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.endpoints import discovery
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 
 _QUERY = ("dryRun", "fieldManager", "fieldValidation", "force")
@@ -109,7 +110,7 @@ def group_version_document(registry: Registry, group: str, version: str) -> Obj 
         return None
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.31.0"},
+        "info": {"title": "Kubernetes", "version": discovery.KUBERNETES_VERSION},
         "paths": paths,
         "components": {"schemas": schemas},
     }

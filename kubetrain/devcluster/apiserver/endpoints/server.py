@@ -7,7 +7,8 @@
 
 The kubeconfig authenticates with a bearer token (any request without a token is served as
 system:anonymous; a wrong token gets 401). Namespaces default, kube-system, kube-public and
-kube-node-lease exist from the start.
+kube-node-lease exist from the start, and once started so does the `default/kubernetes` Service
+(10.96.0.1:443, with Endpoints and an EndpointSlice pointing at this server; kubernetesservice.py).
 
 Authorization is off by default (every authenticated request is allowed). With
 `DevCluster(authorization="RBAC")` requests are authorized like kube-apiserver's
@@ -28,6 +29,7 @@ continue tokens get 410 Gone. `requests` keeps the newest `request_log_limit` re
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import secrets
 import shutil
@@ -44,11 +46,12 @@ from aiohttp import web
 from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver.auth import rbac
 from kubetrain.devcluster.apiserver.auth.authn import DENIALS_KEPT
+from kubetrain.devcluster.apiserver.base.background import BackgroundTask, every
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.endpoints.handlers import Handlers
 from kubetrain.devcluster.apiserver.harness.accounting import DEFAULT_LIMIT, RequestLog
 from kubetrain.devcluster.apiserver.harness.faults import FaultInjector
-from kubetrain.devcluster.apiserver.kinds import meta, priorityclasses
+from kubetrain.devcluster.apiserver.kinds import kubernetesservice, meta, priorityclasses
 from kubetrain.devcluster.apiserver.kinds.resources import NAMESPACES_KEY, Registry
 from kubetrain.devcluster.apiserver.storage.compaction import (
     DEFAULT_COMPACTION_INTERVAL,
@@ -108,6 +111,10 @@ class DevCluster:
         self.ca_path = str(self.workdir / "ca.crt")
         self.ca_pem = ""  # the CA's certificate (PEM), once started with TLS
         self._runner: web.AppRunner | None = None
+        self._kubernetes_service = BackgroundTask(
+            "devcluster-kubernetes-service",
+            lambda: every(kubernetesservice.INTERVAL, self.ensure_kubernetes_service),
+        )
         for name in INITIAL_NAMESPACES:
             self._seed_namespace(name)
         self._seed_priority_classes()
@@ -226,7 +233,30 @@ class DevCluster:
         scheme = "https" if self.tls else "http"
         self.url = f"{scheme}://{self.host}:{self.port}"
         self.handlers.server_address = f"{self.host}:{self.port}"
+        self.ensure_kubernetes_service()
+        self._kubernetes_service.start()
         self.write_kubeconfig(self.kubeconfig_path)
+
+    def ensure_kubernetes_service(self) -> None:
+        """The `default/kubernetes` Service, Endpoints and EndpointSlice pointing at this server,
+        created or put back (kubernetesservice.py); runs at start and every 10 s."""
+        address = self.host if self.host[0].isdigit() else "127.0.0.1"
+        ns = self.store.get(NAMESPACES_KEY, "", kubernetesservice.NAMESPACE)
+        if ns is None or ns["metadata"].get("deletionTimestamp"):
+            return
+        keys = (kubernetesservice.SERVICES_KEY, kubernetesservice.ENDPOINTS_KEY, kubernetesservice.SLICES_KEY)
+        current = {k: self.store.get(k, kubernetesservice.NAMESPACE, kubernetesservice.NAME) for k in keys}
+        ips = self.api.services.ranges.ips
+        taken = ips.key(ips.first_ip()) in self.api.services.in_use()[0]
+        for key, obj, create in kubernetesservice.writes(current, taken, address, self.port):
+            rt = self.registry.by_key(key)
+            assert rt is not None
+            with contextlib.suppress(LookupError, ValueError):  # changed meanwhile: the next pass
+                if create:
+                    meta.prepare_create(obj, rt, kubernetesservice.NAMESPACE, self.api.clock())
+                    self.store.create(key, obj)
+                else:
+                    self.store.update(key, obj, obj["metadata"]["resourceVersion"])
 
     def kubeconfig(self, user: str = "devcluster-admin") -> dict[str, Any]:
         cluster: dict[str, Any] = {"server": self.url}
@@ -259,6 +289,7 @@ class DevCluster:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._kubernetes_service.stop()
         await self.controllers.stop()
         await self.event_expiry.stop()
         await self.compactor.stop()

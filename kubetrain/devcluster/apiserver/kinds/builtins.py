@@ -3,17 +3,17 @@
 Pods get the defaults kube-apiserver (and its default admission plugins) give them: phase Pending,
 restartPolicy Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, schedulerName
 default-scheduler, serviceAccountName default, container terminationMessagePath/Policy and
-imagePullPolicy, port protocol TCP. Services get type ClusterIP, an allocated clusterIP and
-port defaults. Namespaces get phase Active and the `kubernetes` finalizer. autoscaling/v2
-HorizontalPodAutoscalers get minReplicas 1 and, without metrics, the 80 % CPU utilization
-target, and are checked for scaleTargetRef and 1 ≤ minReplicas ≤ maxReplicas.
+imagePullPolicy, port protocol TCP. Services get type ClusterIP and the v1 defaults (their
+cluster IPs and node ports: `servicealloc.py`). Namespaces get phase Active and the
+`kubernetes` finalizer. autoscaling/v2 HorizontalPodAutoscalers get minReplicas 1 and, without
+metrics, the 80 % CPU utilization target, and are checked for scaleTargetRef and
+1 ≤ minReplicas ≤ maxReplicas.
 PersistentVolumeClaims: `pvcs.py`. What pod specs (containers, ports, env, volumes, mounts,
 resources) and Services are checked for: `podvalidation.py`, `servicevalidation.py`.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
@@ -41,8 +41,6 @@ from kubetrain.devcluster.apiserver.kinds.objectmeta import (
 )
 
 _LABEL_NAMES = {"namespaces", "services"}  # resources whose names must be DNS labels
-
-_cluster_ips = itertools.count(1)
 
 
 def name_causes(resource: str, name: str) -> list[Cause]:
@@ -172,25 +170,26 @@ def _pod_update_causes(pod: Obj, old: Obj) -> list[Cause]:
     return causes
 
 
-def default_service(svc: Obj, old: Obj | None) -> None:
+def default_service(svc: Obj) -> None:
+    """v1 `SetDefaults_Service`. Cluster IPs, IP families and node ports are the registry's, after
+    mutating admission (servicealloc.py)."""
     spec = svc.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
-    if old is not None and (old.get("spec") or {}).get("clusterIP"):
-        spec.setdefault("clusterIP", old["spec"]["clusterIP"])
-        spec.setdefault("clusterIPs", old["spec"].get("clusterIPs", [old["spec"]["clusterIP"]]))
-    if "clusterIP" not in spec:
-        n = next(_cluster_ips)
-        spec["clusterIP"] = f"10.96.{(n // 250) % 250}.{n % 250 + 1}"
-    spec.setdefault("clusterIPs", [spec["clusterIP"]])
-    spec.setdefault("ipFamilies", ["IPv4"])
-    spec.setdefault("ipFamilyPolicy", "SingleStack")
-    spec.setdefault("internalTrafficPolicy", "Cluster")
+    kind = spec["type"]
+    if kind in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if kind in ("NodePort", "LoadBalancer", "ClusterIP"):
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
             if "port" in port and port.get("targetPort") in (None, 0, ""):
-                port["targetPort"] = port["port"]  # v1 SetDefaults_Service
+                port["targetPort"] = port["port"]
     svc.setdefault("status", {"loadBalancer": {}})
 
 
@@ -248,7 +247,7 @@ def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:
     if resource == "pods" and old is None:
         default_pod(obj)
     elif resource == "services":
-        default_service(obj, old)
+        default_service(obj)
     elif resource == "namespaces":
         default_namespace(obj)
     elif resource == "customresourcedefinitions":
@@ -319,7 +318,7 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
     if resource == "pods":
         return validate_pod(obj, old)
     if resource == "services":
-        return servicevalidation.validate_service(obj)
+        return servicevalidation.validate_service(obj, old)
     if resource == "customresourcedefinitions":
         return crdvalidation.crd_causes(obj, old)
     if resource == "horizontalpodautoscalers":

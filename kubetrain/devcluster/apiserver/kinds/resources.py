@@ -122,6 +122,7 @@ BUILTINS: list[ResourceType] = [
         return_deleted_object=True,
     ),
     ResourceType("", ["v1"], "endpoints", "Endpoints", True, short_names=["ep"]),
+    ResourceType("discovery.k8s.io", ["v1"], "endpointslices", "EndpointSlice", True),
     ResourceType(
         "events.k8s.io",
         ["v1"],

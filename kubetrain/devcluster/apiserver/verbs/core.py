@@ -10,6 +10,7 @@ to the store. Deletes live in `deletion.py`, reads (list/watch) in `reads.py`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from kubetrain.devcluster.apiserver.request.patch import apply_patch
 from kubetrain.devcluster.apiserver.request.target import ADMIN_USER, Result, Target
 from kubetrain.devcluster.apiserver.storage.store import Store
 from kubetrain.devcluster.apiserver.verbs import admitting, priority, tolerationseconds
+from kubetrain.devcluster.apiserver.verbs.serviceips import SERVICES_KEY, ServiceAllocator
 
 PATCH_RETRIES = 8
 
@@ -47,6 +49,7 @@ class ApiServer:
         self.admission = admission
         self.clock = clock
         self.rng = random.Random(seed)
+        self.services = ServiceAllocator(store, self.rng)
 
     # ---- helpers -----------------------------------------------------------------------------
     def out(self, t: Target, obj: Obj) -> Obj:
@@ -72,6 +75,12 @@ class ApiServer:
         else:
             builtins.default_builtin(t.rt.resource, obj, old)
         return obj
+
+    def _allocating(self, t: Target, obj: Obj, old: Obj | None) -> contextlib.AbstractContextManager[None]:
+        """A Service's cluster IPs and node ports (servicealloc.py), held while the write is on."""
+        if t.rt.key == SERVICES_KEY and not t.subresource:
+            return self.services.allocating(obj, old, t.dry_run)
+        return contextlib.nullcontext()
 
     def _validate(self, t: Target, obj: Obj, old: Obj | None) -> None:
         name = obj["metadata"].get("name", "")
@@ -147,15 +156,16 @@ class ApiServer:
         warnings = decode_warnings + warnings
         assert mutated is not None
         obj = self._default(t, mutated, None)
-        self._validate(t, obj, None)
-        priority.validate_priority_class(self.store, t, obj, creating=True)
-        _, more = await self.admit("validating", t, "CREATE", obj, None)
-        if t.dry_run:
-            return Result(201, obj, warnings + more)
-        try:
-            stored = self.store.create(t.rt.key, obj)
-        except KeyError:
-            raise errors.already_exists(t.rt.gr, md["name"]) from None
+        with self._allocating(t, obj, None):
+            self._validate(t, obj, None)
+            priority.validate_priority_class(self.store, t, obj, creating=True)
+            _, more = await self.admit("validating", t, "CREATE", obj, None)
+            if t.dry_run:
+                return Result(201, obj, warnings + more)
+            try:
+                stored = self.store.create(t.rt.key, obj)
+            except KeyError:
+                raise errors.already_exists(t.rt.gr, md["name"]) from None
         return Result(201, stored, warnings + more)
 
     # ---- update / patch ----------------------------------------------------------------------
@@ -247,21 +257,17 @@ class ApiServer:
         assert mutated is not None
         new = self._default(t, mutated, old)
         meta.bump_generation(new, old, t.rt)
-        self._validate(t, new, old)
-        priority.validate_priority_class(self.store, t, new, creating=False)
-        _, more = await self.admit("validating", t, "UPDATE", new, old)
-        warnings += more
-        if meta.same_object(new, self.out(t, old)):
-            return Result(200, old, warnings)  # a no-op update is not written (no new resourceVersion)
-        if t.dry_run:
-            return Result(200, new, warnings)
-        return Result(
-            200,
-            self.commit(
-                t.rt, new, old["metadata"]["resourceVersion"] if retryable else expected_rv, retryable
-            ),
-            warnings,
-        )
+        with self._allocating(t, new, old):
+            self._validate(t, new, old)
+            priority.validate_priority_class(self.store, t, new, creating=False)
+            _, more = await self.admit("validating", t, "UPDATE", new, old)
+            warnings += more
+            if meta.same_object(new, self.out(t, old)):
+                return Result(200, old, warnings)  # a no-op update is not written (no new resourceVersion)
+            if t.dry_run:
+                return Result(200, new, warnings)
+            rv = old["metadata"]["resourceVersion"] if retryable else expected_rv
+            return Result(200, self.commit(t.rt, new, rv, retryable), warnings)
 
     def commit(self, rt: ResourceType, new: Obj, expected_rv: str | None, retryable: bool = False) -> Obj:
         """Store an update; an object being deleted whose last finalizer went away is removed."""

@@ -20,6 +20,7 @@ PRINTERS: dict[str, tuple[list[Obj], Row]] = {
     "nodes": (core.NODE_COLUMNS, core.node_row),
     "services": (core.SERVICE_COLUMNS, core.service_row),
     "endpoints": (core.ENDPOINTS_COLUMNS, core.endpoints_row),
+    "endpointslices.discovery.k8s.io": (cluster.ENDPOINTSLICE_COLUMNS, cluster.endpointslice_row),
     "namespaces": (core.NAMESPACE_COLUMNS, core.namespace_row),
     "secrets": (core.SECRET_COLUMNS, core.secret_row),
     "configmaps": (core.CONFIGMAP_COLUMNS, core.configmap_row),

@@ -252,3 +252,31 @@ def pdb_row(obj: Obj, now: datetime) -> list[Any]:
     bounds = [field(obj, "spec", key) for key in ("minAvailable", "maxUnavailable")]
     shown = ["N/A" if value is None else str(value) for value in bounds]
     return [name(obj), *shown, int(field(obj, "status", "disruptionsAllowed") or 0), age(obj, now)]
+
+
+ENDPOINTSLICE_COLUMNS = [NAME, col("AddressType"), col("Ports"), col("Endpoints"), AGE]
+
+
+def _list_with_more(shown: list[str], total: int) -> str:
+    """`listWithMoreString` with a maximum of three."""
+    text = ",".join(shown)
+    if total > 3:
+        return f"{text} + {total - 3} more..."
+    return text or "<unset>"
+
+
+def endpointslice_row(obj: Obj, now: datetime) -> list[Any]:
+    """`printEndpointSlice`: `formatDiscoveryPorts` (a port's number, else its name, else `*`)
+    and `formatDiscoveryEndpoints` (every address of every endpoint)."""
+    ports = [p for p in items(obj.get("ports")) if isinstance(p, dict)]
+    port_texts = [str(p["port"]) if p.get("port") is not None else str(p.get("name") or "*") for p in ports]
+    addresses = [
+        str(a) for e in items(obj.get("endpoints")) if isinstance(e, dict) for a in items(e.get("addresses"))
+    ]
+    return [
+        name(obj),
+        str(obj.get("addressType") or ""),
+        _list_with_more(port_texts[:3], len(port_texts)),
+        _list_with_more(addresses[:3], len(addresses)),
+        age(obj, now),
+    ]
