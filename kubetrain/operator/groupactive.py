@@ -7,7 +7,7 @@ restarts so far), the restarts counted towards `max_restarts`, the failed pods p
 the attempt began — `ReconcileDraft.record` in, `Plan.record` out when changed. Pods bear their
 attempt (`recording.attempt_label`); an earlier attempt's pod is deleted, holding its slot.
 
-One reconcile, in order: suspend (every pod deleted, every job counted suspended), resume, the
+One reconcile, in order: suspend (every pod but the Succeeded ones deleted), resume, the
 deadline (from creation or the last resume), the Service and what pods need first
 (`ChildMaker`), the gang (`GangChoice`, `gang.decide`), then the pods (with the first ones,
 `ChildMaker.unread_prerequisites`): failed pods recreated and counted per batch Job and index
@@ -31,7 +31,6 @@ from typing import Any
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
-from kubetrain.jobs.projection import GroupTally
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
 from kubetrain.operator import creates, groupfailure, groupstatus, jobdeadlines, podstart, runpolicy, stall
 from kubetrain.operator.desired import DesiredChildren
@@ -101,16 +100,30 @@ class GroupActiveJob:
 
     # --- before any pod -----------------------------------------------------------------------
     def suspend(self) -> None:
-        r = self.r
-        suspended = self.shape.status.set_suspended(r.status, r.title, r.now)
+        """JobSet suspends only its active Jobs (jobset_controller.go `suspendJobs`) and the Job
+        controller deletes only a suspended Job's active pods: a Succeeded pod of the current
+        attempt is kept, so a resume makes no finished index again (an initializer that completed
+        does not run twice after a Kueue preemption); every other pod is deleted. `jobsStatus`
+        counts a Job whose every pod is kept (or that succeeded by its success policy) as
+        succeeded and every other Job as suspended (`calculateReplicatedJobStatuses`)."""
+        r, shape = self.r, self.shape
+        suspended = shape.status.set_suspended(r.status, r.title, r.now)
         if suspended is not None:
             r.event("Normal", *suspended)
-        r.delete([pod_name(p) for p in r.live_pods()])
-        if JOB_START_TIMES in r.record:  # suspended Jobs have no start (the Job controller's)
-            r.plan.record = {k: v for k, v in r.record.items() if k != JOB_START_TIMES}
-        jobs = groupstatus.jobs_per_group(self.shape)
-        tallies = [GroupTally(name, self.shape.count(name), suspended=n) for name, n in jobs.items()]
-        self.shape.status.write_groups(r.status, tallies)
+        state = r.record
+        attempt = str(int(state.get("restarts") or 0))
+        jobs = JobRestarts.read(shape, state)
+        every, _ = slot_pods(shape, r.live_pods())
+        kept = {
+            s: p
+            for s, p in every.items()
+            if pod_phase(p) == "Succeeded" and self.attempt_of(p) == attempt and jobs.current(s, p)
+        }
+        names = {pod_name(p) for p in kept.values()}
+        r.delete([pod_name(p) for p in r.live_pods() if pod_name(p) not in names])
+        if JOB_START_TIMES in state:  # suspended Jobs have no start (the Job controller's)
+            r.plan.record = {k: v for k, v in state.items() if k != JOB_START_TIMES}
+        groupstatus.write_suspended(r, shape, set(kept), JobSuccess.read(shape, state).done)
 
     def deadline_passed(self) -> bool:
         """The shared deadline rule, counted from when the run began (the status projection's)."""

@@ -50,3 +50,21 @@ def write(
             )
         )
     shape.status.write_groups(r.status, out)
+
+
+def write_suspended(
+    r: ReconcileDraft, shape: JobShape, kept: Collection[tuple[str, int]], done: Collection[tuple[str, int]]
+) -> None:
+    """The counts of a suspended job, into `r.status`: a Job whose every slot keeps its
+    Succeeded pod (`kept`) or that succeeded by its success policy (`done`) is succeeded, every
+    other one suspended — JobSet's `calculateReplicatedJobStatuses` over its suspended Jobs."""
+    out: list[GroupTally] = []
+    for name, jobs in jobs_per_group(shape).items():
+        group = shape.groups[name]
+        succeeded = sum(
+            1
+            for j in range(jobs)
+            if (name, j) in done or all((name, k) in kept for k in groupfailure.job_slots(group, j))
+        )
+        out.append(GroupTally(name, shape.count(name), succeeded=succeeded, suspended=jobs - succeeded))
+    shape.status.write_groups(r.status, out)
