@@ -32,13 +32,23 @@ from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
-from kubetrain.operator import creates, groupfailure, groupstatus, jobdeadlines, podstart, runpolicy, stall
+from kubetrain.operator import (
+    creates,
+    groupfailure,
+    groupstatus,
+    groupsuspend,
+    jobdeadlines,
+    podstart,
+    runpolicy,
+    stall,
+)
+from kubetrain.operator.completedindexes import CompletedIndexes
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.exclusiveplacement import Placement
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
-from kubetrain.operator.jobdeadlines import JOB_START_TIMES, JobDeadlines
+from kubetrain.operator.jobdeadlines import JobDeadlines
 from kubetrain.operator.jobrestarts import JobRestarts
 from kubetrain.operator.jobsuccess import JobSuccess
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, terminating
@@ -65,6 +75,7 @@ class GroupActiveJob:
         self.failed_slots: set[tuple[str, int]] = set()  # failed indexes' slots: never made again
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
         self.deadlines, self.success = JobDeadlines(shape), JobSuccess(shape)  # start times, successes
+        self.completed = CompletedIndexes(shape)  # the succeeded indexes (`completedindexes.py`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -100,30 +111,8 @@ class GroupActiveJob:
 
     # --- before any pod -----------------------------------------------------------------------
     def suspend(self) -> None:
-        """JobSet suspends only its active Jobs (jobset_controller.go `suspendJobs`) and the Job
-        controller deletes only a suspended Job's active pods: a Succeeded pod of the current
-        attempt is kept, so a resume makes no finished index again (an initializer that completed
-        does not run twice after a Kueue preemption); every other pod is deleted. `jobsStatus`
-        counts a Job whose every pod is kept (or that succeeded by its success policy) as
-        succeeded and every other Job as suspended (`calculateReplicatedJobStatuses`)."""
-        r, shape = self.r, self.shape
-        suspended = shape.status.set_suspended(r.status, r.title, r.now)
-        if suspended is not None:
-            r.event("Normal", *suspended)
-        state = r.record
-        attempt = str(int(state.get("restarts") or 0))
-        jobs = JobRestarts.read(shape, state)
-        every, _ = slot_pods(shape, r.live_pods())
-        kept = {
-            s: p
-            for s, p in every.items()
-            if pod_phase(p) == "Succeeded" and self.attempt_of(p) == attempt and jobs.current(s, p)
-        }
-        names = {pod_name(p) for p in kept.values()}
-        r.delete([pod_name(p) for p in r.live_pods() if pod_name(p) not in names])
-        if JOB_START_TIMES in state:  # suspended Jobs have no start (the Job controller's)
-            r.plan.record = {k: v for k, v in state.items() if k != JOB_START_TIMES}
-        groupstatus.write_suspended(r, shape, set(kept), JobSuccess.read(shape, state).done)
+        """Suspended: the Succeeded pods kept, every other pod deleted (`groupsuspend.py`)."""
+        groupsuspend.suspend(self.r, self.shape, self.attempt_of)
 
     def deadline_passed(self) -> bool:
         """The shared deadline rule, counted from when the run began (the status projection's)."""
@@ -215,12 +204,14 @@ class GroupActiveJob:
         attempt = str(restarts)
         jobs = self.job_restarts = JobRestarts.read(shape, state)
         self.deadlines, self.success = JobDeadlines.read(shape, state), JobSuccess.read(shape, state)
+        self.completed = CompletedIndexes.read(shape, state)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
         every, _ = slot_pods(shape, r.pods)
         # The slots of the current attempt (of the gang and of each Job): success, failures and
         # dependencies count only them; a pod of a Job's earlier attempt is deleted.
         slots = {s: p for s, p in every.items() if self.attempt_of(p) == attempt and jobs.current(s, p)}
         r.delete([pod_name(p) for s, p in every.items() if s not in slots and not terminating(p)])
+        self.completed.observe(slots)
         r.delete(self.success.drop(slots))  # Jobs that succeeded by policy: done (`jobsuccess.py`)
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
@@ -248,7 +239,7 @@ class GroupActiveJob:
             self.write_group_statuses()  # the pods it deletes no longer active, as on success
             return {**state, "restarts": restarts, "failures": failures, **self.jobs_record()}
         self.success.apply(r, slots, self.failed_jobs)  # Jobs that succeed by policy now
-        if shape.succeeded(self.success.counts(phase_counts(shape, slots))):
+        if shape.succeeded(self.completed.counts(self.success.counts(phase_counts(shape, slots)))):
             reason, message = shape.status.succeeded_as(r.title)
             r.terminal(SUCCEEDED, reason, message, delete_active=True)
             self.write_group_statuses()
@@ -300,6 +291,7 @@ class GroupActiveJob:
             jobs.restart(group, job, verdict.counts)
             self.deadlines.forget(group, job)
             self.success.forget(group, job)
+            self.completed.forget(group, job)
             groupfailure.forget_job(self.shape, failures, group, job)
             for slot in jobs.slots(group, job):
                 pod = every.get(slot)
@@ -318,8 +310,10 @@ class GroupActiveJob:
         return None
 
     def jobs_record(self) -> Obj:
-        """The record's per-Job parts: single-Job restarts, start times, successes by policy."""
-        return {**self.job_restarts.record(), **self.deadlines.record(), **self.success.record()}
+        """The record's per-Job parts: single-Job restarts, start times, successes by policy and
+        the succeeded indexes."""
+        jobs, deadlines = self.job_restarts.record(), self.deadlines.record()
+        return {**jobs, **deadlines, **self.success.record(), **self.completed.record()}
 
     def past_deadline(self, slots: Mapping[tuple[str, int], Obj]) -> None:
         """Jobs past their own activeDeadlineSeconds have failed (`jobdeadlines`), each told in a
@@ -382,7 +376,8 @@ class GroupActiveJob:
         r, shape = self.r, self.shape
         room = max(1, r.config.max_pod_creates)
         # One slot beyond the pass tells whether the next pass continues this one.
-        done = self.success.slots()  # Jobs that succeeded by policy (`jobsuccess.py`)
+        # Jobs that succeeded by policy (`jobsuccess.py`), indexes that succeeded
+        done = self.success.slots() | self.completed.slots
         missing = creates.missing_slots(
             shape, slots, held, room + 1, earlier_attempt_left=earlier_left, skip=self.failed_slots, done=done
         )
@@ -403,7 +398,7 @@ class GroupActiveJob:
     # --- the per-group status -----------------------------------------------------------------
     def write_group_statuses(self) -> None:
         """Per group, JobSet's replicatedJobsStatus (`groupstatus`), the failed Jobs counted."""
-        groupstatus.write(self.r, self.shape, self.failed_jobs, self.success.done)
+        groupstatus.write(self.r, self.shape, self.failed_jobs, self.success.done, self.completed.slots)
 
 
 def restarted(record: Mapping[str, Any], now: datetime) -> Obj:
