@@ -119,6 +119,10 @@ class Framework:
     # (kubetrain.jobs.kubedllayout), and names the framework container this when it differs.
     kubedl_kind: bool = False
     kubedl_container_name: str = ""
+    # KubeDL's DAG scheduling of the kind (its `setDefault<Kind>DAGCondition(s)`): (downstream,
+    # upstream) replica types, the downstream's pods created once every upstream pod has started
+    # (kubetrain.jobs.kubedldag).
+    kubedl_dag: tuple[tuple[str, str], ...] = ()
     # Kubeflow's operator for this kind records training-operator's per-pod Events on the job
     # (`SuccessfulCreatePod`, …, kubetrain.operator.podevents); KubeDL's records them for every kind.
     kubeflow_pod_events: bool = True

@@ -79,6 +79,7 @@ class MPI(Framework):
     kubeflow_framework_name = "mpi"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     kubedl_controller_name = "MPIController"  # KubeDL's controllerName
+    kubedl_dag = (("Launcher", "Worker"),)  # setDefaultMPIDAGConditions
     plural = "mpijobs"
     singular = "mpijob"
     short_names: tuple[str, ...] = ("mpij",)

@@ -29,6 +29,7 @@ class PyTorch(Framework):
     kubeflow_framework_name = "pytorch"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     kubedl_controller_name = "PytorchController"  # KubeDL's controllerName
+    kubedl_dag = (("Worker", "Master"),)  # setDefaultPyTorchDAGConditions
     plural = "pytorchjobs"
     singular = "pytorchjob"
     short_names: tuple[str, ...] = ("ptj",)

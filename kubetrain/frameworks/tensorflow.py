@@ -19,6 +19,7 @@ class TensorFlow(Framework):
     kubeflow_framework_name = "tensorflow"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     kubedl_controller_name = "TensorFlowController"  # KubeDL's controllerName
+    kubedl_dag = (("Worker", "PS"), ("Chief", "PS"), ("Master", "PS"))  # setDefaultTFDAGCondition
     plural = "tfjobs"
     singular = "tfjob"
     short_names: tuple[str, ...] = ("tfj",)

@@ -18,6 +18,7 @@ class XGBoost(Framework):
     kubeflow_framework_name = "xgboost"  # training-operator's GetFrameworkName()
     kubedl_kind = True
     kubedl_controller_name = "XGBoostController"  # KubeDL's controllerName
+    kubedl_dag = (("Worker", "Master"),)  # setDefaultXGBoostDAGConditions
     kubedl_container_name = "xgboostjob"  # KubeDL's XGBoostJobDefaultContainerName
     plural = "xgboostjobs"
     singular = "xgboostjob"

@@ -36,10 +36,12 @@ from kubetrain.jobs.failuremodel import FailureModel
 from kubetrain.jobs.projection import StatusProjection
 
 # The state every pod of a group must reach before the pods of a group that depends on it are
-# created: `Ready` (Running with condition Ready True) or `Complete` (Succeeded).
+# created: `Ready` (Running with condition Ready True), `Complete` (Succeeded) or `Started`
+# (phase Running, Succeeded or Failed: KubeDL's DAG condition `OnPhase: Running`).
 READY = "Ready"
 COMPLETE = "Complete"
-DEPENDENCY_STATES = (READY, COMPLETE)
+STARTED = "Started"
+DEPENDENCY_STATES = (READY, COMPLETE, STARTED)
 
 # How a job finished, in the planner's words (a status projection writes them in the job's API).
 SUCCEEDED = "Succeeded"
@@ -54,7 +56,7 @@ class DependsOn:
     """One group another group waits for, and the state all of its pods must be in."""
 
     group: str
-    state: str = READY  # READY | COMPLETE
+    state: str = READY  # READY | COMPLETE | STARTED
     # READY met by a pod that already Succeeded too (JobSet's dependsOn Ready counts succeeded
     # jobs); otherwise READY needs every pod Running and Ready (MPI's WaitForWorkersReady).
     succeeded_is_ready: bool = False

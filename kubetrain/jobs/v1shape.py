@@ -2,10 +2,10 @@
 `kubetrain.jobs.shape.JobShape`.
 
 Each replica type is one group; the framework's gates (MPI's WaitForWorkersReady: the Launcher
-after every Worker is Ready) become `depends_on`; `runPolicy` becomes the typed `RunPolicy`;
-the framework is both the success/failure rules and the env plug-in. Called once per spec
-generation on the defaulted job (`operator/prepare.py`), which uses the shape only when the job
-is valid.
+after every Worker is Ready) and a KubeDL job's DAG (`kubedldag`) become `depends_on`;
+`runPolicy` becomes the typed `RunPolicy`; the framework is both the success/failure rules and
+the env plug-in. Called once per spec generation on the defaulted job (`operator/prepare.py`),
+which uses the shape only when the job is valid.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from kubetrain.jobs.replicadraft import ReplicaDraft
 from kubetrain.jobs.shape import (
     CLEAN_POD_POLICIES,
     READY,
+    STARTED,
     DependsOn,
     JobShape,
     Produced,
@@ -45,12 +46,14 @@ def v1_shape(
     status: StatusProjection,
     annotations: JobAnnotations,
     gates: Gates,
+    started: Gates = MappingProxyType({}),
     per_pod_services: bool = False,
     cluster_domain: ClusterDomain = UNSET,
 ) -> Produced:
     """The shape of a defaulted job (its draft) whose spec has `framework.replica_field`, laid
     out for the framework (`annotations`: its annotations as read at the edge; `gates`: the
-    framework's gates as defaulting read them, `Defaulted.gates`;
+    framework's gates as defaulting read them, `Defaulted.gates`; `started`: the types each
+    type waits to have started, KubeDL's DAG, `kubedldag.dependencies`;
     `per_pod_services`: pods addressed by their own Services; `cluster_domain`: the operator's,
     for the names that carry one) with the `status` projection of Kubeflow's JobStatus the
     planner gives it, or why it cannot be laid out."""
@@ -70,7 +73,10 @@ def v1_shape(
     groups = {
         name: ReplicaGroup.of(
             r,
-            tuple(DependsOn(other, READY) for other in gates.get(name, ())),
+            (
+                *(DependsOn(other, READY) for other in gates.get(name, ())),
+                *(DependsOn(other, STARTED) for other in started.get(name, ())),
+            ),
             f"spec.{framework.replica_field}[{name}]",
         )
         for name, r in layout.replicas.items()

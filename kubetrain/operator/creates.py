@@ -6,8 +6,9 @@ holds its slot until it is gone. In the shape's priority order, at most `room` o
 - a group's pods only once its dependencies are met (`slots.dependencies_met`, on the pods of
   the current attempt);
 - `run_policy.in_order_startup` (JobSet's `startupPolicy: InOrder`): none past a group that has
-  not started — every pod of it present, not terminating, and Ready, Succeeded or Failed
-  (JobSet's `allReplicasStarted`); a group still waiting for its dependencies holds back none;
+  not started — every pod of it present, not terminating, and Ready, Succeeded or Failed, or its
+  slot `done` (JobSet's `allReplicasStarted`); a group still waiting for its dependencies holds
+  back none;
 - `run_policy.blocking_recreate`: none at all while a pod of an earlier attempt is left;
 - none for a slot in `skip` (a failed index of a Job with `backoffLimitPerIndex`: not retried).
 """
@@ -52,14 +53,17 @@ def missing_slots(
             if len(out) >= room:
                 return out
             out.append((name, index))
-        if policy.in_order_startup and not started(held, name, group.replicas):
+        if policy.in_order_startup and not started(held, name, group.replicas, done):
             return out
     return out
 
 
-def started(held: Slots, group: str, replicas: int) -> bool:
-    """Every pod of `group` present, not terminating, and Ready, Succeeded or Failed."""
+def started(held: Slots, group: str, replicas: int, done: Collection[Slot] = ()) -> bool:
+    """Every pod of `group` present, not terminating, and Ready, Succeeded or Failed — or its
+    slot in `done` (its Job or index succeeded: JobSet counts the Job started)."""
     for index in range(replicas):
+        if (group, index) in done:
+            continue
         pod = held.get((group, index))
         if pod is None or terminating(pod):
             return False

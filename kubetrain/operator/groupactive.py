@@ -7,7 +7,7 @@ restarts so far), the restarts counted towards `max_restarts`, the failed pods p
 the attempt began — `ReconcileDraft.record` in, `Plan.record` out when changed. Pods bear their
 attempt (`recording.attempt_label`); an earlier attempt's pod is deleted, holding its slot.
 
-One reconcile, in order: suspend (every pod deleted, every job counted suspended), resume, the
+One reconcile, in order: suspend (every pod but the Succeeded ones deleted), resume, the
 deadline (from creation or the last resume), the Service and what pods need first
 (`ChildMaker`), the gang (`GangChoice`, `gang.decide`), then the pods (with the first ones,
 `ChildMaker.unread_prerequisites`): failed pods recreated and counted per batch Job and index
@@ -31,15 +31,24 @@ from typing import Any
 from kubetrain.api.gangschedulers import GangScheduler
 from kubetrain.jobs.failuremodel import GangFailurePolicy, GangVerdict
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
-from kubetrain.jobs.projection import GroupTally
 from kubetrain.jobs.shape import FAILED, SUCCEEDED, ChildMaker, JobShape
-from kubetrain.operator import creates, groupfailure, groupstatus, jobdeadlines, podstart, runpolicy, stall
+from kubetrain.operator import (
+    creates,
+    groupfailure,
+    groupstatus,
+    groupsuspend,
+    jobdeadlines,
+    podstart,
+    runpolicy,
+    stall,
+)
+from kubetrain.operator.completedindexes import CompletedIndexes
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.exclusiveplacement import Placement
 from kubetrain.operator.gang import EVENT_CRD_MISSING
 from kubetrain.operator.gang import decide as decide_gang
-from kubetrain.operator.jobdeadlines import JOB_START_TIMES, JobDeadlines
+from kubetrain.operator.jobdeadlines import JobDeadlines
 from kubetrain.operator.jobrestarts import JobRestarts
 from kubetrain.operator.jobsuccess import JobSuccess
 from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, terminating
@@ -66,6 +75,7 @@ class GroupActiveJob:
         self.failed_slots: set[tuple[str, int]] = set()  # failed indexes' slots: never made again
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
         self.deadlines, self.success = JobDeadlines(shape), JobSuccess(shape)  # start times, successes
+        self.completed = CompletedIndexes(shape)  # the succeeded indexes (`completedindexes.py`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -101,16 +111,8 @@ class GroupActiveJob:
 
     # --- before any pod -----------------------------------------------------------------------
     def suspend(self) -> None:
-        r = self.r
-        suspended = self.shape.status.set_suspended(r.status, r.title, r.now)
-        if suspended is not None:
-            r.event("Normal", *suspended)
-        r.delete([pod_name(p) for p in r.live_pods()])
-        if JOB_START_TIMES in r.record:  # suspended Jobs have no start (the Job controller's)
-            r.plan.record = {k: v for k, v in r.record.items() if k != JOB_START_TIMES}
-        jobs = groupstatus.jobs_per_group(self.shape)
-        tallies = [GroupTally(name, self.shape.count(name), suspended=n) for name, n in jobs.items()]
-        self.shape.status.write_groups(r.status, tallies)
+        """Suspended: the Succeeded pods kept, every other pod deleted (`groupsuspend.py`)."""
+        groupsuspend.suspend(self.r, self.shape, self.attempt_of)
 
     def deadline_passed(self) -> bool:
         """The shared deadline rule, counted from when the run began (the status projection's)."""
@@ -202,12 +204,14 @@ class GroupActiveJob:
         attempt = str(restarts)
         jobs = self.job_restarts = JobRestarts.read(shape, state)
         self.deadlines, self.success = JobDeadlines.read(shape, state), JobSuccess.read(shape, state)
+        self.completed = CompletedIndexes.read(shape, state)
         r.delete([pod_name(p) for p in r.live_pods() if self.attempt_of(p) != attempt])  # earlier attempts
         every, _ = slot_pods(shape, r.pods)
         # The slots of the current attempt (of the gang and of each Job): success, failures and
         # dependencies count only them; a pod of a Job's earlier attempt is deleted.
         slots = {s: p for s, p in every.items() if self.attempt_of(p) == attempt and jobs.current(s, p)}
         r.delete([pod_name(p) for s, p in every.items() if s not in slots and not terminating(p)])
+        self.completed.observe(slots)
         r.delete(self.success.drop(slots))  # Jobs that succeeded by policy: done (`jobsuccess.py`)
         judged = groupfailure.judge(shape, slots, r.deleting, state.get("failures"))
         r.delete(judged.delete)
@@ -235,7 +239,7 @@ class GroupActiveJob:
             self.write_group_statuses()  # the pods it deletes no longer active, as on success
             return {**state, "restarts": restarts, "failures": failures, **self.jobs_record()}
         self.success.apply(r, slots, self.failed_jobs)  # Jobs that succeed by policy now
-        if shape.succeeded(self.success.counts(phase_counts(shape, slots))):
+        if shape.succeeded(self.completed.counts(self.success.counts(phase_counts(shape, slots)))):
             reason, message = shape.status.succeeded_as(r.title)
             r.terminal(SUCCEEDED, reason, message, delete_active=True)
             self.write_group_statuses()
@@ -287,6 +291,7 @@ class GroupActiveJob:
             jobs.restart(group, job, verdict.counts)
             self.deadlines.forget(group, job)
             self.success.forget(group, job)
+            self.completed.forget(group, job)
             groupfailure.forget_job(self.shape, failures, group, job)
             for slot in jobs.slots(group, job):
                 pod = every.get(slot)
@@ -305,8 +310,10 @@ class GroupActiveJob:
         return None
 
     def jobs_record(self) -> Obj:
-        """The record's per-Job parts: single-Job restarts, start times, successes by policy."""
-        return {**self.job_restarts.record(), **self.deadlines.record(), **self.success.record()}
+        """The record's per-Job parts: single-Job restarts, start times, successes by policy and
+        the succeeded indexes."""
+        jobs, deadlines = self.job_restarts.record(), self.deadlines.record()
+        return {**jobs, **deadlines, **self.success.record(), **self.completed.record()}
 
     def past_deadline(self, slots: Mapping[tuple[str, int], Obj]) -> None:
         """Jobs past their own activeDeadlineSeconds have failed (`jobdeadlines`), each told in a
@@ -369,7 +376,8 @@ class GroupActiveJob:
         r, shape = self.r, self.shape
         room = max(1, r.config.max_pod_creates)
         # One slot beyond the pass tells whether the next pass continues this one.
-        done = self.success.slots()  # Jobs that succeeded by policy (`jobsuccess.py`)
+        # Jobs that succeeded by policy (`jobsuccess.py`), indexes that succeeded
+        done = self.success.slots() | self.completed.slots
         missing = creates.missing_slots(
             shape, slots, held, room + 1, earlier_attempt_left=earlier_left, skip=self.failed_slots, done=done
         )
@@ -390,7 +398,7 @@ class GroupActiveJob:
     # --- the per-group status -----------------------------------------------------------------
     def write_group_statuses(self) -> None:
         """Per group, JobSet's replicatedJobsStatus (`groupstatus`), the failed Jobs counted."""
-        groupstatus.write(self.r, self.shape, self.failed_jobs, self.success.done)
+        groupstatus.write(self.r, self.shape, self.failed_jobs, self.success.done, self.completed.slots)
 
 
 def restarted(record: Mapping[str, Any], now: datetime) -> Obj:

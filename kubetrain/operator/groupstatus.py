@@ -25,9 +25,11 @@ def write(
     shape: JobShape,
     failed_jobs: Mapping[str, Sequence[int]],
     by_policy: Collection[tuple[str, int]] = (),
+    completed: Collection[tuple[str, int]] = (),
 ) -> None:
     """The counts over the reconcile's pods (those it deletes left out), into `r.status`; a
-    Job in `by_policy` (group, Job) succeeded by its success policy (`jobsuccess.py`)."""
+    Job in `by_policy` (group, Job) succeeded by its success policy (`jobsuccess.py`); a slot in
+    `completed` (`completedindexes.py`) counts as Succeeded when its pod is gone."""
     by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
     out: list[GroupTally] = []
     for name, jobs in jobs_per_group(shape).items():
@@ -38,15 +40,39 @@ def write(
             pods = [by_name.get(shape.pod_name(name, k)) for k in slots]
             if j in failed_here:
                 failed += 1
-            elif (name, j) in by_policy or all(p is not None and pod_phase(p) == "Succeeded" for p in pods):
+            elif (name, j) in by_policy or all(
+                (name, k) in completed if p is None else pod_phase(p) == "Succeeded"
+                for k, p in zip(slots, pods, strict=True)
+            ):
                 succeeded += 1
             elif any(p is not None and runpolicy.is_active_pod(p) for p in pods):
                 active += 1
-                if all(p is not None and (pod_ready(p) or pod_phase(p) == "Succeeded") for p in pods):
+                if all(
+                    (name, k) in completed if p is None else pod_ready(p) or pod_phase(p) == "Succeeded"
+                    for k, p in zip(slots, pods, strict=True)
+                ):
                     ready += 1
         out.append(
             GroupTally(
                 name, shape.count(name), active=active, succeeded=succeeded, failed=failed, ready=ready
             )
         )
+    shape.status.write_groups(r.status, out)
+
+
+def write_suspended(
+    r: ReconcileDraft, shape: JobShape, kept: Collection[tuple[str, int]], done: Collection[tuple[str, int]]
+) -> None:
+    """The counts of a suspended job, into `r.status`: a Job whose every slot keeps its
+    Succeeded pod (`kept`) or that succeeded by its success policy (`done`) is succeeded, every
+    other one suspended — JobSet's `calculateReplicatedJobStatuses` over its suspended Jobs."""
+    out: list[GroupTally] = []
+    for name, jobs in jobs_per_group(shape).items():
+        group = shape.groups[name]
+        succeeded = sum(
+            1
+            for j in range(jobs)
+            if (name, j) in done or all((name, k) in kept for k in groupfailure.job_slots(group, j))
+        )
+        out.append(GroupTally(name, shape.count(name), succeeded=succeeded, suspended=jobs - succeeded))
     shape.status.write_groups(r.status, out)

@@ -16,8 +16,9 @@ generation.
    checked, its framework settled by the parse stage) → its pydantic model, once, with the
    model's errors (`TypedJob`);
 4. validate (`kubetrain.jobs.validation.validate_v1`, pod templates included) → field errors;
-5. lay out (`kubetrain.jobs.v1shape.v1_shape`, from the defaulted draft's replica entries and
-   the gates defaulting read) → the engine's `JobLayout` and the `JobShape`.
+5. lay out (`kubetrain.jobs.v1shape.v1_shape`, from the defaulted draft's replica entries,
+   the gates defaulting read and, for a `training.kubedl.io` job without gang scheduling,
+   KubeDL's DAG, `kubedldag`) → the engine's `JobLayout` and the `JobShape`.
 
 That work depends only on the spec and the operator's settings, so `JobCache` keeps the result
 per (uid, generation, gang scheduling, service mode, replica limit, cluster domain): a reconcile
@@ -38,8 +39,10 @@ from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.frameworks.mpilabels import mpi_operator_convention
 from kubetrain.frameworks.registry import known_kinds
+from kubetrain.jobs import kubedldag
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
+from kubetrain.jobs.kubedllayout import is_kubedl
 from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
@@ -98,6 +101,13 @@ def prepare_job(
         per_pod_services=per_pod,
         annotations=draft.annotations,
         gates=defaulted.gates,
+        started=kubedldag.dependencies(
+            framework,
+            {r.type for r in defaulted.draft.replicas or ()},
+            gang_scheduling=gang_scheduling,
+        )
+        if is_kubedl(obj)
+        else {},
         cluster_domain=cluster_domain,
     )  # 5. lay out
     errors = errors or produced.errors

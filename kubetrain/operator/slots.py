@@ -14,7 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from kubetrain.frameworks.env import ReplicaCounts
-from kubetrain.jobs.shape import COMPLETE, JobShape
+from kubetrain.jobs.shape import COMPLETE, STARTED, JobShape
 from kubetrain.operator.pods import pod_name, pod_phase, pod_ready, terminating
 
 
@@ -95,7 +95,8 @@ def dependencies_met(
 ) -> bool:
     """Whether `group`'s missing pods may be created: every pod of each group it depends on
     (`ReplicaGroup.depends_on`) fills its slot, is not terminating, and is Running and Ready
-    (`Ready`; or Succeeded, when the dependency says so) or Succeeded (`Complete`). A slot in
+    (`Ready`; or Succeeded, when the dependency says so), Succeeded (`Complete`) or Running,
+    Succeeded or Failed (`Started`: KubeDL's `phaseComparator` against `Running`). A slot in
     `succeeded` (its batch Job succeeded by its success policy: JobSet counts the Job Complete)
     counts as Succeeded whatever its pod."""
     for dependency in shape.groups[group].depends_on:
@@ -110,6 +111,9 @@ def dependencies_met(
             phase = pod_phase(pod)
             if dependency.state == COMPLETE:
                 if phase != "Succeeded":
+                    return False
+            elif dependency.state == STARTED:
+                if phase not in ("Running", "Succeeded", "Failed"):
                     return False
             elif not (phase == "Succeeded" and dependency.succeeded_is_ready) and (
                 phase != "Running" or not pod_ready(pod)
