@@ -83,7 +83,7 @@ def test_exactly_one_storage_version_and_unique_names() -> None:
     twice["spec"]["versions"][1]["storage"] = True
     assert causes(twice) == [
         ("spec.versions", VERSIONS + "must have exactly one version marked as storage version"),
-        ("status.storedVersions", 'Invalid value: []string{"v1"}: must have the storage version v2'),
+        ("status.storedVersions", 'Invalid value: ["v1"]: must have the storage version v2'),
     ]
     none = crd(storage=False)
     assert causes(none) == [
@@ -208,7 +208,7 @@ def test_webhook_conversion_needs_its_client_config_and_review_versions() -> Non
         ),
         (
             "spec.conversion.conversionReviewVersions",
-            'Invalid value: []string{"v2"}: must include at least one of v1, v1beta1',
+            'Invalid value: ["v2"]: must include at least one of v1, v1beta1',
         ),
     ]
 

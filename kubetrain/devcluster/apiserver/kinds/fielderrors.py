@@ -1,11 +1,12 @@
 """apimachinery's `field.Error` constructors as `errors.Cause`s, worded as `ErrorBody()` words them.
 
 `required(path, detail)` → `Required value: detail`; `invalid(path, value, detail)` →
-`Invalid value: "value": detail` (strings quoted with Go's %q, numbers and booleans plain, string
-lists as Go's %#v `[]string{"a", "b"}`); `forbidden` → `Forbidden: detail`; `not_supported` →
-`Unsupported value: "x": supported values: "a", "b"`; `duplicate` → `Duplicate value: "x"`.
-Upstream prints values of Go struct types with %#v (including memory addresses); those are given
-here as `Go(text)` holding the type name with `{...}` in place of the fields.
+`Invalid value: "value": detail` (strings quoted with Go's %q, numbers and booleans plain, and —
+since apimachinery 0.34, Kubernetes 1.34 — anything else as Go's `json.Marshal` writes it: `null`,
+`["a","b"]`, `{"name":"x"}`, keys sorted, no spaces, `<`, `>` and `&` escaped); `forbidden` →
+`Forbidden: detail`; `not_supported` → `Unsupported value: "x": supported values: "a", "b"`;
+`duplicate` → `Duplicate value: "x"`. Values of Go struct types that devcluster does not hold as
+JSON are given as `Go(text)`, shown verbatim.
 
 The messages of apimachinery's `validation.IsDNS1035Label` / `IsDNS1123Subdomain` are objectmeta.py's.
 """
@@ -56,11 +57,10 @@ def go_quote(s: str) -> str:
 
 
 def go_value(value: Any) -> str:
-    """How `field.Error.ErrorBody` prints a bad value."""
+    """How `field.Error.ErrorBody` prints a bad value (apimachinery 0.34+): int64, float64 and bool
+    with %v, a string with %q, anything else as its JSON."""
     if isinstance(value, Go):
         return value.text
-    if value is None:
-        return '"null"'
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -69,17 +69,35 @@ def go_value(value: Any) -> str:
         return str(int(value))
     if isinstance(value, (int, float)):
         return str(value)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
+    return go_json(value)
+
+
+def go_json(value: Any) -> str:
+    """Go's `json.Marshal` of an unstructured value: map keys sorted, no spaces, integral numbers
+    without a fraction, HTML-significant characters and the line separators escaped."""
+    text = json.dumps(_integral(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for char, escaped in _GO_JSON_ESCAPES:
+        text = text.replace(char, escaped)
+    return text
+
+
+_GO_JSON_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, dict):
-        return (
-            "map[string]interface {}{"
-            + ", ".join(f"{go_quote(k)}:{go_value(v)}" for k, v in sorted(value.items()))
-            + "}"
-        )
+        return {str(k): _integral(v) for k, v in value.items()}
     if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(go_value(v) for v in value) + "}"
-    return str(value)
+        return [_integral(v) for v in value]
+    return value
 
 
 def _with(body: str, detail: str) -> str:

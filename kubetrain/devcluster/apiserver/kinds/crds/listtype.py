@@ -3,10 +3,11 @@ apiextensions-apiserver checks it (pkg/apiserver/schema/listtype/validation.go,
 `ValidateListSetsAndMaps`): a map list's items must differ in their `x-kubernetes-list-map-keys`
 (an item without a key counts as one more value), a set's items must differ. Each value that
 occurs more than once is reported once, at its second occurrence, with upstream's wording:
-`spec.env[1]: Duplicate value: map[string]interface {}{"name":"x"}` (map list; `{}` for a
-missing key), `spec.names[2]: Duplicate value: "x"` (set). An item of a map list that is no object
-is refused (`Invalid value: …: must be an object for an array of list-type map`) and its list not
-compared further.
+`spec.env[1]: Duplicate value: {"name":"x"}` (map list: the item's keys; `{}` for a missing
+key), `spec.names[2]: Duplicate value: "x"` (set); values print as `field.Error` prints them
+(fielderrors.go_value: JSON for objects and lists since Kubernetes 1.34). An item of a map list
+that is no object is refused (`Invalid value: …: must be an object for an array of list-type
+map`) and its list not compared further.
 
 `write_causes` is when the custom-resource strategies run it (pkg/registry/customresource
 strategy.go `Validate` / `ValidateUpdate`, status_strategy.go `ValidateUpdate`): on create
@@ -17,7 +18,6 @@ the CEL rules are evaluated after them (`hasBlockingErr`).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
@@ -115,34 +115,10 @@ def _identity(x: Any) -> Any:
     if x is _UNSPECIFIED:
         return x
     if isinstance(x, (dict, list)):
-        return ("json", json.dumps(_go_json(x), sort_keys=True, separators=(",", ":")))
+        return ("json", fe.go_json(x))
     return (type(x).__name__, x)
 
 
-def _go_json(x: Any) -> Any:
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    if isinstance(x, dict):
-        return {k: _go_json(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_go_json(v) for v in x]
-    return x
-
-
 def _duplicate(path: str, value: Any) -> Cause:
-    """`field.Duplicate(path, value)` as `ErrorBody` prints it: scalars plainly (strings quoted,
-    nil as "null"), an object or list as Go's %#v of its unstructured value."""
-    text = _sharp_v(value) if isinstance(value, (dict, list)) else fe.go_value(value)
-    return Cause("FieldValueDuplicate", f"Duplicate value: {text}", path)
-
-
-def _sharp_v(value: Any) -> str:
-    """Go's %#v of an unstructured value (`map[string]interface {}` keys sorted)."""
-    if value is None:
-        return "interface {}(nil)"
-    if isinstance(value, dict):
-        inner = ", ".join(f"{fe.go_quote(str(k))}:{_sharp_v(v)}" for k, v in sorted(value.items()))
-        return "map[string]interface {}{" + inner + "}"
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(_sharp_v(v) for v in value) + "}"
-    return fe.go_value(value)
+    """`field.Duplicate(path, value)` as `ErrorBody` prints it."""
+    return Cause("FieldValueDuplicate", f"Duplicate value: {fe.go_value(value)}", path)
