@@ -4,12 +4,14 @@
 `start` (Pending → Running: podIP, hostIP, containers running and ready), `run_ended` (the
 annotated run is over: exit, in-place restart or eviction, as the pod's restartPolicy and
 annotations decide; a restart waits out the crash-loop back-off, `crashloop.py`),
-`retry_crashed` (that back-off is over: the containers run again), and `finish_deletion`
-(containers terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
+`retry_crashed` (that back-off is over: the containers run again), `observe_generation` (a spec
+update: the status again, observing the new generation) and `finish_deletion` (containers
+terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
 `StatusBuilder` — the new status computed from the newest pod by the pure builders of
 `podstatus`, `crashstatus` and `initstatus`, or None for "nothing to write" — given to
 `write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
-re-reads and rebuilds. It also keeps what a kubelet remembers per pod: pod IPs, the start time
+re-reads and rebuilds; a kubelet status it writes observes the pod's generation
+(`podstatus.observed`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
 of each container run, each container's back-off entry and last exit, and the pods it already
 deleted.
 """
