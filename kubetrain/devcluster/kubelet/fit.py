@@ -172,7 +172,9 @@ def fit_error(
 def unschedulable_status(pod: Obj, message: str, stamp: str) -> Obj | None:
     """The pod's status with `PodScheduled=False`, reason `Unschedulable`, as kube-scheduler's
     `updatePod` writes it (podutil.UpdatePodCondition: lastTransitionTime kept while the status
-    stays False); None when the condition already says so (no write)."""
+    stays False); None when the condition already says so (no write: UpdatePodCondition's
+    comparison leaves observedGeneration out). The condition observes the pod's generation
+    (`podutil.CalculatePodConditionObservedGeneration` in `handleSchedulingFailure`)."""
     status = dict(pod.get("status") or {})
     conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
     old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
@@ -192,6 +194,9 @@ def unschedulable_status(pod: Obj, message: str, stamp: str) -> Obj | None:
         "reason": "Unschedulable",
         "message": message,
     }
+    generation = (pod.get("metadata") or {}).get("generation")
+    if isinstance(generation, int) and not isinstance(generation, bool) and generation > 0:
+        condition["observedGeneration"] = generation
     status["conditions"] = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
     status.setdefault("phase", "Pending")
     return status

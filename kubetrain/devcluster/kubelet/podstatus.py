@@ -65,6 +65,60 @@ def _condition(kind: str, status: bool, now: datetime, reason: str | None = None
     return condition
 
 
+# The conditions a kubelet owns (`kubetypes.PodConditionsByKubelet` and PodReadyToStartContainers):
+# `generateAPIPodStatus` (pkg/kubelet/kubelet_pods.go) makes each of them on every sync.
+KUBELET_CONDITIONS = frozenset(
+    {"PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"}
+)
+TERMINATION_BY_KUBELET = "TerminationByKubelet"  # v1.PodReasonTerminationByKubelet
+
+
+def observed(pod: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """`status` as the kubelet writes it for `pod`: `status.observedGeneration` is the pod's
+    `metadata.generation` it acted on (`podutil.CalculatePodStatusObservedGeneration`), and so is
+    the `observedGeneration` of each condition it owns and of the DisruptionTarget it sets itself
+    (reason TerminationByKubelet: the eviction manager's `evictPod`) —
+    `podutil.CalculatePodConditionObservedGeneration`, which with the PodObservedGenerationTracking
+    gate locked on (1.35+) is the generation. Conditions others set keep theirs. A pod without a
+    generation (from a cluster older than the pod generation feature) gets none."""
+    generation = (pod.get("metadata") or {}).get("generation")
+    if not isinstance(generation, int) or isinstance(generation, bool) or generation <= 0:
+        return status
+    out = {**status, "observedGeneration": generation}
+    if "conditions" in status:
+        out["conditions"] = [
+            {**c, "observedGeneration": generation} if _kubelet_owned(c) else c
+            for c in status.get("conditions") or []
+        ]
+    return out
+
+
+def unobserved_generation(pod: dict[str, Any]) -> int | None:
+    """The pod's `metadata.generation` when the status its kubelet wrote (one with a hostIP)
+    observes an older one and the pod neither ended nor is being deleted; else None."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    generation = meta.get("generation")
+    if (
+        not isinstance(generation, int)
+        or isinstance(generation, bool)
+        or status.get("phase") in TERMINAL_PHASES
+        or meta.get("deletionTimestamp")
+        or not status.get("hostIP")
+        or status.get("observedGeneration") == generation
+    ):
+        return None
+    return generation
+
+
+def _kubelet_owned(condition: Any) -> bool:
+    if not isinstance(condition, dict):
+        return False
+    kind = condition.get("type")
+    return kind in KUBELET_CONDITIONS or (
+        kind == "DisruptionTarget" and condition.get("reason") == TERMINATION_BY_KUBELET
+    )
+
+
 def _keep_transition(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Keep lastTransitionTime of conditions whose status did not change."""
     by_type = {c.get("type"): c for c in old}
@@ -274,7 +328,7 @@ def evicted_status(pod: dict[str, Any], *, now: datetime, message: str = EVICTIO
         phase="Failed",
         pod_reason="Evicted",
         message=message,
-        disruption="TerminationByKubelet",
+        disruption=TERMINATION_BY_KUBELET,
     )
 
 

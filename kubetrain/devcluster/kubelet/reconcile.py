@@ -5,7 +5,9 @@ A step binds the pod where it fits (`binder.FitBinder`; where it fits nowhere, t
 `PodScheduled=False` condition and a `FailedScheduling` Event), writes its status (`status.PodTransitions`)
 now or from a timer, or checks what only the API can tell: the ConfigMaps and Secrets its env
 references (`envrefs.py`, tried again every 10 s) and the projected volumes it mounts
-(`volumes.py`, kept per pod uid in `mounts`). A failed API call is retried with back-off (six
+(`volumes.py`, kept per pod uid in `mounts`). Before any step of a pod on its nodes, a spec
+update the kubelet's status does not observe yet gets a status write observing it
+(`PodTransitions.observe_generation`). A failed API call is retried with back-off (six
 times), then left to the pod's next watch event.
 """
 
@@ -87,6 +89,8 @@ class PodReconciler:
         elif step.action == "stop":
             self._timers.cancel(key)
         elif step.action != "idle":
+            await self._status.observe_generation(key)
+            pod = self._pods.get(key) or pod
             if step.problem is not None:
                 log.warning("pod %s/%s: %s; running it without simulated behaviour", *key, step.problem)
             if step.action == "run":
@@ -106,7 +110,7 @@ class PodReconciler:
             changed.append(status is not None)
             return status
 
-        written = await self._status.write_status(key, build)
+        written = await self._status.write_status(key, build, kubelet=False)
         if written is None or changed[-1:] != [True]:
             return
         ns = key[0]

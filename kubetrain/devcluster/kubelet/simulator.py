@@ -19,7 +19,9 @@ no kubelets), with plain-dict bodies:
   stays Pending, e.g. while Kueue holds it);
 - runs every pod bound to one of its nodes: Pending → Running (containers running and ready,
   podIP, startTime, Ready conditions) → Succeeded/Failed, writing the `status` subresource with
-  the pod's resourceVersion and re-reading + retrying on 409;
+  the pod's resourceVersion and re-reading + retrying on 409; each status observes the pod's
+  generation (`status.observedGeneration` and its own conditions'), and a spec update of a pod it
+  runs gets the status written again for the new generation;
 - starts no container from an image it cannot use (`images.py`: an invalid reference, a registry
   under `.invalid`) or whose env references a missing ConfigMap/Secret or key (`envrefs.py`,
   `CreateContainerConfigError`, tried again every 10 s): the pod stays Pending, the container

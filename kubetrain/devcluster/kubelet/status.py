@@ -4,12 +4,14 @@
 `start` (Pending → Running: podIP, hostIP, containers running and ready), `run_ended` (the
 annotated run is over: exit, in-place restart or eviction, as the pod's restartPolicy and
 annotations decide; a restart waits out the crash-loop back-off, `crashloop.py`),
-`retry_crashed` (that back-off is over: the containers run again), and `finish_deletion`
-(containers terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
+`retry_crashed` (that back-off is over: the containers run again), `observe_generation` (a spec
+update: the status again, observing the new generation) and `finish_deletion` (containers
+terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
 `StatusBuilder` — the new status computed from the newest pod by the pure builders of
 `podstatus`, `crashstatus` and `initstatus`, or None for "nothing to write" — given to
 `write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
-re-reads and rebuilds. It also keeps what a kubelet remembers per pod: pod IPs, the start time
+re-reads and rebuilds; a kubelet status it writes observes the pod's generation
+(`podstatus.observed`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
 of each container run, each container's back-off entry and last exit, and the pods it already
 deleted.
 """
@@ -73,6 +75,7 @@ class PodTransitions:
         self._back_offs: dict[tuple[str, str], crashloop.BackOff] = {}
         self._exits: dict[tuple[str, str], datetime] = {}
         self.git = git if git is not None else SimulatedGit()  # the remotes code-sync fetches reach
+        self._observed: dict[str, int] = {}  # uid -> the generation a spec update was last observed for
 
     def ours(self, pod: dict[str, Any]) -> bool:
         return (pod.get("spec") or {}).get("nodeName") in self._host_ips
@@ -81,6 +84,7 @@ class PodTransitions:
         """The pod is gone: drop what was remembered about it."""
         self._deleted.discard(uid)
         self._pod_ips.pop(uid, None)
+        self._observed.pop(uid, None)
         self._starts = {k: v for k, v in self._starts.items() if k[0] != uid}
         self._back_offs = {k: v for k, v in self._back_offs.items() if k[0] != uid}
         self._exits = {k: v for k, v in self._exits.items() if k[0] != uid}
@@ -88,6 +92,7 @@ class PodTransitions:
     def remembered(self) -> int:
         """Pods this kubelet remembers anything about (0 once every pod is gone)."""
         kept = {uid for uid, _ in self._starts} | {uid for uid, _ in self._back_offs}
+        kept |= self._observed.keys()
         return len(kept | {uid for uid, _ in self._exits} | self._pod_ips.keys() | self._deleted)
 
     def run_started(self, uid: str, restarts: int) -> float:
@@ -147,6 +152,25 @@ class PodTransitions:
                     pod, host_ip=host_ip, pod_ip=self._pod_ip(pod), now=now, init_outcomes=outcomes
                 ),
             )
+
+        await self.write_status(key, build)
+
+    async def observe_generation(self, key: Key) -> None:
+        """The spec of a pod this kubelet runs changed (a new `metadata.generation`, e.g. an
+        activeDeadlineSeconds or image update): its status again, now observing that
+        generation — the kubelet's next sync regenerates the status (`generateAPIPodStatus`)
+        and the status manager writes it since observedGeneration differs. Not for a pod it has
+        written nothing for yet, nor one that ended or is being deleted (that write follows):
+        `podstatus.unobserved_generation`."""
+
+        def build(pod: dict[str, Any]) -> dict[str, Any] | None:
+            generation = podstatus.unobserved_generation(pod)
+            if not self.ours(pod) or generation is None or self._observed.get(_uid(pod)) == generation:
+                return None
+            # once per generation: a server that drops the field (its feature gate off) is not
+            # written to again and again
+            self._observed[_uid(pod)] = generation
+            return dict(pod.get("status") or {})
 
         await self.write_status(key, build)
 
@@ -342,8 +366,12 @@ class PodTransitions:
 
     # -- the write ------------------------------------------------------------------------------
 
-    async def write_status(self, key: Key, build: StatusBuilder) -> dict[str, Any] | None:
-        """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild."""
+    async def write_status(
+        self, key: Key, build: StatusBuilder, *, kubelet: bool = True
+    ) -> dict[str, Any] | None:
+        """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild. A
+        kubelet's write carries the generation it acted on (`podstatus.observed`); the
+        scheduler's (`kubelet=False`) only what its builder sets."""
         ns, name = key
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
         pod = self._pods.get(key)
@@ -353,6 +381,8 @@ class PodTransitions:
             status = build(pod)
             if status is None:
                 return pod
+            if kubelet:
+                status = podstatus.observed(pod, status)
             code, body = await self._api().request("PUT", f"{path}/status", body={**pod, "status": status})
             if code == 200:
                 self.remember(body)

@@ -20,7 +20,7 @@ from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
-from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, schema
+from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, podgeneration, schema
 from kubetrain.devcluster.apiserver.kinds.crds import celeval, listtype
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 from kubetrain.devcluster.apiserver.request import decoding
@@ -224,6 +224,8 @@ class ApiServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            if t.rt.key == "pods":
+                podgeneration.preserve_observed_generation(new, old)
         else:
             new = obj
             meta.carry_over(new, old)

@@ -31,7 +31,8 @@ async def bind(api: ApiServer, t: Target, body: Any, admitted_as: Target | None 
     under the Binding's `metadata.uid`/`resourceVersion` preconditions (what kube-scheduler sends:
     a pod deleted and recreated under the same name is not bound for the old one): a pod being
     deleted, already bound or with scheduling gates is a 409 on `pods/binding`; the Binding's
-    annotations are merged into the pod's; `PodScheduled` becomes True (its transition time now)."""
+    annotations are merged into the pod's; `PodScheduled` becomes True (its transition time now);
+    the pod's generation stays (kinds/podgeneration.py)."""
     warnings = _decoded(t, BINDING_KIND, body)
     admission = admitted_as or t
     obj = _subresource_object(t, body, "v1", "Binding")
@@ -89,15 +90,17 @@ def _check_preconditions(t: Target, pod: Obj, binding_meta: Obj) -> None:
 
 def _set_scheduled(pod: Obj, now: str) -> None:
     """podutil `UpdatePodCondition` with PodScheduled=True: the transition time moves only when
-    the status changes."""
+    the status changes; the condition is replaced whole, so the reason, message and
+    observedGeneration kube-scheduler's Unschedulable condition had go (`setPodNodeAndMetadata`
+    sets no observedGeneration: it writes storage around the pod strategy)."""
     conditions = pod.setdefault("status", {}).setdefault("conditions", [])
     for condition in conditions:
         if condition.get("type") == "PodScheduled":
             if condition.get("status") != "True":
                 condition["lastTransitionTime"] = now
             condition.update(status="True", lastProbeTime=None)
-            condition.pop("reason", None)
-            condition.pop("message", None)
+            for field in ("reason", "message", "observedGeneration"):
+                condition.pop(field, None)
             return
     conditions.append(
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
