@@ -28,6 +28,20 @@ TORCHTUNE_RUNTIMES = Path(__file__).resolve().parent / "data/trainer/runtimes/to
 UID = "tj-uid"  # the uid of the TrainJob "tj" in namespace "ns" the planner tests plan
 
 
+PLANNED_CREATED = "2026-11-25T11:59:00Z"
+
+
+def planned_trainjob(nodes: int = 2, **spec: Any) -> Obj:
+    """The TrainJob "tj" in namespace "ns" (uid `UID`) the planner tests plan: the
+    torch-distributed runtime, `nodes` nodes, and `spec`'s further fields."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "ns", "uid": UID, "creationTimestamp": PLANNED_CREATED},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": nodes}, **spec},
+    }
+
+
 def trainjob_pod(name: str, phase: str = "Running", attempt: int = 0, ready: bool = True) -> Obj:
     """Pod `name` of TrainJob ns/tj in JobSet restart attempt `attempt`."""
     return {

@@ -8,7 +8,6 @@ over the limit of 2. A container that waits out a back-off is not a pod that can
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,7 +17,8 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.kubelet.behaviour import EXIT_CODE, RUN_SECONDS
 from kubetrain.kube.clock import FakeClock
 
-from .controller_support import Harness, condition, is_true, job_manifest, open_stack, replica_status
+from .controller_support import Harness, condition, is_true, job_manifest, replica_status
+from .node_controllers_support import clocked_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -27,9 +27,8 @@ Obj = dict[str, Any]
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
-    async for stack, h in open_stack(simulator_clock=clock):
-        yield stack, h, clock
+    async for started in clocked_stack():
+        yield started
 
 
 def worker(pod: Obj | None) -> Obj:

@@ -10,24 +10,19 @@ simulator's FakeClock is advanced; nothing sleeps for it."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.devcluster.controllers.nodehealth import NodeHealthMonitor
-from kubetrain.devcluster.controllers.podgc import PodGC
-from kubetrain.devcluster.controllers.podgcplan import GC_CHECK_PERIOD
-from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+from .controller_support import Harness, eventually, job_manifest, replica_status
+from .node_controllers_support import clocked_stack, gc_pass, heartbeats
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -36,9 +31,8 @@ Obj = dict[str, Any]
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
-    async for stack, h in open_stack(simulator_clock=clock):
-        yield stack, h, clock
+    async for started in clocked_stack():
+        yield started
 
 
 async def ready_of(h: Harness, node: str) -> Obj:
@@ -49,30 +43,6 @@ async def ready_of(h: Harness, node: str) -> Obj:
 async def taints_of(h: Harness, node: str) -> list[tuple[str, str]]:
     current = await h.kube.get(NODES, None, node)
     return [(t["key"], t["effect"]) for t in current["spec"].get("taints") or []]
-
-
-async def heartbeats(stack: DevStack, clock: FakeClock, n: int) -> None:
-    """`n` heartbeat periods, one at a time, each until the Lease renewals and the health
-    monitor's pass that follows them are done."""
-    assert stack.simulator is not None and stack.simulator.heartbeats.monitor is not None
-    monitor = stack.simulator.heartbeats.monitor
-    for _ in range(n):
-        done = monitor.passes
-        await clock.advance(HEARTBEAT_SECONDS)
-        await eventually(functools.partial(_more, monitor, done), what="the health monitor's pass")
-
-
-async def _more(monitor: NodeHealthMonitor | PodGC, done: int) -> bool | None:
-    return True if monitor.passes > done else None
-
-
-async def gc_pass(stack: DevStack, clock: FakeClock) -> None:
-    """One pod GC period, until the pass that follows it is done."""
-    assert stack.simulator is not None and stack.simulator.pod_gc is not None
-    gc = stack.simulator.pod_gc
-    done = gc.passes
-    await clock.advance(GC_CHECK_PERIOD)
-    await eventually(functools.partial(_more, gc, done), what="the pod GC's pass")
 
 
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}

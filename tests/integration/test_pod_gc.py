@@ -8,21 +8,18 @@ the training code did not fail. The simulator's FakeClock is advanced; nothing s
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.devcluster.controllers.podgc import PodGC
-from kubetrain.devcluster.controllers.podgcplan import GC_CHECK_PERIOD
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status
+from .controller_support import Harness, eventually, job_manifest, replica_status
+from .node_controllers_support import clocked_stack, gc_pass
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -31,22 +28,8 @@ Obj = dict[str, Any]
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
-    async for stack, h in open_stack(simulator_clock=clock):
-        yield stack, h, clock
-
-
-async def gc_pass(stack: DevStack, clock: FakeClock) -> None:
-    """One PodGC period, until the pass that follows it is done."""
-    assert stack.simulator is not None and stack.simulator.pod_gc is not None
-    gc = stack.simulator.pod_gc
-    done = gc.passes
-    await clock.advance(GC_CHECK_PERIOD)
-    await eventually(functools.partial(_more, gc, done), what="the pod GC's pass")
-
-
-async def _more(gc: PodGC, done: int) -> bool | None:
-    return True if gc.passes > done else None
+    async for started in clocked_stack():
+        yield started
 
 
 def _disrupted_by_pod_gc(pod: Obj | None) -> bool:

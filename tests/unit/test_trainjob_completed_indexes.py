@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from trainjobs import RUNTIME, UID, trainjob_pod
+from trainjobs import RUNTIME, UID, planned_trainjob, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.completedindexes import COMPLETED_INDEXES
@@ -18,17 +18,8 @@ from kubetrain.operator.trainedge import plan_trainjob
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
-CREATED = "2026-11-25T11:59:00Z"
 pod = trainjob_pod
-
-
-def trainjob(nodes: int) -> Obj:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "tj", "namespace": "ns", "uid": UID, "creationTimestamp": CREATED},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": nodes}},
-    }
+trainjob = planned_trainjob
 
 
 def warmup_runtime() -> Obj:

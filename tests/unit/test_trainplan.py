@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
-from trainjobs import RUNTIME, UID, failed_jobs, trainjob_pod
+from trainjobs import RUNTIME, UID, failed_jobs, planned_trainjob, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import CreateFailure, Observed, PlannerConfig
@@ -21,21 +21,8 @@ Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
 
-def trainjob(nodes: int = 2, **spec: Any) -> Obj:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {
-            "name": "tj",
-            "namespace": "ns",
-            "uid": UID,
-            "creationTimestamp": "2026-11-25T11:59:00Z",
-        },
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": nodes}, **spec},
-    }
-
-
 pod = trainjob_pod
+trainjob = planned_trainjob
 
 
 def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
