@@ -112,6 +112,17 @@ def test_the_disruption_condition_is_added_once_keeping_other_conditions() -> No
     assert replaced[0]["lastTransitionTime"] == "t0"  # the status did not change
 
 
+def test_the_disruption_condition_observes_the_pods_generation() -> None:
+    """taint_eviction.go sets `ObservedGeneration: CalculatePodConditionObservedGeneration(...)`,
+    the pod's generation since PodObservedGenerationTracking went GA (1.35); a newer generation
+    rewrites the condition, keeping its transition time."""
+    (condition,) = noexecute.add_condition({"conditions": []}, NOW, generation=2) or []
+    assert condition["observedGeneration"] == 2
+    assert noexecute.add_condition({"conditions": [condition]}, NOW, generation=2) is None
+    (newer,) = noexecute.add_condition({"conditions": [condition]}, NOW, generation=3) or []
+    assert newer["observedGeneration"] == 3 and newer["lastTransitionTime"] == condition["lastTransitionTime"]
+
+
 def test_the_events_name_the_pod_as_upstream() -> None:
     marking = noexecute.eviction_event("ns", "w-0", False, NOW)
     assert (marking["reason"], marking["type"], marking["message"]) == (

@@ -101,27 +101,35 @@ def _stamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def disruption_condition(now: datetime) -> dict[str, Any]:
-    return {
+def disruption_condition(now: datetime, generation: int = 0) -> dict[str, Any]:
+    """The taint manager's DisruptionTarget condition; `observedGeneration` the pod's generation
+    (`CalculatePodConditionObservedGeneration`: PodObservedGenerationTracking is GA since 1.35;
+    none for a pod without one, as Go omits a zero)."""
+    condition: dict[str, Any] = {
         "type": "DisruptionTarget",
         "status": "True",
         "reason": DISRUPTION_REASON,
         "message": DISRUPTION_MESSAGE,
         "lastTransitionTime": _stamp(now),
     }
+    if generation > 0:
+        condition["observedGeneration"] = generation
+    return condition
 
 
-def add_condition(status: Mapping[str, Any] | None, now: datetime) -> list[dict[str, Any]] | None:
+def add_condition(
+    status: Mapping[str, Any] | None, now: datetime, generation: int = 0
+) -> list[dict[str, Any]] | None:
     """The pod's conditions with the DisruptionTarget one (`UpdatePodCondition`: a condition
     whose status stays keeps its lastTransitionTime), None when they would not change."""
     conditions = [dict(c) for c in _dicts((status or {}).get("conditions"))]
-    wanted = disruption_condition(now)
+    wanted = disruption_condition(now, generation)
     for i, old in enumerate(conditions):
         if old.get("type") != "DisruptionTarget":
             continue
         if old.get("status") == wanted["status"] and old.get("lastTransitionTime"):
             wanted["lastTransitionTime"] = old["lastTransitionTime"]
-        if all(old.get(k) == wanted[k] for k in ("status", "reason", "message")):
+        if all(old.get(k) == wanted.get(k) for k in ("status", "reason", "message", "observedGeneration")):
             return None
         conditions[i] = wanted
         return conditions

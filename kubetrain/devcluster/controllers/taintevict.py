@@ -150,7 +150,8 @@ class TaintEviction:
             return  # gone already: nothing to evict
         if code != 200:
             raise ApiError(code, pod)
-        conditions = noexecute.add_condition(pod.get("status"), self.clock.now())
+        generation = int((pod.get("metadata") or {}).get("generation") or 0)
+        conditions = noexecute.add_condition(pod.get("status"), self.clock.now(), generation)
         if conditions is not None:
             pod.setdefault("status", {})["conditions"] = conditions
             code, body = await self._api().request("PUT", f"{path}/status", body=pod)
