@@ -119,7 +119,6 @@ async def job_page(request: web.Request) -> web.Response:
     dash.watch.progress.observe(job, now)
     samples = dash.watch.progress.samples(uid)
     log_text, log_error, log_pod, log_container, tail = await _log_part(request, api, ns, pods)
-    pod_rows, pods_more = podstate.pod_rows(pods, POD_TABLE_MAX)
     return render(
         request,
         "job.html",
@@ -137,9 +136,7 @@ async def job_page(request: web.Request) -> web.Response:
         gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,
-        pod_rows=pod_rows,
-        pods_more=pods_more,
-        pod_counts=podstate.state_counts(pods),
+        pod_table=podstate.pod_table(pods, POD_TABLE_MAX),
         events=events,
         events_error=events_error,
         plots=progress.plots(samples),

@@ -153,13 +153,6 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
     return PodState(word, " ".join(why.split()), restarts, f"{ready}/{len(containers)}", ok)
 
 
-def state_counts(pods: Iterable[Mapping[str, Any]]) -> list[tuple[str, int]]:
-    """How many pods read each word, most first (ties by word):
-    `[("Running", 3), ("CrashLoopBackOff", 1)]`."""
-    counts = Counter(pod_state(p).word for p in pods)
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-
-
 @dataclass(frozen=True)
 class PodRow:
     name: str
@@ -167,9 +160,17 @@ class PodRow:
     state: PodState
 
 
-def pod_rows(pods: Iterable[Mapping[str, Any]], limit: int) -> tuple[list[PodRow], int]:
-    """The job page's pod table: the pods not working as asked first (then by name), at most
-    `limit` of them, and how many more there are."""
+@dataclass(frozen=True)
+class PodTable:
+    rows: tuple[PodRow, ...]  # the pods not working as asked first (then by name), at most `limit`
+    more: int  # pods left out
+    counts: tuple[
+        tuple[str, int], ...
+    ]  # pods per word, most first: (("Running", 3), ("CrashLoopBackOff", 1))
+
+
+def pod_table(pods: Iterable[Mapping[str, Any]], limit: int) -> PodTable:
+    """The job page's pod table and its count line (every pod's state read once)."""
     rows = [
         PodRow(
             str((p.get("metadata") or {}).get("name") or ""),
@@ -179,4 +180,9 @@ def pod_rows(pods: Iterable[Mapping[str, Any]], limit: int) -> tuple[list[PodRow
         for p in pods
     ]
     rows.sort(key=lambda r: (r.state.ok, r.name))
-    return rows[:limit], max(0, len(rows) - limit)
+    counts = Counter(r.state.word for r in rows)
+    return PodTable(
+        tuple(rows[:limit]),
+        max(0, len(rows) - limit),
+        tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+    )
