@@ -10,7 +10,16 @@ from aiohttp import web
 from markupsafe import Markup
 
 from kubetrain.dashboard.access import visible_rows
-from kubetrain.dashboard.views import earlier, ganttsvg, joblist, jobpage, progress, timeline, trainjob
+from kubetrain.dashboard.views import (
+    earlier,
+    ganttsvg,
+    joblist,
+    jobpage,
+    podstate,
+    progress,
+    timeline,
+    trainjob,
+)
 from kubetrain.dashboard.views.kinds import JobKind, resolve
 from kubetrain.dashboard.views.podhistory import merge_current
 from kubetrain.dashboard.web import creds, dashboard, render, user_api
@@ -18,6 +27,7 @@ from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import EVENTS, ResourceRef
 
 LOG_TAIL_CHOICES = (50, 200, 1000, 5000)
+POD_TABLE_MAX = 50  # the job page's pod table: at most this many rows, the not-working pods first
 POD_SELECT_MAX = 100  # more pods than this: the log form names the pod in a text field with suggestions
 
 
@@ -126,6 +136,7 @@ async def job_page(request: web.Request) -> web.Response:
         gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,
+        pod_table=podstate.pod_table(pods, POD_TABLE_MAX),
         events=events,
         events_error=events_error,
         plots=progress.plots(samples),

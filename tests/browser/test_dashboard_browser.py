@@ -243,3 +243,48 @@ async def test_a_job_restarted_before_the_dashboard_started_shows_its_earlier_ba
 
 async def _count(found: Awaitable[list[dict[str, Any]]], want: int) -> bool:
     return len(await found) == want
+
+
+async def test_a_crash_looping_pod_reads_crashloopbackoff_with_the_back_off_and_restarts(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    """A container that keeps exiting under restartPolicy OnFailure: the pod stays Running, but
+    its row says CrashLoopBackOff with the kubelet's back-off message and the restart count —
+    arriving live on a page opened before, and the same on a page rendered with JavaScript off."""
+    crashing = {"sim.kubetrain.io/run-seconds": "0.5", "sim.kubetrain.io/exit-code": "1"}
+    await scene.stack.apply(
+        job(
+            "PyTorchJob",
+            "flaky",
+            {"Master": 1},
+            namespace="team-a",
+            restart_policy="OnFailure",
+            template_metadata={"annotations": crashing},
+        )
+    )
+    page = await page_as(scene.alice)
+    await page.goto(scene.url("/namespaces/team-a/pytorchjobs/flaky"))
+    await expect(page.locator("#live-status")).to_be_visible()
+    await page.evaluate("window.__notReloaded = true")
+    row = page.locator('#pod-table tr[data-pod="flaky-master-0"]')
+    # at once after the first exit, then the back-off: 10 s before the third run
+    await expect(row.locator(".podstate")).to_have_text("CrashLoopBackOff", timeout=15_000)
+    assert await page.evaluate("window.__notReloaded === true")
+    await expect(row.locator("td.why")).to_contain_text("back-off 10s restarting failed container=")
+    await expect(row.locator("td").nth(3)).to_have_text("1")  # restarts
+    await expect(row.locator("td").nth(1)).to_have_text("0/1")  # ready
+    await expect(page.locator("#pod-counts")).to_have_text("1 CrashLoopBackOff")
+    # the slot's last bar is the wait since the last exit, open, saying why
+    slot = page.locator('.gantt text.row[data-slot="master-0"]')
+    title = await slot.locator("title").text_content() or ""
+    assert "CrashLoopBackOff: back-off 10s" in title.split("\n")[-1], title
+    bars = (await slot.get_attribute("data-bars") or "").split(";")
+    assert [b.split()[2] for b in bars][-2:] == ["failed", "pending"], bars
+    await page.screenshot(path=str(SHOTS / "dashboard-crashloop.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+    static = await page_as(scene.alice, javascript=False)
+    await static.goto(scene.url("/namespaces/team-a/pytorchjobs/flaky"))
+    static_row = static.locator('#pod-table tr[data-pod="flaky-master-0"]')
+    await expect(static_row.locator(".podstate")).to_have_text("CrashLoopBackOff")
+    await expect(static_row.locator("td.why")).to_contain_text("back-off 10s restarting failed container=")

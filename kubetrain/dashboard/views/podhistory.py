@@ -18,6 +18,7 @@ from typing import Any
 
 from kubetrain.api.labels import LABEL_ATTEMPT, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from kubetrain.api.trainer.constants import RESTART_ATTEMPT
+from kubetrain.dashboard.views.podstate import disruption
 from kubetrain.dashboard.views.timeutil import parse_time
 
 Obj = dict[str, Any]
@@ -58,6 +59,8 @@ class PodLife:
     node: str = ""
     containers: tuple[str, ...] = ()
     estimated: bool = False  # reconstructed from the job's events (views/earlier.py), start estimated
+    waiting: str = ""  # a container waiting now: `CrashLoopBackOff: back-off 10s restarting…`
+    disrupted: str = ""  # why a controller disrupted it (DisruptionTarget, podstate.disruption)
 
     @property
     def slot(self) -> str:
@@ -110,6 +113,7 @@ def life_from_pod(
     )
     restarts = 0
     names: list[str] = []
+    waiting = ""
     for cs in status.get("containerStatuses") or ():
         if not isinstance(cs, dict):
             continue
@@ -117,6 +121,9 @@ def life_from_pod(
         names.append(name)
         restarts += int(cs.get("restartCount") or 0)
         state = cs.get("state") or {}
+        wait = state.get("waiting")
+        if isinstance(wait, dict) and wait.get("reason") and not waiting:
+            waiting = " ".join(f"{wait['reason']}: {wait.get('message') or ''}".split()).rstrip(":")
         if "running" in state:
             begin = parse_time((state.get("running") or {}).get("startedAt"))
             started = begin if started is None or (begin is not None and begin < started) else started
@@ -175,6 +182,8 @@ def life_from_pod(
         restart_count=restarts,
         node=str((pod.get("spec") or {}).get("nodeName") or (previous.node if previous else "")),
         containers=tuple(names) or (previous.containers if previous else ()),
+        waiting=waiting if phase in ("Pending", "Running") else "",
+        disrupted=disruption(pod) or (previous.disrupted if previous else ""),
     )
     return life
 

@@ -135,7 +135,8 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
                     end is None,
                     life,
                     life.reason or "failed",
-                    f"{head}: failed before running: {life.reason} {life.message}".strip(),
+                    f"{head}: failed before running: {life.reason} {life.message}".strip()
+                    + (f" — {life.disrupted}" if life.disrupted else ""),
                     causes,
                 )
             )
@@ -148,7 +149,8 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
                 end is None and first_run is None,
                 life,
                 "",
-                f"{head}: pending {short_duration(pending_end - life.created)}, {detail}",
+                f"{head}: pending {short_duration(pending_end - life.created)}, {detail}"
+                + (f" — {life.waiting}" if life.waiting and first_run is None else ""),
                 causes,
             )
         )
@@ -169,8 +171,12 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
                 f"{head}: container {run.container} restarted in place after {text}{why}",
             )
         )
-    if life.started is not None:
-        start = life.started
+    last_exit = max((r.end for r in life.runs), default=None)
+    current = life.started
+    if current is None and life.waiting and life.phase == "Running":
+        current = last_exit  # seen only once its container waited: the wait is from its last exit
+    if current is not None:
+        start = current
         if life.phase == "Succeeded":
             bars.append(
                 _bar(
@@ -194,7 +200,24 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
                     False,
                     life,
                     f"exit {life.exit_code}" if life.exit_code is not None else life.reason,
-                    f"{head}: failed with {text} {life.message}".rstrip(),
+                    f"{head}: failed with {text} {life.message}".rstrip()
+                    + (f" — {life.disrupted}" if life.disrupted else ""),
+                    causes,
+                )
+            )
+        elif life.waiting and end is None and last_exit is not None and last_exit >= start:
+            # its container exited and waits to run again (a crash-loop back-off): the open bar
+            # is that wait, from the exit, not a run
+            bars.append(
+                _bar(
+                    "pending",
+                    last_exit,
+                    now,
+                    True,
+                    life,
+                    "",
+                    f"{head}: waiting since {format_time(last_exit)} on {life.node or 'a node'}"
+                    f" — {life.waiting}",
                     causes,
                 )
             )
@@ -209,7 +232,9 @@ def pod_bars(life: PodLife, causes: Sequence[Cause], now: float) -> list[Bar]:
                     end is None,
                     life,
                     "",
-                    f"{head}: {what} since {format_time(start)} on {life.node or 'a node'}",
+                    f"{head}: {what} since {format_time(start)} on {life.node or 'a node'}"
+                    + (f" — now {life.waiting}" if life.waiting and end is None else "")
+                    + (f" — {life.disrupted}" if life.disrupted else ""),
                     causes,
                 )
             )

@@ -1,0 +1,188 @@
+"""What a pod is doing now, in one word and one sentence, from its status alone. Pure.
+
+`pod_state` gives the word `kubectl get pods` prints in its STATUS column — `printPod` in
+k8s.io/kubernetes pkg/printers/internalversion/printers.go: the phase, replaced by
+`status.reason`, by a failing init container's `Init:<reason>`, by the last app container's
+waiting reason (`CrashLoopBackOff`, `ImagePullBackOff`, `CreateContainerConfigError`…) or
+terminated reason (`ExitCode:<n>` / `Signal:<n>` when it has none); `Terminating` while a pod
+being deleted has not reached a terminal phase, `Unknown` for one whose node is unreachable
+(`NodeLost`) — and, with it, why: the kubelet's message for that reason (the back-off message),
+and for a pod a controller disrupted its `DisruptionTarget` condition's reason said in words
+(`EvictionByEvictionAPI` → evicted, e.g. by a node drain), so a user sees "evicted" rather than
+"Failed".
+
+`ok` says the pod works as asked: Running with every container ready, or Succeeded.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# The DisruptionTarget condition's reasons (k8s.io/api/core/v1 types.go, PodReasonPreemptionByScheduler …)
+DISRUPTIONS = {
+    "EvictionByEvictionAPI": "evicted through the Eviction API (a node drain, or a user's eviction)",
+    "DeletionByTaintManager": "evicted: its node has a NoExecute taint (not ready or unreachable)",
+    "DeletionByPodGC": "deleted by the pod garbage collector: its node is gone",
+    "PreemptionByScheduler": "preempted by the scheduler for a pod of higher priority",
+    "TerminationByKubelet": "terminated by the kubelet (node pressure or a node shutdown)",
+}
+NODE_LOST = "NodeLost"  # node.NodeUnreachablePodReason (pkg/util/node)
+TERMINAL = ("Succeeded", "Failed")
+# words of a pod on its way (not failing): its tone is "waiting"; a Running pod not ready too
+WAITING_WORDS = ("Running", "Pending", "ContainerCreating", "PodInitializing", "Terminating", "NotReady")
+
+
+@dataclass(frozen=True)
+class PodState:
+    word: str  # kubectl's STATUS column: Running, CrashLoopBackOff, Terminating, Init:Error…
+    why: str  # a sentence saying why ("" when the word says it all)
+    restarts: int
+    ready: str  # ready containers of all, "1/2"
+    ok: bool  # works as asked: Running and ready, or Succeeded
+
+    @property
+    def tone(self) -> str:
+        """The CSS class of the word: ok, done (Succeeded), waiting, bad."""
+        if self.word == "Succeeded" or self.word == "Completed":
+            return "done"
+        if self.ok:
+            return "ok"
+        if self.word in WAITING_WORDS or (
+            self.word.startswith("Init:") and self.word[5:].split("/")[0].isdigit()
+        ):
+            return "waiting"
+        return "bad"
+
+
+def _terminated_word(term: Mapping[str, Any], prefix: str = "") -> str:
+    """The word of a terminated container: its reason, else its signal or exit code."""
+    if term.get("reason"):
+        return prefix + str(term["reason"])
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def _statuses(status: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    return [cs for cs in status.get(key) or () if isinstance(cs, dict)]
+
+
+def disruption(pod: Mapping[str, Any]) -> str:
+    """Why a controller disrupted the pod (its DisruptionTarget condition, True), "" if none did."""
+    cond = _condition(pod.get("status") or {}, "DisruptionTarget")
+    if cond is None or cond.get("status") != "True":
+        return ""
+    reason = str(cond.get("reason") or "")
+    said = DISRUPTIONS.get(reason, f"disrupted ({reason})" if reason else "disrupted")
+    message = str(cond.get("message") or "")
+    return f"{said}: {message}" if message else said
+
+
+def pod_state(pod: Mapping[str, Any]) -> PodState:
+    """The pod's STATUS word as `printPod` writes it, with why and its restarts and readiness."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    phase = str(status.get("phase") or "Pending")
+    word = str(status.get("reason") or phase)
+    why = str(status.get("message") or "")
+    scheduled = _condition(status, "PodScheduled")
+    if scheduled is not None and scheduled.get("reason") == "SchedulingGated":
+        word = "SchedulingGated"
+    elif scheduled is not None and scheduled.get("status") == "False" and phase == "Pending":
+        why = why or str(scheduled.get("message") or scheduled.get("reason") or "")
+    init_specs = (pod.get("spec") or {}).get("initContainers") or ()
+    restarts = 0
+    initializing = False
+    for i, cs in enumerate(_statuses(status, "initContainerStatuses")):
+        restarts += int(cs.get("restartCount") or 0)
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), state.get("waiting")
+        sidecar = i < len(init_specs) and (init_specs[i] or {}).get("restartPolicy") == "Always"
+        if isinstance(term, dict) and term.get("exitCode") == 0:
+            continue
+        if sidecar and cs.get("started"):
+            continue
+        initializing = True
+        if isinstance(term, dict):
+            word, why = _terminated_word(term, "Init:"), str(term.get("message") or "")
+        elif isinstance(waiting, dict) and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            word, why = "Init:" + str(waiting["reason"]), str(waiting.get("message") or "")
+        else:
+            word = f"Init:{i}/{len(init_specs) or len(_statuses(status, 'initContainerStatuses'))}"
+        break
+    initialized = _condition(status, "Initialized")
+    containers = _statuses(status, "containerStatuses")
+    ready = sum(bool(cs.get("ready")) for cs in containers)
+    if not initializing or (initialized is not None and initialized.get("status") == "True"):
+        restarts = 0
+        running = False
+        for cs in reversed(containers):
+            restarts += int(cs.get("restartCount") or 0)
+            state = cs.get("state") or {}
+            term, waiting = state.get("terminated"), state.get("waiting")
+            if isinstance(waiting, dict) and waiting.get("reason"):
+                word, why = str(waiting["reason"]), str(waiting.get("message") or "")
+            elif isinstance(term, dict):
+                word, why = _terminated_word(term), str(term.get("message") or why)
+            elif cs.get("ready") and "running" in state:
+                running = True
+        if word == "Completed" and running:
+            podready = _condition(status, "Ready")
+            word = "Running" if podready is not None and podready.get("status") == "True" else "NotReady"
+    if meta.get("deletionTimestamp") and status.get("reason") == NODE_LOST:
+        word = "Unknown"
+    elif meta.get("deletionTimestamp") and phase not in TERMINAL:
+        word = "Terminating"
+        why = f"deleted at {meta['deletionTimestamp']}: waits for its node to stop its containers"
+    gone = disruption(pod)
+    if gone:
+        why = gone
+    ok = (word == "Running" and phase == "Running" and ready == len(containers)) or (
+        phase == "Succeeded" and not gone
+    )
+    return PodState(word, " ".join(why.split()), restarts, f"{ready}/{len(containers)}", ok)
+
+
+@dataclass(frozen=True)
+class PodRow:
+    name: str
+    node: str
+    state: PodState
+
+
+@dataclass(frozen=True)
+class PodTable:
+    rows: tuple[PodRow, ...]  # the pods not working as asked first (then by name), at most `limit`
+    more: int  # pods left out
+    counts: tuple[
+        tuple[str, int], ...
+    ]  # pods per word, most first: (("Running", 3), ("CrashLoopBackOff", 1))
+
+
+def pod_table(pods: Iterable[Mapping[str, Any]], limit: int) -> PodTable:
+    """The job page's pod table and its count line (every pod's state read once)."""
+    rows = [
+        PodRow(
+            str((p.get("metadata") or {}).get("name") or ""),
+            str((p.get("spec") or {}).get("nodeName") or ""),
+            pod_state(p),
+        )
+        for p in pods
+    ]
+    rows.sort(key=lambda r: (r.state.ok, r.name))
+    counts = Counter(r.state.word for r in rows)
+    return PodTable(
+        tuple(rows[:limit]),
+        max(0, len(rows) - limit),
+        tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+    )
