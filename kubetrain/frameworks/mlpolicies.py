@@ -27,7 +27,7 @@ class TrainerFacts:
     name: str  # the TrainJob's name (also its headless Service's)
     num_nodes: int  # pods of the trainer step
     num_proc_per_node: int | None  # spec.trainer.numProcPerNode
-    resources: Mapping[str, Any]  # the node container's ResourceRequirements (TrainJob's, else the runtime's)
+    resources: Mapping[str, Any]  # the node container's ResourceRequirements (resourcesPerNode merged)
     torchtune: bool = False  # torch: a torchtune TrainJob (`jobs/trainjob/torchtune.py`)
     subdomain: str = ""  # the pods' subdomain: the runtime's `network.subdomain` ("": the TrainJob's name)
 

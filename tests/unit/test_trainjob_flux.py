@@ -179,6 +179,10 @@ def test_gpus_per_node_add_the_gpu_flag_and_resource() -> None:
     ]
     assert 'flags="-N 3 -n 6 -g 4  "' in entrypoint
     assert "--cores=0-1 --gpu=0-3 > /tmp/R" in entrypoint
+    # and when it asks for memory only: its pods still get them (Kubeflow Trainer pull request 3974)
+    job = trainjob(numNodes=3, numProcPerNode=2, resourcesPerNode={"requests": {"memory": "8Gi"}})
+    entrypoint = extra(resolved(job, rt))["ConfigMap"]["data"]["entrypoint.sh"]
+    assert 'flags="-N 3 -n 6 -g 4  "' in entrypoint
 
 
 def test_processes_default_to_the_policys_then_one() -> None:

@@ -1,7 +1,7 @@
 """`spec.trainer.resourcesPerNode` over the runtime's `node` container resources, as Kubeflow
 Trainer 2.3 merges them (MergeResourceRequirements: a strategic merge patch, resource by
-resource), and the resources the ML policies count GPUs and CPUs in (the TrainJob's alone when
-set, else the runtime's)."""
+resource), and the resources the ML policies count GPUs and CPUs in: the merged ones the pod
+gets (Kubeflow Trainer pull request 3974: Trainer 2.3 counted the TrainJob's alone)."""
 
 from __future__ import annotations
 
@@ -47,19 +47,41 @@ def test_resources_per_node_is_merged_into_the_runtimes_resource_by_resource() -
     assert env["PET_NPROC_PER_NODE"] == "auto"  # GPUs per node from the TrainJob's resources
 
 
-def test_the_torch_policy_counts_only_the_trainjobs_resources_when_it_sets_them() -> None:
-    # Trainer's torch plug-in reads the TrainJob's resourcesPerNode alone: the runtime's GPU limit
-    # stays on the container, but numProcPerNode `auto` is the TrainJob's CPU request.
+def test_the_torch_policy_counts_the_runtimes_gpus_the_pod_still_gets() -> None:
+    # Kubeflow Trainer pull request 3974: a TrainJob raising only its CPU request, against a
+    # runtime declaring 4 GPUs, runs pods with all 4 GPUs; counting resourcesPerNode alone (as
+    # Trainer 2.3 does) made numProcPerNode `auto` the CPU count and left 3 GPUs idle.
     runtime = _runtime({"limits": {"nvidia.com/gpu": "4"}})
     node, env = _node({"resourcesPerNode": {"requests": {"cpu": "3"}}}, runtime)
     assert node["resources"] == {"limits": {"nvidia.com/gpu": "4"}, "requests": {"cpu": "3"}}
+    assert env["PET_NPROC_PER_NODE"] == "auto"
+    # a TrainJob setting the GPUs to 0 runs on the CPU count
+    no_gpu = {"requests": {"cpu": "3"}, "limits": {"nvidia.com/gpu": "0"}}
+    node, env = _node({"resourcesPerNode": no_gpu}, runtime)
+    assert node["resources"] == {"limits": {"nvidia.com/gpu": "0"}, "requests": {"cpu": "3"}}
     assert env["PET_NPROC_PER_NODE"] == "3"
+
+
+def test_the_torch_policy_counts_the_runtimes_cpus_under_a_trainjob_memory_override() -> None:
+    runtime = _runtime({"requests": {"cpu": "6"}})
+    _, env = _node({"resourcesPerNode": {"requests": {"memory": "32Gi"}}}, runtime)
+    assert env["PET_NPROC_PER_NODE"] == "6"  # Trainer 2.3 wrote 1
+
+
+def test_xgboost_counts_the_runtimes_gpus_under_a_trainjob_override() -> None:
+    runtime = _runtime({"limits": {"nvidia.com/gpu": "2"}})
+    runtime["spec"]["mlPolicy"] = {"numNodes": 1, "xgboost": {}}
+    job = trainjob(trainer={"numNodes": 3, "resourcesPerNode": {"requests": {"memory": "1Gi"}}})
+    resolved, errors = resolve(job, runtime)
+    assert not errors and resolved is not None
+    [node_env] = [a for a in resolved.env.additions if a.container == "node"]
+    assert {e["name"]: e.get("value") for e in node_env.env}["DMLC_NUM_WORKER"] == "6"
 
 
 def test_env_injection_targets_get_the_node_containers_values() -> None:
     """torch.envInjection's containers get the `node` container's PET_* values, counted in the
-    same resources (the TrainJob's alone when set, not the merged ones)."""
-    runtime = _runtime({"limits": {"nvidia.com/gpu": "4"}})
+    same (merged) resources."""
+    runtime = _runtime({"requests": {"memory": "1Gi"}})
     runtime["spec"]["mlPolicy"]["torch"] = {
         "envInjection": {"targets": [{"jobName": "node", "containerNames": ["preflight"]}]}
     }
@@ -138,12 +160,19 @@ def test_mpi_slots_count_the_runtimes_gpus_when_the_trainjob_sets_no_resources()
     assert not errors and resolved is not None
     hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
     assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=4", "slots=4"]
-    # The TrainJob's own resourcesPerNode (no GPU) wins over the runtime's, as in Trainer.
+    # A TrainJob's resourcesPerNode naming no GPU keeps the runtime's 4, in the pods and the slots
+    # (Kubeflow Trainer pull request 3974; Trainer 2.3 wrote slots=1).
     job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}}
     resolved, _ = resolve(job, runtime)
     assert resolved is not None
     hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
-    assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=1", "slots=1"]
+    assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=4", "slots=4"]
+    # its own GPU quantity wins
+    job["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"nvidia.com/gpu": "2"}}
+    resolved, _ = resolve(job, runtime)
+    assert resolved is not None
+    hostfile = next(o for o in resolved.extra if o["kind"] == "ConfigMap")["data"]["hostfile"]
+    assert [line.split()[-1] for line in hostfile.splitlines()] == ["slots=2", "slots=2"]
 
 
 def test_with_run_launcher_as_node_the_node_pods_get_resources_per_node_too() -> None:

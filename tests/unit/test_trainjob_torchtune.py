@@ -57,10 +57,12 @@ def trainjob(
     args: list[str] | None = None,
     resources: Obj | None = None,
     command: list[str] | None = None,
+    gpus: str | None = None,
     **trainer: Any,
 ) -> Obj:
     """A TrainJob as Trainer's MakeTrainJobTrainerWrapper().Container(image, command, args, res)
-    builds it: the resources are the requests of resourcesPerNode."""
+    builds it: the resources are the requests of resourcesPerNode; `gpus`: its nvidia.com/gpu
+    limit (over the runtime's, which asks for 2)."""
     spec_trainer: Obj = {
         "image": "ghcr.io/kubeflow/trainer/torchtune-trainer",
         "command": ["tune", "run"] if command is None else command,
@@ -70,6 +72,8 @@ def trainjob(
         spec_trainer["args"] = args
     if resources is not None:
         spec_trainer["resourcesPerNode"] = {"requests": resources}
+    if gpus is not None:
+        spec_trainer.setdefault("resourcesPerNode", {})["limits"] = {"nvidia.com/gpu": gpus}
     return default_trainjob(
         {
             "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -307,8 +311,10 @@ def test_multi_nodes_full_fine_tuning_of_llama_3_3_70b() -> None:
         ({}, None, True, "full_finetune_distributed", "llama3_2/1B_full"),
         # no GPU: auto is the CPU count, 4 processes → distributed
         ({}, {"cpu": "4"}, True, "full_finetune_distributed", "llama3_2/1B_full"),
+        # resourcesPerNode naming no GPU: the runtime's 2 still count (Trainer pull request 3974)
+        ({}, {}, True, "full_finetune_distributed", "llama3_2/1B_full"),
         # no GPU, no CPU: auto is 1 → single device
-        ({}, {}, False, "full_finetune_single_device", "llama3_2/1B_full_single_device"),
+        ({"gpus": "0"}, {}, False, "full_finetune_single_device", "llama3_2/1B_full_single_device"),
         ({}, {"nvidia.com/gpu": "1"}, False, "lora_finetune_single_device", "llama3_2/1B_lora_single_device"),
         ({"numProcPerNode": 2}, {}, True, "lora_finetune_distributed", "llama3_2/1B_lora"),
     ],
@@ -540,13 +546,16 @@ def test_every_problem_at_once_in_trainers_order() -> None:
 def test_validation_sees_auto_where_the_rewrite_sees_the_cpu_count() -> None:
     """Trainer validates numProcPerNode as given (`auto`) but rewrites with the CPU count: QLoRA on
     qwen with no GPU and no CPU request is refused, though its command would be single-device."""
-    job = trainjob("torchtune-qwen2.5-1.5b", args=QLORA, resources={})
+    job = trainjob("torchtune-qwen2.5-1.5b", args=QLORA, resources={}, gpus="0")
     errors = validate_trainjob(job, None, runtime_named("torchtune-qwen2.5-1.5b", QWEN))
     assert [e.path for e in errors] == ["spec.runtimeRef.name"]
     rt = runtime_named("torchtune-qwen2.5-1.5b", QWEN)
     node, _ = node_of(
         trainjob(
-            "torchtune-qwen2.5-1.5b", args=["model.quantize_base=True", "model.use_dora=True"], resources={}
+            "torchtune-qwen2.5-1.5b",
+            args=["model.quantize_base=True", "model.use_dora=True"],
+            resources={},
+            gpus="0",
         ),
         rt,
     )

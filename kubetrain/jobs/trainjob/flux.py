@@ -30,7 +30,7 @@ What a Flux TrainJob's `node` replicated job gets, as Trainer's plug-in builds i
 Settings: `FLUX_VIEW_IMAGE`, `FLUX_NETWORK_DEVICE`, `FLUX_QUEUE_POLICY` default to Trainer's and
 are read from the runtime's `node` container env, then the TrainJob's `trainer.env` (a literal
 `value` only). Flags: `-N <nodes> -n <nodes * procs>` plus `-g <GPUs>` when the node asks for
-GPUs (the TrainJob's resourcesPerNode, else the runtime's), procs the TrainJob's numProcPerNode,
+GPUs (the TrainJob's resourcesPerNode merged over the runtime's), procs the TrainJob's numProcPerNode,
 else the policy's (default 1).
 
 Rules (admission and, for a TrainJob stored past the webhook, resolution): numProcPerNode ≥ 1
@@ -55,7 +55,7 @@ from kubetrain.api.labels import ANNOTATION_CURVE_CERTIFICATE
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import gpus_per_node
 from kubetrain.jobs.trainjob.model import Step
-from kubetrain.jobs.trainjob.patches import merge_named
+from kubetrain.jobs.trainjob.patches import counted_resources, merge_named
 
 Obj = dict[str, Any]
 
@@ -156,14 +156,13 @@ def read_policy(
     for var in [*(runtime_node.get("env") or []), *(trainer.get("env") or [])]:
         if isinstance(var, Mapping) and var.get("name") in settings and isinstance(var.get("value"), str):
             settings[str(var["name"])] = var["value"]
-    per_node = trainer.get("resourcesPerNode")
     procs = procs_per_node(policy, trainer)
     return FluxPolicy(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
         num_nodes=num_nodes,
         procs_per_node=json_int(procs) or 1,
-        gpus=gpus_per_node(per_node if per_node is not None else runtime_resources),
+        gpus=gpus_per_node(counted_resources(trainer, runtime_resources)),
         settings=settings,
         cluster_domain=cluster_domain,
         subdomain=subdomain,

@@ -24,7 +24,7 @@ from kubetrain.api.errors import FieldError, not_supported
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import gpus_per_node
 from kubetrain.jobs.trainjob.model import Step
-from kubetrain.jobs.trainjob.patches import merge_named, merge_resources, upsert_env
+from kubetrain.jobs.trainjob.patches import counted_resources, merge_named, merge_resources, upsert_env
 
 SSH_VOLUME = "mpi-ssh-auth"
 HOSTFILE_VOLUME = "mpi-hostfile"
@@ -51,12 +51,11 @@ def policy(
 ) -> MPIPolicy:
     """The MPI policy with Trainer's defaults and the TrainJob's numNodes/numProcPerNode applied;
     `runtime_resources`: the runtime's `node` container resources (`patches.runtime_resources`),
-    where the GPUs per node are counted when the TrainJob sets no resourcesPerNode."""
+    under the TrainJob's resourcesPerNode, where the GPUs per node are counted."""
     as_node = source.get("runLauncherAsNode") is True
     slots = trainer.get("numProcPerNode") or source.get("numProcPerNode") or 1
     if slots == 1 and trainer.get("numProcPerNode") is None:
-        per_node = trainer.get("resourcesPerNode")
-        gpus = gpus_per_node(per_node if per_node is not None else runtime_resources or {})
+        gpus = gpus_per_node(counted_resources(trainer, runtime_resources))
         slots = gpus if gpus > 1 else 1
     nodes = max(num_nodes, 1)
     return MPIPolicy(

@@ -145,6 +145,17 @@ def runtime_resources(jobset_spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return next((x["resources"] for x in nodes if x.get("resources") is not None), {})
 
 
+def counted_resources(trainer: Mapping[str, Any], runtime: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """What the ML policies count GPUs and CPUs per node in: the resources the `node` container
+    gets — the TrainJob's `resourcesPerNode` merged over the runtime's (`merge_resources`).
+    (Trainer 2.3's plug-ins read `resourcesPerNode` alone when set, so GPUs only the runtime
+    declares went uncounted while the pods still got them: Kubeflow Trainer pull request 3974.)"""
+    per_node = trainer.get("resourcesPerNode")
+    if per_node is None:
+        return runtime or {}
+    return merge_resources(runtime, per_node)
+
+
 def merge_metadata(target: Obj, patch: Mapping[str, Any] | None) -> None:
     """Labels and annotations of `patch` merged into `target['metadata']`."""
     if not patch:

@@ -267,12 +267,12 @@ def _trainer(
     for key in ("image", "command", "args"):
         if trainer.get(key) is not None:
             node[key] = copy.deepcopy(trainer[key])
-    # What the ML policy counts GPUs and CPUs in: the TrainJob's resourcesPerNode alone when set
-    # (Trainer's plug-ins read it so), else the runtime's; the container gets the two merged.
+    # The container gets resourcesPerNode merged over the runtime's resources, and the ML policy
+    # counts GPUs and CPUs in what it gets (`patches.counted_resources`).
     per_node = trainer.get("resourcesPerNode")
-    resources = copy.deepcopy(per_node if per_node is not None else node.get("resources") or {})
     if per_node is not None:
         node["resources"] = merge_resources(node.get("resources"), copy.deepcopy(per_node))
+    resources = copy.deepcopy(node.get("resources") or {})
     upsert_env(node, trainer.get("env") or [])
     if plugin is None:
         return [], [], None

@@ -28,7 +28,12 @@ from typing import Any
 from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import TrainerFacts, cpus_per_node, gpus_per_node
-from kubetrain.jobs.trainjob.patches import apply_runtime_patches, runtime_resources, trainer_node_containers
+from kubetrain.jobs.trainjob.patches import (
+    apply_runtime_patches,
+    counted_resources,
+    runtime_resources,
+    trainer_node_containers,
+)
 
 Obj = dict[str, Any]
 
@@ -141,7 +146,7 @@ def validate(
     trainer: Mapping[str, Any], runtime_ref_name: str, resources: Mapping[str, Any]
 ) -> list[FieldError]:
     """Trainer's validateTorchTune for a torchtune TrainJob; `resources`: the trainer's
-    resourcesPerNode, else the runtime's `node` container's."""
+    resourcesPerNode merged over the runtime's `node` container's (`patches.counted_resources`)."""
     errors: list[FieldError] = []
     model = model_of(runtime_ref_name)
     if model not in c.TORCHTUNE_SUPPORTED_MODELS:
@@ -207,15 +212,13 @@ def validate(
 
 def admission_errors(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[FieldError]:
     """`validate` for a TrainJob and the runtime it names, outside `resolve` (an update): the
-    GPUs per node from the trainer's resourcesPerNode, else from the runtime's trainer `node`
-    container after the TrainJob's runtimePatches. [] for any other TrainJob."""
+    GPUs per node in the trainer's resourcesPerNode merged over the runtime's trainer `node`
+    container's resources after the TrainJob's runtimePatches. [] for any other TrainJob."""
     spec = trainjob.get("spec") or {}
     trainer = spec.get("trainer") or {}
     if ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("torch") is None or not is_torchtune(trainer):
         return []
-    resources = trainer.get("resourcesPerNode")
-    if resources is None:
-        template = copy.deepcopy(dict((runtime.get("spec") or {}).get("template") or {}))
-        apply_runtime_patches(template, spec.get("runtimePatches") or [], "spec.runtimePatches")
-        resources = runtime_resources(template.get("spec") or {})
+    template = copy.deepcopy(dict((runtime.get("spec") or {}).get("template") or {}))
+    apply_runtime_patches(template, spec.get("runtimePatches") or [], "spec.runtimePatches")
+    resources = counted_resources(trainer, runtime_resources(template.get("spec") or {}))
     return validate(trainer, str((spec.get("runtimeRef") or {}).get("name") or ""), resources)
