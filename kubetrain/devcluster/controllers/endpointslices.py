@@ -12,7 +12,8 @@ or the deletion of one of the controller's slices or Endpoints queues one sync o
 concerned (coalesced). Nothing is listed per event: the controller keeps, from the events,
 Services by selector (grouped by the selector's keys, so a pod finds the Services selecting it
 with one lookup per distinct key set in its namespace), pods by label, and the managed slices by
-Service. A write that meets a changed object (409) queues the sync again.
+Service. A write that meets a changed object (409) queues the sync again. Nothing is created in
+a terminating namespace (as kube-apiserver's NamespaceLifecycle admission refuses it).
 
 Limits: IPv4 only (no IPv6 or dual-stack slices), no topology hints or traffic distribution,
 no EndpointSlice mirroring of custom Endpoints, no `last-change-trigger-time` annotation and no
@@ -28,7 +29,7 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds import meta
-from kubetrain.devcluster.apiserver.kinds.resources import PODS_KEY
+from kubetrain.devcluster.apiserver.kinds.resources import NAMESPACES_KEY, PODS_KEY
 from kubetrain.devcluster.apiserver.storage.store import Event
 from kubetrain.devcluster.apiserver.verbs.core import ApiServer
 from kubetrain.devcluster.controllers import endpointsplan as plan
@@ -237,6 +238,9 @@ class EndpointsControllers:
         self.syncs += 1
 
     def _create(self, rkey: str, namespace: str, obj: Obj) -> None:
+        ns = self.api.store.get(NAMESPACES_KEY, "", namespace)
+        if ns is None or ns["metadata"].get("deletionTimestamp"):
+            return  # kube-apiserver's NamespaceLifecycle admission refuses creates there
         rt = self.api.registry.by_key(rkey)
         assert rt is not None
         meta.prepare_create(obj, rt, namespace, self.api.clock())
