@@ -207,3 +207,9 @@ def test_endpoints_of_a_service_with_no_ports() -> None:
         }
     ]
     assert "subsets" not in plan.desired_endpoints(svc(ports=[], headless=False), [pod("a")])
+
+
+def test_an_external_name_service_gets_no_slices() -> None:
+    service = svc()
+    service["spec"]["type"] = "ExternalName"
+    assert plan.plan_slices(service, [], [pod("a")], {}) == plan.SlicePlan()

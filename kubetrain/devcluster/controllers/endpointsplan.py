@@ -7,6 +7,7 @@ Upstream: staging k8s.io/endpointslice utils.go (`podToEndpoint`, `getEndpointPo
 (`setEndpointSliceLabels`, `ownerRef`) and pkg/controller/endpoint endpoints_controller.go
 (`syncService`, `addEndpointSubset`) with pkg/api/v1/endpoints `RepackSubsets`.
 
+- An ExternalName Service gets no slices (`Controller.syncService`).
 - A pod is an endpoint when it is not terminal (Succeeded/Failed) and has an IP; the slices
   keep terminating pods (`ShouldPodBeInEndpoints(pod, true)`), Endpoints only with
   `publishNotReadyAddresses` (`ShouldPodBeInEndpoints(pod, publishNotReadyAddresses)`).
@@ -220,6 +221,10 @@ def plan_slices(svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str,
     """`Reconciler.reconcile` for the IPv4 address type: what to create, update and delete so
     that `existing` (this Service's controller-managed slices) list `pods`' endpoints."""
     out = SlicePlan()
+    if (svc.get("spec") or {}).get("type") == "ExternalName":
+        # `Controller.syncService`: an ExternalName Service gets no endpoints (issue 105986)
+        out.deletes = [s for s in existing if not s["metadata"].get("deletionTimestamp")]
+        return out
     groups = desired_groups(svc, pods, nodes)
     if not groups:
         groups = {(): []}  # the placeholder slice upstream keeps for a Service without endpoints
@@ -244,7 +249,7 @@ def plan_slices(svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str,
                 old = olds.pop(0)
                 new = copy.deepcopy(old)
                 new.update(copy.deepcopy(body))
-                new["metadata"]["labels"] = labels
+                new["metadata"]["labels"] = dict(labels)
                 new["metadata"]["ownerReferences"] = [owner_ref(svc)]
                 if _content(new) != _content(old):
                     out.updates.append(new)
