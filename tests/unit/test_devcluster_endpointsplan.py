@@ -213,3 +213,21 @@ def test_an_external_name_service_gets_no_slices() -> None:
     service = svc()
     service["spec"]["type"] = "ExternalName"
     assert plan.plan_slices(service, [], [pod("a")], {}) == plan.SlicePlan()
+
+
+def test_kept_entries_follow_each_new_pod_version() -> None:
+    memo: plan.Memo = {}
+    a, b = pod("a"), pod("b", "10.0.0.2")
+    a["metadata"]["resourceVersion"], b["metadata"]["resourceVersion"] = "1", "2"
+    first = plan.desired_groups(svc(), [a, b], {}, memo)
+    b2 = {
+        **b,
+        "metadata": {**b["metadata"], "resourceVersion": "3"},
+        "status": {"phase": "Running", "podIP": "10.0.0.9"},
+    }
+    second = plan.desired_groups(svc(), [a, b2], {}, memo)
+    (eps1,), (eps2,) = first.values(), second.values()
+    assert eps2[0] is eps1[0]  # pod a unchanged: its entry reused
+    assert eps2[1]["addresses"] == ["10.0.0.9"] and eps2[1]["conditions"]["serving"] is False
+    ep = plan.desired_endpoints(svc(), [a, b2], memo)
+    assert [x["ip"] for x in ep["subsets"][0]["notReadyAddresses"]] == ["10.0.0.9"]

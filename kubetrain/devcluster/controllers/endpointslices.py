@@ -72,6 +72,9 @@ class EndpointsControllers:
         self._by_selector: dict[str, dict[tuple[str, ...], dict[tuple[str, ...], set[str]]]] = {}
         self._pods_by_label: dict[tuple[str, str, str], set[str]] = {}  # (ns, key, value) -> pods
         self._slices: dict[ServiceKey, set[str]] = {}  # managed slice names by Service
+        # per Service: its resourceVersion and the pods' entries computed for it (a sync
+        # recomputes only the pods that changed)
+        self._memos: dict[ServiceKey, tuple[str, plan.Memo]] = {}
         self.syncs = 0  # completed syncs (tests and benchmarks read it)
         for svc in api.store.items(SERVICES_KEY):
             self._index_service(svc, None)
@@ -190,6 +193,7 @@ class EndpointsControllers:
         svc = store.get(SERVICES_KEY, namespace, name)
         selector = plan.selector_of(svc) if svc is not None else None
         if svc is None:
+            self._memos.pop((namespace, name), None)
             current = store.get(ENDPOINTS_KEY, namespace, name)
             if current is not None and not _skip_mirror(current):
                 self._remove(ENDPOINTS_KEY, current)
@@ -214,7 +218,10 @@ class EndpointsControllers:
             for s in (store.get(SLICES_KEY, namespace, n) for n in self._slices.get((namespace, name), ()))
             if s
         ]
-        slices = plan.plan_slices(svc, existing, pods, nodes)
+        stamp, memo = self._memos.get((namespace, name), ("", {}))
+        if stamp != svc["metadata"].get("resourceVersion"):
+            memo = {}
+        slices = plan.plan_slices(svc, existing, pods, nodes, memo)
         for sl in slices.deletes:
             self._remove(SLICES_KEY, sl)
         for sl in slices.updates:
@@ -222,7 +229,10 @@ class EndpointsControllers:
         for sl in slices.creates:
             sl["metadata"]["name"] = meta.generate_name(sl["metadata"]["generateName"], self.api.rng)
             self._create(SLICES_KEY, namespace, sl)
-        want = plan.desired_endpoints(svc, pods)
+        want = plan.desired_endpoints(svc, pods, memo)
+        live = {(str(p["metadata"].get("uid", "")), str(p["metadata"].get("resourceVersion"))) for p in pods}
+        memo = {k: v for k, v in memo.items() if k[:2] in live}
+        self._memos[(namespace, name)] = (str(svc["metadata"].get("resourceVersion")), memo)
         current = store.get(ENDPOINTS_KEY, namespace, name)
         if current is None:
             self._create(ENDPOINTS_KEY, namespace, want)

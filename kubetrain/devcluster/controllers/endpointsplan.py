@@ -26,7 +26,8 @@ Upstream: staging k8s.io/endpointslice utils.go (`podToEndpoint`, `getEndpointPo
 
 from __future__ import annotations
 
-import copy
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,14 +188,38 @@ def _headless_without_ports(svc: Obj) -> bool:
     return not spec.get("ports") and spec.get("clusterIP") == "None"
 
 
-def desired_groups(svc: Obj, pods: list[Obj], nodes: dict[str, Obj]) -> dict[Ports, list[Obj]]:
+Memo = dict[tuple[str, str, str], Any]  # (pod uid, pod resourceVersion, what) -> an entry
+
+
+def _memoized(memo: Memo | None, pod: Obj, what: str, compute: Callable[[], Any]) -> Any:
+    """`compute()` for this version of the pod, from `memo` when it has it (the caller keeps one
+    memo per version of the Service)."""
+    md = pod["metadata"]
+    rv = md.get("resourceVersion")
+    if memo is None or not rv:
+        return compute()
+    key = (str(md.get("uid", "")), str(rv), what)
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _slice_entry(svc: Obj, pod: Obj, nodes: dict[str, Obj]) -> tuple[Ports, Obj] | None:
+    if not should_be_in_endpoints(pod, include_terminating=True):
+        return None
+    ports = () if _headless_without_ports(svc) else endpoint_ports(svc, pod)
+    return ports, pod_to_endpoint(pod, svc, nodes)
+
+
+def desired_groups(
+    svc: Obj, pods: list[Obj], nodes: dict[str, Obj], memo: Memo | None = None
+) -> dict[Ports, list[Obj]]:
     """The endpoints by resolved port set, each list in pod-name order."""
     groups: dict[Ports, list[Obj]] = {}
     for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
-        if not should_be_in_endpoints(pod, include_terminating=True):
-            continue
-        ports = () if _headless_without_ports(svc) else endpoint_ports(svc, pod)
-        groups.setdefault(ports, []).append(pod_to_endpoint(pod, svc, nodes))
+        entry = _memoized(memo, pod, "slice", functools.partial(_slice_entry, svc, pod, nodes))
+        if entry is not None:
+            groups.setdefault(entry[0], []).append(entry[1])
     return groups
 
 
@@ -217,7 +242,9 @@ def _slice_ports(sl: Obj) -> Ports:
     )
 
 
-def plan_slices(svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str, Obj]) -> SlicePlan:
+def plan_slices(
+    svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str, Obj], memo: Memo | None = None
+) -> SlicePlan:
     """`Reconciler.reconcile` for the IPv4 address type: what to create, update and delete so
     that `existing` (this Service's controller-managed slices) list `pods`' endpoints."""
     out = SlicePlan()
@@ -225,7 +252,7 @@ def plan_slices(svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str,
         # `Controller.syncService`: an ExternalName Service gets no endpoints (issue 105986)
         out.deletes = [s for s in existing if not s["metadata"].get("deletionTimestamp")]
         return out
-    groups = desired_groups(svc, pods, nodes)
+    groups = desired_groups(svc, pods, nodes, memo)
     if not groups:
         groups = {(): []}  # the placeholder slice upstream keeps for a Service without endpoints
     labels = slice_labels(svc)
@@ -247,10 +274,9 @@ def plan_slices(svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str,
             olds = reusable.get(ports)
             if olds:
                 old = olds.pop(0)
-                new = copy.deepcopy(old)
-                new.update(copy.deepcopy(body))
-                new["metadata"]["labels"] = dict(labels)
-                new["metadata"]["ownerReferences"] = [owner_ref(svc)]
+                # a new object sharing the old one's unchanged parts (stored objects are not mutated)
+                md = {**old["metadata"], "labels": dict(labels), "ownerReferences": [owner_ref(svc)]}
+                new = {**old, **body, "metadata": md}
                 if _content(new) != _content(old):
                     out.updates.append(new)
                 continue
@@ -263,7 +289,7 @@ def plan_slices(svc: Obj, existing: list[Obj], pods: list[Obj], nodes: dict[str,
                         "labels": dict(labels),
                         "ownerReferences": [owner_ref(svc)],
                     },
-                    **copy.deepcopy(body),
+                    **body,
                 }
             )
     for olds in reusable.values():
@@ -276,40 +302,48 @@ def _content(obj: Obj) -> Any:
     return (obj.get("endpoints"), obj.get("ports"), md.get("labels"), md.get("ownerReferences"))
 
 
-def desired_endpoints(svc: Obj, pods: list[Obj]) -> Obj:
+def _endpoints_entry(svc: Obj, pod: Obj) -> tuple[Ports, str, Obj] | None:
+    """The pod's address in the Endpoints: (ports, `addresses` or `notReadyAddresses`, address)."""
+    spec = svc.get("spec") or {}
+    tolerate = bool(spec.get("publishNotReadyAddresses"))
+    if not should_be_in_endpoints(pod, include_terminating=tolerate):
+        return None
+    md = pod["metadata"]
+    addr: Obj = {"ip": pod_ip(pod)}
+    if should_set_hostname(pod, svc):
+        addr["hostname"] = pod["spec"]["hostname"]
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if node_name:
+        addr["nodeName"] = node_name
+    addr["targetRef"] = {
+        "kind": "Pod",
+        "namespace": md.get("namespace", ""),
+        "name": md["name"],
+        "uid": md.get("uid", ""),
+    }
+    if spec.get("ports"):
+        ports = endpoint_ports(svc, pod)
+        if not ports:
+            return None
+    elif spec.get("clusterIP") == "None":
+        ports = ()
+    else:
+        return None
+    return ports, "addresses" if tolerate or is_pod_ready(pod) else "notReadyAddresses", addr
+
+
+def desired_endpoints(svc: Obj, pods: list[Obj], memo: Memo | None = None) -> Obj:
     """The Endpoints object of `syncService` (without resourceVersion and system metadata):
     a ready pod's address (any pod's with publishNotReadyAddresses) under `addresses`, another's
     under `notReadyAddresses`, repacked by port set (`RepackSubsets`; devcluster orders
     subsets by first pod name and addresses by IP rather than by hash)."""
     spec = svc.get("spec") or {}
-    tolerate = bool(spec.get("publishNotReadyAddresses"))
     subsets: dict[Ports, dict[str, list[Obj]]] = {}
     for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
-        if not should_be_in_endpoints(pod, include_terminating=tolerate):
-            continue
-        md = pod["metadata"]
-        addr: Obj = {"ip": pod_ip(pod)}
-        if should_set_hostname(pod, svc):
-            addr["hostname"] = pod["spec"]["hostname"]
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if node_name:
-            addr["nodeName"] = node_name
-        addr["targetRef"] = {
-            "kind": "Pod",
-            "namespace": md.get("namespace", ""),
-            "name": md["name"],
-            "uid": md.get("uid", ""),
-        }
-        if spec.get("ports"):
-            ports = endpoint_ports(svc, pod)
-            if not ports:
-                continue
-        elif spec.get("clusterIP") == "None":
-            ports = ()
-        else:
-            continue
-        which = "addresses" if tolerate or is_pod_ready(pod) else "notReadyAddresses"
-        subsets.setdefault(ports, {}).setdefault(which, []).append(addr)
+        entry = _memoized(memo, pod, "endpoints", functools.partial(_endpoints_entry, svc, pod))
+        if entry is not None:
+            ports, which, addr = entry
+            subsets.setdefault(ports, {}).setdefault(which, []).append(addr)
     out_subsets = []
     for ports, addrs in subsets.items():
         subset: Obj = {}
