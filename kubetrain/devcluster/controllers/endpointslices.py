@@ -12,7 +12,8 @@ or the deletion of one of the controller's slices or Endpoints queues one sync o
 concerned (coalesced). Nothing is listed per event: the controller keeps, from the events,
 Services by selector (grouped by the selector's keys, so a pod finds the Services selecting it
 with one lookup per distinct key set in its namespace), pods by label, and the managed slices by
-Service. A write that meets a changed object (409) queues the sync again. Nothing is created in
+Service. A Service is synced at most every `MIN_SYNC_INTERVAL` (0.1 s; changes meanwhile coalesce).
+A write that meets a changed object (409) queues the sync again. Nothing is created in
 a terminating namespace (as kube-apiserver's NamespaceLifecycle admission refuses it).
 
 Limits: IPv4 only (no IPv6 or dual-stack slices), no topology hints or traffic distribution,
@@ -23,6 +24,9 @@ Service is synced, so changing it alone does not update the slices.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -40,6 +44,11 @@ ServiceKey = tuple[str, str]  # (namespace, name)
 
 SERVICES_KEY, ENDPOINTS_KEY, SLICES_KEY = "services", "endpoints", "endpointslices.discovery.k8s.io"
 NODES_KEY = "nodes"
+# A Service synced less than this ago is synced again at the end of the interval (the changes
+# meanwhile coalesce), so a job-wide Service of hundreds of starting pods is rebuilt a few times
+# per second, not once per pod write. Upstream's equivalent is --endpointslice-updates-batch-period
+# (`AddAfter(key, endpointUpdatesBatchPeriod)`, default 0) with its workqueue's coalescing.
+MIN_SYNC_INTERVAL = 0.1
 
 
 def _pod_fingerprint(pod: Obj | None) -> Any:
@@ -76,6 +85,8 @@ class EndpointsControllers:
         # recomputes only the pods that changed)
         self._memos: dict[ServiceKey, tuple[str, plan.Memo]] = {}
         self.syncs = 0  # completed syncs (tests and benchmarks read it)
+        self.delayed = 0  # syncs waiting out MIN_SYNC_INTERVAL
+        self._last_sync: dict[ServiceKey, float] = {}  # loop time of each Service's last sync
         for svc in api.store.items(SERVICES_KEY):
             self._index_service(svc, None)
         for pod in api.store.items(PODS_KEY):
@@ -181,19 +192,40 @@ class EndpointsControllers:
                 self.request(*key)
 
     def request(self, namespace: str, name: str) -> None:
+        """Queue one sync of the Service (none when one is pending); within `MIN_SYNC_INTERVAL`
+        of its last sync, at the end of that interval."""
         key = (namespace, name)
-        if key not in self._pending:
-            self._pending.add(key)
-            self.enqueue(lambda: self.sync(namespace, name))
+        if key in self._pending:
+            return
+        self._pending.add(key)
+        work: Work = functools.partial(self.sync, namespace, name)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.enqueue(work)
+            return
+        wait = self._last_sync.get(key, -MIN_SYNC_INTERVAL) + MIN_SYNC_INTERVAL - loop.time()
+        if wait <= 0:
+            self.enqueue(work)
+            return
+        self.delayed += 1
+        loop.call_later(wait, self._release, work)
+
+    def _release(self, work: Work) -> None:
+        self.delayed -= 1
+        self.enqueue(work)
 
     # ---- sync --------------------------------------------------------------------------------
     async def sync(self, namespace: str, name: str) -> None:
         self._pending.discard((namespace, name))
+        with contextlib.suppress(RuntimeError):
+            self._last_sync[(namespace, name)] = asyncio.get_running_loop().time()
         store = self.api.store
         svc = store.get(SERVICES_KEY, namespace, name)
         selector = plan.selector_of(svc) if svc is not None else None
         if svc is None:
             self._memos.pop((namespace, name), None)
+            self._last_sync.pop((namespace, name), None)
             current = store.get(ENDPOINTS_KEY, namespace, name)
             if current is not None and not _skip_mirror(current):
                 self._remove(ENDPOINTS_KEY, current)

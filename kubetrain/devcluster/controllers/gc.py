@@ -73,8 +73,12 @@ class Controllers:
             self._enqueue(functools.partial(self._root_ca, str(ns["metadata"]["name"])))
 
     async def settle(self) -> None:
-        """Wait until the controllers have no queued work (for tests)."""
-        await self._idle.wait()
+        """Wait until the controllers have no queued work (for tests), delayed syncs included."""
+        while True:
+            await self._idle.wait()
+            if not self.endpoints.delayed:
+                return
+            await asyncio.sleep(0.01)
 
     async def _run(self) -> None:
         while True:
