@@ -96,3 +96,29 @@ async def test_nothing_is_created_in_a_terminating_namespace(tmp_path: Path) -> 
         assert cluster.store.count("endpoints", "gone") == 0
     finally:
         await cluster.controllers.stop()
+
+
+async def test_a_deleted_pod_is_terminating_then_gone(tmp_path: Path) -> None:
+    cluster = DevCluster(tls=False, workdir=str(tmp_path))
+    cluster.controllers.start()
+    try:
+        create(cluster, "services", service("a", "a"))
+        create(cluster, "pods", pod("p1", "a", "10.0.0.1"))
+        await cluster.controllers.settle()
+        current = cluster.store.get("pods", "default", "p1")
+        assert current is not None
+        closing = copy.deepcopy(current)
+        closing["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        cluster.store.update("pods", closing, current["metadata"]["resourceVersion"])
+        await cluster.controllers.settle()
+        (sl,) = [s for s in cluster.store.items(SLICES, "default") if s["metadata"]["name"].startswith("a-")]
+        assert [e["conditions"] for e in sl["endpoints"]] == [
+            {"ready": False, "serving": False, "terminating": True}
+        ]
+        endpoints = cluster.store.get("endpoints", "default", "a")
+        assert endpoints is not None and "subsets" not in endpoints  # Endpoints drop it at once
+        cluster.store.remove("pods", "default", "p1")
+        await cluster.controllers.settle()
+        assert ips(cluster, "a") == []
+    finally:
+        await cluster.controllers.stop()
