@@ -15,6 +15,8 @@
   `default`.
 - Root CA publisher (`rootca.py`): each live namespace has ConfigMap `kube-root-ca.crt` with the
   API server's CA (once `publish_root_ca` gave it one).
+- EndpointSlice and Endpoints controllers (`endpointslices.py`): every Service with a selector
+  has EndpointSlices and an Endpoints object listing its pods.
 - CRD controller: a stored CRD's resources are served (synchronously, so a CR can be created right
   after its CRD); a deleted CRD's objects are removed.
 
@@ -38,6 +40,7 @@ from kubetrain.devcluster.apiserver.storage.store import Event
 from kubetrain.devcluster.apiserver.verbs import deletion
 from kubetrain.devcluster.apiserver.verbs.core import ApiServer, Target
 from kubetrain.devcluster.controllers import disruption, rootca, serviceaccounts
+from kubetrain.devcluster.controllers.endpointslices import EndpointsControllers
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,7 @@ class Controllers:
         self._idle.set()
         self.namespace_delete_interval = 0.0  # seconds after each object a namespace deletion removes
         self.root_ca: str | None = None  # the CA bundle kube-root-ca.crt publishes (PEM)
+        self.endpoints = EndpointsControllers(api, self._enqueue)
 
     def start(self) -> None:
         self._background.start()
@@ -69,8 +73,12 @@ class Controllers:
             self._enqueue(functools.partial(self._root_ca, str(ns["metadata"]["name"])))
 
     async def settle(self) -> None:
-        """Wait until the controllers have no queued work (for tests)."""
-        await self._idle.wait()
+        """Wait until the controllers have no queued work (for tests), delayed syncs included."""
+        while True:
+            await self._idle.wait()
+            if not self.endpoints.delayed:
+                return
+            await asyncio.sleep(0.01)
 
     async def _run(self) -> None:
         while True:
@@ -99,6 +107,7 @@ class Controllers:
         if ev.rkey == CRD_KEY:
             self._on_crd(ev)
         disruption.route(ev, self.api, self._enqueue)
+        self.endpoints.route(ev)
         md = ev.obj["metadata"]
         account_ns = serviceaccounts.namespace_needing_account(ev)
         if account_ns:
