@@ -93,6 +93,13 @@ def prepare_job(
     errors = [str(e) for e in [*draft.errors, *result.errors]]
     warnings = [*defaulted.warnings, *result.warnings]
     per_pod = draft.runs_service_mode(service_mode) == servicemode.PER_POD
+    started = (  # KubeDL's DAG: which replica types wait for which to have started
+        kubedldag.dependencies(
+            framework, {r.type for r in defaulted.draft.replicas or ()}, gang_scheduling=gang_scheduling
+        )
+        if is_kubedl(obj)
+        else {}
+    )
     produced = v1_shape(
         defaulted.draft,
         framework,
@@ -101,13 +108,7 @@ def prepare_job(
         per_pod_services=per_pod,
         annotations=draft.annotations,
         gates=defaulted.gates,
-        started=kubedldag.dependencies(
-            framework,
-            {r.type for r in defaulted.draft.replicas or ()},
-            gang_scheduling=gang_scheduling,
-        )
-        if is_kubedl(obj)
-        else {},
+        started=started,
         cluster_domain=cluster_domain,
     )  # 5. lay out
     errors = errors or produced.errors
