@@ -6,6 +6,7 @@ it, and the runtime Trainer's own tests build (`trainer_test_runtime`). Import w
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -40,6 +41,18 @@ def planned_trainjob(nodes: int = 2, **spec: Any) -> Obj:
         "metadata": {"name": "tj", "namespace": "ns", "uid": UID, "creationTimestamp": PLANNED_CREATED},
         "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": nodes}, **spec},
     }
+
+
+def warmup_first_runtime() -> Obj:
+    """Trainer's torch runtime with a one-pod step `warmup` the nodes wait for (`Complete`), as
+    an initializer is."""
+    runtime = copy.deepcopy(RUNTIME)
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjobs.insert(0, copy.deepcopy(rjobs[0]))
+    rjobs[0]["name"] = "warmup"
+    rjobs[0]["template"]["metadata"] = {}
+    rjobs[1]["dependsOn"] = [{"name": "warmup", "status": "Complete"}]
+    return runtime
 
 
 def trainjob_pod(name: str, phase: str = "Running", attempt: int = 0, ready: bool = True) -> Obj:

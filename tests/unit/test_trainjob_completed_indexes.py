@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from trainjobs import RUNTIME, UID, planned_trainjob, trainjob_pod
+from trainjobs import RUNTIME, UID, planned_trainjob, trainjob_pod, warmup_first_runtime
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.completedindexes import COMPLETED_INDEXES
@@ -20,17 +20,7 @@ Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 pod = trainjob_pod
 trainjob = planned_trainjob
-
-
-def warmup_runtime() -> Obj:
-    """Trainer's torch runtime with a one-pod step `warmup` the nodes wait for (`Complete`)."""
-    runtime = copy.deepcopy(RUNTIME)
-    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    rjobs.insert(0, copy.deepcopy(rjobs[0]))
-    rjobs[0]["name"] = "warmup"
-    rjobs[0]["template"]["metadata"] = {}
-    rjobs[1]["dependsOn"] = [{"name": "warmup", "status": "Complete"}]
-    return runtime
+warmup_runtime = warmup_first_runtime
 
 
 def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
