@@ -1,6 +1,7 @@
 """What a pod is doing now, in one word and one sentence, from its status alone. Pure.
 
-`pod_state` gives the word `kubectl get pods` prints in its STATUS column — `printPod` in
+`pod_state` gives the word `kubectl get pods` prints in its STATUS column (`kubetrain.api.podprint`,
+shared with devcluster's printer) — `printPod` in
 k8s.io/kubernetes pkg/printers/internalversion/printers.go: the phase, replaced by
 `status.reason`, by a failing init container's `Init:<reason>`, by the last app container's
 waiting reason (`CrashLoopBackOff`, `ImagePullBackOff`, `CreateContainerConfigError`…) or
@@ -21,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.podprint import printed_pod
+
 # The DisruptionTarget condition's reasons (k8s.io/api/core/v1 types.go, PodReasonPreemptionByScheduler …)
 DISRUPTIONS = {
     "EvictionByEvictionAPI": "evicted through the Eviction API (a node drain, or a user's eviction)",
@@ -29,8 +32,6 @@ DISRUPTIONS = {
     "PreemptionByScheduler": "preempted by the scheduler for a pod of higher priority",
     "TerminationByKubelet": "terminated by the kubelet (node pressure or a node shutdown)",
 }
-NODE_LOST = "NodeLost"  # node.NodeUnreachablePodReason (pkg/util/node)
-TERMINAL = ("Succeeded", "Failed")
 # words of a pod on its way (not failing): its tone is "waiting"; a Running pod not ready too
 WAITING_WORDS = ("Running", "Pending", "ContainerCreating", "PodInitializing", "Terminating", "NotReady")
 
@@ -57,15 +58,6 @@ class PodState:
         return "bad"
 
 
-def _terminated_word(term: Mapping[str, Any], prefix: str = "") -> str:
-    """The word of a terminated container: its reason, else its signal or exit code."""
-    if term.get("reason"):
-        return prefix + str(term["reason"])
-    if term.get("signal"):
-        return f"{prefix}Signal:{term['signal']}"
-    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
-
-
 def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     for cond in status.get("conditions") or ():
         if isinstance(cond, dict) and cond.get("type") == kind:
@@ -89,60 +81,26 @@ def disruption(pod: Mapping[str, Any]) -> str:
 
 
 def pod_state(pod: Mapping[str, Any]) -> PodState:
-    """The pod's STATUS word as `printPod` writes it, with why and its restarts and readiness."""
+    """The pod's STATUS word as `printPod` writes it (`kubetrain.api.podprint`), with why and its
+    restarts and readiness."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     phase = str(status.get("phase") or "Pending")
-    word = str(status.get("reason") or phase)
+    printed = printed_pod(pod)
+    word = printed.status or phase
     why = str(status.get("message") or "")
     scheduled = _condition(status, "PodScheduled")
-    if scheduled is not None and scheduled.get("reason") == "SchedulingGated":
-        word = "SchedulingGated"
-    elif scheduled is not None and scheduled.get("status") == "False" and phase == "Pending":
+    if scheduled is not None and scheduled.get("status") == "False" and phase == "Pending":
         why = why or str(scheduled.get("message") or scheduled.get("reason") or "")
-    init_specs = (pod.get("spec") or {}).get("initContainers") or ()
-    restarts = 0
-    initializing = False
-    for i, cs in enumerate(_statuses(status, "initContainerStatuses")):
-        restarts += int(cs.get("restartCount") or 0)
-        state = cs.get("state") or {}
-        term, waiting = state.get("terminated"), state.get("waiting")
-        sidecar = i < len(init_specs) and (init_specs[i] or {}).get("restartPolicy") == "Always"
-        if isinstance(term, dict) and term.get("exitCode") == 0:
-            continue
-        if sidecar and cs.get("started"):
-            continue
-        initializing = True
-        if isinstance(term, dict):
-            word, why = _terminated_word(term, "Init:"), str(term.get("message") or "")
-        elif isinstance(waiting, dict) and waiting.get("reason") and waiting["reason"] != "PodInitializing":
-            word, why = "Init:" + str(waiting["reason"]), str(waiting.get("message") or "")
-        else:
-            word = f"Init:{i}/{len(init_specs) or len(_statuses(status, 'initContainerStatuses'))}"
-        break
-    initialized = _condition(status, "Initialized")
+    if printed.state is not None:
+        # the kubelet's message for the reason shown; a finished app container without one keeps
+        # the pod's own
+        terminated_app = "exitCode" in printed.state and not printed.init
+        why = str(printed.state.get("message") or (why if terminated_app else ""))
     containers = _statuses(status, "containerStatuses")
     ready = sum(bool(cs.get("ready")) for cs in containers)
-    if not initializing or (initialized is not None and initialized.get("status") == "True"):
-        restarts = 0
-        running = False
-        for cs in reversed(containers):
-            restarts += int(cs.get("restartCount") or 0)
-            state = cs.get("state") or {}
-            term, waiting = state.get("terminated"), state.get("waiting")
-            if isinstance(waiting, dict) and waiting.get("reason"):
-                word, why = str(waiting["reason"]), str(waiting.get("message") or "")
-            elif isinstance(term, dict):
-                word, why = _terminated_word(term), str(term.get("message") or why)
-            elif cs.get("ready") and "running" in state:
-                running = True
-        if word == "Completed" and running:
-            podready = _condition(status, "Ready")
-            word = "Running" if podready is not None and podready.get("status") == "True" else "NotReady"
-    if meta.get("deletionTimestamp") and status.get("reason") == NODE_LOST:
-        word = "Unknown"
-    elif meta.get("deletionTimestamp") and phase not in TERMINAL:
-        word = "Terminating"
+    restarts = sum(int(cs.get("restartCount") or 0) for cs in printed.restarted)
+    if meta.get("deletionTimestamp") and word == "Terminating":
         why = f"deleted at {meta['deletionTimestamp']}: waits for its node to stop its containers"
     gone = disruption(pod)
     if gone:
