@@ -2,13 +2,18 @@
 webhook and the controller against devcluster with its Volcano and coscheduling simulators
 (docs/behaviour.md §11). The PodGroup counted the initializer's pod too, so the first step's pod
 waited for a gang only the nodes made after it could complete, and the TrainJob never started;
-now the initializer runs alone and the nodes are the gang."""
+now the initializer runs alone and the nodes are the gang. DeepSpeed's launcher, made once the
+nodes are Ready, joins their gang uncounted."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from kubetrain.kube.resources import (
+    CLUSTER_TRAINING_RUNTIMES,
     SCHEDULER_PLUGINS_PODGROUPS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -22,6 +27,7 @@ from .test_trainjob_controller import training_runtime, trainjob, wait_condition
 pytestmark = pytest.mark.asyncio
 
 WARMUP = "warmup"
+DEEPSPEED = Path(__file__).resolve().parents[1] / "data/trainer/runtimes/deepspeed_distributed.yaml"
 
 
 def initializer_runtime(policy: dict[str, object]) -> dict[str, object]:
@@ -77,3 +83,29 @@ async def test_the_nodes_are_the_gang_and_the_trainjob_completes(
         for name in nodes:  # each waits for its pod to run: the gang scheduler bound both
             await h.sim.finish(ns, name)
         await wait_condition(h, ns, "tj", "Complete")
+
+
+async def test_deepspeeds_launcher_joins_the_gang_of_its_nodes() -> None:
+    """Trainer's DeepSpeed runtime: the launcher waits for the nodes to be Ready (`dependsOn`
+    `Ready`), so the PodGroup counts the nodes and the launcher joins their running gang (a gang
+    counting it too never formed: the nodes waited for it, it waited for them)."""
+    runtime = yaml.safe_load(DEEPSPEED.read_text())
+    runtime["metadata"]["name"] = "deepspeed-gang"  # beside the dev stack's own runtime
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {}}
+    groups_on = ("kubetrain.io", "trainer.kubeflow.org")
+    async with running_stack(api_groups=groups_on, gang_scheduler="scheduler-plugins") as (_, h):
+        ns = await h.namespace("gang-launcher")
+        await h.kube.create(CLUSTER_TRAINING_RUNTIMES, runtime)
+        job = trainjob("ds", num_nodes=3, runtime="deepspeed-gang")
+        await h.kube.create(TRAINJOBS, job, namespace=ns)
+        group = await eventually(
+            lambda: h.get(SCHEDULER_PLUGINS_PODGROUPS, ns, "ds"), what="the TrainJob's PodGroup"
+        )
+        assert group["spec"]["minMember"] == 2  # the two node pods (the launcher is the third node)
+        nodes = ["ds-node-0-0", "ds-node-0-1"]
+        await h.wait_pod_names(ns, "ds", nodes)
+        pods = await h.wait_pod_names(ns, "ds", [*nodes, "ds-launcher-0-0"])  # once the nodes are Ready
+        launcher = next(p for p in pods if p["metadata"]["name"] == "ds-launcher-0-0")
+        assert launcher["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "ds"
+        await h.sim.finish(ns, "ds-launcher-0-0")  # waits for it to run: the scheduler bound it
+        await wait_condition(h, ns, "ds", "Complete")
