@@ -107,9 +107,9 @@ IN_PLACE_RESTART: Rule = {"rule": "self != 'InPlaceRestart'", "message": IN_PLAC
 # kubetrain's own rule, not (yet) Trainer's: `podGroupPolicy` is a one-of ("Only one of its
 # members may be specified", trainingruntime_types.go `PodGroupPolicySource`), which Trainer 2.3's
 # CRD does not enforce (Kubeflow Trainer issue 4060; pull request 4061 adds a rule of MLPolicy's
-# shape): a runtime naming both was admitted, and under it kubetrain's TrainJobs were gang
-# scheduled by neither (`kubetrain.jobs.trainjob.gang.gang_of` took coscheduling, which an
-# operator running Volcano does not serve) and Trainer's by both, each plugin making a PodGroup.
+# shape): a runtime naming both was admitted, and under it kubetrain silently took coscheduling
+# (`kubetrain.jobs.trainjob.gang.gang_of`; under an operator running Volcano, no gang at all)
+# while Trainer's two plugins each made a PodGroup.
 ONE_POD_GROUP_POLICY_MESSAGE = (
     "Only one of the podGroupPolicy sources can be configured: coscheduling or volcano"
 )

@@ -194,9 +194,9 @@ def gang_steps(resolved: ResolvedTrainJob) -> GangSteps:
     """The steps one gang can start together, as the gang schedulers count a PodGroup: the
     coscheduling plugin's PreFilter refuses every pod of a group while fewer than `minMember`
     of its pods exist (scheduler-plugins `PodGroupManager.PreFilter`), and Volcano's gang plugin
-    binds none before `minMember` are allocated (`JobInfo.IsReady`); terminated pods count for
-    neither (kube-scheduler's pod informer skips Succeeded and Failed pods). So a pod made only
-    once another member of the gang is Ready or Complete cannot be counted.
+    binds none before `minMember` are allocated (`JobInfo.IsReady`); coscheduling counts no
+    finished pod either (kube-scheduler's pod informer skips Succeeded and Failed pods). So a pod
+    made only once another member of the gang is Ready or Complete cannot be counted.
 
     - A step some step waits for with `dependsOn` `Complete` — and every step such a step waits
       for — runs before the gang (the dataset and model initializers): none of its pods is a
