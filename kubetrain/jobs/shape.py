@@ -270,9 +270,10 @@ class JobShape:
     naming: PodNaming | None = None  # None: the layout's `<job>-<lower(group)>-<index>`
     # How failed pods end or restart the job (jobs/failuremodel.py); default: per pod.
     failure: FailureModel = field(default_factory=FailureModel)
-    # The gang (PodGroup) counts every slot, a group waiting for another included (JobSet's
-    # PodGroup: every pod of every replicated job); else `gang_slots` leaves such groups out.
-    gang_counts_dependents: bool = False
+    # The groups the gang (PodGroup) counts, when the shape decides them itself (a TrainJob:
+    # `jobs/trainjob/gang.py`, `gang_steps`); None: `gang_slots` leaves out each group that
+    # waits for another.
+    gang_groups: frozenset[str] | None = None
     # Its own children (None: the shared builders make them from the templates and the plug-in).
     children: ChildMaker | None = None
     # Its own gang policy (None: the operator's --gang-scheduler for every job).
@@ -306,10 +307,10 @@ class JobShape:
         """The slots a gang (PodGroup) counts, in priority order: every slot but those of a group
         that depends on a group with pods. Such a pod is created only once the others are Ready
         (or Complete), which they cannot be while a gang that counts it waits for it
-        (mpi-operator issue #608: the WaitForWorkersReady Launcher) — unless the shape's gang
-        counts them too (`gang_counts_dependents`)."""
-        if self.gang_counts_dependents:
-            return self.slots()
+        (mpi-operator issue #608: the WaitForWorkersReady Launcher) — or, when the shape names
+        them (`gang_groups`), the slots of those groups."""
+        if self.gang_groups is not None:
+            return [(name, i) for name, i in self.slots() if name in self.gang_groups]
         left_out = {
             name for name, g in self.groups.items() if sum(self.count(d.group) for d in g.depends_on) > 0
         }

@@ -104,8 +104,22 @@ IN_PLACE_RESTART_MESSAGE = (
     "kubetrain runs a TrainJob's pods without a JobSet object"
 )
 IN_PLACE_RESTART: Rule = {"rule": "self != 'InPlaceRestart'", "message": IN_PLACE_RESTART_MESSAGE}
+# kubetrain's own rule, not (yet) Trainer's: `podGroupPolicy` is a one-of ("Only one of its
+# members may be specified", trainingruntime_types.go `PodGroupPolicySource`), which Trainer 2.3's
+# CRD does not enforce (Kubeflow Trainer issue 4060; pull request 4061 adds a rule of MLPolicy's
+# shape): a runtime naming both was admitted, and under it kubetrain silently took coscheduling
+# (`kubetrain.jobs.trainjob.gang.gang_of`; under an operator running Volcano, no gang at all)
+# while Trainer's two plugins each made a PodGroup.
+ONE_POD_GROUP_POLICY_MESSAGE = (
+    "Only one of the podGroupPolicy sources can be configured: coscheduling or volcano"
+)
+ONE_POD_GROUP_POLICY: Rule = {
+    "rule": "[has(self.coscheduling), has(self.volcano)].filter(x, x).size() <= 1",
+    "message": ONE_POD_GROUP_POLICY_MESSAGE,
+}
 KUBETRAIN_RUNTIME_RULES: dict[str, list[Rule]] = {
     "spec.template.spec.failurePolicy.restartStrategy": [IN_PLACE_RESTART],
+    "spec.podGroupPolicy": [ONE_POD_GROUP_POLICY],
 }
 
 

@@ -187,6 +187,24 @@ async def test_in_place_restart_is_refused_with_why(kube: KubeClient) -> None:
     }
 
 
+async def test_one_pod_group_policy_source(kube: KubeClient) -> None:
+    """A runtime naming both gang schedulers is refused with the field and what is valid (Kubeflow
+    Trainer issue 4060: Trainer 2.3 admits it); either one alone is admitted."""
+    await install_trainer_crds(kube)
+    rjobs = [{"name": "node", "replicas": 1}]
+    both = runtime("both", {"torch": {}}, {"replicatedJobs": rjobs})
+    both["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 30}, "volcano": {}}
+    err = await refused(kube.create(TRAINING_RUNTIMES, both, namespace="default"))
+    assert err.message == (
+        'TrainingRuntime.trainer.kubeflow.org "both" is invalid: spec.podGroupPolicy: Invalid value: '
+        "Only one of the podGroupPolicy sources can be configured: coscheduling or volcano"
+    )
+    for source in ("coscheduling", "volcano"):
+        one = runtime(f"only-{source}", {"torch": {}}, {"replicatedJobs": copy.deepcopy(rjobs)})
+        one["spec"]["podGroupPolicy"] = {source: {}}
+        await kube.create(TRAINING_RUNTIMES, one, namespace="default")
+
+
 async def test_jobset_and_trainer_schema_defaults_and_enums(kube: KubeClient) -> None:
     """A failurePolicy is stored with JobSet's default `restartStrategy: Recreate`; an MPI
     policy's `mpiImplementation` takes Trainer's enum: "" is admitted, Intel is refused by the

@@ -70,7 +70,8 @@ RUNTIME = [
     ("spec.template.spec.successPolicy", *JOBSET_IMMUTABLE),
     ("spec.template.spec.volumeClaimPolicies", *JOBSET_IMMUTABLE),
 ]
-# kubetrain's own rule beside Trainer's: InPlaceRestart refused with why (trainerrules.IN_PLACE_RESTART).
+# kubetrain's own rules beside Trainer's: InPlaceRestart refused with why (trainerrules.IN_PLACE_RESTART),
+# and one podGroupPolicy source (trainerrules.ONE_POD_GROUP_POLICY).
 KUBETRAIN_RUNTIME = [
     (
         "spec.template.spec.failurePolicy.restartStrategy",
@@ -78,7 +79,13 @@ KUBETRAIN_RUNTIME = [
         'InPlaceRestart is not supported, supported values: "Recreate", "BlockingRecreate": JobSet\'s '
         "in-place restart needs its restart agent sidecar, which reads the JobSet object's status, and "
         "kubetrain runs a TrainJob's pods without a JobSet object",
-    )
+    ),
+    # A one-of Trainer 2.3 does not enforce (Kubeflow Trainer issue 4060).
+    (
+        "spec.podGroupPolicy",
+        "[has(self.coscheduling), has(self.volcano)].filter(x, x).size() <= 1",
+        "Only one of the podGroupPolicy sources can be configured: coscheduling or volcano",
+    ),
 ]
 
 

@@ -116,6 +116,22 @@ def test_startup_policy_in_order_and_depends_on_are_mutually_exclusive() -> None
     assert validate_runtime(runtime) == []
 
 
+def test_one_pod_group_policy_source() -> None:
+    """`podGroupPolicy` is a one-of (Kubeflow Trainer issue 4060: Trainer 2.3 admits both): a
+    runtime naming coscheduling and volcano is refused, naming the field and what is valid."""
+    runtime = trainer_test_runtime("gangs")
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 30}, "volcano": {}}
+    assert [(e.path, e.message) for e in validate_runtime(runtime)] == [
+        (
+            "spec.podGroupPolicy",
+            "Only one of the podGroupPolicy sources can be configured: coscheduling or volcano",
+        )
+    ]
+    for source in ("coscheduling", "volcano"):
+        runtime["spec"]["podGroupPolicy"] = {source: {}}
+        assert validate_runtime(runtime) == []
+
+
 def test_jobsets_exclusive_placement_is_admitted_without_a_warning() -> None:
     """JobSet's exclusive placement (`alpha.jobset.sigs.k8s.io/exclusive-topology`, with or
     without `alpha.jobset.sigs.k8s.io/node-selector`), on the JobSet template or a replicated

@@ -167,7 +167,7 @@ def test_the_failure_model_is_the_shapes_data() -> None:
     from .test_job_shape import shape_of as v1_shape_of
 
     v1 = v1_shape_of(job("TFJob", {"Worker": replica("TFJob", 2)}))
-    assert v1.failure.gang is None and not v1.gang_counts_dependents
+    assert v1.failure.gang is None and v1.gang_groups is None
 
 
 def test_groups_fail_by_the_job_controllers_backoff_rule() -> None:
@@ -193,7 +193,7 @@ def test_groups_fail_by_the_job_controllers_backoff_rule() -> None:
     assert deleting.failed == []
 
 
-def test_the_trainjob_gang_counts_every_pod_and_its_podgroup_is_built_as_every_jobs() -> None:
+def test_the_trainjob_gang_counts_the_steps_started_together_its_podgroup_built_as_every_jobs() -> None:
     from kubetrain.operator.jobchildren import build_pod_group
 
     runtime = warmup_runtime()
@@ -202,10 +202,10 @@ def test_the_trainjob_gang_counts_every_pod_and_its_podgroup_is_built_as_every_j
     ]
     runtime["spec"]["podGroupPolicy"] = {"volcano": {"networkTopology": {"mode": "hard"}}}
     shape = shape_of(trainjob(nodes=2), runtime)
-    assert shape.gang_counts_dependents and shape.gang_slots() == shape.slots()
+    assert shape.gang_groups == {"node"} and shape.gang_slots() == [("node", 0), ("node", 1)]
     group = build_pod_group(shape, "volcano")
     assert group is not None
-    assert group["spec"]["minMember"] == 4  # the dependent node pods too
+    assert group["spec"]["minMember"] == 2  # the node pods, not the warmup pods they wait for
     assert group["spec"]["networkTopology"] == {"mode": "hard"}
     assert group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
     runtime["spec"]["podGroupPolicy"] = {"coscheduling": {}}

@@ -34,7 +34,7 @@ from kubetrain.api.trainer import constants as c
 from kubetrain.jobs import jobsetplacement as exclusive
 from kubetrain.jobs.trainjob import volumeclaims
 from kubetrain.jobs.trainjob.failurepolicy import restarts_jobs
-from kubetrain.jobs.trainjob.gang import decorate
+from kubetrain.jobs.trainjob.gang import decorate, gang_steps
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob, Step
 
 Obj = dict[str, Any]
@@ -302,6 +302,7 @@ class JobSetChildren:
     def __init__(self, resolved: ResolvedTrainJob, trainjob: Mapping[str, Any]) -> None:
         self.resolved, self.trainjob = resolved, trainjob
         self.steps = {s.name: s for s in resolved.steps}
+        self.gang_members = gang_steps(resolved).members
 
     def pod(self, group: str, index: int, attempt: int, job_attempt: int = 0) -> Obj:
         step = self.steps[group]
@@ -325,4 +326,7 @@ class JobSetChildren:
         return volumeclaims.objects(r.claims, r.name, r.namespace, owner, child_labels(r.name))
 
     def decorate(self, pod: Obj, scheduler: GangScheduler, group: str) -> None:
-        decorate(pod, scheduler, self.resolved.name, group)
+        """Only the gang's members (`gang_steps`): a step that runs before the gang (an
+        initializer) keeps its template's scheduler and joins no PodGroup."""
+        if group in self.gang_members:
+            decorate(pod, scheduler, self.resolved.name, group)

@@ -1,21 +1,23 @@
 """A TrainJob's runtime `podGroupPolicy` through kubetrain's gang scheduler descriptors
 (`kubetrain.api.gangschedulers`), as Trainer's coscheduling and volcano plugins make it:
-`coscheduling` ↔ the operator's `--gang-scheduler scheduler-plugins`, `volcano` ↔ `volcano`.
-The PodGroup is named after the TrainJob, `minMember` = every pod of every step (the shape's
-gang counts every pod), `minResources` = their requests summed; coscheduling passes
-`scheduleTimeoutSeconds` (default 60, Trainer's), volcano `networkTopology`, the pod templates'
-`priorityClassName` and the queue `scheduling.volcano.sh/queue-name` names on the runtime's
-template or a runtimePatch (`runtime_annotations`; an empty one refused, `queue_errors`; a
-`priorityClassName` naming no PriorityClass refused, `priority_classes_to_check` and
-`missing_priority_class_errors`, the webhook reading the classes): the
-shape's scheduling policy (`scheduling_of`), from which the planner builds the PodGroup as for
-every job (`operator/jobchildren.py`). Pods get the scheduler's name and decoration (the volcano task is
-the step's name). A policy the operator's gang scheduler does not serve gets no PodGroup (the
-planner says so in an event). Pure."""
+`coscheduling` ↔ the operator's `--gang-scheduler scheduler-plugins`, `volcano` ↔ `volcano`. The
+PodGroup is named after the TrainJob, `minMember` = the pods of the steps one gang starts
+together (`gang_steps`: not the initializers the nodes wait for), `minResources` = their
+requests summed; coscheduling passes `scheduleTimeoutSeconds` (default 60, Trainer's), volcano
+`networkTopology`, the pod templates' `priorityClassName` and the queue
+`scheduling.volcano.sh/queue-name` names on the runtime's template or a runtimePatch
+(`runtime_annotations`; an empty one refused, `queue_errors`; a `priorityClassName` naming no
+PriorityClass refused, `priority_classes_to_check` and `missing_priority_class_errors`, the
+webhook reading the classes): the shape's scheduling policy (`scheduling_of`), from which the
+planner builds the PodGroup as for every job (`operator/jobchildren.py`). The gang's pods get
+the scheduler's name and decoration (the volcano task is the step's name); a step that runs
+before the gang keeps its template's. A policy the operator's gang scheduler does not serve gets
+no PodGroup (the planner says so in an event). Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -144,7 +146,7 @@ def scheduling_of(resolved: ResolvedTrainJob) -> SchedulingPolicy:
     Trainer's volcano plugin `Build` reads `info.Annotations`; unset (or empty) there, the
     PodGroup's queue falls back to the TrainJob's own annotation (`GangScheduler.pod_group_spec`).
     Volcano's `priorityClassName` is the pod templates' (`_priority_class`). `minMember` and
-    `minResources` are every pod's (the shape's gang counts every pod)."""
+    `minResources` are the counted steps' pods' (`gang_steps`, the shape's `gang_groups`)."""
     policy: Mapping[str, Any] = resolved.pod_group_policy or {}
     timeout = None
     if policy.get("coscheduling") is not None:
@@ -173,6 +175,56 @@ def _priority_class(resolved: ResolvedTrainJob) -> str | None:
     names = [(s.pod_template.get("spec") or {}).get("priorityClassName") for s in resolved.steps]
     last = next((n for n in reversed(names) if n is not None), None)
     return last if isinstance(last, str) and last else None
+
+
+@dataclass(frozen=True, slots=True)
+class GangSteps:
+    """Which steps of a TrainJob a PodGroup gangs (`gang_steps`)."""
+
+    counted: frozenset[str]  # their pods are `minMember` and `minResources`
+    joining: frozenset[str]  # gang members made once the counted pods are Ready: not counted
+
+    @property
+    def members(self) -> frozenset[str]:
+        """The steps whose pods get the scheduler's name and group decoration."""
+        return self.counted | self.joining
+
+
+def gang_steps(resolved: ResolvedTrainJob) -> GangSteps:
+    """The steps one gang can start together, as the gang schedulers count a PodGroup: the
+    coscheduling plugin's PreFilter refuses every pod of a group while fewer than `minMember`
+    of its pods exist (scheduler-plugins `PodGroupManager.PreFilter`), and Volcano's gang plugin
+    binds none before `minMember` are allocated (`JobInfo.IsReady`); coscheduling counts no
+    finished pod either (kube-scheduler's pod informer skips Succeeded and Failed pods). So a pod
+    made only once another member of the gang is Ready or Complete cannot be counted.
+
+    - A step some step waits for with `dependsOn` `Complete` — and every step such a step waits
+      for — runs before the gang (the dataset and model initializers): none of its pods is a
+      member; they are scheduled pod by pod, as Trainer's workload-aware scheduling proposal
+      (KEP-3015) gives the initializers basic scheduling and the trainer a gang.
+    - Of the other steps, those that wait for none of them are `counted`; those that wait for
+      one (`dependsOn` `Ready`, or every step before them under `startupPolicy: InOrder`) are
+      `joining`: members, created once the counted pods are Ready, as §8's rule for the
+      WaitForWorkersReady MPI Launcher (mpi-operator issue 608) — the DeepSpeed launcher.
+
+    A dependency on a step of no pods is met at once and changes nothing."""
+    pods = {s.name: s.replicas * s.pods for s in resolved.steps}
+    waits: dict[str, list[tuple[str, str]]] = {}
+    for k, step in enumerate(resolved.steps):
+        deps = list(step.depends_on)
+        if resolved.in_order:
+            deps += [(before.name, "Ready") for before in resolved.steps[:k]]
+        waits[step.name] = [(name, state) for name, state in deps if pods.get(name, 0) > 0]
+    before = {name for deps in waits.values() for name, state in deps if state == "Complete"}
+    todo = list(before)
+    while todo:  # what a step that runs before the gang waits for runs before it too
+        for name, _ in waits.get(todo.pop(), []):
+            if name not in before:
+                before.add(name)
+                todo.append(name)
+    gang = [s.name for s in resolved.steps if s.name not in before]
+    joining = {name for name in gang if any(dep not in before for dep, _ in waits[name])}
+    return GangSteps(frozenset(gang) - joining, frozenset(joining))
 
 
 def decorate(pod: dict[str, Any], gang: GangScheduler, tj: str, step: str) -> None:

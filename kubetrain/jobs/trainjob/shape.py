@@ -9,8 +9,9 @@ job, in the runtime's order: `replicas` jobs of `pods` indexed pods each are the
 success policy (All / Any of the target replicated jobs, a job done when all its pods
 Succeeded) is the shape's rules; each replicated job's Job `backoffLimit`,
 `podFailurePolicy` (`podfailurepolicy.py`) and `activeDeadlineSeconds` and the template's
-`failurePolicy` (`failurepolicy.py`) its failure model, and its PodGroup counts every pod
-(`gang_counts_dependents`); the TrainJob's `suspend`, `activeDeadlineSeconds` and
+`failurePolicy` (`failurepolicy.py`) its failure model, and its PodGroup counts the steps one
+gang can start together (`gang.gang_steps`: not the initializers a step waits to Complete, nor
+a step made once others are Ready); the TrainJob's `suspend`, `activeDeadlineSeconds` and
 `managedBy` and the template's `ttlSecondsAfterFinished` are its run policy; the ML policy's env
 and port are its env plug-in (`mlenv.py`).
 
@@ -42,7 +43,7 @@ from kubetrain.jobs.shape import (
 )
 from kubetrain.jobs.trainjob.children import JobSetChildren
 from kubetrain.jobs.trainjob.failurepolicy import JobSetFailurePolicy
-from kubetrain.jobs.trainjob.gang import gang_of, scheduling_of
+from kubetrain.jobs.trainjob.gang import gang_of, gang_steps, scheduling_of
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 
 # The trainer container Trainer's runtimes name; other steps' first container otherwise.
@@ -191,7 +192,7 @@ def trainjob_shape(
             ),
             MappingProxyType({s.name: s.success_rules for s in resolved.steps if s.success_rules}),
         ),
-        gang_counts_dependents=True,
+        gang_groups=gang_steps(resolved).counted,
         children=JobSetChildren(resolved, trainjob),
         gang=gang_of(resolved, gang_scheduler),
         # The run's record (whole-gang restarts, failures per job of each replicated job) lives

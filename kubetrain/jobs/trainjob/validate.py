@@ -51,6 +51,7 @@ from kubetrain.api.trainer.jobset import DEPENDS_ON_STATUSES
 from kubetrain.frameworks.mlpolicies import plugin_for
 from kubetrain.jobs import jobsetplacement as exclusive
 from kubetrain.jobs import jobsuccess
+from kubetrain.jobs.trainerrules import ONE_POD_GROUP_POLICY_MESSAGE
 from kubetrain.jobs.trainjob import (
     envinjection,
     failurepolicy,
@@ -335,6 +336,9 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     if len(sources) > 1:
         errors.append(invalid("spec.mlPolicy", f"at most one ML policy source, not {', '.join(sources)}"))
     _positive(ml_policy.get("numNodes"), "spec.mlPolicy.numNodes", errors)
+    gangs = spec.get("podGroupPolicy")
+    if isinstance(gangs, Mapping) and all(gangs.get(k) is not None for k in ("coscheduling", "volcano")):
+        errors.append(invalid("spec.podGroupPolicy", ONE_POD_GROUP_POLICY_MESSAGE))  # the CRD's rule
     implementation = (ml_policy.get("mpi") or {}).get("mpiImplementation")
     if implementation not in (None, "", "OpenMPI"):  # Trainer's CRD enum
         errors.append(not_supported("spec.mlPolicy.mpi.mpiImplementation", implementation, ("OpenMPI",)))
