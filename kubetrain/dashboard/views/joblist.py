@@ -272,18 +272,25 @@ def build_page(
         namespaces.add(row.namespace)
         if query.namespace and row.namespace != query.namespace:
             continue
-        troubled = row.pods.not_working > 0 and (pod_namespaces is None or row.namespace in pod_namespaces)
-        pods_ok = not query.pods or troubled
         kind_ok = not query.kind or row.kind.resource == query.kind
         state_ok = not query.state or row.state == query.state
-        if kind_ok and pods_ok:
+        if kind_ok and state_ok and row.pods.not_working:
+            troubled = pod_namespaces is None or row.namespace in pod_namespaces
+            not_working += troubled
+        elif query.pods:
+            troubled = bool(row.pods.not_working) and (
+                pod_namespaces is None or row.namespace in pod_namespaces
+            )
+        else:
+            troubled = False
+        if query.pods and not troubled:
+            continue
+        if kind_ok:
             state_counts[row.state] += 1
-        if state_ok and pods_ok:
+        if state_ok:
             kind_counts[row.kind.resource] += 1
         if kind_ok and state_ok:
-            not_working += troubled
-            if pods_ok:
-                selected.append(row)
+            selected.append(row)
     total = len(selected)
     pages = max(1, -(-total // query.per_page))
     page = min(query.page, pages)
