@@ -41,9 +41,7 @@ async def job_list(request: web.Request) -> web.Response:
     query, errors = joblist.parse_query(request.query, dash.kinds)
     visible = await dash.access.visible(user_api(request), creds(request), dash.watch.namespaces_by_kind())
     mine = visible_rows(dash.watch.rows.values(), visible)
-    pod_namespaces = await dash.access.pod_namespaces(
-        user_api(request), creds(request), {row.namespace for row in mine}
-    )
+    pod_namespaces = await dash.access.pod_namespaces(user_api(request), creds(request), mine)
     page = joblist.build_page(mine, query, pod_namespaces)
     return render(
         request,

@@ -188,8 +188,9 @@ class Reviews:
 
 async def test_pod_namespaces_asks_cluster_wide_first_then_per_namespace() -> None:
     everywhere = Reviews({""})
-    assert await AccessCache().pod_namespaces(everywhere, Credentials(token="a"), {"a", "b"}) is None  # type: ignore[arg-type]
+    rows = [row("x", [], namespace="a"), row("y", [], namespace="b"), row("z", [], namespace="a")]
+    assert await AccessCache().pod_namespaces(everywhere, Credentials(token="a"), rows) is None  # type: ignore[arg-type]
     assert everywhere.asked == [""]
     some = Reviews({"a"})
-    assert await AccessCache().pod_namespaces(some, Credentials(token="a"), ["a", "b", "a"]) == {"a"}  # type: ignore[arg-type]
+    assert await AccessCache().pod_namespaces(some, Credentials(token="a"), rows) == {"a"}  # type: ignore[arg-type]
     assert sorted(some.asked) == ["", "a", "b"]
