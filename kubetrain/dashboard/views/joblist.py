@@ -274,17 +274,11 @@ def build_page(
             continue
         kind_ok = not query.kind or row.kind.resource == query.kind
         state_ok = not query.state or row.state == query.state
-        if kind_ok and state_ok and row.pods.not_working:
-            troubled = pod_namespaces is None or row.namespace in pod_namespaces
-            not_working += troubled
-        elif query.pods:
-            troubled = bool(row.pods.not_working) and (
-                pod_namespaces is None or row.namespace in pod_namespaces
-            )
-        else:
-            troubled = False
+        troubled = row.pods.not_working and (pod_namespaces is None or row.namespace in pod_namespaces)
         if query.pods and not troubled:
             continue
+        if kind_ok and state_ok and troubled:
+            not_working += 1
         if kind_ok:
             state_counts[row.state] += 1
         if state_ok:

@@ -38,7 +38,7 @@ class PodCount:
         return f"{self.n} {self.word}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodSummary:
     parts: tuple[PodCount, ...]  # not working first (failing, then waiting), each most first
     not_working: int  # pods not Running-and-ready nor Succeeded
