@@ -2,6 +2,7 @@
 1,000-pod job rendered in headless Chromium.
 
     .venv/bin/python benchmarks/bench_dashboard.py --jobs 10000
+    .venv/bin/python benchmarks/bench_dashboard.py --jobs 2000 --pods-per-job 4
     .venv/bin/python benchmarks/bench_dashboard.py --pods 1000
 
 devcluster runs in this process and is filled directly (no HTTP, no webhooks or controller); the
@@ -9,7 +10,11 @@ dashboard runs as its own process (`kubetrain dashboard --auth local`), so its R
 
 List mode: `--jobs` PyTorchJobs over 20 namespaces in mixed states. After the dashboard lists them
 all: each query below `--repeat` times; the server time is the dashboard's `Server-Timing`
-header (handler start to response), the client time the whole request on loopback.
+header (handler start to response), the client time the whole request on loopback. With
+`--pods-per-job N` every job also has N pods (a Master and Workers): Running and ready, except
+one pod of every 7th job in CrashLoopBackOff, of every 11th Pending unschedulable and of every
+13th in ImagePullBackOff — what the list's pod summaries, `sort=pods` and `pods=not-working`
+read — and the dashboard must have seen them all before the queries.
 
 Gantt mode: one PyTorchJob with `--pods` Worker pods (every third with an in-place restart in
 its lastState, every tenth Failed), stored Running/Failed. Chromium (Debian's) loads the job page
@@ -128,20 +133,67 @@ def quantiles(samples: list[float]) -> dict[str, float]:
     }
 
 
+def list_pod_status(i: int, k: int, now: datetime) -> dict[str, Any]:
+    """Pod `k` of job `i`: Running and ready, but pod 0 of every 7th job crash-loops, of every
+    11th is unschedulable and of every 13th cannot pull its image."""
+    scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(now)}
+    running = {
+        "name": "pytorch",
+        "ready": True,
+        "restartCount": 0,
+        "state": {"running": {"startedAt": stamp(now)}},
+    }
+    if k == 0 and i % 7 == 3:
+        back_off = {
+            "reason": "CrashLoopBackOff",
+            "message": "back-off 40s restarting failed container=pytorch",
+        }
+        crash = {**running, "ready": False, "restartCount": 3, "state": {"waiting": back_off}}
+        return {"phase": "Running", "containerStatuses": [crash], "conditions": [scheduled]}
+    if k == 0 and i % 11 == 5:
+        message = "0/50 nodes are available: 50 Insufficient cpu."
+        unscheduled = {**scheduled, "status": "False", "reason": "Unschedulable", "message": message}
+        return {"phase": "Pending", "conditions": [unscheduled]}
+    if k == 0 and i % 13 == 0:
+        pull = {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "registry.invalid/x:1"'}
+        waiting = {**running, "ready": False, "state": {"waiting": pull}}
+        return {"phase": "Pending", "containerStatuses": [waiting], "conditions": [scheduled]}
+    return {"phase": "Running", "containerStatuses": [running], "conditions": [scheduled]}
+
+
+async def wait_pods_seen(dash: Dashboard, jobs: int, limit: float) -> float:
+    """Until the list's pod filter counts every job with a pod not working (the pod informer
+    has them all)."""
+    want = sum(1 for i in range(jobs) if i % 7 == 3 or i % 11 == 5 or i % 13 == 0)
+    started = time.perf_counter()
+    async with aiohttp.ClientSession() as session:
+        while time.perf_counter() - started < limit:
+            _, _, text = await get(session, dash.url + "/?per_page=10&pods=not-working")
+            if f"· {want} job" in text:
+                return time.perf_counter() - started
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"the dashboard did not see {want} jobs with pods not working within {limit} s")
+
+
 async def list_mode(args: argparse.Namespace) -> dict[str, Any]:
     async with DevStack(api_server_only()) as stack:
         cluster = stack.cluster
         rt = stored_type(cluster, "kubetrain.io", "pytorchjobs")
         ns_rt = stored_type(cluster, "", "namespaces")
+        pods_rt = stored_type(cluster, "", "pods")
         now = datetime.now(UTC)
         t_fill = time.perf_counter()
         for n in range(20):
             await cluster.api.create(Target(ns_rt, "v1", None, ""), {"metadata": {"name": f"team-{n:02d}"}})
+        workers = args.pods_per_job - 1 if args.pods_per_job else 2
         for i in range(args.jobs):
-            res = await cluster.api.create(
-                Target(rt, "v1", f"team-{i % 20:02d}", ""), job_body(f"job-{i:05d}", f"team-{i % 20:02d}")
-            )
+            ns = f"team-{i % 20:02d}"
+            res = await cluster.api.create(Target(rt, "v1", ns, ""), job_body(f"job-{i:05d}", ns, workers))
             cluster.store.update(rt.key, {**res.obj, "status": job_status(i, now)}, None)
+            for k in range(args.pods_per_job):
+                body = pod_body(res.obj, k - 1, now, "worker") if k else pod_body(res.obj, 0, now, "master")
+                pod = (await cluster.api.create(Target(pods_rt, "v1", ns, ""), body)).obj
+                cluster.store.update(pods_rt.key, {**pod, "status": list_pod_status(i, k, now)}, None)
         fill_s = time.perf_counter() - t_fill
         dash = Dashboard(cluster.kubeconfig_path)
         try:
@@ -153,6 +205,11 @@ async def list_mode(args: argparse.Namespace) -> dict[str, Any]:
                 "state Failed, by name": "/?state=Failed&sort=name&order=asc",
                 "by progress, 500 per page": "/?sort=progress&per_page=500",
             }
+            pods_seen_s = None
+            if args.pods_per_job:
+                pods_seen_s = await wait_pods_seen(dash, args.jobs, args.timeout)
+                queries["pods not working first"] = "/?sort=pods"
+                queries["only pods not working, 500 per page"] = "/?pods=not-working&per_page=500"
             results: dict[str, Any] = {}
             async with aiohttp.ClientSession() as session:
                 for label, path in queries.items():
@@ -168,25 +225,27 @@ async def list_mode(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "dashboard_list",
         "jobs": args.jobs,
+        "pods": args.jobs * args.pods_per_job,
         "fill_s": round(fill_s, 1),
         "listed_after_s": round(synced_s, 1),
+        "pods_seen_after_s": None if pods_seen_s is None else round(pods_seen_s, 1),
         "queries": results,
         "dashboard_rss_mb": rss,
         "load_average_1m": load_average(),
     }
 
 
-def pod_body(job: dict[str, Any], i: int, now: datetime) -> dict[str, Any]:
+def pod_body(job: dict[str, Any], i: int, now: datetime, rtype: str = "worker") -> dict[str, Any]:
     name = job["metadata"]["name"]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"{name}-worker-{i}",
-            "namespace": "default",
+            "name": f"{name}-{rtype}-{i}",
+            "namespace": job["metadata"]["namespace"],
             "labels": {
                 "kubetrain.io/job-name": name,
-                "kubetrain.io/replica-type": "worker",
+                "kubetrain.io/replica-type": rtype,
                 "kubetrain.io/replica-index": str(i),
             },
             "ownerReferences": [
@@ -327,6 +386,7 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--jobs", type=int, help="list mode: this many jobs")
     mode.add_argument("--pods", type=int, help="Gantt mode: one job of this many pods")
+    parser.add_argument("--pods-per-job", type=int, default=0, help="list mode: each job's pods")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args()

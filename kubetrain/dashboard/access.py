@@ -66,6 +66,23 @@ class AccessCache:
                 out.add(pair)
         return out
 
+    async def pod_namespaces(
+        self, api: AsUser, creds: Credentials, rows: Iterable[JobRow]
+    ) -> set[str] | None:
+        """Of the `rows`' namespaces, those where this user may list pods (the list's pod
+        summaries show there only, as the job page shows pods); None when they may list pods
+        everywhere."""
+        if await self.allowed(api, creds, "list", "", "pods"):
+            return None
+        namespaces = {row.namespace for row in rows}
+        gate = asyncio.Semaphore(CONCURRENT_REVIEWS)
+
+        async def check(namespace: str) -> str | None:
+            async with gate:
+                return namespace if await self.allowed(api, creds, "list", "", "pods", namespace) else None
+
+        return {ns for ns in await asyncio.gather(*(check(ns) for ns in namespaces)) if ns is not None}
+
 
 def may_see(visible: set[tuple[str, str]], resource: str, namespace: str) -> bool:
     return (resource, "") in visible or (resource, namespace) in visible

@@ -15,7 +15,7 @@ from kubetrain.dashboard.views import (
     ganttsvg,
     joblist,
     jobpage,
-    podstate,
+    podsummary,
     progress,
     timeline,
     trainjob,
@@ -41,7 +41,8 @@ async def job_list(request: web.Request) -> web.Response:
     query, errors = joblist.parse_query(request.query, dash.kinds)
     visible = await dash.access.visible(user_api(request), creds(request), dash.watch.namespaces_by_kind())
     mine = visible_rows(dash.watch.rows.values(), visible)
-    page = joblist.build_page(mine, query)
+    pod_namespaces = await dash.access.pod_namespaces(user_api(request), creds(request), mine)
+    page = joblist.build_page(mine, query, pod_namespaces)
     return render(
         request,
         "list.html",
@@ -54,6 +55,7 @@ async def job_list(request: web.Request) -> web.Response:
         replicas_title=joblist.REPLICAS_TITLE,
         per_page_choices=joblist.PER_PAGE_CHOICES,
         sort_keys=joblist.SORT_KEYS,
+        pod_filters=joblist.POD_FILTERS,
         stream=f"/stream?namespace={query.namespace}&since={since}"
         if query.namespace
         else f"/stream?since={since}",
@@ -136,7 +138,7 @@ async def job_page(request: web.Request) -> web.Response:
         gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,
-        pod_table=podstate.pod_table(pods, POD_TABLE_MAX),
+        pod_table=podsummary.pod_table(pods, POD_TABLE_MAX),
         events=events,
         events_error=events_error,
         plots=progress.plots(samples),

@@ -6,7 +6,8 @@ They run with the dashboard's own (read-only) credentials and feed:
   sorts and slices them; each user sees only the rows their RBAC allows, `access.py`) — a
   TrainJob's restarts also when one of its pods or its run's record does (they come from its
   pods' labels and, while TrainJobs are served, an informer of their runtime snapshot
-  ConfigMaps: `views/runrecord.py`);
+  ConfigMaps: `views/runrecord.py`) — and its pod summary (`views/podsummary.py`) when one of
+  its pods comes, changes or goes, from a tally of its pods' states kept per pod event;
 - `history`: every pod's life (`PodHistory`) for the Gantt chart;
 - `progress`: the trainer's reports (`ProgressHistory`) for the plots;
 - `hub`: one `Change` per job change for the live-update streams (SSE), each subscriber a bounded
@@ -29,6 +30,7 @@ from kubetrain.dashboard.views import runrecord, trainjob
 from kubetrain.dashboard.views.joblist import JobRow, job_row
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.dashboard.views.podhistory import PodHistory, owner_uid
+from kubetrain.dashboard.views.podsummary import NO_PODS, PodTally
 from kubetrain.dashboard.views.progress import ProgressHistory
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
@@ -172,6 +174,8 @@ class JobWatch:
         self.restart_tallies: dict[str, trainjob.RestartTally] = {}
         # TrainJob uid -> the restarts its run's record (the snapshot ConfigMap) counts
         self.recorded_tallies: dict[str, trainjob.RestartTally] = {}
+        # job uid -> its pods' states (also before the job is seen; dropped with its last pod)
+        self.pod_tallies: dict[str, PodTally] = {}
         self.history = history or PodHistory()
         self.progress = progress or ProgressHistory()
         self.hub = Hub()
@@ -291,7 +295,7 @@ class JobWatch:
 
     def _on_job(self, kind: JobKind) -> Callable[[Obj], None]:
         def handle(job: Obj) -> None:
-            row = self._with_pod_restarts(job_row(kind, job))
+            row = self._with_pods(job_row(kind, job))
             key = row.key
             if key not in self.rows:
                 self.generation += 1
@@ -325,6 +329,14 @@ class JobWatch:
 
         return handle
 
+    def _with_pods(self, row: JobRow) -> JobRow:
+        """The row with its pods' summary and (a TrainJob's) the restarts they tell."""
+        tally = self.pod_tallies.get(row.uid)
+        summary = tally.summary() if tally is not None else NO_PODS
+        if summary != row.pods:
+            row = replace(row, pods=summary)
+        return self._with_pod_restarts(row)
+
     def _with_pod_restarts(self, row: JobRow) -> JobRow:
         """A TrainJob's row with the restarts its pods and its run's record tell
         (`views/trainjob.RestartTally`: its status has no count); another kind's row as it is."""
@@ -339,12 +351,14 @@ class JobWatch:
         if key is not None:
             row = self.rows.get(key)
             if row is not None:
-                row = self.rows[key] = self._with_pod_restarts(row)
+                row = self.rows[key] = self._with_pods(row)
             self.hub.publish(Change(key[0], key[1], key[2], key[3], row.state if row else ""))
 
     def _on_pod(self, pod: Obj) -> None:
         self.history.observe(pod, self._now())
         owner = owner_uid(pod)
+        if owner:
+            self.pod_tallies.setdefault(owner, PodTally()).observe(pod)
         if owner and trainjob.is_trainjob_pod(pod):  # also before its TrainJob is seen
             self.restart_tallies.setdefault(owner, trainjob.RestartTally()).observe(pod)
         self._owner_change(pod)
@@ -352,6 +366,12 @@ class JobWatch:
     def _on_pod_delete(self, pod: Obj) -> None:
         self.history.deleted(pod, self._now())
         owner = owner_uid(pod)
+        tally = self.pod_tallies.get(owner)
+        if tally is not None:
+            tally.forget(pod)
+            if not len(tally):
+                # its last pod: a new tally (with its summary) comes with the job's next pod
+                self.pod_tallies.pop(owner)
         if owner not in self.uids:  # the pods of a deleted TrainJob: their last event drops its tally
             self.restart_tallies.pop(owner, None)
         self._owner_change(pod)

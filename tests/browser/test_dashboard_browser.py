@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -288,3 +289,53 @@ async def test_a_crash_looping_pod_reads_crashloopbackoff_with_the_back_off_and_
     static_row = static.locator('#pod-table tr[data-pod="flaky-master-0"]')
     await expect(static_row.locator(".podstate")).to_have_text("CrashLoopBackOff")
     await expect(static_row.locator("td.why")).to_contain_text("back-off 10s restarting failed container=")
+
+
+async def test_the_list_says_which_jobs_have_pods_not_working_live_and_without_javascript(
+    scene: Scene, page_as: PageFactory
+) -> None:
+    """A job whose pods crash-loop: on a list page opened before, its row comes to read
+    CrashLoopBackOff (marked, without a reload); the "pods not working" link keeps it and drops
+    the jobs whose pods all work; with JavaScript off the same link and `sort=pods` work."""
+    page = await page_as(scene.alice)
+    await page.goto(scene.url("/?namespace=team-a"))
+    await expect(page.locator("#live-status")).to_be_visible()
+    healthy = page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/mnist-ddp"] td.pods')
+    await expect(healthy).to_have_text("4 Running")
+    await page.evaluate("window.__notReloaded = true")
+    crashing = {"sim.kubetrain.io/run-seconds": "0.5", "sim.kubetrain.io/exit-code": "1"}
+    await scene.stack.apply(
+        job(
+            "PyTorchJob",
+            "crashy",
+            {"Master": 1, "Worker": 1},
+            namespace="team-a",
+            restart_policy="OnFailure",
+            template_metadata={"annotations": crashing},
+        )
+    )
+    row = page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/crashy"]')
+    await expect(row.locator("td.pods")).to_have_text("2 CrashLoopBackOff", timeout=20_000)
+    await expect(row.locator("td.pods .podcount.tone-bad")).to_have_count(1)
+    await expect(row).to_have_class("pods-failing")
+    await expect(row.locator("td.pods")).to_have_attribute(
+        "title", re.compile(r"^[12] of 2 pods not working$")
+    )
+    assert await page.evaluate("window.__notReloaded === true")
+    await page.screenshot(path=str(SHOTS / "dashboard-list-pods.png"), full_page=True)
+    await page.click("ul.counts a.pods-not-working")
+    await expect(page).to_have_url(scene.url("/?namespace=team-a&pods=not-working"))
+    await expect(row).to_have_count(1)
+    await expect(page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/mnist-ddp"]')).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+    static = await page_as(scene.alice, javascript=False)
+    await static.goto(scene.url("/?namespace=team-a"))
+    await static.click("ul.counts a.pods-not-working")
+    static_row = static.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/crashy"]')
+    await expect(static_row.locator("td.pods")).to_contain_text("CrashLoopBackOff")
+    await expect(static.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/llm-eval"]')).to_have_count(0)
+    await static.goto(scene.url("/?namespace=team-a&sort=pods"))
+    first = static.locator("table.jobs tbody tr").first
+    await expect(first.locator("td.pods .podcount.tone-bad")).not_to_have_count(0)
+    await expect(static.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/llm-eval"]')).to_have_count(1)

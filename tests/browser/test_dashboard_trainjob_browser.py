@@ -28,7 +28,9 @@ async def test_a_running_trainjob_reads_running_in_the_list_and_on_its_page(page
         await page.goto(url)
         row = page.locator(f'tr[data-job="trainjobs.trainer.kubeflow.org/default/{NAME}"]')
         await expect(row.locator(".state")).to_have_text("Running")
-        replicas = row.locator("td").nth(4)
+        # its pods, from the same pod informer as any kind's (owned by the TrainJob)
+        await expect(row.locator("td.pods")).to_contain_text("Running")
+        replicas = row.locator("td").nth(5)  # kind, namespace, name, state, pods, replicas
         await expect(replicas).to_have_text("node 1/1")
         await expect(replicas).to_have_attribute("title", re.compile(r"Jobs, not pods"))
         await expect(page.locator("#counts")).to_contain_text("Running 1")
@@ -112,11 +114,11 @@ async def test_the_restarts_column_counts_a_trainjobs_whole_gang_restarts(
         await page.goto(url)
         row = page.locator('tr[data-job="trainjobs.trainer.kubeflow.org/default/flaky"]')
         await expect(row.locator(".state")).to_have_text("Failed", timeout=30_000)
-        header = page.locator("table thead th").nth(5)
+        header = page.locator("table thead th").nth(6)
         await expect(header).to_contain_text("Restarts")
-        await expect(row.locator("td").nth(5)).to_have_text("2")  # maxRestarts used up
+        await expect(row.locator("td").nth(6)).to_have_text("2")  # maxRestarts used up
         await page.screenshot(path=str(SHOTS / "dashboard-trainjob-restarts.png"))
         await page.goto(url + "?sort=restarts")
-        await expect(row.locator("td").nth(5)).to_have_text("2")
+        await expect(row.locator("td").nth(6)).to_have_text("2")
         assert page.errors == []  # type: ignore[attr-defined]
         assert await stop() < 15

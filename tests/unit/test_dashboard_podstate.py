@@ -8,7 +8,8 @@ import pytest
 
 from kubetrain.dashboard.views import timeline
 from kubetrain.dashboard.views.podhistory import life_from_pod
-from kubetrain.dashboard.views.podstate import pod_state, pod_table
+from kubetrain.dashboard.views.podstate import pod_state
+from kubetrain.dashboard.views.podsummary import pod_table
 
 BACK_OFF = "back-off 20s restarting failed container=pytorch pod=j-worker-0_ns(u1)"
 
@@ -170,7 +171,8 @@ def test_the_table_puts_pods_not_working_first_and_counts_every_pod() -> None:
     table = pod_table(pods, limit=2)
     assert [r.name for r in table.rows] == ["j-worker-1", "j-worker-0"] and table.more == 1
     assert table.rows[0].node == "node-1"
-    assert table.counts == (("Running", 2), ("CrashLoopBackOff", 1))
+    # the count line takes in every pod, the pods not working first
+    assert table.summary.text == "1 CrashLoopBackOff · 2 Running"
 
 
 def test_the_chart_draws_a_crash_loop_as_a_wait_after_the_last_exit_saying_why() -> None:

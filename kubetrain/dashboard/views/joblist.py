@@ -2,19 +2,22 @@
 
 A `JobRow` is computed once per job version (the watch layer keeps them, keyed by the job) so
 the list page only filters, sorts and slices rows: 10,000 jobs cost one pass, not 10,000
-re-derivations (docs/performance.md).
+re-derivations (docs/performance.md). A row's pod summary (`views/podsummary.py`) is kept the
+same way, per pod event; the list shows it, sorts by it (`sort=pods`: the jobs with failing pods
+first) and filters by it (`pods=not-working`) only in the namespaces where the user may list pods.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.dashboard.views import trainjob
 from kubetrain.dashboard.views.kinds import JobKind
+from kubetrain.dashboard.views.podsummary import NO_PODS, PodSummary
 from kubetrain.dashboard.views.timeutil import parse_time
 
 Obj = dict[str, Any]
@@ -32,7 +35,9 @@ STATES = (
     "Failed",
 )
 TERMINAL = ("Succeeded", "Failed")
-SORT_KEYS = ("created", "name", "namespace", "kind", "state", "progress", "restarts")
+SORT_KEYS = ("created", "name", "namespace", "kind", "state", "pods", "progress", "restarts")
+# The pods filter: "" (every job) or the jobs with a pod not Running-and-ready nor Succeeded.
+POD_FILTERS = ("not-working",)
 PER_PAGE_CHOICES = (10, 25, 50, 100, 200, 500)
 DEFAULT_PER_PAGE = 50
 # The Replicas column's tooltip: its unit, which is not the same for every kind.
@@ -111,6 +116,7 @@ class JobRow:
     progress: float | None
     uid: str
     replicas_title: str = ""  # the Replicas cell's tooltip, where its unit is not pods
+    pods: PodSummary = NO_PODS  # its pods now, from the pod informer (`watch.py`)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -138,6 +144,7 @@ class ListQuery:
     namespace: str = ""
     kind: str = ""  # a JobKind.resource, "" for all
     state: str = ""
+    pods: str = ""  # "" or one of POD_FILTERS
     sort: str = "created"
     descending: bool = True
     page: int = 1
@@ -149,6 +156,7 @@ class ListQuery:
             "namespace": self.namespace,
             "kind": self.kind,
             "state": self.state,
+            "pods": self.pods,
             "sort": self.sort,
             "order": "desc" if self.descending else "asc",
             "page": str(self.page),
@@ -175,6 +183,12 @@ def parse_query(params: Mapping[str, str], kinds: Sequence[JobKind]) -> tuple[Li
     if state and state not in STATES:
         errors.append(f"state: {state!r} is not a job state (valid: {', '.join(STATES)})")
         state = ""
+    pods = params.get("pods", "").strip()
+    if pods and pods not in POD_FILTERS:
+        errors.append(
+            f"pods: {pods!r} is not a pod filter (valid: {', '.join(POD_FILTERS)}, or empty for all)"
+        )
+        pods = ""
     sort = params.get("sort", "created").strip() or "created"
     if sort not in SORT_KEYS:
         errors.append(f"sort: {sort!r} is not a column (valid: {', '.join(SORT_KEYS)})")
@@ -191,7 +205,7 @@ def parse_query(params: Mapping[str, str], kinds: Sequence[JobKind]) -> tuple[Li
     if per_page not in PER_PAGE_CHOICES:
         errors.append(f"per_page: {per_page} is not offered (valid: {', '.join(map(str, PER_PAGE_CHOICES))})")
         per_page = DEFAULT_PER_PAGE
-    query = ListQuery(namespace, kind, state, sort, order == "desc", page, per_page)
+    query = ListQuery(namespace, kind, state, pods, sort, order == "desc", page, per_page)
     return query, errors
 
 
@@ -212,9 +226,23 @@ class ListPage:
     state_counts: dict[str, int] = field(default_factory=dict)  # under the namespace and kind filters
     kind_counts: dict[str, int] = field(default_factory=dict)  # under the namespace and state filters
     namespaces: list[str] = field(default_factory=list)  # of every visible job
+    # jobs with a pod not working, under the namespace, kind and state filters
+    not_working: int = 0
+    pod_namespaces: Collection[str] | None = None  # where the user may list pods (None: all)
+
+    def shows_pods(self, row: JobRow) -> bool:
+        return self.pod_namespaces is None or row.namespace in self.pod_namespaces
 
 
-def _sort_key(sort: str) -> Any:
+def _sort_key(sort: str, pod_namespaces: Collection[str] | None = None) -> Any:
+    if sort == "pods":  # failing pods most (or, asc, least), then pods not working, then newest
+
+        def pods_key(r: JobRow) -> tuple[int, int, float]:
+            if pod_namespaces is not None and r.namespace not in pod_namespaces:
+                return (0, 0, r.created)
+            return (r.pods.failing, r.pods.not_working, r.created)
+
+        return pods_key
     if sort == "name":
         return lambda r: (r.name, r.namespace)
     if sort == "namespace":
@@ -230,11 +258,15 @@ def _sort_key(sort: str) -> Any:
     return lambda r: (r.created, r.namespace, r.name)
 
 
-def build_page(rows: Iterable[JobRow], query: ListQuery) -> ListPage:
-    """Filter `rows` (the jobs this user may see) by the query, count, sort and cut one page."""
+def build_page(
+    rows: Iterable[JobRow], query: ListQuery, pod_namespaces: Collection[str] | None = None
+) -> ListPage:
+    """Filter `rows` (the jobs this user may see) by the query, count, sort and cut one page.
+    Pod summaries count only in `pod_namespaces` (where the user may list pods; None: all)."""
     namespaces: set[str] = set()
     state_counts: Counter[str] = Counter()
     kind_counts: Counter[str] = Counter()
+    not_working = 0
     selected: list[JobRow] = []
     for row in rows:
         namespaces.add(row.namespace)
@@ -242,6 +274,11 @@ def build_page(rows: Iterable[JobRow], query: ListQuery) -> ListPage:
             continue
         kind_ok = not query.kind or row.kind.resource == query.kind
         state_ok = not query.state or row.state == query.state
+        troubled = row.pods.not_working and (pod_namespaces is None or row.namespace in pod_namespaces)
+        if query.pods and not troubled:
+            continue
+        if kind_ok and state_ok and troubled:
+            not_working += 1
         if kind_ok:
             state_counts[row.state] += 1
         if state_ok:
@@ -252,7 +289,7 @@ def build_page(rows: Iterable[JobRow], query: ListQuery) -> ListPage:
     pages = max(1, -(-total // query.per_page))
     page = min(query.page, pages)
     start = (page - 1) * query.per_page
-    key = _sort_key(query.sort)
+    key = _sort_key(query.sort, pod_namespaces)
     if start + query.per_page < total // 4:  # an early page: a partial sort is enough
         pick = heapq.nlargest if query.descending else heapq.nsmallest
         ordered = pick(start + query.per_page, selected, key=key)
@@ -266,4 +303,6 @@ def build_page(rows: Iterable[JobRow], query: ListQuery) -> ListPage:
         state_counts=dict(state_counts),
         kind_counts=dict(kind_counts),
         namespaces=sorted(namespaces),
+        not_working=not_working,
+        pod_namespaces=pod_namespaces,
     )

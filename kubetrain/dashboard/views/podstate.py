@@ -17,8 +17,7 @@ and for a pod a controller disrupted its `DisruptionTarget` condition's reason s
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,38 +108,3 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
         phase == "Succeeded" and not gone
     )
     return PodState(word, " ".join(why.split()), restarts, f"{ready}/{len(containers)}", ok)
-
-
-@dataclass(frozen=True)
-class PodRow:
-    name: str
-    node: str
-    state: PodState
-
-
-@dataclass(frozen=True)
-class PodTable:
-    rows: tuple[PodRow, ...]  # the pods not working as asked first (then by name), at most `limit`
-    more: int  # pods left out
-    counts: tuple[
-        tuple[str, int], ...
-    ]  # pods per word, most first: (("Running", 3), ("CrashLoopBackOff", 1))
-
-
-def pod_table(pods: Iterable[Mapping[str, Any]], limit: int) -> PodTable:
-    """The job page's pod table and its count line (every pod's state read once)."""
-    rows = [
-        PodRow(
-            str((p.get("metadata") or {}).get("name") or ""),
-            str((p.get("spec") or {}).get("nodeName") or ""),
-            pod_state(p),
-        )
-        for p in pods
-    ]
-    rows.sort(key=lambda r: (r.state.ok, r.name))
-    counts = Counter(r.state.word for r in rows)
-    return PodTable(
-        tuple(rows[:limit]),
-        max(0, len(rows) - limit),
-        tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
-    )
