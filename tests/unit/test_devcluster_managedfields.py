@@ -14,7 +14,7 @@ from kubetrain.devcluster.apiserver.kinds import builtinschema, fieldpaths, mana
 from kubetrain.devcluster.apiserver.kinds.fieldpaths import f, key
 from kubetrain.devcluster.apiserver.kinds.managedfields import APPLY, UPDATE, Entry, key_for
 from kubetrain.devcluster.apiserver.kinds.smdschema import DEDUCED, resolve
-from kubetrain.devcluster.apiserver.kinds.typedvalue import to_field_set
+from kubetrain.devcluster.apiserver.kinds.typedvalue import added_fields_v1, compare, to_field_set
 from kubetrain.devcluster.apiserver.request import apply as applying
 
 POD = resolve(builtinschema._definitions()["io.k8s.api.core.v1.Pod"])
@@ -217,3 +217,79 @@ def test_apply_options_need_a_field_manager_and_force_only_with_apply() -> None:
     with pytest.raises(ApiError) as err:
         applying.check_options("", True, is_apply=False)
     assert "force: Forbidden: may not be specified for non-apply patch" in err.value.message
+
+
+def test_editing_encoded_fields_equals_re_encoding_the_edited_set() -> None:
+    base = to_field_set(pod(), POD) | {(f("metadata"), f("labels"), f("a"))}
+    raw = fieldpaths.encode(base)
+    container = (f("spec"), f("containers"), key({"name": "c"}))
+    cases = [
+        ({(f("metadata"), f("labels"), f("b")), (f("metadata"), f("labels"))}, set()),
+        ({(*container, f("image"), f("x"))}, {(*container, f("name"))}),  # a leaf gains children
+        (set(), {container, (f("metadata"), f("labels"), f("a"))}),  # emptied nodes go
+        ({(f("apiVersion"),)}, {(f("nothing"), f("here"))}),
+    ]
+    for add, remove in cases:
+        assert fieldpaths.edit(raw, add, remove) == fieldpaths.encode((base - remove) | add)
+        assert list(fieldpaths.edit(raw, add, remove)) == list(fieldpaths.encode((base - remove) | add))
+    assert fieldpaths.encode(base) == raw  # the input is not changed
+
+
+def test_a_create_takes_what_the_general_comparison_adds() -> None:
+    obj = pod(nodeSelector={}, tolerations=[{"key": "a"}, {"key": "a"}])
+    obj["metadata"]["labels"] = {"app": "x"}
+    added, modified, removed = compare({}, obj, POD)
+    assert not modified and not removed
+    assert fieldpaths.encode(added) == added_fields_v1(obj, POD)
+    fast = managedfields.record_update({}, {}, obj, POD, key_for("m", UPDATE, "v1"), "v1", T0)
+    entry = fast[key_for("m", UPDATE, "v1")]
+    assert entry.fields == added - managedfields.STRIPPED
+
+
+def test_sent_times_are_read_as_metav1_time_writes_them() -> None:
+    entry = {
+        "manager": "x",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {},
+    }
+    sent = [{**entry, "fieldsV1": {}, "time": "2026-01-01T01:00:00+01:00"}]
+    assert managedfields.encode(managedfields.decode(sent))[0]["time"] == "2026-01-01T00:00:00Z"
+
+
+def test_a_create_takes_neither_the_zero_objects_maps_nor_status() -> None:
+    """A Deployment's create starts from its Go zero value (spec, spec.template and its
+    metadata and spec exist), so kube-apiserver records `f:spec` without `.`; a ConfigMap has no
+    spec; status is reset by the strategy and owned by nobody."""
+    from kubetrain.devcluster.apiserver.kinds import smdschema
+
+    class Kind:
+        custom = False
+        kind = "Deployment"
+        group = "apps"
+        storage_version = "v1"
+
+    zero = smdschema.zero_object(Kind())  # type: ignore[arg-type]
+    assert zero == {"metadata": {}, "spec": {"template": {"metadata": {}, "spec": {}}}, "status": {}}
+    deploy = {
+        "metadata": {"name": "d", "labels": {"app": "x"}},
+        "spec": {
+            "replicas": 2,
+            "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"hostname": "h"}},
+        },
+        "status": {"replicas": 0},
+    }
+    me = key_for("m", UPDATE, "apps/v1")
+    fast = managedfields.record_update(
+        {}, zero, deploy, DEPLOY, me, "apps/v1", T0, ignored={(f("status"),)}, zero=smdschema.map_paths(zero)
+    )
+    slow = managedfields.record_update({}, zero, deploy, DEPLOY, me, "apps/v1", T0, ignored={(f("status"),)})
+    assert managedfields.encode(fast) == managedfields.encode(slow)
+    assert managedfields.encode(fast)[0]["fieldsV1"] == {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {
+            "f:replicas": {},
+            "f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:hostname": {}}},
+        },
+    }

@@ -17,6 +17,7 @@ text((f("spec"), key({"name": "c"}), f("image")))  # '.spec[name="c"].image'
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 FIELD, KEY, VALUE, INDEX = 0, 1, 2, 3
@@ -27,7 +28,14 @@ FieldSet = set[Path]
 
 
 def _json(value: Any) -> str:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return _scalar_json(type(value).__name__, value)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+@lru_cache(maxsize=8192)
+def _scalar_json(_type: str, value: Any) -> str:  # the type keeps 1, 1.0 and True apart
+    return json.dumps(value, ensure_ascii=False)
 
 
 def f(name: str) -> Element:
@@ -63,7 +71,8 @@ def text(path: Path) -> str:
     return "".join(element_string(pe) for pe in path)
 
 
-def _serialize(pe: Element) -> str:
+@lru_cache(maxsize=8192)
+def serialize(pe: Element) -> str:
     """serialize-pe.go: `f:name`, `k:{"name":"c"}`, `v:"x"`, `i:0`."""
     kind, data = pe
     if kind == FIELD:
@@ -79,6 +88,7 @@ class FieldsError(ValueError):
     """A `fieldsV1` that does not decode (upstream `FieldsToSet` fails)."""
 
 
+@lru_cache(maxsize=8192)
 def _deserialize(s: str) -> Element:
     prefix, _, rest = s.partition(":")
     try:
@@ -128,9 +138,9 @@ def _emit(node: dict[Element, Any], members: set[Element], include_self: bool) -
         child = node[pe]
         grandchildren = [c for c in child if c != _MEMBERS]
         if not grandchildren:
-            out[_serialize(pe)] = {}
+            out[serialize(pe)] = {}
         else:
-            out[_serialize(pe)] = _emit(child, child.get(_MEMBERS, set()), include_self=pe in members)
+            out[serialize(pe)] = _emit(child, child.get(_MEMBERS, set()), include_self=pe in members)
     return out
 
 
@@ -155,6 +165,81 @@ def _collect(node: dict[str, Any], prefix: Path, out: FieldSet) -> None:
             out.add(path)
         else:
             _collect(child, path, out)
+
+
+def contains(fields_v1: dict[str, Any], path: Path) -> bool:
+    """Whether `path` is a member of the set `fields_v1` encodes, without decoding it."""
+    node: Any = fields_v1
+    for pe in path:
+        node = node.get(serialize(pe)) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return isinstance(node, dict) and (not node or "." in node)
+
+
+def edit(fields_v1: dict[str, Any], add: FieldSet, remove: FieldSet) -> dict[str, Any]:
+    """`encode(decode(fields_v1) - remove | add)` without decoding: the nodes on the edited
+    paths are copied (the rest shared), a node that gains a key is put back in upstream's
+    order."""
+    out = fields_v1
+    for path in remove:
+        if path:
+            out = _without(out, path)
+    for path in add:
+        if path:
+            out = _with(out, path)
+    return out
+
+
+def _order(node: dict[str, Any]) -> dict[str, Any]:
+    keys = sorted((k for k in node if k != "."), key=_deserialize)
+    head: dict[str, Any] = {".": {}} if "." in node else {}
+    return {**head, **{k: node[k] for k in keys}}
+
+
+def _with(node: dict[str, Any], path: Path) -> dict[str, Any]:
+    k = serialize(path[0])
+    child = node.get(k)
+    new = dict(node)
+    if len(path) == 1:
+        if child is None:
+            new[k] = {}
+        elif child and "." not in child:
+            new[k] = {".": {}, **child}
+        else:
+            return node
+    else:
+        sub = {} if child is None else (child or {".": {}})
+        new[k] = _with(sub, path[1:])
+    return _order(new) if child is None else new
+
+
+def _without(node: dict[str, Any], path: Path) -> dict[str, Any]:
+    k = serialize(path[0])
+    child = node.get(k)
+    if child is None:
+        return node
+    new = dict(node)
+    if len(path) == 1:
+        if not child:
+            del new[k]
+        elif "." in child:
+            new[k] = {c: v for c, v in child.items() if c != "."}
+        else:
+            return node
+        return new
+    if not child:
+        return node
+    sub = _without(child, path[1:])
+    if sub is child:
+        return node
+    if not sub:
+        del new[k]
+    elif sub == {".": {}}:
+        new[k] = {}
+    else:
+        new[k] = sub
+    return new
 
 
 def recursive_difference(fields: FieldSet, remove: FieldSet) -> FieldSet:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from kubetrain.devcluster.apiserver.kinds import fieldpaths
 from kubetrain.devcluster.apiserver.kinds.fieldpaths import FieldsError, FieldSet, f
 from kubetrain.devcluster.apiserver.kinds.smdschema import Type
-from kubetrain.devcluster.apiserver.kinds.typedvalue import compare
+from kubetrain.devcluster.apiserver.kinds.typedvalue import added_fields_v1, compare
 
 MAX_UPDATE_MANAGERS = 10  # DefaultMaxUpdateManagers
 OLD_UPDATES_MANAGER = "ancient-changes"
@@ -56,12 +56,60 @@ class ManagerKey(NamedTuple):
     subresource: str
 
 
-@dataclass
 class Entry:
-    api_version: str
-    fields: FieldSet
-    time: str | None = None
-    applied: bool = False
+    """One manager's fields. An entry read from a stored object keeps its encoded `fieldsV1`
+    (`raw`) and decodes it only when asked for its fields: most writes leave most managers alone,
+    and theirs is written back as it was."""
+
+    __slots__ = ("_fields", "api_version", "applied", "raw", "time")
+
+    def __init__(
+        self,
+        api_version: str,
+        fields: FieldSet | None = None,
+        time: str | None = None,
+        applied: bool = False,
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        self.api_version = api_version
+        self._fields = fields
+        self.time = time
+        self.applied = applied
+        self.raw = raw
+
+    @property
+    def fields(self) -> FieldSet:
+        if self._fields is None:
+            self._fields = fieldpaths.decode(self.raw or {})
+        return self._fields
+
+    def with_fields(self, fields: FieldSet) -> Entry:
+        return Entry(self.api_version, fields, self.time, self.applied)
+
+    def owns_any(self, paths: FieldSet) -> bool:
+        if not paths:
+            return False
+        if self._fields is None and self.raw is not None:
+            return any(fieldpaths.contains(self.raw, p) for p in paths)
+        return not self.fields.isdisjoint(paths)
+
+    def encoded(self) -> dict[str, Any]:
+        if self.raw is not None:
+            return self.raw
+        return fieldpaths.encode(self.fields)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return (self.api_version, self.time, self.applied, self.fields) == (
+            other.api_version,
+            other.time,
+            other.applied,
+            other.fields,
+        )
+
+    def __repr__(self) -> str:
+        return f"Entry({self.api_version!r}, {self.fields!r}, {self.time!r}, {self.applied!r})"
 
 
 Managed = dict[ManagerKey, Entry]
@@ -75,8 +123,9 @@ def key_for(manager: str, operation: str, api_version: str, subresource: str = "
     return ManagerKey(manager, operation, "" if operation == APPLY else api_version, subresource)
 
 
-def decode(entries: Any) -> Managed:
-    """`DecodeManagedFields`."""
+def decode(entries: Any, *, trusted: bool = False) -> Managed:
+    """`DecodeManagedFields`. `trusted`: entries this server encoded (a stored object's), whose
+    fieldsV1 are decoded when first needed."""
     if entries is None:
         return {}
     if not isinstance(entries, list):
@@ -95,13 +144,32 @@ def decode(entries: Any) -> Managed:
             if not ftype:
                 raise ManagedFieldsError(f"missing fieldsType in managed fields entry {i}")
             raise ManagedFieldsError(f'invalid fieldsType "{ftype}" in managed fields entry {i}')
+        k = key_for(str(e.get("manager", "")), op, e["apiVersion"], str(e.get("subresource", "")))
+        when = e.get("time") if trusted else _rfc3339(e.get("time"))
+        raw = e.get("fieldsV1") or {}
+        if trusted and isinstance(raw, dict):
+            out[k] = Entry(e["apiVersion"], None, when, op == APPLY, raw=raw)
+            continue
         try:
-            fields = fieldpaths.decode(e.get("fieldsV1") or {})
+            fields = fieldpaths.decode(raw)
         except FieldsError as exc:
             raise ManagedFieldsError(f"error decoding set: {exc}") from None
-        k = key_for(str(e.get("manager", "")), op, e["apiVersion"], str(e.get("subresource", "")))
-        out[k] = Entry(e["apiVersion"], fields, e.get("time"), op == APPLY)
+        out[k] = Entry(e["apiVersion"], fields, when, op == APPLY)
     return out
+
+
+def _rfc3339(value: Any) -> Any:
+    """A sent `time` as metav1.Time writes it back (RFC 3339, UTC, seconds): clients send
+    `+00:00` or fractions (`2026-01-01T00:00:00.5+00:00`) for what is stored as `...:00Z`."""
+    if not isinstance(value, str):
+        return value
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def encode(managed: Managed) -> list[dict[str, Any]]:
@@ -113,7 +181,7 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if e.time:
             entry["time"] = e.time
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = fieldpaths.encode(e.fields)
+        entry["fieldsV1"] = e.encoded()
         if k.subresource:
             entry["subresource"] = k.subresource
         out.append(entry)
@@ -137,7 +205,7 @@ def is_reset(entries: Any) -> bool:
 def from_request(sent: Any, stored: Any, subresource: str) -> Managed:
     """`decodeLiveOrNew`: the managed fields a write starts from."""
     live = _decode_or_empty(stored)
-    if subresource or sent is None:
+    if subresource or sent is None or sent == stored:
         return live
     if is_reset(sent):
         return {}
@@ -150,7 +218,7 @@ def from_request(sent: Any, stored: Any, subresource: str) -> Managed:
 
 def _decode_or_empty(entries: Any) -> Managed:
     try:
-        return decode(entries)
+        return decode(entries, trusted=True)
     except ManagedFieldsError:
         return {}
 
@@ -163,9 +231,12 @@ def remove_from_others(managed: Managed, me: ManagerKey, taken: FieldSet, remove
         if k == me:
             out[k] = e
             continue
+        if not (e.owns_any(taken) or e.owns_any(removed)):
+            out[k] = e
+            continue
         rest = e.fields - taken - removed
         if rest:
-            out[k] = e if rest == e.fields else replace(e, fields=rest)
+            out[k] = e.with_fields(rest)
     return out
 
 
@@ -178,21 +249,31 @@ def record_update(
     api_version: str,
     now: str,
     ignored: FieldSet = frozenset(),  # type: ignore[assignment]
+    zero: FieldSet | None = None,
 ) -> Managed:
-    """An Update by `me` from `old` to `new` (`old` `{}` on a create)."""
+    """An Update by `me` from `old` to `new`. A create passes the kind's zero object as `old`
+    and, when it is only maps, their paths as `zero`: then the FieldsV1 of what it takes is built
+    directly from `new`, without the comparison."""
+    if zero is not None and not managed and all(len(p) == 1 for p in ignored):
+        raw = added_fields_v1({k: v for k, v in new.items() if (f(k),) not in ignored}, t)
+        raw = fieldpaths.edit(raw, set(), STRIPPED | zero)
+        return {me: Entry(api_version, None, now, raw=raw)} if raw else {}
     added, modified, removed = compare(old, new, t)
     taken = fieldpaths.recursive_difference(added | modified, ignored)
     removed = fieldpaths.recursive_difference(removed, ignored)
     out = remove_from_others(managed, me, taken, removed)
     taken -= STRIPPED
+    prev = out.get(me)
     if taken:
-        prev = out.get(me)
-        fields = taken | ((prev.fields - removed) if prev else set())
-        out[me] = Entry(api_version, fields, now)
-    elif me in out:
-        rest = out[me].fields - removed
+        if prev is not None and prev.raw is not None and prev.api_version == api_version:
+            out[me] = Entry(api_version, None, now, raw=fieldpaths.edit(prev.raw, taken, removed))
+        else:
+            fields = taken | ((prev.fields - removed) if prev else set())
+            out[me] = Entry(api_version, fields, now)
+    elif prev is not None and prev.owns_any(removed):
+        rest = prev.fields - removed
         if rest:
-            out[me] = replace(out[me], fields=rest)
+            out[me] = prev.with_fields(rest)
         else:
             del out[me]
     return cap_updates(out)

@@ -24,6 +24,7 @@ their version's structural schema with `metadata` typed as ObjectMeta, as the ap
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.types import ResourceType
@@ -177,6 +178,48 @@ def root_type(rt: ResourceType, version: str) -> Type:
     if name is None:
         return DEDUCED
     return resolve(builtinschema._definitions()[name])
+
+
+# The Go zero value of a built-in kind as JSON: struct fields that are not pointers are never
+# omitted (`json:"spec,omitempty"` keeps an empty struct), so the empty object a create starts
+# from (`Creater.New`) already has them, and a create does not take the maps themselves.
+_POD_TEMPLATE: dict[str, Any] = {"metadata": {}, "spec": {}}
+_ZERO_SPECS: dict[str, dict[str, Any]] = {
+    "Deployment": {"template": _POD_TEMPLATE},
+    "ReplicaSet": {"template": _POD_TEMPLATE},
+    "StatefulSet": {"template": _POD_TEMPLATE},
+    "DaemonSet": {"template": _POD_TEMPLATE},
+    "Job": {"template": _POD_TEMPLATE},
+    "CronJob": {"jobTemplate": {"metadata": {}, "spec": {"template": _POD_TEMPLATE}}},
+    "PodTemplate": {},
+}
+
+
+def zero_object(rt: ResourceType) -> dict[str, Any]:
+    """The object a create compares with: `{}` for a custom resource (unstructured), a built-in
+    kind's zero value (metadata, and spec and status where the kind has them) otherwise."""
+    if rt.custom:
+        return {}
+    fields = root_type(rt, rt.storage_version).fields
+    out: dict[str, Any] = {"metadata": {}}
+    if rt.kind == "PodTemplate":
+        out["template"] = dict(_POD_TEMPLATE)
+    for name in ("spec", "status"):
+        if name in fields:
+            out[name] = dict(_ZERO_SPECS.get(rt.kind, {})) if name == "spec" else {}
+    return copy.deepcopy(out)  # the caller's to change
+
+
+def map_paths(value: Any, prefix: tuple[Any, ...] = ()) -> set[tuple[Any, ...]]:
+    """The paths of the maps in `value` (a zero object), as field paths."""
+    out: set[tuple[Any, ...]] = set()
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict):
+                path = (*prefix, (0, k))
+                out.add(path)
+                out |= map_paths(v, path)
+    return out
 
 
 _roots: dict[tuple[str, int], tuple[Any, Type]] = {}

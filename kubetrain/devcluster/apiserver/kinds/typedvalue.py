@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain.devcluster.apiserver.kinds.fieldpaths import Element, FieldSet, Path, f, key, val
+from kubetrain.devcluster.apiserver.kinds.fieldpaths import Element, FieldSet, Path, f, key, serialize, val
 from kubetrain.devcluster.apiserver.kinds.smdschema import (
     ATOMIC,
     DEDUCED_KIND,
@@ -119,6 +119,8 @@ def _empty(v: Any) -> bool:
 
 
 def _cmp(lhs: Any, rhs: Any, t: Type, path: Path, out: tuple[FieldSet, FieldSet, FieldSet]) -> None:
+    if lhs is rhs or (type(lhs) is type(rhs) and lhs == rhs):
+        return  # equal subtrees (compared in C) have nothing added, modified or removed
     added, modified, removed = out
     shape = _shape(rhs if rhs is not ABSENT else lhs, t)
     leaf = shape == "leaf" or (_empty(lhs) and _empty(rhs))
@@ -184,6 +186,26 @@ def _cmp_list(lhs: Any, rhs: Any, t: Type, path: Path, out: tuple[FieldSet, Fiel
             if ll:
                 _cmp(ll[0], ABSENT, elem, ip, out)
             added.add(ip)
+
+
+def added_fields_v1(value: Any, t: Type) -> dict[str, Any]:
+    """The FieldsV1 encoding of `compare({}, value, t)`'s added set, built directly (what a create
+    takes): every map key and list item is a member, each with its children."""
+    shape = _shape(value, t)
+    out: dict[str, Any] = {}
+    if shape == "map" and isinstance(value, dict):
+        for k in sorted(value):
+            ct, _ = field_type(t, k)
+            sub = added_fields_v1(value[k], ct)
+            out["f:" + k] = {".": {}, **sub} if sub else {}
+    elif shape == "list" and isinstance(value, list):
+        groups = _group(_elements(t, value))
+        elem = resolve(t.elem)
+        for pe in sorted(groups):
+            items = groups[pe]
+            sub = added_fields_v1(items[0], elem) if len(items) == 1 else {}
+            out[serialize(pe)] = {".": {}, **sub} if sub else {}
+    return out
 
 
 # ---- Merge ----------------------------------------------------------------------------------

@@ -43,10 +43,23 @@ def record(t: Target, old: Obj | None, new: Obj, now: Any) -> None:
     stored = old["metadata"].get("managedFields") if old is not None else None
     managed = managedfields.from_request(sent, stored, t.subresource)
     typ = smdschema.root_type(t.rt, t.version)
-    before = _without_managed(old) if old is not None else {}
+    zero = None
+    if old is None:
+        before = smdschema.zero_object(t.rt)
+        zero = smdschema.map_paths(before)
+    else:
+        before = _without_managed(old)
     after = _without_managed(new)
     managed = managedfields.record_update(
-        managed, before, after, typ, manager_key(t, managedfields.UPDATE), t.api_version, meta.timestamp(now)
+        managed,
+        before,
+        after,
+        typ,
+        manager_key(t, managedfields.UPDATE),
+        t.api_version,
+        meta.timestamp(now),
+        ignored=ignored_fields(t, after),
+        zero=zero,
     )
     _store(md, managed)
 
@@ -54,7 +67,7 @@ def record(t: Target, old: Obj | None, new: Obj, now: Any) -> None:
 def apply(t: Target, live: Obj | None, config: dict[str, Any], now: Any) -> Obj:
     """The object an apply of `config` makes of `live` (None: apply creates), managedFields set."""
     typ = smdschema.root_type(t.rt, t.version)
-    base: Obj = _without_managed(live) if live is not None else {}
+    base: Obj = _without_managed(live) if live is not None else smdschema.zero_object(t.rt)
     stored = live["metadata"].get("managedFields") if live is not None else None
     managed = managedfields.from_request(None, stored, t.subresource)
     merged, managed = applying.apply(
