@@ -322,7 +322,11 @@ class Harness:
                 pods = [p for p in pods if (p.get("status") or {}).get("phase") == phase]
             return pods if len(pods) == n else None
 
-        return await eventually(check, what=f"{n} pods of {namespace}/{job_name} in phase {phase}")
+        # Polled every 0.1 s: each poll lists every pod of the job with its managedFields (as a
+        # real API server answers), and a faster poll of 300 pods starves the in-process simulator.
+        return await eventually(
+            check, interval=0.1, what=f"{n} pods of {namespace}/{job_name} in phase {phase}"
+        )
 
     async def wait_pod_names(self, namespace: str, job_name: str, names: list[str]) -> list[Obj]:
         """Wait until exactly the pods `names` exist for the job (terminating ones count as gone)."""

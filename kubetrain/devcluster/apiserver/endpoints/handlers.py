@@ -133,7 +133,15 @@ class Handlers:
     def _target(self, request: web.Request, group: str, version: str, rest: list[str]) -> Target:
         identity = request.get(USER_KEY, ADMIN)
         user = dict(ADMIN_USER) if identity is ADMIN else identity.to_dict()
-        return rp.target(rest, group, version, self.api.registry, request.query, user)
+        return rp.target(
+            rest,
+            group,
+            version,
+            self.api.registry,
+            request.query,
+            user,
+            request.headers.get("User-Agent", ""),
+        )
 
     async def _review(self, request: web.Request, t: Target, kind: tuple[str, str, str]) -> Result:
         """Create a review or a TokenRequest: nothing is stored, but the body is decoded first as

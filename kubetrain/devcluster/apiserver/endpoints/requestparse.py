@@ -34,10 +34,16 @@ def truthy(value: str | None) -> bool:
 
 
 def target(
-    rest: list[str], group: str, version: str, registry: Registry, query: Query, user: dict[str, Any]
+    rest: list[str],
+    group: str,
+    version: str,
+    registry: Registry,
+    query: Query,
+    user: dict[str, Any],
+    user_agent: str = "",
 ) -> Target:
     """The resource, namespace, name and subresource `rest` (the path after the group version)
-    names, with the dryRun and fieldValidation parameters checked."""
+    names, with the dryRun, fieldValidation, fieldManager and force parameters checked."""
     namespace = ""
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
         namespace, rest = rest[1], rest[2:]
@@ -60,8 +66,19 @@ def target(
     validation = query.get("fieldValidation", "Warn")
     if validation not in ("Strict", "Warn", "Ignore"):
         raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")
+    force = query.get("force")
     return Target(
-        rt, version, namespace, name, sub, dry_run=bool(dry), user=user, field_validation=validation
+        rt,
+        version,
+        namespace,
+        name,
+        sub,
+        dry_run=bool(dry),
+        user=user,
+        field_validation=validation,
+        field_manager=query.get("fieldManager", ""),
+        user_agent=user_agent,
+        force=None if force is None else truthy(force),
     )
 
 

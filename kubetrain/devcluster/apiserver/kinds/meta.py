@@ -59,7 +59,6 @@ def prepare_create(obj: Obj, rt: ResourceType, namespace: str, now: datetime) ->
     meta["creationTimestamp"] = timestamp(now)
     if rt.has_generation:
         meta["generation"] = 1
-    meta.pop("managedFields", None)
 
 
 def carry_over(new: Obj, old: Obj) -> None:
@@ -98,13 +97,15 @@ def bump_generation(new: Obj, old: Obj, rt: ResourceType) -> None:
 
 
 def same_object(a: Obj, b: Obj) -> bool:
-    """Equal apart from resourceVersion (a no-op update is not written, like kube-apiserver)."""
+    """Equal apart from resourceVersion (a no-op update is not written, like kube-apiserver; a
+    change of managedFields alone is a change, as upstream's field manager leaves them as they
+    were on a write that changes nothing)."""
     if a.keys() != b.keys():
         return False
     for key in a:
         if key == "metadata":
-            ma = {k: v for k, v in a[key].items() if k not in ("resourceVersion", "managedFields")}
-            mb = {k: v for k, v in b[key].items() if k not in ("resourceVersion", "managedFields")}
+            ma = {k: v for k, v in a[key].items() if k != "resourceVersion"}
+            mb = {k: v for k, v in b[key].items() if k != "resourceVersion"}
             if ma != mb:
                 return False
         elif a[key] != b[key]:

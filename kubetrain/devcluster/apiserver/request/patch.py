@@ -160,7 +160,7 @@ def check_media_type(content_type: str, *, custom: bool) -> str:
     """The patch type of a PATCH request, or 415 for one the resource does not take. Like
     kube-apiserver's PatchResource this comes first, before the object is looked up."""
     ctype = content_type.split(";")[0].strip()
-    accepted = [JSON_PATCH, MERGE_PATCH] + ([] if custom else [STRATEGIC])
+    accepted = [JSON_PATCH, MERGE_PATCH] + ([] if custom else [STRATEGIC]) + [APPLY]
     if ctype not in accepted:
         raise errors.unsupported_media_type(ctype, accepted)
     return ctype
@@ -172,6 +172,10 @@ def apply_patch(content_type: str, target: Any, body: Any, *, custom: bool) -> A
     decodes to a nil map); for a JSON patch and a strategic merge patch (`strategicPatchObject`
     decodes it into a nil `map[string]interface{}`) no change."""
     ctype = check_media_type(content_type, custom=custom)
+    if ctype == APPLY:  # server-side apply is its own verb (verbs/applying.py), not a patch function
+        raise errors.unsupported_media_type(
+            ctype, [JSON_PATCH, MERGE_PATCH] + ([] if custom else [STRATEGIC])
+        )
     if ctype == MERGE_PATCH:
         if body is None:
             raise errors.bad_request("Invalid JSON Patch")

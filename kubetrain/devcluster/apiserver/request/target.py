@@ -1,5 +1,5 @@
 """What a request is about, independent of HTTP: a `Target` (resource type, version, namespace,
-name, subresource, dry run, user, fieldValidation) and the `Result` of a write."""
+name, subresource, dry run, user, fieldValidation, field manager) and the `Result` of a write."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ class Target:
     request_version: str = ""
     # The request body's duplicate keys (duplicates.py), reported with the unknown fields.
     duplicates: Duplicates | None = None
+    # The fieldManager query parameter, the client's User-Agent (the manager when fieldManager is
+    # not given) and a patch's force parameter (managedfields.py).
+    field_manager: str = ""
+    user_agent: str = ""
+    force: bool | None = None
 
     @property
     def api_version(self) -> str:

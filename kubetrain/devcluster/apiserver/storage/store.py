@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.storage.eventlines import EventLines
@@ -350,4 +352,10 @@ class Store:
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    """A response body. orjson (non-ASCII as UTF-8, as Go's encoding/json writes it) for speed:
+    a list of pods with their managedFields is several hundred KB; the standard library's
+    encoder for what orjson refuses (integers beyond 64 bits, non-string keys)."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":")).encode()

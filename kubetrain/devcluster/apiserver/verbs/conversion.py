@@ -32,7 +32,7 @@ from kubetrain.devcluster.admission.review import CallError
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
 from kubetrain.devcluster.apiserver.request import decoding, duplicates
-from kubetrain.devcluster.apiserver.request.patch import apply_patch
+from kubetrain.devcluster.apiserver.request.patch import APPLY, apply_patch
 from kubetrain.devcluster.apiserver.verbs import deletion, tables, watchstream
 from kubetrain.devcluster.apiserver.verbs.core import ApiServer, Result, Target
 from kubetrain.devcluster.apiserver.verbs.reads import ListQuery, Reader
@@ -150,6 +150,9 @@ async def serve(
         t.user,
         t.field_validation,
         version,
+        field_manager=t.field_manager,
+        user_agent=t.user_agent,
+        force=t.force,
     )
     if verb in ("create", "update", "patch") and t.field_validation != "Ignore":
         storage.duplicates = duplicates.of_body(
@@ -194,6 +197,11 @@ async def serve(
         result = await h.api.create(storage, await to_storage(await h._body(request)))
     elif verb == "update":
         result = await h.api.update(storage, await to_storage(await h._body(request)))
+    elif verb == "patch" and request.headers.get("Content-Type", "").split(";")[0].strip() == APPLY:
+        # applied at the storage version: managedFields record the storage apiVersion
+        body = await h._patch_body(request)
+        config = await to_storage(body) if isinstance(body, dict) else body
+        result = await h.api.patch(storage, APPLY, config)
     elif verb == "patch":
         result = await _patch(h.api, converter, storage, version, request, await h._patch_body(request))
     elif verb == "delete":

@@ -24,10 +24,10 @@ from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, pod
 from kubetrain.devcluster.apiserver.kinds.crds import celeval, listtype
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 from kubetrain.devcluster.apiserver.request import decoding
-from kubetrain.devcluster.apiserver.request.patch import apply_patch
+from kubetrain.devcluster.apiserver.request.patch import APPLY, apply_patch
 from kubetrain.devcluster.apiserver.request.target import ADMIN_USER, Result, Target
 from kubetrain.devcluster.apiserver.storage.store import Store
-from kubetrain.devcluster.apiserver.verbs import admitting, priority, tolerationseconds
+from kubetrain.devcluster.apiserver.verbs import admitting, applying, managing, priority, tolerationseconds
 from kubetrain.devcluster.apiserver.verbs.serviceips import SERVICES_KEY, ServiceAllocator
 
 PATCH_RETRIES = 8
@@ -115,7 +115,8 @@ class ApiServer:
         return await admitting.admit(self.store, self.admission, phase, t, operation, obj, old, options, kind)
 
     # ---- create ------------------------------------------------------------------------------
-    async def create(self, t: Target, body: Any) -> Result:
+    async def create(self, t: Target, body: Any, applied: bool = False) -> Result:
+        """`applied`: the body is an apply's result, its managedFields already decided."""
         obj = decoding.decode(t, body)
         decode_warnings = decoding.unknown_fields(t, obj)
         md = obj["metadata"]
@@ -152,6 +153,8 @@ class ApiServer:
         priority.admit_pod(self.store, t, obj, None, "" if generated else md["name"])
         tolerationseconds.admit_pod(t, obj)
         self._default(t, obj, None)
+        if not applied:
+            managing.record(t, None, obj, self.clock())
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
         warnings = decode_warnings + warnings
         assert mutated is not None
@@ -184,6 +187,9 @@ class ApiServer:
         return await self._write(t, old, obj, rv, decode_warnings)
 
     async def patch(self, t: Target, content_type: str, body: Any) -> Result:
+        if content_type.split(";")[0].strip() == APPLY:
+            return await applying.apply(self, t, body)
+        applying.check_options(t, is_apply=False)
         for _attempt in range(PATCH_RETRIES):
             old = self.current(t)
             base = self.out(t, old)
@@ -215,6 +221,7 @@ class ApiServer:
         expected_rv: str | None,
         decode_warnings: list[str],
         retryable: bool = False,
+        applied: bool = False,
     ) -> Result:
         if expected_rv and expected_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(t.rt.gr, t.name, errors.STALE)
@@ -226,6 +233,8 @@ class ApiServer:
                 new.pop("status", None)
             if t.rt.key == "pods":
                 podgeneration.preserve_observed_generation(new, old)
+            if applied:
+                new["metadata"]["managedFields"] = obj["metadata"].get("managedFields") or []
         else:
             new = obj
             meta.carry_over(new, old)
@@ -252,6 +261,8 @@ class ApiServer:
                     ],
                 )
         self._default(t, new, old)
+        if not applied:
+            managing.record(t, old, new, self.clock())
         priority.admit_pod(self.store, t, new, old, t.name)
         tolerationseconds.admit_pod(t, new)
         mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)

@@ -192,7 +192,15 @@ async def scale(api: ApiServer, t: Target, method: str, content_type: str, body:
         # for the main resource only are not called (their rules must name `<plural>/scale`), and
         # they see autoscaling/v1 Scales (core.admit, scales.py).
         main = Target(
-            t.rt, t.version, t.namespace, t.name, subresource="scale", dry_run=t.dry_run, user=t.user
+            t.rt,
+            t.version,
+            t.namespace,
+            t.name,
+            subresource="scale",
+            dry_run=t.dry_run,
+            user=t.user,
+            field_manager=t.field_manager,  # recorded in managedFields with `subresource: scale`
+            user_agent=t.user_agent,
         )
         try:
             result = await api.update(main, new)

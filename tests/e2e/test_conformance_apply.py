@@ -1,0 +1,102 @@
+"""managedFields and server-side apply as kube-apiserver records and answers them: the Update
+entry of a write (k8s.io/apimachinery pkg/util/managedfields, `managedFieldsUpdater.Update`),
+apply's required fieldManager (`ValidatePatchOptions`), create-on-apply (patch.go
+`applyPatcher`), conflicts (conflict.go `NewConflictError`) and `force`, dry run, and the
+`subresource` of a status write.
+
+Runs against devcluster and, with `pytest -m e2e`, against $KUBECONFIG's cluster; every
+assertion is what upstream guarantees (times and entry order are not compared).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2e.conformance_support import MERGE, assert_status, cm, cms, gadget, gadgets, install_crd
+
+APPLY = "application/apply-patch+yaml"
+
+
+def entry(obj: dict[str, Any], manager: str, operation: str) -> dict[str, Any]:
+    found = [
+        e
+        for e in obj["metadata"].get("managedFields") or []
+        if (e["manager"], e["operation"]) == (manager, operation)
+    ]
+    assert len(found) == 1, obj["metadata"].get("managedFields")
+    return found[0]
+
+
+async def test_a_write_records_its_field_manager(kube: Any, namespace: str) -> None:
+    made = await kube.ok("POST", cms(namespace), cm("owned", k="v"), query={"fieldManager": "maker"})
+    mine = entry(made, "maker", "Update")
+    assert mine["apiVersion"] == "v1" and mine["fieldsType"] == "FieldsV1" and mine["time"]
+    assert mine["fieldsV1"] == {"f:data": {".": {}, "f:k": {}}}
+    path = f"{cms(namespace)}/owned"
+    edited = await kube.ok(
+        "PATCH", path, {"data": {"k": "w"}}, content_type=MERGE, query={"fieldManager": "editor"}
+    )
+    assert entry(edited, "editor", "Update")["fieldsV1"] == {"f:data": {"f:k": {}}}
+    assert entry(edited, "maker", "Update")["fieldsV1"] == {"f:data": {}}  # it keeps the map itself
+
+
+async def test_apply_needs_a_field_manager(kube: Any, namespace: str) -> None:
+    resp = await kube.request("PATCH", f"{cms(namespace)}/nobody", cm("nobody", k="v"), content_type=APPLY)
+    assert_status(resp.body, 422, "Invalid")
+    assert resp.body["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
+    )
+
+
+async def test_apply_creates_then_conflicts_with_another_managers_change(kube: Any, namespace: str) -> None:
+    path = f"{cms(namespace)}/applied"
+    dry = await kube.ok(
+        "PATCH", path, cm("applied", k="v"), content_type=APPLY, query={"fieldManager": "ci", "dryRun": "All"}
+    )
+    assert dry["data"] == {"k": "v"}
+    assert (await kube.request("GET", path)).status == 404
+    made = await kube.ok(
+        "PATCH", path, cm("applied", k="v"), content_type=APPLY, query={"fieldManager": "ci"}
+    )
+    assert made["data"] == {"k": "v"}
+    assert entry(made, "ci", "Apply")["fieldsV1"] == {"f:data": {"f:k": {}}}
+    await kube.ok(
+        "PATCH", path, {"data": {"k": "edited"}}, content_type=MERGE, query={"fieldManager": "kubectl-edit"}
+    )
+
+    clash = await kube.request(
+        "PATCH", path, cm("applied", k="v"), content_type=APPLY, query={"fieldManager": "ci"}
+    )
+    assert_status(clash.body, 409, "Conflict")
+    assert (
+        clash.body["message"]
+        == 'Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .data.k'
+    )
+    assert clash.body["details"]["causes"] == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "kubectl-edit" using v1',
+            "field": ".data.k",
+        }
+    ]
+    forced = await kube.ok(
+        "PATCH", path, cm("applied", k="v"), content_type=APPLY, query={"fieldManager": "ci", "force": "true"}
+    )
+    assert forced["data"] == {"k": "v"}
+    assert not any(e["manager"] == "kubectl-edit" for e in forced["metadata"]["managedFields"])
+
+
+async def test_a_status_write_is_recorded_with_its_subresource(kube: Any, namespace: str) -> None:
+    await install_crd(kube)
+    made = await kube.ok("POST", gadgets(namespace), gadget("tracked"), query={"fieldManager": "maker"})
+    spec = entry(made, "maker", "Update")["fieldsV1"]["f:spec"]
+    assert "." in spec and "f:size" in spec
+    status = await kube.ok(
+        "PUT",
+        f"{gadgets(namespace)}/tracked/status",
+        {**made, "status": {"phase": "Running"}},
+        query={"fieldManager": "reporter"},
+    )
+    reporter = entry(status, "reporter", "Update")
+    assert reporter["subresource"] == "status"
+    assert reporter["fieldsV1"] == {"f:status": {".": {}, "f:phase": {}}}
