@@ -11,7 +11,8 @@ terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
 `podstatus`, `crashstatus` and `initstatus`, or None for "nothing to write" — given to
 `write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
 re-reads and rebuilds; a kubelet status it writes observes the pod's generation
-(`podstatus.observed`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
+(`podstatus.observed`); each kubelet write is told to `written` (the kubelet's Events,
+`eventrecorders.py`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
 of each container run, each container's back-off entry and last exit, and the pods it already
 deleted.
 """
@@ -60,8 +61,10 @@ class PodTransitions:
         timers: PodTimers,
         default_run_seconds: float | None,
         git: SimulatedGit | None = None,
+        written: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
     ) -> None:
         self._api = api
+        self._written = written  # told of each kubelet status write: (pod before, pod after)
         self.clock = clock
         self._pods = pods  # the simulator's watch cache, shared
         self._host_ips = host_ips
@@ -386,6 +389,8 @@ class PodTransitions:
             code, body = await self._api().request("PUT", f"{path}/status", body={**pod, "status": status})
             if code == 200:
                 self.remember(body)
+                if kubelet and self._written is not None:
+                    self._written(pod, body)
                 return dict(body)
             if code == 404:
                 return None
