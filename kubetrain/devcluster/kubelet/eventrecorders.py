@@ -1,6 +1,7 @@
 """The pod simulator's event recorders: one per simulated node's kubelet (component `kubelet`,
 host the node's name, correlated: `recorder.py`) and kube-scheduler's (`default-scheduler`), each
-with its own queue, writer, correlator and rate limit, as each is its own process on a cluster.
+with its own queue, writer, correlator and rate limit, as each is its own process on a cluster;
+their writes wait for the simulator's pod work in flight (`activity`, `recorder.Activity`).
 
 - `pod_status_written(old, new)`: the kubelet of the pod's node records what its status change
   says it did (`podevents.container_events`: Pulled/Created/Started, the pull and config
@@ -20,7 +21,7 @@ from typing import Any
 
 from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.kubelet.podevents import NORMAL, PodEvent, container_events
-from kubetrain.devcluster.kubelet.recorder import Recorder
+from kubetrain.devcluster.kubelet.recorder import Activity, Recorder
 from kubetrain.kube.clock import Clock
 
 Obj = dict[str, Any]
@@ -30,8 +31,11 @@ SCHEDULER = "default-scheduler"
 
 class EventRecorders:
     def __init__(self, api: Callable[[], RawApi], clock: Clock, node_names: Iterable[str]) -> None:
-        self.kubelets = {node: Recorder(api, clock, KUBELET, host=node) for node in node_names}
-        self.scheduler = Recorder(api, clock, SCHEDULER, correlate=False)
+        self.activity = Activity()  # the simulator's pod work in flight: writes wait for none
+        self.kubelets = {
+            node: Recorder(api, clock, KUBELET, host=node, activity=self.activity) for node in node_names
+        }
+        self.scheduler = Recorder(api, clock, SCHEDULER, correlate=False, activity=self.activity)
 
     def writers(self) -> list[Awaitable[None]]:
         """The writers to run (until cancelled)."""

@@ -21,10 +21,17 @@ kubelet's), runs client-go's EventCorrelator first (tools/record/events_cache.go
    again under its name);
 3. `EventSourceObjectSpamFilter`: a token bucket per (object, type) — client-go 1.36's
    `getSpamKey` — of 25, refilled one every 5 minutes; an event without a token is not written.
+Off the hot path: a write first waits for a pause in the simulator's pod work (`Activity`:
+no reconcile or status write in flight and no pod watch event for QUIET = 50 ms; at most
+MAX_DEFER = 2 real seconds per write), so a wave of pod
+starts is not slowed by its Events — they are written between and after its steps, which may
+be seconds after the fact on a busy simulator (their timestamps are when they happened, as
+client-go stamps an Event before queueing it).
 Each write then waits for the recorder's client rate limit: `qps` 50 and `burst` 100, the
 kubelet's `eventRecordQPS`/`eventBurst` defaults (kube-scheduler's event client has its
 connection's 50/100 too), on the injected clock. A failed write is logged and not retried
-(client-go tries 12 times, 10 s apart: `recordToSink`).
+(client-go tries 12 times, 10 s apart: `recordToSink`); one refused because the Event exists or
+its namespace is being terminated only at debug level, as client-go's.
 
 The body is client-go's `makeEvent`: named `<object>.<hex unix nanoseconds>` (kept unique
 across the process's recorders when their clock stands still or they share an instant),
@@ -37,9 +44,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
@@ -54,6 +64,9 @@ Obj = dict[str, Any]
 MAX_QUEUED = 1000  # client-go's maxQueuedEvents
 QPS, BURST = 50.0, 100  # KubeletConfiguration eventRecordQPS / eventBurst defaults
 DROP_LOG_INTERVAL = 60.0
+MAX_DEFER = 2.0  # real seconds a write waits at most for the simulator's pod work to pause
+QUIET = 0.05  # real seconds without pod work that count as a pause
+NAMESPACE_TERMINATING = "NamespaceTerminating"  # v1.NamespaceTerminatingCause
 SMP = "application/strategic-merge-patch+json"  # client-go's EventSinkImpl.Patch
 
 
@@ -62,6 +75,8 @@ class _Queued:
     obj: Obj
     event: PodEvent
     action: str
+    at: datetime  # when it happened (client-go's makeEvent stamps it before queueing)
+    nanos: int  # its name's: unique, in the order recorded
 
 
 @dataclass
@@ -69,6 +84,61 @@ class _Observed:
     name: str
     count: int
     first: str
+
+
+def quietly_refused(code: int, body: Any) -> bool:
+    """A refusal client-go's recorder logs at V(5) only (tools/record/event.go `recordEvent`):
+    the Event exists already (409), or its namespace is being terminated (the cause
+    `NamespaceTerminating`)."""
+    if code == 409:
+        return True
+    details = body.get("details") if isinstance(body, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return any(isinstance(c, dict) and c.get("reason") == NAMESPACE_TERMINATING for c in causes or ())
+
+
+class Activity:
+    """The pod simulator's work: a pod's reconcile or status write in flight, or a pod watch event
+    just seen (`touch`). The recorders' writers wait until none is in flight and none happened
+    for QUIET seconds — at most MAX_DEFER seconds per write — so that Event writes take the room
+    between pod steps and waves (the pods the operator creates, their binding and starts), never
+    a pod step's. Real time (the process's), not the simulated clock: it paces this process's
+    own work and measures no simulated duration."""
+
+    def __init__(self) -> None:
+        self._busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._last = float("-inf")
+
+    def touch(self) -> None:
+        self._last = time.monotonic()
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        self._busy += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._busy -= 1
+            self.touch()
+            if not self._busy:
+                self._idle.set()
+
+    async def idle(self) -> None:
+        """Until nothing is in flight and nothing happened for QUIET seconds, or MAX_DEFER
+        seconds have passed."""
+        deadline = time.monotonic() + MAX_DEFER
+        while (now := time.monotonic()) < deadline:
+            if self._busy:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), deadline - now)
+                continue
+            quiet = now - self._last
+            if quiet >= QUIET:
+                return
+            await asyncio.sleep(min(QUIET - quiet, deadline - now))
 
 
 class Recorder:
@@ -83,12 +153,14 @@ class Recorder:
         qps: float = QPS,
         burst: int = BURST,
         max_queued: int = MAX_QUEUED,
+        activity: Activity | None = None,
     ) -> None:
         if qps <= 0 or burst < 1 or max_queued < 1:
             raise ValueError(f"event recorder {component}: qps must be > 0, burst and max_queued >= 1")
         self._api, self.clock = api, clock
         self.component, self.host = component, host
         self.correlate = correlate
+        self._activity = activity or Activity()
         self.qps, self.burst = qps, burst
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue(max_queued)
         self._budget = EventBudget(clock)
@@ -100,12 +172,13 @@ class Recorder:
     def record(self, obj: Obj, event: PodEvent, action: str = "") -> None:
         """Queue an Event about `obj`; dropped (and counted) when the queue is full."""
         try:
-            self._queue.put_nowait(_Queued(obj, event, action))
+            at = self.clock.now()
+            self._queue.put_nowait(_Queued(obj, event, action, at, _unique_nanos(at)))
         except asyncio.QueueFull:
             self.dropped += 1
             self._unlogged += 1
             now = self.clock.monotonic()
-            if now - self._logged_at >= DROP_LOG_INTERVAL:
+            if now - self._logged_at >= DROP_LOG_INTERVAL:  # once a minute at most
                 meta = obj.get("metadata") or {}
                 log.warning(
                     "%s: %d event(s) dropped, %d waiting to be written (the latest: %s %s on %s/%s)",
@@ -128,6 +201,7 @@ class Recorder:
         while True:
             item = await self._queue.get()
             try:
+                await self._activity.idle()
                 await self._write(item)
             except asyncio.CancelledError:
                 raise
@@ -146,7 +220,7 @@ class Recorder:
                 self._queue.task_done()
 
     async def _write(self, item: _Queued) -> None:
-        body, patch = self.correlated(item.obj, item.event, item.action)
+        body, patch = self.correlated(item.obj, item.event, item.action, (item.at, item.nanos))
         if body is None:
             return
         await self._take_token()
@@ -159,16 +233,27 @@ class Recorder:
                     raise ApiError(code, written)
                 return
         code, written = await api.request("POST", path, body=body)
-        if code not in (201, 409):  # 409: already there (client-go drops it quietly)
-            raise ApiError(code, written)
+        if code == 201:
+            return
+        if quietly_refused(code, written):
+            log.debug(
+                "%s: %s event %s not recorded: %s", self.component, body["type"], body["reason"], written
+            )
+            return
+        raise ApiError(code, written)
 
-    def correlated(self, obj: Obj, event: PodEvent, action: str = "") -> tuple[Obj | None, Obj | None]:
+    def correlated(
+        self, obj: Obj, event: PodEvent, action: str = "", stamp: tuple[datetime, int] | None = None
+    ) -> tuple[Obj | None, Obj | None]:
         """The Event to write and, when it repeats one, the patch that records the repeat; (None,
         None) when the spam filter skips it. Pure but for the correlator's caches."""
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
-        now = timestamp(self.clock.now())
-        body = self._body(obj, event, namespace, now, action)
+        if stamp is None:
+            at = self.clock.now()
+            stamp = at, _unique_nanos(at)
+        now = timestamp(stamp[0])
+        body = self._body(obj, event, namespace, now, stamp[1], action)
         if not self.correlate:
             return body, None
         obj_id = (
@@ -199,7 +284,7 @@ class Recorder:
             return None, None
         return body, patch
 
-    def _body(self, obj: Obj, event: PodEvent, namespace: str, now: str, action: str) -> Obj:
+    def _body(self, obj: Obj, event: PodEvent, namespace: str, now: str, nanos: int, action: str) -> Obj:
         meta = obj.get("metadata") or {}
         involved: Obj = {"apiVersion": obj.get("apiVersion") or "v1", "kind": obj.get("kind") or "Pod"}
         for field in ("namespace", "name", "uid", "resourceVersion"):
@@ -207,7 +292,6 @@ class Recorder:
                 involved[field] = meta[field]
         if event.field_path:
             involved["fieldPath"] = event.field_path
-        nanos = _unique_nanos(self.clock.now().timestamp())
         source = {"component": self.component, **({"host": self.host} if self.host else {})}
         body: Obj = {
             "apiVersion": "v1",
@@ -243,8 +327,9 @@ class Recorder:
 _last_nanos = 0
 
 
-def _unique_nanos(seconds: float) -> int:
-    """Unix nanoseconds of `seconds`, above any this process named an Event with before."""
+def _unique_nanos(when: datetime) -> int:
+    """Unix nanoseconds of `when`, above any this process named an Event with before: the
+    names' order is the order the events were recorded in."""
     global _last_nanos
-    _last_nanos = max(int(seconds * 1e9), _last_nanos + 1)
+    _last_nanos = max(int(when.timestamp() * 1e9), _last_nanos + 1)
     return _last_nanos

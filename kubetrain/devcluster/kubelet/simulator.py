@@ -153,6 +153,7 @@ class PodSimulator(PodTestApi):
             default_run_seconds,
             self.git,
             self.events.pod_status_written,
+            self.events.activity,
         )
         self._synced = asyncio.Event()
         # The training code of reporting pods (training.py).
@@ -177,6 +178,7 @@ class PodSimulator(PodTestApi):
             scheduler_names=self.scheduler_names,
             default_run_seconds=default_run_seconds,
             spawn=self._spawn,
+            activity=self.events.activity,
         )
         self._mounts = self._reconciler.mounts  # pod uid -> its projected volumes
         # kube-controller-manager's taint-eviction and node lifecycle controllers
@@ -273,6 +275,7 @@ class PodSimulator(PodTestApi):
         self._synced.set()
 
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
+        self.events.activity.touch()  # a pod event: pod work, the Event writers wait for a pause
         key = pod_key(pod)
         old = self._pods.get(key)
         if kind != "DELETED" and old is not None and rv_older(pod, old):
