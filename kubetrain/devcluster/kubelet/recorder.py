@@ -47,7 +47,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -107,8 +107,6 @@ class Activity:
 
     def __init__(self) -> None:
         self._busy = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._last = float("-inf")
 
     def touch(self) -> None:
@@ -117,28 +115,23 @@ class Activity:
     @contextmanager
     def working(self) -> Iterator[None]:
         self._busy += 1
-        self._idle.clear()
         try:
             yield
         finally:
             self._busy -= 1
             self.touch()
-            if not self._busy:
-                self._idle.set()
 
     async def idle(self) -> None:
         """Until nothing is in flight and nothing happened for QUIET seconds, or MAX_DEFER
-        seconds have passed."""
+        seconds have passed. It looks again every QUIET seconds at most (a plain sleep: no
+        `asyncio.wait_for`, which on Python 3.11 can swallow the writer's cancellation when the
+        awaited event is set at the same moment)."""
         deadline = time.monotonic() + MAX_DEFER
         while (now := time.monotonic()) < deadline:
-            if self._busy:
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(self._idle.wait(), deadline - now)
-                continue
             quiet = now - self._last
-            if quiet >= QUIET:
+            if not self._busy and quiet >= QUIET:
                 return
-            await asyncio.sleep(min(QUIET - quiet, deadline - now))
+            await asyncio.sleep(min(QUIET if self._busy else QUIET - quiet, deadline - now))
 
 
 class Recorder:
