@@ -50,12 +50,13 @@ class RawApi:
         query: dict[str, str] | None,
         body: Any,
         request_timeout: aiohttp.ClientTimeout | float | None,
+        content_type: str = "application/json",
     ) -> aiohttp.ClientResponse:
         response: aiohttp.ClientResponse = await self._client.call_api(
             path,
             method,
             query_params=list((query or {}).items()),
-            header_params={"Content-Type": "application/json", "Accept": "application/json"},
+            header_params={"Content-Type": content_type, "Accept": "application/json"},
             body=body,
             auth_settings=["BearerToken"],
             _preload_content=False,
@@ -64,10 +65,16 @@ class RawApi:
         return response
 
     async def request(
-        self, method: str, path: str, *, query: dict[str, str] | None = None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
     ) -> tuple[int, Any]:
-        """(HTTP status, decoded JSON body or None)."""
-        response = await self._send(method, path, query, body, 60)
+        """(HTTP status, decoded JSON body or None); a PATCH names its patch type in `content_type`."""
+        response = await self._send(method, path, query, body, 60, content_type)
         async with response:
             raw = await response.read()
             status = response.status

@@ -17,7 +17,8 @@ Attempts are serialised, so two pods never take the same room.
 
 A pod that fits nowhere stays Pending: the simulator writes its `PodScheduled=False` condition,
 reason `Unschedulable`, with kube-scheduler's message, and one `FailedScheduling` Warning Event
-from `default-scheduler` — once, and again only when the message changes. It is tried again
+from `default-scheduler` — once, and again only when the message changes. A pod it binds gets
+kube-scheduler's `Scheduled` Event (through `bound`: `eventrecorders.py`). It is tried again
 when a pod is deleted or ends, when a node changes as above, and at every node heartbeat
 (`retry_keys`), as kube-scheduler moves unschedulable pods back to its active queue on cluster
 events and flushes them periodically.
@@ -26,6 +27,7 @@ events and flushes them periodically.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -60,8 +62,11 @@ def _scheduling_view(node: Obj) -> tuple[Any, ...]:
 
 
 class FitBinder:
-    def __init__(self, node_names: list[str], pods: dict[Key, Obj]) -> None:
+    def __init__(
+        self, node_names: list[str], pods: dict[Key, Obj], bound: Callable[[Obj, str], None] | None = None
+    ) -> None:
         self.node_names = node_names
+        self._bound_to = bound  # told of each pod it bound, and the node (the Scheduled Event)
         self._pods = pods  # the simulator's watch cache, shared
         self._counter = 0
         self._lock = asyncio.Lock()
@@ -146,6 +151,8 @@ class FitBinder:
             self.unschedulable.pop(key, None)
             if code in (200, 201):
                 self._assumed[_uid(pod)] = (node, pod_requests(pod))
+                if self._bound_to is not None:
+                    self._bound_to(pod, node)
             return None
 
     def free(self, nodes: list[Obj]) -> dict[str, Resources]:

@@ -22,6 +22,7 @@ from kubetrain.devcluster.client import ApiError, RawApi
 from kubetrain.devcluster.kubelet import envrefs, fit, images, podstatus, volumes
 from kubetrain.devcluster.kubelet.binder import FitBinder, failed_scheduling_event
 from kubetrain.devcluster.kubelet.lifecycle import Step, next_step
+from kubetrain.devcluster.kubelet.recorder import Activity
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers
 from kubetrain.devcluster.kubelet.status import PodTransitions
 from kubetrain.devcluster.kubelet.training import TrainingCode
@@ -46,12 +47,14 @@ class PodReconciler:
         scheduler_names: tuple[str, ...],
         default_run_seconds: float | None,
         spawn: Callable[[Awaitable[None]], None],
+        activity: Activity | None = None,
     ) -> None:
         self._api, self.clock, self._pods = api, clock, pods  # the simulator's watch cache, shared
         self._timers, self._binder, self._status, self.training = timers, binder, status, training
         self.scheduler_names = scheduler_names
         self.default_run_seconds = default_run_seconds
         self._spawn = spawn
+        self._activity = activity or Activity()  # the Event writers wait while a reconcile runs
         self.mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
 
     def forget(self, uid: str) -> None:
@@ -60,8 +63,9 @@ class PodReconciler:
 
     async def reconcile(self, key: Key, attempt: int = 0) -> None:
         try:
-            async with self._timers.lock(key):
-                await self._reconcile_locked(key)
+            with self._activity.working():
+                async with self._timers.lock(key):
+                    await self._reconcile_locked(key)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an API failure: retry with back-off, then wait for the next event

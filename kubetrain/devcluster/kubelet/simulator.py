@@ -89,6 +89,7 @@ from kubetrain.devcluster.controllers.podgc import PodGC
 from kubetrain.devcluster.controllers.taintevict import TaintEviction
 from kubetrain.devcluster.kubelet import reporter, volumes
 from kubetrain.devcluster.kubelet.binder import FitBinder
+from kubetrain.devcluster.kubelet.eventrecorders import EventRecorders
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS, Heartbeats
 from kubetrain.devcluster.kubelet.nodes import register_nodes
@@ -138,11 +139,21 @@ class PodSimulator(PodTestApi):
         self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers = PodTimers(clock, self._current_uid)
-        self._binder = FitBinder(self.node_names, self._pods)
+        # kube-scheduler's and each node's kubelet's Events (eventrecorders.py)
+        self.events = EventRecorders(lambda: self.api, clock, self.node_names)
+        self._binder = FitBinder(self.node_names, self._pods, self.events.scheduled)
         # The git remotes code-sync init containers fetch from (tests push branches, fail repos).
         self.git = SimulatedGit()
         self._status = PodTransitions(
-            lambda: self.api, clock, self._pods, self._host_ips, self._timers, default_run_seconds, self.git
+            lambda: self.api,
+            clock,
+            self._pods,
+            self._host_ips,
+            self._timers,
+            default_run_seconds,
+            self.git,
+            self.events.pod_status_written,
+            self.events.activity,
         )
         self._synced = asyncio.Event()
         # The training code of reporting pods (training.py).
@@ -167,6 +178,7 @@ class PodSimulator(PodTestApi):
             scheduler_names=self.scheduler_names,
             default_run_seconds=default_run_seconds,
             spawn=self._spawn,
+            activity=self.events.activity,
         )
         self._mounts = self._reconciler.mounts  # pod uid -> its projected volumes
         # kube-controller-manager's taint-eviction and node lifecycle controllers
@@ -186,6 +198,8 @@ class PodSimulator(PodTestApi):
 
     async def start(self) -> None:
         self._api = await RawApi.from_kubeconfig(self.kubeconfig_path, self._user_agent)
+        for writer in self.events.writers():
+            self._spawn(writer)
         await register_nodes(self.api, self._host_ips, self.clock.now())
         self._spawn(list_then_watch(self.api, "/api/v1/nodes", self._observe_node, self._relisted_nodes))
         await asyncio.wait_for(self._binder.nodes_synced.wait(), 30)
@@ -261,6 +275,7 @@ class PodSimulator(PodTestApi):
         self._synced.set()
 
     async def _observe(self, kind: str, pod: dict[str, Any]) -> None:
+        self.events.activity.touch()  # a pod event: pod work, the Event writers wait for a pause
         key = pod_key(pod)
         old = self._pods.get(key)
         if kind != "DELETED" and old is not None and rv_older(pod, old):

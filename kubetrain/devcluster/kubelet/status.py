@@ -11,7 +11,8 @@ terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
 `podstatus`, `crashstatus` and `initstatus`, or None for "nothing to write" — given to
 `write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
 re-reads and rebuilds; a kubelet status it writes observes the pod's generation
-(`podstatus.observed`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
+(`podstatus.observed`); each kubelet write is told to `written` (the kubelet's Events,
+`eventrecorders.py`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
 of each container run, each container's back-off entry and last exit, and the pods it already
 deleted.
 """
@@ -27,6 +28,7 @@ from kubetrain.devcluster.client import ApiError, RawApi
 from kubetrain.devcluster.kubelet import crashloop, crashstatus, images, initstatus, podstatus
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
+from kubetrain.devcluster.kubelet.recorder import Activity
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
 from kubetrain.kube.clock import Clock
 
@@ -60,8 +62,12 @@ class PodTransitions:
         timers: PodTimers,
         default_run_seconds: float | None,
         git: SimulatedGit | None = None,
+        written: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+        activity: Activity | None = None,
     ) -> None:
         self._api = api
+        self._written = written  # told of each kubelet status write: (pod before, pod after)
+        self._activity = activity or Activity()  # a status write is pod work in flight
         self.clock = clock
         self._pods = pods  # the simulator's watch cache, shared
         self._host_ips = host_ips
@@ -372,6 +378,10 @@ class PodTransitions:
         """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild. A
         kubelet's write carries the generation it acted on (`podstatus.observed`); the
         scheduler's (`kubelet=False`) only what its builder sets."""
+        with self._activity.working():
+            return await self._write_status(key, build, kubelet)
+
+    async def _write_status(self, key: Key, build: StatusBuilder, kubelet: bool) -> dict[str, Any] | None:
         ns, name = key
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
         pod = self._pods.get(key)
@@ -386,6 +396,8 @@ class PodTransitions:
             code, body = await self._api().request("PUT", f"{path}/status", body={**pod, "status": status})
             if code == 200:
                 self.remember(body)
+                if kubelet and self._written is not None:
+                    self._written(pod, body)
                 return dict(body)
             if code == 404:
                 return None
