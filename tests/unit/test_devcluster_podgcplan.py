@@ -107,6 +107,7 @@ def test_pods_of_a_deleted_node_are_orphans_marked_with_the_disruption_condition
     assert first.condition == {
         "type": "DisruptionTarget",
         "status": "True",
+        "lastProbeTime": None,
         "reason": "DeletionByPodGC",
         "message": "PodGC: node no longer exists",
     }
@@ -156,6 +157,7 @@ def test_failed_status_adds_the_condition_and_keeps_the_rest() -> None:
             "status": "True",
             "reason": "DeletionByPodGC",
             "message": "PodGC: node no longer exists",
+            "lastProbeTime": None,
             "lastTransitionTime": "2024-05-01T12:00:00Z",
         },
     ]
@@ -175,7 +177,12 @@ def test_failed_status_replaces_another_disruption_reason_keeping_its_transition
     )
     assert new is not None
     assert new["conditions"] == [
-        {**earlier, "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists"}
+        {
+            **earlier,
+            "reason": "DeletionByPodGC",
+            "message": "PodGC: node no longer exists",
+            "lastProbeTime": None,
+        }
     ]
     # the same condition again changes nothing
     assert podgcplan.failed_status(new, podgcplan.disruption_condition(), NOW) is None

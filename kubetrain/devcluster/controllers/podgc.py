@@ -113,7 +113,9 @@ class PodGC:
                 return False
             if code != 200:
                 raise ApiError(code, pod)
-            status = podgcplan.failed_status(pod.get("status"), deletion.condition, self.clock.now())
+            status = podgcplan.failed_status(
+                pod.get("status"), deletion.condition, self.clock.now(), deletion.generation
+            )
             if status is None:
                 return True
             pod["status"] = status
