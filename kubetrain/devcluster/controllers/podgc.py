@@ -4,7 +4,8 @@ advance a FakeClock). What it deletes is decided in `podgcplan.py`.
 
 As upstream reads its pod and Node informers' listers, a pass reads a watch-fed cache: `loop`
 lists and then watches every pod and every Node (`list_then_watch`, cluster-wide; `pods` and
-`nodes` are the caches, kept by `relist_*` and `observe_*`), waits until both lists are in
+`nodes` are the caches, kept by `relist_*` and `observe_*`, of what a pass reads of each:
+`podgcplan.cached_pod`, `cached_node`), waits until both lists are in
 (`WaitForNamedCacheSync`), then runs a pass at once and every `GC_CHECK_PERIOD` (20 s) after the
 last one ended (`wait.UntilWithContext`: `passes`). A pass (`gc`) costs no LIST: it only GETs each
 node whose quarantine is over and that the cache lacks (`checkIfNodeExists`: only a 404 counts as
@@ -84,24 +85,24 @@ class PodGC:
 
     # ---- the caches (what upstream's informers hold) -------------------------------------------
     async def relist_pods(self, items: list[dict[str, Any]]) -> None:
-        self.pods = {_key(p): p for p in items}
+        self.pods = {_key(p): podgcplan.cached_pod(p) for p in items}
         self._pods_synced.set()
 
     async def observe_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if kind == "DELETED":
             self.pods.pop(_key(pod), None)
         else:
-            self.pods[_key(pod)] = pod
+            self.pods[_key(pod)] = podgcplan.cached_pod(pod)
 
     async def relist_nodes(self, items: list[dict[str, Any]]) -> None:
-        self.nodes = {_key(n)[1]: n for n in items}
+        self.nodes = {_key(n)[1]: podgcplan.cached_node(n) for n in items}
         self._nodes_synced.set()
 
     async def observe_node(self, kind: str, node: dict[str, Any]) -> None:
         if kind == "DELETED":
             self.nodes.pop(_key(node)[1], None)
         else:
-            self.nodes[_key(node)[1]] = node
+            self.nodes[_key(node)[1]] = podgcplan.cached_node(node)
 
     async def gc(self) -> None:
         """One pass over every cached pod (`PodGCController.gc`)."""

@@ -77,6 +77,30 @@ def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
+_POD_METADATA = ("name", "namespace", "uid", "generation", "creationTimestamp", "deletionTimestamp")
+
+
+def cached_pod(pod: Obj) -> dict[str, Any]:
+    """What a pass reads of a pod, the rest dropped: the cache holds this much of each pod."""
+    md, status = _md(pod), pod.get("status") or {}
+    return {
+        "metadata": {k: md[k] for k in _POD_METADATA if k in md},
+        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+        "status": {k: status[k] for k in ("phase", "reason") if k in status},
+    }
+
+
+def cached_node(node: Obj) -> dict[str, Any]:
+    """What a pass reads of a Node: its name, taints and Ready condition."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"]
+    return {
+        "metadata": {"name": _md(node).get("name")},
+        "spec": {"taints": (node.get("spec") or {}).get("taints")},
+        "status": {"conditions": ready[:1]},
+    }
+
+
 def is_terminated(pod: Obj) -> bool:
     """`isPodTerminated`: any phase but Pending, Running and Unknown (an empty one too)."""
     return _phase(pod) not in ("Pending", "Running", "Unknown")
