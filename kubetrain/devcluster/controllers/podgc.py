@@ -7,7 +7,7 @@ lists and then watches every pod and every Node (`list_then_watch`, cluster-wide
 `nodes` are the caches, kept by `relist_*` and `observe_*`, of what a pass reads of each:
 `podgcplan.cached_pod`, `cached_node`), waits until both lists are in
 (`WaitForNamedCacheSync`), then runs a pass at once and every `GC_CHECK_PERIOD` (20 s) after the
-last one ended (`wait.UntilWithContext`: `passes`). A pass (`gc`) costs no LIST: it only GETs each
+last one ended (`wait.UntilWithContext`: `passes_forever`). A pass (`gc`) costs no LIST: it only GETs each
 node whose quarantine is over and that the cache lacks (`checkIfNodeExists`: only a 404 counts as
 deleted; another error leaves it for a later sighting), then carries out the plan: for a pod to
 mark Failed it reads the pod, PUTs `pods/status` with phase Failed (and the orphan's
@@ -63,7 +63,7 @@ class PodGC:
         self._nodes_synced = asyncio.Event()
 
     async def loop(self) -> None:
-        """Watch pods and Nodes into the caches, wait for both lists, then `passes`."""
+        """Watch pods and Nodes into the caches, wait for both lists, then `passes_forever`."""
         api = self._api()
         pods = list_then_watch(api, "/api/v1/pods", self.observe_pod, self.relist_pods)
         nodes = list_then_watch(api, "/api/v1/nodes", self.observe_node, self.relist_nodes)
