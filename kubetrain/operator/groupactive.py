@@ -7,25 +7,25 @@ restarts so far), the restarts counted towards `max_restarts`, the failed pods p
 the attempt began — `ReconcileDraft.record` in, `Plan.record` out when changed. Pods bear their
 attempt (`recording.attempt_label`); an earlier attempt's pod is deleted, holding its slot.
 
-One reconcile, in order: suspend (every pod but the Succeeded ones deleted), resume, the
-deadline (from creation or the last resume), the Service and what pods need first
-(`ChildMaker`), the gang (`GangChoice`, `gang.decide`), then the pods (with the first ones,
-`ChildMaker.unread_prerequisites`): failed pods recreated and counted per batch Job and index
-(`groupfailure.py`: the pod failure rules, `backoffLimitPerIndex` — a failed index's slot is
-never made again); a Job failed (backoff limit, a FailJob rule, failed indexes, its own
-activeDeadlineSeconds in `jobdeadlines.py`; a Warning event each) goes to the gang policy —
-restart its pods alone (`jobrestarts.py`), restart every pod as a new attempt, or fail the job;
-Jobs succeeded by their success policy (`jobsuccess.py`), success by the shape's rules, a stall,
-and the missing pods `creates.missing_slots` picks (an exclusively placed job's follower once its
-leader's domain is known: `exclusiveplacement.py`). The per-group status (`replicatedJobsStatus`,
-`jobsStatus`) counts jobs of `ReplicaGroup.job_size` pods: `failed` is the failed Jobs.
+One reconcile, in order: suspend (every pod but the Succeeded ones deleted), resume, the deadline
+(from creation or the last resume), the Service, what pods need first (`ChildMaker`) and the gang
+(`GangChoice`, `gang.decide`) — the deadline, prerequisites and gang decided in `groupsetup.py` —
+then the pods (with the first ones, `ChildMaker.unread_prerequisites`): failed pods recreated and
+counted per batch Job and index (`groupfailure.py`: the pod failure rules, `backoffLimitPerIndex`
+— a failed index's slot is never made again); a Job failed (backoff limit, a FailJob rule, failed
+indexes, its own activeDeadlineSeconds in `jobdeadlines.py`; a Warning event each) goes to the
+gang policy — restart its pods alone (`jobrestarts.py`), restart every pod as a new attempt, or
+fail the job; Jobs succeeded by their success policy (`jobsuccess.py`), success by the shape's
+rules, a stall, and the missing pods `creates.missing_slots` picks (an exclusively placed job's
+follower once its leader's domain is known: `exclusiveplacement.py`). The per-group status
+(`replicatedJobsStatus`, `jobsStatus`) counts jobs of `ReplicaGroup.job_size` pods: `failed` is
+the failed Jobs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from kubetrain.api.gangschedulers import GangScheduler
@@ -46,13 +46,11 @@ from kubetrain.operator.completedindexes import CompletedIndexes
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.exclusiveplacement import Placement
-from kubetrain.operator.gang import EVENT_CRD_MISSING
-from kubetrain.operator.gang import decide as decide_gang
+from kubetrain.operator.groupsetup import GroupSetup
 from kubetrain.operator.jobdeadlines import JobDeadlines
 from kubetrain.operator.jobrestarts import JobRestarts
 from kubetrain.operator.jobsuccess import JobSuccess
-from kubetrain.operator.pods import owned_by_name, pod_name, pod_phase, terminating
-from kubetrain.operator.progressenv import config_map
+from kubetrain.operator.pods import pod_name, pod_phase, terminating
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.status import format_time
 
@@ -90,7 +88,8 @@ class GroupActiveJob:
         resumed = shape.status.set_resumed(r.status, r.title, r.now)
         if resumed is not None:
             r.event("Normal", *resumed)
-        if self.deadline_passed():
+        setup = GroupSetup(r, shape, self.desired)
+        if setup.deadline_passed():
             reason, message = shape.status.deadline_exceeded_as(r.status, r.title)
             r.terminal(FAILED, reason, message, delete_active=True)
             self.write_group_statuses()
@@ -99,9 +98,9 @@ class GroupActiveJob:
         # named after the pods' subdomain (JobSet's GetSubdomain), which need not be the job's name
         if service is not None and r.observed.service_named(service["metadata"]["name"]) is None:
             r.plan.create_service = service
-        self.prerequisites()
-        self.progress_ca()
-        gang = self.gang()
+        setup.prerequisites()
+        setup.progress_ca()
+        gang = setup.gang()
         new_record = self.pods(gang)
         if new_record != r.record:
             r.plan.record = new_record
@@ -113,82 +112,6 @@ class GroupActiveJob:
     def suspend(self) -> None:
         """Suspended: the Succeeded pods kept, every other pod deleted (`groupsuspend.py`)."""
         groupsuspend.suspend(self.r, self.shape, self.attempt_of)
-
-    def deadline_passed(self) -> bool:
-        """The shared deadline rule, counted from when the run began (the status projection's)."""
-        r, shape = self.r, self.shape
-        deadline = runpolicy.deadline(shape.run_policy, shape.status.run_began(r.status, r.job, r.now))
-        if deadline is None:
-            return False
-        if r.now >= deadline:
-            return True
-        r.plan.requeue_at = deadline
-        return False
-
-    def prerequisites(self) -> None:
-        """What pods need first (MPI: SSH Secret, hostfile ConfigMap): created before any pod while
-        a ConfigMap is missing (the Secret create-only: 409 is done); a ConfigMap's data kept."""
-        r = self.r
-        wanted = self.children.prerequisites()
-        if not wanted:
-            return
-        owned = self.owned_extra
-        config_maps = [w for w in wanted if w["kind"] == "ConfigMap"]
-        if any(cm["metadata"]["name"] not in owned for cm in config_maps):
-            r.plan.create_children += wanted
-            return
-        for cm in config_maps:
-            self.keep_data(owned[cm["metadata"]["name"]], cm)
-
-    def progress_ca(self) -> None:
-        """The progress endpoint's CA ConfigMap (`progressenv.config_map`: under Trainer's name
-        for a TrainJob), created before the first pod, its data replaced when the CA changes."""
-        r, progress = self.r, self.desired.progress
-        if progress is None:
-            return
-        wanted = config_map(self.shape.layout, progress)
-        current = self.owned_extra.get(wanted["metadata"]["name"])
-        if current is None:
-            r.plan.create_children.append(self.children.own(wanted))
-        else:
-            self.keep_data(current, wanted)
-
-    @cached_property
-    def owned_extra(self) -> dict[str, Mapping[str, Any]]:
-        """The job's own extra children (ConfigMaps, Secrets) by name, looked up once."""
-        return owned_by_name(self.r.observed.extra, self.r.job)
-
-    def keep_data(self, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
-        """An observed ConfigMap's data replaced by the wanted data when they differ."""
-        if current.get("data") != wanted.get("data"):
-            self.r.plan.update_children.append({**current, "data": wanted["data"]})
-
-    def gang(self) -> GangScheduler | bool | None:
-        """The gang scheduler new pods are made for (None: no gang), or False: pods must wait (the
-        PodGroup being created, or not yet admitted) — `gang.decide` for the scheduler the shape's
-        policy asks for, told in events only (its status projection has no condition for it)."""
-        r, wanted = self.r, self.shape.gang
-        if wanted is None:
-            return None
-        if wanted.mismatch:
-            if not r.pods:
-                r.event("Warning", "PodGroupPolicyNotServed", wanted.mismatch)
-            return None
-        scheduler = wanted.scheduler
-        if scheduler is None:
-            return None
-        observed = r.observed
-        decision = decide_gang(
-            DesiredChildren(self.shape, gang_scheduler=scheduler.name),
-            observed.pod_group,
-            observed.pod_group_crd_installed,
-        )
-        if not observed.pod_group_crd_installed and not r.pods:
-            r.event(
-                "Warning", EVENT_CRD_MISSING, f"the PodGroup API {scheduler.api_version} is not installed"
-            )
-        r.plan.create_pod_group = decision.create_pod_group
-        return scheduler if decision.may_create_pods else False
 
     # --- the pods -----------------------------------------------------------------------------
     def pods(self, gang: GangScheduler | bool | None) -> Obj:

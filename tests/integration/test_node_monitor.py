@@ -67,6 +67,12 @@ def _add_out_of_service(node: Obj) -> None:
     node["spec"]["taints"] = [*(node["spec"].get("taints") or []), OUT_OF_SERVICE]
 
 
+def _out_of_service(node: Obj | None) -> bool:
+    return any(
+        t.get("key") == OUT_OF_SERVICE["key"] for t in ((node or {}).get("spec") or {}).get("taints") or []
+    )
+
+
 def _remove_out_of_service(node: Obj) -> None:
     taints = [t for t in node["spec"].get("taints") or [] if t["key"] != OUT_OF_SERVICE["key"]]
     node["spec"]["taints"] = taints or None
@@ -120,6 +126,7 @@ async def test_a_stopped_kubelet_makes_the_node_unknown_and_its_worker_is_evicte
         assert gc is not None
         before = gc.deleted["out-of-service"]
         await edit_node(h, node, _add_out_of_service)
+        await eventually(lambda: _out_of_service(gc.nodes.get(node)), what="the taint in pod GC's Node cache")
         await gc_pass(stack, clock)  # the pass force-deletes it (its DELETE is done)
         after = await h.pod(ns, "kl-worker-0")
         assert after is None or after["metadata"]["uid"] != uid

@@ -63,6 +63,8 @@ async def test_the_pods_of_a_deleted_node_are_failed_and_deleted_after_the_quara
     try:
         sim.stop_node(node)  # the machine is gone: no kubelet posts anything for it
         await h.kube.delete(NODES, None, node)
+        gc = sim.pod_gc  # its Node cache follows a watch, as upstream's informer does
+        await eventually(lambda: node not in gc.nodes, what="the deletion in pod GC's Node cache")
         await gc_pass(stack, clock)  # the pass that first sees the node missing
         await gc_pass(stack, clock)  # 20 s into the quarantine: nothing happens
         still = await h.pod(ns, "ng-worker-0")

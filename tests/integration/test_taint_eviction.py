@@ -164,6 +164,7 @@ async def test_an_untolerated_no_execute_taint_evicts_the_worker_and_kubetrain_r
         "reason": "DeletionByTaintManager",
         "message": "Taint manager: deleting due to NoExecute taint",
         "observedGeneration": 1,  # the pod's generation (PodObservedGenerationTracking, GA)
+        "lastProbeTime": None,  # a zero metav1.Time, as Go writes it
     }
     assert recreated["spec"]["nodeName"] != node  # the scheduler keeps it off the tainted node
     events = await eviction_events(h, ns, "te-worker-0", [f"Marking for deletion Pod {ns}/te-worker-0"])

@@ -97,6 +97,7 @@ def test_the_disruption_condition_is_added_once_keeping_other_conditions() -> No
             "status": "True",
             "reason": "DeletionByTaintManager",
             "message": "Taint manager: deleting due to NoExecute taint",
+            "lastProbeTime": None,
             "lastTransitionTime": "2026-01-02T03:04:05Z",
         },
     ]
@@ -114,12 +115,14 @@ def test_the_disruption_condition_is_added_once_keeping_other_conditions() -> No
 
 def test_the_disruption_condition_observes_the_pods_generation() -> None:
     """taint_eviction.go sets `ObservedGeneration: CalculatePodConditionObservedGeneration(...)`,
-    the pod's generation since PodObservedGenerationTracking went GA (1.35); a newer generation
-    rewrites the condition, keeping its transition time."""
+    the pod's generation since PodObservedGenerationTracking went GA (1.35). `UpdatePodCondition`
+    does not compare observedGeneration, so a condition that differs only there is not patched."""
     (condition,) = noexecute.add_condition({"conditions": []}, NOW, generation=2) or []
     assert condition["observedGeneration"] == 2
     assert noexecute.add_condition({"conditions": [condition]}, NOW, generation=2) is None
-    (newer,) = noexecute.add_condition({"conditions": [condition]}, NOW, generation=3) or []
+    assert noexecute.add_condition({"conditions": [condition]}, NOW, generation=3) is None
+    other = {**condition, "reason": "EvictionByEvictionAPI"}
+    (newer,) = noexecute.add_condition({"conditions": [other]}, NOW, generation=3) or []
     assert newer["observedGeneration"] == 3 and newer["lastTransitionTime"] == condition["lastTransitionTime"]
 
 

@@ -107,6 +107,7 @@ def test_pods_of_a_deleted_node_are_orphans_marked_with_the_disruption_condition
     assert first.condition == {
         "type": "DisruptionTarget",
         "status": "True",
+        "lastProbeTime": None,
         "reason": "DeletionByPodGC",
         "message": "PodGC: node no longer exists",
     }
@@ -156,6 +157,7 @@ def test_failed_status_adds_the_condition_and_keeps_the_rest() -> None:
             "status": "True",
             "reason": "DeletionByPodGC",
             "message": "PodGC: node no longer exists",
+            "lastProbeTime": None,
             "lastTransitionTime": "2024-05-01T12:00:00Z",
         },
     ]
@@ -175,7 +177,12 @@ def test_failed_status_replaces_another_disruption_reason_keeping_its_transition
     )
     assert new is not None
     assert new["conditions"] == [
-        {**earlier, "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists"}
+        {
+            **earlier,
+            "reason": "DeletionByPodGC",
+            "message": "PodGC: node no longer exists",
+            "lastProbeTime": None,
+        }
     ]
     # the same condition again changes nothing
     assert podgcplan.failed_status(new, podgcplan.disruption_condition(), NOW) is None
@@ -184,3 +191,28 @@ def test_failed_status_replaces_another_disruption_reason_keeping_its_transition
 def test_failed_status_without_a_condition_only_sets_the_phase() -> None:
     assert podgcplan.failed_status({"phase": "Pending"}, None, NOW) == {"phase": "Failed"}
     assert podgcplan.failed_status({"phase": "Failed"}, None, NOW) is None
+
+
+def test_the_cache_keeps_what_a_pass_reads_and_decides_the_same() -> None:
+    """podgc.py caches `cached_pod` / `cached_node` of each watched object: the plan over them
+    is the plan over the whole objects."""
+    pods = [
+        pod("orphan", node="gone"),
+        pod("out", node="lost", terminating=True),
+        pod("old", "Failed", node="n1", created="2020-01-01T00:00:00Z"),
+        pod("new", "Succeeded", node="n1", created="2021-01-01T00:00:00Z"),
+        pod("gated", "Pending", node="", terminating=True),
+    ]
+    for p in pods:
+        p["spec"]["containers"] = [{"name": "main", "image": "busybox"}]
+        p["status"]["podIP"] = "10.0.0.1"
+    nodes = {"n1": node("n1"), "lost": node("lost", "False", OUT_OF_SERVICE)}
+    whole = plan(pods, nodes, {"gone"}, threshold=1)
+    cached = plan(
+        [podgcplan.cached_pod(p) for p in pods],
+        {n: podgcplan.cached_node(v) for n, v in nodes.items()},
+        {"gone"},
+        threshold=1,
+    )
+    assert cached == whole and len(whole) == 4
+    assert "containers" not in podgcplan.cached_pod(pods[0])["spec"]

@@ -111,6 +111,7 @@ async def test_an_untolerated_taint_deletes_at_once_after_marking_the_pod_disrup
         "status": "True",
         "reason": "DeletionByTaintManager",
         "message": "Taint manager: deleting due to NoExecute taint",
+        "lastProbeTime": None,
         "lastTransitionTime": "2024-01-01T00:00:00Z",
     }
     assert cluster.controller.pending == {}  # the tolerant pod is never evicted

@@ -179,6 +179,7 @@ PLANNER = (
     "statusprojection",
     "groupfailure",
     "groupactive",
+    "groupsetup",
     "jobrestarts",
     "stall",
     "progressenv",

@@ -86,6 +86,8 @@ class EndpointsControllers:
         self._memos: dict[ServiceKey, tuple[str, plan.Memo]] = {}
         self.syncs = 0  # completed syncs (tests and benchmarks read it)
         self.delayed = 0  # syncs waiting out MIN_SYNC_INTERVAL
+        self.undelayed = asyncio.Event()  # set while no sync waits (`settle` waits on it)
+        self.undelayed.set()
         self._last_sync: dict[ServiceKey, float] = {}  # loop time of each Service's last sync
         for svc in api.store.items(SERVICES_KEY):
             self._index_service(svc, None)
@@ -209,11 +211,14 @@ class EndpointsControllers:
             self.enqueue(work)
             return
         self.delayed += 1
+        self.undelayed.clear()
         loop.call_later(wait, self._release, work)
 
     def _release(self, work: Work) -> None:
         self.delayed -= 1
-        self.enqueue(work)
+        self.enqueue(work)  # queued before `undelayed` is set: a settle then waits for the sync
+        if not self.delayed:
+            self.undelayed.set()
 
     # ---- sync --------------------------------------------------------------------------------
     async def sync(self, namespace: str, name: str) -> None:

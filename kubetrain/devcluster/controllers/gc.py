@@ -73,12 +73,13 @@ class Controllers:
             self._enqueue(functools.partial(self._root_ca, str(ns["metadata"]["name"])))
 
     async def settle(self) -> None:
-        """Wait until the controllers have no queued work (for tests), delayed syncs included."""
+        """Wait until the controllers have no queued work (for tests), delayed syncs included:
+        woken when the last delayed sync is queued, not by polling."""
         while True:
             await self._idle.wait()
             if not self.endpoints.delayed:
                 return
-            await asyncio.sleep(0.01)
+            await self.endpoints.undelayed.wait()
 
     async def _run(self) -> None:
         while True:

@@ -16,7 +16,9 @@ and when. `taintevict.py` watches, keeps the timers and writes.
   min(tolerationSeconds). A pending eviction that was cancelled gets a `Cancelling deletion` event
   (`cancelWorkWithEvent`).
 - `disruption_condition` / `add_condition`: the pod condition upstream patches to status before
-  the DELETE (`addConditionAndDeletePod` with `UpdatePodCondition`).
+  the DELETE (`addConditionAndDeletePod` with `UpdatePodCondition`, kinds/podconditions.py),
+  stamped with the pod's generation; nothing is patched when only that differs (upstream's
+  `isEqual` does not compare observedGeneration).
 - `eviction_event`: the core/v1 Events it records (`emitPodDeletionEvent`,
   `emitCancelPodDeletionEvent`: involvedObject without uid, reason TaintManagerEviction).
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.devcluster.apiserver.kinds import podconditions
 from kubetrain.devcluster.kubelet.taints import tolerates
 
 CONTROLLER_NAME = "taint-eviction-controller"
@@ -101,39 +104,25 @@ def _stamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def disruption_condition(now: datetime, generation: int = 0) -> dict[str, Any]:
-    """The taint manager's DisruptionTarget condition; `observedGeneration` the pod's generation
-    (`CalculatePodConditionObservedGeneration`: PodObservedGenerationTracking is GA since 1.35;
-    none for a pod without one, as Go omits a zero)."""
-    condition: dict[str, Any] = {
-        "type": "DisruptionTarget",
-        "status": "True",
-        "reason": DISRUPTION_REASON,
-        "message": DISRUPTION_MESSAGE,
-        "lastTransitionTime": _stamp(now),
-    }
-    if generation > 0:
-        condition["observedGeneration"] = generation
-    return condition
+def disruption_condition(generation: int = 0) -> dict[str, Any]:
+    """The taint manager's DisruptionTarget condition (`addConditionAndDeletePod`), its
+    observedGeneration the pod's generation (`condition_observed_generation`)."""
+    return podconditions.pod_condition(
+        "DisruptionTarget",
+        "True",
+        reason=DISRUPTION_REASON,
+        message=DISRUPTION_MESSAGE,
+        observed_generation=podconditions.condition_observed_generation(generation),
+    )
 
 
 def add_condition(
     status: Mapping[str, Any] | None, now: datetime, generation: int = 0
 ) -> list[dict[str, Any]] | None:
-    """The pod's conditions with the DisruptionTarget one (`UpdatePodCondition`: a condition
-    whose status stays keeps its lastTransitionTime), None when they would not change."""
-    conditions = [dict(c) for c in _dicts((status or {}).get("conditions"))]
-    wanted = disruption_condition(now, generation)
-    for i, old in enumerate(conditions):
-        if old.get("type") != "DisruptionTarget":
-            continue
-        if old.get("status") == wanted["status"] and old.get("lastTransitionTime"):
-            wanted["lastTransitionTime"] = old["lastTransitionTime"]
-        if all(old.get(k) == wanted.get(k) for k in ("status", "reason", "message", "observedGeneration")):
-            return None
-        conditions[i] = wanted
-        return conditions
-    return [*conditions, wanted]
+    """The pod's conditions with the DisruptionTarget one (`UpdatePodCondition`,
+    kinds/podconditions.py), None when upstream's `updated` is false and it patches nothing."""
+    new, changed = podconditions.update_pod_condition(status, disruption_condition(generation), _stamp(now))
+    return new["conditions"] if changed else None
 
 
 def eviction_event(namespace: str, name: str, cancelled: bool, now: datetime) -> dict[str, Any]:

@@ -2,17 +2,22 @@
 gc_controller.go `PodGCController`) as an ordinary API client, on an injectable `Clock` (tests
 advance a FakeClock). What it deletes is decided in `podgcplan.py`.
 
-`loop` runs a pass at once and then every `GC_CHECK_PERIOD` (20 s) after the last one ended
-(`wait.UntilWithContext`). A pass (`gc`) LISTs every pod and Node, GETs each node whose quarantine
-is over and that the list lacks (`checkIfNodeExists`: only a 404 counts as deleted; another error
-leaves it for a later sighting), then carries out the plan: for a pod to mark Failed it reads the
-pod, PUTs `pods/status` with phase Failed (and the orphan's DisruptionTarget condition) at the
-resourceVersion read, read again and tried again after a conflict (upstream sends a strategic
-merge patch of the status with the pod's uid as precondition); then it DELETEs the pod with
-gracePeriodSeconds 0. The status is written only to a pod with the listed uid and the DELETE
-carries that uid as precondition, so a pod recreated under the same name meanwhile is left alone
-(upstream's DELETE has no precondition). A failed write is logged and waits for the next pass, as
-upstream.
+As upstream reads its pod and Node informers' listers, a pass reads a watch-fed cache: `loop`
+lists and then watches every pod and every Node (`list_then_watch`, cluster-wide; `pods` and
+`nodes` are the caches, kept by `relist_*` and `observe_*`, of what a pass reads of each:
+`podgcplan.cached_pod`, `cached_node`), waits until both lists are in
+(`WaitForNamedCacheSync`), then runs a pass at once and every `GC_CHECK_PERIOD` (20 s) after the
+last one ended (`wait.UntilWithContext`: `passes_forever`). A pass (`gc`) costs no LIST: it only GETs each
+node whose quarantine is over and that the cache lacks (`checkIfNodeExists`: only a 404 counts as
+deleted; another error leaves it for a later sighting), then carries out the plan: for a pod to
+mark Failed it reads the pod, PUTs `pods/status` with phase Failed (and the orphan's
+DisruptionTarget condition) at the resourceVersion read, read again and tried again after a
+conflict (upstream sends a strategic merge patch of the status with the pod's uid as
+precondition); then it DELETEs the pod with gracePeriodSeconds 0. The status is written only to a
+pod with the cached uid and the DELETE carries that uid as precondition, so a pod recreated under
+the same name meanwhile is left alone (upstream's DELETE has no precondition). A failed write is
+logged and waits for the next pass, as upstream. Like an informer's, the cache lags the API by the
+watch's delivery: a change made just before a pass may only be seen by the next one.
 
 `threshold` is `--terminated-pod-gc-threshold` (default 12500; tests set it lower);
 `deleted` counts the deletions by reason (upstream's `pod_gc_collector_force_delete_pods_total`);
@@ -21,12 +26,14 @@ upstream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.apiserver.base.background import cancel_all
+from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.controllers import podgcplan
 from kubetrain.devcluster.controllers.podgcplan import Deletion, Quarantine
 from kubetrain.kube.clock import Clock
@@ -34,6 +41,7 @@ from kubetrain.kube.clock import Clock
 log = logging.getLogger(__name__)
 
 STATUS_RETRIES = 5  # re-reads after a conflicting status write
+Key = tuple[str, str]  # (namespace, name)
 
 
 class PodGC:
@@ -49,8 +57,25 @@ class PodGC:
         self.quarantine = Quarantine()
         self.deleted: Counter[str] = Counter()
         self.passes = 0
+        self.pods: dict[Key, dict[str, Any]] = {}  # the pod cache, by (namespace, name)
+        self.nodes: dict[str, dict[str, Any]] = {}  # the Node cache, by name
+        self._pods_synced = asyncio.Event()
+        self._nodes_synced = asyncio.Event()
 
     async def loop(self) -> None:
+        """Watch pods and Nodes into the caches, wait for both lists, then `passes_forever`."""
+        api = self._api()
+        pods = list_then_watch(api, "/api/v1/pods", self.observe_pod, self.relist_pods)
+        nodes = list_then_watch(api, "/api/v1/nodes", self.observe_node, self.relist_nodes)
+        watches = [asyncio.ensure_future(pods), asyncio.ensure_future(nodes)]
+        try:
+            await self._pods_synced.wait()
+            await self._nodes_synced.wait()
+            await self.passes_forever()
+        finally:
+            await cancel_all(watches)
+
+    async def passes_forever(self) -> None:
         while True:
             try:
                 await self.gc()
@@ -58,10 +83,31 @@ class PodGC:
                 log.debug("pod garbage collection pass failed: %s", exc)
             await self.clock.sleep(podgcplan.GC_CHECK_PERIOD)
 
+    # ---- the caches (what upstream's informers hold) -------------------------------------------
+    async def relist_pods(self, items: list[dict[str, Any]]) -> None:
+        self.pods = {_key(p): podgcplan.cached_pod(p) for p in items}
+        self._pods_synced.set()
+
+    async def observe_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self.pods.pop(_key(pod), None)
+        else:
+            self.pods[_key(pod)] = podgcplan.cached_pod(pod)
+
+    async def relist_nodes(self, items: list[dict[str, Any]]) -> None:
+        self.nodes = {_key(n)[1]: podgcplan.cached_node(n) for n in items}
+        self._nodes_synced.set()
+
+    async def observe_node(self, kind: str, node: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self.nodes.pop(_key(node)[1], None)
+        else:
+            self.nodes[_key(node)[1]] = podgcplan.cached_node(node)
+
     async def gc(self) -> None:
-        """One pass over every pod (`PodGCController.gc`)."""
-        pods = await self._list("/api/v1/pods")
-        nodes = {str(n["metadata"]["name"]): n for n in await self._list("/api/v1/nodes")}
+        """One pass over every cached pod (`PodGCController.gc`)."""
+        pods = list(self.pods.values())
+        nodes = dict(self.nodes)
         now = self.clock.monotonic()
         self.quarantine.sight(podgcplan.missing_nodes(pods, nodes), now)
         deleted_nodes = {n for n in self.quarantine.due(now) if n not in nodes and await self._gone(n)}
@@ -72,12 +118,6 @@ class PodGC:
             except (TimeoutError, ApiError, OSError) as exc:
                 log.warning("pod %s/%s not garbage collected: %s", deletion.namespace, deletion.name, exc)
         self.passes += 1
-
-    async def _list(self, path: str) -> list[dict[str, Any]]:
-        code, body = await self._api().request("GET", path)
-        if code != 200:
-            raise ApiError(code, body)
-        return list(body.get("items") or [])
 
     async def _gone(self, node: str) -> bool:
         code, body = await self._api().request("GET", f"/api/v1/nodes/{node}")
@@ -113,7 +153,9 @@ class PodGC:
                 return False
             if code != 200:
                 raise ApiError(code, pod)
-            status = podgcplan.failed_status(pod.get("status"), deletion.condition, self.clock.now())
+            status = podgcplan.failed_status(
+                pod.get("status"), deletion.condition, self.clock.now(), deletion.generation
+            )
             if status is None:
                 return True
             pod["status"] = status
@@ -126,3 +168,8 @@ class PodGC:
                 raise ApiError(code, body)
         what = f"{deletion.namespace}/{deletion.name}"
         raise ApiError(409, {"message": f"pods/status of {what} kept conflicting"})
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    md = obj.get("metadata") or {}
+    return str(md.get("namespace") or ""), str(md.get("name") or "")

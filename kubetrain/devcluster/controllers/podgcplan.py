@@ -23,8 +23,10 @@ Before the DELETE (gracePeriodSeconds 0), `markFailedAndDeletePodWithCondition` 
 phase is neither Succeeded nor Failed to Failed — the orphaned one with the condition
 `DisruptionTarget=True`, reason `DeletionByPodGC`, message `PodGC: node no longer exists` (Pod
 Disruption Conditions, GA in 1.31; the other rules add no condition). `failed_status` builds that
-status: the condition merged as `apipod.UpdatePodCondition` does (an existing condition of the
-type whose status stays keeps its lastTransitionTime).
+status: `status.observedGeneration` and the condition's the pod's generation as listed
+(`CalculatePodStatusObservedGeneration`, `CalculatePodConditionObservedGeneration`: KEP-5067, GA in
+1.35), the condition set by `UpdatePodCondition` (kinds/podconditions.py: an existing condition of
+the type whose status stays keeps its lastTransitionTime).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.api.metatime import parse_time
+from kubetrain.devcluster.apiserver.kinds import podconditions
 
 GC_CHECK_PERIOD = 20.0  # gcCheckPeriod: seconds between passes
 QUARANTINE_TIME = 40.0  # quarantineTime: seconds a missing node is given to show up
@@ -62,7 +65,8 @@ class Deletion:
     uid: str
     why: str  # TERMINATED | OUT_OF_SERVICE_REASON | ORPHANED | UNSCHEDULED
     mark_failed: bool  # its phase (as listed) is neither Succeeded nor Failed
-    condition: Mapping[str, str] | None  # the DisruptionTarget condition (orphans only)
+    condition: Mapping[str, Any] | None  # the DisruptionTarget condition (orphans only)
+    generation: int = 0  # its metadata.generation as listed: the status' observedGeneration
 
 
 def _md(obj: Obj) -> Mapping[str, Any]:
@@ -71,6 +75,30 @@ def _md(obj: Obj) -> Mapping[str, Any]:
 
 def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
+
+
+_POD_METADATA = ("name", "namespace", "uid", "generation", "creationTimestamp", "deletionTimestamp")
+
+
+def cached_pod(pod: Obj) -> dict[str, Any]:
+    """What a pass reads of a pod, the rest dropped: the cache holds this much of each pod."""
+    md, status = _md(pod), pod.get("status") or {}
+    return {
+        "metadata": {k: md[k] for k in _POD_METADATA if k in md},
+        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+        "status": {k: status[k] for k in ("phase", "reason") if k in status},
+    }
+
+
+def cached_node(node: Obj) -> dict[str, Any]:
+    """What a pass reads of a Node: its name, taints and Ready condition."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"]
+    return {
+        "metadata": {"name": _md(node).get("name")},
+        "spec": {"taints": (node.get("spec") or {}).get("taints")},
+        "status": {"conditions": ready[:1]},
+    }
 
 
 def is_terminated(pod: Obj) -> bool:
@@ -144,13 +172,16 @@ def unscheduled_terminating(pods: Iterable[Obj]) -> list[Obj]:
     return [p for p in pods if is_terminating(p) and not _node_name(p)]
 
 
-def disruption_condition() -> dict[str, str]:
-    return {
-        "type": "DisruptionTarget",
-        "status": "True",
-        "reason": DISRUPTION_REASON,
-        "message": DISRUPTION_MESSAGE,
-    }
+def disruption_condition(generation: int = 0) -> dict[str, Any]:
+    """`gcOrphaned`'s DisruptionTarget condition, its observedGeneration the pod's generation
+    (`CalculatePodConditionObservedGeneration`: kinds/podconditions.py)."""
+    return podconditions.pod_condition(
+        "DisruptionTarget",
+        "True",
+        reason=DISRUPTION_REASON,
+        message=DISRUPTION_MESSAGE,
+        observed_generation=podconditions.condition_observed_generation(generation),
+    )
 
 
 def plan(
@@ -169,6 +200,7 @@ def plan(
         if key in seen:
             continue
         seen.add(key)
+        generation = podconditions.condition_observed_generation(md.get("generation"))
         out.append(
             Deletion(
                 namespace=key[0],
@@ -176,42 +208,28 @@ def plan(
                 uid=str(md.get("uid") or ""),
                 why=why,
                 mark_failed=_phase(pod) not in ("Succeeded", "Failed"),
-                condition=disruption_condition() if why == ORPHANED else None,
+                condition=disruption_condition(generation) if why == ORPHANED else None,
+                generation=generation,
             )
         )
     return out
 
 
 def failed_status(
-    status: Mapping[str, Any] | None, condition: Mapping[str, str] | None, now: datetime
+    status: Mapping[str, Any] | None, condition: Mapping[str, Any] | None, now: datetime, generation: int = 0
 ) -> dict[str, Any] | None:
-    """`status` with phase Failed and `condition` merged in (`apipod.UpdatePodCondition`), or
-    None when that changes nothing."""
+    """`status` with phase Failed, `status.observedGeneration` the pod's generation
+    (`CalculatePodStatusObservedGeneration`) and `condition` set (`UpdatePodCondition`,
+    kinds/podconditions.py), or None when that changes nothing (`PatchPodStatus` sends no
+    patch then)."""
     new = dict(status or {})
-    changed = new.get("phase") != "Failed"
     new["phase"] = "Failed"
+    observed = podconditions.status_observed_generation(generation)
+    if observed:
+        new["observedGeneration"] = observed
     if condition is not None:
-        wanted: dict[str, Any] = {**condition, "lastTransitionTime": _stamp(now)}
-        conditions = [dict(c) for c in new.get("conditions") or [] if isinstance(c, Mapping)]
-        for i, old in enumerate(conditions):
-            if old.get("type") != wanted["type"]:
-                continue
-            if old.get("status") == wanted["status"]:
-                wanted.pop("lastTransitionTime")
-                if old.get("lastTransitionTime"):
-                    wanted["lastTransitionTime"] = old["lastTransitionTime"]
-            if any(old.get(k) != wanted.get(k) for k in _COMPARED):
-                conditions[i] = wanted
-                changed = True
-            break
-        else:
-            conditions.append(wanted)
-            changed = True
-        new["conditions"] = conditions
-    return new if changed else None
-
-
-_COMPARED = ("status", "reason", "message", "lastProbeTime", "lastTransitionTime")
+        new, _ = podconditions.update_pod_condition(new, condition, _stamp(now))
+    return None if new == dict(status or {}) else new
 
 
 def _stamp(now: datetime) -> str:

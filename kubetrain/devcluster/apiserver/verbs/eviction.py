@@ -37,7 +37,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
-from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.kinds import meta, podconditions, podgeneration
 from kubetrain.devcluster.apiserver.kinds.pdbs import (
     PDBS_KEY,
     disruption_allowed_condition,
@@ -134,24 +134,17 @@ def check_and_decrement(api: ApiServer, pdb: Obj, pod_name: str, dry_run: bool) 
 
 
 def _disruption_target(pod: Obj, now: str) -> Obj:
-    """The pod with pkg/api/v1/pod `UpdatePodCondition`'s DisruptionTarget condition."""
+    """The pod with `addConditionAndDeletePod`'s DisruptionTarget condition, set by
+    `UpdatePodCondition` (kinds/podconditions.py) with no observedGeneration (eviction.go sets
+    none), written through the pods/status strategy as upstream's status store does: a
+    DisruptionTarget condition that had an observedGeneration keeps it
+    (`preserveOldObservedGeneration`)."""
     new = copy.deepcopy(pod)
-    conditions = new.setdefault("status", {}).setdefault("conditions", [])
-    cond = {
-        "type": "DisruptionTarget",
-        "status": "True",
-        "lastProbeTime": None,
-        "lastTransitionTime": now,
-        "reason": "EvictionByEvictionAPI",
-        "message": "Eviction API: evicting",
-    }
-    for i, old in enumerate(conditions):
-        if old.get("type") == "DisruptionTarget":
-            if old.get("status") == "True":
-                cond["lastTransitionTime"] = old.get("lastTransitionTime")
-            conditions[i] = cond
-            return new
-    conditions.append(cond)
+    condition = podconditions.pod_condition(
+        "DisruptionTarget", "True", reason="EvictionByEvictionAPI", message="Eviction API: evicting"
+    )
+    new["status"], _ = podconditions.update_pod_condition(new.get("status"), condition, now)
+    podgeneration.preserve_observed_generation(new, pod)
     return new
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
-from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.kinds import meta, podconditions
 from kubetrain.devcluster.apiserver.kinds.scales import SCALE_KIND, scale_of, set_path, spec_replicas_path
 from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import apply_patch
@@ -89,22 +89,13 @@ def _check_preconditions(t: Target, pod: Obj, binding_meta: Obj) -> None:
 
 
 def _set_scheduled(pod: Obj, now: str) -> None:
-    """podutil `UpdatePodCondition` with PodScheduled=True: the transition time moves only when
-    the status changes; the condition is replaced whole, so the reason, message and
-    observedGeneration kube-scheduler's Unschedulable condition had go (`setPodNodeAndMetadata`
-    sets no observedGeneration: it writes storage around the pod strategy)."""
-    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-    for condition in conditions:
-        if condition.get("type") == "PodScheduled":
-            if condition.get("status") != "True":
-                condition["lastTransitionTime"] = now
-            condition.update(status="True", lastProbeTime=None)
-            for field in ("reason", "message", "observedGeneration"):
-                condition.pop(field, None)
-            return
-    conditions.append(
-        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-    )
+    """`setPodNodeAndMetadata`'s PodScheduled=True, set by `UpdatePodCondition`
+    (kinds/podconditions.py): the transition time moves only when the status changes; the
+    condition is replaced whole, so the reason, message and observedGeneration kube-scheduler's
+    Unschedulable condition had go (the binding sets no observedGeneration: it writes storage
+    around the pod strategy)."""
+    condition = podconditions.pod_condition("PodScheduled", "True")
+    pod["status"], _ = podconditions.update_pod_condition(pod.get("status"), condition, now)
 
 
 async def evict(api: ApiServer, t: Target, body: Any) -> Result:
