@@ -50,11 +50,14 @@ def job_setting(name: str, var: str, *, suspend: bool) -> Obj:
     return job
 
 
-async def changed_before_the_snapshot(stack: DevStack, h: Harness, ns: str, rule: Any) -> None:
+async def changed_before_the_snapshot(stack: DevStack, h: Harness, ns: str, name: str, rule: Any) -> None:
     """Change runtime `rt` of `ns` to JAX while the snapshot's create is refused (`rule`), and let
-    the snapshot be written only once the operator's runtime cache holds the change — the
-    controller reads runtimes from its informer, so clearing the fault sooner could let a retry
-    snapshot the runtime as it was."""
+    the snapshot be written only by a reconcile that read the changed runtime — the controller
+    reads runtimes from its informer, so clearing the fault sooner could let a retry snapshot the
+    runtime as it was. A reconcile already running when the informer saw the change may have
+    read the old runtime; reconciles of one TrainJob never overlap, so once the next refusal is
+    past, every reconcile began after the change was seen — or one already failed TrainJob `name`
+    against the changed runtime (and tries no snapshot)."""
     try:
         await eventually(lambda: rule.fired >= 1, what="the first snapshot create refused")
         changed = await h.change(TRAINING_RUNTIMES, ns, "rt", to_jax)
@@ -67,6 +70,15 @@ async def changed_before_the_snapshot(stack: DevStack, h: Harness, ns: str, rule
             return cached is not None and cached["metadata"]["resourceVersion"] == version
 
         await eventually(seen, what="the operator to see the runtime changed")
+        refused_before = rule.fired
+
+        async def read_the_change() -> bool:
+            if rule.fired >= refused_before + 2:
+                return True
+            conditions = (await get_tj(h, ns, name)).get("status", {}).get("conditions") or []
+            return any(x["type"] == "Failed" and x["status"] == "True" for x in conditions)
+
+        await eventually(read_the_change, what="a reconcile begun after the change was seen")
     finally:
         h.faults.clear()
 
@@ -115,7 +127,7 @@ async def test_a_runtime_changed_before_the_first_reconcile_fails_the_trainjob_n
     # builds the TrainJob does so from a runtime its admission never saw.
     rule = h.faults.fail(verb="create", resource="configmaps", namespace=ns, count=10**6)
     await h.kube.create(TRAINJOBS, job_setting("late", "JAX_PROCESS_ID", suspend=False), namespace=ns)
-    await changed_before_the_snapshot(stack, h, ns, rule)
+    await changed_before_the_snapshot(stack, h, ns, "late", rule)
     tj = await wait_condition(h, ns, "late", "Failed")
     [failed] = [x for x in tj["status"]["conditions"] if x["type"] == "Failed"]
     assert failed["reason"] == c.REASON_RUNTIME_NOT_SUPPORTED
@@ -133,7 +145,7 @@ async def test_a_valid_trainjob_still_runs_from_a_runtime_changed_before_its_fir
     await h.kube.create(TRAINING_RUNTIMES, training_runtime("rt"), namespace=ns)
     rule = h.faults.fail(verb="create", resource="configmaps", namespace=ns, count=10**6)
     await h.kube.create(TRAINJOBS, job_setting("fine", "CUSTOM", suspend=False), namespace=ns)
-    await changed_before_the_snapshot(stack, h, ns, rule)
+    await changed_before_the_snapshot(stack, h, ns, "fine", rule)
     [pod] = await h.wait_pod_names(ns, "fine", ["fine-node-0-0"])
     assert env_of(pod)["JAX_PROCESS_ID"] == {
         "fieldRef": {
