@@ -82,21 +82,9 @@ def forbidden(path: str, message: str) -> FieldError:
     return FieldError(path, ErrorKind.FORBIDDEN, message)
 
 
-def shown(value: object) -> str:
-    """A wire value as a field error prints it, as Kubernetes' field errors do: a string in double
-    quotes, a number or boolean bare, anything else (null, a list, an object) as JSON — so a
-    message quotes the bad value and the valid ones alike (`"Some" is not supported: must be one
-    of "All", …`)."""
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return json.dumps(str(value), ensure_ascii=False)
-
-
 def not_supported(path: str, value: object, valid: Iterable[str]) -> FieldError:
-    choices = ", ".join(shown(v) for v in valid)
-    message = f"{shown(value)} is not supported: must be one of {choices}"
-    return FieldError(path, ErrorKind.NOT_SUPPORTED, message)
+    choices = ", ".join(f'"{v}"' for v in valid)
+    return FieldError(path, ErrorKind.NOT_SUPPORTED, f"{value!r} is not supported: must be one of {choices}")
 
 
 def duplicate(path: str, message: str) -> FieldError:

@@ -31,7 +31,7 @@ import jsonschema
 import orjson
 from jsonschema.exceptions import ValidationError
 
-from kubetrain.api.errors import ErrorKind, json_type, shown
+from kubetrain.api.errors import ErrorKind, json_type
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, QUANTITY_PATTERN
 from kubetrain.api.sizedcache import SizedLRU
 
@@ -238,7 +238,7 @@ def _convert(err: ValidationError, budget: int) -> list[tuple[str, ErrorKind, st
             (
                 path,
                 ErrorKind.INVALID,
-                f"{shown(err.instance)} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
+                f"{err.instance!r} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
             )
         ]
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -258,9 +258,8 @@ def _convert(err: ValidationError, budget: int) -> list[tuple[str, ErrorKind, st
         missing = [n for n in expected if isinstance(err.instance, dict) and n not in err.instance]
         return [(f"{path}.{n}", ErrorKind.REQUIRED, "required field is missing") for n in missing]
     if err.validator == "enum":
-        valid = ", ".join(shown(v) for v in expected if v is not None)
-        message = f"{shown(err.instance)} is not supported: must be one of {valid}"
-        return [(path, ErrorKind.NOT_SUPPORTED, message)]
+        valid = ", ".join(f'"{v}"' for v in expected if v is not None)
+        return [(path, ErrorKind.NOT_SUPPORTED, f"{err.instance!r} is not supported: must be one of {valid}")]
     if err.validator == "type":
         wanted = expected if isinstance(expected, list) else [expected]
         words = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in wanted if t != "null")

@@ -11,7 +11,7 @@ import difflib
 import functools
 from typing import Any, TextIO
 
-from kubetrain.api.errors import FieldError, invalid, shown
+from kubetrain.api.errors import FieldError, invalid
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.defaults import default_runtimes
@@ -117,8 +117,7 @@ def check_trainer_document(
         _, found = trainjob_errors(final, runtimes)
         errors = unknown_fields(obj) + found
     else:
-        valid = ", ".join(map(shown, c.KINDS))
-        print(f"{label}: kind: Unsupported value: {shown(kind)}: must be one of {valid}", file=report)
+        print(f"{label}: kind: Unsupported value: {kind!r}: must be one of {', '.join(c.KINDS)}", file=report)
         return False, None
     for error in errors:
         print(f"{label}: {error}", file=report)

@@ -32,7 +32,6 @@ import yaml
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.cron import CRON_KINDS
-from kubetrain.api.errors import shown
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
@@ -261,7 +260,7 @@ def _trainer_document(
     if kind in (tc.TRAINING_RUNTIME, tc.CLUSTER_TRAINING_RUNTIME):
         return [str(e) for e in unknown_fields(obj) + keep_runtime(obj, runtimes)]
     if kind != tc.TRAINJOB:
-        return [f"kind: Unsupported value: {shown(kind)}: must be one of {', '.join(map(shown, tc.KINDS))}"]
+        return [f"kind: Unsupported value: {kind!r}: must be one of {', '.join(tc.KINDS)}"]
     unknown = unknown_fields(obj)
     if unknown:
         return [str(e) for e in unknown]

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, RESTART_POLICIES
-from kubetrain.api.errors import json_int, shown
+from kubetrain.api.errors import json_int
 from kubetrain.api.trainerstatus import CA_CONFIG_MAP_SUFFIX
 from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework, Gates
@@ -139,7 +139,7 @@ def lay_out(
             )
         elif ctype in found:  # `worker` and `Worker`: never let one silently replace the other
             errors.append(
-                f"{entry.path}: Duplicate value: same replica type as {shown(str(found[ctype].key))} "
+                f"{entry.path}: Duplicate value: same replica type as {str(found[ctype].key)!r} "
                 "(replica type names ignore case)"
             )
         else:
@@ -188,14 +188,14 @@ def _replica_layout(
     raw = entry.spec.get("replicas")
     count = framework.replicas_default(ctype) if raw is None else json_int(raw)
     if count is None or count < 0:
-        return None, f"{entry.path}.replicas: Invalid value: {shown(raw)}: must be an integer >= 0"
+        return None, f"{entry.path}.replicas: Invalid value: {raw!r}: must be an integer >= 0"
     if not entry.containers or entry.container_index is None:
         return None, f"{entry.path}.template.spec.containers: Required value: at least one container"
     policy = entry.spec.get("restartPolicy") or framework.restart_policy_default(ctype)
     if policy not in RESTART_POLICIES:
         return None, (
-            f"{entry.path}.restartPolicy: Unsupported value: {shown(policy)}: must be one of "
-            f"{', '.join(shown(p) for p in RESTART_POLICIES)}"
+            f"{entry.path}.restartPolicy: Unsupported value: {policy!r}: must be one of "
+            f"{', '.join(RESTART_POLICIES)}"
         )
     container = entry.containers[entry.container_index]
     port = container_port(

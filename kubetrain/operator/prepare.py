@@ -34,7 +34,6 @@ from typing import Any
 
 from kubetrain.api import servicemode
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
-from kubetrain.api.errors import shown
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
@@ -85,9 +84,8 @@ def prepare_job(
     draft = read_job(obj)  # 1. parse
     framework = draft.framework
     if framework is None:
-        valid = ", ".join(map(shown, known_kinds()))
-        unsupported = f"kind: Unsupported value: {shown(draft.kind)}: must be one of {valid}"
-        return PreparedJob(None, None, [unsupported])
+        valid = ", ".join(known_kinds())
+        return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}: must be one of {valid}"])
     defaulted = default_v1(draft, gang_scheduling=gang_scheduling, adjust=True)  # 2. default
     assert defaulted.draft is not None  # default_v1 reads what it defaults
     typed = read_typed(defaulted.draft)  # 3. type

@@ -47,7 +47,7 @@ def test_fields_of_batch_v1_are_checked() -> None:
     assert any(e.startswith("spec.timeZone: Invalid: unknown time zone 'Moon/Base'") for e in found)
     assert "spec.startingDeadlineSeconds: Invalid: must be greater than or equal to 0, got -1" in found
     assert "spec.successfulJobsHistoryLimit: Invalid: must be greater than or equal to 0, got -2" in found
-    assert any(e.startswith('spec.concurrencyPolicy: NotSupported: "Sometimes"') for e in found), found
+    assert any(e.startswith("spec.concurrencyPolicy: NotSupported: 'Sometimes'") for e in found), found
 
 
 def test_template_problems_are_reported_at_the_crons_paths() -> None:

@@ -164,7 +164,7 @@ def test_create_with_a_value_naming_no_served_version_is_refused() -> None:
     response = validated(obj, request_version="v1")
     assert not response.allowed
     assert (
-        f'{PATH}: NotSupported: "v1" is not supported: must be one of '
+        f"{PATH}: NotSupported: 'v1' is not supported: must be one of "
         '"kubeflow.org/v2beta1", "kubeflow.org/v1"' in response.message
     )
 
@@ -247,7 +247,7 @@ def test_update_adding_the_annotation_to_a_job_stored_without_it_is_refused() ->
 def test_a_stored_value_that_names_no_served_version_is_invalid() -> None:
     result = validate_job(default_job(mpijob({KEY: "kubeflow.org/v3"})).obj)
     assert [str(e) for e in result.errors] == [
-        f'{PATH}: NotSupported: "kubeflow.org/v3" is not supported: '
+        f"{PATH}: NotSupported: 'kubeflow.org/v3' is not supported: "
         'must be one of "kubeflow.org/v2beta1", "kubeflow.org/v1"'
     ]
     prepared = prepare_job(default_job(mpijob({KEY: "kubeflow.org/v3"})).obj)

@@ -68,7 +68,7 @@ def test_a_complete_policy_is_valid() -> None:
                     "matchExpressions": [{"key": "team", "operator": "Equals", "values": ["a"]}]
                 }
             },
-            'spec.namespaceSelector.matchExpressions[0].operator: NotSupported: "Equals" is not supported: '
+            "spec.namespaceSelector.matchExpressions[0].operator: NotSupported: 'Equals' is not supported: "
             'must be one of "In", "NotIn", "Exists", "DoesNotExist"',
         ),
         (
@@ -93,7 +93,7 @@ def test_a_complete_policy_is_valid() -> None:
         ),
         (
             {"kinds": ["PyTorchJob", "SparkJob"]},
-            'spec.kinds[1]: NotSupported: "SparkJob" is not supported',
+            "spec.kinds[1]: NotSupported: 'SparkJob' is not supported",
         ),
         ({"kinds": ["TFJob", "TFJob"]}, "spec.kinds[1]: Duplicate:"),
         (
@@ -139,7 +139,7 @@ def test_a_complete_policy_is_valid() -> None:
         ),
         (
             {"enforcement": "Audit"},
-            'spec.enforcement: NotSupported: "Audit" is not supported: must be one of "Deny", "Warn"',
+            'spec.enforcement: NotSupported: \'Audit\' is not supported: must be one of "Deny", "Warn"',
         ),
         ({"limits": {"maxGpus": 4}}, "spec.limits.maxGpus: Invalid: unknown field"),
         (

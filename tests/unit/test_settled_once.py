@@ -83,7 +83,7 @@ def test_an_absent_or_served_created_version_is_valid_another_is_refused_naming_
         assert created_version_errors(prepare_job(mpijob({KEY: served})).errors) == []
     refused = created_version_errors(prepare_job(mpijob({KEY: "kubeflow.org/v3"})).errors)
     assert refused == [
-        f'{PATH}: NotSupported: "kubeflow.org/v3" is not supported: must be one of '
+        f"{PATH}: NotSupported: 'kubeflow.org/v3' is not supported: must be one of "
         '"kubeflow.org/v2beta1", "kubeflow.org/v1"'
     ]
     # The webhook's edge reads the same way.

@@ -279,7 +279,7 @@ def test_the_pod_template_must_restart_never() -> None:
     [(path, message)] = admitted({"rules": []}, restart_policy=None)
     assert path == ".template.spec.restartPolicy" and "unset: JobSet's default" in message
     assert admitted({"rules": []}, podReplacementPolicy="TerminatingOrFailed") == [
-        (".podReplacementPolicy", '"TerminatingOrFailed" is not supported: must be one of "Failed"')
+        (".podReplacementPolicy", "'TerminatingOrFailed' is not supported: must be one of \"Failed\"")
     ]
 
 
@@ -300,7 +300,8 @@ def test_the_pod_template_must_restart_never() -> None:
             [
                 (
                     ".action",
-                    '"RestartJob" is not supported: must be one of "FailJob", "FailIndex", "Ignore", "Count"',
+                    "'RestartJob' is not supported: must be one of "
+                    '"FailJob", "FailIndex", "Ignore", "Count"',
                 )
             ],
         ),
@@ -325,7 +326,7 @@ def test_the_pod_template_must_restart_never() -> None:
         ),
         (
             {"action": "Count", "onExitCodes": {"operator": "Between", "values": [1]}},
-            [(".onExitCodes.operator", '"Between" is not supported: must be one of "In", "NotIn"')],
+            [(".onExitCodes.operator", '\'Between\' is not supported: must be one of "In", "NotIn"')],
         ),
         (
             {"action": "Count", "onExitCodes": {"operator": "In", "values": [0, 3, 2, 2]}},
@@ -351,7 +352,7 @@ def test_the_pod_template_must_restart_never() -> None:
                 ),
                 (
                     ".onPodConditions[1].status",
-                    '"Yes" is not supported: must be one of "True", "False", "Unknown"',
+                    '\'Yes\' is not supported: must be one of "True", "False", "Unknown"',
                 ),
             ],
         ),

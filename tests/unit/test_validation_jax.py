@@ -102,7 +102,7 @@ def test_every_error_at_once_with_messages() -> None:
     assert len(lines) == 5, lines
     assert lines[0].startswith("metadata.name: Invalid: 'Jax' is not a DNS-1035 label")
     assert lines[1] == (
-        f'{R}[Coordinator]: NotSupported: "Coordinator" is not supported: must be one of "Worker"'
+        f"{R}[Coordinator]: NotSupported: 'Coordinator' is not supported: must be one of \"Worker\""
     )
     assert lines[2] == (
         f"{R}[Worker].replicas: Invalid: must be at least 1 "
