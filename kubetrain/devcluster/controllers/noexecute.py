@@ -107,13 +107,7 @@ def _stamp(now: datetime) -> str:
 def disruption_condition(generation: int = 0) -> dict[str, Any]:
     """The taint manager's DisruptionTarget condition (`addConditionAndDeletePod`), its
     observedGeneration the pod's generation (`condition_observed_generation`)."""
-    return podconditions.pod_condition(
-        "DisruptionTarget",
-        "True",
-        reason=DISRUPTION_REASON,
-        message=DISRUPTION_MESSAGE,
-        observed_generation=podconditions.condition_observed_generation(generation),
-    )
+    return podconditions.disruption_target(DISRUPTION_REASON, DISRUPTION_MESSAGE, generation)
 
 
 def add_condition(

@@ -175,13 +175,7 @@ def unscheduled_terminating(pods: Iterable[Obj]) -> list[Obj]:
 def disruption_condition(generation: int = 0) -> dict[str, Any]:
     """`gcOrphaned`'s DisruptionTarget condition, its observedGeneration the pod's generation
     (`CalculatePodConditionObservedGeneration`: kinds/podconditions.py)."""
-    return podconditions.pod_condition(
-        "DisruptionTarget",
-        "True",
-        reason=DISRUPTION_REASON,
-        message=DISRUPTION_MESSAGE,
-        observed_generation=podconditions.condition_observed_generation(generation),
-    )
+    return podconditions.disruption_target(DISRUPTION_REASON, DISRUPTION_MESSAGE, generation)
 
 
 def plan(

@@ -73,6 +73,19 @@ def pod_condition(
     return condition
 
 
+def disruption_target(reason: str, message: str, generation: int = 0) -> dict[str, Any]:
+    """The `DisruptionTarget=True` condition a controller sets on a pod before deleting it (the
+    taint manager's `addConditionAndDeletePod`, the pod GC's `gcOrphaned`), its
+    observedGeneration the pod's generation (`CalculatePodConditionObservedGeneration`)."""
+    return pod_condition(
+        "DisruptionTarget",
+        "True",
+        reason=reason,
+        message=message,
+        observed_generation=condition_observed_generation(generation),
+    )
+
+
 def update_pod_condition(
     status: Mapping[str, Any] | None, condition: Mapping[str, Any], now: str
 ) -> tuple[dict[str, Any], bool]:
