@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from kubetrain.devcluster.kubelet import images, initstatus, podstatus
 from kubetrain.devcluster.kubelet.behaviour import Behaviour
-from kubetrain.devcluster.kubelet.status import pod_phase
+from kubetrain.devcluster.kubelet.statuswrite import pod_phase
 
 Action = Literal["idle", "finish-deletion", "bind", "stop", "init-retry", "image", "start", "run"]
 

@@ -95,12 +95,8 @@ from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS, Heartbeats
 from kubetrain.devcluster.kubelet.nodes import register_nodes
 from kubetrain.devcluster.kubelet.reconcile import PodReconciler
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
-from kubetrain.devcluster.kubelet.status import (
-    TERMINATION_EXIT_CODE,
-    PodTransitions,
-    StatusBuilder,
-    rv_older,
-)
+from kubetrain.devcluster.kubelet.status import TERMINATION_EXIT_CODE, PodTransitions
+from kubetrain.devcluster.kubelet.statuswrite import StatusBuilder, rv_older
 from kubetrain.devcluster.kubelet.testapi import PodTestApi
 from kubetrain.devcluster.kubelet.training import TrainingCode
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock

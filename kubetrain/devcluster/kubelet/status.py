@@ -9,10 +9,9 @@ update: the status again, observing the new generation) and `finish_deletion` (c
 terminated with exit 143, then DELETE with gracePeriodSeconds=0). Each is a
 `StatusBuilder` — the new status computed from the newest pod by the pure builders of
 `podstatus`, `crashstatus` and `initstatus`, or None for "nothing to write" — given to
-`write_status`, which PUTs the `status` subresource with the pod's resourceVersion and on 409
-re-reads and rebuilds; a kubelet status it writes observes the pod's generation
-(`podstatus.observed`); each kubelet write is told to `written` (the kubelet's Events,
-`eventrecorders.py`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
+`write_status` (`statuswrite.py`, which `PodTransitions` extends: the PUT of the `status`
+subresource, re-read and rebuilt on 409, each kubelet write told to `written` for the kubelet's
+Events, `eventrecorders.py`). It also keeps what a kubelet remembers per pod: pod IPs, the start time
 of each container run, each container's back-off entry and last exit, and the pods it already
 deleted.
 """
@@ -29,30 +28,21 @@ from kubetrain.devcluster.kubelet import crashloop, crashstatus, images, initsta
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.git import SimulatedGit
 from kubetrain.devcluster.kubelet.recorder import Activity
-from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers, pod_key
+from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers
+from kubetrain.devcluster.kubelet.statuswrite import StatusBuilder, StatusWriter, pod_phase
 from kubetrain.kube.clock import Clock
-
-StatusBuilder = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 TERMINATION_EXIT_CODE = 143
 _EARLY = timedelta(milliseconds=1)  # how early a back-off timer may wake and still restart
-
-
-def pod_phase(pod: dict[str, Any] | None) -> str:
-    return str(((pod or {}).get("status") or {}).get("phase") or "Pending")
-
-
-def rv_older(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    a = str((new.get("metadata") or {}).get("resourceVersion", ""))
-    b = str((old.get("metadata") or {}).get("resourceVersion", ""))
-    return a.isdigit() and b.isdigit() and int(a) < int(b)
 
 
 def _uid(pod: dict[str, Any]) -> str:
     return str(pod["metadata"].get("uid", ""))
 
 
-class PodTransitions:
+class PodTransitions(StatusWriter):
+    """A pod's life on a simulated node (the module's docstring); its writes are `StatusWriter`'s."""
+
     def __init__(
         self,
         api: Callable[[], RawApi],
@@ -65,11 +55,8 @@ class PodTransitions:
         written: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
         activity: Activity | None = None,
     ) -> None:
-        self._api = api
-        self._written = written  # told of each kubelet status write: (pod before, pod after)
-        self._activity = activity or Activity()  # a status write is pod work in flight
+        super().__init__(api, pods, written, activity)
         self.clock = clock
-        self._pods = pods  # the simulator's watch cache, shared
         self._host_ips = host_ips
         self._timers = timers
         self.default_run_seconds = default_run_seconds
@@ -104,12 +91,6 @@ class PodTransitions:
     def run_started(self, uid: str, restarts: int) -> float:
         """clock.monotonic() when run `restarts` of the pod began (now, if not known yet)."""
         return self._starts.setdefault((uid, restarts), self.clock.monotonic())
-
-    def remember(self, pod: dict[str, Any]) -> None:
-        key = pod_key(pod)
-        old = self._pods.get(key)
-        if old is None or not rv_older(pod, old):
-            self._pods[key] = pod
 
     def _pod_ip(self, pod: dict[str, Any]) -> str:
         spec = pod.get("spec") or {}
@@ -369,45 +350,3 @@ class PodTransitions:
         if code not in (200, 202, 404, 409):
             raise ApiError(code, body)
         self._deleted.add(_uid(pod))
-
-    # -- the write ------------------------------------------------------------------------------
-
-    async def write_status(
-        self, key: Key, build: StatusBuilder, *, kubelet: bool = True
-    ) -> dict[str, Any] | None:
-        """PUT the status `build` makes from the newest pod; on 409 re-read and rebuild. A
-        kubelet's write carries the generation it acted on (`podstatus.observed`); the
-        scheduler's (`kubelet=False`) only what its builder sets."""
-        with self._activity.working():
-            return await self._write_status(key, build, kubelet)
-
-    async def _write_status(self, key: Key, build: StatusBuilder, kubelet: bool) -> dict[str, Any] | None:
-        ns, name = key
-        path = f"/api/v1/namespaces/{ns}/pods/{name}"
-        pod = self._pods.get(key)
-        for _ in range(20):
-            if pod is None:
-                return None
-            status = build(pod)
-            if status is None:
-                return pod
-            if kubelet:
-                status = podstatus.observed(pod, status)
-            code, body = await self._api().request("PUT", f"{path}/status", body={**pod, "status": status})
-            if code == 200:
-                self.remember(body)
-                if kubelet and self._written is not None:
-                    self._written(pod, body)
-                return dict(body)
-            if code == 404:
-                return None
-            if code != 409:
-                raise ApiError(code, body)
-            code, body = await self._api().request("GET", path)
-            if code == 404:
-                return None
-            if code != 200:
-                raise ApiError(code, body)
-            self.remember(body)
-            pod = body
-        raise ApiError(409, {"message": f"pod {ns}/{name}: status write kept conflicting"})

@@ -13,7 +13,8 @@ from typing import Any
 from kubetrain.devcluster.kubelet import podstatus
 from kubetrain.devcluster.kubelet.behaviour import exit_outcome
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers
-from kubetrain.devcluster.kubelet.status import PodTransitions, pod_phase
+from kubetrain.devcluster.kubelet.status import PodTransitions
+from kubetrain.devcluster.kubelet.statuswrite import pod_phase
 
 
 class PodTestApi:

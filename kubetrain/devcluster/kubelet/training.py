@@ -18,7 +18,7 @@ from typing import Any
 from kubetrain.devcluster.kubelet import podstatus, reporter
 from kubetrain.devcluster.kubelet.behaviour import Behaviour, exit_outcome
 from kubetrain.devcluster.kubelet.scheduling import Key
-from kubetrain.devcluster.kubelet.status import pod_phase
+from kubetrain.devcluster.kubelet.statuswrite import pod_phase
 from kubetrain.kube.clock import Clock
 
 log = logging.getLogger(__name__)
