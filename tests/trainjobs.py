@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from kubetrain.jobs.failureorder import FailedJob
+from kubetrain.jobs.trainjob import children as ch
 
 Obj = dict[str, Any]
 
@@ -41,6 +42,15 @@ def planned_trainjob(nodes: int = 2, **spec: Any) -> Obj:
         "metadata": {"name": "tj", "namespace": "ns", "uid": UID, "creationTimestamp": PLANNED_CREATED},
         "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": nodes}, **spec},
     }
+
+
+def stored_snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
+    """The runtime snapshot ConfigMap of `job` as the planner reads it back stored: owned by the
+    TrainJob's uid, with a resourceVersion."""
+    cm = ch.build_snapshot(job, runtime, state or {})
+    cm["metadata"]["ownerReferences"][0]["uid"] = UID
+    cm["metadata"]["resourceVersion"] = "7"
+    return cm
 
 
 def warmup_first_runtime() -> Obj:

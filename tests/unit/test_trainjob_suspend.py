@@ -8,9 +8,8 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from trainjobs import RUNTIME, UID, planned_trainjob, trainjob_pod, warmup_first_runtime
+from trainjobs import RUNTIME, planned_trainjob, stored_snapshot, trainjob_pod, warmup_first_runtime
 
-from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
 
@@ -21,11 +20,7 @@ trainjob = planned_trainjob
 warmup_runtime = warmup_first_runtime
 
 
-def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
-    cm = ch.build_snapshot(job, runtime, state or {})
-    cm["metadata"]["ownerReferences"][0]["uid"] = UID
-    cm["metadata"]["resourceVersion"] = "7"
-    return cm
+snapshot = stored_snapshot
 
 
 def plan(job: Obj, pods: list[Obj], extra: list[Obj]) -> Any:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
-from trainjobs import RUNTIME, UID, failed_jobs, planned_trainjob, trainjob_pod
+from trainjobs import RUNTIME, failed_jobs, planned_trainjob, stored_snapshot, trainjob_pod
 
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import CreateFailure, Observed, PlannerConfig
@@ -25,11 +25,7 @@ pod = trainjob_pod
 trainjob = planned_trainjob
 
 
-def snapshot(job: Obj, runtime: Obj = RUNTIME, state: Obj | None = None) -> Obj:
-    cm = ch.build_snapshot(job, runtime, state or {})
-    cm["metadata"]["ownerReferences"][0]["uid"] = UID
-    cm["metadata"]["resourceVersion"] = "7"
-    return cm
+snapshot = stored_snapshot
 
 
 def plan(

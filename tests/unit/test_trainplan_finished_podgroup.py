@@ -10,11 +10,12 @@ import copy
 from typing import Any
 
 import pytest
+from trainjobs import UID
 
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
 
-from .test_trainplan import NOW, RUNTIME, UID, finished_trainjob, pod, snapshot, trainjob
+from .test_trainplan import NOW, RUNTIME, finished_trainjob, pod, snapshot, trainjob
 
 Obj = dict[str, Any]
 
