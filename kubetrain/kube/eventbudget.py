@@ -24,8 +24,9 @@ Both caches hold the last CACHE_SIZE keys (client-go's `maxLruCacheEntries`).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kubetrain.kube.clock import Clock
 
@@ -37,6 +38,22 @@ CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
 COMBINED_PREFIX = "(combined from similar events): "  # EventAggregatorByReasonMessageFunc
 
 ObjectId = tuple[str, ...]
+
+
+def object_id(obj: Mapping[str, Any], *, kind: str = "", api_version: str = "") -> ObjectId:
+    """The involved object as the correlator keys it (client-go's `getSpamKey` and aggregate key
+    read the involvedObject's uid, kind, namespace, name and apiVersion); `kind`/`api_version`
+    stand in for an object that does not carry them."""
+    meta = obj.get("metadata") or {}
+    return (
+        str(meta.get("uid") or ""),
+        str(obj.get("kind") or kind),
+        str(meta.get("namespace") or "default"),
+        str(meta.get("name") or ""),
+        str(obj.get("apiVersion") or api_version),
+    )
+
+
 K = TypeVar("K")
 V = TypeVar("V")
 

@@ -56,7 +56,7 @@ from typing import Any
 from kubetrain.kube import requesttimes
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
-from kubetrain.kube.eventbudget import EventBudget
+from kubetrain.kube.eventbudget import EventBudget, object_id
 from kubetrain.kube.resources import EVENTS
 from kubetrain.kube.transport import event_writes
 from kubetrain.serving.metrics import EVENTS_DROPPED
@@ -186,13 +186,7 @@ class EventRecorder:
             return None
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        obj_id = (
-            str(meta.get("uid") or ""),
-            str(obj.get("kind") or ""),
-            namespace,
-            str(meta.get("name") or ""),
-            str(obj.get("apiVersion") or ""),
-        )
+        obj_id = object_id(obj)
         combined = False
         if budgeted:
             message, combined = self.budget.aggregate(obj_id, type_, reason, message)

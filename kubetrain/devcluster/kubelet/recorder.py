@@ -56,7 +56,7 @@ from kubetrain.devcluster.client import ApiError, RawApi
 from kubetrain.devcluster.kubelet.podevents import PodEvent
 from kubetrain.devcluster.kubelet.podstatus import timestamp
 from kubetrain.kube.clock import Clock
-from kubetrain.kube.eventbudget import CACHE_SIZE, EventBudget
+from kubetrain.kube.eventbudget import CACHE_SIZE, EventBudget, object_id
 
 log = logging.getLogger(__name__)
 
@@ -249,13 +249,7 @@ class Recorder:
         body = self._body(obj, event, namespace, now, stamp[1], action)
         if not self.correlate:
             return body, None
-        obj_id = (
-            str(meta.get("uid") or ""),
-            str(obj.get("kind") or "Pod"),
-            namespace,
-            str(meta.get("name") or ""),
-            str(obj.get("apiVersion") or "v1"),
-        )
+        obj_id = object_id(obj, kind="Pod", api_version="v1")
         message, combined = self._budget.aggregate(obj_id, event.type, event.reason, event.message)
         body["message"] = message
         similar = ("",) if combined else (event.field_path, message)
