@@ -2,14 +2,17 @@
 gc_controller.go `PodGCController`) as an ordinary API client, on an injectable `Clock` (tests
 advance a FakeClock). What it deletes is decided in `podgcplan.py`.
 
-As upstream reads its pod and Node informers' listers, a pass reads a watch-fed cache: `loop`
-lists and then watches every pod and every Node (`list_then_watch`, cluster-wide; `pods` and
-`nodes` are the caches, kept by `relist_*` and `observe_*`, of what a pass reads of each:
-`podgcplan.cached_pod`, `cached_node`), waits until both lists are in
-(`WaitForNamedCacheSync`), then runs a pass at once and every `GC_CHECK_PERIOD` (20 s) after the
-last one ended (`wait.UntilWithContext`: `passes_forever`). A pass (`gc`) costs no LIST: it only GETs each
-node whose quarantine is over and that the cache lacks (`checkIfNodeExists`: only a 404 counts as
-deleted; another error leaves it for a later sighting), then carries out the plan: for a pod to
+As upstream reads its pod and Node informers' listers, a pass reads a watch-fed cache: `pods` and
+`nodes` are the caches, kept by `relist_*` and `observe_*`, of what a pass reads of each
+(`podgcplan.cached_pod`, `cached_node`), subscribed to a `SharedWatch` of every pod and one of
+every Node (cluster-wide): the pod simulator's, given as `watches`, so the simulated kubelet,
+scheduler and collector share one pod watch and one Node watch as kube-controller-manager's
+controllers share informers; without `watches`, `loop` runs watches of its own. `loop` waits
+until both lists are in (`WaitForNamedCacheSync`), then runs a pass at once and every
+`GC_CHECK_PERIOD` (20 s) after the last one ended (`wait.UntilWithContext`: `passes_forever`).
+A pass (`gc`) costs no LIST: it only GETs each node whose quarantine is over and that the cache
+lacks (`checkIfNodeExists`: only a 404 counts as deleted; another error leaves it for a later
+sighting), then carries out the plan: for a pod to
 mark Failed it reads the pod, PUTs `pods/status` with phase Failed (and the orphan's
 DisruptionTarget condition) at the resourceVersion read, read again and tried again after a
 conflict (upstream sends a strategic merge patch of the status with the pod's uid as
@@ -33,9 +36,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.background import cancel_all
-from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
+from kubetrain.devcluster.client import ApiError, RawApi
 from kubetrain.devcluster.controllers import podgcplan
 from kubetrain.devcluster.controllers.podgcplan import Deletion, Quarantine
+from kubetrain.devcluster.sharedwatch import SharedWatch
 from kubetrain.kube.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -50,7 +54,10 @@ class PodGC:
         api: Callable[[], RawApi],
         clock: Clock,
         threshold: int = podgcplan.TERMINATED_POD_GC_THRESHOLD,
+        watches: tuple[SharedWatch, SharedWatch] | None = None,
     ) -> None:
+        """`watches`: the shared (pods, Nodes) watches of every pod and Node that feed the caches,
+        run by their owner; None: `loop` runs watches of its own."""
         self._api = api
         self.clock = clock
         self.threshold = threshold
@@ -61,19 +68,24 @@ class PodGC:
         self.nodes: dict[str, dict[str, Any]] = {}  # the Node cache, by name
         self._pods_synced = asyncio.Event()
         self._nodes_synced = asyncio.Event()
+        self._own_watches = watches is None
+        pods, nodes = watches or (SharedWatch("/api/v1/pods"), SharedWatch("/api/v1/nodes"))
+        if pods.path != "/api/v1/pods" or nodes.path != "/api/v1/nodes":
+            raise ValueError(f"pod GC needs watches of every pod and Node, not {pods.path}, {nodes.path}")
+        pods.subscribe(self.observe_pod, self.relist_pods)
+        nodes.subscribe(self.observe_node, self.relist_nodes)
+        self._watches = (pods, nodes)
 
     async def loop(self) -> None:
-        """Watch pods and Nodes into the caches, wait for both lists, then `passes_forever`."""
-        api = self._api()
-        pods = list_then_watch(api, "/api/v1/pods", self.observe_pod, self.relist_pods)
-        nodes = list_then_watch(api, "/api/v1/nodes", self.observe_node, self.relist_nodes)
-        watches = [asyncio.ensure_future(pods), asyncio.ensure_future(nodes)]
+        """Wait for both caches' lists (running the watches when they are its own), then
+        `passes_forever`."""
+        owned = [asyncio.ensure_future(w.run(self._api())) for w in self._watches if self._own_watches]
         try:
             await self._pods_synced.wait()
             await self._nodes_synced.wait()
             await self.passes_forever()
         finally:
-            await cancel_all(watches)
+            await cancel_all(owned)
 
     async def passes_forever(self) -> None:
         while True:

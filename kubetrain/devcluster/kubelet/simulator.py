@@ -6,7 +6,7 @@ no kubelets), with plain-dict bodies:
 - registers `nodes` Ready Node objects named `<node_prefix>-<i>` if absent, and renews their
   Leases in `kube-node-lease` every 10 s (`heartbeat.py`; so a node controller keeps them Ready); watches
   the Nodes (the scheduler's view of them: labels, taints, cordon, allocatable);
-- watches pods (all namespaces, or `namespace`); binds unscheduled pods whose
+- watches pods (all namespaces, or `namespace`: its pods only are run and bound); binds unscheduled pods whose
   `spec.schedulerName` is in `scheduler_names` (default `("default-scheduler",)`; use `()` on a
   cluster that has a scheduler) to one of its nodes where they fit (`binder.py`: cordons and
   taints against the pod's tolerations, nodeSelector, required node affinity, resource
@@ -36,7 +36,10 @@ no kubelets), with plain-dict bodies:
   (`controllers/nodehealth.py`: a node without Lease renewal for 50 s goes Unknown) over what it watches,
   and the pod garbage collector (`controllers/podgc.py`: force-deletes the pods of deleted and
   out-of-service nodes; `pod_gc.threshold` is `--terminated-pod-gc-threshold`);
-  `node_controllers=False` on a cluster that runs its own.
+  `node_controllers=False` on a cluster that runs its own. The kubelet, scheduler and these
+  controllers share one pod watch and one Node watch (`pod_watch`, `node_watch`:
+  `kubetrain.devcluster.sharedwatch`); the pod watch is of every namespace while the pod GC runs,
+  even for a simulator given a `namespace`, since the collector looks at every pod.
 
 Per-pod behaviour comes from annotations (names and meaning in `kubetrain.devcluster.kubelet.behaviour`):
 `sim.kubetrain.io/run-seconds`, `.../exit-code`, `.../reason` (e.g. OOMKilled; Evicted → eviction),
@@ -83,7 +86,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.background import cancel_all
-from kubetrain.devcluster.client import RawApi, list_then_watch
+from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.controllers.nodetaints import NodeTaints
 from kubetrain.devcluster.controllers.podgc import PodGC
 from kubetrain.devcluster.controllers.taintevict import TaintEviction
@@ -99,6 +102,7 @@ from kubetrain.devcluster.kubelet.status import TERMINATION_EXIT_CODE, PodTransi
 from kubetrain.devcluster.kubelet.statuswrite import StatusBuilder, rv_older
 from kubetrain.devcluster.kubelet.testapi import PodTestApi
 from kubetrain.devcluster.kubelet.training import TrainingCode
+from kubetrain.devcluster.sharedwatch import SharedWatch
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["HEARTBEAT_SECONDS", "TERMINATION_EXIT_CODE", "Key", "PodSimulator", "StatusBuilder"]
@@ -180,7 +184,18 @@ class PodSimulator(PodTestApi):
         # kube-controller-manager's taint-eviction and node lifecycle controllers
         self.evictions = TaintEviction(lambda: self.api, clock, self._pods) if node_controllers else None
         self._node_taints = NodeTaints(lambda: self.api, clock) if node_controllers else None
-        self.pod_gc = PodGC(lambda: self.api, clock) if node_controllers else None
+        # One pod watch and one Node watch (sharedwatch.py) feed the kubelet, the scheduler and
+        # the controllers; the pod watch is cluster-wide while the pod GC runs (it looks at every
+        # pod), the simulator itself is handed only its namespace's pods.
+        pods_path = (
+            f"/api/v1/namespaces/{namespace}/pods" if namespace and not node_controllers else "/api/v1/pods"
+        )
+        self.pod_watch = SharedWatch(pods_path)
+        self.pod_watch.subscribe(self._observe, self._relisted, namespace=namespace)
+        self.node_watch = SharedWatch("/api/v1/nodes")
+        self.node_watch.subscribe(self._observe_node, self._relisted_nodes)
+        watches = (self.pod_watch, self.node_watch)
+        self.pod_gc = PodGC(lambda: self.api, clock, watches=watches) if node_controllers else None
         self.heartbeats = Heartbeats(lambda: self.api, clock, self._host_ips, monitor=node_controllers)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -197,9 +212,9 @@ class PodSimulator(PodTestApi):
         for writer in self.events.writers():
             self._spawn(writer)
         await register_nodes(self.api, self._host_ips, self.clock.now())
-        self._spawn(list_then_watch(self.api, "/api/v1/nodes", self._observe_node, self._relisted_nodes))
+        self._spawn(self.node_watch.run(self.api))
         await asyncio.wait_for(self._binder.nodes_synced.wait(), 30)
-        self._spawn(list_then_watch(self.api, self._pods_path(), self._observe, self._relisted))
+        self._spawn(self.pod_watch.run(self.api))
         self._spawn(self.heartbeats.loop(self._retry_unschedulable))
         if self.pod_gc is not None:
             self._spawn(self.pod_gc.loop())
@@ -258,9 +273,6 @@ class PodSimulator(PodTestApi):
             await self._node_taints.observe(kind, node)
         if self._binder.observe_node(kind, node):
             self._retry_unschedulable()  # new labels, taints, cordon or allocatable
-
-    def _pods_path(self) -> str:
-        return f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
 
     async def _relisted(self, pods: list[dict[str, Any]]) -> None:
         seen = {pod_key(pod) for pod in pods}
