@@ -38,24 +38,24 @@ def pod_namespace() -> str | None:
     return os.environ.get("POD_NAMESPACE") or None
 
 
-def _positive_int(value: str) -> int:
+def _int_within(value: str, low: int, high: int | None, what: str, valid: str) -> int:
+    """`value` as an integer from `low` to `high` (None: no upper bound); else an argparse error
+    saying it is not `what`, or, out of range, what is `valid`."""
     try:
         n = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
+    if n < low or (high is not None and n > high):
+        raise argparse.ArgumentTypeError(f"{value!r} {valid}")
     return n
+
+
+def _positive_int(value: str) -> int:
+    return _int_within(value, 1, None, "an integer", "must be at least 1")
 
 
 def _non_negative_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be 0 or more")
-    return n
+    return _int_within(value, 0, None, "an integer", "must be 0 or more")
 
 
 def _positive_float(value: str) -> float:
@@ -69,13 +69,7 @@ def _positive_float(value: str) -> float:
 
 
 def _port(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
-    if not 0 <= n <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
-    return n
+    return _int_within(value, 0, 65535, "a port number", "is not a port number (0-65535)")
 
 
 def _namespaces(value: str) -> list[str]:

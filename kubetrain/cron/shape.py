@@ -85,6 +85,17 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _job_template(template: Obj, body: Obj) -> Obj:
+    """The job a cron makes, as one object: apiVersion and kind from its `template`, metadata and
+    spec from `body` (the template itself, or KubeDL's `template.workload`)."""
+    return {
+        "apiVersion": template.get("apiVersion"),
+        "kind": template.get("kind"),
+        "metadata": body.get("metadata") or {},
+        "spec": body.get("spec"),
+    }
+
+
 def read_cron(obj: Obj) -> CronShape:
     """The CronShape of a stored cron; only the shape is read here (validate_cron judges it)."""
     meta = _dict(obj.get("metadata"))
@@ -95,13 +106,7 @@ def read_cron(obj: Obj) -> CronShape:
     status = _dict(obj.get("status"))
     template_raw = _dict(spec.get("template"))
     if group == api.KUBEDL_GROUP:
-        workload = _dict(template_raw.get("workload"))
-        template = {
-            "apiVersion": template_raw.get("apiVersion"),
-            "kind": template_raw.get("kind"),
-            "metadata": workload.get("metadata") or {},
-            "spec": workload.get("spec"),
-        }
+        template = _job_template(template_raw, _dict(template_raw.get("workload")))
         template_path = "spec.template.workload"
         # KubeDL's only time zone: robfig/cron's `CRON_TZ=<zone> ` before the schedule.
         schedule, time_zone = split_zone_prefix(str(spec.get("schedule") or ""))
@@ -112,12 +117,7 @@ def read_cron(obj: Obj) -> CronShape:
         starting_deadline = None
     else:
         history = None
-        template = {
-            "apiVersion": template_raw.get("apiVersion"),
-            "kind": template_raw.get("kind"),
-            "metadata": template_raw.get("metadata") or {},
-            "spec": template_raw.get("spec"),
-        }
+        template = _job_template(template_raw, template_raw)
         template_path = "spec.template"
         successful = _int(spec.get("successfulJobsHistoryLimit"))
         failed = _int(spec.get("failedJobsHistoryLimit"))

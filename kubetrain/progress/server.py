@@ -43,7 +43,7 @@ from kubetrain.progress import authz
 from kubetrain.progress.coalesce import Coalescer
 from kubetrain.progress.lookup import Lookup, Routes
 from kubetrain.progress.reviews import ReviewCache
-from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits
 from kubetrain.serving.metrics import STATUS_REPORT_DURATION
 
 log = logging.getLogger(__name__)
@@ -126,28 +126,9 @@ class ProgressServer:
     async def start(self) -> None:
         if self.manage_tls:
             await self.tls.start()
-        runner = web.AppRunner(
-            self.build_app(),
-            access_log=None,
-            handle_signals=False,
-            keepalive_timeout=self.guard.limits.idle_timeout,
+        self._runner, self.port = await self.guard.serve(
+            self.build_app(), self.host, self.port, ssl_context=self.tls.ssl_context, backlog=1024
         )
-        await runner.setup()
-        self.guard.install(runner)
-        site = GuardedTCPSite(
-            runner,
-            self.host,
-            self.port,
-            ssl_context=self.tls.ssl_context,
-            handshake_timeout=self.guard.limits.header_timeout,
-            backlog=1024,
-        )
-        await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-        self._runner = runner
         self._writer = asyncio.create_task(self._write_loop(), name="progress writes")
         log.info("training-progress endpoint on https://%s:%d", self.host, self.port)
 

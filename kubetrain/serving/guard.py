@@ -12,6 +12,9 @@ await runner.setup()
 guard.install(runner)                       # before the site starts
 ```
 
+or all of it, a `GuardedTCPSite` serving `app` started too, as the webhook and the training-progress
+endpoint do: `runner, port = await guard.serve(app, host, port, ssl_context=ctx)`.
+
 - `header_timeout`: a new connection must deliver a complete request head within it;
 - `idle_timeout`: after a response, the next request head must be complete within it;
 - `max_connections`: connections past this number are closed at once;
@@ -57,6 +60,29 @@ class ConnectionGuard:
         self._transports: dict[Any, Any] = {}  # request handler -> its transport
         self.refused = 0  # connections closed because of max_connections
         self.expired = 0  # connections closed because of a deadline
+
+    async def serve(
+        self, app: web.Application, host: str, port: int, *, ssl_context: Any, **site_options: Any
+    ) -> tuple[web.AppRunner, int]:
+        """Serve `app` on host:port under these limits (no access log, no signal handlers; TLS
+        handshakes within `header_timeout`); `site_options` are TCPSite's (`backlog`,
+        `reuse_port`...). The started runner (`cleanup()` stops it) and the port bound."""
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=self.limits.idle_timeout
+        )
+        await runner.setup()
+        self.install(runner)
+        site = GuardedTCPSite(
+            runner,
+            host,
+            port,
+            ssl_context=ssl_context,
+            handshake_timeout=self.limits.header_timeout,
+            **site_options,
+        )
+        await site.start()
+        addresses: list[Any] = runner.addresses
+        return runner, int(addresses[0][1]) if addresses else port
 
     def install(self, runner: web.BaseRunner) -> None:
         """Watch the connections of a set-up runner's server (call after `runner.setup()`)."""

@@ -47,14 +47,13 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from aiohttp import web
 
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.frameworks import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
-from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, GuardedTCPSite
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits
 from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.body import BodyReader
 from kubetrain.webhook.decider import Decider, review_marks
@@ -301,30 +300,17 @@ class WebhookServer:
             return
         await self.tls.start()
         self._executor = ThreadPoolExecutor(self.review_threads, thread_name_prefix="kubetrain-review")
-        runner = web.AppRunner(
-            self.build_app(),
-            access_log=None,
-            handle_signals=False,
-            keepalive_timeout=self.guard.limits.idle_timeout,
-        )
+        app = self.build_app()
         if self.processes is not None:
             await self.processes.start()
-        await runner.setup()
-        self.guard.install(runner)
-        site = GuardedTCPSite(
-            runner,
+        self._runner, self.port = await self.guard.serve(
+            app,
             self.host,
             self.port,
             ssl_context=self.tls.ssl_context,
             reuse_address=True,
             reuse_port=self.reuse_port or None,
-            handshake_timeout=self.guard.limits.header_timeout,
         )
-        await site.start()
-        self._runner = runner
-        addresses: list[Any] = runner.addresses
-        if addresses:
-            self.port = int(addresses[0][1])
         log.info(
             "webhook serving /mutate and /validate on https://%s:%d (certificate %s)",
             self.host,

@@ -153,35 +153,31 @@ def _validate(spec: dict[str, Any]) -> list[Cause]:
 
 
 def subject_access_review(t: Target, body: Any, authorizer: rbac.Authorizer | None) -> Result:
-    obj = _answer(t, body)
-    spec = obj["spec"]
-    causes = _validate(spec)
-    if causes:
-        raise errors.invalid(t.rt.kind, t.rt.group, "", causes)
-    if authorizer is None:
-        obj["status"] = {"allowed": True}
-        return Result(201, obj)
-    groups = tuple(str(g) for g in spec.get("groups") or ())
-    user = rbac.UserInfo(str(spec.get("user") or ""), groups, str(spec.get("uid") or ""))
-    decision = authorizer.authorize(user, _request_info(spec))
-    status: dict[str, Any] = {"allowed": decision.allowed}
-    if decision.reason:
-        status["reason"] = decision.reason
-    obj["status"] = status
-    return Result(201, obj)
+    return _review(t, body, None, authorizer)
 
 
 def self_subject_access_review(
     t: Target, body: Any, requester: rbac.UserInfo, authorizer: rbac.Authorizer | None
 ) -> Result:
+    return _review(t, body, requester, authorizer)
+
+
+def _review(
+    t: Target, body: Any, requester: rbac.UserInfo | None, authorizer: rbac.Authorizer | None
+) -> Result:
+    """The answer to a SubjectAccessReview (`requester` None: about the user its spec names) or a
+    SelfSubjectAccessReview (about `requester`, its spec naming no user)."""
     obj = _answer(t, body)
     spec = obj["spec"]
-    causes = _validate({**spec, "user": "-"})
+    causes = _validate(spec if requester is None else {**spec, "user": "-"})
     if causes:
         raise errors.invalid(t.rt.kind, t.rt.group, "", causes)
     if authorizer is None:
         obj["status"] = {"allowed": True}
         return Result(201, obj)
+    if requester is None:
+        groups = tuple(str(g) for g in spec.get("groups") or ())
+        requester = rbac.UserInfo(str(spec.get("user") or ""), groups, str(spec.get("uid") or ""))
     decision = authorizer.authorize(requester, _request_info(spec))
     status: dict[str, Any] = {"allowed": decision.allowed}
     if decision.reason:

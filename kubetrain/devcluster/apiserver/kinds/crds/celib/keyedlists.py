@@ -80,12 +80,27 @@ def _set_key(value: Any) -> Hashable:
 
 def _equal(a: Any, b: Any) -> bool:
     """`a.Equal(b)` for elements: a keyed list decides by its own rule, other values by `==`."""
-    if isinstance(a, (SetList, MapList)):
+    if isinstance(a, _KeyedList):
         return a.equals(b)
     return bool(a == b)
 
 
-class SetList(ct.ListType):
+class _KeyedList(ct.ListType):
+    """What both keyed lists share: `==` and `!=` by their own `equals` rule, and no hash."""
+
+    def equals(self, other: Any) -> bool:
+        raise NotImplementedError
+
+    def __eq__(self, other: Any) -> bool:
+        return other is not None and _or_type_error(self.equals, other)
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SetList(_KeyedList):
     """A list of `x-kubernetes-list-type: set`."""
 
     def equals(self, other: Any) -> bool:
@@ -116,16 +131,8 @@ class SetList(ct.ListType):
                 out.append(v)
         return out
 
-    def __eq__(self, other: Any) -> bool:
-        return other is not None and _or_type_error(self.equals, other)
 
-    def __ne__(self, other: Any) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class MapList(ct.ListType):
+class MapList(_KeyedList):
     """A list of `x-kubernetes-list-type: map`, keyed by its `x-kubernetes-list-map-keys`."""
 
     def __init__(self, items: Iterable[Any] = (), keys: Iterable[str] = ()) -> None:
@@ -170,14 +177,6 @@ class MapList(ct.ListType):
             else:
                 out[at] = v
         return out
-
-    def __eq__(self, other: Any) -> bool:
-        return other is not None and _or_type_error(self.equals, other)
-
-    def __ne__(self, other: Any) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _or_type_error(compare: Any, other: Any) -> bool:
