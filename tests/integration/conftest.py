@@ -6,7 +6,10 @@
   (a module passes it in `devcluster_options`).
 - `env`: one started DevStack (devcluster, CRDs, webhooks, controller, pod simulator) and a
   `Harness` on it, shared by the tests of a module; a module that needs other DevStack options
-  overrides `env` with its own `open_stack(...)`.
+  names them in a module-level `STACK_OPTIONS` dict (e.g. `{"api_groups": TRAINER_API_GROUPS}`),
+  or overrides `env` with its own `open_stack(...)` when it needs more (a clock, node labels).
+- `clocked_env`: the same with the pod simulator (and its node controllers) on a FakeClock,
+  yielded third (`node_controllers_support.clocked_stack`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import FakeClock
 
 from .controller_support import Harness, open_stack
+from .node_controllers_support import clocked_stack
 
 
 @pytest.fixture
@@ -51,6 +55,12 @@ def wall() -> FakeClock:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack():
+async def env(request: pytest.FixtureRequest) -> AsyncIterator[tuple[DevStack, Harness]]:
+    async for pair in open_stack(**getattr(request.module, "STACK_OPTIONS", {})):
         yield pair
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def clocked_env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
+    async for started in clocked_stack():
+        yield started

@@ -30,6 +30,7 @@ import jobs
 
 from kubetrain.api.labels import LABEL_JOB_ROLE
 from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.devcluster import podgroup_crd
 from kubetrain.frameworks.registry import FRAMEWORKS
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import FakeClock
@@ -446,6 +447,11 @@ class JobHistory:
         return len(seen)
 
 
+# The API groups a stack serves for the Trainer v2 tests and for the Kubeflow training-operator's.
+TRAINER_API_GROUPS = ("kubetrain.io", "trainer.kubeflow.org")
+KUBEFLOW_API_GROUPS = ("kubetrain.io", "kubeflow.org")
+
+
 async def open_stack(**options: Any) -> AsyncIterator[tuple[DevStack, Harness]]:
     """Async generator body for fixtures: a started DevStack and a Harness on it."""
     stack = DevStack(DevStackOptions(**options))
@@ -478,6 +484,24 @@ KUEUE_NODE_LABELS = (
 
 # `async with running_stack(**options) as (stack, harness):` — `open_stack` inside one test.
 running_stack = contextlib.asynccontextmanager(open_stack)
+
+
+@contextlib.asynccontextmanager
+async def gang_stack(gang: str, with_crd: bool = True) -> AsyncIterator[tuple[DevStack, Harness]]:
+    """A stack for gang scheduler `gang` ("volcano" or "scheduler-plugins") whose controller
+    starts after the PodGroup CRD (if any) is served (a CRD installed later:
+    test_controller_gang_late_crd.py)."""
+    stack = DevStack(DevStackOptions(gang_scheduler=gang, controller=False, podgroup_crd=False))
+    await stack.start()
+    h = await Harness.open(stack)
+    try:
+        if with_crd:
+            await h.install_crd(podgroup_crd(gang))
+        await stack.start_controller()
+        yield stack, h
+    finally:
+        await h.close()
+        await stack.stop()
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,11 +11,10 @@ from collections import Counter
 from typing import Any
 
 from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.devcluster import podgroup_crd
 from kubetrain.kube.eventbudget import SPAM_BURST
 from kubetrain.kube.resources import VOLCANO_PODGROUPS, ResourceRef, job_resource, job_resources_in
 
-from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, job_manifest
+from .controller_support import CONTROLLER_USER_AGENT, Harness, eventually, gang_stack, job_manifest
 
 Obj = dict[str, Any]
 
@@ -97,12 +96,7 @@ async def test_budget_without_gang_scheduling() -> None:
 
 
 async def test_budget_with_volcano_gang_scheduling() -> None:
-    stack = DevStack(DevStackOptions(gang_scheduler="volcano", controller=False, podgroup_crd=False))
-    await stack.start()
-    h = await Harness.open(stack)
-    try:
-        await h.install_crd(podgroup_crd("volcano"))
-        await stack.start_controller()
+    async with gang_stack("volcano") as (stack, h):
         ns = await h.namespace("gbudget")
         job = job_manifest("TFJob", "gb", {"Chief": 1, "PS": 1, "Worker": 4})
         assert stack.controller is not None
@@ -119,9 +113,6 @@ async def test_budget_with_volcano_gang_scheduling() -> None:
         await admitting
         check_budget(calls, "tfjobs", 6, gang=True)
         assert calls[("delete", "podgroups")] <= 1
-    finally:
-        await h.close()
-        await stack.stop()
 
 
 async def test_budget_in_per_pod_service_mode() -> None:

@@ -14,8 +14,16 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 
-from .controller_support import Harness, condition, eventually, is_true, job_manifest, pod_env, replica_status
-from .test_controller_gang import gang_stack
+from .controller_support import (
+    Harness,
+    condition,
+    eventually,
+    gang_stack,
+    is_true,
+    job_manifest,
+    pod_env,
+    replica_status,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -4,6 +4,8 @@ a deleted pod recreated, and the Events users see for each."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kubetrain.dev.stack import DevStack
@@ -146,17 +148,23 @@ async def test_backoff_limit_counts_in_place_restarts(env: tuple[DevStack, Harne
 async def test_backoff_limit_exceeded_by_in_place_restarts_alone(env: tuple[DevStack, Harness]) -> None:
     _, h = env
     ns = await h.namespace("inplace")
-    manifest = job_manifest("PyTorchJob", "ip", {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 1})
-    await h.create_job(manifest, ns)
-    await h.wait_condition("PyTorchJob", ns, "ip", "Running")
-    await h.sim.restart_container(ns, "ip-master-0", exit_code=1)
-    await h.wait_job(
-        "PyTorchJob", ns, "ip", lambda j: replica_status(j, "Master").get("restarts") == 1, "1 restart"
-    )
-    await h.sim.restart_container(ns, "ip-master-0", exit_code=1)
-    job = await h.wait_condition("PyTorchJob", ns, "ip", "Failed")
-    assert (condition(job, "Failed") or {})["reason"] == "BackoffLimitExceeded"
+    await fail_master_twice(h, ns, "ip", {"backoffLimit": 1})
     await h.wait_pod_names(ns, "ip", [])
+
+
+async def fail_master_twice(h: Harness, ns: str, name: str, run_policy: dict[str, Any]) -> None:
+    """Create a PyTorchJob `name` (a Master, a Worker) under `run_policy` (backoffLimit 1), fail its
+    Master's container twice in place and wait until the job is Failed, BackoffLimitExceeded."""
+    manifest = job_manifest("PyTorchJob", name, {"Master": 1, "Worker": 1}, run_policy=run_policy)
+    await h.create_job(manifest, ns)
+    await h.wait_condition("PyTorchJob", ns, name, "Running")
+    await h.sim.restart_container(ns, f"{name}-master-0", exit_code=1)
+    await h.wait_job(
+        "PyTorchJob", ns, name, lambda j: replica_status(j, "Master").get("restarts") == 1, "1 restart"
+    )
+    await h.sim.restart_container(ns, f"{name}-master-0", exit_code=1)
+    job = await h.wait_condition("PyTorchJob", ns, name, "Failed")
+    assert (condition(job, "Failed") or {})["reason"] == "BackoffLimitExceeded"
 
 
 async def test_backoff_limit_failure_keeps_pods_under_clean_pod_policy_none(
@@ -166,17 +174,7 @@ async def test_backoff_limit_failure_keeps_pods_under_clean_pod_policy_none(
     backoffLimit, so the crashing container's logs can still be read."""
     _, h = env
     ns = await h.namespace("keep")
-    run_policy = {"backoffLimit": 1, "cleanPodPolicy": "None"}
-    manifest = job_manifest("PyTorchJob", "kp", {"Master": 1, "Worker": 1}, run_policy=run_policy)
-    await h.create_job(manifest, ns)
-    await h.wait_condition("PyTorchJob", ns, "kp", "Running")
-    await h.sim.restart_container(ns, "kp-master-0", exit_code=1)
-    await h.wait_job(
-        "PyTorchJob", ns, "kp", lambda j: replica_status(j, "Master").get("restarts") == 1, "1 restart"
-    )
-    await h.sim.restart_container(ns, "kp-master-0", exit_code=1)
-    job = await h.wait_condition("PyTorchJob", ns, "kp", "Failed")
-    assert (condition(job, "Failed") or {})["reason"] == "BackoffLimitExceeded"
+    await fail_master_twice(h, ns, "kp", {"backoffLimit": 1, "cleanPodPolicy": "None"})
     await h.wait_event(ns, "kp", "BackoffLimitExceeded")
     # The reconcile that wrote Failed issued its deletions before the status: none were made.
     pods = {p["metadata"]["name"]: p for p in await h.pods(ns, "kp")}

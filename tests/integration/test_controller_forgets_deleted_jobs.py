@@ -5,25 +5,19 @@ few KB per finished job would grow without end under job churn."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import PODS, job_resource
 from kubetrain.operator.keys import job_key
 from kubetrain.operator.prepare import DEFAULT_CACHE
 
-from .controller_support import Harness, eventually, job_manifest, open_stack
+from .controller_support import Harness, eventually, job_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(webhook=False, training_policies=False):
-        yield pair
+STACK_OPTIONS = {"webhook": False, "training_policies": False}
 
 
 async def test_deleted_jobs_leave_no_state_in_the_controller(env: tuple[DevStack, Harness]) -> None:

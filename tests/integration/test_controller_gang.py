@@ -4,34 +4,13 @@ PodGroup CRDs of Volcano and scheduler-plugins installed by the test (or not ins
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
-from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.devcluster import podgroup_crd
 from kubetrain.kube.resources import SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
-from .controller_support import Harness, condition, eventually, job_manifest
+from .controller_support import condition, eventually, gang_stack, job_manifest
 
 Obj = dict[str, Any]
-
-
-@contextlib.asynccontextmanager
-async def gang_stack(gang: str, with_crd: bool) -> AsyncIterator[tuple[DevStack, Harness]]:
-    """A stack whose controller starts after the PodGroup CRD (if any) is served (a CRD installed
-    later: test_controller_gang_late_crd.py)."""
-    stack = DevStack(DevStackOptions(gang_scheduler=gang, controller=False, podgroup_crd=False))
-    await stack.start()
-    h = await Harness.open(stack)
-    try:
-        if with_crd:
-            await h.install_crd(podgroup_crd(gang))
-        await stack.start_controller()
-        yield stack, h
-    finally:
-        await h.close()
-        await stack.stop()
 
 
 def gang_job(name: str, scheduling: Obj) -> Obj:

@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest_asyncio
 
-from kubetrain.dev.stack import DevStack, DevStackOptions
-from kubetrain.devcluster import podgroup_crd
 from kubetrain.kube.resources import VOLCANO_PODGROUPS
 
-from .controller_support import Harness, eventually, job_manifest
+from .controller_support import Harness, eventually, gang_stack, job_manifest
 
 Obj = dict[str, Any]
 QUEUE = "scheduling.volcano.sh/queue-name"
@@ -23,16 +21,8 @@ QUEUE = "scheduling.volcano.sh/queue-name"
 
 @pytest_asyncio.fixture
 async def volcano() -> AsyncIterator[Harness]:
-    stack = DevStack(DevStackOptions(gang_scheduler="volcano", controller=False, podgroup_crd=False))
-    await stack.start()
-    h = await Harness.open(stack)
-    try:
-        await h.install_crd(podgroup_crd("volcano"))
-        await stack.start_controller()
+    async with gang_stack("volcano") as (_, h):
         yield h
-    finally:
-        await h.close()
-        await stack.stop()
 
 
 def annotated_job(name: str, annotations: dict[str, str], scheduling: Obj | None = None) -> Obj:

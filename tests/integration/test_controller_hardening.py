@@ -6,11 +6,9 @@ terminal status the operator did not write deletes no running pod."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import PODS, job_resource
@@ -22,7 +20,6 @@ from .controller_support import (
     eventually,
     is_true,
     job_manifest,
-    open_stack,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -30,10 +27,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 QUOTA = "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(webhook=False, training_policies=False):
-        yield pair
+STACK_OPTIONS = {"webhook": False, "training_policies": False}
 
 
 def running_false(reason: str) -> Any:

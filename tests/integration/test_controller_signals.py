@@ -7,17 +7,15 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import LEASES
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import Harness, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -27,10 +25,7 @@ START_WITHIN = 180.0
 STOP_WITHIN = 60.0
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(controller=False, webhook=False, simulator=False, training_policies=False):
-        yield pair
+STACK_OPTIONS = {"controller": False, "webhook": False, "simulator": False, "training_policies": False}
 
 
 @pytest.mark.parametrize("command", ["controller", "run"])

@@ -6,10 +6,7 @@ kube-apiserver, a namespace's pods go one by one while its jobs still exist."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
@@ -22,7 +19,6 @@ from .controller_support import (
     eventually,
     is_true,
     job_manifest,
-    open_stack,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -30,10 +26,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 WORKERS = 15  # + 1 master
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(webhook=False, training_policies=False):
-        yield pair
+STACK_OPTIONS = {"webhook": False, "training_policies": False}
 
 
 def creates(code: str) -> float:

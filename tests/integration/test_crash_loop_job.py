@@ -7,28 +7,20 @@ over the limit of 2. A container that waits out a back-off is not a pod that can
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.kubelet.behaviour import EXIT_CODE, RUN_SECONDS
 from kubetrain.kube.clock import FakeClock
 
 from .controller_support import Harness, condition, is_true, job_manifest, replica_status
-from .node_controllers_support import clocked_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    async for started in clocked_stack():
-        yield started
 
 
 def worker(pod: Obj | None) -> Obj:
@@ -44,9 +36,9 @@ def backing_off(restarts: int) -> Callable[[Obj | None], bool]:
 
 
 async def test_a_crash_looping_worker_backs_off_and_fails_the_job_past_its_backoff_limit(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, clock = env
+    stack, h, clock = clocked_env
     sim = stack.simulator
     assert sim is not None
     ns = await h.namespace("crashloop")

@@ -5,26 +5,20 @@ snapshot ConfigMap (the run's record), its pods having nothing left to tell."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from kubetrain.dashboard.views.kinds import TRAINJOB, served_kinds
 from kubetrain.dashboard.watch import JobWatch
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import strict_runtime, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 async def test_a_failed_trainjob_without_pods_shows_its_restart(env: tuple[DevStack, Harness]) -> None:

@@ -7,11 +7,10 @@ operator, and the operator refuses a kubeflow.org CRD that it did not install.""
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.jobs.crdgen import all_crds
@@ -19,7 +18,7 @@ from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, PODS, ResourceRef, job_resources_in
 from kubetrain.operator.apigroups import ApiGroupRefused, check_api_groups
 
-from .controller_support import Harness, eventually, is_true, job_manifest, open_stack
+from .controller_support import Harness, eventually, is_true, job_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -29,10 +28,7 @@ KF = job_resources_in(["kubeflow.org"])
 PYTORCHJOBS = KF["PyTorchJob.kubeflow.org"]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=GROUPS):
-        yield pair
+STACK_OPTIONS = {"api_groups": GROUPS}
 
 
 def kubeflow_job(name: str, replicas: dict[str, int], **kw: Any) -> Obj:

@@ -6,16 +6,14 @@ job's Restarting transition, which the per-pod events never crowd out."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import SERVICES, job_resources_in
 
-from .controller_support import Harness, eventually, job_manifest, open_stack
+from .controller_support import KUBEFLOW_API_GROUPS, Harness, eventually, job_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -23,10 +21,7 @@ Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
-        yield pair
+STACK_OPTIONS = {"api_groups": KUBEFLOW_API_GROUPS}
 
 
 async def messages(h: Harness, ns: str, reason: str) -> dict[str, Obj]:

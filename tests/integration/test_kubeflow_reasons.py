@@ -5,16 +5,14 @@ while the same job in kubetrain.io keeps kubetrain's reasons."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resources_in
 
-from .controller_support import Harness, condition, is_true, job_manifest, open_stack
+from .controller_support import KUBEFLOW_API_GROUPS, Harness, condition, is_true, job_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -22,10 +20,7 @@ Obj = dict[str, Any]
 PYTORCHJOBS = job_resources_in(["kubeflow.org"])["PyTorchJob.kubeflow.org"]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
-        yield pair
+STACK_OPTIONS = {"api_groups": KUBEFLOW_API_GROUPS}
 
 
 async def test_a_kubeflow_pytorchjob_has_training_operators_reasons(env: tuple[DevStack, Harness]) -> None:

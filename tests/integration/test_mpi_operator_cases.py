@@ -8,11 +8,10 @@ schedulingPolicy."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import (
@@ -25,7 +24,7 @@ from kubetrain.kube.resources import (
     ResourceRef,
 )
 
-from .controller_support import Harness, eventually, is_true, open_stack, running_stack
+from .controller_support import KUBEFLOW_API_GROUPS, Harness, eventually, is_true, running_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -33,10 +32,7 @@ Obj = dict[str, Any]
 MPIJOBS = ResourceRef("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", True)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
-        yield pair
+STACK_OPTIONS = {"api_groups": KUBEFLOW_API_GROUPS}
 
 
 def mpijob(name: str, run_policy: Obj) -> Obj:

@@ -13,12 +13,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 from kubectl import KUBECTL, run_kubectl
 
@@ -26,7 +24,7 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import ResourceRef
 
-from .controller_support import Harness, eventually, is_true, open_stack
+from .controller_support import KUBEFLOW_API_GROUPS, Harness, eventually, is_true
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -44,10 +42,7 @@ def kubeflow_labels(pod: Obj) -> dict[str, str]:
     return {k[len(KF) :]: v for k, v in pod["metadata"]["labels"].items() if k.startswith(KF)}
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=("kubetrain.io", "kubeflow.org")):
-        yield pair
+STACK_OPTIONS = {"api_groups": KUBEFLOW_API_GROUPS}
 
 
 async def kubectl(stack: DevStack, *args: str, stdin: str | None = None) -> tuple[int, str, str]:

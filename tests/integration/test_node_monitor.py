@@ -10,11 +10,10 @@ simulator's FakeClock is advanced; nothing sleeps for it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
@@ -22,17 +21,11 @@ from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
 from .controller_support import Harness, eventually, job_manifest, replica_status
-from .node_controllers_support import clocked_stack, gc_pass, heartbeats
+from .node_controllers_support import gc_pass, heartbeats
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    async for started in clocked_stack():
-        yield started
 
 
 async def ready_of(h: Harness, node: str) -> Obj:
@@ -79,9 +72,9 @@ def _remove_out_of_service(node: Obj) -> None:
 
 
 async def test_a_stopped_kubelet_makes_the_node_unknown_and_its_worker_is_evicted(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, clock = env
+    stack, h, clock = clocked_env
     sim = stack.simulator
     assert sim is not None
     ns = await h.namespace("kubelet-lost")

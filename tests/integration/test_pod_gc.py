@@ -8,28 +8,20 @@ the training code did not fail. The simulator's FakeClock is advanced; nothing s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
 from .controller_support import Harness, eventually, job_manifest, replica_status
-from .node_controllers_support import clocked_stack, gc_pass
+from .node_controllers_support import gc_pass
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    async for started in clocked_stack():
-        yield started
 
 
 def _disrupted_by_pod_gc(pod: Obj | None) -> bool:
@@ -43,9 +35,9 @@ def _disrupted_by_pod_gc(pod: Obj | None) -> bool:
 
 
 async def test_the_pods_of_a_deleted_node_are_failed_and_deleted_after_the_quarantine(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, clock = env
+    stack, h, clock = clocked_env
     sim = stack.simulator
     assert sim is not None and sim.pod_gc is not None
     ns = await h.namespace("node-gone")

@@ -8,30 +8,25 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
 from trainer_sdk import report_progress
 
 from kubetrain.api import trainerstatus as ts
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, job_resource
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, pod_env
+from .controller_support import Harness, eventually, job_manifest, pod_env
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(progress=True, progress_interval=0.2):
-        yield pair
+STACK_OPTIONS = {"progress": True, "progress_interval": 0.2}
 
 
 @pytest.fixture

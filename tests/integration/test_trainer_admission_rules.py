@@ -10,16 +10,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack, refusal
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually, refusal
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -29,10 +27,7 @@ NODE_MESSAGE = (
 )
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 async def test_env_injection_never_names_the_node_container(env: tuple[DevStack, Harness]) -> None:

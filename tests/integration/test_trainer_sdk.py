@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 from trainer_sdk import trainer_client
 
@@ -27,7 +25,7 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, TRAINJOBS, ResourceRef
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 
 trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev dependency) is not installed")
 
@@ -38,10 +36,7 @@ SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", Tr
 CACHE_ACCOUNT = "kubeflow-trainer-cache-initializer"  # the data-cache runtime's initializer's
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield pair
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 async def client(env: tuple[DevStack, Harness], namespace: str) -> Any:

@@ -6,15 +6,12 @@ restarting")."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import PODS, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import trainjob
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -22,10 +19,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 QUOTA = "exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield pair
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 async def test_pods_over_quota_are_a_warning_event_on_the_trainjob(env: tuple[DevStack, Harness]) -> None:

@@ -11,18 +11,16 @@ there."""
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from trainjobs import RUNTIME
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.kubelet import nodeobjects
 from kubetrain.kube.resources import NODES, PODS, PRIORITY_CLASSES, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -31,10 +29,7 @@ ZONE = "topology.kubernetes.io/zone"
 CONDITION = "ExclusivePlacementBlocked"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def exclusive_runtime() -> Obj:

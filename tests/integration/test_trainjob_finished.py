@@ -7,17 +7,15 @@ TrainJob gets no new ones."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.errors import ApiError
 from kubetrain.kube.resources import PODS, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import CONTROLLER_USER_AGENT, Harness, open_stack
+from .controller_support import CONTROLLER_USER_AGENT, TRAINER_API_GROUPS, Harness
 from .test_trainjob_controller import get_tj, training_runtime, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -25,10 +23,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 Obj = dict[str, Any]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def runtime(name: str, *, ttl: int | None) -> Obj:

@@ -6,15 +6,13 @@ and so has the TrainJob (no JobSet failurePolicy)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import get_tj, wait_condition
 from .test_trainjob_pod_failure_policy import policy_runtime, recorded, replaced, start
 
@@ -25,10 +23,7 @@ ON_42 = {"containerName": "node", "operator": "In", "values": [42]}
 FAIL_INDEX = {"action": "FailIndex", "onExitCodes": ON_42}
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def per_index_runtime(name: str) -> Obj:

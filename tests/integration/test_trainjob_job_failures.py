@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import get_tj, load, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -25,10 +23,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 Obj = dict[str, Any]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def runtime_with_workers(jobs: int, backoff_limit: int) -> Obj:

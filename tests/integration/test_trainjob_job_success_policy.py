@@ -6,15 +6,13 @@ made again — and the TrainJob completes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import get_tj, training_runtime, wait_condition
 from .test_trainjob_pod_failure_policy import recorded, start
 
@@ -23,10 +21,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 Obj = dict[str, Any]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def leader_runtime(name: str) -> Obj:

@@ -9,16 +9,14 @@ the runtime, naming the field."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import get_tj, refusal, training_runtime, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -31,10 +29,7 @@ RULES = [
 ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def policy_runtime(name: str, failure_policy: Obj | None = None, restart_policy: str = "Never") -> Obj:

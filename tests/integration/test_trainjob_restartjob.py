@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 from kubetrain.serving.metrics import REGISTRY
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_controller_resilience import restart_controller
 from .test_trainjob_controller import get_tj, training_runtime, trainjob, wait_condition
 
@@ -29,10 +27,7 @@ Obj = dict[str, Any]
 JOB_ATTEMPT = "jobset.sigs.k8s.io/job-restart-attempt"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def restart_job_runtime(name: str, max_restarts: int) -> Obj:

@@ -14,18 +14,16 @@ JAX_PROCESS_ID (a variable a torch TrainJob may set) and leaves PET_* alone."""
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.api.trainer import constants as c
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import CLUSTER_TRAINING_RUNTIMES, CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 from .test_trainjob_controller import env_of, get_tj, training_runtime, trainjob, wait_condition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -33,10 +31,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 Obj = dict[str, Any]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def to_jax(runtime: Obj) -> None:

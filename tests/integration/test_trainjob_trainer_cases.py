@@ -7,11 +7,9 @@ TrainJob's conditions and `jobsStatus` are what kubetrain writes from them (docs
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 from trainjobs import trainer_test_runtime
 
@@ -19,7 +17,7 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.resources import CONFIG_MAPS, TRAINING_RUNTIMES, TRAINJOBS
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import TRAINER_API_GROUPS, Harness, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -41,10 +39,7 @@ MPI = {
 }
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for stack, h in open_stack(api_groups=("kubetrain.io", "trainer.kubeflow.org")):
-        yield stack, h
+STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
 def runtime_for(policy: str) -> Obj:

@@ -6,17 +6,15 @@ and KubeDL's series with their label names and values, counted once at each mome
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.api.metatime import parse_time
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.resources import job_resources_in
 
-from .controller_support import Harness, eventually, job_manifest, open_stack, replica_status, scrape
+from .controller_support import Harness, eventually, job_manifest, replica_status, scrape
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -30,10 +28,7 @@ TFJOBS = KF["TFJob.kubeflow.org"]
 KUBEDL_PYTORCHJOBS = KUBEDL["PyTorchJob.training.kubedl.io"]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness]]:
-    async for pair in open_stack(api_groups=GROUPS):
-        yield pair
+STACK_OPTIONS = {"api_groups": GROUPS}
 
 
 def series(samples: dict[str, float], prefix: str, needle: str) -> dict[str, float]:
