@@ -1,12 +1,14 @@
 """What the tests of devcluster's node controllers share: a DevStack whose pod simulator runs on a
-FakeClock, and one period of the health monitor or the pod garbage collector, each advanced on
-that clock until the controller's pass that follows it is done (nothing sleeps for it)."""
+FakeClock (conftest's `clocked_env`), a job's worker Running on one of its nodes, and one period
+of the health monitor or the pod garbage collector, each advanced on that clock until the
+controller's pass that follows it is done (nothing sleeps for it)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.controllers.nodehealth import NodeHealthMonitor
@@ -15,7 +17,7 @@ from kubetrain.devcluster.controllers.podgcplan import GC_CHECK_PERIOD
 from kubetrain.devcluster.kubelet.heartbeat import HEARTBEAT_SECONDS
 from kubetrain.kube.clock import FakeClock
 
-from .controller_support import Harness, eventually, open_stack
+from .controller_support import Harness, eventually, job_manifest, open_stack
 
 
 async def clocked_stack() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
@@ -24,6 +26,18 @@ async def clocked_stack() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
     clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
     async for stack, h in open_stack(simulator_clock=clock):
         yield stack, h, clock
+
+
+async def running_worker(h: Harness, ns: str, name: str) -> dict[str, Any]:
+    """A PyTorchJob `name` (a Master, a Worker; backoffLimit 0) created and Running: its worker pod,
+    Running on one of the simulated nodes."""
+    manifest = job_manifest("PyTorchJob", name, {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
+    await h.create_job(manifest, ns)
+    await h.wait_pods(ns, name, 2)
+    await h.wait_condition("PyTorchJob", ns, name, "Running")
+    worker = await eventually(lambda: h.running_pod(ns, f"{name}-worker-0"), what="the worker Running")
+    assert isinstance(worker, dict)
+    return worker
 
 
 async def heartbeats(stack: DevStack, clock: FakeClock, n: int) -> None:

@@ -20,8 +20,8 @@ from kubetrain.kube.client import ApiError
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
-from .controller_support import Harness, eventually, job_manifest, replica_status
-from .node_controllers_support import gc_pass, heartbeats
+from .controller_support import Harness, eventually, replica_status
+from .node_controllers_support import gc_pass, heartbeats, running_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -78,10 +78,7 @@ async def test_a_stopped_kubelet_makes_the_node_unknown_and_its_worker_is_evicte
     sim = stack.simulator
     assert sim is not None
     ns = await h.namespace("kubelet-lost")
-    manifest = job_manifest("PyTorchJob", "kl", {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
-    await h.create_job(manifest, ns)
-    await h.wait_condition("PyTorchJob", ns, "kl", "Running")
-    worker = await eventually(lambda: h.running_pod(ns, "kl-worker-0"), what="the worker Running")
+    worker = await running_worker(h, ns, "kl")
     node, uid = worker["spec"]["nodeName"], worker["metadata"]["uid"]
     others = [n for n in sim.node_names if n != node]
     try:

@@ -16,8 +16,8 @@ from kubetrain.dev.stack import DevStack
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
-from .controller_support import Harness, eventually, job_manifest, replica_status
-from .node_controllers_support import gc_pass
+from .controller_support import Harness, eventually, replica_status
+from .node_controllers_support import gc_pass, running_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -41,10 +41,7 @@ async def test_the_pods_of_a_deleted_node_are_failed_and_deleted_after_the_quara
     sim = stack.simulator
     assert sim is not None and sim.pod_gc is not None
     ns = await h.namespace("node-gone")
-    manifest = job_manifest("PyTorchJob", "ng", {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
-    await h.create_job(manifest, ns)
-    await h.wait_condition("PyTorchJob", ns, "ng", "Running")
-    worker = await eventually(lambda: h.running_pod(ns, "ng-worker-0"), what="the worker Running")
+    worker = await running_worker(h, ns, "ng")
     node, uid = worker["spec"]["nodeName"], worker["metadata"]["uid"]
     others = [n for n in sim.node_names if n != node]
     before = sim.pod_gc.deleted["orphaned"]

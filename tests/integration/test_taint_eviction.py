@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.client import RawApi
 from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import NODES
 
-from .controller_support import Harness, eventually, is_true, job_manifest, open_stack, replica_status
+from .controller_support import Harness, eventually, is_true, replica_status
+from .node_controllers_support import running_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -42,13 +40,6 @@ DEFAULT_TOLERATIONS = [
         "tolerationSeconds": 300,
     },
 ]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[tuple[DevStack, Harness, FakeClock]]:
-    clock = FakeClock(start=datetime.now(UTC).replace(microsecond=0))
-    async for stack, h in open_stack(simulator_clock=clock):
-        yield stack, h, clock
 
 
 class PodWatch:
@@ -130,20 +121,10 @@ async def taints_of(h: Harness, node: str) -> list[tuple[str, str]]:
     return [(t["key"], t["effect"]) for t in current["spec"].get("taints") or []]
 
 
-async def running_worker(h: Harness, ns: str, name: str) -> Obj:
-    manifest = job_manifest("PyTorchJob", name, {"Master": 1, "Worker": 1}, run_policy={"backoffLimit": 0})
-    await h.create_job(manifest, ns)
-    await h.wait_pods(ns, name, 2)
-    await h.wait_condition("PyTorchJob", ns, name, "Running")
-    worker = await eventually(lambda: h.running_pod(ns, f"{name}-worker-0"), what="the worker Running")
-    assert isinstance(worker, dict)
-    return worker
-
-
 async def test_an_untolerated_no_execute_taint_evicts_the_worker_and_kubetrain_recreates_it(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, _ = env
+    stack, h, _ = clocked_env
     ns = await h.namespace("taint")
     worker = await running_worker(h, ns, "te")
     assert worker["spec"]["tolerations"] == DEFAULT_TOLERATIONS  # added at admission, as upstream
@@ -176,9 +157,9 @@ async def test_an_untolerated_no_execute_taint_evicts_the_worker_and_kubetrain_r
 
 
 async def test_the_default_toleration_keeps_the_pod_300_seconds_on_an_unreachable_node(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, clock = env
+    stack, h, clock = clocked_env
     assert stack.simulator is not None and stack.simulator.evictions is not None
     ns = await h.namespace("unreach")
     worker = await running_worker(h, ns, "ur")
@@ -207,9 +188,9 @@ async def test_the_default_toleration_keeps_the_pod_300_seconds_on_an_unreachabl
 
 
 async def test_a_node_ready_again_in_time_cancels_the_eviction(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, clock = env
+    stack, h, clock = clocked_env
     assert stack.simulator is not None and stack.simulator.evictions is not None
     ns = await h.namespace("back")
     worker = await running_worker(h, ns, "bk")
@@ -247,9 +228,9 @@ async def _untainted(h: Harness, node: str) -> bool:
 
 
 async def test_a_cordoned_node_carries_the_unschedulable_taint_until_uncordoned(
-    env: tuple[DevStack, Harness, FakeClock],
+    clocked_env: tuple[DevStack, Harness, FakeClock],
 ) -> None:
-    stack, h, _ = env
+    stack, h, _ = clocked_env
     assert stack.simulator is not None
     node = stack.simulator.node_names[0]
     await h.kube.patch(NODES, None, node, {"spec": {"unschedulable": True}})

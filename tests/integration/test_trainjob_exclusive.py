@@ -32,6 +32,16 @@ CONDITION = "ExclusivePlacementBlocked"
 STACK_OPTIONS = {"api_groups": TRAINER_API_GROUPS}
 
 
+def one_node_exclusive() -> Obj:
+    """TrainJob `ex` of one node from the namespace's TrainingRuntime `exclusive`."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "ex"},
+        "spec": {"runtimeRef": {"name": "exclusive", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 1}},
+    }
+
+
 def exclusive_runtime() -> Obj:
     """torch-distributed as a TrainingRuntime, plus a replicated job `worker` of 2 jobs of 2 pods
     placed exclusively per zone, its pods left to a scheduler named `manual` (the test)."""
@@ -92,13 +102,7 @@ async def test_followers_wait_for_their_leaders_domain(env: tuple[DevStack, Harn
     await label(h, nodes[1], "zone-b")
     ns = await h.namespace("excl")
     await h.kube.create(TRAINING_RUNTIMES, exclusive_runtime(), namespace=ns)
-    tj = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "ex"},
-        "spec": {"runtimeRef": {"name": "exclusive", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 1}},
-    }
-    await h.kube.create(TRAINJOBS, tj, namespace=ns)
+    await h.kube.create(TRAINJOBS, one_node_exclusive(), namespace=ns)
 
     # The leaders (and the trainer, not placed exclusively) are made; the followers are not,
     # even once the trainer runs (reconciles after the leaders' creation have passed).
@@ -186,13 +190,7 @@ async def test_a_leader_naming_a_priority_class_is_labelled_with_its_value(
     worker = runtime["spec"]["template"]["spec"]["replicatedJobs"][-1]
     worker["template"]["spec"]["template"]["spec"]["priorityClassName"] = "team-high"
     await h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns)
-    tj = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "ex"},
-        "spec": {"runtimeRef": {"name": "exclusive", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 1}},
-    }
-    await h.kube.create(TRAINJOBS, tj, namespace=ns)
+    await h.kube.create(TRAINJOBS, one_node_exclusive(), namespace=ns)
     leader = await wait_pod(h, ns, "ex-worker-0-0")
     assert leader["spec"]["priority"] == 1000
     assert leader["metadata"]["labels"]["jobset.sigs.k8s.io/priority"] == "1000"
