@@ -366,6 +366,17 @@ class Harness:
         for pod in pods:
             await self.sim.finish(namespace, pod["metadata"]["name"], exit_code=exit_code)
 
+    async def end_ok_bad_and_rs(self, namespace: str) -> None:
+        """The metrics tests' three jobs, once their pods exist: `ok` (2 pods) succeeds, `bad` (1)
+        fails with exit code 1, and `rs`'s Master (restartPolicy ExitCode) is killed (137:
+        retryable, so it restarts)."""
+        await self.wait_pods(namespace, "ok", 2)
+        await self.wait_pods(namespace, "bad", 1)
+        await self.wait_pods(namespace, "rs", 1)
+        await self.finish_all(namespace, "ok")
+        await self.finish_all(namespace, "bad", exit_code=1)
+        await self.sim.finish(namespace, "rs-master-0", exit_code=137)
+
     async def install_crd(self, crd: Obj) -> None:
         await self.kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
         spec = crd["spec"]

@@ -128,12 +128,7 @@ async def test_metrics_after_jobs_ran(env: tuple[DevStack, Harness]) -> None:
     await h.create_job(job_manifest("PyTorchJob", "ok", {"Master": 1, "Worker": 1}), ns)
     await h.create_job(job_manifest("TFJob", "bad", {"Worker": 1}), ns)
     await h.create_job(job_manifest("PyTorchJob", "rs", {"Master": 1}, restart_policy="ExitCode"), ns)
-    await h.wait_pods(ns, "ok", 2)
-    await h.wait_pods(ns, "bad", 1)
-    await h.wait_pods(ns, "rs", 1)
-    await h.finish_all(ns, "ok")
-    await h.finish_all(ns, "bad", exit_code=1)
-    await h.sim.finish(ns, "rs-master-0", exit_code=137)
+    await h.end_ok_bad_and_rs(ns)
     await h.wait_condition("PyTorchJob", ns, "ok", "Succeeded")
     await h.wait_condition("TFJob", ns, "bad", "Failed")
     await h.wait_job(

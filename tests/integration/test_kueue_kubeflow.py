@@ -127,6 +127,29 @@ def is_active(job: Obj) -> bool:
     return any((s or {}).get("active", 0) != 0 for s in statuses.values())
 
 
+async def running_and_active(h: Harness, ref: ResourceRef, ns: str, kind: str) -> None:
+    """Wait until job `q` is Running with a replica active."""
+
+    async def running() -> Obj | None:
+        current = await h.get(ref, ns, "q")
+        return current if is_true(current, "Running") and is_active(current) else None
+
+    await eventually(running, what=f"{kind} q Running=True")
+
+
+async def evict_and_wait(h: Harness, ref: ResourceRef, ns: str, original: Obj, kind: str) -> Obj:
+    """Kueue's eviction of job `q`: suspend and restore in one update (`stop`); the job once it is
+    Suspended with no replica active."""
+    await h.change(ref, ns, "q", lambda j: stop(j, original))
+
+    async def stopped() -> Obj | None:
+        current = await h.get(ref, ns, "q")
+        return current if current and is_true(current, "Suspended") and not is_active(current) else None
+
+    job: Obj = await eventually(stopped, what=f"{kind} q Suspended with no replica active")
+    return job
+
+
 async def selected(h: Harness, ns: str, selector: str) -> list[str]:
     """The pods of a job's PodLabelSelector (what `kueuectl list pods --for` lists)."""
     page = await h.kube.list(PODS, ns, label_selector=selector)
@@ -201,14 +224,7 @@ async def test_kueues_tas_admission_eviction_and_finish(env: tuple[DevStack, Har
         }
         assert not pod["spec"].get("schedulingGates")
 
-    # Evicted: suspend and restore in one update.
-    await h.change(PYTORCHJOBS, ns, "q", lambda j: stop(j, original))
-
-    async def stopped() -> Obj | None:
-        current = await h.get(PYTORCHJOBS, ns, "q")
-        return current if current and is_true(current, "Suspended") and not is_active(current) else None
-
-    suspended = await eventually(stopped, what="PyTorchJob q Suspended with no replica active")
+    suspended = await evict_and_wait(h, PYTORCHJOBS, ns, original, "PyTorchJob")
     assert not is_true(suspended, "Running")
     for rtype in ORDER:
         restored = suspended["spec"]["pytorchReplicaSpecs"][rtype]["template"]
@@ -290,18 +306,8 @@ async def test_each_kind_keeps_kueues_gate_indexes_its_pods_and_zeroes_active_on
         patch = {"spec": {"schedulingGates": None, "nodeSelector": {"topology.example.com/block": "b1"}}}
         await h.kube.patch(PODS, ns, name, patch)
 
-    async def running() -> Obj | None:
-        current = await h.get(ref, ns, "q")
-        return current if is_true(current, "Running") and is_active(current) else None
-
-    await eventually(running, what=f"{kind} q Running=True")
-    await h.change(ref, ns, "q", lambda j: stop(j, original))
-
-    async def stopped() -> Obj | None:
-        current = await h.get(ref, ns, "q")
-        return current if current and is_true(current, "Suspended") and not is_active(current) else None
-
-    evicted = await eventually(stopped, what=f"{kind} q Suspended with no replica active")
+    await running_and_active(h, ref, ns, kind)
+    evicted = await evict_and_wait(h, ref, ns, original, kind)
     assert not is_true(evicted, "Running")
 
 
@@ -353,18 +359,8 @@ async def test_an_mpijob_v2beta1_keeps_kueues_gate_and_indexes_its_workers(
         patch = {"spec": {"schedulingGates": None, "nodeSelector": {"topology.example.com/block": "b1"}}}
         await h.kube.patch(PODS, ns, pod["metadata"]["name"], patch)
 
-    async def running() -> Obj | None:
-        current = await h.get(ref, ns, "q")
-        return current if is_true(current, "Running") and is_active(current) else None
-
-    await eventually(running, what="MPIJob q Running=True")
-    await h.change(ref, ns, "q", lambda j: stop(j, original))
-
-    async def stopped() -> Obj | None:
-        current = await h.get(ref, ns, "q")
-        return current if current and is_true(current, "Suspended") and not is_active(current) else None
-
-    evicted = await eventually(stopped, what="MPIJob q Suspended with no replica active")
+    await running_and_active(h, ref, ns, "MPIJob")
+    evicted = await evict_and_wait(h, ref, ns, original, "MPIJob")
     assert not is_true(evicted, "Running")
 
 

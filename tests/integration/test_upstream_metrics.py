@@ -61,12 +61,7 @@ async def test_training_operator_series(env: tuple[DevStack, Harness]) -> None:
     await h.kube.create(TFJOBS, in_group(bad, "kubeflow.org/v1"), namespace=ns)
     rs = job_manifest("PyTorchJob", "rs", {"Master": 1}, restart_policy="ExitCode")
     await h.kube.create(PYTORCHJOBS, in_group(rs, "kubeflow.org/v1"), namespace=ns)
-    await h.wait_pods(ns, "ok", 2)
-    await h.wait_pods(ns, "bad", 1)
-    await h.wait_pods(ns, "rs", 1)
-    await h.finish_all(ns, "ok")
-    await h.finish_all(ns, "bad", exit_code=1)
-    await h.sim.finish(ns, "rs-master-0", exit_code=137)
+    await h.end_ok_bad_and_rs(ns)
     await wait_gone(h, PYTORCHJOBS, ns, "ok")  # its TTL: the operator deleted it
     await h.wait_true(TFJOBS, ns, "bad", "Failed")
 
