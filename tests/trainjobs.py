@@ -1,8 +1,8 @@
 """Builders for Trainer v2 TrainJob planner tests: the default torch runtime (Trainer's
 `torch-distributed`, as `kubetrain dev` installs it), and a TrainJob's pod as the informer shows
 it, and the runtime Trainer's own tests build (`trainer_test_runtime`). Import with
-`from trainjobs import RUNTIME, UID, trainjob_pod`, `torchtune_runtime` (tests/ is on pytest's
-`pythonpath`)."""
+`from trainjobs import RUNTIME, UID, trainjob_pod`, `torchtune_runtime`, `tune_command` (the node
+command a Llama torchtune TrainJob gets; tests/ is on pytest's `pythonpath`)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,22 @@ def trainjob_pod(name: str, phase: str = "Running", attempt: int = 0, ready: boo
         },
         "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
+
+
+# The overrides Trainer's Llama torchtune runtimes add after the recipe's config (their model and
+# output paths under /workspace).
+LLAMA_OVERRIDES = [
+    "output_dir=/workspace/output",
+    "tokenizer.path=/workspace/model/original/tokenizer.model",
+    "checkpointer.checkpoint_dir=/workspace/model",
+]
+
+
+def tune_command(recipe: str, config: str, rendezvous: str | None = None) -> list[str]:
+    """The node command of a Llama torchtune TrainJob: `tune run` (with `--rdzv_endpoint=` when
+    given) of `recipe` with `config`, then LLAMA_OVERRIDES."""
+    endpoint = [] if rendezvous is None else [f"--rdzv_endpoint={rendezvous}"]
+    return ["tune", "run", *endpoint, recipe, "--config", config, *LLAMA_OVERRIDES]
 
 
 def torchtune_runtime(path: str = "llama3_2/llama3_2_1B.yaml") -> Obj:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from trainer_sdk import trainer_client
+from trainjobs import tune_command
 
 from kubetrain.dev.stack import DevStack
 from kubetrain.kube.client import ApiError
@@ -26,11 +27,6 @@ trainer = pytest.importorskip("kubeflow.trainer", reason="kubeflow (a dev depend
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
-OVERRIDES = [
-    "output_dir=/workspace/output",
-    "tokenizer.path=/workspace/model/original/tokenizer.model",
-    "checkpointer.checkpoint_dir=/workspace/model",
-]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -84,15 +80,9 @@ async def test_an_sdk_torchtune_fine_tune_runs_trainers_command(env: tuple[DevSt
     assert stored is not None and stored["spec"]["trainer"]["command"] == ["tune", "run"]  # what the SDK sent
     node = node_container(await node_pod_after_initializers(h, ns, name))
     # 1 node, numProcPerNode auto, 2 GPUs, LoRA: Trainer's distributed LoRA recipe with the endpoint
-    assert node["command"] == [
-        "tune",
-        "run",
-        f"--rdzv_endpoint={name}-node-0-0.{name}:29500",
-        "lora_finetune_distributed",
-        "--config",
-        "llama3_2/1B_lora",
-        *OVERRIDES,
-    ]
+    assert node["command"] == tune_command(
+        "lora_finetune_distributed", "llama3_2/1B_lora", f"{name}-node-0-0.{name}:29500"
+    )
     assert node["args"] == stored["spec"]["trainer"]["args"]
     assert "model.lora_attn_modules=[q_proj,v_proj]" in node["args"]
     env_names = [v["name"] for v in node["env"]]
@@ -111,14 +101,7 @@ async def test_a_single_gpu_fine_tune_runs_the_single_device_recipe(env: tuple[D
         trainer=trainer.BuiltinTrainer(config=trainer.TorchTuneConfig(resources_per_node={"gpu": 1})),
     )
     node = node_container(await node_pod_after_initializers(h, ns, name))
-    assert node["command"] == [
-        "tune",
-        "run",
-        "full_finetune_single_device",
-        "--config",
-        "llama3_2/1B_full_single_device",
-        *OVERRIDES,
-    ]
+    assert node["command"] == tune_command("full_finetune_single_device", "llama3_2/1B_full_single_device")
 
 
 async def test_an_invalid_torchtune_trainjob_is_refused_naming_every_field(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from trainjobs import torchtune_runtime
+from trainjobs import LLAMA_OVERRIDES, torchtune_runtime, tune_command
 
 from kubetrain.api.errors import ErrorKind, FieldError
 from kubetrain.commands._trainervalidate import check_trainer_document
@@ -27,11 +27,6 @@ from kubetrain.operator.trainedge import plan_trainjob
 Obj = dict[str, Any]
 LLAMA_1B: Obj = torchtune_runtime()
 QWEN: Obj = torchtune_runtime("qwen2_5/qwen2_5_1.5B.yaml")
-LLAMA_OVERRIDES = [
-    "output_dir=/workspace/output",
-    "tokenizer.path=/workspace/model/original/tokenizer.model",
-    "checkpointer.checkpoint_dir=/workspace/model",
-]
 LORA = ["model.lora_attn_modules=['q_proj']"]
 QLORA = ["model.quantize_base=True"]
 TRAINER_ARGS = [
@@ -240,15 +235,11 @@ def test_multi_devices_full_fine_tuning_gets_the_rendezvous_endpoint() -> None:
         args=TRAINER_ARGS, numNodes=1, resources={"cpu": "8", "memory": "16Gi", "example.com/gpu": "4"}
     )
     node, env = node_of(job, LLAMA_1B)
-    assert node["command"] == [
-        "tune",
-        "run",
-        "--rdzv_endpoint=torchtune-job-node-0-0.torchtune-job:29500",
+    assert node["command"] == tune_command(
         "full_finetune_distributed",
-        "--config",
         "llama3_2/1B_full",
-        *LLAMA_OVERRIDES,
-    ]
+        rendezvous="torchtune-job-node-0-0.torchtune-job:29500",
+    )
     assert node["args"] == TRAINER_ARGS  # the TrainJob's args stay the container's args
     assert names(env) == PET  # no PET_MASTER_ADDR/PORT
     assert env[0]["value"] == "1" and env[1]["value"] == "auto"
@@ -272,14 +263,7 @@ def test_single_device_full_fine_tuning_has_no_rendezvous_endpoint() -> None:
         resources={"cpu": "8", "memory": "16Gi", "example.com/gpu": "1"},
     )
     node, env = node_of(job, LLAMA_1B)
-    assert node["command"] == [
-        "tune",
-        "run",
-        "full_finetune_single_device",
-        "--config",
-        "llama3_2/1B_full_single_device",
-        *LLAMA_OVERRIDES,
-    ]
+    assert node["command"] == tune_command("full_finetune_single_device", "llama3_2/1B_full_single_device")
     assert names(env) == PET and env[1]["value"] == "1"
 
 
@@ -292,15 +276,11 @@ def test_multi_nodes_full_fine_tuning_of_llama_3_3_70b() -> None:
         resources={"cpu": "8", "memory": "16Gi", "example.com/gpu": "8"},
     )
     node, env = node_of(job, runtime_named("torchtune-llama3.3-70b"))
-    assert node["command"] == [
-        "tune",
-        "run",
-        "--rdzv_endpoint=torchtune-job-node-0-0.torchtune-job:29500",
+    assert node["command"] == tune_command(
         "full_finetune_distributed",
-        "--config",
         "llama3_3/70B_full_multinode",
-        *LLAMA_OVERRIDES,
-    ]
+        "torchtune-job-node-0-0.torchtune-job:29500",
+    )
     assert names(env) == PET and [v.get("value") for v in env[:2]] == ["2", "8"]
 
 
