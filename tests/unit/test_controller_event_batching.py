@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from pods import watched_pod
+
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.resources import JOB_RESOURCES
 from kubetrain.operator.controller import Controller, ControllerConfig
@@ -32,23 +34,7 @@ def job(rv: str, generation: int = 1, **meta: Any) -> dict[str, Any]:
 
 
 def pod(name: str, rv: str, phase: str = "Pending") -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "resourceVersion": rv,
-            "ownerReferences": [
-                {
-                    "apiVersion": "kubetrain.io/v1",
-                    "kind": "PyTorchJob",
-                    "name": "big",
-                    "uid": "u1",
-                    "controller": True,
-                }
-            ],
-        },
-        "status": {"phase": phase},
-    }
+    return watched_pod(name, rv, {"phase": phase})
 
 
 def controller(factor: float = 50.0, cap: float = 1.0) -> Controller:

@@ -10,6 +10,7 @@ import copy
 from typing import Any, cast
 
 import pytest
+from pods import watched_pod
 
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
@@ -37,23 +38,8 @@ def job(api_version: str = "kubeflow.org/v1", kind: str = "PyTorchJob", **status
 
 
 def pod(name: str, rv: str, *containers: tuple[str, Obj]) -> Obj:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "resourceVersion": rv,
-            "ownerReferences": [
-                {
-                    "apiVersion": "kubeflow.org/v1",
-                    "kind": "PyTorchJob",
-                    "name": "big",
-                    "uid": "u1",
-                    "controller": True,
-                }
-            ],
-        },
-        "status": {"containerStatuses": [{"name": n, "restartCount": 0, "state": s} for n, s in containers]},
-    }
+    statuses = [{"name": n, "restartCount": 0, "state": s} for n, s in containers]
+    return watched_pod(name, rv, {"containerStatuses": statuses}, api_version="kubeflow.org/v1")
 
 
 RUNNING = {"running": {"startedAt": "2024-01-01T00:00:00Z"}}
