@@ -259,3 +259,15 @@ async def test_kubectl_lists_the_same_events_through_both_groups(devcluster: Dev
     )
     assert code == 0, err
     assert json.loads(out)["note"] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+async def test_fields_events_k8s_io_does_not_have_are_refused_or_dropped_as_for_any_kind(raw: RawApi) -> None:
+    body = v1_event("worker-0.n", message="a core/v1 field")
+    code, refused = await raw.request("POST", V1, query={"fieldValidation": "Strict"}, body=body)
+    assert (code, refused["message"]) == (
+        400,
+        'Event in version "v1" cannot be handled as a Event: strict decoding error: unknown field "message"',
+    )
+    await ok(raw, "POST", V1, 201, body=body, query={"fieldValidation": "Ignore"})
+    core = await ok(raw, "GET", f"{CORE}/worker-0.n")
+    assert core["message"] == body["note"]  # the v1 note, not the dropped field
