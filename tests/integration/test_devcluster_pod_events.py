@@ -45,7 +45,10 @@ async def events(raw: RawApi, name: str) -> list[Obj]:
     query = {"fieldSelector": f"involvedObject.name={name}"}
     code, body = await raw.request("GET", f"/api/v1/namespaces/{NS}/events", query=query)
     assert code == 200, body
-    return sorted(body["items"], key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
+    # kube-scheduler's events.k8s.io/v1 Events have an eventTime and no firstTimestamp
+    return sorted(
+        body["items"], key=lambda e: (e.get("firstTimestamp") or e["eventTime"], e["metadata"]["name"])
+    )
 
 
 def first_status(pod: Obj | None) -> Obj:
@@ -54,7 +57,12 @@ def first_status(pod: Obj | None) -> Obj:
 
 
 def summary(found: list[Obj]) -> list[tuple[str, str, str, int]]:
-    return [(e["type"], e["reason"], e["message"], e["count"]) for e in found]
+    """Type, reason, message and count as `kubectl get events` counts (a series' count, else
+    `count`, else 1: an events.k8s.io/v1 singleton)."""
+    return [
+        (e["type"], e["reason"], e["message"], (e.get("series") or {}).get("count") or e.get("count") or 1)
+        for e in found
+    ]
 
 
 async def test_a_started_pod_shows_scheduled_pulled_created_started_and_killing_when_deleted(
@@ -77,8 +85,11 @@ async def test_a_started_pod_shows_scheduled_pulled_created_started_and_killing_
         ("Normal", "Started", "Container started", 1),
     ]
     scheduled, *kubelet = found
-    assert scheduled["source"] == {"component": "default-scheduler"}
-    assert scheduled["action"] == "Binding"
+    # written as events.k8s.io/v1 by kube-scheduler's event library: no source, a reporting instance
+    assert "source" not in scheduled and "count" not in scheduled
+    assert scheduled["reportingComponent"] == "default-scheduler"
+    assert scheduled["reportingInstance"].startswith("default-scheduler-")
+    assert scheduled["action"] == "Binding" and scheduled["eventTime"]
     assert "fieldPath" not in scheduled["involvedObject"]
     container = pod["spec"]["containers"][0]["name"]
     for event in kubelet:

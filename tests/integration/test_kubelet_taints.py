@@ -84,7 +84,7 @@ async def test_only_pods_tolerating_the_gpu_taint_land_on_the_gpu_node_until_the
     assert node_of(tolerant) == GPU
     plain = await sim.wait_for(NS, "plain", unschedulable(UNTOLERATED))
     assert node_of(plain) is None
-    assert await failed_scheduling(raw, "plain") == [UNTOLERATED]
+    assert set(await failed_scheduling(raw, "plain")) == {UNTOLERATED}
 
     # A PreferNoSchedule taint never keeps a pod away.
     await kubectl(devcluster, "taint", "nodes", GPU, "nvidia.com/gpu:NoSchedule-")
@@ -111,4 +111,4 @@ async def test_a_cordoned_node_takes_no_pod_until_it_is_uncordoned(
     await kubectl(devcluster, "uncordon", GPU)
     waits = await sim.wait_for_phase(NS, "waits", "Running")
     assert node_of(waits) == GPU
-    assert await failed_scheduling(raw, "waits") == [CORDONED]
+    assert set(await failed_scheduling(raw, "waits")) == {CORDONED}

@@ -60,3 +60,59 @@ def test_a_core_v1_update_may_change_what_the_recorder_patches_but_not_the_names
     cluster_scoped = event(involvedObject={"kind": "Node", "name": "n"})
     cluster_scoped["metadata"]["namespace"] = "default"
     assert causes(cluster_scoped) == []
+
+
+def v1_causes(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[tuple[str, str, str]]:
+    """The problems of a stored Event written through events.k8s.io/v1."""
+    return [
+        (c.reason, c.field, c.message)
+        for c in builtins.validate_builtin("events", obj, old, "events.k8s.io/v1")
+    ]
+
+
+NEW_STYLE = {
+    "eventTime": "2026-01-01T00:00:00.000000Z",
+    "reportingComponent": "default-scheduler",
+    "reportingInstance": "default-scheduler-h",
+    "action": "Scheduling",
+    "type": "Warning",
+}
+
+
+def test_events_k8s_io_creates_need_a_new_style_event_without_the_deprecated_fields() -> None:
+    """ValidateEventCreate for events.k8s.io/v1: eventTime required, type Normal or Warning, the
+    deprecated fields unset, a series counted from 2 — paths in the stored (core) names, the
+    controller's as events.k8s.io's `reportingController`."""
+    assert v1_causes(event(**NEW_STYLE)) == []
+    old_style = event(type="Bogus", count=1, firstTimestamp="2026-01-01T00:00:00Z", source={"host": "h"})
+    assert v1_causes(old_style) == [
+        ("FieldValueRequired", "eventTime", "Required value"),
+        ("FieldValueInvalid", "type", 'Invalid value: "": has invalid value: Bogus'),
+        ("FieldValueInvalid", "firstTimestamp", 'Invalid value: "": needs to be unset'),
+        ("FieldValueInvalid", "count", 'Invalid value: "": needs to be unset'),
+        ("FieldValueInvalid", "source", 'Invalid value: "": needs to be unset'),
+    ]
+    no_controller = event(**{**NEW_STYLE, "reportingComponent": "", "series": {"count": 1}})
+    assert v1_causes(no_controller)[:1] == [("FieldValueRequired", "reportingController", "Required value")]
+    assert v1_causes(no_controller)[-2:] == [
+        ("FieldValueInvalid", "series.count", 'Invalid value: "": should be at least 2'),
+        ("FieldValueRequired", "series.lastObservedTime", "Required value"),
+    ]
+    # the same Events through core/v1: only the legacy rules
+    assert causes(old_style) == []
+
+
+def test_events_k8s_io_updates_change_only_the_series_and_the_event_time_below_a_microsecond() -> None:
+    old = event(**NEW_STYLE)
+    series = {"count": 2, "lastObservedTime": "2026-01-01T00:00:05.000000Z"}
+    assert v1_causes(event(**NEW_STYLE, series=series), old) == []
+    nanos = {**NEW_STYLE, "eventTime": "2026-01-01T00:00:00.000000900Z"}
+    assert v1_causes(event(**nanos), old) == []
+    changed = event(**{**NEW_STYLE, "reportingComponent": "other", "action": "Binding"}, reason="Scheduled")
+    assert v1_causes(changed, old) == [
+        ("FieldValueInvalid", "reason", 'Invalid value: "Scheduled": field is immutable'),
+        ("FieldValueInvalid", "reason", 'Invalid value: "Scheduled": field is immutable'),
+        ("FieldValueInvalid", "action", 'Invalid value: "Binding": field is immutable'),
+        ("FieldValueInvalid", "reportingController", 'Invalid value: "other": field is immutable'),
+    ]
+    assert causes(changed, old) == []  # core/v1: nothing immutable

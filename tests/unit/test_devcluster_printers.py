@@ -330,6 +330,30 @@ def test_events_k8s_io_events_print_as_core_events() -> None:
     ]
 
 
+def test_a_core_event_without_a_source_shows_its_reporting_component() -> None:
+    """kube-scheduler's events.k8s.io/v1 Event read as core/v1: no `source`, so kubectl's SOURCE
+    is `reportingComponent, reportingInstance` (`formatEventSource`), the count its series'."""
+    _, _, row = table(
+        "events",
+        "",
+        {
+            "metadata": {"name": "ev"},
+            "eventTime": (NOW - timedelta(seconds=40)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "series": {
+                "count": 4,
+                "lastObservedTime": (NOW - timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            },
+            "type": "Warning",
+            "reason": "FailedScheduling",
+            "involvedObject": {"kind": "Pod", "name": "p"},
+            "message": "0/3 nodes are available",
+            "reportingComponent": "default-scheduler",
+            "reportingInstance": "default-scheduler-n1",
+        },
+    )
+    assert row[0] == "10s" and row[5] == "default-scheduler, default-scheduler-n1" and row[8] == 4
+
+
 def test_leases_priority_classes_and_webhook_configurations() -> None:
     assert table("leases", "coordination.k8s.io", {"spec": {"holderIdentity": "op-1_abc"}}) == (
         ["Name", "Holder", "Age"],

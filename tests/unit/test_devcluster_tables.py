@@ -102,13 +102,14 @@ def _ago(seconds: int, micro: bool = False) -> str:
                 "ev",
             ],
         ),
-        (  # the new API's singleton: eventTime, count 0 → 1, reporting controller as the source
+        (  # the new API's singleton: eventTime, count 0 → 1, reporting controller (core/v1's
+            # reportingComponent) as the source
             {
                 "eventTime": _ago(90, micro=True),
                 "type": "Normal",
                 "reason": "Scheduled",
                 "involvedObject": {"kind": "Pod"},
-                "reportingController": "scheduler",
+                "reportingComponent": "scheduler",
                 "reportingInstance": "scheduler-0",
                 "message": "bound",
             },

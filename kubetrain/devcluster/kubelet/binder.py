@@ -16,9 +16,10 @@ the watch does not show bound yet (`assumed`, as kube-scheduler's cache assumes 
 Attempts are serialised, so two pods never take the same room.
 
 A pod that fits nowhere stays Pending: the simulator writes its `PodScheduled=False` condition,
-reason `Unschedulable`, with kube-scheduler's message, and one `FailedScheduling` Warning Event
-from `default-scheduler` — once, and again only when the message changes. A pod it binds gets
-kube-scheduler's `Scheduled` Event (through `bound`: `eventrecorders.py`). It is tried again
+reason `Unschedulable`, with kube-scheduler's message (written when it changes), and at each
+attempt a `FailedScheduling` Warning Event from `default-scheduler`, which kube-scheduler's event
+library folds into a series (`eventrecorders.py`, `seriesrecorder.py`). A pod it binds gets
+kube-scheduler's `Scheduled` Event (through `bound`). It is tried again
 when a pod is deleted or ends, when a node changes as above, and at every node heartbeat
 (`retry_keys`), as kube-scheduler moves unschedulable pods back to its active queue on cluster
 events and flushes them periodically.
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
@@ -41,12 +41,9 @@ from kubetrain.devcluster.gang.resources import (
     take,
 )
 from kubetrain.devcluster.kubelet import fit, nodeobjects
-from kubetrain.devcluster.kubelet.podstatus import timestamp
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
-
-SCHEDULER = "default-scheduler"
 
 
 def _uid(pod: Obj) -> str:
@@ -174,36 +171,3 @@ class FitBinder:
             if node and str((pod.get("status") or {}).get("phase") or "") not in TERMINAL:
                 out.setdefault(str(node), []).append(pod)
         return out
-
-
-def failed_scheduling_event(pod: Obj, message: str, now: datetime) -> Obj:
-    """The core/v1 Warning Event kube-scheduler records for a pod it cannot place
-    (schedule_one.go `handleSchedulingFailure`: reason FailedScheduling, action Scheduling)."""
-    meta = pod.get("metadata") or {}
-    stamp = timestamp(now)
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{meta.get('name')}.{int(now.timestamp() * 1e9):x}",
-            "namespace": meta.get("namespace"),
-        },
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": meta.get("namespace"),
-            "name": meta.get("name"),
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        },
-        "reason": "FailedScheduling",
-        "message": message,
-        "type": "Warning",
-        "action": "Scheduling",
-        "count": 1,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "source": {"component": SCHEDULER},
-        "reportingComponent": SCHEDULER,
-        "reportingInstance": SCHEDULER,
-    }

@@ -7,11 +7,14 @@ their writes wait for the simulator's pod work in flight (`activity`, `recorder.
   says it did (`podevents.container_events`: Pulled/Created/Started, the pull and config
   failures, BackOff, Killing);
 - `scheduled(pod, node)`: kube-scheduler's `Scheduled` "Successfully assigned NS/NAME to NODE"
-  (schedule_one.go `bindingCycle`, action `Binding`). kube-scheduler 1.36 writes it — and
-  FailedScheduling — as an events.k8s.io/v1 Event, which kube-apiserver also serves as the
-  core/v1 Event `kubectl describe` lists; devcluster keeps the two groups apart, so the
-  simulated scheduler writes the core/v1 form (not correlated: kube-scheduler's events.k8s.io
-  recorder has no spam filter).
+  (schedule_one.go `bindingCycle`, action `Binding`);
+- `failed_scheduling(pod, message)`: its `FailedScheduling` Warning with the FitError message
+  (`handleSchedulingFailure`, action `Scheduling`), at every attempt that places the pod nowhere.
+
+kube-scheduler 1.36 records both through client-go's tools/events library, as events.k8s.io/v1
+Events (`seriesrecorder.py`: reportingController `default-scheduler`, reportingInstance
+`default-scheduler-<hostname>`, repeats folded into `series`), which kube-apiserver also serves as
+the core/v1 Events `kubectl describe` lists. The kubelets keep client-go's core/v1 recorder.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from kubetrain.devcluster.client import RawApi
-from kubetrain.devcluster.kubelet.podevents import NORMAL, PodEvent, container_events
+from kubetrain.devcluster.kubelet.podevents import NORMAL, WARNING, PodEvent, container_events
 from kubetrain.devcluster.kubelet.recorder import Activity, Recorder
+from kubetrain.devcluster.kubelet.seriesrecorder import SeriesRecorder
 from kubetrain.kube.clock import Clock
 
 Obj = dict[str, Any]
@@ -35,7 +39,7 @@ class EventRecorders:
         self.kubelets = {
             node: Recorder(api, clock, KUBELET, host=node, activity=self.activity) for node in node_names
         }
-        self.scheduler = Recorder(api, clock, SCHEDULER, correlate=False, activity=self.activity)
+        self.scheduler = SeriesRecorder(api, clock, SCHEDULER, activity=self.activity)
 
     def writers(self) -> list[Awaitable[None]]:
         """The writers to run (until cancelled)."""
@@ -61,3 +65,6 @@ class EventRecorders:
         meta = pod.get("metadata") or {}
         message = f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} to {node}"
         self.scheduler.record(pod, PodEvent(NORMAL, "Scheduled", message), action="Binding")
+
+    def failed_scheduling(self, pod: Obj, message: str) -> None:
+        self.scheduler.record(pod, PodEvent(WARNING, "FailedScheduling", message), action="Scheduling")

@@ -18,9 +18,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.kubelet import envrefs, fit, images, podstatus, volumes
-from kubetrain.devcluster.kubelet.binder import FitBinder, failed_scheduling_event
+from kubetrain.devcluster.kubelet.binder import FitBinder
 from kubetrain.devcluster.kubelet.lifecycle import Step, next_step
 from kubetrain.devcluster.kubelet.recorder import Activity
 from kubetrain.devcluster.kubelet.scheduling import Key, PodTimers
@@ -48,6 +48,7 @@ class PodReconciler:
         default_run_seconds: float | None,
         spawn: Callable[[Awaitable[None]], None],
         activity: Activity | None = None,
+        failed_scheduling: Callable[[dict[str, Any], str], None] | None = None,
     ) -> None:
         self._api, self.clock, self._pods = api, clock, pods  # the simulator's watch cache, shared
         self._timers, self._binder, self._status, self.training = timers, binder, status, training
@@ -56,6 +57,7 @@ class PodReconciler:
         self._spawn = spawn
         self._activity = activity or Activity()  # the Event writers wait while a reconcile runs
         self.mounts: dict[str, volumes.Mounted] = {}  # pod uid -> its projected volumes
+        self._failed_scheduling = failed_scheduling  # records kube-scheduler's FailedScheduling
 
     def forget(self, uid: str) -> None:
         """The pod is gone: drop its mounted volumes."""
@@ -89,7 +91,7 @@ class PodReconciler:
         elif step.action == "bind":
             message = await self._binder.bind(self._api(), pod)
             if message is not None:
-                await self._unschedulable(key, message)
+                await self._unschedulable(key, message, pod)
         elif step.action == "stop":
             self._timers.cancel(key)
         elif step.action != "idle":
@@ -102,26 +104,19 @@ class PodReconciler:
             else:
                 await self._pending(key, pod, step)
 
-    async def _unschedulable(self, key: Key, message: str) -> None:
-        """The pod fits on no node: its PodScheduled=False condition and, when that changed, one
-        FailedScheduling Event (a failed Event write is not retried: the condition stands)."""
-        now = self.clock.now()
-        stamp = podstatus.timestamp(now)
-        changed: list[bool] = []
+    async def _unschedulable(self, key: Key, message: str, pod: dict[str, Any]) -> None:
+        """The pod fits on no node: its PodScheduled=False condition when that changed, and a
+        FailedScheduling Event about the pod as this attempt saw it at every attempt, as
+        kube-scheduler's `handleSchedulingFailure` records one before it updates the pod (its
+        event library folds the repeats into a series: seriesrecorder.py)."""
+        stamp = podstatus.timestamp(self.clock.now())
+        if self._failed_scheduling is not None:
+            self._failed_scheduling(pod, message)
 
         def build(pod: dict[str, Any]) -> dict[str, Any] | None:
-            status = fit.unschedulable_status(pod, message, stamp)
-            changed.append(status is not None)
-            return status
+            return fit.unschedulable_status(pod, message, stamp)
 
-        written = await self._status.write_status(key, build, kubelet=False)
-        if written is None or changed[-1:] != [True]:
-            return
-        ns = key[0]
-        event = failed_scheduling_event(written, message, now)
-        code, body = await self._api().request("POST", f"/api/v1/namespaces/{ns}/events", body=event)
-        if code not in (201, 409):
-            log.debug("pod %s/%s: FailedScheduling event not recorded: %s", *key, ApiError(code, body))
+        await self._status.write_status(key, build, kubelet=False)
 
     async def _pending(self, key: Key, pod: dict[str, Any], step: Step) -> None:
         """A Pending pod on one of the simulator's nodes: started, unless something stops it."""

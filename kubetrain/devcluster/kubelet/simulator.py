@@ -179,6 +179,7 @@ class PodSimulator(PodTestApi):
             default_run_seconds=default_run_seconds,
             spawn=self._spawn,
             activity=self.events.activity,
+            failed_scheduling=self.events.failed_scheduling,
         )
         self._mounts = self._reconciler.mounts  # pod uid -> its projected volumes
         # kube-controller-manager's taint-eviction and node lifecycle controllers

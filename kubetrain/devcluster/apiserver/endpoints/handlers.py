@@ -25,6 +25,7 @@ from kubetrain.devcluster.apiserver.storage.store import dumps
 from kubetrain.devcluster.apiserver.verbs import (
     conversion,
     deletion,
+    eventviews,
     podlogs,
     subresources,
     tables,
@@ -200,6 +201,16 @@ class Handlers:
             raise errors.method_not_allowed(verb)
         if verb == "patch":
             check_media_type(request.headers.get("Content-Type", ""), custom=t.rt.custom)
+        if eventviews.serves(t):
+            return await eventviews.serve(
+                self,
+                request,
+                t,
+                verb,
+                lambda: self._list_query(request),
+                lambda body: self._delete_options(request, body),
+                lambda obj, code, warnings: _json(obj, code, rp.warning_header(warnings)),
+            )
         if conversion.converts(t.rt, t.version) and t.subresource in ("", "status"):
             return await conversion.serve(
                 self,

@@ -314,7 +314,9 @@ _BINDINGS = ("rolebindings", "clusterrolebindings")
 _ROLE_REF_FIELDS = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
 
 
-def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
+def validate_builtin(resource: str, obj: Obj, old: Obj | None, via: str = "") -> list[Cause]:
+    """`via`: the group version a request came through when it is another view of the stored
+    resource (events.k8s.io/v1 for Events, `eventrules.event_causes`)."""
     if resource == "pods":
         return validate_pod(obj, old)
     if resource == "services":
@@ -334,7 +336,7 @@ def validate_builtin(resource: str, obj: Obj, old: Obj | None) -> list[Cause]:
     if resource == "configmaps":
         return configdata.configmap_causes(obj, old)
     if resource == "events" and obj.get("apiVersion") == "v1":
-        return eventrules.core_event_causes(obj)
+        return eventrules.event_causes(obj, old, via)
     if resource == "persistentvolumeclaims":
         return pvcs.validate_pvc(obj, old)
     if resource in _BINDINGS and old is not None and obj.get("roleRef") != old.get("roleRef"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.kinds import eventsv1
 from kubetrain.devcluster.apiserver.kinds.crds import celrules
 
 _META_FIELDS = ("metadata.name", "metadata.namespace")
@@ -130,15 +131,8 @@ BUILTINS: list[ResourceType] = [
         "Event",
         True,
         short_names=["ev"],
-        field_selectors=(
-            "regarding.kind",
-            "regarding.namespace",
-            "regarding.name",
-            "regarding.uid",
-            "reason",
-            "type",
-            "reportingController",
-        ),
+        # a view of the core Events' storage (kinds/eventsv1.py): its labels are mapped to theirs
+        field_selectors=tuple(label for label in eventsv1.FIELD_LABELS if not label.startswith("metadata.")),
     ),
     ResourceType("coordination.k8s.io", ["v1"], "leases", "Lease", True),
     ResourceType(

@@ -7,7 +7,7 @@ predicates over plain-dict objects; bad input raises `errors.ApiError` 400 BadRe
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
@@ -74,6 +74,10 @@ def _field_eq(path: str, value: str) -> Predicate:
 
 def _field_ne(path: str, value: str) -> Predicate:
     return lambda o: field_value(o, path) != value
+
+
+def _derived(get: Callable[[Obj], str], value: str, negated: bool) -> Predicate:
+    return lambda o: (get(o) == value) != negated
 
 
 def parse_label_selector(text: str | None) -> Predicate:
@@ -169,8 +173,14 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
     return parts
 
 
-def parse_field_selector(text: str | None, supported: tuple[str, ...], kind: str = "") -> Predicate:
-    """`metadata.name=x,status.phase!=Running`. Unsupported field labels are rejected with 400."""
+def parse_field_selector(
+    text: str | None,
+    supported: tuple[str, ...],
+    kind: str = "",
+    derived: Mapping[str, Callable[[Obj], str]] | None = None,
+) -> Predicate:
+    """`metadata.name=x,status.phase!=Running`. Unsupported field labels are rejected with 400.
+    `derived`: the labels whose value is not the field at their path (an Event's `source`)."""
     if not text or not text.strip():
         return _always
     reqs: list[Predicate] = []
@@ -188,7 +198,10 @@ def parse_field_selector(text: str | None, supported: tuple[str, ...], kind: str
         value = "".join(_split_unescaped(value.strip(), "\0"))
         if field not in supported:
             raise errors.bad_request(f"field label not supported: {field}")
-        if op == "!=":
+        get = (derived or {}).get(field)
+        if get is not None:
+            reqs.append(_derived(get, value, op == "!="))
+        elif op == "!=":
             reqs.append(_field_ne(field, value))
         else:
             reqs.append(_field_eq(field, value))

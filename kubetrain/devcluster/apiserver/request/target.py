@@ -25,6 +25,9 @@ class Target:
     # Served through a conversion webhook: the version the client asked for (this target is the
     # storage version's); admission reports it as requestKind/requestResource.
     request_version: str = ""
+    # Served as another group's view of this resource's storage (events.k8s.io/v1 Events are core
+    # Events, verbs/eventviews.py): that group version, whose validation rules apply.
+    via: str = ""
     # The request body's duplicate keys (duplicates.py), reported with the unknown fields.
     duplicates: Duplicates | None = None
     # The fieldManager query parameter, the client's User-Agent (the manager when fieldManager is

@@ -15,8 +15,9 @@ lease expires etcd deletes the key: no admission, no finalizers, and every watch
 the last stored Event (etcd3/watcher.go decodes a delete from its previous value) at a new
 resourceVersion.
 
-devcluster stores core/v1 and events.k8s.io/v1 Events under separate keys; each expires on its
-own writes. Deadlines are taken from the API server's (injectable) clock. Two differences from a
+devcluster stores events.k8s.io/v1 Events as the core/v1 Events they are (kinds/eventsv1.py), so
+a write through either group starts the one Event's TTL. Deadlines are taken from the API
+server's (injectable) clock. Two differences from a
 real cluster, both only ever later: etcd's lease manager (etcd3/lease_manager.go, GetLease) lets
 writes within a short window share one lease lengthened by up to 5 % of the TTL (at most 60 s),
 so a real Event may live that much longer; and expiry happens when `sweep()` runs — every 0.5 s
@@ -37,7 +38,7 @@ from datetime import datetime, timedelta
 from kubetrain.devcluster.apiserver.base.background import BackgroundTask, every
 from kubetrain.devcluster.apiserver.storage.store import Event, Key, Store
 
-EVENT_KEYS = frozenset({"events", "events.events.k8s.io"})  # core/v1, events.k8s.io/v1
+EVENT_KEYS = frozenset({"events"})  # events.k8s.io/v1 Events are stored as these (kinds/eventsv1.py)
 DEFAULT_EVENT_TTL = 3600.0  # kube-apiserver's --event-ttl default (1h)
 SWEEP_SECONDS = 0.5  # etcd's lessor checks for expired leases this often
 

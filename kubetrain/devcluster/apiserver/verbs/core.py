@@ -97,7 +97,7 @@ class ApiServer:
                 if (compiled := t.rt.cel.get(t.version)) is not None:
                     causes += celeval.object_causes(compiled, obj, old, schema_causes)
         else:
-            causes += builtins.validate_builtin(t.rt.resource, obj, old)
+            causes += builtins.validate_builtin(t.rt.resource, obj, old, t.via)
         if causes:
             raise errors.invalid(t.rt.kind, t.rt.group, name, causes)
 

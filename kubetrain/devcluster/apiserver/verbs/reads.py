@@ -32,6 +32,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds import eventsv1
 from kubetrain.devcluster.apiserver.kinds.resources import all_field_selectors
 from kubetrain.devcluster.apiserver.request.selectors import (
     Predicate,
@@ -58,9 +59,13 @@ class ListQuery:
     resource_version_match: str = ""
 
 
+EVENTS_KEY = "events"  # the one Event resource's storage (core/v1; events.k8s.io/v1 is a view)
+
+
 def predicate(t: Target, q: ListQuery) -> Predicate:
     labels = parse_label_selector(q.label_selector)
-    fields = parse_field_selector(q.field_selector, all_field_selectors(t.rt), t.rt.kind)
+    derived = eventsv1.DERIVED_FIELDS if t.rt.key == EVENTS_KEY else None
+    fields = parse_field_selector(q.field_selector, all_field_selectors(t.rt), t.rt.kind, derived)
     return lambda o: labels(o) and fields(o)
 
 

@@ -38,8 +38,12 @@ async def serve(
     bookmark_interval: float,
     streams: set[web.StreamResponse],
     convert: Callable[[list[Obj]], Awaitable[list[Obj]]] | None = None,
+    view: Target | None = None,
 ) -> web.StreamResponse:
-    """A watch: initial events or the replay since resourceVersion, then changes, bookmarks
+    """`view`: the request as the client made it, when `t` is the storage it reads (an
+    events.k8s.io/v1 watch of the core Events): its bookmarks name the client's kind.
+
+    A watch: initial events or the replay since resourceVersion, then changes, bookmarks
     when asked for (every `bookmark_interval` and 2 s before the deadline, `_next_bookmark`),
     until timeoutSeconds (default 30-60 min), the client goes away or the server stops. A too
     old resourceVersion is an ERROR event (410)."""
@@ -65,13 +69,14 @@ async def serve(
         await resp.write_eof()
         return resp
     assert watcher is not None
+    asked = view or t
     streams.add(resp)
     deadline = time.monotonic() + seconds
     next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
     try:
         if initial_end and bookmarks:
             await _flush(resp, api, t, watcher, len(watcher.items), convert)
-            await resp.write(_bookmark(t, store.rv, initial_end=True))
+            await resp.write(_bookmark(asked, store.rv, initial_end=True))
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -87,7 +92,7 @@ async def serve(
             if watcher.closed and not watcher.items:
                 break
             if bookmarks and time.monotonic() >= next_bookmark and not watcher.items:
-                await resp.write(_bookmark(t, store.rv))
+                await resp.write(_bookmark(asked, store.rv))
                 next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
         await resp.write_eof()
     except (ConnectionResetError, asyncio.CancelledError, RuntimeError):

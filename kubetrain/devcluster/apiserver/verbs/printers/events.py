@@ -1,7 +1,7 @@
 """Events, core/v1 and events.k8s.io/v1 alike: kube-apiserver serves both from one registry
 (pkg/registry/core/event) and prints both with `printEvent` (k8s.io/kubernetes
 pkg/printers/internalversion/printers.go) after converting an events.k8s.io/v1 Event to the
-internal core Event (pkg/apis/events/v1 `Convert_v1_Event_To_core_Event`)."""
+internal core Event (pkg/apis/events/v1 `Convert_v1_Event_To_core_Event`, kinds/eventsv1.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds import eventsv1
 from kubetrain.devcluster.apiserver.verbs.printers.common import col, since
 
 COLUMNS = [
@@ -30,7 +31,8 @@ def row(obj: Obj, now: datetime) -> list[Any]:
     set, as its table convertor does: first seen falls back to eventTime, last seen to first
     seen, a series' last observed time and count win, and a count of 0 (a singleton of the new
     API) is 1; the object is `lowercase kind/name`; the source is `component, host`, falling back
-    to reportingController/reportingInstance (`formatEventSource`)."""
+    to the reporting controller (core/v1's `reportingComponent`) and instance
+    (`formatEventSource`): an events.k8s.io/v1 Event has no source."""
     first = since(obj.get("firstTimestamp") or obj.get("eventTime"), now)
     last = since(obj["lastTimestamp"], now) if obj.get("lastTimestamp") else first
     count = int(obj.get("count") or 0)
@@ -44,7 +46,7 @@ def row(obj: Obj, now: datetime) -> list[Any]:
     kind = str(involved.get("kind") or "").lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
     source = obj.get("source") or {}
-    component = source.get("component") or obj.get("reportingController") or ""
+    component = source.get("component") or obj.get("reportingComponent") or ""
     instance = source.get("host") or obj.get("reportingInstance") or ""
     return [
         last,
@@ -60,22 +62,6 @@ def row(obj: Obj, now: datetime) -> list[Any]:
     ]
 
 
-# events.k8s.io/v1 field -> core/v1 field (`Convert_v1_Event_To_core_Event`); the others
-# (eventTime, series, reason, type, reportingController, reportingInstance, …) keep their names.
-_RENAMED = {
-    "regarding": "involvedObject",
-    "note": "message",
-    "deprecatedSource": "source",
-    "deprecatedFirstTimestamp": "firstTimestamp",
-    "deprecatedLastTimestamp": "lastTimestamp",
-    "deprecatedCount": "count",
-}
-
-
-def as_core_event(obj: Obj) -> Obj:
-    """An events.k8s.io/v1 Event as the core/v1 Event it is stored as."""
-    return {_RENAMED.get(key, key): value for key, value in obj.items()}
-
-
 def events_k8s_io_row(obj: Obj, now: datetime) -> list[Any]:
-    return row(as_core_event(obj), now)
+    """An events.k8s.io/v1 Event's cells: those of the core/v1 Event it is (kinds/eventsv1.py)."""
+    return row(eventsv1.to_core(obj), now)
