@@ -526,8 +526,9 @@ def test_shutdown_worker_after_success_with_clean_pod_policy() -> None:
 
 def test_the_launcher_decides_alone() -> None:
     """TestLauncherFailed / TestMPIJobFailure: the Launcher failing past its restarts fails the
-    job (restartPolicy Never: at once); Workers' phases never succeed it."""
-    obj = mpijob(workers=2)
+    job (restartPolicy Never with backoffLimit 0: at once — test_mpi_launcher_retries.py has the
+    retries below the limit); Workers' phases never succeed it."""
+    obj = mpijob(workers=2, run_policy={"backoffLimit": 0})
     obj["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
     s = sim(copy.deepcopy(obj))
     s.step(at(0))
