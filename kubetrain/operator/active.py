@@ -104,7 +104,7 @@ class ActiveJob:
         # A fetch the kubelet keeps restarting (restartPolicy other than Never) that failed for good.
         failures += codesyncfailure.fetch_failures(self.slots.values(), code_sync_of(self.layout.annotations))
         deadline = runpolicy.deadline(policy, self.shape.status.run_began(r.status, r.job, r.now))
-        limit = policy.backoff_limit
+        limit = rs.backoff_limit(policy.backoff_limit, r.job)
         base = sum(t.base for t in tallies.values())
         added = self.new_restarts(retries, restart_job)
         succeeded = self.shape.succeeded(counts)
@@ -176,12 +176,15 @@ class ActiveJob:
         retries: list[Retry] = []
         restart_job: Retry | None = None
         rules = self.r.run_policy.failure_rules
+        launcher_job = rs.runs_as_launcher_job(self.r.job)
         for (rtype, _), pod in self.slots.items():
             if terminating(pod) or pod_phase(pod) != "Failed" or pod_name(pod) in self.r.deleting:
                 continue
             verdict = rs.classify_failed_pod(
                 pod, self.restart_policy(rtype), self.container(rtype), rules, rtype
             )
+            if launcher_job:
+                verdict = rs.launcher_job_verdict(verdict, rtype)
             if verdict.action == rs.FAIL:
                 failures.append((verdict.reason, verdict.detail))
             elif verdict.action == rs.RESTART_JOB:

@@ -20,6 +20,14 @@ controller does) or `onPodConditions` (any listed condition with its status), an
 only for its `replicaTypes` when given. A pod no rule matches gets the verdict above; a disruption
 is then recreated without counting (except under `Never`, where it fails the job).
 
+mpi-operator runs an MPIJob's Launcher as a batch Job (`newLauncherJob`: the Launcher's
+restartPolicy on its pod, `backoffLimit` from runPolicy, unset meaning batch/v1's default of 6),
+so the Job controller creates a new Launcher pod after each failure until that limit. An MPIJob
+written as mpi-operator's (kubeflow.org, not created at v1: `mpilabels.mpi_operator_convention`)
+keeps that: its `Never` Launcher's failure is recreated and counted instead of failing the job,
+and its job-wide limit is 6 when unset (`launcher_job_verdict`, `backoff_limit`; mpi-operator
+issue #651).
+
 Counting (backoffLimit counts every restart: recreations AND in-place container restarts) uses
 only what the operator recorded and what the kubelet reports, never what a pod's own metadata
 says (anyone who may create or edit pods could write that):
@@ -39,6 +47,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from kubetrain.frameworks.mpilabels import LAUNCHER, mpi_operator_convention
 
 RETRY = "retry"
 FAIL = "fail"
@@ -276,6 +286,35 @@ def classify_failed_pod(
         "PermanentExitCode",
         f"{detail}: exit codes 1-127 and negative ones are permanent under restartPolicy ExitCode",
     )
+
+
+# batch/v1 Job's `backoffLimit` when unset: what mpi-operator's launcher Job gets.
+BATCH_JOB_BACKOFF_LIMIT = 6
+
+
+def runs_as_launcher_job(job: Mapping[str, Any]) -> bool:
+    """Whether `job` is an MPIJob whose Launcher mpi-operator would run as a batch Job (module
+    docstring)."""
+    return mpi_operator_convention(job)
+
+
+def launcher_job_verdict(verdict: Verdict, replica_type: str) -> Verdict:
+    """`verdict` on a failed pod of `replica_type` of a job that `runs_as_launcher_job`: a
+    Launcher that failed under `Never` (no failure rule decided) is recreated and counted, as
+    the Job controller makes a new pod; every other verdict stands (a `FailJob` rule, `ExitCode`'s
+    permanent codes)."""
+    if replica_type != LAUNCHER or verdict.action != FAIL or verdict.reason != "JobFailed":
+        return verdict
+    detail = f"{verdict.detail} (the Launcher is retried up to backoffLimit, as mpi-operator's launcher Job)"
+    return Verdict(RETRY, "", detail)
+
+
+def backoff_limit(limit: int | None, job: Mapping[str, Any]) -> int | None:
+    """The job's backoffLimit: as written, or batch/v1's default for a job whose Launcher
+    `runs_as_launcher_job` (unset: no limit)."""
+    if limit is None and runs_as_launcher_job(job):
+        return BATCH_JOB_BACKOFF_LIMIT
+    return limit
 
 
 @dataclass(slots=True)

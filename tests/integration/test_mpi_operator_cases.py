@@ -3,8 +3,9 @@ held to the cases of mpi-operator's integration tests (kubeflow/mpi-operator v0.
 test/integration/mpi_job_controller_test.go), translated to what kubetrain makes (the Launcher
 is the pod `<job>-launcher-0`, not a batch Job): Kueue's suspend / change the templates /
 resume cycle reaches the Launcher (mpi-operator issue #687), a job managed by MultiKueue is left
-alone, the Launcher is found by mpi-operator's labels, and a running job's PodGroup follows its
-schedulingPolicy."""
+alone, the Launcher is found by mpi-operator's labels, a `Never` Launcher is retried up to
+backoffLimit as mpi-operator's launcher Job (mpi-operator issue #651), and a running job's
+PodGroup follows its schedulingPolicy."""
 
 from __future__ import annotations
 
@@ -213,6 +214,34 @@ async def test_the_launcher_is_found_by_mpi_operators_labels(env: tuple[DevStack
     done = await wait_status(h, ns, "job", "Succeeded", lambda j: is_true(j, "Succeeded"))
     assert done["status"]["replicaStatuses"]["Launcher"]["succeeded"] == 1
     await h.wait_pod_names(ns, "job", ["job-launcher-0"])
+
+
+async def test_a_never_launcher_is_retried_up_to_the_backoff_limit(env: tuple[DevStack, Harness]) -> None:
+    """mpi-operator issue #651: mpi-operator's launcher Job gives a Launcher that failed under
+    `restartPolicy: Never` a new pod until `backoffLimit`; the failure past it fails the job."""
+    _, h = env
+    ns = await h.namespace("mpiretry")
+    manifest = mpijob("job", {"backoffLimit": 1})
+    manifest["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
+    await h.kube.create(MPIJOBS, manifest, namespace=ns)
+    await h.wait_pods(ns, "job", 3)
+    await wait_status(h, ns, "job", "Running", lambda j: is_true(j, "Running"))
+    first = await h.running_pod(ns, "job-launcher-0")
+    assert first is not None and first["spec"]["restartPolicy"] == "Never"
+
+    await h.sim.finish(ns, "job-launcher-0", exit_code=1)
+    await h.wait_recreated(ns, "job-launcher-0", first["metadata"]["uid"])
+    job = await wait_status(h, ns, "job", "1 Launcher restart", lambda j: is_true(j, "Running"))
+    assert job["status"]["replicaStatuses"]["Launcher"]["restarts"] == 1
+    assert not is_true(job, "Failed")
+    event = await h.wait_event(ns, "job", "JobRestarting")
+    assert "as mpi-operator's launcher Job" in event["message"]
+
+    await h.sim.finish(ns, "job-launcher-0", exit_code=1)
+    failed = await wait_status(h, ns, "job", "Failed", lambda j: is_true(j, "Failed"))
+    cond = next(c for c in failed["status"]["conditions"] if c["type"] == "Failed")
+    assert cond["reason"] == "BackoffLimitExceeded"
+    assert "backoffLimit of 1" in cond["message"]
 
 
 @pytest.mark.parametrize(

@@ -93,7 +93,14 @@ async def test_mpi_operator_series(env: tuple[DevStack, Harness]) -> None:
     )
     before = await scrape()
     for name, exit_code in (("pi", 0), ("broken", 1)):
-        job = job_manifest("MPIJob", name, {"Launcher": 1, "Worker": 1}, restart_policy="Never")
+        # backoffLimit 0: mpi-operator's launcher Job would retry a failed Never Launcher.
+        job = job_manifest(
+            "MPIJob",
+            name,
+            {"Launcher": 1, "Worker": 1},
+            restart_policy="Never",
+            run_policy={"backoffLimit": 0},
+        )
         await h.kube.create(MPIJOBS, in_group(job, "kubeflow.org/v2beta1"), namespace=ns)
         await h.wait_pods(ns, name, 2)
         await h.sim.finish(ns, f"{name}-launcher-0", exit_code=exit_code)

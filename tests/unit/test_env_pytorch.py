@@ -140,6 +140,16 @@ def test_single_master_job_gets_a_world_of_one() -> None:
     }
 
 
+def test_a_worker_spec_with_zero_replicas_makes_no_worker_pod() -> None:
+    """Kubeflow Trainer issue 1709: `Worker.replicas: 0` still made a Worker pod there, holding its
+    GPUs; here the job is the Master alone — one pod, a world of one."""
+    obj = ddp(0)
+    names = [p["metadata"]["name"] for p in build_pods(laid_out(obj, PT), PT)]
+    assert names == ["ddp-master-0"]
+    master = env(obj, "Master", 0)
+    assert (master["WORLD_SIZE"], master["RANK"], master["PET_NNODES"]) == ("1", "0", "1")
+
+
 def test_single_worker_job_without_master_gets_nnodes_only() -> None:
     obj = job("PyTorchJob", {"Worker": replica("PyTorchJob", 1)})
     assert env(obj, "Worker", 0) == {"PYTHONUNBUFFERED": "1", "PET_NNODES": "1"}

@@ -329,6 +329,14 @@ def test_validate_invalid_name() -> None:
     assert errors_of(mpijob("1-foo", workers=None)) == {("metadata.name", "Invalid")}
 
 
+def test_a_name_with_a_dot_is_refused() -> None:
+    """mpi-operator issue #733: OpenMPI reads a hostfile host up to its first dot, so the Workers
+    of `myjob.1` (`myjob.1-worker-0.myjob.1.ns.svc`) are all host `myjob` and mpirun refuses the
+    hostfile. A DNS-1035 label has no dot: the job is refused at admission, as mpi-operator's
+    `validateMPIJobName` refuses it."""
+    assert errors_of(mpijob("myjob.1")) == {("metadata.name", "Invalid")}
+
+
 # --- controller cases (syncHandler), on the planner ------------------------------------------
 
 
@@ -524,10 +532,26 @@ def test_shutdown_worker_after_success_with_clean_pod_policy() -> None:
     assert sorted(p.delete_pods) == sorted(f"foo-worker-{i}" for i in range(8))
 
 
+def test_ttl_deletes_the_mpijob_itself() -> None:
+    """mpi-operator issue #644: there `ttlSecondsAfterFinished` goes to the launcher Job only, so
+    the finished MPIJob stays; here it deletes the MPIJob (and its children with it), as for
+    every kind (docs §7), that long after it finished."""
+    s = sim(mpijob(run_policy={"ttlSecondsAfterFinished": 30, "cleanPodPolicy": "Running"}))
+    s.step(at(0))
+    s.all_phase("Running")
+    s.step(at(1))
+    s.set_phase("foo-launcher-0", "Succeeded", exit_code=0)
+    done = s.step(at(2))
+    assert s.is_true("Succeeded") and not done.delete_job and done.requeue_at == at(32)
+    assert not s.plan(at(31)).delete_job
+    assert s.plan(at(32)).delete_job
+
+
 def test_the_launcher_decides_alone() -> None:
     """TestLauncherFailed / TestMPIJobFailure: the Launcher failing past its restarts fails the
-    job (restartPolicy Never: at once); Workers' phases never succeed it."""
-    obj = mpijob(workers=2)
+    job (restartPolicy Never with backoffLimit 0: at once — test_mpi_launcher_retries.py has the
+    retries below the limit); Workers' phases never succeed it."""
+    obj = mpijob(workers=2, run_policy={"backoffLimit": 0})
     obj["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
     s = sim(copy.deepcopy(obj))
     s.step(at(0))

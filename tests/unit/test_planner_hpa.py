@@ -205,3 +205,28 @@ def test_an_hpa_the_job_does_not_own_is_left_alone() -> None:
     sim.job["spec"]["elasticPolicy"].pop("metrics")
     assert not sim.step(at(1)).delete_hpa
     assert sim.hpa == foreign
+
+
+def test_a_scaled_down_worker_failing_as_it_terminates_fails_nothing() -> None:
+    """Kubeflow Trainer pull request 1593: when the HPA scaled Workers down, the pod being
+    removed reached phase Failed (SIGTERM, exit 143) before it was gone, and that failed the
+    PyTorchJob. A pod of an index the spec no longer has is deleted and counts for nothing."""
+    obj = elastic_pytorch({"minReplicas": 1, "maxReplicas": 4})
+    workers = obj["spec"]["pytorchReplicaSpecs"]["Worker"]
+    workers.update(replicas=3, restartPolicy="Never")
+    sim = Sim(obj)
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    workers = sim.job["spec"]["pytorchReplicaSpecs"]["Worker"]
+    workers["replicas"] = 2
+    sim.job["metadata"]["generation"] = 2
+    assert sim.plan(at(2)).delete_pods == ["el-worker-2"]
+    # The kubelet stops it: Failed with 143 while it is still terminating, then Failed in the API.
+    sim.pods["el-worker-2"]["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:02Z"
+    sim.set_phase("el-worker-2", "Failed", exit_code=143)
+    assert sim.step(at(3)).delete_pods == []
+    del sim.pods["el-worker-2"]["metadata"]["deletionTimestamp"]
+    p = sim.step(at(4))
+    assert p.delete_pods == ["el-worker-2"] and p.create_pods == []
+    assert not sim.is_true("Failed") and sim.restarts("Worker") == 0

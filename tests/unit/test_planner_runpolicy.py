@@ -104,6 +104,30 @@ def test_ttl_zero_deletes_at_once_and_never_while_suspended() -> None:
     assert not sim.plan(at(60)).delete_job
 
 
+def test_suspending_a_running_job_with_a_ttl_stops_it() -> None:
+    """Kubeflow Trainer issue 2239 (Kueue issue 2923): training-operator left a preempted TFJob
+    with `ttlSecondsAfterFinished` Running with its pods; here suspend deletes the pods and sets
+    Running False whatever the TTL, so Kueue sees the job stopped."""
+    obj = job(
+        "TFJob",
+        {"PS": replica("TFJob", 1), "Worker": replica("TFJob", 2)},
+        name="tf",
+        run_policy={"ttlSecondsAfterFinished": 60},
+    )
+    sim = Sim(obj)
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    assert sim.is_true("Running")
+    sim.job["spec"]["runPolicy"]["suspend"] = True
+    sim.job["metadata"]["generation"] = 2
+    p = sim.step(at(2))
+    assert sorted(p.delete_pods) == ["tf-ps-0", "tf-worker-0", "tf-worker-1"]
+    assert sim.is_true("Suspended") and not sim.is_true("Running") and not p.delete_job
+    statuses = sim.job["status"]["replicaStatuses"]
+    assert [statuses[t]["active"] for t in ("PS", "Worker")] == [0, 0]
+
+
 @pytest.mark.parametrize(
     ("policy", "deleted", "service_deleted"),
     [

@@ -454,3 +454,31 @@ def test_runtime_patches_merge_structs_and_volumes_as_a_strategic_merge_patch() 
         {"name": "other", "emptyDir": {}},
     ]
     assert spec["containers"][0]["securityContext"] == {"privileged": False, "readOnlyRootFilesystem": True}
+
+
+def test_a_runtime_patch_adds_tolerations_to_the_runtimes() -> None:
+    """Kueue issue 15161: under Trainer 2.3 (`PodSpecPatch.tolerations` atomic) the toleration of
+    a Kueue flavor's runtime patch replaced the runtime's own, so pods lost the toleration of the
+    nodes they were meant for and stayed Pending. Here the runtime's tolerations are kept and the
+    patch's added after them (docs/behaviour.md §11, the runtime patches' Decision)."""
+    from kubetrain.jobs.trainjob.patches import apply_runtime_patches
+
+    own = {
+        "key": "user.example.com/dedicated",
+        "operator": "Equal",
+        "value": "training",
+        "effect": "NoSchedule",
+    }
+    flavor = {"key": "pool.example.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    pod_spec: Obj = {"tolerations": [own], "containers": [{"name": "node"}]}
+    template = {
+        "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]}
+    }
+    node_patch = {"name": "node", "template": {"spec": {"template": {"spec": {"tolerations": [flavor]}}}}}
+    patch = {
+        "manager": "kueue.x-k8s.io/manager",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node_patch]}}},
+    }
+    assert apply_runtime_patches(template, [patch], "spec.runtimePatches") == []
+    spec = template["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert spec["tolerations"] == [own, flavor]
