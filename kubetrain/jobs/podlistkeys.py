@@ -1,0 +1,165 @@
+"""The list and map types of core/v1's PodSpec inside kubetrain's open pod templates.
+
+kubetrain's CRDs keep pod templates open (`x-kubernetes-preserve-unknown-fields`, see crdgen):
+expanded, each CRD would be too big for a client-side `kubectl apply`. Kubeflow's CRDs expand
+them, and with them carry the list markers of Kubernetes' core/v1 types (k8s.io/api/core/v1
+types.go `+listType`/`+listMapKey`, Kubernetes 1.36, as controller-gen writes them into
+training-operator's, mpi-operator's and Trainer's CRDs). Inside the open templates kubetrain
+describes only the skeleton those markers need: each keyed list (or set) an array carrying its
+markers, its items open but for the key properties (scalar; required, or defaulted as upstream's:
+a port's `protocol` defaults to `TCP`, an image pull secret's `name` to `""`); each object
+upstream marks atomic (and not already inside an atomic list) an open object with the marker;
+every object on the way there open. Everything else stays as the user wrote it, for the webhook's
+pod-template check.
+
+With them the API server refuses two containers (env variables, volumes, ports, ...) of one key
+before the webhook (`Duplicate value: {"name":"worker"}`), and server-side apply merges these
+lists item by item. Lists upstream marks atomic are not marked: a list in an open object is
+already atomic to server-side apply, and an atomic list has no duplicate check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain.jobs import listkeys
+from kubetrain.jobs.listkeys import ATOMIC_MAP, BY_NAME, SET, Markers, keyed
+
+_CONTAINER: dict[str, Markers] = {
+    "env": BY_NAME,
+    **{
+        f"env[].valueFrom.{ref}": ATOMIC_MAP
+        for ref in ("configMapKeyRef", "fieldRef", "fileKeyRef", "resourceFieldRef", "secretKeyRef")
+    },
+    "ports": keyed("containerPort", "protocol"),
+    "resources.claims": BY_NAME,
+    "restartPolicyRules[].exitCodes.values": SET,
+    "volumeDevices": keyed("devicePath"),
+    "volumeMounts": keyed("mountPath"),
+}
+_VOLUME_SECRET_REFS = ("cephfs", "cinder", "flexVolume", "iscsi", "rbd", "scaleIO", "storageos")
+
+# PodSpec, by path below the PodSpec.
+POD_SPEC: dict[str, Markers] = {
+    **{
+        f"{kind}{rest}": markers
+        for kind in ("containers", "initContainers", "ephemeralContainers")
+        for rest, markers in [("", BY_NAME), *((f"[].{p}", m) for p, m in _CONTAINER.items())]
+    },
+    "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution": ATOMIC_MAP,
+    "hostAliases": keyed("ip"),
+    "imagePullSecrets": BY_NAME,
+    "imagePullSecrets[]": ATOMIC_MAP,
+    "nodeSelector": ATOMIC_MAP,
+    "resourceClaims": BY_NAME,
+    "resources.claims": BY_NAME,
+    "schedulingGates": BY_NAME,
+    "topologySpreadConstraints": keyed("topologyKey", "whenUnsatisfiable"),
+    "topologySpreadConstraints[].labelSelector": ATOMIC_MAP,
+    "volumes": BY_NAME,
+    **{f"volumes[].{source}.secretRef": ATOMIC_MAP for source in _VOLUME_SECRET_REFS},
+    # controller-gen makes a struct embedding the atomic LocalObjectReference atomic itself.
+    "volumes[].configMap": ATOMIC_MAP,
+    "volumes[].csi.nodePublishSecretRef": ATOMIC_MAP,
+    "volumes[].ephemeral.volumeClaimTemplate.spec.dataSource": ATOMIC_MAP,
+    "volumes[].ephemeral.volumeClaimTemplate.spec.selector": ATOMIC_MAP,
+}
+# Key properties that are not plain strings, and the items of sets (scalars), by name.
+_KEY_SCHEMAS: dict[str, dict[str, Any]] = {"containerPort": {"type": "integer", "format": "int32"}}
+_SET_ITEMS: dict[str, Any] = {"values": {"type": "integer", "format": "int32"}}  # exit codes
+# Defaulted keys, by list and key (controller-gen's `+default` on ContainerPort.protocol and
+# LocalObjectReference.name, as upstream's CRDs have them).
+_KEY_DEFAULTS: dict[tuple[str, str], Any] = {("ports", "protocol"): "TCP", ("imagePullSecrets", "name"): ""}
+
+# batch/v1 JobSpec (a JobSet replicated job's template, in the runtimes' CRDs), below the JobSpec.
+JOB_SPEC: dict[str, Markers] = {
+    "podFailurePolicy.rules[].onExitCodes.values": SET,
+    "selector": ATOMIC_MAP,
+    **{f"template.spec.{path}": markers for path, markers in POD_SPEC.items()},
+}
+
+POD_SPEC_DESCRIPTION = (
+    "The pods' spec (core/v1 PodSpec). The schema gives only its lists' keys; the webhook checks "
+    "the rest against the PodSpec schema."
+)
+
+
+def describe_pod_template(template: dict[str, Any]) -> None:
+    """Give an open PodTemplateSpec node the PodSpec skeleton, under `spec`."""
+    describe(template, {f"spec.{path}": markers for path, markers in POD_SPEC.items()}, "pod")
+    listkeys.node(template, "spec")["description"] = POD_SPEC_DESCRIPTION
+
+
+def describe_job_spec(job_spec: dict[str, Any]) -> None:
+    """Give an open batch/v1 JobSpec node its pod template's skeleton and JobSpec's markers."""
+    describe(job_spec, JOB_SPEC, "job.spec")
+    listkeys.node(job_spec, "template.spec")["description"] = POD_SPEC_DESCRIPTION
+
+
+def describe(root: dict[str, Any], table: dict[str, Markers], explain: str) -> None:
+    """Create, below the open node `root`, the nodes `table` names (open objects and arrays of
+    open objects on the way), then put its markers on them (listkeys.apply). Each node created
+    is described by the `kubectl explain` command (from `explain`, e.g. `pod`) that prints its
+    full schema, and what its markers mean."""
+    defaults: dict[str, Any] = {}
+    for path, markers in table.items():
+        target = _ensure(root, path, markers, explain)
+        for key in markers.get("x-kubernetes-list-map-keys", ()):
+            props = target["items"].setdefault("properties", {})
+            props.setdefault(key, _key_schema(key))
+            list_name = path.rsplit(".", 1)[-1]
+            if (list_name, key) in _KEY_DEFAULTS:
+                defaults[f"{path}[].{key}"] = _KEY_DEFAULTS[list_name, key]
+    listkeys.apply(root, table, defaults)
+
+
+def _open() -> dict[str, Any]:
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _key_schema(key: str) -> dict[str, Any]:
+    return {**_KEY_SCHEMAS.get(key, {"type": "string"}), "description": _key_description(key)}
+
+
+def _key_description(key: str) -> str:
+    if key == "name":
+        return listkeys.KEY_DESCRIPTION
+    return f"The item's {key}, a key of the list: it identifies the item when lists are merged."
+
+
+def _ensure(root: dict[str, Any], path: str, markers: Markers, explain: str) -> dict[str, Any]:
+    """The node at `path` below `root`, created (with its parents) where missing."""
+    parts = path.split(".")
+    out = root
+    for i, part in enumerate(parts):
+        name = part.rstrip("[]")
+        is_list = part.endswith("[]")
+        props = out.setdefault("properties", {})
+        if name not in props:
+            leaf = i == len(parts) - 1
+            where = ".".join(p.rstrip("[]") for p in parts[: i + 1])
+            props[name] = _new(name, is_list, markers if leaf else {})
+            props[name]["description"] = _description(f"{explain}.{where}", markers if leaf else {})
+        out = props[name]["items"] if is_list else props[name]
+    return out
+
+
+def _new(name: str, is_list: bool, markers: Markers) -> dict[str, Any]:
+    if is_list:
+        return {"type": "array", "items": _open()}
+    if "x-kubernetes-list-type" in markers:
+        items = _SET_ITEMS[name] if markers == SET else _open()
+        return {"type": "array", "items": dict(items)}
+    return _open()
+
+
+def _description(explain: str, markers: Markers) -> str:
+    out = f"Described in full by `kubectl explain {explain}`."
+    keys = markers.get("x-kubernetes-list-map-keys")
+    if keys:
+        return f"{out} Its items are identified by {' and '.join(keys)}: two items with the same are refused."
+    if markers == SET:
+        return f"{out} A set: a value given twice is refused."
+    if markers.get("x-kubernetes-map-type") == "atomic":
+        return f"{out} Atomic: server-side apply replaces it whole."
+    return out
