@@ -97,7 +97,7 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     whose CRD lacks it (Kubeflow's operator installed it). Another group's CRDs have no short
     names, so `tfj` stays unambiguous when both groups are served."""
     schema = job_schema(framework)
-    describe_pod_templates(schema, framework)
+    describe_pod_templates(schema, framework, group)
     if group == KUBEDL_GROUP:
         kubedl_schema(schema)
     else:  # kubetrain.io's job kinds have kubeflow.org's schema (training-operator's markers)
@@ -194,7 +194,7 @@ def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
     model = framework.converted_model(version)
     assert model is not None, f"{framework.kind} {version} has no model"
     schema = model_schema(model)
-    describe_pod_templates(schema, framework)
+    describe_pod_templates(schema, framework, API_GROUP)
     # Served in kubeflow.org only, whose schemas have no progress deadline (see above).
     for name in KUBETRAIN_RUN_POLICY:
         schema["properties"]["spec"]["properties"]["runPolicy"]["properties"].pop(name, None)
@@ -205,9 +205,12 @@ def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
     return schema
 
 
-def describe_pod_templates(schema: dict[str, Any], framework: Framework) -> None:
-    """The PodSpec list keys in the open pod template of a job schema's replica specs."""
-    podlistkeys.describe_pod_template(listkeys.node(schema, f"spec.{framework.replica_field}{{}}.template"))
+def describe_pod_templates(schema: dict[str, Any], framework: Framework, group: str) -> None:
+    """The PodSpec list keys in the open pod template of a job schema's replica specs: core/v1's,
+    as training-operator's and mpi-operator's CRDs carry them; in KubeDL's group, KubeDL's."""
+    pod_spec = podlistkeys.KUBEDL_POD_SPEC if group == KUBEDL_GROUP else podlistkeys.POD_SPEC
+    template = listkeys.node(schema, f"spec.{framework.replica_field}{{}}.template")
+    podlistkeys.describe_pod_template(template, pod_spec)
 
 
 def kubedl_schema(schema: dict[str, Any]) -> None:

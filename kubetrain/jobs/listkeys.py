@@ -6,8 +6,9 @@ With them a real API server refuses a list with two items of one key (a `set` wi
 twice) before any webhook is called (apiextensions-apiserver's `listtype.ValidateListSetsAndMaps`,
 run by the custom-resource strategy's `Validate` / `ValidateUpdate`), and server-side apply
 (`kubectl apply --server-side`, Argo CD, Flux) merges such a list item by item by its keys
-instead of replacing it (`atomic` lists and maps are replaced whole). Fields inside
-preserve-unknown-fields pod templates are not described, so they carry none.
+instead of replacing it (`atomic` lists and maps are replaced whole). Inside the
+preserve-unknown-fields pod templates only the skeleton of PodSpec's markers is described
+(kubetrain.jobs.podlistkeys, which builds it and puts the markers on with `apply`).
 
 The API server's rules for a map list (apiextensions-apiserver `validateMapListKeysMapSet`):
 each key is a scalar property of the items that is required or has a default. Where the items
@@ -87,7 +88,8 @@ KUBEFLOW_JOB: dict[str, Markers] = {
     "status.replicaStatuses{}.labelSelector.matchExpressions": ATOMIC_LIST,
 }
 # KubeDL's training.kubedl.io CRDs (config/crd/bases) put list types only inside the pod
-# templates (and MPIJob's legacy `spec.template`, which kubetrain does not serve): none here.
+# templates (podlistkeys.KUBEDL_POD_SPEC; and MPIJob's legacy `spec.template`, which kubetrain
+# does not serve): none here.
 
 
 def node(schema: dict[str, Any], path: str) -> dict[str, Any]:

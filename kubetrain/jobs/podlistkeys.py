@@ -10,7 +10,8 @@ markers, its items open but for the key properties (scalar; required, or default
 a port's `protocol` defaults to `TCP`, an image pull secret's `name` to `""`); each object
 upstream marks atomic (and not already inside an atomic list) an open object with the marker;
 every object on the way there open. Everything else stays as the user wrote it, for the webhook's
-pod-template check.
+pod-template check. KubeDL's CRDs, generated from older core/v1 types, carry fewer markers
+(`KUBEDL_POD_SPEC`); kubetrain's training.kubedl.io CRDs carry KubeDL's.
 
 With them the API server refuses two containers (env variables, volumes, ports, ...) of one key
 before the webhook (`Duplicate value: {"name":"worker"}`), and server-side apply merges these
@@ -25,13 +26,14 @@ from typing import Any
 from kubetrain.jobs import listkeys
 from kubetrain.jobs.listkeys import ATOMIC_MAP, BY_NAME, SET, Markers, keyed
 
+_PORTS = keyed("containerPort", "protocol")
 _CONTAINER: dict[str, Markers] = {
     "env": BY_NAME,
     **{
         f"env[].valueFrom.{ref}": ATOMIC_MAP
         for ref in ("configMapKeyRef", "fieldRef", "fileKeyRef", "resourceFieldRef", "secretKeyRef")
     },
-    "ports": keyed("containerPort", "protocol"),
+    "ports": _PORTS,
     "resources.claims": BY_NAME,
     "restartPolicyRules[].exitCodes.values": SET,
     "volumeDevices": keyed("devicePath"),
@@ -64,6 +66,15 @@ POD_SPEC: dict[str, Markers] = {
     "volumes[].ephemeral.volumeClaimTemplate.spec.dataSource": ATOMIC_MAP,
     "volumes[].ephemeral.volumeClaimTemplate.spec.selector": ATOMIC_MAP,
 }
+# KubeDL's training.kubedl.io CRDs (kubedl-io/kubedl b93a2b4 config/crd/bases, controller-gen
+# v0.6.1 with older core/v1 types) carry only these: with KubeDL's CRD a second container or env
+# variable of one name is admitted by the API server, and so it is with kubetrain's.
+KUBEDL_POD_SPEC: dict[str, Markers] = {
+    "containers[].ports": _PORTS,
+    "initContainers[].ports": _PORTS,
+    "nodeSelector": ATOMIC_MAP,
+    "topologySpreadConstraints": keyed("topologyKey", "whenUnsatisfiable"),
+}
 # Key properties that are not plain strings, and the items of sets (scalars), by name.
 _KEY_SCHEMAS: dict[str, dict[str, Any]] = {"containerPort": {"type": "integer", "format": "int32"}}
 _SET_ITEMS: dict[str, Any] = {"values": {"type": "integer", "format": "int32"}}  # exit codes
@@ -84,9 +95,9 @@ POD_SPEC_DESCRIPTION = (
 )
 
 
-def describe_pod_template(template: dict[str, Any]) -> None:
-    """Give an open PodTemplateSpec node the PodSpec skeleton, under `spec`."""
-    describe(template, {f"spec.{path}": markers for path, markers in POD_SPEC.items()}, "pod")
+def describe_pod_template(template: dict[str, Any], pod_spec: dict[str, Markers] = POD_SPEC) -> None:
+    """Give an open PodTemplateSpec node the skeleton of `pod_spec`'s markers, under `spec`."""
+    describe(template, {f"spec.{path}": markers for path, markers in pod_spec.items()}, "pod")
     listkeys.node(template, "spec")["description"] = POD_SPEC_DESCRIPTION
 
 

@@ -4,8 +4,8 @@
 webhook is installed here: every answer is the API server's.
 
 - a second container (env variable, port, volume) of one key is refused with upstream's
-  `Duplicate value`, in kubetrain.io's, kubeflow.org's and KubeDL's jobs and in a runtime's
-  JobSet template;
+  `Duplicate value`, in kubetrain.io's and kubeflow.org's jobs and in a runtime's JobSet
+  template; in KubeDL's jobs only what KubeDL's CRDs key (ports, topology spread constraints);
 - `kubectl apply --server-side` by two field managers, each owning a container or an env
   variable of one template, merges them (with an open list the second apply conflicted);
 - a port's `protocol` is stored as `TCP` and an image pull secret's `name` as `""` when left
@@ -29,7 +29,7 @@ from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceRef
 
 Obj = dict[str, Any]
-GROUPS = ("kubetrain.io", "kubeflow.org", KUBEDL_GROUP)
+GROUPS = ("kubetrain.io", "kubeflow.org")
 
 
 async def install(kube: KubeClient, crds: list[Obj]) -> dict[str, ResourceRef]:
@@ -107,6 +107,30 @@ async def test_a_duplicate_key_in_a_jobs_pod_template_is_refused(kube: KubeClien
     await kube.create(
         ref, pytorchjob(ref, "ok", {"containers": [container(), container("sidecar")]}), "default"
     )
+
+
+async def test_a_kubedl_jobs_pod_template_has_kubedls_keys(kube: KubeClient) -> None:
+    """KubeDL's CRDs key a container's ports and the topology spread constraints only: a second
+    port of one key is refused; two containers of one name are the webhook's to refuse, as with
+    KubeDL's CRD (no webhook here: stored)."""
+    ref = (await install(kube, all_crds(KUBEDL_GROUP)))["PyTorchJob"]
+    ports = [{"containerPort": 23456}, {"containerPort": 23456, "protocol": "TCP"}]
+    error = await refused(kube, ref, pytorchjob(ref, "dup", {"containers": [container(ports=ports)]}))
+    assert error.message == (
+        f'PyTorchJob.{KUBEDL_GROUP} "dup" is invalid: {WORKER}.containers[0].ports[1]: '
+        'Duplicate value: {"containerPort":23456,"protocol":"TCP"}'
+    )
+    spread = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+    error = await refused(
+        kube,
+        ref,
+        pytorchjob(ref, "dup", {"containers": [container()], "topologySpreadConstraints": [spread] * 2}),
+    )
+    key = '{"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule"}'
+    assert error.message.endswith(f"{WORKER}.topologySpreadConstraints[1]: Duplicate value: {key}")
+    twice = {"containers": [container(env=[{"name": "A"}, {"name": "A"}]), container()]}
+    stored = await kube.create(ref, pytorchjob(ref, "twice", twice), "default")
+    assert len(stored["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]) == 2
 
 
 async def test_a_duplicate_key_in_a_runtimes_pod_template_is_refused(kube: KubeClient) -> None:
