@@ -38,7 +38,7 @@ def keyed(*keys: str) -> Markers:
 BY_NAME = keyed("name")
 
 # Trainer's TrainJob CRD (manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml at 8c0f505).
-_PATCH_POD = (
+PATCH_POD = (
     "spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.template.spec"
 )
 TRAINJOB: dict[str, Markers] = {
@@ -51,23 +51,23 @@ TRAINJOB: dict[str, Markers] = {
     "spec.initializer.model.secretRef": ATOMIC_MAP,
     "spec.runtimePatches": keyed("manager"),
     "spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs": BY_NAME,
-    f"{_PATCH_POD}.containers": BY_NAME,
-    f"{_PATCH_POD}.containers[].env": BY_NAME,
-    f"{_PATCH_POD}.containers[].volumeMounts": BY_NAME,
-    f"{_PATCH_POD}.initContainers": BY_NAME,
-    f"{_PATCH_POD}.initContainers[].env": BY_NAME,
-    f"{_PATCH_POD}.initContainers[].volumeMounts": BY_NAME,
-    f"{_PATCH_POD}.imagePullSecrets": BY_NAME,
-    f"{_PATCH_POD}.imagePullSecrets[]": ATOMIC_MAP,
-    f"{_PATCH_POD}.schedulingGates": BY_NAME,
-    f"{_PATCH_POD}.tolerations": ATOMIC_LIST,
-    f"{_PATCH_POD}.volumes": BY_NAME,
+    f"{PATCH_POD}.containers": BY_NAME,
+    f"{PATCH_POD}.containers[].env": BY_NAME,
+    f"{PATCH_POD}.containers[].volumeMounts": BY_NAME,
+    f"{PATCH_POD}.initContainers": BY_NAME,
+    f"{PATCH_POD}.initContainers[].env": BY_NAME,
+    f"{PATCH_POD}.initContainers[].volumeMounts": BY_NAME,
+    f"{PATCH_POD}.imagePullSecrets": BY_NAME,
+    f"{PATCH_POD}.imagePullSecrets[]": ATOMIC_MAP,
+    f"{PATCH_POD}.schedulingGates": BY_NAME,
+    f"{PATCH_POD}.tolerations": ATOMIC_LIST,
+    f"{PATCH_POD}.volumes": BY_NAME,
     "status.conditions": keyed("type"),
     "status.jobsStatus": BY_NAME,
     "status.trainerStatus.metrics": ATOMIC_LIST,
 }
 # A LocalObjectReference's `name` defaults to "" (so it is a defaulted key, not a required one).
-TRAINJOB_KEY_DEFAULTS: dict[str, Any] = {f"{_PATCH_POD}.imagePullSecrets[].name": ""}
+TRAINJOB_KEY_DEFAULTS: dict[str, Any] = {f"{PATCH_POD}.imagePullSecrets[].name": ""}
 
 # Trainer's TrainingRuntime and ClusterTrainingRuntime CRDs (the same schema); the JobSet
 # template's markers are JobSet's (jobset_types.go).

@@ -27,12 +27,14 @@ from kubetrain.jobs import listkeys
 from kubetrain.jobs.listkeys import ATOMIC_MAP, BY_NAME, SET, Markers, keyed
 
 _PORTS = keyed("containerPort", "protocol")
+# An env variable, below the variable.
+_ENV_VAR: dict[str, Markers] = {
+    f"valueFrom.{ref}": ATOMIC_MAP
+    for ref in ("configMapKeyRef", "fieldRef", "fileKeyRef", "resourceFieldRef", "secretKeyRef")
+}
 _CONTAINER: dict[str, Markers] = {
     "env": BY_NAME,
-    **{
-        f"env[].valueFrom.{ref}": ATOMIC_MAP
-        for ref in ("configMapKeyRef", "fieldRef", "fileKeyRef", "resourceFieldRef", "secretKeyRef")
-    },
+    **{f"env[].{path}": markers for path, markers in _ENV_VAR.items()},
     "ports": _PORTS,
     "resources.claims": BY_NAME,
     "restartPolicyRules[].exitCodes.values": SET,
@@ -89,6 +91,28 @@ JOB_SPEC: dict[str, Markers] = {
     **{f"template.spec.{path}": markers for path, markers in POD_SPEC.items()},
 }
 
+# Trainer's TrainJob: the core/v1 values its schema keeps open (its env variables, resources, a
+# runtime patch's pod spec, whose lists are described by the model and keyed by listkeys.TRAINJOB)
+# and the markers Trainer's CRD has inside them, with the `kubectl explain` path describing each.
+TRAINJOB_OPEN: dict[str, tuple[str, dict[str, Markers]]] = {
+    "spec.trainer.resourcesPerNode": ("pod.spec.containers.resources", {"claims": BY_NAME}),
+    **{
+        f"spec.{env}[]": ("pod.spec.containers.env", _ENV_VAR)
+        for env in ("trainer.env", "initializer.dataset.env", "initializer.model.env")
+    },
+    listkeys.PATCH_POD: (
+        "pod.spec",
+        {
+            **{
+                f"{kind}[].env[].{path}": markers
+                for kind in ("containers", "initContainers")
+                for path, markers in _ENV_VAR.items()
+            },
+            **{path: m for path, m in POD_SPEC.items() if path.startswith(("affinity.", "volumes[]."))},
+        },
+    ),
+}
+
 POD_SPEC_DESCRIPTION = (
     "The pods' spec (core/v1 PodSpec). The schema gives only its lists' keys; the webhook checks "
     "the rest against the PodSpec schema."
@@ -105,6 +129,12 @@ def describe_job_spec(job_spec: dict[str, Any]) -> None:
     """Give an open batch/v1 JobSpec node its pod template's skeleton and JobSpec's markers."""
     describe(job_spec, JOB_SPEC, "job.spec")
     listkeys.node(job_spec, "template.spec")["description"] = POD_SPEC_DESCRIPTION
+
+
+def describe_trainjob(schema: dict[str, Any]) -> None:
+    """Put Trainer's markers inside the open core/v1 values of a TrainJob schema."""
+    for path, (explain, table) in TRAINJOB_OPEN.items():
+        describe(listkeys.node(schema, path), table, explain)
 
 
 def describe(root: dict[str, Any], table: dict[str, Markers], explain: str) -> None:

@@ -160,6 +160,7 @@ def _crd(
         add_rules(schema, TRAINJOB_RULES)
         _add_markers(schema, TRAINJOB_SCHEMA_MARKERS)
         listkeys.apply(schema, listkeys.TRAINJOB, listkeys.TRAINJOB_KEY_DEFAULTS)
+        podlistkeys.describe_trainjob(schema)
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
