@@ -11,6 +11,8 @@ field gives (`Field(description=...)`), which `kubectl explain` prints; a model 
 (written for kubetrain's developers) is not carried.
 Pod templates are not expanded (that would make each CRD several hundred KiB, too big for a
 client-side `kubectl apply`): the validating webhook checks them against the PodTemplateSpec schema.
+They carry only the skeleton of PodSpec's keyed lists (kubetrain.jobs.podlistkeys), so the API
+server refuses duplicate keys there and server-side apply merges those lists as with Kubeflow's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kubetrain.api import policy
 from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, group_serves, job_version
-from kubetrain.jobs import listkeys
+from kubetrain.jobs import listkeys, podlistkeys
 from kubetrain.jobs.kubedllayout import REFUSED, RUN_POLICY_FIELDS, SCHEDULING
 from kubetrain.jobs.parse import API_GROUP
 
@@ -95,6 +97,7 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     whose CRD lacks it (Kubeflow's operator installed it). Another group's CRDs have no short
     names, so `tfj` stays unambiguous when both groups are served."""
     schema = job_schema(framework)
+    describe_pod_templates(schema, framework, group)
     if group == KUBEDL_GROUP:
         kubedl_schema(schema)
     else:  # kubetrain.io's job kinds have kubeflow.org's schema (training-operator's markers)
@@ -191,6 +194,7 @@ def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
     model = framework.converted_model(version)
     assert model is not None, f"{framework.kind} {version} has no model"
     schema = model_schema(model)
+    describe_pod_templates(schema, framework, API_GROUP)
     # Served in kubeflow.org only, whose schemas have no progress deadline (see above).
     for name in KUBETRAIN_RUN_POLICY:
         schema["properties"]["spec"]["properties"]["runPolicy"]["properties"].pop(name, None)
@@ -199,6 +203,14 @@ def _converted_schema(framework: Framework, version: str) -> dict[str, Any]:
         "version) by kubetrain's conversion webhook."
     )
     return schema
+
+
+def describe_pod_templates(schema: dict[str, Any], framework: Framework, group: str) -> None:
+    """The PodSpec list keys in the open pod template of a job schema's replica specs: core/v1's,
+    as training-operator's and mpi-operator's CRDs carry them; in KubeDL's group, KubeDL's."""
+    pod_spec = podlistkeys.KUBEDL_POD_SPEC if group == KUBEDL_GROUP else podlistkeys.POD_SPEC
+    template = listkeys.node(schema, f"spec.{framework.replica_field}{{}}.template")
+    podlistkeys.describe_pod_template(template, pod_spec)
 
 
 def kubedl_schema(schema: dict[str, Any]) -> None:

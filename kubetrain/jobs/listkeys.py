@@ -6,8 +6,9 @@ With them a real API server refuses a list with two items of one key (a `set` wi
 twice) before any webhook is called (apiextensions-apiserver's `listtype.ValidateListSetsAndMaps`,
 run by the custom-resource strategy's `Validate` / `ValidateUpdate`), and server-side apply
 (`kubectl apply --server-side`, Argo CD, Flux) merges such a list item by item by its keys
-instead of replacing it (`atomic` lists and maps are replaced whole). Fields inside
-preserve-unknown-fields pod templates are not described, so they carry none.
+instead of replacing it (`atomic` lists and maps are replaced whole). Inside the
+preserve-unknown-fields pod templates only the skeleton of PodSpec's markers is described
+(kubetrain.jobs.podlistkeys, which builds it and puts the markers on with `apply`).
 
 The API server's rules for a map list (apiextensions-apiserver `validateMapListKeysMapSet`):
 each key is a scalar property of the items that is required or has a default. Where the items
@@ -37,7 +38,7 @@ def keyed(*keys: str) -> Markers:
 BY_NAME = keyed("name")
 
 # Trainer's TrainJob CRD (manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml at 8c0f505).
-_PATCH_POD = (
+PATCH_POD = (
     "spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.template.spec"
 )
 TRAINJOB: dict[str, Markers] = {
@@ -50,23 +51,23 @@ TRAINJOB: dict[str, Markers] = {
     "spec.initializer.model.secretRef": ATOMIC_MAP,
     "spec.runtimePatches": keyed("manager"),
     "spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs": BY_NAME,
-    f"{_PATCH_POD}.containers": BY_NAME,
-    f"{_PATCH_POD}.containers[].env": BY_NAME,
-    f"{_PATCH_POD}.containers[].volumeMounts": BY_NAME,
-    f"{_PATCH_POD}.initContainers": BY_NAME,
-    f"{_PATCH_POD}.initContainers[].env": BY_NAME,
-    f"{_PATCH_POD}.initContainers[].volumeMounts": BY_NAME,
-    f"{_PATCH_POD}.imagePullSecrets": BY_NAME,
-    f"{_PATCH_POD}.imagePullSecrets[]": ATOMIC_MAP,
-    f"{_PATCH_POD}.schedulingGates": BY_NAME,
-    f"{_PATCH_POD}.tolerations": ATOMIC_LIST,
-    f"{_PATCH_POD}.volumes": BY_NAME,
+    f"{PATCH_POD}.containers": BY_NAME,
+    f"{PATCH_POD}.containers[].env": BY_NAME,
+    f"{PATCH_POD}.containers[].volumeMounts": BY_NAME,
+    f"{PATCH_POD}.initContainers": BY_NAME,
+    f"{PATCH_POD}.initContainers[].env": BY_NAME,
+    f"{PATCH_POD}.initContainers[].volumeMounts": BY_NAME,
+    f"{PATCH_POD}.imagePullSecrets": BY_NAME,
+    f"{PATCH_POD}.imagePullSecrets[]": ATOMIC_MAP,
+    f"{PATCH_POD}.schedulingGates": BY_NAME,
+    f"{PATCH_POD}.tolerations": ATOMIC_LIST,
+    f"{PATCH_POD}.volumes": BY_NAME,
     "status.conditions": keyed("type"),
     "status.jobsStatus": BY_NAME,
     "status.trainerStatus.metrics": ATOMIC_LIST,
 }
 # A LocalObjectReference's `name` defaults to "" (so it is a defaulted key, not a required one).
-TRAINJOB_KEY_DEFAULTS: dict[str, Any] = {f"{_PATCH_POD}.imagePullSecrets[].name": ""}
+TRAINJOB_KEY_DEFAULTS: dict[str, Any] = {f"{PATCH_POD}.imagePullSecrets[].name": ""}
 
 # Trainer's TrainingRuntime and ClusterTrainingRuntime CRDs (the same schema); the JobSet
 # template's markers are JobSet's (jobset_types.go).
@@ -87,7 +88,8 @@ KUBEFLOW_JOB: dict[str, Markers] = {
     "status.replicaStatuses{}.labelSelector.matchExpressions": ATOMIC_LIST,
 }
 # KubeDL's training.kubedl.io CRDs (config/crd/bases) put list types only inside the pod
-# templates (and MPIJob's legacy `spec.template`, which kubetrain does not serve): none here.
+# templates (podlistkeys.KUBEDL_POD_SPEC; and MPIJob's legacy `spec.template`, which kubetrain
+# does not serve): none here.
 
 
 def node(schema: dict[str, Any], path: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from kubetrain.api.groups import KUBEDL_APPS_GROUP, TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.runtime import ClusterTrainingRuntime, TrainingRuntime
 from kubetrain.api.trainer.trainjob import TrainJob
-from kubetrain.jobs import listkeys
+from kubetrain.jobs import listkeys, podlistkeys
 from kubetrain.jobs.crdgen import all_crds, model_schema
 from kubetrain.jobs.croncrds import cron_crds
 from kubetrain.jobs.trainerrules import (
@@ -160,6 +160,7 @@ def _crd(
         add_rules(schema, TRAINJOB_RULES)
         _add_markers(schema, TRAINJOB_SCHEMA_MARKERS)
         listkeys.apply(schema, listkeys.TRAINJOB, listkeys.TRAINJOB_KEY_DEFAULTS)
+        podlistkeys.describe_trainjob(schema)
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
@@ -174,6 +175,7 @@ def _crd(
         add_rules(schema, KUBETRAIN_RUNTIME_RULES)
         _add_markers(schema, RUNTIME_SCHEMA_MARKERS)
         listkeys.apply(schema, listkeys.RUNTIME)
+        podlistkeys.describe_job_spec(node(schema, "spec.template.spec.replicatedJobs[].template.spec"))
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,

@@ -335,7 +335,8 @@ async def test_operator_under_the_chart_rbac_is_never_refused(
         jobs = job_resource("PyTorchJob")
         created = await admin.create(jobs, pytorch_job("ddp"), namespace=job_namespace)
         master = created["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-        assert master["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]  # defaulted
+        # the webhook's default port, its protocol the CRD's default (as Kubeflow's CRD has it)
+        assert master["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"}]
         await job_succeeded(admin, job_namespace, "ddp")
 
         async def job_event() -> bool:  # Events are recorded right after the status write

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs import job
+from jobs import job, replica
 from kubernetes_asyncio import client
 
 from kubetrain.certs.generate import CertificateBundle, generate_bundle, service_dns_names
@@ -172,6 +172,26 @@ async def test_invalid_job_rejected_naming_the_field(
     assert missing.value.status == 404
 
 
+async def test_a_duplicate_container_is_the_api_servers_answer_before_the_validating_webhook(
+    kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle
+) -> None:
+    """The CRD keys a pod template's containers by name: the API server refuses a second one of a
+    name while validating against the schema, after the mutating webhook and before the
+    validating one, so the answer is the API server's alone."""
+    await register(kube, bundle.ca.cert_pem)
+    twice = [{"name": "pytorch", "image": "pytorch:2"}, {"name": "pytorch", "image": "pytorch:2"}]
+    bad = job(
+        "PyTorchJob", "twice", {"Worker": replica("PyTorchJob", 1, containers=twice)}, namespace="default"
+    )
+    with pytest.raises(ApiError) as info:
+        await kube.create(PYTORCHJOBS, bad)
+    assert info.value.status == 422
+    assert info.value.message == (
+        'PyTorchJob.kubetrain.io "twice" is invalid: spec.pytorchReplicaSpecs[Worker].template.spec.'
+        'containers[1]: Duplicate value: {"name":"pytorch"}'
+    )
+
+
 async def test_valid_job_stored_with_defaults_and_illegal_update_rejected(
     kube: KubeClient, webhook: WebhookServer, bundle: CertificateBundle
 ) -> None:
@@ -180,8 +200,10 @@ async def test_valid_job_stored_with_defaults_and_illegal_update_rejected(
     stored = await kube.get(TFJOBS, "default", "mnist")
     worker = stored["spec"]["tfReplicaSpecs"]["Worker"]  # canonical spelling written into the object
     assert worker["restartPolicy"] == "Never"
+    # the webhook's default port, and the API server's default of its protocol (the CRD's, as
+    # Kubeflow's CRD has it)
     assert worker["template"]["spec"]["containers"][0]["ports"] == [
-        {"name": "tfjob-port", "containerPort": 2222}
+        {"name": "tfjob-port", "containerPort": 2222, "protocol": "TCP"}
     ]
     assert stored["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
 
