@@ -226,3 +226,19 @@ async def test_server_side_apply_by_two_managers_merges_containers_and_env(
     got = await pod()
     assert [c["name"] for c in got["containers"]] == ["pytorch"]
     assert [e["name"] for e in got["containers"][0]["env"]] == ["LR", "PROXY"]
+
+
+async def test_a_null_list_in_a_pod_template_is_dropped_not_refused(kube: KubeClient) -> None:
+    """Generated manifests often carry `env: null` (an empty Helm value): the API server drops a
+    null the schema neither allows nor defaults before it validates, so the job is stored
+    without the field, as with Kubeflow's expanded CRDs; a field the skeleton leaves open keeps
+    its null (the webhook's to judge)."""
+    ref = (await install(kube, all_crds("kubeflow.org")))["PyTorchJob"]
+    pod = {"containers": [container(env=None, ports=None, volumeMounts=None)], "volumes": None}
+    pod["nodeSelector"] = None  # an atomic map in the skeleton: described, so dropped too
+    pod["hostname"] = None
+    stored = await kube.create(ref, pytorchjob(ref, "nulls", pod), "default")
+    spec = stored["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert spec["containers"] == [container()]
+    assert "volumes" not in spec and "nodeSelector" not in spec
+    assert spec["hostname"] is None

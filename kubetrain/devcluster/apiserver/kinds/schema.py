@@ -3,6 +3,9 @@
 - `prune(obj, schema)`: drop fields the schema does not specify (unless
   `x-kubernetes-preserve-unknown-fields`), keeping apiVersion/kind/metadata at the root and of
   embedded resources.
+- `prune_nulls(obj, schema)`: drop `null` fields the schema neither allows (`nullable`) nor
+  defaults (apiextensions' `PruneNonNullableNullsWithoutDefaults`, run before defaulting): a
+  manifest's `env: null` is stored without `env`, not refused.
 - `apply_defaults(obj, schema)`: set `default`s of absent (or null, non-nullable) fields.
 - `validate(obj, schema)`: the violations as `errors.Cause`s with field paths and messages worded
   like kube-openapi's validator (e.g. `spec.replicas in body must be of type integer: "string"`).
@@ -49,6 +52,36 @@ def prune(obj: Any, schema: Obj, root: bool = True, dropped: list[str] | None = 
     elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
         return [prune(item, schema["items"], False, dropped, f"{path}[{i}]") for i, item in enumerate(obj)]
     return obj
+
+
+def _field_schema(key: str, schema: Obj | None) -> Obj | None:
+    """The schema of field `key` (a property, else `additionalProperties`), as upstream's
+    `getSchemaForField`; None where the schema says nothing of it."""
+    if schema is None:
+        return None
+    props = schema.get("properties") or {}
+    if key in props:
+        sub: Obj = props[key]
+        return sub
+    additional = schema.get("additionalProperties")
+    return additional if isinstance(additional, dict) else None
+
+
+def prune_nulls(obj: Any, schema: Obj | None) -> None:
+    """Remove, in place, every map field whose value is `null` while its schema is neither
+    `nullable` nor has a `default` (a defaulted one is defaulted next); list items are never
+    removed, only looked into. Fields the schema does not describe are left alone."""
+    if isinstance(obj, dict):
+        for key in list(obj):
+            sub = _field_schema(key, schema)
+            if obj[key] is None and sub is not None and not sub.get("nullable") and "default" not in sub:
+                del obj[key]
+            else:
+                prune_nulls(obj[key], sub)
+    elif isinstance(obj, list):
+        items = schema.get("items") if schema is not None else None
+        for item in obj:
+            prune_nulls(item, items if isinstance(items, dict) else None)
 
 
 def apply_defaults(obj: Any, schema: Obj) -> Any:

@@ -71,6 +71,7 @@ class ApiServer:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:
                 schema.prune(obj, sch)
+                schema.prune_nulls(obj, sch)
                 schema.apply_defaults(obj, sch)
         else:
             builtins.default_builtin(t.rt.resource, obj, old)
