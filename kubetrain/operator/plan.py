@@ -36,7 +36,7 @@ from kubetrain.operator.active import ActivePart, active_part
 from kubetrain.operator.desired import DesiredChildren, desired_children
 from kubetrain.operator.draft import EventSpec, Observed, Plan, PlannerConfig, ReconcileDraft
 from kubetrain.operator.pods import controlled_by, pod_name, pod_phase, terminating
-from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache
+from kubetrain.operator.prepare import DEFAULT_CACHE, JobCache, PreparedJob
 from kubetrain.operator.slots import phase_counts, slot_pods
 from kubetrain.operator.tensorboard import plan_tensorboard
 
@@ -52,8 +52,7 @@ def plan(
     cache: JobCache | None = None,
 ) -> Plan:
     """One reconcile of `job` (the wire dict as stored). See the module docstring."""
-    if not runpolicy.is_managed(job):
-        return Plan()
+    managed = runpolicy.is_managed(job)
     meta = job.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Plan()
@@ -66,7 +65,26 @@ def plan(
     )
     if prepared.framework is None:  # a kind kubetrain does not know
         return Plan()
+    if not managed:
+        return others_ttl(job, prepared, now)
     return Reconcile(job, prepared, observed, now, config).run()
+
+
+def others_ttl(job: Mapping[str, Any], prepared: PreparedJob, now: datetime) -> Plan:
+    """A job another controller manages (`managedBy`, e.g. MultiKueue's copy in its manager
+    cluster): no pods, no status write — only its `ttlSecondsAfterFinished`, once the status that
+    controller wrote is finished, deletes it (or wakes the job at that instant), as JobSet does for
+    an externally managed JobSet (JobSet issue 1310) and Kubernetes' TTL controller for a Job."""
+    shape = prepared.shape
+    status = job.get("status") or {}
+    if shape is None or shape.status.finished(status) is None:
+        return Plan()
+    expiry = runpolicy.ttl_expiry(
+        shape.run_policy, shape.status.finished_at(status) or st.finished_since(status)
+    )
+    if expiry is None:
+        return Plan()
+    return Plan(delete_job=True) if now >= expiry else Plan(requeue_at=expiry)
 
 
 class Reconcile(ReconcileDraft):

@@ -79,6 +79,13 @@ def terminal_condition(status: dict[str, Any]) -> str | None:
     return None
 
 
+def finished_since(status: dict[str, Any]) -> datetime | None:
+    """When the true Succeeded/Failed condition last changed (a status without `completionTime`)."""
+    ctype = terminal_condition(status)
+    cond = get_condition(status, ctype) if ctype is not None else None
+    return parse_time(cond.get("lastTransitionTime")) if cond is not None else None
+
+
 def set_condition(
     status: dict[str, Any], ctype: str, value: bool, reason: str, message: str, now: datetime
 ) -> bool:

@@ -192,3 +192,38 @@ async def test_a_multikueue_trainjob(env: tuple[DevStack, Harness]) -> None:
     )  # Trainer 2.3's fields: all
     assert copied["jobsStatus"]
     await left_alone(h, TRAINJOBS, manager_ns, "q", copied)
+
+
+async def test_the_manager_clusters_finished_job_goes_by_its_ttl(env: tuple[DevStack, Harness]) -> None:
+    """JobSet issue 1310: the manager cluster's job is never run there, so only its TTL, read
+    against the finished status MultiKueue copied, removes it (Kueue keeps the worker's copy
+    until that status is synced)."""
+    _, h = env
+    ns = await h.namespace("mkttl")
+    job = job_manifest(
+        "PyTorchJob", "q", {"Master": 1}, run_policy={"managedBy": MULTIKUEUE, "ttlSecondsAfterFinished": 0}
+    )
+    job["apiVersion"] = "kubeflow.org/v1"
+    await h.kube.create(PYTORCHJOBS, job, namespace=ns)
+    running = {
+        "conditions": [
+            {"type": "Created", "status": "True", "reason": "PyTorchJobCreated", "message": "created"},
+            {"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": "running"},
+        ],
+        "startTime": "2024-05-01T12:00:00Z",
+    }
+    copied = await sync_status(h, PYTORCHJOBS, ns, "q", running)
+    await left_alone(h, PYTORCHJOBS, ns, "q", copied)
+    succeeded = {
+        "conditions": [
+            {"type": "Running", "status": "False", "reason": "PyTorchJobSucceeded", "message": "done"},
+            {"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded", "message": "done"},
+        ],
+        "completionTime": "2024-05-01T12:10:00Z",
+    }
+    await sync_status(h, PYTORCHJOBS, ns, "q", succeeded)
+
+    async def gone() -> bool | None:
+        return True if await h.get(PYTORCHJOBS, ns, "q") is None else None
+
+    await eventually(gone, what="the manager's finished q deleted by its TTL")

@@ -261,3 +261,27 @@ def test_elastic_workers_scaled_outside_min_max_run_at_the_bound() -> None:
     p = sim.step(at(4))
     assert sorted(p.delete_pods) == ["el-worker-1", "el-worker-2", "el-worker-3"]
     assert not sim.is_true("Failed")
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "ExitCode"])
+def test_a_gang_member_the_scheduler_preempts_is_replaced_without_failing_the_job(policy: str) -> None:
+    """Volcano issue 2560 (and 1163): Volcano preempts by deleting a pod (Ready=False, reason
+    `Evict`; no DisruptionTarget), whose container then exits 143 and which reaches phase Failed
+    while it terminates. That is not the training's failure under any restartPolicy, `Never`
+    included: the pod is replaced once it has left the API, and no restart is counted."""
+    obj = job(
+        "PyTorchJob", {"Master": replica("PyTorchJob", 1), "Worker": replica("PyTorchJob", 2)}, name="vp"
+    )
+    for spec in obj["spec"]["pytorchReplicaSpecs"].values():
+        spec["restartPolicy"] = policy
+    sim = running_sim(obj)
+    victim = sim.pods["vp-worker-1"]
+    victim["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:05Z"
+    victim["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "Evict"}]
+    sim.set_phase("vp-worker-1", "Failed", exit_code=143)
+    p = sim.step(at(6))
+    assert p.create_pods == [] and p.delete_pods == [] and not sim.is_true("Failed")
+    del sim.pods["vp-worker-1"]
+    p = sim.step(at(7))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["vp-worker-1"]
+    assert not sim.is_true("Failed") and sim.restarts("Worker") == 0

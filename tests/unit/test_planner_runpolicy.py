@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import Sim, at, job, replica
+from planner_builders import Sim, at, job, replica, ts
 
 
 def pt(**run_policy: Any) -> dict[str, Any]:
@@ -102,6 +102,60 @@ def test_ttl_zero_deletes_at_once_and_never_while_suspended() -> None:
     sim.job["spec"]["runPolicy"]["suspend"] = True
     sim.job["metadata"]["generation"] = 2
     assert not sim.plan(at(60)).delete_job
+
+
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+def copied_status(outcome: str, finished: float, *, completion_time: bool = True) -> dict[str, Any]:
+    """A finished status as MultiKueue copies it from the worker cluster's job."""
+    stamp = ts(at(finished))
+    status: dict[str, Any] = {
+        "conditions": [
+            {"type": "Created", "status": "True", "lastTransitionTime": ts(at(0))},
+            {"type": "Running", "status": "False", "lastTransitionTime": stamp},
+            {
+                "type": outcome,
+                "status": "True",
+                "reason": f"PyTorchJob{outcome}",
+                "lastTransitionTime": stamp,
+            },
+        ],
+        "startTime": ts(at(1)),
+    }
+    if completion_time:
+        status["completionTime"] = stamp
+    return status
+
+
+def test_another_controllers_finished_job_is_deleted_by_its_ttl() -> None:
+    """JobSet issue 1310 (pull request 1315): the manager cluster's copy of a MultiKueue job is
+    never reconciled, so its `ttlSecondsAfterFinished` never deleted it once MultiKueue had
+    copied the worker's finished status; now the TTL is the one thing kubetrain does for it."""
+    sim = Sim(pt(ttlSecondsAfterFinished=300, managedBy=MULTIKUEUE))
+    running = sim.plan(at(0))
+    assert running == type(running)()  # no pods, no status, no wake-up while it runs
+    sim.job["status"] = copied_status("Succeeded", 40)
+    done = sim.plan(at(50))
+    assert done.requeue_at == at(340) and not done.delete_job
+    assert done.status is None and done.create_pods == [] and done.events == []
+    assert sim.plan(at(339)).requeue_at == at(340)
+    assert sim.plan(at(340)).delete_job
+    sim.job["status"] = copied_status("Failed", 40, completion_time=False)  # the condition's time
+    assert sim.plan(at(339)).requeue_at == at(340) and sim.plan(at(340)).delete_job
+
+
+def test_another_controllers_job_without_ttl_or_suspended_stays() -> None:
+    sim = Sim(pt(managedBy=MULTIKUEUE))
+    sim.job["status"] = copied_status("Succeeded", 40)
+    assert sim.plan(at(10**6)) == type(sim.plan(at(0)))()
+    suspended = Sim(pt(ttlSecondsAfterFinished=0, managedBy=MULTIKUEUE, suspend=True))
+    suspended.job["status"] = copied_status("Failed", 40)
+    assert not suspended.plan(at(10**6)).delete_job
+    deleting = Sim(pt(ttlSecondsAfterFinished=0, managedBy=MULTIKUEUE))
+    deleting.job["status"] = copied_status("Failed", 40)
+    deleting.job["metadata"]["deletionTimestamp"] = ts(at(41))
+    assert not deleting.plan(at(10**6)).delete_job
 
 
 def test_suspending_a_running_job_with_a_ttl_stops_it() -> None:

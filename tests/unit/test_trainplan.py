@@ -341,6 +341,21 @@ def test_a_complete_condition_kubetrain_did_not_write_deletes_no_running_pod() -
     assert p.delete_pods == ["tj-node-0-1"] and p.events == []
 
 
+def test_a_running_pod_goes_when_the_trainjob_finishes_not_when_its_ttl_expires() -> None:
+    """JobSet issue 666: with `ttlSecondsAfterFinished` set, JobSet kept a finished JobSet's
+    active Jobs (and their pods) until the TTL deleted it all. Here a pod still running when the
+    TrainJob finishes is deleted at once; the TTL later takes the finished pods only."""
+    job = finished_trainjob()
+    pods = [pod("tj-node-0-0", phase="Succeeded"), pod("tj-node-0-1")]
+    snap = snapshot(job, runtime_with_ttl(600))
+    observed = Observed(pods=pods, service={"metadata": {"name": "tj"}}, extra=[snap], terminal_recorded=True)
+    p = plan_trainjob(job, observed, RUNTIME, NOW, PlannerConfig())
+    assert p.delete_pods == ["tj-node-0-1"] and p.requeue_at == NOW + timedelta(seconds=600)
+    observed.pods = [pods[0]]
+    p = plan_trainjob(job, observed, RUNTIME, NOW + timedelta(seconds=600), PlannerConfig())
+    assert p.delete_pods == ["tj-node-0-0"]
+
+
 def test_the_plan_that_writes_complete_says_it_finishes_the_trainjob() -> None:
     """The applier records a finish it wrote itself (the trust rule's `terminal_recorded`) from
     `Plan.finishes`: for a TrainJob that is Trainer's Complete, not Kubeflow's Succeeded."""
