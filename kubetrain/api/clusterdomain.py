@@ -28,6 +28,7 @@ from kubetrain.api.dnsnames import (
     MAX_SUBDOMAIN_LENGTH,
     is_dns1123_subdomain,
 )
+from kubetrain.api.errors import QUOTE
 
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"  # the kubelet's default
 ENV_VAR = "CUSTOM_CLUSTER_DOMAIN"  # training-operator v1's variable (pkg/controller.v1/tensorflow)
@@ -44,9 +45,9 @@ def domain_error(value: str) -> str | None:
     if not value:
         return None
     if not is_dns1123_subdomain(value):
-        return f"{value!r}: {VALID}"
+        return f"{QUOTE.encode(value)}: {VALID}"
     if any(len(label) > MAX_LABEL_LENGTH for label in value.split(".")):
-        return f"{value!r}: {VALID}"
+        return f"{QUOTE.encode(value)}: {VALID}"
     return None
 
 

@@ -11,6 +11,16 @@ from typing import Any
 # How update rules say that a field cannot change on an existing job.
 RECREATE = "delete and recreate the job to change it"
 
+# How every message prints a value a user wrote, as Kubernetes prints the bad value of a field error:
+# `QUOTE.encode(value)` gives a string in double quotes ("Some"), null, true/false and numbers bare,
+# a list or an object as compact JSON ({"cpu":"1"}). Strings keep non-ASCII letters as they are.
+# Where it differs from Go: JSON's escapes stand in for %q, which differ for control characters, DEL
+# and non-printable Unicode ("\u0007" where Go writes "\a"; DEL and U+00A0 unescaped); an object's
+# keys keep the order they were written in (Go sorts them; sorting would fail on YAML's mixed key
+# types) and its <, > and & are not escaped; a float with no fraction keeps its ".0" where Go prints 1.
+# A value JSON cannot hold prints as its str() in quotes.
+QUOTE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
 
 class ErrorKind(StrEnum):
     REQUIRED = "Required"
@@ -83,8 +93,8 @@ def forbidden(path: str, message: str) -> FieldError:
 
 
 def not_supported(path: str, value: object, valid: Iterable[str]) -> FieldError:
-    choices = ", ".join(f'"{v}"' for v in valid)
-    return FieldError(path, ErrorKind.NOT_SUPPORTED, f"{value!r} is not supported: must be one of {choices}")
+    kind, choices = ErrorKind.NOT_SUPPORTED, ", ".join(QUOTE.encode(v) for v in valid)
+    return FieldError(path, kind, f"{QUOTE.encode(value)} is not supported: must be one of {choices}")
 
 
 def duplicate(path: str, message: str) -> FieldError:

@@ -31,7 +31,7 @@ import jsonschema
 import orjson
 from jsonschema.exceptions import ValidationError
 
-from kubetrain.api.errors import ErrorKind, json_type
+from kubetrain.api.errors import QUOTE, ErrorKind, json_type
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, QUANTITY_PATTERN
 from kubetrain.api.sizedcache import SizedLRU
 
@@ -238,7 +238,7 @@ def _convert(err: ValidationError, budget: int) -> list[tuple[str, ErrorKind, st
             (
                 path,
                 ErrorKind.INVALID,
-                f"{err.instance!r} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
+                f"{QUOTE.encode(err.instance)} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
             )
         ]
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -251,7 +251,7 @@ def _convert(err: ValidationError, budget: int) -> list[tuple[str, ErrorKind, st
                 break
             close = difflib.get_close_matches(name, known, n=1)
             hint = f' (did you mean "{close[0]}"?)' if close else f"; valid fields are: {', '.join(known)}"
-            out.append((f"{path}.{name}", ErrorKind.INVALID, f'unknown field "{name}"{hint}'))
+            out.append((f"{path}.{name}", ErrorKind.INVALID, f"unknown field {QUOTE.encode(name)}{hint}"))
         return out
     expected: Any = err.validator_value
     if err.validator == "required":
@@ -259,7 +259,13 @@ def _convert(err: ValidationError, budget: int) -> list[tuple[str, ErrorKind, st
         return [(f"{path}.{n}", ErrorKind.REQUIRED, "required field is missing") for n in missing]
     if err.validator == "enum":
         valid = ", ".join(f'"{v}"' for v in expected if v is not None)
-        return [(path, ErrorKind.NOT_SUPPORTED, f"{err.instance!r} is not supported: must be one of {valid}")]
+        return [
+            (
+                path,
+                ErrorKind.NOT_SUPPORTED,
+                f"{QUOTE.encode(err.instance)} is not supported: must be one of {valid}",
+            )
+        ]
     if err.validator == "type":
         wanted = expected if isinstance(expected, list) else [expected]
         words = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in wanted if t != "null")
@@ -302,6 +308,6 @@ def default_container_warning(path: str, container: Any, container_name: str) ->
     the mutating and the validating webhook, so the API server shows it once)."""
     shown = container.get("name") if isinstance(container, dict) else None
     return (
-        f'{path}: no container is named "{container_name}"; container 0 ("{shown}") is used as the '
-        f'{container_name} container (name it "{container_name}" to make this explicit)'
+        f'{path}: no container is named "{container_name}"; container 0 ({QUOTE.encode(shown)}) is used '
+        f'as the {container_name} container (name it "{container_name}" to make this explicit)'
     )

@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
+from kubetrain.api.errors import QUOTE
+
 # The grammar above as a regular expression (also the JSON Schema `pattern` of a pod template's
 # quantities): group 1 the number, then one of group 2 a binary suffix, group 3 a decimal
 # exponent, group 4 a decimal suffix (possibly empty).
@@ -59,17 +61,17 @@ def parse_quantity_suffix(value: object) -> tuple[Fraction, str]:
     """The exact value of a quantity given as a string (`"500m"`, `"16Gi"`) or a number, and the
     suffix it was written with ("" for a number, no suffix or a decimal exponent)."""
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{QUOTE.encode(value)} is not a quantity")
     if isinstance(value, int):
         return Fraction(value), ""
     if isinstance(value, float):
         return Fraction(repr(value)), ""
     if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{QUOTE.encode(value)} is not a quantity")
     match = _QUANTITY.match(value.strip())
     if match is None:
         raise QuantityError(
-            f"{value!r} is not a quantity: must be a number with an optional suffix "
+            f"{QUOTE.encode(value)} is not a quantity: must be a number with an optional suffix "
             "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as e3)"
         )
     number, binary, exponent, decimal = match.groups()

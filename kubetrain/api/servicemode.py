@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, forbidden, not_supported
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, not_supported
 from kubetrain.api.labels import ANNOTATION_ADOPTED, ANNOTATION_SERVICE_MODE
 
 HEADLESS = "headless"
@@ -65,7 +65,7 @@ def check_service_mode(value: Any, before: Any = None, *, updating: bool = False
     other mode does not serve)."""
     path = f"metadata.annotations[{ANNOTATION_SERVICE_MODE}]"
     if updating and value != before:
-        return [forbidden(path, f"is immutable (was {before!r}): delete and recreate the job")]
+        return [forbidden(path, f"is immutable (was {QUOTE.encode(before)}): delete and recreate the job")]
     if value is not None and value not in SERVICE_MODES:
         return [not_supported(path, value, SERVICE_MODES)]
     return []

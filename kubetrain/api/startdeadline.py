@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.errors import QUOTE, FieldError, invalid
 
 ANNOTATION = "kubetrain.io/start-deadline-seconds"
 
@@ -35,4 +35,4 @@ def annotation_errors(obj: Any) -> list[FieldError]:
     if value is None or start_deadline_seconds(annotations) is not None:
         return []
     path = f"metadata.annotations[{ANNOTATION}]"
-    return [invalid(path, f"must be a positive integer number of seconds, not {value!r}")]
+    return [invalid(path, f"must be a positive integer number of seconds, not {QUOTE.encode(value)}")]

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from kubetrain.api.dnsnames import DNS1123_LABEL, DNS1123_SUBDOMAIN
-from kubetrain.api.errors import FieldError, invalid, not_supported
+from kubetrain.api.errors import QUOTE, FieldError, invalid, not_supported
 
 ENV_URL = "KUBEFLOW_TRAINER_SERVER_URL"
 ENV_CA_CERT = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
@@ -149,7 +149,7 @@ def parse_report(raw: bytes) -> dict[str, Any] | ReportError | None:
         return ReportError(400, "the body must be a JSON object")
     unknown = sorted(set(body) - {"trainerStatus"})
     if unknown:
-        return ReportError(422, f"unknown field {unknown[0]!r}: a report has only trainerStatus")
+        return ReportError(422, f"unknown field {QUOTE.encode(unknown[0])}: a report has only trainerStatus")
     status = body.get("trainerStatus")
     if status is None:
         return None
@@ -173,7 +173,9 @@ def parse_report(raw: bytes) -> dict[str, Any] | ReportError | None:
         out["metrics"] = checked
     stamp = status.get("lastUpdatedTime")
     if stamp is not None and (not isinstance(stamp, str) or parse_time(stamp) is None):
-        return ReportError(422, f"trainerStatus.lastUpdatedTime: must be an RFC 3339 time, not {stamp!r}")
+        return ReportError(
+            422, f"trainerStatus.lastUpdatedTime: must be an RFC 3339 time, not {QUOTE.encode(stamp)}"
+        )
     return out
 
 
@@ -199,7 +201,9 @@ def _metrics(metrics: Any) -> list[dict[str, str]] | ReportError:
                     "characters",
                 )
         if metric["name"] in seen:
-            return ReportError(422, f"trainerStatus.metrics[{i}].name: duplicate metric {metric['name']!r}")
+            return ReportError(
+                422, f"trainerStatus.metrics[{i}].name: duplicate metric {QUOTE.encode(metric['name'])}"
+            )
         seen.add(metric["name"])
         out.append({"name": metric["name"], "value": metric["value"]})
     return out
@@ -223,7 +227,9 @@ def annotation_errors(obj: Any) -> list[FieldError]:
     deadline = annotations.get(ANNOTATION_DEADLINE)
     if deadline is not None and (not str(deadline).isdigit() or int(str(deadline)) < 1):
         path = f"metadata.annotations[{ANNOTATION_DEADLINE}]"
-        errors.append(invalid(path, f"must be a positive integer number of seconds, not {deadline!r}"))
+        errors.append(
+            invalid(path, f"must be a positive integer number of seconds, not {QUOTE.encode(deadline)}")
+        )
     reporting = annotations.get(ANNOTATION_REPORTING)
     if reporting is not None and str(reporting) not in (REPORTING_DISABLED, "enabled"):
         path = f"metadata.annotations[{ANNOTATION_REPORTING}]"

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
+from kubetrain.api.errors import QUOTE
 
 KeyType = Literal["ecdsa", "rsa"]
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -153,7 +154,7 @@ def generate_serving_cert(
         try:
             sans.append(x509.IPAddress(ipaddress.ip_address(ip)))
         except ValueError as exc:
-            raise ValueError(f"{ip!r} is not a valid IP address") from exc
+            raise ValueError(f"{QUOTE.encode(ip)} is not a valid IP address") from exc
     ca_cert = ca.cert
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):

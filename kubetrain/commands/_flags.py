@@ -24,6 +24,7 @@ from typing import Any
 
 from kubetrain.api import clusterdomain
 from kubetrain.api.clusterdomain import ClusterDomain
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.gangschedulers import CHOICES, NONE
 from kubetrain.api.groups import KUBETRAIN_GROUP, SERVABLE_GROUPS
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
@@ -44,9 +45,9 @@ def _int_within(value: str, low: int, high: int | None, what: str, valid: str) -
     try:
         n = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
+        raise argparse.ArgumentTypeError(f"{QUOTE.encode(value)} is not {what}") from None
     if n < low or (high is not None and n > high):
-        raise argparse.ArgumentTypeError(f"{value!r} {valid}")
+        raise argparse.ArgumentTypeError(f"{QUOTE.encode(value)} {valid}")
     return n
 
 
@@ -62,9 +63,9 @@ def _positive_float(value: str) -> float:
     try:
         n = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{QUOTE.encode(value)} is not a number of seconds") from None
     if not n > 0 or n == float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r} must be a positive number of seconds")
+        raise argparse.ArgumentTypeError(f"{QUOTE.encode(value)} must be a positive number of seconds")
     return n
 
 

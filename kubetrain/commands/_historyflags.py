@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL, check_interval
 from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL, check_ttl
 
@@ -47,7 +48,7 @@ def _seconds(check: Callable[[float], float], zero: str) -> Callable[[str], floa
             return check(float(value))
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"invalid value {value!r}: seconds, 0 ({zero}) or a positive number"
+                f"invalid value {QUOTE.encode(value)}: seconds, 0 ({zero}) or a positive number"
             ) from None
 
     return convert

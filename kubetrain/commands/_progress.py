@@ -31,6 +31,7 @@ import logging
 import sys
 from pathlib import Path
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.trainerstatus import CA_FILE
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.commands._flags import _port
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 def _url(value: str) -> str:
     if value and not value.startswith("https://"):
         raise argparse.ArgumentTypeError(
-            f"{value!r} must be an https:// URL (pods verify the server's certificate)"
+            f"{QUOTE.encode(value)} must be an https:// URL (pods verify the server's certificate)"
         )
     return value.rstrip("/")
 
@@ -58,9 +59,9 @@ def _seconds(value: str) -> float:
     try:
         n = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{QUOTE.encode(value)} is not a number of seconds") from None
     if not 0 < n < 3600:
-        raise argparse.ArgumentTypeError(f"{value!r} must be between 0 and 3600 seconds")
+        raise argparse.ArgumentTypeError(f"{QUOTE.encode(value)} must be between 0 and 3600 seconds")
     return n
 
 

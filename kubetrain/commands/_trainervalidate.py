@@ -11,7 +11,7 @@ import difflib
 import functools
 from typing import Any, TextIO
 
-from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.errors import QUOTE, FieldError, invalid
 from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.defaults import default_runtimes
@@ -93,7 +93,7 @@ def trainjob_errors(
     errors = [
         invalid(
             e.path,
-            f"{ref.get('kind')} {ref.get('name')!r} is neither one of Trainer's default runtimes "
+            f"{ref.get('kind')} {QUOTE.encode(ref.get('name'))} is neither one of Trainer's default runtimes "
             "nor in an earlier document of the files given",
         )
         if runtime is None and e.path == "spec.runtimeRef.name" and "not found" in e.message
@@ -117,7 +117,11 @@ def check_trainer_document(
         _, found = trainjob_errors(final, runtimes)
         errors = unknown_fields(obj) + found
     else:
-        print(f"{label}: kind: Unsupported value: {kind!r}: must be one of {', '.join(c.KINDS)}", file=report)
+        print(
+            f"{label}: kind: Unsupported value: {QUOTE.encode(kind)}: must be one of "
+            f"{', '.join(map(QUOTE.encode, c.KINDS))}",
+            file=report,
+        )
         return False, None
     for error in errors:
         print(f"{label}: {error}", file=report)

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.groups import KUBETRAIN_GROUP, SERVABLE_GROUPS, TRAINER_GROUP
 from kubetrain.jobs.crdgen import conversion_client_config, crd_file_name, with_conversion_client
 from kubetrain.jobs.trainercrds import group_crds
@@ -68,7 +69,7 @@ def render_crd(crd: dict[str, Any]) -> str:
 def _service(value: str) -> tuple[str, str]:
     namespace, _, name = value.partition("/")
     if not namespace or not name or "/" in name:
-        raise argparse.ArgumentTypeError(f"must be NAMESPACE/NAME, got {value!r}")
+        raise argparse.ArgumentTypeError(f"must be NAMESPACE/NAME, got {QUOTE.encode(value)}")
     return namespace, name
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from kubetrain.api.cron import KUBEDL_GROUP
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.gangschedulers import NONE
 from kubetrain.api.groups import JOB_GROUP_VERSIONS, JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
 from kubetrain.api.manifests import load_all, yaml_problem
@@ -88,7 +89,9 @@ def load_jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
         path = EXAMPLES_DIR / f"{args.example}.yaml"
         if not path.is_file():
             valid = ", ".join(example_names()) or f"none found in {EXAMPLES_DIR}"
-            raise DevError(f"--example {args.example!r}: no such example (valid: {valid})", code=2)
+            raise DevError(
+                f"--example {QUOTE.encode(args.example)}: no such example (valid: {valid})", code=2
+            )
     try:
         docs = [d for d in load_all(path.read_text()) if d is not None]
     except FileNotFoundError:
@@ -128,7 +131,8 @@ def job_ref(job: dict[str, Any]) -> ResourceRef:
     except KeyError:
         kinds = sorted({ref.kind for ref in refs.values()})
         raise KeyError(
-            f"unknown job {kind!r} of {api_version or 'no apiVersion'}; known kinds: {', '.join(kinds)} "
+            f"unknown job {QUOTE.encode(kind)} of {api_version or 'no apiVersion'}; known kinds: "
+            f"{', '.join(kinds)} "
             f"of {', '.join(JOB_GROUP_VERSIONS)}"
         ) from None
 

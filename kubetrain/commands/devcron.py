@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.api import cron as cronapi
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.groups import group_of
 from kubetrain.cron.decide import schedule_of
 from kubetrain.cron.schedule import ScheduleError
@@ -42,7 +43,7 @@ async def wait_for_first_job(stack: DevStack, cron: Obj, limit: float, out: Any)
         return None
     due = schedule.next_after(datetime.now(UTC), zone)
     when = due.astimezone(zone).isoformat() if due is not None else "never"
-    print(f"{label}: schedule {shape.schedule!r}, first job due at {when}", file=out, flush=True)
+    print(f"{label}: schedule {QUOTE.encode(shape.schedule)}, first job due at {when}", file=out, flush=True)
     assert stack.crons is not None
     started = time.monotonic()
     while time.monotonic() - started < limit:

@@ -32,6 +32,7 @@ import yaml
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.cron import CRON_KINDS
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.gangschedulers import CHOICES, NONE, defaults_min_available
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP
 from kubetrain.api.servicemode import HEADLESS, SERVICE_MODES
@@ -194,8 +195,8 @@ def with_generated_name(obj: dict[str, Any], label: str) -> dict[str, Any]:
         return obj
     name = meta["generateName"] + GENERATED_SUFFIX
     print(
-        f"{label}: metadata.generateName: rendered as {name!r}; the API server replaces "
-        f"{GENERATED_SUFFIX!r} with five random characters",
+        f"{label}: metadata.generateName: rendered as {QUOTE.encode(name)}; the API server replaces "
+        f"{QUOTE.encode(GENERATED_SUFFIX)} with five random characters",
         file=sys.stderr,
     )
     return {**obj, "metadata": {**meta, "name": name}}
@@ -260,7 +261,10 @@ def _trainer_document(
     if kind in (tc.TRAINING_RUNTIME, tc.CLUSTER_TRAINING_RUNTIME):
         return [str(e) for e in unknown_fields(obj) + keep_runtime(obj, runtimes)]
     if kind != tc.TRAINJOB:
-        return [f"kind: Unsupported value: {kind!r}: must be one of {', '.join(tc.KINDS)}"]
+        return [
+            f"kind: Unsupported value: {QUOTE.encode(kind)}: must be one of "
+            f"{', '.join(map(QUOTE.encode, tc.KINDS))}"
+        ]
     unknown = unknown_fields(obj)
     if unknown:
         return [str(e) for e in unknown]

@@ -31,6 +31,7 @@ from datetime import UTC, datetime, tzinfo
 from email.utils import format_datetime
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.groups import group_of
 from kubetrain.api.labels import ANNOTATION_CRON_SCHEDULED_TIMESTAMP, KUBEDL_LABEL_CRON_NAME, LABEL_CRON_NAME
 from kubetrain.api.metatime import parse_time
@@ -219,7 +220,7 @@ def _problem(shape: CronShape, served_groups: tuple[str, ...]) -> tuple[str, str
     try:
         parse_schedule(shape.schedule)
     except ScheduleError as exc:
-        return "UnparseableSchedule", f"unparseable schedule {shape.schedule!r}: {exc}"
+        return "UnparseableSchedule", f"unparseable schedule {QUOTE.encode(shape.schedule)}: {exc}"
     try:
         zone(shape.time_zone)
     except ScheduleError as exc:
@@ -228,7 +229,8 @@ def _problem(shape: CronShape, served_groups: tuple[str, ...]) -> tuple[str, str
     if group not in served_groups:
         return (
             "InvalidTemplate",
-            f"spec.template.apiVersion {shape.template.get('apiVersion')!r}: this operator serves jobs of "
+            f"spec.template.apiVersion {QUOTE.encode(shape.template.get('apiVersion'))}: this operator "
+            "serves jobs of "
             f"{', '.join(served_groups)} (--api-groups)",
         )
     return None

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from kubetrain.api.errors import QUOTE
+
 MINUTE, HOUR, DOM, MONTH, DOW = range(5)
 _BOUNDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
 _FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week")
@@ -129,7 +131,8 @@ def parse_schedule(text: str) -> Schedule:
             return Schedule(text, every=_every(rest))
         if lowered not in DESCRIPTORS:
             raise ScheduleError(
-                f"unrecognized descriptor {spec!r}: use one of {', '.join(DESCRIPTORS)} or @every <duration>"
+                f"unrecognized descriptor {QUOTE.encode(spec)}: use one of {', '.join(DESCRIPTORS)} or "
+                "@every <duration>"
             )
         spec = DESCRIPTORS[lowered]
     parts = spec.split()
@@ -164,7 +167,9 @@ def _some_day(schedule: Schedule) -> bool:
 def _every(text: str) -> timedelta:
     seconds = _go_duration(text)
     if seconds < 1:
-        raise ScheduleError(f"@every needs a duration of at least 1s (such as 90s, 1h30m), not {text!r}")
+        raise ScheduleError(
+            f"@every needs a duration of at least 1s (such as 90s, 1h30m), not {QUOTE.encode(text)}"
+        )
     # robfig rounds an @every interval down to whole seconds
     return timedelta(seconds=int(seconds))
 
@@ -180,7 +185,9 @@ def _go_duration(text: str) -> float:
         total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         pos = match.end()
     if pos != len(text):
-        raise ScheduleError(f"invalid duration {text!r} for @every: use units h, m, s, ms (such as 1h30m)")
+        raise ScheduleError(
+            f"invalid duration {QUOTE.encode(text)} for @every: use units h, m, s, ms (such as 1h30m)"
+        )
     return total
 
 
@@ -205,7 +212,9 @@ def _range(text: str, index: int) -> tuple[set[int], bool]:
     else:
         bounds = range_part.split("-")
         if len(bounds) > 2 or not all(bounds):
-            raise ScheduleError(f"{name} field: {text!r} is not a number, name, range a-b or step")
+            raise ScheduleError(
+                f"{name} field: {QUOTE.encode(text)} is not a number, name, range a-b or step"
+            )
         start = _number(bounds[0], index)
         end = _number(bounds[1], index) if len(bounds) == 2 else start
         if slash and len(bounds) == 1:
@@ -213,16 +222,16 @@ def _range(text: str, index: int) -> tuple[set[int], bool]:
     step = 1
     if slash:
         if not step_part.isdigit() or int(step_part) < 1:
-            raise ScheduleError(f"{name} field: the step of {text!r} must be a positive number")
+            raise ScheduleError(f"{name} field: the step of {QUOTE.encode(text)} must be a positive number")
         step = int(step_part)
         if step > 1:
             star = False
     if start < low:
-        raise ScheduleError(f"{name} field: {start} is below the minimum {low} (in {text!r})")
+        raise ScheduleError(f"{name} field: {start} is below the minimum {low} (in {QUOTE.encode(text)})")
     if end > high:
-        raise ScheduleError(f"{name} field: {end} is above the maximum {high} (in {text!r})")
+        raise ScheduleError(f"{name} field: {end} is above the maximum {high} (in {QUOTE.encode(text)})")
     if start > end:
-        raise ScheduleError(f"{name} field: the range {text!r} starts after it ends")
+        raise ScheduleError(f"{name} field: the range {QUOTE.encode(text)} starts after it ends")
     return set(range(start, end + 1, step)), star
 
 
@@ -233,7 +242,7 @@ def _number(text: str, index: int) -> int:
     if text.isdigit():
         return int(text)
     valid = f" or a name ({', '.join(names)})" if names else ""
-    raise ScheduleError(f"{_FIELD_NAMES[index]} field: {text!r} is not a number{valid}")
+    raise ScheduleError(f"{_FIELD_NAMES[index]} field: {QUOTE.encode(text)} is not a number{valid}")
 
 
 ZONE_PREFIXES = ("TZ=", "CRON_TZ=")
@@ -257,10 +266,13 @@ def zone(name: str | None) -> tzinfo:
     if not isinstance(name, str) or not name:
         raise ScheduleError("must be a time zone name such as Europe/Berlin, or left out for UTC")
     if name.lower() == "local" or name.startswith("/") or ".." in name or " " in name:
-        raise ScheduleError(f"{name!r}: must be an explicit IANA time zone name such as Europe/Berlin")
+        raise ScheduleError(
+            f"{QUOTE.encode(name)}: must be an explicit IANA time zone name such as Europe/Berlin"
+        )
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         raise ScheduleError(
-            f"unknown time zone {name!r}: use an IANA name (tz database) such as Etc/UTC or America/New_York"
+            f"unknown time zone {QUOTE.encode(name)}: use an IANA name (tz database) such as Etc/UTC or "
+            "America/New_York"
         ) from None

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from kubetrain.api import cron as api
 from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
-from kubetrain.api.errors import FieldError, forbidden, invalid, required
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid, required
 from kubetrain.api.groups import JOB_GROUPS, group_of
 from kubetrain.api.metatime import parse_time
 from kubetrain.cron.schedule import ScheduleError, parse_schedule, split_zone_prefix, zone
@@ -181,7 +181,7 @@ def validate_cron(obj: Any, *, groups: tuple[str, ...] = JOB_GROUPS) -> list[Fie
                     )
             parse_schedule(shape.schedule if shape.kubedl else spec["schedule"])
         except ScheduleError as exc:
-            errors.append(invalid("spec.schedule", f"{spec['schedule']!r}: {exc}"))
+            errors.append(invalid("spec.schedule", f"{QUOTE.encode(spec['schedule'])}: {exc}"))
     if "timeZone" in spec and not shape.kubedl:
         try:
             zone(spec["timeZone"])
@@ -207,7 +207,7 @@ def _name_errors(shape: CronShape) -> list[FieldError]:
         return [
             invalid(
                 "metadata.name",
-                f"{shape.name!r} is too long: its jobs are named "
+                f"{QUOTE.encode(shape.name)} is too long: its jobs are named "
                 f"<name>-<{NAME_SUFFIX_DIGITS}-digit scheduled minute>, "
                 f"so a cron's name has at most {MAX_CRON_NAME} characters",
             )
@@ -242,7 +242,8 @@ def template_errors(shape: CronShape, groups: tuple[str, ...] = JOB_GROUPS) -> l
     if namespace and shape.namespace and namespace != shape.namespace:
         errors.append(
             invalid(
-                f"{path}.metadata.namespace", f"jobs are created in the cron's namespace {shape.namespace!r}"
+                f"{path}.metadata.namespace",
+                f"jobs are created in the cron's namespace {QUOTE.encode(shape.namespace)}",
             )
         )
     if template.get("spec") is None:

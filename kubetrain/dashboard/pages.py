@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 from markupsafe import Markup
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.dashboard.access import visible_rows
 from kubetrain.dashboard.views import (
     earlier,
@@ -78,7 +79,8 @@ def resolve_kind(request: web.Request) -> JobKind:
     if kind is None:
         served = ", ".join(k.resource for k in dash.kinds)
         raise web.HTTPNotFound(
-            text=f"{request.match_info['resource']!r} is not a served job resource (served: {served})"
+            text=f"{QUOTE.encode(request.match_info['resource'])} is not a served job resource "
+            f"(served: {served})"
         )
     return kind
 
@@ -172,13 +174,19 @@ async def _log_part(
     if not pod:
         return "", "", "", "", 200
     if pod not in names:
-        return "", f"pod {pod!r} is not one of this job's pods ({', '.join(names) or 'none'})", pod, "", 200
+        return (
+            "",
+            f"pod {QUOTE.encode(pod)} is not one of this job's pods ({', '.join(names) or 'none'})",
+            pod,
+            "",
+            200,
+        )
     containers = jobpage.pod_containers(next(p for p in pods if p["metadata"]["name"] == pod))
     container = request.query.get("container") or (containers[0] if containers else "")
     if container and containers and container not in containers:
         return (
             "",
-            f"container {container!r} is not in pod {pod} (valid: {', '.join(containers)})",
+            f"container {QUOTE.encode(container)} is not in pod {pod} (valid: {', '.join(containers)})",
             pod,
             container,
             200,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, not_supported
+from kubetrain.api.errors import QUOTE, FieldError, invalid, not_supported
 from kubetrain.api.labels import (
     ANNOTATION_HOST_PORT_RANGE,
     ANNOTATION_NETWORK_MODE,
@@ -57,7 +57,7 @@ class HostNetwork:
             errors.append(
                 invalid(
                     f"metadata.annotations[{ANNOTATION_HOST_PORT_RANGE}]",
-                    f"{self.written_range!r} has {last - first + 1} ports, fewer than the job's "
+                    f"{QUOTE.encode(self.written_range)} has {last - first + 1} ports, fewer than the job's "
                     f"{total_replicas} pods",
                 )
             )
@@ -87,10 +87,10 @@ def parse_port_range(value: Any) -> tuple[int, int] | str:
     """(first, last) of a `FIRST-LAST` range, or what is wrong with it."""
     match = _RANGE.match(value) if isinstance(value, str) else None
     if match is None:
-        return f"{value!r} is not a port range: use FIRST-LAST, e.g. 20000-29999"
+        return f"{QUOTE.encode(value)} is not a port range: use FIRST-LAST, e.g. 20000-29999"
     first, last = int(match.group(1)), int(match.group(2))
     if not 1 <= first <= last <= 65535:
-        return f"{value!r}: ports must satisfy 1 <= FIRST <= LAST <= 65535"
+        return f"{QUOTE.encode(value)}: ports must satisfy 1 <= FIRST <= LAST <= 65535"
     return first, last
 
 

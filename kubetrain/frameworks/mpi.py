@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.errors import QUOTE, FieldError, invalid, required
 from kubetrain.api.groups import MPI_OPERATOR_MANAGER
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.mpijob import MPIJob
@@ -166,7 +166,8 @@ class MPI(Framework):
             errors.append(
                 invalid(
                     f"{base_path}.sshAuthMountPath",
-                    f"must be an absolute directory other than / (like {DEFAULT_SSH_PATH}), got {path!r}",
+                    f"must be an absolute directory other than / (like {DEFAULT_SSH_PATH}), got "
+                    f"{QUOTE.encode(path)}",
                 )
             )
         return errors
@@ -217,12 +218,12 @@ def main_container_errors(job: MPIJob, base_path: str) -> list[FieldError]:
     wrong = {rtype: name for rtype, name in firsts.items() if name != main}
     if not wrong:
         return []
-    listed = ", ".join(f"{rtype} starts with {name!r}" for rtype, name in sorted(wrong.items()))
+    listed = ", ".join(f"{rtype} starts with {QUOTE.encode(name)}" for rtype, name in sorted(wrong.items()))
     return [
         invalid(
             f"{base_path}.mainContainer",
             f"kubetrain runs mpirun and sshd in the first container of each pod (as mpi-operator v2), "
-            f"so {main!r} must be the first container of every replica template ({listed}): "
+            f"so {QUOTE.encode(main)} must be the first container of every replica template ({listed}): "
             "reorder the containers",
         )
     ]

@@ -28,6 +28,7 @@ import copy
 import json
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.groups import KUBEFLOW_GROUP
 from kubetrain.api.mpijob_v1 import ANNOTATION_V1_FIELDS, ANNOTATION_V2BETA1_FIELDS
 
@@ -151,14 +152,16 @@ def convert(obj: Any, desired: str) -> dict[str, Any]:
     anything else."""
     supported = " and ".join(VERSIONS)
     if desired not in VERSIONS:
-        raise ConversionError(f"cannot convert to {desired!r}: MPIJob is served as {supported}")
+        raise ConversionError(f"cannot convert to {QUOTE.encode(desired)}: MPIJob is served as {supported}")
     if not isinstance(obj, dict):
         raise ConversionError("an object to convert must be a JSON object")
     if obj.get("kind") != KIND:
-        raise ConversionError(f"cannot convert kind {obj.get('kind')!r}: this webhook converts {KIND} only")
+        raise ConversionError(
+            f"cannot convert kind {QUOTE.encode(obj.get('kind'))}: this webhook converts {KIND} only"
+        )
     version = obj.get("apiVersion")
     if version not in VERSIONS:
-        raise ConversionError(f"cannot convert from {version!r}: MPIJob is served as {supported}")
+        raise ConversionError(f"cannot convert from {QUOTE.encode(version)}: MPIJob is served as {supported}")
     if version == desired:
         return copy.deepcopy(obj)
     return to_v1(obj) if desired == V1 else to_v2beta1(obj)
@@ -173,7 +176,7 @@ def conversion_review(review: Any) -> dict[str, Any]:
     if review.get("kind") != "ConversionReview" or api_version not in REVIEW_VERSIONS:
         raise BadConversionReview(
             f"expected kind ConversionReview in {' or '.join(REVIEW_VERSIONS)}, "
-            f"got {review.get('kind')!r} in {api_version!r}"
+            f"got {QUOTE.encode(review.get('kind'))} in {QUOTE.encode(api_version)}"
         )
     request = review.get("request")
     if not isinstance(request, dict):

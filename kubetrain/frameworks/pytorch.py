@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import JobBase
-from kubetrain.api.errors import RECREATE, FieldError, forbidden, invalid
+from kubetrain.api.errors import QUOTE, RECREATE, FieldError, forbidden, invalid
 from kubetrain.api.pytorchjob import PyTorchJob
 from kubetrain.frameworks.base import Autoscaling, Framework, ReplicaBounds
 from kubetrain.frameworks.checks import replica_count, replica_path
@@ -141,7 +141,7 @@ class PyTorch(Framework):
             errors.append(
                 invalid(
                     f"{base_path}.nprocPerNode",
-                    f'{nproc!r} is not valid: must be a positive integer as a string (e.g. "4") '
+                    f'{QUOTE.encode(nproc)} is not valid: must be a positive integer as a string (e.g. "4") '
                     'or one of "auto", "cpu", "gpu"',
                 )
             )

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubetrain.api.errors import FieldError, forbidden, invalid, json_object, json_type, required
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid, json_object, json_type, required
 from kubetrain.api.labels import KUBEDL_ANNOTATION_GIT_SYNC
 
 ANNOTATION_PATH = f"metadata.annotations[{KUBEDL_ANNOTATION_GIT_SYNC}]"
@@ -152,7 +152,7 @@ def parse_code_sync(raw: Any) -> tuple[CodeSync | None, list[FieldError]]:
             # KubeDL's own docs misspell `revision` as "revison" (which KubeDL ignores, fetching
             # the branch's head): a near miss names the field meant.
             near = difflib.get_close_matches(key, FIELDS, n=1, cutoff=0.8)
-            meant = f" (did you mean {near[0]!r}?)" if near else ""
+            meant = f" (did you mean {QUOTE.encode(near[0])}?)" if near else ""
             errors.append(invalid(path(key), f"unknown field{meant}; valid fields: {', '.join(FIELDS)}"))
     for key in STRING_FIELDS:
         if value.get(key) is not None and not isinstance(value[key], str):
@@ -166,22 +166,26 @@ def parse_code_sync(raw: Any) -> tuple[CodeSync | None, list[FieldError]]:
         errors.extend(_source_errors(source, path("source")))
     root = value.get("rootPath") or DEFAULT_ROOT
     if isinstance(root, str) and (not root.startswith("/") or ".." in root.split("/")):
-        errors.append(invalid(path("rootPath"), f"{root!r}: must be an absolute path without '..'"))
+        errors.append(
+            invalid(path("rootPath"), f"{QUOTE.encode(root)}: must be an absolute path without '..'")
+        )
     dest = value.get("destPath") or (default_dest(source) if isinstance(source, str) else "")
     if isinstance(dest, str) and source and (not dest or "/" in dest or dest in (".", "..")):
-        errors.append(invalid(path("destPath"), f"{dest!r}: must be one directory name (no '/')"))
+        errors.append(invalid(path("destPath"), f"{QUOTE.encode(dest)}: must be one directory name (no '/')"))
     depth = value.get("depth")
     if depth is not None and not (
         (isinstance(depth, str) and depth.isdigit())
         or (isinstance(depth, int) and not isinstance(depth, bool))
     ):
-        errors.append(invalid(path("depth"), f'{depth!r}: must be a number of commits, e.g. "1"'))
+        errors.append(invalid(path("depth"), f'{QUOTE.encode(depth)}: must be a number of commits, e.g. "1"'))
     failures = value.get("maxFailures")
     if failures is not None and (
         not isinstance(failures, int) or isinstance(failures, bool) or failures < -1
     ):
         errors.append(
-            invalid(path("maxFailures"), f"{failures!r}: must be an integer >= -1 (-1: retry forever)")
+            invalid(
+                path("maxFailures"), f"{QUOTE.encode(failures)}: must be an integer >= -1 (-1: retry forever)"
+            )
         )
     if value.get("ssh") is not None and not isinstance(value["ssh"], bool):
         errors.append(invalid(path("ssh"), f"must be a boolean, not {json_type(value['ssh'])}"))
@@ -189,7 +193,9 @@ def parse_code_sync(raw: Any) -> tuple[CodeSync | None, list[FieldError]]:
     if secret is not None and (
         not isinstance(secret, str) or len(secret) > 253 or not _DNS1123.match(secret)
     ):
-        errors.append(invalid(path("credentialsSecret"), f"{secret!r}: must be the name of a Secret"))
+        errors.append(
+            invalid(path("credentialsSecret"), f"{QUOTE.encode(secret)}: must be the name of a Secret")
+        )
     errors.extend(_env_errors(value.get("envs"), path("envs")))
     if errors:
         return None, errors
@@ -362,7 +368,8 @@ def template_errors(replica_path: str, template: Any) -> list[FieldError]:
             errors.append(
                 invalid(
                     f"{replica_path}.template.spec.volumes[{i}].name",
-                    f"{volume.get('name')!r} is the volume {KUBEDL_ANNOTATION_GIT_SYNC} adds: rename it",
+                    f"{QUOTE.encode(volume.get('name'))} is the volume {KUBEDL_ANNOTATION_GIT_SYNC} adds: "
+                    "rename it",
                 )
             )
     for i, container in enumerate(spec.get("initContainers") or []):
@@ -370,7 +377,8 @@ def template_errors(replica_path: str, template: Any) -> list[FieldError]:
             errors.append(
                 invalid(
                     f"{replica_path}.template.spec.initContainers[{i}].name",
-                    f"{INIT_CONTAINER!r} is the init container {KUBEDL_ANNOTATION_GIT_SYNC} adds: rename it",
+                    f"{QUOTE.encode(INIT_CONTAINER)} is the init container {KUBEDL_ANNOTATION_GIT_SYNC} "
+                    "adds: rename it",
                 )
             )
     return errors

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, forbidden, not_supported
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, not_supported
 from kubetrain.api.groups import group_of
 from kubetrain.api.labels import ANNOTATION_CREATED_API_VERSION, annotations_of
 from kubetrain.frameworks.registry import converted_versions, job_version
@@ -88,7 +88,7 @@ def record_created_version(
         return _with_annotation(obj, value), []
     if written in served and written != value:
         return obj, [
-            f"{PATH} is {written!r}: the job's pods get the labels of {written} although it is "
+            f"{PATH} is {QUOTE.encode(written)}: the job's pods get the labels of {written} although it is "
             f"created at {value}"
         ]
     return obj, []  # the version written, or a value validation refuses
@@ -109,7 +109,7 @@ def check_created_version(
     if not served:
         return []
     if updating and value != before:
-        was = "absent" if before is None else f"{before!r}"
+        was = "absent" if before is None else f"{QUOTE.encode(before)}"
         return [
             forbidden(
                 PATH,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api.common import POD_FAILURE_POLICY_ACTIONS
-from kubetrain.api.errors import FieldError, duplicate, invalid, not_supported, required
+from kubetrain.api.errors import QUOTE, FieldError, duplicate, invalid, not_supported, required
 from kubetrain.jobs.replicadraft import ReplicaDraft
 
 MAX_RULES = 20  # batch/v1: rules, at most 20
@@ -115,7 +115,7 @@ def _replica_type_errors(value: Any, path: str, types: list[str], errors: list[F
     seen: set[str] = set()
     for j, rtype in enumerate(value):
         if rtype in seen:
-            errors.append(duplicate(f"{path}[{j}]", f"{rtype!r} is listed twice"))
+            errors.append(duplicate(f"{path}[{j}]", f"{QUOTE.encode(rtype)} is listed twice"))
         elif types and rtype not in types:
             errors.append(not_supported(f"{path}[{j}]", rtype, types))
         seen.add(rtype)
@@ -143,7 +143,7 @@ def _exit_code_errors(on_exit: dict[str, Any], path: str, names: set[str], where
         errors.append(
             invalid(
                 f"{path}.containerName",
-                f"{name!r} must be one of the container or initContainer names {where}: "
+                f"{QUOTE.encode(name)} must be one of the container or initContainer names {where}: "
                 f"{_quoted(sorted(names))}",
             )
         )
@@ -189,7 +189,8 @@ def _condition_errors(patterns: list[Any], path: str) -> list[FieldError]:
         elif isinstance(ctype, str) and not QUALIFIED_NAME.match(ctype):
             errors.append(
                 invalid(
-                    f"{path}[{j}].type", f"{ctype!r} is not a valid pod condition type (a qualified name)"
+                    f"{path}[{j}].type",
+                    f"{QUOTE.encode(ctype)} is not a valid pod condition type (a qualified name)",
                 )
             )
         status = pattern.get("status")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.dnsnames import qualified_name_problem
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.trainer import constants as c
 
 # api/jobset/v1alpha2 (jobset_types.go) and pkg/constants.
@@ -253,7 +254,7 @@ def runtime_warnings(runtime: Mapping[str, Any], rjob_template: Mapping[str, Any
         # The leader's podAffinity topologyKey: kube-apiserver's validatePodAffinityTerm refuses
         # an empty one and one that is no label key (ValidateLabelName); JobSet admits it.
         warnings.append(
-            f"{path}: the {EXCLUSIVE_KEY} value {key!r} is not a node label key ({problem}): the "
+            f"{path}: the {EXCLUSIVE_KEY} value {QUOTE.encode(key)} is not a node label key ({problem}): the "
             "API server refuses the leader pods, whose pod affinity uses it as topologyKey"
         )
     group_policy = (runtime.get("spec") or {}).get("podGroupPolicy")

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.errors import QUOTE, FieldError, invalid, required
 
 FIELD = "successPolicy"  # batch/v1 JobSpec's (not a framework's field of the same name)
 REASON = "SuccessPolicy"  # batch/v1 JobReasonSuccessPolicy
@@ -74,16 +74,17 @@ def parse_indexes(text: str, completions: int) -> tuple[frozenset[int], str | No
         limits = interval.split("-")
         if len(limits) > 2:
             return frozenset(found), (
-                f"the fragment {interval!r} violates the requirement that an index interval can have "
+                f"the fragment {QUOTE.encode(interval)} violates the requirement that an index interval can "
+                "have "
                 "at most two parts separated by '-'"
             )
         bounds: list[int] = []
         for limit in limits:
             if not (limit.isascii() and limit.isdigit()):
-                return frozenset(found), f"cannot convert string to integer for index: {limit!r}"
+                return frozenset(found), f"cannot convert string to integer for index: {QUOTE.encode(limit)}"
             x = int(limit)
             if x >= completions:
-                return frozenset(found), f"too large index: {limit!r}"
+                return frozenset(found), f"too large index: {QUOTE.encode(limit)}"
             if last is not None and last >= x:
                 return frozenset(found), f"non-increasing order, previous: {last}, current: {x}"
             last = x
@@ -146,7 +147,9 @@ def validate(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     mode = job_spec.get("completionMode")
     if mode is not None and mode != INDEXED:  # unset: JobSet's default, Indexed
-        errors.append(invalid(f"{path}.completionMode", f"{mode!r}: requires completionMode: {INDEXED}"))
+        errors.append(
+            invalid(f"{path}.completionMode", f"{QUOTE.encode(mode)}: requires completionMode: {INDEXED}")
+        )
     rules = policy.get("rules")
     if not isinstance(rules, list) or not rules:
         errors.append(
@@ -174,19 +177,26 @@ def _rule_errors(rule: object, path: str, completions: int | None) -> list[Field
     if indexes is not None:
         ipath = f"{path}.succeededIndexes"
         if not isinstance(indexes, str):
-            errors.append(invalid(ipath, f'{indexes!r}: must be a string of indexes such as "0-3,5"'))
+            errors.append(
+                invalid(ipath, f'{QUOTE.encode(indexes)}: must be a string of indexes such as "0-3,5"')
+            )
         elif len(indexes) > MAX_INDEXES_LENGTH:
             errors.append(invalid(ipath, f"must have at most {MAX_INDEXES_LENGTH} bytes, got {len(indexes)}"))
         else:
             found, problem = parse_indexes(indexes, completions if completions is not None else 2**31)
             if problem is not None:
-                errors.append(invalid(ipath, f"{indexes!r}: error parsing succeededIndexes: {problem}"))
+                errors.append(
+                    invalid(ipath, f"{QUOTE.encode(indexes)}: error parsing succeededIndexes: {problem}")
+                )
             else:
                 named = len(found)
     if count is not None:
         cpath = f"{path}.succeededCount"
         if type(count) is not int or count < 0:
-            return [*errors, invalid(cpath, f"{count!r}: must be an integer greater than or equal to 0")]
+            return [
+                *errors,
+                invalid(cpath, f"{QUOTE.encode(count)}: must be an integer greater than or equal to 0"),
+            ]
         if completions is not None and count > completions:
             errors.append(
                 invalid(

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import RunPolicy
-from kubetrain.api.errors import FieldError, forbidden, invalid
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid
 from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.api.podtemplate import framework_container_index
 from kubetrain.frameworks.base import Framework
@@ -105,9 +105,10 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
                 errors.append(
                     invalid(
                         "spec.mainContainer",
-                        f"{main!r}: kubetrain runs the framework in container {name!r} of "
+                        f"{QUOTE.encode(main)}: kubetrain runs the framework in container "
+                        f"{QUOTE.encode(name)} of "
                         f"{framework.replica_field}[{rtype}] (the first container, or the one "
-                        f"named {wanted!r})",
+                        f"named {QUOTE.encode(wanted)})",
                     )
                 )
                 break

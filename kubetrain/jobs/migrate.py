@@ -27,6 +27,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.groups import KUBEDL_GROUP, KUBEDL_VERSION, KUBEFLOW_GROUP, KUBETRAIN_GROUP
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import converted_versions, get_framework, job_version, known_kinds
@@ -69,13 +70,13 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
     framework = get_framework(kind) if isinstance(kind, str) else None
     if framework is None:
         served = ", ".join(known_kinds())
-        return Migration(None, refusals=[f"kind {kind!r} is not one kubetrain serves ({served})"])
+        return Migration(None, refusals=[f"kind {QUOTE.encode(kind)} is not one kubetrain serves ({served})"])
     api_version = obj.get("apiVersion")
     source_group, _, version = str(api_version or "").partition("/")
     if source_group in (KUBEDL_GROUP, KUBEDL_XGBOOST_GROUP) and version == KUBEDL_VERSION:
         return _migrate_kubedl(obj, group)
     if source_group not in (KUBEFLOW_GROUP, KUBETRAIN_GROUP):
-        refusal = f"apiVersion {api_version!r} is not a Kubeflow or kubetrain version"
+        refusal = f"apiVersion {QUOTE.encode(api_version)} is not a Kubeflow or kubetrain version"
         return Migration(None, refusals=[refusal])
     if version == "v1alpha1":
         return Migration(
@@ -89,7 +90,9 @@ def migrate_job(obj: Any, group: str = KUBETRAIN_GROUP) -> Migration:
         )
     stored = job_version(framework.kind, KUBEFLOW_GROUP)
     if version not in CONVERTIBLE_VERSIONS and not (source_group == KUBEFLOW_GROUP and version == stored):
-        return Migration(None, refusals=[f"apiVersion {api_version!r} is not a version kubetrain knows"])
+        return Migration(
+            None, refusals=[f"apiVersion {QUOTE.encode(api_version)} is not a version kubetrain knows"]
+        )
     out = copy.deepcopy(obj)
     changes: list[str] = []
     target = f"{group}/{job_version(framework.kind, group)}"
@@ -137,12 +140,14 @@ def _converted_layout(
                 firsts.add(containers[0].get("name"))
         if firsts - {main}:
             return (
-                f"spec.mainContainer {main!r} is not the first container of every replica template "
+                f"spec.mainContainer {QUOTE.encode(main)} is not the first container of every replica "
+                "template "
                 f"({', '.join(sorted(str(n) for n in firsts))}): kubetrain runs mpirun and sshd in the "
                 "first container of each pod; reorder the containers"
             )
         changes.append(
-            f"spec.mainContainer {main!r} removed: it is the first container, which {framework.kind} runs"
+            f"spec.mainContainer {QUOTE.encode(main)} removed: it is the first container, which "
+            f"{framework.kind} runs"
         )
     changes.append(
         f"{framework.kind} {version} → stored layout: the Launcher reaches the Workers over SSH (a "
@@ -181,7 +186,8 @@ def _migrate_kubedl(obj: dict[str, Any], group: str) -> Migration:
         and json.dumps(before).count(f'"{old_name}"') > json.dumps(spec).count(f'"{old_name}"')
     ):
         changes.append(
-            f"containers named {old_name!r} (KubeDL's) → {framework.container_name!r} (kubetrain's)"
+            f"containers named {QUOTE.encode(old_name)} (KubeDL's) → "
+            f"{QUOTE.encode(framework.container_name)} (kubetrain's)"
         )
     return _validated(out, changes, group)
 
@@ -200,7 +206,8 @@ def _move_run_policy(spec: dict[str, Any], changes: list[str]) -> list[str]:
         value = spec.pop(name)
         if name in run_policy and run_policy[name] != value:
             refusals.append(
-                f"spec.{name} ({value!r}) and spec.runPolicy.{name} ({run_policy[name]!r}) disagree: keep one"
+                f"spec.{name} ({QUOTE.encode(value)}) and spec.runPolicy.{name} "
+                f"({QUOTE.encode(run_policy[name])}) disagree: keep one"
             )
             continue
         run_policy[name] = value

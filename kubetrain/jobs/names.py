@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.dnsnames import DNS1035_LABEL, MAX_LABEL_LENGTH
-from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.errors import QUOTE, FieldError, invalid, required
 
 # generateName gets 5 random characters appended by the API server.
 GENERATED_SUFFIX_LENGTH = 5
@@ -33,7 +33,8 @@ def name_errors(metadata: Any, most: Mapping[Any, int]) -> list[FieldError]:
         return [
             invalid(
                 path,
-                f"{shown!r} is not a DNS-1035 label: at most {MAX_LABEL_LENGTH - budget_reserve} lower-case "
+                f"{QUOTE.encode(shown)} is not a DNS-1035 label: at most {MAX_LABEL_LENGTH - budget_reserve} "
+                "lower-case "
                 "letters, digits and '-', starting with a letter and ending with a letter or digit",
             )
         ]
@@ -47,7 +48,8 @@ def name_errors(metadata: Any, most: Mapping[Any, int]) -> list[FieldError]:
         return [
             invalid(
                 path,
-                f"{shown!r} is too long: the pod name {longest!r} would be {len(longest)} characters "
+                f"{QUOTE.encode(shown)} is too long: the pod name {QUOTE.encode(longest)} would be "
+                f"{len(longest)} characters "
                 f"(pod names are host names: at most {MAX_LABEL_LENGTH}); use at most {max(allowed, 0)} "
                 "characters for this job",
             )

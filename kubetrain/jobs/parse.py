@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from kubetrain.api.common import JobBase
 from kubetrain.api.errors import (
+    QUOTE,
     FieldError,
     format_errors,
     invalid,
@@ -159,11 +160,11 @@ _EXPECTED: dict[str, str] = {
 
 def _unknown_field_message(name: str, parent: type[BaseModel] | None) -> str:
     if parent is None:
-        return f'unknown field "{name}"'
+        return f"unknown field {QUOTE.encode(name)}"
     valid = sorted(_aliases(parent))
     close = difflib.get_close_matches(name, valid, n=1)
     hint = f' (did you mean "{close[0]}"?)' if close else ""
-    return f'unknown field "{name}"{hint}; valid fields are: {", ".join(valid)}'
+    return f"unknown field {QUOTE.encode(name)}{hint}; valid fields are: {', '.join(valid)}"
 
 
 def _aliases(model: type[BaseModel]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, json_int
+from kubetrain.api.errors import QUOTE, FieldError, invalid, json_int
 from kubetrain.api.quantity import QUANTITY_EXAMPLES, is_quantity_string
 from kubetrain.frameworks.base import Framework
 
@@ -41,7 +41,7 @@ def run_policy_errors(run_policy: Any, total: int | None) -> list[FieldError]:
                 errors.append(
                     invalid(
                         f"{base}.minResources[{rname}]",
-                        f"{quantity!r} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
+                        f"{QUOTE.encode(quantity)} is not a valid quantity: use e.g. {QUANTITY_EXAMPLES}",
                     )
                 )
     return errors

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from kubetrain.api.errors import (
+    QUOTE,
     ErrorKind,
     FieldError,
     duplicate,
@@ -146,7 +147,9 @@ def _container_findings(
         if isinstance(name, str):
             if name in names:
                 errors.append(
-                    duplicate(f"{cpath}.name", f"{name!r} is also the name of containers[{names[name]}]")
+                    duplicate(
+                        f"{cpath}.name", f"{QUOTE.encode(name)} is also the name of containers[{names[name]}]"
+                    )
                 )
             names.setdefault(name, i)
             has_framework_container = has_framework_container or name == framework.container_name

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, json_object, json_type
+from kubetrain.api.errors import QUOTE, FieldError, invalid, json_object, json_type
 from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENANCY,
     LABEL_TENANT,
@@ -61,7 +61,8 @@ def parse_tenancy(raw: Any) -> tuple[dict[str, str], list[FieldError]]:
             errors.append(
                 invalid(
                     path,
-                    f"{item!r} is recorded as a label value: at most 63 characters, alphanumeric, "
+                    f"{QUOTE.encode(item)} is recorded as a label value: at most 63 characters, "
+                    "alphanumeric, "
                     "'-', '_' or '.', starting and ending with an alphanumeric character",
                 )
             )

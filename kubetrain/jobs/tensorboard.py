@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from kubetrain.api.dnsnames import is_dns1123_subdomain, qualified_name_problem
-from kubetrain.api.errors import FieldError, invalid, json_object, json_type, required
+from kubetrain.api.errors import QUOTE, FieldError, invalid, json_object, json_type, required
 from kubetrain.api.groups import KUBEDL_GROUP, group_of
 from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
@@ -118,14 +118,19 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
         errors.append(invalid(path("logDir"), f"must be a string, not {json_type(log_dir)}"))
     elif not (log_dir.startswith("/") or log_dir.startswith(_REMOTE)):
         errors.append(
-            invalid(path("logDir"), f"{log_dir!r}: must be an absolute path or a gs://, s3://, hdfs:// URL")
+            invalid(
+                path("logDir"),
+                f"{QUOTE.encode(log_dir)}: must be an absolute path or a gs://, s3://, hdfs:// URL",
+            )
         )
     image = value.get("image")
     if image is not None and not isinstance(image, str):
         errors.append(invalid(path("image"), f"must be a string, not {json_type(image)}"))
     ttl = value.get("ttlSecondsAfterJobFinished")
     if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
-        errors.append(invalid(path("ttlSecondsAfterJobFinished"), f"{ttl!r}: must be an integer >= 0"))
+        errors.append(
+            invalid(path("ttlSecondsAfterJobFinished"), f"{QUOTE.encode(ttl)}: must be an integer >= 0")
+        )
     stamp, updated = value.get("updateTimestamp"), None
     if stamp is not None:
         updated = parse_time(stamp) if isinstance(stamp, str) and _RFC3339.match(stamp) else None
@@ -133,7 +138,7 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
             errors.append(
                 invalid(
                     path("updateTimestamp"),
-                    f"{stamp!r}: must be an RFC 3339 time (2024-05-01T12:00:00Z) or null",
+                    f"{QUOTE.encode(stamp)}: must be an RFC 3339 time (2024-05-01T12:00:00Z) or null",
                 )
             )
     ingress = value.get("ingressSpec")
@@ -168,7 +173,7 @@ def parse_tensorboard(raw: Any) -> tuple[TensorBoardConfig | None, list[FieldErr
                 errors.append(
                     invalid(
                         path("ingressSpec.pathPrefix"),
-                        f"{prefix!r}: must not contain '%2F' (an Ingress path cannot)",
+                        f"{QUOTE.encode(prefix)}: must not contain '%2F' (an Ingress path cannot)",
                     )
                 )
             if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
@@ -202,7 +207,9 @@ def _annotation_key_errors(annotations: Mapping[str, str], at: str) -> list[Fiel
     errors = []
     for key in annotations:
         if (problem := qualified_name_problem(key.lower())) is not None:
-            errors.append(invalid(f"{at}[{key}]", f"{key!r}: not a valid annotation key: {problem}"))
+            errors.append(
+                invalid(f"{at}[{key}]", f"{QUOTE.encode(key)}: not a valid annotation key: {problem}")
+            )
     return errors
 
 
@@ -214,11 +221,15 @@ def _host_errors(host: str, at: str) -> list[FieldError]:
     except ValueError:
         pass
     else:
-        return [invalid(at, f"{host!r}: must be a DNS name, not an IP address")]
+        return [invalid(at, f"{QUOTE.encode(host)}: must be a DNS name, not an IP address")]
     name = host[2:] if host.startswith("*.") else host
     if is_dns1123_subdomain(name):
         return []
-    return [invalid(at, f"{host!r}: must be a DNS name such as tb.example.com (or *.example.com), no port")]
+    return [
+        invalid(
+            at, f"{QUOTE.encode(host)}: must be a DNS name such as tb.example.com (or *.example.com), no port"
+        )
+    ]
 
 
 def tensorboard_of(annotations: Mapping[str, Any]) -> TensorBoardConfig | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api.errors import ErrorKind, FieldError, invalid, json_type, not_supported, required
+from kubetrain.api.errors import QUOTE, ErrorKind, FieldError, invalid, json_type, not_supported, required
 from kubetrain.api.groups import JOB_GROUPS, JOB_VERSION, KUBEDL_GROUP, KUBEFLOW_GROUP, KUBETRAIN_GROUP
 from kubetrain.frameworks.registry import (
     converted_versions,
@@ -80,7 +80,7 @@ def check_type_meta(obj: Any, groups: Sequence[str] = JOB_GROUPS) -> list[FieldE
             FieldError(
                 "apiVersion",
                 ErrorKind.NOT_SUPPORTED,
-                f"{api_version!r} is not supported: must be {supported}{hint}",
+                f"{QUOTE.encode(api_version)} is not supported: must be {supported}{hint}",
             )
         )
     return errors

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.common import DEFAULT_CLEAN_POD_POLICY, RESTART_POLICIES
-from kubetrain.api.errors import json_int
+from kubetrain.api.errors import QUOTE, json_int
 from kubetrain.api.trainerstatus import CA_CONFIG_MAP_SUFFIX
 from kubetrain.frameworks import hostnetwork
 from kubetrain.frameworks.base import Framework, Gates
@@ -135,11 +135,12 @@ def lay_out(
         ctype = canonical.get(str(entry.key).lower())
         if ctype is None:
             errors.append(
-                f"{entry.path}: Unsupported value: must be one of {', '.join(framework.replica_types)}"
+                f"{entry.path}: Unsupported value: must be one of "
+                f"{', '.join(map(QUOTE.encode, framework.replica_types))}"
             )
         elif ctype in found:  # `worker` and `Worker`: never let one silently replace the other
             errors.append(
-                f"{entry.path}: Duplicate value: same replica type as {str(found[ctype].key)!r} "
+                f"{entry.path}: Duplicate value: same replica type as {QUOTE.encode(str(found[ctype].key))} "
                 "(replica type names ignore case)"
             )
         else:
@@ -188,14 +189,14 @@ def _replica_layout(
     raw = entry.spec.get("replicas")
     count = framework.replicas_default(ctype) if raw is None else json_int(raw)
     if count is None or count < 0:
-        return None, f"{entry.path}.replicas: Invalid value: {raw!r}: must be an integer >= 0"
+        return None, f"{entry.path}.replicas: Invalid value: {QUOTE.encode(raw)}: must be an integer >= 0"
     if not entry.containers or entry.container_index is None:
         return None, f"{entry.path}.template.spec.containers: Required value: at least one container"
     policy = entry.spec.get("restartPolicy") or framework.restart_policy_default(ctype)
     if policy not in RESTART_POLICIES:
         return None, (
-            f"{entry.path}.restartPolicy: Unsupported value: {policy!r}: must be one of "
-            f"{', '.join(RESTART_POLICIES)}"
+            f"{entry.path}.restartPolicy: Unsupported value: {QUOTE.encode(policy)}: must be one of "
+            f"{', '.join(map(QUOTE.encode, RESTART_POLICIES))}"
         )
     container = entry.containers[entry.container_index]
     port = container_port(

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from kubetrain import GROUP as API_GROUP
 from kubetrain import VERSION as API_VERSION
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.gangschedulers import GANG_SCHEDULERS, SCHEDULER_PLUGINS, VOLCANO
 from kubetrain.api.groups import job_groups
 from kubetrain.frameworks.registry import FRAMEWORKS, group_serves, job_version
@@ -164,5 +165,5 @@ def job_resource(kind: str) -> ResourceRef:
         return JOB_RESOURCES[kind]
     except KeyError:
         raise KeyError(
-            f"unknown job kind {kind!r}; known kinds: {', '.join(sorted(JOB_RESOURCES))}"
+            f"unknown job kind {QUOTE.encode(kind)}; known kinds: {', '.join(sorted(JOB_RESOURCES))}"
         ) from None

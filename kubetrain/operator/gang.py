@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.gangschedulers import gang_scheduler as gang_scheduler_of
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.status import REASON_GANG
@@ -46,7 +47,8 @@ def decide(
         return GangDecision()
     if not crd_installed:
         message = (
-            f"gang scheduler {gang.name!r} is configured but the PodGroup API {gang.api_version} is not "
+            f"gang scheduler {QUOTE.encode(gang.name)} is configured but the PodGroup API {gang.api_version} "
+            "is not "
             f"installed in the cluster: install {gang.name} (or run the operator with "
             "--gang-scheduler none); no pods are created until then"
         )

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import Clock
@@ -105,10 +106,10 @@ class PodGroupApi:
         await crds.wait_ready()  # synced, or refused by RBAC (`_crd_watch_forbidden`)
         if not crds.has_synced:
             log.warning(
-                "gang scheduler %r: no permission to watch CustomResourceDefinition %s (%s); "
+                "gang scheduler %s: no permission to watch CustomResourceDefinition %s (%s); "
                 "the PodGroup API is looked up once, now: after installing %s, restart the "
                 "operator (the chart's current RBAC grants list/watch on that CRD)",
-                self.gang_scheduler,
+                QUOTE.encode(self.gang_scheduler),
                 name,
                 self._forbidden_error,
                 self.gang_scheduler,
@@ -124,9 +125,9 @@ class PodGroupApi:
         self._started = True
         if not self.installed:
             log.error(
-                "gang scheduler %r selected but the PodGroup API %s/%s is not installed: jobs "
+                "gang scheduler %s selected but the PodGroup API %s/%s is not installed: jobs "
                 "will get a condition saying so and no pods until it is",
-                self.gang_scheduler,
+                QUOTE.encode(self.gang_scheduler),
                 self.ref.group,
                 self.ref.version,
             )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
+
 
 def controlled_by(obj: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     meta = job.get("metadata") or {}
@@ -37,7 +39,7 @@ def conflicting_holder(existing: Mapping[str, Any], job: Mapping[str, Any]) -> s
         return "it is being deleted"
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") and not controlled_by(existing, job):
-            return f"it belongs to {ref.get('kind')} {ref.get('name')!r} (uid {ref.get('uid')})"
+            return f"it belongs to {ref.get('kind')} {QUOTE.encode(ref.get('name'))} (uid {ref.get('uid')})"
     return ""
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from kubetrain.api import servicemode
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
@@ -84,8 +85,10 @@ def prepare_job(
     draft = read_job(obj)  # 1. parse
     framework = draft.framework
     if framework is None:
-        valid = ", ".join(known_kinds())
-        return PreparedJob(None, None, [f"kind: Unsupported value: {draft.kind!r}: must be one of {valid}"])
+        valid = ", ".join(map(QUOTE.encode, known_kinds()))
+        return PreparedJob(
+            None, None, [f"kind: Unsupported value: {QUOTE.encode(draft.kind)}: must be one of {valid}"]
+        )
     defaulted = default_v1(draft, gang_scheduling=gang_scheduling, adjust=True)  # 2. default
     assert defaulted.draft is not None  # default_v1 reads what it defaults
     typed = read_typed(defaulted.draft)  # 3. type

@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.labels import LABEL_TENANT
 from kubetrain.jobs.tenancy import tenancy_labels
 from kubetrain.serving.metrics import REGISTRY
@@ -54,10 +55,10 @@ class TenantLabels:
             if not self._warned:
                 self._warned = True
                 log.warning(
-                    "more than %d tenants: kubetrain_tenant_jobs_total counts tenant %r and later ones as %r",
+                    "more than %d tenants: kubetrain_tenant_jobs_total counts tenant %s and later ones as %s",
                     self.cap,
-                    tenant,
-                    OTHER_TENANT,
+                    QUOTE.encode(tenant),
+                    QUOTE.encode(OTHER_TENANT),
                 )
             return OTHER_TENANT
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.errors import format_errors
+from kubetrain.api.errors import QUOTE, format_errors
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.shape import FAILED
 from kubetrain.jobs.trainjob import children as ch
@@ -82,7 +82,7 @@ def plan_trainjob(
         d.event(
             "Warning",
             "RuntimeNotFound",
-            f"{kind} {name!r} does not exist: the TrainJob starts once it is created",
+            f"{kind} {QUOTE.encode(name)} does not exist: the TrainJob starts once it is created",
         )
         return _suspended(d, job)
     resolved, errors = resolve(job, frozen, cluster_domain=config.cluster_domain)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.policy.matching import select_by_job_labels
 
@@ -116,8 +117,4 @@ def apply_policy_defaults(
 
 
 def _json(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    return str(value)
+    return QUOTE.encode(value)

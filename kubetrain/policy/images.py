@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
+from kubetrain.api.errors import QUOTE
+
 DOCKER_HUB = "docker.io"
 
 
@@ -56,12 +58,13 @@ def glob_problem(glob: str) -> str | None:
     if not sep:
         if not wild:
             return (
-                f"never matches: images are matched by their full reference, e.g. {normalize_image(glob)!r}"
+                "never matches: images are matched by their full reference, "
+                f"e.g. {QUOTE.encode(normalize_image(glob))}"
             )
         return None
     if not any(c in first for c in "*?[") and not _has_registry(first):
         return (
             "never matches: images are matched by their full reference starting with the "
-            f"registry host, e.g. {DOCKER_HUB + '/' + glob!r}"
+            f"registry host, e.g. {QUOTE.encode(DOCKER_HUB + '/' + glob)}"
         )
     return None

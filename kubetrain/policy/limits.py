@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.podresources import pod_amounts, pod_containers
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
@@ -100,7 +101,7 @@ def _image_violations(job: dict[str, Any], globs: list[str]) -> list[str]:
                 if not image_allowed(image, globs):
                     out.append(
                         f"{group.path}.template.spec.{kind}[{index}].image: "
-                        f'"{normalize_image(image)}" is not allowed: must match one of {allowed}'
+                        f"{QUOTE.encode(normalize_image(image))} is not allowed: must match one of {allowed}"
                     )
     return out
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.policy.cache import NAME_LABEL
 from kubetrain.policy.defaults import apply_policy_defaults
@@ -35,10 +36,10 @@ def parse_namespace_labels(text: str) -> dict[str, str]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"{item!r} is not KEY=VALUE")
+            raise ValueError(f"{QUOTE.encode(item)} is not KEY=VALUE")
         problem = label_key_problem(key) or label_value_problem(value)
         if problem is not None:
-            raise ValueError(f"{item!r}: {problem}")
+            raise ValueError(f"{QUOTE.encode(item)}: {problem}")
         labels[key] = value
     return labels
 

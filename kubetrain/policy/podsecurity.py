@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, forbidden
+from kubetrain.api.errors import QUOTE, FieldError, forbidden
 from kubetrain.frameworks.registry import get_framework
 
 LEVELS = ("privileged", "baseline", "restricted")
@@ -133,7 +133,11 @@ def _baseline(template: Mapping[str, Any], spec: Mapping[str, Any], sp: str) -> 
         for i, cap in enumerate(added if isinstance(added, list) else []):
             if cap not in BASELINE_CAPABILITIES:
                 out.append(
-                    (f"{cp}.securityContext.capabilities.add[{i}]", f"{cap!r} is not allowed", "capabilities")
+                    (
+                        f"{cp}.securityContext.capabilities.add[{i}]",
+                        f"{QUOTE.encode(cap)} is not allowed",
+                        "capabilities",
+                    )
                 )
         if ctx.get("procMount") not in (None, "Default"):
             out.append((f"{cp}.securityContext.procMount", "must be unset or Default", "/proc mount type"))
@@ -150,7 +154,11 @@ def _baseline(template: Mapping[str, Any], spec: Mapping[str, Any], sp: str) -> 
         name = _map(sysctl).get("name")
         if name not in SAFE_SYSCTLS:
             out.append(
-                (f"{sp}.securityContext.sysctls[{i}].name", f"{name!r} is not a safe sysctl", "sysctls")
+                (
+                    f"{sp}.securityContext.sysctls[{i}].name",
+                    f"{QUOTE.encode(name)} is not a safe sysctl",
+                    "sysctls",
+                )
             )
     annotations = _map(_map(template.get("metadata")).get("annotations"))
     for key, value in annotations.items():

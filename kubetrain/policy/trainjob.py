@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.podresources import pod_amounts, pod_containers
 from kubetrain.api.policy import PolicyLimits, TrainingPolicy
 from kubetrain.api.quantity import format_quantity, is_binary, parse_quantity
@@ -90,7 +91,8 @@ def _violations(job: Mapping[str, Any], resolved: ResolvedTrainJob, limits: Poli
                             else f"{step_path(step)}.template.spec.{kind}[{index}].image"
                         )
                         out.append(
-                            f'{where}: "{normalize_image(image)}" is not allowed: must match one of {allowed}'
+                            f"{where}: {QUOTE.encode(normalize_image(image))} is not allowed: must match one "
+                            f"of {allowed}"
                         )
     labels = (job.get("metadata") or {}).get("labels") or {}
     for key in limits.required_labels or []:

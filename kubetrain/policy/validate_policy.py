@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from kubetrain.api.dnsnames import DNS1123_LABEL, qualified_name_problem
 from kubetrain.api.errors import (
+    QUOTE,
     FieldError,
     duplicate,
     forbidden,
@@ -98,7 +99,7 @@ def _pydantic_errors(exc: ValidationError) -> list[FieldError]:
             choices = [c.strip().strip("'") for c in expected.replace(" or ", ",").split(",") if c.strip()]
             out.append(not_supported(path, err.get("input"), choices))
         else:
-            out.append(invalid(path, f"{err.get('input')!r}: {err['msg']}"))
+            out.append(invalid(path, f"{QUOTE.encode(err.get('input'))}: {err['msg']}"))
     return out
 
 
@@ -107,13 +108,13 @@ def _selector_errors(selector: NamespaceSelector, base: str) -> list[FieldError]
     for key, value in (selector.match_labels or {}).items():
         path = f"{base}.matchLabels[{key}]"
         if (problem := label_key_problem(key)) is not None:
-            out.append(invalid(path, f"key {key!r}: {problem}"))
+            out.append(invalid(path, f"key {QUOTE.encode(key)}: {problem}"))
         if (problem := label_value_problem(value)) is not None:
-            out.append(invalid(path, f"value {value!r}: {problem}"))
+            out.append(invalid(path, f"value {QUOTE.encode(value)}: {problem}"))
     for index, req in enumerate(selector.match_expressions or []):
         path = f"{base}.matchExpressions[{index}]"
         if (problem := label_key_problem(req.key)) is not None:
-            out.append(invalid(f"{path}.key", f"{req.key!r}: {problem}"))
+            out.append(invalid(f"{path}.key", f"{QUOTE.encode(req.key)}: {problem}"))
         if req.operator not in SELECTOR_OPERATORS:
             out.append(not_supported(f"{path}.operator", req.operator, SELECTOR_OPERATORS))
             continue
@@ -124,7 +125,7 @@ def _selector_errors(selector: NamespaceSelector, base: str) -> list[FieldError]
             out.append(forbidden(f"{path}.values", f"must be empty when operator is {req.operator}"))
         for vi, value in enumerate(values):
             if (problem := label_value_problem(value)) is not None:
-                out.append(invalid(f"{path}.values[{vi}]", f"{value!r}: {problem}"))
+                out.append(invalid(f"{path}.values[{vi}]", f"{QUOTE.encode(value)}: {problem}"))
     return out
 
 
@@ -148,9 +149,9 @@ def _defaults_errors(defaults: PolicyDefaults, base: str) -> list[FieldError]:
     for key, value in (defaults.labels or {}).items():
         path = f"{base}.labels[{key}]"
         if (problem := label_key_problem(key)) is not None:
-            out.append(invalid(path, f"key {key!r}: {problem}"))
+            out.append(invalid(path, f"key {QUOTE.encode(key)}: {problem}"))
         if (problem := label_value_problem(value)) is not None:
-            out.append(invalid(path, f"value {value!r}: {problem}"))
+            out.append(invalid(path, f"value {QUOTE.encode(value)}: {problem}"))
     return out
 
 
@@ -159,10 +160,10 @@ def _resources(base: str, amounts: Mapping[str, Any] | None, out: list[FieldErro
     for name, raw in (amounts or {}).items():
         path = f"{base}[{name}]"
         if (problem := label_key_problem(name)) is not None:
-            out.append(invalid(path, f"resource name {name!r}: {problem}"))
+            out.append(invalid(path, f"resource name {QUOTE.encode(name)}: {problem}"))
         try:
             if parse_quantity(raw) < 0:
-                out.append(invalid(path, f"{raw!r}: must be greater than or equal to 0"))
+                out.append(invalid(path, f"{QUOTE.encode(raw)}: must be greater than or equal to 0"))
         except QuantityError as exc:
             out.append(invalid(path, str(exc)))
 
@@ -179,14 +180,14 @@ def _limits_errors(limits: PolicyLimits, base: str) -> list[FieldError]:
         _resources(f"{base}.tenantQuota.maxTotalResources", quota.max_total_resources, out)
     for index, glob in enumerate(limits.allowed_images or []):
         if (problem := glob_problem(glob)) is not None:
-            out.append(invalid(f"{base}.allowedImages[{index}]", f"{glob!r}: {problem}"))
+            out.append(invalid(f"{base}.allowedImages[{index}]", f"{QUOTE.encode(glob)}: {problem}"))
     seen: set[str] = set()
     for index, key in enumerate(limits.required_labels or []):
         path = f"{base}.requiredLabels[{index}]"
         if (problem := label_key_problem(key)) is not None:
-            out.append(invalid(path, f"{key!r}: {problem}"))
+            out.append(invalid(path, f"{QUOTE.encode(key)}: {problem}"))
         if key in seen:
-            out.append(duplicate(path, f"{key!r} is listed twice"))
+            out.append(duplicate(path, f"{QUOTE.encode(key)} is listed twice"))
         seen.add(key)
     return out
 
@@ -201,7 +202,9 @@ def _semantic_errors(policy: TrainingPolicy) -> list[FieldError]:
     if not isinstance(name, str) or not name:
         out.append(required("metadata.name", "a TrainingPolicy needs a name"))
     elif not _dns1123_subdomain(name):
-        out.append(invalid("metadata.name", f"{name!r}: must be a DNS-1123 subdomain (e.g. gpu-quota)"))
+        out.append(
+            invalid("metadata.name", f"{QUOTE.encode(name)}: must be a DNS-1123 subdomain (e.g. gpu-quota)")
+        )
     spec = policy.spec
     if spec.namespace_selector is not None:
         out += _selector_errors(spec.namespace_selector, "spec.namespaceSelector")
@@ -213,7 +216,7 @@ def _semantic_errors(policy: TrainingPolicy) -> list[FieldError]:
         if kind not in kinds:
             out.append(not_supported(f"spec.kinds[{index}]", kind, kinds))
         elif kind in seen:
-            out.append(duplicate(f"spec.kinds[{index}]", f"{kind!r} is listed twice"))
+            out.append(duplicate(f"spec.kinds[{index}]", f"{QUOTE.encode(kind)} is listed twice"))
         seen.add(kind)
     if spec.defaults is not None:
         out += _defaults_errors(spec.defaults, "spec.defaults")

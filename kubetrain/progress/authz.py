@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.api.labels import LABEL_ATTEMPT
 
 POD_NAME = "authentication.kubernetes.io/pod-name"
@@ -65,9 +66,11 @@ def pod_claim(review_status: Obj | None, audience: str) -> PodClaim | Refusal:
     status = review_status or {}
     if not status.get("authenticated"):
         why = status.get("error") or "the token is not valid"
-        return Refusal(403, "Forbidden", f"the token is not valid for audience {audience!r}: {why}")
+        return Refusal(
+            403, "Forbidden", f"the token is not valid for audience {QUOTE.encode(audience)}: {why}"
+        )
     if audience not in (status.get("audiences") or [audience]):
-        return Refusal(403, "Forbidden", f"the token is not valid for audience {audience!r}")
+        return Refusal(403, "Forbidden", f"the token is not valid for audience {QUOTE.encode(audience)}")
     user = status.get("user") or {}
     extra = user.get("extra") or {}
     names, uids = extra.get(POD_NAME) or [], extra.get(POD_UID) or []
@@ -96,22 +99,26 @@ def admit(job: Obj, job_title: str, claim: PodClaim, pod: Obj | None) -> Refusal
     """None when `claim`'s pod may report `job`'s progress now; else the refusal."""
     meta = job.get("metadata") or {}
     if claim.namespace != meta.get("namespace"):
-        return Refusal(403, "Forbidden", f"the token's pod is not in namespace {meta.get('namespace')!r}")
+        return Refusal(
+            403, "Forbidden", f"the token's pod is not in namespace {QUOTE.encode(meta.get('namespace'))}"
+        )
     if pod is None or (pod.get("metadata") or {}).get("uid") != claim.uid:
-        return Refusal(403, "Forbidden", f"pod {claim.name!r} (uid {claim.uid}) no longer exists")
+        return Refusal(403, "Forbidden", f"pod {QUOTE.encode(claim.name)} (uid {claim.uid}) no longer exists")
     if _controller_uid(pod) != meta.get("uid"):
-        return Refusal(403, "Forbidden", f"pod {claim.name!r} is not a pod of {job_title}")
+        return Refusal(403, "Forbidden", f"pod {QUOTE.encode(claim.name)} is not a pod of {job_title}")
     finished = _finished(job)
     if finished:
         return Refusal(409, "Conflict", f"{job_title} is {finished}; it takes no more reports")
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return Refusal(409, "Conflict", f"pod {claim.name!r} is terminating; its reports no longer count")
+        return Refusal(
+            409, "Conflict", f"pod {QUOTE.encode(claim.name)} is terminating; its reports no longer count"
+        )
     attempt = int((job.get("status") or {}).get("jobRestarts") or 0)
     pod_attempt = (pod.get("metadata") or {}).get("labels", {}).get(LABEL_ATTEMPT, "0")
     if str(pod_attempt) != str(attempt):
         return Refusal(
             409,
             "Conflict",
-            f"pod {claim.name!r} is from attempt {pod_attempt} of {job_title}, now at {attempt}",
+            f"pod {QUOTE.encode(claim.name)} is from attempt {pod_attempt} of {job_title}, now at {attempt}",
         )
     return None

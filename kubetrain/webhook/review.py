@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from kubetrain.api.errors import QUOTE
+
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -145,9 +147,9 @@ def parse_review(review: Any) -> AdmissionRequest:
         raise BadReview(f"the body must be a JSON object (an AdmissionReview), got {_type_name(review)}")
     api_version, kind = review.get("apiVersion"), review.get("kind")
     if api_version != API_VERSION:
-        raise BadReview(f"apiVersion must be {API_VERSION!r}, got {api_version!r}")
+        raise BadReview(f"apiVersion must be {QUOTE.encode(API_VERSION)}, got {QUOTE.encode(api_version)}")
     if kind != KIND:
-        raise BadReview(f"kind must be {KIND!r}, got {kind!r}")
+        raise BadReview(f"kind must be {QUOTE.encode(KIND)}, got {QUOTE.encode(kind)}")
     req = review.get("request")
     if not isinstance(req, dict):
         raise BadReview(f"request must be an object, got {_type_name(req)}")
@@ -163,7 +165,8 @@ def parse_review(review: Any) -> AdmissionRequest:
     operation = req.get("operation")
     if operation not in OPERATIONS:
         raise BadReview(
-            f"request.operation must be one of {', '.join(sorted(OPERATIONS))}, got {operation!r}"
+            f"request.operation must be one of {', '.join(map(QUOTE.encode, sorted(OPERATIONS)))}, got "
+            f"{QUOTE.encode(operation)}"
         )
     obj = _optional_object(req, "object")
     old = _optional_object(req, "oldObject")

@@ -50,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.frameworks import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
@@ -100,7 +101,10 @@ def _send(request: web.Request, refusal: Refusal) -> web.Response:
 
 def _check_content_type(request: web.Request) -> None:
     if request.content_type not in JSON_CONTENT_TYPES:
-        raise BadReview(f"Content-Type must be application/json, got {request.content_type or 'none'!r}")
+        raise BadReview(
+            "Content-Type must be application/json, got "
+            f"{QUOTE.encode(request.content_type) if request.content_type else 'none'}"
+        )
 
 
 class WebhookServer:

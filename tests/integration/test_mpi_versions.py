@@ -233,7 +233,7 @@ async def test_a_main_container_kubetrain_cannot_honour_is_refused_with_its_path
         await h.kube.create(V1, manifest, namespace=ns)
     message = str(caught.value)
     assert "spec.mainContainer" in message
-    assert "first container of each pod" in message and "Launcher starts with 'mpi-launcher'" in message
+    assert "first container of each pod" in message and 'Launcher starts with "mpi-launcher"' in message
     # Naming the first container is fine (the container training-operator decorates).
     manifest["spec"]["mainContainer"] = "mpi-launcher"
     for replica in manifest["spec"]["mpiReplicaSpecs"].values():
@@ -275,7 +275,7 @@ async def test_an_exported_job_created_again_keeps_its_recorded_version(
         exported["metadata"].pop(field, None)
     code, out, err = await kubectl(stack, "create", "-n", ns, "-f", "-", stdin=json.dumps(exported))
     assert code == 0, err
-    assert f"{CREATED}] is 'kubeflow.org/v2beta1': the job's pods get the labels of" in err
+    assert f'{CREATED}] is "kubeflow.org/v2beta1": the job\'s pods get the labels of' in err
     again = await h.kube.get(V2, ns, name)
     assert again["metadata"]["annotations"][CREATED] == "kubeflow.org/v2beta1"
     await h.wait_pods(ns, name, 3)

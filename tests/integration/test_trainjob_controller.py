@@ -396,7 +396,7 @@ async def test_runtimes_are_validated_and_protected_while_in_use(env: tuple[DevS
     del runtime["metadata"]["labels"]
     runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "worker"
     message = await refusal(h, h.kube.create(TRAINING_RUNTIMES, runtime, namespace=ns))
-    assert "spec.template.spec.replicatedJobs" in message and "'node'" in message
+    assert "spec.template.spec.replicatedJobs" in message and '"node"' in message
     # the framework label only warns (the Kubeflow SDK needs it; Trainer does not)
     assert "trainer.kubeflow.org/framework" not in message
     unlabelled = training_runtime("unlabelled")

@@ -171,7 +171,7 @@ async def test_a_runtime_update_is_validated_as_a_create(env: tuple[DevStack, Ha
     without_node(stored)
     update_refusal = await refused(h.kube.replace(ref, stored))
     for message in (create_refusal, update_refusal):
-        assert "spec.template.spec.replicatedJobs" in message and "a replicated job named 'node'" in message
+        assert "spec.template.spec.replicatedJobs" in message and 'a replicated job named "node"' in message
     # A valid update is admitted.
     stored = await h.kube.get(ref, namespace, runtime["metadata"]["name"])
     stored["spec"]["mlPolicy"]["numNodes"] = 3

@@ -185,7 +185,7 @@ async def test_admission_refuses_invalid_policies_with_the_field_path(env: Harne
     for rjob in unmounted["spec"]["template"]["spec"]["replicatedJobs"]:
         del rjob["template"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
     message = await refusal(h.kube.create(TRAINING_RUNTIMES, unmounted, namespace=ns))
-    assert "spec.template.spec.replicatedJobs" in message and "volumeMount named 'initializer'" in message
+    assert "spec.template.spec.replicatedJobs" in message and 'volumeMount named "initializer"' in message
     retention = namespaced("keep-it", "Keep")
     message = await refusal(h.kube.create(TRAINING_RUNTIMES, retention, namespace=ns))
     assert f"{base}.retentionPolicy.whenDeleted" in message and '"Retain"' in message

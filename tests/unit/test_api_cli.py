@@ -54,7 +54,7 @@ def test_each_document_is_reported_separately(tmp_path: Path, capsys: pytest.Cap
         ("just a string\n", "not a Kubernetes object"),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
-            "kind: NotSupported: 'Pod' is not supported: must be one of \"TFJob\"",
+            'kind: NotSupported: "Pod" is not supported: must be one of "TFJob"',
         ),
         ("apiVersion: kubetrain.io/v2\nkind: TFJob\n", "apiVersion: NotSupported"),
     ],

@@ -298,7 +298,7 @@ def test_elastic_pod_names_are_checked_at_max_replicas(length: int, max_r: int, 
     if not ok:
         (error,) = errors
         assert (error.path, error.kind) == ("metadata.name", ErrorKind.INVALID)
-        assert f"-worker-{max_r - 1}' would be 64 characters" in error.message
+        assert f'-worker-{max_r - 1}" would be 64 characters' in error.message
         assert f"use at most {length - 1} characters" in error.message
 
 

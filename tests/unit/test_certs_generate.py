@@ -79,7 +79,7 @@ def test_invalid_input_is_a_clear_error() -> None:
     ca = generate_ca(now=NOW)
     with pytest.raises(ValueError, match="at least one DNS name or IP address"):
         generate_serving_cert(ca, [])
-    with pytest.raises(ValueError, match=r"'300\.1\.1\.1' is not a valid IP address"):
+    with pytest.raises(ValueError, match=r'"300\.1\.1\.1" is not a valid IP address'):
         generate_serving_cert(ca, ["a"], ["300.1.1.1"])
 
 
@@ -126,7 +126,7 @@ def test_certs_generate_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert run_cli(["certs", "generate", "--out", str(tmp_path)]) == 2
     assert "at least one --dns" in capsys.readouterr().err
     assert run_cli(["certs", "generate", "--out", str(tmp_path), "--ip", "nope"]) == 2
-    assert "'nope' is not a valid IP address" in capsys.readouterr().err
+    assert '"nope" is not a valid IP address' in capsys.readouterr().err
 
 
 def test_certs_generate_names_the_command_and_the_path_it_cannot_write(

@@ -141,7 +141,7 @@ def test_a_bad_flag_value_is_one_line_with_where_the_help_is(capsys: pytest.Capt
     [
         (["nosuch"], "argument COMMAND: invalid choice: 'nosuch'"),
         (["controller", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
-        (["controller", "--workers", "0"], "argument --workers: '0' must be at least 1"),
+        (["controller", "--workers", "0"], 'argument --workers: "0" must be at least 1'),
     ],
 )
 def test_every_parse_error_is_one_line(

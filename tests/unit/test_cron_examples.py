@@ -45,7 +45,7 @@ def test_kubetrain_validate_checks_crons(tmp_path: Path, capsys: pytest.CaptureF
     capsys.readouterr()
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr()
-    assert "spec.schedule: Invalid: '0 25 * * *': hour field: 25 is above the maximum 23" in out.out + out.err
+    assert 'spec.schedule: Invalid: "0 25 * * *": hour field: 25 is above the maximum 23' in out.out + out.err
 
 
 def test_kubetrain_dev_applies_crons_and_serves_kubedls_group() -> None:

@@ -31,7 +31,7 @@ def test_kubeflow_group_template_is_valid() -> None:
 
 def test_bad_schedule_is_refused_naming_spec_schedule() -> None:
     assert errors(training_cron(schedule="61 * * * *")) == [
-        "spec.schedule: Invalid: '61 * * * *': minute field: 61 is above the maximum 59 (in '61')"
+        'spec.schedule: Invalid: "61 * * * *": minute field: 61 is above the maximum 59 (in "61")'
     ]
     assert errors(kubedl_cron(schedule="every day"))[0].startswith("spec.schedule: Invalid:")
 
@@ -44,10 +44,10 @@ def test_fields_of_batch_v1_are_checked() -> None:
         concurrencyPolicy="Sometimes",
     )
     found = errors(obj)
-    assert any(e.startswith("spec.timeZone: Invalid: unknown time zone 'Moon/Base'") for e in found)
+    assert any(e.startswith('spec.timeZone: Invalid: unknown time zone "Moon/Base"') for e in found)
     assert "spec.startingDeadlineSeconds: Invalid: must be greater than or equal to 0, got -1" in found
     assert "spec.successfulJobsHistoryLimit: Invalid: must be greater than or equal to 0, got -2" in found
-    assert any(e.startswith("spec.concurrencyPolicy: NotSupported: 'Sometimes'") for e in found), found
+    assert any(e.startswith('spec.concurrencyPolicy: NotSupported: "Sometimes"') for e in found), found
 
 
 def test_template_problems_are_reported_at_the_crons_paths() -> None:
@@ -124,7 +124,7 @@ def test_kubedls_cron_takes_its_time_zone_in_the_schedule(prefix: str) -> None:
 @pytest.mark.parametrize(
     ("schedule", "message"),
     [
-        ("CRON_TZ=Mars/Olympus 0 2 * * *", "unknown time zone 'Mars/Olympus'"),
+        ("CRON_TZ=Mars/Olympus 0 2 * * *", 'unknown time zone "Mars/Olympus"'),
         ("CRON_TZ=Asia/Shanghai", "the schedule must follow the time zone"),
         ("CRON_TZ=Asia/Shanghai 61 2 * * *", "minute field: 61 is above the maximum 59"),
     ],

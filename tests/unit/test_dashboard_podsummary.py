@@ -168,7 +168,7 @@ def test_pod_summaries_count_only_where_the_user_may_list_pods() -> None:
 def test_a_bad_pods_parameter_names_what_is_valid() -> None:
     query, errors = joblist.parse_query({"pods": "broken"}, KINDS)
     assert query.pods == "" and errors == [
-        "pods: 'broken' is not a pod filter (valid: not-working, or empty for all)"
+        'pods: "broken" is not a pod filter (valid: not-working, or empty for all)'
     ]
     query, errors = joblist.parse_query({"pods": "not-working", "sort": "pods"}, KINDS)
     assert not errors and (query.pods, query.sort) == ("not-working", "pods")

@@ -102,7 +102,7 @@ def test_query_errors_name_the_parameter_and_what_is_valid() -> None:
     )
     assert query == joblist.ListQuery()
     joined = " | ".join(errors)
-    for part in ("sort: 'size'", "state: 'Sleeping'", "page: 'x'", "per_page: 7", "kind: 'nojobs'"):
+    for part in ('sort: "size"', 'state: "Sleeping"', 'page: "x"', "per_page: 7", 'kind: "nojobs"'):
         assert part in joined
     assert "valid: created, name" in joined
     query, errors = joblist.parse_query({"kind": "pytorchjobs", "order": "asc"}, KINDS)

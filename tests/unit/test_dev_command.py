@@ -180,7 +180,7 @@ async def test_a_job_of_a_group_not_served_is_refused_before_any_call() -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "said"),
     [
-        (["--example", "nope"], 2, "--example 'nope': no such example (valid: "),  # a bad flag value
+        (["--example", "nope"], 2, '--example "nope": no such example (valid: '),  # a bad flag value
         (["-f", "{missing}"], 1, "{missing}: cannot read: no such file"),  # as validate and render
         (["-f", "{dir}"], 1, "{dir}: cannot read: is a directory"),
         (["-f", "{binary}"], 1, "{binary}: cannot read: not UTF-8 text"),

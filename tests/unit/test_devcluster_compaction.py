@@ -136,4 +136,4 @@ def test_kubetrain_dev_compaction_interval_flag(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         parser.parse_args(["dev", "--compaction-interval", "soon"])
     err = capsys.readouterr().err
-    assert "--compaction-interval: invalid value 'soon': seconds, 0 (never compact by time)" in err
+    assert '--compaction-interval: invalid value "soon": seconds, 0 (never compact by time)' in err

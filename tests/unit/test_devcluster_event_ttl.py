@@ -58,4 +58,4 @@ def test_kubetrain_dev_event_ttl_flag(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit):
         parser.parse_args(["dev", "--event-ttl", "-5"])
     err = capsys.readouterr().err
-    assert "--event-ttl: invalid value '-5': seconds, 0 (Events never expire) or a positive number" in err
+    assert '--event-ttl: invalid value "-5": seconds, 0 (Events never expire) or a positive number' in err

@@ -5,6 +5,8 @@ leader pods are then refused. kubetrain admits the runtime with a warning naming
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from trainjobs import trainer_test_runtime
 
@@ -21,7 +23,8 @@ def test_a_topology_key_that_is_no_label_key_is_a_warning(bad: str) -> None:
     warnings = runtime_warnings(runtime)
     assert len(warnings) == len(template["spec"]["replicatedJobs"])
     assert warnings[0].startswith(
-        f"spec.template.spec.replicatedJobs[0].template: the {KEY} value {bad!r} is not a node label key ("
+        f"spec.template.spec.replicatedJobs[0].template: the {KEY} value {json.dumps(bad)} "
+        "is not a node label key ("
     )
     assert warnings[0].endswith(
         "the API server refuses the leader pods, whose pod affinity uses it as topologyKey"

@@ -132,7 +132,7 @@ def test_credentials_come_from_the_named_secret_only() -> None:
         ({"branch": "main"}, ".source", "Required: the git repository"),
         ({"source": REPO, "depht": "1"}, ".depht", "unknown field"),
         # KubeDL's docs spell it "revison"; KubeDL then ignores it and fetches the branch's head.
-        ({"source": REPO, "revison": "v1.2"}, ".revison", "unknown field (did you mean 'revision'?)"),
+        ({"source": REPO, "revison": "v1.2"}, ".revison", 'unknown field (did you mean "revision"?)'),
         ({"source": REPO, "depth": "shallow"}, ".depth", "number of commits"),
         ({"source": REPO, "rootPath": "code"}, ".rootPath", "absolute path"),
         ({"source": REPO, "destPath": "a/b"}, ".destPath", "one directory name"),
@@ -172,7 +172,7 @@ def origin(tmp_path: Path) -> Path:
     repo = tmp_path / "origin"
     repo.mkdir()
     git("init", "-q", "-b", "main", cwd=repo)
-    (repo / "train.py").write_text("print('v1')\n")
+    (repo / "train.py").write_text('print("v1")\n')
     git("add", ".", cwd=repo)
     git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "v1", cwd=repo)
     return repo
@@ -199,7 +199,7 @@ def test_fetch_checks_out_the_branch_and_reports_its_commit(tmp_path: Path, orig
         tmp_path, {"source": str(origin), "branch": "main", "destPath": "src", "depth": "1"}
     )
     assert (code, message) == (0, head)
-    assert (dest / "train.py").read_text() == "print('v1')\n"
+    assert (dest / "train.py").read_text() == 'print("v1")\n'
 
 
 @needs_git
@@ -207,14 +207,14 @@ def test_a_pinned_pod_fetches_the_recorded_commit_after_the_branch_moved(
     tmp_path: Path, origin: Path
 ) -> None:
     first = git("rev-parse", "HEAD", cwd=origin)
-    (origin / "train.py").write_text("print('v2')\n")
+    (origin / "train.py").write_text('print("v2")\n')
     git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam", "v2", cwd=origin)
     git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=origin)
     code, message, dest = fetch(
         tmp_path, {"source": str(origin), "branch": "main", "destPath": "src"}, pinned=first
     )
     assert (code, message) == (0, first)
-    assert (dest / "train.py").read_text() == "print('v1')\n"
+    assert (dest / "train.py").read_text() == 'print("v1")\n'
 
 
 @needs_git

@@ -87,8 +87,8 @@ def test_main_container_names_the_container_kubetrain_runs_under_kubedls_name() 
     job["spec"]["mainContainer"] = "sidecar"
     [error] = validate_job(default_job(job).obj).errors
     assert str(error).startswith("spec.mainContainer: Invalid: ")
-    assert "kubetrain runs the framework in container 'xgboostjob'" in str(error)
-    assert "the one named 'xgboostjob'" in str(error)
+    assert 'kubetrain runs the framework in container "xgboostjob"' in str(error)
+    assert 'the one named "xgboostjob"' in str(error)
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_migrate_rewrites_kubedl_layouts_as_kubetrain_v1() -> None:
         for c in r["template"]["spec"]["containers"]
     }
     assert names == {"xgboost"}
-    assert "containers named 'xgboostjob' (KubeDL's) → 'xgboost' (kubetrain's)" in result.changes
+    assert 'containers named "xgboostjob" (KubeDL\'s) → "xgboost" (kubetrain\'s)' in result.changes
     tf = migrate_job(example_job("tf/tf_job_mnist.yaml"), group="kubeflow.org")
     assert tf.ok and tf.obj is not None and tf.obj["spec"]["runPolicy"] == {"cleanPodPolicy": "None"}
     assert tf.changes == [

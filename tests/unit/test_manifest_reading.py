@@ -82,4 +82,4 @@ def test_render_names_a_generate_name_job(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr()
     pods = [d for d in yaml.safe_load_all(out.out) if d["kind"] == "Pod"]
     assert [p["metadata"]["name"] for p in pods] == ["tfjob-xxxxx-worker-0", "tfjob-xxxxx-worker-1"]
-    assert "metadata.generateName: rendered as 'tfjob-xxxxx'" in out.err
+    assert 'metadata.generateName: rendered as "tfjob-xxxxx"' in out.err

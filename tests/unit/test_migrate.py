@@ -98,7 +98,7 @@ def test_disagreeing_spec_level_and_run_policy_values_are_refused() -> None:
     obj = load("tf-v1beta2-distributed.yaml")
     obj["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
     (why,) = migrate_job(obj).refusals
-    assert why == "spec.cleanPodPolicy ('None') and spec.runPolicy.cleanPodPolicy ('All') disagree: keep one"
+    assert why == 'spec.cleanPodPolicy ("None") and spec.runPolicy.cleanPodPolicy ("All") disagree: keep one'
 
 
 @pytest.mark.parametrize(
@@ -106,13 +106,13 @@ def test_disagreeing_spec_level_and_run_policy_values_are_refused() -> None:
     [
         (
             {"apiVersion": "kubeflow.org/v1beta2", "kind": "SparkJob"},
-            "kind 'SparkJob' is not one kubetrain serves",
+            'kind "SparkJob" is not one kubetrain serves',
         ),
         (
             {"apiVersion": "batch/v1", "kind": "TFJob"},
-            "apiVersion 'batch/v1' is not a Kubeflow or kubetrain version",
+            'apiVersion "batch/v1" is not a Kubeflow or kubetrain version',
         ),
-        ({"apiVersion": "kubeflow.org/v2", "kind": "TFJob"}, "apiVersion 'kubeflow.org/v2' is not a version"),
+        ({"apiVersion": "kubeflow.org/v2", "kind": "TFJob"}, 'apiVersion "kubeflow.org/v2" is not a version'),
         ([1, 2], "not a Kubernetes object"),
     ],
 )
@@ -155,7 +155,7 @@ def test_training_operator_v1_mpijob_becomes_mpi_operators_layout(group: str, ta
     assert spec["runPolicy"] == {"cleanPodPolicy": "Running"}
     assert "kubetrain.io/mpijob-v1-fields" not in (result.obj["metadata"].get("annotations") or {})
     assert any("over SSH" in c and "not through kubectl exec" in c for c in result.changes)
-    assert any("spec.mainContainer 'mpi-launcher' removed" in c for c in result.changes)
+    assert any('spec.mainContainer "mpi-launcher" removed' in c for c in result.changes)
     # mpi-operator's own v2beta1 manifest needs only its apiVersion changed for kubetrain.io.
     v2 = migrate_job({**result.obj, "apiVersion": "kubeflow.org/v2beta1"}, "kubetrain.io")
     assert v2.ok and v2.obj is not None and v2.obj["apiVersion"] == "kubetrain.io/v1"
@@ -166,4 +166,4 @@ def test_a_v1_mpijob_main_container_kubetrain_cannot_run_is_refused() -> None:
     obj["spec"]["mainContainer"] = "sidecar"
     result = migrate_job(obj, "kubeflow.org")
     assert not result.ok
-    assert "spec.mainContainer 'sidecar' is not the first container" in result.refusals[0]
+    assert 'spec.mainContainer "sidecar" is not the first container' in result.refusals[0]

@@ -237,13 +237,13 @@ def test_review_converts_every_object_in_order_and_echoes_the_uid() -> None:
 @pytest.mark.parametrize(
     ("desired", "objects", "message"),
     [
-        ("kubeflow.org/v1alpha2", [v1_job("a")], "cannot convert to 'kubeflow.org/v1alpha2'"),
+        ("kubeflow.org/v1alpha2", [v1_job("a")], 'cannot convert to "kubeflow.org/v1alpha2"'),
         (
             V1,
             [{"apiVersion": "kubeflow.org/v1alpha1", "kind": "MPIJob"}],
-            "cannot convert from 'kubeflow.org/v1alpha1'",
+            'cannot convert from "kubeflow.org/v1alpha1"',
         ),
-        (V1, [{"apiVersion": V2BETA1, "kind": "TFJob"}], "cannot convert kind 'TFJob'"),
+        (V1, [{"apiVersion": V2BETA1, "kind": "TFJob"}], 'cannot convert kind "TFJob"'),
         (V1, ["not an object"], "must be a JSON object"),
     ],
 )

@@ -151,7 +151,7 @@ def test_create_keeps_a_served_value_the_client_wrote_with_a_warning() -> None:
     obj, warnings = admitted(mpijob({KEY: "kubeflow.org/v2beta1", "team": "hpc"}), request_version="v1")
     assert obj["metadata"]["annotations"] == {KEY: "kubeflow.org/v2beta1", "team": "hpc"}
     assert warnings == [
-        f"{PATH} is 'kubeflow.org/v2beta1': the job's pods get the labels of kubeflow.org/v2beta1 "
+        f'{PATH} is "kubeflow.org/v2beta1": the job\'s pods get the labels of kubeflow.org/v2beta1 '
         "although it is created at kubeflow.org/v1"
     ]
     assert kubeflow_labels(obj)["pi-launcher-0"]["job-role"] == "launcher"
@@ -164,7 +164,7 @@ def test_create_with_a_value_naming_no_served_version_is_refused() -> None:
     response = validated(obj, request_version="v1")
     assert not response.allowed
     assert (
-        f"{PATH}: NotSupported: 'v1' is not supported: must be one of "
+        f'{PATH}: NotSupported: "v1" is not supported: must be one of '
         '"kubeflow.org/v2beta1", "kubeflow.org/v1"' in response.message
     )
 
@@ -225,7 +225,7 @@ def test_update_changing_the_annotation_is_refused(spec_change: bool) -> None:
     assert out["metadata"]["annotations"][KEY] == "kubeflow.org/v2beta1"  # not silently undone
     response = validated(out, old=old)
     assert not response.allowed
-    assert f"{PATH}: Forbidden: is immutable (was 'kubeflow.org/v1')" in response.message
+    assert f'{PATH}: Forbidden: is immutable (was "kubeflow.org/v1")' in response.message
 
 
 def test_update_adding_the_annotation_to_a_job_stored_without_it_is_refused() -> None:
@@ -247,7 +247,7 @@ def test_update_adding_the_annotation_to_a_job_stored_without_it_is_refused() ->
 def test_a_stored_value_that_names_no_served_version_is_invalid() -> None:
     result = validate_job(default_job(mpijob({KEY: "kubeflow.org/v3"})).obj)
     assert [str(e) for e in result.errors] == [
-        f"{PATH}: NotSupported: 'kubeflow.org/v3' is not supported: "
+        f'{PATH}: NotSupported: "kubeflow.org/v3" is not supported: '
         'must be one of "kubeflow.org/v2beta1", "kubeflow.org/v1"'
     ]
     prepared = prepare_job(default_job(mpijob({KEY: "kubeflow.org/v3"})).obj)

@@ -63,7 +63,7 @@ def test_host_network_annotations_are_parsed_once() -> None:
     assert net.errors_for(2) == []
     [too_few] = net.errors_for(3)
     assert too_few.path == f"metadata.annotations[{RANGE}]"
-    assert "'30000-30001' has 2 ports, fewer than the job's 3 pods" in too_few.message
+    assert '"30000-30001" has 2 ports, fewer than the job\'s 3 pods' in too_few.message
     # The same problem from the webhook and the controller, and the layout uses the parsed range.
     assert [str(e) for e in validate_job(default_job(obj).obj).errors] == [str(too_few)]
     obj["metadata"]["annotations"][RANGE] = "30000-30009"

@@ -62,7 +62,7 @@ def test_namespace_labels_select_the_policies(tmp_path: Path, capsys: pytest.Cap
     assert "(PyTorchJob/bert): valid" in capsys.readouterr().out
     assert main([*args, "--namespace-labels", "team=vision"]) == 1
     assert main([*args, "--namespace-labels", "team"]) == 1
-    assert "--namespace-labels: 'team' is not KEY=VALUE" in capsys.readouterr().err
+    assert '--namespace-labels: "team" is not KEY=VALUE' in capsys.readouterr().err
 
 
 def test_warn_policy_only_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -68,7 +68,7 @@ def test_a_complete_policy_is_valid() -> None:
                     "matchExpressions": [{"key": "team", "operator": "Equals", "values": ["a"]}]
                 }
             },
-            "spec.namespaceSelector.matchExpressions[0].operator: NotSupported: 'Equals' is not supported: "
+            'spec.namespaceSelector.matchExpressions[0].operator: NotSupported: "Equals" is not supported: '
             'must be one of "In", "NotIn", "Exists", "DoesNotExist"',
         ),
         (
@@ -89,11 +89,11 @@ def test_a_complete_policy_is_valid() -> None:
         ),
         (
             {"namespaceSelector": {"matchLabels": {"team": "no spaces"}}},
-            "spec.namespaceSelector.matchLabels[team]: Invalid: value 'no spaces'",
+            'spec.namespaceSelector.matchLabels[team]: Invalid: value "no spaces"',
         ),
         (
             {"kinds": ["PyTorchJob", "SparkJob"]},
-            "spec.kinds[1]: NotSupported: 'SparkJob' is not supported",
+            'spec.kinds[1]: NotSupported: "SparkJob" is not supported',
         ),
         ({"kinds": ["TFJob", "TFJob"]}, "spec.kinds[1]: Duplicate:"),
         (
@@ -107,19 +107,19 @@ def test_a_complete_policy_is_valid() -> None:
         ),
         (
             {"limits": {"maxTotalResources": {"memory": "64GB"}}},
-            "spec.limits.maxTotalResources[memory]: Invalid: '64GB' is not a quantity",
+            'spec.limits.maxTotalResources[memory]: Invalid: "64GB" is not a quantity',
         ),
         (
             {"limits": {"allowedImages": ["registry.example.com/[ab"]}},
-            "spec.limits.allowedImages[0]: Invalid: 'registry.example.com/[ab': has an unclosed '['",
+            "spec.limits.allowedImages[0]: Invalid: \"registry.example.com/[ab\": has an unclosed '['",
         ),
         (
             {"limits": {"allowedImages": [""]}},
-            "spec.limits.allowedImages[0]: Invalid: '': must be a non-empty glob",
+            'spec.limits.allowedImages[0]: Invalid: "": must be a non-empty glob',
         ),
         (
             {"limits": {"allowedImages": ["pytorch/*"]}},
-            "spec.limits.allowedImages[0]: Invalid: 'pytorch/*': never matches",
+            'spec.limits.allowedImages[0]: Invalid: "pytorch/*": never matches',
         ),
         ({"limits": {"requiredLabels": ["team", "team"]}}, "spec.limits.requiredLabels[1]: Duplicate:"),
         (
@@ -139,7 +139,7 @@ def test_a_complete_policy_is_valid() -> None:
         ),
         (
             {"enforcement": "Audit"},
-            'spec.enforcement: NotSupported: \'Audit\' is not supported: must be one of "Deny", "Warn"',
+            'spec.enforcement: NotSupported: "Audit" is not supported: must be one of "Deny", "Warn"',
         ),
         ({"limits": {"maxGpus": 4}}, "spec.limits.maxGpus: Invalid: unknown field"),
         (
@@ -167,7 +167,7 @@ def test_all_problems_are_reported_at_once() -> None:
 def test_identity_fields() -> None:
     assert any(m.startswith("kind: NotSupported") for m in messages({}, kind="TFJob"))
     assert any(m.startswith("apiVersion: NotSupported") for m in messages({}, apiVersion="kubeflow.org/v1"))
-    assert any(m.startswith("metadata.name: Invalid: 'Bad_Name'") for m in messages({}, name="Bad_Name"))
+    assert any(m.startswith('metadata.name: Invalid: "Bad_Name"') for m in messages({}, name="Bad_Name"))
 
 
 def test_status_reports_validity_and_observed_generation() -> None:

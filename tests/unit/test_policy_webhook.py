@@ -107,7 +107,7 @@ def test_invalid_training_policy_is_refused_and_a_valid_one_admitted() -> None:
     assert response.message == (
         'TrainingPolicy "bad" is invalid: [spec.limits.maxReplicasPerJob: Invalid: -1: '
         "must be greater than or equal to 0, "
-        "spec.limits.allowedImages[0]: Invalid: '[x': has an unclosed '[' (character class)]"
+        "spec.limits.allowedImages[0]: Invalid: \"[x\": has an unclosed '[' (character class)]"
     )
     assert validate(review_of(QUOTA)).allowed
     assert validate(review_of(bad, "DELETE")).allowed

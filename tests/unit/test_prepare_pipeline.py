@@ -70,7 +70,7 @@ def variants() -> list[tuple[str, dict[str, Any]]]:
     return cases
 
 
-KINDS = "TFJob, PyTorchJob, MXJob, XGBoostJob, JAXJob, PaddleJob, MPIJob"
+KINDS = '"TFJob", "PyTorchJob", "MXJob", "XGBoostJob", "JAXJob", "PaddleJob", "MPIJob"'
 
 
 @pytest.mark.parametrize(("name", "obj"), variants(), ids=[n for n, _ in variants()])
@@ -81,7 +81,9 @@ def test_the_controller_prepares_a_job_as_the_webhooks_default_and_validate_it(
     prepared = prepare_job(obj)
     assert obj == before  # the stored job is never changed
     if prepared.framework is None:  # KubeDL's ElasticDLJob, XDLJob: kinds kubetrain does not run
-        assert prepared.errors == [f"kind: Unsupported value: {obj['kind']!r}: must be one of {KINDS}"]
+        assert prepared.errors == [
+            f"kind: Unsupported value: {json.dumps(obj['kind'])}: must be one of {KINDS}"
+        ]
         return
     defaulted = default_job(copy.deepcopy(obj))
     # The defaulted job the planner reads is the webhook's, in kubetrain's layout.
@@ -118,7 +120,7 @@ def test_the_parse_stage_reads_a_job_once_without_changing_it() -> None:
     unknown = read_job({"apiVersion": "kubetrain.io/v1", "kind": "SparkJob", "spec": {}})
     assert unknown.framework is None and unknown.kind == "SparkJob"
     assert prepare_job({"kind": "SparkJob"}).errors == [
-        f"kind: Unsupported value: 'SparkJob': must be one of {KINDS}"
+        f'kind: Unsupported value: "SparkJob": must be one of {KINDS}'
     ]
 
 

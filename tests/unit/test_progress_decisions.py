@@ -61,7 +61,7 @@ def test_sdk_report_is_parsed_as_sent() -> None:
         (body(metrics=[{"name": "loss", "value": 0.3}]), 422, "metrics[0].value"),
         (body(lastUpdatedTime="yesterday"), 422, "RFC 3339"),
         (body(progress=1), 422, "trainerStatus.progress: unknown field"),
-        (json.dumps({"status": {}}).encode(), 422, "unknown field 'status'"),
+        (json.dumps({"status": {}}).encode(), 422, 'unknown field "status"'),
     ],
 )
 def test_bad_reports_name_the_field(raw: bytes, code: int, words: str) -> None:
@@ -287,7 +287,7 @@ def test_progress_deadline_comes_from_the_field_or_the_annotation() -> None:
     bad = ts.annotation_errors({"metadata": {"annotations": {ts.ANNOTATION_DEADLINE: "0"}}})
     assert [str(e) for e in bad] == [
         "metadata.annotations[kubetrain.io/progress-deadline-seconds]: Invalid: "
-        "must be a positive integer number of seconds, not '0'"
+        'must be a positive integer number of seconds, not "0"'
     ]
 
 

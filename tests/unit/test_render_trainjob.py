@@ -120,7 +120,7 @@ def test_errors_name_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code, docs, err = render(tmp_path, capsys, trainjob(runtime="nope"))
     assert code == 1 and docs == []
     assert (
-        "spec.runtimeRef.name: Invalid: ClusterTrainingRuntime 'nope' is neither one of Trainer's default"
+        'spec.runtimeRef.name: Invalid: ClusterTrainingRuntime "nope" is neither one of Trainer\'s default'
         in err
     )
     code, docs, err = render(tmp_path, capsys, trainjob(numNodes=0))
@@ -129,7 +129,7 @@ def test_errors_name_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str
     bad_runtime["spec"]["mlPolicy"]["flux"]["numProcPerNode"] = 0
     code, docs, err = render(tmp_path, capsys, bad_runtime, (FLUX / "lammps-train-job.yaml").read_text())
     assert code == 1 and "spec.mlPolicy.flux.numProcPerNode" in err
-    assert "'flux-distributed' is neither one of Trainer's default runtimes" in err  # not kept
+    assert '"flux-distributed" is neither one of Trainer\'s default runtimes' in err  # not kept
 
 
 @pytest.mark.parametrize("command", ["render", "validate"])

@@ -198,7 +198,7 @@ def test_bad_annotation_value_is_refused_naming_the_modes() -> None:
     obj["metadata"]["annotations"] = {ANNOTATION: "per-replica"}
     errors = [str(e) for e in validate_job(default_job(obj).obj).errors]
     assert errors == [
-        f"metadata.annotations[{ANNOTATION}]: NotSupported: 'per-replica' is not supported: "
+        f'metadata.annotations[{ANNOTATION}]: NotSupported: "per-replica" is not supported: '
         'must be one of "headless", "per-pod"'
     ]
 

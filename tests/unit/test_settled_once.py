@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -83,7 +84,7 @@ def test_an_absent_or_served_created_version_is_valid_another_is_refused_naming_
         assert created_version_errors(prepare_job(mpijob({KEY: served})).errors) == []
     refused = created_version_errors(prepare_job(mpijob({KEY: "kubeflow.org/v3"})).errors)
     assert refused == [
-        f"{PATH}: NotSupported: 'kubeflow.org/v3' is not supported: must be one of "
+        f'{PATH}: NotSupported: "kubeflow.org/v3" is not supported: must be one of '
         '"kubeflow.org/v2beta1", "kubeflow.org/v1"'
     ]
     # The webhook's edge reads the same way.
@@ -173,7 +174,9 @@ def test_the_start_deadline_annotation_and_its_problem_are_read_at_parse(
     draft = read_job(obj)
     assert draft.annotations.start_deadline == seconds
     refused = value is not None and seconds is None
-    expected = [f"{START_PATH}: Invalid: must be a positive integer number of seconds, not {value!r}"]
+    expected = [
+        f"{START_PATH}: Invalid: must be a positive integer number of seconds, not {json.dumps(value)}"
+    ]
     assert [str(e) for e in draft.annotations.start_deadline_errors] == (expected if refused else [])
     assert [e for e in prepare_job(obj).errors if e.startswith(START_PATH)] == (expected if refused else [])
     # Validation reports the problem the parse stage found; it does not read the annotation again.

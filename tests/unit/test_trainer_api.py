@@ -156,5 +156,5 @@ def test_validate_checks_trainer_documents_offline(
     assert main(["validate", str(bad)]) == 1
     out = capsys.readouterr().out
     assert "bad.yaml#1 (TrainJob/bad): spec.trainer.numNodes: Invalid" in out
-    lost = "bad.yaml#2 (TrainJob/lost): spec.runtimeRef.name: Invalid: ClusterTrainingRuntime 'nowhere'"
+    lost = 'bad.yaml#2 (TrainJob/lost): spec.runtimeRef.name: Invalid: ClusterTrainingRuntime "nowhere"'
     assert lost in out

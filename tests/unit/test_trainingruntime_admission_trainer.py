@@ -330,8 +330,8 @@ def test_pod_replacement_and_completion_mode_as_kubetrain_runs_them() -> None:
     ]
     job_spec.update(podReplacementPolicy="Never", completionMode="Sequential")
     assert [str(e) for e in validate_runtime(runtime)] == [
-        f"{path}.completionMode: NotSupported: 'Sequential' is not supported: must be one of "
+        f'{path}.completionMode: NotSupported: "Sequential" is not supported: must be one of '
         '"Indexed", "NonIndexed"',
-        f"{path}.podReplacementPolicy: NotSupported: 'Never' is not supported: must be one of "
+        f'{path}.podReplacementPolicy: NotSupported: "Never" is not supported: must be one of '
         '"Failed", "TerminatingOrFailed"',
     ]

@@ -103,3 +103,12 @@ def test_trainers_crd_markers(targets: list[Obj], want: list[tuple[str, str]]) -
     """MinItems/MaxItems/items MaxLength/listType=set on containerNames, MinLength/MaxLength on
     jobName, MaxItems and listType=map (key jobName) on targets."""
     assert [(e.path, e.kind.value) for e in validate_runtime(runtime(*targets))] == want
+
+
+def test_a_container_named_twice_is_a_duplicate_value_printed_as_the_api_server_prints_it() -> None:
+    """listType=set: the API server's `Duplicate value: "a"` (a Go-quoted string), not Python's 'a'."""
+    rt = runtime({"jobName": "node", "containerNames": ["a", 'b"c', "a", 'b"c']})
+    assert [str(e) for e in validate_runtime(rt)] == [
+        f'{PATH}[0].containerNames[2]: Duplicate: "a"',
+        f'{PATH}[0].containerNames[3]: Duplicate: "b\\"c"',
+    ]

@@ -213,7 +213,7 @@ def test_the_name_leaves_every_pod_hostname_a_dns_label() -> None:
     assert paths(trainjob(name)) == ["metadata.name"]
     assert (
         "metadata.name: Invalid: must be no more than 39 characters for this runtime and numNodes: "
-        f"the pod hostname '{name}-dataset-initializer-0-0' (87 characters) must be a DNS label of at "
+        f'the pod hostname "{name}-dataset-initializer-0-0" (87 characters) must be a DNS label of at '
         "most 63 characters"
     ) in messages(trainjob(name))
     assert paths(trainjob("n" * 39)) == []
@@ -430,5 +430,5 @@ def test_a_variable_is_named_once_in_each_env_list() -> None:
         "spec.initializer.dataset.env[2].name",
         f"spec.runtimePatches[0].{NODE_POD}.initContainers[0].env[2].name",
     ]
-    assert "'LR': another variable has this name" in messages(job, runtime)
+    assert '"LR": another variable has this name' in messages(job, runtime)
     assert paths(trainjob(trainer={"env": env[:2]}, initializer={"model": {"env": env[:2]}})) == []

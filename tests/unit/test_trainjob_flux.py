@@ -295,7 +295,9 @@ def test_a_runtime_init_container_stays_before_the_installer() -> None:
             runtime(),
             [
                 "metadata.name: Invalid: must be no more than 47 characters for a Flux TrainJob: its "
-                f"volume '{'n' * 48}-flux-entrypoint' must be a DNS label of at most 63"
+                + 'volume "'
+                + "n" * 48
+                + '-flux-entrypoint" must be a DNS label of at most 63'
             ],
         ),
     ],
@@ -312,7 +314,7 @@ def test_the_installer_init_container_is_reserved() -> None:
     spec["initContainers"] = [{"name": "flux-installer", "image": "mine"}]
     _, errors = resolve(trainjob(numNodes=1), rt)
     assert [str(e) for e in errors] == [
-        "spec.trainer.initContainers: Invalid: 'flux-installer': InitContainer 'flux-installer' is reserved"
+        "spec.trainer.initContainers: Invalid: \"flux-installer\": InitContainer 'flux-installer' is reserved"
     ]
 
 

@@ -245,7 +245,7 @@ def test_per_index_fields_are_admitted_and_no_longer_warned() -> None:
         ),
         (
             {"backoffLimitPerIndex": "1"},
-            [(".backoffLimitPerIndex", "'1': must be an integer greater than or equal to 0")],
+            [(".backoffLimitPerIndex", '"1": must be an integer greater than or equal to 0')],
         ),
         ({"maxFailedIndexes": 1}, [(".backoffLimitPerIndex", "when maxFailedIndexes is specified")]),
         (
@@ -259,8 +259,8 @@ def test_per_index_fields_are_admitted_and_no_longer_warned() -> None:
         (
             {"backoffLimitPerIndex": 1, "maxFailedIndexes": 0, "completionMode": "NonIndexed"},
             [
-                (".backoffLimitPerIndex", "requires indexed completion mode, not 'NonIndexed'"),
-                (".maxFailedIndexes", "requires indexed completion mode, not 'NonIndexed'"),
+                (".backoffLimitPerIndex", 'requires indexed completion mode, not "NonIndexed"'),
+                (".maxFailedIndexes", 'requires indexed completion mode, not "NonIndexed"'),
             ],
         ),
         (

@@ -7,6 +7,7 @@ restart, a restart of that Job alone and a suspension start it afresh."""
 from __future__ import annotations
 
 import copy
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -117,6 +118,6 @@ def test_admission_takes_a_non_negative_deadline_without_a_warning() -> None:
         assert [(e.path, e.message) for e in validate_runtime(rt)] == [
             (
                 "spec.template.spec.replicatedJobs[2].template.spec.activeDeadlineSeconds",
-                f"{bad!r}: must be an integer ≥ 0",
+                f"{json.dumps(bad)}: must be an integer ≥ 0",
             )
         ]

@@ -91,9 +91,9 @@ def test_succeeded_indexes_are_ordered_intervals_below_completions() -> None:
     assert parse_indexes("", 8) == (frozenset(), None)
     assert parse_indexes("3,1", 8)[1] == "non-increasing order, previous: 3, current: 1"
     assert parse_indexes("2-2", 8)[1] == "non-increasing order, previous: 2, current: 2"
-    assert parse_indexes("8", 8)[1] == "too large index: '8'"
-    assert parse_indexes("a", 8)[1] == "cannot convert string to integer for index: 'a'"
-    assert parse_indexes("-1", 8)[1] == "cannot convert string to integer for index: ''"
+    assert parse_indexes("8", 8)[1] == 'too large index: "8"'
+    assert parse_indexes("a", 8)[1] == 'cannot convert string to integer for index: "a"'
+    assert parse_indexes("-1", 8)[1] == 'cannot convert string to integer for index: ""'
     assert "at most two parts" in str(parse_indexes("1-2-3", 8)[1])
 
 
@@ -196,7 +196,7 @@ INDEXES, COUNT = "successPolicy.rules[0].succeededIndexes", "successPolicy.rules
         ({"rules": [{}]}, {}, "successPolicy.rules[0]", "at least one of succeededCount or succeededIndexes"),
         (LEADER, {"completionMode": "NonIndexed"}, "completionMode", "requires completionMode: Indexed"),
         ({"rules": [{"succeededIndexes": "0-4"}]}, {"completions": 4}, INDEXES,
-         "error parsing succeededIndexes: too large index: '4'"),
+         'error parsing succeededIndexes: too large index: "4"'),
         ({"rules": [{"succeededIndexes": "2,1"}]}, {}, INDEXES,
          "non-increasing order, previous: 2, current: 1"),
         ({"rules": [{"succeededCount": 5}]}, {"completions": 4}, COUNT,

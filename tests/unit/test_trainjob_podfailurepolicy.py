@@ -279,7 +279,7 @@ def test_the_pod_template_must_restart_never() -> None:
     [(path, message)] = admitted({"rules": []}, restart_policy=None)
     assert path == ".template.spec.restartPolicy" and "unset: JobSet's default" in message
     assert admitted({"rules": []}, podReplacementPolicy="TerminatingOrFailed") == [
-        (".podReplacementPolicy", "'TerminatingOrFailed' is not supported: must be one of \"Failed\"")
+        (".podReplacementPolicy", '"TerminatingOrFailed" is not supported: must be one of "Failed"')
     ]
 
 
@@ -300,8 +300,7 @@ def test_the_pod_template_must_restart_never() -> None:
             [
                 (
                     ".action",
-                    "'RestartJob' is not supported: must be one of "
-                    '"FailJob", "FailIndex", "Ignore", "Count"',
+                    '"RestartJob" is not supported: must be one of "FailJob", "FailIndex", "Ignore", "Count"',
                 )
             ],
         ),
@@ -319,14 +318,14 @@ def test_the_pod_template_must_restart_never() -> None:
             [
                 (
                     ".onExitCodes.containerName",
-                    "'sidecar' must be one of the container or initContainer names in the pod template: "
+                    '"sidecar" must be one of the container or initContainer names in the pod template: '
                     '"node"',
                 )
             ],
         ),
         (
             {"action": "Count", "onExitCodes": {"operator": "Between", "values": [1]}},
-            [(".onExitCodes.operator", '\'Between\' is not supported: must be one of "In", "NotIn"')],
+            [(".onExitCodes.operator", '"Between" is not supported: must be one of "In", "NotIn"')],
         ),
         (
             {"action": "Count", "onExitCodes": {"operator": "In", "values": [0, 3, 2, 2]}},
@@ -338,7 +337,7 @@ def test_the_pod_template_must_restart_never() -> None:
         ),
         (
             {"action": "Count", "onExitCodes": {"operator": "In", "values": ["42"]}},
-            [(".onExitCodes.values[0]", "'42' is not an exit code (int32)")],
+            [(".onExitCodes.values[0]", '"42" is not an exit code (int32)')],
         ),
         (
             {
@@ -348,11 +347,11 @@ def test_the_pod_template_must_restart_never() -> None:
             [
                 (
                     ".onPodConditions[0].type",
-                    "'not a type' is not a valid pod condition type (a qualified name)",
+                    '"not a type" is not a valid pod condition type (a qualified name)',
                 ),
                 (
                     ".onPodConditions[1].status",
-                    '\'Yes\' is not supported: must be one of "True", "False", "Unknown"',
+                    '"Yes" is not supported: must be one of "True", "False", "Unknown"',
                 ),
             ],
         ),

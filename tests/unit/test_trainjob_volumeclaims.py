@@ -102,7 +102,7 @@ def test_each_jobset_webhook_rule_refuses_a_runtime_naming_the_field() -> None:
         f"{base}[0].templates[0].metadata.name",
         "spec.template.spec.replicatedJobs",  # and nothing mounts "Init_Data"
     ]
-    assert "RFC 1123 subdomain" in found[1][1] and "'Init_Data'" in found[2][1]
+    assert "RFC 1123 subdomain" in found[1][1] and '"Init_Data"' in found[2][1]
 
     rt = torchtune_runtime()
     template_spec(rt)["volumeClaimPolicies"][0]["templates"][0]["metadata"] = {}
@@ -230,7 +230,7 @@ def test_an_existing_claim_serves_the_trainjob_unless_going_away_or_anothers() -
     assert conflicting_holder(pvc(), job) == ""  # nobody's (Retain, or made by hand): used as it is
     assert conflicting_holder(pvc(deletionTimestamp="2026-11-26T07:00:00Z"), job) == "it is being deleted"
     assert conflicting_holder(pvc(ownerReferences=[owner("old")]), job) == (
-        "it belongs to TrainJob 'tj' (uid old)"  # an earlier TrainJob of the name
+        'it belongs to TrainJob "tj" (uid old)'  # an earlier TrainJob of the name
     )
     not_controller = {**owner("old"), "controller": False}
     assert conflicting_holder(pvc(ownerReferences=[not_controller]), job) == ""

@@ -100,9 +100,9 @@ def test_every_error_at_once_with_messages() -> None:
     obj["spec"]["jaxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][1]["image"] = ""
     lines = sorted(str(e) for e in validate_job(default_job(obj).obj).errors)
     assert len(lines) == 5, lines
-    assert lines[0].startswith("metadata.name: Invalid: 'Jax' is not a DNS-1035 label")
+    assert lines[0].startswith('metadata.name: Invalid: "Jax" is not a DNS-1035 label')
     assert lines[1] == (
-        f"{R}[Coordinator]: NotSupported: 'Coordinator' is not supported: must be one of \"Worker\""
+        f'{R}[Coordinator]: NotSupported: "Coordinator" is not supported: must be one of "Worker"'
     )
     assert lines[2] == (
         f"{R}[Worker].replicas: Invalid: must be at least 1 "

@@ -74,11 +74,11 @@ def test_decode_extracts_request_fields() -> None:
             json.dumps(
                 {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}}
             ).encode(),
-            "apiVersion must be 'admission.k8s.io/v1'",
+            'apiVersion must be "admission.k8s.io/v1"',
         ),
         (
             json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}).encode(),
-            "kind must be 'AdmissionReview'",
+            'kind must be "AdmissionReview"',
         ),
         (
             json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),

@@ -102,7 +102,7 @@ async def test_validate_over_tls_denies_with_paths(
         (
             json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "Status"}).encode(),
             "application/json",
-            "kind must be 'AdmissionReview'",
+            'kind must be "AdmissionReview"',
         ),
         (b'{"a": "' + b"x" * 70000 + b'"}', "application/json", "limit is 65536 bytes"),
     ],

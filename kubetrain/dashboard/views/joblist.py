@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.errors import QUOTE
 from kubetrain.dashboard.views import trainjob
 from kubetrain.dashboard.views.kinds import JobKind
 from kubetrain.dashboard.views.podsummary import NO_PODS, PodSummary
@@ -175,27 +176,30 @@ def parse_query(params: Mapping[str, str], kinds: Sequence[JobKind]) -> tuple[Li
     namespace = params.get("namespace", "").strip()
     kind = params.get("kind", "").strip()
     if kind and kind not in {k.resource for k in kinds} | {k.plural for k in kinds}:
-        errors.append(f"kind: {kind!r} is not served (valid: {', '.join(k.resource for k in kinds)})")
+        errors.append(
+            f"kind: {QUOTE.encode(kind)} is not served (valid: {', '.join(k.resource for k in kinds)})"
+        )
         kind = ""
     elif kind and "." not in kind:
         kind = next(k.resource for k in kinds if k.plural == kind)
     state = params.get("state", "").strip()
     if state and state not in STATES:
-        errors.append(f"state: {state!r} is not a job state (valid: {', '.join(STATES)})")
+        errors.append(f"state: {QUOTE.encode(state)} is not a job state (valid: {', '.join(STATES)})")
         state = ""
     pods = params.get("pods", "").strip()
     if pods and pods not in POD_FILTERS:
         errors.append(
-            f"pods: {pods!r} is not a pod filter (valid: {', '.join(POD_FILTERS)}, or empty for all)"
+            f"pods: {QUOTE.encode(pods)} is not a pod filter (valid: {', '.join(POD_FILTERS)}, or empty for "
+            "all)"
         )
         pods = ""
     sort = params.get("sort", "created").strip() or "created"
     if sort not in SORT_KEYS:
-        errors.append(f"sort: {sort!r} is not a column (valid: {', '.join(SORT_KEYS)})")
+        errors.append(f"sort: {QUOTE.encode(sort)} is not a column (valid: {', '.join(SORT_KEYS)})")
         sort = "created"
     order = params.get("order", "desc").strip() or "desc"
     if order not in ("asc", "desc"):
-        errors.append(f"order: {order!r} must be asc or desc")
+        errors.append(f"order: {QUOTE.encode(order)} must be asc or desc")
         order = "desc"
     page = _int(params.get("page", "1"), "page", 1, errors)
     if page < 1:
@@ -213,7 +217,7 @@ def _int(raw: str, name: str, default: int, errors: list[str]) -> int:
     try:
         return int(raw)
     except ValueError:
-        errors.append(f"{name}: {raw!r} is not a whole number")
+        errors.append(f"{name}: {QUOTE.encode(raw)} is not a whole number")
         return default
 
 

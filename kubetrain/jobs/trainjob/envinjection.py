@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, duplicate, invalid, required
+from kubetrain.api.errors import QUOTE, FieldError, duplicate, invalid, required
 from kubetrain.api.trainer import constants as c
 
 PATH = "spec.mlPolicy.torch.envInjection"
@@ -63,11 +63,11 @@ def _job_name(name: object, path: str, seen: set[str]) -> list[FieldError]:
     if name is None or name == "":
         return [required(path, "the replicated job whose containers get the PET_* variables")]
     if not isinstance(name, str):
-        return [invalid(path, f"must be a string, not {name!r}")]
+        return [invalid(path, f"must be a string, not {QUOTE.encode(name)}")]
     if len(name) > MAX_JOB_NAME:
         return [invalid(path, f"must be at most {MAX_JOB_NAME} characters, not {len(name)}")]
     if name in seen:
-        return [duplicate(path, f"{name!r}: another target names this replicated job")]
+        return [duplicate(path, f"{QUOTE.encode(name)}: another target names this replicated job")]
     seen.add(name)
     return []
 
@@ -76,7 +76,7 @@ def _container_names(names: object, path: str) -> list[FieldError]:
     if names is None:
         return [required(path, "1 to 8 names of containers or init containers of the replicated job")]
     if not isinstance(names, list):
-        return [invalid(path, f"must be a list of container names, not {names!r}")]
+        return [invalid(path, f"must be a list of container names, not {QUOTE.encode(names)}")]
     errors: list[FieldError] = []
     if not names:
         errors.append(invalid(path, f"must have at least 1 item, at most {MAX_CONTAINER_NAMES}"))
@@ -85,13 +85,13 @@ def _container_names(names: object, path: str) -> list[FieldError]:
     seen: set[str] = set()
     for j, name in enumerate(names):
         if not isinstance(name, str):
-            errors.append(invalid(f"{path}[{j}]", f"must be a string, not {name!r}"))
+            errors.append(invalid(f"{path}[{j}]", f"must be a string, not {QUOTE.encode(name)}"))
         elif len(name) > MAX_CONTAINER_NAME:
             errors.append(
                 invalid(f"{path}[{j}]", f"must be at most {MAX_CONTAINER_NAME} characters, not {len(name)}")
             )
         elif name in seen:
-            errors.append(duplicate(f"{path}[{j}]", repr(name)))
+            errors.append(duplicate(f"{path}[{j}]", QUOTE.encode(name)))
         else:
             seen.add(name)
     if c.NODE in names:

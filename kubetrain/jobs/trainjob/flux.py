@@ -50,7 +50,7 @@ from typing import Any
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
-from kubetrain.api.errors import FieldError, invalid, json_int
+from kubetrain.api.errors import QUOTE, FieldError, invalid, json_int
 from kubetrain.api.labels import ANNOTATION_CURVE_CERTIFICATE
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import gpus_per_node
@@ -118,14 +118,15 @@ def validate(
         errors.append(
             invalid(
                 "spec.trainer.numProcPerNode",
-                f"numProcPerNode must be greater than or equal to 1, not {procs!r}",
+                f"numProcPerNode must be greater than or equal to 1, not {QUOTE.encode(procs)}",
             )
         )
     for container in (node_template.get("spec") or {}).get("initContainers") or []:
         if isinstance(container, Mapping) and container.get("name") == INSTALLER:
             errors.append(
                 invalid(
-                    "spec.trainer.initContainers", f"{INSTALLER!r}: InitContainer '{INSTALLER}' is reserved"
+                    "spec.trainer.initContainers",
+                    f"{QUOTE.encode(INSTALLER)}: InitContainer '{INSTALLER}' is reserved",
                 )
             )
     if len(name) > MAX_NAME_LENGTH:
@@ -133,7 +134,7 @@ def validate(
             invalid(
                 "metadata.name",
                 f"must be no more than {MAX_NAME_LENGTH} characters for a Flux TrainJob: its volume "
-                f"{config_map_name(name)!r} must be a DNS label of at most {MAX_LABEL_LENGTH}",
+                f"{QUOTE.encode(config_map_name(name))} must be a DNS label of at most {MAX_LABEL_LENGTH}",
             )
         )
     return errors

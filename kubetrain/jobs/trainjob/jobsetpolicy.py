@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.errors import QUOTE, FieldError, invalid
 from kubetrain.jobs.trainjob.model import Step
 
 IN_ORDER = "InOrder"
@@ -57,7 +57,10 @@ def coordinator(
     if step is None:
         names = ", ".join(s.name for s in steps)
         return "", [
-            invalid(f"{COORDINATOR_PATH}.replicatedJob", f"{rjob!r} is none of the replicated jobs ({names})")
+            invalid(
+                f"{COORDINATOR_PATH}.replicatedJob",
+                f"{QUOTE.encode(rjob)} is none of the replicated jobs ({names})",
+            )
         ]
     if not 0 <= job_index < step.replicas:
         message = f"{job_index} is not a job index of replicated job {rjob} (0 to {step.replicas - 1})"
@@ -68,7 +71,8 @@ def coordinator(
     endpoint = f"{tj}-{rjob}-{job_index}-{pod_index}.{subdomain}"
     if len(endpoint) > 63 or not _LABEL_VALUE.match(endpoint):
         message = (
-            f"the coordinator's address {endpoint!r} is no valid label value (at most 63 characters): "
+            f"the coordinator's address {QUOTE.encode(endpoint)} is no valid label value (at most 63 "
+            "characters): "
             "shorten the TrainJob, replicated job or subdomain name"
         )
         return "", [invalid(COORDINATOR_PATH, message)]

@@ -9,7 +9,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid
+from kubetrain.api.errors import QUOTE, FieldError, invalid
 from kubetrain.api.trainer import constants as c
 
 Obj = dict[str, Any]
@@ -182,7 +182,10 @@ def apply_runtime_patches(template: Obj, patches: Sequence[Mapping[str, Any]], p
             if rjob is None:
                 have = ", ".join(map(str, rjobs))
                 errors.append(
-                    invalid(f"{rpath}.name", f"the runtime has no replicated job {name!r} (it has: {have})")
+                    invalid(
+                        f"{rpath}.name",
+                        f"the runtime has no replicated job {QUOTE.encode(name)} (it has: {have})",
+                    )
                 )
                 continue
             job_patch = rpatch.get("template") or {}
@@ -230,7 +233,7 @@ def _patch_pod_spec(spec: Obj, patch: Mapping[str, Any], path: str) -> list[Fiel
                 errors.append(
                     invalid(
                         f"{path}.{field}[{k}].name",
-                        f"the replicated job has no {field[:-1]} {name!r} (it has: {have})",
+                        f"the replicated job has no {field[:-1]} {QUOTE.encode(name)} (it has: {have})",
                     )
                 )
                 continue

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.errors import FieldError, invalid, not_supported, required
+from kubetrain.api.errors import QUOTE, FieldError, invalid, not_supported, required
 from kubetrain.jobs.failuremodel import INDEX_RULE_ACTIONS
 from kubetrain.jobs.failurepolicy import (
     MAX_RULES,
@@ -66,7 +66,9 @@ def validate(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
         deadline = job_spec.get("activeDeadlineSeconds")
         if deadline is not None and (type(deadline) is not int or deadline < 0):
             errors.append(
-                invalid(f"{job_path}.activeDeadlineSeconds", f"{deadline!r}: must be an integer ≥ 0")
+                invalid(
+                    f"{job_path}.activeDeadlineSeconds", f"{QUOTE.encode(deadline)}: must be an integer ≥ 0"
+                )
             )
         errors += _index_errors(job_spec, job_path)
         if job_spec.get("podFailurePolicy") is not None:
@@ -80,7 +82,9 @@ def _non_negative(job_spec: Mapping[str, Any], key: str, path: str, errors: list
     if value is None:
         return False
     if type(value) is not int or value < 0:
-        errors.append(invalid(f"{path}.{key}", f"{value!r}: must be an integer greater than or equal to 0"))
+        errors.append(
+            invalid(f"{path}.{key}", f"{QUOTE.encode(value)}: must be an integer greater than or equal to 0")
+        )
     return True
 
 
@@ -103,7 +107,9 @@ def _index_errors(job_spec: Mapping[str, Any], path: str) -> list[FieldError]:
     if mode is not None and mode != INDEXED:  # unset: JobSet's default, Indexed
         for key, present in (("backoffLimitPerIndex", per_index), ("maxFailedIndexes", has_max)):
             if present:
-                errors.append(invalid(f"{path}.{key}", f"requires indexed completion mode, not {mode!r}"))
+                errors.append(
+                    invalid(f"{path}.{key}", f"requires indexed completion mode, not {QUOTE.encode(mode)}")
+                )
     return errors
 
 
@@ -176,7 +182,10 @@ def _shape_errors(rule: Mapping[str, Any], path: str) -> list[FieldError]:
         for k, value in enumerate(values if isinstance(values, list) else []):
             if not isinstance(value, int) or isinstance(value, bool) or not -(2**31) <= value < 2**31:
                 errors.append(
-                    invalid(f"{path}.onExitCodes.values[{k}]", f"{value!r} is not an exit code (int32)")
+                    invalid(
+                        f"{path}.onExitCodes.values[{k}]",
+                        f"{QUOTE.encode(value)} is not an exit code (int32)",
+                    )
                 )
     if conditions is not None and not isinstance(conditions, list):
         errors.append(invalid(f"{path}.onPodConditions", "must be a list of {type, status} patterns"))

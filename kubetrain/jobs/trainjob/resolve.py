@@ -26,7 +26,7 @@ from typing import Any
 
 from kubetrain.api.clusterdomain import UNSET, ClusterDomain
 from kubetrain.api.dnsnames import MAX_LABEL_LENGTH
-from kubetrain.api.errors import FieldError, invalid, required
+from kubetrain.api.errors import QUOTE, FieldError, invalid, required
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.jobset import JobSetSpec
 from kubetrain.frameworks.mlpolicies import MLPolicyPlugin, Torch, TrainerFacts, plugin_for
@@ -221,7 +221,7 @@ def _hostname_errors(name: str, steps: list[Step]) -> list[FieldError]:
     room = MAX_LABEL_LENGTH - max(len(h) - len(name) for h in longest)
     message = (
         f"must be no more than {room} characters for this runtime and numNodes: the pod hostname "
-        f"{over[0]!r} ({len(over[0])} characters) must be a DNS label of at most "
+        f"{QUOTE.encode(over[0])} ({len(over[0])} characters) must be a DNS label of at most "
         f"{MAX_LABEL_LENGTH} characters"
     )
     return [invalid("metadata.name", message)]
@@ -261,7 +261,8 @@ def _trainer(
     node = next((x for x in _containers(pod_template) if x.get("name") == c.NODE), None)
     if node is None:
         problem = required(
-            "runtime.spec.template.spec.replicatedJobs", f"the trainer step has no container named {c.NODE!r}"
+            "runtime.spec.template.spec.replicatedJobs",
+            f"the trainer step has no container named {QUOTE.encode(c.NODE)}",
         )
         return [problem], [], None
     for key in ("image", "command", "args"):
@@ -315,7 +316,13 @@ def _flux(
     node = next((x for x in containers if isinstance(x, Mapping) and x.get("name") == c.NODE), None)
     if step is None or node is None:
         path = "runtime.spec.template.spec.replicatedJobs"
-        return [required(path, f"a replicated job {c.NODE!r} with a container {c.NODE!r} (Flux runs it)")], ()
+        return [
+            required(
+                path,
+                f"a replicated job {QUOTE.encode(c.NODE)} with a container {QUOTE.encode(c.NODE)} (Flux runs "
+                "it)",
+            )
+        ], ()
     errors = flux.validate(str(meta.get("name", "")), policy, trainer, step.pod_template)
     if errors:
         return errors, ()
@@ -347,7 +354,8 @@ def _inject_env(
                 errors.append(
                     invalid(
                         f"runtime.spec.mlPolicy.torch.envInjection.targets[{i}].containerNames[{j}]",
-                        f"no container {cname!r} in replicated job {target.get('jobName')!r}",
+                        f"no container {QUOTE.encode(cname)} in replicated job "
+                        f"{QUOTE.encode(target.get('jobName'))}",
                     )
                 )
                 continue

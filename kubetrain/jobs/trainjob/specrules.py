@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.dnsnames import MAX_SUBDOMAIN_LENGTH, is_dns1123_subdomain
-from kubetrain.api.errors import FieldError, duplicate, forbidden, invalid, json_int
+from kubetrain.api.errors import QUOTE, FieldError, duplicate, forbidden, invalid, json_int
 from kubetrain.api.trainer import constants as c
 
 Obj = dict[str, Any]
@@ -81,18 +81,20 @@ def _manager_errors(manager: object, path: str) -> list[FieldError]:
     text = str(manager)
     host, _, rest = text.partition("/")
     if not host or not rest:
-        return [invalid(path, f'{text!r} must be a domain-prefixed path (such as "acme.io/foo")')]
+        return [invalid(path, f'{QUOTE.encode(text)} must be a domain-prefixed path (such as "acme.io/foo")')]
     errors: list[FieldError] = []
     if not is_dns1123_subdomain(host):
         errors.append(
             invalid(
                 path,
-                f"{host!r} must be a lowercase RFC 1123 subdomain "
+                f"{QUOTE.encode(host)} must be a lowercase RFC 1123 subdomain "
                 f"of at most {MAX_SUBDOMAIN_LENGTH} characters",
             )
         )
     if not HTTP_PATH.fullmatch(rest):
-        errors.append(invalid(path, f"{rest!r}: Invalid path: must match the regex {HTTP_PATH.pattern}"))
+        errors.append(
+            invalid(path, f"{QUOTE.encode(rest)}: Invalid path: must match the regex {HTTP_PATH.pattern}")
+        )
     return errors
 
 
@@ -106,7 +108,7 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
         if uri is None:
             continue
         if not isinstance(uri, str) or (uri and not STORAGE_URI.fullmatch(uri)):
-            errors.append(invalid(path, f"{uri!r}: {STORAGE_URI_MESSAGE}"))
+            errors.append(invalid(path, f"{QUOTE.encode(uri)}: {STORAGE_URI_MESSAGE}"))
         elif len(uri) > MAX_STORAGE_URI:
             errors.append(invalid(path, f"must be at most {MAX_STORAGE_URI} characters, not {len(uri)}"))
     trainer = spec.get("trainer") or {}
@@ -164,7 +166,7 @@ def field_errors(spec: Mapping[str, Any]) -> list[FieldError]:
                     f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]."
                     f"{POD_SPEC}.terminationGracePeriodSeconds"
                 )
-                errors.append(invalid(path, f"must be greater than or equal to 0, not {grace!r}"))
+                errors.append(invalid(path, f"must be greater than or equal to 0, not {QUOTE.encode(grace)}"))
     return errors
 
 
@@ -176,7 +178,9 @@ def _env_duplicates(env: object, path: str) -> list[FieldError]:
     for i, var in enumerate(env if isinstance(env, list) else []):
         name = var.get("name") if isinstance(var, Mapping) else None
         if isinstance(name, str) and name in seen:
-            errors.append(duplicate(f"{path}[{i}].name", f"{name!r}: another variable has this name"))
+            errors.append(
+                duplicate(f"{path}[{i}].name", f"{QUOTE.encode(name)}: another variable has this name")
+            )
         seen.add(name)
     return errors
 

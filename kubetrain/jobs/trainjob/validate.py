@@ -37,6 +37,7 @@ from typing import Any
 from kubetrain.api import startdeadline, trainerstatus
 from kubetrain.api.dnsnames import DNS1035_LABEL, MAX_LABEL_LENGTH
 from kubetrain.api.errors import (
+    QUOTE,
     RECREATE,
     FieldError,
     duplicate,
@@ -90,13 +91,13 @@ def default_trainjob(obj: Mapping[str, Any]) -> Obj:
 
 def _positive(value: object, path: str, errors: list[FieldError]) -> None:
     if value is not None and (json_int(value) or 0) < 1:
-        errors.append(invalid(path, f"must be an integer of at least 1, not {value!r}"))
+        errors.append(invalid(path, f"must be an integer of at least 1, not {QUOTE.encode(value)}"))
 
 
 def _num_proc_per_node(value: object, path: str, message: str, errors: list[FieldError]) -> None:
     """Trainer's `self >= 1` XValidation of a numProcPerNode (Trainer #3809), with its message."""
     if value is not None and (json_int(value) or 0) < 1:
-        errors.append(invalid(path, f"{message}, not {value!r}"))
+        errors.append(invalid(path, f"{message}, not {QUOTE.encode(value)}"))
 
 
 def _trainer_num_nodes(value: object, errors: list[FieldError]) -> None:
@@ -108,7 +109,9 @@ def _trainer_num_nodes(value: object, errors: list[FieldError]) -> None:
         return
     number = json_int(value)
     if number is None or number < 0:
-        errors.append(invalid(path, f"{path} in body should be greater than or equal to 0, not {value!r}"))
+        errors.append(
+            invalid(path, f"{path} in body should be greater than or equal to 0, not {QUOTE.encode(value)}")
+        )
     elif number == 0:
         errors.append(
             invalid(
@@ -146,8 +149,10 @@ def validate_trainjob(
     if kind not in RUNTIME_KINDS:
         errors.append(not_supported("spec.runtimeRef.kind", kind, RUNTIME_KINDS))
     elif ref.get("name") and runtime is None and old is None:
-        where = f" in namespace {meta.get('namespace')!r}" if kind == c.TRAINING_RUNTIME else ""
-        errors.append(invalid("spec.runtimeRef.name", f"{kind} {ref.get('name')!r} not found{where}"))
+        where = f" in namespace {QUOTE.encode(meta.get('namespace'))}" if kind == c.TRAINING_RUNTIME else ""
+        errors.append(
+            invalid("spec.runtimeRef.name", f"{kind} {QUOTE.encode(ref.get('name'))} not found{where}")
+        )
     trainer = spec.get("trainer") or {}
     _trainer_num_nodes(trainer.get("numNodes"), errors)
     _num_proc_per_node(
@@ -166,7 +171,9 @@ def validate_trainjob(
         if not mgr:
             errors.append(required(f"spec.runtimePatches[{i}].manager", "who owns this patch"))
         elif mgr in managers:
-            errors.append(duplicate(f"spec.runtimePatches[{i}].manager", f"{mgr!r} has another patch"))
+            errors.append(
+                duplicate(f"spec.runtimePatches[{i}].manager", f"{QUOTE.encode(mgr)} has another patch")
+            )
         else:
             managers.add(mgr)
     errors += specrules.field_errors(spec)
@@ -250,7 +257,7 @@ def _ancestor_errors(rjobs: list[Any], path: str) -> list[FieldError]:
             continue
         replicas = (rjob or {}).get("replicas", 1)
         if replicas != 1:
-            errors.append(invalid(f"{path}[{i}].replicas", f"{replicas!r}: always must be 1"))
+            errors.append(invalid(f"{path}[{i}].replicas", f"{QUOTE.encode(replicas)}: always must be 1"))
         pod = ((template.get("spec") or {}).get("template") or {}).get("spec") or {}
         names = {x.get("name") for x in pod.get("containers") or [] if isinstance(x, Mapping)}
         if ANCESTOR_CONTAINERS[ancestor] not in names:
@@ -258,7 +265,7 @@ def _ancestor_errors(rjobs: list[Any], path: str) -> list[FieldError]:
                 invalid(
                     f"{path}[{i}].template.spec.template.spec.containers",
                     f"must contain the required container for the ancestor: {ancestor} "
-                    f"(a container named {ANCESTOR_CONTAINERS[ancestor]!r})",
+                    f"(a container named {QUOTE.encode(ANCESTOR_CONTAINERS[ancestor])})",
                 )
             )
     return errors
@@ -294,7 +301,11 @@ def _subdomain_errors(jobset_spec: Mapping[str, Any]) -> list[FieldError]:
         return []
     path = "spec.template.spec.network.subdomain"
     if not isinstance(subdomain, str) or not DNS1035_LABEL.match(subdomain):
-        return [invalid(path, f"{subdomain!r} must be a lowercase RFC 1035 label (it names a Service)")]
+        return [
+            invalid(
+                path, f"{QUOTE.encode(subdomain)} must be a lowercase RFC 1035 label (it names a Service)"
+            )
+        ]
     if len(subdomain) > MAX_LABEL_LENGTH:
         return [invalid(path, f"must be no more than {MAX_LABEL_LENGTH} characters, not {len(subdomain)}")]
     return []
@@ -358,20 +369,27 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
         if not rname:
             errors.append(required(f"{path}[{i}].name", "a DNS label"))
         elif not DNS1035_LABEL.match(rname):
-            errors.append(invalid(f"{path}[{i}].name", f"{rname!r} must be a lowercase RFC 1035 label"))
+            errors.append(
+                invalid(f"{path}[{i}].name", f"{QUOTE.encode(rname)} must be a lowercase RFC 1035 label")
+            )
         elif rname in names:
-            errors.append(duplicate(f"{path}[{i}].name", f"{rname!r} is used by another replicated job"))
+            errors.append(
+                duplicate(f"{path}[{i}].name", f"{QUOTE.encode(rname)} is used by another replicated job")
+            )
         names.append(rname)
         errors += _negative_replicas(rjob, f"{path}[{i}].replicas")
     if c.NODE not in names:
-        errors.append(required(path, f"a replicated job named {c.NODE!r} (the training nodes)"))
+        errors.append(required(path, f"a replicated job named {QUOTE.encode(c.NODE)} (the training nodes)"))
     errors += _ancestor_errors(rjobs, path)
     for i, rjob in enumerate(rjobs):
         for j, dep in enumerate((rjob or {}).get("dependsOn") or []):
             dname, status = (dep or {}).get("name"), (dep or {}).get("status")
             if dname not in names or dname == (rjob or {}).get("name"):
                 errors.append(
-                    invalid(f"{path}[{i}].dependsOn[{j}].name", f"{dname!r} is not another replicated job")
+                    invalid(
+                        f"{path}[{i}].dependsOn[{j}].name",
+                        f"{QUOTE.encode(dname)} is not another replicated job",
+                    )
                 )
             if status not in DEPENDS_ON_STATUSES:
                 errors.append(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.dnsnames import is_dns1123_subdomain
-from kubetrain.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
+from kubetrain.api.errors import QUOTE, FieldError, duplicate, forbidden, invalid, not_supported, required
 from kubetrain.api.trainer import constants as c
 
 Obj = dict[str, Any]
@@ -136,14 +136,17 @@ def _template(
         ]
     if name in seen:
         errors.append(
-            duplicate(f"{where}.metadata.name", f"{name!r}: names must be unique over all templates")
+            duplicate(
+                f"{where}.metadata.name", f"{QUOTE.encode(name)}: names must be unique over all templates"
+            )
         )
     seen.add(name)
     if not is_dns1123_subdomain(name):
         errors.append(
             invalid(
                 f"{where}.metadata.name",
-                f"{name!r} must be a lowercase RFC 1123 subdomain (lower case alphanumerics, '-' or '.', "
+                f"{QUOTE.encode(name)} must be a lowercase RFC 1123 subdomain (lower case alphanumerics, '-' "
+                "or '.', "
                 "starting and ending with an alphanumeric)",
             )
         )
@@ -153,7 +156,7 @@ def _template(
                 errors.append(
                     invalid(
                         f"{path}.replicatedJobs[{i}].template.spec.template.spec.volumes[{k}].name",
-                        f"{name!r} conflicts with the volumeClaimPolicies template of that name "
+                        f"{QUOTE.encode(name)} conflicts with the volumeClaimPolicies template of that name "
                         "(its volume is added to every pod that mounts it)",
                     )
                 )
@@ -161,7 +164,8 @@ def _template(
         errors.append(
             invalid(
                 f"{path}.replicatedJobs",
-                f"no container or init container of a replicated job has a volumeMount named {name!r} "
+                "no container or init container of a replicated job has a volumeMount named "
+                f"{QUOTE.encode(name)} "
                 f"(the volumeClaimPolicies template at {where})",
             )
         )
@@ -188,7 +192,8 @@ def resolve(
                 errors.append(
                     invalid(
                         "metadata.name",
-                        f"the PersistentVolumeClaim {pvc!r} of runtime.spec.template.spec.{FIELD}[{i}]"
+                        f"the PersistentVolumeClaim {QUOTE.encode(pvc)} of "
+                        f"runtime.spec.template.spec.{FIELD}[{i}]"
                         f".templates[{j}] would be {len(pvc)} characters, more than {MAX_CLAIM_NAME}: "
                         f"use a TrainJob name of at most {MAX_CLAIM_NAME - len(name) - 1} characters",
                     )

@@ -37,6 +37,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 from kubetrain.devcluster.apiserver.storage.store import Store
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -233,7 +234,7 @@ class Authorizer:
             role = self.store.get(ROLES_KEY, binding_namespace, name)
             missing = f'role.{RBAC_GROUP} "{name}" not found'
         else:
-            return [], f"unsupported role reference kind: {kind!r}"
+            return [], f"unsupported role reference kind: {go_quote(kind if isinstance(kind, str) else '')}"
         if role is None:
             return [], missing
         return [r for r in role.get("rules") or [] if isinstance(r, dict)], None

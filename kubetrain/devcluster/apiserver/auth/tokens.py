@@ -38,6 +38,7 @@ from kubetrain.devcluster.apiserver.auth import rbac
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
 from kubetrain.devcluster.apiserver.kinds import meta
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 from kubetrain.devcluster.apiserver.storage.store import Store
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -163,7 +164,7 @@ class TokenIssuer:
         resource = _BINDABLE.get(kind)
         if resource is None:
             raise errors.bad_request(
-                f"cannot bind token for serviceaccount {account!r} to object of kind {kind!r}"
+                f"cannot bind token for serviceaccount {go_quote(account)} to object of kind {go_quote(kind)}"
             )
         obj = self.store.get(resource, "" if kind == "Node" else namespace, name)
         if obj is None:
@@ -180,7 +181,7 @@ class TokenIssuer:
         if kind == "Pod":
             if (obj.get("spec") or {}).get("serviceAccountName", "default") != account:
                 raise errors.bad_request(
-                    f"cannot bind token for serviceaccount {account!r} to pod running with different "
+                    f"cannot bind token for serviceaccount {go_quote(account)} to pod running with different "
                     "serviceaccount name."
                 )
             node_name = (obj.get("spec") or {}).get("nodeName")

@@ -18,6 +18,7 @@ from typing import Any
 from multidict import MultiMapping
 
 from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_json
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 from kubetrain.devcluster.apiserver.verbs.core import Target
 from kubetrain.devcluster.apiserver.verbs.reads import ListQuery
@@ -62,7 +63,7 @@ def target(
         raise not_found()
     dry = query.getall("dryRun", [])
     if any(d != "All" for d in dry):
-        raise errors.bad_request(f'Invalid dry run value: {dry!r}: supported values: "All"')
+        raise errors.bad_request(f'Invalid dry run value: {go_json(dry)}: supported values: "All"')
     validation = query.get("fieldValidation", "Warn")
     if validation not in ("Strict", "Warn", "Ignore"):
         raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")

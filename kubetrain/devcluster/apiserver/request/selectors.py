@@ -12,14 +12,12 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import Obj
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
+from kubetrain.devcluster.apiserver.kinds.objectmeta import qualified_name_problems
 
 Predicate = Callable[[Obj], bool]
 
 _TOKEN = re.compile(r"\s*(\(|\)|,|!=|==|=|!|[^\s(),!=]+)")
-_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
 
 
 def _always(_: Obj) -> bool:
@@ -90,6 +88,9 @@ def parse_label_selector(text: str | None) -> Predicate:
     def fail(msg: str) -> errors.ApiError:
         return errors.bad_request(f"unable to parse requirement: {msg}")
 
+    def unexpected(found: str) -> errors.ApiError:  # after a requirement: not inside one
+        return errors.bad_request(f"found '{found}', expected: ',' or 'end of string'")
+
     while i < len(toks):
         negate = False
         if toks[i] == "!":
@@ -98,13 +99,14 @@ def parse_label_selector(text: str | None) -> Predicate:
         if i >= len(toks):
             raise fail("found '', expected: identifier")
         key = toks[i]
-        if not _KEY.match(key):
-            raise fail(f"invalid label key {key!r}")
+        problems = qualified_name_problems(key)
+        if problems:  # apimachinery's validateLabelKey: a field.Error at `key`
+            raise fail(f"key: Invalid value: {go_quote(key)}: {'; '.join(problems)}")
         i += 1
         op = toks[i] if i < len(toks) else ","
         if negate:
             if op != ",":
-                raise fail(f"found {op!r}, expected: ',' or end of string")
+                raise unexpected(op)
             reqs.append(_absent(key))
         elif op == ",":
             reqs.append(_present(key))
@@ -135,10 +137,10 @@ def parse_label_selector(text: str | None) -> Predicate:
             else:
                 reqs.append(_label_notin(key, frozenset(values)))
         else:
-            raise fail(f"found {op!r}, expected: in, notin, =, ==, !=, gt, lt")
+            raise fail(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
         if i < len(toks):
             if toks[i] != ",":
-                raise fail(f"found {toks[i]!r}, expected: ',' or end of string")
+                raise unexpected(toks[i])
             i += 1
     return lambda obj: all(r(obj) for r in reqs)
 

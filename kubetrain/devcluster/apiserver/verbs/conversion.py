@@ -31,6 +31,7 @@ from kubetrain.devcluster.admission.client import WebhookClient
 from kubetrain.devcluster.admission.review import CallError
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 from kubetrain.devcluster.apiserver.request import decoding, duplicates
 from kubetrain.devcluster.apiserver.request.patch import APPLY, apply_patch
 from kubetrain.devcluster.apiserver.verbs import deletion, tables, watchstream
@@ -81,7 +82,12 @@ class Converter:
         if not isinstance(response, dict):
             raise _failed(rt, source, "conversion webhook response was absent")
         if response.get("uid") != uid:
-            raise _failed(rt, source, f"expected response uid {uid!r}, got {response.get('uid')!r}")
+            got = response.get("uid")
+            raise _failed(
+                rt,
+                source,
+                f"expected response.uid={go_quote(uid)}, got {go_quote(got if isinstance(got, str) else '')}",
+            )
         result = response.get("result") or {}
         if result.get("status") != "Success":
             raise _failed(rt, source, str(result.get("message") or "conversion failed"))

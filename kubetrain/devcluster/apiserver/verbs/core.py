@@ -22,6 +22,7 @@ from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
 from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, podgeneration, schema
 from kubetrain.devcluster.apiserver.kinds.crds import celeval, listtype
+from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
 from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import APPLY, apply_patch
@@ -248,6 +249,7 @@ class ApiServer:
         if old["metadata"].get("deletionTimestamp"):
             added = [f for f in new["metadata"].get("finalizers") or [] if f not in old_finalizers]
             if added:
+                found = ", ".join(go_quote(str(f)) for f in sorted(set(map(str, added))))  # Go's %#v
                 raise errors.invalid(
                     t.rt.kind,
                     t.rt.group,
@@ -256,7 +258,7 @@ class ApiServer:
                         Cause(
                             "FieldValueForbidden",
                             "Forbidden: no new finalizers can be added if the object is being deleted, "
-                            f"found new finalizers {added!r}",
+                            f"found new finalizers []string{{{found}}}",
                             "metadata.finalizers",
                         )
                     ],
