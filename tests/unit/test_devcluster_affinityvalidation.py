@@ -116,3 +116,94 @@ def test_node_selector_keys_and_values_are_labels() -> None:
     assert [(r, f) for r, f, _ in got] == [("FieldValueInvalid", "spec.nodeSelector")] * 2
     assert got[0][2].startswith('Invalid value: "bad key": name part must consist of')
     assert got[1][2].startswith('Invalid value: "-x": a valid label must be an empty string')
+
+
+NODE_REQUIRED = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+NODE_PREFERRED = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def node_affinity(
+    required: list[dict[str, Any]] | None, preferred: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if required is not None:
+        out["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": required}
+    if preferred is not None:
+        out["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
+    return {"nodeAffinity": out}
+
+
+def test_node_affinity_terms_are_valid_node_selectors() -> None:
+    good = [
+        {
+            "matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]},
+                {"key": "gpu-count", "operator": "Gt", "values": ["3"]},
+                {"key": "spot", "operator": "DoesNotExist"},
+            ],
+            "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}],
+        }
+    ]
+    assert causes(affinity=node_affinity(good, [{"weight": 5, "preference": good[0]}])) == []
+    assert causes(affinity=node_affinity([])) == [
+        (
+            "FieldValueRequired",
+            f"{NODE_REQUIRED}.nodeSelectorTerms",
+            "Required value: must have at least one node selector term",
+        )
+    ]
+    bad = [
+        {
+            "matchExpressions": [
+                {"key": "a", "operator": "Lt", "values": ["1", "2"]},
+                {"key": "b", "operator": "Exists", "values": ["x"]},
+                {"key": "c", "operator": "Near"},
+                {"key": "d", "operator": "In", "values": ["bad value"]},
+            ],
+            "matchFields": [{"key": "metadata.uid", "operator": "Exists"}],
+        }
+    ]
+    term = f"{NODE_REQUIRED}.nodeSelectorTerms[0]"
+    label_value = (
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+        "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+        "'12345', regex used "
+        "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+    )
+    assert causes(affinity=node_affinity(bad)) == [
+        (
+            "FieldValueRequired",
+            f"{term}.matchExpressions[0].values",
+            "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'",
+        ),
+        (
+            "FieldValueForbidden",
+            f"{term}.matchExpressions[1].values",
+            "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        ),
+        (
+            "FieldValueInvalid",
+            f"{term}.matchExpressions[2].operator",
+            'Invalid value: "Near": not a valid selector operator',
+        ),
+        (
+            "FieldValueInvalid",
+            f"{term}.matchExpressions[3].values[0]",
+            f'Invalid value: "bad value": {label_value}',
+        ),
+        (
+            "FieldValueInvalid",
+            f"{term}.matchFields[0].operator",
+            'Invalid value: "Exists": not a valid selector operator',
+        ),
+        (
+            "FieldValueInvalid",
+            f"{term}.matchFields[0].key",
+            'Invalid value: "metadata.uid": not a valid field selector key',
+        ),
+    ]
+    # a preferred term's values are not label-checked (upstream allows them); its weight is
+    loose = {"matchExpressions": [{"key": "d", "operator": "In", "values": ["bad value"]}]}
+    assert causes(affinity=node_affinity(None, [{"weight": 101, "preference": loose}])) == [
+        ("FieldValueInvalid", f"{NODE_PREFERRED}[0].weight", "Invalid value: 101: must be in the range 1-100")
+    ]

@@ -8,6 +8,7 @@ from typing import Any
 from kubetrain.devcluster.apiserver.kinds import (
     builtins,
     envvalidation,
+    objectmeta,
     podvalidation,
     servicefields,
     servicevalidation,
@@ -20,12 +21,12 @@ def spec_causes(**spec: Any) -> list[tuple[str, str, str]]:
 
 
 def test_port_name_problems_follow_is_valid_port_name() -> None:
-    assert podvalidation.port_name_problems("pytorchjob-port") == []
-    assert podvalidation.port_name_problems("a" * 16) == ["must be no more than 15 characters"]
-    assert podvalidation.port_name_problems("123") == ["must contain at least one letter (a-z)"]
-    assert podvalidation.port_name_problems("a--b") == ["must not contain consecutive hyphens"]
-    assert podvalidation.port_name_problems("-ab") == ["must not begin or end with a hyphen"]
-    assert podvalidation.port_name_problems("A_") == [
+    assert objectmeta.port_name_problems("pytorchjob-port") == []
+    assert objectmeta.port_name_problems("a" * 16) == ["must be no more than 15 characters"]
+    assert objectmeta.port_name_problems("123") == ["must contain at least one letter (a-z)"]
+    assert objectmeta.port_name_problems("a--b") == ["must not contain consecutive hyphens"]
+    assert objectmeta.port_name_problems("-ab") == ["must not begin or end with a hyphen"]
+    assert objectmeta.port_name_problems("A_") == [
         "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
         "must contain at least one letter (a-z)",
     ]
@@ -350,3 +351,168 @@ def test_a_gated_pods_node_affinity_may_only_narrow() -> None:
     # ungated: immutable
     [(reason, _, path)] = update_causes({"affinity": required_terms([ZONE])}, affinity=narrowed)
     assert (reason, path) == ("FieldValueForbidden", "spec")
+
+
+SUBDOMAIN = objectmeta.DNS1123_SUBDOMAIN_ERROR
+
+
+def one(**container: Any) -> list[tuple[str, str, str]]:
+    return spec_causes(containers=[{"name": "c", "image": "i", **container}])
+
+
+def test_env_from_names_one_source_with_a_name_and_a_valid_prefix() -> None:
+    assert (
+        one(envFrom=[{"prefix": "CFG_", "configMapRef": {"name": "settings-"}}, {"secretRef": {"name": "s"}}])
+        == []
+    )
+    assert one(
+        envFrom=[
+            {"prefix": "A=B", "configMapRef": {"name": "Bad"}},
+            {},
+            {"configMapRef": {}, "secretRef": {"name": "s"}},
+        ]
+    ) == [
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].envFrom[0].prefix",
+            f'Invalid value: "A=B": {envvalidation.RELAXED_ENV_NAME}',
+        ),
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].envFrom[0].configMapRef.name",
+            f'Invalid value: "Bad": {SUBDOMAIN}',
+        ),
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].envFrom",
+            'Invalid value: "": must specify one of: `configMapRef` or `secretRef`',
+        ),
+        ("FieldValueRequired", "spec.containers[0].envFrom[2].configMapRef.name", "Required value"),
+        (
+            "FieldValueInvalid",
+            "spec.containers[0].envFrom",
+            'Invalid value: "": may not have more than one field specified at a time',
+        ),
+    ]
+
+
+def test_key_selectors_need_a_subdomain_name_and_a_config_key() -> None:
+    ok = {"name": "creds", "key": "token.v1"}
+    assert (
+        one(
+            env=[
+                {"name": "A", "valueFrom": {"secretKeyRef": ok}},
+                {"name": "B", "valueFrom": {"configMapKeyRef": ok}},
+            ]
+        )
+        == []
+    )
+    at = "spec.containers[0].env"
+    assert one(
+        env=[
+            {"name": "A", "valueFrom": {"secretKeyRef": {"key": "a/b"}}},
+            {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm"}}},
+            {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "..x"}}},
+        ]
+    ) == [
+        ("FieldValueInvalid", f"{at}[0].valueFrom.secretKeyRef.name", f'Invalid value: "": {SUBDOMAIN}'),
+        (
+            "FieldValueInvalid",
+            f"{at}[0].valueFrom.secretKeyRef.key",
+            f'Invalid value: "a/b": {envvalidation.CONFIG_KEY}',
+        ),
+        ("FieldValueRequired", f"{at}[1].valueFrom.configMapKeyRef.key", "Required value"),
+        (
+            "FieldValueInvalid",
+            f"{at}[2].valueFrom.configMapKeyRef.key",
+            "Invalid value: \"..x\": must not start with '..'",
+        ),
+    ]
+
+
+def test_resource_field_refs_name_a_container_resource_and_an_allowed_divisor() -> None:
+    refs = [
+        {"resource": "limits.cpu", "divisor": "1m"},
+        {"resource": "requests.memory", "divisor": "1Mi"},
+        {"resource": "limits.hugepages-2Mi"},
+    ]
+    assert (
+        one(env=[{"name": f"R{i}", "valueFrom": {"resourceFieldRef": r}} for i, r in enumerate(refs)]) == []
+    )
+    at = "spec.containers[0].env"
+    bad = [
+        {"resource": "limits.gpu"},
+        {"divisor": "1"},
+        {"resource": "limits.cpu", "divisor": "2"},
+        {"resource": "limits.memory", "divisor": "1024"},
+    ]
+    assert one(env=[{"name": f"R{i}", "valueFrom": {"resourceFieldRef": r}} for i, r in enumerate(bad)]) == [
+        (
+            "FieldValueNotSupported",
+            f"{at}[0].valueFrom.resourceFieldRef.resource",
+            'Unsupported value: "limits.gpu": supported values: "limits.cpu", "limits.ephemeral-storage", '
+            '"limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"',
+        ),
+        ("FieldValueRequired", f"{at}[1].valueFrom.resourceFieldRef.resource", "Required value"),
+        (
+            "FieldValueInvalid",
+            f"{at}[2].valueFrom.resourceFieldRef.divisor",
+            'Invalid value: "limits.cpu": '
+            "only divisor's values 1m and 1 are supported with the cpu resource",
+        ),
+        (
+            "FieldValueInvalid",
+            f"{at}[3].valueFrom.resourceFieldRef.divisor",
+            'Invalid value: "limits.memory": '
+            "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, "
+            "1Ti, 1Pi, 1Ei are supported with the memory resource",
+        ),
+    ]
+
+
+def test_sub_paths_are_relative_and_descending() -> None:
+    volumes = [{"name": "v", "emptyDir": {}}, {"name": "img", "image": {"reference": "r"}}]
+    ok = [
+        {"name": "v", "mountPath": "/a", "subPath": "data/x"},
+        {"name": "v", "mountPath": "/b", "subPathExpr": "$(POD)/logs"},
+    ]
+    assert spec_causes(volumes=volumes, containers=[{"name": "c", "image": "i", "volumeMounts": ok}]) == []
+    mounts = [
+        {"name": "v", "mountPath": "/a", "subPath": "/abs/../x"},
+        {"name": "v", "mountPath": "/b", "subPath": "a", "subPathExpr": "b"},
+        {"name": "img", "mountPath": "/c", "subPath": "a"},
+    ]
+    at = "spec.containers[0].volumeMounts"
+    assert spec_causes(volumes=volumes, containers=[{"name": "c", "image": "i", "volumeMounts": mounts}]) == [
+        ("FieldValueInvalid", f"{at}.subPath", 'Invalid value: "/abs/../x": must be a relative path'),
+        ("FieldValueInvalid", f"{at}.subPath", "Invalid value: \"/abs/../x\": must not contain '..'"),
+        (
+            "FieldValueInvalid",
+            f"{at}[1].subPathExpr",
+            'Invalid value: "b": subPathExpr and subPath are mutually exclusive',
+        ),
+        ("FieldValueInvalid", f"{at}[2].subPath", 'Invalid value: "a": not allowed in image volume sources'),
+    ]
+
+
+def test_host_ports_are_unique_across_containers_per_protocol() -> None:
+    def port(host: int, protocol: str = "TCP") -> dict[str, Any]:
+        return {"containerPort": 80, "hostPort": host, "protocol": protocol}
+
+    pair = [
+        {"name": "a", "image": "i", "ports": [port(8080)]},
+        {"name": "b", "image": "i", "ports": [port(8080, "UDP")]},
+    ]
+    assert spec_causes(containers=pair) == []
+    clash = [
+        {"name": "a", "image": "i", "ports": [port(8080)]},
+        {"name": "b", "image": "i", "ports": [port(8080)]},
+    ]
+    assert spec_causes(containers=clash) == [
+        ("FieldValueDuplicate", "spec.containers[1].ports[0].hostPort", 'Duplicate value: "TCP//8080"')
+    ]
+    # init containers run one by one: one may reuse a regular container's host port
+    assert (
+        spec_causes(containers=clash[:1], initContainers=[{"name": "i", "image": "i", "ports": [port(8080)]}])
+        == []
+    )

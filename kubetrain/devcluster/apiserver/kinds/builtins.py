@@ -9,7 +9,8 @@ cluster IPs and node ports: `servicealloc.py`). Namespaces get phase Active and 
 metrics, the 80 % CPU utilization target, and are checked for scaleTargetRef and
 1 ≤ minReplicas ≤ maxReplicas.
 PersistentVolumeClaims: `pvcs.py`. What pod specs (containers, ports, env, volumes, mounts,
-resources) and Services are checked for: `podvalidation.py`, `servicevalidation.py`.
+resources, probes, security contexts, affinity) and Services are checked for: `podvalidation.py`
+(and the modules it names), `servicevalidation.py`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from kubetrain.devcluster.apiserver.kinds import (
     gatedpods,
     pdbs,
     podvalidation,
+    portvalidation,
     priorityclasses,
+    probevalidation,
     pvcs,
     servicevalidation,
     tolerationvalidation,
@@ -92,7 +95,8 @@ def default_pod(pod: Obj) -> None:
                 _default_container(c)
                 podvalidation.default_requests_from_limits(c)
                 envvalidation.default_field_refs(c)
-    podvalidation.default_host_network_ports(spec)
+                probevalidation.default_probes(c)
+    portvalidation.default_host_network_ports(spec)
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", "BestEffort")

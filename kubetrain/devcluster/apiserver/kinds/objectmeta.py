@@ -96,6 +96,25 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}, regex used for validation is '{fmt}')"
 
 
+PORT_RANGE = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError(1, 65535)
+
+
+def port_name_problems(name: str) -> list[str]:
+    """apimachinery util/validation `IsValidPortName` (an IANA_SVC_NAME)."""
+    problems = []
+    if len(name) > 15:
+        problems.append("must be no more than 15 characters")
+    if not name or any(ch not in "-abcdefghijklmnopqrstuvwxyz0123456789" for ch in name):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not any("a" <= ch <= "z" for ch in name):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        problems.append("must not contain consecutive hyphens")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        problems.append("must not begin or end with a hyphen")
+    return problems
+
+
 def qualified_name_problems(value: str) -> list[str]:
     """apimachinery util/validation IsQualifiedName."""
     parts = value.split("/")

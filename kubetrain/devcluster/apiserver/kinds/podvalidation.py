@@ -10,22 +10,21 @@ causes: reason, field path and message wording.
 - `validateContainers` / `validateInitContainers` / `validateContainerCommon`: containers are
   required; a container's name is required and a DNS-1123 label, unique across containers and
   init containers; image required.
-- `validateContainerPorts` (per container): port names are IANA_SVC_NAMEs (`IsValidPortName`),
-  unique in the container; containerPort required and 1-65535, hostPort 0 or 1-65535; protocol
-  one of SCTP, TCP, UDP.
-- `validatePodHostNetworkDeps`: with hostNetwork, every container port's hostPort equals its
-  containerPort (after v1 defaulting gave an unset hostPort the containerPort).
-- `ValidateEnv`: `envvalidation.py`.
-- nodeSelector and the pod (anti-)affinity terms: `affinityvalidation.py`.
+- container ports, hostPort conflicts and hostNetwork ports: `portvalidation.py`.
+- `ValidateEnv`, `ValidateEnvFrom`: `envvalidation.py`.
+- `ValidateVolumeMounts` (names, paths, subPath/subPathExpr): `mountvalidation.py`.
+- probes, lifecycle hooks and a container's restartPolicy: `probevalidation.py`.
+- pod and container securityContext: `securitycontextvalidation.py`.
+- nodeSelector, node affinity and the pod (anti-)affinity terms: `affinityvalidation.py`.
 - `ValidateTolerations`: `tolerationvalidation.py`.
-- `ValidateVolumeMounts`: name required and naming a volume of the pod, mountPath required and
-  unique in the container.
 - `ValidateContainerResourceRequirements`: resource names standard (cpu, memory,
   ephemeral-storage, hugepages-*) or extended (with a '/'); quantities not negative; a request
   at most its limit; extended resources (not overcommitable) need a limit equal to the request.
 
-Not validated: probes, lifecycle handlers, securityContext, envFrom, subPaths, volume sources'
-other fields, hostPort conflicts between containers, nodeAffinity terms.
+Not validated: volume sources' other fields (hostPath types, projected sources, items and
+modes, …), volumeDevices, imagePullPolicy and terminationMessagePolicy values, resizePolicy,
+resourceClaims, dnsConfig, hostAliases, readinessGates, topologySpreadConstraints, os-specific
+fields, activeDeadlineSeconds, ephemeral containers.
 """
 
 from __future__ import annotations
@@ -35,19 +34,23 @@ from typing import Any
 
 from kubetrain.api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 from kubetrain.devcluster.apiserver.base.errors import Cause
-from kubetrain.devcluster.apiserver.kinds import affinityvalidation, envvalidation, tolerationvalidation
+from kubetrain.devcluster.apiserver.kinds import (
+    affinityvalidation,
+    envvalidation,
+    mountvalidation,
+    portvalidation,
+    probevalidation,
+    securitycontextvalidation,
+    tolerationvalidation,
+)
 from kubetrain.devcluster.apiserver.kinds.fielderrors import (
     dicts,
     duplicate,
     invalid,
-    not_found,
-    not_supported,
     required,
 )
 from kubetrain.devcluster.apiserver.kinds.objectmeta import dns1123_label_errors, qualified_name_problems
 
-PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List(supportedPortProtocols): sorted
-PORT_RANGE = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError(1, 65535)
 NO_LIMIT = "Limit must be set for non overcommitable resources"
 MORE_THAN_ONE = "Forbidden: may not specify more than 1 volume type"
 # validateVolumeSource's order, and the child each Forbidden names (upstream's spellings kept)
@@ -112,8 +115,13 @@ _STANDARD_RESOURCES = frozenset(
 
 
 def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
-    """Volumes, then containers, then init containers, as `ValidatePodSpec` orders them."""
+    """`ValidatePodSpec`'s order: volumes, containers, init containers, hostNetwork ports,
+    nodeSelector, security context, affinity, tolerations."""
     volumes, causes = volume_causes(spec.get("volumes"))
+    images = mountvalidation.image_volumes(spec.get("volumes"))
+    grace = spec.get("terminationGracePeriodSeconds")
+    grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else None
+    users = securitycontextvalidation.host_users(spec)
     containers = spec.get("containers")
     if not containers:
         causes.append(required("spec.containers"))
@@ -123,48 +131,30 @@ def pod_spec_causes(spec: dict[str, Any], *, creating: bool) -> list[Cause]:
         if not isinstance(c, dict):
             causes.append(Cause("FieldValueTypeInvalid", "Invalid value: must be an object", path))
             continue
-        causes += container_causes(c, path, volumes, creating=creating)
+        causes += container_causes(c, path, (volumes, images), creating=creating, users=users)
         name = c.get("name") or ""
         if name in names:
             causes.append(duplicate(f"{path}.name", name))
         names.add(name)
+        causes += probevalidation.container_causes(c, path, grace)
+    causes += portvalidation.host_port_conflicts(dicts(containers), "spec.containers")
     for i, c in dicts(spec.get("initContainers")):
         path = f"spec.initContainers[{i}]"
-        causes += container_causes(c, path, volumes, creating=creating)
+        causes += container_causes(c, path, (volumes, images), creating=creating, users=users)
+        causes += probevalidation.init_restart_policy_causes(c, path)
         name = c.get("name") or ""
         if name in names:
             causes.append(duplicate(f"{path}.name", name))
         elif name:
             names.add(name)
+        causes += portvalidation.host_port_conflicts([(i, c)], "spec.initContainers")
+        causes += probevalidation.init_container_causes(c, path, grace)
     if spec.get("hostNetwork") is True:
-        causes += host_network_port_causes(spec)
-    causes += affinityvalidation.placement_causes(spec)
+        causes += portvalidation.host_network_port_causes(spec)
+    causes += affinityvalidation.label_causes(spec.get("nodeSelector"), "spec.nodeSelector")
+    causes += securitycontextvalidation.pod_causes(spec)
+    causes += affinityvalidation.affinity_causes(spec)
     return causes + tolerationvalidation.toleration_causes(spec.get("tolerations"))
-
-
-def host_network_port_causes(spec: dict[str, Any]) -> list[Cause]:
-    """`validatePodHostNetworkDeps` for a Pod: with hostNetwork, each container port's hostPort
-    is its containerPort (`default_host_network_ports` fills an unset one, as upstream does)."""
-    causes: list[Cause] = []
-    for i, c in dicts(spec.get("containers")):
-        for j, port in dicts(c.get("ports")):
-            host = port.get("hostPort") or 0
-            if host != port.get("containerPort"):
-                message = "must match `containerPort` when `hostNetwork` is true"
-                causes.append(invalid(f"spec.containers[{i}].ports[{j}].hostPort", host, message))
-    return causes
-
-
-def default_host_network_ports(spec: dict[str, Any]) -> None:
-    """v1 `SetDefaults_Pod` → `defaultHostNetworkPorts`: with hostNetwork, a port's unset hostPort
-    becomes its containerPort (containers and init containers)."""
-    if spec.get("hostNetwork") is not True:
-        return
-    for field in ("containers", "initContainers"):
-        for _, c in dicts(spec.get(field)):
-            for _, port in dicts(c.get("ports")):
-                if not port.get("hostPort") and "containerPort" in port:
-                    port["hostPort"] = port["containerPort"]
 
 
 def volume_causes(volumes: Any) -> tuple[set[str], list[Cause]]:
@@ -206,8 +196,16 @@ def _volume_source_causes(vol: dict[str, Any], path: str) -> list[Cause]:
     return causes
 
 
-def container_causes(c: dict[str, Any], path: str, volumes: set[str], *, creating: bool) -> list[Cause]:
-    """`validateContainerCommon`: name, image, ports, env, volume mounts, resources."""
+def container_causes(
+    c: dict[str, Any],
+    path: str,
+    volumes: tuple[set[str], set[str]],
+    *,
+    creating: bool,
+    users: bool = True,
+) -> list[Cause]:
+    """`validateContainerCommon`: name, image, ports, env, envFrom, volume mounts, resources,
+    security context. `volumes`: the names of the pod's valid volumes, and of its image ones."""
     causes: list[Cause] = []
     name = c.get("name")
     if not name:
@@ -216,79 +214,14 @@ def container_causes(c: dict[str, Any], path: str, volumes: set[str], *, creatin
         causes += [invalid(f"{path}.name", name, m) for m in dns1123_label_errors(name)]
     if not c.get("image") and creating:
         causes.append(required(f"{path}.image"))
-    causes += port_causes(c.get("ports"), f"{path}.ports")
+    causes += portvalidation.port_causes(c.get("ports"), f"{path}.ports")
     causes += envvalidation.env_causes(c.get("env"), f"{path}.env")
-    causes += mount_causes(c.get("volumeMounts"), f"{path}.volumeMounts", volumes)
+    causes += envvalidation.env_from_causes(c.get("envFrom"), f"{path}.envFrom")
+    causes += mountvalidation.mount_causes(c.get("volumeMounts"), f"{path}.volumeMounts", *volumes)
     causes += resource_causes(c.get("resources"), f"{path}.resources")
-    return causes
-
-
-def port_name_problems(name: str) -> list[str]:
-    """apimachinery util/validation `IsValidPortName` (an IANA_SVC_NAME)."""
-    problems = []
-    if len(name) > 15:
-        problems.append("must be no more than 15 characters")
-    if not name or any(ch not in "-abcdefghijklmnopqrstuvwxyz0123456789" for ch in name):
-        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not any("a" <= ch <= "z" for ch in name):
-        problems.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        problems.append("must not contain consecutive hyphens")
-    if name and (name[0] == "-" or name[-1] == "-"):
-        problems.append("must not begin or end with a hyphen")
-    return problems
-
-
-def port_causes(ports: Any, path: str) -> list[Cause]:
-    """`validateContainerPorts`: names unique within this container's ports."""
-    causes: list[Cause] = []
-    names: set[str] = set()
-    for i, port in dicts(ports):
-        at = f"{path}[{i}]"
-        name = port.get("name")
-        if isinstance(name, str) and name:
-            problems = port_name_problems(name)
-            if problems:
-                causes += [invalid(f"{at}.name", name, p) for p in problems]
-            elif name in names:
-                causes.append(duplicate(f"{at}.name", name))
-            else:
-                names.add(name)
-        number = port.get("containerPort")
-        if not number:
-            causes.append(required(f"{at}.containerPort"))
-        elif isinstance(number, int) and not 1 <= number <= 65535:
-            causes.append(invalid(f"{at}.containerPort", number, PORT_RANGE))
-        host = port.get("hostPort")
-        if isinstance(host, int) and host and not 1 <= host <= 65535:
-            causes.append(invalid(f"{at}.hostPort", host, PORT_RANGE))
-        causes += protocol_causes(port.get("protocol"), f"{at}.protocol")
-    return causes
-
-
-def protocol_causes(protocol: Any, path: str) -> list[Cause]:
-    if not protocol:
-        return [required(path)]
-    return [] if protocol in PORT_PROTOCOLS else [not_supported(path, protocol, PORT_PROTOCOLS)]
-
-
-def mount_causes(mounts: Any, path: str, volumes: set[str]) -> list[Cause]:
-    """`ValidateVolumeMounts`: each mount names a (valid) volume of the pod, at a unique path."""
-    causes: list[Cause] = []
-    seen: set[str] = set()
-    for i, mount in dicts(mounts):
-        at, name = f"{path}[{i}]", mount.get("name") or ""
-        if not name:
-            causes.append(required(f"{at}.name"))
-        if name not in volumes:
-            causes.append(not_found(f"{at}.name", name))
-        mount_path = mount.get("mountPath") or ""
-        if not mount_path:
-            causes.append(required(f"{at}.mountPath"))
-        if mount_path in seen:
-            causes.append(invalid(f"{at}.mountPath", mount_path, "must be unique"))
-        seen.add(mount_path)
-    return causes
+    return causes + securitycontextvalidation.container_causes(
+        c.get("securityContext"), f"{path}.securityContext", users=users
+    )
 
 
 def _quantity(value: Any) -> Fraction | None:

@@ -41,11 +41,13 @@ from kubetrain.devcluster.apiserver.kinds.fielderrors import (
     required,
 )
 from kubetrain.devcluster.apiserver.kinds.objectmeta import (
+    PORT_RANGE,
     dns1123_label_errors,
     label_value_problems,
+    port_name_problems,
     qualified_name_problems,
 )
-from kubetrain.devcluster.apiserver.kinds.podvalidation import PORT_RANGE, port_name_problems, protocol_causes
+from kubetrain.devcluster.apiserver.kinds.portvalidation import protocol_causes
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 IP_MESSAGE = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"

@@ -6,7 +6,7 @@ validation.go), with upstream's causes:
   operator `Exists` ("match all values and all keys", at `.operator`); `tolerationSeconds` only
   with effect `NoExecute` (at `.effect`); operator `Equal` or empty: the value a label value
   (`IsValidLabelValue`, messages joined with ";" and reported at `.operator` — upstream's path);
-  `Exists`: no value (the toleration itself as the bad value, Go's %#v of `core.Toleration`);
+  `Exists`: no value (the value the bad one, since Kubernetes 1.32);
   any other operator Unsupported ("Equal", "Exists"); a non-empty effect one of NoSchedule,
   PreferNoSchedule, NoExecute (`validateTaintEffect`).
 - `validateOnlyAddedTolerations` (`ValidatePodUpdate`): an update keeps every existing
@@ -20,10 +20,8 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.kinds.fielderrors import (
-    Go,
     dicts,
     forbidden,
-    go_quote,
     invalid,
     not_supported,
 )
@@ -41,15 +39,6 @@ _FIELDS = ("key", "operator", "value", "effect")
 def _text(toleration: dict[str, Any], field: str) -> str:
     value = toleration.get(field)
     return value if isinstance(value, str) else ""
-
-
-def _go_toleration(toleration: dict[str, Any]) -> Go:
-    """Go's %#v of a `core.Toleration` (a set tolerationSeconds is a pointer, printed by upstream
-    as its address: given here as `{...}`)."""
-    if toleration.get("tolerationSeconds") is not None:
-        return Go("core.Toleration{...}")
-    fields = ", ".join(f"{f.capitalize()}:{go_quote(_text(toleration, f))}" for f in _FIELDS)
-    return Go(f"core.Toleration{{{fields}, TolerationSeconds:(*int64)(nil)}}")
 
 
 def toleration_causes(tolerations: Any, path: str = "spec.tolerations") -> list[Cause]:
@@ -71,7 +60,7 @@ def toleration_causes(tolerations: Any, path: str = "spec.tolerations") -> list[
                 causes.append(invalid(f"{at}.operator", value, ";".join(problems)))
         elif operator == "Exists":
             if value:
-                causes.append(invalid(f"{at}.operator", _go_toleration(toleration), EXISTS_WITHOUT_VALUE))
+                causes.append(invalid(f"{at}.operator", value, EXISTS_WITHOUT_VALUE))
         else:
             causes.append(not_supported(f"{at}.operator", operator, OPERATORS))
         if effect and effect not in EFFECTS:
