@@ -205,22 +205,24 @@ def test_fit_error_names_the_reasons_and_which_preemption_could_help() -> None:
 
 
 def test_the_preemption_dry_run_reruns_the_filters_without_the_lower_priority_pods() -> None:
-    low = pod("low", A, priority=0)
+    low, keep = pod("low", {"app": "b"}, priority=0), pod("keep", A, priority=10)
     me = pod("me", A, priority=10, affinity=anti(term()))
     nodes = NODES[:1]
+    full = free(nodes)
+    full["n0"]["pods"] = full["n0"]["pods"] * 0  # no pod slot left: NodeResourcesFit fails first
     idx = index((low, "n0"))
     others = Placement(me, nodes, idx, {}, fit.node_matches)
-    why = fit.filter_nodes(me, nodes, free(nodes), others)
-    assert why == {"n0": [ANTI]}
+    why = fit.filter_nodes(me, nodes, full, others)
+    assert why == {"n0": ["Too many pods"]}
     # with `low` gone the pod would fit: kube-scheduler would preempt it; the message keeps the reason
-    assert fit.fit_error(me, why, free(nodes), {"n0": [low]}, others).endswith(
-        "preemption: 0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    assert fit.fit_error(me, why, full, {"n0": [low]}, others) == (
+        "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 Too many pods."
     )
-    # a same-priority pod holding the node is no victim
-    keep = pod("keep", A, priority=10)
+    # with `low` gone its slot is free, but `keep` (no victim: same priority) matches the anti-affinity
     idx.put(keep["metadata"]["uid"], "n0", keep)
     others = Placement(me, nodes, idx, {}, fit.node_matches)
-    assert fit.fit_error(me, why, free(nodes), {"n0": [low, keep]}, others).endswith(
+    assert fit.fit_error(me, why, full, {"n0": [low, keep]}, others) == (
+        "0/1 nodes are available: 1 Too many pods. "
         "preemption: 0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
     )
 
