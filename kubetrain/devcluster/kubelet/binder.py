@@ -1,7 +1,8 @@
 """The simulated kubelet's minimal scheduler: it binds a pod only to one of its nodes where the pod
-fits (`fit.py`: cordons and taints, nodeSelector, required node affinity, resource requests and
-the `pods` count), round-robin over the fitting nodes, through POST `pods/NAME/binding`; gangs are
-not its concern.
+fits (`fit.py`: cordons and taints, nodeSelector, required node affinity, host ports, resource
+requests and the `pods` count, required topology spread, required inter-pod affinity and
+anti-affinity — `placement.py`), round-robin over the fitting nodes, through POST
+`pods/NAME/binding`; gangs are not its concern.
 
 The nodes come from the simulator's list+watch of Nodes (`relist_nodes`, `observe_node`), as
 kube-scheduler's informer cache holds them, so an attempt makes no API read; a change of a node's
@@ -13,7 +14,11 @@ its Node's `status.allocatable` minus the requests (gang/resources.py
 as each pod event arrives (`observe`), as kube-scheduler's cache keeps a node's requested
 resources, so an attempt costs the same with 10 pods or 10,000 — and of the pods it bound that
 the watch does not show bound yet (`assumed`, as kube-scheduler's cache assumes a pod).
-Attempts are serialised, so two pods never take the same room.
+Attempts are serialised, so two pods never take the same room. The same pods (and the assumed
+ones) are indexed by node for the filters that read the other pods (`placement.PodIndex`); a pod
+whose required (anti-)affinity terms, or an existing pod's required anti-affinity terms, select
+namespaces by label has the Namespaces listed at that attempt (an API read; a list the
+simulator may not read counts as no labels).
 
 A pod that fits nowhere stays Pending: the simulator writes its `PodScheduled=False` condition,
 reason `Unschedulable`, with kube-scheduler's message (written when it changes), and at each
@@ -41,6 +46,8 @@ from kubetrain.devcluster.gang.resources import (
     take,
 )
 from kubetrain.devcluster.kubelet import fit, nodeobjects
+from kubetrain.devcluster.kubelet.interpod import Labels
+from kubetrain.devcluster.kubelet.placement import Placement, PodIndex, needs_namespace_labels
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
@@ -74,6 +81,7 @@ class FitBinder:
         self._counted: dict[str, tuple[str, Resources]] = {}
         self._used: dict[str, Resources] = {}
         self._nodes: dict[str, Obj] = {}  # the watch's Nodes of `node_names`, by name
+        self._index = PodIndex()  # the counted and assumed pods, by node
         self.nodes_synced = asyncio.Event()
 
     def relist_nodes(self, nodes: list[Obj]) -> bool:
@@ -116,6 +124,10 @@ class FitBinder:
             need = pod_requests(pod)
             self._counted[uid] = (node, need)
             add(self._used.setdefault(node, {}), need)
+        if live:
+            self._index.put(uid, node, pod)
+        elif deleted or node:
+            self._index.drop(uid)
         return freed
 
     def retry_keys(self) -> list[Key]:
@@ -123,18 +135,30 @@ class FitBinder:
         return list(self.unschedulable)
 
     def remembered(self) -> int:
-        return len(self.unschedulable) + len(self._assumed) + len(self._counted)
+        return len(self.unschedulable) + len(self._assumed) + len(self._counted) + len(self._index)
+
+    async def _namespace_labels(self, api: RawApi, pod: Obj) -> dict[str, Labels]:
+        """Each Namespace's labels, read only when a term selects namespaces by label."""
+        if not needs_namespace_labels(pod) and not self._index.needs_namespace_labels():
+            return {}
+        code, body = await api.request("GET", "/api/v1/namespaces")
+        if code != 200 or not isinstance(body, dict):
+            return {}
+        items = [i for i in body.get("items") or () if isinstance(i, dict)]
+        return {str(i["metadata"]["name"]): (i["metadata"].get("labels") or {}) for i in items}
 
     async def bind(self, api: RawApi, pod: Obj) -> str | None:
         """Bind the pod where it fits; the FailedScheduling message when it fits nowhere."""
         key = ((pod.get("metadata") or {}).get("namespace", ""), (pod.get("metadata") or {}).get("name", ""))
+        ns_labels = await self._namespace_labels(api, pod)
         async with self._lock:
             nodes = [self._nodes[name] for name in self.node_names if name in self._nodes]
             free = self.free(nodes)
-            reasons = fit.filter_nodes(pod, nodes, free)
+            others = Placement(pod, nodes, self._index, ns_labels, fit.node_matches)
+            reasons = fit.filter_nodes(pod, nodes, free, others)
             fitting = [name for name, why in reasons.items() if not why]
             if not fitting:
-                message = fit.fit_error(pod, reasons, free, self._bound())
+                message = fit.fit_error(pod, reasons, free, self._bound(), others)
                 self.unschedulable[key] = message
                 return message
             node = fitting[self._counter % len(fitting)]
@@ -148,6 +172,7 @@ class FitBinder:
             self.unschedulable.pop(key, None)
             if code in (200, 201):
                 self._assumed[_uid(pod)] = (node, pod_requests(pod))
+                self._index.put(_uid(pod), node, pod)
                 if self._bound_to is not None:
                     self._bound_to(pod, node)
             return None

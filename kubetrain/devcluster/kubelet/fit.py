@@ -14,30 +14,37 @@ the framework does (`frameworkImpl.RunFilterPlugins`):
   In/NotIn/Exists/DoesNotExist/Gt/Lt on labels, `matchFields` on `metadata.name`
   (`nodeaffinity.NewNodeSelector`); a term without requirements matches nothing. Reason
   `node(s) didn't match Pod's node affinity/selector` (`ErrReasonPod`);
+- NodePorts (`placement.py` `before_fit`, `hostports.py`): reason `node(s) didn't have free
+  ports for the requested pod ports`;
 - NodeResourcesFit (plugins/noderesources `fitsRequest`): `Too many pods` when the node's
   `pods` slots are taken, then `Insufficient <resource>` for each resource the pod requests
   (gang/resources.py `pod_requests`: max(init containers), sum(containers), overhead) more of
-  than the node's allocatable minus the requests of its unfinished pods.
+  than the node's allocatable minus the requests of its unfinished pods;
+- PodTopologySpread and InterPodAffinity (`placement.py` `after_fit`, `spread.py`,
+  `interpod.py`).
 
 `fit_error(...)` is kube-scheduler's message for a pod no node takes (framework `FitError.Error`):
 `0/N nodes are available: <count reason, sorted>.` then DefaultPreemption's PostFilter message
 (`Evaluator.Preempt`, `nodesWherePreemptionMightHelp`, `SelectVictimsOnNode`): a node failing
-NodeUnschedulable, TaintToleration or NodeAffinity (UnschedulableAndUnresolvable) is `Preemption
-is not helpful for scheduling`, a node
+NodeUnschedulable, TaintToleration, NodeAffinity, InterPodAffinity's pod affinity or
+PodTopologySpread's missing label (UnschedulableAndUnresolvable) is `Preemption is not helpful
+for scheduling`, a node
 whose unfinished pods all have the pod's priority or more `No preemption victims found for
 incoming pod`; a pod with `preemptionPolicy: Never` `not eligible due to preemptionPolicy=Never.`
-Where evicting lower-priority pods would make room, kube-scheduler would preempt them: the
-simulated scheduler does not, and names the node's reasons with those pods gone.
+Elsewhere the filters run again with the node's lower-priority pods gone (`SelectVictimsOnNode`),
+NodePorts, NodeResourcesFit, PodTopologySpread and InterPodAffinity alike. Where evicting them
+would make room, kube-scheduler would preempt them: the simulated scheduler does not, and names
+the node's reasons as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from kubetrain.devcluster.gang.resources import Resources, add, pod_requests
-from kubetrain.devcluster.kubelet import taints
+from kubetrain.devcluster.kubelet import interpod, spread, taints
 
 Obj = dict[str, Any]
 
@@ -46,6 +53,17 @@ TOO_MANY_PODS = "Too many pods"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER_PREEMPTS = "not eligible due to preemptionPolicy=Never."
+UNRESOLVABLE = frozenset({AFFINITY_REASON, interpod.AFFINITY_REASON, spread.LABEL_REASON})
+
+
+class Others(Protocol):
+    """The filters that read the other pods (`placement.Placement`)."""
+
+    def before_fit(self, node: str) -> str | None: ...
+
+    def after_fit(self, node: str) -> str | None: ...
+
+    def without(self, uids: frozenset[str]) -> Others: ...
 
 
 def _labels(node: Obj) -> Mapping[str, Any]:
@@ -116,19 +134,26 @@ def resource_reasons(need: Mapping[str, Fraction], free: Mapping[str, Fraction])
     return reasons
 
 
-def filter_nodes(pod: Obj, nodes: list[Obj], free: Mapping[str, Resources]) -> dict[str, list[str]]:
+def filter_nodes(
+    pod: Obj, nodes: list[Obj], free: Mapping[str, Resources], others: Others | None = None
+) -> dict[str, list[str]]:
     """Each node's reasons the pod cannot go there, in `nodes`' order (empty list: it fits)."""
     need = pod_requests(pod)
     out: dict[str, list[str]] = {}
     for node in nodes:
         name = str(node["metadata"]["name"])
-        tainted = taints.node_reason(pod, node)
-        if tainted is not None:
-            out[name] = [tainted]
-        elif not node_matches(pod, node):
-            out[name] = [AFFINITY_REASON]
-        else:
-            out[name] = resource_reasons(need, free[name])
+        why = taints.node_reason(pod, node)
+        if why is None and not node_matches(pod, node):
+            why = AFFINITY_REASON
+        if why is None and others is not None:
+            why = others.before_fit(name)
+        if why is not None:
+            out[name] = [why]
+            continue
+        out[name] = resource_reasons(need, free[name])
+        if not out[name] and others is not None:
+            later = others.after_fit(name)
+            out[name] = [later] if later is not None else []
     return out
 
 
@@ -144,8 +169,16 @@ def _histogram(statuses: Iterable[list[str]]) -> str:
     return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
 
 
+def _uid(pod: Obj) -> str:
+    return str((pod.get("metadata") or {}).get("uid", ""))
+
+
 def fit_error(
-    pod: Obj, reasons: Mapping[str, list[str]], free: Mapping[str, Resources], bound: Mapping[str, list[Obj]]
+    pod: Obj,
+    reasons: Mapping[str, list[str]],
+    free: Mapping[str, Resources],
+    bound: Mapping[str, list[Obj]],
+    others: Others | None = None,
 ) -> str:
     """kube-scheduler's FailedScheduling message for a pod that fits on none of `reasons`' nodes;
     `bound`: each node's unfinished pods (for the preemption dry run)."""
@@ -155,17 +188,24 @@ def fit_error(
     need, mine = pod_requests(pod), _priority(pod)
     after: list[list[str]] = []
     for node, why in reasons.items():
-        if len(why) == 1 and (why[0] == AFFINITY_REASON or taints.unresolvable(why[0])):
+        if len(why) == 1 and (why[0] in UNRESOLVABLE or taints.unresolvable(why[0])):
             after.append([NOT_HELPFUL])
             continue
         victims = [p for p in bound.get(node, ()) if _priority(p) < mine]
         if not victims:
             after.append([NO_VICTIMS])
             continue
+        rest = others.without(frozenset(map(_uid, victims))) if others is not None else None
+        ports = rest.before_fit(node) if rest is not None else None
+        if ports is not None:
+            after.append([ports])
+            continue
         room = dict(free[node])
         for victim in victims:
             add(room, pod_requests(victim))
-        after.append(resource_reasons(need, room) or why)
+        short = resource_reasons(need, room)
+        later = rest.after_fit(node) if rest is not None and not short else None
+        after.append(short or ([later] if later is not None else why))
     return f"{message} preemption: 0/{len(reasons)} nodes are available: {_histogram(after)}."
 
 

@@ -26,6 +26,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     envvalidation,
     eventrules,
     gatedpods,
+    labelkeys,
     pdbs,
     podvalidation,
     portvalidation,
@@ -245,6 +246,13 @@ def validate_hpa(hpa: Obj) -> list[Cause]:
             )
         )
     return causes
+
+
+def prepare_builtin_create(resource: str, obj: Obj) -> None:
+    """The strategies' `PrepareForCreate` that run after mutating admission, once: a Pod's
+    `matchLabelKeys`/`mismatchLabelKeys` merged into its selectors (labelkeys.py)."""
+    if resource == "pods":
+        labelkeys.apply_label_keys(obj)
 
 
 def default_builtin(resource: str, obj: Obj, old: Obj | None) -> None:

@@ -161,6 +161,8 @@ class ApiServer:
         warnings = decode_warnings + warnings
         assert mutated is not None
         obj = self._default(t, mutated, None)
+        if not t.rt.custom:
+            builtins.prepare_builtin_create(t.rt.resource, obj)
         with self._allocating(t, obj, None):
             self._validate(t, obj, None)
             priority.validate_priority_class(self.store, t, obj, creating=True)

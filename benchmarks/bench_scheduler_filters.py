@@ -1,0 +1,89 @@
+"""CPU of the simulated scheduler's filters for one attempt (devcluster/kubelet/fit.py with
+placement.py): a pod without and with required anti-affinity or a DoNotSchedule topology spread
+constraint, against `--nodes` nodes holding `--pods` indexed pods.
+
+    .venv/bin/python benchmarks/bench_scheduler_filters.py --nodes 16 --pods 1000
+
+Prints, per pod shape, the process CPU of `fit.filter_nodes` alone (the node filters and
+NodeResourcesFit) and with the filters that read the other pods (their PreFilter included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from kubetrain.devcluster.gang.resources import resources
+from kubetrain.devcluster.kubelet import fit
+from kubetrain.devcluster.kubelet.nodeobjects import NODE_CAPACITY
+from kubetrain.devcluster.kubelet.placement import Placement, PodIndex
+
+Obj = dict[str, Any]
+HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+
+
+def pod(i: int, **spec: Any) -> Obj:
+    meta = {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}", "labels": {"job": "j", "index": str(i)}}
+    return {"metadata": meta, "spec": {"containers": [{"name": "main"}], **spec}}
+
+
+SHAPES: dict[str, Obj] = {
+    "plain": {},
+    "anti-affinity": {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"job": "other"}}, "topologyKey": HOST}
+                ]
+            }
+        }
+    },
+    "topology spread": {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"job": "j"}},
+            }
+        ]
+    },
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=16)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--attempts", type=int, default=300)
+    args = parser.parse_args()
+    nodes = [
+        {"metadata": {"name": f"n{i}", "labels": {HOST: f"n{i}", ZONE: f"z{i % 4}"}}}
+        for i in range(args.nodes)
+    ]
+    free = {str(n["metadata"]["name"]): resources(NODE_CAPACITY) for n in nodes}
+    index = PodIndex()
+    for i in range(args.pods):
+        index.put(f"u{i}", f"n{i % args.nodes}", pod(i))
+    for shape, spec in SHAPES.items():
+        incoming = pod(args.pods, **spec)
+        start = time.process_time()
+        for _ in range(args.attempts):
+            fit.filter_nodes(incoming, nodes, free)
+        alone = (time.process_time() - start) / args.attempts
+        start = time.process_time()
+        for _ in range(args.attempts):
+            others = Placement(incoming, nodes, index, {}, fit.node_matches)
+            fit.filter_nodes(incoming, nodes, free, others)
+        both = (time.process_time() - start) / args.attempts
+        print(
+            f"{shape}: {alone * 1e6:.0f} us without the pod filters, {both * 1e6:.0f} us with them "
+            f"({args.nodes} nodes, {args.pods} pods)"
+        )
+
+
+if __name__ == "__main__":
+    main()
