@@ -126,3 +126,17 @@ def test_the_node_watch_must_be_of_every_node() -> None:
             FakeClock(),
             SharedWatch("/api/v1/namespaces/a/nodes"),
         )
+
+
+async def test_no_pass_before_both_caches_hold_their_first_list() -> None:
+    api, clock = RecordingApi(), FakeClock(start=START)
+    health = NodeHealthMonitor(
+        lambda: cast(RawApi, api), clock, SharedWatch("/api/v1/nodes"), catch_up_seconds=0.01
+    )
+    await health.relist_nodes([node("lost")])
+    await health.check()
+    assert health.passes == 0  # no Lease list yet: no pass (a node's Lease could be unseen)
+    await health.relist_leases([])
+    await health.check()
+    assert health.passes == 1
+    assert api.requests == []

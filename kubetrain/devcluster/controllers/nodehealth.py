@@ -16,8 +16,9 @@ conditions set to Unknown (NetworkUnavailable is left alone, as upstream).
   LIST, no GET): the Nodes of a shared watch of every Node (the pod simulator's) and the Leases
   of its own watch of kube-node-lease (`watch_leases`); it PUTs `nodes/status` for each node
   whose conditions changed (a conflict, e.g. from a cached Node older than the API's, waits for
-  the next check). Given the renewals just made (`written`), a check first waits at most
-  `CATCH_UP_SECONDS` until the Lease cache shows them; past that it goes on without them.
+  the next check). A check waits at most `CATCH_UP_SECONDS` for both caches' first list (without
+  it there is no pass) and, given the renewals just made (`written`), as long until the Lease
+  cache shows them; past that it goes on without them.
   The nodelifecycle taints then follow from the Unknown Ready condition
   (`node.kubernetes.io/unreachable`).
 
@@ -150,6 +151,7 @@ class NodeHealthMonitor:
         self.nodes: dict[str, dict[str, Any]] = {}  # the Node cache, by name
         self.renewed: dict[str, str] = {}  # the Lease cache: node name -> renewTime
         self.nodes_synced = asyncio.Event()
+        self.leases_synced = asyncio.Event()
         self.lease_watch = SharedWatch(LEASES)
         self._lease_changed = asyncio.Condition()
         nodes.subscribe(self.observe_node, self.relist_nodes)
@@ -170,6 +172,7 @@ class NodeHealthMonitor:
     async def relist_leases(self, items: list[dict[str, Any]]) -> None:
         async with self._lease_changed:
             self.renewed = {str(lease["metadata"]["name"]): _renew_time(lease) for lease in items}
+            self.leases_synced.set()
             self._lease_changed.notify_all()
 
     async def observe_lease(self, kind: str, lease: dict[str, Any]) -> None:
@@ -184,10 +187,16 @@ class NodeHealthMonitor:
         """List and watch the Leases of kube-node-lease into the cache until cancelled."""
         await self.lease_watch.run(self._api())
 
-    async def synced(self) -> None:
-        """Until both caches hold their first list (`WaitForNamedCacheSync`)."""
-        await self.nodes_synced.wait()
-        await self.lease_watch.synced.wait()
+    async def synced(self, seconds: float) -> bool:
+        """Whether both caches hold their first list, waiting at most `seconds` for them
+        (`WaitForNamedCacheSync`)."""
+        try:
+            async with asyncio.timeout(seconds):
+                await self.nodes_synced.wait()
+                await self.leases_synced.wait()
+        except TimeoutError:
+            return False
+        return True
 
     async def _catch_up(self, written: Mapping[str, str]) -> None:
         """Wait (at most `catch_up_seconds`) until the Lease cache shows these renewals, or later
@@ -208,7 +217,11 @@ class NodeHealthMonitor:
 
     async def check(self, written: Mapping[str, str] | None = None) -> None:
         """One `monitorNodeHealth` pass over every cached Node. `written`: the Lease renewals
-        (node name -> renewTime) made just before it, which the pass waits to see."""
+        (node name -> renewTime) made just before it, which the pass waits to see. Until the
+        caches hold their first list (waited for `catch_up_seconds`), there is no pass."""
+        if not await self.synced(self.catch_up_seconds):
+            log.debug("no node health pass: the Node and Lease caches hold no list yet")
+            return
         if written:
             await self._catch_up(written)
         api = self._api()

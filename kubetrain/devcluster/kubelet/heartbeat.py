@@ -2,9 +2,9 @@
 renewed (`nodes.renew_lease`), then the node lifecycle controller's health monitor
 (`controllers/nodehealth.py`, when the simulator runs the node controllers) looks at every Node
 of its caches: the Node cache fed by the simulator's shared Node watch, the Lease cache by a
-watch of kube-node-lease that `loop` runs. `loop` starts its passes once both caches hold their
-first list, and each pass first waits (at most 2 s) until the Lease cache shows the renewals just
-made.
+watch of kube-node-lease that `loop` runs. A pass waits (at most 2 s) for both caches' first list,
+there is none without it (the renewals go on), and then (at most 2 s) until the Lease cache shows
+the renewals just made.
 
 A stopped node's kubelet (`stop`) renews nothing, so the monitor marks it Unknown after the grace
 period; `start` brings the kubelet back: it posts the node's status (Ready, a new heartbeat) and
@@ -47,8 +47,6 @@ class Heartbeats:
         monitor = self.monitor
         leases = asyncio.ensure_future(monitor.watch_leases()) if monitor is not None else None
         try:
-            if monitor is not None:
-                await monitor.synced()
             while True:
                 written = await self._renew()
                 if monitor is not None:
