@@ -12,8 +12,8 @@ await runner.setup()
 guard.install(runner)                       # before the site starts
 ```
 
-or all of it, a `GuardedTCPSite` serving `app` started too, as the webhook and the training-progress
-endpoint do: `runner, port = await guard.serve(app, host, port, ssl_context=ctx)`.
+or all of it, a `GuardedTCPSite` serving `app` started too, as the webhook, the training-progress
+endpoint and the health/metrics port do: `runner, port = await guard.serve(app, host, port, ssl_context=ctx)`.
 
 - `header_timeout`: a new connection must deliver a complete request head within it;
 - `idle_timeout`: after a response, the next request head must be complete within it;

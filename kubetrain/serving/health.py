@@ -28,8 +28,9 @@ token. `on_stop` callables (awaitables) run after the server stopped (the API cl
 parent can read it); `add_metrics_peers(paths)` makes /metrics add the counters and histograms
 those sockets' /metrics show (kubetrain.serving.merge), each read within 2 s or left out.
 
-Connections get the limits of kubetrain.serving.guard (header and idle deadlines, a connection cap),
-so that a client holding connections open cannot exhaust the port the kubelet probes.
+Connections get the limits of kubetrain.serving.guard (TLS handshake, header and idle deadlines, a
+connection cap; `ConnectionGuard.serve`, as the webhook), so that a client holding connections
+open, or a TLS handshake unfinished, cannot exhaust the port the kubelet probes.
 """
 
 from __future__ import annotations
@@ -215,26 +216,21 @@ class HealthServer:
     async def start(self) -> None:
         if self._runner is not None:
             return
-        runner = web.AppRunner(
-            self.build_app(), access_log=None, keepalive_timeout=self.guard.limits.idle_timeout
-        )
-        await runner.setup()
-        self.guard.install(runner)
         ssl_context = None
         if self.tls is not None:
             await self.tls.start()
             self.add_readiness_check("metrics-certs", lambda: self.tls is not None and self.tls.loaded)
             ssl_context = self.tls.ssl_context
-        site = web.TCPSite(
-            runner, self.host, self.port, ssl_context=ssl_context, reuse_port=self.reuse_port or None
+        runner, self.port = await self.guard.serve(
+            self.build_app(),
+            self.host,
+            self.port,
+            ssl_context=ssl_context,
+            reuse_port=self.reuse_port or None,
         )
-        await site.start()
         if self.unix_path is not None:
             await web.UnixSite(runner, self.unix_path).start()
         self._runner = runner
-        sockets = runner.addresses
-        if sockets:
-            self.port = int(sockets[0][1])
         log.info(
             "serving /metrics%s, /healthz and /readyz on %s://%s:%d",
             " (bearer token, TokenReview + SubjectAccessReview)" if self.auth is not None else "",

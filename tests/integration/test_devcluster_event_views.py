@@ -271,3 +271,21 @@ async def test_fields_events_k8s_io_does_not_have_are_refused_or_dropped_as_for_
     await ok(raw, "POST", V1, 201, body=body, query={"fieldValidation": "Ignore"})
     core = await ok(raw, "GET", f"{CORE}/worker-0.n")
     assert core["message"] == body["note"]  # the v1 note, not the dropped field
+
+
+async def test_a_core_v1_event_name_need_only_be_a_path_segment_an_events_k8s_io_one_a_subdomain(
+    raw: RawApi,
+) -> None:
+    """ValidateEventCreate checks the name as a DNS subdomain for events.k8s.io/v1 only; through
+    core/v1 the generic registry's path-segment check is all (kube-apiserver accepts it)."""
+    loose = "Worker_0:Started"
+    await ok(raw, "POST", CORE, 201, body=core_event(loose))
+    assert (await ok(raw, "GET", f"{CORE}/{loose}"))["metadata"]["name"] == loose
+    assert (await ok(raw, "GET", f"{V1}/{loose}"))["metadata"]["name"] == loose  # served both ways
+    refused = await ok(raw, "POST", CORE, 422, body=core_event("a%b"))
+    assert [(c["field"], c["message"]) for c in refused["details"]["causes"]] == [
+        ("metadata.name", "Invalid value: \"a%b\": may not contain '%'")
+    ]
+    refused = await ok(raw, "POST", V1, 422, body=v1_event("Worker_1:Scheduled"))
+    assert [c["field"] for c in refused["details"]["causes"]] == ["metadata.name"]
+    assert "a lowercase RFC 1123 subdomain" in refused["details"]["causes"][0]["message"]

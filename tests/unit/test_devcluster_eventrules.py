@@ -116,3 +116,58 @@ def test_events_k8s_io_updates_change_only_the_series_and_the_event_time_below_a
         ("FieldValueInvalid", "reportingController", 'Invalid value: "other": field is immutable'),
     ]
     assert causes(changed, old) == []  # core/v1: nothing immutable
+
+
+SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def named(name: str, **fields: Any) -> dict[str, Any]:
+    obj = event(**fields)
+    obj["metadata"]["name"] = name
+    return obj
+
+
+def test_a_core_v1_event_name_need_only_be_a_path_segment() -> None:
+    """Through core/v1, ValidateEventCreate checks no name: the generic registry's BeforeCreate
+    asks a path segment (IsValidPathSegmentName), once the strategy's checks passed."""
+    for name in ("Pod_A:1", "x" * 300, "a b", "..."):
+        assert causes(named(name)) == []
+    assert causes(named(".")) == [
+        ("FieldValueInvalid", "metadata.name", "Invalid value: \".\": may not be '.'")
+    ]
+    assert causes(named("..")) == [
+        ("FieldValueInvalid", "metadata.name", "Invalid value: \"..\": may not be '..'")
+    ]
+    assert causes(named("a/b%c")) == [
+        ("FieldValueInvalid", "metadata.name", "Invalid value: \"a/b%c\": may not contain '/'"),
+        ("FieldValueInvalid", "metadata.name", "Invalid value: \"a/b%c\": may not contain '%'"),
+    ]
+    # the strategy's errors come back alone
+    moved = named("a/b", involvedObject={"kind": "Pod", "namespace": "other", "name": "j"})
+    assert [field for _, field, _ in causes(moved)] == ["involvedObject.namespace"]
+    # an update checks no name (it cannot change)
+    assert causes(named("a/b"), named("a/b")) == []
+
+
+def test_an_events_k8s_io_event_name_is_a_dns_subdomain() -> None:
+    """Through events.k8s.io/v1, ValidateEventCreate's ValidateObjectMeta(NameIsDNSSubdomain):
+    after the legacy problems, before the strict ones."""
+    assert v1_causes(named("pod-a.1", **NEW_STYLE)) == []
+    assert v1_causes(named("Pod_A:1", **NEW_STYLE)) == [
+        ("FieldValueInvalid", "metadata.name", f'Invalid value: "Pod_A:1": {SUBDOMAIN}')
+    ]
+    assert v1_causes(named("a" * 254, **NEW_STYLE)) == [
+        (
+            "FieldValueInvalid",
+            "metadata.name",
+            f'Invalid value: "{"a" * 254}": must be no more than 253 characters',
+        )
+    ]
+    ordered = named("A", **{**NEW_STYLE, "reportingInstance": "", "type": "Bogus"})
+    assert [field for _, field, _ in v1_causes(ordered)] == ["reportingInstance", "metadata.name", "type"]
+    # an update checks no name
+    assert v1_causes(named("Pod_A:1", **NEW_STYLE), named("Pod_A:1", **NEW_STYLE)) == []

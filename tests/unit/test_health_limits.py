@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from serving import closed_within
 
+from kubetrain.certs.generate import generate_bundle
+from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
 from kubetrain.serving.guard import ConnectionLimits
 from kubetrain.serving.health import HealthServer
 from kubetrain.serving.metrics import (
@@ -46,6 +50,36 @@ async def test_idle_partial_and_excess_connections_are_closed(health: HealthServ
     assert await closed_within(reader, 3)
     for w in (idle, partial, writer, *(w for _, w in extra)):
         w.close()
+
+
+async def test_a_tls_handshake_never_finished_is_closed_after_the_header_timeout(tmp_path: Path) -> None:
+    bundle = generate_bundle(["localhost"], ["127.0.0.1"])
+    write_cert_dir(tmp_path, bundle.serving.cert_pem, bundle.serving.key_pem, bundle.ca.cert_pem)
+    server = HealthServer(
+        host="127.0.0.1",
+        port=0,
+        tls=ReloadingTLS(tmp_path),
+        limits=ConnectionLimits(header_timeout=0.3, idle_timeout=30, max_connections=3),
+    )
+    await server.start()
+    try:
+        # a client that opens a TCP connection and never sends its ClientHello
+        silent_reader, silent = await asyncio.open_connection("127.0.0.1", server.port)
+        # one that stops half-way through its ClientHello
+        partial_reader, partial = await asyncio.open_connection("127.0.0.1", server.port)
+        partial.write(bytes.fromhex("16030100c8010000c40303"))
+        assert await closed_within(silent_reader, 3)
+        assert await closed_within(partial_reader, 3)
+        # a client that completes its handshake is served
+        ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=ctx)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+        writer.close()
+        silent.close()
+        partial.close()
+    finally:
+        await server.stop()
 
 
 def test_webhook_latency_buckets_reach_the_longest_webhook_timeout() -> None:

@@ -12,9 +12,15 @@ conditions set to Unknown (NetworkUnavailable is left alone, as upstream).
   `lastHeartbeatTime` kept and `lastTransitionTime` now; a missing one is added with reason
   `NodeStatusNeverUpdated`, message `Kubelet never posted node status.`, `lastHeartbeatTime` the
   node's creationTimestamp. A node with no Ready condition yet gets `NODE_STARTUP_GRACE_PERIOD`.
-- `NodeHealthMonitor.check` reads the Nodes and Leases and PUTs `nodes/status` for each node
-  whose conditions changed (a conflict waits for the next check). The nodelifecycle taints then
-  follow from the Unknown Ready condition (`node.kubernetes.io/unreachable`).
+- `NodeHealthMonitor.check` reads its caches, as upstream reads its Node and Lease informers (no
+  LIST, no GET): the Nodes of a shared watch of every Node (the pod simulator's) and the Leases
+  of its own watch of kube-node-lease (`watch_leases`); it PUTs `nodes/status` for each node
+  whose conditions changed (a conflict, e.g. from a cached Node older than the API's, waits for
+  the next check). A check waits at most `CATCH_UP_SECONDS` for both caches' first list (without
+  it there is no pass) and, given the renewals just made (`written`), as long until the Lease
+  cache shows them; past that it goes on without them.
+  The nodelifecycle taints then follow from the Unknown Ready condition
+  (`node.kubernetes.io/unreachable`).
 
 Defaults: `--node-monitor-grace-period` is 50 s since Kubernetes 1.32 (it was 40 s; raised so a
 kubelet gets its retries in, kubernetes/kubernetes#121793), `--node-startup-grace-period` 60 s.
@@ -25,6 +31,7 @@ Unknown between 50 and 60 s after its last renewal on the simulator's clock.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import Callable, Mapping
@@ -33,6 +40,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.sharedwatch import SharedWatch
 from kubetrain.kube.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -40,6 +48,7 @@ log = logging.getLogger(__name__)
 NODE_MONITOR_GRACE_PERIOD = 50.0
 NODE_STARTUP_GRACE_PERIOD = 60.0
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+CATCH_UP_SECONDS = 2.0  # longest wait of a pass for the Lease renewals just made
 MONITORED = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 
 
@@ -50,6 +59,10 @@ class Health:
     probe: float  # the controller's monotonic time of the last sign of life
     heartbeat: str | None  # the Ready condition's lastHeartbeatTime seen
     renew: str | None  # the Lease's renewTime seen
+
+
+def _renew_time(lease: Mapping[str, Any]) -> str:
+    return str((lease.get("spec") or {}).get("renewTime") or "")
 
 
 def _ready(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -118,30 +131,105 @@ def unknown_conditions(
 
 
 class NodeHealthMonitor:
-    def __init__(self, api: Callable[[], RawApi], clock: Clock) -> None:
+    """`monitorNodeHealth` over watch-fed caches of the Nodes (`nodes`, a shared watch of every
+    Node) and the Leases of kube-node-lease (`lease_watch`, run by `watch_leases`)."""
+
+    def __init__(
+        self,
+        api: Callable[[], RawApi],
+        clock: Clock,
+        nodes: SharedWatch,
+        *,
+        catch_up_seconds: float = CATCH_UP_SECONDS,
+    ) -> None:
+        if nodes.path != "/api/v1/nodes":
+            raise ValueError(f"the node health monitor needs a watch of every Node, not {nodes.path}")
         self._api = api
         self.clock = clock
+        self.catch_up_seconds = catch_up_seconds
         self._health: dict[str, Health] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}  # the Node cache, by name
+        self.renewed: dict[str, str] = {}  # the Lease cache: node name -> renewTime
+        self.nodes_synced = asyncio.Event()
+        self.leases_synced = asyncio.Event()
+        self.lease_watch = SharedWatch(LEASES)
+        self._lease_changed = asyncio.Condition()
+        nodes.subscribe(self.observe_node, self.relist_nodes)
+        self.lease_watch.subscribe(self.observe_lease, self.relist_leases)
         self.passes = 0  # checks completed (tests wait for the next one)
 
-    async def check(self) -> None:
-        """One `monitorNodeHealth` pass over every Node."""
+    # ---- the caches (what upstream's informers hold) -------------------------------------------
+    async def relist_nodes(self, items: list[dict[str, Any]]) -> None:
+        self.nodes = {str(n["metadata"]["name"]): n for n in items}
+        self.nodes_synced.set()
+
+    async def observe_node(self, kind: str, node: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self.nodes.pop(str(node["metadata"]["name"]), None)
+        elif kind in ("ADDED", "MODIFIED"):
+            self.nodes[str(node["metadata"]["name"])] = node
+
+    async def relist_leases(self, items: list[dict[str, Any]]) -> None:
+        async with self._lease_changed:
+            self.renewed = {str(lease["metadata"]["name"]): _renew_time(lease) for lease in items}
+            self.leases_synced.set()
+            self._lease_changed.notify_all()
+
+    async def observe_lease(self, kind: str, lease: dict[str, Any]) -> None:
+        async with self._lease_changed:
+            if kind == "DELETED":
+                self.renewed.pop(str(lease["metadata"]["name"]), None)
+            elif kind in ("ADDED", "MODIFIED"):
+                self.renewed[str(lease["metadata"]["name"])] = _renew_time(lease)
+            self._lease_changed.notify_all()
+
+    async def watch_leases(self) -> None:
+        """List and watch the Leases of kube-node-lease into the cache until cancelled."""
+        await self.lease_watch.run(self._api())
+
+    async def synced(self, seconds: float) -> bool:
+        """Whether both caches hold their first list, waiting at most `seconds` for them
+        (`WaitForNamedCacheSync`)."""
+        try:
+            async with asyncio.timeout(seconds):
+                await self.nodes_synced.wait()
+                await self.leases_synced.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _catch_up(self, written: Mapping[str, str]) -> None:
+        """Wait (at most `catch_up_seconds`) until the Lease cache shows these renewals, or later
+        ones: the simulated kubelets renew just before a pass, and a pass that missed them would
+        see a node's last sign of life one heartbeat late."""
+
+        def seen() -> bool:
+            return all(
+                name in self.renewed and not _later(renew, self.renewed[name])
+                for name, renew in written.items()
+            )
+
+        try:
+            async with asyncio.timeout(self.catch_up_seconds), self._lease_changed:
+                await self._lease_changed.wait_for(seen)
+        except TimeoutError:
+            log.debug("node health pass without the latest Lease renewals of %s", ", ".join(written))
+
+    async def check(self, written: Mapping[str, str] | None = None) -> None:
+        """One `monitorNodeHealth` pass over every cached Node. `written`: the Lease renewals
+        (node name -> renewTime) made just before it, which the pass waits to see. Until the
+        caches hold their first list (waited for `catch_up_seconds`), there is no pass."""
+        if not await self.synced(self.catch_up_seconds):
+            log.debug("no node health pass: the Node and Lease caches hold no list yet")
+            return
+        if written:
+            await self._catch_up(written)
         api = self._api()
-        code, nodes = await api.request("GET", "/api/v1/nodes")
-        if code != 200:
-            raise ApiError(code, nodes)
-        code, leases = await api.request("GET", LEASES)
-        if code != 200:
-            raise ApiError(code, leases)
-        renewed = {
-            str(lease["metadata"]["name"]): str((lease.get("spec") or {}).get("renewTime") or "")
-            for lease in leases.get("items") or []
-        }
         now, names = self.clock.monotonic(), set()
-        for node in nodes.get("items") or []:
+        for node in list(self.nodes.values()):
             name = str(node["metadata"]["name"])
             names.add(name)
-            health = self._health[name] = observe(self._health.get(name), node, renewed.get(name), now)
+            health = self._health[name] = observe(self._health.get(name), node, self.renewed.get(name), now)
             conditions = unknown_conditions(node, health, now, self.clock.now())
             if conditions is None:
                 continue

@@ -29,8 +29,9 @@ async def register_nodes(api: RawApi, host_ips: dict[str, str], now: datetime) -
             raise ApiError(code, body)
 
 
-async def renew_lease(api: RawApi, node: str, now: datetime) -> None:
-    """The node heartbeat: create or renew the node's Lease in kube-node-lease."""
+async def renew_lease(api: RawApi, node: str, now: datetime) -> str | None:
+    """The node heartbeat: create or renew the node's Lease in kube-node-lease. The `renewTime`
+    written, or None when the Lease was not written (the next heartbeat tries again)."""
     renew = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
     code, lease = await api.request("GET", f"{path}/{node}")
@@ -41,7 +42,8 @@ async def renew_lease(api: RawApi, node: str, now: datetime) -> None:
             "metadata": {"name": node, "namespace": LEASE_NAMESPACE},
             "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
         }
-        await api.request("POST", path, body=lease)
+        code, _ = await api.request("POST", path, body=lease)
     elif code == 200:
         lease.setdefault("spec", {})["renewTime"] = renew
-        await api.request("PUT", f"{path}/{node}", body=lease)
+        code, _ = await api.request("PUT", f"{path}/{node}", body=lease)
+    return renew if code in (200, 201) else None

@@ -197,7 +197,8 @@ class PodSimulator(PodTestApi):
         self.node_watch.subscribe(self._observe_node, self._relisted_nodes)
         watches = (self.pod_watch, self.node_watch)
         self.pod_gc = PodGC(lambda: self.api, clock, watches=watches) if node_controllers else None
-        self.heartbeats = Heartbeats(lambda: self.api, clock, self._host_ips, monitor=node_controllers)
+        node_watch = self.node_watch if node_controllers else None
+        self.heartbeats = Heartbeats(lambda: self.api, clock, self._host_ips, node_watch)
 
     # -- lifecycle ------------------------------------------------------------------------------
 

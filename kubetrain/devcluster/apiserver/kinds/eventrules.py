@@ -8,7 +8,11 @@ involved object's namespace — or, for a cluster-scoped involved object, in "de
 Through core/v1 the controller's errors name the field `reportingComponent`, its core/v1 name
 (upstream's `reportingControllerFieldName`), and nothing more is checked: an update is checked as
 a create (client-go's recorder patches count, lastTimestamp and the message of an aggregated
-Event).
+Event). The name of an Event created through core/v1 need only be a valid path segment (not `.`
+or `..`, no `/` or `%`: the generic registry's `BeforeCreate`, checked only when the rules above
+pass, as upstream returns the strategy's errors first), so `Pod_A:1` or a 300-character name is
+accepted; through events.k8s.io/v1 it must be a DNS-1123 subdomain (`ValidateObjectMeta(...,
+NameIsDNSSubdomain)`, reported after the legacy rules' problems and before the strict ones').
 
 Through events.k8s.io/v1 (`via` EVENTS_V1) the strict rules follow, with the stored (core)
 field names in their paths as upstream's: a create needs `eventTime` and a `type` of Normal or
@@ -27,7 +31,11 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.kinds import fielderrors
 from kubetrain.devcluster.apiserver.kinds.eventsv1 import EVENTS_V1
-from kubetrain.devcluster.apiserver.kinds.objectmeta import qualified_name_problems
+from kubetrain.devcluster.apiserver.kinds.objectmeta import (
+    dns1123_subdomain_errors,
+    path_segment_name_problems,
+    qualified_name_problems,
+)
 
 LIMIT = 128
 NOTE_LIMIT = 1024
@@ -61,12 +69,16 @@ def _invalid(field: str, value: str, message: str) -> Cause:
 
 def event_causes(event: dict[str, Any], old: dict[str, Any] | None, via: str = "") -> list[Cause]:
     """The problems of a stored (core/v1) Event written through `via` (the request's group
-    version: "v1" or "" for core/v1, EVENTS_V1)."""
+    version: "v1" or "" for core/v1, EVENTS_V1), its name's on a create."""
     strict = via == EVENTS_V1
     causes = legacy_causes(event, "reportingController" if strict else CONTROLLER_FIELD)
+    name = str((event.get("metadata") or {}).get("name") or "")
     if not strict:
+        if old is None and not causes:  # BeforeCreate's check, once the strategy's passed
+            causes = [_invalid("metadata.name", name, p) for p in path_segment_name_problems(name)]
         return causes
     if old is None:
+        causes += [_invalid("metadata.name", name, p) for p in dns1123_subdomain_errors(name)]
         return causes + _create_causes(event)
     if event.get("series") != old.get("series"):
         causes += _series_causes(event)

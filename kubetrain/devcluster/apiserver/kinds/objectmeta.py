@@ -1,7 +1,8 @@
 """Validation of the metadata every kind shares, as apimachinery's api/validation/objectmeta.go
 does on create and update (ValidateObjectMeta, ValidateObjectMetaUpdate): labels, annotations
 and owner references; and apimachinery util/validation's DNS name checks and their wording
-(IsDNS1035Label, IsDNS1123Label, IsDNS1123Subdomain), which names of every kind use.
+(IsDNS1035Label, IsDNS1123Label, IsDNS1123Subdomain), which names of every kind use, and
+api/validation/path's IsValidPathSegmentName (a core/v1 Event's name needs only that).
 
 - Label keys are qualified names (`[prefix/]name`: a DNS-1123 subdomain prefix, a name of at
   most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends); label values are empty or
@@ -78,6 +79,14 @@ def dns1123_label_errors(value: str) -> list[str]:
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """apimachinery `validation.IsDNS1123Subdomain`."""
     return _dns_name_errors(value, MAX_SUBDOMAIN_LENGTH, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_ERROR)
+
+
+def path_segment_name_problems(value: str) -> list[str]:
+    """apimachinery api/validation/path `IsValidPathSegmentName`: what BeforeCreate asks of every
+    name (`ValidatePathSegmentName`), all a name must be when its kind's strategy checks none."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
 
 
 def _dns_name_errors(value: str, max_length: int, pattern: re.Pattern[str], error: str) -> list[str]:
