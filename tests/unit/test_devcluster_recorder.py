@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from fakeapi import RecordingApi
 
 from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.kubelet.podevents import PodEvent
@@ -22,21 +23,7 @@ BACK_OFF = PodEvent(
 )
 
 
-class FakeApi:
-    """Records each request; PATCHes of names in `gone` answer 404."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, Obj]] = []
-        self.gone: set[str] = set()
-
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> tuple[int, Any]:
-        self.requests.append((method, path, body))
-        if method == "PATCH" and path.rsplit("/", 1)[1] in self.gone:
-            return 404, {"reason": "NotFound"}
-        return (200 if method == "PATCH" else 201), body
-
-
-def recorder(api: FakeApi, clock: FakeClock, **kwargs: Any) -> Recorder:
+def recorder(api: RecordingApi, clock: FakeClock, **kwargs: Any) -> Recorder:
     fake: Any = api
     raw: RawApi = fake
     return Recorder(lambda: raw, clock, "kubelet", host="n0", **kwargs)
@@ -53,7 +40,7 @@ async def written(rec: Recorder, *events: PodEvent) -> None:
 
 
 async def test_a_repeat_patches_count_and_last_timestamp_of_the_event_it_wrote() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     rec = recorder(api, clock)
     await written(rec, BACK_OFF)
     [(method, path, body)] = api.requests
@@ -83,7 +70,7 @@ async def test_a_repeat_patches_count_and_last_timestamp_of_the_event_it_wrote()
 
 
 async def test_an_event_that_expired_is_created_again_under_its_name_and_count() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     rec = recorder(api, clock)
     await written(rec, BACK_OFF)
     name = api.requests[0][2]["metadata"]["name"]
@@ -95,7 +82,7 @@ async def test_an_event_that_expired_is_created_again_under_its_name_and_count()
 
 
 async def test_the_tenth_similar_message_is_combined_and_the_next_ones_update_it() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     rec = recorder(api, clock)
     events = [PodEvent("Warning", "Failed", f'Error: configmap "c{i}" not found') for i in range(11)]
     await written(rec, *events)
@@ -112,7 +99,7 @@ async def test_the_tenth_similar_message_is_combined_and_the_next_ones_update_it
 
 
 async def test_the_spam_filter_allows_25_writes_per_pod_and_type_and_counts_the_skipped() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     rec = recorder(api, clock)
     await written(rec, *[BACK_OFF] * 30)
     assert len(api.requests) == 25  # 1 create + 24 patches; 5 skipped
@@ -125,7 +112,7 @@ async def test_the_spam_filter_allows_25_writes_per_pod_and_type_and_counts_the_
 
 
 async def test_writes_wait_for_the_client_rate_limit_on_the_clock() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     rec = recorder(api, clock, qps=1.0, burst=2, correlate=False)
     writer = asyncio.ensure_future(rec.run())
     try:
@@ -142,7 +129,7 @@ async def test_writes_wait_for_the_client_rate_limit_on_the_clock() -> None:
 
 
 async def test_a_full_queue_drops_the_event_and_counts_it() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     rec = recorder(api, clock, max_queued=2)
     for _ in range(3):
         rec.record(POD, BACK_OFF)
@@ -153,11 +140,11 @@ async def test_a_full_queue_drops_the_event_and_counts_it() -> None:
 
 def test_bad_settings_are_refused_with_what_is_valid() -> None:
     with pytest.raises(ValueError, match="qps must be > 0, burst and max_queued >= 1"):
-        recorder(FakeApi(), FakeClock(), qps=0)
+        recorder(RecordingApi(), FakeClock(), qps=0)
 
 
 async def test_writes_wait_for_a_pause_in_the_simulators_pod_work() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = RecordingApi(), FakeClock()
     activity = Activity()
     rec = recorder(api, clock, activity=activity)
     writer = asyncio.ensure_future(rec.run())

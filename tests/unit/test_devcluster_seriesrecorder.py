@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from fakeapi import RecordingApi
 
 from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.kubelet.podevents import PodEvent
@@ -28,23 +29,9 @@ FAILED = PodEvent("Warning", "FailedScheduling", "0/1 nodes are available: 1 Ins
 PATH = "/apis/events.k8s.io/v1/namespaces/ns/events"
 
 
-class FakeApi:
-    """Records each request; PATCHes of names in `gone` answer 404."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, Obj]] = []
-        self.gone: set[str] = set()
-
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> tuple[int, Any]:
-        self.requests.append((method, path, body))
-        if method == "PATCH" and path.rsplit("/", 1)[1] in self.gone:
-            return 404, {"reason": "NotFound"}
-        return (200 if method == "PATCH" else 201), body
-
-
 @pytest.fixture
-async def running() -> AsyncIterator[tuple[SeriesRecorder, FakeApi, FakeClock]]:
-    api, clock = FakeApi(), FakeClock()
+async def running() -> AsyncIterator[tuple[SeriesRecorder, RecordingApi, FakeClock]]:
+    api, clock = RecordingApi(), FakeClock()
     fake: Any = api
     raw: RawApi = fake
     rec = SeriesRecorder(lambda: raw, clock, "default-scheduler", hostname="cp-0")
@@ -54,7 +41,7 @@ async def running() -> AsyncIterator[tuple[SeriesRecorder, FakeApi, FakeClock]]:
 
 
 async def test_an_event_is_created_once_and_its_first_repeat_patches_a_series(
-    running: tuple[SeriesRecorder, FakeApi, FakeClock],
+    running: tuple[SeriesRecorder, RecordingApi, FakeClock],
 ) -> None:
     rec, api, clock = running
     rec.record(POD, FAILED, action="Scheduling")
@@ -102,7 +89,7 @@ async def test_an_event_is_created_once_and_its_first_repeat_patches_a_series(
 
 
 async def test_a_series_is_written_again_every_30_minutes_and_last_when_6_minutes_quiet(
-    running: tuple[SeriesRecorder, FakeApi, FakeClock],
+    running: tuple[SeriesRecorder, RecordingApi, FakeClock],
 ) -> None:
     rec, api, clock = running
     for _ in range(3):

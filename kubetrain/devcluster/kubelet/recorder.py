@@ -217,23 +217,8 @@ class Recorder:
         if body is None:
             return
         await self._take_token()
-        api, namespace, name = self._api(), body["metadata"]["namespace"], body["metadata"]["name"]
-        path = f"/api/v1/namespaces/{namespace}/events"
-        if patch is not None:
-            code, written = await api.request("PATCH", f"{path}/{name}", body=patch, content_type=SMP)
-            if code != 404:
-                if code != 200:
-                    raise ApiError(code, written)
-                return
-        code, written = await api.request("POST", path, body=body)
-        if code == 201:
-            return
-        if quietly_refused(code, written):
-            log.debug(
-                "%s: %s event %s not recorded: %s", self.component, body["type"], body["reason"], written
-            )
-            return
-        raise ApiError(code, written)
+        path = f"/api/v1/namespaces/{body['metadata']['namespace']}/events"
+        await write_event(self._api(), path, body, patch, self.component)
 
     def correlated(
         self, obj: Obj, event: PodEvent, action: str = "", stamp: tuple[datetime, int] | None = None
@@ -320,3 +305,25 @@ def _unique_nanos(when: datetime) -> int:
     global _last_nanos
     _last_nanos = max(int(when.timestamp() * 1e9), _last_nanos + 1)
     return _last_nanos
+
+
+async def write_event(api: RawApi, path: str, body: Obj, patch: Obj | None, component: str) -> None:
+    """Write one Event into the collection at `path`: with `patch`, a strategic merge patch of
+    the Event already written (created again from `body` when it is gone, a 404), else a create.
+    A create the API server refuses for a terminating namespace is dropped quietly, as
+    client-go's recorders drop it; any other refusal is raised."""
+    if patch is not None:
+        code, written = await api.request(
+            "PATCH", f"{path}/{body['metadata']['name']}", body=patch, content_type=SMP
+        )
+        if code == 200:
+            return
+        if code != 404:
+            raise ApiError(code, written)
+    code, written = await api.request("POST", path, body=body)
+    if code == 201:
+        return
+    if quietly_refused(code, written):
+        log.debug("%s: %s event %s not recorded: %s", component, body["type"], body["reason"], written)
+        return
+    raise ApiError(code, written)

@@ -40,15 +40,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubetrain.devcluster.client import ApiError, RawApi
+from kubetrain.devcluster.client import RawApi
 from kubetrain.devcluster.kubelet.podevents import PodEvent
 from kubetrain.devcluster.kubelet.recorder import (
-    SMP,
     Activity,
     Recorder,
     _Queued,
     _unique_nanos,
-    quietly_refused,
+    write_event,
 )
 from kubetrain.kube.clock import Clock
 
@@ -210,21 +209,6 @@ class SeriesRecorder(Recorder):
         """`recordEvent`: a series is a patch of `series` (created when the Event is gone), any
         other Event a create."""
         await self._take_token()
-        api, namespace, name = self._api(), body["metadata"]["namespace"], body["metadata"]["name"]
-        path = f"/apis/{API_VERSION}/namespaces/{namespace}/events"
-        if isinstance(body.get("series"), dict):
-            patch = {"series": body["series"]}
-            code, written = await api.request("PATCH", f"{path}/{name}", body=patch, content_type=SMP)
-            if code == 200:
-                return
-            if code != 404:
-                raise ApiError(code, written)
-        code, written = await api.request("POST", path, body=body)
-        if code == 201:
-            return
-        if quietly_refused(code, written):
-            log.debug(
-                "%s: %s event %s not recorded: %s", self.component, body["type"], body["reason"], written
-            )
-            return
-        raise ApiError(code, written)
+        path = f"/apis/{API_VERSION}/namespaces/{body['metadata']['namespace']}/events"
+        patch = {"series": body["series"]} if isinstance(body.get("series"), dict) else None
+        await write_event(self._api(), path, body, patch, self.component)
