@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.devcluster.gang.filters import NoFit
 from kubetrain.devcluster.gang.resources import TERMINAL, Resources, add, fits, resources, show, take
 
 Obj = dict[str, Any]
@@ -27,11 +28,13 @@ Placed = list[tuple[Obj, str]]
 
 @dataclass(frozen=True)
 class Scheduling:
-    """What a decision needs from the simulator: placement, bindings so far, and binding."""
+    """What a decision needs from the simulator: placement, bindings so far, binding, and the
+    report on a member no node takes (its `PodScheduled=False` condition)."""
 
-    place: Callable[[list[Obj], dict[str, Resources]], Placed | None]
+    place: Callable[[list[Obj], dict[str, Resources]], Placed | NoFit]
     is_bound: Callable[[Obj], bool]
     bind: Callable[[Placed], Awaitable[None]]
+    unschedulable: Callable[[NoFit], Awaitable[None]]
     session: str  # Volcano's transitionID for the conditions this simulator writes
 
 
@@ -94,8 +97,22 @@ async def volcano_status(
             )
         else:
             placed = scheduling.place(unbound, free)
-            if placed is None:
-                condition = ("NotEnoughResources", f"{len(unbound)} tasks in gang do not fit any node")
+            if isinstance(placed, NoFit):
+                # Volcano's JobInfo.FitError: the tasks placed before the one no node takes are
+                # Schedulable, that one Unschedulable, the rest not tried (Undetermined).
+                tried = {
+                    "Schedulable": placed.schedulable,
+                    "Unschedulable": 1,
+                    "Undetermined": len(unbound) - placed.schedulable - 1,
+                }
+                why = ", ".join(sorted(f"{n} {reason}" for reason, n in tried.items() if n))
+                condition = (
+                    "NotEnoughResources",
+                    f"{min_member - len(bound) - len(succeeded)}/{len(pods)} tasks in gang unschedulable: "
+                    f"pod group is not ready, {len(unbound)} Pending, {min_member} minAvailable; "
+                    f"Pending: {why}",
+                )
+                await scheduling.unschedulable(placed)
             else:
                 await scheduling.bind(placed)
                 bound += [pod for pod, _ in placed]
@@ -153,11 +170,12 @@ async def coscheduling_status(
         for node_free in free.values():
             for k, v in node_free.items():
                 idle[k] = idle.get(k, Fraction(0)) + v
-        if not bound and not fits(resources(spec.get("minResources")), idle):
-            placed = None
-        else:
+        placed: Placed | NoFit | None = None
+        if bound or fits(resources(spec.get("minResources")), idle):
             placed = scheduling.place(unbound, free)
-        if placed is not None and len(bound) + len(placed) >= min_member:
+        if isinstance(placed, NoFit):
+            await scheduling.unschedulable(placed)
+        elif placed is not None and len(bound) + len(placed) >= min_member:
             await scheduling.bind(placed)
             scheduled = int(status.get("scheduled") or 0) + len(placed)
             status["scheduled"] = scheduled

@@ -1,5 +1,5 @@
 """Resource arithmetic of the simulated gang scheduler: what a pod requests, what fits, and
-where: each node's free capacity (`free_by_node`) and all-or-nothing placement (`place`).
+each node's free capacity (`free_by_node`); where a gang goes is `filters.py`.
 
 Quantities are exact `Fraction`s (kubetrain.api.quantity), keyed by resource name; a pod also
 takes one `pods` slot, as the kube-scheduler counts it against a node's `allocatable.pods`.
@@ -96,19 +96,3 @@ def free_by_node(
         if uid not in counted and node in free:
             take(free[node], need)
     return free
-
-
-def place(pods: list[Obj], free: dict[str, Resources], node_names: list[str]) -> list[tuple[Obj, str]] | None:
-    """A node for every pod (most free CPU first), taken from `free`; None if one does not fit."""
-    trial = {node: dict(res) for node, res in free.items()}
-    placed: list[tuple[Obj, str]] = []
-    for pod in pods:
-        need = pod_requests(pod)
-        nodes = [n for n in node_names if fits(need, trial[n])]
-        if not nodes:
-            return None
-        node = max(nodes, key=lambda n: (trial[n].get("cpu", Fraction(0)), -node_names.index(n)))
-        take(trial[node], need)
-        placed.append((pod, node))
-    free.update(trial)
-    return placed

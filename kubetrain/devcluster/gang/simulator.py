@@ -10,28 +10,35 @@ annotation `scheduling.k8s.io/group-name`):
   `allocatable`, minus the requests of bound unfinished pods, minus what earlier `Inqueue` groups
   reserve) covers its `minResources` and `minMember` pod slots; otherwise it stays `Pending` with
   an `Unschedulable` condition, reason `NotEnoughResources`;
-- allocate: the unbound pods of an `Inqueue`/`Running` group are placed on nodes (each pod's
-  requests must fit one node) and bound through `pods/NAME/binding` only when bound + succeeded +
-  placed pods reach `minMember` — all or nothing. Too few pods: condition reason `NotEnoughTasks`;
+- allocate: the unbound pods of an `Inqueue`/`Running` group are placed on nodes through
+  kube-scheduler's filters (`filters.py`: cordons, taints, node selector and required node
+  affinity, host ports, resources, topology spread, inter-pod affinity) and bound through
+  `pods/NAME/binding` only when bound + succeeded + placed pods reach `minMember` — all or
+  nothing. Too few pods: condition reason `NotEnoughTasks`; a member no node takes: reason
+  `NotEnoughResources` with Volcano's task histogram, and that pod's `PodScheduled=False`
+  condition (reason `Unschedulable`) names each node's reason;
 - status: `Running` once bound-or-running + succeeded members reach `minMember` (Volcano's
   `jobStatus` rule), and `running`/`succeeded`/`failed` counts.
 
 scheduler-plugins (`scheduling.x-k8s.io/v1alpha1`; pods labelled `scheduling.x-k8s.io/pod-group`
 with the scheduler-plugins scheduler name) — the PodGroup controller's phases "" → `Pending` →
 `PreScheduling` (minMember pods exist) and the coscheduling plugin's PreFilter/Permit: pods are
-bound all-or-nothing once minMember exist and `minResources` fits; `scheduled` counts bindings
+bound all-or-nothing once minMember exist, `minResources` fits and every member passes the
+filters (a member no node takes gets kube-scheduler's `PodScheduled=False` message and nothing of
+the gang is bound); `scheduled` counts bindings
 (`Scheduling`/`Scheduled`), then `Running` (running + succeeded ≥ minMember), `Finished`
 (succeeded ≥ minMember) or `Failed`.
 
 A pod of ours without a group is bound alone when it fits. Capacity is `nodes` x `allocatable`
-(default: what `PodSimulator` reports for its Nodes). Binding only: `PodSimulator` (with
+(default: what `PodSimulator` reports for its Nodes); the filters read the Nodes named `nodes`
+as a watch of Nodes shows them (a node not seen yet takes no pod). Binding only: `PodSimulator` (with
 `scheduler_names=("default-scheduler",)`) runs the pods once bound. Cycles are serial and
 event-driven (no timers), so tests wait on observable state, never on time.
 
 Where it lives: this module is the simulator (watch caches, the scheduling loop, bindings and
 status writes); `phases` decides each PodGroup's status for Volcano and scheduler-plugins,
-`resources` holds the resource arithmetic, node capacity and placement, `crds` the PodGroup
-CRDs.
+`filters` places a gang through kube-scheduler's filters, `resources` holds the resource
+arithmetic and node capacity, `crds` the PodGroup CRDs.
 """
 
 from __future__ import annotations
@@ -46,11 +53,13 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base.background import cancel_all
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.gang.crds import SCHEDULER_PLUGINS, VOLCANO, podgroup_crd
+from kubetrain.devcluster.gang.filters import Cluster, NoFit, Placed, pod_index, wants_namespace_labels
 from kubetrain.devcluster.gang.phases import (
     Scheduling,
     coscheduling_status,
     group_min_member,
     group_min_need,
+    now_timestamp,
     obj_key,
     pod_phase,
     volcano_status,
@@ -60,11 +69,10 @@ from kubetrain.devcluster.gang.resources import (
     Resources,
     add,
     free_by_node,
-    place,
     pod_requests,
     resources,
 )
-from kubetrain.devcluster.kubelet import nodeobjects
+from kubetrain.devcluster.kubelet import fit, nodeobjects
 
 log = logging.getLogger(__name__)
 
@@ -108,15 +116,19 @@ class GangSchedulerSimulator:
         self._api: RawApi | None = None
         self._groups: dict[Key, Obj] = {}
         self._pods: dict[Key, Obj] = {}
+        self._nodes: dict[str, Obj] = {}  # the watch's Nodes, by name
+        self._cluster = Cluster([], pod_index((), {}), {}, {}, gang_scheduler == VOLCANO)
         self._assumed: dict[str, tuple[str, Resources]] = {}  # pod uid -> (node, requests) bound by us
         self._wake = asyncio.Event()
-        self._synced = {"groups": asyncio.Event(), "pods": asyncio.Event()}
+        self._synced = {"groups": asyncio.Event(), "pods": asyncio.Event(), "nodes": asyncio.Event()}
         self._tasks: set[asyncio.Task[None]] = set()
         self._session = uuid.uuid4().hex[:8]
         self.cycles = 0
         # (namespace, pod, node) in binding order, the newest `bindings_kept` (pods gone included)
         self.bindings: deque[tuple[str, str, str]] = deque(maxlen=bindings_kept)
-        self._scheduling = Scheduling(self._place, self._is_bound, self._bind, self._session)
+        self._scheduling = Scheduling(
+            self._cluster_place, self._is_bound, self._bind, self._unschedulable, self._session
+        )
 
     async def __aenter__(self) -> GangSchedulerSimulator:
         await self.start()
@@ -131,6 +143,7 @@ class GangSchedulerSimulator:
             list_then_watch(self._api, f"{self.group_path}/podgroups", self._on_group, self._groups_listed)
         )
         self._spawn(list_then_watch(self._api, "/api/v1/pods", self._on_pod, self._pods_listed))
+        self._spawn(list_then_watch(self._api, "/api/v1/nodes", self._on_node, self._nodes_listed))
         self._spawn(self._loop())
         for event in self._synced.values():
             await asyncio.wait_for(event.wait(), 30)
@@ -157,6 +170,10 @@ class GangSchedulerSimulator:
         """The PodGroup as last seen by the simulator's watch."""
         return self._groups.get((namespace, name))
 
+    def node(self, name: str) -> Obj | None:
+        """The Node as last seen by the simulator's watch."""
+        return self._nodes.get(name)
+
     # -- caches ---------------------------------------------------------------------------------
 
     @staticmethod
@@ -176,6 +193,19 @@ class GangSchedulerSimulator:
         uid = str((obj.get("metadata") or {}).get("uid", ""))
         if kind == "DELETED" or (obj.get("spec") or {}).get("nodeName"):
             self._assumed.pop(uid, None)  # the watch now shows (or no longer needs) our binding
+        self._wake.set()
+
+    async def _on_node(self, kind: str, obj: Obj) -> None:
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if kind == "DELETED":
+            self._nodes.pop(name, None)
+        else:
+            self._nodes[name] = obj
+        self._wake.set()
+
+    async def _nodes_listed(self, items: list[Obj]) -> None:
+        self._nodes = {str(n["metadata"]["name"]): n for n in items}
+        self._synced["nodes"].set()
         self._wake.set()
 
     async def _relist(self, cache: dict[Key, Obj], items: list[Obj], synced: str) -> None:
@@ -220,12 +250,31 @@ class GangSchedulerSimulator:
         """Each node's allocatable minus the requests of unfinished pods bound (or assumed) to it."""
         return free_by_node(self.allocatable, self.node_names, self._pods.values(), self._assumed)
 
-    def _place(self, pods: list[Obj], free: dict[str, Resources]) -> list[tuple[Obj, str]] | None:
-        """A node for every pod (most free CPU first), taken from `free`; None if one does not fit."""
-        return place(pods, free, self.node_names)
+    def _cluster_place(self, pods: list[Obj], free: dict[str, Resources]) -> Placed | NoFit:
+        return self._cluster.place(pods, free)
+
+    async def _namespace_labels(self, pending: list[Obj], cluster: Cluster) -> None:
+        """Each Namespace's labels, listed only when a term selects namespaces by label."""
+        if not wants_namespace_labels(pending, cluster.index):
+            return
+        code, body = await self.api.request("GET", "/api/v1/namespaces")
+        if code == 200 and isinstance(body, dict):
+            items = [i for i in body.get("items") or () if isinstance(i, dict)]
+            cluster.ns_labels = {str(i["metadata"]["name"]): i["metadata"].get("labels") or {} for i in items}
 
     async def _cycle(self) -> None:
         free = self._free_by_node()
+        nodes = [self._nodes[name] for name in self.node_names if name in self._nodes]
+        on_node: dict[str, list[Obj]] = {}
+        for pod in self._pods.values():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and pod_phase(pod) not in TERMINAL:
+                on_node.setdefault(str(node), []).append(pod)
+        self._cluster = cluster = Cluster(
+            nodes, pod_index(self._pods.values(), self._assumed), on_node, {}, self.gang_scheduler == VOLCANO
+        )
+        pending = [p for p in self._pods.values() if self._ours(p) and not self._is_bound(p)]
+        await self._namespace_labels(pending, cluster)
         members: dict[Key, list[Obj]] = {}
         for pod in sorted(self._pods.values(), key=lambda p: obj_key(p)):
             if not self._ours(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
@@ -233,8 +282,10 @@ class GangSchedulerSimulator:
             group_name = self._group_of(pod)
             if group_name is None:
                 if not (pod.get("spec") or {}).get("nodeName") and pod_phase(pod) not in TERMINAL:
-                    placed = self._place([pod], free)
-                    if placed:
+                    placed = cluster.place([pod], free)
+                    if isinstance(placed, NoFit):
+                        await self._unschedulable(placed)
+                    else:
                         await self._bind(placed)
                 continue
             members.setdefault((obj_key(pod)[0], group_name), []).append(pod)
@@ -278,6 +329,21 @@ class GangSchedulerSimulator:
                 self._assumed.pop(uid, None)
                 if code not in (404, 409):  # gone, or bound already: the watch will tell
                     raise ApiError(code, body)
+
+    async def _unschedulable(self, nofit: NoFit) -> None:
+        """The member no node takes gets `PodScheduled=False`, reason `Unschedulable`, with the
+        scheduler's message (written when it changes)."""
+        status = fit.unschedulable_status(nofit.pod, nofit.message, now_timestamp())
+        if status is None:
+            return
+        ns, name = obj_key(nofit.pod)
+        code, body = await self.api.request(
+            "PUT", f"/api/v1/namespaces/{ns}/pods/{name}/status", body={**nofit.pod, "status": status}
+        )
+        if code == 200:
+            self._store(self._pods, "MODIFIED", body)
+        elif code not in (404, 409):  # gone, or changed: the watch brings it back
+            raise ApiError(code, body)
 
     async def _write_status(self, group: Obj, status: Obj) -> None:
         if status == (group.get("status") or {}):

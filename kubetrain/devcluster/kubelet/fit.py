@@ -161,7 +161,8 @@ def _priority(pod: Obj) -> int:
     return _int((pod.get("spec") or {}).get("priority") or 0) or 0
 
 
-def _histogram(statuses: Iterable[list[str]]) -> str:
+def histogram(statuses: Iterable[list[str]]) -> str:
+    """Each reason with its count, `N reason`, sorted and comma-separated (FitError's histogram)."""
     counts: dict[str, int] = {}
     for reasons in statuses:
         for reason in reasons:
@@ -182,7 +183,7 @@ def fit_error(
 ) -> str:
     """kube-scheduler's FailedScheduling message for a pod that fits on none of `reasons`' nodes;
     `bound`: each node's unfinished pods (for the preemption dry run)."""
-    message = f"0/{len(reasons)} nodes are available: {_histogram(reasons.values())}."
+    message = f"0/{len(reasons)} nodes are available: {histogram(reasons.values())}."
     if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
         return f"{message} preemption: {NEVER_PREEMPTS}"
     need, mine = pod_requests(pod), _priority(pod)
@@ -206,7 +207,7 @@ def fit_error(
         short = resource_reasons(need, room)
         later = rest.after_fit(node) if rest is not None and not short else None
         after.append(short or ([later] if later is not None else why))
-    return f"{message} preemption: 0/{len(reasons)} nodes are available: {_histogram(after)}."
+    return f"{message} preemption: 0/{len(reasons)} nodes are available: {histogram(after)}."
 
 
 def unschedulable_status(pod: Obj, message: str, stamp: str) -> Obj | None:
