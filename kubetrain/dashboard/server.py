@@ -39,8 +39,12 @@ from kubetrain.dashboard.whoami import WhoAmI
 from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.serving.guard import GuardedTCPSite
 
 SHUTDOWN_SECONDS = 1.0  # what open requests (streams) get to finish when the server stops
+# A TLS handshake must complete within this (asyncio's default is 60 s): a client that opens a
+# connection and never finishes its ClientHello is closed, as on the webhook and health ports.
+HANDSHAKE_SECONDS = 10.0
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -160,6 +164,7 @@ class DashboardServer:
         session_key: bytes | None = None,
         clock: Clock | None = None,
         owns_clients: bool = False,
+        handshake_timeout: float = HANDSHAKE_SECONDS,
     ) -> None:
         self.config = config or DashboardConfig(tls=ssl_context is not None)
         self.watch = JobWatch(client, kinds, clock=clock)
@@ -177,6 +182,7 @@ class DashboardServer:
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
+        self.handshake_timeout = handshake_timeout
         self._owns_clients = owns_clients
         self._runner: web.AppRunner | None = None
         self.app = build_app(self.dashboard)
@@ -219,7 +225,13 @@ class DashboardServer:
             shutdown_timeout=SHUTDOWN_SECONDS,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context)
+        site = GuardedTCPSite(
+            self._runner,
+            self.host,
+            self.port,
+            ssl_context=self.ssl_context,
+            handshake_timeout=self.handshake_timeout,
+        )
         await site.start()
         addresses = self._runner.addresses
         if addresses:

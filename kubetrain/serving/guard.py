@@ -14,6 +14,8 @@ guard.install(runner)                       # before the site starts
 
 or all of it, a `GuardedTCPSite` serving `app` started too, as the webhook, the training-progress
 endpoint and the health/metrics port do: `runner, port = await guard.serve(app, host, port, ssl_context=ctx)`.
+The dashboard serves through a `GuardedTCPSite` alone (bounded handshakes; its live streams are
+long-lived requests, so no header or idle deadline).
 
 - `header_timeout`: a new connection must deliver a complete request head within it;
 - `idle_timeout`: after a response, the next request head must be complete within it;
