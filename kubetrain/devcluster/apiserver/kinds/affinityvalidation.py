@@ -21,8 +21,10 @@
   (`ValidateNodeFieldSelectorRequirement`): operator In/NotIn with exactly one value, key
   `metadata.name`, each value a node name (DNS-1123 subdomain).
 
-Changes of a gated pod's node affinity: gatedpods.py. Not validated here: matchLabelKeys/
-mismatchLabelKeys.
+- `validateMatchLabelKeysAndMismatchLabelKeys` for each pod affinity term and each topology
+  spread constraint (the only part of a constraint validated): labelkeys.py.
+
+Changes of a gated pod's node affinity: gatedpods.py.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.kinds.fielderrors import dicts, forbidden, invalid, mapping, required
+from kubetrain.devcluster.apiserver.kinds.labelkeys import label_key_causes, spread_label_key_causes
 from kubetrain.devcluster.apiserver.kinds.objectmeta import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
@@ -97,7 +100,8 @@ def term_causes(term: dict[str, Any], path: str) -> list[Cause]:
     key = _text(term.get("topologyKey"))
     if not key:
         causes.append(required(f"{path}.topologyKey", "can not be empty"))
-    return causes + [invalid(f"{path}.topologyKey", key, p) for p in qualified_name_problems(key)]
+    causes += [invalid(f"{path}.topologyKey", key, p) for p in qualified_name_problems(key)]
+    return causes + label_key_causes(term, path)
 
 
 def _part_causes(part: Any, path: str) -> list[Cause]:
@@ -200,8 +204,10 @@ def node_affinity_causes(node_affinity: Any, path: str) -> list[Cause]:
 
 
 def affinity_causes(spec: dict[str, Any]) -> list[Cause]:
-    """`validateAffinity`: node affinity, then pod affinity and anti-affinity terms."""
+    """`validateAffinity`: node affinity, then pod affinity and anti-affinity terms; then the
+    topology spread constraints' matchLabelKeys."""
     affinity = mapping(spec.get("affinity"))
     causes = node_affinity_causes(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
     causes += _part_causes(affinity.get("podAffinity"), "spec.affinity.podAffinity")
-    return causes + _part_causes(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
+    causes += _part_causes(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
+    return causes + spread_label_key_causes(spec)

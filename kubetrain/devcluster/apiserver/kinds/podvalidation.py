@@ -23,8 +23,8 @@ causes: reason, field path and message wording.
 
 Not validated: volume sources' other fields (hostPath types, projected sources, items and
 modes, …), volumeDevices, imagePullPolicy and terminationMessagePolicy values, resizePolicy,
-resourceClaims, dnsConfig, hostAliases, readinessGates, topologySpreadConstraints, os-specific
-fields, activeDeadlineSeconds, ephemeral containers.
+resourceClaims, dnsConfig, hostAliases, readinessGates, topologySpreadConstraints (but their
+matchLabelKeys), os-specific fields, activeDeadlineSeconds, ephemeral containers.
 """
 
 from __future__ import annotations
