@@ -24,6 +24,9 @@ history is compacted to the resourceVersion of one interval earlier, as kube-api
 etcd (`--etcd-compaction-interval`, compaction.py; 0 never compacts by time): older watches and
 continue tokens get 410 Gone. `requests` keeps the newest `request_log_limit` requests
 (accounting.py), `denials` the newest `denials_limit` refusals.
+
+Over HTTPS a TLS handshake must complete within `handshake_timeout` seconds (default 10; asyncio's
+own is 60): a client that connects and never finishes its ClientHello is closed then.
 """
 
 from __future__ import annotations
@@ -62,8 +65,12 @@ from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL, E
 from kubetrain.devcluster.apiserver.storage.store import Store
 from kubetrain.devcluster.apiserver.verbs.core import ApiServer
 from kubetrain.devcluster.controllers.gc import Controllers
+from kubetrain.serving.guard import GuardedTCPSite
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# A TLS handshake must complete within this (asyncio's default is 60 s): a client that opens a
+# connection and never finishes its ClientHello is closed, as on kubetrain's own servers.
+HANDSHAKE_SECONDS = 10.0
 
 
 class DevCluster:
@@ -83,12 +90,16 @@ class DevCluster:
         request_log_limit: int = DEFAULT_LIMIT,
         compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,  # --etcd-compaction-interval, s (0: never)
         denials_limit: int = DENIALS_KEPT,
+        handshake_timeout: float = HANDSHAKE_SECONDS,
     ) -> None:
         if authorization not in ("AlwaysAllow", "RBAC"):
             raise ValueError(f'authorization must be "AlwaysAllow" or "RBAC", not {authorization!r}')
         if denials_limit < 1:  # checked before anything is created (the workdir)
             raise ValueError(f"denials limit must be at least 1, not {denials_limit}")
         check_interval(compaction_interval)
+        if not handshake_timeout > 0:
+            raise ValueError(f"handshake timeout must be more than 0 seconds, not {handshake_timeout}")
+        self.handshake_timeout = handshake_timeout
         self.tls = tls
         self.host = host
         self.port = port
@@ -224,7 +235,14 @@ class DevCluster:
         app = self.handlers.app()
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_ctx, backlog=1024)
+        site = GuardedTCPSite(
+            self._runner,
+            self.host,
+            self.port,
+            ssl_context=ssl_ctx,
+            backlog=1024,
+            handshake_timeout=self.handshake_timeout,
+        )
         await site.start()
         server = site._server
         assert server is not None
