@@ -171,3 +171,38 @@ def test_an_events_k8s_io_event_name_is_a_dns_subdomain() -> None:
     assert [field for _, field, _ in v1_causes(ordered)] == ["reportingInstance", "metadata.name", "type"]
     # an update checks no name
     assert v1_causes(named("Pod_A:1", **NEW_STYLE), named("Pod_A:1", **NEW_STYLE)) == []
+
+
+def generated(prefix: str, name: str, **fields: Any) -> dict[str, Any]:
+    """An Event created with `generateName: prefix`, `name` the one the server generated."""
+    obj = named(name, **fields)
+    obj["metadata"]["generateName"] = prefix
+    return obj
+
+
+def test_a_core_v1_event_generate_name_is_a_path_segment_prefix() -> None:
+    """BeforeCreate's ValidateObjectMetaAccessor checks generateName with ValidatePathSegmentName
+    as a prefix (IsValidPathSegmentPrefix: no '/' or '%'; '.' allowed), before the name."""
+    for prefix in ("Pod_A:", ".", "x" * 300):
+        assert causes(generated(prefix, prefix + "abcde")) == []
+    assert causes(generated("a%", "a%bcdef")) == [
+        ("FieldValueInvalid", "metadata.generateName", "Invalid value: \"a%\": may not contain '%'"),
+        ("FieldValueInvalid", "metadata.name", "Invalid value: \"a%bcdef\": may not contain '%'"),
+    ]
+    # an update checks no generateName
+    assert causes(generated("a%", "a%bcdef"), generated("a%", "a%bcdef")) == []
+
+
+def test_an_events_k8s_io_event_generate_name_is_a_dns_subdomain_prefix() -> None:
+    """ValidateObjectMeta(NameIsDNSSubdomain) checks generateName as a prefix: a trailing dash
+    is allowed (masked), anything else a subdomain refuses is refused, before the name."""
+    assert v1_causes(generated("pod.a", "pod.axyz12", **NEW_STYLE)) == []
+    assert v1_causes(generated("pod-a-", "pod-a-xyz12", **NEW_STYLE)) == []
+    assert v1_causes(generated("Pod_A-", "Pod_A-xyz12", **NEW_STYLE)) == [
+        ("FieldValueInvalid", "metadata.generateName", f'Invalid value: "Pod_A-": {SUBDOMAIN}'),
+        ("FieldValueInvalid", "metadata.name", f'Invalid value: "Pod_A-xyz12": {SUBDOMAIN}'),
+    ]
+    # a prefix core/v1 accepts
+    assert [field for _, field, _ in v1_causes(generated("Pod_A:", "pod-a", **NEW_STYLE))] == [
+        "metadata.generateName"
+    ]

@@ -13,6 +13,10 @@ or `..`, no `/` or `%`: the generic registry's `BeforeCreate`, checked only when
 pass, as upstream returns the strategy's errors first), so `Pod_A:1` or a 300-character name is
 accepted; through events.k8s.io/v1 it must be a DNS-1123 subdomain (`ValidateObjectMeta(...,
 NameIsDNSSubdomain)`, reported after the legacy rules' problems and before the strict ones').
+A `generateName` is checked first, by the same version's rule as a prefix (core/v1:
+`IsValidPathSegmentPrefix`, no `/` or `%`, `.` allowed; events.k8s.io/v1: a DNS-1123 subdomain
+once a trailing dash is masked), at `metadata.generateName`; the generated name is checked too,
+so a bad prefix is reported at both paths, as upstream.
 
 Through events.k8s.io/v1 (`via` EVENTS_V1) the strict rules follow, with the stored (core)
 field names in their paths as upstream's: a create needs `eventTime` and a `type` of Normal or
@@ -33,7 +37,9 @@ from kubetrain.devcluster.apiserver.kinds import fielderrors
 from kubetrain.devcluster.apiserver.kinds.eventsv1 import EVENTS_V1
 from kubetrain.devcluster.apiserver.kinds.objectmeta import (
     dns1123_subdomain_errors,
+    dns1123_subdomain_prefix_errors,
     path_segment_name_problems,
+    path_segment_prefix_problems,
     qualified_name_problems,
 )
 
@@ -72,12 +78,18 @@ def event_causes(event: dict[str, Any], old: dict[str, Any] | None, via: str = "
     version: "v1" or "" for core/v1, EVENTS_V1), its name's on a create."""
     strict = via == EVENTS_V1
     causes = legacy_causes(event, "reportingController" if strict else CONTROLLER_FIELD)
-    name = str((event.get("metadata") or {}).get("name") or "")
+    md = event.get("metadata") or {}
+    name, prefix = str(md.get("name") or ""), str(md.get("generateName") or "")
     if not strict:
         if old is None and not causes:  # BeforeCreate's check, once the strategy's passed
-            causes = [_invalid("metadata.name", name, p) for p in path_segment_name_problems(name)]
+            causes = [
+                _invalid("metadata.generateName", prefix, p) for p in path_segment_prefix_problems(prefix)
+            ]
+            causes += [_invalid("metadata.name", name, p) for p in path_segment_name_problems(name)]
         return causes
     if old is None:
+        problems = dns1123_subdomain_prefix_errors(prefix) if prefix else []  # only one given
+        causes += [_invalid("metadata.generateName", prefix, p) for p in problems]
         causes += [_invalid("metadata.name", name, p) for p in dns1123_subdomain_errors(name)]
         return causes + _create_causes(event)
     if event.get("series") != old.get("series"):

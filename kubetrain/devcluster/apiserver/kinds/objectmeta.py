@@ -89,6 +89,20 @@ def path_segment_name_problems(value: str) -> list[str]:
     return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
 
 
+def path_segment_prefix_problems(value: str) -> list[str]:
+    """apimachinery `IsValidPathSegmentPrefix`: a generateName's check where the name's is
+    `IsValidPathSegmentName` (`ValidatePathSegmentName(prefix=true)`; `.` and `..` allowed)."""
+    return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
+
+
+def dns1123_subdomain_prefix_errors(value: str) -> list[str]:
+    """apimachinery `NameIsDNSSubdomain(prefix=true)`, a generateName's check: a trailing dash is
+    masked first (`maskTrailingDash`, which, as upstream's, drops the last two characters and
+    appends an 'a')."""
+    masked = value[:-2] + "a" if len(value) > 1 and value.endswith("-") else value
+    return dns1123_subdomain_errors(masked)
+
+
 def _dns_name_errors(value: str, max_length: int, pattern: re.Pattern[str], error: str) -> list[str]:
     """Both checks' shape: the length (apimachinery `MaxLenError`), then the pattern."""
     out = []
