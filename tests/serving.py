@@ -59,3 +59,25 @@ async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
     except (ConnectionError, ssl.SSLError):
         pass
     return True
+
+
+async def assert_handshakes_bounded(port: int, ca_pem: str, path: str, *, within: float = 3) -> None:
+    """The TLS server on 127.0.0.1:`port` closes, within `within` seconds, a connection that never
+    sends its ClientHello and one that stops half-way through it, and serves `GET path` (200) to a
+    client that completes its handshake (verifying the server as `localhost` against `ca_pem`)."""
+    silent_reader, silent = await asyncio.open_connection("127.0.0.1", port)
+    partial_reader, partial = await asyncio.open_connection("127.0.0.1", port)
+    partial.write(bytes.fromhex("16030100c8010000c40303"))  # the first bytes of a ClientHello
+    try:
+        assert await closed_within(silent_reader, within)
+        assert await closed_within(partial_reader, within)
+        ctx = ssl.create_default_context(cadata=ca_pem)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=ctx, server_hostname="localhost"
+        )
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+        assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+        writer.close()
+    finally:
+        silent.close()
+        partial.close()

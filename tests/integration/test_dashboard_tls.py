@@ -5,11 +5,10 @@ client that completes its handshake is served."""
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from pathlib import Path
 
-from serving import closed_within
+from serving import assert_handshakes_bounded
 
 from kubetrain.certs.generate import CertificateBundle, generate_bundle
 from kubetrain.dashboard.server import DashboardServer
@@ -43,18 +42,7 @@ async def test_an_unfinished_tls_handshake_is_closed(tmp_path: Path) -> None:
         )
         await server.start()
         try:
-            silent_reader, silent = await asyncio.open_connection("127.0.0.1", server.port)
-            partial_reader, partial = await asyncio.open_connection("127.0.0.1", server.port)
-            partial.write(bytes.fromhex("16030100c8010000c40303"))
-            assert await closed_within(silent_reader, 3)
-            assert await closed_within(partial_reader, 3)
-            client_ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=client_ctx)
-            writer.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            assert (await reader.readline()).startswith(b"HTTP/1.1 200")
-            writer.close()
-            silent.close()
-            partial.close()
+            await assert_handshakes_bounded(server.port, bundle.ca.cert_pem.decode(), "/healthz")
         finally:
             await server.stop()
     finally:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from serving import closed_within
+from serving import assert_handshakes_bounded, closed_within
 
 from kubetrain.certs.generate import generate_bundle
 from kubetrain.certs.tls import ReloadingTLS, write_cert_dir
@@ -63,21 +62,7 @@ async def test_a_tls_handshake_never_finished_is_closed_after_the_header_timeout
     )
     await server.start()
     try:
-        # a client that opens a TCP connection and never sends its ClientHello
-        silent_reader, silent = await asyncio.open_connection("127.0.0.1", server.port)
-        # one that stops half-way through its ClientHello
-        partial_reader, partial = await asyncio.open_connection("127.0.0.1", server.port)
-        partial.write(bytes.fromhex("16030100c8010000c40303"))
-        assert await closed_within(silent_reader, 3)
-        assert await closed_within(partial_reader, 3)
-        # a client that completes its handshake is served
-        ctx = ssl.create_default_context(cadata=bundle.ca.cert_pem.decode())
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=ctx)
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert (await reader.readline()).startswith(b"HTTP/1.1 200")
-        writer.close()
-        silent.close()
-        partial.close()
+        await assert_handshakes_bounded(server.port, bundle.ca.cert_pem.decode(), "/healthz")
     finally:
         await server.stop()
 
