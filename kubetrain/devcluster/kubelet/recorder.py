@@ -258,12 +258,7 @@ class Recorder:
 
     def _body(self, obj: Obj, event: PodEvent, namespace: str, now: str, nanos: int, action: str) -> Obj:
         meta = obj.get("metadata") or {}
-        involved: Obj = {"apiVersion": obj.get("apiVersion") or "v1", "kind": obj.get("kind") or "Pod"}
-        for field in ("namespace", "name", "uid", "resourceVersion"):
-            if meta.get(field):
-                involved[field] = meta[field]
-        if event.field_path:
-            involved["fieldPath"] = event.field_path
+        involved = object_reference(obj, event.field_path)
         source = {"component": self.component, **({"host": self.host} if self.host else {})}
         body: Obj = {
             "apiVersion": "v1",
@@ -327,3 +322,17 @@ async def write_event(api: RawApi, path: str, body: Obj, patch: Obj | None, comp
         log.debug("%s: %s event %s not recorded: %s", component, body["type"], body["reason"], written)
         return
     raise ApiError(code, written)
+
+
+def object_reference(obj: Obj, field_path: str = "") -> Obj:
+    """client-go's `reference.GetReference` of `obj` (a pod by default): its apiVersion, kind,
+    namespace, name, uid and resourceVersion, and `fieldPath` when given — an Event's
+    `involvedObject` (core/v1) or `regarding` (events.k8s.io/v1)."""
+    meta = obj.get("metadata") or {}
+    ref: Obj = {"apiVersion": obj.get("apiVersion") or "v1", "kind": obj.get("kind") or "Pod"}
+    for field in ("namespace", "name", "uid", "resourceVersion"):
+        if meta.get(field):
+            ref[field] = meta[field]
+    if field_path:
+        ref["fieldPath"] = field_path
+    return ref

@@ -47,6 +47,7 @@ from kubetrain.devcluster.kubelet.recorder import (
     Recorder,
     _Queued,
     _unique_nanos,
+    object_reference,
     write_event,
 )
 from kubetrain.kube.clock import Clock
@@ -156,12 +157,7 @@ class SeriesRecorder(Recorder):
     def make_event(self, obj: Obj, event: PodEvent, action: str, at: datetime, nanos: int) -> Obj:
         """`makeEvent` for `obj` (reference.GetReference: its apiVersion, kind and metadata)."""
         meta = obj.get("metadata") or {}
-        regarding: Obj = {"apiVersion": obj.get("apiVersion") or "v1", "kind": obj.get("kind") or "Pod"}
-        for field in ("namespace", "name", "uid", "resourceVersion"):
-            if meta.get(field):
-                regarding[field] = meta[field]
-        if event.field_path:
-            regarding["fieldPath"] = event.field_path
+        regarding = object_reference(obj, event.field_path)
         body: Obj = {
             "apiVersion": API_VERSION,
             "kind": "Event",
