@@ -43,7 +43,6 @@ from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs import kubedldag
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_job
-from kubetrain.jobs.kubedllayout import is_kubedl
 from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import JobShape, RunPolicy
 from kubetrain.jobs.v1shape import v1_shape
@@ -100,7 +99,7 @@ def prepare_job(
         kubedldag.dependencies(
             framework, {r.type for r in defaulted.draft.replicas or ()}, gang_scheduling=gang_scheduling
         )
-        if is_kubedl(obj)
+        if draft.converted
         else {}
     )
     produced = v1_shape(
