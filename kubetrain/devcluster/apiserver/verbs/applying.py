@@ -7,17 +7,13 @@ goes through the same defaulting, admission, validation and write as any update 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.request import apply as decisions
-from kubetrain.devcluster.apiserver.request import decoding
 from kubetrain.devcluster.apiserver.request.patch import EMPTY
-from kubetrain.devcluster.apiserver.request.target import Result, Target
+from kubetrain.devcluster.apiserver.request.target import Target
 from kubetrain.devcluster.apiserver.verbs import managing
-
-if TYPE_CHECKING:
-    from kubetrain.devcluster.apiserver.verbs.core import ApiServer
 
 
 def check_options(t: Target, *, is_apply: bool) -> None:
@@ -54,26 +50,10 @@ def _check_name(t: Target, obj: dict[str, Any]) -> None:
         )
 
 
-async def apply(api: ApiServer, t: Target, body: Any) -> Result:
-    from kubetrain.devcluster.apiserver.verbs.core import PATCH_RETRIES, _Retry
-
-    check_options(t, is_apply=True)
-    config = config_of(t, body)
-    for _attempt in range(PATCH_RETRIES):
-        old = api.store.get(t.rt.key, t.namespace if t.rt.namespaced else "", t.name)
-        if old is None:
-            if t.subresource:
-                raise errors.not_found(t.rt.gr, t.name)
-            created = managing.apply(t, None, config, api.clock())
-            _check_name(t, created)
-            return await api.create(t, created, applied=True)
-        merged = managing.apply(t, api.out(t, old), config, api.clock())
-        _check_name(t, merged)
-        obj = decoding.decode(t, merged)
-        warnings = decoding.unknown_fields(t, obj)
-        try:
-            rv = old["metadata"]["resourceVersion"]
-            return await api._write(t, old, obj, rv, warnings, retryable=True, applied=True)
-        except _Retry:
-            continue
-    raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+def applied(t: Target, current: dict[str, Any] | None, config: dict[str, Any], now: Any) -> dict[str, Any]:
+    """What an apply of `config` makes of `current` (the object as served; None: the apply
+    creates it), its name checked as patch.go's `checkName` does. The retry loop, defaulting,
+    admission and the write are the API server's (core.py `ApiServer.patch`)."""
+    obj = managing.apply(t, current, config, now)
+    _check_name(t, obj)
+    return obj

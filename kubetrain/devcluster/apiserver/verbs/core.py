@@ -192,7 +192,7 @@ class ApiServer:
 
     async def patch(self, t: Target, content_type: str, body: Any) -> Result:
         if content_type.split(";")[0].strip() == APPLY:
-            return await applying.apply(self, t, body)
+            return await self._apply(t, body)
         applying.check_options(t, is_apply=False)
         for _attempt in range(PATCH_RETRIES):
             old = self.current(t)
@@ -213,6 +213,26 @@ class ApiServer:
             try:
                 rv = old["metadata"]["resourceVersion"]
                 return await self._write(t, old, obj, rv, decode_warnings, retryable=True)
+            except _Retry:
+                continue
+        raise errors.conflict(t.rt.gr, t.name, errors.STALE)
+
+    async def _apply(self, t: Target, body: Any) -> Result:
+        """Server-side apply (verbs/applying.py): an apply to a missing object creates it, else
+        the merged object is written as a patch's is, re-applied when the object changed."""
+        applying.check_options(t, is_apply=True)
+        config = applying.config_of(t, body)
+        for _attempt in range(PATCH_RETRIES):
+            old = self.store.get(t.rt.key, t.namespace if t.rt.namespaced else "", t.name)
+            if old is None:
+                if t.subresource:
+                    raise errors.not_found(t.rt.gr, t.name)
+                return await self.create(t, applying.applied(t, None, config, self.clock()), applied=True)
+            obj = decoding.decode(t, applying.applied(t, self.out(t, old), config, self.clock()))
+            warnings = decoding.unknown_fields(t, obj)
+            try:
+                rv = old["metadata"]["resourceVersion"]
+                return await self._write(t, old, obj, rv, warnings, retryable=True, applied=True)
             except _Retry:
                 continue
         raise errors.conflict(t.rt.gr, t.name, errors.STALE)
