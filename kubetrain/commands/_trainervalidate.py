@@ -16,12 +16,8 @@ from kubetrain.api.groups import TRAINER_GROUP
 from kubetrain.api.trainer import constants as c
 from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.jobs.trainercrds import group_crds
-from kubetrain.jobs.trainjob.validate import (
-    default_trainjob,
-    runtime_warnings,
-    validate_runtime,
-    validate_trainjob,
-)
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings, validate_runtime
+from kubetrain.jobs.trainjob.validate import default_trainjob, validate_trainjob
 
 Runtimes = dict[tuple[str, str], dict[str, Any]]
 

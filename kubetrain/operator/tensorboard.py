@@ -27,6 +27,7 @@ from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import KUBEDL_ANNOTATION_TENSORBOARD, annotations_of
 from kubetrain.frameworks.env import JobLayout
 from kubetrain.jobs import tensorboard as tb
+from kubetrain.jobs import tensorboardobjects as tbo
 from kubetrain.jobs.tenancy import labels_of_annotations
 from kubetrain.operator import runpolicy
 from kubetrain.operator import status as st
@@ -119,7 +120,7 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         r.plan.requeue_at = runpolicy.earliest(r.plan.requeue_at, expiry)
     if layout is None:
         return
-    job = tb.JobRef(
+    job = tbo.JobRef(
         str(r.job.get("kind")),
         str(r.job.get("apiVersion")),
         name,
@@ -127,10 +128,10 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         str(meta.get("uid", "")),
         labels_of_annotations(annotations_of(r.job)),
     )
-    first = layout.replicas[tb.source_replica(list(layout.replicas))]
+    first = layout.replicas[tbo.source_replica(list(layout.replicas))]
     address, link = tb.address(name, namespace, cfg), tb.url(name, namespace, cfg)
     if pod is None:
-        r.plan.create_pods.append(tb.build_pod(job, cfg, first.template, first.container_index))
+        r.plan.create_pods.append(tbo.build_pod(job, cfg, first.template, first.container_index))
         if record.get("configHash") != cfg.hash:
             r.event(
                 "Normal",
@@ -142,12 +143,12 @@ def plan_tensorboard(r: ReconcileDraft, layout: JobLayout | None) -> None:
         and (pod.get("metadata") or {}).get("annotations", {}).get(tb.ANNOTATION_HASH) != cfg.hash
     ):
         r.delete([pod_name(pod)])  # the config changed: recreated with the new one next time
-    desired_service = tb.build_service(job)
+    desired_service = tbo.build_service(job)
     if service is None:
         r.plan.tensorboard_creates.append(desired_service)
     elif not terminating(service) and _edited(desired_service, service):
         r.plan.tensorboard_replaces.append(desired_service)  # edited by hand: back to desired
-    ingress = tb.build_ingress(job, cfg)
+    ingress = tbo.build_ingress(job, cfg)
     observed = r.observed.tensorboard_ingress
     seen = observed(tb.name_of(name)) if observed is not None else None
     if seen is not None and not controlled_by(seen, r.job):
@@ -219,7 +220,7 @@ def tensorboard_children(job_obj: Mapping[str, Any], layout: JobLayout) -> list[
     cfg = tb.tensorboard_of(annotations_of(job_obj))
     if cfg is None:
         return []
-    job = tb.JobRef(
+    job = tbo.JobRef(
         layout.kind,
         layout.api_version,
         layout.name,
@@ -227,10 +228,10 @@ def tensorboard_children(job_obj: Mapping[str, Any], layout: JobLayout) -> list[
         layout.uid,
         labels_of_annotations(layout.annotations),
     )
-    first = layout.replicas[tb.source_replica(list(layout.replicas))]
-    ingress = tb.build_ingress(job, cfg)
+    first = layout.replicas[tbo.source_replica(list(layout.replicas))]
+    ingress = tbo.build_ingress(job, cfg)
     return [
-        tb.build_service(job),
+        tbo.build_service(job),
         *([ingress] if ingress is not None else []),
-        tb.build_pod(job, cfg, first.template, first.container_index),
+        tbo.build_pod(job, cfg, first.template, first.container_index),
     ]

@@ -24,12 +24,8 @@ from typing import Any
 from kubetrain.api.trainer import constants as c
 from kubetrain.jobs.trainjob import gang, specrules
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.jobs.trainjob.validate import (
-    default_trainjob,
-    runtime_warnings,
-    validate_runtime,
-    validate_trainjob,
-)
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings, validate_runtime
+from kubetrain.jobs.trainjob.validate import default_trainjob, validate_trainjob
 from kubetrain.kube.clock import SYSTEM_CLOCK
 from kubetrain.policy.trainjob import apply_trainjob_defaults, check_trainjob_policies
 from kubetrain.webhook.mutate import json_patch

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from kubetrain.cli import build_parser
-from kubetrain.commands.dev import dev, example_names, load_jobs
+from kubetrain.commands._devmanifests import example_names, load_jobs
+from kubetrain.commands.dev import dev
 from kubetrain.frameworks.registry import known_kinds
 
 RUNNABLE = [name for name in example_names() if not name.startswith("invalid/")]

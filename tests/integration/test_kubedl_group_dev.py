@@ -10,7 +10,7 @@ from typing import Any
 
 from kubedl_examples import RUNNABLE, example_job
 
-from kubetrain.commands.dev import apply_manifest, job_ref
+from kubetrain.commands._devmanifests import apply_manifest, job_ref
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import PODS
 

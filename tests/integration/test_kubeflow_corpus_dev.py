@@ -17,7 +17,7 @@ from controller_support import eventually
 from kubeflow_corpus import NOT_CREATABLE, accepted_files, jobs_of
 
 from kubetrain.api.manifests import load_all
-from kubetrain.commands.dev import apply_manifest, job_ref
+from kubetrain.commands._devmanifests import apply_manifest, job_ref
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.kube.resources import NAMESPACES, job_resource
 

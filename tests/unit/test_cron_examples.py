@@ -51,7 +51,8 @@ def test_kubetrain_validate_checks_crons(tmp_path: Path, capsys: pytest.CaptureF
 def test_kubetrain_dev_applies_crons_and_serves_kubedls_group() -> None:
     import argparse
 
-    from kubetrain.commands.dev import job_ref, served_groups
+    from kubetrain.commands._devmanifests import job_ref
+    from kubetrain.commands.dev import served_groups
 
     nightly = yaml.safe_load((ROOT / "examples" / "crons" / "nightly-pytorch.yaml").read_text())
     kubedl = yaml.safe_load((ROOT / "examples" / "crons" / "kubedl-cron-tfjob.yaml").read_text())

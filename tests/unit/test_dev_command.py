@@ -12,8 +12,9 @@ from typing import Any, cast
 import pytest
 
 from kubetrain import cli
+from kubetrain.commands._devmanifests import DevError, apply_manifest, load_jobs, unserved_group
 from kubetrain.commands._devprogress import FollowPrinter, failed_exits, pods_not_starting, progress_bar
-from kubetrain.commands.dev import DevError, apply_manifest, describe_progress, load_jobs, unserved_group
+from kubetrain.commands.dev import describe_progress
 from kubetrain.dev.stack import DevStack
 
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from trainjobs import trainer_test_runtime
 
-from kubetrain.jobs.trainjob.validate import runtime_warnings
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings
 
 KEY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 

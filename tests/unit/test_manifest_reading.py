@@ -12,7 +12,7 @@ import yaml
 
 from kubetrain.api.manifests import load, load_all
 from kubetrain.cli import main
-from kubetrain.commands.dev import load_jobs
+from kubetrain.commands._devmanifests import load_jobs
 
 GET_OUTPUT = """\
 apiVersion: kubetrain.io/v1

@@ -15,7 +15,7 @@ from trainjobs import trainer_test_runtime
 from kubetrain.api.trainer.defaults import default_runtimes
 from kubetrain.devcluster.apiserver.kinds.schema import apply_defaults
 from kubetrain.jobs.trainercrds import trainer_crds
-from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings, validate_runtime
 from kubetrain.webhook.trainer import validate_trainer
 
 Obj = dict[str, Any]

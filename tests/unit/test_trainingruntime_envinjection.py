@@ -13,7 +13,7 @@ from admission import review_of
 from trainjobs import trainer_test_runtime
 
 from kubetrain.jobs.trainjob.envinjection import NODE_MESSAGE
-from kubetrain.jobs.trainjob.validate import validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import validate_runtime
 from kubetrain.webhook.trainer import validate_trainer
 
 Obj = dict[str, Any]

@@ -15,7 +15,7 @@ from kubetrain.jobs.trainjob import flux
 from kubetrain.jobs.trainjob.children import JobSetChildren
 from kubetrain.jobs.trainjob.model import ResolvedTrainJob
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.jobs.trainjob.validate import validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import validate_runtime
 
 Obj = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parents[1] / "data/trainer/examples/flux"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from trainjobs import RUNTIME, failed_condition, record_of, trainer_test_runtime, warnings
 
-from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings, validate_runtime
 from kubetrain.operator import indexfailure
 from kubetrain.operator.groupfailure import forget_job, judge, read_index_record, read_record
 from kubetrain.operator.slots import slot_pods

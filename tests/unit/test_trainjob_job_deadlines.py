@@ -13,7 +13,7 @@ from typing import Any
 
 from trainjobs import RUNTIME, failed_condition, record_of, trainer_test_runtime
 
-from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings, validate_runtime
 from kubetrain.operator.status import format_time
 
 from .test_trainplan import NOW, pod, trainjob

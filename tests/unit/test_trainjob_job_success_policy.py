@@ -13,7 +13,7 @@ import pytest
 from trainjobs import RUNTIME, failed_condition, record_of
 
 from kubetrain.jobs.jobsuccess import SuccessRule, matched_rule, parse_indexes
-from kubetrain.jobs.trainjob.validate import runtime_warnings, validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import runtime_warnings, validate_runtime
 
 from .test_trainjob_podfailurepolicy import failed_pod
 from .test_trainjob_shape import warmup_runtime

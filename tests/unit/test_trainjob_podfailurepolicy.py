@@ -19,7 +19,7 @@ from kubetrain.jobs.failuremodel import JOB_RULE_ACTIONS
 from kubetrain.jobs.failureorder import FailedJob, FailureOrder
 from kubetrain.jobs.trainjob.failurepolicy import decide
 from kubetrain.jobs.trainjob.podfailurepolicy import FAIL_INDEX_REFUSED
-from kubetrain.jobs.trainjob.validate import validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import validate_runtime
 from kubetrain.operator.groupfailure import fail_job_message
 from kubetrain.operator.restarts import first_match
 

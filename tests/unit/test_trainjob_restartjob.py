@@ -20,7 +20,7 @@ from kubetrain.jobs.trainercrds import trainer_crds
 from kubetrain.jobs.trainerrules import IN_PLACE_RESTART_MESSAGE
 from kubetrain.jobs.trainjob.failurepolicy import TOO_MANY_REPLICAS, decide
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.jobs.trainjob.validate import validate_runtime
+from kubetrain.jobs.trainjob.runtimerules import validate_runtime
 from kubetrain.webhook.trainer import validate_trainer
 
 from .test_trainplan import RUNTIME, failed_jobs, pod, trainjob

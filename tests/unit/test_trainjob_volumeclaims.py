@@ -18,7 +18,8 @@ from kubetrain.api.errors import format_errors
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.jobs.trainjob import volumeclaims as vc
 from kubetrain.jobs.trainjob.resolve import resolve
-from kubetrain.jobs.trainjob.validate import validate_runtime, validate_trainjob
+from kubetrain.jobs.trainjob.runtimerules import validate_runtime
+from kubetrain.jobs.trainjob.validate import validate_trainjob
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.pods import conflicting_holder
 from kubetrain.operator.trainedge import plan_trainjob
