@@ -12,7 +12,7 @@ from typing import Any
 from pods import pod_manifest
 
 from kubetrain.devcluster.gang.simulator import GangSchedulerSimulator
-from kubetrain.kube.resources import NODES, PODS, SCHEDULER_PLUGINS_PODGROUPS
+from kubetrain.kube.resources import NODES, PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS
 
 from .controller_support import JOB_NAME_LABEL, Harness, eventually, running_stack
 from .test_gang_filters import _unschedulable_pod, gang_job, scheduled_condition
@@ -146,6 +146,12 @@ async def test_scheduler_plugins_records_kube_schedulers_failed_scheduling_in_a_
         )
         name = pod["metadata"]["name"]
         message = (scheduled_condition(pod) or {})["message"]
+        # kube-scheduler's FitError: the nodes' reasons, then the PostFilter texts of
+        # DefaultPreemption and of the coscheduling plugin (the whole gang is rejected).
+        assert message.startswith(f"0/{nodes} nodes are available: {reason}. preemption: "), message
+        assert message.endswith(
+            f"., PodGroup {ns}/ddp gets rejected due to Pod {name} is unschedulable even after PostFilter"
+        ), message
         # Each attempt records it; one on the pod as it is now (the condition written) folds
         # every later attempt into its series (tools/events keys on the pod's resourceVersion).
         await more_cycles(h, sim, s.simulator.node_names[0])
@@ -192,7 +198,8 @@ async def test_scheduler_plugins_records_the_prefilter_refusal_and_scheduled() -
         note = (
             f"0/{nodes} nodes are available: pre-filter pod p0 cannot find enough sibling pods, "
             f"current pods number: 1, minMember of group: 2. "
-            f"preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling."
+            f"preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling., "
+            f"PodGroup {ns}/g gets rejected due to Pod p0 is unschedulable even after PostFilter"
         )
 
         async def refused() -> list[Obj]:
@@ -213,3 +220,34 @@ async def test_scheduler_plugins_records_the_prefilter_refusal_and_scheduled() -
             assert (scheduled["type"], scheduled["action"]) == ("Normal", "Binding")
             assert scheduled["reportingController"] == "scheduler-plugins-scheduler"
         assert set(bound) == {"p0", "p1"}
+
+
+async def test_volcano_records_the_enqueue_refusal_of_a_group_the_cluster_cannot_hold() -> None:
+    async with running_stack(gang_scheduler="volcano", controller=False) as (s, h):
+        sim = s.gang_simulator
+        assert sim is not None
+        ns = await h.namespace("vcenq")
+        group = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "big"},
+            "spec": {"minMember": 2, "minResources": {"cpu": "100000", "memory": "1Gi"}},
+        }
+        await h.kube.create(VOLCANO_PODGROUPS, group, namespace=ns)
+
+        async def recorded() -> tuple[list[Obj], list[Obj]] | None:
+            await sim.events.flush()
+            events = [e for e in await h.events(ns, "big") if e["involvedObject"]["kind"] == "PodGroup"]
+            normal = [e for e in events if e["type"] == "Normal"]
+            warning = [e for e in events if e["type"] == "Warning"]
+            return (normal, warning) if normal and warning else None
+
+        normal, warning = await eventually(recorded, what="the PodGroup's Events")
+        # The overcommit plugin names the resource short (cpu), not the one that fits (memory).
+        assert [(e["reason"], e["message"]) for e in normal] == [
+            ("Unschedulable", "resource in cluster is overused: overused cpu")
+        ]
+        # RecordJobStatusEvent: a Pending group without pods.
+        assert {(e["reason"], e["message"]) for e in warning} == {
+            ("Unschedulable", "0/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable")
+        }

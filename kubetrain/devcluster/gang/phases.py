@@ -44,6 +44,9 @@ class Scheduling:
     session: str  # Volcano's transitionID for the conditions this simulator writes
 
 
+REJECT_PERCENTAGE = 10  # the coscheduling plugin's default podGroupRejectPercentage
+
+
 def obj_key(obj: Obj) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
@@ -227,7 +230,8 @@ async def coscheduling_status(
         if bound or fits(resources(spec.get("minResources")), idle):
             placed = scheduling.place(unbound, free)
         if isinstance(placed, NoFit):
-            await scheduling.unschedulable(placed.pod, "Unschedulable", placed.message)
+            rejected = coscheduling_rejection(group, placed.pod, len(bound))
+            await scheduling.unschedulable(placed.pod, "Unschedulable", placed.message + rejected)
         elif placed is not None and len(bound) + len(placed) >= min_member:
             await scheduling.bind(placed)
             scheduled = int(status.get("scheduled") or 0) + len(placed)
@@ -268,8 +272,8 @@ async def coscheduling_status(
 
 def _too_few(group: Obj, pod: Obj, count: int, scheduling: Scheduling) -> str:
     """kube-scheduler's FitError for a member whose gang has fewer than minMember pods: the
-    coscheduling PreFilter's text (UnschedulableAndUnresolvable on every node), then
-    DefaultPreemption's PostFilter text."""
+    coscheduling PreFilter's text (UnschedulableAndUnresolvable on every node), then the PostFilter
+    texts: DefaultPreemption's and the coscheduling plugin's."""
     nodes = scheduling.node_count()
     name = (pod.get("metadata") or {}).get("name")
     preemption = f"0/{nodes} nodes are available: {nodes} {NOT_HELPFUL}."
@@ -278,5 +282,22 @@ def _too_few(group: Obj, pod: Obj, count: int, scheduling: Scheduling) -> str:
     return (
         f"0/{nodes} nodes are available: pre-filter pod {name} cannot find enough sibling pods, "
         f"current pods number: {count}, minMember of group: {group_min_member(group)}. "
-        f"preemption: {preemption}"
+        f"preemption: {preemption}{coscheduling_rejection(group, pod, 0)}"
+    )
+
+
+def coscheduling_rejection(group: Obj | None, pod: Obj, assigned: int) -> str:
+    """What the coscheduling PostFilter adds (after DefaultPreemption's, joined by ", ") to the
+    FitError of a member placed nowhere: `can not find pod group` for a pod without one; nothing
+    while the group's assigned pods reach minMember or miss it by at most 10 % (the default
+    `podGroupRejectPercentage`); else the rejection of the whole group."""
+    if group is None:
+        return ", can not find pod group"
+    min_member = group_min_member(group)
+    if assigned >= min_member or (min_member - assigned) / min_member <= REJECT_PERCENTAGE / 100:
+        return ""
+    ns, name = obj_key(group)
+    pod_name = (pod.get("metadata") or {}).get("name")
+    return (
+        f", PodGroup {ns}/{name} gets rejected due to Pod {pod_name} is unschedulable even after PostFilter"
     )

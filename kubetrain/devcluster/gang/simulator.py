@@ -57,6 +57,7 @@ from kubetrain.devcluster.gang.events import GangEvents
 from kubetrain.devcluster.gang.filters import Cluster, NoFit, Placed, pod_index, wants_namespace_labels
 from kubetrain.devcluster.gang.phases import (
     Scheduling,
+    coscheduling_rejection,
     coscheduling_status,
     group_min_member,
     group_min_need,
@@ -302,7 +303,10 @@ class GangSchedulerSimulator:
                 if not (pod.get("spec") or {}).get("nodeName") and pod_phase(pod) not in TERMINAL:
                     placed = cluster.place([pod], free)
                     if isinstance(placed, NoFit):
-                        await self._unschedulable(placed.pod, "Unschedulable", placed.message)
+                        message = placed.message
+                        if self.gang_scheduler == SCHEDULER_PLUGINS:
+                            message += coscheduling_rejection(None, pod, 0)
+                        await self._unschedulable(pod, "Unschedulable", message)
                     else:
                         await self._bind(placed)
                 continue
