@@ -35,10 +35,17 @@ as a watch of Nodes shows them (a node not seen yet takes no pod). Binding only:
 `scheduler_names=("default-scheduler",)`) runs the pods once bound. Cycles are serial and
 event-driven (no timers), so tests wait on observable state, never on time.
 
+Events (`events`, written off the loop; `await sim.events.flush()` waits for them): Volcano's
+core/v1 `FailedScheduling` (with each change of a member's `PodScheduled` condition),
+`Unschedulable`/`Scheduled` on the PodGroup and `Scheduled` on a bound pod, from `volcano`;
+scheduler-plugins kube-scheduler's events.k8s.io/v1 `FailedScheduling` (each failed attempt)
+and `Scheduled`, reportingController the scheduler's name.
+
 Where it lives: this module is the simulator (watch caches, the scheduling loop, bindings and
 status writes); `phases` decides each PodGroup's status for Volcano and scheduler-plugins,
 `filters` places a gang through kube-scheduler's filters, `resources` holds the resource
-arithmetic and node capacity, `crds` the PodGroup CRDs.
+arithmetic and node capacity, `crds` the PodGroup CRDs, `events` the Event recorders and
+`volcanofit` Volcano's scheduling texts.
 """
 
 from __future__ import annotations
