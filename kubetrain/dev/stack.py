@@ -179,6 +179,7 @@ class DevStack:
                     opts.gang_scheduler,
                     node_names=self.simulator.node_names,
                     allocatable=opts.node_allocatable,
+                    clock=opts.simulator_clock or SYSTEM_CLOCK,
                 )
                 await self.gang_simulator.start()
 

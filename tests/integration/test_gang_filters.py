@@ -83,10 +83,12 @@ async def test_gang_with_more_anti_affine_pods_than_nodes_is_bound_not_at_all(ga
             assert group is not None and group["status"]["phase"] == "Inqueue"
             [unschedulable] = [c for c in group["status"]["conditions"] if c["type"] == "Unschedulable"]
             assert unschedulable["reason"] == "NotEnoughResources"
+            # minAvailable less the members placed before: 1 task of the gang is unschedulable.
             assert unschedulable["message"] == (
-                f"{nodes + 1}/{nodes + 1} tasks in gang unschedulable: pod group is not ready, "
+                f"1/{nodes + 1} tasks in gang unschedulable: pod group is not ready, "
                 f"{nodes + 1} Pending, {nodes + 1} minAvailable; "
-                f"Pending: 1 Unschedulable, {nodes} Schedulable"
+                f"Pending: 1 Unschedulable, {nodes} Schedulable. "
+                f"Origin reason is ddp-worker-{nodes - 1}: 0/{nodes} nodes are unavailable: {reason}."
             )
         else:
             group = await h.get(SCHEDULER_PLUGINS_PODGROUPS, ns, "ddp")

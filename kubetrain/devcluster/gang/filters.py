@@ -32,11 +32,12 @@ Placed = list[tuple[Obj, str]]
 @dataclass(frozen=True)
 class NoFit:
     """A gang member no node takes: the pod, the scheduler's message, and how many members
-    before it were placed (Volcano's `Schedulable` tasks)."""
+    before it were placed (Volcano's `Schedulable` tasks) and where (`before`: pod, node)."""
 
     pod: Obj
     message: str
     schedulable: int
+    before: tuple[tuple[Obj, str], ...] = ()
 
 
 def _uid(pod: Obj) -> str:
@@ -82,7 +83,7 @@ class Cluster:
             if not fitting:
                 for member, _ in placed:
                     self.index.drop(_uid(member))
-                return NoFit(pod, self._message(pod, reasons, trial, others), len(placed))
+                return NoFit(pod, self._message(pod, reasons, trial, others), len(placed), tuple(placed))
             node = max(fitting, key=lambda n: (trial[n].get("cpu", Fraction(0)), -order[n]))
             take(trial[node], pod_requests(pod))
             self.index.put(_uid(pod), node, pod)

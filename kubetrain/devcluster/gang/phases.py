@@ -18,8 +18,10 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from kubetrain.devcluster.gang import volcanofit
 from kubetrain.devcluster.gang.filters import NoFit
 from kubetrain.devcluster.gang.resources import TERMINAL, Resources, add, fits, resources, show, take
+from kubetrain.devcluster.kubelet.fit import NEVER_PREEMPTS, NOT_HELPFUL
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -28,14 +30,21 @@ Placed = list[tuple[Obj, str]]
 
 @dataclass(frozen=True)
 class Scheduling:
-    """What a decision needs from the simulator: placement, bindings so far, binding, and the
-    report on a member no node takes (its `PodScheduled=False` condition)."""
+    """What a decision needs from the simulator: placement, bindings so far, binding, the
+    report on a member that is not bound (its `PodScheduled=False` condition with reason and
+    message, and its `FailedScheduling` Event) and any other Event (`event`: the object, type,
+    reason, message)."""
 
     place: Callable[[list[Obj], dict[str, Resources]], Placed | NoFit]
     is_bound: Callable[[Obj], bool]
     bind: Callable[[Placed], Awaitable[None]]
-    unschedulable: Callable[[NoFit], Awaitable[None]]
+    unschedulable: Callable[[Obj, str, str], Awaitable[None]]
+    event: Callable[[Obj, str, str, str], None]
+    node_count: Callable[[], int]
     session: str  # Volcano's transitionID for the conditions this simulator writes
+
+
+REJECT_PERCENTAGE = 10  # the coscheduling plugin's default podGroupRejectPercentage
 
 
 def obj_key(obj: Obj) -> Key:
@@ -63,16 +72,21 @@ def group_min_need(group: Obj) -> Resources:
 async def volcano_status(
     group: Obj, pods: list[Obj], free: dict[str, Resources], reserved: Resources, scheduling: Scheduling
 ) -> Obj:
-    """Volcano's enqueue, allocate and jobStatus for one PodGroup: its new status."""
+    """Volcano's enqueue, allocate and jobStatus for one PodGroup: its new status. The members
+    tried and not bound get their `PodScheduled` condition (`scheduling.unschedulable`), the
+    group its Events (`_volcano_events`)."""
     min_member = group_min_member(group)
     status = dict(group.get("status") or {})
     phase = status.get("phase") or ""
     if phase == "":
-        return {**status, "phase": "Pending"}
+        new_status = {**status, "phase": "Pending"}
+        _volcano_events(group, new_status, pods, None, scheduling)
+        return new_status
     bound = [p for p in pods if scheduling.is_bound(p)]
     succeeded = [p for p in pods if pod_phase(p) == "Succeeded"]
     unbound = [p for p in pods if not scheduling.is_bound(p) and pod_phase(p) not in TERMINAL]
     condition: tuple[str, str] | None = None
+    nofit: NoFit | None = None
     if phase == "Pending":
         need = group_min_need(group)
         idle: Resources = {}
@@ -88,6 +102,8 @@ async def volcano_status(
                 f"{min_member}/{len(pods)} tasks in gang unschedulable: pod group is not ready, "
                 f"minResources ({show(need)}) exceed the idle resources of the cluster ({show(idle)})",
             )
+            # The overcommit plugin's enqueue refusal.
+            scheduling.event(group, "Normal", "Unschedulable", volcanofit.overused(need, idle))
     if phase in ("Inqueue", "Running") and unbound:
         if len(bound) + len(succeeded) + len(unbound) < min_member:
             condition = (
@@ -98,21 +114,12 @@ async def volcano_status(
         else:
             placed = scheduling.place(unbound, free)
             if isinstance(placed, NoFit):
-                # Volcano's JobInfo.FitError: the tasks placed before the one no node takes are
-                # Schedulable, that one Unschedulable, the rest not tried (Undetermined).
-                tried = {
-                    "Schedulable": placed.schedulable,
-                    "Unschedulable": 1,
-                    "Undetermined": len(unbound) - placed.schedulable - 1,
-                }
-                why = ", ".join(sorted(f"{n} {reason}" for reason, n in tried.items() if n))
-                condition = (
-                    "NotEnoughResources",
-                    f"{min_member - len(bound) - len(succeeded)}/{len(pods)} tasks in gang unschedulable: "
-                    f"pod group is not ready, {len(unbound)} Pending, {min_member} minAvailable; "
-                    f"Pending: {why}",
-                )
-                await scheduling.unschedulable(placed)
+                nofit = placed
+                fit = _volcano_fit_error(pods, min_member, nofit, scheduling)
+                # The gang plugin: minAvailable less the ready members and those placed before.
+                unready = min_member - len(bound) - len(succeeded) - nofit.schedulable
+                condition = ("NotEnoughResources", volcanofit.gang_unschedulable(unready, len(pods), fit))
+                await _volcano_tasks_unschedulable(unbound, nofit, fit, scheduling)
             else:
                 await scheduling.bind(placed)
                 bound += [pod for pod, _ in placed]
@@ -148,7 +155,53 @@ async def volcano_status(
     new = {**status, "phase": phase, **counts}
     if conditions or "conditions" in status:
         new["conditions"] = conditions
+    _volcano_events(group, new, pods, nofit, scheduling)
     return new
+
+
+def _volcano_fit_error(pods: list[Obj], min_member: int, nofit: NoFit | None, scheduling: Scheduling) -> str:
+    """`JobInfo.FitError` after this cycle: the members placed before the one no node takes are
+    `Schedulable`, every other Pending member `Unschedulable`; that one's message the origin."""
+    statuses = [volcanofit.task_status(p, scheduling.is_bound(p)) for p in pods]
+    pending = sum(1 for s in statuses if s == "Pending")
+    placed = nofit.schedulable if nofit is not None else 0
+    reasons = [volcanofit.SCHEDULABLE] * placed + [volcanofit.UNSCHEDULABLE] * (pending - placed)
+    origin = None
+    if nofit is not None:
+        origin = (str((nofit.pod.get("metadata") or {}).get("name")), nofit.message)
+    return volcanofit.fit_error(statuses, min_member, reasons, origin)
+
+
+async def _volcano_tasks_unschedulable(
+    unbound: list[Obj], nofit: NoFit, fit: str, scheduling: Scheduling
+) -> None:
+    """`RecordJobStatusEvent`'s `taskUnschedulable` for each member not bound, with
+    `TaskSchedulingReason`: placed before the one no node takes, `Schedulable`; that one, its
+    nodes' reasons; any other, the job's fit error."""
+    before = {obj_key(pod): node for pod, node in nofit.before}
+    for pod in unbound:
+        node = before.get(obj_key(pod))
+        if node is not None:
+            await scheduling.unschedulable(pod, volcanofit.SCHEDULABLE, volcanofit.schedulable(pod, node))
+        elif obj_key(pod) == obj_key(nofit.pod):
+            await scheduling.unschedulable(pod, volcanofit.UNSCHEDULABLE, nofit.message)
+        else:
+            await scheduling.unschedulable(pod, volcanofit.UNSCHEDULABLE, fit)
+
+
+def _volcano_events(
+    group: Obj, new: Obj, pods: list[Obj], nofit: NoFit | None, scheduling: Scheduling
+) -> None:
+    """`RecordJobStatusEvent` on the PodGroup at the end of a cycle: a group still `Pending` or
+    `Inqueue` gets `Unschedulable` (Warning) `<pending>/<members> tasks in gang unschedulable:
+    <fit error>`; any other whose status changes `Scheduled` (Normal) `pod group is ready`."""
+    if new.get("phase") in ("", "Pending", "Inqueue"):
+        fit = _volcano_fit_error(pods, group_min_member(group), nofit, scheduling)
+        pending = sum(1 for p in pods if volcanofit.task_status(p, scheduling.is_bound(p)) == "Pending")
+        message = volcanofit.gang_unschedulable(pending, len(pods), fit)
+        scheduling.event(group, "Warning", "Unschedulable", message)
+    elif new != (group.get("status") or {}):
+        scheduling.event(group, "Normal", "Scheduled", volcanofit.READY)
 
 
 async def coscheduling_status(
@@ -165,6 +218,9 @@ async def coscheduling_status(
     bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
     # The coscheduling plugin: PreFilter (minMember pods exist, minResources fit), then Permit
     # releases the pods together.
+    if unbound and len(pods) < min_member:
+        for pod in unbound:  # each attempt fails at PreFilter: kube-scheduler's FailedScheduling
+            scheduling.event(pod, "Warning", "FailedScheduling", _too_few(group, pod, len(pods), scheduling))
     if unbound and len(pods) >= min_member:
         idle: Resources = {}
         for node_free in free.values():
@@ -174,7 +230,8 @@ async def coscheduling_status(
         if bound or fits(resources(spec.get("minResources")), idle):
             placed = scheduling.place(unbound, free)
         if isinstance(placed, NoFit):
-            await scheduling.unschedulable(placed)
+            rejected = coscheduling_rejection(group, placed.pod, len(bound))
+            await scheduling.unschedulable(placed.pod, "Unschedulable", placed.message + rejected)
         elif placed is not None and len(bound) + len(placed) >= min_member:
             await scheduling.bind(placed)
             scheduled = int(status.get("scheduled") or 0) + len(placed)
@@ -211,3 +268,36 @@ async def coscheduling_status(
             if succeeded >= min_member:
                 phase = "Finished"
     return {**status, "phase": phase}
+
+
+def _too_few(group: Obj, pod: Obj, count: int, scheduling: Scheduling) -> str:
+    """kube-scheduler's FitError for a member whose gang has fewer than minMember pods: the
+    coscheduling PreFilter's text (UnschedulableAndUnresolvable on every node), then the PostFilter
+    texts: DefaultPreemption's and the coscheduling plugin's."""
+    nodes = scheduling.node_count()
+    name = (pod.get("metadata") or {}).get("name")
+    preemption = f"0/{nodes} nodes are available: {nodes} {NOT_HELPFUL}."
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        preemption = NEVER_PREEMPTS
+    return (
+        f"0/{nodes} nodes are available: pre-filter pod {name} cannot find enough sibling pods, "
+        f"current pods number: {count}, minMember of group: {group_min_member(group)}. "
+        f"preemption: {preemption}{coscheduling_rejection(group, pod, 0)}"
+    )
+
+
+def coscheduling_rejection(group: Obj | None, pod: Obj, assigned: int) -> str:
+    """What the coscheduling PostFilter adds (after DefaultPreemption's, joined by ", ") to the
+    FitError of a member placed nowhere: `can not find pod group` for a pod without one; nothing
+    while the group's assigned pods reach minMember or miss it by at most 10 % (the default
+    `podGroupRejectPercentage`); else the rejection of the whole group."""
+    if group is None:
+        return ", can not find pod group"
+    min_member = group_min_member(group)
+    if assigned >= min_member or (min_member - assigned) / min_member <= REJECT_PERCENTAGE / 100:
+        return ""
+    ns, name = obj_key(group)
+    pod_name = (pod.get("metadata") or {}).get("name")
+    return (
+        f", PodGroup {ns}/{name} gets rejected due to Pod {pod_name} is unschedulable even after PostFilter"
+    )

@@ -35,10 +35,17 @@ as a watch of Nodes shows them (a node not seen yet takes no pod). Binding only:
 `scheduler_names=("default-scheduler",)`) runs the pods once bound. Cycles are serial and
 event-driven (no timers), so tests wait on observable state, never on time.
 
+Events (`events`, written off the loop; `await sim.events.flush()` waits for them): Volcano's
+core/v1 `FailedScheduling` (with each change of a member's `PodScheduled` condition),
+`Unschedulable`/`Scheduled` on the PodGroup and `Scheduled` on a bound pod, from `volcano`;
+scheduler-plugins kube-scheduler's events.k8s.io/v1 `FailedScheduling` (each failed attempt)
+and `Scheduled`, reportingController the scheduler's name.
+
 Where it lives: this module is the simulator (watch caches, the scheduling loop, bindings and
 status writes); `phases` decides each PodGroup's status for Volcano and scheduler-plugins,
 `filters` places a gang through kube-scheduler's filters, `resources` holds the resource
-arithmetic and node capacity, `crds` the PodGroup CRDs.
+arithmetic and node capacity, `crds` the PodGroup CRDs, `events` the Event recorders and
+`volcanofit` Volcano's scheduling texts.
 """
 
 from __future__ import annotations
@@ -53,9 +60,11 @@ from typing import Any
 from kubetrain.devcluster.apiserver.base.background import cancel_all
 from kubetrain.devcluster.client import ApiError, RawApi, list_then_watch
 from kubetrain.devcluster.gang.crds import SCHEDULER_PLUGINS, VOLCANO, podgroup_crd
+from kubetrain.devcluster.gang.events import GangEvents
 from kubetrain.devcluster.gang.filters import Cluster, NoFit, Placed, pod_index, wants_namespace_labels
 from kubetrain.devcluster.gang.phases import (
     Scheduling,
+    coscheduling_rejection,
     coscheduling_status,
     group_min_member,
     group_min_need,
@@ -73,6 +82,7 @@ from kubetrain.devcluster.gang.resources import (
     resources,
 )
 from kubetrain.devcluster.kubelet import fit, nodeobjects
+from kubetrain.kube.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +113,8 @@ class GangSchedulerSimulator:
         scheduler_names: tuple[str, ...] | None = None,
         user_agent: str | None = None,
         bindings_kept: int = BINDINGS_KEPT,
+        clock: Clock | None = None,
+        hostname: str | None = None,
     ) -> None:
         crd = podgroup_crd(gang_scheduler)  # ValueError for an unknown gang scheduler
         spec = crd["spec"]
@@ -126,8 +138,17 @@ class GangSchedulerSimulator:
         self.cycles = 0
         # (namespace, pod, node) in binding order, the newest `bindings_kept` (pods gone included)
         self.bindings: deque[tuple[str, str, str]] = deque(maxlen=bindings_kept)
+        self.events = GangEvents(
+            lambda: self.api, clock or SystemClock(), gang_scheduler, self.scheduler_names, hostname=hostname
+        )
         self._scheduling = Scheduling(
-            self._cluster_place, self._is_bound, self._bind, self._unschedulable, self._session
+            self._cluster_place,
+            self._is_bound,
+            self._bind,
+            self._unschedulable,
+            self._event,
+            lambda: len(self._cluster.nodes),
+            self._session,
         )
 
     async def __aenter__(self) -> GangSchedulerSimulator:
@@ -145,6 +166,7 @@ class GangSchedulerSimulator:
         self._spawn(list_then_watch(self._api, "/api/v1/pods", self._on_pod, self._pods_listed))
         self._spawn(list_then_watch(self._api, "/api/v1/nodes", self._on_node, self._nodes_listed))
         self._spawn(self._loop())
+        self._spawn(self.events.run())
         for event in self._synced.values():
             await asyncio.wait_for(event.wait(), 30)
 
@@ -184,8 +206,12 @@ class GangSchedulerSimulator:
         elif key not in cache or _rv(obj) >= _rv(cache[key]):
             cache[key] = obj
 
+    def _typed(self, group: Obj) -> Obj:
+        """The PodGroup with its apiVersion and kind (an Event's reference names them)."""
+        return {"apiVersion": self.group_path.removeprefix("/apis/"), "kind": "PodGroup", **group}
+
     async def _on_group(self, kind: str, obj: Obj) -> None:
-        self._store(self._groups, kind, obj)
+        self._store(self._groups, kind, self._typed(obj))
         self._wake.set()
 
     async def _on_pod(self, kind: str, obj: Obj) -> None:
@@ -215,7 +241,7 @@ class GangSchedulerSimulator:
         self._wake.set()
 
     async def _groups_listed(self, items: list[Obj]) -> None:
-        await self._relist(self._groups, items, "groups")
+        await self._relist(self._groups, [self._typed(i) for i in items], "groups")
 
     async def _pods_listed(self, items: list[Obj]) -> None:
         await self._relist(self._pods, items, "pods")
@@ -284,7 +310,10 @@ class GangSchedulerSimulator:
                 if not (pod.get("spec") or {}).get("nodeName") and pod_phase(pod) not in TERMINAL:
                     placed = cluster.place([pod], free)
                     if isinstance(placed, NoFit):
-                        await self._unschedulable(placed)
+                        message = placed.message
+                        if self.gang_scheduler == SCHEDULER_PLUGINS:
+                            message += coscheduling_rejection(None, pod, 0)
+                        await self._unschedulable(pod, "Unschedulable", message)
                     else:
                         await self._bind(placed)
                 continue
@@ -325,25 +354,32 @@ class GangSchedulerSimulator:
             )
             if code in (200, 201):
                 self.bindings.append((ns, name, node))
+                self.events.scheduled(pod, node)
             else:
                 self._assumed.pop(uid, None)
                 if code not in (404, 409):  # gone, or bound already: the watch will tell
                     raise ApiError(code, body)
 
-    async def _unschedulable(self, nofit: NoFit) -> None:
-        """The member no node takes gets `PodScheduled=False`, reason `Unschedulable`, with the
-        scheduler's message (written when it changes)."""
-        status = fit.unschedulable_status(nofit.pod, nofit.message, now_timestamp())
+    async def _unschedulable(self, pod: Obj, reason: str, message: str) -> None:
+        """A member not bound gets `PodScheduled=False` with the scheduler's reason and message
+        (written when it changes) and a `FailedScheduling` Event: kube-scheduler records one at
+        every attempt, Volcano only with a change of the condition (`taskUnschedulable`)."""
+        status = fit.unschedulable_status(pod, message, now_timestamp(), reason)
+        if status is not None or self.gang_scheduler != VOLCANO:
+            self.events.failed_scheduling(pod, message)
         if status is None:
             return
-        ns, name = obj_key(nofit.pod)
+        ns, name = obj_key(pod)
         code, body = await self.api.request(
-            "PUT", f"/api/v1/namespaces/{ns}/pods/{name}/status", body={**nofit.pod, "status": status}
+            "PUT", f"/api/v1/namespaces/{ns}/pods/{name}/status", body={**pod, "status": status}
         )
         if code == 200:
             self._store(self._pods, "MODIFIED", body)
         elif code not in (404, 409):  # gone, or changed: the watch brings it back
             raise ApiError(code, body)
+
+    def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.record(obj, type_, reason, message)
 
     async def _write_status(self, group: Obj, status: Obj) -> None:
         if status == (group.get("status") or {}):
@@ -352,11 +388,11 @@ class GangSchedulerSimulator:
         path = f"{self.group_path}/namespaces/{ns}/podgroups/{name}/status"
         code, body = await self.api.request("PUT", path, body={**group, "status": status})
         if code == 200:
-            self._store(self._groups, "MODIFIED", body)
+            self._store(self._groups, "MODIFIED", self._typed(body))
         elif code == 409:  # a newer PodGroup: re-read it and decide again
             code, body = await self.api.request("GET", path)
             if code == 200:
-                self._store(self._groups, "MODIFIED", body)
+                self._store(self._groups, "MODIFIED", self._typed(body))
             self._wake.set()
         elif code != 404:
             raise ApiError(code, body)

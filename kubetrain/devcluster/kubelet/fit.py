@@ -210,21 +210,17 @@ def fit_error(
     return f"{message} preemption: 0/{len(reasons)} nodes are available: {histogram(after)}."
 
 
-def unschedulable_status(pod: Obj, message: str, stamp: str) -> Obj | None:
-    """The pod's status with `PodScheduled=False`, reason `Unschedulable`, as kube-scheduler's
-    `updatePod` writes it (podutil.UpdatePodCondition: lastTransitionTime kept while the status
-    stays False); None when the condition already says so (no write: UpdatePodCondition's
-    comparison leaves observedGeneration out). The condition observes the pod's generation
+def unschedulable_status(pod: Obj, message: str, stamp: str, reason: str = "Unschedulable") -> Obj | None:
+    """The pod's status with `PodScheduled=False`, reason `Unschedulable` (or `reason`: Volcano
+    also writes `Schedulable`), as kube-scheduler's `updatePod` writes it
+    (podutil.UpdatePodCondition: lastTransitionTime kept while the status stays False); None when
+    the condition already says so (no write: UpdatePodCondition's comparison leaves
+    observedGeneration out). The condition observes the pod's generation
     (`podutil.CalculatePodConditionObservedGeneration` in `handleSchedulingFailure`)."""
     status = dict(pod.get("status") or {})
     conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
     old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-    if (
-        old
-        and old.get("status") == "False"
-        and old.get("reason") == "Unschedulable"
-        and old.get("message") == message
-    ):
+    if old and old.get("status") == "False" and old.get("reason") == reason and old.get("message") == message:
         return None
     since = old.get("lastTransitionTime") if old and old.get("status") == "False" else None
     condition = {
@@ -232,7 +228,7 @@ def unschedulable_status(pod: Obj, message: str, stamp: str) -> Obj | None:
         "status": "False",
         "lastProbeTime": None,
         "lastTransitionTime": since or stamp,
-        "reason": "Unschedulable",
+        "reason": reason,
         "message": message,
     }
     generation = (pod.get("metadata") or {}).get("generation")
