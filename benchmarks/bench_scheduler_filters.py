@@ -11,10 +11,11 @@ NodeResourcesFit) and with the filters that read the other pods (their PreFilter
 
 places instead a whole job of `--job` pods of each shape through the gang simulators'
 `filters.Cluster.place` (every member through the filters, each placed one counting for the
-next), on empty nodes, and prints the process CPU of the whole placement. The shapes: the
-anti-affinity above on every pod (N pods carrying the same required anti-affinity term), the
-spread constraint on `kubernetes.io/hostname` (maxSkew 1 over the job's own pods), and JobSet's
-exclusive placement (affinity to the job's own pods and anti-affinity to other jobs' per zone).
+next), on empty nodes, and prints the process CPU of the whole placement. The shapes: a plain
+pod (the filters that read no other pod), the anti-affinity above on every pod (N pods carrying
+the same required anti-affinity term), the spread constraint on `kubernetes.io/hostname`
+(maxSkew 1 over the job's own pods), and JobSet's exclusive placement (affinity to the job's own
+pods and anti-affinity to other jobs' pods, per zone).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ SHAPES: dict[str, Obj] = {
 
 
 JOB_SHAPES: dict[str, Obj] = {
+    "plain": {},
     "anti-affinity": SHAPES["anti-affinity"],
     "hostname spread": {
         "topologySpreadConstraints": [
