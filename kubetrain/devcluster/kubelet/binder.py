@@ -15,7 +15,7 @@ as each pod event arrives (`observe`), as kube-scheduler's cache keeps a node's 
 resources, so an attempt costs the same with 10 pods or 10,000 — and of the pods it bound that
 the watch does not show bound yet (`assumed`, as kube-scheduler's cache assumes a pod).
 Attempts are serialised, so two pods never take the same room. The same pods (and the assumed
-ones) are indexed by node for the filters that read the other pods (`placement.PodIndex`); a pod
+ones) are indexed by node for the filters that read the other pods (`podindex.PodIndex`); a pod
 whose required (anti-)affinity terms, or an existing pod's required anti-affinity terms, select
 namespaces by label has the Namespaces listed at that attempt (an API read; a list the
 simulator may not read counts as no labels).

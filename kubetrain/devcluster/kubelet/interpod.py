@@ -12,7 +12,9 @@ Read from kube-scheduler (plugins/interpodaffinity `filtering.go`, framework `Af
 - `prefilter` counts, per topology pair (key, value) of the nodes holding existing pods:
   the pods matching ALL of the incoming pod's affinity terms (one count per term key), the pods
   matching each of its anti-affinity terms, and the existing pods' own required anti-affinity
-  terms that match the incoming pod. A node without a term's topology key counts nothing.
+  terms that match the incoming pod. A node without a term's topology key counts nothing. The
+  per-node counts come from the scheduler's cache (`Counts`: `podindex.py` keeps them as pods
+  come and go), so an attempt costs per node and per distinct term, not per existing pod.
 - `reason(state, node)`: affinity first — the node must carry every term's topology key
   (else the reason at once) and each pair must count a pod, except for the first pod of a group
   with affinity to itself (no pod anywhere matches and the pod matches all its own terms):
@@ -24,9 +26,9 @@ Read from kube-scheduler (plugins/interpodaffinity `filtering.go`, framework `Af
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Obj = dict[str, Any]
 Labels = Mapping[str, Any]
@@ -85,10 +87,15 @@ class Term:
     selector: Any
     topology_key: str
 
-    def matches(self, pod: Mapping[str, Any], ns_labels: Mapping[str, Labels]) -> bool:
-        ns = namespace_of(pod)
+    def admits_namespace(self, ns: str, ns_labels: Mapping[str, Labels]) -> bool:
+        """A pod of namespace `ns` may match: `ns` is listed or its labels match `namespaceSelector`."""
+        if ns in self.namespaces:
+            return True
         chosen = self.namespace_selector
-        if ns in self.namespaces or (chosen is not None and selector_matches(chosen, ns_labels.get(ns, {}))):
+        return chosen is not None and selector_matches(chosen, ns_labels.get(ns, {}))
+
+    def matches(self, pod: Mapping[str, Any], ns_labels: Mapping[str, Labels]) -> bool:
+        if self.admits_namespace(namespace_of(pod), ns_labels):
             return selector_matches(self.selector, labels_of(pod))
         return False
 
@@ -114,10 +121,10 @@ def required_terms(pod: Mapping[str, Any], kind: str) -> list[Term]:
     return out
 
 
-def _count(counts: dict[Pair, int], node_labels: Labels, key: str) -> None:
-    if key in node_labels:
+def _count(counts: dict[Pair, int], node_labels: Labels, key: str, n: int) -> None:
+    if n > 0 and key in node_labels:
         pair = (key, str(node_labels[key]))
-        counts[pair] = counts.get(pair, 0) + 1
+        counts[pair] = counts.get(pair, 0) + n
 
 
 @dataclass
@@ -131,33 +138,45 @@ class State:
     existing_anti_counts: dict[Pair, int] = field(default_factory=dict)
 
 
+PerNode = Callable[[str], int]
+
+
+class Counts(Protocol):
+    """The existing pods as the cache counts them (`podindex.PodIndex` through `placement.py`)."""
+
+    def matching(self, terms: Sequence[Term]) -> PerNode:
+        """Node name -> how many of its pods match every one of `terms` (namespace and labels)."""
+        ...
+
+    def existing_anti(self) -> Iterable[tuple[Term, PerNode]]:
+        """Each distinct required anti-affinity term of the existing pods, with node name -> how
+        many times its pods carry it."""
+        ...
+
+
 def prefilter(
-    pod: Obj,
-    nodes: Iterable[Obj],
-    pods_on: Callable[[str], Iterable[Obj]],
-    anti_on: Callable[[str], Iterable[list[Term]]],
-    ns_labels: Mapping[str, Labels],
+    pod: Obj, nodes: Iterable[Obj], counts: Counts, ns_labels: Mapping[str, Labels]
 ) -> State | None:
     """The counts over every node's existing pods; None when the plugin has nothing to check
     (the pod has no required terms and no existing pod has required anti-affinity)."""
     state = State(pod, required_terms(pod, "podAffinity"), required_terms(pod, "podAntiAffinity"), ns_labels)
+    existing = list(counts.existing_anti())
+    # Each distinct existing term is matched against the pod once, not once per pod carrying it.
+    matched = [(t.topology_key, holders) for t, holders in existing if t.matches(pod, ns_labels)]
+    together = counts.matching(state.affinity) if state.affinity else None
+    antis = [(t.topology_key, counts.matching([t])) for t in state.anti]
     found = False
     for node in nodes:
         name, node_labels = str(node["metadata"]["name"]), labels_of(node)
-        for terms in anti_on(name):
-            found = True
-            for term in terms:
-                if term.matches(pod, ns_labels):
-                    _count(state.existing_anti_counts, node_labels, term.topology_key)
-        if not state.affinity and not state.anti:
-            continue
-        for other in pods_on(name):
-            if state.affinity and all(t.matches(other, ns_labels) for t in state.affinity):
-                for term in state.affinity:
-                    _count(state.affinity_counts, node_labels, term.topology_key)
-            for term in state.anti:
-                if term.matches(other, ns_labels):
-                    _count(state.anti_counts, node_labels, term.topology_key)
+        found = found or any(holders(name) > 0 for _, holders in existing)
+        for key, holders in matched:
+            _count(state.existing_anti_counts, node_labels, key, holders(name))
+        if together is not None:
+            n = together(name)
+            for term in state.affinity:
+                _count(state.affinity_counts, node_labels, term.topology_key, n)
+        for key, matching in antis:
+            _count(state.anti_counts, node_labels, key, matching(name))
     return state if found or state.affinity or state.anti else None
 
 

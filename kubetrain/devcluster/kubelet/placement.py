@@ -1,11 +1,8 @@
 """The simulated scheduler's filters that look at the other pods: NodePorts (`hostports.py`),
 PodTopologySpread (`spread.py`) and InterPodAffinity (`interpod.py`) — pure.
 
-`PodIndex` holds the existing pods as kube-scheduler's cache holds them per node (NodeInfo): the
-pods the binder counts on a node (bound, not Succeeded/Failed; being deleted included) and the
-pods it assumed; apart, those with required anti-affinity (NodeInfo.PodsWithRequiredAntiAffinity)
-and those claiming host ports (NodeInfo.UsedPorts), so a pod without such terms pays nothing for
-the others' pods.
+The existing pods come from `podindex.PodIndex`, the scheduler's cache (per node, with the pods
+of required anti-affinity grouped by term and the per-node counts of the selectors asked about).
 
 `Placement` is one attempt's state (the plugins' PreFilter): `before_fit(node)` runs NodePorts,
 which the default profile runs before NodeResourcesFit, and `after_fit(node)` PodTopologySpread
@@ -16,55 +13,59 @@ node: only paid when a pod that fits nowhere has lower-priority pods to weigh).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any
 
 from kubetrain.devcluster.kubelet import hostports, interpod, spread
-from kubetrain.devcluster.kubelet.interpod import Labels, Term
+from kubetrain.devcluster.kubelet.interpod import Labels, PerNode, Term
+from kubetrain.devcluster.kubelet.podindex import PodIndex
 
 Obj = dict[str, Any]
-T = TypeVar("T")
+
+__all__ = ["IndexCounts", "Placement", "PodIndex", "needs_namespace_labels"]
 
 
-def _remove(table: dict[str, dict[str, T]], node: str, uid: str) -> None:
-    entries = table.get(node)
-    if entries is not None and entries.pop(uid, None) is not None and not entries:
-        del table[node]
+def _none(node: str) -> int:
+    return 0
 
 
-class PodIndex:
-    def __init__(self) -> None:
-        self._at: dict[str, str] = {}  # uid -> node
-        self.pods: dict[str, dict[str, Obj]] = {}  # node -> uid -> pod
-        self.anti: dict[str, dict[str, list[Term]]] = {}  # node -> uid -> required anti-affinity
-        self.ports: dict[str, dict[str, list[hostports.Port]]] = {}  # node -> uid -> host ports
+class IndexCounts:
+    """The index's counts for one attempt: the Namespaces' labels as read for it, and the pods
+    `gone` (the preemption dry run's victims) left out."""
 
-    def __len__(self) -> int:
-        return len(self._at)
+    def __init__(self, index: PodIndex, ns_labels: Mapping[str, Labels], gone: frozenset[str]) -> None:
+        self._index, self._ns_labels, self._gone = index, ns_labels, gone
 
-    def put(self, uid: str, node: str, pod: Obj) -> None:
-        """The pod (its newest version) is on `node`."""
-        self.drop(uid)
-        self._at[uid] = node
-        self.pods.setdefault(node, {})[uid] = pod
-        terms = interpod.required_terms(pod, "podAntiAffinity")
-        if terms:
-            self.anti.setdefault(node, {})[uid] = terms
-        ports = hostports.host_ports(pod)
-        if ports:
-            self.ports.setdefault(node, {})[uid] = ports
+    def _per_node(
+        self, selectors: tuple[Any, ...], live_only: bool, admits: Callable[[str], bool]
+    ) -> PerNode:
+        if not all(isinstance(s, Mapping) for s in selectors):
+            return _none  # an absent selector matches nothing
+        tally, gone = self._index.tally(selectors, live_only), self._gone
+        decided: dict[str, bool] = {}
 
-    def drop(self, uid: str) -> None:
-        node = self._at.pop(uid, None)
-        if node is None:
-            return
-        _remove(self.pods, node, uid)
-        _remove(self.anti, node, uid)
-        _remove(self.ports, node, uid)
+        def admits_namespace(ns: str) -> bool:
+            ok = decided.get(ns)
+            if ok is None:
+                ok = decided[ns] = admits(ns)
+            return ok
 
-    def needs_namespace_labels(self) -> bool:
-        """Some existing pod's anti-affinity selects namespaces by label."""
-        return any(t.needs_namespace_labels() for on in self.anti.values() for ts in on.values() for t in ts)
+        return lambda node: tally.count(node, admits_namespace, gone)
+
+    def matching(self, terms: Sequence[Term]) -> PerNode:
+        ns_labels = self._ns_labels
+
+        def admits(ns: str) -> bool:
+            return all(t.admits_namespace(ns, ns_labels) for t in terms)
+
+        return self._per_node(tuple(t.selector for t in terms), False, admits)
+
+    def existing_anti(self) -> Iterable[tuple[Term, PerNode]]:
+        return [(g.term, partial(g.holders, gone=self._gone)) for g in self._index.anti_groups()]
+
+    def spread(self, namespace: str, selector: Any) -> PerNode:
+        return self._per_node((selector,), True, lambda ns: ns == namespace)
 
 
 def needs_namespace_labels(pod: Obj) -> bool:
@@ -86,16 +87,11 @@ class Placement:
         self._ns_labels, self._node_matches, self._gone = ns_labels, node_matches, gone
         self._by_name: dict[str, Obj] | None = None
         self._ports = hostports.host_ports(pod)
-        self._spread = spread.prefilter(pod, nodes, self._pods_on, node_matches)
+        counts = IndexCounts(index, ns_labels, gone)
+        self._spread = spread.prefilter(pod, nodes, counts.spread, node_matches)
         self._interpod = None
         if index.anti or (pod.get("spec") or {}).get("affinity"):
-            self._interpod = interpod.prefilter(pod, nodes, self._pods_on, self._anti_on, ns_labels)
-
-    def _pods_on(self, node: str) -> Iterator[Obj]:
-        return (p for uid, p in self._index.pods.get(node, {}).items() if uid not in self._gone)
-
-    def _anti_on(self, node: str) -> Iterator[list[Term]]:
-        return (ts for uid, ts in self._index.anti.get(node, {}).items() if uid not in self._gone)
+            self._interpod = interpod.prefilter(pod, nodes, counts, ns_labels)
 
     def before_fit(self, node: str) -> str | None:
         """NodePorts' reason on the node; None: it passes."""

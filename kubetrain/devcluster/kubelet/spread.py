@@ -10,7 +10,8 @@ Read from kube-scheduler (plugins/podtopologyspread `filtering.go`, `common.go`)
   a node carrying every constraint's topology key and — per constraint — passing the pod's
   nodeSelector and required node affinity (`nodeAffinityPolicy`, default Honor) and, with
   `nodeTaintsPolicy: Honor` (default Ignore), having no NoSchedule/NoExecute taint the pod does
-  not tolerate. `matchLabelKeys` is not read here: the API server merged it into
+  not tolerate (each node's count read from the scheduler's cache, kept as pods come and go).
+  `matchLabelKeys` is not read here: the API server merged it into
   `labelSelector` when the pod was created. A selector without requirements counts no pod.
 - `reason(state, node)`: a node without a constraint's topology key is `node(s) didn't match pod
   topology spread constraints (missing required label)` (UnschedulableAndUnresolvable); else a
@@ -77,31 +78,23 @@ class State:
         return min(counts.values()) if counts else None
 
 
-def _matching(pods: Iterable[Obj], selector: Any, namespace: str) -> int:
-    if selector_empty(selector):
-        return 0
-    return sum(
-        1
-        for p in pods
-        if not (p.get("metadata") or {}).get("deletionTimestamp")
-        and namespace_of(p) == namespace
-        and selector_matches(selector, labels_of(p))
-    )
-
-
 def prefilter(
     pod: Obj,
     nodes: Iterable[Obj],
-    pods_on: Callable[[str], Iterable[Obj]],
+    matching: Callable[[str, Any], Callable[[str], int]],
     node_matches: Callable[[Obj, Obj], bool],
 ) -> State | None:
     """The counts over the eligible nodes; None when the pod has no DoNotSchedule constraint.
-    `node_matches(pod, node)`: NodeAffinity's nodeSelector and required node affinity."""
+    `matching(namespace, selector)`: node name -> how many of its pods of `namespace` not being
+    deleted match `selector` (the scheduler's cache, `podindex.py`); `node_matches(pod, node)`:
+    NodeAffinity's nodeSelector and required node affinity."""
     cs = constraints(pod)
     if not cs:
         return None
     state = State(pod, cs, [{} for _ in cs])
     namespace, tolerations = namespace_of(pod), (pod.get("spec") or {}).get("tolerations")
+    # A selector without requirements counts no pod (kube-scheduler skips it).
+    per_node = [None if selector_empty(c.selector) else matching(namespace, c.selector) for c in cs]
     for node in nodes:
         node_labels = labels_of(node)
         if not all(c.topology_key in node_labels for c in cs):
@@ -115,8 +108,8 @@ def prefilter(
             node_taints = (node.get("spec") or {}).get("taints")
             if c.honor_taints and taints.untolerated_taint(node_taints, tolerations):
                 continue
-            value, counts = str(node_labels[c.topology_key]), state.counts[i]
-            counts[value] = counts.get(value, 0) + _matching(pods_on(name), c.selector, namespace)
+            value, counts, count = str(node_labels[c.topology_key]), state.counts[i], per_node[i]
+            counts[value] = counts.get(value, 0) + (count(name) if count is not None else 0)
     return state
 
 
