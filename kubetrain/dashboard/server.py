@@ -35,6 +35,7 @@ from kubetrain.dashboard.web import (
     CREDS,
     CSP,
     DASHBOARD,
+    GUARD,
     HERE,
     Dashboard,
     DashboardConfig,
@@ -131,11 +132,13 @@ async def favicon(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-def build_app(dash: Dashboard, guard: ConnectionGuard | None = None) -> web.Application:
-    """The dashboard's routes; with `guard`, its middleware first (it stops the head deadline
-    before any other work of the request)."""
-    first = [guard.middleware] if guard is not None else []
-    app = web.Application(middlewares=[*first, timing, authenticate], client_max_size=2 * 1024 * 1024)
+def build_app(dash: Dashboard, guard: ConnectionGuard) -> web.Application:
+    """The dashboard's routes under `guard`: its middleware first (it stops the head deadline
+    before any other work of the request); forms are read within its body timeout."""
+    app = web.Application(
+        middlewares=[guard.middleware, timing, authenticate], client_max_size=2 * 1024 * 1024
+    )
+    app[GUARD] = guard
     app.on_response_prepare.append(security_headers)
     app[streams.STREAMS] = set()
     app.on_shutdown.append(streams.close_streams)

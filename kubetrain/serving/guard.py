@@ -25,8 +25,10 @@ endpoint, the health/metrics port and the dashboard do:
 - `max_connections`: connections past this number are closed at once;
 - a TLS handshake must complete within `header_timeout` too (`GuardedTCPSite`; asyncio's
   default is 60 s), and a connection is only counted once its handshake is done;
-- the request body's timeout is the handler's (`ConnectionLimits.body_timeout`, used by
-  WebhookServer while it reads a body), because only the handler reads the body.
+- the request body's timeout is the handler's (`ConnectionLimits.body_timeout`), because only
+  the handler reads the body: WebhookServer's own body reader, or `guard.read_body(request,
+  request.post)` (the dashboard's forms): past it, HTTP 408, and the connection is not kept
+  alive and is aborted ABORT_GRACE seconds after the answer.
 
 A connection over its deadline is aborted (no TLS close-notify wait) and logged at debug level.
 """
@@ -37,13 +39,17 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+T = TypeVar("T")
+# A client whose body stalled may never read the 408 nor finish a TLS close: its connection is
+# aborted this long after the answer.
+ABORT_GRACE = 1.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,24 @@ class ConnectionGuard:
 
         server.connection_made = connection_made  # type: ignore[method-assign]
         server.connection_lost = connection_lost  # type: ignore[method-assign]
+
+    async def read_body(self, request: web.Request, read: Callable[[], Awaitable[T]]) -> T:
+        """What `read` (`request.post`, `request.read`...) reads of `request`'s body, within
+        `body_timeout`. Past it, `web.HTTPRequestTimeout` (408) is raised: the answer closes the
+        connection, which is aborted ABORT_GRACE seconds later (the client stalled; it may never
+        read the answer nor send the rest of its body)."""
+        try:
+            async with asyncio.timeout(self.limits.body_timeout):
+                return await read()
+        except TimeoutError:
+            pass
+        log.debug("closing a connection that sent no complete request body in time")
+        transport = request.transport
+        if transport is not None:
+            asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+        refusal = web.HTTPRequestTimeout(text="the request body was not received in time\n")
+        refusal.force_close()
+        raise refusal
 
     @property
     def open_connections(self) -> int:

@@ -152,3 +152,27 @@ async def test_connections_over_the_cap_are_closed_and_the_rest_are_served(stack
         assert server.guard.refused == 1
         for _, writer in (stream, idle[1], over, fresh):
             writer.close()
+
+
+async def test_a_form_body_sent_too_slowly_gets_408_and_its_connection_is_closed(stack: DevStack) -> None:
+    limits = ConnectionLimits(header_timeout=30, body_timeout=0.3, idle_timeout=30)
+    async with dashboard(stack, limits) as server:
+        head = (
+            "POST /login HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n"
+        )
+        # a whole body is read (local mode has no sign-in form: 404 after reading it)
+        reader, writer = await connect(server)
+        writer.write((head.format(7) + "token=x").encode())
+        assert (await reader.readline()).startswith(b"HTTP/1.1 404")
+        writer.close()
+        # a body that stops half-way: 408 after the body timeout, then the connection is closed
+        reader, writer = await connect(server)
+        writer.write((head.format(100) + "token=").encode())
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        status = await asyncio.wait_for(reader.readline(), 3)
+        assert status.startswith(b"HTTP/1.1 408"), status
+        assert loop.time() - sent >= 0.3
+        assert await closed_within(reader, 3)
+        writer.close()
