@@ -16,7 +16,7 @@ from kubetrain.dashboard.pages import job_ref, resolve_kind
 from kubetrain.dashboard.views import trainjob
 from kubetrain.dashboard.views.auth import SESSION_COOKIE, SESSION_SECONDS, TOKEN, Credentials, bearer_token
 from kubetrain.dashboard.views.submit import FieldError, field_errors, parse_manifest
-from kubetrain.dashboard.web import CREDS, creds, dashboard, render, user_api
+from kubetrain.dashboard.web import CREDS, creds, dashboard, posted_form, render, user_api
 from kubetrain.kube.client import ApiError
 
 LOGIN_NONCE_COOKIE = "kubetrain_login"
@@ -31,7 +31,7 @@ def same_origin(request: web.Request) -> bool:
 
 
 async def checked_form(request: web.Request) -> dict[str, str]:
-    form = {k: str(v) for k, v in (await request.post()).items()}
+    form = await posted_form(request)
     if not same_origin(request):
         raise web.HTTPForbidden(text="cross-origin form refused")
     if not dashboard(request).sessions.csrf_ok(creds(request), form.get("csrf", "")):
@@ -189,7 +189,7 @@ async def login_form(request: web.Request, error: str = "", status: int = 200) -
 
 async def login(request: web.Request) -> web.StreamResponse:
     dash = dashboard(request)
-    form = {k: str(v) for k, v in (await request.post()).items()}
+    form = await posted_form(request)
     if dash.config.auth_mode != TOKEN:
         raise web.HTTPNotFound()
     if not same_origin(request) or not dash.sessions.login_csrf_ok(

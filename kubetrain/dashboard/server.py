@@ -8,6 +8,11 @@ inline script or style), `X-Content-Type-Options: nosniff`, `Referrer-Policy: sa
 `Cache-Control: no-store`. A request without credentials gets the login page (HTML) or 401;
 credentials the API server refuses (401) end the session. The access log names method, path and
 status only — never a header, a cookie or a token.
+
+Connections get the limits of kubetrain.serving.guard (`LIMITS`, or the server's `limits`): a TLS
+handshake and a request head within 10 s, the next request within 60 s of a response, at most
+512 connections (more are closed at once). Neither deadline runs while a handler runs, so the
+live-update and log-follow streams last as long as the browser keeps them open.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from aiohttp import web
+from aiohttp.log import access_logger
 
 from kubetrain.dashboard import actions, pages, streams
 from kubetrain.dashboard.access import AccessCache
@@ -29,6 +35,7 @@ from kubetrain.dashboard.web import (
     CREDS,
     CSP,
     DASHBOARD,
+    GUARD,
     HERE,
     Dashboard,
     DashboardConfig,
@@ -39,12 +46,13 @@ from kubetrain.dashboard.whoami import WhoAmI
 from kubetrain.kube.asuser import anonymous_client
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
-from kubetrain.serving.guard import GuardedTCPSite
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits
 
 SHUTDOWN_SECONDS = 1.0  # what open requests (streams) get to finish when the server stops
-# A TLS handshake must complete within this (asyncio's default is 60 s): a client that opens a
-# connection and never finishes its ClientHello is closed, as on the webhook and health ports.
-HANDSHAKE_SECONDS = 10.0
+# The webhook port's limits: a TLS handshake and a request head within 10 s (asyncio's handshake
+# default is 60 s; aiohttp has no head deadline), the next head within 60 s of a response, at most
+# 512 connections. A browser holds up to 6 per origin (a live-update stream per open page).
+LIMITS = ConnectionLimits(header_timeout=10.0, idle_timeout=60.0, max_connections=512)
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -124,8 +132,13 @@ async def favicon(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-def build_app(dash: Dashboard) -> web.Application:
-    app = web.Application(middlewares=[timing, authenticate], client_max_size=2 * 1024 * 1024)
+def build_app(dash: Dashboard, guard: ConnectionGuard) -> web.Application:
+    """The dashboard's routes under `guard`: its middleware first (it stops the head deadline
+    before any other work of the request); forms are read within its body timeout."""
+    app = web.Application(
+        middlewares=[guard.middleware, timing, authenticate], client_max_size=2 * 1024 * 1024
+    )
+    app[GUARD] = guard
     app.on_response_prepare.append(security_headers)
     app[streams.STREAMS] = set()
     app.on_shutdown.append(streams.close_streams)
@@ -164,7 +177,7 @@ class DashboardServer:
         session_key: bytes | None = None,
         clock: Clock | None = None,
         owns_clients: bool = False,
-        handshake_timeout: float = HANDSHAKE_SECONDS,
+        limits: ConnectionLimits = LIMITS,
     ) -> None:
         self.config = config or DashboardConfig(tls=ssl_context is not None)
         self.watch = JobWatch(client, kinds, clock=clock)
@@ -182,10 +195,10 @@ class DashboardServer:
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
-        self.handshake_timeout = handshake_timeout
+        self.guard = ConnectionGuard(limits)
         self._owns_clients = owns_clients
         self._runner: web.AppRunner | None = None
-        self.app = build_app(self.dashboard)
+        self.app = build_app(self.dashboard, self.guard)
 
     @classmethod
     async def connect(
@@ -218,24 +231,18 @@ class DashboardServer:
         # Live-update and log-follow streams never end on their own: on stop they are cancelled
         # after SHUTDOWN_SECONDS instead of aiohttp's 60 s each (Ctrl-C of `kubetrain dev` with
         # a page open).
-        self._runner = web.AppRunner(
+        self._runner, self.port = await self.guard.serve(
             self.app,
-            access_log_format=ACCESS_LOG_FORMAT,
-            handler_cancellation=True,
-            shutdown_timeout=SHUTDOWN_SECONDS,
-        )
-        await self._runner.setup()
-        site = GuardedTCPSite(
-            self._runner,
             self.host,
             self.port,
             ssl_context=self.ssl_context,
-            handshake_timeout=self.handshake_timeout,
+            runner_options={
+                "access_log": access_logger,
+                "access_log_format": ACCESS_LOG_FORMAT,
+                "handler_cancellation": True,
+                "shutdown_timeout": SHUTDOWN_SECONDS,
+            },
         )
-        await site.start()
-        addresses = self._runner.addresses
-        if addresses:
-            self.port = int(addresses[0][1])
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -18,6 +18,7 @@ from kubetrain.dashboard.whoami import WhoAmI
 from kubetrain.kube.asuser import AsUser
 from kubetrain.kube.client import KubeClient
 from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
+from kubetrain.serving.guard import ConnectionGuard
 
 HERE = Path(__file__).parent
 CSP = (
@@ -76,6 +77,7 @@ class Dashboard:
 
 
 DASHBOARD = web.AppKey("dashboard", Dashboard)
+GUARD = web.AppKey("kubetrain.dashboard.guard", ConnectionGuard)
 CREDS = web.RequestKey("kubetrain.dashboard.creds", Credentials)
 
 
@@ -85,6 +87,13 @@ def dashboard(request: web.Request) -> Dashboard:
 
 def creds(request: web.Request) -> Credentials:
     return request[CREDS]
+
+
+async def posted_form(request: web.Request) -> dict[str, str]:
+    """The form posted, read within the connection limits' body timeout (HTTP 408 past it and the
+    connection closed: a client sending its body a byte at a time cannot hold a connection)."""
+    posted = await request.app[GUARD].read_body(request, request.post)
+    return {k: str(v) for k, v in posted.items()}
 
 
 def user_api(request: web.Request) -> AsUser:

@@ -1,4 +1,5 @@
-"""Connection limits for kubetrain's aiohttp servers (the webhook and the health/metrics port).
+"""Connection limits for kubetrain's aiohttp servers (the webhook, the health/metrics port, the
+training-progress endpoint and the dashboard).
 
 aiohttp has no header or request-body timeout and no connection cap: a client that opens
 connections and sends nothing, half a header or half a body keeps them (and their buffers)
@@ -13,17 +14,21 @@ guard.install(runner)                       # before the site starts
 ```
 
 or all of it, a `GuardedTCPSite` serving `app` started too, as the webhook, the training-progress
-endpoint and the health/metrics port do: `runner, port = await guard.serve(app, host, port, ssl_context=ctx)`.
-The dashboard serves through a `GuardedTCPSite` alone (bounded handshakes; its live streams are
-long-lived requests, so no header or idle deadline).
+endpoint, the health/metrics port and the dashboard do:
+`runner, port = await guard.serve(app, host, port, ssl_context=ctx)`.
 
 - `header_timeout`: a new connection must deliver a complete request head within it;
 - `idle_timeout`: after a response, the next request head must be complete within it;
+- neither runs while a handler runs: the deadline stops when the middleware is entered (the head
+  was read) and the idle one starts when the handler returns, so a long-lived response (the
+  dashboard's live-update and log-follow streams) is never cut by them;
 - `max_connections`: connections past this number are closed at once;
 - a TLS handshake must complete within `header_timeout` too (`GuardedTCPSite`; asyncio's
   default is 60 s), and a connection is only counted once its handshake is done;
-- the request body's timeout is the handler's (`ConnectionLimits.body_timeout`, used by
-  WebhookServer while it reads a body), because only the handler reads the body.
+- the request body's timeout is the handler's (`ConnectionLimits.body_timeout`), because only
+  the handler reads the body: WebhookServer's own body reader, or `guard.read_body(request,
+  request.post)` (the dashboard's forms): past it, HTTP 408, and the connection is not kept
+  alive and is aborted ABORT_GRACE seconds after the answer.
 
 A connection over its deadline is aborted (no TLS close-notify wait) and logged at debug level.
 """
@@ -32,15 +37,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+T = TypeVar("T")
+# A client whose body stalled may never read the 408 nor finish a TLS close: its connection is
+# aborted this long after the answer.
+ABORT_GRACE = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,14 +73,21 @@ class ConnectionGuard:
         self.expired = 0  # connections closed because of a deadline
 
     async def serve(
-        self, app: web.Application, host: str, port: int, *, ssl_context: Any, **site_options: Any
+        self,
+        app: web.Application,
+        host: str,
+        port: int,
+        *,
+        ssl_context: Any,
+        runner_options: Mapping[str, Any] | None = None,
+        **site_options: Any,
     ) -> tuple[web.AppRunner, int]:
-        """Serve `app` on host:port under these limits (no access log, no signal handlers; TLS
-        handshakes within `header_timeout`); `site_options` are TCPSite's (`backlog`,
+        """Serve `app` on host:port under these limits (TLS handshakes within `header_timeout`;
+        aiohttp's keep-alive timeout is `idle_timeout`). `runner_options` are AppRunner's
+        (default: no access log, no signal handlers), `site_options` TCPSite's (`backlog`,
         `reuse_port`...). The started runner (`cleanup()` stops it) and the port bound."""
-        runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, keepalive_timeout=self.limits.idle_timeout
-        )
+        options: dict[str, Any] = {"access_log": None, "handle_signals": False, **(runner_options or {})}
+        runner = web.AppRunner(app, keepalive_timeout=self.limits.idle_timeout, **options)
         await runner.setup()
         self.install(runner)
         site = GuardedTCPSite(
@@ -114,6 +130,24 @@ class ConnectionGuard:
 
         server.connection_made = connection_made  # type: ignore[method-assign]
         server.connection_lost = connection_lost  # type: ignore[method-assign]
+
+    async def read_body(self, request: web.Request, read: Callable[[], Awaitable[T]]) -> T:
+        """What `read` (`request.post`, `request.read`...) reads of `request`'s body, within
+        `body_timeout`. Past it, `web.HTTPRequestTimeout` (408) is raised: the answer closes the
+        connection, which is aborted ABORT_GRACE seconds later (the client stalled; it may never
+        read the answer nor send the rest of its body)."""
+        try:
+            async with asyncio.timeout(self.limits.body_timeout):
+                return await read()
+        except TimeoutError:
+            pass
+        log.debug("closing a connection that sent no complete request body in time")
+        transport = request.transport
+        if transport is not None:
+            asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+        refusal = web.HTTPRequestTimeout(text="the request body was not received in time\n")
+        refusal.force_close()
+        raise refusal
 
     @property
     def open_connections(self) -> int:

@@ -54,7 +54,7 @@ from kubetrain.api.errors import QUOTE
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.frameworks import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
-from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits
+from kubetrain.serving.guard import ABORT_GRACE, ConnectionGuard, ConnectionLimits
 from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.body import BodyReader
 from kubetrain.webhook.decider import Decider, review_marks
@@ -80,7 +80,6 @@ REVIEW_THREADS = 4
 # The paths the API server calls (kubetrain.webhook.configurations): the `webhook` label of
 # controller-runtime's webhook series (kubetrain.webhook.requestmetrics).
 WEBHOOK_PATHS = ("/mutate", "/validate", "/convert")
-ABORT_GRACE = 1.0
 JSON_CONTENT_TYPES = frozenset({"application/json"})
 
 

@@ -14,6 +14,7 @@ from kubetrain.certs.generate import CertificateBundle, generate_bundle
 from kubetrain.dashboard.server import DashboardServer
 from kubetrain.dashboard.views.kinds import served_kinds
 from kubetrain.dev.stack import DevStack, DevStackOptions
+from kubetrain.serving.guard import ConnectionLimits
 
 
 def serving_context(bundle: CertificateBundle, directory: Path) -> ssl.SSLContext:
@@ -38,7 +39,7 @@ async def test_an_unfinished_tls_handshake_is_closed(tmp_path: Path) -> None:
             served_kinds(["kubetrain.io"]),
             port=0,
             ssl_context=server_ctx,
-            handshake_timeout=0.3,
+            limits=ConnectionLimits(header_timeout=0.3),
         )
         await server.start()
         try:
