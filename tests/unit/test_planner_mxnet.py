@@ -35,7 +35,16 @@ def test_scheduler_and_server_at_zero_replicas_is_a_local_job() -> None:
     assert not sim.is_true("Succeeded")  # nothing has run yet
     env = env_of(sim.pods["mx-worker-0"])
     assert (env["DMLC_PS_ROOT_URI"], env["DMLC_NUM_SERVER"], env["DMLC_NUM_WORKER"]) == ("", "0", "1")
-    assert json.loads(env["MX_CONFIG"])["task"] == {"type": "worker", "index": 0}
+    # As training-operator's genClusterSpec writes it: a type of 0 replicas is an empty list.
+    assert json.loads(env["MX_CONFIG"]) == {
+        "cluster": {
+            "scheduler": [],
+            "server": [],
+            "worker": [{"url": "mx-worker-0.mx.ml.svc", "port": 9091}],
+        },
+        "labels": {"scheduler": "", "server": "", "worker": ""},
+        "task": {"type": "worker", "index": 0},
+    }
     sim.set_phase("mx-worker-0", "Running")
     sim.step(at(1))
     assert sim.is_true("Running") and not sim.is_true("Succeeded")
