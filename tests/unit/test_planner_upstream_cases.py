@@ -147,3 +147,30 @@ def test_trainer_1751_an_elastic_job_succeeds_while_a_scaled_up_worker_is_pendin
     p = sim.step(at(2))
     assert sim.is_true("Succeeded")
     assert p.delete_pods == ["el-worker-3"]
+
+
+@pytest.mark.parametrize(("policy", "deleted"), [("Running", ["tf-evaluator-0"]), ("None", [])])
+def test_trainer_1658_the_evaluator_does_not_hold_back_a_finished_tfjob(
+    policy: str, deleted: list[str]
+) -> None:
+    """Kubeflow Trainer issue 1658: a TFJob succeeds when its Chief does, while the Evaluator may
+    still evaluate the last checkpoint, and `cleanPodPolicy: Running` deletes it. Not changed (as
+    training-operator decides): the Evaluator, like the PS, never decides the job's success;
+    `cleanPodPolicy: None` keeps it running to its end (docs/behaviour.md §5 **Limit**)."""
+    sim = started(
+        job(
+            "TFJob",
+            {
+                "Chief": replica("TFJob", 1),
+                "Worker": replica("TFJob", 1),
+                "Evaluator": replica("TFJob", 1),
+            },
+            name="tf",
+            run_policy={"cleanPodPolicy": policy},
+        )
+    )
+    sim.set_phase("tf-chief-0", "Succeeded", exit_code=0)
+    sim.set_phase("tf-worker-0", "Succeeded", exit_code=0)
+    p = sim.step(at(5))
+    assert sim.is_true("Succeeded")
+    assert p.delete_pods == deleted
