@@ -111,7 +111,7 @@ class MXNet(Framework):
             errors.append(
                 forbidden(
                     path("Worker") + ".replicas",
-                    "must be 0 or 1 in a local MXTrain job (no Scheduler or Server); "
+                    "must be 0 or 1 in a local MXTrain job (no Scheduler or Server with replicas); "
                     "add a Scheduler and Servers for distributed training",
                 )
             )

@@ -64,5 +64,5 @@ def test_a_scheduler_or_server_with_replicas_still_makes_the_job_distributed() -
     ]
     assert errors_of(issue_32(Worker=2)) == [
         "spec.mxReplicaSpecs[Worker].replicas: must be 0 or 1 in a local MXTrain job "
-        "(no Scheduler or Server); add a Scheduler and Servers for distributed training"
+        "(no Scheduler or Server with replicas); add a Scheduler and Servers for distributed training"
     ]
