@@ -50,8 +50,9 @@ class MXNet(Framework):
         return []
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
-        """MXTrain is local (one Worker) or distributed (Scheduler + Servers + Workers);
-        MXTune needs TunerTracker, TunerServer and Tuner."""
+        """MXTrain is local (one Worker; a Scheduler or Server of 0 replicas may be listed) or
+        distributed (Scheduler + Servers + Workers); MXTune needs TunerTracker, TunerServer and
+        Tuner."""
         if not isinstance(job, MXJob):
             return []
         replicas = job.spec.mx_replica_specs or {}
@@ -80,7 +81,9 @@ class MXNet(Framework):
                         path(rtype), f"not allowed in jobMode MXTrain ({rtype} belongs to jobMode MXTune)"
                     )
                 )
-        if "Scheduler" in replicas or "Server" in replicas:
+        # A Scheduler or Server of 0 replicas makes no pod: the job is local, as training-operator
+        # runs it (`isSingleWorker`, mxnet-operator issue 32).
+        if replica_count(replicas.get("Scheduler")) > 0 or replica_count(replicas.get("Server")) > 0:
             dist = "a distributed MXTrain job (with a Scheduler or Servers)"
             if "Scheduler" not in replicas:
                 errors.append(required(path("Scheduler"), f"{dist} needs exactly one Scheduler"))
@@ -108,7 +111,7 @@ class MXNet(Framework):
             errors.append(
                 forbidden(
                     path("Worker") + ".replicas",
-                    "must be 0 or 1 in a local MXTrain job (no Scheduler or Server); "
+                    "must be 0 or 1 in a local MXTrain job (no Scheduler or Server with replicas); "
                     "add a Scheduler and Servers for distributed training",
                 )
             )
