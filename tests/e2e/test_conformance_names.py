@@ -130,3 +130,26 @@ async def test_an_update_may_not_change_the_uid(kube: Any, namespace: str) -> No
     assert set(_messages(patched.body)) == {("metadata.uid", f'Invalid value: "{other}": field is immutable')}
     again = await kube.ok("GET", f"{cms(namespace)}/keep")
     assert again["metadata"]["uid"] == uid
+
+
+async def test_a_patch_through_events_k8s_io_may_not_change_the_uid(kube: Any, namespace: str) -> None:
+    """The events.k8s.io/v1 view of an Event is patched like any object: a changed uid is an
+    immutable field (422), not a failed precondition."""
+    core = f"/api/v1/namespaces/{namespace}/events"
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "ev-uid"},
+        "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "namespace": namespace},
+        "reason": "Tested",
+        "message": "hello",
+        "type": "Normal",
+        "source": {"component": "conformance"},
+    }
+    made = await kube.ok("POST", core, event)
+    other = "00000000-0000-0000-0000-000000000002"
+    path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/ev-uid"
+    refused = await kube.request("PATCH", path, {"metadata": {"uid": other}}, content_type=MERGE)
+    assert_status(refused.body, 422, "Invalid")
+    assert ("metadata.uid", f'Invalid value: "{other}": field is immutable') in _messages(refused.body)
+    assert (await kube.ok("GET", f"{core}/ev-uid"))["metadata"]["uid"] == made["metadata"]["uid"]

@@ -181,7 +181,8 @@ class ApiServer:
         return Result(201, stored, warnings + more)
 
     # ---- update / patch ----------------------------------------------------------------------
-    async def update(self, t: Target, body: Any) -> Result:
+    async def update(self, t: Target, body: Any, patched: bool = False) -> Result:
+        """A PUT, or (`patched`) a patch's result: only a PUT's body uid is a precondition."""
         obj = decoding.decode(t, body)
         decode_warnings = decoding.unknown_fields(t, obj)
         name = obj["metadata"].get("name")
@@ -191,7 +192,7 @@ class ApiServer:
             )
         old = self.current(t)
         uid, stored_uid = obj["metadata"].get("uid"), old["metadata"].get("uid", "")
-        if uid and uid != stored_uid:
+        if uid and uid != stored_uid and not patched:
             raise meta.uid_precondition_failed(t.rt, t.namespace, t.name, str(uid), stored_uid)
         rv = obj["metadata"].get("resourceVersion") or None
         if rv is None and t.rt.custom:
