@@ -31,7 +31,8 @@ class Api:
     def current(self, t: Any) -> Obj:
         return self.obj
 
-    async def update(self, t: Any, new: Obj) -> Result:
+    async def update(self, t: Any, new: Obj, patched: bool = False) -> Result:
+        assert patched  # a patch's uid is an immutable field, not a PUT's precondition
         self.updates += 1
         if self.updates == 1:  # someone else wrote first (e.g. the controller's status write)
             self.obj = {**self.obj, "metadata": {**self.obj["metadata"], "resourceVersion": "2"}}

@@ -9,6 +9,7 @@ import copy
 
 from crd_builders import causes, crd, two_versions, update_causes
 
+from kubetrain.devcluster.apiserver.kinds import namerules
 from kubetrain.devcluster.apiserver.kinds.fielderrors import DNS1035_ERROR, DNS1123_SUBDOMAIN_ERROR
 
 VERSIONS = "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: "
@@ -51,11 +52,14 @@ def test_kind_and_list_kind_may_not_be_the_same_and_plural_is_required() -> None
 
 
 def test_the_name_must_be_plural_dot_group() -> None:
+    """The CRD's name function (namerules.py), checked with the other kinds' name rules."""
     bad = crd()
     bad["metadata"]["name"] = "gadgets.example.com"
-    assert causes(bad) == [
+    found = namerules.create_name_causes("customresourcedefinitions", bad)
+    assert [(c.field, c.message) for c in found] == [
         ("metadata.name", 'Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group')
     ]
+    assert causes(bad) == []  # the spec itself is fine
 
 
 def test_group_must_be_a_dns_subdomain_with_a_dot() -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.dnsnames import DNS1035_LABEL, DNS1123_LABEL, is_dns1123_subdomain
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds import (
@@ -37,28 +36,7 @@ from kubetrain.devcluster.apiserver.kinds import (
     tolerationvalidation,
 )
 from kubetrain.devcluster.apiserver.kinds.crds import validation as crdvalidation
-from kubetrain.devcluster.apiserver.kinds.objectmeta import (
-    DNS1035_ERROR,
-    DNS1123_LABEL_ERROR,
-    DNS1123_SUBDOMAIN_ERROR,
-    dns1123_label_errors,
-)
-
-_LABEL_NAMES = {"namespaces", "services"}  # resources whose names must be DNS labels
-
-
-def name_causes(resource: str, name: str) -> list[Cause]:
-    """`metadata.name` as each kind's registry validates it (apimachinery's name checks); an
-    Event's depends on the request's group version: `eventrules.event_causes` checks it."""
-    if resource == "events":
-        return []
-    if resource == "services":
-        ok, message = len(name) <= 63 and DNS1035_LABEL.match(name) is not None, DNS1035_ERROR
-    elif resource in _LABEL_NAMES:
-        ok, message = len(name) <= 63 and DNS1123_LABEL.match(name) is not None, DNS1123_LABEL_ERROR
-    else:
-        ok, message = is_dns1123_subdomain(name), DNS1123_SUBDOMAIN_ERROR
-    return [] if ok else [Cause("FieldValueInvalid", f'Invalid value: "{name}": {message}', "metadata.name")]
+from kubetrain.devcluster.apiserver.kinds.objectmeta import dns1123_label_errors
 
 
 def _image_pull_policy(image: str) -> str:

@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
+from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.kinds import fielderrors
 
 Clock = Callable[[], datetime]
 
@@ -62,22 +64,62 @@ def prepare_create(obj: Obj, rt: ResourceType, namespace: str, now: datetime) ->
 
 
 def carry_over(new: Obj, old: Obj) -> None:
-    """Copy the fields an update may not change from the stored object."""
+    """Copy the fields an update may not change from the stored object (`rest.BeforeUpdate`):
+    a uid or deletionGracePeriodSeconds only when the update leaves it out, so that a different
+    one is refused (`immutable_causes`)."""
     meta, old_meta = new["metadata"], old["metadata"]
-    for field in (
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generation",
-        "namespace",
-        "name",
-    ):
+    for field in ("creationTimestamp", "deletionTimestamp", "generation", "namespace", "name"):
         if field in old_meta:
             meta[field] = old_meta[field]
         else:
             meta.pop(field, None)
+    for field in ("uid", "deletionGracePeriodSeconds"):
+        if meta.get(field) in (None, "") and field in old_meta:
+            meta[field] = old_meta[field]
+        elif meta.get(field) in (None, ""):
+            meta.pop(field, None)
     meta.pop("selfLink", None)
+
+
+def immutable_causes(new: Obj, old: Obj) -> list[Cause]:
+    """`ValidateObjectMetaAccessorUpdate`'s immutable fields that `carry_over` leaves as given."""
+    causes = []
+    for field in ("uid", "deletionGracePeriodSeconds"):
+        value = new["metadata"].get(field)
+        if value != old["metadata"].get(field):
+            causes.append(fielderrors.invalid(f"metadata.{field}", value, "field is immutable"))
+    return causes
+
+
+# kube-apiserver's etcd key prefixes where they are not the resource's plural
+# (pkg/kubeapiserver/default_storage_factory_builder.go and the registries' REST storage)
+_ETCD_PREFIXES = {
+    "services": "services/specs",
+    "endpoints": "services/endpoints",
+    "nodes": "minions",
+    "ingresses": "ingress",
+    "customresourcedefinitions": "apiextensions.k8s.io/customresourcedefinitions",
+}
+
+
+def etcd_key(rt: ResourceType, namespace: str, name: str) -> str:
+    """The object's key in kube-apiserver's etcd, as its storage errors show it."""
+    prefix = f"{rt.group}/{rt.resource}" if rt.custom else _ETCD_PREFIXES.get(rt.resource, rt.resource)
+    return f"/registry/{prefix}/{namespace}/{name}" if rt.namespaced else f"/registry/{prefix}/{name}"
+
+
+def uid_precondition_failed(
+    rt: ResourceType, namespace: str, name: str, wanted: str, stored: str
+) -> errors.ApiError:
+    """An update whose body names another uid: its `Preconditions` (the body's uid) fail in the
+    storage layer, a 409 (`storeerr.InterpretUpdateError`)."""
+    return errors.conflict(
+        rt.gr,
+        name,
+        f"StorageError: invalid object, Code: 4, Key: {etcd_key(rt, namespace, name)}, "
+        f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, "
+        f"UID in object meta: {stored}",
+    )
 
 
 def _content(obj: Obj, with_status: bool) -> dict[str, Any]:

@@ -225,9 +225,78 @@ def annotation_causes(meta: dict[str, Any]) -> list[Cause]:
     return causes
 
 
-def metadata_causes(meta: dict[str, Any]) -> list[Cause]:
-    """What ValidateObjectMeta finds wrong with labels, annotations and owner references."""
-    return label_causes(meta) + annotation_causes(meta) + owner_reference_causes(meta)
+def metadata_causes(meta: dict[str, Any], standard_finalizers: bool = False) -> list[Cause]:
+    """What ValidateObjectMeta finds wrong with labels, annotations, owner references and
+    finalizers; `standard_finalizers`: the kind's validation is core's `ValidateObjectMeta`,
+    which also refuses an unqualified finalizer that is not a standard one."""
+    causes = label_causes(meta) + annotation_causes(meta) + owner_reference_causes(meta)
+    causes += finalizer_causes(meta)
+    return causes + (standard_finalizer_causes(meta) if standard_finalizers else [])
+
+
+FINALIZERS = "metadata.finalizers"
+ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
+STANDARD_FINALIZERS = ("kubernetes", ORPHAN, FOREGROUND)  # core helper's standardFinalizers
+
+
+def _finalizers(meta: dict[str, Any]) -> list[str]:
+    found = meta.get("finalizers") or []
+    return [str(f) for f in found] if isinstance(found, list) else []
+
+
+def finalizer_causes(meta: dict[str, Any]) -> list[Cause]:
+    """apimachinery `ValidateFinalizers`: each a qualified name (at `metadata.finalizers`, no
+    index), and not both `orphan` and `foregroundDeletion`."""
+    finalizers = _finalizers(meta)
+    causes = [
+        Cause("FieldValueInvalid", f"Invalid value: {_shown(f)}: {p}", FINALIZERS)
+        for f in finalizers
+        for p in qualified_name_problems(f)
+    ]
+    if ORPHAN in finalizers and FOREGROUND in finalizers:
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_shown(finalizers)}: "
+                f"finalizer {ORPHAN} and {FOREGROUND} cannot be both set",
+                FINALIZERS,
+            )
+        )
+    return causes
+
+
+def standard_finalizer_causes(meta: dict[str, Any]) -> list[Cause]:
+    """core validation's `validateKubeFinalizerName`: a finalizer without a `/` must be one of
+    `kubernetes`, `orphan`, `foregroundDeletion` (at `metadata.finalizers[i]`)."""
+    return [
+        Cause(
+            "FieldValueInvalid",
+            f"Invalid value: {_shown(f)}: "
+            "name is neither a standard finalizer name nor is it fully qualified",
+            f"{FINALIZERS}[{i}]",
+        )
+        for i, f in enumerate(_finalizers(meta))
+        if "/" not in f and f not in STANDARD_FINALIZERS
+    ]
+
+
+def finalizer_warnings(meta: dict[str, Any], old_meta: dict[str, Any] | None = None) -> list[str]:
+    """apiextensions customresource strategy's `generateWarningsFromObj`: a custom resource's
+    finalizers added by this write are warned about (its `validateKubeFinalizerName`), where a
+    built-in kind's are refused."""
+    kept = set(_finalizers(old_meta)) if old_meta is not None else set()
+    out = []
+    for i, f in enumerate(_finalizers(meta)):
+        if f in kept:
+            continue
+        at = f"{FINALIZERS}[{i}]: {_shown(f)}"
+        out += [f"{at}: {p}" for p in qualified_name_problems(f)]
+        if "/" not in f and f not in STANDARD_FINALIZERS:
+            out.append(
+                f"{at}: prefer a domain-qualified finalizer name to avoid accidental conflicts with "
+                "other finalizer writers"
+            )
+    return out
 
 
 def _shown(value: Any) -> str:

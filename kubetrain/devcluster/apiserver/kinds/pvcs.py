@@ -1,7 +1,7 @@
 """core/v1 PersistentVolumeClaims as kube-apiserver admits them.
 
 PersistentVolumeClaim (pkg/apis/core/validation `ValidatePersistentVolumeClaim`, the registry
-strategy and the v1 defaults): the name is a DNS-1123 subdomain (`name_causes`); on create any
+strategy and the v1 defaults): the name is a DNS-1123 subdomain (`namerules.py`); on create any
 status sent is dropped and `status.phase` is `Pending`, `spec.volumeMode` defaults to
 `Filesystem`; `spec.accessModes` is required, each one of ReadOnlyMany, ReadWriteMany,
 ReadWriteOnce, ReadWriteOncePod, and ReadWriteOncePod not with another mode;

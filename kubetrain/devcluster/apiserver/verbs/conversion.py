@@ -247,7 +247,7 @@ async def _patch(
         new = await converter.one(rt, patched, rt.storage_version)
         new.setdefault("metadata", {})["resourceVersion"] = old["metadata"]["resourceVersion"]
         try:
-            return await api.update(storage, new)
+            return await api.update(storage, new, patched=True)
         except ApiError as err:
             # Changed since it was read: apply the patch again to the newer object, as
             # kube-apiserver does. `rv` comes from `base` unless the patch set one, so it cannot

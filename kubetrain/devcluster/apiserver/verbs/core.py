@@ -20,7 +20,7 @@ from kubetrain.devcluster.admission.chain import AdmissionChain
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.errors import Cause
 from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
-from kubetrain.devcluster.apiserver.kinds import builtins, meta, objectmeta, podgeneration, schema
+from kubetrain.devcluster.apiserver.kinds import builtins, meta, namerules, objectmeta, podgeneration, schema
 from kubetrain.devcluster.apiserver.kinds.crds import celeval, listtype
 from kubetrain.devcluster.apiserver.kinds.fielderrors import go_quote
 from kubetrain.devcluster.apiserver.kinds.resources import Registry
@@ -88,8 +88,12 @@ class ApiServer:
         name = obj["metadata"].get("name", "")
         causes: list[Cause] = []
         if old is None:
-            causes += builtins.name_causes(t.rt.resource, name)
-        causes += objectmeta.metadata_causes(obj["metadata"])
+            causes += namerules.create_name_causes(t.rt.resource, obj)
+        else:
+            causes += meta.immutable_causes(obj, old)
+        causes += objectmeta.metadata_causes(
+            obj["metadata"], namerules.core_object_meta(t.rt.resource, t.rt.custom)
+        )
         if t.rt.custom:
             sch = t.rt.schemas.get(t.version)
             if sch is not None:
@@ -165,6 +169,7 @@ class ApiServer:
             builtins.prepare_builtin_create(t.rt.resource, obj)
         with self._allocating(t, obj, None):
             self._validate(t, obj, None)
+            warnings += _strategy_warnings(t, obj, None)
             priority.validate_priority_class(self.store, t, obj, creating=True)
             _, more = await self.admit("validating", t, "CREATE", obj, None)
             if t.dry_run:
@@ -176,7 +181,8 @@ class ApiServer:
         return Result(201, stored, warnings + more)
 
     # ---- update / patch ----------------------------------------------------------------------
-    async def update(self, t: Target, body: Any) -> Result:
+    async def update(self, t: Target, body: Any, patched: bool = False) -> Result:
+        """A PUT, or (`patched`) a patch's result: only a PUT's body uid is a precondition."""
         obj = decoding.decode(t, body)
         decode_warnings = decoding.unknown_fields(t, obj)
         name = obj["metadata"].get("name")
@@ -185,6 +191,9 @@ class ApiServer:
                 f"the name of the object ({name}) does not match the name on the URL ({t.name})"
             )
         old = self.current(t)
+        uid, stored_uid = obj["metadata"].get("uid"), old["metadata"].get("uid", "")
+        if uid and uid != stored_uid and not patched:
+            raise meta.uid_precondition_failed(t.rt, t.namespace, t.name, str(uid), stored_uid)
         rv = obj["metadata"].get("resourceVersion") or None
         if rv is None and t.rt.custom:
             raise meta.unconditional_update_refused(t.rt, t.name)
@@ -297,6 +306,7 @@ class ApiServer:
         meta.bump_generation(new, old, t.rt)
         with self._allocating(t, new, old):
             self._validate(t, new, old)
+            warnings += _strategy_warnings(t, new, old)
             priority.validate_priority_class(self.store, t, new, creating=False)
             _, more = await self.admit("validating", t, "UPDATE", new, old)
             warnings += more
@@ -320,6 +330,14 @@ class ApiServer:
             if retryable:
                 raise _Retry() from None
             raise errors.conflict(rt.gr, md["name"], errors.STALE) from None
+
+
+def _strategy_warnings(t: Target, obj: Obj, old: Obj | None) -> list[str]:
+    """The kind's WarningsOnCreate/WarningsOnUpdate, after validation: a custom resource's
+    newly added finalizers (objectmeta.finalizer_warnings)."""
+    if not t.rt.custom or t.subresource:
+        return []
+    return objectmeta.finalizer_warnings(obj["metadata"], None if old is None else old["metadata"])
 
 
 class _Retry(Exception):

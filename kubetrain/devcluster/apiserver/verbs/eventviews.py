@@ -196,7 +196,7 @@ async def _patch(api: ApiServer, t: Target, store: Target, content_type: str, bo
         new = eventsv1.to_core(obj)
         new["metadata"]["resourceVersion"] = current
         try:
-            result = await api.update(store, new)
+            result = await api.update(store, new, patched=True)
         except ApiError as err:
             if err.code != 409 or err.reason != "Conflict":
                 raise

@@ -86,11 +86,7 @@ def crd_causes(crd: Obj, old: Obj | None) -> list[Cause]:
     """All violations of a CRD being created (`old` None) or updated, in upstream's order."""
     spec = fe.mapping(crd.get("spec"))
     internal = internal_spec(spec)
-    causes: list[Cause] = []
-    name = crd.get("metadata", {}).get("name", "")
-    if old is None and name != f"{(spec.get('names') or {}).get('plural', '')}.{spec.get('group', '')}":
-        causes.append(fe.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
-    causes += _spec(internal)
+    causes = _spec(internal)  # the name's rule: namerules.py
     if old is not None:
         causes += lifecycle.immutable_causes(spec, old.get("spec") or {})
     stored = (crd.get("status") or {}).get("storedVersions") or []
