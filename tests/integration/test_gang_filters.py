@@ -79,10 +79,15 @@ async def test_gang_with_more_anti_affine_pods_than_nodes_is_bound_not_at_all(ga
         available = "unavailable" if gang == "volcano" else "available"
         assert cond["message"].startswith(f"0/{nodes} nodes are {available}: {reason}."), cond
         if gang == "volcano":
-            group = await h.get(VOLCANO_PODGROUPS, ns, "ddp")
-            assert group is not None and group["status"]["phase"] == "Inqueue"
-            [unschedulable] = [c for c in group["status"]["conditions"] if c["type"] == "Unschedulable"]
-            assert unschedulable["reason"] == "NotEnoughResources"
+            # The PodGroup's status is written after the pods' conditions, in the same cycle.
+            async def group_unschedulable() -> Obj:
+                group = await h.get(VOLCANO_PODGROUPS, ns, "ddp")
+                assert group is not None and group["status"]["phase"] == "Inqueue"
+                [unschedulable] = [c for c in group["status"]["conditions"] if c["type"] == "Unschedulable"]
+                assert unschedulable["reason"] == "NotEnoughResources", unschedulable
+                return unschedulable
+
+            unschedulable = await eventually(group_unschedulable, what="the PodGroup says NotEnoughResources")
             # minAvailable less the members placed before: 1 task of the gang is unschedulable.
             assert unschedulable["message"] == (
                 f"1/{nodes + 1} tasks in gang unschedulable: pod group is not ready, "
