@@ -1,5 +1,6 @@
-"""The completed indexes of a per-group shape's batch Jobs (a TrainJob's), as the Job controller
-keeps them — pure; `groupactive.GroupActiveJob.pods` applies them.
+"""The completed indexes of a job's current run, as the Job controller keeps an Indexed Job's —
+pure; `groupactive.GroupActiveJob` (a per-group shape's batch Jobs: a TrainJob's) and
+`active.ActiveJob` (the v1 kinds) apply them.
 
 The Job controller tracks a pod with a finalizer until it has counted it, and an Indexed Job's
 index that succeeded stays in `status.completedIndexes` whatever becomes of its pod afterwards:
