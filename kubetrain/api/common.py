@@ -320,6 +320,14 @@ class JobStatus(KubeModel):
     job_restarts: int | None = Field(
         None, description="Times the whole job was restarted by a RestartJob failure rule."
     )
+    # kubetrain.operator.completedindexes; starts over with the run (whole-job restart, suspend).
+    completed_indexes: dict[str, str] | None = Field(
+        None,
+        description=(
+            "Per replica type, the indexes whose pod succeeded in the current run, as a Job's "
+            "completedIndexes (e.g. 0,2-3): such an index is not made again when its pod is deleted."
+        ),
+    )
     code_sync: CodeSyncStatus | None = Field(
         None, description="The code the job runs, when it syncs it from git (kubedl.io/git-sync-config)."
     )

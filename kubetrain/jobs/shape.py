@@ -217,11 +217,12 @@ class GangChoice:
 class RunRecording:
     """Where a job keeps the record of its run that its status has no place for: whole-job
     restarts (the current attempt), those counting towards a limit, failures per batch Job of a
-    group, when the attempt began. `in_status` (the v1 kinds: `status.jobRestarts`, `replicaStatuses`) or
-    outside it (a TrainJob: its runtime snapshot ConfigMap, written by its edge from
-    `Plan.record`). `attempt_label`: the pod label naming the attempt a pod belongs to;
-    `job_attempt_label`: the one naming the attempt of its batch Job, restarted alone
-    (`operator/jobrestarts.py`; "" for a shape without single-Job restarts)."""
+    group, the indexes that succeeded, when the attempt began. `in_status` (the v1 kinds:
+    `status.jobRestarts`, `completedIndexes`, `replicaStatuses`) or outside it (a TrainJob: its
+    runtime snapshot ConfigMap, written by its edge from `Plan.record`). `attempt_label`: the
+    pod label naming the attempt a pod belongs to; `job_attempt_label`: the one naming the
+    attempt of its batch Job, restarted alone (`operator/jobrestarts.py`; "" for a shape
+    without single-Job restarts)."""
 
     in_status: bool = True
     attempt_label: str = LABEL_ATTEMPT

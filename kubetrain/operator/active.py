@@ -5,7 +5,10 @@ shape: `active_part` picks it by the shape's failure model (`JobShape.failure`) 
 `ActiveJob`: the observed pods in their slots (`slots.py`), restarts and failures, suspend, the
 gates pods wait behind (`gates.py`: Service, extra children, gang), creating missing pods and the
 per-replica-type status. Pure like the rest of the planner. A controlled pod named for an
-index the spec no longer has (scaled down) is deleted.
+index the spec no longer has (scaled down) is deleted. The indexes whose pod Succeeded in the
+current run are kept in `status.completedIndexes` (`completedindexes.py`, as a Job's): such an
+index whose pod is gone is never made again and counts as Succeeded; the record starts over
+with the run (a whole-job restart, a suspend, which deletes every pod).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from kubetrain.operator import codesyncfailure, codesyncstatus, creates, gates, 
 from kubetrain.operator import restarts as rs
 from kubetrain.operator import status as st
 from kubetrain.operator.children import replica_selector
+from kubetrain.operator.completedindexes import COMPLETED_INDEXES, CompletedIndexes
 from kubetrain.operator.desired import DesiredChildren
 from kubetrain.operator.draft import ReconcileDraft
 from kubetrain.operator.groupactive import GroupActiveJob
@@ -74,6 +78,10 @@ class ActiveJob:
                     r.delete([pod_name(pod)])
                 self.stale.add(slot)
                 del self.slots[slot]
+        # The current run's succeeded indexes (status.completedIndexes), these pods' added.
+        self.completed = CompletedIndexes.read_types(shape, r.old.get(COMPLETED_INDEXES))
+        self.completed.observe(self.slots)
+        self.record_completed()
 
     def finish(self) -> None:
         # Recount: pods that cleanPodPolicy deletes now are no longer active, so the last
@@ -157,7 +165,8 @@ class ActiveJob:
         """Pod phases per type. `exclude_deleting`: pods this plan deletes do not count — except,
         with `keep_finished`, Succeeded/Failed ones (clean-up of a finished job keeps its tally)."""
         deleting = self.r.deleting if exclude_deleting else set()
-        return phase_counts(self.shape, self.slots, deleting, keep_finished=keep_finished)
+        counts = phase_counts(self.shape, self.slots, deleting, keep_finished=keep_finished)
+        return self.completed.counts(counts)  # an index that succeeded counts, its pod gone or not
 
     def tally_restarts(self) -> dict[str, rs.TypeRestarts]:
         old = self.r.old.get("replicaStatuses")
@@ -206,6 +215,22 @@ class ActiveJob:
         live = [p for p in self.slots.values() if not terminating(p) and pod_name(p) not in r.deleting]
         return r.pods_not_starting(live, r.run_policy.start_deadline_seconds)
 
+    # --- the run's succeeded indexes -----------------------------------------------------------
+    def record_completed(self) -> None:
+        """`status.completedIndexes` as the record now is (no field when it is empty)."""
+        if not self.shape.recording.in_status:
+            return
+        record = self.completed.by_type()
+        if record:
+            self.r.status[COMPLETED_INDEXES] = record
+        else:
+            self.r.status.pop(COMPLETED_INDEXES, None)
+
+    def start_over(self) -> None:
+        """The run starts over (every pod deleted): no index has succeeded in it yet."""
+        self.completed.slots.clear()
+        self.record_completed()
+
     # --- decisions -----------------------------------------------------------------------------
     def code_sync(self) -> None:
         """Record the commit the job runs, pin new pods to it, recreate live pods that fetched
@@ -222,6 +247,7 @@ class ActiveJob:
     def suspend(self) -> None:
         r = self.r
         r.delete([pod_name(p) for p in r.live_pods()])
+        self.start_over()  # every pod deleted, the finished ones too: resuming runs them all
         group = r.observed.pod_group
         if group is not None and controlled_by(group, r.job):
             r.plan.delete_pod_group = True
@@ -237,6 +263,7 @@ class ActiveJob:
         tallies[rtype].recreations += 1
         attempt = self.attempt + 1
         r.status["jobRestarts"] = attempt
+        self.start_over()
         total = sum(t.total for t in tallies.values())
         suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
         message = f"{r.title} is restarting all its pods as attempt {attempt}: {verdict.detail} ({suffix})"
@@ -256,6 +283,7 @@ class ActiveJob:
             return
         tallies[next(iter(self.shape.groups))].recreations += 1
         r.status["jobRestarts"] = attempt = self.attempt + 1
+        self.start_over()
         total = sum(t.total for t in tallies.values())
         suffix = f"restart {total} of backoffLimit {limit}" if limit is not None else f"restart {total}"
         restart = f"{message} Restarting all its pods as attempt {attempt} ({suffix})."
@@ -288,7 +316,12 @@ class ActiveJob:
         room = max(1, r.config.max_pod_creates)
         # One slot beyond the pass tells whether the next pass continues this one.
         missing = creates.missing_slots(
-            self.shape, self.slots, self.held, room + 1, earlier_attempt_left=bool(self.stale)
+            self.shape,
+            self.slots,
+            self.held,
+            room + 1,
+            earlier_attempt_left=bool(self.stale),
+            done=self.completed.slots,  # never made again; Succeeded for dependsOn
         )
         r.plan.creates_continue = len(missing) > room
         missing = missing[:room]

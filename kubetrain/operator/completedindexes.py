@@ -1,5 +1,6 @@
-"""The completed indexes of a per-group shape's batch Jobs (a TrainJob's), as the Job controller
-keeps them — pure; `groupactive.GroupActiveJob.pods` applies them.
+"""The completed indexes of a job's current run, as the Job controller keeps an Indexed Job's —
+pure; `groupactive.GroupActiveJob` (a per-group shape's batch Jobs: a TrainJob's) and
+`active.ActiveJob` (the v1 kinds) apply them.
 
 The Job controller tracks a pod with a finalizer until it has counted it, and an Indexed Job's
 index that succeeded stays in `status.completedIndexes` whatever becomes of its pod afterwards:
@@ -10,15 +11,21 @@ whose pod is Succeeded is recorded, and a recorded slot without a pod counts as 
 the success rules, for `dependsOn` and JobSet's InOrder start, in the per-group status — and is
 never made again.
 
-The record: the run's `completedIndexes`, per Job key (`groupfailure.job_key`) the sorted
-indexes in that Job that succeeded; kept until the Job restarts alone (`forget`) or the gang
-restarts (a restart's record starts without it). A key naming no Job of the shape, or an index
-out of its Job's range, is dropped.
+Two records, one set of slots:
+- a TrainJob's (`read`, `record`): the run's `completedIndexes`, per Job key
+  (`groupfailure.job_key`) the sorted indexes in that Job that succeeded; kept until the Job
+  restarts alone (`forget`) or the gang restarts (a restart's record starts without it);
+- the v1 kinds' (`read_types`, `by_type`): `status.completedIndexes`, per replica type the
+  indexes whose pod succeeded, in the Job API's compressed form (`"0,2-3"`, as a Job's
+  `status.completedIndexes`: `format_indexes`, `parse_indexes`); it starts over with the run
+  (a whole-job restart, a suspend: `active.py`).
+A key naming no Job or replica type of the shape, or an index out of its range, is dropped
+(the Job controller drops a corrupt interval and an index past `completions`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -54,6 +61,17 @@ class CompletedIndexes:
                         slots.add((name, j * size + i))
         return cls(shape, slots)
 
+    @classmethod
+    def read_types(cls, shape: JobShape, recorded: object) -> CompletedIndexes:
+        """The v1 kinds' record (`status.completedIndexes`: replica type -> `"0,2-3"`)."""
+        listed = recorded if isinstance(recorded, Mapping) else {}
+        slots: set[Slot] = set()
+        for name, group in shape.groups.items():
+            text = listed.get(name)
+            if isinstance(text, str):
+                slots |= {(name, i) for i in parse_indexes(text, group.replicas)}
+        return cls(shape, slots)
+
     def observe(self, slots: Mapping[Slot, Mapping[str, Any]]) -> None:
         """Record the slots (of the current attempt) whose pod is Succeeded."""
         self.slots |= {slot for slot, pod in slots.items() if pod_phase(pod) == "Succeeded"}
@@ -72,6 +90,14 @@ class CompletedIndexes:
             out.setdefault(key, []).append(k % size)
         return {COMPLETED_INDEXES: out} if out else {}
 
+    def by_type(self) -> dict[str, str]:
+        """The v1 kinds' record: per replica type with a completed index, its indexes."""
+        return {
+            name: format_indexes(k for g, k in self.slots if g == name)
+            for name in self.shape.groups
+            if any(g == name for g, _ in self.slots)
+        }
+
     def counts(self, counts: Mapping[str, ReplicaCounts]) -> dict[str, ReplicaCounts]:
         """`counts` with every completed index counted as Succeeded (once)."""
         out = dict(counts)
@@ -81,3 +107,34 @@ class CompletedIndexes:
             added = len(done) - len(base.succeeded_indices)
             out[name] = replace(base, succeeded=base.succeeded + added, succeeded_indices=frozenset(done))
         return out
+
+
+def format_indexes(indexes: Iterable[int]) -> str:
+    """`indexes` in the Job API's compressed form: sorted, runs as `first-last`, comma-separated
+    (`{0, 2, 3, 4}` -> `"0,2-4"`; indexed_job_utils.go `orderedIntervals.String`)."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indexes)):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def parse_indexes(text: str, size: int) -> set[int]:
+    """The indexes below `size` that `text` (the compressed form) names; a part that is not a
+    decimal index or an ascending `first-last` range is ignored, a range is cut at `size`
+    (indexed_job_utils.go `parseIndexesFromString`)."""
+    out: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not _decimal(first) or (dash and not _decimal(last)):
+            continue
+        a, b = int(first), int(last) if dash else int(first)
+        if a <= b:
+            out.update(range(a, min(b, size - 1) + 1))
+    return out
+
+
+def _decimal(text: str) -> bool:
+    return text.isdecimal() and text.isascii()

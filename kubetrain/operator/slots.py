@@ -97,12 +97,12 @@ def dependencies_met(
     (`ReplicaGroup.depends_on`) fills its slot, is not terminating, and is Running and Ready
     (`Ready`; or Succeeded, when the dependency says so), Succeeded (`Complete`) or Running,
     Succeeded or Failed (`Started`: KubeDL's `phaseComparator` against `Running`). A slot in
-    `succeeded` (its batch Job succeeded by its success policy: JobSet counts the Job Complete)
-    counts as Succeeded whatever its pod."""
+    `succeeded` (its batch Job succeeded by its success policy: JobSet counts the Job Complete;
+    its index succeeded in this run, `completedindexes.py`) counts as Succeeded whatever its pod."""
     for dependency in shape.groups[group].depends_on:
         for i in range(shape.count(dependency.group)):
-            if (dependency.group, i) in succeeded:
-                if dependency.state == COMPLETE or dependency.succeeded_is_ready:
+            if (dependency.group, i) in succeeded:  # past Running: started too
+                if dependency.state in (COMPLETE, STARTED) or dependency.succeeded_is_ready:
                     continue
                 return False
             pod = slots.get((dependency.group, i))

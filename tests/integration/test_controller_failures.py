@@ -209,3 +209,37 @@ async def test_deleted_pod_is_recreated_while_running(env: tuple[DevStack, Harne
     await h.wait_condition("TFJob", ns, "dp", "Running")
     job = await h.job("TFJob", ns, "dp")
     assert not is_true(job, "Failed")
+
+
+async def test_deleted_succeeded_worker_is_not_made_again(env: tuple[DevStack, Harness]) -> None:
+    """A Worker that finished and whose pod is then deleted (its node removed, a drain) is not
+    run again: its index stays in status.completedIndexes, and the job still completes."""
+    _, h = env
+    ns = await h.namespace("done")
+    await h.create_job(job_manifest("TFJob", "dw", {"Chief": 1, "Worker": 2}, restart_policy="Never"), ns)
+    pods = {p["metadata"]["name"]: p for p in await h.wait_pods(ns, "dw", 3)}
+    await h.wait_condition("TFJob", ns, "dw", "Running")
+    await h.sim.finish(ns, "dw-worker-1")
+    await h.wait_job(
+        "TFJob",
+        ns,
+        "dw",
+        lambda j: j["status"].get("completedIndexes") == {"Worker": "1"},
+        "worker 1 recorded",
+    )
+    from kubetrain.kube.resources import PODS
+
+    await h.kube.delete(PODS, ns, "dw-worker-1")
+    # A pod deleted after it: the reconcile that makes it again has seen worker 1 gone too.
+    await h.kube.delete(PODS, ns, "dw-worker-0")
+    await h.wait_recreated(ns, "dw-worker-0", pods["dw-worker-0"]["metadata"]["uid"])
+    assert await h.pod(ns, "dw-worker-1") is None
+    job = await h.wait_job(
+        "TFJob", ns, "dw", lambda j: replica_status(j, "Worker").get("active") == 1, "worker 0 running again"
+    )
+    assert replica_status(job, "Worker").get("succeeded") == 1
+    await h.sim.finish(ns, "dw-chief-0")
+    done = await h.wait_condition("TFJob", ns, "dw", "Succeeded")
+    assert await h.pod(ns, "dw-worker-1") is None
+    assert replica_status(done, "Worker").get("succeeded") == 1
+    assert done["status"]["completedIndexes"] == {"Chief": "0", "Worker": "1"}

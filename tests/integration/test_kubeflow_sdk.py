@@ -91,6 +91,12 @@ async def test_create_get_list_wait_pods_logs_delete(env: tuple[DevStack, Harnes
     assert client.is_job_succeeded(job=done)
     spec = done.spec.pytorch_replica_specs
     assert (spec["Master"].replicas, spec["Worker"].replicas) == (1, 2)
+    # kubetrain's own status fields (the record of succeeded indexes) are left out by the SDK's models
+    raw = await asyncio.to_thread(
+        client.custom_api.get_namespaced_custom_object, "kubeflow.org", "v1", ns, "pytorchjobs", "image-job"
+    )
+    assert raw["status"]["completedIndexes"] == {"Master": "0", "Worker": "0-1"}
+    assert done.status.replica_statuses["Worker"].succeeded == 2
     await asyncio.to_thread(client.wait_for_job_conditions, "func-job", timeout=60, polling_interval=0.2)
 
     logs, _ = await asyncio.to_thread(client.get_job_logs, "func-job")

@@ -87,3 +87,13 @@ def test_the_dag_of_each_kind_is_kubedls() -> None:
     assert dependencies(mpi, {"Launcher", "Worker"}, gang_scheduling=False) == {"Launcher": ("Worker",)}
     assert dependencies(pytorch, {"Worker"}, gang_scheduling=False) == {}
     assert dependencies(mpi, {"Launcher", "Worker"}, gang_scheduling=True) == {}
+
+
+def test_a_ps_that_succeeded_and_is_gone_still_counts_as_started() -> None:
+    sim = Sim(tfjob({"PS": 1, "Worker": 2}))
+    assert created(sim, 0) == ["tf-ps-0"]
+    sim.set_phase("tf-ps-0", "Succeeded", exit_code=0)
+    sim.step(at(1))  # its index recorded (status.completedIndexes)
+    del sim.pods["tf-ps-0"]
+    del sim.pods["tf-worker-1"]  # a Worker deleted too: made again, the PS not
+    assert created(sim, 2) == ["tf-worker-1"]
