@@ -67,8 +67,9 @@ class ActiveJob:
         self.slots, former = slot_pods(shape, r.pods)
         self.held = dict(self.slots)  # every slot a pod holds, of any attempt
         r.delete([pod_name(p) for p in former if not terminating(p)])  # indices the spec no longer has
-        # Slots still held by a pod of an earlier attempt (a RestartJob rule): it is deleted and
-        # its slot refilled only once it is gone; it counts for nothing of the new attempt.
+        # Slots still held by a pod of an earlier attempt (a RestartJob rule, a stall): it is
+        # deleted and counts for nothing of the new attempt, and no pod of the new attempt is
+        # made while one is left (create_missing), so the attempts never run side by side.
         self.stale: set[tuple[str, int]] = set()
         self.attempt = rs.job_attempt(r.old)
         for slot, pod in list(self.slots.items()):
@@ -314,14 +315,15 @@ class ActiveJob:
         those are built, so a reconcile of a huge job costs what this pass creates."""
         r = self.r
         room = max(1, r.config.max_pod_creates)
-        # One slot beyond the pass tells whether the next pass continues this one.
-        missing = creates.missing_slots(
-            self.shape,
-            self.slots,
-            self.held,
-            room + 1,
-            earlier_attempt_left=bool(self.stale),
-            done=self.completed.slots,  # never made again; Succeeded for dependsOn
+        # One slot beyond the pass tells whether the next pass continues this one. A whole-job
+        # restart makes its new attempt only once every pod of the earlier one is gone (as
+        # JobSet's BlockingRecreate and Volcano's Restarting job wait): a new pod would meet a
+        # peer of the old attempt at the rendezvous, and the gang would count both. An index
+        # that succeeded in this run is never made again (and is Succeeded for dependsOn).
+        missing = (
+            []
+            if self.stale
+            else creates.missing_slots(self.shape, self.slots, self.held, room + 1, done=self.completed.slots)
         )
         r.plan.creates_continue = len(missing) > room
         missing = missing[:room]
