@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from kubetrain.dashboard.views.joblist import replica_specs
+from kubetrain.dashboard.views.timeutil import format_stamp
 
 # KubeDL's TensorBoard (the `kubedl.io/tensorboard-config` annotation) reports itself in
 # `status.tensorBoard`: `url` (through its Ingress, what a browser can open) and `address` (the
@@ -56,7 +57,7 @@ def summary(job: Mapping[str, Any]) -> Summary:
         ("apiVersion", str(job.get("apiVersion") or "")),
         ("kind", str(job.get("kind") or "")),
     ]
-    fields.append(("created", str(meta.get("creationTimestamp") or "")))
+    fields.append(("created", format_stamp(meta.get("creationTimestamp"))))
     # The run policy and every other spec field but the replica specs, whatever the kind: the
     # dashboard names no framework's fields (the replica table below covers the replica specs).
     for key, value in run.items():
