@@ -32,6 +32,12 @@ class Summary:
     replicas: tuple[ReplicaLine, ...]
 
 
+# A spec field's value longer than this is cut on the job page (a TrainJob's trainer.command can be
+# a whole script); the YAML at the foot of the page has every value whole.
+FIELD_TEXT_MAX = 160
+CUT = " … (cut: the whole value is in the YAML below)"
+
+
 def _text(value: object) -> str:
     """A field's value as the YAML shows it (`true`, not Python's `True`; maps and lists in flow
     style)."""
@@ -63,8 +69,14 @@ def summary(job: Mapping[str, Any]) -> Summary:
     for key, value in run.items():
         fields.append((f"runPolicy.{key}", _text(value)))
     for key, value in spec.items():
-        if key != "runPolicy" and not key.endswith("ReplicaSpecs"):
-            fields.append((key, _text(value)))
+        if key == "runPolicy" or key.endswith("ReplicaSpecs"):
+            continue
+        # a map (a TrainJob's trainer, runtimeRef) one line per key, as runPolicy's
+        items = value.items() if isinstance(value, dict) and value else [("", value)]
+        for sub, item in items:
+            text = _text(item)
+            cut = text if len(text) <= FIELD_TEXT_MAX else text[:FIELD_TEXT_MAX].rstrip() + CUT
+            fields.append((f"{key}.{sub}" if sub else key, cut))
     lines = []
     for rtype, rspec in replica_specs(job).items():
         pod_spec = (rspec.get("template") or {}).get("spec") or {}
