@@ -145,6 +145,8 @@ async def test_empty_states_say_so_in_words(crowded: Scene, page_as: PageFactory
     await expect(page.locator("#pods")).to_contain_text("1 bar in 1 row.")
     # a pod waiting for GPUs has written nothing: the log box says so rather than stay blank
     await page.goto(crowded.url("/namespaces/team-a/pytorchjobs/gang-wait"))
+    # and its container is offered already (from the pod's spec: it has no container status yet)
+    await expect(page.locator("select[name=container] option")).to_have_text(["pytorch"])
     log = page.locator("pre#log")
     await expect(log).to_have_text("")
     before = await log.evaluate("l => getComputedStyle(l, '::before').content")
