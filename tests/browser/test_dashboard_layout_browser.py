@@ -110,6 +110,11 @@ async def test_a_long_name_and_image_wrap_inside_their_cells(crowded: Scene, pag
         )
         == 1
     )
+    # nor a replica type from its count (`Worker 2/2`), nor a progress bar from its percentage
+    row = page.locator('tr[data-job="pytorchjobs.kubetrain.io/team-a/mnist-ddp"]')
+    for part in await row.locator("td span.nowrap").all():
+        assert await part.evaluate("s => s.getClientRects().length") == 1, await part.text_content()
+    await expect(row.locator("td span.nowrap")).to_have_text(["Master 1/1", "Worker 3/3"])
     await page.goto(crowded.url(f"/namespaces/team-a/pytorchjobs/{LONG_NAME}"))
     image = page.locator("table.replicas td code").first
     await expect(image).to_have_text(LONG_IMAGE)
@@ -151,3 +156,18 @@ async def test_empty_states_say_so_in_words(crowded: Scene, page_as: PageFactory
     await expect(log).to_have_text("")
     before = await log.evaluate("l => getComputedStyle(l, '::before').content")
     assert before == '"No log lines yet."', before
+
+
+async def test_a_page_that_is_not_there_is_the_error_page_with_a_way_back(
+    crowded: Scene, page_as: PageFactory
+) -> None:
+    page = await page_as(crowded.admin)
+    response = await page.goto(crowded.url("/nowhere"))
+    assert response is not None and response.status == 404
+    await expect(page.locator("main h1")).to_have_text("Page not found")
+    await expect(page.locator(".error-message")).to_have_text("There is no dashboard page at /nowhere.")
+    await expect(page.locator("header.top .who")).to_contain_text("kubetrain-admin")
+    await page.click("text=Back to the job list")
+    await expect(page.locator("main h1")).to_have_text("Training jobs")
+    await page.goto(crowded.url("/namespaces/team-a/widgets/x"))
+    await expect(page.locator(".error-message")).to_contain_text("is not a served job resource (served:")
