@@ -115,6 +115,21 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
         return render(request, "error.html", status=502, title="The API server failed", message=err.message)
 
 
+@web.middleware
+async def html_not_found(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A page a browser asks for that is not there (an unknown path, or a job resource not
+    served) is the error page, with the header and a link back to the list, not a bare text."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound as err:
+        wants_html = "text/html" in request.headers.get("Accept", "")
+        if request.method != "GET" or not wants_html or request.path.startswith(PUBLIC):
+            raise
+        said = err.text if err.text and err.text != "404: Not Found" else ""
+        message = said or f"There is no dashboard page at {request.path}."
+        return render(request, "error.html", status=404, title="Page not found", message=message)
+
+
 async def _unauthenticated(request: web.Request, why: str = "") -> web.StreamResponse:
     if request.method == "GET" and "text/html" in request.headers.get("Accept", "text/html"):
         response = await actions.login_form(request, why, 401 if why else 200)
@@ -136,7 +151,7 @@ def build_app(dash: Dashboard, guard: ConnectionGuard) -> web.Application:
     """The dashboard's routes under `guard`: its middleware first (it stops the head deadline
     before any other work of the request); forms are read within its body timeout."""
     app = web.Application(
-        middlewares=[guard.middleware, timing, authenticate], client_max_size=2 * 1024 * 1024
+        middlewares=[guard.middleware, timing, authenticate, html_not_found], client_max_size=2 * 1024 * 1024
     )
     app[GUARD] = guard
     app.on_response_prepare.append(security_headers)

@@ -46,12 +46,17 @@ POD_SPEC_KEPT = ("nodeName",)
 
 def history_pod(pod: Obj) -> Obj:
     """What the dashboard keeps of a pod (an informer transform): metadata without managedFields
-    and annotations, the status, the node name."""
+    and annotations, the status, the node name and the containers' names (the logs view's
+    Container choice, before a pending pod has any container status)."""
     meta = pod.get("metadata") or {}
     pod["metadata"] = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
     spec = pod.get("spec")
     if isinstance(spec, dict):
-        pod["spec"] = {k: spec[k] for k in POD_SPEC_KEPT if k in spec}
+        kept = {k: spec[k] for k in POD_SPEC_KEPT if k in spec}
+        names = [
+            {"name": c["name"]} for c in spec.get("containers") or () if isinstance(c, dict) and "name" in c
+        ]
+        pod["spec"] = {**kept, "containers": names} if names else kept
     return pod
 
 

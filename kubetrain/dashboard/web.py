@@ -12,7 +12,7 @@ from aiohttp import web
 from kubetrain.dashboard.access import AccessCache
 from kubetrain.dashboard.views.auth import SESSION_COOKIE, Credentials, Sessions
 from kubetrain.dashboard.views.kinds import JobKind, url_segment
-from kubetrain.dashboard.views.timeutil import format_time, short_duration
+from kubetrain.dashboard.views.timeutil import format_stamp, format_time, short_duration
 from kubetrain.dashboard.watch import JobWatch
 from kubetrain.dashboard.whoami import WhoAmI
 from kubetrain.kube.asuser import AsUser
@@ -58,6 +58,7 @@ class Dashboard:
         )
         self.templates.filters["time"] = format_time
         self.templates.filters["duration"] = short_duration
+        self.templates.filters["stamp"] = format_stamp
         self.templates.globals["job_url"] = self.job_url
 
     @property

@@ -128,7 +128,7 @@ def test_a_false_disruption_target_says_nothing() -> None:
 
 def test_a_pod_of_a_stopped_node_being_deleted_reads_terminating() -> None:
     state = pod_state(pod(containers=(running(),), deleting=True))
-    assert state.word == "Terminating" and "2026-01-01T00:10:00Z" in state.why
+    assert state.word == "Terminating" and "deleted at 2026-01-01 00:10:00Z:" in state.why
     assert not state.ok and state.tone == "waiting"
     # a deleted pod already Failed or Succeeded is not Terminating (printPod: IsPodPhaseTerminal)
     done = {"name": "pytorch", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}

@@ -468,3 +468,22 @@ def test_tensorboard_from_status_only_http() -> None:
     assert tensorboard({"status": {"tensorBoard": hostile}}) == TensorBoard(
         "", "http://j-tensorboard.ns.svc:6006/", ""
     )
+
+
+def test_the_spec_summary_reads_a_map_per_key_and_cuts_a_long_value() -> None:
+    from kubetrain.dashboard.views.jobpage import CUT, FIELD_TEXT_MAX, summary
+
+    script = "import torch\n" + "x = 1\n" * 100
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"creationTimestamp": "2026-01-02T03:04:05Z"},
+        "spec": {"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 2, "command": ["python", script]}},
+    }
+    fields = dict(summary(job).fields)
+    assert fields["created"] == "2026-01-02 03:04:05Z"  # as every other time on the page
+    assert fields["runtimeRef.name"] == "torch" and fields["trainer.numNodes"] == "2"
+    command = fields["trainer.command"]
+    assert command.endswith(CUT) and len(command) <= FIELD_TEXT_MAX + len(CUT)
+    assert command.startswith("[python, 'import torch")
+    assert "trainer" not in fields  # no flow-style dump of the whole map

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from kubetrain.dashboard.views.joblist import replica_specs
+from kubetrain.dashboard.views.timeutil import format_stamp
 
 # KubeDL's TensorBoard (the `kubedl.io/tensorboard-config` annotation) reports itself in
 # `status.tensorBoard`: `url` (through its Ingress, what a browser can open) and `address` (the
@@ -29,6 +30,12 @@ class ReplicaLine:
 class Summary:
     fields: tuple[tuple[str, str], ...]
     replicas: tuple[ReplicaLine, ...]
+
+
+# A spec field's value longer than this is cut on the job page (a TrainJob's trainer.command can be
+# a whole script); the YAML at the foot of the page has every value whole.
+FIELD_TEXT_MAX = 160
+CUT = " … (cut: the whole value is in the YAML below)"
 
 
 def _text(value: object) -> str:
@@ -56,14 +63,20 @@ def summary(job: Mapping[str, Any]) -> Summary:
         ("apiVersion", str(job.get("apiVersion") or "")),
         ("kind", str(job.get("kind") or "")),
     ]
-    fields.append(("created", str(meta.get("creationTimestamp") or "")))
+    fields.append(("created", format_stamp(meta.get("creationTimestamp"))))
     # The run policy and every other spec field but the replica specs, whatever the kind: the
     # dashboard names no framework's fields (the replica table below covers the replica specs).
     for key, value in run.items():
         fields.append((f"runPolicy.{key}", _text(value)))
     for key, value in spec.items():
-        if key != "runPolicy" and not key.endswith("ReplicaSpecs"):
-            fields.append((key, _text(value)))
+        if key == "runPolicy" or key.endswith("ReplicaSpecs"):
+            continue
+        # a map (a TrainJob's trainer, runtimeRef) one line per key, as runPolicy's
+        items = value.items() if isinstance(value, dict) and value else [("", value)]
+        for sub, item in items:
+            text = _text(item)
+            cut = text if len(text) <= FIELD_TEXT_MAX else text[:FIELD_TEXT_MAX].rstrip() + CUT
+            fields.append((f"{key}.{sub}" if sub else key, cut))
     lines = []
     for rtype, rspec in replica_specs(job).items():
         pod_spec = (rspec.get("template") or {}).get("spec") or {}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api.podprint import printed_pod
+from kubetrain.dashboard.views.timeutil import format_stamp
 
 # The DisruptionTarget condition's reasons (k8s.io/api/core/v1 types.go, PodReasonPreemptionByScheduler …)
 DISRUPTIONS = {
@@ -100,7 +101,9 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
     ready = sum(bool(cs.get("ready")) for cs in containers)
     restarts = sum(int(cs.get("restartCount") or 0) for cs in printed.restarted)
     if meta.get("deletionTimestamp") and word == "Terminating":
-        why = f"deleted at {meta['deletionTimestamp']}: waits for its node to stop its containers"
+        why = (
+            f"deleted at {format_stamp(meta['deletionTimestamp'])}: waits for its node to stop its containers"
+        )
     gone = disruption(pod)
     if gone:
         why = gone

@@ -31,6 +31,13 @@ def format_time(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+def format_stamp(value: object) -> str:
+    """A Kubernetes timestamp (`2026-01-02T03:04:05Z`) as `format_time` prints it, so every time on
+    a page reads alike; a value that is no timestamp is shown as it is."""
+    epoch = parse_time(value)
+    return format_time(epoch) if epoch is not None else ("" if value is None else str(value))
+
+
 def iso_time(epoch: float | None) -> str:
     if epoch is None:
         return ""
