@@ -20,6 +20,7 @@ from kubetrain.api.trainer.trainjob import TrainJob
 from kubetrain.jobs import listkeys, podlistkeys
 from kubetrain.jobs.crdgen import all_crds, model_schema
 from kubetrain.jobs.croncrds import cron_crds
+from kubetrain.jobs.trainerrequired import RUNTIME_REQUIRED, TRAINJOB_REQUIRED, add_required
 from kubetrain.jobs.trainerrules import (
     KUBETRAIN_RUNTIME_RULES,
     RUNTIME_RULES,
@@ -161,6 +162,7 @@ def _crd(
         _add_markers(schema, TRAINJOB_SCHEMA_MARKERS)
         listkeys.apply(schema, listkeys.TRAINJOB, listkeys.TRAINJOB_KEY_DEFAULTS)
         podlistkeys.describe_trainjob(schema)
+        add_required(schema, TRAINJOB_REQUIRED)
     else:
         policy = spec["mlPolicy"]["properties"]
         for source, defaults in RUNTIME_POLICY_DEFAULTS.items():
@@ -176,6 +178,7 @@ def _crd(
         _add_markers(schema, RUNTIME_SCHEMA_MARKERS)
         listkeys.apply(schema, listkeys.RUNTIME)
         podlistkeys.describe_job_spec(node(schema, "spec.template.spec.replicatedJobs[].template.spec"))
+        add_required(schema, RUNTIME_REQUIRED)
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
         "name": c.VERSION,

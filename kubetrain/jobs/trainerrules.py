@@ -117,8 +117,20 @@ ONE_POD_GROUP_POLICY: Rule = {
     "rule": "[has(self.coscheduling), has(self.volcano)].filter(x, x).size() <= 1",
     "message": ONE_POD_GROUP_POLICY_MESSAGE,
 }
+# kubetrain's own rule, not Trainer's: the JobSet template's `managedBy` hands the JobSet object
+# Trainer makes to another controller (JobSet's then skips it); kubetrain makes no JobSet object
+# and would run the pods anyway, so only JobSet's own controller is admitted.
+# `kubetrain.jobs.trainjob.jobsetpolicy.managed_by_errors` gives the webhook the same message.
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"  # JobSet's managedBy default
+JOBSET_MANAGED_BY_MESSAGE = (
+    f'only "{JOBSET_CONTROLLER}" (or unset): kubetrain runs a TrainJob\'s pods itself, with no JobSet '
+    "object for another controller to manage; a TrainJob's own spec.managedBy hands it to another "
+    "controller (kueue.x-k8s.io/multikueue)"
+)
+JOBSET_MANAGED_BY: Rule = {"rule": f"self == '{JOBSET_CONTROLLER}'", "message": JOBSET_MANAGED_BY_MESSAGE}
 KUBETRAIN_RUNTIME_RULES: dict[str, list[Rule]] = {
     "spec.template.spec.failurePolicy.restartStrategy": [IN_PLACE_RESTART],
+    "spec.template.spec.managedBy": [JOBSET_MANAGED_BY],
     "spec.podGroupPolicy": [ONE_POD_GROUP_POLICY],
 }
 

@@ -187,6 +187,31 @@ async def test_in_place_restart_is_refused_with_why(kube: KubeClient) -> None:
     }
 
 
+async def test_a_jobset_template_handed_to_another_controller_is_refused_with_why(kube: KubeClient) -> None:
+    """The JobSet template's `managedBy`: JobSet's own controller or unset; another would hand
+    Trainer's JobSet object to that controller, and kubetrain makes none."""
+    await install_trainer_crds(kube)
+    rjobs = [{"name": "node", "replicas": 1}]
+    bad = runtime("managed", {"torch": {}}, {"managedBy": "acme.io/x", "replicatedJobs": rjobs})
+    err = await refused(kube.create(TRAINING_RUNTIMES, bad, namespace="default"))
+    assert err.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "acme.io/x": only "jobset.sigs.k8s.io/jobset-controller" (or unset): '
+            "kubetrain runs a TrainJob's pods itself, with no JobSet object for another controller to "
+            "manage; a TrainJob's own spec.managedBy hands it to another controller "
+            "(kueue.x-k8s.io/multikueue)",
+            "field": "spec.template.spec.managedBy",
+        }
+    ]
+    own = runtime(
+        "jobset-managed",
+        {"torch": {}},
+        {"managedBy": "jobset.sigs.k8s.io/jobset-controller", "replicatedJobs": copy.deepcopy(rjobs)},
+    )
+    await kube.create(TRAINING_RUNTIMES, own, namespace="default")
+
+
 async def test_one_pod_group_policy_source(kube: KubeClient) -> None:
     """A runtime naming both gang schedulers is refused with the field and what is valid (Kubeflow
     Trainer issue 4060: Trainer 2.3 admits it); either one alone is admitted."""

@@ -71,6 +71,7 @@ RUNTIME = [
     ("spec.template.spec.volumeClaimPolicies", *JOBSET_IMMUTABLE),
 ]
 # kubetrain's own rules beside Trainer's: InPlaceRestart refused with why (trainerrules.IN_PLACE_RESTART),
+# the JobSet template's managedBy (trainerrules.JOBSET_MANAGED_BY),
 # and one podGroupPolicy source (trainerrules.ONE_POD_GROUP_POLICY).
 KUBETRAIN_RUNTIME = [
     (
@@ -79,6 +80,14 @@ KUBETRAIN_RUNTIME = [
         'InPlaceRestart is not supported, supported values: "Recreate", "BlockingRecreate": JobSet\'s '
         "in-place restart needs its restart agent sidecar, which reads the JobSet object's status, and "
         "kubetrain runs a TrainJob's pods without a JobSet object",
+    ),
+    # The JobSet object Trainer makes handed to another controller: kubetrain makes none.
+    (
+        "spec.template.spec.managedBy",
+        "self == 'jobset.sigs.k8s.io/jobset-controller'",
+        'only "jobset.sigs.k8s.io/jobset-controller" (or unset): kubetrain runs a TrainJob\'s pods itself, '
+        "with no JobSet object for another controller to manage; a TrainJob's own spec.managedBy hands "
+        "it to another controller (kueue.x-k8s.io/multikueue)",
     ),
     # A one-of Trainer 2.3 does not enforce (Kubeflow Trainer issue 4060).
     (

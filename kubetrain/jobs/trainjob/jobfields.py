@@ -11,6 +11,9 @@ warning for each other field a runtime sets (docs/behaviour.md §11, "Of the Job
   default without a podFailurePolicy) is admitted with a warning saying kubetrain waits.
 - `completionMode`: every TrainJob pod has its completion index (label, annotation, hostname), as
   under `Indexed` (JobSet's default); `NonIndexed` is admitted with a warning.
+- The Job template's `metadata`: a label other than `trainer.kubeflow.org/trainjob-ancestor-step`
+  (which names the step) and an annotation other than JobSet's exclusive-placement ones (which
+  reach the pods) would label the Job object only: each is warned about (`metadata_warnings`).
 - Both are held to the Job API's values (pkg/apis/batch/validation `validateJobSpec`,
   `validatePodReplacementPolicy`: `field.NotSupported` with the sorted supported values); with a
   podFailurePolicy, `podfailurepolicy` refuses any podReplacementPolicy but `Failed`.
@@ -23,7 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError, not_supported
-from kubetrain.jobs import jobsuccess
+from kubetrain.api.trainer import constants as c
+from kubetrain.jobs import jobsetplacement, jobsuccess
 
 # What kubetrain applies; `completions` is Trainer's too: it writes the parallelism there
 # (syncParallelCount).
@@ -80,4 +84,29 @@ def warnings(job_spec: Mapping[str, Any], path: str) -> list[str]:
             f"{path}.{key}: not applied: kubetrain creates the replicated job's pods itself, without a "
             f"Job; of the Job spec it applies {applied}"
         )
+    return out
+
+
+# What of a Job template's metadata kubetrain reads: the step's ancestor label, JobSet's
+# exclusive-placement annotations (they reach the pods: `jobsetplacement.placement_annotations`).
+READ_JOB_LABELS = (c.LABEL_ANCESTOR,)
+READ_JOB_ANNOTATIONS = (jobsetplacement.EXCLUSIVE_KEY, jobsetplacement.NODE_SELECTOR_STRATEGY_KEY)
+
+
+def metadata_warnings(job_template: Mapping[str, Any], path: str) -> list[str]:
+    """One warning per label or annotation of a replicated job's Job template (`path`: the
+    template's) that would label the Job object only, in name order."""
+    meta = job_template.get("metadata")
+    if not isinstance(meta, Mapping):
+        return []
+    out: list[str] = []
+    for field, read in (("labels", READ_JOB_LABELS), ("annotations", READ_JOB_ANNOTATIONS)):
+        values = meta.get(field)
+        for key in sorted(values) if isinstance(values, Mapping) else []:
+            if key not in read:
+                out.append(
+                    f"{path}.metadata.{field}[{key}]: not applied: it would be on the Job object, and "
+                    "kubetrain creates the replicated job's pods without one (put it in the pod "
+                    "template's metadata)"
+                )
     return out

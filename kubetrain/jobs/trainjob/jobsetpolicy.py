@@ -12,6 +12,15 @@
   `jobset.sigs.k8s.io/coordinator: <tj>-<rjob>-<jobIndex>-<podIndex>.<subdomain>`, the stable
   address of that pod; the replicated job must exist and both indices be in range, as JobSet's
   webhook checks, and the value must be a valid label value.
+- `managedBy` — names the controller of the JobSet object Trainer makes; kubetrain makes none
+  and runs the pods itself, so only JobSet's own controller (`JOBSET_CONTROLLER`, or unset) is
+  admitted (`managed_by_errors`; the runtime CRDs' rule
+  `trainerrules.JOBSET_MANAGED_BY` too): under Trainer another value leaves the JobSet to that
+  controller — JobSet's skips it — and a TrainJob's own `spec.managedBy` is how a TrainJob is
+  handed to another (MultiKueue).
+- `suspend` — Trainer replaces it with the TrainJob's `spec.suspend`; admitted with a warning
+  (`jobset_warnings`), as are the template's `metadata.labels`, which label only the JobSet
+  object.
 
 Pure."""
 
@@ -22,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api.errors import QUOTE, FieldError, invalid
+from kubetrain.jobs.trainerrules import JOBSET_CONTROLLER, JOBSET_MANAGED_BY_MESSAGE
 from kubetrain.jobs.trainjob.model import Step
 
 IN_ORDER = "InOrder"
@@ -77,3 +87,32 @@ def coordinator(
         )
         return "", [invalid(COORDINATOR_PATH, message)]
     return endpoint, []
+
+
+def managed_by_errors(jobset_spec: Mapping[str, Any], path: str) -> list[FieldError]:
+    """The JobSet template's `managedBy`: unset or JobSet's own controller. `path`: the JobSet
+    spec's."""
+    manager = jobset_spec.get("managedBy")
+    if manager is None or manager == JOBSET_CONTROLLER:
+        return []
+    return [invalid(f"{path}.managedBy", f"{QUOTE.encode(manager)}: {JOBSET_MANAGED_BY_MESSAGE}")]
+
+
+def jobset_warnings(template: Mapping[str, Any], path: str) -> list[str]:
+    """What of the runtime's JobSet template (`path`: its path) has no effect: `spec.suspend`
+    (each TrainJob's `spec.suspend` replaces it, as in Trainer) and `metadata.labels` (they
+    would label the JobSet object, which kubetrain does not make)."""
+    out: list[str] = []
+    spec = template.get("spec")
+    if isinstance(spec, Mapping) and spec.get("suspend") is not None:
+        out.append(
+            f"{path}.spec.suspend: not applied: each TrainJob's own spec.suspend decides (Trainer "
+            "replaces this value with it too)"
+        )
+    meta = template.get("metadata")
+    if isinstance(meta, Mapping) and meta.get("labels"):
+        out.append(
+            f"{path}.metadata.labels: not applied: they label the JobSet object, and kubetrain runs a "
+            "TrainJob's pods without one (label the pods in the replicated jobs' pod templates)"
+        )
+    return out

@@ -176,6 +176,7 @@ def resolve(
     )
     errors += claim_errors
     errors += failurepolicy.validate(jsspec, "runtime.spec.template.spec")  # JobSet's webhook rule
+    errors += jobsetpolicy.managed_by_errors(jsspec, "runtime.spec.template.spec")
     success = jsspec.get(SUCCESS_POLICY) or {}
     failure = jsspec.get("failurePolicy") or {}
     resolved = ResolvedTrainJob(

@@ -11,8 +11,10 @@ single-job restart actions (`failurepolicy.validate`: replicas ≤ 1024; no rest
 InPlaceRestart), the Job API's rules for a replicated job's `podFailurePolicy`,
 `activeDeadlineSeconds`, `backoffLimitPerIndex` and `maxFailedIndexes` (`podfailurepolicy.validate`),
 `successPolicy` (`jobsuccess.validate`), `completionMode` and `podReplacementPolicy`
-(`jobfields.validate`); a warning without the `trainer.kubeflow.org/framework` label and per Job
-spec field not applied (`runtime_warnings`, `jobfields.warnings`).
+(`jobfields.validate`), the JobSet template's `managedBy` (`jobsetpolicy.managed_by_errors`);
+a warning without the `trainer.kubeflow.org/framework` label and per Job
+spec field not applied, the JobSet template's `suspend` and labels (`runtime_warnings`,
+`jobfields.warnings`, `jobsetpolicy.jobset_warnings`).
 Pure."""
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kubetrain.jobs.trainjob import (
     envinjection,
     failurepolicy,
     jobfields,
+    jobsetpolicy,
     podfailurepolicy,
     volumeclaims,
 )
@@ -131,13 +134,15 @@ def runtime_warnings(obj: Mapping[str, Any]) -> list[str]:
             "uses only runtimes labelled with their framework (torch, deepspeed, mlx, jax, xgboost, …)"
         )
     template = (obj.get("spec") or {}).get("template") or {}
+    if isinstance(template, Mapping):
+        warnings += jobsetpolicy.jobset_warnings(template, "spec.template")
     rjobs = (template.get("spec") or {}).get("replicatedJobs")
     for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
         rjob_template = (rjob or {}).get("template") if isinstance(rjob, Mapping) else None
         if isinstance(rjob_template, Mapping):
-            warnings += exclusive.runtime_warnings(
-                obj, rjob_template, f"spec.template.spec.replicatedJobs[{i}].template"
-            )
+            where = f"spec.template.spec.replicatedJobs[{i}].template"
+            warnings += exclusive.runtime_warnings(obj, rjob_template, where)
+            warnings += jobfields.metadata_warnings(rjob_template, where)
         job_spec = ((rjob or {}).get("template") or {}).get("spec") if isinstance(rjob, Mapping) else None
         if isinstance(job_spec, Mapping):
             warnings += jobfields.warnings(job_spec, f"spec.template.spec.replicatedJobs[{i}].template.spec")
@@ -204,6 +209,7 @@ def validate_runtime(obj: Mapping[str, Any]) -> list[FieldError]:
     jobset_spec = (spec.get("template") or {}).get("spec") or {}
     errors += _startup_order_errors(jobset_spec, rjobs)
     errors += _subdomain_errors(jobset_spec)
+    errors += jobsetpolicy.managed_by_errors(jobset_spec, "spec.template.spec")
     errors += volumeclaims.validate(jobset_spec, "spec.template.spec")
     errors += failurepolicy.validate(jobset_spec, "spec.template.spec")
     errors += podfailurepolicy.validate(jobset_spec, "spec.template.spec")
