@@ -8,6 +8,8 @@ the operator and the webhooks' edge share), which defaulting and validation then
 - `kubedl.io/git-sync-config` → an init container fetching the code into a volume every container
   mounts (kubetrain.jobs.codesync).
 - `kubedl.io/tensorboard-config` → a TensorBoard pod, Service and Ingress (kubetrain.jobs.tensorboard).
+- `kubedl.io/enable-elastic-training: "true"` on a PyTorchJob (KubeDL's own elastic scaling loop)
+  is not acted on: a warning says so (`kubedl_annotation_warnings`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ from kubetrain.api.labels import (
 )
 from kubetrain.jobs import codesync, tenancy, tensorboard
 from kubetrain.jobs.replicadraft import ReplicaDraft
+
+# KubeDL's PyTorchJob elastic scaling (`AnnotationEnableElasticTraining`, read when "true").
+KUBEDL_ANNOTATION_ELASTIC = "kubedl.io/enable-elastic-training"
+
+
+def kubedl_annotation_warnings(obj: Mapping[str, Any]) -> list[str]:
+    """The KubeDL annotations of a job that kubetrain does not act on, each a warning naming it
+    and what happens instead."""
+    if obj.get("kind") != "PyTorchJob" or annotations_of(obj).get(KUBEDL_ANNOTATION_ELASTIC) != "true":
+        return []
+    return [
+        f"metadata.annotations[{KUBEDL_ANNOTATION_ELASTIC}]: not read by kubetrain: the job runs at "
+        "the replicas its spec asks for, without KubeDL's elastic scaling; set spec.elasticPolicy "
+        "for elastic training with torchrun"
+    ]
 
 
 @dataclass(frozen=True)

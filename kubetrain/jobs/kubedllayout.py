@@ -14,6 +14,10 @@ so what the mutating webhook adds is in KubeDL's places. Differences:
   controller) and `cacheBackend` (Fluid dataset caches) are refused with a message saying so;
   `mainContainer` (KubeDL's MPIJob) is accepted when it names the framework container kubetrain
   runs (MPI: container 0 of each template).
+- KubeDL's MPIJob `mpiDistribution` (its v1alpha2 field: `OpenMPI`, `IntelMPI`, `MPICH`) is
+  kubetrain's `mpiImplementation` (`OpenMPI`, `Intel`, `MPICH`); the fields of KubeDL's v1alpha1
+  MPIJob layout (`LEGACY_MPI`: `replicas`, `template`, `gpus`, …) and a replica's
+  `spotReplicaSpec` are refused with a message saying what to write instead.
 - Where KubeDL names the framework container differently (`Framework.kubedl_container_name`:
   XGBoost's `xgboostjob`, kubetrain's `xgboost`), the job keeps KubeDL's name and its pods name
   the container as kubetrain does.
@@ -26,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import RunPolicy
-from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid, not_supported
 from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.api.podtemplate import framework_container_index
 from kubetrain.frameworks.base import Framework
@@ -46,6 +50,30 @@ REFUSED = {
     "cacheBackend": "KubeDL's Fluid dataset caches are not managed by kubetrain; mount a "
     "PersistentVolumeClaim of the cache instead",
 }
+
+# KubeDL's v1alpha1 MPIJob layout (`MPIJobLegacySpec.LegacyV1Alpha1`), which KubeDL's controller
+# turns into mpiReplicaSpecs (`LegacyMPIJobToV1MPIJob`); kubetrain reads mpiReplicaSpecs only.
+LEGACY_MPI = (
+    "gpus",
+    "gpusPerNode",
+    "processingUnits",
+    "processingUnitsPerNode",
+    "processingResourceType",
+    "launcherOnMaster",
+    "replicas",
+    "template",
+)
+LEGACY_MPI_WHY = (
+    "KubeDL's v1alpha1 MPIJob layout is not supported by kubetrain: describe the pods in "
+    "spec.mpiReplicaSpecs (Launcher and Worker, each with replicas and template) instead"
+)
+# KubeDL's v1alpha2 MPIJob `mpiDistribution` → kubetrain's `mpiImplementation`.
+MPI_DISTRIBUTIONS = {"OpenMPI": "OpenMPI", "IntelMPI": "Intel", "MPICH": "MPICH"}
+SPOT = "spotReplicaSpec"
+SPOT_WHY = (
+    "KubeDL's spot replicas are not run by kubetrain (KubeDL's controller does not act on them "
+    "either): remove the field, or set priorityClassName and labels in the replica's template"
+)
 
 
 def is_kubedl(obj: Mapping[str, Any]) -> bool:
@@ -90,6 +118,26 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
             errors.append(
                 forbidden("spec.runPolicy.cronPolicy", f"not supported by kubetrain: {REFUSED['cronPolicy']}")
             )
+    is_mpi = framework is not None and framework.kind == "MPIJob"
+    for key in LEGACY_MPI if is_mpi else ():
+        if spec.get(key) is not None:
+            errors.append(forbidden(f"spec.{key}", LEGACY_MPI_WHY))
+    dist = spec.get("mpiDistribution") if is_mpi else None
+    impl = MPI_DISTRIBUTIONS.get(dist) if isinstance(dist, str) else None
+    if dist is not None and impl is None:
+        errors.append(not_supported("spec.mpiDistribution", dist, MPI_DISTRIBUTIONS))
+    elif impl is not None and spec.get("mpiImplementation") not in (None, impl):
+        errors.append(
+            invalid(
+                "spec.mpiDistribution",
+                f"{QUOTE.encode(dist)} is mpiImplementation {QUOTE.encode(impl)}, but "
+                f"spec.mpiImplementation is {QUOTE.encode(spec.get('mpiImplementation'))}: set one of them",
+            )
+        )
+    replica_specs = spec.get(framework.replica_field) if framework is not None else None
+    for rtype, rspec in (replica_specs if isinstance(replica_specs, Mapping) else {}).items():
+        if isinstance(rspec, Mapping) and rspec.get(SPOT) is not None:
+            errors.append(forbidden(f"spec.{framework.replica_field}[{rtype}].{SPOT}", SPOT_WHY))  # type: ignore[union-attr]
     main = spec.get("mainContainer")
     if main is not None and framework is not None:
         replicas = spec.get(framework.replica_field)
@@ -139,9 +187,16 @@ def _converted(obj: Mapping[str, Any], framework: Framework | None) -> dict[str,
     """A KubeDL job (with a spec) in kubetrain's layout, as a copy."""
     out = copy.deepcopy(dict(obj))
     spec = out["spec"]
-    for key in REFUSED:
-        spec.pop(key, None)
-    spec.pop("mainContainer", None)
+    is_mpi = framework is not None and framework.kind == "MPIJob"
+    for key in (*REFUSED, "mainContainer", *(("mpiDistribution", *LEGACY_MPI) if is_mpi else ())):
+        value = spec.pop(key, None)
+        impl = MPI_DISTRIBUTIONS.get(value) if key == "mpiDistribution" and isinstance(value, str) else None
+        if impl is not None and spec.get("mpiImplementation") is None:
+            spec["mpiImplementation"] = impl
+    replica_specs = spec.get(framework.replica_field) if framework is not None else None
+    for rspec in (replica_specs if isinstance(replica_specs, dict) else {}).values():
+        if isinstance(rspec, dict):
+            rspec.pop(SPOT, None)
     inline = {k: spec.pop(k) for k in (*RUN_POLICY_FIELDS, SCHEDULING) if k in spec}
     given = spec.get("runPolicy")
     run_policy = {**inline, **(given if isinstance(given, dict) else {})}
@@ -174,9 +229,17 @@ def from_v1(v1: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any
             spec[key] = value  # KubeDL's inline place
     elif isinstance(run_policy, dict) and isinstance(run_policy.get(SCHEDULING), Mapping):
         run_policy[SCHEDULING] = _scheduling_from_v1(run_policy[SCHEDULING])
-    for key in (*REFUSED, "mainContainer"):
+    for key in (*REFUSED, "mainContainer", "mpiDistribution", *LEGACY_MPI):
         if key in ospec:
             spec[key] = copy.deepcopy(ospec[key])
+    framework = get_framework(str(out.get("kind")))
+    replicas, originals = (
+        (spec.get(framework.replica_field), ospec.get(framework.replica_field)) if framework else (None, None)
+    )
+    for rtype, before in (originals if isinstance(originals, Mapping) else {}).items():
+        after = replicas.get(rtype) if isinstance(replicas, dict) else None
+        if isinstance(before, Mapping) and SPOT in before and isinstance(after, dict):
+            after[SPOT] = copy.deepcopy(before[SPOT])
     # What to_v1 left out is kept as the user wrote it, for validation to refuse.
     for holder, original_holder in ((spec, ospec), (spec.get("runPolicy"), ospec.get("runPolicy"))):
         before = original_holder.get(SCHEDULING) if isinstance(original_holder, Mapping) else None
@@ -188,7 +251,6 @@ def from_v1(v1: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any
             and "cronPolicy" in original_holder
         ):
             holder["cronPolicy"] = copy.deepcopy(original_holder["cronPolicy"])
-    framework = get_framework(str(out.get("kind")))
     if framework is not None and framework.kubedl_container_name:
         _restore_names(spec.get(framework.replica_field), ospec.get(framework.replica_field), framework)
     return out

@@ -178,6 +178,11 @@ def _migrate_kubedl(obj: dict[str, Any], group: str) -> Migration:
         changes.append("schedulingPolicy.priorityClassName → spec.runPolicy.schedulingPolicy.priorityClass")
     if "mainContainer" in before:
         changes.append("spec.mainContainer removed (the framework container is found by name)")
+    if "mpiDistribution" in before and "mpiImplementation" not in before:
+        changes.append(
+            f"spec.mpiDistribution {before['mpiDistribution']} → "
+            f"spec.mpiImplementation {spec.get('mpiImplementation')}"
+        )
     framework = get_framework(str(obj.get("kind")))
     old_name = framework.kubedl_container_name if framework is not None else ""
     if (
