@@ -8,8 +8,8 @@ the operator and the webhooks' edge share), which defaulting and validation then
 - `kubedl.io/git-sync-config` → an init container fetching the code into a volume every container
   mounts (kubetrain.jobs.codesync).
 - `kubedl.io/tensorboard-config` → a TensorBoard pod, Service and Ingress (kubetrain.jobs.tensorboard).
-- `kubedl.io/enable-elastic-training: "true"` on a PyTorchJob (KubeDL's own elastic scaling loop)
-  is not acted on: a warning says so (`kubedl_annotation_warnings`).
+- KubeDL annotations kubetrain does not act on (`Framework.kubedl_unread_annotations`, e.g. a
+  PyTorchJob's `kubedl.io/enable-elastic-training`): a warning says so (`kubedl_annotation_warnings`).
 """
 
 from __future__ import annotations
@@ -25,22 +25,21 @@ from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
     annotations_of,
 )
+from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs import codesync, tenancy, tensorboard
 from kubetrain.jobs.replicadraft import ReplicaDraft
 
-# KubeDL's PyTorchJob elastic scaling (`AnnotationEnableElasticTraining`, read when "true").
-KUBEDL_ANNOTATION_ELASTIC = "kubedl.io/enable-elastic-training"
-
 
 def kubedl_annotation_warnings(obj: Mapping[str, Any]) -> list[str]:
-    """The KubeDL annotations of a job that kubetrain does not act on, each a warning naming it
-    and what happens instead."""
-    if obj.get("kind") != "PyTorchJob" or annotations_of(obj).get(KUBEDL_ANNOTATION_ELASTIC) != "true":
-        return []
+    """The KubeDL annotations of a job that kubetrain does not act on
+    (`Framework.kubedl_unread_annotations`, set to "true"), each a warning naming it and what
+    happens instead."""
+    framework = get_framework(str(obj.get("kind")))
+    annotations = annotations_of(obj)
     return [
-        f"metadata.annotations[{KUBEDL_ANNOTATION_ELASTIC}]: not read by kubetrain: the job runs at "
-        "the replicas its spec asks for, without KubeDL's elastic scaling; set spec.elasticPolicy "
-        "for elastic training with torchrun"
+        f"metadata.annotations[{name}]: not read by kubetrain: {instead}"
+        for name, instead in (framework.kubedl_unread_annotations if framework is not None else ())
+        if annotations.get(name) == "true"
     ]
 
 

@@ -9,8 +9,6 @@ from typing import Any
 from kubetrain.frameworks.base import Framework
 from kubetrain.jobs import listkeys
 from kubetrain.jobs.kubedllayout import (
-    LEGACY_MPI,
-    LEGACY_MPI_WHY,
     REFUSED,
     RUN_POLICY_FIELDS,
     SCHEDULING,
@@ -54,14 +52,15 @@ def kubedl_schema(schema: dict[str, Any], framework: Framework) -> None:
     run_policy["cronPolicy"] = {**free, "description": f"Refused by kubetrain: {REFUSED['cronPolicy']}."}
     replica = listkeys.node(schema, f"spec.{framework.replica_field}{{}}")
     replica["properties"][SPOT] = {**free, "description": f"Refused: {SPOT_WHY}."}
-    if framework.kind == "MPIJob":
-        types = {"launcherOnMaster": "boolean", "processingResourceType": "string", "template": "object"}
-        for key in LEGACY_MPI:
-            spec[key] = {"type": types.get(key, "integer"), "description": f"Refused: {LEGACY_MPI_WHY}."}
-            spec[key].update({"format": "int32"} if spec[key]["type"] == "integer" else {})
-        spec["template"]["x-kubernetes-preserve-unknown-fields"] = True
-        spec["mpiDistribution"] = {
+    for key, json_type in framework.kubedl_refused_fields:
+        spec[key] = {"type": json_type, "description": f"Refused: {framework.kubedl_refused_why}."}
+        spec[key].update({"format": "int32"} if json_type == "integer" else {})
+        spec[key].update({"x-kubernetes-preserve-unknown-fields": True} if json_type == "object" else {})
+    if framework.kubedl_renamed_field is not None:
+        name, target, pairs = framework.kubedl_renamed_field
+        spec[name] = {
             "type": "string",
-            "description": "KubeDL's MPI distribution, one of OpenMPI, IntelMPI or MPICH: read as "
-            "mpiImplementation OpenMPI, Intel or MPICH.",
+            "description": f"KubeDL's name for {target}: "
+            + ", ".join(f"{kubedl} is {ours}" for kubedl, ours in pairs)
+            + ".",
         }

@@ -14,10 +14,10 @@ so what the mutating webhook adds is in KubeDL's places. Differences:
   controller) and `cacheBackend` (Fluid dataset caches) are refused with a message saying so;
   `mainContainer` (KubeDL's MPIJob) is accepted when it names the framework container kubetrain
   runs (MPI: container 0 of each template).
-- KubeDL's MPIJob `mpiDistribution` (its v1alpha2 field: `OpenMPI`, `IntelMPI`, `MPICH`) is
-  kubetrain's `mpiImplementation` (`OpenMPI`, `Intel`, `MPICH`); the fields of KubeDL's v1alpha1
-  MPIJob layout (`LEGACY_MPI`: `replicas`, `template`, `gpus`, …) and a replica's
-  `spotReplicaSpec` are refused with a message saying what to write instead.
+- A field KubeDL names differently (`Framework.kubedl_renamed_field`: MPI's `mpiDistribution`,
+  `IntelMPI` → `mpiImplementation: Intel`) is read as kubetrain's; the fields of a kind's older
+  KubeDL layouts (`Framework.kubedl_refused_fields`: MPI's v1alpha1 `replicas`, `template`,
+  `gpus`, …) and a replica's `spotReplicaSpec` are refused with a message saying what to write.
 - Where KubeDL names the framework container differently (`Framework.kubedl_container_name`:
   XGBoost's `xgboostjob`, kubetrain's `xgboost`), the job keeps KubeDL's name and its pods name
   the container as kubetrain does.
@@ -51,24 +51,6 @@ REFUSED = {
     "PersistentVolumeClaim of the cache instead",
 }
 
-# KubeDL's v1alpha1 MPIJob layout (`MPIJobLegacySpec.LegacyV1Alpha1`), which KubeDL's controller
-# turns into mpiReplicaSpecs (`LegacyMPIJobToV1MPIJob`); kubetrain reads mpiReplicaSpecs only.
-LEGACY_MPI = (
-    "gpus",
-    "gpusPerNode",
-    "processingUnits",
-    "processingUnitsPerNode",
-    "processingResourceType",
-    "launcherOnMaster",
-    "replicas",
-    "template",
-)
-LEGACY_MPI_WHY = (
-    "KubeDL's v1alpha1 MPIJob layout is not supported by kubetrain: describe the pods in "
-    "spec.mpiReplicaSpecs (Launcher and Worker, each with replicas and template) instead"
-)
-# KubeDL's v1alpha2 MPIJob `mpiDistribution` → kubetrain's `mpiImplementation`.
-MPI_DISTRIBUTIONS = {"OpenMPI": "OpenMPI", "IntelMPI": "Intel", "MPICH": "MPICH"}
 SPOT = "spotReplicaSpec"
 SPOT_WHY = (
     "KubeDL's spot replicas are not run by kubetrain (KubeDL's controller does not act on them "
@@ -118,22 +100,10 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
             errors.append(
                 forbidden("spec.runPolicy.cronPolicy", f"not supported by kubetrain: {REFUSED['cronPolicy']}")
             )
-    is_mpi = framework is not None and framework.kind == "MPIJob"
-    for key in LEGACY_MPI if is_mpi else ():
+    errors.extend(_renamed_errors(spec, framework))
+    for key, _ in framework.kubedl_refused_fields if framework is not None else ():
         if spec.get(key) is not None:
-            errors.append(forbidden(f"spec.{key}", LEGACY_MPI_WHY))
-    dist = spec.get("mpiDistribution") if is_mpi else None
-    impl = MPI_DISTRIBUTIONS.get(dist) if isinstance(dist, str) else None
-    if dist is not None and impl is None:
-        errors.append(not_supported("spec.mpiDistribution", dist, MPI_DISTRIBUTIONS))
-    elif impl is not None and spec.get("mpiImplementation") not in (None, impl):
-        errors.append(
-            invalid(
-                "spec.mpiDistribution",
-                f"{QUOTE.encode(dist)} is mpiImplementation {QUOTE.encode(impl)}, but "
-                f"spec.mpiImplementation is {QUOTE.encode(spec.get('mpiImplementation'))}: set one of them",
-            )
-        )
+            errors.append(forbidden(f"spec.{key}", framework.kubedl_refused_why))  # type: ignore[union-attr]
     replica_specs = spec.get(framework.replica_field) if framework is not None else None
     for rtype, rspec in (replica_specs if isinstance(replica_specs, Mapping) else {}).items():
         if isinstance(rspec, Mapping) and rspec.get(SPOT) is not None:
@@ -163,6 +133,35 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
     return errors
 
 
+def _renamed_errors(spec: Mapping[str, Any], framework: Framework | None) -> list[FieldError]:
+    """A renamed KubeDL field (`Framework.kubedl_renamed_field`) of a value KubeDL does not have,
+    or contradicting kubetrain's field also given."""
+    if framework is None or framework.kubedl_renamed_field is None:
+        return []
+    name, target, pairs = framework.kubedl_renamed_field
+    value, values = spec.get(name), dict(pairs)
+    meant = values.get(value) if isinstance(value, str) else None
+    if value is not None and meant is None:
+        return [not_supported(f"spec.{name}", value, values)]
+    if meant is not None and spec.get(target) not in (None, meant):
+        return [
+            invalid(
+                f"spec.{name}",
+                f"{QUOTE.encode(value)} is {target} {QUOTE.encode(meant)}, but spec.{target} is "
+                f"{QUOTE.encode(spec.get(target))}: set one of them",
+            )
+        ]
+    return []
+
+
+def kubedl_only_fields(framework: Framework | None) -> tuple[str, ...]:
+    """The spec fields of a KubeDL job of the framework's kind that kubetrain's layout has not:
+    refused ones, `mainContainer` and a renamed field."""
+    renamed = framework.kubedl_renamed_field if framework is not None else None
+    refused = framework.kubedl_refused_fields if framework is not None else ()
+    return (*REFUSED, "mainContainer", *(f for f, _ in refused), *((renamed[0],) if renamed else ()))
+
+
 def _scheduling_to_v1(value: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in value.items() if k not in ("priority", "priorityClassName")}
     if value.get("priorityClassName"):
@@ -187,12 +186,14 @@ def _converted(obj: Mapping[str, Any], framework: Framework | None) -> dict[str,
     """A KubeDL job (with a spec) in kubetrain's layout, as a copy."""
     out = copy.deepcopy(dict(obj))
     spec = out["spec"]
-    is_mpi = framework is not None and framework.kind == "MPIJob"
-    for key in (*REFUSED, "mainContainer", *(("mpiDistribution", *LEGACY_MPI) if is_mpi else ())):
+    renamed = framework.kubedl_renamed_field if framework is not None else None
+    for key in kubedl_only_fields(framework):
         value = spec.pop(key, None)
-        impl = MPI_DISTRIBUTIONS.get(value) if key == "mpiDistribution" and isinstance(value, str) else None
-        if impl is not None and spec.get("mpiImplementation") is None:
-            spec["mpiImplementation"] = impl
+        meant = (
+            dict(renamed[2]).get(value) if renamed and key == renamed[0] and isinstance(value, str) else None
+        )
+        if renamed and meant is not None and spec.get(renamed[1]) is None:
+            spec[renamed[1]] = meant
     replica_specs = spec.get(framework.replica_field) if framework is not None else None
     for rspec in (replica_specs if isinstance(replica_specs, dict) else {}).values():
         if isinstance(rspec, dict):
@@ -229,10 +230,10 @@ def from_v1(v1: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any
             spec[key] = value  # KubeDL's inline place
     elif isinstance(run_policy, dict) and isinstance(run_policy.get(SCHEDULING), Mapping):
         run_policy[SCHEDULING] = _scheduling_from_v1(run_policy[SCHEDULING])
-    for key in (*REFUSED, "mainContainer", "mpiDistribution", *LEGACY_MPI):
+    framework = get_framework(str(out.get("kind")))
+    for key in kubedl_only_fields(framework):
         if key in ospec:
             spec[key] = copy.deepcopy(ospec[key])
-    framework = get_framework(str(out.get("kind")))
     replicas, originals = (
         (spec.get(framework.replica_field), ospec.get(framework.replica_field)) if framework else (None, None)
     )
