@@ -119,6 +119,16 @@ class Framework:
     # (kubetrain.jobs.kubedllayout), and names the framework container this when it differs.
     kubedl_kind: bool = False
     kubedl_container_name: str = ""
+    # KubeDL spec fields of the kind's older layouts, with their JSON type in KubeDL's CRD: kept by
+    # the CRD and refused by the webhook saying `kubedl_refused_why` (kubetrain.jobs.kubedllayout).
+    kubedl_refused_fields: tuple[tuple[str, str], ...] = ()
+    kubedl_refused_why: str = ""
+    # A KubeDL spec field read as one of kubetrain's: (KubeDL's name, kubetrain's, KubeDL's values
+    # mapped to kubetrain's).
+    kubedl_renamed_field: tuple[str, str, tuple[tuple[str, str], ...]] | None = None
+    # KubeDL annotations of the kind that kubetrain does not act on, each with what happens
+    # instead: a warning when one is "true" (kubetrain.jobs.kubedl).
+    kubedl_unread_annotations: tuple[tuple[str, str], ...] = ()
     # KubeDL's DAG scheduling of the kind (its `setDefault<Kind>DAGCondition(s)`): (downstream,
     # upstream) replica types, the downstream's pods created once every upstream pod has started
     # (kubetrain.jobs.kubedldag).

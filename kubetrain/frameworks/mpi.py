@@ -78,6 +78,28 @@ class MPI(Framework):
     kind = "MPIJob"
     kubeflow_framework_name = "mpi"  # training-operator's GetFrameworkName()
     kubedl_kind = True
+    # KubeDL's v1alpha1 MPIJob layout (`LegacyV1Alpha1`), which its controller turns into
+    # mpiReplicaSpecs (`LegacyMPIJobToV1MPIJob`); kubetrain reads mpiReplicaSpecs only.
+    kubedl_refused_fields = (
+        ("gpus", "integer"),
+        ("gpusPerNode", "integer"),
+        ("processingUnits", "integer"),
+        ("processingUnitsPerNode", "integer"),
+        ("processingResourceType", "string"),
+        ("launcherOnMaster", "boolean"),
+        ("replicas", "integer"),
+        ("template", "object"),
+    )
+    kubedl_refused_why = (
+        "KubeDL's v1alpha1 MPIJob layout is not supported by kubetrain: describe the pods in "
+        "spec.mpiReplicaSpecs (Launcher and Worker, each with replicas and template) instead"
+    )
+    # KubeDL's v1alpha2 `mpiDistribution`.
+    kubedl_renamed_field = (
+        "mpiDistribution",
+        "mpiImplementation",
+        (("OpenMPI", "OpenMPI"), ("IntelMPI", "Intel"), ("MPICH", "MPICH")),
+    )
     kubedl_controller_name = "MPIController"  # KubeDL's controllerName
     kubedl_dag = (("Launcher", "Worker"),)  # setDefaultMPIDAGConditions
     plural = "mpijobs"

@@ -28,6 +28,13 @@ class PyTorch(Framework):
     kind = "PyTorchJob"
     kubeflow_framework_name = "pytorch"  # training-operator's GetFrameworkName()
     kubedl_kind = True
+    kubedl_unread_annotations = (
+        (
+            "kubedl.io/enable-elastic-training",  # KubeDL's own elastic scaling loop
+            "the job runs at the replicas its spec asks for, without KubeDL's elastic scaling; set "
+            "spec.elasticPolicy for elastic training with torchrun",
+        ),
+    )
     kubedl_controller_name = "PytorchController"  # KubeDL's controllerName
     kubedl_dag = (("Worker", "Master"),)  # setDefaultPyTorchDAGConditions
     plural = "pytorchjobs"

@@ -26,7 +26,7 @@ from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.registry import FRAMEWORKS, converted_versions, group_serves, job_version
 from kubetrain.jobs import listkeys, podlistkeys
-from kubetrain.jobs.kubedllayout import REFUSED, RUN_POLICY_FIELDS, SCHEDULING
+from kubetrain.jobs.kubedlcrd import kubedl_schema
 from kubetrain.jobs.parse import API_GROUP
 
 CATEGORY = "kubetrain"
@@ -99,7 +99,7 @@ def job_crd(framework: Framework, group: str = API_GROUP) -> dict[str, Any]:
     schema = job_schema(framework)
     describe_pod_templates(schema, framework, group)
     if group == KUBEDL_GROUP:
-        kubedl_schema(schema)
+        kubedl_schema(schema, framework)
     else:  # kubetrain.io's job kinds have kubeflow.org's schema (training-operator's markers)
         listkeys.apply(schema, listkeys.KUBEFLOW_JOB)
     version: dict[str, Any] = {
@@ -211,40 +211,6 @@ def describe_pod_templates(schema: dict[str, Any], framework: Framework, group: 
     pod_spec = podlistkeys.KUBEDL_POD_SPEC if group == KUBEDL_GROUP else podlistkeys.POD_SPEC
     template = listkeys.node(schema, f"spec.{framework.replica_field}{{}}.template")
     podlistkeys.describe_pod_template(template, pod_spec)
-
-
-def kubedl_schema(schema: dict[str, Any]) -> None:
-    """KubeDL's spec layout in a job schema (kubetrain.jobs.kubedllayout): the run policy fields
-    inline, and the fields kubetrain refuses kept (not pruned) so the webhook can say why."""
-    spec = schema["properties"]["spec"]["properties"]
-    run_policy = spec["runPolicy"]["properties"]
-    for key in RUN_POLICY_FIELDS:
-        spec[key] = run_policy[key]
-    scheduling = dict(run_policy[SCHEDULING])
-    scheduling["properties"] = {
-        **scheduling["properties"],
-        "priorityClassName": {
-            "type": "string",
-            "description": "KubeDL's name for the PriorityClass of the job's pods.",
-        },
-        "priority": {
-            "type": "integer",
-            "format": "int32",
-            "description": "A numeric priority: refused by kubetrain; name a PriorityClass in "
-            "priorityClassName instead.",
-        },
-    }
-    spec[SCHEDULING] = scheduling
-    run_policy[SCHEDULING] = scheduling
-    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    for key, why in REFUSED.items():
-        spec[key] = {**free, "description": f"KubeDL's {key}, refused by kubetrain: {why}."}
-    spec["mainContainer"] = {
-        "type": "string",
-        "description": "The container that runs the framework; accepted when it is the one "
-        "kubetrain uses (the kind's container name, or container 0) in every template.",
-    }
-    run_policy["cronPolicy"] = {**free, "description": f"Refused by kubetrain: {REFUSED['cronPolicy']}."}
 
 
 def job_schema(framework: Framework) -> dict[str, Any]:

@@ -8,6 +8,8 @@ the operator and the webhooks' edge share), which defaulting and validation then
 - `kubedl.io/git-sync-config` → an init container fetching the code into a volume every container
   mounts (kubetrain.jobs.codesync).
 - `kubedl.io/tensorboard-config` → a TensorBoard pod, Service and Ingress (kubetrain.jobs.tensorboard).
+- KubeDL annotations kubetrain does not act on (`Framework.kubedl_unread_annotations`, e.g. a
+  PyTorchJob's `kubedl.io/enable-elastic-training`): a warning says so (`kubedl_annotation_warnings`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,22 @@ from kubetrain.api.labels import (
     KUBEDL_ANNOTATION_TENSORBOARD,
     annotations_of,
 )
+from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs import codesync, tenancy, tensorboard
 from kubetrain.jobs.replicadraft import ReplicaDraft
+
+
+def kubedl_annotation_warnings(obj: Mapping[str, Any]) -> list[str]:
+    """The KubeDL annotations of a job that kubetrain does not act on
+    (`Framework.kubedl_unread_annotations`, set to "true"), each a warning naming it and what
+    happens instead."""
+    framework = get_framework(str(obj.get("kind")))
+    annotations = annotations_of(obj)
+    return [
+        f"metadata.annotations[{name}]: not read by kubetrain: {instead}"
+        for name, instead in (framework.kubedl_unread_annotations if framework is not None else ())
+        if annotations.get(name) == "true"
+    ]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,10 @@ so what the mutating webhook adds is in KubeDL's places. Differences:
   controller) and `cacheBackend` (Fluid dataset caches) are refused with a message saying so;
   `mainContainer` (KubeDL's MPIJob) is accepted when it names the framework container kubetrain
   runs (MPI: container 0 of each template).
+- A field KubeDL names differently (`Framework.kubedl_renamed_field`: MPI's `mpiDistribution`,
+  `IntelMPI` → `mpiImplementation: Intel`) is read as kubetrain's; the fields of a kind's older
+  KubeDL layouts (`Framework.kubedl_refused_fields`: MPI's v1alpha1 `replicas`, `template`,
+  `gpus`, …) and a replica's `spotReplicaSpec` are refused with a message saying what to write.
 - Where KubeDL names the framework container differently (`Framework.kubedl_container_name`:
   XGBoost's `xgboostjob`, kubetrain's `xgboost`), the job keeps KubeDL's name and its pods name
   the container as kubetrain does.
@@ -26,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.common import RunPolicy
-from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid
+from kubetrain.api.errors import QUOTE, FieldError, forbidden, invalid, not_supported
 from kubetrain.api.groups import KUBEDL_GROUP
 from kubetrain.api.podtemplate import framework_container_index
 from kubetrain.frameworks.base import Framework
@@ -46,6 +50,12 @@ REFUSED = {
     "cacheBackend": "KubeDL's Fluid dataset caches are not managed by kubetrain; mount a "
     "PersistentVolumeClaim of the cache instead",
 }
+
+SPOT = "spotReplicaSpec"
+SPOT_WHY = (
+    "KubeDL's spot replicas are not run by kubetrain (KubeDL's controller does not act on them "
+    "either): remove the field, or set priorityClassName and labels in the replica's template"
+)
 
 
 def is_kubedl(obj: Mapping[str, Any]) -> bool:
@@ -90,6 +100,14 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
             errors.append(
                 forbidden("spec.runPolicy.cronPolicy", f"not supported by kubetrain: {REFUSED['cronPolicy']}")
             )
+    errors.extend(_renamed_errors(spec, framework))
+    for key, _ in framework.kubedl_refused_fields if framework is not None else ():
+        if spec.get(key) is not None:
+            errors.append(forbidden(f"spec.{key}", framework.kubedl_refused_why))  # type: ignore[union-attr]
+    replica_specs = spec.get(framework.replica_field) if framework is not None else None
+    for rtype, rspec in (replica_specs if isinstance(replica_specs, Mapping) else {}).items():
+        if isinstance(rspec, Mapping) and rspec.get(SPOT) is not None:
+            errors.append(forbidden(f"spec.{framework.replica_field}[{rtype}].{SPOT}", SPOT_WHY))  # type: ignore[union-attr]
     main = spec.get("mainContainer")
     if main is not None and framework is not None:
         replicas = spec.get(framework.replica_field)
@@ -113,6 +131,35 @@ def _refusals(spec: Mapping[str, Any], framework: Framework | None) -> list[Fiel
                 )
                 break
     return errors
+
+
+def _renamed_errors(spec: Mapping[str, Any], framework: Framework | None) -> list[FieldError]:
+    """A renamed KubeDL field (`Framework.kubedl_renamed_field`) of a value KubeDL does not have,
+    or contradicting kubetrain's field also given."""
+    if framework is None or framework.kubedl_renamed_field is None:
+        return []
+    name, target, pairs = framework.kubedl_renamed_field
+    value, values = spec.get(name), dict(pairs)
+    meant = values.get(value) if isinstance(value, str) else None
+    if value is not None and meant is None:
+        return [not_supported(f"spec.{name}", value, values)]
+    if meant is not None and spec.get(target) not in (None, meant):
+        return [
+            invalid(
+                f"spec.{name}",
+                f"{QUOTE.encode(value)} is {target} {QUOTE.encode(meant)}, but spec.{target} is "
+                f"{QUOTE.encode(spec.get(target))}: set one of them",
+            )
+        ]
+    return []
+
+
+def kubedl_only_fields(framework: Framework | None) -> tuple[str, ...]:
+    """The spec fields of a KubeDL job of the framework's kind that kubetrain's layout has not:
+    refused ones, `mainContainer` and a renamed field."""
+    renamed = framework.kubedl_renamed_field if framework is not None else None
+    refused = framework.kubedl_refused_fields if framework is not None else ()
+    return (*REFUSED, "mainContainer", *(f for f, _ in refused), *((renamed[0],) if renamed else ()))
 
 
 def _scheduling_to_v1(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,9 +186,18 @@ def _converted(obj: Mapping[str, Any], framework: Framework | None) -> dict[str,
     """A KubeDL job (with a spec) in kubetrain's layout, as a copy."""
     out = copy.deepcopy(dict(obj))
     spec = out["spec"]
-    for key in REFUSED:
-        spec.pop(key, None)
-    spec.pop("mainContainer", None)
+    renamed = framework.kubedl_renamed_field if framework is not None else None
+    for key in kubedl_only_fields(framework):
+        value = spec.pop(key, None)
+        meant = (
+            dict(renamed[2]).get(value) if renamed and key == renamed[0] and isinstance(value, str) else None
+        )
+        if renamed and meant is not None and spec.get(renamed[1]) is None:
+            spec[renamed[1]] = meant
+    replica_specs = spec.get(framework.replica_field) if framework is not None else None
+    for rspec in (replica_specs if isinstance(replica_specs, dict) else {}).values():
+        if isinstance(rspec, dict):
+            rspec.pop(SPOT, None)
     inline = {k: spec.pop(k) for k in (*RUN_POLICY_FIELDS, SCHEDULING) if k in spec}
     given = spec.get("runPolicy")
     run_policy = {**inline, **(given if isinstance(given, dict) else {})}
@@ -174,9 +230,17 @@ def from_v1(v1: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any
             spec[key] = value  # KubeDL's inline place
     elif isinstance(run_policy, dict) and isinstance(run_policy.get(SCHEDULING), Mapping):
         run_policy[SCHEDULING] = _scheduling_from_v1(run_policy[SCHEDULING])
-    for key in (*REFUSED, "mainContainer"):
+    framework = get_framework(str(out.get("kind")))
+    for key in kubedl_only_fields(framework):
         if key in ospec:
             spec[key] = copy.deepcopy(ospec[key])
+    replicas, originals = (
+        (spec.get(framework.replica_field), ospec.get(framework.replica_field)) if framework else (None, None)
+    )
+    for rtype, before in (originals if isinstance(originals, Mapping) else {}).items():
+        after = replicas.get(rtype) if isinstance(replicas, dict) else None
+        if isinstance(before, Mapping) and SPOT in before and isinstance(after, dict):
+            after[SPOT] = copy.deepcopy(before[SPOT])
     # What to_v1 left out is kept as the user wrote it, for validation to refuse.
     for holder, original_holder in ((spec, ospec), (spec.get("runPolicy"), ospec.get("runPolicy"))):
         before = original_holder.get(SCHEDULING) if isinstance(original_holder, Mapping) else None
@@ -188,7 +252,6 @@ def from_v1(v1: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any
             and "cronPolicy" in original_holder
         ):
             holder["cronPolicy"] = copy.deepcopy(original_holder["cronPolicy"])
-    framework = get_framework(str(out.get("kind")))
     if framework is not None and framework.kubedl_container_name:
         _restore_names(spec.get(framework.replica_field), ospec.get(framework.replica_field), framework)
     return out

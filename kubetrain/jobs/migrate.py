@@ -178,6 +178,10 @@ def _migrate_kubedl(obj: dict[str, Any], group: str) -> Migration:
         changes.append("schedulingPolicy.priorityClassName → spec.runPolicy.schedulingPolicy.priorityClass")
     if "mainContainer" in before:
         changes.append("spec.mainContainer removed (the framework container is found by name)")
+    renamed = get_framework(str(obj.get("kind")))
+    name, target = renamed.kubedl_renamed_field[:2] if renamed and renamed.kubedl_renamed_field else ("", "")
+    if name in before and target not in before:
+        changes.append(f"spec.{name} {before[name]} → spec.{target} {spec.get(target)}")
     framework = get_framework(str(obj.get("kind")))
     old_name = framework.kubedl_container_name if framework is not None else ""
     if (

@@ -22,7 +22,7 @@ from kubetrain.api.servicemode import check_service_mode
 from kubetrain.jobs.createdversion import check_created_version
 from kubetrain.jobs.failurepolicy import pod_failure_policy_errors
 from kubetrain.jobs.jobdraft import JobDraft, read_draft
-from kubetrain.jobs.kubedl import kubedl_annotation_errors
+from kubetrain.jobs.kubedl import kubedl_annotation_errors, kubedl_annotation_warnings
 from kubetrain.jobs.kubedllayout import map_path
 from kubetrain.jobs.names import name_errors
 from kubetrain.jobs.parse import TypedJob, read_typed
@@ -66,6 +66,7 @@ def validate_job(
     unchanged = before is not None and spec_unchanged(draft.wire, before.wire)
     typed = TypedJob() if unchanged else read_typed(draft)
     result = validate_v1(draft, typed, before, max_replicas=max_replicas)
+    result.warnings.extend(kubedl_annotation_warnings(obj))
     if not converted:
         return result
     mapped = [dataclasses.replace(e, path=map_path(e.path, obj)) for e in result.errors]
