@@ -340,3 +340,13 @@ class Sim:
 
     def restarts(self, rtype: str) -> int:
         return int(self.job["status"]["replicaStatuses"][rtype]["restarts"])
+
+
+def running_sim(obj: dict[str, Any]) -> Sim:
+    """The job's Sim with every pod created and Running, its Running condition True."""
+    sim = Sim(obj)
+    sim.step(at(0))
+    sim.all_phase("Running")
+    sim.step(at(1))
+    assert sim.is_true("Running")
+    return sim

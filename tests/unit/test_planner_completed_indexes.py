@@ -13,18 +13,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import Sim, at, job, replica
+from planner_builders import Sim, at, job, replica, running_sim
 
 from kubetrain.operator.completedindexes import format_indexes, parse_indexes
-
-
-def running(obj: dict[str, Any]) -> Sim:
-    sim = Sim(obj)
-    sim.step(at(0))
-    sim.all_phase("Running")
-    sim.step(at(1))
-    assert sim.is_true("Running")
-    return sim
 
 
 def gone(sim: Sim, *names: str) -> None:
@@ -39,7 +30,7 @@ def workers(sim: Sim) -> dict[str, Any]:
 
 def test_a_deleted_succeeded_worker_is_not_made_again_and_the_job_completes() -> None:
     # PyTorchJob without a Master: every Worker must succeed (training-operator's rule).
-    sim = running(job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)}, name="pt"))
+    sim = running_sim(job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)}, name="pt"))
     sim.set_phase("pt-worker-1", "Succeeded", exit_code=0)
     sim.step(at(2))
     assert sim.job["status"]["completedIndexes"] == {"Worker": "1"}
@@ -59,7 +50,7 @@ def test_a_deleted_succeeded_worker_is_not_made_again_and_the_job_completes() ->
 
 def test_tfjob_workers_that_finished_stay_finished_while_the_chief_runs() -> None:
     tf = job("TFJob", {"Chief": replica("TFJob", 1), "Worker": replica("TFJob", 4, "OnFailure")}, name="tf")
-    sim = running(tf)
+    sim = running_sim(tf)
     # A Worker restarting in place is not Succeeded: it is not recorded.
     sim.set_phase("tf-worker-1", "Running", restart_count=2)
     for name in ("tf-worker-0", "tf-worker-2", "tf-worker-3"):
@@ -90,7 +81,7 @@ def test_a_whole_job_restart_starts_the_record_over() -> None:
         name="fr",
         run_policy={"podFailurePolicy": {"rules": [rule]}},
     )
-    sim = running(obj)
+    sim = running_sim(obj)
     sim.set_phase("fr-worker-0", "Succeeded", exit_code=0)
     sim.step(at(2))
     assert sim.job["status"]["completedIndexes"] == {"Worker": "0"}
@@ -107,7 +98,7 @@ def test_a_whole_job_restart_starts_the_record_over() -> None:
 
 
 def test_a_suspend_starts_the_record_over_and_resuming_runs_every_index() -> None:
-    sim = running(job("PyTorchJob", {"Worker": replica("PyTorchJob", 2)}, name="sp"))
+    sim = running_sim(job("PyTorchJob", {"Worker": replica("PyTorchJob", 2)}, name="sp"))
     sim.set_phase("sp-worker-0", "Succeeded", exit_code=0)
     sim.step(at(2))
     assert sim.job["status"]["completedIndexes"] == {"Worker": "0"}
@@ -123,7 +114,7 @@ def test_a_suspend_starts_the_record_over_and_resuming_runs_every_index() -> Non
 
 
 def test_an_index_beyond_a_smaller_size_is_dropped_from_the_record() -> None:
-    sim = running(job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)}, name="el"))
+    sim = running_sim(job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)}, name="el"))
     for name in ("el-worker-0", "el-worker-2"):
         sim.set_phase(name, "Succeeded", exit_code=0)
     sim.step(at(2))
@@ -137,7 +128,7 @@ def test_an_index_beyond_a_smaller_size_is_dropped_from_the_record() -> None:
 
 
 def test_a_record_naming_no_replica_type_or_a_bad_interval_is_dropped() -> None:
-    sim = running(job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)}, name="bad"))
+    sim = running_sim(job("PyTorchJob", {"Worker": replica("PyTorchJob", 3)}, name="bad"))
     sim.job["status"]["completedIndexes"] = {"Worker": "x,1-1,2-,7", "Launcher": "0"}
     gone(sim, "bad-worker-1", "bad-worker-2")
     p = sim.step(at(2))

@@ -9,7 +9,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import Sim, at, job, replica
+from planner_builders import at, job, replica, running_sim
 
 ATTEMPT = "kubetrain.io/attempt"
 
@@ -28,21 +28,12 @@ def rules_job(
     )
 
 
-def running(obj: dict[str, Any]) -> Sim:
-    sim = Sim(obj)
-    sim.step(at(0))
-    sim.all_phase("Running")
-    sim.step(at(1))
-    assert sim.is_true("Running")
-    return sim
-
-
 def exit_rule(action: str, *values: int, operator: str = "In", **extra: Any) -> dict[str, Any]:
     return {"action": action, "onExitCodes": {"operator": operator, "values": list(values)}, **extra}
 
 
 def test_restart_job_recreates_every_pod_as_one_new_attempt() -> None:
-    sim = running(rules_job([exit_rule("RestartJob", 42)], backoffLimit=3))
+    sim = running_sim(rules_job([exit_rule("RestartJob", 42)], backoffLimit=3))
     sim.set_phase("fr-worker-1", "Failed", exit_code=42)
     p = sim.step(at(5))
     # Every pod of the job goes, the failed one too; nothing is created while they are present.
@@ -78,7 +69,7 @@ def test_restart_job_recreates_every_pod_as_one_new_attempt() -> None:
 
 
 def test_pods_of_an_earlier_attempt_never_count_and_their_slots_wait() -> None:
-    sim = running(rules_job([exit_rule("RestartJob", 42)]))
+    sim = running_sim(rules_job([exit_rule("RestartJob", 42)]))
     sim.set_phase("fr-worker-1", "Failed", exit_code=42)
     plan = sim.plan(at(5))
     sim.job["status"] = plan.status
@@ -97,7 +88,7 @@ def test_pods_of_an_earlier_attempt_never_count_and_their_slots_wait() -> None:
 
 
 def test_restart_job_counts_against_backoff_limit() -> None:
-    sim = running(rules_job([exit_rule("RestartJob", 42)], backoffLimit=1))
+    sim = running_sim(rules_job([exit_rule("RestartJob", 42)], backoffLimit=1))
     sim.set_phase("fr-worker-0", "Failed", exit_code=42)
     sim.step(at(5))
     sim.step(at(6))
@@ -112,7 +103,7 @@ def test_restart_job_counts_against_backoff_limit() -> None:
 
 def test_fail_job_fails_at_once_naming_the_rule() -> None:
     # Exit code 137 would be retried under ExitCode; the rule makes it fatal.
-    sim = running(rules_job([exit_rule("Ignore", 1), exit_rule("FailJob", 137)], backoffLimit=5))
+    sim = running_sim(rules_job([exit_rule("Ignore", 1), exit_rule("FailJob", 137)], backoffLimit=5))
     sim.set_phase("fr-worker-0", "Failed", exit_code=137)
     p = sim.step(at(5))
     failed = sim.condition("Failed")
@@ -122,7 +113,7 @@ def test_fail_job_fails_at_once_naming_the_rule() -> None:
 
 
 def test_ignore_recreates_without_counting() -> None:
-    sim = running(rules_job([exit_rule("Ignore", 3)], backoffLimit=0))
+    sim = running_sim(rules_job([exit_rule("Ignore", 3)], backoffLimit=0))
     for t in range(3):
         sim.set_phase("fr-worker-0", "Failed", exit_code=3)
         p = sim.step(at(5 + 3 * t))
@@ -134,7 +125,7 @@ def test_ignore_recreates_without_counting() -> None:
 
 
 def test_count_retries_what_exit_code_would_fail_and_counts_it() -> None:
-    sim = running(rules_job([exit_rule("Count", 1, 2)], backoffLimit=1))
+    sim = running_sim(rules_job([exit_rule("Count", 1, 2)], backoffLimit=1))
     sim.set_phase("fr-worker-0", "Failed", exit_code=2)
     p = sim.step(at(5))
     assert p.delete_pods == ["fr-worker-0"] and sim.restarts("Worker") == 1
@@ -148,7 +139,7 @@ def test_count_retries_what_exit_code_would_fail_and_counts_it() -> None:
 def test_not_in_operator_and_rules_in_order() -> None:
     # NotIn [1]: any other non-zero code restarts the job; code 1 falls to the next rule.
     rules = [exit_rule("RestartJob", 1, operator="NotIn"), exit_rule("FailJob", 1)]
-    sim = running(rules_job(rules))
+    sim = running_sim(rules_job(rules))
     sim.set_phase("fr-worker-0", "Failed", exit_code=1)
     sim.step(at(5))
     failed = sim.condition("Failed")
@@ -157,7 +148,7 @@ def test_not_in_operator_and_rules_in_order() -> None:
 
 def test_replica_types_limit_a_rule() -> None:
     rules = [exit_rule("RestartJob", 42, replicaTypes=["Master"])]
-    sim = running(rules_job(rules))
+    sim = running_sim(rules_job(rules))
     sim.set_phase("fr-worker-0", "Failed", exit_code=42)  # a Worker: the rule does not apply
     sim.step(at(5))
     failed = sim.condition("Failed")
@@ -176,7 +167,7 @@ def test_container_name_limits_an_exit_code_rule() -> None:
         name="fr",
         run_policy={"podFailurePolicy": {"rules": [rule]}},
     )
-    sim = running(obj)
+    sim = running_sim(obj)
     sim.set_phase("fr-master-0", "Failed", exit_code=42)  # the pytorch container, not sidecar
     sim.step(at(5))
     assert sim.is_true("Failed")
@@ -184,7 +175,7 @@ def test_container_name_limits_an_exit_code_rule() -> None:
 
 def test_pod_condition_rule_and_status() -> None:
     rules = [{"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue", "status": "True"}]}]
-    sim = running(rules_job(rules, restart_policy="OnFailure"))
+    sim = running_sim(rules_job(rules, restart_policy="OnFailure"))
     sim.set_phase("fr-worker-0", "Failed")
     sim.pods["fr-worker-0"]["status"]["conditions"] = [{"type": "ConfigIssue", "status": "False"}]
     sim.step(at(5))
@@ -206,7 +197,7 @@ def test_disruptions_do_not_count_by_default() -> None:
         name="fr",
         run_policy={"backoffLimit": 0},
     )
-    sim = running(obj)
+    sim = running_sim(obj)
     for t, disruption in enumerate(
         [
             {"reason": "Evicted"},
@@ -230,7 +221,7 @@ def test_disruptions_do_not_count_by_default() -> None:
 
 def test_a_disruption_rule_overrides_the_default() -> None:
     rules = [{"action": "RestartJob", "onPodConditions": [{"type": "DisruptionTarget"}]}]
-    sim = running(rules_job(rules))
+    sim = running_sim(rules_job(rules))
     sim.set_phase("fr-worker-0", "Failed")
     sim.pods["fr-worker-0"]["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
     p = sim.step(at(5))
@@ -239,7 +230,7 @@ def test_a_disruption_rule_overrides_the_default() -> None:
 
 def test_without_rules_nothing_changes() -> None:
     obj = job("PyTorchJob", {"Master": replica("PyTorchJob", 1, "ExitCode")}, name="fr")
-    sim = running(obj)
+    sim = running_sim(obj)
     sim.set_phase("fr-master-0", "Failed", exit_code=137)
     sim.step(at(5))
     assert sim.restarts("Master") == 1 and "jobRestarts" not in sim.job["status"]

@@ -11,17 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import Sim, at, job, replica
+from planner_builders import at, job, replica, running_sim
 
 from kubetrain.operator.prepare import JobCache
-
-
-def running_sim(obj: dict[str, Any]) -> Sim:
-    sim = Sim(obj)
-    sim.step(at(0))
-    sim.all_phase("Running")
-    sim.step(at(1))
-    return sim
 
 
 def exitcode_job(**run_policy: Any) -> dict[str, Any]:

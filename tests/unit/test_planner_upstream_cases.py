@@ -6,26 +6,15 @@ from __future__ import annotations
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from planner_builders import Sim, at, elastic_pytorch, job, replica
+from planner_builders import Sim, at, elastic_pytorch, job, replica, running_sim
 from test_mpi_operator_cases import mpijob
 
 from kubetrain.jobs.defaulting import default_job
-
-
-def started(obj: dict[str, Any]) -> Sim:
-    """The job with every pod created and Running."""
-    sim = Sim(obj)
-    sim.step(at(0))
-    sim.all_phase("Running")
-    sim.step(at(1))
-    assert sim.is_true("Running")
-    return sim
 
 
 def test_mpi_operator_647_an_evicted_worker_fails_the_job_and_clean_pod_policy_holds() -> None:
@@ -34,7 +23,7 @@ def test_mpi_operator_647_an_evicted_worker_fails_the_job_and_clean_pod_policy_h
     eviction of a `Never` Worker (the default) fails the job and the Launcher and the other
     Workers are deleted in the same reconcile."""
     obj = mpijob(workers=3, run_policy={"backoffLimit": 1, "cleanPodPolicy": "Running"})
-    sim = started(default_job(obj).obj)
+    sim = running_sim(default_job(obj).obj)
     victim = sim.pods["foo-worker-1"]
     sim.set_phase("foo-worker-1", "Failed", exit_code=137, reason="Evicted")
     victim["status"]["message"] = "The node was low on resource: memory."
@@ -53,7 +42,7 @@ def test_trainer_2044_a_permanent_exit_code_fails_the_job_whatever_backoff_limit
     """Kubeflow Trainer issue 2044: under `restartPolicy: ExitCode` with `backoffLimit: 3`, a
     Master exiting with code 1 was not retried (right) but the job stayed `Restarting` for good.
     Here it is Failed at once, never Restarting, and no pod is recreated afterwards."""
-    sim = started(
+    sim = running_sim(
         job(
             "PyTorchJob",
             {"Master": replica("PyTorchJob", 1, "ExitCode"), "Worker": replica("PyTorchJob", 1, "ExitCode")},
@@ -77,7 +66,7 @@ def test_trainer_1560_deleting_an_exit_code_pod_does_not_fail_the_job() -> None:
     Evaluator pod (its container killed, exit code 137) failed the whole TFJob. Here the pod that
     fails while it is being deleted is replaced once it has left the API, and no restart is
     counted — `backoffLimit: 0` still holds."""
-    sim = started(
+    sim = running_sim(
         job(
             "TFJob",
             {
@@ -157,7 +146,7 @@ def test_trainer_1658_the_evaluator_does_not_hold_back_a_finished_tfjob(
     still evaluate the last checkpoint, and `cleanPodPolicy: Running` deletes it. Not changed (as
     training-operator decides): the Evaluator, like the PS, never decides the job's success;
     `cleanPodPolicy: None` keeps it running to its end (docs/behaviour.md §5 **Limit**)."""
-    sim = started(
+    sim = running_sim(
         job(
             "TFJob",
             {
