@@ -13,6 +13,7 @@ from kubetrain.api.errors import QUOTE
 from kubetrain.dashboard.access import visible_rows
 from kubetrain.dashboard.views import (
     earlier,
+    finishedindexes,
     ganttsvg,
     joblist,
     jobpage,
@@ -123,6 +124,7 @@ async def job_page(request: web.Request) -> web.Response:
     dash.watch.progress.observe(job, now)
     samples = dash.watch.progress.samples(uid)
     log_text, log_error, log_pod, log_container, tail = await _log_part(request, api, ns, pods)
+    table = podsummary.pod_table(pods, POD_TABLE_MAX)
     return render(
         request,
         "job.html",
@@ -140,7 +142,11 @@ async def job_page(request: web.Request) -> web.Response:
         gantt_html=Markup(ganttsvg.gantt_html(chart)),
         pods=pods,
         pods_error=pods_error,
-        pod_table=podsummary.pod_table(pods, POD_TABLE_MAX),
+        pod_table=table,
+        # no pod listed (forbidden to list them) says nothing of which pods are gone
+        finished_indexes=finishedindexes.finished(
+            job, pods, 0 if pods_error else POD_TABLE_MAX - len(table.rows)
+        ),
         events=events,
         events_error=events_error,
         plots=progress.plots(samples),

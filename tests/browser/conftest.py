@@ -187,12 +187,15 @@ PageFactory = Callable[..., Awaitable[Page]]
 async def page_as(browser: Browser) -> AsyncIterator[PageFactory]:
     contexts = []
 
-    async def open_page(token: str | None, *, javascript: bool = True, width: int = 1360) -> Page:
+    async def open_page(
+        token: str | None, *, javascript: bool = True, width: int = 1360, dark: bool = False
+    ) -> Page:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         context = await browser.new_context(
             extra_http_headers=headers,
             java_script_enabled=javascript,
             viewport={"width": width, "height": 900},
+            color_scheme="dark" if dark else "light",
         )
         contexts.append(context)
         page = await context.new_page()

@@ -13,7 +13,9 @@ import pytest_asyncio
 from jobs import job
 from playwright.async_api import Page, expect
 
-from .conftest import SHOTS, PageFactory, Scene
+from kubetrain.kube.resources import PODS, job_resource
+
+from .conftest import SHOTS, PageFactory, Scene, sim, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -171,3 +173,93 @@ async def test_a_page_that_is_not_there_is_the_error_page_with_a_way_back(
     await expect(page.locator("main h1")).to_have_text("Training jobs")
     await page.goto(crowded.url("/namespaces/team-a/widgets/x"))
     await expect(page.locator(".error-message")).to_contain_text("is not a served job resource (served:")
+
+
+async def test_a_finished_index_whose_pod_is_gone_is_named_in_the_pod_table(
+    crowded: Scene, page_as: PageFactory
+) -> None:
+    stack = crowded.stack
+    # every Worker's pod succeeds and stays (the job succeeds with all of them, no pod is cleaned)
+    shards = job(
+        "TFJob",
+        "shards",
+        {"Worker": 3},
+        namespace="team-a",
+        template_metadata=sim(0.3),
+        spec_extra={"successPolicy": "AllWorkers"},
+        run_policy={"cleanPodPolicy": "None"},
+    )
+    await stack.apply(shards)
+
+    async def all_finished() -> bool:
+        got = await stack.kube.get(job_resource("TFJob"), "team-a", "shards")
+        return bool((got.get("status") or {}).get("completedIndexes") == {"Worker": "0-2"})
+
+    await until(all_finished)
+    await stack.kube.delete(PODS, "team-a", "shards-worker-1")
+    page = await page_as(crowded.admin)
+    gone = page.locator('tr[data-gone="Worker 1"]')
+
+    async def shown() -> bool:
+        await page.goto(crowded.url("/namespaces/team-a/tfjobs/shards"))
+        return await gone.count() == 1
+
+    await until(shown)
+    await expect(page.locator("#finished-indexes")).to_have_text("Worker: finished indexes 0\u20132 (3 of 3)")
+    await expect(gone).to_contain_text("Worker 1 (no pod)")
+    await expect(gone.locator(".podstate")).to_have_text("Finished")
+    await expect(gone.locator("td.why")).to_contain_text("status.completedIndexes")
+    # the indexes whose pod is still there have their pod's row, not a gone one
+    await expect(page.locator("tr[data-gone]")).to_have_count(1)
+    await expect(page.locator('tr[data-pod="shards-worker-0"]')).to_have_count(1)
+
+
+def luminance(rgb: str) -> float:
+    """The relative luminance (WCAG) of a computed `rgb(r, g, b)` colour."""
+    parts = [int(x) / 255 for x in re.findall(r"\d+", rgb)[:3]]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in parts]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+STYLE = "e => { const s = getComputedStyle(e); return [s.color, s.backgroundColor]; }"
+
+
+async def test_the_dark_scheme_follows_the_system_and_keeps_text_readable(
+    crowded: Scene, page_as: PageFactory
+) -> None:
+    light = await page_as(crowded.admin)
+    await light.goto(crowded.url("/"))
+    assert await light.locator("body").evaluate(STYLE) == ["rgb(29, 35, 48)", "rgb(255, 255, 255)"]
+    page = await page_as(crowded.admin, dark=True)
+    pages = {
+        "/?namespace=team-a": "dashboard-list-dark.png",
+        "/namespaces/team-a/pytorchjobs/mnist-ddp": "dashboard-job-dark.png",
+        "/submit": "dashboard-submit-dark.png",
+    }
+    for path, shot in pages.items():
+        await page.goto(crowded.url(path))
+        await expect(page.locator("main h1")).to_be_visible()
+        fg, bg = await page.locator("body").evaluate(STYLE)
+        assert luminance(bg) < 0.02 and luminance(fg) > 0.7, (path, fg, bg)
+        if path == "/submit":  # a refused manifest: its field errors, on their own background
+            await page.fill("textarea[name=manifest]", "kind: PyTorchJob\nmetadata: {name: x}\n")
+            await page.click("button[value=dryrun]")
+            errors = page.locator("#field-errors")
+            fg, bg = await errors.evaluate(STYLE)
+            assert contrast(fg, bg) >= 4.5, (fg, bg)
+            fg, bg = await page.locator("textarea[name=manifest]").evaluate(STYLE)
+            assert luminance(bg) < 0.02 and contrast(fg, bg) >= 4.5, (fg, bg)
+        await page.screenshot(path=str(SHOTS / shot), full_page=path != "/?namespace=team-a")
+    # the job page's badges, links and muted text on their own backgrounds (or the page's)
+    await page.goto(crowded.url("/namespaces/team-a/pytorchjobs/mnist-ddp"))
+    _, page_bg = await page.locator("body").evaluate(STYLE)
+    for selector in ("#job-state", ".podstate", "h1 .ns", "a.danger", "td.why", ".podcount"):
+        for element in await page.locator(selector).all():
+            fg, bg = await element.evaluate(STYLE)
+            bg = page_bg if bg == "rgba(0, 0, 0, 0)" else bg
+            assert contrast(fg, bg) >= 4.5, (selector, fg, bg)
