@@ -1,9 +1,9 @@
-"""After a whole-gang restart, the earlier attempt's pods still terminating count for nothing in
-`jobsStatus` (docs/behaviour.md §11, the TrainJob's status), as JobSet leaves an
-earlier attempt's Jobs out of `replicatedJobsStatus` (`getChildJobs`: `previous`). Kueue derives
-a TrainJob's reclaimable pods from `jobsStatus[].succeeded` (Kueue issue 14609): a Succeeded
-initializer pod of the attempt that failed, counted while it terminates, would tell Kueue the
-re-run initializer's quota is free."""
+"""After a restart (of every pod, or of one Job alone), the earlier attempt's pods still
+terminating count for nothing in `jobsStatus` (docs/behaviour.md §11, the TrainJob's status), as
+JobSet leaves an earlier attempt's Jobs out of `replicatedJobsStatus` (`getChildJobs`:
+`previous`). Kueue derives a TrainJob's reclaimable pods from `jobsStatus[].succeeded` (Kueue
+issue 14609): a Succeeded initializer pod of the attempt that failed, counted while it
+terminates, would tell Kueue the re-run initializer's quota is free."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ from trainjobs import planned_trainjob, stored_snapshot, trainjob_pod, warmup_fi
 from kubetrain.jobs.trainjob import children as ch
 from kubetrain.operator.draft import Observed, PlannerConfig
 from kubetrain.operator.trainedge import plan_trainjob
+
+from .test_trainjob_restartjob import JOB_ATTEMPT, record_of, rule
+from .test_trainjob_restartjob import pods as running_pods
+from .test_trainjob_restartjob import runtime as restartjob_runtime
+from .test_trainplan import trainjob
+from .test_trainplan_jobset_policies import plan as plan_policy
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
@@ -79,3 +85,22 @@ def test_an_earlier_attempts_terminating_pods_count_for_nothing() -> None:
     gone = plan([], runtime, after)
     assert [p["metadata"]["name"] for p in gone.create_pods] == ["tj-warmup-0-0"]
     assert counts(gone) == {"warmup": (0, 0, 0), "node": (0, 0, 0)}
+
+
+def test_a_jobs_earlier_attempt_counts_for_nothing_after_it_restarts_alone() -> None:
+    """RestartJob: warmup Job 1 failed and restarts alone; until its old pod is gone it is
+    neither active nor succeeded, while the other warmup Jobs still count."""
+    job, rt = trainjob(nodes=2), restartjob_runtime(rule("RestartJob"))
+    observed = running_pods({"tj-warmup-1-0"})
+    observed[0]["status"]["phase"] = "Succeeded"  # warmup Job 0 done
+    restart = plan_policy(job, rt, observed)
+    state = record_of(restart)
+    assert state["jobRestarts"] == {"warmup": [0, 1, 0]}
+
+    old = copy.deepcopy(observed)
+    old[1]["metadata"]["deletionTimestamp"] = "2026-11-25T12:00:00Z"  # tj-warmup-1-0, attempt 0
+    assert old[1]["metadata"]["labels"][JOB_ATTEMPT] == "0"
+    old[1]["status"]["phase"] = "Running"
+    p = plan_policy(job, rt, old, state)
+    [warmup] = [s for s in p.status["jobsStatus"] if s["name"] == "warmup"]
+    assert (warmup["succeeded"], warmup["active"], warmup["failed"]) == (1, 1, 0)
