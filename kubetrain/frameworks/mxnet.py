@@ -51,8 +51,8 @@ class MXNet(Framework):
 
     def validate_spec(self, job: JobBase, base_path: str) -> list[FieldError]:
         """MXTrain is local (one Worker; a Scheduler or Server of 0 replicas may be listed) or
-        distributed (Scheduler + Servers + Workers); MXTune needs TunerTracker, TunerServer and
-        Tuner."""
+        distributed (one Scheduler, Workers, any number of Servers); MXTune needs TunerTracker,
+        TunerServer and Tuner."""
         if not isinstance(job, MXJob):
             return []
         replicas = job.spec.mx_replica_specs or {}
@@ -82,7 +82,9 @@ class MXNet(Framework):
                     )
                 )
         # A Scheduler or Server of 0 replicas makes no pod: the job is local, as training-operator
-        # runs it (`isSingleWorker`, mxnet-operator issue 32).
+        # runs it (`isSingleWorker`, mxnet-operator issue 32). Servers may be 0 (or absent) in a
+        # distributed job: training-operator admits it and runs the Scheduler and Workers with
+        # DMLC_NUM_SERVER=0.
         if replica_count(replicas.get("Scheduler")) > 0 or replica_count(replicas.get("Server")) > 0:
             dist = "a distributed MXTrain job (with a Scheduler or Servers)"
             if "Scheduler" not in replicas:
@@ -93,11 +95,10 @@ class MXNet(Framework):
                         path("Scheduler") + ".replicas", f"must be 1 ({dist} has exactly one Scheduler)"
                     )
                 )
-            for rtype in ("Server", "Worker"):
-                if rtype not in replicas:
-                    errors.append(required(path(rtype), f"{dist} needs at least one {rtype}"))
-                elif replica_count(replicas[rtype]) < 1:
-                    errors.append(invalid(path(rtype) + ".replicas", f"must be at least 1 in {dist}"))
+            if "Worker" not in replicas:
+                errors.append(required(path("Worker"), f"{dist} needs at least one Worker"))
+            elif replica_count(replicas["Worker"]) < 1:
+                errors.append(invalid(path("Worker") + ".replicas", f"must be at least 1 in {dist}"))
             return errors
         if "Worker" not in replicas:
             errors.append(

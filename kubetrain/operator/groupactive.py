@@ -74,6 +74,7 @@ class GroupActiveJob:
         self.job_restarts = JobRestarts(shape)  # the Jobs' own restarts (read by `pods`)
         self.deadlines, self.success = JobDeadlines(shape), JobSuccess(shape)  # start times, successes
         self.completed = CompletedIndexes(shape)  # the succeeded indexes (`completedindexes.py`)
+        self.earlier: set[str] = set()  # pods of their Job's earlier attempt (read by `pods`)
 
     def attempt_of(self, pod: Mapping[str, Any]) -> str:
         return str(
@@ -133,6 +134,7 @@ class GroupActiveJob:
         # The slots of the current attempt (of the gang and of each Job): success, failures and
         # dependencies count only them; a pod of a Job's earlier attempt is deleted.
         slots = {s: p for s, p in every.items() if self.attempt_of(p) == attempt and jobs.current(s, p)}
+        self.earlier = {pod_name(p) for s, p in every.items() if s not in slots}
         r.delete([pod_name(p) for s, p in every.items() if s not in slots and not terminating(p)])
         self.completed.observe(slots)
         r.delete(self.success.drop(slots))  # Jobs that succeeded by policy: done (`jobsuccess.py`)
@@ -320,8 +322,15 @@ class GroupActiveJob:
 
     # --- the per-group status -----------------------------------------------------------------
     def write_group_statuses(self) -> None:
-        """Per group, JobSet's replicatedJobsStatus (`groupstatus`), the failed Jobs counted."""
-        groupstatus.write(self.r, self.shape, self.failed_jobs, self.success.done, self.completed.slots)
+        """Per group, JobSet's replicatedJobsStatus (`groupstatus`), the failed Jobs counted. A
+        pod of an earlier attempt (of the gang or of its Job), still terminating, counts for
+        nothing: JobSet leaves such Jobs out (`getChildJobs`, its `previous` Jobs), so Kueue's
+        reclaimable pods never count the old attempt's Succeeded pods (Kueue issue 14609)."""
+        attempt = str(int(self.r.record.get("restarts") or 0))
+        earlier = self.earlier | {pod_name(p) for p in self.r.pods if self.attempt_of(p) != attempt}
+        groupstatus.write(
+            self.r, self.shape, self.failed_jobs, self.success.done, self.completed.slots, earlier
+        )
 
 
 def restarted(record: Mapping[str, Any], now: datetime) -> Obj:

@@ -26,11 +26,13 @@ def write(
     failed_jobs: Mapping[str, Sequence[int]],
     by_policy: Collection[tuple[str, int]] = (),
     completed: Collection[tuple[str, int]] = (),
+    earlier: Collection[str] = (),
 ) -> None:
-    """The counts over the reconcile's pods (those it deletes left out), into `r.status`; a
-    Job in `by_policy` (group, Job) succeeded by its success policy (`jobsuccess.py`); a slot in
-    `completed` (`completedindexes.py`) counts as Succeeded when its pod is gone."""
-    by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting}
+    """The counts over the reconcile's pods (those it deletes and the pods named in `earlier`,
+    of an earlier attempt, left out), into `r.status`; a Job in `by_policy` (group, Job)
+    succeeded by its success policy (`jobsuccess.py`); a slot in `completed`
+    (`completedindexes.py`) counts as Succeeded when its pod is gone."""
+    by_name = {pod_name(p): p for p in r.pods if pod_name(p) not in r.deleting and pod_name(p) not in earlier}
     out: list[GroupTally] = []
     for name, jobs in jobs_per_group(shape).items():
         ready = succeeded = failed = active = 0

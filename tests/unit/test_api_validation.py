@@ -418,10 +418,11 @@ CREATE_RULES: list[tuple[str, Job, Job, str, ErrorKind]] = [
         ErrorKind.FORBIDDEN,
     ),
     (
-        "MX: distributed needs a Server",
-        mx({"Scheduler": 1, "Server": 2, "Worker": 2}),
+        # Servers are optional (training-operator runs a Scheduler and Workers alone); Workers are not.
+        "MX: distributed needs a Worker",
         mx({"Scheduler": 1, "Worker": 2}),
-        "spec.mxReplicaSpecs[Server]",
+        mx({"Scheduler": 1, "Server": 1}),
+        "spec.mxReplicaSpecs[Worker]",
         ErrorKind.REQUIRED,
     ),
     (
