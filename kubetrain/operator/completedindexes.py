@@ -17,7 +17,7 @@ Two records, one set of slots:
   restarts alone (`forget`) or the gang restarts (a restart's record starts without it);
 - the v1 kinds' (`read_types`, `by_type`): `status.completedIndexes`, per replica type the
   indexes whose pod succeeded, in the Job API's compressed form (`"0,2-3"`, as a Job's
-  `status.completedIndexes`: `format_indexes`, `parse_indexes`); it starts over with the run
+  `status.completedIndexes`: `kubetrain.api.indexes`); it starts over with the run
   (a whole-job restart, a suspend: `active.py`).
 A key naming no Job or replica type of the shape, or an index out of its range, is dropped
 (the Job controller drops a corrupt interval and an index past `completions`).
@@ -25,10 +25,11 @@ A key naming no Job or replica type of the shape, or an index out of its range, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from kubetrain.api.indexes import format_indexes, parse_indexes
 from kubetrain.frameworks.env import ReplicaCounts
 from kubetrain.jobs.shape import JobShape
 from kubetrain.operator import groupfailure
@@ -107,34 +108,3 @@ class CompletedIndexes:
             added = len(done) - len(base.succeeded_indices)
             out[name] = replace(base, succeeded=base.succeeded + added, succeeded_indices=frozenset(done))
         return out
-
-
-def format_indexes(indexes: Iterable[int]) -> str:
-    """`indexes` in the Job API's compressed form: sorted, runs as `first-last`, comma-separated
-    (`{0, 2, 3, 4}` -> `"0,2-4"`; indexed_job_utils.go `orderedIntervals.String`)."""
-    runs: list[list[int]] = []
-    for i in sorted(set(indexes)):
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-
-
-def parse_indexes(text: str, size: int) -> set[int]:
-    """The indexes below `size` that `text` (the compressed form) names; a part that is not a
-    decimal index or an ascending `first-last` range is ignored, a range is cut at `size`
-    (indexed_job_utils.go `parseIndexesFromString`)."""
-    out: set[int] = set()
-    for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        if not _decimal(first) or (dash and not _decimal(last)):
-            continue
-        a, b = int(first), int(last) if dash else int(first)
-        if a <= b:
-            out.update(range(a, min(b, size - 1) + 1))
-    return out
-
-
-def _decimal(text: str) -> bool:
-    return text.isdecimal() and text.isascii()

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from planner_builders import Sim, at, job, replica, running_sim
 
-from kubetrain.operator.completedindexes import format_indexes, parse_indexes
+from kubetrain.api.indexes import format_indexes, parse_indexes
 
 
 def gone(sim: Sim, *names: str) -> None:

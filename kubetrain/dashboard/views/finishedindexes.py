@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.indexes import format_indexes, is_decimal, parse_indexes
 from kubetrain.api.labels import (
     KUBEDL_LABEL_REPLICA_INDEX,
     KUBEDL_LABEL_REPLICA_TYPE,
@@ -58,29 +59,14 @@ NONE = Finished((), (), 0)
 
 
 def parse(text: str, size: int) -> tuple[int, ...]:
-    """The indexes below `size` that `text` names, sorted. As the Job controller reads a Job's
-    `completedIndexes` (indexed_job_utils.go `parseIndexesFromString`): a part that is not a
-    decimal index nor an ascending `first-last` range is skipped, a range is cut at `size`."""
-    out: set[int] = set()
-    for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        if not _decimal(first) or (dash and not _decimal(last)):
-            continue
-        a, b = int(first), int(last) if dash else int(first)
-        if a <= b:
-            out.update(range(a, min(b, size - 1) + 1))
-    return tuple(sorted(out))
+    """The indexes below `size` that `text` names, sorted, read as the operator reads them
+    (`kubetrain.api.indexes.parse_indexes`)."""
+    return tuple(sorted(parse_indexes(text, size)))
 
 
 def ranges(indexes: Iterable[int]) -> str:
     """`0, 2-3`: sorted indexes, a run of them as `first-last` (joined by an en dash)."""
-    runs: list[list[int]] = []
-    for i in sorted(set(indexes)):
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ", ".join(str(a) if a == b else f"{a}{RANGE_DASH}{b}" for a, b in runs)
+    return format_indexes(indexes, sep=", ", dash=RANGE_DASH)
 
 
 def finished(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], limit: int) -> Finished:
@@ -115,10 +101,6 @@ def _slot(pod: Mapping[str, Any]) -> tuple[str, int] | None:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     rtype = labels.get(LABEL_REPLICA_TYPE) or labels.get(KUBEDL_LABEL_REPLICA_TYPE)
     index = labels.get(LABEL_REPLICA_INDEX) or labels.get(KUBEDL_LABEL_REPLICA_INDEX)
-    if not isinstance(rtype, str) or not isinstance(index, str) or not _decimal(index):
+    if not isinstance(rtype, str) or not isinstance(index, str) or not is_decimal(index):
         return None
     return rtype.lower(), int(index)
-
-
-def _decimal(text: str) -> bool:
-    return text.isdecimal() and text.isascii()
