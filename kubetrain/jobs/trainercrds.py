@@ -21,13 +21,7 @@ from kubetrain.jobs import listkeys, podlistkeys
 from kubetrain.jobs.crdgen import all_crds, model_schema
 from kubetrain.jobs.croncrds import cron_crds
 from kubetrain.jobs.trainerrequired import RUNTIME_REQUIRED, TRAINJOB_REQUIRED, add_required
-from kubetrain.jobs.trainerrules import (
-    KUBETRAIN_RUNTIME_RULES,
-    RUNTIME_RULES,
-    TRAINJOB_RULES,
-    add_rules,
-    node,
-)
+from kubetrain.jobs.trainerrules import KUBETRAIN_RUNTIME_RULES, RUNTIME_RULES, TRAINJOB_RULES, add_rules
 
 _LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/part-of": "kubetrain"}
 CATEGORY = "kubeflow"  # `kubectl get kubeflow` lists TrainJobs and runtimes, as with Trainer's CRDs
@@ -177,7 +171,9 @@ def _crd(
         add_rules(schema, KUBETRAIN_RUNTIME_RULES)
         _add_markers(schema, RUNTIME_SCHEMA_MARKERS)
         listkeys.apply(schema, listkeys.RUNTIME)
-        podlistkeys.describe_job_spec(node(schema, "spec.template.spec.replicatedJobs[].template.spec"))
+        podlistkeys.describe_job_spec(
+            listkeys.node(schema, "spec.template.spec.replicatedJobs[].template.spec")
+        )
         add_required(schema, RUNTIME_REQUIRED)
     plural = c.PLURALS[kind]
     version: dict[str, Any] = {
@@ -210,7 +206,7 @@ def _crd(
 
 def _add_markers(schema: dict[str, Any], table: dict[str, dict[str, Any]]) -> None:
     for path, markers in table.items():
-        node(schema, path).update(copy.deepcopy(markers))
+        listkeys.node(schema, path).update(copy.deepcopy(markers))
 
 
 def _trainjob_columns() -> list[dict[str, Any]]:

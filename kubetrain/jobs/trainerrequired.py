@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.jobs.trainerrules import node
+from kubetrain.jobs.listkeys import node
 
 _ENV_REFS = {
     "valueFrom.configMapKeyRef": ["key"],

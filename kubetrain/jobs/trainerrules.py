@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.jobs.listkeys import node
+
 Rule = dict[str, str]
 
 IMMUTABLE: Rule = {"rule": "self == oldSelf", "message": "field is immutable"}
@@ -133,18 +135,6 @@ KUBETRAIN_RUNTIME_RULES: dict[str, list[Rule]] = {
     "spec.template.spec.managedBy": [JOBSET_MANAGED_BY],
     "spec.podGroupPolicy": [ONE_POD_GROUP_POLICY],
 }
-
-
-def node(schema: dict[str, Any], path: str) -> dict[str, Any]:
-    """The schema node at `path` (dotted properties, `[]` for an array's items); KeyError if the
-    schema has no such node."""
-    out = schema
-    for part in path.split("."):
-        name, items = (part[:-2], True) if part.endswith("[]") else (part, False)
-        out = out["properties"][name]
-        if items:
-            out = out["items"]
-    return out
 
 
 def add_rules(schema: dict[str, Any], table: dict[str, list[Rule]]) -> None:

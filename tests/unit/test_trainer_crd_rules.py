@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kubetrain.devcluster.apiserver.kinds.crds.celrules import compile_schema
+from kubetrain.jobs.listkeys import node
 from kubetrain.jobs.trainercrds import trainer_crds
-from kubetrain.jobs.trainerrules import node
 
 IMMUTABLE = ("self == oldSelf", "field is immutable")
 JOBSET_IMMUTABLE = ("self == oldSelf", "Value is immutable")
@@ -99,7 +99,7 @@ KUBETRAIN_RUNTIME = [
 
 
 def rules(schema: dict[str, Any], at: str = "") -> list[tuple[str, str, str]]:
-    """Every (path, rule, message) of a schema, paths as `trainerrules.node` takes them."""
+    """Every (path, rule, message) of a schema, paths as `listkeys.node` takes them."""
     out = [(at, r["rule"], r["message"]) for r in schema.get("x-kubernetes-validations", [])]
     for name, sub in (schema.get("properties") or {}).items():
         out += rules(sub, f"{at}.{name}" if at else name)
