@@ -52,6 +52,14 @@ T = TypeVar("T")
 ABORT_GRACE = 1.0
 
 
+def abort_later(request: web.Request) -> None:
+    """Abort `request`'s connection ABORT_GRACE seconds from now, after its answer: the client
+    stalled or overfilled the server and may never read the answer nor finish the TLS shutdown."""
+    transport = request.transport
+    if transport is not None:
+        asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+
+
 @dataclass(frozen=True)
 class ConnectionLimits:
     header_timeout: float = 10.0
@@ -142,9 +150,7 @@ class ConnectionGuard:
         except TimeoutError:
             pass
         log.debug("closing a connection that sent no complete request body in time")
-        transport = request.transport
-        if transport is not None:
-            asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+        abort_later(request)
         refusal = web.HTTPRequestTimeout(text="the request body was not received in time\n")
         refusal.force_close()
         raise refusal

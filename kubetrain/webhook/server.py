@@ -54,7 +54,7 @@ from kubetrain.api.errors import QUOTE
 from kubetrain.certs.tls import ReloadingTLS
 from kubetrain.frameworks import mpiconversion
 from kubetrain.jobs.validation import DEFAULT_MAX_REPLICAS
-from kubetrain.serving.guard import ABORT_GRACE, ConnectionGuard, ConnectionLimits
+from kubetrain.serving.guard import ConnectionGuard, ConnectionLimits, abort_later
 from kubetrain.serving.metrics import WEBHOOK_REQUEST_DURATION
 from kubetrain.webhook.body import BodyReader
 from kubetrain.webhook.decider import Decider, review_marks
@@ -87,11 +87,10 @@ def _send(request: web.Request, refusal: Refusal) -> web.Response:
     """The HTTP answer of a refusal. With `close`, the connection is closed after it: the unread
     rest of the body is not drained (aiohttp would otherwise keep reading it to reuse the
     connection). With `abort`, a client that stalled or overfilled the server, which may never
-    read the answer nor finish the TLS shutdown, has its connection aborted ABORT_GRACE seconds
-    after the answer."""
-    transport = request.transport
-    if refusal.abort and transport is not None:
-        asyncio.get_running_loop().call_later(ABORT_GRACE, transport.abort)
+    read the answer nor finish the TLS shutdown, has its connection aborted
+    `serving.guard.ABORT_GRACE` seconds after the answer (`abort_later`)."""
+    if refusal.abort:
+        abort_later(request)
     response = web.Response(status=refusal.status, text=refusal.text, headers=refusal.headers or None)
     if refusal.close:
         response.force_close()
