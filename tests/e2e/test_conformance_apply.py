@@ -100,3 +100,48 @@ async def test_a_status_write_is_recorded_with_its_subresource(kube: Any, namesp
     reporter = entry(status, "reporter", "Update")
     assert reporter["subresource"] == "status"
     assert reporter["fieldsV1"] == {"f:status": {".": {}, "f:phase": {}}}
+
+
+async def test_scale_of_a_custom_resource_and_its_managed_fields(kube: Any, namespace: str) -> None:
+    """kube-apiserver's /scale field manager of a custom resource has no autoscaling/v1 Scale
+    type (kubernetes/kubernetes#116311, #131892): an apply fails with 500 once its configuration
+    is a Scale, and a merge patch scales the resource while its writer gets no entry and the
+    replicas path (specReplicasPath `.spec.size`) leaves the manager that owned it."""
+    await install_crd(kube)
+    made = await kube.ok("POST", gadgets(namespace), gadget("sized", size=2), query={"fieldManager": "maker"})
+    assert "f:size" in entry(made, "maker", "Update")["fieldsV1"]["f:spec"]
+    path = f"{gadgets(namespace)}/sized/scale"
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "sized"}}
+
+    refused = await kube.request(
+        "PATCH",
+        path,
+        {**scale, "spec": {"replicas": 3}},
+        content_type=APPLY,
+        query={"fieldManager": "scaler"},
+    )
+    assert refused.status == 500 and refused.body["code"] == 500 and not refused.body.get("reason")
+    assert refused.body["message"] == (
+        "failed to create typed patch object (/sized; autoscaling/v1, Kind=Scale): "
+        "no corresponding type for autoscaling/v1, Kind=Scale"
+    )
+    wrong = await kube.request(
+        "PATCH", path, gadget("sized", size=3), content_type=APPLY, query={"fieldManager": "scaler"}
+    )
+    assert_status(wrong.body, 400, "BadRequest")
+    assert wrong.body["message"] == f"invalid object type: {gadget('sized')['apiVersion']}, Kind=Gadget"
+    nameless = await kube.request("PATCH", path, scale, content_type=APPLY)
+    assert_status(nameless.body, 422, "Invalid")
+    missing = await kube.request(
+        "PATCH", f"{gadgets(namespace)}/nothing/scale", scale, content_type=APPLY, query={"fieldManager": "s"}
+    )
+    assert_status(missing.body, 404, "NotFound")
+    assert (await kube.ok("GET", f"{gadgets(namespace)}/sized"))["spec"]["size"] == 2
+
+    await kube.ok(
+        "PATCH", path, {"spec": {"replicas": 3}}, content_type=MERGE, query={"fieldManager": "scaler"}
+    )
+    job = await kube.ok("GET", f"{gadgets(namespace)}/sized")
+    assert job["spec"]["size"] == 3
+    assert all(e["manager"] != "scaler" for e in job["metadata"]["managedFields"])
+    assert "f:size" not in entry(job, "maker", "Update")["fieldsV1"]["f:spec"]

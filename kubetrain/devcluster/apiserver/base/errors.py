@@ -48,8 +48,9 @@ class ApiError(Exception):
             "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # StatusReasonUnknown ("") is omitted
+            body["reason"] = self.reason
         if self.details:
             body["details"] = self.details
         body["code"] = self.code

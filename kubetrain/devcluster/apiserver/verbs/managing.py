@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base.types import Obj
-from kubetrain.devcluster.apiserver.kinds import managedfields, meta, smdschema
+from kubetrain.devcluster.apiserver.kinds import managedfields, meta, scalefields, smdschema
 from kubetrain.devcluster.apiserver.kinds.fieldpaths import FieldSet, f
 from kubetrain.devcluster.apiserver.request import apply as applying
 from kubetrain.devcluster.apiserver.request.target import Target
@@ -37,10 +37,16 @@ def ignored_fields(t: Target, config: Any) -> FieldSet:
 
 def record(t: Target, old: Obj | None, new: Obj, now: Any) -> None:
     """Set `new`'s managedFields for an Update (create when `old` is None) by the request's
-    manager, starting from the ones the client sent (`decodeLiveOrNew`)."""
+    manager, starting from the ones the client sent (`decodeLiveOrNew`). A write to a custom
+    resource's /scale records nothing for its manager and takes the replicas path from every
+    manager (kinds/scalefields.py: kube-apiserver's /scale field manager fails on them)."""
     md = new["metadata"]
     sent = md.pop("managedFields", None)
     stored = old["metadata"].get("managedFields") if old is not None else None
+    if t.subresource == "scale" and old is not None:
+        parent = managedfields.from_request(None, stored, t.subresource)
+        _store(md, scalefields.to_parent(parent, t.api_version, scalefields.mappings(t.rt), {}))
+        return
     managed = managedfields.from_request(sent, stored, t.subresource)
     typ = smdschema.root_type(t.rt, t.version)
     zero = None

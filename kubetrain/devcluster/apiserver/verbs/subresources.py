@@ -8,11 +8,11 @@ from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
-from kubetrain.devcluster.apiserver.kinds import meta, podconditions
+from kubetrain.devcluster.apiserver.kinds import meta, podconditions, scalefields
 from kubetrain.devcluster.apiserver.kinds.scales import SCALE_KIND, scale_of, set_path, spec_replicas_path
 from kubetrain.devcluster.apiserver.request import decoding
-from kubetrain.devcluster.apiserver.request.patch import apply_patch
-from kubetrain.devcluster.apiserver.verbs import eviction
+from kubetrain.devcluster.apiserver.request.patch import APPLY, EMPTY, apply_patch, check_media_type
+from kubetrain.devcluster.apiserver.verbs import applying, eviction
 from kubetrain.devcluster.apiserver.verbs.core import PATCH_RETRIES, ApiServer, Result, Target
 
 BINDING_KIND = ("", "v1", "Binding")
@@ -146,9 +146,17 @@ def _decoded(t: Target, kind: tuple[str, str, str], body: Any) -> list[str]:
 async def scale(api: ApiServer, t: Target, method: str, content_type: str, body: Any) -> Result:
     """GET, PUT or PATCH `{custom}/scale`. Like kube-apiserver's GuaranteedUpdate, a write whose
     Scale names no resourceVersion is re-applied to the newest object when the job changed while
-    the write was admitted; one that names a resourceVersion gets 409 when it is stale."""
+    the write was admitted; one that names a resourceVersion gets 409 when it is stale.
+    managedFields: the writer gets no entry and the replicas path leaves every manager; an apply
+    fails (kinds/scalefields.py)."""
     if method == "GET":
         return Result(200, scale_of(t.rt, api.current(t)))
+    if method == "PATCH":
+        is_apply = check_media_type(content_type, custom=True) == APPLY
+        applying.check_options(t, is_apply=is_apply)
+        if is_apply:
+            api.current(t)  # 404 first: /scale never creates
+            raise scalefields.apply_refusal(None if body is EMPTY else body)
     precondition = ((body if isinstance(body, dict) else {}).get("metadata") or {}).get("resourceVersion")
     for _attempt in range(PATCH_RETRIES):
         obj = api.current(t)
