@@ -10,11 +10,21 @@ assertion is what upstream guarantees (times and entry order are not compared).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from e2e.conformance_support import MERGE, assert_status, cm, cms, gadget, gadgets, install_crd
 
 APPLY = "application/apply-patch+yaml"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+CSA = "kubectl-client-side-apply"
+
+
+def client_side_applied(name: str, **data: str) -> dict[str, Any]:
+    """A ConfigMap as `kubectl apply` (client-side) creates it: its manifest in the annotation."""
+    made = cm(name, **data)
+    made["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(cm(name, **data)) + "\n"}
+    return made
 
 
 def entry(obj: dict[str, Any], manager: str, operation: str) -> dict[str, Any]:
@@ -145,3 +155,43 @@ async def test_scale_of_a_custom_resource_and_its_managed_fields(kube: Any, name
     assert job["spec"]["size"] == 3
     assert all(e["manager"] != "scaler" for e in job["metadata"]["managedFields"])
     assert "f:size" not in entry(job, "maker", "Update")["fieldsV1"]["f:spec"]
+
+
+async def test_kubectl_server_side_apply_takes_over_what_client_side_apply_set(
+    kube: Any, namespace: str
+) -> None:
+    """lastAppliedManager: an apply by the `kubectl` manager that conflicts only on fields the
+    live object still has as its last-applied-configuration says goes on as if forced;
+    lastAppliedUpdater: the annotation then holds the applied configuration."""
+    path = f"{cms(namespace)}/upgraded"
+    await kube.ok(
+        "POST", cms(namespace), client_side_applied("upgraded", k="v", keep="x"), query={"fieldManager": CSA}
+    )
+    other = await kube.request(
+        "PATCH", path, cm("upgraded", k="w"), content_type=APPLY, query={"fieldManager": "ci"}
+    )
+    assert_status(other.body, 409, "Conflict")  # another manager gets no upgrade
+    assert other.body["message"] == f'Apply failed with 1 conflict: conflict with "{CSA}" using v1: .data.k'
+
+    applied = await kube.ok(
+        "PATCH", path, cm("upgraded", k="w"), content_type=APPLY, query={"fieldManager": "kubectl"}
+    )
+    assert applied["data"] == {"k": "w", "keep": "x"}
+    assert entry(applied, "kubectl", "Apply")["fieldsV1"] == {"f:data": {"f:k": {}}}
+    assert "f:k" not in entry(applied, CSA, "Update")["fieldsV1"]["f:data"]
+    annotation = applied["metadata"]["annotations"][LAST_APPLIED]
+    assert (
+        annotation
+        == '{"apiVersion":"v1","data":{"k":"w"},"kind":"ConfigMap","metadata":{"name":"upgraded"}}\n'
+    )
+
+    await kube.ok(
+        "POST", cms(namespace), client_side_applied("edited", k="v", n="1"), query={"fieldManager": CSA}
+    )
+    edited = f"{cms(namespace)}/edited"
+    await kube.ok("PATCH", edited, {"data": {"n": "2"}}, content_type=MERGE, query={"fieldManager": CSA})
+    clash = await kube.request(
+        "PATCH", edited, cm("edited", k="w", n="3"), content_type=APPLY, query={"fieldManager": "kubectl"}
+    )
+    assert_status(clash.body, 409, "Conflict")  # n no longer has its last-applied value
+    assert clash.body["message"] == f'Apply failed with 1 conflict: conflict with "{CSA}" using v1: .data.n'

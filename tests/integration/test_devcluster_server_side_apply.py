@@ -96,3 +96,31 @@ async def test_server_side_apply_of_a_job(devcluster: DevCluster, tmp_path: Path
     applied = entries(got)[("kubectl", "Apply")]
     worker = applied["f:spec"]["f:pytorchReplicaSpecs"]["f:Worker"]  # type: ignore[index]
     assert "f:replicas" in worker
+
+
+async def test_client_side_apply_then_server_side_apply_upgrades_without_conflicts(
+    devcluster: DevCluster,
+) -> None:
+    """`kubectl apply` then `kubectl apply --server-side` with a changed value: the server lets the
+    `kubectl` manager take over what client-side apply set (lastAppliedManager) and rewrites the
+    last-applied-configuration annotation (lastAppliedUpdater); `--field-manager` of another name
+    gets the conflict."""
+    await ok(devcluster, "apply", "-f", "-", stdin=config_map(mode="fast", size="1"))
+    changed = config_map(mode="slow", size="1")
+    code, _, err = await run_kubectl(
+        devcluster.kubeconfig_path,
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "ci",
+        "-f",
+        "-",
+        stdin=changed,
+    )
+    assert code == 1 and 'conflict with "kubectl-client-side-apply"' in err
+    await ok(devcluster, "apply", "--server-side", "-f", "-", stdin=changed)
+    got = json.loads(await ok(devcluster, "get", "configmap", "settings", "-o", "json", SHOW))
+    assert got["data"] == {"mode": "slow", "size": "1"}
+    last = got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    assert last.endswith("\n") and json.loads(last)["data"] == {"mode": "slow", "size": "1"}
+    assert entries(got)[("kubectl", "Apply")]["f:data"] == {"f:mode": {}, "f:size": {}}  # type: ignore[index]

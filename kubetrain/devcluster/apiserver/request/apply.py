@@ -11,6 +11,7 @@ check_options(t_field_manager, force, is_apply=True)                            
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
@@ -81,10 +82,13 @@ def apply(
     force: bool,
     now: str,
     ignored: FieldSet = frozenset(),  # type: ignore[assignment]
+    allowed: Callable[[], FieldSet | None] | None = None,
 ) -> tuple[Any, Managed]:
     """`Updater.Apply` under `stripMetaManager` and `managedFieldsUpdater`: the merged object and
     the managers after it; a 409 Conflict (conflict.go `NewConflictError`) when another manager
-    owns a field this changes, unless `force`."""
+    owns a field this changes, unless `force`. `allowed` (`lastAppliedManager`, called on a
+    conflict): the fields the applier may take over; when every conflict is one of them the apply
+    goes on as if forced, else only the other conflicts are reported."""
     merged = merge(live, config, t)
     last = managed.get(me)
     applied = fieldpaths.recursive_difference(to_field_set(config, t), ignored) - STRIPPED
@@ -99,6 +103,10 @@ def apply(
         conflicts = [
             (k, e.api_version, p) for k, e in managers.items() if k != me for p in sorted(e.fields & changed)
         ]
+        if conflicts and allowed is not None:
+            takeable = allowed()
+            if takeable is not None:
+                conflicts = [c for c in conflicts if c[2] not in takeable]
         if conflicts:
             raise conflict_error(conflicts)
     managers = remove_from_others(managers, me, changed, removed)

@@ -16,6 +16,7 @@ from kubetrain.devcluster.apiserver.base.types import Obj
 from kubetrain.devcluster.apiserver.kinds import managedfields, meta, scalefields, smdschema
 from kubetrain.devcluster.apiserver.kinds.fieldpaths import FieldSet, f
 from kubetrain.devcluster.apiserver.request import apply as applying
+from kubetrain.devcluster.apiserver.request import lastapplied
 from kubetrain.devcluster.apiserver.request.target import Target
 
 
@@ -76,6 +77,7 @@ def apply(t: Target, live: Obj | None, config: dict[str, Any], now: Any) -> Obj:
     base: Obj = _without_managed(live) if live is not None else smdschema.zero_object(t.rt)
     stored = live["metadata"].get("managedFields") if live is not None else None
     managed = managedfields.from_request(None, stored, t.subresource)
+    upgrading = t.field_manager == lastapplied.UPGRADING_MANAGER
     merged, managed = applying.apply(
         base,
         config,
@@ -86,7 +88,10 @@ def apply(t: Target, live: Obj | None, config: dict[str, Any], now: Any) -> Obj:
         force=bool(t.force),
         now=meta.timestamp(now),
         ignored=ignored_fields(t, config),
+        allowed=(lambda: lastapplied.allowed_conflicts(base, t.api_version, typ)) if upgrading else None,
     )
+    if upgrading:
+        merged = lastapplied.synced(merged, config)
     merged = dict(merged)
     merged["metadata"] = dict(merged.get("metadata") or {})
     _store(merged["metadata"], managed)
