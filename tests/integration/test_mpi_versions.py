@@ -281,3 +281,65 @@ async def test_an_exported_job_created_again_keeps_its_recorded_version(
     await h.wait_pods(ns, name, 3)
     launcher = await h.pod(ns, f"{name}-launcher-0")
     assert launcher is not None and kubeflow_labels(launcher)["job-role"] == "launcher"
+
+
+async def test_managed_fields_are_recorded_at_the_version_each_writer_used(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """kube-apiserver's field manager runs at the request's version: a v1 create is recorded at
+    kubeflow.org/v1, a v2beta1 edit at kubeflow.org/v2beta1 takes the field from the v1 manager
+    (compared at v1 through the conversion webhook), and a v1 apply conflicts with the v2beta1
+    manager, named with its version."""
+    _, h = env
+    ns = await h.namespace("mpifields")
+    manifest = yaml.safe_load((V1_EXAMPLES / "tensorflow-mnist.yaml").read_text())
+    name = manifest["metadata"]["name"]
+    made = await h.kube.request(
+        "create", "POST", V1.path(ns, None), query={"fieldManager": "maker"}, body={**manifest}
+    )
+    (maker,) = [e for e in made["metadata"]["managedFields"] if e["manager"] == "maker"]
+    assert maker["apiVersion"] == "kubeflow.org/v1" and "f:slotsPerWorker" in maker["fieldsV1"]["f:spec"]
+    assert "f:mpiImplementation" not in maker["fieldsV1"]["f:spec"]  # a v2beta1 field
+
+    await h.kube.request(
+        "patch",
+        "PATCH",
+        V2.path(ns, name),
+        query={"fieldManager": "editor"},
+        body={"spec": {"slotsPerWorker": 2}},
+        content_type="application/merge-patch+json",
+    )
+    edited = await h.kube.get(V1, ns, name)
+    owners = {e["manager"]: e for e in edited["metadata"]["managedFields"]}
+    assert owners["editor"]["apiVersion"] == "kubeflow.org/v2beta1"
+    assert owners["editor"]["fieldsV1"] == {"f:spec": {"f:slotsPerWorker": {}}}
+    assert "f:slotsPerWorker" not in owners["maker"]["fieldsV1"]["f:spec"]
+
+    applied = {
+        **manifest,
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {**manifest["spec"], "slotsPerWorker": 3},
+    }
+    with pytest.raises(ApiError) as clash:
+        await h.kube.request(
+            "patch",
+            "PATCH",
+            V1.path(ns, name),
+            query={"fieldManager": "ci"},
+            body=applied,
+            content_type="application/apply-patch+yaml",
+        )
+    assert clash.value.status == 409
+    assert 'conflict with "editor" using kubeflow.org/v2beta1: .spec.slotsPerWorker' in str(clash.value)
+    done = await h.kube.request(
+        "patch",
+        "PATCH",
+        V1.path(ns, name),
+        query={"fieldManager": "ci", "force": "true"},
+        body=applied,
+        content_type="application/apply-patch+yaml",
+    )
+    owners = {e["manager"]: e for e in done["metadata"]["managedFields"]}
+    assert done["apiVersion"] == "kubeflow.org/v1" and done["spec"]["slotsPerWorker"] == 3
+    assert owners["ci"]["apiVersion"] == "kubeflow.org/v1" and owners["ci"]["operation"] == "Apply"
+    assert "editor" not in owners  # it owned only what ci took

@@ -59,6 +59,7 @@ class Handlers:
         self.api = api
         self.reader = Reader(api)
         self.converter = conversion.Converter(api.admission.client)
+        api.convert = self.converter.convert
         self.faults = faults
         self.requests = requests
         self.auth = Authentication(api.store, api.clock, token)

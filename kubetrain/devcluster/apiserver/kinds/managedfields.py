@@ -223,18 +223,38 @@ def _decode_or_empty(entries: Any) -> Managed:
         return {}
 
 
-def remove_from_others(managed: Managed, me: ManagerKey, taken: FieldSet, removed: FieldSet) -> Managed:
+# (taken, removed) of a write as seen at another apiVersion of the resource; None: the object
+# cannot be had at that version (`IsMissingVersionError`: its managers are dropped).
+Others = dict[str, tuple[FieldSet, FieldSet] | None]
+
+
+def remove_from_others(
+    managed: Managed,
+    me: ManagerKey,
+    taken: FieldSet,
+    removed: FieldSet,
+    at: str = "",
+    others: Others | None = None,
+) -> Managed:
     """merge/update.go `Updater.update` with force: other managers lose what `me` took, every
-    manager what the write removed; managers left without fields are dropped."""
+    manager what the write removed; managers left without fields are dropped. With `others`, a
+    manager of another apiVersion than `at` loses what the write took and removed as compared at
+    its own version (the `Converter`'s objects)."""
     out: Managed = {}
     for k, e in managed.items():
         if k == me:
             out[k] = e
             continue
-        if not (e.owns_any(taken) or e.owns_any(removed)):
+        lost, gone = taken, removed
+        if others is not None and e.api_version != at:
+            seen = others.get(e.api_version)
+            if seen is None:
+                continue
+            lost, gone = seen
+        if not (e.owns_any(lost) or e.owns_any(gone)):
             out[k] = e
             continue
-        rest = e.fields - taken - removed
+        rest = e.fields - lost - gone
         if rest:
             out[k] = e.with_fields(rest)
     return out
@@ -250,10 +270,11 @@ def record_update(
     now: str,
     ignored: FieldSet = frozenset(),  # type: ignore[assignment]
     zero: FieldSet | None = None,
+    others: Others | None = None,
 ) -> Managed:
     """An Update by `me` from `old` to `new`. A create passes the kind's zero object as `old`
     and, when it is only maps, their paths as `zero`: then the FieldsV1 of what it takes is built
-    directly from `new`, without the comparison."""
+    directly from `new`, without the comparison. `others`: see `remove_from_others`."""
     if zero is not None and not managed and all(len(p) == 1 for p in ignored):
         raw = added_fields_v1({k: v for k, v in new.items() if (f(k),) not in ignored}, t)
         raw = fieldpaths.edit(raw, set(), STRIPPED | zero)
@@ -261,7 +282,7 @@ def record_update(
     added, modified, removed = compare(old, new, t)
     taken = fieldpaths.recursive_difference(added | modified, ignored)
     removed = fieldpaths.recursive_difference(removed, ignored)
-    out = remove_from_others(managed, me, taken, removed)
+    out = remove_from_others(managed, me, taken, removed, api_version, others)
     taken -= STRIPPED
     prev = out.get(me)
     if taken:

@@ -24,6 +24,7 @@ from kubetrain.devcluster.apiserver.kinds.managedfields import (
     Entry,
     Managed,
     ManagerKey,
+    Others,
     cap_updates,
     manager_text,
     printable,
@@ -83,12 +84,15 @@ def apply(
     now: str,
     ignored: FieldSet = frozenset(),  # type: ignore[assignment]
     allowed: Callable[[], FieldSet | None] | None = None,
+    others: Others | None = None,
 ) -> tuple[Any, Managed]:
     """`Updater.Apply` under `stripMetaManager` and `managedFieldsUpdater`: the merged object and
     the managers after it; a 409 Conflict (conflict.go `NewConflictError`) when another manager
     owns a field this changes, unless `force`. `allowed` (`lastAppliedManager`, called on a
     conflict): the fields the applier may take over; when every conflict is one of them the apply
-    goes on as if forced, else only the other conflicts are reported."""
+    goes on as if forced, else only the other conflicts are reported. `others`: what the apply
+    changes and removes as seen at each other apiVersion a manager has (`Updater.update` with its
+    `Converter`); without it every manager is compared at `api_version`."""
     merged = merge(live, config, t)
     last = managed.get(me)
     applied = fieldpaths.recursive_difference(to_field_set(config, t), ignored) - STRIPPED
@@ -101,7 +105,10 @@ def apply(
     removed = fieldpaths.recursive_difference(removed, ignored)
     if not force:
         conflicts = [
-            (k, e.api_version, p) for k, e in managers.items() if k != me for p in sorted(e.fields & changed)
+            (k, e.api_version, p)
+            for k, e in managers.items()
+            if k != me
+            for p in sorted(e.fields & _seen(e.api_version, api_version, changed, others))
         ]
         if conflicts and allowed is not None:
             takeable = allowed()
@@ -109,12 +116,19 @@ def apply(
                 conflicts = [c for c in conflicts if c[2] not in takeable]
         if conflicts:
             raise conflict_error(conflicts)
-    managers = remove_from_others(managers, me, changed, removed)
+    managers = remove_from_others(managers, me, changed, removed, api_version, others)
     if merged != live:
         managers[me].time = now
     if not managers[me].fields:
         del managers[me]
     return merged, cap_updates(managers)
+
+
+def _seen(version: str, at: str, changed: FieldSet, others: Others | None) -> FieldSet:
+    if others is None or version == at:
+        return changed
+    seen = others.get(version)
+    return seen[0] if seen is not None else set()
 
 
 def _prune(merged: Any, managers: Managed, last: FieldSet, t: Type) -> Any:

@@ -57,3 +57,28 @@ def applied(t: Target, current: dict[str, Any] | None, config: dict[str, Any], n
     obj = managing.apply(t, current, config, now)
     _check_name(t, obj)
     return obj
+
+
+async def applied_converted(
+    convert: managing.Convert | None,
+    t: Target,
+    current: dict[str, Any] | None,
+    config: dict[str, Any],
+    now: Any,
+) -> dict[str, Any]:
+    """`applied` for a resource its CRD's conversion webhook converts (`managing.converting`):
+    made at the request's version, converted to storage (`managing.apply_converted`)."""
+    if convert is None or not managing.converting(t):
+        return applied(t, current, config, now)
+    tv = managing.at_request_version(t)
+    if current is None:
+        obj = applied(tv, None, config, now)
+        return (await convert(t.rt, [obj], t.version))[0]
+    obj = await managing.apply_converted(convert, t, current, config, now)
+    _check_name(t, obj)
+    return obj
+
+
+def config_target(t: Target, convert: managing.Convert | None) -> Target:
+    """The target an apply's configuration is checked against: the request's version."""
+    return managing.at_request_version(t) if convert is not None and managing.converting(t) else t

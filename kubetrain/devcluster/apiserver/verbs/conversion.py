@@ -10,7 +10,9 @@ its storage version, and a request at another served version is converted at the
   matchPolicy Equivalent and a webhook rule for the storage version — devcluster's one
   deviation: a rule naming only the requested version is not matched) with `requestKind` /
   `requestResource` naming the version the client used. A patch is applied to the object as
-  the client sees it (converted to its version), then converted back.
+  the client sees it (converted to its version), then converted back; an apply is made at the
+  client's version (verbs/managing.py `apply_converted`). managedFields are recorded at the
+  client's version, each manager compared at its own (`managing.views`, with this converter).
 - The answer is checked as kube-apiserver checks it: the response present, its uid the
   request's, `result.status` Success, as many objects as sent, each at the desired apiVersion
   and kind, and metadata unchanged but labels and annotations. Any failure — transport, a
@@ -204,10 +206,8 @@ async def serve(
     elif verb == "update":
         result = await h.api.update(storage, await to_storage(await h._body(request)))
     elif verb == "patch" and request.headers.get("Content-Type", "").split(";")[0].strip() == APPLY:
-        # applied at the storage version: managedFields record the storage apiVersion
-        body = await h._patch_body(request)
-        config = await to_storage(body) if isinstance(body, dict) else body
-        result = await h.api.patch(storage, APPLY, config)
+        # applied at the request's version, then converted (managing.apply_converted)
+        result = await h.api.patch(storage, APPLY, await h._patch_body(request))
     elif verb == "patch":
         result = await _patch(h.api, converter, storage, version, request, await h._patch_body(request))
     elif verb == "delete":

@@ -51,6 +51,8 @@ class ApiServer:
         self.clock = clock
         self.rng = random.Random(seed)
         self.services = ServiceAllocator(store, self.rng)
+        # CRDs' conversion webhooks (verbs/conversion.py), for the managedFields of their writes
+        self.convert: managing.Convert | None = None
 
     # ---- helpers -----------------------------------------------------------------------------
     def out(self, t: Target, obj: Obj) -> Obj:
@@ -160,7 +162,7 @@ class ApiServer:
         tolerationseconds.admit_pod(t, obj)
         self._default(t, obj, None)
         if not applied:
-            managing.record(t, None, obj, self.clock())
+            managing.record(t, None, obj, self.clock(), await managing.views(t, self.convert, None, obj))
         mutated, warnings = await self.admit("mutating", t, "CREATE", obj, None)
         warnings = decode_warnings + warnings
         assert mutated is not None
@@ -230,14 +232,17 @@ class ApiServer:
         """Server-side apply (verbs/applying.py): an apply to a missing object creates it, else
         the merged object is written as a patch's is, re-applied when the object changed."""
         applying.check_options(t, is_apply=True)
-        config = applying.config_of(t, body)
+        config = applying.config_of(applying.config_target(t, self.convert), body)
         for _attempt in range(PATCH_RETRIES):
             old = self.store.get(t.rt.key, t.namespace if t.rt.namespaced else "", t.name)
             if old is None:
                 if t.subresource:
                     raise errors.not_found(t.rt.gr, t.name)
-                return await self.create(t, applying.applied(t, None, config, self.clock()), applied=True)
-            obj = decoding.decode(t, applying.applied(t, self.out(t, old), config, self.clock()))
+                made = await applying.applied_converted(self.convert, t, None, config, self.clock())
+                return await self.create(t, made, applied=True)
+            obj = decoding.decode(
+                t, await applying.applied_converted(self.convert, t, self.out(t, old), config, self.clock())
+            )
             warnings = decoding.unknown_fields(t, obj)
             try:
                 rv = old["metadata"]["resourceVersion"]
@@ -296,7 +301,8 @@ class ApiServer:
                 )
         self._default(t, new, old)
         if not applied:
-            managing.record(t, old, new, self.clock())
+            seen = await managing.views(t, self.convert, self.out(t, old), new)
+            managing.record(t, old, new, self.clock(), seen)
         priority.admit_pod(self.store, t, new, old, t.name)
         tolerationseconds.admit_pod(t, new)
         mutated, warnings = await self.admit("mutating", t, "UPDATE", new, old)
