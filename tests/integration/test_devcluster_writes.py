@@ -304,6 +304,11 @@ async def test_scale_writes_are_admitted_as_scales(
     assert request["object"]["kind"] == "Scale" and request["object"]["spec"] == {"replicas": 5}
     assert request["oldObject"]["kind"] == "Scale" and request["oldObject"]["spec"] == {"replicas": 2}
     assert request["object"]["metadata"]["name"] == "w"
+    # the resource's managers of the replicas path as the Scale's (ScaleHandler.ToSubresource); the
+    # new Scale has none: its field manager failed on the custom resource's Scale
+    (owner,) = request["oldObject"]["metadata"]["managedFields"]
+    assert owner["apiVersion"] == "autoscaling/v1" and owner["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert "managedFields" not in request["object"]["metadata"]
     obj = await custom.get_namespaced_custom_object("example.com", "v1", NS, "scalers", "w")
     assert obj["spec"]["replicas"] == 5
 

@@ -143,3 +143,51 @@ def test_an_apply_to_a_custom_resources_scale_is_refused(body: Any, code: int, m
     assert (err.code, err.message) == (code, message)
     status = err.status()
     assert ("reason" in status) == (code != 500)  # an error that is no metav1.Status has no reason
+
+
+def to_subresource(parent: list[Any]) -> list[Any]:
+    managed = scalefields.to_subresource(managedfields.decode(parent), APPS)
+    return sorted(managedfields.encode(managed), key=lambda e: (e["manager"], e.get("subresource", "")))
+
+
+def test_to_subresource_keeps_the_replicas_owners_at_autoscaling_v1() -> None:
+    """scalehandler_test.go `TestTransformManagedFieldsToSubresource`."""
+    when = "2013-02-03T00:00:00Z"
+    assert to_subresource(
+        [
+            entry("manager-1", "Apply", "apps/v1", {"f:spec": {"f:another-field": {}}}),
+            entry("manager-2", "Apply", "apps/v1", REPLICAS, time=when),
+            entry("manager-3", "Update", "apps/v1", REPLICAS, "scale"),
+            entry("manager-4", "Apply", "apps/v10", REPLICAS),
+        ]
+    ) == [
+        entry("manager-2", "Apply", "autoscaling/v1", REPLICAS, time=when),
+        entry("manager-3", "Update", "autoscaling/v1", REPLICAS, "scale"),
+    ]
+
+
+def test_the_old_scale_webhooks_see_carries_the_replicas_owners() -> None:
+    rt = ResourceType("kubetrain.io", ["v1"], "gadgets", "Gadget", True, custom=True)
+    rt.scale = {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.ready"}
+    job = {
+        "apiVersion": "kubetrain.io/v1",
+        "kind": "Gadget",
+        "metadata": {
+            "name": "g",
+            "namespace": "ns",
+            "managedFields": [
+                entry(
+                    "maker", "Update", "kubetrain.io/v1", {"f:spec": {"f:size": {}, "f:image": {}}}, time="t"
+                ),
+                entry("other", "Update", "kubetrain.io/v1", {"f:spec": {"f:image": {}}}, time="t"),
+            ],
+        },
+        "spec": {"size": 2},
+    }
+    old = scalefields.old_scale(rt, job)
+    assert old["spec"] == {"replicas": 2}
+    assert old["metadata"]["managedFields"] == [
+        entry("maker", "Update", "autoscaling/v1", REPLICAS, time="t")
+    ]
+    del job["metadata"]["managedFields"]
+    assert "managedFields" not in scalefields.old_scale(rt, job)["metadata"]

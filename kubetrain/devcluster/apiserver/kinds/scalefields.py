@@ -4,6 +4,7 @@ autoscaling/v1 Scale, and as kube-apiserver's custom resource handler runs it.
 
 ```python
 managed = to_parent(parent, "kubetrain.io/v1", mappings(rt), scale={})  # the resource's managers
+old = old_scale(rt, obj)          # the Scale webhooks see as a /scale write's oldObject
 raise apply_refusal(body)         # an apply to /scale: 400 for a bad configuration, else 500
 ```
 
@@ -28,10 +29,11 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.devcluster.apiserver.base import errors
-from kubetrain.devcluster.apiserver.base.types import ResourceType
+from kubetrain.devcluster.apiserver.base.types import Obj, ResourceType
+from kubetrain.devcluster.apiserver.kinds import managedfields
 from kubetrain.devcluster.apiserver.kinds.fieldpaths import Path, f
 from kubetrain.devcluster.apiserver.kinds.managedfields import Entry, Managed
-from kubetrain.devcluster.apiserver.kinds.scales import spec_replicas_path
+from kubetrain.devcluster.apiserver.kinds.scales import scale_of, spec_replicas_path
 
 SCALE_API_VERSION = "autoscaling/v1"
 SCALE_GVK = "autoscaling/v1, Kind=Scale"
@@ -48,6 +50,28 @@ def mappings(rt: ResourceType) -> dict[str, Path | None]:
     version without a scale subresource."""
     path = replicas_path(rt) if rt.scale is not None else None
     return {rt.api_version(v): path for v in rt.versions}
+
+
+def to_subresource(parent: Managed, paths: dict[str, Path | None]) -> Managed:
+    """`ScaleHandler.ToSubresource`: the managers owning the replicas path, each owning the
+    Scale's `spec.replicas` at autoscaling/v1 (its identifier, time and operation kept)."""
+    out: Managed = {}
+    for key, e in parent.items():
+        path = paths.get(e.api_version)
+        if path is not None and path in e.fields:
+            out[key] = Entry(SCALE_API_VERSION, {REPLICAS_IN_SCALE}, e.time, e.applied)
+    return out
+
+
+def old_scale(rt: ResourceType, obj: Obj) -> Obj:
+    """The Scale a /scale write starts from (what webhooks see as its oldObject): the resource's
+    Scale view with the managedFields `to_subresource` gives it."""
+    scale = scale_of(rt, obj)
+    stored = (obj.get("metadata") or {}).get("managedFields")
+    managed = to_subresource(managedfields.from_request(None, stored, "scale"), mappings(rt))
+    if managed:
+        scale["metadata"]["managedFields"] = managedfields.encode(managed)
+    return scale
 
 
 def to_parent(parent: Managed, api_version: str, paths: dict[str, Path | None], scale: Managed) -> Managed:

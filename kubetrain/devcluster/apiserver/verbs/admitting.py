@@ -9,7 +9,7 @@ from kubetrain.devcluster.admission.chain import AdmissionAttributes, AdmissionC
 from kubetrain.devcluster.apiserver.base import errors
 from kubetrain.devcluster.apiserver.base.errors import ApiError
 from kubetrain.devcluster.apiserver.base.types import GroupResource, Obj
-from kubetrain.devcluster.apiserver.kinds import builtinschema, scales
+from kubetrain.devcluster.apiserver.kinds import builtinschema, scalefields, scales
 from kubetrain.devcluster.apiserver.kinds.resources import NAMESPACES_KEY, WEBHOOK_KEYS
 from kubetrain.devcluster.apiserver.request.target import Target
 from kubetrain.devcluster.apiserver.storage.store import Store
@@ -77,7 +77,7 @@ async def admit(
         namespace=t.namespace,
         name=(subject or {}).get("metadata", {}).get("name", t.name),
         obj=view(obj),
-        old_obj=view(old),
+        old_obj=(scalefields.old_scale(t.rt, old) if old is not None else None) if scale else old,
         dry_run=t.dry_run,
         user_info=t.user,
         namespace_labels=namespace_labels(store, t.namespace) if t.rt.namespaced else None,
