@@ -191,3 +191,25 @@ def test_trainer_1768_an_exit_code_launcher_killed_with_its_worker_is_retried() 
     sim.all_phase("Running")
     sim.step(at(7))
     assert sim.is_true("Running") and not sim.is_true("Restarting")
+
+
+def test_trainer_881_a_failed_never_ps_fails_the_tfjob() -> None:
+    """Kubeflow Trainer issue 881: a TFJob with one PS and two Workers, the PS `restartPolicy:
+    Never`; the PS failed, the Workers kept running and the TFJob said Running for hours. Here
+    the PS's failure fails the job at once (naming the pod and its exit code) and the running
+    Workers are deleted (`cleanPodPolicy: Running`, the default); nothing is made again."""
+    sim = running_sim(
+        job(
+            "TFJob",
+            {"PS": replica("TFJob", 1, "Never"), "Worker": replica("TFJob", 2, "Never")},
+            name="dtf",
+        )
+    )
+    sim.set_phase("dtf-ps-0", "Failed", exit_code=1)
+    p = sim.step(at(5))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["status"] == "True" and failed["reason"] == "JobFailed"
+    assert "pod dtf-ps-0: container tensorflow exited with code 1" in failed["message"]
+    assert not sim.is_true("Running")
+    assert sorted(p.delete_pods) == ["dtf-worker-0", "dtf-worker-1"] and p.create_pods == []
+    assert sim.step(at(6)).create_pods == []
