@@ -355,7 +355,7 @@ def mpi_pod_spec(job: JobLayout, replica_type: str, spec: dict[str, Any]) -> Non
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if replica_type == WORKER:
         # The Intel and MPICH launchers reach workers (and back) through short hostnames. The
-        # domain in effect: mpi-operator hard-codes cluster.local, wrong on any other cluster.
+        # domain in effect (mpi-operator hard-coded cluster.local until its pull request 832).
         search = job.cluster_domain.service_fqdn(job.name, job.namespace)
         dns = dict(spec.get("dnsConfig") or {})
         dns["searches"] = [*(dns.get("searches") or []), search]

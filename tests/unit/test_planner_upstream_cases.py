@@ -163,3 +163,53 @@ def test_trainer_1658_the_evaluator_does_not_hold_back_a_finished_tfjob(
     p = sim.step(at(5))
     assert sim.is_true("Succeeded")
     assert p.delete_pods == deleted
+
+
+def test_trainer_1768_an_exit_code_launcher_killed_with_its_worker_is_retried() -> None:
+    """Kubeflow Trainer issue 1768: an MPIJob whose Launcher has `restartPolicy: ExitCode`;
+    deleting a running Worker made the Launcher's mpirun exit 137; the Worker was made again but
+    the Launcher never restarted and the job hung. Here the Worker comes back, the Launcher's 137
+    is a retryable code (§6), so it is deleted and made again under its name, one restart counted
+    against `backoffLimit`, and the job is Restarting, never Failed."""
+    sim = running_sim(
+        job(
+            "MPIJob",
+            {"Launcher": replica("MPIJob", 1, "ExitCode"), "Worker": replica("MPIJob", 2, "ExitCode")},
+            name="mnist",
+            run_policy={"backoffLimit": 3},
+        )
+    )
+    del sim.pods["mnist-worker-1"]  # `kubectl delete pod`, its container gone with it
+    sim.set_phase("mnist-launcher-0", "Failed", exit_code=137)
+    p = sim.step(at(5))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["mnist-worker-1"]
+    assert p.delete_pods == ["mnist-launcher-0"]
+    assert sim.is_true("Restarting") and not sim.is_true("Failed")
+    p = sim.step(at(6))
+    assert [x["metadata"]["name"] for x in p.create_pods] == ["mnist-launcher-0"]
+    assert sim.restarts("Launcher") == 1 and not sim.is_true("Failed")
+    sim.all_phase("Running")
+    sim.step(at(7))
+    assert sim.is_true("Running") and not sim.is_true("Restarting")
+
+
+def test_trainer_881_a_failed_never_ps_fails_the_tfjob() -> None:
+    """Kubeflow Trainer issue 881: a TFJob with one PS and two Workers, the PS `restartPolicy:
+    Never`; the PS failed, the Workers kept running and the TFJob said Running for hours. Here
+    the PS's failure fails the job at once (naming the pod and its exit code) and the running
+    Workers are deleted (`cleanPodPolicy: Running`, the default); nothing is made again."""
+    sim = running_sim(
+        job(
+            "TFJob",
+            {"PS": replica("TFJob", 1, "Never"), "Worker": replica("TFJob", 2, "Never")},
+            name="dtf",
+        )
+    )
+    sim.set_phase("dtf-ps-0", "Failed", exit_code=1)
+    p = sim.step(at(5))
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["status"] == "True" and failed["reason"] == "JobFailed"
+    assert "pod dtf-ps-0: container tensorflow exited with code 1" in failed["message"]
+    assert not sim.is_true("Running")
+    assert sorted(p.delete_pods) == ["dtf-worker-0", "dtf-worker-1"] and p.create_pods == []
+    assert sim.step(at(6)).create_pods == []
