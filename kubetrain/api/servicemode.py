@@ -18,31 +18,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.errors import QUOTE, FieldError, forbidden, not_supported
-from kubetrain.api.labels import ANNOTATION_ADOPTED, ANNOTATION_SERVICE_MODE
+from kubetrain.api.labels import ANNOTATION_ADOPTED, ANNOTATION_SERVICE_MODE, annotations_of
 
 HEADLESS = "headless"
 PER_POD = "per-pod"
 SERVICE_MODES = (HEADLESS, PER_POD)
 
 
-def requested_service_mode(obj: Mapping[str, Any]) -> Any:
-    """The job's `kubetrain.io/service-mode` annotation as written (None when absent)."""
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return annotations.get(ANNOTATION_SERVICE_MODE) if isinstance(annotations, Mapping) else None
+def requested_service_mode(annotations: Mapping[str, Any]) -> Any:
+    """The `kubetrain.io/service-mode` annotation as written, of a job's annotations
+    (`labels.annotations_of`; None when absent)."""
+    return annotations.get(ANNOTATION_SERVICE_MODE)
 
 
 def service_mode(obj: Mapping[str, Any], default: str = HEADLESS) -> str:
     """The mode a job runs in: its annotation when valid, else per-pod for an adopted job, else
     `default`."""
-    return runs_service_mode(requested_service_mode(obj), is_adopted(obj), default)
+    annotations = annotations_of(obj)
+    return runs_service_mode(requested_service_mode(annotations), is_adopted(annotations), default)
 
 
-def is_adopted(obj: Mapping[str, Any]) -> bool:
-    """Whether the job's running pods were adopted from Kubeflow's training operator or KubeDL."""
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return isinstance(annotations, Mapping) and bool(annotations.get(ANNOTATION_ADOPTED))
+def is_adopted(annotations: Mapping[str, Any]) -> bool:
+    """Whether a job's annotations (`labels.annotations_of`) say its running pods were adopted
+    from Kubeflow's training operator or KubeDL."""
+    return bool(annotations.get(ANNOTATION_ADOPTED))
 
 
 def runs_service_mode(requested: Any, adopted: bool, default: str) -> str:
@@ -55,8 +54,8 @@ def runs_service_mode(requested: Any, adopted: bool, default: str) -> str:
 
 def service_mode_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:
     """`check_service_mode` of the annotation of `obj` (and of `old`, the stored job on update)."""
-    before = requested_service_mode(old) if old is not None else None
-    return check_service_mode(requested_service_mode(obj), before, updating=old is not None)
+    before = requested_service_mode(annotations_of(old)) if old is not None else None
+    return check_service_mode(requested_service_mode(annotations_of(obj)), before, updating=old is not None)
 
 
 def check_service_mode(value: Any, before: Any = None, *, updating: bool = False) -> list[FieldError]:

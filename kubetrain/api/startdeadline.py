@@ -27,11 +27,10 @@ def start_deadline_seconds(annotations: Mapping[str, Any] | None) -> int | None:
     return seconds if seconds > 0 else None
 
 
-def annotation_errors(obj: Any) -> list[FieldError]:
-    """The annotation's problem, if any (for the validating webhook, every kind)."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    value = annotations.get(ANNOTATION) if isinstance(annotations, Mapping) else None
+def annotation_errors(annotations: Mapping[str, Any]) -> list[FieldError]:
+    """The annotation's problem among a job's annotations (`labels.annotations_of`), if any (for
+    the validating webhook, every kind)."""
+    value = annotations.get(ANNOTATION)
     if value is None or start_deadline_seconds(annotations) is not None:
         return []
     path = f"metadata.annotations[{ANNOTATION}]"

@@ -217,12 +217,9 @@ def parse_time(value: str) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
-def annotation_errors(obj: Any) -> list[FieldError]:
-    """Problems of the progress annotations of a job (for the validating webhook)."""
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    if not isinstance(annotations, dict):
-        return []
+def annotation_errors(annotations: Mapping[str, Any]) -> list[FieldError]:
+    """Problems of the progress annotations among a job's annotations (`labels.annotations_of`),
+    for the validating webhook."""
     errors: list[FieldError] = []
     deadline = annotations.get(ANNOTATION_DEADLINE)
     if deadline is not None and (not str(deadline).isdigit() or int(str(deadline)) < 1):

@@ -42,12 +42,15 @@ def mpi_operator_convention(obj: Mapping[str, Any]) -> bool:
     """Whether `obj` is an MPIJob of kubeflow.org not created at kubeflow.org/v1: one written as
     mpi-operator's, whose pods carry its labels and whose status follows its controller's."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return (
-        obj.get("kind") == "MPIJob"
-        and group_of(obj.get("apiVersion")) == KUBEFLOW_GROUP
-        and isinstance(annotations, Mapping)
-        and not training_operator_convention(annotations)
+    return isinstance(annotations, Mapping) and written_as_mpi_operator(
+        obj.get("kind"), group_of(obj.get("apiVersion")), annotations.get(ANNOTATION_CREATED_API_VERSION)
     )
+
+
+def written_as_mpi_operator(kind: Any, group: str, created_api_version: Any) -> bool:
+    """`mpi_operator_convention` of a job already read: its `kind`, the API `group` of its
+    apiVersion and its created-api-version annotation as written (None when absent)."""
+    return kind == "MPIJob" and group == KUBEFLOW_GROUP and created_api_version != TRAINING_OPERATOR_VERSION
 
 
 def training_operator_mpijob(obj: Mapping[str, Any]) -> bool:

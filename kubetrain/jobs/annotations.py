@@ -57,16 +57,14 @@ def read_annotations(obj: Mapping[str, Any]) -> JobAnnotations:
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     if not isinstance(annotations, Mapping):
         return JobAnnotations()
-    kubedl = read_kubedl_annotations(obj)
-    service_mode, adopted = servicemode.requested_service_mode(obj), servicemode.is_adopted(obj)
     return JobAnnotations(
-        kubedl,
+        read_kubedl_annotations(annotations),
         read_host_network(annotations),
-        service_mode,
-        tuple(trainerstatus.annotation_errors(obj)),
+        servicemode.requested_service_mode(annotations),
+        tuple(trainerstatus.annotation_errors(annotations)),
         trainerstatus.deadline_seconds(annotations.get(trainerstatus.ANNOTATION_DEADLINE)),
         annotations.get(ANNOTATION_CREATED_API_VERSION),
         start_deadline=startdeadline.start_deadline_seconds(annotations),
-        start_deadline_errors=tuple(startdeadline.annotation_errors(obj)),
-        adopted=adopted,
+        start_deadline_errors=tuple(startdeadline.annotation_errors(annotations)),
+        adopted=servicemode.is_adopted(annotations),
     )

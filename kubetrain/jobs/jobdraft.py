@@ -12,6 +12,8 @@ What the draft settles once, so no later stage asks again:
   stage's refusal (`type_errors`), checked on the job in kubetrain's layout; and the apiVersions
   its kind is created at in its group when served at more than one (`served_versions`,
   `createdversion.served_api_versions`), the values its created-api-version annotation may take;
+  and the API group of its apiVersion (`group`), which the operator's choice of status projection
+  takes (`mpilabels.written_as_mpi_operator`);
 - the layout: a `training.kubedl.io` job is read into kubetrain's layout here, once
   (`kubedllayout.read_layout`), and the KubeDL fields kubetrain does not run are errors of the
   draft, named as the user wrote them, found in the same pass;
@@ -73,6 +75,7 @@ class JobDraft:
     # `spec.runPolicy.podFailurePolicy` as written (`failurepolicy.read_pod_failure_policy`);
     # the defaulted draft's as defaulting left it, which validation checks.
     pod_failure_policy: Any = None
+    group: str = ""  # the API group of its apiVersion (`groups.group_of`; "" for a malformed one)
 
     @property
     def counts(self) -> dict[Any, int | None]:
@@ -132,5 +135,15 @@ def read_draft(
     served = served_api_versions(framework.kind, group) if framework is not None else ()
     failure_policy = read_pod_failure_policy(wire.get("spec"))
     return JobDraft(
-        framework, kind, wire, errors, annotations, converted, replicas, type_errors, served, failure_policy
+        framework,
+        kind,
+        wire,
+        errors,
+        annotations,
+        converted,
+        replicas,
+        type_errors,
+        served,
+        failure_policy,
+        group,
     )

@@ -55,12 +55,8 @@ class KubeDLAnnotations:
     errors: tuple[FieldError, ...] = ()
 
 
-def read_kubedl_annotations(obj: Mapping[str, Any]) -> KubeDLAnnotations:
-    """The KubeDL annotations of a wire-form job, parsed."""
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    if not isinstance(annotations, Mapping):
-        return KubeDLAnnotations()
+def read_kubedl_annotations(annotations: Mapping[str, Any]) -> KubeDLAnnotations:
+    """The KubeDL annotations among a job's annotations (`labels.annotations_of`), parsed."""
     errors: list[FieldError] = []
     fields: Mapping[str, str] | None = None
     raw = annotations.get(KUBEDL_ANNOTATION_TENANCY)

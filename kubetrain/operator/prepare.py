@@ -38,7 +38,7 @@ from kubetrain.api.errors import QUOTE
 from kubetrain.api.servicemode import HEADLESS
 from kubetrain.frameworks.base import Framework
 from kubetrain.frameworks.env import JobLayout
-from kubetrain.frameworks.mpilabels import mpi_operator_convention
+from kubetrain.frameworks.mpilabels import written_as_mpi_operator
 from kubetrain.frameworks.registry import known_kinds
 from kubetrain.jobs import kubedldag
 from kubetrain.jobs.defaulting import default_v1
@@ -106,7 +106,9 @@ def prepare_job(
         defaulted.draft,
         framework,
         # mpi-operator's JobStatus for an MPIJob written as mpi-operator's (frameworks/mpilabels.py)
-        status=MPI_OPERATOR if mpi_operator_convention(obj) else KUBEFLOW,
+        status=MPI_OPERATOR
+        if written_as_mpi_operator(draft.kind, draft.group, draft.annotations.created_api_version)
+        else KUBEFLOW,
         per_pod_services=per_pod,
         annotations=draft.annotations,
         gates=defaulted.gates,

@@ -214,9 +214,9 @@ def test_the_annotation_is_read_and_checked() -> None:
     assert start_deadline_seconds({ANNOTATION: "300"}) == 300
     assert start_deadline_seconds({ANNOTATION: "0"}) is None and start_deadline_seconds({}) is None
     for bad in ("0", "-5", "1.5", "ten", "²"):
-        [error] = annotation_errors({"metadata": {"annotations": {ANNOTATION: bad}}})
+        [error] = annotation_errors({ANNOTATION: bad})
         assert error.path == f"metadata.annotations[{ANNOTATION}]" and "positive integer" in error.message
-    assert annotation_errors({"metadata": {"annotations": {ANNOTATION: "30"}}}) == []
+    assert annotation_errors({ANNOTATION: "30"}) == []
 
 
 # --- in the planner: a v1 kind ------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kubetrain.api.labels import annotations_of
 from kubetrain.api.manifests import load_all
 from kubetrain.jobs.codesync import CodeSync
 from kubetrain.jobs.defaulting import default_job
@@ -136,7 +137,7 @@ def test_the_service_mode_is_read_at_the_parse_stage() -> None:
 
 def test_kubedl_annotations_are_parsed_once_into_typed_values() -> None:
     _name, obj = next((n, o) for n, o in variants() if n == "kubetrain.io annotated")
-    read = read_kubedl_annotations(obj)
+    read = read_kubedl_annotations(annotations_of(obj))
     assert read.tenancy == {"tenant": "vision", "user": "ana"}
     assert isinstance(read.code_sync, CodeSync) and read.code_sync.source == SYNC["source"]
     assert isinstance(read.tensorboard, TensorBoardConfig)
@@ -150,7 +151,7 @@ def test_kubedl_annotations_are_parsed_once_into_typed_values() -> None:
 
 def test_malformed_kubedl_annotations_give_no_value_and_errors_in_validation_order() -> None:
     _name, obj = next((n, o) for n, o in variants() if n == "kubetrain.io bad annotations")
-    read = read_kubedl_annotations(obj)
+    read = read_kubedl_annotations(annotations_of(obj))
     assert (read.tenancy, read.code_sync, read.tensorboard) == (None, None, None)
     paths = [e.path for e in read.errors]
     assert paths[0].startswith(f"metadata.annotations[{TENANCY}]")

@@ -284,7 +284,7 @@ def test_progress_deadline_comes_from_the_field_or_the_annotation() -> None:
     )
     assert stall.deadline_seconds({}, {ts.ANNOTATION_DEADLINE: "soon"}) is None
     assert stall.deadline_seconds({}, {}) is None
-    bad = ts.annotation_errors({"metadata": {"annotations": {ts.ANNOTATION_DEADLINE: "0"}}})
+    bad = ts.annotation_errors({ts.ANNOTATION_DEADLINE: "0"})
     assert [str(e) for e in bad] == [
         "metadata.annotations[kubetrain.io/progress-deadline-seconds]: Invalid: "
         'must be a positive integer number of seconds, not "0"'

@@ -5,7 +5,9 @@ annotation as the parse stage read it; the framework's gates (`Defaulted.gates`)
 the defaulted spec by defaulting, which the gang size and the lay-out take; the run policy's
 `podFailurePolicy`, read by the parse stage (`JobDraft.pod_failure_policy`), defaulted by
 defaulting and checked by validation as defaulted; the start-deadline annotation's problem,
-found by the parse stage (`JobAnnotations.start_deadline_errors`)."""
+found by the parse stage (`JobAnnotations.start_deadline_errors`); the API group of the job's
+apiVersion (`JobDraft.group`), from which with the created-api-version annotation the lay-out's
+status projection is chosen."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from kubetrain.frameworks.base import Framework
+from kubetrain.frameworks.mpilabels import mpi_operator_convention
 from kubetrain.frameworks.registry import get_framework
 from kubetrain.jobs.defaulting import default_v1
 from kubetrain.jobs.jobdraft import read_draft, read_job
@@ -24,6 +27,7 @@ from kubetrain.jobs.parse import read_typed
 from kubetrain.jobs.shape import READY, DependsOn
 from kubetrain.jobs.validation import validate_job, validate_v1
 from kubetrain.operator.prepare import prepare_job
+from kubetrain.operator.statusprojection import KUBEFLOW, MPI_OPERATOR
 from tests.jobs import job
 
 Obj = dict[str, Any]
@@ -184,3 +188,21 @@ def test_the_start_deadline_annotation_and_its_problem_are_read_at_parse(
         draft, annotations=dataclasses.replace(draft.annotations, start_deadline_errors=())
     )
     assert not any(e.path == START_PATH for e in validate_v1(quiet, read_typed(quiet)).errors)
+
+
+def test_the_status_projection_is_chosen_from_the_group_and_annotation_the_parse_stage_read() -> None:
+    assert read_job(mpijob()).group == "kubeflow.org"
+    assert read_job(mpijob(api_version="kubetrain.io/v1")).group == "kubetrain.io"
+    assert read_draft({"apiVersion": "v1", "kind": "TFJob"}).group == ""
+    cases = [
+        (mpijob(), MPI_OPERATOR),  # written as mpi-operator's: its JobStatus
+        (mpijob({KEY: "kubeflow.org/v2beta1"}), MPI_OPERATOR),
+        (mpijob({KEY: "kubeflow.org/v1"}), KUBEFLOW),  # created at training-operator's version
+        (mpijob(api_version="kubetrain.io/v1"), KUBEFLOW),
+        (job("TFJob", replicas={"Worker": 1}, api_version="kubeflow.org/v1"), KUBEFLOW),
+    ]
+    for obj, projection in cases:
+        shape = prepare_job(obj).shape
+        assert shape is not None and shape.status is projection
+        # The same decision as the one the controller's other readers take from the stored job.
+        assert mpi_operator_convention(obj) == (projection is MPI_OPERATOR)

@@ -36,6 +36,7 @@ from kubetrain.api.errors import (
     not_supported,
     required,
 )
+from kubetrain.api.labels import annotations_of
 from kubetrain.api.trainer import constants as c
 from kubetrain.frameworks.mlpolicies import plugin_for
 from kubetrain.jobs.trainjob import (
@@ -174,8 +175,9 @@ def validate_trainjob(
         errors += _immutable(spec, old)
         errors += specrules.update_errors(spec, old.get("spec") or {})
         errors += specrules.active_job_errors(spec, old)
-    errors += trainerstatus.annotation_errors(obj)  # the progress annotations, as on every kind
-    errors += startdeadline.annotation_errors(obj)
+    annotations = annotations_of(obj)
+    errors += trainerstatus.annotation_errors(annotations)  # the progress annotations, as on every kind
+    errors += startdeadline.annotation_errors(annotations)
     return errors
 
 
