@@ -1,9 +1,10 @@
 """The dashboard on a phone, a tablet and a desktop, asserted on layout facts (never pixels): at
 390 px the job list is a card a job — its name and state inside the window, nothing scrolling
 sideways, the live update still changing a card — at 768 px the cards sit two abreast, at 1360 px
-it is the table; a job page's pod table is a block a pod on a phone; every field, button and link
-a phone user taps is 24 px tall or more; and an exit code drawn on a Gantt bar reads at 4.5:1 or
-more on every bar colour, open or not, in both colour schemes (from computed styles)."""
+it is the table; a job page's pod table is a block a pod on a phone, its spec a field's name
+over its value; every field, button and link a phone user taps is 24 px tall or more; and an
+exit code drawn on a Gantt bar reads at 4.5:1 or more on every bar colour, open or not, in both
+colour schemes (from computed styles)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,11 @@ async def test_a_job_pages_pods_are_a_block_a_pod_on_a_phone(crowded: Scene, pag
     for pod in await pods.all():
         for cell in ("td.title", ".podstate", "td.why"):
             assert await pod.locator(cell).evaluate(INSIDE), cell
+    # the spec: each field's name over its value, the value the whole width
+    lefts = await page.locator("dl.summary").evaluate(
+        "d => ['dt', 'dd'].map(t => d.querySelector(t).getBoundingClientRect().left)"
+    )
+    assert lefts[0] == lefts[1], lefts
     box = page.locator("#pod-table").locator("xpath=..")
     assert await box.evaluate("b => b.scrollWidth <= b.clientWidth")
     assert await sideways(page) <= 0
