@@ -5,6 +5,8 @@ driven by Playwright against the dashboard of a real DevStack with RBAC.
   in team-a only), and a few jobs in several states, one with a restarted pod;
 - `browser`: (module) Chromium, `--headless --no-sandbox --disable-gpu`;
 - `page_as(token)`: a fresh page whose requests carry that bearer token (None: no header).
+- `crowded`: (module) the scene plus a job with a long name and image and one whose pods wait
+  for 64 GPUs (the layout tests' jobs).
 
 Screenshots of the main pages go to $KUBETRAIN_DASHBOARD_SHOTS when it is set — the README's
 images are refreshed with `KUBETRAIN_DASHBOARD_SHOTS=docs/images pytest -p no:xdist tests/browser`
@@ -208,3 +210,35 @@ async def page_as(browser: Browser) -> AsyncIterator[PageFactory]:
     yield open_page
     for context in contexts:
         await context.close()
+
+
+LONG_NAME = "very-long-experiment-name-for-hyperparam-sweep-7"
+LONG_IMAGE = (
+    "registry.example.com/research/very-deep-learning/pytorch-training-image-with-cuda-12:"
+    "2026.11.27-abcdef0123456789"
+)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def crowded(scene: Scene) -> AsyncIterator[Scene]:
+    """The scene plus a job with a long name and image, and one whose pods wait for 64 GPUs each
+    (pending, with the scheduler's long message on every pod row)."""
+    await scene.stack.apply(
+        job("PyTorchJob", LONG_NAME, {"Master": 1, "Worker": 2}, namespace="team-a", image=LONG_IMAGE)
+    )
+    await scene.stack.apply(
+        job(
+            "PyTorchJob",
+            "gang-wait",
+            {"Master": 1, "Worker": 2},
+            namespace="team-a",
+            resources={"limits": {"nvidia.com/gpu": "64"}},
+        )
+    )
+    yield scene
+
+
+async def sideways(page: Page) -> int:
+    """How many pixels the page scrolls sideways (0: none)."""
+    width: int = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    return width

@@ -74,6 +74,8 @@ def test_each_rows_bars_and_title_lines_correspond_in_time_order() -> None:
     # the bar's geometry in data-bars is where its path draws it
     x, w = bars[1][0], bars[1][1]
     assert re.search(rf'<path class="bar failed" d="M{x} 3h{w}v14h-{w}z"', html)
+    # its exit code is drawn on it with the bar's classes (the label's colour is the bar's)
+    assert re.search(r'<text class="bar-label failed" x="[\d.]+" y="[\d.]+">exit 137</text>', html)
 
 
 def test_a_long_message_stays_on_its_own_line() -> None:

@@ -178,7 +178,8 @@ def test_the_job_page_shows_a_trainjobs_steps_and_no_empty_replica_table() -> No
     html = page_html(job, [pod("tj-node-0-0", "node", "Running"), pod("tj-node-0-1", "node", "Running")])
     assert "Replica type" not in html
     assert "<th" in html and "Step" in html
-    assert "<td>node</td><td>2</td><td>2 running of 2</td>" in html
+    step = '<td class="title">node</td><td data-label="Nodes">2</td><td data-label="Pods">2 running of 2</td>'
+    assert step in html
     assert "Step" not in page_html(example_trainjob(), [])  # no status yet: no table at all
     tf = {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}}}
     assert "Replica type" in page_html(tf, []) and "Step" not in page_html(tf, [])

@@ -11,7 +11,9 @@
   the same order — what a hover over the slot name shows without JavaScript. With JavaScript one
   delegated tooltip (dashboard.js) finds the bar under the pointer from the row and `data-bars`
   and shows that bar's line; no element per bar carries a tooltip.
-- An exit code is drawn on its bar (`text.bar-label`) when the bar is wide enough.
+- An exit code is drawn on its bar (`text.bar-label`) when the bar is wide enough; the label has
+  its bar's classes (`pending`..`failed`, `open`), so dashboard.css gives it a colour that reads
+  on that bar in either colour scheme.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def _chunk(chart: Gantt, rows: Sequence[Row], first: int, lazy: bool) -> str:
             )
             if b.label and b.width > LABEL_MIN_WIDTH:
                 at = f'x="{_num(b.x + 3)}" y="{_num(by + 11)}"'
-                labels.append(f'<text class="bar-label" {at}>{escape(b.label)}</text>')
+                labels.append(f'<text class="bar-label {key}" {at}>{escape(b.label)}</text>')
     for state in STATES:
         for key in (state, state + " open"):
             if key in paths:
