@@ -10,9 +10,12 @@ loader's YAML.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
+
+from kubetrain.api.errors import FieldError, invalid, json_type
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
@@ -52,3 +55,32 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     if mark is not None:
         return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
     return str(problem)
+
+
+def metadata_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """What the API server's decoding of `metadata` (an ObjectMeta) refuses before any admission
+    sees the object: metadata that is not a mapping, labels or annotations that are not maps of
+    string to string (an unquoted `true`, `8` or `1.5` in YAML is not a string). A file read by
+    `kubetrain validate` has not been through that decoding; webhooks and the controller only
+    ever get objects that have."""
+    metadata = obj.get("metadata")
+    if metadata is None:
+        return []
+    if not isinstance(metadata, Mapping):
+        return [invalid("metadata", f"must be a mapping, got {json_type(metadata)}")]
+    errors: list[FieldError] = []
+    for field in ("labels", "annotations"):
+        value = metadata.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            errors.append(
+                invalid(f"metadata.{field}", f"must be a map of string to string, got {json_type(value)}")
+            )
+            continue
+        errors.extend(
+            invalid(f"metadata.{field}.{key}", f"must be a string, got {json_type(item)} (quote it in YAML)")
+            for key, item in value.items()
+            if not isinstance(item, str)
+        )
+    return errors

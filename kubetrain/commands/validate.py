@@ -29,7 +29,7 @@ import yaml
 
 from kubetrain.api.cron import CRON_KINDS
 from kubetrain.api.groups import JOB_GROUPS, KUBETRAIN_GROUP, TRAINER_GROUP, group_of
-from kubetrain.api.manifests import load_all, yaml_problem
+from kubetrain.api.manifests import load_all, metadata_errors, yaml_problem
 from kubetrain.api.policy import KIND as POLICY_KIND
 from kubetrain.api.policy import TrainingPolicy
 from kubetrain.commands._flags import api_groups_arg
@@ -223,6 +223,11 @@ def check_document(
             f"{doc.label}: is {kind}, not a Kubernetes object (a mapping with apiVersion and kind)",
             file=report,
         )
+        return False, None
+    decode_errors = metadata_errors(obj)
+    if decode_errors:
+        for error in decode_errors:
+            print(f"{doc.label}: {error}", file=report)
         return False, None
     if obj.get("kind") == POLICY_KIND:
         try:

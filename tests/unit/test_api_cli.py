@@ -57,6 +57,20 @@ def test_each_document_is_reported_separately(tmp_path: Path, capsys: pytest.Cap
             'kind: NotSupported: "Pod" is not supported: must be one of "TFJob"',
         ),
         ("apiVersion: kubetrain.io/v2\nkind: TFJob\n", "apiVersion: NotSupported"),
+        # what the API server's ObjectMeta decoding refuses, for every kind (MPIJob's own checks
+        # read the annotations: they once raised on a list)
+        (
+            "apiVersion: kubetrain.io/v1\nkind: MPIJob\nmetadata: {name: x, annotations: [a]}\n",
+            "metadata.annotations: Invalid: must be a map of string to string, got list",
+        ),
+        (
+            "apiVersion: kubetrain.io/v1\nkind: TFJob\nmetadata: {name: x, labels: {gpus: 8}}\n",
+            "metadata.labels.gpus: Invalid: must be a string, got integer (quote it in YAML)",
+        ),
+        (
+            "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: [x]\n",
+            "metadata: Invalid: must be a mapping, got list",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error(
