@@ -31,9 +31,12 @@ How, and why the result is exact:
 - otherwise (a guessed end that was not the template's, a placeholder not found, any decode
   error) the body is decoded as a whole: the same result or the same error as before, at the
   cost of the failed attempt (at most about one more decode of the body).
-The caller uses it only for a body whose shape proof holds (kubetrain.webhook.shapebound:
-nested at most 64 deep), so that a template's depth added to its place's cannot pass
-orjson's nesting limit (1,024) where the whole body's would not.
+One more way the parts could decode where the whole would not: orjson's nesting limit
+(1,024 levels). A template put back stands 6 levels down (review, request, object, spec, replica
+map, replica type), so a text is shared only if its `{` and `[` bytes (a bound on its depth;
+brackets in strings only raise the count) are at most 1,024 - 6; a deeper text stays in the
+body, decoded in place. So any body may be given, of any size, with or without a shape proof
+(kubetrain.webhook.shapebound).
 Measured figures: docs/performance.md, "The xlarge review: collections and shared
 templates" (2026-11-27).
 """
@@ -56,11 +59,18 @@ _KEY = b'"template"'
 _MEMBER = re.compile(rb'"template"[ \t\r\n]*:[ \t\r\n]*\{')
 _MAX_END_TRIES = 16
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"{}[]")
+_CLOSE_BRACE, _CLOSE_BRACKET = ord("}"), ord("]")
+# orjson decodes at most this many nested levels; a template put back stands below 6 of them.
+ORJSON_MAX_DEPTH = 1024
+_MAX_TEMPLATE_OPENERS = ORJSON_MAX_DEPTH - 6
 
 
 def loads_sharing_templates(body: bytes) -> Any:
     """`orjson.loads(body)` with byte-identical templates decoded once (see the module text)."""
-    groups = _groups(body) if _PLACEHOLDER_PREFIX not in body else []
+    # Fewer than two `"template"` keys (a small job's review): nothing to share, nothing searched.
+    first = body.find(_KEY)
+    shareable = first >= 0 and body.find(_KEY, first + 1) >= 0 and _PLACEHOLDER_PREFIX not in body
+    groups = _groups(body) if shareable else []
     if not groups:
         return orjson.loads(body)
     places = sorted((start, g) for g, (_, starts) in enumerate(groups) for start in starts)
@@ -104,6 +114,8 @@ def _groups(body: bytes) -> list[tuple[bytes, list[int]]]:
                 start = following  # the last candidate has no later copy to share with
                 continue
             guess = _value_text(body[start:following]) if len(groups) < _MAX_GROUPS else None
+            if guess is not None and guess.count(b"{") + guess.count(b"[") > _MAX_TEMPLATE_OPENERS:
+                guess = None  # it might decode alone and not in place: left in the body
             if guess is not None:
                 groups.append((guess, [start]))
                 resume = start + len(guess)
@@ -126,30 +138,34 @@ def _candidate(body: bytes, at: int) -> int:
     return -1
 
 
-def _balance(text: bytes) -> int:
-    """Opening less closing brackets: one pass keeps them, four counts read what is left."""
-    brackets = text.translate(None, _NOT_BRACKET)
-    return brackets.count(b"{") + brackets.count(b"[") - brackets.count(b"}") - brackets.count(b"]")
-
-
 def _value_text(text: bytes) -> bytes | None:
     """The shortest prefix of `text` ending in one of its last _MAX_END_TRIES `}` whose
     brackets balance: a guess at the object value `text` begins with (brackets in strings
-    may mislead it, which the decode of the result finds out). Each byte is counted once."""
-    total = _balance(text)
-    suffix = 0  # the balance of text[end:]
+    may mislead it, which the decode of the result finds out). One pass keeps the brackets;
+    they are read back from the end only as far as the last _MAX_END_TRIES `}`."""
+    brackets = text.translate(None, _NOT_BRACKET)
+    # The balance (opening less closing) of the prefix that ends where the reading has come to.
+    balance = brackets.count(b"{") + brackets.count(b"[") - brackets.count(b"}") - brackets.count(b"]")
+    closes = 0
+    found = 0  # the shortest balanced prefix ends at the found-th `}` from the end
+    for byte in reversed(brackets):
+        if byte == _CLOSE_BRACE:
+            closes += 1
+            if balance == 0:
+                found = closes
+            if closes == _MAX_END_TRIES:
+                break
+            balance += 1
+        elif byte == _CLOSE_BRACKET:
+            balance += 1
+        else:
+            balance -= 1
+    if not found:
+        return None
     end = len(text)
-    found = None
-    for _ in range(_MAX_END_TRIES):
-        close = text.rfind(b"}", 0, end)
-        if close <= 0:
-            break
-        suffix += _balance(text[close + 1 : end])
-        if total == suffix:  # text[: close + 1] balances
-            found = close + 1
-        suffix -= 1  # the `}` at close
-        end = close
-    return None if found is None else text[:found]
+    for _ in range(found):
+        end = text.rfind(b"}", 0, end)
+    return text[: end + 1]
 
 
 def _put_back(review: Any, values: dict[int, Any]) -> int:
