@@ -42,6 +42,7 @@ every answer); the memory is bounded by an estimate, DECODED_TEMPLATE_COST_PER_B
 objects per byte of text (measured 5-7 for pod templates; a text of empty lists could take
 ~21), up to DECODED_TEMPLATES_BYTES in all, least recently used first out, and a text costing
 over DECODED_TEMPLATE_ENTRY_BYTES is decoded each time.
+
 One more way the parts could decode where the whole would not: orjson's nesting limit
 (1,024 levels). A template put back stands 6 levels down (review, request, object, spec, replica
 map, replica type), so a text is shared only if its `{` and `[` bytes (a bound on its depth;
@@ -49,7 +50,8 @@ brackets in strings only raise the count) are at most 1,024 - 6; a deeper text s
 body, decoded in place. So any body may be given, of any size, with or without a shape proof
 (kubetrain.webhook.shapebound).
 Measured figures: docs/performance.md, "The xlarge review: collections and shared
-templates" (2026-11-27).
+templates" (2026-11-27) and "Large reviews: templates decoded once at every size, and kept
+between reviews" (2026-11-28).
 """
 
 from __future__ import annotations
