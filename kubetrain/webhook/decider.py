@@ -148,9 +148,8 @@ class Decider:
         unless it breaks the shape limits (then the denial comes back). `marks`:
         `review_marks(body)`, when the caller has computed them already."""
         check_shape = shape_check_needed(body, marks)
-        # A body proven shallow is decoded with its byte-identical pod templates decoded once.
-        shared = len(body) > SHAPE_CHECK_BYTES and not check_shape
-        review = decode_review(body, loads_sharing_templates if shared else orjson.loads)
+        # A body not to be walked is decoded with its byte-identical pod templates decoded once.
+        review = decode_review(body, orjson.loads if check_shape else loads_sharing_templates)
         if webhook == "validate" and (needs_job(review) or needs_read(review)):
             # Held to the shape limits before anything is read for it, like any other review.
             denial = shape_denial(review) if check_shape else None

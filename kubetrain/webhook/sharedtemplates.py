@@ -31,11 +31,27 @@ How, and why the result is exact:
 - otherwise (a guessed end that was not the template's, a placeholder not found, any decode
   error) the body is decoded as a whole: the same result or the same error as before, at the
   cost of the failed attempt (at most about one more decode of the body).
-The caller uses it only for a body whose shape proof holds (kubetrain.webhook.shapebound:
-nested at most 64 deep), so that a template's depth added to its place's cannot pass
-orjson's nesting limit (1,024) where the whole body's would not.
+
+A template text's object is also kept between reviews (`DECODED_TEMPLATES`, keyed by the text's
+bytes, which decode to one value only): the next review holding the same text, as the reviews
+of jobs made from one manifest do, takes it instead of decoding it again (a 16 KB template: ~4
+µs for the lookup against ~55 µs for the decode and its free). Every review is still decided in
+full on that object; only its decode is saved. Limits: the object is then shared by reviews,
+which deciding must only read (the tests check the kept objects against a fresh decode after
+every answer); the memory is bounded by an estimate, DECODED_TEMPLATE_COST_PER_BYTE bytes of
+objects per byte of text (measured 5-7 for pod templates; a text of empty lists could take
+~21), up to DECODED_TEMPLATES_BYTES in all, least recently used first out, and a text costing
+over DECODED_TEMPLATE_ENTRY_BYTES is decoded each time.
+
+One more way the parts could decode where the whole would not: orjson's nesting limit
+(1,024 levels). A template put back stands 6 levels down (review, request, object, spec, replica
+map, replica type), so a text is shared only if its `{` and `[` bytes (a bound on its depth;
+brackets in strings only raise the count) are at most 1,024 - 6; a deeper text stays in the
+body, decoded in place. So any body may be given, of any size, with or without a shape proof
+(kubetrain.webhook.shapebound).
 Measured figures: docs/performance.md, "The xlarge review: collections and shared
-templates" (2026-11-27).
+templates" (2026-11-27) and "Large reviews: templates decoded once at every size, and kept
+between reviews" (2026-11-28).
 """
 
 from __future__ import annotations
@@ -44,6 +60,8 @@ import re
 from typing import Any
 
 import orjson
+
+from kubetrain.api.sizedcache import SizedLRU
 
 # Group g's placeholder is PLACEHOLDER - 10 - g (g < _MAX_GROUPS): all of them 20 bytes, one
 # `-` first and digits after, all beginning with the same 18 bytes, which the body must not hold.
@@ -56,11 +74,25 @@ _KEY = b'"template"'
 _MEMBER = re.compile(rb'"template"[ \t\r\n]*:[ \t\r\n]*\{')
 _MAX_END_TRIES = 16
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"{}[]")
+_CLOSE_BRACE, _CLOSE_BRACKET = ord("}"), ord("]")
+# The decoded template texts kept between reviews, charged this estimate per byte of text.
+DECODED_TEMPLATE_COST_PER_BYTE = 24
+DECODED_TEMPLATES_BYTES = 32 * 1024 * 1024
+DECODED_TEMPLATE_ENTRY_BYTES = 4 * 1024 * 1024
+DECODED_TEMPLATES: SizedLRU[bytes, Any] = SizedLRU(
+    max_bytes=DECODED_TEMPLATES_BYTES, max_entry_bytes=DECODED_TEMPLATE_ENTRY_BYTES
+)
+# orjson decodes at most this many nested levels; a template put back stands below 6 of them.
+ORJSON_MAX_DEPTH = 1024
+_MAX_TEMPLATE_OPENERS = ORJSON_MAX_DEPTH - 6
 
 
 def loads_sharing_templates(body: bytes) -> Any:
     """`orjson.loads(body)` with byte-identical templates decoded once (see the module text)."""
-    groups = _groups(body) if _PLACEHOLDER_PREFIX not in body else []
+    # Fewer than two `"template"` keys (a small job's review): nothing to share, nothing searched.
+    first = body.find(_KEY)
+    shareable = first >= 0 and body.find(_KEY, first + 1) >= 0 and _PLACEHOLDER_PREFIX not in body
+    groups = _groups(body) if shareable else []
     if not groups:
         return orjson.loads(body)
     places = sorted((start, g) for g, (_, starts) in enumerate(groups) for start in starts)
@@ -72,12 +104,21 @@ def loads_sharing_templates(body: bytes) -> Any:
     pieces.append(body[last:])
     try:
         review = orjson.loads(b"".join(pieces))
-        values = {PLACEHOLDER - 10 - g: orjson.loads(text) for g, (text, _) in enumerate(groups)}
+        values = {PLACEHOLDER - 10 - g: _decoded(text) for g, (text, _) in enumerate(groups)}
     except orjson.JSONDecodeError:
         return orjson.loads(body)
     if _put_back(review, values) != len(places):
         return orjson.loads(body)
     return review
+
+
+def _decoded(text: bytes) -> Any:
+    """orjson.loads(text), kept in DECODED_TEMPLATES (a text is an object: never None)."""
+    value = DECODED_TEMPLATES.get(text)
+    if value is None:
+        value = orjson.loads(text)
+        DECODED_TEMPLATES.put(text, value, cost=len(text) * DECODED_TEMPLATE_COST_PER_BYTE)
+    return value
 
 
 def _groups(body: bytes) -> list[tuple[bytes, list[int]]]:
@@ -104,6 +145,8 @@ def _groups(body: bytes) -> list[tuple[bytes, list[int]]]:
                 start = following  # the last candidate has no later copy to share with
                 continue
             guess = _value_text(body[start:following]) if len(groups) < _MAX_GROUPS else None
+            if guess is not None and guess.count(b"{") + guess.count(b"[") > _MAX_TEMPLATE_OPENERS:
+                guess = None  # it might decode alone and not in place: left in the body
             if guess is not None:
                 groups.append((guess, [start]))
                 resume = start + len(guess)
@@ -126,30 +169,34 @@ def _candidate(body: bytes, at: int) -> int:
     return -1
 
 
-def _balance(text: bytes) -> int:
-    """Opening less closing brackets: one pass keeps them, four counts read what is left."""
-    brackets = text.translate(None, _NOT_BRACKET)
-    return brackets.count(b"{") + brackets.count(b"[") - brackets.count(b"}") - brackets.count(b"]")
-
-
 def _value_text(text: bytes) -> bytes | None:
     """The shortest prefix of `text` ending in one of its last _MAX_END_TRIES `}` whose
     brackets balance: a guess at the object value `text` begins with (brackets in strings
-    may mislead it, which the decode of the result finds out). Each byte is counted once."""
-    total = _balance(text)
-    suffix = 0  # the balance of text[end:]
+    may mislead it, which the decode of the result finds out). One pass keeps the brackets;
+    they are read back from the end only as far as the last _MAX_END_TRIES `}`."""
+    brackets = text.translate(None, _NOT_BRACKET)
+    # The balance (opening less closing) of the prefix that ends where the reading has come to.
+    balance = brackets.count(b"{") + brackets.count(b"[") - brackets.count(b"}") - brackets.count(b"]")
+    closes = 0
+    found = 0  # the shortest balanced prefix ends at the found-th `}` from the end
+    for byte in reversed(brackets):
+        if byte == _CLOSE_BRACE:
+            closes += 1
+            if balance == 0:
+                found = closes
+            if closes == _MAX_END_TRIES:
+                break
+            balance += 1
+        elif byte == _CLOSE_BRACKET:
+            balance += 1
+        else:
+            balance -= 1
+    if not found:
+        return None
     end = len(text)
-    found = None
-    for _ in range(_MAX_END_TRIES):
-        close = text.rfind(b"}", 0, end)
-        if close <= 0:
-            break
-        suffix += _balance(text[close + 1 : end])
-        if total == suffix:  # text[: close + 1] balances
-            found = close + 1
-        suffix -= 1  # the `}` at close
-        end = close
-    return None if found is None else text[:found]
+    for _ in range(found):
+        end = text.rfind(b"}", 0, end)
+    return text[: end + 1]
 
 
 def _put_back(review: Any, values: dict[int, Any]) -> int:

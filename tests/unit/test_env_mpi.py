@@ -17,7 +17,8 @@ from jobs import layout_of
 
 from kubetrain.certs.secretdata import with_generated_keys
 from kubetrain.certs.sshkeys import ssh_key_pair
-from kubetrain.frameworks.mpi import FRAMEWORK, discover_hosts, hostfile
+from kubetrain.frameworks.mpi import FRAMEWORK
+from kubetrain.frameworks.mpipods import discover_hosts, hostfile
 from kubetrain.jobs.defaulting import default_job
 from kubetrain.jobs.validation import validate_job
 from kubetrain.operator.desired import desired_children

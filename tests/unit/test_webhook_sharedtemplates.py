@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from typing import Any
 from unittest import mock
 
@@ -18,7 +19,14 @@ from jobs import big_tf_job
 from kubetrain.webhook import decider as decider_module
 from kubetrain.webhook.decider import SHAPE_CHECK_BYTES, Decider
 from kubetrain.webhook.review import request_review
-from kubetrain.webhook.sharedtemplates import PLACEHOLDER, loads_sharing_templates
+from kubetrain.webhook.sharedtemplates import (
+    DECODED_TEMPLATE_COST_PER_BYTE,
+    DECODED_TEMPLATE_ENTRY_BYTES,
+    DECODED_TEMPLATES,
+    PLACEHOLDER,
+    _groups,
+    loads_sharing_templates,
+)
 
 TYPES = ("Chief", "PS", "Worker", "Evaluator")
 
@@ -139,6 +147,9 @@ def answers(body: bytes) -> list[bytes]:
     with mock.patch.object(decider_module, "loads_sharing_templates", orjson.loads):
         plain = [Decider(gang_scheduling=True).answer(body, w)[1] for w in ("mutate", "validate")]
     assert out == plain
+    # The template objects kept for later reviews were only read: each is its text's decode.
+    kept = [(text, DECODED_TEMPLATES.get(text)) for text, _ in _groups(body)]
+    assert all(value is not None and value == orjson.loads(text) for text, value in kept)
     return out
 
 
@@ -184,3 +195,72 @@ def test_a_body_with_more_template_members_than_a_job_has_is_decoded_whole(copie
     decoded = same_as_orjson(orjson.dumps(request_review(job)))
     objects = {id(r["template"]) for r in decoded["request"]["object"]["spec"]["tfReplicaSpecs"].values()}
     assert len(objects) == (1 if shared else copies)
+
+
+@pytest.mark.parametrize("update", [False, True])
+def test_a_review_under_the_shape_check_size_shares_its_templates_with_the_same_answers(update: bool) -> None:
+    job = big_tf_job("big", 4)  # the 20 KB review: no shape proof is made for it
+    body = orjson.dumps(
+        request_review(job, operation="UPDATE" if update else "CREATE", old=job if update else None)
+    )
+    assert len(body) < SHAPE_CHECK_BYTES
+    first, *rest = templates(same_as_orjson(body))
+    assert rest and all(t is first for t in rest)
+    answers(body)
+
+
+def nested_template(depth: int) -> bytes:
+    """A pod template's text whose value is nested `depth` levels deep (itself the first)."""
+    return b'{"spec":{"containers":' + b"[" * (depth - 3) + b"{}" + b"]" * (depth - 3) + b"}}"
+
+
+# A template put back stands 6 levels down; orjson decodes at most 1,024 levels. One 1,018 deep
+# fits in place and is shared; one 1,019 deep decodes alone but not in place: the body's error.
+@pytest.mark.parametrize("depth, shared", [(1018, True), (1019, False), (1024, False)])
+def test_a_template_too_deep_for_its_place_is_not_decoded_alone(depth: int, shared: bool) -> None:
+    text = nested_template(depth)
+    orjson.loads(text)  # alone, within orjson's limit
+    replicas = {t: {"replicas": 1, "template": "TEXT"} for t in TYPES}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {"tfReplicaSpecs": replicas}}
+    body = orjson.dumps(request_review(job)).replace(b'"TEXT"', text)
+    if not shared:
+        assert same_as_orjson(body) is None  # orjson's own depth error, raised by both
+        return
+    decoded, expected = loads_sharing_templates(body), orjson.loads(body)
+    first, *rest = templates(decoded)
+    assert len(rest) == 3 and all(t is first for t in rest)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + 2 * depth)  # `==` recurses once per level
+    try:
+        assert decoded == expected
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+# Decoded template texts kept between reviews.
+
+
+def test_a_later_review_with_the_same_template_text_takes_the_kept_object() -> None:
+    job = big_tf_job("kept", 4)
+    first = templates(same_as_orjson(orjson.dumps(request_review(job, uid="1"))))
+    renamed = {**job, "metadata": {**job["metadata"], "name": "other"}}
+    second = templates(same_as_orjson(orjson.dumps(request_review(renamed, uid="2"))))
+    assert second[0] is first[0]
+    changed = copy.deepcopy(job)
+    for replica in changed["spec"]["tfReplicaSpecs"].values():
+        replica["template"]["metadata"]["labels"]["team"] = "other"
+    third = templates(same_as_orjson(orjson.dumps(request_review(changed, uid="3"))))
+    assert third[0] is not first[0] and third[0]["metadata"]["labels"]["team"] == "other"
+
+
+def test_a_template_text_costing_over_the_entry_bound_is_decoded_each_time() -> None:
+    template = big_tf_job("big", 1)["spec"]["tfReplicaSpecs"]["Worker"]["template"]
+    template = {**template, "metadata": {"annotations": {"pad": "x" * 200_000}}}
+    text = orjson.dumps(template)
+    assert len(text) * DECODED_TEMPLATE_COST_PER_BYTE > DECODED_TEMPLATE_ENTRY_BYTES
+    replicas = {t: {"replicas": 1, "template": template} for t in TYPES}
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {"tfReplicaSpecs": replicas}}
+    body = orjson.dumps(request_review(job))
+    one, two = templates(same_as_orjson(body)), templates(same_as_orjson(body))
+    assert all(t is one[0] for t in one) and two[0] is not one[0]
+    assert DECODED_TEMPLATES.get(text) is None
