@@ -12,12 +12,12 @@ through the training-progress endpoint (`progress_bar`, from `status.trainerStat
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from kubetrain.api.labels import LABEL_REPLICA_TYPE
 from kubetrain.api.trainer import constants as trainer
 from kubetrain.dev.stack import DevStack
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 from kubetrain.kube.resources import ResourceRef
 
 BAR_WIDTH = 24
@@ -149,22 +149,29 @@ class FollowPrinter:
         self._bar_is_last = True
 
 
-async def follow(stack: DevStack, job: dict[str, Any], ref: ResourceRef, limit: float, out: Any) -> int:
+async def follow(
+    stack: DevStack,
+    job: dict[str, Any],
+    ref: ResourceRef,
+    limit: float,
+    out: Any,
+    clock: Clock = SYSTEM_CLOCK,
+) -> int:
     """Print the job's state and its reported progress whenever they change; 0 on Succeeded,
-    1 on Failed, 2 on timeout."""
+    1 on Failed, 2 when `limit` seconds passed on `clock` (a test's FakeClock, or the real one)."""
     assert stack.controller is not None
     kind = str(job["kind"])
     ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
-    started = time.monotonic()
+    started = clock.monotonic()
     printer = FollowPrinter(out)
     last = last_wait = last_bar = ""
     exits_shown: set[tuple[str, str, int]] = set()
-    while time.monotonic() - started < limit:
+    while clock.monotonic() - started < limit:
         current = stack.controller.cache.store(ref).get(ns, name) or job
         pods = stack.controller.observe(kind, ns, name).pods
         line = describe_progress(current, pods)
         if line != last:
-            printer.line(f"[{time.monotonic() - started:6.1f}s] {line}")
+            printer.line(f"[{clock.monotonic() - started:6.1f}s] {line}")
             last = line
         for key, exited in failed_exits(pods).items():
             if key not in exits_shown:

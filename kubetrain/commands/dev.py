@@ -41,6 +41,7 @@ from kubetrain.dev.kubectlcache import forget_discovery
 from kubetrain.dev.stack import DevStack, DevStackOptions
 from kubetrain.devcluster.apiserver.storage.compaction import DEFAULT_COMPACTION_INTERVAL
 from kubetrain.devcluster.apiserver.storage.eventttl import DEFAULT_EVENT_TTL
+from kubetrain.kube.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,11 @@ def served_groups(args: argparse.Namespace, jobs: list[dict[str, Any]]) -> tuple
     return tuple(groups)
 
 
-async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
+async def dev(args: argparse.Namespace, out: Any = sys.stdout, clock: Clock | None = None) -> int:
+    """`clock` (None: the real one) paces the simulated kubelet (run-seconds, progress reports),
+    the training-progress endpoint's write interval and the `--timeout` of a job (a cron's
+    stays on the real clock the cron runs on): tests drive a FakeClock, so that what they
+    check does not depend on how loaded the machine is."""
     if args.cluster_only:
         return await cluster_only(out, args.watch_window, args.event_ttl, args.compaction_interval)
     jobs = load_jobs(args)
@@ -115,6 +120,8 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         progress=True,  # the training-progress endpoint: pods get its URL, token and CA
         event_ttl=args.event_ttl,
         compaction_interval=args.compaction_interval,
+        simulator_clock=clock,
+        progress_clock=clock,
         **devstack_options(args),
     )
     async with DevStack(options) as stack, dev_dashboard(stack, args) as dashboard:
@@ -140,7 +147,8 @@ async def dev(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             remaining = args.timeout - (time.monotonic() - started)
             code = await follow(stack, first, job_ref(first), remaining, out) if first is not None else 2
         else:
-            code = await follow(stack, runs[0], job_ref(runs[0]), args.timeout, out) if runs else 1
+            ticks = clock or SYSTEM_CLOCK
+            code = await follow(stack, runs[0], job_ref(runs[0]), args.timeout, out, ticks) if runs else 1
         if args.keep_running:
             path = stack.cluster.kubeconfig_path
             print(f"\nkubetrain dev is running. Try:\n  kubectl --kubeconfig {path} get kubetrain", file=out)

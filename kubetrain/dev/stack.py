@@ -93,6 +93,7 @@ class DevStackOptions:
     compaction_interval: float = DEFAULT_COMPACTION_INTERVAL  # history compaction, seconds (0: never)
     controller_clock: Clock | None = None  # an injected clock for deadline/TTL tests
     simulator_clock: Clock | None = None
+    progress_clock: Clock | None = None  # the progress endpoint's (None: the controller's)
     # The training-progress endpoint on loopback (its URL, CA and token injected into pods).
     progress: bool = False
     progress_interval: float = 5.0
@@ -337,7 +338,7 @@ class DevStack:
             host="127.0.0.1",
             port=0,
             interval=self.options.progress_interval,
-            clock=self.options.controller_clock or SYSTEM_CLOCK,
+            clock=self.options.progress_clock or self.options.controller_clock or SYSTEM_CLOCK,
         )
         await self.progress.start()
         url = f"https://127.0.0.1:{self.progress.port}"

@@ -6,8 +6,9 @@ emulation over HTTPS, real admission webhooks, the real controller, the pod simu
 - `Harness(stack)`: a test-side `KubeClient` with its own User-Agent (`kubetrain-tests`) so
   request accounting can tell the controller's calls from the test's, plus helpers to create a
   namespace per test, create jobs, read them back, list pods and events.
-- `eventually(fn, within=...)`: bounded polling of a sync or async function until it returns
-  something truthy (never a fixed sleep).
+- `eventually(fn, within=..., progress=...)`: polling of a sync or async function until it
+  returns something truthy (never a fixed sleep); `within` is a hang guard, and with `progress`
+  it bounds a stall (no change of the progress value), not the whole wait.
 - `job_manifest(...)`: a minimal job of any kind; pods run until the test finishes them with the
   pod simulator (`stack.simulator.finish(...)`), unless annotated.
 """
@@ -70,12 +71,19 @@ async def eventually(
     within: float = WAIT,
     interval: float = 0.02,
     what: str | Callable[[], str] = "condition",
+    progress: Callable[[], Any] | None = None,
 ) -> Any:
     """Poll `fn` (sync or async) until it returns a truthy value; return that value.
-    AssertionErrors raised by `fn` count as "not yet" (the last one is reported on timeout)."""
+    AssertionErrors raised by `fn` count as "not yet" (the last one is reported on timeout).
+
+    `within` is a hang guard, not a performance budget. With `progress` (called after each
+    poll: a value that changes as the awaited work advances, e.g. how many pods run) it bounds
+    a stall instead: the wait fails only after `within` seconds without a change, so a large
+    wave that keeps moving on a loaded machine is never cut short."""
     deadline = time.monotonic() + within
     last_error: AssertionError | None = None
     value: Any = None
+    seen: Any = progress() if progress is not None else None
     while True:
         try:
             value = fn()
@@ -86,10 +94,13 @@ async def eventually(
             last_error = None
         except AssertionError as err:
             last_error = err
+        if progress is not None and (now := progress()) != seen:
+            seen, deadline = now, time.monotonic() + within
         if time.monotonic() >= deadline:
             desc = what() if callable(what) else what
             detail = f": {last_error}" if last_error else f" (last value {value!r})"
-            raise Timeout(f"timed out after {within:.0f}s waiting for {desc}{detail}")
+            stalled = " without progress" if progress is not None else ""
+            raise Timeout(f"timed out after {within:.0f}s{stalled} waiting for {desc}{detail}")
         await asyncio.sleep(interval)
 
 
@@ -315,18 +326,27 @@ class Harness:
     async def wait_pods(
         self, namespace: str, job_name: str, n: int, *, phase: str | None = "Running"
     ) -> list[Obj]:
+        """Wait until exactly `n` of the job's pods (terminating ones aside) are in `phase`. The
+        wait fails after WAIT seconds in which that count did not move: a wave of hundreds of
+        pods takes as long as the machine's load makes it, a stalled one still fails."""
+        counted = [-1]
+
         async def check() -> list[Obj] | None:
             pods = [
                 p for p in await self.pods(namespace, job_name) if not p["metadata"].get("deletionTimestamp")
             ]
             if phase is not None:
                 pods = [p for p in pods if (p.get("status") or {}).get("phase") == phase]
+            counted[0] = len(pods)
             return pods if len(pods) == n else None
 
         # Polled every 0.1 s: each poll lists every pod of the job with its managedFields (as a
         # real API server answers), and a faster poll of 300 pods starves the in-process simulator.
         return await eventually(
-            check, interval=0.1, what=f"{n} pods of {namespace}/{job_name} in phase {phase}"
+            check,
+            interval=0.1,
+            what=lambda: f"{n} pods of {namespace}/{job_name} in phase {phase} (now {counted[0]})",
+            progress=lambda: counted[0],
         )
 
     async def wait_pod_names(self, namespace: str, job_name: str, names: list[str]) -> list[Obj]:

@@ -94,8 +94,8 @@ async def test_operator_restart_while_creating(env: tuple[DevStack, Harness]) ->
     assert stack.controller is not None
     await stack.controller.stop()
     stack.controller = None
-    await asyncio.sleep(0.2)  # requests already sent land
-    assert len(await h.pods(ns, "mc")) >= 1
+    # The create that reached the API server lands (it is counted on arrival, stored after).
+    await eventually(lambda: h.pods(ns, "mc"), what="the pod whose create reached the API server")
     await stack.start_controller()
     await h.wait_pods(ns, "mc", 8)
     await asyncio.sleep(0.3)

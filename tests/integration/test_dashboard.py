@@ -89,8 +89,8 @@ async def env() -> AsyncIterator[Env]:
         yield Env(stack, server, await grant_alice(stack))
 
 
-async def until(predicate: Any, seconds: float = 10.0) -> None:
-    """Wait for an async predicate (checked every 50 ms) to hold."""
+async def until(predicate: Any, seconds: float = 30.0) -> None:
+    """Wait for an async predicate (checked every 50 ms) to hold; `seconds` is a hang guard."""
     for _ in range(int(seconds / 0.05)):
         if await predicate():
             return
@@ -248,12 +248,15 @@ async def test_submit_shows_the_webhooks_field_errors_before_creating(env: Env) 
 
 
 async def test_live_updates_reach_only_users_who_may_list_the_job(env: Env) -> None:
-    async def events(token: str, seen: list[dict[str, Any]]) -> None:
+    connected = [asyncio.Event(), asyncio.Event()]
+
+    async def events(token: str, seen: list[dict[str, Any]], opened: asyncio.Event) -> None:
         async with (
             aiohttp.ClientSession() as session,
             session.get(env.server.url + "stream", headers={"Authorization": f"Bearer {token}"}) as resp,
         ):
             assert resp.status == 200
+            opened.set()  # the stream subscribes to the changes before it answers
             async for line in resp.content:
                 if line.startswith(b"data: {"):
                     seen.append(json.loads(line[6:]))
@@ -261,11 +264,12 @@ async def test_live_updates_reach_only_users_who_may_list_the_job(env: Env) -> N
     alice_seen: list[dict[str, Any]] = []
     admin_seen: list[dict[str, Any]] = []
     tasks = [
-        asyncio.create_task(events(env.alice, alice_seen)),
-        asyncio.create_task(events(env.admin, admin_seen)),
+        asyncio.create_task(events(env.alice, alice_seen, connected[0])),
+        asyncio.create_task(events(env.admin, admin_seen, connected[1])),
     ]
     try:
-        await asyncio.sleep(0.3)
+        # Both streams are open (subscribed) before the jobs change: a hang guard, not a budget.
+        await asyncio.wait_for(asyncio.gather(*(opened.wait() for opened in connected)), 30)
         await env.stack.apply(job("PyTorchJob", "live-b", {"Master": 1}, namespace="team-b"))
         await env.stack.apply(job("PyTorchJob", "live-a", {"Master": 1}, namespace="team-a"))
 

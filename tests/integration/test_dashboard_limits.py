@@ -144,13 +144,13 @@ async def test_connections_over_the_cap_are_closed_and_the_rest_are_served(stack
     ) as server:
         stream = await open_stream(server)
         idle = [await connect(server) for _ in range(2)]
-        await eventually(lambda: server.guard.open_connections == 3, within=3, what="3 open connections")
+        await eventually(lambda: server.guard.open_connections == 3, what="3 open connections")
         over = await connect(server)
-        assert await closed_within(over[0], 1)  # at once: its head deadline is 30 s away
+        assert await closed_within(over[0], 10)  # at once: its head deadline is 30 s away
         assert server.guard.refused == 1
         assert await heartbeats_for(stream[0], 0.3) >= 1  # the stream is not disturbed
         idle[0][1].close()
-        await eventually(lambda: server.guard.open_connections == 2, within=3, what="2 open connections")
+        await eventually(lambda: server.guard.open_connections == 2, what="2 open connections")
         fresh = await connect(server)
         assert (await get(fresh, "/healthz")).startswith(b"HTTP/1.1 200")
         assert server.guard.refused == 1

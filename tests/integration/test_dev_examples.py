@@ -4,8 +4,10 @@ printed."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
+from datetime import UTC, datetime
 
 import pytest
 
@@ -13,6 +15,9 @@ from kubetrain.cli import build_parser
 from kubetrain.commands._devmanifests import example_names, load_jobs
 from kubetrain.commands.dev import dev
 from kubetrain.frameworks.registry import known_kinds
+from kubetrain.kube.clock import FakeClock
+
+from .controller_support import WAIT, eventually
 
 RUNNABLE = [name for name in example_names() if not name.startswith("invalid/")]
 
@@ -38,18 +43,42 @@ async def test_example_runs_to_succeeded(example: str) -> None:
 async def test_the_reporting_examples_print_their_rising_progress(example: str) -> None:
     """The examples whose training loop reports (and whose pods carry the simulated kubelet's
     report-progress annotation): `kubetrain dev` prints the reports as they arrive through the
-    training-progress endpoint — at the start, then 5 s later, and the last one, 100 % when
-    training ended, before the verdict. The run is 9 s long so that the 5-s report still falls
-    inside it when the first report (a TLS handshake and a TokenReview) is slow on a busy machine."""
+    training-progress endpoint — at the start, 5 s later, and the last one, 100 % when training
+    ended, before the verdict. The kubelet and the endpoint run on a FakeClock the test moves
+    only once the previous report is printed, so a busy machine changes no percentage."""
     args = build_parser().parse_args(["dev", "--example", example, "--run-seconds", "9", "--timeout", "60"])
     out = io.StringIO()
-    assert await dev(args, out) == 0, out.getvalue()
+    clock = FakeClock(start=datetime.now(UTC))  # lastUpdatedTime stays near the controller's time
+    run = asyncio.create_task(dev(args, out, clock=clock))
+    try:
+        await printed(run, out, [0])
+        # The pod's reporting loop sleeps its 5 s (the SDK's interval) after the first report.
+        await eventually(lambda: clock.next_deadline() == 5.0, what="the reporting loop's next report")
+        await clock.advance(5)
+        await printed(run, out, [0, 55])  # 5 of 9 s
+        await clock.advance(4)  # the run ends: the last report, then the pod succeeds
+        assert await asyncio.wait_for(run, WAIT) == 0, out.getvalue()
+    finally:
+        run.cancel()
     text = out.getvalue()
-    percents = [int(p) for p in re.findall(r"^ +progress \[[#.]+\] +(\d+)%  ETA ", text, re.M)]
-    assert percents[:1] == [0] and len(percents) >= 3 and 0 < percents[-2] < 100, text
-    assert percents == sorted(set(percents)), text  # each report further than the last
+    assert percents(text) == [0, 55, 100], text
     verdict = re.search(r" (Succeeded|Complete): ", text)
-    assert percents[-1] == 100 and verdict is not None and text.index("100%  ETA 0:00") < verdict.start(), (
-        text
-    )
-    assert "loss " in out.getvalue()
+    assert verdict is not None and text.index("100%  ETA 0:00") < verdict.start(), text
+    assert "loss " in text
+
+
+def percents(text: str) -> list[int]:
+    return [int(p) for p in re.findall(r"^ +progress \[[#.]+\] +(\d+)%  ETA ", text, re.M)]
+
+
+async def printed(run: asyncio.Task[int], out: io.StringIO, expected: list[int]) -> None:
+    """Wait until `kubetrain dev` printed the progress bars `expected` (failing at once if it
+    ended or printed others)."""
+
+    def check() -> bool:
+        seen = percents(out.getvalue())
+        if run.done() or seen != expected[: len(seen)]:
+            pytest.fail(f"expected the progress {expected} printed, got {seen}:\n{out.getvalue()}")
+        return seen == expected
+
+    await eventually(check, what=lambda: f"progress {expected} printed; printed:\n{out.getvalue()}")

@@ -17,9 +17,10 @@ from kubetrain.commands.dev import dev
 from kubetrain.dev.stack import DevStack
 from kubetrain.devcluster.gang.simulator import BINDINGS_KEPT, GangSchedulerSimulator, pod_requests
 from kubetrain.kube.client import KubeClient
+from kubetrain.kube.clock import FakeClock
 from kubetrain.kube.resources import PODS, SCHEDULER_PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, ResourceRef
 
-from .controller_support import Harness, condition, eventually, is_true, job_manifest, running_stack
+from .controller_support import WAIT, Harness, condition, eventually, is_true, job_manifest, running_stack
 
 Obj = dict[str, Any]
 RUN = {"sim.kubetrain.io/run-seconds": "0.2"}
@@ -287,13 +288,26 @@ async def test_kubetrain_dev_with_volcano_exits_0() -> None:
 
 
 async def test_kubetrain_dev_without_podgroup_crd_reports_the_missing_api() -> None:
+    """The job waits, saying why, until `--timeout` passes — on a FakeClock moved only once
+    the reason is printed, so however slowly the machine starts the stack, the reason is seen."""
     args = build_parser().parse_args(
         ["dev", "--gang-scheduler", "volcano", "--no-podgroup-crd", "--run-seconds", "0.2", "--timeout", "1"]
     )
     out = io.StringIO()
-    assert await dev(args, out) == 2  # waits (timeout), never runs pods
+    clock = FakeClock()
+    run = asyncio.create_task(dev(args, out, clock=clock))
+    try:
+        await eventually(
+            lambda: "scheduling.volcano.sh/v1beta1 is not installed" in out.getvalue() or run.done(),
+            what=lambda: f"the missing API printed; printed:\n{out.getvalue()}",
+        )
+        await clock.advance(1)
+        assert await asyncio.wait_for(run, WAIT) == 2, out.getvalue()  # waits (timeout), never runs pods
+    finally:
+        run.cancel()
     text = out.getvalue()
     assert "GangScheduling" in text and "scheduling.volcano.sh/v1beta1 is not installed" in text
+    assert "GangScheduling no pods" in text and "not finished after 1s" in text, text
 
 
 async def _phase_is(h: Harness, ns: str, name: str, phase: str, running: int | None = None) -> Obj | None:

@@ -113,7 +113,6 @@ async def test_team_defaults_and_limits_follow_namespace_labels(
     await eventually(
         lambda: len(watcher.index.policies()) == 4,
         what="the policies to reach the webhook's cache",
-        within=10,
     )
 
     # Vision namespace: vision defaults are stored, the vision quota (Deny) applies.
@@ -135,7 +134,6 @@ async def test_team_defaults_and_limits_follow_namespace_labels(
     await eventually(
         lambda: watcher.index.namespace_labels("research").get("team") == "nlp",
         what="the namespace relabel",
-        within=10,
     )
     stored = await client.create(PYTORCHJOBS, ptjob("too-big", workers=6), "research")  # Warn only
     assert stored["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "nlp"
@@ -166,7 +164,7 @@ async def test_invalid_policy_is_refused_and_valid_ones_report_status(
             status.get("valid") is True and status.get("observedGeneration") == obj["metadata"]["generation"]
         )
 
-    await eventually(status_recorded, what="the policy status", within=10)
+    await eventually(status_recorded, what="the policy status")
 
 
 def tenant_job(name: str, tenant: str, workers: int) -> Obj:
@@ -186,15 +184,17 @@ async def test_a_tenancy_quota_refuses_a_tenants_over_quota_job(
         limits={"tenantQuota": {"maxJobs": 2, "maxTotalResources": {"nvidia.com/gpu": 24}}},
     )
     await client.create(TRAINING_POLICIES, quota)
-    await eventually(lambda: len(watcher.index.policies()) == 1, what="the policy in the cache", within=10)
+    await eventually(lambda: len(watcher.index.policies()) == 1, what="the policy in the cache")
     first = await client.create(PYTORCHJOBS, tenant_job("a1", "team-a", workers=1), "research")
     assert first["metadata"]["labels"]["tenancy.kubetrain.io/tenant"] == "team-a"
     await eventually(
-        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 1, what="a1 seen", within=10
+        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 1,
+        what="a1 seen",
     )
     await client.create(PYTORCHJOBS, tenant_job("a2", "team-a", workers=2), "research")  # 24 GPUs: fits
     await eventually(
-        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 2, what="a2 seen", within=10
+        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 2,
+        what="a2 seen",
     )
     with pytest.raises(ApiError) as refused:
         await client.create(PYTORCHJOBS, tenant_job("a3", "team-a", workers=1), "research")
@@ -218,6 +218,7 @@ async def test_a_tenancy_quota_refuses_a_tenants_over_quota_job(
         {"status": {"conditions": [{"type": "Succeeded", "status": "True", "reason": "JobSucceeded"}]}},
     )
     await eventually(
-        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 1, what="a1 finished", within=10
+        lambda: len(watcher.index.tenant_jobs.of_tenant("team-a")) == 1,
+        what="a1 finished",
     )
     await client.create(PYTORCHJOBS, tenant_job("a3", "team-a", workers=1), "research")
