@@ -90,6 +90,7 @@ EXTRA_CHILD_RESOURCES = {
 INGRESSES = ResourceRef("networking.k8s.io", "v1", "ingresses", "Ingress", True)
 NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", False)
 NODES = ResourceRef("", "v1", "nodes", "Node", False)
+RESOURCE_QUOTAS = ResourceRef("", "v1", "resourcequotas", "ResourceQuota", True)
 PRIORITY_CLASSES = ResourceRef("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", True)
 HORIZONTAL_POD_AUTOSCALERS = ResourceRef(

@@ -65,6 +65,7 @@ from kubetrain.operator.keys import (
 )
 from kubetrain.operator.loop import ReconcileLoop
 from kubetrain.operator.plan import Observed, Plan, PlannerConfig, plan
+from kubetrain.operator.quotawake import QuotaWake
 from kubetrain.operator.reconciletimes import observe_reconcile
 from kubetrain.operator.trainjobs import TRAINJOB_RESOURCE_ID, TrainJobs
 from kubetrain.serving.metrics import RECONCILE_PLAN_DURATION
@@ -194,6 +195,10 @@ class Controller(JobEvents, ReconcileLoop):
         )
         for informer in children:
             self._watch_child(informer)
+        # ResourceQuotas: one with more room wakes the jobs of its namespace a quota held back
+        # (quotawake.py). Optional: without RBAC one warning, and those jobs wait for their back-off.
+        quotas = QuotaWake(self.cache, self.job_resources.values, self.applier.create_failures, self._wake)
+        children.append(quotas.informer(self.client, namespaces, self.clock))
         self.informers += [pods, config_maps, *children]
         if self.trainjobs is not None:
             self.informers += self.trainjobs.informers(namespaces)
@@ -213,6 +218,11 @@ class Controller(JobEvents, ReconcileLoop):
             await self._pod_group_api.start()
         # an optional watch RBAC refuses (on_forbidden: the Node informer) does not hold the start
         await asyncio.gather(*(i.wait_ready() for i in self.informers))
+
+    def _wake(self, key: str) -> None:
+        """Queue `key` now, its back-off reset (client-go's `Forget` + `Add`)."""
+        self.queue.forget(key)
+        self.queue.add(key)
 
     async def _adopt(self, namespaces: list[str] | None) -> None:
         """Serving kubeflow.org or training.kubedl.io: adopt the pods and Services of jobs

@@ -627,3 +627,23 @@ async def test_an_older_chart_without_the_nodes_and_priorityclasses_rules_still_
                 if f"no permission to list/watch {resource}" in r.getMessage()
             ]
             assert len(warnings) == 1 and "exclusive" in warnings[0]
+
+
+async def test_an_older_chart_without_the_resourcequotas_rule_still_runs_jobs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A chart from before the operator watched ResourceQuotas: one 403 and one warning, then jobs
+    run as before — the start is not held by that informer."""
+    async with running_release(tmp_path, {}, _drop_rule("ClusterRole", "resourcequotas")) as release:
+        admin = release.admin
+        await ready(release)
+        await admin.create(job_resource("PyTorchJob"), pytorch_job("ddp"), namespace="default")
+        await job_succeeded(admin, "default", "ddp")
+        denied = [r for r in release.cluster.requests.records if r.code == 403]
+        assert [(r.user, r.verb, r.resource) for r in denied] == [(release.user, "list", "resourcequotas")]
+        warnings = [
+            r.getMessage()
+            for r in caplog.records
+            if "no permission to list/watch resourcequotas" in r.getMessage()
+        ]
+        assert len(warnings) == 1 and "back-off" in warnings[0]

@@ -222,6 +222,8 @@ EXPECTED_JOBS_ROLE = (
     | expand("", ["secrets"], ["create"])
     # the HPA of an elastic PyTorchJob with metrics: informer, create, PUT on change, delete
     | expand("autoscaling", ["horizontalpodautoscalers"], ["list", "watch", "create", "update", "delete"])
+    # ResourceQuotas: an informer only (a quota with more room wakes the jobs it refused)
+    | expand("", ["resourcequotas"], ["list", "watch"])
     # a job's TensorBoard Ingress (kubedl.io/tensorboard-config): create, delete, never read
     | expand("networking.k8s.io", ["ingresses"], ["list", "watch", "create", "delete"])
 )

@@ -557,3 +557,19 @@ def test_every_listable_built_in_kind_has_its_printer() -> None:
 )
 def test_ages_read_as_kubectl_prints_them(seconds: int, text: str) -> None:
     assert human_duration(seconds) == text
+
+
+def test_resourcequota_row_is_printresourcequotas() -> None:
+    """`kubectl get quota`: NAME AGE REQUEST LIMIT, `<resource>: <used>/<hard>` by resource name,
+    `limits.*` under LIMIT, quantities canonical, a resource not used yet `0`."""
+    hard = {"pods": "10", "requests.memory": "1024Mi", "limits.cpu": "2000m", "requests.cpu": "1"}
+    quota = {
+        "metadata": {"name": "q"},
+        "status": {"hard": hard, "used": {"pods": "3", "requests.cpu": "500m"}},
+    }
+    assert cells("resourcequotas", "", quota)[0] == "q"
+    assert cells("resourcequotas", "", quota)[2:] == [
+        "pods: 3/10, requests.cpu: 500m/1, requests.memory: 0/1Gi",
+        "limits.cpu: 0/2",
+    ]
+    assert cells("resourcequotas", "", {"metadata": {"name": "new"}})[2:] == ["", ""]

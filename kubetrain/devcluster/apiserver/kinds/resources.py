@@ -134,6 +134,9 @@ BUILTINS: list[ResourceType] = [
         # a view of the core Events' storage (kinds/eventsv1.py): its labels are mapped to theirs
         field_selectors=tuple(label for label in eventsv1.FIELD_LABELS if not label.startswith("metadata.")),
     ),
+    ResourceType(
+        "", ["v1"], "resourcequotas", "ResourceQuota", True, short_names=["quota"], subresources=("status",)
+    ),
     ResourceType("coordination.k8s.io", ["v1"], "leases", "Lease", True),
     ResourceType(
         "policy",

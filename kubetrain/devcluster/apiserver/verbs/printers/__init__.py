@@ -26,6 +26,7 @@ PRINTERS: dict[str, tuple[list[Obj], Row]] = {
     "configmaps": (core.CONFIGMAP_COLUMNS, core.configmap_row),
     "serviceaccounts": (core.SERVICEACCOUNT_COLUMNS, core.serviceaccount_row),
     "persistentvolumeclaims": (core.PVC_COLUMNS, core.pvc_row),
+    "resourcequotas": (core.RESOURCEQUOTA_COLUMNS, core.resourcequota_row),
     "leases.coordination.k8s.io": (cluster.LEASE_COLUMNS, cluster.lease_row),
     "priorityclasses.scheduling.k8s.io": (cluster.PRIORITYCLASS_COLUMNS, cluster.priorityclass_row),
     "poddisruptionbudgets.policy": (cluster.PDB_COLUMNS, cluster.pdb_row),

@@ -294,3 +294,21 @@ def pvc_row(obj: Obj, now: datetime) -> list[Any]:
         age(obj, now),
         "<unset>" if mode is None else str(mode),
     ]
+
+
+RESOURCEQUOTA_COLUMNS = [NAME, AGE, col("Request"), col("Limit")]
+
+
+def resourcequota_row(obj: Obj, now: datetime) -> list[Any]:
+    """`printResourceQuota`: `<resource>: <used>/<hard>` for each resource of status.hard (sorted
+    by name), those named `limits.…` under LIMIT, the others under REQUEST."""
+    status = obj.get("status") or {}
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    request: list[str] = []
+    limit: list[str] = []
+    for resource in sorted(hard):
+        pieces = resource.split(".")
+        column = limit if len(pieces) > 1 and pieces[0] == "limits" else request
+        now_used = quantity(used[resource]) if resource in used else "0"
+        column.append(f"{resource}: {now_used}/{quantity(hard[resource])}")
+    return [name(obj), age(obj, now), ", ".join(request), ", ".join(limit)]
