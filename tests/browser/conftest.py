@@ -8,9 +8,10 @@ driven by Playwright against the dashboard of a real DevStack with RBAC.
 - `crowded`: (module) the scene plus a job with a long name and image and one whose pods wait
   for 64 GPUs (the layout tests' jobs).
 
-Screenshots of the main pages go to $KUBETRAIN_DASHBOARD_SHOTS when it is set — the README's
-images are refreshed with `KUBETRAIN_DASHBOARD_SHOTS=docs/images pytest -p no:xdist tests/browser`
-— and to a temporary directory otherwise, so a test run leaves the tree as it was.
+Screenshots of the main pages go to $KUBETRAIN_DASHBOARD_SHOTS when it is set — the docs'
+images are refreshed with `scripts/dashboard-screenshots`, which sets it and shrinks the images
+the docs show into docs/images — and to a temporary directory otherwise, so a test run leaves the
+tree as it was.
 """
 
 from __future__ import annotations

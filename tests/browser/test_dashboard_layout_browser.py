@@ -1,7 +1,8 @@
 """The dashboard's layout as a user sees it, asserted on layout facts (never pixels): at a phone's
 width (390 px) no page scrolls sideways and the header fits; a long job name or image wraps inside
-its cell; every time on a page reads alike (UTC, `2026-01-02 03:04:05Z`); an empty list, a pod
-with no log yet and a single bar say so in words."""
+its cell, a pod's name never breaks (at 768 px, beside a long Why); every time on a page reads
+alike (UTC, `2026-01-02 03:04:05Z`); an empty list, a pod with no log yet and a single bar say so
+in words."""
 
 from __future__ import annotations
 
@@ -237,3 +238,41 @@ async def test_the_dark_scheme_follows_the_system_and_keeps_text_readable(
             fg, bg = await element.evaluate(STYLE)
             bg = page_bg if bg == "rgba(0, 0, 0, 0)" else bg
             assert contrast(fg, bg) >= 4.5, (selector, fg, bg)
+
+
+TABLET = 768
+LONG_POD_JOB = "hyperparam-sweep-learning-rate-0-001"
+
+
+async def test_a_long_pod_name_stays_on_one_line_beside_a_long_why_at_768px(
+    crowded: Scene, page_as: PageFactory
+) -> None:
+    # pods waiting for 64 GPUs each: every row carries the scheduler's long message (team-b, so
+    # team-a's list stays as the other tests and the docs' images see it)
+    await crowded.stack.apply(
+        job(
+            "PyTorchJob",
+            LONG_POD_JOB,
+            {"Master": 1, "Worker": 1},
+            namespace="team-b",
+            resources={"limits": {"nvidia.com/gpu": "64"}},
+        )
+    )
+    page = await page_as(crowded.admin, width=TABLET)
+    name = page.locator(f'tr[data-pod="{LONG_POD_JOB}-worker-0"] td').first
+    why = page.locator(f'tr[data-pod="{LONG_POD_JOB}-worker-0"] td.why')
+
+    async def waiting() -> bool:
+        await page.goto(crowded.url(f"/namespaces/team-b/pytorchjobs/{LONG_POD_JOB}"))
+        return len(await why.text_content() or "") > 60
+
+    await until(waiting)
+    await expect(name).to_have_text(f"{LONG_POD_JOB}-worker-0")
+    lines = (
+        "c => { const r = document.createRange(); r.selectNodeContents(c);"
+        " return r.getClientRects().length; }"
+    )
+    assert await name.evaluate(lines) == 1, "the pod name breaks across lines"
+    # the message wraps instead, and the page itself does not scroll sideways
+    assert await why.evaluate(lines) > 1
+    assert await sideways(page) <= 0
