@@ -276,3 +276,11 @@ async def test_a_long_pod_name_stays_on_one_line_beside_a_long_why_at_768px(
     # the message wraps instead, and the page itself does not scroll sideways
     assert await why.evaluate(lines) > 1
     assert await sideways(page) <= 0
+    # on a phone the row is a block and the name its title: it wraps there rather than run out
+    await page.set_viewport_size({"width": PHONE, "height": 844})
+    right = await name.evaluate(
+        "c => { const r = document.createRange(); r.selectNodeContents(c);"
+        " return r.getBoundingClientRect().right; }"
+    )
+    assert right <= PHONE, f"the pod name runs out of the window on a phone (right edge {right})"
+    assert await sideways(page) <= 0
