@@ -9,9 +9,12 @@ from __future__ import annotations
 import pytest
 
 from kubetrain.dev.stack import DevStack
-from kubetrain.kube.resources import PODS, TRAINJOBS
+from kubetrain.kube.resources import PODS, RESOURCE_QUOTAS, TRAINJOBS
+from kubetrain.kube.workqueue import ExponentialBackoff
+from kubetrain.operator.keys import key_of
 
 from .controller_support import TRAINER_API_GROUPS, Harness, eventually
+from .test_quota_wake import HUGE, full_quota
 from .test_trainjob_controller import trainjob
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -68,3 +71,38 @@ async def test_a_pod_name_held_by_someone_elses_pod_is_a_warning_event(env: tupl
         return True if refs and refs[0]["name"] == "sq" else None
 
     await eventually(owned, what="sq-node-0-1 created for the TrainJob once the name is free")
+
+
+async def test_a_quota_with_room_again_starts_a_held_back_trainjob_at_once(
+    env: tuple[DevStack, Harness],
+) -> None:
+    """The ResourceQuota watch wakes TrainJobs as it wakes the v1 kinds: with a back-off of
+    10,000 s, the pods can only come from the quota's update, not from a retry or a job change."""
+    stack, h = env
+    controller = stack.controller
+    assert controller is not None
+    kept = controller.queue._backoff
+    controller.queue._backoff = ExponentialBackoff(base=HUGE, cap=HUGE)
+    try:
+        ns = await h.namespace("tjwake")
+        quota = await full_quota(h, ns)
+        h.faults.fail(verb="create", resource="pods", namespace=ns, count=10**6, status=403, message=QUOTA)
+        await h.kube.create(TRAINJOBS, trainjob("held", num_nodes=2), namespace=ns)
+        await h.wait_event(ns, "held", "FailedCreatePod")
+        key = key_of(await h.get(TRAINJOBS, ns, "held") or {})
+        queue = controller.queue
+
+        def on_back_off() -> bool:
+            idle = not len(queue) and not queue.is_batched(key) and not queue.is_processing(key)
+            return idle and (queue.pending_delay(key) or 0) > HUGE / 2
+
+        await eventually(on_back_off, what="the TrainJob on its back-off")
+        assert await h.pods(ns, "held") == []
+        h.faults.clear()
+        # pods of the namespace finished: the quota controller lowers status.used
+        freed = {**quota, "status": {"hard": {"pods": "4"}, "used": {"pods": "0"}}}
+        await h.kube.replace_status(RESOURCE_QUOTAS, freed)
+        await h.wait_pod_names(ns, "held", [f"held-node-0-{i}" for i in range(2)])
+    finally:
+        h.faults.clear()
+        controller.queue._backoff = kept
