@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.dnsnames import (
@@ -203,6 +204,11 @@ def label_causes(meta: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+def annotations_size(annotations: Mapping[str, Any]) -> int:
+    """The bytes of every key and value, as `ValidateAnnotationsSize` counts them."""
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+
+
 def annotation_causes(meta: dict[str, Any]) -> list[Cause]:
     annotations = meta.get("annotations") or {}
     if not isinstance(annotations, dict):
@@ -213,8 +219,7 @@ def annotation_causes(meta: dict[str, Any]) -> list[Cause]:
             Cause("FieldValueInvalid", f"Invalid value: {_shown(key)}: {p}", ANNOTATIONS)
             for p in qualified_name_problems(key.lower())
         ]
-    size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
-    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+    if annotations_size(annotations) > TOTAL_ANNOTATION_SIZE_LIMIT:
         causes.append(
             Cause(
                 "FieldValueTooLong",

@@ -22,27 +22,23 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.labels import annotations_of
 from kubetrain.devcluster.apiserver.kinds.fielderrors import go_json
 from kubetrain.devcluster.apiserver.kinds.fieldpaths import FieldSet
+from kubetrain.devcluster.apiserver.kinds.objectmeta import TOTAL_ANNOTATION_SIZE_LIMIT, annotations_size
 from kubetrain.devcluster.apiserver.kinds.smdschema import Type
 from kubetrain.devcluster.apiserver.kinds.typedvalue import compare, to_field_set
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 UPGRADING_MANAGER = "kubectl"
-ANNOTATIONS_LIMIT = 256 * 1024  # TotalAnnotationSizeLimitB
 
 
-def _annotations(obj: Any) -> dict[str, Any]:
-    md = obj.get("metadata") if isinstance(obj, dict) else None
-    found = md.get("annotations") if isinstance(md, dict) else None
-    return found if isinstance(found, dict) else {}
-
-
-def allowed_conflicts(live: Any, api_version: str, t: Type) -> FieldSet | None:
+def allowed_conflicts(live: Mapping[str, Any], api_version: str, t: Type) -> FieldSet | None:
     """`allowedConflictsFromLastApplied`: the annotation's fields the live object has unchanged."""
-    text = _annotations(live).get(LAST_APPLIED)
+    text = annotations_of(live).get(LAST_APPLIED)
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -55,9 +51,9 @@ def allowed_conflicts(live: Any, api_version: str, t: Type) -> FieldSet | None:
     return to_field_set(last, t) - modified - added - removed
 
 
-def synced(merged: Any, config: dict[str, Any]) -> Any:
+def synced(merged: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """`lastAppliedUpdater.Apply` after a successful apply by `kubectl`."""
-    if not _annotations(merged).get(LAST_APPLIED):
+    if not annotations_of(merged).get(LAST_APPLIED):
         return merged
     value = copy.deepcopy(config)
     md = value.get("metadata")
@@ -65,9 +61,8 @@ def synced(merged: Any, config: dict[str, Any]) -> Any:
         md["annotations"].pop(LAST_APPLIED, None)
     out = dict(merged)
     out["metadata"] = dict(out["metadata"])
-    annotations = {**_annotations(merged), LAST_APPLIED: go_json(value) + "\n"}
-    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
-    if size > ANNOTATIONS_LIMIT:
+    annotations = {**annotations_of(merged), LAST_APPLIED: go_json(value) + "\n"}
+    if annotations_size(annotations) > TOTAL_ANNOTATION_SIZE_LIMIT:
         del annotations[LAST_APPLIED]
     if annotations:
         out["metadata"]["annotations"] = annotations
