@@ -88,6 +88,19 @@ def parse_quantity(value: object) -> Fraction:
     return parse_quantity_suffix(value)[0]
 
 
+def parse_resource_list(values: object) -> tuple[dict[str, Fraction], list[str]]:
+    """A ResourceList (`{"cpu": "500m", "pods": "4"}`) as amounts, and the names whose value is
+    not a quantity (left out); anything but a mapping is an empty list."""
+    amounts: dict[str, Fraction] = {}
+    invalid: list[str] = []
+    for name, value in values.items() if isinstance(values, Mapping) else ():
+        try:
+            amounts[str(name)] = parse_quantity(value)
+        except ValueError:  # QuantityError, or a float that is no number (nan, inf)
+            invalid.append(str(name))
+    return amounts, invalid
+
+
 def is_binary(value: object) -> bool:
     """Whether the quantity is written with a binary suffix (Ki, Mi, …)."""
     return isinstance(value, str) and value.strip()[-2:] in _BINARY

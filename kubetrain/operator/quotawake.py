@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from kubetrain.api.quantity import parse_quantity
+from kubetrain.api.quantity import parse_resource_list
 from kubetrain.kube.cache import Cache
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.clock import Clock
@@ -45,13 +45,7 @@ QUOTA_REFUSALS = ("exceeded quota: ", "failed quota: ", "status unknown for quot
 
 
 def _amounts(values: object) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for name, value in (values or {}).items() if isinstance(values, Mapping) else ():
-        try:
-            out[str(name)] = parse_quantity(value)
-        except (ValueError, TypeError, ZeroDivisionError):
-            continue  # not a quantity: the API server would not have stored it
-    return out
+    return parse_resource_list(values)[0]  # a non-quantity: the API server would not store it
 
 
 def _room(quota: Mapping[str, Any]) -> dict[str, Fraction | None]:

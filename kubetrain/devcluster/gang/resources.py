@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from kubetrain.api.quantity import QuantityError, parse_quantity
+from kubetrain.api.quantity import parse_resource_list
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +23,9 @@ TERMINAL = ("Succeeded", "Failed")
 
 
 def resources(values: Mapping[str, Any] | None) -> Resources:
-    out: Resources = {}
-    for name, value in (values or {}).items():
-        try:
-            out[str(name)] = parse_quantity(value)
-        except QuantityError:
-            log.warning("ignoring resource %s=%r: not a quantity", name, value)
+    out, invalid = parse_resource_list(values)
+    for name in invalid:
+        log.warning("ignoring resource %s=%r: not a quantity", name, (values or {}).get(name))
     return out
 
 
