@@ -100,6 +100,17 @@ def torchtune_runtime(path: str = "llama3_2/llama3_2_1B.yaml") -> Obj:
     return loaded
 
 
+def replicated_jobs(pods: Mapping[str, Obj]) -> Obj:
+    """A JobSet template's spec with one replicated job per name, each with the pod spec given:
+    `{"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]}`
+    (a runtime's `spec.template.spec`, a runtime patch's `trainingRuntimeSpec.template.spec`)."""
+    return {
+        "replicatedJobs": [
+            {"name": name, "template": {"spec": {"template": {"spec": pod}}}} for name, pod in pods.items()
+        ]
+    }
+
+
 def trainer_test_runtime(
     name: str = "alpha",
     *,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from trainjobs import replicated_jobs
 
 from kubetrain.devcluster.apiserver.kinds.schema import validate
 from kubetrain.jobs.trainercrds import trainer_crds
@@ -94,42 +95,21 @@ def test_an_env_reference_without_its_key_is_refused_by_the_schema(value_from: O
 
 def test_a_runtime_patch_mount_without_a_path_and_a_runtime_mount_without_a_name_are_refused() -> None:
     pod = {"containers": [{"name": "node", "volumeMounts": [{"name": "data"}]}]}
-    rjob = {"name": "node", "template": {"spec": {"template": {"spec": pod}}}}
     patch = {
         "manager": "acme.io/m",
-        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rjob]}}},
+        "trainingRuntimeSpec": {"template": {"spec": replicated_jobs({"node": pod})}},
     }
     got = causes(trainjob(runtimePatches=[patch]))
     assert got == [
         "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec."
         "containers[0].volumeMounts[0].mountPath: Required value"
     ]
+    mount = {"containers": [{"name": "node", "volumeMounts": [{"mountPath": "/data"}]}]}
     runtime = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainingRuntime",
         "metadata": {"name": "rt", "namespace": "default"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "containers": [
-                                                {"name": "node", "volumeMounts": [{"mountPath": "/data"}]}
-                                            ]
-                                        }
-                                    }
-                                }
-                            },
-                        }
-                    ]
-                }
-            }
-        },
+        "spec": {"template": {"spec": replicated_jobs({"node": mount})}},
     }
     assert causes(runtime) == [
         "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].volumeMounts[0]."

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from trainjobs import trainer_test_runtime
+from trainjobs import replicated_jobs, trainer_test_runtime
 
 from .test_render_trainjob import render
 
@@ -401,32 +401,13 @@ def test_runtime_patches_merge_structs_and_volumes_as_a_strategic_merge_patch() 
     (`retainKeys`), a container's securityContext is merged too."""
     from kubetrain.jobs.trainjob.patches import apply_runtime_patches
 
-    template = {
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "node",
-                    "template": {
-                        "spec": {
-                            "template": {
-                                "spec": {
-                                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1},
-                                    "affinity": {"nodeAffinity": {"x": 1}},
-                                    "volumes": [
-                                        {"name": "data", "emptyDir": {}},
-                                        {"name": "other", "emptyDir": {}},
-                                    ],
-                                    "containers": [
-                                        {"name": "node", "securityContext": {"privileged": False}}
-                                    ],
-                                }
-                            }
-                        }
-                    },
-                }
-            ]
-        }
+    pod = {
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1},
+        "affinity": {"nodeAffinity": {"x": 1}},
+        "volumes": [{"name": "data", "emptyDir": {}}, {"name": "other", "emptyDir": {}}],
+        "containers": [{"name": "node", "securityContext": {"privileged": False}}],
     }
+    template = {"spec": replicated_jobs({"node": pod})}
     pod_patch = {
         "securityContext": {"runAsUser": 1000},
         "affinity": {"podAntiAffinity": {"y": 2}},
@@ -435,15 +416,7 @@ def test_runtime_patches_merge_structs_and_volumes_as_a_strategic_merge_patch() 
     }
     patch = {
         "manager": "acme.io/x",
-        "trainingRuntimeSpec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {"name": "node", "template": {"spec": {"template": {"spec": pod_patch}}}}
-                    ]
-                }
-            }
-        },
+        "trainingRuntimeSpec": {"template": {"spec": replicated_jobs({"node": pod_patch})}},
     }
     assert apply_runtime_patches(template, [patch], "spec.runtimePatches") == []
     spec = template["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from admission import review_of
-from trainjobs import trainer_test_runtime
+from trainjobs import replicated_jobs, trainer_test_runtime
 
 from kubetrain.jobs.trainjob.specrules import active_job_errors
 from kubetrain.jobs.trainjob.validate import default_trainjob, validate_trainjob
@@ -50,18 +50,7 @@ def trainjob(suspend: bool, selector: str, active: dict[str, int] | None = None,
                         "manager": "test.io/manager",
                         "trainingRuntimeSpec": {
                             "template": {
-                                "spec": {
-                                    "replicatedJobs": [
-                                        {
-                                            "name": "node",
-                                            "template": {
-                                                "spec": {
-                                                    "template": {"spec": {"nodeSelector": {"pool": selector}}}
-                                                }
-                                            },
-                                        }
-                                    ]
-                                }
+                                "spec": replicated_jobs({"node": {"nodeSelector": {"pool": selector}}})
                             }
                         },
                     }
