@@ -42,6 +42,14 @@ def running_under_volcano(obj: dict[str, Any]) -> Sim:
     return sim
 
 
+def created(p: Any) -> tuple[list[str], set[str]]:
+    """The names of the pods a plan creates, sorted, and the attempts their labels say."""
+    return (
+        sorted(x["metadata"]["name"] for x in p.create_pods),
+        {x["metadata"]["labels"][ATTEMPT] for x in p.create_pods},
+    )
+
+
 def test_volcano_5385_a_retried_pod_keeps_the_pod_group_and_is_made_again_at_once() -> None:
     """Volcano issue 5385: restarting one pod of a gang also deleted its PodGroup, which came back
     `Pending`, and no pod was made until the scheduler enqueued the group again — the job sat in
@@ -90,12 +98,7 @@ def test_volcano_4814_pods_deleted_by_a_gang_restart_do_not_restart_it_again() -
     for name in ("vg-master-0", "vg-worker-1"):
         del sim.pods[name]
     p = sim.step(at(7))
-    assert sorted(x["metadata"]["name"] for x in p.create_pods) == [
-        "vg-master-0",
-        "vg-worker-0",
-        "vg-worker-1",
-    ]
-    assert {x["metadata"]["labels"][ATTEMPT] for x in p.create_pods} == {"1"}
+    assert created(p) == (["vg-master-0", "vg-worker-0", "vg-worker-1"], {"1"})
     assert p.create_pod_group is None and sim.pod_group is not None
     assert not sim.is_true("Failed") and sim.job["status"]["jobRestarts"] == 1
 
@@ -139,12 +142,7 @@ def test_jobset_684_no_pod_of_the_new_attempt_while_one_of_the_old_is_left() -> 
         assert p.create_pods == [] and p.delete_pods == []
     del sim.pods["vg-master-0"]
     p = sim.step(at(91))
-    assert sorted(x["metadata"]["name"] for x in p.create_pods) == [
-        "vg-master-0",
-        "vg-worker-0",
-        "vg-worker-1",
-    ]
-    assert {x["metadata"]["labels"][ATTEMPT] for x in p.create_pods} == {"1"}
+    assert created(p) == (["vg-master-0", "vg-worker-0", "vg-worker-1"], {"1"})
 
 
 def test_kueue_3400_an_mpijob_created_suspended_gets_kueues_node_selector_on_every_pod() -> None:
